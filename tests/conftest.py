@@ -1,0 +1,138 @@
+"""Shared fixtures: real Git repositories in temporary folders, and the CLI run in-process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vivary_git.main import main
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.invalid",
+    "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.invalid",
+    "GIT_AUTHOR_DATE": "2026-11-30T12:00:00Z", "GIT_COMMITTER_DATE": "2026-11-30T12:00:00Z",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+@pytest.fixture(autouse=True)
+def _hermetic_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    for k, v in GIT_ENV.items():
+        monkeypatch.setenv(k, v)
+    for k in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "VIVARY_STATS"):
+        monkeypatch.delenv(k, raising=False)
+
+
+def git(cwd: Path, *args: str, check: bool = True, env: Mapping[str, str] | None = None) -> str:
+    proc = subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, check=False,
+        env=dict(os.environ, **(env or {})),
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr}")
+    return proc.stdout
+
+
+def write(root: Path, files: Mapping[str, str | bytes]) -> None:
+    for rel, content in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            p.write_bytes(content)
+        else:
+            p.write_text(content, encoding="utf-8")
+
+
+@dataclass
+class Repo:
+    path: Path
+
+    def write(self, files: Mapping[str, str | bytes]) -> None:
+        write(self.path, files)
+
+    def git(self, *args: str, check: bool = True) -> str:
+        return git(self.path, *args, check=check)
+
+    def commit(self, message: str = "change", files: Mapping[str, str | bytes] | None = None) -> str:
+        if files:
+            self.write(files)
+        self.git("add", "-A")
+        self.git("commit", "-q", "--allow-empty", "-m", message)
+        return self.git("rev-parse", "HEAD").strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Iterator[Repo]:
+    path = tmp_path / "ws"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "gc.auto", "0")
+    yield Repo(path)
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Any:
+    """Run `git vivary ARGS` in-process with a working directory; returns exit code and output."""
+
+    def run(*args: str, cwd: Path) -> Result:
+        old = Path.cwd()
+        os.chdir(cwd)
+        try:
+            code = main(list(args))
+        finally:
+            os.chdir(old)
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    return run
+
+
+def run_git_vivary(args: list[str], cwd: Path, env: Mapping[str, str] | None = None,
+                   input: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`git vivary …` as a real subprocess through Git's own command dispatch."""
+    bindir = str(Path(sys.executable).parent)
+    full_env = dict(os.environ, **(env or {}))
+    full_env["PATH"] = bindir + os.pathsep + full_env.get("PATH", "")
+    return subprocess.run(["git", "vivary", *args], cwd=cwd, capture_output=True, text=True, env=full_env,
+                          input=input, check=False)
+
+
+TROPO = """version = 1
+exclude = ["README.md"]
+
+[base]
+derive = ["id", "title"]
+allow_untyped = true
+optional = { tags = "string-list" }
+
+[types.decision]
+folder = "decisions"
+required = { status = "enum:proposed|accepted", date = "date" }
+optional = { related = "ref-list", owner = "ref", link = "url" }
+
+[types.module]
+folder = "modules"
+required = { status = "string" }
+optional = { depends = "ref-list" }
+"""

@@ -1,0 +1,131 @@
+"""`git vivary check` through the CLI, on real Git repositories."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conftest import TROPO, Repo
+
+GOOD_DECISION = "---\nstatus: accepted\ndate: 2026-11-01\nrelated: [core]\n---\n# Use Git trees\n\nBody.\n"
+GOOD_MODULE = "---\nstatus: active\n---\n# Core\n"
+
+
+def base_files(**extra: str | bytes) -> dict[str, str | bytes]:
+    files: dict[str, str | bytes] = {
+        "tropo.toml": TROPO,
+        "decisions/use-git.md": GOOD_DECISION,
+        "modules/core.md": GOOD_MODULE,
+    }
+    files.update(extra)
+    return files
+
+
+def test_clean_workspace_exits_zero(repo: Repo, cli: Any) -> None:
+    repo.commit(files=base_files())
+    r = cli("check", "--rev", "HEAD", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert r.json() == {"checked": 2, "clean": 2, "errors": 0, "warnings": 0, "findings": []}
+
+
+def test_every_finding_names_path_and_key_line(repo: Repo, cli: Any) -> None:
+    repo.commit(files=base_files(**{
+        "decisions/bad.md": "---\nstatus: maybe\ndate: 2026-13-45\nrelated: [core, nowhere]\nowner: Not A Slug\n"
+                            "link: ftp://x\nextra: 1\n---\n# Bad\n",
+        "decisions/missing.md": "---\nstatus:\n---\n# Missing\n",
+    }))
+    r = cli("check", "--rev", "HEAD", "--lenient", cwd=repo.path)
+    assert r.code == 1
+    assert r.out.splitlines()[:9] == [
+        "decisions/bad.md:2: error E103: field 'status': expected one of [proposed, accepted], got 'maybe'",
+        "decisions/bad.md:3: error E103: field 'date': expected a real calendar date (YYYY-MM-DD), got '2026-13-45'",
+        "decisions/bad.md:4: warning W220: field 'related': ref 'nowhere' matches no document id",
+        "decisions/bad.md:5: error E103: field 'owner': expected a ref (lowercase a-z 0-9 . _ -), got 'Not A Slug'",
+        "decisions/bad.md:5: warning W220: field 'owner': ref 'Not A Slug' matches no document id",
+        "decisions/bad.md:6: error E103: field 'link': expected a URL (http/https), got 'ftp://x'",
+        "decisions/bad.md:7: warning W202: unknown field 'extra' for type 'decision'",
+        "decisions/missing.md:1: error E101: missing required field 'date' for type 'decision'",
+        "decisions/missing.md:2: error E102: required field 'status' is empty",
+    ]
+
+
+def test_strict_default_reports_warnings_as_errors_keeping_codes(repo: Repo, cli: Any) -> None:
+    repo.commit(files=base_files(**{"modules/x.md": "---\nstatus: ok\ndepends: [ghost]\n---\n"}))
+    strict = cli("check", "--rev", "HEAD", "--json", cwd=repo.path).json()
+    assert [(f["level"], f["code"]) for f in strict["findings"]] == [("error", "W220")]
+    assert strict["errors"] == 1 and strict["warnings"] == 0
+    lenient = cli("check", "--rev", "HEAD", "--json", "--lenient", cwd=repo.path).json()
+    assert [(f["level"], f["code"]) for f in lenient["findings"]] == [("warning", "W220")]
+
+
+def test_malformed_frontmatter_is_e001_with_the_line(repo: Repo, cli: Any) -> None:
+    repo.commit(files=base_files(**{
+        "notes/inline.md": "---\ntitle: x\ntags: [a\nother: 1\n---\n",
+        "notes/dup.md": "---\na: 1\nb: 2\na: 3\n---\n",
+        "notes/tab.md": "---\na:\n\t- x\n---\n",
+        "notes/list.md": "---\n- a\n- b\n---\n",
+        "notes/open.md": "---\na: 1\n",
+    }))
+    r = cli("check", "--rev", "HEAD", cwd=repo.path)
+    assert r.code == 1
+    for expected in ("notes/inline.md:3: error E001", "notes/dup.md:4: error E001: duplicate key `a`",
+                     "notes/tab.md:3: error E001", "notes/list.md:2: error E001", "notes/open.md:1: error E001"):
+        assert expected in r.out, (expected, r.out)
+    assert "Traceback" not in r.err
+
+
+def test_unreadable_content_is_e000_never_a_traceback(repo: Repo, cli: Any) -> None:
+    repo.commit(files=base_files(**{
+        "notes/latin1.md": b"---\ntitle: caf\xe9\n---\n",
+        "notes/binary.md": b"\x89PNG\r\n\x1a\n\x00\x00\x00",
+        "notes/huge.md": b"x" * (8 * 1024 * 1024 + 1),
+    }))
+    r = cli("check", "--rev", "HEAD", cwd=repo.path)
+    assert r.code == 1
+    assert "notes/latin1.md:2: error E000: not valid UTF-8" in r.out
+    assert "notes/binary.md:1: error E000: file looks binary" in r.out
+    assert "notes/huge.md:1: error E000: file is 8,388,609 bytes" in r.out
+
+
+def test_duplicate_ids_are_reported(repo: Repo, cli: Any) -> None:
+    repo.commit(files=base_files(**{"notes/core.md": "# Another core\n", "notes/Core!.md": "# And another\n"}))
+    r = cli("check", "--rev", "HEAD", "--lenient", cwd=repo.path)
+    assert r.code == 1
+    assert "duplicate document id 'core': modules/core.md has it already" in r.out
+    assert r.out.count("E130") == 2, r.out
+
+
+def test_symlinked_note_is_reported_not_followed(repo: Repo, cli: Any) -> None:
+    repo.write(base_files())
+    (repo.path / "notes").mkdir()
+    (repo.path / "notes" / "link.md").symlink_to("../modules/core.md")
+    repo.commit()
+    r = cli("check", "--rev", "HEAD", cwd=repo.path)
+    assert "notes/link.md:1: error E000: is a symbolic link" in r.out
+
+
+def test_bad_config_exits_2_with_file_and_fix(repo: Repo, cli: Any) -> None:
+    repo.commit(files=base_files(**{"tropo.toml": TROPO.replace('status = "string"', 'status = "strng"')}))
+    r = cli("check", "--rev", "HEAD", cwd=repo.path)
+    assert r.code == 2
+    assert "tropo.toml" in r.err and "unknown field spec 'strng'" in r.err
+    repo.commit(files={"tropo.toml": "version = 1\n[base\n"})
+    r = cli("check", "--rev", "HEAD", cwd=repo.path)
+    assert r.code == 2 and "invalid TOML" in r.err and "line 2" in r.err
+
+
+def test_usage_errors_exit_2(repo: Repo, cli: Any) -> None:
+    repo.commit(files=base_files())
+    r = cli("check", "--rev", "no-such-branch", cwd=repo.path)
+    assert r.code == 2 and "no such revision" in r.err
+    r = cli("check", "--bogus", cwd=repo.path)
+    assert r.code == 2
+
+
+def test_same_tree_gives_byte_identical_output(repo: Repo, cli: Any) -> None:
+    repo.commit(files=base_files(**{"modules/x.md": "---\nstatus: ok\ndepends: [ghost]\n---\n"}))
+    first = cli("check", "--rev", "HEAD", "--json", cwd=repo.path).out
+    second = cli("check", "--rev", "HEAD", "--json", cwd=repo.path).out  # from the graph cache
+    third = cli("check", "--rev", "HEAD", "--json", "--no-cache", cwd=repo.path).out
+    staged = cli("check", "--staged", "--json", cwd=repo.path).out
+    work = cli("check", "--json", cwd=repo.path).out
+    assert first == second == third == staged == work

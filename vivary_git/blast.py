@@ -1,0 +1,132 @@
+"""Impact: who reaches a node (reverse BFS), and what a change between two trees touches."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping
+
+import msgspec
+
+from vivary_git.errors import UsageError
+from vivary_git.graph import Graph
+from vivary_git.models import Edge, Node
+
+
+class Impacted(msgspec.Struct, frozen=True):
+    id: str
+    type: str | None
+    distance: int
+    via: str  # the field of the edge by which this node reaches the next hop toward the target
+
+
+class BlastReport(msgspec.Struct, frozen=True):
+    root: str
+    target: str
+    depth: int | None
+    impacted: list[Impacted]
+    counts: dict[str, int]
+
+
+def reverse_bfs(
+    graph: Graph, targets: Iterable[str], depth: int | None
+) -> list[Impacted]:
+    """Nodes with a path of edges to any target, nearest distance wins; the targets are excluded."""
+    incoming: dict[str, list[Edge]] = {}
+    for e in graph.edges:
+        if not e.broken:
+            incoming.setdefault(e.to, []).append(e)
+    nodes = graph.by_id()
+    start = sorted(set(targets))
+    seen = set(start)
+    found: dict[str, Impacted] = {}
+    queue = deque((t, 0) for t in start)
+    while queue:
+        current, dist = queue.popleft()
+        if depth is not None and dist >= depth:
+            continue
+        for e in sorted(incoming.get(current, ()), key=lambda e: (e.from_, e.field)):
+            if e.from_ in seen:
+                continue
+            seen.add(e.from_)
+            node = nodes[e.from_]
+            found[e.from_] = Impacted(node.id, node.type, dist + 1, e.field)
+            queue.append((e.from_, dist + 1))
+    return sorted(found.values(), key=lambda i: (i.distance, i.id))
+
+
+def blast(graph: Graph, target: str, depth: int | None = None) -> BlastReport:
+    if target not in graph.by_id():
+        raise UsageError(f"no node with ID {target!r} in this tree; `git vivary graph` lists the IDs")
+    if depth is not None and depth < 1:
+        raise UsageError("--depth must be 1 or more")
+    impacted = reverse_bfs(graph, [target], depth)
+    return BlastReport(graph.root, target, depth, impacted, {"impacted": len(impacted)})
+
+
+class Changed(msgspec.Struct, frozen=True):
+    id: str
+    type: str | None
+    path: str
+    change: str  # "added" | "removed" | "modified" (content) | "edges" (only its references changed)
+
+
+class ChangeReport(msgspec.Struct, frozen=True):
+    """The impact of a change between two trees: what changed, what broke, and who reaches it."""
+
+    base: str
+    head: str
+    changed: list[Changed]
+    broken_edges: list[Edge]  # broken at head and not broken (or absent) at base
+    fixed_edges: list[Edge]  # broken at base, no longer broken at head
+    impacted: list[Impacted]
+    counts: dict[str, int]
+
+
+def change_impact(base: Graph, head: Graph, base_label: str, head_label: str, depth: int | None = None
+                  ) -> ChangeReport:
+    b_nodes, h_nodes = base.by_id(), head.by_id()
+    b_out, h_out = _outgoing(base.edges), _outgoing(head.edges)
+    changed: list[Changed] = []
+    for nid in sorted(set(b_nodes) | set(h_nodes)):
+        b, h = b_nodes.get(nid), h_nodes.get(nid)
+        if b is None and h is not None:
+            changed.append(_changed(h, "added"))
+        elif h is None and b is not None:
+            changed.append(_changed(b, "removed"))
+        elif b is not None and h is not None:
+            if b.blob != h.blob or b.path != h.path or b.type != h.type:
+                changed.append(_changed(h, "modified"))
+            elif b_out.get(nid) != h_out.get(nid):
+                changed.append(_changed(h, "edges"))
+    base_broken = {(e.from_, e.field, e.to) for e in base.edges if e.broken}
+    head_broken = {(e.from_, e.field, e.to) for e in head.edges if e.broken}
+    broken = [e for e in head.edges if e.broken and (e.from_, e.field, e.to) not in base_broken]
+    fixed = [e for e in base.edges if e.broken and (e.from_, e.field, e.to) not in head_broken]
+    # Removed nodes are gone from head; whoever pointed at them is impacted through their now-broken edges.
+    targets = [c.id for c in changed if c.id in h_nodes]
+    impacted = reverse_bfs(head, targets, depth)
+    already = {c.id for c in changed}
+    seen = {i.id for i in impacted}
+    for e in broken:
+        if e.from_ not in already and e.from_ not in seen and e.from_ in h_nodes:
+            n = h_nodes[e.from_]
+            impacted.append(Impacted(n.id, n.type, 1, e.field))
+            seen.add(n.id)
+    impacted = sorted((i for i in impacted if i.id not in already), key=lambda i: (i.distance, i.id))
+    return ChangeReport(
+        base=base_label, head=head_label, changed=changed, broken_edges=broken, fixed_edges=fixed,
+        impacted=impacted,
+        counts={"changed": len(changed), "broken_edges": len(broken), "fixed_edges": len(fixed),
+                "impacted": len(impacted)},
+    )
+
+
+def _changed(n: Node, change: str) -> Changed:
+    return Changed(n.id, n.type, n.path, change)
+
+
+def _outgoing(edges: Iterable[Edge]) -> Mapping[str, list[tuple[str, str, bool]]]:
+    out: dict[str, list[tuple[str, str, bool]]] = {}
+    for e in edges:
+        out.setdefault(e.from_, []).append((e.field, e.to, e.broken))
+    return out

@@ -1,0 +1,180 @@
+"""Field and structure rules for one node: pure, returns `Finding`s.
+
+Messages follow the published tropo word for word where tropo is right (scripts parse them); the
+codes it lacks (E130 duplicate IDs, W221 broken wikilinks) and its fixes (real calendar dates,
+E000 for unreadable bytes, E001 for a malformed inline list) are documented in docs/check.md.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from vivary_git.config import Config, FieldSpec
+from vivary_git.models import Finding, Node, Note
+
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DATETIME = re.compile(
+    r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$", re.IGNORECASE
+)
+_URL = re.compile(r"^https?://\S+$")
+
+# (path, field) → derived value of `created`/`updated`; supplied lazily because it needs history.
+DateLookup = Callable[[str, str], str | None]
+
+
+def validate(
+    node: Node,
+    note: Note,
+    config: Config,
+    known: Mapping[str, object],
+    dates: DateLookup | None = None,
+) -> list[Finding]:
+    path = node.path
+    if note.problem is not None:
+        p = note.problem
+        return [Finding(path, p.line, "error", p.code, p.message)]
+    out: list[Finding] = []
+    fields = note.fields
+    lines = note.key_lines
+    tdef = config.types.get(node.type) if node.type is not None else None
+    typed = tdef is not None
+    if not typed and not config.allow_untyped and not config.zero_config:
+        out.append(Finding(path, 1, "warning", "W201", "untyped document (no ancestor folder is a registered type)"))
+    required = dict(config.base_required)
+    if tdef is not None:
+        required.update(tdef.required)
+    for name in required:
+        if name not in fields:
+            out.append(Finding(path, 1, "error", "E101", f"missing required field '{name}' for type '{node.type}'"
+                               if node.type is not None else f"missing required field '{name}' for type None"))
+        elif fields[name] is None or fields[name] == "":
+            out.append(Finding(path, lines.get(name, 1), "error", "E102", f"required field '{name}' is empty"))
+    refs: list[tuple[str, int, str]] = []
+    for name, value in fields.items():
+        line = lines.get(name, 1)
+        if name in config.derive:
+            derived = _derived(name, node, dates)
+            if value == derived and (typed or not config.allow_untyped):
+                out.append(Finding(path, line, "warning", "W210", f"field '{name}' equals its derived value (noise)"))
+            continue
+        spec = config.field_spec(node.type, name)
+        if spec is None:
+            if typed:
+                out.append(Finding(path, line, "warning", "W202", f"unknown field '{name}' for type '{node.type}'"))
+            continue
+        if spec.is_ref and value is not None:
+            refs.extend((name, line, target) for target in _refs(value))
+        if value is None:
+            continue
+        problem = spec_problem(spec, value)
+        if problem is not None:
+            out.append(Finding(path, line, "error", "E103", f"field '{name}': {problem}"))
+    for name, line, target in refs:
+        if target not in known:
+            out.append(Finding(path, line, "warning", "W220", f"field '{name}': ref '{target}' matches no document id"))
+    if config.wikilinks:
+        from vivary_git.graph import wikilink_target
+
+        for link in note.links:
+            candidates = wikilink_target(link.text, config.alias)
+            if candidates and not any(c in known for c in candidates):
+                out.append(Finding(path, link.line, "warning", "W221",
+                                   f"wikilink [[{link.text}]] matches no document id (looked for '{candidates[0]}')"))
+    return out
+
+
+def _derived(name: str, node: Node, dates: DateLookup | None) -> Any:
+    if name in ("id", "slug"):
+        return node.id
+    if name == "title":
+        return node.title
+    if name in ("created", "updated"):
+        return dates(node.path, name) if dates is not None else None
+    return None
+
+
+def _refs(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [v for v in value if isinstance(v, str)]
+    return []
+
+
+def _kind(value: Any) -> str:
+    return {"list": "a list", "dict": "a dict"}.get(type(value).__name__, type(value).__name__)
+
+
+def spec_problem(spec: FieldSpec, value: Any) -> str | None:
+    """Why a non-null `value` violates `spec`; None when it conforms."""
+    kind = spec.kind
+    if kind == "any":
+        return None
+    if kind == "string":
+        return f"expected a string, got {_kind(value)}" if isinstance(value, list | dict) else None
+    if kind == "date":
+        if isinstance(value, list | dict):
+            return f"expected a date (YYYY-MM-DD), got {_kind(value)}"
+        text = value if isinstance(value, str) else str(value)
+        if not _DATE.match(text):
+            return f"expected YYYY-MM-DD, got {value!r}"
+        try:
+            dt.date.fromisoformat(text)
+        except ValueError:
+            return f"expected a real calendar date (YYYY-MM-DD), got {value!r}"
+        return None
+    if kind == "datetime":
+        m = _DATETIME.match(value) if isinstance(value, str) else None
+        if m is None:
+            return f"expected ISO-8601 datetime, got {value!r}"
+        try:
+            dt.date.fromisoformat(m.group(1))
+            if int(m.group(2)) > 23 or int(m.group(3)) > 59 or int(m.group(4) or 0) > 59:
+                raise ValueError
+        except ValueError:
+            return f"expected a real ISO-8601 datetime, got {value!r}"
+        return None
+    if kind in ("slug", "ref"):
+        if isinstance(value, str) and _SLUG.match(value):
+            return None
+        return f"expected a {kind} (lowercase a-z 0-9 . _ -), got {value!r}"
+    if kind == "url":
+        return None if isinstance(value, str) and _URL.match(value) else f"expected a URL (http/https), got {value!r}"
+    if kind == "bool":
+        return None if isinstance(value, bool) else f"expected true/false, got {value!r}"
+    if kind == "number":
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        return None if ok else f"expected a number, got {value!r}"
+    if kind in ("list", "string-list", "ref-list"):
+        if not isinstance(value, list):
+            return f"expected a list, got {type(value).__name__} {value!r}"
+        if kind == "list":
+            return None
+        if any(isinstance(v, list | dict) for v in value):
+            return "expected a flat list"
+        if kind == "ref-list":
+            for v in value:
+                if not (isinstance(v, str) and _SLUG.match(v)):
+                    return f"expected a list of refs (slugs), got item {v!r}"
+        return None
+    if kind == "enum":
+        shown = "[" + ", ".join(spec.choices) + "]"
+        ok = not isinstance(value, list | dict) and _text(value) in spec.choices
+        return None if ok else f"expected one of {shown}, got {value!r}"
+    return None
+
+
+def _text(value: Any) -> str:
+    # YAML `true` reads as True; tropo compares enums by the value's text form, so do we.
+    return str(value)
+
+
+def apply_strictness(findings: Sequence[Finding], strict: bool) -> list[Finding]:
+    """`base.strict` (or `--strict`) reports warnings at level error; codes keep their W."""
+    if not strict:
+        return list(findings)
+    return [f if f.level == "error" else Finding(f.path, f.line, "error", f.code, f.message) for f in findings]

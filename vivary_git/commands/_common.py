@@ -1,0 +1,40 @@
+"""Options and output shared by every command that reads a tree."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from vivary_git.workspace import Workspace
+
+
+def add_source_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("which tree to read (default: the working tree, as `git status` sees it)")
+    x = g.add_mutually_exclusive_group()
+    x.add_argument("--rev", metavar="REV", help="read this commit, branch, tag or tree")
+    x.add_argument("--staged", action="store_true", help="read the index (what the next commit would hold)")
+    g.add_argument("--root", metavar="DIR", help="workspace directory (default: nearest folder with tropo.toml)")
+    g.add_argument("--no-cache", action="store_true", help="neither read nor write cached results")
+    g.add_argument("-C", dest="cwd", metavar="PATH", help="run as if started in PATH")
+
+
+def add_json_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print JSON for programs and agents")
+
+
+def open_ws(args: argparse.Namespace) -> Workspace:
+    from vivary_git.workspace import open_workspace
+
+    ws = open_workspace(args.cwd, rev=args.rev, staged=args.staged, root=args.root, cache=not args.no_cache)
+    if not ws.source.caching:
+        print(f"vivary: {ws.source.root} is not in a Git repository: reading files directly, caching is off",
+              file=sys.stderr)
+    return ws
+
+
+def emit_json(value: Any) -> None:
+    import msgspec
+
+    sys.stdout.write(msgspec.json.encode(value).decode() + "\n")

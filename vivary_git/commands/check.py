@@ -1,0 +1,46 @@
+"""`git vivary check`: validate every note against the workspace's rules."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from vivary_git.commands._common import add_json_arg, add_source_args, emit_json, open_ws
+from vivary_git.errors import EXIT_FINDINGS, EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "check", help="validate notes: frontmatter, required fields, specs, broken references",
+        description="Validate every note in one tree. Prints `path:line: level CODE: message` per finding "
+        "(codes in docs/check.md). Exit 0 when no finding is at level error (warnings alone pass under "
+        "--lenient), 1 otherwise, 2 on a usage or config error.",
+    )
+    add_source_args(p)
+    add_json_arg(p)
+    s = p.add_mutually_exclusive_group()
+    s.add_argument("--strict", dest="strict", action="store_true", default=None,
+                   help="report warnings at level error (the default when base.strict = true)")
+    s.add_argument("--lenient", dest="strict", action="store_false", help="report warnings as warnings")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="hide W-coded findings in text output (counts and exit code are unchanged)")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    ws = open_ws(args)
+    report = ws.check(strict=args.strict)
+    ws.report_stats()
+    if args.json:
+        emit_json(report)
+    else:
+        out = sys.stdout
+        # Editors jump to `path:line:`; sorted by place, rule order kept within a line.
+        for f in sorted(report.findings, key=lambda f: (f.path, f.line)):
+            if args.quiet and f.code.startswith("W"):
+                continue
+            out.write(f.render() + "\n")
+        if not args.quiet or report.errors:
+            out.write(f"\nvivary: {report.checked} document(s), {report.errors} error(s), "
+                      f"{report.warnings} warning(s) in {ws.source.label}\n")
+    return EXIT_FINDINGS if report.errors else EXIT_OK

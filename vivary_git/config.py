@@ -1,0 +1,217 @@
+"""Workspace configuration: `tropo.toml` (+ packs), `.vivary/graph.toml`, or zero-config defaults.
+
+Config is read from the same tree as the notes, so a revision is checked against the rules it was
+written under, and the same tree always gives the same answer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import msgspec
+
+from vivary_git.errors import ConfigError
+
+FIELD_KINDS = (
+    "string", "date", "datetime", "slug", "ref", "url", "bool", "number", "list", "string-list", "ref-list", "any",
+)
+BUILTIN_EXCLUDES = (".git", ".tropo", ".claude", "node_modules", ".obsidian")
+CONFIG_FILE = "tropo.toml"
+GRAPH_FILE = ".vivary/graph.toml"
+FORMAT_VERSION = 1  # bump when a parse or graph rule changes, so caches keyed by it are left behind
+
+
+class FieldSpec(msgspec.Struct, frozen=True):
+    kind: str
+    choices: tuple[str, ...] = ()
+
+    @property
+    def is_ref(self) -> bool:
+        return self.kind in ("ref", "ref-list")
+
+    def describe(self) -> str:
+        return f"enum:{'|'.join(self.choices)}" if self.kind == "enum" else self.kind
+
+
+class TypeDef(msgspec.Struct, frozen=True):
+    name: str
+    folders: tuple[str, ...]
+    required: dict[str, FieldSpec]
+    optional: dict[str, FieldSpec]
+
+
+class Config(msgspec.Struct, frozen=True):
+    """The resolved rules for one workspace."""
+
+    source: str  # "tropo.toml" or "zero-config"
+    exclude: tuple[str, ...] = ()
+    derive: tuple[str, ...] = ()
+    allow_untyped: bool = True
+    strict: bool = True
+    base_required: dict[str, FieldSpec] = {}
+    base_optional: dict[str, FieldSpec] = {}
+    types: dict[str, TypeDef] = {}
+    wikilinks: bool = True
+    wikilink_field: str = "wikilink"
+    alias: str = "auto"  # where the target sits in [[a|b]]: "last" (Dendron), "first" (Obsidian), "auto"
+
+    @property
+    def zero_config(self) -> bool:
+        return self.source == "zero-config"
+
+    def folder_types(self) -> dict[str, str]:
+        return {folder: t.name for t in self.types.values() for folder in t.folders}
+
+    def field_spec(self, type_name: str | None, field: str) -> FieldSpec | None:
+        if type_name is not None and type_name in self.types:
+            t = self.types[type_name]
+            if field in t.required:
+                return t.required[field]
+            if field in t.optional:
+                return t.optional[field]
+        return self.base_required.get(field) or self.base_optional.get(field)
+
+    def digest(self) -> str:
+        payload = msgspec.json.encode([FORMAT_VERSION, self])
+        return hashlib.sha256(payload).hexdigest()[:16]
+
+
+def parse_spec(raw: object, where: str) -> FieldSpec:
+    if not isinstance(raw, str):
+        raise ConfigError(f"{where}: field spec must be a string like \"string\" or \"enum:a|b\", got {raw!r}")
+    text = raw.strip()
+    if text.startswith("enum:"):
+        choices = tuple(c.strip() for c in text[5:].split("|") if c.strip())
+        if not choices:
+            raise ConfigError(f"{where}: `enum:` needs at least one value, e.g. \"enum:draft|done\"")
+        return FieldSpec("enum", choices)
+    if text not in FIELD_KINDS:
+        raise ConfigError(
+            f"{where}: unknown field spec {text!r}; use one of {', '.join(FIELD_KINDS)} or enum:a|b"
+        )
+    return FieldSpec(text)
+
+
+def _specs(raw: object, where: str) -> dict[str, FieldSpec]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where} must be a table of `field = \"spec\"`, got {type(raw).__name__}")
+    return {str(k): parse_spec(v, f"{where}.{k}") for k, v in raw.items()}
+
+
+def _str_list(raw: object, where: str) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if isinstance(raw, str):
+        return (raw,)
+    if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
+        raise ConfigError(f"{where} must be a list of strings")
+    return tuple(raw)
+
+
+def _bool(raw: object, where: str, default: bool) -> bool:
+    if raw is None:
+        return default
+    if not isinstance(raw, bool):
+        raise ConfigError(f"{where} must be true or false, got {raw!r}")
+    return raw
+
+
+def load_toml(text: bytes, name: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text.decode("utf-8-sig"))
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{name}: not valid UTF-8 ({err.reason}); re-save it as UTF-8") from err
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{name}: invalid TOML: {err}") from err
+
+
+_KNOWN_TOP = {"version", "exclude", "base", "types", "packs", "pack", "overlays", "workspace", "name"}
+
+
+def build_config(tropo: dict[str, Any] | None, graph: dict[str, Any] | None, name: str = CONFIG_FILE) -> Config:
+    """Validate raw TOML tables into a `Config`. `tropo` None means zero-config mode."""
+    wl = (graph or {}).get("wikilinks", {})
+    if not isinstance(wl, Mapping):
+        raise ConfigError(f"{GRAPH_FILE}: [wikilinks] must be a table")
+    alias = wl.get("alias", "auto")
+    if alias not in ("auto", "first", "last"):
+        raise ConfigError(f"{GRAPH_FILE}: wikilinks.alias must be \"auto\", \"first\" or \"last\", got {alias!r}")
+    field = wl.get("field", "wikilink")
+    if not isinstance(field, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", field):
+        raise ConfigError(f"{GRAPH_FILE}: wikilinks.field must be a simple name like \"wikilink\"")
+    common = {
+        "wikilinks": _bool(wl.get("enabled"), f"{GRAPH_FILE}: wikilinks.enabled", True),
+        "wikilink_field": field,
+        "alias": alias,
+    }
+    if tropo is None:
+        return Config(source="zero-config", **common)
+    version = tropo.get("version", 1)
+    if version != 1:
+        raise ConfigError(f"{name}: version = {version!r} is not supported; this tool reads version = 1")
+    base = tropo.get("base", {})
+    if not isinstance(base, Mapping):
+        raise ConfigError(f"{name}: [base] must be a table")
+    types_raw = tropo.get("types", {})
+    if not isinstance(types_raw, Mapping):
+        raise ConfigError(f"{name}: [types] must be a table of [types.NAME] tables")
+    types: dict[str, TypeDef] = {}
+    seen_folders: dict[str, str] = {}
+    for tname, traw in types_raw.items():
+        where = f"{name}: [types.{tname}]"
+        if not isinstance(traw, Mapping):
+            raise ConfigError(f"{where} must be a table")
+        folders = _str_list(traw.get("folder", tname), f"{where} folder") or (tname,)
+        for folder in folders:
+            if folder in seen_folders:
+                raise ConfigError(
+                    f"{where}: folder {folder!r} is already the folder of type {seen_folders[folder]!r}; "
+                    "give each type its own folder"
+                )
+            seen_folders[folder] = tname
+        required = _specs(traw.get("required"), f"{where} required")
+        optional = _specs(traw.get("optional"), f"{where} optional")
+        types[tname] = TypeDef(tname, folders, required, {k: v for k, v in optional.items() if k not in required})
+    return Config(
+        source=name,
+        exclude=_str_list(tropo.get("exclude"), f"{name}: exclude"),
+        derive=_str_list(base.get("derive"), f"{name}: base.derive"),
+        allow_untyped=_bool(base.get("allow_untyped"), f"{name}: base.allow_untyped", True),
+        strict=_bool(base.get("strict"), f"{name}: base.strict", True),
+        base_required=_specs(base.get("required"), f"{name}: [base] required"),
+        base_optional=_specs(base.get("optional"), f"{name}: [base] optional"),
+        types=types,
+        **common,
+    )
+
+
+def excluder(config: Config) -> Callable[[str], bool]:
+    """A predicate over workspace-relative paths. Excludes are not globs (tropo's rule):
+    a bare name excludes any path segment with that name; a pattern with a slash is a prefix;
+    a trailing `/**` is stripped."""
+    names: set[str] = set(BUILTIN_EXCLUDES)
+    prefixes: list[str] = []
+    for raw in config.exclude:
+        pat = raw.strip()
+        if pat.endswith("/**"):
+            pat = pat[:-3]
+        pat = pat.strip("/") if "/" in pat.strip("/") else pat.rstrip("/")
+        if not pat:
+            continue
+        if "/" in pat:
+            prefixes.append(pat)
+        else:
+            names.add(pat)
+
+    def excluded(path: str) -> bool:
+        if any(seg in names for seg in path.split("/")):
+            return True
+        return any(path == p or path.startswith(p + "/") for p in prefixes)
+
+    return excluded

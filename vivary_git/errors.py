@@ -1,0 +1,39 @@
+"""The one family of errors a user can cause, and the exit codes they map to.
+
+Every message names what went wrong, where (file and line when there is one) and how to fix it.
+`main` turns a `VivaryError` into that message on stderr and its exit code; nothing else is caught
+there, so a bug still shows its traceback instead of hiding behind a friendly line.
+"""
+
+from __future__ import annotations
+
+# Documented in docs/exit-codes.md; keep the two in step.
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_USAGE = 2
+EXIT_REFUSED = 3
+EXIT_INTERRUPTED = 130
+
+
+class VivaryError(Exception):
+    """A problem the user can fix. `str(err)` is the whole message."""
+
+    exit_code = EXIT_USAGE
+
+
+class UsageError(VivaryError):
+    """Bad command-line arguments or an unknown node, revision or path."""
+
+
+class ConfigError(VivaryError):
+    """`tropo.toml`, a pack or `.vivary/*.toml` is invalid (includes E120, loosening a rule)."""
+
+
+class GitError(VivaryError):
+    """Git could not answer: not a repository, a bad revision, an unmerged index."""
+
+
+class RefusedError(VivaryError):
+    """The command could run but refuses to, to keep a promise (stale index, privacy)."""
+
+    exit_code = EXIT_REFUSED

@@ -1,0 +1,103 @@
+"""All Git plumbing in one place: repository discovery, `git` subprocesses, environment hygiene.
+
+Inside a hook Git exports `GIT_INDEX_FILE`, `GIT_DIR` and `GIT_WORK_TREE`. We honour the index Git
+hands us for the repository we were started in, and strip those variables from any `git` we run
+against another repository (a scratch repo, a remote), where they would point at the wrong place.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from vivary_git.errors import GitError
+
+_REPO_SCOPED_VARS = (
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_PREFIX", "GIT_COMMON_DIR", "GIT_NAMESPACE",
+)
+
+
+def git_executable() -> str:
+    exe = shutil.which("git")
+    if exe is None:
+        raise GitError("`git` is not on PATH; install Git (2.30 or newer) and try again")
+    return exe
+
+
+def env_for_other_repo(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for a `git` that must not see the hook's repository-scoped variables."""
+    env = {k: v for k, v in os.environ.items() if k not in _REPO_SCOPED_VARS}
+    if extra:
+        env.update(extra)
+    return env
+
+
+def run(
+    args: Sequence[str],
+    *,
+    cwd: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    input: bytes | None = None,
+    check: bool = True,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run `git ARGS`; on failure raise `GitError` carrying Git's own words."""
+    cmd = [git_executable(), *args]
+    try:
+        proc = subprocess.run(
+            cmd, cwd=cwd, env=dict(env) if env is not None else None, input=input,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False,
+        )
+    except OSError as err:
+        raise GitError(f"could not run git: {err}") from err
+    if check and proc.returncode != 0:
+        said = proc.stderr.decode("utf-8", "replace").strip() or f"exit code {proc.returncode}"
+        raise GitError(f"`git {' '.join(args[:3])}` failed: {said}")
+    return proc
+
+
+def out(args: Sequence[str], **kwargs: Any) -> str:
+    return run(args, **kwargs).stdout.decode("utf-8", "surrogateescape").strip()
+
+
+class Repo:
+    """A Git repository opened with pygit2, plus the paths plumbing needs."""
+
+    def __init__(self, start: Path) -> None:
+        import pygit2
+
+        found = pygit2.discover_repository(str(start))
+        if found is None:
+            raise GitError(f"{start} is not inside a Git repository")
+        self.pygit2 = pygit2
+        self.repo = pygit2.Repository(found)
+        self.bare: bool = bool(self.repo.is_bare)
+        self.workdir: Path | None = None if self.bare else Path(self.repo.workdir).resolve()
+        self.git_dir = Path(self.repo.path).resolve()
+        # Linked worktrees share objects and refs with the main repository: keep our cache there.
+        common = Path(self.repo.path)
+        commondir_file = self.git_dir / "commondir"
+        if commondir_file.is_file():
+            common = (self.git_dir / commondir_file.read_text().strip()).resolve()
+        self.common_dir = common.resolve()
+        self.cwd = start
+
+    def git(self, args: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
+        kwargs.setdefault("cwd", self.workdir or self.git_dir)
+        return run(args, **kwargs)
+
+    @property
+    def vivary_dir(self) -> Path:
+        """Local, never-pushed derived data (the hot cache): `.git/vivary/`, never in the work tree."""
+        return self.common_dir / "vivary"
+
+
+def try_open(start: Path) -> Repo | None:
+    try:
+        return Repo(start)
+    except GitError:
+        return None

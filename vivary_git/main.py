@@ -1,0 +1,65 @@
+"""`git vivary …`: argument parsing and dispatch only. Each command lives in `commands/NAME.py`."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from vivary_git import __version__
+from vivary_git.errors import EXIT_INTERRUPTED, EXIT_USAGE, VivaryError
+
+# Order is the order of `git vivary -h`.
+COMMANDS = ("check", "graph", "blast")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="git vivary",
+        description="A typed knowledge graph (and optional private semantic memory) derived from the Markdown "
+        "in a Git tree. Every command reads one tree: --rev REV, --staged, or the working tree (default).",
+        epilog="Exit codes: 0 clean, 1 findings, 2 usage or config error, 3 refused. "
+        "Run `git vivary COMMAND -h` for a command's options; docs/ has a page per command.",
+    )
+    parser.add_argument("--version", action="version", version=f"vivary-git {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMANDS:
+        module = importlib.import_module(f"vivary_git.commands.{name}")
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # argparse's own exits: -h/--version (0) and usage errors (2)
+        return int(exit_.code or 0)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        code: int = args.run(args)
+    except VivaryError as err:
+        print(f"git vivary {args.command}: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("git vivary: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # `git vivary graph | head`: the reader left; that is not an error of ours.
+        sys.stderr.close()
+        return 0
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""The vocabulary of the graph as frozen, typed records.
+
+These are what the public API returns and what `--json` encodes; parse into them at the edge,
+pass them around, encode them once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+
+class Finding(msgspec.Struct, frozen=True, order=True):
+    """One `check` result: `path:line: level CODE: message`."""
+
+    path: str
+    line: int
+    level: str  # "error" | "warning"
+    code: str
+    message: str
+
+    def render(self) -> str:
+        return f"{self.path}:{self.line}: {self.level} {self.code}: {self.message}"
+
+
+class Node(msgspec.Struct, frozen=True):
+    """A Markdown document in the workspace, typed by its folder."""
+
+    id: str
+    type: str | None
+    path: str  # relative to the workspace root, `/`-separated
+    title: str
+    blob: str  # Git blob id of the file's content: the key of its parse
+
+
+class Edge(msgspec.Struct, frozen=True, order=True):
+    """A reference from one node to another: a `ref`/`ref-list` field value or a `[[wikilink]]`."""
+
+    from_: str = msgspec.field(name="from")
+    field: str = ""
+    to: str = ""
+    broken: bool = False
+
+
+class Link(msgspec.Struct, frozen=True, array_like=True):
+    """A `[[wikilink]]` as written in a body: raw inner text and its 1-based line."""
+
+    text: str
+    line: int
+
+
+class ParseProblem(msgspec.Struct, frozen=True, array_like=True):
+    code: str  # E000 | E001
+    line: int
+    message: str
+
+
+class Note(msgspec.Struct, frozen=True, array_like=True):
+    """Everything a blob's bytes say, independent of path and config: a pure function of the blob id."""
+
+    fields: dict[str, Any]
+    key_lines: dict[str, int]
+    title: str | None  # first `# H1` of the body, if any
+    body: str
+    links: tuple[Link, ...] = ()
+    problem: ParseProblem | None = None
+    has_frontmatter: bool = False

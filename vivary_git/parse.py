@@ -1,0 +1,184 @@
+"""Bytes of one blob → `Note`. Pure: the same blob id always gives the same `Note`.
+
+We split frontmatter ourselves (rather than through python-frontmatter) because every finding
+needs the exact 1-based line of its key, and YAML is read with PyYAML's C parser through a
+loader that keeps dates as the strings the user wrote: a date like `2026-13-45` must be a
+finding about that field, not a crash of the whole parse.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+from vivary_git.models import Link, Note, ParseProblem
+
+MAX_BYTES = 8 * 1024 * 1024
+_BINARY_SNIFF = 8000
+
+try:  # The C loader is ~7x faster; fall back to pure Python where libyaml is missing.
+    _Base: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment]
+except AttributeError:  # pragma: no cover - depends on how PyYAML was built
+    _Base = yaml.SafeLoader
+
+
+class _Loader(_Base):  # type: ignore[valid-type,misc]
+    """SafeLoader without the timestamp resolver: dates stay strings, validated per field spec."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in _Base.yaml_implicit_resolvers.items()
+}
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_H1 = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
+_WIKILINK = re.compile(r"\[\[([^\[\]\n]+?)\]\]")
+_INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1")
+
+
+def parse_blob(data: bytes) -> Note:
+    """Parse one Markdown file's bytes. Never raises for bad input: problems become E000/E001."""
+    if len(data) > MAX_BYTES:
+        return _unreadable(
+            1, f"file is {len(data):,} bytes, over the {MAX_BYTES // (1024 * 1024)} MiB limit for a note; "
+            "split it, or add it to `exclude` in tropo.toml"
+        )
+    if b"\x00" in data[:_BINARY_SNIFF]:
+        return _unreadable(1, "file looks binary (it contains NUL bytes); exclude it or give it another extension")
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        return _unreadable(
+            line, f"not valid UTF-8 (byte 0x{data[err.start]:02x} at offset {err.start}); re-save the file as UTF-8"
+        )
+    lines = text.split("\n")
+    fields: dict[str, Any] = {}
+    key_lines: dict[str, int] = {}
+    problem: ParseProblem | None = None
+    has_frontmatter = False
+    body_start = 0  # index into `lines`
+    if lines and lines[0].rstrip("\r").rstrip() == "---":
+        has_frontmatter = True
+        close = next(
+            (i for i in range(1, len(lines)) if lines[i].rstrip("\r").rstrip() in ("---", "...")), None
+        )
+        if close is None:
+            problem = ParseProblem(
+                "E001", 1, "frontmatter opened with `---` on line 1 is never closed; add a `---` line after it"
+            )
+            body_start = len(lines)
+        else:
+            body_start = close + 1
+            fields, key_lines, problem = _frontmatter("\n".join(lines[1:close]), first_line=2)
+    body_lines = lines[body_start:]
+    title, links = _scan_body(body_lines, first_line=body_start + 1)
+    return Note(
+        fields=fields,
+        key_lines=key_lines,
+        title=title,
+        body="\n".join(body_lines),
+        links=tuple(links),
+        problem=problem,
+        has_frontmatter=has_frontmatter,
+    )
+
+
+def _unreadable(line: int, message: str) -> Note:
+    return Note(fields={}, key_lines={}, title=None, body="", problem=ParseProblem("E000", line, message))
+
+
+def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str, int], ParseProblem | None]:
+    for i, raw in enumerate(source.split("\n")):
+        stripped = raw.lstrip(" ")
+        if stripped.startswith("\t") and stripped.strip():
+            return {}, {}, ParseProblem(
+                "E001", first_line + i, "tab used for indentation in frontmatter; YAML allows only spaces"
+            )
+    loader = _Loader(source)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return {}, {}, None
+        if not isinstance(node, yaml.MappingNode):
+            kind = {"ScalarNode": "a single value", "SequenceNode": "a list"}.get(type(node).__name__, "not a mapping")
+            return {}, {}, ParseProblem(
+                "E001", first_line + node.start_mark.line,
+                f"frontmatter is {kind}, not a mapping of `key: value` lines",
+            )
+        key_lines: dict[str, int] = {}
+        for key_node, _ in node.value:
+            key = _key_text(key_node)
+            line = first_line + key_node.start_mark.line
+            if key in key_lines:
+                return {}, {}, ParseProblem(
+                    "E001", line, f"duplicate key `{key}` (first on line {key_lines[key]}); keep one of them"
+                )
+            key_lines[key] = line
+        data = loader.construct_document(node)
+    except yaml.MarkedYAMLError as err:
+        # An unclosed `[1` is reported by libyaml where the file ends; the line the user must fix is
+        # where the flow collection opened, which libyaml keeps as the context mark.
+        opened_flow = err.context is not None and "flow" in err.context and err.context_mark is not None
+        mark = err.context_mark if opened_flow else (err.problem_mark or err.context_mark)
+        line = first_line + (mark.line if mark is not None else 0)
+        what = (err.problem or err.context or "invalid YAML").strip()
+        return {}, {}, ParseProblem("E001", line, f"frontmatter is not valid YAML: {what}")
+    except (yaml.YAMLError, ValueError, TypeError, RecursionError) as err:
+        return {}, {}, ParseProblem("E001", first_line, f"frontmatter is not valid YAML: {err}")
+    finally:
+        loader.dispose()
+    fields = {str(k): _jsonable(v) for k, v in data.items()}
+    return fields, key_lines, None
+
+
+def _key_text(node: yaml.Node) -> str:
+    value = node.value
+    return value if isinstance(value, str) else str(value)
+
+
+def _jsonable(value: Any, depth: int = 0) -> Any:
+    """Make a YAML value JSON-safe: string keys, no NaN, bounded depth (alias bombs stay bounded)."""
+    if depth > 32:
+        return None
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple | set):
+        return [_jsonable(v, depth + 1) for v in value]
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return str(value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
+
+
+def _scan_body(lines: list[str], first_line: int) -> tuple[str | None, list[Link]]:
+    """The first ATX H1 and every [[wikilink]], skipping fenced code and inline code spans."""
+    title: str | None = None
+    links: list[Link] = []
+    fence: str | None = None
+    for i, raw in enumerate(lines):
+        line = raw.rstrip("\r")
+        m = _FENCE.match(line)
+        if fence is not None:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+                fence = None
+            continue
+        if m:
+            fence = m.group(1)
+            continue
+        if title is None:
+            h = _H1.match(line)
+            if h:
+                title = h.group(1).strip()
+        if "[[" in line:
+            visible = _INLINE_CODE.sub(lambda c: " " * len(c.group(0)), line) if "`" in line else line
+            links.extend(Link(m.group(1), first_line + i) for m in _WIKILINK.finditer(visible))
+    return title, links

@@ -1,0 +1,306 @@
+"""Where the notes come from: one tree, named by `--rev`, `--staged`, or the working tree.
+
+Every source resolves to a Git tree id (the identity of the input, the key of every cache) and the
+list of Markdown blobs under the workspace root. The working tree becomes a tree the way
+`git stash` makes one: `git add -A` into a throw-away copy of the index (so Git's stat cache
+spares unchanged files and its ignore rules decide what is untracked-but-ignored), then
+`git write-tree`. Outside Git, a plain folder is read directly and nothing is cached.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
+
+from vivary_git import git
+from vivary_git.config import CONFIG_FILE, GRAPH_FILE, Config, build_config, excluder, load_toml
+from vivary_git.errors import GitError, UsageError
+from vivary_git.models import Finding
+
+ROOT_MARKERS = (CONFIG_FILE, ".vivary/workspace.toml")
+_MD_SUFFIXES = (".md", ".markdown")
+_LINK_MODE = 0o120000
+
+
+class Entry(NamedTuple):
+    path: str  # relative to the workspace root, `/`-separated
+    oid: str  # blob id
+    mode: int
+
+
+class Source:
+    """One tree's worth of workspace files, with the config read from that same tree."""
+
+    def __init__(
+        self,
+        *,
+        kind: str,
+        label: str,
+        root: Path,
+        prefix: str,
+        tree_id: str | None,
+        repo: git.Repo | None,
+        reader: Callable[[str], bytes],
+        config: Config,
+        files: list[Entry],
+    ) -> None:
+        self.kind = kind  # "rev" | "staged" | "worktree" | "folder"
+        self.label = label
+        self.root = root
+        self.prefix = prefix
+        self.tree_id = tree_id
+        self.repo = repo
+        self.config = config
+        self._reader = reader
+        self.entries: list[Entry] = []
+        self.problems: list[Finding] = []
+        for entry in sorted(files):
+            if entry.mode == _LINK_MODE:
+                target = reader(entry.oid).decode("utf-8", "replace")
+                self.problems.append(Finding(
+                    entry.path, 1, "error", "E000",
+                    f"is a symbolic link (to {target!r}); notes must be regular files: commit the file "
+                    "itself or add the link to `exclude`",
+                ))
+            else:
+                self.entries.append(entry)
+
+    @property
+    def caching(self) -> bool:
+        return self.repo is not None
+
+    def read(self, oid: str) -> bytes:
+        return self._reader(oid)
+
+
+def load_config(read_file: Callable[[str], bytes | None]) -> Config:
+    """The workspace's rules, from `tropo.toml` (+ packs) and `.vivary/graph.toml` in the same tree."""
+    graph_raw = read_file(GRAPH_FILE)
+    graph = load_toml(graph_raw, GRAPH_FILE) if graph_raw is not None else None
+    tropo_raw = read_file(CONFIG_FILE)
+    if tropo_raw is None:
+        return build_config(None, graph)
+    from vivary_git.packs import merge_packs
+
+    return build_config(merge_packs(load_toml(tropo_raw, CONFIG_FILE), read_file), graph)
+
+
+def _is_note(path: str) -> bool:
+    # Case-sensitive like tropo: `NOTES.MD` is not a note there, so it is not one here either.
+    return path.endswith(_MD_SUFFIXES)
+
+
+def open_source(
+    start: Path | None = None,
+    *,
+    rev: str | None = None,
+    staged: bool = False,
+    root: str | None = None,
+) -> Source:
+    """Resolve the tree to read. `root` pins the workspace directory (relative to `start`)."""
+    if rev is not None and staged:
+        raise UsageError("--rev and --staged name different trees; pass one of them")
+    start = (start or Path.cwd()).resolve()
+    if root is not None:
+        start = (start / root).resolve()
+        if not start.is_dir() and rev is None:
+            raise UsageError(f"--root {root}: no such directory")
+    repo = git.try_open(start if start.exists() else start.parent)
+    if repo is None:
+        if rev is not None or staged:
+            raise GitError(f"{start} is not inside a Git repository, so --rev/--staged have no tree to read")
+        return _folder_source(start, pinned=root is not None)
+    if rev is not None:
+        tree_id, label = _rev_tree(repo, rev), rev
+        kind = "rev"
+    elif repo.bare:
+        raise UsageError("this is a bare repository (no working tree); name a tree with --rev REV")
+    elif staged:
+        tree_id, label, kind = _staged_tree(repo), "staged", "staged"
+    else:
+        tree_id, label, kind = _worktree_tree(repo), "working tree", "worktree"
+    top = repo.workdir
+    rel = ""
+    if top is not None:
+        with contextlib.suppress(ValueError):
+            rel = start.relative_to(top).as_posix()
+        if rel == ".":
+            rel = ""
+    prefix = rel if root is not None else _find_root(repo, tree_id, rel)
+    sub_id = _subtree(repo, tree_id, prefix)
+
+    def read_file(path: str) -> bytes | None:
+        oid = _lookup(repo, sub_id, path) if sub_id is not None else None
+        return None if oid is None else bytes(repo.repo[oid].data)
+
+    config = load_config(read_file)
+    files = _walk_tree(repo, sub_id, excluder(config)) if sub_id is not None else []
+    return Source(
+        kind=kind, label=label, root=(top / prefix) if top is not None else Path(prefix or "."), prefix=prefix,
+        tree_id=sub_id, repo=repo, reader=lambda oid: bytes(repo.repo[oid].data), config=config, files=files,
+    )
+
+
+def _rev_tree(repo: git.Repo, rev: str) -> str:
+    pygit2 = repo.pygit2
+    try:
+        obj = repo.repo.revparse_single(rev)
+        tree = obj.peel(pygit2.Tree)
+    except KeyError:
+        if repo.repo.head_is_unborn and rev.split("~")[0].split("^")[0] in ("HEAD", "@"):
+            raise GitError(
+                f"--rev {rev}: this repository has no commits yet; check the working tree (no flag) "
+                "or the index (--staged)"
+            ) from None
+        raise GitError(f"--rev {rev}: no such revision in {repo.workdir or repo.git_dir}") from None
+    except (ValueError, pygit2.GitError, pygit2.InvalidSpecError) as err:
+        raise GitError(f"--rev {rev}: {err}; name a commit, branch, tag or tree") from None
+    return str(tree.id)
+
+
+def _staged_tree(repo: git.Repo) -> str:
+    proc = repo.git(["write-tree"], check=False)
+    if proc.returncode != 0:
+        said = proc.stderr.decode("utf-8", "replace")
+        if "unmerged" in said:
+            raise GitError("the index has unmerged paths; resolve the conflicts (`git status`) before --staged")
+        raise GitError(f"could not write the index as a tree: {said.strip()}")
+    return proc.stdout.decode().strip()
+
+
+def _worktree_tree(repo: git.Repo) -> str:
+    assert repo.workdir is not None
+    index = Path(git.out(["rev-parse", "--git-path", "index"], cwd=repo.workdir))
+    if not index.is_absolute():
+        index = repo.workdir / index
+    scratch_dir = repo.vivary_dir / "tmp"
+    scratch_dir.mkdir(parents=True, exist_ok=True)
+    scratch = scratch_dir / f"index.{os.getpid()}"
+    try:
+        if index.is_file():
+            shutil.copyfile(index, scratch)
+        env = dict(os.environ, GIT_INDEX_FILE=str(scratch))
+        repo.git(
+            ["-c", "advice.addEmbeddedRepo=false", "-c", "core.safecrlf=false",
+             "add", "-A", "--ignore-errors", "--", ":/"],
+            env=env, check=False,
+        )
+        return repo.git(["write-tree"], env=env).stdout.decode().strip()
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            scratch.unlink()
+
+
+def _find_root(repo: git.Repo, tree_id: str, rel: str) -> str:
+    parts = [p for p in rel.split("/") if p]
+    for n in range(len(parts), -1, -1):
+        prefix = "/".join(parts[:n])
+        for marker in ROOT_MARKERS:
+            blob = _lookup(repo, tree_id, f"{prefix}/{marker}" if prefix else marker)
+            if blob is None:
+                continue
+            if marker == CONFIG_FILE:
+                return prefix
+            data = load_toml(bytes(repo.repo[blob].data), marker)
+            if data.get("contract") == "thin-v0.3":
+                return prefix
+    return ""
+
+
+def _lookup(repo: git.Repo, tree_id: str, path: str) -> str | None:
+    try:
+        entry = repo.repo[tree_id][path]
+    except (KeyError, ValueError):
+        return None
+    return str(entry.id)
+
+
+def _subtree(repo: git.Repo, tree_id: str, prefix: str) -> str | None:
+    if not prefix:
+        return tree_id
+    sub = _lookup(repo, tree_id, prefix)
+    if sub is None or repo.repo[sub].type_str != "tree":
+        return None
+    return sub
+
+
+def _walk_tree(repo: git.Repo, tree_id: str, excluded: Callable[[str], bool]) -> list[Entry]:
+    """Every note blob under the tree, skipping excluded folders without descending into them."""
+    pygit2 = repo.pygit2
+    blob_type, tree_type = pygit2.GIT_OBJECT_BLOB, pygit2.GIT_OBJECT_TREE
+    found: list[Entry] = []
+
+    def walk(tree: object, prefix: str) -> None:
+        for obj in tree:  # type: ignore[attr-defined]
+            path = prefix + _entry_name(obj)
+            t = obj.type
+            if t == tree_type:
+                if not excluded(path):
+                    walk(obj, path + "/")
+            elif t == blob_type and _is_note(path) and not excluded(path):
+                found.append(Entry(path, str(obj.id), obj.filemode))
+
+    walk(repo.repo[tree_id], "")
+    return found
+
+
+def _entry_name(obj: object) -> str:
+    try:
+        return str(obj.name)  # type: ignore[attr-defined]
+    except UnicodeDecodeError:
+        raw: bytes = obj.raw_name  # type: ignore[attr-defined]
+        return raw.decode("utf-8", "surrogateescape")
+
+
+def _folder_source(start: Path, *, pinned: bool) -> Source:
+    """A plain folder outside Git: read files directly; ids are Git blob ids, caching is off."""
+    import pygit2
+
+    root = start
+    if not pinned:
+        for candidate in (start, *start.parents):
+            if any((candidate / m).is_file() for m in ROOT_MARKERS):
+                root = candidate
+                break
+    if not root.is_dir():
+        raise UsageError(f"{root}: no such directory")
+    contents: dict[str, bytes] = {}
+
+    def read_file(path: str) -> bytes | None:
+        full = root / path
+        if full.is_symlink() or not full.is_file():
+            return None
+        return full.read_bytes()
+
+    config = load_config(read_file)
+    excluded = excluder(config)
+    files: list[Entry] = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        base = Path(dirpath)
+        rel_dir = base.relative_to(root).as_posix()
+        rel_dir = "" if rel_dir == "." else rel_dir + "/"
+        dirnames[:] = sorted(d for d in dirnames if not excluded(rel_dir + d))
+        for name in filenames:
+            rel = rel_dir + name
+            if not _is_note(rel) or excluded(rel):
+                continue
+            full = base / name
+            try:
+                if full.is_symlink():
+                    data, mode = os.readlink(full).encode("utf-8", "surrogateescape"), _LINK_MODE
+                else:
+                    data, mode = full.read_bytes(), 0o100644
+            except OSError as err:
+                raise UsageError(f"{rel}: cannot be read ({err.strerror}); fix its permissions or remove it") \
+                    from None
+            oid = str(pygit2.hash(data))
+            contents[oid] = data
+            files.append(Entry(rel, oid, mode))
+    return Source(
+        kind="folder", label=f"folder {root}", root=root, prefix="", tree_id=None, repo=None,
+        reader=contents.__getitem__, config=config, files=files,
+    )

@@ -1,0 +1,146 @@
+"""The library entry point: open a workspace at one tree, get its graph, notes and findings.
+
+    from vivary_git import open_workspace
+    ws = open_workspace("path/to/repo", rev="HEAD")
+    report = ws.check()
+    for finding in report.findings: print(finding.render())
+
+Each parse is a pure function of its blob id and each graph a pure function of its tree id, so both
+are cached (locally under `.git/vivary/`) and a run does work in proportion to what changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+import msgspec
+
+from vivary_git import check as check_mod
+from vivary_git import graph as graph_mod
+from vivary_git.localcache import ObjectCache, ParseCache
+from vivary_git.models import Finding, Note
+from vivary_git.parse import parse_blob
+from vivary_git.source import Source, open_source
+
+
+class CheckReport(msgspec.Struct, frozen=True):
+    """The contract's `check --json` shape. `clean` counts documents with no finding (as tropo)."""
+
+    checked: int
+    clean: int
+    errors: int
+    warnings: int
+    findings: list[Finding]
+
+
+class Stats(msgspec.Struct):
+    parsed: int = 0  # blobs parsed this run
+    reused: int = 0  # blobs whose parse came from a cache
+    graph_cached: bool = False
+
+
+class Workspace:
+    """One workspace at one tree. Cheap to create; work happens on first use and is cached."""
+
+    def __init__(self, source: Source, *, cache: bool = True) -> None:
+        self.source = source
+        self.config = source.config
+        self.cache_enabled = cache and source.caching
+        vdir = source.repo.vivary_dir if (self.cache_enabled and source.repo is not None) else None
+        self._parse_cache = ParseCache(vdir)
+        self._graph_cache = ObjectCache(vdir, "graph")
+        self._graph: graph_mod.Graph | None = None
+        self._notes: dict[str, Note] | None = None
+        self.stats = Stats()
+
+    @property
+    def root_name(self) -> str:
+        return self.source.root.name or "root"
+
+    @property
+    def tree_id(self) -> str | None:
+        return self.source.tree_id
+
+    def _graph_key(self) -> str | None:
+        if not self.cache_enabled or self.source.tree_id is None:
+            return None
+        salt = hashlib.sha256(self.root_name.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+        return f"{self.source.tree_id}-{salt}"
+
+    def graph(self) -> graph_mod.Graph:
+        if self._graph is not None:
+            return self._graph
+        key = self._graph_key()
+        if key is not None:
+            cached = self._graph_cache.get(key, msgspec.msgpack.Decoder(graph_mod.Graph))
+            if cached is not None:
+                self.stats.graph_cached = True
+                self._graph = cached
+                return cached
+        notes = self.notes()
+        entries = self.source.entries
+        self._graph = graph_mod.build(
+            self.root_name, self.source.tree_id, self.config,
+            [(e.path, e.oid) for e in entries], notes, unreadable=self.source.problems,
+        )
+        if key is not None:
+            self._graph_cache.put(key, self._graph)
+        return self._graph
+
+    def notes(self) -> Mapping[str, Note]:
+        """Parsed notes by blob id, for every note in the tree."""
+        if self._notes is not None:
+            return self._notes
+        notes: dict[str, Note] = {}
+        cache = self._parse_cache
+        for entry in self.source.entries:
+            if entry.oid in notes:
+                continue
+            note = cache.get(entry.oid)
+            if note is None:
+                note = parse_blob(self.source.read(entry.oid))
+                cache.put(entry.oid, note)
+                self.stats.parsed += 1
+            else:
+                self.stats.reused += 1
+            notes[entry.oid] = note
+        cache.flush(keep=notes)
+        self._notes = notes
+        return notes
+
+    def note(self, blob: str) -> Note:
+        return self.notes()[blob]
+
+    def check(self, *, strict: bool | None = None) -> CheckReport:
+        g = self.graph()
+        findings = check_mod.apply_strictness(g.findings, self.config.strict if strict is None else strict)
+        errors = sum(f.level == "error" for f in findings)
+        checked = len(self.source.entries) + len(self.source.problems)
+        return CheckReport(
+            checked=checked,
+            clean=checked - len({f.path for f in findings}),
+            errors=errors,
+            warnings=len(findings) - errors,
+            findings=findings,
+        )
+
+    def report_stats(self) -> None:
+        if os.environ.get("VIVARY_STATS"):
+            print(f"vivary: stats {msgspec.json.encode(self.stats).decode()}", file=sys.stderr)
+
+
+def open_workspace(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    rev: str | None = None,
+    staged: bool = False,
+    root: str | None = None,
+    cache: bool = True,
+) -> Workspace:
+    """Open the workspace containing `path` (default: the current directory) at one tree."""
+    start = Path(path) if path is not None else None
+    return Workspace(open_source(start, rev=rev, staged=staged, root=root), cache=cache)
