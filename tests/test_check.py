@@ -129,3 +129,29 @@ def test_same_tree_gives_byte_identical_output(repo: Repo, cli: Any) -> None:
     staged = cli("check", "--staged", "--json", cwd=repo.path).out
     work = cli("check", "--json", cwd=repo.path).out
     assert first == second == third == staged == work
+
+
+def test_nested_overlay_tightens_rules_for_its_folder(repo: Repo, cli: Any) -> None:
+    repo.commit(files=base_files(**{
+        "team/tropo.toml": 'exclude = ["drafts"]\n[base]\nallow_untyped = false\n'
+                           '[types.decision]\nrequired = { reviewer = "string" }\n',
+        "team/decisions/d.md": "---\nstatus: accepted\ndate: 2026-11-02\n---\n# D\n",
+        "team/loose.md": "# Loose\n",
+        "team/drafts/skip.md": "---\n- not even a mapping\n---\n",
+        "drafts/kept.md": "# Kept: the overlay's bare exclude applies only under team/\n",
+    }))
+    r = cli("check", "--rev", "HEAD", "--lenient", cwd=repo.path)
+    assert "team/decisions/d.md:1: error E101: missing required field 'reviewer' for type 'decision'" in r.out
+    assert "team/loose.md:1: warning W201" in r.out
+    assert "skip.md" not in r.out
+    assert "decisions/use-git.md" not in r.out  # the root's own decisions keep the root's rules
+    g = cli("graph", "--json", "--rev", "HEAD", cwd=repo.path).json()
+    assert "kept" in [n["id"] for n in g["nodes"]]
+
+
+def test_loosening_overlay_is_e120_exit_2(repo: Repo, cli: Any) -> None:
+    repo.commit(files=base_files(**{"team/tropo.toml": '[types.decision]\noptional = { status = "string" }\n'}))
+    r = cli("check", "--rev", "HEAD", cwd=repo.path)
+    assert r.code == 2
+    assert r.err.startswith("git vivary check: E120: team/tropo.toml: type 'decision' field 'status'")
+    assert "Traceback" not in r.err

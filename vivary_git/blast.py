@@ -57,8 +57,8 @@ def reverse_bfs(
 def blast(graph: Graph, target: str, depth: int | None = None) -> BlastReport:
     if target not in graph.by_id():
         raise UsageError(f"no node with ID {target!r} in this tree; `git vivary graph` lists the IDs")
-    if depth is not None and depth < 1:
-        raise UsageError("--depth must be 1 or more")
+    if depth is not None and depth < 0:
+        raise UsageError("--depth must be 0 or more")
     impacted = reverse_bfs(graph, [target], depth)
     return BlastReport(graph.root, target, depth, impacted, {"impacted": len(impacted)})
 
@@ -125,8 +125,10 @@ def _changed(n: Node, change: str) -> Changed:
     return Changed(n.id, n.type, n.path, change)
 
 
-def _outgoing(edges: Iterable[Edge]) -> Mapping[str, list[tuple[str, str, bool]]]:
-    out: dict[str, list[tuple[str, str, bool]]] = {}
+def _outgoing(edges: Iterable[Edge]) -> Mapping[str, list[tuple[str, str]]]:
+    # Without the broken flag: a reference that broke because its target left is the target's
+    # change (its referrers are impacted), not a change of the referrer.
+    out: dict[str, list[tuple[str, str]]] = {}
     for e in edges:
-        out.setdefault(e.from_, []).append((e.field, e.to, e.broken))
+        out.setdefault(e.from_, []).append((e.field, e.to))
     return out

@@ -50,7 +50,7 @@ def run(
     try:
         proc = subprocess.run(
             cmd, cwd=cwd, env=dict(env) if env is not None else None, input=input,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False,
+            capture_output=True, check=False,
         )
     except OSError as err:
         raise GitError(f"could not run git: {err}") from err
@@ -89,6 +89,20 @@ class Repo:
     def git(self, args: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
         kwargs.setdefault("cwd", self.workdir or self.git_dir)
         return run(args, **kwargs)
+
+    def read_blob(self, oid: str) -> bytes:
+        """A blob's bytes by hex id, through the object database (no prefix search)."""
+        data: bytes = self.repo.odb.read(self.pygit2.Oid(hex=oid))[1]
+        return data
+
+    def lookup(self, tree_id: str, path: str) -> str | None:
+        """The id of the entry at `path` inside tree `tree_id`, or None."""
+        try:
+            tree = self.repo[tree_id]
+            entry = tree[path]  # type: ignore[index]
+        except (KeyError, ValueError, TypeError):
+            return None
+        return str(entry.id)
 
     @property
     def vivary_dir(self) -> Path:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -74,6 +75,7 @@ class Graph(msgspec.Struct):
     nodes: list[Node]
     edges: list[Edge]
     findings: list[Finding]
+    checked: int = 0  # documents read, unreadable ones included
 
     def by_id(self) -> dict[str, Node]:
         return {n.id: n for n in self.nodes}
@@ -91,19 +93,32 @@ def build(
     *,
     unreadable: Sequence[Finding] = (),
     dates: check.DateLookup | None = None,
+    overlays: Mapping[str, Config] | None = None,
 ) -> Graph:
     """`paths` is (path, blob id); `notes` maps blob id → parsed note.
 
     Findings come out in document order (`walk_key`), per document in rule order, as tropo's JSON.
     """
-    folder_types = config.folder_types()
+    folder_types = {"": config.folder_types()}
+    nested = sorted((overlays or {}).items(), key=lambda kv: len(kv[0]), reverse=True)
+    folder_types.update((d, c.folder_types()) for d, c in nested)
+
+    def config_dir(path: str) -> str:
+        for d, _ in nested:
+            if path.startswith(d + "/"):
+                return d
+        return ""
+
+    configs = {"": config, **dict(nested)}
     docs: list[tuple[Node, bool]] = []  # (node, owns its ID)
     owner: dict[str, Node] = {}
     duplicate: dict[str, Finding] = {}
-    for path, blob in sorted(paths, key=lambda pb: walk_key(pb[0])):
+    order = {path: walk_key(path) for path, _ in paths}
+    order.update((f.path, walk_key(f.path)) for f in unreadable)
+    for path, blob in sorted(paths, key=lambda pb: order[pb[0]]):
         note = notes[blob]
         nid = node_id(path, root_name)
-        node = Node(id=nid, type=node_type(path, folder_types, root_name), path=path,
+        node = Node(id=nid, type=node_type(path, folder_types[config_dir(path)], root_name), path=path,
                     title=note.title or derived_title(nid), blob=blob)
         first = owner.get(nid)
         if first is not None:
@@ -120,27 +135,29 @@ def build(
         if not owns:
             continue
         note = notes[node.blob]
+        cfg = configs[config_dir(node.path)]
         for field, value in note.fields.items():
-            if field in config.derive or value is None:
+            if field in cfg.derive or value is None:
                 continue
-            spec = config.field_spec(node.type, field)
+            spec = cfg.field_spec(node.type, field)
             if spec is None or not spec.is_ref:
                 continue
             for target in _ref_values(value):
                 edges.add(Edge(node.id, field, target, target not in owner))
         if config.wikilinks:
             for link in note.links:
-                target = resolve_wikilink(link.text, owner, config.alias)
-                if target is not None and target != node.id:
-                    edges.add(Edge(node.id, config.wikilink_field, target, target not in owner))
-    findings: list[Finding] = sorted(unreadable, key=lambda f: walk_key(f.path))
+                linked = resolve_wikilink(link.text, owner, config.alias)
+                if linked is not None and linked != node.id:
+                    edges.add(Edge(node.id, config.wikilink_field, linked, linked not in owner))
+    findings: list[Finding] = sorted(unreadable, key=lambda f: order[f.path])
     for node, _ in docs:
         if node.path in duplicate:
             findings.append(duplicate[node.path])
-        findings.extend(check.validate(node, notes[node.blob], config, owner, dates))
-    findings.sort(key=lambda f: walk_key(f.path))  # stable: keeps rule order within a document
+        findings.extend(check.validate(node, notes[node.blob], configs[config_dir(node.path)], owner, dates))
+    findings.sort(key=lambda f: order[f.path])  # stable: keeps rule order within a document
     nodes = sorted(owner.values(), key=lambda n: n.id)
-    return Graph(root=root_name, tree=tree, config=config, nodes=nodes, edges=sorted(edges), findings=findings)
+    return Graph(root=root_name, tree=tree, config=config, nodes=nodes, edges=sorted(edges), findings=findings,
+                 checked=len(paths) + len(unreadable))
 
 
 def _ref_values(value: Any) -> list[str]:
@@ -151,7 +168,8 @@ def _ref_values(value: Any) -> list[str]:
     return []
 
 
-def wikilink_target(text: str, alias: str) -> list[str]:
+@functools.lru_cache(maxsize=65536)
+def wikilink_target(text: str, alias: str) -> tuple[str, ...]:
     """Candidate targets of `[[text]]`, best first; empty when it points at no note (an asset, a heading)."""
     parts = [p.strip() for p in text.split("|")]
     if len(parts) == 1:
@@ -170,7 +188,7 @@ def wikilink_target(text: str, alias: str) -> list[str]:
             continue
         t = t.rstrip("/").rsplit("/", 1)[-1]
         out.append(slug(_stem(t)))
-    return out
+    return tuple(out)
 
 
 def resolve_wikilink(text: str, known: Mapping[str, object], alias: str) -> str | None:

@@ -11,7 +11,7 @@ from vivary_git import __version__
 from vivary_git.errors import EXIT_INTERRUPTED, EXIT_USAGE, VivaryError
 
 # Order is the order of `git vivary -h`.
-COMMANDS = ("check", "graph", "blast")
+COMMANDS = ("check", "graph", "blast", "query", "find")
 
 
 class _Parser(argparse.ArgumentParser):

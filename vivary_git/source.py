@@ -14,14 +14,15 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from vivary_git import git
 from vivary_git.config import CONFIG_FILE, GRAPH_FILE, Config, build_config, excluder, load_toml
 from vivary_git.errors import GitError, UsageError
 from vivary_git.models import Finding
 
-ROOT_MARKERS = (CONFIG_FILE, ".vivary/workspace.toml")
+THIN_FILE = ".vivary/workspace.toml"
+ROOT_MARKERS = (CONFIG_FILE, THIN_FILE)
 _MD_SUFFIXES = (".md", ".markdown")
 _LINK_MODE = 0o120000
 
@@ -46,7 +47,9 @@ class Source:
         repo: git.Repo | None,
         reader: Callable[[str], bytes],
         config: Config,
-        files: list[Entry],
+        files: Callable[[], tuple[list[Entry], list[str]]],
+        raw: dict[str, Any] | None = None,
+        read_file: Callable[[str], bytes | None] | None = None,
     ) -> None:
         self.kind = kind  # "rev" | "staged" | "worktree" | "folder"
         self.label = label
@@ -56,18 +59,71 @@ class Source:
         self.repo = repo
         self.config = config
         self._reader = reader
-        self.entries: list[Entry] = []
-        self.problems: list[Finding] = []
-        for entry in sorted(files):
-            if entry.mode == _LINK_MODE:
-                target = reader(entry.oid).decode("utf-8", "replace")
-                self.problems.append(Finding(
-                    entry.path, 1, "error", "E000",
-                    f"is a symbolic link (to {target!r}); notes must be regular files: commit the file "
-                    "itself or add the link to `exclude`",
-                ))
-            else:
-                self.entries.append(entry)
+        self._list_files = files
+        self._raw = raw
+        self._read_file = read_file
+        self._entries: list[Entry] | None = None
+        self._problems: list[Finding] = []
+        self._overlays: dict[str, Config] = {}
+
+    def _scan(self) -> list[Entry]:
+        # Lazy: when the graph for this tree id is cached, the tree is never walked at all.
+        if self._entries is None:
+            self._entries = []
+            notes, overlay_files = self._list_files()
+            keep = self._apply_overlays(overlay_files)
+            for entry in sorted(notes):
+                if not keep(entry.path):
+                    continue
+                if entry.mode == _LINK_MODE:
+                    target = self._reader(entry.oid).decode("utf-8", "replace")
+                    self._problems.append(Finding(
+                        entry.path, 1, "error", "E000",
+                        f"is a symbolic link (to {target!r}); notes must be regular files: commit the file "
+                        "itself or add the link to `exclude`",
+                    ))
+                else:
+                    self._entries.append(entry)
+        return self._entries
+
+    def _apply_overlays(self, overlay_files: list[str]) -> Callable[[str], bool]:
+        """Nested `tropo.toml` files tighten the rules for their folder; returns the exclusion filter."""
+        if not overlay_files or self._raw is None or self._read_file is None:
+            return lambda path: True
+        from vivary_git.packs import excluder_for, overlay_configs
+
+        graph_bytes = self._read_file(GRAPH_FILE)
+        graph = load_toml(graph_bytes, GRAPH_FILE) if graph_bytes is not None else None
+        merged = overlay_configs(self._raw, overlay_files, self._read_file)
+        excluders: list[tuple[str, Callable[[str], bool]]] = []
+        for d in sorted(merged, key=len, reverse=True):
+            self._overlays[d] = build_config(merged[d], graph, name=f"{d}/{CONFIG_FILE}")
+            excluders.append((d + "/", excluder_for(merged[d])))
+
+        def keep(path: str) -> bool:
+            for prefix, excluded in excluders:
+                if path.startswith(prefix):
+                    return not excluded(path)
+            return True
+
+        return keep
+
+    @property
+    def overlays(self) -> dict[str, Config]:
+        """Folder → the config in force there, for folders below a nested `tropo.toml`."""
+        self._scan()
+        return self._overlays
+
+    @property
+    def entries(self) -> list[Entry]:
+        """The note blobs under the root, sorted by path (symbolic links excluded)."""
+        return self._scan()
+
+    @property
+    def problems(self) -> list[Finding]:
+        """E000 findings for tree entries that cannot be notes (symbolic links)."""
+        self._scan()
+        return self._problems
 
     @property
     def caching(self) -> bool:
@@ -77,16 +133,32 @@ class Source:
         return self._reader(oid)
 
 
-def load_config(read_file: Callable[[str], bytes | None]) -> Config:
-    """The workspace's rules, from `tropo.toml` (+ packs) and `.vivary/graph.toml` in the same tree."""
-    graph_raw = read_file(GRAPH_FILE)
-    graph = load_toml(graph_raw, GRAPH_FILE) if graph_raw is not None else None
-    tropo_raw = read_file(CONFIG_FILE)
-    if tropo_raw is None:
-        return build_config(None, graph)
-    from vivary_git.packs import merge_packs
+def load_config(read_file: Callable[[str], bytes | None]) -> tuple[Config, dict[str, Any] | None]:
+    """The workspace's rules, from `tropo.toml` (+ packs), a thin `.vivary/workspace.toml`, and
+    `.vivary/graph.toml`, all read from the same tree. Returns the config and the merged raw table
+    (None in zero-config mode) that nested overlays build on."""
+    graph_bytes = read_file(GRAPH_FILE)
+    graph = load_toml(graph_bytes, GRAPH_FILE) if graph_bytes is not None else None
+    tropo_bytes = read_file(CONFIG_FILE)
+    thin_bytes = read_file(THIN_FILE)
+    thin = load_toml(thin_bytes, THIN_FILE) if thin_bytes is not None else None
+    if thin is not None and thin.get("contract") != "thin-v0.3":
+        thin = None
+    if tropo_bytes is None and thin is None:
+        return build_config(None, graph), None
+    from vivary_git.packs import merge, merge_packs
 
-    return build_config(merge_packs(load_toml(tropo_raw, CONFIG_FILE), read_file), graph)
+    if thin is not None:
+        # A thin workspace file is the root config; a tropo.toml beside it is an overlay on it.
+        raw = merge_packs(thin, read_file, source=THIN_FILE)
+        if tropo_bytes is not None:
+            raw = merge(raw, load_toml(tropo_bytes, CONFIG_FILE), source=CONFIG_FILE)
+        name = THIN_FILE
+    else:
+        assert tropo_bytes is not None
+        raw = merge_packs(load_toml(tropo_bytes, CONFIG_FILE), read_file)
+        name = CONFIG_FILE
+    return build_config(raw, graph, name=name), raw
 
 
 def _is_note(path: str) -> bool:
@@ -135,13 +207,13 @@ def open_source(
 
     def read_file(path: str) -> bytes | None:
         oid = _lookup(repo, sub_id, path) if sub_id is not None else None
-        return None if oid is None else bytes(repo.repo[oid].data)
+        return None if oid is None else repo.read_blob(oid)
 
-    config = load_config(read_file)
-    files = _walk_tree(repo, sub_id, excluder(config)) if sub_id is not None else []
+    config, raw = load_config(read_file)
     return Source(
         kind=kind, label=label, root=(top / prefix) if top is not None else Path(prefix or "."), prefix=prefix,
-        tree_id=sub_id, repo=repo, reader=lambda oid: bytes(repo.repo[oid].data), config=config, files=files,
+        tree_id=sub_id, repo=repo, reader=repo.read_blob, config=config, raw=raw, read_file=read_file,
+        files=lambda: _walk_tree(repo, sub_id, excluder(config)) if sub_id is not None else ([], []),
     )
 
 
@@ -205,18 +277,14 @@ def _find_root(repo: git.Repo, tree_id: str, rel: str) -> str:
                 continue
             if marker == CONFIG_FILE:
                 return prefix
-            data = load_toml(bytes(repo.repo[blob].data), marker)
+            data = load_toml(repo.read_blob(blob), marker)
             if data.get("contract") == "thin-v0.3":
                 return prefix
     return ""
 
 
 def _lookup(repo: git.Repo, tree_id: str, path: str) -> str | None:
-    try:
-        entry = repo.repo[tree_id][path]
-    except (KeyError, ValueError):
-        return None
-    return str(entry.id)
+    return repo.lookup(tree_id, path)
 
 
 def _subtree(repo: git.Repo, tree_id: str, prefix: str) -> str | None:
@@ -228,11 +296,13 @@ def _subtree(repo: git.Repo, tree_id: str, prefix: str) -> str | None:
     return sub
 
 
-def _walk_tree(repo: git.Repo, tree_id: str, excluded: Callable[[str], bool]) -> list[Entry]:
-    """Every note blob under the tree, skipping excluded folders without descending into them."""
+def _walk_tree(repo: git.Repo, tree_id: str, excluded: Callable[[str], bool]) -> tuple[list[Entry], list[str]]:
+    """Every note blob under the tree (skipping excluded folders without descending into them),
+    and the nested config files (overlays) found on the way."""
     pygit2 = repo.pygit2
     blob_type, tree_type = pygit2.GIT_OBJECT_BLOB, pygit2.GIT_OBJECT_TREE
     found: list[Entry] = []
+    overlays: list[str] = []
 
     def walk(tree: object, prefix: str) -> None:
         for obj in tree:  # type: ignore[attr-defined]
@@ -241,11 +311,15 @@ def _walk_tree(repo: git.Repo, tree_id: str, excluded: Callable[[str], bool]) ->
             if t == tree_type:
                 if not excluded(path):
                     walk(obj, path + "/")
-            elif t == blob_type and _is_note(path) and not excluded(path):
-                found.append(Entry(path, str(obj.id), obj.filemode))
+            elif t == blob_type:
+                if _is_note(path):
+                    if not excluded(path):
+                        found.append(Entry(path, str(obj.id), obj.filemode))
+                elif "/" in path and (path.endswith("/" + CONFIG_FILE) or path.endswith("/" + THIN_FILE)):
+                    overlays.append(path)
 
     walk(repo.repo[tree_id], "")
-    return found
+    return found, overlays
 
 
 def _entry_name(obj: object) -> str:
@@ -276,9 +350,10 @@ def _folder_source(start: Path, *, pinned: bool) -> Source:
             return None
         return full.read_bytes()
 
-    config = load_config(read_file)
+    config, raw = load_config(read_file)
     excluded = excluder(config)
     files: list[Entry] = []
+    overlays: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         base = Path(dirpath)
         rel_dir = base.relative_to(root).as_posix()
@@ -286,6 +361,8 @@ def _folder_source(start: Path, *, pinned: bool) -> Source:
         dirnames[:] = sorted(d for d in dirnames if not excluded(rel_dir + d))
         for name in filenames:
             rel = rel_dir + name
+            if rel_dir and (name == CONFIG_FILE or rel.endswith("/" + THIN_FILE)):
+                overlays.append(rel)
             if not _is_note(rel) or excluded(rel):
                 continue
             full = base / name
@@ -302,5 +379,6 @@ def _folder_source(start: Path, *, pinned: bool) -> Source:
             files.append(Entry(rel, oid, mode))
     return Source(
         kind="folder", label=f"folder {root}", root=root, prefix="", tree_id=None, repo=None,
-        reader=contents.__getitem__, config=config, files=files,
+        reader=contents.__getitem__, config=config, files=lambda: (files, overlays), raw=raw,
+        read_file=read_file,
     )

@@ -16,15 +16,20 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from vivary_git import check as check_mod
 from vivary_git import graph as graph_mod
+from vivary_git.check import DateLookup
 from vivary_git.localcache import ObjectCache, ParseCache
 from vivary_git.models import Finding, Note
 from vivary_git.parse import parse_blob
 from vivary_git.source import Source, open_source
+
+if TYPE_CHECKING:
+    from vivary_git.history import Dates
 
 
 class CheckReport(msgspec.Struct, frozen=True):
@@ -53,6 +58,7 @@ class Workspace:
         vdir = source.repo.vivary_dir if (self.cache_enabled and source.repo is not None) else None
         self._parse_cache = ParseCache(vdir)
         self._graph_cache = ObjectCache(vdir, "graph")
+        self._history_cache = ObjectCache(vdir, "history")
         self._graph: graph_mod.Graph | None = None
         self._notes: dict[str, Note] | None = None
         self.stats = Stats()
@@ -68,8 +74,16 @@ class Workspace:
     def _graph_key(self) -> str | None:
         if not self.cache_enabled or self.source.tree_id is None:
             return None
-        salt = hashlib.sha256(self.root_name.encode("utf-8", "surrogateescape")).hexdigest()[:8]
-        return f"{self.source.tree_id}-{salt}"
+        salt = self.root_name
+        if {"created", "updated"} & set(self.config.derive):
+            # W210 on created/updated also depends on history (and, for new files, on today's date).
+            from vivary_git.history import head_commit, today
+
+            repo = self.source.repo
+            commit = head_commit(repo, self.source.label if self.source.kind == "rev" else None) if repo else None
+            salt += f"\0{commit}\0{today()}"
+        digest = hashlib.sha256(salt.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+        return f"{self.source.tree_id}-{digest}"
 
     def graph(self) -> graph_mod.Graph:
         if self._graph is not None:
@@ -85,11 +99,36 @@ class Workspace:
         entries = self.source.entries
         self._graph = graph_mod.build(
             self.root_name, self.source.tree_id, self.config,
-            [(e.path, e.oid) for e in entries], notes, unreadable=self.source.problems,
+            [(e.path, e.oid) for e in entries], notes, unreadable=self.source.problems, dates=self._date_lookup(),
+            overlays=self.source.overlays,
         )
         if key is not None:
             self._graph_cache.put(key, self._graph)
         return self._graph
+
+    def _date_lookup(self) -> DateLookup | None:
+        if not {"created", "updated"} & set(self.config.derive):
+            return None
+        dates: Dates | None = None
+
+        def lookup(path: str, field: str) -> str | None:
+            nonlocal dates
+            if dates is None:
+                from vivary_git.history import file_dates, head_commit
+
+                repo = self.source.repo
+                commit = head_commit(repo, self.source.label if self.source.kind == "rev" else None) \
+                    if repo is not None else None
+                dates = file_dates(repo, commit, self._history_cache) if repo is not None and commit else {}
+            full = f"{self.source.prefix}/{path}" if self.source.prefix else path
+            got = dates.get(full)
+            if got is None:
+                from vivary_git.history import today
+
+                return today()
+            return got[0] if field == "created" else got[1]
+
+        return lookup
 
     def notes(self) -> Mapping[str, Note]:
         """Parsed notes by blob id, for every note in the tree."""
@@ -119,7 +158,7 @@ class Workspace:
         g = self.graph()
         findings = check_mod.apply_strictness(g.findings, self.config.strict if strict is None else strict)
         errors = sum(f.level == "error" for f in findings)
-        checked = len(self.source.entries) + len(self.source.problems)
+        checked = g.checked
         return CheckReport(
             checked=checked,
             clean=checked - len({f.path for f in findings}),

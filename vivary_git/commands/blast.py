@@ -29,8 +29,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     from vivary_git.blast import blast, change_impact
 
-    if args.depth is not None and args.depth < 1:
-        raise UsageError("--depth must be 1 or more")
+    if args.depth is not None and args.depth < 0:
+        raise UsageError("--depth must be 0 or more")
     if args.base is None:
         if args.id is None:
             raise UsageError("name a node ID (`blast ID`) or a base revision (`blast --base REV`)")
@@ -42,9 +42,12 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             emit_json(report)
             return EXIT_OK
+        target_type = ws.graph().by_id()[report.target].type or "untyped"
+        limit = f" (depth ≤ {report.depth})" if report.depth is not None else ""
+        print(f"vivary blast: {report.target} [{target_type}] — {report.counts['impacted']} document(s) "
+              f"depend on it{limit}")
         for i in report.impacted:
-            print(f"{i.distance}\t{i.id}\t{i.type or '-'}\tvia {i.via}")
-        print(f"{report.counts['impacted']} node(s) reach {report.target}", file=sys.stderr)
+            print(f"  {i.id}  [{i.type or 'untyped'}]   (distance {i.distance}, via {i.via})")
         return EXIT_OK
     if args.id is not None:
         raise UsageError("give either a node ID or --base, not both")
@@ -56,19 +59,19 @@ def run(args: argparse.Namespace) -> int:
     head_rev = args.head or args.rev
     head_ws = open_workspace(args.cwd, rev=head_rev, staged=args.staged, root=args.root, cache=not args.no_cache)
     head_label = head_rev or ("staged" if args.staged else "working tree")
-    report = change_impact(base_ws.graph(), head_ws.graph(), args.base, head_label, args.depth)
+    change = change_impact(base_ws.graph(), head_ws.graph(), args.base, head_label, args.depth)
     if args.json:
-        emit_json(report)
+        emit_json(change)
         return EXIT_OK
-    for c in report.changed:
-        print(f"{c.change}\t{c.id}\t{c.type or '-'}\t{c.path}")
-    for e in report.broken_edges:
+    for ch in change.changed:
+        print(f"{ch.change}\t{ch.id}\t{ch.type or '-'}\t{ch.path}")
+    for e in change.broken_edges:
         print(f"broke\t{e.from_} -[{e.field}]-> {e.to}")
-    for e in report.fixed_edges:
+    for e in change.fixed_edges:
         print(f"fixed\t{e.from_} -[{e.field}]-> {e.to}")
-    for i in report.impacted:
+    for i in change.impacted:
         print(f"impacted\t{i.id}\t{i.type or '-'}\tdistance {i.distance} via {i.via}")
-    c = report.counts
+    c = change.counts
     print(f"{args.base}..{head_label}: {c['changed']} changed, {c['broken_edges']} broken edge(s), "
           f"{c['impacted']} impacted", file=sys.stderr)
     return EXIT_OK

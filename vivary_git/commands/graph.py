@@ -69,10 +69,14 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(mermaid(nodes, edges))
     else:
         out = sys.stdout
-        for n in nodes:
-            out.write(f"{n.id}\t{n.type or '-'}\t{n.path}\n")
+        broken = sum(e.broken for e in edges)
+        out.write(f"vivary graph: {len(nodes)} node(s), {len(edges)} edge(s)" + (f", {broken} broken" if broken else "")
+                  + "\n")
+        by_source: dict[str, list[Edge]] = {}
         for e in edges:
-            out.write(f"{e.from_} -[{e.field}]-> {e.to}{'  (broken)' if e.broken else ''}\n")
-        print(f"{len(nodes)} node(s), {len(edges)} edge(s), {sum(e.broken for e in edges)} broken",
-              file=sys.stderr)
+            by_source.setdefault(e.from_, []).append(e)
+        for n in nodes:
+            out.write(f"\n  {n.id}  [{n.type or 'untyped'}]\n")
+            for e in by_source.get(n.id, ()):
+                out.write(f"    --{e.field}--> {e.to}{'  (broken)' if e.broken else ''}\n")
     return EXIT_OK

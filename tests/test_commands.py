@@ -1,0 +1,107 @@
+"""graph, blast, query and find through the CLI."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conftest import Repo
+
+TROPO = """version = 1
+[types.module]
+folder = "modules"
+optional = { depends = "ref-list", uses = "ref" }
+"""
+
+
+def chain(repo: Repo) -> None:
+    repo.commit(files={
+        "tropo.toml": TROPO,
+        "modules/a.md": "---\n---\n# Auth service\n\nHandles the auth tokens.\n",
+        "modules/b.md": "---\ndepends: [a]\n---\n# Billing\n\nThe auth flow matters here; auth twice.\n",
+        "modules/c.md": "---\ndepends: [b]\nuses: a\n---\n# Checkout\n",
+        "modules/d.md": "---\ndepends: [c, ghost]\n---\n# Dashboard\n",
+        "notes/free.md": "# Free note\n\nSee [[a]].\n",
+    })
+
+
+def test_graph_json_shape(repo: Repo, cli: Any) -> None:
+    chain(repo)
+    g = cli("graph", "--json", "--rev", "HEAD", cwd=repo.path).json()
+    assert list(g) == ["root", "nodes", "edges", "counts"]
+    assert g["nodes"][0] == {"id": "a", "type": "module", "path": "modules/a.md"}
+    assert g["edges"] == [
+        {"from": "b", "field": "depends", "to": "a", "broken": False},
+        {"from": "c", "field": "depends", "to": "b", "broken": False},
+        {"from": "c", "field": "uses", "to": "a", "broken": False},
+        {"from": "d", "field": "depends", "to": "c", "broken": False},
+        {"from": "d", "field": "depends", "to": "ghost", "broken": True},
+        {"from": "free", "field": "wikilink", "to": "a", "broken": False},
+    ]
+    assert g["counts"] == {"nodes": 5, "edges": 6, "broken": 1}
+
+
+def test_graph_pictures_are_valid_and_escaped(repo: Repo, cli: Any) -> None:
+    chain(repo)
+    dot = cli("graph", "--format", "dot", "--rev", "HEAD", cwd=repo.path).out
+    assert dot.startswith('digraph "ws" {') and '"d" -> "ghost" [label="depends", style=dashed' in dot
+    mermaid = cli("graph", "--format", "mermaid", "--rev", "HEAD", cwd=repo.path).out
+    assert mermaid.startswith("flowchart LR\n") and "ghost (missing)" in mermaid
+
+
+def test_blast_nearest_distance_and_via(repo: Repo, cli: Any) -> None:
+    chain(repo)
+    r = cli("blast", "a", "--json", "--rev", "HEAD", cwd=repo.path).json()
+    assert r["impacted"] == [
+        {"id": "b", "type": "module", "distance": 1, "via": "depends"},
+        {"id": "c", "type": "module", "distance": 1, "via": "uses"},
+        {"id": "free", "type": None, "distance": 1, "via": "wikilink"},
+        {"id": "d", "type": "module", "distance": 2, "via": "depends"},
+    ]
+    assert r["counts"] == {"impacted": 4} and r["depth"] is None
+    shallow = cli("blast", "a", "--depth", "1", "--json", "--rev", "HEAD", cwd=repo.path).json()
+    assert [i["id"] for i in shallow["impacted"]] == ["b", "c", "free"]
+    missing = cli("blast", "nope", "--rev", "HEAD", cwd=repo.path)
+    assert missing.code == 2 and "no node with ID 'nope'" in missing.err
+
+
+def test_blast_between_two_trees(repo: Repo, cli: Any) -> None:
+    chain(repo)
+    repo.git("tag", "base")
+    repo.git("rm", "-q", "modules/a.md")
+    repo.commit(files={"modules/b.md": "---\ndepends: [a]\n---\n# Billing v2\n"})
+    r = cli("blast", "--base", "base", "--head", "HEAD", "--json", cwd=repo.path).json()
+    assert [(c["id"], c["change"]) for c in r["changed"]] == [("a", "removed"), ("b", "modified")]
+    assert {(e["from"], e["to"]) for e in r["broken_edges"]} == {("b", "a"), ("c", "a"), ("free", "a")}
+    assert [(i["id"], i["distance"]) for i in r["impacted"]] == [("c", 1), ("free", 1), ("d", 2)]
+
+
+def test_query_scores_and_explains(repo: Repo, cli: Any) -> None:
+    chain(repo)
+    r = cli("query", "auth", "--json", "--explain", "--rev", "HEAD", cwd=repo.path).json()
+    assert r["query"] == "auth" and r["mode"] == "text" and r["k"] == 10
+    top = r["results"][0]
+    # a: id+title phrase 120 + one hit 40; body (its H1 included) phrase 40 + two hits 2x10.
+    assert (top["id"], top["score"], top["reasons"]) == ("a", 220, ["title/id match", "body match"])
+    b = next(x for x in r["results"] if x["id"] == "b")
+    assert b["score"] == 40 + 2 * 10
+    filtered = cli("query", "auth", "--json", "--edge", "depends:a", "--rev", "HEAD", cwd=repo.path).json()
+    assert [x["id"] for x in filtered["results"]] == ["b"]
+    assert filtered["results"][0]["edges"] == [{"field": "depends", "to": "a"}]
+    assert cli("query", "auth", "--type", "nope", "--json", "--rev", "HEAD", cwd=repo.path).json()["results"] == []
+    paths = cli("query", "note", "--path", "notes/*", "--json", "--rev", "HEAD", cwd=repo.path).json()
+    assert [x["id"] for x in paths["results"]] == ["free"]
+
+
+def test_find_stays_within_budget(repo: Repo, cli: Any) -> None:
+    chain(repo)
+    big = cli("find", "auth", "--json", "--rev", "HEAD", cwd=repo.path).json()
+    assert big["budget"] == 1200 and big["estimated_tokens"] <= 1200 and big["results"]
+    small = cli("find", "auth", "--budget", "20", "--json", "--rev", "HEAD", cwd=repo.path).json()
+    assert len(small["results"]) == 1 and "snippet" not in small["results"][0]
+    assert small["estimated_tokens"] <= 20 or len(small["results"]) == 1
+
+
+def test_empty_query_is_a_usage_error(repo: Repo, cli: Any) -> None:
+    chain(repo)
+    r = cli("query", " ", "--rev", "HEAD", cwd=repo.path)
+    assert r.code == 2 and "provide a search query" in r.err

@@ -1,0 +1,79 @@
+"""The blob parser: frontmatter, key lines, titles, wikilinks, and bad bytes."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from vivary_git import parse
+from vivary_git.parse import parse_blob
+
+FAST_CASES = [
+    "a: b", "a: [x, y, z]", "a: true", "a: 1", "a: 1.5", "a: null", "a: ~", "a: 2026-11-30", "a: [1, true, x]",
+    "a: hello world", "a: http://x.com/a#b", "a: x #c", "a: 'q'", "a: b: c", "a: [a, [b]]", "a: -x", "a: - x",
+    "a:b", "a: x\nb: y", "a: yes", "a: Off", "a: 0x10", "a: 1_000", "a: .inf", "a: [ ]", "a: []", "a: x,y",
+    "a: %x", "true: x", "a: @x", "a: [a b, c]", "a: [a,b]", "a: 12:30", "a: 1:20", "a: 010", "a: +5",
+    "a: x\r", "a: [x, ]", "a: [x,,y]", "a: é", "a: [é]", "a: <<", "a: =", "a: x\n# c\nb: 2", "a: !x", "a: ? x",
+    "a: x]", "a: [.nan]", "a: 1e3", "a: [x]y", "a: a#b", "a: a #b", "a: 'a' b", "on: x", "a.b-c_d: 1", "-a: 1",
+]
+
+
+@pytest.mark.parametrize("text", FAST_CASES)
+def test_fast_frontmatter_agrees_with_pyyaml(text: str) -> None:
+    """The fast path may decline a document, but what it accepts must equal PyYAML's reading."""
+    fast = parse._fast_frontmatter(text, 2)
+    if fast is None:
+        return
+    full = yaml.load(text, Loader=parse._Loader)
+    assert fast[0] == full
+    assert all(type(fast[0][k]) is type(full[k]) for k in full)
+
+
+def test_fast_path_covers_the_common_shapes() -> None:
+    assert parse._fast_frontmatter("status: active\ntags: [a, b]\ncount: 3\ndraft: false", 2) == (
+        {"status": "active", "tags": ["a", "b"], "count": 3, "draft": False},
+        {"status": 2, "tags": 3, "count": 4, "draft": 5},
+    )
+
+
+def test_dates_stay_strings_and_bad_dates_do_not_crash() -> None:
+    note = parse_blob(b"---\ndate: 2026-13-45\nwhen: 2026-11-30 10:00\n---\n")
+    assert note.fields == {"date": "2026-13-45", "when": "2026-11-30 10:00"}
+    assert note.problem is None
+
+
+def test_title_is_first_h1_outside_code_fences() -> None:
+    note = parse_blob(b"---\na: 1\n---\n```\n# Not this\n```\n## H2\n# Real Title ##\n")
+    assert note.title == "Real Title"
+
+
+def test_wikilinks_skip_code_and_keep_lines() -> None:
+    note = parse_blob(b"# T\n\nSee [[a.b.c]] and `[[code]]`.\n~~~\n[[fenced]]\n~~~\n![[embed#x]] [[l|t]]\n")
+    assert [(link.text, link.line) for link in note.links] == [("a.b.c", 3), ("embed#x", 7), ("l|t", 7)]
+
+
+def test_bom_and_crlf() -> None:
+    note = parse_blob(b"\xef\xbb\xbf---\r\nstatus: ok\r\n---\r\n# Title\r\n")
+    assert note.fields == {"status": "ok"} and note.title == "Title" and note.key_lines == {"status": 2}
+
+
+@pytest.mark.parametrize("data,code,line", [
+    (b"---\na: [1\nb: 2\n---\n", "E001", 2),
+    (b"---\na: 1\na: 2\n---\n", "E001", 3),
+    (b"---\na:\n\t- x\n---\n", "E001", 3),
+    (b"---\n- a\n---\n", "E001", 2),
+    (b"---\njust text\n---\n", "E001", 2),
+    (b"---\na: 1\n", "E001", 1),
+    (b"ok\n\xff\n", "E000", 2),
+    (b"\x00\x01binary", "E000", 1),
+])
+def test_problems_have_codes_and_lines(data: bytes, code: str, line: int) -> None:
+    problem = parse_blob(data).problem
+    assert problem is not None and (problem.code, problem.line) == (code, line)
+
+
+def test_alias_bombs_stay_bounded() -> None:
+    bomb = b"---\na: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n" \
+           b"c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n---\n"
+    note = parse_blob(bomb)
+    assert note.problem is None and len(note.fields["d"]) == 9

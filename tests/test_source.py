@@ -1,0 +1,156 @@
+"""Which tree a command reads: --rev, --staged, the working tree, subfolders, worktrees, no Git."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from conftest import TROPO, Repo, git, run_git_vivary, write
+
+NOTE = "---\nstatus: active\n---\n# Core\n"
+
+
+def ids(result: Any) -> list[str]:
+    return [n["id"] for n in result.json()["nodes"]]
+
+
+def test_three_sources_read_three_trees(repo: Repo, cli: Any) -> None:
+    repo.commit(files={"tropo.toml": TROPO, "modules/a.md": NOTE})
+    repo.write({"modules/b.md": NOTE})
+    repo.git("add", "modules/b.md")
+    repo.write({"modules/c.md": NOTE, ".gitignore": "ignored.md\n", "ignored.md": "# no\n"})
+    assert ids(cli("graph", "--json", "--rev", "HEAD", cwd=repo.path)) == ["a"]
+    assert ids(cli("graph", "--json", "--staged", cwd=repo.path)) == ["a", "b"]
+    # The working tree is what `git status` sees: untracked files yes, ignored files no.
+    assert ids(cli("graph", "--json", cwd=repo.path)) == ["a", "b", "c"]
+
+
+def test_working_tree_source_leaves_the_index_alone(repo: Repo, cli: Any) -> None:
+    repo.commit(files={"tropo.toml": TROPO, "modules/a.md": NOTE})
+    repo.write({"modules/new.md": NOTE})
+    before = repo.git("status", "--porcelain")
+    cli("check", cwd=repo.path)
+    assert repo.git("status", "--porcelain") == before
+    assert not (repo.path / ".git" / "vivary" / "tmp").exists() or \
+        not list((repo.path / ".git" / "vivary" / "tmp").iterdir())
+
+
+def test_staged_honours_git_index_file_like_a_hook(repo: Repo, cli: Any, monkeypatch: Any) -> None:
+    repo.commit(files={"tropo.toml": TROPO, "modules/a.md": NOTE})
+    alt = repo.path / ".git" / "alt-index"
+    env = {"GIT_INDEX_FILE": str(alt)}
+    git(repo.path, "read-tree", "HEAD", env=env)
+    repo.write({"modules/hooked.md": NOTE})
+    git(repo.path, "add", "modules/hooked.md", env=env)
+    monkeypatch.setenv("GIT_INDEX_FILE", str(alt))
+    assert ids(cli("graph", "--json", "--staged", cwd=repo.path)) == ["a", "hooked"]
+    monkeypatch.delenv("GIT_INDEX_FILE")
+    assert ids(cli("graph", "--json", "--staged", cwd=repo.path)) == ["a"]
+
+
+def test_runs_from_a_subdirectory_and_finds_the_workspace_root(repo: Repo, cli: Any) -> None:
+    repo.commit(files={"docs/tropo.toml": TROPO, "docs/modules/a.md": NOTE, "outside.md": "# Out\n"})
+    r = cli("graph", "--json", "--rev", "HEAD", cwd=repo.path / "docs" / "modules")
+    assert ids(r) == ["a"]
+    assert r.json()["nodes"][0] == {"id": "a", "type": "module", "path": "modules/a.md"}
+
+
+def test_zero_config_vault_at_repo_root(repo: Repo, cli: Any) -> None:
+    repo.commit(files={"a.b.md": "# A B\n[[c]] and [[Label|a.b.c#anchor]]\n", "a.b.c.md": "no title\n",
+                       "c.md": "[[missing-note]]\n"})
+    g = cli("graph", "--json", "--rev", "HEAD", cwd=repo.path).json()
+    assert [n["id"] for n in g["nodes"]] == ["a.b", "a.b.c", "c"]
+    assert {(e["from"], e["to"], e["broken"]) for e in g["edges"]} == {
+        ("a.b", "c", False), ("a.b", "a.b.c", False), ("c", "missing-note", True)}
+    r = cli("check", "--rev", "HEAD", cwd=repo.path)
+    assert "c.md:1: error W221: wikilink [[missing-note]] matches no document id" in r.out
+
+
+def test_repository_with_no_commits(repo: Repo, cli: Any) -> None:
+    repo.write({"tropo.toml": TROPO, "modules/a.md": NOTE})
+    assert ids(cli("graph", "--json", cwd=repo.path)) == ["a"]
+    repo.git("add", "-A")
+    assert ids(cli("graph", "--json", "--staged", cwd=repo.path)) == ["a"]
+    r = cli("check", "--rev", "HEAD", cwd=repo.path)
+    assert r.code == 2 and "no commits yet" in r.err
+
+
+def test_linked_worktree(repo: Repo, cli: Any, tmp_path: Path) -> None:
+    repo.commit(files={"tropo.toml": TROPO, "modules/a.md": NOTE})
+    wt = tmp_path / "wt"
+    repo.git("worktree", "add", "-q", "-b", "side", str(wt))
+    write(wt, {"modules/side.md": NOTE})
+    assert ids(cli("graph", "--json", cwd=wt)) == ["a", "side"]
+    assert ids(cli("graph", "--json", cwd=repo.path)) == ["a"]
+    # The cache is shared with the main repository, not written into the worktree.
+    assert not (wt / ".git" / "vivary").exists()
+
+
+def test_plain_folder_outside_git(tmp_path: Path, cli: Any) -> None:
+    folder = tmp_path / "plain"
+    write(folder, {"tropo.toml": TROPO, "modules/a.md": NOTE, "modules/b.md": "---\nstatus:\n---\n"})
+    r = cli("check", "--json", cwd=folder)
+    assert r.code == 1
+    assert "caching is off" in r.err
+    assert r.json()["findings"][0]["code"] == "E102"
+    assert cli("check", "--rev", "HEAD", cwd=folder).code == 2
+
+
+def test_bare_repository_needs_rev(repo: Repo, tmp_path: Path, cli: Any) -> None:
+    repo.commit(files={"tropo.toml": TROPO, "modules/a.md": NOTE})
+    bare = tmp_path / "bare.git"
+    git(tmp_path, "clone", "-q", "--bare", str(repo.path), str(bare))
+    assert ids(cli("graph", "--json", "--rev", "HEAD", cwd=bare)) == ["a"]
+    r = cli("graph", "--json", cwd=bare)
+    assert r.code == 2 and "bare repository" in r.err
+
+
+def test_odd_file_names(repo: Repo, cli: Any) -> None:
+    repo.commit(files={
+        "notes/spaces and ünïcode.md": "# S\n", "notes/-dash.md": "# D\n", "notes/#hash.md": "# H\n",
+        "notes/quote\"d.md": "# Q\n", "notes/tab\there.md": "# T\n",
+    })
+    g = cli("graph", "--json", "--rev", "HEAD", cwd=repo.path).json()
+    assert sorted(n["id"] for n in g["nodes"]) == ["dash", "hash", "quote-d", "spaces-and-n-code", "tab-here"]
+
+
+def test_git_vivary_runs_through_git_dispatch(repo: Repo) -> None:
+    repo.commit(files={"tropo.toml": TROPO, "modules/a.md": NOTE})
+    proc = run_git_vivary(["check", "--rev", "HEAD"], cwd=repo.path)
+    assert proc.returncode == 0, proc.stderr
+    assert "1 document(s), 0 error(s)" in proc.stdout
+    proc = run_git_vivary(["check", "-h"], cwd=repo.path)
+    assert proc.returncode == 0 and "--staged" in proc.stdout
+
+
+def test_cache_is_reused_and_work_is_proportional(repo: Repo, cli: Any, monkeypatch: Any) -> None:
+    files = {"tropo.toml": TROPO, **{f"modules/m{i:03d}.md": f"---\nstatus: s{i}\n---\n# M{i}\n" for i in range(50)}}
+    repo.commit(files=files)
+    monkeypatch.setenv("VIVARY_STATS", "1")
+    first = cli("check", "--rev", "HEAD", cwd=repo.path)
+    assert '"parsed":50' in first.err
+    again = cli("check", "--rev", "HEAD", cwd=repo.path)
+    assert '"graph_cached":true' in again.err
+    repo.commit(files={f"modules/m{i:03d}.md": f"---\nstatus: edited{i}\n---\n# M{i}\n" for i in range(3)})
+    third = cli("check", "--rev", "HEAD", cwd=repo.path)
+    assert '"parsed":3,"reused":47' in third.err
+
+
+def test_damaged_cache_files_are_ignored_and_rebuilt(repo: Repo, cli: Any) -> None:
+    repo.commit(files={"tropo.toml": TROPO, "modules/a.md": NOTE})
+    good = cli("check", "--rev", "HEAD", "--json", cwd=repo.path).out
+    for p in (repo.path / ".git" / "vivary").rglob("*.msgpack"):
+        p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2])
+    r = cli("check", "--rev", "HEAD", "--json", cwd=repo.path)
+    assert r.out == good
+    assert "truncated or damaged" in r.err
+    assert "Traceback" not in r.err
+
+
+def test_no_cache_writes_nothing(repo: Repo, cli: Any) -> None:
+    repo.commit(files={"tropo.toml": TROPO, "modules/a.md": NOTE})
+    cli("check", "--rev", "HEAD", "--no-cache", cwd=repo.path)
+    assert not (repo.path / ".git" / "vivary").exists()
+    assert os.listdir(repo.path) == [".git", "modules", "tropo.toml"] or \
+        sorted(os.listdir(repo.path)) == [".git", "modules", "tropo.toml"]

@@ -1,0 +1,52 @@
+"""`git vivary find`: the few nodes worth reading for a task, within a token budget (for agents)."""
+
+from __future__ import annotations
+
+import argparse
+
+from vivary_git.commands._common import add_json_arg, add_source_args, emit_json, open_ws
+from vivary_git.commands.query import add_filter_args
+from vivary_git.errors import EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "find", help="budgeted context for a task: top nodes, why, snippets, edges",
+        description="Like `query --explain` with k=5, trimmed to a token budget (JSON length / 4): over budget "
+        "it shortens then drops snippets, then edges, then trailing results, then reasons.",
+    )
+    p.add_argument("text", nargs="+", metavar="TEXT", help="the task or question")
+    p.add_argument("--k", type=int, default=5, metavar="N", help="how many results at most (default 5)")
+    p.add_argument("--budget", type=int, default=1200, metavar="TOKENS",
+                   help="token budget for the results (default 1200; negative: no trimming)")
+    add_filter_args(p)
+    add_source_args(p)
+    add_json_arg(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from vivary_git.query import find
+
+    ws = open_ws(args)
+    text = " ".join(args.text)
+    result = find(
+        ws.graph(), ws.notes(), text, k=args.k, budget=args.budget, types=args.type, paths=args.path,
+        edges=args.edge, snippet=args.snippet,
+    )
+    ws.report_stats()
+    if args.json:
+        emit_json(result)
+        return EXIT_OK
+    if not result.results:
+        print(f"vivary find: no context for {text!r}")
+        return EXIT_OK
+    print(f"vivary find: {len(result.results)} context result(s) for {text!r} "
+          f"(~{result.estimated_tokens} token(s), budget {result.budget})")
+    for i, hit in enumerate(result.results, 1):
+        kind = f"[{hit.type}] " if hit.type else ""
+        print(f"{i:2d}. {kind}{hit.id} - {hit.path}")
+        print(f"    why: {hit.reason}")
+        if hit.snippet:
+            print(f"    {hit.snippet}")
+    return EXIT_OK

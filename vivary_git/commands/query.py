@@ -1,0 +1,61 @@
+"""`git vivary query`: deterministic text search over typed nodes, with type/path/edge filters."""
+
+from __future__ import annotations
+
+import argparse
+
+from vivary_git.commands._common import add_json_arg, add_source_args, emit_json, open_ws
+from vivary_git.errors import EXIT_OK
+
+
+def add_filter_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("filters (applied before ranking)")
+    g.add_argument("--type", action="append", default=[], metavar="TYPE",
+                   help="only nodes of this type; repeat for any of several; '' for untyped")
+    g.add_argument("--path", action="append", default=[], metavar="GLOB",
+                   help="only paths matching this glob (fnmatch, case-sensitive, * crosses /); repeatable")
+    g.add_argument("--edge", action="append", default=[], metavar="FIELD[:TARGET]",
+                   help="only nodes with an outbound edge of FIELD (to TARGET); repeat to require all")
+    g.add_argument("--snippet", type=int, default=160, metavar="N", help="snippet length in characters (0: none)")
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "query", help="text search over nodes, ranked and explainable",
+        description="Search the typed graph of one tree. Deterministic scoring over id+title, frontmatter, "
+        "path, body and outbound-edge text (docs/query.md has the weights).",
+    )
+    p.add_argument("text", nargs="+", metavar="TEXT", help="what to look for (words are joined by spaces)")
+    p.add_argument("--k", type=int, default=10, metavar="N", help="how many results (default 10)")
+    add_filter_args(p)
+    p.add_argument("--explain", action="store_true", help="say which sources matched, and list each hit's edges")
+    add_source_args(p)
+    add_json_arg(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from vivary_git.query import search
+
+    ws = open_ws(args)
+    text = " ".join(args.text)
+    result = search(
+        ws.graph(), ws.notes(), text, k=args.k, types=args.type, paths=args.path, edges=args.edge,
+        snippet=args.snippet, explain=args.explain,
+    )
+    ws.report_stats()
+    if args.json:
+        emit_json(result)
+        return EXIT_OK
+    if not result.results:
+        print(f"vivary query: no results for {text!r}")
+        return EXIT_OK
+    print(f"vivary query: {len(result.results)} result(s) for {text!r}")
+    for i, hit in enumerate(result.results, 1):
+        kind = f"[{hit.type}] " if hit.type else ""
+        print(f"{i:2d}. {kind}{hit.id} - {hit.path}  (score {hit.score})")
+        if hit.reasons:
+            print(f"    why: {', '.join(hit.reasons)}")
+        if hit.snippet:
+            print(f"    {hit.snippet}")
+    return EXIT_OK
