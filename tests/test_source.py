@@ -154,3 +154,19 @@ def test_no_cache_writes_nothing(repo: Repo, cli: Any) -> None:
     assert not (repo.path / ".git" / "vivary").exists()
     assert os.listdir(repo.path) == [".git", "modules", "tropo.toml"] or \
         sorted(os.listdir(repo.path)) == [".git", "modules", "tropo.toml"]
+
+
+def test_wikilinks_people_would_not_call_broken(repo: Repo, cli: Any) -> None:
+    """Same-note anchors, template placeholders and links into another Dendron vault are not broken;
+    a link into this vault (recognised because other links into it resolve) that misses is."""
+    repo.commit(files={
+        "a.md": "[[remote vaults|#remote]] [[journal.{{CURRENT_DAY}}]]\n"
+                "[[Other|dendron://other.vault/x.y]] [[ok|dendron://home.vault/b]]\n"
+                "[[gone|dendron://home.vault/c.d]] ![[img.png]]\n",
+        "b.md": "# B\n",
+    })
+    r = cli("check", "--rev", "HEAD", "--lenient", cwd=repo.path)
+    assert r.out.count("W221") == 1
+    assert "a.md:3: warning W221: wikilink [[gone|dendron://home.vault/c.d]]" in r.out
+    edges = cli("graph", "--json", "--rev", "HEAD", cwd=repo.path).json()["edges"]
+    assert [(e["to"], e["broken"]) for e in edges] == [("b", False), ("c.d", True)]

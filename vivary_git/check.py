@@ -32,6 +32,7 @@ def validate(
     config: Config,
     known: Mapping[str, object],
     dates: DateLookup | None = None,
+    homes: frozenset[str] = frozenset(),
 ) -> list[Finding]:
     path = node.path
     if note.problem is not None:
@@ -77,11 +78,11 @@ def validate(
         if target not in known:
             out.append(Finding(path, line, "warning", "W220", f"field '{name}': ref '{target}' matches no document id"))
     if config.wikilinks:
-        from vivary_git.graph import wikilink_target
+        from vivary_git.graph import is_external, wikilink_target
 
         for link in note.links:
             candidates = wikilink_target(link.text, config.alias)
-            if candidates and not any(c in known for c in candidates):
+            if candidates and not any(c in known for c in candidates) and not is_external(link.text, homes):
                 out.append(Finding(path, link.line, "warning", "W221",
                                    f"wikilink [[{link.text}]] matches no document id (looked for '{candidates[0]}')"))
     return out

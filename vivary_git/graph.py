@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -130,6 +130,8 @@ def build(
             continue
         owner[nid] = node
         docs.append((node, True))
+    homes = home_vaults((notes[n.blob] for n, owns in docs if owns), owner, config.alias) \
+        if config.wikilinks else frozenset()
     edges: set[Edge] = set()
     for node, owns in docs:
         if not owns:
@@ -147,13 +149,15 @@ def build(
         if config.wikilinks:
             for link in note.links:
                 linked = resolve_wikilink(link.text, owner, config.alias)
+                if linked is not None and linked not in owner and is_external(link.text, homes):
+                    continue
                 if linked is not None and linked != node.id:
                     edges.add(Edge(node.id, config.wikilink_field, linked, linked not in owner))
     findings: list[Finding] = sorted(unreadable, key=lambda f: order[f.path])
     for node, _ in docs:
         if node.path in duplicate:
             findings.append(duplicate[node.path])
-        findings.extend(check.validate(node, notes[node.blob], configs[config_dir(node.path)], owner, dates))
+        findings.extend(check.validate(node, notes[node.blob], configs[config_dir(node.path)], owner, dates, homes))
     findings.sort(key=lambda f: order[f.path])  # stable: keeps rule order within a document
     nodes = sorted(owner.values(), key=lambda n: n.id)
     return Graph(root=root_name, tree=tree, config=config, nodes=nodes, edges=sorted(edges), findings=findings,
@@ -180,6 +184,10 @@ def wikilink_target(text: str, alias: str) -> tuple[str, ...]:
         ordered = [parts[-1]]
     else:
         ordered = [parts[-1], parts[0]]
+    if any("{{" in p for p in parts):
+        return ()  # a template placeholder (`[[journal.{{CURRENT_DAY}}]]`), not a link yet
+    if any(_DENDRON_VAULT.sub("", p).startswith(("#", "^")) for p in parts):
+        return ()  # a link to a heading or block of this same note
     out: list[str] = []
     for raw in ordered:
         t = _DENDRON_VAULT.sub("", raw)
@@ -189,6 +197,34 @@ def wikilink_target(text: str, alias: str) -> tuple[str, ...]:
         t = t.rstrip("/").rsplit("/", 1)[-1]
         out.append(slug(_stem(t)))
     return tuple(out)
+
+
+def wikilink_vault(text: str) -> str | None:
+    """The vault a Dendron cross-vault link names (`dendron://VAULT/note`), if any."""
+    for part in text.split("|"):
+        m = _DENDRON_VAULT.match(part.strip())
+        if m:
+            return m.group(0)[len("dendron://"):-1]
+    return None
+
+
+def home_vaults(notes: Iterable[Note], known: Mapping[str, object], alias: str) -> frozenset[str]:
+    """Vault names whose `dendron://` links resolve here: this workspace is (one of) those vaults.
+    An unresolved link into any other vault points outside this repository and is not reported."""
+    homes: set[str] = set()
+    for note in notes:
+        for link in note.links:
+            vault = wikilink_vault(link.text) if "dendron://" in link.text else None
+            if vault and any(c in known for c in wikilink_target(link.text, alias)):
+                homes.add(vault)
+    return frozenset(homes)
+
+
+def is_external(text: str, homes: frozenset[str]) -> bool:
+    if "dendron://" not in text:
+        return False
+    vault = wikilink_vault(text)
+    return vault is not None and vault not in homes
 
 
 def resolve_wikilink(text: str, known: Mapping[str, object], alias: str) -> str | None:

@@ -74,7 +74,9 @@ class Workspace:
     def _graph_key(self) -> str | None:
         if not self.cache_enabled or self.source.tree_id is None:
             return None
-        salt = self.root_name
+        from vivary_git import __version__
+
+        salt = f"{__version__}\0{self.root_name}"
         if {"created", "updated"} & set(self.config.derive):
             # W210 on created/updated also depends on history (and, for new files, on today's date).
             from vivary_git.history import head_commit, today
