@@ -170,3 +170,19 @@ def test_wikilinks_people_would_not_call_broken(repo: Repo, cli: Any) -> None:
     assert "a.md:3: warning W221: wikilink [[gone|dendron://home.vault/c.d]]" in r.out
     edges = cli("graph", "--json", "--rev", "HEAD", cwd=repo.path).json()["edges"]
     assert [(e["to"], e["broken"]) for e in edges] == [("b", False), ("c.d", True)]
+
+
+def test_parallel_parse_gives_the_same_graph(repo: Repo, cli: Any, monkeypatch: Any) -> None:
+    from vivary_git import parallel
+
+    repo.commit(files={"tropo.toml": TROPO, **{
+        f"modules/m{i:03d}.md": f"---\nstatus: s{i}\ndepends: [m{(i + 1) % 60:03d}]\n---\n# M{i}\n"
+        for i in range(60)}, "modules/bad.md": b"---\na: [1\n---\n\xff"})
+    monkeypatch.setattr(parallel, "MIN_BLOBS", 10)
+    monkeypatch.setenv("VIVARY_JOBS", "2")
+    monkeypatch.setenv("VIVARY_STATS", "1")
+    two = cli("check", "--rev", "HEAD", "--json", "--no-cache", cwd=repo.path)
+    assert '"parsed":61' in two.err
+    monkeypatch.setenv("VIVARY_JOBS", "1")
+    one = cli("check", "--rev", "HEAD", "--json", "--no-cache", cwd=repo.path)
+    assert one.out == two.out and "E000" in one.out

@@ -138,17 +138,29 @@ class Workspace:
             return self._notes
         notes: dict[str, Note] = {}
         cache = self._parse_cache
+        missing: list[str] = []
         for entry in self.source.entries:
             if entry.oid in notes:
                 continue
             note = cache.get(entry.oid)
             if note is None:
-                note = parse_blob(self.source.read(entry.oid))
-                cache.put(entry.oid, note)
-                self.stats.parsed += 1
+                missing.append(entry.oid)
+                notes[entry.oid] = None  # type: ignore[assignment]  # placeholder, filled below
             else:
                 self.stats.reused += 1
-            notes[entry.oid] = note
+                notes[entry.oid] = note
+        parsed = None
+        repo = self.source.repo
+        if missing and repo is not None:
+            from vivary_git.parallel import parse_many
+
+            parsed = parse_many(str(repo.git_dir), missing)
+        if parsed is None:
+            parsed = [(oid, parse_blob(self.source.read(oid))) for oid in missing]
+        for oid, note in parsed:
+            notes[oid] = note
+            cache.put(oid, note)
+        self.stats.parsed += len(parsed)
         cache.flush(keep=notes)
         self._notes = notes
         return notes
