@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+import msgspec
+
 from vivary_git.commands._common import add_json_arg, add_source_args, emit_json, open_ws
 from vivary_git.errors import EXIT_OK, UsageError
 
@@ -38,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--head only makes sense with --base")
         ws = open_ws(args)
         report = blast(ws.graph(), args.id, args.depth)
+        report = msgspec.structs.replace(report, root=str(ws.source.root))  # absolute, as graph --json
         ws.report_stats()
         if args.json:
             emit_json(report)
