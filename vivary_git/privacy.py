@@ -1,0 +1,626 @@
+"""The privacy boundary: which paths may ever leave the graph for a semantic provider.
+
+A path (repository-root-relative, ``/``-separated, as in a Git tree) is private when any of these
+holds; they are checked in this order and the first one is the reported reason:
+
+1. **Floor or config** — the built-in floor (`FLOOR`) or a configured ``private_paths`` glob.
+   Both use gitignore syntax with the literal text as written: ``USER.md`` has no slash, so like any
+   such gitignore pattern it matches ``USER.md`` at every depth (and everything under a directory of
+   that name); ``memory/**`` contains a slash, so it is anchored at the root. The floor is matched
+   twice: by an exact Python rendering of those seven fixed patterns, and by Git itself, which also
+   evaluates the config globs. For Git, we make a scratch repository with no ``.gitignore`` files
+   whose ``info/exclude`` holds the floor and whose ``core.excludesFile`` holds the config globs.
+   ``info/exclude`` outranks ``core.excludesFile`` (gitignore(5), "precedence"), so a ``!``
+   pattern in the config can re-include a config match but never a floor match. Both use the
+   repository's ``core.ignoreCase``.
+2. **Git would ignore it** — with ``--no-index`` semantics, so a tracked (force-added) ignored file
+   stays private. Git decides, not us: one ``git check-ignore --no-index -v -n --stdin -z`` call
+   for the whole batch, so every ``.gitignore`` level, ``info/exclude``, ``core.excludesFile``,
+   ``core.ignoreCase``, negation and the "cannot re-include under an excluded directory" rule are
+   exactly Git's. ``-v`` also reports ``!`` matches; those mean *not* ignored. Paths are sent sorted
+   (Git reuses its per-directory pattern stack) and prefixed with ``./`` (a leading ``:`` would be
+   pathspec magic, and check-ignore refuses ``--literal-pathspecs``). Paths below more than
+   `_VERBOSE_MAX_DIRS` directories go to a second batch without ``-v`` (see there for the Git bug);
+   for those the reason says Git ignored them but cannot name the rule.
+3. **Sensitive name** — any path component (not just the basename: a directory called
+   ``secrets/`` taints what is in it) matches ``.env*``, ``*.pem`` or ``*.key``, or contains
+   ``token``, ``secret``, ``credential``, ``apikey``, ``api_key`` or ``api-key``; case-insensitive.
+
+**A tree other than the working tree** (``tree=``, e.g. for ``--rev`` or the staged index written
+as a tree) must use *that tree's* ``.gitignore`` files. Git reads ``.gitignore`` only in the
+directories leading to a path, so we look up ``<dir>/.gitignore`` in the tree (pygit2) for every
+leading directory of the paths asked about, write those blobs into an otherwise empty temporary
+directory, and run the same ``check-ignore`` with ``--git-dir`` set to the real repository and
+``--work-tree`` set to that directory. The real Git directory means the real config
+(``core.ignoreCase``, ``core.excludesFile``, a worktree's own config) and the real
+``info/exclude`` apply unchanged; only the per-directory files come from the tree. A ``.gitignore``
+that is a symlink in the tree is skipped, because Git (2.32+) does not follow a symlinked
+``.gitignore`` in a working tree either (gitignore(5), "NOTES").
+
+**Fails closed.** If Git cannot answer — not a work tree, a bare repository, ``git`` missing, a
+path beyond a symbolic link, an exit code other than 0/1 (a crash included), a warning that a pattern
+file could not be read, no answer within the time limit (a FIFO named ``.gitignore`` blocks Git for
+ever), output that does not line up with the input — we raise `PrivacyError`; nothing is ever
+admitted by default. Paths are only names here: nothing is read or stat'ed by us (Git itself
+``lstat``s a path only to tell whether a directory-only pattern such as ``build/`` applies).
+`check_snapshot_files` is the separate gate for the files a snapshot will actually read.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import subprocess
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import IO
+
+import msgspec
+
+from vivary_git.errors import RefusedError
+
+__all__ = [
+    "FLOOR",
+    "PrivacyDecision",
+    "PrivacyError",
+    "PrivacyPolicy",
+    "check_snapshot_files",
+    "decide",
+]
+
+FLOOR: tuple[str, ...] = (
+    "USER.md",
+    "MEMORY.md",
+    "memory/**",
+    "heartbeat-reports/**",
+    ".strato/private/**",
+    ".vivary/**",
+    ".git/**",
+)
+
+# The same seven patterns as FLOOR, as a regex over a validated path (group fN ⇔ FLOOR[N]); the
+# lower-case twin is for core.ignoreCase and runs on `path.lower()`.
+_FLOOR_RE = (
+    r"(?P<f0>(?:\A|/)USER\.md(?:/|\Z))|(?P<f1>(?:\A|/)MEMORY\.md(?:/|\Z))|(?P<f2>\Amemory/)"
+    r"|(?P<f3>\Aheartbeat-reports/)|(?P<f4>\A\.strato/private/)|(?P<f5>\A\.vivary/)|(?P<f6>\A\.git/)"
+)
+_FLOOR = re.compile(_FLOOR_RE)
+_FLOOR_LOWER = re.compile(_FLOOR_RE.replace("USER", "user").replace("MEMORY", "memory"))
+# Cheap pre-filters: a regex per path costs more than Git's whole batch at 100,000 paths.
+_FLOOR_PREFIXES = ("memory/", "heartbeat-reports/", ".strato/private/", ".vivary/", ".git/")
+
+# Runs on `path.lower()`; a component is what lies between slashes.
+_SENSITIVE = re.compile(
+    r"(?P<env>(?:\A|/)\.env)|(?P<pem>\.pem(?:/|\Z))|(?P<key>\.key(?:/|\Z))"
+    r"|(?P<word>token|secret|credential|api[-_]?key)"
+)
+_SENSITIVE_LABEL = {"env": ".env*", "pem": "*.pem", "key": "*.key"}
+
+# Empty, absolute, empty/`.`/`..` component, trailing slash, NUL: never a path in a Git tree.
+_BAD_PATH = re.compile(r"\A(?:/|\Z)|//|/\Z|(?:\A|/)\.\.?(?:/|\Z)|\x00")
+# The `.`/`..` part of _BAD_PATH over NUL-joined paths; starting with a literal keeps it fast.
+_BAD_DOT_JOINED = re.compile(r"\.(?<![^\0/]\.)\.?(?![^\0/])")
+
+# Inherited from a hook or a caller, these would make our `git` look at another repository, index or
+# pathspec mode. GIT_CONFIG_PARAMETERS (`git -c` given to `git vivary`) is deliberately kept.
+_SCRUBBED_VARS = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_PREFIX",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_QUARANTINE_PATH",
+    "GIT_LITERAL_PATHSPECS",
+    "GIT_GLOB_PATHSPECS",
+    "GIT_NOGLOB_PATHSPECS",
+    "GIT_ICASE_PATHSPECS",
+    "LANGUAGE",
+)
+
+# Git 2.39 keeps pointers into its growable array of per-directory pattern lists; a path below more
+# than 23 directories makes it reallocate, and from then on `-v` reads freed memory for that path and
+# every later one in the batch (garbage rule names, or SIGSEGV). Deeper paths go to a batch without
+# `-v`, which decides from the pattern itself and never follows that pointer.
+_VERBOSE_MAX_DIRS = 20
+_UNNAMED_IGNORE = f"ignored by Git (rule not named for paths over {_VERBOSE_MAX_DIRS} directories deep)"
+_UNNAMED_CONFIG = f"config: (rule not named for paths over {_VERBOSE_MAX_DIRS} directories deep)"
+
+# Git blocks for ever on a `.gitignore` that is a FIFO, or on a hung file system; fail closed instead.
+_TIMEOUT_SECONDS = 60.0
+_TIMEOUT_SECONDS_PER_PATH = 0.001
+
+_SYMLINKED_GITIGNORE_WARNING = re.compile(
+    r"\Awarning: unable to access '.*\.gitignore': Too many levels of symbolic links\Z", re.DOTALL
+)
+
+
+class PrivacyError(RefusedError):
+    """Git could not decide privacy, or a snapshot file is unsafe to read; nothing was admitted."""
+
+
+class PrivacyPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`[memory.privacy]` as far as path decisions go (the floor is not configurable)."""
+
+    private_paths: tuple[str, ...] = ()
+    respect_gitignore: bool = True
+
+
+class PrivacyDecision(msgspec.Struct, frozen=True):
+    """One path's verdict. `reason` names the rule: "floor: memory/**", "config: drafts/**",
+    ".gitignore:3:*.log", "sensitive name: *.pem"; it is "" when the path is public."""
+
+    path: str
+    private: bool
+    reason: str
+
+
+class _Repo(msgspec.Struct, frozen=True):
+    top: Path
+    git_dir: Path
+    ignorecase: bool
+
+
+# A pattern match as Git reports it: (source, line number, pattern).
+_Match = tuple[str, str, str]
+
+
+def decide(
+    repo: Path,
+    paths: Sequence[str],
+    policy: PrivacyPolicy = PrivacyPolicy(),  # noqa: B008 - frozen, so one shared default is safe
+    *,
+    tree: str | None = None,
+) -> list[PrivacyDecision]:
+    """Decide privacy for `paths` (root-relative), in input order.
+
+    `repo` is the top of a work tree (a linked worktree is fine). With `tree` (any tree-ish), the
+    `.gitignore` files are that tree's; otherwise the working tree's. Raises `PrivacyError` when Git
+    cannot answer.
+    """
+    paths = list(paths)
+    _check_paths_syntax(paths)
+    for pattern in policy.private_paths:
+        if any(c in pattern for c in "\n\r\0"):
+            raise PrivacyError(
+                f"private_paths entry {pattern!r} contains a line break or NUL; a gitignore pattern is"
+                " one line: split it into separate entries"
+            )
+    if not paths:
+        return []
+    info = _locate(repo)
+    # Sorted input lets Git reuse its per-directory pattern stack (about twice as fast); answers are
+    # mapped back to input order by index.
+    order = sorted(range(len(paths)), key=paths.__getitem__)
+    groups = [
+        (indices, verbose)
+        for indices, verbose in (
+            ([i for i in order if paths[i].count("/") <= _VERBOSE_MAX_DIRS], True),
+            ([i for i in order if paths[i].count("/") > _VERBOSE_MAX_DIRS], False),
+        )
+        if indices
+    ]
+    batches: list[_Batch] = []
+    with tempfile.TemporaryDirectory(prefix="vivary-privacy-") as tmp_name:
+        tmp = Path(tmp_name)
+        layers = [("floor", *_floor_setup(info, policy, tmp))]
+        if policy.respect_gitignore:
+            layers.append(("ignore", *_ignore_setup(info, paths, tree, tmp)))
+        try:
+            # All batches run at once.
+            for layer, args, cwd, what in layers:
+                for k, (indices, verbose) in enumerate(groups):
+                    batches.append(_Batch.start(layer, args, cwd, what, paths, indices, verbose, tmp / f"{layer}{k}"))
+        finally:
+            _collect_all(batches)
+    floor_hits: dict[int, _Match] = {}
+    ignore_hits: dict[int, _Match] = {}
+    for batch in batches:
+        (floor_hits if batch.layer == "floor" else ignore_hits).update(batch.answers())
+    floor_source, config_source = ".git/info/exclude", str(tmp / "private_paths")
+
+    decisions: list[PrivacyDecision] = []
+    for i, path in enumerate(paths):
+        reason = ""
+        lower = path.lower()
+        if info.ignorecase:
+            floor_candidate = lower.startswith(_FLOOR_PREFIXES) or "user.md" in lower or "memory.md" in lower
+        else:
+            floor_candidate = path.startswith(_FLOOR_PREFIXES) or "USER.md" in path or "MEMORY.md" in path
+        m = (_FLOOR_LOWER.search(lower) if info.ignorecase else _FLOOR.search(path)) if floor_candidate else None
+        if m is not None:
+            reason = "floor: " + FLOOR[int(str(m.lastgroup)[1:])]
+        elif i in floor_hits:
+            reason = _floor_or_config_reason(floor_hits[i], floor_source, config_source, policy)
+        elif i in ignore_hits:
+            source, line, pattern = ignore_hits[i]
+            reason = f"{_display_source(source, info.top)}:{line}:{pattern}" if source else _UNNAMED_IGNORE
+        elif (
+            ".env" in lower
+            or ".pem" in lower
+            or ".key" in lower
+            or "token" in lower
+            or "secret" in lower
+            or "credential" in lower
+            or "api" in lower
+        ):
+            s = _SENSITIVE.search(lower)
+            if s is not None:
+                reason = "sensitive name: " + (_SENSITIVE_LABEL.get(str(s.lastgroup)) or f"*{s.group()}*")
+        decisions.append(PrivacyDecision(path=path, private=bool(reason), reason=reason))
+    return decisions
+
+
+def check_snapshot_files(root: Path, paths: Iterable[str]) -> None:
+    """Refuse (raise `PrivacyError`) unless every path is a plain, singly linked regular file under
+    `root` reached through real directories only. Run before reading any working-tree file for a
+    snapshot; open the files with `O_NOFOLLOW` afterwards, since this check cannot stop a later swap.
+    """
+    try:
+        real_root = root.resolve(strict=True)
+    except OSError as err:
+        raise PrivacyError(f"cannot resolve the snapshot root {root}: {err.strerror or err}") from err
+    good_dirs: set[str] = {""}
+    for path in paths:
+        _check_path_syntax(path)
+        parts = path.split("/")
+        for depth in range(1, len(parts)):
+            leading = "/".join(parts[:depth])
+            if leading in good_dirs:
+                continue
+            st = _lstat(real_root, leading, path)
+            if stat.S_ISLNK(st.st_mode):
+                raise PrivacyError(
+                    f"refusing {path!r}: it is behind the symbolic link {leading!r}; snapshots never"
+                    " follow symlinks: replace the link with a real directory or remove the file"
+                )
+            if not stat.S_ISDIR(st.st_mode):
+                raise PrivacyError(f"refusing {path!r}: {leading!r} is not a directory")
+            good_dirs.add(leading)
+        st = _lstat(real_root, path, path)
+        if stat.S_ISLNK(st.st_mode):
+            raise PrivacyError(
+                f"refusing {path!r}: it is a symbolic link; snapshots never follow symlinks:"
+                " replace it with the file itself or remove it"
+            )
+        if not stat.S_ISREG(st.st_mode):
+            raise PrivacyError(f"refusing {path!r}: not a regular file")
+        if st.st_nlink > 1:
+            raise PrivacyError(
+                f"refusing {path!r}: it has {st.st_nlink} hard links, so its content may be shared with a"
+                " file outside the workspace: replace it with an independent copy"
+            )
+        # No component is a symlink and none is `.`/`..`, so this is where the file really is; the
+        # check guards that reasoning against a future change to the syntax rules.
+        full = os.path.normpath(real_root / path)
+        if os.path.commonpath([full, real_root]) != str(real_root):
+            raise PrivacyError(f"refusing {path!r}: it resolves outside {real_root}")
+
+
+# --- internals ---------------------------------------------------------------------------------------
+
+
+def _check_path_syntax(path: str) -> None:
+    if not isinstance(path, str) or _BAD_PATH.search(path):
+        raise PrivacyError(
+            f"not a repository-relative path: {path!r}; paths are `/`-separated, relative to the"
+            " repository root, without empty, `.` or `..` components"
+        )
+
+
+def _check_paths_syntax(paths: Sequence[str]) -> None:
+    if not all(isinstance(p, str) for p in paths):
+        bad = next(p for p in paths if not isinstance(p, str))
+        raise PrivacyError(f"not a repository-relative path: {bad!r}; paths are strings")
+    joined = "\0".join(paths)
+    if (
+        joined.count("\0") == len(paths) - 1
+        and not any(s in joined for s in ("//", "\0/", "/\0", "\0\0"))
+        and not joined.startswith(("/", "\0"))
+        and not joined.endswith(("/", "\0"))
+        and (joined or not paths)
+        and not _BAD_DOT_JOINED.search(joined)
+    ):
+        return
+    for path in paths:
+        _check_path_syntax(path)
+
+
+def _lstat(root: Path, rel: str, path: str) -> os.stat_result:
+    try:
+        return os.lstat(root / rel)
+    except OSError as err:
+        raise PrivacyError(f"refusing {path!r}: cannot stat {rel!r}: {err.strerror or err}") from err
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED_VARS}
+    # C messages so the warning filter below is reliable; no per-path flush (we read a file).
+    env["LC_ALL"] = "C"
+    env["GIT_FLUSH"] = "0"
+    return env
+
+
+def _git(args: Sequence[str], cwd: Path, what: str) -> subprocess.CompletedProcess[bytes]:
+    try:
+        return subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            env=_env(),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            check=False,
+        )
+    except FileNotFoundError as err:
+        raise PrivacyError(
+            f"cannot decide privacy for {what}: `git` is not on PATH (or {cwd} does not exist);"
+            " install Git 2.32 or newer"
+        ) from err
+    except OSError as err:
+        raise PrivacyError(f"cannot decide privacy for {what}: could not run git: {err}") from err
+
+
+def _said(proc: subprocess.CompletedProcess[bytes]) -> str:
+    return proc.stderr.decode("utf-8", "replace").strip() or f"exit code {proc.returncode}"
+
+
+def _locate(repo: Path) -> _Repo:
+    where = str(repo)
+    proc = _git(["rev-parse", "--is-bare-repository", "--absolute-git-dir", "--show-toplevel"], repo, where)
+    lines = proc.stdout.decode("utf-8", "surrogateescape").split("\n")
+    if lines[:1] == ["true"]:
+        raise PrivacyError(f"cannot decide privacy in {where}: it is a bare repository; use a work tree")
+    if proc.returncode != 0 or len(lines) != 4 or lines[0] != "false":
+        raise PrivacyError(f"cannot decide privacy in {where}: not a Git work tree ({_said(proc)})")
+    git_dir, top = Path(lines[1]), Path(lines[2])
+    if top.resolve() != repo.resolve():
+        raise PrivacyError(f"cannot decide privacy in {where}: pass the top of the work tree, {top}")
+    proc = _git(["config", "--type=bool", "--get", "core.ignorecase"], top, where)
+    if proc.returncode not in (0, 1):
+        raise PrivacyError(f"cannot decide privacy in {where}: bad core.ignoreCase ({_said(proc)})")
+    return _Repo(top=top, git_dir=git_dir, ignorecase=proc.stdout.strip() == b"true")
+
+
+# -v -n -z: four NUL-terminated fields per path, in input order: source, line, pattern, path (the first
+# three empty when nothing matched). Without -v: just the ignored paths, in input order.
+_VERBOSE = ("check-ignore", "--no-index", "-v", "-n", "--stdin", "-z")
+_QUIET = ("check-ignore", "--no-index", "--stdin", "-z")
+
+
+class _Batch:
+    """One running `git check-ignore` over some of the paths; stdin, stdout and stderr are files, so
+    there is no pipe to deadlock on and Git does not flush after every path."""
+
+    def __init__(self, layer: str, what: str, indices: list[int], asked: list[bytes], verbose: bool) -> None:
+        self.layer, self.what, self.indices, self.asked, self.verbose = layer, what, indices, asked, verbose
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.files: list[IO[bytes]] = []
+        self.code: int | None = None
+        self.stdout = b""
+        self.stderr = b""
+
+    @classmethod
+    def start(
+        cls,
+        layer: str,
+        args: Sequence[str],
+        cwd: Path,
+        what: str,
+        paths: Sequence[str],
+        indices: list[int],
+        verbose: bool,
+        stem: Path,
+    ) -> _Batch:
+        # `./` keeps Git from reading a leading `:` as pathspec magic (check-ignore refuses
+        # --literal-pathspecs); Git normalises it away before matching.
+        stdin = ("./" + "\0./".join([paths[i] for i in indices]) + "\0").encode("utf-8", "surrogateescape")
+        batch = cls(layer, what, indices, stdin.split(b"\0")[:-1], verbose)
+        stem.with_suffix(".in").write_bytes(stdin)
+        batch.files = [open(stem.with_suffix(s), "w+b") for s in (".out", ".err")]  # noqa: SIM115
+        try:
+            with open(stem.with_suffix(".in"), "rb") as fh:
+                batch.proc = subprocess.Popen(
+                    ["git", *args, *(_VERBOSE if verbose else _QUIET)],
+                    cwd=cwd,
+                    env=_env(),
+                    stdin=fh,
+                    stdout=batch.files[0],
+                    stderr=batch.files[1],
+                )
+        except OSError as err:
+            for f in batch.files:
+                f.close()
+            cause = "`git` is not on PATH; install Git" if isinstance(err, FileNotFoundError) else str(err)
+            raise PrivacyError(f"cannot decide privacy ({what}): {cause}") from err
+        return batch
+
+    def collect(self) -> None:
+        try:
+            if self.proc is not None and self.code is None:
+                timeout = _TIMEOUT_SECONDS + _TIMEOUT_SECONDS_PER_PATH * len(self.asked)
+                try:
+                    self.code = self.proc.wait(timeout=timeout)
+                except subprocess.TimeoutExpired as err:
+                    raise PrivacyError(
+                        f"cannot decide privacy ({self.what}): git check-ignore gave no answer in"
+                        f" {timeout:.0f}s; is an ignore file a FIFO or on a hung file system?"
+                        " Nothing was admitted"
+                    ) from err
+                for f in self.files:
+                    f.seek(0)
+                self.stdout, self.stderr = (f.read() for f in self.files)
+        finally:
+            if self.proc is not None and self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+            for f in self.files:
+                f.close()
+
+    def answers(self) -> dict[int, _Match]:
+        """The ignoring (not `!`) matches, keyed by input index; ("", "", "") when Git did not say
+        which rule matched."""
+        said = self.stderr.decode("utf-8", "replace").strip()
+        if self.code not in (0, 1):
+            raise PrivacyError(
+                f"cannot decide privacy ({self.what}): git check-ignore failed with exit code {self.code}:"
+                f" {said or 'no message'}; nothing was admitted"
+            )
+        for line in said.splitlines():
+            if line.startswith(("warning:", "error:", "fatal:")) and not _SYMLINKED_GITIGNORE_WARNING.match(line):
+                raise PrivacyError(
+                    f"cannot decide privacy ({self.what}): Git could not use every ignore rule: {line};"
+                    " fix the file (permissions, encoding) and try again; nothing was admitted"
+                )
+        if self.verbose:
+            return _parse_verbose(self.stdout, self.asked, self.indices, self.what)
+        return _parse_quiet(self.stdout, self.asked, self.indices, self.what)
+
+
+def _collect_all(batches: list[_Batch]) -> None:
+    # Every process is reaped and every file closed, even when one batch fails.
+    failure: PrivacyError | None = None
+    for batch in batches:
+        try:
+            batch.collect()
+        except PrivacyError as err:
+            failure = failure or err
+    if failure is not None:
+        raise failure
+
+
+def _floor_setup(info: _Repo, policy: PrivacyPolicy, tmp: Path) -> tuple[list[str], Path, str]:
+    scratch = tmp / "floor"
+    init = _git(["init", "--quiet", "--template=", str(scratch)], tmp, "the privacy floor")
+    if init.returncode != 0:
+        raise PrivacyError(f"cannot decide privacy: could not make a scratch repository ({_said(init)})")
+    info_dir = scratch / ".git" / "info"
+    info_dir.mkdir(exist_ok=True)
+    (info_dir / "exclude").write_text("".join(p + "\n" for p in FLOOR), encoding="utf-8")
+    config_file = tmp / "private_paths"
+    config_file.write_bytes(b"".join(os.fsencode(p) + b"\n" for p in policy.private_paths))
+    ignorecase = "true" if info.ignorecase else "false"
+    args = ["-c", f"core.excludesFile={config_file}", "-c", f"core.ignoreCase={ignorecase}"]
+    return args, scratch, "floor and private_paths"
+
+
+def _ignore_setup(info: _Repo, paths: Sequence[str], tree: str | None, tmp: Path) -> tuple[list[str], Path, str]:
+    if tree is None:
+        return [], info.top, f"Git ignore rules in {info.top}"
+    work = tmp / "tree"
+    work.mkdir()
+    _materialise_gitignores(info, tree, paths, work)
+    args = [f"--git-dir={info.git_dir}", f"--work-tree={work}"]
+    excludes = _git(["config", "--type=path", "--get", "core.excludesFile"], info.top, str(info.top))
+    if excludes.returncode not in (0, 1):
+        raise PrivacyError(f"cannot decide privacy: bad core.excludesFile ({_said(excludes)})")
+    value = os.fsdecode(excludes.stdout.rstrip(b"\n"))
+    if excludes.returncode == 0 and value and not os.path.isabs(value):
+        # Git resolves a relative core.excludesFile against the work tree top; keep it the real one.
+        args = ["-c", f"core.excludesFile={info.top / value}", *args]
+    return args, work, f"Git ignore rules of tree {tree}"
+
+
+def _materialise_gitignores(info: _Repo, tree: str, paths: Sequence[str], work: Path) -> None:
+    import pygit2  # only tree mode needs it; keep `decide` on the working tree light
+
+    try:
+        repo = pygit2.Repository(str(info.top))
+        root = repo.revparse_single(tree).peel(pygit2.Tree)
+    except (KeyError, ValueError, TypeError, pygit2.GitError) as err:
+        raise PrivacyError(f"cannot decide privacy: {tree!r} does not name a tree ({err})") from err
+    dirs: set[str] = {""}
+    for path in paths:
+        cut = path.rfind("/")
+        while cut > 0:
+            leading = path[:cut]
+            if leading in dirs:
+                break
+            dirs.add(leading)
+            cut = path.rfind("/", 0, cut)
+    blob_modes = (pygit2.enums.FileMode.BLOB, pygit2.enums.FileMode.BLOB_EXECUTABLE)
+    for leading in dirs:
+        name = f"{leading}/.gitignore" if leading else ".gitignore"
+        if name not in root:
+            continue
+        entry = root[name]
+        if entry.filemode not in blob_modes:
+            continue  # a symlink (Git will not follow it), a directory or a submodule
+        target = work / name
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(repo[entry.id].read_raw())
+        except OSError as err:
+            raise PrivacyError(f"cannot decide privacy: could not stage {name!r} from {tree}: {err}") from err
+
+
+def _floor_or_config_reason(match: _Match, floor_source: str, config_source: str, policy: PrivacyPolicy) -> str:
+    source, line, pattern = match
+    if not source:
+        return _UNNAMED_CONFIG  # the Python floor check came first, so it was a private_paths glob
+    index = int(line) - 1
+    if source == floor_source and 0 <= index < len(FLOOR):
+        return "floor: " + FLOOR[index]
+    if source == config_source and 0 <= index < len(policy.private_paths):
+        return "config: " + policy.private_paths[index]
+    raise PrivacyError(
+        f"cannot decide privacy: the floor check matched an unexpected rule {source}:{line}:{pattern};"
+        " nothing was admitted"
+    )
+
+
+def _parse_verbose(out: bytes, asked: list[bytes], indices: list[int], what: str) -> dict[int, _Match]:
+    fields = out.split(b"\0")
+    if len(fields) != 4 * len(asked) + 1 or fields[-1] != b"" or fields[3::4] != asked:
+        raise PrivacyError(
+            f"cannot decide privacy ({what}): git check-ignore's answer does not line up with the"
+            f" {len(asked)} paths asked; nothing was admitted"
+        )
+    sources, lines, patterns = fields[0:-1:4], fields[1::4], fields[2::4]
+    unmatched = sources.count(b"")
+    if lines.count(b"") != unmatched or patterns.count(b"") != unmatched:
+        raise PrivacyError(f"cannot decide privacy ({what}): malformed answer from git check-ignore")
+    matches: dict[int, _Match] = {}
+    for k, source in enumerate(sources):
+        if not source:
+            continue
+        line, pattern = lines[k], patterns[k]
+        if not line.isdigit() or not pattern:
+            raise PrivacyError(f"cannot decide privacy ({what}): malformed answer for {asked[k][2:]!r}")
+        # `-v` also reports the `!pattern` that re-included a path; Git prints `!` only for those
+        # (a literal leading `!` stays escaped as `\!`).
+        if not pattern.startswith(b"!"):
+            matches[indices[k]] = (os.fsdecode(source), line.decode("ascii"), os.fsdecode(pattern))
+    return matches
+
+
+def _parse_quiet(out: bytes, asked: list[bytes], indices: list[int], what: str) -> dict[int, _Match]:
+    ignored = out.split(b"\0")
+    if ignored.pop() != b"":
+        raise PrivacyError(f"cannot decide privacy ({what}): malformed answer from git check-ignore")
+    matches: dict[int, _Match] = {}
+    k = 0
+    for path in ignored:
+        while k < len(asked) and asked[k] != path:
+            k += 1
+        if k == len(asked):
+            raise PrivacyError(
+                f"cannot decide privacy ({what}): git check-ignore's answer does not line up with the"
+                f" {len(asked)} paths asked; nothing was admitted"
+            )
+        matches[indices[k]] = ("", "", "")
+        k += 1
+    return matches
+
+
+def _display_source(source: str, top: Path) -> str:
+    # Same text in both modes: tree mode names info/exclude by its absolute path.
+    if os.path.isabs(source):
+        try:
+            return Path(source).relative_to(top).as_posix()
+        except ValueError:
+            return source
+    return source
