@@ -67,7 +67,8 @@ def test_malformed_frontmatter_is_e001_with_the_line(repo: Repo, cli: Any) -> No
     }))
     r = cli("check", "--rev", "HEAD", cwd=repo.path)
     assert r.code == 1
-    for expected in ("notes/inline.md:3: error E001", "notes/dup.md:4: error E001: duplicate key `a`",
+    for expected in ("notes/inline.md:3: error E001",
+                     "notes/dup.md:4: error E001: frontmatter is not valid YAML: duplicate key 'a'",
                      "notes/tab.md:3: error E001", "notes/list.md:2: error E001", "notes/open.md:1: error E001"):
         assert expected in r.out, (expected, r.out)
     assert "Traceback" not in r.err

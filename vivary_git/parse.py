@@ -25,13 +25,38 @@ except AttributeError:  # pragma: no cover - depends on how PyYAML was built
 
 
 class _Loader(_Base):  # type: ignore[valid-type,misc]
-    """SafeLoader without the timestamp resolver: dates stay strings, validated per field spec."""
+    """SafeLoader with YAML 1.2-style plain scalars, as Vivary workspaces are written and read:
+    only true/false are booleans (`yes`, `on` stay text), integers are decimal (`010` is 10,
+    `1:30` and `0x10` stay text), `.inf`/`.nan` stay text, and dates stay the strings the user
+    wrote, so `2026-13-45` is a finding about one field rather than a crash of the whole parse."""
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        return int(self.construct_scalar(node))
+
+    def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
+        return float(self.construct_scalar(node))
 
 
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
+_Loader.add_constructor("tag:yaml.org,2002:float", _Loader.construct_yaml_float)
+_REPLACED = {
+    "tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:timestamp",
+}
 _Loader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    first: [(tag, rx) for tag, rx in resolvers if tag not in _REPLACED]
     for first, resolvers in _Base.yaml_implicit_resolvers.items()
 }
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:int", re.compile(r"^[-+]?[0-9](?:_?[0-9])*$"), list("-+0123456789")
+)
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9](?:_?[0-9])*(?:\.(?:[0-9](?:_?[0-9])*)?)?|\.[0-9](?:_?[0-9])*)(?:[eE][-+]?[0-9]+)?$"),
+    list("-+0123456789."),
+)
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _H1 = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
@@ -159,7 +184,7 @@ def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str
         stripped = raw.lstrip(" ")
         if stripped.startswith("\t") and stripped.strip():
             return {}, {}, ParseProblem(
-                "E001", first_line + i, "tab used for indentation in frontmatter; YAML allows only spaces"
+                "E001", first_line + i, "frontmatter is not valid YAML: tab character used for indentation"
             )
     loader = _Loader(source)
     try:
@@ -167,19 +192,13 @@ def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str
         if node is None:
             return {}, {}, None
         if not isinstance(node, yaml.MappingNode):
-            kind = {"ScalarNode": "a single value", "SequenceNode": "a list"}.get(type(node).__name__, "not a mapping")
-            return {}, {}, ParseProblem(
-                "E001", first_line + node.start_mark.line,
-                f"frontmatter is {kind}, not a mapping of `key: value` lines",
-            )
+            return {}, {}, ParseProblem("E001", first_line, "frontmatter must be a mapping of key: value")
         key_lines: dict[str, int] = {}
         for key_node, _ in node.value:
             key = _key_text(key_node)
             line = first_line + key_node.start_mark.line
             if key in key_lines:
-                return {}, {}, ParseProblem(
-                    "E001", line, f"duplicate key `{key}` (first on line {key_lines[key]}); keep one of them"
-                )
+                return {}, {}, ParseProblem("E001", line, f"frontmatter is not valid YAML: duplicate key '{key}'")
             key_lines[key] = line
         data = loader.construct_document(node)
     except yaml.MarkedYAMLError as err:
