@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import sys
 from collections.abc import Sequence
 
 from vivary_git import __version__
 from vivary_git.errors import EXIT_INTERRUPTED, EXIT_USAGE, VivaryError
 
-# Order is the order of `git vivary -h`.
-COMMANDS = ("check", "graph", "blast", "query", "find")
+# Order is the order of `git vivary -h`. A command whose module is not there (yet) is left out.
+COMMANDS = (
+    "check", "graph", "blast", "query", "find", "recall", "index", "forget", "privacy", "doctor", "init",
+    "capabilities", "hooks", "ci", "sync", "cache", "mcp",
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -32,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"vivary-git {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMANDS:
+        if importlib.util.find_spec(f"vivary_git.commands.{name}") is None:
+            continue
         module = importlib.import_module(f"vivary_git.commands.{name}")
         module.register(sub)
     return parser
