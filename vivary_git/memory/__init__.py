@@ -1,0 +1,1 @@
+"""Optional local semantic memory. Nothing heavy is imported here: see `embed` for the embedder."""
