@@ -105,3 +105,35 @@ def test_empty_query_is_a_usage_error(repo: Repo, cli: Any) -> None:
     chain(repo)
     r = cli("query", " ", "--rev", "HEAD", cwd=repo.path)
     assert r.code == 2 and "provide a search query" in r.err
+
+
+def test_search_index_answers_exactly_like_the_direct_scan(repo: Repo) -> None:
+    """The cached per-tree index is an optimisation only: every query, filter and tie gives the
+    same results as scoring each node directly."""
+    import random
+
+    import vivary_git
+    from vivary_git import searchindex
+    from vivary_git.query import find, search
+
+    rng = random.Random(5)
+    words = ["auth", "graph", "memory", "café", "naïve", "token_id", "x-ray", "2026", "the", "of", "a", "release", "gate", "review"]
+    files = {"tropo.toml": TROPO}
+    for i in range(40):
+        body = " ".join(rng.choice(words) for _ in range(rng.randint(0, 30)))
+        deps = ", ".join(f"m{rng.randrange(40)}" for _ in range(rng.randint(0, 3)))
+        files[f"modules/m{i}.md"] = f"---\ndepends: [{deps}]\ntags: [{rng.choice(words)}]\n---\n# {body[:20]}\n{body}\n"
+    files["notes/[[x]].md"] = "[[m1]] auth auth\n"
+    repo.commit(files=files)
+    ws = vivary_git.open_workspace(repo.path, rev="HEAD")
+    graph, notes = ws.graph(), ws.notes()
+    index = searchindex.build(graph, notes)
+    queries = ["auth", "graph memory", "the", "of the", "café", "naïve auth", "token", "token_id", "x-ray", "2026",
+               "m1", "depends m2", "modules/m", "AUTH Graph", "release gate review", "zzz", "a"]
+    for q in queries:
+        for kw in ({}, {"k": 3}, {"edges": ["depends"]}, {"types": ["module"], "explain": True},
+                   {"paths": ["modules/m1*"], "snippet": 30}, {"edges": [":m1"], "k": 50}):
+            assert search(graph, notes, q, index=index, **kw) == search(graph, notes, q, **kw), (q, kw)  # type: ignore[arg-type]
+        assert find(graph, notes, q, index=index, budget=80) == find(graph, notes, q, budget=80)
+    cached = vivary_git.open_workspace(repo.path, rev="HEAD").search_index()
+    assert cached == vivary_git.open_workspace(repo.path, rev="HEAD").search_index() == index

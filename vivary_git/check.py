@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from vivary_git.config import Config, FieldSpec
@@ -26,18 +26,21 @@ _URL = re.compile(r"^https?://\S+$")
 DateLookup = Callable[[str, str], str | None]
 
 
-def validate(
+Ref = tuple[str, int, str]  # (field, key line, target) for each ref value, in order
+
+
+def validate_local(
     node: Node,
     note: Note,
     config: Config,
-    known: Mapping[str, object],
     dates: DateLookup | None = None,
-    homes: frozenset[str] = frozenset(),
-) -> list[Finding]:
+) -> tuple[list[Finding], list[Ref]]:
+    """Every rule that needs no other document, in tropo's per-document order (W201, E101/E102, then
+    per key W210/W202/E103), and the refs whose targets the caller resolves (W220 and edges)."""
     path = node.path
     if note.problem is not None:
         p = note.problem
-        return [Finding(path, p.line, "error", p.code, p.message)]
+        return [Finding(path, p.line, "error", p.code, p.message)], []
     out: list[Finding] = []
     fields = note.fields
     lines = note.key_lines
@@ -54,7 +57,7 @@ def validate(
                                if node.type is not None else f"missing required field '{name}' for type None"))
         elif fields[name] is None or fields[name] == "":
             out.append(Finding(path, lines.get(name, 1), "error", "E102", f"required field '{name}' is empty"))
-    refs: list[tuple[str, int, str]] = []
+    refs: list[Ref] = []
     for name, value in fields.items():
         line = lines.get(name, 1)
         if name in config.derive:
@@ -74,18 +77,17 @@ def validate(
         problem = spec_problem(spec, value)
         if problem is not None:
             out.append(Finding(path, line, "error", "E103", f"field '{name}': {problem}"))
-    for name, line, target in refs:
-        if target not in known:
-            out.append(Finding(path, line, "warning", "W220", f"field '{name}': ref '{target}' matches no document id"))
-    if config.wikilinks:
-        from vivary_git.graph import is_external, wikilink_target
+    return out, refs
 
-        for link in note.links:
-            candidates = wikilink_target(link.text, config.alias)
-            if candidates and not any(c in known for c in candidates) and not is_external(link.text, homes):
-                out.append(Finding(path, link.line, "warning", "W221",
-                                   f"wikilink [[{link.text}]] matches no document id (looked for '{candidates[0]}')"))
-    return out
+
+def broken_ref(path: str, ref: Ref) -> Finding:
+    name, line, target = ref
+    return Finding(path, line, "warning", "W220", f"field '{name}': ref '{target}' matches no document id")
+
+
+def broken_link(path: str, line: int, text: str, looked_for: str) -> Finding:
+    return Finding(path, line, "warning", "W221",
+                   f"wikilink [[{text}]] matches no document id (looked for '{looked_for}')")
 
 
 def _derived(name: str, node: Node, dates: DateLookup | None) -> Any:

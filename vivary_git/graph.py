@@ -56,10 +56,12 @@ def node_type(path: str, folder_types: Mapping[str, str], root_name: str) -> str
     return None
 
 
-def walk_key(path: str) -> tuple[tuple[int, str], ...]:
-    """Document order: in each folder its files (sorted) come before its subfolders (sorted)."""
+def walk_key(path: str) -> str:
+    """Document order: in each folder its files (sorted) come before its subfolders (sorted).
+    As a string (a flag byte per level, NUL-terminated segments) it sorts like the tuples
+    ((1, folder), ..., (0, file)) would, several times faster."""
     parts = path.split("/")
-    return (*((1, p) for p in parts[:-1]), (0, parts[-1]))
+    return "".join(f"\x01{p}\x00" for p in parts[:-1]) + f"\x00{parts[-1]}"
 
 
 def derived_title(nid: str) -> str:
@@ -84,84 +86,83 @@ class Graph(msgspec.Struct):
         return {"nodes": len(self.nodes), "edges": len(self.edges), "broken": sum(e.broken for e in self.edges)}
 
 
+class Facts(msgspec.Struct, frozen=True, array_like=True):
+    """What one document contributes before IDs are resolved: a pure function of (blob, path,
+    the config in force for its folder, the root's name), so it is cached by those and a run after
+    an edit recomputes only the edited documents."""
+
+    id: str
+    type: str | None
+    title: str
+    findings: list[Finding]  # rules that need no other document, in tropo's per-document order
+    refs: list[check.Ref]  # (field, line, target) of every ref value: W220 and edges
+    links: list[tuple[int, str, tuple[str, ...]]]  # (line, text, candidate target IDs) of every [[wikilink]]
+    problem: bool  # E000/E001: the document's fields are unknown
+
+
+def facts(path: str, blob: str, note: Note, config: Config, folder_types: Mapping[str, str], root_name: str,
+          dates: check.DateLookup | None = None) -> Facts:
+    nid = node_id(path, root_name)
+    node = Node(id=nid, type=node_type(path, folder_types, root_name), path=path,
+                title=note.title or derived_title(nid), blob=blob)
+    found, refs = check.validate_local(node, note, config, dates)
+    links = [(link.line, link.text, wikilink_target(link.text, config.alias)) for link in note.links] \
+        if config.wikilinks else []
+    return Facts(nid, node.type, node.title, found, refs, links, note.problem is not None)
+
+
 def build(
     root_name: str,
     tree: str | None,
     config: Config,
-    paths: Sequence[tuple[str, str]],
-    notes: Mapping[str, Note],
+    docs: Sequence[tuple[str, str, Facts]],
     *,
     unreadable: Sequence[Finding] = (),
-    dates: check.DateLookup | None = None,
-    overlays: Mapping[str, Config] | None = None,
 ) -> Graph:
-    """`paths` is (path, blob id); `notes` maps blob id → parsed note.
-
-    Findings come out in document order (`walk_key`), per document in rule order, as tropo's JSON.
-    """
-    folder_types = {"": config.folder_types()}
-    nested = sorted((overlays or {}).items(), key=lambda kv: len(kv[0]), reverse=True)
-    folder_types.update((d, c.folder_types()) for d, c in nested)
-
-    def config_dir(path: str) -> str:
-        for d, _ in nested:
-            if path.startswith(d + "/"):
-                return d
-        return ""
-
-    configs = {"": config, **dict(nested)}
-    docs: list[tuple[Node, bool]] = []  # (node, owns its ID)
-    owner: dict[str, Node] = {}
-    duplicate: dict[str, Finding] = {}
-    order = {path: walk_key(path) for path, _ in paths}
+    """Assemble the graph from each document's `Facts` ((path, blob, facts), any order): claim IDs in
+    document order (the first path keeps a duplicated ID: E130), resolve refs and wikilinks, and
+    put findings in document order (`walk_key`) and rule order within a document, as tropo's JSON."""
+    order = {path: walk_key(path) for path, _, _ in docs}
     order.update((f.path, walk_key(f.path)) for f in unreadable)
-    for path, blob in sorted(paths, key=lambda pb: order[pb[0]]):
-        note = notes[blob]
-        nid = node_id(path, root_name)
-        node = Node(id=nid, type=node_type(path, folder_types[config_dir(path)], root_name), path=path,
-                    title=note.title or derived_title(nid), blob=blob)
-        first = owner.get(nid)
-        if first is not None:
-            duplicate[path] = Finding(
-                path, 1, "error", "E130",
-                f"duplicate document id '{nid}': {first.path} has it already; rename one of the two files",
-            )
-            docs.append((node, False))
-            continue
-        owner[nid] = node
-        docs.append((node, True))
-    homes = home_vaults((notes[n.blob] for n, owns in docs if owns), owner, config.alias) \
-        if config.wikilinks else frozenset()
+    ordered = sorted(docs, key=lambda d: order[d[0]])
+    owner: dict[str, Node] = {}
+    owned: list[bool] = []
+    for path, blob, f in ordered:
+        first = f.id not in owner
+        if first:
+            owner[f.id] = Node(id=f.id, type=f.type, path=path, title=f.title, blob=blob)
+        owned.append(first)
+    homes = _homes((f.links for (_, _, f), own in zip(ordered, owned, strict=True) if own), owner)
     edges: set[Edge] = set()
-    for node, owns in docs:
-        if not owns:
-            continue
-        note = notes[node.blob]
-        cfg = configs[config_dir(node.path)]
-        for field, value in note.fields.items():
-            if field in cfg.derive or value is None:
-                continue
-            spec = cfg.field_spec(node.type, field)
-            if spec is None or not spec.is_ref:
-                continue
-            for target in _ref_values(value):
-                edges.add(Edge(node.id, field, target, target not in owner))
-        if config.wikilinks:
-            for link in note.links:
-                linked = resolve_wikilink(link.text, owner, config.alias)
-                if linked is not None and linked not in owner and is_external(link.text, homes):
-                    continue
-                if linked is not None and linked != node.id:
-                    edges.add(Edge(node.id, config.wikilink_field, linked, linked not in owner))
     findings: list[Finding] = sorted(unreadable, key=lambda f: order[f.path])
-    for node, _ in docs:
-        if node.path in duplicate:
-            findings.append(duplicate[node.path])
-        findings.extend(check.validate(node, notes[node.blob], configs[config_dir(node.path)], owner, dates, homes))
+    for (path, _, f), own in zip(ordered, owned, strict=True):
+        if not own:
+            findings.append(Finding(
+                path, 1, "error", "E130",
+                f"duplicate document id '{f.id}': {owner[f.id].path} has it already; rename one of the two files",
+            ))
+        findings.extend(f.findings)
+        for ref in f.refs:
+            target = ref[2]
+            if target not in owner:
+                findings.append(check.broken_ref(path, ref))
+            if own and target:
+                edges.add(Edge(f.id, ref[0], target, target not in owner))
+        for line, text, candidates in f.links:
+            if not candidates:
+                continue
+            linked = next((c for c in candidates if c in owner), None)
+            if linked is None and is_external(text, homes):
+                continue
+            if linked is None and not f.problem:
+                findings.append(check.broken_link(path, line, text, candidates[0]))
+            target = linked or candidates[0]
+            if own and target != f.id:
+                edges.add(Edge(f.id, config.wikilink_field, target, linked is None))
     findings.sort(key=lambda f: order[f.path])  # stable: keeps rule order within a document
     nodes = sorted(owner.values(), key=lambda n: n.id)
     return Graph(root=root_name, tree=tree, config=config, nodes=nodes, edges=sorted(edges), findings=findings,
-                 checked=len(paths) + len(unreadable))
+                 checked=len(docs) + len(unreadable))
 
 
 def _ref_values(value: Any) -> list[str]:
@@ -208,14 +209,16 @@ def wikilink_vault(text: str) -> str | None:
     return None
 
 
-def home_vaults(notes: Iterable[Note], known: Mapping[str, object], alias: str) -> frozenset[str]:
+def _homes(link_lists: Iterable[list[tuple[int, str, tuple[str, ...]]]], known: Mapping[str, object]) -> frozenset[str]:
     """Vault names whose `dendron://` links resolve here: this workspace is (one of) those vaults.
     An unresolved link into any other vault points outside this repository and is not reported."""
     homes: set[str] = set()
-    for note in notes:
-        for link in note.links:
-            vault = wikilink_vault(link.text) if "dendron://" in link.text else None
-            if vault and any(c in known for c in wikilink_target(link.text, alias)):
+    for links in link_lists:
+        for _, text, candidates in links:
+            if "dendron://" not in text:
+                continue
+            vault = wikilink_vault(text)
+            if vault and any(c in known for c in candidates):
                 homes.add(vault)
     return frozenset(homes)
 

@@ -14,7 +14,7 @@ import sys
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 import msgspec
 
@@ -65,44 +65,52 @@ def _discard(path: Path, why: str) -> None:
         path.unlink()
 
 
-class ParseCache:
-    """Parsed notes keyed by blob id, as append-only segments compacted now and then."""
+class SegmentCache(Generic[T]):
+    """Values keyed by content ids (blob ids, or digests of them), as append-only segment files
+    compacted now and then. A run reads every segment once, on first use, and writes one new one."""
 
-    _decoder = msgspec.msgpack.Decoder(list[tuple[str, Note]])
-
-    def __init__(self, directory: Path | None) -> None:
-        self.dir = directory / f"parse-v{FORMAT_VERSION}" if directory is not None else None
-        self._notes: dict[str, Note] | None = None
+    def __init__(self, directory: Path | None, kind: str, value_type: type[T]) -> None:
+        self.dir = directory / f"{kind}-v{FORMAT_VERSION}" if directory is not None else None
+        self._decoder = msgspec.msgpack.Decoder(list[tuple[str, value_type]])  # type: ignore[valid-type]
+        self._values: dict[str, T] | None = None
         self._segments: list[Path] = []
-        self._new: dict[str, Note] = {}
+        self._new: dict[str, T] = {}
 
-    def _load(self) -> dict[str, Note]:
-        if self._notes is None:
-            self._notes = {}
+    def _load(self) -> dict[str, T]:
+        if self._values is None:
+            self._values = {}
             if self.dir is not None and self.dir.is_dir():
                 self._segments = sorted(self.dir.glob("seg-*.msgpack"))
                 for seg in self._segments:
                     items = _read(seg, self._decoder)
                     if items:
-                        self._notes.update(items)
-        return self._notes
+                        self._values.update(items)
+        return self._values
 
-    def get(self, oid: str) -> Note | None:
-        return self._load().get(oid)
+    @property
+    def loaded(self) -> bool:
+        return self._values is not None
 
-    def put(self, oid: str, note: Note) -> None:
-        self._load()[oid] = note
-        self._new[oid] = note
+    def get(self, key: str) -> T | None:
+        return self._load().get(key)
+
+    def put(self, key: str, value: T) -> None:
+        """Remember a value; loading the existing segments is not needed to add one."""
+        if self._values is not None:
+            self._values[key] = value
+        self._new[key] = value
 
     def flush(self, keep: Iterable[str] | None = None) -> None:
-        """Write what was parsed this run; compact when segments pile up, keeping `keep` blobs."""
+        """Write what was added this run; compact when segments pile up, keeping `keep` keys."""
         if self.dir is None or not self._new:
             return
         try:
-            if len(self._segments) + 1 > _MAX_SEGMENTS and keep is not None:
-                notes = self._load()
+            if keep is not None and self._values is None and self.dir.is_dir() \
+                    and len(list(self.dir.glob("seg-*.msgpack"))) + 1 > _MAX_SEGMENTS:
+                self._load()  # one run in eight or so pays for compaction
+            if keep is not None and self._values is not None and len(self._segments) + 1 > _MAX_SEGMENTS:
                 wanted = set(keep) | set(self._new)
-                merged = sorted((k, v) for k, v in notes.items() if k in wanted)
+                merged = sorted((k, v) for k, v in self._values.items() if k in wanted)
                 write_atomic(self.dir / f"seg-{uuid.uuid4().hex}.msgpack", _MAGIC + msgspec.msgpack.encode(merged))
                 for seg in self._segments:
                     with contextlib.suppress(OSError):
@@ -111,15 +119,21 @@ class ParseCache:
                 items = sorted(self._new.items())
                 write_atomic(self.dir / f"seg-{uuid.uuid4().hex}.msgpack", _MAGIC + msgspec.msgpack.encode(items))
         except OSError as err:
-            _note(f"could not write the parse cache in {self.dir} ({err.strerror}); continuing without it")
+            _note(f"could not write the cache in {self.dir} ({err.strerror}); continuing without it")
         self._new.clear()
+
+
+def parse_cache(directory: Path | None) -> SegmentCache[Note]:
+    """Parsed notes by blob id."""
+    return SegmentCache(directory, "parse", Note)
 
 
 class ObjectCache:
     """Whole results (a graph, a history) keyed by tree or commit id, a bounded number kept."""
 
-    def __init__(self, directory: Path | None, kind: str) -> None:
+    def __init__(self, directory: Path | None, kind: str, keep: int = _MAX_GRAPHS) -> None:
         self.dir = directory / f"{kind}-v{FORMAT_VERSION}" if directory is not None else None
+        self.keep = keep
 
     def get(self, key: str, decoder: msgspec.msgpack.Decoder[T]) -> T | None:
         if self.dir is None:
@@ -132,7 +146,7 @@ class ObjectCache:
         try:
             write_atomic(self.dir / f"{key}.msgpack", _MAGIC + msgspec.msgpack.encode(value))
             files = sorted(self.dir.glob("*.msgpack"), key=lambda p: p.stat().st_mtime)
-            for old in files[:-_MAX_GRAPHS]:
+            for old in files[: -self.keep]:
                 with contextlib.suppress(OSError):
                     old.unlink()
         except OSError as err:

@@ -14,13 +14,16 @@ import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from fnmatch import fnmatchcase
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from vivary_git.errors import UsageError
 from vivary_git.graph import Graph
 from vivary_git.models import Edge, Node, Note
+
+if TYPE_CHECKING:
+    from vivary_git.searchindex import SearchIndex
 
 STOPWORDS = frozenset((
     "a", "an", "and", "are", "as", "at", "be", "by", "do", "does", "for", "from", "how", "i", "in", "is", "it",
@@ -134,7 +137,10 @@ def search(
     edges: Sequence[str] = (),
     snippet: int = DEFAULT_SNIPPET,
     explain: bool = False,
+    index: SearchIndex | None = None,
 ) -> QueryResult:
+    """Rank the graph's nodes for `text`. With an `index` (built from the same graph and notes) the
+    answer is identical and only the top results' notes are read (for snippets)."""
     if not text.strip():
         raise UsageError('provide a search query, e.g. `git vivary query "auth module"`')
     phrase = text.lower().strip()
@@ -147,7 +153,21 @@ def search(
     keep = make_filter(types, paths, edges, outgoing)
     bonus = EDGE_FILTER_BONUS * len(edges)
     scored: list[tuple[int, Node, list[str]]] = []
-    for node in graph.nodes:
+    if index is not None:
+        from vivary_git.searchindex import score as index_score
+
+        matched = index_score(index, phrase, weights, SOURCES)
+        for i, node in enumerate(graph.nodes):
+            got, mask = matched.get(i, (0, 0))
+            if not (got or bonus) or not keep(node):
+                continue
+            why = [SOURCES[b][0] for b in range(len(SOURCES)) if mask >> b & 1]
+            if bonus:
+                got += bonus
+                why.append("edge filter match")
+            if got > 0:
+                scored.append((got, node, why))
+    for node in graph.nodes if index is None else ():
         if not keep(node):
             continue
         note = notes[node.blob]
@@ -242,11 +262,13 @@ def find(
     paths: Sequence[str] = (),
     edges: Sequence[str] = (),
     snippet: int = DEFAULT_SNIPPET,
+    index: SearchIndex | None = None,
 ) -> FindResult:
     """Context for a task within a token budget: drop snippets, then edges, then trailing hits, then reasons."""
     k = k or 5
     budget = budget or 1200
-    q = search(graph, notes, text, k=k, types=types, paths=paths, edges=edges, snippet=snippet, explain=True)
+    q = search(graph, notes, text, k=k, types=types, paths=paths, edges=edges, snippet=snippet, explain=True,
+               index=index)
     hits = [
         FindHit(h.id, h.type, h.path, "; ".join(h.reasons or []) or "matches the task query", h.snippet,
                 h.edges or None)

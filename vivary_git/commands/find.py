@@ -31,8 +31,8 @@ def run(args: argparse.Namespace) -> int:
     ws = open_ws(args)
     text = " ".join(args.text)
     result = find(
-        ws.graph(), ws.notes(), text, k=args.k, budget=args.budget, types=args.type, paths=args.path,
-        edges=args.edge, snippet=args.snippet,
+        ws.graph(), ws.lazy_notes(), text, k=args.k, budget=args.budget, types=args.type, paths=args.path,
+        edges=args.edge, snippet=args.snippet, index=ws.search_index(),
     )
     ws.report_stats()
     if args.json:

@@ -40,8 +40,8 @@ def run(args: argparse.Namespace) -> int:
     ws = open_ws(args)
     text = " ".join(args.text)
     result = search(
-        ws.graph(), ws.notes(), text, k=args.k, types=args.type, paths=args.path, edges=args.edge,
-        snippet=args.snippet, explain=args.explain,
+        ws.graph(), ws.lazy_notes(), text, k=args.k, types=args.type, paths=args.path, edges=args.edge,
+        snippet=args.snippet, explain=args.explain, index=ws.search_index(),
     )
     ws.report_stats()
     if args.json:
