@@ -117,7 +117,8 @@ def test_search_index_answers_exactly_like_the_direct_scan(repo: Repo) -> None:
     from vivary_git.query import find, search
 
     rng = random.Random(5)
-    words = ["auth", "graph", "memory", "café", "naïve", "token_id", "x-ray", "2026", "the", "of", "a", "release", "gate", "review"]
+    words = ["auth", "graph", "memory", "café", "naïve", "token_id", "x-ray", "2026", "the", "of", "a", "release",
+             "gate", "review"]
     files = {"tropo.toml": TROPO}
     for i in range(40):
         body = " ".join(rng.choice(words) for _ in range(rng.randint(0, 30)))
@@ -133,7 +134,8 @@ def test_search_index_answers_exactly_like_the_direct_scan(repo: Repo) -> None:
     for q in queries:
         for kw in ({}, {"k": 3}, {"edges": ["depends"]}, {"types": ["module"], "explain": True},
                    {"paths": ["modules/m1*"], "snippet": 30}, {"edges": [":m1"], "k": 50}):
-            assert search(graph, notes, q, index=index, **kw) == search(graph, notes, q, **kw), (q, kw)  # type: ignore[arg-type]
+            indexed = search(graph, notes, q, index=index, **kw)  # type: ignore[arg-type]
+            assert indexed == search(graph, notes, q, **kw), (q, kw)  # type: ignore[arg-type]
         assert find(graph, notes, q, index=index, budget=80) == find(graph, notes, q, budget=80)
     cached = vivary_git.open_workspace(repo.path, rev="HEAD").search_index()
     assert cached == vivary_git.open_workspace(repo.path, rev="HEAD").search_index() == index
