@@ -1,0 +1,309 @@
+"""`.vivary/memory.toml`: the semantic-memory policy, typed strictly and read from the workspace's tree.
+
+A missing file means memory is disabled with the default privacy policy. The file is meant to be
+committed, so it must never hold a secret: a literal key, token or password anywhere in it is refused
+before the rest is even type-checked (keys come from an environment variable named in `api_key_env`).
+Error messages name the key and line, never the value, so a refused secret is not echoed to a terminal
+or a CI log.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
+
+from vivary_git.errors import ConfigError
+from vivary_git.privacy import PrivacyPolicy
+
+if TYPE_CHECKING:
+    from vivary_git.workspace import Workspace
+
+__all__ = [
+    "MEMORY_FILE",
+    "CogneeConfig",
+    "LocalConfig",
+    "MemoryConfig",
+    "MemoryFile",
+    "MemorySection",
+    "PrivacyConfig",
+    "load_memory_config",
+    "parse_memory_config",
+]
+
+MEMORY_FILE = ".vivary/memory.toml"
+DEFAULT_LOCAL_MODEL = "minilm-l6-int8"  # = memory.embed.DEFAULT_EMBEDDER; not imported, embed is not ours to load
+
+Provider = Literal["none", "vivary-local", "cognee"]
+Mode = Literal["none", "semantic-provider"]
+
+
+class PrivacyConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    respect_gitignore: bool = True
+    respect_vivary_private: bool = True
+    private_paths: list[str] = []
+    fail_closed: bool = True
+
+
+class LocalConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    state_path: str = ""  # "" = the provider's default, under .git/vivary/ (never in the work tree)
+    model: str = DEFAULT_LOCAL_MODEL
+    require_explicit_index: bool = True
+    auto_index: bool = False
+    allow_network: bool = False
+
+
+class CogneeConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    state_path: str = ".vivary/memory/cognee"
+    allow_network: bool = False
+    require_explicit_index: bool = True
+    api_key_env: str = ""
+    allow_without_api_key: bool = False
+    allow_telemetry: bool = False
+    dataset: str = ""  # a label; the dataset name always adds the workspace path hash
+
+
+class MemorySection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    enabled: bool = False
+    mode: Mode = "none"
+    provider: Provider = "none"
+    privacy: PrivacyConfig = PrivacyConfig()
+    local: LocalConfig = LocalConfig()
+    cognee: CogneeConfig = CogneeConfig()
+
+
+class MemoryFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    memory: MemorySection = MemorySection()
+
+
+class MemoryConfig(msgspec.Struct, frozen=True):
+    """The validated file plus where it came from (`source` is None when there was no file)."""
+
+    memory: MemorySection
+    source: str | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.memory.enabled and self.memory.provider != "none"
+
+    @property
+    def provider(self) -> Provider:
+        """The provider in force: "none" unless memory is enabled."""
+        return self.memory.provider if self.enabled else "none"
+
+    @property
+    def model(self) -> str:
+        """What the provider embeds with, as far as the snapshot fingerprint is concerned."""
+        if self.provider == "vivary-local":
+            return self.memory.local.model
+        return ""  # Cognee's models are its own settings (env), "none" embeds nothing
+
+    @property
+    def dataset_label(self) -> str:
+        return self.memory.cognee.dataset if self.provider == "cognee" else ""
+
+    def policy(self) -> PrivacyPolicy:
+        p = self.memory.privacy
+        return PrivacyPolicy(private_paths=tuple(p.private_paths), respect_gitignore=p.respect_gitignore)
+
+
+DISABLED = MemoryConfig(memory=MemorySection())
+
+# --- secrets ------------------------------------------------------------------------------------------
+
+# Key names that only ever hold a secret. `api_key_env` holds the *name* of a variable and is the fix.
+_SECRET_KEY = re.compile(r"api[-_]?key|apikey|token|secret|passw(?:or)?d|credential|private[-_]?key|access[-_]?key",
+                         re.IGNORECASE)
+_NOT_SECRET_KEYS = frozenset({"api_key_env", "allow_without_api_key"})
+# Values shaped like keys whatever their key is called: vendor prefixes, long hex, long mixed-case base64.
+_KEY_PREFIX = re.compile(
+    r"\A(?:sk-|sk_live_|sk_test_|rk_live_|pk_live_|ghp_|gho_|ghu_|ghs_|github_pat_|glpat-|xox[abpr]-|hf_|AKIA|ASIA|AIza)"
+    r"[A-Za-z0-9_\-]{12,}\Z"
+)
+_LONG_HEX = re.compile(r"\A[0-9a-fA-F]{32,}\Z")
+_LONG_B64 = re.compile(r"\A[A-Za-z0-9+_\-]{32,}={0,2}\Z")  # no `/` or `.`: paths and globs never look like this
+_ENV_NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def _looks_like_key(value: str) -> bool:
+    if _KEY_PREFIX.match(value) or _LONG_HEX.match(value):
+        return True
+    # A random token mixes cases and digits; a long slug such as `my-very-long-dataset-name-2024` does not.
+    return bool(_LONG_B64.match(value)) and any(c.isupper() for c in value) and any(c.islower() for c in value) \
+        and any(c.isdigit() for c in value)
+
+
+def _find_secret(value: Any, path: list[str]) -> tuple[list[str], str] | None:
+    """The dotted key path of the first literal secret and why it is one, or None."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            hit = _find_secret(v, [*path, str(k)])
+            if hit is not None:
+                return hit
+            if str(k) not in _NOT_SECRET_KEYS and _SECRET_KEY.search(str(k)) and v not in ("", None, False, True):
+                return [*path, str(k)], "its name says it holds a secret"
+        return None
+    if isinstance(value, list):
+        for i, v in enumerate(value):
+            hit = _find_secret(v, [*path[:-1], f"{path[-1]}[{i}]"] if path else [f"[{i}]"])
+            if hit is not None:
+                return hit
+        return None
+    if isinstance(value, str) and _looks_like_key(value):
+        return path, "its value looks like an API key or token"
+    return None
+
+
+def _line_of(text: str, key: str) -> int | None:
+    """Best effort: the 1-based line that sets `key` (TOML tables do not keep line numbers)."""
+    bare = re.sub(r"\[\d+\]\Z", "", key)
+    pattern = re.compile(rf"""^\s*(?:[\w.\-"']*\.)?["']?{re.escape(bare)}["']?\s*=""")
+    for n, line in enumerate(text.splitlines(), 1):
+        if pattern.match(line):
+            return n
+    return None
+
+
+def _where(name: str, text: str, key: str) -> str:
+    line = _line_of(text, key)
+    return f"{name}:{line}" if line is not None else name
+
+
+# --- parsing ------------------------------------------------------------------------------------------
+
+
+def parse_memory_config(data: bytes, name: str = MEMORY_FILE) -> MemoryConfig:
+    """Validate the bytes of a memory.toml (`name` is how errors refer to the file)."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{name}: not valid UTF-8 ({err.reason}); re-save it as UTF-8") from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{name}: invalid TOML: {err}") from None
+    hit = _find_secret(raw, [])
+    if hit is not None:
+        keys, why = hit
+        dotted = ".".join(keys)
+        raise ConfigError(
+            f"{_where(name, text, keys[-1])}: `{dotted}` holds a literal secret ({why}); this file is meant to be "
+            "committed, so never put a key in it: remove the value, export the key in an environment variable "
+            "and name that variable in `api_key_env` (for example api_key_env = \"LLM_API_KEY\")"
+        )
+    try:
+        parsed = msgspec.convert(raw, MemoryFile, strict=True)
+    except msgspec.ValidationError as err:
+        raise ConfigError(_type_error(name, text, str(err))) from None
+    _check_semantics(parsed.memory, name, text)
+    return MemoryConfig(memory=parsed.memory, source=name)
+
+
+_CHOICES = {"$.memory.provider": '"none", "vivary-local", "cognee"', "$.memory.mode": '"none", "semantic-provider"'}
+
+
+def _type_error(name: str, text: str, said: str) -> str:
+    # msgspec says e.g. "Expected `bool`, got `str` - at `$.memory.enabled`" or
+    # "Object contains unknown field `foo` - at `$.memory`".
+    m = re.search(r" - at `(\$[^`]*)`\Z", said)
+    path = m.group(1) if m else "$"
+    what = said[: m.start()] if m else said
+    unknown = re.match(r"Object contains unknown field `([^`]*)`", what)
+    if unknown:
+        key = unknown.group(1)
+        table = f"`{path}`" if path != "$" else "the top level"
+        return (f"{_where(name, text, key)}: unknown key `{key}` in {table}; check the spelling against "
+                "docs/index.md (the memory.toml reference) or remove it")
+    last = path.rsplit(".", 1)[-1] if path != "$" else ""
+    loc = _where(name, text, last) if last else name
+    what = what[:1].lower() + what[1:] if what else "invalid value"
+    if path in _CHOICES:
+        what += f" (expected one of {_CHOICES[path]})"
+    return f"{loc}: `{path}`: {what}; fix the value (see docs/index.md, the memory.toml reference)"
+
+
+def _check_semantics(m: MemorySection, name: str, text: str) -> None:
+    if not m.privacy.fail_closed:
+        raise ConfigError(
+            f"{_where(name, text, 'fail_closed')}: `memory.privacy.fail_closed = false` is not supported: the "
+            "privacy boundary always fails closed (when Git cannot decide, nothing is admitted); remove the key"
+        )
+    if not m.privacy.respect_vivary_private:
+        raise ConfigError(
+            f"{_where(name, text, 'respect_vivary_private')}: `memory.privacy.respect_vivary_private = false` is "
+            "not supported: the private floor (USER.md, MEMORY.md, memory/**, …) always applies; remove the key"
+        )
+    for i, pattern in enumerate(m.privacy.private_paths):
+        if not pattern.strip() or any(c in pattern for c in "\n\r\0"):
+            raise ConfigError(
+                f"{_where(name, text, 'private_paths')}: `memory.privacy.private_paths[{i}]` must be one "
+                "non-empty gitignore-style pattern per entry (no line breaks); split or remove it"
+            )
+    env = m.cognee.api_key_env
+    if env and not _ENV_NAME.match(env):
+        raise ConfigError(
+            f"{_where(name, text, 'api_key_env')}: `memory.cognee.api_key_env` must be the NAME of an environment "
+            "variable (letters, digits, `_`), for example \"LLM_API_KEY\", not the key itself"
+        )
+    for table, state in (("local", m.local.state_path), ("cognee", m.cognee.state_path)):
+        if not state:
+            continue
+        parts = state.replace("\\", "/").split("/")
+        if state.startswith(("/", "~")) or ":" in parts[0] or ".." in parts or parts[0] != ".vivary":
+            raise ConfigError(
+                f"{_where(name, text, 'state_path')}: `memory.{table}.state_path = {state!r}` must be a relative "
+                "path under `.vivary/` (for example \".vivary/memory/" + table + "\"), where the privacy floor keeps "
+                "provider state out of every index; leave it empty for the default"
+            )
+
+
+def load_memory_config(ws: Workspace) -> MemoryConfig:
+    """The memory config in the workspace's tree (the same tree as the notes), or `DISABLED`."""
+    source = ws.source
+    display = f"{source.prefix}/{MEMORY_FILE}" if source.prefix else MEMORY_FILE
+    data: bytes | None
+    if source.repo is not None and source.tree_id is not None:
+        data = _read_tree_file(ws, display)
+        if data is None and source.kind == "worktree" and (source.root / MEMORY_FILE).exists():
+            # The working tree's tree holds only what `git add -A` would: an ignored memory.toml is left
+            # out, and silently running without its private_paths would admit files the user meant private.
+            raise ConfigError(
+                f"{display}: exists but Git ignores it, so it is not part of the tree vivary reads; memory "
+                f"policy must be visible to Git: un-ignore it (add `!{MEMORY_FILE}` to .gitignore after the rule "
+                f"that ignores it) or `git add -f {display}`"
+            )
+    elif source.repo is None:
+        data = _read_plain(source.root / MEMORY_FILE, display)
+    else:
+        data = None  # the workspace root is not in this tree at all
+    if data is None:
+        return DISABLED
+    return parse_memory_config(data, display)
+
+
+def _read_tree_file(ws: Workspace, display: str) -> bytes | None:
+    repo, tree_id = ws.source.repo, ws.source.tree_id
+    assert repo is not None and tree_id is not None
+    try:
+        entry = repo.repo[tree_id][MEMORY_FILE]  # type: ignore[index]
+    except (KeyError, ValueError, TypeError):
+        return None
+    if entry.filemode == 0o120000:
+        raise ConfigError(f"{display}: is a symbolic link in the tree; commit the file itself instead")
+    if entry.type_str != "blob":
+        return None  # a directory or submodule of that name is not a config file
+    return repo.read_blob(str(entry.id))
+
+
+def _read_plain(path: Path, display: str) -> bytes | None:
+    if path.is_symlink():
+        raise ConfigError(f"{display}: is a symbolic link; replace it with the file itself")
+    if not path.is_file():
+        return None
+    try:
+        return path.read_bytes()
+    except OSError as err:
+        raise ConfigError(f"{display}: cannot be read ({err.strerror}); fix its permissions") from None

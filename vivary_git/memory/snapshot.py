@@ -1,0 +1,329 @@
+"""The memory snapshot: the privacy-filtered part of a workspace's graph that a provider may see.
+
+Nothing leaves the graph without passing here. A node is admitted when `privacy.decide` (one batch,
+Git-exact) calls its repository path public; edges survive only between admitted nodes, so a
+reference to a private note is dropped, never leaked as an id or a title. What a provider embeds is
+the node's *packet* (`packet`), built from the same parsed blob the graph was built from, so the
+content that was privacy-checked is the content that is sent.
+
+Which `.gitignore` files decide, by source:
+
+* working tree: the working tree's (Git's own view); every admitted file must also pass
+  `check_snapshot_files` (no symlink on the way, no hard link, a regular file inside the root), and a
+  public note that is a symbolic link refuses the whole snapshot;
+* `--rev REV`: that tree's own, so CI and every clone decide alike;
+* `--staged`: the index's own *and* the working tree's, private if either says so. The index's rules
+  are what the commit will carry; the working tree's cover a rule the user has written but not yet
+  staged, because a privacy rule must protect from the moment it is written.
+
+The fingerprint (`fingerprint`) identifies exactly what a provider would be given; see docs/index.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from vivary_git import privacy
+from vivary_git.config import FORMAT_VERSION
+from vivary_git.models import Note
+from vivary_git.privacy import PrivacyDecision, PrivacyError, PrivacyPolicy
+
+if TYPE_CHECKING:
+    from vivary_git.workspace import Workspace
+
+__all__ = [
+    "PACKET_FORMAT",
+    "MemoryEdge",
+    "MemoryNode",
+    "MemorySnapshot",
+    "build_snapshot",
+    "dataset_name",
+    "decide_for_source",
+    "fingerprint",
+    "packet",
+    "packets",
+    "work_tree",
+]
+
+# Bump whenever `packet` renders anything differently: the fingerprint changes with it, so every
+# index built from the old packets is reported stale instead of silently mixing two formats.
+PACKET_FORMAT = 1
+
+
+class MemoryNode(msgspec.Struct, frozen=True):
+    id: str
+    type: str | None
+    path: str  # relative to the workspace root, as in the graph
+    title: str
+    blob: str  # Git blob id: the content that was privacy-checked and that `packet` renders
+    fields: dict[str, Any]  # the frontmatter as written; {} when it could not be parsed (E000/E001)
+
+
+class MemoryEdge(msgspec.Struct, frozen=True, order=True):
+    source_id: str
+    field: str
+    target_id: str
+
+
+class MemorySnapshot(msgspec.Struct, frozen=True):
+    root: str  # the resolved workspace directory
+    dataset: str
+    fingerprint: str
+    nodes: list[MemoryNode]  # admitted only, sorted by id
+    edges: list[MemoryEdge]  # between admitted nodes only, sorted
+    private_count: int  # graph nodes held back by the privacy boundary
+    packet_format: int = PACKET_FORMAT
+    provider: str = "none"
+    model: str = ""
+
+
+def dataset_name(root: Path, label: str = "") -> str:
+    """`vivary-<slug>-<first 12 hex of sha256(resolved root)>`: the hash binds a dataset to one
+    workspace even when a committed label is shared, so config cannot aim at another workspace's data."""
+    resolved = str(root.resolve())
+    digest = hashlib.sha256(resolved.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    return f"vivary-{_slug(label or root.resolve().name)}-{digest}"
+
+
+def _slug(text: str) -> str:
+    out: list[str] = []
+    for c in text.lower():
+        out.append(c if ("a" <= c <= "z" or "0" <= c <= "9") else "-")
+    slug = "-".join(part for part in "".join(out).split("-") if part)
+    return slug[:48].strip("-") or "workspace"
+
+
+def fingerprint(provider: str, model: str, nodes: Iterable[MemoryNode], edges: Iterable[MemoryEdge]) -> str:
+    """sha256 over a canonical JSON array. Blob ids already are content hashes, so no note text is
+    hashed again; the parse format is in because a parser change changes packets of the same blob."""
+    payload = [
+        "vivary-memory-snapshot",
+        PACKET_FORMAT,
+        FORMAT_VERSION,
+        provider,
+        model,
+        # Tuples: they compare several times faster than lists, and encode as the same JSON arrays.
+        sorted((n.id, n.type or "", n.type is None, n.path, n.blob) for n in nodes),
+        sorted((e.source_id, e.field, e.target_id) for e in edges),
+    ]
+    return hashlib.sha256(msgspec.json.encode(payload)).hexdigest()
+
+
+def work_tree(ws: Workspace) -> Path:
+    """The top of the work tree privacy is decided in; `PrivacyError` when there is none."""
+    repo = ws.source.repo
+    if repo is None or repo.workdir is None:
+        where = ws.source.root if repo is None else repo.git_dir
+        raise PrivacyError(
+            f"cannot decide privacy for {where}: semantic memory needs a Git work tree, because Git's own ignore "
+            "rules decide what is private; run it inside a clone (`git init` for a plain folder)"
+        )
+    return repo.workdir
+
+
+def decide_for_source(ws: Workspace, paths: Sequence[str], policy: PrivacyPolicy) -> list[PrivacyDecision]:
+    """Privacy verdicts for repository-relative `paths` against the workspace's source tree (one
+    `decide` batch; two for `--staged`, see the module docstring). Raises `PrivacyError`.
+
+    A workspace below the repository top (`ws.source.prefix`) gets the floor at its own root too, and
+    its anchored `private_paths` are anchored there, since they were written relative to it."""
+    source = ws.source
+    top = work_tree(ws)
+    repo = source.repo
+    assert repo is not None
+    scoped, shown = _scoped_policy(source.prefix, policy)
+    if source.kind == "worktree":
+        found = privacy.decide(top, paths, scoped)
+    elif source.kind == "rev":
+        found = privacy.decide(top, paths, scoped, tree=_root_tree(ws, source.label))
+    else:
+        staged_root = repo.git(["write-tree"]).stdout.decode().strip()
+        _same_subtree(ws, staged_root)
+        in_index = privacy.decide(top, paths, scoped, tree=staged_root)
+        on_disk = privacy.decide(top, paths, scoped)
+        found = [a if a.private or not b.private else b for a, b in zip(in_index, on_disk, strict=True)]
+    if not source.prefix:
+        return found
+    return [_workspace_floor(d, source.prefix, _ignorecase(ws), shown) for d in found]
+
+
+# The anchored floor patterns, as prefixes of a workspace-relative path (`dir/**` matches all below dir/).
+_ANCHORED_FLOOR = {"memory/": "memory/**", "heartbeat-reports/": "heartbeat-reports/**",
+                   ".strato/private/": ".strato/private/**", ".vivary/": ".vivary/**"}
+
+
+def _scoped_policy(prefix: str, policy: PrivacyPolicy) -> tuple[PrivacyPolicy, dict[str, str]]:
+    if not prefix:
+        return policy, {}
+    base = _glob_escape(prefix)
+    patterns: list[str] = []
+    shown: dict[str, str] = {}
+    for pattern in policy.private_paths:
+        neg = pattern.startswith("!")
+        body = pattern[1:] if neg else pattern
+        # gitignore(5): a separator at the beginning or middle anchors a pattern to its file's directory;
+        # one without (`*.log`, `drafts/`) matches at any depth and needs no prefix.
+        if "/" in body.rstrip("/"):
+            body = f"{base}/{body.lstrip('/')}"
+        scoped = ("!" if neg else "") + body
+        patterns.append(scoped)
+        shown[f"config: {scoped}"] = f"config: {pattern} (in {prefix}/.vivary/memory.toml)"
+    return PrivacyPolicy(private_paths=tuple(patterns), respect_gitignore=policy.respect_gitignore), shown
+
+
+def _glob_escape(text: str) -> str:
+    out = "".join("\\" + c if c in "*?[]\\" else c for c in text)
+    return "\\" + out if out.startswith(("#", "!")) else out
+
+
+def _ignorecase(ws: Workspace) -> bool:
+    repo = ws.source.repo
+    assert repo is not None
+    try:
+        return bool(repo.repo.config.get_bool("core.ignorecase"))
+    except (KeyError, ValueError, repo.pygit2.GitError):
+        return False
+
+
+def _workspace_floor(d: PrivacyDecision, prefix: str, ignorecase: bool, shown: dict[str, str]) -> PrivacyDecision:
+    if d.reason.startswith("floor: "):
+        return d
+    if d.path.startswith(prefix + "/") or (ignorecase and d.path.lower().startswith(prefix.lower() + "/")):
+        inner = d.path[len(prefix) + 1:]
+        probe = inner.lower() if ignorecase else inner
+        for start, pattern in _ANCHORED_FLOOR.items():
+            if probe.startswith(start):
+                return PrivacyDecision(d.path, True, f"floor: {pattern} (workspace {prefix}/)")
+    if d.reason in shown:
+        return PrivacyDecision(d.path, d.private, shown[d.reason])
+    return d
+
+
+def _root_tree(ws: Workspace, rev: str) -> str:
+    repo = ws.source.repo
+    assert repo is not None
+    try:
+        root = str(repo.repo.revparse_single(rev).peel(repo.pygit2.Tree).id)
+    except (KeyError, ValueError, repo.pygit2.GitError) as err:
+        raise PrivacyError(f"cannot decide privacy: --rev {rev} no longer names a tree ({err})") from None
+    _same_subtree(ws, root)
+    return root
+
+
+def _same_subtree(ws: Workspace, root: str) -> None:
+    # The notes were read from one tree; deciding with another (a branch moved, the index changed in
+    # between) could admit a file under rules it was never checked against.
+    source = ws.source
+    assert source.repo is not None
+    sub = source.repo.lookup(root, source.prefix) if source.prefix else root
+    if sub != source.tree_id:
+        raise PrivacyError(
+            f"cannot decide privacy: {source.label} changed while it was being read; run the command again"
+        )
+
+
+def build_snapshot(
+    ws: Workspace, policy: PrivacyPolicy, *, provider: str, model: str, dataset_label: str = ""
+) -> MemorySnapshot:
+    """The admitted nodes and edges of `ws` at its tree. Raises `PrivacyError` (exit 3) when privacy
+    cannot be decided or a working-tree file is unsafe to read; nothing is skipped silently."""
+    source = ws.source
+    graph = ws.graph()
+    prefix = f"{source.prefix}/" if source.prefix else ""
+    # A symbolic link is not a graph node (check reports E000), but in the working tree a public one
+    # would be indexed under a name whose content lives elsewhere: ask about it too, and refuse below.
+    links = [f.path for f in source.problems if f.code == "E000"] if source.kind == "worktree" else []
+    asked = [prefix + n.path for n in graph.nodes] + [prefix + p for p in links]
+    verdicts = decide_for_source(ws, asked, policy) if asked else []
+    public = [not v.private for v in verdicts]
+    n_nodes = len(graph.nodes)
+    for path, ok in zip(links, public[n_nodes:], strict=True):
+        if ok:
+            raise PrivacyError(
+                f"refusing {prefix + path!r}: it is a symbolic link; snapshots never follow symlinks: replace it "
+                "with the file itself, or make it private (memory.privacy.private_paths in .vivary/memory.toml)"
+            )
+    admitted = [node for node, ok in zip(graph.nodes, public[:n_nodes], strict=True) if ok]
+    if source.kind == "worktree" and admitted:
+        assert source.repo is not None and source.repo.workdir is not None
+        privacy.check_snapshot_files(source.repo.workdir, [prefix + n.path for n in admitted])
+    notes = ws.notes()
+    nodes = sorted(
+        (MemoryNode(id=n.id, type=n.type, path=n.path, title=n.title, blob=n.blob,
+                    fields={} if notes[n.blob].problem is not None else notes[n.blob].fields)
+         for n in admitted),
+        key=lambda n: n.id,
+    )
+    ids = {n.id for n in nodes}
+    # graph.edges is sorted and unique by (from, field, to) (`broken` follows from `to`), so the
+    # filtered list is too: no set, no second sort.
+    edges = [
+        MemoryEdge(e.from_, e.field, e.to)
+        for e in graph.edges
+        if not e.broken and e.from_ in ids and e.to in ids
+    ]
+    return MemorySnapshot(
+        root=str(source.root.resolve()),
+        dataset=dataset_name(source.root, dataset_label),
+        fingerprint=fingerprint(provider, model, nodes, edges),
+        nodes=nodes,
+        edges=edges,
+        private_count=n_nodes - len(nodes),
+        provider=provider,
+        model=model,
+    )
+
+
+# --- packets ------------------------------------------------------------------------------------------
+
+
+def _one_line(value: str) -> str:
+    # A file name may hold a line break; it must not be able to forge a header line.
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+
+
+def _frontmatter_json(fields: dict[str, Any]) -> str:
+    try:
+        return msgspec.json.encode(fields, order="sorted").decode()
+    except (TypeError, msgspec.EncodeError):
+        # YAML allows non-string keys (`1: x`, mixed with strings they cannot be sorted): render them as text.
+        return msgspec.json.encode(_string_keys(fields), order="sorted").decode()
+
+
+def _string_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _string_keys(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_string_keys(v) for v in value]
+    return value
+
+
+def packet(node: MemoryNode, note: Note, edges: Iterable[MemoryEdge]) -> str:
+    """What a provider embeds for one node (format `PACKET_FORMAT`, documented in docs/index.md).
+    `edges` may be the whole snapshot's: only this node's outbound ones are rendered."""
+    lines = [
+        f"vivary_node_id: {_one_line(node.id)}",
+        f"vivary_type: {_one_line(node.type or '')}",
+        f"vivary_path: {_one_line(node.path)}",
+        f"vivary_title: {_one_line(node.title)}",
+        _frontmatter_json(node.fields),
+        "outbound_edges:",
+    ]
+    lines.extend(f"- {_one_line(e.field)}: {_one_line(e.target_id)}" for e in sorted(edges) if e.source_id == node.id)
+    return "\n".join(lines) + "\n\n" + note.body
+
+
+def packets(ws: Workspace, snapshot: MemorySnapshot) -> Iterator[tuple[MemoryNode, str]]:
+    """(node, packet) for every admitted node, in id order, from the same blobs the snapshot checked."""
+    notes = ws.notes()
+    outbound: dict[str, list[MemoryEdge]] = defaultdict(list)
+    for e in snapshot.edges:
+        outbound[e.source_id].append(e)
+    for node in snapshot.nodes:
+        yield node, packet(node, notes[node.blob], outbound.get(node.id, ()))
