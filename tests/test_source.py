@@ -186,3 +186,10 @@ def test_parallel_parse_gives_the_same_graph(repo: Repo, cli: Any, monkeypatch: 
     monkeypatch.setenv("VIVARY_JOBS", "1")
     one = cli("check", "--rev", "HEAD", "--json", "--no-cache", cwd=repo.path)
     assert one.out == two.out and "E000" in one.out
+
+
+def test_root_that_is_not_in_the_tree_is_a_usage_error(repo: Repo, cli: Any) -> None:
+    repo.commit(files={"tropo.toml": TROPO, "modules/a.md": NOTE})
+    (repo.path / "later").mkdir()
+    r = cli("check", "--rev", "HEAD", "--root", "later", cwd=repo.path)
+    assert r.code == 2 and "--root later" in r.err

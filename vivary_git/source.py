@@ -204,6 +204,8 @@ def open_source(
             rel = ""
     prefix = rel if root is not None else _find_root(repo, tree_id, rel)
     sub_id = _subtree(repo, tree_id, prefix)
+    if sub_id is None and root is not None:
+        raise UsageError(f"--root {root}: there is no folder {prefix or '.'!r} in {label}; name a folder of that tree")
 
     def read_file(path: str) -> bytes | None:
         oid = _lookup(repo, sub_id, path) if sub_id is not None else None

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Step 2 of action.yml: review the change with `git vivary ci` and publish the result.
+# Inputs arrive as environment variables, never as expressions pasted into this script (script injection).
+# Needs no token: annotations are workflow commands on stdout, the summary and outputs are files.
+set -euo pipefail
+
+vivary=${VIVARY_BIN:?the install step did not report where git-vivary is}
+cd "${GITHUB_WORKSPACE:-.}"
+
+# GitHub's escaping for a workflow command's message: a line break would start a new command.
+esc() { local s=${1//%/%25}; s=${s//$'\r'/%0D}; printf '%s' "${s//$'\n'/%0A}"; }
+
+base=${VIVARY_BASE:-}
+head=${VIVARY_HEAD:-}
+while IFS='=' read -r key value; do
+    case $key in
+        base) [ -n "$base" ] || base=$value ;;
+        head) [ -n "$head" ] || head=$value ;;
+    esac
+done < <("${VIVARY_PYTHON:-python3}" "$GITHUB_ACTION_PATH/action/event.py")
+
+# actions/checkout fetches one commit by default: bring in a missing base (or head) by id.
+for rev in "$base" "$head"; do
+    case $rev in
+        -*) echo "::error title=vivary::revision '$(esc "$rev")' starts with '-'; name a commit, branch or tag"
+            exit 2 ;;
+    esac
+    if [ -n "$rev" ] && ! git cat-file -e "$rev^{commit}" 2>/dev/null; then
+        echo "vivary: $(esc "$rev") is not in this checkout; fetching it"
+        if ! git fetch --no-tags --depth=1 origin "$rev"; then
+            echo "::error title=vivary::commit $(esc "$rev") is not in this checkout and could not be fetched; set 'fetch-depth: 0' on actions/checkout"
+            exit 2
+        fi
+    fi
+done
+
+args=(ci --head "$head" --format github --github-output "$GITHUB_OUTPUT" --max-annotations "${VIVARY_ANNOTATIONS:-10}")
+[ -z "$base" ] || args+=(--base "$base")
+[ -z "${VIVARY_ROOT:-}" ] || args+=(--root "$VIVARY_ROOT")
+if [ "${VIVARY_SUMMARY:-true}" = true ] && [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
+    args+=(--summary "$GITHUB_STEP_SUMMARY")
+fi
+if [ -n "${VIVARY_SARIF:-}" ]; then
+    args+=(--sarif "$VIVARY_SARIF")
+    echo "sarif=$VIVARY_SARIF" >> "$GITHUB_OUTPUT"
+fi
+
+status=0
+"$vivary" "${args[@]}" || status=$?
+case $status in
+    0) exit 0 ;;
+    1) if [ "${VIVARY_FAIL_ON_ERROR:-true}" = true ]; then exit 1; fi; exit 0 ;;
+    *) exit "$status" ;;  # usage or config error: never hidden by fail-on-error
+esac

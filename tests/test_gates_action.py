@@ -1,0 +1,246 @@
+"""action.yml: validated against the published schema, and its steps executed locally.
+
+GitHub's runners and servers cannot exist here. The harness below does what the runner does for a
+composite action, as far as this action needs it: it sets the `GITHUB_*` environment (a
+`pull_request` event payload, `GITHUB_OUTPUT` and `GITHUB_STEP_SUMMARY` files per step,
+`GITHUB_ACTION_PATH`, `GITHUB_WORKSPACE`), evaluates the only expressions the action uses
+(`inputs.*`, `steps.ID.outputs.*`) in `env:` values, runs each `run:` with `bash -e`, collects step
+outputs from the output file (both the `name=value` and the `name<<DELIMITER` forms) and maps the
+action's `outputs:`. It then checks a real two-commit repository: annotation lines, summary, outputs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import Repo, git
+
+ROOT = Path(__file__).resolve().parents[1]
+ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
+_EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
+TROPO = """version = 1
+[types.module]
+folder = "modules"
+optional = { depends = "ref-list", uses = "ref" }
+"""
+
+
+def test_action_yml_matches_the_published_schema() -> None:
+    exe = shutil.which("check-jsonschema", path=str(Path(sys.executable).parent)) or shutil.which("check-jsonschema")
+    if exe is None:
+        pytest.skip("check-jsonschema is not installed (it is in the dev extra)")
+    r = subprocess.run([exe, "--builtin-schema", "vendor.github-actions", str(ROOT / "action.yml")],
+                       capture_output=True, text=True, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_no_run_script_interpolates_expressions() -> None:
+    """Script injection: `${{ }}` in a `run:` would paste PR-controlled text into bash."""
+    for step in ACTION["runs"]["steps"]:
+        assert "${{" not in step.get("run", ""), step["name"]
+        assert step.get("shell") == "bash"
+    for name in ("install.sh", "review.sh", "index.sh"):
+        assert "${{" not in (ROOT / "action" / name).read_text()
+
+
+@dataclass
+class Run:
+    code: int
+    log: str
+    outputs: dict[str, str]
+    summary: str
+    steps: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
+def parse_output_file(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            name, delimiter = line.split("<<", 1)
+            end = lines.index(delimiter, i + 1)
+            out[name] = "\n".join(lines[i + 1:end])
+            i = end + 1
+            continue
+        if "=" in line:
+            name, value = line.split("=", 1)
+            out[name] = value
+        i += 1
+    return out
+
+
+def run_action(workspace: Path, tmp: Path, inputs: dict[str, str], event: dict[str, Any],
+               event_name: str = "pull_request") -> Run:
+    values = {name: spec.get("default", "") for name, spec in ACTION["inputs"].items()}
+    values.update(inputs)
+    event_path = tmp / "event.json"
+    event_path.write_text(json.dumps(event))
+    summary = tmp / "step_summary.md"
+    summary.write_text("")
+    steps: dict[str, dict[str, str]] = {}
+
+    def expr(text: str) -> str:
+        def one(m: re.Match[str]) -> str:
+            e = m.group(1)
+            if e.startswith("inputs."):
+                return str(values[e.removeprefix("inputs.")])
+            got = re.fullmatch(r"steps\.([\w-]+)\.outputs\.([\w-]+)", e)
+            if got:
+                return steps.get(got.group(1), {}).get(got.group(2), "")
+            raise AssertionError(f"the harness does not evaluate ${{{{ {e} }}}}; keep action.yml simple")
+        return _EXPR.sub(one, text)
+
+    base_env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+    base_env.update({
+        "GITHUB_ACTIONS": "true", "CI": "true", "GITHUB_EVENT_NAME": event_name,
+        "GITHUB_EVENT_PATH": str(event_path), "GITHUB_WORKSPACE": str(workspace),
+        "GITHUB_ACTION_PATH": str(ROOT), "GITHUB_REPOSITORY": "owner/notes", "GITHUB_STEP_SUMMARY": str(summary),
+        "RUNNER_TEMP": str(tmp), "PATH": "/usr/bin:/bin",
+    })
+    log: list[str] = []
+    code = 0
+    for n, step in enumerate(ACTION["runs"]["steps"]):
+        output = tmp / f"output_{n}"
+        output.write_text("")
+        env = dict(base_env, GITHUB_OUTPUT=str(output))
+        env.update({k: expr(str(v)) for k, v in step.get("env", {}).items()})
+        script = tmp / f"step_{n}.sh"
+        script.write_text(step["run"])
+        # What the runner runs for `shell: bash`.
+        proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], cwd=workspace,
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
+        log.append(proc.stdout)
+        if "id" in step:
+            steps[step["id"]] = parse_output_file(output.read_text())
+        if proc.returncode != 0:
+            code = proc.returncode
+            break  # a composite stops at its first failing step
+    outputs = {name: expr(spec["value"]) for name, spec in ACTION["outputs"].items()}
+    return Run(code, "".join(log), outputs, summary.read_text(), steps)
+
+
+def pr_repo(repo: Repo) -> tuple[str, str]:
+    base = repo.commit("base", files={
+        "tropo.toml": TROPO,
+        "modules/a.md": "---\n---\n# A\n",
+        "modules/b.md": "---\ndepends: [a]\n---\n# B\n",
+        "modules/c.md": "---\ndepends: [b]\nuses: a\n---\n# C\n",
+        "notes/free.md": "# Free\n\nSee [[b]].\n",
+    })
+    repo.git("rm", "-q", "modules/b.md")
+    head = repo.commit("head", files={"modules/a.md": "---\ndepends: [x]\n---\n# A2\n"})
+    return base, head
+
+
+def pr_event(base: str, head: str, fork: bool = False) -> dict[str, Any]:
+    return {"action": "synchronize", "number": 7, "pull_request": {
+        "number": 7,
+        "base": {"sha": base, "ref": "main", "repo": {"full_name": "owner/notes"}},
+        "head": {"sha": head, "ref": "feature", "repo": {"full_name": "fork/notes" if fork else "owner/notes"}},
+    }}
+
+
+def tool_inputs() -> dict[str, str]:
+    # The install step's pip path needs PyPI; the pre-commit tests prove the package installs. Here the
+    # action is pointed at this environment's git-vivary, which the same step then reports.
+    return {"vivary-git": str(Path(sys.executable).parent / "git-vivary"), "python": sys.executable}
+
+
+def test_pull_request_review_end_to_end(repo: Repo, tmp_path: Path) -> None:
+    base, head = pr_repo(repo)
+    r = run_action(repo.path, tmp_path, {**tool_inputs(), "sarif": str(tmp_path / "vivary.sarif")},
+                   pr_event(base, head, fork=True))
+    assert r.code == 1, r.log  # fail-on-error: the head tree has errors
+    annotations = [line for line in r.log.splitlines() if line.startswith("::")]
+    assert annotations == [
+        "::error file=modules/a.md,line=2,title=vivary W220::field 'depends': ref 'x' matches no document id",
+        "::error file=modules/c.md,line=2,title=vivary W220::field 'depends': ref 'b' matches no document id",
+        "::error file=notes/free.md,line=3,title=vivary W221::wikilink [[b]] matches no document id (looked for 'b')",
+        "::notice file=modules/a.md,line=1,title=vivary%3A referenced note changed::1 note(s) reference 'a' "
+        "(modified): c. `git vivary blast a` lists everything that reaches it.",
+    ]
+    assert r.outputs == {"errors": "3", "warnings": "0", "impacted": "2", "changed": "2", "broken-edges": "3",
+                         "sarif": str(tmp_path / "vivary.sarif")}
+    assert r.summary.startswith("## ❌ vivary: 3 error(s), 0 warning(s) in HEAD\n")
+    assert f"### Blast radius of {base}..HEAD" in r.summary
+    assert "| removed | b | module | modules/b.md |" in r.summary
+    assert "```mermaid\nflowchart LR\n" in r.summary
+    assert json.loads((tmp_path / "vivary.sarif").read_text())["version"] == "2.1.0"
+
+
+def test_fail_on_error_false_and_clean_change(repo: Repo, tmp_path: Path) -> None:
+    base, head = pr_repo(repo)
+    r = run_action(repo.path, tmp_path, {**tool_inputs(), "fail-on-error": "false", "summary": "false"},
+                   pr_event(base, head))
+    assert r.code == 0 and r.outputs["errors"] == "3" and r.summary == ""
+    fixed = repo.commit("fix", files={"modules/a.md": "---\n---\n# A\n", "modules/c.md": "---\nuses: a\n---\n# C\n",
+                                      "notes/free.md": "# Free\n"})
+    r = run_action(repo.path, tmp_path, tool_inputs(), pr_event(base, fixed))
+    assert r.code == 0, r.log
+    assert r.outputs["errors"] == "0" and r.summary.startswith("## ✅ vivary: 0 error(s)")
+
+
+def test_shallow_checkout_fetches_the_base(repo: Repo, tmp_path: Path) -> None:
+    base, head = pr_repo(repo)
+    clone = tmp_path / "checkout"
+    git(tmp_path, "clone", "-q", "--depth=1", f"file://{repo.path}", str(clone))  # as actions/checkout does
+    assert git(clone, "cat-file", "-e", f"{base}^{{commit}}", check=False) == ""
+    r = run_action(clone, tmp_path, tool_inputs(), pr_event(base, head))
+    assert f"vivary: {base} is not in this checkout; fetching it" in r.log
+    assert r.outputs["impacted"] == "2", r.log
+
+
+def test_unfetchable_base_says_what_to_set(repo: Repo, tmp_path: Path) -> None:
+    _, head = pr_repo(repo)
+    missing = "0123456789abcdef0123456789abcdef01234567"
+    r = run_action(repo.path, tmp_path, tool_inputs(), pr_event(missing, head))
+    assert r.code == 2
+    assert f"::error title=vivary::commit {missing} is not in this checkout and could not be fetched; " \
+           "set 'fetch-depth: 0' on actions/checkout" in r.log
+
+
+def test_hostile_inputs_and_payload_stay_data(repo: Repo, tmp_path: Path) -> None:
+    base, head = pr_repo(repo)
+    event = pr_event(base, head)
+    event["pull_request"]["base"]["sha"] = "$(touch pwned)"  # not a commit id: ignored
+    r = run_action(repo.path, tmp_path, {**tool_inputs(), "root": "$(touch pwned2)"}, event)
+    assert not (repo.path / "pwned").exists() and not (repo.path / "pwned2").exists()
+    assert r.code == 2, r.log  # the hostile root reached vivary as a plain (unknown) folder name
+    assert "--root $(touch pwned2): no such folder in HEAD" in r.log and "Traceback" not in r.log
+    r = run_action(repo.path, tmp_path, {**tool_inputs(), "base": "--output=/tmp/x"}, event)
+    assert r.code == 2 and "starts with '-'" in r.log
+
+
+def test_push_event_and_opt_in_index_step(repo: Repo, tmp_path: Path) -> None:
+    base, head = pr_repo(repo)
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", str(origin))
+    repo.git("remote", "add", "origin", str(origin))
+    inputs = {**tool_inputs(), "fail-on-error": "false", "build-index": "true", "push-refs": "true"}
+    r = run_action(repo.path, tmp_path, inputs, {"before": base, "after": head}, event_name="push")
+    assert r.code == 0, r.log
+    assert r.outputs["impacted"] == "2"
+    helped = subprocess.run([tool_inputs()["vivary-git"], "index", "-h"], capture_output=True, text=True).stdout
+    if "--yes" not in helped:  # the index command is optional: the step must say it skipped it
+        assert "::notice title=vivary::build-index: this vivary-git has no 'index --yes' yet; skipped" in r.log
+    else:  # memory is not enabled in this workspace: index refuses, the job says so and goes on
+        assert "::warning title=vivary::build-index: git vivary index --yes exited 2" in r.log
+    local = repo.git("for-each-ref", "--format=%(refname) %(objectname)", "refs/vivary/")
+    if local:
+        assert git(origin, "for-each-ref", "--format=%(refname) %(objectname)", "refs/vivary/") == local
+    else:
+        assert "push-refs: no refs/vivary/* to push" in r.log
+    fork = run_action(repo.path, tmp_path, inputs, pr_event(base, head, fork=True))
+    assert "push-refs: skipped for a pull request from a fork" in fork.log, fork.log

@@ -1,0 +1,204 @@
+"""Plain Git hooks: install/uninstall/status next to existing hooks, and real `git commit`s through them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Repo, git
+
+from vivary_git.gates.guard import _read_minimal
+from vivary_git.gates.install import script
+
+ROOT = Path(__file__).resolve().parents[1]
+TROPO = """version = 1
+[types.module]
+folder = "modules"
+optional = { depends = "ref-list" }
+"""
+
+
+def workspace(repo: Repo) -> None:
+    repo.commit("start", files={
+        "tropo.toml": TROPO,
+        "modules/a.md": "---\n---\n# A\n",
+        "modules/b.md": "---\ndepends: [a]\n---\n# B\n",
+    })
+
+
+def commit(repo: Repo | Path, *args: str, path: str = "/usr/bin:/bin",
+           env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """A real `git commit`; Git sends a hook's stdout to stderr, so `.stdout` holds both. The default
+    PATH lacks our venv: the hook must find vivary-git through the Python that installed it."""
+    full = dict(os.environ, PATH=path, **(env or {}))
+    cwd = repo.path if isinstance(repo, Repo) else repo
+    return subprocess.run(["git", "commit", "-q", "-m", "change", *args], cwd=cwd, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, env=full, check=False)
+
+
+def test_hook_files_in_the_repository_match_the_installer() -> None:
+    for hook in ("pre-commit", "post-commit"):
+        path = ROOT / "hooks" / hook
+        assert path.read_text() == script(hook, None), f"regenerate {path} from vivary_git/gates/install.py"
+        assert os.access(path, os.X_OK)
+
+
+def test_pre_commit_refuses_a_broken_reference_and_accepts_the_fix(repo: Repo, cli: Any) -> None:
+    workspace(repo)
+    assert cli("hooks", "install", cwd=repo.path).code == 0
+    repo.git("rm", "-q", "modules/a.md")  # b still depends on a: only the staged tree as a whole shows it
+    refused = commit(repo)
+    assert refused.returncode == 1
+    assert "modules/b.md:2: error W220: field 'depends': ref 'a' matches no document id" in refused.stdout
+    repo.write({"modules/b.md": "---\n---\n# B\n"})
+    repo.git("add", "modules/b.md")
+    ok = commit(repo)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "0 error(s)" in ok.stdout
+
+
+def test_commit_all_uses_the_index_git_hands_the_hook(repo: Repo, cli: Any) -> None:
+    workspace(repo)
+    cli("hooks", "install", cwd=repo.path)
+    repo.write({"modules/b.md": "---\ndepends: [gone]\n---\n# B\n"})  # not staged: only `-a` stages it
+    assert commit(repo, "-a").returncode == 1  # Git's temporary index, via GIT_INDEX_FILE
+
+
+def test_privacy_guard_refuses_private_files_and_literal_secrets(repo: Repo, cli: Any) -> None:
+    workspace(repo)
+    cli("hooks", "install", cwd=repo.path)
+    repo.write({"USER.md": "# me\n", "memory/log.md": "x\n"})
+    repo.git("add", "USER.md", "memory/log.md")
+    r = commit(repo)
+    assert r.returncode == 1
+    assert "USER.md:1: error P101: private file staged (floor: USER.md)" in r.stdout
+    assert "memory/log.md:1: error P101: private file staged (floor: memory/**)" in r.stdout
+    repo.git("rm", "-q", "--cached", "USER.md", "memory/log.md")
+    secret = ('[memory]\nprovider = "cognee"\n\n[memory.cognee]\napi_key_env = "K"\n'
+              'api_key = "sk-live-0123456789abcdefghij"\n\n[memory.privacy]\nprivate_paths = ["drafts/**"]\n')
+    repo.write({".vivary/memory.toml": secret, "drafts/plan.md": "# plan\n"})
+    repo.git("add", ".vivary/memory.toml")
+    r = cli("hooks", "privacy-guard", cwd=repo.path)
+    assert r.code == 1
+    assert r.out.startswith(".vivary/memory.toml:6: error P102: `memory.cognee.api_key` holds a literal secret")
+    assert "sk-live" not in r.out  # the secret itself is never echoed into a terminal or CI log
+    repo.write({".vivary/memory.toml": secret.replace('api_key = "sk-live-0123456789abcdefghij"\n', "")})
+    repo.git("add", ".vivary/memory.toml", "drafts/plan.md")
+    r = cli("hooks", "privacy-guard", cwd=repo.path)
+    assert r.out.splitlines() == [
+        "drafts/plan.md:1: error P101: private file staged (private_paths: drafts/**); unstage it with "
+        "`git restore --staged -- drafts/plan.md` and list it in .gitignore",
+    ]
+    repo.git("rm", "-q", "--cached", "drafts/plan.md")
+    assert cli("hooks", "privacy-guard", cwd=repo.path).code == 0  # .vivary/ config is committed on purpose
+    assert commit(repo).returncode == 0
+
+
+def test_minimal_memory_config_reading_without_the_memory_module() -> None:
+    text = b'[memory.cognee]\napi_key_env = "K"\ntoken = "abc"\n[memory.privacy]\nprivate_paths = ["d/**"]\n'
+    private, findings = _read_minimal(".vivary/memory.toml", text, staged=True)
+    assert private == ["d/**"]
+    assert [(f.line, f.code) for f in findings] == [(3, "P102")]
+    assert _read_minimal("m.toml", b"x = [", staged=False)[1][0].code == "P103"
+    assert _read_minimal("m.toml", b'[memory.privacy]\nprivate_paths = "d"\n', staged=False)[1][0].line == 2
+
+
+def test_nested_workspace_private_paths_are_anchored_there(repo: Repo, cli: Any) -> None:
+    repo.commit("start", files={"docs/.vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["inbox/", "x.md"]\n'})
+    repo.write({"inbox/keep.md": "a\n", "docs/inbox/secret.md": "b\n", "docs/deep/x.md": "c\n", "x.md": "d\n"})
+    repo.git("add", "-A")
+    r = cli("hooks", "privacy-guard", cwd=repo.path)
+    assert [line.split(":")[0] for line in r.out.splitlines() if "P101" in line] == [
+        "docs/deep/x.md", "docs/inbox/secret.md"]
+
+
+def test_existing_hook_is_chained_and_restored(repo: Repo, cli: Any) -> None:
+    workspace(repo)
+    hooks = repo.path / ".git" / "hooks"
+    mine = "#!/bin/sh\necho local-hook-ran\nexit ${LOCAL_EXIT:-0}\n"
+    (hooks / "pre-commit").write_text(mine)
+    (hooks / "pre-commit").chmod(0o755)
+    r = cli("hooks", "install", cwd=repo.path)
+    assert "your previous hook is now pre-commit.local and runs first" in r.out
+    assert (hooks / "pre-commit.local").read_text() == mine
+    status = cli("hooks", "status", cwd=repo.path).out
+    assert "pre-commit   vivary (python " in status and "runs pre-commit.local first" in status
+    got = cli("hooks", "status", "--json", cwd=repo.path).json()["hooks"][0]
+    assert got["state"] == "vivary" and got["chained"].endswith("pre-commit.local") and got["python_ok"]
+    repo.write({"modules/c.md": "---\n---\n# C\n"})
+    repo.git("add", "-A")
+    out = commit(repo)
+    assert out.returncode == 0 and "local-hook-ran" in out.stdout
+    repo.write({"modules/d.md": "---\n---\n# D\n"})
+    repo.git("add", "-A")
+    failed = commit(repo, env={"LOCAL_EXIT": "7"})
+    assert failed.returncode == 1 and "vivary" not in failed.stdout  # the chained hook's failure stops it
+    assert cli("hooks", "install", cwd=repo.path).out.startswith("vivary: pre-commit: updated")  # idempotent
+    r = cli("hooks", "uninstall", cwd=repo.path)
+    assert "restored your previous hook from pre-commit.local" in r.out
+    assert (hooks / "pre-commit").read_text() == mine and not (hooks / "pre-commit.local").exists()
+
+
+def test_install_refuses_rather_than_overwrite(repo: Repo, cli: Any) -> None:
+    workspace(repo)
+    hooks = repo.path / ".git" / "hooks"
+    (hooks / "pre-commit").write_text("#!/bin/sh\n")
+    (hooks / "pre-commit.local").write_text("#!/bin/sh\n")
+    r = cli("hooks", "install", cwd=repo.path)
+    assert r.code == 3 and "both pre-commit and pre-commit.local exist" in r.err
+    assert (hooks / "pre-commit").read_text() == "#!/bin/sh\n"
+    assert "another hook (not vivary's)" in cli("hooks", "status", cwd=repo.path).out
+    assert "is not vivary's; left alone" in cli("hooks", "uninstall", cwd=repo.path).out
+
+
+def test_core_hooks_path_and_worktrees(repo: Repo, cli: Any, tmp_path: Path) -> None:
+    workspace(repo)
+    repo.git("config", "core.hooksPath", ".githooks")
+    r = cli("hooks", "install", "pre-commit", "post-commit", cwd=repo.path)
+    assert (repo.path / ".githooks" / "pre-commit").is_file() and (repo.path / ".githooks" / "post-commit").is_file()
+    assert "core.hooksPath = .githooks" in cli("hooks", "status", cwd=repo.path).out, r.out
+    repo.git("config", "--unset", "core.hooksPath")
+    wt = tmp_path / "wt"
+    repo.git("worktree", "add", "-q", str(wt))
+    cli("hooks", "install", cwd=wt)
+    # Hooks live in the common Git directory: the main worktree sees them too.
+    assert (repo.path / ".git" / "hooks" / "pre-commit").is_file()
+    (wt / "modules" / "a.md").unlink()
+    git(wt, "add", "-A")
+    refused = commit(wt)
+    assert refused.returncode == 1 and "ref 'a' matches no document id" in refused.stdout
+
+
+def test_post_commit_without_index_is_a_note(repo: Repo, cli: Any) -> None:
+    workspace(repo)
+    cli("hooks", "install", "post-commit", cwd=repo.path)
+    repo.write({"modules/c.md": "---\n---\n# C\n"})
+    repo.git("add", "-A")
+    r = commit(repo)
+    assert r.returncode == 0
+    assert r.stdout.strip() in (
+        "vivary: post-commit: nothing to do (this vivary-git has no `index --yes`)",
+        "vivary: post-commit: semantic memory is not enabled (.vivary/memory.toml); nothing to index",
+    )
+
+
+def test_hook_without_vivary_fails_closed(repo: Repo, tmp_path: Path, cli: Any) -> None:
+    workspace(repo)
+    cli("hooks", "install", "--python", str(tmp_path / "gone" / "python"), cwd=repo.path)
+    assert "is gone: falls back to git-vivary on PATH" in cli("hooks", "status", cwd=repo.path).out
+    repo.write({"modules/c.md": "---\n---\n# C\n"})
+    repo.git("add", "-A")
+    r = commit(repo)
+    assert r.returncode == 1 and "git-vivary is not on PATH" in r.stdout
+    # With git-vivary on PATH (the venv's bin), the same hook works.
+    ok = commit(repo, path=str(Path(sys.executable).parent) + os.pathsep + "/usr/bin:/bin")
+    assert ok.returncode == 0, ok.stdout
+
+
+@pytest.mark.parametrize("args", [["install", "bogus"], ["run", "pre-push"], []])
+def test_hooks_usage_errors(repo: Repo, cli: Any, args: list[str]) -> None:
+    assert cli("hooks", *args, cwd=repo.path).code == 2

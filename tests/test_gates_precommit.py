@@ -1,0 +1,120 @@
+"""The hooks of `.pre-commit-hooks.yaml`, run by the real pre-commit framework.
+
+pre-commit builds a hook's environment from a *committed* revision of the hook repository, so this
+repository's working files (uncommitted work included) are copied into a temporary Git repository
+and committed there. Building that environment pip-installs vivary-git and its dependencies from
+PyPI once per session (PRE_COMMIT_HOME is shared by these tests; set VIVARY_TEST_PRE_COMMIT_HOME to
+keep it across sessions). Select or skip these with `-m precommit` / `-m "not precommit"`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import GIT_ENV, Repo, git
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.precommit
+PRE_COMMIT = shutil.which("pre-commit", path=str(Path(sys.executable).parent)) or shutil.which("pre-commit")
+if PRE_COMMIT is None:
+    pytest.skip("pre-commit is not installed (it is in the dev extra)", allow_module_level=True)
+
+TROPO = """version = 1
+[types.module]
+folder = "modules"
+optional = { depends = "ref-list" }
+"""
+
+
+@pytest.fixture(scope="session")
+def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+    """This repository's working files, committed in a scratch repository; yields (path, commit)."""
+    dest = tmp_path_factory.mktemp("hook-repo")
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    for rel in filter(None, listed):
+        src = ROOT / rel
+        if src.is_file() and not src.is_symlink():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    env = dict(os.environ, **GIT_ENV)
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "snapshot"]):
+        subprocess.run(["git", *args], cwd=dest, env=env, check=True, capture_output=True)
+    rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=dest, env=env, check=True, capture_output=True,
+                         text=True).stdout.strip()
+    yield dest, rev
+
+
+@pytest.fixture(scope="session")
+def pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    kept = os.environ.get("VIVARY_TEST_PRE_COMMIT_HOME")
+    return Path(kept) if kept else tmp_path_factory.mktemp("pre-commit-home")
+
+
+def pre_commit(cwd: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    assert PRE_COMMIT is not None
+    env = dict(os.environ, PRE_COMMIT_HOME=str(home), PRE_COMMIT_COLOR="never")
+    return subprocess.run([PRE_COMMIT, *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, check=False, timeout=600)
+
+
+def workspace(repo: Repo) -> None:
+    repo.commit("start", files={
+        "tropo.toml": TROPO,
+        "modules/a.md": "---\n---\n# A\n",
+        "modules/b.md": "---\ndepends: [a]\n---\n# B\n",
+    })
+
+
+def test_try_repo_refuses_a_deleted_reference_target(repo: Repo, hook_repo: tuple[Path, str],
+                                                      pre_commit_home: Path) -> None:
+    workspace(repo)
+    repo.git("rm", "-q", "modules/a.md")  # only b.md references it, and b.md is not staged
+    r = pre_commit(repo.path, pre_commit_home, "try-repo", str(hook_repo[0]), "vivary-check", "--all-files")
+    assert r.returncode == 1, r.stdout
+    assert "modules/b.md:2: error W220: field 'depends': ref 'a' matches no document id" in r.stdout
+    repo.git("reset", "-q", "--hard")
+    r = pre_commit(repo.path, pre_commit_home, "try-repo", str(hook_repo[0]), "vivary-check", "--all-files")
+    assert r.returncode == 0, r.stdout
+    assert "Passed" in r.stdout
+
+
+def test_installed_hooks_gate_real_commits(repo: Repo, hook_repo: tuple[Path, str], pre_commit_home: Path) -> None:
+    path, rev = hook_repo
+    workspace(repo)
+    repo.commit("config", files={".pre-commit-config.yaml": (
+        f"repos:\n  - repo: {path}\n    rev: {rev}\n    hooks:\n"
+        "      - id: vivary-check\n      - id: vivary-privacy\n      - id: vivary-index\n")})
+    r = pre_commit(repo.path, pre_commit_home, "install", "--hook-type", "pre-commit", "--hook-type", "post-commit")
+    assert r.returncode == 0, r.stdout
+
+    def commit() -> subprocess.CompletedProcess[str]:
+        env = dict(os.environ, PRE_COMMIT_HOME=str(pre_commit_home), PRE_COMMIT_COLOR="never")
+        return subprocess.run(["git", "commit", "-m", "change"], cwd=repo.path, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, check=False, timeout=600)
+
+    repo.git("rm", "-q", "modules/a.md")
+    refused = commit()
+    assert refused.returncode == 1, refused.stdout
+    assert "vivary check (staged tree)" in refused.stdout and "Failed" in refused.stdout
+    assert "ref 'a' matches no document id" in refused.stdout
+    assert repo.git("rev-parse", "HEAD:modules/a.md", check=False).strip()  # still committed
+
+    repo.write({"modules/b.md": "---\n---\n# B\n"})
+    repo.git("add", "modules/b.md")
+    ok = commit()
+    assert ok.returncode == 0, ok.stdout
+    assert "vivary index (post-commit, opt-in)" in ok.stdout  # the opt-in post-commit hook ran
+
+    repo.write({"USER.md": "# me\n"})
+    repo.git("add", "USER.md")
+    private = commit()
+    assert private.returncode == 1, private.stdout
+    assert "USER.md:1: error P101: private file staged (floor: USER.md)" in private.stdout
+    git(repo.path, "rm", "-q", "--cached", "USER.md")

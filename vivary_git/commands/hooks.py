@@ -1,0 +1,153 @@
+"""`git vivary hooks`: install plain Git hooks, and the entry points the hooks run."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+
+from vivary_git.errors import EXIT_FINDINGS, EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "hooks", help="Git hooks: install/uninstall/status, and what the hooks run",
+        description="Plain Git hooks for repositories without the pre-commit framework (which uses "
+        ".pre-commit-hooks.yaml instead). `install` puts them where Git looks (core.hooksPath and worktrees "
+        "respected) and keeps an existing hook as NAME.local, run first; `uninstall` restores it. "
+        "Exit 0 ok, 1 refused commit (run, privacy-guard), 2 usage error, 3 refused install (docs/hooks.md).",
+    )
+    hs = p.add_subparsers(dest="hooks_command", metavar="ACTION", required=True)
+    names = ("pre-commit", "post-commit")
+    i = hs.add_parser("install", help="install the hooks (default: pre-commit only; post-commit is opt-in)",
+                      description="Install plain Git hooks. pre-commit checks the staged tree and refuses "
+                      "private files; post-commit (opt-in) refreshes the memory index.")
+    i.add_argument("hooks", nargs="*", metavar="HOOK",
+                   help="pre-commit and/or post-commit (default: pre-commit)")
+    i.add_argument("--python", metavar="PATH", help="the Python the hooks run vivary-git with (default: this one)")
+    u = hs.add_parser("uninstall", help="remove vivary's hooks and restore the ones they replaced")
+    u.add_argument("hooks", nargs="*", metavar="HOOK", help="pre-commit and/or post-commit (default: both)")
+    s = hs.add_parser("status", help="say which hooks are installed and what they run")
+    s.add_argument("--json", action="store_true", help="print JSON for programs and agents")
+    r = hs.add_parser("run", help="what an installed hook runs (called by the hook scripts)")
+    r.add_argument("hook", choices=names)
+    r.add_argument("hook_args", nargs="*", help=argparse.SUPPRESS)
+    g = hs.add_parser("privacy-guard", help="refuse staged private files and literal secrets in .vivary/memory.toml",
+                  description="Check the files staged for commit: refuse any that the privacy floor or a "
+                  "memory.toml's private_paths makes private, and a staged .vivary/memory.toml holding a literal "
+                  "secret. Prints `path:line: error CODE: message`; exit 1 when anything is refused.")
+    hs.add_parser("post-commit", help="run `git vivary index --yes` when the index command exists, else a note")
+    for q in (i, u, s, r, g):
+        q.add_argument("-C", dest="cwd", metavar="PATH", help="run as if started in PATH")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    cwd = Path(getattr(args, "cwd", None) or ".").resolve()
+    action = args.hooks_command
+    if action == "install":
+        from vivary_git.gates import install
+
+        names = install.check_hook_names(list(dict.fromkeys(args.hooks or ["pre-commit"])))
+        for line in install.install(cwd, names, args.python):
+            print(f"vivary: {line}")
+        return EXIT_OK
+    if action == "uninstall":
+        from vivary_git.gates import install
+
+        names = install.check_hook_names(list(dict.fromkeys(args.hooks or ["pre-commit", "post-commit"])))
+        for line in install.uninstall(cwd, names):
+            print(f"vivary: {line}")
+        return EXIT_OK
+    if action == "status":
+        return _status(cwd, args.json)
+    if action == "privacy-guard":
+        return privacy_guard(cwd)
+    if action == "post-commit" or (action == "run" and args.hook == "post-commit"):
+        return post_commit()
+    # `run pre-commit`: both gates in one process (one interpreter start per commit), both reported.
+    guard_code = privacy_guard(cwd)
+    from vivary_git.main import main
+
+    check_code = main(["check", "--staged"])
+    if check_code == EXIT_FINDINGS:
+        print("vivary: commit refused: fix the findings above (`git commit --no-verify` skips the hook once)",
+              file=sys.stderr)
+    return max(guard_code, check_code)
+
+
+def privacy_guard(cwd: Path) -> int:
+    from vivary_git import git
+    from vivary_git.gates.guard import guard
+
+    top = Path(git.out(["rev-parse", "--show-toplevel"], cwd=cwd))
+    findings = guard(top)
+    for f in findings:
+        print(f.render())
+    if findings:
+        print(f"\nvivary: commit refused: {len(findings)} privacy problem(s) in the staged files "
+              "(docs/hooks.md#privacy-guard)", file=sys.stderr)
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
+def post_commit() -> int:
+    """Refresh the memory index for the commit just made, when there is anything to refresh.
+
+    Never an error for a repository that has not turned memory on: the hook is opt-in, but it runs
+    after every commit, and a refusal printed each time would teach people to ignore it."""
+    from vivary_git.main import build_parser, main
+
+    options = _index_options(build_parser())
+    if "--yes" not in options:
+        print("vivary: post-commit: nothing to do (this vivary-git has no `index --yes`)")
+        return EXIT_OK
+    if importlib.util.find_spec("vivary_git.memory.config") is not None:
+        from vivary_git.errors import VivaryError
+        from vivary_git.memory.config import load_memory_config
+        from vivary_git.workspace import open_workspace
+
+        try:
+            enabled = load_memory_config(open_workspace(None, rev="HEAD")).enabled
+        except VivaryError:
+            enabled = True  # let `index` itself explain what is wrong
+        if not enabled:
+            print("vivary: post-commit: semantic memory is not enabled (.vivary/memory.toml); nothing to index")
+            return EXIT_OK
+    # The tree just committed, not the working tree with whatever is still unstaged.
+    return main(["index", "--yes", *(["--rev", "HEAD"] if "--rev" in options else [])])
+
+
+def _index_options(parser: argparse.ArgumentParser) -> set[str]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and "index" in action.choices:
+            return set(action.choices["index"]._option_string_actions)
+    return set()
+
+
+def _status(cwd: Path, as_json: bool) -> int:
+    from vivary_git.gates import install
+
+    report = install.status(cwd)
+    if as_json:
+        from vivary_git.commands._common import emit_json
+
+        emit_json(report)
+        return EXIT_OK
+    where = f" (core.hooksPath = {report.hooks_path_config})" if report.hooks_path_config else ""
+    print(f"hooks folder: {report.hooks_dir}{where}")
+    for h in report.hooks:
+        if h.state == "vivary":
+            py = f"python {h.python}" if h.python else "git-vivary on PATH"
+            if h.python and not h.python_ok:
+                py = f"python {h.python} is gone: falls back to git-vivary on PATH; run install again"
+            chained = f"; runs {Path(h.chained).name} first" if h.chained else ""
+            print(f"  {h.hook:<12} vivary ({py}{chained})")
+        elif h.state == "absent":
+            print(f"  {h.hook:<12} not installed")
+        elif h.state == "pre-commit-framework":
+            print(f"  {h.hook:<12} the pre-commit framework's hook (add vivary-check to .pre-commit-config.yaml)")
+        else:
+            print(f"  {h.hook:<12} another hook (not vivary's); `install` would keep it as {h.hook}.local")
+    return EXIT_OK

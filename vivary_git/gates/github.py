@@ -1,0 +1,87 @@
+"""GitHub Actions workflow commands and files, with GitHub's own escaping.
+
+Messages and paths come from the notes of a pull request, which a fork controls: an unescaped line
+break in a message would start a new workflow command (`::add-mask::`, `::stop-commands::`), so
+every value goes through `escape_data` / `escape_property` exactly as GitHub's toolkit does
+(`@actions/core`, `command.ts`).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from vivary_git.gates.review import Review
+
+# GitHub shows at most this many annotations of each type (error, warning, notice) per step, and 50
+# per job; anything beyond is dropped silently, so we choose which ones make it.
+PER_TYPE_CAP = 10
+PER_JOB_CAP = 50
+
+
+def escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def command(kind: str, message: str, properties: Mapping[str, str | int | None] | None = None) -> str:
+    """`::kind key=value,…::message`; properties whose value is None are left out."""
+    props = ",".join(
+        f"{k}={escape_property(str(v))}" for k, v in (properties or {}).items() if v is not None
+    )
+    return f"::{kind}{' ' + props if props else ''}::{escape_data(message)}"
+
+
+def write_outputs(path: Path, values: Mapping[str, str | int]) -> None:
+    """Append step outputs to `$GITHUB_OUTPUT`. One-line values use `name=value`; anything with a line
+    break uses the heredoc form with a random delimiter the value cannot contain."""
+    with path.open("a", encoding="utf-8") as out:
+        for name, value in values.items():
+            text = str(value)
+            if "\n" in text or "\r" in text:
+                delimiter = f"ghadelimiter_{secrets.token_hex(8)}"
+                while delimiter in text:
+                    delimiter = f"ghadelimiter_{secrets.token_hex(8)}"
+                out.write(f"{name}<<{delimiter}\n{text}\n{delimiter}\n")
+            else:
+                out.write(f"{name}={text}\n")
+
+
+def append_text(path: Path, chunks: Iterable[str]) -> None:
+    """Append to a file GitHub collects after the step (`$GITHUB_STEP_SUMMARY`): earlier steps may
+    have written to it already."""
+    with path.open("a", encoding="utf-8") as out:
+        for chunk in chunks:
+            out.write(chunk)
+
+
+def render_annotations(r: Review, per_type: int = PER_TYPE_CAP) -> str:
+    """The annotation lines for one step, most important first within GitHub's caps, then one plain
+    log line per group left out (plain text: it must not cost an annotation slot)."""
+    from vivary_git.gates.review import headline, select
+
+    chosen, left = select(r.annotations, min(per_type, PER_TYPE_CAP))
+    lines = [command(a.level, a.message, {"file": a.path, "line": a.line, "title": a.title}) for a in chosen]
+    if left:
+        lines.append(f"vivary: {left} more finding(s) and notice(s) not annotated (GitHub shows {PER_TYPE_CAP} "
+                     "of each type per step); the job summary lists them all")
+    lines.append(escape_data(headline(r)))
+    if r.note:
+        lines.append(command("warning", r.note, {"title": "vivary"}))
+    return "\n".join(lines) + "\n"
+
+
+def outputs(r: Review) -> dict[str, str | int]:
+    return {
+        "errors": r.check.errors,
+        "warnings": r.check.warnings,
+        "impacted": len(r.change.impacted) if r.change is not None else 0,
+        "changed": len(r.change.changed) if r.change is not None else 0,
+        "broken-edges": len(r.change.broken_edges) if r.change is not None else 0,
+    }

@@ -1,0 +1,180 @@
+"""The pre-commit privacy guard: refuse a commit that stages a private file or a literal secret.
+
+What counts as private is `vivary_git.privacy`'s floor plus the `private_paths` of every
+`.vivary/memory.toml` in the index, each anchored at its own workspace. Git ignore rules and the
+"sensitive name" heuristic are left out on purpose: a force-added ignored file and a note called
+`tokenizer.md` are ordinary commits; they only stay out of the semantic memory.
+
+The floor's `.vivary/**` is exempt here too: that folder holds the workspace's committed config
+(`workspace.toml`, `graph.toml`, `memory.toml`), private only in the sense that it is never embedded.
+Instead, a staged `memory.toml` is read and refused when it holds a literal secret: keys come from
+environment variables (`api_key_env = "NAME"`), never from the file.
+
+Everything is read from the index Git hands the hook (`GIT_INDEX_FILE` included, as `git commit -a`
+uses a temporary one), so the guard judges exactly what the commit would contain.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from vivary_git import git
+from vivary_git.errors import ConfigError
+from vivary_git.models import Finding
+
+MEMORY_TOML = ".vivary/memory.toml"
+CODE_PRIVATE = "P101"
+CODE_SECRET = "P102"
+CODE_CONFIG = "P103"
+
+# Key names that hold a credential when their value is a string (`api_key_env` names a variable: fine).
+_SECRET_KEY = re.compile(
+    r"api[-_]?key|token|secret|password|passwd|credential|private[-_]?key|(?:\A|[-_])auth(?:\Z|[-_])", re.IGNORECASE
+)
+# Values that are credentials whatever the key is called (common vendor formats).
+_SECRET_VALUE = re.compile(
+    r"\A(?:sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|AKIA[0-9A-Z]{16}"
+    r"|xox[abprs]-[A-Za-z0-9-]{10,}|glpat-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{30,})"
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----"
+)
+
+
+def staged_paths(top: Path) -> list[str]:
+    # ACMR: added, copied, modified, renamed; a deletion stages nothing private.
+    raw = git.run(["diff", "--cached", "--name-only", "-z", "--diff-filter=ACMR", "--no-ext-diff"], cwd=top).stdout
+    return [p for p in raw.decode("utf-8", "surrogateescape").split("\0") if p]
+
+
+def guard(top: Path) -> list[Finding]:
+    """Findings (all at level error) for what the index would commit; empty when the commit may go on."""
+    from vivary_git.privacy import PrivacyPolicy, decide
+
+    staged = staged_paths(top)
+    if not staged:
+        return []
+    findings: list[Finding] = []
+    patterns: list[str] = []
+    staged_set = set(staged)
+    for cfg in _memory_configs(top):
+        data = git.run(["show", f":{cfg}"], cwd=top).stdout
+        private, problems = read_memory_config(cfg, data, cfg in staged_set)
+        patterns += [_anchor(cfg.removesuffix(MEMORY_TOML).rstrip("/"), p) for p in private]
+        findings += problems
+    decisions = decide(top, staged, PrivacyPolicy(private_paths=tuple(patterns), respect_gitignore=False))
+    for d in decisions:
+        if not d.private or d.reason == "floor: .vivary/**":
+            continue
+        if d.reason.startswith(("floor:", "config:")):
+            rule = d.reason if d.reason.startswith("floor:") else d.reason.replace("config:", "private_paths:", 1)
+            findings.append(Finding(d.path, 1, "error", CODE_PRIVATE,
+                                    f"private file staged ({rule}); unstage it with "
+                                    f"`git restore --staged -- {_sh_quote(d.path)}` and list it in .gitignore"))
+    return sorted(findings)
+
+
+def read_memory_config(name: str, data: bytes, staged: bool) -> tuple[list[str], list[Finding]]:
+    """A memory.toml's `private_paths`, and findings that refuse the commit. Uses the memory config's own
+    strict parser when this vivary-git has it; the minimal reading below is the fallback."""
+    if importlib.util.find_spec("vivary_git.memory.config") is None:
+        return _read_minimal(name, data, staged)
+    from vivary_git.memory.config import parse_memory_config
+
+    try:
+        cfg = parse_memory_config(data, name)
+    except ConfigError as err:
+        # Its messages start `name:line: `; a config we cannot read leaves private paths unknown: refuse.
+        said = str(err)
+        m = re.match(rf"{re.escape(name)}(?::(\d+))?: ", said)
+        line = int(m.group(1)) if m and m.group(1) else 1
+        message = said[m.end():] if m else said
+        code = CODE_SECRET if "literal secret" in message else CODE_CONFIG
+        return [], [Finding(name, line, "error", code, message)]
+    return list(cfg.memory.privacy.private_paths), []
+
+
+def _read_minimal(name: str, data: bytes, staged: bool) -> tuple[list[str], list[Finding]]:
+    text = data.decode("utf-8", "replace")
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        line = int(m.group(1)) if (m := re.search(r"line (\d+)", str(err))) else 1
+        return [], [Finding(name, line, "error", CODE_CONFIG,
+                            f"not valid TOML ({err}); the guard cannot know which paths are private: "
+                            "fix the file and stage it again")]
+    findings: list[Finding] = []
+    private, problem = _private_paths(raw)
+    if problem:
+        findings.append(Finding(name, _line_of(text, "private_paths"), "error", CODE_CONFIG, problem))
+    if staged:
+        findings += [Finding(name, _line_of(text, key.rsplit(".", 1)[-1]), "error", CODE_SECRET,
+                             f"'{key}' holds a literal secret, and secrets never go in this file: put the value "
+                             f"in an environment variable and name that variable instead "
+                             f"(`{key.rsplit('.', 1)[-1]}_env = \"NAME\"`), then stage the file again")
+                     for key in _secrets(raw)]
+    return private, findings
+
+
+def _memory_configs(top: Path) -> list[str]:
+    # Unquoted pathspec `*` matches across `/`: every workspace's config, at any depth.
+    raw = git.run(["ls-files", "-z", "--cached", "--", MEMORY_TOML, f"*/{MEMORY_TOML}"], cwd=top).stdout
+    return sorted(p for p in raw.decode("utf-8", "surrogateescape").split("\0") if p)
+
+
+def _private_paths(data: dict[str, Any]) -> tuple[list[str], str]:
+    memory = data.get("memory", {})
+    privacy = memory.get("privacy", {}) if isinstance(memory, dict) else {}
+    value = privacy.get("private_paths", []) if isinstance(privacy, dict) else []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        return [], "[memory.privacy] private_paths must be a list of strings (gitignore patterns)"
+    return value, ""
+
+
+def _anchor(prefix: str, pattern: str) -> str:
+    """A workspace's gitignore pattern as a repository-root pattern (the guard decides for the whole
+    repository at once). Same gitignore meaning: with a slash it is anchored at the workspace root,
+    without one it matches at any depth below it."""
+    if not prefix:
+        return pattern
+    neg, body = ("!", pattern[1:]) if pattern.startswith("!") else ("", pattern)
+    if body.startswith("/"):
+        return f"{neg}{prefix}{body}"
+    if "/" in body.rstrip("/"):
+        return f"{neg}{prefix}/{body}"
+    return f"{neg}{prefix}/**/{body}"
+
+
+def _secrets(data: dict[str, Any]) -> Iterator[str]:
+    for key, value in _walk(data, ""):
+        name = key.rsplit(".", 1)[-1]
+        if not isinstance(value, str) or not value.strip():
+            continue
+        if (_SECRET_KEY.search(name) and not name.lower().endswith("_env")) or _SECRET_VALUE.search(value):
+            yield key
+
+
+def _walk(value: Any, key: str) -> Iterator[tuple[str, Any]]:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _walk(v, f"{key}.{k}" if key else str(k))
+    elif isinstance(value, list):
+        for v in value:
+            yield from _walk(v, key)
+    else:
+        yield key, value
+
+
+def _line_of(text: str, key: str) -> int:
+    pattern = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=", re.MULTILINE)
+    m = pattern.search(text)
+    return text.count("\n", 0, m.start()) + 1 if m else 1
+
+
+def _sh_quote(path: str) -> str:
+    import shlex
+
+    return shlex.quote(path)

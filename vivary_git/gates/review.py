@@ -1,0 +1,223 @@
+"""A pull request's review: the head tree's check, the change's blast radius, and ranked annotations.
+
+`review()` reads the two trees (the only I/O); everything after it is a pure function of the
+`Review` it returns, so the CLI, the Action and tests all render the same value.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import msgspec
+
+from vivary_git.blast import ChangeReport, change_impact
+from vivary_git.errors import GitError, UsageError, VivaryError
+from vivary_git.git import Repo
+from vivary_git.models import Edge, Finding, Node
+from vivary_git.workspace import CheckReport, Workspace, open_workspace
+
+# The picture in the job summary stays readable (and under GitHub's 50,000-character Mermaid limit).
+PICTURE_MAX_NODES = 40
+_LEVEL_RANK = {"error": 0, "warning": 1, "notice": 2}
+WHY_CHANGED = "changed file"
+WHY_BROKEN = "broken by this change"
+WHY_ELSEWHERE = "not in this change"
+
+
+class Annotation(msgspec.Struct, frozen=True):
+    """One line-level remark for a CI system. `path` is relative to the repository root."""
+
+    level: str  # "error" | "warning" | "notice"
+    path: str
+    line: int
+    title: str
+    message: str
+    why: str  # WHY_CHANGED | WHY_BROKEN | WHY_ELSEWHERE
+
+
+class Picture(msgspec.Struct, frozen=True):
+    """The impacted neighbourhood: changed and impacted nodes, the edges among them, newly broken edges."""
+
+    nodes: list[Node]
+    edges: list[Edge]
+    highlight: list[str]
+    omitted: int  # nodes left out to keep the picture readable
+
+
+class Review(msgspec.Struct, frozen=True):
+    base: str | None
+    head: str
+    prefix: str  # the workspace root, relative to the repository root ("" at the top)
+    check: CheckReport
+    change: ChangeReport | None
+    changed_files: list[str]  # repository-relative, base..head
+    annotations: list[Annotation]  # every finding and notice, most important first
+    picture: Picture | None
+    note: str = ""  # why there is no blast radius, when there is none
+
+
+def repo_path(prefix: str, path: str) -> str:
+    return f"{prefix}/{path}" if prefix else path
+
+
+def review(
+    cwd: str | os.PathLike[str] | None,
+    *,
+    base: str | None,
+    head: str,
+    root: str | None = None,
+    cache: bool = True,
+    depth: int | None = None,
+    strict: bool | None = None,
+) -> Review:
+    """Check `head` and, with `base`, compute what the change base..head touches."""
+    head_ws = open_workspace(cwd, rev=head, root=root, cache=cache)
+    if root is not None and head_ws.source.repo is not None and head_ws.source.tree_id is None:
+        # Otherwise a mistyped root reads no document and the gate passes.
+        raise UsageError(f"--root {root}: no such folder in {head}; name the workspace folder relative to the "
+                         "repository root")
+    report = head_ws.check(strict=strict)
+    head_graph = head_ws.graph()
+    prefix = head_ws.source.prefix
+    change: ChangeReport | None = None
+    note = ""
+    changed_files: list[str] = []
+    if base is not None:
+        repo = head_ws.source.repo
+        assert repo is not None  # a --rev source always has one
+        try:
+            base_graph = _open_base(cwd, base, root, cache, repo.common_dir).graph()
+        except GitError:
+            raise  # a base that does not resolve is a usage error
+        except VivaryError as err:
+            # A base whose config no longer loads must not hide the head's findings.
+            note = f"blast radius not computed: the base tree {base} cannot be read: {err}"
+        else:
+            change = change_impact(base_graph, head_graph, base, head, depth)
+        changed_files = _changed_files(repo, base, head)
+    ranked = rank(report.findings, change, head_graph.nodes, head_graph.edges, prefix, changed_files)
+    picture = neighbourhood(change, head_graph.nodes, head_graph.edges) if change is not None else None
+    return Review(base=base, head=head, prefix=prefix, check=report, change=change, changed_files=changed_files,
+                  annotations=ranked, picture=picture, note=note)
+
+
+def _open_base(cwd: str | os.PathLike[str] | None, base: str, root: str | None, cache: bool,
+               common_dir: Path) -> Workspace:
+    try:
+        ws = open_workspace(cwd, rev=base, root=root, cache=cache)
+    except GitError as err:
+        if (common_dir / "shallow").exists():
+            raise GitError(
+                f"--base {base}: not in this shallow clone. Fetch it with "
+                f"`git fetch --no-tags --depth=1 origin {base}`, or check out with full history "
+                "(actions/checkout: `fetch-depth: 0`)"
+            ) from None
+        raise err from None
+    return ws
+
+
+def _changed_files(repo: Repo, base: str, head: str) -> list[str]:
+    # --no-renames: a renamed file is its new path (annotated) plus its old one (gone).
+    proc = repo.git(["diff", "--name-only", "-z", "--no-renames", base, head, "--"], check=False)
+    if proc.returncode != 0:
+        return []
+    return sorted(p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p)
+
+
+def rank(
+    findings: Iterable[Finding],
+    change: ChangeReport | None,
+    nodes: list[Node],
+    edges: list[Edge],
+    prefix: str,
+    changed_files: Iterable[str],
+) -> list[Annotation]:
+    """Every finding as an annotation plus a notice per changed note that others reference, ordered
+    so that whatever fits GitHub's per-type cap is what a reviewer needs: within a level, findings
+    on files this change touched first, then findings this change caused elsewhere (a reference
+    broken by deleting or renaming its target), then findings that were already there."""
+    changed = set(changed_files)
+    by_id = {n.id: n for n in nodes}
+    broke: set[str] = set()
+    if change is not None:
+        broke = {by_id[e.from_].path for e in change.broken_edges if e.from_ in by_id}
+    out: list[tuple[tuple[int, int, str, int], Annotation]] = []
+    for f in findings:
+        path = repo_path(prefix, f.path)
+        tier, why = (0, WHY_CHANGED) if path in changed else (1, WHY_BROKEN) if f.path in broke else (2, WHY_ELSEWHERE)
+        a = Annotation(f.level, path, max(f.line, 1), f"vivary {f.code}", f.message, why)
+        out.append(((_LEVEL_RANK.get(f.level, 1), tier, path, f.line), a))
+    if change is not None:
+        referrers: dict[str, set[str]] = {}
+        for e in edges:
+            if not e.broken:
+                referrers.setdefault(e.to, set()).add(e.from_)
+        notices: list[tuple[int, str, Annotation]] = []
+        for c in change.changed:
+            who = sorted(referrers.get(c.id, ()))
+            if c.change == "removed" or not who:
+                continue
+            shown = ", ".join(who[:8]) + (f" (+{len(who) - 8} more)" if len(who) > 8 else "")
+            message = (f"{len(who)} note(s) reference '{c.id}' ({c.change}): {shown}. "
+                       f"`git vivary blast {c.id}` lists everything that reaches it.")
+            path = repo_path(prefix, c.path)
+            notices.append((len(who), path, Annotation("notice", path, 1, "vivary: referenced note changed",
+                                                       message, WHY_CHANGED)))
+        for i, (_, _path, a) in enumerate(sorted(notices, key=lambda t: (-t[0], t[1]))):
+            out.append(((2, 0, "", i), a))
+    return [a for _, a in sorted(out, key=lambda t: t[0])]
+
+
+def select(annotations: Iterable[Annotation], per_type: int) -> tuple[list[Annotation], int]:
+    """The first `per_type` annotations of each level (input order kept) and how many were left out."""
+    taken: dict[str, int] = {}
+    chosen: list[Annotation] = []
+    left = 0
+    for a in annotations:
+        if taken.get(a.level, 0) < per_type:
+            taken[a.level] = taken.get(a.level, 0) + 1
+            chosen.append(a)
+        else:
+            left += 1
+    return chosen, left
+
+
+def neighbourhood(change: ChangeReport, nodes: list[Node], edges: list[Edge]) -> Picture:
+    by_id = {n.id: n for n in nodes}
+    changed = [c.id for c in change.changed if c.id in by_id]
+    wanted = changed + [i.id for i in change.impacted if i.id in by_id]
+    keep = wanted[:PICTURE_MAX_NODES]
+    kept = set(keep)
+    broken = {(e.from_, e.field, e.to) for e in change.broken_edges}
+    shown = [e for e in edges if e.from_ in kept and (e.to in kept if not e.broken else (e.from_, e.field, e.to)
+                                                       in broken)]
+    return Picture(nodes=[by_id[i] for i in keep], edges=shown, highlight=[i for i in changed if i in kept],
+                   omitted=len(wanted) - len(keep))
+
+
+def render_text(r: Review) -> str:
+    lines = [f"{a.path}:{a.line}: {a.level} {a.title.removeprefix('vivary ')}: {a.message}"
+             for a in sorted((a for a in r.annotations if a.level != "notice"), key=lambda a: (a.path, a.line))]
+    if r.change is not None:
+        c = r.change
+        lines.append("")
+        lines += [f"{ch.change}\t{ch.id}\t{ch.type or '-'}\t{repo_path(r.prefix, ch.path)}" for ch in c.changed]
+        lines += [f"broke\t{e.from_} -[{e.field}]-> {e.to}" for e in c.broken_edges]
+        lines += [f"fixed\t{e.from_} -[{e.field}]-> {e.to}" for e in c.fixed_edges]
+        lines += [f"impacted\t{i.id}\t{i.type or '-'}\tdistance {i.distance} via {i.via}" for i in c.impacted]
+    lines.append("")
+    lines.append(headline(r))
+    if r.note:
+        lines.append(f"vivary: {r.note}")
+    return "\n".join(lines) + "\n"
+
+
+def headline(r: Review) -> str:
+    s = f"vivary: {r.check.checked} document(s), {r.check.errors} error(s), {r.check.warnings} warning(s) in {r.head}"
+    if r.change is not None:
+        c = r.change.counts
+        s += (f"; {r.base}..{r.head}: {c['changed']} changed, {c['broken_edges']} broken edge(s), "
+              f"{c['fixed_edges']} fixed, {c['impacted']} impacted")
+    return s
