@@ -1,0 +1,237 @@
+"""`git vivary doctor`: a read-only report whose every problem names its fix, exit 0 ok / 1 not."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Repo, git, run_git_vivary
+
+from vivary_git.memory.embed import embedder_status
+
+MEMORY_KEYS = {"enabled", "provider", "mode", "status", "config", "privacy", "detail"}
+ENABLE_LOCAL = """[memory]
+enabled = true
+mode = "semantic-provider"
+provider = "vivary-local"
+"""
+ENABLE_COGNEE = """[memory]
+enabled = true
+mode = "semantic-provider"
+provider = "cognee"
+"""
+
+
+@pytest.fixture
+def ws(repo: Repo, cli: Any) -> Repo:
+    """A committed second-brain scaffold with a disabled local memory policy."""
+    r = cli("init", ".", "--no-wizard", "--memory", "local", "--yes", cwd=repo.path)
+    assert r.code == 0, r.err
+    return repo
+
+
+def doctor(cli: Any, cwd: Path) -> tuple[int, dict[str, Any]]:
+    r = cli("doctor", "--json", cwd=cwd)
+    return r.code, json.loads(r.out)
+
+
+def fingerprint_tree(*roots: Path) -> dict[str, str]:
+    """Every file's bytes and every folder and link under the roots: what "wrote nothing" means."""
+    out: dict[str, str] = {}
+    for root in roots:
+        for dirpath, dirnames, filenames in os.walk(root):
+            for name in dirnames:
+                out[os.path.join(dirpath, name)] = "dir"
+            for name in filenames:
+                path = os.path.join(dirpath, name)
+                if os.path.islink(path):
+                    out[path] = "link:" + os.readlink(path)
+                else:
+                    with open(path, "rb") as fh:
+                        out[path] = hashlib.sha256(fh.read()).hexdigest()
+    return out
+
+
+def test_doctor_is_read_only(ws: Repo, cli: Any) -> None:
+    # Make every section do real work: dirty and untracked notes, private files, enabled memory.
+    ws.write({".vivary/memory.toml": ENABLE_LOCAL, "changes/new-idea.md": "# New idea\n",
+              "MEMORY.md": "private\n", "memory/today.md": "private\n"})
+    with open(ws.path / "modules/index.md", "a") as fh:
+        fh.write("\nedited\n")
+    # A manifest makes doctor build the snapshot (privacy decided for HEAD's tree) to compare fingerprints.
+    manifest = ws.path / ".git/vivary/memory/vivary-local/manifest.json"
+    manifest.parent.mkdir(parents=True, exist_ok=True)
+    manifest.write_text(json.dumps({"fingerprint": "0" * 64}))
+    before = fingerprint_tree(ws.path)
+    proc = run_git_vivary(["doctor", "--json"], ws.path)
+    assert proc.returncode in (0, 1), proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["graph"]["worktree_changes"] == 3
+    run_git_vivary(["doctor"], ws.path)
+    assert fingerprint_tree(ws.path) == before
+    # The comparison has teeth: reading the working tree (as `check` does) writes to .git.
+    run_git_vivary(["check"], ws.path)
+    assert fingerprint_tree(ws.path) != before
+
+
+def test_healthy_scaffold_report_shape(ws: Repo, cli: Any) -> None:
+    code, d = doctor(cli, ws.path)
+    assert code == 0 and d["ok"] is True
+    assert set(d) == {"ok", "repo", "workspace", "graph", "privacy", "hooks", "cache", "memory", "problems"}
+    assert set(d["memory"]) == MEMORY_KEYS
+    assert d["memory"] == {"enabled": False, "provider": "vivary-local", "mode": "semantic-provider",
+                           "status": "disabled", "config": ".vivary/memory.toml", "privacy": "not-indexed",
+                           "detail": d["memory"]["detail"]}
+    assert d["repo"]["head"] == ws.git("rev-parse", "HEAD").strip()
+    assert d["workspace"] == {"root": str(ws.path.resolve()), "config": "tropo.toml", "source": "HEAD"}
+    assert d["graph"]["nodes"] == 6 and d["graph"]["broken"] == 0 and d["graph"]["errors"] == 0
+    assert d["cache"]["ref"] == "refs/vivary/cache"
+    assert d["cache"]["present"] is (ws.git("rev-parse", "-q", "--verify", "refs/vivary/cache", check=False) != "")
+    hooks = [p for p in d["problems"] if p["area"] == "hooks"]
+    assert hooks and hooks[0]["level"] == "warning" and "git vivary hooks install" in hooks[0]["fix"]
+    text = cli("doctor", cwd=ws.path)
+    assert text.code == 0 and "memory     disabled" in text.out and "fix: git vivary hooks install" in text.out
+
+
+def test_no_config_means_memory_disabled_exactly_as_the_contract(repo: Repo, cli: Any) -> None:
+    repo.commit("notes", {"a.md": "# A\n"})
+    code, d = doctor(cli, repo.path)
+    assert code == 0
+    assert d["memory"] == {"enabled": False, "provider": "none", "mode": "none", "status": "disabled",
+                           "config": None, "privacy": "not-indexed", "detail": ""}
+    assert d["workspace"]["config"] == "zero-config"
+
+
+def test_tracked_private_file_fails_privacy_and_memory(ws: Repo, cli: Any) -> None:
+    ws.write({"USER.md": "secret me\n", ".vivary/memory.toml": ENABLE_LOCAL})
+    ws.git("add", "-f", "USER.md")
+    code, d = doctor(cli, ws.path)
+    assert code == 1 and d["ok"] is False
+    assert d["privacy"]["status"] == "failed" and d["privacy"]["leaks"] == ["USER.md"]
+    assert d["memory"]["status"] == "privacy-failed" and d["memory"]["privacy"] == "failed"
+    fixes = [p["fix"] for p in d["problems"] if p["area"] == "privacy"]
+    assert fixes and "git rm --cached" in fixes[0]
+
+
+def test_untracked_private_file_without_ignore_rule_fails(repo: Repo, cli: Any) -> None:
+    repo.commit("notes", {"a.md": "# A\n"})
+    repo.write({"memory/diary.md": "dear diary\n"})
+    code, d = doctor(cli, repo.path)
+    assert code == 1
+    assert d["privacy"]["leaks"] == ["memory/diary.md"]
+    # Ignored by a rule Git honours (here info/exclude, not .gitignore): no longer a leak.
+    (repo.path / ".git/info").mkdir(exist_ok=True)
+    (repo.path / ".git/info/exclude").write_text("/memory/\n")
+    code, d = doctor(cli, repo.path)
+    assert code == 0 and d["privacy"]["status"] == "ok"
+
+
+def test_unguarded_private_paths_are_a_warning(ws: Repo, cli: Any) -> None:
+    (ws.path / ".gitignore").write_text("node_modules/\n")
+    ws.git("commit", "-q", "-m", "drop the privacy block", "--", ".gitignore")
+    code, d = doctor(cli, ws.path)
+    # USER.md and friends exist and are now untracked-not-ignored: that is a leak, not just a warning.
+    assert code == 1 and "USER.md" in d["privacy"]["leaks"]
+    for rel in ("USER.md", "MEMORY.md"):
+        (ws.path / rel).unlink()
+    for folder in ("memory", "heartbeat-reports"):
+        for f in (ws.path / folder).iterdir():
+            f.unlink()
+        (ws.path / folder).rmdir()
+    code, d = doctor(cli, ws.path)
+    assert code == 0 and d["privacy"]["status"] == "ok"
+    assert "USER.md" in d["privacy"]["unguarded"]
+    assert any(p["area"] == "privacy" and p["level"] == "warning" for p in d["problems"])
+
+
+def test_invalid_memory_config_is_misconfigured(ws: Repo, cli: Any) -> None:
+    ws.write({".vivary/memory.toml": "[memory]\nenabled = \"yes\"\n"})
+    code, d = doctor(cli, ws.path)
+    assert code == 1 and d["memory"]["status"] == "misconfigured"
+    assert ".vivary/memory.toml" in d["memory"]["detail"]
+    ws.write({".vivary/memory.toml": "[memory]\nenabled = true\nprovider = \"cognee\"\n[memory.cognee]\n"
+              "api_key = \"sk-abcdefghijklmnopqrstuvwx\"\n"})
+    code, d = doctor(cli, ws.path)
+    assert code == 1 and d["memory"]["status"] == "misconfigured" and "sk-abc" not in json.dumps(d)
+
+
+def test_cognee_enabled_without_adapter_is_unavailable(ws: Repo, cli: Any) -> None:
+    if importlib.util.find_spec("vivary_cognee") is not None:
+        pytest.skip("vivary-memory-cognee is installed here")
+    ws.write({".vivary/memory.toml": ENABLE_COGNEE})
+    code, d = doctor(cli, ws.path)
+    assert code == 1 and d["memory"]["status"] == "unavailable"
+    assert any("pip install vivary-memory-cognee" in p["fix"] for p in d["problems"] if p["area"] == "memory")
+
+
+def test_local_memory_configured_stale_and_healthy(ws: Repo, cli: Any) -> None:
+    ws.commit("enable memory", {".vivary/memory.toml": ENABLE_LOCAL})
+    code, d = doctor(cli, ws.path)
+    if embedder_status() != "available" or importlib.util.find_spec("hnswlib") is None:
+        assert code == 1 and d["memory"]["status"] == "unavailable"
+        assert any("vivary-git[embed]" in p["fix"] for p in d["problems"])
+        return
+    assert code == 0 and d["memory"]["status"] == "configured" and "git vivary index --yes" in d["memory"]["detail"]
+
+    manifest = ws.path / ".git/vivary/memory/vivary-local/manifest.json"
+    manifest.parent.mkdir(parents=True, exist_ok=True)
+    manifest.write_text(json.dumps({"provider": "vivary-local", "fingerprint": "0" * 64}))
+    code, d = doctor(cli, ws.path)
+    assert code == 1 and d["memory"]["status"] == "stale"
+    assert any(p["fix"].startswith("git vivary index --yes") for p in d["problems"])
+
+    from vivary_git.memory.config import load_memory_config
+    from vivary_git.memory.snapshot import build_snapshot
+    from vivary_git.workspace import open_workspace
+
+    w = open_workspace(ws.path, rev="HEAD", cache=False)
+    cfg = load_memory_config(w)
+    snap = build_snapshot(w, cfg.policy(), provider=cfg.provider, model=cfg.model, dataset_label=cfg.dataset_label)
+    manifest.write_text(json.dumps({"provider": "vivary-local", "fingerprint": snap.fingerprint}))
+    code, d = doctor(cli, ws.path)
+    assert code == 0 and d["memory"]["status"] == "healthy"
+
+
+def test_findings_and_hooks(ws: Repo, cli: Any) -> None:
+    ws.commit("broken ref", {"changes/oops.md": "---\nproject: x\nstatus: planned\nslice: s\n"
+                             "related_modules: [nowhere]\n---\n# Oops\n"})
+    hook = ws.path / ".git/hooks/pre-commit"
+    hook.write_text("#!/bin/sh\n# vivary-git hook: pre-commit\nexec git vivary hooks run pre-commit\n")
+    hook.chmod(0o755)
+    code, d = doctor(cli, ws.path)
+    assert code == 1 and d["graph"]["errors"] == 1 and d["graph"]["codes"] == {"W220": 1}
+    assert d["graph"]["broken"] == 1
+    assert d["hooks"]["installed"] is True and d["hooks"]["vivary_hooks"] == ["pre-commit"]
+    assert next(p["fix"] for p in d["problems"] if p["area"] == "graph").startswith("git vivary check")
+
+
+def test_pre_commit_config_needs_the_framework_hook(ws: Repo, cli: Any) -> None:
+    ws.commit("pre-commit", {".pre-commit-config.yaml": "repos:\n- repo: local\n  hooks:\n  - id: vivary-check\n"})
+    code, d = doctor(cli, ws.path)
+    assert code == 0  # a missing hook is a warning
+    assert d["hooks"] == {"installed": False, "hooks_dir": str(ws.path / ".git/hooks"), "vivary_hooks": [],
+                          "pre_commit_config": True}
+    assert any(p["fix"].startswith("pre-commit install") for p in d["problems"])
+    (ws.path / ".git/hooks/pre-commit").write_text("#!/bin/sh\n# File generated by pre-commit: https://pre-commit.com\n")
+    _, d = doctor(cli, ws.path)
+    assert d["hooks"]["installed"] is True
+
+
+def test_unborn_and_not_a_repository(tmp_path: Path, cli: Any) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    code, d = doctor(cli, plain)
+    assert code == 1 and d["problems"][0]["area"] == "repo" and "git vivary init" in d["problems"][0]["fix"]
+    assert set(d["memory"]) == MEMORY_KEYS
+    r = cli("init", "fresh", "--no-wizard", cwd=tmp_path)
+    assert r.code == 0
+    code, d = doctor(cli, tmp_path / "fresh")
+    assert code == 0 and d["graph"] is None and d["repo"]["head"] is None
+    assert any("no commits yet" in p["message"] for p in d["problems"])
+    assert d["privacy"]["status"] == "ok"  # the scaffold's private files are ignored even before a commit
+    assert git(tmp_path / "fresh", "rev-parse", "-q", "--verify", "HEAD", check=False) == ""

@@ -1,0 +1,159 @@
+"""`git vivary init`: start a workspace from a preset, with private files and a disabled memory policy."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from vivary_git.commands._common import add_json_arg, emit_json
+from vivary_git.errors import EXIT_OK, RefusedError
+from vivary_git.scaffold.presets import (
+    DEFAULT_HOST,
+    DEFAULT_MEMORY,
+    DEFAULT_PRESET,
+    DEFAULT_STORAGE,
+    HOSTS,
+    MEMORY_CHOICES,
+    PRESETS,
+    STORAGE_CHOICES,
+    Memory,
+    Storage,
+)
+
+if TYPE_CHECKING:
+    from vivary_git.scaffold.plan import ScaffoldPlan
+
+
+class InitReport(msgspec.Struct, frozen=True):
+    """`init --json`: the choices, each file with what happens to it, and what to do next."""
+
+    ok: bool
+    dry_run: bool
+    target: str
+    choices: dict[str, str]
+    wizard: bool  # the two questions were asked
+    git_init: bool  # `git init` ran (or, with dry_run, would run)
+    files: list[dict[str, object]]
+    private_verified: list[str] | None  # private files Git was shown to ignore; None on a dry run
+    committed: str | None
+    next_steps: list[str]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "init", help="start a workspace: seed graph, agent guidance, private files, optional memory policy",
+        description="Scaffold a workspace in DIR (default: the current folder): `git init` when needed, a seed "
+        "graph for the preset, AGENTS.md for agents, private USER.md/MEMORY.md/memory/heartbeat-reports/ kept out "
+        "of Git (proved with `git check-ignore`), a tropo.toml the published tropo also reads and, with --memory, "
+        "a DISABLED memory policy. Existing files are never overwritten without --force (private files never). "
+        "On a terminal, with neither --memory nor --storage, two questions choose the capabilities. "
+        "Exit 0; 2 on a usage error; 3 when a private file would not be ignored (nothing is committed). "
+        "See docs/init.md.",
+    )
+    p.add_argument("dir", nargs="?", default=".", metavar="DIR", help="folder to scaffold in (created if missing)")
+    p.add_argument("--preset", choices=PRESETS, default=DEFAULT_PRESET,
+                   help=f"what the starter graph is about (default {DEFAULT_PRESET})")
+    p.add_argument("--memory", choices=MEMORY_CHOICES, default=None,
+                   help="semantic memory policy to write, always disabled (default none)")
+    p.add_argument("--storage", choices=STORAGE_CHOICES, default=None,
+                   help="where derived data lives: file (default) or git-cache (refs/vivary/cache)")
+    p.add_argument("--host", choices=HOSTS, default=DEFAULT_HOST,
+                   help="agent host to write guidance for (AGENTS.md always; CLAUDE.md, GEMINI.md or a Cursor rule)")
+    p.add_argument("--dry-run", action="store_true", help="write nothing; list what would be written")
+    add_json_arg(p)
+    p.add_argument("--yes", action="store_true", help="also make the first commit (only the scaffold's files)")
+    p.add_argument("--no-wizard", action="store_true", help="never ask questions; flags and defaults decide")
+    p.add_argument("--auto", action="store_true",
+                   help="choose the recommended defaults without asking (never Cognee)")
+    p.add_argument("--force", action="store_true",
+                   help="overwrite existing scaffold files that differ (listed); private files are never overwritten")
+    p.set_defaults(run=run)
+
+
+def _choose(args: argparse.Namespace) -> tuple[Storage, Memory, bool]:
+    """Storage and memory from flags, the wizard, or the defaults; and whether the wizard ran."""
+    explicit = args.memory is not None or args.storage is not None
+    interactive = not (args.no_wizard or args.auto or explicit) and sys.stdin.isatty()
+    if interactive:
+        from vivary_git.scaffold.wizard import ask
+
+        storage, memory = ask(sys.stdin, sys.stderr)
+        return storage, memory, True
+    # Non-interactive runs (agents, CI, --auto) take the smallest setup: Cognee only by explicit flag.
+    return args.storage or DEFAULT_STORAGE, args.memory or DEFAULT_MEMORY, False
+
+
+def run(args: argparse.Namespace) -> int:
+    from vivary_git.scaffold import plan as scaffold
+
+    target = Path(args.dir)
+    storage, memory, asked = _choose(args)
+    choices = scaffold.Choices(preset=args.preset, memory=memory, storage=storage, host=args.host,
+                               project=scaffold.project_name(target))
+    plan = scaffold.plan_scaffold(target, choices, force=args.force)
+    verified: list[str] | None = None
+    committed: str | None = None
+    if not args.dry_run:
+        scaffold.apply(plan)
+        leaks = scaffold.verify_private(plan.target)
+        if leaks:
+            raise RefusedError(scaffold.leak_message(leaks) + "; the files are written, nothing was committed")
+        verified = [p for p in scaffold.PRIVATE_FILES if (plan.target / p).exists()]
+        if args.yes:
+            committed = scaffold.commit(plan, f"Start a vivary workspace (preset {choices.preset})")
+    report = InitReport(
+        ok=True, dry_run=args.dry_run, target=str(plan.target), choices=msgspec.to_builtins(choices),
+        wizard=asked, git_init=plan.git_init, files=[msgspec.to_builtins(f) for f in plan.files],
+        private_verified=verified, committed=committed, next_steps=_next_steps(args, plan, committed),
+    )
+    if args.json:
+        emit_json(report)
+    else:
+        _print(report)
+    return EXIT_OK
+
+
+def _next_steps(args: argparse.Namespace, plan: ScaffoldPlan, committed: str | None) -> list[str]:
+    c = plan.choices
+    where = "" if plan.target == Path.cwd().absolute() else f"cd {plan.target} && "
+    steps = []
+    if args.dry_run:
+        steps.append("run again without --dry-run to write these files")
+    steps.append(f"{where}git vivary check")
+    if not args.dry_run and committed is None and not args.yes:
+        steps.append("review the files, then commit them (or run again with --yes)")
+    if any(f.action == "keep" and not f.private for f in plan.files):
+        steps.append("some files were kept as they were; --force overwrites them (see the list above)")
+    steps.append("git vivary hooks install   # optional: check the graph before every commit (a human gate)")
+    if c.memory != "none":
+        steps.append(f"memory policy ({c.memory}) is written DISABLED; docs/memory.md explains activation, "
+                     "install and index as separate steps")
+    steps.append("git vivary doctor")
+    return steps
+
+
+def _print(r: InitReport) -> None:
+    out = sys.stdout
+    c = r.choices
+    head = "dry run: nothing was written\n" if r.dry_run else ""
+    verb = "would scaffold" if r.dry_run else "scaffolded"
+    out.write(f"{head}{verb} a {c['preset']} workspace in {r.target} "
+              f"(memory {c['memory']}, storage {c['storage']}, host {c['host']})\n")
+    if r.git_init:
+        out.write(f"  {'would run' if r.dry_run else 'ran'} git init\n")
+    width = max(len(str(f["action"])) for f in r.files)
+    for f in r.files:
+        note = f"  ({f['note']})" if f["note"] else ""
+        private = "  [private]" if f["private"] else ""
+        out.write(f"  {str(f['action']).ljust(width)}  {f['path']}{private}{note}\n")
+    if r.private_verified:
+        out.write(f"private, proved ignored by Git: {', '.join(r.private_verified)}\n")
+    if r.committed:
+        out.write(f"committed {r.committed[:12]}\n")
+    out.write("next:\n")
+    for step in r.next_steps:
+        out.write(f"  {step}\n")

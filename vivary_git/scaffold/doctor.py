@@ -1,0 +1,452 @@
+"""The workspace doctor: one read-only health report, each problem with the command that fixes it.
+
+Read-only is a promise, not a habit: doctor writes nothing to the work tree or to `.git`. That is why
+the graph is read from a commit (`HEAD` by default) with every cache off: reading the *working* tree
+would mean `git add -A` into a scratch index, which writes blobs into the object database. Uncommitted
+changes are counted (`git --no-optional-locks status`, which does not even refresh the index) and
+pointed at `git vivary check`. Git commands used: `rev-parse`, `ls-files`, `check-ignore`, `status`,
+`config` — all readers. No provider runtime is imported and no model is called: the local embedder is
+probed by `embedder_status()`, Cognee by `find_spec`.
+
+Privacy is proved with Git: a private path (`USER.md`, `MEMORY.md`, `memory/**`, `heartbeat-reports/**`,
+`.strato/private/**`) that `git ls-files --cached --others --exclude-standard` lists is one Git tracks
+or would add, i.e. one that is not actually ignored.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import msgspec
+
+from vivary_git import git
+from vivary_git.errors import VivaryError
+from vivary_git.scaffold.presets import PRIVATE_PATTERNS
+
+if TYPE_CHECKING:
+    from vivary_git.memory.config import MemoryConfig
+    from vivary_git.workspace import Workspace
+
+Level = Literal["error", "warning"]
+MemoryStatus = Literal["disabled", "privacy-failed", "healthy", "configured", "unavailable", "misconfigured", "stale"]
+MEMORY_OK: frozenset[str] = frozenset({"disabled", "healthy", "configured"})
+MEMORY_FILE = ".vivary/memory.toml"
+CACHE_REF = "refs/vivary/cache"
+_MANIFEST_MAX_BYTES = 1 << 20
+# Hypothetical private paths: what `.gitignore` must cover before anyone creates them.
+_PROBES = ("USER.md", "MEMORY.md", "memory/doctor-probe.md", "heartbeat-reports/doctor-probe.md",
+           ".strato/private/doctor-probe.md")
+_GITIGNORE_LINES = "USER.md, MEMORY.md, /memory/, /heartbeat-reports/, /.strato/private/"
+
+
+class Problem(msgspec.Struct, frozen=True):
+    area: str  # repo | workspace | graph | privacy | hooks | cache | memory
+    level: Level
+    message: str
+    fix: str
+
+
+class RepoInfo(msgspec.Struct, frozen=True):
+    top: str | None
+    git_dir: str | None
+    head: str | None  # commit id, None when unborn or not a repository
+    branch: str | None
+
+
+class WorkspaceInfo(msgspec.Struct, frozen=True):
+    root: str | None
+    config: str | None  # "tropo.toml", ".vivary/workspace.toml" or "zero-config"
+    source: str | None  # the tree the graph was read from, e.g. "HEAD"
+
+
+class GraphInfo(msgspec.Struct, frozen=True):
+    tree: str | None
+    nodes: int
+    edges: int
+    broken: int
+    checked: int
+    errors: int
+    warnings: int
+    codes: dict[str, int]  # findings per code
+    worktree_changes: int  # paths under the workspace that differ from the tree read
+
+
+class PrivacyInfo(msgspec.Struct, frozen=True):
+    status: Literal["ok", "failed", "unknown"]
+    leaks: list[str]  # private paths Git tracks or would add (workspace-relative)
+    unguarded: list[str]  # private paths a new file would not be ignored at
+    detail: str = ""
+
+
+class HooksInfo(msgspec.Struct, frozen=True):
+    installed: bool
+    hooks_dir: str | None
+    vivary_hooks: list[str]  # hook scripts that mention vivary
+    pre_commit_config: bool  # .pre-commit-config.yaml names a vivary hook
+
+
+class CacheInfo(msgspec.Struct, frozen=True):
+    ref: str
+    present: bool
+    commit: str | None
+
+
+class MemoryInfo(msgspec.Struct, frozen=True):
+    """The contract's workspace-doctor `memory` block."""
+
+    enabled: bool
+    provider: str
+    mode: str
+    status: MemoryStatus
+    config: str | None
+    privacy: str  # not-indexed | private-paths-filtered | failed | unknown
+    detail: str
+
+
+class DoctorReport(msgspec.Struct, frozen=True):
+    ok: bool
+    repo: RepoInfo
+    workspace: WorkspaceInfo
+    graph: GraphInfo | None
+    privacy: PrivacyInfo
+    hooks: HooksInfo
+    cache: CacheInfo
+    memory: MemoryInfo
+    problems: list[Problem]
+
+
+_NO_MEMORY = MemoryInfo(enabled=False, provider="none", mode="none", status="disabled", config=None,
+                        privacy="not-indexed", detail="")
+
+
+def _git(args: list[str], cwd: Path, stdin: bytes | None = None) -> tuple[int, bytes]:
+    proc = git.run(args, cwd=cwd, input=stdin, check=False)
+    return proc.returncode, proc.stdout
+
+
+def _text(out: bytes) -> str:
+    return out.decode("utf-8", "surrogateescape").strip()
+
+
+def doctor(path: str | os.PathLike[str] | None = None, *, rev: str = "HEAD", root: str | None = None) -> DoctorReport:
+    """Diagnose the workspace containing `path` (default: the current directory), reading `rev`."""
+    start = Path(path or ".").absolute()
+    problems: list[Problem] = []
+    code, out = _git(["rev-parse", "--show-toplevel"], start)
+    if code != 0:
+        problems.append(Problem("repo", "error", f"{start} is not inside a Git work tree",
+                                "git vivary init   # or `git init`, then commit your notes"))
+        return DoctorReport(
+            ok=False, repo=RepoInfo(None, None, None, None), workspace=WorkspaceInfo(None, None, None), graph=None,
+            privacy=PrivacyInfo("unknown", [], [], "no Git work tree"), hooks=HooksInfo(False, None, [], False),
+            cache=CacheInfo(CACHE_REF, False, None), memory=_NO_MEMORY, problems=problems,
+        )
+    top = Path(_text(out))
+    git_dir = _text(_git(["rev-parse", "--path-format=absolute", "--git-common-dir"], start)[1])
+    head_code, head_out = _git(["rev-parse", "-q", "--verify", f"{rev}^{{commit}}"], start)
+    head = _text(head_out) if head_code == 0 else None
+    branch_code, branch_out = _git(["symbolic-ref", "-q", "--short", "HEAD"], start)
+    repo = RepoInfo(str(top), git_dir, head, _text(branch_out) if branch_code == 0 else None)
+
+    ws_root, config_name, graph, ws = _graph(start, rev, root, head, problems)
+    privacy = _privacy(ws_root, problems)
+    hooks = _hooks(start, top, problems)
+    cache = _cache(start)
+    memory = _memory(ws_root, Path(git_dir), privacy, ws, problems)
+    report_ws = WorkspaceInfo(str(ws_root), config_name, rev if graph is not None else None)
+    ok = not any(p.level == "error" for p in problems)
+    return DoctorReport(ok=ok, repo=repo, workspace=report_ws, graph=graph, privacy=privacy, hooks=hooks,
+                        cache=cache, memory=memory, problems=problems)
+
+
+def _find_root_on_disk(start: Path, top: Path) -> Path:
+    """Nearest folder from `start` up to `top` holding tropo.toml; `top` (zero-config) when none."""
+    here = start
+    while True:
+        if (here / "tropo.toml").is_file() or (here / ".vivary" / "workspace.toml").is_file():
+            return here
+        if here == top or here.parent == here:
+            return top
+        here = here.parent
+
+
+def _graph(start: Path, rev: str, root: str | None, head: str | None,
+           problems: list[Problem]) -> tuple[Path, str | None, GraphInfo | None, Workspace | None]:
+    from vivary_git.workspace import open_workspace
+
+    top = Path(_text(_git(["rev-parse", "--show-toplevel"], start)[1]))
+    if head is None:
+        ws_root = (start / root).resolve() if root else _find_root_on_disk(start.resolve(), top)
+        if rev == "HEAD":
+            problems.append(Problem(
+                "graph", "warning",
+                "no commits yet, so doctor has no tree to read (it never writes to .git to make one)",
+                "git vivary check   # checks the working tree now; commit the workspace, then run doctor again",
+            ))
+        else:
+            problems.append(Problem("graph", "error", f"--rev {rev}: no such commit", "name a commit, branch or tag"))
+        return ws_root, _config_name(ws_root), None, None
+    try:
+        ws = open_workspace(start, rev=rev, root=root, cache=False)
+        report = ws.check()
+        g = ws.graph()
+    except VivaryError as err:
+        ws_root = (start / root).resolve() if root else _find_root_on_disk(start.resolve(), top)
+        problems.append(Problem("workspace", "error", str(err), "fix the file it names, then `git vivary check`"))
+        return ws_root, _config_name(ws_root), None, None
+    ws_root = ws.source.root
+    codes: dict[str, int] = {}
+    for f in report.findings:
+        codes[f.code] = codes.get(f.code, 0) + 1
+    counts = g.counts()
+    changes = _worktree_changes(ws_root)
+    graph = GraphInfo(tree=ws.source.tree_id, nodes=counts["nodes"], edges=counts["edges"], broken=counts["broken"],
+                      checked=report.checked, errors=report.errors, warnings=report.warnings,
+                      codes=dict(sorted(codes.items())), worktree_changes=changes)
+    if report.errors:
+        problems.append(Problem("graph", "error", f"{report.errors} finding(s) at level error in {rev}",
+                                "git vivary check   # lists each as path:line: level CODE: message"))
+    if changes:
+        problems.append(Problem("graph", "warning", f"{changes} path(s) in the working tree differ from {rev}; "
+                                "this report describes the commit", "git vivary check   # checks the working tree"))
+    return ws_root, _config_name(ws_root), graph, ws
+
+
+def _config_name(ws_root: Path) -> str:
+    if (ws_root / "tropo.toml").is_file():
+        return "tropo.toml"
+    if (ws_root / ".vivary" / "workspace.toml").is_file():
+        return ".vivary/workspace.toml"
+    return "zero-config"
+
+
+def _worktree_changes(ws_root: Path) -> int:
+    # --no-optional-locks: plain `git status` refreshes and rewrites the index, which is a write.
+    code, out = _git(["--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=all", "--", "."],
+                     ws_root)
+    if code != 0:
+        return 0
+    n = 0
+    entries = out.split(b"\0")
+    i = 0
+    while i < len(entries):
+        entry = entries[i]
+        if entry:
+            n += 1
+            if entry[:1] in (b"R", b"C"):  # a rename/copy carries its source path as the next entry
+                i += 1
+        i += 1
+    return n
+
+
+def _is_private(rel: str, ignorecase: bool) -> bool:
+    """Whether a workspace-relative path falls under `PRIVATE_PATTERNS` (gitignore meaning: a pattern
+    without a slash matches a name at any depth; `dir/**` matches everything under the root's dir)."""
+    path = rel.lower() if ignorecase else rel
+    parts = path.split("/")
+    for pattern in PRIVATE_PATTERNS:
+        p = pattern.lower() if ignorecase else pattern
+        if p.endswith("/**"):
+            if path.startswith(p[:-2]):
+                return True
+        elif p in parts:
+            return True
+    return False
+
+
+def _privacy(ws_root: Path, problems: list[Problem]) -> PrivacyInfo:
+    if not ws_root.is_dir():
+        return PrivacyInfo("unknown", [], [], "the workspace folder is not in the working tree")
+    code, out = _git(["config", "--type=bool", "--get", "core.ignoreCase"], ws_root)
+    ignorecase = code == 0 and _text(out) == "true"
+    code, out = _git(["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."], ws_root)
+    if code != 0:
+        problems.append(Problem("privacy", "error", "Git could not list the working tree, so privacy is unproven",
+                                "git status   # shows what Git cannot read"))
+        return PrivacyInfo("unknown", [], [], "git ls-files failed")
+    listed = sorted({os.fsdecode(p) for p in out.split(b"\0") if p})
+    leaks = [p for p in listed if _is_private(p, ignorecase)]
+    unguarded: list[str] = []
+    memory_configured = (ws_root / MEMORY_FILE).exists()
+    if memory_configured or any((ws_root / p.split("/")[0]).exists() for p in _PROBES):
+        stdin = b"".join(p.encode() + b"\0" for p in _PROBES)
+        code, out = _git(["check-ignore", "--no-index", "-z", "--stdin"], ws_root, stdin)
+        if code in (0, 1):
+            ignored = {os.fsdecode(p) for p in out.split(b"\0") if p}
+            unguarded = [p.replace("doctor-probe.md", "") for p in _PROBES if p not in ignored]
+    if leaks:
+        shown = ", ".join(leaks[:5]) + (f" and {len(leaks) - 5} more" if len(leaks) > 5 else "")
+        problems.append(Problem(
+            "privacy", "error", f"private file(s) not ignored by Git (tracked or would be added): {shown}",
+            f"add {_GITIGNORE_LINES} to .gitignore, then `git rm --cached -- PATH` for any that are tracked "
+            "(and rewrite history if they were pushed)",
+        ))
+    elif unguarded:
+        problems.append(Problem(
+            "privacy", "warning", f"Git would not ignore new private files at: {', '.join(unguarded)}",
+            f"add {_GITIGNORE_LINES} to .gitignore",
+        ))
+    return PrivacyInfo("failed" if leaks else "ok", leaks, unguarded)
+
+
+def _hooks(start: Path, top: Path, problems: list[Problem]) -> HooksInfo:
+    code, out = _git(["rev-parse", "--path-format=absolute", "--git-path", "hooks"], start)
+    hooks_dir = Path(_text(out)) if code == 0 else None
+    ours: list[str] = []
+    framework = False
+    if hooks_dir is not None and hooks_dir.is_dir():
+        for entry in sorted(hooks_dir.iterdir()):
+            if entry.name.endswith(".sample") or not entry.is_file():
+                continue
+            text = _head(entry)
+            if "vivary" in text.lower():
+                ours.append(entry.name)
+            elif entry.name == "pre-commit" and "pre-commit.com" in text:
+                framework = True
+    config = top / ".pre-commit-config.yaml"
+    in_config = config.is_file() and "vivary-check" in _head(config, 1 << 20)
+    installed = bool(ours) or (in_config and framework)
+    if not installed:
+        fix = ("pre-commit install   # .pre-commit-config.yaml names vivary-check, but the framework's hook is not "
+               "installed") if in_config else "git vivary hooks install   # check the graph before every commit"
+        problems.append(Problem("hooks", "warning", "no Git hook runs vivary, so a broken graph can be committed", fix))
+    return HooksInfo(installed, str(hooks_dir) if hooks_dir else None, ours, in_config)
+
+
+def _head(path: Path, limit: int = 64 * 1024) -> str:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(limit).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _cache(start: Path) -> CacheInfo:
+    code, out = _git(["rev-parse", "-q", "--verify", f"{CACHE_REF}^{{commit}}"], start)
+    return CacheInfo(CACHE_REF, code == 0, _text(out) if code == 0 else None)
+
+
+def _memory(ws_root: Path, common_dir: Path, privacy: PrivacyInfo, ws: Workspace | None,
+            problems: list[Problem]) -> MemoryInfo:
+    from vivary_git.errors import ConfigError
+    from vivary_git.memory.config import parse_memory_config
+
+    path = ws_root / MEMORY_FILE
+    display = MEMORY_FILE
+    if not path.exists() and not path.is_symlink():
+        return _NO_MEMORY
+
+    def bad(detail: str, fix: str) -> MemoryInfo:
+        problems.append(Problem("memory", "error", detail, fix))
+        return MemoryInfo(enabled=False, provider="unknown", mode="unknown", status="misconfigured", config=display,
+                          privacy="unknown", detail=detail)
+
+    if path.is_symlink() or not path.is_file():
+        return bad(f"{display} is not a regular file", f"replace {display} with the file itself")
+    code, _ = _git(["check-ignore", "-q", "--", MEMORY_FILE], ws_root)
+    if code == 0:
+        return bad(f"{display} exists but Git ignores it, so no tree carries the memory policy",
+                   f"add `!{MEMORY_FILE}` to .gitignore after the rule that ignores it, or `git add -f {display}`")
+    try:
+        cfg = parse_memory_config(path.read_bytes(), display)
+    except ConfigError as err:
+        return bad(str(err), f"fix {display} as the message says (docs/memory.md)")
+    except OSError as err:
+        return bad(f"{display} cannot be read ({err.strerror})", f"fix the permissions of {display}")
+    section = cfg.memory
+
+    def info(status: MemoryStatus, detail: str, fix: str = "") -> MemoryInfo:
+        if status not in MEMORY_OK:
+            problems.append(Problem("memory", "error", detail, fix))
+        shown = {"disabled": "not-indexed", "privacy-failed": "failed"}.get(status, "private-paths-filtered")
+        return MemoryInfo(enabled=cfg.enabled, provider=section.provider, mode=section.mode, status=status,
+                          config=display, privacy=shown, detail=detail)
+
+    if not cfg.enabled:
+        return info("disabled", "" if section.provider == "none" else (
+            f"{section.provider} policy is written but disabled; docs/memory.md explains activation, install and "
+            "index as separate steps"))
+    if privacy.status != "ok":
+        return info("privacy-failed", "private workspace paths are not actively ignored by Git",
+                    "fix the privacy problem above first; nothing may be indexed until then")
+    if section.provider == "cognee":
+        if _module_present("vivary_cognee"):
+            return info("configured", "vivary-memory-cognee adapter is available; indexing still requires approval")
+        return info("unavailable", "Cognee policy is enabled but the vivary-memory-cognee adapter is not installed",
+                    "pip install vivary-memory-cognee   # a human gate")
+    return _local_memory(info, cfg, ws_root, common_dir, ws)
+
+
+def _module_present(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _local_memory(info: Callable[..., MemoryInfo], cfg: MemoryConfig, ws_root: Path, common_dir: Path,
+                  ws: Workspace | None) -> MemoryInfo:
+    from vivary_git.memory.embed import INSTALL_HINT, embedder_status
+
+    status = embedder_status(cfg.memory.local.model)
+    if status == "available" and not _module_present("hnswlib"):
+        status = f"unavailable: missing hnswlib; {INSTALL_HINT}"
+    if status != "available":
+        detail = status.removeprefix("unavailable: ")
+        return info("unavailable", f"local memory is enabled but cannot run: {detail}",
+                    f"{INSTALL_HINT}   # a human gate")
+    manifest = _find_manifest(cfg, ws_root, common_dir)
+    if manifest is None:
+        return info("configured", "local memory is ready; no index yet: `git vivary index --yes` builds it (approval)")
+    where, recorded = manifest
+    current = _current_fingerprint(cfg, ws)
+    if current is None:
+        return info("configured", f"index manifest at {where}; no commit to compare it with yet")
+    if recorded != current:
+        return info("stale", f"the index ({where}) was built from other notes than the workspace holds now",
+                    "git vivary index --yes   # rebuild it; recall refuses a stale index")
+    return info("healthy", f"index matches the current snapshot ({current[:12]})")
+
+
+def _manifest_candidates(cfg: MemoryConfig, ws_root: Path, common_dir: Path) -> list[Path]:
+    """Where a vivary-local index manifest may be: the configured state_path, else the defaults under
+    `.git/vivary/` (the provider is still landing; see docs/doctor.md)."""
+    out: list[Path] = []
+    if cfg.memory.local.state_path:
+        out.append(ws_root / cfg.memory.local.state_path / "manifest.json")
+    base = common_dir / "vivary" / "memory"
+    out += [base / "vivary-local" / "manifest.json", base / "local" / "manifest.json", base / "manifest.json"]
+    return out
+
+
+def _find_manifest(cfg: MemoryConfig, ws_root: Path, common_dir: Path) -> tuple[str, str] | None:
+    for candidate in _manifest_candidates(cfg, ws_root, common_dir):
+        if candidate.is_symlink() or not candidate.is_file():
+            continue
+        try:
+            if candidate.stat().st_size > _MANIFEST_MAX_BYTES:
+                return str(candidate), ""
+            data = json.loads(candidate.read_bytes())
+        except (OSError, ValueError):
+            return str(candidate), ""  # unreadable counts as stale: recall would refuse it too
+        value = data.get("fingerprint") if isinstance(data, dict) else None
+        return str(candidate), value if isinstance(value, str) else ""
+    return None
+
+
+def _current_fingerprint(cfg: MemoryConfig, ws: Workspace | None) -> str | None:
+    if ws is None:
+        return None
+    from vivary_git.memory.snapshot import build_snapshot
+
+    try:
+        snap = build_snapshot(ws, cfg.policy(), provider=cfg.provider, model=cfg.model,
+                              dataset_label=cfg.dataset_label)
+    except VivaryError:
+        return ""  # no snapshot can be built: whatever the manifest records, it does not match
+    return snap.fingerprint
