@@ -218,7 +218,7 @@ def test_hostile_inputs_and_payload_stay_data(repo: Repo, tmp_path: Path) -> Non
     r = run_action(repo.path, tmp_path, {**tool_inputs(), "root": "$(touch pwned2)"}, event)
     assert not (repo.path / "pwned").exists() and not (repo.path / "pwned2").exists()
     assert r.code == 2, r.log  # the hostile root reached vivary as a plain (unknown) folder name
-    assert "--root $(touch pwned2): no such folder in HEAD" in r.log and "Traceback" not in r.log
+    assert "--root $(touch pwned2): there is no folder '$(touch pwned2)' in HEAD" in r.log and "Traceback" not in r.log
     r = run_action(repo.path, tmp_path, {**tool_inputs(), "base": "--output=/tmp/x"}, event)
     assert r.code == 2 and "starts with '-'" in r.log
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import msgspec
 
 from vivary_git.blast import ChangeReport, change_impact
-from vivary_git.errors import GitError, UsageError, VivaryError
+from vivary_git.errors import GitError, VivaryError
 from vivary_git.git import Repo
 from vivary_git.models import Edge, Finding, Node
 from vivary_git.workspace import CheckReport, Workspace, open_workspace
@@ -73,11 +73,8 @@ def review(
     strict: bool | None = None,
 ) -> Review:
     """Check `head` and, with `base`, compute what the change base..head touches."""
+    # A --root the tree lacks is a UsageError from open_source: the gate must not pass over nothing.
     head_ws = open_workspace(cwd, rev=head, root=root, cache=cache)
-    if root is not None and head_ws.source.repo is not None and head_ws.source.tree_id is None:
-        # Otherwise a mistyped root reads no document and the gate passes.
-        raise UsageError(f"--root {root}: no such folder in {head}; name the workspace folder relative to the "
-                         "repository root")
     report = head_ws.check(strict=strict)
     head_graph = head_ws.graph()
     prefix = head_ws.source.prefix
