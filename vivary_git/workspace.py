@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,9 +27,10 @@ from vivary_git.check import DateLookup
 from vivary_git.config import Config
 from vivary_git.localcache import ObjectCache, SegmentCache, parse_cache
 from vivary_git.models import Finding, Note
-from vivary_git.source import Source, open_source
+from vivary_git.source import Entry, Source, open_source
 
 if TYPE_CHECKING:
+    from vivary_git import store
     from vivary_git.history import Dates
     from vivary_git.searchindex import SearchIndex
 
@@ -78,7 +80,13 @@ class _Rules:
         return cfg, folder_types
 
     def fact_key(self, path: str, blob: str, root_name: str) -> str:
-        digest = self._for(path)[2]
+        _, folder_types, digest = self._for(path)
+        # issue 4: the workspace folder's name shapes a document's facts only through its id (a root-level
+        # index file) or type (a type whose folder has that name); elsewhere it is left out of the key, so
+        # clones in differently named folders share the facts in refs/vivary/cache.
+        if root_name not in folder_types and (
+                "/" in path or graph_mod.node_id(path, root_name) != graph_mod.slug(root_name)):
+            root_name = ""
         raw = f"{blob}\0{digest}\0{root_name}\0{path}".encode("utf-8", "surrogateescape")
         return hashlib.sha1(raw, usedforsecurity=False).hexdigest()
 
@@ -99,6 +107,11 @@ class Workspace:
         self._graph: graph_mod.Graph | None = None
         self._notes: dict[str, Note] | None = None
         self.stats = Stats()
+        # --- issue 4: the shared ref cache (store.py), second level behind the local hot cache ---
+        self._ref: store.RefCache | None = None
+        self._ref_checked = False
+        self._from_ref: set[str] = set()  # parse (blob ids) and facts (keys) read from the ref this run
+        self._computed_notes: dict[str, Note] = {}
 
     @property
     def root_name(self) -> str:
@@ -133,24 +146,45 @@ class Workspace:
             if cached is not None:
                 self.stats.graph_cached = True
                 self._graph = cached
+                self._record(cached, None)  # issue 4: a tree first computed while it could not be recorded
                 return cached
+        dates = self._date_lookup()
+        keyed = self._all_facts(dates)
+        self._graph = graph_mod.build(
+            self.root_name, self.source.tree_id, self.config, [(e.path, e.oid, f) for e, _, f in keyed],
+            unreadable=self.source.problems,
+        )
+        if key is not None:
+            self._graph_cache.put(key, self._graph)
+        if dates is None:
+            self._record(self._graph, keyed)
+        return self._graph
+
+    def _all_facts(self, dates: DateLookup | None) -> list[tuple[Entry, str, graph_mod.Facts]]:
+        """Every document's facts with its fact key: from the local cache, the shared ref cache, or computed."""
         entries = self.source.entries
         rules = _Rules(self.config, self.source.overlays)
-        dates = self._date_lookup()
         # Facts depend on history only when `derive` names created/updated; then they are not cached.
         fact_cache = self._fact_cache if dates is None else None
         keyed = [(e, rules.fact_key(e.path, e.oid, self.root_name)) for e in entries]
         found: dict[str, graph_mod.Facts] = {}
         missing: list[str] = []
-        for e, k in keyed:
+        for _, k in keyed:
             f = fact_cache.get(k) if fact_cache is not None else None
             if f is None:
-                missing.append(e.oid)
+                missing.append(k)
             else:
                 found[k] = f
-        self.stats.reused += len(keyed) - len(missing)
-        notes = self._notes_for(missing)
-        docs: list[tuple[str, str, graph_mod.Facts]] = []
+        # issue 4: facts the local cache lacks may be in the shared ref cache.
+        ref = self._refcache() if fact_cache is not None and missing else None
+        shared: dict[str, graph_mod.Facts] = ref.get("facts", missing) if ref is not None else {}
+        for k, f in shared.items():
+            found[k] = f
+            fact_cache.put(k, f)  # type: ignore[union-attr]  # a ref is only consulted with a fact cache
+        self._from_ref.update(shared)
+        self.stats.reused += len(keyed) - len(missing) + len(shared)
+        notes = self._notes_for([e.oid for e, k in keyed if k not in found])
+        out: list[tuple[Entry, str, graph_mod.Facts]] = []
         for e, k in keyed:
             f = found.get(k)
             if f is None:
@@ -159,15 +193,145 @@ class Workspace:
                 found[k] = f
                 if fact_cache is not None:
                     fact_cache.put(k, f)
-            docs.append((e.path, e.oid, f))
+            out.append((e, k, f))
         if fact_cache is not None:
             fact_cache.flush(keep=(k for _, k in keyed))
-        self._graph = graph_mod.build(
-            self.root_name, self.source.tree_id, self.config, docs, unreadable=self.source.problems,
+        return out
+
+    # --- issue 4: recording in the shared ref cache (refs/vivary/cache, see store.py) ---------------------
+
+    def _refcache(self) -> store.RefCache | None:
+        if not self._ref_checked:
+            self._ref_checked = True
+            repo = self.source.repo
+            if self.cache_enabled and repo is not None:
+                from vivary_git import store
+
+                if store.enabled(repo):
+                    self._ref = store.RefCache(repo)
+        return self._ref
+
+    def _recordable_root(self) -> str | None:
+        """The root tree to decide privacy with, when this source may be recorded at all: a `--rev`,
+        or a working tree / index identical to HEAD's. Uncommitted content never enters the ref."""
+        repo, source = self.source.repo, self.source
+        if repo is None or source.tree_id is None or repo.workdir is None:
+            return None  # bare: Git decides privacy only in a work tree, so nothing could be admitted
+        pygit2 = repo.pygit2
+        try:
+            if source.kind == "rev":
+                root = str(repo.repo.revparse_single(source.label).peel(pygit2.Tree).id)
+            elif source.kind in ("worktree", "staged") and not repo.repo.head_is_unborn:
+                root = str(repo.repo.head.peel(pygit2.Tree).id)
+            else:
+                return None
+        except (KeyError, ValueError, pygit2.GitError):
+            return None
+        sub = repo.lookup(root, source.prefix) if source.prefix else root
+        return root if sub == source.tree_id else None
+
+    def _private_paths(self, paths: list[str], root: str) -> set[int]:
+        """Indices of `paths` the privacy boundary keeps out of the ref cache (raises VivaryError when
+        it cannot decide: then nothing is recorded)."""
+        from vivary_git import privacy
+
+        repo = self.source.repo
+        assert repo is not None
+        if repo.workdir is None:
+            raise privacy.PrivacyError("a bare repository has no work tree for Git to decide privacy in")
+        extra: tuple[str, ...] = ()
+        try:
+            from vivary_git.memory.config import load_memory_config
+        except ImportError:
+            pass
+        else:
+            extra = tuple(load_memory_config(self).memory.privacy.private_paths)
+        # Ignored files stay private here whatever memory.toml says about respect_gitignore.
+        policy = privacy.PrivacyPolicy(private_paths=extra, respect_gitignore=True)
+        out = {i for i, d in enumerate(privacy.decide(repo.workdir, paths, policy, tree=root)) if d.private}
+        if self.source.kind != "rev":
+            # The working tree's ignore rules may be ahead of HEAD's; either one making a path private wins.
+            out |= {i for i, d in enumerate(privacy.decide(repo.workdir, paths, policy)) if d.private}
+        return out
+
+    def _record(self, g: graph_mod.Graph, keyed: list[tuple[Entry, str, graph_mod.Facts]] | None) -> None:
+        """Add what this tree needed (parses, facts, a counts-only summary) to the ref cache, once per
+        tree, for the privacy-admitted documents only; one commit per recorded tree."""
+        if {"created", "updated"} & set(self.config.derive):
+            return  # facts depend on history; the ref cache holds pure functions of content only
+        ref = self._refcache()
+        tree = self.source.tree_id
+        if ref is None or tree is None:
+            return
+        root = self._recordable_root()
+        if root is None:
+            return
+        from vivary_git import store
+        from vivary_git.errors import VivaryError
+
+        tkey = store.tree_key(tree, self.config.digest())
+        if ref.has_tree(tkey) or ref.damaged:
+            return
+        if keyed is None:
+            keyed = self._all_facts(None)
+        prefix = f"{self.source.prefix}/" if self.source.prefix else ""
+        try:
+            private = self._private_paths([prefix + e.path for e, _, _ in keyed], root) if keyed else set()
+        except VivaryError as err:
+            print(f"vivary: not recording this tree in {store.CACHE_REF}: {err}", file=sys.stderr)
+            return
+        # A blob is admitted only if every path holding it is public.
+        private_blobs = {keyed[i][0].oid for i in private}
+        admitted = [(e, k, f) for i, (e, k, f) in enumerate(keyed) if i not in private and e.oid not in private_blobs]
+        fact_keys = [k for _, k, _ in admitted if k not in self._from_ref]
+        blobs = list(dict.fromkeys(e.oid for e, _, _ in admitted if e.oid not in self._from_ref))
+        new_facts = set(ref.missing("facts", fact_keys))
+        new_blobs = ref.missing("parse", blobs)
+        notes = {oid: self._computed_notes[oid] for oid in new_blobs if oid in self._computed_notes}
+        rest = [oid for oid in new_blobs if oid not in notes]
+        if rest:
+            notes.update(self._notes_for(rest))
+        errors = sum(f.level == "error" for f in g.findings)
+        counts = g.counts()
+        summary = store.TreeSummary(
+            tree=tree, checked=g.checked, errors=errors, warnings=len(g.findings) - errors, nodes=counts["nodes"],
+            edges=counts["edges"], broken=counts["broken"], private=len(keyed) - len(admitted),
+            written=int(time.time()),
         )
-        if key is not None:
-            self._graph_cache.put(key, self._graph)
-        return self._graph
+        changes = store.Changes(
+            parse=store.encode_entries(notes),
+            facts=store.encode_entries({k: f for _, k, f in admitted if k in new_facts}),
+            trees={tkey: summary},
+        )
+        ref.write(changes, f"vivary cache: tree {tree[:12]}, {len(notes)} parse(s), {len(changes.facts)} facts")
+
+    def cache_keys(self) -> tuple[str | None, set[str], set[str]]:
+        """issue 4 (`cache gc`): this tree's summary key, blob ids and fact keys, computed without parsing."""
+        from vivary_git import store
+
+        rules = _Rules(self.config, self.source.overlays)
+        entries = self.source.entries
+        tree = self.source.tree_id
+        tkey = store.tree_key(tree, self.config.digest()) if tree is not None else None
+        return tkey, {e.oid for e in entries}, {rules.fact_key(e.path, e.oid, self.root_name) for e in entries}
+
+    def _record_verdict(self, report: CheckReport) -> None:
+        """issue 4: with `git config vivary.notes true`, `check --rev COMMIT` notes its counts on COMMIT."""
+        repo = self.source.repo
+        if repo is None or self.source.kind != "rev" or self.source.tree_id is None or not self.cache_enabled:
+            return
+        from vivary_git import store
+
+        if not store.notes_enabled(repo):
+            return
+        try:
+            commit = str(repo.repo.revparse_single(self.source.label).peel(repo.pygit2.Commit).id)
+        except (KeyError, ValueError, repo.pygit2.GitError):
+            return  # a tree, not a commit: nothing to note it on
+        verdict = store.Verdict(tree=self.source.tree_id, checked=report.checked, errors=report.errors,
+                                warnings=report.warnings, clean=report.clean)
+        if not store.write_note(repo, commit, verdict):
+            print(f"vivary: could not write the verdict note in {store.NOTES_REF}: it kept moving", file=sys.stderr)
 
     def _notes_for(self, oids: list[str], *, remember: bool = True) -> dict[str, Note]:
         """Parses of these blobs: from the parse cache when many are wanted (loading it is cheaper
@@ -186,6 +350,16 @@ class Workspace:
                     out[oid] = note
             self.stats.reused += len(out)
             todo = [oid for oid in todo if oid not in out]
+        ref = self._refcache() if todo else None
+        if ref is not None:  # issue 4: parses the local cache lacks may be in the shared ref cache
+            shared = ref.get("parse", todo)
+            self._from_ref.update(shared)
+            out.update(shared)
+            self.stats.reused += len(shared)
+            todo = [oid for oid in todo if oid not in shared]
+            if remember:
+                for oid, note in shared.items():
+                    cache.put(oid, note)
         parsed = None
         repo = self.source.repo
         if todo and repo is not None:
@@ -198,6 +372,7 @@ class Workspace:
             parsed = [(oid, parse_blob(self.source.read(oid))) for oid in todo]
         for oid, note in parsed:
             out[oid] = note
+            self._computed_notes[oid] = note
             if remember:
                 cache.put(oid, note)
         self.stats.parsed += len(parsed)
@@ -263,13 +438,15 @@ class Workspace:
         findings = check_mod.apply_strictness(g.findings, self.config.strict if strict is None else strict)
         errors = sum(f.level == "error" for f in findings)
         checked = g.checked
-        return CheckReport(
+        report = CheckReport(
             checked=checked,
             clean=checked - len({f.path for f in findings}),
             errors=errors,
             warnings=len(findings) - errors,
             findings=findings,
         )
+        self._record_verdict(report)
+        return report
 
     def report_stats(self) -> None:
         if os.environ.get("VIVARY_STATS"):

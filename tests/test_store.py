@@ -1,0 +1,297 @@
+"""refs/vivary/cache (store.py): recording as a side effect, keys, privacy, untrusted reads, chain bound."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from tests.conftest import TROPO, Repo, git, run_git_vivary
+from vivary_git import store
+from vivary_git.git import Repo as GitRepo
+
+NOTES = {
+    "tropo.toml": TROPO,
+    "decisions/d1.md": "---\nstatus: accepted\ndate: 2026-01-02\nrelated: [m1]\n---\n# Use Git\n\nAlpha body.\n",
+    "decisions/d2.md": "---\nstatus: maybe\ndate: 2026-01-03\n---\n# Bad status\n\nsee [[m1]] and [[nowhere]]\n",
+    "modules/m1.md": "---\nstatus: live\ndepends: [m2]\n---\n# Module one\n",
+    "modules/m2.md": "---\nstatus: live\n---\n# Module two\n",
+    "notes/free.md": "# Free note\n\nlinks [[d1]]\n",
+}
+
+
+def objects_reachable(path: Path, *refs: str) -> bytes:
+    """The content of every object reachable from `refs` (those that exist), concatenated."""
+    present = [r for r in refs if git(path, "rev-parse", "-q", "--verify", r, check=False).strip()]
+    if not present:
+        return b""
+    listing = git(path, "rev-list", "--objects", *present)
+    ids = "".join(line.split()[0] + "\n" for line in listing.splitlines() if line.strip())
+    proc = subprocess.run(["git", "cat-file", "--batch"], cwd=path, input=ids.encode(), capture_output=True,
+                          check=True)
+    return proc.stdout
+
+
+def stats(err: str) -> dict[str, Any]:
+    line = next(x for x in err.splitlines() if x.startswith("vivary: stats "))
+    out: dict[str, Any] = msgspec.json.decode(line[len("vivary: stats "):])
+    return out
+
+
+def tip(path: Path, ref: str = store.CACHE_REF) -> str:
+    return git(path, "rev-parse", "-q", "--verify", ref, check=False).strip()
+
+
+@pytest.fixture
+def ws(repo: Repo) -> Repo:
+    repo.commit("notes", NOTES)
+    return repo
+
+
+def test_check_records_once_per_tree_and_a_cold_run_reads_it(ws: Repo, cli: Any) -> None:
+    first = cli("check", "--rev", "HEAD", cwd=ws.path)
+    commit = tip(ws.path)
+    assert commit, "check --rev HEAD records the cache"
+    assert git(ws.path, "log", "--format=%s", store.CACHE_REF).startswith("vivary cache: tree ")
+    names = git(ws.path, "ls-tree", "-r", "--name-only", store.CACHE_REF).split()
+    assert "manifest.msgpack" in names and all(n.startswith(("parse/", "facts/", "manifest")) for n in names)
+    assert len(names) < 2 * len(NOTES) + 1  # chunks, not one object per note
+    cli("check", "--rev", "HEAD", cwd=ws.path)
+    cli("graph", "--rev", "HEAD", cwd=ws.path)
+    assert tip(ws.path) == commit, "nothing new, no commit"
+    # Cold local cache: everything comes from the ref, nothing is parsed, output is identical.
+    import shutil
+
+    shutil.rmtree(ws.path / ".git" / "vivary")
+    r = run_git_vivary(["check", "--rev", "HEAD"], ws.path, env={"VIVARY_STATS": "1"})
+    assert stats(r.stderr)["parsed"] == 0, r.stderr
+    assert r.stdout == first.out and r.returncode == first.code
+
+
+def test_rebase_or_squash_reproducing_a_tree_hits(ws: Repo) -> None:
+    run_git_vivary(["check", "--rev", "HEAD"], ws.path)
+    tree = git(ws.path, "rev-parse", "HEAD^{tree}").strip()
+    other = git(ws.path, "commit-tree", tree, "-m", "squashed elsewhere").strip()  # same tree, new commit
+    import shutil
+
+    shutil.rmtree(ws.path / ".git" / "vivary")
+    before = tip(ws.path)
+    r = run_git_vivary(["check", "--rev", other], ws.path, env={"VIVARY_STATS": "1"})
+    assert stats(r.stderr)["parsed"] == 0
+    assert tip(ws.path) == before, "the tree was recorded already"
+
+
+def test_switches_and_uncommitted_content(ws: Repo, cli: Any) -> None:
+    cli("check", "--rev", "HEAD", "--no-cache", cwd=ws.path)
+    assert not tip(ws.path)
+    ws.git("config", "vivary.cache", "false")
+    cli("check", "--rev", "HEAD", cwd=ws.path)
+    cli("query", "module", "--rev", "HEAD", cwd=ws.path)
+    assert not tip(ws.path)
+    ws.git("config", "vivary.cache", "true")
+    ws.write({"modules/m2.md": "---\nstatus: live\n---\n# Draft DIRTY-MARKER\n"})
+    cli("check", cwd=ws.path)  # a dirty working tree is not recorded
+    assert not tip(ws.path)
+    ws.git("add", "modules/m2.md")
+    cli("check", "--staged", cwd=ws.path)  # nor an index that differs from HEAD
+    assert not tip(ws.path)
+    ws.git("reset", "-q")
+    cli("check", "--staged", cwd=ws.path)  # the index is HEAD's tree again: recorded
+    assert tip(ws.path)
+    assert b"DIRTY-MARKER" not in objects_reachable(ws.path, store.CACHE_REF)
+
+
+def test_every_command_records(repo: Repo, cli: Any) -> None:
+    repo.commit("notes", NOTES)
+    for args in (["graph", "--rev", "HEAD"], ["query", "module", "--rev", "HEAD"], ["blast", "m2", "--rev", "HEAD"]):
+        git(repo.path, "update-ref", "-d", store.CACHE_REF, check=False)
+        import shutil
+
+        shutil.rmtree(repo.path / ".git" / "vivary", ignore_errors=True)
+        cli(*args, cwd=repo.path)
+        assert tip(repo.path), args
+
+
+CANARIES = {
+    "USER.md": "# Me\n\nPRIVATE-CANARY-user\n",
+    "MEMORY.md": "---\ntitle: PRIVATE-CANARY-memory-title\n---\nPRIVATE-CANARY-memory\n",
+    "memory/x.md": "---\nstatus: PRIVATE-CANARY-status\n---\n# PRIVATE-CANARY-x-title\n",
+    "drafts/plan.md": "# PRIVATE-CANARY-ignored-title\n\nPRIVATE-CANARY-ignored [[PRIVATE-CANARY-link]]\n",
+    "journal/day.md": "# PRIVATE-CANARY-journal\n",
+    "notes/api-token.md": "# PRIVATE-CANARY-sensitive-name\n",
+    ".gitignore": "drafts/\n",
+    ".vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["journal/**"]\n',
+    "public/open.md": "# PUBLIC-MARKER title\n\nPUBLIC-MARKER body [[plan]]\n",
+}
+
+
+def test_nothing_private_reaches_the_refs(repo: Repo, cli: Any) -> None:
+    repo.write(CANARIES)
+    repo.git("add", "-A")
+    repo.git("add", "-f", "drafts/plan.md")  # ignored, yet tracked: still private
+    repo.git("commit", "-q", "-m", "canaries")
+    repo.git("config", "vivary.notes", "true")
+    for args in (["check", "--rev", "HEAD"], ["check"], ["graph", "--format", "json"], ["query", "PRIVATE"],
+                 ["blast", "plan"], ["check", "--staged"]):
+        cli(*args, cwd=repo.path)
+    assert tip(repo.path) and tip(repo.path, store.NOTES_REF)
+    blob = objects_reachable(repo.path, store.CACHE_REF, store.NOTES_REF)
+    assert b"PUBLIC-MARKER" in blob, "the scan sees what was written"
+    assert b"PRIVATE-CANARY" not in blob
+    for private in ("USER.md", "MEMORY.md", "memory/x.md", "drafts/plan.md", "journal/day.md", "api-token"):
+        assert private.encode() not in blob, private
+    summary = next(iter(store.Snapshot.load(GitRepo(repo.path)).manifest.trees.values()))  # type: ignore[union-attr]
+    assert summary.private == 6 and summary.checked == 7
+
+
+def test_privacy_undecidable_records_nothing(repo: Repo, cli: Any) -> None:
+    repo.commit("notes", {**NOTES, ".vivary/memory.toml": "[memory.privacy]\nfail_closed = false\n"})
+    r = cli("check", "--rev", "HEAD", cwd=repo.path)
+    assert "not recording this tree in refs/vivary/cache" in r.err
+    assert not tip(repo.path)
+
+
+# --- untrusted reads --------------------------------------------------------------------------------------
+
+
+def _rewrite(path: Path, edits: dict[str, bytes], *, fix_manifest: bool = False) -> None:
+    """Point refs/vivary/cache at a commit whose tree has `edits` applied (the manifest untouched,
+    unless `fix_manifest`, which makes digests match: a consistent forgery of bad content)."""
+    r = GitRepo(path)
+    snap = store.Snapshot.load(r)
+    assert snap is not None
+    files = {p: r.repo.create_blob(data) for p, data in edits.items()}
+    if fix_manifest:
+        m = snap.manifest
+        chunks = dict(m.chunks)
+        for p, data in edits.items():
+            import hashlib
+
+            chunks[p] = store.ChunkRef(hashlib.sha256(data).hexdigest(), len(data), m.chunks[p].count)
+        forged = msgspec.structs.replace(m, chunks=chunks)
+        files["manifest.msgpack"] = r.repo.create_blob(msgspec.msgpack.encode(forged))
+    tree = store._update_tree(r, snap.tree, {p: str(o) for p, o in files.items()})
+    commit = store._create_commit(r, tree, [snap.commit], "tampered")
+    git(path, "update-ref", store.CACHE_REF, commit)
+
+
+def _chunk_with(path: Path, kind: str, text: bytes) -> str:
+    r = GitRepo(path)
+    snap = store.Snapshot.load(r)
+    assert snap is not None
+    for p in snap.manifest.chunks:
+        if p.startswith(kind) and text in r.repo[snap.tree[p].id].data:
+            return p
+    raise AssertionError(text)
+
+
+@pytest.mark.parametrize("damage", ["modified", "truncated", "wrong-types", "bad-manifest", "bad-key", "missing"])
+def test_damaged_cache_is_ignored_with_one_line(ws: Repo, cli: Any, damage: str) -> None:
+    cold = cli("check", "--rev", "HEAD", "--no-cache", cwd=ws.path)
+    cli("check", "--rev", "HEAD", cwd=ws.path)
+    # A chunk `check` needs: the facts of decisions/d1.md (a cold `check` reads facts, not parses).
+    p = _chunk_with(ws.path, "facts/", b"Use Git")
+    old = GitRepo(ws.path).repo[store.Snapshot.load(GitRepo(ws.path)).tree[p].id].data  # type: ignore[union-attr]
+    if damage == "modified":
+        _rewrite(ws.path, {p: old.replace(b"Use Git", b"Use Gix")})
+    elif damage == "truncated":
+        _rewrite(ws.path, {p: old[: len(old) // 2]})
+    elif damage == "wrong-types":
+        _rewrite(ws.path, {p: msgspec.msgpack.encode([["x" * 40, {"not": "a note"}]])}, fix_manifest=True)
+    elif damage == "bad-key":
+        items = msgspec.msgpack.decode(old)
+        items[0][0] = "ff" + items[0][0][2:] if not p.endswith("ff.msgpack") else "00" + items[0][0][2:]
+        _rewrite(ws.path, {p: msgspec.msgpack.encode(items)}, fix_manifest=True)
+    elif damage == "bad-manifest":
+        _rewrite(ws.path, {"manifest.msgpack": msgspec.msgpack.encode({"store": "one", "chunks": [1, 2]})})
+    else:
+        r = GitRepo(ws.path)
+        snap = store.Snapshot.load(r)
+        assert snap is not None
+        builder = r.repo.TreeBuilder(snap.tree / "facts")  # type: ignore[operator]
+        builder.remove(p.split("/")[1])
+        root = r.repo.TreeBuilder(snap.tree)
+        root.insert("facts", builder.write(), 0o040000)
+        git(ws.path, "update-ref", store.CACHE_REF, store._create_commit(r, str(root.write()), [], "cut"))
+    import shutil
+
+    shutil.rmtree(ws.path / ".git" / "vivary")
+    damaged_tip = tip(ws.path)
+    r = cli("check", "--rev", "HEAD", cwd=ws.path)
+    assert (r.out, r.code) == (cold.out, cold.code)
+    lines = [x for x in r.err.splitlines() if "refs/vivary/cache" in x]
+    assert len(lines) == 1, r.err
+    assert "git vivary cache verify" in lines[0] and "git vivary cache drop" in lines[0]
+    assert "Traceback" not in r.err
+    assert tip(ws.path) == damaged_tip, "nothing is written on top of a damaged cache"
+    v = cli("cache", "verify", cwd=ws.path)
+    assert v.code == 1 and "damaged" in v.err
+    assert cli("cache", "drop", cwd=ws.path).code == 0 and not tip(ws.path)
+    cli("check", "--rev", "HEAD", cwd=ws.path)
+    assert cli("cache", "verify", cwd=ws.path).code == 0
+
+
+def test_oversized_chunk_is_refused(ws: Repo, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    cold = cli("check", "--rev", "HEAD", "--no-cache", cwd=ws.path)
+    cli("check", "--rev", "HEAD", cwd=ws.path)
+    import shutil
+
+    shutil.rmtree(ws.path / ".git" / "vivary")
+    monkeypatch.setattr(store, "MAX_CHUNK_BYTES", 10)
+    r = cli("check", "--rev", "HEAD", cwd=ws.path)
+    assert (r.out, r.code) == (cold.out, cold.code)
+    assert "over the 10-byte limit" in r.err
+
+
+def test_chain_restarts_past_its_bound(ws: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store, "CHAIN_LIMIT", 3)
+    r = GitRepo(ws.path)
+    for i in range(4):
+        store.put_state(r, "test", f"k{i}", {"blob": bytes([i]) * 10})
+    parents = git(ws.path, "log", "--format=%P", "-1", store.CACHE_REF).strip()
+    assert parents == "", "the fourth commit starts a new chain"
+    snap = store.Snapshot.load(r)
+    assert snap is not None and snap.manifest.chain == 1 and len(snap.manifest.states) == 4
+    assert store.get_state(r, "test", "k0", "blob") == b"\0" * 10
+    assert store.list_states(r, "test") == {f"k{i}": ["blob"] for i in range(4)}
+
+
+def test_state_api_rejects_bad_names_and_nothing_new_is_no_commit(ws: Repo) -> None:
+    r = GitRepo(ws.path)
+    key = store.state_key("a" * 40, "cfg", "minilm")
+    assert store.put_state(r, "vivary-local", key, {"index.bin": b"x"}) is not None
+    assert store.put_state(r, "vivary-local", key, {"index.bin": b"x"}) is None
+    for provider, name in (("Bad/Name", "x"), ("ok", "../x"), ("ok", "a/b")):
+        with pytest.raises(ValueError):
+            store.put_state(r, provider, key, {name: b""})
+
+
+def test_verdict_notes(ws: Repo, cli: Any) -> None:
+    cli("check", "--rev", "HEAD", cwd=ws.path)
+    assert not tip(ws.path, store.NOTES_REF), "off by default"
+    assert "are on" in cli("cache", "notes", "on", cwd=ws.path).out
+    r = cli("check", "--rev", "HEAD", cwd=ws.path)
+    note = git(ws.path, "notes", "--ref", "vivary", "show", "HEAD")
+    got = msgspec.json.decode(note, type=store.Verdict)
+    assert got.checked == 5 and got.errors > 0 and r.code == 1
+    cli("cache", "notes", "off", cwd=ws.path)
+
+
+def test_cache_status_and_gc(ws: Repo, cli: Any) -> None:
+    cli("check", "--rev", "HEAD", cwd=ws.path)
+    ws.commit("edit", {"modules/m2.md": "---\nstatus: live\n---\n# Module two, again\n"})
+    cli("check", "--rev", "HEAD", cwd=ws.path)
+    s = cli("cache", "status", "--json", cwd=ws.path).json()
+    assert (s["trees"], s["blobs"], s["chain"]) == (2, 6, 2)
+    ws.git("branch", "old", "HEAD~1")
+    assert "at most" in cli("cache", "gc", "--dry-run", cwd=ws.path).out
+    ws.git("branch", "-D", "old")
+    r = cli("cache", "gc", cwd=ws.path)
+    assert r.code == 0, r.err
+    s = cli("cache", "status", "--json", cwd=ws.path).json()
+    assert (s["trees"], s["blobs"], s["chain"]) == (1, 5, 1)
+    assert git(ws.path, "log", "--format=%P", "-1", store.CACHE_REF).strip() == ""
+    assert "chain     1 of 64" in cli("cache", "status", cwd=ws.path).out

@@ -1,0 +1,189 @@
+"""Sharing refs/vivary/cache through remotes (`git vivary sync`), and writers racing or dying."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import Repo, git, run_git_vivary
+from tests.test_store import NOTES, objects_reachable, stats, tip
+from vivary_git import store
+from vivary_git.git import Repo as GitRepo
+
+
+def bare(tmp_path: Path, name: str) -> Path:
+    path = tmp_path / name
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(path))
+    return path
+
+
+def test_ci_builds_and_pushes_a_fresh_clone_checks_without_parsing(repo: Repo, tmp_path: Path) -> None:
+    repo.commit("notes", NOTES)
+    origin = bare(tmp_path, "origin.git")
+    mirror = bare(tmp_path, "mirror.git")
+    repo.git("push", "-q", f"file://{origin}", "main")
+    # CI: a shallow checkout fetches whatever cache exists (none yet), checks, pushes the cache.
+    ci = tmp_path / "ci"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{origin}", str(ci))
+    r = run_git_vivary(["sync", "fetch"], ci)
+    assert r.returncode == 0 and "has no vivary cache yet" in r.stdout, r.stderr
+    cold = run_git_vivary(["check", "--rev", "HEAD"], ci, env={"VIVARY_STATS": "1"})
+    assert stats(cold.stderr)["parsed"] == len(NOTES) - 1
+    r = run_git_vivary(["sync", "push"], ci)
+    assert r.returncode == 0 and "refs/vivary/cache: (none) ->" in r.stdout, r.stderr
+    assert git(origin, "rev-parse", store.CACHE_REF).strip() == tip(ci)
+    assert "already has" in run_git_vivary(["sync", "push"], ci).stdout
+    # A second remote, by URL: push works without setup.
+    assert run_git_vivary(["sync", "push", f"file://{mirror}"], ci).returncode == 0
+    # A person: a fresh full clone, setup is idempotent, fetch verifies and adopts, check parses nothing.
+    me = tmp_path / "me"
+    git(tmp_path, "clone", "-q", f"file://{origin}", str(me))
+    for _ in range(2):
+        r = run_git_vivary(["sync", "setup"], me)
+        assert r.returncode == 0, r.stderr
+    assert len(git(me, "config", "--get-all", "remote.origin.fetch").splitlines()) == 3
+    r = run_git_vivary(["sync", "fetch"], me)
+    assert r.returncode == 0 and "adopted from origin" in r.stdout, r.stderr
+    warm = run_git_vivary(["check"], me, env={"VIVARY_STATS": "1"})
+    assert '"parsed":0' in warm.stderr, warm.stderr
+    assert warm.stdout.replace("working tree", "HEAD") == cold.stdout and warm.returncode == cold.returncode
+    assert git(me, "rev-parse", "--is-shallow-repository").strip() == "false", "fetch kept the clone whole"
+
+
+def test_diverged_caches_merge_and_push_never_loses_an_update(repo: Repo, tmp_path: Path) -> None:
+    repo.commit("notes", NOTES)
+    origin = bare(tmp_path, "origin.git")
+    repo.git("push", "-q", f"file://{origin}", "main")
+    a, b = tmp_path / "a", tmp_path / "b"
+    for clone in (a, b):
+        git(tmp_path, "clone", "-q", f"file://{origin}", str(clone))
+    run_git_vivary(["check", "--rev", "HEAD"], a)
+    assert run_git_vivary(["sync", "push"], a).returncode == 0
+    # b records a different tree without having fetched a's cache, then pushes: a's entries survive.
+    (b / "modules" / "m3.md").write_text("---\nstatus: new\n---\n# Module three\n")
+    git(b, "add", "-A")
+    git(b, "commit", "-q", "-m", "m3")
+    run_git_vivary(["check", "--rev", "HEAD"], b)
+    r = run_git_vivary(["sync", "push"], b)
+    assert r.returncode == 0, r.stderr
+    git(a, "fetch", "-q", "origin", "+refs/vivary/cache:refs/vivary-check")
+    snap = store.Snapshot.load(GitRepo(a), "refs/vivary-check")
+    assert snap is not None and len(snap.manifest.trees) == 2
+    assert snap.verify() == []
+    # a fetches: fast-forward onto the merged cache
+    r = run_git_vivary(["sync", "fetch"], a)
+    assert "adopted from origin" in r.stdout and tip(a) == snap.commit
+
+
+def test_a_tampered_remote_cache_is_not_adopted(repo: Repo, tmp_path: Path) -> None:
+    repo.commit("notes", NOTES)
+    run_git_vivary(["check", "--rev", "HEAD"], repo.path)
+    origin = bare(tmp_path, "origin.git")
+    repo.git("push", "-q", f"file://{origin}", "main", "refs/vivary/cache")
+    # Someone rewrites the remote's cache with a modified chunk (the manifest left as it was).
+    r = GitRepo(repo.path)
+    snap = store.Snapshot.load(r)
+    assert snap is not None
+    path = next(p for p in snap.manifest.chunks if p.startswith("facts/"))
+    data = bytearray(r.repo[snap.tree[path].id].data)
+    data[-1] ^= 1
+    tree = store._update_tree(r, snap.tree, {path: str(r.repo.create_blob(bytes(data)))})
+    bad = store._create_commit(r, tree, [snap.commit], "tampered")
+    repo.git("push", "-q", "--force", f"file://{origin}", f"{bad}:refs/vivary/cache")
+    me = tmp_path / "me"
+    git(tmp_path, "clone", "-q", f"file://{origin}", str(me))
+    res = run_git_vivary(["sync", "fetch"], me)
+    assert res.returncode == 3 and "Traceback" not in res.stderr
+    assert "is damaged" in res.stderr and "refs/vivary-fetch/origin/cache" in res.stderr
+    assert not tip(me), "nothing adopted"
+    out = run_git_vivary(["check", "--rev", "HEAD"], me)
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+
+
+WRITER = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from vivary_git import store
+    from vivary_git.git import Repo
+    repo = Repo(Path(sys.argv[1]))
+    who, n = sys.argv[2], int(sys.argv[3])
+    for i in range(n):
+        store.put_state(repo, "race", f"{who}-{i}", {"data": f"{who} {i}".encode()})
+""")
+
+
+def test_concurrent_writers_both_finish_and_nothing_is_lost(repo: Repo, cli: Any) -> None:
+    repo.commit("notes", NOTES)
+    cli("check", "--rev", "HEAD", cwd=repo.path)
+    n = 12
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(repo.path), who, str(n)], stderr=subprocess.PIPE)
+             for who in ("a", "b", "c")]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err.decode()
+    r = GitRepo(repo.path)
+    snap = store.Snapshot.load(r)
+    assert snap is not None and snap.verify() == []
+    keys = store.list_states(r, "race")
+    assert len(keys) == 3 * n, "every writer's every entry is there"
+    assert store.get_state(r, "race", "b-7", "data") == b"b 7"
+    assert len(snap.manifest.trees) == 1, "and what was there before"
+    chain = git(repo.path, "rev-list", "--count", store.CACHE_REF).strip()
+    assert int(chain) == 1 + 3 * n
+
+
+def test_concurrent_checks_of_two_trees(repo: Repo) -> None:
+    first = repo.commit("notes", NOTES)
+    repo.commit("more", {"modules/m3.md": "---\nstatus: x\n---\n# Three\n"})
+    procs = [subprocess.Popen(["git", "vivary", "check", "--rev", rev], cwd=repo.path, stderr=subprocess.PIPE,
+                              stdout=subprocess.DEVNULL, env=dict(os.environ, PATH=f"{Path(sys.executable).parent}"
+                                                                  f"{os.pathsep}{os.environ['PATH']}"))
+             for rev in (first, "HEAD")]
+    for p in procs:
+        p.communicate(timeout=120)
+    snap = store.Snapshot.load(GitRepo(repo.path))
+    assert snap is not None and len(snap.manifest.trees) == 2 and snap.verify() == []
+
+
+def test_a_writer_killed_mid_write_leaves_the_old_cache(repo: Repo, cli: Any) -> None:
+    repo.commit("notes", NOTES)
+    cli("check", "--rev", "HEAD", cwd=repo.path)
+    before = tip(repo.path)
+    env = dict(os.environ, VIVARY_TEST_STORE_PAUSE="30")
+    p = subprocess.Popen([sys.executable, "-c", WRITER, str(repo.path), "doomed", "1"], env=env)
+    # Wait until its objects are in the object database (the new manifest), then kill it.
+    deadline = time.time() + 30
+    loose = repo.path / ".git" / "objects"
+    count = sum(1 for _ in loose.rglob("*"))
+    while time.time() < deadline and sum(1 for _ in loose.rglob("*")) < count + 3:
+        time.sleep(0.05)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    assert tip(repo.path) == before
+    assert not (repo.path / ".git" / "refs" / "vivary" / "cache.lock").exists()
+    assert cli("cache", "verify", cwd=repo.path).code == 0
+    ok = cli("check", "--rev", "HEAD", cwd=repo.path)
+    assert ok.code == 1 and "Traceback" not in ok.err
+    store.put_state(GitRepo(repo.path), "race", "after", {"data": b"fine"})
+    assert tip(repo.path) != before
+
+
+def test_private_content_never_travels(repo: Repo, tmp_path: Path) -> None:
+    from tests.test_store import CANARIES
+
+    repo.write(CANARIES)
+    repo.git("add", "-A")
+    repo.git("add", "-f", "drafts/plan.md")
+    repo.git("commit", "-q", "-m", "canaries")
+    repo.git("config", "vivary.notes", "true")
+    run_git_vivary(["check", "--rev", "HEAD"], repo.path)
+    origin = bare(tmp_path, "origin.git")
+    assert run_git_vivary(["sync", "push", f"file://{origin}"], repo.path).returncode == 0
+    blob = objects_reachable(origin, store.CACHE_REF, store.NOTES_REF)
+    assert b"PUBLIC-MARKER" in blob and b"PRIVATE-CANARY" not in blob

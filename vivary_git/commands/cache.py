@@ -1,0 +1,232 @@
+"""`git vivary cache`: look at, check, shrink or remove the shared cache in `refs/vivary/cache`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from vivary_git.commands._common import add_json_arg, emit_json
+from vivary_git.errors import EXIT_FINDINGS, EXIT_OK, UsageError
+
+if TYPE_CHECKING:
+    from vivary_git.git import Repo
+
+
+class CacheStatus(msgspec.Struct, frozen=True):
+    ref: str
+    exists: bool
+    commit: str | None = None
+    chain: int = 0
+    chain_limit: int = 0
+    bytes: int = 0  # manifest + chunks + state files, uncompressed
+    trees: int = 0  # source trees with a summary
+    blobs: int = 0  # parsed notes (by blob id)
+    facts: int = 0  # per-document facts
+    states: int = 0  # memory-provider state files
+    writer: str = ""
+    written: int = 0
+    notes: bool = False  # `vivary.notes`: verdict notes on `check --rev COMMIT`
+    problem: str = ""  # why the cache cannot be read, when it cannot
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "cache", help="the shared cache in refs/vivary/cache: status, verify, gc, drop, notes",
+        description="Commands that write a graph record what they computed in refs/vivary/cache (docs/cache.md). "
+        "`status` sizes it, `verify` reads every part of it, `gc` keeps only what the current branches "
+        "need (a new chain), `drop` deletes it, `notes on|off` switches verdict notes (refs/notes/vivary).",
+    )
+    p.add_argument("-C", dest="cwd", metavar="PATH", help="run as if started in PATH")
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    st = actions.add_parser("status", help="size, chain length, trees and blobs covered, last writer")
+    add_json_arg(st)
+    ve = actions.add_parser("verify", help="check every chunk against the manifest (exit 1 when damaged)")
+    ve.add_argument("--ref", default=None, metavar="REF",
+                    help="another cache ref, e.g. a fetched one in refs/vivary-fetch/")
+    gc = actions.add_parser("gc", help="restart the chain with only the entries current branches' trees need")
+    gc.add_argument("--root", metavar="DIR", help="workspace directory (default: nearest folder with tropo.toml)")
+    gc.add_argument("--dry-run", action="store_true", help="say what would be kept, write nothing")
+    actions.add_parser("drop", help="delete refs/vivary/cache (and fetched copies in refs/vivary-fetch/)")
+    no = actions.add_parser("notes", help="write verdict notes on `check --rev COMMIT` runs (on) or not (off)")
+    no.add_argument("state", choices=("on", "off", "show"), help="on, off, or show the current setting")
+    p.set_defaults(run=run)
+
+
+def _repo(args: argparse.Namespace) -> Repo:
+    from vivary_git.git import Repo
+
+    return Repo(Path(args.cwd or ".").resolve())
+
+
+def run(args: argparse.Namespace) -> int:
+    repo = _repo(args)
+    action: str = args.action
+    if action == "status":
+        return _status(repo, args)
+    if action == "verify":
+        return _verify(repo, args.ref)
+    if action == "gc":
+        return _gc(repo, args)
+    if action == "drop":
+        return _drop(repo)
+    return _notes(repo, args.state)
+
+
+def status(repo: Repo) -> CacheStatus:
+    """The library form of `cache status`."""
+    from vivary_git import store
+
+    notes = store.notes_enabled(repo)
+    try:
+        snap = store.Snapshot.load(repo)
+    except store.StoreDamaged as err:
+        return CacheStatus(ref=store.CACHE_REF, exists=True, notes=notes, problem=err.what)
+    if snap is None:
+        exists = store._tip(repo, store.CACHE_REF) is not None
+        return CacheStatus(ref=store.CACHE_REF, exists=exists, notes=notes,
+                           problem="written by another vivary-git format; `git vivary cache drop`" if exists else "")
+    m = snap.manifest
+    size = sum(c.size for c in m.chunks.values()) + sum(s.size for s in m.states.values())
+    return CacheStatus(
+        ref=store.CACHE_REF, exists=True, commit=snap.commit, chain=m.chain, chain_limit=store.CHAIN_LIMIT,
+        bytes=size, trees=len(m.trees), blobs=sum(c.count for p, c in m.chunks.items() if p.startswith("parse/")),
+        facts=sum(c.count for p, c in m.chunks.items() if p.startswith("facts/")), states=len(m.states),
+        writer=m.writer, written=m.written, notes=notes,
+    )
+
+
+def _status(repo: Repo, args: argparse.Namespace) -> int:
+    s = status(repo)
+    if args.json:
+        emit_json(s)
+        return EXIT_OK
+    if not s.exists:
+        print(f"{s.ref}: none yet (`git vivary check --rev HEAD` records one; `git vivary sync fetch` gets one)")
+    elif s.problem:
+        print(f"{s.ref}: unreadable: {s.problem}")
+    else:
+        when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(s.written))
+        print(f"{s.ref}: {s.commit}")
+        print(f"  chain     {s.chain} of {s.chain_limit} commit(s) before it restarts")
+        print(f"  size      {s.bytes:,} bytes in chunks and state files (before Git's compression)")
+        print(f"  trees     {s.trees} source tree(s) with a summary")
+        print(f"  blobs     {s.blobs} parsed note(s), {s.facts} document facts")
+        print(f"  states    {s.states} memory-provider state file(s)")
+        print(f"  written   {when} by {s.writer}")
+    print(f"  notes     {'on' if s.notes else 'off'} (refs/notes/vivary verdicts; `git vivary cache notes on|off`)")
+    return EXIT_OK
+
+
+def _verify(repo: Repo, ref: str | None) -> int:
+    from vivary_git import store
+
+    ref = ref or store.CACHE_REF
+    if store._tip(repo, ref) is None:
+        print(f"{ref}: no such ref; nothing to verify")
+        return EXIT_OK
+    try:
+        snap = store.Snapshot.load(repo, ref)
+        problems = snap.verify() if snap is not None else ["written by another vivary-git format (not read)"]
+    except store.StoreDamaged as err:
+        problems = [err.what]
+    if problems:
+        for p in problems:
+            print(f"{ref}: {p}")
+        print(f"{ref}: damaged; it is ignored by every command. Fix: `git vivary cache drop` "
+              "(or `git vivary cache gc`), then a run records a fresh one", file=sys.stderr)
+        return EXIT_FINDINGS
+    assert snap is not None
+    m = snap.manifest
+    print(f"{ref}: ok: {len(m.chunks)} chunk(s), {len(m.states)} state file(s), {len(m.trees)} tree(s) verified")
+    return EXIT_OK
+
+
+def _gc(repo: Repo, args: argparse.Namespace) -> int:
+    from vivary_git import store
+    from vivary_git.errors import VivaryError
+    from vivary_git.workspace import open_workspace
+
+    tip = store._tip(repo, store.CACHE_REF)
+    if tip is None:
+        print(f"{store.CACHE_REF}: none; nothing to collect")
+        return EXIT_OK
+    try:
+        snap = store.Snapshot.load(repo)
+    except store.StoreDamaged as err:
+        raise UsageError(f"{store.CACHE_REF} is damaged ({err.what}); `git vivary cache drop` removes it") from None
+    if snap is None:
+        raise UsageError(f"{store.CACHE_REF} was written by another vivary-git format; `git vivary cache drop`")
+    heads = [str(r) for r in repo.repo.references if str(r).startswith("refs/heads/")]
+    if repo.repo.head_is_detached:  # a CI checkout: the commit under test is no branch
+        heads.append("HEAD")
+    keep: dict[str, set[str]] = {"parse": set(), "facts": set()}
+    trees: set[str] = set()
+    tree_ids: set[str] = set()
+    for head in sorted(set(heads)):
+        try:
+            ws = open_workspace(args.cwd, rev=head, root=args.root)
+            tkey, blobs, facts = ws.cache_keys()
+        except VivaryError as err:
+            print(f"vivary: gc: skipped {head}: {err}", file=sys.stderr)
+            continue
+        keep["parse"] |= blobs
+        keep["facts"] |= facts
+        if tkey is not None:
+            trees.add(tkey)
+            tree_ids.add(tkey.split("-")[0])
+    # A provider's state is kept for the kept trees, and its newest state whatever its tree.
+    states = {p for p in snap.manifest.states if p.split("/")[2].split("-")[0] in tree_ids}
+    newest: dict[str, tuple[int, str]] = {}
+    for p, ref in snap.manifest.states.items():
+        prov = p.split("/")[1]
+        if ref.written >= newest.get(prov, (-1, ""))[0]:
+            newest[prov] = (ref.written, p.rsplit("/", 1)[0])
+    states |= {p for p in snap.manifest.states if p.rsplit("/", 1)[0] in {d for _, d in newest.values()}}
+    m = snap.manifest
+    before = (sum(c.count for p, c in m.chunks.items() if p.startswith("parse/")),
+              sum(c.count for p, c in m.chunks.items() if p.startswith("facts/")), len(m.trees), len(m.states))
+    if args.dry_run:
+        print(f"gc would keep entries for {len(heads)} head(s): of {before[0]} parses, {before[1]} facts, "
+              f"{before[2]} trees, {before[3]} state files, at most {len(keep['parse'])}, {len(keep['facts'])}, "
+              f"{len(trees)}, {len(states)}")
+        return EXIT_OK
+    commit = store.rebuild(repo, snap, keep, trees, states, "vivary cache: gc (new chain)")
+    if not store.update_ref(repo, store.CACHE_REF, commit, tip):
+        raise UsageError(f"{store.CACHE_REF} changed while gc ran (another writer); run `git vivary cache gc` again")
+    after = status(repo)
+    print(f"{store.CACHE_REF}: new chain {commit[:12]}: {after.blobs} of {before[0]} parses, {after.facts} of "
+          f"{before[1]} facts, {after.trees} of {before[2]} trees, {after.states} of {before[3]} state files kept "
+          f"(for {', '.join(sorted(set(heads)))})")
+    print("  to shrink the shared copy too: `git vivary sync push --force`", file=sys.stderr)
+    return EXIT_OK
+
+
+def _drop(repo: Repo) -> int:
+    from vivary_git import store
+
+    dropped = []
+    for ref in [store.CACHE_REF, *(str(r) for r in repo.repo.references if str(r).startswith(store.STAGING_PREFIX))]:
+        tip = store._tip(repo, ref)
+        if tip is not None and store.delete_ref(repo, ref, tip):
+            dropped.append(ref)
+    print(f"dropped {', '.join(dropped)}" if dropped else f"{store.CACHE_REF}: none; nothing to drop")
+    if dropped:
+        print("  the next check/graph/query run records a fresh cache; the remote's copy is untouched "
+              "(`git vivary sync push --force` replaces it)", file=sys.stderr)
+    return EXIT_OK
+
+
+def _notes(repo: Repo, state: str) -> int:
+    from vivary_git import store
+
+    if state != "show":
+        repo.git(["config", "vivary.notes", "true" if state == "on" else "false"])
+    on = store.notes_enabled(repo)
+    print(f"verdict notes ({store.NOTES_REF}) are {'on' if on else 'off'} in this repository"
+          + (": `git vivary check --rev COMMIT` notes its counts on COMMIT" if on else ""))
+    return EXIT_OK

@@ -1,0 +1,253 @@
+"""`git vivary sync`: share `refs/vivary/cache` (and `refs/notes/vivary`) through a Git remote.
+
+`fetch` never lets a remote write our cache directly: it fetches into `refs/vivary-fetch/REMOTE/`,
+verifies every chunk there, and only then adopts it (fast-forward, or a merge commit on top of the
+remote's that keeps our own entries). `push` verifies before publishing, folds in what the remote
+gained since, and pushes with `--force-with-lease`, so it never overwrites an update it has not seen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import re
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from vivary_git.errors import EXIT_OK, GitError, RefusedError, UsageError
+
+if TYPE_CHECKING:
+    from vivary_git.git import Repo
+
+_PUSH_ATTEMPTS = 3
+_REMOTE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "sync", help="push or fetch the shared cache (refs/vivary/cache) through a remote",
+        description="`setup` adds fetch refspecs for the cache to a remote (idempotent); `fetch` gets the "
+        "remote's cache, verifies it and adopts it; `push` publishes ours. Only refs/vivary/cache and "
+        "refs/notes/vivary move; branches are never touched. docs/sync.md has the details.",
+    )
+    p.add_argument("-C", dest="cwd", metavar="PATH", help="run as if started in PATH")
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    for name, text in (("setup", "add the cache's fetch refspecs to REMOTE's config"),
+                       ("fetch", "fetch, verify and adopt REMOTE's cache"),
+                       ("push", "publish our cache to REMOTE")):
+        a = actions.add_parser(name, help=text)
+        a.add_argument("remote", nargs="?", default="origin", metavar="REMOTE",
+                       help="remote name or URL (default origin)")
+        if name == "push":
+            a.add_argument("--force", action="store_true",
+                           help="replace the remote's cache with ours instead of merging its entries in (after gc)")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from vivary_git.git import Repo
+
+    repo = Repo(Path(args.cwd or ".").resolve())
+    if args.action == "setup":
+        return setup(repo, args.remote)
+    if args.action == "fetch":
+        fetch(repo, args.remote)
+        return EXIT_OK
+    push(repo, args.remote, force=args.force)
+    return EXIT_OK
+
+
+def _staging(repo: Repo, remote: str) -> str:
+    """Where a remote's refs land before they are verified: by remote name, or a digest of a URL."""
+    names = repo.git(["remote"]).stdout.decode().split()
+    label = remote if remote in names and _REMOTE_NAME.match(remote) else \
+        "url-" + hashlib.sha1(remote.encode(), usedforsecurity=False).hexdigest()[:12]
+    from vivary_git.store import STAGING_PREFIX
+
+    return f"{STAGING_PREFIX}{label}"
+
+
+def setup(repo: Repo, remote: str) -> int:
+    """Make plain `git fetch REMOTE` stage the cache refs too. No push refspec is added: a
+    `remote.NAME.push` entry would change what a bare `git push` sends."""
+    from vivary_git.store import CACHE_REF, NOTES_REF
+
+    if remote not in repo.git(["remote"]).stdout.decode().split():
+        raise UsageError(f"no remote named {remote!r}; `git remote -v` lists them (setup needs a name, not a URL)")
+    staging = _staging(repo, remote)
+    want = [f"+{CACHE_REF}:{staging}/cache", f"+{NOTES_REF}:{staging}/notes"]
+    key = f"remote.{remote}.fetch"
+    have = repo.git(["config", "--get-all", key], check=False).stdout.decode().splitlines()
+    added = [spec for spec in want if spec not in have]
+    for spec in added:
+        repo.git(["config", "--add", key, spec])
+    for spec in want:
+        print(f"{key} {spec}" + ("" if spec in added else "  (already there)"))
+    print(f"`git fetch {remote}` now stages the cache; `git vivary sync fetch {remote}` verifies and adopts it, "
+          f"`git vivary sync push {remote}` publishes ours")
+    return EXIT_OK
+
+
+def _ls_remote(repo: Repo, remote: str) -> dict[str, str]:
+    from vivary_git.store import CACHE_REF, NOTES_REF
+
+    proc = repo.git(["ls-remote", "--", remote, CACHE_REF, NOTES_REF], check=False)
+    if proc.returncode != 0:
+        said = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise GitError(f"cannot reach remote {remote!r}: {said[-1] if said else 'git ls-remote failed'}; "
+                       "check `git remote -v` and your access")
+    out: dict[str, str] = {}
+    for line in proc.stdout.decode().splitlines():
+        oid, _, ref = line.partition("\t")
+        out[ref] = oid
+    return out
+
+
+def _shallow(repo: Repo) -> bool:
+    return repo.git(["rev-parse", "--is-shallow-repository"]).stdout.strip() == b"true"
+
+
+def fetch(repo: Repo, remote: str, *, quiet: bool = False) -> dict[str, str]:
+    """Fetch REMOTE's cache refs into staging, verify, adopt. Returns what the remote had."""
+    from vivary_git import store
+
+    remote_refs = _ls_remote(repo, remote)
+    staging = _staging(repo, remote)
+    specs = []
+    if store.CACHE_REF in remote_refs:
+        specs.append(f"+{store.CACHE_REF}:{staging}/cache")
+    if store.NOTES_REF in remote_refs:
+        specs.append(f"+{store.NOTES_REF}:{staging}/notes")
+    if not specs:
+        if not quiet:
+            print(f"{remote} has no vivary cache yet; after a run, `git vivary sync push {remote}` publishes ours")
+        return remote_refs
+    # In a shallow clone (CI), take just the tip of the chain: it holds the whole cache. In a full
+    # clone, --depth would make the repository shallow, so the chain comes whole (it is bounded).
+    depth = ["--depth", "1"] if _shallow(repo) else []
+    proc = repo.git(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", *depth, "--", remote, *specs],
+                    check=False)
+    if proc.returncode != 0:
+        said = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise GitError(f"`git fetch {remote}` of the cache refs failed: {said[-1] if said else 'no message'}")
+    if store.CACHE_REF in remote_refs:
+        _adopt_cache(repo, remote, f"{staging}/cache", quiet=quiet)
+    if store.NOTES_REF in remote_refs:
+        _adopt_notes(repo, f"{staging}/notes")
+    return remote_refs
+
+
+def _adopt_cache(repo: Repo, remote: str, staged: str, *, quiet: bool) -> None:
+    from vivary_git import store
+
+    try:
+        theirs = store.Snapshot.load(repo, staged)
+        problems = theirs.verify() if theirs is not None else []
+    except store.StoreDamaged as err:
+        theirs, problems = None, [err.what]
+    if problems:
+        raise RefusedError(
+            f"the cache fetched from {remote} into {staged} is damaged ({problems[0]}); ours is unchanged. "
+            f"`git vivary cache verify --ref {staged}` lists every problem; whoever writes {remote}'s cache "
+            f"should run `git vivary cache drop` and push a fresh one"
+        )
+    if theirs is None:
+        print(f"vivary: {remote}'s cache was written by another vivary-git format; not adopted", file=sys.stderr)
+        return
+    ours_tip = store._tip(repo, store.CACHE_REF)
+    new = theirs.commit
+    how = "adopted"
+    if ours_tip == theirs.commit:
+        how = "already up to date"
+    elif ours_tip is not None and _descends(repo, ours_tip, theirs.commit):
+        how, new = "ours is ahead; kept", ours_tip
+    elif ours_tip is not None and not _descends(repo, theirs.commit, ours_tip):
+        try:
+            ours = store.Snapshot.load(repo)
+        except store.StoreDamaged:
+            ours = None  # our own copy is damaged: theirs replaces it
+        if ours is not None:
+            merged = store.merge_into(repo, theirs, ours, f"vivary cache: merged with {remote}")
+            new, how = (merged, "merged with ours") if merged else (theirs.commit, "adopted (ours had nothing more)")
+    if new != ours_tip and not store.update_ref(repo, store.CACHE_REF, new, ours_tip):
+        raise GitError(f"{store.CACHE_REF} changed while the fetch was adopted; run `git vivary sync fetch` again")
+    if not quiet:
+        m = store.Snapshot.load(repo)
+        blobs = sum(c.count for p, c in m.manifest.chunks.items() if p.startswith("parse/")) if m else 0
+        print(f"{store.CACHE_REF}: {how} from {remote} ({new[:12]}, {blobs} parsed notes, "
+              f"{len(m.manifest.trees) if m else 0} trees)")
+
+
+def _descends(repo: Repo, commit: str, ancestor: str) -> bool:
+    pygit2 = repo.pygit2
+    try:
+        return bool(repo.repo.descendant_of(pygit2.Oid(hex=commit), pygit2.Oid(hex=ancestor)))
+    except (KeyError, ValueError, pygit2.GitError):
+        return False  # a shallow chain cannot say: treated as diverged, so entries are merged, not lost
+
+
+def _adopt_notes(repo: Repo, staged: str) -> None:
+    """Union: every verdict note the remote has that we lack is added (ours win on the same commit)."""
+    from vivary_git import store
+
+    ours = store._tip(repo, store.NOTES_REF)
+    theirs = store._tip(repo, staged)
+    if theirs is None or ours == theirs:
+        return
+    if ours is None or _descends(repo, theirs, ours):
+        store.update_ref(repo, store.NOTES_REF, theirs, ours)
+        return
+    have = {str(n.annotated_id) for n in repo.repo.notes(store.NOTES_REF)}  # type: ignore[call-arg]  # stub lacks ref
+    for note in repo.repo.notes(staged):  # type: ignore[call-arg]
+        commit = str(note.annotated_id)
+        if commit not in have:
+            verdict = store.read_note(repo, commit, staged)
+            if verdict is not None:
+                store.write_note(repo, commit, verdict)
+
+
+def push(repo: Repo, remote: str, *, force: bool = False) -> None:
+    """Publish refs/vivary/cache (and verdict notes) to REMOTE."""
+    from vivary_git import store
+
+    for _attempt in range(_PUSH_ATTEMPTS):
+        ours = store._tip(repo, store.CACHE_REF)
+        if ours is None:
+            raise UsageError(f"there is no {store.CACHE_REF} to push; `git vivary check --rev HEAD` records one")
+        try:
+            snap = store.Snapshot.load(repo)
+            problems = snap.verify() if snap is not None else ["written by another vivary-git format"]
+        except store.StoreDamaged as err:
+            problems = [err.what]
+        if problems:
+            raise RefusedError(f"{store.CACHE_REF} is damaged ({problems[0]}); not pushed. "
+                               "`git vivary cache drop` and a fresh run make a sound one")
+        remote_refs = _ls_remote(repo, remote)
+        theirs = remote_refs.get(store.CACHE_REF)
+        if theirs is not None and theirs != ours and not force and not _descends(repo, ours, theirs):
+            fetch(repo, remote, quiet=True)  # folds the remote's entries into ours first
+            ours = store._tip(repo, store.CACHE_REF)
+            assert ours is not None
+        refs = [(store.CACHE_REF, ours, theirs)]
+        notes = store._tip(repo, store.NOTES_REF)
+        if notes is not None:
+            refs.append((store.NOTES_REF, notes, remote_refs.get(store.NOTES_REF)))
+        todo = [(ref, mine, old) for ref, mine, old in refs if mine != old]
+        if not todo:
+            print(f"{remote} already has {store.CACHE_REF} {ours[:12]}")
+            return
+        leases = [f"--force-with-lease={ref}:{old or ''}" for ref, _, old in todo]
+        # --no-verify: this push carries derived data only, never a branch a pre-push gate protects.
+        proc = repo.git(["push", "--quiet", "--no-verify", "--porcelain", *leases, "--", remote,
+                         *(f"{mine}:{ref}" for ref, mine, _ in todo)], check=False)
+        if proc.returncode == 0:
+            for ref, mine, old in todo:
+                print(f"{ref}: {(old or '(none)')[:12]} -> {mine[:12]} on {remote}")
+            return
+        said = (proc.stderr + proc.stdout).decode("utf-8", "replace")
+        if "stale info" not in said and "fetch first" not in said and "rejected" not in said:
+            last = [line for line in said.strip().splitlines() if line.strip()]
+            raise GitError(f"`git push {remote}` of the cache refs failed: {last[-1] if last else 'no message'}")
+        # Someone pushed in between: fold their entries in and try again.
+    raise GitError(f"{remote}'s cache kept changing during {_PUSH_ATTEMPTS} attempts; run `git vivary sync push` again")
