@@ -1,8 +1,10 @@
-"""`git vivary index`: build the privacy-filtered memory snapshot and (later) hand it to a provider.
+"""`git vivary index`: build the privacy-filtered memory snapshot and hand it to the provider.
 
-For now only `--dry-run` exists: it builds the whole snapshot, exactly as an index would, and reports
-its counts and fingerprint without writing anything anywhere. Writing arrives with the local memory
-provider; `run` already separates planning from writing so `--yes` slots in as one more branch.
+`--dry-run` builds the whole snapshot, exactly as an index would, and reports its counts and fingerprint
+without writing anything anywhere. `--yes` is the approval gate (`require_explicit_index`, on by default):
+it brings the vivary-local index up to date, embedding only packets it has not embedded before
+(memory/local.py). `--auto` is the post-commit path: it does that only when `auto_index = true`, which
+counts as approval, and is otherwise a quiet no-op.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from vivary_git.commands._common import add_json_arg, add_source_args, emit_json, open_ws
-from vivary_git.errors import EXIT_OK, UsageError
+from vivary_git.errors import EXIT_OK, ConfigError
 
 if TYPE_CHECKING:
     from vivary_git.workspace import Workspace
@@ -37,15 +39,24 @@ class IndexReport(msgspec.Struct, frozen=True):
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
-        "index", help="build the semantic-memory index (for now: --dry-run reports what it would hold)",
-        description="Build the privacy-filtered memory snapshot of one tree (docs/index.md). With --dry-run, "
-        "report how many notes and edges would be indexed, how many are private, and the snapshot "
-        "fingerprint, writing nothing anywhere. Exit 0; 2 on a usage or config error (.vivary/memory.toml); "
-        "3 when privacy cannot be decided or a working-tree file is unsafe (symlink, hard link).",
+        "index", help="build or update the local semantic-memory index (--dry-run: report only)",
+        description="Build the privacy-filtered memory snapshot of one tree (docs/index.md) and index it with "
+        "the vivary-local provider (docs/memory.md): only notes whose packet changed are embedded again. "
+        "With --dry-run, report how many notes and edges would be indexed, how many are private, and the "
+        "snapshot fingerprint, writing nothing anywhere. Exit 0; 2 on a usage or config error (memory not "
+        "enabled in .vivary/memory.toml, the [embed] extra not installed); 3 when refused: no approval "
+        "(--yes) while require_explicit_index = true, or privacy cannot be decided, or a working-tree file is "
+        "unsafe (symlink, hard link).",
     )
     add_source_args(p)
     add_json_arg(p)
-    p.add_argument("--dry-run", action="store_true", help="build the snapshot and report it; write nothing")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="build the snapshot and report it; write nothing")
+    mode.add_argument("--yes", action="store_true",
+                      help="approve indexing: embed the public notes into the local index (incremental)")
+    mode.add_argument("--auto", action="store_true",
+                      help="post-commit hook path: index when [memory.local] auto_index = true (that is the "
+                      "approval), else exit 0 silently; prints nothing on success")
     p.set_defaults(run=run)
 
 
@@ -65,12 +76,7 @@ def dry_run(ws: Workspace) -> IndexReport:
 
 def run(args: argparse.Namespace) -> int:
     if not args.dry_run:
-        # The writing branch (`--yes`: approval gate, provider refresh, manifest) lands with the local
-        # memory provider; until then, refuse rather than pretend.
-        raise UsageError(
-            "writing a memory index arrives with the local memory provider (vivary-local); for now run "
-            "`git vivary index --dry-run` to see what would be indexed"
-        )
+        return _write(args)
     ws = open_ws(args)
     report = dry_run(ws)
     ws.report_stats()
@@ -90,3 +96,45 @@ def run(args: argparse.Namespace) -> int:
               "(`git vivary privacy explain PATH` names the rule)\n")
     out.write(f"fingerprint  {report.fingerprint}\n")
     return EXIT_OK
+
+
+def _write(args: argparse.Namespace) -> int:
+    from vivary_git.memory.config import load_memory_config
+    from vivary_git.memory.local import LocalMemory
+
+    ws = open_ws(args)
+    cfg = load_memory_config(ws)
+    if args.auto and not (cfg.provider == "vivary-local" and cfg.memory.local.auto_index):
+        return EXIT_OK  # a hook on every commit: silence unless the user asked for auto-indexing
+    if cfg.provider == "none":
+        raise ConfigError(
+            "semantic memory is disabled (no .vivary/memory.toml, or `enabled = false`, or provider = \"none\"); "
+            "enable it with [memory] enabled = true and provider = \"vivary-local\" (docs/memory.md), then run "
+            "`git vivary index --yes`; `git vivary index --dry-run` shows what it would hold"
+        )
+    report = LocalMemory(ws, cfg).index(approved=args.yes or args.auto, progress=None if args.auto else _progress)
+    ws.report_stats()
+    if args.auto:
+        return EXIT_OK
+    if args.json:
+        emit_json(report)
+        return EXIT_OK
+    out = sys.stdout
+    if report.unchanged:
+        out.write("up to date: the index already matches this snapshot; nothing was written\n")
+    else:
+        out.write(f"indexed      {report.indexed} note(s), {report.edges} edge(s) in {report.seconds:.1f}s\n")
+        out.write(f"embedded     {report.embedded} note(s) new or changed; {report.reused} reused from the cache\n")
+        if report.removed:
+            out.write(f"removed      {report.removed} note(s) no longer in the snapshot\n")
+    out.write(f"private      {report.private} note(s) held back (never embedded)\n")
+    out.write(f"dataset      {report.dataset}\n")
+    out.write(f"state        {report.state}\n")
+    out.write(f"fingerprint  {report.fingerprint}\n")
+    return EXIT_OK
+
+
+def _progress(done: int, total: int) -> None:
+    # Only worth a line when embedding takes a while (a first index); stderr, so --json output stays clean.
+    if total >= 512:
+        print(f"vivary: embedded {done}/{total} note(s)", file=sys.stderr, flush=True)

@@ -29,12 +29,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--k", type=int, default=10, metavar="N", help="how many results (default 10)")
     add_filter_args(p)
     p.add_argument("--explain", action="store_true", help="say which sources matched, and list each hit's edges")
+    add_mode_arg(p)
     add_source_args(p)
     add_json_arg(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.mode != "text":
+        return run_semantic(args)
     from vivary_git.query import search
 
     ws = open_ws(args)
@@ -58,4 +61,44 @@ def run(args: argparse.Namespace) -> int:
             print(f"    why: {', '.join(hit.reasons)}")
         if hit.snippet:
             print(f"    {hit.snippet}")
+    return EXIT_OK
+
+
+# --- issue 5: `--mode semantic|hybrid` through the local memory provider (memory/local.py) -------------
+
+
+def add_mode_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mode", choices=("text", "semantic", "hybrid"), default="text",
+                   help="text (default): the deterministic scoring above; semantic: the local memory's vectors; "
+                   "hybrid: vectors fused with stemmed BM25 (both need an up-to-date `git vivary index --yes`)")
+
+
+def run_semantic(args: argparse.Namespace) -> int:
+    """The same provider as `git vivary recall`, with query's filters and output framing."""
+    import msgspec
+
+    from vivary_git.memory.local import LocalMemory
+    from vivary_git.memory.provider import RecallFilters, normalise_k
+    from vivary_git.query import QueryFilters
+
+    text = " ".join(args.text)
+    k = normalise_k(args.k)
+    ws = open_ws(args)
+    hits = LocalMemory(ws).recall(text, k=k, filters=RecallFilters(types=args.type, paths=args.path,
+                                                                  edges=args.edge), mode=args.mode)
+    ws.report_stats()
+    if args.json:
+        emit_json({"query": text, "k": k, "mode": args.mode,
+                   "filters": QueryFilters(type=args.type, path=args.path, edge=args.edge),
+                   "results": [msgspec.to_builtins(h) for h in hits]})
+        return EXIT_OK
+    if not hits:
+        print(f"vivary query: no results for {text!r} ({args.mode})")
+        return EXIT_OK
+    print(f"vivary query: {len(hits)} result(s) for {text!r} ({args.mode}; leads: read the files)")
+    for i, hit in enumerate(hits, 1):
+        kind = f"[{hit.type}] " if hit.type else ""
+        print(f"{i:2d}. {kind}{hit.node_id} - {hit.path}  (score {hit.score:.4f})")
+        if args.explain:
+            print(f"    why: {hit.reason}")
     return EXIT_OK

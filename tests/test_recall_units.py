@@ -1,0 +1,96 @@
+"""The pure parts of recall: state store, BM25, fusion, k rules, the embedded text. No model needed."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from vivary_git.errors import UsageError
+from vivary_git.memory.provider import MAX_K, RecallFilters, fetch_size, normalise_k
+from vivary_git.memory.snapshot import MemoryEdge, MemoryNode
+from vivary_git.memory.state import LocalStateStore, check_name
+
+needs_numpy = pytest.mark.skipif(importlib.util.find_spec("numpy") is None, reason="needs the [embed] extra")
+
+
+def test_local_state_store(tmp_path: Path) -> None:
+    store = LocalStateStore(tmp_path / "memory" / "ds")
+    assert store.get("manifest.json") is None and store.names() == [] and not store.delete_all()
+    store.put("a.bin", b"one")
+    store.put("a.bin", b"two")  # replaced whole
+    store.put("b.msgpack", b"")
+    assert store.get("a.bin") == b"two" and store.names() == ["a.bin", "b.msgpack"]
+    assert store.local_path("a.bin") == tmp_path / "memory" / "ds" / "a.bin"
+    assert not [p for p in (tmp_path / "memory" / "ds").iterdir() if p.name.endswith(".tmp")]
+    assert store.delete_all() and not (tmp_path / "memory").exists()  # an emptied parent goes too
+    for bad in ("../x", "a/b", "", ".hidden", "x" * 200):
+        with pytest.raises(ValueError):
+            check_name(bad)
+
+
+def test_k_rules() -> None:
+    assert normalise_k(1) == 1 and normalise_k(10_000) == MAX_K == 250
+    for bad in (0, -3):
+        with pytest.raises(UsageError):
+            normalise_k(bad)
+    assert fetch_size(10, False) == 10
+    assert fetch_size(1, True) == 50 and fetch_size(10, True) == 50 and fetch_size(20, True) == 100
+    assert fetch_size(100, True) == 250 and fetch_size(250, True) == 250
+
+
+def test_filters() -> None:
+    node = MemoryNode(id="a", type="decision", path="decisions/a.md", title="A", blob="0" * 40, fields={})
+    out = [MemoryEdge("a", "related", "b")]
+    assert RecallFilters().keep(node, out) and not RecallFilters().active
+    assert RecallFilters(types=["decision"]).keep(node, out)
+    assert not RecallFilters(types=[""]).keep(node, out)
+    assert RecallFilters(paths=["decisions/*"]).keep(node, out)
+    assert not RecallFilters(paths=["notes/*"]).keep(node, out)
+    assert RecallFilters(edges=["related", "related:b", ":b"]).keep(node, out)
+    assert not RecallFilters(edges=["related:c"]).keep(node, out)
+
+
+@needs_numpy
+def test_bm25_stems_scores_and_round_trips() -> None:
+    from vivary_git.memory import bm25
+
+    tok = bm25.Tokenizer()
+    assert tok("The Fractures were FRACTURED") == ["fractur", "fractur"]
+    docs = ["hip fractures in older women", "vitamin d and bone density", "fracture risk after falls", "x"]
+    index = bm25.build([tok.counts(d) for d in docs])
+    top = index.top(tok("fracture"), 10)
+    assert [d for d, _ in top] == [0, 2] or [d for d, _ in top] == [2, 0]
+    assert index.top(tok("nothing matches"), 10) == []
+    data = index.encode()
+    again = bm25.decode(data)
+    assert again is not None and again.top(tok("fracture"), 10) == top
+    assert bm25.decode(data[:-3]) is None and bm25.decode(b"junk") is None
+    assert bm25.decode(data[:10] + b"\xff" * (len(data) - 10)) is None
+
+
+@needs_numpy
+def test_fusion_is_deterministic_and_weighted() -> None:
+    from vivary_git.memory.local import fuse
+
+    lexical = [(1, 9.0), (2, 5.0)]
+    vector = [(2, 0.9), (3, 0.8)]
+    fused = fuse(lexical, vector, weights=(0.5, 0.5))
+    assert [d for d, _, _ in fused] == [2, 1, 3]  # in both lists beats first in one
+    assert fused[0][2] == "hybrid: vector rank 1 (cosine 0.900), keyword rank 2"
+    assert abs(fused[0][1] - (0.5 / 62 + 0.5 / 61)) < 1e-12
+    assert [d for d, _, _ in fuse(lexical, vector, weights=(1.0, 0.0))][:2] == [1, 2]
+    # Equal scores: the better vector rank first, then the document number.
+    assert [d for d, _, _ in fuse([(5, 1.0)], [(4, 1.0)], weights=(0.5, 0.5))] == [4, 5]
+
+
+@needs_numpy
+def test_embed_text_drops_identity_lines() -> None:
+    from vivary_git.memory.local import embed_text
+
+    packet = ("vivary_node_id: d1\nvivary_type: decision\nvivary_path: decisions/d1.md\nvivary_title: Use tokens\n"
+              '{"status":"accepted"}\noutbound_edges:\n- related: keys\n\n# Use tokens\n\nThey expire.\n')
+    assert embed_text(packet) == 'type: decision\n{"status":"accepted"}\n# Use tokens\n\nThey expire.'
+    bare = "vivary_node_id: n\nvivary_type: \nvivary_path: n.md\nvivary_title: N\n{}\noutbound_edges:\n\nbody\n"
+    assert embed_text(bare) == "N\nbody"

@@ -1,0 +1,38 @@
+"""`git vivary forget`: remove this workspace's whole local memory index (state and manifest)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from vivary_git.commands._common import add_json_arg, add_source_args, emit_json, open_ws
+from vivary_git.errors import EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "forget", help="delete the local semantic-memory index of this workspace (needs --yes)",
+        description="Remove the vivary-local provider's whole dataset for this workspace: cached vectors, the "
+        "HNSW and keyword indexes, and the manifest (docs/memory.md). Notes are never touched; `git vivary "
+        "index --yes` rebuilds everything. Exit 0 (also when there was nothing to remove); 2 on a config error "
+        "(provider = \"cognee\" is forgotten by its own adapter); 3 when refused: --yes not given.",
+    )
+    p.add_argument("--yes", action="store_true", help="confirm: delete the whole index")
+    add_source_args(p)
+    add_json_arg(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from vivary_git.memory.local import LocalMemory
+
+    ws = open_ws(args)
+    report = LocalMemory(ws).forget(approved=args.yes)
+    if args.json:
+        emit_json(report)
+        return EXIT_OK
+    if report.removed:
+        sys.stdout.write(f"forgot dataset {report.dataset}: removed {report.state}\n")
+    else:
+        sys.stdout.write(f"nothing to forget: no index for dataset {report.dataset} (looked in {report.state})\n")
+    return EXIT_OK

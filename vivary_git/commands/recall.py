@@ -1,0 +1,128 @@
+"""`git vivary recall`: meaning-based leads from the local semantic memory, gated by the snapshot fingerprint.
+
+Thin over `vivary_git.memory.local.LocalMemory` / `RecallSession`. Refuses (exit 3) when there is no
+index or it is stale; `--queries FILE.jsonl` answers many queries with one loaded index.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from vivary_git.commands._common import add_json_arg, add_source_args, emit_json, open_ws
+from vivary_git.errors import EXIT_OK, UsageError
+
+
+class BatchQuery(msgspec.Struct, frozen=True):
+    id: str | int
+    query: str
+
+
+class BatchAnswer(msgspec.Struct, frozen=True):
+    id: str | int
+    hits: list[Any]  # RecallHit; not imported at module level, every command's startup would pay for it
+
+
+def add_recall_filter_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("filters (applied after recall, on over-fetched candidates)")
+    g.add_argument("--type", action="append", default=[], metavar="TYPE",
+                   help="only nodes of this type; repeat for any of several; '' for untyped")
+    g.add_argument("--path", action="append", default=[], metavar="GLOB",
+                   help="only paths matching this glob (fnmatch, case-sensitive, * crosses /); repeatable")
+    g.add_argument("--edge", action="append", default=[], metavar="FIELD[:TARGET]",
+                   help="only nodes with an outbound edge of FIELD (to TARGET); repeat to require all")
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "recall", help="semantic recall: typed leads to notes, from the local memory index",
+        description="Ask the local semantic memory (vivary-local, docs/recall.md) for the notes that best match "
+        "a question by meaning. Returns typed leads (node id, type, path, score, reason, edges) for notes of the "
+        "current snapshot only: read the files before acting. Exit 0; 2 on a usage or config error (memory not "
+        "enabled, the [embed] extra missing); 3 when refused: no index yet, or the index is stale (notes changed "
+        "since `git vivary index --yes`), or privacy cannot be decided.",
+    )
+    p.add_argument("text", nargs="*", metavar="QUERY", help="the question (words are joined by spaces)")
+    p.add_argument("--k", type=int, default=10, metavar="N", help="how many hits (default 10, at most 250)")
+    p.add_argument("--mode", choices=("hybrid", "semantic"), default="hybrid",
+                   help="hybrid (default): vectors fused with stemmed BM25; semantic: vectors only")
+    p.add_argument("--queries", metavar="FILE.jsonl",
+                   help='answer every {"id": ..., "query": ...} line of FILE (- for stdin) in one process; prints '
+                   'one {"id": ..., "hits": [...]} line per query, in order')
+    add_recall_filter_args(p)
+    add_source_args(p)
+    add_json_arg(p)
+    p.set_defaults(run=run)
+
+
+def _read_queries(name: str) -> list[BatchQuery]:
+    try:
+        text = sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
+    except OSError as err:
+        raise UsageError(f"--queries {name}: cannot be read ({err.strerror}); check the path") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"--queries {name}: not UTF-8; save it as UTF-8 JSON lines") from None
+    out: list[BatchQuery] = []
+    decoder = msgspec.json.Decoder(BatchQuery)
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append(decoder.decode(line))
+        except (msgspec.DecodeError, msgspec.ValidationError) as err:
+            raise UsageError(f'{name}:{n}: not a {{"id": ..., "query": "..."}} line ({err}); fix that line') \
+                from None
+    return out
+
+
+def _lines(answers: Iterator[BatchAnswer]) -> Iterator[bytes]:
+    encoder = msgspec.json.Encoder()
+    for a in answers:
+        yield encoder.encode(a) + b"\n"
+
+
+def run(args: argparse.Namespace) -> int:
+    from vivary_git.memory.local import LocalMemory
+    from vivary_git.memory.provider import RecallFilters, normalise_k
+
+    text = " ".join(args.text)
+    if args.queries is None and not text.strip():
+        raise UsageError('provide a query, e.g. `git vivary recall "how do we rotate keys?"`, or --queries FILE')
+    if args.queries is not None and text.strip():
+        raise UsageError("give either a QUERY or --queries FILE, not both")
+    k = normalise_k(args.k)
+    batch = _read_queries(args.queries) if args.queries is not None else None
+    filters = RecallFilters(types=args.type, paths=args.path, edges=args.edge)
+    ws = open_ws(args)
+    session = LocalMemory(ws).open()
+    if batch is not None:
+        answers = session.recall_many([q.query for q in batch], k=k, filters=filters, mode=args.mode)
+        ws.report_stats()
+        out = sys.stdout.buffer
+        for line in _lines(BatchAnswer(q.id, hits) for q, hits in zip(batch, answers, strict=True)):
+            out.write(line)
+        out.flush()
+        return EXIT_OK
+    hits = session.recall(text, k=k, filters=filters, mode=args.mode)
+    ws.report_stats()
+    if args.json:
+        emit_json(hits)
+        return EXIT_OK
+    if not hits:
+        print(f"vivary recall: no hits for {text!r}")
+        return EXIT_OK
+    print(f"vivary recall: {len(hits)} lead(s) for {text!r} (read the files before acting on them)")
+    for i, hit in enumerate(hits, 1):
+        kind = f"[{hit.type}] " if hit.type else ""
+        print(f"{i:2d}. {kind}{hit.node_id} - {hit.path}  (score {hit.score:.4f})")
+        print(f"    why: {hit.reason}")
+        if hit.edge_context:
+            shown = ", ".join(f"{e.source_id} -{e.field}-> {e.target_id}" for e in hit.edge_context[:5])
+            more = f" (+{len(hit.edge_context) - 5} more)" if len(hit.edge_context) > 5 else ""
+            print(f"    edges: {shown}{more}")
+    return EXIT_OK

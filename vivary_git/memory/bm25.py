@@ -1,0 +1,190 @@
+"""Okapi BM25 over packets, with English Snowball stemming: the lexical half of hybrid recall.
+
+Small on purpose: a tokenizer (lower-case `\\w\\w+` runs, English stopwords dropped, Snowball/Porter2
+stems), an index in compressed-sparse-row form, and Lucene's BM25 scoring. The index is encoded as a
+msgpack header plus raw little-endian arrays, so it loads with `numpy.frombuffer` (no parsing per
+posting) and is never unpickled. numpy and the stemmer are imported inside functions: this module is
+imported by commands whose startup time matters.
+
+Stemming matters on SciFact (docs/recall.md): "fractures" must meet "fracture".
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import struct
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from itertools import chain
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = ["LEXICAL_FORMAT", "LexicalIndex", "Tokenizer", "build", "decode"]
+
+LEXICAL_FORMAT = 1  # bump when tokenisation or the encoding changes: cached token counts are keyed by it
+K1 = 1.2
+B = 0.75
+_MAGIC = b"VVBM"
+
+# The usual English list (as scikit-learn's and bm25s's, trimmed to function words); a word block reads
+# better than 127 quoted strings.
+STOPWORDS = frozenset("""
+a about above after again against all am an and any are as at be because been before being below
+between both but by can could did do does doing down during each few for from further had has have
+having he her here hers herself him himself his how i if in into is it its itself just me more most my
+myself no nor not now of off on once only or other our ours ourselves out over own same she should so
+some such than that the their theirs them themselves then there these they this those through to too
+under until up very was we were what when where which while who whom why will with would you your yours
+yourself yourselves
+""".split())  # noqa: SIM905
+_WORD = re.compile(r"\w\w+")
+
+
+class Tokenizer:
+    """text → stemmed terms. Stems are memoised: a corpus repeats its words far more than it adds new ones."""
+
+    def __init__(self) -> None:
+        from snowballstemmer.english_stemmer import EnglishStemmer  # type: ignore[import-untyped]
+
+        stem: Callable[[str], str] = EnglishStemmer().stemWord
+        self._stem = stem
+        self._cache: dict[str, str] = {}
+
+    def __call__(self, text: str) -> list[str]:
+        cache = self._cache
+        out: list[str] = []
+        for word in _WORD.findall(text.lower()):
+            if word in STOPWORDS:
+                continue
+            s = cache.get(word)
+            if s is None:
+                s = cache[word] = self._stem(word)
+            out.append(s)
+        return out
+
+    def counts(self, text: str) -> dict[str, int]:
+        return dict(Counter(self(text)))
+
+
+class _Header(msgspec.Struct, frozen=True, array_like=True):
+    format: int
+    k1: float
+    b: float
+    n_docs: int
+    n_postings: int
+    avgdl: float
+    vocab: list[str]
+
+
+class LexicalIndex:
+    """BM25 over `n_docs` documents numbered 0..n_docs-1 (the caller maps numbers to nodes)."""
+
+    def __init__(self, header: _Header, indptr: npt.NDArray[np.int64], docs: npt.NDArray[np.int32],
+                 tfs: npt.NDArray[np.float32], lengths: npt.NDArray[np.float32]) -> None:
+        self.header = header
+        self.n_docs = header.n_docs
+        self._term_id = {t: i for i, t in enumerate(header.vocab)}
+        self._indptr = indptr
+        self._docs = docs
+        self._tfs = tfs
+        self._lengths = lengths
+
+    def encode(self) -> bytes:
+        head = msgspec.msgpack.encode(self.header)
+        return b"".join((_MAGIC, struct.pack("<Q", len(head)), head, self._indptr.astype("<i8").tobytes(),
+                         self._docs.astype("<i4").tobytes(), self._tfs.astype("<f4").tobytes(),
+                         self._lengths.astype("<f4").tobytes()))
+
+    def scores(self, terms: Iterable[str]) -> npt.NDArray[np.float32]:
+        """BM25 score of every document for these (already tokenised) query terms; a repeated term counts
+        once per repetition, as in Lucene."""
+        import numpy as np
+
+        h = self.header
+        out = np.zeros(self.n_docs, dtype=np.float32)
+        avgdl = h.avgdl or 1.0
+        for term, qtf in Counter(terms).items():
+            t = self._term_id.get(term)
+            if t is None:
+                continue
+            lo, hi = int(self._indptr[t]), int(self._indptr[t + 1])
+            docs = self._docs[lo:hi]
+            tf = self._tfs[lo:hi]
+            df = hi - lo
+            idf = math.log(1.0 + (self.n_docs - df + 0.5) / (df + 0.5))
+            norm = h.k1 * (1.0 - h.b + h.b * self._lengths[docs] / avgdl)
+            out[docs] += np.float32(qtf * idf) * tf * (h.k1 + 1.0) / (tf + norm)
+        return out
+
+    def top(self, terms: Sequence[str], n: int) -> list[tuple[int, float]]:
+        """The `n` best (document, score) pairs with a positive score, best first, ties by document number."""
+        import numpy as np
+
+        scores = self.scores(terms)
+        hit = np.flatnonzero(scores > 0)
+        if hit.size == 0 or n <= 0:
+            return []
+        part = hit[np.argpartition(-scores[hit], n - 1)[:n]] if hit.size > n else hit
+        order = sorted(part.tolist(), key=lambda d: (-float(scores[d]), d))
+        return [(d, float(scores[d])) for d in order[:n]]
+
+
+def build(counts: Sequence[dict[str, int]], *, k1: float = K1, b: float = B) -> LexicalIndex:
+    """An index over documents given as term → count maps (from `Tokenizer.counts`)."""
+    import numpy as np
+
+    # Iteration stays in C (chain/map/fromiter) and the grouping by term is one stable argsort: a re-index
+    # of 5,000 abstracts (~500k postings) builds in a few hundredths of a second instead of ~0.7 s.
+    vocab = sorted(set().union(*counts)) if counts else []
+    term_id = {t: i for i, t in enumerate(vocab)}
+    sizes = np.fromiter(map(len, counts), dtype=np.int64, count=len(counts))
+    total = int(sizes.sum())
+    terms = np.fromiter(map(term_id.__getitem__, chain.from_iterable(counts)), dtype=np.int64, count=total)
+    tfs = np.fromiter(chain.from_iterable(c.values() for c in counts), dtype=np.float32, count=total)
+    docs = np.repeat(np.arange(len(counts), dtype=np.int32), sizes)
+    order = np.argsort(terms, kind="stable")  # stable: within a term, postings stay in document order
+    indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(terms, minlength=len(vocab)), out=indptr[1:])
+    lengths = np.fromiter((sum(c.values()) for c in counts), dtype=np.float32, count=len(counts))
+    avgdl = float(lengths.mean()) if len(counts) else 0.0
+    header = _Header(format=LEXICAL_FORMAT, k1=k1, b=b, n_docs=len(counts), n_postings=total, avgdl=avgdl,
+                     vocab=vocab)
+    return LexicalIndex(header, indptr, docs[order], tfs[order], lengths)
+
+
+def decode(data: bytes) -> LexicalIndex | None:
+    """The index encoded by `LexicalIndex.encode`, or None when the bytes are not one (damaged, foreign)."""
+    import numpy as np
+
+    try:
+        if not data.startswith(_MAGIC):
+            return None
+        (n,) = struct.unpack_from("<Q", data, len(_MAGIC))
+        start = len(_MAGIC) + 8
+        header = msgspec.msgpack.decode(data[start:start + n], type=_Header)
+        if header.format != LEXICAL_FORMAT:
+            return None
+        pos = start + n
+        v, p, d = len(header.vocab), header.n_postings, header.n_docs
+        arrays: list[Any] = []
+        for count, dtype, size in ((v + 1, "<i8", 8), (p, "<i4", 4), (p, "<f4", 4), (d, "<f4", 4)):
+            end = pos + count * size
+            if end > len(data):
+                return None
+            arrays.append(np.frombuffer(data, dtype=dtype, count=count, offset=pos))
+            pos = end
+        if pos != len(data):
+            return None
+        indptr, docs, tfs, lengths = arrays
+        if indptr[0] != 0 or indptr[-1] != p or (p and (docs.min() < 0 or docs.max() >= d)) \
+                or (v and bool((np.diff(indptr) < 0).any())):
+            return None
+    except (struct.error, msgspec.DecodeError, msgspec.ValidationError, ValueError):
+        return None
+    return LexicalIndex(header, indptr, docs, tfs, lengths)

@@ -1,0 +1,773 @@
+"""vivary-local: offline semantic memory — embeddings (embed.py) + hnswlib + BM25, fingerprint-gated.
+
+Index (`LocalMemory.index`): build the privacy-filtered snapshot, render every admitted node's packet,
+embed only packets whose digest the vector cache lacks (cache key: packet sha256 + model id + embed
+format), then bring the HNSW graph (cosine as inner product on unit vectors, M=16, efConstruction=200)
+up to date from cached vectors — marking removed nodes deleted and adding new ones, or rebuilding when
+too much is dead — and rebuild the lexical (BM25) index. The manifest, written last, binds all of it to
+the snapshot fingerprint and records every state file's sha256.
+
+Recall (`RecallSession`): rebuild the current snapshot, refuse (exit 3) unless the manifest's fingerprint
+is the snapshot's, verify each state file against the manifest, then answer from the ANN graph alone
+(`semantic`) or fused with BM25 by weighted reciprocal rank (`hybrid`, the default). Hits are only ever
+node ids of the current snapshot; type/path/edge filters apply after over-fetching.
+
+numpy, hnswlib, onnxruntime and the stemmer are imported inside functions: `git vivary recall` runs in
+every agent turn, and the embedder's ~0.3 s model load runs in a thread while the snapshot is built.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import msgspec
+
+from vivary_git.errors import RefusedError, UsageError
+from vivary_git.memory.embed import INSTALL_HINT, EmbedderError
+from vivary_git.memory.provider import (
+    INDEX_COMMAND,
+    ForgetReport,
+    IndexReport,
+    RecallFilters,
+    RecallHit,
+    RecallMode,
+    fetch_size,
+    normalise_k,
+    outbound_map,
+    require_local,
+    state_store,
+)
+from vivary_git.memory.snapshot import PACKET_FORMAT, MemoryEdge, MemorySnapshot, build_snapshot, dataset_name, packets
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from vivary_git.memory.bm25 import LexicalIndex, Tokenizer
+    from vivary_git.memory.config import MemoryConfig
+    from vivary_git.memory.embed import Embedder
+    from vivary_git.memory.state import StateStore
+    from vivary_git.workspace import Workspace
+
+__all__ = [
+    "FUSION",
+    "HNSW_EF",
+    "HNSW_EF_CONSTRUCTION",
+    "HNSW_M",
+    "LocalMemory",
+    "Manifest",
+    "RecallSession",
+    "embed_text",
+]
+
+PROVIDER = "vivary-local"
+STATE_FORMAT = 1
+# Bump when `embed_text` changes: it is part of the vector cache key, so old vectors are not reused.
+EMBED_FORMAT = 1
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 200
+# ef at query time is max(HNSW_EF, candidates wanted): 64 already finds ≥ 0.99 of exact top-10 on SciFact.
+HNSW_EF = 64
+RRF_K = 60
+# (lexical weight, vector weight) for reciprocal rank fusion and how deep each list is read. Tuned on
+# SciFact *train* queries only (bench/bench_recall_scifact.py --tune); CognitiveOS's 0.65/0.35 was the start.
+FUSION = (0.55, 0.45)
+FUSION_DEPTH = 200
+# Rebuild the HNSW graph instead of updating it once this many of its elements are dead (deleted nodes,
+# old versions of edited ones): deleted elements still cost search time and vector cache space.
+_DEAD_FRACTION = 0.25
+_EMBED_CHUNK = 256  # packets per embed call: bounds memory, and progress/checkpoints happen between chunks
+_CHECKPOINT_SECONDS = 30.0
+_EDGE_CONTEXT = 32  # edges per hit, so a hub note cannot flood an agent's context
+
+MANIFEST = "manifest.json"
+VECTORS = "vectors.f32"
+VECTOR_META = "vectors.msgpack"
+HNSW_FILE = "hnsw.bin"
+ENTRIES = "entries.msgpack"
+LEXICAL = "lexical.bin"
+TERMS = "terms.msgpack"
+
+# Modules the provider needs beyond the embedder's own (import name → what `pip` calls it).
+_PROVIDER_MODULES = {"hnswlib": "hnswlib", "snowballstemmer": "snowballstemmer"}
+
+
+# --- records --------------------------------------------------------------------------------------------
+
+
+class FileRef(msgspec.Struct, frozen=True):
+    sha256: str
+    size: int
+
+
+class HnswParams(msgspec.Struct, frozen=True):
+    generation: str  # the vector cache generation its labels (= cache rows) refer to
+    space: str
+    m: int
+    ef_construction: int
+    ef: int
+    elements: int  # labels ever added, deleted ones included
+    deleted: int
+
+
+class Manifest(msgspec.Struct, frozen=True):
+    """Binds the state to one snapshot. The contract's keys first; `files` lists every other state file."""
+
+    provider: str
+    dataset: str
+    fingerprint: str
+    nodes: int
+    edges: int
+    model: str  # the configured model name
+    model_id: str  # the embedder's id: changes whenever its vectors could
+    format: int
+    packet_format: int
+    embed_format: int
+    lexical_format: int
+    dim: int
+    tree: str | None  # the source tree the index was built from
+    source: str  # "worktree", "HEAD", ... (for people)
+    hnsw: HnswParams
+    fusion: tuple[float, float, int, int]  # lexical weight, vector weight, rrf k, depth
+    files: dict[str, FileRef]
+
+
+class VectorMeta(msgspec.Struct, frozen=True):
+    """Row i of vectors.f32 is the embedding of the packet whose sha256 is `digests[i]`."""
+
+    key: str  # model id + embed format: vectors under another key are never reused
+    dim: int
+    sha256: str
+    digests: list[str]
+    # New whenever rows are renumbered (a fresh or compacted cache): an HNSW graph, whose labels are rows,
+    # is only updated in place when it was built on the same generation.
+    generation: str = ""
+
+
+class Entry(msgspec.Struct, frozen=True, array_like=True):
+    node_id: str
+    digest: str
+    label: int  # HNSW label = row in the vector cache
+
+
+class Entries(msgspec.Struct, frozen=True):
+    """The indexed nodes in id order; entry i is also document i of the lexical index."""
+
+    fingerprint: str
+    entries: list[Entry]
+
+
+class TermCache(msgspec.Struct, frozen=True):
+    format: int
+    counts: dict[str, dict[str, int]]  # packet digest -> term -> count
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _decode(data: bytes | None, kind: type[Any], *, json: bool = False) -> Any:
+    if data is None:
+        return None
+    try:
+        return msgspec.json.decode(data, type=kind) if json else msgspec.msgpack.decode(data, type=kind)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+# --- what is embedded -----------------------------------------------------------------------------------
+
+
+def embed_text(packet: str) -> str:
+    """The text embedded for a packet: the packet minus its identity lines.
+
+    Node id and path are machine identifiers: embedded, they spend the model's 256-token window on noise
+    (the lexical index still sees them, so a query naming an id finds it). The title is kept unless the
+    body already opens with it as a heading; type and frontmatter are kept, outbound edge lines are not.
+    """
+    head, _, body = packet.partition("\n\n")
+    lines = head.split("\n")
+    title = lines[3].removeprefix("vivary_title: ") if len(lines) > 3 else ""
+    kind = lines[1].removeprefix("vivary_type: ") if len(lines) > 1 else ""
+    fields = lines[4] if len(lines) > 4 else "{}"
+    parts: list[str] = []
+    first = body.lstrip().split("\n", 1)[0].lstrip("#").strip()
+    if title and first != title:
+        parts.append(title)
+    if kind:
+        parts.append(f"type: {kind}")
+    if fields != "{}":
+        parts.append(fields)
+    parts.append(body.strip())
+    return "\n".join(p for p in parts if p)
+
+
+def _digest(packet: str) -> str:
+    return _sha(packet.encode("utf-8", "surrogateescape"))
+
+
+# --- dependencies ---------------------------------------------------------------------------------------
+
+
+def require_extra() -> None:
+    """Raise `EmbedderError` (exit 2) naming the extra when a module the provider needs is missing.
+    Uses `importlib.util.find_spec`, so nothing heavy is imported to find out."""
+    missing = []
+    for module, dist in _PROVIDER_MODULES.items():
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(dist)
+    if missing:
+        raise EmbedderError(f"the local semantic memory needs {', '.join(missing)}; {INSTALL_HINT}")
+
+
+T = TypeVar("T")
+
+
+class _Background(Generic[T]):
+    """Run `fn` in a thread now; `result()` joins and re-raises.
+
+    Used to load the model while the snapshot is built. The overlap is partial (both hold the GIL much of
+    the time; the snapshot's git subprocesses and file reads do release it): ~0.06 s of ~0.5 s on a fresh
+    recall over 5,183 notes. Not a daemon thread: the interpreter waits for it at exit, because tearing
+    down onnxruntime while it is still loading (say after a stale-index refusal) can crash the process.
+    """
+
+    def __init__(self, fn: Callable[[], T]) -> None:
+        self._value: T | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn,), name="vivary-model-loader")
+        self._thread.start()
+
+    def _run(self, fn: Callable[[], T]) -> None:
+        try:
+            self._value = fn()
+        except BaseException as err:  # handed to the caller's thread by result()
+            self._error = err
+
+    def result(self) -> T:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._value is not None
+        return self._value
+
+
+# --- the provider ---------------------------------------------------------------------------------------
+
+
+class LocalMemory:
+    """The vivary-local provider for one workspace at one tree. Library form of index/recall/forget."""
+
+    provider = PROVIDER
+
+    def __init__(self, ws: Workspace, cfg: MemoryConfig | None = None) -> None:
+        from vivary_git.memory.config import load_memory_config
+
+        self.ws = ws
+        self.cfg = cfg if cfg is not None else load_memory_config(ws)
+        self._snap: MemorySnapshot | None = None
+
+    @property
+    def dataset(self) -> str:
+        return dataset_name(self.ws.source.root, self.cfg.dataset_label)
+
+    @property
+    def store(self) -> StateStore:
+        return state_store(self.ws, self.cfg, self.dataset)
+
+    def snapshot(self) -> MemorySnapshot:
+        if self._snap is None:
+            cfg = self.cfg
+            self._snap = build_snapshot(self.ws, cfg.policy(), provider=cfg.provider, model=cfg.model,
+                                        dataset_label=cfg.dataset_label)
+        return self._snap
+
+    def manifest(self) -> Manifest | None:
+        """The stored manifest, or None when there is none or it is damaged."""
+        found: Manifest | None = _decode(self.store.get(MANIFEST), Manifest, json=True)
+        return found
+
+    def dry_run(self) -> IndexReport:
+        snap = self.snapshot()
+        return IndexReport(
+            ok=True, provider=snap.provider, dataset=snap.dataset, dry_run=True, indexed=0,
+            would_index=len(snap.nodes), edges=len(snap.edges), private=snap.private_count,
+            fingerprint=snap.fingerprint, enabled=self.cfg.enabled,
+        )
+
+    # --- index ---------------------------------------------------------------------------------------
+
+    def index(self, *, approved: bool, progress: Callable[[int, int], None] | None = None) -> IndexReport:
+        """Bring the index up to date with the current snapshot (incrementally). `approved` is `--yes`
+        (or `auto_index`); without it the configured gate (`require_explicit_index`) refuses with exit 3.
+        `progress(done, total)` is called as packets are embedded."""
+        started = time.perf_counter()
+        require_local(self.cfg, "index")
+        gate = self.cfg.memory.local
+        if not approved and gate.require_explicit_index and not gate.auto_index:
+            raise RefusedError(
+                "indexing copies the text of every public note into a local embedding index, so it needs "
+                f"your approval: run `{INDEX_COMMAND}` (or set `require_explicit_index = false`, or "
+                "`auto_index = true`, under [memory.local] in .vivary/memory.toml)"
+            )
+        require_extra()
+        loading = _Background(lambda: _load_embedder(self.cfg.memory.local.model))
+        snap = self.snapshot()
+        store = self.store
+        rendered = list(packets(self.ws, snap))
+        digests = [_digest(p) for _, p in rendered]
+        embedder = loading.result()
+        builder = _IndexBuilder(store, snap, embedder, tree=self.ws.source.tree_id, label=self.ws.source.label,
+                                progress=progress)
+        report = builder.run(rendered, digests)
+        return msgspec.structs.replace(report, state=store.location,
+                                       seconds=round(time.perf_counter() - started, 3))
+
+    # --- recall --------------------------------------------------------------------------------------
+
+    def open(self) -> RecallSession:
+        """Verify and load the index for recall (refuses when missing, stale or damaged)."""
+        return RecallSession(self)
+
+    def recall(self, query: str, *, k: int = 10, filters: RecallFilters | None = None,
+               mode: RecallMode = "hybrid") -> list[RecallHit]:
+        return RecallSession(self).recall(query, k=k, filters=filters, mode=mode)
+
+    # --- forget --------------------------------------------------------------------------------------
+
+    def forget(self, *, approved: bool) -> ForgetReport:
+        """Remove this workspace's whole dataset: vectors, HNSW, lexical index and manifest."""
+        if self.cfg.provider not in ("none", PROVIDER):
+            require_local(self.cfg, "forget")  # cognee: say which tool forgets it
+        store = self.store
+        if not approved:
+            raise RefusedError(
+                f"forget deletes this workspace's whole local memory index ({store.location}); "
+                "run `git vivary forget --yes` to confirm (the notes themselves are not touched)"
+            )
+        removed = store.delete_all()
+        return ForgetReport(ok=True, provider=PROVIDER, dataset=self.dataset, removed=removed, state=store.location)
+
+
+def _load_embedder(name: str) -> Embedder:
+    # numpy is imported here, in the loader's thread, so the main thread does not wait for it.
+    import numpy  # noqa: F401
+
+    from vivary_git.memory.embed import load_embedder
+
+    return load_embedder(name)
+
+
+class _IndexBuilder:
+    def __init__(self, store: StateStore, snap: MemorySnapshot, embedder: Embedder, *, tree: str | None,
+                 label: str, progress: Callable[[int, int], None] | None = None) -> None:
+        self.progress = progress
+        self.tree = tree
+        self.label = label
+        self.store = store
+        self.snap = snap
+        self.embedder = embedder
+        self.key = f"{embedder.model_id}/e{EMBED_FORMAT}"
+        self.generation = ""
+
+    def _previous(self) -> tuple[Manifest | None, Entries | None]:
+        """The last manifest and entries, when both are intact and were built with this embedder."""
+        store = self.store
+        manifest: Manifest | None = _decode(store.get(MANIFEST), Manifest, json=True)
+        if manifest is None or manifest.model_id != self.embedder.model_id or manifest.format != STATE_FORMAT:
+            return None, None
+        raw = store.get(ENTRIES)
+        ref = manifest.files.get(ENTRIES)
+        if raw is None or ref is None or _sha(raw) != ref.sha256:
+            return manifest, None
+        entries: Entries | None = _decode(raw, Entries)
+        return manifest, entries
+
+    def _vector_cache(self) -> tuple[list[str], npt.NDArray[np.float32], str]:
+        import numpy as np
+
+        dim = self.embedder.dim
+        meta: VectorMeta | None = _decode(self.store.get(VECTOR_META), VectorMeta)
+        raw = self.store.get(VECTORS)
+        if (meta is None or raw is None or meta.key != self.key or meta.dim != dim
+                or len(raw) != len(meta.digests) * dim * 4 or _sha(raw) != meta.sha256):
+            # Absent, damaged or from another model: start over (every packet is embedded again).
+            return [], np.zeros((0, dim), dtype=np.float32), uuid.uuid4().hex
+        return list(meta.digests), np.frombuffer(raw, dtype="<f4").reshape(len(meta.digests), dim), meta.generation
+
+    def run(self, rendered: list[tuple[Any, str]], digests: list[str]) -> IndexReport:
+        import numpy as np
+
+        snap, store = self.snap, self.store
+        previous, prev_entries = self._previous()
+        if previous is not None and prev_entries is not None and previous.fingerprint == snap.fingerprint \
+                and self._intact(previous):
+            return self._report(previous.nodes, 0, len(digests), 0, False, unchanged=True)
+
+        cached, vectors, self.generation = self._vector_cache()
+        row_of = {d: i for i, d in enumerate(cached)}
+        todo = [i for i, d in enumerate(digests) if d not in row_of]
+        checkpoint = time.monotonic()
+        # A handful of edits (the post-commit case) is embedded in small batches: a fresh session's first
+        # run on a big batch costs up to ~3x (10 SciFact abstracts: 0.5 s in batches of 4, 0.6-1.4 s as one).
+        batch = 4 if len(todo) <= 32 else 32
+        for start in range(0, len(todo), _EMBED_CHUNK):
+            part = todo[start:start + _EMBED_CHUNK]
+            texts = [embed_text(rendered[i][1]) for i in part]
+            fresh = self.embedder.embed(texts, batch_size=batch).astype("<f4")
+            for i in part:
+                row_of[digests[i]] = len(cached)
+                cached.append(digests[i])
+            vectors = np.vstack([vectors, fresh]) if len(vectors) else fresh
+            if self.progress is not None:
+                self.progress(start + len(part), len(todo))
+            if time.monotonic() - checkpoint > _CHECKPOINT_SECONDS and start + len(part) < len(todo):
+                # A first index of a large vault takes minutes: keep what is done if it is interrupted.
+                self._save_vectors(cached, vectors)
+                checkpoint = time.monotonic()
+        live = set(digests)
+        dead = len(cached) - len(live)
+        compact = dead > _DEAD_FRACTION * max(len(cached), 1)
+        if compact:
+            keep = [i for i, d in enumerate(cached) if d in live]
+            vectors = vectors[keep]
+            cached = [cached[i] for i in keep]
+            row_of = {d: i for i, d in enumerate(cached)}
+            self.generation = uuid.uuid4().hex
+        if todo or compact:
+            self._save_vectors(cached, vectors)
+
+        entries = [Entry(node.id, d, row_of[d]) for (node, _), d in zip(rendered, digests, strict=True)]
+        hnsw_bytes, params, rebuilt, removed = self._hnsw(previous, prev_entries, entries, vectors)
+        lexical = self._lexical(rendered, digests)
+        files = {
+            HNSW_FILE: hnsw_bytes,
+            ENTRIES: msgspec.msgpack.encode(Entries(fingerprint=snap.fingerprint, entries=entries)),
+            LEXICAL: lexical,
+        }
+        for name, data in files.items():
+            store.put(name, data)
+        from vivary_git.memory.bm25 import LEXICAL_FORMAT
+
+        manifest = Manifest(
+            provider=PROVIDER, dataset=snap.dataset, fingerprint=snap.fingerprint, nodes=len(snap.nodes),
+            edges=len(snap.edges), model=snap.model, model_id=self.embedder.model_id, format=STATE_FORMAT,
+            packet_format=PACKET_FORMAT, embed_format=EMBED_FORMAT, lexical_format=LEXICAL_FORMAT,
+            dim=self.embedder.dim, tree=self.tree, source=self.label, hnsw=params,
+            fusion=(FUSION[0], FUSION[1], RRF_K, FUSION_DEPTH),
+            files={name: FileRef(_sha(data), len(data)) for name, data in sorted(files.items())},
+        )
+        store.put(MANIFEST, msgspec.json.encode(manifest) + b"\n")  # last: it vouches for the rest
+        return self._report(len(entries), len(todo), len(digests) - len(todo), removed, rebuilt)
+
+    def _save_vectors(self, digests: list[str], vectors: npt.NDArray[np.float32]) -> None:
+        import numpy as np
+
+        blob = np.ascontiguousarray(vectors, dtype="<f4").tobytes()
+        # Vectors first, then the metadata that vouches for them (its sha256): a reader of a half-written
+        # pair sees a digest mismatch and starts over, never misattributed vectors.
+        self.store.put(VECTORS, blob)
+        self.store.put(VECTOR_META, msgspec.msgpack.encode(
+            VectorMeta(key=self.key, generation=self.generation, dim=self.embedder.dim, sha256=_sha(blob),
+                       digests=list(digests))))
+
+    def _report(self, indexed: int, embedded: int, reused: int, removed: int, rebuilt: bool, *,
+                unchanged: bool = False) -> IndexReport:
+        snap = self.snap
+        return IndexReport(
+            ok=True, provider=PROVIDER, dataset=snap.dataset, dry_run=False, indexed=indexed,
+            would_index=len(snap.nodes), edges=len(snap.edges), private=snap.private_count,
+            fingerprint=snap.fingerprint, enabled=True, embedded=embedded, reused=reused, removed=removed,
+            rebuilt=rebuilt, unchanged=unchanged,
+        )
+
+    def _intact(self, manifest: Manifest) -> bool:
+        for name, ref in manifest.files.items():
+            data = self.store.get(name)
+            if data is None or len(data) != ref.size or _sha(data) != ref.sha256:
+                return False
+        return (manifest.embed_format == EMBED_FORMAT and manifest.packet_format == PACKET_FORMAT
+                and _lexical_format_ok(manifest.lexical_format))
+
+    def _hnsw(self, previous: Manifest | None, prev_entries: Entries | None, entries: list[Entry],
+              vectors: npt.NDArray[np.float32]) -> tuple[bytes, HnswParams, bool, int]:
+        import hnswlib
+        import numpy as np
+
+        dim = self.embedder.dim
+        want = {e.label for e in entries}
+        old: set[int] = {e.label for e in prev_entries.entries} if prev_entries is not None else set()
+        removed_nodes = (len({e.node_id for e in prev_entries.entries} - {e.node_id for e in entries})
+                         if prev_entries is not None else 0)
+        index: Any = None
+        params = previous.hnsw if previous is not None else None
+        raw = self.store.get(HNSW_FILE)
+        ref = previous.files.get(HNSW_FILE) if previous is not None else None
+        usable = (params is not None and params.generation == self.generation and prev_entries is not None
+                  and raw is not None
+                  and ref is not None and _sha(raw) == ref.sha256 and params.m == HNSW_M
+                  and params.ef_construction == HNSW_EF_CONSTRUCTION)
+        elements = deleted = 0
+        if usable and params is not None and raw is not None:
+            add = sorted(want - old)
+            gone = sorted(old - want)
+            # Upper bound on dead elements after this update (a re-added label revives its element).
+            if params.deleted + len(gone) > _DEAD_FRACTION * max(params.elements + len(add), 1):
+                usable = False
+            else:
+                index = hnswlib.Index(space="ip", dim=dim)
+                with _as_file(self.store, HNSW_FILE, raw) as path:
+                    index.load_index(str(path), max_elements=max(params.elements + len(add), 1))
+                existing = set(index.get_ids_list())
+                revived = [label for label in add if label in existing]
+                for label in gone:
+                    index.mark_deleted(label)
+                if add:
+                    index.add_items(vectors[add], np.asarray(add, dtype=np.int64), num_threads=1)
+                elements = index.get_current_count()
+                deleted = params.deleted + len(gone) - len(revived)
+        rebuilt = not usable
+        if rebuilt:
+            labels = sorted(want)
+            index = hnswlib.Index(space="ip", dim=dim)
+            index.init_index(max_elements=max(len(labels), 1), M=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION,
+                             random_seed=100)
+            if labels:
+                index.add_items(vectors[labels], np.asarray(labels, dtype=np.int64))
+            elements, deleted = len(labels), 0
+        index.set_ef(HNSW_EF)
+        with tempfile.TemporaryDirectory(prefix="vivary-hnsw-") as tmp:
+            path = Path(tmp) / HNSW_FILE
+            index.save_index(str(path))
+            data = path.read_bytes()
+        out = HnswParams(generation=self.generation, space="ip", m=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION,
+                         ef=HNSW_EF, elements=elements, deleted=deleted)
+        return data, out, rebuilt, removed_nodes
+
+    def _lexical(self, rendered: list[tuple[Any, str]], digests: list[str]) -> bytes:
+        from vivary_git.memory.bm25 import LEXICAL_FORMAT, Tokenizer, build
+
+        # Term counts are cached by packet digest like vectors are, so an incremental run tokenises only
+        # what changed; the (cheap) CSR build runs over all of them.
+        cache: TermCache | None = _decode(self.store.get(TERMS), TermCache)
+        known = cache.counts if cache is not None and cache.format == LEXICAL_FORMAT else {}
+        tokenizer: Tokenizer | None = None
+        counts: dict[str, dict[str, int]] = {}
+        for (_, packet), d in zip(rendered, digests, strict=True):
+            got = known.get(d)
+            if got is None:
+                if tokenizer is None:
+                    tokenizer = Tokenizer()
+                got = tokenizer.counts(packet)
+            counts[d] = got
+        if tokenizer is not None or len(known) != len(counts):
+            self.store.put(TERMS, msgspec.msgpack.encode(TermCache(format=LEXICAL_FORMAT, counts=counts)))
+        return build([counts[d] for d in digests]).encode()
+
+
+def _lexical_format_ok(found: int) -> bool:
+    from vivary_git.memory.bm25 import LEXICAL_FORMAT
+
+    return found == LEXICAL_FORMAT
+
+
+@contextmanager
+def _as_file(store: StateStore, name: str, data: bytes) -> Iterator[Path]:
+    """A file holding `data` for hnswlib, which only loads from paths: the store's own file when it has one
+    with exactly these bytes, else a temporary copy."""
+    # The store's own file was just read and verified; a local index run replacing it in between would
+    # replace it with a file of its own making, never with foreign bytes (a backend holding fetched,
+    # untrusted state has no local path and gets the copy of the verified bytes).
+    path = store.local_path(name)
+    if path is not None:
+        try:
+            if path.stat().st_size == len(data):
+                yield path
+                return
+        except OSError:
+            pass
+    with tempfile.TemporaryDirectory(prefix="vivary-hnsw-") as tmp:
+        copy = Path(tmp) / name
+        copy.write_bytes(data)
+        yield copy
+
+
+# --- recall ---------------------------------------------------------------------------------------------
+
+
+class RecallSession:
+    """A verified, loaded index for many queries (`recall --queries`); refuses when stale or damaged."""
+
+    def __init__(self, memory: LocalMemory) -> None:
+        cfg = memory.cfg
+        require_local(cfg, "recall")
+        self.memory = memory
+        require_extra()
+        store = memory.store
+        if store.get(MANIFEST) is None:
+            raise RefusedError(
+                f"there is no memory index for this workspace yet (looked in {store.location}); "
+                f"run `{INDEX_COMMAND}` to build it"
+            )
+        loading = _Background(lambda: _load_embedder(cfg.memory.local.model))
+        snap = memory.snapshot()
+        manifest = memory.manifest()
+        if manifest is None or manifest.format != STATE_FORMAT:
+            raise RefusedError(f"the memory index manifest in {store.location} is damaged or from another "
+                               f"version; run `{INDEX_COMMAND}` to rebuild it")
+        if manifest.fingerprint != snap.fingerprint:
+            raise RefusedError(
+                "the memory index is stale: it was built from a different snapshot of the notes "
+                f"(index {manifest.fingerprint[:12]}, now {snap.fingerprint[:12]}: notes, links, privacy rules or "
+                f"the model changed since the last index); run `{INDEX_COMMAND}` to update it (only changed "
+                "notes are embedded again)"
+            )
+        blobs = {}
+        for name in (ENTRIES, HNSW_FILE, LEXICAL):
+            data = store.get(name)
+            ref = manifest.files.get(name)
+            if data is None or ref is None or len(data) != ref.size or _sha(data) != ref.sha256:
+                raise RefusedError(f"memory index file {name} in {store.location} is missing or damaged (it does "
+                                   f"not match the manifest); run `{INDEX_COMMAND}` to rebuild it")
+            blobs[name] = data
+        entries: Entries | None = _decode(blobs[ENTRIES], Entries)
+        if entries is None or entries.fingerprint != snap.fingerprint:
+            raise RefusedError(f"memory index file {ENTRIES} in {store.location} is damaged; run "
+                               f"`{INDEX_COMMAND}` to rebuild it")
+        import hnswlib
+
+        from vivary_git.memory.bm25 import decode as decode_lexical
+
+        lexical = decode_lexical(blobs[LEXICAL])
+        if lexical is None or lexical.n_docs != len(entries.entries):
+            raise RefusedError(f"memory index file {LEXICAL} in {store.location} is damaged; run "
+                               f"`{INDEX_COMMAND}` to rebuild it")
+        index: Any = hnswlib.Index(space="ip", dim=manifest.dim)
+        with _as_file(store, HNSW_FILE, blobs[HNSW_FILE]) as path:
+            index.load_index(str(path))
+        embedder = loading.result()
+        if embedder.model_id != manifest.model_id:
+            raise RefusedError(f"the memory index was built with {manifest.model_id}, but the installed model is "
+                               f"{embedder.model_id}; run `{INDEX_COMMAND}` to embed the notes again")
+        self.snapshot = snap
+        self.manifest = manifest
+        self.embedder = embedder
+        self._index = index
+        self._live = len(entries.entries)
+        self._lexical: LexicalIndex = lexical
+        self._tokenizer: Tokenizer | None = None
+        self._entries = entries.entries
+        self._doc_of_label = {e.label: i for i, e in enumerate(entries.entries)}
+        nodes = {n.id: n for n in snap.nodes}
+        self._nodes = nodes
+        self._outbound = outbound_map(snap)
+        touching: dict[str, list[MemoryEdge]] = {}
+        for e in snap.edges:
+            touching.setdefault(e.source_id, []).append(e)
+            if e.target_id != e.source_id:
+                touching.setdefault(e.target_id, []).append(e)
+        self._touching = touching
+
+    def recall(self, query: str, *, k: int = 10, filters: RecallFilters | None = None,
+               mode: RecallMode = "hybrid") -> list[RecallHit]:
+        return self.recall_many([query], k=k, filters=filters, mode=mode)[0]
+
+    def recall_many(self, queries: Sequence[str], *, k: int = 10, filters: RecallFilters | None = None,
+                    mode: RecallMode = "hybrid") -> list[list[RecallHit]]:
+        """One answer per query, in order; the queries are embedded in one batch."""
+        for q in queries:
+            if not q.strip():
+                raise UsageError('provide a recall query, e.g. `git vivary recall "how do we rotate keys?"`')
+        if mode not in ("semantic", "hybrid"):
+            raise UsageError(f"unknown recall mode {mode!r}; use semantic or hybrid")
+        k = normalise_k(k)
+        filters = filters or RecallFilters()
+        wanted = fetch_size(k, filters.active)
+        vectors = self.embedder.embed(list(queries)) if queries else None
+        return [self._answer(q, vectors[i], k, wanted, filters, mode) for i, q in enumerate(queries)] \
+            if vectors is not None else []
+
+    def _vector_ranking(self, vector: npt.NDArray[np.float32], depth: int) -> list[tuple[int, float]]:
+        """(entry number, cosine) best first."""
+        depth = min(depth, self._live)
+        if depth <= 0:
+            return []
+        self._index.set_ef(max(HNSW_EF, depth))
+        labels, distances = self._index.knn_query(vector.reshape(1, -1), k=depth)
+        out = []
+        for label, dist in zip(labels[0].tolist(), distances[0].tolist(), strict=True):
+            doc = self._doc_of_label.get(int(label))
+            if doc is not None:
+                out.append((doc, 1.0 - float(dist)))  # "ip" distance is 1 - dot; unit vectors: 1 - cosine
+        return out
+
+    def _answer(self, query: str, vector: npt.NDArray[np.float32], k: int, wanted: int, filters: RecallFilters,
+                mode: RecallMode) -> list[RecallHit]:
+        ranked: list[tuple[int, float, str]]
+        if mode == "semantic":
+            ranked = [(doc, cos, f"semantic match (cosine {cos:.3f})")
+                      for doc, cos in self._vector_ranking(vector, wanted)]
+        else:
+            depth = max(wanted, FUSION_DEPTH)
+            vec = self._vector_ranking(vector, depth)
+            if self._tokenizer is None:
+                from vivary_git.memory.bm25 import Tokenizer
+
+                self._tokenizer = Tokenizer()
+            lex = self._lexical.top(self._tokenizer(query), depth)
+            ranked = fuse(lex, vec)
+        hits: list[RecallHit] = []
+        taken = 0
+        for doc, score, reason in ranked:
+            entry = self._entries[doc]
+            node = self._nodes.get(entry.node_id)
+            if node is None:
+                continue  # not in the current snapshot: never returned, whatever the state says
+            taken += 1
+            if taken > wanted:
+                break
+            if filters.active and not filters.keep(node, self._outbound.get(node.id, ())):
+                continue
+            hits.append(RecallHit(
+                node_id=node.id, type=node.type, path=node.path, score=round(score, 6), reason=reason,
+                source="provider", edge_context=self._touching.get(node.id, [])[:_EDGE_CONTEXT], provider=PROVIDER,
+            ))
+            if len(hits) == k:
+                break
+        return hits
+
+
+def fuse(lexical: Sequence[tuple[int, float]], vector: Sequence[tuple[int, float]], *,
+         weights: tuple[float, float] = FUSION, k: int = RRF_K) -> list[tuple[int, float, str]]:
+    """Weighted reciprocal rank fusion: score(d) = w_lex/(k + lexical rank) + w_vec/(k + vector rank), ranks
+    from 1, a list a document is absent from adds nothing. Ties go to the better vector rank, then the
+    document number, so the order is a function of the two lists alone."""
+    w_lex, w_vec = weights
+    lex_rank = {doc: r for r, (doc, _) in enumerate(lexical, 1)}
+    vec_rank = {doc: r for r, (doc, _) in enumerate(vector, 1)}
+    cosine = dict(vector)
+    scored = []
+    for doc in lex_rank.keys() | vec_rank.keys():
+        lr, vr = lex_rank.get(doc), vec_rank.get(doc)
+        score = (w_lex / (k + lr) if lr else 0.0) + (w_vec / (k + vr) if vr else 0.0)
+        parts = []
+        if vr:
+            parts.append(f"vector rank {vr} (cosine {cosine[doc]:.3f})")
+        if lr:
+            parts.append(f"keyword rank {lr}")
+        scored.append((doc, score, "hybrid: " + ", ".join(parts), vr or 1 << 30))
+    scored.sort(key=lambda s: (-s[1], s[3], s[0]))
+    return [(doc, score, reason) for doc, score, reason, _ in scored]

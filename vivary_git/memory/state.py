@@ -1,0 +1,115 @@
+"""Where a memory provider keeps its derived state: named byte strings, nothing else.
+
+Everything a provider stores (manifest, cached vectors, the HNSW file, the lexical index) is a flat
+name → bytes mapping, so the same state can live in a local directory today and be mirrored into
+`refs/vivary/*` (store.py `put_state`/`get_state`) later without the provider knowing. Every file but
+the manifest is also recorded in the manifest with its sha256 and size, so a reader can verify what it
+loads whatever the backend; nothing is ever unpickled.
+
+The local backend keeps one directory per dataset, by default `.git/vivary/memory/<dataset>/` (never in
+the work tree, never pushed). Writes go to a temporary name and are renamed into place, so a reader sees
+an old file or a new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import uuid
+from pathlib import Path
+from typing import Protocol
+
+__all__ = ["LocalStateStore", "StateStore", "check_name"]
+
+# Names are single path segments: a store mirrored into a Git tree, or a directory, can hold them as is.
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
+
+
+def check_name(name: str) -> str:
+    if not _NAME.match(name) or ".." in name:
+        raise ValueError(f"invalid state name {name!r}")
+    return name
+
+
+class StateStore(Protocol):
+    """Named bytes for one provider dataset."""
+
+    @property
+    def location(self) -> str:
+        """Where the state lives, for messages (a directory, a ref)."""
+        ...
+
+    def get(self, name: str) -> bytes | None:
+        """The bytes stored under `name`, or None when there are none (or they cannot be read)."""
+        ...
+
+    def put(self, name: str, data: bytes) -> None:
+        """Store `data` under `name`, replacing what was there, atomically."""
+        ...
+
+    def local_path(self, name: str) -> Path | None:
+        """A file holding `name`'s bytes, when the backend has one (hnswlib loads from a path); else None."""
+        ...
+
+    def names(self) -> list[str]:
+        """Every stored name, sorted."""
+        ...
+
+    def delete_all(self) -> bool:
+        """Remove every name (and the dataset itself); True when there was anything to remove."""
+        ...
+
+
+class LocalStateStore:
+    """A directory of files, one per name."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    @property
+    def location(self) -> str:
+        return str(self.directory)
+
+    def get(self, name: str) -> bytes | None:
+        try:
+            return (self.directory / check_name(name)).read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError:
+            return None  # unreadable counts as absent: the caller rebuilds, which rewrites it
+
+    def put(self, name: str, data: bytes) -> None:
+        path = self.directory / check_name(name)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        tmp = self.directory / f".{name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+        try:
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+
+    def local_path(self, name: str) -> Path | None:
+        path = self.directory / check_name(name)
+        return path if path.is_file() else None
+
+    def names(self) -> list[str]:
+        try:
+            return sorted(p.name for p in self.directory.iterdir() if p.is_file() and not p.name.startswith("."))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def delete_all(self) -> bool:
+        if not self.directory.exists():
+            return False
+        shutil.rmtree(self.directory)
+        parent = self.directory.parent
+        # Leave no empty `memory/` folder behind, but never remove one that holds other datasets.
+        with contextlib.suppress(OSError):
+            parent.rmdir()
+        return True
