@@ -173,17 +173,16 @@ def test_core_hooks_path_and_worktrees(repo: Repo, cli: Any, tmp_path: Path) -> 
     assert refused.returncode == 1 and "ref 'a' matches no document id" in refused.stdout
 
 
-def test_post_commit_without_index_is_a_note(repo: Repo, cli: Any) -> None:
+def test_post_commit_is_silent_unless_auto_index(repo: Repo, cli: Any) -> None:
+    """The hook runs `index --auto`: without `auto_index = true` it neither indexes nor complains."""
     workspace(repo)
     cli("hooks", "install", "post-commit", cwd=repo.path)
     repo.write({"modules/c.md": "---\n---\n# C\n"})
     repo.git("add", "-A")
     r = commit(repo)
     assert r.returncode == 0
-    assert r.stdout.strip() in (
-        "vivary: post-commit: nothing to do (this vivary-git has no `index --yes`)",
-        "vivary: post-commit: semantic memory is not enabled (.vivary/memory.toml); nothing to index",
-    )
+    assert r.stdout.strip() == ""
+    assert not (repo.path / ".git" / "vivary" / "memory").exists()
 
 
 def test_hook_without_vivary_fails_closed(repo: Repo, tmp_path: Path, cli: Any) -> None:

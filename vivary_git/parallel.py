@@ -68,3 +68,4 @@ def parse_many(repo_path: str, oids: Sequence[str]) -> list[tuple[str, Note]] | 
             return results
     except (OSError, RuntimeError):
         return None  # no processes to be had (limits, sandbox): parse in this one
+

@@ -228,13 +228,13 @@ def _jsonable(value: Any, depth: int = 0) -> Any:
         return None
     if isinstance(value, dict):
         return {str(k): _jsonable(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list | tuple | set):
+    if isinstance(value, (list, tuple, set)):
         return [_jsonable(v, depth + 1) for v in value]
     if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
         return str(value)
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
-    if value is None or isinstance(value, str | int | float | bool):
+    if value is None or isinstance(value, (str, int, float, bool)):
         return value
     return str(value)
 

@@ -183,17 +183,23 @@ class Workspace:
             fact_cache.put(k, f)  # type: ignore[union-attr]  # a ref is only consulted with a fact cache
         self._from_ref.update(shared)
         self.stats.reused += len(keyed) - len(missing) + len(shared)
-        notes = self._notes_for([e.oid for e, k in keyed if k not in found])
-        out: list[tuple[Entry, str, graph_mod.Facts]] = []
-        for e, k in keyed:
-            f = found.get(k)
-            if f is None:
-                cfg, folder_types = rules.at(e.path)
-                f = graph_mod.facts(e.path, e.oid, notes[e.oid], cfg, folder_types, self.root_name, dates)
-                found[k] = f
-                if fact_cache is not None:
-                    fact_cache.put(k, f)
-            out.append((e, k, f))
+        todo = [(e, k) for e, k in keyed if k not in found]
+        notes = self._notes_for([e.oid for e, _ in todo])
+        root_name = self.root_name
+
+        def compute(item: tuple[Entry, str]) -> graph_mod.Facts:
+            e = item[0]
+            cfg, folder_types = rules.at(e.path)
+            return graph_mod.facts(e.path, e.oid, notes[e.oid], cfg, folder_types, root_name, dates)
+
+        # Computing facts in forked workers measured slower here than in-process (0.8 s vs 0.65 s for
+        # 10,000 notes on 2 cores): shipping the results back costs more than the rules do.
+        computed = [compute(item) for item in todo]
+        for (_, k), f in zip(todo, computed, strict=True):
+            found[k] = f
+            if fact_cache is not None:
+                fact_cache.put(k, f)
+        out: list[tuple[Entry, str, graph_mod.Facts]] = [(e, k, found[k]) for e, k in keyed]
         if fact_cache is not None:
             fact_cache.flush(keep=(k for _, k in keyed))
         return out

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -37,7 +36,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                   description="Check the files staged for commit: refuse any that the privacy floor or a "
                   "memory.toml's private_paths makes private, and a staged .vivary/memory.toml holding a literal "
                   "secret. Prints `path:line: error CODE: message`; exit 1 when anything is refused.")
-    hs.add_parser("post-commit", help="run `git vivary index --yes` when the index command exists, else a note")
+    hs.add_parser("post-commit", help="run `git vivary index --auto --rev HEAD` (indexes only when auto_index = true)")
     for q in (i, u, s, r, g):
         q.add_argument("-C", dest="cwd", metavar="PATH", help="run as if started in PATH")
     p.set_defaults(run=run)
@@ -93,30 +92,18 @@ def privacy_guard(cwd: Path) -> int:
 
 
 def post_commit() -> int:
-    """Refresh the memory index for the commit just made, when there is anything to refresh.
+    """Refresh the memory index for the commit just made, when the user asked for that.
 
-    Never an error for a repository that has not turned memory on: the hook is opt-in, but it runs
-    after every commit, and a refusal printed each time would teach people to ignore it."""
+    `index --auto` indexes only when `[memory.local] auto_index = true` (which counts as approval) and
+    is silent otherwise: the hook runs after every commit, and a refusal printed each time would teach
+    people to ignore it. It reads the tree just committed, not the working tree."""
     from vivary_git.main import build_parser, main
 
     options = _index_options(build_parser())
-    if "--yes" not in options:
-        print("vivary: post-commit: nothing to do (this vivary-git has no `index --yes`)")
+    if "--auto" not in options:
+        print("vivary: post-commit: nothing to do (this vivary-git has no `index --auto`)")
         return EXIT_OK
-    if importlib.util.find_spec("vivary_git.memory.config") is not None:
-        from vivary_git.errors import VivaryError
-        from vivary_git.memory.config import load_memory_config
-        from vivary_git.workspace import open_workspace
-
-        try:
-            enabled = load_memory_config(open_workspace(None, rev="HEAD")).enabled
-        except VivaryError:
-            enabled = True  # let `index` itself explain what is wrong
-        if not enabled:
-            print("vivary: post-commit: semantic memory is not enabled (.vivary/memory.toml); nothing to index")
-            return EXIT_OK
-    # The tree just committed, not the working tree with whatever is still unstaged.
-    return main(["index", "--yes", *(["--rev", "HEAD"] if "--rev" in options else [])])
+    return main(["index", "--auto", "--rev", "HEAD"])
 
 
 def _index_options(parser: argparse.ArgumentParser) -> set[str]:
