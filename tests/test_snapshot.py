@@ -281,8 +281,9 @@ def test_a_file_name_cannot_forge_header_lines(repo: Any) -> None:
 
 
 def test_packet_renders_only_the_nodes_own_edges() -> None:
-    node = snapshot_mod.MemoryNode(id="a", type=None, path="a.md", title="A", blob="0" * 40, fields={1: "x", "b": 2})
-    note = Note(fields={}, key_lines={}, title="A", body="body")
+    node = snapshot_mod.MemoryNode(id="a", type=None, path="a.md", title="A", blob="0" * 40, fields={})
+    # The packet's frontmatter comes from the note (the snapshot may be built without fields).
+    note = Note(fields={1: "x", "b": 2}, key_lines={}, title="A", body="body")  # type: ignore[dict-item]
     edges = [MemoryEdge("b", "f", "a"), MemoryEdge("a", "g", "c"), MemoryEdge("a", "f", "b")]
     assert packet(node, note, edges) == (
         "vivary_node_id: a\nvivary_type: \nvivary_path: a.md\nvivary_title: A\n"

@@ -265,6 +265,7 @@ def check_snapshot_files(root: Path, paths: Iterable[str]) -> None:
     except OSError as err:
         raise PrivacyError(f"cannot resolve the snapshot root {root}: {err.strerror or err}") from err
     good_dirs: set[str] = {""}
+    root_text = str(real_root)
     for path in paths:
         _check_path_syntax(path)
         parts = path.split("/")
@@ -272,7 +273,7 @@ def check_snapshot_files(root: Path, paths: Iterable[str]) -> None:
             leading = "/".join(parts[:depth])
             if leading in good_dirs:
                 continue
-            st = _lstat(real_root, leading, path)
+            st = _lstat(root_text, leading, path)
             if stat.S_ISLNK(st.st_mode):
                 raise PrivacyError(
                     f"refusing {path!r}: it is behind the symbolic link {leading!r}; snapshots never"
@@ -281,7 +282,7 @@ def check_snapshot_files(root: Path, paths: Iterable[str]) -> None:
             if not stat.S_ISDIR(st.st_mode):
                 raise PrivacyError(f"refusing {path!r}: {leading!r} is not a directory")
             good_dirs.add(leading)
-        st = _lstat(real_root, path, path)
+        st = _lstat(root_text, path, path)
         if stat.S_ISLNK(st.st_mode):
             raise PrivacyError(
                 f"refusing {path!r}: it is a symbolic link; snapshots never follow symlinks:"
@@ -296,8 +297,8 @@ def check_snapshot_files(root: Path, paths: Iterable[str]) -> None:
             )
         # No component is a symlink and none is `.`/`..`, so this is where the file really is; the
         # check guards that reasoning against a future change to the syntax rules.
-        full = os.path.normpath(real_root / path)
-        if os.path.commonpath([full, real_root]) != str(real_root):
+        full = os.path.normpath(os.path.join(root_text, path))
+        if not full.startswith(root_text.rstrip(os.sep) + os.sep):
             raise PrivacyError(f"refusing {path!r}: it resolves outside {real_root}")
 
 
@@ -330,9 +331,10 @@ def _check_paths_syntax(paths: Sequence[str]) -> None:
         _check_path_syntax(path)
 
 
-def _lstat(root: Path, rel: str, path: str) -> os.stat_result:
+def _lstat(root: str, rel: str, path: str) -> os.stat_result:
+    # Plain strings, not pathlib: this runs for every note of a snapshot (pathlib was 0.1 s per 5,000).
     try:
-        return os.lstat(root / rel)
+        return os.lstat(os.path.join(root, rel))
     except OSError as err:
         raise PrivacyError(f"refusing {path!r}: cannot stat {rel!r}: {err.strerror or err}") from err
 

@@ -229,10 +229,14 @@ def _same_subtree(ws: Workspace, root: str) -> None:
 
 
 def build_snapshot(
-    ws: Workspace, policy: PrivacyPolicy, *, provider: str, model: str, dataset_label: str = ""
+    ws: Workspace, policy: PrivacyPolicy, *, provider: str, model: str, dataset_label: str = "",
+    with_fields: bool = True,
 ) -> MemorySnapshot:
     """The admitted nodes and edges of `ws` at its tree. Raises `PrivacyError` (exit 3) when privacy
-    cannot be decided or a working-tree file is unsafe to read; nothing is skipped silently."""
+    cannot be decided or a working-tree file is unsafe to read; nothing is skipped silently.
+
+    `with_fields=False` leaves `MemoryNode.fields` empty: the fingerprint does not depend on them and
+    packets read them from the notes, so recall need not load every parsed note."""
     source = ws.source
     graph = ws.graph()
     prefix = f"{source.prefix}/" if source.prefix else ""
@@ -253,10 +257,10 @@ def build_snapshot(
     if source.kind == "worktree" and admitted:
         assert source.repo is not None and source.repo.workdir is not None
         privacy.check_snapshot_files(source.repo.workdir, [prefix + n.path for n in admitted])
-    notes = ws.notes()
+    notes = ws.notes() if with_fields else {}
     nodes = sorted(
         (MemoryNode(id=n.id, type=n.type, path=n.path, title=n.title, blob=n.blob,
-                    fields={} if notes[n.blob].problem is not None else notes[n.blob].fields)
+                    fields=_fields(notes[n.blob]) if with_fields else {})
          for n in admitted),
         key=lambda n: n.id,
     )
@@ -281,6 +285,10 @@ def build_snapshot(
 
 
 # --- packets ------------------------------------------------------------------------------------------
+
+
+def _fields(note: Note) -> dict[str, Any]:
+    return {} if note.problem is not None else note.fields
 
 
 def _one_line(value: str) -> str:
@@ -312,7 +320,7 @@ def packet(node: MemoryNode, note: Note, edges: Iterable[MemoryEdge]) -> str:
         f"vivary_type: {_one_line(node.type or '')}",
         f"vivary_path: {_one_line(node.path)}",
         f"vivary_title: {_one_line(node.title)}",
-        _frontmatter_json(node.fields),
+        _frontmatter_json(_fields(note)),
         "outbound_edges:",
     ]
     lines.extend(f"- {_one_line(e.field)}: {_one_line(e.target_id)}" for e in sorted(edges) if e.source_id == node.id)
@@ -321,7 +329,7 @@ def packet(node: MemoryNode, note: Note, edges: Iterable[MemoryEdge]) -> str:
 
 def packets(ws: Workspace, snapshot: MemorySnapshot) -> Iterator[tuple[MemoryNode, str]]:
     """(node, packet) for every admitted node, in id order, from the same blobs the snapshot checked."""
-    notes = ws.notes()
+    notes = ws.lazy_notes() if len(snapshot.nodes) < 64 else ws.notes()
     outbound: dict[str, list[MemoryEdge]] = defaultdict(list)
     for e in snapshot.edges:
         outbound[e.source_id].append(e)
