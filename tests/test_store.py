@@ -8,8 +8,8 @@ from typing import Any
 
 import msgspec
 import pytest
+from conftest import TROPO, Repo, git, run_git_vivary
 
-from tests.conftest import TROPO, Repo, git, run_git_vivary
 from vivary_git import store
 from vivary_git.git import Repo as GitRepo
 

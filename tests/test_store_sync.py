@@ -11,8 +11,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import Repo, git, run_git_vivary
-from tests.test_store import NOTES, objects_reachable, stats, tip
+from conftest import Repo, git, run_git_vivary
+from test_store import NOTES, objects_reachable, stats, tip
+
 from vivary_git import store
 from vivary_git.git import Repo as GitRepo
 
@@ -175,7 +176,7 @@ def test_a_writer_killed_mid_write_leaves_the_old_cache(repo: Repo, cli: Any) ->
 
 
 def test_private_content_never_travels(repo: Repo, tmp_path: Path) -> None:
-    from tests.test_store import CANARIES
+    from test_store import CANARIES
 
     repo.write(CANARIES)
     repo.git("add", "-A")
