@@ -193,3 +193,43 @@ def test_root_that_is_not_in_the_tree_is_a_usage_error(repo: Repo, cli: Any) -> 
     (repo.path / "later").mkdir()
     r = cli("check", "--rev", "HEAD", "--root", "later", cwd=repo.path)
     assert r.code == 2 and "--root later" in r.err
+
+
+def test_patched_graph_equals_a_full_build(repo: Repo, cli: Any, monkeypatch: Any) -> None:
+    """After small edits the graph is patched from the last one computed; it must equal a full build
+    whatever the edit does: fields, refs, links, titles, broken and fixed references, adds, removals,
+    rule changes."""
+    import random
+
+    rng = random.Random(11)
+    ids = [f"m{i}" for i in range(25)]
+
+    def note(i: int) -> str:
+        deps = ", ".join(rng.choice([*ids, "ghost", "m99"]) for _ in range(rng.randint(0, 3)))
+        status = rng.choice(["active", "", "x y"])
+        body = " ".join(f"[[{rng.choice([*ids, 'nowhere'])}]]" for _ in range(rng.randint(0, 2)))
+        return f"---\nstatus: {status}\ndepends: [{deps}]\n---\n# Title {rng.randint(0, 9)}\n{body}\n"
+
+    repo.commit(files={"tropo.toml": TROPO.replace('"string"', '"enum:active|x y"'),
+                       **{f"modules/m{i}.md": note(i) for i in range(25)}, "notes/free.md": "[[m1]]\n"})
+    monkeypatch.setenv("VIVARY_STATS", "1")
+    cli("check", "--staged", cwd=repo.path)
+    patched_runs = 0
+    for step in range(30):
+        edits: dict[str, str | bytes] = {f"modules/m{rng.randrange(25)}.md": note(0) for _ in range(rng.randint(1, 3))}
+        if step % 7 == 3:
+            edits[f"notes/extra{step}.md"] = f"# Extra\n[[m{step % 25}]]\n"
+        repo.write(edits)
+        if step % 9 == 5:
+            (repo.path / "notes" / "free.md").unlink(missing_ok=True)
+        if step == 20:
+            repo.write({"tropo.toml": TROPO})
+        repo.git("add", "-A")
+        fast = cli("check", "--staged", "--json", "--lenient", cwd=repo.path)
+        full = cli("check", "--staged", "--json", "--lenient", "--no-cache", cwd=repo.path)
+        assert fast.out == full.out, step
+        g_fast = cli("graph", "--staged", "--json", cwd=repo.path).out
+        g_full = cli("graph", "--staged", "--json", "--no-cache", cwd=repo.path).out
+        assert g_fast == g_full, step
+        patched_runs += '"patched":true' in fast.err
+    assert patched_runs >= 15, patched_runs  # most small edits took the patch path

@@ -78,6 +78,8 @@ class Graph(msgspec.Struct):
     edges: list[Edge]
     findings: list[Finding]
     checked: int = 0  # documents read, unreadable ones included
+    homes: list[str] = []  # Dendron vaults found to be this workspace (wikilink resolution)
+    rules: str = ""  # digest of every rule source (config, overlays) this graph was built under
 
     def by_id(self) -> dict[str, Node]:
         return {n.id: n for n in self.nodes}
@@ -141,28 +143,68 @@ def build(
                 path, 1, "error", "E130",
                 f"duplicate document id '{f.id}': {owner[f.id].path} has it already; rename one of the two files",
             ))
-        findings.extend(f.findings)
-        for ref in f.refs:
-            target = ref[2]
-            if target not in owner:
-                findings.append(check.broken_ref(path, ref))
-            if own and target:
-                edges.add(Edge(f.id, ref[0], target, target not in owner))
-        for line, text, candidates in f.links:
-            if not candidates:
-                continue
-            linked = next((c for c in candidates if c in owner), None)
-            if linked is None and is_external(text, homes):
-                continue
-            if linked is None and not f.problem:
-                findings.append(check.broken_link(path, line, text, candidates[0]))
-            target = linked or candidates[0]
-            if own and target != f.id:
-                edges.add(Edge(f.id, config.wikilink_field, target, linked is None))
+        _contribute(path, f, own, owner, homes, config, edges, findings)
     findings.sort(key=lambda f: order[f.path])  # stable: keeps rule order within a document
     nodes = sorted(owner.values(), key=lambda n: n.id)
     return Graph(root=root_name, tree=tree, config=config, nodes=nodes, edges=sorted(edges), findings=findings,
-                 checked=len(docs) + len(unreadable))
+                 checked=len(docs) + len(unreadable), homes=sorted(homes))
+
+
+def _contribute(path: str, f: Facts, own: bool, owner: Mapping[str, object], homes: frozenset[str],
+                config: Config, edges: set[Edge], findings: list[Finding]) -> None:
+    """One document's findings (its own, then W220, then W221) and, if it owns its ID, its edges."""
+    findings.extend(f.findings)
+    for ref in f.refs:
+        target = ref[2]
+        if target not in owner:
+            findings.append(check.broken_ref(path, ref))
+        if own and target:
+            edges.add(Edge(f.id, ref[0], target, target not in owner))
+    for line, text, candidates in f.links:
+        if not candidates:
+            continue
+        linked = next((c for c in candidates if c in owner), None)
+        if linked is None and is_external(text, homes):
+            continue
+        if linked is None and not f.problem:
+            findings.append(check.broken_link(path, line, text, candidates[0]))
+        target = linked or candidates[0]
+        if own and target != f.id:
+            edges.add(Edge(f.id, config.wikilink_field, target, linked is None))
+
+
+def patch(base: Graph, tree: str | None, changed: Mapping[str, tuple[str, Facts]]) -> Graph | None:
+    """`base` with the documents at `changed` paths (path -> (new blob, new facts)) edited in place,
+    or None when that would not equal a full `build`: only content edits of documents that own their
+    ID, with the same paths, rules and root, and no cross-vault links in play, keep every other
+    document's ID resolution, edges and findings unchanged."""
+    if base.homes or len(base.nodes) != base.checked:
+        return None  # dendron home vaults or duplicates/unreadable files: ownership could shift
+    by_path = {n.path: n for n in base.nodes}
+    owner = {n.id: n for n in base.nodes}
+    edges: set[Edge] = set()
+    findings: list[Finding] = []
+    for path, (blob, f) in changed.items():
+        old = by_path.get(path)
+        if old is None or old.id != f.id or any("dendron://" in text for _, text, _ in f.links):
+            return None
+        owner[f.id] = Node(id=f.id, type=f.type, path=path, title=f.title, blob=blob)
+        _contribute(path, f, True, owner, frozenset(), base.config, edges, findings)
+    ids = {f.id for _, f in changed.values()}
+    kept_edges = [e for e in base.edges if e.from_ not in ids]
+    kept_findings = [x for x in base.findings if x.path not in changed]
+    order: dict[str, str] = {}
+
+    def key(x: Finding) -> str:
+        got = order.get(x.path)
+        if got is None:
+            got = order[x.path] = walk_key(x.path)
+        return got
+
+    merged = sorted(kept_findings + findings, key=key)  # stable: rule order within a document is kept
+    return Graph(root=base.root, tree=tree, config=base.config, nodes=sorted(owner.values(), key=lambda n: n.id),
+                 edges=sorted(set(kept_edges) | edges), findings=merged, checked=base.checked, homes=[],
+                 rules=base.rules)
 
 
 def _ref_values(value: Any) -> list[str]:

@@ -49,9 +49,12 @@ class Stats(msgspec.Struct):
     parsed: int = 0  # blobs parsed this run
     reused: int = 0  # blobs whose parse came from a cache
     graph_cached: bool = False
+    patched: bool = False  # the graph was the last one with only the edited notes re-derived
 
 
 _LOAD_PARSE_CACHE_ABOVE = 300
+_LAST = "last"  # graph cache entry naming the key of the last graph computed: the base for patching
+_PATCH_AT_MOST = 500  # beyond this many edited notes, a whole build costs about the same
 
 
 class _Rules:
@@ -149,16 +152,73 @@ class Workspace:
                 self._record(cached, None)  # issue 4: a tree first computed while it could not be recorded
                 return cached
         dates = self._date_lookup()
+        patched = self._patched(key) if dates is None else None
+        if patched is not None:
+            self._graph = patched
+            self._graph_cache.put(key, patched)  # type: ignore[arg-type]  # patching needs a key
+            self._graph_cache.put(_LAST, key)
+            self._record(patched, None)
+            return patched
         keyed = self._all_facts(dates)
         self._graph = graph_mod.build(
             self.root_name, self.source.tree_id, self.config, [(e.path, e.oid, f) for e, _, f in keyed],
             unreadable=self.source.problems,
         )
+        self._graph.rules = self._rules_digest()
         if key is not None:
             self._graph_cache.put(key, self._graph)
+            self._graph_cache.put(_LAST, key)
         if dates is None:
             self._record(self._graph, keyed)
         return self._graph
+
+    def _rules_digest(self) -> str:
+        """Every rule source the graph depends on besides the notes: root config and nested overlays."""
+        parts = [self.config.digest(), *(f"{d}\0{c.digest()}" for d, c in sorted(self.source.overlays.items()))]
+        return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+    def _patched(self, key: str | None) -> graph_mod.Graph | None:
+        """The graph of this tree as the last graph computed here (often HEAD's, or the previous staged
+        tree's) with only the edited notes re-derived: what keeps a pre-commit check proportional to
+        the commit. None whenever patching could differ from a full build (see `graph.patch`)."""
+        if key is None or self.source.problems:
+            return None
+        last = self._graph_cache.get(_LAST, msgspec.msgpack.Decoder(str))
+        if last is None or last == key:
+            return None
+        base = self._graph_cache.get(last, msgspec.msgpack.Decoder(graph_mod.Graph))
+        if base is None or base.root != self.root_name or base.rules != self._rules_digest():
+            return None
+        entries = self.source.entries
+        if len(entries) != len(base.nodes):
+            return None
+        known = {n.path: n.blob for n in base.nodes}
+        changed_entries = []
+        for e in entries:
+            blob = known.get(e.path)
+            if blob is None:
+                return None  # a note was added, removed or renamed: IDs change, build it whole
+            if blob != e.oid:
+                changed_entries.append(e)
+        if len(changed_entries) > _PATCH_AT_MOST:
+            return None
+        rules = _Rules(self.config, self.source.overlays)
+        notes = self._notes_for([e.oid for e in changed_entries])
+        changed: dict[str, tuple[str, graph_mod.Facts]] = {}
+        for e in changed_entries:
+            k = rules.fact_key(e.path, e.oid, self.root_name)
+            f = self._fact_cache.get(k) if self._fact_cache.loaded else None
+            if f is None:
+                cfg, folder_types = rules.at(e.path)
+                f = graph_mod.facts(e.path, e.oid, notes[e.oid], cfg, folder_types, self.root_name)
+                self._fact_cache.put(k, f)
+            changed[e.path] = (e.oid, f)
+        self._fact_cache.flush()
+        patched = graph_mod.patch(base, self.source.tree_id, changed)
+        if patched is not None:
+            self.stats.reused += len(entries) - len(changed_entries)
+            self.stats.patched = True
+        return patched
 
     def _all_facts(self, dates: DateLookup | None) -> list[tuple[Entry, str, graph_mod.Facts]]:
         """Every document's facts with its fact key: from the local cache, the shared ref cache, or computed."""
