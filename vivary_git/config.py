@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -191,7 +191,26 @@ def build_config(tropo: dict[str, Any] | None, graph: dict[str, Any] | None, nam
     )
 
 
-def excluder(config: Config) -> Callable[[str], bool]:
+class Excluder:
+    """Is a workspace-relative path excluded? Callable on any path; `entry` is the cheaper test for a
+    tree walk, where every ancestor folder has already passed."""
+
+    def __init__(self, names: set[str], prefixes: list[str]) -> None:
+        self.names = frozenset(names)
+        self.prefixes = tuple(prefixes)
+
+    def __call__(self, path: str) -> bool:
+        if any(seg in self.names for seg in path.split("/")):
+            return True
+        return any(path == p or path.startswith(p + "/") for p in self.prefixes)
+
+    def entry(self, name: str, path: str) -> bool:
+        if name in self.names:
+            return True
+        return bool(self.prefixes) and any(path == p or path.startswith(p + "/") for p in self.prefixes)
+
+
+def excluder(config: Config) -> Excluder:
     """A predicate over workspace-relative paths. Excludes are not globs (tropo's rule):
     a bare name excludes any path segment with that name; a pattern with a slash is a prefix;
     a trailing `/**` is stripped."""
@@ -209,9 +228,4 @@ def excluder(config: Config) -> Callable[[str], bool]:
         else:
             names.add(pat)
 
-    def excluded(path: str) -> bool:
-        if any(seg in names for seg in path.split("/")):
-            return True
-        return any(path == p or path.startswith(p + "/") for p in prefixes)
-
-    return excluded
+    return Excluder(names, prefixes)

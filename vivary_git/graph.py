@@ -202,9 +202,12 @@ def patch(base: Graph, tree: str | None, changed: Mapping[str, tuple[str, Facts]
         return got
 
     merged = sorted(kept_findings + findings, key=key)  # stable: rule order within a document is kept
-    return Graph(root=base.root, tree=tree, config=base.config, nodes=sorted(owner.values(), key=lambda n: n.id),
-                 edges=sorted(set(kept_edges) | edges), findings=merged, checked=base.checked, homes=[],
-                 rules=base.rules)
+    # Kept edges are sorted and disjoint from the new ones (other sources): Timsort merges two runs.
+    all_edges = kept_edges + sorted(edges)
+    all_edges.sort()
+    # `owner` kept the base's id order; replacing a value does not move its key.
+    return Graph(root=base.root, tree=tree, config=base.config, nodes=list(owner.values()), edges=all_edges,
+                 findings=merged, checked=base.checked, homes=[], rules=base.rules)
 
 
 def _ref_values(value: Any) -> list[str]:

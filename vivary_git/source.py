@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from vivary_git import git
-from vivary_git.config import CONFIG_FILE, GRAPH_FILE, Config, build_config, excluder, load_toml
+from vivary_git.config import CONFIG_FILE, GRAPH_FILE, Config, Excluder, build_config, excluder, load_toml
 from vivary_git.errors import GitError, UsageError
 from vivary_git.models import Finding
 
@@ -298,7 +298,7 @@ def _subtree(repo: git.Repo, tree_id: str, prefix: str) -> str | None:
     return sub
 
 
-def _walk_tree(repo: git.Repo, tree_id: str, excluded: Callable[[str], bool]) -> tuple[list[Entry], list[str]]:
+def _walk_tree(repo: git.Repo, tree_id: str, excluded: Excluder) -> tuple[list[Entry], list[str]]:
     """Every note blob under the tree (skipping excluded folders without descending into them),
     and the nested config files (overlays) found on the way."""
     pygit2 = repo.pygit2
@@ -306,16 +306,19 @@ def _walk_tree(repo: git.Repo, tree_id: str, excluded: Callable[[str], bool]) ->
     found: list[Entry] = []
     overlays: list[str] = []
 
+    skip = excluded.entry  # ancestors have passed already: only the entry's own name and prefixes
+
     def walk(tree: object, prefix: str) -> None:
         for obj in tree:  # type: ignore[attr-defined]
-            path = prefix + _entry_name(obj)
+            name = _entry_name(obj)
+            path = prefix + name
             t = obj.type
             if t == tree_type:
-                if not excluded(path):
+                if not skip(name, path):
                     walk(obj, path + "/")
             elif t == blob_type:
                 if _is_note(path):
-                    if not excluded(path):
+                    if not skip(name, path):
                         found.append(Entry(path, str(obj.id), obj.filemode))
                 elif "/" in path and (path.endswith("/" + CONFIG_FILE) or path.endswith("/" + THIN_FILE)):
                     overlays.append(path)

@@ -339,7 +339,10 @@ class Workspace:
         if ref.has_tree(tkey) or ref.damaged:
             return
         if keyed is None:
+            counted = (self.stats.parsed, self.stats.reused)
             keyed = self._all_facts(None)
+            # Stats describe the answer's work; gathering facts to record them is bookkeeping.
+            self.stats.parsed, self.stats.reused = counted
         prefix = f"{self.source.prefix}/" if self.source.prefix else ""
         try:
             private = self._private_paths([prefix + e.path for e, _, _ in keyed], root) if keyed else set()
