@@ -25,7 +25,9 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(EXIT_USAGE)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line, or, with `only`, just that command's part: a hook or an agent turn
+    then imports one command module instead of all of them."""
     parser = _Parser(
         prog="git vivary",
         description="A typed knowledge graph (and optional private semantic memory) derived from the Markdown "
@@ -35,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"vivary-git {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in COMMANDS:
+    for name in (only,) if only is not None else COMMANDS:
         if importlib.util.find_spec(f"vivary_git.commands.{name}") is None:
             continue
         module = importlib.import_module(f"vivary_git.commands.{name}")
@@ -44,9 +46,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    first = args_list[0] if args_list else None
+    parser = build_parser(first if first in COMMANDS else None)
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(args_list)
     except SystemExit as exit_:  # argparse's own exits: -h/--version (0) and usage errors (2)
         return int(exit_.code or 0)
     if args.command is None:
