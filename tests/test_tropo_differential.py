@@ -234,7 +234,7 @@ PARITY = [
         "specs/A/c.md": fm("zz: 1"), "specs/a.md": fm("zz: 1"), "specs/a b.md": fm("zz: 1"),
         "specs/a.b/c2.md": fm("s: 1"), "top.md": fm("s: 1\nzz: 2"),
     }, ("E101", "W202") * 7, alone=True),
-    # Not yet documented: decide (match tropo, or document the difference and move the case to KNOWN_DIFFERENCES)
+    # Differences documented in docs/check.md (full YAML, CommonMark H1), held as strict xfails so a change shows
     Case("e001-duplicate-key", raw(fm("s: a\ns: b")), ("E001",)),
     Case("e001-tab-indent", raw(fm("s: a\nl:\n\t- x")), ("E001",)),
     Case("e001-not-a-mapping", raw(fm("- a\n- b")), ("E001",)),
@@ -548,7 +548,7 @@ def _unique(items: list[Any] | None) -> list[Any] | None:
 
 @pytest.mark.xfail(strict=True, reason="duplicate edges: `rl: [y, y]` is two edges for tropo, one for us, so "
                    "tropo's outbound-edge text 'rl y rl y' scores each term hit twice (query y: 30+8+8=46 from edge "
-                   "text, we 30+8=38) and --explain lists the edge twice; decide: match, or document the dedupe")
+                   "text, we 30+8=38) and --explain lists the edge twice; documented in docs/check.md: edges are a set")
 def test_duplicate_edge_query(tropo: str, repo: Repo, cli: Any) -> None:
     _setup(repo, {"x.md": fm("rl: [y, y]"), "y.md": "# Y\n"}, WITH_RL)
     _, theirs = tropo_json(tropo, repo.path, "query", "y", "--explain", "--json")
