@@ -224,6 +224,12 @@ def test_patched_graph_equals_a_full_build(repo: Repo, cli: Any, monkeypatch: An
             (repo.path / "notes" / "free.md").unlink(missing_ok=True)
         if step == 20:
             repo.write({"tropo.toml": TROPO})
+        if step % 5 == 1:
+            repo.write({"assets/img.png": bytes([step]) * 10})  # not a note: the patch ignores it
+        if step % 6 == 2:
+            repo.write({"README.md": f"# excluded {step}\n[[nowhere]]\n"})  # excluded by tropo.toml
+        if step == 25:
+            repo.write({"modules/sub/tropo.toml": "[base]\nallow_untyped = false\n"})  # an overlay appears
         repo.git("add", "-A")
         fast = cli("check", "--staged", "--json", "--lenient", cwd=repo.path)
         full = cli("check", "--staged", "--json", "--lenient", "--no-cache", cwd=repo.path)

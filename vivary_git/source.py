@@ -161,7 +161,7 @@ def load_config(read_file: Callable[[str], bytes | None]) -> tuple[Config, dict[
     return build_config(raw, graph, name=name), raw
 
 
-def _is_note(path: str) -> bool:
+def is_note(path: str) -> bool:
     # Case-sensitive like tropo: `NOTES.MD` is not a note there, so it is not one here either.
     return path.endswith(_MD_SUFFIXES)
 
@@ -317,7 +317,7 @@ def _walk_tree(repo: git.Repo, tree_id: str, excluded: Excluder) -> tuple[list[E
                 if not skip(name, path):
                     walk(obj, path + "/")
             elif t == blob_type:
-                if _is_note(path):
+                if is_note(path):
                     if not skip(name, path):
                         found.append(Entry(path, str(obj.id), obj.filemode))
                 elif "/" in path and (path.endswith("/" + CONFIG_FILE) or path.endswith("/" + THIN_FILE)):
@@ -368,7 +368,7 @@ def _folder_source(start: Path, *, pinned: bool) -> Source:
             rel = rel_dir + name
             if rel_dir and (name == CONFIG_FILE or rel.endswith("/" + THIN_FILE)):
                 overlays.append(rel)
-            if not _is_note(rel) or excluded(rel):
+            if not is_note(rel) or excluded(rel):
                 continue
             full = base / name
             try:

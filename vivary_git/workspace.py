@@ -24,10 +24,10 @@ import msgspec
 from vivary_git import check as check_mod
 from vivary_git import graph as graph_mod
 from vivary_git.check import DateLookup
-from vivary_git.config import Config
+from vivary_git.config import Config, excluder
 from vivary_git.localcache import ObjectCache, SegmentCache, parse_cache
 from vivary_git.models import Finding, Note
-from vivary_git.source import Entry, Source, open_source
+from vivary_git.source import Entry, Source, is_note, open_source
 
 if TYPE_CHECKING:
     from vivary_git import store
@@ -55,6 +55,7 @@ class Stats(msgspec.Struct):
 _LOAD_PARSE_CACHE_ABOVE = 300
 _LAST = "last"  # graph cache entry naming the key of the last graph computed: the base for patching
 _PATCH_AT_MOST = 500  # beyond this many edited notes, a whole build costs about the same
+_RULE_FILES = ("tropo.toml", "workspace.toml", "graph.toml", "memory.toml")
 
 
 class _Rules:
@@ -173,34 +174,26 @@ class Workspace:
         return self._graph
 
     def _rules_digest(self) -> str:
-        """Every rule source the graph depends on besides the notes: root config and nested overlays."""
-        parts = [self.config.digest(), *(f"{d}\0{c.digest()}" for d, c in sorted(self.source.overlays.items()))]
-        return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+        return _rules_digest(self.config, self.source.overlays)
 
     def _patched(self, key: str | None) -> graph_mod.Graph | None:
         """The graph of this tree as the last graph computed here (often HEAD's, or the previous staged
         tree's) with only the edited notes re-derived: what keeps a pre-commit check proportional to
         the commit. None whenever patching could differ from a full build (see `graph.patch`)."""
-        if key is None or self.source.problems:
+        if key is None:
             return None
         last = self._graph_cache.get(_LAST, msgspec.msgpack.Decoder(str))
         if last is None or last == key:
             return None
         base = self._graph_cache.get(last, msgspec.msgpack.Decoder(graph_mod.Graph))
-        if base is None or base.root != self.root_name or base.rules != self._rules_digest():
+        if base is None or base.tree is None or base.root != self.root_name:
             return None
-        entries = self.source.entries
-        if len(entries) != len(base.nodes):
+        # Only workspaces without nested overlays: then the rules are the root config's, known without
+        # walking the tree, and any overlay appearing shows up in the diff below.
+        if base.rules != _rules_digest(self.config, {}):
             return None
-        known = {n.path: n.blob for n in base.nodes}
-        changed_entries = []
-        for e in entries:
-            blob = known.get(e.path)
-            if blob is None:
-                return None  # a note was added, removed or renamed: IDs change, build it whole
-            if blob != e.oid:
-                changed_entries.append(e)
-        if len(changed_entries) > _PATCH_AT_MOST:
+        changed_entries = self._changed_notes(base.tree)
+        if changed_entries is None or len(changed_entries) > _PATCH_AT_MOST:
             return None
         rules = _Rules(self.config, self.source.overlays)
         notes = self._notes_for([e.oid for e in changed_entries])
@@ -216,9 +209,38 @@ class Workspace:
         self._fact_cache.flush()
         patched = graph_mod.patch(base, self.source.tree_id, changed)
         if patched is not None:
-            self.stats.reused += len(entries) - len(changed_entries)
+            self.stats.reused += patched.checked - len(changed_entries)
             self.stats.patched = True
         return patched
+
+    def _changed_notes(self, base_tree: str) -> list[Entry] | None:
+        """Notes whose content differs between `base_tree` and this tree, from libgit2's tree diff
+        (which skips unchanged subtrees: no walk of the whole tree). None when anything but content
+        edits of existing, included notes changed: a note added, removed, renamed or made a link, or
+        any config file (root, overlay, pack, graph.toml) touched."""
+        repo, tree = self.source.repo, self.source.tree_id
+        if repo is None or tree is None:
+            return None
+        pygit2 = repo.pygit2
+        try:
+            old, new = repo.repo[base_tree], repo.repo[tree]
+            diff = old.diff_to_tree(new)  # type: ignore[attr-defined]  # old -> new
+        except (KeyError, ValueError, pygit2.GitError):
+            return None
+        excluded = excluder(self.config)
+        modified, regular = pygit2.enums.DeltaStatus.MODIFIED, (0o100644, 0o100755)
+        out: list[Entry] = []
+        for delta in diff.deltas:
+            path = delta.new_file.path
+            name = path.rsplit("/", 1)[-1]
+            if name in _RULE_FILES or path.startswith((".tropo/", ".vivary/")):
+                return None
+            if not is_note(path) or excluded(path):
+                continue
+            if delta.status != modified or delta.new_file.mode not in regular or delta.old_file.mode not in regular:
+                return None
+            out.append(Entry(path, str(delta.new_file.id), delta.new_file.mode))
+        return out
 
     def _all_facts(self, dates: DateLookup | None) -> list[tuple[Entry, str, graph_mod.Facts]]:
         """Every document's facts with its fact key: from the local cache, the shared ref cache, or computed."""
@@ -520,6 +542,12 @@ class Workspace:
     def report_stats(self) -> None:
         if os.environ.get("VIVARY_STATS"):
             print(f"vivary: stats {msgspec.json.encode(self.stats).decode()}", file=sys.stderr)
+
+
+def _rules_digest(config: Config, overlays: Mapping[str, Config]) -> str:
+    """Every rule source a graph depends on besides the notes: root config and nested overlays."""
+    parts = [config.digest(), *(f"{d}\0{c.digest()}" for d, c in sorted(overlays.items()))]
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
 class _LazyNotes(Mapping[str, Note]):
