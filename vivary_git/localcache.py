@@ -12,7 +12,7 @@ import contextlib
 import os
 import sys
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Generic, TypeVar
 
@@ -34,10 +34,11 @@ def _note(message: str) -> None:
 def write_atomic(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    # No fsync: this is a cache. A crash can at worst leave a short file, which the magic header and
+    # typed decoding reject on the next read (then it is recomputed); an fsync of a multi-megabyte
+    # graph on every run cost tens to hundreds of milliseconds on a slow disk.
     with open(tmp, "wb") as fh:
         fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
     os.replace(tmp, path)
 
 
@@ -100,17 +101,18 @@ class SegmentCache(Generic[T]):
             self._values[key] = value
         self._new[key] = value
 
-    def flush(self, keep: Iterable[str] | None = None) -> None:
-        """Write what was added this run; compact when segments pile up, keeping `keep` keys."""
+    def flush(self, keep: Callable[[], Iterable[str]] | None = None) -> None:
+        """Write what was added this run. When segments pile up, merge them into one, keeping only the
+        keys `keep()` names (called only then: listing them may mean walking a tree), or all of them."""
         if self.dir is None or not self._new:
             return
         try:
-            if keep is not None and self._values is None and self.dir.is_dir() \
+            if self._values is None and self.dir.is_dir() \
                     and len(list(self.dir.glob("seg-*.msgpack"))) + 1 > _MAX_SEGMENTS:
                 self._load()  # one run in eight or so pays for compaction
-            if keep is not None and self._values is not None and len(self._segments) + 1 > _MAX_SEGMENTS:
-                wanted = set(keep) | set(self._new)
-                merged = sorted((k, v) for k, v in self._values.items() if k in wanted)
+            if self._values is not None and len(self._segments) + 1 > _MAX_SEGMENTS:
+                wanted = (set(keep()) | set(self._new)) if keep is not None else None
+                merged = sorted((k, v) for k, v in self._values.items() if wanted is None or k in wanted)
                 write_atomic(self.dir / f"seg-{uuid.uuid4().hex}.msgpack", _MAGIC + msgspec.msgpack.encode(merged))
                 for seg in self._segments:
                     with contextlib.suppress(OSError):

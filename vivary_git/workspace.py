@@ -195,7 +195,7 @@ class Workspace:
         changed_entries = self._changed_notes(base.tree)
         if changed_entries is None or len(changed_entries) > _PATCH_AT_MOST:
             return None
-        rules = _Rules(self.config, self.source.overlays)
+        rules = _Rules(self.config, {})  # no overlays: checked above, without walking the tree
         notes = self._notes_for([e.oid for e in changed_entries])
         changed: dict[str, tuple[str, graph_mod.Facts]] = {}
         for e in changed_entries:
@@ -283,7 +283,7 @@ class Workspace:
                 fact_cache.put(k, f)
         out: list[tuple[Entry, str, graph_mod.Facts]] = [(e, k, found[k]) for e, k in keyed]
         if fact_cache is not None:
-            fact_cache.flush(keep=(k for _, k in keyed))
+            fact_cache.flush(keep=lambda: (k for _, k in keyed))
         return out
 
     # --- issue 4: recording in the shared ref cache (refs/vivary/cache, see store.py) ---------------------
@@ -468,7 +468,7 @@ class Workspace:
                 cache.put(oid, note)
         self.stats.parsed += len(parsed)
         if remember:
-            cache.flush(keep=(e.oid for e in self.source.entries))
+            cache.flush(keep=lambda: (e.oid for e in self.source.entries))
         return out
 
     def _date_lookup(self) -> DateLookup | None:
