@@ -20,6 +20,20 @@ def add_source_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("-C", dest="cwd", metavar="PATH", help="run as if started in PATH")
 
 
+def add_filter_args(p: argparse.ArgumentParser, title: str, *, snippet: bool = True) -> None:
+    """The --type/--path/--edge filters shared by query, find and recall (and query's --snippet)."""
+    g = p.add_argument_group(title)
+    g.add_argument("--type", action="append", default=[], metavar="TYPE",
+                   help="only nodes of this type; repeat for any of several; '' for untyped")
+    g.add_argument("--path", action="append", default=[], metavar="GLOB",
+                   help="only paths matching this glob (fnmatch, case-sensitive, * crosses /); repeatable")
+    g.add_argument("--edge", action="append", default=[], metavar="FIELD[:TARGET]",
+                   help="only nodes with an outbound edge of FIELD (to TARGET); repeat to require all")
+    if snippet:
+        g.add_argument("--snippet", type=int, default=160, metavar="N",
+                       help="snippet length in characters (0: none)")
+
+
 def add_json_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON for programs and agents")
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from vivary_git.commands._common import add_json_arg, add_source_args, emit_json, open_ws
-from vivary_git.commands.query import add_filter_args
+from vivary_git.commands._common import add_filter_args, add_json_arg, add_source_args, emit_json, open_ws
 from vivary_git.errors import EXIT_OK
 
 
@@ -19,7 +18,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--k", type=int, default=5, metavar="N", help="how many results at most (default 5)")
     p.add_argument("--budget", type=int, default=1200, metavar="TOKENS",
                    help="token budget for the results (default 1200; negative: no trimming)")
-    add_filter_args(p)
+    add_filter_args(p, "filters (applied before ranking)")
     add_source_args(p)
     add_json_arg(p)
     p.set_defaults(run=run)

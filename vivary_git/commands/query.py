@@ -4,19 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from vivary_git.commands._common import add_json_arg, add_source_args, emit_json, open_ws
+from vivary_git.commands._common import add_filter_args, add_json_arg, add_source_args, emit_json, open_ws
 from vivary_git.errors import EXIT_OK
-
-
-def add_filter_args(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("filters (applied before ranking)")
-    g.add_argument("--type", action="append", default=[], metavar="TYPE",
-                   help="only nodes of this type; repeat for any of several; '' for untyped")
-    g.add_argument("--path", action="append", default=[], metavar="GLOB",
-                   help="only paths matching this glob (fnmatch, case-sensitive, * crosses /); repeatable")
-    g.add_argument("--edge", action="append", default=[], metavar="FIELD[:TARGET]",
-                   help="only nodes with an outbound edge of FIELD (to TARGET); repeat to require all")
-    g.add_argument("--snippet", type=int, default=160, metavar="N", help="snippet length in characters (0: none)")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -27,7 +16,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("text", nargs="+", metavar="TEXT", help="what to look for (words are joined by spaces)")
     p.add_argument("--k", type=int, default=10, metavar="N", help="how many results (default 10)")
-    add_filter_args(p)
+    add_filter_args(p, "filters (applied before ranking)")
     p.add_argument("--explain", action="store_true", help="say which sources matched, and list each hit's edges")
     add_mode_arg(p)
     add_source_args(p)

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from vivary_git.commands._common import add_json_arg, add_source_args, emit_json, open_ws
+from vivary_git.commands._common import add_filter_args, add_json_arg, add_source_args, emit_json, open_ws
 from vivary_git.errors import EXIT_OK, UsageError
 
 
@@ -26,16 +26,6 @@ class BatchQuery(msgspec.Struct, frozen=True):
 class BatchAnswer(msgspec.Struct, frozen=True):
     id: str | int
     hits: list[Any]  # RecallHit; not imported at module level, every command's startup would pay for it
-
-
-def add_recall_filter_args(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("filters (applied after recall, on over-fetched candidates)")
-    g.add_argument("--type", action="append", default=[], metavar="TYPE",
-                   help="only nodes of this type; repeat for any of several; '' for untyped")
-    g.add_argument("--path", action="append", default=[], metavar="GLOB",
-                   help="only paths matching this glob (fnmatch, case-sensitive, * crosses /); repeatable")
-    g.add_argument("--edge", action="append", default=[], metavar="FIELD[:TARGET]",
-                   help="only nodes with an outbound edge of FIELD (to TARGET); repeat to require all")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -54,7 +44,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--queries", metavar="FILE.jsonl",
                    help='answer every {"id": ..., "query": ...} line of FILE (- for stdin) in one process; prints '
                    'one {"id": ..., "hits": [...]} line per query, in order')
-    add_recall_filter_args(p)
+    add_filter_args(p, "filters (applied after recall, on over-fetched candidates)", snippet=False)
     add_source_args(p)
     add_json_arg(p)
     p.set_defaults(run=run)
