@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 import msgspec
 
@@ -210,14 +209,6 @@ def patch(base: Graph, tree: str | None, changed: Mapping[str, tuple[str, Facts]
                  findings=merged, checked=base.checked, homes=[], rules=base.rules)
 
 
-def _ref_values(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value] if value else []
-    if isinstance(value, list):
-        return [v for v in value if isinstance(v, str) and v]
-    return []
-
-
 @functools.lru_cache(maxsize=65536)
 def wikilink_target(text: str, alias: str) -> tuple[str, ...]:
     """Candidate targets of `[[text]]`, best first; empty when it points at no note (an asset, a heading)."""
@@ -273,11 +264,3 @@ def is_external(text: str, homes: frozenset[str]) -> bool:
         return False
     vault = wikilink_vault(text)
     return vault is not None and vault not in homes
-
-
-def resolve_wikilink(text: str, known: Mapping[str, object], alias: str) -> str | None:
-    candidates = wikilink_target(text, alias)
-    for c in candidates:
-        if c in known:
-            return c
-    return candidates[0] if candidates else None
