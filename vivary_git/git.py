@@ -16,9 +16,13 @@ from typing import Any
 
 from vivary_git.errors import GitError
 
+# Inherited from a hook or a caller, these would make a `git` look at another repository, index or
+# pathspec mode (or, LANGUAGE, translate messages we match). GIT_CONFIG_PARAMETERS (`git -c` given to
+# `git vivary`) is deliberately kept.
 _REPO_SCOPED_VARS = (
     "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_PREFIX", "GIT_COMMON_DIR", "GIT_NAMESPACE",
+    "GIT_PREFIX", "GIT_COMMON_DIR", "GIT_NAMESPACE", "GIT_QUARANTINE_PATH", "GIT_LITERAL_PATHSPECS",
+    "GIT_GLOB_PATHSPECS", "GIT_NOGLOB_PATHSPECS", "GIT_ICASE_PATHSPECS", "LANGUAGE",
 )
 
 

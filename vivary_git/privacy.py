@@ -59,6 +59,7 @@ from typing import IO
 
 import msgspec
 
+from vivary_git import git
 from vivary_git.errors import RefusedError
 
 __all__ = [
@@ -102,25 +103,6 @@ _SENSITIVE_LABEL = {"env": ".env*", "pem": "*.pem", "key": "*.key"}
 _BAD_PATH = re.compile(r"\A(?:/|\Z)|//|/\Z|(?:\A|/)\.\.?(?:/|\Z)|\x00")
 # The `.`/`..` part of _BAD_PATH over NUL-joined paths; starting with a literal keeps it fast.
 _BAD_DOT_JOINED = re.compile(r"\.(?<![^\0/]\.)\.?(?![^\0/])")
-
-# Inherited from a hook or a caller, these would make our `git` look at another repository, index or
-# pathspec mode. GIT_CONFIG_PARAMETERS (`git -c` given to `git vivary`) is deliberately kept.
-_SCRUBBED_VARS = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_PREFIX",
-    "GIT_COMMON_DIR",
-    "GIT_NAMESPACE",
-    "GIT_QUARANTINE_PATH",
-    "GIT_LITERAL_PATHSPECS",
-    "GIT_GLOB_PATHSPECS",
-    "GIT_NOGLOB_PATHSPECS",
-    "GIT_ICASE_PATHSPECS",
-    "LANGUAGE",
-)
 
 # Git 2.39 keeps pointers into its growable array of per-directory pattern lists; a path below more
 # than 23 directories makes it reallocate, and from then on `-v` reads freed memory for that path and
@@ -340,11 +322,10 @@ def _lstat(root: str, rel: str, path: str) -> os.stat_result:
 
 
 def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED_VARS}
-    # C messages so the warning filter below is reliable; no per-path flush (we read a file).
-    env["LC_ALL"] = "C"
-    env["GIT_FLUSH"] = "0"
-    return env
+    # Our `git` names its repository itself (its working directory, or --git-dir/--work-tree): none of
+    # a hook's repository-scoped or pathspec variables may redirect it. C messages so the warning filter below is
+    # reliable; no per-path flush (we read a file).
+    return git.env_for_other_repo({"LC_ALL": "C", "GIT_FLUSH": "0"})
 
 
 def _git(args: Sequence[str], cwd: Path, what: str) -> subprocess.CompletedProcess[bytes]:
