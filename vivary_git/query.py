@@ -93,6 +93,18 @@ def _flat(value: Any) -> str:
     return str(value)
 
 
+def node_sources(node: Node, note: Note, out: Sequence[Edge]) -> tuple[str, str, str, str, str]:
+    """The five texts a node is scored on, in `SOURCES` order: id+title, frontmatter, path, body and
+    outbound-edge text (`out`: its non-broken outbound edges, sorted)."""
+    return (
+        f"{node.id} {node.title}",
+        frontmatter_text(note.fields),
+        node.path,
+        note.body,
+        " ".join(f"{e.field} {e.to}" for e in out),
+    )
+
+
 def parse_edge_filter(spec: str) -> tuple[str, str]:
     field, _, target = spec.partition(":")
     return field.strip(), target.strip()
@@ -170,15 +182,7 @@ def search(
     for node in graph.nodes if index is None else ():
         if not keep(node):
             continue
-        note = notes[node.blob]
-        out = outgoing.get(node.id, [])
-        sources = (
-            f"{node.id} {node.title}",
-            frontmatter_text(note.fields),
-            node.path,
-            note.body,
-            " ".join(f"{e.field} {e.to}" for e in out),
-        )
+        sources = node_sources(node, notes[node.blob], outgoing.get(node.id, []))
         score = 0
         reasons: list[str] = []
         for (reason, w_phrase, w_term), source in zip(SOURCES, sources, strict=True):

@@ -34,20 +34,10 @@ class SearchIndex(msgspec.Struct, frozen=True, array_like=True):
 
 
 def sources_of(graph: Graph, notes: Mapping[str, Note]) -> list[tuple[str, str, str, str, str]]:
-    from vivary_git.query import frontmatter_text, outgoing_edges
+    from vivary_git.query import node_sources, outgoing_edges
 
     outgoing = outgoing_edges(graph)
-    out = []
-    for node in graph.nodes:
-        note = notes[node.blob]
-        out.append((
-            f"{node.id} {node.title}",
-            frontmatter_text(note.fields),
-            node.path,
-            note.body,
-            " ".join(f"{e.field} {e.to}" for e in outgoing.get(node.id, [])),
-        ))
-    return out
+    return [node_sources(node, notes[node.blob], outgoing.get(node.id, [])) for node in graph.nodes]
 
 
 def build(graph: Graph, notes: Mapping[str, Note]) -> SearchIndex:
