@@ -50,12 +50,14 @@ class Source:
         files: Callable[[], tuple[list[Entry], list[str]]],
         raw: dict[str, Any] | None = None,
         read_file: Callable[[str], bytes | None] | None = None,
+        root_tree: str | None = None,
     ) -> None:
         self.kind = kind  # "rev" | "staged" | "worktree" | "folder"
         self.label = label
         self.root = root
         self.prefix = prefix
-        self.tree_id = tree_id
+        self.tree_id = tree_id  # the workspace root's subtree: the identity of what was read
+        self.root_tree = root_tree  # the whole repository tree it came from (--rev, the index, the work tree)
         self.repo = repo
         self.config = config
         self._reader = reader
@@ -215,6 +217,7 @@ def open_source(
     return Source(
         kind=kind, label=label, root=(top / prefix) if top is not None else Path(prefix or "."), prefix=prefix,
         tree_id=sub_id, repo=repo, reader=repo.read_blob, config=config, raw=raw, read_file=read_file,
+        root_tree=tree_id,
         files=lambda: _walk_tree(repo, sub_id, excluder(config)) if sub_id is not None else ([], []),
     )
 

@@ -305,14 +305,13 @@ class Workspace:
         repo, source = self.source.repo, self.source
         if repo is None or source.tree_id is None or repo.workdir is None:
             return None  # bare: Git decides privacy only in a work tree, so nothing could be admitted
+        if source.kind == "rev":
+            return source.root_tree  # the tree read; its subtree at the prefix is source.tree_id
+        if source.kind not in ("worktree", "staged") or repo.repo.head_is_unborn:
+            return None
         pygit2 = repo.pygit2
         try:
-            if source.kind == "rev":
-                root = str(repo.repo.revparse_single(source.label).peel(pygit2.Tree).id)
-            elif source.kind in ("worktree", "staged") and not repo.repo.head_is_unborn:
-                root = str(repo.repo.head.peel(pygit2.Tree).id)
-            else:
-                return None
+            root = str(repo.repo.head.peel(pygit2.Tree).id)
         except (KeyError, ValueError, pygit2.GitError):
             return None
         sub = repo.lookup(root, source.prefix) if source.prefix else root

@@ -135,17 +135,14 @@ def decide_for_source(ws: Workspace, paths: Sequence[str], policy: PrivacyPolicy
     its anchored `private_paths` are anchored there, since they were written relative to it."""
     source = ws.source
     top = work_tree(ws)
-    repo = source.repo
-    assert repo is not None
     scoped, shown = _scoped_policy(source.prefix, policy)
     if source.kind == "worktree":
         found = privacy.decide(top, paths, scoped)
     elif source.kind == "rev":
-        found = privacy.decide(top, paths, scoped, tree=_root_tree(ws, source.label))
+        found = privacy.decide(top, paths, scoped, tree=_root_tree(ws))
     else:
-        staged_root = repo.git(["write-tree"]).stdout.decode().strip()
-        _same_subtree(ws, staged_root)
-        in_index = privacy.decide(top, paths, scoped, tree=staged_root)
+        # The tree the notes were read from, so the rules are the ones in force for exactly that content.
+        in_index = privacy.decide(top, paths, scoped, tree=_root_tree(ws))
         on_disk = privacy.decide(top, paths, scoped)
         found = [a if a.private or not b.private else b for a, b in zip(in_index, on_disk, strict=True)]
     if not source.prefix:
@@ -205,27 +202,10 @@ def _workspace_floor(d: PrivacyDecision, prefix: str, ignorecase: bool, shown: d
     return d
 
 
-def _root_tree(ws: Workspace, rev: str) -> str:
-    repo = ws.source.repo
-    assert repo is not None
-    try:
-        root = str(repo.repo.revparse_single(rev).peel(repo.pygit2.Tree).id)
-    except (KeyError, ValueError, repo.pygit2.GitError) as err:
-        raise PrivacyError(f"cannot decide privacy: --rev {rev} no longer names a tree ({err})") from None
-    _same_subtree(ws, root)
+def _root_tree(ws: Workspace) -> str:
+    root = ws.source.root_tree
+    assert root is not None  # a Git source: rev or staged
     return root
-
-
-def _same_subtree(ws: Workspace, root: str) -> None:
-    # The notes were read from one tree; deciding with another (a branch moved, the index changed in
-    # between) could admit a file under rules it was never checked against.
-    source = ws.source
-    assert source.repo is not None
-    sub = source.repo.lookup(root, source.prefix) if source.prefix else root
-    if sub != source.tree_id:
-        raise PrivacyError(
-            f"cannot decide privacy: {source.label} changed while it was being read; run the command again"
-        )
 
 
 def build_snapshot(
