@@ -77,3 +77,19 @@ def test_alias_bombs_stay_bounded() -> None:
            b"c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n---\n"
     note = parse_blob(bomb)
     assert note.problem is None and len(note.fields["d"]) == 9
+
+
+BODIES = [
+    "# T\n[[a]] x [[b|c]]\n\n[[d#e]]", "no title [[x]]\n# Later\n", "   # Indented three\n", "    # four spaces\n",
+    "#NoSpace\n# Yes\r\n", "# Closed ##  \r\n[[a\rb]]", "#\ttab title\t#\n", "[[x]][[y]]\n\n\n[[z]]\r\n",
+    "## H2\n# H1 #\n", "# a\rb\n", "[[ ]] [[a\n]] [[[b]]]", "", "\n\n# t", "# é ü\n[[ü]]", "[[a|b|c]]\r\r\n# t\r\r",
+]
+
+
+@pytest.mark.parametrize("body", BODIES)
+def test_whole_text_scan_equals_the_line_scan(body: str) -> None:
+    """Bodies without code take a whole-text path; it must read titles and links as the line scan does."""
+    assert "`" not in body and "~~~" not in body
+    fast = parse._scan_body(body, 5)
+    slow = parse._scan_lines(body.split("\n"), 5)
+    assert fast == slow

@@ -295,3 +295,62 @@ def test_cache_status_and_gc(ws: Repo, cli: Any) -> None:
     assert (s["trees"], s["blobs"], s["chain"]) == (1, 5, 1)
     assert git(ws.path, "log", "--format=%P", "-1", store.CACHE_REF).strip() == ""
     assert "chain     1 of 64" in cli("cache", "status", cwd=ws.path).out
+
+
+def test_recording_alongside_the_build_equals_recording_inline(repo: Repo, cli: Any,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Big cold runs derive facts in forked processes and record the tree from a forked child while
+    the graph is built; what lands in the ref must be what the one-process path records, canaries
+    kept out, and the parses shared without their bodies."""
+    import os
+    import shutil
+
+    from vivary_git import parallel
+
+    many = {f"modules/n{i:02d}.md": f"---\nstatus: live\ndepends: [n{(i + 1) % 40:02d}]\n---\n# N{i}\n\nBODY-{i}\n"
+            for i in range(40)}
+    repo.write({**CANARIES, **many, "tropo.toml": TROPO})
+    repo.git("add", "-A")
+    repo.git("commit", "-q", "-m", "many")
+    monkeypatch.setattr(parallel, "MIN_BLOBS", 10)
+    forks: list[int] = []
+    real_fork = os.fork
+
+    def counting_fork() -> int:
+        pid = real_fork()
+        if pid:
+            forks.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", counting_fork)
+    listings = []
+    for jobs in ("2", "1"):
+        monkeypatch.setenv("VIVARY_JOBS", jobs)
+        git(repo.path, "update-ref", "-d", store.CACHE_REF, check=False)
+        shutil.rmtree(repo.path / ".git" / "vivary", ignore_errors=True)
+        forks.clear()
+        r = cli("check", "--rev", "HEAD", "--json", cwd=repo.path)
+        assert r.code == 1 and "Traceback" not in r.err
+        assert len(forks) == (2 if jobs == "2" else 0)  # one child derives half the facts, one records
+        listings.append([line for line in git(repo.path, "ls-tree", "-r", store.CACHE_REF).splitlines()
+                         if "manifest" not in line])
+        blob = objects_reachable(repo.path, store.CACHE_REF)
+        assert b"N39" in blob and b"PRIVATE-CANARY" not in blob and b"BODY-" not in blob
+    assert listings[0] == listings[1]
+    summary = next(iter(store.Snapshot.load(GitRepo(repo.path)).manifest.trees.values()))  # type: ignore[union-attr]
+    assert summary.private == 5 and summary.checked == 46  # drafts/ is ignored, so not committed here
+
+
+def test_shared_parses_get_their_bodies_back_from_the_blobs(ws: Repo, cli: Any) -> None:
+    """The ref shares parses without bodies; a clone that reads them cuts each body from its blob, so
+    query scores and snippets equal a run that parsed everything."""
+    import shutil
+
+    cli("check", "--rev", "HEAD", cwd=ws.path)
+    assert b"Alpha body" not in objects_reachable(ws.path, store.CACHE_REF)
+    want = cli("query", "alpha", "--snippet", "40", "--json", "--rev", "HEAD", "--no-cache", cwd=ws.path).out
+    shutil.rmtree(ws.path / ".git" / "vivary")
+    r = run_git_vivary(["query", "alpha", "--snippet", "40", "--json", "--rev", "HEAD"], ws.path,
+                       env={"VIVARY_STATS": "1"})
+    assert stats(r.stderr)["parsed"] == 0, r.stderr
+    assert r.stdout == want and "Alpha body" in want

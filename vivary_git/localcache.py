@@ -73,9 +73,10 @@ class SegmentCache(Generic[T]):
     def __init__(self, directory: Path | None, kind: str, value_type: type[T]) -> None:
         self.dir = directory / f"{kind}-v{FORMAT_VERSION}" if directory is not None else None
         self._decoder = msgspec.msgpack.Decoder(list[tuple[str, value_type]])  # type: ignore[valid-type]
+        self._value_type = value_type
         self._values: dict[str, T] | None = None
         self._segments: list[Path] = []
-        self._new: dict[str, T] = {}
+        self._new: dict[str, T | msgspec.Raw] = {}
 
     def _load(self) -> dict[str, T]:
         if self._values is None:
@@ -99,6 +100,12 @@ class SegmentCache(Generic[T]):
         """Remember a value; loading the existing segments is not needed to add one."""
         if self._values is not None:
             self._values[key] = value
+        self._new[key] = value
+
+    def put_encoded(self, key: str, value: msgspec.Raw) -> None:
+        """Remember a value that is msgpack already (from a worker process): written as it is."""
+        if self._values is not None:
+            self._values[key] = msgspec.msgpack.decode(value, type=self._value_type)
         self._new[key] = value
 
     def flush(self, keep: Callable[[], Iterable[str]] | None = None) -> None:

@@ -60,6 +60,7 @@ _Loader.add_implicit_resolver(
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _H1 = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
+_H1_ANYWHERE = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*\r*$", re.MULTILINE)  # _H1 on each line
 _WIKILINK = re.compile(r"\[\[([^\[\]\n]+?)\]\]")
 _INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1")
 
@@ -101,13 +102,13 @@ def parse_blob(data: bytes) -> Note:
         else:
             body_start = close + 1
             fields, key_lines, problem = _frontmatter("\n".join(lines[1:close]), first_line=2)
-    body_lines = lines[body_start:]
-    title, links = _scan_body(body_lines, first_line=body_start + 1)
+    body = "\n".join(lines[body_start:]) if body_start else text
+    title, links = _scan_body(body, first_line=body_start + 1)
     return Note(
         fields=fields,
         key_lines=key_lines,
         title=title,
-        body="\n".join(body_lines),
+        body=body,
         links=tuple(links),
         problem=problem,
         has_frontmatter=has_frontmatter,
@@ -125,8 +126,25 @@ _STR_TAG = "tag:yaml.org,2002:str"
 _RESOLVER = _Loader("")
 
 
+# Frontmatter repeats itself across a workspace (the same keys, statuses, tags and ref targets in
+# thousands of notes), so each distinct text is resolved once per process. Values are immutable
+# (str, int, bool, None): sharing them is safe. Bounded: cleared when full.
+_SCALARS: dict[str, tuple[bool, Any]] = {}
+_KEYS: dict[str, bool] = {}
+_MEMO_MAX = 100_000
+
+
 def _fast_scalar(text: str) -> tuple[bool, Any]:
     """(ok, value) for a plain scalar, resolved exactly as PyYAML resolves it; ok False to fall back."""
+    got = _SCALARS.get(text)
+    if got is None:
+        if len(_SCALARS) >= _MEMO_MAX:
+            _SCALARS.clear()
+        got = _SCALARS[text] = _resolve_scalar(text)
+    return got
+
+
+def _resolve_scalar(text: str) -> tuple[bool, Any]:
     if not _FAST_PLAIN.fullmatch(text):
         return False, None
     tag = _RESOLVER.resolve(yaml.ScalarNode, text, (True, False))
@@ -138,6 +156,17 @@ def _fast_scalar(text: str) -> tuple[bool, Any]:
         return True, _RESOLVER.construct_object(yaml.ScalarNode(tag, text), deep=True)
     except (yaml.YAMLError, ValueError):
         return False, None
+
+
+def _fast_key(key: str) -> bool:
+    """Whether `key` is a plain key the fast path may take: a name YAML reads as a string."""
+    ok = _KEYS.get(key)
+    if ok is None:
+        if len(_KEYS) >= _MEMO_MAX:
+            _KEYS.clear()
+        ok = _KEYS[key] = bool(_FAST_KEY.fullmatch(key)) and \
+            _RESOLVER.resolve(yaml.ScalarNode, key, (True, False)) == _STR_TAG
+    return ok
 
 
 def _fast_frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str, int]] | None:
@@ -152,9 +181,7 @@ def _fast_frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dic
         if not line or line.startswith("#"):
             continue
         key, sep, rest = line.partition(": ")
-        if not sep or not _FAST_KEY.fullmatch(key) or key in fields or "\t" in line:
-            return None
-        if _RESOLVER.resolve(yaml.ScalarNode, key, (True, False)) != _STR_TAG:
+        if not sep or key in fields or "\t" in line or not _fast_key(key):
             return None
         rest = rest.strip(" ")
         if rest.startswith("[") and rest.endswith("]"):
@@ -239,8 +266,23 @@ def _jsonable(value: Any, depth: int = 0) -> Any:
     return str(value)
 
 
-def _scan_body(lines: list[str], first_line: int) -> tuple[str | None, list[Link]]:
+def _scan_body(body: str, first_line: int) -> tuple[str | None, list[Link]]:
     """The first ATX H1 and every [[wikilink]], skipping fenced code and inline code spans."""
+    if "`" in body or "~~~" in body:
+        return _scan_lines(body.split("\n"), first_line)
+    # No code at all (most notes): two searches over the whole text, no per-line loop.
+    h = _H1_ANYWHERE.search(body)
+    links: list[Link] = []
+    if "[[" in body:
+        line, at = first_line, 0
+        for m in _WIKILINK.finditer(body):
+            line += body.count("\n", at, m.start())
+            at = m.start()
+            links.append(Link(m.group(1), line))
+    return (h.group(1).strip() if h else None), links
+
+
+def _scan_lines(lines: list[str], first_line: int) -> tuple[str | None, list[Link]]:
     title: str | None = None
     links: list[Link] = []
     fence: str | None = None

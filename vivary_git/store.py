@@ -3,7 +3,7 @@
 Layout of every cache commit's tree (docs/cache.md has the long version):
 
     manifest.msgpack                 what is here and how to check it (`Manifest`)
-    parse/00.msgpack … ff.msgpack    parsed notes by blob id, grouped by the id's first two hex digits
+    parse/00.msgpack … ff.msgpack    parsed notes (bodies left out) by blob id, by the id's first two hex digits
     facts/00.msgpack … ff.msgpack    per-document facts by fact key (sha1 of blob, rules digest, root, path)
     state/PROVIDER/KEY/NAME          memory-provider state, written through `put_state`
 
@@ -32,13 +32,13 @@ import os
 import re
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from vivary_git.config import FORMAT_VERSION
-from vivary_git.models import Note
+from vivary_git.models import Link, Note, ParseProblem
 
 if TYPE_CHECKING:
     from vivary_git.git import Repo
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 CACHE_REF = "refs/vivary/cache"
 NOTES_REF = "refs/notes/vivary"
 STAGING_PREFIX = "refs/vivary-fetch/"  # `sync fetch` lands here, is verified, then adopted
-STORE_FORMAT = 1  # bump when the layout below changes; a cache of another format is left unread
+STORE_FORMAT = 2  # bump when the layout below changes; a cache of another format is left unread
 CHAIN_LIMIT = 64  # cache commits per chain before a new root commit restarts it
 MAX_MANIFEST_BYTES = 8 << 20
 MAX_CHUNK_BYTES = 32 << 20  # per parse/facts chunk; a 100k-note vault's largest is ~1 MiB
@@ -88,6 +88,43 @@ class TreeSummary(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     broken: int
     private: int  # documents whose entries were kept out of the cache
     written: int
+
+
+class SharedNote(msgspec.Struct, frozen=True, array_like=True):
+    """A `Note` as the cache shares it: without its body. A body is the tail of its blob, which every
+    clone has, so sharing it would only make the cache ~4x larger to write, push and fetch."""
+
+    fields: dict[str, Any]
+    key_lines: dict[str, int]
+    title: str | None
+    body_chars: int  # length of the body: the last `body_chars` characters of the blob's text
+    links: tuple[Link, ...] = ()
+    problem: ParseProblem | None = None
+    has_frontmatter: bool = False
+
+
+def share(note: Note) -> SharedNote:
+    return SharedNote(note.fields, note.key_lines, note.title, len(note.body), note.links, note.problem,
+                      note.has_frontmatter)
+
+
+def unshare(shared: SharedNote, read: Callable[[], bytes]) -> Note | None:
+    """The note again, its body cut from the blob `read()` returns; None when the blob cannot hold
+    that body (then the caller parses the blob instead)."""
+    body = ""
+    if shared.body_chars:
+        data = read()
+        if data.startswith(b"\xef\xbb\xbf"):
+            data = data[3:]
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        if not 0 < shared.body_chars <= len(text):
+            return None
+        body = text[len(text) - shared.body_chars:]
+    return Note(shared.fields, shared.key_lines, shared.title, body, shared.links, shared.problem,
+                shared.has_frontmatter)
 
 
 class Manifest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -150,7 +187,7 @@ _RAW_CHUNK = msgspec.msgpack.Decoder(list[tuple[str, msgspec.Raw]])
 
 def _chunk_decoder(kind: str) -> msgspec.msgpack.Decoder[Any]:
     if kind == "parse":
-        return msgspec.msgpack.Decoder(list[tuple[str, Note]])
+        return msgspec.msgpack.Decoder(list[tuple[str, SharedNote]])
     from vivary_git.graph import Facts
 
     return msgspec.msgpack.Decoder(list[tuple[str, Facts]])
@@ -359,7 +396,7 @@ class Changes(msgspec.Struct):
         return not (self.parse or self.facts or self.trees or self.states)
 
 
-def encode_entries(values: Mapping[str, Note] | Mapping[str, Facts]) -> dict[str, bytes]:
+def encode_entries(values: Mapping[str, SharedNote] | Mapping[str, Facts]) -> dict[str, bytes]:
     enc = msgspec.msgpack.Encoder()
     return {k: enc.encode(v) for k, v in values.items()}
 
