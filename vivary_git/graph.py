@@ -134,7 +134,10 @@ def build(
             owner[f.id] = Node(id=f.id, type=f.type, path=path, title=f.title, blob=blob)
         owned.append(first)
     homes = _homes((f.links for (_, _, f), own in zip(ordered, owned, strict=True) if own), owner)
-    edges: set[Edge] = set()
+    # Every edge starts at the node of the one document owning that ID: collected per source and
+    # sorted per source, the whole list comes out in order without one big sort of Edge structs.
+    outgoing: dict[str, set[Edge]] = {}
+    unused: set[Edge] = set()  # a duplicate's edges: it owns no ID, so it contributes none
     findings: list[Finding] = sorted(unreadable, key=lambda f: order[f.path])
     for (path, _, f), own in zip(ordered, owned, strict=True):
         if not own:
@@ -142,10 +145,11 @@ def build(
                 path, 1, "error", "E130",
                 f"duplicate document id '{f.id}': {owner[f.id].path} has it already; rename one of the two files",
             ))
-        _contribute(path, f, own, owner, homes, config, edges, findings)
+        _contribute(path, f, own, owner, homes, config, outgoing.setdefault(f.id, set()) if own else unused, findings)
     findings.sort(key=lambda f: order[f.path])  # stable: keeps rule order within a document
     nodes = sorted(owner.values(), key=lambda n: n.id)
-    return Graph(root=root_name, tree=tree, config=config, nodes=nodes, edges=sorted(edges), findings=findings,
+    edges = [e for n in nodes for e in sorted(outgoing[n.id])]
+    return Graph(root=root_name, tree=tree, config=config, nodes=nodes, edges=edges, findings=findings,
                  checked=len(docs) + len(unreadable), homes=sorted(homes))
 
 
