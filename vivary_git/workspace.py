@@ -16,9 +16,9 @@ import hashlib
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from vivary_git import store
     from vivary_git.history import Dates
     from vivary_git.searchindex import SearchIndex
+
+
+T = TypeVar("T")
 
 
 class CheckReport(msgspec.Struct, frozen=True):
@@ -118,6 +121,8 @@ class Workspace:
         self._from_ref: set[str] = set()  # parse (blob ids) and facts (keys) read from the ref this run
         self._computed_notes: dict[str, Note] = {}  # parsed in this process this run
         self._encoded_notes: dict[str, msgspec.Raw] = {}  # parsed by worker processes, still msgpack
+        # cache writes left to the recording child: (cache, what to keep when compacting)
+        self._deferred: list[tuple[SegmentCache[Any], Callable[[], Iterable[str]]]] | None = None
 
     @property
     def root_name(self) -> str:
@@ -162,8 +167,15 @@ class Workspace:
             self._graph_cache.put(_LAST, key)
             self._record(patched, None)
             return patched
-        keyed = self._all_facts(dates)
-        record = self._record_alongside(keyed) if dates is None else None
+        self._deferred = []
+        try:
+            keyed = self._all_facts(dates)
+        finally:
+            flushes, self._deferred = self._deferred, None
+        record = self._record_alongside(keyed, flushes) if dates is None else None
+        if record is None:
+            for cache, keep in flushes:
+                cache.flush(keep=keep)
         self._graph = graph_mod.build(
             self.root_name, self.source.tree_id, self.config, [(e.path, e.oid, f) for e, _, f in keyed],
             unreadable=self.source.problems,
@@ -276,7 +288,7 @@ class Workspace:
                 fact_cache.put(k, f)
         out: list[tuple[Entry, str, graph_mod.Facts]] = [(e, k, found[k]) for e, k in keyed]
         if fact_cache is not None:
-            fact_cache.flush(keep=lambda: (k for _, k in keyed))
+            self._flush(fact_cache, lambda: (k for _, k in keyed))
         return out
 
     def _derive(self, entries: list[Entry], rules: _Rules, dates: DateLookup | None) -> list[graph_mod.Facts]:
@@ -312,7 +324,7 @@ class Workspace:
                     self._encoded_notes[oid] = note
                     self._parse_cache.put_encoded(oid, note)
             self.stats.parsed += len({e.oid for e in rest})
-            self._parse_cache.flush(keep=lambda: (e.oid for e in self.source.entries))
+            self._flush(self._parse_cache, lambda: (e.oid for e in self.source.entries))
         elif rest:
             notes.update(self._parse(list(dict.fromkeys(e.oid for e in rest))))
         return [derived.get((e.oid, e.path)) or derive(e.path, e.oid, notes[e.oid]) for e in entries]
@@ -448,18 +460,23 @@ class Workspace:
         pending.ref.write(
             changes, f"vivary cache: tree {tree[:12]}, {len(changes.parse)} parse(s), {len(changes.facts)} facts")
 
-    def _record_alongside(self, keyed: list[tuple[Entry, str, graph_mod.Facts]]) -> Callable[[graph_mod.Graph], None]:
-        """Record this tree while the graph is being built: a forked child decides privacy and encodes
-        and writes the entries (~0.25 s for 10,000 new notes) on the core the build leaves idle,
-        then takes the graph's counts through a pipe for the summary and commits. The returned call
-        sends the counts and waits for the child, so the ref is written when the command returns,
-        as when recording inline (which is what small trees, or systems without fork, get)."""
+    def _record_alongside(self, keyed: list[tuple[Entry, str, graph_mod.Facts]],
+                          flushes: list[tuple[SegmentCache[Any], Callable[[], Iterable[str]]]],
+                          ) -> Callable[[graph_mod.Graph], None]:
+        """Write the local caches (`flushes`) and record this tree in the ref while the graph is being
+        built: a forked child writes the caches, decides privacy, encodes and writes the entries
+        (~0.35 s for 10,000 new notes) on the core the build leaves idle, then takes the graph's
+        counts through a pipe for the summary and commits. The returned call sends the counts and
+        waits for the child, so the caches and the ref are written when the command returns, as
+        when all is done inline (which is what small trees, or systems without fork, get)."""
         from vivary_git import parallel
 
         def inline(g: graph_mod.Graph) -> None:
             self._record(g, keyed)
 
         if len(keyed) < parallel.MIN_BLOBS or not parallel.can_fork() or self._recording() is None:
+            for cache, keep in flushes:
+                cache.flush(keep=keep)
             return inline
         sys.stdout.flush()
         sys.stderr.flush()
@@ -467,11 +484,15 @@ class Workspace:
             r, w = os.pipe()
             pid = os.fork()
         except OSError:
+            for cache, keep in flushes:
+                cache.flush(keep=keep)
             return inline
         if pid == 0:  # the child: never returns
             code = 1
             try:
                 os.close(w)
+                for cache, keep in flushes:
+                    cache.flush(keep=keep)
                 self._reopen()
                 pending = self._record_prepare(keyed)
                 with os.fdopen(r, "rb") as pipe:
@@ -485,6 +506,8 @@ class Workspace:
                 sys.stderr.flush()
                 os._exit(code)
         os.close(r)
+        for cache, _ in flushes:
+            cache.written_elsewhere()
 
         def finish(g: graph_mod.Graph) -> None:
             try:
@@ -606,8 +629,16 @@ class Workspace:
                 cache.put(oid, note)
         self.stats.parsed += len(parsed)
         if remember:
-            cache.flush(keep=lambda: (e.oid for e in self.source.entries))
+            self._flush(cache, lambda: (e.oid for e in self.source.entries))
         return out
+
+    def _flush(self, cache: SegmentCache[T], keep: Callable[[], Iterable[str]]) -> None:
+        """Write a local cache's new entries now, or, while a cold graph is computed, when the
+        recording child (see `_record_alongside`) can do it off this process's path."""
+        if self._deferred is not None:
+            self._deferred.append((cache, keep))
+        else:
+            cache.flush(keep=keep)
 
     def _date_lookup(self) -> DateLookup | None:
         if not {"created", "updated"} & set(self.config.derive):
