@@ -24,7 +24,7 @@ def test_fast_frontmatter_agrees_with_pyyaml(text: str) -> None:
     fast = parse._fast_frontmatter(text, 2)
     if fast is None:
         return
-    full = yaml.load(text, Loader=parse._Loader)
+    full = yaml.load(text, Loader=parse.loader_class())
     assert fast[0] == full
     assert all(type(fast[0][k]) is type(full[k]) for k in full)
 
@@ -93,3 +93,18 @@ def test_whole_text_scan_equals_the_line_scan(body: str) -> None:
     fast = parse._scan_body(body, 5)
     slow = parse._scan_lines(body.split("\n"), 5)
     assert fast == slow
+
+
+SCALARS = [
+    "", "~", "null", "Null", "NULL", "nULL", "true", "True", "TRUE", "tRUE", "false", "yes", "on", "off", "0", "-0",
+    "+5", "010", "1_000", "1__0", "_1", "1_", "0x10", "0o7", "1:30", "1.5", "-.5", ".5", "5.", "1e3", "1E-3", "1.5e+3",
+    ".inf", "-.inf", ".nan", "<<", "=", "==", "2026-11-30", "2026-11-30T10:00:00Z", "x", "-x", "a b", "1 2", "١٢",
+]
+
+
+@pytest.mark.parametrize("text", SCALARS)
+def test_plain_kind_is_the_loaders_resolution(text: str) -> None:
+    """The fast path resolves scalars without PyYAML; it must pick the tag our PyYAML loader picks."""
+    tag = parse.loader_class()("").resolve(yaml.ScalarNode, text, (True, False)).rsplit(":", 1)[-1]
+    kind = parse.plain_kind(text)
+    assert (kind if kind != "yaml" else {"<<": "merge", "=": "value"}[text]) == tag

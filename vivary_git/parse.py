@@ -8,55 +8,77 @@ finding about that field, not a crash of the whole parse.
 
 from __future__ import annotations
 
+import functools
 import re
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from vivary_git.models import Link, Note, ParseProblem
+
+if TYPE_CHECKING:
+    import yaml
 
 MAX_BYTES = 8 * 1024 * 1024
 _BINARY_SNIFF = 8000
 
-try:  # The C loader is ~7x faster; fall back to pure Python where libyaml is missing.
-    _Base: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment]
-except AttributeError:  # pragma: no cover - depends on how PyYAML was built
-    _Base = yaml.SafeLoader
-
-
-class _Loader(_Base):  # type: ignore[valid-type,misc]
-    """SafeLoader with YAML 1.2-style plain scalars, as Vivary workspaces are written and read:
-    only true/false are booleans (`yes`, `on` stay text), integers are decimal (`010` is 10,
-    `1:30` and `0x10` stay text), `.inf`/`.nan` stay text, and dates stay the strings the user
-    wrote, so `2026-13-45` is a finding about one field rather than a crash of the whole parse."""
-
-    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
-        return int(self.construct_scalar(node))
-
-    def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
-        return float(self.construct_scalar(node))
-
-
-_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
-_Loader.add_constructor("tag:yaml.org,2002:float", _Loader.construct_yaml_float)
-_REPLACED = {
-    "tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:timestamp",
-}
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag not in _REPLACED]
-    for first, resolvers in _Base.yaml_implicit_resolvers.items()
-}
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+# How plain scalars resolve: YAML 1.2-style, as Vivary workspaces are written and read. Only
+# true/false are booleans (`yes`, `on` stay text), integers are decimal (`010` is 10, `1:30` and
+# `0x10` stay text), `.inf`/`.nan` stay text, and dates stay the strings the user wrote, so
+# `2026-13-45` is a finding about one field rather than a crash of the whole parse. The fast path
+# below applies these rules itself, so most notes are read without importing PyYAML at all (a
+# pre-commit hook then starts ~20 ms sooner); the loader gives PyYAML the same rules.
+_BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
+_INT = re.compile(r"^[-+]?[0-9](?:_?[0-9])*$")
+_FLOAT = re.compile(
+    r"^[-+]?(?:[0-9](?:_?[0-9])*(?:\.(?:[0-9](?:_?[0-9])*)?)?|\.[0-9](?:_?[0-9])*)(?:[eE][-+]?[0-9]+)?$"
 )
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:int", re.compile(r"^[-+]?[0-9](?:_?[0-9])*$"), list("-+0123456789")
-)
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9](?:_?[0-9])*(?:\.(?:[0-9](?:_?[0-9])*)?)?|\.[0-9](?:_?[0-9])*)(?:[eE][-+]?[0-9]+)?$"),
-    list("-+0123456789."),
-)
+_NULL = frozenset(("", "~", "null", "Null", "NULL"))  # PyYAML's null resolver, kept
+_YAML_ONLY = frozenset(("<<", "="))  # PyYAML's merge and value resolvers, kept: left to PyYAML
+
+
+def plain_kind(text: str) -> str:
+    """What a plain scalar resolves to under our loader: "null", "bool", "int", "float", "str", or
+    "yaml" (a merge/value key, for PyYAML to handle). The first matching resolver wins, as in PyYAML."""
+    if text in _NULL:
+        return "null"
+    if text in _YAML_ONLY:
+        return "yaml"
+    if _BOOL.match(text):
+        return "bool"
+    if _INT.match(text):
+        return "int"
+    if _FLOAT.match(text):
+        return "float"
+    return "str"
+
+
+@functools.cache
+def loader_class() -> type[yaml.SafeLoader]:
+    """PyYAML's SafeLoader (the C one when libyaml is there, ~7x faster) with the rules above."""
+    import yaml
+
+    base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class Loader(base):  # type: ignore[valid-type,misc]
+        def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+            return int(self.construct_scalar(node))
+
+        def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
+            return float(self.construct_scalar(node))
+
+    Loader.add_constructor("tag:yaml.org,2002:int", Loader.construct_yaml_int)
+    Loader.add_constructor("tag:yaml.org,2002:float", Loader.construct_yaml_float)
+    replaced = {
+        "tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:timestamp",
+    }
+    Loader.yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag not in replaced]
+        for first, resolvers in base.yaml_implicit_resolvers.items()
+    }
+    Loader.add_implicit_resolver("tag:yaml.org,2002:bool", _BOOL, list("tTfF"))
+    Loader.add_implicit_resolver("tag:yaml.org,2002:int", _INT, list("-+0123456789"))
+    Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
+    return Loader
+
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _H1 = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
@@ -122,8 +144,6 @@ def _unreadable(line: int, message: str) -> Note:
 _FAST_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 # A plain scalar we can read without YAML's full grammar: no indicator first, no `: `/` #`/flow chars.
 _FAST_PLAIN = re.compile(r"[^\s\-?:,\[\]{}#&*!|>'\"%@`]([^:#,\[\]{}]|:(?=[^\s,\[\]{}])|(?<=\S)#)*")
-_STR_TAG = "tag:yaml.org,2002:str"
-_RESOLVER = _Loader("")
 
 
 # Frontmatter repeats itself across a workspace (the same keys, statuses, tags and ref targets in
@@ -147,15 +167,16 @@ def _fast_scalar(text: str) -> tuple[bool, Any]:
 def _resolve_scalar(text: str) -> tuple[bool, Any]:
     if not _FAST_PLAIN.fullmatch(text):
         return False, None
-    tag = _RESOLVER.resolve(yaml.ScalarNode, text, (True, False))
-    if tag == _STR_TAG:
+    kind = plain_kind(text)
+    if kind == "str":
         return True, text
-    if tag == "tag:yaml.org,2002:float":  # NaN/inf need the slow path's JSON-safe handling
-        return False, None
-    try:
-        return True, _RESOLVER.construct_object(yaml.ScalarNode(tag, text), deep=True)
-    except (yaml.YAMLError, ValueError):
-        return False, None
+    if kind == "null":
+        return True, None
+    if kind == "bool":
+        return True, text[0] in "tT"
+    if kind == "int":
+        return True, int(text)
+    return False, None  # floats (NaN/inf need the slow path's JSON-safe handling), merge/value keys
 
 
 def _fast_key(key: str) -> bool:
@@ -164,8 +185,7 @@ def _fast_key(key: str) -> bool:
     if ok is None:
         if len(_KEYS) >= _MEMO_MAX:
             _KEYS.clear()
-        ok = _KEYS[key] = bool(_FAST_KEY.fullmatch(key)) and \
-            _RESOLVER.resolve(yaml.ScalarNode, key, (True, False)) == _STR_TAG
+        ok = _KEYS[key] = bool(_FAST_KEY.fullmatch(key)) and plain_kind(key) == "str"
     return ok
 
 
@@ -213,7 +233,9 @@ def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str
             return {}, {}, ParseProblem(
                 "E001", first_line + i, "frontmatter is not valid YAML: tab character used for indentation"
             )
-    loader = _Loader(source)
+    import yaml
+
+    loader = loader_class()(source)
     try:
         node = loader.get_single_node()
         if node is None:
