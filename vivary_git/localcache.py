@@ -108,10 +108,6 @@ class SegmentCache(Generic[T]):
             self._values[key] = msgspec.msgpack.decode(value, type=self._value_type)
         self._new[key] = value
 
-    def written_elsewhere(self) -> None:
-        """Another process (a forked child) writes what was added: forget it here."""
-        self._new.clear()
-
     def flush(self, keep: Callable[[], Iterable[str]] | None = None) -> None:
         """Write what was added this run. When segments pile up, merge them into one, keeping only the
         keys `keep()` names (called only then: listing them may mean walking a tree), or all of them."""

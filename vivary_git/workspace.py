@@ -121,7 +121,7 @@ class Workspace:
         self._from_ref: set[str] = set()  # parse (blob ids) and facts (keys) read from the ref this run
         self._computed_notes: dict[str, Note] = {}  # parsed in this process this run
         self._encoded_notes: dict[str, msgspec.Raw] = {}  # parsed by worker processes, still msgpack
-        # cache writes left to the recording child: (cache, what to keep when compacting)
+        # local cache writes left until the graph is built (see _record_alongside): (cache, what to keep)
         self._deferred: list[tuple[SegmentCache[Any], Callable[[], Iterable[str]]]] | None = None
 
     @property
@@ -463,12 +463,12 @@ class Workspace:
     def _record_alongside(self, keyed: list[tuple[Entry, str, graph_mod.Facts]],
                           flushes: list[tuple[SegmentCache[Any], Callable[[], Iterable[str]]]],
                           ) -> Callable[[graph_mod.Graph], None]:
-        """Write the local caches (`flushes`) and record this tree in the ref while the graph is being
-        built: a forked child writes the caches, decides privacy, encodes and writes the entries
-        (~0.35 s for 10,000 new notes) on the core the build leaves idle, then takes the graph's
-        counts through a pipe for the summary and commits. The returned call sends the counts and
-        waits for the child, so the caches and the ref are written when the command returns, as
-        when all is done inline (which is what small trees, or systems without fork, get)."""
+        """Record this tree in the ref while the graph is being built: a forked child decides privacy,
+        encodes the entries and writes the objects (~0.25 s for 10,000 new notes) on the core the build
+        leaves idle, then takes the graph's counts through a pipe for the summary and commits. The
+        returned call sends the counts, writes the local caches (`flushes`) while the child commits,
+        and waits for it: the caches and the ref are written when the command returns, as when all
+        is done inline (which is what small trees, or systems without fork, get)."""
         from vivary_git import parallel
 
         def inline(g: graph_mod.Graph) -> None:
@@ -491,8 +491,6 @@ class Workspace:
             code = 1
             try:
                 os.close(w)
-                for cache, keep in flushes:
-                    cache.flush(keep=keep)
                 self._reopen()
                 pending = self._record_prepare(keyed)
                 with os.fdopen(r, "rb") as pipe:
@@ -506,8 +504,6 @@ class Workspace:
                 sys.stderr.flush()
                 os._exit(code)
         os.close(r)
-        for cache, _ in flushes:
-            cache.written_elsewhere()
 
         def finish(g: graph_mod.Graph) -> None:
             try:
@@ -515,6 +511,8 @@ class Workspace:
                     pipe.write(msgspec.msgpack.encode(_counts(g)))
             except OSError:
                 pass  # the child is gone: it said why on stderr
+            for cache, keep in flushes:
+                cache.flush(keep=keep)
             os.waitpid(pid, 0)
 
         return finish
@@ -633,8 +631,8 @@ class Workspace:
         return out
 
     def _flush(self, cache: SegmentCache[T], keep: Callable[[], Iterable[str]]) -> None:
-        """Write a local cache's new entries now, or, while a cold graph is computed, when the
-        recording child (see `_record_alongside`) can do it off this process's path."""
+        """Write a local cache's new entries now, or, while a cold graph is computed, after the build,
+        while the recording child commits (see `_record_alongside`)."""
         if self._deferred is not None:
             self._deferred.append((cache, keep))
         else:
