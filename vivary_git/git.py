@@ -74,6 +74,9 @@ class Repo:
     def __init__(self, start: Path) -> None:
         import pygit2
 
+        # Reads do not re-hash every object, as Git's own reads do not (`git fsck` is the tool for
+        # that): libgit2's check was a fifth of the time spent reading 10,000 loose blobs.
+        pygit2.settings.enable_strict_hash_verification(False)
         found = pygit2.discover_repository(str(start))
         if found is None:
             raise GitError(f"{start} is not inside a Git repository")

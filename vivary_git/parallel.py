@@ -57,6 +57,7 @@ def _blob_reader(repo_path: str) -> Callable[[str], bytes]:
     """A reader on a fresh repository handle (in a child: never the parent's)."""
     import pygit2
 
+    pygit2.settings.enable_strict_hash_verification(False)  # as in git.Repo
     odb = pygit2.Repository(repo_path).odb
 
     def read(oid: str) -> bytes:
