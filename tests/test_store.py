@@ -332,6 +332,8 @@ def test_recording_alongside_the_build_equals_recording_inline(repo: Repo, cli: 
         r = cli("check", "--rev", "HEAD", "--json", cwd=repo.path)
         assert r.code == 1 and "Traceback" not in r.err
         assert len(forks) == (2 if jobs == "2" else 0)  # one child derives half the facts, one records
+        for kind in ("parse", "facts"):  # written once, by this process (not again by a child)
+            assert len(list((repo.path / ".git" / "vivary").glob(f"{kind}-v*/seg-*.msgpack"))) == 1, kind
         listings.append([line for line in git(repo.path, "ls-tree", "-r", store.CACHE_REF).splitlines()
                          if "manifest" not in line])
         blob = objects_reachable(repo.path, store.CACHE_REF)

@@ -108,6 +108,10 @@ class SegmentCache(Generic[T]):
             self._values[key] = msgspec.msgpack.decode(value, type=self._value_type)
         self._new[key] = value
 
+    def discard(self) -> None:
+        """Forget what was added and not written yet (a forked child leaves the writing to its parent)."""
+        self._new.clear()
+
     def flush(self, keep: Callable[[], Iterable[str]] | None = None) -> None:
         """Write what was added this run. When segments pile up, merge them into one, keeping only the
         keys `keep()` names (called only then: listing them may mean walking a tree), or all of them."""

@@ -518,11 +518,14 @@ class Workspace:
         return finish
 
     def _reopen(self) -> None:
-        """In a forked child: a libgit2 handle of its own (one must not be shared across a fork)."""
+        """In a forked child: a libgit2 handle of its own (one must not be shared across a fork), and no
+        local cache writes (the parent writes what is pending; a second copy would only waste time)."""
         repo = self.source.repo
         if repo is not None:
             repo.repo = repo.pygit2.Repository(str(repo.git_dir))
         self._ref, self._ref_checked = None, False
+        for cache in (self._parse_cache, self._fact_cache):
+            cache.discard()
 
     def cache_keys(self) -> tuple[str | None, set[str], set[str]]:
         """issue 4 (`cache gc`): this tree's summary key, blob ids and fact keys, computed without parsing."""
