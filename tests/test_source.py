@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import TROPO, Repo, git, run_git_vivary, write
 
 NOTE = "---\nstatus: active\n---\n# Core\n"
@@ -239,3 +240,20 @@ def test_patched_graph_equals_a_full_build(repo: Repo, cli: Any, monkeypatch: An
         assert g_fast == g_full, step
         patched_runs += '"patched":true' in fast.err
     assert patched_runs >= 15, patched_runs  # most small edits took the patch path
+
+
+@pytest.mark.parametrize("n", [0, 1, 15, 16, 2047, 2048, 2049, 70000])
+def test_cache_segments_written_a_batch_at_a_time_read_back_whole(tmp_path: Path, n: int) -> None:
+    """A local cache segment is encoded in batches behind one array header (never whole in memory);
+    it must read back as the one array it stands for, across every msgpack array header size."""
+    import msgspec
+
+    from vivary_git import localcache
+    from vivary_git.models import Note
+
+    items = sorted((f"{i:040x}", Note({"a": i}, {"a": 2}, "t", "b")) for i in range(n))
+    localcache._write_segment(tmp_path / "seg.msgpack", items)
+    raw = (tmp_path / "seg.msgpack").read_bytes()
+    assert raw.startswith(b"VVG1")
+    assert msgspec.msgpack.decode(raw[4:], type=list[tuple[str, Note]]) == items
+    assert [p.name for p in tmp_path.iterdir()] == ["seg.msgpack"]  # no temporary file left
