@@ -144,6 +144,11 @@ def main() -> int:
     build(dest.resolve(), a.notes, a.seed)
     ws = dest.resolve()
     ours = a.vivary.split()
+    # Exit 1 means findings to the timing loop, so a missing command would pass for a fast one.
+    probe = subprocess.run([*ours, "--version"], capture_output=True, text=True, check=False)
+    if probe.returncode != 0:
+        raise SystemExit(f"`{a.vivary} --version` failed: {probe.stderr.strip()}; activate the environment "
+                         "that has vivary-git (scripts/test makes .venv/test) or pass --vivary")
     cache = ws / ".git" / "vivary"
     rng = random.Random(a.seed)
     runs = max(1, a.runs)
