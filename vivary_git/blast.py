@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Sequence
 
 import msgspec
 
@@ -31,6 +31,8 @@ def reverse_bfs(
     graph: Graph, targets: Iterable[str], depth: int | None
 ) -> list[Impacted]:
     """Nodes with a path of edges to any target, nearest distance wins; the targets are excluded."""
+    # A graph's edges are sorted (from, field, to), so each node's incoming list is built in
+    # (from, field) order: the order the search visits them in, without sorting each one.
     incoming: dict[str, list[Edge]] = {}
     for e in graph.edges:
         if not e.broken:
@@ -44,7 +46,7 @@ def reverse_bfs(
         current, dist = queue.popleft()
         if depth is not None and dist >= depth:
             continue
-        for e in sorted(incoming.get(current, ()), key=lambda e: (e.from_, e.field)):
+        for e in incoming.get(current, ()):
             if e.from_ in seen:
                 continue
             seen.add(e.from_)
@@ -85,7 +87,7 @@ class ChangeReport(msgspec.Struct, frozen=True):
 def change_impact(base: Graph, head: Graph, base_label: str, head_label: str, depth: int | None = None
                   ) -> ChangeReport:
     b_nodes, h_nodes = base.by_id(), head.by_id()
-    b_out, h_out = _outgoing(base.edges), _outgoing(head.edges)
+    b_at, h_at = _by_source(base.edges), _by_source(head.edges)
     changed: list[Changed] = []
     for nid in sorted(set(b_nodes) | set(h_nodes)):
         b, h = b_nodes.get(nid), h_nodes.get(nid)
@@ -96,8 +98,10 @@ def change_impact(base: Graph, head: Graph, base_label: str, head_label: str, de
         elif b is not None and h is not None:
             if b.blob != h.blob or b.path != h.path or b.type != h.type:
                 changed.append(_changed(h, "modified"))
-            elif b_out.get(nid) != h_out.get(nid):
-                changed.append(_changed(h, "edges"))
+            else:
+                b_edges, h_edges = _slice(base.edges, b_at.get(nid)), _slice(head.edges, h_at.get(nid))
+                if b_edges != h_edges and _pairs(b_edges) != _pairs(h_edges):
+                    changed.append(_changed(h, "edges"))
     base_broken = {(e.from_, e.field, e.to) for e in base.edges if e.broken}
     head_broken = {(e.from_, e.field, e.to) for e in head.edges if e.broken}
     broken = [e for e in head.edges if e.broken and (e.from_, e.field, e.to) not in base_broken]
@@ -125,10 +129,25 @@ def _changed(n: Node, change: str) -> Changed:
     return Changed(n.id, n.type, n.path, change)
 
 
-def _outgoing(edges: Iterable[Edge]) -> Mapping[str, list[tuple[str, str]]]:
+def _by_source(edges: Sequence[Edge]) -> dict[str, tuple[int, int]]:
+    """Where each node's outgoing edges are in a graph's edge list, which is sorted by source."""
+    out: dict[str, tuple[int, int]] = {}
+    start, current = 0, None
+    for i, e in enumerate(edges):
+        if e.from_ != current:
+            if current is not None:
+                out[current] = (start, i)
+            start, current = i, e.from_
+    if current is not None:
+        out[current] = (start, len(edges))
+    return out
+
+
+def _slice(edges: Sequence[Edge], at: tuple[int, int] | None) -> Sequence[Edge]:
+    return edges[at[0]:at[1]] if at is not None else ()
+
+
+def _pairs(edges: Iterable[Edge]) -> list[tuple[str, str]]:
     # Without the broken flag: a reference that broke because its target left is the target's
     # change (its referrers are impacted), not a change of the referrer.
-    out: dict[str, list[tuple[str, str]]] = {}
-    for e in edges:
-        out.setdefault(e.from_, []).append((e.field, e.to))
-    return out
+    return [(e.field, e.to) for e in edges]
