@@ -163,8 +163,12 @@ class Workspace:
         patched = self._patched(key) if dates is None else None
         if patched is not None:
             self._graph = patched
-            self._graph_cache.put(key, patched)  # type: ignore[arg-type]  # patching needs a key
-            self._graph_cache.put(_LAST, key)
+            if self.source.kind != "staged":
+                # A staged tree is checked by the pre-commit hook and then committed or replaced;
+                # not caching its graph saves every hook run writing one (6 MB at 10,000 notes).
+                # The commit's own first check patches from the same base as cheaply.
+                self._graph_cache.put(key, patched)  # type: ignore[arg-type]  # patching needs a key
+                self._graph_cache.put(_LAST, key)
             self._record(patched, None)
             return patched
         self._deferred = []
