@@ -77,8 +77,10 @@ def _lines(answers: Iterator[BatchAnswer]) -> Iterator[bytes]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vivary_git.memory.local import LocalMemory
+    from vivary_git.memory.local import LocalMemory, preload_runtime
     from vivary_git.memory.provider import RecallFilters, normalise_k
+
+    preload_runtime()  # a fresh `recall` per agent turn: the runtime imports overlap opening the workspace
 
     text = " ".join(args.text)
     if args.queries is None and not text.strip():

@@ -265,6 +265,34 @@ class _Background(Generic[T]):
         return self._value
 
 
+_PRELOADING: _Background[None] | None = None
+
+
+def preload_runtime() -> None:
+    """Start importing the embedding runtime (numpy, onnxruntime, tokenizers, hnswlib: ~0.15 s) in a
+    thread, before the workspace is even opened: `recall` calls this first, so the imports overlap
+    opening the repository and snapshotting the working tree (whose `git` subprocesses release the
+    GIL). Does nothing when the extra is not installed; the model itself loads later, as before."""
+    global _PRELOADING
+    if _PRELOADING is not None:
+        return
+    names = ("numpy", "onnxruntime", "tokenizers", "hnswlib")
+    try:
+        if any(importlib.util.find_spec(n) is None for n in names):
+            return
+    except (ImportError, ValueError):
+        return
+
+    def load() -> None:
+        for name in names:
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                return  # said properly where it is used (require_extra, load_embedder)
+
+    _PRELOADING = _Background(load)
+
+
 # --- the provider ---------------------------------------------------------------------------------------
 
 
