@@ -189,6 +189,42 @@ def test_parallel_parse_gives_the_same_graph(repo: Repo, cli: Any, monkeypatch: 
     assert one.out == two.out and "E000" in one.out
 
 
+def test_no_fork_while_another_thread_runs(repo: Repo, cli: Any, monkeypatch: Any) -> None:
+    """A thread might hold a lock when the process forks (recall imports its runtime in one), so work
+    that would go to forked children is done in this process instead, with the same answer."""
+    import threading
+
+    from vivary_git import parallel
+
+    repo.commit(files={"tropo.toml": TROPO, **{
+        f"modules/m{i:03d}.md": f"---\nstatus: s{i}\ndepends: [m{(i + 1) % 40:03d}]\n---\n# M{i}\n"
+        for i in range(40)}})
+    monkeypatch.setattr(parallel, "MIN_BLOBS", 10)
+    monkeypatch.setenv("VIVARY_JOBS", "2")
+    forks: list[int] = []
+    real_fork = os.fork
+
+    def counting_fork() -> int:
+        pid = real_fork()
+        if pid:
+            forks.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", counting_fork)
+    alone = cli("check", "--rev", "HEAD", "--json", "--no-cache", cwd=repo.path)
+    assert forks, "with no other thread, the work is split"
+    forks.clear()
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        beside = cli("check", "--rev", "HEAD", "--json", "--no-cache", cwd=repo.path)
+    finally:
+        release.set()
+        other.join()
+    assert not forks and beside.out == alone.out
+
+
 def test_root_that_is_not_in_the_tree_is_a_usage_error(repo: Repo, cli: Any) -> None:
     repo.commit(files={"tropo.toml": TROPO, "modules/a.md": NOTE})
     (repo.path / "later").mkdir()

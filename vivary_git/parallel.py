@@ -15,6 +15,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -41,7 +42,11 @@ def workers() -> int:
 
 
 def can_fork() -> bool:
-    return hasattr(os, "fork") and "fork" in multiprocessing.get_all_start_methods() and workers() > 1
+    """Whether work may go to forked children here: Linux (forking is not safe with some macOS system
+    libraries), more than one worker wanted, and no other thread running (a thread holding a lock at
+    the fork, say `recall`'s runtime import, could leave a child waiting forever on it)."""
+    return (sys.platform.startswith("linux") and hasattr(os, "fork") and workers() > 1
+            and threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods())
 
 
 def _shares(count: int) -> int:
