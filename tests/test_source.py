@@ -225,6 +225,29 @@ def test_no_fork_while_another_thread_runs(repo: Repo, cli: Any, monkeypatch: An
     assert not forks and beside.out == alone.out
 
 
+def test_a_failing_child_has_its_share_done_here(repo: Repo, cli: Any, monkeypatch: Any) -> None:
+    """A forked child that fails (here: it cannot open the repository) exits non-zero; this process
+    parses and derives that share itself and the answer is the same as from one process."""
+    from vivary_git import parallel
+
+    repo.commit(files={"tropo.toml": TROPO, **{
+        f"modules/m{i:03d}.md": f"---\nstatus: s{i}\ndepends: [m{(i + 3) % 40:03d}]\n---\n# M{i}\n"
+        for i in range(40)}})
+    monkeypatch.setenv("VIVARY_JOBS", "1")
+    want = cli("check", "--rev", "HEAD", "--json", "--no-cache", cwd=repo.path)
+
+    def broken_reader(repo_path: str) -> Any:
+        raise OSError("no repository here")
+
+    monkeypatch.setattr(parallel, "MIN_BLOBS", 10)
+    monkeypatch.setattr(parallel, "_blob_reader", broken_reader)
+    monkeypatch.setenv("VIVARY_JOBS", "2")
+    monkeypatch.setenv("VIVARY_STATS", "1")
+    got = cli("check", "--rev", "HEAD", "--json", "--no-cache", cwd=repo.path)
+    assert got.out == want.out and got.code == want.code and "Traceback" not in got.err
+    assert '"parsed":40' in got.err
+
+
 def test_root_that_is_not_in_the_tree_is_a_usage_error(repo: Repo, cli: Any) -> None:
     repo.commit(files={"tropo.toml": TROPO, "modules/a.md": NOTE})
     (repo.path / "later").mkdir()

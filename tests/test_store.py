@@ -356,3 +356,33 @@ def test_shared_parses_get_their_bodies_back_from_the_blobs(ws: Repo, cli: Any) 
                        env={"VIVARY_STATS": "1"})
     assert stats(r.stderr)["parsed"] == 0, r.stderr
     assert r.stdout == want and "Alpha body" in want
+
+
+def test_a_failing_recording_child_loses_only_the_recording(repo: Repo, cli: Any,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The child that records the ref beside the build fails: the command still answers in full and
+    writes its local caches; the ref is simply not written (the next run records it)."""
+    import shutil
+
+    from vivary_git import parallel, workspace
+
+    many = {f"modules/n{i:02d}.md": f"---\nstatus: live\ndepends: [n{(i + 1) % 30:02d}]\n---\n# N{i}\n"
+            for i in range(30)}
+    repo.commit("many", {**many, "tropo.toml": TROPO})
+    monkeypatch.setenv("VIVARY_JOBS", "1")
+    want = cli("check", "--rev", "HEAD", "--json", "--no-cache", cwd=repo.path)
+
+    def fail(self: Any, keyed: Any) -> Any:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(parallel, "MIN_BLOBS", 10)
+    monkeypatch.setattr(workspace.Workspace, "_record_prepare", fail)
+    monkeypatch.setenv("VIVARY_JOBS", "2")
+    shutil.rmtree(repo.path / ".git" / "vivary", ignore_errors=True)
+    got = cli("check", "--rev", "HEAD", "--json", cwd=repo.path)
+    assert got.out == want.out and got.code == want.code and "Traceback" not in got.err
+    assert not tip(repo.path)
+    assert list((repo.path / ".git" / "vivary").glob("parse-v*/seg-*.msgpack"))
+    monkeypatch.undo()
+    cli("check", "--rev", "HEAD", cwd=repo.path)  # the next run records it
+    assert tip(repo.path)
