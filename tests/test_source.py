@@ -141,7 +141,9 @@ def test_cache_is_reused_and_work_is_proportional(repo: Repo, cli: Any, monkeypa
 def test_damaged_cache_files_are_ignored_and_rebuilt(repo: Repo, cli: Any) -> None:
     repo.commit(files={"tropo.toml": TROPO, "modules/a.md": NOTE})
     good = cli("check", "--rev", "HEAD", "--json", cwd=repo.path).out
-    for p in (repo.path / ".git" / "vivary").rglob("*.msgpack"):
+    files = list((repo.path / ".git" / "vivary").rglob("*.msgpack"))
+    assert {p.parent.name.rsplit("-", 1)[0] for p in files} >= {"parse", "facts", "graph", "checks"}
+    for p in files:
         p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2])
     r = cli("check", "--rev", "HEAD", "--json", cwd=repo.path)
     assert r.out == good

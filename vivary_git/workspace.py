@@ -112,6 +112,7 @@ class Workspace:
         self._fact_cache = SegmentCache(vdir, "facts", graph_mod.Facts)
         self._graph_cache = ObjectCache(vdir, "graph")
         self._history_cache = ObjectCache(vdir, "history")
+        self._check_cache = ObjectCache(vdir, "checks")  # findings and counts by graph key: `check` warm
         self._graph: graph_mod.Graph | None = None
         self._notes: dict[str, Note] | None = None
         self.stats = Stats()
@@ -157,19 +158,19 @@ class Workspace:
             if cached is not None:
                 self.stats.graph_cached = True
                 self._graph = cached
-                self._record(cached, None)  # issue 4: a tree first computed while it could not be recorded
+                # issue 4: a tree first computed while it could not be recorded is recorded now
+                self._record(lambda: _counts(cached), None)
                 return cached
         dates = self._date_lookup()
         patched = self._patched(key) if dates is None else None
         if patched is not None:
             self._graph = patched
-            if self.source.kind != "staged":
+            if self.source.kind != "staged" and key is not None:
                 # A staged tree is checked by the pre-commit hook and then committed or replaced;
                 # not caching its graph saves every hook run writing one (6 MB at 10,000 notes).
                 # The commit's own first check patches from the same base as cheaply.
-                self._graph_cache.put(key, patched)  # type: ignore[arg-type]  # patching needs a key
-                self._graph_cache.put(_LAST, key)
-            self._record(patched, None)
+                self._cache_graph(key, patched)
+            self._record(lambda: _counts(patched), None)
             return patched
         self._deferred = []
         try:
@@ -186,11 +187,25 @@ class Workspace:
         )
         self._graph.rules = self._rules_digest()
         if key is not None:
-            self._graph_cache.put(key, self._graph)
-            self._graph_cache.put(_LAST, key)
+            self._cache_graph(key, self._graph)
         if record is not None:
             record(self._graph)
         return self._graph
+
+    def _cache_graph(self, key: str, g: graph_mod.Graph) -> None:
+        self._graph_cache.put(key, g)
+        self._graph_cache.put(_LAST, key)
+        self._check_cache.put(key, _Checked(g.findings, _counts(g)))
+
+    def _cached_check(self) -> _Checked | None:
+        """This tree's findings and counts without decoding its graph (a warm `check` needs no
+        nodes or edges: ~0.04 s less at 10,000 notes)."""
+        key = self._graph_key() if self._graph is None else None
+        got = self._check_cache.get(key, msgspec.msgpack.Decoder(_Checked)) if key is not None else None
+        if got is not None:
+            self.stats.graph_cached = True
+            self._record(lambda: got.counts, None)  # as graph() does for a cached graph
+        return got
 
     def _rules_digest(self) -> str:
         return _rules_digest(self.config, self.source.overlays)
@@ -388,12 +403,12 @@ class Workspace:
             out |= {i for i, d in enumerate(privacy.decide(repo.workdir, paths, policy)) if d.private}
         return out
 
-    def _record(self, g: graph_mod.Graph, keyed: list[tuple[Entry, str, graph_mod.Facts]] | None) -> None:
+    def _record(self, counts: Callable[[], _Counts], keyed: list[tuple[Entry, str, graph_mod.Facts]] | None) -> None:
         """Add what this tree needed (parses, facts, a counts-only summary) to the ref cache, once per
         tree, for the privacy-admitted documents only; one commit per recorded tree."""
         pending = self._record_prepare(keyed)
         if pending is not None:
-            self._record_finish(pending, _counts(g))
+            self._record_finish(pending, counts())
 
     def _recording(self) -> tuple[store.RefCache, str, str] | None:
         """(ref cache, tree summary key, root tree to decide privacy in) when this tree is to be
@@ -488,7 +503,7 @@ class Workspace:
         from vivary_git import parallel
 
         def inline(g: graph_mod.Graph) -> None:
-            self._record(g, keyed)
+            self._record(lambda: _counts(g), keyed)
 
         if len(keyed) < parallel.MIN_BLOBS or not parallel.can_fork() or self._recording() is None:
             for cache, keep in flushes:
@@ -711,10 +726,14 @@ class Workspace:
         return index
 
     def check(self, *, strict: bool | None = None) -> CheckReport:
-        g = self.graph()
-        findings = check_mod.apply_strictness(g.findings, self.config.strict if strict is None else strict)
+        cached = self._cached_check()
+        if cached is not None:
+            found, checked = cached.findings, cached.counts.checked
+        else:
+            g = self.graph()
+            found, checked = g.findings, g.checked
+        findings = check_mod.apply_strictness(found, self.config.strict if strict is None else strict)
         errors = sum(f.level == "error" for f in findings)
-        checked = g.checked
         report = CheckReport(
             checked=checked,
             clean=checked - len({f.path for f in findings}),
@@ -739,6 +758,13 @@ class _Counts(msgspec.Struct, frozen=True, array_like=True):
     nodes: int
     edges: int
     broken: int
+
+
+class _Checked(msgspec.Struct, frozen=True, array_like=True):
+    """What `check` needs of a graph: its findings and counts (cached beside the graph)."""
+
+    findings: list[Finding]
+    counts: _Counts
 
 
 def _counts(g: graph_mod.Graph) -> _Counts:
