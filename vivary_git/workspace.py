@@ -59,6 +59,10 @@ class Stats(msgspec.Struct):
 _LOAD_PARSE_CACHE_ABOVE = 300
 _LAST = "last"  # graph cache entry naming the key of the last graph computed: the base for patching
 _PATCH_AT_MOST = 500  # beyond this many edited notes, a whole build costs about the same
+# A staged tree's patched graph is cached only once it is this many notes away from its base: below,
+# re-deriving those notes on the next hook run costs less than writing the graph (6 MB at 10,000
+# notes) on every one; above, the cached graph becomes the next base and patches stay small.
+_CACHE_STAGED_AFTER = 64
 _RULE_FILES = ("tropo.toml", "workspace.toml", "graph.toml", "memory.toml")
 
 
@@ -124,6 +128,7 @@ class Workspace:
         self._encoded_notes: dict[str, msgspec.Raw] = {}  # parsed by worker processes, still msgpack
         # local cache writes left until the graph is built (see _record_alongside): (cache, what to keep)
         self._deferred: list[tuple[SegmentCache[Any], Callable[[], Iterable[str]]]] | None = None
+        self._patch_size = 0  # notes re-derived by the last patch
 
     @property
     def root_name(self) -> str:
@@ -165,10 +170,9 @@ class Workspace:
         patched = self._patched(key) if dates is None else None
         if patched is not None:
             self._graph = patched
-            if self.source.kind != "staged" and key is not None:
-                # A staged tree is checked by the pre-commit hook and then committed or replaced;
-                # not caching its graph saves every hook run writing one (6 MB at 10,000 notes).
-                # The commit's own first check patches from the same base as cheaply.
+            if key is not None and (self.source.kind != "staged" or self._patch_size > _CACHE_STAGED_AFTER):
+                # A staged tree is checked by the pre-commit hook and then committed or replaced: its
+                # graph is cached only when the base it was patched from has grown far behind.
                 self._cache_graph(key, patched)
             self._record(lambda: _counts(patched), None)
             return patched
@@ -245,6 +249,7 @@ class Workspace:
         if patched is not None:
             self.stats.reused += patched.checked - len(changed_entries)
             self.stats.patched = True
+            self._patch_size = len(changed_entries)
         return patched
 
     def _changed_notes(self, base_tree: str) -> list[Entry] | None:
