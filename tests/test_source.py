@@ -250,6 +250,30 @@ def test_a_failing_child_has_its_share_done_here(repo: Repo, cli: Any, monkeypat
     assert '"parsed":40' in got.err
 
 
+def test_staged_graphs_are_cached_once_far_from_their_base(repo: Repo, cli: Any, monkeypatch: Any) -> None:
+    """The hook's staged tree is patched from the last cached graph; its own graph is cached only
+    when it has drifted far from that base, after which it is the base."""
+    from vivary_git import workspace
+
+    files = {f"modules/m{i}.md": f"---\nstatus: s\n---\n# M{i}\n" for i in range(8)}
+    repo.commit(files={"tropo.toml": TROPO, **files})
+    cli("check", "--rev", "HEAD", cwd=repo.path)  # HEAD's graph: the base
+    monkeypatch.setattr(workspace, "_CACHE_STAGED_AFTER", 2)
+    monkeypatch.setenv("VIVARY_STATS", "1")
+
+    def stage(n: int) -> None:
+        write(repo.path, {f"modules/m{i}.md": f"---\nstatus: edited{n}\n---\n# M{i}\n" for i in range(n)})
+        repo.git("add", "-A")
+
+    stage(2)
+    for _ in range(2):  # near the base: patched each time, not cached
+        r = cli("check", "--staged", cwd=repo.path)
+        assert '"graph_cached":false,"patched":true' in r.err and '"parsed":' in r.err
+    stage(3)
+    assert '"patched":true' in cli("check", "--staged", cwd=repo.path).err
+    assert '"graph_cached":true' in cli("check", "--staged", cwd=repo.path).err  # far: cached
+
+
 def test_root_that_is_not_in_the_tree_is_a_usage_error(repo: Repo, cli: Any) -> None:
     repo.commit(files={"tropo.toml": TROPO, "modules/a.md": NOTE})
     (repo.path / "later").mkdir()
