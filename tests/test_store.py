@@ -386,3 +386,16 @@ def test_a_failing_recording_child_loses_only_the_recording(repo: Repo, cli: Any
     monkeypatch.undo()
     cli("check", "--rev", "HEAD", cwd=repo.path)  # the next run records it
     assert tip(repo.path)
+
+
+@pytest.mark.parametrize("data", [
+    b"# T\n\nbody [[x]]\n", b"---\na: 1\nb: [x, y]\n---\n# T\n", b"---\na: [1\n---\n", b"\xff\xfe", b"",
+    b"---\nn:\n  deep: {x: [1, 2]}\n---\nbody\n",
+])
+def test_shared_encoding_without_the_struct_is_the_structs(data: bytes) -> None:
+    from vivary_git.parse import parse_blob
+
+    note = parse_blob(data)
+    assert store.encode_shared(note) == msgspec.msgpack.encode(store.share(note))
+    shared = msgspec.msgpack.decode(store.encode_shared(note), type=store.SharedNote)
+    assert store.unshare(shared, lambda: data) == note

@@ -17,7 +17,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import msgspec
 
@@ -175,3 +175,27 @@ def derive_many(
         return _encoder.encode(out)
 
     return _split(items, here, there, decoder.decode)
+
+
+class Background(Generic[T]):
+    """Run `fn` in a thread now; `result()` joins and returns its value or re-raises its error. For
+    work that mostly waits (Git subprocesses, imports of C extensions) beside work in this thread.
+    Not a daemon: the interpreter waits for it at exit rather than tear down what it is loading."""
+
+    def __init__(self, fn: Callable[[], T], name: str = "vivary-background") -> None:
+        self._value: T | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn,), name=name)
+        self._thread.start()
+
+    def _run(self, fn: Callable[[], T]) -> None:
+        try:
+            self._value = fn()
+        except BaseException as err:  # handed to the caller's thread by result()
+            self._error = err
+
+    def result(self) -> T:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[return-value]  # set when no error was raised

@@ -21,13 +21,12 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -47,6 +46,7 @@ from vivary_git.memory.provider import (
     state_store,
 )
 from vivary_git.memory.snapshot import PACKET_FORMAT, MemoryEdge, MemorySnapshot, build_snapshot, dataset_name, packets
+from vivary_git.parallel import Background
 
 if TYPE_CHECKING:
     import numpy as np
@@ -233,39 +233,7 @@ def require_extra() -> None:
         raise EmbedderError(f"the local semantic memory needs {', '.join(missing)}; {INSTALL_HINT}")
 
 
-T = TypeVar("T")
-
-
-class _Background(Generic[T]):
-    """Run `fn` in a thread now; `result()` joins and re-raises.
-
-    Used to load the model while the snapshot is built. The overlap is partial (both hold the GIL much of
-    the time; the snapshot's git subprocesses and file reads do release it): ~0.06 s of ~0.5 s on a fresh
-    recall over 5,183 notes. Not a daemon thread: the interpreter waits for it at exit, because tearing
-    down onnxruntime while it is still loading (say after a stale-index refusal) can crash the process.
-    """
-
-    def __init__(self, fn: Callable[[], T]) -> None:
-        self._value: T | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(fn,), name="vivary-model-loader")
-        self._thread.start()
-
-    def _run(self, fn: Callable[[], T]) -> None:
-        try:
-            self._value = fn()
-        except BaseException as err:  # handed to the caller's thread by result()
-            self._error = err
-
-    def result(self) -> T:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        assert self._value is not None
-        return self._value
-
-
-_PRELOADING: _Background[None] | None = None
+_PRELOADING: Background[None] | None = None
 
 
 def preload_runtime() -> None:
@@ -290,7 +258,7 @@ def preload_runtime() -> None:
             except ImportError:
                 return  # said properly where it is used (require_extra, load_embedder)
 
-    _PRELOADING = _Background(load)
+    _PRELOADING = Background(load)
 
 
 # --- the provider ---------------------------------------------------------------------------------------
@@ -352,7 +320,7 @@ class LocalMemory:
                 "`auto_index = true`, under [memory.local] in .vivary/memory.toml)"
             )
         require_extra()
-        loading = _Background(lambda: _load_embedder(self.cfg.memory.local.model))
+        loading = Background(lambda: _load_embedder(self.cfg.memory.local.model))
         snap = self.snapshot()
         store = self.store
         rendered = list(packets(self.ws, snap))
@@ -651,7 +619,7 @@ class RecallSession:
                 f"run `{INDEX_COMMAND}` to build it"
             )
         # Recall embeds short queries: skipping graph optimisation loads ~0.2 s faster and costs little.
-        loading = _Background(lambda: _load_embedder(cfg.memory.local.model, optimize=False))
+        loading = Background(lambda: _load_embedder(cfg.memory.local.model, optimize=False))
         snap = memory.snapshot()
         manifest = memory.manifest()
         if manifest is None or manifest.format != STATE_FORMAT:
