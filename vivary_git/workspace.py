@@ -190,11 +190,17 @@ class Workspace:
             unreadable=self.source.problems,
         )
         self._graph.rules = self._rules_digest()
-        if key is not None:
-            self._cache_graph(key, self._graph)
+        graph = self._graph
+
+        def cache_it() -> None:
+            if key is not None:
+                self._cache_graph(key, graph)
+
         if record is not None:
-            record(self._graph)
-        return self._graph
+            record(graph, cache_it)  # the counts go to the recording child first, then this is cached
+        else:
+            cache_it()
+        return graph
 
     def _cache_graph(self, key: str, g: graph_mod.Graph) -> None:
         self._graph_cache.put(key, g)
@@ -506,16 +512,18 @@ class Workspace:
 
     def _record_alongside(self, keyed: list[tuple[Entry, str, graph_mod.Facts]],
                           flushes: list[tuple[SegmentCache[Any], Callable[[], Iterable[str]]]],
-                          ) -> Callable[[graph_mod.Graph], None]:
+                          ) -> Callable[[graph_mod.Graph, Callable[[], None]], None]:
         """Record this tree in the ref while the graph is being built: a forked child decides privacy,
         encodes the entries and writes the objects (~0.25 s for 10,000 new notes) on the core the build
         leaves idle, then takes the graph's counts through a pipe for the summary and commits. The
-        returned call sends the counts, writes the local caches (`flushes`) while the child commits,
-        and waits for it: the caches and the ref are written when the command returns, as when all
-        is done inline (which is what small trees, or systems without fork, get)."""
+        returned call sends the counts, runs `then` (caching the graph) and writes the local caches
+        (`flushes`) while the child commits, and waits for it: the caches and the ref are written
+        when the command returns, as when all is done inline (which is what small trees, or systems
+        without fork, get)."""
         from vivary_git import parallel
 
-        def inline(g: graph_mod.Graph) -> None:
+        def inline(g: graph_mod.Graph, then: Callable[[], None]) -> None:
+            then()
             self._record(lambda: _counts(g), keyed)
 
         if len(keyed) < parallel.MIN_BLOBS or not parallel.can_fork() or self._recording() is None:
@@ -549,12 +557,13 @@ class Workspace:
                 os._exit(code)
         os.close(r)
 
-        def finish(g: graph_mod.Graph) -> None:
+        def finish(g: graph_mod.Graph, then: Callable[[], None]) -> None:
             try:
                 with os.fdopen(w, "wb") as pipe:
                     pipe.write(msgspec.msgpack.encode(_counts(g)))
             except OSError:
                 pass  # the child is gone: it said why on stderr
+            then()
             for cache, keep in flushes:
                 cache.flush(keep=keep)
             os.waitpid(pid, 0)
