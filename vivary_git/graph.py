@@ -135,10 +135,11 @@ def build(
             owner[f.id] = Node(id=f.id, type=f.type, path=path, title=f.title, blob=blob)
         owned.append(first)
     homes = _homes((f.links for (_, _, f), own in zip(ordered, owned, strict=True) if own), owner)
-    # Every edge starts at the node of the one document owning that ID: collected per source and
-    # sorted per source, the whole list comes out in order without one big sort of Edge structs.
-    outgoing: dict[str, set[Edge]] = {}
-    unused: set[Edge] = set()  # a duplicate's edges: it owns no ID, so it contributes none
+    # Every edge starts at the node of the one document owning that ID: collected per source as
+    # (field, to, broken) tuples, deduplicated and sorted per source (cheap tuple hashing and
+    # comparison), the whole list comes out in order and each Edge is made once.
+    outgoing: dict[str, set[_Out]] = {}
+    unused: set[_Out] = set()  # a duplicate's edges: it owns no ID, so it contributes none
     findings: list[Finding] = sorted(unreadable, key=lambda f: order[f.path])
     for (path, _, f), own in zip(ordered, owned, strict=True):
         if not own:
@@ -149,13 +150,16 @@ def build(
         _contribute(path, f, own, owner, homes, config, outgoing.setdefault(f.id, set()) if own else unused, findings)
     findings.sort(key=lambda f: order[f.path])  # stable: keeps rule order within a document
     nodes = sorted(owner.values(), key=lambda n: n.id)
-    edges = [e for n in nodes for e in sorted(outgoing[n.id])]
+    edges = [Edge(n.id, fld, to, broken) for n in nodes for fld, to, broken in sorted(outgoing[n.id])]
     return Graph(root=root_name, tree=tree, config=config, nodes=nodes, edges=edges, findings=findings,
                  checked=len(docs) + len(unreadable), homes=sorted(homes))
 
 
+_Out = tuple[str, str, bool]  # an outgoing edge of a known source: (field, to, broken)
+
+
 def _contribute(path: str, f: Facts, own: bool, owner: Mapping[str, object], homes: frozenset[str],
-                config: Config, edges: set[Edge], findings: list[Finding]) -> None:
+                config: Config, edges: set[_Out], findings: list[Finding]) -> None:
     """One document's findings (its own, then W220, then W221) and, if it owns its ID, its edges."""
     findings.extend(f.findings)
     for ref in f.refs:
@@ -163,18 +167,22 @@ def _contribute(path: str, f: Facts, own: bool, owner: Mapping[str, object], hom
         if target not in owner:
             findings.append(check.broken_ref(path, ref))
         if own and target:
-            edges.add(Edge(f.id, ref[0], target, target not in owner))
+            edges.add((ref[0], target, target not in owner))
     for line, text, candidates in f.links:
         if not candidates:
             continue
-        linked = next((c for c in candidates if c in owner), None)
+        linked = None
+        for c in candidates:
+            if c in owner:
+                linked = c
+                break
         if linked is None and is_external(text, homes):
             continue
         if linked is None and not f.problem:
             findings.append(check.broken_link(path, line, text, candidates[0]))
         target = linked or candidates[0]
         if own and target != f.id:
-            edges.add(Edge(f.id, config.wikilink_field, target, linked is None))
+            edges.add((config.wikilink_field, target, linked is None))
 
 
 def patch(base: Graph, tree: str | None, changed: Mapping[str, tuple[str, Facts]]) -> Graph | None:
@@ -186,14 +194,14 @@ def patch(base: Graph, tree: str | None, changed: Mapping[str, tuple[str, Facts]
         return None  # dendron home vaults or duplicates/unreadable files: ownership could shift
     by_path = {n.path: n for n in base.nodes}
     owner = {n.id: n for n in base.nodes}
-    edges: set[Edge] = set()
+    outgoing: dict[str, set[_Out]] = {}
     findings: list[Finding] = []
     for path, (blob, f) in changed.items():
         old = by_path.get(path)
         if old is None or old.id != f.id or any("dendron://" in text for _, text, _ in f.links):
             return None
         owner[f.id] = Node(id=f.id, type=f.type, path=path, title=f.title, blob=blob)
-        _contribute(path, f, True, owner, frozenset(), base.config, edges, findings)
+        _contribute(path, f, True, owner, frozenset(), base.config, outgoing.setdefault(f.id, set()), findings)
     ids = {f.id for _, f in changed.values()}
     kept_findings = [x for x in base.findings if x.path not in changed]
     order: dict[str, str] = {}
@@ -208,9 +216,7 @@ def patch(base: Graph, tree: str | None, changed: Mapping[str, tuple[str, Facts]
     # The base's edges are sorted by source, so each edited node's outgoing edges are one run of them:
     # found by bisection and replaced by its new ones, the rest copied in slices (no pass over every
     # edge in Python, no sort of the whole list).
-    new_by_source: dict[str, list[Edge]] = {nid: [] for nid in ids}
-    for e in sorted(edges):
-        new_by_source[e.from_].append(e)
+    new_by_source = {nid: [Edge(nid, fld, to, broken) for fld, to, broken in sorted(outgoing[nid])] for nid in ids}
     all_edges: list[Edge] = []
     at = 0
     for nid in sorted(ids):
