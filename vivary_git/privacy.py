@@ -363,21 +363,34 @@ def _env() -> dict[str, str]:
 
 
 def _git(args: Sequence[str], cwd: Path, what: str) -> subprocess.CompletedProcess[bytes]:
+    return _git_all([args], cwd, what)[0]
+
+
+def _git_all(commands: Sequence[Sequence[str]], cwd: Path, what: str) -> list[subprocess.CompletedProcess[bytes]]:
+    """Run independent `git` commands at once (each start costs milliseconds: these run on every
+    commit and every recall); their results in order."""
+    procs: list[subprocess.Popen[bytes]] = []
     try:
-        return subprocess.run(
-            ["git", *args],
-            cwd=cwd,
-            env=_env(),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            check=False,
-        )
+        for args in commands:
+            procs.append(subprocess.Popen(
+                ["git", *args], cwd=cwd, env=_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            ))
+        out = []
+        for args, proc in zip(commands, procs, strict=True):
+            stdout, stderr = proc.communicate()
+            out.append(subprocess.CompletedProcess(["git", *args], proc.returncode, stdout, stderr))
+        return out
     except FileNotFoundError as err:
+        for proc in procs:
+            proc.kill()
         raise PrivacyError(
             f"cannot decide privacy for {what}: `git` is not on PATH (or {cwd} does not exist);"
             " install Git 2.32 or newer"
         ) from err
     except OSError as err:
+        for proc in procs:
+            proc.kill()
         raise PrivacyError(f"cannot decide privacy for {what}: could not run git: {err}") from err
 
 
@@ -387,7 +400,8 @@ def _said(proc: subprocess.CompletedProcess[bytes]) -> str:
 
 def _locate(repo: Path) -> _Repo:
     where = str(repo)
-    proc = _git(["rev-parse", "--is-bare-repository", "--absolute-git-dir", "--show-toplevel"], repo, where)
+    proc, config = _git_all([["rev-parse", "--is-bare-repository", "--absolute-git-dir", "--show-toplevel"],
+                             ["config", "--type=bool", "--get", "core.ignorecase"]], repo, where)
     lines = proc.stdout.decode("utf-8", "surrogateescape").split("\n")
     if lines[:1] == ["true"]:
         raise PrivacyError(f"cannot decide privacy in {where}: it is a bare repository; use a work tree")
@@ -396,10 +410,10 @@ def _locate(repo: Path) -> _Repo:
     git_dir, top = Path(lines[1]), Path(lines[2])
     if top.resolve() != repo.resolve():
         raise PrivacyError(f"cannot decide privacy in {where}: pass the top of the work tree, {top}")
-    proc = _git(["config", "--type=bool", "--get", "core.ignorecase"], top, where)
-    if proc.returncode not in (0, 1):
-        raise PrivacyError(f"cannot decide privacy in {where}: bad core.ignoreCase ({_said(proc)})")
-    return _Repo(top=top, git_dir=git_dir, ignorecase=proc.stdout.strip() == b"true")
+    # Read in `repo`, which is `top` (checked just above), at the same time as rev-parse.
+    if config.returncode not in (0, 1):
+        raise PrivacyError(f"cannot decide privacy in {where}: bad core.ignoreCase ({_said(config)})")
+    return _Repo(top=top, git_dir=git_dir, ignorecase=config.stdout.strip() == b"true")
 
 
 # -v -n -z: four NUL-terminated fields per path, in input order: source, line, pattern, path (the first

@@ -44,9 +44,13 @@ _SECRET_VALUE = re.compile(
 )
 
 
-def staged_paths(top: Path) -> list[str]:
-    # ACMR: added, copied, modified, renamed; a deletion stages nothing private.
-    raw = git.run(["diff", "--cached", "--name-only", "-z", "--diff-filter=ACMR", "--no-ext-diff"], cwd=top).stdout
+# ACMR: added, copied, modified, renamed; a deletion stages nothing private.
+_STAGED = ["diff", "--cached", "--name-only", "-z", "--diff-filter=ACMR", "--no-ext-diff"]
+# Unquoted pathspec `*` matches across `/`: every workspace's config, at any depth.
+_CONFIGS = ["ls-files", "-z", "--cached", "--", MEMORY_TOML, f"*/{MEMORY_TOML}"]
+
+
+def _names(raw: bytes) -> list[str]:
     return [p for p in raw.decode("utf-8", "surrogateescape").split("\0") if p]
 
 
@@ -54,13 +58,14 @@ def guard(top: Path) -> list[Finding]:
     """Findings (all at level error) for what the index would commit; empty when the commit may go on."""
     from vivary_git.privacy import PrivacyPolicy, decide
 
-    staged = staged_paths(top)
+    staged_raw, configs_raw = git.run_all([_STAGED, _CONFIGS], cwd=top)  # both read the index: at once
+    staged = _names(staged_raw)
     if not staged:
         return []
     findings: list[Finding] = []
     patterns: list[str] = []
     staged_set = set(staged)
-    for cfg in _memory_configs(top):
+    for cfg in sorted(_names(configs_raw)):
         data = git.run(["show", f":{cfg}"], cwd=top).stdout
         private, problems = read_memory_config(cfg, data, cfg in staged_set)
         patterns += [_anchor(cfg.removesuffix(MEMORY_TOML).rstrip("/"), p) for p in private]
@@ -117,12 +122,6 @@ def _read_minimal(name: str, data: bytes, staged: bool) -> tuple[list[str], list
                              f"(`{key.rsplit('.', 1)[-1]}_env = \"NAME\"`), then stage the file again")
                      for key in _secrets(raw)]
     return private, findings
-
-
-def _memory_configs(top: Path) -> list[str]:
-    # Unquoted pathspec `*` matches across `/`: every workspace's config, at any depth.
-    raw = git.run(["ls-files", "-z", "--cached", "--", MEMORY_TOML, f"*/{MEMORY_TOML}"], cwd=top).stdout
-    return sorted(p for p in raw.decode("utf-8", "surrogateescape").split("\0") if p)
 
 
 def _private_paths(data: dict[str, Any]) -> tuple[list[str], str]:
