@@ -139,3 +139,36 @@ def test_search_index_answers_exactly_like_the_direct_scan(repo: Repo) -> None:
         assert find(graph, notes, q, index=index, budget=80) == find(graph, notes, q, budget=80)
     cached = vivary_git.open_workspace(repo.path, rev="HEAD").search_index()
     assert cached == vivary_git.open_workspace(repo.path, rev="HEAD").search_index() == index
+
+
+def test_a_parent_ignoring_sigchld_changes_nothing(repo: Repo) -> None:
+    """A process that ignores SIGCHLD passes that on through exec; then the system would reap our git
+    subprocesses and every exit code would read 0. A conflicted index must still be refused by
+    `check --staged` (git write-tree fails), and a clean check must still answer."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo.commit(files={"tropo.toml": TROPO, "modules/a.md": "---\nstatus: one\n---\n# A\n"})
+    repo.git("checkout", "-q", "-b", "other")
+    repo.commit(files={"modules/a.md": "---\nstatus: two\n---\n# A\n"})
+    repo.git("checkout", "-q", "-")
+    repo.commit(files={"modules/a.md": "---\nstatus: three\n---\n# A\n"})
+    subprocess.run(["git", "merge", "-q", "other"], cwd=repo.path, capture_output=True, check=False)
+    # git-vivary itself, not `git vivary`: Git's own dispatcher cannot wait for us in that state.
+    ignoring = ("import os, signal, sys; signal.signal(signal.SIGCHLD, signal.SIG_IGN); "
+                "os.execvp('git-vivary', ['git-vivary', *sys.argv[1:]])")
+    bindir = str(Path(sys.executable).parent)
+    env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", ignoring, *args], cwd=repo.path, env=env,
+                              capture_output=True, text=True, check=False)
+
+    staged = run("check", "--staged")
+    assert staged.returncode == 2 and "unmerged" in staged.stderr, staged.stderr
+    plain = subprocess.run(["git-vivary", "check", "--rev", "HEAD"], cwd=repo.path, env=env, capture_output=True,
+                           text=True, check=False)
+    got = run("check", "--rev", "HEAD")
+    assert (got.returncode, got.stdout) == (plain.returncode, plain.stdout)

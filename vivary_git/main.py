@@ -6,6 +6,7 @@ import argparse
 import gc
 import importlib
 import importlib.util
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -47,6 +48,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None and hasattr(signal, "SIGCHLD"):
+        # A parent that ignores SIGCHLD passes that on through exec, and then the system reaps our
+        # git subprocesses and forked children itself: their exit codes would all read 0.
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     args_list = list(sys.argv[1:] if argv is None else argv)
     first = args_list[0] if args_list else None
     parser = build_parser(first if first in COMMANDS else None)

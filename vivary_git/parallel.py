@@ -114,8 +114,7 @@ def _split(
         if pid > 0:
             with os.fdopen(r, "rb") as pipe:
                 data = pipe.read()
-            _, status = os.waitpid(pid, 0)
-            if status != 0:
+            if reap(pid) != 0:
                 data = b""
         got = None
         if data:
@@ -125,6 +124,15 @@ def _split(
                 got = None
         results.extend(got if got is not None and len(got) == len(share) else here(share))
     return results
+
+
+def reap(pid: int) -> int:
+    """Wait for a forked child; its wait status, or 0 when the system reaped it already (SIGCHLD
+    ignored by whoever started us): then what it wrote is judged by itself (decoded and counted)."""
+    try:
+        return os.waitpid(pid, 0)[1]
+    except ChildProcessError:
+        return 0
 
 
 def parse_many(repo_path: str, oids: Sequence[str], read: Callable[[str], bytes]) -> list[tuple[str, Note]] | None:

@@ -566,7 +566,7 @@ class Workspace:
             then()
             for cache, keep in flushes:
                 cache.flush(keep=keep)
-            os.waitpid(pid, 0)
+            parallel.reap(pid)
 
         return finish
 
