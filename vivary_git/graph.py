@@ -192,27 +192,15 @@ def patch(base: Graph, tree: str | None, changed: Mapping[str, tuple[str, Facts]
     document's ID resolution, edges and findings unchanged."""
     if base.homes or len(base.nodes) != base.checked:
         return None  # dendron home vaults or duplicates/unreadable files: ownership could shift
-    by_path = {n.path: n for n in base.nodes}
     owner = {n.id: n for n in base.nodes}
     outgoing: dict[str, set[_Out]] = {}
-    findings: list[Finding] = []
+    merged = patch_findings(base.findings, {n.path: n.id for n in base.nodes}, owner, base.config, changed,
+                            outgoing)
+    if merged is None:
+        return None
     for path, (blob, f) in changed.items():
-        old = by_path.get(path)
-        if old is None or old.id != f.id or any("dendron://" in text for _, text, _ in f.links):
-            return None
-        owner[f.id] = Node(id=f.id, type=f.type, path=path, title=f.title, blob=blob)
-        _contribute(path, f, True, owner, frozenset(), base.config, outgoing.setdefault(f.id, set()), findings)
+        owner[f.id] = Node(id=f.id, type=f.type, path=path, title=f.title, blob=blob)  # same ID, new content
     ids = {f.id for _, f in changed.values()}
-    kept_findings = [x for x in base.findings if x.path not in changed]
-    order: dict[str, str] = {}
-
-    def key(x: Finding) -> str:
-        got = order.get(x.path)
-        if got is None:
-            got = order[x.path] = walk_key(x.path)
-        return got
-
-    merged = sorted(kept_findings + findings, key=key)  # stable: rule order within a document is kept
     # The base's edges are sorted by source, so each edited node's outgoing edges are one run of them:
     # found by bisection and replaced by its new ones, the rest copied in slices (no pass over every
     # edge in Python, no sort of the whole list).
@@ -229,6 +217,31 @@ def patch(base: Graph, tree: str | None, changed: Mapping[str, tuple[str, Facts]
     # `owner` kept the base's id order; replacing a value does not move its key.
     return Graph(root=base.root, tree=tree, config=base.config, nodes=list(owner.values()), edges=all_edges,
                  findings=merged, checked=base.checked, homes=[], rules=base.rules)
+
+
+def patch_findings(findings: Sequence[Finding], ids_by_path: Mapping[str, str], owner: Mapping[str, object],
+                   config: Config, changed: Mapping[str, tuple[str, Facts]],
+                   outgoing: dict[str, set[_Out]] | None = None) -> list[Finding] | None:
+    """A graph's findings with the documents at `changed` paths re-derived (see `patch`), from just
+    its findings and its documents' IDs: what `check --staged` needs, without the graph's edges.
+    None when patching could differ from a full build. With `outgoing`, the edited documents'
+    outgoing edges are collected there too."""
+    new: list[Finding] = []
+    for path, (_, f) in changed.items():
+        if ids_by_path.get(path) != f.id or any("dendron://" in text for _, text, _ in f.links):
+            return None
+        sink = outgoing.setdefault(f.id, set()) if outgoing is not None else set()
+        _contribute(path, f, True, owner, frozenset(), config, sink, new)
+    kept = [x for x in findings if x.path not in changed]
+    order: dict[str, str] = {}
+
+    def key(x: Finding) -> str:
+        got = order.get(x.path)
+        if got is None:
+            got = order[x.path] = walk_key(x.path)
+        return got
+
+    return sorted(kept + new, key=key)  # stable: rule order within a document is kept
 
 
 @functools.lru_cache(maxsize=65536)

@@ -205,7 +205,8 @@ class Workspace:
     def _cache_graph(self, key: str, g: graph_mod.Graph) -> None:
         self._graph_cache.put(key, g)
         self._graph_cache.put(_LAST, key)
-        self._check_cache.put(key, _Checked(g.findings, _counts(g)))
+        self._check_cache.put(key, _Checked(g.findings, _counts(g), g.root, g.tree, g.rules, bool(g.homes),
+                                            [(n.id, n.path) for n in g.nodes]))
 
     def _cached_check(self) -> _Checked | None:
         """This tree's findings and counts without decoding its graph (a warm `check` needs no
@@ -236,10 +237,21 @@ class Workspace:
         # walking the tree, and any overlay appearing shows up in the diff below.
         if base.rules != _rules_digest(self.config, {}):
             return None
-        changed_entries = self._changed_notes(base.tree)
-        if changed_entries is None or len(changed_entries) > _PATCH_AT_MOST:
+        changed = self._changed_facts(base.tree, _PATCH_AT_MOST)
+        patched = graph_mod.patch(base, self.source.tree_id, changed) if changed is not None else None
+        if patched is not None and changed is not None:
+            self.stats.reused += patched.checked - len(changed)
+            self.stats.patched = True
+            self._patch_size = len(changed)
+        return patched
+
+    def _changed_facts(self, base_tree: str, at_most: int) -> dict[str, tuple[str, graph_mod.Facts]] | None:
+        """(blob, facts) by path of the notes whose content differs from `base_tree`; None when more than
+        `at_most` did, or anything but content edits changed (see `_changed_notes`)."""
+        changed_entries = self._changed_notes(base_tree)
+        if changed_entries is None or len(changed_entries) > at_most:
             return None
-        rules = _Rules(self.config, {})  # no overlays: checked above, without walking the tree
+        rules = _Rules(self.config, {})  # no overlays: the callers checked, without walking the tree
         notes = self._notes_for([e.oid for e in changed_entries])
         changed: dict[str, tuple[str, graph_mod.Facts]] = {}
         for e in changed_entries:
@@ -251,12 +263,36 @@ class Workspace:
                 self._fact_cache.put(k, f)
             changed[e.path] = (e.oid, f)
         self._fact_cache.flush()
-        patched = graph_mod.patch(base, self.source.tree_id, changed)
-        if patched is not None:
-            self.stats.reused += patched.checked - len(changed_entries)
-            self.stats.patched = True
-            self._patch_size = len(changed_entries)
-        return patched
+        return changed
+
+    def _patched_check(self) -> tuple[list[Finding], int] | None:
+        """`check --staged` after a few edits: the last cached graph's findings with the edited notes
+        re-derived, from its cached findings and IDs alone (no graph decoded, no graph written: the
+        staged tree is checked once, then committed or replaced). None when the full way is needed:
+        the tree could be recorded in the ref (it is HEAD's), the base is missing or has other rules,
+        more than `_CACHE_STAGED_AFTER` notes changed (then the graph is patched and cached), or
+        patching could differ from a full build."""
+        if self.source.kind != "staged" or self._graph is not None or self._date_lookup() is not None:
+            return None
+        key = self._graph_key()
+        last = self._graph_cache.get(_LAST, msgspec.msgpack.Decoder(str)) if key is not None else None
+        if key is None or last is None or last == key or self._recordable_root() is not None:
+            return None
+        base = self._check_cache.get(last, msgspec.msgpack.Decoder(_Checked))
+        if base is None or base.tree is None or base.root != self.root_name or base.homes \
+                or base.rules != _rules_digest(self.config, {}) or len(base.nodes) != base.counts.checked:
+            return None
+        changed = self._changed_facts(base.tree, _CACHE_STAGED_AFTER)
+        if changed is None:
+            return None
+        owner = dict.fromkeys(nid for nid, _ in base.nodes)
+        findings = graph_mod.patch_findings(base.findings, {path: nid for nid, path in base.nodes}, owner,
+                                            self.config, changed)
+        if findings is None:
+            return None
+        self.stats.reused += base.counts.checked - len(changed)
+        self.stats.patched = True
+        return findings, base.counts.checked
 
     def _changed_notes(self, base_tree: str) -> list[Entry] | None:
         """Notes whose content differs between `base_tree` and this tree, from libgit2's tree diff
@@ -749,8 +785,11 @@ class Workspace:
 
     def check(self, *, strict: bool | None = None) -> CheckReport:
         cached = self._cached_check()
+        patched = self._patched_check() if cached is None else None
         if cached is not None:
             found, checked = cached.findings, cached.counts.checked
+        elif patched is not None:
+            found, checked = patched
         else:
             g = self.graph()
             found, checked = g.findings, g.checked
@@ -783,10 +822,16 @@ class _Counts(msgspec.Struct, frozen=True, array_like=True):
 
 
 class _Checked(msgspec.Struct, frozen=True, array_like=True):
-    """What `check` needs of a graph: its findings and counts (cached beside the graph)."""
+    """What `check` needs of a graph (cached beside it): its findings and counts, and, to re-check a
+    staged tree a few edits away, what `graph.patch_findings` needs besides."""
 
     findings: list[Finding]
     counts: _Counts
+    root: str
+    tree: str | None
+    rules: str
+    homes: bool
+    nodes: list[tuple[str, str]]  # (id, path) of every node
 
 
 def _counts(g: graph_mod.Graph) -> _Counts:
