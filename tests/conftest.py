@@ -108,6 +108,22 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Any:
     return run
 
 
+@pytest.fixture
+def forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The pids of the children this test process forks from here on (os.fork still forks)."""
+    pids: list[int] = []
+    real_fork = os.fork
+
+    def counting_fork() -> int:
+        pid = real_fork()
+        if pid:
+            pids.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", counting_fork)
+    return pids
+
+
 def run_git_vivary(args: list[str], cwd: Path, env: Mapping[str, str] | None = None,
                    input: str | None = None) -> subprocess.CompletedProcess[str]:
     """`git vivary …` as a real subprocess through Git's own command dispatch."""

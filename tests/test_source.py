@@ -191,7 +191,7 @@ def test_parallel_parse_gives_the_same_graph(repo: Repo, cli: Any, monkeypatch: 
     assert one.out == two.out and "E000" in one.out
 
 
-def test_no_fork_while_another_thread_runs(repo: Repo, cli: Any, monkeypatch: Any) -> None:
+def test_no_fork_while_another_thread_runs(repo: Repo, cli: Any, monkeypatch: Any, forks: list[int]) -> None:
     """A thread might hold a lock when the process forks (recall imports its runtime in one), so work
     that would go to forked children is done in this process instead, with the same answer."""
     import threading
@@ -203,16 +203,6 @@ def test_no_fork_while_another_thread_runs(repo: Repo, cli: Any, monkeypatch: An
         for i in range(40)}})
     monkeypatch.setattr(parallel, "MIN_BLOBS", 10)
     monkeypatch.setenv("VIVARY_JOBS", "2")
-    forks: list[int] = []
-    real_fork = os.fork
-
-    def counting_fork() -> int:
-        pid = real_fork()
-        if pid:
-            forks.append(pid)
-        return pid
-
-    monkeypatch.setattr(os, "fork", counting_fork)
     alone = cli("check", "--rev", "HEAD", "--json", "--no-cache", cwd=repo.path)
     assert forks, "with no other thread, the work is split"
     forks.clear()

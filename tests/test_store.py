@@ -297,12 +297,11 @@ def test_cache_status_and_gc(ws: Repo, cli: Any) -> None:
     assert "chain     1 of 64" in cli("cache", "status", cwd=ws.path).out
 
 
-def test_recording_alongside_the_build_equals_recording_inline(repo: Repo, cli: Any,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_recording_alongside_the_build_equals_recording_inline(repo: Repo, cli: Any, monkeypatch: pytest.MonkeyPatch,
+                                                                forks: list[int]) -> None:
     """Big cold runs derive facts in forked processes and record the tree from a forked child while
     the graph is built; what lands in the ref must be what the one-process path records, canaries
     kept out, and the parses shared without their bodies."""
-    import os
     import shutil
 
     from vivary_git import parallel
@@ -313,16 +312,6 @@ def test_recording_alongside_the_build_equals_recording_inline(repo: Repo, cli: 
     repo.git("add", "-A")
     repo.git("commit", "-q", "-m", "many")
     monkeypatch.setattr(parallel, "MIN_BLOBS", 10)
-    forks: list[int] = []
-    real_fork = os.fork
-
-    def counting_fork() -> int:
-        pid = real_fork()
-        if pid:
-            forks.append(pid)
-        return pid
-
-    monkeypatch.setattr(os, "fork", counting_fork)
     listings = []
     for jobs in ("2", "1"):
         monkeypatch.setenv("VIVARY_JOBS", jobs)
