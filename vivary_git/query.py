@@ -161,7 +161,9 @@ def search(
     # Terms are [a-z0-9]+, so `\bterm\b` matches exactly where a whole \w+ run equals the term:
     # one pass per source finds every term's hits.
     words = re.compile(r"\b(?:" + "|".join(re.escape(t) for t in sorted(weights, key=len, reverse=True)) + r")\b")
-    outgoing = outgoing_edges(graph)
+    # Outbound edges are wanted only to filter by them, to show them, or to score without an index;
+    # grouping every edge of a big graph is a good part of a warm query otherwise.
+    outgoing = outgoing_edges(graph) if (edges or explain or index is None) else {}
     keep = make_filter(types, paths, edges, outgoing)
     bonus = EDGE_FILTER_BONUS * len(edges)
     scored: list[tuple[int, Node, list[str]]] = []
