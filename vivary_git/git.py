@@ -64,27 +64,35 @@ def run(
     return proc
 
 
-def run_all(commands: Sequence[Sequence[str]], *, cwd: Path | str | None = None) -> list[bytes]:
-    """Run independent `git` commands at once and return their outputs in order (each start costs
-    milliseconds, and the pre-commit hook runs several); any failure raises `GitError`."""
+def run_all(
+    commands: Sequence[Sequence[str]],
+    *,
+    cwd: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    check: bool = True,
+) -> list[subprocess.CompletedProcess[bytes]]:
+    """Run independent `git` commands at once, results in order (each start costs milliseconds, and
+    the pre-commit hook and every privacy decision run several); as `run` for failures."""
     exe = git_executable()
     procs: list[subprocess.Popen[bytes]] = []
     try:
         for args in commands:
-            procs.append(subprocess.Popen([exe, *args], cwd=cwd, stdin=subprocess.DEVNULL,
-                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+            procs.append(subprocess.Popen(
+                [exe, *args], cwd=cwd, env=dict(env) if env is not None else None, stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            ))
     except OSError as err:
         for proc in procs:
             proc.kill()
         raise GitError(f"could not run git: {err}") from err
-    outputs = []
+    done = []
     for args, proc in zip(commands, procs, strict=True):
         stdout, stderr = proc.communicate()
-        if proc.returncode != 0:
+        if check and proc.returncode != 0:
             said = stderr.decode("utf-8", "replace").strip() or f"exit code {proc.returncode}"
             raise GitError(f"`git {' '.join(args[:3])}` failed: {said}")
-        outputs.append(stdout)
-    return outputs
+        done.append(subprocess.CompletedProcess([exe, *args], proc.returncode, stdout, stderr))
+    return done
 
 
 def out(args: Sequence[str], **kwargs: Any) -> str:

@@ -60,7 +60,7 @@ from typing import IO
 import msgspec
 
 from vivary_git import git
-from vivary_git.errors import RefusedError
+from vivary_git.errors import GitError, RefusedError
 
 __all__ = [
     "FLOOR",
@@ -367,31 +367,12 @@ def _git(args: Sequence[str], cwd: Path, what: str) -> subprocess.CompletedProce
 
 
 def _git_all(commands: Sequence[Sequence[str]], cwd: Path, what: str) -> list[subprocess.CompletedProcess[bytes]]:
-    """Run independent `git` commands at once (each start costs milliseconds: these run on every
-    commit and every recall); their results in order."""
-    procs: list[subprocess.Popen[bytes]] = []
+    """`git.run_all` in the scrubbed environment, any failure to run Git a `PrivacyError` (fail closed);
+    exit codes are the caller's to judge."""
     try:
-        for args in commands:
-            procs.append(subprocess.Popen(
-                ["git", *args], cwd=cwd, env=_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-            ))
-        out = []
-        for args, proc in zip(commands, procs, strict=True):
-            stdout, stderr = proc.communicate()
-            out.append(subprocess.CompletedProcess(["git", *args], proc.returncode, stdout, stderr))
-        return out
-    except FileNotFoundError as err:
-        for proc in procs:
-            proc.kill()
-        raise PrivacyError(
-            f"cannot decide privacy for {what}: `git` is not on PATH (or {cwd} does not exist);"
-            " install Git 2.32 or newer"
-        ) from err
-    except OSError as err:
-        for proc in procs:
-            proc.kill()
-        raise PrivacyError(f"cannot decide privacy for {what}: could not run git: {err}") from err
+        return git.run_all(commands, cwd=cwd, env=_env(), check=False)
+    except GitError as err:
+        raise PrivacyError(f"cannot decide privacy for {what}: {err}") from err
 
 
 def _said(proc: subprocess.CompletedProcess[bytes]) -> str:

@@ -58,14 +58,14 @@ def guard(top: Path) -> list[Finding]:
     """Findings (all at level error) for what the index would commit; empty when the commit may go on."""
     from vivary_git.privacy import PrivacyPolicy, decide
 
-    staged_raw, configs_raw = git.run_all([_STAGED, _CONFIGS], cwd=top)  # both read the index: at once
-    staged = _names(staged_raw)
+    staged_proc, configs_proc = git.run_all([_STAGED, _CONFIGS], cwd=top)  # both read the index: at once
+    staged = _names(staged_proc.stdout)
     if not staged:
         return []
     findings: list[Finding] = []
     patterns: list[str] = []
     staged_set = set(staged)
-    for cfg in sorted(_names(configs_raw)):
+    for cfg in sorted(_names(configs_proc.stdout)):
         data = git.run(["show", f":{cfg}"], cwd=top).stdout
         private, problems = read_memory_config(cfg, data, cfg in staged_set)
         patterns += [_anchor(cfg.removesuffix(MEMORY_TOML).rstrip("/"), p) for p in private]
