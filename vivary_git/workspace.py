@@ -31,7 +31,7 @@ from vivary_git.models import Finding, Note
 from vivary_git.source import Entry, Source, is_note, open_source
 
 if TYPE_CHECKING:
-    from vivary_git import store
+    from vivary_git import privacy, store
     from vivary_git.history import Dates
     from vivary_git.searchindex import SearchIndex
 
@@ -183,8 +183,7 @@ class Workspace:
             flushes, self._deferred = self._deferred, None
         record = self._record_alongside(keyed, flushes) if dates is None else None
         if record is None:
-            for cache, keep in flushes:
-                cache.flush(keep=keep)
+            _write(flushes)
         self._graph = graph_mod.build(
             self.root_name, self.source.tree_id, self.config, [(e.path, e.oid, f) for e, _, f in keyed],
             unreadable=self.source.problems,
@@ -426,15 +425,10 @@ class Workspace:
         sub = repo.lookup(root, source.prefix) if source.prefix else root
         return root if sub == source.tree_id else None
 
-    def _private_paths(self, paths: list[str], root: str) -> set[int]:
-        """Indices of `paths` the privacy boundary keeps out of the ref cache (raises VivaryError when
-        it cannot decide: then nothing is recorded)."""
+    def _privacy_policy(self) -> privacy.PrivacyPolicy:
+        """The rules recording decides privacy by (raises VivaryError when they cannot be read)."""
         from vivary_git import privacy
 
-        repo = self.source.repo
-        assert repo is not None
-        if repo.workdir is None:
-            raise privacy.PrivacyError("a bare repository has no work tree for Git to decide privacy in")
         extra: tuple[str, ...] = ()
         try:
             from vivary_git.memory.config import load_memory_config
@@ -443,7 +437,17 @@ class Workspace:
         else:
             extra = tuple(load_memory_config(self).memory.privacy.private_paths)
         # Ignored files stay private here whatever memory.toml says about respect_gitignore.
-        policy = privacy.PrivacyPolicy(private_paths=extra, respect_gitignore=True)
+        return privacy.PrivacyPolicy(private_paths=extra, respect_gitignore=True)
+
+    def _private_paths(self, paths: list[str], root: str, policy: privacy.PrivacyPolicy) -> set[int]:
+        """Indices of `paths` the privacy boundary keeps out of the ref cache (raises VivaryError when
+        it cannot decide: then nothing is recorded). Only Git is asked: safe in a thread."""
+        from vivary_git import privacy
+
+        repo = self.source.repo
+        assert repo is not None
+        if repo.workdir is None:
+            raise privacy.PrivacyError("a bare repository has no work tree for Git to decide privacy in")
         out = {i for i, d in enumerate(privacy.decide(repo.workdir, paths, policy, tree=root)) if d.private}
         if self.source.kind != "rev":
             # The working tree's ignore rules may be ahead of HEAD's; either one making a path private wins.
@@ -492,12 +496,17 @@ class Workspace:
             self.stats.parsed, self.stats.reused = counted
         prefix = f"{self.source.prefix}/" if self.source.prefix else ""
         paths = [prefix + e.path for e, _, _ in keyed]
+        try:
+            policy = self._privacy_policy()  # reads memory.toml through this thread's repository handle
+        except VivaryError as err:
+            print(f"vivary: not recording this tree in {store.CACHE_REF}: {err}", file=sys.stderr)
+            return None
         # Git decides privacy (a few subprocesses, ~0.07 s at 10,000 notes) in a thread while this one
         # encodes every candidate entry; only the admitted ones are then kept. Nothing is written
         # before the decision.
         from vivary_git.parallel import Background
 
-        deciding = Background(lambda: self._private_paths(paths, root) if paths else set())
+        deciding = Background(lambda: self._private_paths(paths, root, policy) if paths else set())
         fact_keys = [k for _, k, _ in keyed if k not in self._from_ref]
         blobs = list(dict.fromkeys(e.oid for e, _, _ in keyed if e.oid not in self._from_ref))
         new_facts = set(ref.missing("facts", fact_keys))
@@ -563,8 +572,7 @@ class Workspace:
             self._record(lambda: _counts(g), keyed)
 
         if len(keyed) < parallel.MIN_BLOBS or not parallel.can_fork() or self._recording() is None:
-            for cache, keep in flushes:
-                cache.flush(keep=keep)
+            _write(flushes)
             return inline
         sys.stdout.flush()
         sys.stderr.flush()
@@ -572,8 +580,7 @@ class Workspace:
             r, w = os.pipe()
             pid = os.fork()
         except OSError:
-            for cache, keep in flushes:
-                cache.flush(keep=keep)
+            _write(flushes)
             return inline
         if pid == 0:  # the child: never returns
             code = 1
@@ -600,8 +607,7 @@ class Workspace:
             except OSError:
                 pass  # the child is gone: it said why on stderr
             then()
-            for cache, keep in flushes:
-                cache.flush(keep=keep)
+            _write(flushes)
             parallel.reap(pid)
 
         return finish
@@ -697,8 +703,8 @@ class Workspace:
     def _parse(self, todo: list[str], *, remember: bool = True) -> dict[str, Note]:
         """Parse these blobs (across processes when there are many); added to the parse cache."""
         if not todo:
-            if remember:
-                self._parse_cache.flush(keep=lambda: (e.oid for e in self.source.entries))
+            if remember:  # entries a cache handed over (the ref's) may still be pending
+                self._flush(self._parse_cache, lambda: (e.oid for e in self.source.entries))
             return {}
         cache = self._parse_cache
         out: dict[str, Note] = {}
@@ -845,6 +851,12 @@ class _Pending:
 
     def __init__(self, ref: store.RefCache, tkey: str, changes: store.Changes, private: int) -> None:
         self.ref, self.tkey, self.changes, self.private = ref, tkey, changes, private
+
+
+def _write(flushes: Iterable[tuple[SegmentCache[Any], Callable[[], Iterable[str]]]]) -> None:
+    """Write local cache entries that were left pending (see `Workspace._flush`)."""
+    for cache, keep in flushes:
+        cache.flush(keep=keep)
 
 
 def _rules_digest(config: Config, overlays: Mapping[str, Config]) -> str:
