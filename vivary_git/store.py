@@ -406,7 +406,7 @@ class Changes(msgspec.Struct):
         return not (self.parse or self.facts or self.trees or self.states)
 
 
-def encode_entries(values: Mapping[str, SharedNote] | Mapping[str, Facts]) -> dict[str, bytes]:
+def encode_entries(values: Mapping[str, Facts]) -> dict[str, bytes]:
     enc = msgspec.msgpack.Encoder()
     return {k: enc.encode(v) for k, v in values.items()}
 
