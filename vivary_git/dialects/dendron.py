@@ -1,0 +1,37 @@
+"""Dendron's link rules (docs/vaults.md#dendron).
+
+A note's name is its dotted hierarchy (`dendron.topic.links` is `dendron.topic.links.md`), matched
+case-insensitively. In `[[shown|target]]` the target comes *last*. `dendron://VAULT/target` names
+another vault: a link into a vault that is not this one points outside the repository and is not
+checked. `#heading` and `#^block` point inside the note. Markdown links are read as Obsidian reads
+them (relative to the note, then from the root).
+"""
+
+from __future__ import annotations
+
+import re
+
+from vivary_git.dialects import Rules, Target, obsidian
+from vivary_git.models import Link
+
+_VAULT = re.compile(r"^dendron://([^/]*)/")
+
+
+def read(link: Link, rules: Rules, field: str) -> Target | None:
+    if link.kind not in ("w", "e"):
+        return obsidian.read_markdown(link, rules, field)
+    t = obsidian.read_wikilink(link, rules, field)
+    if t is None:
+        return None
+    m = _VAULT.match(t.name)
+    if m is None:
+        return t
+    name = t.name[m.end():]
+    if not name and not t.anchor:
+        return None
+    return Target(t.line, t.kind, t.field, t.written, name, t.anchor, m.group(1))
+
+
+class Resolver(obsidian.Resolver):
+    """By hierarchy name anywhere in the vault (a vault in a subfolder too); Markdown links by path.
+    A Dendron name has no folders, so Obsidian's name lookup is Dendron's."""
