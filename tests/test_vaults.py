@@ -71,7 +71,8 @@ def test_escaped_pipe_in_a_table(repo: Repo, cli: Any) -> None:
 
 
 def test_caret_without_hash_is_part_of_the_name(repo: Repo, cli: Any) -> None:
-    files = {"Proving e^itheta = 1.md": "# Proof\n", "Math.md": "[[Proving e^itheta = 1]] [[Proving e^itheta = 1#^blk]]\n"}
+    files = {"Proving e^itheta = 1.md": "# Proof\n",
+             "Math.md": "[[Proving e^itheta = 1]] [[Proving e^itheta = 1#^blk]]\n"}
     assert findings(repo, cli, files) == []
     assert ("Math", "wikilink", "Proving e^itheta = 1", False) in edges(repo, cli)
 
@@ -200,8 +201,8 @@ def test_markdown_links_are_edges_and_broken_ones_found(repo: Repo, cli: Any) ->
                     "from docs/dev/guide.md)"),
     ]
     e = edges(repo, cli)
-    assert {("docs/dev/guide", "link", "docs/user/publishing", False), ("docs/dev/guide", "link", "docs/My Note", False),
-            ("docs/dev/guide", "link", "docs/a b", False)} <= e
+    assert {("docs/dev/guide", "link", "docs/user/publishing", False),
+            ("docs/dev/guide", "link", "docs/My Note", False), ("docs/dev/guide", "link", "docs/a b", False)} <= e
 
 
 # --- templates ---------------------------------------------------------------------------------------------

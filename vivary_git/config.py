@@ -306,7 +306,7 @@ def leaves_out(config: Config) -> Callable[[str], bool] | None:
         import pathspec
 
         try:
-            spec = pathspec.PathSpec.from_lines("gitwildmatch", config.graph_exclude)
+            spec = pathspec.GitIgnoreSpec.from_lines(config.graph_exclude)
         except (ValueError, TypeError) as err:
             raise ConfigError(f"{GRAPH_FILE}: exclude: {err}") from None
     if not folders and spec is None:

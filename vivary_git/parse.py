@@ -331,7 +331,7 @@ def _scan_body(body: str, first_line: int) -> tuple[str | None, list[Link], tupl
         anchors.extend(m.group(1).strip() for m in _ATX_ANYWHERE.finditer(body))
     if "^" in body:
         anchors.extend("^" + m.group(1) for m in _BLOCK_ID.finditer(body))
-    return (h.group(1).strip() if h else None), links, tuple(anchors)
+    return (h.group(1).strip() if h else None), links, tuple(sorted(set(anchors)))
 
 
 def _links(text: str, first_line: int) -> list[Link]:
@@ -383,7 +383,16 @@ class _Container:
         self.quote, self.width = quote, width  # a blockquote, or a list item whose content starts `width` in
 
 
-def _scan_lines(lines: list[str], first_line: int) -> tuple[str | None, list[Link], tuple[str, ...]]:
+def prose(body: str) -> list[str]:
+    """The text of `body` that can hold links, one string per paragraph or heading, code spans, math
+    and comments blanked: what the link scan reads (tests hold it to the CommonMark spec's examples)."""
+    sink: list[str] = []
+    _scan_lines(body.split("\n"), 1, sink)
+    return sink
+
+
+def _scan_lines(lines: list[str], first_line: int,
+                sink: list[str] | None = None) -> tuple[str | None, list[Link], tuple[str, ...]]:
     """The block structure CommonMark gives these lines, as far as links care: blockquotes (callouts)
     and list items hold blocks; fenced code (at any indentation inside them), indented code, `$$` math
     blocks, HTML comment blocks and `%%` comments hold no links. Paragraphs and headings are then
@@ -398,7 +407,7 @@ def _scan_lines(lines: list[str], first_line: int) -> tuple[str | None, list[Lin
 
     def flush() -> None:
         if para:
-            _inline(para, links, anchors)
+            _inline(para, links, anchors, sink)
             para.clear()
 
     for i, raw in enumerate(lines):
@@ -486,9 +495,10 @@ def _scan_lines(lines: list[str], first_line: int) -> tuple[str | None, list[Lin
         if h is not None:
             flush()
             text = h.group(2).strip()
-            if title is None and not stack and len(h.group(1)) == 1:
-                title = text
-            anchors.append(text)
+            if not stack:  # as the whole-text path: headings of the top level (not in a quote or list)
+                anchors.append(text)
+                if title is None and len(h.group(1)) == 1:
+                    title = text
             para.append((number, rest))
             flush()
             continue
@@ -500,8 +510,7 @@ def _scan_lines(lines: list[str], first_line: int) -> tuple[str | None, list[Lin
             continue
         para.append((number, rest))
     flush()
-    # The whole-text path reads top-level ATX H1s only: so does this one (a title is never in a quote).
-    return title, links, tuple(anchors)
+    return title, links, tuple(sorted(set(anchors)))
 
 
 def _starts_block(text: str) -> bool:
@@ -512,7 +521,7 @@ def _starts_block(text: str) -> bool:
                 or (_LIST_ITEM.match(text) and text[_LIST_ITEM.match(text).end():][:1] in (" ", "")))  # type: ignore[union-attr]
 
 
-def _inline(para: list[tuple[int, str]], links: list[Link], anchors: list[str]) -> None:
+def _inline(para: list[tuple[int, str]], links: list[Link], anchors: list[str], sink: list[str] | None) -> None:
     """Links in one paragraph's text, with code spans, math and comments blanked first."""
     text = "\n".join(t for _, t in para)
     if "`" in text:
@@ -522,6 +531,8 @@ def _inline(para: list[tuple[int, str]], links: list[Link], anchors: list[str]) 
         text = _INLINE_MATH.sub(_blank, text)
     if "<!--" in text or "%%" in text:
         text = _COMMENTS.sub(_blank, text)
+    if sink is not None:
+        sink.append(text)
     if "^" in text:
         anchors.extend("^" + m.group(1) for m in _BLOCK_ID.finditer(text))
     if "[" not in text:
