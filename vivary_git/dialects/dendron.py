@@ -1,7 +1,8 @@
 """Dendron's link rules (docs/vaults.md#dendron).
 
 A note's name is its dotted hierarchy (`dendron.topic.links` is `dendron.topic.links.md`), matched
-case-insensitively. In `[[shown|target]]` the target comes *last*. `dendron://VAULT/target` names
+case-insensitively. In `[[shown|target]]` the target comes *last*. `#heading`, `#^block` (and
+`^block`) point inside a note; a wildcard reference (`![[tags.*]]`) names a pattern, not a note. `dendron://VAULT/target` names
 another vault: a link into a vault that is not this one points outside the repository and is not
 checked. `#heading` and `#^block` point inside the note. Markdown links are read as Obsidian reads
 them (relative to the note, then from the root).
@@ -24,12 +25,16 @@ def read(link: Link, rules: Rules, field: str) -> Target | None:
     if t is None:
         return None
     m = _VAULT.match(t.name)
-    if m is None:
-        return t
-    name = t.name[m.end():]
-    if not name and not t.anchor:
+    name, vault = (t.name[m.end():], m.group(1)) if m is not None else (t.name, "")
+    anchor = t.anchor
+    if "^" in name:  # a Dendron name has no `^`: `[[note^block]]` is a block anchor
+        name, _, block = name.partition("^")
+        anchor = anchor or "^" + block
+    if "*" in name:
+        return None  # a wildcard note reference (`![[tags.feature.*]]`) names a pattern, not a note
+    if not name and not anchor:
         return None
-    return Target(t.line, t.kind, t.field, t.written, name, t.anchor, m.group(1))
+    return Target(t.line, t.kind, t.field, t.written, name.strip(), anchor, vault)
 
 
 class Resolver(obsidian.Resolver):

@@ -21,6 +21,8 @@ class Resolver(obsidian.Resolver):
         index = self.index
         if target.kind in ("m", "i", "r") or name.startswith(("/", "./", "../")):
             rel = obsidian.relative(source, name)
+            if rel.startswith("../") or rel == "..":
+                return Resolution(source, rel)  # leaves the workspace folder: not ours to check
             return Resolution(index.exact(rel) or self._folder(rel), rel)
         found = index.named(name)
         if found:

@@ -41,6 +41,8 @@ def read_wikilink(link: Link, rules: Rules, field: str) -> Target | None:
     anchor = anchor.strip()
     if not name and not anchor:
         return None  # `[[]]`, `[[|x]]`
+    if is_url(name):
+        return None  # `[[label|https://…]]`: a web address, not a file of the vault
     return Target(link.line, link.kind, field, text, name, anchor)
 
 
@@ -137,6 +139,8 @@ class Resolver:
         index = self.index
         if target.kind in ("m", "i", "r"):
             rel = relative(source, name)
+            if rel.startswith("../") or rel == "..":
+                return Resolution(source, rel)  # leaves the workspace folder: not ours to check
             for path in (rel, name.lstrip("/")) if not name.startswith("/") else (rel,):
                 hit = index.exact(path)
                 if hit is not None:
