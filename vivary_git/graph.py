@@ -199,8 +199,8 @@ def _contribute(path: str, nid: str, f: Facts, own: bool, known: Mapping[str, ob
             to = by_path.get(res.path)
             if to is None:
                 continue  # an attachment, a template, an excluded note: a file, not a node
-            checked = res.path != path or not t.name  # (a link leaving the workspace resolves to itself)
-            if rules.anchors and t.anchor and checked and dialects.anchor_key(t.anchor) not in anchors.get(res.path, ()):
+            checked = rules.anchors and t.anchor and (res.path != path or not t.name)  # (leaving: itself)
+            if checked and dialects.anchor_key(t.anchor) not in anchors.get(res.path, ()):
                 findings.append(check.missing_anchor(path, t, res.path))
             if own and to != nid:
                 edges.add((t.field, to, False))

@@ -2,9 +2,9 @@
 
 A note's name is its dotted hierarchy (`dendron.topic.links` is `dendron.topic.links.md`), matched
 case-insensitively. In `[[shown|target]]` the target comes *last*. `#heading`, `#^block` (and
-`^block`) point inside a note; a wildcard reference (`![[tags.*]]`) names a pattern, not a note. `dendron://VAULT/target` names
-another vault: a link into a vault that is not this one points outside the repository and is not
-checked. `#heading` and `#^block` point inside the note. Markdown links are read as Obsidian reads
+`^block`) point inside a note; a wildcard reference (`![[tags.*]]`) names a pattern, not a note.
+`dendron://VAULT/target` names another vault: a link into a vault that is not this one points
+outside the repository and is not checked. Markdown links are read as Obsidian reads
 them (relative to the note, then from the root).
 """
 
