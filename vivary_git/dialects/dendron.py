@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from vivary_git.dialects import Rules, Target, obsidian
+from vivary_git.dialects import Resolution, Rules, Target, obsidian
 from vivary_git.models import Link
 
 _VAULT = re.compile(r"^dendron://([^/]*)/")
@@ -39,4 +39,11 @@ def read(link: Link, rules: Rules, field: str) -> Target | None:
 
 class Resolver(obsidian.Resolver):
     """By hierarchy name anywhere in the vault (a vault in a subfolder too); Markdown links by path.
-    A Dendron name has no folders, so Obsidian's name lookup is Dendron's."""
+    A Dendron name has no folders, so Obsidian's name lookup is Dendron's, except that a name is
+    the whole file name less `.md`: `[[a.b.md]]` names the note `a.b.md`, which is not `a.b`."""
+
+    def resolve(self, target: Target, source: str) -> Resolution:
+        if target.kind in ("w", "e", "p") and target.name.lower().endswith(".md"):
+            found = self.index.named(target.name + ".md")
+            return Resolution(obsidian.nearest(found, source) if found else None, target.name)
+        return super().resolve(target, source)

@@ -41,7 +41,7 @@ def read_wikilink(link: Link, rules: Rules, field: str) -> Target | None:
     anchor = anchor.strip()
     if not name and not anchor:
         return None  # `[[]]`, `[[|x]]`
-    if is_url(name):
+    if is_url(name) and not name.startswith("dendron://"):
         return None  # `[[label|https://…]]`: a web address, not a file of the vault
     return Target(link.line, link.kind, field, text, name, anchor)
 
