@@ -52,7 +52,8 @@ def test_every_finding_true_and_every_break_found(clones: dict[str, Path], cli: 
 
 def test_kepano_properties_are_edges(clones: dict[str, Path], cli: Any) -> None:
     g = cli("graph", "--json", "--rev", "HEAD", cwd=clones["kepano-obsidian"]).json()
-    assert ("Notes/2023 Japan Trip", "loc", "References/Kyoto") in {(e["from"], e["field"], e["to"]) for e in g["edges"]}
+    edges = {(e["from"], e["field"], e["to"]) for e in g["edges"]}
+    assert ("Notes/2023 Japan Trip", "loc", "References/Kyoto") in edges
     assert not any(n["path"].startswith("Templates/") for n in g["nodes"])
     r = cli("blast", "References/Kyoto", "--rev", "HEAD", "--json", cwd=clones["kepano-obsidian"])
     assert "Notes/2023 Japan Trip" in [i["id"] for i in r.json()["impacted"]]
