@@ -88,7 +88,9 @@ def test_healthy_scaffold_report_shape(ws: Repo, cli: Any) -> None:
                            "status": "disabled", "config": ".vivary/memory.toml", "privacy": "not-indexed",
                            "detail": d["memory"]["detail"]}
     assert d["repo"]["head"] == ws.git("rev-parse", "HEAD").strip()
-    assert d["workspace"] == {"root": str(ws.path.resolve()), "config": "tropo.toml", "source": "HEAD"}
+    assert d["workspace"] == {"root": str(ws.path.resolve()), "config": "tropo.toml", "source": "HEAD",
+                              "dialect": "vivary",
+                              "dialect_reason": "tropo.toml workspace: the contract's ids and rules"}
     assert d["graph"]["nodes"] == 6 and d["graph"]["broken"] == 0 and d["graph"]["errors"] == 0
     assert d["cache"]["ref"] == "refs/vivary/cache"
     assert d["cache"]["present"] is (ws.git("rev-parse", "-q", "--verify", "refs/vivary/cache", check=False) != "")

@@ -83,6 +83,8 @@ BODIES = [
     "# T\n[[a]] x [[b|c]]\n\n[[d#e]]", "no title [[x]]\n# Later\n", "   # Indented three\n", "    # four spaces\n",
     "#NoSpace\n# Yes\r\n", "# Closed ##  \r\n[[a\rb]]", "#\ttab title\t#\n", "[[x]][[y]]\n\n\n[[z]]\r\n",
     "## H2\n# H1 #\n", "# a\rb\n", "[[ ]] [[a\n]] [[[b]]]", "", "\n\n# t", "# é ü\n[[ü]]", "[[a|b|c]]\r\r\n# t\r\r",
+    "[a](b.md) ![i](c%20d.png) [e](<f g.md>)\n\n[r]: h.md 'T'\n", "> quote [[q]]\n- list [[l]]\n  1. [[n]]\n",
+    "## Head\npara ^block-1\n### Sub ###\n", "[[p]](q) [x]([[y]])\n", "# T\n> # not a title\n",
 ]
 
 

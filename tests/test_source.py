@@ -58,14 +58,15 @@ def test_runs_from_a_subdirectory_and_finds_the_workspace_root(repo: Repo, cli: 
 
 
 def test_zero_config_vault_at_repo_root(repo: Repo, cli: Any) -> None:
-    repo.commit(files={"a.b.md": "# A B\n[[c]] and [[Label|a.b.c#anchor]]\n", "a.b.c.md": "no title\n",
-                       "c.md": "[[missing-note]]\n"})
+    repo.commit(files={"dendron.yml": "version: 5\n", "a.b.md": "# A B\n[[c]] and [[Label|a.b.c#anchor]]\n",
+                       "a.b.c.md": "no title\n", "c.md": "[[missing-note]]\n"})
     g = cli("graph", "--json", "--rev", "HEAD", cwd=repo.path).json()
     assert [n["id"] for n in g["nodes"]] == ["a.b", "a.b.c", "c"]
     assert {(e["from"], e["to"], e["broken"]) for e in g["edges"]} == {
         ("a.b", "c", False), ("a.b", "a.b.c", False), ("c", "missing-note", True)}
     r = cli("check", "--rev", "HEAD", cwd=repo.path)
-    assert "c.md:1: error W221: wikilink [[missing-note]] matches no document id" in r.out
+    assert "c.md:1: error W221: wikilink [[missing-note]] matches no note (looked for 'missing-note' from c.md)" \
+        in r.out
 
 
 def test_repository_with_no_commits(repo: Repo, cli: Any) -> None:
@@ -113,7 +114,9 @@ def test_odd_file_names(repo: Repo, cli: Any) -> None:
         "notes/quote\"d.md": "# Q\n", "notes/tab\there.md": "# T\n",
     })
     g = cli("graph", "--json", "--rev", "HEAD", cwd=repo.path).json()
-    assert sorted(n["id"] for n in g["nodes"]) == ["dash", "hash", "quote-d", "spaces-and-n-code", "tab-here"]
+    # A zero-config vault's ids are its paths without the extension: every name kept as written.
+    assert sorted(n["id"] for n in g["nodes"]) == sorted([
+        "notes/spaces and ünïcode", "notes/-dash", "notes/#hash", 'notes/quote"d', "notes/tab\there"])
 
 
 def test_git_vivary_runs_through_git_dispatch(repo: Repo) -> None:
@@ -163,6 +166,7 @@ def test_wikilinks_people_would_not_call_broken(repo: Repo, cli: Any) -> None:
     """Same-note anchors, template placeholders and links into another Dendron vault are not broken;
     a link into this vault (recognised because other links into it resolve) that misses is."""
     repo.commit(files={
+        "dendron.yml": "version: 5\n",
         "a.md": "[[remote vaults|#remote]] [[journal.{{CURRENT_DAY}}]]\n"
                 "[[Other|dendron://other.vault/x.y]] [[ok|dendron://home.vault/b]]\n"
                 "[[gone|dendron://home.vault/c.d]] ![[img.png]]\n",
@@ -171,6 +175,8 @@ def test_wikilinks_people_would_not_call_broken(repo: Repo, cli: Any) -> None:
     r = cli("check", "--rev", "HEAD", "--lenient", cwd=repo.path)
     assert r.out.count("W221") == 1
     assert "a.md:3: warning W221: wikilink [[gone|dendron://home.vault/c.d]]" in r.out
+    # The image is not in the vault: a missing attachment has its own code.
+    assert "a.md:3: warning W223: embed ![[img.png]] matches no file (looked for 'img.png' from a.md)" in r.out
     edges = cli("graph", "--json", "--rev", "HEAD", cwd=repo.path).json()["edges"]
     assert [(e["to"], e["broken"]) for e in edges] == [("b", False), ("c.d", True)]
 

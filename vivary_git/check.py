@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from vivary_git.config import Config, FieldSpec
+from vivary_git.dialects import Target, describe, missing_code
 from vivary_git.models import Finding, Node, Note
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -87,9 +88,23 @@ def broken_ref(path: str, ref: Ref) -> Finding:
     return Finding(path, line, "warning", "W220", f"field '{name}': ref '{target}' matches no document id")
 
 
-def broken_link(path: str, line: int, text: str, looked_for: str) -> Finding:
-    return Finding(path, line, "warning", "W221",
-                   f"wikilink [[{text}]] matches no document id (looked for '{looked_for}')")
+def broken_link(path: str, target: Target, looked_for: str, dialect: str) -> Finding:
+    """W221 (no such note) or W223 (no such attachment), naming the link as written and where it was
+    looked for, and from which note."""
+    if dialect == "vivary":  # the contract's ids: tropo-era wording, kept for scripts that parse it
+        return Finding(path, target.line, "warning", "W221",
+                       f"wikilink [[{target.written}]] matches no document id (looked for '{looked_for}')")
+    code = missing_code(target)
+    what = "file" if code == "W223" else "note"
+    return Finding(path, target.line, "warning", code,
+                   f"{describe(target)} matches no {what} (looked for '{looked_for}' from {path})")
+
+
+def missing_anchor(path: str, target: Target, resolved: str) -> Finding:
+    """W222: the note exists, the heading or block the link points into does not."""
+    kind = "block" if target.anchor.startswith("^") else "heading"
+    return Finding(path, target.line, "warning", "W222",
+                   f"{describe(target)}: {resolved} has no {kind} '{target.anchor}'")
 
 
 def _derived(name: str, node: Node, dates: DateLookup | None) -> Any:

@@ -9,11 +9,12 @@ from __future__ import annotations
 import hashlib
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
 
+from vivary_git import dialects
 from vivary_git.errors import ConfigError
 
 FIELD_KINDS = (
@@ -22,7 +23,7 @@ FIELD_KINDS = (
 BUILTIN_EXCLUDES = (".git", ".tropo", ".claude", "node_modules", ".obsidian")
 CONFIG_FILE = "tropo.toml"
 GRAPH_FILE = ".vivary/graph.toml"
-FORMAT_VERSION = 4  # bump when a parse or graph rule changes, so caches keyed by it are left behind
+FORMAT_VERSION = 5  # bump when a parse or graph rule changes, so caches keyed by it are left behind
 
 
 class FieldSpec(msgspec.Struct, frozen=True):
@@ -57,7 +58,17 @@ class Config(msgspec.Struct, frozen=True):
     types: dict[str, TypeDef] = {}
     wikilinks: bool = True
     wikilink_field: str = "wikilink"
-    alias: str = "auto"  # where the target sits in [[a|b]]: "last" (Dendron), "first" (Obsidian), "auto"
+    links: dialects.Rules = dialects.Rules()  # the vault dialect's link and id rules (docs/vaults.md)
+    graph_exclude: tuple[str, ...] = ()  # `.vivary/graph.toml` exclude globs (gitignore-style)
+    templates: tuple[str, ...] = ()  # the editor's template folders, left out of the graph
+
+    @property
+    def alias(self) -> str:
+        return self.links.alias
+
+    @property
+    def dialect(self) -> str:
+        return self.links.dialect
 
     @property
     def zero_config(self) -> bool:
@@ -134,21 +145,75 @@ def load_toml(text: bytes, name: str) -> dict[str, Any]:
 _KNOWN_TOP = {"version", "exclude", "base", "types", "packs", "pack", "overlays", "workspace", "name"}
 
 
-def build_config(tropo: dict[str, Any] | None, graph: dict[str, Any] | None, name: str = CONFIG_FILE) -> Config:
-    """Validate raw TOML tables into a `Config`. `tropo` None means zero-config mode."""
-    wl = (graph or {}).get("wikilinks", {})
+class Detected(msgspec.Struct, frozen=True):
+    """What the tree says about the editor it is written for (see `dialects.detect`)."""
+
+    dialect: str
+    reason: str
+    templates: tuple[str, ...] = ()
+
+
+_LINK_KEYS: dict[str, tuple[type, tuple[str, ...]]] = {
+    "ids": (str, ("path", "slug")), "case": (str, ("insensitive", "sensitive")),
+    "markdown": (bool, ()), "properties": (bool, ()), "attachments": (bool, ()), "anchors": (bool, ()),
+    "unresolved": (bool, ()), "templates": (bool, ()),
+}
+
+
+def _link_rules(graph: Mapping[str, Any], wl: Mapping[str, Any], tropo: bool,
+                detected: Detected | None) -> dialects.Rules:
+    """The dialect (named in graph.toml, else `tropo.toml`'s own, else detected) and its rules, each
+    overridable in graph.toml's [links] table (and `wikilinks.alias`)."""
+    named = graph.get("dialect")
+    if named is not None:
+        if named not in dialects.DIALECTS:
+            raise ConfigError(f"{GRAPH_FILE}: dialect must be one of {', '.join(dialects.DIALECTS)}, got {named!r}")
+        rules = dialects.defaults(named, f"named in {GRAPH_FILE}")
+    elif tropo:
+        rules = dialects.defaults("vivary", "tropo.toml workspace: the contract's ids and rules")
+    elif detected is not None:
+        rules = dialects.defaults(detected.dialect, detected.reason)
+    else:
+        rules = dialects.defaults("obsidian", "no editor configuration found; Obsidian's rules are the default")
+    table = graph.get("links", {})
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{GRAPH_FILE}: [links] must be a table")
+    changes: dict[str, Any] = {}
+    for key, value in table.items():
+        if key not in _LINK_KEYS:
+            raise ConfigError(f"{GRAPH_FILE}: unknown key links.{key}; known: {', '.join(sorted(_LINK_KEYS))}")
+        kind, allowed = _LINK_KEYS[key]
+        if not isinstance(value, kind) or (allowed and value not in allowed):
+            want = " or ".join(f'"{a}"' for a in allowed) if allowed else "true or false"
+            raise ConfigError(f"{GRAPH_FILE}: links.{key} must be {want}, got {value!r}")
+        changes[key] = value
+    alias = wl.get("alias")
+    if alias is not None:
+        if alias not in ("auto", "first", "last"):
+            raise ConfigError(f"{GRAPH_FILE}: wikilinks.alias must be \"auto\", \"first\" or \"last\", got {alias!r}")
+        changes["alias"] = alias
+    return msgspec.structs.replace(rules, **changes) if changes else rules
+
+
+def build_config(tropo: dict[str, Any] | None, graph: dict[str, Any] | None, name: str = CONFIG_FILE,
+                 detected: Detected | None = None) -> Config:
+    """Validate raw TOML tables into a `Config`. `tropo` None means zero-config mode; `detected` is
+    what the tree says about its editor (zero-config dialect detection)."""
+    graph = graph or {}
+    wl = graph.get("wikilinks", {})
     if not isinstance(wl, Mapping):
         raise ConfigError(f"{GRAPH_FILE}: [wikilinks] must be a table")
-    alias = wl.get("alias", "auto")
-    if alias not in ("auto", "first", "last"):
-        raise ConfigError(f"{GRAPH_FILE}: wikilinks.alias must be \"auto\", \"first\" or \"last\", got {alias!r}")
     field = wl.get("field", "wikilink")
     if not isinstance(field, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", field):
         raise ConfigError(f"{GRAPH_FILE}: wikilinks.field must be a simple name like \"wikilink\"")
-    common = {
+    rules = _link_rules(graph, wl, tropo is not None, detected)
+    templates = detected.templates if detected is not None and rules.templates else ()
+    common: dict[str, Any] = {
         "wikilinks": _bool(wl.get("enabled"), f"{GRAPH_FILE}: wikilinks.enabled", True),
         "wikilink_field": field,
-        "alias": alias,
+        "links": rules,
+        "graph_exclude": _str_list(graph.get("exclude"), f"{GRAPH_FILE}: exclude"),
+        "templates": templates,
     }
     if tropo is None:
         return Config(source="zero-config", **common)
@@ -229,3 +294,25 @@ def excluder(config: Config) -> Excluder:
             names.add(pat)
 
     return Excluder(names, prefixes)
+
+
+def leaves_out(config: Config) -> Callable[[str], bool] | None:
+    """Notes a zero-config vault leaves out of the graph though they stay files a link may name: the
+    editor's template folders, and `.vivary/graph.toml`'s `exclude` globs (gitignore-style, e.g.
+    `Templates/**`, `drafts/*.md`). None when there are none."""
+    folders = tuple(f.strip("/") + "/" for f in config.templates if f.strip("/"))
+    spec = None
+    if config.graph_exclude:
+        import pathspec
+
+        try:
+            spec = pathspec.GitIgnoreSpec.from_lines(config.graph_exclude)
+        except (ValueError, TypeError) as err:
+            raise ConfigError(f"{GRAPH_FILE}: exclude: {err}") from None
+    if not folders and spec is None:
+        return None
+
+    def left_out(path: str) -> bool:
+        return path.startswith(folders) or (spec is not None and spec.match_file(path))
+
+    return left_out

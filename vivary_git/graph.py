@@ -3,29 +3,17 @@
 from __future__ import annotations
 
 import bisect
-import functools
-import re
 from collections.abc import Iterable, Mapping, Sequence
 
 import msgspec
 
-from vivary_git import check
+from vivary_git import check, dialects
 from vivary_git.config import Config
+from vivary_git.dialects import Target, vivary
 from vivary_git.models import Edge, Finding, Node, Note
 
-_ID_RUNS = re.compile(r"[^a-z0-9._-]+")
 INDEX_STEMS = ("readme", "index", "_index")
-_ASSET_SUFFIXES = (
-    ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".bmp", ".pdf", ".mp3", ".mp4", ".webm", ".mov", ".wav",
-    ".ogg", ".canvas", ".excalidraw", ".csv", ".zip",
-)
-_DENDRON_VAULT = re.compile(r"^dendron://[^/]*/")
-
-
-def slug(text: str) -> str:
-    """Lowercase; runs outside `[a-z0-9._-]` become `-`; trimmed; empty → `untitled`."""
-    out = _ID_RUNS.sub("-", text.lower()).strip("-")
-    return out or "untitled"
+slug = vivary.slug
 
 
 def _stem(name: str) -> str:
@@ -36,8 +24,12 @@ def _stem(name: str) -> str:
     return name
 
 
-def node_id(path: str, root_name: str) -> str:
-    """The ID a path derives: its stem, or its folder's name for an index document."""
+def node_id(path: str, root_name: str, ids: str = "slug") -> str:
+    """The ID a path derives. `ids = "path"` (a zero-config vault): the vault-relative path without its
+    extension, NFC, so it is unique and keeps the name as written. `"slug"` (the contract's): the
+    slugged stem, or the folder's name for an index document."""
+    if ids == "path":
+        return dialects.nfc(_stem(path))
     parts = path.split("/")
     stem = _stem(parts[-1])
     folder = parts[-2] if len(parts) > 1 else root_name
@@ -80,6 +72,7 @@ class Graph(msgspec.Struct):
     checked: int = 0  # documents read, unreadable ones included
     homes: list[str] = []  # Dendron vaults found to be this workspace (wikilink resolution)
     rules: str = ""  # digest of every rule source (config, overlays) this graph was built under
+    others: list[str] = []  # paths of the other files a link may name (attachments, templates)
 
     def by_id(self) -> dict[str, Node]:
         return {n.id: n for n in self.nodes}
@@ -98,19 +91,21 @@ class Facts(msgspec.Struct, frozen=True, array_like=True):
     title: str
     findings: list[Finding]  # rules that need no other document, in tropo's per-document order
     refs: list[check.Ref]  # (field, line, target) of every ref value: W220 and edges
-    links: list[tuple[int, str, tuple[str, ...]]]  # (line, text, candidate target IDs) of every [[wikilink]]
+    links: list[Target]  # every link, as the vault's dialect reads it
     problem: bool  # E000/E001: the document's fields are unknown
+    anchors: list[str] = []  # its headings and block ids, folded (only when anchors are checked)
 
 
 def facts(path: str, blob: str, note: Note, config: Config, folder_types: Mapping[str, str], root_name: str,
           dates: check.DateLookup | None = None) -> Facts:
-    nid = node_id(path, root_name)
-    node = Node(id=nid, type=node_type(path, folder_types, root_name), path=path,
-                title=note.title or derived_title(nid), blob=blob)
+    rules = config.links
+    nid = node_id(path, root_name, rules.ids)
+    title = note.title or (derived_title(nid) if rules.ids == "slug" else nid.rsplit("/", 1)[-1])
+    node = Node(id=nid, type=node_type(path, folder_types, root_name), path=path, title=title, blob=blob)
     found, refs = check.validate_local(node, note, config, dates)
-    links = [(link.line, link.text, wikilink_target(link.text, config.alias)) for link in note.links] \
-        if config.wikilinks else []
-    return Facts(nid, node.type, node.title, found, refs, links, note.problem is not None)
+    links = dialects.read_links(note, rules, config.wikilink_field, config.wikilinks)
+    anchors = sorted({dialects.anchor_key(a) for a in note.anchors}) if rules.anchors else []
+    return Facts(nid, node.type, node.title, found, refs, links, note.problem is not None, anchors)
 
 
 def build(
@@ -120,69 +115,101 @@ def build(
     docs: Sequence[tuple[str, str, Facts]],
     *,
     unreadable: Sequence[Finding] = (),
+    others: Sequence[str] = (),
 ) -> Graph:
     """Assemble the graph from each document's `Facts` ((path, blob, facts), any order): claim IDs in
-    document order (the first path keeps a duplicated ID: E130), resolve refs and wikilinks, and
-    put findings in document order (`walk_key`) and rule order within a document, as tropo's JSON."""
+    document order, resolve refs and links, and put findings in document order (`walk_key`) and rule
+    order within a document, as tropo's JSON. With the contract's ids the first path keeps a
+    duplicated ID (E130) and the other contributes nothing, as tropo; with path ids no note is
+    dropped: a true duplicate (`a.md` beside `a.markdown`) is reported and kept under `ID (2)`."""
     order = {path: walk_key(path) for path, _, _ in docs}
     order.update((f.path, walk_key(f.path)) for f in unreadable)
     ordered = sorted(docs, key=lambda d: order[d[0]])
+    keep_all = config.links.ids == "path"
     owner: dict[str, Node] = {}
     owned: list[bool] = []
+    ids: list[str] = []
     for path, blob, f in ordered:
-        first = f.id not in owner
-        if first:
-            owner[f.id] = Node(id=f.id, type=f.type, path=path, title=f.title, blob=blob)
-        owned.append(first)
-    homes = _homes((f.links for (_, _, f), own in zip(ordered, owned, strict=True) if own), owner)
+        nid = f.id
+        first = nid not in owner
+        if not first and keep_all:
+            n = 2
+            while f"{nid} ({n})" in owner:
+                n += 1
+            nid = f"{nid} ({n})"
+        if nid not in owner:
+            owner[nid] = Node(id=nid, type=f.type, path=path, title=f.title, blob=blob)
+        owned.append(first or keep_all)
+        ids.append(nid)
+    by_path = {n.path: n.id for n in owner.values()}
+    anchors = {path: f.anchors for path, _, f in ordered} if config.links.anchors else {}
+    resolver = _resolver(config, [p for p, _, _ in ordered], others, by_path)
+    homes = _homes([(p, f.links) for (p, _, f), own in zip(ordered, owned, strict=True) if own], resolver)
     # Every edge starts at the node of the one document owning that ID: collected per source as
     # (field, to, broken) tuples, deduplicated and sorted per source (cheap tuple hashing and
     # comparison), the whole list comes out in order and each Edge is made once.
     outgoing: dict[str, set[_Out]] = {}
     unused: set[_Out] = set()  # a duplicate's edges: it owns no ID, so it contributes none
     findings: list[Finding] = sorted(unreadable, key=lambda f: order[f.path])
-    for (path, _, f), own in zip(ordered, owned, strict=True):
-        if not own:
+    for (path, _, f), own, nid in zip(ordered, owned, ids, strict=True):
+        if nid != f.id or not own:
+            first_path = owner[f.id].path
+            fix = "rename one of the two files" if not keep_all else \
+                f"both stay in the graph, this one as '{nid}'; rename one of the two files"
             findings.append(Finding(
-                path, 1, "error", "E130",
-                f"duplicate document id '{f.id}': {owner[f.id].path} has it already; rename one of the two files",
+                path, 1, "error", "E130", f"duplicate document id '{f.id}': {first_path} has it already; {fix}",
             ))
-        _contribute(path, f, own, owner, homes, config, outgoing.setdefault(f.id, set()) if own else unused, findings)
+        sink = outgoing.setdefault(nid, set()) if own else unused
+        _contribute(path, nid, f, own, owner, by_path, resolver, homes, config, sink, findings, anchors)
     findings.sort(key=lambda f: order[f.path])  # stable: keeps rule order within a document
     nodes = sorted(owner.values(), key=lambda n: n.id)
-    edges = [Edge(n.id, fld, to, broken) for n in nodes for fld, to, broken in sorted(outgoing[n.id])]
+    edges = [Edge(n.id, fld, to, broken) for n in nodes for fld, to, broken in sorted(outgoing.get(n.id, ()))]
     return Graph(root=root_name, tree=tree, config=config, nodes=nodes, edges=edges, findings=findings,
-                 checked=len(docs) + len(unreadable), homes=sorted(homes))
+                 checked=len(docs) + len(unreadable), homes=sorted(homes), others=list(others))
 
 
 _Out = tuple[str, str, bool]  # an outgoing edge of a known source: (field, to, broken)
 
 
-def _contribute(path: str, f: Facts, own: bool, owner: Mapping[str, object], homes: frozenset[str],
-                config: Config, edges: set[_Out], findings: list[Finding]) -> None:
-    """One document's findings (its own, then W220, then W221) and, if it owns its ID, its edges."""
+def _resolver(config: Config, notes: Sequence[str], others: Sequence[str],
+              by_path: Mapping[str, str]) -> dialects.Resolver:
+    def ids() -> dict[str, str]:
+        return {nid: path for path, nid in by_path.items()}
+
+    return dialects.resolver(config.links, notes, others, ids)
+
+
+def _contribute(path: str, nid: str, f: Facts, own: bool, known: Mapping[str, object], by_path: Mapping[str, str],
+                resolver: dialects.Resolver, homes: frozenset[str], config: Config, edges: set[_Out],
+                findings: list[Finding], anchors: Mapping[str, list[str]]) -> None:
+    """One document's findings (its own, then W220, then its links') and, if it owns its ID, its edges."""
     findings.extend(f.findings)
     for ref in f.refs:
         target = ref[2]
-        if target not in owner:
+        if target not in known:
             findings.append(check.broken_ref(path, ref))
         if own and target:
-            edges.add((ref[0], target, target not in owner))
-    for line, text, candidates in f.links:
-        if not candidates:
+            edges.add((ref[0], target, target not in known))
+    rules = config.links
+    for t in f.links:
+        res = resolver.resolve(t, path)
+        if res.path is None and t.vault and t.vault not in homes:
+            continue  # a link into another Dendron vault: outside this repository
+        if res.path is not None:
+            to = by_path.get(res.path)
+            if to is None:
+                continue  # an attachment, a template, an excluded note: a file, not a node
+            checked = rules.anchors and t.anchor and (res.path != path or not t.name)  # (leaving: itself)
+            if checked and dialects.anchor_key(t.anchor) not in anchors.get(res.path, ()):
+                findings.append(check.missing_anchor(path, t, res.path))
+            if own and to != nid:
+                edges.add((t.field, to, False))
             continue
-        linked = None
-        for c in candidates:
-            if c in owner:
-                linked = c
-                break
-        if linked is None and is_external(text, homes):
-            continue
-        if linked is None and not f.problem:
-            findings.append(check.broken_link(path, line, text, candidates[0]))
-        target = linked or candidates[0]
-        if own and target != f.id:
-            edges.add((config.wikilink_field, target, linked is None))
+        attachment = rules.attachments and dialects.missing_code(t) == "W223"
+        if not f.problem and (attachment or rules.unresolved):
+            findings.append(check.broken_link(path, t, res.looked_for, rules.dialect))
+        if own and not attachment and res.looked_for != nid:
+            edges.add((t.field, res.looked_for, True))
 
 
 def patch(base: Graph, tree: str | None, changed: Mapping[str, tuple[str, Facts]]) -> Graph | None:
@@ -190,12 +217,12 @@ def patch(base: Graph, tree: str | None, changed: Mapping[str, tuple[str, Facts]
     or None when that would not equal a full `build`: only content edits of documents that own their
     ID, with the same paths, rules and root, and no cross-vault links in play, keep every other
     document's ID resolution, edges and findings unchanged."""
-    if base.homes or len(base.nodes) != base.checked:
+    if base.homes or len(base.nodes) != base.checked or any(f.code == "E130" for f in base.findings):
         return None  # dendron home vaults or duplicates/unreadable files: ownership could shift
     owner = {n.id: n for n in base.nodes}
     outgoing: dict[str, set[_Out]] = {}
     merged = patch_findings(base.findings, {n.path: n.id for n in base.nodes}, owner, base.config, changed,
-                            outgoing)
+                            outgoing, base.others)
     if merged is None:
         return None
     for path, (blob, f) in changed.items():
@@ -216,22 +243,25 @@ def patch(base: Graph, tree: str | None, changed: Mapping[str, tuple[str, Facts]
     all_edges += base.edges[at:]
     # `owner` kept the base's id order; replacing a value does not move its key.
     return Graph(root=base.root, tree=tree, config=base.config, nodes=list(owner.values()), edges=all_edges,
-                 findings=merged, checked=base.checked, homes=[], rules=base.rules)
+                 findings=merged, checked=base.checked, homes=[], rules=base.rules, others=base.others)
 
 
 def patch_findings(findings: Sequence[Finding], ids_by_path: Mapping[str, str], owner: Mapping[str, object],
                    config: Config, changed: Mapping[str, tuple[str, Facts]],
-                   outgoing: dict[str, set[_Out]] | None = None) -> list[Finding] | None:
+                   outgoing: dict[str, set[_Out]] | None = None, others: Sequence[str] = ()) -> list[Finding] | None:
     """A graph's findings with the documents at `changed` paths re-derived (see `patch`), from just
     its findings and its documents' IDs: what `check --staged` needs, without the graph's edges.
     None when patching could differ from a full build. With `outgoing`, the edited documents'
     outgoing edges are collected there too."""
+    if config.links.anchors:
+        return None  # anchors of the other notes are not at hand
     new: list[Finding] = []
+    resolver = _resolver(config, list(ids_by_path), others, ids_by_path)
     for path, (_, f) in changed.items():
-        if ids_by_path.get(path) != f.id or any("dendron://" in text for _, text, _ in f.links):
+        if ids_by_path.get(path) != f.id or any(t.vault for t in f.links):
             return None
         sink = outgoing.setdefault(f.id, set()) if outgoing is not None else set()
-        _contribute(path, f, True, owner, frozenset(), config, sink, new)
+        _contribute(path, f.id, f, True, owner, ids_by_path, resolver, frozenset(), config, sink, new, {})
     kept = [x for x in findings if x.path not in changed]
     order: dict[str, str] = {}
 
@@ -244,58 +274,17 @@ def patch_findings(findings: Sequence[Finding], ids_by_path: Mapping[str, str], 
     return sorted(kept + new, key=key)  # stable: rule order within a document is kept
 
 
-@functools.lru_cache(maxsize=65536)
-def wikilink_target(text: str, alias: str) -> tuple[str, ...]:
-    """Candidate targets of `[[text]]`, best first; empty when it points at no note (an asset, a heading)."""
-    parts = [p.strip() for p in text.split("|")]
-    if len(parts) == 1:
-        ordered = parts
-    elif alias == "first":
-        ordered = [parts[0]]
-    elif alias == "last":
-        ordered = [parts[-1]]
-    else:
-        ordered = [parts[-1], parts[0]]
-    if any("{{" in p for p in parts):
-        return ()  # a template placeholder (`[[journal.{{CURRENT_DAY}}]]`), not a link yet
-    if any(_DENDRON_VAULT.sub("", p).startswith(("#", "^")) for p in parts):
-        return ()  # a link to a heading or block of this same note
-    out: list[str] = []
-    for raw in ordered:
-        t = _DENDRON_VAULT.sub("", raw)
-        t = re.split(r"[#^]", t, maxsplit=1)[0].strip()
-        if not t or t.lower().endswith(_ASSET_SUFFIXES):
-            continue
-        t = t.rstrip("/").rsplit("/", 1)[-1]
-        out.append(slug(_stem(t)))
-    return tuple(out)
-
-
-def wikilink_vault(text: str) -> str | None:
-    """The vault a Dendron cross-vault link names (`dendron://VAULT/note`), if any."""
-    for part in text.split("|"):
-        m = _DENDRON_VAULT.match(part.strip())
-        if m:
-            return m.group(0)[len("dendron://"):-1]
-    return None
-
-
-def _homes(link_lists: Iterable[list[tuple[int, str, tuple[str, ...]]]], known: Mapping[str, object]) -> frozenset[str]:
+def _homes(docs: Iterable[tuple[str, list[Target]]], resolver: dialects.Resolver) -> frozenset[str]:
     """Vault names whose `dendron://` links resolve here: this workspace is (one of) those vaults.
     An unresolved link into any other vault points outside this repository and is not reported."""
     homes: set[str] = set()
-    for links in link_lists:
-        for _, text, candidates in links:
-            if "dendron://" not in text:
-                continue
-            vault = wikilink_vault(text)
-            if vault and any(c in known for c in candidates):
-                homes.add(vault)
+    for path, links in docs:
+        for t in links:
+            if t.vault and t.vault not in homes and resolver.resolve(t, path).path is not None:
+                homes.add(t.vault)
     return frozenset(homes)
 
 
-def is_external(text: str, homes: frozenset[str]) -> bool:
-    if "dendron://" not in text:
-        return False
-    vault = wikilink_vault(text)
-    return vault is not None and vault not in homes
+def wikilink_target(text: str, alias: str) -> tuple[str, ...]:
+    """Candidate ids of `[[text]]` under the contract's ids (see `dialects.vivary`)."""
+    return vivary.candidates(text, alias)

@@ -44,10 +44,14 @@ class Edge(msgspec.Struct, frozen=True, order=True):
 
 
 class Link(msgspec.Struct, frozen=True, array_like=True):
-    """A `[[wikilink]]` as written in a body: raw inner text and its 1-based line."""
+    """A link as written in a body: its raw text, its 1-based line and its kind. For a `[[wikilink]]`
+    (`kind` "w") or an embed `![[…]]` ("e") the text is what is inside the brackets; for a Markdown
+    link `[t](dest)` ("m"), an image `![t](dest)` ("i") or a reference definition `[t]: dest` ("r")
+    it is the destination as written (angle brackets removed, not yet URL-decoded)."""
 
     text: str
     line: int
+    kind: str = "w"
 
 
 class ParseProblem(msgspec.Struct, frozen=True, array_like=True):
@@ -66,3 +70,4 @@ class Note(msgspec.Struct, frozen=True, array_like=True):
     links: tuple[Link, ...] = ()
     problem: ParseProblem | None = None
     has_frontmatter: bool = False
+    anchors: tuple[str, ...] = ()  # heading texts, and `^id` block ids (with their `^`), outside code

@@ -80,12 +80,20 @@ def loader_class() -> type[yaml.SafeLoader]:
     return Loader
 
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_H1 = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
-_H1_ANYWHERE = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*\r*$", re.MULTILINE)  # _H1 on each line
-_WIKILINK = re.compile(r"\[\[([^\[\]\n]+?)\]\]")
-_INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1")
-
+_H1_ANYWHERE = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*\r*$", re.MULTILINE)
+_ATX_ANYWHERE = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*\r*$", re.MULTILINE)
+_ATX = re.compile(r" {0,3}(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*\r*$")
+_BLOCK_ID = re.compile(r"(?:^|[ \t])\^([A-Za-z0-9-]+)[ \t]*\r*$", re.MULTILINE)
+_WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
+# A Markdown inline link or image, CommonMark's shape: link text with at most one level of nested
+# brackets, then a destination (in <…>, or without spaces, with balanced parentheses) and an optional title.
+_MDLINK = re.compile(
+    r"(!?)\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]\([ \t]*(?:<([^<>\n]*)>|((?:[^\s()\\<]|\\.|\((?:[^\s()\\]|\\.)*\))+))"
+    r"(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?[ \t]*\)"
+)
+_REFDEF = re.compile(r"^ {0,3}\[(?!\^)(?:[^\[\]\\\n]|\\.)+\]:[ \t]*(?:<([^<>\n]*)>|(\S+))", re.MULTILINE)
+# Anything that may hide a link from a reader (code, math, comments) sends a body down the full scan.
+_NOT_PLAIN = ("`", "~~~", "$", "<!--", "%%", "    ", "\t")
 
 def parse_blob(data: bytes) -> Note:
     """Parse one Markdown file's bytes. Never raises for bad input: problems become E000/E001."""
@@ -125,7 +133,7 @@ def parse_blob(data: bytes) -> Note:
             body_start = close + 1
             fields, key_lines, problem = _frontmatter("\n".join(lines[1:close]), first_line=2)
     body = "\n".join(lines[body_start:]) if body_start else text
-    title, links = _scan_body(body, first_line=body_start + 1)
+    title, links, anchors = _scan_body(body, first_line=body_start + 1)
     return Note(
         fields=fields,
         key_lines=key_lines,
@@ -134,6 +142,7 @@ def parse_blob(data: bytes) -> Note:
         links=tuple(links),
         problem=problem,
         has_frontmatter=has_frontmatter,
+        anchors=anchors,
     )
 
 
@@ -257,6 +266,9 @@ def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str
         mark = err.context_mark if opened_flow else (err.problem_mark or err.context_mark)
         line = first_line + (mark.line if mark is not None else 0)
         what = (err.problem or err.context or "invalid YAML").strip()
+        placeholder = _placeholder_line(source, first_line)
+        if placeholder is not None:
+            return {}, {}, placeholder
         return {}, {}, ParseProblem("E001", line, f"frontmatter is not valid YAML: {what}")
     except (yaml.YAMLError, ValueError, TypeError, RecursionError) as err:
         return {}, {}, ParseProblem("E001", first_line, f"frontmatter is not valid YAML: {err}")
@@ -264,6 +276,25 @@ def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str
         loader.dispose()
     fields = {str(k): _jsonable(v) for k, v in data.items()}
     return fields, key_lines, None
+
+
+_PLACEHOLDER = re.compile(r"\{\{[^{}\n]*\}\}|<%[^\n]*?%>")
+
+
+def _placeholder_line(source: str, first_line: int) -> ParseProblem | None:
+    """A template's frontmatter (`created: {{date}}`, Templater's `<% tp.date.now() %>`) is not YAML a
+    parser can read, and its words ("found unhashable key") say nothing useful: name what it is."""
+    for i, raw in enumerate(source.split("\n")):
+        key, sep, value = raw.partition(":")
+        m = _PLACEHOLDER.search(value) if sep else None
+        if m is not None and not value.strip().startswith(("'", '"')):
+            return ParseProblem(
+                "E001", first_line + i,
+                f"frontmatter: `{key.strip()}: {value.strip()}` is a template placeholder ({m.group(0)}), not a "
+                "value: this file looks like a template. Put the placeholder in quotes, or leave the templates "
+                "folder out of the graph (`exclude` in .vivary/graph.toml)",
+            )
+    return None
 
 
 def _key_text(node: yaml.Node) -> str:
@@ -288,41 +319,263 @@ def _jsonable(value: Any, depth: int = 0) -> Any:
     return str(value)
 
 
-def _scan_body(body: str, first_line: int) -> tuple[str | None, list[Link]]:
-    """The first ATX H1 and every [[wikilink]], skipping fenced code and inline code spans."""
-    if "`" in body or "~~~" in body:
+def _scan_body(body: str, first_line: int) -> tuple[str | None, list[Link], tuple[str, ...]]:
+    """The first ATX H1, every link, and the heading and block anchors, outside code, math and comments."""
+    if any(marker in body for marker in _NOT_PLAIN):
         return _scan_lines(body.split("\n"), first_line)
-    # No code at all (most notes): two searches over the whole text, no per-line loop.
+    # No code at all (most notes): a few searches over the whole text, no per-line loop.
     h = _H1_ANYWHERE.search(body)
-    links: list[Link] = []
-    if "[[" in body:
-        line, at = first_line, 0
-        for m in _WIKILINK.finditer(body):
-            line += body.count("\n", at, m.start())
-            at = m.start()
-            links.append(Link(m.group(1), line))
-    return (h.group(1).strip() if h else None), links
+    links = _links(body, first_line) if "[" in body else []
+    anchors: list[str] = []
+    if "#" in body:
+        anchors.extend(m.group(1).strip() for m in _ATX_ANYWHERE.finditer(body))
+    if "^" in body:
+        anchors.extend("^" + m.group(1) for m in _BLOCK_ID.finditer(body))
+    return (h.group(1).strip() if h else None), links, tuple(sorted(set(anchors)))
 
 
-def _scan_lines(lines: list[str], first_line: int) -> tuple[str | None, list[Link]]:
+def _links(text: str, first_line: int) -> list[Link]:
+    """Every wikilink, embed, Markdown link and reference definition in `text` (prose only), in order."""
+    found: list[tuple[int, str, str]] = []
+    if "[[" in text:
+        found.extend((m.start(), m.group(2), "e" if m.group(1) else "w") for m in _WIKILINK.finditer(text))
+    if "](" in text:
+        for m in _MDLINK.finditer(text):
+            dest = m.group(2) if m.group(2) is not None else m.group(3)
+            if dest and "[[" not in dest and not text.startswith("[[", m.start() + len(m.group(1))):
+                found.append((m.start(), dest, "i" if m.group(1) else "m"))
+    if "]:" in text:
+        for m in _REFDEF.finditer(text):
+            dest = m.group(1) if m.group(1) is not None else m.group(2)
+            if dest:
+                found.append((m.start(), dest, "r"))
+    if not found:
+        return []
+    found.sort()
+    out: list[Link] = []
+    line, at = first_line, 0
+    for pos, dest, kind in found:
+        line += text.count("\n", at, pos)
+        at = pos
+        out.append(Link(dest, line, kind))
+    return out
+
+
+_FENCE_OPEN = re.compile(r" {0,3}(`{3,}(?=[^`]*$)|~{3,})")
+_QUOTE = re.compile(r" {0,3}> ?")
+_LIST_ITEM = re.compile(r"( {0,3})([-+*]|[0-9]{1,9}[.)])( *)")
+_THEMATIC = re.compile(r" {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
+_SETEXT = re.compile(r" {0,3}(?:=+|-+)[ \t]*$")
+_CODE_RUN = re.compile(r"`+")
+_DISPLAY_MATH = re.compile(r"\$\$.*?\$\$", re.DOTALL)
+_INLINE_MATH = re.compile(r"(?<![\\$])\$(?=[^\s$])(?:[^$\\]|\\.)*?(?<=[^\s\\])\$(?![0-9$])", re.DOTALL)
+_COMMENTS = re.compile(r"<!--.*?-->|%%.*?%%", re.DOTALL)
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip(" "))
+
+
+class _Container:
+    __slots__ = ("quote", "width")
+
+    def __init__(self, quote: bool, width: int) -> None:
+        self.quote, self.width = quote, width  # a blockquote, or a list item whose content starts `width` in
+
+
+def prose(body: str) -> list[str]:
+    """The text of `body` that can hold links, one string per paragraph or heading, code spans, math
+    and comments blanked: what the link scan reads (tests hold it to the CommonMark spec's examples)."""
+    sink: list[str] = []
+    _scan_lines(body.split("\n"), 1, sink)
+    return sink
+
+
+def _scan_lines(lines: list[str], first_line: int,
+                sink: list[str] | None = None) -> tuple[str | None, list[Link], tuple[str, ...]]:
+    """The block structure CommonMark gives these lines, as far as links care: blockquotes (callouts)
+    and list items hold blocks; fenced code (at any indentation inside them), indented code, `$$` math
+    blocks, HTML comment blocks and `%%` comments hold no links. Paragraphs and headings are then
+    read inline (code spans, math, comments blanked) for their links."""
     title: str | None = None
+    anchors: list[str] = []
     links: list[Link] = []
-    fence: str | None = None
+    stack: list[_Container] = []
+    fence: tuple[str, int, int] | None = None  # (char, length, depth) of the open fenced code block
+    closer: str | None = None  # "-->", "$$" or "%%": the end of an open comment or math block
+    para: list[tuple[int, str]] = []  # the open paragraph's lines: (line number, text)
+
+    def flush() -> None:
+        if para:
+            _inline(para, links, anchors, sink)
+            para.clear()
+
     for i, raw in enumerate(lines):
         line = raw.rstrip("\r")
-        m = _FENCE.match(line)
+        if "\t" in line:
+            line = line.expandtabs(4)
+        number = first_line + i
+        rest = line
+        matched = 0
+        for c in stack:  # which open containers does this line continue?
+            if c.quote:
+                q = _QUOTE.match(rest)
+                if q is None:
+                    break
+                rest = rest[q.end():]
+            elif not rest.strip():
+                rest = ""
+            elif _indent(rest) >= c.width:
+                rest = rest[c.width:]
+            else:
+                break
+            matched += 1
+        if matched < len(stack):
+            lazy = para and fence is None and closer is None and rest.strip() and not _starts_block(rest)
+            if lazy:
+                para.append((number, rest))
+                continue
+            del stack[matched:]
+            flush()
+            if fence is not None and fence[2] > matched:
+                fence = None
         if fence is not None:
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+            m = _FENCE_OPEN.match(rest)
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= fence[1] and not rest[m.end():].strip():
                 fence = None
             continue
-        if m:
-            fence = m.group(1)
+        if closer is not None:
+            if closer in rest:
+                closer = None
             continue
-        if title is None:
-            h = _H1.match(line)
-            if h:
-                title = h.group(1).strip()
-        if "[[" in line:
-            visible = _INLINE_CODE.sub(lambda c: " " * len(c.group(0)), line) if "`" in line else line
-            links.extend(Link(m.group(1), first_line + i) for m in _WIKILINK.finditer(visible))
-    return title, links
+        while True:  # new containers opened on this line
+            if _indent(rest) >= 4:
+                break
+            q = _QUOTE.match(rest)
+            if q is not None:
+                flush()
+                stack.append(_Container(True, 0))
+                rest = rest[q.end():]
+                continue
+            m = _LIST_ITEM.match(rest)
+            if m is None or _THEMATIC.match(rest):
+                break
+            after = rest[m.end():]
+            empty = not after.strip()
+            if para and (empty or (m.group(2)[0].isdigit() and m.group(2)[:-1] != "1")):
+                break  # cannot interrupt a paragraph
+            if not m.group(3) and not empty:
+                break  # `-x` is text
+            spaces = len(m.group(3))
+            width = len(m.group(1)) + len(m.group(2)) + (1 if empty or spaces > 4 else spaces)
+            flush()
+            stack.append(_Container(False, width))
+            rest = rest[width:] if len(rest) >= width else ""
+        if not rest.strip():
+            flush()
+            continue
+        if _indent(rest) >= 4:
+            if not para:
+                continue  # indented code
+            para.append((number, rest))
+            continue
+        m = _FENCE_OPEN.match(rest)
+        if m is not None:
+            flush()
+            fence = (m.group(1)[0], len(m.group(1)), len(stack))
+            continue
+        body = rest.lstrip(" ")
+        if body.startswith(("<!--", "$$", "%%")):
+            flush()
+            mark = "-->" if body.startswith("<") else body[:2]
+            if mark not in body[len(mark) if mark != "-->" else 4:]:
+                closer = mark
+            continue
+        h = _ATX.match(rest)
+        if h is not None:
+            flush()
+            text = h.group(2).strip()
+            if not stack:  # as the whole-text path: headings of the top level (not in a quote or list)
+                anchors.append(text)
+                if title is None and len(h.group(1)) == 1:
+                    title = text
+            para.append((number, rest))
+            flush()
+            continue
+        if para and _SETEXT.match(rest):
+            flush()
+            continue
+        if _THEMATIC.match(rest):
+            flush()
+            continue
+        para.append((number, rest))
+    flush()
+    return title, links, tuple(sorted(set(anchors)))
+
+
+def _starts_block(text: str) -> bool:
+    """Whether a line that no open container continues starts a block of its own (not a lazy line)."""
+    if _indent(text) >= 4:
+        return False
+    return bool(_QUOTE.match(text) or _FENCE_OPEN.match(text) or _ATX.match(text) or _THEMATIC.match(text)
+                or (_LIST_ITEM.match(text) and text[_LIST_ITEM.match(text).end():][:1] in (" ", "")))  # type: ignore[union-attr]
+
+
+def _inline(para: list[tuple[int, str]], links: list[Link], anchors: list[str], sink: list[str] | None) -> None:
+    """Links in one paragraph's text, with code spans, math and comments blanked first."""
+    text = "\n".join(t for _, t in para)
+    if "`" in text:
+        text = _blank_code_spans(text)
+    if "$" in text:
+        text = _DISPLAY_MATH.sub(_blank, text)
+        text = _INLINE_MATH.sub(_blank, text)
+    if "<!--" in text or "%%" in text:
+        text = _COMMENTS.sub(_blank, text)
+    if sink is not None:
+        sink.append(text)
+    if "^" in text:
+        anchors.extend("^" + m.group(1) for m in _BLOCK_ID.finditer(text))
+    if "[" not in text:
+        return
+    found = _links(text, 0)
+    if found:
+        numbers = [n for n, _ in para]
+        links.extend(Link(link.text, numbers[link.line], link.kind) for link in found)
+
+
+def _blank(m: re.Match[str]) -> str:
+    """The match replaced by spaces, its line breaks kept (so offsets and line numbers stay)."""
+    return re.sub(r"[^\n]", " ", m.group(0))
+
+
+def _blank_code_spans(text: str) -> str:
+    """CommonMark code spans: a run of N backticks up to the next run of exactly N."""
+    runs = list(_CODE_RUN.finditer(text))
+    out: list[str] = []
+    at = 0
+    i = 0
+    while i < len(runs):
+        opener = runs[i]
+        if opener.start() > 0 and text[opener.start() - 1] == "\\" and _escaped(text, opener.start() - 1):
+            # An escaped backtick is literal; the rest of the run may still open a span.
+            i += 1
+            continue
+        close = next((j for j in range(i + 1, len(runs)) if len(runs[j].group(0)) == len(opener.group(0))), None)
+        if close is None:
+            i += 1
+            continue
+        end = runs[close].end()
+        out.append(text[at:opener.start()])
+        out.append(re.sub(r"[^\n]", " ", text[opener.start():end]))
+        at = end
+        i = close + 1
+    out.append(text[at:])
+    return "".join(out)
+
+
+def _escaped(text: str, backslash: int) -> bool:
+    """Whether the backslash at `backslash` is itself unescaped (an odd run of backslashes ends there)."""
+    n = 0
+    while backslash - n >= 0 and text[backslash - n] == "\\":
+        n += 1
+    return n % 2 == 1

@@ -16,8 +16,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from vivary_git import git
-from vivary_git.config import CONFIG_FILE, GRAPH_FILE, Config, Excluder, build_config, excluder, load_toml
+from vivary_git import dialects, git
+from vivary_git.config import (
+    CONFIG_FILE,
+    GRAPH_FILE,
+    Config,
+    Detected,
+    Excluder,
+    build_config,
+    excluder,
+    leaves_out,
+    load_toml,
+)
 from vivary_git.errors import GitError, UsageError
 from vivary_git.models import Finding
 
@@ -47,7 +57,7 @@ class Source:
         repo: git.Repo | None,
         reader: Callable[[str], bytes],
         config: Config,
-        files: Callable[[], tuple[list[Entry], list[str]]],
+        files: Callable[[], tuple[list[Entry], list[str], list[str]]],
         raw: dict[str, Any] | None = None,
         read_file: Callable[[str], bytes | None] | None = None,
         root_tree: str | None = None,
@@ -65,6 +75,7 @@ class Source:
         self._raw = raw
         self._read_file = read_file
         self._entries: list[Entry] | None = None
+        self._others: list[str] = []
         self._problems: list[Finding] = []
         self._overlays: dict[str, Config] = {}
 
@@ -72,10 +83,15 @@ class Source:
         # Lazy: when the graph for this tree id is cached, the tree is never walked at all.
         if self._entries is None:
             self._entries = []
-            notes, overlay_files = self._list_files()
+            notes, overlay_files, others = self._list_files()
             keep = self._apply_overlays(overlay_files)
+            left_out = leaves_out(self.config)
+            self._others = others
             for entry in sorted(notes):
                 if not keep(entry.path):
+                    continue
+                if left_out is not None and left_out(entry.path):
+                    others.append(entry.path)  # a template or an excluded draft: links to it still resolve
                     continue
                 if entry.mode == _LINK_MODE:
                     target = self._reader(entry.oid).decode("utf-8", "replace")
@@ -122,6 +138,13 @@ class Source:
         return self._scan()
 
     @property
+    def others(self) -> list[str]:
+        """Every other file under the root (attachments, templates, excluded notes): what a link may
+        name without naming a node."""
+        self._scan()
+        return self._others
+
+    @property
     def problems(self) -> list[Finding]:
         """E000 findings for tree entries that cannot be notes (symbolic links)."""
         self._scan()
@@ -135,7 +158,8 @@ class Source:
         return self._reader(oid)
 
 
-def load_config(read_file: Callable[[str], bytes | None]) -> tuple[Config, dict[str, Any] | None]:
+def load_config(read_file: Callable[[str], bytes | None],
+                probe: dialects.Probe | None = None) -> tuple[Config, dict[str, Any] | None]:
     """The workspace's rules, from `tropo.toml` (+ packs), a thin `.vivary/workspace.toml`, and
     `.vivary/graph.toml`, all read from the same tree. Returns the config and the merged raw table
     (None in zero-config mode) that nested overlays build on."""
@@ -147,7 +171,13 @@ def load_config(read_file: Callable[[str], bytes | None]) -> tuple[Config, dict[
     if thin is not None and thin.get("contract") != "thin-v0.3":
         thin = None
     if tropo_bytes is None and thin is None:
-        return build_config(None, graph), None
+        detected = None
+        if probe is not None:
+            name, reason = dialects.detect(probe)
+            named = (graph or {}).get("dialect")
+            dialect = named if isinstance(named, str) else name
+            detected = Detected(name, reason, dialects.template_folders(probe, dialect))
+        return build_config(None, graph, detected=detected), None
     from vivary_git.packs import merge, merge_packs
 
     if thin is not None:
@@ -213,12 +243,12 @@ def open_source(
         oid = _lookup(repo, sub_id, path) if sub_id is not None else None
         return None if oid is None else repo.read_blob(oid)
 
-    config, raw = load_config(read_file)
+    config, raw = load_config(read_file, _TreeProbe(repo, sub_id, read_file))
     return Source(
         kind=kind, label=label, root=(top / prefix) if top is not None else Path(prefix or "."), prefix=prefix,
         tree_id=sub_id, repo=repo, reader=repo.read_blob, config=config, raw=raw, read_file=read_file,
         root_tree=tree_id,
-        files=lambda: _walk_tree(repo, sub_id, excluder(config)) if sub_id is not None else ([], []),
+        files=lambda: _walk_tree(repo, sub_id, excluder(config)) if sub_id is not None else ([], [], []),
     )
 
 
@@ -301,13 +331,49 @@ def _subtree(repo: git.Repo, tree_id: str, prefix: str) -> str | None:
     return sub
 
 
-def _walk_tree(repo: git.Repo, tree_id: str, excluded: Excluder) -> tuple[list[Entry], list[str]]:
+class _TreeProbe:
+    """What dialect detection may look at in a tree."""
+
+    def __init__(self, repo: git.Repo, tree_id: str | None, read_file: Callable[[str], bytes | None]) -> None:
+        self.repo, self.tree_id, self._read = repo, tree_id, read_file
+
+    def read(self, path: str) -> bytes | None:
+        return self._read(path)
+
+    def exists(self, path: str) -> bool:
+        return self.tree_id is not None and _lookup(self.repo, self.tree_id, path) is not None
+
+    def names(self) -> list[str]:
+        if self.tree_id is None:
+            return []
+        return [_entry_name(obj) for obj in self.repo.repo[self.tree_id]]  # type: ignore[attr-defined]
+
+
+class _FolderProbe:
+    def __init__(self, root: Path, read_file: Callable[[str], bytes | None]) -> None:
+        self.root, self._read = root, read_file
+
+    def read(self, path: str) -> bytes | None:
+        return self._read(path)
+
+    def exists(self, path: str) -> bool:
+        return (self.root / path).exists()
+
+    def names(self) -> list[str]:
+        try:
+            return sorted(os.listdir(self.root))
+        except OSError:
+            return []
+
+
+def _walk_tree(repo: git.Repo, tree_id: str, excluded: Excluder) -> tuple[list[Entry], list[str], list[str]]:
     """Every note blob under the tree (skipping excluded folders without descending into them),
-    and the nested config files (overlays) found on the way."""
+    the nested config files (overlays) found on the way, and the paths of every other file."""
     pygit2 = repo.pygit2
     blob_type, tree_type = pygit2.GIT_OBJECT_BLOB, pygit2.GIT_OBJECT_TREE
     found: list[Entry] = []
     overlays: list[str] = []
+    others: list[str] = []
 
     skip = excluded.entry  # ancestors have passed already: only the entry's own name and prefixes
 
@@ -323,11 +389,14 @@ def _walk_tree(repo: git.Repo, tree_id: str, excluded: Excluder) -> tuple[list[E
                 if is_note(path):
                     if not skip(name, path):
                         found.append(Entry(path, str(obj.id), obj.filemode))
-                elif "/" in path and (path.endswith("/" + CONFIG_FILE) or path.endswith("/" + THIN_FILE)):
-                    overlays.append(path)
+                else:
+                    if "/" in path and (path.endswith("/" + CONFIG_FILE) or path.endswith("/" + THIN_FILE)):
+                        overlays.append(path)
+                    if not skip(name, path):
+                        others.append(path)
 
     walk(repo.repo[tree_id], "")
-    return found, overlays
+    return found, overlays, others
 
 
 def _entry_name(obj: object) -> str:
@@ -358,10 +427,11 @@ def _folder_source(start: Path, *, pinned: bool) -> Source:
             return None
         return full.read_bytes()
 
-    config, raw = load_config(read_file)
+    config, raw = load_config(read_file, _FolderProbe(root, read_file))
     excluded = excluder(config)
     files: list[Entry] = []
     overlays: list[str] = []
+    others: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         base = Path(dirpath)
         rel_dir = base.relative_to(root).as_posix()
@@ -371,7 +441,10 @@ def _folder_source(start: Path, *, pinned: bool) -> Source:
             rel = rel_dir + name
             if rel_dir and (name == CONFIG_FILE or rel.endswith("/" + THIN_FILE)):
                 overlays.append(rel)
-            if not is_note(rel) or excluded(rel):
+            if excluded(rel):
+                continue
+            if not is_note(rel):
+                others.append(rel)
                 continue
             full = base / name
             try:
@@ -387,6 +460,6 @@ def _folder_source(start: Path, *, pinned: bool) -> Source:
             files.append(Entry(rel, oid, mode))
     return Source(
         kind="folder", label=f"folder {root}", root=root, prefix="", tree_id=None, repo=None,
-        reader=contents.__getitem__, config=config, files=lambda: (files, overlays), raw=raw,
+        reader=contents.__getitem__, config=config, files=lambda: (files, overlays, others), raw=raw,
         read_file=read_file,
     )

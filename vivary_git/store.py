@@ -101,11 +101,12 @@ class SharedNote(msgspec.Struct, frozen=True, array_like=True):
     links: tuple[Link, ...] = ()
     problem: ParseProblem | None = None
     has_frontmatter: bool = False
+    anchors: tuple[str, ...] = ()
 
 
 def share(note: Note) -> SharedNote:
     return SharedNote(note.fields, note.key_lines, note.title, len(note.body), note.links, note.problem,
-                      note.has_frontmatter)
+                      note.has_frontmatter, note.anchors)
 
 
 _ENCODE = msgspec.msgpack.Encoder().encode
@@ -115,7 +116,7 @@ def encode_shared(note: Note) -> bytes:
     """`share(note)` encoded, without building the struct: an array_like struct is a msgpack array
     of its fields in order, which is what this tuple encodes to (a test holds the bytes equal)."""
     return _ENCODE((note.fields, note.key_lines, note.title, len(note.body), note.links, note.problem,
-                    note.has_frontmatter))
+                    note.has_frontmatter, note.anchors))
 
 
 def unshare(shared: SharedNote, read: Callable[[], bytes]) -> Note | None:
@@ -134,7 +135,7 @@ def unshare(shared: SharedNote, read: Callable[[], bytes]) -> Note | None:
             return None
         body = text[len(text) - shared.body_chars:]
     return Note(shared.fields, shared.key_lines, shared.title, body, shared.links, shared.problem,
-                shared.has_frontmatter)
+                shared.has_frontmatter, shared.anchors)
 
 
 class Manifest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -25,7 +25,7 @@ import msgspec
 from vivary_git import check as check_mod
 from vivary_git import graph as graph_mod
 from vivary_git.check import DateLookup
-from vivary_git.config import Config, excluder
+from vivary_git.config import Config, excluder, leaves_out
 from vivary_git.localcache import ObjectCache, SegmentCache, parse_cache
 from vivary_git.models import Finding, Note
 from vivary_git.source import Entry, Source, is_note, open_source
@@ -186,7 +186,7 @@ class Workspace:
             _write(flushes)
         self._graph = graph_mod.build(
             self.root_name, self.source.tree_id, self.config, [(e.path, e.oid, f) for e, _, f in keyed],
-            unreadable=self.source.problems,
+            unreadable=self.source.problems, others=self.source.others,
         )
         self._graph.rules = self._rules_digest()
         graph = self._graph
@@ -205,7 +205,7 @@ class Workspace:
         self._graph_cache.put(key, g)
         self._graph_cache.put(_LAST, key)
         self._check_cache.put(key, _Checked(g.findings, _counts(g), g.root, g.tree, g.rules, bool(g.homes),
-                                            [(n.id, n.path) for n in g.nodes]))
+                                            [(n.id, n.path) for n in g.nodes], g.others))
 
     def _cached_check(self) -> _Checked | None:
         """This tree's findings and counts without decoding its graph (a warm `check` needs no
@@ -286,7 +286,7 @@ class Workspace:
             return None
         owner = dict.fromkeys(nid for nid, _ in base.nodes)
         findings = graph_mod.patch_findings(base.findings, {path: nid for nid, path in base.nodes}, owner,
-                                            self.config, changed)
+                                            self.config, changed, None, base.others)
         if findings is None:
             return None
         self.stats.reused += base.counts.checked - len(changed)
@@ -308,6 +308,8 @@ class Workspace:
         except (KeyError, ValueError, pygit2.GitError):
             return None
         excluded = excluder(self.config)
+        left_out = leaves_out(self.config)
+        files_matter = self.config.links.dialect != "vivary"  # links may name any file: one added or removed counts
         modified, regular = pygit2.enums.DeltaStatus.MODIFIED, (0o100644, 0o100755)
         out: list[Entry] = []
         for delta in diff.deltas:
@@ -315,7 +317,9 @@ class Workspace:
             name = path.rsplit("/", 1)[-1]
             if name in _RULE_FILES or path.startswith((".tropo/", ".vivary/")):
                 return None
-            if not is_note(path) or excluded(path):
+            if files_matter and delta.status != modified and not excluded(path):
+                return None
+            if not is_note(path) or excluded(path) or (left_out is not None and left_out(path)):
                 continue
             if delta.status != modified or delta.new_file.mode not in regular or delta.old_file.mode not in regular:
                 return None
@@ -838,6 +842,7 @@ class _Checked(msgspec.Struct, frozen=True, array_like=True):
     rules: str
     homes: bool
     nodes: list[tuple[str, str]]  # (id, path) of every node
+    others: list[str] = []  # the other files a link may name (graph.Graph.others)
 
 
 def _counts(g: graph_mod.Graph) -> _Counts:

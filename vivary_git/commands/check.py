@@ -24,11 +24,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     s.add_argument("--lenient", dest="strict", action="store_false", help="report warnings as warnings")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="hide W-coded findings in text output (counts and exit code are unchanged)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="also say (on stderr) which vault dialect links are read in, and why (docs/vaults.md)")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     ws = open_ws(args)
+    if args.verbose:
+        rules = ws.config.links
+        sys.stderr.write(f"vivary: dialect {rules.dialect}: {rules.reason}\n")
     report = ws.check(strict=args.strict)
     ws.report_stats()
     if args.json:

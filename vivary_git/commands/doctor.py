@@ -44,6 +44,8 @@ def _print(r: DoctorReport) -> None:
     out.write(f"repo       {r.repo.top or '-'}" + (f" ({r.repo.branch})" if r.repo.branch else "") + "\n")
     if r.workspace.root:
         out.write(f"workspace  {r.workspace.root} ({r.workspace.config})\n")
+        if r.workspace.dialect:
+            out.write(f"dialect    {r.workspace.dialect}: {r.workspace.dialect_reason}\n")
     g = r.graph
     if g is not None:
         out.write(f"graph      {g.nodes} node(s), {g.edges} edge(s), {g.broken} broken; {g.errors} error(s), "

@@ -62,6 +62,8 @@ class WorkspaceInfo(msgspec.Struct, frozen=True):
     root: str | None
     config: str | None  # "tropo.toml", ".vivary/workspace.toml" or "zero-config"
     source: str | None  # the tree the graph was read from, e.g. "HEAD"
+    dialect: str | None = None  # the vault dialect links are read in (docs/vaults.md)
+    dialect_reason: str | None = None  # why that dialect was chosen
 
 
 class GraphInfo(msgspec.Struct, frozen=True):
@@ -158,7 +160,9 @@ def doctor(path: str | os.PathLike[str] | None = None, *, rev: str = "HEAD", roo
     hooks = _hooks(start, top, problems)
     cache = _cache(start)
     memory = _memory(ws_root, Path(git_dir), privacy, ws, problems)
-    report_ws = WorkspaceInfo(str(ws_root), config_name, rev if graph is not None else None)
+    rules = ws.config.links if ws is not None else None
+    report_ws = WorkspaceInfo(str(ws_root), config_name, rev if graph is not None else None,
+                              rules.dialect if rules else None, rules.reason if rules else None)
     ok = not any(p.level == "error" for p in problems)
     return DoctorReport(ok=ok, repo=repo, workspace=report_ws, graph=graph, privacy=privacy, hooks=hooks,
                         cache=cache, memory=memory, problems=problems)

@@ -1,0 +1,294 @@
+"""Real vaults read as their owners see them in their editor: one test per thing a new user saw go
+wrong on public vaults (docs/vaults.md is the reference for each dialect's rules)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import Repo
+
+OBSIDIAN = {".obsidian/app.json": "{}\n"}
+
+
+def findings(repo: Repo, cli: Any, files: dict[str, str | bytes], *extra: str) -> list[tuple[str, int, str, str]]:
+    repo.commit(files=files)
+    r = cli("check", "--rev", "HEAD", "--json", "--lenient", *extra, cwd=repo.path)
+    assert r.code in (0, 1), r.err
+    return [(f["path"], f["line"], f["code"], f["message"]) for f in r.json()["findings"]]
+
+
+def graph(repo: Repo, cli: Any) -> dict[str, Any]:
+    r = cli("graph", "--json", "--rev", "HEAD", cwd=repo.path)
+    assert r.code == 0, r.err
+    result: dict[str, Any] = r.json()
+    return result
+
+
+def edges(repo: Repo, cli: Any) -> set[tuple[str, str, str, bool]]:
+    return {(e["from"], e["field"], e["to"], e["broken"]) for e in graph(repo, cli)["edges"]}
+
+
+# --- the target is before the first `|` ------------------------------------------------------------------
+
+def test_obsidian_target_is_before_the_pipe_sizes_and_classes_after(repo: Repo, cli: Any) -> None:
+    files: dict[str, str | bytes] = {
+        **OBSIDIAN,
+        "Attachments/Style-guide.png": b"", "Attachments/pic.webp": b"", "img/profile.jpg": b"",
+        "Note.md": "![[Style-guide.png#interface|300]]\n![[pic.webp|522]]\n![[pic.webp|300x200]]\n"
+                   "[[profile.jpg | rounded-full | 64x64]]\n",
+    }
+    assert findings(repo, cli, files) == []
+
+
+def test_display_text_is_not_the_target(repo: Repo, cli: Any) -> None:
+    """`[[Electric Potential Difference|Voltage]]` must not resolve to Voltage.md: it names the target."""
+    got = findings(repo, cli, {"Voltage.md": "# V\n", "Physics.md": "[[Electric Potential Difference|Voltage]]\n"})
+    assert got == [("Physics.md", 1, "W221", "wikilink [[Electric Potential Difference|Voltage]] matches no note "
+                    "(looked for 'Electric Potential Difference' from Physics.md)")]
+    assert ("Physics", "wikilink", "Voltage", False) not in edges(repo, cli)
+
+
+def test_names_are_not_normalised_into_other_notes(repo: Repo, cli: Any) -> None:
+    got = findings(repo, cli, {
+        "CSS-kodestykker.md": "x\n", "C String.md": "x\n",
+        "Index.md": "[[CSS kodestykker]]\n[[C++ string]]\n[[css-KODESTYKKER]] [[c string]]\n",
+    })
+    assert [(line, code) for _, line, code, _ in got] == [(1, "W221"), (2, "W221")]
+    assert "looked for 'CSS kodestykker'" in got[0][3] and "looked for 'C++ string'" in got[1][3]
+    # Case does not matter to Obsidian: the last two resolve.
+    assert {("Index", "CSS-kodestykker"), ("Index", "C String")} <= {(f, t) for f, _, t, _ in edges(repo, cli)}
+
+
+def test_escaped_pipe_in_a_table(repo: Repo, cli: Any) -> None:
+    files: dict[str, str | bytes] = {
+        "Engelbart.jpg": b"",
+        "People.md": "| who | pic |\n|---|---|\n| Doug | ![[Engelbart.jpg\\|100]] |\n| Ted | [[Ted Nelson\\|Ted]] |\n",
+        "Ted Nelson.md": "# Ted\n",
+    }
+    assert findings(repo, cli, files) == []
+    assert ("People", "wikilink", "Ted Nelson", False) in edges(repo, cli)
+
+
+def test_caret_without_hash_is_part_of_the_name(repo: Repo, cli: Any) -> None:
+    files = {"Proving e^itheta = 1.md": "# Proof\n",
+             "Math.md": "[[Proving e^itheta = 1]] [[Proving e^itheta = 1#^blk]]\n"}
+    assert findings(repo, cli, files) == []
+    assert ("Math", "wikilink", "Proving e^itheta = 1", False) in edges(repo, cli)
+
+
+def test_heading_links_to_this_note_and_others(repo: Repo, cli: Any) -> None:
+    files = {"A.md": "# A\n## Part\n[[#Part]] [[B#Intro]] [[B#Nowhere]] [[B#^blockid]]\n", "B.md": "## Intro\n"}
+    assert findings(repo, cli, files) == []  # a missing heading is W222, off by default
+    got = findings(repo, cli, {**files, ".vivary/graph.toml": "[links]\nanchors = true\n"})
+    assert [(p, code) for p, _, code, _ in got] == [("A.md", "W222"), ("A.md", "W222")]
+    assert "B.md has no heading 'Nowhere'" in got[0][3] and "B.md has no block '^blockid'" in got[1][3]
+
+
+# --- attachments ----------------------------------------------------------------------------------------
+
+def test_attachments_that_exist_are_fine_and_missing_ones_are_reported(repo: Repo, cli: Any) -> None:
+    got = findings(repo, cli, {
+        **OBSIDIAN, "Templates/Bases/Albums.base": b"", "board.canvas": b"{}", "docs/paper.pdf": b"",
+        "Home.md": "![[Albums.base]]\n![[Albums.base#Table]]\n![[board.canvas]]\n[[paper.pdf]]\n![[missing.png]]\n"
+                   "![alt](docs/paper.pdf) ![gone](img/none.png)\n",
+    })
+    assert got == [
+        ("Home.md", 5, "W223", "embed ![[missing.png]] matches no file (looked for 'missing.png' from Home.md)"),
+        ("Home.md", 6, "W223", "image (img/none.png) matches no file (looked for 'img/none.png' from Home.md)"),
+    ]
+    # Attachments are files, not nodes: no edges to them.
+    assert edges(repo, cli) == set()
+
+
+# --- what is not a link -----------------------------------------------------------------------------------
+
+def test_code_math_and_comments_hold_no_links(repo: Repo, cli: Any) -> None:
+    body = (
+        "> [!example]\n> ```md\n> [[in-callout-fence]]\n> ```\n"
+        "- item\n  ```\n  [[in-list-fence]]\n  ```\n\n"
+        "Paragraph.\n\n    [[indented-code]]\n\n"
+        "Inline $x = [[a]]$ and $$[[b]]$$ and `[[c]]` and <!-- [[d]] --> and %%[[e]]%%.\n"
+        "$$\n[[display-math]]\n$$\n%%\n[[comment-block]]\n%%\n<!--\n[[html-comment]]\n-->\n"
+        "~~~\n[[tilde]]\n~~~\n[[real]]\n"
+    )
+    got = findings(repo, cli, {"Note.md": body})
+    assert [(line, code, msg.split(" matches")[0]) for _, line, code, msg in got] == [
+        (len(body.split("\n")) - 1, "W221", "wikilink [[real]]")]
+
+
+# --- ids keep the name; no note is dropped -----------------------------------------------------------------
+
+def test_same_name_in_two_folders_is_legal_and_both_are_nodes(repo: Repo, cli: Any) -> None:
+    got = findings(repo, cli, {
+        **OBSIDIAN,
+        "Obsidian Sync/Security.md": "# Sync security\n", "Obsidian Publish/Security.md": "# Publish security\n",
+        "Obsidian Sync/Overview.md": "[[Security]]\n", "Obsidian Publish/Overview.md": "[[Security]]\n",
+        "Home.md": "[[Obsidian Publish/Security]] [[Security]]\n",
+        "Bash &.md": "x\n", "Bash ;.md": "x\n", "Bash.md": "x\n",
+    })
+    assert got == []
+    ids = [n["id"] for n in graph(repo, cli)["nodes"]]
+    assert ids == sorted([
+        "Bash &", "Bash ;", "Bash", "Home", "Obsidian Publish/Overview", "Obsidian Publish/Security",
+        "Obsidian Sync/Overview", "Obsidian Sync/Security"])
+    e = edges(repo, cli)
+    # each Overview links the Security beside it; from elsewhere the shortest path wins
+    assert ("Obsidian Sync/Overview", "wikilink", "Obsidian Sync/Security", False) in e
+    assert ("Obsidian Publish/Overview", "wikilink", "Obsidian Publish/Security", False) in e
+    assert {("Home", "wikilink", "Obsidian Publish/Security", False),
+            ("Home", "wikilink", "Obsidian Sync/Security", False)} <= e
+    r = cli("blast", "Obsidian Publish/Security", "--rev", "HEAD", "--json", cwd=repo.path)
+    assert [i["id"] for i in r.json()["impacted"]] == ["Home", "Obsidian Publish/Overview"]
+
+
+def test_a_true_duplicate_is_reported_and_both_stay(repo: Repo, cli: Any) -> None:
+    got = findings(repo, cli, {"a.md": "# one\n", "a.markdown": "# two\n"})
+    assert [(p, code) for p, _, code, _ in got] == [("a.md", "E130")]  # `a.markdown` sorts first
+    assert "this one as 'a (2)'" in got[0][3]
+    assert [n["id"] for n in graph(repo, cli)["nodes"]] == ["a", "a (2)"]
+
+
+@pytest.mark.parametrize("name", ["内部链接", "Русский язык", "Anhänge", "Ελληνικά"])
+def test_non_latin_names_are_ids_titles_and_link_targets(repo: Repo, cli: Any, name: str) -> None:
+    got = findings(repo, cli, {f"笔记/{name}.md": "正文 text\n", "Home.md": f"[[{name}]] [[{name.upper()}]]\n"})
+    assert got == []
+    nodes = {n["id"]: n for n in graph(repo, cli)["nodes"]}
+    assert f"笔记/{name}" in nodes
+    assert ("Home", "wikilink", f"笔记/{name}", False) in edges(repo, cli)
+    q = cli("query", name, "--rev", "HEAD", "--json", cwd=repo.path).json()
+    assert q["results"] and q["results"][0]["title"] == name
+
+
+def test_decomposed_unicode_names_match_composed_links(repo: Repo, cli: Any) -> None:
+    """macOS writes `é` as e + U+0301 in file names; links are typed composed (NFC)."""
+    got = findings(repo, cli, {"Cafe\u0301.md": "x\n", "Home.md": "[[Caf\u00e9]]\n"})
+    assert got == []
+    assert ("Home", "wikilink", "Caf\u00e9", False) in edges(repo, cli)
+
+
+# --- every link kind is an edge ----------------------------------------------------------------------------
+
+def test_properties_are_edges_named_by_the_property(repo: Repo, cli: Any) -> None:
+    files = {
+        **OBSIDIAN,
+        "Places/Japan.md": "# Japan\n",
+        "Places/Kyoto.md": '---\nup: "[[Japan]]"\nloc:\n  - "[[Japan]]"\n  - "[[Kansai]]"\n---\n# Kyoto\n',
+        "Places/Osaka.md": "---\nup: [[Japan]]\nrating: 7\n---\n",
+    }
+    got = findings(repo, cli, files)
+    assert got == [("Places/Kyoto.md", 3, "W221",
+                    "property 'loc': [[Kansai]] matches no note (looked for 'Kansai' from Places/Kyoto.md)")]
+    e = edges(repo, cli)
+    assert {("Places/Kyoto", "up", "Places/Japan", False), ("Places/Kyoto", "loc", "Places/Japan", False),
+            ("Places/Kyoto", "loc", "Kansai", True), ("Places/Osaka", "up", "Places/Japan", False)} <= e
+    r = cli("blast", "Places/Japan", "--rev", "HEAD", "--json", cwd=repo.path)
+    assert [i["id"] for i in r.json()["impacted"]] == ["Places/Kyoto", "Places/Osaka"]
+
+
+def test_markdown_links_are_edges_and_broken_ones_found(repo: Repo, cli: Any) -> None:
+    files = {
+        "docs/user/publishing.md": "# Publishing\n", "docs/My Note.md": "# Mine\n", "docs/a b.md": "x\n",
+        "docs/dev/guide.md": "[text](../user/publishing.md) [x](<../My Note.md>) [y](../a%20b.md#sec)\n"
+                             "[web](https://example.com/x.md) [mail](mailto:a@b.c) [here](#top)\n"
+                             "[gone](../user/publish.md)\n\n[ref]: ../user/missing.md 'Missing'\n",
+    }
+    got = findings(repo, cli, files)
+    assert [(line, code, msg) for _, line, code, msg in got] == [
+        (3, "W221", "link (../user/publish.md) matches no note (looked for 'docs/user/publish.md' from "
+                    "docs/dev/guide.md)"),
+        (5, "W221", "reference definition (../user/missing.md) matches no note (looked for 'docs/user/missing.md' "
+                    "from docs/dev/guide.md)"),
+    ]
+    e = edges(repo, cli)
+    assert {("docs/dev/guide", "link", "docs/user/publishing", False),
+            ("docs/dev/guide", "link", "docs/My Note", False), ("docs/dev/guide", "link", "docs/a b", False)} <= e
+
+
+# --- templates ---------------------------------------------------------------------------------------------
+
+def test_templates_are_left_out_and_placeholders_named(repo: Repo, cli: Any) -> None:
+    files = {
+        **OBSIDIAN, ".obsidian/templates.json": '{"folder": "Templates"}',
+        "Templates/Album.md": "---\ncreated: {{date}}\n---\n[[<% tp.file.title %>]]\n",
+        "Templates/Bases/Albums.base": "",
+        "Albums.md": "![[Albums.base]] [[Album]]\n",
+        "Loose template.md": "---\ncategories: []\ncreated: {{date}}\n---\n[[<% tp.file.title %>]] [[{{title}}]]\n",
+    }
+    got = findings(repo, cli, files)
+    assert [(p, line, code) for p, line, code, _ in got] == [("Loose template.md", 3, "E001")]
+    assert "is a template placeholder ({{date}})" in got[0][3] and "unhashable" not in got[0][3]
+    assert [n["id"] for n in graph(repo, cli)["nodes"]] == ["Albums", "Loose template"]
+
+
+def test_graph_toml_exclude_globs_without_tropo(repo: Repo, cli: Any) -> None:
+    files = {".vivary/graph.toml": 'exclude = ["drafts/**", "*.tmp.md"]\n', "drafts/idea.md": "[[nowhere]]\n",
+             "x.tmp.md": "[[nowhere]]\n", "Home.md": "[[idea]]\n"}
+    assert findings(repo, cli, files) == []  # an excluded note is no node, but a link to it is not broken
+    assert [n["id"] for n in graph(repo, cli)["nodes"]] == ["Home"]
+
+
+# --- dialects ----------------------------------------------------------------------------------------------
+
+DENDRON_NOTE = "---\nid: {id}\ntitle: {title}\ndesc: ''\nupdated: 1\ncreated: 1\n---\n{body}"
+
+
+@pytest.mark.parametrize("marker,dialect", [
+    ({".obsidian/app.json": "{}"}, "obsidian"), ({"dendron.yml": "version: 5\n"}, "dendron"),
+    ({".foam/templates/t.md": "# t\n"}, "foam"), ({".vscode/settings.json": '{"foam.edit.x": 1}'}, "foam"),
+    ({"logseq/config.edn": "{}"}, "logseq"), ({}, "obsidian"),
+])
+def test_dialect_is_detected_and_said(repo: Repo, cli: Any, marker: dict[str, str], dialect: str) -> None:
+    repo.commit(files={**marker, "a.md": "# A\n"})
+    r = cli("check", "--rev", "HEAD", "--verbose", cwd=repo.path)
+    assert r.err.startswith(f"vivary: dialect {dialect}: "), r.err
+    d = cli("doctor", "--json", cwd=repo.path).json()
+    assert d["workspace"]["dialect"] == dialect
+
+
+def test_dendron_without_its_config_is_known_by_its_notes(repo: Repo, cli: Any) -> None:
+    files = {f"{n}.md": DENDRON_NOTE.format(id=n, title=n, body=body) for n, body in [
+        ("root", "[[Topic|dendron.topic]]\n"), ("dendron", "x\n"), ("dendron.topic", "[[gone|dendron.nope]]\n"),
+        ("dendron.topic.links", "[[Up|dendron.topic]]\n")]}
+    got = findings(repo, cli, files, "--verbose")
+    assert [(p, code) for p, _, code, _ in got] == [("dendron.topic.md", "W221")]
+    r = cli("check", "--rev", "HEAD", "--verbose", cwd=repo.path)
+    assert "vivary: dialect dendron: no editor configuration, but 2 of 4 notes" in r.err
+
+
+def test_graph_toml_names_the_dialect_and_overrides_a_rule(repo: Repo, cli: Any) -> None:
+    files = {".obsidian/app.json": "{}", ".vivary/graph.toml": 'dialect = "dendron"\n', "b.md": "x\n",
+             "a.md": "[[shown|b]]\n"}
+    assert findings(repo, cli, files) == []
+    files[".vivary/graph.toml"] = 'dialect = "dendron"\n[wikilinks]\nalias = "first"\n'
+    assert [code for _, _, code, _ in findings(repo, cli, files)] == ["W221"]
+    files[".vivary/graph.toml"] = '[links]\nbogus = 1\n'
+    repo.commit(files=files)
+    r = cli("check", "--rev", "HEAD", cwd=repo.path)
+    assert r.code == 2 and "unknown key links.bogus" in r.err
+
+
+def test_foam_identifiers_and_folder_links(repo: Repo, cli: Any) -> None:
+    files = {
+        ".foam/x": "", "projects/house/todo.md": "x\n", "work/todo.md": "x\n", "projects/index.md": "# P\n",
+        "a.md": "[[house/todo]] [[todo]] [[projects]] [Projects](projects/) [[./work/todo]] [[/work/todo]]\n",
+    }
+    assert findings(repo, cli, files) == []
+    e = {t for f, _, t, _ in edges(repo, cli) if f == "a"}
+    assert e == {"projects/house/todo", "projects/index", "work/todo"}
+
+
+def test_logseq_pages_and_namespaces(repo: Repo, cli: Any) -> None:
+    files = {"logseq/config.edn": "{}", "logseq/bak/pages/A.md": "old\n", "pages/Project___Alpha.md": "x\n",
+             "pages/Home.md": "[[project/alpha]] [[Not yet written]]\n"}
+    assert findings(repo, cli, files) == []  # Logseq makes a page for a link to a page with no file
+    assert ("pages/Home", "wikilink", "pages/Project___Alpha", False) in edges(repo, cli)
+    assert [n["id"] for n in graph(repo, cli)["nodes"]] == ["pages/Home", "pages/Project___Alpha"]
+
+
+def test_tropo_workspace_keeps_the_contract_ids(repo: Repo, cli: Any) -> None:
+    files = {"tropo.toml": "version = 1\n", "notes/Core Module.md": "# Core\n", "notes/b.md": "[[core module]] x\n"}
+    assert findings(repo, cli, files) == []
+    assert [n["id"] for n in graph(repo, cli)["nodes"]] == ["b", "core-module"]
+    r = cli("check", "--rev", "HEAD", "--verbose", cwd=repo.path)
+    assert "vivary: dialect vivary: tropo.toml workspace" in r.err

@@ -1,0 +1,297 @@
+"""Vault dialects: how each editor reads a link, and which note or file it means.
+
+A vault is written for one editor, and its links mean what that editor makes of them: in Obsidian
+`[[a|b]]` points at `a`, in Dendron at `b`; Obsidian finds `[[Kyoto]]` by file name anywhere in the
+vault, Dendron by its dotted hierarchy name. Each dialect is a module here with the same small
+interface, and nothing else in the code branches on the dialect:
+
+- `read(note_link, rules) -> Target | None`: what one link, as written, asks for (per document, so it
+  is cached with the document's facts); None when it is not a link to anything (a placeholder);
+- `Resolver.resolve(target, source_path) -> Resolution`: the vault path it reaches, or a miss and
+  what was looked for (built once per graph from every path in the tree).
+
+`detect` picks the dialect a zero-config vault is written in; docs/vaults.md is the reference for
+each dialect's rules, written from the editors' own documentation and behaviour.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
+
+import msgspec
+
+from vivary_git.models import Link, Note
+
+DIALECTS = ("obsidian", "dendron", "foam", "logseq", "vivary")
+
+# Files a link may name that are not notes. A miss on a name with one of these extensions is a
+# missing attachment (W223), not a missing note.
+ATTACHMENT_SUFFIXES = frozenset((
+    "png", "jpg", "jpeg", "gif", "svg", "webp", "bmp", "avif", "ico", "tif", "tiff", "heic",
+    "pdf", "mp3", "wav", "m4a", "ogg", "oga", "flac", "3gp", "webm", "mp4", "mov", "mkv", "ogv", "avi",
+    "canvas", "base", "excalidraw", "csv", "zip", "json", "txt", "drawio", "html", "htm", "epub", "docx",
+    "xlsx", "pptx", "key", "numbers", "pages",
+))
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+class Rules(msgspec.Struct, frozen=True):
+    """The link and id rules in force: a dialect's defaults, each overridable in `.vivary/graph.toml`."""
+
+    dialect: str = "obsidian"
+    reason: str = ""  # why this dialect was chosen, for `doctor` and `check --verbose`
+    alias: str = "first"  # where the target sits in [[a|b]]: "first", "last" (Dendron), "auto" (legacy)
+    ids: str = "path"  # "path": the vault-relative path without extension; "slug": the contract's ids
+    case: str = "insensitive"  # how names are matched: "insensitive" or "sensitive"
+    markdown: bool = True  # [text](path.md) links are edges
+    properties: bool = True  # "[[x]]" in frontmatter values are edges (field = the property name)
+    attachments: bool = True  # links to files that are not notes are checked (W223)
+    anchors: bool = False  # [[note#heading]] / [[note#^block]] to a missing heading or block: W222
+    unresolved: bool = True  # a link to no note is a finding (Logseq makes such pages itself: false)
+    templates: bool = True  # the editor's template folders are left out of the graph
+
+
+def defaults(dialect: str, reason: str = "") -> Rules:
+    """Each dialect's own rules (docs/vaults.md)."""
+    if dialect == "dendron":
+        return Rules("dendron", reason, alias="last", properties=False)
+    if dialect == "foam":
+        return Rules("foam", reason, properties=False)
+    if dialect == "logseq":
+        return Rules("logseq", reason, properties=False, unresolved=False)
+    if dialect == "vivary":
+        # A tropo.toml workspace: the contract's slug ids, and wikilinks read as vivary-git always has.
+        return Rules("vivary", reason, alias="auto", ids="slug", markdown=False, properties=False,
+                     attachments=False, templates=False)
+    return Rules("obsidian", reason)
+
+
+class Target(msgspec.Struct, frozen=True, array_like=True):
+    """One link of a document as its dialect reads it, before it is resolved."""
+
+    line: int
+    kind: str  # "w" wikilink, "e" embed, "m" Markdown link, "i" image, "r" reference definition, "p" property
+    field: str  # the edge field it makes
+    written: str  # the link text as written (inside [[ ]], or the destination), for messages
+    name: str  # what it names, as the dialect reads it ("" = this same note)
+    anchor: str = ""  # "#heading" / "#^block" part, without the "#"
+    vault: str = ""  # Dendron's `dendron://VAULT/` prefix
+
+
+class Resolution(msgspec.Struct, frozen=True, array_like=True):
+    path: str | None  # the vault path the link reaches (a note or another file); None: a miss
+    looked_for: str  # what was looked for, for messages and a broken edge's target
+
+
+class Resolver(Protocol):
+    def resolve(self, target: Target, source: str) -> Resolution: ...
+
+
+def nfc(text: str) -> str:
+    return text if text.isascii() else unicodedata.normalize("NFC", text)
+
+
+def fold(text: str, case: str) -> str:
+    """A name as it is matched: NFC, and case-folded unless matching is case-sensitive."""
+    text = nfc(text)
+    return text.casefold() if case == "insensitive" else text
+
+
+def split_target(text: str, alias: str) -> tuple[str, str | None]:
+    """(target, shown text) of `[[text]]`: split at the first `|` (written `\\|` in a table cell, where
+    a bare `|` would end the cell), the target before it (`alias = "first"`) or after the last one
+    (`"last"`, Dendron)."""
+    if "\\|" in text:
+        text = text.replace("\\|", "|")
+    if "|" not in text:
+        return text, None
+    if alias == "last":
+        shown, _, target = text.rpartition("|")
+        return target.strip(), shown
+    target, _, shown = text.partition("|")
+    return target, shown
+
+
+def is_placeholder(text: str) -> bool:
+    """A template placeholder (`{{date}}`, Templater's `<% tp.file.title %>`), not a link yet."""
+    return "{{" in text or "<%" in text
+
+
+def is_url(text: str) -> bool:
+    """A destination with a scheme (`https:`, `mailto:`, `obsidian:`): not a path in the vault."""
+    return bool(_SCHEME.match(text)) and not re.match(r"^[A-Za-z]:[\\/]", text)
+
+
+def suffix(name: str) -> str:
+    base = name.rsplit("/", 1)[-1]
+    return base.rsplit(".", 1)[-1].lower() if "." in base else ""
+
+
+def is_attachment_name(name: str) -> bool:
+    return suffix(name) in ATTACHMENT_SUFFIXES
+
+
+def read_links(note: Note, rules: Rules, field: str, wikilinks: bool) -> list[Target]:
+    """Every link a document writes, as its dialect reads it (placeholders and URLs left out)."""
+    from vivary_git.dialects import registry
+
+    read = registry.reader(rules.dialect)
+    out: list[Target] = []
+    for link in note.links:
+        if link.kind in ("w", "e"):
+            if not wikilinks:
+                continue
+        elif not rules.markdown:
+            continue
+        t = read(link, rules, field)
+        if t is not None:
+            out.append(t)
+    if rules.properties and note.fields:
+        for key, value in note.fields.items():
+            for text in _property_links(value):
+                t = read(Link(text, note.key_lines.get(key, 1), "w"), rules, key)
+                if t is not None:
+                    out.append(msgspec.structs.replace(t, kind="p"))
+    return out
+
+
+_PROPERTY_LINK = re.compile(r"\[\[([^\[\]\n]+?)\]\]")
+
+
+def _property_links(value: Any, depth: int = 0) -> Iterable[str]:
+    """`"[[Japan]]"` (a quoted property value), lists of them, and the unquoted `[[Japan]]` YAML reads
+    as a list in a list."""
+    if isinstance(value, str):
+        if "[[" in value:
+            yield from (m.group(1) for m in _PROPERTY_LINK.finditer(value))
+    elif isinstance(value, list) and depth < 2:
+        if depth == 0 and len(value) == 1 and isinstance(value[0], list) and len(value[0]) == 1 \
+                and isinstance(value[0][0], str):
+            yield value[0][0]  # `up: [[Japan]]` unquoted
+            return
+        for item in value:
+            if isinstance(item, list) and len(item) == 1 and isinstance(item[0], str) and depth == 0:
+                yield item[0]  # `- [[Japan]]` unquoted, in a block list
+            else:
+                yield from _property_links(item, depth + 1)
+
+
+def resolver(rules: Rules, notes: Sequence[str], files: Sequence[str], ids: Callable[[], dict[str, str]]) -> Resolver:
+    """The resolver of this dialect over every note path and every other file path of the tree;
+    `ids` (id -> path) is asked only by dialects that resolve to ids (the contract's slugs)."""
+    from vivary_git.dialects import registry
+
+    return registry.make_resolver(rules, notes, files, ids)
+
+
+def anchor_key(text: str) -> str:
+    """A heading or block id as links match it: case-folded, without the characters Obsidian drops
+    from heading links (`# | ^ : % [ ]`), spaces collapsed. A block id keeps its `^`."""
+    text = text.rsplit("#", 1)[-1]  # [[note#Heading#Sub]]: the last heading named
+    if text.startswith("^"):
+        return "^" + text[1:].strip().casefold()
+    cleaned = re.sub(r"[#|:%\[\]^]", " ", nfc(text))
+    return " ".join(cleaned.split()).casefold()
+
+
+def missing_code(target: Target) -> str:
+    """W223 for a missing attachment, W221 for a missing note."""
+    return "W223" if is_attachment_name(target.name) else "W221"
+
+
+def describe(target: Target) -> str:
+    """The link as its writer wrote it, for messages."""
+    if target.kind == "w":
+        return f"wikilink [[{target.written}]]"
+    if target.kind == "e":
+        return f"embed ![[{target.written}]]"
+    if target.kind == "p":
+        return f"property '{target.field}': [[{target.written}]]"
+    if target.kind == "i":
+        return f"image ({target.written})"
+    if target.kind == "r":
+        return f"reference definition ({target.written})"
+    return f"link ({target.written})"
+
+
+class Probe(Protocol):
+    """What detection may look at in the tree: a file's bytes, whether a path exists, the root's names."""
+
+    def read(self, path: str) -> bytes | None: ...
+
+    def exists(self, path: str) -> bool: ...
+
+    def names(self) -> list[str]: ...
+
+
+def detect(probe: Probe) -> tuple[str, str]:
+    """(dialect, reason) of a vault without a `tropo.toml`, from its editor's configuration, else
+    from the notes' own shape, else Obsidian (the most common vault)."""
+    if probe.read("dendron.yml") is not None or probe.read("dendron.code-workspace") is not None:
+        return "dendron", "dendron.yml found"
+    if probe.read("logseq/config.edn") is not None:
+        return "logseq", "logseq/config.edn found"
+    if probe.exists(".obsidian"):
+        return "obsidian", ".obsidian/ found"
+    if probe.exists(".foam"):
+        return "foam", ".foam/ found"
+    settings = probe.read(".vscode/settings.json")
+    if settings is not None and b'"foam.' in settings:
+        return "foam", ".vscode/settings.json has Foam settings"
+    shape = _dendron_shape(probe)
+    if shape:
+        return "dendron", shape
+    return "obsidian", ("no editor configuration found (.obsidian/, dendron.yml, .foam/, logseq/); "
+                        "Obsidian's rules are the default")
+
+
+def template_folders(probe: Probe, dialect: str) -> tuple[str, ...]:
+    """Folders the editor keeps templates (or backups) in: notes there are not part of the graph.
+    Obsidian's core Templates plugin (`.obsidian/templates.json` "folder"), Templater
+    (`.obsidian/plugins/templater-obsidian/data.json` "templates_folder"), Foam's `.foam/templates`,
+    Logseq's `logseq/` (its backups), and Obsidian's `.trash/`."""
+    import json
+
+    found: list[str] = []
+    if dialect == "obsidian":
+        for path, key in ((".obsidian/templates.json", "folder"),
+                          (".obsidian/plugins/templater-obsidian/data.json", "templates_folder")):
+            data = probe.read(path)
+            if data is None or len(data) > 1 << 20:
+                continue
+            try:
+                value = json.loads(data.decode("utf-8", "replace"))
+            except ValueError:
+                continue
+            folder = value.get(key) if isinstance(value, dict) else None
+            if isinstance(folder, str) and folder.strip("/ "):
+                found.append(folder.strip("/ "))
+        found.append(".trash")
+    elif dialect == "foam":
+        found.append(".foam/templates")
+    elif dialect == "logseq":
+        found.append("logseq")
+    return tuple(dict.fromkeys(found))
+
+
+_DENDRON_KEYS = (b"\nid:", b"\nupdated:", b"\ncreated:")
+
+
+def _dendron_shape(probe: Probe) -> str:
+    """A Dendron vault copied without its `dendron.yml`: most notes at the root have dotted hierarchy
+    names (`a.b.c.md`), and those notes carry Dendron's `id`/`updated`/`created` frontmatter."""
+    notes = [n for n in probe.names() if n.endswith(".md")]
+    dotted = sorted(n for n in notes if "." in n[:-3])
+    if len(notes) < 3 or len(dotted) * 2 < len(notes):
+        return ""
+    sample = dotted[:: max(1, len(dotted) // 5)][:5]
+    for name in sample:
+        data = probe.read(name)
+        head = (data or b"")[:2000].replace(b"\r\n", b"\n")
+        if not head.startswith(b"---") or not all(k in head for k in _DENDRON_KEYS):
+            return ""
+    return (f"no editor configuration, but {len(dotted)} of {len(notes)} notes at the root have Dendron's dotted "
+            "names and id/updated/created frontmatter")

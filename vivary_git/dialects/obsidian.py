@@ -1,0 +1,160 @@
+"""Obsidian's link rules (docs/vaults.md#obsidian), and the path index other dialects share.
+
+A wikilink names a file by name, anywhere in the vault, case-insensitively: `[[Kyoto]]` is
+`References/Kyoto.md`; `.md` may be left out, any other file is named with its extension
+(`![[Albums.base]]`, `[[paper.pdf]]`). `[[folder/name]]` narrows the name to paths ending so (or is
+a path from the vault root). When several files share the name, the one beside the linking note
+wins, else the one with the shortest path. The target is what stands before the first `|` that is
+not escaped (`\\|` in a table cell); a `#heading` or `#^block` suffix points inside it. A Markdown
+link's destination is URL-decoded and read relative to the linking note, then from the vault root,
+then by name, as Obsidian does.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import urllib.parse
+from collections.abc import Sequence
+
+from vivary_git.dialects import Resolution, Rules, Target, fold, is_placeholder, is_url, nfc, split_target
+from vivary_git.models import Link
+
+_NOTE_SUFFIXES = (".md", ".markdown")
+
+
+def strip_note_suffix(name: str) -> str:
+    low = name.lower()
+    for s in _NOTE_SUFFIXES:
+        if low.endswith(s):
+            return name[: -len(s)]
+    return name
+
+
+def read_wikilink(link: Link, rules: Rules, field: str) -> Target | None:
+    """`[[target#anchor|shown]]` (and `![[…]]`, and a property's `[[…]]`) as Obsidian reads it."""
+    text = link.text
+    if is_placeholder(text):
+        return None
+    target, _ = split_target(text, rules.alias)
+    name, _, anchor = target.partition("#")
+    name = nfc(name.strip())
+    anchor = anchor.strip()
+    if not name and not anchor:
+        return None  # `[[]]`, `[[|x]]`
+    if is_url(name) and not name.startswith("dendron://"):
+        return None  # `[[label|https://…]]`: a web address, not a file of the vault
+    return Target(link.line, link.kind, field, text, name, anchor)
+
+
+def read_markdown(link: Link, rules: Rules, field: str) -> Target | None:
+    """`[shown](dest)`, `![shown](dest)` and `[label]: dest`: URLs left out, the path URL-decoded."""
+    dest = link.text.strip()
+    if not dest or is_url(dest) or is_placeholder(dest) or dest.startswith("//"):
+        return None
+    path, _, anchor = dest.partition("#")
+    path = path.split("?", 1)[0]
+    name = nfc(urllib.parse.unquote(path)) if "%" in path else nfc(path)
+    return Target(link.line, link.kind, "link", dest, name, urllib.parse.unquote(anchor))
+
+
+def read(link: Link, rules: Rules, field: str) -> Target | None:
+    if link.kind in ("w", "e"):
+        return read_wikilink(link, rules, field)
+    return read_markdown(link, rules, field)
+
+
+class Index:
+    """Every note and file path of the tree, looked up by path and by name."""
+
+    def __init__(self, notes: Sequence[str], files: Sequence[str], case: str) -> None:
+        self.case = case
+        self.note_paths: dict[str, str] = {}  # folded path without its .md -> path
+        self.note_names: dict[str, list[str]] = {}  # folded name without .md -> paths
+        self.file_paths: dict[str, str] = {}  # folded path -> path (attachments, and notes with their .md)
+        self.file_names: dict[str, list[str]] = {}
+        for p in notes:
+            key = fold(strip_note_suffix(p), case)
+            self.note_paths.setdefault(key, p)
+            self.note_names.setdefault(key.rsplit("/", 1)[-1], []).append(p)
+            self.file_paths.setdefault(fold(p, case), p)
+        for p in files:
+            key = fold(p, case)
+            if key.endswith(_NOTE_SUFFIXES):  # a note left out of the graph (a template): still a note to link
+                stem = fold(strip_note_suffix(p), case)
+                self.note_paths.setdefault(stem, p)
+                self.note_names.setdefault(stem.rsplit("/", 1)[-1], []).append(p)
+            self.file_paths.setdefault(key, p)
+            self.file_names.setdefault(key.rsplit("/", 1)[-1], []).append(p)
+
+    def exact(self, path: str) -> str | None:
+        """The note at `path` (`.md` optional) or the file at `path` (its full name), from the root."""
+        if not path or path.startswith("../") or path == "..":
+            return None
+        key = fold(path, self.case)
+        return self.note_paths.get(fold(strip_note_suffix(path), self.case)) or self.file_paths.get(key)
+
+    def named(self, name: str) -> list[str]:
+        """Notes named `name` (`.md` optional; a `folder/name` matches paths ending so), else files."""
+        key = fold(name.strip("/"), self.case)
+        base = key.rsplit("/", 1)[-1]
+        tail = "/" + key if "/" in key else ""
+        found = self.note_names.get(fold(strip_note_suffix(base), self.case), [])
+        if tail:
+            t = fold(strip_note_suffix(tail), self.case)
+            found = [p for p in found if ("/" + fold(strip_note_suffix(p), self.case)).endswith(t)]
+        if not found:
+            found = self.file_names.get(base, [])
+            if tail:
+                found = [p for p in found if ("/" + fold(p, self.case)).endswith(tail)]
+        return found
+
+
+def nearest(paths: list[str], source: str) -> str:
+    """Of several files with one name: the one in the linking note's folder, else the shortest path."""
+    if len(paths) == 1:
+        return paths[0]
+    folder = posixpath.dirname(source)
+    beside = [p for p in paths if posixpath.dirname(p) == folder]
+    if beside:
+        return beside[0]
+    return min(paths, key=lambda p: (p.count("/"), len(p), p))
+
+
+def relative(source: str, name: str) -> str:
+    """`name` read relative to the folder of `source` (a leading `/` is the vault root)."""
+    if name.startswith("/"):
+        return posixpath.normpath(name.lstrip("/"))
+    joined = posixpath.normpath(posixpath.join(posixpath.dirname(source), name))
+    return "" if joined == "." else joined
+
+
+class Resolver:
+    def __init__(self, rules: Rules, notes: Sequence[str], files: Sequence[str]) -> None:
+        self.index = Index(notes, files, rules.case)
+
+    def resolve(self, target: Target, source: str) -> Resolution:
+        name = target.name
+        if not name:
+            return Resolution(source, source)  # [[#heading]]: this same note
+        index = self.index
+        if target.kind in ("m", "i", "r"):
+            rel = relative(source, name)
+            if rel.startswith("../") or rel == "..":
+                return Resolution(source, rel)  # leaves the workspace folder: not ours to check
+            for path in (rel, name.lstrip("/")) if not name.startswith("/") else (rel,):
+                hit = index.exact(path)
+                if hit is not None:
+                    return Resolution(hit, rel)
+            found = index.named(name) if not name.startswith(("./", "../", "/")) else []
+            if found:
+                return Resolution(nearest(found, source), rel)
+            return Resolution(None, rel)
+        if name.startswith("/") or name.startswith("./") or name.startswith("../"):
+            rel = relative(source, name)
+            return Resolution(index.exact(rel), rel)
+        if "/" in name:
+            hit = index.exact(name) or index.exact(relative(source, name))
+            if hit is not None:
+                return Resolution(hit, name)
+        found = index.named(name)
+        return Resolution(nearest(found, source) if found else None, name)

@@ -1,0 +1,98 @@
+"""The rules of a `tropo.toml` workspace (docs/vaults.md#vivary): the contract's ids (lowercase
+slugs of file stems) and wikilinks resolved to those ids as vivary-git always has: each part of
+`[[a|b]]` reduced to an id the way a path is (anchors, a `dendron://vault/` prefix and folders
+dropped, the stem slugged), the last part first (`alias = "auto"`), and links to assets, headings
+of the same note and template placeholders left out."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Sequence
+
+from vivary_git.dialects import Resolution, Rules, Target
+from vivary_git.models import Link
+
+_ID_RUNS = re.compile(r"[^a-z0-9._-]+")
+_DENDRON_VAULT = re.compile(r"^dendron://[^/]*/")
+_ASSET_SUFFIXES = (
+    ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".bmp", ".pdf", ".mp3", ".mp4", ".webm", ".mov", ".wav",
+    ".ogg", ".canvas", ".excalidraw", ".csv", ".zip",
+)
+
+
+def slug(text: str) -> str:
+    """Lowercase; runs outside `[a-z0-9._-]` become `-`; trimmed; empty → `untitled`."""
+    out = _ID_RUNS.sub("-", text.lower()).strip("-")
+    return out or "untitled"
+
+
+def _stem(name: str) -> str:
+    low = name.lower()
+    for suffix in (".markdown", ".md"):
+        if low.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+@functools.lru_cache(maxsize=65536)
+def candidates(text: str, alias: str) -> tuple[str, ...]:
+    """Candidate ids of `[[text]]`, best first; empty when it points at no note (an asset, a heading)."""
+    parts = [p.strip() for p in text.split("|")]
+    if len(parts) == 1:
+        ordered = parts
+    elif alias == "first":
+        ordered = [parts[0]]
+    elif alias == "last":
+        ordered = [parts[-1]]
+    else:
+        ordered = [parts[-1], parts[0]]
+    if any("{{" in p for p in parts):
+        return ()  # a template placeholder (`[[journal.{{CURRENT_DAY}}]]`), not a link yet
+    if any(_DENDRON_VAULT.sub("", p).startswith(("#", "^")) for p in parts):
+        return ()  # a link to a heading or block of this same note
+    out: list[str] = []
+    for raw in ordered:
+        t = _DENDRON_VAULT.sub("", raw)
+        t = re.split(r"[#^]", t, maxsplit=1)[0].strip()
+        if not t or t.lower().endswith(_ASSET_SUFFIXES):
+            continue
+        t = t.rstrip("/").rsplit("/", 1)[-1]
+        out.append(slug(_stem(t)))
+    return tuple(out)
+
+
+def vault_of(text: str) -> str:
+    for part in text.split("|"):
+        m = _DENDRON_VAULT.match(part.strip())
+        if m:
+            return m.group(0)[len("dendron://"):-1]
+    return ""
+
+
+def read(link: Link, rules: Rules, field: str) -> Target | None:
+    if link.kind not in ("w", "e"):
+        return None
+    found = candidates(link.text, rules.alias)
+    if not found:
+        return None
+    vault = vault_of(link.text) if "dendron://" in link.text else ""
+    return Target(link.line, link.kind, field, link.text, found[0], "", vault)
+
+
+class Resolver:
+    def __init__(self, rules: Rules, ids: Callable[[], dict[str, str]]) -> None:
+        self.alias = rules.alias
+        self.ids = ids()
+
+    def resolve(self, target: Target, source: str) -> Resolution:
+        found = candidates(target.written, self.alias)
+        for c in found:
+            path = self.ids.get(c)
+            if path is not None:
+                return Resolution(path, c)
+        return Resolution(None, found[0] if found else target.name)
+
+
+def resolver(rules: Rules, notes: Sequence[str], files: Sequence[str], ids: Callable[[], dict[str, str]]) -> Resolver:
+    return Resolver(rules, ids)
