@@ -172,7 +172,7 @@ def test_pull_request_review_end_to_end(repo: Repo, tmp_path: Path) -> None:
         "(modified): c. `git vivary blast a` lists everything that reaches it.",
     ]
     assert r.outputs == {"errors": "3", "warnings": "0", "impacted": "2", "changed": "2", "broken-edges": "3",
-                         "sarif": str(tmp_path / "vivary.sarif")}
+                         "sarif": str(tmp_path / "vivary.sarif"), "fork": "true"}
     assert r.summary.startswith("## ❌ vivary: 3 error(s), 0 warning(s) in HEAD\n")
     assert f"### Blast radius of {base}..HEAD" in r.summary
     assert "| removed | b | module | modules/b.md |" in r.summary
@@ -244,3 +244,39 @@ def test_push_event_and_opt_in_index_step(repo: Repo, tmp_path: Path) -> None:
         assert "push-refs: no refs/vivary/* to push" in r.log
     fork = run_action(repo.path, tmp_path, inputs, pr_event(base, head, fork=True))
     assert "push-refs: skipped for a pull request from a fork" in fork.log, fork.log
+
+
+def test_sarif_output_names_only_a_file_this_run_wrote(repo: Repo, tmp_path: Path) -> None:
+    """A run that stops before writing SARIF must not tell upload-sarif to upload a missing (or a stale,
+    pull-request-supplied) file: the `sarif` output is set only after `git vivary ci` wrote it."""
+    base, head = pr_repo(repo)
+    sarif = repo.path / "vivary.sarif"
+    sarif.write_text('{"forged": true}\n')  # e.g. committed by the pull request
+    r = run_action(repo.path, tmp_path, {**tool_inputs(), "sarif": str(sarif), "root": "nowhere"},
+                   pr_event(base, head))
+    assert r.code == 2, r.log  # usage error: --root names no folder of the head tree
+    assert r.outputs["sarif"] == "" and "sarif" not in r.steps["review"]
+    assert not sarif.exists()  # the stale file is gone, so no later step can upload it
+    r = run_action(repo.path, tmp_path, {**tool_inputs(), "sarif": str(sarif)}, pr_event(base, head))
+    assert r.code == 1 and r.outputs["sarif"] == str(sarif)
+    assert json.loads(sarif.read_text())["version"] == "2.1.0"
+
+
+def test_fork_output_lets_a_workflow_skip_the_sarif_upload(repo: Repo, tmp_path: Path) -> None:
+    base, head = pr_repo(repo)
+    inputs = {**tool_inputs(), "fail-on-error": "false"}
+    assert run_action(repo.path, tmp_path, inputs, pr_event(base, head, fork=True)).outputs["fork"] == "true"
+    assert run_action(repo.path, tmp_path, inputs, pr_event(base, head)).outputs["fork"] == "false"
+
+
+def test_docs_sample_grants_what_upload_sarif_needs() -> None:
+    """docs/action.md's workflow uploads SARIF: the job must grant `security-events: write` and skip forks."""
+    text = (ROOT / "docs" / "action.md").read_text()
+    sample = yaml.safe_load(text.split("```yaml\n", 1)[1].split("```", 1)[0])
+    steps = sample["jobs"]["vivary"]["steps"]
+    uploads = [s for s in steps if str(s.get("uses", "")).startswith("github/codeql-action/upload-sarif")]
+    assert uploads, "the sample shows the SARIF upload"
+    perms = sample.get("permissions") or sample["jobs"]["vivary"].get("permissions")
+    assert perms == {"contents": "read", "security-events": "write"}
+    assert "steps.vivary.outputs.fork" in uploads[0]["if"]
+    assert "## Fork pull requests" in text

@@ -201,3 +201,19 @@ def test_hook_without_vivary_fails_closed(repo: Repo, tmp_path: Path, cli: Any) 
 @pytest.mark.parametrize("args", [["install", "bogus"], ["run", "pre-push"], []])
 def test_hooks_usage_errors(repo: Repo, cli: Any, args: list[str]) -> None:
     assert cli("hooks", *args, cwd=repo.path).code == 2
+
+
+def test_post_commit_docs_name_the_command_the_hook_runs() -> None:
+    """The manifest and docs/hooks.md promised `index --yes`; the hook runs `index --auto` (it indexes
+    only with `auto_index = true`, which counts as approval, and is silent otherwise)."""
+    import yaml
+
+    from vivary_git.commands.hooks import POST_COMMIT
+
+    runs = "git vivary " + " ".join(POST_COMMIT)
+    assert runs == "git vivary index --auto --rev HEAD"
+    manifest = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+    assert runs in manifest["vivary-index"]["description"]
+    row = next(line for line in (ROOT / "docs" / "hooks.md").read_text().splitlines()
+               if line.startswith("| `vivary-index`"))
+    assert runs in row and "index --yes" not in row

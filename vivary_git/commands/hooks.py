@@ -8,6 +8,9 @@ from pathlib import Path
 
 from vivary_git.errors import EXIT_FINDINGS, EXIT_OK
 
+# What the post-commit hook runs; .pre-commit-hooks.yaml and docs/hooks.md name the same command.
+POST_COMMIT = ("index", "--auto", "--rev", "HEAD")
+
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
@@ -103,7 +106,7 @@ def post_commit() -> int:
     if "--auto" not in options:
         print("vivary: post-commit: nothing to do (this vivary-git has no `index --auto`)")
         return EXIT_OK
-    return main(["index", "--auto", "--rev", "HEAD"])
+    return main(list(POST_COMMIT))
 
 
 def _index_options(parser: argparse.ArgumentParser) -> set[str]:
