@@ -157,10 +157,16 @@ def test_install_refuses_rather_than_overwrite(repo: Repo, cli: Any) -> None:
 
 def test_core_hooks_path_and_worktrees(repo: Repo, cli: Any, tmp_path: Path) -> None:
     workspace(repo)
-    repo.git("config", "core.hooksPath", ".githooks")
+    shared = tmp_path / "my-hooks"  # outside the work tree: this machine's own folder
+    repo.git("config", "core.hooksPath", str(shared))
     r = cli("hooks", "install", "pre-commit", "post-commit", cwd=repo.path)
-    assert (repo.path / ".githooks" / "pre-commit").is_file() and (repo.path / ".githooks" / "post-commit").is_file()
-    assert "core.hooksPath = .githooks" in cli("hooks", "status", cwd=repo.path).out, r.out
+    assert (shared / "pre-commit").is_file() and (shared / "post-commit").is_file(), r.err
+    assert f"core.hooksPath = {shared}" in cli("hooks", "status", cwd=repo.path).out, r.out
+    # A git-ignored folder inside the work tree is this machine's too.
+    repo.write({".gitignore": ".localhooks/\n"})
+    repo.git("config", "core.hooksPath", ".localhooks")
+    assert cli("hooks", "install", cwd=repo.path).code == 0
+    assert (repo.path / ".localhooks" / "pre-commit").is_file()
     repo.git("config", "--unset", "core.hooksPath")
     wt = tmp_path / "wt"
     repo.git("worktree", "add", "-q", str(wt))
