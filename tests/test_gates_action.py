@@ -217,7 +217,7 @@ def test_pull_request_review_end_to_end(repo: Repo, tmp_path: Path) -> None:
     assert r.outputs == {"errors": "3", "warnings": "0", "impacted": "2", "changed": "2", "broken-edges": "3",
                          "sarif": str(tmp_path / "vivary.sarif"), "fork": "true"}
     assert r.summary.startswith("## ❌ vivary: 3 error(s), 0 warning(s) in HEAD\n")
-    assert f"### Blast radius of {base}..HEAD" in r.summary
+    assert f"### Changed notes ({base}..HEAD)" in r.summary
     assert "| removed | b | module | modules/b.md |" in r.summary
     assert "```mermaid\nflowchart LR\n" in r.summary
     assert json.loads((tmp_path / "vivary.sarif").read_text())["version"] == "2.1.0"
