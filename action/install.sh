@@ -19,11 +19,21 @@ else
         exit 2
     fi
     venv="${RUNNER_TEMP:-${TMPDIR:-/tmp}}/vivary-git-venv"
-    "$py" -m venv "$venv"
-    # Default: this action's own source, so a pinned action version is a pinned vivary-git version.
-    spec=${VIVARY_INSTALL:-$GITHUB_ACTION_PATH}
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$spec"
     bin="$venv/bin/git-vivary"
+    key=${VIVARY_CACHE_KEY:-}
+    # The cache step (actions/cache/restore) may have put back a venv: use it only when it was built
+    # for this very key (see action/cache_key.py) and still runs; anything else is built afresh.
+    if [ -n "$key" ] && [ -f "$venv/.vivary-cache-key" ] && [ "$(cat "$venv/.vivary-cache-key")" = "$key" ] \
+            && "$bin" --version >/dev/null 2>&1; then
+        echo "vivary: using the cached vivary-git install ($key)"
+    else
+        rm -rf -- "$venv"
+        "$py" -m venv "$venv"
+        # Default: this action's own source, so a pinned action version is a pinned vivary-git version.
+        spec=${VIVARY_INSTALL:-$GITHUB_ACTION_PATH}
+        "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$spec"
+        [ -z "$key" ] || printf '%s\n' "$key" > "$venv/.vivary-cache-key"
+    fi
 fi
 case $bin in *$'\n'*|*$'\r'*) echo "::error title=vivary::the git-vivary path contains a line break"; exit 2 ;; esac
 "$bin" --version

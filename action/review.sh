@@ -12,12 +12,16 @@ esc() { local s=${1//%/%25}; s=${s//$'\r'/%0D}; printf '%s' "${s//$'\n'/%0A}"; }
 
 base=${VIVARY_BASE:-}
 head=${VIVARY_HEAD:-}
+fork=false
 while IFS='=' read -r key value; do
     case $key in
         base) [ -n "$base" ] || base=$value ;;
         head) [ -n "$head" ] || head=$value ;;
+        fork) fork=$value ;;
     esac
 done < <("${VIVARY_PYTHON:-python3}" "$GITHUB_ACTION_PATH/action/event.py")
+# A pull request from a fork runs with a read-only token: a workflow skips its SARIF upload on this.
+echo "fork=$fork" >> "$GITHUB_OUTPUT"
 
 # actions/checkout fetches one commit by default: bring in a missing base (or head) by id.
 for rev in "$base" "$head"; do
@@ -41,12 +45,23 @@ if [ "${VIVARY_SUMMARY:-true}" = true ] && [ -n "${GITHUB_STEP_SUMMARY:-}" ]; th
     args+=(--summary "$GITHUB_STEP_SUMMARY")
 fi
 if [ -n "${VIVARY_SARIF:-}" ]; then
+    case $VIVARY_SARIF in *$'\n'*|*$'\r'*) echo "::error title=vivary::the sarif input contains a line break"; exit 2 ;; esac
+    if [ -d "$VIVARY_SARIF" ]; then
+        echo "::error title=vivary::the sarif input names a folder; name a file such as vivary.sarif"
+        exit 2
+    fi
+    # A file already there (a stale one, or one the pull request committed) must not be uploaded as ours.
+    rm -f -- "$VIVARY_SARIF"
     args+=(--sarif "$VIVARY_SARIF")
-    echo "sarif=$VIVARY_SARIF" >> "$GITHUB_OUTPUT"
 fi
 
 status=0
 "$vivary" "${args[@]}" || status=$?
+# Named only once it exists: a run that stopped early leaves the output empty, so no upload step
+# (`if: steps.ID.outputs.sarif != ''`) is handed a missing file.
+if [ -n "${VIVARY_SARIF:-}" ] && [ -f "$VIVARY_SARIF" ]; then
+    echo "sarif=$VIVARY_SARIF" >> "$GITHUB_OUTPUT"
+fi
 case $status in
     0) exit 0 ;;
     1) if [ "${VIVARY_FAIL_ON_ERROR:-true}" = true ]; then exit 1; fi; exit 0 ;;

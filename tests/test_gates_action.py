@@ -6,11 +6,14 @@ composite action, as far as this action needs it: it sets the `GITHUB_*` environ
 `GITHUB_ACTION_PATH`, `GITHUB_WORKSPACE`), evaluates the only expressions the action uses
 (`inputs.*`, `steps.ID.outputs.*`) in `env:` values, runs each `run:` with `bash -e`, collects step
 outputs from the output file (both the `name=value` and the `name<<DELIMITER` forms) and maps the
-action's `outputs:`. It then checks a real two-commit repository: annotation lines, summary, outputs.
+action's `outputs:`. The two `uses: actions/cache/*` steps talk to GitHub's cache service, which
+cannot exist here either: a folder of copies stands in for it (`fake_cache`). It then checks a real
+two-commit repository: annotation lines, summary, outputs.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -47,9 +50,12 @@ def test_action_yml_matches_the_published_schema() -> None:
 def test_no_run_script_interpolates_expressions() -> None:
     """Script injection: `${{ }}` in a `run:` would paste PR-controlled text into bash."""
     for step in ACTION["runs"]["steps"]:
+        if "uses" in step:
+            assert step["uses"].startswith("actions/cache/"), step["name"]  # GitHub's own, pinned to a major
+            continue
         assert "${{" not in step.get("run", ""), step["name"]
         assert step.get("shell") == "bash"
-    for name in ("install.sh", "review.sh", "index.sh"):
+    for name in ("install.sh", "review.sh", "index.sh", "cache_key.py"):
         assert "${{" not in (ROOT / "action" / name).read_text()
 
 
@@ -81,8 +87,37 @@ def parse_output_file(text: str) -> dict[str, str]:
     return out
 
 
+def condition(text: str, evaluate: Any) -> bool:
+    """The `if:` forms action.yml uses: `steps.X.outputs.Y != ''` terms joined by `&&`."""
+    ok = True
+    for term in text.split("&&"):
+        got = re.fullmatch(r"\s*(steps\.[\w-]+\.outputs\.[\w-]+)\s*(==|!=)\s*'([^']*)'\s*", term)
+        assert got, f"the harness does not evaluate `if: {text}`; keep action.yml simple"
+        value = evaluate("${{ " + got.group(1) + " }}")
+        ok = ok and ((value == got.group(3)) == (got.group(2) == "=="))
+    return ok
+
+
+def fake_cache(step: dict[str, Any], store: Path, evaluate: Any) -> dict[str, str]:
+    """actions/cache/restore and actions/cache/save, with a folder standing in for GitHub's cache
+    service (which cannot exist here): entries are whole copies of `path`, found by exact `key`."""
+    path, key = Path(evaluate(step["with"]["path"])), evaluate(step["with"]["key"])
+    entry = store / hashlib.sha256(key.encode()).hexdigest()
+    if step["uses"].startswith("actions/cache/restore@"):
+        if not entry.is_dir():
+            return {"cache-hit": "false"}
+        shutil.rmtree(path, ignore_errors=True)
+        shutil.copytree(entry, path, symlinks=True)
+        return {"cache-hit": "true", "cache-primary-key": key, "cache-matched-key": key}
+    assert step["uses"].startswith("actions/cache/save@"), step["uses"]
+    if not entry.exists() and path.is_dir():  # a key is written once, as GitHub's cache does
+        shutil.copytree(path, entry, symlinks=True)
+    return {}
+
+
 def run_action(workspace: Path, tmp: Path, inputs: dict[str, str], event: dict[str, Any],
-               event_name: str = "pull_request") -> Run:
+               event_name: str = "pull_request", cache: Path | None = None,
+               env_extra: dict[str, str] | None = None) -> Run:
     values = {name: spec.get("default", "") for name, spec in ACTION["inputs"].items()}
     values.update(inputs)
     event_path = tmp / "event.json"
@@ -107,11 +142,19 @@ def run_action(workspace: Path, tmp: Path, inputs: dict[str, str], event: dict[s
         "GITHUB_ACTIONS": "true", "CI": "true", "GITHUB_EVENT_NAME": event_name,
         "GITHUB_EVENT_PATH": str(event_path), "GITHUB_WORKSPACE": str(workspace),
         "GITHUB_ACTION_PATH": str(ROOT), "GITHUB_REPOSITORY": "owner/notes", "GITHUB_STEP_SUMMARY": str(summary),
-        "RUNNER_TEMP": str(tmp), "PATH": "/usr/bin:/bin",
+        "RUNNER_TEMP": str(tmp), "PATH": "/usr/bin:/bin", "RUNNER_OS": "Linux",
     })
+    base_env.update(env_extra or {})
     log: list[str] = []
     code = 0
     for n, step in enumerate(ACTION["runs"]["steps"]):
+        if "if" in step and not condition(step["if"], expr):
+            continue
+        if "uses" in step:
+            got = fake_cache(step, cache or tmp / "no-cache-service", expr)
+            if "id" in step:
+                steps[step["id"]] = got
+            continue
         output = tmp / f"output_{n}"
         output.write_text("")
         env = dict(base_env, GITHUB_OUTPUT=str(output))
@@ -172,9 +215,9 @@ def test_pull_request_review_end_to_end(repo: Repo, tmp_path: Path) -> None:
         "(modified): c. `git vivary blast a` lists everything that reaches it.",
     ]
     assert r.outputs == {"errors": "3", "warnings": "0", "impacted": "2", "changed": "2", "broken-edges": "3",
-                         "sarif": str(tmp_path / "vivary.sarif")}
+                         "sarif": str(tmp_path / "vivary.sarif"), "fork": "true"}
     assert r.summary.startswith("## ❌ vivary: 3 error(s), 0 warning(s) in HEAD\n")
-    assert f"### Blast radius of {base}..HEAD" in r.summary
+    assert f"### Changed notes ({base}..HEAD)" in r.summary
     assert "| removed | b | module | modules/b.md |" in r.summary
     assert "```mermaid\nflowchart LR\n" in r.summary
     assert json.loads((tmp_path / "vivary.sarif").read_text())["version"] == "2.1.0"
@@ -244,3 +287,123 @@ def test_push_event_and_opt_in_index_step(repo: Repo, tmp_path: Path) -> None:
         assert "push-refs: no refs/vivary/* to push" in r.log
     fork = run_action(repo.path, tmp_path, inputs, pr_event(base, head, fork=True))
     assert "push-refs: skipped for a pull request from a fork" in fork.log, fork.log
+
+
+def test_sarif_output_names_only_a_file_this_run_wrote(repo: Repo, tmp_path: Path) -> None:
+    """A run that stops before writing SARIF must not tell upload-sarif to upload a missing (or a stale,
+    pull-request-supplied) file: the `sarif` output is set only after `git vivary ci` wrote it."""
+    base, head = pr_repo(repo)
+    sarif = repo.path / "vivary.sarif"
+    sarif.write_text('{"forged": true}\n')  # e.g. committed by the pull request
+    r = run_action(repo.path, tmp_path, {**tool_inputs(), "sarif": str(sarif), "root": "nowhere"},
+                   pr_event(base, head))
+    assert r.code == 2, r.log  # usage error: --root names no folder of the head tree
+    assert r.outputs["sarif"] == "" and "sarif" not in r.steps["review"]
+    assert not sarif.exists()  # the stale file is gone, so no later step can upload it
+    r = run_action(repo.path, tmp_path, {**tool_inputs(), "sarif": str(sarif)}, pr_event(base, head))
+    assert r.code == 1 and r.outputs["sarif"] == str(sarif)
+    assert json.loads(sarif.read_text())["version"] == "2.1.0"
+
+
+def test_fork_output_lets_a_workflow_skip_the_sarif_upload(repo: Repo, tmp_path: Path) -> None:
+    base, head = pr_repo(repo)
+    inputs = {**tool_inputs(), "fail-on-error": "false"}
+    assert run_action(repo.path, tmp_path, inputs, pr_event(base, head, fork=True)).outputs["fork"] == "true"
+    assert run_action(repo.path, tmp_path, inputs, pr_event(base, head)).outputs["fork"] == "false"
+
+
+def test_docs_sample_grants_what_upload_sarif_needs() -> None:
+    """docs/action.md's workflow uploads SARIF: the job must grant `security-events: write` and skip forks."""
+    text = (ROOT / "docs" / "action.md").read_text()
+    sample = yaml.safe_load(text.split("```yaml\n", 1)[1].split("```", 1)[0])
+    steps = sample["jobs"]["vivary"]["steps"]
+    uploads = [s for s in steps if str(s.get("uses", "")).startswith("github/codeql-action/upload-sarif")]
+    assert uploads, "the sample shows the SARIF upload"
+    perms = sample.get("permissions") or sample["jobs"]["vivary"].get("permissions")
+    assert perms == {"contents": "read", "security-events": "write"}
+    assert "steps.vivary.outputs.fork" in uploads[0]["if"]
+    assert "## Fork pull requests" in text
+
+
+def stub_wheel(folder: Path, version: str) -> Path:
+    """A wheel whose `git-vivary` runs this environment's vivary-git: the install step's pip path,
+    offline (PIP_NO_INDEX), in seconds, without PyPI."""
+    import zipfile
+
+    name = f"vivary_git_stub-{version}-py3-none-any.whl"
+    dist = f"vivary_git_stub-{version}.dist-info"
+    files = {
+        "vivary_git_stub.py": f"import os, sys\ndef main():\n    os.execv({sys.executable!r}, "
+                              f"[{sys.executable!r}, '-m', 'vivary_git.main', *sys.argv[1:]])\n",
+        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: vivary-git-stub\nVersion: {version}\n",
+        f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{dist}/entry_points.txt": "[console_scripts]\ngit-vivary = vivary_git_stub:main\n",
+    }
+    path = folder / name
+    with zipfile.ZipFile(path, "w") as z:
+        for rel, text in files.items():
+            z.writestr(rel, text)
+        z.writestr(f"{dist}/RECORD", "".join(f"{rel},,\n" for rel in files) + f"{dist}/RECORD,,\n")
+    return path
+
+
+def test_install_is_cached_between_runs(repo: Repo, tmp_path: Path) -> None:
+    base, head = pr_repo(repo)
+    store, wheels = tmp_path / "cache-service", tmp_path / "wheels"
+    store.mkdir()
+    wheels.mkdir()
+    wheel = stub_wheel(wheels, "1.0")
+    offline = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheels)}
+    inputs = {"python": sys.executable, "install": str(wheel), "fail-on-error": "false"}
+    first = run_action(repo.path, tmp_path, inputs, pr_event(base, head), cache=store, env_extra=offline)
+    assert first.code == 0, first.log
+    key = first.steps["cache-key"]["key"]
+    assert key.startswith("vivary-git-venv-v1-Linux-") and first.steps["cache-restore"]["cache-hit"] == "false"
+    assert "using the cached vivary-git install" not in first.log and first.outputs["errors"] == "3"
+    venv = tmp_path / "vivary-git-venv"
+    assert first.steps["install"]["bin"] == str(venv / "bin" / "git-vivary")
+    assert len(list(store.iterdir())) == 1  # saved right after the install, although the review failed
+
+    # A new runner: nothing in RUNNER_TEMP, and pip could not install (the wheel is gone).
+    shutil.rmtree(venv)
+    wheel.unlink()
+    second = run_action(repo.path, tmp_path, inputs, pr_event(base, head), cache=store, env_extra=offline)
+    assert second.code == 0, second.log
+    assert second.steps["cache-key"]["key"] == key and second.steps["cache-restore"]["cache-hit"] == "true"
+    assert f"vivary: using the cached vivary-git install ({key})" in second.log
+    assert second.outputs["errors"] == "3"
+
+    # What pip installs is part of the key: another install value builds (and caches) a new venv.
+    other = stub_wheel(wheels, "2.0")
+    third = run_action(repo.path, tmp_path, {**inputs, "install": str(other)}, pr_event(base, head), cache=store,
+                       env_extra=offline)
+    assert third.code == 0, third.log
+    assert third.steps["cache-key"]["key"] != key and "using the cached" not in third.log
+    assert len(list(store.iterdir())) == 2
+    # No cache with `cache: false`, or when `vivary-git` names an executable (nothing is installed).
+    off = run_action(repo.path, tmp_path, {**inputs, "cache": "false"}, pr_event(base, head), cache=store,
+                     env_extra=offline)
+    assert off.steps["cache-key"]["key"] == "" and "cache-restore" not in off.steps
+    assert run_action(repo.path, tmp_path, tool_inputs(), pr_event(base, head)).steps["cache-key"]["key"] == ""
+
+
+def test_cache_key_follows_the_action_source(tmp_path: Path) -> None:
+    """With the default `install` (the action's own source) the key is a digest of that source, so a
+    moving ref such as @main never reuses a venv built from older code."""
+    src = tmp_path / "action-src"
+    (src / "vivary_git").mkdir(parents=True)
+    (src / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    (src / "vivary_git" / "a.py").write_text("A = 1\n")
+
+    def key() -> str:
+        env = dict(os.environ, GITHUB_ACTION_PATH=str(src), RUNNER_TEMP=str(tmp_path), RUNNER_OS="Linux")
+        env.pop("VIVARY_INSTALL", None)
+        env.pop("VIVARY_GIT", None)
+        out = subprocess.run([sys.executable, str(ROOT / "action" / "cache_key.py")], env=env, text=True,
+                             capture_output=True, check=True).stdout
+        return parse_output_file(out)["key"]
+
+    before = key()
+    assert before == key()
+    (src / "vivary_git" / "a.py").write_text("A = 2\n")
+    assert key() != before

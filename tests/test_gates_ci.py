@@ -114,7 +114,8 @@ def test_summary_outputs_sarif_and_json(repo: Repo, cli: Any, tmp_path: Path) ->
     assert md.startswith("earlier step\n## ❌ vivary: 3 error(s), 0 warning(s) in HEAD")  # appended
     assert "| error | modules/c.md:2 | W220 | field 'depends': ref 'b' matches no document id | broken by this" in md
     assert "wikilink \\[\\[b\\]\\]" in md  # Markdown escaped
-    assert "```mermaid\nflowchart LR\n" in md and "-.->|depends|" in md and "class n0 changed;" in md
+    assert "```mermaid\nflowchart LR\n" in md and "-.->|depends|" in md
+    assert "class n0,m1 changed;" in md and '  m1["b (missing)"]' in md  # a (edited) and b (deleted)
     assert out.read_text() == "errors=3\nwarnings=0\nimpacted=2\nchanged=2\nbroken-edges=3\n"
     s = json.loads(sarif.read_text())
     assert s["version"] == "2.1.0" and s["$schema"].endswith("sarif-2.1.0.json")
@@ -168,3 +169,82 @@ def test_usage_errors_exit_2(repo: Repo, cli: Any, tmp_path: Path) -> None:
     assert cli("ci", "--format", "xml", cwd=repo.path).code == 2
     r = cli("ci", "--summary", str(tmp_path / "no" / "such" / "file.md"), cwd=repo.path)
     assert r.code == 2 and "does not exist" in r.err
+
+
+def deleted_hub(repo: Repo) -> None:
+    """199 notes at base. The change deletes `billing` (8 notes reference it) and edits `core`, which
+    40 notes reference directly, 120 through those, and 25 more a hop further."""
+    files = {"tropo.toml": TROPO, "modules/billing.md": "---\n---\n# Billing\n",
+             "modules/core.md": "---\n---\n# Core\n"}
+    files |= {f"modules/r{i}.md": "---\ndepends: [billing]\n---\n" for i in range(8)}
+    files |= {f"modules/c1-{i:02}.md": "---\ndepends: [core]\n---\n" for i in range(40)}
+    files |= {f"modules/c2-{i:03}.md": f"---\ndepends: [c1-{i % 40:02}]\n---\n" for i in range(120)}
+    files |= {f"modules/c3-{i:02}.md": f"---\ndepends: [c2-{i:03}]\n---\n" for i in range(25)}
+    files |= {f"modules/other{i}.md": "---\n---\n" for i in range(4)}
+    assert len(files) == 200  # tropo.toml and 199 notes
+    repo.commit("base", files=files)
+    repo.git("rm", "-q", "modules/billing.md")
+    repo.commit("head", files={"modules/core.md": "---\n---\n# Core v2\n"})
+
+
+def test_summary_leads_with_what_broke_and_draws_its_sources(repo: Repo, cli: Any, tmp_path: Path) -> None:
+    deleted_hub(repo)
+    summary, out = tmp_path / "summary.md", tmp_path / "out"
+    r = cli("ci", "--base", "HEAD~1", "--summary", str(summary), "--github-output", str(out), cwd=repo.path)
+    assert r.code == 1
+    md = summary.read_text()
+    broke = md.index("### What broke")
+    assert broke < md.index("### Findings") < md.index("### Changed notes") < md.index("impacted note(s)")
+    section = md[broke:md.index("### Findings")]
+    assert "**billing** (modules/billing.md) was **removed**; 8 note(s) still reference it:" in section
+    assert all(f"| r{i} | modules/r{i}.md | depends |" in section for i in range(8))
+    # Impact stops at 2 hops by default; the full list is folded; what lies further is counted.
+    assert "<details><summary>168 impacted note(s) within 2 hops (25 more further away: " \
+           "`git vivary blast --base HEAD\\~1 --head HEAD --depth all`)</summary>" in md
+    assert "| c3-" not in md and "impacted=168\n" in out.read_text()
+    assert "0 fixed, 168 impacted (+25 further than 2 hops)" in r.out
+    # The picture shows every note whose reference broke, and the deleted note highlighted.
+    picture = md[md.index("```mermaid"):]
+    keys = {line.split('["')[1].split("<br/>")[0].split(" (missing)")[0]: line.split('["')[0].strip()
+            for line in picture.splitlines() if '["' in line}
+    assert all(f"r{i}" in keys for i in range(8)) and "core" in keys and "billing" in keys
+    marked = next(line for line in picture.splitlines() if line.startswith("  class "))
+    assert keys["billing"] in marked.split()[1].split(",") and keys["core"] in marked.split()[1].split(",")
+    assert not any(k.startswith("c2-") for k in keys)  # further notes are in the list, not the picture
+    everything = cli("ci", "--base", "HEAD~1", "--depth", "all", "--format", "json", cwd=repo.path).json()
+    assert everything["change"]["counts"]["impacted"] == 193 and everything["change"]["depth"] is None
+
+
+def test_summary_names_a_renamed_note_and_a_missing_target(repo: Repo, cli: Any, tmp_path: Path) -> None:
+    repo.commit("base", files={"tropo.toml": TROPO, "modules/billing.md": "---\n---\n# Billing\n",
+                               "modules/checkout.md": "---\ndepends: [billing]\n---\n"})
+    repo.git("mv", "modules/billing.md", "modules/payments.md")
+    repo.commit("head", files={"modules/auth.md": "---\ndepends: [sessions]\n---\n"})
+    summary = tmp_path / "summary.md"
+    cli("ci", "--base", "HEAD~1", "--summary", str(summary), cwd=repo.path)
+    md = summary.read_text()
+    assert "**billing** (modules/billing.md) was **renamed** to **payments** (modules/payments.md); " \
+           "1 note(s) still reference it:" in md
+    assert "**sessions** is not the ID of any note; 1 note(s) reference it:" in md
+
+
+def test_blast_base_stops_at_two_hops_unless_asked(repo: Repo, cli: Any) -> None:
+    files = {"tropo.toml": TROPO, "modules/n0.md": "---\n---\n# N0\n"}
+    files |= {f"modules/n{i}.md": f"---\ndepends: [n{i - 1}]\n---\n" for i in range(1, 7)}
+    repo.commit("base", files=files)
+    repo.commit("head", files={"modules/n0.md": "---\n---\n# N0 v2\n"})
+    r = cli("blast", "--base", "HEAD~1", "--head", "HEAD", cwd=repo.path)
+    assert [line.split("\t")[1] for line in r.out.splitlines() if line.startswith("impacted")] == ["n1", "n2"]
+    assert r.err.strip() == "HEAD~1..HEAD: 1 changed, 0 broken edge(s), 2 impacted (+4 further than 2 hops: " \
+                            "--depth all)"
+    data = cli("blast", "--base", "HEAD~1", "--head", "HEAD", "--json", cwd=repo.path).json()
+    assert data["depth"] == 2 and data["counts"]["impacted"] == 2 and data["counts"]["further"] == 4
+    full = cli("blast", "--base", "HEAD~1", "--head", "HEAD", "--depth", "all", "--json", cwd=repo.path).json()
+    assert full["depth"] is None and full["counts"]["impacted"] == 6 and full["counts"]["further"] == 0
+    # ID mode keeps its default (everything) and takes `all` too.
+    assert cli("blast", "n0", "--rev", "HEAD", "--json", cwd=repo.path).json()["counts"]["impacted"] == 6
+    assert cli("blast", "n0", "--rev", "HEAD", "--depth", "all", "--json", cwd=repo.path).json()["depth"] is None
+    for bad in ("-1", "two"):
+        wrong = cli("blast", "--base", "HEAD~1", "--depth", bad, cwd=repo.path)
+        assert wrong.code == 2 and "--depth" in wrong.err
+        assert cli("ci", "--base", "HEAD~1", "--depth", bad, cwd=repo.path).code == 2

@@ -157,10 +157,16 @@ def test_install_refuses_rather_than_overwrite(repo: Repo, cli: Any) -> None:
 
 def test_core_hooks_path_and_worktrees(repo: Repo, cli: Any, tmp_path: Path) -> None:
     workspace(repo)
-    repo.git("config", "core.hooksPath", ".githooks")
+    shared = tmp_path / "my-hooks"  # outside the work tree: this machine's own folder
+    repo.git("config", "core.hooksPath", str(shared))
     r = cli("hooks", "install", "pre-commit", "post-commit", cwd=repo.path)
-    assert (repo.path / ".githooks" / "pre-commit").is_file() and (repo.path / ".githooks" / "post-commit").is_file()
-    assert "core.hooksPath = .githooks" in cli("hooks", "status", cwd=repo.path).out, r.out
+    assert (shared / "pre-commit").is_file() and (shared / "post-commit").is_file(), r.err
+    assert f"core.hooksPath = {shared}" in cli("hooks", "status", cwd=repo.path).out, r.out
+    # A git-ignored folder inside the work tree is this machine's too.
+    repo.write({".gitignore": ".localhooks/\n"})
+    repo.git("config", "core.hooksPath", ".localhooks")
+    assert cli("hooks", "install", cwd=repo.path).code == 0
+    assert (repo.path / ".localhooks" / "pre-commit").is_file()
     repo.git("config", "--unset", "core.hooksPath")
     wt = tmp_path / "wt"
     repo.git("worktree", "add", "-q", str(wt))
@@ -201,3 +207,19 @@ def test_hook_without_vivary_fails_closed(repo: Repo, tmp_path: Path, cli: Any) 
 @pytest.mark.parametrize("args", [["install", "bogus"], ["run", "pre-push"], []])
 def test_hooks_usage_errors(repo: Repo, cli: Any, args: list[str]) -> None:
     assert cli("hooks", *args, cwd=repo.path).code == 2
+
+
+def test_post_commit_docs_name_the_command_the_hook_runs() -> None:
+    """The manifest and docs/hooks.md promised `index --yes`; the hook runs `index --auto` (it indexes
+    only with `auto_index = true`, which counts as approval, and is silent otherwise)."""
+    import yaml
+
+    from vivary_git.commands.hooks import POST_COMMIT
+
+    runs = "git vivary " + " ".join(POST_COMMIT)
+    assert runs == "git vivary index --auto --rev HEAD"
+    manifest = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+    assert runs in manifest["vivary-index"]["description"]
+    row = next(line for line in (ROOT / "docs" / "hooks.md").read_text().splitlines()
+               if line.startswith("| `vivary-index`"))
+    assert runs in row and "index --yes" not in row

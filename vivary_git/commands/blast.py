@@ -4,11 +4,29 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 import msgspec
 
+from vivary_git.blast import DEFAULT_DEPTH
 from vivary_git.commands._common import add_json_arg, add_source_args, emit_json, open_ws
 from vivary_git.errors import EXIT_OK, UsageError
+
+# `--depth` left out: each mode has its own default.
+NOT_GIVEN: Any = object()
+
+
+def depth_arg(text: str) -> int | None:
+    """`--depth N|all` (argparse type): a number of hops, or None for no limit."""
+    if text == "all":
+        return None
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of hops or 'all'") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more, or 'all'")
+    return n
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -16,11 +34,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "blast", help="impact: who reaches a node, or what a change base..head touches",
         description="`blast ID`: every node with a path of edges to ID (reverse BFS, nearest distance wins). "
         "`blast --base REV [--head REV]`: nodes whose content or edges changed between the two trees, edges "
-        "the change broke or fixed, and everything that reaches a changed node. --head defaults to the "
-        "working tree (or the index with --staged).",
+        "the change broke or fixed, and what reaches a changed node within --depth hops (default "
+        f"{DEFAULT_DEPTH}; `--depth all` for everything). --head defaults to the working tree (or the index "
+        "with --staged).",
     )
     p.add_argument("id", nargs="?", metavar="ID", help="node ID (omit with --base)")
-    p.add_argument("--depth", type=int, metavar="N", help="stop after N hops (default: no limit)")
+    p.add_argument("--depth", type=depth_arg, default=NOT_GIVEN, metavar="N|all",
+                   help=f"stop after N hops; `all` for no limit (default: {DEFAULT_DEPTH} with --base, "
+                   "no limit for an ID)")
     p.add_argument("--base", metavar="REV", help="compare this tree (the PR base) ...")
     p.add_argument("--head", metavar="REV", help="... with this one (default: the tree chosen by --rev/--staged)")
     add_source_args(p)
@@ -31,15 +52,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     from vivary_git.blast import blast, change_impact
 
-    if args.depth is not None and args.depth < 0:
-        raise UsageError("--depth must be 0 or more")
     if args.base is None:
         if args.id is None:
             raise UsageError("name a node ID (`blast ID`) or a base revision (`blast --base REV`)")
         if args.head is not None:
             raise UsageError("--head only makes sense with --base")
         ws = open_ws(args)
-        report = blast(ws.graph(), args.id, args.depth)
+        report = blast(ws.graph(), args.id, None if args.depth is NOT_GIVEN else args.depth)
         report = msgspec.structs.replace(report, root=str(ws.source.root))  # absolute, as graph --json
         ws.report_stats()
         if args.json:
@@ -62,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
     head_rev = args.head or args.rev
     head_ws = open_workspace(args.cwd, rev=head_rev, staged=args.staged, root=args.root, cache=not args.no_cache)
     head_label = head_rev or ("staged" if args.staged else "working tree")
-    change = change_impact(base_ws.graph(), head_ws.graph(), args.base, head_label, args.depth)
+    depth = DEFAULT_DEPTH if args.depth is NOT_GIVEN else args.depth
+    change = change_impact(base_ws.graph(), head_ws.graph(), args.base, head_label, depth)
     if args.json:
         emit_json(change)
         return EXIT_OK
@@ -75,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
     for i in change.impacted:
         print(f"impacted\t{i.id}\t{i.type or '-'}\tdistance {i.distance} via {i.via}")
     c = change.counts
+    further = f" (+{c['further']} further than {depth} hops: --depth all)" if c.get("further") else ""
     print(f"{args.base}..{head_label}: {c['changed']} changed, {c['broken_edges']} broken edge(s), "
-          f"{c['impacted']} impacted", file=sys.stderr)
+          f"{c['impacted']} impacted{further}", file=sys.stderr)
     return EXIT_OK

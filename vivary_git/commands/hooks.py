@@ -8,14 +8,19 @@ from pathlib import Path
 
 from vivary_git.errors import EXIT_FINDINGS, EXIT_OK
 
+# What the post-commit hook runs; .pre-commit-hooks.yaml and docs/hooks.md name the same command.
+POST_COMMIT = ("index", "--auto", "--rev", "HEAD")
+
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "hooks", help="Git hooks: install/uninstall/status, and what the hooks run",
-        description="Plain Git hooks for repositories without the pre-commit framework (which uses "
-        ".pre-commit-hooks.yaml instead). `install` puts them where Git looks (core.hooksPath and worktrees "
-        "respected) and keeps an existing hook as NAME.local, run first; `uninstall` restores it. "
-        "Exit 0 ok, 1 refused commit (run, privacy-guard), 2 usage error, 3 refused install (docs/hooks.md).",
+        description="Plain Git hooks for repositories without a hook manager. `install` puts them where Git "
+        "looks (core.hooksPath and worktrees respected) and keeps an existing hook as NAME.local, run first; "
+        "`uninstall` restores it byte for byte. Where husky, the pre-commit framework or a core.hooksPath folder "
+        "inside the work tree owns the hooks, `install` writes nothing: it prints the lines to add to that "
+        "manager's file and exits 3. Exit 0 ok, 1 refused commit (run, privacy-guard), 2 usage error, "
+        "3 refused install (docs/hooks.md).",
     )
     hs = p.add_subparsers(dest="hooks_command", metavar="ACTION", required=True)
     names = ("pre-commit", "post-commit")
@@ -29,7 +34,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     u.add_argument("hooks", nargs="*", metavar="HOOK", help="pre-commit and/or post-commit (default: both)")
     s = hs.add_parser("status", help="say which hooks are installed and what they run")
     s.add_argument("--json", action="store_true", help="print JSON for programs and agents")
-    r = hs.add_parser("run", help="what an installed hook runs (called by the hook scripts)")
+    r = hs.add_parser("run", help="what an installed hook runs (the line to put in a husky or shared hook file)")
     r.add_argument("hook", choices=names)
     r.add_argument("hook_args", nargs="*", help=argparse.SUPPRESS)
     g = hs.add_parser("privacy-guard", help="refuse staged private files and literal secrets in .vivary/memory.toml",
@@ -49,7 +54,14 @@ def run(args: argparse.Namespace) -> int:
         from vivary_git.gates import install
 
         names = install.check_hook_names(list(dict.fromkeys(args.hooks or ["pre-commit"])))
-        for line in install.install(cwd, names, args.python):
+        try:
+            lines = install.install(cwd, names, args.python)
+        except install.ManagedHooks as err:
+            if err.snippet:  # on stdout, to copy; the refusal itself goes to stderr (exit 3)
+                sys.stdout.write(err.snippet)
+                sys.stdout.flush()
+            raise
+        for line in lines:
             print(f"vivary: {line}")
         return EXIT_OK
     if action == "uninstall":
@@ -103,7 +115,7 @@ def post_commit() -> int:
     if "--auto" not in options:
         print("vivary: post-commit: nothing to do (this vivary-git has no `index --auto`)")
         return EXIT_OK
-    return main(["index", "--auto", "--rev", "HEAD"])
+    return main(list(POST_COMMIT))
 
 
 def _index_options(parser: argparse.ArgumentParser) -> set[str]:
@@ -124,17 +136,30 @@ def _status(cwd: Path, as_json: bool) -> int:
         return EXIT_OK
     where = f" (core.hooksPath = {report.hooks_path_config})" if report.hooks_path_config else ""
     print(f"hooks folder: {report.hooks_dir}{where}")
+    m = report.manager
+    if m is not None:
+        name = {"husky": "husky", "pre-commit": "the pre-commit framework",
+                "shared-folder": "a shared hooks folder"}.get(m.kind, m.kind)
+        print(f"managed by {name} ({m.detail}): vivary writes none of its files")
     for h in report.hooks:
+        gate = "runs vivary" if h.vivary_runs else "does not run vivary"
+        note = f"; {h.note}" if h.note else ""
         if h.state == "vivary":
             py = f"python {h.python}" if h.python else "git-vivary on PATH"
             if h.python and not h.python_ok:
                 py = f"python {h.python} is gone: falls back to git-vivary on PATH; run install again"
             chained = f"; runs {Path(h.chained).name} first" if h.chained else ""
-            print(f"  {h.hook:<12} vivary ({py}{chained})")
+            print(f"  {h.hook:<12} vivary ({py}{chained}){note}")
         elif h.state == "absent":
-            print(f"  {h.hook:<12} not installed")
+            print(f"  {h.hook:<12} not installed{note}")
         elif h.state == "pre-commit-framework":
-            print(f"  {h.hook:<12} the pre-commit framework's hook (add vivary-check to .pre-commit-config.yaml)")
+            print(f"  {h.hook:<12} the pre-commit framework's hook: {h.runs} {gate}{note}")
+        elif h.state == "husky":
+            print(f"  {h.hook:<12} husky's hook: runs {h.runs}, which {gate}{note}")
+        elif m is not None and m.kind == "shared-folder":
+            print(f"  {h.hook:<12} your hook ({h.runs}), which {gate}{note}")
+        elif m is not None:
+            print(f"  {h.hook:<12} another hook (not vivary's){note}")
         else:
             print(f"  {h.hook:<12} another hook (not vivary's); `install` would keep it as {h.hook}.local")
     return EXIT_OK

@@ -1,4 +1,4 @@
-"""Plain Git hooks for repositories without the pre-commit framework: install, uninstall, status.
+"""Plain Git hooks for repositories without a hook manager: install, uninstall, status.
 
 The hooks go where Git looks for them (`git rev-parse --git-path hooks`, which honours
 `core.hooksPath` and linked worktrees). A hook that is already there is never overwritten: it is
@@ -6,11 +6,20 @@ renamed to `NAME.local`, and our script runs it first and stops if it fails; `un
 The scripts are the files in the repository's `hooks/` folder with one line filled in: the Python that
 installed them, so a hook still finds vivary-git when Git runs it with a PATH that lacks the venv
 (GUI clients, IDEs). When that Python is gone, the script falls back to `git-vivary` on PATH.
+
+Where a hook manager owns the hooks we write nothing: husky (its dispatcher in `.husky/_` looks for
+`.husky/NAME` and is rewritten on every `npm install`), the pre-commit framework (its next `pre-commit
+install` would move our script to `NAME.legacy` and refuse every commit in "migration mode"), and a
+`core.hooksPath` folder inside the work tree that is tracked or would be committed (our script pins a
+path of this machine). `install` prints the exact lines to add to the manager's own file instead and
+refuses (exit 3); `status` says what runs; `uninstall` also undoes what a manager did to an earlier
+install of ours, restoring the original hook byte for byte.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -63,19 +72,41 @@ def script(hook: str, python: str | None) -> str:
                             missing_exit=_MISSING_EXIT[hook])
 
 
+class Manager(msgspec.Struct, frozen=True):
+    """A hook manager that owns this repository's hooks: vivary writes none of its files."""
+
+    kind: str  # "husky" | "pre-commit" | "shared-folder"
+    detail: str  # how it was recognised, for people
+    installed: bool  # its hooks are where Git runs them (husky: core.hooksPath; pre-commit: its script)
+    folder: str  # husky: the .husky folder; shared-folder: the hooks folder (repository-relative)
+
+
 class HookStatus(msgspec.Struct, frozen=True):
     hook: str
     path: str
-    state: str  # "vivary" | "absent" | "other" | "pre-commit-framework"
+    state: str  # "vivary" | "absent" | "other" | "pre-commit-framework" | "husky"
     chained: str | None  # the NAME.local our hook runs first
     python: str | None  # the Python pinned in our hook
     python_ok: bool
+    runs: str | None = None  # with a manager: the file that says what runs, repository-relative
+    # (.husky/NAME, .pre-commit-config.yaml, .githooks/NAME)
+    vivary_runs: bool = False  # vivary's gate runs when Git runs this hook
+    note: str | None = None  # what needs doing, when something does
 
 
 class HooksReport(msgspec.Struct, frozen=True):
     hooks_dir: str
     hooks_path_config: str | None
     hooks: list[HookStatus]
+    manager: Manager | None = None
+
+
+class ManagedHooks(RefusedError):
+    """A hook manager owns the hooks: `snippet` is what to add to its file (printed on stdout)."""
+
+    def __init__(self, message: str, snippet: str) -> None:
+        super().__init__(message)
+        self.snippet = snippet
 
 
 def hooks_dir(cwd: Path) -> Path:
@@ -88,6 +119,12 @@ def _hooks_path_config(cwd: Path) -> str | None:
     return proc.stdout.decode("utf-8", "replace").strip() or None
 
 
+def _toplevel(cwd: Path) -> Path | None:
+    proc = git.run(["rev-parse", "--show-toplevel"], cwd=cwd, check=False)
+    text = proc.stdout.decode("utf-8", "surrogateescape").strip()
+    return Path(text) if proc.returncode == 0 and text else None
+
+
 def _read(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8", errors="replace")
@@ -95,8 +132,19 @@ def _read(path: Path) -> str:
         return ""
 
 
+def _bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
 def _is_ours(path: Path) -> bool:
     return path.is_file() and MARKER in _read(path)[:400]
+
+
+def _exists(path: Path) -> bool:
+    return path.exists() or path.is_symlink()
 
 
 def _pinned_python(text: str) -> str | None:
@@ -107,35 +155,209 @@ def _pinned_python(text: str) -> str | None:
     return None
 
 
+def _rel(top: Path, path: Path) -> str:
+    try:
+        return path.resolve().relative_to(top.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def _husky_folder(top: Path, d: Path) -> Path | None:
+    """The `.husky` folder whose scripts run, when husky manages the hooks (or will, at `npm install`)."""
+    if d.name == "_" and ((d / "h").is_file() or (d / "husky.sh").is_file()):
+        return d.parent  # husky 9: core.hooksPath = .husky/_, the dispatcher runs .husky/NAME
+    if (d / "_" / "husky.sh").is_file() or (d / "_" / "h").is_file():
+        return d  # husky 4 to 8: core.hooksPath = .husky, whose NAME files are the hooks
+    if (top / ".husky").is_dir():
+        return top / ".husky"  # a clone before `npm install`: husky sets core.hooksPath then
+    return None
+
+
+def detect_manager(cwd: Path, d: Path | None = None) -> Manager | None:
+    """The hook manager that owns this repository's hooks, if any."""
+    d = d or hooks_dir(cwd)
+    top = _toplevel(cwd)
+    if top is None:
+        return None  # a bare repository: its hooks folder is Git's own
+    husky = _husky_folder(top, d)
+    if husky is not None:
+        installed = _inside(d, husky)
+        how = f"core.hooksPath = {_hooks_path_config(cwd)}" if installed else \
+            f"{_rel(top, husky)}/ exists (husky sets core.hooksPath at `npm install`)"
+        return Manager("husky", how, installed, _rel(top, husky))
+    framework = [h for h in HOOKS if _FRAMEWORK_MARKER in _read(d / h)]
+    if framework or (top / ".pre-commit-config.yaml").is_file():
+        how = f"its script is {_rel(top, d / framework[0])}" if framework else ".pre-commit-config.yaml exists"
+        return Manager("pre-commit", how, bool(framework), "")
+    if _inside(d, top) and not _inside(d, Path(git.out(["rev-parse", "--path-format=absolute",
+                                                           "--git-common-dir"], cwd=cwd))):
+        rel = _rel(top, d)
+        tracked = git.run(["ls-files", "-z", "--", rel], cwd=top, check=False).stdout
+        if tracked:
+            return Manager("shared-folder", f"core.hooksPath = {rel}, a folder Git tracks", True, rel)
+        ignored = git.run(["check-ignore", "-q", "--", f"{rel}/pre-commit"], cwd=top, check=False).returncode == 0
+        if not ignored:
+            return Manager("shared-folder", f"core.hooksPath = {rel}, inside the work tree and not ignored "
+                           "(it would be committed)", True, rel)
+    return None
+
+
+# A line that runs vivary's gate for a hook, in a manager's file.
+_RUNS = {
+    "pre-commit": re.compile(r"(?:git-vivary|git vivary|vivary_git\.main)\s+(?:hooks\s+run\s+pre-commit|check\b)"
+                             r"|\bid:\s*['\"]?vivary-check\b"),
+    "post-commit": re.compile(r"(?:git-vivary|git vivary|vivary_git\.main)\s+(?:hooks\s+(?:run\s+)?post-commit"
+                              r"|index\b)|\bid:\s*['\"]?vivary-index\b"),
+}
+
+
+def _manager_file(top: Path, m: Manager, hook: str) -> Path:
+    if m.kind == "pre-commit":
+        return top / ".pre-commit-config.yaml"
+    return top / m.folder / hook
+
+
+def _manager_runs_vivary(top: Path, m: Manager, hook: str) -> bool:
+    return bool(_RUNS[hook].search(_read(_manager_file(top, m, hook))))
+
+
+def _manager_installed(d: Path, m: Manager, hook: str) -> bool:
+    """Git runs the manager's script for this hook (pre-commit installs one script per hook type)."""
+    if m.kind == "pre-commit":
+        return _FRAMEWORK_MARKER in _read(d / hook)
+    return m.installed
+
+
+def _install_command(m: Manager, hook: str) -> str:
+    if m.kind == "pre-commit":
+        return "`pre-commit install`" if hook == "pre-commit" else f"`pre-commit install --hook-type {hook}`"
+    return "`npm install` (husky sets core.hooksPath)"
+
+
+_LOCAL_HOOK = {"pre-commit": ("vivary", "vivary (privacy guard + staged graph check)"),
+               "post-commit": ("vivary-index", "vivary index (post-commit)")}
+
+
+def snippet(top: Path, m: Manager, hooks: list[str]) -> str:
+    """Exactly what to add to the manager's own file(s) so that it runs vivary's gate."""
+    if m.kind == "pre-commit":
+        lines = ["# .pre-commit-config.yaml, under `repos:`",
+                 "  - repo: local",
+                 "    hooks:"]
+        for hook in hooks:
+            hook_id, name = _LOCAL_HOOK[hook]
+            lines += [f"      - id: {hook_id}",
+                      f"        name: {name}",
+                      f"        entry: git-vivary hooks run {hook}",
+                      "        language: system",
+                      "        pass_filenames: false",
+                      "        always_run: true",
+                      f"        stages: [{hook}]"]
+        types = "" if hooks == ["pre-commit"] else " " + " ".join(f"--hook-type {h}" for h in hooks)
+        lines += ["", f"# then: pre-commit install{types}"]
+        return "\n".join(lines) + "\n"
+    blocks: list[list[str]] = []
+    for hook in hooks:
+        f = _manager_file(top, m, hook)
+        rel = _rel(top, f)
+        if m.kind == "husky":
+            # husky runs the file with `sh -e`: a failing line stops the commit with its exit code.
+            blocks.append([f"# {rel}" + ("" if f.is_file() else " (a new file)"), f"git vivary hooks run {hook}"])
+        elif f.is_file():
+            blocks.append([f"# {rel}: add this line", f"git vivary hooks run {hook} || exit $?"])
+        else:
+            blocks.append([f"# {rel} (a new file; then `chmod +x {rel}` and commit it)", "#!/bin/sh",
+                           f"exec git vivary hooks run {hook}"])
+    return "\n\n".join("\n".join(b) for b in blocks) + "\n"
+
+
 def status(cwd: Path) -> HooksReport:
     d = hooks_dir(cwd)
+    top = _toplevel(cwd)
+    m = detect_manager(cwd, d)
     out: list[HookStatus] = []
     for hook in HOOKS:
         path = d / hook
         local = d / f"{hook}.local"
-        chained = str(local) if local.exists() else None
+        legacy = d / f"{hook}.legacy"
+        chained = str(local) if _exists(local) else None
+        runs = _rel(top, _manager_file(top, m, hook)) if m is not None and top is not None else None
+        in_manager = m is not None and top is not None and _manager_runs_vivary(top, m, hook)
         if _is_ours(path):
             py = _pinned_python(_read(path))
-            out.append(HookStatus(hook, str(path), "vivary", chained, py,
-                                  py is not None and os.access(py, os.X_OK)))
-        elif path.exists() or path.is_symlink():
-            state = "pre-commit-framework" if _FRAMEWORK_MARKER in _read(path) else "other"
-            out.append(HookStatus(hook, str(path), state, None, None, False))
+            note = None
+            if m is not None:
+                note = (f"{m.kind} manages these hooks ({m.detail}): run `git vivary hooks uninstall`, then "
+                        "`git vivary hooks install` prints what to add to its file")
+            out.append(HookStatus(hook, str(path), "vivary", chained, py, py is not None and os.access(py, os.X_OK),
+                                  None, True, note))
+        elif _exists(path) and _FRAMEWORK_MARKER in _read(path):
+            note = None
+            if _is_ours(legacy):
+                note = (f"it runs vivary's earlier hook from {legacy.name} (migration mode); run "
+                        "`git vivary hooks uninstall` to restore your hooks, then add vivary to "
+                        ".pre-commit-config.yaml")
+            out.append(HookStatus(hook, str(path), "pre-commit-framework", None, None, False, runs,
+                                  in_manager or _is_ours(legacy), note))
+        elif m is not None and m.kind == "husky" and m.installed:
+            assert top is not None
+            note = None if (top / m.folder / hook).is_file() else "that file does not exist: husky runs nothing here"
+            out.append(HookStatus(hook, str(path), "husky", chained, None, False, runs, in_manager, note))
+        elif _exists(path):
+            out.append(HookStatus(hook, str(path), "other", None, None, False, runs,
+                                  m is not None and m.kind == "shared-folder" and in_manager))
         else:
-            out.append(HookStatus(hook, str(path), "absent", None, None, False))
-    return HooksReport(str(d), _hooks_path_config(cwd), out)
+            note = None
+            if m is not None and in_manager and not _manager_installed(d, m, hook):
+                note = f"{runs} runs vivary, but Git does not run it for {hook} yet: run {_install_command(m, hook)}"
+            out.append(HookStatus(hook, str(path), "absent", None, None, False, runs, False, note))
+    return HooksReport(str(d), _hooks_path_config(cwd), out, m)
 
 
 def install(cwd: Path, hooks: list[str], python: str | None = None) -> list[str]:
-    """Install `hooks`; returns one line per action for the user."""
+    """Install `hooks`; returns one line per action for the user. Raises `ManagedHooks` (exit 3) with the
+    lines to add when a hook manager owns the hooks, having written nothing."""
     d = hooks_dir(cwd)
+    m = detect_manager(cwd, d)
+    if m is not None:
+        top = _toplevel(cwd)
+        assert top is not None  # a manager is only ever found in a work tree
+        missing = [h for h in hooks if not _manager_runs_vivary(top, m, h)]
+        ours = [h for h in hooks if _is_ours(d / h) or _is_ours(d / f"{h}.legacy")]
+        name = {"husky": "husky", "pre-commit": "the pre-commit framework",
+                "shared-folder": "a shared hooks folder"}[m.kind]
+        if ours:
+            raise ManagedHooks(
+                f"{name} manages this repository's hooks ({m.detail}), and an earlier `hooks install` left "
+                f"vivary's script among them ({', '.join(ours)}); run `git vivary hooks uninstall` first, which "
+                "restores your hooks as they were", snippet(top, m, missing or hooks))
+        if missing:
+            where = {"husky": "the file(s) they name", "pre-commit": ".pre-commit-config.yaml",
+                     "shared-folder": "the file(s) they name, and commit them"}[m.kind]
+            raise ManagedHooks(
+                f"{name} manages this repository's hooks ({m.detail}); vivary does not write into its files. "
+                f"Add the lines printed above to {where} (docs/hooks.md#hook-managers)", snippet(top, m, missing))
+        idle = [h for h in hooks if not _manager_installed(d, m, h)]
+        if idle:
+            raise ManagedHooks(f"{name} already runs vivary, but Git does not run its {' and '.join(idle)} hook "
+                               f"in this clone yet: run {_install_command(m, idle[-1])}", "")
+        return [f"{hook}: {name} already runs vivary ({_rel(top, _manager_file(top, m, hook))}); nothing to do"
+                for hook in hooks]
     d.mkdir(parents=True, exist_ok=True)
     done: list[str] = []
     text_python = python or sys.executable
     # Check every hook before touching any, so a refusal leaves nothing half-installed.
     for hook in hooks:
         path, local = d / hook, d / f"{hook}.local"
-        if (path.exists() or path.is_symlink()) and not _is_ours(path) and (local.exists() or local.is_symlink()):
+        if _exists(path) and not _is_ours(path) and _exists(local):
             raise RefusedError(
                 f"{path}: cannot install: both {hook} and {hook}.local exist and neither is vivary's; "
                 f"merge them into {hook}.local (it runs first) and remove {hook}, then run install again"
@@ -144,7 +366,7 @@ def install(cwd: Path, hooks: list[str], python: str | None = None) -> list[str]
         path, local = d / hook, d / f"{hook}.local"
         if _is_ours(path):
             action = f"{hook}: updated {path}"
-        elif path.exists() or path.is_symlink():
+        elif _exists(path):
             path.rename(local)
             action = f"{hook}: installed {path}; your previous hook is now {local.name} and runs first"
         else:
@@ -158,22 +380,41 @@ def install(cwd: Path, hooks: list[str], python: str | None = None) -> list[str]
 
 
 def uninstall(cwd: Path, hooks: list[str]) -> list[str]:
+    """Remove vivary's scripts and put back, byte for byte, the hooks they replaced, including after
+    a hook manager moved ours aside (pre-commit's `NAME.legacy`) or wrote over it (husky)."""
     d = hooks_dir(cwd)
+    m = detect_manager(cwd, d)
+    husky = m is not None and m.kind == "husky" and m.installed and d.name == "_"
     done: list[str] = []
     for hook in hooks:
-        path, local = d / hook, d / f"{hook}.local"
-        if not _is_ours(path):
-            if path.exists():
-                done.append(f"{hook}: {path} is not vivary's; left alone")
+        path, local, legacy = d / hook, d / f"{hook}.local", d / f"{hook}.legacy"
+        if _is_ours(path):
+            path.unlink()
+            if _exists(local):
+                local.rename(path)
+                done.append(f"{hook}: removed; restored your previous hook from {local.name}")
             else:
-                done.append(f"{hook}: not installed")
-            continue
-        path.unlink()
-        if local.exists() or local.is_symlink():
-            local.rename(path)
-            done.append(f"{hook}: removed; restored your previous hook from {local.name}")
+                done.append(f"{hook}: removed {path}")
+        elif _is_ours(legacy):
+            # `pre-commit install` moved our script to NAME.legacy and runs it in "migration mode".
+            legacy.unlink()
+            if _exists(local):
+                os.replace(local, path)
+                done.append(f"{hook}: removed vivary's script ({legacy.name}, where pre-commit had moved it); "
+                            f"restored your previous hook from {local.name}")
+            else:
+                done.append(f"{hook}: removed vivary's script ({legacy.name}, where pre-commit had moved it); "
+                            "pre-commit's hook stays")
+        elif husky and _exists(local) and _exists(path) and _bytes(local) == _bytes(path):
+            # `npx husky` wrote its dispatcher over our script: the copy we kept of it is the same file
+            # again (husky generates that folder; anywhere else two equal files may both be the user's).
+            local.unlink()
+            done.append(f"{hook}: vivary's script was already replaced; removed the identical copy {local.name}")
+        elif _exists(path):
+            left = f" ({local.name} is still there: compare it with {hook})" if _exists(local) else ""
+            done.append(f"{hook}: {path} is not vivary's; left alone{left}")
         else:
-            done.append(f"{hook}: removed {path}")
+            done.append(f"{hook}: not installed")
     return done
 
 

@@ -46,6 +46,23 @@ class Picture(msgspec.Struct, frozen=True):
     omitted: int  # nodes left out to keep the picture readable
 
 
+class Referrer(msgspec.Struct, frozen=True):
+    id: str
+    path: str  # repository-relative
+    field: str
+
+
+class Broke(msgspec.Struct, frozen=True):
+    """A note references no longer reach, and the notes whose references broke."""
+
+    target: str  # the ID the references name
+    change: str  # "removed" | "renamed" | "missing" (no note had that ID at base either)
+    path: str | None  # where the note was at base (repository-relative)
+    renamed_to: str | None
+    renamed_path: str | None
+    referrers: list[Referrer]
+
+
 class Review(msgspec.Struct, frozen=True):
     base: str | None
     head: str
@@ -56,6 +73,7 @@ class Review(msgspec.Struct, frozen=True):
     annotations: list[Annotation]  # every finding and notice, most important first
     picture: Picture | None
     note: str = ""  # why there is no blast radius, when there is none
+    broke: list[Broke] = []  # what this change broke, grouped by the note the references name
 
 
 def repo_path(prefix: str, path: str) -> str:
@@ -96,8 +114,32 @@ def review(
         changed_files = _changed_files(repo, base, head)
     ranked = rank(report.findings, change, head_graph.nodes, head_graph.edges, prefix, changed_files)
     picture = neighbourhood(change, head_graph.nodes, head_graph.edges) if change is not None else None
+    broke = what_broke(change, head_graph.nodes, prefix) if change is not None else []
     return Review(base=base, head=head, prefix=prefix, check=report, change=change, changed_files=changed_files,
-                  annotations=ranked, picture=picture, note=note)
+                  annotations=ranked, picture=picture, note=note, broke=broke)
+
+
+def what_broke(change: ChangeReport, nodes: list[Node], prefix: str) -> list[Broke]:
+    """The change's broken references grouped by the ID they name: a removed or renamed note first
+    (most referrers first), then IDs no note ever had."""
+    by_id = {n.id: n for n in nodes}
+    gone = {c.id: c for c in change.changed if c.change == "removed"}
+    added = {c.id: c for c in change.changed if c.change == "added"}
+    groups: dict[str, list[Referrer]] = {}
+    for e in change.broken_edges:
+        src = by_id.get(e.from_)
+        groups.setdefault(e.to, []).append(Referrer(e.from_, repo_path(prefix, src.path) if src else "", e.field))
+    out: list[Broke] = []
+    for target, refs in groups.items():
+        c = gone.get(target)
+        new = added.get(c.renamed) if c is not None and c.renamed else None
+        out.append(Broke(
+            target, "missing" if c is None else "renamed" if new is not None else "removed",
+            repo_path(prefix, c.path) if c is not None else None,
+            new.id if new is not None else None, repo_path(prefix, new.path) if new is not None else None,
+            refs,
+        ))
+    return sorted(out, key=lambda b: (b.change == "missing", -len(b.referrers), b.target))
 
 
 def _open_base(cwd: str | os.PathLike[str] | None, base: str, root: str | None, cache: bool,
@@ -182,16 +224,23 @@ def select(annotations: Iterable[Annotation], per_type: int) -> tuple[list[Annot
 
 
 def neighbourhood(change: ChangeReport, nodes: list[Node], edges: list[Edge]) -> Picture:
+    """What a reviewer must look at: the changed notes, every note whose reference this change broke,
+    then the notes that reference a changed note directly, up to PICTURE_MAX_NODES. Notes further away
+    are in the impacted list, not the picture. Removed notes show as their broken references' targets,
+    highlighted with the changed ones."""
     by_id = {n.id: n for n in nodes}
     changed = [c.id for c in change.changed if c.id in by_id]
-    wanted = changed + [i.id for i in change.impacted if i.id in by_id]
+    sources = [e.from_ for e in change.broken_edges if e.from_ in by_id]
+    direct = [i.id for i in change.impacted if i.distance == 1 and i.id in by_id]
+    wanted = list(dict.fromkeys(changed + sources + direct))
     keep = wanted[:PICTURE_MAX_NODES]
     kept = set(keep)
     broken = {(e.from_, e.field, e.to) for e in change.broken_edges}
     shown = [e for e in edges if e.from_ in kept and (e.to in kept if not e.broken else (e.from_, e.field, e.to)
                                                        in broken)]
-    return Picture(nodes=[by_id[i] for i in keep], edges=shown, highlight=[i for i in changed if i in kept],
-                   omitted=len(wanted) - len(keep))
+    removed = [c.id for c in change.changed if c.change == "removed"]
+    return Picture(nodes=[by_id[i] for i in keep], edges=shown,
+                   highlight=[i for i in changed if i in kept] + removed, omitted=len(wanted) - len(keep))
 
 
 def render_text(r: Review) -> str:
@@ -217,4 +266,6 @@ def headline(r: Review) -> str:
         c = r.change.counts
         s += (f"; {r.base}..{r.head}: {c['changed']} changed, {c['broken_edges']} broken edge(s), "
               f"{c['fixed_edges']} fixed, {c['impacted']} impacted")
+        if c.get("further"):
+            s += f" (+{c['further']} further than {r.change.depth} hops)"
     return s

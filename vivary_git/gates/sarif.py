@@ -1,57 +1,137 @@
-"""SARIF 2.1.0 for code-scanning tools (GitHub's `upload-sarif`, GitLab, Azure DevOps)."""
+"""SARIF 2.1.0 for code-scanning tools (GitHub's `upload-sarif`, GitLab, Azure DevOps).
+
+Checked by the OASIS schema and by Microsoft's SARIF Multitool `validate` with GitHub's rules
+(tests/test_gates_sarif.py): file names are percent-encoded URIs (SARIF1002: Obsidian vaults are full
+of spaces), every rule has a name, a full description and help (GH2012), and every result a
+fingerprint that survives the finding moving to another line, so code scanning tracks one alert
+across pushes instead of closing and reopening it.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import hashlib
+from typing import Any, NamedTuple
 
 from vivary_git.gates.review import Review
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-# A rule's long description: the same words as docs/check.md, short enough for a tooltip.
-_RULES = {
-    "E000": "The file cannot be a note (not UTF-8, binary, too large, or a symbolic link).",
-    "E001": "The frontmatter is not valid YAML or not a mapping.",
-    "E101": "A required field is missing.",
-    "E102": "A required field is empty.",
-    "E103": "A value violates its field spec.",
-    "E130": "Two files derive the same document ID.",
-    "W201": "An untyped document where untyped documents are not allowed.",
-    "W202": "A field that neither the type nor [base] declares.",
-    "W210": "A derived field declared with the value it would derive anyway.",
-    "W220": "A ref / ref-list value names no document ID.",
-    "W221": "A [[wikilink]] resolves to no document ID.",
+INFORMATION_URI = "https://pypi.org/project/vivary-git/"
+FINGERPRINT = "vivaryFinding/v1"  # bump the version when what the digest covers changes
+
+
+class Rule(NamedTuple):
+    name: str
+    short: str
+    meaning: str
+    fix: str
+
+
+# The same words as docs/check.md: short for a tooltip, full for the rule page, help says the fix.
+RULES: dict[str, Rule] = {
+    "E000": Rule("NotANote", "The file cannot be a note.",
+                 "The file is not valid UTF-8, is binary (a NUL byte in its first 8000 bytes), is larger than "
+                 "8 MiB, or is a symbolic link.",
+                 "Re-save it as UTF-8, split a huge file, commit the file itself instead of a link, or add it to "
+                 "`exclude` in tropo.toml."),
+    "E001": Rule("InvalidFrontmatter", "The frontmatter is not valid YAML or not a mapping.",
+                 "The YAML between the opening and closing `---` cannot be read as a mapping: a malformed inline "
+                 "list, a duplicate key, a tab used for indentation, or an opening `---` that is never closed.",
+                 "Fix the YAML at the line given (the message says what YAML found there)."),
+    "E101": Rule("MissingRequiredField", "A required field is missing.",
+                 "A field required by `[base] required` or by the note's type is not in its frontmatter.",
+                 "Add the field."),
+    "E102": Rule("EmptyRequiredField", "A required field is empty.",
+                 "A required field is present but has no value (`status:` or `status: \"\"`).",
+                 "Give the field a value."),
+    "E103": Rule("InvalidFieldValue", "A value violates its field spec.",
+                 "A value does not match the spec its field declares in tropo.toml, e.g. `date: 2026-13-45` is "
+                 "not a real calendar date.",
+                 "Correct the value, or change the field's spec in tropo.toml."),
+    "E130": Rule("DuplicateDocumentId", "Two files derive the same document ID.",
+                 "Two files derive the same document ID (e.g. notes/alpha.md and decisions/alpha.md). The first "
+                 "in document order keeps the ID; this one contributes no node or edges.",
+                 "Rename one of the two files."),
+    "W201": Rule("UntypedDocument", "An untyped document where untyped documents are not allowed.",
+                 "No ancestor folder of the note is a type's folder, and `base.allow_untyped = false`.",
+                 "Move the file into a type's folder, add a type for its folder, or set `allow_untyped = true`."),
+    "W202": Rule("UndeclaredField", "A field that neither the type nor [base] declares.",
+                 "A typed note has a frontmatter field that neither its type nor `[base]` declares.",
+                 "Declare the field under the type's (or base's) `optional`, or remove it."),
+    "W210": Rule("RedundantDerivedField", "A derived field declared with the value it would derive anyway.",
+                 "A field listed in `base.derive` (id, slug, title, created, updated) holds exactly the value it "
+                 "would be derived with: noise that can drift.",
+                 "Delete the field from the frontmatter."),
+    "W220": Rule("BrokenReference", "A ref / ref-list value names no document ID.",
+                 "A `ref` or `ref-list` field names a document ID that no note in the tree has: the note was "
+                 "deleted or renamed, or the ID is mistyped.",
+                 "Fix the ID (IDs are lowercase file stems) or create the missing note."),
+    "W221": Rule("BrokenWikilink", "A [[wikilink]] resolves to no document ID.",
+                 "A `[[wikilink]]` in the body names a note that does not exist in the tree.",
+                 "Fix the link target, create the note, or turn wikilinks off in .vivary/graph.toml."),
 }
+
+# RFC 3986 unreserved characters, plus "/" between segments; every other byte is percent-encoded.
+_KEEP = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/")
+
+
+def uri(path: str) -> str:
+    """A repository-relative path as a relative URI reference (RFC 3986): each byte of the name as Git
+    stores it (a non-UTF-8 byte, carried as a surrogate escape, is that byte) outside the unreserved set
+    is percent-encoded, so spaces, `#`, `%`, `?`, `:` and non-ASCII names all survive the round trip."""
+    raw = path.encode("utf-8", "surrogateescape")
+    return "".join(chr(b) if b in _KEEP else f"%{b:02X}" for b in raw)
+
+
+def _rule(code: str) -> dict[str, Any]:
+    r = RULES.get(code) or Rule(f"Vivary{code}", f"vivary finding {code}.", f"vivary finding {code}.",
+                                "See docs/check.md.")
+    return {
+        "id": code,
+        "name": r.name,
+        "shortDescription": {"text": r.short},
+        "fullDescription": {"text": r.meaning},
+        "help": {"text": f"{r.meaning} Fix: {r.fix}", "markdown": f"{r.meaning}\n\n**Fix:** {r.fix}"},
+        "defaultConfiguration": {"level": "error" if code.startswith("E") else "warning"},
+    }
 
 
 def render_sarif(r: Review) -> dict[str, Any]:
     from vivary_git import __version__
 
     findings = [a for a in r.annotations if a.level != "notice"]
-    codes = sorted({a.title.removeprefix("vivary ") for a in findings})
-    rules = [
-        {"id": code, "name": code, "shortDescription": {"text": _RULES.get(code, code)}}
-        for code in codes
-    ]
+    codes = sorted(set(RULES) | {a.title.removeprefix("vivary ") for a in findings})
     index = {code: i for i, code in enumerate(codes)}
     results = []
-    for a in findings:
+    seen: dict[str, int] = {}
+    # Fingerprints name the finding, not its line; identical findings in one file are told apart by
+    # their order there.
+    for a in sorted(findings, key=lambda a: (a.path, a.line, a.title, a.message)):
         code = a.title.removeprefix("vivary ")
-        results.append({
+        key = "\0".join((code, a.path, a.message))
+        seen[key] = seen.get(key, 0) + 1
+        digest = hashlib.sha256(f"{key}\0{seen[key]}".encode("utf-8", "surrogateescape")).hexdigest()[:32]
+        results.append((a, {
             "ruleId": code,
             "ruleIndex": index[code],
             "level": "error" if a.level == "error" else "warning",
             "message": {"text": a.message},
             "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": a.path, "uriBaseId": "%SRCROOT%"},
+                "artifactLocation": {"uri": uri(a.path), "uriBaseId": "%SRCROOT%"},
                 "region": {"startLine": a.line},
             }}],
+            "partialFingerprints": {FINGERPRINT: digest},
             "properties": {"why": a.why},
-        })
+        }))
+    order = {id(a): i for i, a in enumerate(findings)}  # keep the ranked order of the review
+    results.sort(key=lambda t: order[id(t[0])])
     run: dict[str, Any] = {
         "tool": {"driver": {"name": "vivary-git", "version": __version__, "semanticVersion": __version__,
-                            "rules": rules}},
+                            "informationUri": INFORMATION_URI, "rules": [_rule(c) for c in codes]}},
+        # One code-scanning category per workspace: two workspaces of one repository must not
+        # replace each other's alerts (upload-sarif's `category` input overrides this).
+        "automationDetails": {"id": f"vivary/{r.prefix}/" if r.prefix else "vivary/"},
         "originalUriBaseIds": {"%SRCROOT%": {"description": {"text": "the repository root"}}},
-        "results": results,
+        "results": [res for _, res in results],
         "properties": {"head": r.head, "base": r.base, "checked": r.check.checked,
                        "impacted": len(r.change.impacted) if r.change is not None else None},
     }

@@ -1,0 +1,44 @@
+"""npm packages the tests run for real (husky, the SARIF Multitool), installed once per session.
+
+They come from the npm registry with the ordinary client, into a folder of their own (never the
+repository): a temporary one, or VIVARY_TEST_NPM_HOME to keep them across sessions. A test that
+needs one skips, saying why, only when npm is missing or cannot install the package.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+
+def npm_install(home: Path, spec: str) -> Path:
+    """`npm install SPEC` into `home/<spec>`; returns that folder's node_modules."""
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip(f"npm is not installed, so {spec} cannot be fetched from the npm registry")
+    folder = home / spec.replace("/", "_").replace("@", "")
+    modules = folder / "node_modules"
+    name = spec.rsplit("@", 1)[0] if spec.count("@") > (1 if spec.startswith("@") else 0) else spec
+    if (modules / name / "package.json").is_file():
+        return modules
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "package.json").write_text('{"name": "vivary-test-tools", "private": true}\n')
+    try:
+        proc = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--no-save", spec], cwd=folder,
+                              capture_output=True, text=True, timeout=600, check=False,
+                              env=dict(os.environ, npm_config_cache=str(home / "npm-cache")))
+    except subprocess.TimeoutExpired:
+        pytest.skip(f"npm could not install {spec} within 10 minutes (is the npm registry reachable?)")
+    if proc.returncode != 0 or not (modules / name / "package.json").is_file():
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        pytest.skip(f"npm could not install {spec} (exit {proc.returncode}): {last}")
+    return modules
+
+
+def npm_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    kept = os.environ.get("VIVARY_TEST_NPM_HOME")
+    return Path(kept) if kept else tmp_path_factory.getbasetemp() / "npm-home"
