@@ -28,7 +28,9 @@ _MAX_GRAPHS = 16
 
 
 def _note(message: str) -> None:
-    print(f"vivary: {message}", file=sys.stderr)
+    from vivary_git.escape import text
+
+    print(f"vivary: {text(message)}", file=sys.stderr)
 
 
 def write_atomic(path: Path, *parts: bytes) -> None:

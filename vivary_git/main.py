@@ -25,7 +25,7 @@ COMMANDS = (
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        print(f"{self.prog}: error: {text(message)}", file=sys.stderr)
         sys.exit(EXIT_USAGE)
 
 

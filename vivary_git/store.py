@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from vivary_git import escape
 from vivary_git.config import FORMAT_VERSION
 from vivary_git.models import Link, Note, ParseProblem
 
@@ -632,7 +633,7 @@ def get_state(repo: Repo, provider: str, key: str, name: str) -> bytes | None:
         snap = Snapshot.load(repo)
         return snap.state(provider, key, name) if snap is not None else None
     except StoreDamaged as err:
-        print(damaged_message(err), file=sys.stderr)
+        print(escape.text(damaged_message(err)), file=sys.stderr)
         return None
 
 
@@ -675,7 +676,7 @@ class RefCache:
 
     def _fail(self, err: StoreDamaged) -> None:
         if not self.damaged:
-            print(damaged_message(err), file=sys.stderr)
+            print(escape.text(damaged_message(err)), file=sys.stderr)
         self.damaged = True
         self._snap = None
 
@@ -706,7 +707,7 @@ class RefCache:
             self._fail(err)
             return None
         except StoreBusy as err:
-            print(f"vivary: {err}; results are unaffected", file=sys.stderr)
+            print(f"vivary: {escape.text(str(err))}; results are unaffected", file=sys.stderr)
             return None
         self._loaded = False  # the next read sees our commit
         return result

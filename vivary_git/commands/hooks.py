@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from vivary_git.errors import EXIT_FINDINGS, EXIT_OK
+from vivary_git.escape import text as shown
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -50,14 +51,14 @@ def run(args: argparse.Namespace) -> int:
 
         names = install.check_hook_names(list(dict.fromkeys(args.hooks or ["pre-commit"])))
         for line in install.install(cwd, names, args.python):
-            print(f"vivary: {line}")
+            print(f"vivary: {shown(line)}")
         return EXIT_OK
     if action == "uninstall":
         from vivary_git.gates import install
 
         names = install.check_hook_names(list(dict.fromkeys(args.hooks or ["pre-commit", "post-commit"])))
         for line in install.uninstall(cwd, names):
-            print(f"vivary: {line}")
+            print(f"vivary: {shown(line)}")
         return EXIT_OK
     if action == "status":
         return _status(cwd, args.json)
@@ -122,14 +123,14 @@ def _status(cwd: Path, as_json: bool) -> int:
 
         emit_json(report)
         return EXIT_OK
-    where = f" (core.hooksPath = {report.hooks_path_config})" if report.hooks_path_config else ""
-    print(f"hooks folder: {report.hooks_dir}{where}")
+    where = f" (core.hooksPath = {shown(report.hooks_path_config)})" if report.hooks_path_config else ""
+    print(f"hooks folder: {shown(report.hooks_dir)}{where}")
     for h in report.hooks:
         if h.state == "vivary":
-            py = f"python {h.python}" if h.python else "git-vivary on PATH"
+            py = f"python {shown(h.python)}" if h.python else "git-vivary on PATH"
             if h.python and not h.python_ok:
-                py = f"python {h.python} is gone: falls back to git-vivary on PATH; run install again"
-            chained = f"; runs {Path(h.chained).name} first" if h.chained else ""
+                py = f"python {shown(h.python)} is gone: falls back to git-vivary on PATH; run install again"
+            chained = f"; runs {shown(Path(h.chained).name)} first" if h.chained else ""
             print(f"  {h.hook:<12} vivary ({py}{chained})")
         elif h.state == "absent":
             print(f"  {h.hook:<12} not installed")

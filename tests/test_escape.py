@@ -1,0 +1,121 @@
+"""Values printed by any command stay on their line and inert (docs/output.md): no note, file name,
+revision or Git message can end a line, start a CI runner's workflow command or steer a terminal."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from conftest import TROPO, Repo
+
+from vivary_git.escape import json_text, name, text
+
+FORGED = "a\n::error file=README.md,line=1,title=Forged::boom"
+# Everything a console or a runner may read as a line break or a command, in one frontmatter string.
+HOSTILE_YAML = (r'"a\n::error file=README.md,line=1,title=Forged::boom\r::add-mask::m\u2028::stop-commands::t'
+                r'\u2029\x85z\e[31m##[warning]legacy"')
+
+
+def assert_inert(output: str, *, own_commands: int = 0) -> None:
+    """No line of `output` is read as a workflow command (`::` after spaces at its start; the legacy
+    `##[` anywhere) or carries a character that consoles take as a line break or an instruction,
+    except the `own_commands` annotations a `--format github` run prints on purpose."""
+    lines = output.split("\n")
+    commands = [line for line in lines if line.lstrip().startswith("::")]
+    assert len(commands) == own_commands, commands
+    for line in lines:
+        if line in commands:  # ours: the runner parses the whole line as that one command
+            continue
+        assert "##[" not in line, line
+        assert not any(c in line for c in "\r\x85\u2028\u2029\x1b\x00\x07"), repr(line)
+
+
+def test_text_escapes_line_breaks_controls_and_command_starts() -> None:
+    assert text("plain – ünïcode ok") == "plain – ünïcode ok"
+    assert text("a\nb\rc\td") == "a\\nb\\rc\\td"
+    assert text("x\x1b[31m\x00\x7f\x85\u2028\u2029") == "x\\x1b[31m\\x00\\x7f\\x85\\u2028\\u2029"
+    assert text("::error::x") == "\\x3a:error::x"
+    assert text("  ::error::x") == "  \\x3a:error::x"
+    assert text("see ::this::") == "see ::this::"  # only a value's start can be a line's start
+    assert text("tell ##[error]x") == "tell ##\\x5berror]x"
+    assert text("n\udcffame.md") == "n\\xffame.md"  # a byte that is not UTF-8
+    assert text(3) == "3"
+
+
+def test_name_and_json_keep_valid_text_as_it_is() -> None:
+    assert name("n\udcffame.md") == "n\\xffame.md"
+    assert name("plain/ü.md") == "plain/ü.md"
+    value = {"path": "n\udcffame.md", "m": "a\u2028b\x85c ##[error]d\x7f", "ok": "é"}
+    out = json_text(value)
+    assert "\n" not in out and "##[" not in out and "\u2028" not in out and "\x85" not in out
+    assert json.loads(out) == {"path": "n\\xffame.md", "m": "a\u2028b\x85c ##[error]d\x7f", "ok": "é"}
+
+
+@pytest.fixture
+def hostile(repo: Repo) -> Repo:
+    """Two commits; the second adds notes whose values, titles, bodies and file names are hostile."""
+    repo.commit("base", files={
+        "tropo.toml": TROPO,
+        "modules/core.md": "---\nstatus: ok\n---\n# Core\n",
+    })
+    repo.commit("hostile", files={
+        "decisions/d1.md": (
+            f"---\nstatus: {HOSTILE_YAML}\ndate: 2024-01-01\n"
+            'related: ["b\\n::error::ref", "::warning::x"]\nowner: core\n---\n'
+            "# Title ##[error]h1 \x1b]0;t\x07\n\nbody word ##[error]body \x1b[2J\u2028::error::b2\n\n[[core]]\n"
+        ),
+        "decisions/::error title=Name::n.md": "---\nstatus: accepted\ndate: 2024-01-01\nowner: core\n---\nword\n",
+        "decisions/n\n::warning::forged.md": "---\nstatus: nope\ndate: 2024-01-01\n---\nword\n",
+    })
+    return repo
+
+
+@pytest.mark.parametrize("args", [
+    ["check"], ["check", "--rev", "HEAD"], ["graph"], ["blast", "core"], ["blast", "--base", "HEAD~1"],
+    ["query", "word", "--explain"], ["find", "word"], ["ci", "--base", "HEAD~1"], ["graph", "--format", "dot"],
+    ["graph", "--format", "mermaid"],
+])
+def test_text_output_of_every_command_is_inert(hostile: Repo, cli: Any, args: list[str]) -> None:
+    r = cli(*args, cwd=hostile.path)
+    assert r.code in (0, 1), r.err
+    assert r.out.strip()
+    assert_inert(r.out)
+    assert_inert(r.err)
+
+
+def test_check_shows_the_hostile_values_escaped(hostile: Repo, cli: Any) -> None:
+    out = cli("check", cwd=hostile.path).out
+    assert "field 'related': ref 'b\\n::error::ref' matches no document id" in out
+    assert "decisions/n\\n::warning::forged.md:2: error E103" in out
+    graph = cli("graph", cwd=hostile.path).out
+    assert "\n    --related--> \\x3a:warning::x  (broken)\n" in graph
+
+
+def test_github_annotations_carry_hostile_text_inside_them(hostile: Repo, cli: Any) -> None:
+    r = cli("ci", "--base", "HEAD~1", "--format", "github", cwd=hostile.path)
+    own = [line for line in r.out.split("\n") if line.startswith("::")]
+    assert own and all(line.split(" ", 1)[0] in ("::error", "::warning", "::notice") for line in own)
+    assert_inert(r.out, own_commands=len(own))
+
+
+def test_errors_and_usage_errors_are_one_inert_line(hostile: Repo, cli: Any) -> None:
+    r = cli("check", "--rev", FORGED, cwd=hostile.path)
+    assert r.code == 2
+    assert r.err.count("\n") == 1 and "a\\n::error file=README.md" in r.err
+    assert_inert(r.err)
+    r = cli("graph", "--format", "x\n::error::forged", cwd=hostile.path)
+    assert r.code == 2
+    assert_inert(r.err)
+    assert "x\\n::error::forged" in r.err
+
+
+def test_privacy_explain_shows_a_hostile_path_inert(hostile: Repo, cli: Any) -> None:
+    r = cli("privacy", "explain", "memory/::error::x\n##[error]y.md", "n\n::warning::z.md", cwd=hostile.path)
+    assert r.code == 0, r.err
+    assert_inert(r.out)
+    # Names a line cannot carry are quoted as JSON strings, as Git quotes them (docs/privacy.md).
+    assert r.out.splitlines() == [
+        'private  "memory/::error::x\\n##\\u005berror]y.md"  (floor: memory/**)',
+        'public   "n\\n::warning::z.md"',
+    ]
