@@ -119,3 +119,65 @@ def test_privacy_explain_shows_a_hostile_path_inert(hostile: Repo, cli: Any) -> 
         'private  "memory/::error::x\\n##\\u005berror]y.md"  (floor: memory/**)',
         'public   "n\\n::warning::z.md"',
     ]
+
+
+# --- file names that are not UTF-8 --------------------------------------------------------------------
+
+BAD_NAME = b"n\xffame.md"
+
+
+@pytest.fixture
+def latin1_name(repo: Repo) -> Repo:
+    """A committed note whose file name is not UTF-8, with a finding of its own (E001, derived before IDs
+    are resolved and so cached and shared with its path) and one that needs the graph (W221)."""
+    repo.write({"ok.md": "---\ntitle: ok\n---\n# Ok\n", ".vivary/memory.toml":
+                '[memory]\nenabled = true\nprovider = "vivary-local"\n'})
+    with open(bytes(repo.path) + b"/" + BAD_NAME, "wb") as fh:
+        fh.write(b"---\ntitle: [x\n---\n# Bad\n\n[[nothere]] word\n")
+    with open(bytes(repo.path) + b"/linked.md", "wb") as fh:
+        fh.write(b"---\ntitle: fine\n---\n[[nothere]]\n")
+    repo.commit("odd name")
+    return repo
+
+
+@pytest.mark.parametrize("args", [
+    ["check"], ["check", "--rev", "HEAD"], ["graph"], ["query", "word"], ["find", "word"],
+    ["ci"], ["ci", "--format", "github"], ["index", "--dry-run"],
+])
+def test_a_name_that_is_not_utf8_is_shown_with_its_byte_escaped(latin1_name: Repo, cli: Any,
+                                                                 args: list[str]) -> None:
+    for run in ("cold", "warm"):  # the second run reads what the first one cached
+        r = cli(*args, cwd=latin1_name.path)
+        assert r.code in (0, 1), (run, r.err)
+        assert "Traceback" not in r.err and r.err == "", (run, r.err)
+        if args[0] not in ("index", "graph"):  # graph's text lists IDs (`n-ame`), not paths
+            assert "n\\xffame.md" in r.out, (run, r.out)
+
+
+@pytest.mark.parametrize("args", [
+    ["check", "--json"], ["graph", "--json"], ["query", "word", "--json"], ["ci", "--format", "json"],
+    ["ci", "--format", "sarif"],
+])
+def test_json_names_the_byte_that_is_not_utf8_as_backslash_x(latin1_name: Repo, cli: Any, args: list[str]) -> None:
+    r = cli(*args, cwd=latin1_name.path)
+    assert r.code in (0, 1), r.err
+
+    def strings(value: Any) -> list[str]:
+        if isinstance(value, dict):
+            return [s for k, v in value.items() for s in [k, *strings(v)]]
+        if isinstance(value, list):
+            return [s for v in value for s in strings(v)]
+        return [value] if isinstance(value, str) else []
+
+    assert any(s.endswith("n\\xffame.md") for s in strings(r.json()))  # the JSON string reads n\xffame.md
+
+
+def test_the_cache_holds_the_exact_name(latin1_name: Repo, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = cli("check", "--rev", "HEAD", cwd=latin1_name.path)
+    monkeypatch.setenv("VIVARY_STATS", "1")
+    warm = cli("check", "--rev", "HEAD", cwd=latin1_name.path)
+    assert '"graph_cached":true' in warm.err
+    assert warm.out == first.out
+    assert "n\\xffame.md:2: error E001" in warm.out
+    # The shared cache keeps the notes it can share; the odd name's facts stay local.
+    assert cli("cache", "verify", cwd=latin1_name.path).code == 0

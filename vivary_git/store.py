@@ -409,7 +409,13 @@ class Changes(msgspec.Struct):
 
 def encode_entries(values: Mapping[str, Facts]) -> dict[str, bytes]:
     enc = msgspec.msgpack.Encoder()
-    return {k: enc.encode(v) for k, v in values.items()}
+    out: dict[str, bytes] = {}
+    for k, v in values.items():
+        try:
+            out[k] = enc.encode(v)
+        except UnicodeEncodeError:  # a file name that is not UTF-8: kept local (.git/vivary), never shared
+            continue
+    return out
 
 
 class WriteResult(msgspec.Struct, frozen=True):

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from vivary_git import privacy
+from vivary_git import escape, privacy
 from vivary_git.config import FORMAT_VERSION
 from vivary_git.models import Note
 from vivary_git.privacy import PrivacyDecision, PrivacyError, PrivacyPolicy
@@ -238,8 +238,10 @@ def build_snapshot(
         assert source.repo is not None and source.repo.workdir is not None
         privacy.check_snapshot_files(source.repo.workdir, [prefix + n.path for n in admitted])
     notes = ws.notes() if with_fields else {}
+    # Privacy was decided on the exact name above; memory keeps the name's text form (docs/output.md), as a
+    # name that is not UTF-8 has no other form in JSON, msgpack or an embedding.
     nodes = sorted(
-        (MemoryNode(id=n.id, type=n.type, path=n.path, title=n.title, blob=n.blob,
+        (MemoryNode(id=n.id, type=n.type, path=escape.name(n.path), title=n.title, blob=n.blob,
                     fields=_fields(notes[n.blob]) if with_fields else {})
          for n in admitted),
         key=lambda n: n.id,
