@@ -189,7 +189,7 @@ def open_source(
             raise GitError(f"{start} is not inside a Git repository, so --rev/--staged have no tree to read")
         return _folder_source(start, pinned=root is not None)
     if rev is not None:
-        tree_id, label = _rev_tree(repo, rev), rev
+        tree_id, label = rev_tree(repo, rev), rev
         kind = "rev"
     elif repo.bare:
         raise UsageError("this is a bare repository (no working tree); name a tree with --rev REV")
@@ -222,7 +222,8 @@ def open_source(
     )
 
 
-def _rev_tree(repo: git.Repo, rev: str) -> str:
+def rev_tree(repo: git.Repo, rev: str) -> str:
+    """The tree id REV names (through libgit2: a revision never reaches a `git` command line as typed)."""
     pygit2 = repo.pygit2
     try:
         obj = repo.repo.revparse_single(rev)

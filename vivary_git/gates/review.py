@@ -17,6 +17,7 @@ from vivary_git.errors import GitError, VivaryError
 from vivary_git.escape import text
 from vivary_git.git import Repo
 from vivary_git.models import Edge, Finding, Node
+from vivary_git.source import rev_tree
 from vivary_git.workspace import CheckReport, Workspace, open_workspace
 
 # The picture in the job summary stays readable (and under GitHub's 50,000-character Mermaid limit).
@@ -94,7 +95,7 @@ def review(
             note = f"blast radius not computed: the base tree {base} cannot be read: {err}"
         else:
             change = change_impact(base_graph, head_graph, base, head, depth)
-        changed_files = _changed_files(repo, base, head)
+        changed_files = _changed_files(repo, rev_tree(repo, base), head_ws.source.root_tree)
     ranked = rank(report.findings, change, head_graph.nodes, head_graph.edges, prefix, changed_files)
     picture = neighbourhood(change, head_graph.nodes, head_graph.edges) if change is not None else None
     return Review(base=base, head=head, prefix=prefix, check=report, change=change, changed_files=changed_files,
@@ -116,9 +117,12 @@ def _open_base(cwd: str | os.PathLike[str] | None, base: str, root: str | None, 
     return ws
 
 
-def _changed_files(repo: Repo, base: str, head: str) -> list[str]:
+def _changed_files(repo: Repo, base_tree: str, head_tree: str | None) -> list[str]:
+    # Tree ids, never the revisions as typed: a ref named `--output=x` would be an option to Git.
     # --no-renames: a renamed file is its new path (annotated) plus its old one (gone).
-    proc = repo.git(["diff", "--name-only", "-z", "--no-renames", base, head, "--"], check=False)
+    if head_tree is None:
+        return []
+    proc = repo.git(["diff-tree", "-r", "--name-only", "-z", "--no-renames", base_tree, head_tree], check=False)
     if proc.returncode != 0:
         return []
     return sorted(p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p)
