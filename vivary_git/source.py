@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from vivary_git import git
 from vivary_git.config import CONFIG_FILE, GRAPH_FILE, Config, Excluder, build_config, excluder, load_toml
-from vivary_git.errors import GitError, UsageError
+from vivary_git.errors import GitError, RefusedError, UsageError
 from vivary_git.models import Finding
 
 THIN_FILE = ".vivary/workspace.toml"
@@ -252,7 +252,15 @@ def _staged_tree(repo: git.Repo) -> str:
 
 def _worktree_tree(repo: git.Repo) -> str:
     assert repo.workdir is not None
-    index = Path(git.out(["rev-parse", "--git-path", "index"], cwd=repo.workdir))
+    if repo.foreign is not None:
+        # Snapshotting writes every file of the work tree as an object of the repository: never another's.
+        raise RefusedError(
+            f"GIT_DIR names the repository {repo.git_dir}, but the working tree {repo.workdir} belongs to the "
+            f"repository {repo.foreign}: reading it would copy its files into the other one. Unset GIT_DIR "
+            "(a hook or a script may have left it set), set GIT_WORK_TREE to its own work tree, or read a "
+            "commit with --rev"
+        )
+    index = Path(repo.git(["rev-parse", "--git-path", "index"]).stdout.decode("utf-8", "surrogateescape").strip())
     if not index.is_absolute():
         index = repo.workdir / index
     scratch_dir = repo.vivary_dir / "tmp"
