@@ -58,12 +58,6 @@ def text(value: object) -> str:
     return s
 
 
-def lines(value: str) -> list[str]:
-    """Text from another program (Git's stderr), one escaped line per non-empty line, for showing it
-    whole under our own message (each shown line is then indented by the caller)."""
-    return [text(line.rstrip()) for line in value.replace("\r\n", "\n").split("\n") if line.strip()]
-
-
 def _valid(obj: Any) -> Any:
     if isinstance(obj, str):
         return name(obj)
