@@ -181,3 +181,14 @@ def test_the_cache_holds_the_exact_name(latin1_name: Repo, cli: Any, monkeypatch
     assert "n\\xffame.md:2: error E001" in warm.out
     # The shared cache keeps the notes it can share; the odd name's facts stay local.
     assert cli("cache", "verify", cwd=latin1_name.path).code == 0
+
+
+def test_ci_files_carry_the_name_escaped(latin1_name: Any, cli: Any, tmp_path: Any) -> None:
+    summary, sarif, out = tmp_path / "summary.md", tmp_path / "v.sarif", tmp_path / "outputs"
+    r = cli("ci", "--summary", str(summary), "--sarif", str(sarif), "--github-output", str(out),
+            "--format", "github", cwd=latin1_name.path)
+    assert r.code == 1, r.err
+    assert "::error file=n\\xffame.md,line=2,title=vivary E001::" in r.out
+    assert "n\\xffame.md:2" in summary.read_text(encoding="utf-8")
+    assert "n\\xffame.md" in json.dumps(json.loads(sarif.read_text(encoding="utf-8")), ensure_ascii=False) \
+        .replace("\\\\", "\\")

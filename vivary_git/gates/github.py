@@ -62,7 +62,7 @@ def append_text(path: Path, chunks: Iterable[str]) -> None:
     have written to it already."""
     with path.open("a", encoding="utf-8") as out:
         for chunk in chunks:
-            out.write(chunk)
+            out.write(name(chunk))  # a file name that is not UTF-8 reads \xNN (docs/output.md)
 
 
 def render_annotations(r: Review, per_type: int = PER_TYPE_CAP) -> str:
