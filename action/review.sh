@@ -29,20 +29,21 @@ for rev in "$base" "$head"; do
         -*) echo "::error title=vivary::revision '$(esc "$rev")' starts with '-'; name a commit, branch or tag"
             exit 2 ;;
     esac
-    if [ -n "$rev" ] && ! git cat-file -e "$rev^{commit}" 2>/dev/null; then
+    # Refused above, and still never where Git reads options: --end-of-options / -- before every revision.
+    if [ -n "$rev" ] && ! git cat-file -e --end-of-options "$rev^{commit}" 2>/dev/null; then
         echo "vivary: $(esc "$rev") is not in this checkout; fetching it"
-        if ! git fetch --no-tags --depth=1 origin "$rev"; then
+        if ! git fetch --no-tags --depth=1 origin -- "$rev"; then
             echo "::error title=vivary::commit $(esc "$rev") is not in this checkout and could not be fetched; set 'fetch-depth: 0' on actions/checkout"
             exit 2
         fi
     fi
 done
 
-args=(ci --head "$head" --format github --github-output "$GITHUB_OUTPUT" --max-annotations "${VIVARY_ANNOTATIONS:-10}")
-[ -z "$base" ] || args+=(--base "$base")
-[ -z "${VIVARY_ROOT:-}" ] || args+=(--root "$VIVARY_ROOT")
+args=(ci --head="$head" --format github --github-output="$GITHUB_OUTPUT" --max-annotations="${VIVARY_ANNOTATIONS:-10}")
+[ -z "$base" ] || args+=(--base="$base")
+[ -z "${VIVARY_ROOT:-}" ] || args+=(--root="$VIVARY_ROOT")
 if [ "${VIVARY_SUMMARY:-true}" = true ] && [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
-    args+=(--summary "$GITHUB_STEP_SUMMARY")
+    args+=(--summary="$GITHUB_STEP_SUMMARY")
 fi
 if [ -n "${VIVARY_SARIF:-}" ]; then
     case $VIVARY_SARIF in *$'\n'*|*$'\r'*) echo "::error title=vivary::the sarif input contains a line break"; exit 2 ;; esac
@@ -52,7 +53,7 @@ if [ -n "${VIVARY_SARIF:-}" ]; then
     fi
     # A file already there (a stale one, or one the pull request committed) must not be uploaded as ours.
     rm -f -- "$VIVARY_SARIF"
-    args+=(--sarif "$VIVARY_SARIF")
+    args+=(--sarif="$VIVARY_SARIF")
 fi
 
 status=0

@@ -188,3 +188,49 @@ def test_private_content_never_travels(repo: Repo, tmp_path: Path) -> None:
     assert run_git_vivary(["sync", "push", f"file://{origin}"], repo.path).returncode == 0
     blob = objects_reachable(origin, store.CACHE_REF, store.NOTES_REF)
     assert b"PUBLIC-MARKER" in blob and b"PRIVATE-CANARY" not in blob
+
+
+def test_push_from_a_shallow_clone_says_what_git_said(repo: Repo, tmp_path: Path) -> None:
+    # CI clones with --depth 1 and fetches the tip of the cache chain only; pushing that chain to a remote
+    # that lacks its older commits is refused by Git ("shallow update not allowed"), not by a race.
+    repo.commit("notes", NOTES)
+    origin = bare(tmp_path, "origin.git")
+    repo.git("push", "-q", f"file://{origin}", "main")
+    first = tmp_path / "first"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{origin}", str(first))
+    assert run_git_vivary(["check", "--rev", "HEAD"], first).returncode == 1
+    assert run_git_vivary(["sync", "push"], first).returncode == 0
+    repo.commit("more", {"notes/more.md": "# More\n"})
+    repo.git("push", "-q", f"file://{origin}", "main")
+    ci = tmp_path / "ci"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{origin}", str(ci))
+    assert run_git_vivary(["sync", "fetch"], ci).returncode == 0
+    run_git_vivary(["check", "--rev", "HEAD"], ci)
+    mirror = bare(tmp_path, "mirror.git")
+    r = run_git_vivary(["sync", "push", f"file://{mirror}"], ci)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "kept changing" not in r.stderr
+    lines = r.stderr.splitlines()
+    assert "shallow clone lacks" in lines[0] and "`git vivary cache gc`" in lines[0]
+    # Git's whole message, each line indented under ours.
+    assert f"  To file://{mirror}" in lines
+    assert any(line.startswith("  !\\t") and line.endswith("\\t[remote rejected] (shallow update not allowed)")
+               for line in lines)
+    assert "  error: failed to push some refs to " + f"'file://{mirror}'" in lines
+    # The way out it names works.
+    assert run_git_vivary(["cache", "gc"], ci).returncode == 0
+    assert run_git_vivary(["sync", "push", f"file://{mirror}"], ci).returncode == 0
+
+
+def test_an_unreachable_remote_shows_all_of_gits_message_escaped(repo: Repo, tmp_path: Path) -> None:
+    from test_escape import assert_inert
+
+    repo.commit("notes", NOTES)
+    hostile = str(tmp_path / "nowhere\n::error title=Forged::x ##[warning]y")
+    r = run_git_vivary(["sync", "fetch", hostile], repo.path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    lines = r.stderr.splitlines()
+    assert lines[0].startswith("git vivary sync: cannot reach remote ")
+    assert len(lines) > 2 and all(line.startswith("  ") for line in lines[1:]), lines  # not just the last line
+    assert any("does not appear to be a git repository" in line for line in lines[1:])
+    assert_inert(r.stderr)

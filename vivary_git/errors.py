@@ -7,18 +7,26 @@ there, so a bug still shows its traceback instead of hiding behind a friendly li
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 # Documented in docs/exit-codes.md; keep the two in step.
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 EXIT_REFUSED = 3
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as Git and coreutils report a reader that went away
 
 
 class VivaryError(Exception):
-    """A problem the user can fix. `str(err)` is the whole message."""
+    """A problem the user can fix. `str(err)` is the whole message; `detail` holds another program's
+    own words (Git's error, line by line), shown under it."""
 
     exit_code = EXIT_USAGE
+
+    def __init__(self, message: str, *, detail: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.detail = tuple(detail)
 
 
 class UsageError(VivaryError):

@@ -3,6 +3,11 @@
 Inside a hook Git exports `GIT_INDEX_FILE`, `GIT_DIR` and `GIT_WORK_TREE`. We honour the index Git
 hands us for the repository we were started in, and strip those variables from any `git` we run
 against another repository (a scratch repo, a remote), where they would point at the wrong place.
+
+When `GIT_DIR` is set, the repository and its work tree are the ones Git itself would use (`GIT_DIR`,
+then `GIT_WORK_TREE`, `core.worktree` or the current directory): libgit2's discovery ignores the
+variable, and reading one repository with libgit2 while `git` writes into another wrote this work
+tree's files into the other's object store.
 """
 
 from __future__ import annotations
@@ -108,13 +113,28 @@ class Repo:
         # Reads do not re-hash every object, as Git's own reads do not (`git fsck` is the tool for
         # that): libgit2's check was a fifth of the time spent reading 10,000 loose blobs.
         pygit2.settings.enable_strict_hash_verification(False)
-        found = pygit2.discover_repository(str(start))
-        if found is None:
-            raise GitError(f"{start} is not inside a Git repository")
         self.pygit2 = pygit2
-        self.repo = pygit2.Repository(found)
-        self.bare: bool = bool(self.repo.is_bare)
-        self.workdir: Path | None = None if self.bare else Path(self.repo.workdir).resolve()
+        # What every `git` run on this repository must see: set only when GIT_DIR was (made absolute,
+        # since our `git` runs in the work tree's top, not where a relative GIT_DIR was meant).
+        self.pins: dict[str, str] = {}
+        # A work tree that lies inside another repository's (GIT_DIR names this one): whose it is.
+        self.foreign: Path | None = None
+        if os.environ.get("GIT_DIR"):
+            git_dir, top = _from_environment(start)
+            self.repo = pygit2.Repository(git_dir)
+            self.bare: bool = top is None
+            self.workdir: Path | None = top
+            self.pins = {"GIT_DIR": git_dir, **({"GIT_WORK_TREE": str(top)} if top is not None else {})}
+            own = pygit2.discover_repository(str(top)) if top is not None else None
+            if own is not None and Path(own).resolve() != Path(git_dir).resolve():
+                self.foreign = Path(own).resolve()
+        else:
+            found = pygit2.discover_repository(str(start))
+            if found is None:
+                raise GitError(f"{start} is not inside a Git repository")
+            self.repo = pygit2.Repository(found)
+            self.bare = bool(self.repo.is_bare)
+            self.workdir = None if self.bare else Path(self.repo.workdir).resolve()
         self.git_dir = Path(self.repo.path).resolve()
         # Linked worktrees share objects and refs with the main repository: keep our cache there.
         common = Path(self.repo.path)
@@ -126,6 +146,8 @@ class Repo:
 
     def git(self, args: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
         kwargs.setdefault("cwd", self.workdir or self.git_dir)
+        if self.pins:
+            kwargs["env"] = {**(kwargs.get("env") or os.environ), **self.pins}
         return run(args, **kwargs)
 
     def read_blob(self, oid: str) -> bytes:
@@ -148,7 +170,25 @@ class Repo:
         return self.common_dir / "vivary"
 
 
+def _from_environment(start: Path) -> tuple[str, Path | None]:
+    """The git dir and work tree top (None when there is none) Git uses here, GIT_DIR being set. Asked of
+    Git itself: its rules (relative paths, core.worktree, linked worktrees, core.bare) have corners."""
+    proc = run(["rev-parse", "--absolute-git-dir", "--is-bare-repository", "--show-toplevel"], cwd=start,
+               check=False)
+    lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
+    if len(lines) < 2:
+        said = proc.stderr.decode("utf-8", "replace").strip() or f"exit code {proc.returncode}"
+        raise GitError(f"GIT_DIR={os.environ.get('GIT_DIR')} does not name a Git repository ({said}); point it "
+                       "at one, or unset it (a hook or a script may have left it set)")
+    top = Path(lines[2]).resolve() if proc.returncode == 0 and len(lines) == 3 and lines[1] == "false" else None
+    return lines[0], top
+
+
 def try_open(start: Path) -> Repo | None:
+    """The repository at `start`, or None outside one. A GIT_DIR that names no repository is an error,
+    not a plain folder: Git would refuse too."""
+    if os.environ.get("GIT_DIR"):
+        return Repo(start)
     try:
         return Repo(start)
     except GitError:

@@ -23,12 +23,20 @@ from vivary_git.models import Note
 
 T = TypeVar("T")
 _MAGIC = b"VVG1"
+# The same msgpack, for values holding a file name that is not UTF-8: such a name is a str with
+# surrogates (`surrogateescape`, so the bytes Git gave come back exactly), which msgpack cannot
+# encode. In these files every string that holds one, or starts with the mark, is the mark followed
+# by the hex of its bytes. Rare, so only these files pay for the walk.
+_MAGIC_NAMES = b"VVGn"
+_BYTES_MARK = "\ufdd0"
 _MAX_SEGMENTS = 8
 _MAX_GRAPHS = 16
 
 
 def _note(message: str) -> None:
-    print(f"vivary: {message}", file=sys.stderr)
+    from vivary_git.escape import text
+
+    print(f"vivary: {text(message)}", file=sys.stderr)
 
 
 def write_atomic(path: Path, *parts: bytes) -> None:
@@ -45,6 +53,45 @@ def write_atomic(path: Path, *parts: bytes) -> None:
     os.replace(tmp, path)
 
 
+def _spelled(value: Any) -> Any:
+    """`value` as msgpack-ready builtins with every string holding a byte that is not UTF-8 spelled out."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return _BYTES_MARK + value.encode("utf-8", "surrogateescape").hex()
+        return _BYTES_MARK + value.encode().hex() if value.startswith(_BYTES_MARK) else value
+    if isinstance(value, list | tuple):
+        return [_spelled(v) for v in value]
+    if isinstance(value, dict):
+        return {_spelled(k): _spelled(v) for k, v in value.items()}
+    if isinstance(value, msgspec.Raw):  # a worker's still-encoded value
+        return _spelled(msgspec.msgpack.decode(value))
+    return value
+
+
+def _unspelled(value: Any) -> Any:
+    if isinstance(value, str):
+        return bytes.fromhex(value[1:]).decode("utf-8", "surrogateescape") if value.startswith(_BYTES_MARK) else value
+    if isinstance(value, list):
+        return [_unspelled(v) for v in value]
+    if isinstance(value, dict):
+        return {_unspelled(k): _unspelled(v) for k, v in value.items()}
+    return value
+
+
+def _encode_spelled(value: Any) -> bytes:
+    return msgspec.msgpack.encode(_spelled(msgspec.to_builtins(value, builtin_types=(bytes, msgspec.Raw))))
+
+
+def _encoded(value: Any) -> tuple[bytes, bytes]:
+    """The header and msgpack of a value: `_MAGIC_NAMES` when it holds a file name that is not UTF-8."""
+    try:
+        return _MAGIC, msgspec.msgpack.encode(value)
+    except UnicodeEncodeError:
+        return _MAGIC_NAMES, _encode_spelled(value)
+
+
 def _read(path: Path, decoder: msgspec.msgpack.Decoder[T]) -> T | None:
     try:
         raw = path.read_bytes()
@@ -53,14 +100,18 @@ def _read(path: Path, decoder: msgspec.msgpack.Decoder[T]) -> T | None:
     except OSError as err:
         _note(f"cannot read cache file {path} ({err.strerror}); recomputing")
         return None
-    if not raw.startswith(_MAGIC):
-        _discard(path, "it has no cache header")
-        return None
     try:
-        return decoder.decode(memoryview(raw)[len(_MAGIC):])  # no copy of a big file
-    except (msgspec.DecodeError, msgspec.ValidationError):
+        if raw.startswith(_MAGIC):
+            return decoder.decode(memoryview(raw)[len(_MAGIC):])  # no copy of a big file
+        if raw.startswith(_MAGIC_NAMES):
+            value: T = msgspec.convert(_unspelled(msgspec.msgpack.decode(memoryview(raw)[len(_MAGIC_NAMES):])),
+                                       decoder.type)
+            return value
+    except (msgspec.DecodeError, msgspec.ValidationError, ValueError):
         _discard(path, "it is truncated or damaged")
         return None
+    _discard(path, "it has no cache header")
+    return None
 
 
 def _discard(path: Path, why: str) -> None:
@@ -150,11 +201,17 @@ def _write_segment(path: Path, items: list[tuple[str, Any]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         with open(tmp, "wb") as fh:
-            fh.write(_MAGIC)
-            fh.write(bytes([0xDD]) + len(items).to_bytes(4, "big"))  # array32: reads as any array header
-            for start in range(0, len(items), _BATCH):
-                batch = items[start:start + _BATCH]
-                fh.write(memoryview(enc.encode(batch))[_array_header_size(len(batch)):])
+            try:
+                fh.write(_MAGIC)
+                fh.write(bytes([0xDD]) + len(items).to_bytes(4, "big"))  # array32: reads as any array header
+                for start in range(0, len(items), _BATCH):
+                    batch = items[start:start + _BATCH]
+                    fh.write(memoryview(enc.encode(batch))[_array_header_size(len(batch)):])
+            except UnicodeEncodeError:  # a file name that is not UTF-8: the whole segment is spelled out
+                fh.seek(0)
+                fh.truncate()
+                fh.write(_MAGIC_NAMES)
+                fh.write(_encode_spelled(items))
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -188,7 +245,7 @@ class ObjectCache:
         if self.dir is None:
             return
         try:
-            write_atomic(self.dir / f"{key}.msgpack", _MAGIC, msgspec.msgpack.encode(value))
+            write_atomic(self.dir / f"{key}.msgpack", *_encoded(value))
             files = sorted(self.dir.glob("*.msgpack"), key=lambda p: p.stat().st_mtime)
             for old in files[: -self.keep]:
                 with contextlib.suppress(OSError):

@@ -9,9 +9,11 @@ import importlib.util
 import signal
 import sys
 from collections.abc import Sequence
+from typing import TextIO
 
 from vivary_git import __version__
-from vivary_git.errors import EXIT_INTERRUPTED, EXIT_USAGE, VivaryError
+from vivary_git.errors import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_USAGE, VivaryError
+from vivary_git.escape import text
 
 # Order is the order of `git vivary -h`. A command whose module is not there (yet) is left out.
 COMMANDS = (
@@ -23,7 +25,7 @@ COMMANDS = (
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        print(f"{self.prog}: error: {text(message)}", file=sys.stderr)
         sys.exit(EXIT_USAGE)
 
 
@@ -70,19 +72,47 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.run(args)
     except VivaryError as err:
-        print(f"git vivary {args.command}: {err}", file=sys.stderr)
-        return err.exit_code
+        code = err.exit_code
+        _say(f"git vivary {args.command}: {text(str(err))}", *(f"  {text(line)}" for line in err.detail))
     except KeyboardInterrupt:
-        print("git vivary: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        code = EXIT_INTERRUPTED
+        _say("git vivary: interrupted")
     except BrokenPipeError:
-        # `git vivary graph | head`: the reader left; that is not an error of ours.
-        sys.stderr.close()
-        return 0
+        # `git vivary check | head -1`: the reader left before the command finished, so its verdict was
+        # never printed whole. Not 0: under `set -o pipefail` that would pass a failing check.
+        _reader_left()
+        return EXIT_BROKEN_PIPE
     finally:
         if collecting:
             gc.enable()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The whole output was handed over and the verdict is known: the reader left before reading it all.
+        _reader_left()
     return code
+
+
+def _say(*lines: str) -> None:
+    try:
+        for line in lines:
+            print(line, file=sys.stderr)
+    except BrokenPipeError:  # `2>&1 | head`: nobody reads our stderr either
+        _reader_left(sys.stderr)
+
+
+def _reader_left(stream: TextIO | None = None) -> None:
+    """Send what is still buffered for the stream whose reader left, and later writes, to /dev/null:
+    the interpreter's own flush at exit would otherwise fail again and print a warning."""
+    import os
+
+    try:
+        fd = (stream or sys.stdout).fileno()
+    except (AttributeError, OSError, ValueError):  # captured in-process (tests): nothing to redirect
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,9 @@ class Finding(msgspec.Struct, frozen=True, order=True):
     message: str
 
     def render(self) -> str:
-        return f"{self.path}:{self.line}: {self.level} {self.code}: {self.message}"
+        from vivary_git.escape import text
+
+        return f"{text(self.path)}:{self.line}: {text(self.level)} {text(self.code)}: {text(self.message)}"
 
 
 class Node(msgspec.Struct, frozen=True):

@@ -5,11 +5,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from vivary_git.escape import text
 from vivary_git.models import Edge, Node
 
 
-def _dot_quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+def _dot_quote(value: str) -> str:
+    # Escaped as all text output (docs/output.md) before DOT's own quoting: no value can end a line.
+    return '"' + text(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def dot(nodes: Sequence[Node], edges: Iterable[Edge], name: str = "vivary") -> str:
@@ -27,8 +29,8 @@ def dot(nodes: Sequence[Node], edges: Iterable[Edge], name: str = "vivary") -> s
 _MERMAID_UNSAFE = re.compile(r'["<>{}\[\]()|`#;]')
 
 
-def _mermaid_label(text: str) -> str:
-    return _MERMAID_UNSAFE.sub(" ", text).strip() or "?"
+def _mermaid_label(value: str) -> str:
+    return _MERMAID_UNSAFE.sub(" ", text(value)).strip() or "?"
 
 
 def mermaid(nodes: Sequence[Node], edges: Iterable[Edge], highlight: Iterable[str] = ()) -> str:

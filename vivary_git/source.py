@@ -28,7 +28,7 @@ from vivary_git.config import (
     leaves_out,
     load_toml,
 )
-from vivary_git.errors import GitError, UsageError
+from vivary_git.errors import GitError, RefusedError, UsageError
 from vivary_git.models import Finding
 
 THIN_FILE = ".vivary/workspace.toml"
@@ -219,7 +219,7 @@ def open_source(
             raise GitError(f"{start} is not inside a Git repository, so --rev/--staged have no tree to read")
         return _folder_source(start, pinned=root is not None)
     if rev is not None:
-        tree_id, label = _rev_tree(repo, rev), rev
+        tree_id, label = rev_tree(repo, rev), rev
         kind = "rev"
     elif repo.bare:
         raise UsageError("this is a bare repository (no working tree); name a tree with --rev REV")
@@ -252,7 +252,8 @@ def open_source(
     )
 
 
-def _rev_tree(repo: git.Repo, rev: str) -> str:
+def rev_tree(repo: git.Repo, rev: str) -> str:
+    """The tree id REV names (through libgit2: a revision never reaches a `git` command line as typed)."""
     pygit2 = repo.pygit2
     try:
         obj = repo.repo.revparse_single(rev)
@@ -281,7 +282,15 @@ def _staged_tree(repo: git.Repo) -> str:
 
 def _worktree_tree(repo: git.Repo) -> str:
     assert repo.workdir is not None
-    index = Path(git.out(["rev-parse", "--git-path", "index"], cwd=repo.workdir))
+    if repo.foreign is not None:
+        # Snapshotting writes every file of the work tree as an object of the repository: never another's.
+        raise RefusedError(
+            f"GIT_DIR names the repository {repo.git_dir}, but the working tree {repo.workdir} belongs to the "
+            f"repository {repo.foreign}: reading it would copy its files into the other one. Unset GIT_DIR "
+            "(a hook or a script may have left it set), set GIT_WORK_TREE to its own work tree, or read a "
+            "commit with --rev"
+        )
+    index = Path(repo.git(["rev-parse", "--git-path", "index"]).stdout.decode("utf-8", "surrogateescape").strip())
     if not index.is_absolute():
         index = repo.workdir / index
     scratch_dir = repo.vivary_dir / "tmp"

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from vivary_git import escape
 from vivary_git.config import FORMAT_VERSION
 from vivary_git.models import Link, Note, ParseProblem
 
@@ -409,7 +410,13 @@ class Changes(msgspec.Struct):
 
 def encode_entries(values: Mapping[str, Facts]) -> dict[str, bytes]:
     enc = msgspec.msgpack.Encoder()
-    return {k: enc.encode(v) for k, v in values.items()}
+    out: dict[str, bytes] = {}
+    for k, v in values.items():
+        try:
+            out[k] = enc.encode(v)
+        except UnicodeEncodeError:  # a file name that is not UTF-8: kept local (.git/vivary), never shared
+            continue
+    return out
 
 
 class WriteResult(msgspec.Struct, frozen=True):
@@ -633,7 +640,7 @@ def get_state(repo: Repo, provider: str, key: str, name: str) -> bytes | None:
         snap = Snapshot.load(repo)
         return snap.state(provider, key, name) if snap is not None else None
     except StoreDamaged as err:
-        print(damaged_message(err), file=sys.stderr)
+        print(escape.text(damaged_message(err)), file=sys.stderr)
         return None
 
 
@@ -676,7 +683,7 @@ class RefCache:
 
     def _fail(self, err: StoreDamaged) -> None:
         if not self.damaged:
-            print(damaged_message(err), file=sys.stderr)
+            print(escape.text(damaged_message(err)), file=sys.stderr)
         self.damaged = True
         self._snap = None
 
@@ -707,7 +714,7 @@ class RefCache:
             self._fail(err)
             return None
         except StoreBusy as err:
-            print(f"vivary: {err}; results are unaffected", file=sys.stderr)
+            print(f"vivary: {escape.text(str(err))}; results are unaffected", file=sys.stderr)
             return None
         self._loaded = False  # the next read sees our commit
         return result

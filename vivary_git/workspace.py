@@ -26,6 +26,7 @@ from vivary_git import check as check_mod
 from vivary_git import graph as graph_mod
 from vivary_git.check import DateLookup
 from vivary_git.config import Config, excluder, leaves_out
+from vivary_git.escape import text
 from vivary_git.localcache import ObjectCache, SegmentCache, parse_cache
 from vivary_git.models import Finding, Note
 from vivary_git.source import Entry, Source, is_note, open_source
@@ -503,7 +504,7 @@ class Workspace:
         try:
             policy = self._privacy_policy()  # reads memory.toml through this thread's repository handle
         except VivaryError as err:
-            print(f"vivary: not recording this tree in {store.CACHE_REF}: {err}", file=sys.stderr)
+            print(f"vivary: not recording this tree in {store.CACHE_REF}: {text(str(err))}", file=sys.stderr)
             return None
         # Git decides privacy (a few subprocesses, ~0.07 s at 10,000 notes) in a thread while this one
         # encodes every candidate entry; only the admitted ones are then kept. Nothing is written
@@ -535,7 +536,7 @@ class Workspace:
         try:
             private = deciding.result()
         except VivaryError as err:
-            print(f"vivary: not recording this tree in {store.CACHE_REF}: {err}", file=sys.stderr)
+            print(f"vivary: not recording this tree in {store.CACHE_REF}: {text(str(err))}", file=sys.stderr)
             return None
         # A blob is admitted only if every path holding it is public.
         private_blobs = {keyed[i][0].oid for i in private}
@@ -598,7 +599,7 @@ class Workspace:
                     self._record_finish(pending, msgspec.msgpack.decode(data, type=_Counts))
                 code = 0
             except Exception as err:  # a cache write must not turn into a traceback
-                print(f"vivary: could not record this tree in the ref cache: {err}", file=sys.stderr)
+                print(f"vivary: could not record this tree in the ref cache: {text(str(err))}", file=sys.stderr)
             finally:
                 sys.stderr.flush()
                 os._exit(code)

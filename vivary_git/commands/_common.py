@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
+from vivary_git.escape import json_text, text
+
 if TYPE_CHECKING:
     from vivary_git.workspace import Workspace
 
@@ -43,12 +45,11 @@ def open_ws(args: argparse.Namespace) -> Workspace:
 
     ws = open_workspace(args.cwd, rev=args.rev, staged=args.staged, root=args.root, cache=not args.no_cache)
     if not ws.source.caching:
-        print(f"vivary: {ws.source.root} is not in a Git repository: reading files directly, caching is off",
-              file=sys.stderr)
+        print(f"vivary: {text(str(ws.source.root))} is not in a Git repository: reading files directly, caching is "
+              "off", file=sys.stderr)
     return ws
 
 
 def emit_json(value: Any) -> None:
-    import msgspec
-
-    sys.stdout.write(msgspec.json.encode(value).decode() + "\n")
+    """`--json` output: one line, escaped as docs/output.md says (a file name that is not UTF-8 as `\\xNN`)."""
+    sys.stdout.write(json_text(value) + "\n")

@@ -11,6 +11,7 @@ import msgspec
 from vivary_git.blast import DEFAULT_DEPTH
 from vivary_git.commands._common import add_json_arg, add_source_args, emit_json, open_ws
 from vivary_git.errors import EXIT_OK, UsageError
+from vivary_git.escape import text as shown
 
 # `--depth` left out: each mode has its own default.
 NOT_GIVEN: Any = object()
@@ -66,10 +67,10 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_OK
         target_type = ws.graph().by_id()[report.target].type or "untyped"
         limit = f" (depth ≤ {report.depth})" if report.depth is not None else ""
-        print(f"vivary blast: {report.target} [{target_type}] — {report.counts['impacted']} document(s) "
+        print(f"vivary blast: {shown(report.target)} [{shown(target_type)}] — {report.counts['impacted']} document(s) "
               f"depend on it{limit}")
         for i in report.impacted:
-            print(f"  {i.id}  [{i.type or 'untyped'}]   (distance {i.distance}, via {i.via})")
+            print(f"  {shown(i.id)}  [{shown(i.type or 'untyped')}]   (distance {i.distance}, via {shown(i.via)})")
         return EXIT_OK
     if args.id is not None:
         raise UsageError("give either a node ID or --base, not both")
@@ -87,15 +88,15 @@ def run(args: argparse.Namespace) -> int:
         emit_json(change)
         return EXIT_OK
     for ch in change.changed:
-        print(f"{ch.change}\t{ch.id}\t{ch.type or '-'}\t{ch.path}")
+        print(f"{ch.change}\t{shown(ch.id)}\t{shown(ch.type or '-')}\t{shown(ch.path)}")
     for e in change.broken_edges:
-        print(f"broke\t{e.from_} -[{e.field}]-> {e.to}")
+        print(f"broke\t{shown(e.from_)} -[{shown(e.field)}]-> {shown(e.to)}")
     for e in change.fixed_edges:
-        print(f"fixed\t{e.from_} -[{e.field}]-> {e.to}")
+        print(f"fixed\t{shown(e.from_)} -[{shown(e.field)}]-> {shown(e.to)}")
     for i in change.impacted:
-        print(f"impacted\t{i.id}\t{i.type or '-'}\tdistance {i.distance} via {i.via}")
+        print(f"impacted\t{shown(i.id)}\t{shown(i.type or '-')}\tdistance {i.distance} via {shown(i.via)}")
     c = change.counts
     further = f" (+{c['further']} further than {depth} hops: --depth all)" if c.get("further") else ""
-    print(f"{args.base}..{head_label}: {c['changed']} changed, {c['broken_edges']} broken edge(s), "
+    print(f"{shown(args.base)}..{shown(head_label)}: {c['changed']} changed, {c['broken_edges']} broken edge(s), "
           f"{c['impacted']} impacted{further}", file=sys.stderr)
     return EXIT_OK

@@ -12,6 +12,7 @@ import msgspec
 
 from vivary_git.commands._common import add_json_arg, emit_json
 from vivary_git.errors import EXIT_FINDINGS, EXIT_OK, UsageError
+from vivary_git.escape import text as shown
 
 if TYPE_CHECKING:
     from vivary_git.git import Repo
@@ -108,7 +109,7 @@ def _status(repo: Repo, args: argparse.Namespace) -> int:
     if not s.exists:
         print(f"{s.ref}: none yet (`git vivary check --rev HEAD` records one; `git vivary sync fetch` gets one)")
     elif s.problem:
-        print(f"{s.ref}: unreadable: {s.problem}")
+        print(f"{s.ref}: unreadable: {shown(s.problem)}")
     else:
         when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(s.written))
         print(f"{s.ref}: {s.commit}")
@@ -117,7 +118,7 @@ def _status(repo: Repo, args: argparse.Namespace) -> int:
         print(f"  trees     {s.trees} source tree(s) with a summary")
         print(f"  blobs     {s.blobs} parsed note(s), {s.facts} document facts")
         print(f"  states    {s.states} memory-provider state file(s)")
-        print(f"  written   {when} by {s.writer}")
+        print(f"  written   {when} by {shown(s.writer)}")
     print(f"  notes     {'on' if s.notes else 'off'} (refs/notes/vivary verdicts; `git vivary cache notes on|off`)")
     return EXIT_OK
 
@@ -127,7 +128,7 @@ def _verify(repo: Repo, ref: str | None) -> int:
 
     ref = ref or store.CACHE_REF
     if store._tip(repo, ref) is None:
-        print(f"{ref}: no such ref; nothing to verify")
+        print(f"{shown(ref)}: no such ref; nothing to verify")
         return EXIT_OK
     try:
         snap = store.Snapshot.load(repo, ref)
@@ -136,13 +137,13 @@ def _verify(repo: Repo, ref: str | None) -> int:
         problems = [err.what]
     if problems:
         for p in problems:
-            print(f"{ref}: {p}")
-        print(f"{ref}: damaged; it is ignored by every command. Fix: `git vivary cache drop` "
+            print(f"{shown(ref)}: {shown(p)}")
+        print(f"{shown(ref)}: damaged; it is ignored by every command. Fix: `git vivary cache drop` "
               "(or `git vivary cache gc`), then a run records a fresh one", file=sys.stderr)
         return EXIT_FINDINGS
     assert snap is not None
     m = snap.manifest
-    print(f"{ref}: ok: {len(m.chunks)} chunk(s), {len(m.states)} state file(s), {len(m.trees)} tree(s) verified")
+    print(f"{shown(ref)}: ok: {len(m.chunks)} chunk(s), {len(m.states)} state file(s), {len(m.trees)} tree(s) verified")
     return EXIT_OK
 
 
@@ -172,7 +173,7 @@ def _gc(repo: Repo, args: argparse.Namespace) -> int:
             ws = open_workspace(args.cwd, rev=head, root=args.root)
             tkey, blobs, facts = ws.cache_keys()
         except VivaryError as err:
-            print(f"vivary: gc: skipped {head}: {err}", file=sys.stderr)
+            print(f"vivary: gc: skipped {shown(head)}: {shown(str(err))}", file=sys.stderr)
             continue
         keep["parse"] |= blobs
         keep["facts"] |= facts
@@ -201,7 +202,7 @@ def _gc(repo: Repo, args: argparse.Namespace) -> int:
     after = status(repo)
     print(f"{store.CACHE_REF}: new chain {commit[:12]}: {after.blobs} of {before[0]} parses, {after.facts} of "
           f"{before[1]} facts, {after.trees} of {before[2]} trees, {after.states} of {before[3]} state files kept "
-          f"(for {', '.join(sorted(set(heads)))})")
+          f"(for {', '.join(shown(h) for h in sorted(set(heads)))})")
     print("  to shrink the shared copy too: `git vivary sync push --force`", file=sys.stderr)
     return EXIT_OK
 
@@ -214,7 +215,7 @@ def _drop(repo: Repo) -> int:
         tip = store._tip(repo, ref)
         if tip is not None and store.delete_ref(repo, ref, tip):
             dropped.append(ref)
-    print(f"dropped {', '.join(dropped)}" if dropped else f"{store.CACHE_REF}: none; nothing to drop")
+    print(f"dropped {', '.join(shown(d) for d in dropped)}" if dropped else f"{store.CACHE_REF}: none; nothing to drop")
     if dropped:
         print("  the next check/graph/query run records a fresh cache; the remote's copy is untouched "
               "(`git vivary sync push --force` replaces it)", file=sys.stderr)

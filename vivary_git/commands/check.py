@@ -7,6 +7,7 @@ import sys
 
 from vivary_git.commands._common import add_json_arg, add_source_args, emit_json, open_ws
 from vivary_git.errors import EXIT_FINDINGS, EXIT_OK
+from vivary_git.escape import text as shown
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -47,5 +48,5 @@ def run(args: argparse.Namespace) -> int:
             out.write(f.render() + "\n")
         if not args.quiet or report.errors:
             out.write(f"\nvivary: {report.checked} document(s), {report.errors} error(s), "
-                      f"{report.warnings} warning(s) in {ws.source.label}\n")
+                      f"{report.warnings} warning(s) in {shown(ws.source.label)}\n")
     return EXIT_FINDINGS if report.errors else EXIT_OK

@@ -48,8 +48,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import msgspec
-
+    from vivary_git.escape import json_text
     from vivary_git.gates import github
     from vivary_git.gates.review import render_text, review
     from vivary_git.gates.sarif import render_sarif
@@ -64,15 +63,15 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "github":
         text = github.render_annotations(r, args.max_annotations)
     elif args.format == "json":
-        text = msgspec.json.encode(r).decode() + "\n"
+        text = json_text(r) + "\n"
     else:
-        text = msgspec.json.encode(render_sarif(r)).decode() + "\n"
+        text = json_text(render_sarif(r)) + "\n"
     if args.output:
         _write(args.output, text)
     else:
         sys.stdout.write(text)
     if args.sarif:
-        _write(args.sarif, msgspec.json.encode(render_sarif(r)).decode() + "\n")
+        _write(args.sarif, json_text(render_sarif(r)) + "\n")
     if args.summary:
         github.append_text(_path(args.summary), [render_summary(r)])
     if args.github_output:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from vivary_git.commands._common import add_json_arg, emit_json
 from vivary_git.errors import EXIT_FINDINGS, EXIT_OK
+from vivary_git.escape import text as shown
 
 if TYPE_CHECKING:
     from vivary_git.scaffold.doctor import DoctorReport
@@ -41,28 +42,29 @@ def run(args: argparse.Namespace) -> int:
 
 def _print(r: DoctorReport) -> None:
     out = sys.stdout
-    out.write(f"repo       {r.repo.top or '-'}" + (f" ({r.repo.branch})" if r.repo.branch else "") + "\n")
+    t = shown
+    out.write(f"repo       {t(r.repo.top or '-')}" + (f" ({t(r.repo.branch)})" if r.repo.branch else "") + "\n")
     if r.workspace.root:
-        out.write(f"workspace  {r.workspace.root} ({r.workspace.config})\n")
+        out.write(f"workspace  {t(r.workspace.root)} ({t(r.workspace.config)})\n")
         if r.workspace.dialect:
-            out.write(f"dialect    {r.workspace.dialect}: {r.workspace.dialect_reason}\n")
+            out.write(f"dialect    {t(r.workspace.dialect)}: {t(r.workspace.dialect_reason)}\n")
     g = r.graph
     if g is not None:
         out.write(f"graph      {g.nodes} node(s), {g.edges} edge(s), {g.broken} broken; {g.errors} error(s), "
-                  f"{g.warnings} warning(s) at {r.workspace.source}")
+                  f"{g.warnings} warning(s) at {t(r.workspace.source)}")
         out.write(f"; {g.worktree_changes} uncommitted change(s)\n" if g.worktree_changes else "\n")
     else:
         out.write("graph      -\n")
     privacy = {"ok": "ok: private files are ignored by Git", "failed": "FAILED", "unknown": "unknown"}[r.privacy.status]
     out.write(f"privacy    {privacy}\n")
-    hooks = ", ".join(r.hooks.vivary_hooks or ["pre-commit framework"])
+    hooks = ", ".join(t(h) for h in r.hooks.vivary_hooks or ["pre-commit framework"])
     out.write(f"hooks      {f'installed ({hooks})' if r.hooks.installed else 'not installed'}\n")
     cache = f"at {r.cache.commit[:12]}" if r.cache.commit else "absent (optional)"
     out.write(f"cache      {r.cache.ref} {cache}\n")
     m = r.memory
-    out.write(f"memory     {m.status} (provider {m.provider})" + (f": {m.detail}" if m.detail else "") + "\n")
+    out.write(f"memory     {t(m.status)} (provider {t(m.provider)})" + (f": {t(m.detail)}" if m.detail else "") + "\n")
     if r.problems:
         out.write("\n")
         for p in r.problems:
-            out.write(f"{p.level}: {p.area}: {p.message}\n  fix: {p.fix}\n")
+            out.write(f"{p.level}: {p.area}: {t(p.message)}\n  fix: {t(p.fix)}\n")
     out.write(f"\nvivary doctor: {'ok' if r.ok else 'problems found'}\n")

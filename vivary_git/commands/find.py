@@ -6,6 +6,7 @@ import argparse
 
 from vivary_git.commands._common import add_filter_args, add_json_arg, add_source_args, emit_json, open_ws
 from vivary_git.errors import EXIT_OK
+from vivary_git.escape import text as shown
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -38,14 +39,14 @@ def run(args: argparse.Namespace) -> int:
         emit_json(result)
         return EXIT_OK
     if not result.results:
-        print(f"vivary find: no context for {text!r}")
+        print(f"vivary find: no context for {shown(repr(text))}")
         return EXIT_OK
-    print(f"vivary find: {len(result.results)} context result(s) for {text!r} "
+    print(f"vivary find: {len(result.results)} context result(s) for {shown(repr(text))} "
           f"(~{result.estimated_tokens} token(s), budget {result.budget})")
     for i, hit in enumerate(result.results, 1):
-        kind = f"[{hit.type}] " if hit.type else ""
-        print(f"{i:2d}. {kind}{hit.id} - {hit.path}")
-        print(f"    why: {hit.reason}")
+        kind = f"[{shown(hit.type)}] " if hit.type else ""
+        print(f"{i:2d}. {kind}{shown(hit.id)} - {shown(hit.path)}")
+        print(f"    why: {shown(hit.reason)}")
         if hit.snippet:
-            print(f"    {hit.snippet}")
+            print(f"    {shown(hit.snippet)}")
     return EXIT_OK

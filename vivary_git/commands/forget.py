@@ -7,6 +7,7 @@ import sys
 
 from vivary_git.commands._common import add_json_arg, add_source_args, emit_json, open_ws
 from vivary_git.errors import EXIT_OK
+from vivary_git.escape import text as shown
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -32,7 +33,8 @@ def run(args: argparse.Namespace) -> int:
         emit_json(report)
         return EXIT_OK
     if report.removed:
-        sys.stdout.write(f"forgot dataset {report.dataset}: removed {report.state}\n")
+        sys.stdout.write(f"forgot dataset {shown(report.dataset)}: removed {shown(report.state)}\n")
     else:
-        sys.stdout.write(f"nothing to forget: no index for dataset {report.dataset} (looked in {report.state})\n")
+        sys.stdout.write(f"nothing to forget: no index for dataset {shown(report.dataset)} "
+                         f"(looked in {shown(report.state)})\n")
     return EXIT_OK

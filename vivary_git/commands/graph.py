@@ -9,6 +9,7 @@ import msgspec
 
 from vivary_git.commands._common import add_source_args, emit_json, open_ws
 from vivary_git.errors import EXIT_OK
+from vivary_git.escape import text as shown
 from vivary_git.models import Edge
 
 
@@ -76,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         for e in edges:
             by_source.setdefault(e.from_, []).append(e)
         for n in nodes:
-            out.write(f"\n  {n.id}  [{n.type or 'untyped'}]\n")
+            out.write(f"\n  {shown(n.id)}  [{shown(n.type or 'untyped')}]\n")
             for e in by_source.get(n.id, ()):
-                out.write(f"    --{e.field}--> {e.to}{'  (broken)' if e.broken else ''}\n")
+                out.write(f"    --{shown(e.field)}--> {shown(e.to)}{'  (broken)' if e.broken else ''}\n")
     return EXIT_OK

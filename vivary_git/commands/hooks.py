@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from vivary_git.errors import EXIT_FINDINGS, EXIT_OK
+from vivary_git.escape import text as shown
 
 # What the post-commit hook runs; .pre-commit-hooks.yaml and docs/hooks.md name the same command.
 POST_COMMIT = ("index", "--auto", "--rev", "HEAD")
@@ -62,14 +63,14 @@ def run(args: argparse.Namespace) -> int:
                 sys.stdout.flush()
             raise
         for line in lines:
-            print(f"vivary: {line}")
+            print(f"vivary: {shown(line)}")
         return EXIT_OK
     if action == "uninstall":
         from vivary_git.gates import install
 
         names = install.check_hook_names(list(dict.fromkeys(args.hooks or ["pre-commit", "post-commit"])))
         for line in install.uninstall(cwd, names):
-            print(f"vivary: {line}")
+            print(f"vivary: {shown(line)}")
         return EXIT_OK
     if action == "status":
         return _status(cwd, args.json)
@@ -145,7 +146,7 @@ def _status(cwd: Path, as_json: bool) -> int:
         gate = "runs vivary" if h.vivary_runs else "does not run vivary"
         note = f"; {h.note}" if h.note else ""
         if h.state == "vivary":
-            py = f"python {h.python}" if h.python else "git-vivary on PATH"
+            py = f"python {shown(h.python)}" if h.python else "git-vivary on PATH"
             if h.python and not h.python_ok:
                 py = f"python {h.python} is gone: falls back to git-vivary on PATH; run install again"
             chained = f"; runs {Path(h.chained).name} first" if h.chained else ""

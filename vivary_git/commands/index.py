@@ -17,6 +17,7 @@ import msgspec
 
 from vivary_git.commands._common import add_json_arg, add_source_args, emit_json, open_ws
 from vivary_git.errors import EXIT_OK, ConfigError
+from vivary_git.escape import text as shown
 
 if TYPE_CHECKING:
     from vivary_git.workspace import Workspace
@@ -86,11 +87,11 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stdout
     out.write("dry run: nothing was written\n")
     if report.enabled:
-        out.write(f"provider     {report.provider}\n")
+        out.write(f"provider     {shown(report.provider)}\n")
     else:
         out.write("provider     none (memory is disabled: no .vivary/memory.toml, or `enabled = false`, or "
                   "provider = \"none\"; this is what an index would hold once it is enabled)\n")
-    out.write(f"dataset      {report.dataset}\n")
+    out.write(f"dataset      {shown(report.dataset)}\n")
     out.write(f"would index  {report.would_index} note(s), {report.edges} edge(s)\n")
     out.write(f"private      {report.private} note(s) held back "
               "(`git vivary privacy explain PATH` names the rule)\n")
@@ -128,8 +129,8 @@ def _write(args: argparse.Namespace) -> int:
         if report.removed:
             out.write(f"removed      {report.removed} note(s) no longer in the snapshot\n")
     out.write(f"private      {report.private} note(s) held back (never embedded)\n")
-    out.write(f"dataset      {report.dataset}\n")
-    out.write(f"state        {report.state}\n")
+    out.write(f"dataset      {shown(report.dataset)}\n")
+    out.write(f"state        {shown(report.state)}\n")
     out.write(f"fingerprint  {report.fingerprint}\n")
     return EXIT_OK
 

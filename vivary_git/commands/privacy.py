@@ -7,7 +7,6 @@ snapshot makes, for paths of their choosing, with the rule that decided.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ import msgspec
 
 from vivary_git.commands._common import add_json_arg, add_source_args, emit_json, open_ws
 from vivary_git.errors import EXIT_OK, UsageError
+from vivary_git.escape import json_text, name, text
 
 
 class Explained(msgspec.Struct, frozen=True):
@@ -82,16 +82,12 @@ def _to_repo_path(raw: str, base: Path, top: Path) -> str:
     return rel
 
 
-def _printable(path: str) -> str:
-    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-
-
 def _shown(path: str) -> str:
-    # Quote like Git does for names a terminal line cannot carry as they are.
-    path = _printable(path)
+    # Quote like Git does for names a terminal line cannot carry as they are; either way escaped as all
+    # text output is (docs/output.md): `##[`, U+2028 and C1 controls cannot reach the line raw.
     if any(c < " " or c in "\"\\\x7f" for c in path):
-        return json.dumps(path, ensure_ascii=False)
-    return path
+        return json_text(name(path))
+    return text(path)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -113,8 +109,7 @@ def run(args: argparse.Namespace) -> int:
     decisions = decide_for_source(ws, paths, policy) if paths else []
     found = [Explained(d.path, d.private, d.reason) for d in decisions]
     if args.json:
-        # JSON strings must be valid Unicode: a non-UTF-8 name shows its raw bytes as \xNN escapes.
-        emit_json([Explained(_printable(d.path), d.private, _printable(d.reason)) for d in found])
+        emit_json(found)  # a name that is not UTF-8 shows its bytes as \xNN (docs/output.md)
         return EXIT_OK
     out = sys.stdout
     if args.nul:
@@ -126,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     for d in found:
         if d.private:
-            out.write(f"private  {_shown(d.path)}  ({_printable(d.reason)})\n")
+            out.write(f"private  {_shown(d.path)}  ({text(d.reason)})\n")
         else:
             out.write(f"public   {_shown(d.path)}\n")
     out.flush()

@@ -6,6 +6,7 @@ import argparse
 
 from vivary_git.commands._common import add_filter_args, add_json_arg, add_source_args, emit_json, open_ws
 from vivary_git.errors import EXIT_OK
+from vivary_git.escape import text as shown
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -40,16 +41,16 @@ def run(args: argparse.Namespace) -> int:
         emit_json(result)
         return EXIT_OK
     if not result.results:
-        print(f"vivary query: no results for {text!r}")
+        print(f"vivary query: no results for {shown(repr(text))}")
         return EXIT_OK
-    print(f"vivary query: {len(result.results)} result(s) for {text!r}")
+    print(f"vivary query: {len(result.results)} result(s) for {shown(repr(text))}")
     for i, hit in enumerate(result.results, 1):
-        kind = f"[{hit.type}] " if hit.type else ""
-        print(f"{i:2d}. {kind}{hit.id} - {hit.path}  (score {hit.score})")
+        kind = f"[{shown(hit.type)}] " if hit.type else ""
+        print(f"{i:2d}. {kind}{shown(hit.id)} - {shown(hit.path)}  (score {hit.score})")
         if hit.reasons:
-            print(f"    why: {', '.join(hit.reasons)}")
+            print(f"    why: {', '.join(shown(r) for r in hit.reasons)}")
         if hit.snippet:
-            print(f"    {hit.snippet}")
+            print(f"    {shown(hit.snippet)}")
     return EXIT_OK
 
 
@@ -82,12 +83,12 @@ def run_semantic(args: argparse.Namespace) -> int:
                    "results": [msgspec.to_builtins(h) for h in hits]})
         return EXIT_OK
     if not hits:
-        print(f"vivary query: no results for {text!r} ({args.mode})")
+        print(f"vivary query: no results for {shown(repr(text))} ({args.mode})")
         return EXIT_OK
-    print(f"vivary query: {len(hits)} result(s) for {text!r} ({args.mode}; leads: read the files)")
+    print(f"vivary query: {len(hits)} result(s) for {shown(repr(text))} ({args.mode}; leads: read the files)")
     for i, hit in enumerate(hits, 1):
-        kind = f"[{hit.type}] " if hit.type else ""
-        print(f"{i:2d}. {kind}{hit.node_id} - {hit.path}  (score {hit.score:.4f})")
+        kind = f"[{shown(hit.type)}] " if hit.type else ""
+        print(f"{i:2d}. {kind}{shown(hit.node_id)} - {shown(hit.path)}  (score {hit.score:.4f})")
         if args.explain:
-            print(f"    why: {hit.reason}")
+            print(f"    why: {shown(hit.reason)}")
     return EXIT_OK

@@ -16,6 +16,7 @@ import msgspec
 
 from vivary_git.commands._common import add_filter_args, add_json_arg, add_source_args, emit_json, open_ws
 from vivary_git.errors import EXIT_OK, UsageError
+from vivary_git.escape import text as shown
 
 
 class BatchQuery(msgspec.Struct, frozen=True):
@@ -71,9 +72,10 @@ def _read_queries(name: str) -> list[BatchQuery]:
 
 
 def _lines(answers: Iterator[BatchAnswer]) -> Iterator[bytes]:
-    encoder = msgspec.json.Encoder()
+    from vivary_git.escape import json_text
+
     for a in answers:
-        yield encoder.encode(a) + b"\n"
+        yield json_text(a).encode() + b"\n"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -106,15 +108,16 @@ def run(args: argparse.Namespace) -> int:
         emit_json(hits)
         return EXIT_OK
     if not hits:
-        print(f"vivary recall: no hits for {text!r}")
+        print(f"vivary recall: no hits for {shown(repr(text))}")
         return EXIT_OK
-    print(f"vivary recall: {len(hits)} lead(s) for {text!r} (read the files before acting on them)")
+    print(f"vivary recall: {len(hits)} lead(s) for {shown(repr(text))} (read the files before acting on them)")
     for i, hit in enumerate(hits, 1):
-        kind = f"[{hit.type}] " if hit.type else ""
-        print(f"{i:2d}. {kind}{hit.node_id} - {hit.path}  (score {hit.score:.4f})")
-        print(f"    why: {hit.reason}")
+        kind = f"[{shown(hit.type)}] " if hit.type else ""
+        print(f"{i:2d}. {kind}{shown(hit.node_id)} - {shown(hit.path)}  (score {hit.score:.4f})")
+        print(f"    why: {shown(hit.reason)}")
         if hit.edge_context:
-            shown = ", ".join(f"{e.source_id} -{e.field}-> {e.target_id}" for e in hit.edge_context[:5])
+            edges = ", ".join(f"{shown(e.source_id)} -{shown(e.field)}-> {shown(e.target_id)}"
+                              for e in hit.edge_context[:5])
             more = f" (+{len(hit.edge_context) - 5} more)" if len(hit.edge_context) > 5 else ""
-            print(f"    edges: {shown}{more}")
+            print(f"    edges: {edges}{more}")
     return EXIT_OK

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vivary_git.errors import EXIT_OK, GitError, RefusedError, UsageError
+from vivary_git.escape import text as shown
 
 if TYPE_CHECKING:
     from vivary_git.git import Repo
@@ -83,9 +84,10 @@ def setup(repo: Repo, remote: str) -> int:
     for spec in added:
         repo.git(["config", "--add", key, spec])
     for spec in want:
-        print(f"{key} {spec}" + ("" if spec in added else "  (already there)"))
-    print(f"`git fetch {remote}` now stages the cache; `git vivary sync fetch {remote}` verifies and adopts it, "
-          f"`git vivary sync push {remote}` publishes ours")
+        print(f"{shown(key)} {shown(spec)}" + ("" if spec in added else "  (already there)"))
+    r = shown(remote)
+    print(f"`git fetch {r}` now stages the cache; `git vivary sync fetch {r}` verifies and adopts it, "
+          f"`git vivary sync push {r}` publishes ours")
     return EXIT_OK
 
 
@@ -94,9 +96,8 @@ def _ls_remote(repo: Repo, remote: str) -> dict[str, str]:
 
     proc = repo.git(["ls-remote", "--", remote, CACHE_REF, NOTES_REF], check=False)
     if proc.returncode != 0:
-        said = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise GitError(f"cannot reach remote {remote!r}: {said[-1] if said else 'git ls-remote failed'}; "
-                       "check `git remote -v` and your access")
+        raise GitError(f"cannot reach remote {remote!r}; check `git remote -v` and your access. Git said:",
+                       detail=_said(proc.stderr))
     out: dict[str, str] = {}
     for line in proc.stdout.decode().splitlines():
         oid, _, ref = line.partition("\t")
@@ -121,7 +122,8 @@ def fetch(repo: Repo, remote: str, *, quiet: bool = False) -> dict[str, str]:
         specs.append(f"+{store.NOTES_REF}:{staging}/notes")
     if not specs:
         if not quiet:
-            print(f"{remote} has no vivary cache yet; after a run, `git vivary sync push {remote}` publishes ours")
+            print(f"{shown(remote)} has no vivary cache yet; after a run, `git vivary sync push {shown(remote)}` "
+                  "publishes ours")
         return remote_refs
     # In a shallow clone (CI), take just the tip of the chain: it holds the whole cache. In a full
     # clone, --depth would make the repository shallow, so the chain comes whole (it is bounded).
@@ -129,8 +131,7 @@ def fetch(repo: Repo, remote: str, *, quiet: bool = False) -> dict[str, str]:
     proc = repo.git(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", *depth, "--", remote, *specs],
                     check=False)
     if proc.returncode != 0:
-        said = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise GitError(f"`git fetch {remote}` of the cache refs failed: {said[-1] if said else 'no message'}")
+        raise GitError(f"`git fetch {remote}` of the cache refs failed. Git said:", detail=_said(proc.stderr))
     if store.CACHE_REF in remote_refs:
         _adopt_cache(repo, remote, f"{staging}/cache", quiet=quiet)
     if store.NOTES_REF in remote_refs:
@@ -153,7 +154,7 @@ def _adopt_cache(repo: Repo, remote: str, staged: str, *, quiet: bool) -> None:
             f"should run `git vivary cache drop` and push a fresh one"
         )
     if theirs is None:
-        print(f"vivary: {remote}'s cache was written by another vivary-git format; not adopted", file=sys.stderr)
+        print(f"vivary: {shown(remote)}'s cache was written by another vivary-git format; not adopted", file=sys.stderr)
         return
     ours_tip = store._tip(repo, store.CACHE_REF)
     new = theirs.commit
@@ -168,14 +169,15 @@ def _adopt_cache(repo: Repo, remote: str, staged: str, *, quiet: bool) -> None:
         except store.StoreDamaged:
             ours = None  # our own copy is damaged: theirs replaces it
         if ours is not None:
-            merged = store.merge_into(repo, theirs, ours, f"vivary cache: merged with {remote}")
+            # Named by its staging ref, never by the URL: one with a token in it would be pushed with the cache.
+            merged = store.merge_into(repo, theirs, ours, f"vivary cache: merged with {staged}")
             new, how = (merged, "merged with ours") if merged else (theirs.commit, "adopted (ours had nothing more)")
     if new != ours_tip and not store.update_ref(repo, store.CACHE_REF, new, ours_tip):
         raise GitError(f"{store.CACHE_REF} changed while the fetch was adopted; run `git vivary sync fetch` again")
     if not quiet:
         m = store.Snapshot.load(repo)
         blobs = sum(c.count for p, c in m.manifest.chunks.items() if p.startswith("parse/")) if m else 0
-        print(f"{store.CACHE_REF}: {how} from {remote} ({new[:12]}, {blobs} parsed notes, "
+        print(f"{store.CACHE_REF}: {how} from {shown(remote)} ({new[:12]}, {blobs} parsed notes, "
               f"{len(m.manifest.trees) if m else 0} trees)")
 
 
@@ -211,6 +213,7 @@ def push(repo: Repo, remote: str, *, force: bool = False) -> None:
     """Publish refs/vivary/cache (and verdict notes) to REMOTE."""
     from vivary_git import store
 
+    said: list[str] = []
     for _attempt in range(_PUSH_ATTEMPTS):
         ours = store._tip(repo, store.CACHE_REF)
         if ours is None:
@@ -235,7 +238,7 @@ def push(repo: Repo, remote: str, *, force: bool = False) -> None:
             refs.append((store.NOTES_REF, notes, remote_refs.get(store.NOTES_REF)))
         todo = [(ref, mine, old) for ref, mine, old in refs if mine != old]
         if not todo:
-            print(f"{remote} already has {store.CACHE_REF} {ours[:12]}")
+            print(f"{shown(remote)} already has {store.CACHE_REF} {ours[:12]}")
             return
         leases = [f"--force-with-lease={ref}:{old or ''}" for ref, _, old in todo]
         # --no-verify: this push carries derived data only, never a branch a pre-push gate protects.
@@ -243,11 +246,41 @@ def push(repo: Repo, remote: str, *, force: bool = False) -> None:
                          *(f"{mine}:{ref}" for ref, mine, _ in todo)], check=False)
         if proc.returncode == 0:
             for ref, mine, old in todo:
-                print(f"{ref}: {(old or '(none)')[:12]} -> {mine[:12]} on {remote}")
+                print(f"{ref}: {(old or '(none)')[:12]} -> {mine[:12]} on {shown(remote)}")
             return
-        said = (proc.stderr + proc.stdout).decode("utf-8", "replace")
-        if "stale info" not in said and "fetch first" not in said and "rejected" not in said:
-            last = [line for line in said.strip().splitlines() if line.strip()]
-            raise GitError(f"`git push {remote}` of the cache refs failed: {last[-1] if last else 'no message'}")
+        said = _said(proc.stderr + proc.stdout)
+        reasons = _rejections(proc.stdout)
+        if not reasons or not reasons <= _RACED:
+            raise GitError(f"`git push {remote}` of the cache refs failed{_hint(reasons)}. Git said:", detail=said)
         # Someone pushed in between: fold their entries in and try again.
-    raise GitError(f"{remote}'s cache kept changing during {_PUSH_ATTEMPTS} attempts; run `git vivary sync push` again")
+    raise GitError(f"{remote}'s cache kept changing during {_PUSH_ATTEMPTS} attempts; run `git vivary sync push` "
+                   "again. Git said:", detail=said)
+
+
+# `git push --porcelain` reasons that mean the remote moved since we looked: fetch, fold in, retry.
+_RACED = {"stale info", "fetch first", "non-fast-forward"}
+
+
+def _rejections(porcelain: bytes) -> set[str]:
+    """The reasons of the refs the remote refused: `!<TAB>src:dst<TAB>[rejected] (reason)` lines."""
+    reasons = set()
+    for line in porcelain.decode("utf-8", "replace").splitlines():
+        flag, _, rest = line.partition("\t")
+        if flag == "!":
+            summary = rest.partition("\t")[2]
+            reasons.add(summary[summary.find("(") + 1:summary.rfind(")")] if "(" in summary else summary)
+    return reasons
+
+
+def _hint(reasons: set[str]) -> str:
+    if "shallow update not allowed" in reasons:
+        return (": the cache's history reaches into commits this shallow clone lacks, and the remote will not "
+                "take an incomplete history. `git vivary cache gc` starts a new chain without that history; "
+                "then push again")
+    return ""
+
+
+def _said(output: bytes) -> list[str]:
+    """Git's own words, every line of them (escaped when shown: a remote's message is a stranger's text)."""
+    return [line.rstrip() for line in output.decode("utf-8", "replace").splitlines() if line.strip()] \
+        or ["(no message)"]

@@ -3,7 +3,9 @@
 Messages and paths come from the notes of a pull request, which a fork controls: an unescaped line
 break in a message would start a new workflow command (`::add-mask::`, `::stop-commands::`), so
 every value goes through `escape_data` / `escape_property` exactly as GitHub's toolkit does
-(`@actions/core`, `command.ts`).
+(`@actions/core`, `command.ts`), after `escape.name` so that a file name that is not UTF-8 can be
+written at all. Within a line the runner reads as our command, nothing else is read as one; every
+other line we print goes through `escape.text`.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import secrets
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from vivary_git.escape import name
 
 if TYPE_CHECKING:
     from vivary_git.gates.review import Review
@@ -33,9 +37,9 @@ def escape_property(text: str) -> str:
 def command(kind: str, message: str, properties: Mapping[str, str | int | None] | None = None) -> str:
     """`::kind key=value,…::message`; properties whose value is None are left out."""
     props = ",".join(
-        f"{k}={escape_property(str(v))}" for k, v in (properties or {}).items() if v is not None
+        f"{k}={escape_property(name(str(v)))}" for k, v in (properties or {}).items() if v is not None
     )
-    return f"::{kind}{' ' + props if props else ''}::{escape_data(message)}"
+    return f"::{kind}{' ' + props if props else ''}::{escape_data(name(message))}"
 
 
 def write_outputs(path: Path, values: Mapping[str, str | int]) -> None:
@@ -58,7 +62,7 @@ def append_text(path: Path, chunks: Iterable[str]) -> None:
     have written to it already."""
     with path.open("a", encoding="utf-8") as out:
         for chunk in chunks:
-            out.write(chunk)
+            out.write(name(chunk))  # a file name that is not UTF-8 reads \xNN (docs/output.md)
 
 
 def render_annotations(r: Review, per_type: int = PER_TYPE_CAP) -> str:

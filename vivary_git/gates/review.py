@@ -14,8 +14,10 @@ import msgspec
 
 from vivary_git.blast import ChangeReport, change_impact
 from vivary_git.errors import GitError, VivaryError
+from vivary_git.escape import text
 from vivary_git.git import Repo
 from vivary_git.models import Edge, Finding, Node
+from vivary_git.source import rev_tree
 from vivary_git.workspace import CheckReport, Workspace, open_workspace
 
 # The picture in the job summary stays readable (and under GitHub's 50,000-character Mermaid limit).
@@ -111,7 +113,7 @@ def review(
             note = f"blast radius not computed: the base tree {base} cannot be read: {err}"
         else:
             change = change_impact(base_graph, head_graph, base, head, depth)
-        changed_files = _changed_files(repo, base, head)
+        changed_files = _changed_files(repo, rev_tree(repo, base), head_ws.source.root_tree)
     ranked = rank(report.findings, change, head_graph.nodes, head_graph.edges, prefix, changed_files)
     picture = neighbourhood(change, head_graph.nodes, head_graph.edges) if change is not None else None
     broke = what_broke(change, head_graph.nodes, prefix) if change is not None else []
@@ -157,9 +159,12 @@ def _open_base(cwd: str | os.PathLike[str] | None, base: str, root: str | None, 
     return ws
 
 
-def _changed_files(repo: Repo, base: str, head: str) -> list[str]:
+def _changed_files(repo: Repo, base_tree: str, head_tree: str | None) -> list[str]:
+    # Tree ids, never the revisions as typed: a ref named `--output=x` would be an option to Git.
     # --no-renames: a renamed file is its new path (annotated) plus its old one (gone).
-    proc = repo.git(["diff", "--name-only", "-z", "--no-renames", base, head, "--"], check=False)
+    if head_tree is None:
+        return []
+    proc = repo.git(["diff-tree", "-r", "--name-only", "-z", "--no-renames", base_tree, head_tree], check=False)
     if proc.returncode != 0:
         return []
     return sorted(p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p)
@@ -244,27 +249,32 @@ def neighbourhood(change: ChangeReport, nodes: list[Node], edges: list[Edge]) ->
 
 
 def render_text(r: Review) -> str:
-    lines = [f"{a.path}:{a.line}: {a.level} {a.title.removeprefix('vivary ')}: {a.message}"
+    t = text
+    lines = [f"{t(a.path)}:{a.line}: {t(a.level)} {t(a.title.removeprefix('vivary '))}: {t(a.message)}"
              for a in sorted((a for a in r.annotations if a.level != "notice"), key=lambda a: (a.path, a.line))]
     if r.change is not None:
         c = r.change
         lines.append("")
-        lines += [f"{ch.change}\t{ch.id}\t{ch.type or '-'}\t{repo_path(r.prefix, ch.path)}" for ch in c.changed]
-        lines += [f"broke\t{e.from_} -[{e.field}]-> {e.to}" for e in c.broken_edges]
-        lines += [f"fixed\t{e.from_} -[{e.field}]-> {e.to}" for e in c.fixed_edges]
-        lines += [f"impacted\t{i.id}\t{i.type or '-'}\tdistance {i.distance} via {i.via}" for i in c.impacted]
+        lines += [f"{ch.change}\t{t(ch.id)}\t{t(ch.type or '-')}\t{t(repo_path(r.prefix, ch.path))}"
+                  for ch in c.changed]
+        lines += [f"broke\t{t(e.from_)} -[{t(e.field)}]-> {t(e.to)}" for e in c.broken_edges]
+        lines += [f"fixed\t{t(e.from_)} -[{t(e.field)}]-> {t(e.to)}" for e in c.fixed_edges]
+        lines += [f"impacted\t{t(i.id)}\t{t(i.type or '-')}\tdistance {i.distance} via {t(i.via)}"
+                  for i in c.impacted]
     lines.append("")
     lines.append(headline(r))
     if r.note:
-        lines.append(f"vivary: {r.note}")
+        lines.append(f"vivary: {t(r.note)}")
     return "\n".join(lines) + "\n"
 
 
 def headline(r: Review) -> str:
-    s = f"vivary: {r.check.checked} document(s), {r.check.errors} error(s), {r.check.warnings} warning(s) in {r.head}"
+    """One line of text: the revision names in it are escaped (docs/output.md)."""
+    s = (f"vivary: {r.check.checked} document(s), {r.check.errors} error(s), {r.check.warnings} warning(s) "
+         f"in {text(r.head)}")
     if r.change is not None:
         c = r.change.counts
-        s += (f"; {r.base}..{r.head}: {c['changed']} changed, {c['broken_edges']} broken edge(s), "
+        s += (f"; {text(r.base or '')}..{text(r.head)}: {c['changed']} changed, {c['broken_edges']} broken edge(s), "
               f"{c['fixed_edges']} fixed, {c['impacted']} impacted")
         if c.get("further"):
             s += f" (+{c['further']} further than {r.change.depth} hops)"

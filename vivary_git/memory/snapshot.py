@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from vivary_git import privacy
+from vivary_git import escape, privacy
 from vivary_git.config import FORMAT_VERSION
 from vivary_git.models import Note
 from vivary_git.privacy import PrivacyDecision, PrivacyError, PrivacyPolicy
@@ -238,20 +238,25 @@ def build_snapshot(
         assert source.repo is not None and source.repo.workdir is not None
         privacy.check_snapshot_files(source.repo.workdir, [prefix + n.path for n in admitted])
     notes = ws.notes() if with_fields else {}
+    # Privacy was decided on the exact name above; memory keeps the name's text form (docs/output.md), as a
+    # name that is not UTF-8 has no other form in JSON, msgpack or an embedding.
+    # Zero-config ids and titles come from file names, so they take the same text form.
     nodes = sorted(
-        (MemoryNode(id=n.id, type=n.type, path=n.path, title=n.title, blob=n.blob,
-                    fields=_fields(notes[n.blob]) if with_fields else {})
+        (MemoryNode(id=escape.name(n.id), type=n.type, path=escape.name(n.path), title=escape.name(n.title),
+                    blob=n.blob, fields=_fields(notes[n.blob]) if with_fields else {})
          for n in admitted),
         key=lambda n: n.id,
     )
-    ids = {n.id for n in nodes}
+    ids = {n.id for n in admitted}
     # graph.edges is sorted and unique by (from, field, to) (`broken` follows from `to`), so the
-    # filtered list is too: no set, no second sort.
+    # filtered list is too: no set, no second sort (unless a name's text form moved it).
     edges = [
-        MemoryEdge(e.from_, e.field, e.to)
+        MemoryEdge(escape.name(e.from_), e.field, escape.name(e.to))
         for e in graph.edges
         if not e.broken and e.from_ in ids and e.to in ids
     ]
+    if any(e.source_id not in ids or e.target_id not in ids for e in edges):
+        edges.sort(key=lambda e: (e.source_id, e.field, e.target_id))
     return MemorySnapshot(
         root=str(source.root.resolve()),
         dataset=dataset_name(source.root, dataset_label),

@@ -150,7 +150,7 @@ def doctor(path: str | os.PathLike[str] | None = None, *, rev: str = "HEAD", roo
         )
     top = Path(_text(out))
     git_dir = _text(_git(["rev-parse", "--path-format=absolute", "--git-common-dir"], start)[1])
-    head_code, head_out = _git(["rev-parse", "-q", "--verify", f"{rev}^{{commit}}"], start)
+    head_code, head_out = _git(["rev-parse", "-q", "--verify", "--end-of-options", f"{rev}^{{commit}}"], start)
     head = _text(head_out) if head_code == 0 else None
     branch_code, branch_out = _git(["symbolic-ref", "-q", "--short", "HEAD"], start)
     repo = RepoInfo(str(top), git_dir, head, _text(branch_out) if branch_code == 0 else None)

@@ -1,0 +1,137 @@
+"""Git plumbing (vivary_git/git.py and every `git` we run): user strings never become Git options, and
+the repository is the one the environment names."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import TROPO, Repo, git, run_git_vivary
+
+# What a stranger can name a branch or tag, or pass as a revision, remote or path, hoping Git reads it
+# as an option: each would write a file named `pwned` (or run a command that does).
+HOSTILE_REVS = ["--output=pwned", "-opwned", "--output=pwned.txt"]
+
+
+def two_commits(repo: Repo) -> None:
+    repo.commit("base", files={"tropo.toml": TROPO, "modules/a.md": "---\nstatus: ok\n---\n# A\n"})
+    repo.commit("head", files={"modules/b.md": "---\nstatus: ok\ndepends: [a]\n---\n# B\n"})
+
+
+def no_pwned(*places: Path) -> None:
+    for place in places:
+        assert not list(place.rglob("pwned*")), list(place.rglob("pwned*"))
+
+
+@pytest.mark.parametrize("name", HOSTILE_REVS)
+def test_a_base_named_like_an_option_is_a_revision(repo: Repo, cli: Any, name: str) -> None:
+    two_commits(repo)
+    repo.git("update-ref", f"refs/heads/{name}", "HEAD~1")
+    r = cli("ci", f"--base={name}", "--head", "HEAD", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert "added\tb\tmodule\tmodules/b.md" in r.out  # the ref was read as the base it names
+    j = cli("ci", f"--base={name}", "--format", "json", cwd=repo.path).json()
+    assert j["changed_files"] == ["modules/b.md"]
+    b = cli("blast", f"--base={name}", "--head", "HEAD", cwd=repo.path)
+    assert b.code == 0 and "added\tb\tmodule\tmodules/b.md" in b.out, b.err
+    no_pwned(repo.path.parent)
+
+
+@pytest.mark.parametrize("name", HOSTILE_REVS)
+def test_doctor_reads_a_rev_named_like_an_option(repo: Repo, cli: Any, name: str) -> None:
+    two_commits(repo)
+    repo.git("update-ref", f"refs/tags/{name}", "HEAD~1")
+    r = cli("doctor", "--json", f"--rev={name}", cwd=repo.path)
+    assert r.json()["repo"]["head"] == repo.git("rev-parse", "HEAD~1").strip()
+    assert r.json()["graph"]["nodes"] == 1
+    no_pwned(repo.path.parent)
+
+
+@pytest.mark.parametrize("remote", ["--upload-pack=touch pwned; :", "-opwned", "--receive-pack=touch pwned"])
+@pytest.mark.parametrize("action", ["fetch", "push", "setup"])
+def test_a_remote_named_like_an_option_is_never_an_option(repo: Repo, cli: Any, tmp_path: Path,
+                                                          remote: str, action: str) -> None:
+    two_commits(repo)
+    assert cli("check", "--rev", "HEAD", cwd=repo.path).code == 0  # records a cache to push
+    r = cli("sync", "-C", str(repo.path), action, "--", remote, cwd=tmp_path)
+    assert r.code == 2, r.out + r.err
+    no_pwned(tmp_path, repo.path)
+
+
+def test_paths_starting_with_a_dash_are_paths(repo: Repo, cli: Any) -> None:
+    repo.commit("notes", files={"-n.md": "# N\n", "--output=pwned.md": "# O\n", ".gitignore": "-secret.md\n"})
+    r = cli("privacy", "explain", "--json", "--", "-secret.md", "--output=pwned.md", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert [(d["path"], d["private"]) for d in r.json()] == [("-secret.md", True), ("--output=pwned.md", False)]
+    assert cli("check", cwd=repo.path).code == 0
+    assert git(repo.path, "status", "--porcelain") == ""
+    no_pwned(repo.path.parent)
+
+
+# --- GIT_DIR: the repository is the one the environment names, as for Git itself -------------------------
+
+CANARY = "CANARY-3f9c1e: a private note of this work tree\n"
+
+
+def objects(git_dir: Path) -> set[str]:
+    return {str(p.relative_to(git_dir / "objects")) for p in (git_dir / "objects").rglob("*") if p.is_file()}
+
+
+@pytest.fixture
+def other(tmp_path: Path) -> Repo:
+    path = tmp_path / "other"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    r = Repo(path)
+    r.commit("other", files={"theirs.md": "---\ntitle: Theirs\n---\n[[nowhere]]\n"})
+    return r
+
+
+def test_git_dir_of_another_repository_never_receives_this_work_trees_files(repo: Repo, other: Repo) -> None:
+    repo.commit("mine", files={"mine.md": "# Mine\n", "memory/canary.md": CANARY})
+    repo.write({"memory/canary.md": CANARY + "edited\n", "new.md": "# New\n"})
+    before = objects(other.path / ".git")
+    env = {"GIT_DIR": str(other.path / ".git")}
+    r = run_git_vivary(["check"], repo.path, env=env)
+    assert r.returncode == 3, r.stderr
+    assert "Traceback" not in r.stderr
+    assert f"GIT_DIR names the repository {other.path / '.git'}" in r.stderr
+    assert str(repo.path / ".git") in r.stderr  # and says whose files these are
+    assert objects(other.path / ".git") == before
+    canary = git(repo.path, "hash-object", "memory/canary.md").strip()
+    assert git(other.path, "cat-file", "-e", canary, check=False) == ""
+    assert subprocess.run(["git", "cat-file", "-e", canary], cwd=other.path).returncode != 0
+
+
+def test_git_dir_names_the_repository_whose_commits_are_read(repo: Repo, other: Repo) -> None:
+    repo.commit("mine", files={"mine.md": "# Mine\n"})
+    env = {"GIT_DIR": str(other.path / ".git")}
+    r = run_git_vivary(["check", "--rev", "HEAD"], repo.path, env=env)
+    assert r.returncode == 1, r.stderr
+    assert r.stdout.startswith("theirs.md:4: error W221"), r.stdout  # the other repository's HEAD, as Git reads it
+    with_tree = run_git_vivary(["check"], repo.path, env={**env, "GIT_WORK_TREE": str(other.path)})
+    assert with_tree.returncode == 1 and with_tree.stdout.startswith("theirs.md:4: error W221"), with_tree.stderr
+
+
+def test_git_dir_that_is_no_repository_is_an_error(repo: Repo, tmp_path: Path) -> None:
+    repo.commit("mine", files={"mine.md": "# Mine\n"})
+    r = run_git_vivary(["check"], repo.path, env={"GIT_DIR": str(tmp_path / "nowhere")})
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert f"GIT_DIR={tmp_path / 'nowhere'} does not name a Git repository" in r.stderr
+
+
+def test_hook_in_a_linked_worktree_sees_its_own_index(repo: Repo, tmp_path: Path) -> None:
+    # Git sets GIT_DIR (the worktree's own git dir) and GIT_INDEX_FILE for the hooks of a linked worktree.
+    repo.commit("mine", files={"mine.md": "# Mine\n"})
+    wt = tmp_path / "wt"
+    repo.git("worktree", "add", "-q", str(wt))
+    (wt / "staged.md").write_text("[[missing]]\n")
+    git(wt, "add", "staged.md")
+    gitdir = git(wt, "rev-parse", "--absolute-git-dir").strip()
+    env = {"GIT_DIR": gitdir, "GIT_INDEX_FILE": f"{gitdir}/index"}
+    r = run_git_vivary(["check", "--staged"], wt, env=env)
+    assert r.returncode == 1 and r.stdout.startswith("staged.md:1: error W221"), r.stdout + r.stderr
+    r = run_git_vivary(["check"], wt / "sub" if (wt / "sub").is_dir() else wt, env=env)
+    assert r.returncode == 1, r.stderr
