@@ -106,8 +106,9 @@ class _Rules:
 class Workspace:
     """One workspace at one tree. Cheap to create; work happens on first use and is cached."""
 
-    def __init__(self, source: Source, *, cache: bool = True) -> None:
+    def __init__(self, source: Source, *, cache: bool = True, gate: bool = False) -> None:
         self.source = source
+        self.gate = gate
         self.config = source.config
         self.cache_enabled = cache and source.caching
         vdir = source.repo.vivary_dir if (self.cache_enabled and source.repo is not None) else None
@@ -886,7 +887,10 @@ def open_workspace(
     staged: bool = False,
     root: str | None = None,
     cache: bool = True,
+    gate: bool = False,
 ) -> Workspace:
-    """Open the workspace containing `path` (default: the current directory) at one tree."""
+    """Open the workspace containing `path` (default: the current directory) at one tree. `gate=True`
+    computes every answer from the tree's blobs and the caches this machine wrote, never from a
+    fetched cache (docs/cache.md, "Trust"): what `ci`, the hooks and `check --gate` use."""
     start = Path(path) if path is not None else None
-    return Workspace(open_source(start, rev=rev, staged=staged, root=root), cache=cache)
+    return Workspace(open_source(start, rev=rev, staged=staged, root=root), cache=cache, gate=gate)
