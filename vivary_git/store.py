@@ -20,8 +20,9 @@ mismatch disables the ref cache for the run with one line on stderr; the caller 
 
 Writes are objects first, ref last, and the ref moves by compare-and-swap (`git update-ref REF NEW
 OLD`): a killed writer leaves the old cache, and a writer that loses a race re-applies its entries
-on the winner's commit (bounded retries). Deciding *what* may be written (the privacy boundary) is
-the caller's job; see `Workspace._record` — this module stores what it is given.
+on the winner's commit (bounded retries). Deciding *what* may be written (the privacy boundary, only
+entries computed here) is record.py's job; this module stores what it is given. Deciding *who may be
+believed* is `RefCache`'s: reads follow `vivary.cacheTrust` (docs/cache.md, "Trust"), gates read none.
 """
 
 from __future__ import annotations
