@@ -1,4 +1,8 @@
-"""The privacy boundary: which paths may ever leave the graph for a semantic provider.
+"""The privacy boundary: which paths may ever leave the graph for a semantic provider, the shared cache
+(`refs/vivary/cache`) or a commit (the guard). `decide_scoped` is the one decision all of them make:
+every workspace on the way to a path (`find_scopes`: the top and each folder holding `tropo.toml` or
+`.vivary/`, found in the tree decided, never from the folder a command runs in) contributes the
+anchored floor at its root and its own `private_paths`; `decide` is its one-policy form.
 
 A path (repository-root-relative, ``/``-separated, as in a Git tree) is private when any of these
 holds; they are checked in this order and the first one is the reported reason:
