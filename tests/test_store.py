@@ -47,7 +47,10 @@ def tip(path: Path, ref: str = store.CACHE_REF) -> str:
 
 @pytest.fixture
 def ws(repo: Repo) -> Repo:
+    """A repository whose commands read the shared cache whoever wrote it (`vivary.cacheTrust any`):
+    these tests are about reading and writing it; tests/test_trust.py is about who may be trusted."""
     repo.commit("notes", NOTES)
+    repo.git("config", "vivary.cacheTrust", "any")
     return repo
 
 
@@ -353,7 +356,7 @@ def test_a_failing_recording_child_loses_only_the_recording(repo: Repo, cli: Any
     writes its local caches; the ref is simply not written (the next run records it)."""
     import shutil
 
-    from vivary_git import parallel, workspace
+    from vivary_git import parallel, record
 
     many = {f"modules/n{i:02d}.md": f"---\nstatus: live\ndepends: [n{(i + 1) % 30:02d}]\n---\n# N{i}\n"
             for i in range(30)}
@@ -361,11 +364,11 @@ def test_a_failing_recording_child_loses_only_the_recording(repo: Repo, cli: Any
     monkeypatch.setenv("VIVARY_JOBS", "1")
     want = cli("check", "--rev", "HEAD", "--json", "--no-cache", cwd=repo.path)
 
-    def fail(self: Any, keyed: Any) -> Any:
+    def fail(ws: Any, keyed: Any) -> Any:
         raise RuntimeError("disk on fire")
 
     monkeypatch.setattr(parallel, "MIN_BLOBS", 10)
-    monkeypatch.setattr(workspace.Workspace, "_record_prepare", fail)
+    monkeypatch.setattr(record, "prepare", fail)
     monkeypatch.setenv("VIVARY_JOBS", "2")
     shutil.rmtree(repo.path / ".git" / "vivary", ignore_errors=True)
     got = cli("check", "--rev", "HEAD", "--json", cwd=repo.path)

@@ -51,6 +51,7 @@ def test_ci_builds_and_pushes_a_fresh_clone_checks_without_parsing(repo: Repo, t
     assert len(git(me, "config", "--get-all", "remote.origin.fetch").splitlines()) == 3
     r = run_git_vivary(["sync", "fetch"], me)
     assert r.returncode == 0 and "adopted from origin" in r.stdout, r.stderr
+    git(me, "config", "vivary.cacheTrust", "any")  # reading what others wrote is opt-in (tests/test_trust.py)
     warm = run_git_vivary(["check"], me, env={"VIVARY_STATS": "1"})
     assert '"parsed":0' in warm.stderr, warm.stderr
     assert warm.stdout.replace("working tree", "HEAD") == cold.stdout and warm.returncode == cold.returncode
@@ -133,6 +134,8 @@ def test_concurrent_writers_both_finish_and_nothing_is_lost(repo: Repo, cli: Any
     assert snap is not None and snap.verify() == []
     keys = store.list_states(r, "race")
     assert len(keys) == 3 * n, "every writer's every entry is there"
+    assert store.get_state(r, "race", "b-7", "data") is None, "reading state is up to vivary.cacheTrust"
+    repo.git("config", "vivary.cacheTrust", "any")
     assert store.get_state(r, "race", "b-7", "data") == b"b 7"
     assert len(snap.manifest.trees) == 1, "and what was there before"
     chain = git(repo.path, "rev-list", "--count", store.CACHE_REF).strip()

@@ -1,4 +1,8 @@
-"""The privacy boundary: which paths may ever leave the graph for a semantic provider.
+"""The privacy boundary: which paths may ever leave the graph for a semantic provider, the shared cache
+(`refs/vivary/cache`) or a commit (the guard). `decide_scoped` is the one decision all of them make:
+every workspace on the way to a path (`find_scopes`: the top and each folder holding `tropo.toml` or
+`.vivary/`, found in the tree decided, never from the folder a command runs in) contributes the
+anchored floor at its root and its own `private_paths`; `decide` is its one-policy form.
 
 A path (repository-root-relative, ``/``-separated, as in a Git tree) is private when any of these
 holds; they are checked in this order and the first one is the reported reason:
@@ -53,9 +57,9 @@ import re
 import stat
 import subprocess
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import msgspec
 
@@ -67,13 +71,19 @@ __all__ = [
     "PrivacyDecision",
     "PrivacyError",
     "PrivacyPolicy",
+    "Scope",
     "check_snapshot_files",
     "decide",
+    "decide_scoped",
+    "find_scopes",
+    "sensitive_name",
 ]
 
 FLOOR: tuple[str, ...] = (
     "USER.md",
     "MEMORY.md",
+    "USER.markdown",
+    "MEMORY.markdown",
     "memory/**",
     "heartbeat-reports/**",
     ".strato/private/**",
@@ -81,11 +91,12 @@ FLOOR: tuple[str, ...] = (
     ".git/**",
 )
 
-# The same seven patterns as FLOOR, as a regex over a validated path (group fN ⇔ FLOOR[N]); the
+# The same patterns as FLOOR, as a regex over a validated path (group fN ⇔ FLOOR[N]); the
 # lower-case twin is for core.ignoreCase and runs on `path.lower()`.
 _FLOOR_RE = (
-    r"(?P<f0>(?:\A|/)USER\.md(?:/|\Z))|(?P<f1>(?:\A|/)MEMORY\.md(?:/|\Z))|(?P<f2>\Amemory/)"
-    r"|(?P<f3>\Aheartbeat-reports/)|(?P<f4>\A\.strato/private/)|(?P<f5>\A\.vivary/)|(?P<f6>\A\.git/)"
+    r"(?P<f0>(?:\A|/)USER\.md(?:/|\Z))|(?P<f1>(?:\A|/)MEMORY\.md(?:/|\Z))"
+    r"|(?P<f2>(?:\A|/)USER\.markdown(?:/|\Z))|(?P<f3>(?:\A|/)MEMORY\.markdown(?:/|\Z))|(?P<f4>\Amemory/)"
+    r"|(?P<f5>\Aheartbeat-reports/)|(?P<f6>\A\.strato/private/)|(?P<f7>\A\.vivary/)|(?P<f8>\A\.git/)"
 )
 _FLOOR = re.compile(_FLOOR_RE)
 _FLOOR_LOWER = re.compile(_FLOOR_RE.replace("USER", "user").replace("MEMORY", "memory"))
@@ -95,7 +106,7 @@ _FLOOR_PREFIXES = ("memory/", "heartbeat-reports/", ".strato/private/", ".vivary
 # Runs on `path.lower()`; a component is what lies between slashes.
 _SENSITIVE = re.compile(
     r"(?P<env>(?:\A|/)\.env)|(?P<pem>\.pem(?:/|\Z))|(?P<key>\.key(?:/|\Z))"
-    r"|(?P<word>token|secret|credential|api[-_]?key)"
+    r"|(?P<word>token|secret|credential|api[-_]?key|passw(?:or)?d)"
 )
 _SENSITIVE_LABEL = {"env": ".env*", "pem": "*.pem", "key": "*.key"}
 
@@ -132,6 +143,15 @@ class PrivacyPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     respect_gitignore: bool = True
 
 
+class Scope(msgspec.Struct, frozen=True):
+    """A workspace inside the repository, as privacy sees it: its folder (`""` for the top; a folder
+    holding `tropo.toml` or `.vivary/`) and the rules of its `.vivary/memory.toml`, as written there."""
+
+    prefix: str
+    private_paths: tuple[str, ...] = ()
+    respect_gitignore: bool = True
+
+
 class PrivacyDecision(msgspec.Struct, frozen=True):
     """One path's verdict. `reason` names the rule: "floor: memory/**", "config: drafts/**",
     ".gitignore:3:*.log", "sensitive name: *.pem"; it is "" when the path is public."""
@@ -158,83 +178,275 @@ def decide(
     *,
     tree: str | None = None,
 ) -> list[PrivacyDecision]:
-    """Decide privacy for `paths` (root-relative), in input order.
+    """Decide privacy for `paths` (root-relative), in input order, with one policy at the top.
 
     `repo` is the top of a work tree (a linked worktree is fine). With `tree` (any tree-ish), the
     `.gitignore` files are that tree's; otherwise the working tree's. Raises `PrivacyError` when Git
-    cannot answer.
+    cannot answer. Commands decide through `decide_scoped` (every workspace in the tree, see there);
+    this is the single-policy form it is built on.
+    """
+    scope = Scope("", tuple(policy.private_paths), policy.respect_gitignore)
+    return decide_scoped(repo, paths, [scope], trees=(tree,), gitignore=policy.respect_gitignore)
+
+
+def decide_scoped(
+    repo: Path,
+    paths: Sequence[str],
+    scopes: Sequence[Scope],
+    *,
+    trees: Sequence[str | None] = (None,),
+    gitignore: bool | None = None,
+) -> list[PrivacyDecision]:
+    """The privacy boundary for every consumer (snapshot, cache recording, guard, `privacy explain`):
+    `paths` (repository-relative) decided with the floor at the top **and at every workspace root** in
+    `scopes`, each workspace's `private_paths` anchored at its own folder, Git's ignore rules of every
+    tree in `trees` (None: the working tree's; private if any says so), and sensitive names.
+
+    `gitignore`: True applies Git's ignore rules to every path, False to none (the commit guard),
+    None as the path's nearest workspace says (`respect_gitignore`). Each workspace's `private_paths`
+    are matched on their own, so a `!pattern` re-includes only what the same file made private.
+    Only Git is asked (no pygit2 handle is shared): safe to run in a thread. Raises `PrivacyError`.
     """
     paths = list(paths)
     _check_paths_syntax(paths)
-    for pattern in policy.private_paths:
-        if any(c in pattern for c in "\n\r\0"):
-            raise PrivacyError(
-                f"private_paths entry {pattern!r} contains a line break or NUL; a gitignore pattern is"
-                " one line: split it into separate entries"
-            )
+    ordered = sorted(scopes, key=lambda s: (s.prefix.count("/") + bool(s.prefix), s.prefix))
+    if not ordered or ordered[0].prefix != "":
+        ordered.insert(0, Scope(""))
+    for scope in ordered:
+        for pattern in scope.private_paths:
+            if any(c in pattern for c in "\n\r\0"):
+                raise PrivacyError(
+                    f"private_paths entry {pattern!r} contains a line break or NUL; a gitignore pattern is"
+                    " one line: split it into separate entries"
+                )
     if not paths:
         return []
     info = _locate(repo)
+    nested = [s for s in ordered if s.prefix]
+    # Per path: its workspaces, outermost first (indices into `ordered`); the nearest decides gitignore.
+    under: list[list[int]] = [[0] for _ in paths]
+    if nested:
+        fold = str.lower if info.ignorecase else None
+        for k, scope in enumerate(ordered[1:], 1):
+            start = (fold(scope.prefix) if fold else scope.prefix) + "/"
+            for i, path in enumerate(paths):
+                if (fold(path) if fold else path).startswith(start):
+                    under[i].append(k)
+    use_ignore = [ordered[u[-1]].respect_gitignore if gitignore is None else gitignore for u in under]
     # Sorted input lets Git reuse its per-directory pattern stack (about twice as fast); answers are
     # mapped back to input order by index.
     order = sorted(range(len(paths)), key=paths.__getitem__)
-    groups = [
-        (indices, verbose)
-        for indices, verbose in (
-            ([i for i in order if paths[i].count("/") <= _VERBOSE_MAX_DIRS], True),
-            ([i for i in order if paths[i].count("/") > _VERBOSE_MAX_DIRS], False),
-        )
-        if indices
-    ]
+    configs = [(k, _anchored(s)) for k, s in enumerate(ordered) if k == 0 or s.private_paths]
     batches: list[_Batch] = []
     with tempfile.TemporaryDirectory(prefix="vivary-privacy-") as tmp_name:
         tmp = Path(tmp_name)
-        layers = [("floor", *_floor_setup(info, policy, tmp))]
-        if policy.respect_gitignore:
-            layers.append(("ignore", *_ignore_setup(info, paths, tree, tmp)))
+        layers: list[tuple[str, list[str], Path, str, list[int]]] = []
+        scratch = _floor_scratch(tmp)
+        sources: dict[str, tuple[int, str]] = {}  # config layer -> (scope index, its excludes file)
+        for k, patterns in configs:
+            args, where = _config_setup(info, patterns, scratch, tmp / f"private_paths{k}")
+            sources[f"config{k}"] = (k, where)
+            layers.append((f"config{k}", args, scratch, "floor and private_paths",
+                           [i for i in order if k in under[i]]))
+        wanted = [i for i in order if use_ignore[i]]
+        if wanted:
+            for t, tree in enumerate(dict.fromkeys(trees)):
+                args_t, cwd_t, what_t = _ignore_setup(info, [paths[i] for i in wanted], tree, tmp, f"tree{t}")
+                layers.append((f"ignore{t}", args_t, cwd_t, what_t, wanted))
         try:
             # All batches run at once.
-            for layer, args, cwd, what in layers:
-                for k, (indices, verbose) in enumerate(groups):
-                    batches.append(_Batch.start(layer, args, cwd, what, paths, indices, verbose, tmp / f"{layer}{k}"))
+            for layer, args, cwd, what, indices in layers:
+                for g, (group, verbose) in enumerate(_depth_groups(paths, indices)):
+                    batches.append(_Batch.start(layer, args, cwd, what, paths, group, verbose, tmp / f"{layer}-{g}"))
         finally:
             _collect_all(batches)
-    floor_hits: dict[int, _Match] = {}
+    config_hits: dict[int, list[tuple[int, _Match]]] = {}
     ignore_hits: dict[int, _Match] = {}
-    for batch in batches:
-        (floor_hits if batch.layer == "floor" else ignore_hits).update(batch.answers())
-    floor_source, config_source = ".git/info/exclude", str(tmp / "private_paths")
+    for batch in sorted(batches, key=lambda b: b.layer):
+        found = batch.answers()
+        if batch.layer.startswith("config"):
+            k = sources[batch.layer][0]
+            for i, match in found.items():
+                config_hits.setdefault(i, []).append((k, match))
+        else:
+            for i, match in found.items():
+                ignore_hits.setdefault(i, match)
 
     decisions: list[PrivacyDecision] = []
     for i, path in enumerate(paths):
-        reason = ""
-        lower = path.lower()
-        if info.ignorecase:
-            floor_candidate = lower.startswith(_FLOOR_PREFIXES) or "user.md" in lower or "memory.md" in lower
-        else:
-            floor_candidate = path.startswith(_FLOOR_PREFIXES) or "USER.md" in path or "MEMORY.md" in path
-        m = (_FLOOR_LOWER.search(lower) if info.ignorecase else _FLOOR.search(path)) if floor_candidate else None
-        if m is not None:
-            reason = "floor: " + FLOOR[int(str(m.lastgroup)[1:])]
-        elif i in floor_hits:
-            reason = _floor_or_config_reason(floor_hits[i], floor_source, config_source, policy)
-        elif i in ignore_hits:
+        reason = _floor_reason(path, info.ignorecase)
+        if not reason and len(under[i]) > 1:
+            reason = _workspace_floor_reason(path, [ordered[k].prefix for k in under[i][1:]], info.ignorecase)
+        if not reason and i in config_hits:
+            k, match = min(config_hits[i], key=lambda km: km[0])
+            reason = _floor_or_config_reason(match, ".git/info/exclude", sources[f"config{k}"][1], ordered[k])
+        if not reason and i in ignore_hits:
             source, line, pattern = ignore_hits[i]
             reason = f"{_display_source(source, info.top)}:{line}:{pattern}" if source else _UNNAMED_IGNORE
-        elif (
-            ".env" in lower
-            or ".pem" in lower
-            or ".key" in lower
-            or "token" in lower
-            or "secret" in lower
-            or "credential" in lower
-            or "api" in lower
-        ):
-            s = _SENSITIVE.search(lower)
-            if s is not None:
-                reason = "sensitive name: " + (_SENSITIVE_LABEL.get(str(s.lastgroup)) or f"*{s.group()}*")
+        if not reason:
+            reason = _sensitive_reason(path)
         decisions.append(PrivacyDecision(path=path, private=bool(reason), reason=reason))
     return decisions
+
+
+WORKSPACE_MARKERS = ("tropo.toml", ".vivary")  # a folder holding either is a workspace (docs/privacy.md)
+MEMORY_CONFIG = ".vivary/memory.toml"
+
+
+def find_scopes(
+    repo: Any,
+    tree: str,
+    paths: Iterable[str],
+    *,
+    also: Iterable[str] = (),
+    read: Callable[[str, bytes], Scope] | None = None,
+    work_tree: Path | None = None,
+) -> list[Scope]:
+    """The workspaces that hold any of `paths` in `tree` (a pygit2 repository and a tree id): the top,
+    every folder on the way to a path that holds `tropo.toml` or `.vivary/`, and the folders in `also`
+    (a `--root`), each with the rules of its own `.vivary/memory.toml` in that tree. The answer depends
+    on the tree and the paths, never on the folder a command runs from.
+
+    `read(prefix, data)` turns a memory.toml into a `Scope` (default: the strict memory config
+    parser, raising `ConfigError`). With `work_tree`, a memory.toml that is on disk but not in the
+    tree (Git ignores it) is refused rather than skipped: its `private_paths` would silently not apply."""
+    import pygit2
+
+    try:
+        root = repo[tree]
+    except (KeyError, ValueError, pygit2.GitError) as err:
+        raise PrivacyError(f"cannot decide privacy: {tree!r} does not name a tree ({err})") from err
+    dirs: set[str] = {""}
+    for path in paths:
+        cut = path.rfind("/")
+        while cut > 0:
+            leading = path[:cut]
+            if leading in dirs:
+                break
+            dirs.add(leading)
+            cut = path.rfind("/", 0, cut)
+    wanted = set(also)
+    out: list[Scope] = []
+    for folder in sorted(dirs | wanted, key=lambda d: (d.count("/") + bool(d), d)):
+        base = folder + "/" if folder else ""
+        if folder and folder not in wanted and not any(_entry(root, base + m) is not None for m in WORKSPACE_MARKERS):
+            continue
+        name = base + MEMORY_CONFIG
+        entry = _entry(root, name)
+        if entry is not None and entry.filemode == 0o120000:
+            from vivary_git.errors import ConfigError
+
+            raise ConfigError(f"{name}: is a symbolic link in the tree; commit the file itself instead")
+        if entry is not None and entry.type_str == "blob":
+            data = repo[entry.id].read_raw()
+            out.append(read(folder, data) if read is not None else _read_scope(folder, name, data))
+            continue
+        if work_tree is not None and os.path.lexists(work_tree / name):
+            from vivary_git.errors import ConfigError
+
+            raise ConfigError(
+                f"{name}: exists but Git ignores it, so it is not part of the tree vivary reads; memory "
+                f"policy must be visible to Git: un-ignore it (add `!{MEMORY_CONFIG}` to .gitignore after the rule "
+                f"that ignores it) or `git add -f {name}`"
+            )
+        out.append(Scope(folder))
+    return out
+
+
+def _entry(root: Any, path: str) -> Any:
+    try:
+        return root[path]
+    except (KeyError, ValueError, TypeError):
+        return None
+
+
+def _read_scope(folder: str, name: str, data: bytes) -> Scope:
+    from vivary_git.memory.config import parse_memory_config
+
+    privacy = parse_memory_config(data, name).memory.privacy
+    return Scope(folder, tuple(privacy.private_paths), privacy.respect_gitignore)
+
+
+def _depth_groups(paths: Sequence[str], indices: list[int]) -> list[tuple[list[int], bool]]:
+    """`indices` split into the paths Git may name a rule for (`-v`) and the deeper ones (see
+    `_VERBOSE_MAX_DIRS`); empty groups left out."""
+    shallow = [i for i in indices if paths[i].count("/") <= _VERBOSE_MAX_DIRS]
+    deep = [i for i in indices if paths[i].count("/") > _VERBOSE_MAX_DIRS]
+    return [(group, verbose) for group, verbose in ((shallow, True), (deep, False)) if group]
+
+
+def _floor_reason(path: str, ignorecase: bool) -> str:
+    lower = path.lower()
+    if ignorecase:
+        candidate = lower.startswith(_FLOOR_PREFIXES) or "user.m" in lower or "memory.m" in lower
+    else:
+        candidate = path.startswith(_FLOOR_PREFIXES) or "USER.m" in path or "MEMORY.m" in path
+    m = (_FLOOR_LOWER.search(lower) if ignorecase else _FLOOR.search(path)) if candidate else None
+    return "floor: " + FLOOR[int(str(m.lastgroup)[1:])] if m is not None else ""
+
+
+# The anchored floor patterns, as prefixes of a workspace-relative path (`dir/**` matches all below dir/).
+_ANCHORED_FLOOR = {"memory/": "memory/**", "heartbeat-reports/": "heartbeat-reports/**",
+                   ".strato/private/": ".strato/private/**", ".vivary/": ".vivary/**"}
+
+
+def _workspace_floor_reason(path: str, prefixes: Sequence[str], ignorecase: bool) -> str:
+    """The anchored floor at a workspace below the top: `vault/memory/x.md` is private as
+    `floor: memory/** (workspace vault/)`."""
+    for prefix in prefixes:
+        inner = path[len(prefix) + 1:]
+        probe = inner.lower() if ignorecase else inner
+        for start, pattern in _ANCHORED_FLOOR.items():
+            if probe.startswith(start):
+                return f"floor: {pattern} (workspace {prefix}/)"
+    return ""
+
+
+def _sensitive_reason(path: str) -> str:
+    lower = path.lower()
+    if (
+        ".env" in lower
+        or ".pem" in lower
+        or ".key" in lower
+        or "token" in lower
+        or "secret" in lower
+        or "credential" in lower
+        or "api" in lower
+        or "passw" in lower
+    ):
+        s = _SENSITIVE.search(lower)
+        if s is not None:
+            return "sensitive name: " + (_SENSITIVE_LABEL.get(str(s.lastgroup)) or f"*{s.group()}*")
+    return ""
+
+
+def sensitive_name(path: str) -> str:
+    """The sensitive-name rule that makes `path` private ("sensitive name: *.pem"), or ""."""
+    return _sensitive_reason(path)
+
+
+def _glob_escape(text: str) -> str:
+    out = "".join("\\" + c if c in "*?[]\\" else c for c in text)
+    return "\\" + out if out.startswith(("#", "!")) else out
+
+
+def _anchored(scope: Scope) -> tuple[str, ...]:
+    """A workspace's `private_paths` as patterns of the repository top, with the same gitignore meaning:
+    with a slash at the start or in the middle anchored at the workspace folder, without one matching
+    at any depth *below it* (never in another workspace)."""
+    if not scope.prefix:
+        return scope.private_paths
+    base = _glob_escape(scope.prefix)
+    out: list[str] = []
+    for pattern in scope.private_paths:
+        neg, body = ("!", pattern[1:]) if pattern.startswith("!") else ("", pattern)
+        if body.startswith("/"):
+            out.append(f"{neg}{base}{body}")
+        elif "/" in body.rstrip("/"):
+            out.append(f"{neg}{base}/{body}")
+        else:
+            out.append(f"{neg}{base}/**/{body}")
+    return tuple(out)
 
 
 def check_snapshot_files(root: Path, paths: Iterable[str]) -> None:
@@ -504,7 +716,7 @@ def _collect_all(batches: list[_Batch]) -> None:
         raise failure
 
 
-def _floor_setup(info: _Repo, policy: PrivacyPolicy, tmp: Path) -> tuple[list[str], Path, str]:
+def _floor_scratch(tmp: Path) -> Path:
     # An empty repository whose only rules are ours. Made by hand rather than by `git init` (10 ms
     # of every hook and recall): what makes a directory a repository to Git is HEAD, objects/ and
     # refs/, and with no config file every setting is its default.
@@ -518,17 +730,21 @@ def _floor_setup(info: _Repo, policy: PrivacyPolicy, tmp: Path) -> tuple[list[st
         (git_dir / "info" / "exclude").write_text("".join(p + "\n" for p in FLOOR), encoding="utf-8")
     except OSError as err:
         raise PrivacyError(f"cannot decide privacy: could not make a scratch repository ({err})") from err
-    config_file = tmp / "private_paths"
-    config_file.write_bytes(b"".join(os.fsencode(p) + b"\n" for p in policy.private_paths))
+    return scratch
+
+
+def _config_setup(info: _Repo, patterns: Sequence[str], scratch: Path, config_file: Path) -> tuple[list[str], str]:
+    """`check-ignore` arguments matching the floor (info/exclude) and `patterns` (core.excludesFile)."""
+    config_file.write_bytes(b"".join(os.fsencode(p) + b"\n" for p in patterns))
     ignorecase = "true" if info.ignorecase else "false"
-    args = ["-c", f"core.excludesFile={config_file}", "-c", f"core.ignoreCase={ignorecase}"]
-    return args, scratch, "floor and private_paths"
+    return ["-c", f"core.excludesFile={config_file}", "-c", f"core.ignoreCase={ignorecase}"], str(config_file)
 
 
-def _ignore_setup(info: _Repo, paths: Sequence[str], tree: str | None, tmp: Path) -> tuple[list[str], Path, str]:
+def _ignore_setup(info: _Repo, paths: Sequence[str], tree: str | None, tmp: Path,
+                  name: str = "tree") -> tuple[list[str], Path, str]:
     if tree is None:
         return [], info.top, f"Git ignore rules in {info.top}"
-    work = tmp / "tree"
+    work = tmp / name
     work.mkdir()
     _materialise_gitignores(info, tree, paths, work)
     args = [f"--git-dir={info.git_dir}", f"--work-tree={work}"]
@@ -575,15 +791,16 @@ def _materialise_gitignores(info: _Repo, tree: str, paths: Sequence[str], work: 
             raise PrivacyError(f"cannot decide privacy: could not stage {name!r} from {tree}: {err}") from err
 
 
-def _floor_or_config_reason(match: _Match, floor_source: str, config_source: str, policy: PrivacyPolicy) -> str:
+def _floor_or_config_reason(match: _Match, floor_source: str, config_source: str, scope: Scope) -> str:
     source, line, pattern = match
     if not source:
         return _UNNAMED_CONFIG  # the Python floor check came first, so it was a private_paths glob
     index = int(line) - 1
     if source == floor_source and 0 <= index < len(FLOOR):
         return "floor: " + FLOOR[index]
-    if source == config_source and 0 <= index < len(policy.private_paths):
-        return "config: " + policy.private_paths[index]
+    if source == config_source and 0 <= index < len(scope.private_paths):
+        where = f" (in {scope.prefix}/.vivary/memory.toml)" if scope.prefix else ""
+        return f"config: {scope.private_paths[index]}{where}"
     raise PrivacyError(
         f"cannot decide privacy: the floor check matched an unexpected rule {source}:{line}:{pattern};"
         " nothing was admitted"

@@ -20,8 +20,9 @@ mismatch disables the ref cache for the run with one line on stderr; the caller 
 
 Writes are objects first, ref last, and the ref moves by compare-and-swap (`git update-ref REF NEW
 OLD`): a killed writer leaves the old cache, and a writer that loses a race re-applies its entries
-on the winner's commit (bounded retries). Deciding *what* may be written (the privacy boundary) is
-the caller's job; see `Workspace._record` — this module stores what it is given.
+on the winner's commit (bounded retries). Deciding *what* may be written (the privacy boundary, only
+entries computed here) is record.py's job; this module stores what it is given. Deciding *who may be
+believed* is `RefCache`'s: reads follow `vivary.cacheTrust` (docs/cache.md, "Trust"), gates read none.
 """
 
 from __future__ import annotations
@@ -427,13 +428,13 @@ class WriteResult(msgspec.Struct, frozen=True):
 
 
 def write(repo: Repo, changes: Changes, *, message: str = "vivary cache", ref: str = CACHE_REF,
-          retries: int = 8) -> WriteResult | None:
+          retries: int = 8, sign: bool = False) -> WriteResult | None:
     """Add `changes` to the cache at `ref` in one commit; None when everything was there already.
     Raises `StoreDamaged` (the current cache is unreadable: nothing is written on top of it) or
     `StoreBusy` (the ref kept moving under us for `retries` attempts)."""
     for attempt in range(1, retries + 1):
         tip = _tip(repo, ref)
-        made = _commit_on(repo, ref, tip, changes, message)
+        made = _commit_on(repo, ref, tip, changes, message, sign=sign)
         if made is None:
             return None
         commit, parent, chunks = made
@@ -478,9 +479,13 @@ def _writer() -> str:
     return f"{who} (vivary-git {__version__})"
 
 
-def _commit_on(repo: Repo, ref: str, tip: str | None, changes: Changes, message: str,
+def _commit_on(repo: Repo, ref: str, tip: str | None, changes: Changes, message: str, *, sign: bool = False,
                ) -> tuple[str, str | None, int] | None:
     snap: Snapshot | None = None
+    if tip is not None and sign and not verified(repo, tip):
+        # A signature vouches for every entry of the commit's tree: a signing writer never builds on
+        # entries it cannot vouch for, so it starts a new chain holding only what it computed.
+        tip = None
     if tip is not None:
         snap = Snapshot.load(repo, ref, commit=tip)  # StoreDamaged propagates: never build on damage
     old = snap.manifest if snap is not None else None
@@ -523,7 +528,7 @@ def _commit_on(repo: Repo, ref: str, tip: str | None, changes: Changes, message:
     files["manifest.msgpack"] = str(repo.repo.create_blob(msgspec.msgpack.encode(manifest)))
     root = _update_tree(repo, snap.tree if snap is not None else None, files)
     parents = [] if restart or tip is None else [tip]
-    commit = _create_commit(repo, root, parents, message)
+    commit = _create_commit(repo, root, parents, message, sign=sign)
     return commit, (parents[0] if parents else None), len(files) - 1
 
 
@@ -561,7 +566,9 @@ def _update_tree(repo: Repo, base: Any, files: Mapping[str, str]) -> str:
     return str(builder.write())
 
 
-def _create_commit(repo: Repo, tree: str, parents: list[str], message: str) -> str:
+def _create_commit(repo: Repo, tree: str, parents: list[str], message: str, *, sign: bool = False) -> str:
+    if sign:
+        return _signed_commit(repo, tree, parents, message)
     pygit2 = repo.pygit2
     sig = pygit2.Signature("vivary-git", "vivary-git@localhost", int(time.time()), 0)
     oid = repo.repo.create_commit(None, sig, sig, message, pygit2.Oid(hex=tree),
@@ -636,8 +643,9 @@ def put_state(repo: Repo, provider: str, key: str, files: Mapping[str, bytes]) -
 def get_state(repo: Repo, provider: str, key: str, name: str) -> bytes | None:
     """A provider's state file, verified; None when absent or when the cache is unreadable (the
     reason is printed once on stderr)."""
+    ref = RefCache(repo)
+    snap = ref.snapshot()  # only a cache this clone trusts (`vivary.cacheTrust`)
     try:
-        snap = Snapshot.load(repo)
         return snap.state(provider, key, name) if snap is not None else None
     except StoreDamaged as err:
         print(escape.text(damaged_message(err)), file=sys.stderr)
@@ -662,30 +670,65 @@ def list_states(repo: Repo, provider: str) -> dict[str, list[str]]:
 
 
 class RefCache:
-    """Reads for one run, with the fallback the CLI promises: the first damage found prints one line
-    and turns the ref cache off for the rest of the run; callers then recompute."""
+    """The shared cache for one run, as far as the trust setting lets it be used (docs/cache.md,
+    "Trust").
 
-    def __init__(self, repo: Repo, ref: str = CACHE_REF) -> None:
+    *Reads* (`get`): none with `read=False` (a gate) or `vivary.cacheTrust = none` (the default); the
+    tip with `any`; with `signed`, the newest commit of the chain whose signature `git verify-commit`
+    accepts. *Writes* (`write`, and `missing`/`has_tree`, which say what is new) build on the tip; a
+    signing writer (`vivary.cacheSign`) only on a tip that verifies, else it starts a new chain.
+
+    The first damage found prints one line and turns the ref cache off for the rest of the run;
+    callers then recompute."""
+
+    def __init__(self, repo: Repo, ref: str = CACHE_REF, *, read: bool = True) -> None:
         self.repo = repo
         self.ref = ref
+        self.trust = trust(repo) if read else "none"
+        self.sign = signing(repo)
         self._snap: Snapshot | None = None
         self._loaded = False
+        self._base: Snapshot | None = None
+        self._base_loaded = False
         self.damaged = False
 
+    def reads(self) -> bool:
+        """Whether this run may take entries from the shared cache at all."""
+        return self.trust != "none" and not self.damaged
+
     def snapshot(self) -> Snapshot | None:
+        """The cache commit this run may read entries from (None: none it trusts)."""
         if not self._loaded:
             self._loaded = True
+            self._snap = None
             try:
-                self._snap = Snapshot.load(self.repo, self.ref)
+                if self.trust == "any":
+                    self._snap = Snapshot.load(self.repo, self.ref)
+                elif self.trust == "signed":
+                    commit = newest_verified(self.repo, self.ref)
+                    self._snap = Snapshot.load(self.repo, self.ref, commit=commit) if commit else None
             except StoreDamaged as err:
                 self._fail(err)
         return self._snap
+
+    def base(self) -> Snapshot | None:
+        """The cache commit the next write builds on (None: a new chain)."""
+        if not self._base_loaded:
+            self._base_loaded = True
+            self._base = None
+            try:
+                tip = _tip(self.repo, self.ref)
+                if tip is not None and (not self.sign or verified(self.repo, tip)):
+                    self._base = Snapshot.load(self.repo, self.ref, commit=tip)
+            except StoreDamaged as err:
+                self._fail(err)
+        return self._base
 
     def _fail(self, err: StoreDamaged) -> None:
         if not self.damaged:
             print(escape.text(damaged_message(err)), file=sys.stderr)
         self.damaged = True
-        self._snap = None
+        self._snap = self._base = None
 
     def get(self, kind: str, keys: Iterable[str]) -> dict[str, Any]:
         snap = self.snapshot()
@@ -698,26 +741,122 @@ class RefCache:
             return {}
 
     def has_tree(self, key: str) -> bool:
-        snap = self.snapshot()
-        return snap is not None and key in snap.manifest.trees
+        base = self.base()
+        return base is not None and key in base.manifest.trees
 
     def missing(self, kind: str, keys: Iterable[str]) -> list[str]:
-        snap = self.snapshot()
-        return list(keys) if snap is None else snap.missing(kind, keys)
+        base = self.base()
+        return list(keys) if base is None else base.missing(kind, keys)
 
     def write(self, changes: Changes, message: str) -> WriteResult | None:
         if self.damaged or changes.empty():
             return None
         try:
-            result = write(self.repo, changes, message=message, ref=self.ref)
+            result = write(self.repo, changes, message=message, ref=self.ref, sign=self.sign)
         except StoreDamaged as err:
             self._fail(err)
             return None
         except StoreBusy as err:
             print(f"vivary: {escape.text(str(err))}; results are unaffected", file=sys.stderr)
             return None
-        self._loaded = False  # the next read sees our commit
+        except SigningError as err:
+            print(f"vivary: {err}; this tree was not recorded", file=sys.stderr)
+            return None
+        self._loaded = self._base_loaded = False  # the next read sees our commit
         return result
+
+
+# --- trust: what may read the shared cache, and signed cache commits -------------------------------------
+
+TRUST_KEY = "vivary.cacheTrust"
+SIGN_KEY = "vivary.cacheSign"
+TRUST_LEVELS = ("none", "signed", "any")
+_verified: dict[tuple[str, str], bool] = {}
+
+
+class SigningError(Exception):
+    """`vivary.cacheSign` is on but Git could not sign the cache commit."""
+
+
+def trust(repo: Repo) -> str:
+    """`git config vivary.cacheTrust`: `none` (the default: no command reads the shared cache),
+    `signed` (commands that are not gates read the newest cache commit signed by a key Git's
+    signature verification accepts) or `any` (they read whatever the ref holds). An unknown value is
+    `none`, said once on stderr."""
+    try:
+        value = str(repo.repo.config[TRUST_KEY]).strip().lower()
+    except (KeyError, ValueError, repo.pygit2.GitError):
+        return "none"
+    if value not in TRUST_LEVELS:
+        print(f"vivary: {TRUST_KEY} = {value[:40]!r} is not one of {', '.join(TRUST_LEVELS)}; the shared cache is "
+              "not read (`git config vivary.cacheTrust signed|any` to read it)", file=sys.stderr)
+        return "none"
+    return value
+
+
+def signing(repo: Repo) -> bool:
+    """`git config vivary.cacheSign true`: cache commits are signed by Git (`git commit-tree -S`, with
+    `gpg.format`, `user.signingKey`), so clones with `vivary.cacheTrust = signed` can trust them."""
+    return _config_bool(repo, SIGN_KEY, default=False)
+
+
+def verified(repo: Repo, commit: str) -> bool:
+    """Whether `git verify-commit` accepts `commit`'s signature (a good signature by a key Git trusts:
+    for SSH keys, one listed in `gpg.ssh.allowedSignersFile`). Unsigned: False, without running Git."""
+    key = (str(repo.git_dir), commit)
+    got = _verified.get(key)
+    if got is None:
+        pygit2 = repo.pygit2
+        try:
+            signature, _ = repo.repo[commit].peel(pygit2.Commit).gpg_signature
+        except (KeyError, ValueError, pygit2.GitError):
+            signature = None
+        got = False
+        if signature is not None:
+            from vivary_git.errors import GitError
+
+            try:
+                got = repo.git(["verify-commit", commit], check=False).returncode == 0
+            except GitError:
+                got = False
+        _verified[key] = got
+    return got
+
+
+def newest_verified(repo: Repo, ref: str = CACHE_REF) -> str | None:
+    """The newest commit on `ref`'s first-parent chain whose signature verifies (at most `CHAIN_LIMIT`
+    back: a chain is never longer), or None."""
+    pygit2 = repo.pygit2
+    commit = _tip(repo, ref)
+    for _ in range(CHAIN_LIMIT + 1):
+        if commit is None:
+            return None
+        if verified(repo, commit):
+            return commit
+        try:
+            parents = repo.repo[commit].peel(pygit2.Commit).parent_ids
+        except (KeyError, ValueError, pygit2.GitError):
+            return None
+        commit = str(parents[0]) if parents else None
+    return None
+
+
+def _signed_commit(repo: Repo, tree: str, parents: list[str], message: str) -> str:
+    from vivary_git.errors import GitError
+
+    env = {"GIT_AUTHOR_NAME": "vivary-git", "GIT_AUTHOR_EMAIL": "vivary-git@localhost",
+           "GIT_COMMITTER_NAME": "vivary-git", "GIT_COMMITTER_EMAIL": "vivary-git@localhost"}
+    args = ["commit-tree", "-S", *(a for p in parents for a in ("-p", p)), "-m", message, tree]
+    try:
+        proc = repo.git(args, check=False, env={**os.environ, **env})
+    except GitError as err:
+        raise SigningError(f"cannot sign the cache commit ({err})") from None
+    if proc.returncode != 0:
+        said = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        why = said[-1] if said else "git commit-tree -S failed"
+        raise SigningError(f"{SIGN_KEY} is on but Git could not sign the cache commit: {why} "
+                           "(check user.signingKey and gpg.format)")
+    return proc.stdout.decode().strip()
 
 
 def enabled(repo: Repo) -> bool:

@@ -15,7 +15,6 @@ import functools
 import hashlib
 import os
 import sys
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -24,15 +23,15 @@ import msgspec
 
 from vivary_git import check as check_mod
 from vivary_git import graph as graph_mod
+from vivary_git import record
 from vivary_git.check import DateLookup
 from vivary_git.config import Config, excluder, leaves_out
-from vivary_git.escape import text
 from vivary_git.localcache import ObjectCache, SegmentCache, parse_cache
 from vivary_git.models import Finding, Note
 from vivary_git.source import Entry, Source, is_note, open_source
 
 if TYPE_CHECKING:
-    from vivary_git import privacy, store
+    from vivary_git import store
     from vivary_git.history import Dates
     from vivary_git.searchindex import SearchIndex
 
@@ -107,8 +106,9 @@ class _Rules:
 class Workspace:
     """One workspace at one tree. Cheap to create; work happens on first use and is cached."""
 
-    def __init__(self, source: Source, *, cache: bool = True) -> None:
+    def __init__(self, source: Source, *, cache: bool = True, gate: bool = False) -> None:
         self.source = source
+        self.gate = gate
         self.config = source.config
         self.cache_enabled = cache and source.caching
         vdir = source.repo.vivary_dir if (self.cache_enabled and source.repo is not None) else None
@@ -125,9 +125,11 @@ class Workspace:
         self._ref: store.RefCache | None = None
         self._ref_checked = False
         self._from_ref: set[str] = set()  # parse (blob ids) and facts (keys) read from the ref this run
+        self._tainted: set[str] = set()  # fact keys derived here from a parse read from the ref
+        self._shared_graph = False  # the graph in hand was built with entries read from the ref
         self._computed_notes: dict[str, Note] = {}  # parsed in this process this run
         self._encoded_notes: dict[str, msgspec.Raw] = {}  # parsed by worker processes, still msgpack
-        # local cache writes left until the graph is built (see _record_alongside): (cache, what to keep)
+        # local cache writes left until the graph is built (see record.alongside): (cache, what to keep)
         self._deferred: list[tuple[SegmentCache[Any], Callable[[], Iterable[str]]]] | None = None
         self._patch_size = 0  # notes re-derived by the last patch
 
@@ -139,7 +141,9 @@ class Workspace:
     def tree_id(self) -> str | None:
         return self.source.tree_id
 
-    def _graph_key(self) -> str | None:
+    def _graph_key(self, *, shared: bool = False) -> str | None:
+        """The local cache key of this tree's graph. `shared`: a graph built with entries read from the
+        shared ref cache is filed apart, where a gate never looks (docs/cache.md, "Trust")."""
         if not self.cache_enabled or self.source.tree_id is None:
             return None
         from vivary_git import __version__
@@ -152,21 +156,32 @@ class Workspace:
             repo = self.source.repo
             commit = head_commit(repo, self.source.label if self.source.kind == "rev" else None) if repo else None
             salt += f"\0{commit}\0{today()}"
+        if shared:
+            salt += "\0shared"
         digest = hashlib.sha256(salt.encode("utf-8", "surrogateescape")).hexdigest()[:12]
         return f"{self.source.tree_id}-{digest}"
+
+    def _keys(self) -> list[tuple[str, bool]]:
+        """Where this tree's graph may be found: its own key, and, when this run may read the shared
+        cache, the key of one built with shared entries."""
+        key = self._graph_key()
+        if key is None:
+            return []
+        shared = self._graph_key(shared=True) if self._reads_ref() else None
+        return [(key, False)] + ([(shared, True)] if shared is not None else [])
 
     def graph(self) -> graph_mod.Graph:
         if self._graph is not None:
             return self._graph
-        key = self._graph_key()
-        if key is not None:
-            cached = self._graph_cache.get(key, msgspec.msgpack.Decoder(graph_mod.Graph))
+        for k, shared in self._keys():
+            cached = self._graph_cache.get(k, msgspec.msgpack.Decoder(graph_mod.Graph))
             if cached is not None:
                 self.stats.graph_cached = True
-                self._graph = cached
-                # issue 4: a tree first computed while it could not be recorded is recorded now
-                self._record(lambda: _counts(cached), None)
+                self._graph, self._shared_graph = cached, shared
+                # a tree first computed while it could not be recorded is recorded now
+                record.record(self, functools.partial(record.counts_of, cached), None)
                 return cached
+        key = self._graph_key()
         dates = self._date_lookup()
         patched = self._patched(key) if dates is None else None
         if patched is not None:
@@ -174,17 +189,17 @@ class Workspace:
             if key is not None and (self.source.kind != "staged" or self._patch_size > _CACHE_STAGED_AFTER):
                 # A staged tree is checked by the pre-commit hook and then committed or replaced: its
                 # graph is cached only when the base it was patched from has grown far behind.
-                self._cache_graph(key, patched)
-            self._record(lambda: _counts(patched), None)
+                self._cache_graph(patched)
+            record.record(self, lambda: record.counts_of(patched), None)
             return patched
         self._deferred = []
         try:
             keyed = self._all_facts(dates)
         finally:
             flushes, self._deferred = self._deferred, None
-        record = self._record_alongside(keyed, flushes) if dates is None else None
-        if record is None:
-            _write(flushes)
+        recorder = record.alongside(self, keyed, flushes) if dates is None else None
+        if recorder is None:
+            record.write_flushes(flushes)
         self._graph = graph_mod.build(
             self.root_name, self.source.tree_id, self.config, [(e.path, e.oid, f) for e, _, f in keyed],
             unreadable=self.source.problems, others=self.source.others,
@@ -193,30 +208,39 @@ class Workspace:
         graph = self._graph
 
         def cache_it() -> None:
-            if key is not None:
-                self._cache_graph(key, graph)
+            self._cache_graph(graph)
 
-        if record is not None:
-            record(graph, cache_it)  # the counts go to the recording child first, then this is cached
+        if recorder is not None:
+            recorder(graph, cache_it)  # the counts go to the recording child first, then this is cached
         else:
             cache_it()
         return graph
 
-    def _cache_graph(self, key: str, g: graph_mod.Graph) -> None:
+    def _cache_graph(self, g: graph_mod.Graph) -> None:
+        """File the graph just computed under this tree's key; one built with anything read from the
+        shared cache under the shared key, and never as the base later runs patch from."""
+        self._shared_graph = bool(self.not_computed_here())
+        key = self._graph_key(shared=self._shared_graph)
+        if key is None:
+            return
         self._graph_cache.put(key, g)
-        self._graph_cache.put(_LAST, key)
-        self._check_cache.put(key, _Checked(g.findings, _counts(g), g.root, g.tree, g.rules, bool(g.homes),
+        if not self._shared_graph:
+            self._graph_cache.put(_LAST, key)
+        self._check_cache.put(key, _Checked(g.findings, record.counts_of(g), g.root, g.tree, g.rules, bool(g.homes),
                                             [(n.id, n.path) for n in g.nodes], g.others))
 
     def _cached_check(self) -> _Checked | None:
         """This tree's findings and counts without decoding its graph (a warm `check` needs no
         nodes or edges: ~0.04 s less at 10,000 notes)."""
-        key = self._graph_key() if self._graph is None else None
-        got = self._check_cache.get(key, msgspec.msgpack.Decoder(_Checked)) if key is not None else None
-        if got is not None:
-            self.stats.graph_cached = True
-            self._record(lambda: got.counts, None)  # as graph() does for a cached graph
-        return got
+        if self._graph is not None:
+            return None
+        for key, _shared in self._keys():
+            got = self._check_cache.get(key, msgspec.msgpack.Decoder(_Checked))
+            if got is not None:
+                self.stats.graph_cached = True
+                record.record(self, functools.partial(_counts_of_checked, got), None)  # as graph() does
+                return got
+        return None
 
     def _rules_digest(self) -> str:
         return _rules_digest(self.config, self.source.overlays)
@@ -260,7 +284,10 @@ class Workspace:
             if f is None:
                 cfg, folder_types = rules.at(e.path)
                 f = graph_mod.facts(e.path, e.oid, notes[e.oid], cfg, folder_types, self.root_name)
-                self._fact_cache.put(k, f)
+                if e.oid in self._from_ref:
+                    self._tainted.add(k)  # from a parse read from the shared cache: not this machine's
+                else:
+                    self._fact_cache.put(k, f)
             changed[e.path] = (e.oid, f)
         self._fact_cache.flush()
         return changed
@@ -276,7 +303,7 @@ class Workspace:
             return None
         key = self._graph_key()
         last = self._graph_cache.get(_LAST, msgspec.msgpack.Decoder(str)) if key is not None else None
-        if key is None or last is None or last == key or self._recordable_root() is not None:
+        if key is None or last is None or last == key or record.recordable_root(self.source) is not None:
             return None
         base = self._check_cache.get(last, msgspec.msgpack.Decoder(_Checked))
         if base is None or base.tree is None or base.root != self.root_name or base.homes \
@@ -343,18 +370,19 @@ class Workspace:
             else:
                 found[k] = f
         # issue 4: facts the local cache lacks may be in the shared ref cache.
-        ref = self._refcache() if fact_cache is not None and missing else None
+        # Facts read there stay out of the local cache, which holds only what this machine computed.
+        ref = self.refcache() if fact_cache is not None and missing else None
         shared: dict[str, graph_mod.Facts] = ref.get("facts", missing) if ref is not None else {}
-        for k, f in shared.items():
-            found[k] = f
-            fact_cache.put(k, f)  # type: ignore[union-attr]  # a ref is only consulted with a fact cache
+        found.update(shared)
         self._from_ref.update(shared)
         self.stats.reused += len(keyed) - len(missing) + len(shared)
         todo = [(e, k) for e, k in keyed if k not in found]
         computed = self._derive([e for e, _ in todo], rules, dates)
-        for (_, k), f in zip(todo, computed, strict=True):
+        for (e, k), f in zip(todo, computed, strict=True):
             found[k] = f
-            if fact_cache is not None:
+            if e.oid in self._from_ref:
+                self._tainted.add(k)  # derived from a parse read from the shared cache
+            elif fact_cache is not None:
                 fact_cache.put(k, f)
         out: list[tuple[Entry, str, graph_mod.Facts]] = [(e, k, found[k]) for e, k in keyed]
         if fact_cache is not None:
@@ -399,9 +427,12 @@ class Workspace:
             notes.update(self._parse(list(dict.fromkeys(e.oid for e in rest))))
         return [derived.get((e.oid, e.path)) or derive(e.path, e.oid, notes[e.oid]) for e in entries]
 
-    # --- issue 4: recording in the shared ref cache (refs/vivary/cache, see store.py) ---------------------
+    # --- the shared ref cache (refs/vivary/cache, store.py); recording is record.py's -------------------
 
-    def _refcache(self) -> store.RefCache | None:
+    def refcache(self) -> store.RefCache | None:
+        """The shared cache for this run, or None when it is off. What it may be *read* for follows the
+        trust setting (docs/cache.md, "Trust"): never in a gate, and otherwise only as far as
+        `vivary.cacheTrust` says; writing (recording) is record.py's decision."""
         if not self._ref_checked:
             self._ref_checked = True
             repo = self.source.repo
@@ -409,119 +440,35 @@ class Workspace:
                 from vivary_git import store
 
                 if store.enabled(repo):
-                    self._ref = store.RefCache(repo)
+                    self._ref = store.RefCache(repo, read=not self.gate)
         return self._ref
 
-    def _recordable_root(self) -> str | None:
-        """The root tree to decide privacy with, when this source may be recorded at all: a `--rev`,
-        or a working tree / index identical to HEAD's. Uncommitted content never enters the ref."""
-        repo, source = self.source.repo, self.source
-        if repo is None or source.tree_id is None or repo.workdir is None:
-            return None  # bare: Git decides privacy only in a work tree, so nothing could be admitted
-        if source.kind == "rev":
-            return source.root_tree  # the tree read; its subtree at the prefix is source.tree_id
-        if source.kind not in ("worktree", "staged") or repo.repo.head_is_unborn:
-            return None
-        pygit2 = repo.pygit2
-        try:
-            root = str(repo.repo.head.peel(pygit2.Tree).id)
-        except (KeyError, ValueError, pygit2.GitError):
-            return None
-        sub = repo.lookup(root, source.prefix) if source.prefix else root
-        return root if sub == source.tree_id else None
+    def _reads_ref(self) -> bool:
+        ref = self.refcache()
+        return ref is not None and ref.reads()
 
-    def _privacy_policy(self) -> privacy.PrivacyPolicy:
-        """The rules recording decides privacy by (raises VivaryError when they cannot be read)."""
-        from vivary_git import privacy
+    def not_computed_here(self) -> set[str]:
+        """Blob ids and fact keys whose entries this run read from the shared cache, or derived from a
+        parse read there: never written to the local caches, never recorded again."""
+        return self._from_ref | self._tainted
 
-        extra: tuple[str, ...] = ()
-        try:
-            from vivary_git.memory.config import load_memory_config
-        except ImportError:
-            pass
-        else:
-            extra = tuple(load_memory_config(self).memory.privacy.private_paths)
-        # Ignored files stay private here whatever memory.toml says about respect_gitignore.
-        return privacy.PrivacyPolicy(private_paths=extra, respect_gitignore=True)
+    def facts_for_recording(self) -> list[tuple[Entry, str, graph_mod.Facts]]:
+        """Every document's facts with its fact key, as `graph()` gathers them (for record.py)."""
+        counted = (self.stats.parsed, self.stats.reused)
+        keyed = self._all_facts(None)
+        # Stats describe the answer's work; gathering facts to record them is bookkeeping.
+        self.stats.parsed, self.stats.reused = counted
+        return keyed
 
-    def _private_paths(self, paths: list[str], root: str, policy: privacy.PrivacyPolicy) -> set[int]:
-        """Indices of `paths` the privacy boundary keeps out of the ref cache (raises VivaryError when
-        it cannot decide: then nothing is recorded). Only Git is asked: safe in a thread."""
-        from vivary_git import privacy
-
-        repo = self.source.repo
-        assert repo is not None
-        if repo.workdir is None:
-            raise privacy.PrivacyError("a bare repository has no work tree for Git to decide privacy in")
-        out = {i for i, d in enumerate(privacy.decide(repo.workdir, paths, policy, tree=root)) if d.private}
-        if self.source.kind != "rev":
-            # The working tree's ignore rules may be ahead of HEAD's; either one making a path private wins.
-            out |= {i for i, d in enumerate(privacy.decide(repo.workdir, paths, policy)) if d.private}
-        return out
-
-    def _record(self, counts: Callable[[], _Counts], keyed: list[tuple[Entry, str, graph_mod.Facts]] | None) -> None:
-        """Add what this tree needed (parses, facts, a counts-only summary) to the ref cache, once per
-        tree, for the privacy-admitted documents only; one commit per recorded tree."""
-        pending = self._record_prepare(keyed)
-        if pending is not None:
-            self._record_finish(pending, counts())
-
-    def _recording(self) -> tuple[store.RefCache, str, str] | None:
-        """(ref cache, tree summary key, root tree to decide privacy in) when this tree is to be
-        recorded: cheap checks only, nothing read or parsed."""
-        if {"created", "updated"} & set(self.config.derive):
-            return None  # facts depend on history; the ref cache holds pure functions of content only
-        ref = self._refcache()
-        tree = self.source.tree_id
-        if ref is None or tree is None:
-            return None
-        root = self._recordable_root()
-        if root is None:
-            return None
+    def shared_parses(self, oids: list[str]) -> dict[str, bytes]:
+        """The shared encoding (`store.encode_shared`) of these blobs' parses. One note at a time from
+        its parse (this run's, or a worker's still encoded): at 100,000 notes, holding them all decoded
+        at once was ~200 MB."""
         from vivary_git import store
 
-        tkey = store.tree_key(tree, self.config.digest())
-        if ref.has_tree(tkey) or ref.damaged:
-            return None
-        return ref, tkey, root
-
-    def _record_prepare(self, keyed: list[tuple[Entry, str, graph_mod.Facts]] | None) -> _Pending | None:
-        """Everything recording needs but the graph: the privacy decision and the encoded entries."""
-        recording = self._recording()
-        if recording is None:
-            return None
-        ref, tkey, root = recording
-        from vivary_git import store
-        from vivary_git.errors import VivaryError
-
-        if keyed is None:
-            counted = (self.stats.parsed, self.stats.reused)
-            keyed = self._all_facts(None)
-            # Stats describe the answer's work; gathering facts to record them is bookkeeping.
-            self.stats.parsed, self.stats.reused = counted
-        prefix = f"{self.source.prefix}/" if self.source.prefix else ""
-        paths = [prefix + e.path for e, _, _ in keyed]
-        try:
-            policy = self._privacy_policy()  # reads memory.toml through this thread's repository handle
-        except VivaryError as err:
-            print(f"vivary: not recording this tree in {store.CACHE_REF}: {text(str(err))}", file=sys.stderr)
-            return None
-        # Git decides privacy (a few subprocesses, ~0.07 s at 10,000 notes) in a thread while this one
-        # encodes every candidate entry; only the admitted ones are then kept. Nothing is written
-        # before the decision.
-        from vivary_git.parallel import Background
-
-        deciding = Background(lambda: self._private_paths(paths, root, policy) if paths else set())
-        fact_keys = [k for _, k, _ in keyed if k not in self._from_ref]
-        blobs = list(dict.fromkeys(e.oid for e, _, _ in keyed if e.oid not in self._from_ref))
-        new_facts = set(ref.missing("facts", fact_keys))
-        new_blobs = ref.missing("parse", blobs)
-        facts = {k: f for _, k, f in keyed if k in new_facts}
-        # One note at a time from its parse (this run's, or a worker's still encoded) to its shared
-        # encoding: at 100,000 notes, holding them all decoded at once was ~200 MB.
         parse: dict[str, bytes] = {}
         rest: list[str] = []
-        for oid in new_blobs:
+        for oid in oids:
             note = self._computed_notes.get(oid)
             encoded = self._encoded_notes.get(oid) if note is None else None
             if note is None and encoded is not None:
@@ -531,93 +478,11 @@ class Workspace:
             else:
                 parse[oid] = store.encode_shared(note)
         for oid, note in self._notes_for(rest).items():  # neither: from the local cache, or parsed
-            parse[oid] = store.encode_shared(note)
-        encoded_facts = store.encode_entries(facts)
-        try:
-            private = deciding.result()
-        except VivaryError as err:
-            print(f"vivary: not recording this tree in {store.CACHE_REF}: {text(str(err))}", file=sys.stderr)
-            return None
-        # A blob is admitted only if every path holding it is public.
-        private_blobs = {keyed[i][0].oid for i in private}
-        admitted = {k for i, (e, k, _) in enumerate(keyed) if i not in private and e.oid not in private_blobs}
-        changes = store.Changes(
-            parse={oid: data for oid, data in parse.items() if oid not in private_blobs},
-            facts={k: data for k, data in encoded_facts.items() if k in admitted},
-        )
-        return _Pending(ref, tkey, changes, len(keyed) - len(admitted))
+            if oid not in self._from_ref:
+                parse[oid] = store.encode_shared(note)
+        return parse
 
-    def _record_finish(self, pending: _Pending, counts: _Counts) -> None:
-        from vivary_git import store
-
-        tree = self.source.tree_id
-        assert tree is not None  # _recording() checked
-        pending.changes.trees = {pending.tkey: store.TreeSummary(
-            tree=tree, checked=counts.checked, errors=counts.errors, warnings=counts.warnings, nodes=counts.nodes,
-            edges=counts.edges, broken=counts.broken, private=pending.private, written=int(time.time()),
-        )}
-        changes = pending.changes
-        pending.ref.write(
-            changes, f"vivary cache: tree {tree[:12]}, {len(changes.parse)} parse(s), {len(changes.facts)} facts")
-
-    def _record_alongside(self, keyed: list[tuple[Entry, str, graph_mod.Facts]],
-                          flushes: list[tuple[SegmentCache[Any], Callable[[], Iterable[str]]]],
-                          ) -> Callable[[graph_mod.Graph, Callable[[], None]], None]:
-        """Record this tree in the ref while the graph is being built: a forked child decides privacy,
-        encodes the entries and writes the objects (~0.25 s for 10,000 new notes) on the core the build
-        leaves idle, then takes the graph's counts through a pipe for the summary and commits. The
-        returned call sends the counts, runs `then` (caching the graph) and writes the local caches
-        (`flushes`) while the child commits, and waits for it: the caches and the ref are written
-        when the command returns, as when all is done inline (which is what small trees, or systems
-        without fork, get)."""
-        from vivary_git import parallel
-
-        def inline(g: graph_mod.Graph, then: Callable[[], None]) -> None:
-            then()
-            self._record(lambda: _counts(g), keyed)
-
-        if len(keyed) < parallel.MIN_BLOBS or not parallel.can_fork() or self._recording() is None:
-            _write(flushes)
-            return inline
-        sys.stdout.flush()
-        sys.stderr.flush()
-        try:
-            r, w = os.pipe()
-            pid = os.fork()
-        except OSError:
-            _write(flushes)
-            return inline
-        if pid == 0:  # the child: never returns
-            code = 1
-            try:
-                os.close(w)
-                self._reopen()
-                pending = self._record_prepare(keyed)
-                with os.fdopen(r, "rb") as pipe:
-                    data = pipe.read()
-                if pending is not None and data:  # no data: the parent failed before the build ended
-                    self._record_finish(pending, msgspec.msgpack.decode(data, type=_Counts))
-                code = 0
-            except Exception as err:  # a cache write must not turn into a traceback
-                print(f"vivary: could not record this tree in the ref cache: {text(str(err))}", file=sys.stderr)
-            finally:
-                sys.stderr.flush()
-                os._exit(code)
-        os.close(r)
-
-        def finish(g: graph_mod.Graph, then: Callable[[], None]) -> None:
-            try:
-                with os.fdopen(w, "wb") as pipe:
-                    pipe.write(msgspec.msgpack.encode(_counts(g)))
-            except OSError:
-                pass  # the child is gone: it said why on stderr
-            then()
-            _write(flushes)
-            parallel.reap(pid)
-
-        return finish
-
-    def _reopen(self) -> None:
+    def reopen_after_fork(self) -> None:
         """In a forked child: a libgit2 handle of its own (one must not be shared across a fork), and no
         local cache writes (the parent writes what is pending; a second copy would only waste time)."""
         repo = self.source.repo
@@ -690,8 +555,8 @@ class Workspace:
                     found += 1
             self.stats.reused += found
             todo = [oid for oid in todo if oid not in out]
-        ref = self._refcache() if todo else None
-        if ref is not None:  # issue 4: parses the local cache lacks may be in the shared ref cache
+        ref = self.refcache() if todo else None
+        if ref is not None:  # parses the local cache lacks may be in the shared ref cache, if trusted
             from vivary_git.store import unshare
 
             for oid, shared in ref.get("parse", todo).items():
@@ -699,10 +564,8 @@ class Workspace:
                 if note is None:
                     continue  # the body does not fit the blob: parse it
                 out[oid] = note
-                self._from_ref.add(oid)
+                self._from_ref.add(oid)  # never written to the local cache: it holds what was computed here
                 self.stats.reused += 1
-                if remember:
-                    cache.put(oid, note)
         return out
 
     def _parse(self, todo: list[str], *, remember: bool = True) -> dict[str, Note]:
@@ -735,7 +598,7 @@ class Workspace:
 
     def _flush(self, cache: SegmentCache[T], keep: Callable[[], Iterable[str]]) -> None:
         """Write a local cache's new entries now, or, while a cold graph is computed, after the build,
-        while the recording child commits (see `_record_alongside`)."""
+        while the recording child commits (see `record.alongside`)."""
         if self._deferred is not None:
             self._deferred.append((cache, keep))
         else:
@@ -780,18 +643,20 @@ class Workspace:
         return _LazyNotes(self)
 
     def search_index(self) -> SearchIndex:
-        """The query index of this tree: built once from the graph and notes, then cached."""
+        """The query index of this tree: built once from the graph and notes, then cached (apart, when
+        built with anything read from the shared cache, as the graph is)."""
         from vivary_git import searchindex
 
-        key = self._graph_key()
+        ids = [n.id for n in self.graph().nodes]
         cache = ObjectCache(self._vdir, "search", keep=4)
-        if key is not None:
+        for key, _shared in self._keys():
             cached = cache.get(key, msgspec.msgpack.Decoder(searchindex.SearchIndex))
-            if cached is not None and cached.ids == [n.id for n in self.graph().nodes]:
+            if cached is not None and cached.ids == ids:
                 return cached
         index = searchindex.build(self.graph(), self.notes())
-        if key is not None:
-            cache.put(key, index)
+        put = self._graph_key(shared=bool(self.not_computed_here()))
+        if put is not None:
+            cache.put(put, index)
         return index
 
     def check(self, *, strict: bool | None = None) -> CheckReport:
@@ -821,15 +686,7 @@ class Workspace:
             print(f"vivary: stats {msgspec.json.encode(self.stats).decode()}", file=sys.stderr)
 
 
-class _Counts(msgspec.Struct, frozen=True, array_like=True):
-    """A graph's counts, for the summary of a recorded tree."""
-
-    checked: int
-    errors: int
-    warnings: int
-    nodes: int
-    edges: int
-    broken: int
+_Counts = record.Counts  # the same record (array-like, same fields), cached in checks-vN
 
 
 class _Checked(msgspec.Struct, frozen=True, array_like=True):
@@ -846,23 +703,8 @@ class _Checked(msgspec.Struct, frozen=True, array_like=True):
     others: list[str] = []  # the other files a link may name (graph.Graph.others)
 
 
-def _counts(g: graph_mod.Graph) -> _Counts:
-    errors = sum(f.level == "error" for f in g.findings)
-    counts = g.counts()
-    return _Counts(g.checked, errors, len(g.findings) - errors, counts["nodes"], counts["edges"], counts["broken"])
-
-
-class _Pending:
-    """Entries ready to record, waiting for the graph's counts."""
-
-    def __init__(self, ref: store.RefCache, tkey: str, changes: store.Changes, private: int) -> None:
-        self.ref, self.tkey, self.changes, self.private = ref, tkey, changes, private
-
-
-def _write(flushes: Iterable[tuple[SegmentCache[Any], Callable[[], Iterable[str]]]]) -> None:
-    """Write local cache entries that were left pending (see `Workspace._flush`)."""
-    for cache, keep in flushes:
-        cache.flush(keep=keep)
+def _counts_of_checked(checked: _Checked) -> record.Counts:
+    return checked.counts
 
 
 def _rules_digest(config: Config, overlays: Mapping[str, Config]) -> str:
@@ -892,7 +734,10 @@ def open_workspace(
     staged: bool = False,
     root: str | None = None,
     cache: bool = True,
+    gate: bool = False,
 ) -> Workspace:
-    """Open the workspace containing `path` (default: the current directory) at one tree."""
+    """Open the workspace containing `path` (default: the current directory) at one tree. `gate=True`
+    computes every answer from the tree's blobs and the caches this machine wrote, never from a
+    fetched cache (docs/cache.md, "Trust"): what `ci`, the hooks and `check --gate` use."""
     start = Path(path) if path is not None else None
-    return Workspace(open_source(start, rev=rev, staged=staged, root=root), cache=cache)
+    return Workspace(open_source(start, rev=rev, staged=staged, root=root), cache=cache, gate=gate)

@@ -40,10 +40,19 @@ def add_json_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON for programs and agents")
 
 
-def open_ws(args: argparse.Namespace) -> Workspace:
+def gate_from_env() -> bool:
+    """CI runs `check` as a gate: `$CI` set to anything but "" / "0" / "false" (GitHub, GitLab and most
+    runners set CI=true)."""
+    import os
+
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def open_ws(args: argparse.Namespace, *, gate: bool = False) -> Workspace:
     from vivary_git.workspace import open_workspace
 
-    ws = open_workspace(args.cwd, rev=args.rev, staged=args.staged, root=args.root, cache=not args.no_cache)
+    ws = open_workspace(args.cwd, rev=args.rev, staged=args.staged, root=args.root, cache=not args.no_cache,
+                        gate=gate)
     if not ws.source.caching:
         print(f"vivary: {text(str(ws.source.root))} is not in a Git repository: reading files directly, caching is "
               "off", file=sys.stderr)

@@ -144,7 +144,26 @@ def _verify(repo: Repo, ref: str | None) -> int:
     assert snap is not None
     m = snap.manifest
     print(f"{shown(ref)}: ok: {len(m.chunks)} chunk(s), {len(m.states)} state file(s), {len(m.trees)} tree(s) verified")
+    print(f"{shown(ref)}: {shown(_trust_line(repo, ref))}")
     return EXIT_OK
+
+
+def _trust_line(repo: Repo, ref: str) -> str:
+    """Whether commands read this cache: well-formed is not trusted (docs/cache.md#trust)."""
+    from vivary_git import store
+
+    level = store.trust(repo)
+    if level == "none":
+        return (f"trust: not read by any command ({store.TRUST_KEY} is none: a well-formed cache can still be a "
+                "forgery; `signed` reads cache commits signed by allowed signers); gates never read it")
+    if level == "any":
+        return (f"trust: read by commands other than gates whoever wrote it ({store.TRUST_KEY} = any); "
+                "gates never read it")
+    commit = store.newest_verified(repo, ref)
+    if commit is None:
+        return (f"trust: not read: no commit of this chain has a signature `git verify-commit` accepts "
+                f"({store.TRUST_KEY} = signed); gates never read it")
+    return f"trust: commands other than gates read {commit[:12]}, whose signature verifies; gates never read it"
 
 
 def _gc(repo: Repo, args: argparse.Namespace) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from vivary_git.commands._common import add_json_arg, add_source_args, emit_json, open_ws
+from vivary_git.commands._common import add_json_arg, add_source_args, emit_json, gate_from_env, open_ws
 from vivary_git.errors import EXIT_FINDINGS, EXIT_OK
 from vivary_git.escape import text as shown
 
@@ -23,6 +23,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     s.add_argument("--strict", dest="strict", action="store_true", default=None,
                    help="report warnings at level error (the default when base.strict = true)")
     s.add_argument("--lenient", dest="strict", action="store_false", help="report warnings as warnings")
+    p.add_argument("--gate", action="store_true",
+                   help="decide as a gate: computed from the tree's own blobs and caches this machine wrote, never "
+                   "from a fetched cache (the default when $CI is set; the hooks pass it; docs/cache.md)")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="hide W-coded findings in text output (counts and exit code are unchanged)")
     p.add_argument("-v", "--verbose", action="store_true",
@@ -31,10 +34,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    ws = open_ws(args)
+    ws = open_ws(args, gate=args.gate or gate_from_env())
     if args.verbose:
         rules = ws.config.links
-        sys.stderr.write(f"vivary: dialect {rules.dialect}: {rules.reason}\n")
+        sys.stderr.write(f"vivary: dialect {shown(rules.dialect)}: {shown(rules.reason)}\n")
     report = ws.check(strict=args.strict)
     ws.report_stats()
     if args.json:

@@ -41,7 +41,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     g = hs.add_parser("privacy-guard", help="refuse staged private files and literal secrets in .vivary/memory.toml",
                   description="Check the files staged for commit: refuse any that the privacy floor or a "
                   "memory.toml's private_paths makes private, and a staged .vivary/memory.toml holding a literal "
-                  "secret. Prints `path:line: error CODE: message`; exit 1 when anything is refused.")
+                  "secret, and files with sensitive names (.env*, *.pem, *token*, …) unless allowed with --allow or "
+                  "`git config --add vivary.guardAllow PATH`. Prints `path:line: error CODE: message`; exit 1 "
+                  "when anything is refused.")
+    g.add_argument("--allow", action="append", default=[], metavar="PATH",
+                   help="a repository-relative path whose sensitive name is fine to commit (repeatable)")
     hs.add_parser("post-commit", help="run `git vivary index --auto --rev HEAD` (indexes only when auto_index = true)")
     for q in (i, u, s, r, g):
         q.add_argument("-C", dest="cwd", metavar="PATH", help="run as if started in PATH")
@@ -75,26 +79,26 @@ def run(args: argparse.Namespace) -> int:
     if action == "status":
         return _status(cwd, args.json)
     if action == "privacy-guard":
-        return privacy_guard(cwd)
+        return privacy_guard(cwd, args.allow)
     if action == "post-commit" or (action == "run" and args.hook == "post-commit"):
         return post_commit()
     # `run pre-commit`: both gates in one process (one interpreter start per commit), both reported.
     guard_code = privacy_guard(cwd)
     from vivary_git.main import main
 
-    check_code = main(["check", "--staged"])
+    check_code = main(["check", "--staged", "--gate"])
     if check_code == EXIT_FINDINGS:
         print("vivary: commit refused: fix the findings above (`git commit --no-verify` skips the hook once)",
               file=sys.stderr)
     return max(guard_code, check_code)
 
 
-def privacy_guard(cwd: Path) -> int:
+def privacy_guard(cwd: Path, allow: list[str] | None = None) -> int:
     from vivary_git import git
     from vivary_git.gates.guard import guard
 
     top = Path(git.out(["rev-parse", "--show-toplevel"], cwd=cwd))
-    findings = guard(top)
+    findings = guard(top, allow or ())
     for f in findings:
         print(f.render())
     if findings:

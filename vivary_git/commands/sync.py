@@ -20,6 +20,7 @@ from vivary_git.escape import text as shown
 
 if TYPE_CHECKING:
     from vivary_git.git import Repo
+    from vivary_git.store import Snapshot
 
 _PUSH_ATTEMPTS = 3
 _REMOTE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
@@ -135,7 +136,7 @@ def fetch(repo: Repo, remote: str, *, quiet: bool = False) -> dict[str, str]:
     if store.CACHE_REF in remote_refs:
         _adopt_cache(repo, remote, f"{staging}/cache", quiet=quiet)
     if store.NOTES_REF in remote_refs:
-        _adopt_notes(repo, f"{staging}/notes")
+        _adopt_notes(repo, remote, f"{staging}/notes", quiet=quiet)
     return remote_refs
 
 
@@ -156,6 +157,13 @@ def _adopt_cache(repo: Repo, remote: str, staged: str, *, quiet: bool) -> None:
     if theirs is None:
         print(f"vivary: {shown(remote)}'s cache was written by another vivary-git format; not adopted", file=sys.stderr)
         return
+    foreign = _not_derived(repo, theirs)
+    if foreign:
+        raise RefusedError(
+            f"the cache fetched from {remote} into {staged} holds {foreign}; ours is unchanged. A shared cache "
+            f"holds parses and facts only; whoever writes {remote}'s cache should run `git vivary cache drop` and "
+            "push a fresh one"
+        )
     ours_tip = store._tip(repo, store.CACHE_REF)
     new = theirs.commit
     how = "adopted"
@@ -179,6 +187,43 @@ def _adopt_cache(repo: Repo, remote: str, staged: str, *, quiet: bool) -> None:
         blobs = sum(c.count for p, c in m.manifest.chunks.items() if p.startswith("parse/")) if m else 0
         print(f"{store.CACHE_REF}: {how} from {shown(remote)} ({new[:12]}, {blobs} parsed notes, "
               f"{len(m.manifest.trees) if m else 0} trees)")
+        level = store.trust(repo)
+        if level == "none":
+            print(f"vivary: no command reads it until this clone trusts it ({store.TRUST_KEY} is none; "
+                  "`git config vivary.cacheTrust signed` trusts cache commits signed by allowed signers, "
+                  "docs/cache.md#trust); gates never do", file=sys.stderr)
+        elif level == "signed" and store.newest_verified(repo) is None:
+            print(f"vivary: no commit of it is signed by an allowed signer, so {store.TRUST_KEY} = signed reads "
+                  "none of it (`git verify-commit` says why)", file=sys.stderr)
+
+
+def _not_derived(repo: Repo, snap: Snapshot) -> str:
+    """What in a fetched cache is not a parse/facts entry vivary can check ("" when all is): provider
+    state files (opaque bytes), or any object that is also a blob of HEAD's tree (a source file, maybe a
+    private one, dressed up as cache data)."""
+    if snap.manifest.states:
+        return f"memory-provider state files ({sorted(snap.manifest.states)[0]}, …), which it cannot check"
+    pygit2 = repo.pygit2
+    try:
+        head = repo.repo.head.peel(pygit2.Tree)
+    except (KeyError, ValueError, pygit2.GitError):
+        return ""
+    ours: set[str] = set()
+    stack = [head]
+    while stack:
+        for entry in stack.pop():
+            if entry.type_str == "tree":
+                stack.append(repo.repo[entry.id])
+            elif entry.type_str == "blob":
+                ours.add(str(entry.id))
+    stack = [snap.tree]
+    while stack:
+        for entry in stack.pop():
+            if entry.type_str == "tree":
+                stack.append(repo.repo[entry.id])
+            elif str(entry.id) in ours:
+                return f"{entry.name}, which is a file of HEAD's tree, not cache data"
+    return ""
 
 
 def _descends(repo: Repo, commit: str, ancestor: str) -> bool:
@@ -189,24 +234,37 @@ def _descends(repo: Repo, commit: str, ancestor: str) -> bool:
         return False  # a shallow chain cannot say: treated as diverged, so entries are merged, not lost
 
 
-def _adopt_notes(repo: Repo, staged: str) -> None:
-    """Union: every verdict note the remote has that we lack is added (ours win on the same commit)."""
+def _adopt_notes(repo: Repo, remote: str, staged: str, *, quiet: bool) -> None:
+    """Verdict notes are someone else's claims about commits: adopted only under `vivary.cacheTrust = any`,
+    and then as a union of verdicts we re-encode ourselves (ours win on the same commit), each one
+    decoded as a `Verdict` and naming the tree of the commit it is on. Their notes commit is never
+    adopted as is: a notes tree can hold any blob."""
     from vivary_git import store
 
-    ours = store._tip(repo, store.NOTES_REF)
-    theirs = store._tip(repo, staged)
-    if theirs is None or ours == theirs:
+    if store.trust(repo) != "any":
+        if not quiet:
+            print(f"vivary: verdict notes from {remote} stay in {staged} (not adopted: they are claims no gate "
+                  f"uses, adopted only with {store.TRUST_KEY} = any)", file=sys.stderr)
         return
-    if ours is None or _descends(repo, theirs, ours):
-        store.update_ref(repo, store.NOTES_REF, theirs, ours)
+    if store._tip(repo, staged) is None:
         return
-    have = {str(n.annotated_id) for n in repo.repo.notes(store.NOTES_REF)}  # type: ignore[call-arg]  # stub lacks ref
+    pygit2 = repo.pygit2
+    have = set()
+    if store._tip(repo, store.NOTES_REF) is not None:
+        have = {str(n.annotated_id) for n in repo.repo.notes(store.NOTES_REF)}  # type: ignore[call-arg]  # stub lacks ref
     for note in repo.repo.notes(staged):  # type: ignore[call-arg]
         commit = str(note.annotated_id)
-        if commit not in have:
-            verdict = store.read_note(repo, commit, staged)
-            if verdict is not None:
-                store.write_note(repo, commit, verdict)
+        if commit in have:
+            continue
+        verdict = store.read_note(repo, commit, staged)
+        try:
+            tree = str(repo.repo[commit].peel(pygit2.Tree).id)
+        except (KeyError, ValueError, pygit2.GitError):
+            continue  # a commit we do not have: nothing to check the verdict against
+        if verdict is not None and verdict.tree == tree:
+            store.write_note(repo, commit, store.Verdict(tree=verdict.tree, checked=verdict.checked,
+                                                         errors=verdict.errors, warnings=verdict.warnings,
+                                                         clean=verdict.clean))
 
 
 def push(repo: Repo, remote: str, *, force: bool = False) -> None:

@@ -1,14 +1,20 @@
 """The pre-commit privacy guard: refuse a commit that stages a private file or a literal secret.
 
-What counts as private is `vivary_git.privacy`'s floor plus the `private_paths` of every
-`.vivary/memory.toml` in the index, each anchored at its own workspace. Git ignore rules and the
-"sensitive name" heuristic are left out on purpose: a force-added ignored file and a note called
-`tokenizer.md` are ordinary commits; they only stay out of the semantic memory.
+The guard asks the same privacy boundary as the memory snapshot and the cache
+(`privacy.decide_scoped`), over the index Git hands the hook, with every workspace in it (each
+folder holding `tropo.toml` or `.vivary/`) getting the floor at its root and its own
+`.vivary/memory.toml` `private_paths`, whatever folder the commit is made from. It refuses:
 
-The floor's `.vivary/**` is exempt here too: that folder holds the workspace's committed config
-(`workspace.toml`, `graph.toml`, `memory.toml`), private only in the sense that it is never embedded.
-Instead, a staged `memory.toml` is read and refused when it holds a literal secret: keys come from
-environment variables (`api_key_env = "NAME"`), never from the file.
+* `P101`: a file the floor or a `private_paths` makes private;
+* `P104`: a file with a sensitive name (`.env*`, `*.pem`, `*.key`, `*token*`, `*secret*`,
+  `*password*`, …), unless its exact path is allowed (`git config --add vivary.guardAllow PATH`, or
+  `--allow PATH`): a note called `tokenizer.md` is one line of config away;
+* `P102`/`P103`: a staged `.vivary/memory.toml` holding a literal secret, or one that cannot be read.
+
+Git ignore rules are left out on purpose: a force-added ignored file is a deliberate commit (it still
+stays out of the semantic memory and the shared cache). The floor's `.vivary/**` is exempt too: that
+folder holds the workspace's committed config (`workspace.toml`, `graph.toml`, `memory.toml`),
+private only in the sense that it is never embedded.
 
 Everything is read from the index Git hands the hook (`GIT_INDEX_FILE` included, as `git commit -a`
 uses a temporary one), so the guard judges exactly what the commit would contain.
@@ -19,18 +25,20 @@ from __future__ import annotations
 import importlib.util
 import re
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from vivary_git import git
-from vivary_git.errors import ConfigError
+from vivary_git.errors import ConfigError, GitError
 from vivary_git.models import Finding
 
 MEMORY_TOML = ".vivary/memory.toml"
 CODE_PRIVATE = "P101"
 CODE_SECRET = "P102"
 CODE_CONFIG = "P103"
+CODE_SENSITIVE = "P104"
+ALLOW_KEY = "vivary.guardAllow"
 
 # Key names that hold a credential when their value is a string (`api_key_env` names a variable: fine).
 _SECRET_KEY = re.compile(
@@ -54,31 +62,53 @@ def _names(raw: bytes) -> list[str]:
     return [p for p in raw.decode("utf-8", "surrogateescape").split("\0") if p]
 
 
-def guard(top: Path) -> list[Finding]:
-    """Findings (all at level error) for what the index would commit; empty when the commit may go on."""
-    from vivary_git.privacy import PrivacyPolicy, decide
+def guard(top: Path, allow: Sequence[str] = ()) -> list[Finding]:
+    """Findings (all at level error) for what the index would commit; empty when the commit may go on.
+    `allow`: exact repository-relative paths whose sensitive name is not a reason to refuse (added to
+    those in `git config vivary.guardAllow`)."""
+    from vivary_git.privacy import Scope, decide_scoped, find_scopes
 
-    staged_proc, configs_proc = git.run_all([_STAGED, _CONFIGS], cwd=top)  # both read the index: at once
+    staged_proc, configs_proc, allowed_proc = git.run_all(
+        [_STAGED, _CONFIGS, ["config", "--get-all", ALLOW_KEY]], cwd=top, check=False)
+    for proc in (staged_proc, configs_proc):
+        if proc.returncode != 0:
+            said = proc.stderr.decode("utf-8", "replace").strip()
+            raise GitError(f"the privacy guard cannot read the index: {said or 'git failed'}")
     staged = _names(staged_proc.stdout)
     if not staged:
         return []
+    allowed = set(allow) | set(allowed_proc.stdout.decode("utf-8", "surrogateescape").splitlines())
     findings: list[Finding] = []
-    patterns: list[str] = []
+    patterns: dict[str, tuple[str, ...]] = {}
     staged_set = set(staged)
     for cfg in sorted(_names(configs_proc.stdout)):
         data = git.run(["show", f":{cfg}"], cwd=top).stdout
         private, problems = read_memory_config(cfg, data, cfg in staged_set)
-        patterns += [_anchor(cfg.removesuffix(MEMORY_TOML).rstrip("/"), p) for p in private]
+        patterns[cfg.removesuffix(MEMORY_TOML).rstrip("/")] = tuple(private)
         findings += problems
-    decisions = decide(top, staged, PrivacyPolicy(private_paths=tuple(patterns), respect_gitignore=False))
-    for d in decisions:
-        if not d.private or d.reason == "floor: .vivary/**":
+    tree = git.run(["write-tree"], cwd=top, check=False)
+    if tree.returncode != 0:
+        said = tree.stderr.decode("utf-8", "replace").strip()
+        raise GitError(f"the privacy guard cannot write the index as a tree: {said}; resolve conflicts first")
+    from vivary_git.git import Repo
+
+    repo = Repo(top)
+    scopes = find_scopes(repo.repo, tree.stdout.decode().strip(), staged,
+                         read=lambda folder, _data: Scope(folder, patterns.get(folder, ())))
+    for d in decide_scoped(top, staged, scopes, trees=(), gitignore=False):
+        if not d.private or d.reason.startswith("floor: .vivary/**"):
             continue
+        where = _sh_quote(d.path)
         if d.reason.startswith(("floor:", "config:")):
             rule = d.reason if d.reason.startswith("floor:") else d.reason.replace("config:", "private_paths:", 1)
             findings.append(Finding(d.path, 1, "error", CODE_PRIVATE,
                                     f"private file staged ({rule}); unstage it with "
-                                    f"`git restore --staged -- {_sh_quote(d.path)}` and list it in .gitignore"))
+                                    f"`git restore --staged -- {where}` and list it in .gitignore"))
+        elif d.reason.startswith("sensitive name:") and d.path not in allowed:
+            findings.append(Finding(d.path, 1, "error", CODE_SENSITIVE,
+                                    f"file with a sensitive name staged ({d.reason}); unstage it with "
+                                    f"`git restore --staged -- {where}`, or, if it holds no secret, allow this "
+                                    f"path: `git config --add {ALLOW_KEY} {where}`"))
     return sorted(findings)
 
 
@@ -131,20 +161,6 @@ def _private_paths(data: dict[str, Any]) -> tuple[list[str], str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         return [], "[memory.privacy] private_paths must be a list of strings (gitignore patterns)"
     return value, ""
-
-
-def _anchor(prefix: str, pattern: str) -> str:
-    """A workspace's gitignore pattern as a repository-root pattern (the guard decides for the whole
-    repository at once). Same gitignore meaning: with a slash it is anchored at the workspace root,
-    without one it matches at any depth below it."""
-    if not prefix:
-        return pattern
-    neg, body = ("!", pattern[1:]) if pattern.startswith("!") else ("", pattern)
-    if body.startswith("/"):
-        return f"{neg}{prefix}{body}"
-    if "/" in body.rstrip("/"):
-        return f"{neg}{prefix}/{body}"
-    return f"{neg}{prefix}/**/{body}"
 
 
 def _secrets(data: dict[str, Any]) -> Iterator[str]:

@@ -127,79 +127,27 @@ def work_tree(ws: Workspace) -> Path:
     return repo.workdir
 
 
-def decide_for_source(ws: Workspace, paths: Sequence[str], policy: PrivacyPolicy) -> list[PrivacyDecision]:
-    """Privacy verdicts for repository-relative `paths` against the workspace's source tree (one
-    `decide` batch; two for `--staged`, see the module docstring). Raises `PrivacyError`.
+def decide_for_source(ws: Workspace, paths: Sequence[str], policy: PrivacyPolicy | None = None,
+                      ) -> list[PrivacyDecision]:
+    """Privacy verdicts for repository-relative `paths` against the workspace's source tree: the one
+    decision every consumer makes (`privacy.decide_scoped`), with every workspace on the way to a path
+    (its floor, its anchored `private_paths`) found in that tree, plus this workspace's root. Raises
+    `PrivacyError` (or `ConfigError` for an unreadable memory.toml).
 
-    A workspace below the repository top (`ws.source.prefix`) gets the floor at its own root too, and
-    its anchored `private_paths` are anchored there, since they were written relative to it."""
+    Git's ignore rules: the working tree's for a working-tree source, the tree's own for `--rev`, both
+    for `--staged` (see the module docstring). `policy`, when given, stands for this workspace's
+    memory.toml (the caller read it from the same tree)."""
     source = ws.source
     top = work_tree(ws)
-    scoped, shown = _scoped_policy(source.prefix, policy)
-    if source.kind == "worktree":
-        found = privacy.decide(top, paths, scoped)
-    elif source.kind == "rev":
-        found = privacy.decide(top, paths, scoped, tree=_root_tree(ws))
-    else:
-        # The tree the notes were read from, so the rules are the ones in force for exactly that content.
-        in_index = privacy.decide(top, paths, scoped, tree=_root_tree(ws))
-        on_disk = privacy.decide(top, paths, scoped)
-        found = [a if a.private or not b.private else b for a, b in zip(in_index, on_disk, strict=True)]
-    if not source.prefix:
-        return found
-    return [_workspace_floor(d, source.prefix, _ignorecase(ws), shown) for d in found]
-
-
-# The anchored floor patterns, as prefixes of a workspace-relative path (`dir/**` matches all below dir/).
-_ANCHORED_FLOOR = {"memory/": "memory/**", "heartbeat-reports/": "heartbeat-reports/**",
-                   ".strato/private/": ".strato/private/**", ".vivary/": ".vivary/**"}
-
-
-def _scoped_policy(prefix: str, policy: PrivacyPolicy) -> tuple[PrivacyPolicy, dict[str, str]]:
-    if not prefix:
-        return policy, {}
-    base = _glob_escape(prefix)
-    patterns: list[str] = []
-    shown: dict[str, str] = {}
-    for pattern in policy.private_paths:
-        neg = pattern.startswith("!")
-        body = pattern[1:] if neg else pattern
-        # gitignore(5): a separator at the beginning or middle anchors a pattern to its file's directory;
-        # one without (`*.log`, `drafts/`) matches at any depth and needs no prefix.
-        if "/" in body.rstrip("/"):
-            body = f"{base}/{body.lstrip('/')}"
-        scoped = ("!" if neg else "") + body
-        patterns.append(scoped)
-        shown[f"config: {scoped}"] = f"config: {pattern} (in {prefix}/.vivary/memory.toml)"
-    return PrivacyPolicy(private_paths=tuple(patterns), respect_gitignore=policy.respect_gitignore), shown
-
-
-def _glob_escape(text: str) -> str:
-    out = "".join("\\" + c if c in "*?[]\\" else c for c in text)
-    return "\\" + out if out.startswith(("#", "!")) else out
-
-
-def _ignorecase(ws: Workspace) -> bool:
-    repo = ws.source.repo
-    assert repo is not None
-    try:
-        return bool(repo.repo.config.get_bool("core.ignorecase"))
-    except (KeyError, ValueError, repo.pygit2.GitError):
-        return False
-
-
-def _workspace_floor(d: PrivacyDecision, prefix: str, ignorecase: bool, shown: dict[str, str]) -> PrivacyDecision:
-    if d.reason.startswith("floor: "):
-        return d
-    if d.path.startswith(prefix + "/") or (ignorecase and d.path.lower().startswith(prefix.lower() + "/")):
-        inner = d.path[len(prefix) + 1:]
-        probe = inner.lower() if ignorecase else inner
-        for start, pattern in _ANCHORED_FLOOR.items():
-            if probe.startswith(start):
-                return PrivacyDecision(d.path, True, f"floor: {pattern} (workspace {prefix}/)")
-    if d.reason in shown:
-        return PrivacyDecision(d.path, d.private, shown[d.reason])
-    return d
+    assert source.repo is not None
+    root = _root_tree(ws)
+    trees: tuple[str | None, ...] = {"worktree": (None,), "rev": (root,)}.get(source.kind, (root, None))
+    scopes = privacy.find_scopes(source.repo.repo, root, paths, also=[source.prefix],
+                                 work_tree=top if source.kind == "worktree" else None)
+    if policy is not None:
+        scopes = [privacy.Scope(s.prefix, tuple(policy.private_paths), policy.respect_gitignore)
+                  if s.prefix == source.prefix else s for s in scopes]
+    return privacy.decide_scoped(top, paths, scopes, trees=trees)
 
 
 def _root_tree(ws: Workspace) -> str:

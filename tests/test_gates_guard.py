@@ -1,0 +1,98 @@
+"""The pre-commit privacy guard (gates/guard.py) and `privacy explain` give one answer: the same for a
+workspace at the top or in a subfolder, from any folder, for floor files, private_paths and
+sensitive names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conftest import TROPO, Repo
+
+
+def _refused(out: str) -> dict[str, str]:
+    """path -> code of every finding the guard printed."""
+    found: dict[str, str] = {}
+    for line in out.splitlines():
+        if ": error P1" in line:
+            path, _, rest = line.partition(":1: error ")
+            found[path] = rest.split(":", 1)[0]
+    return found
+
+
+def test_a_subfolder_workspace_gets_its_floor_in_the_guard(repo: Repo, cli: Any) -> None:
+    repo.commit("vault", {"vault/tropo.toml": TROPO, "vault/notes/a.md": "# A\n"})
+    repo.write({"vault/memory/x.md": "# mine\n", "vault/heartbeat-reports/r.md": "r\n",
+                "vault/.strato/private/p.md": "p\n", "vault/notes/USER.markdown": "# me\n",
+                "vault/notes/b.md": "# B\n"})
+    repo.git("add", "-A")
+    for cwd in (repo.path, repo.path / "vault", repo.path / "vault" / "notes"):
+        r = cli("hooks", "privacy-guard", cwd=cwd)
+        assert r.code == 1, r.out
+        assert _refused(r.out) == {
+            "vault/.strato/private/p.md": "P101", "vault/heartbeat-reports/r.md": "P101",
+            "vault/memory/x.md": "P101", "vault/notes/USER.markdown": "P101",
+        }, r.out
+    assert "vault/memory/x.md:1: error P101: private file staged (floor: memory/** (workspace vault/))" in r.out
+
+
+def test_explain_gives_the_same_answer_from_any_folder(repo: Repo, cli: Any) -> None:
+    repo.commit("docs", {
+        "docs/tropo.toml": TROPO, "docs/.vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["drafts/**"]\n',
+        "docs/notes/a.md": "# A\n", "notes/top.md": "# top\n",
+    })
+    paths = ["docs/memory/x.md", "docs/drafts/d.md", "docs/notes/a.md", "notes/top.md", "memory/y.md"]
+    want = [
+        "private  docs/memory/x.md  (floor: memory/** (workspace docs/))",
+        "private  docs/drafts/d.md  (config: drafts/** (in docs/.vivary/memory.toml))",
+        "public   docs/notes/a.md",
+        "public   notes/top.md",
+        "private  memory/y.md  (floor: memory/**)",
+    ]
+    for cwd, extra in ((repo.path, []), (repo.path / "docs", []), (repo.path / "notes", []),
+                       (repo.path, ["--rev", "HEAD"]), (repo.path / "docs" / "notes", ["--staged"])):
+        r = cli("privacy", "explain", *[f":/{p}" for p in paths], *extra, cwd=cwd)
+        assert r.code == 0, r.err
+        assert r.out.splitlines() == want, (cwd, extra, r.out)
+
+
+def test_root_keeps_the_enclosing_workspaces_private_paths(repo: Repo, cli: Any) -> None:
+    repo.commit("nested", {
+        "tropo.toml": TROPO, ".vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["team/journal/**"]\n',
+        "team/tropo.toml": TROPO, "team/journal/day.md": "# day\n", "team/notes/n.md": "# n\n",
+    })
+    for args in (["--root", "team"], ["--root", "team", "--rev", "HEAD"], []):
+        r = cli("privacy", "explain", ":/team/journal/day.md", ":/team/notes/n.md", *args, cwd=repo.path)
+        assert r.out.splitlines() == ["private  team/journal/day.md  (config: team/journal/**)",
+                                      "public   team/notes/n.md"], (args, r.out)
+
+
+def test_sensitive_names_are_refused_unless_allowed(repo: Repo, cli: Any) -> None:
+    repo.commit("start", {"tropo.toml": TROPO, ".gitignore": ".env\n", "notes/a.md": "# A\n"})
+    repo.write({".env.local": "KEY=1\n", "keys/id.pem": "-----BEGIN-----\n", ".env": "KEY=2\n",
+                "notes/tokenizer.md": "# how tokenizers work\n", "notes/wifi-password.md": "# x\n"})
+    repo.git("add", ".env.local", "keys/id.pem", "notes/tokenizer.md", "notes/wifi-password.md")
+    repo.git("add", "-f", ".env")
+    r = cli("hooks", "privacy-guard", cwd=repo.path)
+    assert r.code == 1
+    assert _refused(r.out) == {".env": "P104", ".env.local": "P104", "keys/id.pem": "P104",
+                               "notes/tokenizer.md": "P104", "notes/wifi-password.md": "P104"}, r.out
+    assert ("keys/id.pem:1: error P104: file with a sensitive name staged (sensitive name: *.pem); unstage it "
+            "with `git restore --staged -- keys/id.pem`, or, if it holds no secret, allow this path: "
+            "`git config --add vivary.guardAllow keys/id.pem`") in r.out
+    # What explain calls private, the guard refuses.
+    explained = cli("privacy", "explain", "--staged", ".env", ".env.local", "keys/id.pem", cwd=repo.path).out
+    assert all(line.startswith("private") for line in explained.splitlines()), explained
+    # A per-path allow list: the hook's --allow, or git config for every commit from this clone.
+    repo.git("config", "--add", "vivary.guardAllow", "notes/tokenizer.md")
+    r = cli("hooks", "privacy-guard", "--allow", "notes/wifi-password.md", cwd=repo.path)
+    assert set(_refused(r.out)) == {".env", ".env.local", "keys/id.pem"}
+    repo.git("rm", "-q", "--cached", ".env", ".env.local", "keys/id.pem")
+    assert cli("hooks", "privacy-guard", "--allow", "notes/wifi-password.md", cwd=repo.path).code == 0
+
+
+def test_the_allow_list_never_opens_the_floor(repo: Repo, cli: Any) -> None:
+    repo.commit("start", {"tropo.toml": TROPO})
+    repo.write({"memory/token-log.md": "x\n"})
+    repo.git("add", "-A")
+    r = cli("hooks", "privacy-guard", "--allow", "memory/token-log.md", cwd=repo.path)
+    assert _refused(r.out) == {"memory/token-log.md": "P101"}
