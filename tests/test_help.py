@@ -9,6 +9,7 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import Repo, run_git_vivary
@@ -83,3 +84,67 @@ def test_dash_h_and_direct_help_print_usage(repo: Repo) -> None:
                             text=True, check=False)
     assert direct.returncode == 0 and "COMMAND" in direct.stdout
 
+
+
+def _numeric_options() -> list[tuple[str, str]]:
+    from vivary_git.main import build_parser
+
+    sub = manpage._subparsers(build_parser())
+    assert sub is not None
+    found = []
+    for name, parser in sub.choices.items():
+        for action in parser._actions:
+            if action.option_strings and action.type is not None and action.type is not str:
+                found.append((name, action.option_strings[-1]))
+    return found
+
+
+# (command and arguments up to the option, option, a value out of range, what the message says)
+OUT_OF_RANGE = [
+    (("query", "auth"), "--k", "0", "at least 1"),
+    (("query", "auth"), "--k", "ten", "at least 1"),
+    (("query", "auth"), "--snippet", "-1", "at least 0"),
+    (("find", "auth"), "--k", "0", "at least 1"),
+    (("find", "auth"), "--budget", "-5", "at least 1"),
+    (("find", "auth"), "--budget", "0", "at least 1"),
+    (("find", "auth"), "--snippet", "-1", "at least 0"),
+    (("recall", "auth"), "--k", "0", "at least 1"),
+    (("blast", "a"), "--depth", "-1", "at least 0"),
+    (("ci",), "--depth", "-1", "at least 0"),
+    (("ci",), "--max-annotations", "-1", "at least 0"),
+]
+
+
+def test_every_numeric_option_has_a_range_case() -> None:
+    assert sorted(_numeric_options()) == sorted({(c[0][0], c[1]) for c in OUT_OF_RANGE})
+
+
+@pytest.mark.parametrize("args,option,value,says", OUT_OF_RANGE, ids=[f"{c[0][0]}{c[1]}{c[2]}" for c in OUT_OF_RANGE])
+def test_out_of_range_values_are_usage_errors(args: tuple[str, ...], option: str, value: str, says: str,
+                                              repo: Repo, cli: Any) -> None:
+    repo.commit(files={"a.md": "# A auth\n"})
+    r = cli(*args, option, value, cwd=repo.path)
+    assert r.code == 2 and r.out == ""
+    assert f"argument {option}: must be a whole number of {says}, got '{value}'" in r.err
+
+
+def test_errors_name_the_option_the_user_typed(repo: Repo, cli: Any, tmp_path: Path) -> None:
+    repo.commit(files={"a.md": "# A\n"})
+    r = cli("blast", "--base", "nosuchrev", cwd=repo.path)
+    assert r.code == 2 and "--base nosuchrev: no such revision" in r.err and "--rev" not in r.err
+    r = cli("blast", "--base", "HEAD", "--head", "nosuchrev", cwd=repo.path)
+    assert r.code == 2 and "--head nosuchrev: no such revision" in r.err and "--rev" not in r.err
+    r = cli("blast", "--base", "HEAD", "--head", "HEAD", "--staged", cwd=repo.path)
+    assert r.code == 2 and "drop --staged" in r.err and "--rev" not in r.err
+    r = cli("ci", "--base", "nosuchrev", cwd=repo.path)
+    assert r.code == 2 and "--base nosuchrev: no such revision" in r.err and "--rev" not in r.err
+    r = cli("ci", "--head", "nosuchrev", cwd=repo.path)
+    assert r.code == 2 and "--head nosuchrev: no such revision" in r.err and "--rev" not in r.err
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "a.md").write_text("# A\n")
+    for args, named in ((("check", "--rev", "HEAD"), "--rev HEAD: "), (("check", "--staged"), "--staged: "),
+                        (("blast", "--base", "main"), "--base main: ")):
+        r = cli(*args, cwd=plain)
+        assert r.code == 2 and r.err.startswith(f"git vivary {args[0]}: {named}"), r.err
+        assert "not inside a Git repository" in r.err and "--rev/--staged" not in r.err

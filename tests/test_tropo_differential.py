@@ -515,7 +515,7 @@ def test_vault_check_and_graph(wiki_vault: Path, tropo: str, cli: Any) -> None:
 
 QUERIES = [("graph", "memory"), ("the", "of"), ("status", "blocked"), ("module-000015",), ("related_modules",)]
 QUERY_FLAGS = [("--k", "25", "--type", "module", "--type", "gate"), ("--path", "decisions/*"),
-               ("--edge", "related_modules"), ("--edge", ":module-000015", "--k", "3"), ("--k", "0")]
+               ("--edge", "related_modules"), ("--edge", ":module-000015", "--k", "3")]
 
 
 def _hits(doc: Mapping[str, Any]) -> list[tuple[Any, ...]]:
@@ -540,6 +540,15 @@ def test_vault_query_filters(flags: tuple[str, ...], plain_vault: Path, tropo: s
     # tropo lists an edge twice when a list repeats its target; we keep one (see test_duplicate_edge_query)
     assert [(r["reasons"], r.get("edges")) for r in ours["results"]] == \
         [(r["reasons"], _unique(r.get("edges"))) for r in theirs["results"]]
+
+
+def test_query_k_zero_is_a_usage_error(plain_vault: Path, tropo: str, cli: Any) -> None:
+    """Documented in docs/query.md: `--k 0` asks for nothing; tropo answers no results (exit 0), we exit 2."""
+    rc, theirs = tropo_json(tropo, plain_vault, "query", "graph", "memory", "--k", "0", "--json")
+    assert (rc, theirs["k"], theirs["results"]) == (0, 0, [])
+    ours = cli("query", "graph", "memory", "--k", "0", "--json", cwd=plain_vault)
+    assert ours.code == 2 and ours.out == ""
+    assert "argument --k: must be a whole number of at least 1, got '0'" in ours.err
 
 
 def _unique(items: list[Any] | None) -> list[Any] | None:

@@ -174,8 +174,10 @@ def open_source(
     rev: str | None = None,
     staged: bool = False,
     root: str | None = None,
+    rev_option: str = "--rev",
 ) -> Source:
-    """Resolve the tree to read. `root` pins the workspace directory (relative to `start`)."""
+    """Resolve the tree to read. `root` pins the workspace directory (relative to `start`).
+    `rev_option` is the option the user gave `rev` with (`--base`, `--head`): messages name it."""
     if rev is not None and staged:
         raise UsageError("--rev and --staged name different trees; pass one of them")
     start = (start or Path.cwd()).resolve()
@@ -186,10 +188,12 @@ def open_source(
     repo = git.try_open(start if start.exists() else start.parent)
     if repo is None:
         if rev is not None or staged:
-            raise GitError(f"{start} is not inside a Git repository, so --rev/--staged have no tree to read")
+            given = f"{rev_option} {rev}" if rev is not None else "--staged"
+            raise GitError(f"{given}: {start} is not inside a Git repository, so there is no tree to read; "
+                           "run it inside a repository (or -C PATH), or drop the option to read the folder")
         return _folder_source(start, pinned=root is not None)
     if rev is not None:
-        tree_id, label = _rev_tree(repo, rev), rev
+        tree_id, label = _rev_tree(repo, rev, rev_option), rev
         kind = "rev"
     elif repo.bare:
         raise UsageError("this is a bare repository (no working tree); name a tree with --rev REV")
@@ -222,7 +226,7 @@ def open_source(
     )
 
 
-def _rev_tree(repo: git.Repo, rev: str) -> str:
+def _rev_tree(repo: git.Repo, rev: str, option: str = "--rev") -> str:
     pygit2 = repo.pygit2
     try:
         obj = repo.repo.revparse_single(rev)
@@ -230,12 +234,12 @@ def _rev_tree(repo: git.Repo, rev: str) -> str:
     except KeyError:
         if repo.repo.head_is_unborn and rev.split("~")[0].split("^")[0] in ("HEAD", "@"):
             raise GitError(
-                f"--rev {rev}: this repository has no commits yet; check the working tree (no flag) "
+                f"{option} {rev}: this repository has no commits yet; check the working tree (no flag) "
                 "or the index (--staged)"
             ) from None
-        raise GitError(f"--rev {rev}: no such revision in {repo.workdir or repo.git_dir}") from None
+        raise GitError(f"{option} {rev}: no such revision in {repo.workdir or repo.git_dir}") from None
     except (ValueError, pygit2.GitError, pygit2.InvalidSpecError) as err:
-        raise GitError(f"--rev {rev}: {err}; name a commit, branch, tag or tree") from None
+        raise GitError(f"{option} {rev}: {err}; name a commit, branch, tag or tree") from None
     return str(tree.id)
 
 

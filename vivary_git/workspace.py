@@ -886,7 +886,9 @@ def open_workspace(
     staged: bool = False,
     root: str | None = None,
     cache: bool = True,
+    rev_option: str = "--rev",
 ) -> Workspace:
-    """Open the workspace containing `path` (default: the current directory) at one tree."""
+    """Open the workspace containing `path` (default: the current directory) at one tree. Errors about
+    `rev` name it as `rev_option` (the command-line option it came from)."""
     start = Path(path) if path is not None else None
-    return Workspace(open_source(start, rev=rev, staged=staged, root=root), cache=cache)
+    return Workspace(open_source(start, rev=rev, staged=staged, root=root, rev_option=rev_option), cache=cache)

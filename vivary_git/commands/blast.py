@@ -7,7 +7,7 @@ import sys
 
 import msgspec
 
-from vivary_git.commands._common import add_json_arg, add_source_args, emit_json, open_ws
+from vivary_git.commands._common import add_json_arg, add_source_args, at_least, emit_json, open_ws
 from vivary_git.errors import EXIT_OK, UsageError
 
 
@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "working tree (or the index with --staged).",
     )
     p.add_argument("id", nargs="?", metavar="ID", help="node ID (omit with --base)")
-    p.add_argument("--depth", type=int, metavar="N", help="stop after N hops (default: no limit)")
+    p.add_argument("--depth", type=at_least(0), metavar="N", help="stop after N hops (default: no limit)")
     p.add_argument("--base", metavar="REV", help="compare this tree (the PR base) ...")
     p.add_argument("--head", metavar="REV", help="... with this one (default: the tree chosen by --rev/--staged)")
     add_source_args(p)
@@ -31,8 +31,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     from vivary_git.blast import blast, change_impact
 
-    if args.depth is not None and args.depth < 0:
-        raise UsageError("--depth must be 0 or more")
     if args.base is None:
         if args.id is None:
             raise UsageError("name a node ID (`blast ID`) or a base revision (`blast --base REV`)")
@@ -55,12 +53,13 @@ def run(args: argparse.Namespace) -> int:
     if args.id is not None:
         raise UsageError("give either a node ID or --base, not both")
     if args.head is not None and (args.rev is not None or args.staged):
-        raise UsageError("--head names the head tree; drop --rev/--staged")
+        raise UsageError(f"--head names the head tree; drop {'--staged' if args.staged else '--rev'}")
     from vivary_git.workspace import open_workspace
 
-    base_ws = open_workspace(args.cwd, rev=args.base, root=args.root, cache=not args.no_cache)
+    base_ws = open_workspace(args.cwd, rev=args.base, root=args.root, cache=not args.no_cache, rev_option="--base")
     head_rev = args.head or args.rev
-    head_ws = open_workspace(args.cwd, rev=head_rev, staged=args.staged, root=args.root, cache=not args.no_cache)
+    head_ws = open_workspace(args.cwd, rev=head_rev, staged=args.staged, root=args.root, cache=not args.no_cache,
+                             rev_option="--head" if args.head else "--rev")
     head_label = head_rev or ("staged" if args.staged else "working tree")
     change = change_impact(base_ws.graph(), head_ws.graph(), args.base, head_label, args.depth)
     if args.json:

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from vivary_git.commands._common import at_least
 from vivary_git.errors import EXIT_FINDINGS, EXIT_OK, UsageError
 
 FORMATS = ("text", "github", "json", "sarif")
@@ -30,10 +31,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--github-output", metavar="FILE",
                    help="append outputs errors, warnings, impacted, changed, broken-edges to FILE "
                    "(on GitHub: \"$GITHUB_OUTPUT\")")
-    p.add_argument("--max-annotations", type=int, default=10, metavar="N",
+    p.add_argument("--max-annotations", type=at_least(0), default=10, metavar="N",
                    help="annotations per type (error, warning, notice) with --format github; GitHub shows at "
                    "most 10 per step (default: 10)")
-    p.add_argument("--depth", type=int, metavar="N", help="impact: stop after N hops (default: no limit)")
+    p.add_argument("--depth", type=at_least(0), metavar="N", help="impact: stop after N hops (default: no limit)")
     s = p.add_mutually_exclusive_group()
     s.add_argument("--strict", dest="strict", action="store_true", default=None,
                    help="report warnings at level error (the default when base.strict = true)")
@@ -52,10 +53,6 @@ def run(args: argparse.Namespace) -> int:
     from vivary_git.gates.sarif import render_sarif
     from vivary_git.gates.summary import render_summary
 
-    if args.depth is not None and args.depth < 0:
-        raise UsageError("--depth must be 0 or more")
-    if args.max_annotations < 0:
-        raise UsageError("--max-annotations must be 0 or more")
     r = review(args.cwd, base=args.base, head=args.head, root=args.root, cache=not args.no_cache,
                depth=args.depth, strict=args.strict)
     if args.format == "text":

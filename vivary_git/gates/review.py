@@ -74,7 +74,7 @@ def review(
 ) -> Review:
     """Check `head` and, with `base`, compute what the change base..head touches."""
     # A --root the tree lacks is a UsageError from open_source: the gate must not pass over nothing.
-    head_ws = open_workspace(cwd, rev=head, root=root, cache=cache)
+    head_ws = open_workspace(cwd, rev=head, root=root, cache=cache, rev_option="--head")
     report = head_ws.check(strict=strict)
     head_graph = head_ws.graph()
     prefix = head_ws.source.prefix
@@ -103,7 +103,7 @@ def review(
 def _open_base(cwd: str | os.PathLike[str] | None, base: str, root: str | None, cache: bool,
                common_dir: Path) -> Workspace:
     try:
-        ws = open_workspace(cwd, rev=base, root=root, cache=cache)
+        ws = open_workspace(cwd, rev=base, root=root, cache=cache, rev_option="--base")
     except GitError as err:
         if (common_dir / "shallow").exists():
             raise GitError(
