@@ -41,8 +41,11 @@ def run(args: argparse.Namespace) -> int:
     if not result.results:
         print(f"vivary find: no context for {text!r}")
         return EXIT_OK
+    over = result.estimated_tokens > result.budget
+    budget = (f"over the budget of {result.budget}: the first result is always kept" if over
+              else f"budget {result.budget}")
     print(f"vivary find: {len(result.results)} context result(s) for {text!r} "
-          f"(~{result.estimated_tokens} token(s), budget {result.budget})")
+          f"(~{result.estimated_tokens} token(s), {budget})")
     for i, hit in enumerate(result.results, 1):
         kind = f"[{hit.type}] " if hit.type else ""
         print(f"{i:2d}. {kind}{hit.id} - {hit.path}")
