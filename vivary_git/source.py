@@ -67,6 +67,8 @@ class Source:
         self._entries: list[Entry] | None = None
         self._problems: list[Finding] = []
         self._overlays: dict[str, Config] = {}
+        # A plain folder's walk stops at nested Git repositories, as Git's does: their folders, root-relative.
+        self.nested_repos: list[str] = []
 
     def _scan(self) -> list[Entry]:
         # Lazy: when the graph for this tree id is cached, the tree is never walked at all.
@@ -366,11 +368,22 @@ def _folder_source(start: Path, *, pinned: bool) -> Source:
     excluded = excluder(config)
     files: list[Entry] = []
     overlays: list[str] = []
+    nested: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         base = Path(dirpath)
         rel_dir = base.relative_to(root).as_posix()
         rel_dir = "" if rel_dir == "." else rel_dir + "/"
-        dirnames[:] = sorted(d for d in dirnames if not excluded(rel_dir + d))
+        kept = []
+        for d in sorted(dirnames):
+            if excluded(rel_dir + d):
+                continue
+            # Another repository's notes are its own (a folder of clones held 22k notes): Git stops at a
+            # nested `.git` (folder, or file for a worktree or submodule), and so do we.
+            if os.path.lexists(os.path.join(dirpath, d, ".git")):
+                nested.append(rel_dir + d)
+                continue
+            kept.append(d)
+        dirnames[:] = kept
         for name in filenames:
             rel = rel_dir + name
             if rel_dir and (name == CONFIG_FILE or rel.endswith("/" + THIN_FILE)):
@@ -389,8 +402,10 @@ def _folder_source(start: Path, *, pinned: bool) -> Source:
             oid = str(pygit2.hash(data))
             contents[oid] = data
             files.append(Entry(rel, oid, mode))
-    return Source(
+    source = Source(
         kind="folder", label=f"folder {root}", root=root, prefix="", tree_id=None, repo=None,
         reader=contents.__getitem__, config=config, files=lambda: (files, overlays), raw=raw,
         read_file=read_file,
     )
+    source.nested_repos = nested
+    return source
