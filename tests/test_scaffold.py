@@ -329,3 +329,8 @@ def test_init_in_a_folder_with_files_lists_changes_and_needs_yes(repo: Repo, cli
     assert (repo.path / "tropo.toml").is_file()
     # Nothing left to write: a re-run needs no approval.
     assert init(cli, repo.path, ".", "--no-wizard").code == 0
+    # A tropo.toml of the folder's own is kept: init claims nothing about what its rules let check see.
+    (repo.path / "tropo.toml").write_text('version = 1\nexclude = ["notes"]\n')
+    kept = init(cli, repo.path, ".", "--no-wizard", "--dry-run", "--json").json()
+    assert {f["path"]: f["action"] for f in kept["files"]}["tropo.toml"] == "keep"
+    assert kept["existing_notes"] == {"count": 0, "typed": {}, "exclude_dropped": {}}

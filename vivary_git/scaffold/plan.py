@@ -294,6 +294,8 @@ def plan_scaffold(target: Path, choices: Choices, *, force: bool = False, today:
         files.append(PlannedFile(path=rel, action=action, private=private, note=note))
         if data is not None:
             contents[rel] = data
+    if any(f.path == "tropo.toml" and f.action == "keep" for f in files):
+        notes = ExistingNotes(0, {}, {})  # the folder's own tropo.toml stays: its rules, not ours, decide
     return ScaffoldPlan(target=target, choices=choices, files=files, contents=contents, git_init=git_init,
                         force=force, non_empty=non_empty, existing=notes)
 
