@@ -124,6 +124,58 @@ def forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return pids
 
 
+# Run as root, this replaces `git` on PATH: `git check-ignore` in the folder (the one command that reads the
+# workspace's ignore files) runs as `nobody`, every other Git command as root. safe.directory: that user
+# does not own the repository.
+_UNPRIVILEGED_GIT = """#!{python}
+import os, sys
+args = sys.argv[1:]
+if "check-ignore" in args and (os.getcwd() + "/").startswith({base!r}):
+    home = {base!r} + "home"  # the hermetic HOME is in root's private temp folder
+    os.environ.update(GIT_CONFIG_COUNT="1", GIT_CONFIG_KEY_0="safe.directory", GIT_CONFIG_VALUE_0="*",
+                      HOME=home, XDG_CONFIG_HOME=home + "/.config")
+    os.setgroups([])
+    os.setgid(65534)
+    os.setuid(65534)
+os.execv({git!r}, [{git!r}, *args])
+"""
+
+
+@dataclass
+class UnreadableFiles:
+    """A folder where `chmod 000` really stops Git from reading a file. Root reads every file, and the
+    suite runs as root here and in CI: then the folder is made under /tmp (traversable by every user) and
+    `path` puts a `git` first whose `check-ignore` runs as the `nobody` account (uid 65534). Not as root,
+    this user is already stopped, and `path` is PATH unchanged."""
+
+    base: Path
+    path: str
+
+
+@pytest.fixture
+def unreadable_files(tmp_path: Path) -> Iterator[UnreadableFiles]:
+    if os.geteuid() != 0:
+        (tmp_path / "unreadable").mkdir()
+        yield UnreadableFiles(tmp_path / "unreadable", os.environ["PATH"])
+        return
+    import shutil
+    import tempfile
+
+    real_git = shutil.which("git")
+    assert real_git is not None
+    base = Path(tempfile.mkdtemp(prefix="vivary-unreadable-", dir="/tmp")).resolve()
+    base.chmod(0o755)
+    (base / "home").mkdir()
+    wrapper = tmp_path / "bin" / "git"
+    wrapper.parent.mkdir()
+    wrapper.write_text(_UNPRIVILEGED_GIT.format(python=sys.executable, git=real_git, base=f"{base}/"))
+    wrapper.chmod(0o755)
+    try:
+        yield UnreadableFiles(base, f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
 def run_git_vivary(args: list[str], cwd: Path, env: Mapping[str, str] | None = None,
                    input: str | None = None) -> subprocess.CompletedProcess[str]:
     """`git vivary …` as a real subprocess through Git's own command dispatch."""

@@ -156,3 +156,26 @@ def test_loosening_overlay_is_e120_exit_2(repo: Repo, cli: Any) -> None:
     assert r.code == 2
     assert r.err.startswith("git vivary check: E120: team/tropo.toml: type 'decision' field 'status'")
     assert "Traceback" not in r.err
+
+
+DATETIMES_OK = [
+    "2026-02-28T23:59:59", "2024-02-29T00:00", "2026-01-02T10:00:00Z", "2026-01-02 10:00+02:00",
+    "2026-01-02T10:00:00.123-0530", "2026-01-02t10:00z", "2026-01-02T10:00+23:59", "2026-01-02T10:00-12:00",
+]
+DATETIMES_BAD = [
+    "2026-03-01T25:00",  # a real date, an hour that is not on the clock
+    "2026-03-01T24:00", "2026-03-01T10:60", "2026-03-01T10:00:60", "2026-03-01T10:00+24:00",
+    "2026-03-01T10:00+05:60", "2026-03-01T10:00-9960", "2026-02-30T10:00", "2026-13-01T10:00", "2025-02-29T10:00",
+]
+
+
+def test_datetimes_must_be_real_calendar_and_clock_values(repo: Repo, cli: Any) -> None:
+    tropo = 'version = 1\n[types.event]\nfolder = "events"\nrequired = { at = "datetime" }\n'
+    notes = {f"events/e{i:02d}.md": f"---\nat: '{v}'\n---\n" for i, v in enumerate(DATETIMES_OK + DATETIMES_BAD)}
+    repo.commit(files={"tropo.toml": tropo, **notes})
+    r = cli("check", "--rev", "HEAD", "--json", cwd=repo.path)
+    got = [(f["path"], f["line"], f["code"], f["message"]) for f in r.json()["findings"]]
+    want = [(f"events/e{i:02d}.md", 2, "E103", f"field 'at': expected a real ISO-8601 datetime, got {v!r}")
+            for i, v in enumerate(DATETIMES_OK + DATETIMES_BAD) if v in DATETIMES_BAD]
+    assert got == want
+    assert r.code == 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 from typing import Any
 
 from conftest import Repo
@@ -92,13 +94,32 @@ def test_query_scores_and_explains(repo: Repo, cli: Any) -> None:
     assert [x["id"] for x in paths["results"]] == ["free"]
 
 
-def test_find_stays_within_budget(repo: Repo, cli: Any) -> None:
+def test_find_trims_in_the_documented_order(repo: Repo, cli: Any) -> None:
+    """docs/find.md: halve snippets (drop one at 80 characters or fewer), then drop edges, then trailing
+    results, then shorten reasons; the first result is kept even when it alone is over the budget."""
     chain(repo)
-    big = cli("find", "auth", "--json", "--rev", "HEAD", cwd=repo.path).json()
-    assert big["budget"] == 1200 and big["estimated_tokens"] <= 1200 and big["results"]
-    small = cli("find", "auth", "--budget", "20", "--json", "--rev", "HEAD", cwd=repo.path).json()
-    assert len(small["results"]) == 1 and "snippet" not in small["results"][0]
-    assert small["estimated_tokens"] <= 20 or len(small["results"]) == 1
+    repo.commit(files={"modules/a.md": "---\n---\n# Auth service\n\n"
+                       + "The auth service issues and checks tokens for every request. " * 6})
+
+    def find(budget: int) -> tuple[int, list[tuple[str, str, int, bool]]]:
+        doc = cli("find", "auth", "--budget", str(budget), "--json", "--rev", "HEAD", cwd=repo.path).json()
+        assert doc["budget"] == budget
+        # the estimate is the documented one: ceil(len(sorted-key JSON of the results) / 4)
+        text = json.dumps(doc["results"], ensure_ascii=False, sort_keys=True)
+        assert doc["estimated_tokens"] == math.ceil(len(text) / 4)
+        return doc["estimated_tokens"], [(r["id"], r["reason"], len(r.get("snippet") or ""), "edges" in r)
+                                         for r in doc["results"]]
+
+    both = "title/id match; body match"
+    assert find(1200) == (115, [("a", both, 163, False), ("b", "body match", 49, True)])
+    assert find(100) == (79, [("a", both, 81, False), ("b", "body match", 0, True)])  # halved; b's dropped
+    assert find(70) == (69, [("a", both, 40, False), ("b", "body match", 0, True)])  # halved again
+    assert find(60) == (55, [("a", both, 0, False), ("b", "body match", 0, True)])  # no snippets left
+    assert find(50) == (44, [("a", both, 0, False), ("b", "body match", 0, False)])  # then edges
+    assert find(40) == (24, [("a", both, 0, False)])  # then trailing results
+    assert find(20) == (21, [("a", "title/id match", 0, False)])  # then reasons; the first result stays
+    text = cli("find", "auth", "--budget", "20", "--rev", "HEAD", cwd=repo.path)
+    assert "~21 token(s), over the budget of 20: the first result is always kept" in text.out
 
 
 def test_empty_query_is_a_usage_error(repo: Repo, cli: Any) -> None:

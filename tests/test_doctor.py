@@ -6,13 +6,13 @@ import hashlib
 import importlib.util
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import Repo, git, run_git_vivary
-
-from vivary_git.memory.embed import embedder_status
 
 MEMORY_KEYS = {"enabled", "provider", "mode", "status", "config", "privacy", "detail"}
 ENABLE_LOCAL = """[memory]
@@ -58,20 +58,19 @@ def fingerprint_tree(*roots: Path) -> dict[str, str]:
 
 
 def test_doctor_is_read_only(ws: Repo, cli: Any) -> None:
-    # Make every section do real work: dirty and untracked notes, private files, enabled memory.
-    ws.write({".vivary/memory.toml": ENABLE_LOCAL, "changes/new-idea.md": "# New idea\n",
-              "MEMORY.md": "private\n", "memory/today.md": "private\n"})
+    # Make every section do real work: an index to compare (doctor builds the snapshot, privacy decided for
+    # HEAD's tree), dirty and untracked notes, private files.
+    ws.commit("enable memory", {".vivary/memory.toml": ENABLE_LOCAL})
+    indexed = run_git_vivary(["index", "--yes", "--rev", "HEAD"], ws.path)
+    assert indexed.returncode == 0, indexed.stderr
+    ws.write({"changes/new-idea.md": "# New idea\n", "MEMORY.md": "private\n", "memory/today.md": "private\n"})
     with open(ws.path / "modules/index.md", "a") as fh:
         fh.write("\nedited\n")
-    # A manifest makes doctor build the snapshot (privacy decided for HEAD's tree) to compare fingerprints.
-    manifest = ws.path / ".git/vivary/memory/vivary-local/manifest.json"
-    manifest.parent.mkdir(parents=True, exist_ok=True)
-    manifest.write_text(json.dumps({"fingerprint": "0" * 64}))
     before = fingerprint_tree(ws.path)
     proc = run_git_vivary(["doctor", "--json"], ws.path)
-    assert proc.returncode in (0, 1), proc.stderr
+    assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
-    assert report["graph"]["worktree_changes"] == 3
+    assert report["graph"]["worktree_changes"] == 2 and report["memory"]["status"] == "healthy"
     run_git_vivary(["doctor"], ws.path)
     assert fingerprint_tree(ws.path) == before
     # The comparison has teeth: reading the working tree (as `check` does) writes to .git.
@@ -171,40 +170,41 @@ def test_cognee_enabled_without_adapter_is_unavailable(ws: Repo, cli: Any) -> No
     assert any("pip install vivary-memory-cognee" in p["fix"] for p in d["problems"] if p["area"] == "memory")
 
 
-def test_local_memory_configured_stale_and_healthy(ws: Repo, cli: Any) -> None:
+def test_local_memory_configured_healthy_and_stale(ws: Repo, cli: Any) -> None:
     ws.commit("enable memory", {".vivary/memory.toml": ENABLE_LOCAL})
     code, d = doctor(cli, ws.path)
-    if embedder_status() != "available" or importlib.util.find_spec("hnswlib") is None:
-        assert code == 1 and d["memory"]["status"] == "unavailable"
-        assert any("vivary-git[embed]" in p["fix"] for p in d["problems"])
-        return
     assert code == 0 and d["memory"]["status"] == "configured" and "git vivary index --yes" in d["memory"]["detail"]
-
-    manifest = ws.path / ".git/vivary/memory/vivary-local/manifest.json"
-    manifest.parent.mkdir(parents=True, exist_ok=True)
-    manifest.write_text(json.dumps({"provider": "vivary-local", "fingerprint": "0" * 64}))
+    # Healthy after a real index of the (clean) working tree, which is HEAD's tree.
+    r = cli("index", "--yes", cwd=ws.path)
+    assert r.code == 0, r.err
+    code, d = doctor(cli, ws.path)
+    assert code == 0 and d["memory"]["status"] == "healthy", d["memory"]
+    # A commit after the index makes it stale.
+    ws.commit("edit", {"modules/index.md": (ws.path / "modules/index.md").read_text() + "\nA new line.\n"})
     code, d = doctor(cli, ws.path)
     assert code == 1 and d["memory"]["status"] == "stale"
     assert any(p["fix"].startswith("git vivary index --yes") for p in d["problems"])
 
-    from vivary_git.memory.config import load_memory_config
-    from vivary_git.memory.snapshot import build_snapshot
-    from vivary_git.workspace import open_workspace
 
-    w = open_workspace(ws.path, rev="HEAD", cache=False)
-    cfg = load_memory_config(w)
-    snap = build_snapshot(w, cfg.policy(), provider=cfg.provider, model=cfg.model, dataset_label=cfg.dataset_label)
-    manifest.write_text(json.dumps({"provider": "vivary-local", "fingerprint": snap.fingerprint}))
+def test_local_memory_without_the_extra_is_unavailable(ws: Repo, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws.commit("enable memory", {".vivary/memory.toml": ENABLE_LOCAL})
+    # An install without the [embed] extra, as test_memory_local simulates it: find_spec says the runtime
+    # modules are absent (doctor never imports them).
+    real = importlib.util.find_spec
+
+    def find_spec(name: str, package: str | None = None) -> Any:
+        return None if name.split(".")[0] in ("hnswlib", "onnxruntime") else real(name, package)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     code, d = doctor(cli, ws.path)
-    assert code == 0 and d["memory"]["status"] == "healthy"
+    assert code == 1 and d["memory"]["status"] == "unavailable"
+    assert any("vivary-git[embed]" in p["fix"] for p in d["problems"])
 
 
 def test_findings_and_hooks(ws: Repo, cli: Any) -> None:
     ws.commit("broken ref", {"changes/oops.md": "---\nproject: x\nstatus: planned\nslice: s\n"
                              "related_modules: [nowhere]\n---\n# Oops\n"})
-    hook = ws.path / ".git/hooks/pre-commit"
-    hook.write_text("#!/bin/sh\n# vivary-git hook: pre-commit\nexec git vivary hooks run pre-commit\n")
-    hook.chmod(0o755)
+    assert cli("hooks", "install", cwd=ws.path).code == 0
     code, d = doctor(cli, ws.path)
     assert code == 1 and d["graph"]["errors"] == 1 and d["graph"]["codes"] == {"W220": 1}
     assert d["graph"]["broken"] == 1
@@ -219,9 +219,12 @@ def test_pre_commit_config_needs_the_framework_hook(ws: Repo, cli: Any) -> None:
     assert d["hooks"] == {"installed": False, "hooks_dir": str(ws.path / ".git/hooks"), "vivary_hooks": [],
                           "pre_commit_config": True}
     assert any(p["fix"].startswith("pre-commit install") for p in d["problems"])
-    (ws.path / ".git/hooks/pre-commit").write_text("#!/bin/sh\n# File generated by pre-commit: https://pre-commit.com\n")
+    installed = subprocess.run([str(Path(sys.executable).parent / "pre-commit"), "install"], cwd=ws.path,
+                               capture_output=True, text=True, check=False)
+    assert installed.returncode == 0, installed.stderr
     _, d = doctor(cli, ws.path)
-    assert d["hooks"]["installed"] is True
+    assert d["hooks"]["installed"] is True and d["hooks"]["vivary_hooks"] == []
+    assert not any(p["area"] == "hooks" for p in d["problems"])
 
 
 def test_unborn_and_not_a_repository(tmp_path: Path, cli: Any) -> None:

@@ -474,12 +474,18 @@ def test_path_beyond_a_symlink_fails_closed(workspace: Path) -> None:
         decide(workspace, ["a.md", "linked/idea.md"])
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads unreadable files")
-def test_unreadable_gitignore_fails_closed(workspace: Path) -> None:
+def test_unreadable_gitignore_fails_closed(unreadable_files: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    workspace = init_repo(unreadable_files.base / "ws")
+    write(workspace, "notes/.gitignore", "scratch-*.md\n")
+    write(workspace, "notes/idea.md", "# idea")
+    commit_all(workspace)
+    monkeypatch.setenv("PATH", unreadable_files.path)  # as root: Git reads the ignore files as `nobody`
+    assert decide(workspace, ["notes/scratch-1.md"])[0].private  # readable: decided
     ignore = workspace / "notes" / ".gitignore"
     ignore.chmod(0)
     try:
-        with pytest.raises(PrivacyError, match="could not use every ignore rule"):
+        with pytest.raises(PrivacyError, match=r"could not use every ignore rule: warning: unable to access "
+                                               r"'notes/\.gitignore': Permission denied"):
             decide(workspace, ["notes/scratch-1.md"])
     finally:
         ignore.chmod(0o644)

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -153,7 +154,11 @@ def test_rerun_never_clobbers_and_force_lists_overwrites(repo: Repo, cli: Any) -
     assert actions[".gitignore"] == "same"
     assert (repo.path / "AGENTS.md").read_text() == "my own agent rules\n"
 
-    forced = init(cli, repo.path, ".", "--no-wizard", "--force")
+    # Overwriting in a folder that holds files needs approval: without it nothing is written.
+    refused = init(cli, repo.path, ".", "--no-wizard", "--force")
+    assert refused.code == 3 and "overwrite  AGENTS.md" in refused.err and "--yes" in refused.err
+    assert (repo.path / "AGENTS.md").read_text() == "my own agent rules\n"
+    forced = init(cli, repo.path, ".", "--no-wizard", "--force", "--yes")
     assert forced.code == 0
     assert "overwrite  AGENTS.md" in forced.out
     assert "keep       USER.md  [private]  (private file: never overwritten" in forced.out
@@ -163,7 +168,7 @@ def test_rerun_never_clobbers_and_force_lists_overwrites(repo: Repo, cli: Any) -
 
 def test_existing_gitignore_is_merged_and_privacy_proved_by_git(repo: Repo, cli: Any) -> None:
     repo.write({".gitignore": "node_modules/\n*.log"})
-    r = init(cli, repo.path, ".", "--no-wizard", "--json")
+    r = init(cli, repo.path, ".", "--no-wizard", "--json", "--yes")
     assert r.code == 0, r.err
     assert {f["path"]: f["action"] for f in r.json()["files"]}[".gitignore"] == "append"
     text = (repo.path / ".gitignore").read_text()
@@ -278,3 +283,54 @@ def test_usage_errors(tmp_path: Path, cli: Any) -> None:
     r = init(cli, tmp_path, "file", "--no-wizard")
     assert r.code == 2 and "is not a folder" in r.err
     assert init(cli, tmp_path, "--preset", "nope").code == 2
+
+
+EXISTING_VAULT = {
+    "README.md": "# Project\n", "docs/guide.md": "# Guide\n", "docs/api/README.md": "# API\n",
+    "docs/api/auth.md": "# Auth\n\nSee [[guide]].\n", "notes/idea.md": "# Idea\n",
+    "decisions/old.md": "# An old decision without frontmatter\n", "src/lib.py": "x = 1\n",
+}
+
+
+def test_init_never_hides_existing_notes(repo: Repo, cli: Any) -> None:
+    repo.commit("a vault", EXISTING_VAULT)
+    before = {n["path"] for n in cli("graph", "--json", cwd=repo.path).json()["nodes"]}
+    assert len(before) == 6
+    r = init(cli, repo.path, ".", "--no-wizard", "--yes", "--json")
+    assert r.code == 0, r.err
+    assert r.json()["existing_notes"] == {"count": 6, "typed": {"decisions": 1},
+                                          "exclude_dropped": {"docs": 3, "README.md": 2}}
+    tropo = tomllib.loads((repo.path / "tropo.toml").read_text())
+    assert "docs" not in tropo["exclude"] and "README.md" not in tropo["exclude"]
+    assert {"memory", "AGENTS.md", "USER.md", "MEMORY.md", ".cursor"} <= set(tropo["exclude"])
+    after = {n["path"] for n in cli("graph", "--json", cwd=repo.path).json()["nodes"]}
+    assert before <= after, "every note that was there is still seen"
+    # The old decision now sits in a type folder: check says what it lacks, not nothing.
+    findings = cli("check", "--json", cwd=repo.path).json()["findings"]
+    assert {f["path"] for f in findings} == {"decisions/old.md"}
+    text = init(cli, repo.path, ".", "--no-wizard", "--dry-run")
+    assert "6 note(s) already here stay visible to `git vivary check`" in text.out
+    assert "left out of tropo.toml's exclude so they stay visible: docs (3), README.md (2)" in text.out
+    assert "already in type folders, now checked against those types' fields: decisions/ (1)" in text.out
+
+
+def test_init_in_a_folder_with_files_lists_changes_and_needs_yes(repo: Repo, cli: Any) -> None:
+    repo.commit("a vault", {"notes/idea.md": "# Idea\n"})
+    for args in (("--no-wizard",), ("--auto",), ()):  # () : stdin is no terminal here
+        r = init(cli, repo.path, ".", *args)
+        assert r.code == 3 and r.out == "", args
+        head = f"{repo.path.resolve()} already holds files; init would change:\n  create     tropo.toml\n"
+        assert r.err.startswith(head), r.err
+        assert "1 note(s) already here stay visible" in r.err and "run again with --yes" in r.err
+        assert sorted(p.name for p in repo.path.iterdir()) == [".git", "notes"], "nothing was written"
+    assert init(cli, repo.path, ".", "--no-wizard", "--dry-run").code == 0
+    assert not (repo.path / "tropo.toml").exists()
+    assert init(cli, repo.path, ".", "--no-wizard", "--yes").code == 0
+    assert (repo.path / "tropo.toml").is_file()
+    # Nothing left to write: a re-run needs no approval.
+    assert init(cli, repo.path, ".", "--no-wizard").code == 0
+    # A tropo.toml of the folder's own is kept: init claims nothing about what its rules let check see.
+    (repo.path / "tropo.toml").write_text('version = 1\nexclude = ["notes"]\n')
+    kept = init(cli, repo.path, ".", "--no-wizard", "--dry-run", "--json").json()
+    assert {f["path"]: f["action"] for f in kept["files"]}["tropo.toml"] == "keep"
+    assert kept["existing_notes"] == {"count": 0, "typed": {}, "exclude_dropped": {}}

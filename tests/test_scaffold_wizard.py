@@ -22,7 +22,8 @@ from vivary_git.scaffold.wizard import CAPABILITIES_QUESTION, RECALL_QUESTION
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
 
 
-def run_on_pty(args: list[str], cwd: Path, answers: list[str], timeout: float = 30.0) -> tuple[int, str]:
+def run_on_pty(args: list[str], cwd: Path, answers: list[str], timeout: float = 30.0,
+               prompt: bytes = b"Your choice [") -> tuple[int, str]:
     """Run `git vivary ARGS` with a pty as stdin/stdout/stderr; send each answer after each prompt."""
     master, slave = pty.openpty()
     env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"], TERM="dumb")
@@ -44,7 +45,7 @@ def run_on_pty(args: list[str], cwd: Path, answers: list[str], timeout: float = 
                 if not chunk:
                     break
                 output += chunk
-                prompts = output.count(b"Your choice [")
+                prompts = output.count(prompt)
                 while prompts > prompts_seen and pending:
                     os.write(master, pending.pop(0).encode() + b"\n")
                     prompts_seen += 1
@@ -97,3 +98,17 @@ def test_wizard_local_memory_and_flags_skip_it(tmp_path: Path) -> None:
     assert code == 0 and _questions(out) == [], out
     code, out = run_on_pty(["init", "c", "--no-wizard"], tmp_path, [])
     assert code == 0 and _questions(out) == [], out
+
+
+@pytest.mark.parametrize("answer,code", [("n", 3), ("", 3), ("y", 0)])
+def test_init_in_a_folder_with_files_asks_first(answer: str, code: int, tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "idea.md").write_text("# Idea\n")
+    got, out = run_on_pty(["init", ".", "--memory", "none"], ws, [answer], prompt=b"[y/N]: ")
+    assert got == code, out
+    assert "already holds files; init would change:" in out and "create     tropo.toml" in out
+    assert "1 note(s) already here stay visible" in out and "Write these " in out
+    assert (ws / "tropo.toml").exists() is (code == 0)
+    if code:
+        assert "nothing was written (not confirmed)" in out

@@ -11,6 +11,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from conftest import git, write
 
 from vivary_git import open_workspace
 from vivary_git.memory import snapshot as snapshot_mod
@@ -217,16 +218,26 @@ def test_plain_folder_fails_closed(tmp_path: Path, cli: Any) -> None:
     assert r.code == 3 and "needs a Git work tree" in r.err
 
 
-def test_unreadable_ignore_file_fails_closed(repo: Any, cli: Any) -> None:
-    if os.geteuid() == 0:
-        pytest.skip("root reads every file")
-    repo.commit(files={"a.md": "# A\n", "notes/.gitignore": "x\n", "notes/b.md": "# B\n"})
-    (repo.path / "notes/.gitignore").chmod(0)
+def test_unreadable_ignore_file_fails_closed(unreadable_files: Any, cli: Any,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = unreadable_files.base / "ws"
+    ws.mkdir()
+    git(ws, "init", "-q", "-b", "main")
+    write(ws, {"a.md": "# A\n", "notes/.gitignore": "x\n", "notes/b.md": "# B\n"})
+    git(ws, "add", "-A")
+    git(ws, "commit", "-q", "-m", "notes")
+    monkeypatch.setenv("PATH", unreadable_files.path)
+    (ws / "notes/.gitignore").chmod(0)
     try:
-        r = cli("index", "--dry-run", cwd=repo.path)
+        r = cli("index", "--dry-run", cwd=ws)
     finally:
-        (repo.path / "notes/.gitignore").chmod(0o644)
-    assert r.code == 3 and "nothing was admitted" in r.err
+        (ws / "notes/.gitignore").chmod(0o644)
+    assert r.code == 3 and r.out == ""
+    assert "Git could not use every ignore rule" in r.err and "notes/.gitignore" in r.err
+    assert "nothing was admitted" in r.err
+    # The same workspace, readable again (and through the same `git`): decided, and both notes admitted.
+    ok = cli("index", "--dry-run", "--json", cwd=ws)
+    assert ok.code == 0 and ok.json()["would_index"] == 2, ok.err
 
 
 # --- parse problems -------------------------------------------------------------------------------------

@@ -99,6 +99,37 @@ def test_plain_folder_outside_git(tmp_path: Path, cli: Any) -> None:
     assert cli("check", "--rev", "HEAD", cwd=folder).code == 2
 
 
+def test_plain_folder_walk_stops_at_nested_repositories(tmp_path: Path, cli: Any) -> None:
+    folder = tmp_path / "clones"
+    write(folder, {"mine.md": "# Mine\n", "proj/readme-notes/x.md": "# X\n", "wt/y.md": "# Y\n",
+                   "deep/er/z.md": "# Z\n"})
+    git(folder / "proj", "init", "-q")  # a clone: .git is a folder
+    (folder / "wt" / ".git").write_text("gitdir: /elsewhere/.git/worktrees/wt\n")  # a worktree: .git is a file
+    git(folder / "deep" / "er", "init", "-q")
+    r = cli("graph", "--json", cwd=folder)
+    assert r.code == 0 and [n["path"] for n in r.json()["nodes"]] == ["mine.md"]
+    (folder / "mine.md").unlink()
+    r = cli("check", cwd=folder)
+    assert r.code == 2 and r.out == ""
+    assert f"git vivary check: no notes found in {folder.resolve()}" in r.err
+    assert "3 nested Git repositories were skipped (deep/er, proj, wt): run `git vivary check` inside one" in r.err
+    # inside one of them, its own notes are read
+    assert cli("graph", "--json", cwd=folder / "proj").json()["counts"]["nodes"] == 1
+
+
+def test_no_notes_outside_git_is_exit_2_inside_git_exit_0(tmp_path: Path, repo: Repo, cli: Any) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = cli("check", cwd=empty)
+    assert r.code == 2 and f"no notes found in {empty.resolve()}" in r.err and "run it in your notes folder" in r.err
+    assert cli("check", "--json", cwd=empty).out == ""
+    # A repository may have no notes yet: its hook (`check --staged`) and CI (`--rev`) must not fail.
+    repo.commit(files={"src/main.c": "int main;\n"})
+    for args in ((), ("--staged",), ("--rev", "HEAD")):
+        r = cli("check", *args, "--json", cwd=repo.path)
+        assert r.code == 0 and r.json()["checked"] == 0, args
+
+
 def test_bare_repository_needs_rev(repo: Repo, tmp_path: Path, cli: Any) -> None:
     repo.commit(files={"tropo.toml": TROPO, "modules/a.md": NOTE})
     bare = tmp_path / "bare.git"

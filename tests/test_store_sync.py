@@ -150,25 +150,47 @@ def test_concurrent_checks_of_two_trees(repo: Repo) -> None:
                                                                   f"{os.pathsep}{os.environ['PATH']}"))
              for rev in (first, "HEAD")]
     for p in procs:
-        p.communicate(timeout=120)
+        _, err = p.communicate(timeout=120)
+        # both trees have findings (exit 1); a lost race on the cache ref is retried, never an error
+        assert (p.returncode, err.decode()) == (1, ""), err.decode()
     snap = store.Snapshot.load(GitRepo(repo.path))
     assert snap is not None and len(snap.manifest.trees) == 2 and snap.verify() == []
 
 
-def test_a_writer_killed_mid_write_leaves_the_old_cache(repo: Repo, cli: Any) -> None:
+# The writer above, paused between "every object written" and "ref moved" (store._test_pause): it says
+# so in a marker file, so the test kills it exactly there, not before it wrote anything.
+PAUSED_WRITER = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from vivary_git import store
+    from vivary_git.git import Repo
+
+    def pause():
+        Path(sys.argv[2]).write_text(store._tip(repo, store.CACHE_REF) or "")
+        time.sleep(60)
+
+    store._test_pause = pause
+    repo = Repo(Path(sys.argv[1]))
+    store.put_state(repo, "race", "doomed", {"data": b"never recorded"})
+""")
+
+
+def test_a_writer_killed_mid_write_leaves_the_old_cache(repo: Repo, cli: Any, tmp_path: Path) -> None:
     repo.commit("notes", NOTES)
     cli("check", "--rev", "HEAD", cwd=repo.path)
     before = tip(repo.path)
-    env = dict(os.environ, VIVARY_TEST_STORE_PAUSE="30")
-    p = subprocess.Popen([sys.executable, "-c", WRITER, str(repo.path), "doomed", "1"], env=env)
-    # Wait until its objects are in the object database (the new manifest), then kill it.
-    deadline = time.time() + 30
-    loose = repo.path / ".git" / "objects"
-    count = sum(1 for _ in loose.rglob("*"))
-    while time.time() < deadline and sum(1 for _ in loose.rglob("*")) < count + 3:
-        time.sleep(0.05)
+    objects = set(git(repo.path, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)").split())
+    marker = tmp_path / "paused"
+    p = subprocess.Popen([sys.executable, "-c", PAUSED_WRITER, str(repo.path), str(marker)])
+    deadline = time.monotonic() + 60
+    while not marker.exists() and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert marker.exists(), f"the writer never reached the pause (exit {p.poll()})"
     p.send_signal(signal.SIGKILL)
-    p.wait()
+    assert p.wait() == -signal.SIGKILL
+    assert marker.read_text() == before, "it paused on top of the cache we had"
+    written = set(git(repo.path, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)").split())
+    assert len(written - objects) >= 3, "its new commit, tree and chunk are in the object database"
     assert tip(repo.path) == before
     assert not (repo.path / ".git" / "refs" / "vivary" / "cache.lock").exists()
     assert cli("cache", "verify", cwd=repo.path).code == 0

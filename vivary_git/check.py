@@ -129,6 +129,20 @@ def _kind(value: Any) -> str:
     return {"list": "a list", "dict": "a dict"}.get(type(value).__name__, type(value).__name__)
 
 
+def _real_datetime(m: re.Match[str]) -> bool:
+    """A date on the calendar, a time on the clock (00:00:00–23:59:59) and a UTC offset under 24 hours."""
+    try:
+        dt.date.fromisoformat(m.group(1))
+        dt.time(int(m.group(2)), int(m.group(3)), int(m.group(4) or 0))
+    except ValueError:
+        return False
+    zone = m.group(5)
+    if zone is None or zone in "Zz":
+        return True
+    digits = zone[1:].replace(":", "")
+    return int(digits[:2]) < 24 and int(digits[2:]) < 60
+
+
 def spec_problem(spec: FieldSpec, value: Any) -> str | None:
     """Why a non-null `value` violates `spec`; None when it conforms."""
     kind = spec.kind
@@ -151,11 +165,7 @@ def spec_problem(spec: FieldSpec, value: Any) -> str | None:
         m = _DATETIME.match(value) if isinstance(value, str) else None
         if m is None:
             return f"expected ISO-8601 datetime, got {value!r}"
-        try:
-            dt.date.fromisoformat(m.group(1))
-            if int(m.group(2)) > 23 or int(m.group(3)) > 59 or int(m.group(4) or 0) > 59:
-                raise ValueError
-        except ValueError:
+        if not _real_datetime(m):
             return f"expected a real ISO-8601 datetime, got {value!r}"
         return None
     if kind in ("slug", "ref"):

@@ -271,8 +271,8 @@ def find(
     index: SearchIndex | None = None,
 ) -> FindResult:
     """Context for a task within a token budget: drop snippets, then edges, then trailing hits, then reasons."""
-    k = k or 5
-    budget = budget or 1200
+    if k < 1 or budget < 1:
+        raise UsageError(f"find needs k ≥ 1 and budget ≥ 1 (got k={k}, budget={budget})")
     q = search(graph, notes, text, k=k, types=types, paths=paths, edges=edges, snippet=snippet, explain=True,
                index=index)
     hits = [
@@ -280,8 +280,7 @@ def find(
                 h.edges or None)
         for h in q.results
     ]
-    if budget > 0:
-        _trim(hits, budget)
+    _trim(hits, budget)
     return FindResult(
         query=text, k=k, budget=budget, estimated_tokens=estimate_tokens(hits), filters=q.filters, results=hits
     )

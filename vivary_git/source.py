@@ -78,6 +78,8 @@ class Source:
         self._others: list[str] = []
         self._problems: list[Finding] = []
         self._overlays: dict[str, Config] = {}
+        # A plain folder's walk stops at nested Git repositories, as Git's does: their folders, root-relative.
+        self.nested_repos: list[str] = []
 
     def _scan(self) -> list[Entry]:
         # Lazy: when the graph for this tree id is cached, the tree is never walked at all.
@@ -204,8 +206,10 @@ def open_source(
     rev: str | None = None,
     staged: bool = False,
     root: str | None = None,
+    rev_option: str = "--rev",
 ) -> Source:
-    """Resolve the tree to read. `root` pins the workspace directory (relative to `start`)."""
+    """Resolve the tree to read. `root` pins the workspace directory (relative to `start`).
+    `rev_option` is the option the user gave `rev` with (`--base`, `--head`): messages name it."""
     if rev is not None and staged:
         raise UsageError("--rev and --staged name different trees; pass one of them")
     start = (start or Path.cwd()).resolve()
@@ -216,10 +220,12 @@ def open_source(
     repo = git.try_open(start if start.exists() else start.parent)
     if repo is None:
         if rev is not None or staged:
-            raise GitError(f"{start} is not inside a Git repository, so --rev/--staged have no tree to read")
+            given = f"{rev_option} {rev}" if rev is not None else "--staged"
+            raise GitError(f"{given}: {start} is not inside a Git repository, so there is no tree to read; "
+                           "run it inside a repository (or -C PATH), or drop the option to read the folder")
         return _folder_source(start, pinned=root is not None)
     if rev is not None:
-        tree_id, label = rev_tree(repo, rev), rev
+        tree_id, label = rev_tree(repo, rev, rev_option), rev
         kind = "rev"
     elif repo.bare:
         raise UsageError("this is a bare repository (no working tree); name a tree with --rev REV")
@@ -252,8 +258,9 @@ def open_source(
     )
 
 
-def rev_tree(repo: git.Repo, rev: str) -> str:
-    """The tree id REV names (through libgit2: a revision never reaches a `git` command line as typed)."""
+def rev_tree(repo: git.Repo, rev: str, option: str = "--rev") -> str:
+    """The tree id REV names (through libgit2: a revision never reaches a `git` command line as typed);
+    errors name it as `option`, the command-line option it came from."""
     pygit2 = repo.pygit2
     try:
         obj = repo.repo.revparse_single(rev)
@@ -261,12 +268,12 @@ def rev_tree(repo: git.Repo, rev: str) -> str:
     except KeyError:
         if repo.repo.head_is_unborn and rev.split("~")[0].split("^")[0] in ("HEAD", "@"):
             raise GitError(
-                f"--rev {rev}: this repository has no commits yet; check the working tree (no flag) "
+                f"{option} {rev}: this repository has no commits yet; check the working tree (no flag) "
                 "or the index (--staged)"
             ) from None
-        raise GitError(f"--rev {rev}: no such revision in {repo.workdir or repo.git_dir}") from None
+        raise GitError(f"{option} {rev}: no such revision in {repo.workdir or repo.git_dir}") from None
     except (ValueError, pygit2.GitError, pygit2.InvalidSpecError) as err:
-        raise GitError(f"--rev {rev}: {err}; name a commit, branch, tag or tree") from None
+        raise GitError(f"{option} {rev}: {err}; name a commit, branch, tag or tree") from None
     return str(tree.id)
 
 
@@ -441,11 +448,22 @@ def _folder_source(start: Path, *, pinned: bool) -> Source:
     files: list[Entry] = []
     overlays: list[str] = []
     others: list[str] = []
+    nested: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         base = Path(dirpath)
         rel_dir = base.relative_to(root).as_posix()
         rel_dir = "" if rel_dir == "." else rel_dir + "/"
-        dirnames[:] = sorted(d for d in dirnames if not excluded(rel_dir + d))
+        kept = []
+        for d in sorted(dirnames):
+            if excluded(rel_dir + d):
+                continue
+            # Another repository's notes are its own (a folder of clones held 22k notes): Git stops at a
+            # nested `.git` (folder, or file for a worktree or submodule), and so do we.
+            if os.path.lexists(os.path.join(dirpath, d, ".git")):
+                nested.append(rel_dir + d)
+                continue
+            kept.append(d)
+        dirnames[:] = kept
         for name in filenames:
             rel = rel_dir + name
             if rel_dir and (name == CONFIG_FILE or rel.endswith("/" + THIN_FILE)):
@@ -467,8 +485,10 @@ def _folder_source(start: Path, *, pinned: bool) -> Source:
             oid = str(pygit2.hash(data))
             contents[oid] = data
             files.append(Entry(rel, oid, mode))
-    return Source(
+    source = Source(
         kind="folder", label=f"folder {root}", root=root, prefix="", tree_id=None, repo=None,
         reader=contents.__getitem__, config=config, files=lambda: (files, overlays, others), raw=raw,
         read_file=read_file,
     )
+    source.nested_repos = nested
+    return source

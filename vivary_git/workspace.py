@@ -735,9 +735,12 @@ def open_workspace(
     root: str | None = None,
     cache: bool = True,
     gate: bool = False,
+    rev_option: str = "--rev",
 ) -> Workspace:
     """Open the workspace containing `path` (default: the current directory) at one tree. `gate=True`
     computes every answer from the tree's blobs and the caches this machine wrote, never from a
-    fetched cache (docs/cache.md, "Trust"): what `ci`, the hooks and `check --gate` use."""
+    fetched cache (docs/cache.md, "Trust"): what `ci`, the hooks and `check --gate` use. Errors about
+    `rev` name it as `rev_option` (the command-line option it came from)."""
     start = Path(path) if path is not None else None
-    return Workspace(open_source(start, rev=rev, staged=staged, root=root), cache=cache, gate=gate)
+    return Workspace(open_source(start, rev=rev, staged=staged, root=root, rev_option=rev_option), cache=cache,
+                     gate=gate)

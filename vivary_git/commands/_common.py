@@ -4,12 +4,30 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from vivary_git.escape import json_text, text
 
 if TYPE_CHECKING:
     from vivary_git.workspace import Workspace
+
+
+def at_least(low: int) -> Callable[[str], int]:
+    """An argparse `type` for a whole number ≥ `low`: anything else is a usage error (exit 2) that names
+    the option, e.g. `argument --k: must be a whole number of at least 1, got '0'`."""
+
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < low:
+            raise argparse.ArgumentTypeError(f"must be a whole number of at least {low}, got {text!r}")
+        return value
+
+    convert.__name__ = f"at_least_{low}"
+    return convert
 
 
 def add_source_args(p: argparse.ArgumentParser) -> None:
@@ -32,8 +50,8 @@ def add_filter_args(p: argparse.ArgumentParser, title: str, *, snippet: bool = T
     g.add_argument("--edge", action="append", default=[], metavar="FIELD[:TARGET]",
                    help="only nodes with an outbound edge of FIELD (to TARGET); repeat to require all")
     if snippet:
-        g.add_argument("--snippet", type=int, default=160, metavar="N",
-                       help="snippet length in characters (0: none)")
+        g.add_argument("--snippet", type=at_least(0), default=160, metavar="N",
+                       help="snippet length in characters (default 160; 0: none)")
 
 
 def add_json_arg(p: argparse.ArgumentParser) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 
 from vivary_git.blast import DEFAULT_DEPTH
-from vivary_git.commands._common import add_json_arg, add_source_args, emit_json, open_ws
+from vivary_git.commands._common import add_json_arg, add_source_args, at_least, emit_json, open_ws
 from vivary_git.errors import EXIT_OK, UsageError
 from vivary_git.escape import text as shown
 
@@ -22,12 +22,9 @@ def depth_arg(text: str) -> int | None:
     if text == "all":
         return None
     try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of hops or 'all'") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError("must be 0 or more, or 'all'")
-    return n
+        return at_least(0)(text)
+    except argparse.ArgumentTypeError as err:
+        raise argparse.ArgumentTypeError(f"{err} (or 'all' for no limit)") from None
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -75,12 +72,13 @@ def run(args: argparse.Namespace) -> int:
     if args.id is not None:
         raise UsageError("give either a node ID or --base, not both")
     if args.head is not None and (args.rev is not None or args.staged):
-        raise UsageError("--head names the head tree; drop --rev/--staged")
+        raise UsageError(f"--head names the head tree; drop {'--staged' if args.staged else '--rev'}")
     from vivary_git.workspace import open_workspace
 
-    base_ws = open_workspace(args.cwd, rev=args.base, root=args.root, cache=not args.no_cache)
+    base_ws = open_workspace(args.cwd, rev=args.base, root=args.root, cache=not args.no_cache, rev_option="--base")
     head_rev = args.head or args.rev
-    head_ws = open_workspace(args.cwd, rev=head_rev, staged=args.staged, root=args.root, cache=not args.no_cache)
+    head_ws = open_workspace(args.cwd, rev=head_rev, staged=args.staged, root=args.root, cache=not args.no_cache,
+                             rev_option="--head" if args.head else "--rev")
     head_label = head_rev or ("staged" if args.staged else "working tree")
     depth = DEFAULT_DEPTH if args.depth is NOT_GIVEN else args.depth
     change = change_impact(base_ws.graph(), head_ws.graph(), args.base, head_label, depth)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from vivary_git.commands._common import add_json_arg, add_source_args, emit_json, gate_from_env, open_ws
-from vivary_git.errors import EXIT_FINDINGS, EXIT_OK
+from vivary_git.errors import EXIT_FINDINGS, EXIT_OK, UsageError
 from vivary_git.escape import text as shown
 
 
@@ -40,6 +41,9 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"vivary: dialect {shown(rules.dialect)}: {shown(rules.reason)}\n")
     report = ws.check(strict=args.strict)
     ws.report_stats()
+    if report.checked == 0 and ws.source.kind == "folder":
+        # Outside Git nothing says this folder is a workspace: zero notes means the wrong folder, not a pass.
+        raise UsageError(no_notes_message(ws.source.root, ws.source.nested_repos))
     if args.json:
         emit_json(report)
     else:
@@ -53,3 +57,15 @@ def run(args: argparse.Namespace) -> int:
             out.write(f"\nvivary: {report.checked} document(s), {report.errors} error(s), "
                       f"{report.warnings} warning(s) in {shown(ws.source.label)}\n")
     return EXIT_FINDINGS if report.errors else EXIT_OK
+
+
+def no_notes_message(root: Path, nested: list[str]) -> str:
+    said = f"no notes found in {root} (files ending in .md or .markdown, outside excluded folders)"
+    if nested:
+        nested = sorted(nested)
+        shown = ", ".join(nested[:5]) + (f" and {len(nested) - 5} more" if len(nested) > 5 else "")
+        said += (f"; {len(nested)} nested Git repositor{'y was' if len(nested) == 1 else 'ies were'} skipped "
+                 f"({shown}): run `git vivary check` inside one, or `-C PATH`")
+    else:
+        said += "; run it in your notes folder, or `-C PATH`"
+    return said

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from vivary_git.blast import DEFAULT_DEPTH
+from vivary_git.commands._common import at_least
 from vivary_git.commands.blast import depth_arg
 from vivary_git.errors import EXIT_FINDINGS, EXIT_OK, UsageError
 
@@ -32,7 +33,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--github-output", metavar="FILE",
                    help="append outputs errors, warnings, impacted, changed, broken-edges to FILE "
                    "(on GitHub: \"$GITHUB_OUTPUT\")")
-    p.add_argument("--max-annotations", type=int, default=10, metavar="N",
+    p.add_argument("--max-annotations", type=at_least(0), default=10, metavar="N",
                    help="annotations per type (error, warning, notice) with --format github; GitHub shows at "
                    "most 10 per step (default: 10)")
     p.add_argument("--depth", type=depth_arg, default=DEFAULT_DEPTH, metavar="N|all",
@@ -54,8 +55,6 @@ def run(args: argparse.Namespace) -> int:
     from vivary_git.gates.sarif import render_sarif
     from vivary_git.gates.summary import render_summary
 
-    if args.max_annotations < 0:
-        raise UsageError("--max-annotations must be 0 or more")
     r = review(args.cwd, base=args.base, head=args.head, root=args.root, cache=not args.no_cache,
                depth=args.depth, strict=args.strict)
     if args.format == "text":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from vivary_git.commands._common import add_filter_args, add_json_arg, add_source_args, emit_json, open_ws
+from vivary_git.commands._common import add_filter_args, add_json_arg, add_source_args, at_least, emit_json, open_ws
 from vivary_git.errors import EXIT_OK
 from vivary_git.escape import text as shown
 
@@ -16,9 +16,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "it shortens then drops snippets, then edges, then trailing results, then reasons.",
     )
     p.add_argument("text", nargs="+", metavar="TEXT", help="the task or question")
-    p.add_argument("--k", type=int, default=5, metavar="N", help="how many results at most (default 5)")
-    p.add_argument("--budget", type=int, default=1200, metavar="TOKENS",
-                   help="token budget for the results (default 1200; negative: no trimming)")
+    p.add_argument("--k", type=at_least(1), default=5, metavar="N", help="how many results at most (default 5)")
+    p.add_argument("--budget", type=at_least(1), default=1200, metavar="TOKENS",
+                   help="token budget for the results (default 1200; the first result is kept even when it "
+                   "alone is over)")
     add_filter_args(p, "filters (applied before ranking)")
     add_source_args(p)
     add_json_arg(p)
@@ -41,8 +42,11 @@ def run(args: argparse.Namespace) -> int:
     if not result.results:
         print(f"vivary find: no context for {shown(repr(text))}")
         return EXIT_OK
+    over = result.estimated_tokens > result.budget
+    budget = (f"over the budget of {result.budget}: the first result is always kept" if over
+              else f"budget {result.budget}")
     print(f"vivary find: {len(result.results)} context result(s) for {shown(repr(text))} "
-          f"(~{result.estimated_tokens} token(s), budget {result.budget})")
+          f"(~{result.estimated_tokens} token(s), {budget})")
     for i, hit in enumerate(result.results, 1):
         kind = f"[{shown(hit.type)}] " if hit.type else ""
         print(f"{i:2d}. {kind}{shown(hit.id)} - {shown(hit.path)}")

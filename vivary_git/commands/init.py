@@ -25,7 +25,7 @@ from vivary_git.scaffold.presets import (
 )
 
 if TYPE_CHECKING:
-    from vivary_git.scaffold.plan import ScaffoldPlan
+    from vivary_git.scaffold.plan import ExistingNotes, ScaffoldPlan
 
 
 class InitReport(msgspec.Struct, frozen=True):
@@ -41,6 +41,8 @@ class InitReport(msgspec.Struct, frozen=True):
     private_verified: list[str] | None  # private files Git was shown to ignore; None on a dry run
     committed: str | None
     next_steps: list[str]
+    # Notes that were in the folder already: {count, typed: {folder: n}, exclude_dropped: {entry: n}}.
+    existing_notes: dict[str, object] = msgspec.field(default_factory=dict)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -49,7 +51,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Scaffold a workspace in DIR (default: the current folder): `git init` when needed, a seed "
         "graph for the preset, AGENTS.md for agents, private USER.md/MEMORY.md/memory/heartbeat-reports/ kept out "
         "of Git (proved with `git check-ignore`), a tropo.toml the published tropo also reads and, with --memory, "
-        "a DISABLED memory policy. Existing files are never overwritten without --force (private files never). "
+        "a DISABLED memory policy. Existing files are never overwritten without --force (private files never), "
+        "and notes already in DIR stay visible to `check`. In a folder that already holds files, init lists what "
+        "it will change and asks (on a terminal) or needs --yes. "
         "On a terminal, with neither --memory nor --storage, two questions choose the capabilities. "
         "Exit 0; 2 on a usage error; 3 when a private file would not be ignored (nothing is committed). "
         "See docs/init.md.",
@@ -65,7 +69,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="agent host to write guidance for (AGENTS.md always; CLAUDE.md, GEMINI.md or a Cursor rule)")
     p.add_argument("--dry-run", action="store_true", help="write nothing; list what would be written")
     add_json_arg(p)
-    p.add_argument("--yes", action="store_true", help="also make the first commit (only the scaffold's files)")
+    p.add_argument("--yes", action="store_true",
+                   help="also make the first commit (only the scaffold's files); in a folder that already holds "
+                   "files, also the approval to write there")
     p.add_argument("--no-wizard", action="store_true", help="never ask questions; flags and defaults decide")
     p.add_argument("--auto", action="store_true",
                    help="choose the recommended defaults without asking (never Cognee)")
@@ -97,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
     plan = scaffold.plan_scaffold(target, choices, force=args.force)
     verified: list[str] | None = None
     committed: str | None = None
+    if not args.dry_run and plan.non_empty and plan.writes() and not args.yes:
+        _confirm(args, plan)
     if not args.dry_run:
         scaffold.apply(plan)
         leaks = scaffold.verify_private(plan.target)
@@ -109,12 +117,48 @@ def run(args: argparse.Namespace) -> int:
         ok=True, dry_run=args.dry_run, target=str(plan.target), choices=msgspec.to_builtins(choices),
         wizard=asked, git_init=plan.git_init, files=[msgspec.to_builtins(f) for f in plan.files],
         private_verified=verified, committed=committed, next_steps=_next_steps(args, plan, committed),
+        existing_notes=msgspec.to_builtins(plan.existing),
     )
     if args.json:
         emit_json(report)
     else:
         _print(report)
     return EXIT_OK
+
+
+def existing_lines(e: ExistingNotes) -> list[str]:
+    """What the scaffold does to the notes already in the folder, in words."""
+    if not e.count:
+        return []
+    lines = [f"{e.count} note(s) already here stay visible to `git vivary check`"]
+    if e.exclude_dropped:
+        shown = ", ".join(f"{k} ({n})" for k, n in e.exclude_dropped.items())
+        lines.append(f"left out of tropo.toml's exclude so they stay visible: {shown}")
+    if e.typed:
+        shown = ", ".join(f"{k}/ ({n})" for k, n in e.typed.items())
+        lines.append(f"already in type folders, now checked against those types' fields: {shown}")
+    return lines
+
+
+def _confirm(args: argparse.Namespace, plan: ScaffoldPlan) -> None:
+    """The folder holds files already: say what will change, then ask (a terminal) or refuse (exit 3)."""
+    out = sys.stderr
+    writes = plan.writes()
+    out.write(f"{plan.target} already holds files; init would change:\n")
+    for f in writes:
+        out.write(f"  {f.action.ljust(9)}  {f.path}\n")
+    for line in existing_lines(plan.existing):
+        out.write(f"  {line}\n")
+    ask = sys.stdin.isatty() and not (args.no_wizard or args.auto)
+    if ask:
+        out.write(f"Write these {len(writes)} file(s)? [y/N]: ")
+        out.flush()
+        if sys.stdin.readline().strip().lower() in ("y", "yes"):
+            return
+        raise RefusedError("nothing was written (not confirmed)")
+    raise RefusedError(f"{plan.target} already holds files; nothing was written. Review the list above (or "
+                       "`git vivary init --dry-run`), then run again with --yes to write them (--yes also commits "
+                       "the scaffold's own files)")
 
 
 def _next_steps(args: argparse.Namespace, plan: ScaffoldPlan, committed: str | None) -> list[str]:
@@ -150,6 +194,10 @@ def _print(r: InitReport) -> None:
         note = f"  ({f['note']})" if f["note"] else ""
         private = "  [private]" if f["private"] else ""
         out.write(f"  {str(f['action']).ljust(width)}  {f['path']}{private}{note}\n")
+    from vivary_git.scaffold.plan import ExistingNotes
+
+    for line in existing_lines(msgspec.convert(r.existing_notes, ExistingNotes)):
+        out.write(f"{line}\n")
     if r.private_verified:
         out.write(f"private, proved ignored by Git: {', '.join(r.private_verified)}\n")
     if r.committed:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from vivary_git.commands._common import add_filter_args, add_json_arg, add_source_args, emit_json, open_ws
+from vivary_git.commands._common import add_filter_args, add_json_arg, add_source_args, at_least, emit_json, open_ws
 from vivary_git.errors import EXIT_OK
 from vivary_git.escape import text as shown
 
@@ -16,7 +16,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "path, body and outbound-edge text (docs/query.md has the weights).",
     )
     p.add_argument("text", nargs="+", metavar="TEXT", help="what to look for (words are joined by spaces)")
-    p.add_argument("--k", type=int, default=10, metavar="N", help="how many results (default 10)")
+    p.add_argument("--k", type=at_least(1), default=10, metavar="N",
+                   help="how many results (default 10; with --mode semantic|hybrid at most 250)")
     add_filter_args(p, "filters (applied before ranking)")
     p.add_argument("--explain", action="store_true", help="say which sources matched, and list each hit's edges")
     add_mode_arg(p)

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from vivary_git.commands._common import add_filter_args, add_json_arg, add_source_args, emit_json, open_ws
+from vivary_git.commands._common import add_filter_args, add_json_arg, add_source_args, at_least, emit_json, open_ws
 from vivary_git.errors import EXIT_OK, UsageError
 from vivary_git.escape import text as shown
 
@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "since `git vivary index --yes`), or privacy cannot be decided.",
     )
     p.add_argument("text", nargs="*", metavar="QUERY", help="the question (words are joined by spaces)")
-    p.add_argument("--k", type=int, default=10, metavar="N", help="how many hits (default 10, at most 250)")
+    p.add_argument("--k", type=at_least(1), default=10, metavar="N", help="how many hits (default 10, at most 250)")
     p.add_argument("--mode", choices=("hybrid", "semantic"), default="hybrid",
                    help="hybrid (default): vectors fused with stemmed BM25; semantic: vectors only")
     p.add_argument("--queries", metavar="FILE.jsonl",

@@ -95,7 +95,7 @@ def review(
     """Check `head` and, with `base`, compute what the change base..head touches."""
     # A --root the tree lacks is a UsageError from open_source: the gate must not pass over nothing.
     # A gate: computed from the trees' blobs and this machine's caches, never a fetched cache (docs/cache.md).
-    head_ws = open_workspace(cwd, rev=head, root=root, cache=cache, gate=True)
+    head_ws = open_workspace(cwd, rev=head, root=root, cache=cache, gate=True, rev_option="--head")
     report = head_ws.check(strict=strict)
     head_graph = head_ws.graph()
     prefix = head_ws.source.prefix
@@ -148,7 +148,7 @@ def what_broke(change: ChangeReport, nodes: list[Node], prefix: str) -> list[Bro
 def _open_base(cwd: str | os.PathLike[str] | None, base: str, root: str | None, cache: bool,
                common_dir: Path) -> Workspace:
     try:
-        ws = open_workspace(cwd, rev=base, root=root, cache=cache, gate=True)
+        ws = open_workspace(cwd, rev=base, root=root, cache=cache, gate=True, rev_option="--base")
     except GitError as err:
         if (common_dir / "shallow").exists():
             raise GitError(

@@ -418,14 +418,14 @@ def _local_memory(info: Callable[..., MemoryInfo], cfg: MemoryConfig, ws_root: P
 
 
 def _manifest_candidates(cfg: MemoryConfig, ws_root: Path, common_dir: Path) -> list[Path]:
-    """Where a vivary-local index manifest may be: the configured state_path, else the defaults under
-    `.git/vivary/` (the provider is still landing; see docs/doctor.md)."""
-    out: list[Path] = []
+    """Where `git vivary index --yes` writes this workspace's manifest (memory/provider.py's `state_dir`):
+    `<state_path>/<dataset>/` when `[memory.local] state_path` is set, else `.git/vivary/memory/<dataset>/`."""
+    from vivary_git.memory.snapshot import dataset_name
+
+    dataset = dataset_name(ws_root, cfg.dataset_label)
     if cfg.memory.local.state_path:
-        out.append(ws_root / cfg.memory.local.state_path / "manifest.json")
-    base = common_dir / "vivary" / "memory"
-    out += [base / "vivary-local" / "manifest.json", base / "local" / "manifest.json", base / "manifest.json"]
-    return out
+        return [ws_root / cfg.memory.local.state_path / dataset / "manifest.json"]
+    return [common_dir / "vivary" / "memory" / dataset / "manifest.json"]
 
 
 def _find_manifest(cfg: MemoryConfig, ws_root: Path, common_dir: Path) -> tuple[str, str] | None:

@@ -26,6 +26,7 @@ from typing import Literal
 import msgspec
 
 from vivary_git import git
+from vivary_git.config import BUILTIN_EXCLUDES, Excluder
 from vivary_git.errors import GitError, RefusedError, UsageError
 from vivary_git.scaffold.presets import PROVIDER_OF, STARTERS, Host, Memory, Preset, Storage
 
@@ -36,6 +37,12 @@ GITIGNORE_END = "# <<< vivary private <<<"
 DECISION_ID = "0001-typed-graph-is-the-truth"
 # Files the scaffold writes that must stay out of Git; `verify_private` proves it for each.
 PRIVATE_FILES = ("USER.md", "MEMORY.md", "memory/README.md", "heartbeat-reports/README.md")
+# The generated tropo.toml's `exclude`: the scaffold's own non-notes and private files. An entry that would
+# hide a note already in the folder is left out (`plan_scaffold`): init never hides existing notes.
+EXCLUDE = (".strato", ".cursor", "docs", "memory", "heartbeat-reports", "README.md", "AGENTS.md", "CLAUDE.md",
+           "GEMINI.md", "USER.md", "MEMORY.md")
+# The folders the generated tropo.toml makes type folders: notes already there must carry the type's fields.
+TYPE_FOLDERS = ("modules", "changes", "decisions", "verification", "gates")
 
 _HOST_FILES: dict[Host, tuple[tuple[str, str], ...]] = {
     "claude-code": (("CLAUDE.md", "CLAUDE.md"),),
@@ -85,6 +92,14 @@ class PlannedFile(msgspec.Struct, frozen=True):
     note: str = ""
 
 
+class ExistingNotes(msgspec.Struct, frozen=True):
+    """Notes already in the folder (the scaffold's own paths aside), and what the scaffold does about them."""
+
+    count: int
+    typed: dict[str, int]  # type folder -> notes already in it (they must carry that type's fields)
+    exclude_dropped: dict[str, int]  # exclude entry left out -> notes it would have hidden
+
+
 class ScaffoldPlan(msgspec.Struct):
     target: Path
     choices: Choices
@@ -92,6 +107,8 @@ class ScaffoldPlan(msgspec.Struct):
     contents: dict[str, bytes]  # what each path will hold after `apply` (only for writing actions)
     git_init: bool  # the target is not inside a Git work tree yet
     force: bool
+    non_empty: bool = False  # the folder already held something besides `.git`
+    existing: ExistingNotes = ExistingNotes(0, {}, {})
 
     def writes(self) -> list[PlannedFile]:
         return [f for f in self.files if f.action in ("create", "overwrite", "append", "update")]
@@ -108,10 +125,11 @@ def project_name(target: Path) -> str:
     return name or "workspace"
 
 
-def _render(choices: Choices, today: str) -> dict[str, tuple[str, bool]]:
+def _render(choices: Choices, today: str, exclude: tuple[str, ...] = EXCLUDE) -> dict[str, tuple[str, bool]]:
     """Every file of the scaffold: path -> (text, private)."""
     s = STARTERS[choices.preset]
     values: dict[str, str] = {
+        "exclude": "exclude = [\n" + "".join(f"  {json.dumps(e)},\n" for e in exclude) + "]",
         "project": choices.project, "preset": choices.preset, "purpose": s.purpose,
         "module_id": s.module_id, "module_title": s.module_title, "module_body": s.module_body,
         "change_id": s.change_id, "change_title": s.change_title, "change_body": s.change_body,
@@ -208,6 +226,35 @@ def _merge_gitignore(existing: bytes | None, block: str, force: bool) -> tuple[A
     return "update", merged.encode("utf-8", "surrogateescape"), "vivary block replaced"
 
 
+def _notes_in(target: Path, skip: set[str]) -> list[str]:
+    """Notes (`.md`/`.markdown`) under `target`, as `check` would see them before any `exclude`: built-in
+    excluded folders and nested repositories are not entered, links are not followed; `skip` paths aside."""
+    found: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(target, followlinks=False):
+        rel_dir = Path(dirpath).relative_to(target).as_posix()
+        rel_dir = "" if rel_dir == "." else rel_dir + "/"
+        dirnames[:] = sorted(d for d in dirnames if d not in BUILTIN_EXCLUDES
+                             and not os.path.lexists(os.path.join(dirpath, d, ".git")))
+        found.extend(rel_dir + n for n in filenames
+                     if n.endswith((".md", ".markdown")) and rel_dir + n not in skip)
+    return sorted(found)
+
+
+def _existing_notes(target: Path, scaffold_paths: set[str]) -> ExistingNotes:
+    notes = _notes_in(target, scaffold_paths)
+    dropped: dict[str, int] = {}
+    for entry in EXCLUDE:
+        hidden = sum(1 for n in notes if Excluder({entry}, [])(n))
+        if hidden:
+            dropped[entry] = hidden
+    typed: dict[str, int] = {}
+    for folder in TYPE_FOLDERS:
+        inside = sum(1 for n in notes if folder in n.split("/")[:-1])
+        if inside:
+            typed[folder] = inside
+    return ExistingNotes(count=len(notes), typed=typed, exclude_dropped=dropped)
+
+
 def plan_scaffold(target: Path, choices: Choices, *, force: bool = False, today: str | None = None) -> ScaffoldPlan:
     """What `apply` would do in `target` (which need not exist yet). Reads only."""
     target = target.absolute()
@@ -218,7 +265,12 @@ def plan_scaffold(target: Path, choices: Choices, *, force: bool = False, today:
     while not existing_dir.is_dir() and existing_dir.parent != existing_dir:
         existing_dir = existing_dir.parent  # a new folder inside a repository needs no `git init`
     git_init = not _inside_work_tree(existing_dir)
-    rendered = _render(choices, today or datetime.date.today().isoformat())
+    day = today or datetime.date.today().isoformat()
+    rendered = _render(choices, day)
+    non_empty = st is not None and any(p.name != ".git" for p in target.iterdir())
+    notes = _existing_notes(target, set(rendered)) if non_empty else ExistingNotes(0, {}, {})
+    if notes.exclude_dropped:
+        rendered = _render(choices, day, tuple(e for e in EXCLUDE if e not in notes.exclude_dropped))
     files: list[PlannedFile] = []
     contents: dict[str, bytes] = {}
     for rel, (text, private) in rendered.items():
@@ -242,8 +294,10 @@ def plan_scaffold(target: Path, choices: Choices, *, force: bool = False, today:
         files.append(PlannedFile(path=rel, action=action, private=private, note=note))
         if data is not None:
             contents[rel] = data
+    if any(f.path == "tropo.toml" and f.action == "keep" for f in files):
+        notes = ExistingNotes(0, {}, {})  # the folder's own tropo.toml stays: its rules, not ours, decide
     return ScaffoldPlan(target=target, choices=choices, files=files, contents=contents, git_init=git_init,
-                        force=force)
+                        force=force, non_empty=non_empty, existing=notes)
 
 
 def _git_env() -> dict[str, str]:
