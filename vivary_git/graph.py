@@ -11,7 +11,7 @@ import msgspec
 
 from vivary_git import check
 from vivary_git.config import Config
-from vivary_git.models import Edge, Finding, Node, Note
+from vivary_git.models import Edge, Finding, Ignore, Node, Note
 
 _ID_RUNS = re.compile(r"[^a-z0-9._-]+")
 INDEX_STEMS = ("readme", "index", "_index")
@@ -100,6 +100,7 @@ class Facts(msgspec.Struct, frozen=True, array_like=True):
     refs: list[check.Ref]  # (field, line, target) of every ref value: W220 and edges
     links: list[tuple[int, str, tuple[str, ...]]]  # (line, text, candidate target IDs) of every [[wikilink]]
     problem: bool  # E000/E001: the document's fields are unknown
+    ignores: tuple[Ignore, ...] = ()  # codes its `vivary-ignore` comments and key silence (check.suppress)
 
 
 def facts(path: str, blob: str, note: Note, config: Config, folder_types: Mapping[str, str], root_name: str,
@@ -110,7 +111,7 @@ def facts(path: str, blob: str, note: Note, config: Config, folder_types: Mappin
     found, refs = check.validate_local(node, note, config, dates)
     links = [(link.line, link.text, wikilink_target(link.text, config.alias)) for link in note.links] \
         if config.wikilinks else []
-    return Facts(nid, node.type, node.title, found, refs, links, note.problem is not None)
+    return Facts(nid, node.type, node.title, found, refs, links, note.problem is not None, check.ignores_of(note))
 
 
 def build(
@@ -160,7 +161,9 @@ _Out = tuple[str, str, bool]  # an outgoing edge of a known source: (field, to, 
 
 def _contribute(path: str, f: Facts, own: bool, owner: Mapping[str, object], homes: frozenset[str],
                 config: Config, edges: set[_Out], findings: list[Finding]) -> None:
-    """One document's findings (its own, then W220, then W221) and, if it owns its ID, its edges."""
+    """One document's findings (its own, then W220, then W221, less those it silences) and, if it owns
+    its ID, its edges."""
+    start = len(findings)
     findings.extend(f.findings)
     for ref in f.refs:
         target = ref[2]
@@ -183,6 +186,8 @@ def _contribute(path: str, f: Facts, own: bool, owner: Mapping[str, object], hom
         target = linked or candidates[0]
         if own and target != f.id:
             edges.add((config.wikilink_field, target, linked is None))
+    if f.ignores:
+        findings[start:] = check.suppress(findings[start:], f.ignores)
 
 
 def patch(base: Graph, tree: str | None, changed: Mapping[str, tuple[str, Facts]]) -> Graph | None:

@@ -106,7 +106,7 @@ class _Rules:
 class Workspace:
     """One workspace at one tree. Cheap to create; work happens on first use and is cached."""
 
-    def __init__(self, source: Source, *, cache: bool = True) -> None:
+    def __init__(self, source: Source, *, cache: bool = True, shared_cache: bool = True) -> None:
         self.source = source
         self.config = source.config
         self.cache_enabled = cache and source.caching
@@ -122,7 +122,7 @@ class Workspace:
         self.stats = Stats()
         # --- issue 4: the shared ref cache (store.py), second level behind the local hot cache ---
         self._ref: store.RefCache | None = None
-        self._ref_checked = False
+        self._ref_checked = not shared_cache  # without the shared cache: neither read nor recorded
         self._from_ref: set[str] = set()  # parse (blob ids) and facts (keys) read from the ref this run
         self._computed_notes: dict[str, Note] = {}  # parsed in this process this run
         self._encoded_notes: dict[str, msgspec.Raw] = {}  # parsed by worker processes, still msgpack
@@ -264,18 +264,33 @@ class Workspace:
         self._fact_cache.flush()
         return changed
 
-    def _patched_check(self) -> tuple[list[Finding], int] | None:
+    def baseline_findings(self) -> list[Finding]:
+        """This tree's findings (strictness not applied) as cheaply as they can be had, for comparing
+        another tree with (`check --new-since`): its cached check, else the last cached graph's findings
+        with the edited notes re-derived (nothing written), else its graph."""
+        key = self._graph_key() if self._graph is None else None
+        cached = self._check_cache.get(key, msgspec.msgpack.Decoder(_Checked)) if key is not None else None
+        if cached is not None:
+            self.stats.graph_cached = True
+            return cached.findings
+        patched = self._patched_check(any_kind=True)
+        if patched is not None:
+            return patched[0]
+        return self.graph().findings
+
+    def _patched_check(self, *, any_kind: bool = False) -> tuple[list[Finding], int] | None:
         """`check --staged` after a few edits: the last cached graph's findings with the edited notes
         re-derived, from its cached findings and IDs alone (no graph decoded, no graph written: the
         staged tree is checked once, then committed or replaced). None when the full way is needed:
         the tree could be recorded in the ref (it is HEAD's), the base is missing or has other rules,
         more than `_CACHE_STAGED_AFTER` notes changed (then the graph is patched and cached), or
-        patching could differ from a full build."""
-        if self.source.kind != "staged" or self._graph is not None or self._date_lookup() is not None:
+        patching could differ from a full build. With `any_kind`, for any source (a baseline's)."""
+        if (self.source.kind != "staged" and not any_kind) or self._graph is not None \
+                or self._date_lookup() is not None:
             return None
         key = self._graph_key()
         last = self._graph_cache.get(_LAST, msgspec.msgpack.Decoder(str)) if key is not None else None
-        if key is None or last is None or last == key or self._recordable_root() is not None:
+        if key is None or last is None or last == key or (not any_kind and self._recordable_root() is not None):
             return None
         base = self._check_cache.get(last, msgspec.msgpack.Decoder(_Checked))
         if base is None or base.tree is None or base.root != self.root_name or base.homes \
@@ -886,7 +901,9 @@ def open_workspace(
     staged: bool = False,
     root: str | None = None,
     cache: bool = True,
+    shared_cache: bool = True,
 ) -> Workspace:
-    """Open the workspace containing `path` (default: the current directory) at one tree."""
+    """Open the workspace containing `path` (default: the current directory) at one tree. With
+    `shared_cache=False`, `refs/vivary/cache` is neither read nor written."""
     start = Path(path) if path is not None else None
-    return Workspace(open_source(start, rev=rev, staged=staged, root=root), cache=cache)
+    return Workspace(open_source(start, rev=rev, staged=staged, root=root), cache=cache, shared_cache=shared_cache)

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from vivary_git.commands._common import add_json_arg, add_source_args, emit_json, open_ws
 from vivary_git.errors import EXIT_FINDINGS, EXIT_OK
+
+if TYPE_CHECKING:
+    from vivary_git.baseline import NewReport
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -24,23 +28,40 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     s.add_argument("--lenient", dest="strict", action="store_false", help="report warnings as warnings")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="hide W-coded findings in text output (counts and exit code are unchanged)")
+    p.add_argument("--new-since", metavar="REV",
+                   help="report only findings REV did not have (matched by code, path and target, not by line; "
+                   "a renamed note keeps its findings); exit 1 only for a new error. The pre-commit hook "
+                   "runs `check --staged --new-since HEAD`")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     ws = open_ws(args)
     report = ws.check(strict=args.strict)
+    new: NewReport | None = None
+    if args.new_since is not None:
+        from vivary_git.baseline import new_since
+
+        new = new_since(ws, report, args.new_since)
     ws.report_stats()
+    shown = new if new is not None else report
     if args.json:
-        emit_json(report)
+        emit_json(shown)
     else:
         out = sys.stdout
         # Editors jump to `path:line:`; sorted by place, rule order kept within a line.
-        for f in sorted(report.findings, key=lambda f: (f.path, f.line)):
+        for f in sorted(shown.findings, key=lambda f: (f.path, f.line)):
             if args.quiet and f.code.startswith("W"):
                 continue
             out.write(f.render() + "\n")
-        if not args.quiet or report.errors:
-            out.write(f"\nvivary: {report.checked} document(s), {report.errors} error(s), "
-                      f"{report.warnings} warning(s) in {ws.source.label}\n")
-    return EXIT_FINDINGS if report.errors else EXIT_OK
+        if not args.quiet or shown.errors:
+            if new is None:
+                out.write(f"\nvivary: {report.checked} document(s), {report.errors} error(s), "
+                          f"{report.warnings} warning(s) in {ws.source.label}\n")
+            else:
+                out.write(f"\nvivary: {new.checked} document(s), {new.errors} new error(s), {new.warnings} new "
+                          f"warning(s) in {ws.source.label} since {new.new_since}; {new.existing_errors} error(s) "
+                          f"and {new.existing_warnings} warning(s) it already had are not shown\n")
+            if new is not None and new.note:
+                out.write(f"vivary: {new.new_since}: {new.note}\n")
+    return EXIT_FINDINGS if shown.errors else EXIT_OK
