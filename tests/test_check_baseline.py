@@ -137,6 +137,15 @@ def test_pre_commit_fails_only_on_findings_the_commit_introduces(repo: Repo, cli
     ok = commit(repo)
     assert ok.returncode == 0, ok.stdout
     assert "W221" not in ok.stdout and "0 new error(s)" in ok.stdout
+    # The staged tree's findings were kept: the next commit's baseline (this HEAD) is read, not re-derived.
+    tree = repo.git("rev-parse", "HEAD^{tree}").strip()
+    cached = repo.path / ".git" / "vivary"
+    assert list(cached.glob(f"findings-v*/{tree}-*.msgpack")) + list(cached.glob(f"checks-v*/{tree}-*.msgpack"))
+    repo.write({"notes/b.md": "# B\n\nA line above.\n\nAlso [[gone]], edited.\n"})  # an edit: no graph is built
+    repo.git("add", "-A")
+    assert commit(repo).returncode == 0
+    tree = repo.git("rev-parse", "HEAD^{tree}").strip()
+    assert list(cached.glob(f"findings-v*/{tree}-*.msgpack"))
     repo.write({"notes/e.md": "# E\n\n[[nowhere]]\n"})
     repo.git("add", "-A")
     refused = commit(repo)

@@ -117,6 +117,9 @@ class Workspace:
         self._graph_cache = ObjectCache(vdir, "graph")
         self._history_cache = ObjectCache(vdir, "history")
         self._check_cache = ObjectCache(vdir, "checks")  # findings and counts by graph key: `check` warm
+        # findings alone by graph key, of trees checked without a graph: a staged tree (the next HEAD) or a
+        # baseline, so the hook's `--new-since HEAD` finds HEAD's findings without re-deriving them
+        self._findings_cache = ObjectCache(vdir, "findings", keep=8)
         self._graph: graph_mod.Graph | None = None
         self._notes: dict[str, Note] | None = None
         self.stats = Stats()
@@ -269,12 +272,17 @@ class Workspace:
         another tree with (`check --new-since`): its cached check, else the last cached graph's findings
         with the edited notes re-derived (nothing written), else its graph."""
         key = self._graph_key() if self._graph is None else None
-        cached = self._check_cache.get(key, msgspec.msgpack.Decoder(_Checked)) if key is not None else None
-        if cached is not None:
-            self.stats.graph_cached = True
-            return cached.findings
+        if key is not None:
+            cached = self._check_cache.get(key, msgspec.msgpack.Decoder(_Checked))
+            if cached is not None:
+                return cached.findings
+            found = self._findings_cache.get(key, msgspec.msgpack.Decoder(list[Finding]))
+            if found is not None:
+                return found
         patched = self._patched_check(any_kind=True)
         if patched is not None:
+            if key is not None:
+                self._findings_cache.put(key, patched[0])
             return patched[0]
         return self.graph().findings
 
@@ -811,6 +819,9 @@ class Workspace:
             found, checked = cached.findings, cached.counts.checked
         elif patched is not None:
             found, checked = patched
+            key = self._graph_key()
+            if key is not None:  # once committed, this tree is HEAD: the hook's next baseline
+                self._findings_cache.put(key, found)
         else:
             g = self.graph()
             found, checked = g.findings, g.checked
