@@ -83,6 +83,8 @@ def words(folded: str) -> list[str]:
     """A document's terms, in order, from text already `fold`ed: words, and CJK characters and bigrams."""
     if folded.isascii():
         return _ASCII_WORD.findall(folded)
+    if not _HAS_CJK.search(folded):
+        return _WORD.findall(folded)
     out: list[str] = []
     for word in _WORD.findall(folded):
         for piece, cjk in _split(word):

@@ -93,7 +93,11 @@ class Tokenizer:
             found = _WORD.findall(text.lower())
             stem = self._stem
         else:
-            found = [w for w in words(fold(text)) if len(w) > 1 or has_cjk(w)]
+            folded = fold(text)
+            if has_cjk(folded):
+                found = [w for w in words(folded) if len(w) > 1 or has_cjk(w)]
+            else:
+                found = [w for w in words(folded) if len(w) > 1]
             stem = self._stem_other
         for word in found:
             if word in STOPWORDS:
