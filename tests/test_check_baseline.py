@@ -178,6 +178,15 @@ def test_ci_fails_on_new_errors_by_default(repo: Repo, cli: Any) -> None:
     assert gh[0].startswith("::error file=notes/e.md,line=3,")  # the new finding first
 
 
+def test_ci_follows_renamed_notes(repo: Repo, cli: Any) -> None:
+    base = debt(repo)
+    repo.git("mv", "notes/b.md", "notes/c.md")
+    repo.commit("rename")
+    doc = json.loads(cli("ci", "--base", base, "--format", "json", cwd=repo.path).out)
+    assert doc["new"] == {"errors": 0, "warnings": 0, "existing_errors": 4, "existing_warnings": 0}
+    assert {a["why"] for a in doc["annotations"] if a["path"] == "notes/c.md"} == {"already in the base"}
+
+
 def test_action_fail_on_input(repo: Repo, tmp_path: Path) -> None:
     from test_gates_action import pr_event, run_action, tool_inputs
 

@@ -28,7 +28,6 @@ WHY_CHANGED = "changed file"
 WHY_BROKEN = "broken by this change"
 WHY_ELSEWHERE = "not in this change"
 WHY_EXISTING = "already in the base"
-FAIL_ON = ("new", "all")
 
 
 class Annotation(msgspec.Struct, frozen=True):
@@ -136,8 +135,9 @@ def _new_in_head(findings: list[Finding], base_graph: Graph, base_source: Source
     head's), a renamed note's findings following it."""
     from vivary_git.baseline import renamed_notes
 
-    same_root = base_source.prefix == head_ws.source.prefix and base_source.tree_id is not None
-    renamed = renamed_notes(head_ws, base_source.tree_id) if same_root and base_source.tree_id else {}
+    base_tree = base_source.tree_id
+    same_root = base_source.prefix == head_ws.source.prefix
+    renamed = renamed_notes(head_ws, base_tree) if same_root and base_tree is not None else {}
     return new_findings(findings, base_graph.findings, renamed)
 
 
