@@ -117,3 +117,18 @@ def test_bm25_reads_any_script() -> None:
                             ("anhänge", "de"), ("API设计", "zh")]:
         hits = index.top(tok(query), 3)
         assert hits and names[hits[0][0]] == expected, (query, hits)
+
+
+def test_recall_keyword_side_finds_notes_in_any_script(repo: Repo, cli: Any) -> None:
+    from vivary_git.memory.embed import embedder_status
+
+    if embedder_status() != "available" or importlib.util.find_spec("hnswlib") is None:
+        pytest.skip("needs the [embed] extra")
+    memory = '[memory]\nenabled = true\nprovider = "vivary-local"\n'
+    repo.commit(files={**NOTES, ".vivary/memory.toml": memory})
+    assert cli("index", "--yes", cwd=repo.path).code == 0
+    for query, expected in [("链接 内部", "zh"), ("链", "zh"), ("ссылка", "ru"), ("GRÖSSE", "de")]:
+        r = cli("recall", query, "--json", cwd=repo.path)
+        assert r.code == 0, r.err
+        hits = {h["node_id"]: h["reason"] for h in r.json()}
+        assert "keyword rank 1" in hits[expected], (query, hits)
