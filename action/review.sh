@@ -39,7 +39,8 @@ for rev in "$base" "$head"; do
     fi
 done
 
-args=(ci --head="$head" --format github --github-output="$GITHUB_OUTPUT" --max-annotations="${VIVARY_ANNOTATIONS:-10}")
+args=(ci --head="$head" --format github --github-output="$GITHUB_OUTPUT" --max-annotations="${VIVARY_ANNOTATIONS:-10}"
+      --fail-on="${VIVARY_FAIL_ON:-new}")
 [ -z "$base" ] || args+=(--base="$base")
 [ -z "${VIVARY_ROOT:-}" ] || args+=(--root="$VIVARY_ROOT")
 if [ "${VIVARY_SUMMARY:-true}" = true ] && [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from vivary_git.config import Config, FieldSpec
 from vivary_git.dialects import Target, describe, missing_code
-from vivary_git.models import Finding, Node, Note
+from vivary_git.models import Finding, Ignore, Node, Note
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -62,6 +63,8 @@ def validate_local(
             out.append(Finding(path, lines.get(name, 1), "error", "E102", f"required field '{name}' is empty"))
     refs: list[Ref] = []
     for name, value in fields.items():
+        if name == IGNORE_KEY:
+            continue  # suppression for this note (`ignores`), not a field of its type
         line = lines.get(name, 1)
         if name in config.derive:
             derived = _derived(name, node, dates)
@@ -208,3 +211,65 @@ def apply_strictness(findings: Sequence[Finding], strict: bool) -> list[Finding]
     if not strict:
         return list(findings)
     return [f if f.level == "error" else Finding(f.path, f.line, "error", f.code, f.message) for f in findings]
+
+
+# --- suppression: `<!-- vivary-ignore CODE -->` (parse.ignore_comments) and the `vivary-ignore` key -----------
+
+IGNORE_KEY = "vivary-ignore"
+_CODE = re.compile(r"^[EW][0-9]{3}$")
+# The note could not be read: nothing else about it was checked, so this is never silenced.
+UNSUPPRESSIBLE = frozenset(("E000", "E001"))
+
+
+def ignores_of(note: Note) -> tuple[Ignore, ...]:
+    """What `note` silences: its `vivary-ignore` comments (by line) and its frontmatter key (line 0:
+    the whole note; a code or a list of codes, as `W221` or `[W202, W221]`)."""
+    value = note.fields.get(IGNORE_KEY)
+    if value is None:
+        return note.ignores
+    items = value if isinstance(value, list) else re.split(r"[\s,]+", str(value))
+    codes = tuple(dict.fromkeys(c for c in (str(v).strip().upper() for v in items) if _CODE.match(c)))
+    return (Ignore(0, codes), *note.ignores) if codes else note.ignores
+
+
+def suppress(findings: Sequence[Finding], ignores: Sequence[Ignore]) -> list[Finding]:
+    """`findings` of one note without those its `ignores` silence (line 0 silences on every line)."""
+    silenced: dict[int, set[str]] = {}
+    for ig in ignores:
+        silenced.setdefault(ig.line, set()).update(ig.codes)
+    everywhere = silenced.get(0, set())
+    return [f for f in findings if f.code in UNSUPPRESSIBLE
+            or (f.code not in everywhere and f.code not in silenced.get(f.line, ()))]
+
+
+# --- a baseline: which findings a tree already had (`check --new-since`, `ci`, the pre-commit hook) ---------
+
+_NUMBERED = re.compile(r"\b(line|lines|offset) [0-9]+")
+
+BaselineKey = tuple[str, str, str]  # (code, path, message without line numbers)
+
+
+def baseline_key(f: Finding, path: str | None = None) -> BaselineKey:
+    """What makes a finding the same one in another tree: its code, its note's path and its target. A
+    target (the ref, the wikilink, the field) is in the message, which the same code writes in both
+    trees; line numbers are not part of it, so an edit above a finding does not make it new."""
+    return f.code, f.path if path is None else path, _NUMBERED.sub(r"\1 N", f.message)
+
+
+def new_findings(findings: Sequence[Finding], baseline: Sequence[Finding],
+                 renamed: Mapping[str, str] | None = None) -> list[bool]:
+    """For each of `findings`, whether it is new: not matched by one of `baseline`'s (the findings of
+    the tree it is compared with; `renamed` maps that tree's paths of renamed notes to their paths
+    here, so a renamed note's findings are not new). Findings with the same key are matched in order,
+    as many as the baseline has: a second broken link to the same target is new."""
+    moved = renamed or {}
+    have: Counter[BaselineKey] = Counter(baseline_key(f, moved.get(f.path, f.path)) for f in baseline)
+    out: list[bool] = []
+    for f in findings:
+        k = baseline_key(f)
+        if have[k] > 0:
+            have[k] -= 1
+            out.append(False)
+        else:
+            out.append(True)
+    return out

@@ -23,7 +23,7 @@ FIELD_KINDS = (
 BUILTIN_EXCLUDES = (".git", ".tropo", ".claude", "node_modules", ".obsidian")
 CONFIG_FILE = "tropo.toml"
 GRAPH_FILE = ".vivary/graph.toml"
-FORMAT_VERSION = 5  # bump when a parse or graph rule changes, so caches keyed by it are left behind
+FORMAT_VERSION = 6  # bump when a parse or graph rule changes, so caches keyed by it are left behind
 
 
 class FieldSpec(msgspec.Struct, frozen=True):

@@ -10,7 +10,7 @@ import msgspec
 from vivary_git import check, dialects
 from vivary_git.config import Config
 from vivary_git.dialects import Target, vivary
-from vivary_git.models import Edge, Finding, Node, Note
+from vivary_git.models import Edge, Finding, Ignore, Node, Note
 
 INDEX_STEMS = ("readme", "index", "_index")
 slug = vivary.slug
@@ -94,6 +94,7 @@ class Facts(msgspec.Struct, frozen=True, array_like=True):
     links: list[Target]  # every link, as the vault's dialect reads it
     problem: bool  # E000/E001: the document's fields are unknown
     anchors: list[str] = []  # its headings and block ids, folded (only when anchors are checked)
+    ignores: tuple[Ignore, ...] = ()  # codes its `vivary-ignore` comments and key silence (check.suppress)
 
 
 def facts(path: str, blob: str, note: Note, config: Config, folder_types: Mapping[str, str], root_name: str,
@@ -105,7 +106,8 @@ def facts(path: str, blob: str, note: Note, config: Config, folder_types: Mappin
     found, refs = check.validate_local(node, note, config, dates)
     links = dialects.read_links(note, rules, config.wikilink_field, config.wikilinks)
     anchors = sorted({dialects.anchor_key(a) for a in note.anchors}) if rules.anchors else []
-    return Facts(nid, node.type, node.title, found, refs, links, note.problem is not None, anchors)
+    return Facts(nid, node.type, node.title, found, refs, links, note.problem is not None, anchors,
+                 check.ignores_of(note))
 
 
 def build(
@@ -182,7 +184,9 @@ def _resolver(config: Config, notes: Sequence[str], others: Sequence[str],
 def _contribute(path: str, nid: str, f: Facts, own: bool, known: Mapping[str, object], by_path: Mapping[str, str],
                 resolver: dialects.Resolver, homes: frozenset[str], config: Config, edges: set[_Out],
                 findings: list[Finding], anchors: Mapping[str, list[str]]) -> None:
-    """One document's findings (its own, then W220, then its links') and, if it owns its ID, its edges."""
+    """One document's findings (its own, then W220, then its links', less those it silences) and, if it owns
+    its ID, its edges."""
+    start = len(findings)
     findings.extend(f.findings)
     for ref in f.refs:
         target = ref[2]
@@ -210,6 +214,8 @@ def _contribute(path: str, nid: str, f: Facts, own: bool, known: Mapping[str, ob
             findings.append(check.broken_link(path, t, res.looked_for, rules.dialect))
         if own and not attachment and res.looked_for != nid:
             edges.add((t.field, res.looked_for, True))
+    if f.ignores:
+        findings[start:] = check.suppress(findings[start:], f.ignores)
 
 
 def patch(base: Graph, tree: str | None, changed: Mapping[str, tuple[str, Facts]]) -> Graph | None:

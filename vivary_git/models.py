@@ -62,6 +62,13 @@ class ParseProblem(msgspec.Struct, frozen=True, array_like=True):
     message: str
 
 
+class Ignore(msgspec.Struct, frozen=True, array_like=True):
+    """A `<!-- vivary-ignore CODE... -->` comment: the codes it silences on one line of its note."""
+
+    line: int  # 1-based line of the file the codes are silenced on
+    codes: tuple[str, ...]
+
+
 class Note(msgspec.Struct, frozen=True, array_like=True):
     """Everything a blob's bytes say, independent of path and config: a pure function of the blob id."""
 
@@ -73,3 +80,4 @@ class Note(msgspec.Struct, frozen=True, array_like=True):
     problem: ParseProblem | None = None
     has_frontmatter: bool = False
     anchors: tuple[str, ...] = ()  # heading texts, and `^id` block ids (with their `^`), outside code
+    ignores: tuple[Ignore, ...] = ()  # `vivary-ignore` comments in the body

@@ -12,7 +12,7 @@ import functools
 import re
 from typing import TYPE_CHECKING, Any
 
-from vivary_git.models import Link, Note, ParseProblem
+from vivary_git.models import Ignore, Link, Note, ParseProblem
 
 if TYPE_CHECKING:
     import yaml
@@ -143,6 +143,7 @@ def parse_blob(data: bytes) -> Note:
         problem=problem,
         has_frontmatter=has_frontmatter,
         anchors=anchors,
+        ignores=ignore_comments(body, first_line=body_start + 1) if IGNORE_MARK in body else (),
     )
 
 
@@ -579,3 +580,38 @@ def _escaped(text: str, backslash: int) -> bool:
     while backslash - n >= 0 and text[backslash - n] == "\\":
         n += 1
     return n % 2 == 1
+
+
+IGNORE_MARK = "vivary-ignore"
+_IGNORE_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_IGNORE = re.compile(r"<!--\s*vivary-ignore\s+([^>]*?)\s*-->")
+_IGNORE_CODE = re.compile(r"^[EW][0-9]{3}$")
+
+
+def ignore_comments(body: str, first_line: int) -> tuple[Ignore, ...]:
+    """`<!-- vivary-ignore CODE... -->` comments outside fenced code (codes split by spaces or commas,
+    case-insensitive; anything that is not a code is skipped). Each silences its codes on its own line
+    and, when nothing else is on that line, on the next line too (a comment above a list item)."""
+    out: list[Ignore] = []
+    fence: str | None = None
+    for i, raw in enumerate(body.split("\n")):
+        line = raw.rstrip("\r")
+        m = _IGNORE_FENCE.match(line)
+        if fence is not None:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+                fence = None
+            continue
+        if m:
+            fence = m.group(1)
+            continue
+        if IGNORE_MARK not in line:
+            continue
+        for c in _IGNORE.finditer(line):
+            codes = tuple(dict.fromkeys(t.upper() for t in re.split(r"[\s,]+", c.group(1))
+                                        if _IGNORE_CODE.match(t.upper())))
+            if not codes:
+                continue
+            out.append(Ignore(first_line + i, codes))
+            if not _IGNORE.sub("", line).strip():
+                out.append(Ignore(first_line + i + 1, codes))
+    return tuple(out)

@@ -1,9 +1,10 @@
 """Deterministic text search over typed nodes, and `find`'s budgeted context for agents.
 
-Scoring is the contract's: terms `[a-z0-9]+` minus stopwords; per source a phrase bonus (the raw
-query as a substring) plus a bonus per whole-word hit of each term — id+title 120/40, frontmatter
-80/24, path 60/16, body 40/10, outbound-edge text 30/8; +20 per edge filter; score ≤ 0 dropped;
-sorted by (-score, path, id).
+Scoring is the contract's: terms minus stopwords; per source a phrase bonus (the raw query as a
+substring) plus a bonus per whole-word hit of each term — id+title 120/40, frontmatter 80/24, path
+60/16, body 40/10, outbound-edge text 30/8; +20 per edge filter; score ≤ 0 dropped; sorted by
+(-score, path, id). The contract's terms are `[a-z0-9]+`; ours are words of any script and CJK
+bigrams (`textsearch.py`), which on ASCII text are exactly those.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import msgspec
 from vivary_git.errors import UsageError
 from vivary_git.graph import Graph
 from vivary_git.models import Edge, Node, Note
+from vivary_git.textsearch import fold, query_terms, word_counts
 
 if TYPE_CHECKING:
     from vivary_git.searchindex import SearchIndex
@@ -29,7 +31,6 @@ STOPWORDS = frozenset((
     "a", "an", "and", "are", "as", "at", "be", "by", "do", "does", "for", "from", "how", "i", "in", "is", "it",
     "of", "on", "or", "our", "the", "this", "to", "we", "what", "where", "which", "who", "why",
 ))
-_TERM = re.compile(r"[a-z0-9]+")
 _SPACE = re.compile(r"\s+")
 # (source name in reasons, phrase weight, per-hit term weight)
 SOURCES = (
@@ -74,8 +75,10 @@ class QueryResult(msgspec.Struct, frozen=True):
 
 
 def terms_of(text: str) -> list[str]:
-    found = _TERM.findall(text.lower())
-    kept = [t for t in found if t not in STOPWORDS]
+    """The query's terms: its words minus stopwords (all of them when every one is a stopword), then
+    its CJK grams (`textsearch.query_terms`)."""
+    found, grams = query_terms(text)
+    kept = [t for t in found if t not in STOPWORDS] + grams
     return kept or found
 
 
@@ -155,11 +158,11 @@ def search(
     answer is identical and only the top results' notes are read (for snippets)."""
     if not text.strip():
         raise UsageError('provide a search query, e.g. `git vivary query "auth module"`')
-    phrase = text.lower().strip()
+    phrase = fold(text).strip()
     terms = terms_of(text)
     weights = Counter(terms)  # a repeated term counts each time it is repeated
-    # Terms are [a-z0-9]+, so `\bterm\b` matches exactly where a whole \w+ run equals the term:
-    # one pass per source finds every term's hits.
+    # In ASCII text a term (`[a-z0-9]+` there) matches exactly where a whole \w+ run equals it, so
+    # `\bterm\b` finds every term's hits in one pass per source; other text is cut into its words.
     words = re.compile(r"\b(?:" + "|".join(re.escape(t) for t in sorted(weights, key=len, reverse=True)) + r")\b")
     # Outbound edges are wanted only to filter by them, to show them, or to score without an index;
     # grouping every edge of a big graph is a good part of a warm query otherwise.
@@ -188,10 +191,14 @@ def search(
         score = 0
         reasons: list[str] = []
         for (reason, w_phrase, w_term), source in zip(SOURCES, sources, strict=True):
-            low = source.lower()
+            low = fold(source)
             got = w_phrase if phrase in low else 0
             if any(t in low for t in weights):
-                got += w_term * sum(weights[w] for w in words.findall(low))
+                if low.isascii():
+                    got += w_term * sum(weights[w] for w in words.findall(low))
+                else:
+                    counts = word_counts(low)
+                    got += w_term * sum(weights[t] * counts[t] for t in weights)
             if got or phrase in low:
                 score += got
                 reasons.append(reason)
@@ -220,9 +227,11 @@ def search(
 def make_snippet(note: Note, node: Node, phrase: str, terms: Sequence[str], width: int) -> str:
     source = note.body if note.body.strip() else (frontmatter_text(note.fields) or node.title)
     text = _SPACE.sub(" ", source).strip()
-    low = text.lower()
+    low = fold(text)
     positions = [p for p in (low.find(n) for n in (phrase, *terms) if n) if p >= 0]
     start = min(positions) if positions else 0
+    if len(low) != len(text):  # folding changed the length (`ß` is `ss`): place the window proportionally
+        start = start * len(text) // max(len(low), 1)
     if len(text) <= width:
         return text
     left = max(0, start - width // 2)

@@ -1,28 +1,27 @@
-"""A per-tree index for `query`/`find`: the five scored sources of every node, lowercased, plus
-whole-word postings, so a query touches only the postings of its terms instead of every body.
+"""A per-tree index for `query`/`find`: the five scored sources of every node, folded (lowercased,
+`textsearch.fold`), plus whole-word postings, so a query touches only the postings of its terms
+instead of every body.
 
 It answers exactly what the direct scan in `query.search` answers (a test holds the two equal):
 - phrase bonus: the raw query as a substring of a source, found by scanning one string per source
   (documents joined by NUL, which no query contains) and mapping hits back by offset;
-- term bonus: `\\bterm\\b` hits. A term is `[a-z0-9]+`, so it matches exactly where a whole `\\w+`
-  run equals it; counting `\\w+` runs per document gives every term's hits at once.
+- term bonus: a document's words equal to the term (`textsearch.word_counts`; in ASCII text a term
+  is `[a-z0-9]+` and matches exactly where a whole `\\w+` run equals it), counted per document once
+  for every term.
 """
 
 from __future__ import annotations
 
 import bisect
-import re
 from array import array
-from collections import Counter
 from collections.abc import Mapping, Sequence
 
 import msgspec
 
 from vivary_git.graph import Graph
 from vivary_git.models import Note
+from vivary_git.textsearch import fold, word_counts
 
-_WORD = re.compile(r"\w+")
-_TERM_ONLY = re.compile(r"[a-z0-9]+")
 SOURCE_COUNT = 5
 
 
@@ -46,20 +45,19 @@ def build(graph: Graph, notes: Mapping[str, Note]) -> SearchIndex:
     offsets: list[list[int]] = []
     postings: list[dict[str, bytes]] = []
     for s in range(SOURCE_COUNT):
-        lows = [d[s].lower() for d in docs]
+        lows = [fold(d[s]) for d in docs]
         starts: list[int] = []
         pos = 0
         post: dict[str, array[int]] = {}
         for i, low in enumerate(lows):
             starts.append(pos)
             pos += len(low) + 1
-            for word, hits in Counter(_WORD.findall(low)).items():
-                if _TERM_ONLY.fullmatch(word):
-                    arr = post.get(word)
-                    if arr is None:
-                        arr = post[word] = array("I")
-                    arr.append(i)
-                    arr.append(hits)
+            for word, hits in word_counts(low).items():
+                arr = post.get(word)
+                if arr is None:
+                    arr = post[word] = array("I")
+                arr.append(i)
+                arr.append(hits)
         texts.append("\0".join(lows))
         offsets.append(starts)
         postings.append({t: a.tobytes() for t, a in post.items()})

@@ -40,7 +40,7 @@ import msgspec
 
 from vivary_git import escape
 from vivary_git.config import FORMAT_VERSION
-from vivary_git.models import Link, Note, ParseProblem
+from vivary_git.models import Ignore, Link, Note, ParseProblem
 
 if TYPE_CHECKING:
     from vivary_git.git import Repo
@@ -104,11 +104,12 @@ class SharedNote(msgspec.Struct, frozen=True, array_like=True):
     problem: ParseProblem | None = None
     has_frontmatter: bool = False
     anchors: tuple[str, ...] = ()
+    ignores: tuple[Ignore, ...] = ()
 
 
 def share(note: Note) -> SharedNote:
     return SharedNote(note.fields, note.key_lines, note.title, len(note.body), note.links, note.problem,
-                      note.has_frontmatter, note.anchors)
+                      note.has_frontmatter, note.anchors, note.ignores)
 
 
 _ENCODE = msgspec.msgpack.Encoder().encode
@@ -118,7 +119,7 @@ def encode_shared(note: Note) -> bytes:
     """`share(note)` encoded, without building the struct: an array_like struct is a msgpack array
     of its fields in order, which is what this tuple encodes to (a test holds the bytes equal)."""
     return _ENCODE((note.fields, note.key_lines, note.title, len(note.body), note.links, note.problem,
-                    note.has_frontmatter, note.anchors))
+                    note.has_frontmatter, note.anchors, note.ignores))
 
 
 def unshare(shared: SharedNote, read: Callable[[], bytes]) -> Note | None:
@@ -137,7 +138,7 @@ def unshare(shared: SharedNote, read: Callable[[], bytes]) -> Note | None:
             return None
         body = text[len(text) - shared.body_chars:]
     return Note(shared.fields, shared.key_lines, shared.title, body, shared.links, shared.problem,
-                shared.has_frontmatter, shared.anchors)
+                shared.has_frontmatter, shared.anchors, shared.ignores)
 
 
 class Manifest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

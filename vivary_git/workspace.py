@@ -106,7 +106,7 @@ class _Rules:
 class Workspace:
     """One workspace at one tree. Cheap to create; work happens on first use and is cached."""
 
-    def __init__(self, source: Source, *, cache: bool = True, gate: bool = False) -> None:
+    def __init__(self, source: Source, *, cache: bool = True, gate: bool = False, shared_cache: bool = True) -> None:
         self.source = source
         self.gate = gate
         self.config = source.config
@@ -118,12 +118,15 @@ class Workspace:
         self._graph_cache = ObjectCache(vdir, "graph")
         self._history_cache = ObjectCache(vdir, "history")
         self._check_cache = ObjectCache(vdir, "checks")  # findings and counts by graph key: `check` warm
+        # findings alone by graph key, of trees checked without a graph: a staged tree (the next HEAD) or a
+        # baseline, so the hook's `--new-since HEAD` finds HEAD's findings without re-deriving them
+        self._findings_cache = ObjectCache(vdir, "findings", keep=8)
         self._graph: graph_mod.Graph | None = None
         self._notes: dict[str, Note] | None = None
         self.stats = Stats()
         # --- issue 4: the shared ref cache (store.py), second level behind the local hot cache ---
         self._ref: store.RefCache | None = None
-        self._ref_checked = False
+        self._ref_checked = not shared_cache  # without the shared cache: neither read nor recorded
         self._from_ref: set[str] = set()  # parse (blob ids) and facts (keys) read from the ref this run
         self._tainted: set[str] = set()  # fact keys derived here from a parse read from the ref
         self._shared_graph = False  # the graph in hand was built with entries read from the ref
@@ -292,18 +295,39 @@ class Workspace:
         self._fact_cache.flush()
         return changed
 
-    def _patched_check(self) -> tuple[list[Finding], int] | None:
+    def baseline_findings(self) -> list[Finding]:
+        """This tree's findings (strictness not applied) as cheaply as they can be had, for comparing
+        another tree with (`check --new-since`): its cached check, else the last cached graph's findings
+        with the edited notes re-derived (nothing written), else its graph."""
+        key = self._graph_key() if self._graph is None else None
+        if key is not None:
+            cached = self._check_cache.get(key, msgspec.msgpack.Decoder(_Checked))
+            if cached is not None:
+                return cached.findings
+            found = self._findings_cache.get(key, msgspec.msgpack.Decoder(list[Finding]))
+            if found is not None:
+                return found
+        patched = self._patched_check(any_kind=True)
+        if patched is not None:
+            if key is not None:
+                self._findings_cache.put(key, patched[0])
+            return patched[0]
+        return self.graph().findings
+
+    def _patched_check(self, *, any_kind: bool = False) -> tuple[list[Finding], int] | None:
         """`check --staged` after a few edits: the last cached graph's findings with the edited notes
         re-derived, from its cached findings and IDs alone (no graph decoded, no graph written: the
         staged tree is checked once, then committed or replaced). None when the full way is needed:
         the tree could be recorded in the ref (it is HEAD's), the base is missing or has other rules,
         more than `_CACHE_STAGED_AFTER` notes changed (then the graph is patched and cached), or
-        patching could differ from a full build."""
-        if self.source.kind != "staged" or self._graph is not None or self._date_lookup() is not None:
+        patching could differ from a full build. With `any_kind`, for any source (a baseline's)."""
+        if (self.source.kind != "staged" and not any_kind) or self._graph is not None \
+                or self._date_lookup() is not None:
             return None
         key = self._graph_key()
         last = self._graph_cache.get(_LAST, msgspec.msgpack.Decoder(str)) if key is not None else None
-        if key is None or last is None or last == key or record.recordable_root(self.source) is not None:
+        if key is None or last is None or last == key \
+                or (not any_kind and record.recordable_root(self.source) is not None):
             return None
         base = self._check_cache.get(last, msgspec.msgpack.Decoder(_Checked))
         if base is None or base.tree is None or base.root != self.root_name or base.homes \
@@ -666,6 +690,9 @@ class Workspace:
             found, checked = cached.findings, cached.counts.checked
         elif patched is not None:
             found, checked = patched
+            key = self._graph_key()
+            if key is not None:  # once committed, this tree is HEAD: the hook's next baseline
+                self._findings_cache.put(key, found)
         else:
             g = self.graph()
             found, checked = g.findings, g.checked
@@ -736,11 +763,13 @@ def open_workspace(
     cache: bool = True,
     gate: bool = False,
     rev_option: str = "--rev",
+    shared_cache: bool = True,
 ) -> Workspace:
     """Open the workspace containing `path` (default: the current directory) at one tree. `gate=True`
     computes every answer from the tree's blobs and the caches this machine wrote, never from a
     fetched cache (docs/cache.md, "Trust"): what `ci`, the hooks and `check --gate` use. Errors about
-    `rev` name it as `rev_option` (the command-line option it came from)."""
+    `rev` name it as `rev_option` (the command-line option it came from). With `shared_cache=False`,
+    `refs/vivary/cache` is neither read nor written."""
     start = Path(path) if path is not None else None
     return Workspace(open_source(start, rev=rev, staged=staged, root=root, rev_option=rev_option), cache=cache,
-                     gate=gate)
+                     gate=gate, shared_cache=shared_cache)

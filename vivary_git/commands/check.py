@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vivary_git.commands._common import add_json_arg, add_source_args, emit_json, gate_from_env, open_ws
 from vivary_git.errors import EXIT_FINDINGS, EXIT_OK, UsageError
 from vivary_git.escape import text as shown
+
+if TYPE_CHECKING:
+    from vivary_git.baseline import NewReport
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -31,6 +35,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="hide W-coded findings in text output (counts and exit code are unchanged)")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="also say (on stderr) which vault dialect links are read in, and why (docs/vaults.md)")
+    p.add_argument("--new-since", metavar="REV",
+                   help="report only findings REV did not have (matched by code, path and target, not by line; "
+                   "a renamed note keeps its findings); exit 1 only for a new error. The pre-commit hook "
+                   "runs `check --staged --gate --new-since HEAD`")
     p.set_defaults(run=run)
 
 
@@ -40,32 +48,46 @@ def run(args: argparse.Namespace) -> int:
         rules = ws.config.links
         sys.stderr.write(f"vivary: dialect {shown(rules.dialect)}: {shown(rules.reason)}\n")
     report = ws.check(strict=args.strict)
+    new: NewReport | None = None
+    if args.new_since is not None:
+        from vivary_git.baseline import new_since
+
+        new = new_since(ws, report, args.new_since)
     ws.report_stats()
     if report.checked == 0 and ws.source.kind == "folder":
         # Outside Git nothing says this folder is a workspace: zero notes means the wrong folder, not a pass.
         raise UsageError(no_notes_message(ws.source.root, ws.source.nested_repos))
+    verdict = new if new is not None else report
     if args.json:
-        emit_json(report)
+        emit_json(verdict)
     else:
         out = sys.stdout
         # Editors jump to `path:line:`; sorted by place, rule order kept within a line.
-        for f in sorted(report.findings, key=lambda f: (f.path, f.line)):
+        for f in sorted(verdict.findings, key=lambda f: (f.path, f.line)):
             if args.quiet and f.code.startswith("W"):
                 continue
             out.write(f.render() + "\n")
-        if not args.quiet or report.errors:
-            out.write(f"\nvivary: {report.checked} document(s), {report.errors} error(s), "
-                      f"{report.warnings} warning(s) in {shown(ws.source.label)}\n")
-    return EXIT_FINDINGS if report.errors else EXIT_OK
+        if not args.quiet or verdict.errors:
+            if new is None:
+                out.write(f"\nvivary: {report.checked} document(s), {report.errors} error(s), "
+                          f"{report.warnings} warning(s) in {shown(ws.source.label)}\n")
+            else:
+                out.write(f"\nvivary: {new.checked} document(s), {new.errors} new error(s), {new.warnings} new "
+                          f"warning(s) in {shown(ws.source.label)} since {shown(new.new_since)}; "
+                          f"{new.existing_errors} error(s) and {new.existing_warnings} warning(s) it already had "
+                          "are not shown\n")
+            if new is not None and new.note:
+                out.write(f"vivary: {shown(new.new_since)}: {shown(new.note)}\n")
+    return EXIT_FINDINGS if verdict.errors else EXIT_OK
 
 
 def no_notes_message(root: Path, nested: list[str]) -> str:
     said = f"no notes found in {root} (files ending in .md or .markdown, outside excluded folders)"
     if nested:
         nested = sorted(nested)
-        shown = ", ".join(nested[:5]) + (f" and {len(nested) - 5} more" if len(nested) > 5 else "")
+        listed = ", ".join(nested[:5]) + (f" and {len(nested) - 5} more" if len(nested) > 5 else "")
         said += (f"; {len(nested)} nested Git repositor{'y was' if len(nested) == 1 else 'ies were'} skipped "
-                 f"({shown}): run `git vivary check` inside one, or `-C PATH`")
+                 f"({listed}): run `git vivary check` inside one, or `-C PATH`")
     else:
         said += "; run it in your notes folder, or `-C PATH`"
     return said

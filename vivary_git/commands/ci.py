@@ -20,8 +20,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Check the head tree and, with --base, compute the change's blast radius (changed notes, "
         "broken and fixed edges, impacted notes). --format github prints workflow-command annotations ranked "
         "to fit GitHub's caps (errors on changed files first); --summary appends a Markdown report with a "
-        "Mermaid picture. Exit 0 when the head tree has no error, 1 when it has, 2 on a usage or config error "
-        "(docs/ci.md).",
+        "Mermaid picture. Findings the base tree already had are reported apart. Exit 0 when the head tree has "
+        "no new error (--fail-on all: no error), 1 when it has, 2 on a usage or config error (docs/ci.md).",
     )
     p.add_argument("--base", metavar="REV", help="the tree the change starts from (the PR base); omit to only check")
     p.add_argument("--head", metavar="REV", default="HEAD", help="the tree to check (default: HEAD)")
@@ -38,6 +38,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    "most 10 per step (default: 10)")
     p.add_argument("--depth", type=depth_arg, default=DEFAULT_DEPTH, metavar="N|all",
                    help=f"impact: stop after N hops; `all` for no limit (default: {DEFAULT_DEPTH})")
+    p.add_argument("--fail-on", choices=("new", "all"), default="new",
+                   help="new (default): exit 1 only for an error the base tree did not have (matched by code, "
+                   "path and target); all: for any error in the head tree. Without --base every error is new")
     s = p.add_mutually_exclusive_group()
     s.add_argument("--strict", dest="strict", action="store_true", default=None,
                    help="report warnings at level error (the default when base.strict = true)")
@@ -51,7 +54,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     from vivary_git.escape import json_text
     from vivary_git.gates import github
-    from vivary_git.gates.review import render_text, review
+    from vivary_git.gates.review import fails, render_text, review
     from vivary_git.gates.sarif import render_sarif
     from vivary_git.gates.summary import render_summary
 
@@ -75,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         github.append_text(_path(args.summary), [render_summary(r)])
     if args.github_output:
         github.write_outputs(_path(args.github_output), github.outputs(r))
-    return EXIT_FINDINGS if r.check.errors else EXIT_OK
+    return EXIT_FINDINGS if fails(r, args.fail_on) else EXIT_OK
 
 
 def _path(name: str) -> Path:

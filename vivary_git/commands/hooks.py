@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     guard_code = privacy_guard(cwd)
     from vivary_git.main import main
 
-    check_code = main(["check", "--staged", "--gate"])
+    check_code = main(["check", "--staged", "--gate", "--new-since", "HEAD"])
     if check_code == EXIT_FINDINGS:
         print("vivary: commit refused: fix the findings above (`git commit --no-verify` skips the hook once)",
               file=sys.stderr)

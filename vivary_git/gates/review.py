@@ -7,17 +7,19 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import msgspec
 
 from vivary_git.blast import ChangeReport, change_impact
+from vivary_git.check import new_findings
 from vivary_git.errors import GitError, VivaryError
 from vivary_git.escape import text
 from vivary_git.git import Repo
+from vivary_git.graph import Graph
 from vivary_git.models import Edge, Finding, Node
-from vivary_git.source import rev_tree
+from vivary_git.source import Source, rev_tree
 from vivary_git.workspace import CheckReport, Workspace, open_workspace
 
 # The picture in the job summary stays readable (and under GitHub's 50,000-character Mermaid limit).
@@ -26,6 +28,7 @@ _LEVEL_RANK = {"error": 0, "warning": 1, "notice": 2}
 WHY_CHANGED = "changed file"
 WHY_BROKEN = "broken by this change"
 WHY_ELSEWHERE = "not in this change"
+WHY_EXISTING = "already in the base"
 
 
 class Annotation(msgspec.Struct, frozen=True):
@@ -65,6 +68,15 @@ class Broke(msgspec.Struct, frozen=True):
     referrers: list[Referrer]
 
 
+class NewFindings(msgspec.Struct, frozen=True):
+    """The head's findings split by whether the base tree had them (`check.new_findings`)."""
+
+    errors: int  # new in head
+    warnings: int
+    existing_errors: int  # the base had them too
+    existing_warnings: int
+
+
 class Review(msgspec.Struct, frozen=True):
     base: str | None
     head: str
@@ -76,6 +88,15 @@ class Review(msgspec.Struct, frozen=True):
     picture: Picture | None
     note: str = ""  # why there is no blast radius, when there is none
     broke: list[Broke] = []  # what this change broke, grouped by the note the references name
+    new: NewFindings | None = None  # None without a base tree: then every finding counts as new
+
+
+def fails(r: Review, fail_on: str = "new") -> bool:
+    """The gate's verdict: whether the head has an error that is new (`fail_on="new"`, the default: the
+    base had none like it) or any error at all (`"all"`). Without a base every error is new."""
+    if fail_on == "all" or r.new is None:
+        return r.check.errors > 0
+    return r.new.errors > 0
 
 
 def repo_path(prefix: str, path: str) -> str:
@@ -102,11 +123,13 @@ def review(
     change: ChangeReport | None = None
     note = ""
     changed_files: list[str] = []
+    is_new: list[bool] | None = None
     if base is not None:
         repo = head_ws.source.repo
         assert repo is not None  # a --rev source always has one
         try:
-            base_graph = _open_base(cwd, base, root, cache, repo.common_dir).graph()
+            base_ws = _open_base(cwd, base, root, cache, repo.common_dir)
+            base_graph = base_ws.graph()
         except GitError:
             raise  # a base that does not resolve is a usage error
         except VivaryError as err:
@@ -114,12 +137,18 @@ def review(
             note = f"blast radius not computed: the base tree {base} cannot be read: {err}"
         else:
             change = change_impact(base_graph, head_graph, base, head, depth)
+            is_new = _new_in_head(report.findings, base_graph, base_ws.source, head_ws)
         changed_files = _changed_files(repo, rev_tree(repo, base), head_ws.source.root_tree)
-    ranked = rank(report.findings, change, head_graph.nodes, head_graph.edges, prefix, changed_files)
+    ranked = rank(report.findings, change, head_graph.nodes, head_graph.edges, prefix, changed_files, is_new)
     picture = neighbourhood(change, head_graph.nodes, head_graph.edges) if change is not None else None
     broke = what_broke(change, head_graph.nodes, prefix) if change is not None else []
+    new: NewFindings | None = None
+    if is_new is not None:
+        levels = [(f.level == "error", fresh) for f, fresh in zip(report.findings, is_new, strict=True)]
+        new = NewFindings(errors=levels.count((True, True)), warnings=levels.count((False, True)),
+                          existing_errors=levels.count((True, False)), existing_warnings=levels.count((False, False)))
     return Review(base=base, head=head, prefix=prefix, check=report, change=change, changed_files=changed_files,
-                  annotations=ranked, picture=picture, note=note, broke=broke)
+                  annotations=ranked, picture=picture, note=note, broke=broke, new=new)
 
 
 def what_broke(change: ChangeReport, nodes: list[Node], prefix: str) -> list[Broke]:
@@ -143,6 +172,17 @@ def what_broke(change: ChangeReport, nodes: list[Node], prefix: str) -> list[Bro
             refs,
         ))
     return sorted(out, key=lambda b: (b.change == "missing", -len(b.referrers), b.target))
+
+
+def _new_in_head(findings: list[Finding], base_graph: Graph, base_source: Source, head_ws: Workspace) -> list[bool]:
+    """Which head findings the base tree did not have (its graph was built from its own blobs, as the
+    head's), a renamed note's findings following it."""
+    from vivary_git.baseline import renamed_notes
+
+    base_tree = base_source.tree_id
+    same_root = base_source.prefix == head_ws.source.prefix
+    renamed = renamed_notes(head_ws, base_tree) if same_root and base_tree is not None else {}
+    return new_findings(findings, base_graph.findings, renamed)
 
 
 def _open_base(cwd: str | os.PathLike[str] | None, base: str, root: str | None, cache: bool,
@@ -178,20 +218,27 @@ def rank(
     edges: list[Edge],
     prefix: str,
     changed_files: Iterable[str],
+    is_new: Sequence[bool] | None = None,
 ) -> list[Annotation]:
     """Every finding as an annotation plus a notice per changed note that others reference, ordered
     so that whatever fits GitHub's per-type cap is what a reviewer needs: within a level, findings
     on files this change touched first, then findings this change caused elsewhere (a reference
-    broken by deleting or renaming its target), then findings that were already there."""
+    broken by deleting or renaming its target), then findings in files it did not touch, then findings
+    the base already had (`is_new` False)."""
     changed = set(changed_files)
     by_id = {n.id: n for n in nodes}
     broke: set[str] = set()
     if change is not None:
         broke = {by_id[e.from_].path for e in change.broken_edges if e.from_ in by_id}
     out: list[tuple[tuple[int, int, str, int], Annotation]] = []
-    for f in findings:
+    for i, f in enumerate(findings):
         path = repo_path(prefix, f.path)
-        tier, why = (0, WHY_CHANGED) if path in changed else (1, WHY_BROKEN) if f.path in broke else (2, WHY_ELSEWHERE)
+        if is_new is not None and not is_new[i]:
+            tier, why = 3, WHY_EXISTING
+        elif path in changed:
+            tier, why = 0, WHY_CHANGED
+        else:
+            tier, why = (1, WHY_BROKEN) if f.path in broke else (2, WHY_ELSEWHERE)
         a = Annotation(f.level, path, max(f.line, 1), f"vivary {f.code}", f.message, why)
         out.append(((_LEVEL_RANK.get(f.level, 1), tier, path, f.line), a))
     if change is not None:
@@ -251,8 +298,15 @@ def neighbourhood(change: ChangeReport, nodes: list[Node], edges: list[Edge]) ->
 
 def render_text(r: Review) -> str:
     t = text
-    lines = [f"{t(a.path)}:{a.line}: {t(a.level)} {t(a.title.removeprefix('vivary '))}: {t(a.message)}"
-             for a in sorted((a for a in r.annotations if a.level != "notice"), key=lambda a: (a.path, a.line))]
+
+    def line(a: Annotation) -> str:
+        return f"{t(a.path)}:{a.line}: {t(a.level)} {t(a.title.removeprefix('vivary '))}: {t(a.message)}"
+
+    shown = sorted((a for a in r.annotations if a.level != "notice"), key=lambda a: (a.path, a.line))
+    lines = [line(a) for a in shown if a.why != WHY_EXISTING]
+    existing = [line(a) for a in shown if a.why == WHY_EXISTING]
+    if existing:
+        lines += ["", f"already in {t(r.base)} (not counted against this change):", *existing]
     if r.change is not None:
         c = r.change
         lines.append("")
@@ -273,6 +327,8 @@ def headline(r: Review) -> str:
     """One line of text: the revision names in it are escaped (docs/output.md)."""
     s = (f"vivary: {r.check.checked} document(s), {r.check.errors} error(s), {r.check.warnings} warning(s) "
          f"in {text(r.head)}")
+    if r.new is not None:
+        s += f" ({r.new.errors} error(s) and {r.new.warnings} warning(s) new since {text(r.base)})"
     if r.change is not None:
         c = r.change.counts
         s += (f"; {text(r.base or '')}..{text(r.head)}: {c['changed']} changed, {c['broken_edges']} broken edge(s), "

@@ -1,10 +1,11 @@
-"""Okapi BM25 over packets, with English Snowball stemming: the lexical half of hybrid recall.
+"""Okapi BM25 over packets, with Snowball stemming: the lexical half of hybrid recall.
 
-Small on purpose: a tokenizer (lower-case `\\w\\w+` runs, English stopwords dropped, Snowball/Porter2
-stems), an index in compressed-sparse-row form, and Lucene's BM25 scoring. The index is encoded as a
-msgpack header plus raw little-endian arrays, so it loads with `numpy.frombuffer` (no parsing per
-posting) and is never unpickled. numpy and the stemmer are imported inside functions: this module is
-imported by commands whose startup time matters.
+Small on purpose: a tokenizer (the words of `textsearch.py`: folded, any script, CJK as characters
+and bigrams; words of two or more characters, English stopwords dropped, Snowball stems: English for
+Latin text, Russian for Cyrillic, Greek for Greek), an index in compressed-sparse-row form, and
+Lucene's BM25 scoring. The index is encoded as a msgpack header plus raw little-endian arrays, so it
+loads with `numpy.frombuffer` (no parsing per posting) and is never unpickled. numpy and the stemmer
+are imported inside functions: this module is imported by commands whose startup time matters.
 
 Stemming matters on SciFact (docs/recall.md): "fractures" must meet "fracture".
 """
@@ -21,13 +22,15 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from vivary_git.textsearch import fold, has_cjk, words
+
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
 __all__ = ["LEXICAL_FORMAT", "LexicalIndex", "Tokenizer", "build", "decode"]
 
-LEXICAL_FORMAT = 1  # bump when tokenisation or the encoding changes: cached token counts are keyed by it
+LEXICAL_FORMAT = 2  # bump when tokenisation or the encoding changes: cached token counts are keyed by it
 K1 = 1.2
 B = 0.75
 _MAGIC = b"VVBM"
@@ -46,25 +49,62 @@ yourself yourselves
 _WORD = re.compile(r"\w\w+")
 
 
+_CYRILLIC = re.compile("[\u0400-\u052f\u1c80-\u1c8f\u2de0-\u2dff\ua640-\ua69f]")
+_GREEK = re.compile("[\u0370-\u03ff\u1f00-\u1fff]")
+
+
 class Tokenizer:
-    """text → stemmed terms. Stems are memoised: a corpus repeats its words far more than it adds new ones."""
+    """text → stemmed terms. Stems are memoised: a corpus repeats its words far more than it adds new ones.
+
+    ASCII text is cut exactly as it always was (`\\w\\w+` runs of the lower-cased text); other text into
+    `textsearch.words` (folded words, CJK characters and bigrams), words of one character dropped but
+    CJK characters kept. A word in Cyrillic or Greek letters gets that language's stemmer."""
 
     def __init__(self) -> None:
         from snowballstemmer.english_stemmer import EnglishStemmer  # type: ignore[import-untyped]
 
         stem: Callable[[str], str] = EnglishStemmer().stemWord
         self._stem = stem
+        self._other: dict[str, Callable[[str], str]] = {}
         self._cache: dict[str, str] = {}
+
+    def _stem_other(self, word: str) -> str:
+        """A non-ASCII word's stem: Russian for Cyrillic, Greek for Greek, English for the rest (which
+        leaves letters outside a-z alone); CJK grams are kept whole."""
+        if _CYRILLIC.search(word):
+            lang = "russian"
+        elif _GREEK.search(word):
+            lang = "greek"
+        elif has_cjk(word):
+            return word
+        else:
+            return self._stem(word)
+        stem = self._other.get(lang)
+        if stem is None:
+            import snowballstemmer  # type: ignore[import-untyped]
+
+            stem = self._other[lang] = snowballstemmer.stemmer(lang).stemWord
+        return stem(word)
 
     def __call__(self, text: str) -> list[str]:
         cache = self._cache
         out: list[str] = []
-        for word in _WORD.findall(text.lower()):
+        if text.isascii():
+            found = _WORD.findall(text.lower())
+            stem = self._stem
+        else:
+            folded = fold(text)
+            if has_cjk(folded):
+                found = [w for w in words(folded) if len(w) > 1 or has_cjk(w)]
+            else:
+                found = [w for w in words(folded) if len(w) > 1]
+            stem = self._stem_other
+        for word in found:
             if word in STOPWORDS:
                 continue
             s = cache.get(word)
             if s is None:
-                s = cache[word] = self._stem(word)
+                s = cache[word] = stem(word)
             out.append(s)
         return out
 
