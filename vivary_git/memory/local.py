@@ -372,8 +372,8 @@ def _load_embedder(name: str, *, optimize: bool = True) -> Embedder:
 def index_windows(count: int) -> list[tuple[int, int]]:
     """How `embed_pending` cuts `count` texts into windows, each tokenised as one piece and embedded as one
     `embed_tokens` call (so sorted by length within it). The first window is small so the model starts
-    early; the rest are large so that sorting pads little (on SciFact, runs sorted within windows of 512
-    pad <1% more than one global sort; windows of 256 pad 2% more)."""
+    early; the rest are large so that sorting pads little (SciFact's padded tokens beyond the real ones:
+    1.3% with these windows, 0.2% with one global sort, 2.1% in the windows of 256 used before)."""
     out: list[tuple[int, int]] = []
     start = 0
     while start < count:
@@ -397,8 +397,8 @@ def embed_pending(embedder: Embedder, texts: list[str], *, progress: Callable[[i
 
     A thread tokenises window after window (`index_windows`; the tokenizer releases the GIL) while this
     one runs the model on the window before, so the model's lanes never wait for text. `progress(done,
-    total)` is called as embedding starts (done = 0) and after each model run; `checkpoint(done, vectors)` at most every
-    `_CHECKPOINT_SECONDS` between windows, with the first `done` rows final.
+    total)` is called as embedding starts (done = 0) and after each model run; `checkpoint(done, vectors)`
+    at most every `_CHECKPOINT_SECONDS` between windows, with the first `done` rows final.
     """
     import queue
     import threading
