@@ -6,6 +6,7 @@ import importlib.metadata
 import importlib.resources
 import importlib.util
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -213,3 +214,85 @@ def test_tokenizer_matches_the_model() -> None:
     assert tok.get_vocab_size() == 30522
     assert (tok.token_to_id("[PAD]"), tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")) == (0, 101, 102)
     assert embed_mod._MODELS["minilm-l6-int8"].tokenizer_sha256 == TOKENIZER_SHA256
+
+
+# --- batching: a text's vector is a function of the text alone ---------------------------------------------
+
+# Texts of many lengths, with ties (equal token counts), one past the 256-token cut, one empty, odd characters:
+# sorted into runs, their neighbours and padding differ from one call to the next.
+VARIED = [
+    "",
+    "cat",
+    "dog",
+    "Ünïcödé and emoji 🦎 survive",
+    "a kitten on a rug",
+    "stock market report",
+    *(f"note {i}: " + "git graph memory " * (i % 5 + 1) for i in range(12)),
+    " ".join(f"alpha{i} beta gamma" for i in range(200)),  # cut at 256 tokens
+    "# Title\n\n" + "Body text with **markdown** and [[wikilinks]]. " * 12,
+]
+
+
+@needs_model
+def test_a_text_gets_the_same_vector_alone_and_in_any_batch(embedder: Embedder) -> None:
+    np = _np()
+    alone = np.vstack([embedder.embed([t]) for t in VARIED])
+    for batch_size in (3, 32):
+        together = embedder.embed(VARIED, batch_size=batch_size)
+        assert np.abs(together - alone).max() < 1e-5, batch_size
+    # Beside very different companions: a short text in a run padded to a long one's length, and the reverse.
+    long = VARIED[-2]
+    for i in (0, 1, 3, len(VARIED) - 1):
+        pair = embedder.embed([long, VARIED[i], long], batch_size=3)
+        assert np.abs(pair[1] - alone[i]).max() < 1e-5, i
+
+
+@needs_model
+def test_vectors_do_not_depend_on_the_order_of_the_texts(embedder: Embedder) -> None:
+    # The runs are a function of the set of texts (sorted by length, then by the tokens themselves), so any
+    # order gives the same runs and the same bits, not merely close ones.
+    np = _np()
+    first = embedder.embed(VARIED, batch_size=4)
+    for seed in range(2):
+        order = list(range(len(VARIED)))
+        random.Random(seed).shuffle(order)
+        shuffled = embedder.embed([VARIED[i] for i in order], batch_size=4)
+        assert np.array_equal(shuffled, first[order]), seed
+
+
+@needs_model
+def test_runs_at_once_give_the_same_bits() -> None:
+    # Two lanes run two batches at once, each on one thread: the same runs, the same kernels, the same bits.
+    np = _np()
+    one, two = load_embedder(lanes=1), load_embedder(lanes=2)
+    assert (one.lanes, two.lanes) == (1, 2)  # type: ignore[attr-defined]
+    assert np.array_equal(one.embed(VARIED, batch_size=4), two.embed(VARIED, batch_size=4))
+
+
+@needs_model
+def test_plan_sorts_by_length_and_bounds_each_run(embedder: Embedder) -> None:
+    tokens = embedder.tokenize(VARIED)
+    assert [len(t) for t in tokens][:2] == [2, 3]  # [CLS] [SEP]; [CLS] cat [SEP]
+    assert max(len(t) for t in tokens) == 256
+    plan = embedder.plan(tokens, batch_size=8)  # type: ignore[attr-defined]
+    assert sorted(i for run in plan for i in run) == list(range(len(VARIED)))
+    lengths = [len(tokens[i]) for run in plan for i in run]
+    assert lengths == sorted(lengths)  # shortest first: each run pads to a length close to its texts'
+    for run in plan:
+        assert len(run) <= 8
+        assert len(run) == 1 or len(run) * max(len(tokens[i]) for i in run) <= embed_mod.TOKEN_BUDGET
+
+
+@needs_model
+def test_embed_is_tokenize_then_embed_tokens(embedder: Embedder) -> None:
+    np = _np()
+    runs: list[int] = []
+    vectors = embedder.embed_tokens(embedder.tokenize(VARIED), batch_size=8, on_run=runs.append)
+    assert np.array_equal(vectors, embedder.embed(VARIED, batch_size=8))
+    assert sum(runs) == len(VARIED) and max(runs) <= 8
+
+
+@pytest.mark.parametrize("option", ["threads", "lanes"])
+def test_threads_and_lanes_must_be_positive(option: str) -> None:
+    with pytest.raises(EmbedderError, match=f"{option} must be >= 1, got 0"):
+        load_embedder(**{option: 0})  # type: ignore[arg-type]

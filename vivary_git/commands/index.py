@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TextIO
 
 import msgspec
 
@@ -113,7 +115,7 @@ def _write(args: argparse.Namespace) -> int:
             "enable it with [memory] enabled = true and provider = \"vivary-local\" (docs/memory.md), then run "
             "`git vivary index --yes`; `git vivary index --dry-run` shows what it would hold"
         )
-    report = LocalMemory(ws, cfg).index(approved=args.yes or args.auto, progress=None if args.auto else _progress)
+    report = LocalMemory(ws, cfg).index(approved=args.yes or args.auto, progress=None if args.auto else EmbedProgress())
     ws.report_stats()
     if args.auto:
         return EXIT_OK
@@ -135,7 +137,54 @@ def _write(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _progress(done: int, total: int) -> None:
-    # Only worth a line when embedding takes a while (a first index); stderr, so --json output stays clean.
-    if total >= 512:
-        print(f"vivary: embedded {done}/{total} note(s)", file=sys.stderr, flush=True)
+class EmbedProgress:
+    """Shows how embedding goes, on stderr (so --json output stays clean).
+
+    On a terminal: one line redrawn in place, `embedding [####----]  done/total notes  N notes/s  ETA 1m05s`,
+    at most ten times a second. Otherwise (CI logs, pipes): nothing while it runs, then one summary line,
+    `vivary: embedded N note(s) in S s (R notes/s)`. The clock starts when embedding does (`done == 0`),
+    after the snapshot and the model are ready.
+    """
+
+    _WIDTH = 24
+
+    def __init__(self, stream: TextIO | None = None, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        isatty = getattr(self.stream, "isatty", None)
+        self.tty = bool(isatty()) if isatty is not None else False
+        self._clock = clock
+        self._start: float | None = None
+        self._drawn = 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        now = self._clock()
+        if self._start is None or done == 0:
+            self._start = now
+        if total <= 0:
+            return
+        elapsed = now - self._start
+        rate = done / elapsed if elapsed > 0 else 0.0
+        if done >= total:
+            line = f"vivary: embedded {total:,} note(s) in {elapsed:.1f}s ({rate:.1f} notes/s)"
+            self.stream.write(f"\r{line}\033[K\n" if self.tty else line + "\n")
+            self.stream.flush()
+            return
+        if not self.tty or (done and now - self._drawn < 0.1):
+            return
+        self._drawn = now
+        filled = self._WIDTH * done // total
+        eta = f"ETA {_duration((total - done) / rate)}" if rate > 0 else "ETA ?"
+        self.stream.write(f"\rvivary: embedding [{'#' * filled}{'-' * (self._WIDTH - filled)}] "
+                          f"{done:,}/{total:,} notes  {rate:.1f} notes/s  {eta}\033[K")
+        self.stream.flush()
+
+
+def _duration(seconds: float) -> str:
+    whole = int(seconds + 0.5)
+    if whole < 60:
+        return f"{whole}s"
+    minutes, secs = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"

