@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from vivary_git.commands._common import add_json_arg, emit_json
 from vivary_git.errors import EXIT_OK
+
+if TYPE_CHECKING:
+    from vivary_git.hosts.install import Plan
 
 KINDS = ("generic", "claude-code", "codex", "cursor", "gemini-cli", "claude-desktop")
 
@@ -56,10 +60,7 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def report(p: object, *, dry_run: bool) -> dict[str, object]:
-    from vivary_git.hosts.install import Plan
-
-    assert isinstance(p, Plan)
+def report(p: Plan, *, dry_run: bool) -> dict[str, object]:
     out: dict[str, object] = {
         "ok": True, "host_kind": p.kind, "workspace": str(p.root), "uninstall": p.uninstall, "dry_run": dry_run,
         "server": None if p.entry is None else {"name": p.name, **p.entry},
@@ -76,10 +77,7 @@ def report(p: object, *, dry_run: bool) -> dict[str, object]:
 _DONE = {"create": "created", "update": "updated", "delete": "deleted", "remove": "removed"}
 
 
-def _print(p: object, *, dry_run: bool) -> None:
-    from vivary_git.hosts.install import Plan
-
-    assert isinstance(p, Plan)
+def _print(p: Plan, *, dry_run: bool) -> None:
     out = sys.stdout
     verb = "uninstall" if p.uninstall else "install"
     out.write(f"{'dry run: nothing was written' + chr(10) if dry_run else ''}"

@@ -157,7 +157,7 @@ def _config_location(spec: HostSpec, root: Path, scope: Scope) -> tuple[Path, st
     return files.user_path(path), shown
 
 
-def _parse_error(shown: str, err: Exception) -> ConfigError:
+def _parse_error(shown: str, err: object) -> ConfigError:
     return ConfigError(f"{shown}: {err}; the host cannot read it either: fix the file and run again "
                        "(nothing was written)")
 
@@ -238,7 +238,11 @@ def _toml_data(text: str, shown: str) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
-        raise _parse_error(shown, err) from None
+        said = str(err)
+        at = re.search(r" ?\(at line (\d+), column (\d+)\)", said)
+        if at is not None:
+            said = f"line {at.group(1)}, column {at.group(2)}: {said[:at.start()] + said[at.end():]}"
+        raise _parse_error(shown, said) from None
 
 
 def _toml_servers(data: dict[str, Any], shown: str) -> dict[str, Any]:
@@ -265,7 +269,11 @@ def toml_install(text: str | None, name: str, entry: dict[str, Any], root: Path,
         raise _taken(shown, None, name)
     after = blocks.put(text, markers, body)
     expected = {**data, "mcp_servers": {**servers, name: entry}}
-    if _toml_data(after, shown) != expected:
+    try:
+        got: dict[str, Any] | None = tomllib.loads(after)
+    except tomllib.TOMLDecodeError:
+        got = None
+    if got != expected:
         raise ConfigError(f"{shown}: adding a [mcp_servers.{name}] table would not add just this server (is "
                           "`mcp_servers` an inline table?); nothing was written; add this by hand:\n" + body)
     return after, ""
