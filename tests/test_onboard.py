@@ -94,6 +94,15 @@ def test_without_answers_it_lists_the_questions(ws: Repo, cli: Any) -> None:
     assert not (ws.path / "USER.md").exists()
 
 
+def test_questions_on_a_terminal_skip_empty_lines() -> None:
+    import io
+
+    asked = io.StringIO()
+    answers = onboard.ask(io.StringIO("Ada\n\nEnglish\n"), asked, ["name", "role", "language", "goal"])
+    assert answers == {"name": "Ada", "language": "English"}  # role skipped; input ended before goal
+    assert "What should I call you?" in asked.getvalue()
+
+
 def _reachable(path: Path, prefix: str) -> bytes:
     refs = subprocess.run(["git", "for-each-ref", "--format=%(refname)", prefix], cwd=path, capture_output=True,
                           text=True, check=True).stdout.split()

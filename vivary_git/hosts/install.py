@@ -344,6 +344,9 @@ def plan(kind: HostKind, root: Path, *, uninstall: bool = False, user: bool = Fa
         if not uninstall:
             _check_strings(entry, spec.config, kind)
         p.changes.append(_server_change(spec, root, scope, server, entry, uninstall))
+        if scope == "project" and not uninstall:
+            p.notes.append(f"the entry in {spec.config.project} holds this machine's paths (the command and the "
+                           "workspace): commit it only where everyone shares them")
         if kind == "codex" and scope == "project" and not uninstall:
             p.notes.append("Codex reads .codex/config.toml only in a project you marked trusted")
         if kind == "claude-code" and not uninstall:
