@@ -236,6 +236,13 @@ def test_non_utf8_and_non_file_configs_are_exit_2(ws: Repo, cli: Any) -> None:
     (ws.path / ".cursor" / "mcp.json").mkdir(parents=True)
     r = cli("bootstrap-host", "--host-kind", "cursor", cwd=ws.path)
     assert r.code == 2 and "not a regular file" in r.err
+    (ws.path / ".gemini").mkdir()
+    os.mkfifo(ws.path / ".gemini" / "settings.json")  # a FIFO is never opened: it would block
+    r = cli("bootstrap-host", "--host-kind", "gemini-cli", cwd=ws.path)
+    assert r.code == 2 and ".gemini/settings.json is not a regular file" in r.err
+    ws.write({".codex/config.toml": "# " + "x" * (5 * 1024 * 1024) + "\n"})
+    r = cli("bootstrap-host", "--host-kind", "codex", cwd=ws.path)
+    assert r.code == 2 and "more than" in r.err
 
 
 def test_codex_inline_servers_table_is_refused_with_the_snippet(ws: Repo, cli: Any) -> None:
