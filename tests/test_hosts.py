@@ -315,6 +315,11 @@ def test_symlinks_in_the_workspace_are_refused(ws: Repo, cli: Any, tmp_path: Pat
     assert victim.read_text() == "do not touch\n" and not (ws.path / ".codex").exists()
     os.symlink(tmp_path, ws.path / ".cursor")
     assert cli("bootstrap-host", "--host-kind", "cursor", cwd=ws.path).code == 3
+    status = cli("host-status", "--host-kind", "cursor", "--json", cwd=ws.path)
+    assert status.code == 1, status.err  # reported, not raised
+    host = status.json()["hosts"][0]
+    assert host["servers"][0]["state"] == "unreadable" and "symlink" in host["servers"][0]["detail"]
+    assert host["guidance"] == {"path": "AGENTS.md", "state": "unreadable"}
 
 
 def test_user_level_symlink_is_followed_and_kept(ws: Repo, cli: Any, tmp_path: Path) -> None:

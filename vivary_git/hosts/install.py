@@ -468,7 +468,10 @@ def server_state(kind: HostKind, root: Path, scope: Scope, name: str) -> ServerS
     """Is this workspace's server in the host's file, as bootstrap-host would write it now?"""
     spec = HOSTS[kind]
     assert spec.config is not None
-    path, shown = _config_location(spec, root, scope)
+    try:
+        path, shown = _config_location(spec, root, scope)
+    except RefusedError as err:
+        return ServerState(spec.config.project or "", scope, name, "unreadable", detail=str(err))
     try:
         text = files.read(path, shown)
         if text is None:
@@ -496,11 +499,14 @@ def server_state(kind: HostKind, root: Path, scope: Scope, name: str) -> ServerS
 
 
 def guidance_state(kind: HostKind, root: Path) -> tuple[str | None, str]:
-    """(file, present | outdated | absent) for the host's guidance block."""
-    rel = guidance_file(HOSTS[kind], root)
-    if rel is None:
-        return None, "absent"
-    text = files.read(files.project_path(root, rel), rel)
+    """(file, present | outdated | absent | unreadable) for the host's guidance block."""
+    try:
+        rel = guidance_file(HOSTS[kind], root)
+        if rel is None:
+            return None, "absent"
+        text = files.read(files.project_path(root, rel), rel)
+    except (ConfigError, RefusedError):
+        return HOSTS[kind].guidance, "unreadable"
     if text is None:
         return rel, "absent"
     inner = GUIDANCE_MARKERS.inner(text)
