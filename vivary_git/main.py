@@ -18,7 +18,7 @@ from vivary_git.escape import text
 # Order is the order of `git vivary -h`. A command whose module is not there (yet) is left out.
 COMMANDS = (
     "check", "graph", "blast", "query", "find", "recall", "index", "forget", "privacy", "doctor", "init",
-    "capabilities", "hooks", "ci", "sync", "cache", "mcp",
+    "capabilities", "hooks", "ci", "sync", "cache", "mcp", "bootstrap-host", "host-status", "onboard",
 )
 
 
@@ -42,9 +42,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"vivary-git {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in (only,) if only is not None else COMMANDS:
-        if importlib.util.find_spec(f"vivary_git.commands.{name}") is None:
+        module_name = f"vivary_git.commands.{name.replace('-', '_')}"  # bootstrap-host → bootstrap_host
+        if importlib.util.find_spec(module_name) is None:
             continue
-        module = importlib.import_module(f"vivary_git.commands.{name}")
+        module = importlib.import_module(module_name)
         module.register(sub)
     return parser
 

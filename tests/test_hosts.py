@@ -1,0 +1,450 @@
+"""bootstrap-host and host-status against real host config files: round trips byte for byte, merges that keep
+the user's servers and comments, refusals, and the per-OS places of user-level files."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import TROPO, Repo, run_git_vivary
+
+from vivary_git.hosts import blocks, jsonedit
+from vivary_git.hosts.kinds import user_config_path
+
+DATA = Path(__file__).parent / "data" / "hosts"
+
+
+@pytest.fixture(autouse=True)
+def _no_codex_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    monkeypatch.delenv("APPDATA", raising=False)
+
+
+@pytest.fixture
+def ws(repo: Repo) -> Repo:
+    repo.write({"tropo.toml": TROPO, "notes/a.md": "# A\n"})
+    shutil.copy(DATA / "AGENTS.md", repo.path / "AGENTS.md")
+    return repo
+
+
+def home() -> Path:
+    return Path(os.environ["HOME"])
+
+
+def snapshot(*roots: Path) -> dict[str, bytes]:
+    """Every file (and empty folder) under the roots, outside .git."""
+    out: dict[str, bytes] = {}
+    for root in roots:
+        for p in sorted(root.rglob("*")):
+            rel = p.relative_to(root).as_posix()
+            if rel == ".git" or rel.startswith(".git/"):
+                continue
+            if p.is_file():
+                out[f"{root}/{rel}"] = p.read_bytes()
+            elif p.is_dir() and not any(p.iterdir()):
+                out[f"{root}/{rel}/"] = b""
+    return out
+
+
+_JSONC_TOKEN = re.compile(r'("(?:\\.|[^"\\])*")|//[^\n]*|/\*.*?\*/', re.DOTALL)
+
+
+def load_jsonc(text: str) -> Any:
+    """An independent JSONC reader for the assertions: comments out (strings kept), trailing commas out."""
+    stripped = _JSONC_TOKEN.sub(lambda m: m.group(1) or "", text.lstrip("\ufeff"))
+    return json.loads(re.sub(r",(\s*[}\]])", r"\1", stripped))
+
+
+def load(path: Path) -> Any:
+    text = path.read_text("utf-8")
+    return tomllib.loads(text) if path.suffix == ".toml" else load_jsonc(text)
+
+
+# kind, fixture, where the host reads it (~ = HOME), extra flags, server name, where the guidance goes
+CASES = [
+    ("claude-code", "claude-code.mcp.json", ".mcp.json", [], "vivary", "CLAUDE.md"),
+    ("codex", "codex.config.toml", ".codex/config.toml", [], "vivary", "AGENTS.md"),
+    ("cursor", "cursor.mcp.json", ".cursor/mcp.json", [], "vivary", "AGENTS.md"),
+    ("gemini-cli", "gemini.settings.json", ".gemini/settings.json", [], "vivary", "GEMINI.md"),
+    ("claude-desktop", "claude-desktop.json", "~/.config/Claude/claude_desktop_config.json", ["--user"],
+     "vivary-ws", None),
+    ("claude-desktop", "claude-desktop.windows.json", "~/.config/Claude/claude_desktop_config.json", ["--user"],
+     "vivary-ws", None),
+    ("codex", "codex.config.toml", "~/.codex/config.toml", ["--user"], "vivary-ws", "AGENTS.md"),
+]
+
+
+def where(ws: Repo, dest: str) -> Path:
+    return home() / dest[2:] if dest.startswith("~/") else ws.path / dest
+
+
+@pytest.mark.parametrize(("kind", "fixture", "dest", "extra", "name", "guide"), CASES,
+                         ids=[f"{c[0]}-{c[1]}-{'user' if c[3] else 'project'}" for c in CASES])
+def test_round_trip_keeps_every_byte(ws: Repo, cli: Any, kind: str, fixture: str, dest: str, extra: list[str],
+                                     name: str, guide: str | None) -> None:
+    config = where(ws, dest)
+    config.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(DATA / fixture, config)
+    original = load(config)
+    start = snapshot(ws.path, home())
+
+    first = cli("bootstrap-host", "--host-kind", kind, *extra, "--json", cwd=ws.path)
+    assert first.code == 0, first.err
+    rep = first.json()
+    server = rep["server"]
+    assert server["name"] == name
+    assert server["args"][-3:] == ["mcp", "-C", str(ws.path)]
+    assert Path(server["command"]).is_file()
+    installed = snapshot(ws.path, home())
+    assert installed != start
+
+    # As data: the user's servers and settings exactly as they were, plus ours.
+    data = load(config)
+    container = "mcp_servers" if config.suffix == ".toml" else "mcpServers"
+    ours = data[container].pop(name)
+    assert ours == {k: v for k, v in server.items() if k != "name"}
+    if container not in original:
+        data.pop(container)
+    assert data == original
+    # As text: every original line is still there, comments included.
+    text = config.read_text("utf-8")
+    lines = (DATA / fixture).read_text("utf-8").splitlines()
+    for line in lines if len(lines) > 1 else []:  # a one-line (minified) file gains our entry inside its line
+        assert line in text
+    if guide is not None:
+        assert blocks.Markers(*_guidance_markers()).span((ws.path / guide).read_text("utf-8")) is not None
+
+    again = cli("bootstrap-host", "--host-kind", kind, *extra, "--json", cwd=ws.path)
+    assert again.code == 0, again.err
+    assert {f["action"] for f in again.json()["files"]} == {"unchanged"}
+    assert snapshot(ws.path, home()) == installed
+
+    gone = cli("bootstrap-host", "--host-kind", kind, *extra, "--uninstall", "--json", cwd=ws.path)
+    assert gone.code == 0, gone.err
+    assert snapshot(ws.path, home()) == start
+
+
+def _guidance_markers() -> tuple[str, str]:
+    from vivary_git.hosts.install import GUIDANCE_MARKERS
+
+    return GUIDANCE_MARKERS.begin, GUIDANCE_MARKERS.end
+
+
+@pytest.mark.parametrize("kind", ["claude-code", "codex", "cursor", "gemini-cli", "generic"])
+def test_fresh_workspace_round_trip_removes_what_it_created(repo: Repo, cli: Any, kind: str) -> None:
+    repo.write({"tropo.toml": TROPO})
+    start = snapshot(repo.path)
+    r = cli("bootstrap-host", "--host-kind", kind, cwd=repo.path)
+    assert r.code == 0, r.err
+    created = set(snapshot(repo.path)) - set(start)
+    assert created  # a config file and/or a guidance file
+    assert cli("bootstrap-host", "--host-kind", kind, cwd=repo.path).code == 0
+    assert cli("bootstrap-host", "--host-kind", kind, "--uninstall", cwd=repo.path).code == 0
+    assert snapshot(repo.path) == start  # files and the .cursor/ .gemini/ .codex/ folders gone
+
+
+def test_fresh_json_file_is_plain_json_the_host_reads(repo: Repo, cli: Any) -> None:
+    repo.write({"tropo.toml": TROPO})
+    assert cli("bootstrap-host", "--host-kind", "claude-code", cwd=repo.path).code == 0
+    data = json.loads((repo.path / ".mcp.json").read_text("utf-8"))
+    entry = data["mcpServers"]["vivary"]
+    assert entry["type"] == "stdio" and entry["args"] == ["mcp", "-C", str(repo.path)]
+
+
+def test_generic_writes_agents_md_and_prints_the_command(repo: Repo, cli: Any) -> None:
+    repo.write({"tropo.toml": TROPO})
+    r = cli("bootstrap-host", "--host-kind", "generic", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    rep = r.json()
+    assert rep["server"] is None
+    assert [f["path"] for f in rep["files"]] == ["AGENTS.md"]
+    assert any(f"mcp -C {repo.path}" in n for n in rep["notes"])
+
+
+@pytest.mark.parametrize("text", [
+    "{}", "{ }", "{\n}", '{"mcpServers": {}}', '{"mcpServers": {  }, "x": 1}', '{"mcpServers":{"a":1,}}',
+    '{\n\t"mcpServers": {\n\t\t"a": {"command": "x"}\n\t}\n}', '\ufeff{"a": [1, 2, {"b": null}]}\r\n',
+    '{"a": 1 // note\n}', '/* head */ {"mcpServers": /* none yet */ {}}',
+])
+def test_json_insert_then_remove_is_the_identity(text: str) -> None:
+    from vivary_git.hosts.install import json_install, json_uninstall
+    from vivary_git.hosts.kinds import HOSTS
+
+    spec = HOSTS["cursor"].config
+    assert spec is not None
+    root = Path("/w")
+    entry = {"command": "/bin/git-vivary", "args": ["mcp", "-C", "/w"]}
+    added = json_install(text, spec, "vivary", entry, root, "f")
+    assert load_jsonc(added)["mcpServers"]["vivary"] == entry
+    assert json_install(added, spec, "vivary", entry, root, "f") == added
+    assert json_uninstall(added, spec, "vivary", root, "f") == (text, "")
+
+
+def test_an_emptied_file_laid_out_as_created_is_deleted() -> None:
+    """The one layout removal cannot tell apart: `{NL}NL` is what a file bootstrap-host created reads once
+    emptied, so a user's file holding exactly that is taken as ours (docs/hosts.md says so)."""
+    from vivary_git.hosts.install import json_install, json_uninstall
+    from vivary_git.hosts.kinds import HOSTS
+
+    spec = HOSTS["claude-code"].config
+    assert spec is not None
+    entry = {"command": "c", "args": ["mcp", "-C", "/w"]}
+    created = json_install(None, spec, "vivary", entry, Path("/w"), "f")
+    assert json_install("{\n}\n", spec, "vivary", entry, Path("/w"), "f") == created
+    assert json_uninstall(created, spec, "vivary", Path("/w"), "f") == (None, "")
+
+
+def test_user_without_final_newline_and_crlf_keep_their_bytes() -> None:
+    m = blocks.Markers("<!-- b -->", "<!-- e -->")
+    for text in ("no final newline", "lines\r\nwith crlf\r\n", "", "\n\n", "x\n"):
+        added = blocks.put(text, m, "body\n")
+        assert blocks.put(added, m, "body\n") == added
+        assert blocks.remove(added, m) == text
+    assert blocks.remove(blocks.put(None, m, "body\n"), m) is None  # a created file goes
+
+
+@pytest.mark.parametrize(("kind", "dest", "bad", "line"), [
+    ("claude-code", ".mcp.json", '{\n  "mcpServers": {\n    "a": {"command": "x",}\n  }\n}\n', 3),
+    ("claude-code", ".mcp.json", '{\n  // a comment\n  "mcpServers": {}\n}\n', 2),
+    ("cursor", ".cursor/mcp.json", '{\n  "mcpServers": {\n    "a": {"command": "x"\n  }\n', 5),
+    ("gemini-cli", ".gemini/settings.json", '{\n  "mcpServers": {"a": 1},\n  "mcpServers": {}\n}\n', 3),
+    ("codex", ".codex/config.toml", 'model = "x"\n[mcp_servers.a]\ncommand = \n', 3),
+    ("gemini-cli", ".gemini/settings.json", '[1, 2]\n', 1),
+    ("cursor", ".cursor/mcp.json", '{"mcpServers": []}\n', 1),
+])
+def test_unparsable_config_is_exit_2_with_its_line_and_never_written(
+        ws: Repo, cli: Any, kind: str, dest: str, bad: str, line: int) -> None:
+    ws.write({dest: bad})
+    start = snapshot(ws.path)
+    r = cli("bootstrap-host", "--host-kind", kind, cwd=ws.path)
+    assert r.code == 2
+    assert f"{dest}: line {line}" in r.err and "Traceback" not in r.err
+    assert snapshot(ws.path) == start  # nothing written, not even the guidance block
+
+
+def test_non_utf8_and_non_file_configs_are_exit_2(ws: Repo, cli: Any) -> None:
+    ws.write({".mcp.json": b'{\n  "x": "\xff"\n}\n'})
+    r = cli("bootstrap-host", "--host-kind", "claude-code", cwd=ws.path)
+    assert r.code == 2 and ".mcp.json: line 2: not UTF-8" in r.err
+    (ws.path / ".cursor" / "mcp.json").mkdir(parents=True)
+    r = cli("bootstrap-host", "--host-kind", "cursor", cwd=ws.path)
+    assert r.code == 2 and "not a regular file" in r.err
+    (ws.path / ".gemini").mkdir()
+    os.mkfifo(ws.path / ".gemini" / "settings.json")  # a FIFO is never opened: it would block
+    r = cli("bootstrap-host", "--host-kind", "gemini-cli", cwd=ws.path)
+    assert r.code == 2 and ".gemini/settings.json is not a regular file" in r.err
+    ws.write({".codex/config.toml": "# " + "x" * (5 * 1024 * 1024) + "\n"})
+    r = cli("bootstrap-host", "--host-kind", "codex", cwd=ws.path)
+    assert r.code == 2 and "more than" in r.err
+
+
+def test_codex_inline_servers_table_is_refused_with_the_snippet(ws: Repo, cli: Any) -> None:
+    ws.write({".codex/config.toml": 'mcp_servers = { other = { command = "x" } }\n'})
+    r = cli("bootstrap-host", "--host-kind", "codex", cwd=ws.path)
+    assert r.code == 2
+    assert "add this by hand" in r.err and "[mcp_servers.vivary]" in r.err
+    assert (ws.path / ".codex/config.toml").read_text() == 'mcp_servers = { other = { command = "x" } }\n'
+
+
+def test_a_name_taken_by_another_server_is_refused(ws: Repo, cli: Any) -> None:
+    ws.write({".mcp.json": '{"mcpServers": {"vivary": {"command": "something-else"}}}\n'})
+    r = cli("bootstrap-host", "--host-kind", "claude-code", cwd=ws.path)
+    assert r.code == 3 and "--name" in r.err
+    assert cli("bootstrap-host", "--host-kind", "claude-code", "--name", "notes", cwd=ws.path).code == 0
+    data = json.loads((ws.path / ".mcp.json").read_text())
+    assert set(data["mcpServers"]) == {"vivary", "notes"}
+    r = cli("bootstrap-host", "--host-kind", "claude-code", "--uninstall", "--json", cwd=ws.path)
+    assert r.code == 0 and "not this workspace's server" in r.json()["files"][0]["note"]
+    assert "vivary" in json.loads((ws.path / ".mcp.json").read_text())["mcpServers"]
+
+
+def test_a_moved_installation_is_updated_in_place(ws: Repo, cli: Any) -> None:
+    assert cli("bootstrap-host", "--host-kind", "cursor", cwd=ws.path).code == 0
+    path = ws.path / ".cursor" / "mcp.json"
+    path.write_text(path.read_text().replace(json.dumps(str(Path(sys.executable).parent))[:-1], '"/old/venv/bin'))
+    stale = cli("host-status", "--host-kind", "cursor", "--json", cwd=ws.path)
+    assert stale.code == 1
+    assert stale.json()["hosts"][0]["servers"][0]["state"] == "stale"
+    r = cli("bootstrap-host", "--host-kind", "cursor", "--json", cwd=ws.path)
+    assert [f["action"] for f in r.json()["files"]] == ["update", "unchanged"]
+    assert cli("host-status", "--host-kind", "cursor", cwd=ws.path).code == 0
+
+
+@pytest.mark.parametrize("name", ['we"ird \\ name', "ünï côdé", "tab\there", "line\nbreak", "a'b $HOME"])
+def test_strangers_paths_are_escaped_not_concatenated(repo: Repo, cli: Any, name: str) -> None:
+    root = repo.path / name
+    root.mkdir()
+    (root / "tropo.toml").write_text(TROPO)
+    for kind, dest in (("claude-code", ".mcp.json"), ("codex", ".codex/config.toml"), ("cursor", ".cursor/mcp.json")):
+        r = cli("bootstrap-host", "--host-kind", kind, cwd=root)
+        assert r.code == 0, r.err
+        data = load(root / dest)
+        container = data.get("mcpServers") or data.get("mcp_servers")
+        assert container["vivary"]["args"] == ["mcp", "-C", str(root)]
+
+
+@pytest.mark.parametrize(("kind", "folder", "code"), [
+    ("claude-code", "a${HOME}b", 3), ("cursor", "x${env:HOME}", 3), ("gemini-cli", "cost$HOME", 3),
+    ("gemini-cli", "price 5$", 0), ("codex", "a${HOME}b", 0), ("claude-code", "price $5", 0),
+])
+def test_paths_the_host_would_expand_are_refused(repo: Repo, cli: Any, kind: str, folder: str, code: int) -> None:
+    root = repo.path / folder
+    root.mkdir()
+    (root / "tropo.toml").write_text(TROPO)
+    r = cli("bootstrap-host", "--host-kind", kind, cwd=root)
+    assert r.code == code, r.err
+    if code:
+        assert "would expand" in r.err
+        assert snapshot(root) == {f"{root}/tropo.toml": TROPO.encode()}
+
+
+def test_symlinks_in_the_workspace_are_refused(ws: Repo, cli: Any, tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("do not touch\n")
+    (ws.path / "AGENTS.md").unlink()
+    (ws.path / "AGENTS.md").symlink_to(victim)
+    r = cli("bootstrap-host", "--host-kind", "codex", cwd=ws.path)
+    assert r.code == 3 and "symlink" in r.err
+    assert victim.read_text() == "do not touch\n" and not (ws.path / ".codex").exists()
+    os.symlink(tmp_path, ws.path / ".cursor")
+    assert cli("bootstrap-host", "--host-kind", "cursor", cwd=ws.path).code == 3
+    status = cli("host-status", "--host-kind", "cursor", "--json", cwd=ws.path)
+    assert status.code == 1, status.err  # reported, not raised
+    host = status.json()["hosts"][0]
+    assert host["servers"][0]["state"] == "unreadable" and "symlink" in host["servers"][0]["detail"]
+    assert host["guidance"] == {"path": "AGENTS.md", "state": "unreadable"}
+
+
+def test_user_level_symlink_is_followed_and_kept(ws: Repo, cli: Any, tmp_path: Path) -> None:
+    dotfiles = tmp_path / "dotfiles" / "codex.toml"
+    dotfiles.parent.mkdir()
+    shutil.copy(DATA / "codex.config.toml", dotfiles)
+    (home() / ".codex").mkdir()
+    (home() / ".codex" / "config.toml").symlink_to(dotfiles)
+    assert cli("bootstrap-host", "--host-kind", "codex", "--user", cwd=ws.path).code == 0
+    assert (home() / ".codex" / "config.toml").is_symlink()
+    assert "vivary-ws" in tomllib.loads(dotfiles.read_text())["mcp_servers"]
+    assert cli("bootstrap-host", "--host-kind", "codex", "--user", "--uninstall", cwd=ws.path).code == 0
+    assert dotfiles.read_bytes() == (DATA / "codex.config.toml").read_bytes()
+
+
+def test_user_level_files_need_the_flag(ws: Repo, cli: Any) -> None:
+    r = cli("bootstrap-host", "--host-kind", "claude-desktop", cwd=ws.path)
+    assert r.code == 2 and "--user" in r.err
+    assert not (home() / ".config").exists()
+    assert cli("bootstrap-host", "--host-kind", "cursor", "--user", cwd=ws.path).code == 2
+
+
+def test_desktop_config_places_per_os() -> None:
+    env = {"HOME": "/home/ada", "APPDATA": r"C:\Users\ada\AppData\Roaming"}
+    mac = user_config_path("claude-desktop", platform="darwin", env=env)
+    assert mac == Path("/home/ada/Library/Application Support/Claude/claude_desktop_config.json")
+    win = user_config_path("claude-desktop", platform="win32", env=env)
+    assert win == Path(r"C:\Users\ada\AppData\Roaming") / "Claude" / "claude_desktop_config.json"
+    linux = user_config_path("claude-desktop", platform="linux", env={"HOME": "/home/ada"})
+    assert linux == Path("/home/ada/.config/Claude/claude_desktop_config.json")
+    xdg = user_config_path("claude-desktop", platform="linux", env={"HOME": "/h", "XDG_CONFIG_HOME": "/x"})
+    assert xdg == Path("/x/Claude/claude_desktop_config.json")
+    assert user_config_path("codex", env={"HOME": "/h"}) == Path("/h/.codex/config.toml")
+    assert user_config_path("codex", env={"HOME": "/h", "CODEX_HOME": "/c"}) == Path("/c/config.toml")
+
+
+def test_dry_run_prints_the_diff_and_writes_nothing(ws: Repo, cli: Any) -> None:
+    shutil.copy(DATA / "gemini.settings.json", ws.path / "GEMINI-src.json")
+    (ws.path / ".gemini").mkdir()
+    shutil.move(ws.path / "GEMINI-src.json", ws.path / ".gemini" / "settings.json")
+    start = snapshot(ws.path)
+    r = cli("bootstrap-host", "--host-kind", "gemini-cli", "--dry-run", cwd=ws.path)
+    assert r.code == 0, r.err
+    assert snapshot(ws.path) == start
+    assert "--- a/.gemini/settings.json" in r.out and '+  "mcpServers": {' in r.out
+    assert "+++ b/GEMINI.md" in r.out and "would update" in r.out
+    j = cli("bootstrap-host", "--host-kind", "gemini-cli", "--dry-run", "--json", cwd=ws.path).json()
+    assert j["dry_run"] and [f["action"] for f in j["files"]] == ["update", "create"]
+    assert '"mcpServers"' in j["files"][0]["diff"]
+    assert snapshot(ws.path) == start
+
+
+def test_guidance_goes_where_the_host_reads_it(ws: Repo, cli: Any) -> None:
+    # CLAUDE.md that only imports AGENTS.md (as `git vivary init` writes it): the block goes to AGENTS.md.
+    ws.write({"CLAUDE.md": "# Claude Code\n\n@AGENTS.md\n"})
+    r = cli("bootstrap-host", "--host-kind", "claude-code", "--json", cwd=ws.path)
+    assert [f["path"] for f in r.json()["files"]] == [".mcp.json", "AGENTS.md"]
+    assert (ws.path / "CLAUDE.md").read_text() == "# Claude Code\n\n@AGENTS.md\n"
+    agents = (ws.path / "AGENTS.md").read_text()
+    assert agents.startswith((DATA / "AGENTS.md").read_text() + "\n<!-- >>> vivary")
+    for tool in ("search", "read", "add", "update", "link", "unlink", "status"):
+        assert f"`{tool}`" in agents
+    for command in ("git vivary find", "git vivary recall", "git vivary remember"):
+        assert command in agents
+
+
+def test_shared_guidance_stays_while_another_host_uses_it(ws: Repo, cli: Any) -> None:
+    start = snapshot(ws.path)
+    assert cli("bootstrap-host", "--host-kind", "codex", cwd=ws.path).code == 0
+    assert cli("bootstrap-host", "--host-kind", "cursor", cwd=ws.path).code == 0
+    r = cli("bootstrap-host", "--host-kind", "cursor", "--uninstall", "--json", cwd=ws.path)
+    agents = r.json()["files"][1]
+    assert agents["action"] == "kept" and "Codex" in agents["note"]
+    assert "<!-- >>> vivary" in (ws.path / "AGENTS.md").read_text()
+    assert cli("bootstrap-host", "--host-kind", "codex", "--uninstall", cwd=ws.path).code == 0
+    assert snapshot(ws.path) == start
+
+
+def test_host_status_reports_what_is_where(ws: Repo, cli: Any) -> None:
+    before = cli("host-status", "--json", cwd=ws.path)
+    assert before.code == 0, before.err
+    rep = before.json()
+    assert {h["host_kind"] for h in rep["hosts"]} == {"generic", "claude-code", "codex", "cursor", "gemini-cli",
+                                                      "claude-desktop"}
+    assert all(s["state"] == "absent" for h in rep["hosts"] for s in h["servers"])
+    assert rep["onboarding"] == {"file": "USER.md", "done": False, "answered": [],
+                                 "missing": ["name", "role", "language", "style", "goal"]}
+    assert cli("bootstrap-host", "--host-kind", "claude-code", cwd=ws.path).code == 0
+    after = cli("host-status", "--host-kind", "claude-code", "--json", cwd=ws.path).json()
+    host = after["hosts"][0]
+    assert host["servers"][0]["state"] == "installed" and host["servers"][0]["path"] == ".mcp.json"
+    assert host["guidance"] == {"path": "CLAUDE.md", "state": "present"}
+    text = cli("host-status", "--host-kind", "claude-code", cwd=ws.path)
+    assert "installed" in text.out and ".mcp.json" in text.out and "onboarding" in text.out
+    desktop = cli("host-status", "--host-kind", "claude-desktop", "--json", cwd=ws.path).json()
+    assert desktop["hosts"][0]["servers"][0]["path"] == "~/.config/Claude/claude_desktop_config.json"
+
+
+def test_host_status_names_an_unreadable_file(ws: Repo, cli: Any) -> None:
+    ws.write({".cursor/mcp.json": "{ nope"})
+    r = cli("host-status", "--host-kind", "cursor", "--json", cwd=ws.path)
+    assert r.code == 1
+    server = r.json()["hosts"][0]["servers"][0]
+    assert server["state"] == "unreadable" and ".cursor/mcp.json: line 1" in server["detail"]
+
+
+def test_a_file_changed_under_us_is_not_overwritten(tmp_path: Path) -> None:
+    from vivary_git.errors import RefusedError
+    from vivary_git.hosts import files
+
+    path = tmp_path / "f.json"
+    path.write_text("{}\n")
+    with pytest.raises(RefusedError, match="changed while"):
+        files.write(path, "f.json", '{"a": 1}\n', before="{ }\n")
+    assert path.read_text() == "{}\n"
+
+
+def test_through_git_as_a_real_subprocess(ws: Repo) -> None:
+    start = snapshot(ws.path)
+    r = run_git_vivary(["bootstrap-host", "--host-kind", "cursor"], cwd=ws.path)
+    assert r.returncode == 0, r.stderr
+    assert "vivary" in jsonedit.to_python(jsonedit.parse((ws.path / ".cursor/mcp.json").read_text(),
+                                                         comments=True))["mcpServers"]
+    r = run_git_vivary(["host-status", "--host-kind", "cursor"], cwd=ws.path)
+    assert r.returncode == 0 and "installed" in r.stdout, r.stderr
+    assert run_git_vivary(["bootstrap-host", "--host-kind", "cursor", "--uninstall"], cwd=ws.path).returncode == 0
+    assert snapshot(ws.path) == start
+    assert run_git_vivary(["bootstrap-host", "-h"], cwd=ws.path).returncode == 0

@@ -1,0 +1,89 @@
+"""`git vivary host-status`: which agent hosts have this workspace's server and guidance, and onboarding."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from vivary_git.commands._common import add_json_arg, emit_json
+from vivary_git.commands.bootstrap_host import KINDS
+from vivary_git.errors import EXIT_FINDINGS, EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "host-status", help="what bootstrap-host installed where, and whether onboarding is done",
+        description="For each agent host (or --host-kind): whether its config holds this workspace's MCP server "
+        "(installed, stale: written for a command that moved, other: the name is another server's, absent, "
+        "unreadable), where, and whether the guidance block is there and current; user-level files (the "
+        "desktop app's, ~/.codex/config.toml) are read, never written. Then which onboarding questions are "
+        "answered (never the answers: they stay in USER.md). Reads only. Exit 0; 1 when an installed entry "
+        "is stale or a file is unreadable; 2 on a usage error. See docs/hosts.md.",
+    )
+    p.add_argument("--host-kind", choices=KINDS, metavar="KIND", help="only this host: " + ", ".join(KINDS))
+    p.add_argument("--name", metavar="NAME", help="the server's name, when bootstrap-host was given --name")
+    add_json_arg(p)
+    p.add_argument("--root", metavar="DIR", help="workspace directory (default: nearest folder with tropo.toml)")
+    p.add_argument("-C", dest="cwd", metavar="PATH", help="run as if started in PATH")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    from vivary_git.hosts import install, onboard
+    from vivary_git.hosts.kinds import HOST_KINDS, HOSTS
+
+    root = install.find_root(args.cwd, args.root)
+    hosts = []
+    bad = False
+    for kind in [args.host_kind] if args.host_kind else HOST_KINDS:
+        spec = HOSTS[kind]
+        servers = []
+        if spec.config is not None:
+            scopes: list[install.Scope] = []
+            if spec.config.project is not None:
+                scopes.append("project")
+            if spec.config.user:
+                scopes.append("user")
+            for scope in scopes:
+                s = install.server_state(kind, root, scope, args.name or install.default_name(root, scope))
+                bad = bad or s.state in ("stale", "unreadable")
+                servers.append({"path": s.path, "scope": s.scope, "name": s.name, "state": s.state,
+                                "command": s.command, "command_found": s.command_found, "detail": s.detail})
+        guide, guide_state = install.guidance_state(kind, root)
+        hosts.append({"host_kind": kind, "label": spec.label, "servers": servers,
+                      "guidance": None if guide is None else {"path": guide, "state": guide_state}})
+    ob = onboard.status(root)
+    out = {
+        "workspace": str(root), "mcp_extra": importlib.util.find_spec("mcp") is not None, "hosts": hosts,
+        "onboarding": {"file": ob.file, "done": ob.done, "answered": ob.answered, "missing": ob.missing},
+    }
+    if args.json:
+        emit_json(out)
+    else:
+        _print(out)
+    return EXIT_FINDINGS if bad else EXIT_OK
+
+
+def _print(out: dict[str, object]) -> None:
+    w = sys.stdout.write
+    w(f"workspace {out['workspace']}\n")
+    hosts = out["hosts"]
+    assert isinstance(hosts, list)
+    for h in hosts:
+        w(f"{h['host_kind']} ({h['label']})\n")
+        for s in h["servers"]:
+            detail = f"  ({s['detail']})" if s["detail"] else ""
+            w(f"  server    {s['state']:<10} {s['path']} [{s['name']}]{detail}\n")
+        if h["guidance"] is not None:
+            w(f"  guidance  {h['guidance']['state']:<10} {h['guidance']['path']}\n")
+    if not out["mcp_extra"]:
+        w("note: the MCP SDK is not installed, so hosts cannot start the server: pip install 'vivary-git[mcp]'\n")
+    ob = out["onboarding"]
+    assert isinstance(ob, dict)
+    if ob["done"]:
+        w(f"onboarding done ({ob['file']}, private)\n")
+    else:
+        w(f"onboarding: {len(ob['answered'])} of {len(ob['answered']) + len(ob['missing'])} answered; to answer: "
+          f"{', '.join(ob['missing'])} (git vivary onboard)\n")

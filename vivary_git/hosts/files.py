@@ -1,0 +1,83 @@
+"""Reading and writing the files bootstrap-host and onboard touch: bounded, UTF-8, atomic, no surprises.
+
+Project files live in a workspace someone else may have written: a symlink there could point anywhere
+(`AGENTS.md -> ~/.ssh/authorized_keys`), so a project path with a symlink in it is refused. User-level
+files (the desktop app's config, `~/.codex/config.toml`) are the user's own and are often symlinks into
+a dotfiles repository: those are followed, and the target is edited in place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from vivary_git.errors import ConfigError, RefusedError
+
+MAX_BYTES = 4 * 1024 * 1024  # a host config or guidance file is a few KiB; a bigger one is not one we edit
+
+
+def project_path(root: Path, rel: str) -> Path:
+    """`root/rel`, refused when any part of it below the root is a symlink."""
+    path = root
+    for part in Path(rel).parts:
+        path = path / part
+        if path.is_symlink():
+            raise RefusedError(f"{path} is a symlink; bootstrap-host edits only real files inside the workspace "
+                               "(replace the link with the file, or configure this host by hand)")
+    return path
+
+
+def user_path(path: Path) -> Path:
+    """The file a user-level path names: its symlink's target when it is one."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def read(path: Path, shown: str) -> str | None:
+    """The file's text, or None when there is no file. Refuses what is not a small regular UTF-8 file."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise ConfigError(f"{shown}: cannot read it ({err.strerror}); fix its permissions") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ConfigError(f"{shown} is not a regular file; move it aside and run again")
+    if st.st_size > MAX_BYTES:
+        raise ConfigError(f"{shown} is {st.st_size} bytes, more than {MAX_BYTES}: not a config file bootstrap-host "
+                          "edits; check it is the right file")
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise ConfigError(f"{shown}: cannot read it ({err.strerror}); fix its permissions") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise ConfigError(f"{shown}: line {line}: not UTF-8 text (byte {err.start}); save it as UTF-8 and run "
+                          "again; nothing was written") from None
+
+
+def write(path: Path, shown: str, text: str | None, *, before: str | None, private: bool = False) -> None:
+    """Replace the file with `text` (None: delete it), atomically, if it still holds `before`."""
+    if read(path, shown) != before:
+        raise RefusedError(f"{shown} changed while this command ran; nothing was written to it; run again")
+    if text is None:
+        path.unlink()
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = 0o600 if private else 0o644
+    with contextlib.suppress(FileNotFoundError):
+        mode = stat.S_IMODE(path.stat().st_mode)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(text.encode("utf-8"))
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,516 @@
+"""Plan and apply a host's set-up: its MCP server entry and the guidance block, and their removal.
+
+A plan is a list of `Change`s, each the whole text of one file before and after; nothing is written until
+`apply`. Install, install again, uninstall gives back every file byte for byte (`jsonedit` and `blocks`
+say how); a file this module did not create is only ever merged into, and a file it cannot parse is
+reported with its line and left alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import importlib.resources
+import importlib.util
+import itertools
+import re
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from vivary_git.errors import ConfigError, RefusedError, UsageError
+from vivary_git.hosts import blocks, files, jsonedit
+from vivary_git.hosts.kinds import HOST_KINDS, HOSTS, ConfigSpec, HostKind, HostSpec, user_config_path
+
+Scope = Literal["project", "user"]
+Role = Literal["server", "guidance"]
+Action = Literal["create", "update", "unchanged", "remove", "delete", "absent", "kept"]
+
+PROJECT_NAME = "vivary"
+_NAME = re.compile(r"\A[A-Za-z0-9_-]{1,64}\Z")
+GUIDANCE_MARKERS = blocks.Markers(
+    "<!-- >>> vivary: managed by `git vivary bootstrap-host`; edits between these lines are replaced >>> -->",
+    "<!-- <<< vivary <<< -->",
+)
+_IMPORTS_AGENTS = re.compile(r"^@(?:\./)?AGENTS\.md\s*$", re.MULTILINE)
+ROOT_MARKERS = ("tropo.toml", ".vivary/workspace.toml")
+
+
+@dataclass
+class Change:
+    path: Path
+    shown: str  # the path as the user reads it: relative to the workspace, or ~/… for user files
+    role: Role
+    scope: Scope
+    before: str | None
+    after: str | None
+    action: Action
+    note: str = ""
+
+    def diff(self) -> str:
+        a = [] if self.before is None else self.before.splitlines(keepends=True)
+        b = [] if self.after is None else self.after.splitlines(keepends=True)
+        lines = difflib.unified_diff(a, b, "/dev/null" if self.before is None else f"a/{self.shown}",
+                                     "/dev/null" if self.after is None else f"b/{self.shown}")
+        return "".join(x if x.endswith("\n") else x + "\n\\ No newline at end of file\n" for x in lines)
+
+
+@dataclass
+class Plan:
+    kind: HostKind
+    root: Path
+    uninstall: bool
+    name: str | None
+    entry: dict[str, Any] | None
+    changes: list[Change] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+# -- the workspace and the server entry ------------------------------------------------------------------
+
+def find_root(cwd: str | None, root: str | None) -> Path:
+    """The workspace: `--root`, else the nearest folder with tropo.toml (or .vivary/workspace.toml) up to
+    the top of the Git work tree, else that top, else the folder itself."""
+    start = Path(cwd or ".").resolve()
+    if not start.is_dir():
+        raise UsageError(f"-C {cwd}: no such directory")
+    if root is not None:
+        pinned = (start / root).resolve()
+        if not pinned.is_dir():
+            raise UsageError(f"--root {root}: no such directory")
+        return pinned
+    top = next((d for d in (start, *start.parents) if (d / ".git").exists()), None)
+    for d in (start, *start.parents):
+        if any((d / m).is_file() for m in ROOT_MARKERS):
+            return d
+        if d == top:
+            return d
+    return start
+
+
+def server_command() -> list[str]:
+    """How a host starts this very installation: the `git-vivary` script beside the running Python (a
+    venv's, pipx's, the system's), else that Python with `-m vivary_git.main`. Not `git vivary`: hosts
+    start servers with a bare PATH, where a venv's script is not found."""
+    python = Path(sys.executable)
+    for name in ("git-vivary", "git-vivary.exe"):
+        script = python.parent / name
+        if script.is_file():
+            return [str(script)]
+    return [str(python), "-m", "vivary_git.main"]
+
+
+def server_entry(root: Path, spec: ConfigSpec | None) -> dict[str, Any]:
+    command = server_command()
+    entry: dict[str, Any] = dict(spec.extra) if spec is not None else {}
+    entry["command"] = command[0]
+    entry["args"] = [*command[1:], "mcp", "-C", str(root)]
+    return entry
+
+
+def default_name(root: Path, scope: Scope) -> str:
+    """`vivary` in a project's own file; `vivary-<folder>` in a user-level file shared by workspaces."""
+    if scope == "project":
+        return PROJECT_NAME
+    slug = re.sub(r"[^a-z0-9]+", "-", root.name.lower()).strip("-")[:40].strip("-") or "workspace"
+    return f"vivary-{slug}"
+
+
+def pins(value: Any, root: Path) -> bool:
+    """Whether a server entry is one of ours for this workspace: its args hold `-C <root>`."""
+    if not isinstance(value, dict):
+        return False
+    args = value.get("args")
+    if not isinstance(args, list):
+        return False
+    return any(a == "-C" and b == str(root) for a, b in itertools.pairwise(args))
+
+
+def _check_strings(entry: dict[str, Any], spec: ConfigSpec, kind: HostKind) -> None:
+    for value in (entry["command"], *entry["args"]):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise UsageError(f"{value!r} is not valid UTF-8, so no config file can hold it; rename the folder "
+                             "and run again") from None
+        if spec.expands is not None and spec.expands.search(value):
+            raise RefusedError(
+                f"{value!r} holds a `$` that {HOSTS[kind].label} would expand as an environment variable, and "
+                "it has no escape for it; rename the folder (or the venv) so the path holds no `$`, or "
+                "configure the server by hand")
+
+
+# -- one file each ---------------------------------------------------------------------------------------
+
+def _config_location(spec: HostSpec, root: Path, scope: Scope) -> tuple[Path, str]:
+    assert spec.config is not None
+    if scope == "project":
+        assert spec.config.project is not None
+        return files.project_path(root, spec.config.project), spec.config.project
+    path = user_config_path(spec.kind)
+    home = Path.home()
+    shown = str(path)
+    with contextlib.suppress(ValueError):
+        shown = "~/" + path.relative_to(home).as_posix()
+    return files.user_path(path), shown
+
+
+def _parse_error(shown: str, err: object) -> ConfigError:
+    return ConfigError(f"{shown}: {err}; the host cannot read it either: fix the file and run again "
+                       "(nothing was written)")
+
+
+def _json_tree(text: str, spec: ConfigSpec, shown: str) -> jsonedit.Node:
+    try:
+        tree = jsonedit.parse(text, comments=spec.format == "jsonc")
+    except jsonedit.JsonSyntaxError as err:
+        raise _parse_error(shown, err) from None
+    if tree.kind != "object":
+        raise ConfigError(f"{shown}: line 1: the file holds a JSON {tree.kind}, not an object; the host expects "
+                          "an object; fix the file and run again (nothing was written)")
+    return tree
+
+
+def _container(tree: jsonedit.Node, text: str, spec: ConfigSpec, shown: str) -> jsonedit.Member | None:
+    member = jsonedit.find(tree, spec.container)
+    if member is not None and member.value.kind != "object":
+        line = text.count("\n", 0, member.key_start) + 1
+        raise ConfigError(f"{shown}: line {line}: {spec.container!r} is a {member.value.kind}, not an object; "
+                          "fix the file and run again (nothing was written)")
+    return member
+
+
+def json_install(text: str | None, spec: ConfigSpec, name: str, entry: dict[str, Any], root: Path,
+                 shown: str) -> str:
+    if text is None:
+        unit, nl = "  ", "\n"
+        inner = jsonedit.created_container(name, entry, unit, unit, nl)
+        return "{" + nl + unit + '"' + spec.container + '": ' + inner + nl + "}" + nl
+    tree = _json_tree(text, spec, shown)
+    unit, nl = jsonedit.indent_unit(text, tree), jsonedit.newline_of(text)
+    container = _container(tree, text, spec, shown)
+    if container is None:
+        outer = jsonedit._member_indent(text, tree, unit)
+        value_text = jsonedit.created_container(name, entry, outer, unit, nl)
+        return jsonedit.insert_member(text, tree, spec.container, value_text, unit=unit, nl=nl)
+    current = jsonedit.find(container.value, name)
+    if current is None:
+        return jsonedit.insert_member(text, container.value, name, value=entry, unit=unit, nl=nl)
+    value = jsonedit.to_python(current.value)
+    if value == entry:
+        return text
+    if not pins(value, root):
+        raise _taken(shown, spec, name)
+    return jsonedit.replace_value(text, current, entry, unit=unit, nl=nl)
+
+
+def json_uninstall(text: str, spec: ConfigSpec, name: str, root: Path, shown: str) -> tuple[str | None, str]:
+    """The text without our entry (None: delete the file), and a note when something is left."""
+    tree = _json_tree(text, spec, shown)
+    container = _container(tree, text, spec, shown)
+    current = None if container is None else jsonedit.find(container.value, name)
+    if container is None or current is None:
+        return text, ""
+    if not pins(jsonedit.to_python(current.value), root):
+        return text, f"{name!r} there is not this workspace's server; left alone"
+    nl = jsonedit.newline_of(text)
+    after = jsonedit.remove_member(text, container.value, name)
+    tree = jsonedit.parse(after, comments=True)
+    container = jsonedit.find(tree, spec.container)
+    assert container is not None
+    outer = jsonedit._own_line_indent(after, container.key_start)
+    emptied = after[container.value.start:container.value.end]
+    if outer is not None and emptied == jsonedit.empty_created_container(outer, nl):
+        after = jsonedit.remove_member(after, tree, spec.container)  # the container was ours too
+        if after == "{" + nl + "}" + nl:
+            return None, ""  # and so was the file
+    return after, ""
+
+
+def _toml_markers(name: str) -> blocks.Markers:
+    return blocks.Markers(f"# >>> vivary: MCP server {name}, managed by `git vivary bootstrap-host` >>>",
+                          f"# <<< vivary: MCP server {name} <<<")
+
+
+def _toml_data(text: str, shown: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        said = str(err)
+        at = re.search(r" ?\(at line (\d+), column (\d+)\)", said)
+        if at is not None:
+            said = f"line {at.group(1)}, column {at.group(2)}: {said[:at.start()] + said[at.end():]}"
+        raise _parse_error(shown, said) from None
+
+
+def _toml_servers(data: dict[str, Any], shown: str) -> dict[str, Any]:
+    servers = data.get("mcp_servers", {})
+    if not isinstance(servers, dict):
+        raise ConfigError(f"{shown}: `mcp_servers` is not a table; fix the file and run again (nothing was written)")
+    return servers
+
+
+def toml_install(text: str | None, name: str, entry: dict[str, Any], root: Path,
+                 shown: str) -> tuple[str, str]:
+    import tomlkit
+
+    data = _toml_data(text or "", shown)
+    servers = _toml_servers(data, shown)
+    markers = _toml_markers(name)
+    body = tomlkit.dumps({"mcp_servers": {name: entry}})
+    if text is not None and markers.span(text) is None and name in servers:
+        if servers[name] == entry:
+            return text, "written by hand, as bootstrap-host would"
+        if pins(servers[name], root):
+            return text, (f"[mcp_servers.{name}] was written by hand; left as it is (edit it, or remove it and "
+                          "run again)")
+        raise _taken(shown, None, name)
+    after = blocks.put(text, markers, body)
+    expected = {**data, "mcp_servers": {**servers, name: entry}}
+    try:
+        got: dict[str, Any] | None = tomllib.loads(after)
+    except tomllib.TOMLDecodeError:
+        got = None
+    if got != expected:
+        raise ConfigError(f"{shown}: adding a [mcp_servers.{name}] table would not add just this server (is "
+                          "`mcp_servers` an inline table?); nothing was written; add this by hand:\n" + body)
+    return after, ""
+
+
+def toml_uninstall(text: str, name: str, root: Path, shown: str) -> tuple[str | None, str]:
+    data = _toml_data(text, shown)
+    servers = _toml_servers(data, shown)
+    markers = _toml_markers(name)
+    if markers.span(text) is None:
+        if name in servers and pins(servers[name], root):
+            return text, f"[mcp_servers.{name}] was written by hand (no bootstrap-host markers); left alone"
+        return text, ""
+    after = blocks.remove(text, markers)
+    rest = {k: v for k, v in servers.items() if k != name}
+    expected = {k: v for k, v in data.items() if k != "mcp_servers"}
+    if rest:
+        expected["mcp_servers"] = rest
+    got = _toml_data(after or "", shown)
+    if got.get("mcp_servers") == {} and not rest:
+        got.pop("mcp_servers")  # an empty [mcp_servers] table of the user's stays, as written
+    if got != expected:
+        raise ConfigError(f"{shown}: removing the managed block would change more than this server (was it edited "
+                          f"by hand?); nothing was written; remove [mcp_servers.{name}] by hand")
+    return after, ""
+
+
+def _taken(shown: str, spec: ConfigSpec | None, name: str) -> RefusedError:
+    return RefusedError(f"{shown} already has a server named {name!r} that is not this workspace's; choose another "
+                        "name with --name NAME (nothing was written)")
+
+
+def guidance_text() -> str:
+    return importlib.resources.files("vivary_git.hosts").joinpath("templates/guidance.md").read_text("utf-8")
+
+
+def guidance_file(spec: HostSpec, root: Path) -> str | None:
+    """The host's instructions file; AGENTS.md when that file only imports AGENTS.md (as `init` writes it)."""
+    if spec.guidance is None or spec.guidance == "AGENTS.md":
+        return spec.guidance
+    own = files.read(files.project_path(root, spec.guidance), spec.guidance)
+    if own is not None and _IMPORTS_AGENTS.search(own) and GUIDANCE_MARKERS.span(own) is None:
+        return "AGENTS.md"
+    return spec.guidance
+
+
+# -- plans -----------------------------------------------------------------------------------------------
+
+def plan(kind: HostKind, root: Path, *, uninstall: bool = False, user: bool = False,
+         name: str | None = None) -> Plan:
+    spec = HOSTS[kind]
+    scope: Scope = "user" if user else "project"
+    if spec.config is None and user:
+        raise UsageError(f"--user: {kind} has no server config to write")
+    if spec.config is not None:
+        if user and not spec.config.user:
+            raise UsageError(f"--user: {spec.label} reads its servers from {spec.config.project} in the workspace; "
+                             "run without --user")
+        if not user and spec.config.project is None:
+            raise UsageError(f"{spec.label} has only a user-level config ({user_config_path(kind)}), outside the "
+                             "workspace: pass --user to write it")
+    if name is not None and not _NAME.match(name):
+        raise UsageError(f"--name {name!r}: use 1-64 letters, digits, '-' or '_'")
+    server = name or default_name(root, scope)
+    entry = server_entry(root, spec.config) if spec.config is not None else None
+    p = Plan(kind, root, uninstall, server if spec.config is not None else None, entry)
+    if spec.config is not None and entry is not None:
+        if not uninstall:
+            _check_strings(entry, spec.config, kind)
+        p.changes.append(_server_change(spec, root, scope, server, entry, uninstall))
+        if scope == "project" and not uninstall:
+            p.notes.append(f"the entry in {spec.config.project} holds this machine's paths (the command and the "
+                           "workspace): commit it only where everyone shares them")
+        if kind == "codex" and scope == "project" and not uninstall:
+            p.notes.append("Codex reads .codex/config.toml only in a project you marked trusted")
+        if kind == "claude-code" and not uninstall:
+            p.notes.append("Claude Code asks once before it starts a server from a project's .mcp.json")
+        if not uninstall and importlib.util.find_spec("mcp") is None:
+            p.notes.append("the server needs the MCP SDK, which is not installed here: pip install 'vivary-git[mcp]'")
+    else:
+        argv = [*server_command(), "mcp", "-C", str(root)]
+        p.notes.append("configure your host to start this stdio server: " + " ".join(_quote(a) for a in argv))
+    target = guidance_file(spec, root)
+    if target is not None:
+        p.changes.append(_guidance_change(kind, root, target, uninstall))
+    return p
+
+
+def _quote(arg: str) -> str:
+    import shlex
+
+    return shlex.quote(arg)
+
+
+def _server_change(spec: HostSpec, root: Path, scope: Scope, name: str, entry: dict[str, Any],
+                   uninstall: bool) -> Change:
+    assert spec.config is not None
+    path, shown = _config_location(spec, root, scope)
+    before = files.read(path, shown)
+    note = ""
+    if spec.config.format == "toml":
+        if uninstall:
+            after, note = (None, "") if before is None else toml_uninstall(before, name, root, shown)
+        else:
+            after, note = toml_install(before, name, entry, root, shown)
+    elif uninstall:
+        after, note = (None, "") if before is None else json_uninstall(before, spec.config, name, root, shown)
+    else:
+        after = json_install(before, spec.config, name, entry, root, shown)
+    return Change(path, shown, "server", scope, before, after, _action(before, after, note), note)
+
+
+def _guidance_change(kind: HostKind, root: Path, rel: str, uninstall: bool) -> Change:
+    path = files.project_path(root, rel)
+    before = files.read(path, rel)
+    note = ""
+    if uninstall:
+        users = [k for k in _installed_hosts(root) if k != kind and guidance_file(HOSTS[k], root) == rel]
+        if before is None or GUIDANCE_MARKERS.span(before) is None:
+            after: str | None = before
+        elif users:
+            after = before
+            note = "still used by " + ", ".join(HOSTS[k].label for k in users)
+        else:
+            after = blocks.remove(before, GUIDANCE_MARKERS)
+    else:
+        after = blocks.put(before, GUIDANCE_MARKERS, guidance_text())
+    return Change(path, rel, "guidance", "project", before, after, _action(before, after, note), note)
+
+
+def _installed_hosts(root: Path) -> list[HostKind]:
+    """Hosts whose project-level config holds this workspace's server (the ones a guidance block serves)."""
+    found: list[HostKind] = []
+    for kind in HOST_KINDS:
+        spec = HOSTS[kind]
+        if spec.config is None or spec.config.project is None:
+            continue
+        try:
+            state = server_state(kind, root, "project", PROJECT_NAME).state
+        except (ConfigError, RefusedError):
+            continue
+        if state in ("installed", "stale"):
+            found.append(kind)
+    return found
+
+
+def _action(before: str | None, after: str | None, note: str) -> Action:
+    if before == after:
+        if note:
+            return "kept"
+        return "absent" if before is None else "unchanged"
+    if before is None:
+        return "create"
+    if after is None:
+        return "delete"
+    return "update"
+
+
+def apply(p: Plan) -> None:
+    for c in p.changes:
+        if c.before == c.after:
+            continue
+        files.write(c.path, c.shown, c.after, before=c.before)
+        if c.after is None and c.scope == "project":
+            _drop_empty_dirs(c.path.parent, p.root)
+
+
+def _drop_empty_dirs(folder: Path, root: Path) -> None:
+    """`.cursor/`, `.gemini/`, `.codex/` left empty by an uninstall go too (nothing else can be in them)."""
+    while folder != root and root in folder.parents:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        folder = folder.parent
+
+
+# -- status ----------------------------------------------------------------------------------------------
+
+@dataclass
+class ServerState:
+    path: str
+    scope: Scope
+    name: str
+    state: Literal["installed", "stale", "absent", "other", "unreadable"]
+    command: str | None = None
+    command_found: bool | None = None
+    detail: str = ""
+
+
+def server_state(kind: HostKind, root: Path, scope: Scope, name: str) -> ServerState:
+    """Is this workspace's server in the host's file, as bootstrap-host would write it now?"""
+    spec = HOSTS[kind]
+    assert spec.config is not None
+    try:
+        path, shown = _config_location(spec, root, scope)
+    except RefusedError as err:
+        return ServerState(spec.config.project or "", scope, name, "unreadable", detail=str(err))
+    try:
+        text = files.read(path, shown)
+        if text is None:
+            return ServerState(shown, scope, name, "absent")
+        if spec.config.format == "toml":
+            value = _toml_servers(_toml_data(text, shown), shown).get(name)
+        else:
+            tree = _json_tree(text, spec.config, shown)
+            container = _container(tree, text, spec.config, shown)
+            member = None if container is None else jsonedit.find(container.value, name)
+            value = None if member is None else jsonedit.to_python(member.value)
+    except ConfigError as err:
+        return ServerState(shown, scope, name, "unreadable", detail=str(err))
+    if value is None:
+        return ServerState(shown, scope, name, "absent")
+    if not pins(value, root):
+        return ServerState(shown, scope, name, "other", detail=f"{name!r} there is not this workspace's server")
+    command = value.get("command") if isinstance(value, dict) else None
+    found = isinstance(command, str) and Path(command).is_file()
+    want = server_entry(root, spec.config)
+    state: Literal["installed", "stale"] = "installed" if value == want and found else "stale"
+    detail = "" if state == "installed" else (
+        f"the command {command!r} is not there any more" if not found else "written for another installation")
+    return ServerState(shown, scope, name, state, command if isinstance(command, str) else None, found, detail)
+
+
+def guidance_state(kind: HostKind, root: Path) -> tuple[str | None, str]:
+    """(file, present | outdated | absent | unreadable) for the host's guidance block."""
+    try:
+        rel = guidance_file(HOSTS[kind], root)
+        if rel is None:
+            return None, "absent"
+        text = files.read(files.project_path(root, rel), rel)
+    except (ConfigError, RefusedError):
+        return HOSTS[kind].guidance, "unreadable"
+    if text is None:
+        return rel, "absent"
+    inner = GUIDANCE_MARKERS.inner(text)
+    if inner is None:
+        return rel, "absent"
+    want = guidance_text()
+    return rel, "present" if inner.replace("\r\n", "\n") == want else "outdated"

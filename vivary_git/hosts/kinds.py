@@ -1,0 +1,73 @@
+"""Where each agent host reads its MCP servers and its guidance (sources in docs/hosts.md)."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+HostKind = Literal["generic", "claude-code", "codex", "cursor", "gemini-cli", "claude-desktop"]
+HOST_KINDS: tuple[HostKind, ...] = ("generic", "claude-code", "codex", "cursor", "gemini-cli", "claude-desktop")
+Format = Literal["json", "jsonc", "toml"]
+
+# Hosts expand environment variables inside the strings of their config: a workspace path holding such a
+# pattern would be rewritten by the host, and none of them has an escape for it.
+_BRACE = re.compile(r"\$\{")  # Claude Code: ${VAR}, ${VAR:-default}; Cursor: ${env:NAME}, ${workspaceFolder}
+_DOLLAR = re.compile(r"\$(?:\w|\{)")  # Gemini CLI: $VAR and ${VAR}
+
+
+@dataclass(frozen=True)
+class ConfigSpec:
+    format: Format
+    container: str  # the table of servers: mcpServers / mcp_servers
+    project: str | None  # path under the workspace root, when the host reads a project-level file
+    user: bool  # the host (also) reads a user-level file, written only with --user
+    expands: re.Pattern[str] | None = None
+    extra: dict[str, str] = field(default_factory=dict)  # fixed members of the entry
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    kind: HostKind
+    label: str
+    config: ConfigSpec | None
+    guidance: str | None  # the file the host reads its instructions from
+
+
+HOSTS: dict[HostKind, HostSpec] = {
+    "generic": HostSpec("generic", "any MCP host (AGENTS.md only; configure the server by hand)", None, "AGENTS.md"),
+    "claude-code": HostSpec(
+        "claude-code", "Claude Code",
+        ConfigSpec("json", "mcpServers", ".mcp.json", False, _BRACE, {"type": "stdio"}), "CLAUDE.md"),
+    "codex": HostSpec("codex", "Codex", ConfigSpec("toml", "mcp_servers", ".codex/config.toml", True), "AGENTS.md"),
+    "cursor": HostSpec("cursor", "Cursor", ConfigSpec("jsonc", "mcpServers", ".cursor/mcp.json", False, _BRACE),
+                       "AGENTS.md"),
+    "gemini-cli": HostSpec(
+        "gemini-cli", "Gemini CLI", ConfigSpec("jsonc", "mcpServers", ".gemini/settings.json", False, _DOLLAR),
+        "GEMINI.md"),
+    "claude-desktop": HostSpec("claude-desktop", "Claude Desktop",
+                               ConfigSpec("json", "mcpServers", None, True), None),
+}
+
+
+def user_config_path(kind: HostKind, *, platform: str | None = None, env: dict[str, str] | None = None) -> Path:
+    """The host's user-level config file on this machine (`HOME` and the platform's variables decide)."""
+    env = dict(os.environ) if env is None else env
+    platform = sys.platform if platform is None else platform
+    home = Path(env.get("HOME") or env.get("USERPROFILE") or Path.home())
+    if kind == "codex":
+        codex_home = env.get("CODEX_HOME")
+        return (Path(codex_home) if codex_home else home / ".codex") / "config.toml"
+    if kind == "claude-desktop":
+        if platform == "darwin":
+            return home / "Library" / "Application Support" / "Claude" / "claude_desktop_config.json"
+        if platform.startswith("win"):
+            appdata = env.get("APPDATA")
+            base = Path(appdata) if appdata else home / "AppData" / "Roaming"
+            return base / "Claude" / "claude_desktop_config.json"
+        xdg = env.get("XDG_CONFIG_HOME")
+        return (Path(xdg) if xdg else home / ".config") / "Claude" / "claude_desktop_config.json"
+    raise ValueError(f"{kind} has no user-level config file that bootstrap-host writes")

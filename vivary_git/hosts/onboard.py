@@ -1,0 +1,172 @@
+"""Onboarding: the first-start questions, kept as a pinned profile in USER.md.
+
+USER.md is on the privacy floor: never indexed, never in a cache ref, never in a recall result. The
+answers are written there and nowhere else; the reports of this module name which questions are
+answered, never the answers. A USER.md that Git tracks is refused (the answers would reach the next
+commit); one Git would not ignore is added to `.git/info/exclude`, which is never committed.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from vivary_git import git
+from vivary_git.errors import RefusedError, UsageError
+from vivary_git.hosts import blocks, files
+
+USER_FILE = "USER.md"
+QUESTIONS: dict[str, str] = {
+    "name": "What should I call you?",
+    "role": "What is your role (what do you do)?",
+    "language": "Which language should I answer in?",
+    "style": "How should I answer (for example: brief, detailed, with sources, step by step)?",
+    "goal": "What is your goal for this workspace?",
+}
+MARKERS = blocks.Markers(
+    "<!-- >>> vivary profile (pinned): written by `git vivary onboard`; private to this machine >>> -->",
+    "<!-- <<< vivary profile <<< -->",
+)
+MAX_ANSWER = 500
+_LINE = re.compile(r"^- ([a-z]+): (.*)$")
+_HEAD = "### Profile (pinned)\n\n"
+
+
+@dataclass
+class Onboarding:
+    file: str
+    written: list[str] = field(default_factory=list)
+    answered: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    excluded: bool = False  # USER.md was added to .git/info/exclude
+
+    @property
+    def done(self) -> bool:
+        return not self.missing
+
+
+def clean(value: str) -> str:
+    """One line, no control characters, bounded; `<` and `>` escaped so no answer can forge a marker."""
+    value = "".join(" " if (ord(c) < 32 or ord(c) == 127) else c for c in value)
+    value = " ".join(value.split())[:MAX_ANSWER]
+    return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _unescape(value: str) -> str:
+    return value.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def parse_answers(pairs: list[str]) -> dict[str, str]:
+    answers: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key = key.strip().lower().replace("-", "_")
+        key = {"response_style": "style"}.get(key, key)
+        if not sep or key not in QUESTIONS:
+            raise UsageError(f"--answer {pair.split('=', 1)[0]!r}: use KEY=VALUE with KEY one of "
+                             + ", ".join(QUESTIONS))
+        answers[key] = value
+    return answers
+
+
+def read_profile(root: Path) -> dict[str, str]:
+    text = files.read(files.project_path(root, USER_FILE), USER_FILE)
+    inner = None if text is None else MARKERS.inner(text)
+    profile: dict[str, str] = {}
+    for line in (inner or "").splitlines():
+        m = _LINE.match(line)
+        if m and m.group(1) in QUESTIONS and m.group(2).strip():
+            profile[m.group(1)] = _unescape(m.group(2))
+    return profile
+
+
+def status(root: Path) -> Onboarding:
+    profile = read_profile(root)
+    return Onboarding(USER_FILE, answered=[k for k in QUESTIONS if k in profile],
+                      missing=[k for k in QUESTIONS if k not in profile])
+
+
+def record(root: Path, answers: dict[str, str]) -> Onboarding:
+    """Merge `answers` into the profile (an empty answer removes one) and write USER.md."""
+    path = files.project_path(root, USER_FILE)
+    _refuse_tracked(root, path)
+    before = files.read(path, USER_FILE)
+    profile = read_profile(root)
+    for key, value in answers.items():
+        v = clean(value)
+        if v:
+            profile[key] = _unescape(v)
+        else:
+            profile.pop(key, None)
+    body = _HEAD + "".join(f"- {k}: {clean(profile[k])}\n" for k in QUESTIONS if k in profile)
+    if before is None:
+        intro = importlib.resources.files("vivary_git.scaffold").joinpath("templates/USER.md").read_text("utf-8")
+        after = intro + "\n" + blocks.render(MARKERS, body, "\n")
+    else:
+        after = blocks.put(before, MARKERS, body)
+    excluded = _keep_out_of_git(root, path)
+    if after != before:
+        files.write(path, USER_FILE, after, before=before, private=True)
+    report = status(root)
+    report.written = [k for k in QUESTIONS if k in answers]
+    report.excluded = excluded
+    return report
+
+
+def _repo_top(root: Path) -> Path | None:
+    proc = git.run(["rev-parse", "--show-toplevel"], cwd=root, check=False)
+    if proc.returncode != 0:
+        return None
+    return Path(proc.stdout.decode().strip()).resolve()
+
+
+def _refuse_tracked(root: Path, path: Path) -> None:
+    top = _repo_top(root)
+    if top is None:
+        return
+    rel = path.relative_to(top).as_posix()
+    tracked = git.run(["ls-files", "--error-unmatch", "--", rel], cwd=top, check=False)
+    if tracked.returncode == 0:
+        raise RefusedError(f"{rel} is tracked by Git, so your answers would reach the next commit; untrack it "
+                           f"(`git rm --cached -- {rel}`, and keep it ignored) and run again; nothing was written")
+
+
+def _keep_out_of_git(root: Path, path: Path) -> bool:
+    """Make sure Git ignores USER.md; when no rule does, add one to .git/info/exclude (never committed)."""
+    top = _repo_top(root)
+    if top is None:
+        return False
+    rel = path.relative_to(top).as_posix()
+    proc = git.run(["check-ignore", "-q", "--no-index", "--", rel], cwd=top, check=False)
+    if proc.returncode == 0:
+        return False
+    exclude = Path(git.out(["rev-parse", "--git-path", "info/exclude"], cwd=top))
+    if not exclude.is_absolute():
+        exclude = top / exclude
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    old = exclude.read_text("utf-8") if exclude.is_file() else ""
+    line = "/" + re.sub(r"([*?\[\\!#])", r"\\\1", rel)
+    sep = "" if old == "" or old.endswith("\n") else "\n"
+    with exclude.open("a", encoding="utf-8") as f:
+        f.write(f"{sep}# private profile written by git vivary onboard\n{line}\n")
+    check = git.run(["check-ignore", "-q", "--no-index", "--", rel], cwd=top, check=False)
+    if check.returncode != 0:
+        raise RefusedError(f"could not make Git ignore {rel} (see {exclude}); add it to .gitignore and run again")
+    return True
+
+
+def ask(stdin: TextIO, stderr: TextIO, keys: list[str]) -> dict[str, str]:
+    """The questions for `keys`, asked on a terminal; an empty line skips one."""
+    answers: dict[str, str] = {}
+    for key in keys:
+        stderr.write(f"{QUESTIONS[key]} ")
+        stderr.flush()
+        line = stdin.readline()
+        if not line:
+            break
+        if line.strip():
+            answers[key] = line.strip()
+    return answers
