@@ -129,6 +129,8 @@ def load_toml(text: bytes, name: str) -> dict[str, Any]:
         raise ConfigError(f"{name}: not valid UTF-8 ({err.reason}); re-save it as UTF-8") from err
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"{name}: invalid TOML: {err}") from err
+    except RecursionError:
+        raise ConfigError(f"{name}: invalid TOML: arrays or tables are nested too deeply; flatten them") from None
 
 
 _KNOWN_TOP = {"version", "exclude", "base", "types", "packs", "pack", "overlays", "workspace", "name"}

@@ -61,6 +61,9 @@ def _read(path: Path, decoder: msgspec.msgpack.Decoder[T]) -> T | None:
     except (msgspec.DecodeError, msgspec.ValidationError):
         _discard(path, "it is truncated or damaged")
         return None
+    except RecursionError:  # msgspec's own guard against nesting no cache of ours has
+        _discard(path, "it is nested too deeply")
+        return None
 
 
 def _discard(path: Path, why: str) -> None:

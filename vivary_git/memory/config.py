@@ -185,6 +185,8 @@ def parse_memory_config(data: bytes, name: str = MEMORY_FILE) -> MemoryConfig:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"{name}: invalid TOML: {err}") from None
+    except RecursionError:
+        raise ConfigError(f"{name}: invalid TOML: arrays or tables are nested too deeply; flatten them") from None
     hit = _find_secret(raw, [])
     if hit is not None:
         keys, why = hit

@@ -180,7 +180,7 @@ def _decode(data: bytes | None, kind: type[Any], *, json: bool = False) -> Any:
         return None
     try:
         return msgspec.json.decode(data, type=kind) if json else msgspec.msgpack.decode(data, type=kind)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
 
 
