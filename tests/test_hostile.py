@@ -161,3 +161,103 @@ def test_deeply_nested_config_files_are_config_errors(repo: Repo, cli: Any) -> N
             r = cli(*args, cwd=repo.path)
             assert r.code == 2, (name, r.err)
             assert r.err.count("\n") == 1 and name in r.err and "nested too deeply" in r.err, (name, r.err)
+
+
+# --- FIFOs, devices and kernel files where a file is expected --------------------------------------------
+
+
+def _run(args: list[str], cwd: Any, input: str | None = None) -> Any:
+    """`git vivary ARGS` in a subprocess. The timeout only turns a hang into a failure instead of a stuck
+    test run; it is not a speed target (the commands here answer in about a second)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+    return subprocess.run(["git", "vivary", *args], cwd=cwd, capture_output=True, text=True, env=env,
+                          input=input, timeout=300, check=False)
+
+
+def _one_line(err: str) -> bool:
+    return err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_ci_outputs_refuse_fifos_devices_and_kernel_files(repo: Repo) -> None:
+    import os
+
+    repo.commit(files={"a.md": "# A\n"})
+    fifo = repo.path.parent / "fifo"
+    os.mkfifo(fifo)
+    for option in ("--summary", "--output", "--sarif", "--github-output"):
+        for target, what in ((str(fifo), "FIFO"), ("/proc/self/mem", "kernel interface"),
+                             ("/dev/null", "character device")):
+            r = _run(["ci", option, target], repo.path)
+            assert r.returncode == 2, (option, target, r.stderr)
+            assert _one_line(r.stderr) and target in r.stderr and what in r.stderr, (option, target, r.stderr)
+    ok = repo.path.parent / "summary.md"
+    r = _run(["ci", "--summary", str(ok), "--output", str(ok.with_suffix(".txt"))], repo.path)
+    assert r.returncode == 0 and ok.read_text().strip() and ok.with_suffix(".txt").read_text().strip()
+
+
+def test_recall_queries_refuse_devices_fifos_and_floods(repo: Repo) -> None:
+    import os
+
+    repo.commit(files={"a.md": "# A\n"})
+    fifo = repo.path.parent / "queries.jsonl"
+    os.mkfifo(fifo)
+    for target, what in (("/dev/zero", "character device"), (str(fifo), "FIFO"),
+                         ("/proc/self/mem", "kernel interface")):
+        r = _run(["recall", "--queries", target], repo.path)
+        assert r.returncode == 2 and _one_line(r.stderr), (target, r.stderr)
+        assert target in r.stderr and what in r.stderr, r.stderr
+    flood = '{"id": 1, "query": "x"}\n' * 800_000  # ~19 MB on standard input
+    r = _run(["recall", "--queries", "-"], repo.path, input=flood)
+    assert r.returncode == 2 and _one_line(r.stderr) and "limit" in r.stderr, r.stderr
+    deep = repo.path.parent / "deep.jsonl"
+    deep.write_text('{"id": ' + "[" * 100_000 + "]" * 100_000 + ', "query": "x"}\n')
+    r = _run(["recall", "--queries", str(deep)], repo.path)
+    assert r.returncode == 2 and _one_line(r.stderr) and f"{deep}:1" in r.stderr, r.stderr
+
+
+def test_plain_folder_refuses_special_config_files_and_reports_special_notes(tmp_path: Any) -> None:
+    import os
+
+    ws = tmp_path / "folder"
+    (ws / "sub").mkdir(parents=True)
+    (ws / "a.md").write_text("# A\n")
+    os.mkfifo(ws / "sub" / "pipe.md")
+    r = _run(["check", "--json"], ws)
+    assert r.returncode == 1, r.stderr
+    found = [(f["path"], f["code"]) for f in __import__("json").loads(r.stdout)["findings"]]
+    assert found == [("sub/pipe.md", "E000")]
+    assert "FIFO" in __import__("json").loads(r.stdout)["findings"][0]["message"]
+    big = ws / "big.md"
+    big.write_bytes(b"# Big\n" + b"x" * (9 << 20))
+    r = _run(["check", "--json"], ws)
+    findings = __import__("json").loads(r.stdout)["findings"]
+    assert {(f["path"], f["code"]) for f in findings} == {("sub/pipe.md", "E000"), ("big.md", "E000")}
+    assert any("over the 8 MiB limit" in f["message"] for f in findings)
+    big.unlink()
+    for name in ("tropo.toml", ".vivary/graph.toml", ".vivary/memory.toml"):
+        (ws / name).parent.mkdir(parents=True, exist_ok=True)
+        os.mkfifo(ws / name)
+        args = ["index", "--dry-run"] if name.endswith("memory.toml") else ["check"]
+        r = _run(args, ws)
+        last = r.stderr.splitlines()[-1]  # index first says the folder is not in Git
+        assert r.returncode == 2 and "Traceback" not in r.stderr and name in last and "FIFO" in last, \
+            (name, r.stderr)
+        os.unlink(ws / name)
+
+
+def test_oversized_config_files_are_config_errors(repo: Repo, tmp_path: Any) -> None:
+    from vivary_git.source import MAX_CONFIG_BYTES
+
+    huge = "version = 1\n" + "# padding\n" * (MAX_CONFIG_BYTES // 10 + 1)
+    repo.commit(files={"a.md": "# A\n", "tropo.toml": huge})
+    r = _run(["check", "--rev", "HEAD"], repo.path)
+    assert r.returncode == 2 and _one_line(r.stderr) and "tropo.toml" in r.stderr and "limit" in r.stderr, r.stderr
+    repo.commit(files={"tropo.toml": "version = 1\n", ".vivary/memory.toml": huge})
+    r = _run(["index", "--dry-run", "--rev", "HEAD"], repo.path)
+    assert r.returncode == 2 and _one_line(r.stderr) and "memory.toml" in r.stderr and "limit" in r.stderr, \
+        r.stderr

@@ -18,11 +18,14 @@ from typing import Any, NamedTuple
 
 from vivary_git import git
 from vivary_git.config import CONFIG_FILE, GRAPH_FILE, Config, Excluder, build_config, excluder, load_toml
-from vivary_git.errors import GitError, UsageError
+from vivary_git.errors import ConfigError, GitError, UsageError
 from vivary_git.models import Finding
+from vivary_git.safeio import FileRefused, describe_size, read_regular
 
 THIN_FILE = ".vivary/workspace.toml"
 ROOT_MARKERS = (CONFIG_FILE, THIN_FILE)
+# Largest config file read (tropo.toml, a pack, an overlay, .vivary/*.toml): 200,000 excludes are ~4 MB.
+MAX_CONFIG_BYTES = 16 << 20
 _MD_SUFFIXES = (".md", ".markdown")
 _LINK_MODE = 0o120000
 
@@ -51,6 +54,7 @@ class Source:
         raw: dict[str, Any] | None = None,
         read_file: Callable[[str], bytes | None] | None = None,
         root_tree: str | None = None,
+        problems: list[Finding] | None = None,
     ) -> None:
         self.kind = kind  # "rev" | "staged" | "worktree" | "folder"
         self.label = label
@@ -65,7 +69,7 @@ class Source:
         self._raw = raw
         self._read_file = read_file
         self._entries: list[Entry] | None = None
-        self._problems: list[Finding] = []
+        self._problems: list[Finding] = list(problems or ())  # files that cannot be notes at all
         self._overlays: dict[str, Config] = {}
 
     def _scan(self) -> list[Entry]:
@@ -211,7 +215,7 @@ def open_source(
 
     def read_file(path: str) -> bytes | None:
         oid = _lookup(repo, sub_id, path) if sub_id is not None else None
-        return None if oid is None else repo.read_blob(oid)
+        return None if oid is None else read_config_blob(repo, oid, f"{prefix}/{path}" if prefix else path)
 
     config, raw = load_config(read_file)
     return Source(
@@ -282,10 +286,32 @@ def _find_root(repo: git.Repo, tree_id: str, rel: str) -> str:
                 continue
             if marker == CONFIG_FILE:
                 return prefix
-            data = load_toml(repo.read_blob(blob), marker)
+            data = load_toml(read_config_blob(repo, blob, marker), marker)
             if data.get("contract") == "thin-v0.3":
                 return prefix
     return ""
+
+
+def read_config_blob(repo: git.Repo, oid: str, name: str) -> bytes:
+    """A config file's blob, refused (`ConfigError`) past `MAX_CONFIG_BYTES` before it is inflated."""
+    _, size = repo.repo.odb.read_header(repo.pygit2.Oid(hex=oid))
+    if size > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{name}: is {size:,} bytes, over the {describe_size(MAX_CONFIG_BYTES)} limit for a "
+                          "config file; shorten it")
+    return repo.read_blob(oid)
+
+
+def read_config_file(path: Path, name: str) -> bytes | None:
+    """A config file in a plain folder: None when there is none (or it is a symbolic link, which a tree
+    would not follow either); `ConfigError` for a FIFO, a device or a file over `MAX_CONFIG_BYTES`."""
+    if path.is_symlink() or not os.path.lexists(path) or path.is_dir():
+        return None
+    try:
+        return read_regular(path, MAX_CONFIG_BYTES, follow_symlinks=False)
+    except FileRefused as err:
+        raise ConfigError(f"{name}: {err}; a config file must be a regular file") from None
+    except OSError as err:
+        raise ConfigError(f"{name}: cannot be read ({err.strerror or err}); fix its permissions") from None
 
 
 def _lookup(repo: git.Repo, tree_id: str, path: str) -> str | None:
@@ -342,6 +368,8 @@ def _folder_source(start: Path, *, pinned: bool) -> Source:
     """A plain folder outside Git: read files directly; ids are Git blob ids, caching is off."""
     import pygit2
 
+    from vivary_git.parse import MAX_BYTES
+
     root = start
     if not pinned:
         for candidate in (start, *start.parents):
@@ -353,15 +381,13 @@ def _folder_source(start: Path, *, pinned: bool) -> Source:
     contents: dict[str, bytes] = {}
 
     def read_file(path: str) -> bytes | None:
-        full = root / path
-        if full.is_symlink() or not full.is_file():
-            return None
-        return full.read_bytes()
+        return read_config_file(root / path, path)
 
     config, raw = load_config(read_file)
     excluded = excluder(config)
     files: list[Entry] = []
     overlays: list[str] = []
+    problems: list[Finding] = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         base = Path(dirpath)
         rel_dir = base.relative_to(root).as_posix()
@@ -378,7 +404,12 @@ def _folder_source(start: Path, *, pinned: bool) -> Source:
                 if full.is_symlink():
                     data, mode = os.readlink(full).encode("utf-8", "surrogateescape"), _LINK_MODE
                 else:
-                    data, mode = full.read_bytes(), 0o100644
+                    # Read no more than a note may hold: a FIFO would block, a device never end.
+                    data, mode = read_regular(full, MAX_BYTES, follow_symlinks=False), 0o100644
+            except FileRefused as err:
+                problems.append(Finding(rel, 1, "error", "E000", f"{err}; notes must be regular files of at most "
+                                        f"{describe_size(MAX_BYTES)}: remove it or add it to `exclude`"))
+                continue
             except OSError as err:
                 raise UsageError(f"{rel}: cannot be read ({err.strerror}); fix its permissions or remove it") \
                     from None
@@ -388,5 +419,5 @@ def _folder_source(start: Path, *, pinned: bool) -> Source:
     return Source(
         kind="folder", label=f"folder {root}", root=root, prefix="", tree_id=None, repo=None,
         reader=contents.__getitem__, config=config, files=lambda: (files, overlays), raw=raw,
-        read_file=read_file,
+        read_file=read_file, problems=sorted(problems, key=lambda f: f.path),
     )
