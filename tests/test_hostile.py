@@ -261,3 +261,20 @@ def test_oversized_config_files_are_config_errors(repo: Repo, tmp_path: Any) -> 
     r = _run(["index", "--dry-run", "--rev", "HEAD"], repo.path)
     assert r.returncode == 2 and _one_line(r.stderr) and "memory.toml" in r.stderr and "limit" in r.stderr, \
         r.stderr
+
+
+def test_local_cache_files_replaced_by_fifos_are_ignored(repo: Repo) -> None:
+    import os
+
+    repo.commit(files=NOTES)
+    want = _run(["check", "--json", "--rev", "HEAD", "--no-cache"], repo.path)
+    _run(["check", "--json", "--rev", "HEAD"], repo.path)
+    replaced = 0
+    for f in (repo.path / ".git" / "vivary").glob("*-v*/*.msgpack"):
+        f.unlink()
+        os.mkfifo(f)
+        replaced += 1
+    assert replaced
+    r = _run(["check", "--json", "--rev", "HEAD"], repo.path)
+    assert (r.returncode, r.stdout) == (want.returncode, want.stdout), r.stderr
+    assert "ignored cache file" in r.stderr and "FIFO" in r.stderr and "Traceback" not in r.stderr

@@ -20,6 +20,7 @@ import msgspec
 
 from vivary_git.config import FORMAT_VERSION
 from vivary_git.models import Note
+from vivary_git.safeio import FileRefused, read_regular
 
 T = TypeVar("T")
 _MAGIC = b"VVG1"
@@ -47,8 +48,11 @@ def write_atomic(path: Path, *parts: bytes) -> None:
 
 def _read(path: Path, decoder: msgspec.msgpack.Decoder[T]) -> T | None:
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path, None, follow_symlinks=False)  # a FIFO put here must not block the hook
     except FileNotFoundError:  # removed by a concurrent compaction
+        return None
+    except FileRefused as err:
+        _discard(path, str(err))
         return None
     except OSError as err:
         _note(f"cannot read cache file {path} ({err.strerror}); recomputing")

@@ -94,23 +94,22 @@ def read_regular(path: Path | str, limit: int | None, *, follow_symlinks: bool =
 
 
 def _read_fd(fd: int, limit: int | None, size_hint: int) -> bytes:
-    if limit is None:
-        limit = max(size_hint, 0) + _CHUNK  # a file growing as we read: take what it had, and a little
+    """Up to `limit` bytes (None: the size the file had, and a little), in one read when the file is as
+    big as it says (no copy of a large cache file); more than the limit is `FileRefused`."""
+    cap = limit if limit is not None else max(size_hint, 0) + _CHUNK
     parts: list[bytes] = []
-    left = limit + 1
-    while left > 0:
-        try:
-            part = os.read(fd, min(left, _CHUNK))
-        except BlockingIOError:  # pragma: no cover - regular files never block
-            break
+    total = 0
+    want = min(max(size_hint, 0), cap) + 1
+    while total <= cap:
+        part = os.read(fd, min(want, cap + 1 - total))
         if not part:
             break
         parts.append(part)
-        left -= len(part)
-    data = b"".join(parts)
-    if len(data) > limit:
-        raise FileRefused(f"is over the {describe_size(limit)} limit")
-    return data
+        total += len(part)
+        want = _CHUNK
+    if total > cap:
+        raise FileRefused(f"is over the {describe_size(cap)} limit")
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def read_stream(stream: BinaryIO, limit: int) -> bytes:

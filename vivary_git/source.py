@@ -259,7 +259,14 @@ def _worktree_tree(repo: git.Repo) -> str:
     if not index.is_absolute():
         index = repo.workdir / index
     scratch_dir = repo.vivary_dir / "tmp"
-    scratch_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        scratch_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise GitError(
+            f"{scratch_dir}: cannot be made a folder for the working tree's snapshot ({err.strerror or err}): "
+            f"a file is in the place of {scratch_dir if scratch_dir.parent.is_dir() else scratch_dir.parent}; "
+            "remove it (vivary keeps only rebuildable data there)"
+        ) from None
     scratch = scratch_dir / f"index.{os.getpid()}"
     try:
         if index.is_file():
