@@ -423,3 +423,31 @@ def test_state_files_that_are_fifos_are_damage_not_a_hang(ws: Any, cli: Any) -> 
     r = _run(["index", "--yes", "--json"], ws.path)
     assert r.returncode == 0 and json.loads(r.stdout)["embedded"] == len(PUBLIC), r.stderr
 
+
+def test_a_note_made_private_leaves_no_trace_in_the_index_files(ws: Any, cli: Any) -> None:
+    """Indexed, then private: the next index removes its vector and text physically, not just marks them."""
+    import numpy as np
+
+    secret = "Secret"  # title kept distinct so its packet, and so its vector, is its own
+    ws.write({"notes/plan.md": f"# {secret} plan\n\n{CANARY}plan rotate the signing keys quarterly\n"})
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    where = state_dir(ws.path)
+    session = LocalMemory(open_workspace(ws.path)).open()
+    row = next(e.label for e in session._entries if e.node_id == "plan")
+    raw = (where / "vectors.f32").read_bytes()
+    vector = raw[row * 384 * 4:(row + 1) * 384 * 4]
+    assert vector in raw and vector in (where / "hnsw.bin").read_bytes()
+    assert CANARY.encode() in (where / "terms.msgpack").read_bytes() + (where / "lexical.bin").read_bytes()
+
+    ws.write({".vivary/memory.toml": MEMORY.replace('["drafts/**"]', '["drafts/**", "notes/plan.md"]')})
+    rep = cli("index", "--yes", "--json", cwd=ws.path).json()
+    assert rep["removed"] == 1 and rep["private"] == len(PRIVATE) + 1
+    for p in where.iterdir():
+        data = p.read_bytes()
+        assert CANARY.encode() not in data.lower(), p
+        assert vector not in data, p
+        assert b"notes/plan.md" not in data, p
+    # Nor a nearby copy: no stored vector is the removed one, whatever the byte alignment.
+    stored = np.frombuffer((where / "vectors.f32").read_bytes(), dtype="<f4").reshape(-1, 384)
+    assert float((stored @ np.frombuffer(vector, dtype="<f4")).max()) < 0.999
+    assert recall(cli, ws.path, "signing keys quarterly")

@@ -471,6 +471,18 @@ class _IndexBuilder:
             return self._report(previous.nodes, 0, len(digests), 0, False, unchanged=True)
 
         cached, vectors, self.generation = self._vector_cache()
+        live = set(digests)
+        # A node that left the index (deleted, or now private) must leave no vector behind, in the cache or
+        # the HNSW graph: marking it deleted keeps its bytes on disk. So when one has left (or we cannot tell,
+        # the entries being lost), every dead row goes now, before anything is written, and the graph is
+        # rebuilt on the new rows. Old versions of notes still indexed may wait for the dead-fraction rule.
+        left = prev_entries is None or bool({e.node_id for e in prev_entries.entries} - {n.id for n, _ in rendered})
+        scrubbed = left and any(d not in live for d in cached)
+        if scrubbed:
+            keep = [i for i, d in enumerate(cached) if d in live]
+            vectors = vectors[keep]
+            cached = [cached[i] for i in keep]
+            self.generation = uuid.uuid4().hex
         row_of = {d: i for i, d in enumerate(cached)}
         todo = [i for i, d in enumerate(digests) if d not in row_of]
         checkpoint = time.monotonic()
@@ -491,7 +503,6 @@ class _IndexBuilder:
                 # A first index of a large vault takes minutes: keep what is done if it is interrupted.
                 self._save_vectors(cached, vectors)
                 checkpoint = time.monotonic()
-        live = set(digests)
         dead = len(cached) - len(live)
         compact = dead > _DEAD_FRACTION * max(len(cached), 1)
         if compact:
@@ -500,7 +511,7 @@ class _IndexBuilder:
             cached = [cached[i] for i in keep]
             row_of = {d: i for i, d in enumerate(cached)}
             self.generation = uuid.uuid4().hex
-        if todo or compact:
+        if todo or compact or scrubbed:
             self._save_vectors(cached, vectors)
 
         entries = [Entry(node.id, d, row_of[d]) for (node, _), d in zip(rendered, digests, strict=True)]
