@@ -278,3 +278,25 @@ def test_local_cache_files_replaced_by_fifos_are_ignored(repo: Repo) -> None:
     r = _run(["check", "--json", "--rev", "HEAD"], repo.path)
     assert (r.returncode, r.stdout) == (want.returncode, want.stdout), r.stderr
     assert "ignored cache file" in r.stderr and "FIFO" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_ignore_files_that_are_fifos_are_named_not_waited_for(repo: Repo) -> None:
+    """Git itself blocks reading a FIFO .gitignore (`git status` hangs too); the snapshot of the working
+    tree must end with an error naming the file instead."""
+    import os
+
+    repo.commit(files={"a.md": "# A\n", "sub/b.md": "# B\n"})
+    for name in (".gitignore", "sub/.gitignore", ".git/info/exclude"):
+        target = repo.path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        saved = target.read_bytes() if target.exists() else None
+        if saved is not None:
+            target.unlink()
+        os.mkfifo(target)
+        r = _run(["check"], repo.path)
+        assert r.returncode == 2 and _one_line(r.stderr) and name in r.stderr and "FIFO" in r.stderr, \
+            (name, r.stderr)
+        target.unlink()
+        if saved is not None:
+            target.write_bytes(saved)
+    assert _run(["check"], repo.path).returncode == 0

@@ -272,15 +272,84 @@ def _worktree_tree(repo: git.Repo) -> str:
         if index.is_file():
             shutil.copyfile(index, scratch)
         env = dict(os.environ, GIT_INDEX_FILE=str(scratch))
-        repo.git(
-            ["-c", "advice.addEmbeddedRepo=false", "-c", "core.safecrlf=false",
-             "add", "-A", "--ignore-errors", "--", ":/"],
-            env=env, check=False,
-        )
+        _add_all(repo, env)
         return repo.git(["write-tree"], env=env).stdout.decode().strip()
     finally:
         with contextlib.suppress(FileNotFoundError):
             scratch.unlink()
+
+
+_WATCH_AFTER = 2.0  # seconds of `git add -A` before looking for a file Git could be blocked on
+
+
+def _add_all(repo: git.Repo, env: dict[str, str]) -> None:
+    """`git add -A` into the scratch index. Git opens every `.gitignore` it meets (and `info/exclude`,
+    `core.excludesFile`) with a blocking open, so a FIFO in that place stops it forever (`git status`
+    hangs too). A run that takes a while has the work tree searched for such a file, alongside, and is
+    stopped with an error naming it; one that is merely slow goes on."""
+    import subprocess
+
+    args = ["-c", "advice.addEmbeddedRepo=false", "-c", "core.safecrlf=false",
+            "add", "-A", "--ignore-errors", "--", ":/"]
+    try:
+        proc = subprocess.Popen([git.git_executable(), *args], cwd=repo.workdir, env=env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    except OSError as err:
+        raise GitError(f"could not run git: {err}") from None
+    try:
+        try:
+            proc.communicate(timeout=_WATCH_AFTER)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+        found = _special_git_file(repo)
+        if found is not None:
+            name, why = found
+            raise GitError(f"{name}: {why}; Git waits forever reading it (`git status` would hang too): remove "
+                           "it or replace it with a regular file")
+        proc.communicate()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _special_git_file(repo: git.Repo) -> tuple[str, str] | None:
+    """The first ignore file Git reads that is not a regular file (a FIFO, a device), with what it is;
+    None when there is none. Walks the work tree, skipping `.git` folders."""
+    from vivary_git.safeio import FileRefused, check_output
+
+    top = repo.workdir
+    assert top is not None
+
+    def special(path: Path) -> str | None:
+        try:
+            if path.is_symlink():
+                return None  # Git does not follow a symbolic link in these places
+            check_output(path)  # regular (or missing): fine
+        except FileRefused as err:
+            return str(err)
+        except OSError:
+            return None
+        return None
+
+    why = special(repo.common_dir / "info" / "exclude")
+    if why is not None:
+        return ".git/info/exclude", why
+    for key in ("core.excludesFile",):
+        proc = repo.git(["config", "--type=path", "--get", key], check=False)
+        value = proc.stdout.decode("utf-8", "surrogateescape").strip()
+        if proc.returncode == 0 and value:
+            why = special(Path(value))
+            if why is not None:
+                return value, why
+    for dirpath, dirnames, filenames in os.walk(top):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        if ".gitignore" in filenames:
+            why = special(Path(dirpath) / ".gitignore")
+            if why is not None:
+                return (Path(dirpath) / ".gitignore").relative_to(top).as_posix(), why
+    return None
 
 
 def _find_root(repo: git.Repo, tree_id: str, rel: str) -> str:
