@@ -300,3 +300,17 @@ def test_ignore_files_that_are_fifos_are_named_not_waited_for(repo: Repo) -> Non
         if saved is not None:
             target.write_bytes(saved)
     assert _run(["check"], repo.path).returncode == 0
+
+
+def test_hook_files_that_are_fifos_do_not_hang_hooks_commands(repo: Repo) -> None:
+    import os
+
+    repo.commit(files={"a.md": "# A\n"})
+    hooks = repo.path / ".git" / "hooks"
+    hooks.mkdir(exist_ok=True)
+    os.mkfifo(hooks / "pre-commit")
+    r = _run(["hooks", "status"], repo.path)
+    assert r.returncode in (0, 1, 2) and "Traceback" not in r.stderr, r.stderr
+    r = _run(["hooks", "install"], repo.path)
+    assert r.returncode in (0, 1, 2, 3) and "Traceback" not in r.stderr, r.stderr
+    assert _run(["doctor"], repo.path).returncode in (0, 1)
