@@ -326,3 +326,131 @@ def test_many_edits_compact_the_cache_and_rebuild_the_graph(ws: Any, cli: Any) -
     assert len(meta.digests) == len(PUBLIC)
     assert [h["node_id"] for h in recall(cli, ws.path, "rye", "--mode", "semantic", "--k", "1")] == ["bread"]
     assert [h["node_id"] for h in recall(cli, ws.path, "audit logs", "--mode", "semantic", "--k", "1")] == ["vault"]
+
+
+def _run(args: list[str], cwd: Path) -> Any:
+    """`git vivary ARGS` in a subprocess, as an agent runs it: a crash in a native library shows as a signal
+    here. The timeout only turns a hang into a failure; it is not a speed target."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+    return subprocess.run(["git", "vivary", *args], cwd=cwd, capture_output=True, text=True, env=env,
+                          timeout=600, check=False)
+
+
+@pytest.mark.parametrize("edit", [
+    {"dim": -1}, {"dim": 3}, {"dim": 100_000_000}, {"dim": 10**30}, {"dim": 1e30},
+    {"hnsw": {"elements": 10**30}}, {"hnsw": {"elements": -1}}, {"hnsw": {"m": 0}}, {"hnsw": {"deleted": 99}},
+    {"nodes": -5}, {"fusion": [1e30, 0.45, 60, 200]},
+])
+def test_manifest_values_are_validated_before_they_reach_hnswlib(ws: Any, cli: Any, edit: dict[str, Any]) -> None:
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    manifest = state_dir(ws.path) / "manifest.json"
+    data = json.loads(manifest.read_text())
+    for key, value in edit.items():
+        if isinstance(value, dict):
+            data[key].update(value)
+        else:
+            data[key] = value
+    manifest.write_text(json.dumps(data))
+    r = _run(["recall", "vault", "--json"], ws.path)
+    assert r.returncode == 3, (edit, r.returncode, r.stdout, r.stderr)
+    assert r.stderr.count("\n") == 1 and "damaged" in r.stderr and "git vivary index --yes" in r.stderr, r.stderr
+    rep = _run(["index", "--yes", "--json"], ws.path)
+    assert rep.returncode == 0 and json.loads(rep.stdout)["rebuilt"], rep.stderr
+    assert recall(cli, ws.path, "vault")[0]["node_id"] == "vault"
+
+
+def test_hnsw_file_that_disagrees_with_the_manifest_is_refused(ws: Any, cli: Any) -> None:
+    """A consistent forgery: hnsw.bin built for another dimension, its digest and size in the manifest."""
+    import hashlib
+    import struct
+
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    where = state_dir(ws.path)
+    hnsw = bytearray((where / "hnsw.bin").read_bytes())
+    label_offset = struct.unpack_from("<Q", hnsw, 32)[0]
+    struct.pack_into("<Q", hnsw, 32, label_offset + 4 * 1000)  # claims 1,000 more floats per vector
+    (where / "hnsw.bin").write_bytes(bytes(hnsw))
+    data = json.loads((where / "manifest.json").read_text())
+    data["files"]["hnsw.bin"] = {"sha256": hashlib.sha256(hnsw).hexdigest(), "size": len(hnsw)}
+    (where / "manifest.json").write_text(json.dumps(data))
+    r = _run(["recall", "vault", "--json"], ws.path)
+    assert r.returncode == 3 and r.stderr.count("\n") == 1 and "hnsw.bin" in r.stderr, r.stderr
+
+
+def test_state_directories_replaced_by_files_are_clear_errors(ws: Any, cli: Any) -> None:
+    import shutil
+
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    where = state_dir(ws.path)
+    shutil.rmtree(where)
+    where.write_text("not a folder\n")
+    r = _run(["recall", "vault"], ws.path)
+    assert r.returncode == 3 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+    r = _run(["index", "--yes"], ws.path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and str(where) in r.stderr, r.stderr
+    where.unlink()
+    vivary = ws.path / ".git" / "vivary"
+    shutil.rmtree(vivary)
+    vivary.write_text("not a folder\n")
+    for args in (["index", "--yes"], ["check"], ["recall", "vault"]):
+        r = _run(args, ws.path)
+        assert r.returncode in (2, 3) and r.stderr.count("\n") == 1 and ".git/vivary" in r.stderr, (args, r.stderr)
+    vivary.unlink()
+    (vivary / "tmp").parent.mkdir()
+    (vivary / "tmp").write_text("not a folder\n")
+    r = _run(["check"], ws.path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and ".git/vivary/tmp" in r.stderr, r.stderr
+
+
+def test_state_files_that_are_fifos_are_damage_not_a_hang(ws: Any, cli: Any) -> None:
+    import os
+
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    where = state_dir(ws.path)
+    for name in ("manifest.json", "hnsw.bin"):
+        saved = (where / name).read_bytes()
+        (where / name).unlink()
+        os.mkfifo(where / name)
+        r = _run(["recall", "vault"], ws.path)
+        assert r.returncode == 3 and r.stderr.count("\n") == 1, (name, r.stderr)
+        (where / name).unlink()
+        (where / name).write_bytes(saved)
+    os.mkfifo(where / "vectors.f32.fifo")
+    (where / "vectors.f32").unlink()
+    os.rename(where / "vectors.f32.fifo", where / "vectors.f32")
+    ws.write({"notes/garden.md": "# Garden\n\nBeans.\n"})
+    r = _run(["index", "--yes", "--json"], ws.path)
+    assert r.returncode == 0 and json.loads(r.stdout)["embedded"] == len(PUBLIC), r.stderr
+
+
+def test_a_note_made_private_leaves_no_trace_in_the_index_files(ws: Any, cli: Any) -> None:
+    """Indexed, then private: the next index removes its vector and text physically, not just marks them."""
+    import numpy as np
+
+    secret = "Secret"  # title kept distinct so its packet, and so its vector, is its own
+    ws.write({"notes/plan.md": f"# {secret} plan\n\n{CANARY}plan rotate the signing keys quarterly\n"})
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    where = state_dir(ws.path)
+    session = LocalMemory(open_workspace(ws.path)).open()
+    row = next(e.label for e in session._entries if e.node_id == "plan")
+    raw = (where / "vectors.f32").read_bytes()
+    vector = raw[row * 384 * 4:(row + 1) * 384 * 4]
+    assert vector in raw and vector in (where / "hnsw.bin").read_bytes()
+    assert CANARY.encode() in (where / "terms.msgpack").read_bytes() + (where / "lexical.bin").read_bytes()
+
+    ws.write({".vivary/memory.toml": MEMORY.replace('["drafts/**"]', '["drafts/**", "notes/plan.md"]')})
+    rep = cli("index", "--yes", "--json", cwd=ws.path).json()
+    assert rep["removed"] == 1 and rep["private"] == len(PRIVATE) + 1
+    for p in where.iterdir():
+        data = p.read_bytes()
+        assert CANARY.encode() not in data.lower(), p
+        assert vector not in data, p
+        assert b"notes/plan.md" not in data, p
+    # Nor a nearby copy: no stored vector is the removed one, whatever the byte alignment.
+    stored = np.frombuffer((where / "vectors.f32").read_bytes(), dtype="<f4").reshape(-1, 384)
+    assert float((stored @ np.frombuffer(vector, dtype="<f4")).max()) < 0.999
+    assert recall(cli, ws.path, "signing keys quarterly")

@@ -125,3 +125,55 @@ def test_plain_kind_is_the_loaders_resolution(text: str) -> None:
     tag = parse.loader_class()("").resolve(yaml.ScalarNode, text, (True, False)).rsplit(":", 1)[-1]
     kind = parse.plain_kind(text)
     assert (kind if kind != "yaml" else {"<<": "merge", "=": "value"}[text]) == tag
+
+
+def _laughs(levels: int, width: int = 9) -> bytes:
+    """A "billion laughs" frontmatter: `levels` anchors, each a list of `width` aliases of the one before."""
+    lines = ["---", "a0: &a0 [" + ", ".join(["lol"] * width) + "]"]
+    for n in range(1, levels):
+        lines.append(f"a{n}: &a{n} [" + ", ".join([f"*a{n - 1}"] * width) + "]")
+    return ("\n".join([*lines, "---", "# Laughs", ""])).encode()
+
+
+def test_alias_bomb_is_e001_on_the_key_that_crosses_the_limit() -> None:
+    note = parse_blob(_laughs(9))
+    assert note.problem is not None and note.problem.code == "E001"
+    # a0..a3 expand to 7,380 values; a4 alone to 66,430: the limit is crossed in a4, on line 6.
+    assert note.problem.line == 6
+    assert "10,000 values" in note.problem.message and "a4" in note.problem.message
+    assert note.fields == {} and note.title == "Laughs"
+
+
+def test_aliases_of_long_text_are_bounded_by_characters() -> None:
+    big = "x" * 200_000
+    data = ("---\ns: &s " + big + "\nt: [" + ", ".join(["*s"] * 9) + "]\n---\n").encode()
+    note = parse_blob(data)
+    assert note.problem is not None and note.problem.code == "E001" and note.problem.line == 3
+    assert "characters" in note.problem.message
+    # The same text written out is not an expansion: it is read.
+    plain = ("---\ns: " + big + "\nt: " + big + "\n---\n").encode()
+    assert parse_blob(plain).problem is None
+
+
+def test_value_limit_is_the_same_on_the_fast_and_the_full_path() -> None:
+    from vivary_git.parse import MAX_VALUES
+
+    items = ", ".join(["x"] * (MAX_VALUES - 1))
+    at_limit = f"---\nk: [{items}]\n---\n".encode()  # 1 list + 9,999 items
+    assert parse_blob(at_limit).problem is None
+    quoted = f"---\nk: [{items}]\nq: 'x'\n---\n".encode()  # one more value, and a quote: the full parser
+    over = f"---\nk: [{items}]\nq: x\n---\n".encode()  # one more value, all flat
+    for data in (quoted, over):
+        problem = parse_blob(data).problem
+        assert problem is not None and (problem.code, problem.line) == ("E001", 3), problem
+
+
+def test_self_referencing_alias_is_bounded() -> None:
+    note = parse_blob(b"---\na: &a [*a, *a]\n---\n")
+    assert note.problem is not None and note.problem.code == "E001"
+
+
+def test_deep_nesting_is_e001() -> None:
+    deep = b"---\na: " + b"[" * 100_000 + b"]" * 100_000 + b"\n---\n# T\n"
+    note = parse_blob(deep)
+    assert note.problem is not None and note.problem.code == "E001" and note.title == "T"

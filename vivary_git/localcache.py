@@ -20,6 +20,7 @@ import msgspec
 
 from vivary_git.config import FORMAT_VERSION
 from vivary_git.models import Note
+from vivary_git.safeio import FileRefused, read_regular
 
 T = TypeVar("T")
 _MAGIC = b"VVG1"
@@ -94,8 +95,11 @@ def _encoded(value: Any) -> tuple[bytes, bytes]:
 
 def _read(path: Path, decoder: msgspec.msgpack.Decoder[T]) -> T | None:
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path, None, follow_symlinks=False)  # a FIFO put here must not block the hook
     except FileNotFoundError:  # removed by a concurrent compaction
+        return None
+    except FileRefused as err:
+        _discard(path, str(err))
         return None
     except OSError as err:
         _note(f"cannot read cache file {path} ({err.strerror}); recomputing")
@@ -109,6 +113,9 @@ def _read(path: Path, decoder: msgspec.msgpack.Decoder[T]) -> T | None:
             return value
     except (msgspec.DecodeError, msgspec.ValidationError, ValueError):
         _discard(path, "it is truncated or damaged")
+        return None
+    except RecursionError:  # msgspec's own guard against nesting no cache of ours has
+        _discard(path, "it is nested too deeply")
         return None
     _discard(path, "it has no cache header")
     return None

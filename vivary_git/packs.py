@@ -296,9 +296,12 @@ def _bool(raw: object, where: str) -> bool:
 
 
 def _union(into: list[str], more: list[str]) -> None:
-    """Append what is new, keeping first-seen order (stable output, stable config digest)."""
+    """Append what is new, keeping first-seen order (stable output, stable config digest). Linear: an
+    `exclude` list may hold hundreds of thousands of entries."""
+    seen = set(into)
     for item in more:
-        if item not in into:
+        if item not in seen:
+            seen.add(item)
             into.append(item)
 
 
@@ -324,9 +327,13 @@ def overlay_configs(
     root = merge_packs(root_raw, read_file)
     dirs = {d for d in (_overlay_dir(p) for p in overlay_paths) if d}
     result: dict[str, dict[str, Any]] = {}
+    excluders: dict[int, Callable[[str], bool]] = {}  # one per parent config: building one is linear
     for d in sorted(dirs, key=lambda d: (d.count("/"), d)):  # parents before children
         parent = _nearest(result, d) or root
-        if excluder_for(parent)(d):
+        excluded = excluders.get(id(parent))
+        if excluded is None:
+            excluded = excluders[id(parent)] = excluder_for(parent)
+        if excluded(d):
             continue
         thin = f"{d}/{THIN_FILE}"
         if read_file(thin) is not None:

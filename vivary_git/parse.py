@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from vivary_git.models import Ignore, Link, Note, ParseProblem
@@ -19,6 +20,14 @@ if TYPE_CHECKING:
 
 MAX_BYTES = 8 * 1024 * 1024
 _BINARY_SNIFF = 8000
+# A YAML alias (`*name`) repeats what its anchor holds without repeating its text: nine lines of
+# anchors and aliases expand to 9^9 values (the "billion laughs"). One frontmatter may expand to at
+# most MAX_VALUES values (every scalar, list and mapping below the top-level keys counts one) and to at
+# most MAX_EXTRA_CHARS characters of text beyond its own length; past either it is E001. Without
+# aliases neither can be reached by a note under MAX_BYTES that is not a wall of values.
+MAX_VALUES = 10_000
+MAX_EXTRA_CHARS = 1 << 20
+MAX_DEPTH = 32  # nesting kept; deeper values read as null
 
 # How plain scalars resolve: YAML 1.2-style, as Vivary workspaces are written and read. Only
 # true/false are booleans (`yes`, `on` stay text), integers are decimal (`010` is 10, `1:30` and
@@ -206,6 +215,7 @@ def _fast_frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dic
     takes the full parser."""
     fields: dict[str, Any] = {}
     key_lines: dict[str, int] = {}
+    values = 0
     for i, raw in enumerate(source.split("\n")):
         line = raw.rstrip("\r").rstrip(" ")
         if not line or line.startswith("#"):
@@ -224,12 +234,15 @@ def _fast_frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dic
                         return None
                     items.append(value)
             fields[key] = items
+            values += len(items)
         else:
             ok, value = _fast_scalar(rest)
             if not ok:
                 return None
             fields[key] = value
         key_lines[key] = first_line + i
+    if values + len(fields) > MAX_VALUES:
+        return None  # the full parser says where the limit was crossed
     return fields, key_lines
 
 
@@ -271,11 +284,27 @@ def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str
         if placeholder is not None:
             return {}, {}, placeholder
         return {}, {}, ParseProblem("E001", line, f"frontmatter is not valid YAML: {what}")
-    except (yaml.YAMLError, ValueError, TypeError, RecursionError) as err:
+    except RecursionError:
+        return {}, {}, ParseProblem(
+            "E001", first_line, "frontmatter is nested too deeply to read; flatten its lists and mappings"
+        )
+    except (yaml.YAMLError, ValueError, TypeError) as err:
         return {}, {}, ParseProblem("E001", first_line, f"frontmatter is not valid YAML: {err}")
     finally:
         loader.dispose()
-    fields = {str(k): _jsonable(v) for k, v in data.items()}
+    budget = [MAX_VALUES, len(source) + MAX_EXTRA_CHARS]
+    fields: dict[str, Any] = {}
+    for k, v in data.items():
+        key = str(k)
+        try:
+            fields[key] = _jsonable(v, 0, budget)
+        except _TooBig as err:
+            what = f"{MAX_VALUES:,} values" if err.values else f"{MAX_EXTRA_CHARS:,} more characters than it holds"
+            return {}, {}, ParseProblem(
+                "E001", key_lines.get(key, first_line),
+                f"frontmatter expands to more than {what} at key '{key[:80]}' (YAML aliases like `*name` repeat "
+                "what their anchor holds); write the values out, or move them out of the frontmatter",
+            )
     return fields, key_lines, None
 
 
@@ -303,21 +332,63 @@ def _key_text(node: yaml.Node) -> str:
     return value if isinstance(value, str) else str(value)
 
 
-def _jsonable(value: Any, depth: int = 0) -> Any:
-    """Make a YAML value JSON-safe: string keys, no NaN, bounded depth (alias bombs stay bounded)."""
-    if depth > 32:
+class _TooBig(Exception):
+    def __init__(self, values: bool) -> None:
+        self.values = values  # True: too many values; False: too much text
+
+
+def _jsonable(value: Any, depth: int, budget: list[int]) -> Any:
+    """Make a YAML value JSON-safe: string keys, no NaN, bounded depth, and bounded size: `budget` is
+    [values left, characters left], shared by the whole frontmatter (aliases repeat objects, so this
+    expansion, not the YAML text, is what an alias bomb inflates). Raises `_TooBig` past either."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _TooBig(True)
+    if depth > MAX_DEPTH:
         return None
+    if isinstance(value, str):
+        budget[1] -= len(value)
+        if budget[1] < 0:
+            raise _TooBig(False)
+        return value
     if isinstance(value, dict):
-        return {str(k): _jsonable(v, depth + 1) for k, v in value.items()}
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            key = str(k)
+            budget[1] -= len(key)
+            if budget[1] < 0:
+                raise _TooBig(False)
+            out[key] = _jsonable(v, depth + 1, budget)
+        return out
     if isinstance(value, (list, tuple, set)):
-        return [_jsonable(v, depth + 1) for v in value]
+        return [_jsonable(v, depth + 1, budget) for v in value]
     if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
         return str(value)
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    if value is None or isinstance(value, (str, int, float, bool)):
+    if value is None or isinstance(value, (int, float, bool)):
         return value
-    return str(value)
+    text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+    budget[1] -= len(text)
+    if budget[1] < 0:
+        raise _TooBig(False)
+    return text
+
+
+def within_bounds(fields: Mapping[str, Any]) -> bool:
+    """Whether `fields` (a note's frontmatter, as a cache holds it) is no bigger and no deeper than a
+    parse can make it: for frontmatter that was decoded from a cache someone else may have written."""
+    left = [MAX_VALUES]
+
+    def walk(value: Any, depth: int) -> bool:
+        left[0] -= 1
+        if left[0] < 0 or depth > MAX_DEPTH + 1:
+            return False
+        if isinstance(value, dict):
+            return all(isinstance(k, str) and walk(v, depth + 1) for k, v in value.items())
+        if isinstance(value, list):
+            return all(walk(v, depth + 1) for v in value)
+        return value is None or isinstance(value, (str, int, float, bool))
+
+    return all(isinstance(k, str) and walk(v, 0) for k, v in fields.items())
 
 
 def _scan_body(body: str, first_line: int) -> tuple[str | None, list[Link], tuple[str, ...]]:

@@ -28,11 +28,14 @@ from vivary_git.config import (
     leaves_out,
     load_toml,
 )
-from vivary_git.errors import GitError, RefusedError, UsageError
+from vivary_git.errors import ConfigError, GitError, RefusedError, UsageError
 from vivary_git.models import Finding
+from vivary_git.safeio import FileRefused, describe_size, read_regular
 
 THIN_FILE = ".vivary/workspace.toml"
 ROOT_MARKERS = (CONFIG_FILE, THIN_FILE)
+# Largest config file read (tropo.toml, a pack, an overlay, .vivary/*.toml): 200,000 excludes are ~4 MB.
+MAX_CONFIG_BYTES = 16 << 20
 _MD_SUFFIXES = (".md", ".markdown")
 _LINK_MODE = 0o120000
 
@@ -61,6 +64,7 @@ class Source:
         raw: dict[str, Any] | None = None,
         read_file: Callable[[str], bytes | None] | None = None,
         root_tree: str | None = None,
+        problems: list[Finding] | None = None,
     ) -> None:
         self.kind = kind  # "rev" | "staged" | "worktree" | "folder"
         self.label = label
@@ -76,7 +80,7 @@ class Source:
         self._read_file = read_file
         self._entries: list[Entry] | None = None
         self._others: list[str] = []
-        self._problems: list[Finding] = []
+        self._problems: list[Finding] = list(problems or ())  # files that cannot be notes at all
         self._overlays: dict[str, Config] = {}
         # A plain folder's walk stops at nested Git repositories, as Git's does: their folders, root-relative.
         self.nested_repos: list[str] = []
@@ -247,7 +251,7 @@ def open_source(
 
     def read_file(path: str) -> bytes | None:
         oid = _lookup(repo, sub_id, path) if sub_id is not None else None
-        return None if oid is None else repo.read_blob(oid)
+        return None if oid is None else read_config_blob(repo, oid, f"{prefix}/{path}" if prefix else path)
 
     config, raw = load_config(read_file, _TreeProbe(repo, sub_id, read_file))
     return Source(
@@ -301,21 +305,97 @@ def _worktree_tree(repo: git.Repo) -> str:
     if not index.is_absolute():
         index = repo.workdir / index
     scratch_dir = repo.vivary_dir / "tmp"
-    scratch_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        scratch_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise GitError(
+            f"{scratch_dir}: cannot be made a folder for the working tree's snapshot ({err.strerror or err}): "
+            f"a file is in the place of {scratch_dir if scratch_dir.parent.is_dir() else scratch_dir.parent}; "
+            "remove it (vivary keeps only rebuildable data there)"
+        ) from None
     scratch = scratch_dir / f"index.{os.getpid()}"
     try:
         if index.is_file():
             shutil.copyfile(index, scratch)
         env = dict(os.environ, GIT_INDEX_FILE=str(scratch))
-        repo.git(
-            ["-c", "advice.addEmbeddedRepo=false", "-c", "core.safecrlf=false",
-             "add", "-A", "--ignore-errors", "--", ":/"],
-            env=env, check=False,
-        )
+        _add_all(repo, env)
         return repo.git(["write-tree"], env=env).stdout.decode().strip()
     finally:
         with contextlib.suppress(FileNotFoundError):
             scratch.unlink()
+
+
+_WATCH_AFTER = 2.0  # seconds of `git add -A` before looking for a file Git could be blocked on
+
+
+def _add_all(repo: git.Repo, env: dict[str, str]) -> None:
+    """`git add -A` into the scratch index. Git opens every `.gitignore` it meets (and `info/exclude`,
+    `core.excludesFile`) with a blocking open, so a FIFO in that place stops it forever (`git status`
+    hangs too). A run that takes a while has the work tree searched for such a file, alongside, and is
+    stopped with an error naming it; one that is merely slow goes on."""
+    import subprocess
+
+    args = ["-c", "advice.addEmbeddedRepo=false", "-c", "core.safecrlf=false",
+            "add", "-A", "--ignore-errors", "--", ":/"]
+    try:
+        proc = subprocess.Popen([git.git_executable(), *args], cwd=repo.workdir, env=env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    except OSError as err:
+        raise GitError(f"could not run git: {err}") from None
+    try:
+        try:
+            proc.communicate(timeout=_WATCH_AFTER)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+        found = _special_git_file(repo)
+        if found is not None:
+            name, why = found
+            raise GitError(f"{name}: {why}; Git waits forever reading it (`git status` would hang too): remove "
+                           "it or replace it with a regular file")
+        proc.communicate()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _special_git_file(repo: git.Repo) -> tuple[str, str] | None:
+    """The first ignore file Git reads that is not a regular file (a FIFO, a device), with what it is;
+    None when there is none. Walks the work tree, skipping `.git` folders."""
+    from vivary_git.safeio import FileRefused, check_output
+
+    top = repo.workdir
+    assert top is not None
+
+    def special(path: Path) -> str | None:
+        try:
+            if path.is_symlink():
+                return None  # Git does not follow a symbolic link in these places
+            check_output(path)  # regular (or missing): fine
+        except FileRefused as err:
+            return str(err)
+        except OSError:
+            return None
+        return None
+
+    why = special(repo.common_dir / "info" / "exclude")
+    if why is not None:
+        return ".git/info/exclude", why
+    for key in ("core.excludesFile",):
+        proc = repo.git(["config", "--type=path", "--get", key], check=False)
+        value = proc.stdout.decode("utf-8", "surrogateescape").strip()
+        if proc.returncode == 0 and value:
+            why = special(Path(value))
+            if why is not None:
+                return value, why
+    for dirpath, dirnames, filenames in os.walk(top):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        if ".gitignore" in filenames:
+            why = special(Path(dirpath) / ".gitignore")
+            if why is not None:
+                return (Path(dirpath) / ".gitignore").relative_to(top).as_posix(), why
+    return None
 
 
 def _find_root(repo: git.Repo, tree_id: str, rel: str) -> str:
@@ -328,10 +408,32 @@ def _find_root(repo: git.Repo, tree_id: str, rel: str) -> str:
                 continue
             if marker == CONFIG_FILE:
                 return prefix
-            data = load_toml(repo.read_blob(blob), marker)
+            data = load_toml(read_config_blob(repo, blob, marker), marker)
             if data.get("contract") == "thin-v0.3":
                 return prefix
     return ""
+
+
+def read_config_blob(repo: git.Repo, oid: str, name: str) -> bytes:
+    """A config file's blob, refused (`ConfigError`) past `MAX_CONFIG_BYTES` before it is inflated."""
+    _, size = repo.repo.odb.read_header(repo.pygit2.Oid(hex=oid))
+    if size > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{name}: is {size:,} bytes, over the {describe_size(MAX_CONFIG_BYTES)} limit for a "
+                          "config file; shorten it")
+    return repo.read_blob(oid)
+
+
+def read_config_file(path: Path, name: str) -> bytes | None:
+    """A config file in a plain folder: None when there is none (or it is a symbolic link, which a tree
+    would not follow either); `ConfigError` for a FIFO, a device or a file over `MAX_CONFIG_BYTES`."""
+    if path.is_symlink() or not os.path.lexists(path) or path.is_dir():
+        return None
+    try:
+        return read_regular(path, MAX_CONFIG_BYTES, follow_symlinks=False)
+    except FileRefused as err:
+        raise ConfigError(f"{name}: {err}; a config file must be a regular file") from None
+    except OSError as err:
+        raise ConfigError(f"{name}: cannot be read ({err.strerror or err}); fix its permissions") from None
 
 
 def _lookup(repo: git.Repo, tree_id: str, path: str) -> str | None:
@@ -427,6 +529,8 @@ def _folder_source(start: Path, *, pinned: bool) -> Source:
     """A plain folder outside Git: read files directly; ids are Git blob ids, caching is off."""
     import pygit2
 
+    from vivary_git.parse import MAX_BYTES
+
     root = start
     if not pinned:
         for candidate in (start, *start.parents):
@@ -438,10 +542,7 @@ def _folder_source(start: Path, *, pinned: bool) -> Source:
     contents: dict[str, bytes] = {}
 
     def read_file(path: str) -> bytes | None:
-        full = root / path
-        if full.is_symlink() or not full.is_file():
-            return None
-        return full.read_bytes()
+        return read_config_file(root / path, path)
 
     config, raw = load_config(read_file, _FolderProbe(root, read_file))
     excluded = excluder(config)
@@ -449,6 +550,7 @@ def _folder_source(start: Path, *, pinned: bool) -> Source:
     overlays: list[str] = []
     others: list[str] = []
     nested: list[str] = []
+    problems: list[Finding] = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         base = Path(dirpath)
         rel_dir = base.relative_to(root).as_posix()
@@ -478,7 +580,12 @@ def _folder_source(start: Path, *, pinned: bool) -> Source:
                 if full.is_symlink():
                     data, mode = os.readlink(full).encode("utf-8", "surrogateescape"), _LINK_MODE
                 else:
-                    data, mode = full.read_bytes(), 0o100644
+                    # Read no more than a note may hold: a FIFO would block, a device never end.
+                    data, mode = read_regular(full, MAX_BYTES, follow_symlinks=False), 0o100644
+            except FileRefused as err:
+                problems.append(Finding(rel, 1, "error", "E000", f"{err}; notes must be regular files of at most "
+                                        f"{describe_size(MAX_BYTES)}: remove it or add it to `exclude`"))
+                continue
             except OSError as err:
                 raise UsageError(f"{rel}: cannot be read ({err.strerror}); fix its permissions or remove it") \
                     from None
@@ -488,7 +595,7 @@ def _folder_source(start: Path, *, pinned: bool) -> Source:
     source = Source(
         kind="folder", label=f"folder {root}", root=root, prefix="", tree_id=None, repo=None,
         reader=contents.__getitem__, config=config, files=lambda: (files, overlays, others), raw=raw,
-        read_file=read_file,
+        read_file=read_file, problems=sorted(problems, key=lambda f: f.path),
     )
     source.nested_repos = nested
     return source

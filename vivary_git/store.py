@@ -240,6 +240,8 @@ class Snapshot:
             manifest = _MANIFEST_DECODER.decode(data)
         except (msgspec.DecodeError, msgspec.ValidationError) as err:
             raise StoreDamaged(ref, f"manifest.msgpack is not a valid manifest ({err})") from None
+        except RecursionError:
+            raise StoreDamaged(ref, "manifest.msgpack is nested too deeply to be a manifest") from None
         if manifest.store != STORE_FORMAT or manifest.format != FORMAT_VERSION:
             return None  # another vivary-git wrote it; not damage, just not ours to read
         _check_manifest(ref, manifest)
@@ -261,12 +263,22 @@ class Snapshot:
             items = decoder.decode(data)
         except (msgspec.DecodeError, msgspec.ValidationError) as err:
             raise StoreDamaged(self.ref, f"{path} does not decode ({err})") from None
+        except RecursionError:
+            raise StoreDamaged(self.ref, f"{path} is nested too deeply to be a cache entry") from None
         out = dict(items)
         if len(out) != want.count or len(items) != want.count:
             raise StoreDamaged(self.ref, f"{path} holds {len(items)} entries, the manifest says {want.count}")
         for key in out:
             if not _HEX40.match(key) or not key.startswith(prefix):
                 raise StoreDamaged(self.ref, f"{path} holds a key {key[:48]!r} that does not belong there")
+        if kind == "parse":
+            from vivary_git.parse import MAX_VALUES, within_bounds
+
+            for key, note in out.items():
+                # A parse never holds more (or deeper) frontmatter than parse.py bounds it to.
+                if not within_bounds(note.fields):
+                    raise StoreDamaged(self.ref, f"{path} holds frontmatter for {key[:12]} larger or deeper than "
+                                                 f"a note may have ({MAX_VALUES:,} values)")
         self._chunks[path] = out
         return out
 
@@ -281,7 +293,7 @@ class Snapshot:
         data = _blob_at(self.repo, self.ref, self.tree, path, MAX_CHUNK_BYTES)
         try:
             return {k for k, _ in _RAW_CHUNK.decode(data)} if data is not None else set()
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             return set()
 
     def get(self, kind: str, keys: Iterable[str]) -> dict[str, Any]:
@@ -917,5 +929,5 @@ def read_note(repo: Repo, commit: str, ref: str = NOTES_REF) -> Verdict | None:
         if len(raw) > 65536:
             return None
         return msgspec.json.decode(raw, type=Verdict)
-    except (KeyError, repo.pygit2.GitError, msgspec.DecodeError, msgspec.ValidationError):
+    except (KeyError, repo.pygit2.GitError, msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None

@@ -74,23 +74,37 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     if args.sarif:
         _write(args.sarif, json_text(render_sarif(r)) + "\n")
-    if args.summary:
-        github.append_text(_path(args.summary), [render_summary(r)])
-    if args.github_output:
-        github.write_outputs(_path(args.github_output), github.outputs(r))
+    try:
+        if args.summary:
+            github.append_text(_path(args.summary), [render_summary(r)])
+        if args.github_output:
+            github.write_outputs(_path(args.github_output), github.outputs(r))
+    except OSError as err:
+        raise UsageError(f"{err.filename}: cannot write: {err.strerror or err}") from None
     return EXIT_FINDINGS if fails(r, args.fail_on) else EXIT_OK
 
 
 def _path(name: str) -> Path:
+    from vivary_git.safeio import FileRefused, check_output
+
     p = Path(name)
     if not p.parent.is_dir():
         raise UsageError(f"{name}: the folder {p.parent} does not exist; create it or choose another file")
+    try:
+        # A FIFO would block the write until something reads it; a device or kernel file is no report.
+        check_output(p)
+    except FileRefused as err:
+        raise UsageError(f"{name}: {err}; name a regular file to write to") from None
     return p
 
 
 def _write(name: str, text: str) -> None:
-    p = _path(name)
+    from vivary_git.safeio import FileRefused, open_output
+
     try:
-        p.write_text(text, encoding="utf-8")
+        with open_output(_path(name), append=False) as out:
+            out.write(text)
+    except FileRefused as err:
+        raise UsageError(f"{name}: {err}; name a regular file to write to") from None
     except OSError as err:
         raise UsageError(f"{name}: cannot write: {err.strerror or err}") from None

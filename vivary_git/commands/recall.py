@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -51,11 +50,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(run=run)
 
 
+MAX_QUERIES_BYTES = 16 << 20  # a --queries file (or standard input): ~100,000 questions
+
+
 def _read_queries(name: str) -> list[BatchQuery]:
+    from vivary_git.safeio import FileRefused, describe_size, read_regular, read_stream
+
     try:
-        text = sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
+        data = read_stream(sys.stdin.buffer, MAX_QUERIES_BYTES) if name == "-" \
+            else read_regular(name, MAX_QUERIES_BYTES)
+        text = data.decode("utf-8")
+    except FileRefused as err:
+        raise UsageError(f"--queries {name}: {err}; give a JSON-lines file of at most "
+                         f"{describe_size(MAX_QUERIES_BYTES)} (split a bigger batch)") from None
     except OSError as err:
-        raise UsageError(f"--queries {name}: cannot be read ({err.strerror}); check the path") from None
+        raise UsageError(f"--queries {name}: cannot be read ({err.strerror or err}); check the path") from None
     except UnicodeDecodeError:
         raise UsageError(f"--queries {name}: not UTF-8; save it as UTF-8 JSON lines") from None
     out: list[BatchQuery] = []
@@ -65,8 +74,9 @@ def _read_queries(name: str) -> list[BatchQuery]:
             continue
         try:
             out.append(decoder.decode(line))
-        except (msgspec.DecodeError, msgspec.ValidationError) as err:
-            raise UsageError(f'{name}:{n}: not a {{"id": ..., "query": "..."}} line ({err}); fix that line') \
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as err:
+            why = "nested too deeply" if isinstance(err, RecursionError) else str(err)
+            raise UsageError(f'{name}:{n}: not a {{"id": ..., "query": "..."}} line ({why}); fix that line') \
                 from None
     return out
 

@@ -126,9 +126,12 @@ def _toplevel(cwd: Path) -> Path | None:
 
 
 def _read(path: Path) -> str:
+    from vivary_git.safeio import FileRefused, read_regular
+
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except (OSError, UnicodeError):
+        # A hook is a small script: a FIFO or device in its place is not one of ours (and would block).
+        return read_regular(path, 1 << 20).decode("utf-8", errors="replace")
+    except (OSError, FileRefused):
         return ""
 
 

@@ -210,6 +210,11 @@ def decode(data: bytes) -> LexicalIndex | None:
         header = msgspec.msgpack.decode(data[start:start + n], type=_Header)
         if header.format != LEXICAL_FORMAT:
             return None
+        # Counts become numpy array lengths (a negative one reads "all the rest"), parameters scores.
+        if header.n_docs < 0 or header.n_postings < 0 or not (
+                math.isfinite(header.k1) and math.isfinite(header.b) and math.isfinite(header.avgdl)
+                and 0.0 <= header.k1 <= 100.0 and 0.0 <= header.b <= 1.0 and header.avgdl >= 0.0):
+            return None
         pos = start + n
         v, p, d = len(header.vocab), header.n_postings, header.n_docs
         arrays: list[Any] = []
@@ -225,6 +230,6 @@ def decode(data: bytes) -> LexicalIndex | None:
         if indptr[0] != 0 or indptr[-1] != p or (p and (docs.min() < 0 or docs.max() >= d)) \
                 or (v and bool((np.diff(indptr) < 0).any())):
             return None
-    except (struct.error, msgspec.DecodeError, msgspec.ValidationError, ValueError):
+    except (struct.error, msgspec.DecodeError, msgspec.ValidationError, ValueError, RecursionError):
         return None
     return LexicalIndex(header, indptr, docs, tfs, lengths)

@@ -185,6 +185,8 @@ def parse_memory_config(data: bytes, name: str = MEMORY_FILE) -> MemoryConfig:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"{name}: invalid TOML: {err}") from None
+    except RecursionError:
+        raise ConfigError(f"{name}: invalid TOML: arrays or tables are nested too deeply; flatten them") from None
     hit = _find_secret(raw, [])
     if hit is not None:
         keys, why = hit
@@ -295,15 +297,14 @@ def _read_tree_file(ws: Workspace, display: str) -> bytes | None:
         raise ConfigError(f"{display}: is a symbolic link in the tree; commit the file itself instead")
     if entry.type_str != "blob":
         return None  # a directory or submodule of that name is not a config file
-    return repo.read_blob(str(entry.id))
+    from vivary_git.source import read_config_blob
+
+    return read_config_blob(repo, str(entry.id), display)
 
 
 def _read_plain(path: Path, display: str) -> bytes | None:
     if path.is_symlink():
         raise ConfigError(f"{display}: is a symbolic link; replace it with the file itself")
-    if not path.is_file():
-        return None
-    try:
-        return path.read_bytes()
-    except OSError as err:
-        raise ConfigError(f"{display}: cannot be read ({err.strerror}); fix its permissions") from None
+    from vivary_git.source import read_config_file
+
+    return read_config_file(path, display)  # a FIFO or a device is an error, not "no policy"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import struct
 import tempfile
 import time
 import uuid
@@ -177,12 +178,67 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+# --- validating what is read back ------------------------------------------------------------------------
+# Every number in the state reaches numpy or hnswlib, which trust it: a manifest saying `"dim": -1` gave
+# wrong answers and `"dim": 100000000` a segmentation fault. State files are only ever written by this
+# module, so anything out of these bounds is damage (or a forgery) and is refused like a digest mismatch.
+
+_MAX_DIM = 16_384
+_MAX_ELEMENTS = 1 << 31  # hnswlib labels and counts
+_HEX64 = frozenset("0123456789abcdef")
+_STATE_FILES = frozenset((HNSW_FILE, ENTRIES, LEXICAL))
+# hnswlib's saved header (hnswalg.h saveIndex): offsetLevel0, max_elements, cur_element_count,
+# size_data_per_element, label_offset, offsetData (size_t); maxlevel (int); enterpoint_node (uint32);
+# maxM, maxM0, M (size_t); mult (double); ef_construction (size_t). Then cur_element_count records of
+# size_data_per_element bytes, then per element a uint32 length and that many bytes of upper-level links.
+_HNSW_HEADER = struct.Struct("<QQQQQQiIQQQdQ")
+
+
+def _manifest_problem(m: Manifest) -> str | None:
+    """What is wrong with a decoded manifest's values, or None."""
+    h = m.hnsw
+    if not 1 <= m.dim <= _MAX_DIM:
+        return f"dim = {m.dim} is not a vector size"
+    if h.space != "ip" or not (1 <= h.m <= 1024 and 1 <= h.ef_construction <= 1 << 20 and 1 <= h.ef <= 1 << 20):
+        return "its HNSW parameters are out of range"
+    if not 0 <= h.deleted <= h.elements <= _MAX_ELEMENTS:
+        return f"it counts {h.elements} HNSW elements, {h.deleted} of them deleted"
+    if not 0 <= m.nodes <= _MAX_ELEMENTS or m.edges < 0:
+        return "its node or edge count is negative"
+    lex, vec, rrf, depth = m.fusion
+    if not (0.0 <= lex <= 1.0 and 0.0 <= vec <= 1.0 and 1 <= rrf <= 1 << 20 and 1 <= depth <= 1 << 20):
+        return "its fusion weights are out of range"
+    for name, ref in m.files.items():
+        if name not in _STATE_FILES or ref.size < 0 or len(ref.sha256) != 64 or not _HEX64.issuperset(ref.sha256):
+            return f"it lists an invalid state file {name[:40]!r}"
+    return None
+
+
+def _hnsw_problem(data: bytes, dim: int, params: HnswParams) -> str | None:
+    """What makes `data` not an hnswlib index of `params.elements` vectors of `dim` floats, or None."""
+    if len(data) < _HNSW_HEADER.size:
+        return "it is too short"
+    (off0, max_elements, count, per, label_at, data_at, max_level, enter, max_m, max_m0, m, _mult,
+     _efc) = _HNSW_HEADER.unpack_from(data)
+    if off0 != 0 or data_at != max_m0 * 4 + 4 or label_at != data_at + 4 * dim or per != label_at + 8:
+        return f"it does not hold vectors of {dim} dimensions"
+    if m != params.m or max_m != m or max_m0 != 2 * m:
+        return "its HNSW parameters differ from the manifest's"
+    if count != params.elements or count > max_elements or max_elements > _MAX_ELEMENTS:
+        return f"it holds {count} elements, the manifest says {params.elements}"
+    if count and not (0 <= enter < count and 0 <= max_level <= 64):
+        return "its entry point is out of range"
+    if len(data) < _HNSW_HEADER.size + count * (per + 4):
+        return "it is truncated"
+    return None
+
+
 def _decode(data: bytes | None, kind: type[Any], *, json: bool = False) -> Any:
     if data is None:
         return None
     try:
         return msgspec.json.decode(data, type=kind) if json else msgspec.msgpack.decode(data, type=kind)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
 
 
@@ -296,7 +352,7 @@ class LocalMemory:
     def manifest(self) -> Manifest | None:
         """The stored manifest, or None when there is none or it is damaged."""
         found: Manifest | None = _decode(self.store.get(MANIFEST), Manifest, json=True)
-        return found
+        return found if found is not None and _manifest_problem(found) is None else None
 
     def dry_run(self) -> IndexReport:
         snap = self.snapshot()
@@ -475,7 +531,8 @@ class _IndexBuilder:
         """The last manifest and entries, when both are intact and were built with this embedder."""
         store = self.store
         manifest: Manifest | None = _decode(store.get(MANIFEST), Manifest, json=True)
-        if manifest is None or manifest.model_id != self.embedder.model_id or manifest.format != STATE_FORMAT:
+        if manifest is None or manifest.model_id != self.embedder.model_id or manifest.format != STATE_FORMAT \
+                or manifest.dim != self.embedder.dim or _manifest_problem(manifest) is not None:
             return None, None
         raw = store.get(ENTRIES)
         ref = manifest.files.get(ENTRIES)
@@ -506,6 +563,18 @@ class _IndexBuilder:
             return self._report(previous.nodes, 0, len(digests), 0, False, unchanged=True)
 
         cached, vectors, self.generation = self._vector_cache()
+        live = set(digests)
+        # A node that left the index (deleted, or now private) must leave no vector behind, in the cache or
+        # the HNSW graph: marking it deleted keeps its bytes on disk. So when one has left (or we cannot tell,
+        # the entries being lost), every dead row goes now, before anything is written, and the graph is
+        # rebuilt on the new rows. Old versions of notes still indexed may wait for the dead-fraction rule.
+        left = prev_entries is None or bool({e.node_id for e in prev_entries.entries} - {n.id for n, _ in rendered})
+        scrubbed = left and any(d not in live for d in cached)
+        if scrubbed:
+            keep = [i for i, d in enumerate(cached) if d in live]
+            vectors = vectors[keep]
+            cached = [cached[i] for i in keep]
+            self.generation = uuid.uuid4().hex
         row_of = {d: i for i, d in enumerate(cached)}
         todo = [i for i, d in enumerate(digests) if d not in row_of]
         if todo:
@@ -520,7 +589,6 @@ class _IndexBuilder:
                 row_of[digests[i]] = len(cached)
                 cached.append(digests[i])
             vectors = np.vstack([vectors, fresh]) if len(vectors) else fresh
-        live = set(digests)
         dead = len(cached) - len(live)
         compact = dead > _DEAD_FRACTION * max(len(cached), 1)
         if compact:
@@ -529,7 +597,7 @@ class _IndexBuilder:
             cached = [cached[i] for i in keep]
             row_of = {d: i for i, d in enumerate(cached)}
             self.generation = uuid.uuid4().hex
-        if todo or compact:
+        if todo or compact or scrubbed:
             self._save_vectors(cached, vectors)
 
         entries = [Entry(node.id, d, row_of[d]) for (node, _), d in zip(rendered, digests, strict=True)]
@@ -601,7 +669,9 @@ class _IndexBuilder:
         usable = (params is not None and params.generation == self.generation and prev_entries is not None
                   and raw is not None
                   and ref is not None and _sha(raw) == ref.sha256 and params.m == HNSW_M
-                  and params.ef_construction == HNSW_EF_CONSTRUCTION)
+                  and params.ef_construction == HNSW_EF_CONSTRUCTION
+                  and _hnsw_problem(raw, dim, params) is None
+                  and all(0 <= e.label < params.elements for e in prev_entries.entries))
         elements = deleted = 0
         if usable and params is not None and raw is not None:
             add = sorted(want - old)
@@ -738,13 +808,24 @@ class RecallSession:
         if lexical is None or lexical.n_docs != len(entries.entries):
             raise RefusedError(f"memory index file {LEXICAL} in {store.location} is damaged; run "
                                f"`{INDEX_COMMAND}` to rebuild it")
+        problem = _hnsw_problem(blobs[HNSW_FILE], manifest.dim, manifest.hnsw)
+        if problem is None and not all(0 <= e.label < manifest.hnsw.elements for e in entries.entries):
+            problem = "the entries name elements it does not have"
+        if problem is not None:
+            raise RefusedError(f"memory index file {HNSW_FILE} in {store.location} is damaged ({problem}); run "
+                               f"`{INDEX_COMMAND}` to rebuild it")
         index: Any = hnswlib.Index(space="ip", dim=manifest.dim)
         with _as_file(store, HNSW_FILE, blobs[HNSW_FILE]) as path:
-            index.load_index(str(path))
+            try:
+                index.load_index(str(path))
+            except (RuntimeError, ValueError, MemoryError) as err:
+                raise RefusedError(f"memory index file {HNSW_FILE} in {store.location} is damaged ({err}); run "
+                                   f"`{INDEX_COMMAND}` to rebuild it") from None
         embedder = loading.result()
-        if embedder.model_id != manifest.model_id:
-            raise RefusedError(f"the memory index was built with {manifest.model_id}, but the installed model is "
-                               f"{embedder.model_id}; run `{INDEX_COMMAND}` to embed the notes again")
+        if embedder.model_id != manifest.model_id or embedder.dim != manifest.dim:
+            raise RefusedError(f"the memory index was built with {manifest.model_id} ({manifest.dim} dimensions), "
+                               f"but the installed model is {embedder.model_id} ({embedder.dim}); run "
+                               f"`{INDEX_COMMAND}` to embed the notes again")
         self.snapshot = snap
         self.manifest = manifest
         self.embedder = embedder

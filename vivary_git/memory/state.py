@@ -21,7 +21,13 @@ import uuid
 from pathlib import Path
 from typing import Protocol
 
-__all__ = ["LocalStateStore", "StateStore", "check_name"]
+from vivary_git.errors import GitError
+from vivary_git.safeio import FileRefused, read_regular
+
+__all__ = ["MAX_STATE_FILE_BYTES", "LocalStateStore", "StateStore", "check_name"]
+
+# The largest state file read back: the vectors of ~500,000 notes (384 float32 each), or their HNSW graph.
+MAX_STATE_FILE_BYTES = 1 << 30
 
 # Names are single path segments: a store mirrored into a Git tree, or a directory, can hold them as is.
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
@@ -74,29 +80,33 @@ class LocalStateStore:
 
     def get(self, name: str) -> bytes | None:
         try:
-            return (self.directory / check_name(name)).read_bytes()
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        except OSError:
-            return None  # unreadable counts as absent: the caller rebuilds, which rewrites it
+            # Only a regular file, read no further than a state file can be: a FIFO here would block recall.
+            return read_regular(self.directory / check_name(name), MAX_STATE_FILE_BYTES, follow_symlinks=False)
+        except (FileRefused, OSError):
+            return None  # absent, unreadable or not a file counts as absent: the caller rebuilds, which rewrites it
 
     def put(self, name: str, data: bytes) -> None:
         path = self.directory / check_name(name)
-        self.directory.mkdir(parents=True, exist_ok=True)
         tmp = self.directory / f".{name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
         try:
+            self.directory.mkdir(parents=True, exist_ok=True)
             with open(tmp, "wb") as fh:
                 fh.write(data)
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, path)
+        except OSError as err:
+            raise GitError(
+                f"cannot write the memory index in {self.directory} ({err.strerror or err}): a file may be in the "
+                f"place of a folder on that path; remove it (the index is rebuilt by `git vivary index --yes`)"
+            ) from None
         finally:
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(OSError):
                 tmp.unlink()
 
     def local_path(self, name: str) -> Path | None:
         path = self.directory / check_name(name)
-        return path if path.is_file() else None
+        return path if path.is_file() and not path.is_symlink() else None
 
     def names(self) -> list[str]:
         try:

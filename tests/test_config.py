@@ -1,0 +1,70 @@
+"""config.py: the exclude rule, held to the contract's wording on random paths and patterns."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from conftest import Repo
+
+from vivary_git.config import BUILTIN_EXCLUDES, Config, excluder
+
+
+def contract_rule(patterns: list[str], path: str) -> bool:
+    """The rule as vivary-contract.md states it, written for clarity, not speed: a bare name excludes
+    any path segment with that name; a pattern with a slash is a prefix; a trailing `/**` is stripped."""
+    for raw in [*BUILTIN_EXCLUDES, *patterns]:
+        pat = raw.strip()
+        if pat.endswith("/**"):
+            pat = pat[:-3]
+        pat = pat.strip("/") if "/" in pat.strip("/") else pat.rstrip("/")
+        if not pat:
+            continue
+        if "/" in pat:
+            if path == pat or path.startswith(pat + "/"):
+                return True
+        elif pat in path.split("/"):
+            return True
+    return False
+
+
+SEGMENTS = ["a", "b", "ab", "a.md", "b.md", "node_modules", ".git", "x y", "é"]
+
+
+def _pattern(rng: random.Random) -> str:
+    body = "/".join(rng.choice(SEGMENTS) for _ in range(rng.randint(1, 3)))
+    return rng.choice(["", "/", " "]) + body + rng.choice(["", "/", "/**", " ", "/**/", "//"])
+
+
+def test_excluder_is_the_contract_rule() -> None:
+    rng = random.Random(20261201)
+    for _ in range(400):
+        patterns = [_pattern(rng) for _ in range(rng.randint(0, 6))]
+        excluded = excluder(Config(source="tropo.toml", exclude=tuple(patterns)))
+        for _ in range(25):
+            path = "/".join(rng.choice(SEGMENTS) for _ in range(rng.randint(1, 4)))
+            assert excluded(path) == contract_rule(patterns, path), (patterns, path)
+            name = path.rsplit("/", 1)[-1]
+            parent = path.rsplit("/", 1)[0] if "/" in path else ""
+            if not parent or not contract_rule(patterns, parent):  # `entry`: the ancestors have passed
+                assert excluded.entry(name, path) == contract_rule(patterns, path), (patterns, path)
+
+
+def test_a_long_exclude_list_keeps_its_meaning(repo: Repo, cli: Any) -> None:
+    """Thousands of entries from the root, a pack and an overlay (bench/bench_config.py times 200,000)."""
+    noise = [f"n{i}" if i % 2 else f"d{i}/s{i}/**" for i in range(5000)]
+    toml = lambda items: "version = 1\nexclude = [" + ", ".join(f'"{x}"' for x in items) + "]\n"  # noqa: E731
+    files = {
+        "keep.md": "# Keep\n", "skip/x.md": "# X\n", "a/b/y.md": "# Y\n", "a/c/z.md": "# Z\n",
+        "sub/q/w.md": "# W\n", "sub/r.md": "# R\n", "p/v.md": "# V\n",
+        ".tropo/packs/big.toml": toml([*noise, "p"]),
+        "sub/tropo.toml": toml([*noise, "q"]),
+    }
+    repo.commit(files={**files, "tropo.toml": toml(["skip", "a/b/**"]).replace("version = 1", "version = 1\npacks = []")
+                       .replace("packs = []", 'packs = ["big"]')})
+    short = cli("graph", "--json", "--rev", "HEAD", cwd=repo.path).json()["nodes"]
+    repo.commit(files={"tropo.toml": toml([*noise, "skip", *noise, "a/b/**"]).replace(
+        "version = 1", 'version = 1\npacks = ["big"]')})
+    long = cli("graph", "--json", "--rev", "HEAD", cwd=repo.path).json()["nodes"]
+    assert long == short
+    assert sorted(n["path"] for n in long) == ["a/c/z.md", "keep.md", "sub/r.md"]

@@ -1,0 +1,316 @@
+"""Hostile input through the public CLI: alias bombs, deep nesting, huge configs, FIFOs and devices where
+files are expected. Each must end in a finding or one clear error line with a documented exit code."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conftest import Repo
+
+
+def _laughs(levels: int = 9, width: int = 9) -> str:
+    lines = ["---", "a0: &a0 [" + ", ".join(["lol"] * width) + "]"]
+    for n in range(1, levels):
+        lines.append(f"a{n}: &a{n} [" + ", ".join([f"*a{n - 1}"] * width) + "]")
+    return "\n".join([*lines, "---", "# Laughs", "", "bomb body [[ok]]", ""])
+
+
+def test_alias_bomb_is_one_finding_and_every_command_goes_on(repo: Repo, cli: Any) -> None:
+    repo.commit(files={"bomb.md": _laughs(), "ok.md": "---\nrelated: [nowhere]\n---\n# OK\n",
+                       "tropo.toml": 'version = 1\n[base]\noptional = { related = "ref-list" }\n'})
+    r = cli("check", "--json", "--rev", "HEAD", cwd=repo.path)
+    assert r.code == 1, r.err
+    found = {(f["path"], f["code"]) for f in r.json()["findings"]}
+    assert ("bomb.md", "E001") in found and ("ok.md", "W220") in found
+    bomb = next(f for f in r.json()["findings"] if f["path"] == "bomb.md")
+    assert bomb["line"] == 6 and "10,000 values" in bomb["message"]
+    assert cli("graph", "--json", cwd=repo.path).json()["counts"]["nodes"] == 2
+    assert cli("query", "bomb body", "--json", cwd=repo.path).json()["results"][0]["path"] == "bomb.md"
+    assert cli("find", "laughs", "--json", cwd=repo.path).code == 0
+    assert cli("index", "--dry-run", "--json", cwd=repo.path).json()["would_index"] == 2
+    assert cli("ci", "--format", "json", cwd=repo.path).code == 1
+
+
+# --- deep nesting ---------------------------------------------------------------------------------------
+
+NOTES = {
+    "tropo.toml": 'version = 1\n[base]\noptional = { related = "ref-list" }\n',
+    "a.md": "---\nrelated: [b]\ntags:\n  nested: {x: 1}\n---\n# Alpha\n\nalpha body words\n",
+    "b.md": "# Beta\n\nbeta body words\n",
+}
+
+
+def _deep(n: int) -> bytes:
+    """msgpack: `n` nested one-element arrays around a nil."""
+    return b"\x91" * n + b"\xc0"
+
+
+def _forge_parse_chunk(path: Any, value: bytes) -> None:
+    """Rewrite refs/vivary/cache so the parse of a.md holds `value` (raw msgpack) as its `tags` field, with
+    the chunk's digest and size fixed in the manifest: a consistent forgery, as a fetched cache could be."""
+    import hashlib
+
+    import msgspec
+    import pygit2
+
+    from vivary_git import store
+    from vivary_git.git import Repo as GitRepo
+
+    r = GitRepo(path)
+    snap = store.Snapshot.load(r)
+    assert snap is not None
+    oid = r.repo.revparse_single("HEAD:a.md").id
+    chunk_path = f"parse/{str(oid)[:2]}.msgpack"
+    items = msgspec.msgpack.decode(r.repo[snap.tree[chunk_path].id].data)
+    raw_items = []
+    for key, shared in items:
+        if key == str(oid):
+            head = b"\x82" + msgspec.msgpack.encode("related") + msgspec.msgpack.encode(shared[0]["related"])
+            fields = head + msgspec.msgpack.encode("tags") + value
+            rest = b"".join(msgspec.msgpack.encode(x) for x in shared[1:])
+            raw_items.append(b"\x92" + msgspec.msgpack.encode(key) + bytes([0x90 + len(shared)]) + fields + rest)
+        else:
+            raw_items.append(msgspec.msgpack.encode([key, shared]))
+    data = bytes([0x90 + len(raw_items)]) + b"".join(raw_items)
+    m = snap.manifest
+    chunks = dict(m.chunks)
+    chunks[chunk_path] = store.ChunkRef(hashlib.sha256(data).hexdigest(), len(data), m.chunks[chunk_path].count)
+    manifest = msgspec.msgpack.encode(msgspec.structs.replace(m, chunks=chunks))
+    parse_tree = r.repo.TreeBuilder(snap.tree / "parse")
+    parse_tree.insert(chunk_path.split("/")[1], r.repo.create_blob(data), 0o100644)
+    root = r.repo.TreeBuilder(snap.tree)
+    root.insert("parse", parse_tree.write(), 0o040000)
+    root.insert("manifest.msgpack", r.repo.create_blob(manifest), 0o100644)
+    sig = pygit2.Signature("Forger", "forger@example.invalid")
+    commit = r.repo.create_commit(None, sig, sig, "forged", root.write(), [snap.commit])
+    r.git(["update-ref", store.CACHE_REF, str(commit)])
+
+
+def _cold(repo: Repo, cli: Any, *args: str) -> Any:
+    import shutil
+
+    shutil.rmtree(repo.path / ".git" / "vivary", ignore_errors=True)
+    return cli(*args, cwd=repo.path)
+
+
+def test_deeply_nested_shared_cache_entry_is_ignored_and_recomputed(repo: Repo, cli: Any) -> None:
+    repo.commit(files=NOTES)
+    args = ("query", "alpha body", "--json", "--rev", "HEAD")
+    want = cli(*args, "--no-cache", cwd=repo.path)
+    cli("check", "--rev", "HEAD", cwd=repo.path)  # records refs/vivary/cache
+    _forge_parse_chunk(repo.path, _deep(200_000))
+    r = _cold(repo, cli, *args)
+    assert (r.code, r.out) == (want.code, want.out)
+    assert "refs/vivary/cache" in r.err and "Traceback" not in r.err
+
+
+def test_oversized_shared_frontmatter_is_refused(repo: Repo, cli: Any) -> None:
+    import msgspec
+
+    repo.commit(files=NOTES)
+    args = ("query", "zzforged", "--json", "--rev", "HEAD")
+    cli("check", "--rev", "HEAD", cwd=repo.path)
+    # Bounded in bytes (the chunk limit) but more values than any parse could make: not ours to expand.
+    _forge_parse_chunk(repo.path, msgspec.msgpack.encode(["zzforged"] * 20_001))
+    r = _cold(repo, cli, *args)
+    assert r.code == 0 and r.json()["results"] == [], r.out
+    assert "refs/vivary/cache" in r.err
+
+
+def test_deeply_nested_local_cache_file_is_ignored_and_recomputed(repo: Repo, cli: Any) -> None:
+    import shutil
+
+    # Enough notes that a run loads the whole local parse cache rather than asking the shared one.
+    repo.commit(files={**NOTES, **{f"many/n{i}.md": f"# N{i}\n\n[[a]]\n" for i in range(320)}})
+    args = ("check", "--json", "--rev", "HEAD")
+    want = cli(*args, "--no-cache", cwd=repo.path)
+    cli(*args, cwd=repo.path)
+    repo.git("update-ref", "-d", "refs/vivary/cache")
+    vivary = repo.path / ".git" / "vivary"
+    segments = sorted(vivary.glob("parse-v*/seg-*.msgpack"))
+    assert segments
+    for seg in segments:  # one entry whose note's `fields` nests 200,000 deep
+        seg.write_bytes(b"VVG1" + b"\x91\x92" + b"\xd9\x28" + b"f" * 40 + b"\x97\x81\xa1x" + _deep(200_000))
+    for d in vivary.iterdir():
+        if d.is_dir() and not d.name.startswith("parse-"):
+            shutil.rmtree(d)
+    r = cli(*args, cwd=repo.path)
+    assert (r.code, r.out) == (want.code, want.out), r.err
+    assert "ignored cache file" in r.err and "Traceback" not in r.err
+
+
+DEEP_TOML = "version = 1\nexclude = " + "[" * 50_000 + "]" * 50_000 + "\n"
+
+
+def test_deeply_nested_config_files_are_config_errors(repo: Repo, cli: Any) -> None:
+    cases = {
+        "tropo.toml": DEEP_TOML,
+        ".vivary/graph.toml": "[wikilinks]\nfield = " + "[" * 50_000 + "]" * 50_000 + "\n",
+        ".tropo/packs/p.toml": DEEP_TOML,
+        "sub/tropo.toml": DEEP_TOML,
+        ".vivary/memory.toml": "[memory]\nenabled = " + "[" * 50_000 + "]" * 50_000 + "\n",
+    }
+    for name, text in cases.items():
+        base = {"tropo.toml": 'version = 1\npacks = ["p"]\n' if name.endswith("p.toml") else "version = 1\n",
+                "a.md": "# A\n", "sub/b.md": "# B\n", name: text}
+        repo.git("rm", "-rq", "--ignore-unmatch", ".")
+        repo.commit(files=base)
+        for args in (("check", "--rev", "HEAD"), ("index", "--dry-run", "--rev", "HEAD")):
+            if (name == ".vivary/memory.toml") != (args[0] == "index"):
+                continue  # check does not read memory.toml; index reads the rest as check does
+            r = cli(*args, cwd=repo.path)
+            assert r.code == 2, (name, r.err)
+            assert r.err.count("\n") == 1 and name in r.err and "nested too deeply" in r.err, (name, r.err)
+
+
+# --- FIFOs, devices and kernel files where a file is expected --------------------------------------------
+
+
+def _run(args: list[str], cwd: Any, input: str | None = None) -> Any:
+    """`git vivary ARGS` in a subprocess. The timeout only turns a hang into a failure instead of a stuck
+    test run; it is not a speed target (the commands here answer in about a second)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+    return subprocess.run(["git", "vivary", *args], cwd=cwd, capture_output=True, text=True, env=env,
+                          input=input, timeout=300, check=False)
+
+
+def _one_line(err: str) -> bool:
+    return err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_ci_outputs_refuse_fifos_devices_and_kernel_files(repo: Repo) -> None:
+    import os
+
+    repo.commit(files={"a.md": "# A\n"})
+    fifo = repo.path.parent / "fifo"
+    os.mkfifo(fifo)
+    for option in ("--summary", "--output", "--sarif", "--github-output"):
+        for target, what in ((str(fifo), "FIFO"), ("/proc/self/mem", "kernel interface"),
+                             ("/dev/null", "character device")):
+            r = _run(["ci", option, target], repo.path)
+            assert r.returncode == 2, (option, target, r.stderr)
+            assert _one_line(r.stderr) and target in r.stderr and what in r.stderr, (option, target, r.stderr)
+    ok = repo.path.parent / "summary.md"
+    r = _run(["ci", "--summary", str(ok), "--output", str(ok.with_suffix(".txt"))], repo.path)
+    assert r.returncode == 0 and ok.read_text().strip() and ok.with_suffix(".txt").read_text().strip()
+
+
+def test_recall_queries_refuse_devices_fifos_and_floods(repo: Repo) -> None:
+    import os
+
+    repo.commit(files={"a.md": "# A\n"})
+    fifo = repo.path.parent / "queries.jsonl"
+    os.mkfifo(fifo)
+    for target, what in (("/dev/zero", "character device"), (str(fifo), "FIFO"),
+                         ("/proc/self/mem", "kernel interface")):
+        r = _run(["recall", "--queries", target], repo.path)
+        assert r.returncode == 2 and _one_line(r.stderr), (target, r.stderr)
+        assert target in r.stderr and what in r.stderr, r.stderr
+    flood = '{"id": 1, "query": "x"}\n' * 800_000  # ~19 MB on standard input
+    r = _run(["recall", "--queries", "-"], repo.path, input=flood)
+    assert r.returncode == 2 and _one_line(r.stderr) and "limit" in r.stderr, r.stderr
+    deep = repo.path.parent / "deep.jsonl"
+    deep.write_text('{"id": ' + "[" * 100_000 + "]" * 100_000 + ', "query": "x"}\n')
+    r = _run(["recall", "--queries", str(deep)], repo.path)
+    assert r.returncode == 2 and _one_line(r.stderr) and f"{deep}:1" in r.stderr, r.stderr
+
+
+def test_plain_folder_refuses_special_config_files_and_reports_special_notes(tmp_path: Any) -> None:
+    import os
+
+    ws = tmp_path / "folder"
+    (ws / "sub").mkdir(parents=True)
+    (ws / "a.md").write_text("# A\n")
+    os.mkfifo(ws / "sub" / "pipe.md")
+    r = _run(["check", "--json"], ws)
+    assert r.returncode == 1, r.stderr
+    found = [(f["path"], f["code"]) for f in __import__("json").loads(r.stdout)["findings"]]
+    assert found == [("sub/pipe.md", "E000")]
+    assert "FIFO" in __import__("json").loads(r.stdout)["findings"][0]["message"]
+    big = ws / "big.md"
+    big.write_bytes(b"# Big\n" + b"x" * (9 << 20))
+    r = _run(["check", "--json"], ws)
+    findings = __import__("json").loads(r.stdout)["findings"]
+    assert {(f["path"], f["code"]) for f in findings} == {("sub/pipe.md", "E000"), ("big.md", "E000")}
+    assert any("over the 8 MiB limit" in f["message"] for f in findings)
+    big.unlink()
+    for name in ("tropo.toml", ".vivary/graph.toml", ".vivary/memory.toml"):
+        (ws / name).parent.mkdir(parents=True, exist_ok=True)
+        os.mkfifo(ws / name)
+        args = ["index", "--dry-run"] if name.endswith("memory.toml") else ["check"]
+        r = _run(args, ws)
+        last = r.stderr.splitlines()[-1]  # index first says the folder is not in Git
+        assert r.returncode == 2 and "Traceback" not in r.stderr and name in last and "FIFO" in last, \
+            (name, r.stderr)
+        os.unlink(ws / name)
+
+
+def test_oversized_config_files_are_config_errors(repo: Repo, tmp_path: Any) -> None:
+    from vivary_git.source import MAX_CONFIG_BYTES
+
+    huge = "version = 1\n" + "# padding\n" * (MAX_CONFIG_BYTES // 10 + 1)
+    repo.commit(files={"a.md": "# A\n", "tropo.toml": huge})
+    r = _run(["check", "--rev", "HEAD"], repo.path)
+    assert r.returncode == 2 and _one_line(r.stderr) and "tropo.toml" in r.stderr and "limit" in r.stderr, r.stderr
+    repo.commit(files={"tropo.toml": "version = 1\n", ".vivary/memory.toml": huge})
+    r = _run(["index", "--dry-run", "--rev", "HEAD"], repo.path)
+    assert r.returncode == 2 and _one_line(r.stderr) and "memory.toml" in r.stderr and "limit" in r.stderr, \
+        r.stderr
+
+
+def test_local_cache_files_replaced_by_fifos_are_ignored(repo: Repo) -> None:
+    import os
+
+    repo.commit(files=NOTES)
+    want = _run(["check", "--json", "--rev", "HEAD", "--no-cache"], repo.path)
+    _run(["check", "--json", "--rev", "HEAD"], repo.path)
+    replaced = 0
+    for f in (repo.path / ".git" / "vivary").glob("*-v*/*.msgpack"):
+        f.unlink()
+        os.mkfifo(f)
+        replaced += 1
+    assert replaced
+    r = _run(["check", "--json", "--rev", "HEAD"], repo.path)
+    assert (r.returncode, r.stdout) == (want.returncode, want.stdout), r.stderr
+    assert "ignored cache file" in r.stderr and "FIFO" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_ignore_files_that_are_fifos_are_named_not_waited_for(repo: Repo) -> None:
+    """Git itself blocks reading a FIFO .gitignore (`git status` hangs too); the snapshot of the working
+    tree must end with an error naming the file instead."""
+    import os
+
+    repo.commit(files={"a.md": "# A\n", "sub/b.md": "# B\n"})
+    for name in (".gitignore", "sub/.gitignore", ".git/info/exclude"):
+        target = repo.path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        saved = target.read_bytes() if target.exists() else None
+        if saved is not None:
+            target.unlink()
+        os.mkfifo(target)
+        r = _run(["check"], repo.path)
+        assert r.returncode == 2 and _one_line(r.stderr) and name in r.stderr and "FIFO" in r.stderr, \
+            (name, r.stderr)
+        target.unlink()
+        if saved is not None:
+            target.write_bytes(saved)
+    assert _run(["check"], repo.path).returncode == 0
+
+
+def test_hook_files_that_are_fifos_do_not_hang_hooks_commands(repo: Repo) -> None:
+    import os
+
+    repo.commit(files={"a.md": "# A\n"})
+    hooks = repo.path / ".git" / "hooks"
+    hooks.mkdir(exist_ok=True)
+    os.mkfifo(hooks / "pre-commit")
+    r = _run(["hooks", "status"], repo.path)
+    assert r.returncode in (0, 1, 2) and "Traceback" not in r.stderr, r.stderr
+    r = _run(["hooks", "install"], repo.path)
+    assert r.returncode in (0, 1, 2, 3) and "Traceback" not in r.stderr, r.stderr
+    assert _run(["doctor"], repo.path).returncode in (0, 1)
