@@ -16,7 +16,7 @@ from vivary_git.errors import EXIT_INTERRUPTED, EXIT_USAGE, VivaryError
 # Order is the order of `git vivary -h`. A command whose module is not there (yet) is left out.
 COMMANDS = (
     "check", "graph", "blast", "query", "find", "recall", "index", "forget", "privacy", "doctor", "init",
-    "capabilities", "hooks", "ci", "sync", "cache", "mcp",
+    "capabilities", "hooks", "ci", "sync", "cache", "mcp", "remember", "log",
 )
 
 
