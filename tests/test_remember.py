@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
 from conftest import Repo
 
 NOTE = "---\ntags: [ops]\n---\n# Deploy runbook\n\nHow we deploy.\n"
@@ -50,7 +48,8 @@ def test_remember_commits_one_note_and_leaves_the_users_work_alone(repo: Repo, c
     assert repo.git("show", ":staged.txt") == "staged work\n"
     # the note is in the work tree and index, identical to the commit
     assert (repo.path / got["path"]).read_text() == repo.git("show", f"HEAD:{got['path']}")
-    assert repo.git("ls-files", "-s", "--", got["path"]).split()[1] == repo.git("rev-parse", f"HEAD:{got['path']}").strip()
+    staged_blob = repo.git("ls-files", "-s", "--", got["path"]).split()[1]
+    assert staged_blob == repo.git("rev-parse", f"HEAD:{got['path']}").strip()
     text = (repo.path / got["path"]).read_text()
     assert "type: memory" in text and "durability: working" in text and "source: cli" in text
     assert "tags: [deploy]" in text

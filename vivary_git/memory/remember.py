@@ -52,15 +52,17 @@ class Remembered(msgspec.Struct, frozen=True, omit_defaults=True):
 
     ok: bool
     op: str
+    changed: bool  # whether a commit was made
     id: str | None = None
     path: str | None = None  # workspace-relative
     title: str | None = None
     commit: str | None = None
     ref: str | None = None
-    changed: bool = True
     probe: str | None = None  # how duplicates were looked for: "cosine" or "exact"
     duplicate: Duplicate | None = None
     edge: EdgeRef | None = None
+    links: list[EdgeRef] | None = None  # add: the edges the new memory starts with
+    blob: str | None = None  # the note's new Git blob id
     message: str | None = None
 
 
@@ -73,10 +75,27 @@ class View:
         self.snapshot = snapshot
         self.nodes: dict[str, MemoryNode] = {n.id: n for n in snapshot.nodes}
         self.by_path: dict[str, MemoryNode] = {n.path: n for n in snapshot.nodes}
+        self._ids: set[str] | None = None
 
     @property
     def graph(self) -> Graph:
         return self.ws.graph()
+
+    @property
+    def ids(self) -> set[str]:
+        """Every node id of the graph, private ones included (a new note must not take one)."""
+        if self._ids is None:
+            self._ids = {n.id for n in self.graph.nodes}
+        return self._ids
+
+    def put(self, node: MemoryNode) -> None:
+        """Record a node this process has just committed (the MCP server's view after its own write)."""
+        old = self.nodes.get(node.id)
+        if old is not None and old.path != node.path:
+            self.by_path.pop(old.path, None)
+        self.nodes[node.id] = node
+        self.by_path[node.path] = node
+        self.ids.add(node.id)
 
     def repo_path(self, path: str) -> str:
         prefix = self.ws.source.prefix
@@ -102,10 +121,19 @@ class View:
         return got
 
     def note(self, node: MemoryNode) -> Note:
-        return self.ws.note(node.blob)
+        return self.note_of(node.blob)
+
+    def note_of(self, blob: str) -> Note:
+        """The parsed note of a blob, also one committed after this view's tree was read."""
+        try:
+            return self.ws.note(blob)
+        except KeyError:
+            from vivary_git.parse import parse_blob
+
+            return parse_blob(self.ws.source.read(blob))
 
     def memories(self) -> list[MemoryNode]:
-        return [n for n in self.snapshot.nodes if n.type == MEMORY_TYPE]
+        return [n for n in self.nodes.values() if n.type == MEMORY_TYPE]
 
 
 def open_view(ws: Workspace, cfg: MemoryConfig | None = None) -> View:
@@ -165,8 +193,19 @@ def _refuse_private_target(view: View, path: str) -> None:
         )
 
 
+_TEXTS: dict[str, str] = {}  # blob id -> memory text: a blob's text never changes
+
+
 def _candidates(view: View) -> list[Candidate]:
-    return [Candidate(n.id, n.path, n.title, memory_text(view.note(n))) for n in view.memories()]
+    out = []
+    for n in view.memories():
+        text = _TEXTS.get(n.blob)
+        if text is None:
+            text = _TEXTS[n.blob] = memory_text(view.note(n))
+        out.append(Candidate(n.id, n.path, n.title, text))
+    if len(_TEXTS) > 100_000:
+        _TEXTS.clear()
+    return out
 
 
 def _title_of(text: str) -> str:
@@ -242,13 +281,13 @@ def add(
     probe = probe or Probe(view.cfg.memory.remember.similarity)
     dup = None if force else probe.check(text, _candidates(view))
     if dup is not None:
-        return Remembered(ok=False, op="add", probe=dup.method, duplicate=dup, message=(
+        return Remembered(ok=False, op="add", changed=False, probe=dup.method, duplicate=dup, message=(
             f"not added: memory {dup.id!r} already says this (similarity {dup.score:.2f} by {dup.method}); "
             "update that one, or add with force to keep both"))
     cfg = view.ws.config
     from vivary_git.graph import node_id
 
-    taken_ids = {n.id for n in view.graph.nodes}
+    taken_ids = view.ids
     stem = _stem(title)
     _refuse_private_target(view, f"{folder}/{stem}.md")
     fields: list[tuple[str, Any]] = []
@@ -286,8 +325,9 @@ def add(
 
     result = _commit(view, plan, lambda p: write.message("add", chosen["id"], title, source))
     assert result is not None
-    return Remembered(ok=True, op="add", id=chosen["id"], path=chosen["path"], title=title, commit=result.commit,
-                      ref=result.ref, probe=probe.method if not force else None)
+    return Remembered(ok=True, op="add", changed=True, id=chosen["id"], path=chosen["path"], title=title,
+                      commit=result.commit, ref=result.ref, probe=probe.method if not force else None, blob=result.blob,
+                      links=[EdgeRef(chosen["id"], f, t) for f, t in targets] or None)
 
 
 class _FakeNode:
@@ -354,9 +394,10 @@ def update(
     changes = ", ".join(k for k, v in (("text", text), ("tags", tags), ("durability", durability)) if v is not None)
     result = _commit(view, plan, lambda p: write.message("update", node.id, changes, source))
     if result is None:
-        return Remembered(ok=True, op="update", id=node.id, path=node.path, changed=False,
+        return Remembered(ok=True, op="update", changed=False, id=node.id, path=node.path,
                           message="already so: nothing was committed")
-    return Remembered(ok=True, op="update", id=node.id, path=node.path, commit=result.commit, ref=result.ref)
+    return Remembered(ok=True, op="update", changed=True, id=node.id, path=node.path, commit=result.commit,
+                      ref=result.ref, blob=result.blob)
 
 
 def _spec(view: View, node: MemoryNode | _FakeNode, field: str) -> Any:
@@ -445,6 +486,7 @@ def _relink(view: View, source_ref: str, field: str, target_ref: str, *, add: bo
     result = _commit(view, plan, lambda p: write.message(op, node.id, f"{field} -> {target.id}", source))
     edge = EdgeRef(node.id, field, target.id)
     if result is None:
-        return Remembered(ok=True, op=op, id=node.id, path=node.path, edge=edge, changed=False,
+        return Remembered(ok=True, op=op, changed=False, id=node.id, path=node.path, edge=edge,
                           message="already so: nothing was committed")
-    return Remembered(ok=True, op=op, id=node.id, path=node.path, edge=edge, commit=result.commit, ref=result.ref)
+    return Remembered(ok=True, op=op, changed=True, id=node.id, path=node.path, edge=edge, commit=result.commit,
+                      ref=result.ref, blob=result.blob)
