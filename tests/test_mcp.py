@@ -381,3 +381,21 @@ def test_an_independent_client_the_inspector_cli(repo: Repo, tmp_path: Path) -> 
     assert called.returncode == 0, called.stderr
     answer = json.loads(called.stdout)
     assert answer["structuredContent"]["results"][0]["id"] == "notes/deploy"
+
+
+def test_a_memory_branch_is_read_as_an_overlay(repo: Repo) -> None:
+    repo.commit("init", {**NOTES, ".vivary/memory.toml": '[memory.remember]\nbranch = "vivary/memory"\n'})
+    service = MemoryService(repo.path)
+    added = service.add("Overlay memories live on their own branch.")
+    assert added.ok and added.ref == "refs/heads/vivary/memory"
+    assert [h.id for h in service.search("overlay memories branch").results] == [added.id]
+    service.close()
+    assert repo.git("status", "--porcelain") == ""
+    assert not (repo.path / "memories").exists()
+    fresh = MemoryService(repo.path)  # a new server: the branch is laid over the working tree
+    assert [h.id for h in fresh.search("overlay memories branch").results] == [added.id]
+    assert fresh.read(added.id or "").type == "memory"
+    second = fresh.add("A second overlay memory, on top of the first.")
+    assert second.ok
+    assert repo.git("ls-tree", "-r", "--name-only", "vivary/memory").split() == sorted([added.path, second.path])
+    fresh.close()

@@ -93,7 +93,7 @@ class SearchAnswer(msgspec.Struct, frozen=True):
     estimated_tokens: int
     filters: SearchFilters
     results: list[SearchHit]
-    tree: str | None
+    tree: str | None  # the working tree the answer comes from, as a Git tree id
 
 
 class InEdge(msgspec.Struct, frozen=True):
@@ -255,16 +255,55 @@ class MemoryService:
             key = self._key()
             if self._state is not None and self._state.key == key:
                 return self._state
+            from vivary_git.memory.config import load_memory_config
             from vivary_git.memory.remember import open_view
             from vivary_git.workspace import open_workspace
 
             ws = open_workspace(self._cwd, root=self._root)
-            state = _State(key, open_view(ws))
+            cfg = load_memory_config(ws)
+            overlay = self._overlay(ws, cfg.memory.remember.branch, cfg.memory.remember.folder)
+            if overlay is not None:
+                ws = open_workspace(self._cwd, rev=overlay, root=self._root)
+            state = _State(key, open_view(ws, cfg))
             if state.view.cfg.memory.remember.branch and key[2] is None:
                 state.key = self._key()  # the branch is known now: key it by its tip too
             self._state = state
             self._probe = None
             return state
+
+    def _overlay(self, ws: Any, branch: str, folder: str) -> str | None:
+        """With memories on their own branch: the working tree with that branch's memory folder laid
+        over it (a tree id), so search and read see them; None when there is no such branch."""
+        repo = self._repo
+        if not branch or repo is None or ws.source.root_tree is None:
+            return None
+        from vivary_git.memory.write import _tree_with
+
+        ref = repo.repo.references.get(f"refs/heads/{branch}")
+        if ref is None:
+            return None
+        prefix = f"{ws.source.prefix}/{folder}" if ws.source.prefix else folder
+        try:
+            sub = repo.repo[ref.resolve().target].peel(repo.pygit2.Tree)[prefix]
+        except (KeyError, ValueError):
+            return None
+        tree = repo.repo[ws.source.root_tree]
+        blobs: list[tuple[str, str]] = []
+
+        def walk(t: Any, base: str) -> None:
+            for entry in t:
+                if entry.type_str == "tree":
+                    walk(entry, f"{base}/{entry.name}")
+                elif entry.type_str == "blob":
+                    blobs.append((f"{base}/{entry.name}", str(entry.id)))
+
+        if sub.type_str != "tree":
+            return None
+        walk(sub, prefix)
+        out = str(tree.id)
+        for path, blob in blobs:
+            out = _tree_with(repo, repo.repo[out], path.split("/"), blob) or out
+        return out
 
     def warm_up(self) -> None:
         """Build the state and the search index now (server start), not on the first question."""
@@ -307,7 +346,7 @@ class MemoryService:
             tokens = _trim(hits, budget) if budget > 0 else _estimate(hits)
             return SearchAnswer(query=query, mode=used, mode_reason=why, top_k=top_k, budget=budget,
                                 estimated_tokens=tokens, filters=SearchFilters(types, paths, edges), results=hits,
-                                tree=st.view.ws.tree_id)
+                                tree=st.root_tree)
 
     def _note(self, st: _State, nid: str) -> Note:
         return st.view.note_of(st.view.nodes[nid].blob)
@@ -344,11 +383,11 @@ class MemoryService:
         if st.hybrid is not None or st.hybrid_reason is not None:
             return st.hybrid, st.hybrid_reason or ""
         cfg = st.view.cfg
-        if st.delta:
+        if cfg.provider != "vivary-local":
+            st.hybrid_reason = "semantic memory is not enabled for this workspace (.vivary/memory.toml)"
+        elif st.delta:
             st.hybrid_reason = (f"the semantic index is stale ({len(st.delta)} note(s) written since it was built; "
                                 "run `git vivary index --yes`)")
-        elif cfg.provider != "vivary-local":
-            st.hybrid_reason = "semantic memory is not enabled for this workspace (.vivary/memory.toml)"
         else:
             from vivary_git.memory.local import LocalMemory, RecallSession
 
@@ -412,7 +451,7 @@ class MemoryService:
                 inbound=[InEdge(src, f) for src, f in st.inn.get(node.id, ())],
                 neighbors=_neighbors(st, node.id, neighbors) if neighbors else [],
                 content=_bounded(note.body) if include_content else None,
-                tree=st.view.ws.tree_id,
+                tree=st.root_tree,
             )
 
     def _refuse_private_path(self, st: _State, asked: str) -> None:
@@ -476,8 +515,7 @@ class MemoryService:
                 ok=True,
                 workspace={"root": str(ws.source.root), "config": ws.config.source, "dialect": ws.config.dialect,
                            "ids": ws.config.links.ids},
-                tree={"id": ws.tree_id, "root_tree": st.root_tree, "head": st.key[1], "branch": branch,
-                      "source": ws.source.label},
+                tree={"id": st.root_tree, "head": st.key[1], "branch": branch, "source": ws.source.label},
                 nodes={"public": len(st.nodes), "private": view.snapshot.private_count,
                        "memories": len(view.memories()), "edges": sum(len(v) for v in st.out.values()),
                        "written_since_start": len(st.delta)},
