@@ -399,3 +399,23 @@ def test_a_memory_branch_is_read_as_an_overlay(repo: Repo) -> None:
     assert second.ok
     assert repo.git("ls-tree", "-r", "--name-only", "vivary/memory").split() == sorted([added.path, second.path])
     fresh.close()
+
+
+def test_hybrid_when_the_semantic_index_is_fresh_and_a_cosine_probe(repo: Repo, cli: Any) -> None:
+    pytest.importorskip("hnswlib", reason="the embed extra is not installed")
+    repo.commit("init", {**NOTES, ".vivary/memory.toml": '[memory]\nenabled = true\nprovider = "vivary-local"\n',
+                         "memories/deploy-days.md": "---\ntype: memory\n---\n# Deploy days\n\n"
+                         "Deploys happen on Tuesdays and never on Fridays.\n"})
+    assert cli("index", "--yes", cwd=repo.path).code == 0
+    service = MemoryService(repo.path)
+    ans = service.search("which weekday do we ship releases")
+    assert ans.mode == "hybrid" and "fresh" in ans.mode_reason
+    assert ans.results[0].id == "memories/deploy-days"
+    dup = service.add("Deploys happen on Tuesdays, never on Fridays!")
+    assert not dup.ok and dup.probe == "cosine" and dup.duplicate is not None
+    assert dup.duplicate.id == "memories/deploy-days" and dup.duplicate.score >= 0.92
+    assert service.add("The coffee machine is on the third floor.").ok
+    after = service.search("coffee machine floor")
+    assert after.mode == "text" and "stale" in after.mode_reason
+    assert after.results[0].id == "memories/the-coffee-machine-is-on-the-third-floor"
+    service.close()

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from vivary_git.memory.local import RecallSession
     from vivary_git.memory.probe import Probe
     from vivary_git.memory.remember import View
-    from vivary_git.models import Node, Note
+    from vivary_git.models import Edge, Node, Note
     from vivary_git.searchindex import SearchIndex
 
 __all__ = ["PROFILES", "MemoryService", "NodePacket", "SearchAnswer", "Status"]
@@ -155,9 +155,18 @@ class _State:
             self.inn.setdefault(e.to, []).append((e.from_, e.field))
         self.delta: dict[str, Node] = {}
         self._index: SearchIndex | None = None
+        self._outgoing: dict[str, list[Edge]] | None = None
         self.hybrid: RecallSession | None = None
         self.hybrid_reason: str | None = None
         self.root_tree: str | None = key[0]
+
+    def outgoing(self) -> dict[str, list[Edge]]:
+        """The public graph's outbound edges by node (as `query.outgoing_edges`), grouped once."""
+        if self._outgoing is None:
+            from vivary_git.query import outgoing_edges
+
+            self._outgoing = outgoing_edges(self.public)
+        return self._outgoing
 
     def index(self) -> SearchIndex:
         if self._index is None:
@@ -247,7 +256,11 @@ class MemoryService:
         env = dict(os.environ, GIT_INDEX_FILE=str(self._scratch))
         repo.git(["-c", "advice.addEmbeddedRepo=false", "-c", "core.safecrlf=false", "add", "-A",
                   "--ignore-errors", "--", ":/"], env=env, check=False)
-        return repo.git(["write-tree"], env=env).stdout.decode().strip()
+        try:
+            # libgit2 writes the tree from the index's cached trees: no second process per question.
+            return str(repo.pygit2.Index(str(self._scratch)).write_tree(repo.repo))
+        except (repo.pygit2.GitError, OSError, ValueError):
+            return repo.git(["write-tree"], env=env).stdout.decode().strip()
 
     def state(self) -> _State:
         """The warm state for the tree on disk now (rebuilt when anything changed)."""
@@ -360,7 +373,7 @@ class MemoryService:
         notes = _Notes(st.view)
         changed = set(st.delta)
         base = search(st.public, notes, q, k=k + len(changed), types=types, paths=paths, edges=edges,
-                      snippet=SNIPPET, explain=True, index=st.index())
+                      snippet=SNIPPET, explain=True, index=st.index(), outgoing=st.outgoing())
         found = [h for h in base.results if h.id not in changed]
         if st.delta:
             nodes = sorted(st.delta.values(), key=lambda n: n.id)
