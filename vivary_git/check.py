@@ -73,7 +73,7 @@ def validate_local(
             continue
         spec = config.field_spec(node.type, name)
         if spec is None:
-            if typed:
+            if typed and not (tdef is not None and tdef.open):
                 out.append(Finding(path, line, "warning", "W202", f"unknown field '{name}' for type '{node.type}'"))
             continue
         if spec.is_ref and value is not None:

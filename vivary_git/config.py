@@ -23,7 +23,8 @@ FIELD_KINDS = (
 BUILTIN_EXCLUDES = (".git", ".tropo", ".claude", "node_modules", ".obsidian")
 CONFIG_FILE = "tropo.toml"
 GRAPH_FILE = ".vivary/graph.toml"
-FORMAT_VERSION = 6  # bump when a parse or graph rule changes, so caches keyed by it are left behind
+MEMORY_FILE = ".vivary/memory.toml"
+FORMAT_VERSION = 7  # bump when a parse or graph rule changes, so caches keyed by it are left behind
 
 
 class FieldSpec(msgspec.Struct, frozen=True):
@@ -43,6 +44,70 @@ class TypeDef(msgspec.Struct, frozen=True):
     folders: tuple[str, ...]
     required: dict[str, FieldSpec]
     optional: dict[str, FieldSpec]
+    open: bool = False  # fields it does not declare are allowed (no W202): the built-in `memory` type
+
+
+# Agent memories (`git vivary remember`, the MCP server's `add`) are notes in the memory folder
+# (`[memory.remember] folder` in .vivary/memory.toml, default `memories/`), typed `memory` in every
+# workspace unless its own config already has a `memory` type or types that folder otherwise.
+MEMORY_TYPE = "memory"
+MEMORY_EDGE_FIELDS = ("related", "about", "supersedes", "derived_from", "contradicts")
+DURABILITY = ("working", "durable", "pinned", "ephemeral")
+DEFAULT_MEMORY_FOLDER = "memories"
+# The private floor's top folders (privacy.FLOOR): a memory written there would never be searchable.
+_FLOOR_FOLDERS = ("memory", "heartbeat-reports", ".strato", ".vivary", ".git")
+
+
+def folder_problem(folder: str) -> str | None:
+    """Why `folder` cannot hold memories, or None. Pure: the graph config reads it too."""
+    parts = folder.split("/")
+    if not folder or folder.startswith("/") or "\\" in folder or any(p in ("", ".", "..") for p in parts):
+        return "must be a relative folder inside the workspace, such as \"memories\" (no `..`, no leading `/`)"
+    if any(c in folder for c in "\n\r\0*?[]") or not folder.isprintable():
+        return "must be a plain folder name (no line breaks, control characters or glob characters)"
+    if parts[0] in _FLOOR_FOLDERS or parts[0].lower() in _FLOOR_FOLDERS:
+        return (f"is inside the private floor ({parts[0]}/), which never reaches any index, so memories written there "
+                "could never be found; use a public folder such as \"memories\"")
+    return None
+
+
+def memory_folder(data: bytes | None) -> str:
+    """The memory folder a memory.toml names, read leniently (the graph types that folder's notes
+    `memory` even when the rest of the file has a problem that only memory commands report)."""
+    if data is None:
+        return DEFAULT_MEMORY_FOLDER
+    try:
+        raw = tomllib.loads(data.decode("utf-8-sig"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return DEFAULT_MEMORY_FOLDER
+    memory = raw.get("memory")
+    remember = memory.get("remember") if isinstance(memory, dict) else None
+    folder = remember.get("folder") if isinstance(remember, dict) else None
+    if not isinstance(folder, str) or folder_problem(folder) is not None:
+        return DEFAULT_MEMORY_FOLDER
+    return folder
+
+
+def memory_type(folder: str, ids: str) -> TypeDef:
+    """The built-in `memory` type for notes under `folder` (its last segment, as types match folders).
+    Edge fields are `ref-list`s with the contract's slug ids; with path ids (a vault) they are lists
+    of `[[links]]`, which the vault's dialect reads as edges named by the field."""
+    edge = FieldSpec("ref-list") if ids == "slug" else FieldSpec("list")
+    optional = {
+        "type": FieldSpec("enum", (MEMORY_TYPE,)), "title": FieldSpec("string"), "tags": FieldSpec("string-list"),
+        "durability": FieldSpec("enum", DURABILITY), "observed_at": FieldSpec("datetime"),
+        "source": FieldSpec("enum", ("agent", "cli")),
+        **{f: edge for f in MEMORY_EDGE_FIELDS},
+    }
+    return TypeDef(MEMORY_TYPE, (folder.rstrip("/").rsplit("/", 1)[-1],), {}, optional, open=True)
+
+
+def _with_memory_type(config: Config, folder: str) -> Config:
+    base = folder.rstrip("/").rsplit("/", 1)[-1]
+    if MEMORY_TYPE in config.types or any(base in t.folders for t in config.types.values()):
+        return config
+    return msgspec.structs.replace(
+        config, types={**config.types, MEMORY_TYPE: memory_type(folder, config.links.ids)})
 
 
 class Config(msgspec.Struct, frozen=True):
@@ -198,9 +263,10 @@ def _link_rules(graph: Mapping[str, Any], wl: Mapping[str, Any], tropo: bool,
 
 
 def build_config(tropo: dict[str, Any] | None, graph: dict[str, Any] | None, name: str = CONFIG_FILE,
-                 detected: Detected | None = None) -> Config:
+                 detected: Detected | None = None, memory_folder: str = "memories") -> Config:
     """Validate raw TOML tables into a `Config`. `tropo` None means zero-config mode; `detected` is
-    what the tree says about its editor (zero-config dialect detection)."""
+    what the tree says about its editor (zero-config dialect detection); `memory_folder` is where
+    agent memories live (typed `memory`, see `memory_type`)."""
     graph = graph or {}
     wl = graph.get("wikilinks", {})
     if not isinstance(wl, Mapping):
@@ -218,7 +284,7 @@ def build_config(tropo: dict[str, Any] | None, graph: dict[str, Any] | None, nam
         "templates": templates,
     }
     if tropo is None:
-        return Config(source="zero-config", **common)
+        return _with_memory_type(Config(source="zero-config", **common), memory_folder)
     version = tropo.get("version", 1)
     if version != 1:
         raise ConfigError(f"{name}: version = {version!r} is not supported; this tool reads version = 1")
@@ -245,7 +311,7 @@ def build_config(tropo: dict[str, Any] | None, graph: dict[str, Any] | None, nam
         required = _specs(traw.get("required"), f"{where} required")
         optional = _specs(traw.get("optional"), f"{where} optional")
         types[tname] = TypeDef(tname, folders, required, {k: v for k, v in optional.items() if k not in required})
-    return Config(
+    return _with_memory_type(Config(
         source=name,
         exclude=_str_list(tropo.get("exclude"), f"{name}: exclude"),
         derive=_str_list(base.get("derive"), f"{name}: base.derive"),
@@ -255,7 +321,7 @@ def build_config(tropo: dict[str, Any] | None, graph: dict[str, Any] | None, nam
         base_optional=_specs(base.get("optional"), f"{name}: [base] optional"),
         types=types,
         **common,
-    )
+    ), memory_folder)
 
 
 class Excluder:

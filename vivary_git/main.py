@@ -18,7 +18,8 @@ from vivary_git.escape import text
 # Order is the order of `git vivary -h`. A command whose module is not there (yet) is left out.
 COMMANDS = (
     "check", "graph", "blast", "query", "find", "recall", "index", "forget", "privacy", "doctor", "init",
-    "capabilities", "hooks", "ci", "sync", "cache", "mcp", "bootstrap-host", "host-status", "onboard",
+    "capabilities", "hooks", "ci", "sync", "cache", "mcp", "remember", "log", "bootstrap-host", "host-status",
+    "onboard",
 )
 
 

@@ -153,9 +153,11 @@ def search(
     snippet: int = DEFAULT_SNIPPET,
     explain: bool = False,
     index: SearchIndex | None = None,
+    outgoing: Mapping[str, list[Edge]] | None = None,
 ) -> QueryResult:
     """Rank the graph's nodes for `text`. With an `index` (built from the same graph and notes) the
-    answer is identical and only the top results' notes are read (for snippets)."""
+    answer is identical and only the top results' notes are read (for snippets). `outgoing`, when a
+    caller asking many questions of one graph has it, is `outgoing_edges(graph)`."""
     if not text.strip():
         raise UsageError('provide a search query, e.g. `git vivary query "auth module"`')
     phrase = fold(text).strip()
@@ -166,7 +168,8 @@ def search(
     words = re.compile(r"\b(?:" + "|".join(re.escape(t) for t in sorted(weights, key=len, reverse=True)) + r")\b")
     # Outbound edges are wanted only to filter by them, to show them, or to score without an index;
     # grouping every edge of a big graph is a good part of a warm query otherwise.
-    outgoing = outgoing_edges(graph) if (edges or explain or index is None) else {}
+    if outgoing is None:
+        outgoing = outgoing_edges(graph) if (edges or explain or index is None) else {}
     keep = make_filter(types, paths, edges, outgoing)
     bonus = EDGE_FILTER_BONUS * len(edges)
     scored: list[tuple[int, Node, list[str]]] = []

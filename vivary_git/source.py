@@ -20,6 +20,7 @@ from vivary_git import dialects, git
 from vivary_git.config import (
     CONFIG_FILE,
     GRAPH_FILE,
+    MEMORY_FILE,
     Config,
     Detected,
     Excluder,
@@ -27,6 +28,7 @@ from vivary_git.config import (
     excluder,
     leaves_out,
     load_toml,
+    memory_folder,
 )
 from vivary_git.errors import ConfigError, GitError, RefusedError, UsageError
 from vivary_git.models import Finding
@@ -121,7 +123,8 @@ class Source:
         merged = overlay_configs(self._raw, overlay_files, self._read_file)
         excluders: list[tuple[str, Callable[[str], bool]]] = []
         for d in sorted(merged, key=len, reverse=True):
-            self._overlays[d] = build_config(merged[d], graph, name=f"{d}/{CONFIG_FILE}")
+            self._overlays[d] = build_config(merged[d], graph, name=f"{d}/{CONFIG_FILE}",
+                                             memory_folder=_memory_folder(self._read_file))
             excluders.append((d + "/", excluder_for(merged[d])))
 
         def keep(path: str) -> bool:
@@ -171,6 +174,7 @@ def load_config(read_file: Callable[[str], bytes | None],
     (None in zero-config mode) that nested overlays build on."""
     graph_bytes = read_file(GRAPH_FILE)
     graph = load_toml(graph_bytes, GRAPH_FILE) if graph_bytes is not None else None
+    folder = _memory_folder(read_file)
     tropo_bytes = read_file(CONFIG_FILE)
     thin_bytes = read_file(THIN_FILE)
     thin = load_toml(thin_bytes, THIN_FILE) if thin_bytes is not None else None
@@ -183,7 +187,7 @@ def load_config(read_file: Callable[[str], bytes | None],
             named = (graph or {}).get("dialect")
             dialect = named if isinstance(named, str) else name
             detected = Detected(name, reason, dialects.template_folders(probe, dialect))
-        return build_config(None, graph, detected=detected), None
+        return build_config(None, graph, detected=detected, memory_folder=folder), None
     from vivary_git.packs import merge, merge_packs
 
     if thin is not None:
@@ -196,7 +200,12 @@ def load_config(read_file: Callable[[str], bytes | None],
         assert tropo_bytes is not None
         raw = merge_packs(load_toml(tropo_bytes, CONFIG_FILE), read_file)
         name = CONFIG_FILE
-    return build_config(raw, graph, name=name), raw
+    return build_config(raw, graph, name=name, memory_folder=folder), raw
+
+
+def _memory_folder(read_file: Callable[[str], bytes | None]) -> str:
+    """Where agent memories live (`[memory.remember] folder`): their notes are typed `memory`."""
+    return memory_folder(read_file(MEMORY_FILE))
 
 
 def is_note(path: str) -> bool:

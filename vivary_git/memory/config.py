@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
+from vivary_git.config import DEFAULT_MEMORY_FOLDER, MEMORY_FILE, folder_problem
 from vivary_git.errors import ConfigError
 from vivary_git.privacy import PrivacyPolicy
 
@@ -30,11 +31,11 @@ __all__ = [
     "MemoryFile",
     "MemorySection",
     "PrivacyConfig",
+    "RememberConfig",
     "load_memory_config",
     "parse_memory_config",
 ]
 
-MEMORY_FILE = ".vivary/memory.toml"
 DEFAULT_LOCAL_MODEL = "minilm-l6-int8"  # = memory.embed.DEFAULT_EMBEDDER; not imported, embed is not ours to load
 
 Provider = Literal["none", "vivary-local", "cognee"]
@@ -66,6 +67,19 @@ class CogneeConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     dataset: str = ""  # a label; the dataset name always adds the workspace path hash
 
 
+Durability = Literal["working", "durable", "pinned", "ephemeral"]
+DEFAULT_SIMILARITY = 0.92
+
+
+class RememberConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`[memory.remember]`: where agent memories are written (`git vivary remember`, the MCP `add`)."""
+
+    folder: str = DEFAULT_MEMORY_FOLDER  # workspace-relative; never a private floor folder
+    branch: str = ""  # "" = the checked-out branch; else a branch name such as "vivary/memory"
+    similarity: float = DEFAULT_SIMILARITY  # cosine at or above which an add is a near-duplicate
+    durability: Durability = "working"  # the default tier of a new memory
+
+
 class MemorySection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     enabled: bool = False
     mode: Mode = "none"
@@ -73,6 +87,7 @@ class MemorySection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     privacy: PrivacyConfig = PrivacyConfig()
     local: LocalConfig = LocalConfig()
     cognee: CogneeConfig = CogneeConfig()
+    remember: RememberConfig = RememberConfig()
 
 
 class MemoryFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -244,6 +259,7 @@ def _check_semantics(m: MemorySection, name: str, text: str) -> None:
                 f"{_where(name, text, 'private_paths')}: `memory.privacy.private_paths[{i}]` must be one "
                 "non-empty gitignore-style pattern per entry (no line breaks); split or remove it"
             )
+    _check_remember(m.remember, name, text)
     env = m.cognee.api_key_env
     if env and not _ENV_NAME.match(env):
         raise ConfigError(
@@ -260,6 +276,26 @@ def _check_semantics(m: MemorySection, name: str, text: str) -> None:
                 "path under `.vivary/` (for example \".vivary/memory/" + table + "\"), where the privacy floor keeps "
                 "provider state out of every index; leave it empty for the default"
             )
+
+
+_BRANCH = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._/-]*\Z")
+
+
+def _check_remember(r: RememberConfig, name: str, text: str) -> None:
+    problem = folder_problem(r.folder)
+    if problem is not None:
+        raise ConfigError(f"{_where(name, text, 'folder')}: `memory.remember.folder = {r.folder!r}` {problem}")
+    if r.branch and (not _BRANCH.match(r.branch) or ".." in r.branch or r.branch.endswith((".lock", "/", "."))
+                     or "//" in r.branch or "/." in r.branch or "@{" in r.branch):
+        raise ConfigError(
+            f"{_where(name, text, 'branch')}: `memory.remember.branch = {r.branch!r}` must be a plain branch name such "
+            "as \"vivary/memory\" (or \"\" for the checked-out branch)"
+        )
+    if not 0.0 < r.similarity <= 1.0:
+        raise ConfigError(
+            f"{_where(name, text, 'similarity')}: `memory.remember.similarity = {r.similarity}` must be a cosine "
+            "above 0 and at most 1 (default 0.92; 1 blocks only identical memories)"
+        )
 
 
 def load_memory_config(ws: Workspace) -> MemoryConfig:

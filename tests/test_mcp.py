@@ -1,0 +1,418 @@
+"""`git vivary mcp`: driven by the MCP SDK's own client over stdio, streamable HTTP and in-process, and by
+an independent client (the MCP Inspector CLI) where it installs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp", reason="the mcp extra is not installed")
+
+from conftest import Repo
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from vivary_git.mcp.server import build_server
+from vivary_git.mcp.service import MemoryService
+
+NOTES = {
+    "notes/deploy.md": "---\ntags: [ops]\n---\n# Deploy runbook\n\nHow we deploy: blue green, smoke tests first.\n",
+    "notes/keys.md": "# Key rotation\n\nSigning keys rotate every quarter.\n",
+    "README.md": "# Home\n\nSee [[notes/deploy]].\n",
+}
+
+
+def _seed(repo: Repo) -> None:
+    repo.commit("init", NOTES)
+
+
+def _data(result: Any) -> Any:
+    assert not result.is_error, result.content
+    return result.structured_content
+
+
+def _text(result: Any) -> str:
+    return " ".join(getattr(c, "text", "") for c in result.content)
+
+
+def _run(coro: Callable[[], Awaitable[Any]]) -> Any:
+    return asyncio.run(coro())
+
+
+def _stdio(repo: Repo, *extra: str) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=["-m", "vivary_git.main", "mcp", *extra],
+                                 cwd=str(repo.path), env=dict(os.environ))
+
+
+def _trailer_ops(repo: Repo, n: int) -> list[str]:
+    return repo.git("log", f"-{n}", "--reverse", "--format=%(trailers:key=Vivary-Op,valueonly)").split()
+
+
+def test_a_scripted_agent_session_over_stdio(repo: Repo) -> None:
+    _seed(repo)
+    repo.write({"staged.md": "# Staged work\n"})
+    repo.git("add", "staged.md")
+    head = repo.git("rev-parse", "HEAD").strip()
+
+    async def session() -> dict[str, Any]:
+        async with Client(_stdio(repo)) as client:
+            tools = {t.name for t in (await client.list_tools()).tools}
+            assert tools == {"search", "read", "add", "update", "link", "unlink", "status"}
+            ids = []
+            for text, tags in (("Deploys happen on Tuesdays, never on Fridays.", ["deploy"]),
+                               ("The staging database is reset every night at 02:00 UTC.", ["staging"]),
+                               ("Signing keys live in the team vault, never in the repo.", ["keys"])):
+                got = _data(await client.call_tool("add", {"text": text, "tags": tags}))
+                assert got["ok"] is True, got
+                ids.append(got["id"])
+            found = {}
+            for q, want in (("Fridays deploy", ids[0]), ("staging database reset", ids[1]),
+                            ("team vault signing keys", ids[2])):
+                ans = _data(await client.call_tool("search", {"query": q, "top_k": 3}))
+                assert ans["mode"] == "text"
+                found[q] = [r["id"] for r in ans["results"]]
+                assert want in found[q], (q, ans)
+            linked = _data(await client.call_tool("link", {"source": ids[0], "field": "related", "target": ids[1]}))
+            assert linked["ok"] and linked["edge"] == {"from": ids[0], "field": "related", "to": ids[1]}
+            upd = _data(await client.call_tool("update", {"id": ids[2], "text": "Signing keys live in the vault.",
+                                                          "durability": "pinned"}))
+            assert upd["ok"] and upd["changed"] is True
+            packet = _data(await client.call_tool("read", {"id": ids[1], "neighbors": 2, "include_content": True}))
+            again = _data(await client.call_tool("search", {"query": "vault", "include_content": True}))
+            status = _data(await client.call_tool("status", {}))
+            digest = await client.read_resource("vivary://memory/digest")
+            return {"ids": ids, "packet": packet, "again": again, "status": status,
+                    "digest": digest.contents[0].text}
+
+    got = _run(session)
+    ids = got["ids"]
+    assert got["packet"]["inbound"] == [{"from": ids[0], "field": "related"}]
+    assert [n["id"] for n in got["packet"]["neighbors"]] == [ids[0]]
+    assert got["again"]["results"][0]["id"] == ids[2]
+    assert "Signing keys live in the vault." in got["again"]["results"][0]["content"]
+    assert got["status"]["nodes"]["memories"] == 3
+    assert f"`{ids[2]}`" in got["digest"]
+    # five commits (three adds, a link, an update), each with its trailers, on top of the old HEAD
+    assert repo.git("rev-parse", "HEAD~5").strip() == head
+    assert _trailer_ops(repo, 5) == ["add", "add", "add", "link", "update"]
+    nodes = repo.git("log", "-5", "--reverse", "--format=%(trailers:key=Vivary-Node,valueonly)").split()
+    assert nodes == [ids[0], ids[1], ids[2], ids[0], ids[2]]
+    # the user's staged file is still staged, unchanged, and nothing else moved
+    assert repo.git("status", "--porcelain=v1") == "A  staged.md\n"
+    assert repo.git("show", ":staged.md") == "# Staged work\n"
+
+
+def _start_http(repo: Repo, env: dict[str, str] | None = None, *extra: str) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vivary_git.main", "mcp", "--transport", "streamable-http", "--port", "0", *extra],
+        cwd=repo.path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        env=dict(os.environ, **(env or {})),
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        m = re.search(r"listening on (http://\S+)", line)
+        if m:
+            return proc, m.group(1)
+    proc.kill()
+    raise AssertionError(f"the server did not start (exit {proc.wait()})")
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def test_streamable_http_on_loopback(repo: Repo) -> None:
+    _seed(repo)
+    proc, url = _start_http(repo)
+    try:
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
+
+        async def session() -> tuple[Any, Any]:
+            async with Client(url) as client:
+                added = _data(await client.call_tool("add", {"text": "HTTP memories land as commits."}))
+                ans = _data(await client.call_tool("search", {"query": "http memories commits"}))
+                return added, ans
+
+        added, ans = _run(session)
+        assert ans["results"][0]["id"] == added["id"]
+        assert _trailer_ops(repo, 1) == ["add"]
+    finally:
+        _stop(proc)
+
+
+def test_http_bearer_token_is_required_when_set(repo: Repo) -> None:
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    _seed(repo)
+    token = "t0ken-for-tests-0123456789"
+    proc, url = _start_http(repo, {"VIVARY_MCP_TOKEN": token})
+    try:
+        async def with_header(value: str) -> Any:
+            http = create_mcp_http_client(headers={"Authorization": value})
+            async with http, Client(streamable_http_client(url, http_client=http)) as client:
+                return _data(await client.call_tool("status", {}))
+
+        assert _run(lambda: with_header(f"Bearer {token}"))["ok"] is True
+        with pytest.raises(Exception):  # noqa: B017 - the SDK's error type for an HTTP 401 varies by version
+            _run(lambda: with_header("Bearer wrong"))
+    finally:
+        _stop(proc)
+
+
+@pytest.mark.parametrize(("args", "env", "said"), [
+    (["--host", "0.0.0.0"], {}, "is not loopback"),
+    (["--host", "0.0.0.0", "--allow-remote"], {}, "needs a bearer token of at least 16 characters"),
+])
+def test_binding_beyond_loopback_needs_a_flag_and_a_token(repo: Repo, cli: Any, monkeypatch: pytest.MonkeyPatch,
+                                                          args: list[str], env: dict[str, str], said: str) -> None:
+    _seed(repo)
+    monkeypatch.delenv("VIVARY_MCP_TOKEN", raising=False)
+    r = cli("mcp", "--transport", "streamable-http", *args, cwd=repo.path)
+    assert r.code == 3 and said in r.err
+
+
+def test_read_only_profile_serves_reads_only(repo: Repo) -> None:
+    _seed(repo)
+    server = build_server(MemoryService(repo.path, profile="read-only"))
+
+    async def session() -> tuple[set[str], Any]:
+        async with Client(server) as client:
+            tools = {t.name for t in (await client.list_tools()).tools}
+            ans = _data(await client.call_tool("search", {"query": "deploy"}))
+            return tools, ans
+
+    tools, ans = _run(session)
+    assert tools == {"search", "read", "status"}
+    assert ans["results"][0]["id"] == "notes/deploy"
+    with pytest.raises(Exception, match="not available in the read-only profile"):
+        MemoryService(repo.path, profile="read-only").add("nope")
+
+
+CANARY = "canary-7f3e9a"
+
+
+def test_no_answer_resource_or_error_carries_a_private_byte(repo: Repo) -> None:
+    """Canaries in every kind of private file; every tool, resource and error is scanned for them."""
+    _privacy_canaries(repo, nested_from_root=False)
+
+
+def test_a_nested_workspaces_private_files_stay_private_from_the_parent(repo: Repo) -> None:
+    _privacy_canaries(repo, nested_from_root=True)
+
+
+def _privacy_canaries(repo: Repo, *, nested_from_root: bool) -> None:
+    repo.commit("init", {
+        **NOTES,
+        "USER.md": f"# {CANARY}-user-title\n\n{CANARY}-user-body [[notes/deploy]]\n",
+        "MEMORY.md": f"# {CANARY}-memory-md\n",
+        "memory/diary.md": f"---\ntitle: {CANARY}-diary\n---\n# {CANARY}-diary-title\n\ndeploy {CANARY}-diary\n",
+        ".gitignore": "drafts/\n",
+        "team/tropo.toml": "version = 1\n",
+        "team/USER.md": f"# {CANARY}-sub-user\n\ndeploy\n",
+        "team/memory/log.md": f"# {CANARY}-sub-memory\n\ndeploy\n",
+        "team/.vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["internal/**"]\n',
+        "team/internal/notes.md": f"# {CANARY}-sub-config\n\ndeploy\n",
+        "team/plan.md": "# Team plan\n\ndeploy\n",
+    })
+    repo.write({"drafts/plan-b.md": f"# {CANARY}-ignored\n\ndeploy [[notes/deploy]]\n"})
+    repo.git("add", "-f", "drafts")
+    repo.git("commit", "-qm", "force-add an ignored draft")
+    # a public note linking to a private one: the edge must be dropped
+    repo.commit("link", {"notes/links.md": "# Links\n\nSee [[USER]] and [[memory/diary]] for deploy.\n"})
+    said: list[str] = []
+
+    async def probe(client: Any, root: str) -> None:
+        calls = [
+            ("search", {"query": "deploy", "top_k": 50, "include_neighbors": 3, "include_content": True,
+                        "budget": 0}),
+            ("search", {"query": "7f3e9a sub user memory diary ignored", "top_k": 50}),
+            ("search", {"query": "diary user memory", "top_k": 50, "include_neighbors": 3}),
+            ("read", {"id": "notes/links", "neighbors": 3, "include_content": True}),
+            ("read", {"id": "notes/deploy", "neighbors": 3}),
+            ("read", {"id": "USER.md"}), ("read", {"id": "USER"}), ("read", {"id": "memory/diary.md"}),
+            ("read", {"id": "memory/diary"}), ("read", {"id": "drafts/plan-b.md"}), ("read", {"id": "drafts/plan-b"}),
+            ("read", {"id": "team/USER.md"}), ("read", {"id": "MEMORY.md"}), ("read", {"id": "../USER.md"}),
+            ("status", {}),
+            ("link", {"source": "notes/deploy", "field": "related", "target": "USER"}),
+            ("link", {"source": "USER", "field": "related", "target": "notes/deploy"}),
+            ("update", {"id": "memory/diary", "text": "x"}),
+            ("add", {"text": "remember the deploy plan", "links": ["related:USER"]}),
+            ("add", {"text": "remember the deploy plan", "links": ["related:notes/deploy"]}),
+            ("search", {"query": "deploy plan", "top_k": 50, "include_neighbors": 3, "include_content": True}),
+        ]
+        for name, args in calls:
+            result = await client.call_tool(name, args)
+            said.append(json.dumps(result.structured_content) if not result.is_error else _text(result))
+        for uri in ("vivary://node/USER", "vivary://node/memory/diary", "vivary://node/notes/links",
+                    "vivary://memory/digest"):
+            try:
+                got = await client.read_resource(uri)
+                said.append(" ".join(getattr(c, "text", "") for c in got.contents))
+            except Exception as err:
+                said.append(str(err))
+
+    async def session() -> None:
+        async with Client(build_server(MemoryService(repo.path / "team"))) as client:
+            await probe(client, "team")
+        if nested_from_root:
+            async with Client(build_server(MemoryService(repo.path))) as client:
+                await probe(client, "")
+        else:
+            repo.git("rm", "-rq", "team")  # the parent's view of a nested workspace: see the test below
+            repo.git("commit", "-qm", "drop the nested workspace")
+            async with Client(build_server(MemoryService(repo.path))) as client:
+                await probe(client, "")
+
+    _run(session)
+    joined = "\n".join(said)
+    leaks = [s[max(0, s.find(CANARY) - 200):s.find(CANARY) + 50] for s in said if CANARY in s]
+    assert not leaks, "\n".join(leaks)
+    assert "'USER.md' is private (floor: USER.md)" in joined
+    assert "'memory/diary.md' is private (floor: memory/**)" in joined
+    assert "'USER.md' is private (floor: USER.md" in joined
+    assert "'drafts/plan-b.md' is private (.gitignore:1:drafts/)" in joined
+    links = json.loads(said[len(said) // 2 + 3])  # the parent workspace's `read notes/links`
+    assert links["outbound"] == [] and links["neighbors"] == []
+
+
+def test_answers_follow_the_working_tree(repo: Repo) -> None:
+    _seed(repo)
+    service = MemoryService(repo.path)
+    assert not service.search("zebra").results
+    repo.write({"notes/zoo.md": "# Zoo\n\nA zebra note, not committed.\n"})
+    assert [h.id for h in service.search("zebra").results] == ["notes/zoo"]
+    repo.write({"notes/zoo.md": "# Zoo\n\nNow about giraffes.\n"})
+    assert not service.search("zebra").results
+    repo.git("add", "-A")
+    repo.git("commit", "-qm", "zoo")
+    assert [h.id for h in service.search("giraffes").results] == ["notes/zoo"]
+    added = service.add("Zebras are remembered right after they are added.")
+    assert added.ok
+    assert service.search("zebras remembered").results[0].id == added.id
+    # the patched state is keyed by the tree on disk: an edit made after the add is still seen
+    repo.write({"notes/zoo.md": "# Zoo\n\nOkapi now.\n"})
+    assert [h.id for h in service.search("okapi").results] == ["notes/zoo"]
+    assert service.search("zebras remembered").results[0].id == added.id
+    service.close()
+
+
+def test_update_refuses_a_memory_the_user_is_editing(repo: Repo) -> None:
+    _seed(repo)
+    service = MemoryService(repo.path)
+    added = service.add("A memory the user will edit by hand.")
+    assert added.path is not None
+    note = repo.path / added.path
+    note.write_text(note.read_text() + "\nMy own edit.\n")
+    with pytest.raises(Exception, match="has changes of yours that are not committed"):
+        service.update(added.id or "", durability="durable")
+    assert "My own edit." in note.read_text()
+    service.close()
+
+
+def test_edits_change_only_what_they_say(repo: Repo) -> None:
+    repo.commit("init", {**NOTES, "tropo.toml": 'version = 1\n[types.decision]\nfolder = "decisions"\n'
+                         '[types.decision.optional]\nrelated = "ref-list"\n',
+                         "decisions/use-git.md": "---\n# a comment kept\nstatus: accepted   # trailing\n"
+                         "related:\n  - keys\n---\n# Use Git\n\nBody stays.\n"})
+    service = MemoryService(repo.path)
+    before = (repo.path / "decisions/use-git.md").read_text()
+    got = service.link("use-git", "related", "deploy")
+    assert got.ok and got.commit
+    after = (repo.path / "decisions/use-git.md").read_text()
+    assert after == before.replace("related:\n  - keys\n", "related: [keys, deploy]\n")
+    assert service.unlink("use-git", "related", "deploy").ok
+    assert (repo.path / "decisions/use-git.md").read_text() == before.replace("related:\n  - keys\n",
+                                                                             "related: [keys]\n")
+    refused = pytest.raises(Exception, match="not a link field of decision")
+    with refused:
+        service.link("use-git", "nonsense", "deploy")
+    service.close()
+
+
+def test_help_and_check_import_no_server_or_model(repo: Repo) -> None:
+    _seed(repo)
+    code = ("import sys; from vivary_git.main import main; main(sys.argv[1:]); "
+            "heavy = [m for m in ('mcp', 'numpy', 'detect_secrets', 'pydantic', 'starlette', 'onnxruntime') "
+            "if m in sys.modules]; print(heavy)")
+    for args in (["-h"], ["check"], ["remember", "-h"], ["mcp", "-h"]):
+        out = subprocess.run([sys.executable, "-c", code, *args], cwd=repo.path, capture_output=True, text=True,
+                             check=False).stdout
+        assert out.strip().splitlines()[-1] == "[]", (args, out)
+
+
+def test_an_independent_client_the_inspector_cli(repo: Repo, tmp_path: Path) -> None:
+    npx = shutil.which("npx")
+    if npx is None:
+        pytest.skip("npx is not installed, so the MCP Inspector CLI cannot run here")
+    _seed(repo)
+    cmd = [npx, "-y", "@modelcontextprotocol/inspector", "--cli", sys.executable, "-m", "vivary_git.main", "mcp"]
+    env = dict(os.environ, npm_config_cache=str(tmp_path / "npm-cache"), npm_config_update_notifier="false")
+    try:
+        listed = subprocess.run([*cmd, "--method", "tools/list"], cwd=repo.path, capture_output=True, text=True,
+                                timeout=600, env=env, check=False)
+    except subprocess.TimeoutExpired:
+        pytest.skip("the MCP Inspector CLI did not install within 10 minutes")
+    if listed.returncode != 0 and ("npm" in listed.stderr and "ERR" in listed.stderr):
+        pytest.skip(f"the MCP Inspector CLI did not install: {listed.stderr.strip()[-300:]}")
+    assert listed.returncode == 0, listed.stderr
+    names = {t["name"] for t in json.loads(listed.stdout)["tools"]}
+    assert names == {"search", "read", "add", "update", "link", "unlink", "status"}
+    called = subprocess.run([*cmd, "--method", "tools/call", "--tool-name", "search", "--tool-arg", "query=deploy"],
+                            cwd=repo.path, capture_output=True, text=True, timeout=300, env=env, check=False)
+    assert called.returncode == 0, called.stderr
+    answer = json.loads(called.stdout)
+    assert answer["structuredContent"]["results"][0]["id"] == "notes/deploy"
+
+
+def test_a_memory_branch_is_read_as_an_overlay(repo: Repo) -> None:
+    repo.commit("init", {**NOTES, ".vivary/memory.toml": '[memory.remember]\nbranch = "vivary/memory"\n'})
+    service = MemoryService(repo.path)
+    added = service.add("Overlay memories live on their own branch.")
+    assert added.ok and added.ref == "refs/heads/vivary/memory"
+    assert [h.id for h in service.search("overlay memories branch").results] == [added.id]
+    service.close()
+    assert repo.git("status", "--porcelain") == ""
+    assert not (repo.path / "memories").exists()
+    fresh = MemoryService(repo.path)  # a new server: the branch is laid over the working tree
+    assert [h.id for h in fresh.search("overlay memories branch").results] == [added.id]
+    assert fresh.read(added.id or "").type == "memory"
+    second = fresh.add("A second overlay memory, on top of the first.")
+    assert second.ok
+    assert repo.git("ls-tree", "-r", "--name-only", "vivary/memory").split() == sorted([added.path, second.path])
+    fresh.close()
+
+
+def test_hybrid_when_the_semantic_index_is_fresh_and_a_cosine_probe(repo: Repo, cli: Any) -> None:
+    pytest.importorskip("hnswlib", reason="the embed extra is not installed")
+    repo.commit("init", {**NOTES, ".vivary/memory.toml": '[memory]\nenabled = true\nprovider = "vivary-local"\n',
+                         "memories/deploy-days.md": "---\ntype: memory\n---\n# Deploy days\n\n"
+                         "Deploys happen on Tuesdays and never on Fridays.\n"})
+    assert cli("index", "--yes", cwd=repo.path).code == 0
+    service = MemoryService(repo.path)
+    ans = service.search("which weekday do we ship releases")
+    assert ans.mode == "hybrid" and "fresh" in ans.mode_reason
+    assert ans.results[0].id == "memories/deploy-days"
+    dup = service.add("Deploys happen on Tuesdays, never on Fridays!")
+    assert not dup.ok and dup.probe == "cosine" and dup.duplicate is not None
+    assert dup.duplicate.id == "memories/deploy-days" and dup.duplicate.score >= 0.92
+    assert service.add("The coffee machine is on the third floor.").ok
+    after = service.search("coffee machine floor")
+    assert after.mode == "text" and "stale" in after.mode_reason
+    assert after.results[0].id == "memories/the-coffee-machine-is-on-the-third-floor"
+    service.close()

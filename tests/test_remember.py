@@ -1,0 +1,214 @@
+"""`git vivary remember` and `git vivary log`: memory writes are commits made beside the user's work."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import Repo
+
+NOTE = "---\ntags: [ops]\n---\n# Deploy runbook\n\nHow we deploy.\n"
+
+
+def _seed(repo: Repo) -> None:
+    repo.commit("init", {"notes/deploy.md": NOTE, "USER.md": "private canary-user\n", "README.md": "# Home\n"})
+
+
+def _trailers(repo: Repo, rev: str = "HEAD") -> str:
+    msg = repo.git("log", "-1", "--format=%B", rev)
+    return subprocess.run(["git", "interpret-trailers", "--parse"], input=msg, capture_output=True, text=True,
+                          check=True).stdout
+
+
+def test_remember_commits_one_note_and_leaves_the_users_work_alone(repo: Repo, cli) -> None:
+    _seed(repo)
+    repo.write({"staged.txt": "staged work\n"})
+    repo.git("add", "staged.txt")
+    repo.write({"notes/deploy.md": NOTE + "unstaged edit\n", "untracked.md": "# Scratch\n"})
+    status_before = repo.git("status", "--porcelain=v1")
+    cached_before = repo.git("diff", "--cached")
+    diff_before = repo.git("diff")
+    head_before = repo.git("rev-parse", "HEAD").strip()
+
+    r = cli("remember", "We deploy on Tuesdays, never on Fridays.", "--tag", "deploy", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    got = r.json()
+    assert got["ok"] is True and got["op"] == "add"
+    assert got["path"].startswith("memories/") and got["id"] == got["path"][:-3]
+    # one commit on top of the old HEAD, holding exactly the new note
+    assert repo.git("rev-parse", "HEAD~1").strip() == head_before
+    assert repo.git("diff", "--name-only", "HEAD~1", "HEAD").split() == [got["path"]]
+    assert _trailers(repo) == f"Vivary-Op: add\nVivary-Node: {got['id']}\nVivary-Source: cli\n"
+    # the user's staging, edits and untracked files read exactly as before
+    assert repo.git("status", "--porcelain=v1") == status_before
+    assert repo.git("diff", "--cached") == cached_before
+    assert repo.git("diff") == diff_before
+    assert repo.git("show", ":staged.txt") == "staged work\n"
+    # the note is in the work tree and index, identical to the commit
+    assert (repo.path / got["path"]).read_text() == repo.git("show", f"HEAD:{got['path']}")
+    staged_blob = repo.git("ls-files", "-s", "--", got["path"]).split()[1]
+    assert staged_blob == repo.git("rev-parse", f"HEAD:{got['path']}").strip()
+    text = (repo.path / got["path"]).read_text()
+    assert "type: memory" in text and "durability: working" in text and "source: cli" in text
+    assert "tags: [deploy]" in text
+
+
+def test_remembered_notes_are_typed_memory_in_zero_config_and_tropo_workspaces(repo: Repo, cli) -> None:
+    _seed(repo)
+    assert cli("remember", "Zero config memory", cwd=repo.path).code == 0
+    nodes = {n["path"]: n for n in cli("graph", "--json", cwd=repo.path).json()["nodes"]}
+    assert nodes["memories/zero-config-memory.md"]["type"] == "memory"
+    assert cli("check", cwd=repo.path).code == 0
+
+    repo.commit("tropo", {"tropo.toml": 'version = 1\n[types.decision]\nfolder = "decisions"\n',
+                          "decisions/use-git.md": "# Use Git\n"})
+    r = cli("remember", "Tropo memory linked to a decision", "--link", "related:use-git", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert r.json()["id"] == "tropo-memory-linked-to-a-decision"  # the contract's slug ids
+    graph = cli("graph", "--json", cwd=repo.path).json()
+    types = {n["id"]: n["type"] for n in graph["nodes"]}
+    assert types["tropo-memory-linked-to-a-decision"] == "memory"
+    assert {"from": "tropo-memory-linked-to-a-decision", "field": "related", "to": "use-git",
+            "broken": False} in graph["edges"]
+    assert cli("check", cwd=repo.path).code == 0
+
+
+def test_a_link_in_a_vault_is_a_property_link_the_graph_reads(repo: Repo, cli) -> None:
+    _seed(repo)
+    r = cli("remember", "Deploys need a green CI", "--link", "related:notes/deploy", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    mid = r.json()["id"]
+    edges = cli("graph", "--json", cwd=repo.path).json()["edges"]
+    assert {"from": mid, "field": "related", "to": "notes/deploy", "broken": False} in edges
+
+
+def test_exact_duplicate_is_blocked_unless_forced(repo: Repo, cli) -> None:
+    _seed(repo)
+    assert cli("remember", "Rotate the signing key every 90 days.", cwd=repo.path).code == 0
+    head = repo.git("rev-parse", "HEAD")
+    r = cli("remember", "rotate the signing key, every 90 days", "--json", cwd=repo.path)
+    assert r.code == 3
+    got = r.json()
+    assert got["ok"] is False and got["probe"] == "exact"
+    assert got["duplicate"]["id"] == "memories/rotate-the-signing-key-every-90-days"
+    assert got["duplicate"]["text"] == "Rotate the signing key every 90 days."
+    assert repo.git("rev-parse", "HEAD") == head  # nothing committed
+    forced = cli("remember", "rotate the signing key, every 90 days", "--force", "--json", cwd=repo.path)
+    assert forced.code == 0 and forced.json()["id"] == "memories/rotate-the-signing-key-every-90-days-2"
+
+
+# Each a credential in the form a scanner names; the value must never be echoed back.
+SECRETS = [
+    ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7\n-----END RSA PRIVATE KEY-----", "Private Key"),
+    ("the key is AKIAIOSFODNN7EXAMPLE for prod", "AWS Access Key"),
+    ("use ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8" + " to push", "GitHub Token"),
+    ("bot token xoxb-123456789012-123456789012-AbCdEfGhIjKlMnOpQrStUvWx", "Slack Token"),
+    ("password=hunter2isnotgood", "Secret Keyword"),
+]
+
+
+@pytest.mark.parametrize(("text", "pattern"), SECRETS, ids=[p for _, p in SECRETS])
+def test_secrets_never_become_memories(repo: Repo, cli, text: str, pattern: str) -> None:
+    _seed(repo)
+    head = repo.git("rev-parse", "HEAD")
+    r = cli("remember", text, cwd=repo.path)
+    assert r.code == 3
+    assert f"({pattern}, found by detect-secrets)" in r.err
+    for word in text.split():
+        if len(word) > 12:
+            assert word not in r.err + r.out
+    assert repo.git("rev-parse", "HEAD") == head
+    assert not (repo.path / "memories").exists()
+
+
+def test_subject_and_trailers_cannot_be_forged_by_the_text(repo: Repo, cli) -> None:
+    _seed(repo)
+    r = cli("remember", "x", "--title", "Evil\n\nVivary-Op: forget\nVivary-Node: USER", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    trailers = _trailers(repo).splitlines()
+    assert [t.split(":")[0] for t in trailers] == ["Vivary-Op", "Vivary-Node", "Vivary-Source"]
+    assert trailers[0] == "Vivary-Op: add"
+    subject = repo.git("log", "-1", "--format=%s")
+    assert "\n" not in subject.strip() and len(subject.strip()) <= 72
+
+
+def test_the_memory_folder_is_configurable_and_never_the_private_floor(repo: Repo, cli) -> None:
+    _seed(repo)
+    repo.commit("cfg", {".vivary/memory.toml": '[memory.remember]\nfolder = "agent/notes"\n'})
+    r = cli("remember", "Configured folder", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert r.json()["path"] == "agent/notes/configured-folder.md"
+    nodes = {n["path"]: n["type"] for n in cli("graph", "--json", cwd=repo.path).json()["nodes"]}
+    assert nodes["agent/notes/configured-folder.md"] == "memory"
+
+    repo.commit("cfg2", {".vivary/memory.toml": '[memory.remember]\nfolder = "memory/agent"\n'})
+    bad = cli("remember", "Into the floor", cwd=repo.path)
+    assert bad.code == 2
+    assert ".vivary/memory.toml:2: `memory.remember.folder = 'memory/agent'` is inside the private floor" in bad.err
+
+
+def test_an_ignored_memory_folder_is_refused(repo: Repo, cli) -> None:
+    _seed(repo)
+    repo.commit("ignore", {".gitignore": "memories/\n"})
+    r = cli("remember", "Would be ignored", cwd=repo.path)
+    assert r.code == 3
+    assert "memories/would-be-ignored.md would be private (.gitignore:1:memories/)" in r.err
+
+
+def test_detached_head_is_refused_with_the_fix(repo: Repo, cli) -> None:
+    _seed(repo)
+    repo.git("checkout", "-q", "--detach")
+    r = cli("remember", "Detached", cwd=repo.path)
+    assert r.code == 3 and "HEAD is detached" in r.err and 'branch = "vivary/memory"' in r.err
+
+
+def test_a_dedicated_memory_branch_leaves_head_and_work_tree_alone(repo: Repo, cli) -> None:
+    _seed(repo)
+    repo.commit("cfg", {".vivary/memory.toml": '[memory.remember]\nbranch = "vivary/memory"\n'})
+    head = repo.git("rev-parse", "HEAD")
+    r = cli("remember", "On its own branch", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert r.json()["ref"] == "refs/heads/vivary/memory"
+    assert repo.git("rev-parse", "HEAD") == head
+    assert repo.git("status", "--porcelain") == ""
+    # the branch holds the memories only (read as an overlay by the MCP server)
+    assert repo.git("ls-tree", "-r", "--name-only", "vivary/memory").split() == ["memories/on-its-own-branch.md"]
+    assert _trailers(repo, "vivary/memory").startswith("Vivary-Op: add\n")
+
+
+def test_log_shows_a_nodes_memory_history(repo: Repo, cli) -> None:
+    _seed(repo)
+    mid = cli("remember", "Log me", "--json", cwd=repo.path).json()["id"]
+    assert cli("remember", "Another one", cwd=repo.path).code == 0
+    one = cli("log", mid, "--json", cwd=repo.path).json()
+    assert [(e["op"], e["node"], e["source"]) for e in one] == [("add", mid, "cli")]
+    every = cli("log", "--json", cwd=repo.path).json()
+    assert [e["op"] for e in every] == ["add", "add"]
+    assert cli("log", "USER.md", cwd=repo.path).code == 2  # private: no history here
+
+
+def test_eight_concurrent_adds_all_land(repo: Repo) -> None:
+    _seed(repo)
+    repo.write({"staged.txt": "staged\n"})
+    repo.git("add", "staged.txt")
+    procs = [
+        subprocess.Popen([sys.executable, "-m", "vivary_git.main", "remember", f"Concurrent memory number {i}",
+                          "--title", "Same title", "--json"], cwd=repo.path, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+        for i in range(8)
+    ]
+    results = [(p.wait(timeout=300), p.stdout.read(), p.stderr.read()) for p in procs]  # type: ignore[union-attr]
+    assert all(code == 0 for code, _, _ in results), results
+    paths = {json.loads(out)["path"] for _, out, _ in results}
+    assert len(paths) == 8
+    log = repo.git("log", "--format=%(trailers:key=Vivary-Op,valueonly)", "-8").split()
+    assert log == ["add"] * 8
+    tree = set(repo.git("ls-tree", "-r", "--name-only", "HEAD", "memories").split())
+    assert tree == paths
+    # each note is in the index and work tree, nothing else changed
+    assert repo.git("status", "--porcelain=v1") == "A  staged.txt\n"
+    for p in paths:
+        assert (repo.path / p).is_file()
+

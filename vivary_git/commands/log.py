@@ -1,0 +1,38 @@
+"""`git vivary log`: a node's memory history, read from Git (the commits and their Vivary trailers)."""
+
+from __future__ import annotations
+
+import argparse
+
+from vivary_git.commands._common import add_json_arg, emit_json
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "log", help="memory history from Git: the commits that wrote a node, or every memory commit",
+        description="With ID (or a note's path): the commits that changed that note, newest first, with the "
+        "memory operation each made (Vivary-Op trailer: add, update, link, unlink; `edit` for your own commits). "
+        "Without: every memory commit (those with a Vivary-Op trailer) on the branch. Private notes have no "
+        "history here. Exit 0; 2 for an unknown node. docs/remember.md.",
+    )
+    p.add_argument("id", nargs="?", metavar="ID", help="a node id or path (default: all memory commits)")
+    p.add_argument("-n", "--max-count", type=int, default=50, metavar="N", help="at most N commits (default 50)")
+    p.add_argument("--rev", metavar="REV", default="HEAD", help="history of this commit (default HEAD)")
+    p.add_argument("--root", metavar="DIR", help="workspace directory (default: nearest folder with tropo.toml)")
+    p.add_argument("-C", dest="cwd", metavar="PATH", help="run as if started in PATH")
+    add_json_arg(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from vivary_git.memory.history import memory_log
+
+    entries = memory_log(args.cwd, args.id, rev=args.rev, root=args.root, limit=args.max_count)
+    if args.json:
+        emit_json(entries)
+        return 0
+    if not entries:
+        print("vivary log: no memory commits" + (f" for {args.id!r}" if args.id else ""))
+    for e in entries:
+        print(f"{e.commit[:12]} {e.date} {e.op:<7} {e.node or '-'}  {e.subject}")
+    return 0

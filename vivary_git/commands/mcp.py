@@ -1,0 +1,84 @@
+"""`git vivary mcp`: serve this workspace's memory to agent hosts over MCP (stdio or streamable HTTP)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import ipaddress
+import os
+
+from vivary_git.errors import EXIT_OK, RefusedError, UsageError
+
+_LOOPBACK_NAMES = ("localhost",)
+TOKEN_ENV = "VIVARY_MCP_TOKEN"
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "mcp", help="MCP server for agent hosts: search, read, add, update, link, unlink, status",
+        description="Serve the workspace over the Model Context Protocol (docs/mcp.md): tools search, read, add, "
+        "update, link, unlink and status (profile host-core), or search, read and status only (read-only); "
+        "resources vivary://node/{id} and vivary://memory/digest. Every write is a Git commit; private files are "
+        "never shown. Needs the mcp extra: pip install 'vivary-git[mcp]'. Exit 2 on a usage error or a missing "
+        "extra; 3 when refused (binding beyond loopback without --allow-remote and a token).",
+    )
+    p.add_argument("--transport", choices=("stdio", "streamable-http"), default="stdio",
+                   help="stdio (default; the host starts the server) or streamable-http")
+    p.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default 127.0.0.1, loopback)")
+    p.add_argument("--port", type=int, default=8765, metavar="N", help="HTTP port (default 8765; 0: any free port)")
+    p.add_argument("--path", default="/mcp", help="HTTP path of the endpoint (default /mcp)")
+    p.add_argument("--profile", choices=("host-core", "read-only"), default="host-core",
+                   help="host-core (default): all tools; read-only: search, read, status (CI, untrusted hosts)")
+    p.add_argument("--allow-remote", action="store_true",
+                   help=f"allow binding an address other than loopback (needs a bearer token in ${TOKEN_ENV})")
+    p.add_argument("--token-env", default=TOKEN_ENV, metavar="NAME",
+                   help=f"environment variable holding the HTTP bearer token (default {TOKEN_ENV}); when set, "
+                   "every HTTP request must send `Authorization: Bearer TOKEN`")
+    p.add_argument("--root", metavar="DIR", help="workspace directory (default: nearest folder with tropo.toml)")
+    p.add_argument("-C", dest="cwd", metavar="PATH", help="run as if started in PATH")
+    p.set_defaults(run=run)
+
+
+def is_loopback(host: str) -> bool:
+    if host in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def run(args: argparse.Namespace) -> int:
+    if importlib.util.find_spec("mcp") is None:
+        raise UsageError("the MCP server needs the official MCP SDK: pip install 'vivary-git[mcp]'")
+    if not args.path.startswith("/") or any(c.isspace() for c in args.path):
+        raise UsageError(f"--path {args.path!r} must start with / and hold no spaces, e.g. /mcp")
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port} is not a TCP port (0-65535)")
+    token = os.environ.get(args.token_env, "")
+    if args.transport == "streamable-http" and not is_loopback(args.host):
+        if not args.allow_remote:
+            raise RefusedError(f"--host {args.host} is not loopback: anyone who reaches it could read and write "
+                               "this workspace's memory; pass --allow-remote and set a bearer token in "
+                               f"${args.token_env}, or bind 127.0.0.1")
+        if len(token) < 16:
+            raise RefusedError(f"--host {args.host} needs a bearer token of at least 16 characters in "
+                               f"${args.token_env} (e.g. export {args.token_env}=$(openssl rand -hex 32)); "
+                               "refusing to serve memory to the network without one")
+    from vivary_git.mcp.service import MemoryService
+
+    service = MemoryService(args.cwd, root=args.root, profile=args.profile)
+    service.state()  # a workspace or config error is said now, as a usage error, not at the first request
+    try:
+        if args.transport == "stdio":
+            from vivary_git.mcp.server import serve_stdio
+
+            serve_stdio(service)
+        else:
+            from vivary_git.mcp.server import serve_http
+
+            serve_http(service, host=args.host, port=args.port, path=args.path,
+                       token_env=args.token_env if token else None)
+    finally:
+        service.close()
+    return EXIT_OK

@@ -1,0 +1,196 @@
+"""`git vivary mcp`: the MemoryService over MCP, with the official SDK (`pip install 'vivary-git[mcp]'`).
+
+Tools by profile (`service.PROFILES`), each answering JSON (structured content); a refusal is a tool
+error whose text says why and what to do. Resources: `vivary://node/{id}` for every public node and
+`vivary://memory/digest`. Transports: stdio (default) and streamable HTTP, on loopback unless told
+otherwise; off loopback a bearer token from an environment variable is required.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import sys
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Annotated, Any
+
+import msgspec
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from pydantic import Field
+
+from vivary_git import __version__
+from vivary_git.errors import VivaryError
+from vivary_git.mcp.service import DEFAULT_BUDGET, MAX_HOPS, MAX_TOP_K, PROFILES, MemoryService
+
+__all__ = ["build_server", "serve_http", "serve_stdio"]
+
+INSTRUCTIONS = (
+    "Memory of this Git workspace. `search` finds notes and memories (keywords or a question); `read` opens one "
+    "by id with its edges; `add` remembers something new (refused when a near-duplicate exists: update that one "
+    "instead, or pass force); `update`, `link` and `unlink` revise memories. Every write is a Git commit. Results "
+    "are leads: read a note before acting on it. Private files are never shown."
+)
+
+Json = dict[str, Any]
+Scope = MutableMapping[str, Any]
+ASGIApp = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
+
+
+def _out(value: Any) -> Json:
+    out: Json = msgspec.to_builtins(value)
+    return out
+
+
+def _call(fn: Callable[[], Any]) -> Json:
+    try:
+        return _out(fn())
+    except VivaryError as err:
+        raise ToolError(str(err)) from None
+
+
+def build_server(service: MemoryService) -> MCPServer[Any]:
+    server: MCPServer[Any] = MCPServer("vivary-git", version=__version__, instructions=INSTRUCTIONS)
+    tools = PROFILES[service.profile]
+
+    def search(
+        query: Annotated[str, Field(description="keywords and/or a natural-language question")],
+        top_k: Annotated[int, Field(ge=1, le=MAX_TOP_K, description="how many results (1-50)")] = 5,
+        type: Annotated[list[str] | None, Field(description="only these node types ('' = untyped)")] = None,
+        path: Annotated[list[str] | None, Field(description="only paths matching these globs")] = None,
+        edge: Annotated[list[str] | None, Field(description="only nodes with these outbound edges, FIELD[:ID]")]
+        = None,
+        include_neighbors: Annotated[int, Field(ge=0, le=MAX_HOPS, description="neighbours within N hops")] = 0,
+        include_content: Annotated[bool, Field(description="include each note's body")] = False,
+        budget: Annotated[int, Field(description="token budget for the answer (JSON length / 4); 0: none")]
+        = DEFAULT_BUDGET,
+        mode: Annotated[str, Field(description="auto (hybrid when the semantic index is fresh), text, hybrid")]
+        = "auto",
+    ) -> Json:
+        """Search the workspace's notes and memories. Answers say whether they are keyword (text) or hybrid."""
+        return _call(lambda: service.search(query, top_k=top_k, type=type or (), path=path or (), edge=edge or (),
+                                            include_neighbors=include_neighbors, include_content=include_content,
+                                            budget=budget, mode=mode))
+
+    def read(
+        id: Annotated[str, Field(description="a node id from search, or a note's path")],
+        include_content: Annotated[bool, Field(description="include the note's body")] = False,
+        neighbors: Annotated[int, Field(ge=0, le=MAX_HOPS, description="neighbours within N hops")] = 1,
+    ) -> Json:
+        """One node: type, title, frontmatter, outbound and inbound edges, neighbours, and its body when asked."""
+        return _call(lambda: service.read(id, include_content=include_content, neighbors=neighbors))
+
+    def add(
+        text: Annotated[str, Field(description="what to remember, in plain words")],
+        title: Annotated[str | None, Field(description="a short title (default: the first words)")] = None,
+        tags: Annotated[list[str] | None, Field(description="one-word tags")] = None,
+        durability: Annotated[str | None, Field(description="working, durable, pinned or ephemeral")] = None,
+        links: Annotated[list[str] | None, Field(description="edges from the new memory, FIELD:ID")] = None,
+        force: Annotated[bool, Field(description="add even when a near-duplicate exists")] = False,
+    ) -> Json:
+        """Remember something: a new memory note, committed to Git. Blocked (ok=false, duplicate=...) when an
+        existing memory already says it; then update that one, or pass force."""
+        return _call(lambda: service.add(text, title=title, tags=tags or (), durability=durability,
+                                         links=links or (), force=force))
+
+    def update(
+        id: Annotated[str, Field(description="the memory's id")],
+        text: Annotated[str | None, Field(description="its new text")] = None,
+        tags: Annotated[list[str] | None, Field(description="its new tags (replaces them)")] = None,
+        durability: Annotated[str | None, Field(description="working, durable, pinned or ephemeral")] = None,
+    ) -> Json:
+        """Revise a memory's text, tags or durability (one commit; the rest of the file unchanged)."""
+        return _call(lambda: service.update(id, text=text, tags=tags, durability=durability))
+
+    def link(
+        source: Annotated[str, Field(description="the node the edge starts at")],
+        field: Annotated[str, Field(description="the edge's field, e.g. related")],
+        target: Annotated[str, Field(description="the node it points to")],
+    ) -> Json:
+        """Add a typed edge between two nodes (the target's id in the source's frontmatter field)."""
+        return _call(lambda: service.link(source, field, target))
+
+    def unlink(
+        source: Annotated[str, Field(description="the node the edge starts at")],
+        field: Annotated[str, Field(description="the edge's field")],
+        target: Annotated[str, Field(description="the node it points to")],
+    ) -> Json:
+        """Remove a typed edge between two nodes."""
+        return _call(lambda: service.unlink(source, field, target))
+
+    def status() -> Json:
+        """Workspace, tree, node counts, memory and search state."""
+        return _call(service.status)
+
+    for fn in (search, read, add, update, link, unlink, status):
+        if fn.__name__ in tools:
+            server.add_tool(fn, name=fn.__name__, structured_output=True)
+
+    @server.resource("vivary://node/{+id}", name="node", mime_type="application/json",
+                     description="A public node: its packet, edges and body")
+    def node(id: str) -> str:
+        try:
+            return service.node_resource(id)
+        except VivaryError as err:
+            raise ResourceError(str(err)) from None
+
+    @server.resource("vivary://memory/digest", name="memory-digest", mime_type="text/markdown",
+                     description="Pinned and durable memories")
+    def digest() -> str:
+        return service.digest()
+
+    return server
+
+
+def serve_stdio(service: MemoryService) -> None:
+    service.warm_up()
+    build_server(service).run("stdio")
+
+
+def _bearer(app: ASGIApp, token: str) -> ASGIApp:
+    expected = f"Bearer {token}".encode()
+
+    async def guarded(scope: Scope, receive: Callable[[], Awaitable[Any]],
+                      send: Callable[[Any], Awaitable[None]]) -> None:
+        if scope.get("type") == "http":
+            got = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(got, expected):
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"text/plain"), (b"www-authenticate", b"Bearer")]})
+                await send({"type": "http.response.body", "body": b"missing or wrong bearer token\n"})
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+def serve_http(service: MemoryService, *, host: str, port: int, path: str, token_env: str | None,
+               ready: Callable[[int], None] | None = None) -> None:
+    """Streamable HTTP with uvicorn. With `token_env`, every request needs `Authorization: Bearer
+    $TOKEN_ENV`. Port 0 picks a free port; `ready(port)` is called once it listens."""
+    import anyio
+    import uvicorn
+
+    token = os.environ.get(token_env, "") if token_env else ""
+    server = build_server(service)
+    app: Any = server.streamable_http_app(streamable_http_path=path, host=host)
+    if token:
+        app = _bearer(app, token)
+    service.warm_up()
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    userver = uvicorn.Server(config)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(userver.serve)
+            while not userver.started:
+                await anyio.sleep(0.02)
+            bound = port
+            for s in userver.servers:
+                for sock in s.sockets:
+                    bound = sock.getsockname()[1]
+            print(f"vivary mcp: listening on http://{host}:{bound}{path}", file=sys.stderr, flush=True)
+            if ready is not None:
+                ready(bound)
+
+    anyio.run(main)

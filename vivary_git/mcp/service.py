@@ -1,0 +1,724 @@
+"""What the MCP server does, as a plain Python API: search, read, status and the memory writes, over
+one workspace kept warm and always as fresh as the working tree.
+
+Freshness: before each answer the working tree is written as a tree (the way `source.py` does, `git
+add -A` into a scratch index kept by this process, so Git's stat cache makes it cheap) and compared
+with the tree the warm state was built from; HEAD, the index file's stat and a memory branch's tip
+are part of the key too. Anything different rebuilds the state, so no answer comes from an older
+tree than the one on disk. The server's own writes patch the state instead (the note it committed
+is its only change), so a memory is searchable right after `add`.
+
+Privacy: every node, edge, search hit and neighbour comes from the privacy-filtered snapshot
+(`memory/snapshot.py`); a private node is absent, never named, and asking for a private file by
+path is refused with the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import threading
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from vivary_git import git
+from vivary_git.errors import RefusedError, UsageError, VivaryError
+from vivary_git.memory.remember import EdgeRef, Remembered
+
+if TYPE_CHECKING:
+    from vivary_git.graph import Graph
+    from vivary_git.memory.local import RecallSession
+    from vivary_git.memory.probe import Probe
+    from vivary_git.memory.remember import View
+    from vivary_git.models import Edge, Node, Note
+    from vivary_git.searchindex import SearchIndex
+
+__all__ = ["PROFILES", "MemoryService", "NodePacket", "SearchAnswer", "Status"]
+
+# Tool names by profile. CognitiveOS's host-core also has `dream` (cluster recent memories, propose a
+# compacted summary): it is a later tool and will be added to host-core here, beside `add`.
+PROFILES: dict[str, tuple[str, ...]] = {
+    "host-core": ("search", "read", "add", "update", "link", "unlink", "status"),
+    "read-only": ("search", "read", "status"),
+}
+MAX_TOP_K = 50
+MAX_HOPS = 3
+MAX_NEIGHBORS = 50
+MAX_QUERY = 2000
+DEFAULT_BUDGET = 1200
+SNIPPET = 160
+_CONTENT_LIMIT = 20_000
+
+
+class Neighbor(msgspec.Struct, frozen=True):
+    id: str
+    type: str | None
+    title: str
+    distance: int
+    via: str  # the edge field that reached it
+    direction: str  # "out": reached along an edge from the nearer node; "in": along an edge into it
+
+
+class SearchHit(msgspec.Struct, omit_defaults=True):
+    id: str
+    type: str | None
+    path: str
+    title: str
+    score: float
+    reason: str
+    snippet: str | None = None
+    content: str | None = None
+    edges: list[EdgeRef] | None = None
+    neighbors: list[Neighbor] | None = None
+
+
+class SearchFilters(msgspec.Struct, frozen=True):
+    type: list[str]
+    path: list[str]
+    edge: list[str]
+
+
+class SearchAnswer(msgspec.Struct, frozen=True):
+    query: str
+    mode: str  # "text" | "hybrid"
+    mode_reason: str
+    top_k: int
+    budget: int
+    estimated_tokens: int
+    filters: SearchFilters
+    results: list[SearchHit]
+    tree: str | None  # the working tree the answer comes from, as a Git tree id
+
+
+class InEdge(msgspec.Struct, frozen=True):
+    source: str = msgspec.field(name="from")
+    field: str = ""
+
+
+class OutEdge(msgspec.Struct, frozen=True):
+    field: str
+    to: str
+
+
+class NodePacket(msgspec.Struct, frozen=True, omit_defaults=True):
+    id: str
+    type: str | None
+    path: str
+    title: str
+    frontmatter: dict[str, Any]
+    outbound: list[OutEdge]
+    inbound: list[InEdge]
+    neighbors: list[Neighbor]
+    tree: str | None
+    content: str | None = None
+    problem: str | None = None  # E000/E001: why the frontmatter could not be read
+
+
+class Status(msgspec.Struct, frozen=True):
+    ok: bool
+    workspace: dict[str, Any]
+    tree: dict[str, Any]
+    nodes: dict[str, int]
+    memory: dict[str, Any]
+    profile: str
+    tools: list[str]
+
+
+class _State:
+    """One tree's warm answers: the view (privacy-filtered), the public graph and its search index,
+    and the nodes this process has changed since (`delta`), searched directly."""
+
+    def __init__(self, key: tuple[Any, ...], view: View) -> None:
+        from vivary_git import graph as graph_mod
+
+        self.key = key
+        self.view = view
+        ws = view.ws
+        full = ws.graph()
+        admitted = view.nodes
+        self.public: Graph = graph_mod.Graph(
+            root=full.root, tree=full.tree, config=full.config, findings=[],
+            nodes=[n for n in full.nodes if n.id in admitted],
+            edges=[e for e in full.edges if not e.broken and e.from_ in admitted and e.to in admitted],
+        )
+        self.nodes: dict[str, Node] = {n.id: n for n in self.public.nodes}
+        self.out: dict[str, list[tuple[str, str]]] = {}
+        self.inn: dict[str, list[tuple[str, str]]] = {}
+        for e in self.public.edges:
+            self.out.setdefault(e.from_, []).append((e.field, e.to))
+            self.inn.setdefault(e.to, []).append((e.from_, e.field))
+        self.delta: dict[str, Node] = {}
+        self._index: SearchIndex | None = None
+        self._outgoing: dict[str, list[Edge]] | None = None
+        self.hybrid: RecallSession | None = None
+        self.hybrid_reason: str | None = None
+        self.root_tree: str | None = key[0]
+
+    def outgoing(self) -> dict[str, list[Edge]]:
+        """The public graph's outbound edges by node (as `query.outgoing_edges`), grouped once."""
+        if self._outgoing is None:
+            from vivary_git.query import outgoing_edges
+
+            self._outgoing = outgoing_edges(self.public)
+        return self._outgoing
+
+    def index(self) -> SearchIndex:
+        if self._index is None:
+            self._index = _public_index(self.view, self.public)
+        return self._index
+
+
+def _public_index(view: View, public: Graph) -> SearchIndex:
+    """The search index of the public graph, cached under .git/vivary/ by tree and snapshot."""
+    from vivary_git import searchindex
+    from vivary_git.localcache import ObjectCache
+
+    ws = view.ws
+    repo = ws.source.repo
+    cache = ObjectCache(repo.vivary_dir if repo is not None and ws.cache_enabled else None, "mcp-search", keep=4)
+    key = f"{ws.tree_id}-{view.snapshot.fingerprint[:16]}"
+    got = cache.get(key, msgspec.msgpack.Decoder(searchindex.SearchIndex))
+    if got is not None and got.ids == [n.id for n in public.nodes]:
+        return got
+    built = searchindex.build(public, ws.notes())
+    cache.put(key, built)
+    return built
+
+
+class MemoryService:
+    """One workspace for one agent host. Thread-safe: one request at a time."""
+
+    def __init__(self, cwd: str | os.PathLike[str] | None = None, *, root: str | None = None,
+                 profile: str = "host-core", source: str = "agent") -> None:
+        if profile not in PROFILES:
+            raise UsageError(f"unknown profile {profile!r}; use one of {', '.join(PROFILES)}")
+        self.profile = profile
+        self.source = source
+        self._cwd = Path(cwd).resolve() if cwd is not None else Path.cwd()
+        self._root = root
+        self._lock = threading.RLock()
+        self._state: _State | None = None
+        self._probe: Probe | None = None
+        self._repo = git.try_open(self._cwd)
+        self._scratch: Path | None = None
+        self._index_stat: tuple[int, int, int] | None = None
+
+    # --- freshness ------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._scratch is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self._scratch.unlink()
+
+    def _key(self) -> tuple[Any, ...]:
+        repo = self._repo
+        if repo is None or repo.workdir is None:
+            return (None, os.urandom(8))  # no Git work tree: never warm (a plain folder is read each time)
+        head = repo.repo.references.get("HEAD")
+        head_oid = None
+        with contextlib.suppress(Exception):
+            head_oid = str(head.resolve().target) if head is not None else None
+        tip = None
+        state = self._state
+        branch = state.view.cfg.memory.remember.branch if state is not None else ""
+        if branch:
+            ref = repo.repo.references.get(f"refs/heads/{branch}")
+            tip = str(ref.resolve().target) if ref is not None else None
+        return (self._worktree_tree(repo), head_oid, tip)
+
+    def _worktree_tree(self, repo: git.Repo) -> str:
+        """The working tree as a tree id, as `source.py` makes it, through a scratch index this process
+        keeps (copied again from the user's index whenever that changes), so Git's stat cache holds."""
+        assert repo.workdir is not None
+        index = repo.git_dir / "index"
+        try:
+            st = index.stat()
+            stat: tuple[int, int, int] | None = (st.st_mtime_ns, st.st_size, st.st_ino)
+        except FileNotFoundError:
+            stat = None
+        if self._scratch is None:
+            tmp = repo.vivary_dir / "tmp"
+            tmp.mkdir(parents=True, exist_ok=True)
+            self._scratch = tmp / f"mcp-index.{os.getpid()}.{id(self)}"
+        if stat != self._index_stat or not self._scratch.exists():
+            if stat is not None:
+                shutil.copyfile(index, self._scratch)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    self._scratch.unlink()
+            self._index_stat = stat
+        env = dict(os.environ, GIT_INDEX_FILE=str(self._scratch))
+        repo.git(["-c", "advice.addEmbeddedRepo=false", "-c", "core.safecrlf=false", "add", "-A",
+                  "--ignore-errors", "--", ":/"], env=env, check=False)
+        try:
+            # libgit2 writes the tree from the index's cached trees: no second process per question.
+            return str(repo.pygit2.Index(str(self._scratch)).write_tree(repo.repo))
+        except (repo.pygit2.GitError, OSError, ValueError):
+            return repo.git(["write-tree"], env=env).stdout.decode().strip()
+
+    def state(self) -> _State:
+        """The warm state for the tree on disk now (rebuilt when anything changed)."""
+        with self._lock:
+            key = self._key()
+            if self._state is not None and self._state.key == key:
+                return self._state
+            from vivary_git.memory.config import load_memory_config
+            from vivary_git.memory.remember import open_view
+            from vivary_git.workspace import open_workspace
+
+            ws = open_workspace(self._cwd, root=self._root)
+            cfg = load_memory_config(ws)
+            overlay = self._overlay(ws, cfg.memory.remember.branch, cfg.memory.remember.folder)
+            if overlay is not None:
+                ws = open_workspace(self._cwd, rev=overlay, root=self._root)
+            state = _State(key, open_view(ws, cfg))
+            if state.view.cfg.memory.remember.branch and key[2] is None:
+                state.key = self._key()  # the branch is known now: key it by its tip too
+            self._state = state
+            self._probe = None
+            return state
+
+    def _overlay(self, ws: Any, branch: str, folder: str) -> str | None:
+        """With memories on their own branch: the working tree with that branch's memory folder laid
+        over it (a tree id), so search and read see them; None when there is no such branch."""
+        repo = self._repo
+        if not branch or repo is None or ws.source.root_tree is None:
+            return None
+        from vivary_git.memory.write import _tree_with
+
+        ref = repo.repo.references.get(f"refs/heads/{branch}")
+        if ref is None:
+            return None
+        prefix = f"{ws.source.prefix}/{folder}" if ws.source.prefix else folder
+        try:
+            sub = repo.repo[ref.resolve().target].peel(repo.pygit2.Tree)[prefix]
+        except (KeyError, ValueError):
+            return None
+        tree = repo.repo[ws.source.root_tree]
+        blobs: list[tuple[str, str]] = []
+
+        def walk(t: Any, base: str) -> None:
+            for entry in t:
+                if entry.type_str == "tree":
+                    walk(entry, f"{base}/{entry.name}")
+                elif entry.type_str == "blob":
+                    blobs.append((f"{base}/{entry.name}", str(entry.id)))
+
+        if sub.type_str != "tree":
+            return None
+        walk(sub, prefix)
+        out = str(tree.id)
+        for path, blob in blobs:
+            out = _tree_with(repo, repo.repo[out], path.split("/"), blob) or out
+        return out
+
+    def warm_up(self) -> None:
+        """Build the state and the search index now (server start), not on the first question."""
+        self.state().index()
+
+    # --- search -----------------------------------------------------------------------------------
+
+    def search(self, query: str, *, top_k: int = 5, type: Sequence[str] = (), path: Sequence[str] = (),
+               edge: Sequence[str] = (), include_neighbors: int = 0, include_content: bool = False,
+               budget: int = DEFAULT_BUDGET, mode: str = "auto") -> SearchAnswer:
+        if not isinstance(query, str) or not query.strip():
+            raise UsageError("query is empty: give keywords or a question")
+        if len(query) > MAX_QUERY:
+            raise UsageError(f"query is {len(query):,} characters; keep it under {MAX_QUERY:,}")
+        if not 1 <= top_k <= MAX_TOP_K:
+            raise UsageError(f"top_k must be 1 to {MAX_TOP_K} (got {top_k})")
+        if not 0 <= include_neighbors <= MAX_HOPS:
+            raise UsageError(f"include_neighbors must be 0 to {MAX_HOPS} hops (got {include_neighbors})")
+        if mode not in ("auto", "text", "hybrid"):
+            raise UsageError(f"mode must be auto, text or hybrid (got {mode!r})")
+        types, paths, edges = list(type), list(path), list(edge)
+        with self._lock:
+            st = self.state()
+            hits: list[SearchHit] | None = None
+            used, why = "text", "keyword search (the contract's text scoring)"
+            if mode != "text":
+                session, reason = self._hybrid(st)
+                if session is not None:
+                    hits = self._hybrid_hits(st, session, query, top_k, types, paths, edges)
+                    used, why = "hybrid", "semantic memory fused with keywords (the index is fresh)"
+                else:
+                    why = f"keyword search: {reason}"
+            if hits is None:
+                hits = self._text_hits(st, query, top_k, types, paths, edges)
+            for h in hits:
+                if include_content:
+                    h.content = _bounded(self._note(st, h.id).body)
+                if include_neighbors:
+                    h.neighbors = _neighbors(st, h.id, include_neighbors)
+            tokens = _trim(hits, budget) if budget > 0 else _estimate(hits)
+            return SearchAnswer(query=query, mode=used, mode_reason=why, top_k=top_k, budget=budget,
+                                estimated_tokens=tokens, filters=SearchFilters(types, paths, edges), results=hits,
+                                tree=st.root_tree)
+
+    def _note(self, st: _State, nid: str) -> Note:
+        return st.view.note_of(st.view.nodes[nid].blob)
+
+    def _text_hits(self, st: _State, q: str, k: int, types: list[str], paths: list[str],
+                   edges: list[str]) -> list[SearchHit]:
+        from vivary_git import graph as graph_mod
+        from vivary_git.models import Edge
+        from vivary_git.query import search
+
+        notes = _Notes(st.view)
+        changed = set(st.delta)
+        base = search(st.public, notes, q, k=k + len(changed), types=types, paths=paths, edges=edges,
+                      snippet=SNIPPET, explain=True, index=st.index(), outgoing=st.outgoing())
+        found = [h for h in base.results if h.id not in changed]
+        if st.delta:
+            nodes = sorted(st.delta.values(), key=lambda n: n.id)
+            delta_edges = sorted(Edge(n.id, f, to) for n in nodes for f, to in st.out.get(n.id, ()))
+            small = graph_mod.Graph(root=st.public.root, tree=None, config=st.public.config, nodes=nodes,
+                                    edges=delta_edges, findings=[])
+            extra = search(small, notes, q, k=k, types=types, paths=paths, edges=edges, snippet=SNIPPET,
+                           explain=True)
+            found = sorted([*found, *extra.results], key=lambda h: (-h.score, h.path, h.id))
+        out = []
+        for h in found[:k]:
+            out.append(SearchHit(
+                id=h.id, type=h.type, path=h.path, title=h.title, score=float(h.score),
+                reason="; ".join(h.reasons or []) or "matches the query", snippet=h.snippet,
+                edges=[EdgeRef(h.id, e.field, e.to) for e in h.edges] if h.edges else None,
+            ))
+        return out
+
+    def _hybrid(self, st: _State) -> tuple[RecallSession | None, str]:
+        if st.hybrid is not None or st.hybrid_reason is not None:
+            return st.hybrid, st.hybrid_reason or ""
+        cfg = st.view.cfg
+        if cfg.provider != "vivary-local":
+            st.hybrid_reason = "semantic memory is not enabled for this workspace (.vivary/memory.toml)"
+        elif st.delta:
+            st.hybrid_reason = (f"the semantic index is stale ({len(st.delta)} note(s) written since it was built; "
+                                "run `git vivary index --yes`)")
+        else:
+            from vivary_git.memory.local import LocalMemory, RecallSession
+
+            memory = LocalMemory(st.view.ws, cfg)
+            memory._snap = st.view.snapshot  # the same privacy-filtered snapshot: not decided twice
+            manifest = memory.manifest()
+            if manifest is None:
+                st.hybrid_reason = "there is no semantic index yet (run `git vivary index --yes`)"
+            elif manifest.fingerprint != st.view.snapshot.fingerprint:
+                st.hybrid_reason = "the semantic index is stale (run `git vivary index --yes`)"
+            else:
+                try:
+                    st.hybrid = RecallSession(memory)
+                except VivaryError as err:
+                    st.hybrid_reason = f"the semantic index cannot be used ({err})"
+        if st.hybrid is None and st.hybrid_reason is None:
+            st.hybrid_reason = "the semantic index cannot be used"
+        return st.hybrid, st.hybrid_reason or ""
+
+    def _hybrid_hits(self, st: _State, session: RecallSession, q: str, k: int, types: list[str],
+                     paths: list[str], edges: list[str]) -> list[SearchHit]:
+        from vivary_git.memory.provider import RecallFilters
+        from vivary_git.query import make_snippet, terms_of
+
+        got = session.recall(q, k=k, filters=RecallFilters(types=types, paths=paths, edges=edges), mode="hybrid")
+        out = []
+        terms = terms_of(q)
+        for h in got:
+            node = st.nodes.get(h.node_id)
+            if node is None:
+                continue
+            note = self._note(st, node.id)
+            out.append(SearchHit(
+                id=node.id, type=node.type, path=node.path, title=node.title, score=h.score, reason=h.reason,
+                snippet=make_snippet(note, node, q.lower().strip(), terms, SNIPPET) or None,
+                edges=[EdgeRef(node.id, f, to) for f, to in st.out.get(node.id, ())] or None,
+            ))
+        return out
+
+    # --- read -------------------------------------------------------------------------------------
+
+    def read(self, id: str, *, include_content: bool = False, neighbors: int = 1) -> NodePacket:
+        if not isinstance(id, str) or not id.strip():
+            raise UsageError("give a node id (from search) or a note's path")
+        if not 0 <= neighbors <= MAX_HOPS:
+            raise UsageError(f"neighbors must be 0 to {MAX_HOPS} hops (got {neighbors})")
+        with self._lock:
+            st = self.state()
+            found = st.view.find(id.strip())
+            if found is None:
+                self._refuse_private_path(st, id.strip())
+                raise UsageError(f"no public node {id!r} in this workspace (ids come from `search`; private notes "
+                                 "are never shown)")
+            node = st.nodes[found.id]
+            note = self._note(st, node.id)
+            return NodePacket(
+                id=node.id, type=node.type, path=node.path, title=node.title,
+                frontmatter=_jsonable(note.fields) if note.problem is None else {},
+                problem=note.problem.message if note.problem is not None else None,
+                outbound=[OutEdge(f, to) for f, to in st.out.get(node.id, ())],
+                inbound=[InEdge(src, f) for src, f in st.inn.get(node.id, ())],
+                neighbors=_neighbors(st, node.id, neighbors) if neighbors else [],
+                content=_bounded(note.body) if include_content else None,
+                tree=st.root_tree,
+            )
+
+    def _refuse_private_path(self, st: _State, asked: str) -> None:
+        """An agent naming a private file by path is told it is private, and why."""
+        path = asked.lstrip("/")
+        if "\x00" in path or not path or any(p in ("", ".", "..") for p in path.split("/")):
+            return
+        from vivary_git.memory.snapshot import decide_for_source
+        from vivary_git.privacy import PrivacyError
+
+        view = st.view
+        candidates = [path] if path.endswith((".md", ".markdown")) else [path, f"{path}.md"]
+        try:
+            verdicts = decide_for_source(view.ws, [view.repo_path(p) for p in candidates], view.cfg.policy())
+        except PrivacyError:
+            return
+        for v in verdicts:
+            if v.private:
+                raise RefusedError(f"{asked!r} is private ({v.reason}): vivary never shows private files to agents")
+
+    # --- resources ------------------------------------------------------------------------------
+
+    def node_resource(self, id: str) -> str:
+        return msgspec.json.encode(self.read(id, include_content=True, neighbors=1)).decode()
+
+    def digest(self) -> str:
+        """The memory digest: the pinned and durable memories, newest first by path order. (The dream
+        tool will write a compacted digest; until then it is computed from the notes.)"""
+        with self._lock:
+            st = self.state()
+            lines = ["# Memory digest", ""]
+            for tier in ("pinned", "durable"):
+                picked = []
+                for n in sorted(st.view.memories(), key=lambda m: m.id):
+                    fields = self._note(st, n.id).fields
+                    if fields.get("durability") == tier:
+                        picked.append(f"- [{n.title}](vivary://node/{n.id}) `{n.id}`")
+                if picked:
+                    lines += [f"## {tier.capitalize()}", "", *picked, ""]
+            if len(lines) == 2:
+                lines.append("No pinned or durable memories yet.")
+            return "\n".join(lines) + "\n"
+
+    # --- status -------------------------------------------------------------------------------------
+
+    def status(self) -> Status:
+        with self._lock:
+            st = self.state()
+            view = st.view
+            ws = view.ws
+            cfg = view.cfg
+            repo = ws.source.repo
+            branch = None
+            if repo is not None:
+                head = repo.repo.references.get("HEAD")
+                if head is not None and isinstance(head.target, str):
+                    branch = head.target.removeprefix("refs/heads/")
+            _, reason = self._hybrid(st)
+            remember = cfg.memory.remember
+            return Status(
+                ok=True,
+                workspace={"root": str(ws.source.root), "config": ws.config.source, "dialect": ws.config.dialect,
+                           "ids": ws.config.links.ids},
+                tree={"id": st.root_tree, "head": st.key[1], "branch": branch, "source": ws.source.label},
+                nodes={"public": len(st.nodes), "private": view.snapshot.private_count,
+                       "memories": len(view.memories()), "edges": sum(len(v) for v in st.out.values()),
+                       "written_since_start": len(st.delta)},
+                memory={"enabled": cfg.enabled, "provider": cfg.provider,
+                        "search": "hybrid" if st.hybrid is not None else "text", "search_reason": reason,
+                        "folder": remember.folder, "branch": remember.branch or branch,
+                        "similarity": remember.similarity},
+                profile=self.profile, tools=list(PROFILES[self.profile]),
+            )
+
+    # --- writes ---------------------------------------------------------------------------------
+
+    def _writable(self, tool: str) -> None:
+        if tool not in PROFILES[self.profile]:
+            raise RefusedError(f"`{tool}` is not available in the {self.profile} profile (read-only hosts can "
+                               "search, read and ask for status)")
+
+    def _probe_for(self, st: _State) -> Probe:
+        if self._probe is None:
+            from vivary_git.memory.probe_loader import probe_for
+
+            self._probe = probe_for(st.view)
+        return self._probe
+
+    def add(self, text: str, *, title: str | None = None, tags: Sequence[str] = (),
+            durability: str | None = None, links: Sequence[str] = (), force: bool = False) -> Remembered:
+        from vivary_git.memory import remember
+
+        self._writable("add")
+        with self._lock:
+            st = self.state()
+            result = remember.add(st.view, text, title=title, tags=tags, durability=durability, links=links,
+                                  force=force, source=self.source, probe=self._probe_for(st))
+            if result.ok and result.commit is not None:
+                self._after_write(st, result, add=[(e.field, e.to) for e in result.links or ()])
+            return result
+
+    def update(self, id: str, *, text: str | None = None, tags: Sequence[str] | None = None,
+               durability: str | None = None) -> Remembered:
+        from vivary_git.memory import remember
+
+        self._writable("update")
+        with self._lock:
+            st = self.state()
+            result = remember.update(st.view, id, text=text, tags=tags, durability=durability, source=self.source)
+            if result.commit is not None:
+                self._after_write(st, result)
+            return result
+
+    def link(self, source: str, field: str, target: str) -> Remembered:
+        return self._relink("link", source, field, target)
+
+    def unlink(self, source: str, field: str, target: str) -> Remembered:
+        return self._relink("unlink", source, field, target)
+
+    def _relink(self, tool: str, source: str, field: str, target: str) -> Remembered:
+        from vivary_git.memory import remember
+
+        self._writable(tool)
+        with self._lock:
+            st = self.state()
+            fn = remember.link if tool == "link" else remember.unlink
+            result = fn(st.view, source, field, target, source=self.source)
+            if result.commit is not None and result.edge is not None:
+                edge = (result.edge.field, result.edge.to)
+                self._after_write(st, result, add=[edge] if tool == "link" else [],
+                                  remove=[edge] if tool == "unlink" else [])
+            return result
+
+    def _after_write(self, st: _State, result: Remembered, *, add: Sequence[tuple[str, str]] = (),
+                     remove: Sequence[tuple[str, str]] = ()) -> None:
+        """Patch the warm state with the note this process just committed, and key it by the tree the
+        working tree now has (that tree with the one blob changed): a search right after sees the note,
+        and any other change on disk still rebuilds everything."""
+        from vivary_git import graph as graph_mod
+        from vivary_git.memory.snapshot import MemoryNode
+        from vivary_git.memory.write import _tree_with
+        from vivary_git.models import Node
+
+        view = st.view
+        ws = view.ws
+        assert result.path is not None and result.blob is not None and result.id is not None
+        note = view.note_of(result.blob)
+        config = ws.config
+        facts = graph_mod.facts(result.path, result.blob, note, config, config.folder_types(), ws.root_name)
+        node = Node(id=result.id, type=facts.type, path=result.path, title=facts.title, blob=result.blob)
+        st.nodes[node.id] = node
+        st.delta[node.id] = node
+        view.put(MemoryNode(id=node.id, type=node.type, path=node.path, title=node.title, blob=node.blob, fields={}))
+        out = st.out.setdefault(node.id, [])
+        for field, to in add:
+            if (field, to) not in out:
+                out.append((field, to))
+                st.inn.setdefault(to, []).append((node.id, field))
+        for field, to in remove:
+            if (field, to) in out:
+                out.remove((field, to))
+                with contextlib.suppress(ValueError):
+                    st.inn.get(to, []).remove((node.id, field))
+        out.sort()
+        st.hybrid, st.hybrid_reason = None, None
+        repo = self._repo
+        key = list(st.key)
+        if repo is not None and st.root_tree is not None and result.ref is not None:
+            tree = repo.repo[st.root_tree]
+            key[0] = st.root_tree = _tree_with(repo, tree, view.repo_path(result.path).split("/"), result.blob) \
+                if self._checked_out(result.ref) else st.root_tree
+            head = repo.repo.references.get("HEAD")
+            key[1] = str(head.resolve().target) if head is not None else None
+            if view.cfg.memory.remember.branch:
+                key[2] = result.commit
+        st.key = tuple(key)
+
+    def _checked_out(self, ref: str) -> bool:
+        repo = self._repo
+        if repo is None:
+            return False
+        head = repo.repo.references.get("HEAD")
+        return head is not None and head.target == ref
+
+
+class _Notes(Mapping[str, "Note"]):
+    """Parsed notes by blob id, read when looked up (those committed by this process too)."""
+
+    def __init__(self, view: View) -> None:
+        self._view = view
+
+    def __getitem__(self, blob: str) -> Note:
+        return self._view.note_of(blob)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(n.blob for n in self._view.nodes.values())
+
+    def __len__(self) -> int:
+        return len(self._view.nodes)
+
+
+def _bounded(text: str) -> str:
+    return text if len(text) <= _CONTENT_LIMIT else text[:_CONTENT_LIMIT] + "\n…(truncated)"
+
+
+def _jsonable(fields: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = json.loads(msgspec.json.encode(fields, order="sorted"))
+    return out
+
+
+def _neighbors(st: _State, start: str, hops: int) -> list[Neighbor]:
+    """Nodes within `hops` edges of `start`, either direction, nearest first (bounded)."""
+    seen = {start}
+    out: list[Neighbor] = []
+    queue: deque[tuple[str, int]] = deque([(start, 0)])
+    while queue and len(out) < MAX_NEIGHBORS:
+        nid, dist = queue.popleft()
+        if dist >= hops:
+            continue
+        steps = [(to, f, "out") for f, to in st.out.get(nid, ())] + [(src, f, "in") for src, f in st.inn.get(nid, ())]
+        for other, field, direction in sorted(steps):
+            if other in seen or other not in st.nodes:
+                continue
+            seen.add(other)
+            n = st.nodes[other]
+            out.append(Neighbor(id=n.id, type=n.type, title=n.title, distance=dist + 1, via=field,
+                                direction=direction))
+            queue.append((other, dist + 1))
+            if len(out) >= MAX_NEIGHBORS:
+                break
+    return out
+
+
+def _estimate(hits: Sequence[SearchHit]) -> int:
+    return (len(msgspec.json.encode(list(hits))) + 3) // 4
+
+
+def _trim(hits: list[SearchHit], budget: int) -> int:
+    """Within `budget` tokens (JSON length / 4): drop content, then neighbours, then shorten and drop
+    snippets, then edges, then trailing results (as `find` does)."""
+    def over() -> bool:
+        return _estimate(hits) > budget
+
+    for attr in ("content", "neighbors"):
+        if over():
+            for h in hits:
+                setattr(h, attr, None)
+    while over() and any(h.snippet for h in hits):
+        for h in hits:
+            if h.snippet:
+                h.snippet = None if len(h.snippet) <= 80 else h.snippet[: max(40, len(h.snippet) // 2)].rstrip()
+    if over():
+        for h in hits:
+            h.edges = None
+    while over() and len(hits) > 1:
+        hits.pop()
+    return _estimate(hits)

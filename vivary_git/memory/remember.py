@@ -1,0 +1,492 @@
+"""Agent memory as Git: add, update, link and unlink, each one note and one commit.
+
+The library form of `git vivary remember` and of the MCP server's `add`/`update`/`link`/`unlink`.
+Every operation works on a `View` (one workspace at one tree, with its privacy-filtered snapshot):
+only nodes the snapshot admits can be read, edited or linked, and a refusal about a node that is
+private reads exactly like one about a node that does not exist. Writes go through `write.commit_note`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from vivary_git.config import DURABILITY, MEMORY_TYPE
+from vivary_git.errors import RefusedError, UsageError
+from vivary_git.memory import notefile, write
+from vivary_git.memory.probe import Candidate, Duplicate, Probe, memory_text
+from vivary_git.memory.secrets import refuse_secrets
+
+if TYPE_CHECKING:
+    from vivary_git.graph import Graph
+    from vivary_git.memory.config import MemoryConfig
+    from vivary_git.memory.snapshot import MemoryNode, MemorySnapshot
+    from vivary_git.models import Note
+    from vivary_git.workspace import Workspace
+
+__all__ = ["EdgeRef", "Remembered", "View", "add", "link", "open_view", "unlink", "update"]
+
+MAX_TEXT = 20_000
+MAX_TITLE = 200
+MAX_TAGS = 32
+MAX_TAG = 64
+_TAG = re.compile(r"\A[^\s\x00-\x1f,\[\]{}#\"'`]+\Z")
+_SLUG_ID = re.compile(r"\A[a-z0-9][a-z0-9._-]*\Z")
+_STEM = re.compile(r"[^a-z0-9]+")
+_FIELD = re.compile(r"\A[A-Za-z_][A-Za-z0-9_.-]{0,63}\Z")
+_LINK_UNSAFE = re.compile(r"[\[\]|#^\x00-\x1f]")
+
+
+class EdgeRef(msgspec.Struct, frozen=True):
+    source: str = msgspec.field(name="from")
+    field: str = ""
+    to: str = ""
+
+
+class Remembered(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What a memory write did. `ok` false with `duplicate`: a near-duplicate blocked the add."""
+
+    ok: bool
+    op: str
+    changed: bool  # whether a commit was made
+    id: str | None = None
+    path: str | None = None  # workspace-relative
+    title: str | None = None
+    commit: str | None = None
+    ref: str | None = None
+    probe: str | None = None  # how duplicates were looked for: "cosine" or "exact"
+    duplicate: Duplicate | None = None
+    edge: EdgeRef | None = None
+    links: list[EdgeRef] | None = None  # add: the edges the new memory starts with
+    blob: str | None = None  # the note's new Git blob id
+    message: str | None = None
+
+
+class View:
+    """One workspace at one tree, as memory operations see it: only admitted nodes exist."""
+
+    def __init__(self, ws: Workspace, cfg: MemoryConfig, snapshot: MemorySnapshot) -> None:
+        self.ws = ws
+        self.cfg = cfg
+        self.snapshot = snapshot
+        self.nodes: dict[str, MemoryNode] = {n.id: n for n in snapshot.nodes}
+        self.by_path: dict[str, MemoryNode] = {n.path: n for n in snapshot.nodes}
+        self._ids: set[str] | None = None
+
+    @property
+    def graph(self) -> Graph:
+        return self.ws.graph()
+
+    @property
+    def ids(self) -> set[str]:
+        """Every node id of the graph, private ones included (a new note must not take one)."""
+        if self._ids is None:
+            self._ids = {n.id for n in self.graph.nodes}
+        return self._ids
+
+    def put(self, node: MemoryNode) -> None:
+        """Record a node this process has just committed (the MCP server's view after its own write)."""
+        old = self.nodes.get(node.id)
+        if old is not None and old.path != node.path:
+            self.by_path.pop(old.path, None)
+        self.nodes[node.id] = node
+        self.by_path[node.path] = node
+        self.ids.add(node.id)
+
+    def repo_path(self, path: str) -> str:
+        prefix = self.ws.source.prefix
+        return f"{prefix}/{path}" if prefix else path
+
+    def find(self, ref: str) -> MemoryNode | None:
+        """An admitted node by id, or by workspace-relative path (with or without `.md`)."""
+        got = self.nodes.get(ref)
+        if got is not None:
+            return got
+        path = ref.lstrip("/")
+        for candidate in (path, f"{path}.md", f"{path}.markdown"):
+            got = self.by_path.get(candidate)
+            if got is not None:
+                return got
+        return None
+
+    def require(self, ref: str, role: str = "node") -> MemoryNode:
+        got = self.find(ref)
+        if got is None:
+            raise UsageError(f"no public {role} {ref!r} in this workspace (ids come from `search`; private notes "
+                             "are never shown)")
+        return got
+
+    def note(self, node: MemoryNode) -> Note:
+        return self.note_of(node.blob)
+
+    def note_of(self, blob: str) -> Note:
+        """The parsed note of a blob, also one committed after this view's tree was read."""
+        try:
+            return self.ws.note(blob)
+        except KeyError:
+            from vivary_git.parse import parse_blob
+
+            return parse_blob(self.ws.source.read(blob))
+
+    def memories(self) -> list[MemoryNode]:
+        return [n for n in self.nodes.values() if n.type == MEMORY_TYPE]
+
+
+def open_view(ws: Workspace, cfg: MemoryConfig | None = None) -> View:
+    from vivary_git.memory.config import load_memory_config
+    from vivary_git.memory.snapshot import build_snapshot
+
+    cfg = cfg if cfg is not None else load_memory_config(ws)
+    snap = build_snapshot(ws, cfg.policy(), provider=cfg.provider, model=cfg.model,
+                          dataset_label=cfg.dataset_label, with_fields=False)
+    return View(ws, cfg, snap)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def _check_text(text: str, what: str, limit: int) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise UsageError(f"{what} is empty; say what to remember")
+    if len(text) > limit:
+        raise UsageError(f"{what} is {len(text):,} characters, over the {limit:,} a memory may hold; keep memories "
+                         "short and link them instead")
+    if "\x00" in text:
+        raise UsageError(f"{what} contains a NUL character; send plain text")
+    return text
+
+
+def _check_tags(tags: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    if len(tags) > MAX_TAGS:
+        raise UsageError(f"{len(tags)} tags, over the {MAX_TAGS} a memory may have")
+    for tag in tags:
+        tag = tag.strip().lstrip("#")
+        if not tag or len(tag) > MAX_TAG or not _TAG.match(tag):
+            raise UsageError(f"tag {tag!r} must be one word of at most {MAX_TAG} characters (no spaces, commas, "
+                             "brackets or quotes), e.g. \"deploy\"")
+        if tag not in out:
+            out.append(tag)
+    return out
+
+
+def _check_durability(value: str | None) -> str | None:
+    if value is not None and value not in DURABILITY:
+        raise UsageError(f"durability {value!r} is not one of {', '.join(DURABILITY)}")
+    return value
+
+
+def _refuse_private_target(view: View, path: str) -> None:
+    """The note being written must be public, or it could never be searched (nor should it exist)."""
+    from vivary_git.memory.snapshot import decide_for_source
+
+    verdict = decide_for_source(view.ws, [view.repo_path(path)], view.cfg.policy())[0]
+    if verdict.private:
+        raise RefusedError(
+            f"{path} would be private ({verdict.reason}), so a memory written there could never be found; set "
+            "[memory.remember] folder in .vivary/memory.toml to a public folder (default \"memories\")"
+        )
+
+
+_TEXTS: dict[str, str] = {}  # blob id -> memory text: a blob's text never changes
+
+
+def _candidates(view: View) -> list[Candidate]:
+    out = []
+    for n in view.memories():
+        text = _TEXTS.get(n.blob)
+        if text is None:
+            text = _TEXTS[n.blob] = memory_text(view.note(n))
+        out.append(Candidate(n.id, n.path, n.title, text))
+    if len(_TEXTS) > 100_000:
+        _TEXTS.clear()
+    return out
+
+
+def _title_of(text: str) -> str:
+    first = next((line.strip().lstrip("#").strip() for line in text.splitlines() if line.strip()), "")
+    words = first.split()
+    title = ""
+    for w in words:
+        if len(title) + len(w) + 1 > 80:
+            break
+        title = f"{title} {w}".strip()
+    return title or first[:80] or "Memory"
+
+
+def _stem(title: str) -> str:
+    stem = _STEM.sub("-", title.lower()).strip("-")[:60].strip("-")
+    return stem or "memory"
+
+
+def _folder_for(view: View, type_name: str) -> str:
+    if type_name == MEMORY_TYPE:
+        return view.cfg.memory.remember.folder
+    tdef = view.ws.config.types.get(type_name)
+    if tdef is None:
+        known = ", ".join(sorted(view.ws.config.types)) or "none"
+        raise UsageError(f"type {type_name!r} is not a type of this workspace (types: {known})")
+    return tdef.folders[0]
+
+
+def _declared(view: View, type_name: str, field: str) -> bool:
+    cfg = view.ws.config
+    tdef = cfg.types.get(type_name)
+    return tdef is None or tdef.open or cfg.field_spec(type_name, field) is not None
+
+
+def _parse_links(links: Sequence[str]) -> list[tuple[str, str]]:
+    out = []
+    for spec in links:
+        field, sep, target = spec.partition(":")
+        if not sep or not field.strip() or not target.strip():
+            raise UsageError(f"link {spec!r} must be FIELD:ID, e.g. related:deploy-runbook")
+        out.append((field.strip(), target.strip()))
+    return out
+
+
+def add(
+    view: View,
+    text: str,
+    *,
+    title: str | None = None,
+    tags: Sequence[str] = (),
+    type_name: str = MEMORY_TYPE,
+    durability: str | None = None,
+    links: Sequence[str] = (),
+    force: bool = False,
+    source: str = "agent",
+    probe: Probe | None = None,
+) -> Remembered:
+    """Remember `text`: a new note in the memory folder, committed. Blocked (ok false, `duplicate` set)
+    when an existing memory says the same, unless `force`."""
+    text = _check_text(text, "the memory text", MAX_TEXT)
+    title = " ".join((title or _title_of(text)).split())
+    if len(title) > MAX_TITLE:
+        raise UsageError(f"the title is {len(title)} characters, over {MAX_TITLE}")
+    tag_list = _check_tags(tags)
+    tier = _check_durability(durability) or view.cfg.memory.remember.durability
+    refuse_secrets([("title", title), ("text", text), *(("tag", t) for t in tag_list)])
+    edges = _parse_links(links)
+    folder = _folder_for(view, type_name)
+    targets = []
+    for field, target in edges:
+        node = view.require(target, "link target")
+        targets.append((field, node.id))
+    probe = probe or Probe(view.cfg.memory.remember.similarity)
+    dup = None if force else probe.check(text, _candidates(view))
+    if dup is not None:
+        return Remembered(ok=False, op="add", changed=False, probe=dup.method, duplicate=dup, message=(
+            f"not added: memory {dup.id!r} already says this (similarity {dup.score:.2f} by {dup.method}); "
+            "update that one, or add with force to keep both"))
+    cfg = view.ws.config
+    from vivary_git.graph import node_id
+
+    taken_ids = view.ids
+    stem = _stem(title)
+    _refuse_private_target(view, f"{folder}/{stem}.md")
+    fields: list[tuple[str, Any]] = []
+    for key, value in (("type", type_name), ("title", title), ("tags", tag_list), ("durability", tier),
+                       ("observed_at", _now()), ("source", source)):
+        if key == "title" and "title" in cfg.derive:
+            continue  # derived from the `# title` line: writing it would be W210 noise
+        if key == "tags" and not tag_list:
+            continue
+        if _declared(view, type_name, key):
+            fields.append((key, value))
+    probe_node = _FakeNode(type_name)
+    for field, target in targets:
+        value = _edge_value(view, probe_node, field, target)
+        existing = next((i for i, (k, _) in enumerate(fields) if k == field), None)
+        if existing is None:
+            fields.append((field, [value] if _is_list_field(view, type_name, field) else value))
+        elif isinstance(fields[existing][1], list):
+            fields[existing][1].append(value)
+        else:
+            raise UsageError(f"field {field!r} takes one link; give only one {field}:ID")
+    content = notefile.render_note(fields, title, text)
+    chosen: dict[str, str] = {}
+
+    def plan(base: write.Base) -> write.Planned:
+        n = 1
+        while True:
+            name = stem if n == 1 else f"{stem}-{n}"
+            path = f"{folder}/{name}.md"
+            nid = node_id(path, view.ws.root_name, cfg.links.ids)
+            if nid not in taken_ids and not base.taken(view.repo_path(path)):
+                chosen.update(path=path, id=nid)
+                return write.Planned(view.repo_path(path), content)
+            n += 1
+
+    result = _commit(view, plan, lambda p: write.message("add", chosen["id"], title, source))
+    assert result is not None
+    return Remembered(ok=True, op="add", changed=True, id=chosen["id"], path=chosen["path"], title=title,
+                      commit=result.commit, ref=result.ref, probe=probe.method if not force else None, blob=result.blob,
+                      links=[EdgeRef(chosen["id"], f, t) for f, t in targets] or None)
+
+
+class _FakeNode:
+    """The type of a note not yet written, for choosing how its links are written."""
+
+    def __init__(self, type_name: str) -> None:
+        self.type: str | None = type_name
+        self.id = ""
+
+
+def _commit(view: View, plan: Callable[[write.Base], write.Planned | None],
+            make_message: Callable[[write.Planned], str], *, remove: bool = False) -> write.CommitResult | None:
+    repo = view.ws.source.repo
+    if repo is None or repo.workdir is None:
+        raise RefusedError(f"{view.ws.source.root} is not in a Git work tree: memories are commits; run `git init`")
+    ref, checked_out = write.target_ref(repo, view.cfg.memory.remember.branch)
+    return write.commit_note(repo, ref=ref, checked_out=checked_out, plan=plan, make_message=make_message,
+                             remove=remove)
+
+
+def _base_bytes(view: View, base: write.Base, node: MemoryNode) -> bytes:
+    data = base.read(view.repo_path(node.path))
+    if data is None:
+        raise RefusedError(f"{node.id!r} is not committed on the memory branch yet ({node.path} is new in your "
+                           "working tree); commit it first, then edit it here")
+    return data
+
+
+def update(
+    view: View,
+    ref: str,
+    *,
+    text: str | None = None,
+    tags: Sequence[str] | None = None,
+    durability: str | None = None,
+    source: str = "agent",
+) -> Remembered:
+    """Revise a memory's text, tags or durability: one commit, the rest of the file byte for byte."""
+    node = view.require(ref, "memory")
+    if node.type != MEMORY_TYPE:
+        raise RefusedError(f"{node.id!r} is a {node.type or 'untyped'} note, not a memory; update edits only "
+                           "memories (notes in the memory folder), so your own notes stay yours")
+    if text is None and tags is None and durability is None:
+        raise UsageError("nothing to update: give the new text, tags or durability")
+    if text is not None:
+        text = _check_text(text, "the memory text", MAX_TEXT)
+    tag_list = _check_tags(tags) if tags is not None else None
+    _check_durability(durability)
+    refuse_secrets([*((("text", text),) if text is not None else ()), *(("tag", t) for t in tag_list or ())])
+    what = node.path
+
+    def plan(base: write.Base) -> write.Planned | None:
+        data = before = _base_bytes(view, base, node)
+        if tag_list is not None:
+            data = notefile.set_field(data, "tags", tag_list, what=what, remove=not tag_list)
+        if durability is not None:
+            data = notefile.set_field(data, "durability", durability, what=what)
+        if text is not None:
+            data = notefile.replace_body(data, text, what=what)
+        if data == before:
+            return None
+        return write.Planned(view.repo_path(node.path), data)
+
+    changes = ", ".join(k for k, v in (("text", text), ("tags", tags), ("durability", durability)) if v is not None)
+    result = _commit(view, plan, lambda p: write.message("update", node.id, changes, source))
+    if result is None:
+        return Remembered(ok=True, op="update", changed=False, id=node.id, path=node.path,
+                          message="already so: nothing was committed")
+    return Remembered(ok=True, op="update", changed=True, id=node.id, path=node.path, commit=result.commit,
+                      ref=result.ref, blob=result.blob)
+
+
+def _spec(view: View, node: MemoryNode | _FakeNode, field: str) -> Any:
+    return view.ws.config.field_spec(node.type, field)
+
+
+def _is_list_field(view: View, type_name: str | None, field: str) -> bool:
+    spec = view.ws.config.field_spec(type_name, field)
+    return spec is None or spec.kind != "ref"
+
+
+def _edge_value(view: View, node: MemoryNode | _FakeNode, field: str, target: str) -> str:
+    """How `target` is written in `field` so the workspace reads it as an edge: a bare id in a field
+    whose spec is `ref`/`ref-list` (the contract's ids), else `[[id]]` where the vault's dialect
+    reads links in frontmatter properties."""
+    if not _FIELD.match(field):
+        raise UsageError(f"field name {field!r} must be a plain frontmatter key (letters, digits, `_`, `.`, `-`)")
+    cfg = view.ws.config
+    spec = _spec(view, node, field)
+    if spec is not None and spec.is_ref:
+        if not _SLUG_ID.match(target):
+            raise RefusedError(f"{target!r} cannot be written in the ref field {field!r} (refs are lowercase slugs)")
+        return target
+    tdef = cfg.types.get(node.type) if node.type is not None else None
+    usable = (spec is None and (tdef is None or tdef.open)) or (spec is not None and spec.kind in ("list", "any"))
+    if cfg.links.properties and usable:
+        if _LINK_UNSAFE.search(target):
+            raise RefusedError(f"{target!r} cannot be written as a [[link]] (it holds [, ], |, # or ^)")
+        return f"[[{target}]]"
+    ref_fields = sorted(f for f in (set(cfg.base_required) | set(cfg.base_optional)
+                                    | (set(tdef.required) | set(tdef.optional) if tdef else set()))
+                        if (s := cfg.field_spec(node.type, f)) is not None and s.is_ref)
+    hint = f"link fields of {node.type or 'untyped notes'} here: {', '.join(ref_fields)}" if ref_fields else \
+        "this workspace has no frontmatter link fields for it (declare a ref-list field in tropo.toml)"
+    raise RefusedError(f"{field!r} is not a link field of {node.type or 'an untyped note'} in this workspace "
+                       f"(dialect {cfg.dialect}); {hint}")
+
+
+def _entry_target(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    if text.startswith("[[") and text.endswith("]]"):
+        text = text[2:-2].split("|", 1)[0].split("#", 1)[0].strip()
+    return text
+
+
+def link(view: View, source_ref: str, field: str, target_ref: str, *, source: str = "agent") -> Remembered:
+    """Add an edge `field` from one node to another: the target's id in the source note's frontmatter."""
+    return _relink(view, source_ref, field, target_ref, add=True, source=source)
+
+
+def unlink(view: View, source_ref: str, field: str, target_ref: str, *, source: str = "agent") -> Remembered:
+    """Remove the edge `field` between two nodes (the value in the source note's frontmatter)."""
+    return _relink(view, source_ref, field, target_ref, add=False, source=source)
+
+
+def _relink(view: View, source_ref: str, field: str, target_ref: str, *, add: bool, source: str) -> Remembered:
+    node = view.require(source_ref, "node")
+    target = view.require(target_ref, "link target")
+    value = _edge_value(view, node, field, target.id)
+    spec = _spec(view, node, field)
+    single = spec is not None and spec.kind == "ref"
+    op = "link" if add else "unlink"
+    what = node.path
+
+    def plan(base: write.Base) -> write.Planned | None:
+        from vivary_git.parse import parse_blob
+
+        data = _base_bytes(view, base, node)
+        current = parse_blob(data).fields.get(field)
+        items: list[Any] = [] if current is None else list(current) if isinstance(current, list) else [current]
+        present = [i for i, v in enumerate(items) if _entry_target(v) == target.id]
+        if add:
+            if present:
+                return None
+            new: Any = value if single else [*items, value]
+            return write.Planned(view.repo_path(node.path), notefile.set_field(data, field, new, what=what))
+        if not present:
+            return None
+        kept = [v for i, v in enumerate(items) if i not in present]
+        edited = notefile.set_field(data, field, kept if not single else None, what=what,
+                                    remove=not kept or single)
+        return write.Planned(view.repo_path(node.path), edited)
+
+    result = _commit(view, plan, lambda p: write.message(op, node.id, f"{field} -> {target.id}", source))
+    edge = EdgeRef(node.id, field, target.id)
+    if result is None:
+        return Remembered(ok=True, op=op, changed=False, id=node.id, path=node.path, edge=edge,
+                          message="already so: nothing was committed")
+    return Remembered(ok=True, op=op, changed=True, id=node.id, path=node.path, edge=edge, commit=result.commit,
+                      ref=result.ref, blob=result.blob)

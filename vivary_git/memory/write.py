@@ -1,0 +1,291 @@
+"""Memory writes are commits: one note, one commit, made beside the user's own work.
+
+A write never touches the user's staging: the new tree is HEAD's tree with that one blob swapped
+in (built with libgit2's tree builder along the note's path, no index file at all), the commit is
+made with `git commit-tree`, and the branch is advanced with `git update-ref REF NEW OLD`, a
+compare-and-swap: when the branch moved meanwhile (another agent, the user committing), the change
+is planned again on the new tip. Then, when that branch is checked out, the one path is put into the
+user's index (`git update-index --index-info`) and work tree, so `git status` and
+`git diff --cached` read exactly as before. A path the user has changed (staged or not) is never
+overwritten: the write is refused.
+
+The commit message carries the op and node as trailers (`Vivary-Op`, `Vivary-Node`); everything in
+it that an agent chose is put on one line and bounded, so no text can forge a trailer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import re
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from vivary_git import git
+from vivary_git.errors import GitError, RefusedError
+
+__all__ = ["Base", "CommitResult", "Planned", "commit_note", "message", "one_line", "target_ref"]
+
+_ZERO = "0" * 40
+_ATTEMPTS = 64
+_LOCK = threading.Lock()  # one write at a time per process; other processes are handled by the CAS
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u0085\u2028\u2029]+")
+TRAILER_OP = "Vivary-Op"
+TRAILER_NODE = "Vivary-Node"
+TRAILER_SOURCE = "Vivary-Source"
+
+
+class CommitResult(msgspec.Struct, frozen=True):
+    commit: str
+    parent: str | None
+    ref: str
+    path: str  # repository-relative
+    blob: str | None  # None: the note was removed
+    checked_out: bool  # the branch is the one checked out: the user's index and work tree got the note
+    attempts: int
+
+
+class Planned(msgspec.Struct, frozen=True):
+    path: str  # repository-relative
+    content: bytes
+
+
+def one_line(text: str, limit: int) -> str:
+    """`text` as one printable line of at most `limit` characters: what may go into a commit subject or
+    trailer (a line break there could forge a trailer or a second paragraph)."""
+    flat = " ".join(_CONTROL.sub(" ", text).split())
+    return flat if len(flat) <= limit else flat[: max(limit - 1, 1)].rstrip() + "…"
+
+
+def message(op: str, node: str, summary: str, source: str) -> str:
+    subject = one_line(f"vivary: {op} {node}" + (f": {summary}" if summary else ""), 72)
+    return (f"{subject}\n\n{TRAILER_OP}: {one_line(op, 16)}\n{TRAILER_NODE}: {one_line(node, 200)}\n"
+            f"{TRAILER_SOURCE}: {one_line(source, 16)}\n")
+
+
+class Base:
+    """The branch tip a change is planned on, and the user's state of the same paths."""
+
+    def __init__(self, repo: git.Repo, commit: str | None, checked_out: bool) -> None:
+        self.repo = repo
+        self.commit = commit
+        self.checked_out = checked_out
+        raw = repo.repo
+        self.tree: Any = raw[commit].peel(repo.pygit2.Tree) if commit is not None else None
+        self._index: Any = None
+
+    def entry(self, path: str) -> tuple[str, int] | None:
+        """(blob id, mode) at `path` in the base tree."""
+        if self.tree is None:
+            return None
+        try:
+            obj = self.tree[path]
+        except (KeyError, ValueError):
+            return None
+        return str(obj.id), int(obj.filemode)
+
+    def read(self, path: str) -> bytes | None:
+        got = self.entry(path)
+        if got is None or got[1] not in (0o100644, 0o100755):
+            return None
+        return self.repo.read_blob(got[0])
+
+    def _user_index(self) -> Any:
+        if self._index is None:
+            idx = self.repo.repo.index
+            idx.read(True)
+            self._index = idx
+        return self._index
+
+    def taken(self, path: str) -> bool:
+        """Is `path` used in the base tree, the user's index or the work tree?"""
+        if self.entry(path) is not None:
+            return True
+        if not self.checked_out:
+            return False
+        if path in self._user_index():
+            return True
+        workdir = self.repo.workdir
+        return workdir is not None and os.path.lexists(workdir / path)
+
+    def user_changed(self, path: str) -> bool:
+        """Has the user changed `path` against the base (staged, or in the work tree)?"""
+        if not self.checked_out:
+            return False
+        base = self.entry(path)
+        idx = self._user_index()
+        entry = idx[path] if path in idx else None  # noqa: SIM401 - a pygit2 Index has no .get
+        if (None if entry is None else str(entry.id)) != (None if base is None else base[0]):
+            return True
+        workdir = self.repo.workdir
+        assert workdir is not None
+        full = workdir / path
+        if base is None:
+            return os.path.lexists(full)
+        try:
+            if full.is_symlink() or not full.is_file():
+                return True
+            return full.read_bytes() != self.repo.read_blob(base[0])
+        except OSError:
+            return True
+
+
+def target_ref(repo: git.Repo, branch: str) -> tuple[str, bool]:
+    """(full ref name the memory commit goes to, whether that branch is the checked-out one)."""
+    head = repo.repo.references.get("HEAD")
+    head_target = head.target if head is not None and isinstance(head.target, str) else None
+    if branch:
+        ref = f"refs/heads/{branch}"
+        proc = git.run(["check-ref-format", ref], check=False)
+        if proc.returncode != 0:
+            raise RefusedError(f"`{branch}` is not a valid branch name; fix [memory.remember] branch in "
+                               ".vivary/memory.toml")
+        return ref, head_target == ref and repo.workdir is not None
+    if head_target is None:
+        raise RefusedError(
+            "HEAD is detached, so there is no branch to add this memory to; check out a branch "
+            "(`git switch NAME`), or send memories to their own branch with [memory.remember] branch = "
+            "\"vivary/memory\" in .vivary/memory.toml"
+        )
+    return head_target, repo.workdir is not None
+
+
+def _tip(repo: git.Repo, ref: str) -> str | None:
+    got = repo.repo.references.get(ref)
+    if got is None:
+        return None
+    return str(got.resolve().target)
+
+
+def _tree_with(repo: git.Repo, tree: Any, parts: list[str], blob: str | None) -> str | None:
+    """The id of `tree` with the blob at `parts` set (or removed, `blob` None); None for an empty tree.
+    Only the trees along the path are rebuilt."""
+    pygit2 = repo.pygit2
+    raw = repo.repo
+    builder = raw.TreeBuilder(tree) if tree is not None else raw.TreeBuilder()
+    name = parts[0]
+    if len(parts) == 1:
+        if blob is None:
+            if builder.get(name) is not None:
+                builder.remove(name)
+        else:
+            builder.insert(name, pygit2.Oid(hex=blob), pygit2.GIT_FILEMODE_BLOB)
+    else:
+        existing = builder.get(name)
+        sub = raw[existing.id] if existing is not None and existing.type_str == "tree" else None
+        if existing is not None and sub is None:
+            raise RefusedError(f"cannot write under {'/'.join(parts)}: `{name}` is a file in the tree, not a folder")
+        child = _tree_with(repo, sub, parts[1:], blob)
+        if child is None:
+            if existing is not None:
+                builder.remove(name)
+        else:
+            builder.insert(name, pygit2.Oid(hex=child), pygit2.GIT_FILEMODE_TREE)
+    if len(builder) == 0:
+        return None
+    return str(builder.write())
+
+
+def _empty_tree(repo: git.Repo) -> str:
+    return str(repo.repo.TreeBuilder().write())
+
+
+def commit_note(
+    repo: git.Repo,
+    *,
+    ref: str,
+    checked_out: bool,
+    plan: Callable[[Base], Planned | None],
+    make_message: Callable[[Planned], str],
+    remove: bool = False,
+) -> CommitResult | None:
+    """Commit the change `plan` makes on the tip of `ref`, retrying on a new tip when the branch moved.
+    `plan(base)` returns the path and its new bytes (or None: nothing to do, no commit), and may raise
+    to refuse; with `remove` the path is deleted instead."""
+    with _LOCK:
+        for attempt in range(1, _ATTEMPTS + 1):
+            old = _tip(repo, ref)
+            base = Base(repo, old, checked_out)
+            planned = plan(base)
+            if planned is None:
+                return None
+            if base.user_changed(planned.path):
+                raise RefusedError(
+                    f"{planned.path} has changes of yours that are not committed (staged or in the working tree); "
+                    "commit or stash them first, then try again: a memory write never overwrites your work"
+                )
+            blob = None if remove else str(repo.repo.create_blob(planned.content))
+            tree = _tree_with(repo, base.tree, planned.path.split("/"), blob) or _empty_tree(repo)
+            args = ["commit-tree", tree]
+            if old is not None:
+                args += ["-p", old]
+            proc = repo.git(args, input=make_message(planned).encode("utf-8"), check=False)
+            if proc.returncode != 0:
+                said = proc.stderr.decode("utf-8", "replace").strip()
+                raise GitError(f"could not commit the memory: {said}")
+            new = proc.stdout.decode().strip()
+            cas = repo.git(["update-ref", "-m", f"vivary: {one_line(make_message(planned), 100)}", ref, new,
+                            old or _ZERO], check=False)
+            if cas.returncode != 0:
+                # The tip moved (or its lock was held) since we read it: plan again on the new tip.
+                time.sleep(random.uniform(0.001, 0.02) * min(attempt, 8))
+                continue
+            if checked_out:
+                _sync_user(repo, planned, blob)
+            return CommitResult(commit=new, parent=old, ref=ref, path=planned.path, blob=blob,
+                                checked_out=checked_out, attempts=attempt)
+    raise GitError(f"{ref} kept moving while the memory was being committed ({_ATTEMPTS} attempts); try again")
+
+
+def _sync_user(repo: git.Repo, planned: Planned, blob: str | None) -> None:
+    """Put the committed path into the user's work tree and index, and nothing else."""
+    workdir = repo.workdir
+    assert workdir is not None
+    full = workdir / planned.path
+    _check_inside(workdir, full)
+    if blob is None:
+        with contextlib.suppress(FileNotFoundError):
+            full.unlink()
+        line = f"0 {_ZERO}\t{planned.path}\0"
+    else:
+        full.parent.mkdir(parents=True, exist_ok=True)
+        _check_inside(workdir, full)
+        fd, tmp = tempfile.mkstemp(prefix=".vivary-", dir=full.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(planned.content)
+            os.replace(tmp, full)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+        line = f"100644 {blob}\t{planned.path}\0"
+    deadline = time.monotonic() + 10.0
+    while True:
+        proc = repo.git(["update-index", "-z", "--index-info"], input=line.encode("utf-8", "surrogateescape"),
+                        check=False)
+        if proc.returncode == 0:
+            return
+        said = proc.stderr.decode("utf-8", "replace").strip()
+        if "index.lock" not in said or time.monotonic() > deadline:
+            raise GitError(f"the memory was committed, but your index could not be updated for {planned.path}: "
+                           f"{said}; run `git reset -q -- {planned.path}` to pick it up")
+        time.sleep(random.uniform(0.005, 0.03))
+
+
+def _check_inside(workdir: Path, full: Path) -> None:
+    """Refuse a path whose folders leave the work tree through a symbolic link."""
+    here = workdir
+    rel = full.relative_to(workdir).parts
+    for part in rel[:-1]:
+        here = here / part
+        if here.is_symlink():
+            raise RefusedError(f"{here.relative_to(workdir)} is a symbolic link; memories are never written "
+                               "through one: replace it with a folder")
