@@ -78,7 +78,7 @@ def memory_folder(data: bytes | None) -> str:
         return DEFAULT_MEMORY_FOLDER
     try:
         raw = tomllib.loads(data.decode("utf-8-sig"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
         return DEFAULT_MEMORY_FOLDER
     memory = raw.get("memory")
     remember = memory.get("remember") if isinstance(memory, dict) else None

@@ -30,6 +30,23 @@ def at_least(low: int) -> Callable[[str], int]:
     return convert
 
 
+def between(low: int, high: int) -> Callable[[str], int]:
+    """As `at_least`, with an upper bound too (a port number)."""
+
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(
+                f"must be a whole number of at least {low} and at most {high}, got {text!r}")
+        return value
+
+    convert.__name__ = f"between_{low}_{high}"
+    return convert
+
+
 def add_source_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("which tree to read (default: the working tree, as `git status` sees it)")
     x = g.add_mutually_exclusive_group()

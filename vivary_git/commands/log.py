@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from vivary_git.commands._common import add_json_arg, emit_json
+from vivary_git.commands._common import add_json_arg, at_least, emit_json
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -16,7 +16,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "history here. Exit 0; 2 for an unknown node. docs/remember.md.",
     )
     p.add_argument("id", nargs="?", metavar="ID", help="a node id or path (default: all memory commits)")
-    p.add_argument("-n", "--max-count", type=int, default=50, metavar="N", help="at most N commits (default 50)")
+    p.add_argument("-n", "--max-count", type=at_least(1), default=50, metavar="N",
+                   help="at most N commits (default 50)")
     p.add_argument("--rev", metavar="REV", default="HEAD", help="history of this commit (default HEAD)")
     p.add_argument("--root", metavar="DIR", help="workspace directory (default: nearest folder with tropo.toml)")
     p.add_argument("-C", dest="cwd", metavar="PATH", help="run as if started in PATH")

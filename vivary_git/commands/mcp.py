@@ -7,6 +7,7 @@ import importlib.util
 import ipaddress
 import os
 
+from vivary_git.commands._common import between
 from vivary_git.errors import EXIT_OK, RefusedError, UsageError
 
 _LOOPBACK_NAMES = ("localhost",)
@@ -25,7 +26,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--transport", choices=("stdio", "streamable-http"), default="stdio",
                    help="stdio (default; the host starts the server) or streamable-http")
     p.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default 127.0.0.1, loopback)")
-    p.add_argument("--port", type=int, default=8765, metavar="N", help="HTTP port (default 8765; 0: any free port)")
+    p.add_argument("--port", type=between(0, 65535), default=8765, metavar="N",
+                   help="HTTP port (default 8765; 0: any free port)")
     p.add_argument("--path", default="/mcp", help="HTTP path of the endpoint (default /mcp)")
     p.add_argument("--profile", choices=("host-core", "read-only"), default="host-core",
                    help="host-core (default): all tools; read-only: search, read, status (CI, untrusted hosts)")

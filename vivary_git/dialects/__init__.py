@@ -264,7 +264,7 @@ def template_folders(probe: Probe, dialect: str) -> tuple[str, ...]:
                 continue
             try:
                 value = json.loads(data.decode("utf-8", "replace"))
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             folder = value.get(key) if isinstance(value, dict) else None
             if isinstance(folder, str) and folder.strip("/ "):

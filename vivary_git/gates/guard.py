@@ -141,6 +141,10 @@ def _read_minimal(name: str, data: bytes, staged: bool) -> tuple[list[str], list
         return [], [Finding(name, line, "error", CODE_CONFIG,
                             f"not valid TOML ({err}); the guard cannot know which paths are private: "
                             "fix the file and stage it again")]
+    except RecursionError:
+        return [], [Finding(name, 1, "error", CODE_CONFIG,
+                            "not valid TOML (arrays or tables nested too deeply); the guard cannot know which "
+                            "paths are private: flatten them and stage the file again")]
     findings: list[Finding] = []
     private, problem = _private_paths(raw)
     if problem:

@@ -243,6 +243,8 @@ def _toml_data(text: str, shown: str) -> dict[str, Any]:
         if at is not None:
             said = f"line {at.group(1)}, column {at.group(2)}: {said[:at.start()] + said[at.end():]}"
         raise _parse_error(shown, said) from None
+    except RecursionError:
+        raise _parse_error(shown, "arrays or tables are nested too deeply") from None
 
 
 def _toml_servers(data: dict[str, Any], shown: str) -> dict[str, Any]:
@@ -271,7 +273,7 @@ def toml_install(text: str | None, name: str, entry: dict[str, Any], root: Path,
     expected = {**data, "mcp_servers": {**servers, name: entry}}
     try:
         got: dict[str, Any] | None = tomllib.loads(after)
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         got = None
     if got != expected:
         raise ConfigError(f"{shown}: adding a [mcp_servers.{name}] table would not add just this server (is "

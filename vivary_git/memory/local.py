@@ -381,6 +381,7 @@ class LocalMemory:
         loading = Background(lambda: _load_embedder(self.cfg.memory.local.model))
         snap = self.snapshot()
         store = self.store
+        store.ready()  # a folder that cannot be written fails now, not after the notes are embedded
         rendered = list(packets(self.ws, snap))
         digests = [_digest(p) for _, p in rendered]
         embedder = loading.result()

@@ -55,6 +55,10 @@ class StateStore(Protocol):
         """Store `data` under `name`, replacing what was there, atomically."""
         ...
 
+    def ready(self) -> None:
+        """Raise the error `put` would when nothing can be stored here, before minutes of work are spent."""
+        ...
+
     def local_path(self, name: str) -> Path | None:
         """A file holding `name`'s bytes, when the backend has one (hnswlib loads from a path); else None."""
         ...
@@ -96,13 +100,22 @@ class LocalStateStore:
                 os.fsync(fh.fileno())
             os.replace(tmp, path)
         except OSError as err:
-            raise GitError(
-                f"cannot write the memory index in {self.directory} ({err.strerror or err}): a file may be in the "
-                f"place of a folder on that path; remove it (the index is rebuilt by `git vivary index --yes`)"
-            ) from None
+            raise self._unwritable(err) from None
         finally:
             with contextlib.suppress(OSError):
                 tmp.unlink()
+
+    def ready(self) -> None:
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise self._unwritable(err) from None
+
+    def _unwritable(self, err: OSError) -> GitError:
+        return GitError(
+            f"cannot write the memory index in {self.directory} ({err.strerror or err}): a file may be in the "
+            f"place of a folder on that path; remove it (the index is rebuilt by `git vivary index --yes`)"
+        )
 
     def local_path(self, name: str) -> Path | None:
         path = self.directory / check_name(name)

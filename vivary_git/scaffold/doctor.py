@@ -436,7 +436,7 @@ def _find_manifest(cfg: MemoryConfig, ws_root: Path, common_dir: Path) -> tuple[
             if candidate.stat().st_size > _MANIFEST_MAX_BYTES:
                 return str(candidate), ""
             data = json.loads(candidate.read_bytes())
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return str(candidate), ""  # unreadable counts as stale: recall would refuse it too
         value = data.get("fingerprint") if isinstance(data, dict) else None
         return str(candidate), value if isinstance(value, str) else ""
