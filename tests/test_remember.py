@@ -200,7 +200,8 @@ def test_eight_concurrent_adds_all_land(repo: Repo) -> None:
         for i in range(8)
     ]
     results = [(p.wait(timeout=300), p.stdout.read(), p.stderr.read()) for p in procs]  # type: ignore[union-attr]
-    assert all(code == 0 for code, _, _ in results), results
+    failed = [(code, err) for code, _, err in results if code != 0]
+    assert not failed, failed
     paths = {json.loads(out)["path"] for _, out, _ in results}
     assert len(paths) == 8
     log = repo.git("log", "--format=%(trailers:key=Vivary-Op,valueonly)", "-8").split()

@@ -267,7 +267,7 @@ def _sync_user(repo: git.Repo, planned: Planned, blob: str | None) -> None:
                 os.unlink(tmp)
             raise
         line = f"100644 {blob}\t{planned.path}\0"
-    deadline = time.monotonic() + 10.0
+    deadline = time.monotonic() + 30.0  # other writers (Git's own, other agents) hold index.lock briefly
     while True:
         proc = repo.git(["update-index", "-z", "--index-info"], input=line.encode("utf-8", "surrogateescape"),
                         check=False)
