@@ -56,6 +56,7 @@ import os
 import re
 import stat
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -75,6 +76,7 @@ __all__ = [
     "check_snapshot_files",
     "decide",
     "decide_scoped",
+    "decide_without_git",
     "find_scopes",
     "sensitive_name",
 ]
@@ -287,6 +289,50 @@ def decide_scoped(
             reason = _sensitive_reason(path)
         decisions.append(PrivacyDecision(path=path, private=bool(reason), reason=reason))
     return decisions
+
+
+def decide_without_git(folder: Path, paths: Sequence[str]) -> list[PrivacyDecision]:
+    """The part of the boundary that needs no Git, for a plain folder outside any repository (search
+    there, `hidden.py`): the floor at the top and at every workspace root on the way to a path (found on
+    disk, as `find_scopes` finds them in a tree), and sensitive names; there are no Git ignore rules to
+    apply. A workspace whose `.vivary/memory.toml` lists `private_paths` raises `PrivacyError`: only Git
+    matches gitignore patterns exactly, and guessing would fail open. `ConfigError` for a bad file."""
+    paths = list(paths)
+    _check_paths_syntax(paths)
+    ignorecase = sys.platform in ("darwin", "win32")  # what `git init` would find on such a file system
+    dirs: set[str] = set()
+    for path in paths:
+        cut = path.rfind("/")
+        while cut > 0 and path[:cut] not in dirs:
+            dirs.add(path[:cut])
+            cut = path.rfind("/", 0, cut)
+    workspaces: list[str] = []
+    for d in sorted(dirs | {""}):
+        base = folder / d if d else folder
+        if d and not any(os.path.lexists(base / m) for m in WORKSPACE_MARKERS):
+            continue
+        if d:
+            workspaces.append(d)
+        config = base / MEMORY_CONFIG
+        if os.path.lexists(config):
+            name = f"{d}/{MEMORY_CONFIG}" if d else MEMORY_CONFIG
+            try:
+                data = config.read_bytes()
+            except OSError as err:
+                raise PrivacyError(f"cannot decide privacy: {name} cannot be read ({err.strerror or err})") from err
+            if _read_scope(d, name, data).private_paths:
+                raise PrivacyError(
+                    f"cannot decide privacy in {folder}: {name} lists private_paths, gitignore patterns only Git "
+                    "matches exactly, and this folder is not in a Git work tree; run `git init` there (nothing "
+                    "needs to be committed) and try again"
+                )
+    out: list[PrivacyDecision] = []
+    for path in paths:
+        inside = [d for d in workspaces if path.startswith(d + "/")]
+        reason = (_floor_reason(path, ignorecase) or _workspace_floor_reason(path, inside, ignorecase)
+                  or _sensitive_reason(path))
+        out.append(PrivacyDecision(path=path, private=bool(reason), reason=reason))
+    return out
 
 
 WORKSPACE_MARKERS = ("tropo.toml", ".vivary")  # a folder holding either is a workspace (docs/privacy.md)

@@ -14,6 +14,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
@@ -153,9 +154,15 @@ def search(
     snippet: int = DEFAULT_SNIPPET,
     explain: bool = False,
     index: SearchIndex | None = None,
+    hidden: AbstractSet[str],
 ) -> QueryResult:
     """Rank the graph's nodes for `text`. With an `index` (built from the same graph and notes) the
-    answer is identical and only the top results' notes are read (for snippets)."""
+    answer is identical and only the top results' notes are read (for snippets).
+
+    `hidden`: IDs of nodes that must not show (`hidden.hidden_ids`, the privacy boundary's private
+    notes; an empty set only when the owner asks for every note). They are never results, never listed
+    as an edge's target, never match an `--edge` filter, and their IDs are not edge text that scores
+    another node. Required, so that no caller forgets it."""
     if not text.strip():
         raise UsageError('provide a search query, e.g. `git vivary query "auth module"`')
     phrase = fold(text).strip()
@@ -166,7 +173,18 @@ def search(
     words = re.compile(r"\b(?:" + "|".join(re.escape(t) for t in sorted(weights, key=len, reverse=True)) + r")\b")
     # Outbound edges are wanted only to filter by them, to show them, or to score without an index;
     # grouping every edge of a big graph is a good part of a warm query otherwise.
-    outgoing = outgoing_edges(graph) if (edges or explain or index is None) else {}
+    everyone = bool(edges or explain or index is None)
+    outgoing = outgoing_edges(graph) if everyone else {}
+    # A node with an edge to a hidden one is scored directly, without that edge: the index holds its edge
+    # text, which names the hidden node's ID.
+    direct = {e.from_ for e in graph.edges if not e.broken and e.to in hidden} if hidden else set()
+    if direct:
+        if not everyone:
+            for e in graph.edges:
+                if e.from_ in direct and not e.broken:
+                    outgoing.setdefault(e.from_, []).append(e)
+        for source_id in direct:
+            outgoing[source_id] = [e for e in outgoing.get(source_id, []) if e.to not in hidden]
     keep = make_filter(types, paths, edges, outgoing)
     bonus = EDGE_FILTER_BONUS * len(edges)
     scored: list[tuple[int, Node, list[str]]] = []
@@ -176,7 +194,7 @@ def search(
         matched = index_score(index, phrase, weights, SOURCES)
         for i, node in enumerate(graph.nodes):
             got, mask = matched.get(i, (0, 0))
-            if not (got or bonus) or not keep(node):
+            if not (got or bonus) or node.id in direct or node.id in hidden or not keep(node):
                 continue
             why = [SOURCES[b][0] for b in range(len(SOURCES)) if mask >> b & 1]
             if bonus:
@@ -184,8 +202,8 @@ def search(
                 why.append("edge filter match")
             if got > 0:
                 scored.append((got, node, why))
-    for node in graph.nodes if index is None else ():
-        if not keep(node):
+    for node in graph.nodes if index is None else [n for n in graph.nodes if n.id in direct]:
+        if node.id in hidden or not keep(node):
             continue
         sources = node_sources(node, notes[node.blob], outgoing.get(node.id, []))
         score = 0
@@ -278,12 +296,14 @@ def find(
     edges: Sequence[str] = (),
     snippet: int = DEFAULT_SNIPPET,
     index: SearchIndex | None = None,
+    hidden: AbstractSet[str],
 ) -> FindResult:
-    """Context for a task within a token budget: drop snippets, then edges, then trailing hits, then reasons."""
+    """Context for a task within a token budget: drop snippets, then edges, then trailing hits, then reasons.
+    `hidden` as in `search`: for an agent, always `hidden.hidden_ids(ws)`."""
     if k < 1 or budget < 1:
         raise UsageError(f"find needs k ≥ 1 and budget ≥ 1 (got k={k}, budget={budget})")
     q = search(graph, notes, text, k=k, types=types, paths=paths, edges=edges, snippet=snippet, explain=True,
-               index=index)
+               index=index, hidden=hidden)
     hits = [
         FindHit(h.id, h.type, h.path, "; ".join(h.reasons or []) or "matches the task query", h.snippet,
                 h.edges or None)
