@@ -78,6 +78,7 @@ __all__ = [
     "decide_scoped",
     "decide_without_git",
     "find_scopes",
+    "scopes_on_disk",
     "sensitive_name",
 ]
 
@@ -294,44 +295,63 @@ def decide_scoped(
 def decide_without_git(folder: Path, paths: Sequence[str]) -> list[PrivacyDecision]:
     """The part of the boundary that needs no Git, for a plain folder outside any repository (search
     there, `hidden.py`): the floor at the top and at every workspace root on the way to a path (found on
-    disk, as `find_scopes` finds them in a tree), and sensitive names; there are no Git ignore rules to
-    apply. A workspace whose `.vivary/memory.toml` lists `private_paths` raises `PrivacyError`: only Git
-    matches gitignore patterns exactly, and guessing would fail open. `ConfigError` for a bad file."""
+    disk, `scopes_on_disk`), and sensitive names; there are no Git ignore rules to apply. A workspace
+    whose `.vivary/memory.toml` lists `private_paths` raises `PrivacyError`: only Git matches gitignore
+    patterns exactly, and guessing would fail open. `ConfigError` for a bad memory.toml."""
     paths = list(paths)
     _check_paths_syntax(paths)
+    scopes = scopes_on_disk(folder, paths)
+    for scope in scopes:
+        if scope.private_paths:
+            name = f"{scope.prefix}/{MEMORY_CONFIG}" if scope.prefix else MEMORY_CONFIG
+            raise PrivacyError(
+                f"cannot decide privacy in {folder}: {name} lists private_paths, gitignore patterns only Git "
+                "matches exactly, and this folder is not in a Git work tree; run `git init` there (nothing "
+                "needs to be committed) and try again"
+            )
     ignorecase = sys.platform in ("darwin", "win32")  # what `git init` would find on such a file system
-    dirs: set[str] = set()
-    for path in paths:
-        cut = path.rfind("/")
-        while cut > 0 and path[:cut] not in dirs:
-            dirs.add(path[:cut])
-            cut = path.rfind("/", 0, cut)
-    workspaces: list[str] = []
-    for d in sorted(dirs | {""}):
-        base = folder / d if d else folder
-        if d and not any(os.path.lexists(base / m) for m in WORKSPACE_MARKERS):
-            continue
-        if d:
-            workspaces.append(d)
-        config = base / MEMORY_CONFIG
-        if os.path.lexists(config):
-            name = f"{d}/{MEMORY_CONFIG}" if d else MEMORY_CONFIG
-            try:
-                data = config.read_bytes()
-            except OSError as err:
-                raise PrivacyError(f"cannot decide privacy: {name} cannot be read ({err.strerror or err})") from err
-            if _read_scope(d, name, data).private_paths:
-                raise PrivacyError(
-                    f"cannot decide privacy in {folder}: {name} lists private_paths, gitignore patterns only Git "
-                    "matches exactly, and this folder is not in a Git work tree; run `git init` there (nothing "
-                    "needs to be committed) and try again"
-                )
+    workspaces = [s.prefix for s in scopes if s.prefix]
     out: list[PrivacyDecision] = []
     for path in paths:
         inside = [d for d in workspaces if path.startswith(d + "/")]
         reason = (_floor_reason(path, ignorecase) or _workspace_floor_reason(path, inside, ignorecase)
                   or _sensitive_reason(path))
         out.append(PrivacyDecision(path=path, private=bool(reason), reason=reason))
+    return out
+
+
+def scopes_on_disk(folder: Path, paths: Iterable[str], *, also: Iterable[str] = ()) -> list[Scope]:
+    """`find_scopes` for the files on disk under `folder` (a work tree's top, or a plain folder): the top,
+    every folder on the way to a path holding `tropo.toml` or `.vivary/`, and the folders in `also`, each
+    with the rules of its `.vivary/memory.toml` as it is on disk (`ConfigError` when it cannot be read)."""
+    dirs: set[str] = {""}
+    for path in paths:
+        cut = path.rfind("/")
+        while cut > 0 and path[:cut] not in dirs:
+            dirs.add(path[:cut])
+            cut = path.rfind("/", 0, cut)
+    wanted = set(also)
+    out: list[Scope] = []
+    for d in sorted(dirs | wanted, key=lambda d: (d.count("/") + bool(d), d)):
+        base = folder / d if d else folder
+        if d and d not in wanted and not any(os.path.lexists(base / m) for m in WORKSPACE_MARKERS):
+            continue
+        config = base / MEMORY_CONFIG
+        name = f"{d}/{MEMORY_CONFIG}" if d else MEMORY_CONFIG
+        if not os.path.lexists(config):
+            out.append(Scope(d))
+            continue
+        if config.is_symlink() or not config.is_file():
+            from vivary_git.errors import ConfigError
+
+            raise ConfigError(f"{name}: is not a regular file; replace it with the file itself")
+        try:
+            data = config.read_bytes()
+        except OSError as err:
+            from vivary_git.errors import ConfigError
+
+            raise ConfigError(f"{name}: cannot be read ({err.strerror or err}); fix its permissions") from err
+        out.append(_read_scope(d, name, data))
     return out
 
 
