@@ -270,6 +270,6 @@ def test_leaks_are_decided_by_the_privacy_boundary(repo: Repo, cli: Any) -> None
 def test_unguarded_probes_come_from_the_floor(repo: Repo, cli: Any) -> None:
     repo.commit("notes", {"a.md": "# A\n", ".gitignore": "USER.md\nMEMORY.md\n/memory/\n"})
     repo.write({"memory/.keep": ""})  # a private folder exists: doctor probes where new files would land
-    code, d = doctor(cli, repo.path)
+    _, d = doctor(cli, repo.path)
     assert set(d["privacy"]["unguarded"]) == {"USER.markdown", "MEMORY.markdown", "heartbeat-reports/",
                                               ".strato/private/"}
