@@ -118,3 +118,42 @@ def test_a_plain_folder_hides_what_needs_no_git_and_refuses_what_does(tmp_path: 
     r = cli("find", "common", cwd=folder)
     assert r.code == 3 and r.out == ""
     assert "private_paths" in r.err and "Git" in r.err
+
+
+def test_hiding_is_searching_the_graph_without_those_nodes(repo: Repo) -> None:
+    """Search with `hidden` (asked lazily, a batch of candidates at a time) answers exactly like search
+    over the graph with those nodes and every edge to them removed, with and without the index."""
+    import random
+
+    import msgspec
+
+    import vivary_git
+    from vivary_git import searchindex
+    from vivary_git.query import find, search
+
+    rng = random.Random(7)
+    words = ["auth", "graph", "memory", "gate", "review", "token", "the", "release"]
+    files = {"tropo.toml": TROPO}
+    for i in range(300):
+        body = " ".join(rng.choice(words) for _ in range(rng.randint(0, 12)))
+        deps = ", ".join(f"m{rng.randrange(300)}" for _ in range(rng.randint(0, 4)))
+        files[f"modules/m{i}.md"] = f"---\nstatus: s\ndepends: [{deps}]\n---\n# {body[:10]}\n{body}\n"
+    repo.commit(files=files)
+    ws = vivary_git.open_workspace(repo.path, rev="HEAD")
+    graph, notes = ws.graph(), ws.notes()
+    index = searchindex.build(graph, notes)
+    for trial in range(12):
+        hidden = frozenset(f"m{i}" for i in rng.sample(range(300), rng.choice([1, 20, 150])))
+        pruned = msgspec.structs.replace(graph, nodes=[n for n in graph.nodes if n.id not in hidden],
+                                         edges=[e for e in graph.edges if e.from_ not in hidden and e.to not in hidden])
+        for q, kw in (("auth", {"k": 3}), ("graph memory", {"k": 25, "explain": True}),
+                      ("token", {"edges": ["depends"], "k": 5}), ("review gate", {"k": 1}), ("m12", {"k": 10})):
+            want = search(pruned, notes, q, hidden=frozenset(), **kw)  # type: ignore[arg-type]
+            for idx in (None, index):
+                got = search(graph, notes, q, index=idx, hidden=hidden, **kw)  # type: ignore[arg-type]
+                assert got == want, (trial, q, kw, idx is None)
+                asked = search(graph, notes, q, index=idx, hidden=lambda ids, h=hidden: h & set(ids),  # type: ignore[misc]
+                               **kw)  # type: ignore[arg-type]
+                assert asked == want
+        assert find(graph, notes, "auth graph", hidden=hidden, index=index) == find(pruned, notes, "auth graph",
+                                                                                   hidden=frozenset())

@@ -28,14 +28,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vivary_git.hidden import hidden_ids
+    from vivary_git.hidden import PrivateNodes
     from vivary_git.query import find
 
     ws = open_ws(args)
     text = " ".join(args.text)
     result = find(
         ws.graph(), ws.lazy_notes(), text, k=args.k, budget=args.budget, types=args.type, paths=args.path,
-        edges=args.edge, snippet=args.snippet, index=ws.search_index(), hidden=hidden_ids(ws),
+        edges=args.edge, snippet=args.snippet, index=ws.search_index(), hidden=PrivateNodes(ws),
     )
     ws.report_stats()
     if args.json:

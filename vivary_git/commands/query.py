@@ -41,12 +41,9 @@ def run(args: argparse.Namespace) -> int:
 
     ws = open_ws(args)
     text = " ".join(args.text)
-    if args.include_private:
-        hidden: frozenset[str] = frozenset()
-    else:
-        from vivary_git.hidden import hidden_ids
+    from vivary_git.hidden import PrivateNodes
 
-        hidden = hidden_ids(ws)
+    hidden: frozenset[str] | PrivateNodes = frozenset() if args.include_private else PrivateNodes(ws)
     result = search(
         ws.graph(), ws.lazy_notes(), text, k=args.k, types=args.type, paths=args.path, edges=args.edge,
         snippet=args.snippet, explain=args.explain, index=ws.search_index(), hidden=hidden,
