@@ -10,6 +10,10 @@ if [ "$build" != true ] && [ "$push" != true ]; then
 fi
 vivary=${VIVARY_BIN:?the install step did not report where git-vivary is}
 cd "${GITHUB_WORKSPACE:-.}"
+# sign-cache (action/sign.sh): its Git config, for this step's Git and vivary-git only.
+if [ -n "${VIVARY_CONFIG_HOME:-}" ]; then
+    export XDG_CONFIG_HOME=$VIVARY_CONFIG_HOME
+fi
 
 if [ "$build" = true ]; then
     # `index -h` exits 2 when the command is missing; `--yes` (write the index) came after `--dry-run`.

@@ -6,6 +6,10 @@ set -euo pipefail
 
 vivary=${VIVARY_BIN:?the install step did not report where git-vivary is}
 cd "${GITHUB_WORKSPACE:-.}"
+# sign-cache (action/sign.sh): its Git config, for this step's Git and vivary-git only.
+if [ -n "${VIVARY_CONFIG_HOME:-}" ]; then
+    export XDG_CONFIG_HOME=$VIVARY_CONFIG_HOME
+fi
 
 # GitHub's escaping for a workflow command's message: a line break would start a new command.
 esc() { local s=${1//%/%25}; s=${s//$'\r'/%0D}; printf '%s' "${s//$'\n'/%0A}"; }

@@ -159,7 +159,8 @@ def text_runs(dest: Path, queries: dict[str, str], qids: list[str]) -> tuple[dic
     ws = open_workspace(dest)
     graph, notes, index = ws.graph(), ws.lazy_notes(), ws.search_index()
     start = time.perf_counter()
-    runs = {q: [h.id for h in search(graph, notes, queries[q], k=K, snippet=0, index=index).results] for q in qids}
+    runs = {q: [h.id for h in search(graph, notes, queries[q], k=K, snippet=0, index=index,
+                                       hidden=frozenset()).results] for q in qids}
     return runs, time.perf_counter() - start
 
 

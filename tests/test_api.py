@@ -25,7 +25,7 @@ def test_open_workspace_check_query_blast(repo: Repo) -> None:
     graph = ws.graph()
     assert [n.id for n in graph.nodes] == ["core", "ui"]
     assert graph.counts() == {"nodes": 2, "edges": 2, "broken": 1}
-    assert [h.id for h in search(graph, ws.notes(), "engine").results] == ["core"]
-    assert find(graph, ws.notes(), "engine", budget=50).estimated_tokens <= 50
+    assert [h.id for h in search(graph, ws.notes(), "engine", hidden=frozenset()).results] == ["core"]
+    assert find(graph, ws.notes(), "engine", budget=50, hidden=frozenset()).estimated_tokens <= 50
     assert [i.id for i in blast(graph, "core").impacted] == ["ui"]
     assert ws.tree_id == repo.git("rev-parse", "HEAD^{tree}").strip()

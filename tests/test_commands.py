@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from typing import Any
@@ -152,12 +153,15 @@ def test_search_index_answers_exactly_like_the_direct_scan(repo: Repo) -> None:
     index = searchindex.build(graph, notes)
     queries = ["auth", "graph memory", "the", "of the", "café", "naïve auth", "token", "token_id", "x-ray", "2026",
                "m1", "depends m2", "modules/m", "AUTH Graph", "release gate review", "zzz", "a"]
-    for q in queries:
+    # Hidden (private) nodes: nodes with an edge to one are scored without the index; still the same answer.
+    for q, hidden in itertools.product(queries, (frozenset(), frozenset({"m1", "m7", "m22"}))):
         for kw in ({}, {"k": 3}, {"edges": ["depends"]}, {"types": ["module"], "explain": True},
                    {"paths": ["modules/m1*"], "snippet": 30}, {"edges": [":m1"], "k": 50}):
-            indexed = search(graph, notes, q, index=index, **kw)  # type: ignore[arg-type]
-            assert indexed == search(graph, notes, q, **kw), (q, kw)  # type: ignore[arg-type]
-        assert find(graph, notes, q, index=index, budget=80) == find(graph, notes, q, budget=80)
+            indexed = search(graph, notes, q, index=index, hidden=hidden, **kw)  # type: ignore[arg-type]
+            assert indexed == search(graph, notes, q, hidden=hidden, **kw), (q, kw)  # type: ignore[arg-type]
+            assert not {h.id for h in indexed.results} & hidden
+        assert find(graph, notes, q, index=index, budget=80, hidden=hidden) == find(graph, notes, q, budget=80,
+                                                                                      hidden=hidden)
     cached = vivary_git.open_workspace(repo.path, rev="HEAD").search_index()
     assert cached == vivary_git.open_workspace(repo.path, rev="HEAD").search_index() == index
 

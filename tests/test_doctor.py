@@ -240,3 +240,36 @@ def test_unborn_and_not_a_repository(tmp_path: Path, cli: Any) -> None:
     assert any("no commits yet" in p["message"] for p in d["problems"])
     assert d["privacy"]["status"] == "ok"  # the scaffold's private files are ignored even before a commit
     assert git(tmp_path / "fresh", "rev-parse", "-q", "--verify", "HEAD", check=False) == ""
+
+
+def test_leaks_are_decided_by_the_privacy_boundary(repo: Repo, cli: Any) -> None:
+    """Doctor's leaks are what the one privacy decision (and so the commit guard) calls private: the
+    `.markdown` twins, the floor at every workspace root, `private_paths`, sensitive names; not the
+    committed config under `.vivary/`."""
+    repo.commit("notes", {"a.md": "# A\n", "vault/tropo.toml": "version = 1\n", "vault/b.md": "# B\n",
+                          ".vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["journal/**"]\n',
+                          ".gitignore": "USER.md\nMEMORY.md\n/memory/\n/heartbeat-reports/\n/.strato/private/\n"})
+    repo.write({"notes/USER.markdown": "me\n", "vault/memory/x.md": "diary\n", "journal/day.md": "day\n",
+                "notes/api-token.md": "tok\n"})
+    code, d = doctor(cli, repo.path)
+    assert code == 1 and d["privacy"]["status"] == "failed"
+    assert d["privacy"]["leaks"] == ["journal/day.md", "notes/USER.markdown", "notes/api-token.md",
+                                     "vault/memory/x.md"]
+    # From the nested workspace, its own leak, named relative to it.
+    code, d = doctor(cli, repo.path / "vault")
+    assert code == 1 and d["privacy"]["leaks"] == ["memory/x.md"]
+    # A sensitive name the guard is told to allow is not a leak either.
+    repo.git("config", "--add", "vivary.guardAllow", "notes/api-token.md")
+    for rel in ("notes/USER.markdown", "vault/memory/x.md", "journal/day.md"):
+        (repo.path / rel).unlink()
+    code, d = doctor(cli, repo.path)
+    assert code == 0 and d["privacy"] == {"status": "ok", "leaks": [], "unguarded": d["privacy"]["unguarded"],
+                                          "detail": ""}
+
+
+def test_unguarded_probes_come_from_the_floor(repo: Repo, cli: Any) -> None:
+    repo.commit("notes", {"a.md": "# A\n", ".gitignore": "USER.md\nMEMORY.md\n/memory/\n"})
+    repo.write({"memory/.keep": ""})  # a private folder exists: doctor probes where new files would land
+    _, d = doctor(cli, repo.path)
+    assert set(d["privacy"]["unguarded"]) == {"USER.markdown", "MEMORY.markdown", "heartbeat-reports/",
+                                              ".strato/private/"}

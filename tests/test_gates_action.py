@@ -55,7 +55,7 @@ def test_no_run_script_interpolates_expressions() -> None:
             continue
         assert "${{" not in step.get("run", ""), step["name"]
         assert step.get("shell") == "bash"
-    for name in ("install.sh", "review.sh", "index.sh", "cache_key.py"):
+    for name in ("install.sh", "sign.sh", "review.sh", "index.sh", "cache_key.py"):
         assert "${{" not in (ROOT / "action" / name).read_text()
 
 
@@ -402,3 +402,67 @@ def test_cache_key_follows_the_action_source(tmp_path: Path) -> None:
     assert before == key()
     (src / "vivary_git" / "a.py").write_text("A = 2\n")
     assert key() != before
+
+
+def _ssh_key(tmp_path: Path) -> tuple[str, str]:
+    key = tmp_path / "keys" / "vivary-ci"
+    key.parent.mkdir()
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "vivary-ci", "-f", str(key)], check=True)
+    return key.read_text(), (tmp_path / "keys" / "vivary-ci.pub").read_text().strip()
+
+
+@pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs ssh-keygen (OpenSSH)")
+def test_sign_cache_signs_what_the_run_records_and_pushes(repo: Repo, tmp_path: Path) -> None:
+    """`sign-cache` with a `signing-key` (on GitHub, `${{ secrets.… }}`; here the harness passes the key
+    text as the input value, since GitHub's secret store cannot exist here): the cache commits this run
+    writes are signed with Git's SSH signing, the checkout's config and files are left as they were, and
+    a clone that allows the key reads the pushed cache under `vivary.cacheTrust signed`."""
+    private, public = _ssh_key(tmp_path)
+    base, head = pr_repo(repo)
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", str(origin))
+    repo.git("remote", "add", "origin", str(origin))
+    repo.git("push", "-q", "origin", "main")
+    config_before = (repo.path / ".git" / "config").read_text()
+    inputs = {**tool_inputs(), "fail-on-error": "false", "push-refs": "true", "sign-cache": "true",
+              "signing-key": private}
+    for d in ("run1", "run2"):
+        (tmp_path / d).mkdir()
+    r = run_action(repo.path, tmp_path / "run1", inputs, {"before": base, "after": head}, event_name="push")
+    assert r.code == 0, r.log
+    assert "PRIVATE KEY" not in r.log
+    first = repo.git("rev-parse", "refs/vivary/cache").strip()
+    assert "gpgsig" in repo.git("cat-file", "commit", first), "the recorded cache commit is signed"
+    assert git(origin, "rev-parse", "refs/vivary/cache").strip() == first
+    assert (repo.path / ".git" / "config").read_text() == config_before, "nothing is set in the checkout"
+    assert repo.git("status", "--porcelain") == ""
+    # The next run (a new tree) builds on its own signed commit: the key verifies its own signatures.
+    repo.commit("more", {"modules/d.md": "---\ndepends: [a]\n---\n# D\n"})
+    later = repo.git("rev-parse", "HEAD").strip()
+    r = run_action(repo.path, tmp_path / "run2", inputs, {"before": head, "after": later}, event_name="push")
+    assert r.code == 0, r.log
+    second = repo.git("rev-parse", "refs/vivary/cache").strip()
+    assert second != first and repo.git("rev-parse", f"{second}^").strip() == first
+    # A clone that lists the key in its allowed-signers file trusts what the action pushed.
+    me = tmp_path / "me"
+    git(tmp_path, "clone", "-q", str(origin), str(me))
+    allowed = tmp_path / "allowed_signers"
+    allowed.write_text(f'vivary-ci namespaces="git" {public}\n')
+    git(me, "config", "gpg.ssh.allowedSignersFile", str(allowed))
+    git(me, "config", "vivary.cacheTrust", "signed")
+    vivary = tool_inputs()["vivary-git"]
+    assert subprocess.run([vivary, "sync", "fetch"], cwd=me, capture_output=True, check=False).returncode == 0
+    said = subprocess.run([vivary, "cache", "verify"], cwd=me, capture_output=True, text=True, check=False).stdout
+    assert f"read {second[:12]}" in said, said
+
+
+@pytest.mark.parametrize(("inputs", "says"), [
+    ({"sign-cache": "true", "signing-key": "not a key"}, "signing-key is not an unencrypted SSH private key"),
+    ({"signing-key": "-----BEGIN OPENSSH PRIVATE KEY-----"}, "signing-key is set but sign-cache is not 'true'"),
+    ({"sign-cache": "yes"}, "sign-cache must be 'true' or 'false'"),
+])
+def test_sign_cache_refuses_what_it_cannot_use(repo: Repo, tmp_path: Path, inputs: dict[str, str], says: str) -> None:
+    base, head = pr_repo(repo)
+    r = run_action(repo.path, tmp_path, {**tool_inputs(), **inputs}, pr_event(base, head))
+    assert r.code == 2 and f"::error title=vivary::{says}" in r.log, r.log
+    assert "BEGIN OPENSSH" not in r.log

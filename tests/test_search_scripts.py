@@ -98,7 +98,8 @@ def test_index_and_direct_scan_agree_on_any_script(repo: Repo) -> None:
     for q in ["链", "内部链接", "链接 内部", "リンク", "링크", "ссылка", "ССЫЛКИ", "grösse", "naïve", "api 设计",
               "token_id", "λόγος", "हिन्दी", "the", "内部 api ссылки"]:
         for kw in ({}, {"explain": True, "snippet": 20}):
-            assert search(graph, notes, q, index=index, **kw) == search(graph, notes, q, **kw), q  # type: ignore[arg-type]
+            assert search(graph, notes, q, index=index, hidden=frozenset(), **kw) == search(
+                graph, notes, q, hidden=frozenset(), **kw), q  # type: ignore[arg-type]
 
 
 @pytest.mark.skipif(importlib.util.find_spec("numpy") is None, reason="needs the [embed] extra")

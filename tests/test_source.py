@@ -228,6 +228,36 @@ def test_parallel_parse_gives_the_same_graph(repo: Repo, cli: Any, monkeypatch: 
     assert one.out == two.out and "E000" in one.out
 
 
+@pytest.mark.parametrize("cache", [[], ["--no-cache"]], ids=["cached", "no-cache"])
+def test_a_name_that_is_not_utf8_does_not_fail_a_worker(repo: Repo, cli: Any, monkeypatch: Any, forks: list[int],
+                                                        cache: list[str]) -> None:
+    """A worker's share holding a file name that is not UTF-8 (zero-config: the ID and title are the file
+    name) comes back spelled out, as the local cache keeps such names, instead of failing its encoding
+    and being parsed again here (`redone` in VIVARY_STATS)."""
+    from vivary_git import parallel
+
+    repo.commit(files={f"m{i:03d}.md": f"---\nstatus: s{i}\n---\n# M{i}\n\n[[m{(i + 1) % 60:03d}]]\n"
+                       for i in range(60)})
+    with open(bytes(repo.path) + b"/zz\xff.md", "wb") as fh:  # sorts last: in the child's share
+        fh.write(b"---\nstatus: [odd\n---\n[[m001]] [[nope]]\n")
+    repo.commit("odd name")
+    monkeypatch.setattr(parallel, "MIN_BLOBS", 10)
+    monkeypatch.setenv("VIVARY_JOBS", "2")
+    monkeypatch.setenv("VIVARY_STATS", "1")
+    two = cli("check", "--rev", "HEAD", "--json", *cache, cwd=repo.path)
+    assert forks, "the work was split"
+    assert '"parsed":61' in two.err and '"redone":0' in two.err, two.err
+    found = two.json()["findings"]
+    assert found and {f["path"] for f in found} == {"zz\\xff.md"}  # the byte shown escaped (docs/output.md)
+    warm = cli("graph", "--rev", "HEAD", "--json", *cache, cwd=repo.path)  # reads what the first run cached
+    assert "Traceback" not in warm.err and '"redone":0' in warm.err
+    assert "zz\\xff" in [n["id"] for n in warm.json()["nodes"]]
+    monkeypatch.setenv("VIVARY_JOBS", "1")
+    one = cli("check", "--rev", "HEAD", "--json", "--no-cache", cwd=repo.path)
+    assert one.out == two.out
+    assert cli("graph", "--rev", "HEAD", "--json", "--no-cache", cwd=repo.path).out == warm.out
+
+
 def test_no_fork_while_another_thread_runs(repo: Repo, cli: Any, monkeypatch: Any, forks: list[int]) -> None:
     """A thread might hold a lock when the process forks (recall imports its runtime in one), so work
     that would go to forked children is done in this process instead, with the same answer."""

@@ -132,10 +132,10 @@ def test_concurrent_writers_both_finish_and_nothing_is_lost(repo: Repo, cli: Any
     r = GitRepo(repo.path)
     snap = store.Snapshot.load(r)
     assert snap is not None and snap.verify() == []
-    keys = store.list_states(r, "race")
-    assert len(keys) == 3 * n, "every writer's every entry is there"
     assert store.get_state(r, "race", "b-7", "data") is None, "reading state is up to vivary.cacheTrust"
     repo.git("config", "vivary.cacheTrust", "any")
+    keys = store.list_states(r, "race")
+    assert len(keys) == 3 * n, "every writer's every entry is there"
     assert store.get_state(r, "race", "b-7", "data") == b"b 7"
     assert len(snap.manifest.trees) == 1, "and what was there before"
     chain = git(repo.path, "rev-list", "--count", store.CACHE_REF).strip()
@@ -259,3 +259,90 @@ def test_an_unreachable_remote_shows_all_of_gits_message_escaped(repo: Repo, tmp
     assert len(lines) > 2 and all(line.startswith("  ") for line in lines[1:]), lines  # not just the last line
     assert any("does not appear to be a git repository" in line for line in lines[1:])
     assert_inert(r.stderr)
+
+
+def test_push_leaves_provider_state_out_so_fetch_adopts_it(repo: Repo, tmp_path: Path) -> None:
+    """`sync fetch` refuses a cache holding provider state files (opaque bytes it cannot check), so `sync
+    push` never publishes one: the remote gets the same parses, facts and summaries, without the states,
+    and no object of them is reachable there. They stay in this clone."""
+    repo.commit("notes", NOTES)
+    origin = bare(tmp_path, "origin.git")
+    repo.git("push", "-q", f"file://{origin}", "main")
+    assert run_git_vivary(["check", "--rev", "HEAD"], repo.path).returncode == 1
+    r = GitRepo(repo.path)
+    store.put_state(r, "vivary-local", "k1", {"index.bin": b"STATE-BYTES-one"})
+    for round_ in range(2):
+        push = run_git_vivary(["sync", "push", f"file://{origin}"], repo.path)
+        assert push.returncode == 0, push.stderr
+        assert "1 memory-provider state file(s) stay in this clone" in push.stderr
+        published = objects_reachable(origin, store.CACHE_REF)
+        assert b"STATE-BYTES" not in published, round_
+        names = [line.split(" ", 1)[1] for line in git(origin, "rev-list", "--objects", store.CACHE_REF).splitlines()
+                 if " " in line]
+        assert "parse" in names and not [n for n in names if n.startswith("state")], names
+        mine = store.Snapshot.load(r)
+        theirs = store.Snapshot.load(r, commit=git(origin, "rev-parse", store.CACHE_REF).strip())
+        assert mine is not None and theirs is not None
+        assert theirs.manifest.chunks == mine.manifest.chunks and theirs.manifest.trees == mine.manifest.trees
+        assert theirs.manifest.states == {} and len(mine.manifest.states) == 1
+    assert "already has" in push.stdout, "pushing again publishes nothing new"
+    # Another clone fetches and adopts it (it refused it before), and its own check reads it.
+    me = tmp_path / "me"
+    git(tmp_path, "clone", "-q", f"file://{origin}", str(me))
+    fetched = run_git_vivary(["sync", "fetch"], me)
+    assert fetched.returncode == 0 and "adopted from origin" in fetched.stdout, fetched.stderr
+    # More state and more entries here: the next push builds on what the remote has, still without state.
+    store.put_state(r, "vivary-local", "k2", {"index.bin": b"STATE-BYTES-two"})
+    repo.commit("m9", {"modules/m9.md": "---\nstatus: new\n---\n# Nine\n"})
+    run_git_vivary(["check", "--rev", "HEAD"], repo.path)
+    before = git(origin, "rev-parse", store.CACHE_REF).strip()
+    assert run_git_vivary(["sync", "push", f"file://{origin}"], repo.path).returncode == 0
+    after = git(origin, "rev-parse", store.CACHE_REF).strip()
+    assert git(origin, "rev-parse", f"{after}^").strip() == before, "the published chain grows by one commit"
+    assert b"STATE-BYTES" not in objects_reachable(origin, store.CACHE_REF)
+    assert run_git_vivary(["sync", "fetch"], me).returncode == 0
+    git(repo.path, "config", "vivary.cacheTrust", "any")
+    assert store.get_state(r, "vivary-local", "k2", "index.bin") == b"STATE-BYTES-two", "kept here"
+
+
+def test_list_states_follows_trust(repo: Repo) -> None:
+    """Which state files a provider has is read from the cache commit this clone trusts, like their bytes."""
+    repo.commit("notes", NOTES)
+    r = GitRepo(repo.path)
+    store.put_state(r, "vivary-local", "k1", {"index.bin": b"x"})
+    assert store.list_states(r, "vivary-local") == {}, "vivary.cacheTrust none: nothing is read"
+    assert store.get_state(r, "vivary-local", "k1", "index.bin") is None
+    repo.git("config", "vivary.cacheTrust", "signed")
+    assert store.list_states(r, "vivary-local") == {}, "no signed commit"
+    repo.git("config", "vivary.cacheTrust", "any")
+    assert store.list_states(r, "vivary-local") == {"k1": ["index.bin"]}
+
+
+def test_fetch_refuses_provider_state_anywhere_in_the_chain(repo: Repo, tmp_path: Path) -> None:
+    """A remote chain whose tip holds no state file but an older commit does: fetching it would adopt
+    those opaque bytes (reachable, and read by `vivary.cacheTrust signed` when that commit is the newest
+    signed one), so it is refused like a tip that holds them."""
+    repo.commit("notes", NOTES)
+    run_git_vivary(["check", "--rev", "HEAD"], repo.path)
+    r = GitRepo(repo.path)
+    store.put_state(r, "vivary-local", "k1", {"index.bin": b"STATE-BYTES"})
+    snap = store.Snapshot.load(r)
+    assert snap is not None
+    # A commit on top that drops the state folder (as another tool might write it).
+    builder = r.repo.TreeBuilder(snap.tree)
+    builder.remove("state")
+    m = snap.manifest
+    manifest = store.Manifest(store=m.store, format=m.format, chain=m.chain + 1, writer=m.writer, written=m.written,
+                              chunks=m.chunks, trees=m.trees, states={})
+    import msgspec
+
+    builder.insert("manifest.msgpack", r.repo.create_blob(msgspec.msgpack.encode(manifest)), 0o100644)
+    top = store._create_commit(r, str(builder.write()), [snap.commit], "state dropped")
+    repo.git("update-ref", store.CACHE_REF, top)
+    origin = bare(tmp_path, "origin.git")
+    repo.git("push", "-q", f"file://{origin}", "main", f"{store.CACHE_REF}:{store.CACHE_REF}")
+    me = tmp_path / "me"
+    git(tmp_path, "clone", "-q", f"file://{origin}", str(me))
+    got = run_git_vivary(["sync", "fetch"], me)
+    assert got.returncode == 3 and "memory-provider state" in got.stderr, got.stderr
+    assert git(me, "rev-parse", "-q", "--verify", store.CACHE_REF, check=False).strip() == ""

@@ -93,6 +93,28 @@ def _encoded(value: Any) -> tuple[bytes, bytes]:
         return _MAGIC_NAMES, _encode_spelled(value)
 
 
+def encode(value: Any) -> bytes:
+    """A value as the cache files hold it: header, then msgpack (`_MAGIC_NAMES` and spelled-out strings
+    when it holds a file name that is not UTF-8). Also what a worker process hands back (parallel.py)."""
+    header, body = _encoded(value)
+    return header + body
+
+
+def decode(data: bytes, value_type: type[T], decoder: msgspec.msgpack.Decoder[Any] | None = None) -> T:
+    """`encode`'s bytes back as `value_type`. `decoder`, when given, decodes the plain form instead (it
+    may keep parts encoded, as `msgspec.Raw`; the spelled-out form is always `value_type`). Raises
+    `msgspec.DecodeError`, `msgspec.ValidationError` or `ValueError` for anything else."""
+    if data.startswith(_MAGIC):
+        body = memoryview(data)[len(_MAGIC):]
+        plain: T = decoder.decode(body) if decoder is not None else msgspec.msgpack.decode(body, type=value_type)
+        return plain
+    if data.startswith(_MAGIC_NAMES):
+        value: T = msgspec.convert(_unspelled(msgspec.msgpack.decode(memoryview(data)[len(_MAGIC_NAMES):])),
+                                   value_type)
+        return value
+    raise ValueError("no cache header")
+
+
 def _read(path: Path, decoder: msgspec.msgpack.Decoder[T]) -> T | None:
     try:
         raw = read_regular(path, None, follow_symlinks=False)  # a FIFO put here must not block the hook

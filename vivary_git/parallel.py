@@ -26,7 +26,6 @@ from vivary_git.models import Note
 MIN_BLOBS = 1500  # below this, starting workers costs more than it saves
 T = TypeVar("T")
 F = TypeVar("F")
-_encoder = msgspec.msgpack.Encoder()
 
 
 def workers() -> int:
@@ -76,9 +75,11 @@ def _split(
     here: Callable[[Sequence[T]], list[Any]],
     there: Callable[[Sequence[T]], bytes],
     decode: Callable[[bytes], list[Any]],
+    redone: Callable[[int], None] | None = None,
 ) -> list[Any] | None:
     """`here(share)` for the first share in this process and `decode(there(share))` for each other
-    share in a forked child; results in item order. None when one process should do it all."""
+    share in a forked child; results in item order. None when one process should do it all.
+    `redone(n)` is told of every share of n items a child failed at and this process did again."""
     n = _shares(len(items))
     if n < 2:
         return None
@@ -120,9 +121,13 @@ def _split(
         if data:
             try:
                 got = decode(data)
-            except (msgspec.DecodeError, msgspec.ValidationError):
+            except (msgspec.DecodeError, msgspec.ValidationError, ValueError):
                 got = None
-        results.extend(got if got is not None and len(got) == len(share) else here(share))
+        if got is None or len(got) != len(share):
+            if redone is not None:
+                redone(len(share))
+            got = here(share)
+        results.extend(got)
     return results
 
 
@@ -135,9 +140,29 @@ def reap(pid: int) -> int:
         return 0
 
 
-def parse_many(repo_path: str, oids: Sequence[str], read: Callable[[str], bytes]) -> list[tuple[str, Note]] | None:
+def _encode(value: Any) -> bytes:
+    """What a child writes back: msgpack behind the local cache's header, so a file name that is not
+    UTF-8 (a str with surrogates, which msgpack cannot encode) is spelled out rather than failing the
+    child's whole share (`localcache.encode`)."""
+    from vivary_git import localcache
+
+    return localcache.encode(value)
+
+
+def _decoder(plain: msgspec.msgpack.Decoder[Any], spelled: Any) -> Callable[[bytes], list[Any]]:
+    from vivary_git import localcache
+
+    def decode(data: bytes) -> list[Any]:
+        got: list[Any] = localcache.decode(data, spelled, plain)
+        return got
+
+    return decode
+
+
+def parse_many(repo_path: str, oids: Sequence[str], read: Callable[[str], bytes],
+               redone: Callable[[int], None] | None = None) -> list[tuple[str, Note]] | None:
     """Parse `oids` across processes (`read` reads a blob in this one); None when parallelism does
-    not pay or is unavailable."""
+    not pay or is unavailable. `redone` as in `_split`."""
     from vivary_git.parse import parse_blob
 
     decoder = msgspec.msgpack.Decoder(list[tuple[str, Note]])
@@ -149,9 +174,9 @@ def parse_many(repo_path: str, oids: Sequence[str], read: Callable[[str], bytes]
         return each(share, read)
 
     def there(share: Sequence[str]) -> bytes:
-        return _encoder.encode(each(share, _blob_reader(repo_path)))
+        return _encode(each(share, _blob_reader(repo_path)))
 
-    return _split(oids, here, there, decoder.decode)
+    return _split(oids, here, there, _decoder(decoder, list[tuple[str, Note]]), redone)
 
 
 def derive_many(
@@ -160,11 +185,13 @@ def derive_many(
     read: Callable[[str], bytes],
     derive: Callable[[str, str, Note], F],
     facts_type: type[F],
+    redone: Callable[[int], None] | None = None,
 ) -> list[tuple[str, Note | msgspec.Raw, F]] | None:
     """For each (blob id, path): parse the blob and call `derive(path, blob, note)`, across
     processes. A child's parses come back still encoded (`msgspec.Raw`, a Note in msgpack): the
-    caller stores them in the caches as they are and never pays for rebuilding those notes here.
-    None when parallelism does not pay or is unavailable."""
+    caller stores them in the caches as they are and never pays for rebuilding those notes here (a
+    share holding a file name that is not UTF-8 comes back spelled out, its parses as `Note`s).
+    None when parallelism does not pay or is unavailable. `redone` as in `_split`."""
     from vivary_git.parse import parse_blob
 
     decoder = msgspec.msgpack.Decoder(list[tuple[str, msgspec.Raw, facts_type]])  # type: ignore[valid-type]
@@ -180,9 +207,10 @@ def derive_many(
         return each(share, read)
 
     def there(share: Sequence[tuple[str, str]]) -> bytes:
-        return _encoder.encode(each(share, _blob_reader(repo_path)))
+        return _encode(each(share, _blob_reader(repo_path)))
 
-    return _split(items, here, there, decoder.decode)
+    spelled = list[tuple[str, Note, facts_type]]  # type: ignore[valid-type]
+    return _split(items, here, there, _decoder(decoder, spelled), redone)
 
 
 class Background(Generic[T]):

@@ -56,6 +56,7 @@ import os
 import re
 import stat
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -75,7 +76,9 @@ __all__ = [
     "check_snapshot_files",
     "decide",
     "decide_scoped",
+    "decide_without_git",
     "find_scopes",
+    "scopes_on_disk",
     "sensitive_name",
 ]
 
@@ -287,6 +290,69 @@ def decide_scoped(
             reason = _sensitive_reason(path)
         decisions.append(PrivacyDecision(path=path, private=bool(reason), reason=reason))
     return decisions
+
+
+def decide_without_git(folder: Path, paths: Sequence[str]) -> list[PrivacyDecision]:
+    """The part of the boundary that needs no Git, for a plain folder outside any repository (search
+    there, `hidden.py`): the floor at the top and at every workspace root on the way to a path (found on
+    disk, `scopes_on_disk`), and sensitive names; there are no Git ignore rules to apply. A workspace
+    whose `.vivary/memory.toml` lists `private_paths` raises `PrivacyError`: only Git matches gitignore
+    patterns exactly, and guessing would fail open. `ConfigError` for a bad memory.toml."""
+    paths = list(paths)
+    _check_paths_syntax(paths)
+    scopes = scopes_on_disk(folder, paths)
+    for scope in scopes:
+        if scope.private_paths:
+            name = f"{scope.prefix}/{MEMORY_CONFIG}" if scope.prefix else MEMORY_CONFIG
+            raise PrivacyError(
+                f"cannot decide privacy in {folder}: {name} lists private_paths, gitignore patterns only Git "
+                "matches exactly, and this folder is not in a Git work tree; run `git init` there (nothing "
+                "needs to be committed) and try again"
+            )
+    ignorecase = sys.platform in ("darwin", "win32")  # what `git init` would find on such a file system
+    workspaces = [s.prefix for s in scopes if s.prefix]
+    out: list[PrivacyDecision] = []
+    for path in paths:
+        inside = [d for d in workspaces if path.startswith(d + "/")]
+        reason = (_floor_reason(path, ignorecase) or _workspace_floor_reason(path, inside, ignorecase)
+                  or _sensitive_reason(path))
+        out.append(PrivacyDecision(path=path, private=bool(reason), reason=reason))
+    return out
+
+
+def scopes_on_disk(folder: Path, paths: Iterable[str], *, also: Iterable[str] = ()) -> list[Scope]:
+    """`find_scopes` for the files on disk under `folder` (a work tree's top, or a plain folder): the top,
+    every folder on the way to a path holding `tropo.toml` or `.vivary/`, and the folders in `also`, each
+    with the rules of its `.vivary/memory.toml` as it is on disk (`ConfigError` when it cannot be read)."""
+    dirs: set[str] = {""}
+    for path in paths:
+        cut = path.rfind("/")
+        while cut > 0 and path[:cut] not in dirs:
+            dirs.add(path[:cut])
+            cut = path.rfind("/", 0, cut)
+    wanted = set(also)
+    out: list[Scope] = []
+    for d in sorted(dirs | wanted, key=lambda d: (d.count("/") + bool(d), d)):
+        base = folder / d if d else folder
+        if d and d not in wanted and not any(os.path.lexists(base / m) for m in WORKSPACE_MARKERS):
+            continue
+        config = base / MEMORY_CONFIG
+        name = f"{d}/{MEMORY_CONFIG}" if d else MEMORY_CONFIG
+        if not os.path.lexists(config):
+            out.append(Scope(d))
+            continue
+        if config.is_symlink() or not config.is_file():
+            from vivary_git.errors import ConfigError
+
+            raise ConfigError(f"{name}: is not a regular file; replace it with the file itself")
+        try:
+            data = config.read_bytes()
+        except OSError as err:
+            from vivary_git.errors import ConfigError
+
+            raise ConfigError(f"{name}: cannot be read ({err.strerror or err}); fix its permissions") from err
+        out.append(_read_scope(d, name, data))
+    return out
 
 
 WORKSPACE_MARKERS = ("tropo.toml", ".vivary")  # a folder holding either is a workspace (docs/privacy.md)

@@ -9,11 +9,13 @@ bigrams (`textsearch.py`), which on ASCII text are exactly those.
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
@@ -141,6 +143,11 @@ def outgoing_edges(graph: Graph) -> dict[str, list[Edge]]:
     return out
 
 
+Hidden = AbstractSet[str] | Callable[[Collection[str]], AbstractSet[str]]
+"""What search must not show: the IDs themselves, or a function telling which of the IDs it is given are
+hidden (asked only about the best candidates and their edge targets: `hidden.PrivateNodes`)."""
+
+
 def search(
     graph: Graph,
     notes: Mapping[str, Note],
@@ -153,11 +160,18 @@ def search(
     snippet: int = DEFAULT_SNIPPET,
     explain: bool = False,
     index: SearchIndex | None = None,
+    hidden: Hidden,
     outgoing: Mapping[str, list[Edge]] | None = None,
 ) -> QueryResult:
     """Rank the graph's nodes for `text`. With an `index` (built from the same graph and notes) the
-    answer is identical and only the top results' notes are read (for snippets). `outgoing`, when a
-    caller asking many questions of one graph has it, is `outgoing_edges(graph)`."""
+    answer is identical and only the top results' notes are read (for snippets).
+
+    `hidden`: the nodes that must not show (`hidden.PrivateNodes(ws)` or `hidden.hidden_ids(ws)`, the
+    privacy boundary's private notes; an empty set only when the owner asks for every note). They are
+    never results, never listed as an edge's target, never match an `--edge` filter, and their IDs are
+    not edge text that scores another node. Required, so that no caller forgets it.
+
+    `outgoing`, when a caller asking many questions of one graph has it, is `outgoing_edges(graph)`."""
     if not text.strip():
         raise UsageError('provide a search query, e.g. `git vivary query "auth module"`')
     phrase = fold(text).strip()
@@ -168,10 +182,43 @@ def search(
     words = re.compile(r"\b(?:" + "|".join(re.escape(t) for t in sorted(weights, key=len, reverse=True)) + r")\b")
     # Outbound edges are wanted only to filter by them, to show them, or to score without an index;
     # grouping every edge of a big graph is a good part of a warm query otherwise.
+    given = outgoing is not None
+    everyone = bool(edges or explain or index is None)
     if outgoing is None:
-        outgoing = outgoing_edges(graph) if (edges or explain or index is None) else {}
+        outgoing = outgoing_edges(graph) if everyone else {}
+    out_of = _edges_of(graph, outgoing if (everyone or given) else None)
+    edge_filters = [parse_edge_filter(s) for s in edges]
     keep = make_filter(types, paths, edges, outgoing)
     bonus = EDGE_FILTER_BONUS * len(edges)
+
+    def direct(node: Node, out: Sequence[Edge]) -> tuple[int, list[str]]:
+        sources = node_sources(node, notes[node.blob], out)
+        score = 0
+        reasons: list[str] = []
+        for (reason, w_phrase, w_term), source in zip(SOURCES, sources, strict=True):
+            low = fold(source)
+            got = w_phrase if phrase in low else 0
+            if any(t in low for t in weights):
+                if low.isascii():
+                    got += w_term * sum(weights[w] for w in words.findall(low))
+                else:
+                    counts = word_counts(low)
+                    got += w_term * sum(weights[t] * counts[t] for t in weights)
+            if got or phrase in low:
+                score += got
+                reasons.append(reason)
+        if bonus:
+            score += bonus
+            reasons.append("edge filter match")
+        return score, reasons
+
+    def rescore(node: Node, out: Sequence[Edge]) -> tuple[int, list[str]] | None:
+        """A node's score without its edges to hidden nodes (None when it no longer passes the filters)."""
+        if not _edges_pass(edge_filters, out):
+            return None
+        score, reasons = direct(node, out)
+        return (score, reasons) if score > 0 else None
+
     scored: list[tuple[int, Node, list[str]]] = []
     if index is not None:
         from vivary_git.searchindex import score as index_score
@@ -190,41 +237,98 @@ def search(
     for node in graph.nodes if index is None else ():
         if not keep(node):
             continue
-        sources = node_sources(node, notes[node.blob], outgoing.get(node.id, []))
-        score = 0
-        reasons: list[str] = []
-        for (reason, w_phrase, w_term), source in zip(SOURCES, sources, strict=True):
-            low = fold(source)
-            got = w_phrase if phrase in low else 0
-            if any(t in low for t in weights):
-                if low.isascii():
-                    got += w_term * sum(weights[w] for w in words.findall(low))
-                else:
-                    counts = word_counts(low)
-                    got += w_term * sum(weights[t] * counts[t] for t in weights)
-            if got or phrase in low:
-                score += got
-                reasons.append(reason)
-        if bonus:
-            score += bonus
-            reasons.append("edge filter match")
+        score, reasons = direct(node, outgoing.get(node.id, []))
         if score > 0:
             scored.append((score, node, reasons))
-    scored.sort(key=lambda s: (-s[0], s[1].path, s[1].id))
+    scored.sort(key=_rank)
     hits: list[QueryHit] = []
-    for score, node, reasons in scored[: max(k, 0)]:
+    for score, node, reasons, out in _public_top(scored, max(k, 0), _asker(hidden), out_of, rescore):
         note = notes[node.blob]
         snip = make_snippet(note, node, phrase, terms, snippet) if snippet > 0 else ""
         hits.append(QueryHit(
             id=node.id, type=node.type, path=node.path, title=node.title, score=score,
             snippet=snip or None,
             reasons=reasons if explain else None,
-            edges=[EdgeRef(e.field, e.to) for e in outgoing.get(node.id, [])] if (explain or edges) else None,
+            edges=[EdgeRef(e.field, e.to) for e in out] if (explain or edges) else None,
         ))
     return QueryResult(
         query=text, k=k, mode="text",
         filters=QueryFilters(type=list(types), path=list(paths), edge=list(edges)), results=hits,
     )
+
+
+def _rank(hit: tuple[Any, ...]) -> tuple[int, str, str]:
+    """(score, node, …) → its place: score descending, then path, then ID."""
+    node: Node = hit[1]
+    return -hit[0], node.path, node.id
+
+
+def _asker(hidden: Hidden) -> Callable[[Collection[str]], AbstractSet[str]]:
+    if callable(hidden):
+        return hidden
+    return lambda ids: {i for i in ids if i in hidden} if hidden else set()
+
+
+def _edges_of(graph: Graph, outgoing: Mapping[str, list[Edge]] | None) -> Callable[[str], list[Edge]]:
+    """A node's non-broken outbound edges: from `outgoing` when it was built, else found by bisection
+    in the graph's edges (sorted by source), for the few nodes asked about."""
+    if outgoing is not None:
+        return lambda node_id: outgoing.get(node_id, [])
+    sources: list[str] = []
+
+    def out_of(node_id: str) -> list[Edge]:
+        if not sources:
+            sources.extend(e.from_ for e in graph.edges)
+        lo = bisect.bisect_left(sources, node_id)
+        hi = bisect.bisect_right(sources, node_id, lo)
+        return [e for e in graph.edges[lo:hi] if not e.broken]
+
+    return out_of
+
+
+def _edges_pass(filters: Sequence[tuple[str, str]], out: Sequence[Edge]) -> bool:
+    return all(any((not f or e.field == f) and (not t or e.to == t) for e in out) for f, t in filters)
+
+
+def _public_top(
+    scored: list[tuple[int, Node, list[str]]],
+    k: int,
+    hidden: Callable[[Collection[str]], AbstractSet[str]],
+    out_of: Callable[[str], list[Edge]],
+    rescore: Callable[[Node, Sequence[Edge]], tuple[int, list[str]] | None],
+) -> list[tuple[int, Node, list[str], list[Edge]]]:
+    """The best `k` of `scored` (sorted, scored with every edge) once hidden nodes are left out and
+    every other node is scored again without its edges to them. Privacy is asked about the best
+    candidates and their edge targets only, a growing batch at a time: leaving edges out never raises
+    a score, so once `k` kept hits rank before the next candidate's score with every edge, no later
+    candidate can beat them."""
+    chosen: list[tuple[int, Node, list[str], list[Edge]]] = []
+    i, batch = 0, max(4 * k, 64)
+    while i < len(scored) and k > 0:
+        if len(chosen) >= k:
+            chosen.sort(key=_rank)
+            if _rank(chosen[k - 1]) < _rank(scored[i]):
+                break
+        part = scored[i:i + batch]
+        i, batch = i + len(part), batch * 2
+        outs = {node.id: out_of(node.id) for _, node, _ in part}
+        asked = set(outs)
+        for out in outs.values():
+            asked.update(e.to for e in out)
+        gone = hidden(asked)
+        for score, node, reasons in part:
+            if node.id in gone:
+                continue
+            out = outs[node.id]
+            if gone and any(e.to in gone for e in out):
+                out = [e for e in out if e.to not in gone]
+                again = rescore(node, out)
+                if again is None:
+                    continue
+                score, reasons = again
+            chosen.append((score, node, reasons, out))
+    chosen.sort(key=_rank)
+    return chosen[:k]
 
 
 def make_snippet(note: Note, node: Node, phrase: str, terms: Sequence[str], width: int) -> str:
@@ -281,12 +385,14 @@ def find(
     edges: Sequence[str] = (),
     snippet: int = DEFAULT_SNIPPET,
     index: SearchIndex | None = None,
+    hidden: Hidden,
 ) -> FindResult:
-    """Context for a task within a token budget: drop snippets, then edges, then trailing hits, then reasons."""
+    """Context for a task within a token budget: drop snippets, then edges, then trailing hits, then reasons.
+    `hidden` as in `search`: for an agent, always `hidden.PrivateNodes(ws)` (or `hidden.hidden_ids(ws)`)."""
     if k < 1 or budget < 1:
         raise UsageError(f"find needs k ≥ 1 and budget ≥ 1 (got k={k}, budget={budget})")
     q = search(graph, notes, text, k=k, types=types, paths=paths, edges=edges, snippet=snippet, explain=True,
-               index=index)
+               index=index, hidden=hidden)
     hits = [
         FindHit(h.id, h.type, h.path, "; ".join(h.reasons or []) or "matches the task query", h.snippet,
                 h.edges or None)

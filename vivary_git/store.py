@@ -635,6 +635,55 @@ def merge_into(repo: Repo, base: Snapshot, other: Snapshot, message: str) -> str
     return made[0] if made is not None else None
 
 
+def chain_states(repo: Repo, commit: str, ref: str = CACHE_REF) -> int:
+    """How many provider state files the newest commit of `commit`'s chain that holds any lists (0: no
+    commit of the chain, first parents back to its root or to what this clone lacks, holds one)."""
+    pygit2 = repo.pygit2
+    at: str | None = commit
+    for _ in range(CHAIN_LIMIT + 1):
+        if at is None:
+            return 0
+        try:
+            snap = Snapshot.load(repo, ref, commit=at)
+            parents = repo.repo[at].peel(pygit2.Commit).parent_ids
+        except (StoreDamaged, KeyError, ValueError, pygit2.GitError):
+            return 0  # not here (a shallow chain) or not readable: push verifies the tip itself
+        if snap is not None and snap.manifest.states:
+            return len(snap.manifest.states)
+        at = str(parents[0]) if parents else None
+    return 0
+
+
+def publishable(repo: Repo, snap: Snapshot, theirs: str | None) -> str:
+    """The commit `sync push` publishes for our cache `snap`. `sync fetch` refuses a cache holding
+    provider state files (opaque bytes it cannot check), so none is published: when no commit of our
+    chain holds one, `snap.commit` itself; otherwise a commit of the same parses, facts and tree
+    summaries without them, chained on `theirs` (the remote's tip) when this clone has it, its chain
+    holds no state either and, for a signing writer, its signature verifies; else a new root. Signed
+    like every cache commit this clone writes. When `theirs` already holds exactly those entries, it is
+    returned: pushing again publishes nothing."""
+    if not chain_states(repo, snap.commit, snap.ref):
+        return snap.commit
+    m = snap.manifest
+    base: Snapshot | None = None
+    if theirs is not None and theirs in repo.repo and not chain_states(repo, theirs, snap.ref):
+        with contextlib.suppress(StoreDamaged):
+            base = Snapshot.load(repo, snap.ref, commit=theirs)
+    if base is not None and base.manifest.chunks == m.chunks and base.manifest.trees == m.trees:
+        return base.commit
+    sign = signing(repo)
+    if base is not None and (base.manifest.chain >= CHAIN_LIMIT or (sign and not verified(repo, base.commit))):
+        base = None
+    manifest = Manifest(store=STORE_FORMAT, format=FORMAT_VERSION, chain=base.manifest.chain + 1 if base else 1,
+                        writer=_writer(), written=int(time.time()), chunks=m.chunks, trees=m.trees, states={})
+    builder = repo.repo.TreeBuilder(snap.tree)
+    if "state" in snap.tree:
+        builder.remove("state")
+    builder.insert("manifest.msgpack", repo.repo.create_blob(msgspec.msgpack.encode(manifest)), _BLOB_MODE)
+    return _create_commit(repo, str(builder.write()), [base.commit] if base else [],
+                          "vivary cache: published without provider state", sign=sign)
+
+
 # --- the API for memory providers ----------------------------------------------------------------------
 
 
@@ -666,11 +715,10 @@ def get_state(repo: Repo, provider: str, key: str, name: str) -> bytes | None:
 
 
 def list_states(repo: Repo, provider: str) -> dict[str, list[str]]:
-    """KEY -> names of the state files a provider has in the cache."""
-    try:
-        snap = Snapshot.load(repo)
-    except StoreDamaged:
-        return {}
+    """KEY -> names of the state files a provider has in the cache commit this clone may read
+    (`vivary.cacheTrust`, as `get_state`: none by default); {} when none or when it is damaged (the
+    reason is printed once on stderr)."""
+    snap = RefCache(repo).snapshot()
     out: dict[str, list[str]] = {}
     for path in sorted(snap.manifest.states if snap is not None else ()):
         _, prov, key, name = path.split("/")

@@ -54,6 +54,7 @@ class Stats(msgspec.Struct):
     reused: int = 0  # blobs whose parse came from a cache
     graph_cached: bool = False
     patched: bool = False  # the graph was the last one with only the edited notes re-derived
+    redone: int = 0  # blobs a worker process failed at, parsed again in this one (parallel.py)
 
 
 _LOAD_PARSE_CACHE_ABOVE = 300
@@ -435,7 +436,8 @@ class Workspace:
             from vivary_git.parallel import derive_many
 
             items = [(e.oid, e.path) for e in rest]
-            results = derive_many(str(repo.git_dir), items, self.source.read, derive, graph_mod.Facts)
+            results = derive_many(str(repo.git_dir), items, self.source.read, derive, graph_mod.Facts,
+                                  self._count_redone)
         if results is not None:
             for (oid, note, f), e in zip(results, rest, strict=True):
                 derived[e.oid, e.path] = f
@@ -605,7 +607,7 @@ class Workspace:
         if todo and repo is not None:
             from vivary_git.parallel import parse_many
 
-            parsed = parse_many(str(repo.git_dir), todo, self.source.read)
+            parsed = parse_many(str(repo.git_dir), todo, self.source.read, self._count_redone)
         if parsed is None:
             from vivary_git.parse import parse_blob  # YAML is imported only when something is parsed
 
@@ -619,6 +621,9 @@ class Workspace:
         if remember:
             self._flush(cache, lambda: (e.oid for e in self.source.entries))
         return out
+
+    def _count_redone(self, blobs: int) -> None:
+        self.stats.redone += blobs
 
     def _flush(self, cache: SegmentCache[T], keep: Callable[[], Iterable[str]]) -> None:
         """Write a local cache's new entries now, or, while a cold graph is computed, after the build,

@@ -13,7 +13,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "find", help="budgeted context for a task: top nodes, why, snippets, edges",
         description="Like `query --explain` with k=5, trimmed to a token budget (JSON length / 4): over budget "
-        "it shortens then drops snippets, then edges, then trailing results, then reasons.",
+        "it shortens then drops snippets, then edges, then trailing results, then reasons. Private notes "
+        "(USER.md, memory/**, private_paths, ignored files: docs/privacy.md) are never shown.",
     )
     p.add_argument("text", nargs="+", metavar="TEXT", help="the task or question")
     p.add_argument("--k", type=at_least(1), default=5, metavar="N", help="how many results at most (default 5)")
@@ -27,13 +28,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from vivary_git.hidden import PrivateNodes
     from vivary_git.query import find
 
     ws = open_ws(args)
     text = " ".join(args.text)
     result = find(
         ws.graph(), ws.lazy_notes(), text, k=args.k, budget=args.budget, types=args.type, paths=args.path,
-        edges=args.edge, snippet=args.snippet, index=ws.search_index(),
+        edges=args.edge, snippet=args.snippet, index=ws.search_index(), hidden=PrivateNodes(ws),
     )
     ws.report_stats()
     if args.json:

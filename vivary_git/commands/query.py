@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from vivary_git.commands._common import add_filter_args, add_json_arg, add_source_args, at_least, emit_json, open_ws
-from vivary_git.errors import EXIT_OK
+from vivary_git.errors import EXIT_OK, UsageError
 from vivary_git.escape import text as shown
 
 
@@ -13,13 +13,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "query", help="text search over nodes, ranked and explainable",
         description="Search the typed graph of one tree. Deterministic scoring over id+title, frontmatter, "
-        "path, body and outbound-edge text (docs/query.md has the weights).",
+        "path, body and outbound-edge text (docs/query.md has the weights). Private notes are not searched "
+        "unless you pass --include-private (docs/privacy.md).",
     )
     p.add_argument("text", nargs="+", metavar="TEXT", help="what to look for (words are joined by spaces)")
     p.add_argument("--k", type=at_least(1), default=10, metavar="N",
                    help="how many results (default 10; with --mode semantic|hybrid at most 250)")
     add_filter_args(p, "filters (applied before ranking)")
     p.add_argument("--explain", action="store_true", help="say which sources matched, and list each hit's edges")
+    p.add_argument("--include-private", action="store_true",
+                   help="also search the notes the privacy boundary keeps private (USER.md, memory/**, private_paths, "
+                   "ignored files: docs/privacy.md), which are never shown otherwise; for you at your terminal, "
+                   "never for an agent (text mode only)")
     add_mode_arg(p)
     add_source_args(p)
     add_json_arg(p)
@@ -28,14 +33,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.mode != "text":
+        if args.include_private:
+            raise UsageError("--include-private works with --mode text only: semantic memory never holds a private "
+                             "note (docs/privacy.md)")
         return run_semantic(args)
     from vivary_git.query import search
 
     ws = open_ws(args)
     text = " ".join(args.text)
+    from vivary_git.hidden import PrivateNodes
+
+    hidden: frozenset[str] | PrivateNodes = frozenset() if args.include_private else PrivateNodes(ws)
     result = search(
         ws.graph(), ws.lazy_notes(), text, k=args.k, types=args.type, paths=args.path, edges=args.edge,
-        snippet=args.snippet, explain=args.explain, index=ws.search_index(),
+        snippet=args.snippet, explain=args.explain, index=ws.search_index(), hidden=hidden,
     )
     ws.report_stats()
     if args.json:

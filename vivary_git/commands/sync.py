@@ -3,7 +3,9 @@
 `fetch` never lets a remote write our cache directly: it fetches into `refs/vivary-fetch/REMOTE/`,
 verifies every chunk there, and only then adopts it (fast-forward, or a merge commit on top of the
 remote's that keeps our own entries). `push` verifies before publishing, folds in what the remote
-gained since, and pushes with `--force-with-lease`, so it never overwrites an update it has not seen.
+gained since, and pushes with `--force-with-lease`, so it never overwrites an update it has not seen. It
+publishes only what `fetch` adopts: a cache holding provider state files goes out as a commit of the
+same entries without them (`store.publishable`).
 """
 
 from __future__ import annotations
@@ -199,10 +201,15 @@ def _adopt_cache(repo: Repo, remote: str, staged: str, *, quiet: bool) -> None:
 
 def _not_derived(repo: Repo, snap: Snapshot) -> str:
     """What in a fetched cache is not a parse/facts entry vivary can check ("" when all is): provider
-    state files (opaque bytes), or any object that is also a blob of HEAD's tree (a source file, maybe a
-    private one, dressed up as cache data)."""
+    state files (opaque bytes) in any commit of its chain we received (adopting the chain would keep
+    them reachable, and `vivary.cacheTrust signed` may read an older commit), or any object of the tip
+    that is also a blob of HEAD's tree (a source file, maybe a private one, dressed up as cache data)."""
+    from vivary_git import store
+
     if snap.manifest.states:
         return f"memory-provider state files ({sorted(snap.manifest.states)[0]}, …), which it cannot check"
+    if store.chain_states(repo, snap.commit, snap.ref):
+        return "memory-provider state files in an older commit of its chain, which it cannot check"
     pygit2 = repo.pygit2
     try:
         head = repo.repo.head.peel(pygit2.Tree)
@@ -290,13 +297,19 @@ def push(repo: Repo, remote: str, *, force: bool = False) -> None:
             fetch(repo, remote, quiet=True)  # folds the remote's entries into ours first
             ours = store._tip(repo, store.CACHE_REF)
             assert ours is not None
-        refs = [(store.CACHE_REF, ours, theirs)]
+            snap = store.Snapshot.load(repo)
+        assert snap is not None
+        # Provider state files stay here: `sync fetch` refuses a cache holding any (docs/cache.md#trust).
+        kept = store.chain_states(repo, snap.commit)
+        publish = store.publishable(repo, snap, theirs)
+        refs = [(store.CACHE_REF, publish, theirs)]
         notes = store._tip(repo, store.NOTES_REF)
         if notes is not None:
             refs.append((store.NOTES_REF, notes, remote_refs.get(store.NOTES_REF)))
         todo = [(ref, mine, old) for ref, mine, old in refs if mine != old]
         if not todo:
-            print(f"{shown(remote)} already has {store.CACHE_REF} {ours[:12]}")
+            print(f"{shown(remote)} already has {store.CACHE_REF} {publish[:12]}")
+            _said_kept(kept)
             return
         leases = [f"--force-with-lease={ref}:{old or ''}" for ref, _, old in todo]
         # --no-verify: this push carries derived data only, never a branch a pre-push gate protects.
@@ -305,6 +318,7 @@ def push(repo: Repo, remote: str, *, force: bool = False) -> None:
         if proc.returncode == 0:
             for ref, mine, old in todo:
                 print(f"{ref}: {(old or '(none)')[:12]} -> {mine[:12]} on {shown(remote)}")
+            _said_kept(kept)
             return
         said = _said(proc.stderr + proc.stdout)
         reasons = _rejections(proc.stdout)
@@ -313,6 +327,12 @@ def push(repo: Repo, remote: str, *, force: bool = False) -> None:
         # Someone pushed in between: fold their entries in and try again.
     raise GitError(f"{remote}'s cache kept changing during {_PUSH_ATTEMPTS} attempts; run `git vivary sync push` "
                    "again. Git said:", detail=said)
+
+
+def _said_kept(states: int) -> None:
+    if states:
+        print(f"vivary: {states} memory-provider state file(s) stay in this clone: `sync fetch` refuses them, so "
+              "the cache was published without them (docs/cache.md#for-memory-providers)", file=sys.stderr)
 
 
 # `git push --porcelain` reasons that mean the remote moved since we looked: fetch, fold in, retry.

@@ -373,7 +373,8 @@ class MemoryService:
         notes = _Notes(st.view)
         changed = set(st.delta)
         base = search(st.public, notes, q, k=k + len(changed), types=types, paths=paths, edges=edges,
-                      snippet=SNIPPET, explain=True, index=st.index(), outgoing=st.outgoing())
+                      snippet=SNIPPET, explain=True, index=st.index(), outgoing=st.outgoing(),
+                      hidden=frozenset())  # st.public holds the snapshot's admitted nodes only
         found = [h for h in base.results if h.id not in changed]
         if st.delta:
             nodes = sorted(st.delta.values(), key=lambda n: n.id)
@@ -381,7 +382,7 @@ class MemoryService:
             small = graph_mod.Graph(root=st.public.root, tree=None, config=st.public.config, nodes=nodes,
                                     edges=delta_edges, findings=[])
             extra = search(small, notes, q, k=k, types=types, paths=paths, edges=edges, snippet=SNIPPET,
-                           explain=True)
+                           explain=True, hidden=frozenset())
             found = sorted([*found, *extra.results], key=lambda h: (-h.score, h.path, h.id))
         out = []
         for h in found[:k]:

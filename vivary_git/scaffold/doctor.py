@@ -8,9 +8,11 @@ pointed at `git vivary check`. Git commands used: `rev-parse`, `ls-files`, `chec
 `config` — all readers. No provider runtime is imported and no model is called: the local embedder is
 probed by `embedder_status()`, Cognee by `find_spec`.
 
-Privacy is proved with Git: a private path (`USER.md`, `MEMORY.md`, `memory/**`, `heartbeat-reports/**`,
-`.strato/private/**`) that `git ls-files --cached --others --exclude-standard` lists is one Git tracks
-or would add, i.e. one that is not actually ignored.
+Privacy is proved with Git: a path that `git ls-files --cached --others --exclude-standard` lists is one
+Git tracks or would add; it is a leak when the one privacy decision (`privacy.decide_scoped`, the commit
+guard's reading: the floor at the top and at every workspace root, each workspace's `private_paths`,
+sensitive names not allowed by `vivary.guardAllow`; the committed config under `.vivary/` excepted)
+calls it private. Where a new private file would not be ignored is probed at the floor's own patterns.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import msgspec
 
 from vivary_git import git
 from vivary_git.errors import VivaryError
-from vivary_git.scaffold.presets import PRIVATE_PATTERNS
+from vivary_git.privacy import FLOOR
 
 if TYPE_CHECKING:
     from vivary_git.memory.config import MemoryConfig
@@ -38,10 +40,12 @@ MEMORY_OK: frozenset[str] = frozenset({"disabled", "healthy", "configured"})
 MEMORY_FILE = ".vivary/memory.toml"
 CACHE_REF = "refs/vivary/cache"
 _MANIFEST_MAX_BYTES = 1 << 20
-# Hypothetical private paths: what `.gitignore` must cover before anyone creates them.
-_PROBES = ("USER.md", "MEMORY.md", "memory/doctor-probe.md", "heartbeat-reports/doctor-probe.md",
-           ".strato/private/doctor-probe.md")
-_GITIGNORE_LINES = "USER.md, MEMORY.md, /memory/, /heartbeat-reports/, /.strato/private/"
+# Hypothetical private paths, one per floor pattern: what `.gitignore` must cover before anyone creates
+# them. `.vivary/` holds the committed config, and `.git/` is never in a tree.
+_PROBE = "doctor-probe.md"
+_FLOOR_KEPT_OUT = tuple(p for p in FLOOR if p not in (".vivary/**", ".git/**"))
+_PROBES = tuple(p[:-2] + _PROBE if p.endswith("/**") else p for p in _FLOOR_KEPT_OUT)
+_GITIGNORE_LINES = ", ".join("/" + p[:-2] if p.endswith("/**") else p for p in _FLOOR_KEPT_OUT)
 
 
 class Problem(msgspec.Struct, frozen=True):
@@ -156,7 +160,7 @@ def doctor(path: str | os.PathLike[str] | None = None, *, rev: str = "HEAD", roo
     repo = RepoInfo(str(top), git_dir, head, _text(branch_out) if branch_code == 0 else None)
 
     ws_root, config_name, graph, ws = _graph(start, rev, root, head, problems)
-    privacy = _privacy(ws_root, problems)
+    privacy = _privacy(ws_root, top, root, problems)
     hooks = _hooks(start, top, problems)
     cache = _cache(start)
     memory = _memory(ws_root, Path(git_dir), privacy, ws, problems)
@@ -248,33 +252,43 @@ def _worktree_changes(ws_root: Path) -> int:
     return n
 
 
-def _is_private(rel: str, ignorecase: bool) -> bool:
-    """Whether a workspace-relative path falls under `PRIVATE_PATTERNS` (gitignore meaning: a pattern
-    without a slash matches a name at any depth; `dir/**` matches everything under the root's dir)."""
-    path = rel.lower() if ignorecase else rel
-    parts = path.split("/")
-    for pattern in PRIVATE_PATTERNS:
-        p = pattern.lower() if ignorecase else pattern
-        if p.endswith("/**"):
-            if path.startswith(p[:-2]):
-                return True
-        elif p in parts:
-            return True
-    return False
+def _private_listed(top: Path, ws_root: Path, listed: list[str], root: str | None) -> list[str]:
+    """The repository-relative `listed` paths the privacy boundary calls private as the commit guard
+    reads it (no Git ignore rules: these are paths Git does not ignore; `.vivary/` is committed config;
+    `vivary.guardAllow` lifts a sensitive name). Raises VivaryError when it cannot decide."""
+    from vivary_git.gates.guard import ALLOW_KEY
+    from vivary_git.privacy import decide_scoped, scopes_on_disk
+
+    if not listed:
+        return []
+    prefix = ws_root.resolve().relative_to(top.resolve()).as_posix()
+    also = [prefix] if root is not None and prefix != "." else []
+    allowed = set(_text(_git(["config", "--get-all", ALLOW_KEY], top)[1]).splitlines())
+    scopes = scopes_on_disk(top, listed, also=also)
+    return [d.path for d in decide_scoped(top, listed, scopes, trees=(), gitignore=False)
+            if d.private and not d.reason.startswith("floor: .vivary/**")
+            and not (d.reason.startswith("sensitive name:") and d.path in allowed)]
 
 
-def _privacy(ws_root: Path, problems: list[Problem]) -> PrivacyInfo:
+def _privacy(ws_root: Path, top: Path, root: str | None, problems: list[Problem]) -> PrivacyInfo:
     if not ws_root.is_dir():
         return PrivacyInfo("unknown", [], [], "the workspace folder is not in the working tree")
-    code, out = _git(["config", "--type=bool", "--get", "core.ignoreCase"], ws_root)
-    ignorecase = code == 0 and _text(out) == "true"
-    code, out = _git(["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."], ws_root)
+    code, out = _git(["ls-files", "-z", "--full-name", "--cached", "--others", "--exclude-standard", "--", "."],
+                     ws_root)
     if code != 0:
         problems.append(Problem("privacy", "error", "Git could not list the working tree, so privacy is unproven",
                                 "git status   # shows what Git cannot read"))
         return PrivacyInfo("unknown", [], [], "git ls-files failed")
     listed = sorted({os.fsdecode(p) for p in out.split(b"\0") if p})
-    leaks = [p for p in listed if _is_private(p, ignorecase)]
+    try:
+        private = _private_listed(top, ws_root, listed, root)
+    except VivaryError as err:
+        problems.append(Problem("privacy", "error", f"privacy cannot be decided: {err}",
+                                "fix what the message names, then run `git vivary doctor` again"))
+        return PrivacyInfo("unknown", [], [], str(err))
+    prefix = ws_root.resolve().relative_to(top.resolve()).as_posix()
+    cut = 0 if prefix == "." else len(prefix) + 1
+    leaks = [p[cut:] for p in private]
     unguarded: list[str] = []
     memory_configured = (ws_root / MEMORY_FILE).exists()
     if memory_configured or any((ws_root / p.split("/")[0]).exists() for p in _PROBES):
@@ -282,13 +296,14 @@ def _privacy(ws_root: Path, problems: list[Problem]) -> PrivacyInfo:
         code, out = _git(["check-ignore", "--no-index", "-z", "--stdin"], ws_root, stdin)
         if code in (0, 1):
             ignored = {os.fsdecode(p) for p in out.split(b"\0") if p}
-            unguarded = [p.replace("doctor-probe.md", "") for p in _PROBES if p not in ignored]
+            unguarded = [p.removesuffix(_PROBE) for p in _PROBES if p not in ignored]
     if leaks:
         shown = ", ".join(leaks[:5]) + (f" and {len(leaks) - 5} more" if len(leaks) > 5 else "")
         problems.append(Problem(
             "privacy", "error", f"private file(s) not ignored by Git (tracked or would be added): {shown}",
-            f"add {_GITIGNORE_LINES} to .gitignore, then `git rm --cached -- PATH` for any that are tracked "
-            "(and rewrite history if they were pushed)",
+            f"add {_GITIGNORE_LINES} to .gitignore (and any private_paths you configured), then "
+            "`git rm --cached -- PATH` for any that are tracked (and rewrite history if they were pushed); "
+            "`git vivary privacy explain PATH` names the rule",
         ))
     elif unguarded:
         problems.append(Problem(

@@ -30,9 +30,6 @@ DEFAULT_HOST: Host = "generic"
 # `--memory` names the capability; `.vivary/memory.toml` names the provider.
 PROVIDER_OF: dict[Memory, str] = {"none": "none", "local": "vivary-local", "cognee": "cognee"}
 
-# Private context the scaffold creates and `.gitignore` must keep out of Git. These are the privacy
-# floor (`privacy.FLOOR`) minus `.vivary/**` (its memory.toml is committed on purpose) and `.git/**`.
-PRIVATE_PATTERNS: tuple[str, ...] = ("USER.md", "MEMORY.md", "memory/**", "heartbeat-reports/**", ".strato/private/**")
 
 
 class Starter(msgspec.Struct, frozen=True):
