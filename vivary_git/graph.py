@@ -10,7 +10,8 @@ import msgspec
 from vivary_git import check, dialects
 from vivary_git.config import Config
 from vivary_git.dialects import Target, vivary
-from vivary_git.models import Edge, Finding, Ignore, Node, Note
+from vivary_git.errors import UsageError
+from vivary_git.models import Edge, Finding, Ignore, Link, Node, Note
 
 INDEX_STEMS = ("readme", "index", "_index")
 slug = vivary.slug
@@ -289,6 +290,65 @@ def _homes(docs: Iterable[tuple[str, list[Target]]], resolver: dialects.Resolver
             if t.vault and t.vault not in homes and resolver.resolve(t, path).path is not None:
                 homes.add(t.vault)
     return frozenset(homes)
+
+
+_LISTED = 10  # candidates named in an ambiguity error
+
+
+def resolve_node(graph: Graph, name: str, *, prefix: str = "") -> Node:
+    """The node a person means by `name`: its id, else whatever a wikilink `[[name]]` written at the
+    vault root names in the graph's dialect (a note's name, a path with or without its extension,
+    case-insensitively where the dialect is), else a path from the repository's top when the
+    workspace is the folder `prefix`. Every command and API that takes a node id looks it up here.
+    Raises `UsageError` (exit 2) when it names no node, or several (listing them: the editor would
+    pick one silently, a command must not)."""
+    nodes = graph.by_id()
+    got = nodes.get(name)
+    if got is not None:
+        return got
+    by_path = {n.path: n for n in graph.nodes}
+    found = _named(graph, name, by_path)
+    if not found and prefix and name.startswith(prefix.rstrip("/") + "/"):
+        found = _named(graph, name[len(prefix.rstrip("/")) + 1:], by_path)
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise UsageError(f"no node named {name!r} in this tree (an id, a path, or a name as a wikilink writes "
+                         "it); `git vivary graph` lists the IDs")
+    ids = sorted(n.id for n in found)
+    more = f" and {len(ids) - _LISTED} more" if len(ids) > _LISTED else ""
+    raise UsageError(f"{name!r} names {len(ids)} notes: {', '.join(repr(i) for i in ids[:_LISTED])}{more}; "
+                     "give one of these IDs (or its path)")
+
+
+def resolve_edge_specs(graph: Graph, specs: Iterable[str], *, prefix: str = "") -> list[str]:
+    """`FIELD:TARGET` edge filters (query, find, recall) with each TARGET resolved by `resolve_node`
+    to its node's id; a bare `FIELD` (or `FIELD:`) is kept as it is."""
+    out: list[str] = []
+    for spec in specs:
+        field, sep, target = spec.partition(":")
+        if target.strip():
+            target = resolve_node(graph, target.strip(), prefix=prefix).id
+        out.append(f"{field.strip()}{sep}{target}")
+    return out
+
+
+def _named(graph: Graph, name: str, by_path: Mapping[str, Node]) -> list[Node]:
+    text = name.strip()
+    if not text:
+        return []
+    got = by_path.get(text)
+    if got is not None:
+        return [got]
+    rules = graph.config.links
+    from vivary_git.dialects import registry
+
+    target = registry.reader(rules.dialect)(Link(text, 1, "w"), rules, graph.config.wikilink_field)
+    if target is None:
+        return []
+    resolver = _resolver(graph.config, list(by_path), graph.others, {p: n.id for p, n in by_path.items()})
+    paths = dict.fromkeys(resolver.candidates(target))
+    return [by_path[p] for p in paths if p in by_path]
 
 
 def wikilink_target(text: str, alias: str) -> tuple[str, ...]:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from vivary_git.errors import UsageError
-from vivary_git.graph import Graph
+from vivary_git.graph import Graph, resolve_edge_specs
 from vivary_git.models import Edge, Node, Note
 from vivary_git.textsearch import fold, query_terms, word_counts
 
@@ -158,6 +158,7 @@ def search(
     answer is identical and only the top results' notes are read (for snippets)."""
     if not text.strip():
         raise UsageError('provide a search query, e.g. `git vivary query "auth module"`')
+    edges = resolve_edge_specs(graph, edges)  # a TARGET may be a name as a link writes it
     phrase = fold(text).strip()
     terms = terms_of(text)
     weights = Counter(terms)  # a repeated term counts each time it is repeated

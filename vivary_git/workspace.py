@@ -27,7 +27,7 @@ from vivary_git import record
 from vivary_git.check import DateLookup
 from vivary_git.config import Config, excluder, leaves_out
 from vivary_git.localcache import ObjectCache, SegmentCache, parse_cache
-from vivary_git.models import Finding, Note
+from vivary_git.models import Finding, Node, Note
 from vivary_git.source import Entry, Source, is_note, open_source
 
 if TYPE_CHECKING:
@@ -682,6 +682,16 @@ class Workspace:
         if put is not None:
             cache.put(put, index)
         return index
+
+    def resolve_node(self, name: str) -> Node:
+        """The node `name` means: its id, or the note's name or path as a link in this workspace's
+        dialect writes it, or its path from the repository's top (`graph.resolve_node`). Raises
+        `UsageError` for a name that means no node or several (listing them)."""
+        return graph_mod.resolve_node(self.graph(), name, prefix=self.source.prefix)
+
+    def resolve_edge_specs(self, specs: Iterable[str]) -> list[str]:
+        """`--edge FIELD:TARGET` filters with each TARGET resolved to its node's id (`resolve_node`)."""
+        return graph_mod.resolve_edge_specs(self.graph(), specs, prefix=self.source.prefix)
 
     def check(self, *, strict: bool | None = None) -> CheckReport:
         cached = self._cached_check()

@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     text = " ".join(args.text)
     result = find(
         ws.graph(), ws.lazy_notes(), text, k=args.k, budget=args.budget, types=args.type, paths=args.path,
-        edges=args.edge, snippet=args.snippet, index=ws.search_index(),
+        edges=ws.resolve_edge_specs(args.edge), snippet=args.snippet, index=ws.search_index(),
     )
     ws.report_stats()
     if args.json:

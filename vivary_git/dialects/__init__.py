@@ -8,7 +8,9 @@ interface, and nothing else in the code branches on the dialect:
 - `read(note_link, rules) -> Target | None`: what one link, as written, asks for (per document, so it
   is cached with the document's facts); None when it is not a link to anything (a placeholder);
 - `Resolver.resolve(target, source_path) -> Resolution`: the vault path it reaches, or a miss and
-  what was looked for (built once per graph from every path in the tree).
+  what was looked for (built once per graph from every path in the tree);
+- `Resolver.candidates(target) -> paths`: every path it could mean, written at the root, before the
+  editor's tie-break (how a name a person types is looked up: `graph.resolve_node`).
 
 `detect` picks the dialect a zero-config vault is written in; docs/vaults.md is the reference for
 each dialect's rules, written from the editors' own documentation and behaviour.
@@ -88,6 +90,11 @@ class Resolution(msgspec.Struct, frozen=True, array_like=True):
 
 class Resolver(Protocol):
     def resolve(self, target: Target, source: str) -> Resolution: ...
+
+    def candidates(self, target: Target) -> list[str]:
+        """Every path `target` could mean when written at the vault root, before the editor's
+        tie-break picks one (a name a person types: `graph.resolve_node`)."""
+        ...
 
 
 def nfc(text: str) -> str:

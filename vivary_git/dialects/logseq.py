@@ -35,3 +35,10 @@ class Resolver(obsidian.Resolver):
             if hit is not None:
                 return Resolution(hit, target.name)
         return super().resolve(target, source)
+
+    def candidates(self, target: Target) -> list[str]:
+        if target.name:
+            hit = self.pages.get(fold(target.name, self.case))
+            if hit is not None:
+                return [hit]
+        return super().candidates(target)
