@@ -9,7 +9,7 @@ import msgspec
 
 from vivary_git import check, dialects
 from vivary_git.config import Config
-from vivary_git.dialects import Target, vivary
+from vivary_git.dialects import Target, registry, vivary
 from vivary_git.errors import UsageError
 from vivary_git.models import Edge, Finding, Ignore, Link, Node, Note
 
@@ -105,7 +105,7 @@ def facts(path: str, blob: str, note: Note, config: Config, folder_types: Mappin
     title = note.title or (derived_title(nid) if rules.ids == "slug" else nid.rsplit("/", 1)[-1])
     node = Node(id=nid, type=node_type(path, folder_types, root_name), path=path, title=title, blob=blob)
     found, refs = check.validate_local(node, note, config, dates)
-    links = dialects.read_links(note, rules, config.wikilink_field, config.wikilinks)
+    links = registry.read_links(note, rules, config.wikilink_field, config.wikilinks)
     anchors = sorted({dialects.anchor_key(a) for a in note.anchors}) if rules.anchors else []
     return Facts(nid, node.type, node.title, found, refs, links, note.problem is not None, anchors,
                  check.ignores_of(note))
@@ -179,7 +179,7 @@ def _resolver(config: Config, notes: Sequence[str], others: Sequence[str],
     def ids() -> dict[str, str]:
         return {nid: path for path, nid in by_path.items()}
 
-    return dialects.resolver(config.links, notes, others, ids)
+    return registry.resolver(config.links, notes, others, ids)
 
 
 def _contribute(path: str, nid: str, f: Facts, own: bool, known: Mapping[str, object], by_path: Mapping[str, str],
@@ -341,8 +341,6 @@ def _named(graph: Graph, name: str, by_path: Mapping[str, Node]) -> list[Node]:
     if got is not None:
         return [got]
     rules = graph.config.links
-    from vivary_git.dialects import registry
-
     target = registry.reader(rules.dialect)(Link(text, 1, "w"), rules, graph.config.wikilink_field)
     if target is None:
         return []

@@ -149,7 +149,7 @@ class Workspace:
         shared ref cache is filed apart, where a gate never looks (docs/cache.md, "Trust")."""
         if not self.cache_enabled or self.source.tree_id is None:
             return None
-        from vivary_git import __version__
+        from vivary_git.version import __version__
 
         salt = f"{__version__}\0{self.root_name}"
         if {"created", "updated"} & set(self.config.derive):

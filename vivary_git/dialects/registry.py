@@ -1,11 +1,15 @@
-"""Dialect name -> its module's `read` and `Resolver`."""
+"""Dialect name -> its module's `read` and `Resolver`; every link of a document as its dialect reads it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import msgspec
 
 from vivary_git.dialects import Resolver, Rules, Target, dendron, foam, logseq, obsidian, vivary
-from vivary_git.models import Link
+from vivary_git.models import Link, Note
 
 Reader = Callable[[Link, Rules, str], Target | None]
 
@@ -26,3 +30,52 @@ def make_resolver(rules: Rules, notes: Sequence[str], files: Sequence[str],
     cls = {"dendron": dendron.Resolver, "foam": foam.Resolver, "logseq": logseq.Resolver}.get(rules.dialect,
                                                                                             obsidian.Resolver)
     return cls(rules, notes, files)
+
+
+def read_links(note: Note, rules: Rules, field: str, wikilinks: bool) -> list[Target]:
+    """Every link a document writes, as its dialect reads it (placeholders and URLs left out)."""
+    read = reader(rules.dialect)
+    out: list[Target] = []
+    for link in note.links:
+        if link.kind in ("w", "e"):
+            if not wikilinks:
+                continue
+        elif not rules.markdown:
+            continue
+        t = read(link, rules, field)
+        if t is not None:
+            out.append(t)
+    if rules.properties and note.fields:
+        for key, value in note.fields.items():
+            for text in _property_links(value):
+                t = read(Link(text, note.key_lines.get(key, 1), "w"), rules, key)
+                if t is not None:
+                    out.append(msgspec.structs.replace(t, kind="p"))
+    return out
+
+
+_PROPERTY_LINK = re.compile(r"\[\[([^\[\]\n]+?)\]\]")
+
+
+def _property_links(value: Any, depth: int = 0) -> Iterable[str]:
+    """`"[[Japan]]"` (a quoted property value), lists of them, and the unquoted `[[Japan]]` YAML reads
+    as a list in a list."""
+    if isinstance(value, str):
+        if "[[" in value:
+            yield from (m.group(1) for m in _PROPERTY_LINK.finditer(value))
+    elif isinstance(value, list) and depth < 2:
+        if depth == 0 and len(value) == 1 and isinstance(value[0], list) and len(value[0]) == 1 \
+                and isinstance(value[0][0], str):
+            yield value[0][0]  # `up: [[Japan]]` unquoted
+            return
+        for item in value:
+            if isinstance(item, list) and len(item) == 1 and isinstance(item[0], str) and depth == 0:
+                yield item[0]  # `- [[Japan]]` unquoted, in a block list
+            else:
+                yield from _property_links(item, depth + 1)
+
+
+def resolver(rules: Rules, notes: Sequence[str], files: Sequence[str], ids: Callable[[], dict[str, str]]) -> Resolver:
+    """The resolver of this dialect over every note path and every other file path of the tree;
+    `ids` (id -> path) is asked only by dialects that resolve to ids (the contract's slugs)."""
+    return make_resolver(rules, notes, files, ids)
