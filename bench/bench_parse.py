@@ -1,6 +1,6 @@
 """Per-note cost of parsing the notes of real vaults, against reading the same blobs in the same run.
 
-    python bench/bench_parse.py [--rounds 7] [--corpus DIR]... [--profile NAME]
+    python bench/bench_parse.py [--rounds 7] [--corpus DIR]... [--against DIR] [--profile NAME]
 
 By default the three vaults of /work/shared/corpora (dendron-vault, kepano-obsidian, foam-docs) are
 cloned once into $TMPDIR/vivary-bench-corpora/ and every `.md`/`.markdown` blob of HEAD is read.
@@ -9,14 +9,17 @@ alike): **read** every blob from Git (pygit2, the object database the commands r
 **parse** every blob (`parse.parse_blob`: frontmatter, title, links, anchors), then **scan** every
 body alone (`parse._scan_body`, the CommonMark-aware link scan). Figures are per-note microseconds,
 the median over the rounds (the first round, which warms caches and memos, is left out), with each
-column's ratio to reading. `--profile NAME` runs cProfile over parsing that corpus and prints the
-functions that cost most.
+column's ratio to reading. `--against DIR` also times another revision's `vivary_git/parse.py` (unpacked
+in DIR: `git archive REV vivary_git | tar -x -C DIR`) in the same rounds, alternating which goes
+first, and prints how much less time this one takes. `--profile NAME` runs cProfile over parsing that
+corpus and prints the functions that cost most.
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import importlib.util
 import os
 import pstats
 import statistics
@@ -28,6 +31,7 @@ from pathlib import Path
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared/corpora"
 NAMES = ("dendron-vault", "kepano-obsidian", "foam-docs")
+OTHER_PARSE, OTHER_SCAN = "parse'", "scan'"  # the columns of --against's revision
 
 
 def clone(name: str) -> Path:
@@ -59,9 +63,19 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=7, help="rounds per corpus (default 7; the first is left out)")
     ap.add_argument("--corpus", action="append", default=[], metavar="DIR",
                     help="a Git repository of notes (repeatable; default: the three shared corpora)")
+    ap.add_argument("--against", type=Path, metavar="DIR", help="also time DIR/vivary_git/parse.py, interleaved")
     ap.add_argument("--profile", metavar="NAME", help="cProfile parsing this corpus and print the top functions")
     args = ap.parse_args()
     from vivary_git import parse
+
+    modules = [("", parse)]
+    if args.against is not None:
+        spec = importlib.util.spec_from_file_location("vivary_parse_against", args.against / "vivary_git/parse.py")
+        if spec is None or spec.loader is None:
+            ap.error(f"--against {args.against}: no vivary_git/parse.py there")
+        other = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(other)
+        modules.append(("'", other))
 
     paths = [Path(c) for c in args.corpus] or [clone(n) for n in NAMES]
     corpora = []
@@ -96,29 +110,39 @@ def main() -> int:
             for o in oids:
                 repo[o].read_raw()  # type: ignore[index]
             read = time.perf_counter() - t
-            t = time.perf_counter()
-            for d in data:
-                parse.parse_blob(d)
-            parsed = time.perf_counter() - t
-            t = time.perf_counter()
-            for b, first in zip(bodies, firsts, strict=True):
-                parse._scan_body(b, first)
-            scanned = time.perf_counter() - t
+            measured = [("read", read)]
+            for mark, mod in modules if r % 2 == 0 else modules[::-1]:
+                t = time.perf_counter()
+                for d in data:
+                    mod.parse_blob(d)
+                measured.append(("parse" + mark, time.perf_counter() - t))
+                t = time.perf_counter()
+                for b, first in zip(bodies, firsts, strict=True):
+                    mod._scan_body(b, first)
+                measured.append(("scan" + mark, time.perf_counter() - t))
             if r == 0 and args.rounds > 1:
                 continue  # warm-up: memos, page cache
-            n = len(oids)
-            for col, secs in (("read", read), ("parse", parsed), ("scan", scanned)):
-                times.setdefault((name, col), []).append(secs / n * 1e6)
+            for col, secs in measured:
+                times.setdefault((name, col), []).append(secs / len(oids) * 1e6)
 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"bench_parse: {args.rounds} interleaved rounds (first left out), {os.cpu_count()} CPUs, "
           f"load {load:.1f}; per note, median µs")
-    print(f"{'corpus':<24}{'notes':>7}{'KiB/note':>10}{'read':>9}{'parse':>9}{'÷read':>7}{'scan':>9}{'÷read':>7}")
+    against = args.against is not None
+    head = f"{'corpus':<24}{'notes':>7}{'KiB/note':>10}{'read':>9}{'parse':>9}{'÷read':>7}{'scan':>9}{'÷read':>7}"
+    print(head + (f"{OTHER_PARSE:>9}{OTHER_SCAN:>9}{'parse -%':>10}{'scan -%':>9}" if against else ""))
     for name, _, oids, data, _, _ in corpora:
-        med = {col: statistics.median(times[name, col]) for col in ("read", "parse", "scan")}
+        med = {col: statistics.median(v) for (n, col), v in times.items() if n == name}
         kib = sum(map(len, data)) / len(data) / 1024
-        print(f"{name:<24}{len(oids):>7}{kib:>10.1f}{med['read']:>9.1f}{med['parse']:>9.1f}"
-              f"{med['parse'] / med['read']:>7.1f}{med['scan']:>9.1f}{med['scan'] / med['read']:>7.1f}")
+        line = (f"{name:<24}{len(oids):>7}{kib:>10.1f}{med['read']:>9.1f}{med['parse']:>9.1f}"
+                f"{med['parse'] / med['read']:>7.1f}{med['scan']:>9.1f}{med['scan'] / med['read']:>7.1f}")
+        if against:
+            line += (f"{med[OTHER_PARSE]:>9.1f}{med[OTHER_SCAN]:>9.1f}"
+                     f"{(1 - med['parse'] / med[OTHER_PARSE]) * 100:>10.0f}"
+                     f"{(1 - med['scan'] / med[OTHER_SCAN]) * 100:>9.0f}")
+        print(line)
+    if against:
+        print(f"(' = {args.against}; -% = how much less time this checkout takes)")
     return 0
 
 

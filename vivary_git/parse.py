@@ -83,15 +83,18 @@ def loader_class() -> type[yaml.SafeLoader]:
 _H1_ANYWHERE = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*\r*$", re.MULTILINE)
 _ATX_ANYWHERE = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*\r*$", re.MULTILINE)
 _ATX = re.compile(r" {0,3}(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*\r*$")
-_BLOCK_ID = re.compile(r"(?:^|[ \t])\^([A-Za-z0-9-]+)[ \t]*\r*$", re.MULTILINE)
+# A block id ends its line and follows a space (or starts it): `block_ids` looks at the character
+# before each match, so the pattern starts with a literal and is searched for as one.
+_BLOCK_ID = re.compile(r"\^([A-Za-z0-9-]+)[ \t]*\r*$", re.MULTILINE)
 # The `!` of an embed or image is looked at before each match rather than matched: a pattern that starts
 # with a literal is searched for as one (several times faster over long text than trying `!?` at
 # every position).
 _WIKILINK = re.compile(r"\[\[([^\[\]\n]+?)\]\]")
 # A Markdown inline link or image, CommonMark's shape: link text with at most one level of nested
 # brackets, then a destination (in <…>, or without spaces, with balanced parentheses) and an optional title.
+# The link text is read in runs, possessively: giving any of it back could never end it at a `](`.
 _MDLINK = re.compile(
-    r"\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]\([ \t]*(?:<([^<>\n]*)>|((?:[^\s()\\<]|\\.|\((?:[^\s()\\]|\\.)*\))+))"
+    r"\[(?:[^\[\]\n]++|\[[^\[\]\n]*+\])*+\]\([ \t]*(?:<([^<>\n]*)>|((?:[^\s()\\<]|\\.|\((?:[^\s()\\]|\\.)*\))+))"
     r"(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?[ \t]*\)"
 )
 _REFDEF = re.compile(r"^ {0,3}\[(?!\^)(?:[^\[\]\\\n]|\\.)+\]:[ \t]*(?:<([^<>\n]*)>|(\S+))", re.MULTILINE)
@@ -328,7 +331,7 @@ def _jsonable(value: Any, depth: int = 0) -> Any:
 
 def _scan_body(body: str, first_line: int) -> tuple[str | None, list[Link], tuple[str, ...]]:
     """The first ATX H1, every link, and the heading and block anchors, outside code, math and comments."""
-    if any(marker in body for marker in _NOT_PLAIN) or ("#" in body and _INDENTED_HEADING.search(body)):
+    if any(marker in body for marker in _NOT_PLAIN) or (" #" in body and _INDENTED_HEADING.search(body)):
         return _scan_lines(body.split("\n"), first_line)
     # No code at all (most notes): a few searches over the whole text, no per-line loop.
     h = _H1_ANYWHERE.search(body)
@@ -337,8 +340,13 @@ def _scan_body(body: str, first_line: int) -> tuple[str | None, list[Link], tupl
     if "#" in body:
         anchors.extend(m.group(1).strip() for m in _ATX_ANYWHERE.finditer(body))
     if "^" in body:
-        anchors.extend("^" + m.group(1) for m in _BLOCK_ID.finditer(body))
+        anchors.extend(_block_ids(body))
     return (h.group(1).strip() if h else None), links, tuple(sorted(set(anchors)))
+
+
+def _block_ids(text: str) -> list[str]:
+    """`^id` at the end of a line, after a space or tab or alone on it."""
+    return ["^" + m.group(1) for m in _BLOCK_ID.finditer(text) if m.start() == 0 or text[m.start() - 1] in " \t\n"]
 
 
 def _links(text: str, first_line: int) -> list[Link]:
@@ -390,6 +398,7 @@ _COMMENTS = re.compile(r"<!--.*?-->|%%.*?%%", re.DOTALL)
 # break, setext underline, comment or math block): a line starting with anything else, and not with
 # a space, is paragraph text.
 _BLOCK_STARTS = frozenset(">-+*0123456789#`~_=<$%")
+_LIST_STARTS = frozenset("-+*0123456789")
 
 
 def _indent(text: str) -> int:
@@ -447,7 +456,7 @@ def _scan_lines(lines: list[str], first_line: int,
                 rest = rest[q.end():]
             elif not rest.strip():
                 rest = ""
-            elif _indent(rest) >= c.width:
+            elif len(rest) - len(rest.lstrip(" ")) >= c.width:
                 rest = rest[c.width:]
             else:
                 break
@@ -471,21 +480,27 @@ def _scan_lines(lines: list[str], first_line: int,
                 closer = None
             continue
         if not rest.strip():
-            flush()
+            if para:
+                flush()
             continue
         plain = False
         while rest:  # new containers opened on this line
             if rest[0] not in _BLOCK_STARTS and not rest[0].isspace():
                 plain = True  # most lines: text that opens no block, so paragraph text
                 break
-            if _indent(rest) >= 4:
+            lead = rest.lstrip(" ")
+            if len(rest) - len(lead) >= 4 or not lead:
                 break
-            q = _QUOTE.match(rest)
-            if q is not None:
+            if lead[0] == ">":
+                q = _QUOTE.match(rest)
+                if q is None:
+                    break  # (cannot happen: `>` after at most 3 spaces is a quote)
                 flush()
                 stack.append(_Container(True, 0))
                 rest = rest[q.end():]
                 continue
+            if lead[0] not in _LIST_STARTS:
+                break
             m = _LIST_ITEM.match(rest)
             if m is None or _THEMATIC.match(rest):
                 break
@@ -545,16 +560,29 @@ def _scan_lines(lines: list[str], first_line: int,
     doc = "\n".join(masked)
     links = _links(doc, first_line) if "[" in doc else []
     if "^" in doc:
-        anchors.extend("^" + m.group(1) for m in _BLOCK_ID.finditer(doc))
+        anchors.extend(_block_ids(doc))
     return title, links, tuple(sorted(set(anchors)))
 
 
 def _starts_block(text: str) -> bool:
-    """Whether a line that no open container continues starts a block of its own (not a lazy line)."""
-    if _indent(text) >= 4:
+    """Whether a line that no open container continues starts a block of its own (not a lazy line):
+    a quote, fence, heading, thematic break or list item, told apart by their first character."""
+    body = text.lstrip(" ")
+    if len(text) - len(body) >= 4 or not body:
         return False
-    return bool(_QUOTE.match(text) or _FENCE_OPEN.match(text) or _ATX.match(text) or _THEMATIC.match(text)
-                or (_LIST_ITEM.match(text) and text[_LIST_ITEM.match(text).end():][:1] in (" ", "")))  # type: ignore[union-attr]
+    c = body[0]
+    if c == ">":
+        return True
+    if c in "`~":
+        return _FENCE_OPEN.match(text) is not None
+    if c == "#":
+        return _ATX.match(text) is not None
+    if c in "-*_" and _THEMATIC.match(text):
+        return True
+    if c in _LIST_STARTS:
+        m = _LIST_ITEM.match(text)
+        return m is not None and text[m.end():][:1] in (" ", "")
+    return False
 
 
 def _inline(para: list[tuple[int, str]], masked: list[str], sink: list[str] | None) -> None:
@@ -580,9 +608,16 @@ def _inline(para: list[tuple[int, str]], masked: list[str], sink: list[str] | No
             masked[i] = t
 
 
+_NOT_NEWLINE = re.compile(r"[^\n]")
+
+
+def _spaces(text: str) -> str:
+    """`text` as spaces, its line breaks kept (so offsets and line numbers stay)."""
+    return _NOT_NEWLINE.sub(" ", text) if "\n" in text else " " * len(text)
+
+
 def _blank(m: re.Match[str]) -> str:
-    """The match replaced by spaces, its line breaks kept (so offsets and line numbers stay)."""
-    return re.sub(r"[^\n]", " ", m.group(0))
+    return _spaces(m.group(0))
 
 
 def _blank_code_spans(text: str) -> str:
@@ -603,7 +638,7 @@ def _blank_code_spans(text: str) -> str:
             continue
         end = runs[close].end()
         out.append(text[at:opener.start()])
-        out.append(re.sub(r"[^\n]", " ", text[opener.start():end]))
+        out.append(_spaces(text[opener.start():end]))
         at = end
         i = close + 1
     out.append(text[at:])
