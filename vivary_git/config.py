@@ -23,7 +23,7 @@ FIELD_KINDS = (
 BUILTIN_EXCLUDES = (".git", ".tropo", ".claude", "node_modules", ".obsidian")
 CONFIG_FILE = "tropo.toml"
 GRAPH_FILE = ".vivary/graph.toml"
-FORMAT_VERSION = 6  # bump when a parse or graph rule changes, so caches keyed by it are left behind
+FORMAT_VERSION = 7  # bump when a parse or graph rule changes, so caches keyed by it are left behind
 
 
 class FieldSpec(msgspec.Struct, frozen=True):
@@ -156,7 +156,7 @@ class Detected(msgspec.Struct, frozen=True):
 _LINK_KEYS: dict[str, tuple[type, tuple[str, ...]]] = {
     "ids": (str, ("path", "slug")), "case": (str, ("insensitive", "sensitive")),
     "markdown": (bool, ()), "properties": (bool, ()), "attachments": (bool, ()), "anchors": (bool, ()),
-    "unresolved": (bool, ()), "templates": (bool, ()),
+    "unresolved": (bool, ()), "templates": (bool, ()), "tags": (bool, ()),
 }
 
 

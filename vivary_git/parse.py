@@ -97,6 +97,10 @@ _MDLINK = re.compile(
     r"\[(?:[^\[\]\n]++|\[[^\[\]\n]*+\])*+\]\([ \t]*(?:<([^<>\n]*)>|((?:[^\s()\\<]|\\.|\((?:[^\s()\\]|\\.)*\))+))"
     r"(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?[ \t]*\)"
 )
+# A tag `#name` (Logseq reads it as a link to the page `name`; `#[[two words]]` is a wikilink already):
+# `#` after a space or at a line's start, then no space, `#` or `[`; it ends at a space or punctuation.
+# `links` keeps only those whose `#` starts the text or follows a space.
+_TAG = re.compile(r"#([^\s#\[\],;!?\"'`()<>{}]+)")
 _REFDEF = re.compile(r"^ {0,3}\[(?!\^)(?:[^\[\]\\\n]|\\.)+\]:[ \t]*(?:<([^<>\n]*)>|(\S+))", re.MULTILINE)
 # Anything that may hide a link from a reader (code, math, comments) sends a body down the full scan.
 _NOT_PLAIN = ("`", "~~~", "$", "<!--", "%%", "    ", "\t")
@@ -335,7 +339,7 @@ def _scan_body(body: str, first_line: int) -> tuple[str | None, list[Link], tupl
         return _scan_lines(body.split("\n"), first_line)
     # No code at all (most notes): a few searches over the whole text, no per-line loop.
     h = _H1_ANYWHERE.search(body)
-    links = _links(body, first_line) if "[" in body else []
+    links = _links(body, first_line) if "[" in body or "#" in body else []
     anchors: list[str] = []
     if "#" in body:
         anchors.extend(m.group(1).strip() for m in _ATX_ANYWHERE.finditer(body))
@@ -368,6 +372,13 @@ def _links(text: str, first_line: int) -> list[Link]:
                     found.append((at - 1, dest, "i"))
                 else:
                     found.append((at, dest, "m"))
+    if "#" in text:
+        for m in _TAG.finditer(text):
+            at = m.start()
+            if at == 0 or text[at - 1] in " \t\n":
+                name = m.group(1).rstrip(".:")
+                if name:
+                    found.append((at, name, "t"))
     if "]:" in text:
         for m in _REFDEF.finditer(text):
             dest = m.group(1) if m.group(1) is not None else m.group(2)
@@ -558,7 +569,7 @@ def _scan_lines(lines: list[str], first_line: int,
         para.append((i, rest))
     flush()
     doc = "\n".join(masked)
-    links = _links(doc, first_line) if "[" in doc else []
+    links = _links(doc, first_line) if "[" in doc or "#" in doc else []
     if "^" in doc:
         anchors.extend(_block_ids(doc))
     return title, links, tuple(sorted(set(anchors)))
@@ -580,8 +591,10 @@ def _starts_block(text: str) -> bool:
     if c in "-*_" and _THEMATIC.match(text):
         return True
     if c in _LIST_STARTS:
+        # A list item (a marker then a space, or alone): `- a` after an item's paragraph is the next
+        # item, not a lazy line of that paragraph (so a fence it opens is code).
         m = _LIST_ITEM.match(text)
-        return m is not None and text[m.end():][:1] in (" ", "")
+        return m is not None and (bool(m.group(3)) or not text[m.end():])
     return False
 
 
@@ -598,8 +611,8 @@ def _inline(para: list[tuple[int, str]], masked: list[str], sink: list[str] | No
         blanked = _COMMENTS.sub(_blank, blanked)
     if sink is not None:
         sink.append(blanked)
-    if "[" not in blanked and "^" not in blanked:
-        return  # no link, no block id
+    if "[" not in blanked and "^" not in blanked and "#" not in blanked:
+        return  # no link, tag or block id
     if blanked is text:
         for i, t in para:
             masked[i] = t

@@ -51,6 +51,7 @@ class Rules(msgspec.Struct, frozen=True):
     anchors: bool = False  # [[note#heading]] / [[note#^block]] to a missing heading or block: W222
     unresolved: bool = True  # a link to no note is a finding (Logseq makes such pages itself: false)
     templates: bool = True  # the editor's template folders are left out of the graph
+    tags: bool = False  # `#name` is a link to the page `name` (Logseq)
 
 
 def defaults(dialect: str, reason: str = "") -> Rules:
@@ -60,7 +61,7 @@ def defaults(dialect: str, reason: str = "") -> Rules:
     if dialect == "foam":
         return Rules("foam", reason, properties=False)
     if dialect == "logseq":
-        return Rules("logseq", reason, properties=False, unresolved=False)
+        return Rules("logseq", reason, unresolved=False, tags=True)
     if dialect == "vivary":
         # A tropo.toml workspace: the contract's slug ids, and wikilinks read as vivary-git always has.
         return Rules("vivary", reason, alias="auto", ids="slug", markdown=False, properties=False,
@@ -72,7 +73,8 @@ class Target(msgspec.Struct, frozen=True, array_like=True):
     """One link of a document as its dialect reads it, before it is resolved."""
 
     line: int
-    kind: str  # "w" wikilink, "e" embed, "m" Markdown link, "i" image, "r" reference definition, "p" property
+    kind: str  # "w" wikilink, "e" embed, "m" Markdown link, "i" image, "r" reference definition, "p" property,
+    # "t" tag
     field: str  # the edge field it makes
     written: str  # the link text as written (inside [[ ]], or the destination), for messages
     name: str  # what it names, as the dialect reads it ("" = this same note)
@@ -161,6 +163,8 @@ def describe(target: Target) -> str:
         return f"embed ![[{target.written}]]"
     if target.kind == "p":
         return f"property '{target.field}': [[{target.written}]]"
+    if target.kind == "t":
+        return f"tag #{target.written}"
     if target.kind == "i":
         return f"image ({target.written})"
     if target.kind == "r":

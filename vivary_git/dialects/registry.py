@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -24,12 +24,19 @@ def reader(dialect: str) -> Reader:
 
 
 def make_resolver(rules: Rules, notes: Sequence[str], files: Sequence[str],
-                  ids: Callable[[], dict[str, str]]) -> Resolver:
+                  ids: Callable[[], dict[str, str]], names: Mapping[str, Sequence[str]] | None = None) -> Resolver:
     if rules.dialect == "vivary":
         return vivary.resolver(rules, notes, files, ids)
-    cls = {"dendron": dendron.Resolver, "foam": foam.Resolver, "logseq": logseq.Resolver}.get(rules.dialect,
-                                                                                            obsidian.Resolver)
+    if rules.dialect == "logseq":
+        return logseq.Resolver(rules, notes, files, names)
+    cls = {"dendron": dendron.Resolver, "foam": foam.Resolver}.get(rules.dialect, obsidian.Resolver)
     return cls(rules, notes, files)
+
+
+def page_names(note: Note, rules: Rules) -> tuple[str, ...]:
+    """The names a document answers to besides its path, where its dialect has such names (Logseq:
+    `title::` or "", then `alias::` values); empty elsewhere."""
+    return logseq.names(note) if rules.dialect == "logseq" else ()
 
 
 def read_links(note: Note, rules: Rules, field: str, wikilinks: bool) -> list[Target]:
@@ -37,6 +44,12 @@ def read_links(note: Note, rules: Rules, field: str, wikilinks: bool) -> list[Ta
     read = reader(rules.dialect)
     out: list[Target] = []
     for link in note.links:
+        if link.kind == "t":  # `#name`: a link to the page `name` where the dialect says so
+            if rules.tags and wikilinks:
+                t = read(Link(link.text, link.line, "w"), rules, field)
+                if t is not None:
+                    out.append(msgspec.structs.replace(t, kind="t"))
+            continue
         if link.kind in ("w", "e"):
             if not wikilinks:
                 continue
@@ -45,6 +58,8 @@ def read_links(note: Note, rules: Rules, field: str, wikilinks: bool) -> list[Ta
         t = read(link, rules, field)
         if t is not None:
             out.append(t)
+    if rules.dialect == "logseq":
+        out = logseq.property_links(note, out, rules)
     if rules.properties and note.fields:
         for key, value in note.fields.items():
             for text in _property_links(value):
@@ -75,7 +90,9 @@ def _property_links(value: Any, depth: int = 0) -> Iterable[str]:
                 yield from _property_links(item, depth + 1)
 
 
-def resolver(rules: Rules, notes: Sequence[str], files: Sequence[str], ids: Callable[[], dict[str, str]]) -> Resolver:
+def resolver(rules: Rules, notes: Sequence[str], files: Sequence[str], ids: Callable[[], dict[str, str]],
+             names: Mapping[str, Sequence[str]] | None = None) -> Resolver:
     """The resolver of this dialect over every note path and every other file path of the tree;
-    `ids` (id -> path) is asked only by dialects that resolve to ids (the contract's slugs)."""
-    return make_resolver(rules, notes, files, ids)
+    `ids` (id -> path) is asked only by dialects that resolve to ids (the contract's slugs), `names`
+    (path -> `page_names`) only by those that name documents by more than their path (Logseq)."""
+    return make_resolver(rules, notes, files, ids, names)
