@@ -1,6 +1,6 @@
 """Wall time of the pre-commit hook on a 10,000-note workspace with 10 staged edited notes.
 
-    python bench/bench_hook.py [--notes 10000] [--dest DIR] [--runs 5] [--pre-commit]
+    python bench/bench_hook.py [--notes 10000] [--dest DIR] [--runs 5] [--pre-commit] [--attachment]
 
 Builds (or reuses, with an existing --dest) a workspace from /work/shared/bench/make_vault.py
 (`--notes N --wikilinks`), installs vivary's plain Git hook with `git vivary hooks install`, and
@@ -13,6 +13,11 @@ times, in this state:
 - the installed `.git/hooks/pre-commit`, run as Git runs it: privacy guard + check, one process;
 - with --pre-commit, `pre-commit run` of vivary-check and vivary-privacy from a pre-commit config that
   points at a committed snapshot of this repository; its hook environment is built before timing.
+
+With --attachment the workspace's links are read as Obsidian reads them (`.vivary/graph.toml`
+`dialect = "obsidian"`, committed once; the default DEST gets a `-obsidian` suffix) and every edit also
+stages a new image no note links to, as when a screenshot is added beside an edited note: links may
+name any file there, so the file set changed.
 
 Figures are medians of --runs (each run on its own fresh edits); ratios are against `git write-tree`.
 The workspace is reset (`git reset -q --hard`) at the end.
@@ -76,10 +81,19 @@ def main() -> int:
     ap.add_argument("--dest", type=Path)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--pre-commit", action="store_true", help="also time the pre-commit framework's hooks")
+    ap.add_argument("--attachment", action="store_true",
+                    help="Obsidian's link rules, and a new unlinked image staged with every edit")
     a = ap.parse_args()
     os.environ.update(GIT_ENV)
-    dest = a.dest or Path(tempfile.gettempdir()) / f"vivary-bench-hook-{a.notes}"
+    suffix = "-obsidian" if a.attachment else ""
+    dest = a.dest or Path(tempfile.gettempdir()) / f"vivary-bench-hook-{a.notes}{suffix}"
     build(dest, a.notes)
+    graph_toml = dest / ".vivary" / "graph.toml"
+    if a.attachment and not graph_toml.exists():
+        graph_toml.parent.mkdir(exist_ok=True)
+        graph_toml.write_text('dialect = "obsidian"\n')
+        subprocess.run(["git", "add", str(graph_toml)], cwd=dest, check=True)
+        subprocess.run(["git", "commit", "-q", "-m", "obsidian rules"], cwd=dest, check=True)
     vivary = shutil.which("git-vivary")
     if vivary is None:
         raise SystemExit("git-vivary is not on PATH: export PATH=/tmp/dev/bin:$PATH (or any venv with vivary-git)")
@@ -107,6 +121,10 @@ def main() -> int:
             path = dest / notes[(run * 10 + i) * 37 % len(notes)]
             with path.open("a", encoding="utf-8") as f:
                 f.write(f"\nbench edit {run}-{i}\n")
+        if a.attachment:
+            (dest / "attachments").mkdir(exist_ok=True)
+            (dest / "attachments" / f"screenshot-{run}.png").write_bytes(run.to_bytes(4, "big"))
+            subprocess.run(["git", "add", "attachments"], cwd=dest, check=True)
         subprocess.run(["git", "add", "-u"], cwd=dest, check=True)
 
     try:
@@ -124,8 +142,10 @@ def main() -> int:
                     sh(["pre-commit", "run"], dest, env=pc_env))
     finally:
         subprocess.run(["git", "reset", "-q", "--hard"], cwd=dest, check=False)
+        subprocess.run(["git", "clean", "-q", "-f", "--", "attachments"], cwd=dest, check=False)
     base = statistics.median(times["git write-tree"])
-    print(f"\n{a.notes} notes, 10 staged edited notes, median of {a.runs} runs, {os.cpu_count()} CPUs, "
+    also = " + 1 new attachment (Obsidian rules)" if a.attachment else ""
+    print(f"\n{a.notes} notes, 10 staged edited notes{also}, median of {a.runs} runs, {os.cpu_count()} CPUs, "
           f"load {os.getloadavg()[0]:.2f}")
     print(f"{'what':<48} {'median':>9} {'min':>9} {'x write-tree':>13}")
     for name, ts in times.items():

@@ -64,7 +64,7 @@ def test_blast_nearest_distance_and_via(repo: Repo, cli: Any) -> None:
     shallow = cli("blast", "a", "--depth", "1", "--json", "--rev", "HEAD", cwd=repo.path).json()
     assert [i["id"] for i in shallow["impacted"]] == ["b", "c", "free"]
     missing = cli("blast", "nope", "--rev", "HEAD", cwd=repo.path)
-    assert missing.code == 2 and "no node with ID 'nope'" in missing.err
+    assert missing.code == 2 and "no node named 'nope'" in missing.err
 
 
 def test_blast_between_two_trees(repo: Repo, cli: Any) -> None:

@@ -59,6 +59,8 @@ def test_the_spec_sections_are_all_there() -> None:
     ("``[[a]]`` `[[b]]`` [[c]]\n", ["b", "c"]),  # an unmatched run is literal
     ("\\`[[a]]`\n", ["a"]),  # an escaped backtick opens nothing
     ("%%\n[[a]]\n%%\n<!--\n[[b]]\n-->\n[[c]] <!-- [[d]] --> %%[[e]]%%\n", ["c"]),
+    ("- step\n- ```\n  [[a]]\n  ```\n- [[b]]\n", ["b"]),  # a fence opened by the next list item
+    ("1. one\n2. ```\n   [[a]]\n   ```\n", []),
 ])
 def test_links_are_read_only_in_prose(body: str, links: list[str]) -> None:
     assert [link.text for link in parse.parse_blob(body.encode()).links] == links

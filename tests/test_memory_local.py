@@ -237,6 +237,11 @@ def test_filters_k_and_modes(ws: Any, cli: Any) -> None:
     in_notes = recall(cli, ws.path, "anything", "--path", "notes/*")
     assert {h["path"] for h in in_notes} == set(PUBLIC) - {"decisions/d1.md"}
     assert [h["node_id"] for h in recall(cli, ws.path, "anything", "--edge", "related:vault")] == ["keys"]
+    # A TARGET is a name as a link writes it (graph.resolve_node), as for query and blast.
+    assert [h["node_id"] for h in recall(cli, ws.path, "anything", "--edge", "related:Vault")] == ["keys"]
+    sem_edge = cli("query", "anything", "--mode", "semantic", "--edge", "related:Vault", "--json", cwd=ws.path)
+    assert [h["node_id"] for h in sem_edge.json()["results"]] == ["keys"], sem_edge.err
+    assert cli("recall", "anything", "--edge", "related:Nowhere", cwd=ws.path).code == 2
     assert len(recall(cli, ws.path, "anything", "--k", "1000")) == len(PUBLIC)  # capped at 250, then all there is
     sem = recall(cli, ws.path, "signing keys", "--mode", "semantic")
     assert sem[0]["reason"].startswith("semantic match") and -1.0 <= sem[0]["score"] <= 1.0

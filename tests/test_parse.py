@@ -100,6 +100,7 @@ BODIES = [
     "## H2\n# H1 #\n", "# a\rb\n", "[[ ]] [[a\n]] [[[b]]]", "", "\n\n# t", "# é ü\n[[ü]]", "[[a|b|c]]\r\r\n# t\r\r",
     "[a](b.md) ![i](c%20d.png) [e](<f g.md>)\n\n[r]: h.md 'T'\n", "> quote [[q]]\n- list [[l]]\n  1. [[n]]\n",
     "## Head\npara ^block-1\n### Sub ###\n", "[[p]](q) [x]([[y]])\n", "# T\n> # not a title\n",
+    "- item\n  # a heading inside the item: not the title\n", "1. x\n   # H1 in the item\n# Title\n",
 ]
 
 

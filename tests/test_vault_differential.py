@@ -77,3 +77,63 @@ def test_check_agrees_with_the_independent_resolver(repo: Repo, cli: Any, seed: 
     expected = breaks(repo.path)
     assert expected, "the generated vault has broken links"
     assert ours == expected
+
+
+# --- Logseq: the graph's edges against tests/vault_oracle.py's reading of docs/vaults.md#logseq -------------
+
+PAGES = ["Alpha", "Project___Beta", "gamma ray", "Δelta", "Kyoto", "Reading List", "Books___Fiction"]
+TITLES = ["Project Alpha Plan", "Gamma", "京都"]
+ALIASES = ["PAP", "Beta Project", "GR", "kyoto city"]
+MISSING = ["Nowhere", "someday", "Not Yet Written"]
+
+
+def _logseq_graph(seed: int) -> dict[str, str | bytes]:
+    rng = random.Random(seed)
+    files: dict[str, str | bytes] = {"logseq/config.edn": "{}\n", "logseq/bak/pages/Alpha.md": "[[Gone]]\n"}
+    names = [p.replace("___", "/") for p in PAGES] + TITLES + ALIASES + MISSING
+    for page in PAGES:
+        props = []
+        if rng.random() < 0.4:
+            props.append(f"title:: {rng.choice(TITLES)}")
+        if rng.random() < 0.4:
+            a = rng.sample(ALIASES, rng.randint(1, 2))
+            props.append("alias:: " + ", ".join(f"[[{x}]]" if rng.random() < 0.5 else x for x in a))
+        if rng.random() < 0.5:
+            t = rng.sample(names, rng.randint(1, 3))
+            props.append("tags:: " + ", ".join(rng.choice([x, f"[[{x}]]", f"#[[{x}]]"]) for x in t))
+        if rng.random() < 0.3:
+            props.append(f"type:: [[{rng.choice(names)}]]")
+        blocks = []
+        for _ in range(rng.randint(2, 6)):
+            target = rng.choice(names)
+            one_word = " " not in target
+            kind = rng.randrange(5)
+            if kind == 0:
+                blocks.append(f"- see [[{target.upper() if rng.random() < 0.3 else target}]] here")
+            elif kind == 1:
+                blocks.append(f"- tagged #[[{target}]] and more")
+            elif kind == 2 and one_word:
+                blocks.append(f"- a #{target}, then text")
+            elif kind == 3:
+                blocks.append(f"- ```\n  [[{target}]] #{target.split()[0]}\n  ```")
+            else:
+                blocks.append(f"- # A heading with [[{target}]]")
+        head = "\n".join(props) + "\n\n" if props else ""
+        files[f"pages/{page}.md"] = head + "\n".join(blocks) + "\n"
+    files["journals/2024_01_01.md"] = "- " + " ".join(f"[[{rng.choice(names)}]]" for _ in range(4)) + "\n"
+    return files
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6])
+def test_logseq_edges_agree_with_the_independent_reading(repo: Repo, cli: Any, seed: int) -> None:
+    from vault_oracle import logseq_edges
+
+    repo.commit(files=_logseq_graph(seed))
+    r = cli("graph", "--rev", "HEAD", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    ours = {(e["from"], e["field"], e["to"], e["broken"]) for e in r.json()["edges"]}
+    expected = logseq_edges(repo.path)
+    assert any(not broken for *_, broken in expected) and any(broken for *_, broken in expected)
+    assert ours == expected
+    check = cli("check", "--rev", "HEAD", "--json", cwd=repo.path)
+    assert check.json()["findings"] == []  # Logseq makes the pages a link names

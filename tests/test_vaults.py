@@ -286,6 +286,49 @@ def test_logseq_pages_and_namespaces(repo: Repo, cli: Any) -> None:
     assert [n["id"] for n in graph(repo, cli)["nodes"]] == ["pages/Home", "pages/Project___Alpha"]
 
 
+LOGSEQ: dict[str, str | bytes] = {
+    "logseq/config.edn": "{}",
+    "pages/plan.md": "title:: Project Alpha Plan\nalias:: PAP, [[Alpha]]\ntags:: planning, [[big work]], #q3\n"
+                     "type:: [[book]]\n\n- the plan #urgent and #[[two words]]\n- ```\n  #notatag [[notalink]]\n  ```\n"
+                     "- # A heading is not a tag; nor is https://x.org/#frag or [a](#frag)\n",
+    "pages/Planning.md": "- plans\n",
+    "pages/two words.md": "- yes\n",
+    "journals/2024_01_01.md": "- [[project alpha plan]], [[pap]], [[ALPHA]] and #planning\n- [[plan]]\n",
+}
+
+
+def test_logseq_title_and_alias_name_a_page(repo: Repo, cli: Any) -> None:
+    """`title::` is the page's name (not the file's), `alias::` values name it too, any case."""
+    assert findings(repo, cli, LOGSEQ) == []
+    got = {(t, broken) for f, fld, t, broken in edges(repo, cli) if f == "journals/2024_01_01"}
+    assert got == {("pages/plan", False), ("pages/Planning", False), ("plan", True)}
+    assert {n["id"]: n for n in graph(repo, cli)["nodes"]}["pages/plan"]["path"] == "pages/plan.md"
+    r = cli("blast", "PAP", "--rev", "HEAD", "--json", cwd=repo.path)
+    assert r.json()["target"] == "pages/plan" and [i["id"] for i in r.json()["impacted"]] == ["journals/2024_01_01"]
+    r = cli("query", "plan", "--rev", "HEAD", "--json", cwd=repo.path)
+    assert {h["id"]: h["title"] for h in r.json()["results"]}["pages/plan"] == "Project Alpha Plan"
+
+
+def test_logseq_tags_and_properties_link_pages(repo: Repo, cli: Any) -> None:
+    """`#tag`, `#[[two words]]` and the comma-separated values of `tags::` link pages; a link on a property
+    line is named by its property (none from `alias::`); code, headings and URLs hold no tags."""
+    assert findings(repo, cli, LOGSEQ) == []
+    got = {(fld, t, broken) for f, fld, t, broken in edges(repo, cli) if f == "pages/plan"}
+    assert got == {("tags", "pages/Planning", False), ("tags", "big work", True), ("tags", "q3", True),
+                   ("type", "book", True), ("wikilink", "urgent", True), ("wikilink", "pages/two words", False)}
+
+
+def test_logseq_front_matter_is_the_page_properties(repo: Repo, cli: Any) -> None:
+    files: dict[str, str | bytes] = {
+        "logseq/config.edn": "{}", "pages/b.md": "---\ntitle: Bee\nalias: [Buzz]\ntags: [x, y]\n---\n- b\n",
+        "pages/a.md": "- [[bee]] [[buzz]]\n",
+    }
+    assert findings(repo, cli, files) == []
+    e = edges(repo, cli)
+    assert ("pages/a", "wikilink", "pages/b", False) in e and ("pages/a", "wikilink", "bee", True) not in e
+    assert {("pages/b", "tags", "x", True), ("pages/b", "tags", "y", True)} <= e
+
+
 def test_tropo_workspace_keeps_the_contract_ids(repo: Repo, cli: Any) -> None:
     files = {"tropo.toml": "version = 1\n", "notes/Core Module.md": "# Core\n", "notes/b.md": "[[core module]] x\n"}
     assert findings(repo, cli, files) == []

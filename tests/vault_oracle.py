@@ -103,3 +103,73 @@ def _owner_line(text: str, n: int) -> int:
     while n > 1 and lines[n - 1].startswith((" ", "-")):
         n -= 1
     return n
+
+
+# --- Logseq, written from docs/vaults.md#logseq alone --------------------------------------------------
+
+_TAG_CHARS = r"[^\s#\[\],;!?\"'`()<>{}]+"
+
+
+def _logseq_properties(lines: list[str]) -> list[tuple[int, str, str]]:
+    """(line number, name, value) of the `key:: value` lines a page starts with."""
+    out = []
+    for n, line in enumerate(lines, 1):
+        m = re.fullmatch(r"([^\s:0-9][^\s:]*)::(?: +(.*?))? *", line.strip())
+        if m is None:
+            break
+        out.append((n, m.group(1).lower().replace("_", "-"), (m.group(2) or "").strip()))
+    return out
+
+
+def _logseq_refs(text: str, plain: bool) -> list[str]:
+    """Pages a text names: [[a]], #[[a b]], #a; with `plain`, also its comma-separated words."""
+    names = re.findall(r"\[\[([^\[\]]+)\]\]", text)
+    rest = re.sub(r"#?\[\[[^\[\]]+\]\]", ",", text)
+    names += [m.group(1).rstrip(".:") for m in re.finditer(r"(?:^|(?<=\s))#(" + _TAG_CHARS + ")", rest)]
+    if plain:
+        rest = re.sub(r"(?:^|(?<=\s))#" + _TAG_CHARS, ",", rest)
+        names += [p.strip() for p in rest.split(",") if p.strip()]
+    return [n.strip() for n in names if n.strip()]
+
+
+def logseq_edges(root: Path) -> set[tuple[str, str, str, bool]]:
+    """(from, field, to, broken) of every link of a Logseq graph: a page is named by its title:: or
+    its file name (`___` for `/`), and by its alias:: values, any case; [[x]], #x, #[[x y]] and
+    tags:: values link pages; links on a property line are named by the property (none from alias::);
+    a link to no page is a broken edge to the name as written; code fences hold no links."""
+    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.md") if ".git" not in p.parts
+                   and p.relative_to(root).parts[0] != "logseq")
+    texts = {f: (root / f).read_text(encoding="utf-8") for f in files}
+    own: dict[str, str] = {}
+    aliases: dict[str, str] = {}
+    for f in files:
+        props = _logseq_properties(texts[f].split("\n"))
+        title = next((v for _, k, v in props if k == "title" and v), None)
+        name = title or urllib.parse.unquote(f.rsplit("/", 1)[-1][:-3].replace("___", "/"))
+        own.setdefault(_key(name), f[:-3])
+        for _, k, v in props:
+            if k == "alias":
+                for a in _logseq_refs(v, plain=True):
+                    aliases.setdefault(_key(a), f[:-3])
+    pages = {**aliases, **own}
+    edges: set[tuple[str, str, str, bool]] = set()
+    for f in files:
+        lines = texts[f].split("\n")
+        prop_lines = {n: k for n, k, _ in _logseq_properties(lines)}
+        fence = False
+        for n, line in enumerate(lines, 1):
+            if re.match(r"\s*(?:- )?```", line):  # a fence, also one a list item opens
+                fence = not fence
+                continue
+            if fence:
+                continue
+            field = prop_lines.get(n, "wikilink")
+            if field == "alias":
+                continue
+            for name in _logseq_refs(line.split("::", 1)[1] if n in prop_lines else line, plain=field == "tags"):
+                to = pages.get(_key(name))
+                if to is None:
+                    edges.add((f[:-3], field, name, True))
+                elif to != f[:-3]:
+                    edges.add((f[:-3], field, to, False))
+    return edges

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 import msgspec
 
 from vivary_git.errors import UsageError
-from vivary_git.graph import Graph
+from vivary_git.graph import Graph, resolve_node
 from vivary_git.models import Edge, Node
 
 # How far `blast --base` and `ci` follow references back from a changed note unless asked for more:
@@ -61,10 +61,10 @@ def reverse_bfs(
 
 
 def blast(graph: Graph, target: str, depth: int | None = None) -> BlastReport:
-    if target not in graph.by_id():
-        raise UsageError(f"no node with ID {target!r} in this tree; `git vivary graph` lists the IDs")
+    """What reaches `target`: a node's id, or a name as `graph.resolve_node` reads it."""
     if depth is not None and depth < 0:
         raise UsageError("--depth must be 0 or more")
+    target = resolve_node(graph, target).id
     impacted = reverse_bfs(graph, [target], depth)
     return BlastReport(graph.root, target, depth, impacted, {"impacted": len(impacted)})
 

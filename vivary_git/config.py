@@ -223,7 +223,7 @@ class Detected(msgspec.Struct, frozen=True):
 _LINK_KEYS: dict[str, tuple[type, tuple[str, ...]]] = {
     "ids": (str, ("path", "slug")), "case": (str, ("insensitive", "sensitive")),
     "markdown": (bool, ()), "properties": (bool, ()), "attachments": (bool, ()), "anchors": (bool, ()),
-    "unresolved": (bool, ()), "templates": (bool, ()),
+    "unresolved": (bool, ()), "templates": (bool, ()), "tags": (bool, ()),
 }
 
 

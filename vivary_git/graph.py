@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import bisect
+import posixpath
 from collections.abc import Iterable, Mapping, Sequence
 
 import msgspec
 
 from vivary_git import check, dialects
 from vivary_git.config import Config
-from vivary_git.dialects import Target, vivary
-from vivary_git.models import Edge, Finding, Ignore, Node, Note
+from vivary_git.dialects import Target, registry, vivary
+from vivary_git.errors import UsageError
+from vivary_git.models import Edge, Finding, Ignore, Link, Node, Note
 
 INDEX_STEMS = ("readme", "index", "_index")
 slug = vivary.slug
@@ -73,6 +75,11 @@ class Graph(msgspec.Struct):
     homes: list[str] = []  # Dendron vaults found to be this workspace (wikilink resolution)
     rules: str = ""  # digest of every rule source (config, overlays) this graph was built under
     others: list[str] = []  # paths of the other files a link may name (attachments, templates)
+    # The last path segment of every name a document's link looks for, folded as the dialect matches
+    # names: a file added or removed whose name is not among them cannot change how any link resolves
+    # (`files_reach`). None: not known (an older cache), so any such file counts.
+    names: list[str] | None = None
+    page_names: dict[str, list[str]] = {}  # path -> the names it answers to besides its path (Facts.names)
 
     def by_id(self) -> dict[str, Node]:
         return {n.id: n for n in self.nodes}
@@ -95,19 +102,22 @@ class Facts(msgspec.Struct, frozen=True, array_like=True):
     problem: bool  # E000/E001: the document's fields are unknown
     anchors: list[str] = []  # its headings and block ids, folded (only when anchors are checked)
     ignores: tuple[Ignore, ...] = ()  # codes its `vivary-ignore` comments and key silence (check.suppress)
+    names: tuple[str, ...] = ()  # names it answers to besides its path (Logseq: title:: or "", alias::)
 
 
 def facts(path: str, blob: str, note: Note, config: Config, folder_types: Mapping[str, str], root_name: str,
           dates: check.DateLookup | None = None) -> Facts:
     rules = config.links
     nid = node_id(path, root_name, rules.ids)
-    title = note.title or (derived_title(nid) if rules.ids == "slug" else nid.rsplit("/", 1)[-1])
+    names = registry.page_names(note, rules)
+    title = (names[0] if names and names[0] else None) or note.title or \
+        (derived_title(nid) if rules.ids == "slug" else nid.rsplit("/", 1)[-1])
     node = Node(id=nid, type=node_type(path, folder_types, root_name), path=path, title=title, blob=blob)
     found, refs = check.validate_local(node, note, config, dates)
-    links = dialects.read_links(note, rules, config.wikilink_field, config.wikilinks)
+    links = registry.read_links(note, rules, config.wikilink_field, config.wikilinks)
     anchors = sorted({dialects.anchor_key(a) for a in note.anchors}) if rules.anchors else []
     return Facts(nid, node.type, node.title, found, refs, links, note.problem is not None, anchors,
-                 check.ignores_of(note))
+                 check.ignores_of(note), names)
 
 
 def build(
@@ -145,7 +155,8 @@ def build(
         ids.append(nid)
     by_path = {n.path: n.id for n in owner.values()}
     anchors = {path: f.anchors for path, _, f in ordered} if config.links.anchors else {}
-    resolver = _resolver(config, [p for p, _, _ in ordered], others, by_path)
+    page_names = {path: list(f.names) for path, _, f in ordered if f.names}
+    resolver = _resolver(config, [p for p, _, _ in ordered], others, by_path, page_names)
     homes = _homes([(p, f.links) for (p, _, f), own in zip(ordered, owned, strict=True) if own], resolver)
     # Every edge starts at the node of the one document owning that ID: collected per source as
     # (field, to, broken) tuples, deduplicated and sorted per source (cheap tuple hashing and
@@ -167,18 +178,52 @@ def build(
     nodes = sorted(owner.values(), key=lambda n: n.id)
     edges = [Edge(n.id, fld, to, broken) for n in nodes for fld, to, broken in sorted(outgoing.get(n.id, ()))]
     return Graph(root=root_name, tree=tree, config=config, nodes=nodes, edges=edges, findings=findings,
-                 checked=len(docs) + len(unreadable), homes=sorted(homes), others=list(others))
+                 checked=len(docs) + len(unreadable), homes=sorted(homes), others=list(others),
+                 names=link_names((f for _, _, f in ordered), config), page_names=page_names)
+
+
+def _name_key(name: str, case: str) -> str:
+    """The last segment of a name a link looks for (`a/b/../pic.png` -> `pic.png`), folded."""
+    return dialects.fold(posixpath.basename(posixpath.normpath(name.strip("/") or ".")), case)
+
+
+def link_names(docs: Iterable[Facts], config: Config) -> list[str] | None:
+    """`Graph.names` of these documents: the folded last segments of every name their links look for
+    (empty in a `tropo.toml` workspace, whose links resolve to IDs, never to files)."""
+    if config.links.dialect == "vivary":
+        return []
+    case = config.links.case
+    return sorted({_name_key(t.name, case) for f in docs for t in f.links if t.name})
+
+
+def files_reach(names: Sequence[str] | None, files: Iterable[str], config: Config) -> bool:
+    """Whether adding or removing these non-note files could change how some link resolves: a link
+    finds a file by its name (or a path ending in it), so only a file whose last segment some link
+    looks for can; in Foam a folder link also finds its `index` or `README`. Notes always win over
+    other files of the same name, and a link reaching another file makes no edge or finding, so
+    nothing else can change."""
+    if config.links.dialect == "vivary":
+        return False  # links resolve to IDs
+    if names is None:
+        return True
+    known = set(names)
+    case = config.links.case
+    for path in files:
+        base = dialects.fold(path.rsplit("/", 1)[-1], case)
+        if base in known or (config.links.dialect == "foam" and base.split(".", 1)[0] in ("index", "readme")):
+            return True
+    return False
 
 
 _Out = tuple[str, str, bool]  # an outgoing edge of a known source: (field, to, broken)
 
 
-def _resolver(config: Config, notes: Sequence[str], others: Sequence[str],
-              by_path: Mapping[str, str]) -> dialects.Resolver:
+def _resolver(config: Config, notes: Sequence[str], others: Sequence[str], by_path: Mapping[str, str],
+              page_names: Mapping[str, Sequence[str]]) -> dialects.Resolver:
     def ids() -> dict[str, str]:
         return {nid: path for path, nid in by_path.items()}
 
-    return dialects.resolver(config.links, notes, others, ids)
+    return registry.resolver(config.links, notes, others, ids, page_names)
 
 
 def _contribute(path: str, nid: str, f: Facts, own: bool, known: Mapping[str, object], by_path: Mapping[str, str],
@@ -218,17 +263,20 @@ def _contribute(path: str, nid: str, f: Facts, own: bool, known: Mapping[str, ob
         findings[start:] = check.suppress(findings[start:], f.ignores)
 
 
-def patch(base: Graph, tree: str | None, changed: Mapping[str, tuple[str, Facts]]) -> Graph | None:
+def patch(base: Graph, tree: str | None, changed: Mapping[str, tuple[str, Facts]],
+          others: Sequence[str] | None = None) -> Graph | None:
     """`base` with the documents at `changed` paths (path -> (new blob, new facts)) edited in place,
     or None when that would not equal a full `build`: only content edits of documents that own their
     ID, with the same paths, rules and root, and no cross-vault links in play, keep every other
-    document's ID resolution, edges and findings unchanged."""
+    document's ID resolution, edges and findings unchanged. `others`: the tree's other files when
+    they differ from the base's, by files no link names (`files_reach`)."""
+    others = base.others if others is None else others
     if base.homes or len(base.nodes) != base.checked or any(f.code == "E130" for f in base.findings):
         return None  # dendron home vaults or duplicates/unreadable files: ownership could shift
     owner = {n.id: n for n in base.nodes}
     outgoing: dict[str, set[_Out]] = {}
     merged = patch_findings(base.findings, {n.path: n.id for n in base.nodes}, owner, base.config, changed,
-                            outgoing, base.others)
+                            outgoing, others, base.page_names)
     if merged is None:
         return None
     for path, (blob, f) in changed.items():
@@ -248,24 +296,32 @@ def patch(base: Graph, tree: str | None, changed: Mapping[str, tuple[str, Facts]
         at = hi
     all_edges += base.edges[at:]
     # `owner` kept the base's id order; replacing a value does not move its key.
+    names = base.names
+    if names is not None:  # names of links now gone stay: a superset only makes `files_reach` more careful
+        names = sorted(set(names).union(link_names((f for _, f in changed.values()), base.config) or ()))
     return Graph(root=base.root, tree=tree, config=base.config, nodes=list(owner.values()), edges=all_edges,
-                 findings=merged, checked=base.checked, homes=[], rules=base.rules, others=base.others)
+                 findings=merged, checked=base.checked, homes=[], rules=base.rules, others=list(others),
+                 names=names, page_names=base.page_names)
 
 
 def patch_findings(findings: Sequence[Finding], ids_by_path: Mapping[str, str], owner: Mapping[str, object],
                    config: Config, changed: Mapping[str, tuple[str, Facts]],
-                   outgoing: dict[str, set[_Out]] | None = None, others: Sequence[str] = ()) -> list[Finding] | None:
+                   outgoing: dict[str, set[_Out]] | None = None, others: Sequence[str] = (),
+                   page_names: Mapping[str, Sequence[str]] | None = None) -> list[Finding] | None:
     """A graph's findings with the documents at `changed` paths re-derived (see `patch`), from just
     its findings and its documents' IDs: what `check --staged` needs, without the graph's edges.
     None when patching could differ from a full build. With `outgoing`, the edited documents'
     outgoing edges are collected there too."""
     if config.links.anchors:
         return None  # anchors of the other notes are not at hand
+    page_names = page_names or {}
     new: list[Finding] = []
-    resolver = _resolver(config, list(ids_by_path), others, ids_by_path)
+    resolver = _resolver(config, list(ids_by_path), others, ids_by_path, page_names)
     for path, (_, f) in changed.items():
         if ids_by_path.get(path) != f.id or any(t.vault for t in f.links):
             return None
+        if tuple(page_names.get(path, ())) != f.names:
+            return None  # its title:: or alias:: changed: other documents' links may now find it, or not
         sink = outgoing.setdefault(f.id, set()) if outgoing is not None else set()
         _contribute(path, f.id, f, True, owner, ids_by_path, resolver, frozenset(), config, sink, new, {})
     kept = [x for x in findings if x.path not in changed]
@@ -289,6 +345,64 @@ def _homes(docs: Iterable[tuple[str, list[Target]]], resolver: dialects.Resolver
             if t.vault and t.vault not in homes and resolver.resolve(t, path).path is not None:
                 homes.add(t.vault)
     return frozenset(homes)
+
+
+_LISTED = 10  # candidates named in an ambiguity error
+
+
+def resolve_node(graph: Graph, name: str, *, prefix: str = "") -> Node:
+    """The node a person means by `name`: its id, else whatever a wikilink `[[name]]` written at the
+    vault root names in the graph's dialect (a note's name, a path with or without its extension,
+    case-insensitively where the dialect is), else a path from the repository's top when the
+    workspace is the folder `prefix`. Every command and API that takes a node id looks it up here.
+    Raises `UsageError` (exit 2) when it names no node, or several (listing them: the editor would
+    pick one silently, a command must not)."""
+    nodes = graph.by_id()
+    got = nodes.get(name)
+    if got is not None:
+        return got
+    by_path = {n.path: n for n in graph.nodes}
+    found = _named(graph, name, by_path)
+    if not found and prefix and name.startswith(prefix.rstrip("/") + "/"):
+        found = _named(graph, name[len(prefix.rstrip("/")) + 1:], by_path)
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise UsageError(f"no node named {name!r} in this tree (an id, a path, or a name as a wikilink writes "
+                         "it); `git vivary graph` lists the IDs")
+    ids = sorted(n.id for n in found)
+    more = f" and {len(ids) - _LISTED} more" if len(ids) > _LISTED else ""
+    raise UsageError(f"{name!r} names {len(ids)} notes: {', '.join(repr(i) for i in ids[:_LISTED])}{more}; "
+                     "give one of these IDs (or its path)")
+
+
+def resolve_edge_specs(graph: Graph, specs: Iterable[str], *, prefix: str = "") -> list[str]:
+    """`FIELD:TARGET` edge filters (query, find, recall) with each TARGET resolved by `resolve_node`
+    to its node's id; a bare `FIELD` (or `FIELD:`) is kept as it is."""
+    out: list[str] = []
+    for spec in specs:
+        field, sep, target = spec.partition(":")
+        if target.strip():
+            target = resolve_node(graph, target.strip(), prefix=prefix).id
+        out.append(f"{field.strip()}{sep}{target}")
+    return out
+
+
+def _named(graph: Graph, name: str, by_path: Mapping[str, Node]) -> list[Node]:
+    text = name.strip()
+    if not text:
+        return []
+    got = by_path.get(text)
+    if got is not None:
+        return [got]
+    rules = graph.config.links
+    target = registry.reader(rules.dialect)(Link(text, 1, "w"), rules, graph.config.wikilink_field)
+    if target is None:
+        return []
+    resolver = _resolver(graph.config, list(by_path), graph.others, {p: n.id for p, n in by_path.items()},
+                         graph.page_names)
+    paths = dict.fromkeys(resolver.candidates(target))
+    return [by_path[p] for p in paths if p in by_path]
 
 
 def wikilink_target(text: str, alias: str) -> tuple[str, ...]:

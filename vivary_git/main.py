@@ -11,9 +11,9 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from vivary_git import __version__
 from vivary_git.errors import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_USAGE, VivaryError
 from vivary_git.escape import text
+from vivary_git.version import __version__
 
 # Order is the order of `git vivary -h`. A command whose module is not there (yet) is left out.
 COMMANDS = (

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from vivary_git import __version__
+from vivary_git.version import __version__
 
 PAGE = Path(__file__).resolve().parent.parent / "man" / "git-vivary.1"
 

@@ -49,7 +49,8 @@ class Link(msgspec.Struct, frozen=True, array_like=True):
     """A link as written in a body: its raw text, its 1-based line and its kind. For a `[[wikilink]]`
     (`kind` "w") or an embed `![[…]]` ("e") the text is what is inside the brackets; for a Markdown
     link `[t](dest)` ("m"), an image `![t](dest)` ("i") or a reference definition `[t]: dest` ("r")
-    it is the destination as written (angle brackets removed, not yet URL-decoded)."""
+    it is the destination as written (angle brackets removed, not yet URL-decoded); for a tag `#name`
+    ("t") it is the name."""
 
     text: str
     line: int

@@ -92,17 +92,30 @@ def loader_class() -> type[yaml.SafeLoader]:
 _H1_ANYWHERE = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*\r*$", re.MULTILINE)
 _ATX_ANYWHERE = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*\r*$", re.MULTILINE)
 _ATX = re.compile(r" {0,3}(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*\r*$")
-_BLOCK_ID = re.compile(r"(?:^|[ \t])\^([A-Za-z0-9-]+)[ \t]*\r*$", re.MULTILINE)
-_WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
+# A block id ends its line and follows a space (or starts it): `block_ids` looks at the character
+# before each match, so the pattern starts with a literal and is searched for as one.
+_BLOCK_ID = re.compile(r"\^([A-Za-z0-9-]+)[ \t]*\r*$", re.MULTILINE)
+# The `!` of an embed or image is looked at before each match rather than matched: a pattern that starts
+# with a literal is searched for as one (several times faster over long text than trying `!?` at
+# every position).
+_WIKILINK = re.compile(r"\[\[([^\[\]\n]+?)\]\]")
 # A Markdown inline link or image, CommonMark's shape: link text with at most one level of nested
 # brackets, then a destination (in <…>, or without spaces, with balanced parentheses) and an optional title.
+# The link text is read in runs, possessively: giving any of it back could never end it at a `](`.
 _MDLINK = re.compile(
-    r"(!?)\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]\([ \t]*(?:<([^<>\n]*)>|((?:[^\s()\\<]|\\.|\((?:[^\s()\\]|\\.)*\))+))"
+    r"\[(?:[^\[\]\n]++|\[[^\[\]\n]*+\])*+\]\([ \t]*(?:<([^<>\n]*)>|((?:[^\s()\\<]|\\.|\((?:[^\s()\\]|\\.)*\))+))"
     r"(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?[ \t]*\)"
 )
+# A tag `#name` (Logseq reads it as a link to the page `name`; `#[[two words]]` is a wikilink already):
+# `#` after a space or at a line's start, then no space, `#` or `[`; it ends at a space or punctuation.
+# `links` keeps only those whose `#` starts the text or follows a space.
+_TAG = re.compile(r"#([^\s#\[\],;!?\"'`()<>{}]+)")
 _REFDEF = re.compile(r"^ {0,3}\[(?!\^)(?:[^\[\]\\\n]|\\.)+\]:[ \t]*(?:<([^<>\n]*)>|(\S+))", re.MULTILINE)
 # Anything that may hide a link from a reader (code, math, comments) sends a body down the full scan.
 _NOT_PLAIN = ("`", "~~~", "$", "<!--", "%%", "    ", "\t")
+# A heading indented 1-3 spaces may sit inside a list item (then it is neither the title nor an anchor):
+# only the block scan knows.
+_INDENTED_HEADING = re.compile(r"^ {1,3}#", re.MULTILINE)
 
 def parse_blob(data: bytes) -> Note:
     """Parse one Markdown file's bytes. Never raises for bad input: problems become E000/E001."""
@@ -393,29 +406,50 @@ def within_bounds(fields: Mapping[str, Any]) -> bool:
 
 def _scan_body(body: str, first_line: int) -> tuple[str | None, list[Link], tuple[str, ...]]:
     """The first ATX H1, every link, and the heading and block anchors, outside code, math and comments."""
-    if any(marker in body for marker in _NOT_PLAIN):
+    if any(marker in body for marker in _NOT_PLAIN) or (" #" in body and _INDENTED_HEADING.search(body)):
         return _scan_lines(body.split("\n"), first_line)
     # No code at all (most notes): a few searches over the whole text, no per-line loop.
     h = _H1_ANYWHERE.search(body)
-    links = _links(body, first_line) if "[" in body else []
+    links = _links(body, first_line) if "[" in body or "#" in body else []
     anchors: list[str] = []
     if "#" in body:
         anchors.extend(m.group(1).strip() for m in _ATX_ANYWHERE.finditer(body))
     if "^" in body:
-        anchors.extend("^" + m.group(1) for m in _BLOCK_ID.finditer(body))
+        anchors.extend(_block_ids(body))
     return (h.group(1).strip() if h else None), links, tuple(sorted(set(anchors)))
+
+
+def _block_ids(text: str) -> list[str]:
+    """`^id` at the end of a line, after a space or tab or alone on it."""
+    return ["^" + m.group(1) for m in _BLOCK_ID.finditer(text) if m.start() == 0 or text[m.start() - 1] in " \t\n"]
 
 
 def _links(text: str, first_line: int) -> list[Link]:
     """Every wikilink, embed, Markdown link and reference definition in `text` (prose only), in order."""
     found: list[tuple[int, str, str]] = []
     if "[[" in text:
-        found.extend((m.start(), m.group(2), "e" if m.group(1) else "w") for m in _WIKILINK.finditer(text))
+        for m in _WIKILINK.finditer(text):
+            at = m.start()
+            if at and text[at - 1] == "!":
+                found.append((at - 1, m.group(1), "e"))
+            else:
+                found.append((at, m.group(1), "w"))
     if "](" in text:
         for m in _MDLINK.finditer(text):
-            dest = m.group(2) if m.group(2) is not None else m.group(3)
-            if dest and "[[" not in dest and not text.startswith("[[", m.start() + len(m.group(1))):
-                found.append((m.start(), dest, "i" if m.group(1) else "m"))
+            dest = m.group(1) if m.group(1) is not None else m.group(2)
+            at = m.start()
+            if dest and "[[" not in dest and not text.startswith("[[", at):
+                if at and text[at - 1] == "!":
+                    found.append((at - 1, dest, "i"))
+                else:
+                    found.append((at, dest, "m"))
+    if "#" in text:
+        for m in _TAG.finditer(text):
+            at = m.start()
+            if at == 0 or text[at - 1] in " \t\n":
+                name = m.group(1).rstrip(".:")
+                if name:
+                    found.append((at, name, "t"))
     if "]:" in text:
         for m in _REFDEF.finditer(text):
             dest = m.group(1) if m.group(1) is not None else m.group(2)
@@ -442,6 +476,11 @@ _CODE_RUN = re.compile(r"`+")
 _DISPLAY_MATH = re.compile(r"\$\$.*?\$\$", re.DOTALL)
 _INLINE_MATH = re.compile(r"(?<![\\$])\$(?=[^\s$])(?:[^$\\]|\\.)*?(?<=[^\s\\])\$(?![0-9$])", re.DOTALL)
 _COMMENTS = re.compile(r"<!--.*?-->|%%.*?%%", re.DOTALL)
+# The first characters a line may open a block with (a quote, list item, heading, fence, thematic
+# break, setext underline, comment or math block): a line starting with anything else, and not with
+# a space, is paragraph text.
+_BLOCK_STARTS = frozenset(">-+*0123456789#`~_=<$%")
+_LIST_STARTS = frozenset("-+*0123456789")
 
 
 def _indent(text: str) -> int:
@@ -471,22 +510,24 @@ def _scan_lines(lines: list[str], first_line: int,
     read inline (code spans, math, comments blanked) for their links."""
     title: str | None = None
     anchors: list[str] = []
-    links: list[Link] = []
     stack: list[_Container] = []
     fence: tuple[str, int, int] | None = None  # (char, length, depth) of the open fenced code block
     closer: str | None = None  # "-->", "$$" or "%%": the end of an open comment or math block
-    para: list[tuple[int, str]] = []  # the open paragraph's lines: (line number, text)
+    para: list[tuple[int, str]] = []  # the open paragraph's lines: (index into `lines`, text)
+    # Each line's prose (code spans, math and comments blanked), "" for a line that holds none: links
+    # and block ids are then found by one search over the whole, with their line numbers as they stand
+    # (none of those patterns crosses a line break), instead of one search per paragraph.
+    masked = [""] * len(lines)
 
     def flush() -> None:
         if para:
-            _inline(para, links, anchors, sink)
+            _inline(para, masked, sink)
             para.clear()
 
     for i, raw in enumerate(lines):
         line = raw.rstrip("\r")
         if "\t" in line:
             line = line.expandtabs(4)
-        number = first_line + i
         rest = line
         matched = 0
         for c in stack:  # which open containers does this line continue?
@@ -497,7 +538,7 @@ def _scan_lines(lines: list[str], first_line: int,
                 rest = rest[q.end():]
             elif not rest.strip():
                 rest = ""
-            elif _indent(rest) >= c.width:
+            elif len(rest) - len(rest.lstrip(" ")) >= c.width:
                 rest = rest[c.width:]
             else:
                 break
@@ -505,14 +546,14 @@ def _scan_lines(lines: list[str], first_line: int,
         if matched < len(stack):
             lazy = para and fence is None and closer is None and rest.strip() and not _starts_block(rest)
             if lazy:
-                para.append((number, rest))
+                para.append((i, rest))
                 continue
             del stack[matched:]
             flush()
             if fence is not None and fence[2] > matched:
                 fence = None
         if fence is not None:
-            m = _FENCE_OPEN.match(rest)
+            m = _FENCE_OPEN.match(rest) if fence[0] in rest[:4] else None  # ` {0,3}` then the fence
             if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= fence[1] and not rest[m.end():].strip():
                 fence = None
             continue
@@ -520,15 +561,28 @@ def _scan_lines(lines: list[str], first_line: int,
             if closer in rest:
                 closer = None
             continue
-        while True:  # new containers opened on this line
-            if _indent(rest) >= 4:
+        if not rest.strip():
+            if para:
+                flush()
+            continue
+        plain = False
+        while rest:  # new containers opened on this line
+            if rest[0] not in _BLOCK_STARTS and not rest[0].isspace():
+                plain = True  # most lines: text that opens no block, so paragraph text
                 break
-            q = _QUOTE.match(rest)
-            if q is not None:
+            lead = rest.lstrip(" ")
+            if len(rest) - len(lead) >= 4 or not lead:
+                break
+            if lead[0] == ">":
+                q = _QUOTE.match(rest)
+                if q is None:
+                    break  # (cannot happen: `>` after at most 3 spaces is a quote)
                 flush()
                 stack.append(_Container(True, 0))
                 rest = rest[q.end():]
                 continue
+            if lead[0] not in _LIST_STARTS:
+                break
             m = _LIST_ITEM.match(rest)
             if m is None or _THEMATIC.match(rest):
                 break
@@ -543,13 +597,16 @@ def _scan_lines(lines: list[str], first_line: int,
             flush()
             stack.append(_Container(False, width))
             rest = rest[width:] if len(rest) >= width else ""
+        if plain:
+            para.append((i, rest))
+            continue
         if not rest.strip():
             flush()
             continue
         if _indent(rest) >= 4:
             if not para:
                 continue  # indented code
-            para.append((number, rest))
+            para.append((i, rest))
             continue
         m = _FENCE_OPEN.match(rest)
         if m is not None:
@@ -571,7 +628,7 @@ def _scan_lines(lines: list[str], first_line: int,
                 anchors.append(text)
                 if title is None and len(h.group(1)) == 1:
                     title = text
-            para.append((number, rest))
+            para.append((i, rest))
             flush()
             continue
         if para and _SETEXT.match(rest):
@@ -580,44 +637,71 @@ def _scan_lines(lines: list[str], first_line: int,
         if _THEMATIC.match(rest):
             flush()
             continue
-        para.append((number, rest))
+        para.append((i, rest))
     flush()
+    doc = "\n".join(masked)
+    links = _links(doc, first_line) if "[" in doc or "#" in doc else []
+    if "^" in doc:
+        anchors.extend(_block_ids(doc))
     return title, links, tuple(sorted(set(anchors)))
 
 
 def _starts_block(text: str) -> bool:
-    """Whether a line that no open container continues starts a block of its own (not a lazy line)."""
-    if _indent(text) >= 4:
+    """Whether a line that no open container continues starts a block of its own (not a lazy line):
+    a quote, fence, heading, thematic break or list item, told apart by their first character."""
+    body = text.lstrip(" ")
+    if len(text) - len(body) >= 4 or not body:
         return False
-    return bool(_QUOTE.match(text) or _FENCE_OPEN.match(text) or _ATX.match(text) or _THEMATIC.match(text)
-                or (_LIST_ITEM.match(text) and text[_LIST_ITEM.match(text).end():][:1] in (" ", "")))  # type: ignore[union-attr]
+    c = body[0]
+    if c == ">":
+        return True
+    if c in "`~":
+        return _FENCE_OPEN.match(text) is not None
+    if c == "#":
+        return _ATX.match(text) is not None
+    if c in "-*_" and _THEMATIC.match(text):
+        return True
+    if c in _LIST_STARTS:
+        # A list item (a marker then a space, or alone): `- a` after an item's paragraph is the next
+        # item, not a lazy line of that paragraph (so a fence it opens is code).
+        m = _LIST_ITEM.match(text)
+        return m is not None and (bool(m.group(3)) or not text[m.end():])
+    return False
 
 
-def _inline(para: list[tuple[int, str]], links: list[Link], anchors: list[str], sink: list[str] | None) -> None:
-    """Links in one paragraph's text, with code spans, math and comments blanked first."""
-    text = "\n".join(t for _, t in para)
-    if "`" in text:
-        text = _blank_code_spans(text)
-    if "$" in text:
-        text = _DISPLAY_MATH.sub(_blank, text)
-        text = _INLINE_MATH.sub(_blank, text)
-    if "<!--" in text or "%%" in text:
-        text = _COMMENTS.sub(_blank, text)
+def _inline(para: list[tuple[int, str]], masked: list[str], sink: list[str] | None) -> None:
+    """One paragraph's text, with code spans, math and comments blanked, into `masked` by line."""
+    text = para[0][1] if len(para) == 1 else "\n".join(t for _, t in para)
+    blanked = text
+    if "`" in blanked:
+        blanked = _blank_code_spans(blanked)
+    if "$" in blanked:
+        blanked = _DISPLAY_MATH.sub(_blank, blanked)
+        blanked = _INLINE_MATH.sub(_blank, blanked)
+    if "<!--" in blanked or "%%" in blanked:
+        blanked = _COMMENTS.sub(_blank, blanked)
     if sink is not None:
-        sink.append(text)
-    if "^" in text:
-        anchors.extend("^" + m.group(1) for m in _BLOCK_ID.finditer(text))
-    if "[" not in text:
-        return
-    found = _links(text, 0)
-    if found:
-        numbers = [n for n, _ in para]
-        links.extend(Link(link.text, numbers[link.line], link.kind) for link in found)
+        sink.append(blanked)
+    if "[" not in blanked and "^" not in blanked and "#" not in blanked:
+        return  # no link, tag or block id
+    if blanked is text:
+        for i, t in para:
+            masked[i] = t
+    else:
+        for (i, _), t in zip(para, blanked.split("\n"), strict=True):
+            masked[i] = t
+
+
+_NOT_NEWLINE = re.compile(r"[^\n]")
+
+
+def _spaces(text: str) -> str:
+    """`text` as spaces, its line breaks kept (so offsets and line numbers stay)."""
+    return _NOT_NEWLINE.sub(" ", text) if "\n" in text else " " * len(text)
 
 
 def _blank(m: re.Match[str]) -> str:
-    """The match replaced by spaces, its line breaks kept (so offsets and line numbers stay)."""
-    return re.sub(r"[^\n]", " ", m.group(0))
+    return _spaces(m.group(0))
 
 
 def _blank_code_spans(text: str) -> str:
@@ -638,7 +722,7 @@ def _blank_code_spans(text: str) -> str:
             continue
         end = runs[close].end()
         out.append(text[at:opener.start()])
-        out.append(re.sub(r"[^\n]", " ", text[opener.start():end]))
+        out.append(_spaces(text[opener.start():end]))
         at = end
         i = close + 1
     out.append(text[at:])

@@ -66,6 +66,7 @@ import msgspec
 
 from vivary_git import git
 from vivary_git.errors import GitError, RefusedError
+from vivary_git.memory.config import PrivacyPolicy
 
 __all__ = [
     "FLOOR",
@@ -137,13 +138,6 @@ _SYMLINKED_GITIGNORE_WARNING = re.compile(
 
 class PrivacyError(RefusedError):
     """Git could not decide privacy, or a snapshot file is unsafe to read; nothing was admitted."""
-
-
-class PrivacyPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """`[memory.privacy]` as far as path decisions go (the floor is not configurable)."""
-
-    private_paths: tuple[str, ...] = ()
-    respect_gitignore: bool = True
 
 
 class Scope(msgspec.Struct, frozen=True):
@@ -427,7 +421,7 @@ def _entry(root: Any, path: str) -> Any:
 
 
 def _read_scope(folder: str, name: str, data: bytes) -> Scope:
-    from vivary_git.memory.config import parse_memory_config
+    from vivary_git.memory.config import parse_memory_config  # tomllib, only when a scope has a memory.toml
 
     privacy = parse_memory_config(data, name).memory.privacy
     return Scope(folder, tuple(privacy.private_paths), privacy.respect_gitignore)

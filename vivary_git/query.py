@@ -17,17 +17,18 @@ from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
 from vivary_git.errors import UsageError
-from vivary_git.graph import Graph
+from vivary_git.graph import Graph, resolve_edge_specs
 from vivary_git.models import Edge, Node, Note
+from vivary_git.searchindex import SearchIndex, node_sources
+from vivary_git.searchindex import frontmatter_text as frontmatter_text  # the scored sources live with the index
+from vivary_git.searchindex import outgoing_edges as outgoing_edges
+from vivary_git.searchindex import score as index_score
 from vivary_git.textsearch import fold, query_terms, word_counts
-
-if TYPE_CHECKING:
-    from vivary_git.searchindex import SearchIndex
 
 STOPWORDS = frozenset((
     "a", "an", "and", "are", "as", "at", "be", "by", "do", "does", "for", "from", "how", "i", "in", "is", "it",
@@ -84,32 +85,6 @@ def terms_of(text: str) -> list[str]:
     return kept or found
 
 
-def frontmatter_text(fields: Mapping[str, Any]) -> str:
-    return " ".join(f"{k}: {_flat(fields[k])}" for k in sorted(fields))
-
-
-def _flat(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, list):
-        return ", ".join(_flat(v) for v in value)
-    if isinstance(value, dict):
-        return " ".join(f"{k}: {_flat(value[k])}" for k in sorted(value))
-    return str(value)
-
-
-def node_sources(node: Node, note: Note, out: Sequence[Edge]) -> tuple[str, str, str, str, str]:
-    """The five texts a node is scored on, in `SOURCES` order: id+title, frontmatter, path, body and
-    outbound-edge text (`out`: its non-broken outbound edges, sorted)."""
-    return (
-        f"{node.id} {node.title}",
-        frontmatter_text(note.fields),
-        node.path,
-        note.body,
-        " ".join(f"{e.field} {e.to}" for e in out),
-    )
-
-
 def parse_edge_filter(spec: str) -> tuple[str, str]:
     field, _, target = spec.partition(":")
     return field.strip(), target.strip()
@@ -132,15 +107,6 @@ def make_filter(
         )
 
     return keep
-
-
-def outgoing_edges(graph: Graph) -> dict[str, list[Edge]]:
-    """Non-broken outbound edges by source ID, in sorted order."""
-    out: dict[str, list[Edge]] = {}
-    for e in graph.edges:
-        if not e.broken:
-            out.setdefault(e.from_, []).append(e)
-    return out
 
 
 Hidden = AbstractSet[str] | Callable[[Collection[str]], AbstractSet[str]]
@@ -174,6 +140,7 @@ def search(
     `outgoing`, when a caller asking many questions of one graph has it, is `outgoing_edges(graph)`."""
     if not text.strip():
         raise UsageError('provide a search query, e.g. `git vivary query "auth module"`')
+    edges = resolve_edge_specs(graph, edges)  # a TARGET may be a name as a link writes it
     phrase = fold(text).strip()
     terms = terms_of(text)
     weights = Counter(terms)  # a repeated term counts each time it is repeated
@@ -221,8 +188,6 @@ def search(
 
     scored: list[tuple[int, Node, list[str]]] = []
     if index is not None:
-        from vivary_git.searchindex import score as index_score
-
         matched = index_score(index, phrase, weights, SOURCES)
         for i, node in enumerate(graph.nodes):
             got, mask = matched.get(i, (0, 0))

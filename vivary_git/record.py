@@ -33,7 +33,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
@@ -42,11 +42,32 @@ from vivary_git.escape import text
 if TYPE_CHECKING:
     from vivary_git import graph as graph_mod
     from vivary_git import privacy, store
+    from vivary_git.config import Config
     from vivary_git.localcache import SegmentCache
     from vivary_git.source import Entry, Source
-    from vivary_git.workspace import Workspace
 
 Keyed = list[tuple["Entry", str, "graph_mod.Facts"]]
+
+
+class Workspace(Protocol):
+    """What recording needs of a `workspace.Workspace` (which imports this module: a protocol, so
+    this module does not import it back)."""
+
+    @property
+    def config(self) -> Config: ...
+
+    @property
+    def source(self) -> Source: ...
+
+    def refcache(self) -> store.RefCache | None: ...
+
+    def facts_for_recording(self) -> list[tuple[Entry, str, graph_mod.Facts]]: ...
+
+    def not_computed_here(self) -> set[str]: ...
+
+    def shared_parses(self, oids: list[str]) -> dict[str, bytes]: ...
+
+    def reopen_after_fork(self) -> None: ...
 
 
 class Counts(msgspec.Struct, frozen=True, array_like=True):

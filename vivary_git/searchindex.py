@@ -15,11 +15,12 @@ from __future__ import annotations
 import bisect
 from array import array
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import msgspec
 
 from vivary_git.graph import Graph
-from vivary_git.models import Note
+from vivary_git.models import Edge, Node, Note
 from vivary_git.textsearch import fold, word_counts
 
 SOURCE_COUNT = 5
@@ -32,9 +33,42 @@ class SearchIndex(msgspec.Struct, frozen=True, array_like=True):
     postings: list[dict[str, bytes]]  # per source: term -> array('I') of (document, hits) pairs
 
 
-def sources_of(graph: Graph, notes: Mapping[str, Note]) -> list[tuple[str, str, str, str, str]]:
-    from vivary_git.query import node_sources, outgoing_edges
+def frontmatter_text(fields: Mapping[str, Any]) -> str:
+    return " ".join(f"{k}: {_flat(fields[k])}" for k in sorted(fields))
 
+
+def _flat(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return ", ".join(_flat(v) for v in value)
+    if isinstance(value, dict):
+        return " ".join(f"{k}: {_flat(value[k])}" for k in sorted(value))
+    return str(value)
+
+
+def node_sources(node: Node, note: Note, out: Sequence[Edge]) -> tuple[str, str, str, str, str]:
+    """The five texts a node is scored on, in `SOURCES` order: id+title, frontmatter, path, body and
+    outbound-edge text (`out`: its non-broken outbound edges, sorted)."""
+    return (
+        f"{node.id} {node.title}",
+        frontmatter_text(note.fields),
+        node.path,
+        note.body,
+        " ".join(f"{e.field} {e.to}" for e in out),
+    )
+
+
+def outgoing_edges(graph: Graph) -> dict[str, list[Edge]]:
+    """Non-broken outbound edges by source ID, in sorted order."""
+    out: dict[str, list[Edge]] = {}
+    for e in graph.edges:
+        if not e.broken:
+            out.setdefault(e.from_, []).append(e)
+    return out
+
+
+def sources_of(graph: Graph, notes: Mapping[str, Note]) -> list[tuple[str, str, str, str, str]]:
     outgoing = outgoing_edges(graph)
     return [node_sources(node, notes[node.blob], outgoing.get(node.id, [])) for node in graph.nodes]
 

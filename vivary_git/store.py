@@ -486,7 +486,7 @@ def delete_ref(repo: Repo, ref: str, old: str) -> bool:
 
 
 def _writer() -> str:
-    from vivary_git import __version__
+    from vivary_git.version import __version__
 
     who = os.environ.get("VIVARY_CACHE_WRITER") or ("ci" if os.environ.get("CI") else "local")
     return f"{who} (vivary-git {__version__})"

@@ -11,6 +11,7 @@ are cached (locally under `.git/vivary/`) and a run does work in proportion to w
 
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
 import os
@@ -27,7 +28,7 @@ from vivary_git import record
 from vivary_git.check import DateLookup
 from vivary_git.config import Config, excluder, leaves_out
 from vivary_git.localcache import ObjectCache, SegmentCache, parse_cache
-from vivary_git.models import Finding, Note
+from vivary_git.models import Finding, Node, Note
 from vivary_git.source import Entry, Source, is_note, open_source
 
 if TYPE_CHECKING:
@@ -150,7 +151,7 @@ class Workspace:
         shared ref cache is filed apart, where a gate never looks (docs/cache.md, "Trust")."""
         if not self.cache_enabled or self.source.tree_id is None:
             return None
-        from vivary_git import __version__
+        from vivary_git.version import __version__
 
         salt = f"{__version__}\0{self.root_name}"
         if {"created", "updated"} & set(self.config.derive):
@@ -231,7 +232,7 @@ class Workspace:
         if not self._shared_graph:
             self._graph_cache.put(_LAST, key)
         self._check_cache.put(key, _Checked(g.findings, record.counts_of(g), g.root, g.tree, g.rules, bool(g.homes),
-                                            [(n.id, n.path) for n in g.nodes], g.others))
+                                            [(n.id, n.path) for n in g.nodes], g.others, g.names, g.page_names))
 
     def _cached_check(self) -> _Checked | None:
         """This tree's findings and counts without decoding its graph (a warm `check` needs no
@@ -265,20 +266,29 @@ class Workspace:
         # walking the tree, and any overlay appearing shows up in the diff below.
         if base.rules != _rules_digest(self.config, {}):
             return None
-        changed = self._changed_facts(base.tree, _PATCH_AT_MOST)
-        patched = graph_mod.patch(base, self.source.tree_id, changed) if changed is not None else None
+        diff = self._changed_facts(base.tree, _PATCH_AT_MOST, base.names, base.others)
+        changed = diff[0] if diff is not None else None
+        patched = graph_mod.patch(base, self.source.tree_id, diff[0], diff[1]) if diff is not None else None
         if patched is not None and changed is not None:
             self.stats.reused += patched.checked - len(changed)
             self.stats.patched = True
             self._patch_size = len(changed)
         return patched
 
-    def _changed_facts(self, base_tree: str, at_most: int) -> dict[str, tuple[str, graph_mod.Facts]] | None:
-        """(blob, facts) by path of the notes whose content differs from `base_tree`; None when more than
-        `at_most` did, or anything but content edits changed (see `_changed_notes`)."""
-        changed_entries = self._changed_notes(base_tree)
-        if changed_entries is None or len(changed_entries) > at_most:
+    def _changed_facts(self, base_tree: str, at_most: int, names: list[str] | None,
+                       others: list[str]) -> tuple[dict[str, tuple[str, graph_mod.Facts]], list[str]] | None:
+        """(blob, facts) by path of the notes whose content differs from `base_tree`, and this tree's
+        other files (the base's `others`, with files added or removed); None when more than `at_most`
+        notes changed, or anything but content edits and files no link names (`graph.files_reach`,
+        over the base's link `names`) changed (see `_changed_notes`)."""
+        diff = self._changed_notes(base_tree)
+        if diff is None or len(diff[0]) > at_most:
             return None
+        changed_entries, added, removed = diff
+        if added or removed:
+            if graph_mod.files_reach(names, added + removed, self.config):
+                return None  # some link may name one of them: its document's resolution could change
+            others = _others_after(others, added, removed)
         rules = _Rules(self.config, {})  # no overlays: the callers checked, without walking the tree
         notes = self._notes_for([e.oid for e in changed_entries])
         changed: dict[str, tuple[str, graph_mod.Facts]] = {}
@@ -294,7 +304,7 @@ class Workspace:
                     self._fact_cache.put(k, f)
             changed[e.path] = (e.oid, f)
         self._fact_cache.flush()
-        return changed
+        return changed, others
 
     def baseline_findings(self) -> list[Finding]:
         """This tree's findings (strictness not applied) as cheaply as they can be had, for comparing
@@ -334,23 +344,25 @@ class Workspace:
         if base is None or base.tree is None or base.root != self.root_name or base.homes \
                 or base.rules != _rules_digest(self.config, {}) or len(base.nodes) != base.counts.checked:
             return None
-        changed = self._changed_facts(base.tree, _CACHE_STAGED_AFTER)
-        if changed is None:
+        diff = self._changed_facts(base.tree, _CACHE_STAGED_AFTER, base.names, base.others)
+        if diff is None:
             return None
+        changed, others = diff
         owner = dict.fromkeys(nid for nid, _ in base.nodes)
         findings = graph_mod.patch_findings(base.findings, {path: nid for nid, path in base.nodes}, owner,
-                                            self.config, changed, None, base.others)
+                                            self.config, changed, None, others, base.page_names)
         if findings is None:
             return None
         self.stats.reused += base.counts.checked - len(changed)
         self.stats.patched = True
         return findings, base.counts.checked
 
-    def _changed_notes(self, base_tree: str) -> list[Entry] | None:
+    def _changed_notes(self, base_tree: str) -> tuple[list[Entry], list[str], list[str]] | None:
         """Notes whose content differs between `base_tree` and this tree, from libgit2's tree diff
-        (which skips unchanged subtrees: no walk of the whole tree). None when anything but content
-        edits of existing, included notes changed: a note added, removed, renamed or made a link, or
-        any config file (root, overlay, pack, graph.toml) touched."""
+        (which skips unchanged subtrees: no walk of the whole tree), and the other files (not notes,
+        not excluded) added and removed, where links may name files. None when anything else
+        changed: a note added, removed, renamed or made a link, a file's kind, or any config file
+        (root, overlay, pack, graph.toml) touched."""
         repo, tree = self.source.repo, self.source.tree_id
         if repo is None or tree is None:
             return None
@@ -363,21 +375,33 @@ class Workspace:
         excluded = excluder(self.config)
         left_out = leaves_out(self.config)
         files_matter = self.config.links.dialect != "vivary"  # links may name any file: one added or removed counts
-        modified, regular = pygit2.enums.DeltaStatus.MODIFIED, (0o100644, 0o100755)
+        status = pygit2.enums.DeltaStatus
+        modified, regular = status.MODIFIED, (0o100644, 0o100755)
+        blobs = (0o100644, 0o100755, 0o120000)  # what the tree walk lists as other files
         out: list[Entry] = []
+        added: list[str] = []
+        removed: list[str] = []
         for delta in diff.deltas:
             path = delta.new_file.path
             name = path.rsplit("/", 1)[-1]
             if name in _RULE_FILES or path.startswith((".tropo/", ".vivary/")):
                 return None
             if files_matter and delta.status != modified and not excluded(path):
-                return None
+                if is_note(path):
+                    return None
+                if delta.status == status.ADDED and delta.new_file.mode in blobs:
+                    added.append(path)
+                elif delta.status == status.DELETED and delta.old_file.mode in blobs:
+                    removed.append(delta.old_file.path)
+                else:
+                    return None
+                continue
             if not is_note(path) or excluded(path) or (left_out is not None and left_out(path)):
                 continue
             if delta.status != modified or delta.new_file.mode not in regular or delta.old_file.mode not in regular:
                 return None
             out.append(Entry(path, str(delta.new_file.id), delta.new_file.mode))
-        return out
+        return out, added, removed
 
     def _all_facts(self, dates: DateLookup | None) -> list[tuple[Entry, str, graph_mod.Facts]]:
         """Every document's facts with its fact key: from the local cache, the shared ref cache, or computed."""
@@ -688,6 +712,16 @@ class Workspace:
             cache.put(put, index)
         return index
 
+    def resolve_node(self, name: str) -> Node:
+        """The node `name` means: its id, or the note's name or path as a link in this workspace's
+        dialect writes it, or its path from the repository's top (`graph.resolve_node`). Raises
+        `UsageError` for a name that means no node or several (listing them)."""
+        return graph_mod.resolve_node(self.graph(), name, prefix=self.source.prefix)
+
+    def resolve_edge_specs(self, specs: Iterable[str]) -> list[str]:
+        """`--edge FIELD:TARGET` filters with each TARGET resolved to its node's id (`resolve_node`)."""
+        return graph_mod.resolve_edge_specs(self.graph(), specs, prefix=self.source.prefix)
+
     def check(self, *, strict: bool | None = None) -> CheckReport:
         cached = self._cached_check()
         patched = self._patched_check() if cached is None else None
@@ -733,6 +767,25 @@ class _Checked(msgspec.Struct, frozen=True, array_like=True):
     homes: bool
     nodes: list[tuple[str, str]]  # (id, path) of every node
     others: list[str] = []  # the other files a link may name (graph.Graph.others)
+    names: list[str] | None = None  # what links look for (graph.Graph.names)
+    page_names: dict[str, list[str]] = {}  # graph.Graph.page_names
+
+
+def _tree_order(path: str) -> tuple[bytes, ...]:
+    """Where a tree walk meets `path`: Git orders a tree's entries by name, a folder's as if it ended
+    in `/`, and the walk goes depth first."""
+    parts = path.encode("utf-8", "surrogateescape").split(b"/")
+    return (*(p + b"/" for p in parts[:-1]), parts[-1])
+
+
+def _others_after(others: list[str], added: list[str], removed: list[str]) -> list[str]:
+    """A tree's `Source.others` (its other files in walk order, then the notes left out of the graph)
+    with these files added and removed, as walking the new tree would list them."""
+    gone = set(removed)
+    files = [p for p in others if p not in gone and not is_note(p)]
+    for path in added:
+        bisect.insort(files, path, key=_tree_order)
+    return files + [p for p in others if is_note(p)]
 
 
 def _counts_of_checked(checked: _Checked) -> record.Counts:

@@ -65,7 +65,8 @@ def add_filter_args(p: argparse.ArgumentParser, title: str, *, snippet: bool = T
     g.add_argument("--path", action="append", default=[], metavar="GLOB",
                    help="only paths matching this glob (fnmatch, case-sensitive, * crosses /); repeatable")
     g.add_argument("--edge", action="append", default=[], metavar="FIELD[:TARGET]",
-                   help="only nodes with an outbound edge of FIELD (to TARGET); repeat to require all")
+                   help="only nodes with an outbound edge of FIELD (to TARGET: an ID, or a note as a link names it); "
+                   "repeat to require all")
     if snippet:
         g.add_argument("--snippet", type=at_least(0), default=160, metavar="N",
                        help="snippet length in characters (default 160; 0: none)")

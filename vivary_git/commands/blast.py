@@ -36,7 +36,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         f"{DEFAULT_DEPTH}; `--depth all` for everything). --head defaults to the working tree (or the index "
         "with --staged).",
     )
-    p.add_argument("id", nargs="?", metavar="ID", help="node ID (omit with --base)")
+    p.add_argument("id", nargs="?", metavar="ID", help="node ID, or the note's name or path as a link "
+                   "would write it (omit with --base)")
     p.add_argument("--depth", type=depth_arg, default=NOT_GIVEN, metavar="N|all",
                    help=f"stop after N hops; `all` for no limit (default: {DEFAULT_DEPTH} with --base, "
                    "no limit for an ID)")
@@ -56,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
         if args.head is not None:
             raise UsageError("--head only makes sense with --base")
         ws = open_ws(args)
-        report = blast(ws.graph(), args.id, None if args.depth is NOT_GIVEN else args.depth)
+        target = ws.resolve_node(args.id).id
+        report = blast(ws.graph(), target, None if args.depth is NOT_GIVEN else args.depth)
         report = msgspec.structs.replace(report, root=str(ws.source.root))  # absolute, as graph --json
         ws.report_stats()
         if args.json:

@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     text = " ".join(args.text)
     result = find(
         ws.graph(), ws.lazy_notes(), text, k=args.k, budget=args.budget, types=args.type, paths=args.path,
-        edges=args.edge, snippet=args.snippet, index=ws.search_index(), hidden=PrivateNodes(ws),
+        edges=ws.resolve_edge_specs(args.edge), snippet=args.snippet, index=ws.search_index(), hidden=PrivateNodes(ws),
     )
     ws.report_stats()
     if args.json:

@@ -45,8 +45,9 @@ def run(args: argparse.Namespace) -> int:
 
     hidden: frozenset[str] | PrivateNodes = frozenset() if args.include_private else PrivateNodes(ws)
     result = search(
-        ws.graph(), ws.lazy_notes(), text, k=args.k, types=args.type, paths=args.path, edges=args.edge,
-        snippet=args.snippet, explain=args.explain, index=ws.search_index(), hidden=hidden,
+        ws.graph(), ws.lazy_notes(), text, k=args.k, types=args.type, paths=args.path,
+        edges=ws.resolve_edge_specs(args.edge), snippet=args.snippet, explain=args.explain, index=ws.search_index(),
+        hidden=hidden,
     )
     ws.report_stats()
     if args.json:
@@ -86,12 +87,13 @@ def run_semantic(args: argparse.Namespace) -> int:
     text = " ".join(args.text)
     k = normalise_k(args.k)
     ws = open_ws(args)
+    edges = ws.resolve_edge_specs(args.edge)
     hits = LocalMemory(ws).recall(text, k=k, filters=RecallFilters(types=args.type, paths=args.path,
-                                                                  edges=args.edge), mode=args.mode)
+                                                                  edges=edges), mode=args.mode)
     ws.report_stats()
     if args.json:
         emit_json({"query": text, "k": k, "mode": args.mode,
-                   "filters": QueryFilters(type=args.type, path=args.path, edge=args.edge),
+                   "filters": QueryFilters(type=args.type, path=args.path, edge=edges),
                    "results": [msgspec.to_builtins(h) for h in hits]})
         return EXIT_OK
     if not hits:

@@ -101,8 +101,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("give either a QUERY or --queries FILE, not both")
     k = normalise_k(args.k)
     batch = _read_queries(args.queries) if args.queries is not None else None
-    filters = RecallFilters(types=args.type, paths=args.path, edges=args.edge)
     ws = open_ws(args)
+    filters = RecallFilters(types=args.type, paths=args.path, edges=ws.resolve_edge_specs(args.edge))
     session = LocalMemory(ws).open()
     if batch is not None:
         answers = session.recall_many([q.query for q in batch], k=k, filters=filters, mode=args.mode)

@@ -8,7 +8,9 @@ interface, and nothing else in the code branches on the dialect:
 - `read(note_link, rules) -> Target | None`: what one link, as written, asks for (per document, so it
   is cached with the document's facts); None when it is not a link to anything (a placeholder);
 - `Resolver.resolve(target, source_path) -> Resolution`: the vault path it reaches, or a miss and
-  what was looked for (built once per graph from every path in the tree).
+  what was looked for (built once per graph from every path in the tree);
+- `Resolver.candidates(target) -> paths`: every path it could mean, written at the root, before the
+  editor's tie-break (how a name a person types is looked up: `graph.resolve_node`).
 
 `detect` picks the dialect a zero-config vault is written in; docs/vaults.md is the reference for
 each dialect's rules, written from the editors' own documentation and behaviour.
@@ -18,12 +20,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 import msgspec
-
-from vivary_git.models import Link, Note
 
 DIALECTS = ("obsidian", "dendron", "foam", "logseq", "vivary")
 
@@ -52,6 +51,7 @@ class Rules(msgspec.Struct, frozen=True):
     anchors: bool = False  # [[note#heading]] / [[note#^block]] to a missing heading or block: W222
     unresolved: bool = True  # a link to no note is a finding (Logseq makes such pages itself: false)
     templates: bool = True  # the editor's template folders are left out of the graph
+    tags: bool = False  # `#name` is a link to the page `name` (Logseq)
 
 
 def defaults(dialect: str, reason: str = "") -> Rules:
@@ -61,7 +61,7 @@ def defaults(dialect: str, reason: str = "") -> Rules:
     if dialect == "foam":
         return Rules("foam", reason, properties=False)
     if dialect == "logseq":
-        return Rules("logseq", reason, properties=False, unresolved=False)
+        return Rules("logseq", reason, unresolved=False, tags=True)
     if dialect == "vivary":
         # A tropo.toml workspace: the contract's slug ids, and wikilinks read as vivary-git always has.
         return Rules("vivary", reason, alias="auto", ids="slug", markdown=False, properties=False,
@@ -73,7 +73,8 @@ class Target(msgspec.Struct, frozen=True, array_like=True):
     """One link of a document as its dialect reads it, before it is resolved."""
 
     line: int
-    kind: str  # "w" wikilink, "e" embed, "m" Markdown link, "i" image, "r" reference definition, "p" property
+    kind: str  # "w" wikilink, "e" embed, "m" Markdown link, "i" image, "r" reference definition, "p" property,
+    # "t" tag
     field: str  # the edge field it makes
     written: str  # the link text as written (inside [[ ]], or the destination), for messages
     name: str  # what it names, as the dialect reads it ("" = this same note)
@@ -88,6 +89,11 @@ class Resolution(msgspec.Struct, frozen=True, array_like=True):
 
 class Resolver(Protocol):
     def resolve(self, target: Target, source: str) -> Resolution: ...
+
+    def candidates(self, target: Target) -> list[str]:
+        """Every path `target` could mean when written at the vault root, before the editor's
+        tie-break picks one (a name a person types: `graph.resolve_node`)."""
+        ...
 
 
 def nfc(text: str) -> str:
@@ -134,59 +140,6 @@ def is_attachment_name(name: str) -> bool:
     return suffix(name) in ATTACHMENT_SUFFIXES
 
 
-def read_links(note: Note, rules: Rules, field: str, wikilinks: bool) -> list[Target]:
-    """Every link a document writes, as its dialect reads it (placeholders and URLs left out)."""
-    from vivary_git.dialects import registry
-
-    read = registry.reader(rules.dialect)
-    out: list[Target] = []
-    for link in note.links:
-        if link.kind in ("w", "e"):
-            if not wikilinks:
-                continue
-        elif not rules.markdown:
-            continue
-        t = read(link, rules, field)
-        if t is not None:
-            out.append(t)
-    if rules.properties and note.fields:
-        for key, value in note.fields.items():
-            for text in _property_links(value):
-                t = read(Link(text, note.key_lines.get(key, 1), "w"), rules, key)
-                if t is not None:
-                    out.append(msgspec.structs.replace(t, kind="p"))
-    return out
-
-
-_PROPERTY_LINK = re.compile(r"\[\[([^\[\]\n]+?)\]\]")
-
-
-def _property_links(value: Any, depth: int = 0) -> Iterable[str]:
-    """`"[[Japan]]"` (a quoted property value), lists of them, and the unquoted `[[Japan]]` YAML reads
-    as a list in a list."""
-    if isinstance(value, str):
-        if "[[" in value:
-            yield from (m.group(1) for m in _PROPERTY_LINK.finditer(value))
-    elif isinstance(value, list) and depth < 2:
-        if depth == 0 and len(value) == 1 and isinstance(value[0], list) and len(value[0]) == 1 \
-                and isinstance(value[0][0], str):
-            yield value[0][0]  # `up: [[Japan]]` unquoted
-            return
-        for item in value:
-            if isinstance(item, list) and len(item) == 1 and isinstance(item[0], str) and depth == 0:
-                yield item[0]  # `- [[Japan]]` unquoted, in a block list
-            else:
-                yield from _property_links(item, depth + 1)
-
-
-def resolver(rules: Rules, notes: Sequence[str], files: Sequence[str], ids: Callable[[], dict[str, str]]) -> Resolver:
-    """The resolver of this dialect over every note path and every other file path of the tree;
-    `ids` (id -> path) is asked only by dialects that resolve to ids (the contract's slugs)."""
-    from vivary_git.dialects import registry
-
-    return registry.make_resolver(rules, notes, files, ids)
-
-
 def anchor_key(text: str) -> str:
     """A heading or block id as links match it: case-folded, without the characters Obsidian drops
     from heading links (`# | ^ : % [ ]`), spaces collapsed. A block id keeps its `^`."""
@@ -210,6 +163,8 @@ def describe(target: Target) -> str:
         return f"embed ![[{target.written}]]"
     if target.kind == "p":
         return f"property '{target.field}': [[{target.written}]]"
+    if target.kind == "t":
+        return f"tag #{target.written}"
     if target.kind == "i":
         return f"image ({target.written})"
     if target.kind == "r":

@@ -47,3 +47,8 @@ class Resolver(obsidian.Resolver):
             found = self.index.named(target.name + ".md")
             return Resolution(obsidian.nearest(found, source) if found else None, target.name)
         return super().resolve(target, source)
+
+    def candidates(self, target: Target) -> list[str]:
+        if target.name.lower().endswith(".md"):
+            return self.index.named(target.name + ".md")
+        return super().candidates(target)

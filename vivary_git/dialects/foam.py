@@ -29,6 +29,20 @@ class Resolver(obsidian.Resolver):
             return Resolution(min(found), name)
         return Resolution(self._folder(name.strip("/")), name)
 
+    def candidates(self, target: Target) -> list[str]:
+        name = target.name
+        if not name:
+            return []
+        if name.startswith(("/", "./", "../")):
+            rel = obsidian.relative("", name)
+            hit = self.index.exact(rel) or self._folder(rel)
+            return [hit] if hit is not None else []
+        found = self.index.named(name)
+        if found:
+            return sorted(found)
+        folder = self._folder(name.strip("/"))
+        return [folder] if folder is not None else []
+
     def _folder(self, path: str) -> str | None:
         path = path.rstrip("/")
         for index_name in ("index", "README"):

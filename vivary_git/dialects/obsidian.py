@@ -158,3 +158,17 @@ class Resolver:
                 return Resolution(hit, name)
         found = index.named(name)
         return Resolution(nearest(found, source) if found else None, name)
+
+    def candidates(self, target: Target) -> list[str]:
+        name = target.name
+        if not name:
+            return []
+        index = self.index
+        if name.startswith(("/", "./", "../")) or target.kind in ("m", "i", "r"):
+            hit = index.exact(relative("", name))
+            return [hit] if hit is not None else ([] if name.startswith(("/", "./", "../")) else index.named(name))
+        if "/" in name:
+            hit = index.exact(name)
+            if hit is not None:
+                return [hit]
+        return index.named(name)

@@ -93,6 +93,13 @@ class Resolver:
                 return Resolution(path, c)
         return Resolution(None, found[0] if found else target.name)
 
+    def candidates(self, target: Target) -> list[str]:
+        for c in candidates(target.written, self.alias):
+            path = self.ids.get(c)
+            if path is not None:
+                return [path]
+        return []
+
 
 def resolver(rules: Rules, notes: Sequence[str], files: Sequence[str], ids: Callable[[], dict[str, str]]) -> Resolver:
     return Resolver(rules, ids)

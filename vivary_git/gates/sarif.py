@@ -96,7 +96,7 @@ def _rule(code: str) -> dict[str, Any]:
 
 
 def render_sarif(r: Review) -> dict[str, Any]:
-    from vivary_git import __version__
+    from vivary_git.version import __version__
 
     findings = [a for a in r.annotations if a.level != "notice"]
     codes = sorted(set(RULES) | {a.title.removeprefix("vivary ") for a in findings})

@@ -10,18 +10,16 @@ or a CI log.
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import msgspec
 
 from vivary_git.config import DEFAULT_MEMORY_FOLDER, MEMORY_FILE, folder_problem
 from vivary_git.errors import ConfigError
-from vivary_git.privacy import PrivacyPolicy
 
 if TYPE_CHECKING:
-    from vivary_git.workspace import Workspace
+    from vivary_git.source import Source
 
 __all__ = [
     "MEMORY_FILE",
@@ -31,6 +29,7 @@ __all__ = [
     "MemoryFile",
     "MemorySection",
     "PrivacyConfig",
+    "PrivacyPolicy",
     "RememberConfig",
     "load_memory_config",
     "parse_memory_config",
@@ -40,6 +39,22 @@ DEFAULT_LOCAL_MODEL = "minilm-l6-int8"  # = memory.embed.DEFAULT_EMBEDDER; not i
 
 Provider = Literal["none", "vivary-local", "cognee"]
 Mode = Literal["none", "semantic-provider"]
+
+
+class PrivacyPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`[memory.privacy]` as far as path decisions go (the floor is not configurable): what
+    `privacy.py` decides with (it re-exports this name)."""
+
+    private_paths: tuple[str, ...] = ()
+    respect_gitignore: bool = True
+
+
+class Opened(Protocol):
+    """What reading the memory config needs of an open workspace (`workspace.Workspace`): its source.
+    A protocol, so this module does not import the workspace, which reaches it through `privacy`."""
+
+    @property
+    def source(self) -> Source: ...
 
 
 class PrivacyConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -196,6 +211,8 @@ def parse_memory_config(data: bytes, name: str = MEMORY_FILE) -> MemoryConfig:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         raise ConfigError(f"{name}: not valid UTF-8 ({err.reason}); re-save it as UTF-8") from None
+    import tomllib  # here: `privacy` imports this module for PrivacyPolicy alone
+
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
@@ -298,7 +315,7 @@ def _check_remember(r: RememberConfig, name: str, text: str) -> None:
         )
 
 
-def load_memory_config(ws: Workspace) -> MemoryConfig:
+def load_memory_config(ws: Opened) -> MemoryConfig:
     """The memory config in the workspace's tree (the same tree as the notes), or `DISABLED`."""
     source = ws.source
     display = f"{source.prefix}/{MEMORY_FILE}" if source.prefix else MEMORY_FILE
@@ -322,7 +339,7 @@ def load_memory_config(ws: Workspace) -> MemoryConfig:
     return parse_memory_config(data, display)
 
 
-def _read_tree_file(ws: Workspace, display: str) -> bytes | None:
+def _read_tree_file(ws: Opened, display: str) -> bytes | None:
     repo, tree_id = ws.source.repo, ws.source.tree_id
     assert repo is not None and tree_id is not None
     try:

@@ -1,0 +1,161 @@
+"""A node named the way a person names it: `blast "2023 Japan Trip"`, `query --edge up:Kyoto`. Every
+command and API that takes a node id also takes what the vault's dialect resolves a link to (the
+note's name, a path with or without its extension, any case where the dialect ignores case), and
+refuses a name that means several notes, listing them (docs/vaults.md, "Naming a note")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import Repo
+
+from vivary_git import open_workspace
+from vivary_git.blast import blast
+from vivary_git.errors import UsageError
+from vivary_git.query import search
+
+OBSIDIAN: dict[str, str | bytes] = {
+    ".obsidian/app.json": "{}\n",
+    "Notes/2023 Japan Trip.md": "# Japan\n\nWe went to [[Kyoto]].\n",
+    "References/Kyoto.md": "# Kyoto\n",
+    "Obsidian Sync/Security.md": "[[Kyoto]]\n",
+    "Obsidian Publish/Security.md": "[[Kyoto]]\n",
+    "Index.md": "[[2023 Japan Trip]]\n",
+    "Attachments/map.png": b"",
+}
+
+
+def blast_target(repo: Repo, cli: Any, name: str, *extra: str) -> str:
+    r = cli("blast", name, "--rev", "HEAD", "--json", *extra, cwd=repo.path)
+    assert r.code == 0, r.err
+    target: str = r.json()["target"]
+    return target
+
+
+@pytest.mark.parametrize("name", [
+    "Notes/2023 Japan Trip",  # the id
+    "2023 Japan Trip",  # the name a wikilink writes
+    "2023 japan trip",  # Obsidian ignores case
+    "Notes/2023 Japan Trip.md",  # the path
+    "notes/2023 JAPAN trip",  # a path, any case
+    "2023 Japan Trip.md",  # the name with its extension
+    "2023 Japan Trip#Japan",  # a heading of it
+])
+def test_obsidian_names_a_note_as_a_wikilink_does(repo: Repo, cli: Any, name: str) -> None:
+    repo.commit(files=OBSIDIAN)
+    assert blast_target(repo, cli, name) == "Notes/2023 Japan Trip"
+
+
+def test_blast_by_name_reports_what_depends_on_it(repo: Repo, cli: Any) -> None:
+    repo.commit(files=OBSIDIAN)
+    r = cli("blast", "kyoto", "--rev", "HEAD", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    got = r.json()
+    assert got["target"] == "References/Kyoto"
+    assert [(i["id"], i["distance"]) for i in got["impacted"]] == [
+        ("Notes/2023 Japan Trip", 1), ("Obsidian Publish/Security", 1), ("Obsidian Sync/Security", 1), ("Index", 2),
+    ]
+    text = cli("blast", "kyoto", "--rev", "HEAD", cwd=repo.path)
+    assert text.out.startswith("vivary blast: References/Kyoto [untyped]")
+
+
+def test_a_name_of_two_notes_is_refused_with_both_listed(repo: Repo, cli: Any) -> None:
+    repo.commit(files=OBSIDIAN)
+    r = cli("blast", "Security", "--rev", "HEAD", cwd=repo.path)
+    assert r.code == 2
+    assert r.out == ""
+    assert "'Security' names 2 notes: 'Obsidian Publish/Security', 'Obsidian Sync/Security'" in r.err
+    # The path settles it.
+    assert blast_target(repo, cli, "Obsidian Sync/Security") == "Obsidian Sync/Security"
+
+
+def test_a_name_of_no_note_is_refused(repo: Repo, cli: Any) -> None:
+    repo.commit(files=OBSIDIAN)
+    for name in ("Nowhere", "map.png", "Attachments/map.png", ""):
+        r = cli("blast", name, "--rev", "HEAD", cwd=repo.path)
+        assert r.code == 2, name
+        assert f"no node named {name!r}" in r.err
+
+
+def test_query_edge_target_is_a_name(repo: Repo, cli: Any) -> None:
+    repo.commit(files=OBSIDIAN)
+    r = cli("query", "japan", "--rev", "HEAD", "--edge", "wikilink:kyoto", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    got = r.json()
+    linking = ["Notes/2023 Japan Trip", "Obsidian Publish/Security", "Obsidian Sync/Security"]
+    assert [h["id"] for h in got["results"]] == linking  # Index links no Kyoto: filtered out
+    assert got["filters"]["edge"] == ["wikilink:References/Kyoto"]  # what was applied
+    r = cli("find", "japan", "--rev", "HEAD", "--edge", "wikilink:KYOTO", "--json", cwd=repo.path)
+    assert [h["id"] for h in r.json()["results"]] == linking
+    # A bare field is no name to look up.
+    r = cli("query", "kyoto", "--rev", "HEAD", "--edge", "wikilink", "--json", cwd=repo.path)
+    assert r.code == 0 and r.json()["filters"]["edge"] == ["wikilink"]
+    r = cli("query", "japan", "--rev", "HEAD", "--edge", "wikilink:Security", cwd=repo.path)
+    assert r.code == 2 and "'Security' names 2 notes" in r.err
+    r = cli("query", "japan", "--rev", "HEAD", "--edge", "wikilink:Nowhere", cwd=repo.path)
+    assert r.code == 2 and "no node named 'Nowhere'" in r.err
+
+
+def test_library_api_takes_names(repo: Repo) -> None:
+    repo.commit(files=OBSIDIAN)
+    ws = open_workspace(repo.path, rev="HEAD")
+    assert ws.resolve_node("2023 japan trip").path == "Notes/2023 Japan Trip.md"
+    g = ws.graph()
+    assert blast(g, "Kyoto").target == "References/Kyoto"
+    hits = search(g, ws.notes(), "japan", edges=["wikilink:Kyoto"], hidden=frozenset())
+    assert hits.results[0].id == "Notes/2023 Japan Trip"
+    assert "Index" not in [h.id for h in hits.results]
+    with pytest.raises(UsageError, match="names 2 notes"):
+        blast(g, "security")
+
+
+def test_a_path_from_the_repository_top_names_a_note_of_a_subfolder_workspace(repo: Repo, cli: Any) -> None:
+    repo.commit(files={f"vault/{p}": v for p, v in OBSIDIAN.items()})
+    assert blast_target(repo, cli, "vault/References/Kyoto.md", "--root", "vault") == "References/Kyoto"
+    assert blast_target(repo, cli, "References/Kyoto.md", "--root", "vault") == "References/Kyoto"
+
+
+def test_dendron_names_are_hierarchies_any_case(repo: Repo, cli: Any) -> None:
+    repo.commit(files={
+        "dendron.yml": "version: 5\n",
+        "root.md": "# Root\n",
+        "dendron.topic.md": "[[dendron.topic.links]]\n",
+        "dendron.topic.links.md": "# Links\n",
+    })
+    assert blast_target(repo, cli, "Dendron.Topic.Links") == "dendron.topic.links"
+    assert blast_target(repo, cli, "dendron.topic.links.md") == "dendron.topic.links"
+    r = cli("blast", "links", "--rev", "HEAD", cwd=repo.path)
+    assert r.code == 2 and "no node named 'links'" in r.err  # a Dendron name is the whole hierarchy
+
+
+def test_foam_identifiers_are_path_suffixes_and_folders(repo: Repo, cli: Any) -> None:
+    repo.commit(files={
+        ".foam/config.json": "{}\n",
+        "user/index.md": "# User\n",
+        "user/features/wikilinks.md": "# W\n[[user]]\n",
+        "dev/wikilinks.md": "# Dev\n",
+    })
+    assert blast_target(repo, cli, "features/wikilinks") == "user/features/wikilinks"
+    assert blast_target(repo, cli, "user") == "user/index"  # a folder: its index
+    r = cli("blast", "WikiLinks", "--rev", "HEAD", cwd=repo.path)
+    assert r.code == 2 and "'WikiLinks' names 2 notes: 'dev/wikilinks', 'user/features/wikilinks'" in r.err
+
+
+def test_logseq_page_names_keep_their_namespace(repo: Repo, cli: Any) -> None:
+    repo.commit(files={
+        "logseq/config.edn": "{}\n",
+        "pages/Project___Alpha.md": "- alpha\n",
+        "pages/Other.md": "- [[project/alpha]]\n",
+    })
+    assert blast_target(repo, cli, "Project/Alpha") == "pages/Project___Alpha"
+
+
+def test_vivary_workspace_names_are_slugged(repo: Repo, cli: Any) -> None:
+    repo.commit(files={
+        "tropo.toml": 'version = 1\n[types.decision]\nfolder = "decisions"\n',
+        "decisions/0001-use-sqlite.md": "# Use SQLite\n",
+        "decisions/0002-other.md": "[[0001-use-sqlite]]\n",
+    })
+    assert blast_target(repo, cli, "0001 Use SQLite") == "0001-use-sqlite"
+    assert blast_target(repo, cli, "decisions/0001-use-sqlite.md") == "0001-use-sqlite"

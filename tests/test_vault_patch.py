@@ -1,0 +1,138 @@
+"""`check --staged` in a vault re-derives only the edited notes from the last graph, also when
+attachments were added or removed: a file no link names cannot change how any link resolves. A file
+some link names can (a broken embed is fixed, a working one breaks): then the whole graph is built.
+Each answer must equal a full build (`--no-cache`)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from conftest import Repo
+
+VAULT: dict[str, str | bytes] = {
+    ".obsidian/app.json": "{}\n",
+    "Notes/Kyoto.md": "# Kyoto\n![[temple.png]]\n[[Japan]]\n",
+    "Notes/Japan.md": "# Japan\n![[missing.png]]\n[map](../Attachments/map.pdf)\n",
+    "Attachments/temple.png": b"png",
+    "Attachments/map.pdf": b"pdf",
+    "Attachments/old.gif": b"gif",
+}
+
+
+def staged(repo: Repo, cli: Any) -> tuple[str, str, bool]:
+    """(check --staged --json, the same from a full build, whether the first was patched)."""
+    fast = cli("check", "--staged", "--json", "--lenient", cwd=repo.path)
+    full = cli("check", "--staged", "--json", "--lenient", "--no-cache", cwd=repo.path)
+    return fast.out, full.out, '"patched":true' in fast.err
+
+
+@pytest.fixture
+def vault(repo: Repo, cli: Any, monkeypatch: pytest.MonkeyPatch) -> Repo:
+    repo.commit(files=VAULT)
+    monkeypatch.setenv("VIVARY_STATS", "1")
+    cli("check", "--staged", cwd=repo.path)  # the base later checks are patched from
+    return repo
+
+
+def test_an_attachment_no_link_names_is_patched(vault: Repo, cli: Any) -> None:
+    vault.write({"Attachments/new photo.jpg": b"jpg", "Notes/Kyoto.md": "# Kyoto\n![[temple.png]]\n"})
+    vault.git("rm", "-q", "Attachments/old.gif")  # ... nor one no note links by its name
+    vault.write({"Attachments/other.pdf": b"x", "Notes/plain.txt": b"x"})
+    vault.git("add", "-A")
+    fast, full, patched = staged(vault, cli)
+    assert fast == full
+    assert patched
+
+
+def test_adding_a_file_a_link_names_fixes_the_link(vault: Repo, cli: Any) -> None:
+    """Why not every added file can be patched: the unchanged Japan.md's broken embed now resolves."""
+    before, _, _ = staged(vault, cli)
+    assert "missing.png" in before
+    vault.write({"Attachments/missing.png": b"png"})
+    vault.git("add", "-A")
+    fast, full, patched = staged(vault, cli)
+    assert fast == full
+    assert "missing.png" not in fast
+    assert not patched
+
+
+def test_removing_a_file_a_link_names_breaks_the_link(vault: Repo, cli: Any) -> None:
+    vault.git("rm", "-q", "Attachments/temple.png")
+    fast, full, patched = staged(vault, cli)
+    assert fast == full
+    assert "W223" in fast and "temple.png" in fast
+    assert not patched
+
+
+def test_a_path_link_counts_by_its_last_segment(vault: Repo, cli: Any) -> None:
+    vault.git("rm", "-q", "Attachments/map.pdf")
+    vault.write({"elsewhere/map.pdf": b"pdf"})  # same name, another folder: Japan.md's link still breaks
+    vault.git("add", "-A")
+    fast, full, patched = staged(vault, cli)
+    assert fast == full
+    assert "../Attachments/map.pdf" in fast
+    assert not patched
+
+
+def test_editing_a_heading_changes_another_notes_anchor_findings(repo: Repo, cli: Any,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Why W222 takes the full build: a heading removed from one note breaks a link in another."""
+    repo.commit(files={".obsidian/app.json": "{}\n", ".vivary/graph.toml": "[links]\nanchors = true\n",
+                       "A.md": "# A\n## Part\n", "B.md": "[[A#Part]]\n"})
+    monkeypatch.setenv("VIVARY_STATS", "1")
+    cli("check", "--staged", cwd=repo.path)
+    repo.write({"A.md": "# A\n## Other\n"})
+    repo.git("add", "-A")
+    fast, full, patched = staged(repo, cli)
+    assert fast == full
+    assert '"path":"B.md"' in fast and "W222" in fast
+    assert not patched
+
+
+NAMES = ["pic.png", "Map.pdf", "board.canvas", "Album.base", "scan.jpg", "Kyoto", "notes.txt"]
+FOLDERS = ["", "Attachments/", "Notes/", "deep/er/"]
+
+
+def test_patched_vault_equals_a_full_build(repo: Repo, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Random edits, links of every kind, and attachments added and removed (named by links or not):
+    the patched answer always equals a full build, and most steps are patched."""
+    rng = random.Random(7)
+    notes = [f"{rng.choice(FOLDERS)}N{i}.md" for i in range(12)]
+    linked = NAMES[:4]  # links name only these; the others come and go unnamed
+
+    def note() -> str:
+        lines = []
+        for _ in range(rng.randint(0, 4)):
+            target = rng.choice([*linked, "N1", "N5", "Nowhere"])
+            kind = rng.randrange(3)
+            lines.append(f"![[{target}]]" if kind == 0 else f"[[{target}]]" if kind == 1 else f"[x]({target})")
+        return "# T\n" + "\n".join(lines) + "\n"
+
+    repo.commit(files={".obsidian/app.json": "{}\n", **{n: note() for n in notes},
+                       **{f"{rng.choice(FOLDERS)}{n}": b"x" for n in NAMES}})
+    monkeypatch.setenv("VIVARY_STATS", "1")
+    cli("check", "--staged", cwd=repo.path)
+    unnamed_only = 0
+    for step in range(24):
+        repo.write({rng.choice(notes): note() for _ in range(rng.randint(1, 2))})
+        touched = set()
+        for _ in range(rng.randint(0, 2)):
+            name = rng.choice(NAMES)
+            path = f"{rng.choice(FOLDERS)}{name}"
+            touched.add(name)
+            if (repo.path / path).exists():
+                (repo.path / path).unlink()
+            else:
+                repo.write({path: bytes([step])})
+        repo.git("add", "-A")
+        fast, full, patched = staged(repo, cli)
+        assert fast == full, step
+        g_fast = cli("graph", "--staged", "--json", cwd=repo.path).out
+        g_full = cli("graph", "--staged", "--json", "--no-cache", cwd=repo.path).out
+        assert g_fast == g_full, step
+        if touched and not touched & set(linked):
+            unnamed_only += 1
+            assert patched, step  # only files no link names came and went
+    assert unnamed_only >= 4, unnamed_only
