@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import threading
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
@@ -33,6 +32,7 @@ from vivary_git.memory.remember import EdgeRef, Remembered
 
 if TYPE_CHECKING:
     from vivary_git.graph import Graph
+    from vivary_git.mcp.freshness import WorkTree
     from vivary_git.memory.local import RecallSession
     from vivary_git.memory.probe import Probe
     from vivary_git.memory.remember import View
@@ -206,15 +206,14 @@ class MemoryService:
         self._state: _State | None = None
         self._probe: Probe | None = None
         self._repo = git.try_open(self._cwd)
-        self._scratch: Path | None = None
-        self._index_stat: tuple[int, int, int] | None = None
+        self._worktree: WorkTree | None = None
 
     # --- freshness ------------------------------------------------------------------------------
 
     def close(self) -> None:
-        if self._scratch is not None:
-            with contextlib.suppress(FileNotFoundError):
-                self._scratch.unlink()
+        if self._worktree is not None:
+            self._worktree.close()
+            self._worktree = None
 
     def _key(self) -> tuple[Any, ...]:
         repo = self._repo
@@ -233,34 +232,13 @@ class MemoryService:
         return (self._worktree_tree(repo), head_oid, tip)
 
     def _worktree_tree(self, repo: git.Repo) -> str:
-        """The working tree as a tree id, as `source.py` makes it, through a scratch index this process
-        keeps (copied again from the user's index whenever that changes), so Git's stat cache holds."""
-        assert repo.workdir is not None
-        index = repo.git_dir / "index"
-        try:
-            st = index.stat()
-            stat: tuple[int, int, int] | None = (st.st_mtime_ns, st.st_size, st.st_ino)
-        except FileNotFoundError:
-            stat = None
-        if self._scratch is None:
-            tmp = repo.vivary_dir / "tmp"
-            tmp.mkdir(parents=True, exist_ok=True)
-            self._scratch = tmp / f"mcp-index.{os.getpid()}.{id(self)}"
-        if stat != self._index_stat or not self._scratch.exists():
-            if stat is not None:
-                shutil.copyfile(index, self._scratch)
-            else:
-                with contextlib.suppress(FileNotFoundError):
-                    self._scratch.unlink()
-            self._index_stat = stat
-        env = dict(os.environ, GIT_INDEX_FILE=str(self._scratch))
-        repo.git(["-c", "advice.addEmbeddedRepo=false", "-c", "core.safecrlf=false", "add", "-A",
-                  "--ignore-errors", "--", ":/"], env=env, check=False)
-        try:
-            # libgit2 writes the tree from the index's cached trees: no second process per question.
-            return str(repo.pygit2.Index(str(self._scratch)).write_tree(repo.repo))
-        except (repo.pygit2.GitError, OSError, ValueError):
-            return repo.git(["write-tree"], env=env).stdout.decode().strip()
+        """The working tree as a tree id, kept current by `freshness.WorkTree` (folder watches, and
+        `git add` of just what changed)."""
+        if self._worktree is None:
+            from vivary_git.mcp.freshness import WorkTree
+
+            self._worktree = WorkTree(repo)
+        return self._worktree.tree()
 
     def state(self) -> _State:
         """The warm state for the tree on disk now (rebuilt when anything changed)."""
@@ -272,7 +250,7 @@ class MemoryService:
             from vivary_git.memory.remember import open_view
             from vivary_git.workspace import open_workspace
 
-            ws = open_workspace(self._cwd, root=self._root)
+            ws = open_workspace(self._cwd, root=self._root, worktree=key[0])
             cfg = load_memory_config(ws)
             overlay = self._overlay(ws, cfg.memory.remember.branch, cfg.memory.remember.folder)
             if overlay is not None:
@@ -633,9 +611,14 @@ class MemoryService:
         repo = self._repo
         key = list(st.key)
         if repo is not None and st.root_tree is not None and result.ref is not None:
-            tree = repo.repo[st.root_tree]
-            key[0] = st.root_tree = _tree_with(repo, tree, view.repo_path(result.path).split("/"), result.blob) \
-                if self._checked_out(result.ref) else st.root_tree
+            if self._checked_out(result.ref):
+                path = view.repo_path(result.path)
+                tree = _tree_with(repo, repo.repo[st.root_tree], path.split("/"), result.blob)
+                assert tree is not None
+                key[0] = st.root_tree = tree
+                if self._worktree is not None:
+                    # Tells the watcher these events are ours (when they are exactly that): no `git add`.
+                    self._worktree.wrote(path, result.blob, tree)
             head = repo.repo.references.get("HEAD")
             key[1] = str(head.resolve().target) if head is not None else None
             if view.cfg.memory.remember.branch:
