@@ -25,7 +25,7 @@ from vivary_git.models import Edge, Node, Note
 from vivary_git.textsearch import fold, query_terms, word_counts
 
 if TYPE_CHECKING:
-    from vivary_git.searchindex import SearchIndex
+    from vivary_git.searchindex import Ranker, SearchIndex
 
 STOPWORDS = frozenset((
     "a", "an", "and", "are", "as", "at", "be", "by", "do", "does", "for", "from", "how", "i", "in", "is", "it",
@@ -154,10 +154,12 @@ def search(
     explain: bool = False,
     index: SearchIndex | None = None,
     outgoing: Mapping[str, list[Edge]] | None = None,
+    ranker: Ranker | None = None,
 ) -> QueryResult:
     """Rank the graph's nodes for `text`. With an `index` (built from the same graph and notes) the
     answer is identical and only the top results' notes are read (for snippets). `outgoing`, when a
-    caller asking many questions of one graph has it, is `outgoing_edges(graph)`."""
+    caller asking many questions of one graph has it, is `outgoing_edges(graph)`; `ranker`, such a
+    caller's `searchindex.Ranker` of the index (it keeps each term's scores between questions)."""
     if not text.strip():
         raise UsageError('provide a search query, e.g. `git vivary query "auth module"`')
     phrase = fold(text).strip()
@@ -174,19 +176,17 @@ def search(
     bonus = EDGE_FILTER_BONUS * len(edges)
     scored: list[tuple[int, Node, list[str]]] = []
     if index is not None:
-        from vivary_git.searchindex import score as index_score
+        from vivary_git.searchindex import Ranker
 
-        matched = index_score(index, phrase, weights, SOURCES)
-        for i, node in enumerate(graph.nodes):
-            got, mask = matched.get(i, (0, 0))
-            if not (got or bonus) or not keep(node):
-                continue
+        ranker = ranker if ranker is not None and ranker.index is index else Ranker(index, graph)
+        nodes = graph.nodes
+        allowed = ranker.allowed((tuple(types), tuple(paths), tuple(edges)), lambda i: keep(nodes[i])) \
+            if (types or paths or edges) else None
+        for got, i, mask in ranker.top(phrase, weights, SOURCES, max(k, 0), allowed=allowed, bonus=bonus):
             why = [SOURCES[b][0] for b in range(len(SOURCES)) if mask >> b & 1]
             if bonus:
-                got += bonus
                 why.append("edge filter match")
-            if got > 0:
-                scored.append((got, node, why))
+            scored.append((got, nodes[i], why))
     for node in graph.nodes if index is None else ():
         if not keep(node):
             continue

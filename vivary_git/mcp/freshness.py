@@ -302,6 +302,7 @@ class WorkTree:
         self._index_read_ns = 0
         self._index_tree: str | None = None  # the tree of the user's index as `_index_id` identifies it
         self._rules: tuple[Any, ...] | None = None
+        self._rule_paths: list[Path] | None = None
         self._tree: str | None = None  # the working tree
         self._scratch_tree: str | None = None  # the scratch index as last written (`_pending` aside)
         self._pending: set[bytes] = set()  # paths to give `git add` the next time it runs (this process's writes)
@@ -473,13 +474,14 @@ class WorkTree:
 
     def _rule_files(self) -> tuple[Any, ...]:
         """What decides ignores and filters from outside the work tree: Git's config and excludes."""
-        repo = self.repo
-        home = Path(os.environ.get("HOME", "/nonexistent"))
-        xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
-        files = [repo.common_dir / "info" / "exclude", repo.common_dir / "info" / "attributes",
-                 repo.common_dir / "config", repo.git_dir / "config.worktree", home / ".gitconfig",
-                 xdg / "git" / "config", xdg / "git" / "ignore", xdg / "git" / "attributes"]
-        return tuple(_content_id(f) for f in files)
+        if self._rule_paths is None:
+            repo = self.repo
+            home = Path(os.environ.get("HOME", "/nonexistent"))
+            xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+            self._rule_paths = [repo.common_dir / "info" / "exclude", repo.common_dir / "info" / "attributes",
+                                repo.common_dir / "config", repo.git_dir / "config.worktree", home / ".gitconfig",
+                                xdg / "git" / "config", xdg / "git" / "ignore", xdg / "git" / "attributes"]
+        return tuple(_content_id(f) for f in self._rule_paths)
 
     # --- this process's own writes ----------------------------------------------------------------
 

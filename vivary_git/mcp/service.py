@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from vivary_git.memory.probe import Probe
     from vivary_git.memory.remember import View
     from vivary_git.models import Edge, Node, Note
-    from vivary_git.searchindex import SearchIndex
+    from vivary_git.searchindex import Ranker, SearchIndex
 
 __all__ = ["PROFILES", "MemoryService", "NodePacket", "SearchAnswer", "Status"]
 
@@ -155,6 +155,7 @@ class _State:
             self.inn.setdefault(e.to, []).append((e.from_, e.field))
         self.delta: dict[str, Node] = {}
         self._index: SearchIndex | None = None
+        self._ranker: Ranker | None = None
         self._outgoing: dict[str, list[Edge]] | None = None
         self.hybrid: RecallSession | None = None
         self.hybrid_reason: str | None = None
@@ -172,6 +173,14 @@ class _State:
         if self._index is None:
             self._index = _public_index(self.view, self.public)
         return self._index
+
+    def ranker(self) -> Ranker:
+        """The index's ranker: each term's scores are kept between questions."""
+        if self._ranker is None:
+            from vivary_git.searchindex import Ranker
+
+            self._ranker = Ranker(self.index(), self.public)
+        return self._ranker
 
 
 def _public_index(view: View, public: Graph) -> SearchIndex:
@@ -351,7 +360,8 @@ class MemoryService:
         notes = _Notes(st.view)
         changed = set(st.delta)
         base = search(st.public, notes, q, k=k + len(changed), types=types, paths=paths, edges=edges,
-                      snippet=SNIPPET, explain=True, index=st.index(), outgoing=st.outgoing())
+                      snippet=SNIPPET, explain=True, index=st.index(), outgoing=st.outgoing(),
+                      ranker=st.ranker())
         found = [h for h in base.results if h.id not in changed]
         if st.delta:
             nodes = sorted(st.delta.values(), key=lambda n: n.id)
