@@ -17,7 +17,7 @@ from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import compress, repeat
-from operator import add, contains, ge, mul
+from operator import add, and_, contains, ge, mul
 from typing import Any
 
 import msgspec
@@ -192,6 +192,15 @@ class Ranker:
         order = sorted(range(len(sources)), key=lambda s: len(self.index.texts[s]))
         reach = sum(sources[s][1] for s in order)
         kth = _kth(total, k)  # a lower bound of the k-th best final score, raised as bonuses are added
+        # A word of the phrase with whitespace on both sides is a whole word wherever the phrase occurs:
+        # a source can hold the phrase only where it holds every such word.
+        inner = {w for chunk in phrase.split()[1:-1] for w in word_counts(chunk)}
+        holds: array[int] | None = None  # bit s: the document's source s has every inner word
+        for word in inner:
+            got_word = self._term(word, tuple(w for _, _, w in sources))
+            if got_word is None:
+                return kth
+            holds = got_word[1] if holds is None else array("B", map(and_, holds, got_word[1]))
         near: list[int] | None = None
         for s in order:
             floor = kth - reach
@@ -201,7 +210,13 @@ class Ranker:
                 got = list(compress(range(n), map(ge, total, repeat(floor))))
                 if len(got) <= n // 4:
                     near = got
-            if near is not None:
+            if holds is not None:
+                bit = 1 << s
+                texts = self.texts(s)
+                maybe = compress(range(n), map(and_, holds, repeat(bit))) if near is None else \
+                    (d for d in near if holds[d] & bit)
+                docs = [d for d in maybe if phrase in texts[d] and (allowed is None or allowed[d])]
+            elif near is not None:
                 texts = self.texts(s)
                 docs = [d for d in near if phrase in texts[d]]
             else:
