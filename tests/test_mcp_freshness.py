@@ -248,3 +248,51 @@ def test_this_process_own_write_needs_no_git_add(repo: Repo) -> None:
     assert [h.id for h in service.search("okapi").results] == ["a"]
     service.close()
 
+
+
+def test_a_warm_server_answers_after_edits_like_a_fresh_one(repo: Repo) -> None:
+    """Edits, new notes, deleted and renamed ones, a private note, an id a link now resolves to: the
+    warm server keeps its search index and searches the changed notes beside it, and every answer is
+    the one a server started afresh on the same files gives."""
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    from vivary_git.mcp.service import MemoryService
+
+    repo.commit("init", {
+        "tropo.toml": 'version = 1\n[base]\nallow_untyped = true\n[base.optional]\nrelated = "ref-list"\n',
+        "alpha.md": "---\nrelated: [beta, gamma]\n---\n# Alpha\n\nThe zebra grazes near the river.\n",
+        "beta.md": "# Beta\n\nA river of zebra stories.\n",
+        "notes/delta.md": "---\nrelated: [alpha]\n---\n# Delta\n\nNothing about stripes.\n",
+        "USER.md": "# Me\n\nzebra canary of the private floor\n",
+    })
+    warm = MemoryService(repo.path)
+    queries = ["zebra", "river", "gamma", "stripes zebra", "okapi", "related alpha", "canary"]
+
+    def agree() -> None:
+        fresh = MemoryService(repo.path)
+        for q in queries:
+            got = warm.search(q, top_k=10, include_neighbors=1)
+            want = fresh.search(q, top_k=10, include_neighbors=1)
+            assert got.results == want.results, q
+            assert got.tree == want.tree
+        assert warm.read("alpha").outbound == fresh.read("alpha").outbound
+        fresh.close()
+
+    agree()
+    base = warm.state()
+    steps = [
+        lambda: repo.write({"beta.md": "# Beta\n\nNow an okapi story.\n"}),  # an edit
+        lambda: repo.write({"gamma.md": "# Gamma\n\nA zebra, at last.\n"}),  # alpha's link to gamma resolves now
+        lambda: (repo.path / "notes/delta.md").rename(repo.path / "notes/epsilon.md"),  # a rename
+        lambda: (repo.path / "beta.md").unlink(),  # a deletion: alpha's link to beta breaks
+        lambda: repo.write({"memory/secret.md": "# Secret\n\nzebra canary in a private folder\n"}),  # private
+        lambda: repo.write({"alpha.md": "---\nrelated: [gamma]\n---\n# Alpha\n\nStripes everywhere.\n"}),
+    ]
+    for step in steps:
+        step()
+        agree()
+        st = warm.state()
+        assert st.public is base.public and st._index is base._index  # the index was not rebuilt
+    assert "canary" not in str([h.snippet for h in warm.search("canary", top_k=10).results])
+    assert set(warm.state().delta) == {"alpha", "gamma", "epsilon"}
+    assert warm.state().gone == {"beta", "delta"}
+    warm.close()

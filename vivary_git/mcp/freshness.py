@@ -313,6 +313,11 @@ class WorkTree:
         self.partial_updates = 0
 
     @property
+    def rules(self) -> tuple[Any, ...] | None:
+        """What Git's config and excludes outside the work tree said at the last look (`tree()`)."""
+        return self._rules
+
+    @property
     def mode(self) -> str:
         return "inotify" if self._watcher is not None else "git add -A"
 
