@@ -196,8 +196,6 @@ class _Watcher:
                     self._forget(base)
                     if mask & (_IN_CREATE | _IN_MOVED_TO):
                         self.nested.add(base)
-                        if self.wds.get(base) is None and base:
-                            pass
                     else:
                         self.nested.discard(base)
                         with contextlib.suppress(_Unwatchable):

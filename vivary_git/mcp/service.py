@@ -1,12 +1,14 @@
 """What the MCP server does, as a plain Python API: search, read, status and the memory writes, over
 one workspace kept warm and always as fresh as the working tree.
 
-Freshness: before each answer the working tree is written as a tree (the way `source.py` does, `git
-add -A` into a scratch index kept by this process, so Git's stat cache makes it cheap) and compared
-with the tree the warm state was built from; HEAD, the index file's stat and a memory branch's tip
-are part of the key too. Anything different rebuilds the state, so no answer comes from an older
-tree than the one on disk. The server's own writes patch the state instead (the note it committed
-is its only change), so a memory is searchable right after `add`.
+Freshness: before each answer the working tree's tree id is brought up to date (`freshness.WorkTree`:
+folder watches, and `git add -A` of just the paths that changed into a scratch index this process
+keeps) and compared with the tree the warm state was built from; HEAD, a memory branch's tip and
+Git's config and excludes are part of the key too. When only notes changed, the state is patched:
+the search index stays, the changed notes are searched directly beside it and privacy is decided
+again for their paths; anything else rebuilds the state. No answer comes from an older tree than
+the one on disk. The server's own writes patch the state without looking (the note it committed is
+its only change, which `WorkTree.wrote` confirms), so a memory is searchable right after `add`.
 
 Privacy: every node, edge, search hit and neighbour comes from the privacy-filtered snapshot
 (`memory/snapshot.py`); a private node is absent, never named, and asking for a private file by
