@@ -24,10 +24,9 @@ import msgspec
 from vivary_git.errors import UsageError
 from vivary_git.graph import Graph, resolve_edge_specs
 from vivary_git.models import Edge, Node, Note
-from vivary_git.searchindex import SearchIndex, node_sources
+from vivary_git.searchindex import Ranker, SearchIndex, node_sources
 from vivary_git.searchindex import frontmatter_text as frontmatter_text  # the scored sources live with the index
 from vivary_git.searchindex import outgoing_edges as outgoing_edges
-from vivary_git.searchindex import score as index_score
 from vivary_git.textsearch import fold, query_terms, word_counts
 
 STOPWORDS = frozenset((
@@ -128,6 +127,7 @@ def search(
     index: SearchIndex | None = None,
     hidden: Hidden,
     outgoing: Mapping[str, list[Edge]] | None = None,
+    ranker: Ranker | None = None,
 ) -> QueryResult:
     """Rank the graph's nodes for `text`. With an `index` (built from the same graph and notes) the
     answer is identical and only the top results' notes are read (for snippets).
@@ -137,7 +137,9 @@ def search(
     never results, never listed as an edge's target, never match an `--edge` filter, and their IDs are
     not edge text that scores another node. Required, so that no caller forgets it.
 
-    `outgoing`, when a caller asking many questions of one graph has it, is `outgoing_edges(graph)`."""
+    `outgoing`, when a caller asking many questions of one graph has it, is `outgoing_edges(graph)`;
+    `ranker`, such a caller's `searchindex.Ranker` of the index (it keeps each term's scores between
+    questions)."""
     if not text.strip():
         raise UsageError('provide a search query, e.g. `git vivary query "auth module"`')
     edges = resolve_edge_specs(graph, edges)  # a TARGET may be a name as a link writes it
@@ -186,28 +188,39 @@ def search(
         score, reasons = direct(node, out)
         return (score, reasons) if score > 0 else None
 
-    scored: list[tuple[int, Node, list[str]]] = []
+    asker = _asker(hidden)
+    top: list[tuple[int, Node, list[str], list[Edge]]]
     if index is not None:
-        matched = index_score(index, phrase, weights, SOURCES)
-        for i, node in enumerate(graph.nodes):
-            got, mask = matched.get(i, (0, 0))
-            if not (got or bonus) or not keep(node):
+        ranker = ranker if ranker is not None and ranker.index is index else Ranker(index, graph)
+        nodes = graph.nodes
+        allowed = ranker.allowed((tuple(types), tuple(paths), tuple(edges)), lambda i: keep(nodes[i])) \
+            if (types or paths or edges) else None
+        # The index gives the best `want` by score with every edge; hidden nodes may take places in
+        # them, so ask for more until the public best `k` are known to rank before every node left out.
+        want = max(k, 0)
+        while True:
+            scored: list[tuple[int, Node, list[str]]] = []
+            for got, i, mask in ranker.top(phrase, weights, SOURCES, want, allowed=allowed, bonus=bonus):
+                why = [SOURCES[b][0] for b in range(len(SOURCES)) if mask >> b & 1]
+                if bonus:
+                    why.append("edge filter match")
+                scored.append((got, nodes[i], why))
+            top = _public_top(scored, max(k, 0), asker, out_of, rescore)
+            if len(scored) < want or want <= 0 or (len(top) >= k and _rank(top[-1]) <= _rank(scored[-1])):
+                break
+            want *= 4
+    else:
+        scored = []
+        for node in graph.nodes:
+            if not keep(node):
                 continue
-            why = [SOURCES[b][0] for b in range(len(SOURCES)) if mask >> b & 1]
-            if bonus:
-                got += bonus
-                why.append("edge filter match")
-            if got > 0:
-                scored.append((got, node, why))
-    for node in graph.nodes if index is None else ():
-        if not keep(node):
-            continue
-        score, reasons = direct(node, outgoing.get(node.id, []))
-        if score > 0:
-            scored.append((score, node, reasons))
-    scored.sort(key=_rank)
+            score, reasons = direct(node, outgoing.get(node.id, []))
+            if score > 0:
+                scored.append((score, node, reasons))
+        scored.sort(key=_rank)
+        top = _public_top(scored, max(k, 0), asker, out_of, rescore)
     hits: list[QueryHit] = []
-    for score, node, reasons, out in _public_top(scored, max(k, 0), _asker(hidden), out_of, rescore):
+    for score, node, reasons, out in top:
         note = notes[node.blob]
         snip = make_snippet(note, node, phrase, terms, snippet) if snippet > 0 else ""
         hits.append(QueryHit(

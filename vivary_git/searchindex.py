@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import bisect
 from array import array
-from collections.abc import Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import compress, repeat
+from operator import add, and_, contains, ge, mul
 from typing import Any
 
 import msgspec
@@ -130,3 +133,208 @@ def score(index: SearchIndex, phrase: str, weights: Mapping[str, int],
                 entry[0] += got
                 entry[1] |= 1 << s
     return {doc: (v[0], v[1]) for doc, v in out.items()}
+
+
+class Ranker:
+    """Exact top-k over one index, for a process that asks many questions of it (the MCP server) or
+    one (`query`): what `score` and a sort give, without a Python step per matching document.
+
+    Each term's score in every document, summed over the sources (`w_term * hits`), is spread once
+    into a dense array and kept; a question adds its terms' arrays, its phrase bonus (found in each
+    document's folded text by `str.__contains__`) and any filter bonus, all through `map` over C
+    functions; sorting the scores finds the k-th best, and only documents scoring at least that are
+    sorted by (score, path, id). A query that matches every note costs a few passes over arrays, not
+    a loop over its postings."""
+
+    MAX_CACHED = 4_000_000  # dense scores kept, over every term (32 MB)
+
+    def __init__(self, index: SearchIndex, graph: Graph) -> None:
+        if len(graph.nodes) != len(index.ids):
+            raise ValueError("the index was not built from this graph")
+        self.index = index
+        self.graph = graph
+        self.size = len(index.ids)
+        # (term, its weight per source) -> (its score in each document, the sources it hits there as bits)
+        self._terms: dict[tuple[str, tuple[int, ...]], tuple[array[int], array[int]] | None] = {}
+        self._texts: list[list[str]] | None = None
+        self._ranks: list[int] | None = None
+        self._allowed: dict[Any, array[int]] = {}
+
+    def texts(self, s: int) -> list[str]:
+        """Every document's folded text of source `s`, by document number."""
+        if self._texts is None:
+            out = []
+            for text, starts in zip(self.index.texts, self.index.offsets, strict=True):
+                parts = text.split("\0")
+                if len(parts) != len(starts):  # a NUL inside a document: cut by the offsets instead
+                    ends = [*(p - 1 for p in starts[1:]), len(text)]
+                    parts = [text[a:b] for a, b in zip(starts, ends, strict=True)]
+                out.append(parts)
+            self._texts = out
+        return self._texts[s]
+
+    def ranks(self) -> list[int]:
+        """Each document's place in (path, id) order: how equal scores are ordered."""
+        if self._ranks is None:
+            nodes = self.graph.nodes
+            order = sorted(range(self.size), key=lambda i: (nodes[i].path, nodes[i].id))
+            ranks = [0] * self.size
+            for place, doc in enumerate(order):
+                ranks[doc] = place
+            self._ranks = ranks
+        return self._ranks
+
+    def allowed(self, key: Any, keep: Callable[[int], bool]) -> array[int]:
+        """1 for each document a filter keeps, 0 otherwise; kept for the last few filters."""
+        got = self._allowed.get(key)
+        if got is None:
+            if len(self._allowed) >= 16:
+                self._allowed.clear()
+            got = self._allowed[key] = array("q", map(int, map(keep, range(self.size))))
+        return got
+
+    def _term(self, term: str, weights: tuple[int, ...]) -> tuple[array[int], array[int]] | None:
+        key = (term, weights)
+        if key in self._terms:
+            return self._terms[key]
+        got: tuple[array[int], array[int]] | None = None
+        for s, w in enumerate(weights):
+            packed = self.index.postings[s].get(term)
+            if packed is None:
+                continue
+            pairs = array("I")
+            pairs.frombytes(packed)
+            docs = pairs[0::2]
+            if got is None:
+                got = (array("q", bytes(8 * self.size)), array("B", bytes(self.size)))
+            _scatter_add(got[0], docs, map(mul, pairs[1::2], repeat(w)))
+            _scatter_add(got[1], docs, repeat(1 << s))  # each source once per document: adding is or-ing
+        if len(self._terms) * self.size >= self.MAX_CACHED:
+            self._terms.clear()
+        self._terms[key] = got
+        return got
+
+    def _phrase(self, total: array[int], phrase: str, sources: Sequence[tuple[str, int, int]], k: int,
+                allowed: array[int] | None) -> int:
+        """Add each source's phrase bonus to `total` where it can change the top k; returns a lower bound
+        of the k-th best score. Sources are taken cheapest first; before each, the bonuses still to come
+        bound what any document can gain, so once the k-th best score less that bound leaves few
+        documents in reach, only their texts are searched (a document out of reach scores below the
+        k-th best whatever its phrase bonuses)."""
+        n = self.size
+        order = sorted(range(len(sources)), key=lambda s: len(self.index.texts[s]))
+        reach = sum(sources[s][1] for s in order)
+        kth = _kth(total, k)  # a lower bound of the k-th best final score, raised as bonuses are added
+        # A word of the phrase with whitespace on both sides is a whole word wherever the phrase occurs:
+        # a source can hold the phrase only where it holds every such word.
+        inner = {w for chunk in phrase.split()[1:-1] for w in word_counts(chunk)}
+        holds: array[int] | None = None  # bit s: the document's source s has every inner word
+        for word in inner:
+            got_word = self._term(word, tuple(w for _, _, w in sources))
+            if got_word is None:
+                return kth
+            holds = got_word[1] if holds is None else array("B", map(and_, holds, got_word[1]))
+        near: list[int] | None = None
+        for s in order:
+            floor = kth - reach
+            if near is not None:
+                near = [d for d in near if total[d] >= floor]
+            elif floor > 0:
+                got = list(compress(range(n), map(ge, total, repeat(floor))))
+                if len(got) <= n // 4:
+                    near = got
+            if holds is not None:
+                bit = 1 << s
+                texts = self.texts(s)
+                maybe = compress(range(n), map(and_, holds, repeat(bit))) if near is None else \
+                    (d for d in near if holds[d] & bit)
+                docs = [d for d in maybe if phrase in texts[d] and (allowed is None or allowed[d])]
+            elif near is not None:
+                texts = self.texts(s)
+                docs = [d for d in near if phrase in texts[d]]
+            else:
+                docs = self._phrase_docs(s, phrase)
+                if allowed is not None:
+                    docs = [d for d in docs if allowed[d]]
+            _scatter_add(total, docs, repeat(sources[s][1]))
+            reach -= sources[s][1]
+            if len(docs) >= k:
+                kth = max(kth, sorted(total[d] for d in docs)[-k])
+        return kth
+
+    def _phrase_docs(self, s: int, phrase: str) -> list[int]:
+        """The documents whose source `s` holds `phrase`: one search through the joined text when it is
+        rare, one test per document when it is common."""
+        text, starts = self.index.texts[s], self.index.offsets[s]
+        count = text.count(phrase)
+        if count == 0:
+            return []
+        if count > len(starts) // 16:
+            return list(compress(range(self.size), map(contains, self.texts(s), repeat(phrase))))
+        out: list[int] = []
+        pos = text.find(phrase)
+        while pos >= 0:
+            doc = bisect.bisect_right(starts, pos) - 1
+            out.append(doc)
+            nxt = starts[doc + 1] if doc + 1 < len(starts) else len(text)
+            pos = text.find(phrase, nxt)
+        return out
+
+    def top(self, phrase: str, weights: Mapping[str, int], sources: Sequence[tuple[str, int, int]], k: int,
+            *, allowed: array[int] | None = None, bonus: int = 0) -> list[tuple[int, int, int]]:
+        """The best `k` documents as (score, document number, bit mask of matched sources), by score
+        then path then id; documents scoring 0 or less, or not `allowed`, are left out."""
+        n = self.size
+        if n == 0 or k <= 0:
+            return []
+        term_weights = tuple(w for _, _, w in sources)
+        total: array[int] | None = None
+        fresh = False  # whether `total` is this call's own array (a cached term's must not change)
+        masks = []
+        for term, weight in weights.items():
+            cached = self._term(term, term_weights)
+            if cached is None:
+                continue
+            dense = cached[0]
+            masks.append(cached[1])
+            if total is None:
+                total, fresh = (dense, False) if weight == 1 else (array("q", map(mul, dense, repeat(weight))), True)
+            else:
+                total = array("q", map(add, total, dense if weight == 1 else map(mul, dense, repeat(weight))))
+                fresh = True
+        with_phrase = bool(phrase) and "\0" not in phrase
+        if total is None:
+            total = array("q", bytes(8 * n))
+        elif not fresh:
+            total = array("q", total)
+        if bonus:
+            total = array("q", map(add, total, repeat(bonus)))
+        if allowed is not None:
+            total = array("q", map(mul, total, allowed))
+        # At least the k-th best score (any lower bound of it is exact here: it only lets more documents
+        # into the sort below).
+        floor = max(self._phrase(total, phrase, sources, k, allowed) if with_phrase else _kth(total, k), 1)
+        picked = list(compress(range(n), map(ge, total, repeat(floor))))
+        ranks = self.ranks()
+        picked.sort(key=lambda d: (-total[d], ranks[d]))
+        out = []
+        for doc in picked[:k]:
+            mask = 0
+            for m in masks:
+                mask |= m[doc]
+            if with_phrase:
+                for s in range(len(sources)):
+                    if phrase in self.texts(s)[doc]:
+                        mask |= 1 << s
+            out.append((total[doc], doc, mask))
+        return out
+
+
+def _kth(values: array[int], k: int) -> int:
+    """The k-th largest value (the smallest when there are fewer)."""
+    return sorted(values, reverse=True)[min(k, len(values)) - 1]
+
+
+def _scatter_add(dense: array[int], docs: Sequence[int], values: Iterable[int]) -> None:
+    """dense[d] += v for each (d, v), in C (`map` over the array's own methods); `docs` distinct."""
+    deque(map(dense.__setitem__, docs, map(add, map(dense.__getitem__, docs), values)), maxlen=0)

@@ -220,9 +220,12 @@ def open_source(
     staged: bool = False,
     root: str | None = None,
     rev_option: str = "--rev",
+    worktree: str | None = None,
 ) -> Source:
     """Resolve the tree to read. `root` pins the workspace directory (relative to `start`).
-    `rev_option` is the option the user gave `rev` with (`--base`, `--head`): messages name it."""
+    `rev_option` is the option the user gave `rev` with (`--base`, `--head`): messages name it.
+    `worktree`: the working tree already written as this tree id (by a process that keeps it current,
+    `mcp/freshness.py`); read as the working tree, not snapshotted again."""
     if rev is not None and staged:
         raise UsageError("--rev and --staged name different trees; pass one of them")
     start = (start or Path.cwd()).resolve()
@@ -245,7 +248,8 @@ def open_source(
     elif staged:
         tree_id, label, kind = _staged_tree(repo), "staged", "staged"
     else:
-        tree_id, label, kind = _worktree_tree(repo), "working tree", "worktree"
+        tree_id = worktree if worktree is not None else _worktree_tree(repo)
+        label, kind = "working tree", "worktree"
     top = repo.workdir
     rel = ""
     if top is not None:
@@ -301,15 +305,8 @@ def _staged_tree(repo: git.Repo) -> str:
 
 
 def _worktree_tree(repo: git.Repo) -> str:
+    refuse_foreign(repo)
     assert repo.workdir is not None
-    if repo.foreign is not None:
-        # Snapshotting writes every file of the work tree as an object of the repository: never another's.
-        raise RefusedError(
-            f"GIT_DIR names the repository {repo.git_dir}, but the working tree {repo.workdir} belongs to the "
-            f"repository {repo.foreign}: reading it would copy its files into the other one. Unset GIT_DIR "
-            "(a hook or a script may have left it set), set GIT_WORK_TREE to its own work tree, or read a "
-            "commit with --rev"
-        )
     index = Path(repo.git(["rev-parse", "--git-path", "index"]).stdout.decode("utf-8", "surrogateescape").strip())
     if not index.is_absolute():
         index = repo.workdir / index
@@ -332,6 +329,18 @@ def _worktree_tree(repo: git.Repo) -> str:
     finally:
         with contextlib.suppress(FileNotFoundError):
             scratch.unlink()
+
+
+def refuse_foreign(repo: git.Repo) -> None:
+    """Refuse to snapshot a working tree that belongs to another repository than the one GIT_DIR names."""
+    if repo.foreign is not None:
+        # Snapshotting writes every file of the work tree as an object of the repository: never another's.
+        raise RefusedError(
+            f"GIT_DIR names the repository {repo.git_dir}, but the working tree {repo.workdir} belongs to the "
+            f"repository {repo.foreign}: reading it would copy its files into the other one. Unset GIT_DIR "
+            "(a hook or a script may have left it set), set GIT_WORK_TREE to its own work tree, or read a "
+            "commit with --rev"
+        )
 
 
 _WATCH_AFTER = 2.0  # seconds of `git add -A` before looking for a file Git could be blocked on

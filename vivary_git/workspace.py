@@ -822,12 +822,15 @@ def open_workspace(
     gate: bool = False,
     rev_option: str = "--rev",
     shared_cache: bool = True,
+    worktree: str | None = None,
 ) -> Workspace:
     """Open the workspace containing `path` (default: the current directory) at one tree. `gate=True`
     computes every answer from the tree's blobs and the caches this machine wrote, never from a
     fetched cache (docs/cache.md, "Trust"): what `ci`, the hooks and `check --gate` use. Errors about
     `rev` name it as `rev_option` (the command-line option it came from). With `shared_cache=False`,
-    `refs/vivary/cache` is neither read nor written."""
+    `refs/vivary/cache` is neither read nor written. `worktree`: the working tree already written as
+    this tree id (`source.open_source`)."""
     start = Path(path) if path is not None else None
-    return Workspace(open_source(start, rev=rev, staged=staged, root=root, rev_option=rev_option), cache=cache,
+    return Workspace(open_source(start, rev=rev, staged=staged, root=root, rev_option=rev_option,
+                                 worktree=worktree), cache=cache,
                      gate=gate, shared_cache=shared_cache)

@@ -1,12 +1,14 @@
 """What the MCP server does, as a plain Python API: search, read, status and the memory writes, over
 one workspace kept warm and always as fresh as the working tree.
 
-Freshness: before each answer the working tree is written as a tree (the way `source.py` does, `git
-add -A` into a scratch index kept by this process, so Git's stat cache makes it cheap) and compared
-with the tree the warm state was built from; HEAD, the index file's stat and a memory branch's tip
-are part of the key too. Anything different rebuilds the state, so no answer comes from an older
-tree than the one on disk. The server's own writes patch the state instead (the note it committed
-is its only change), so a memory is searchable right after `add`.
+Freshness: before each answer the working tree's tree id is brought up to date (`freshness.WorkTree`:
+folder watches, and `git add -A` of just the paths that changed into a scratch index this process
+keeps) and compared with the tree the warm state was built from; HEAD, a memory branch's tip and
+Git's config and excludes are part of the key too. When only notes changed, the state is patched:
+the search index stays, the changed notes are searched directly beside it and privacy is decided
+again for their paths; anything else rebuilds the state. No answer comes from an older tree than
+the one on disk. The server's own writes patch the state without looking (the note it committed is
+its only change, which `WorkTree.wrote` confirms), so a memory is searchable right after `add`.
 
 Privacy: every node, edge, search hit and neighbour comes from the privacy-filtered snapshot
 (`memory/snapshot.py`); a private node is absent, never named, and asking for a private file by
@@ -15,13 +17,13 @@ path is refused with the reason.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import json
 import os
-import shutil
 import threading
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,11 +35,12 @@ from vivary_git.memory.remember import EdgeRef, Remembered
 
 if TYPE_CHECKING:
     from vivary_git.graph import Graph
+    from vivary_git.mcp.freshness import WorkTree
     from vivary_git.memory.local import RecallSession
     from vivary_git.memory.probe import Probe
     from vivary_git.memory.remember import View
     from vivary_git.models import Edge, Node, Note
-    from vivary_git.searchindex import SearchIndex
+    from vivary_git.searchindex import Ranker, SearchIndex
 
 __all__ = ["PROFILES", "MemoryService", "NodePacket", "SearchAnswer", "Status"]
 
@@ -130,11 +133,34 @@ class Status(msgspec.Struct, frozen=True):
     tools: list[str]
 
 
+# Notes changed since the search index was built that are searched directly, beside it; past this
+# many the state is rebuilt (with a new index) instead.
+MAX_DELTA = 256
+
+
+def _without(edges: list[Edge], ids: set[str]) -> list[Edge]:
+    """`edges` (sorted by source) less the runs of those from `ids`, cut out by bisection."""
+    from vivary_git.models import Edge
+
+    out: list[Edge] = []
+    at = 0
+    for nid in sorted(ids):
+        lo = bisect.bisect_left(edges, Edge(nid), at)
+        hi = bisect.bisect_left(edges, Edge(nid + "\0"), lo)
+        out += edges[at:lo]
+        at = hi
+    out += edges[at:]
+    return out
+
+
 class _State:
     """One tree's warm answers: the view (privacy-filtered), the public graph and its search index,
-    and the nodes this process has changed since (`delta`), searched directly."""
+    and the nodes changed since that index was built (`delta`, searched directly beside it; `gone`,
+    left out of its answers). A state built after an edit (`base`: the state before) keeps the
+    base's index and graph: only the edited notes are searched anew."""
 
-    def __init__(self, key: tuple[Any, ...], view: View) -> None:
+    def __init__(self, key: tuple[Any, ...], view: View, base: _State | None = None,
+                 changed: Collection[str] = ()) -> None:
         from vivary_git import graph as graph_mod
 
         self.key = key
@@ -142,23 +168,46 @@ class _State:
         ws = view.ws
         full = ws.graph()
         admitted = view.nodes
-        self.public: Graph = graph_mod.Graph(
+        current: Graph = graph_mod.Graph(
             root=full.root, tree=full.tree, config=full.config, findings=[],
             nodes=[n for n in full.nodes if n.id in admitted],
             edges=[e for e in full.edges if not e.broken and e.from_ in admitted and e.to in admitted],
         )
-        self.nodes: dict[str, Node] = {n.id: n for n in self.public.nodes}
+        self.nodes: dict[str, Node] = {n.id: n for n in current.nodes}
         self.out: dict[str, list[tuple[str, str]]] = {}
         self.inn: dict[str, list[tuple[str, str]]] = {}
-        for e in self.public.edges:
+        for e in current.edges:
             self.out.setdefault(e.from_, []).append((e.field, e.to))
             self.inn.setdefault(e.to, []).append((e.from_, e.field))
         self.delta: dict[str, Node] = {}
-        self._index: SearchIndex | None = None
-        self._outgoing: dict[str, list[Edge]] | None = None
+        self.gone: set[str] = set()
         self.hybrid: RecallSession | None = None
         self.hybrid_reason: str | None = None
         self.root_tree: str | None = key[0]
+        if base is None:
+            self.public = current  # the graph the search index is built from
+            self.base_tree: str | None = key[0]
+            self._index: SearchIndex | None = None
+            self._ranker: Ranker | None = None
+            self._outgoing: dict[str, list[Edge]] | None = None
+            return
+        self.public, self.base_tree = base.public, base.base_tree
+        self._index, self._ranker, self._outgoing = base.index(), base._ranker, base.outgoing()
+        before = {n.id: n for n in self.public.nodes}
+        self.gone = set(before) - set(self.nodes)
+        # The notes at the changed paths, and any new id, read differently; usually nothing else does
+        # (checked: every other node and edge is the same). When others do (an id changed, a link now
+        # resolves elsewhere), every node's edges are compared.
+        touched = {n.id for n in current.nodes if n.path in changed} | {
+            n.id for n in self.public.nodes if n.path in changed} | (set(self.nodes) - set(before))
+        if ([n for n in current.nodes if n.id not in touched] != [n for n in self.public.nodes if n.id not in touched]
+                or _without(current.edges, touched) != _without(self.public.edges, touched)):
+            from vivary_git.query import outgoing_edges
+
+            now = outgoing_edges(current)
+            touched |= {i for i, n in self.nodes.items()
+                        if before.get(i) != n or now.get(i, []) != self._outgoing.get(i, [])}
+        self.delta = {i: self.nodes[i] for i in sorted(touched) if i in self.nodes}
 
     def outgoing(self) -> dict[str, list[Edge]]:
         """The public graph's outbound edges by node (as `query.outgoing_edges`), grouped once."""
@@ -172,6 +221,14 @@ class _State:
         if self._index is None:
             self._index = _public_index(self.view, self.public)
         return self._index
+
+    def ranker(self) -> Ranker:
+        """The index's ranker: each term's scores are kept between questions."""
+        if self._ranker is None:
+            from vivary_git.searchindex import Ranker
+
+            self._ranker = Ranker(self.index(), self.public)
+        return self._ranker
 
 
 def _public_index(view: View, public: Graph) -> SearchIndex:
@@ -206,15 +263,14 @@ class MemoryService:
         self._state: _State | None = None
         self._probe: Probe | None = None
         self._repo = git.try_open(self._cwd)
-        self._scratch: Path | None = None
-        self._index_stat: tuple[int, int, int] | None = None
+        self._worktree: WorkTree | None = None
 
     # --- freshness ------------------------------------------------------------------------------
 
     def close(self) -> None:
-        if self._scratch is not None:
-            with contextlib.suppress(FileNotFoundError):
-                self._scratch.unlink()
+        if self._worktree is not None:
+            self._worktree.close()
+            self._worktree = None
 
     def _key(self) -> tuple[Any, ...]:
         repo = self._repo
@@ -230,37 +286,19 @@ class MemoryService:
         if branch:
             ref = repo.repo.references.get(f"refs/heads/{branch}")
             tip = str(ref.resolve().target) if ref is not None else None
-        return (self._worktree_tree(repo), head_oid, tip)
+        tree = self._worktree_tree(repo)
+        assert self._worktree is not None
+        # Git's config and excludes outside the work tree decide privacy too: a change rebuilds.
+        return (tree, head_oid, tip, self._worktree.rules)
 
     def _worktree_tree(self, repo: git.Repo) -> str:
-        """The working tree as a tree id, as `source.py` makes it, through a scratch index this process
-        keeps (copied again from the user's index whenever that changes), so Git's stat cache holds."""
-        assert repo.workdir is not None
-        index = repo.git_dir / "index"
-        try:
-            st = index.stat()
-            stat: tuple[int, int, int] | None = (st.st_mtime_ns, st.st_size, st.st_ino)
-        except FileNotFoundError:
-            stat = None
-        if self._scratch is None:
-            tmp = repo.vivary_dir / "tmp"
-            tmp.mkdir(parents=True, exist_ok=True)
-            self._scratch = tmp / f"mcp-index.{os.getpid()}.{id(self)}"
-        if stat != self._index_stat or not self._scratch.exists():
-            if stat is not None:
-                shutil.copyfile(index, self._scratch)
-            else:
-                with contextlib.suppress(FileNotFoundError):
-                    self._scratch.unlink()
-            self._index_stat = stat
-        env = dict(os.environ, GIT_INDEX_FILE=str(self._scratch))
-        repo.git(["-c", "advice.addEmbeddedRepo=false", "-c", "core.safecrlf=false", "add", "-A",
-                  "--ignore-errors", "--", ":/"], env=env, check=False)
-        try:
-            # libgit2 writes the tree from the index's cached trees: no second process per question.
-            return str(repo.pygit2.Index(str(self._scratch)).write_tree(repo.repo))
-        except (repo.pygit2.GitError, OSError, ValueError):
-            return repo.git(["write-tree"], env=env).stdout.decode().strip()
+        """The working tree as a tree id, kept current by `freshness.WorkTree` (folder watches, and
+        `git add` of just what changed)."""
+        if self._worktree is None:
+            from vivary_git.mcp.freshness import WorkTree
+
+            self._worktree = WorkTree(repo)
+        return self._worktree.tree()
 
     def state(self) -> _State:
         """The warm state for the tree on disk now (rebuilt when anything changed)."""
@@ -272,7 +310,12 @@ class MemoryService:
             from vivary_git.memory.remember import open_view
             from vivary_git.workspace import open_workspace
 
-            ws = open_workspace(self._cwd, root=self._root)
+            if self._state is not None:
+                patched = self._patched(self._state, key)
+                if patched is not None:
+                    self._state = patched
+                    return patched
+            ws = open_workspace(self._cwd, root=self._root, worktree=key[0])
             cfg = load_memory_config(ws)
             overlay = self._overlay(ws, cfg.memory.remember.branch, cfg.memory.remember.folder)
             if overlay is not None:
@@ -283,6 +326,65 @@ class MemoryService:
             self._state = state
             self._probe = None
             return state
+
+    def _patched(self, st: _State, key: tuple[Any, ...]) -> _State | None:
+        """The state for `key` made from `st` when only notes changed (their content, or notes added,
+        removed or renamed) since `st`'s search index was built: the same index, with those notes
+        searched directly, and privacy decided again for just their paths. None: rebuild."""
+        repo = self._repo
+        old = st.view
+        if (repo is None or key[2:] != st.key[2:] or st.base_tree is None or key[0] is None
+                or old.cfg.memory.remember.branch):
+            return None
+        if key[0] == st.key[0]:  # HEAD alone moved (a commit of what was already there)
+            if {"created", "updated"} & set(old.ws.config.derive):
+                return None
+            st.key = key
+            return st
+        changed = self._changed_notes(repo, st.base_tree, key[0], old.ws.source.prefix)
+        if changed is None:
+            return None
+        from vivary_git.escape import name as text_name
+        from vivary_git.memory.remember import open_view
+        from vivary_git.workspace import open_workspace
+
+        ws = open_workspace(self._cwd, root=self._root, worktree=key[0])
+        if ws.source.prefix != old.ws.source.prefix or ws.source.tree_id is None:
+            return None
+        prefix = f"{ws.source.prefix}/" if ws.source.prefix else ""
+        admitted = {n.id for n in old.snapshot.nodes}
+        known = {prefix + n.path: text_name(n.id) in admitted for n in old.ws.graph().nodes if n.path not in changed}
+        view = open_view(ws, old.cfg, known=known)
+        state = _State(key, view, base=st, changed=changed)
+        if len(state.delta) + len(state.gone) > MAX_DELTA:
+            return None
+        return state
+
+    @staticmethod
+    def _changed_notes(repo: git.Repo, base: str, tree: str, prefix: str) -> set[str] | None:
+        """Workspace-relative paths of the notes that differ between the two trees; None when anything
+        but notes differs inside the workspace, or anything but a note does outside it (a file that
+        may decide rules), or too many notes do."""
+        from vivary_git.source import is_note
+
+        top = f"{prefix}/" if prefix else ""
+        out: set[str] = set()
+        try:
+            diff = repo.repo[base].diff_to_tree(repo.repo[tree])  # type: ignore[attr-defined]
+        except (KeyError, ValueError):
+            return None
+        for delta in diff.deltas:
+            for f in (delta.old_file, delta.new_file):
+                path: str = f.path
+                if not path.startswith(top):
+                    if is_note(path):
+                        continue  # a note outside this workspace
+                    return None
+                rel = path[len(top):]
+                if not is_note(rel) or rel.startswith(".vivary/"):
+                    return None
+                out.add(rel)
+        return out if len(out) <= MAX_DELTA else None
 
     def _overlay(self, ws: Any, branch: str, folder: str) -> str | None:
         """With memories on their own branch: the working tree with that branch's memory folder laid
@@ -371,10 +473,11 @@ class MemoryService:
         from vivary_git.query import search
 
         notes = _Notes(st.view)
-        changed = set(st.delta)
+        changed = set(st.delta) | st.gone
         base = search(st.public, notes, q, k=k + len(changed), types=types, paths=paths, edges=edges,
                       snippet=SNIPPET, explain=True, index=st.index(), outgoing=st.outgoing(),
-                      hidden=frozenset())  # st.public holds the snapshot's admitted nodes only
+                      hidden=frozenset(),  # st.public holds the snapshot's admitted nodes only
+                      ranker=st.ranker())
         found = [h for h in base.results if h.id not in changed]
         if st.delta:
             nodes = sorted(st.delta.values(), key=lambda n: n.id)
@@ -399,9 +502,9 @@ class MemoryService:
         cfg = st.view.cfg
         if cfg.provider != "vivary-local":
             st.hybrid_reason = "semantic memory is not enabled for this workspace (.vivary/memory.toml)"
-        elif st.delta:
-            st.hybrid_reason = (f"the semantic index is stale ({len(st.delta)} note(s) written since it was built; "
-                                "run `git vivary index --yes`)")
+        elif st.delta or st.gone:
+            st.hybrid_reason = (f"the semantic index is stale ({len(st.delta) + len(st.gone)} note(s) changed since "
+                                "it was built; run `git vivary index --yes`)")
         else:
             from vivary_git.memory.local import LocalMemory, RecallSession
 
@@ -634,9 +737,14 @@ class MemoryService:
         repo = self._repo
         key = list(st.key)
         if repo is not None and st.root_tree is not None and result.ref is not None:
-            tree = repo.repo[st.root_tree]
-            key[0] = st.root_tree = _tree_with(repo, tree, view.repo_path(result.path).split("/"), result.blob) \
-                if self._checked_out(result.ref) else st.root_tree
+            if self._checked_out(result.ref):
+                path = view.repo_path(result.path)
+                tree = _tree_with(repo, repo.repo[st.root_tree], path.split("/"), result.blob)
+                assert tree is not None
+                key[0] = st.root_tree = tree
+                if self._worktree is not None:
+                    # Tells the watcher these events are ours (when they are exactly that): no `git add`.
+                    self._worktree.wrote(path, result.blob, tree)
             head = repo.repo.references.get("HEAD")
             key[1] = str(head.resolve().target) if head is not None else None
             if view.cfg.memory.remember.branch:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -136,13 +136,14 @@ class View:
         return [n for n in self.nodes.values() if n.type == MEMORY_TYPE]
 
 
-def open_view(ws: Workspace, cfg: MemoryConfig | None = None) -> View:
+def open_view(ws: Workspace, cfg: MemoryConfig | None = None, *, known: Mapping[str, bool] | None = None) -> View:
+    """`known`: privacy verdicts already decided for unchanged paths (`snapshot.build_snapshot`)."""
     from vivary_git.memory.config import load_memory_config
     from vivary_git.memory.snapshot import build_snapshot
 
     cfg = cfg if cfg is not None else load_memory_config(ws)
     snap = build_snapshot(ws, cfg.policy(), provider=cfg.provider, model=cfg.model,
-                          dataset_label=cfg.dataset_label, with_fields=False)
+                          dataset_label=cfg.dataset_label, with_fields=False, known=known)
     return View(ws, cfg, snap)
 
 

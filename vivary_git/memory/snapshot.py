@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -158,13 +158,17 @@ def _root_tree(ws: Workspace) -> str:
 
 def build_snapshot(
     ws: Workspace, policy: PrivacyPolicy, *, provider: str, model: str, dataset_label: str = "",
-    with_fields: bool = True,
+    with_fields: bool = True, known: Mapping[str, bool] | None = None,
 ) -> MemorySnapshot:
     """The admitted nodes and edges of `ws` at its tree. Raises `PrivacyError` (exit 3) when privacy
     cannot be decided or a working-tree file is unsafe to read; nothing is skipped silently.
 
     `with_fields=False` leaves `MemoryNode.fields` empty: the fingerprint does not depend on them and
-    packets read them from the notes, so recall need not load every parsed note."""
+    packets read them from the notes, so recall need not load every parsed note.
+
+    `known`: repository path -> public, for notes an earlier snapshot of this workspace decided under
+    the same rules (the same ignore files, configs and memory.toml) and whose files have not changed
+    since: the MCP server's warm state after an edit. Those are neither decided nor checked again."""
     source = ws.source
     graph = ws.graph()
     prefix = f"{source.prefix}/" if source.prefix else ""
@@ -172,8 +176,14 @@ def build_snapshot(
     # would be indexed under a name whose content lives elsewhere: ask about it too, and refuse below.
     links = [f.path for f in source.problems if f.code == "E000"] if source.kind == "worktree" else []
     asked = [prefix + n.path for n in graph.nodes] + [prefix + p for p in links]
-    verdicts = decide_for_source(ws, asked, policy) if asked else []
-    public = [not v.private for v in verdicts]
+    if known:
+        unknown = [p for p in asked if p not in known]
+        decided = dict(zip(unknown, (not v.private for v in decide_for_source(ws, unknown, policy)), strict=True)) \
+            if unknown else {}
+        public = [known[p] if p in known else decided[p] for p in asked]
+    else:
+        verdicts = decide_for_source(ws, asked, policy) if asked else []
+        public = [not v.private for v in verdicts]
     n_nodes = len(graph.nodes)
     for path, ok in zip(links, public[n_nodes:], strict=True):
         if ok:
@@ -184,7 +194,8 @@ def build_snapshot(
     admitted = [node for node, ok in zip(graph.nodes, public[:n_nodes], strict=True) if ok]
     if source.kind == "worktree" and admitted:
         assert source.repo is not None and source.repo.workdir is not None
-        privacy.check_snapshot_files(source.repo.workdir, [prefix + n.path for n in admitted])
+        privacy.check_snapshot_files(source.repo.workdir,
+                                     [p for p in (prefix + n.path for n in admitted) if not known or p not in known])
     notes = ws.notes() if with_fields else {}
     # Privacy was decided on the exact name above; memory keeps the name's text form (docs/output.md), as a
     # name that is not UTF-8 has no other form in JSON, msgpack or an embedding.
