@@ -209,7 +209,8 @@ def test_fresh_clone_recalls_from_fetched_vectors_embedding_only_the_query(
     assert cli("index", "--yes", cwd=ws.path).code == 0
     origin = publish(ws, tmp_path)
     other = clone(origin, tmp_path / "clone")
-    assert run_git_vivary(["sync", "fetch"], other).returncode == 0
+    fetched = run_git_vivary(["sync", "fetch"], other)
+    assert fetched.returncode == 0 and f", {len(PUBLIC)} vectors)" in fetched.stdout, fetched.stdout
     model_runs.clear()
     hits = cli("recall", "how often are signing keys rotated?", "--json", cwd=other)
     assert hits.code == 0, hits.err
@@ -248,6 +249,17 @@ def test_a_stale_tree_still_refuses(ws: Repo, cli: Any) -> None:
     assert r.code == 3 and "the memory index is stale: it was built from a different snapshot" in r.err
     assert "and 1 of 5 note(s) of working tree have no vector yet" in r.err
     assert "run `git vivary index --yes` to update it" in r.err
+
+
+def test_gc_keeps_the_vectors_of_current_branches(ws: Repo, cli: Any) -> None:
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    ws.commit(files={"notes/garden.md": "# Garden\n\nPeppers.\n"})
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    status = cli("cache", "status", "--json", cwd=ws.path).json()
+    assert status["vectors"] == len(PUBLIC) + 1
+    r = cli("cache", "gc", cwd=ws.path)
+    assert r.code == 0 and f"{len(PUBLIC)} of {len(PUBLIC) + 1} vectors kept" in r.out, r.out
+    assert set(cache_vectors(ws.path)) == set(keys_of(ws.path, *PUBLIC).values())
 
 
 # --- 3. any tree ---------------------------------------------------------------------------------------------
@@ -409,3 +421,4 @@ def test_a_killed_index_run_releases_the_lock(ws: Repo, cli: Any) -> None:
     holder.wait()
     r = cli("index", "--yes", "--json", cwd=ws.path)
     assert r.code == 0 and r.json()["embedded"] == len(PUBLIC) and "waiting" not in r.err
+
