@@ -422,3 +422,39 @@ def test_a_killed_index_run_releases_the_lock(ws: Repo, cli: Any) -> None:
     r = cli("index", "--yes", "--json", cwd=ws.path)
     assert r.code == 0 and r.json()["embedded"] == len(PUBLIC) and "waiting" not in r.err
 
+
+# --- 7. the post-commit hook indexes in the background ----------------------------------------------------
+
+
+def test_post_commit_hook_indexes_the_commit_in_the_background(ws: Repo, cli: Any) -> None:
+    import time
+
+    from vivary_git.memory.local import LocalMemory
+    from vivary_git.memory.lock import index_lock
+
+    ws.commit(files={".vivary/memory.toml": MEMORY + "\n[memory.local]\nauto_index = true\n"})
+    assert cli("hooks", "install", "post-commit", cwd=ws.path).code == 0
+    mem = LocalMemory(open_workspace(ws.path))
+    repo = mem.ws.source.repo
+    assert repo is not None
+    with index_lock(repo.vivary_dir, mem.dataset):
+        # An index run holds the lock: the hook's index must wait for it, and the commit must not.
+        ws.write({"notes/tea.md": "# Tea\n\nGreen tea at eighty degrees.\n"})
+        ws.git("add", "-A")
+        done = subprocess.run(["git", "commit", "-qm", "tea"], cwd=ws.path, capture_output=True, text=True,
+                              check=False, timeout=300)  # before: the commit waited for the lock, forever
+        assert done.returncode == 0, done.stderr
+        assert not (mem.store.local_path("manifest.json"))
+    head = ws.git("rev-parse", "HEAD").strip()
+    deadline = time.monotonic() + 300  # a guard against a hang, not a speed requirement
+    while time.monotonic() < deadline:
+        manifest = LocalMemory(open_workspace(ws.path, rev=head)).manifest()
+        if manifest is not None and manifest.source == head:
+            break
+        time.sleep(0.2)
+    else:
+        raise AssertionError((repo.vivary_dir / "index.log").read_text())
+    log = (repo.vivary_dir / "index.log").read_text()
+    assert "waiting for another `git vivary index`" not in log  # --auto is quiet, even about waiting
+    assert cli("recall", "green tea", "--rev", "HEAD", "--json", cwd=ws.path).json()[0]["node_id"] == "tea"
+
