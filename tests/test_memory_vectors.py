@@ -458,3 +458,32 @@ def test_post_commit_hook_indexes_the_commit_in_the_background(ws: Repo, cli: An
     assert "waiting for another `git vivary index`" not in log  # --auto is quiet, even about waiting
     assert cli("recall", "green tea", "--rev", "HEAD", "--json", cwd=ws.path).json()[0]["node_id"] == "tea"
 
+
+def test_action_builds_and_pushes_the_index_on_the_default_branch(ws: Repo, cli: Any, tmp_path: Path,
+                                                                  model_runs: list[int]) -> None:
+    """The Action's `index: true` (GitHub's cache service is a folder here, as in test_gates_action.py)."""
+    from test_gates_action import run_action, tool_inputs
+
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
+    ws.git("remote", "add", "origin", str(origin))
+    ws.git("push", "-q", "origin", "main")
+    head = ws.git("rev-parse", "HEAD").strip()
+    push = {"before": "0" * 40, "after": head, "ref": "refs/heads/main", "repository": {"default_branch": "main"}}
+    inputs = {**tool_inputs(), "fail-on-error": "false", "index": "true"}
+    services = tmp_path / "cache-service"
+    (tmp_path / "run1").mkdir()
+    r = run_action(ws.path, tmp_path / "run1", inputs, push, event_name="push", cache=services)
+    assert r.code == 0, r.log
+    assert git(origin, "rev-parse", "-q", "--verify", store.CACHE_REF, check=False).strip()
+    # A clone's first recall is warm: it embeds the query only.
+    other = clone(origin, tmp_path / "clone")
+    assert run_git_vivary(["sync", "fetch"], other).returncode == 0
+    model_runs.clear()
+    assert cli("recall", "sourdough", "--json", cwd=other).json()[0]["node_id"] == "bread"
+    assert model_runs == [1]
+    # Not on the default branch (a pull request): nothing is built, and a notice says why.
+    (tmp_path / "run2").mkdir()
+    pr = {"pull_request": {"base": {"sha": head}, "head": {"sha": head, "repo": {"full_name": "owner/notes"}}}}
+    r = run_action(ws.path, tmp_path / "run2", inputs, pr, cache=services)
+    assert r.code == 0 and "index: the memory index is built only on a push to the default branch" in r.log
