@@ -288,14 +288,25 @@ def test_recall_any_revision_whose_notes_all_have_vectors(ws: Repo, cli: Any, mo
 
 
 def test_exact_search_finds_what_the_index_finds(ws: Repo, cli: Any) -> None:
-    """A tree recalled from vectors is searched exactly; the index's HNSW graph (ef 64) agrees on a
-    small set, where it is exact too."""
-    assert cli("index", "--yes", cwd=ws.path).code == 0
-    indexed = cli("recall", "secrets and credentials", "--mode", "semantic", "--json", cwd=ws.path).json()
-    assembled = cli("recall", "secrets and credentials", "--mode", "semantic", "--rev", "HEAD~0^{tree}", "--json",
-                    cwd=ws.path)
+    """A tree recalled from vectors is searched exactly; on a handful of notes the index's HNSW graph
+    (ef 64) is exact too, so the two answer alike. A note leaving the index takes the assembly with it."""
+    from vivary_git.memory.local import LocalMemory
+
+    question = ["recall", "secrets and credentials", "--mode", "semantic", "--rev", "HEAD", "--json"]
+    assert cli("index", "--yes", "--rev", "HEAD", cwd=ws.path).code == 0
+    indexed = cli(*question, cwd=ws.path).json()
+    trees = Path(LocalMemory(open_workspace(ws.path)).store.location) / "trees"
+    assert not trees.exists()  # the index's own tree: served by the index
+    ws.write({"notes/tea.md": "# Tea\n\nGreen tea at eighty degrees.\n"})
+    assert cli("index", "--yes", cwd=ws.path).code == 0  # the index is now the working tree's
+    assembled = cli(*question, cwd=ws.path)
     assert assembled.code == 0, assembled.err
+    assert len(list(trees.iterdir())) == 1  # HEAD was assembled from its notes' vectors
     assert [(h["node_id"], h["score"]) for h in assembled.json()] == [(h["node_id"], h["score"]) for h in indexed]
+    (ws.path / "notes" / "tea.md").unlink()
+    (ws.path / "notes" / "bread.md").unlink()
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    assert not trees.exists()  # bread left the index: nothing assembled with its vector stays
 
 
 # --- 4. trust: fetched vectors are a stranger's input ----------------------------------------------------

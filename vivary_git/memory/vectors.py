@@ -282,6 +282,7 @@ class IndexSharing:
         self._keys: dict[str, str] = {}  # packet digest -> vector key, computed this run
         self._fetched: set[str] = set()
         self._state = self._load()
+        self._indexed = self._indexed_nodes()
 
     def key(self, packet: str) -> str:
         from vivary_git.memory.local import embed_text
@@ -325,6 +326,8 @@ class IndexSharing:
         """Remember what this run learnt about the local rows, and record this clone's vectors of the
         snapshot's notes in the shared cache; returns how many were new there."""
         live = set(digests)
+        if self._indexed is None or self._indexed - {n.id for n, _ in rendered}:
+            self._forget_assembled()
         state = self._state
         go = recordable(self.ws)
         if go:
@@ -346,6 +349,29 @@ class IndexSharing:
 
         return record_vectors(self.ws, [n for n, _ in rendered], node_keys, values,
                               {keys[d] for d in foreign})
+
+    def _indexed_nodes(self) -> set[str] | None:
+        """The node ids of the index before this run (None when that cannot be read)."""
+        from vivary_git.memory.local import ENTRIES, Entries, _decode
+
+        data = self.store.get(ENTRIES)
+        if data is None:
+            return set()
+        entries: Entries | None = _decode(data, Entries)
+        return {e.node_id for e in entries.entries} if entries is not None else None
+
+    def _forget_assembled(self) -> None:
+        """A note left the index (deleted, or now private): what recall assembled for other trees goes too,
+        so no vector or term of it stays behind (memory/assemble.py rebuilds what is asked for again)."""
+        import shutil
+        from pathlib import Path
+
+        from vivary_git.memory.assemble import TREES
+
+        base = getattr(self.store, "directory", None)  # the local backend's folder
+        folder = Path(base) / TREES if base is not None else None
+        if folder is not None and folder.is_dir() and not folder.is_symlink():
+            shutil.rmtree(folder, ignore_errors=True)
 
     def _load(self) -> _Sharing | None:
         """What was remembered; None when that record is damaged (then nothing local is recorded in the shared
