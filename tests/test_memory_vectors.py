@@ -309,6 +309,16 @@ def test_exact_search_finds_what_the_index_finds(ws: Repo, cli: Any) -> None:
     assert not trees.exists()  # bread left the index: nothing assembled with its vector stays
 
 
+def test_two_notes_with_the_same_text_are_both_found(ws: Repo, cli: Any) -> None:
+    ws.commit(files={"notes/copy.md": PUBLIC["notes/garden.md"]})  # one vector key for two notes
+    ws.write({"notes/tea.md": "# Tea\n\nGreen tea at eighty degrees.\n"})
+    assert cli("index", "--yes", cwd=ws.path).code == 0  # the working tree's: HEAD is assembled
+    hits = cli("recall", "tomatoes sun watering", "--mode", "semantic", "--k", "2", "--rev", "HEAD", "--json",
+               cwd=ws.path)
+    assert hits.code == 0, hits.err
+    assert {h["node_id"] for h in hits.json()} == {"garden", "copy"}
+
+
 # --- 4. trust: fetched vectors are a stranger's input ----------------------------------------------------
 
 

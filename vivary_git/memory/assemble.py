@@ -69,7 +69,7 @@ class TreeManifest(msgspec.Struct, frozen=True):
     embed_format: int
     lexical_format: int
     dim: int
-    vectors: int  # distinct vectors (rows / HNSW elements)
+    vectors: int  # rows / HNSW elements: one per note
     search: str  # "exact" or "hnsw"
     files: dict[str, _File]
 
@@ -174,13 +174,12 @@ def assemble(memory: LocalMemory, snap: MemorySnapshot, manifest: Manifest | Non
 
     from vivary_git.memory.local import Entry
 
-    unique = sorted(set(keys))
-    label = {k: j for j, k in enumerate(unique)}
-    vectors = np.ascontiguousarray(np.stack([rows[k] for k in unique]).astype("<f4")) if unique \
+    # One row per note, in id order (two notes with the same text each get theirs: a label is one note).
+    vectors = np.ascontiguousarray(np.stack([rows[k] for k in keys]).astype("<f4")) if keys \
         else np.zeros((0, dim), dtype="<f4")
-    entries = [Entry(node.id, d, label[k]) for (node, _), d, k in zip(rendered, digests, keys, strict=True)]
+    entries = [Entry(node.id, d, i) for i, ((node, _), d) in enumerate(zip(rendered, digests, strict=True))]
     lexical_bytes = _lexical(store, rendered, digests)
-    search = "exact" if len(unique) <= EXACT_LIMIT else "hnsw"
+    search = "exact" if len(entries) <= EXACT_LIMIT else "hnsw"
     files = {
         _ENTRIES: msgspec.msgpack.encode(_Entries([(e.node_id, e.digest, e.label) for e in entries])),
         _LEXICAL: lexical_bytes,
@@ -190,7 +189,7 @@ def assemble(memory: LocalMemory, snap: MemorySnapshot, manifest: Manifest | Non
     from vivary_git.memory.bm25 import decode as decode_lexical
 
     tree = TreeManifest(format=_FORMAT, fingerprint=snap.fingerprint, model_id=embedder.model_id,
-                        embed_format=EMBED_FORMAT, lexical_format=LEXICAL_FORMAT, dim=dim, vectors=len(unique),
+                        embed_format=EMBED_FORMAT, lexical_format=LEXICAL_FORMAT, dim=dim, vectors=len(entries),
                         search=search, files={n: _File(_sha(b), len(b)) for n, b in sorted(files.items())})
     with contextlib.suppress(OSError, ValueError):  # a cache: recall answers whether or not it could be kept
         for name, data in files.items():
