@@ -6,6 +6,11 @@ here (commit ids are 40 or 64 hex digits) so that nothing from the payload reach
     base=<sha or empty>   the tree the change starts from (empty: just check the head)
     head=<sha or HEAD>    the tree to check
     fork=true|false       the pull request comes from another repository (read-only token)
+    default=true|false    a push to the repository's default branch
+
+With `--memory` (the `index` input), it prints instead what the memory-index steps need: `index=true`
+and the actions/cache `dir`, `key` and `restore` prefix of `.git/vivary/memory` on a push to the default
+branch when VIVARY_INDEX is "true", else `index=false`.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import re
 import sys
 
 _SHA = re.compile(r"\A(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")
+_BRANCH = re.compile(r"\A[A-Za-z0-9._/-]{1,200}\Z")
 _ZERO = re.compile(r"\A0+\Z")
 
 
@@ -36,7 +42,23 @@ def revisions(event_name: str, payload: dict[str, object], repository: str) -> d
         fork = "true" if isinstance(repo, str) and repo != repository else "false"
     elif event_name == "push":
         base = _sha(payload.get("before"))  # all zeros for a new branch: nothing to compare with
-    return {"base": base, "head": head, "fork": fork}
+    default = "false"
+    branch = (payload.get("repository") or {}).get("default_branch") \
+        if isinstance(payload.get("repository"), dict) else None
+    ref = payload.get("ref")
+    if event_name == "push" and isinstance(branch, str) and _BRANCH.match(branch) and ref == f"refs/heads/{branch}":
+        default = "true"
+    return {"base": base, "head": head, "fork": fork, "default": default}
+
+
+def memory_plan(got: dict[str, str], requested: str, workspace: str, runner_os: str, sha: str) -> dict[str, str]:
+    """The memory-index steps' plan: build and push only on a push to the default branch (a pull request
+    from a fork has a read-only token; other branches would fill the cache with trees nobody recalls)."""
+    if requested != "true" or got["default"] != "true":
+        return {"index": "false"}
+    prefix = f"vivary-memory-{re.sub(r'[^A-Za-z0-9]', '', runner_os) or 'runner'}-"
+    return {"index": "true", "dir": os.path.join(workspace, ".git", "vivary", "memory"),
+            "key": prefix + (_sha(sha) or "unknown"), "restore": prefix}
 
 
 def main() -> int:
@@ -47,6 +69,9 @@ def main() -> int:
             loaded = json.load(f)
         payload = loaded if isinstance(loaded, dict) else {}
     got = revisions(os.environ.get("GITHUB_EVENT_NAME", ""), payload, os.environ.get("GITHUB_REPOSITORY", ""))
+    if sys.argv[1:] == ["--memory"]:
+        got = memory_plan(got, os.environ.get("VIVARY_INDEX", ""), os.environ.get("GITHUB_WORKSPACE", "."),
+                          os.environ.get("RUNNER_OS", ""), os.environ.get("GITHUB_SHA", ""))
     for k, v in got.items():
         print(f"{k}={v}")
     return 0

@@ -5,7 +5,10 @@ set -euo pipefail
 
 build=${VIVARY_BUILD_INDEX:-false}
 push=${VIVARY_PUSH_REFS:-false}
-if [ "$build" != true ] && [ "$push" != true ]; then
+if [ "${VIVARY_INDEX:-false}" = true ] && [ "${VIVARY_INDEX_PLANNED:-false}" != true ]; then
+    echo "::notice title=vivary::index: the memory index is built only on a push to the default branch; skipped"
+fi
+if [ "$build" != true ] && [ "$push" != true ] && [ "${VIVARY_INDEX_PLANNED:-false}" != true ]; then
     exit 0
 fi
 vivary=${VIVARY_BIN:?the install step did not report where git-vivary is}
@@ -13,6 +16,25 @@ cd "${GITHUB_WORKSPACE:-.}"
 # sign-cache (action/sign.sh): its Git config, for this step's Git and vivary-git only.
 if [ -n "${VIVARY_CONFIG_HOME:-}" ]; then
     export XDG_CONFIG_HOME=$VIVARY_CONFIG_HOME
+fi
+
+if [ "${VIVARY_INDEX_PLANNED:-false}" = true ]; then
+    # The default branch: take the cache others pushed (its vectors are used only as far as
+    # vivary.cacheTrust allows), index HEAD (only notes without a vector are embedded; the new vectors
+    # are recorded in refs/vivary/cache), and publish it. A failure to index is a warning: the review
+    # above is the verdict of this job.
+    "$vivary" sync fetch origin || echo "::warning title=vivary::index: git vivary sync fetch origin failed (see above); indexing from scratch"
+    status=0
+    "$vivary" index --yes --rev HEAD || status=$?
+    if [ "$status" -ne 0 ]; then
+        echo "::warning title=vivary::index: git vivary index --yes --rev HEAD exited $status (its message is in the log above)"
+        exit 0
+    fi
+    if ! "$vivary" sync push origin; then
+        echo "::error title=vivary::index: git vivary sync push failed; the job needs 'permissions: contents: write'"
+        exit 1
+    fi
+    exit 0
 fi
 
 if [ "$build" = true ]; then

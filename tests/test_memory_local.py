@@ -123,8 +123,9 @@ def test_stale_gating_and_incremental_index(ws: Any, cli: Any) -> None:
     assert (upd["embedded"], upd["reused"], upd["rebuilt"], upd["indexed"]) == (1, len(PUBLIC) - 1, False, len(PUBLIC))
     assert recall(cli, ws.path, "basil")[0]["node_id"] == "garden"
 
-    # The committed tree is what --rev reads: its snapshot differs from the indexed working tree's.
-    assert cli("recall", "tomatoes", "--rev", "HEAD", cwd=ws.path).code == 3
+    # The committed tree is what --rev reads: its snapshot differs from the indexed working tree's, but each of
+    # its notes has a vector (HEAD's garden note was embedded by the first index), so it is answered from them.
+    assert recall(cli, ws.path, "tomatoes", "--rev", "HEAD")[0]["node_id"] == "garden"
 
 
 def test_deleted_nodes_are_never_returned(ws: Any, cli: Any) -> None:
@@ -274,8 +275,15 @@ def test_damaged_state_is_refused_then_rebuilt(ws: Any, cli: Any) -> None:
     assert rep["embedded"] == len(PUBLIC) and rep["rebuilt"]
     assert [h["node_id"] for h in recall(cli, ws.path, "sourdough starter", "--mode", "semantic", "--k", "1")] \
         == ["bread"]
+    # A damaged manifest is not used; the notes' vectors (verified) still answer, as for any tree.
     (where / "manifest.json").write_text("{not json")
-    assert cli("recall", "keys", cwd=ws.path).code == 3
+    assert [h["node_id"] for h in recall(cli, ws.path, "sourdough starter", "--mode", "semantic", "--k", "1")] \
+        == ["bread"]
+    (where / "vectors.msgpack").write_bytes(b"\0")
+    for kept in (where / "trees").iterdir():  # what that recall assembled is kept too; gone, nothing answers
+        (kept / "vectors.f32").write_bytes(b"\0")
+    r = cli("recall", "keys", cwd=ws.path)
+    assert r.code == 3 and "manifest in " in r.err and "is damaged or from another version, and 5 of 5 note(s)" in r.err
 
 
 def test_auto_index(ws: Any, cli: Any) -> None:
@@ -360,9 +368,15 @@ def test_manifest_values_are_validated_before_they_reach_hnswlib(ws: Any, cli: A
         else:
             data[key] = value
     manifest.write_text(json.dumps(data))
+    # Nothing of it reaches hnswlib. A manifest out of bounds is as good as none: recall assembles the
+    # tree's index from its notes' vectors (memory/assemble.py), each one checked. One in bounds that
+    # disagrees with hnsw.bin is damage: refused in one line.
     r = _run(["recall", "vault", "--json"], ws.path)
-    assert r.returncode == 3, (edit, r.returncode, r.stdout, r.stderr)
-    assert r.stderr.count("\n") == 1 and "damaged" in r.stderr and "git vivary index --yes" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and r.returncode in (0, 3), (edit, r.returncode, r.stdout, r.stderr)
+    if r.returncode == 0:
+        assert json.loads(r.stdout)[0]["node_id"] == "vault", r.stdout
+    else:
+        assert r.stderr.count("\n") == 1 and "damaged" in r.stderr and "git vivary index --yes" in r.stderr, r.stderr
     rep = _run(["index", "--yes", "--json"], ws.path)
     assert rep.returncode == 0 and json.loads(rep.stdout)["rebuilt"], rep.stderr
     assert recall(cli, ws.path, "vault")[0]["node_id"] == "vault"
@@ -420,8 +434,12 @@ def test_state_files_that_are_fifos_are_damage_not_a_hang(ws: Any, cli: Any) -> 
         saved = (where / name).read_bytes()
         (where / name).unlink()
         os.mkfifo(where / name)
-        r = _run(["recall", "vault"], ws.path)
-        assert r.returncode == 3 and r.stderr.count("\n") == 1, (name, r.stderr)
+        r = _run(["recall", "vault", "--json"], ws.path)
+        # No hang. A manifest that cannot be read is none: the index is assembled from the vectors.
+        if name == "manifest.json" and r.returncode == 0:
+            assert json.loads(r.stdout)[0]["node_id"] == "vault", r.stdout
+        else:
+            assert r.returncode == 3 and r.stderr.count("\n") == 1, (name, r.stderr)
         (where / name).unlink()
         (where / name).write_bytes(saved)
     os.mkfifo(where / "vectors.f32.fifo")

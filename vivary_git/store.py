@@ -5,6 +5,7 @@ Layout of every cache commit's tree (docs/cache.md has the long version):
     manifest.msgpack                 what is here and how to check it (`Manifest`)
     parse/00.msgpack … ff.msgpack    parsed notes (bodies left out) by blob id, by the id's first two hex digits
     facts/00.msgpack … ff.msgpack    per-document facts by fact key (sha1 of blob, rules digest, root, path)
+    vectors/00.msgpack … ff.msgpack  int8 note embeddings by vector key (memory/vectors.py: model, text)
     state/PROVIDER/KEY/NAME          memory-provider state, written through `put_state`
 
 Entries are grouped into 256 content-addressed chunks per kind instead of one Git object per note:
@@ -49,17 +50,17 @@ if TYPE_CHECKING:
 CACHE_REF = "refs/vivary/cache"
 NOTES_REF = "refs/notes/vivary"
 STAGING_PREFIX = "refs/vivary-fetch/"  # `sync fetch` lands here, is verified, then adopted
-STORE_FORMAT = 2  # bump when the layout below changes; a cache of another format is left unread
+STORE_FORMAT = 3  # bump when the layout below changes; a cache of another format is left unread (3: vectors)
 CHAIN_LIMIT = 64  # cache commits per chain before a new root commit restarts it
 MAX_MANIFEST_BYTES = 8 << 20
-MAX_CHUNK_BYTES = 32 << 20  # per parse/facts chunk; a 100k-note vault's largest is ~1 MiB
+MAX_CHUNK_BYTES = 32 << 20  # per chunk; a 100k-note vault's largest is ~1 MiB
 MAX_STATE_BYTES = 256 << 20  # per provider state file (an HNSW index of 100k × 384 floats is ~160 MiB)
 MAX_TREES = 256  # tree summaries kept in a manifest (oldest dropped)
-KINDS = ("parse", "facts")
+KINDS = ("parse", "facts", "vectors")
 ZERO = "0" * 40
 
 _HEX40 = re.compile(r"[0-9a-f]{40}\Z")
-_CHUNK_PATH = re.compile(r"(parse|facts)/[0-9a-f]{2}\.msgpack\Z")
+_CHUNK_PATH = re.compile(r"(parse|facts|vectors)/[0-9a-f]{2}\.msgpack\Z")
 _TREE_KEY = re.compile(r"[0-9a-f]{40}-[0-9a-f]{16}\Z")
 _PROVIDER = re.compile(r"[a-z0-9][a-z0-9-]{0,63}\Z")
 _STATE_PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}\Z")
@@ -202,6 +203,8 @@ _RAW_CHUNK = msgspec.msgpack.Decoder(list[tuple[str, msgspec.Raw]])
 def _chunk_decoder(kind: str) -> msgspec.msgpack.Decoder[Any]:
     if kind == "parse":
         return msgspec.msgpack.Decoder(list[tuple[str, SharedNote]])
+    if kind == "vectors":
+        return msgspec.msgpack.Decoder(list[tuple[str, bytes]])
     from vivary_git.graph import Facts
 
     return msgspec.msgpack.Decoder(list[tuple[str, Facts]])
@@ -279,6 +282,13 @@ class Snapshot:
                 if not within_bounds(note.fields):
                     raise StoreDamaged(self.ref, f"{path} holds frontmatter for {key[:12]} larger or deeper than "
                                                  f"a note may have ({MAX_VALUES:,} values)")
+        if kind == "vectors":
+            from vivary_git.memory.vectors import value_problem
+
+            for key, value in out.items():
+                problem = value_problem(value)
+                if problem is not None:
+                    raise StoreDamaged(self.ref, f"{path} holds a vector for {key[:12]} that {problem}")
         self._chunks[path] = out
         return out
 
@@ -417,9 +427,15 @@ class Changes(msgspec.Struct):
     facts: dict[str, bytes] = {}
     trees: dict[str, TreeSummary] = {}
     states: dict[str, bytes] = {}
+    vectors: dict[str, bytes] = {}  # vector key -> quantised vector (memory/vectors.py)
 
     def empty(self) -> bool:
-        return not (self.parse or self.facts or self.trees or self.states)
+        return not (self.parse or self.facts or self.trees or self.states or self.vectors)
+
+    def of(self, kind: str) -> dict[str, bytes]:
+        """The entries of one chunk kind."""
+        got: dict[str, bytes] = {"parse": self.parse, "facts": self.facts, "vectors": self.vectors}[kind]
+        return got
 
 
 def encode_entries(values: Mapping[str, Facts]) -> dict[str, bytes]:
@@ -507,7 +523,7 @@ def _commit_on(repo: Repo, ref: str, tip: str | None, changes: Changes, message:
     states = dict(old.states) if old else {}
     files: dict[str, str] = {}  # path -> new blob id
     now = int(time.time())
-    for kind, entries in (("parse", changes.parse), ("facts", changes.facts)):
+    for kind, entries in (("parse", changes.parse), ("facts", changes.facts), ("vectors", changes.vectors)):
         by_prefix: dict[str, dict[str, bytes]] = {}
         for key, value in entries.items():
             by_prefix.setdefault(key[:2], {})[key] = value
@@ -623,7 +639,7 @@ def merge_into(repo: Repo, base: Snapshot, other: Snapshot, message: str) -> str
     for path in other.manifest.chunks:
         kind = path.split("/")[0]
         raw = _old_raw(other, path)
-        target = changes.parse if kind == "parse" else changes.facts
+        target = changes.of(kind)
         have = base.raw_keys(kind, path.split("/")[1][:2])
         target.update({k: v for k, v in raw.items() if k not in have})
     changes.trees = {k: v for k, v in other.manifest.trees.items() if k not in base.manifest.trees}

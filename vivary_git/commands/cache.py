@@ -16,6 +16,7 @@ from vivary_git.escape import text as shown
 
 if TYPE_CHECKING:
     from vivary_git.git import Repo
+    from vivary_git.workspace import Workspace
 
 
 class CacheStatus(msgspec.Struct, frozen=True):
@@ -28,6 +29,7 @@ class CacheStatus(msgspec.Struct, frozen=True):
     trees: int = 0  # source trees with a summary
     blobs: int = 0  # parsed notes (by blob id)
     facts: int = 0  # per-document facts
+    vectors: int = 0  # note embeddings (memory/vectors.py)
     states: int = 0  # memory-provider state files
     writer: str = ""
     written: int = 0
@@ -97,6 +99,7 @@ def status(repo: Repo) -> CacheStatus:
         ref=store.CACHE_REF, exists=True, commit=snap.commit, chain=m.chain, chain_limit=store.CHAIN_LIMIT,
         bytes=size, trees=len(m.trees), blobs=sum(c.count for p, c in m.chunks.items() if p.startswith("parse/")),
         facts=sum(c.count for p, c in m.chunks.items() if p.startswith("facts/")), states=len(m.states),
+        vectors=sum(c.count for p, c in m.chunks.items() if p.startswith("vectors/")),
         writer=m.writer, written=m.written, notes=notes,
     )
 
@@ -117,6 +120,7 @@ def _status(repo: Repo, args: argparse.Namespace) -> int:
         print(f"  size      {s.bytes:,} bytes in chunks and state files (before Git's compression)")
         print(f"  trees     {s.trees} source tree(s) with a summary")
         print(f"  blobs     {s.blobs} parsed note(s), {s.facts} document facts")
+        print(f"  vectors   {s.vectors} note embedding(s) (`git vivary index` records them)")
         print(f"  states    {s.states} memory-provider state file(s)")
         print(f"  written   {when} by {shown(s.writer)}")
     print(f"  notes     {'on' if s.notes else 'off'} (refs/notes/vivary verdicts; `git vivary cache notes on|off`)")
@@ -184,7 +188,7 @@ def _gc(repo: Repo, args: argparse.Namespace) -> int:
     heads = [str(r) for r in repo.repo.references if str(r).startswith("refs/heads/")]
     if repo.repo.head_is_detached:  # a CI checkout: the commit under test is no branch
         heads.append("HEAD")
-    keep: dict[str, set[str]] = {"parse": set(), "facts": set()}
+    keep: dict[str, set[str]] = {"parse": set(), "facts": set(), "vectors": set()}
     trees: set[str] = set()
     tree_ids: set[str] = set()
     for head in sorted(set(heads)):
@@ -196,6 +200,10 @@ def _gc(repo: Repo, args: argparse.Namespace) -> int:
             continue
         keep["parse"] |= blobs
         keep["facts"] |= facts
+        try:
+            keep["vectors"] |= _vector_keys(ws)
+        except VivaryError as err:
+            print(f"vivary: gc: kept no vectors for {shown(head)}: {shown(str(err))}", file=sys.stderr)
         if tkey is not None:
             trees.add(tkey)
             tree_ids.add(tkey.split("-")[0])
@@ -209,21 +217,42 @@ def _gc(repo: Repo, args: argparse.Namespace) -> int:
     states |= {p for p in snap.manifest.states if p.rsplit("/", 1)[0] in {d for _, d in newest.values()}}
     m = snap.manifest
     before = (sum(c.count for p, c in m.chunks.items() if p.startswith("parse/")),
-              sum(c.count for p, c in m.chunks.items() if p.startswith("facts/")), len(m.trees), len(m.states))
+              sum(c.count for p, c in m.chunks.items() if p.startswith("facts/")), len(m.trees), len(m.states),
+              sum(c.count for p, c in m.chunks.items() if p.startswith("vectors/")))
     if args.dry_run:
         print(f"gc would keep entries for {len(heads)} head(s): of {before[0]} parses, {before[1]} facts, "
-              f"{before[2]} trees, {before[3]} state files, at most {len(keep['parse'])}, {len(keep['facts'])}, "
-              f"{len(trees)}, {len(states)}")
+              f"{before[2]} trees, {before[3]} state files, {before[4]} vectors, at most {len(keep['parse'])}, "
+              f"{len(keep['facts'])}, {len(trees)}, {len(states)}, {len(keep['vectors'])}")
         return EXIT_OK
     commit = store.rebuild(repo, snap, keep, trees, states, "vivary cache: gc (new chain)")
     if not store.update_ref(repo, store.CACHE_REF, commit, tip):
         raise UsageError(f"{store.CACHE_REF} changed while gc ran (another writer); run `git vivary cache gc` again")
     after = status(repo)
     print(f"{store.CACHE_REF}: new chain {commit[:12]}: {after.blobs} of {before[0]} parses, {after.facts} of "
-          f"{before[1]} facts, {after.trees} of {before[2]} trees, {after.states} of {before[3]} state files kept "
+          f"{before[1]} facts, {after.trees} of {before[2]} trees, {after.states} of {before[3]} state files, "
+          f"{after.vectors} of {before[4]} vectors kept "
           f"(for {', '.join(shown(h) for h in sorted(set(heads)))})")
     print("  to shrink the shared copy too: `git vivary sync push --force`", file=sys.stderr)
     return EXIT_OK
+
+
+def _vector_keys(ws: Workspace) -> set[str]:
+    """The vector keys of a tree's admitted notes when its workspace enables vivary-local (none otherwise):
+    what `gc` keeps of the vectors. No model is loaded: a key needs only the model's id."""
+    from vivary_git.memory.config import load_memory_config
+
+    cfg = load_memory_config(ws)
+    if cfg.provider != "vivary-local":
+        return set()
+    from vivary_git.memory.embed import model_id
+    from vivary_git.memory.local import EMBED_FORMAT, embed_text
+    from vivary_git.memory.snapshot import build_snapshot, packets
+    from vivary_git.memory.vectors import vector_key
+
+    model = model_id(cfg.memory.local.model)
+    snap = build_snapshot(ws, cfg.policy(), provider=cfg.provider, model=cfg.model, dataset_label=cfg.dataset_label,
+                          with_fields=False)
+    return {vector_key(model, EMBED_FORMAT, embed_text(p)) for _, p in packets(ws, snap)}
 
 
 def _drop(repo: Repo) -> int:

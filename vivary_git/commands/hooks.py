@@ -108,19 +108,58 @@ def privacy_guard(cwd: Path, allow: list[str] | None = None) -> int:
     return EXIT_OK
 
 
+INDEX_LOG = "index.log"  # in .git/vivary/: what the background index of the post-commit hook said
+_LOG_LIMIT = 1 << 20
+
+
 def post_commit() -> int:
-    """Refresh the memory index for the commit just made, when the user asked for that.
+    """Refresh the memory index for the commit just made, when the user asked for that, in the background.
 
     `index --auto` indexes only when `[memory.local] auto_index = true` (which counts as approval) and
     is silent otherwise: the hook runs after every commit, and a refusal printed each time would teach
-    people to ignore it. It reads the tree just committed, not the working tree."""
-    from vivary_git.main import build_parser, main
+    people to ignore it. It reads the tree just committed (`--rev` with the commit's id, so a second commit
+    made meanwhile does not change what this run indexes), not the working tree. It runs detached from
+    the commit, which returns at once; its messages go to `.git/vivary/index.log`. Index runs of one
+    workspace wait for each other (memory/lock.py), so commits in a row queue rather than embed twice."""
+    from vivary_git.main import build_parser
 
     options = _index_options(build_parser())
     if "--auto" not in options:
         print("vivary: post-commit: nothing to do (this vivary-git has no `index --auto`)")
         return EXIT_OK
-    return main(list(POST_COMMIT))
+    return _index_in_background()
+
+
+def _index_in_background() -> int:
+    import os
+    import subprocess
+
+    from vivary_git.errors import VivaryError
+    from vivary_git.git import Repo
+
+    try:
+        repo = Repo(Path.cwd())
+        if repo.repo.head_is_unborn:
+            return EXIT_OK
+        commit = str(repo.repo.head.target)
+        folder = repo.vivary_dir
+        folder.mkdir(parents=True, exist_ok=True)
+        log_path = folder / INDEX_LOG
+        mode = "wb" if log_path.is_file() and log_path.stat().st_size > _LOG_LIMIT else "ab"
+        log = open(log_path, mode)  # noqa: SIM115 - handed to the child, closed here once it has it
+    except (VivaryError, OSError) as err:
+        print(f"vivary: post-commit: the memory index was not refreshed ({shown(str(err))})", file=sys.stderr)
+        return EXIT_OK
+    args = [*POST_COMMIT[:-1], commit] if POST_COMMIT[-1] == "HEAD" else list(POST_COMMIT)
+    # The commit's temporary index (`git commit -a`, `git commit PATH`) is gone once the hook returns.
+    env = {k: v for k, v in os.environ.items() if k != "GIT_INDEX_FILE"}
+    with log:
+        try:
+            subprocess.Popen([sys.executable, "-m", "vivary_git.main", *args], stdin=subprocess.DEVNULL, stdout=log,
+                             stderr=log, env=env, start_new_session=True, close_fds=True)
+        except OSError as err:
+            print(f"vivary: post-commit: could not start the memory index ({err.strerror or err})", file=sys.stderr)
+    return EXIT_OK
 
 
 def _index_options(parser: argparse.ArgumentParser) -> set[str]:

@@ -163,8 +163,8 @@ def _adopt_cache(repo: Repo, remote: str, staged: str, *, quiet: bool) -> None:
     if foreign:
         raise RefusedError(
             f"the cache fetched from {remote} into {staged} holds {foreign}; ours is unchanged. A shared cache "
-            f"holds parses and facts only; whoever writes {remote}'s cache should run `git vivary cache drop` and "
-            "push a fresh one"
+            f"holds parses, facts and vectors only; whoever writes {remote}'s cache should run `git vivary cache drop` "
+            "and push a fresh one"
         )
     ours_tip = store._tip(repo, store.CACHE_REF)
     new = theirs.commit
@@ -187,8 +187,9 @@ def _adopt_cache(repo: Repo, remote: str, staged: str, *, quiet: bool) -> None:
     if not quiet:
         m = store.Snapshot.load(repo)
         blobs = sum(c.count for p, c in m.manifest.chunks.items() if p.startswith("parse/")) if m else 0
+        vectors = sum(c.count for p, c in m.manifest.chunks.items() if p.startswith("vectors/")) if m else 0
         print(f"{store.CACHE_REF}: {how} from {shown(remote)} ({new[:12]}, {blobs} parsed notes, "
-              f"{len(m.manifest.trees) if m else 0} trees)")
+              f"{len(m.manifest.trees) if m else 0} trees" + (f", {vectors} vectors)" if vectors else ")"))
         level = store.trust(repo)
         if level == "none":
             print(f"vivary: no command reads it until this clone trusts it ({store.TRUST_KEY} is none; "
@@ -200,10 +201,10 @@ def _adopt_cache(repo: Repo, remote: str, staged: str, *, quiet: bool) -> None:
 
 
 def _not_derived(repo: Repo, snap: Snapshot) -> str:
-    """What in a fetched cache is not a parse/facts entry vivary can check ("" when all is): provider
-    state files (opaque bytes) in any commit of its chain we received (adopting the chain would keep
-    them reachable, and `vivary.cacheTrust signed` may read an older commit), or any object of the tip
-    that is also a blob of HEAD's tree (a source file, maybe a private one, dressed up as cache data)."""
+    """What in a fetched cache is not a parse, facts or vector entry vivary can check ("" when all is):
+    provider state files (opaque bytes) in any commit of its chain we received (adopting the chain would
+    keep them reachable, and `vivary.cacheTrust signed` may read an older commit), or any object of the
+    tip that is also a blob of HEAD's tree (a source file, maybe a private one, dressed up as cache data)."""
     from vivary_git import store
 
     if snap.manifest.states:

@@ -117,6 +117,15 @@ _MODELS: dict[str, _OnnxSpec] = {
 }
 
 
+def _model_id(spec: _OnnxSpec) -> str:
+    return f"{spec.name}@{spec.model_sha256[:12]}.{spec.tokenizer_sha256[:8]}.t{spec.max_tokens}"
+
+
+def model_id(name: str) -> str:
+    """`Embedder.model_id` of the embedder `name`, without loading it (its digests are pinned)."""
+    return _model_id(_spec(name))
+
+
 def known_embedders() -> list[str]:
     """Names `load_embedder` accepts."""
     return sorted(_MODELS)
@@ -274,7 +283,7 @@ class _OnnxEmbedder:
 
     def __init__(self, spec: _OnnxSpec, session: Any, tokenizer: Any, input_names: frozenset[str], *,
                  lanes: int = 1) -> None:
-        self.model_id = f"{spec.name}@{spec.model_sha256[:12]}.{spec.tokenizer_sha256[:8]}.t{spec.max_tokens}"
+        self.model_id = _model_id(spec)
         self.dim = spec.dim
         self.max_tokens = spec.max_tokens
         self.lanes = lanes

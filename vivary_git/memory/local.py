@@ -18,6 +18,7 @@ every agent turn, and the embedder's ~0.3 s model load runs in a thread while th
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import struct
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     from vivary_git.memory.config import MemoryConfig
     from vivary_git.memory.embed import Embedder
     from vivary_git.memory.state import StateStore
+    from vivary_git.memory.vectors import IndexSharing
     from vivary_git.workspace import Workspace
 
 __all__ = [
@@ -73,7 +75,8 @@ __all__ = [
 PROVIDER = "vivary-local"
 STATE_FORMAT = 1
 # Bump when `embed_text` changes: it is part of the vector cache key, so old vectors are not reused.
-EMBED_FORMAT = 1
+# 2: vectors are stored as their int8 round trip (memory/vectors.py), here as in refs/vivary/cache.
+EMBED_FORMAT = 2
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 200
 # ef at query time is max(HNSW_EF, candidates wanted): 64 already finds ≥ 0.99 of exact top-10 on SciFact.
@@ -387,9 +390,22 @@ class LocalMemory:
         embedder = loading.result()
         builder = _IndexBuilder(store, snap, embedder, tree=self.ws.source.tree_id, label=self.ws.source.label,
                                 progress=progress)
-        report = builder.run(rendered, digests)
-        return msgspec.structs.replace(report, state=store.location,
+        from vivary_git.memory.vectors import IndexSharing
+
+        sharing = builder.shared = IndexSharing(self.ws, store, embedder, embed_format=EMBED_FORMAT)
+        with self._lock(quiet=progress is None):
+            report = builder.run(rendered, digests)
+            recorded = sharing.record(snap, rendered, digests)
+        return msgspec.structs.replace(report, state=store.location, fetched=sharing.adopted, recorded=recorded,
                                        seconds=round(time.perf_counter() - started, 3))
+
+    def _lock(self, *, quiet: bool) -> contextlib.AbstractContextManager[None]:
+        """One index writer per dataset at a time (memory/lock.py); none outside a Git repository."""
+        from vivary_git.memory.lock import index_lock
+
+        repo = self.ws.source.repo
+        return index_lock(repo.vivary_dir, self.dataset, quiet=quiet) if repo is not None \
+            else contextlib.nullcontext()
 
     # --- recall --------------------------------------------------------------------------------------
 
@@ -462,6 +478,8 @@ def embed_pending(embedder: Embedder, texts: list[str], *, progress: Callable[[i
 
     import numpy as np
 
+    from vivary_git.memory.vectors import roundtrip
+
     total = len(texts)
     out = np.zeros((total, embedder.dim), dtype="<f4")
     if not total:
@@ -505,7 +523,8 @@ def embed_pending(embedder: Embedder, texts: list[str], *, progress: Callable[[i
             if error is not None:
                 raise error
             assert tokens is not None
-            out[start:end] = embedder.embed_tokens(tokens, batch_size=batch, on_run=ran)
+            # Stored as every clone gets them from refs/vivary/cache: the int8 round trip (memory/vectors.py).
+            out[start:end] = roundtrip(embedder.embed_tokens(tokens, batch_size=batch, on_run=ran))
             done = end
             if checkpoint is not None and end < total and time.monotonic() - saved > _CHECKPOINT_SECONDS:
                 checkpoint(end, out)
@@ -527,6 +546,7 @@ class _IndexBuilder:
         self.embedder = embedder
         self.key = f"{embedder.model_id}/e{EMBED_FORMAT}"
         self.generation = ""
+        self.shared: IndexSharing | None = None  # vectors from refs/vivary/cache, and recording there
 
     def _previous(self) -> tuple[Manifest | None, Entries | None]:
         """The last manifest and entries, when both are intact and were built with this embedder."""
@@ -548,11 +568,20 @@ class _IndexBuilder:
         dim = self.embedder.dim
         meta: VectorMeta | None = _decode(self.store.get(VECTOR_META), VectorMeta)
         raw = self.store.get(VECTORS)
-        if (meta is None or raw is None or meta.key != self.key or meta.dim != dim
+        # Vectors of embed format 1 are the float32 ones: their int8 round trip is what format 2 stores.
+        upgrade = meta is not None and meta.key == f"{self.embedder.model_id}/e1" and EMBED_FORMAT == 2
+        if (meta is None or raw is None or (meta.key != self.key and not upgrade) or meta.dim != dim
                 or len(raw) != len(meta.digests) * dim * 4 or _sha(raw) != meta.sha256):
             # Absent, damaged or from another model: start over (every packet is embedded again).
             return [], np.zeros((0, dim), dtype=np.float32), uuid.uuid4().hex
-        return list(meta.digests), np.frombuffer(raw, dtype="<f4").reshape(len(meta.digests), dim), meta.generation
+        rows = np.frombuffer(raw, dtype="<f4").reshape(len(meta.digests), dim)
+        if upgrade:
+            from vivary_git.memory.vectors import roundtrip
+
+            self.generation = uuid.uuid4().hex  # new values: the HNSW graph is rebuilt on them
+            self._save_vectors(list(meta.digests), roundtrip(rows))
+            return self._vector_cache()
+        return list(meta.digests), rows, meta.generation
 
     def run(self, rendered: list[tuple[Any, str]], digests: list[str]) -> IndexReport:
         import numpy as np
@@ -565,6 +594,12 @@ class _IndexBuilder:
 
         cached, vectors, self.generation = self._vector_cache()
         live = set(digests)
+        row_of = {d: i for i, d in enumerate(cached)}
+        todo = [i for i, d in enumerate(digests) if d not in row_of]
+        if todo and self.shared is not None:
+            # Vectors known for these packets' text are taken, not computed: rows of this clone under
+            # another packet (a renamed note embeds the same text) and the shared cache's (`sync fetch`).
+            vectors, todo = self.shared.adopt(todo, rendered, digests, cached, row_of, vectors)
         # A node that left the index (deleted, or now private) must leave no vector behind, in the cache or
         # the HNSW graph: marking it deleted keeps its bytes on disk. So when one has left (or we cannot tell,
         # the entries being lost), every dead row goes now, before anything is written, and the graph is
@@ -575,9 +610,8 @@ class _IndexBuilder:
             keep = [i for i, d in enumerate(cached) if d in live]
             vectors = vectors[keep]
             cached = [cached[i] for i in keep]
+            row_of = {d: i for i, d in enumerate(cached)}
             self.generation = uuid.uuid4().hex
-        row_of = {d: i for i, d in enumerate(cached)}
-        todo = [i for i, d in enumerate(digests) if d not in row_of]
         if todo:
             def save(done: int, fresh: npt.NDArray[np.float32]) -> None:
                 # A first index of a large vault takes minutes: keep what is done if it is interrupted.
@@ -598,7 +632,7 @@ class _IndexBuilder:
             cached = [cached[i] for i in keep]
             row_of = {d: i for i, d in enumerate(cached)}
             self.generation = uuid.uuid4().hex
-        if todo or compact or scrubbed:
+        if todo or compact or scrubbed or (self.shared is not None and self.shared.appended):
             self._save_vectors(cached, vectors)
 
         entries = [Entry(node.id, d, row_of[d]) for (node, _), d in zip(rendered, digests, strict=True)]
@@ -770,25 +804,19 @@ class RecallSession:
         self.memory = memory
         require_extra()
         store = memory.store
-        if store.get(MANIFEST) is None:
-            raise RefusedError(
-                f"there is no memory index for this workspace yet (looked in {store.location}); "
-                f"run `{INDEX_COMMAND}` to build it"
-            )
         # Recall embeds short queries: skipping graph optimisation loads ~0.2 s faster and costs little.
         loading = Background(lambda: _load_embedder(cfg.memory.local.model, optimize=False))
         snap = memory.snapshot()
         manifest = memory.manifest()
-        if manifest is None or manifest.format != STATE_FORMAT:
-            raise RefusedError(f"the memory index manifest in {store.location} is damaged or from another "
-                               f"version; run `{INDEX_COMMAND}` to rebuild it")
-        if manifest.fingerprint != snap.fingerprint:
-            raise RefusedError(
-                "the memory index is stale: it was built from a different snapshot of the notes "
-                f"(index {manifest.fingerprint[:12]}, now {snap.fingerprint[:12]}: notes, links, privacy rules or "
-                f"the model changed since the last index); run `{INDEX_COMMAND}` to update it (only changed "
-                "notes are embedded again)"
-            )
+        if manifest is None or manifest.format != STATE_FORMAT or manifest.fingerprint != snap.fingerprint:
+            # Not the snapshot the index was built from: answer from the vectors of this tree's notes when
+            # every one has a vector (this clone's, or the shared cache's), else refuse (memory/assemble.py).
+            from vivary_git.memory.assemble import assemble
+
+            built, embedder = assemble(memory, snap, manifest, loading)
+            self.manifest: Manifest | None = None
+            self._serve(snap, embedder, built.index, built.entries, built.lexical)
+            return
         blobs = {}
         for name in (ENTRIES, HNSW_FILE, LEXICAL):
             data = store.get(name)
@@ -829,13 +857,18 @@ class RecallSession:
                                f"`{INDEX_COMMAND}` to embed the notes again")
         self.snapshot = snap
         self.manifest = manifest
+        self._serve(snap, embedder, index, entries.entries, lexical)
+
+    def _serve(self, snap: MemorySnapshot, embedder: Embedder, index: Any, entries: list[Entry],
+               lexical: LexicalIndex) -> None:
+        self.snapshot = snap
         self.embedder = embedder
         self._index = index
-        self._live = len(entries.entries)
+        self._live = len(entries)
         self._lexical: LexicalIndex = lexical
         self._tokenizer: Tokenizer | None = None
-        self._entries = entries.entries
-        self._doc_of_label = {e.label: i for i, e in enumerate(entries.entries)}
+        self._entries = entries
+        self._doc_of_label = {e.label: i for i, e in enumerate(entries)}
         nodes = {n.id: n for n in snap.nodes}
         self._nodes = nodes
         self._outbound = outbound_map(snap)

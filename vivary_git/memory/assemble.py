@@ -1,0 +1,357 @@
+"""Recall for any tree whose notes all have a vector, without running the model over a single note.
+
+The local index (local.py) answers for the snapshot it was last built from. Vectors are keyed by content
+(vectors.py), so any other tree (`recall --rev v1.0`, the base of a pull request, a fresh clone after
+`git vivary sync fetch`) can be answered as soon as every admitted note of it has a vector, from this
+clone's vector cache or from the shared cache (`refs/vivary/cache`, as far as `vivary.cacheTrust` lets it
+be read). Recall never embeds a note itself: when some note has no vector, it refuses (exit 3), says how
+many, and names the `index` command that embeds them.
+
+What is assembled for a tree (entries, the BM25 index, the vectors) is kept under the dataset's
+`trees/<fingerprint>/` (the 4 most recently used), verified against its own manifest when read again, so
+only the first recall of a tree pays for it.
+
+Search is exact (one matrix product over unit vectors: cosine) up to `EXACT_LIMIT` vectors: measured on
+this project's 2-core machines, building the HNSW graph of 10,000 vectors takes tens of seconds, shipping
+it would cost ~1.7 KB per note in the shared cache and change on every index, while an exact search of
+10,000 vectors takes a few milliseconds and finds the true nearest neighbours (bench/bench_memory_cache.py).
+Above the limit an HNSW graph (the local index's parameters) is built once and kept with the rest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from vivary_git.errors import RefusedError
+from vivary_git.escape import text as shown
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from vivary_git.memory.bm25 import LexicalIndex
+    from vivary_git.memory.embed import Embedder
+    from vivary_git.memory.local import Entry, LocalMemory, Manifest
+    from vivary_git.memory.snapshot import MemorySnapshot
+    from vivary_git.parallel import Background
+
+__all__ = ["EXACT_LIMIT", "Assembled", "ExactIndex", "assemble", "index_command"]
+
+EXACT_LIMIT = 20_000
+TREES = "trees"
+_KEEP = 4
+_FORMAT = 1
+_TREE_MANIFEST = "manifest.json"
+_ENTRIES = "entries.msgpack"
+_LEXICAL = "lexical.bin"
+_VECTORS = "vectors.f32"
+_HNSW = "hnsw.bin"
+
+
+class _File(msgspec.Struct, frozen=True):
+    sha256: str
+    size: int
+
+
+class TreeManifest(msgspec.Struct, frozen=True):
+    """What `trees/<key>/` holds and how to check it."""
+
+    format: int
+    fingerprint: str
+    model_id: str
+    embed_format: int
+    lexical_format: int
+    dim: int
+    vectors: int  # rows / HNSW elements: one per note
+    search: str  # "exact" or "hnsw"
+    files: dict[str, _File]
+
+
+class _Entries(msgspec.Struct, frozen=True):
+    entries: list[tuple[str, str, int]]  # node id, packet digest, row
+
+
+class Assembled(msgspec.Struct, frozen=True):
+    """An index for one tree, assembled from stored vectors: what `RecallSession` serves from."""
+
+    index: Any  # ExactIndex, or an hnswlib.Index above EXACT_LIMIT
+    entries: list[Entry]
+    lexical: Any  # LexicalIndex
+    search: str
+
+
+class ExactIndex:
+    """hnswlib's query interface (`knn_query`, `set_ef`) over a matrix of unit rows: exact inner products."""
+
+    def __init__(self, rows: npt.NDArray[np.float32]) -> None:
+        self.rows = rows
+
+    def set_ef(self, ef: int) -> None:  # the graph's search breadth: nothing to set for an exact search
+        return None
+
+    def get_current_count(self) -> int:
+        return int(self.rows.shape[0])
+
+    def knn_query(self, vectors: npt.NDArray[np.float32], k: int = 1,
+                  ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """Labels (rows) and distances (1 - inner product) of the `k` best rows for each query, best
+        first; equal scores in row order, so the answer is a function of the rows alone."""
+        import numpy as np
+
+        queries = np.asarray(vectors, dtype=np.float32).reshape(-1, self.rows.shape[1])
+        n = self.rows.shape[0]
+        k = min(k, n)
+        labels = np.zeros((len(queries), k), dtype=np.int64)
+        distances = np.zeros((len(queries), k), dtype=np.float32)
+        if not k:
+            return labels, distances
+        scores = queries @ self.rows.T
+        for q, row in enumerate(scores):
+            top = np.argpartition(-row, k - 1)[:k] if k < n else np.arange(n)
+            order = top[np.lexsort((top, -row[top]))]
+            labels[q] = order
+            distances[q] = 1.0 - row[order]
+        return labels, distances
+
+
+def index_command(memory: LocalMemory) -> str:
+    """The `index` command that embeds what a recall of this source lacks (the rev as typed, escaped)."""
+    source = memory.ws.source
+    if source.kind == "rev":
+        rev = source.label
+        return f"git vivary index --yes --rev {shown(rev) if rev.isprintable() and ' ' not in rev else repr(rev)}"
+    if source.kind == "staged":
+        return "git vivary index --yes --staged"
+    return "git vivary index --yes"
+
+
+def assemble(memory: LocalMemory, snap: MemorySnapshot, manifest: Manifest | None,
+             loading: Background[Embedder]) -> tuple[Assembled, Embedder]:
+    """The index of `snap` from stored vectors (kept under `trees/`), or `RefusedError` naming how many
+    notes have no vector and the command that embeds them."""
+    from vivary_git.memory.local import EMBED_FORMAT, MANIFEST, _digest, embed_text
+    from vivary_git.memory.provider import state_dir
+    from vivary_git.memory.snapshot import packets
+    from vivary_git.memory.state import LocalStateStore
+    from vivary_git.memory.vectors import SharedVectors, local_rows, vector_key
+
+    store = memory.store
+    folder = state_dir(memory.ws, memory.cfg, memory.dataset) / TREES / snap.fingerprint[:32]
+    cache = LocalStateStore(folder)
+    embedder = loading.result()
+    found = _load(cache, snap, embedder)
+    if found is not None:
+        _touch(folder)
+        return found, embedder
+
+    rendered = list(packets(memory.ws, snap))
+    digests = [_digest(p) for _, p in rendered]
+    keys = [vector_key(embedder.model_id, EMBED_FORMAT, embed_text(p)) for _, p in rendered]
+    dim = embedder.dim
+    rows: dict[str, Any] = {}
+    row_of, matrix = local_rows(store, embedder.model_id, dim, EMBED_FORMAT)
+    for d, k in zip(digests, keys, strict=True):
+        i = row_of.get(d)
+        if i is not None:
+            rows[k] = matrix[i]
+    missing = [k for k in dict.fromkeys(keys) if k not in rows]
+    shared = SharedVectors(memory.ws)
+    if missing:
+        rows.update(shared.get(missing, dim))
+    lacking = [i for i, k in enumerate(keys) if k not in rows]
+    if lacking:
+        raise RefusedError(_refusal(memory, snap, manifest, store.get(MANIFEST) is not None, len(lacking),
+                                    len(keys), shared.stored_elsewhere([keys[i] for i in lacking])))
+
+    import numpy as np
+
+    from vivary_git.memory.local import Entry
+
+    # One row per note, in id order (two notes with the same text each get theirs: a label is one note).
+    vectors = np.ascontiguousarray(np.stack([rows[k] for k in keys]).astype("<f4")) if keys \
+        else np.zeros((0, dim), dtype="<f4")
+    entries = [Entry(node.id, d, i) for i, ((node, _), d) in enumerate(zip(rendered, digests, strict=True))]
+    lexical_bytes = _lexical(store, rendered, digests)
+    search = "exact" if len(entries) <= EXACT_LIMIT else "hnsw"
+    files = {
+        _ENTRIES: msgspec.msgpack.encode(_Entries([(e.node_id, e.digest, e.label) for e in entries])),
+        _LEXICAL: lexical_bytes,
+        _VECTORS if search == "exact" else _HNSW: vectors.tobytes() if search == "exact" else _hnsw(vectors),
+    }
+    from vivary_git.memory.bm25 import LEXICAL_FORMAT
+    from vivary_git.memory.bm25 import decode as decode_lexical
+
+    tree = TreeManifest(format=_FORMAT, fingerprint=snap.fingerprint, model_id=embedder.model_id,
+                        embed_format=EMBED_FORMAT, lexical_format=LEXICAL_FORMAT, dim=dim, vectors=len(entries),
+                        search=search, files={n: _File(_sha(b), len(b)) for n, b in sorted(files.items())})
+    with contextlib.suppress(OSError, ValueError):  # a cache: recall answers whether or not it could be kept
+        for name, data in files.items():
+            cache.put(name, data)
+        cache.put(_TREE_MANIFEST, msgspec.json.encode(tree) + b"\n")  # last: it vouches for the rest
+        _prune(folder.parent, keep=folder)
+    lexical = decode_lexical(lexical_bytes)
+    assert lexical is not None  # just built
+    index = ExactIndex(vectors) if search == "exact" else _load_hnsw(files[_HNSW], dim, cache)
+    return Assembled(index=index, entries=entries, lexical=lexical, search=search), embedder
+
+
+def _refusal(memory: LocalMemory, snap: MemorySnapshot, manifest: Manifest | None, has_manifest: bool,
+             lacking: int, total: int, elsewhere: int) -> str:
+    from vivary_git.memory.local import STATE_FORMAT
+
+    location = memory.store.location
+    if manifest is not None and manifest.format == STATE_FORMAT:
+        lead = ("the memory index is stale: it was built from a different snapshot of the notes "
+                f"(index {manifest.fingerprint[:12]}, now {snap.fingerprint[:12]}: notes, links, privacy rules or "
+                "the model changed since the last index)")
+        fix = "to update it (only notes without a vector are embedded)"
+    elif has_manifest:
+        lead = f"the memory index manifest in {location} is damaged or from another version"
+        fix = "to rebuild it (only notes without a vector are embedded)"
+    else:
+        lead = f"there is no memory index for this workspace yet (looked in {location})"
+        fix = "to build it"
+    what = f"{lacking} of {total} note(s) of {shown(memory.ws.source.label)} have no vector yet"
+    if elsewhere:
+        from vivary_git import store
+
+        what += (f" ({store.CACHE_REF} holds vectors for {elsewhere} of them, but this clone does not read it: "
+                 f"{store.TRUST_KEY} is {store.trust(memory.ws.source.repo) if memory.ws.source.repo else 'none'}, "
+                 "see docs/cache.md#trust)")
+    return f"{lead}, and {what}; recall never embeds notes itself: run `{index_command(memory)}` {fix}"
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _load(cache: Any, snap: MemorySnapshot, embedder: Embedder) -> Assembled | None:
+    """The assembled index kept for this snapshot, verified; None when there is none or it does not check."""
+    import numpy as np
+
+    from vivary_git.memory.bm25 import LEXICAL_FORMAT
+    from vivary_git.memory.bm25 import decode as decode_lexical
+    from vivary_git.memory.local import EMBED_FORMAT, Entry
+
+    raw = cache.get(_TREE_MANIFEST)
+    if raw is None:
+        return None
+    try:
+        m = msgspec.json.decode(raw, type=TreeManifest)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    body = _VECTORS if m.search == "exact" else _HNSW
+    if (m.format != _FORMAT or m.fingerprint != snap.fingerprint or m.model_id != embedder.model_id
+            or m.embed_format != EMBED_FORMAT or m.lexical_format != LEXICAL_FORMAT or m.dim != embedder.dim
+            or m.search not in ("exact", "hnsw") or set(m.files) != {_ENTRIES, _LEXICAL, body}
+            or not 0 <= m.vectors <= 1 << 31):
+        return None
+    blobs: dict[str, bytes] = {}
+    for name, ref in m.files.items():
+        data = cache.get(name)
+        if data is None or len(data) != ref.size or _sha(data) != ref.sha256:
+            return None
+        blobs[name] = data
+    try:
+        decoded = msgspec.msgpack.decode(blobs[_ENTRIES], type=_Entries)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    entries = [Entry(n, d, label) for n, d, label in decoded.entries]
+    lexical: LexicalIndex | None = decode_lexical(blobs[_LEXICAL])
+    if (lexical is None or lexical.n_docs != len(entries) or len(entries) != len(snap.nodes)
+            or not all(0 <= e.label < m.vectors for e in entries)):
+        return None
+    if m.search == "exact":
+        if len(blobs[_VECTORS]) != m.vectors * m.dim * 4:
+            return None
+        index: Any = ExactIndex(np.frombuffer(blobs[_VECTORS], dtype="<f4").reshape(m.vectors, m.dim))
+    else:
+        try:
+            index = _load_hnsw(blobs[_HNSW], m.dim, cache)
+        except (RuntimeError, ValueError, MemoryError):
+            return None
+        if index.get_current_count() != m.vectors:
+            return None
+    return Assembled(index=index, entries=entries, lexical=lexical, search=m.search)
+
+
+def _lexical(store: Any, rendered: list[tuple[Any, str]], digests: list[str]) -> bytes:
+    """The BM25 index of these packets, from the local index's term counts where it has them."""
+    from vivary_git.memory.bm25 import LEXICAL_FORMAT, Tokenizer, build
+    from vivary_git.memory.local import TERMS, TermCache, _decode
+
+    cache: TermCache | None = _decode(store.get(TERMS), TermCache)
+    known = cache.counts if cache is not None and cache.format == LEXICAL_FORMAT else {}
+    tokenizer: Tokenizer | None = None
+    counts = []
+    for (_, packet), d in zip(rendered, digests, strict=True):
+        got = known.get(d)
+        if got is None:
+            if tokenizer is None:
+                tokenizer = Tokenizer()
+            got = tokenizer.counts(packet)
+        counts.append(got)
+    return build(counts).encode()
+
+
+def _hnsw(vectors: npt.NDArray[np.float32]) -> bytes:
+    import tempfile
+
+    import hnswlib
+    import numpy as np
+
+    from vivary_git.memory.local import HNSW_EF, HNSW_EF_CONSTRUCTION, HNSW_M
+
+    index: Any = hnswlib.Index(space="ip", dim=int(vectors.shape[1]))
+    index.init_index(max_elements=max(len(vectors), 1), M=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION,
+                     random_seed=100)
+    if len(vectors):
+        index.add_items(vectors, np.arange(len(vectors), dtype=np.int64))
+    index.set_ef(HNSW_EF)
+    with tempfile.TemporaryDirectory(prefix="vivary-hnsw-") as tmp:
+        path = Path(tmp) / _HNSW
+        index.save_index(str(path))
+        return path.read_bytes()
+
+
+def _load_hnsw(data: bytes, dim: int, cache: Any) -> Any:
+    import tempfile
+
+    import hnswlib
+
+    from vivary_git.memory.local import HNSW_EF
+
+    index: Any = hnswlib.Index(space="ip", dim=dim)
+    path = cache.local_path(_HNSW)
+    if path is not None and path.stat().st_size == len(data):
+        index.load_index(str(path))
+    else:
+        with tempfile.TemporaryDirectory(prefix="vivary-hnsw-") as tmp:
+            copy = Path(tmp) / _HNSW
+            copy.write_bytes(data)
+            index.load_index(str(copy))
+    index.set_ef(HNSW_EF)
+    return index
+
+
+def _touch(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        os.utime(folder)
+
+
+def _prune(parent: Path, *, keep: Path) -> None:
+    """Keep the `_KEEP` most recently used assembled trees."""
+    try:
+        found = sorted((p for p in parent.iterdir() if p.is_dir() and not p.is_symlink()),
+                       key=lambda p: p.stat().st_mtime, reverse=True)
+    except OSError:
+        return
+    for old in [p for p in found if p != keep][_KEEP - 1:]:
+        shutil.rmtree(old, ignore_errors=True)

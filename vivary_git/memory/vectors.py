@@ -1,0 +1,401 @@
+"""Note embeddings keyed by content, shared in `refs/vivary/cache` like parses (docs/cache.md, "Vectors").
+
+An embedding is a pure function of the model and the text embedded, so it is stored under
+
+    key = sha256("vivary-vector", VECTOR_FORMAT, model id, embed format, the text embedded)[:40]
+
+(`vector_key`; the model id names the model's and the tokenizer's sha256, and the text is `embed_text` of
+the note's packet). A clone that has the key of every admitted note of a tree can answer recall for that
+tree without running the model over a single note: CI embeds once, every clone fetches.
+
+A stored vector is int8 with one scale (`quantize`): 4 bytes of little-endian float32 scale, then `dim`
+signed bytes, the largest component mapped to ±127. 388 bytes for MiniLM's 384 dimensions, against 1,536
+as float32. What every clone uses is the quantised vector made unit again (`roundtrip`), including the
+clone that embedded it: the index built here and the one assembled from fetched vectors hold the same
+numbers.
+
+A fetched vector is a stranger's input. `value_problem` (pure Python: `store` runs it on every chunk it
+reads or `sync fetch` adopts) refuses a value of the wrong size, a scale that is not a finite number in
+range, an int8 code of -128 (never written) or a vector whose largest component is not ±127; `decode_many`
+then refuses any vector of another dimension or whose length is not that of a unit vector, before numpy
+computes anything with it. What a well-formed forgery can still do is said in docs/cache.md.
+
+Recording (`record_vectors`) follows record.py's rules: only committed trees, only vectors computed in
+this clone, only notes the cache's privacy decision admits (a blob is admitted only when every path that
+holds it is public).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import struct
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from vivary_git.escape import text as shown
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from vivary_git.memory.embed import Embedder
+    from vivary_git.memory.snapshot import MemoryNode, MemorySnapshot
+    from vivary_git.memory.state import StateStore
+    from vivary_git.workspace import Workspace
+
+__all__ = [
+    "KIND",
+    "VECTOR_FORMAT",
+    "IndexSharing",
+    "SharedVectors",
+    "decode_many",
+    "quantize",
+    "record_vectors",
+    "roundtrip",
+    "value_problem",
+    "vector_key",
+]
+
+KIND = "vectors"  # the chunk kind in refs/vivary/cache
+VECTOR_FORMAT = 1  # bump when the encoding below changes: it is in every key, so old vectors are never misread
+MAX_DIM = 4096
+_SCALE = struct.Struct("<f")
+_LEVELS = 127
+# A unit vector of `dim` components has its largest at least 1/sqrt(dim) and at most 1: its scale is in
+# [1 / (127 sqrt(MAX_DIM)), 1/127], with room for rounding.
+_MIN_SCALE = 1.0 / (_LEVELS * math.sqrt(MAX_DIM)) * 0.99
+_MAX_SCALE = 1.0 / _LEVELS * 1.01
+# |quantised vector| - 1: rounding 384 components by at most half a step moves the length by ~1e-3.
+_NORM_TOLERANCE = 0.05
+
+
+def vector_key(model_id: str, embed_format: int, text: str) -> str:
+    """The key a vector of `text` is stored under (40 hex digits, like every key of the cache)."""
+    h = hashlib.sha256(f"vivary-vector\0{VECTOR_FORMAT}\0{model_id}\0{embed_format}\0".encode())
+    h.update(text.encode("utf-8", "surrogateescape"))
+    return h.hexdigest()[:40]
+
+
+def value_problem(value: bytes) -> str | None:
+    """What makes `value` not a stored vector, or None. Pure Python, no numpy: cheap enough to run on
+    every vector `sync fetch` adopts (a C-level scan of the bytes, one float unpacked)."""
+    dim = len(value) - _SCALE.size
+    if not 1 <= dim <= MAX_DIM:
+        return f"is {len(value)} bytes, not a scale and 1 to {MAX_DIM} components"
+    (scale,) = _SCALE.unpack_from(value)
+    if not (math.isfinite(scale) and _MIN_SCALE <= scale <= _MAX_SCALE):
+        return "has a scale out of range"
+    codes = value[_SCALE.size:]
+    if b"\x80" in codes:
+        return "holds the code -128, which is never written"
+    if b"\x7f" not in codes and b"\x81" not in codes:
+        return "has no component at full scale (+-127)"
+    return None
+
+
+def quantize(vectors: npt.NDArray[np.float32]) -> list[bytes]:
+    """Each row as a stored value: its float32 scale (largest |component| / 127), then int8 codes."""
+    import numpy as np
+
+    rows = np.asarray(vectors, dtype=np.float32)
+    if rows.ndim != 2 or rows.shape[1] < 1 or not np.isfinite(rows).all():
+        raise ValueError("quantize takes finite rows of at least one component")
+    peak = np.abs(rows).max(axis=1)
+    if (peak <= 0).any():
+        raise ValueError("quantize cannot store a zero vector")
+    scale = (peak / _LEVELS).astype(np.float32)
+    codes = np.clip(np.rint(rows / scale[:, None]), -_LEVELS, _LEVELS).astype(np.int8)
+    return [_SCALE.pack(float(s)) + c.tobytes() for s, c in zip(scale.tolist(), codes, strict=True)]
+
+
+def decode_many(values: Sequence[bytes], dim: int) -> tuple[npt.NDArray[np.float32], list[int]]:
+    """Unit float32 rows for `values` (zeros where a value is bad) and the indices of the bad ones: of
+    another dimension, failing `value_problem`, or not the length of a unit vector once scaled."""
+    import numpy as np
+
+    out = np.zeros((len(values), dim), dtype=np.float32)
+    good: list[int] = []
+    bad: list[int] = []
+    for i, value in enumerate(values):
+        (good if len(value) == _SCALE.size + dim and value_problem(value) is None else bad).append(i)
+    if not good:
+        return out, bad
+    codes = np.frombuffer(b"".join(values[i][_SCALE.size:] for i in good), dtype=np.int8).reshape(len(good), dim)
+    scales = np.array([_SCALE.unpack_from(values[i])[0] for i in good], dtype=np.float64)
+    exact = codes.astype(np.float32)
+    norms = np.linalg.norm(exact, axis=1)  # > 0: value_problem demanded a component at +-127
+    fits = np.abs(norms * scales - 1.0) <= _NORM_TOLERANCE
+    rows = exact / norms[:, None].astype(np.float32)
+    for j, i in enumerate(good):
+        if fits[j]:
+            out[i] = rows[j]
+        else:
+            bad.append(i)
+    return out, sorted(bad)
+
+
+def roundtrip(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """The vectors every clone uses for these: quantised, then unit length again. Idempotent."""
+    import numpy as np
+
+    if not len(vectors):
+        return np.asarray(vectors, dtype=np.float32)
+    rows, bad = decode_many(quantize(vectors), int(vectors.shape[1]))
+    if bad:  # only a vector far from unit length (never an embedding) can fail here
+        raise ValueError(f"{len(bad)} vector(s) are not unit vectors")
+    return rows
+
+
+# --- the shared cache ---------------------------------------------------------------------------------
+
+
+class SharedVectors:
+    """The vectors of `refs/vivary/cache` this run may use, as far as `vivary.cacheTrust` lets it read
+    the shared cache (docs/cache.md, "Trust"): none by default, and none ever in a gate."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+        self.ref = ws.refcache() if ws.source.repo is not None else None
+        self.rejected = 0  # well-formed chunks holding a vector that failed `decode_many`
+
+    def readable(self) -> bool:
+        return self.ref is not None and self.ref.reads()
+
+    def get(self, keys: Iterable[str], dim: int) -> dict[str, npt.NDArray[np.float32]]:
+        """Unit float32 vectors of the `keys` the trusted cache has; bad ones are left out (and counted)."""
+        if self.ref is None or not self.ref.reads():
+            return {}
+        found: Mapping[str, bytes] = self.ref.get(KIND, list(dict.fromkeys(keys)))
+        if not found:
+            return {}
+        names = list(found)
+        rows, bad = decode_many([found[k] for k in names], dim)
+        if bad:
+            self.rejected += len(bad)
+            print(f"vivary: ignored {len(bad)} vector(s) in {self.ref.ref} that are not unit vectors of {dim} "
+                  "dimensions; those notes are treated as having none", file=sys.stderr)
+        skip = set(bad)
+        return {k: rows[i] for i, k in enumerate(names) if i not in skip}
+
+    def stored_elsewhere(self, keys: Sequence[str]) -> int:
+        """How many of `keys` the cache's tip holds although this run may not read them (trust `none`, or
+        no signed commit holds them): for the hint that says why recall could not use them. Only keys are
+        read, never a value."""
+        if self.ref is None or self.ref.reads() or not keys:
+            return 0
+        return len(keys) - len(self.ref.missing(KIND, keys))
+
+
+def recordable(ws: Workspace) -> bool:
+    """Whether vectors of this tree may be recorded at all (cheap: no note read)."""
+    from vivary_git import record
+
+    ref = ws.refcache()
+    return ref is not None and not ref.damaged and record.recordable_root(ws.source) is not None
+
+
+def record_vectors(ws: Workspace, nodes: Sequence[MemoryNode], keys: Sequence[str],
+                   values: Callable[[set[str]], Mapping[str, npt.NDArray[np.float32]]], foreign: set[str]) -> int:
+    """Add to `refs/vivary/cache` the vectors of `nodes` (under `keys`, one per node) that it lacks, for a
+    committed tree only, leaving out vectors read from a shared cache (`foreign`) and any note the cache's
+    privacy decision does not admit. `values(keys)` gives the unit rows this clone computed for those keys.
+    Returns how many were recorded; never raises for a cache problem (it says why on stderr: the index
+    itself is unaffected)."""
+    from vivary_git import record, store
+    from vivary_git.errors import VivaryError
+
+    source = ws.source
+    ref = ws.refcache()
+    root = record.recordable_root(source)
+    if ref is None or ref.damaged or root is None or not nodes:
+        return 0  # uncommitted content (a dirty working tree, a staged change) stays in this clone
+    wanted = [k for k in dict.fromkeys(keys) if k not in foreign]
+    new = set(ref.missing(KIND, wanted))
+    if not new:
+        return 0
+    # The same decision record.py makes for parses: every document of the tree, the recorded tree's
+    # ignore rules (and the working tree's for a working-tree source), each workspace's floor and
+    # private_paths, sensitive names, ignored files private whatever memory.toml says.
+    prefix = f"{source.prefix}/" if source.prefix else ""
+    entries = list(source.entries)
+    paths = [prefix + e.path for e in entries]
+    try:
+        found = record.scopes(ws, paths, root)
+        private = record.private_paths(ws, paths, root, found)
+    except VivaryError as err:
+        print(f"vivary: not recording vectors in {store.CACHE_REF}: {shown(str(err))}", file=sys.stderr)
+        return 0
+    private_blobs = {entries[i].oid for i in private}
+    public_blobs = {e.oid for e in entries} - private_blobs
+    admitted: dict[str, str] = {}
+    for node, key in zip(nodes, keys, strict=True):
+        if key in new and node.blob in public_blobs:
+            admitted[key] = node.blob
+    have = values(set(admitted))
+    order = sorted(k for k in admitted if k in have)
+    if not order:
+        return 0
+    import numpy as np
+
+    encoded = [msgspec.msgpack.encode(v) for v in quantize(np.stack([have[k] for k in order]))]
+    changes = store.Changes(vectors=dict(zip(order, encoded, strict=True)))  # entries go in encoded
+    tree = source.tree_id or ""
+    result = ref.write(changes, f"vivary cache: tree {tree[:12]}, {len(order)} vector(s)")
+    return len(order) if result is not None else 0
+
+
+# --- the local index and the shared cache ----------------------------------------------------------------
+
+
+class _Sharing(msgspec.Struct, frozen=True):
+    """What the local index knows about its rows beyond their packet digests (`shared.msgpack`)."""
+
+    keys: dict[str, str] = {}  # packet digest -> vector key, for rows whose key was computed
+    foreign: list[str] = []  # packet digests whose rows came from refs/vivary/cache
+
+
+class IndexSharing:
+    """What `index` does beyond its own vector cache (which is keyed by packet digest, so by node id and path
+    too): before embedding, take for each packet the cache lacks a row of this clone under the same vector
+    key (a renamed or moved note), else the shared cache's vector (`adopt`, as far as `vivary.cacheTrust`
+    allows); afterwards, record the vectors this clone computed that the shared cache lacks (`record`,
+    committed trees only).
+
+    Which local rows came from the shared cache is remembered (`shared.msgpack`), so they are never recorded
+    again as this clone's work (record.py's rule: only what was computed here). Only digests of the current
+    snapshot are kept there: a note that left the index leaves nothing behind."""
+
+    FILE = "shared.msgpack"
+
+    def __init__(self, ws: Workspace, store: StateStore, embedder: Embedder, *, embed_format: int) -> None:
+        self.ws = ws
+        self.store = store
+        self.embedder = embedder
+        self.embed_format = embed_format
+        self.shared = SharedVectors(ws)
+        self.adopted = 0  # rows taken from the shared cache
+        self.appended = 0  # rows added without embedding (adopted, or copied from a row under the same key)
+        self._keys: dict[str, str] = {}  # packet digest -> vector key, computed this run
+        self._fetched: set[str] = set()
+        self._state = self._load()
+        self._indexed = self._indexed_nodes()
+
+    def key(self, packet: str) -> str:
+        from vivary_git.memory.local import embed_text
+
+        return vector_key(self.embedder.model_id, self.embed_format, embed_text(packet))
+
+    def _key(self, digest: str, packet: str) -> str:
+        got = self._keys.get(digest)
+        if got is None:
+            got = self._keys[digest] = self.key(packet)
+        return got
+
+    def adopt(self, todo: list[int], rendered: Sequence[tuple[Any, str]], digests: Sequence[str], cached: list[str],
+              row_of: dict[str, int], vectors: npt.NDArray[np.float32]) -> tuple[npt.NDArray[np.float32], list[int]]:
+        """Append to (`cached`, `row_of`, `vectors`) a row for each packet of `todo` whose vector is known
+        without embedding; returns the vectors and what is left to embed."""
+        import numpy as np
+
+        state = self._state or _Sharing()
+        keys = {i: self._key(digests[i], rendered[i][1]) for i in todo}
+        mine = {k: d for d, k in state.keys.items() if d in row_of}
+        taken: list[tuple[int, Any]] = [(i, vectors[row_of[mine[keys[i]]]]) for i in todo if keys[i] in mine]
+        rest = [i for i in todo if keys[i] not in mine]
+        if rest and self.shared.readable():
+            got = self.shared.get([keys[i] for i in rest], self.embedder.dim)
+            fetched = [(i, got[keys[i]]) for i in rest if keys[i] in got]
+            taken += fetched
+            self.adopted = len(fetched)
+            self._fetched.update(digests[i] for i, _ in fetched)
+        if not taken:
+            return vectors, todo
+        for i, _ in taken:
+            row_of[digests[i]] = len(cached)
+            cached.append(digests[i])
+        block = np.stack([v for _, v in taken]).astype("<f4")
+        self.appended = len(taken)
+        vectors = np.vstack([vectors, block]) if len(vectors) else block
+        return vectors, [i for i in todo if digests[i] not in row_of]
+
+    def record(self, snap: MemorySnapshot, rendered: Sequence[tuple[MemoryNode, str]], digests: Sequence[str]) -> int:
+        """Remember what this run learnt about the local rows, and record this clone's vectors of the
+        snapshot's notes in the shared cache; returns how many were new there."""
+        live = set(digests)
+        if self._indexed is None or self._indexed - {n.id for n, _ in rendered}:
+            self._forget_assembled()
+        state = self._state
+        go = recordable(self.ws)
+        if go:
+            for (_, packet), d in zip(rendered, digests, strict=True):
+                self._key(d, packet)
+        old = state or _Sharing()
+        foreign = ({d for d in old.foreign} | self._fetched) & live
+        keys = {d: k for d, k in {**old.keys, **self._keys}.items() if d in live}
+        if state is None or foreign != set(old.foreign) or keys != old.keys:
+            self.store.put(self.FILE, msgspec.msgpack.encode(_Sharing(keys=keys, foreign=sorted(foreign))))
+        if state is None or not go:
+            return 0  # a damaged record of which rows came from elsewhere: record none this time
+        node_keys = [keys[d] for d in digests]
+        row_key = dict(zip(digests, node_keys, strict=True))
+
+        def values(wanted: set[str]) -> dict[str, npt.NDArray[np.float32]]:
+            row_of, matrix = local_rows(self.store, self.embedder.model_id, self.embedder.dim, self.embed_format)
+            return {row_key[d]: matrix[i] for d, i in row_of.items() if row_key.get(d) in wanted}
+
+        return record_vectors(self.ws, [n for n, _ in rendered], node_keys, values,
+                              {keys[d] for d in foreign})
+
+    def _indexed_nodes(self) -> set[str] | None:
+        """The node ids of the index before this run (None when that cannot be read)."""
+        from vivary_git.memory.local import ENTRIES, Entries, _decode
+
+        data = self.store.get(ENTRIES)
+        if data is None:
+            return set()
+        entries: Entries | None = _decode(data, Entries)
+        return {e.node_id for e in entries.entries} if entries is not None else None
+
+    def _forget_assembled(self) -> None:
+        """A note left the index (deleted, or now private): what recall assembled for other trees goes too,
+        so no vector or term of it stays behind (memory/assemble.py rebuilds what is asked for again)."""
+        import shutil
+        from pathlib import Path
+
+        from vivary_git.memory.assemble import TREES
+
+        base = getattr(self.store, "directory", None)  # the local backend's folder
+        folder = Path(base) / TREES if base is not None else None
+        if folder is not None and folder.is_dir() and not folder.is_symlink():
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def _load(self) -> _Sharing | None:
+        """What was remembered; None when that record is damaged (then nothing local is recorded in the shared
+        cache this run, and the record starts afresh from what this run saw)."""
+        data = self.store.get(self.FILE)
+        if data is None:
+            return _Sharing()
+        try:
+            return msgspec.msgpack.decode(data, type=_Sharing)
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            return None
+
+
+def local_rows(store: StateStore, model_id: str, dim: int, embed_format: int,
+               ) -> tuple[dict[str, int], npt.NDArray[np.float32]]:
+    """The local index's vector cache: row by packet digest, and the rows (unit float32); empty when it
+    is absent, damaged or from another model."""
+    import numpy as np
+
+    from vivary_git.memory.local import VECTOR_META, VECTORS, VectorMeta, _decode, _sha
+
+    meta: VectorMeta | None = _decode(store.get(VECTOR_META), VectorMeta)
+    raw = store.get(VECTORS)
+    if (meta is None or raw is None or meta.key != f"{model_id}/e{embed_format}" or meta.dim != dim
+            or len(raw) != len(meta.digests) * dim * 4 or _sha(raw) != meta.sha256):
+        return {}, np.zeros((0, dim), dtype=np.float32)
+    return {d: i for i, d in enumerate(meta.digests)}, np.frombuffer(raw, dtype="<f4").reshape(len(meta.digests), dim)
