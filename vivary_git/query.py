@@ -13,7 +13,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
@@ -154,10 +154,12 @@ def search(
     explain: bool = False,
     index: SearchIndex | None = None,
     outgoing: Mapping[str, list[Edge]] | None = None,
+    exclude: Container[str] = frozenset(),
 ) -> QueryResult:
     """Rank the graph's nodes for `text`. With an `index` (built from the same graph and notes) the
     answer is identical and only the top results' notes are read (for snippets). `outgoing`, when a
-    caller asking many questions of one graph has it, is `outgoing_edges(graph)`."""
+    caller asking many questions of one graph has it, is `outgoing_edges(graph)`. Nodes whose id is in
+    `exclude` are never hits (archived or expired memories, docs/dream.md)."""
     if not text.strip():
         raise UsageError('provide a search query, e.g. `git vivary query "auth module"`')
     phrase = fold(text).strip()
@@ -179,7 +181,7 @@ def search(
         matched = index_score(index, phrase, weights, SOURCES)
         for i, node in enumerate(graph.nodes):
             got, mask = matched.get(i, (0, 0))
-            if not (got or bonus) or not keep(node):
+            if not (got or bonus) or not keep(node) or (exclude and node.id in exclude):
                 continue
             why = [SOURCES[b][0] for b in range(len(SOURCES)) if mask >> b & 1]
             if bonus:
@@ -188,7 +190,7 @@ def search(
             if got > 0:
                 scored.append((got, node, why))
     for node in graph.nodes if index is None else ():
-        if not keep(node):
+        if not keep(node) or (exclude and node.id in exclude):
             continue
         sources = node_sources(node, notes[node.blob], outgoing.get(node.id, []))
         score = 0

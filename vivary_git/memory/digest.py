@@ -189,13 +189,16 @@ def write(ws: Workspace, cfg: MemoryConfig, memories: Sequence[Mem] | None = Non
 
 
 def served(ws: Workspace, cfg: MemoryConfig, memories: Sequence[Mem] | None = None) -> str:
-    """What the MCP resource serves: MEMORY.md as written when its digest is fresh; otherwise the file with
-    its digest block as `write` would make it now (nothing is written by a read)."""
+    """What the MCP resource serves: the digest block of MEMORY.md as written when it is fresh, else as `write`
+    would write it now (a read writes nothing). Only the block: text of the user's own outside the markers is
+    never served."""
+    from vivary_git.errors import VivaryError
     from vivary_git.hosts import files
 
-    path = files.project_path(ws.source.root, DIGEST_FILE)
     body, _, _, _ = compose(ws, cfg, memories)
-    before = _read(path)
-    if before is not None and MARKERS.inner(before) == body:
-        return before
-    return _full(before, body)
+    try:
+        before = _read(files.project_path(ws.source.root, DIGEST_FILE))
+    except VivaryError:
+        before = None  # a MEMORY.md that is not a readable file: the digest as it would be written
+    inner = None if before is None else MARKERS.inner(before)
+    return inner if inner == body and inner is not None else body

@@ -87,7 +87,7 @@ class Resolution(msgspec.Struct, frozen=True):
     archived: list[str]
 
 
-class Task(msgspec.Struct, frozen=True, omit_defaults=True):
+class Task(msgspec.Struct, frozen=True):
     id: str
     run: str
     created: str
@@ -706,6 +706,8 @@ def resolve(view: View, task_id: str, *, title: str | None = None, content: str 
     if sum(bool(m) for m in modes) != 1:
         raise UsageError("resolve a task one way: --title and --content (your own summary), --use-heuristic, "
                          "or --use-chat")
+    if not use_heuristic and not use_chat and (title is None or content is None):
+        raise UsageError("give both --title and --content (your compacted memory), or --use-heuristic")
     log = log_for(view.ws)
     records = Records(log)
     found = next((t for t in tasks(view) if t.id == task_id), None)
