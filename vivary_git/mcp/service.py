@@ -680,14 +680,18 @@ class MemoryService:
 def _hidden_memories(view: View, include_archived: bool) -> frozenset[str]:
     """Memories left out of search now: expired ephemeral ones, and archived ones unless asked for."""
     from vivary_git.memory import durability
+    from vivary_git.memory.corpus import notes_of
 
     when = durability.now()
     out = []
-    for n in view.memories():
+    memories = view.memories()
+    todo = [n.blob for n in memories if (n.blob, include_archived) not in _HIDDEN]
+    notes = notes_of(view, todo) if todo else {}
+    for n in memories:
         key = (n.blob, include_archived)
         got = _HIDDEN.get(key)
         if got is None:
-            fields = view.note(n).fields
+            fields = notes[n.blob].fields
             end = durability.expires_at(fields)
             got = _HIDDEN[key] = (durability.is_archived(fields) and not include_archived,
                                   end.timestamp() if end is not None else None)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from vivary_git.models import Note
     from vivary_git.workspace import Workspace
 
-__all__ = ["Mem", "from_view", "public_memories"]
+__all__ = ["Mem", "from_view", "notes_of", "public_memories"]
 
 
 class Mem(msgspec.Struct, frozen=True):
@@ -51,7 +51,7 @@ def public_memories(ws: Workspace, cfg: MemoryConfig) -> list[Mem]:
     if ws.source.repo is not None and ws.source.repo.workdir is not None:
         verdicts = decide_for_source(ws, [prefix + n.path for n in nodes], cfg.policy())
         nodes = [n for n, v in zip(nodes, verdicts, strict=True) if not v.private]
-    notes = ws.lazy_notes()
+    notes = ws.notes_for([n.blob for n in nodes])
     out = [_mem(escape.name(n.id), escape.name(n.path), escape.name(n.title), n.blob, notes[n.blob]) for n in nodes]
     out.sort(key=lambda m: m.id)
     return out
@@ -60,6 +60,18 @@ def public_memories(ws: Workspace, cfg: MemoryConfig) -> list[Mem]:
 def from_view(view: View, nodes: Iterable[Any] | None = None) -> list[Mem]:
     """The memories of a `View` (already privacy-filtered), sorted by id."""
     picked = view.memories() if nodes is None else list(nodes)
-    out = [_mem(n.id, n.path, n.title, n.blob, view.note(n)) for n in picked]
+    notes = notes_of(view, [n.blob for n in picked])
+    out = [_mem(n.id, n.path, n.title, n.blob, notes[n.blob]) for n in picked]
     out.sort(key=lambda m: m.id)
+    return out
+
+
+def notes_of(view: View, blobs: list[str]) -> dict[str, Note]:
+    """Parsed notes of these blobs, at once (the parse cache, not one parse each); a blob this process
+    committed after the view's tree was read is parsed on its own."""
+    tree = {n.blob for n in view.ws.graph().nodes}
+    out = view.ws.notes_for([b for b in blobs if b in tree])
+    for b in blobs:
+        if b not in out:
+            out[b] = view.note_of(b)
     return out

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from vivary_git import git
+from vivary_git.errors import RefusedError
 from vivary_git.hosts import blocks
 from vivary_git.memory import durability
 from vivary_git.memory.corpus import Mem
@@ -172,12 +174,18 @@ def check(ws: Workspace, cfg: MemoryConfig, memories: Sequence[Mem] | None = Non
 def write(ws: Workspace, cfg: MemoryConfig, memories: Sequence[Mem] | None = None) -> DigestReport:
     """Regenerate the digest block of MEMORY.md at the workspace root (the rest of the file kept)."""
     from vivary_git.hosts import files
-    from vivary_git.hosts.onboard import _keep_out_of_git, _refuse_tracked
+    from vivary_git.hosts.onboard import _keep_out_of_git, _repo_top
 
     root = ws.source.root
     path = files.project_path(root, DIGEST_FILE)
     body, shown, omitted, profile = compose(ws, cfg, memories)
-    _refuse_tracked(root, path)
+    top = _repo_top(root)
+    if top is not None:
+        rel = path.relative_to(top).as_posix()
+        if git.run(["ls-files", "--error-unmatch", "--", rel], cwd=top, check=False).returncode == 0:
+            raise RefusedError(f"{rel} is tracked by Git, so the digest (your pinned and durable memories and your "
+                               f"profile) would reach the next commit; untrack it (`git rm --cached -- {rel}`, and "
+                               "keep it ignored) and run again; nothing was written")
     before = _read(path)
     after = _full(before, body)
     excluded = _keep_out_of_git(root, path)

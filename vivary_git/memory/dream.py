@@ -233,7 +233,8 @@ def _tfidf(docs: list[list[str]]) -> tuple[list[dict[str, float]], dict[str, flo
 
 
 def _lexical_sims(docs: list[list[str]], seeds: list[int], vecs: list[dict[str, float]]) -> list[dict[int, float]]:
-    """For each seed, cosine of TF-IDF vectors with every other memory sharing an informative term."""
+    """For each seed, cosine of TF-IDF vectors with every other memory sharing an informative term (in at least
+    two memories and at most half of them): a pair with no such term in common has no similarity to count."""
     n = len(docs)
     df: Counter[str] = Counter()
     for d in docs:
@@ -244,6 +245,12 @@ def _lexical_sims(docs: list[list[str]], seeds: list[int], vecs: list[dict[str, 
         for t, w in v.items():
             if 2 <= df[t] <= top:
                 postings.setdefault(t, []).append((i, w))
+    try:
+        import numpy as np
+    except ImportError:
+        np = None  # type: ignore[assignment]
+    if np is not None and n > 64:
+        return _lexical_sims_numpy(np, postings, seeds, vecs, n)
     out = []
     for s in seeds:
         acc: dict[int, float] = {}
@@ -252,6 +259,29 @@ def _lexical_sims(docs: list[list[str]], seeds: list[int], vecs: list[dict[str, 
                 if j != s:
                     acc[j] = acc.get(j, 0.0) + w * wj
         out.append(acc)
+    return out
+
+
+def _lexical_sims_numpy(np: Any, postings: dict[str, list[tuple[int, float]]], seeds: list[int],
+                        vecs: list[dict[str, float]], n: int) -> list[dict[int, float]]:
+    """The same sums, each seed's row accumulated by numpy (`bincount` over its terms' postings)."""
+    arrays = {t: (np.fromiter((j for j, _ in p), dtype=np.int64, count=len(p)),
+                  np.fromiter((w for _, w in p), dtype=np.float64, count=len(p))) for t, p in postings.items()}
+    out: list[dict[int, float]] = []
+    for s in seeds:
+        idx, wts = [], []
+        for t, w in vecs[s].items():
+            got = arrays.get(t)
+            if got is not None:
+                idx.append(got[0])
+                wts.append(got[1] * w)
+        if not idx:
+            out.append({})
+            continue
+        row = np.bincount(np.concatenate(idx), weights=np.concatenate(wts), minlength=n)
+        row[s] = 0.0
+        hit = np.nonzero(row > 0.0)[0]
+        out.append(dict(zip(hit.tolist(), row[hit].tolist(), strict=True)))
     return out
 
 
@@ -354,7 +384,8 @@ def cluster(space: Space, sims: list[dict[int, float]], seeds: list[int], pair: 
     bonus = bonus or {}
     near: dict[int, list[tuple[int, float]]] = {}
     for s, row in zip(seeds, sims, strict=True):
-        near[s] = sorted(((j, x) for j, x in row.items() if x >= pair), key=lambda p: (-p[1], ids[p[0]]))
+        ranked = sorted(((j, x) for j, x in row.items() if x >= pair), key=lambda p: (-p[1], ids[p[0]]))
+        near[s] = ranked[: 4 * MAX_CLUSTER]
     taken: set[int] = set()
     heap: list[tuple[int, float, str, int, int]] = []
     version = 0
