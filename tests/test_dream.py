@@ -442,3 +442,22 @@ def test_the_chat_provider_is_off_unless_allowed(repo: Repo, cli: Any) -> None:
                          'url = "http://127.0.0.1:9/v1"\nmodel = "m"\n'})
     r = cli("dream", "--task-id", task["id"], "--use-chat", cwd=repo.path)
     assert r.code == 3 and "allow_network is false" in r.err
+
+
+def test_recall_leaves_archived_and_expired_memories_out(repo: Repo, cli: Any) -> None:
+    pytest.importorskip("hnswlib", reason="the embed extra is not installed")
+    repo.commit("init", {
+        ".vivary/memory.toml": '[memory]\nenabled = true\nprovider = "vivary-local"\n',
+        "memories/rotation.md": _memory("Signing keys rotate every ninety days", "durable"),
+        "memories/rotation-old.md": _memory("Signing keys rotated every thirty days", "working",
+                                            archived='"2026-02-01T00:00:00Z"'),
+        "memories/rotation-today.md": "---\ntype: memory\ndurability: ephemeral\nexpires: \"2020-01-01\"\n---\n"
+                                      "# Signing keys are rotating today\n",
+        "notes/garden.md": "# Garden\n\nTomatoes need sun.\n",
+    })
+    assert cli("index", "--yes", cwd=repo.path).code == 0
+    r = cli("recall", "signing keys rotation", "--k", "3", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    ids = [h["node_id"] for h in r.json()]
+    assert ids[0] == "memories/rotation" and "notes/garden" in ids
+    assert "memories/rotation-old" not in ids and "memories/rotation-today" not in ids
