@@ -461,3 +461,47 @@ def test_recall_leaves_archived_and_expired_memories_out(repo: Repo, cli: Any) -
     ids = [h["node_id"] for h in r.json()]
     assert ids[0] == "memories/rotation" and "notes/garden" in ids
     assert "memories/rotation-old" not in ids and "memories/rotation-today" not in ids
+
+
+def test_the_chat_provider_resolves_a_task_when_allowed(repo: Repo, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chat model cannot exist here: a loopback stub speaks the OpenAI-compatible API in its place."""
+    import http.server
+    import threading
+
+    seen: list[dict[str, Any]] = []
+
+    class Stub(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
+            answer = {"title": "Deploy rules", "content": "Deploy on Tuesdays with canaries; the captain approves."}
+            data = json.dumps({"choices": [{"message": {"content": json.dumps(answer)}}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Stub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        _seed(repo)
+        repo.commit("chat", {".vivary/memory.toml": '[memory.dream]\nchat = "openai-compatible"\n'
+                             f'url = "http://127.0.0.1:{server.server_port}/v1"\nmodel = "stub"\n'
+                             'api_key_env = "VIVARY_TEST_CHAT_KEY"\nallow_network = true\n'})
+        _remember_all(repo, cli, DEPLOY + COFFEE)
+        task = next(t for t in cli("dream", "--json", cwd=repo.path).json()["run"]["tasks"]
+                    if "deploy" in t["topic"])
+        monkeypatch.setenv("VIVARY_TEST_CHAT_KEY", "k-123")
+        r = cli("dream", "--task-id", task["id"], "--use-chat", "--json", cwd=repo.path)
+        assert r.code == 0, r.err
+    finally:
+        server.shutdown()
+    res = r.json()["resolution"]
+    assert res["by"] == "chat" and res["super_node"] == "memories/deploy-rules"
+    assert seen[0]["path"] == "/v1/chat/completions" and seen[0]["auth"] == "Bearer k-123"
+    assert seen[0]["body"]["model"] == "stub" and DEPLOY[0] in seen[0]["body"]["messages"][1]["content"]
+    assert "source: dream" in (repo.path / res["path"]).read_text()
