@@ -51,7 +51,7 @@ class TypeDef(msgspec.Struct, frozen=True):
 # (`[memory.remember] folder` in .vivary/memory.toml, default `memories/`), typed `memory` in every
 # workspace unless its own config already has a `memory` type or types that folder otherwise.
 MEMORY_TYPE = "memory"
-MEMORY_EDGE_FIELDS = ("related", "about", "supersedes", "derived_from", "contradicts")
+MEMORY_EDGE_FIELDS = ("related", "about", "supersedes", "derived_from", "contradicts", "compacts")
 DURABILITY = ("working", "durable", "pinned", "ephemeral")
 DEFAULT_MEMORY_FOLDER = "memories"
 # The private floor's top folders (privacy.FLOOR): a memory written there would never be searchable.
@@ -96,7 +96,10 @@ def memory_type(folder: str, ids: str) -> TypeDef:
     optional = {
         "type": FieldSpec("enum", (MEMORY_TYPE,)), "title": FieldSpec("string"), "tags": FieldSpec("string-list"),
         "durability": FieldSpec("enum", DURABILITY), "observed_at": FieldSpec("datetime"),
-        "source": FieldSpec("enum", ("agent", "cli")),
+        "source": FieldSpec("enum", ("agent", "cli", "dream")),
+        # Durability and compaction (docs/dream.md): when an ephemeral memory stops mattering, the
+        # dream pass that archived a memory into a super node, and what a super node compacts.
+        "expires": FieldSpec("string"), "archived": FieldSpec("string"), "kind": FieldSpec("enum", ("super_node",)),
         **{f: edge for f in MEMORY_EDGE_FIELDS},
     }
     return TypeDef(MEMORY_TYPE, (folder.rstrip("/").rsplit("/", 1)[-1],), {}, optional, open=True)

@@ -128,6 +128,7 @@ def search(
     hidden: Hidden,
     outgoing: Mapping[str, list[Edge]] | None = None,
     ranker: Ranker | None = None,
+    exclude: AbstractSet[str] = frozenset(),
 ) -> QueryResult:
     """Rank the graph's nodes for `text`. With an `index` (built from the same graph and notes) the
     answer is identical and only the top results' notes are read (for snippets).
@@ -136,6 +137,9 @@ def search(
     privacy boundary's private notes; an empty set only when the owner asks for every note). They are
     never results, never listed as an edge's target, never match an `--edge` filter, and their IDs are
     not edge text that scores another node. Required, so that no caller forgets it.
+
+    `exclude`: nodes that are never hits but stay what they are to the others (archived or expired
+    memories, docs/dream.md).
 
     `outgoing`, when a caller asking many questions of one graph has it, is `outgoing_edges(graph)`;
     `ranker`, such a caller's `searchindex.Ranker` of the index (it keeps each term's scores between
@@ -158,6 +162,9 @@ def search(
     out_of = _edges_of(graph, outgoing if (everyone or given) else None)
     edge_filters = [parse_edge_filter(s) for s in edges]
     keep = make_filter(types, paths, edges, outgoing)
+    if exclude:
+        kept = keep
+        keep = lambda node: node.id not in exclude and kept(node)  # noqa: E731
     bonus = EDGE_FILTER_BONUS * len(edges)
 
     def direct(node: Node, out: Sequence[Edge]) -> tuple[int, list[str]]:
@@ -193,8 +200,8 @@ def search(
     if index is not None:
         ranker = ranker if ranker is not None and ranker.index is index else Ranker(index, graph)
         nodes = graph.nodes
-        allowed = ranker.allowed((tuple(types), tuple(paths), tuple(edges)), lambda i: keep(nodes[i])) \
-            if (types or paths or edges) else None
+        allowed = ranker.allowed((tuple(types), tuple(paths), tuple(edges), frozenset(exclude)),
+                                 lambda i: keep(nodes[i])) if (types or paths or edges or exclude) else None
         # The index gives the best `want` by score with every edge; hidden nodes may take places in
         # them, so ask for more until the public best `k` are known to rank before every node left out.
         want = max(k, 0)

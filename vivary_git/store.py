@@ -283,7 +283,7 @@ class Snapshot:
                     raise StoreDamaged(self.ref, f"{path} holds frontmatter for {key[:12]} larger or deeper than "
                                                  f"a note may have ({MAX_VALUES:,} values)")
         if kind == "vectors":
-            from vivary_git.memory.vectors import value_problem
+            from vivary_git.memory.vectorvalue import value_problem
 
             for key, value in out.items():
                 problem = value_problem(value)

@@ -687,6 +687,10 @@ class Workspace:
             self._notes = self._notes_for([e.oid for e in self.source.entries])
         return self._notes
 
+    def notes_for(self, blobs: list[str]) -> dict[str, Note]:
+        """Parsed notes of these blobs of the tree, at once: from the parse cache when there are many."""
+        return self._notes_for(blobs)
+
     def note(self, blob: str) -> Note:
         # A single note (a snippet, a packet) is cheaper to parse again than to cache.
         return self._notes[blob] if self._notes is not None else self._notes_for([blob], remember=False)[blob]

@@ -245,7 +245,7 @@ def _vector_keys(ws: Workspace) -> set[str]:
     if cfg.provider != "vivary-local":
         return set()
     from vivary_git.memory.embed import model_id
-    from vivary_git.memory.local import EMBED_FORMAT, embed_text
+    from vivary_git.memory.localfiles import EMBED_FORMAT, embed_text
     from vivary_git.memory.snapshot import build_snapshot, packets
     from vivary_git.memory.vectors import vector_key
 

@@ -88,6 +88,36 @@ def _lines(answers: Iterator[BatchAnswer]) -> Iterator[bytes]:
         yield json_text(a).encode() + b"\n"
 
 
+def _without_hidden(ws: Any, session: Any, text: str, hits: list[Any], k: int, filters: Any, mode: str) -> list[Any]:
+    """Recall's hits without archived or expired memories (docs/dream.md), asking for more when some were
+    left out; the memories returned count as memory events toward the next dream, and a due dream is said on
+    stderr (the JSON answer keeps its shape)."""
+    from vivary_git.memory import durability
+    from vivary_git.memory.accesslog import log_for
+
+    when = durability.now()
+    notes = ws.lazy_notes()
+    blobs = {n.id: n.blob for n in session.snapshot.nodes}
+
+    def keep(h: Any) -> bool:
+        blob = blobs.get(h.node_id)
+        return h.type != "memory" or blob is None or durability.hidden(notes[blob].fields, when) is None
+
+    ask = k
+    kept = [h for h in hits if keep(h)]
+    while len(kept) < k and len(hits) == ask and ask < 250:
+        ask = min(ask * 2 + (k - len(kept)), 250)
+        hits = session.recall(text, k=ask, filters=filters, mode=mode)
+        kept = [h for h in hits if keep(h)]
+    kept = kept[:k]
+    log = log_for(ws)
+    log.record("hit", [h.node_id for h in kept if h.type == "memory"])
+    hint = log.due().hint
+    if hint:
+        print(f"vivary recall: {hint}", file=sys.stderr)
+    return kept
+
+
 def run(args: argparse.Namespace) -> int:
     from vivary_git.memory.local import LocalMemory, preload_runtime
     from vivary_git.memory.provider import RecallFilters, normalise_k
@@ -113,6 +143,8 @@ def run(args: argparse.Namespace) -> int:
         out.flush()
         return EXIT_OK
     hits = session.recall(text, k=k, filters=filters, mode=args.mode)
+    if any(h.type == "memory" for h in hits):
+        hits = _without_hidden(ws, session, text, hits, k, filters, args.mode)
     ws.report_stats()
     if args.json:
         emit_json(hits)

@@ -53,4 +53,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"vivary remember: {result.message}")
         if result.duplicate is not None:
             print(f"    {result.duplicate.text[:200]}")
+    if result.dream_due and not args.json:
+        print(f"vivary remember: {result.dream_due}")
     return EXIT_OK if result.ok else EXIT_REFUSED

@@ -2,8 +2,9 @@
 
 Tools by profile (`service.PROFILES`), each answering JSON (structured content); a refusal is a tool
 error whose text says why and what to do. Resources: `vivary://node/{id}` for every public node and
-`vivary://memory/digest`. Transports: stdio (default) and streamable HTTP, on loopback unless told
-otherwise; off loopback a bearer token from an environment variable is required.
+`vivary://memory/digest` (the private MEMORY.md, served only here, to the host that asked).
+Transports: stdio (default) and streamable HTTP, on loopback unless told otherwise; off loopback a bearer
+token from an environment variable is required.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ __all__ = ["build_server", "serve_http", "serve_stdio"]
 INSTRUCTIONS = (
     "Memory of this Git workspace. `search` finds notes and memories (keywords or a question); `read` opens one "
     "by id with its edges; `add` remembers something new (refused when a near-duplicate exists: update that one "
-    "instead, or pass force); `update`, `link` and `unlink` revise memories. Every write is a Git commit. Results "
+    "instead, or pass force); `update`, `link` and `unlink` revise memories; `dream` compacts them when an answer "
+    "says dream_due (resolve its tasks with your own summary). Every write is a Git commit. Results "
     "are leads: read a note before acting on it. Private files are never shown."
 )
 
@@ -66,11 +68,13 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         = DEFAULT_BUDGET,
         mode: Annotated[str, Field(description="auto (hybrid when the semantic index is fresh), text, hybrid")]
         = "auto",
+        include_archived: Annotated[bool, Field(description="also memories a dream archived into a super node")]
+        = False,
     ) -> Json:
         """Search the workspace's notes and memories. Answers say whether they are keyword (text) or hybrid."""
         return _call(lambda: service.search(query, top_k=top_k, type=type or (), path=path or (), edge=edge or (),
                                             include_neighbors=include_neighbors, include_content=include_content,
-                                            budget=budget, mode=mode))
+                                            budget=budget, mode=mode, include_archived=include_archived))
 
     def read(
         id: Annotated[str, Field(description="a node id from search, or a note's path")],
@@ -118,11 +122,25 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         """Remove a typed edge between two nodes."""
         return _call(lambda: service.unlink(source, field, target))
 
+    def dream(
+        inspect: Annotated[str | None, Field(description="list instead: status, runs or tasks")] = None,
+        task_id: Annotated[str | None, Field(description="the task to resolve (from inspect=tasks)")] = None,
+        title: Annotated[str | None, Field(description="your compacted memory's title")] = None,
+        content: Annotated[str | None, Field(description="your compacted memory's text")] = None,
+        use_heuristic: Annotated[bool, Field(description="resolve with the extractive summary")] = False,
+        force: Annotated[bool, Field(description="run even when a dream is not due")] = False,
+    ) -> Json:
+        """Compact memories. No arguments: a dream run (when due) that proposes compaction tasks (sources, a
+        prepared digest, a prompt). task_id with title and content (or use_heuristic): resolve one as a super node
+        memory that compacts its sources, which are archived; one commit. inspect: status, runs or tasks."""
+        return _call(lambda: service.dream(inspect=inspect, task_id=task_id, title=title, content=content,
+                                           use_heuristic=use_heuristic, force=force))
+
     def status() -> Json:
         """Workspace, tree, node counts, memory and search state."""
         return _call(service.status)
 
-    for fn in (search, read, add, update, link, unlink, status):
+    for fn in (search, read, add, update, link, unlink, dream, status):
         if fn.__name__ in tools:
             server.add_tool(fn, name=fn.__name__, structured_output=True)
 
@@ -135,7 +153,7 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
             raise ResourceError(str(err)) from None
 
     @server.resource("vivary://memory/digest", name="memory-digest", mime_type="text/markdown",
-                     description="Pinned and durable memories")
+                     description="MEMORY.md: the digest of pinned and durable memories, for this host only")
     def digest() -> str:
         return service.digest()
 

@@ -44,10 +44,9 @@ if TYPE_CHECKING:
 
 __all__ = ["PROFILES", "MemoryService", "NodePacket", "SearchAnswer", "Status"]
 
-# Tool names by profile. CognitiveOS's host-core also has `dream` (cluster recent memories, propose a
-# compacted summary): it is a later tool and will be added to host-core here, beside `add`.
+# Tool names by profile (CognitiveOS's host-core: search, read, add, update, link, unlink, dream).
 PROFILES: dict[str, tuple[str, ...]] = {
-    "host-core": ("search", "read", "add", "update", "link", "unlink", "status"),
+    "host-core": ("search", "read", "add", "update", "link", "unlink", "dream", "status"),
     "read-only": ("search", "read", "status"),
 }
 MAX_TOP_K = 50
@@ -87,7 +86,7 @@ class SearchFilters(msgspec.Struct, frozen=True):
     edge: list[str]
 
 
-class SearchAnswer(msgspec.Struct, frozen=True):
+class SearchAnswer(msgspec.Struct, frozen=True, omit_defaults=True):
     query: str
     mode: str  # "text" | "hybrid"
     mode_reason: str
@@ -97,6 +96,8 @@ class SearchAnswer(msgspec.Struct, frozen=True):
     filters: SearchFilters
     results: list[SearchHit]
     tree: str | None  # the working tree the answer comes from, as a Git tree id
+    hidden: int = 0  # archived or expired memories left out (docs/dream.md)
+    dream_due: str | None = None
 
 
 class InEdge(msgspec.Struct, frozen=True):
@@ -123,7 +124,7 @@ class NodePacket(msgspec.Struct, frozen=True, omit_defaults=True):
     problem: str | None = None  # E000/E001: why the frontmatter could not be read
 
 
-class Status(msgspec.Struct, frozen=True):
+class Status(msgspec.Struct, frozen=True, omit_defaults=True):
     ok: bool
     workspace: dict[str, Any]
     tree: dict[str, Any]
@@ -131,6 +132,7 @@ class Status(msgspec.Struct, frozen=True):
     memory: dict[str, Any]
     profile: str
     tools: list[str]
+    dream: dict[str, Any] | None = None  # due state, open tasks, digest (docs/dream.md)
 
 
 # Notes changed since the search index was built that are searched directly, beside it; past this
@@ -428,7 +430,7 @@ class MemoryService:
 
     def search(self, query: str, *, top_k: int = 5, type: Sequence[str] = (), path: Sequence[str] = (),
                edge: Sequence[str] = (), include_neighbors: int = 0, include_content: bool = False,
-               budget: int = DEFAULT_BUDGET, mode: str = "auto") -> SearchAnswer:
+               budget: int = DEFAULT_BUDGET, mode: str = "auto", include_archived: bool = False) -> SearchAnswer:
         if not isinstance(query, str) or not query.strip():
             raise UsageError("query is empty: give keywords or a question")
         if len(query) > MAX_QUERY:
@@ -442,17 +444,18 @@ class MemoryService:
         types, paths, edges = list(type), list(path), list(edge)
         with self._lock:
             st = self.state()
+            hidden = _hidden_memories(st.view, include_archived)
             hits: list[SearchHit] | None = None
             used, why = "text", "keyword search (the contract's text scoring)"
             if mode != "text":
                 session, reason = self._hybrid(st)
                 if session is not None:
-                    hits = self._hybrid_hits(st, session, query, top_k, types, paths, edges)
+                    hits = self._hybrid_hits(st, session, query, top_k, types, paths, edges, hidden)
                     used, why = "hybrid", "semantic memory fused with keywords (the index is fresh)"
                 else:
                     why = f"keyword search: {reason}"
             if hits is None:
-                hits = self._text_hits(st, query, top_k, types, paths, edges)
+                hits = self._text_hits(st, query, top_k, types, paths, edges, hidden)
             for h in hits:
                 if include_content:
                     h.content = _bounded(self._note(st, h.id).body)
@@ -461,13 +464,13 @@ class MemoryService:
             tokens = _trim(hits, budget) if budget > 0 else _estimate(hits)
             return SearchAnswer(query=query, mode=used, mode_reason=why, top_k=top_k, budget=budget,
                                 estimated_tokens=tokens, filters=SearchFilters(types, paths, edges), results=hits,
-                                tree=st.root_tree)
+                                tree=st.root_tree, hidden=len(hidden), dream_due=_memory_event(st.view, "hit", hits))
 
     def _note(self, st: _State, nid: str) -> Note:
         return st.view.note_of(st.view.nodes[nid].blob)
 
     def _text_hits(self, st: _State, q: str, k: int, types: list[str], paths: list[str],
-                   edges: list[str]) -> list[SearchHit]:
+                   edges: list[str], hidden: frozenset[str] = frozenset()) -> list[SearchHit]:
         from vivary_git import graph as graph_mod
         from vivary_git.models import Edge
         from vivary_git.query import search
@@ -477,7 +480,7 @@ class MemoryService:
         base = search(st.public, notes, q, k=k + len(changed), types=types, paths=paths, edges=edges,
                       snippet=SNIPPET, explain=True, index=st.index(), outgoing=st.outgoing(),
                       hidden=frozenset(),  # st.public holds the snapshot's admitted nodes only
-                      ranker=st.ranker())
+                      ranker=st.ranker(), exclude=hidden)
         found = [h for h in base.results if h.id not in changed]
         if st.delta:
             nodes = sorted(st.delta.values(), key=lambda n: n.id)
@@ -485,7 +488,7 @@ class MemoryService:
             small = graph_mod.Graph(root=st.public.root, tree=None, config=st.public.config, nodes=nodes,
                                     edges=delta_edges, findings=[])
             extra = search(small, notes, q, k=k, types=types, paths=paths, edges=edges, snippet=SNIPPET,
-                           explain=True, hidden=frozenset())
+                           explain=True, hidden=frozenset(), exclude=hidden)
             found = sorted([*found, *extra.results], key=lambda h: (-h.score, h.path, h.id))
         out = []
         for h in found[:k]:
@@ -525,17 +528,21 @@ class MemoryService:
         return st.hybrid, st.hybrid_reason or ""
 
     def _hybrid_hits(self, st: _State, session: RecallSession, q: str, k: int, types: list[str],
-                     paths: list[str], edges: list[str]) -> list[SearchHit]:
+                     paths: list[str], edges: list[str], hidden: frozenset[str] = frozenset()) -> list[SearchHit]:
         from vivary_git.memory.provider import RecallFilters
         from vivary_git.query import make_snippet, terms_of
 
-        got = session.recall(q, k=k, filters=RecallFilters(types=types, paths=paths, edges=edges), mode="hybrid")
-        out = []
+        wanted = min(k + len(hidden), 250)  # archived or expired memories are dropped from what comes back
+        got = session.recall(q, k=wanted, filters=RecallFilters(types=types, paths=paths, edges=edges),
+                             mode="hybrid")
+        out: list[SearchHit] = []
         terms = terms_of(q)
         for h in got:
             node = st.nodes.get(h.node_id)
-            if node is None:
+            if node is None or node.id in hidden:
                 continue
+            if len(out) >= k:
+                break
             note = self._note(st, node.id)
             out.append(SearchHit(
                 id=node.id, type=node.type, path=node.path, title=node.title, score=h.score, reason=h.reason,
@@ -595,22 +602,42 @@ class MemoryService:
         return msgspec.json.encode(self.read(id, include_content=True, neighbors=1)).decode()
 
     def digest(self) -> str:
-        """The memory digest: the pinned and durable memories, newest first by path order. (The dream
-        tool will write a compacted digest; until then it is computed from the notes.)"""
+        """MEMORY.md, served to the host that asked (the one place it is served; docs/dream.md): the file
+        as `git vivary digest` wrote it when its digest is fresh, else with the digest block as it would be
+        written now. Never logged, cached or indexed; nothing is written by reading it."""
+        from vivary_git.memory import digest
+        from vivary_git.memory.corpus import from_view
+
         with self._lock:
             st = self.state()
-            lines = ["# Memory digest", ""]
-            for tier in ("pinned", "durable"):
-                picked = []
-                for n in sorted(st.view.memories(), key=lambda m: m.id):
-                    fields = self._note(st, n.id).fields
-                    if fields.get("durability") == tier:
-                        picked.append(f"- [{n.title}](vivary://node/{n.id}) `{n.id}`")
-                if picked:
-                    lines += [f"## {tier.capitalize()}", "", *picked, ""]
-            if len(lines) == 2:
-                lines.append("No pinned or durable memories yet.")
-            return "\n".join(lines) + "\n"
+            return digest.served(st.view.ws, st.view.cfg, from_view(st.view))
+
+    # --- dream --------------------------------------------------------------------------------------
+
+    def dream(self, *, inspect: str | None = None, task_id: str | None = None, title: str | None = None,
+              content: str | None = None, use_heuristic: bool = False, force: bool = False) -> Any:
+        """The `dream` tool: a run (when due, or `force`), a task resolved, or `inspect` status|runs|tasks."""
+        from vivary_git.memory import dream
+
+        resolving = title is not None or content is not None or use_heuristic
+        if inspect is not None and (task_id or resolving or force):
+            raise UsageError("inspect lists: give it alone")
+        if resolving and not task_id:
+            raise UsageError("title/content or use_heuristic resolve a task: give task_id (dream with inspect=tasks)")
+        if inspect is None:
+            self._writable("dream")
+        with self._lock:
+            st = self.state()
+            if inspect is not None:
+                return dream.inspect(st.view, inspect)
+            if task_id:
+                answer = dream.resolve(st.view, task_id, title=title, content=content, use_heuristic=use_heuristic,
+                                       source=self.source)
+            else:
+                answer = dream.run(st.view, force=force, source=self.source)
+            if answer.resolution is not None or (answer.run is not None and answer.run.expire_commit):
+                self._state = None  # several notes changed in one commit: read the tree again
+            return answer
 
     # --- status -------------------------------------------------------------------------------------
 
@@ -640,7 +667,7 @@ class MemoryService:
                         "search": "hybrid" if st.hybrid is not None else "text", "search_reason": reason,
                         "folder": remember.folder, "branch": remember.branch or branch,
                         "similarity": remember.similarity},
-                profile=self.profile, tools=list(PROFILES[self.profile]),
+                profile=self.profile, tools=list(PROFILES[self.profile]), dream=_dream_status(view),
             )
 
     # --- writes ---------------------------------------------------------------------------------
@@ -757,6 +784,57 @@ class MemoryService:
             return False
         head = repo.repo.references.get("HEAD")
         return head is not None and head.target == ref
+
+
+def _hidden_memories(view: View, include_archived: bool) -> frozenset[str]:
+    """Memories left out of search now: expired ephemeral ones, and archived ones unless asked for."""
+    from vivary_git.memory import durability
+    from vivary_git.memory.corpus import notes_of
+
+    when = durability.now()
+    out = []
+    memories = view.memories()
+    todo = [n.blob for n in memories if (n.blob, include_archived) not in _HIDDEN]
+    notes = notes_of(view, todo) if todo else {}
+    for n in memories:
+        key = (n.blob, include_archived)
+        got = _HIDDEN.get(key)
+        if got is None:
+            fields = notes[n.blob].fields
+            end = durability.expires_at(fields)
+            got = _HIDDEN[key] = (durability.is_archived(fields) and not include_archived,
+                                  end.timestamp() if end is not None else None)
+        if got[0] or (got[1] is not None and got[1] <= when.timestamp()):
+            out.append(n.id)
+    if len(_HIDDEN) > 200_000:
+        _HIDDEN.clear()
+    return frozenset(out)
+
+
+_HIDDEN: dict[tuple[str, bool], tuple[bool, float | None]] = {}  # (blob, include archived) -> (hidden, expires)
+
+
+def _memory_event(view: View, op: str, hits: Sequence[SearchHit]) -> str | None:
+    """Log a search that returned memories (a memory event, docs/dream.md); the dream_due hint when due."""
+    from vivary_git.config import MEMORY_TYPE
+    from vivary_git.memory.accesslog import log_for
+
+    log = log_for(view.ws)
+    ids = [h.id for h in hits if h.type == MEMORY_TYPE]
+    if ids:
+        log.record(op, ids)
+    return log.due().hint
+
+
+def _dream_status(view: View) -> dict[str, Any]:
+    from vivary_git.memory import dream
+    from vivary_git.memory.accesslog import log_for
+
+    due = log_for(view.ws).due()
+    opened = dream.open_tasks(view)
+    return {"due": due.due, "reason": due.reason, "events": due.events,
+            "open_tasks": [{"id": t.id, "sources": len(t.sources), "topic": t.topic} for t in opened[:20]],
+            "open_task_count": len(opened)}
 
 
 class _Notes(Mapping[str, "Note"]):

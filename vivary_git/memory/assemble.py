@@ -25,27 +25,44 @@ import hashlib
 import os
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
 from vivary_git.errors import RefusedError
 from vivary_git.escape import text as shown
+from vivary_git.memory.localfiles import TREES
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
     from vivary_git.memory.bm25 import LexicalIndex
+    from vivary_git.memory.config import MemoryConfig
     from vivary_git.memory.embed import Embedder
-    from vivary_git.memory.local import Entry, LocalMemory, Manifest
+    from vivary_git.memory.localfiles import Entry, Manifest
     from vivary_git.memory.snapshot import MemorySnapshot
+    from vivary_git.memory.state import StateStore
     from vivary_git.parallel import Background
+    from vivary_git.workspace import Workspace
 
 __all__ = ["EXACT_LIMIT", "Assembled", "ExactIndex", "assemble", "index_command"]
 
+
+class Memory(Protocol):
+    """What assembling needs of the local memory (`local.LocalMemory`): its workspace, config, dataset
+    and state folder."""
+
+    @property
+    def ws(self) -> Workspace: ...
+    @property
+    def cfg(self) -> MemoryConfig: ...
+    @property
+    def dataset(self) -> str: ...
+    @property
+    def store(self) -> StateStore: ...
+
 EXACT_LIMIT = 20_000
-TREES = "trees"
 _KEEP = 4
 _FORMAT = 1
 _TREE_MANIFEST = "manifest.json"
@@ -121,7 +138,7 @@ class ExactIndex:
         return labels, distances
 
 
-def index_command(memory: LocalMemory) -> str:
+def index_command(memory: Memory) -> str:
     """The `index` command that embeds what a recall of this source lacks (the rev as typed, escaped)."""
     source = memory.ws.source
     if source.kind == "rev":
@@ -132,11 +149,11 @@ def index_command(memory: LocalMemory) -> str:
     return "git vivary index --yes"
 
 
-def assemble(memory: LocalMemory, snap: MemorySnapshot, manifest: Manifest | None,
+def assemble(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None,
              loading: Background[Embedder]) -> tuple[Assembled, Embedder]:
     """The index of `snap` from stored vectors (kept under `trees/`), or `RefusedError` naming how many
     notes have no vector and the command that embeds them."""
-    from vivary_git.memory.local import EMBED_FORMAT, MANIFEST, _digest, embed_text
+    from vivary_git.memory.localfiles import EMBED_FORMAT, MANIFEST, _digest, embed_text
     from vivary_git.memory.provider import state_dir
     from vivary_git.memory.snapshot import packets
     from vivary_git.memory.state import LocalStateStore
@@ -172,7 +189,7 @@ def assemble(memory: LocalMemory, snap: MemorySnapshot, manifest: Manifest | Non
 
     import numpy as np
 
-    from vivary_git.memory.local import Entry
+    from vivary_git.memory.localfiles import Entry
 
     # One row per note, in id order (two notes with the same text each get theirs: a label is one note).
     vectors = np.ascontiguousarray(np.stack([rows[k] for k in keys]).astype("<f4")) if keys \
@@ -202,9 +219,9 @@ def assemble(memory: LocalMemory, snap: MemorySnapshot, manifest: Manifest | Non
     return Assembled(index=index, entries=entries, lexical=lexical, search=search), embedder
 
 
-def _refusal(memory: LocalMemory, snap: MemorySnapshot, manifest: Manifest | None, has_manifest: bool,
+def _refusal(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None, has_manifest: bool,
              lacking: int, total: int, elsewhere: int) -> str:
-    from vivary_git.memory.local import STATE_FORMAT
+    from vivary_git.memory.localfiles import STATE_FORMAT
 
     location = memory.store.location
     if manifest is not None and manifest.format == STATE_FORMAT:
@@ -238,7 +255,7 @@ def _load(cache: Any, snap: MemorySnapshot, embedder: Embedder) -> Assembled | N
 
     from vivary_git.memory.bm25 import LEXICAL_FORMAT
     from vivary_git.memory.bm25 import decode as decode_lexical
-    from vivary_git.memory.local import EMBED_FORMAT, Entry
+    from vivary_git.memory.localfiles import EMBED_FORMAT, Entry
 
     raw = cache.get(_TREE_MANIFEST)
     if raw is None:
@@ -285,7 +302,7 @@ def _load(cache: Any, snap: MemorySnapshot, embedder: Embedder) -> Assembled | N
 def _lexical(store: Any, rendered: list[tuple[Any, str]], digests: list[str]) -> bytes:
     """The BM25 index of these packets, from the local index's term counts where it has them."""
     from vivary_git.memory.bm25 import LEXICAL_FORMAT, Tokenizer, build
-    from vivary_git.memory.local import TERMS, TermCache, _decode
+    from vivary_git.memory.localfiles import TERMS, TermCache, _decode
 
     cache: TermCache | None = _decode(store.get(TERMS), TermCache)
     known = cache.counts if cache is not None and cache.format == LEXICAL_FORMAT else {}
@@ -307,7 +324,7 @@ def _hnsw(vectors: npt.NDArray[np.float32]) -> bytes:
     import hnswlib
     import numpy as np
 
-    from vivary_git.memory.local import HNSW_EF, HNSW_EF_CONSTRUCTION, HNSW_M
+    from vivary_git.memory.localfiles import HNSW_EF, HNSW_EF_CONSTRUCTION, HNSW_M
 
     index: Any = hnswlib.Index(space="ip", dim=int(vectors.shape[1]))
     index.init_index(max_elements=max(len(vectors), 1), M=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION,
@@ -326,7 +343,7 @@ def _load_hnsw(data: bytes, dim: int, cache: Any) -> Any:
 
     import hnswlib
 
-    from vivary_git.memory.local import HNSW_EF
+    from vivary_git.memory.localfiles import HNSW_EF
 
     index: Any = hnswlib.Index(space="ip", dim=dim)
     path = cache.local_path(_HNSW)

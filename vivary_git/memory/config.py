@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MEMORY_FILE",
     "CogneeConfig",
+    "DreamConfig",
     "LocalConfig",
     "MemoryConfig",
     "MemoryFile",
@@ -95,6 +96,18 @@ class RememberConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     durability: Durability = "working"  # the default tier of a new memory
 
 
+class DreamConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`[memory.dream]`: the optional chat provider that can resolve dream tasks (`dream --use-chat`). Off by
+    default; it sends the task's source memories to `url`, so it also needs `allow_network = true`."""
+
+    chat: Literal["none", "openai-compatible"] = "none"
+    url: str = ""  # the API base, e.g. "http://127.0.0.1:11434/v1" (POST {url}/chat/completions)
+    model: str = ""
+    api_key_env: str = ""  # the NAME of the variable holding the key ("" for none)
+    allow_network: bool = False
+    timeout: float = 60.0
+
+
 class MemorySection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     enabled: bool = False
     mode: Mode = "none"
@@ -103,6 +116,7 @@ class MemorySection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     local: LocalConfig = LocalConfig()
     cognee: CogneeConfig = CogneeConfig()
     remember: RememberConfig = RememberConfig()
+    dream: DreamConfig = DreamConfig()
 
 
 class MemoryFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -277,6 +291,7 @@ def _check_semantics(m: MemorySection, name: str, text: str) -> None:
                 "non-empty gitignore-style pattern per entry (no line breaks); split or remove it"
             )
     _check_remember(m.remember, name, text)
+    _check_dream(m.dream, name, text)
     env = m.cognee.api_key_env
     if env and not _ENV_NAME.match(env):
         raise ConfigError(
@@ -313,6 +328,21 @@ def _check_remember(r: RememberConfig, name: str, text: str) -> None:
             f"{_where(name, text, 'similarity')}: `memory.remember.similarity = {r.similarity}` must be a cosine "
             "above 0 and at most 1 (default 0.92; 1 blocks only identical memories)"
         )
+
+
+def _check_dream(d: DreamConfig, name: str, text: str) -> None:
+    if d.api_key_env and not _ENV_NAME.match(d.api_key_env):
+        raise ConfigError(
+            f"{_where(name, text, 'api_key_env')}: `memory.dream.api_key_env` must be the NAME of an environment "
+            "variable (letters, digits, `_`), for example \"LLM_API_KEY\", not the key itself"
+        )
+    if d.url and not re.match(r"\Ahttps?://[^\s/@]+(?:/[^\s]*)?\Z", d.url):
+        raise ConfigError(f"{_where(name, text, 'url')}: `memory.dream.url` must be an http(s) URL without "
+                          "credentials, e.g. \"http://127.0.0.1:11434/v1\"")
+    if d.chat != "none" and (not d.url or not d.model):
+        raise ConfigError(f"{_where(name, text, 'chat')}: `memory.dream.chat = {d.chat!r}` needs `url` and `model`")
+    if not 0 < d.timeout <= 600:
+        raise ConfigError(f"{_where(name, text, 'timeout')}: `memory.dream.timeout` must be 1 to 600 seconds")
 
 
 def load_memory_config(ws: Opened) -> MemoryConfig:

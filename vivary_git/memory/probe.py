@@ -113,6 +113,16 @@ class Probe:
             return Duplicate(c.id, c.path, c.title, c.text[:_SHOWN], round(score, 4), "cosine")
         return None
 
+    def vectors(self, texts: list[str]) -> Any:
+        """Unit vectors of `texts` (cached as the probe's own), or None without an embedder (dream's clustering)."""
+        embedder = self._get_embedder()
+        if embedder is None:
+            return None
+        with self._lock:
+            got = self._vectors(embedder, texts) if texts else None
+            self._save()
+        return got
+
     def _vectors(self, embedder: Embedder, texts: list[str]) -> Any:
         import numpy as np
 

@@ -64,6 +64,7 @@ class Remembered(msgspec.Struct, frozen=True, omit_defaults=True):
     links: list[EdgeRef] | None = None  # add: the edges the new memory starts with
     blob: str | None = None  # the note's new Git blob id
     message: str | None = None
+    dream_due: str | None = None  # said when a dream is due (docs/dream.md)
 
 
 class View:
@@ -282,9 +283,9 @@ def add(
     probe = probe or Probe(view.cfg.memory.remember.similarity)
     dup = None if force else probe.check(text, _candidates(view))
     if dup is not None:
-        return Remembered(ok=False, op="add", changed=False, probe=dup.method, duplicate=dup, message=(
+        return _logged(view, Remembered(ok=False, op="add", changed=False, probe=dup.method, duplicate=dup, message=(
             f"not added: memory {dup.id!r} already says this (similarity {dup.score:.2f} by {dup.method}); "
-            "update that one, or add with force to keep both"))
+            "update that one, or add with force to keep both")), [])
     cfg = view.ws.config
     from vivary_git.graph import node_id
 
@@ -326,9 +327,21 @@ def add(
 
     result = _commit(view, plan, lambda p: write.message("add", chosen["id"], title, source))
     assert result is not None
-    return Remembered(ok=True, op="add", changed=True, id=chosen["id"], path=chosen["path"], title=title,
+    done = Remembered(ok=True, op="add", changed=True, id=chosen["id"], path=chosen["path"], title=title,
                       commit=result.commit, ref=result.ref, probe=probe.method if not force else None, blob=result.blob,
                       links=[EdgeRef(chosen["id"], f, t) for f, t in targets] or None)
+    return _logged(view, done, [chosen["id"]] if type_name == MEMORY_TYPE else [])
+
+
+def _logged(view: View, result: Remembered, ids: Sequence[str]) -> Remembered:
+    """Count a memory event toward the next dream (docs/dream.md) and say when one is due."""
+    from vivary_git.memory.accesslog import log_for
+
+    log = log_for(view.ws)
+    if ids:
+        log.record(result.op, ids)
+    hint = log.due().hint
+    return msgspec.structs.replace(result, dream_due=hint) if hint else result
 
 
 class _FakeNode:
@@ -395,10 +408,10 @@ def update(
     changes = ", ".join(k for k, v in (("text", text), ("tags", tags), ("durability", durability)) if v is not None)
     result = _commit(view, plan, lambda p: write.message("update", node.id, changes, source))
     if result is None:
-        return Remembered(ok=True, op="update", changed=False, id=node.id, path=node.path,
-                          message="already so: nothing was committed")
-    return Remembered(ok=True, op="update", changed=True, id=node.id, path=node.path, commit=result.commit,
-                      ref=result.ref, blob=result.blob)
+        return _logged(view, Remembered(ok=True, op="update", changed=False, id=node.id, path=node.path,
+                                        message="already so: nothing was committed"), [])
+    return _logged(view, Remembered(ok=True, op="update", changed=True, id=node.id, path=node.path,
+                                    commit=result.commit, ref=result.ref, blob=result.blob), [node.id])
 
 
 def _spec(view: View, node: MemoryNode | _FakeNode, field: str) -> Any:
@@ -487,7 +500,8 @@ def _relink(view: View, source_ref: str, field: str, target_ref: str, *, add: bo
     result = _commit(view, plan, lambda p: write.message(op, node.id, f"{field} -> {target.id}", source))
     edge = EdgeRef(node.id, field, target.id)
     if result is None:
-        return Remembered(ok=True, op=op, changed=False, id=node.id, path=node.path, edge=edge,
-                          message="already so: nothing was committed")
-    return Remembered(ok=True, op=op, changed=True, id=node.id, path=node.path, edge=edge, commit=result.commit,
-                      ref=result.ref, blob=result.blob)
+        return _logged(view, Remembered(ok=True, op=op, changed=False, id=node.id, path=node.path, edge=edge,
+                                        message="already so: nothing was committed"), [])
+    memories = [n.id for n in (node, target) if n.type == MEMORY_TYPE]
+    return _logged(view, Remembered(ok=True, op=op, changed=True, id=node.id, path=node.path, edge=edge,
+                                    commit=result.commit, ref=result.ref, blob=result.blob), memories)

@@ -28,8 +28,6 @@ holds it is public).
 from __future__ import annotations
 
 import hashlib
-import math
-import struct
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -37,6 +35,13 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from vivary_git.escape import text as shown
+from vivary_git.memory.vectorvalue import (
+    _LEVELS,
+    _SCALE,
+    KIND,
+    VECTOR_FORMAT,
+    value_problem,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -60,15 +65,6 @@ __all__ = [
     "vector_key",
 ]
 
-KIND = "vectors"  # the chunk kind in refs/vivary/cache
-VECTOR_FORMAT = 1  # bump when the encoding below changes: it is in every key, so old vectors are never misread
-MAX_DIM = 4096
-_SCALE = struct.Struct("<f")
-_LEVELS = 127
-# A unit vector of `dim` components has its largest at least 1/sqrt(dim) and at most 1: its scale is in
-# [1 / (127 sqrt(MAX_DIM)), 1/127], with room for rounding.
-_MIN_SCALE = 1.0 / (_LEVELS * math.sqrt(MAX_DIM)) * 0.99
-_MAX_SCALE = 1.0 / _LEVELS * 1.01
 # |quantised vector| - 1: rounding 384 components by at most half a step moves the length by ~1e-3.
 _NORM_TOLERANCE = 0.05
 
@@ -78,23 +74,6 @@ def vector_key(model_id: str, embed_format: int, text: str) -> str:
     h = hashlib.sha256(f"vivary-vector\0{VECTOR_FORMAT}\0{model_id}\0{embed_format}\0".encode())
     h.update(text.encode("utf-8", "surrogateescape"))
     return h.hexdigest()[:40]
-
-
-def value_problem(value: bytes) -> str | None:
-    """What makes `value` not a stored vector, or None. Pure Python, no numpy: cheap enough to run on
-    every vector `sync fetch` adopts (a C-level scan of the bytes, one float unpacked)."""
-    dim = len(value) - _SCALE.size
-    if not 1 <= dim <= MAX_DIM:
-        return f"is {len(value)} bytes, not a scale and 1 to {MAX_DIM} components"
-    (scale,) = _SCALE.unpack_from(value)
-    if not (math.isfinite(scale) and _MIN_SCALE <= scale <= _MAX_SCALE):
-        return "has a scale out of range"
-    codes = value[_SCALE.size:]
-    if b"\x80" in codes:
-        return "holds the code -128, which is never written"
-    if b"\x7f" not in codes and b"\x81" not in codes:
-        return "has no component at full scale (+-127)"
-    return None
 
 
 def quantize(vectors: npt.NDArray[np.float32]) -> list[bytes]:
@@ -285,7 +264,7 @@ class IndexSharing:
         self._indexed = self._indexed_nodes()
 
     def key(self, packet: str) -> str:
-        from vivary_git.memory.local import embed_text
+        from vivary_git.memory.localfiles import embed_text
 
         return vector_key(self.embedder.model_id, self.embed_format, embed_text(packet))
 
@@ -352,7 +331,7 @@ class IndexSharing:
 
     def _indexed_nodes(self) -> set[str] | None:
         """The node ids of the index before this run (None when that cannot be read)."""
-        from vivary_git.memory.local import ENTRIES, Entries, _decode
+        from vivary_git.memory.localfiles import ENTRIES, Entries, _decode
 
         data = self.store.get(ENTRIES)
         if data is None:
@@ -366,7 +345,7 @@ class IndexSharing:
         import shutil
         from pathlib import Path
 
-        from vivary_git.memory.assemble import TREES
+        from vivary_git.memory.localfiles import TREES
 
         base = getattr(self.store, "directory", None)  # the local backend's folder
         folder = Path(base) / TREES if base is not None else None
@@ -391,7 +370,7 @@ def local_rows(store: StateStore, model_id: str, dim: int, embed_format: int,
     is absent, damaged or from another model."""
     import numpy as np
 
-    from vivary_git.memory.local import VECTOR_META, VECTORS, VectorMeta, _decode, _sha
+    from vivary_git.memory.localfiles import VECTOR_META, VECTORS, VectorMeta, _decode, _sha
 
     meta: VectorMeta | None = _decode(store.get(VECTOR_META), VectorMeta)
     raw = store.get(VECTORS)

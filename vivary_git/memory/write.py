@@ -31,7 +31,8 @@ import msgspec
 from vivary_git import git
 from vivary_git.errors import GitError, RefusedError
 
-__all__ = ["Base", "CommitResult", "Planned", "commit_note", "message", "one_line", "target_ref"]
+__all__ = ["Base", "Change", "ChangesResult", "CommitResult", "Planned", "commit_changes", "commit_note", "message",
+           "one_line", "target_ref"]
 
 _ZERO = "0" * 40
 _ATTEMPTS = 64
@@ -55,6 +56,31 @@ class CommitResult(msgspec.Struct, frozen=True):
 class Planned(msgspec.Struct, frozen=True):
     path: str  # repository-relative
     content: bytes
+
+
+class Change(msgspec.Struct, frozen=True):
+    path: str  # repository-relative
+    content: bytes | None  # None: the path is removed
+
+
+class ChangesResult(msgspec.Struct, frozen=True):
+    commit: str
+    parent: str | None
+    ref: str
+    blobs: dict[str, str | None]  # repository-relative path -> its new blob id (None: removed)
+    checked_out: bool
+    attempts: int
+
+
+def _pause(point: str) -> None:
+    """A test seam: `VIVARY_TEST_PAUSE=POINT` stops here (saying so on stderr) so a test can kill the process
+    at a known place and prove that nothing half-written is left. Never set outside tests."""
+    if os.environ.get("VIVARY_TEST_PAUSE") == point:
+        import sys
+
+        sys.stderr.write(f"vivary: paused at {point}\n")
+        sys.stderr.flush()
+        time.sleep(120)
 
 
 def one_line(text: str, limit: int) -> str:
@@ -242,6 +268,60 @@ def commit_note(
             return CommitResult(commit=new, parent=old, ref=ref, path=planned.path, blob=blob,
                                 checked_out=checked_out, attempts=attempt)
     raise GitError(f"{ref} kept moving while the memory was being committed ({_ATTEMPTS} attempts); try again")
+
+
+def commit_changes(
+    repo: git.Repo,
+    *,
+    ref: str,
+    checked_out: bool,
+    plan: Callable[[Base], list[Change] | None],
+    make_message: Callable[[list[Change]], str],
+) -> ChangesResult | None:
+    """Commit several paths at once (a dream resolution: the super node and its sources), as one commit:
+    all of them or none. As `commit_note`: planned on the tip, retried on a new tip, refused when the user
+    changed one of the paths, then put into the user's index and work tree."""
+    with _LOCK:
+        for attempt in range(1, _ATTEMPTS + 1):
+            old = _tip(repo, ref)
+            base = Base(repo, old, checked_out)
+            changes = plan(base)
+            if not changes:
+                return None
+            for change in changes:
+                if base.user_changed(change.path):
+                    raise RefusedError(
+                        f"{change.path} has changes of yours that are not committed (staged or in the working "
+                        "tree); commit or stash them first, then try again: a memory write never overwrites your work"
+                    )
+            tree = base.tree
+            blobs: dict[str, str | None] = {}
+            for change in changes:
+                blob = None if change.content is None else str(repo.repo.create_blob(change.content))
+                blobs[change.path] = blob
+                tree_id = _tree_with(repo, tree, change.path.split("/"), blob) or _empty_tree(repo)
+                tree = repo.repo[tree_id]
+            args = ["commit-tree", str(tree.id) if tree is not None else _empty_tree(repo)]
+            if old is not None:
+                args += ["-p", old]
+            text = make_message(changes)
+            proc = repo.git(args, input=text.encode("utf-8"), check=False)
+            if proc.returncode != 0:
+                said = proc.stderr.decode("utf-8", "replace").strip()
+                raise GitError(f"could not commit the memory change: {said}")
+            new = proc.stdout.decode().strip()
+            _pause("before-ref")
+            cas = repo.git(["update-ref", "-m", f"vivary: {one_line(text, 100)}", ref, new, old or _ZERO],
+                           check=False)
+            if cas.returncode != 0:
+                time.sleep(random.uniform(0.001, 0.02) * min(attempt, 8))
+                continue
+            if checked_out:
+                for change in changes:
+                    _sync_user(repo, Planned(change.path, change.content or b""), blobs[change.path])
+            return ChangesResult(commit=new, parent=old, ref=ref, blobs=blobs, checked_out=checked_out,
+                                 attempts=attempt)
+    raise GitError(f"{ref} kept moving while the memory change was being committed ({_ATTEMPTS} attempts); try again")
 
 
 def _sync_user(repo: git.Repo, planned: Planned, blob: str | None) -> None:

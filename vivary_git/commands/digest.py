@@ -1,0 +1,48 @@
+"""`git vivary digest`: write MEMORY.md from the pinned and durable memories, or say whether it is stale."""
+
+from __future__ import annotations
+
+import argparse
+
+from vivary_git.commands._common import add_json_arg, emit_json
+from vivary_git.errors import EXIT_FINDINGS, EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "digest", help="write the private MEMORY.md digest of pinned and durable memories (or --check it)",
+        description="Regenerate the digest block of MEMORY.md at the workspace root from the pinned and durable "
+        "memories and the onboarding profile in USER.md, most important first, at most 200 lines and 12 KiB. "
+        "MEMORY.md is private: never indexed, cached or committed (refused while Git tracks it; a rule in "
+        ".git/info/exclude is added when nothing ignores it). Text outside the digest's markers is kept. "
+        "--check writes nothing and exits 1 when the file is missing or stale. Exit 0; 1 stale (--check); 2 usage "
+        "or config error; 3 refused. docs/dream.md.",
+    )
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 when MEMORY.md is missing or stale")
+    p.add_argument("--root", metavar="DIR", help="workspace directory (default: nearest folder with tropo.toml)")
+    p.add_argument("-C", dest="cwd", metavar="PATH", help="run as if started in PATH")
+    add_json_arg(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from vivary_git.memory import digest
+    from vivary_git.memory.config import load_memory_config
+    from vivary_git.workspace import open_workspace
+
+    ws = open_workspace(args.cwd, root=args.root)
+    cfg = load_memory_config(ws)
+    report = digest.check(ws, cfg) if args.check else digest.write(ws, cfg)
+    if args.json:
+        emit_json(report)
+    elif args.check:
+        print(f"vivary digest: {report.path} is {report.state} ({report.entries} memories"
+              + (f", {report.omitted} left out by the bound" if report.omitted else "") + ")"
+              + ("" if report.ok else "; run `git vivary digest` to write it"))
+    else:
+        print(f"vivary digest: {report.path} {report.state} ({report.entries} memories"
+              + (f", {report.omitted} left out by the bound" if report.omitted else "")
+              + (", with your profile" if report.profile else "") + f"; {report.lines} lines, {report.bytes} bytes)")
+        if report.excluded:
+            print(f"vivary digest: added {report.path} to .git/info/exclude so Git ignores it")
+    return EXIT_OK if report.ok else EXIT_FINDINGS
