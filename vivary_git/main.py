@@ -19,7 +19,7 @@ from vivary_git.escape import text
 COMMANDS = (
     "check", "graph", "blast", "query", "find", "recall", "index", "forget", "privacy", "doctor", "init",
     "capabilities", "hooks", "ci", "sync", "cache", "mcp", "remember", "log", "bootstrap-host", "host-status",
-    "onboard",
+    "onboard", "refresh",
 )
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "MemorySection",
     "PrivacyConfig",
     "RememberConfig",
+    "SourcesConfig",
     "load_memory_config",
     "parse_memory_config",
 ]
@@ -80,6 +81,17 @@ class RememberConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     durability: Durability = "working"  # the default tier of a new memory
 
 
+class SourcesConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`[memory.sources]`: source anchors (`remember --file/--folder/--url`, docs/remember.md)."""
+
+    allow_network: bool = False  # URLs are fetched only with this and `--allow-network`
+    allow_private_addresses: bool = False  # loopback, private and link-local addresses (an intranet)
+    timeout: float = 20.0  # seconds for one whole fetch, redirects included
+    max_fetch_bytes: int = 10 * 1024 * 1024  # a page's body, read no further
+    max_redirects: int = 5
+    max_text: int = 50_000  # characters of extracted text kept in an anchor note
+
+
 class MemorySection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     enabled: bool = False
     mode: Mode = "none"
@@ -88,6 +100,7 @@ class MemorySection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     local: LocalConfig = LocalConfig()
     cognee: CogneeConfig = CogneeConfig()
     remember: RememberConfig = RememberConfig()
+    sources: SourcesConfig = SourcesConfig()
 
 
 class MemoryFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -260,6 +273,7 @@ def _check_semantics(m: MemorySection, name: str, text: str) -> None:
                 "non-empty gitignore-style pattern per entry (no line breaks); split or remove it"
             )
     _check_remember(m.remember, name, text)
+    _check_sources(m.sources, name, text)
     env = m.cognee.api_key_env
     if env and not _ENV_NAME.match(env):
         raise ConfigError(
@@ -296,6 +310,18 @@ def _check_remember(r: RememberConfig, name: str, text: str) -> None:
             f"{_where(name, text, 'similarity')}: `memory.remember.similarity = {r.similarity}` must be a cosine "
             "above 0 and at most 1 (default 0.92; 1 blocks only identical memories)"
         )
+
+
+_SOURCE_BOUNDS = (("timeout", 0.1, 300.0), ("max_fetch_bytes", 1024, 256 * 1024 * 1024),
+                  ("max_redirects", 0, 20), ("max_text", 1000, 1_000_000))
+
+
+def _check_sources(s: SourcesConfig, name: str, text: str) -> None:
+    for key, low, high in _SOURCE_BOUNDS:
+        value = getattr(s, key)
+        if not low <= value <= high:
+            raise ConfigError(f"{_where(name, text, key)}: `memory.sources.{key} = {value}` must be between "
+                              f"{low:,} and {high:,}")
 
 
 def load_memory_config(ws: Workspace) -> MemoryConfig:
