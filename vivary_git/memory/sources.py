@@ -292,9 +292,13 @@ def _lead(text: str) -> str:
     if body and body[0].strip() == "---":  # a Markdown file's own frontmatter is not its words
         end = next((i for i in range(1, len(body)) if body[i].strip() in ("---", "...")), 0)
         body = body[end + 1:]
+    seen_h1 = False
     for line in body:
         s = line.strip()
         if not s or s == "---" or s.startswith(("```", "~~~", "<!--", "|")):
+            continue
+        if s.startswith("# ") and not seen_h1:  # the title, which the description names already
+            seen_h1 = True
             continue
         lines.append(s.lstrip("#>*- ").strip())
         if sum(len(x) for x in lines) > 240:
@@ -620,7 +624,7 @@ def _existing(view: View, anchor: str, target: str) -> MemoryNode | None:
 
 
 def _refuse_secrets_in(data: _Data, title: str, description: str, tags: Sequence[str]) -> None:
-    refuse_secrets([("title", title), ("description", description), *(("tag", t) for t in tags), *data.scan])
+    refuse_secrets([*data.scan, ("title", title), ("description", description), *(("tag", t) for t in tags)])
 
 
 def _result(data: _Data, op: str, node_id: str, path: str, title: str, **kw: Any) -> Anchored:
