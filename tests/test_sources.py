@@ -501,3 +501,33 @@ def test_mcp_add_remembers_a_file_and_search_finds_it_at_once(repo: Repo) -> Non
     with pytest.raises(Exception, match="give one of file, folder or url"):
         service.anchor()
     service.close()
+
+
+def test_the_mcp_add_tool_takes_a_file_or_folder(repo: Repo) -> None:
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    import asyncio
+
+    from mcp import Client
+
+    from vivary_git.mcp.server import build_server
+    from vivary_git.mcp.service import MemoryService
+
+    _seed(repo)
+    repo.write({"drafts/plan.md": f"# Plan\n\n{CANARY}\n"})
+    server = build_server(MemoryService(repo.path))
+
+    async def session() -> tuple[Any, Any, Any]:
+        async with Client(server) as client:
+            doc = await client.call_tool("add", {"file": "docs/deploy.md", "text": "How we ship releases"})
+            folder = await client.call_tool("add", {"folder": "docs", "tags": ["docs"]})
+            private = await client.call_tool("add", {"file": "drafts/plan.md"})
+            return doc, folder, private
+
+    doc, folder, private = asyncio.run(session())
+    assert not doc.is_error and doc.structured_content["anchor"] == "file"
+    assert _note(repo, doc.structured_content)[0]["description"] == "How we ship releases"
+    assert not folder.is_error and folder.structured_content["kind"] == "source_collection"
+    assert private.is_error
+    said = " ".join(getattr(c, "text", "") for c in private.content)
+    assert "drafts/plan.md is private (.gitignore:1:drafts/)" in said
+    _assert_nowhere(repo, CANARY, said, json.dumps(doc.structured_content), json.dumps(folder.structured_content))
