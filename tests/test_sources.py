@@ -531,3 +531,39 @@ def test_the_mcp_add_tool_takes_a_file_or_folder(repo: Repo) -> None:
     said = " ".join(getattr(c, "text", "") for c in private.content)
     assert "drafts/plan.md is private (.gitignore:1:drafts/)" in said
     _assert_nowhere(repo, CANARY, said, json.dumps(doc.structured_content), json.dumps(folder.structured_content))
+
+
+def test_private_text_reaches_no_commit_cache_ref_memory_index_or_recall(repo: Repo, cli: Any) -> None:
+    """End to end: anchors made and refused, then the tree recorded in refs/vivary/cache and indexed by
+    the local semantic memory; the private files' canary is in none of it."""
+    import importlib.util
+
+    from vivary_git.memory.embed import embedder_status
+
+    if embedder_status() != "available" or importlib.util.find_spec("hnswlib") is None:
+        pytest.skip("needs the [embed] extra")
+    word = "zqxanchorcanary"  # one token, so a BM25 or packet copy of it would be found
+    _seed(repo, {".vivary/memory.toml": '[memory]\nenabled = true\nprovider = "vivary-local"\n'})
+    repo.write({"drafts/plan.md": f"# Plan\n\n{word} rotate keys\n", ".env": f"TOKEN={word}\n",
+                "USER.md": f"# Me\n\n{word}\n", "build.log": f"{word}\n"})
+    said = []
+    for args in (("--file", "drafts/plan.md"), ("--file", ".env"), ("--file", "USER.md"), ("--file", "build.log"),
+                 ("--folder", "drafts")):
+        r = cli("remember", *args, cwd=repo.path)
+        assert r.code == 3, (args, r.err)
+        said += [r.out, r.err]
+    for args in (("--folder", "."), ("--file", "docs/deploy.md")):
+        r = cli("remember", *args, "--json", cwd=repo.path)
+        assert r.code == 0, r.err
+        said += [r.out, r.err]
+    assert cli("graph", "--rev", "HEAD", "--json", cwd=repo.path).code == 0
+    assert repo.git("rev-parse", "--verify", "-q", "refs/vivary/cache").strip()  # the shared cache was written
+    r = cli("index", "--yes", cwd=repo.path)
+    assert r.code == 0, r.err
+    found = cli("recall", "blue green deploy rollback", "--json", cwd=repo.path)
+    assert found.code == 0, found.err
+    assert "memories/anchors/deploy-runbook" in [h["node_id"] for h in found.json()]  # anchors are indexed
+    hits = cli("recall", f"{word} rotate keys", "--json", cwd=repo.path)
+    assert hits.code == 0, hits.err
+    said += [r.out, r.err, hits.out, hits.err]
+    _assert_nowhere(repo, word, *said)

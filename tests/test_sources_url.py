@@ -110,7 +110,7 @@ def _handler(site: Site) -> type[http.server.BaseHTTPRequestHandler]:
                 site.sent[name] = sent
                 site.done.setdefault(name, threading.Event()).set()
 
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        def do_GET(self) -> None:
             site.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
             path = self.path
             if path == "/page":
@@ -212,7 +212,7 @@ def test_redirects_are_followed_and_recorded_and_no_cookie_or_credential_is_sent
     _seed(repo)
     r = _remember(cli, repo, site.url("/r1"))
     assert r.code == 0, r.err
-    fields, text = _note(repo, r.json())
+    fields, _text = _note(repo, r.json())
     assert fields["url"] == site.url("/r1") and fields["final_url"] == site.url("/page")
     assert site.paths() == ["/r1", "/r2", "/page"]
     for _path, headers in site.requests:

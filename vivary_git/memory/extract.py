@@ -161,6 +161,10 @@ def extract(data: bytes, fmt: str, *, limit: int, what: str, charset: str | None
 
 def _html(data: bytes, *, limit: int, what: str, charset: str | None, url: str | None) -> Extracted:
     trafilatura = _need("trafilatura", f"HTML ({what})")
+    import logging
+
+    for name in ("trafilatura", "htmldate", "courlan", "justext"):  # their notes on odd pages are not ours to print
+        logging.getLogger(name).setLevel(logging.ERROR)
     # A charset the server declared wins; otherwise trafilatura reads the bytes (meta tag, detection).
     source: str | bytes = _decode(data, charset) if charset else data
     try:
