@@ -567,3 +567,22 @@ def test_private_text_reaches_no_commit_cache_ref_memory_index_or_recall(repo: R
     assert hits.code == 0, hits.err
     said += [r.out, r.err, hits.out, hits.err]
     _assert_nowhere(repo, word, *said)
+
+
+def test_odd_names_are_refused_as_targets_and_escaped_in_a_folder_listing(repo: Repo, cli: Any) -> None:
+    _seed(repo)
+    odd = os.fsencode(str(repo.path / "odd")) + b"/caf\xe9.txt"
+    os.makedirs(repo.path / "odd")
+    with open(odd, "wb") as fh:
+        fh.write(b"latin name\n")
+    (repo.path / "odd" / "two\nlines.txt").write_text("x\n")
+    head = repo.git("rev-parse", "HEAD").strip()
+    for given in (os.fsdecode(b"odd/caf\xe9.txt"), "odd/two\nlines.txt"):
+        r = cli("remember", "--file", given, cwd=repo.path)
+        assert r.code == 2 and "is not plain UTF-8 text" in r.err and "Traceback" not in r.err
+    assert repo.git("rev-parse", "HEAD").strip() == head
+    r = cli("remember", "--folder", "odd", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    text = _note(repo, r.json())[1]
+    assert "```text\ncaf\\xe9.txt\n```" in text  # a byte that is not UTF-8, escaped as Git would
+    assert "lines.txt" not in text and "1 private entry is not listed" in text  # a line break: held back

@@ -172,6 +172,18 @@ def _locate(view: View, given: str, base: Path, want: str) -> tuple[str, Path]:
             f"{given} is outside this repository ({top}); an anchor records a {want} of the repository, whose "
             "privacy Git's ignore rules can decide: copy it in, or remember a web page with --url"
         ) from None
+    for part in rel_parts:
+        try:
+            part.encode("utf-8")
+            plain = part.isprintable()
+        except UnicodeEncodeError:
+            plain = False
+        if not plain:
+            from vivary_git.escape import text as shown
+
+            raise UsageError(f"{shown(given)}: the name {shown(part)!s} is not plain UTF-8 text (it has bytes that are "
+                             "not UTF-8, or a line break or control character); an anchor records its path in a note: "
+                             "rename it")
     here = top
     for n, part in enumerate(rel_parts):
         here = here / part
