@@ -439,10 +439,14 @@ def _url_title(url: str) -> str:
 
 
 def _normal_url(url: str) -> str:
-    parts = urllib.parse.urlsplit(url.strip())
+    try:
+        parts = urllib.parse.urlsplit(url.strip())
+        port = parts.port
+    except ValueError:  # a note edited by hand: compared as written
+        return url.strip()
     netloc = (parts.hostname or "").lower()
-    if parts.port and parts.port != {"http": 80, "https": 443}.get(parts.scheme.lower()):
-        netloc += f":{parts.port}"
+    if port and port != {"http": 80, "https": 443}.get(parts.scheme.lower()):
+        netloc += f":{port}"
     return urllib.parse.urlunsplit((parts.scheme.lower(), netloc, parts.path or "/", parts.query, ""))
 
 
@@ -564,8 +568,9 @@ def _folder_data(view: View, rel: str, full: Path, display: str) -> _Data:
                         f"{n} without extension" if k == "(no extension)" else f"{n} .{k}" for k, n in ordered)
     name = rel.rsplit("/", 1)[-1] if rel else _workdir(view).name
     where = f"Folder `{rel}`" if rel else "The repository's top folder"
-    total = f"more than {len(public):,}" if more else f"{len(public):,}"
-    intro = f"{where} ({klass}): {total} entries at its top" + (f" — {summary}" if summary else "") + "."
+    total = (f"more than {len(public):,}" if more else f"{len(public):,}") + \
+        (" entry" if len(public) == 1 and not more else " entries")
+    intro = f"{where} ({klass}): {total} at its top" + (f" — {summary}" if summary else "") + "."
     if markers:
         intro += " Markers: " + ", ".join(f"`{m}`" for m in sorted(markers)) + "."
     if held:
@@ -579,7 +584,7 @@ def _folder_data(view: View, rel: str, full: Path, display: str) -> _Data:
         ("anchor", "folder"), ("anchor_path", rel or "."), ("anchor_class", klass), ("anchor_entries", len(public)),
         ("anchor_markers", sorted(markers)), ("anchor_digest", digest), ("anchor_read_at", _now()),
     ]
-    description = _one_line(f"{klass.capitalize()} folder {rel or name}: {total} entries"
+    description = _one_line(f"{klass.capitalize()} folder {rel or name}: {total}"
                             + (f" ({summary})" if summary else "")
                             + (f"; markers {', '.join(sorted(markers))}" if markers else ""), MAX_DESCRIPTION)
     return _Data(kind=COLLECTION, anchor="folder", target=rel or ".", fields=fields, doc_title="",
