@@ -363,3 +363,33 @@ def test_mcp_add_fetches_a_url_only_when_the_agent_asks(repo: Repo, site: Site) 
     assert got.changed and got.final_url == site.url("/page")
     assert got.id in [h.id for h in service.search("grey heron colonies").results]
     service.close()
+
+
+def test_https_certificates_are_verified(repo: Repo, cli: Any, site: Site, tmp_path: Any) -> None:
+    import shutil
+    import ssl
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl program to make a certificate")
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=127.0.0.1"], check=True, capture_output=True)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(site))
+    server.daemon_threads = True
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(str(cert), str(key))
+    server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    server.handle_error = lambda *a: None  # type: ignore[method-assign]  # the refused handshake, expected
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        _seed(repo)
+        head = repo.git("rev-parse", "HEAD").strip()
+        r = _remember(cli, repo, f"https://127.0.0.1:{server.server_address[1]}/page")
+        assert r.code == 2 and "TLS failed (CERTIFICATE_VERIFY_FAILED)" in r.err, r.err
+        assert repo.git("rev-parse", "HEAD").strip() == head and site.requests == []
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
