@@ -331,6 +331,23 @@ def test_pinned_memories_are_never_compacted(repo: Repo, cli: Any) -> None:
                                    for s in tasks[0]["sources"])
 
 
+def test_source_anchors_are_never_compacted(repo: Repo, cli: Any) -> None:
+    """Anchors hold a source's text and are kept current by `refresh`: a dream leaves them alone however
+    alike they are."""
+    _seed(repo)
+    for i, text in enumerate(DEPLOY):
+        repo.write({f"docs/deploy-{i}.md": f"# Deploy {i}\n\n{text}\n"})
+        repo.git("add", f"docs/deploy-{i}.md")
+        repo.git("commit", "-qm", f"deploy {i}")
+        r = cli("remember", "--file", f"docs/deploy-{i}.md", cwd=repo.path)
+        assert r.code == 0, r.err
+    _remember_all(repo, cli, COFFEE)
+    run = cli("dream", "--json", "--force", cwd=repo.path).json()["run"]
+    assert run["considered"] == len(COFFEE)  # the anchors are not candidates at all
+    assert len(run["tasks"]) == 1 and all("coffee" in s["text"].lower() or "espresso" in s["text"].lower()
+                                          for s in run["tasks"][0]["sources"])
+
+
 # --- the digest ---------------------------------------------------------------------------------
 
 

@@ -98,8 +98,10 @@ def memory_type(folder: str, ids: str) -> TypeDef:
         "durability": FieldSpec("enum", DURABILITY), "observed_at": FieldSpec("datetime"),
         "source": FieldSpec("enum", ("agent", "cli", "dream")),
         # Durability and compaction (docs/dream.md): when an ephemeral memory stops mattering, the
-        # dream pass that archived a memory into a super node, and what a super node compacts.
-        "expires": FieldSpec("string"), "archived": FieldSpec("string"), "kind": FieldSpec("enum", ("super_node",)),
+        # dream pass that archived a memory into a super node, and what a super node compacts. Source
+        # anchors (docs/remember.md) are memories of a file or page, or of a folder.
+        "expires": FieldSpec("string"), "archived": FieldSpec("string"),
+        "kind": FieldSpec("enum", ("super_node", "source_document", "source_collection")),
         **{f: edge for f in MEMORY_EDGE_FIELDS},
     }
     return TypeDef(MEMORY_TYPE, (folder.rstrip("/").rsplit("/", 1)[-1],), {}, optional, open=True)

@@ -16,9 +16,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "staged changes or other edits: `git status` and `git diff --cached` read as before. Refused when the text "
         "looks like a credential, or when an existing memory says the same (cosine >= 0.92 with the local memory "
         "enabled, else the same normalised text) unless --force. Exit 0 added; 2 usage or config error; 3 refused "
-        "(near-duplicate, secret, the note's path changed by you). docs/remember.md.",
+        "(near-duplicate, secret, the note's path changed by you). docs/remember.md. "
+        "With --file, --folder or --url the memory is a source anchor: where something is, not a copy (a file's "
+        "path, blob id and bounded text; a folder's top-level summary; a web page's readable text, fetched only with "
+        "allow_network = true under [memory.sources] and --allow-network). TEXT is then an optional description. "
+        "A private file or folder is refused by name. `git vivary refresh ID` re-reads an anchor.",
     )
-    p.add_argument("text", nargs="+", metavar="TEXT", help="what to remember (words are joined by spaces)")
+    p.add_argument("text", nargs="*", metavar="TEXT", help="what to remember (words are joined by spaces); with an "
+                   "anchor, its description")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--file", metavar="PATH", help="remember where a file of the repository is (and its text)")
+    src.add_argument("--folder", metavar="PATH", help="remember a folder: a summary of its top level")
+    src.add_argument("--url", metavar="URL", help="remember a web page: its readable text, fetched once")
+    p.add_argument("--allow-network", action="store_true",
+                   help="allow --url to fetch (also needs allow_network = true under [memory.sources])")
     p.add_argument("--title", metavar="T", help="its title (default: the first words of TEXT)")
     p.add_argument("--tag", action="append", default=[], metavar="T", help="a tag; repeatable")
     p.add_argument("--type", default="memory", metavar="TYPE", help="its type (default memory)")
@@ -26,7 +37,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="how long it should matter (default: [memory.remember] durability, working)")
     p.add_argument("--link", action="append", default=[], metavar="FIELD:ID",
                    help="an edge from the new memory, e.g. related:deploy-runbook; repeatable")
-    p.add_argument("--force", action="store_true", help="add even when a near-duplicate exists")
+    p.add_argument("--force", action="store_true", help="add even when a near-duplicate exists; for an anchor "
+                   "already remembered, refresh it in place")
     p.add_argument("--root", metavar="DIR", help="workspace directory (default: nearest folder with tropo.toml)")
     p.add_argument("-C", dest="cwd", metavar="PATH", help="run as if started in PATH")
     add_json_arg(p)
@@ -38,6 +50,12 @@ def run(args: argparse.Namespace) -> int:
     from vivary_git.memory.probe_loader import probe_for
     from vivary_git.workspace import open_workspace
 
+    if args.file is not None or args.folder is not None or args.url is not None:
+        return _anchor(args)
+    if not args.text:
+        from vivary_git.errors import UsageError
+
+        raise UsageError("say what to remember (TEXT), or give --file, --folder or --url")
     ws = open_workspace(args.cwd, root=args.root)
     view = remember.open_view(ws)
     result = remember.add(
@@ -56,3 +74,39 @@ def run(args: argparse.Namespace) -> int:
     if result.dream_due and not args.json:
         print(f"vivary remember: {result.dream_due}")
     return EXIT_OK if result.ok else EXIT_REFUSED
+
+
+def _anchor(args: argparse.Namespace) -> int:
+    import sys
+    from pathlib import Path
+
+    from vivary_git.escape import text as shown
+    from vivary_git.memory import remember, sources
+    from vivary_git.workspace import open_workspace
+
+    ws = open_workspace(args.cwd, root=args.root)
+    view = remember.open_view(ws)
+    base = Path(args.cwd or ".")
+    common = {"title": args.title, "description": " ".join(args.text) or None, "tags": args.tag,
+              "durability": args.durability, "links": args.link, "force": args.force, "source": "cli"}
+    if args.type != "memory":
+        from vivary_git.errors import UsageError
+
+        raise UsageError("--type does not apply to --file, --folder or --url: anchors are memories")
+    if args.file is not None:
+        result = sources.remember_file(view, args.file, base=base, **common)
+    elif args.folder is not None:
+        result = sources.remember_folder(view, args.folder, base=base, **common)
+    else:
+        result = sources.remember_url(view, args.url, allow_network=args.allow_network, **common)
+    if result.warning:
+        print(f"vivary remember: warning: {shown(result.warning)}", file=sys.stderr)
+    if args.json:
+        emit_json(result)
+    elif result.changed:
+        verb = "refreshed" if result.op == "refresh" else "remembered"
+        print(f"{verb} {result.anchor} {shown(result.target)} as {shown(result.id)} ({shown(result.path)}) in "
+              f"{result.commit[:12] if result.commit else '-'} on {result.ref}")
+    elif result.message:
+        print(f"vivary remember: {shown(result.message)}")
+    return EXIT_OK

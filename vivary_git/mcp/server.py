@@ -85,15 +85,28 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         return _call(lambda: service.read(id, include_content=include_content, neighbors=neighbors))
 
     def add(
-        text: Annotated[str, Field(description="what to remember, in plain words")],
+        text: Annotated[str, Field(description="what to remember, in plain words (with file/folder/url: an "
+                                               "optional description)")] = "",
         title: Annotated[str | None, Field(description="a short title (default: the first words)")] = None,
         tags: Annotated[list[str] | None, Field(description="one-word tags")] = None,
         durability: Annotated[str | None, Field(description="working, durable, pinned or ephemeral")] = None,
         links: Annotated[list[str] | None, Field(description="edges from the new memory, FIELD:ID")] = None,
-        force: Annotated[bool, Field(description="add even when a near-duplicate exists")] = False,
+        force: Annotated[bool, Field(description="add even when a near-duplicate exists; for a source already "
+                                                 "remembered, refresh it")] = False,
+        file: Annotated[str | None, Field(description="remember where a file is (path from the repository top), "
+                                                      "with its bounded text")] = None,
+        folder: Annotated[str | None, Field(description="remember a folder: a summary of its top level")] = None,
+        url: Annotated[str | None, Field(description="remember a web page: its readable text")] = None,
+        allow_network: Annotated[bool, Field(description="allow fetching url (the workspace must allow it too)")]
+        = False,
     ) -> Json:
         """Remember something: a new memory note, committed to Git. Blocked (ok=false, duplicate=...) when an
-        existing memory already says it; then update that one, or pass force."""
+        existing memory already says it; then update that one, or pass force. With file, folder or url: a source
+        anchor, where something is (private files and folders are refused)."""
+        if file is not None or folder is not None or url is not None:
+            return _call(lambda: service.anchor(file=file, folder=folder, url=url, allow_network=allow_network,
+                                                description=text or None, title=title, tags=tags or (),
+                                                durability=durability, links=links or (), force=force))
         return _call(lambda: service.add(text, title=title, tags=tags or (), durability=durability,
                                          links=links or (), force=force))
 

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from vivary_git.memory.local import RecallSession
     from vivary_git.memory.probe import Probe
     from vivary_git.memory.remember import View
+    from vivary_git.memory.sources import Anchored
     from vivary_git.models import Edge, Node, Note
     from vivary_git.searchindex import Ranker, SearchIndex
 
@@ -727,6 +728,39 @@ class MemoryService:
                 edge = (result.edge.field, result.edge.to)
                 self._after_write(st, result, add=[edge] if tool == "link" else [],
                                   remove=[edge] if tool == "unlink" else [])
+            return result
+
+    def anchor(self, *, file: str | None = None, folder: str | None = None, url: str | None = None,
+               allow_network: bool = False, description: str | None = None, title: str | None = None,
+               tags: Sequence[str] = (), durability: str | None = None, links: Sequence[str] = (),
+               force: bool = False) -> Anchored:
+        """`add` with a source anchor (memory/sources.py): a file or folder (paths relative to the
+        repository top) or a web page (fetched only with the network allowed by both the workspace and
+        `allow_network`)."""
+        from vivary_git.memory import sources
+
+        self._writable("add")
+        given = [k for k, v in (("file", file), ("folder", folder), ("url", url)) if v is not None]
+        if len(given) != 1:
+            raise UsageError("give one of file, folder or url to remember a source")
+        with self._lock:
+            st = self.state()
+            repo = st.view.ws.source.repo
+            base = repo.workdir if repo is not None and repo.workdir is not None else self._cwd
+            common: dict[str, Any] = {"title": title, "description": description, "tags": tags,
+                                      "durability": durability, "links": links, "force": force,
+                                      "source": self.source}
+            if file is not None:
+                result = sources.remember_file(st.view, file, base=base, **common)
+            elif folder is not None:
+                result = sources.remember_folder(st.view, folder, base=base, **common)
+            else:
+                assert url is not None
+                result = sources.remember_url(st.view, url, allow_network=allow_network, **common)
+            if result.changed and result.commit is not None:
+                self._after_write(st, Remembered(ok=True, op=result.op, changed=True, id=result.id, path=result.path,
+                                                 commit=result.commit, ref=result.ref, blob=result.blob),
+                                  add=[(e.field, e.to) for e in result.links or ()])
             return result
 
     def _after_write(self, st: _State, result: Remembered, *, add: Sequence[tuple[str, str]] = (),

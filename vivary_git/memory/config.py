@@ -32,6 +32,7 @@ __all__ = [
     "PrivacyConfig",
     "PrivacyPolicy",
     "RememberConfig",
+    "SourcesConfig",
     "load_memory_config",
     "parse_memory_config",
 ]
@@ -108,6 +109,17 @@ class DreamConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     timeout: float = 60.0
 
 
+class SourcesConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`[memory.sources]`: source anchors (`remember --file/--folder/--url`, docs/remember.md)."""
+
+    allow_network: bool = False  # URLs are fetched only with this and `--allow-network`
+    allow_private_addresses: bool = False  # loopback, private and link-local addresses (an intranet)
+    timeout: float = 20.0  # seconds for one whole fetch, redirects included
+    max_fetch_bytes: int = 10 * 1024 * 1024  # a page's body, read no further
+    max_redirects: int = 5
+    max_text: int = 50_000  # characters of extracted text kept in an anchor note
+
+
 class MemorySection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     enabled: bool = False
     mode: Mode = "none"
@@ -117,6 +129,7 @@ class MemorySection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     cognee: CogneeConfig = CogneeConfig()
     remember: RememberConfig = RememberConfig()
     dream: DreamConfig = DreamConfig()
+    sources: SourcesConfig = SourcesConfig()
 
 
 class MemoryFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -292,6 +305,7 @@ def _check_semantics(m: MemorySection, name: str, text: str) -> None:
             )
     _check_remember(m.remember, name, text)
     _check_dream(m.dream, name, text)
+    _check_sources(m.sources, name, text)
     env = m.cognee.api_key_env
     if env and not _ENV_NAME.match(env):
         raise ConfigError(
@@ -343,6 +357,18 @@ def _check_dream(d: DreamConfig, name: str, text: str) -> None:
         raise ConfigError(f"{_where(name, text, 'chat')}: `memory.dream.chat = {d.chat!r}` needs `url` and `model`")
     if not 0 < d.timeout <= 600:
         raise ConfigError(f"{_where(name, text, 'timeout')}: `memory.dream.timeout` must be 1 to 600 seconds")
+
+
+_SOURCE_BOUNDS = (("timeout", 0.1, 300.0), ("max_fetch_bytes", 1024, 256 * 1024 * 1024),
+                  ("max_redirects", 0, 20), ("max_text", 1000, 1_000_000))
+
+
+def _check_sources(s: SourcesConfig, name: str, text: str) -> None:
+    for key, low, high in _SOURCE_BOUNDS:
+        value = getattr(s, key)
+        if not low <= value <= high:
+            raise ConfigError(f"{_where(name, text, key)}: `memory.sources.{key} = {value}` must be between "
+                              f"{low:,} and {high:,}")
 
 
 def load_memory_config(ws: Opened) -> MemoryConfig:

@@ -548,7 +548,7 @@ def run(view: View, *, force: bool = False, now: float | None = None, source: st
     expire_commit = _remove_expired(view, expired, source) if expired else None
     gone = {m.id for m in expired} if expire_commit is not None else set()
     live = [m for m in mems if m.id not in gone and durability.hidden(m.fields, when) is None
-            and durability.tier(m.fields) != "pinned"]
+            and durability.tier(m.fields) != "pinned" and m.fields.get(durability.KIND) not in durability.ANCHOR_KINDS]
     index = {m.id: i for i, m in enumerate(live)}
     touched = [index[i] for i in log.touched() if i in index][:MAX_SEEDS]
     seeds = sorted(set(touched)) if touched else list(range(min(len(live), MAX_SEEDS)))

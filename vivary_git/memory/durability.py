@@ -22,13 +22,16 @@ from typing import Any
 
 from vivary_git.config import DURABILITY
 
-__all__ = ["ARCHIVED", "COMPACTS", "EPHEMERAL_DAYS", "EXPIRES", "KIND", "SUPER_NODE", "expires_at", "hidden",
-           "is_archived", "now", "parse_when", "stamp", "tier"]
+__all__ = ["ANCHOR_KINDS", "ARCHIVED", "COMPACTS", "EPHEMERAL_DAYS", "EXPIRES", "KIND", "SUPER_NODE", "expires_at",
+           "hidden", "is_archived", "now", "parse_when", "stamp", "tier"]
 
 ARCHIVED = "archived"
 EXPIRES = "expires"
 KIND = "kind"
 SUPER_NODE = "super_node"
+# Source anchors (memory/sources.py): memories of a file, page or folder, kept current by `refresh`; a
+# dream never compacts them (their text is the source's, not a memory to summarise).
+ANCHOR_KINDS = frozenset(("source_document", "source_collection"))
 COMPACTS = "compacts"
 EPHEMERAL_DAYS = 7
 
