@@ -31,6 +31,9 @@ Mapping (one Cognee dataset per workspace, `snapshot.dataset_name`):
   to a node through the manifest, keeping only nodes of the current snapshot. Score = 1 - Cognee's
   cosine distance.
 * `forget --yes` deletes the dataset from Cognee (a missing one is not an error) and the manifest.
+
+After Cognee deletes a dataset (both above), its SQLite database is vacuumed: SQLite leaves a deleted row's
+bytes in place until the page is reused, and a forgotten note must not stay readable in state_path.
 """
 
 from __future__ import annotations
@@ -283,6 +286,25 @@ def _failure(action: str, err: BaseException, secret: str = "") -> CogneeError:
     )
 
 
+def _scrub(state: Path) -> None:
+    """Rewrite Cognee's SQLite database so rows it deleted leave no bytes behind (SQLite keeps a deleted row's
+    content in its page until the page is reused): forgotten notes must be gone from state_path."""
+    import sqlite3
+
+    db = state / "system" / "databases" / "cognee_db"
+    if db.is_symlink() or not db.is_file():
+        return
+    try:
+        con = sqlite3.connect(db, timeout=30)
+        try:
+            con.execute("VACUUM")
+        finally:
+            con.close()
+    except sqlite3.Error as err:
+        raise CogneeError(f"could not compact Cognee's database {db} after deleting the previous dataset "
+                          f"({err}); run the command again") from None
+
+
 def _missing_dataset(err: BaseException) -> bool:
     return type(err).__name__ == "DatasetNotFoundError" or (
         "dataset" in str(err).lower() and "not found" in str(err).lower())
@@ -465,6 +487,7 @@ class CogneeMemory:
 
         with _quiet():
             asyncio.run(run())
+        _scrub(self.state)
         manifest = CogneeManifest(
             provider=PROVIDER, dataset=snap.dataset, fingerprint=snap.fingerprint, nodes=len(snap.nodes),
             edges=len(snap.edges), format=STATE_FORMAT, packet_format=PACKET_FORMAT,
@@ -621,5 +644,6 @@ class CogneeMemory:
 
             with _quiet():
                 removed = asyncio.run(run()) or removed
+            _scrub(state)
         (state / MANIFEST).unlink(missing_ok=True)
         return ForgetReport(ok=True, provider=PROVIDER, dataset=self.dataset, removed=removed, state=str(state))
