@@ -175,6 +175,22 @@ def test_recall_refuses_without_an_index_or_with_a_stale_one(ws: Any, cli: Any, 
     assert r.code == 3 and "damaged" in r.err
 
 
+@pytest.mark.parametrize("sub", ["system", "data", "home"])
+def test_a_symlinked_state_folder_is_refused_before_cognee_is_imported(
+        ws: Any, cli: Any, stand_in: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, sub: str) -> None:
+    # A clone could carry state_path/<sub> as a link: Cognee would write the notes' copies wherever it points.
+    configure(ws, **OPEN)
+    monkeypatch.setenv("VIVARY_TEST_KEY", "k")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    state = ws.path / ".vivary" / "memory" / "cognee"
+    state.mkdir(parents=True)
+    (state / sub).symlink_to(elsewhere)
+    r = cli("index", "--yes", cwd=ws.path)
+    assert r.code == 3 and f"{state / sub} is a symbolic link" in r.err
+    assert list(elsewhere.iterdir()) == []
+
+
 def test_dry_run_reports_the_cognee_dataset(ws: Any, cli: Any) -> None:
     configure(ws)
     r = cli("index", "--dry-run", "--json", cwd=ws.path)

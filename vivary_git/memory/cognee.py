@@ -17,7 +17,8 @@ Environment (`runtime_env`): Cognee's data, system, cache, log and clone roots a
 relational, vector and graph stores are the local file ones (SQLite, LanceDB, Ladybug) under them; its
 `.env` search is pointed at an empty file of ours, so a `.env` in the workspace (a stranger's file in a
 clone) cannot choose where notes are sent; telemetry and tracing are off unless `allow_telemetry = true`;
-LiteLLM uses its bundled model map and tokenizer files instead of downloading them. The model endpoints
+LiteLLM uses its bundled model map and tokenizer files instead of downloading them. While Cognee is imported
+and runs (`_inside`), HOME and the XDG_*_HOME variables point into `state_path/home`. The model endpoints
 themselves are Cognee's own settings, read from the process environment (`LLM_PROVIDER`, `LLM_MODEL`,
 `LLM_ENDPOINT`, `EMBEDDING_PROVIDER`, `EMBEDDING_MODEL`, `EMBEDDING_ENDPOINT`, `EMBEDDING_DIMENSIONS`).
 
@@ -32,8 +33,9 @@ Mapping (one Cognee dataset per workspace, `snapshot.dataset_name`):
   cosine distance.
 * `forget --yes` deletes the dataset from Cognee (a missing one is not an error) and the manifest.
 
-After Cognee deletes a dataset (both above), its SQLite database is vacuumed: SQLite leaves a deleted row's
-bytes in place until the page is reused, and a forgotten note must not stay readable in state_path.
+After Cognee deletes a dataset (both above), what its history tables still hold of it (the texts handed to
+`add`, what recalls returned) is deleted and its SQLite database vacuumed (SQLite leaves a deleted row's bytes in
+place until the page is reused): a forgotten or replaced note must not stay readable in state_path.
 """
 
 from __future__ import annotations
@@ -239,6 +241,10 @@ def _prepare_state(state: Path) -> None:
         raise RefusedError(f"{state} (memory.cognee.state_path) is not a plain folder; remove it or choose another "
                            "state_path under .vivary/")
     state.mkdir(parents=True, exist_ok=True)
+    for sub in (*_STATE_DIRS.values(), "home"):
+        if (state / sub).is_symlink():
+            raise RefusedError(f"{state / sub} is a symbolic link; remove it (memory.cognee.state_path holds only "
+                               "Cognee's derived state, in plain folders)")
     for name, text in ((".gitignore", "# Cognee's derived state: never commit it\n*\n"), (ENV_FILE, "")):
         path = state / name
         if path.is_symlink():
@@ -257,11 +263,32 @@ def _bind(state: Path, c: CogneeConfig) -> None:
 # --- the runtime --------------------------------------------------------------------------------------
 
 
+# While Cognee runs, the home folder its libraries see is state_path/home: Ladybug (its graph store) makes its
+# extension folder `~/.lbdb` when it loads its JSON extension, and other libraries keep caches under `~/.cache`.
+_HOME_VARS = {"HOME": "", "XDG_CONFIG_HOME": ".config", "XDG_CACHE_HOME": ".cache",
+              "XDG_DATA_HOME": ".local/share", "XDG_STATE_HOME": ".local/state"}
+
+
 @contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    """Cognee and LiteLLM print progress and notices on stdout; keep stdout for our own (JSON) output."""
-    with contextlib.redirect_stdout(sys.stderr):
-        yield
+def _inside(state: Path) -> Iterator[None]:
+    """Around Cognee's import and every call into it: the home variables point into state_path/home (restored
+    afterwards: Git, run by vivary itself, must keep reading the user's own configuration), and stdout goes to
+    stderr (Cognee and LiteLLM print progress and notices there; stdout is ours, e.g. JSON)."""
+    home = state / "home"
+    if home.is_symlink():
+        raise RefusedError(f"{home} is a symbolic link; remove it (it holds only Cognee's derived state)")
+    home.mkdir(exist_ok=True)
+    saved = {key: os.environ.get(key) for key in _HOME_VARS}
+    os.environ.update({key: str(home / sub) if sub else str(home) for key, sub in _HOME_VARS.items()})
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def _runtime(state: Path, c: CogneeConfig) -> Any:
@@ -270,7 +297,7 @@ def _runtime(state: Path, c: CogneeConfig) -> Any:
         raise ConfigError(f"provider = \"cognee\" needs the Cognee library, which is not installed: {INSTALL_HINT}")
     _prepare_state(state)
     _bind(state, c)
-    with _quiet():
+    with _inside(state):
         import cognee
 
     return cognee
@@ -286,23 +313,42 @@ def _failure(action: str, err: BaseException, secret: str = "") -> CogneeError:
     )
 
 
+# Cognee's history tables, which keep note text after `cognee.forget` deletes the dataset: `pipeline_runs.run_info`
+# holds the texts handed to `add`, `results.value` what a recall returned (chunk text), `queries.text` the question.
+# Rows of a deleted dataset (its id no longer in `datasets`) are removed; so are history rows with no dataset.
+_HISTORY = ("pipeline_runs", "queries", "results")
+
+
 def _scrub(state: Path) -> None:
-    """Rewrite Cognee's SQLite database so rows it deleted leave no bytes behind (SQLite keeps a deleted row's
-    content in its page until the page is reused): forgotten notes must be gone from state_path."""
+    """Remove what Cognee keeps of deleted datasets in its SQLite database (its history tables), then rewrite
+    the file so the deleted rows leave no bytes behind (SQLite keeps a deleted row's content in its page until
+    the page is reused): forgotten notes must be gone from state_path. Called after `cognee.forget`, before
+    anything is added again (a dataset of the same name gets the same id)."""
     import sqlite3
 
     db = state / "system" / "databases" / "cognee_db"
     if db.is_symlink() or not db.is_file():
         return
     try:
-        con = sqlite3.connect(db, timeout=30)
+        con = sqlite3.connect(db, timeout=60, isolation_level=None)
         try:
+            tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if "datasets" in tables:
+                con.execute("BEGIN IMMEDIATE")
+                for table in _HISTORY:
+                    if table not in tables:
+                        continue
+                    gone = "dataset_id NOT IN (SELECT id FROM datasets)"
+                    where = f"dataset_id IS NOT NULL AND {gone}" if table == "pipeline_runs" else \
+                        f"dataset_id IS NULL OR {gone}"
+                    con.execute(f"DELETE FROM {table} WHERE {where}")  # table names are ours, fixed
+                con.execute("COMMIT")
             con.execute("VACUUM")
         finally:
             con.close()
     except sqlite3.Error as err:
-        raise CogneeError(f"could not compact Cognee's database {db} after deleting the previous dataset "
-                          f"({err}); run the command again") from None
+        raise CogneeError(f"could not clear deleted notes from Cognee's database {db} ({err}); run the command "
+                          "again") from None
 
 
 def _missing_dataset(err: BaseException) -> bool:
@@ -478,6 +524,7 @@ class CogneeMemory:
             except Exception as err:
                 if not _missing_dataset(err):
                     raise _failure("remove the previous dataset", err, secret) from None
+            _scrub(self.state)  # before adding: the new dataset gets the old one's id
             if rendered:
                 try:
                     await cognee.remember([text for _, text in rendered], dataset_name=snap.dataset,
@@ -485,9 +532,8 @@ class CogneeMemory:
                 except Exception as err:
                     raise _failure("index the notes", err, secret) from None
 
-        with _quiet():
+        with _inside(self.state):
             asyncio.run(run())
-        _scrub(self.state)
         manifest = CogneeManifest(
             provider=PROVIDER, dataset=snap.dataset, fingerprint=snap.fingerprint, nodes=len(snap.nodes),
             edges=len(snap.edges), format=STATE_FORMAT, packet_format=PACKET_FORMAT,
@@ -569,7 +615,7 @@ class CogneeMemory:
                     raise _failure("recall", err, secret) from None
             return out
 
-        with _quiet():
+        with _inside(self.state):
             raw = asyncio.run(run())
         nodes = {n.id: n for n in snap.nodes}
         outbound = outbound_map(snap)
@@ -642,7 +688,7 @@ class CogneeMemory:
                     raise _failure("forget the dataset", err, secret) from None
                 return True
 
-            with _quiet():
+            with _inside(state):
                 removed = asyncio.run(run()) or removed
             _scrub(state)
         (state / MANIFEST).unlink(missing_ok=True)
