@@ -9,8 +9,9 @@ int8, the one vivary-local uses), and a chat endpoint that answers Cognee's grap
 prompts deterministically with the smallest valid JSON. So the figures measure Cognee's pipeline and its
 CHUNKS vector search over the same vectors, not a language model.
 
-Cognee's cognify costs ~1.5-2 s per note on 2 shared cores (two chat and ~four embedding requests per note,
-plus its graph and vector stores), so the full 5,183 abstracts take hours. `--docs N` takes every abstract
+Cognee's cognify costs ~2-4 s per note on 2 shared cores (two chat and ~four embedding requests per note,
+plus its graph and vector stores; 4.05 s/note measured at a load of ~17), so the full 5,183 abstracts would
+take 3-6 hours. `--docs N` takes every abstract
 judged relevant for a TEST query plus random others (seeded) up to N; vivary-local is indexed and scored on
 the very same notes in the same run, and its full-corpus figure (bench/bench_recall_scifact.py) is the
 reference for `--docs 0` (all). Reported: nDCG@10 and Recall@10 on the TEST queries, index wall time, batch
