@@ -243,9 +243,9 @@ def test_capabilities_json_is_truthful(cli: Any) -> None:
         assert {"id", "label", "default", "requires_install", "requires_approval", "network"} <= set(c)
     assert caps["storage:file"]["default"] is True and caps["memory:cognee"]["default"] is False
     cognee = caps["memory:cognee"]
-    assert cognee["requires_install"] == ["vivary-memory-cognee"] and cognee["requires_approval"] is True
+    assert cognee["requires_install"] == ["vivary-git[cognee]"] and cognee["requires_approval"] is True
     assert cognee["network"] == "configurable, default false" and cognee["requires_explicit_index"] is True
-    assert cognee["adapter_status"] in ("optional-package", "installed")
+    assert cognee["adapter_status"] in ("optional-extra", "installed")
     local = caps["memory:local"]
     assert local["requires_install"] == ["vivary-git[embed]"] and local["network"] is False
     import importlib.util

@@ -12,11 +12,12 @@ from vivary_git.escape import text as shown
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
-        "forget", help="delete the local semantic-memory index of this workspace (needs --yes)",
-        description="Remove the vivary-local provider's whole dataset for this workspace: cached vectors, the "
-        "HNSW and keyword indexes, and the manifest (docs/memory.md). Notes are never touched; `git vivary "
-        "index --yes` rebuilds everything. Exit 0 (also when there was nothing to remove); 2 on a config error "
-        "(provider = \"cognee\" is forgotten by its own adapter); 3 when refused: --yes not given.",
+        "forget", help="delete the semantic-memory index of this workspace (needs --yes)",
+        description="Remove the provider's whole dataset for this workspace (docs/memory.md): for vivary-local the "
+        "cached vectors, the HNSW and keyword indexes and the manifest; for Cognee its dataset and the manifest. "
+        "Notes are never touched; `git vivary index --yes` rebuilds everything. Exit 0 (also when there was "
+        "nothing to remove); 2 on a config error or a Cognee failure; 3 when refused: --yes not given, or a "
+        "Cognee gate closed (allow_network, key route).",
     )
     p.add_argument("--yes", action="store_true", help="confirm: delete the whole index")
     add_source_args(p)
@@ -25,10 +26,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vivary_git.memory.local import LocalMemory
+    from vivary_git.memory.config import load_memory_config
+    from vivary_git.memory.provider import memory_for
 
     ws = open_ws(args)
-    report = LocalMemory(ws).forget(approved=args.yes)
+    cfg = load_memory_config(ws)
+    report = memory_for(ws, cfg).forget(approved=args.yes)
     if args.json:
         emit_json(report)
         return EXIT_OK

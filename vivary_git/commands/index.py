@@ -44,19 +44,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "index", help="build or update the local semantic-memory index (--dry-run: report only)",
         description="Build the privacy-filtered memory snapshot of one tree (docs/index.md) and index it with "
-        "the vivary-local provider (docs/memory.md): only notes whose packet changed are embedded again. "
+        "the provider .vivary/memory.toml enables (docs/memory.md): vivary-local embeds only notes whose packet "
+        "changed; Cognee (provider = \"cognee\", the [cognee] extra) replaces its dataset with the current notes "
+        "once allow_network = true and a key route are set. "
         "With --dry-run, report how many notes and edges would be indexed, how many are private, and the "
         "snapshot fingerprint, writing nothing anywhere. Exit 0; 2 on a usage or config error (memory not "
-        "enabled in .vivary/memory.toml, the [embed] extra not installed); 3 when refused: no approval "
-        "(--yes) while require_explicit_index = true, or privacy cannot be decided, or a working-tree file is "
-        "unsafe (symlink, hard link).",
+        "enabled in .vivary/memory.toml, the [embed] or [cognee] extra not installed, Cognee failed); 3 when refused: "
+        "no approval (--yes) while require_explicit_index = true, a Cognee gate closed (allow_network, key route), "
+        "or privacy cannot be decided, or a working-tree file is unsafe (symlink, hard link).",
     )
     add_source_args(p)
     add_json_arg(p)
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="build the snapshot and report it; write nothing")
     mode.add_argument("--yes", action="store_true",
-                      help="approve indexing: embed the public notes into the local index (incremental)")
+                      help="approve indexing: put the public notes into the provider's index (vivary-local: "
+                      "incremental)")
     mode.add_argument("--auto", action="store_true",
                       help="post-commit hook path: index when [memory.local] auto_index = true (that is the "
                       "approval), else exit 0 silently; prints nothing on success")
@@ -103,7 +106,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _write(args: argparse.Namespace) -> int:
     from vivary_git.memory.config import load_memory_config
-    from vivary_git.memory.local import LocalMemory
 
     ws = open_ws(args)
     cfg = load_memory_config(ws)
@@ -115,7 +117,15 @@ def _write(args: argparse.Namespace) -> int:
             "enable it with [memory] enabled = true and provider = \"vivary-local\" (docs/memory.md), then run "
             "`git vivary index --yes`; `git vivary index --dry-run` shows what it would hold"
         )
-    report = LocalMemory(ws, cfg).index(approved=args.yes or args.auto, progress=None if args.auto else EmbedProgress())
+    if cfg.provider == "cognee":
+        from vivary_git.memory.cognee import CogneeMemory
+
+        report = CogneeMemory(ws, cfg).index(approved=args.yes)
+    else:
+        from vivary_git.memory.local import LocalMemory
+
+        report = LocalMemory(ws, cfg).index(approved=args.yes or args.auto,
+                                            progress=None if args.auto else EmbedProgress())
     ws.report_stats()
     if args.auto:
         return EXIT_OK
@@ -123,7 +133,10 @@ def _write(args: argparse.Namespace) -> int:
         emit_json(report)
         return EXIT_OK
     out = sys.stdout
-    if report.unchanged:
+    if report.provider == "cognee":
+        out.write(f"indexed      {report.indexed} note(s), {report.edges} edge(s) into Cognee in "
+                  f"{report.seconds:.1f}s (the previous dataset was replaced)\n")
+    elif report.unchanged:
         out.write("up to date: the index already matches this snapshot; nothing was written\n")
     else:
         out.write(f"indexed      {report.indexed} note(s), {report.edges} edge(s) in {report.seconds:.1f}s\n")

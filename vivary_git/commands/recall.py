@@ -9,13 +9,17 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from vivary_git.commands._common import add_filter_args, add_json_arg, add_source_args, at_least, emit_json, open_ws
 from vivary_git.errors import EXIT_OK, UsageError
 from vivary_git.escape import text as shown
+
+if TYPE_CHECKING:
+    from vivary_git.memory.cognee import CogneeMemory
+    from vivary_git.memory.local import RecallSession
 
 
 class BatchQuery(msgspec.Struct, frozen=True):
@@ -30,17 +34,19 @@ class BatchAnswer(msgspec.Struct, frozen=True):
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
-        "recall", help="semantic recall: typed leads to notes, from the local memory index",
-        description="Ask the local semantic memory (vivary-local, docs/recall.md) for the notes that best match "
+        "recall", help="semantic recall: typed leads to notes, from the memory index",
+        description="Ask the semantic memory (vivary-local or Cognee, docs/recall.md) for the notes that best match "
         "a question by meaning. Returns typed leads (node id, type, path, score, reason, edges) for notes of the "
         "current snapshot only: read the files before acting. Exit 0; 2 on a usage or config error (memory not "
-        "enabled, the [embed] extra missing); 3 when refused: no index yet, or the index is stale (notes changed "
-        "since `git vivary index --yes`), or privacy cannot be decided.",
+        "enabled, the [embed] or [cognee] extra missing, Cognee failed); 3 when refused: no index yet, or the "
+        "index is stale (notes changed since `git vivary index --yes`), a Cognee gate closed, or privacy cannot "
+        "be decided.",
     )
     p.add_argument("text", nargs="*", metavar="QUERY", help="the question (words are joined by spaces)")
     p.add_argument("--k", type=at_least(1), default=10, metavar="N", help="how many hits (default 10, at most 250)")
     p.add_argument("--mode", choices=("hybrid", "semantic"), default="hybrid",
-                   help="hybrid (default): vectors fused with stemmed BM25; semantic: vectors only")
+                   help="vivary-local: hybrid (default) fuses vectors with stemmed BM25; semantic: vectors only. "
+                   "Cognee always answers from its own vector search over chunks")
     p.add_argument("--queries", metavar="FILE.jsonl",
                    help='answer every {"id": ..., "query": ...} line of FILE (- for stdin) in one process; prints '
                    'one {"id": ..., "hits": [...]} line per query, in order')
@@ -119,6 +125,7 @@ def _without_hidden(ws: Any, session: Any, text: str, hits: list[Any], k: int, f
 
 
 def run(args: argparse.Namespace) -> int:
+    from vivary_git.memory.config import load_memory_config
     from vivary_git.memory.local import LocalMemory, preload_runtime
     from vivary_git.memory.provider import RecallFilters, normalise_k
 
@@ -133,7 +140,14 @@ def run(args: argparse.Namespace) -> int:
     batch = _read_queries(args.queries) if args.queries is not None else None
     ws = open_ws(args)
     filters = RecallFilters(types=args.type, paths=args.path, edges=ws.resolve_edge_specs(args.edge))
-    session = LocalMemory(ws).open()
+    cfg = load_memory_config(ws)
+    session: RecallSession | CogneeMemory
+    if cfg.provider == "cognee":
+        from vivary_git.memory.cognee import CogneeMemory
+
+        session = CogneeMemory(ws, cfg)
+    else:
+        session = LocalMemory(ws, cfg).open()
     if batch is not None:
         answers = session.recall_many([q.query for q in batch], k=k, filters=filters, mode=args.mode)
         ws.report_stats()

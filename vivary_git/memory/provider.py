@@ -23,7 +23,9 @@ from vivary_git.errors import ConfigError, RefusedError, UsageError
 from vivary_git.memory.snapshot import MemoryEdge, MemoryNode, MemorySnapshot
 
 if TYPE_CHECKING:
+    from vivary_git.memory.cognee import CogneeMemory
     from vivary_git.memory.config import MemoryConfig
+    from vivary_git.memory.local import LocalMemory
     from vivary_git.memory.state import StateStore
     from vivary_git.workspace import Workspace
 
@@ -35,6 +37,7 @@ __all__ = [
     "RecallFilters",
     "RecallHit",
     "fetch_size",
+    "memory_for",
     "normalise_k",
     "require_local",
     "state_store",
@@ -133,8 +136,8 @@ def require_local(cfg: MemoryConfig, what: str) -> None:
     where = cfg.source or ".vivary/memory.toml"
     if cfg.provider == "cognee":
         raise ConfigError(
-            f"{where}: provider = \"cognee\" is served by the separate vivary-memory-cognee adapter "
-            f"(`vivary-cognee {what}`); `git vivary {what}` serves provider = \"vivary-local\""
+            f"{where}: provider = \"cognee\" is served by the Cognee provider (memory/cognee.py, which "
+            f"`git vivary {what}` uses), not by vivary-local"
         )
     raise ConfigError(
         f"semantic memory is disabled ({'no ' + where if cfg.source is None else where + ' does not enable it'}); "
@@ -171,8 +174,21 @@ def outbound_map(snap: MemorySnapshot) -> dict[str, list[MemoryEdge]]:
     return out
 
 
+def memory_for(ws: Workspace, cfg: MemoryConfig) -> LocalMemory | CogneeMemory:
+    """The provider `cfg` enables for `ws`: Cognee for provider = "cognee", else vivary-local (which refuses
+    when memory is disabled). Imported lazily: neither provider's module is loaded before it is needed."""
+    if cfg.provider == "cognee":
+        from vivary_git.memory.cognee import CogneeMemory
+
+        return CogneeMemory(ws, cfg)
+    from vivary_git.memory.local import LocalMemory
+
+    return LocalMemory(ws, cfg)
+
+
 class MemoryProvider(Protocol):
-    """What `index`, `recall` and `forget` need from a provider (local.py's `LocalMemory` is one)."""
+    """What `index`, `recall` and `forget` need from a provider (local.py's `LocalMemory`, cognee.py's
+    `CogneeMemory`)."""
 
     def index(self, *, approved: bool) -> IndexReport: ...
 

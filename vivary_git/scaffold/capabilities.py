@@ -17,8 +17,9 @@ import msgspec
 from vivary_git.scaffold.presets import Preset
 
 DEFAULT_CAPABILITIES = ["storage:file", "memory:none"]
-COGNEE_DIST = "vivary-memory-cognee"
-COGNEE_MODULE = "vivary_cognee"
+COGNEE_EXTRA = "vivary-git[cognee]"
+COGNEE_DIST = "cognee"
+COGNEE_MODULE = "cognee"
 EMBED_EXTRA = "vivary-git[embed]"
 
 InstallStatus = Literal["built-in", "installed", "not-installed"]
@@ -93,16 +94,17 @@ def _local_memory() -> Capability:
 
 
 def _cognee_memory() -> Capability:
-    # Both halves: the distribution must be installed *and* its module importable by this interpreter.
+    # Both halves: the distribution must be installed *and* its module importable by this interpreter
+    # (find_spec only: the library is never imported to find out).
     have = _dist_present(COGNEE_DIST) and _module_present(COGNEE_MODULE)
     return Capability(
         id="memory:cognee", label="Cognee semantic memory", default=False,
-        requires_install=[COGNEE_DIST], requires_approval=True, network="configurable, default false",
+        requires_install=[COGNEE_EXTRA], requires_approval=True, network="configurable, default false",
         installed=have, install_status="installed" if have else "not-installed",
-        missing_install=[] if have else [COGNEE_DIST], requires_explicit_index=True,
-        adapter_status="installed" if have else "optional-package",
-        detail="separate adapter package; vivary-git never imports it"
-        if have else f"install the separate adapter: pip install {COGNEE_DIST}",
+        missing_install=[] if have else [COGNEE_EXTRA], requires_explicit_index=True,
+        adapter_status="installed" if have else "optional-extra",
+        detail="the Cognee library; imported only to index, recall or forget, after the gates"
+        if have else f"install the extra: pip install '{COGNEE_EXTRA}'",
     )
 
 

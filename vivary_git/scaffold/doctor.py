@@ -6,7 +6,7 @@ would mean `git add -A` into a scratch index, which writes blobs into the object
 changes are counted (`git --no-optional-locks status`, which does not even refresh the index) and
 pointed at `git vivary check`. Git commands used: `rev-parse`, `ls-files`, `check-ignore`, `status`,
 `config` — all readers. No provider runtime is imported and no model is called: the local embedder is
-probed by `embedder_status()`, Cognee by `find_spec`.
+probed by `embedder_status()`, Cognee by `find_spec` (memory/cognee.py `status`).
 
 Privacy is proved with Git: a path that `git ls-files --cached --others --exclude-standard` lists is one
 Git tracks or would add; it is a leak when the one privacy decision (`privacy.decide_scoped`, the commit
@@ -394,11 +394,22 @@ def _memory(ws_root: Path, common_dir: Path, privacy: PrivacyInfo, ws: Workspace
         return info("privacy-failed", "private workspace paths are not actively ignored by Git",
                     "fix the privacy problem above first; nothing may be indexed until then")
     if section.provider == "cognee":
-        if _module_present("vivary_cognee"):
-            return info("configured", "vivary-memory-cognee adapter is available; indexing still requires approval")
-        return info("unavailable", "Cognee policy is enabled but the vivary-memory-cognee adapter is not installed",
-                    "pip install vivary-memory-cognee   # a human gate")
+        return _cognee_memory(info, cfg, ws_root, ws)
     return _local_memory(info, cfg, ws_root, common_dir, ws)
+
+
+def _cognee_memory(info: Callable[..., MemoryInfo], cfg: MemoryConfig, ws_root: Path,
+                   ws: Workspace | None) -> MemoryInfo:
+    # memory/cognee.py imports Cognee only to run it; its status asks find_spec and reads the manifest.
+    from vivary_git.memory.cognee import status
+
+    st = status(cfg, ws_root, lambda: _current_fingerprint(cfg, ws))
+    if st.status == "stale" and not st.indexed:
+        gate = "" if st.gates_open else "; index and recall refuse until allow_network = true (a human gate)"
+        return info("configured", f"Cognee is installed; no index yet: `git vivary index --yes` builds it{gate}")
+    if st.status == "healthy" and not st.gates_open:
+        return info("healthy", f"{st.detail}; recall refuses until allow_network = true")
+    return info(st.status, st.detail, st.fix)
 
 
 def _module_present(name: str) -> bool:

