@@ -19,6 +19,7 @@ from vivary_git.memory import local
 from vivary_git.memory.embed import EmbedderError, embedder_status, load_embedder
 from vivary_git.memory.local import LocalMemory, embed_pending, embed_text
 from vivary_git.memory.snapshot import packets
+from vivary_git.memory.vectors import roundtrip
 
 pytestmark = pytest.mark.skipif(
     embedder_status() != "available" or importlib.util.find_spec("hnswlib") is None,
@@ -73,7 +74,8 @@ def test_index_vectors_are_each_texts_own(repo: Any, cli: Any, small_windows: No
     indexed = vectors_by_text(repo.path)
     embedder = load_embedder()
     texts = sorted(indexed)
-    alone = np.vstack([embedder.embed([t]) for t in texts])
+    # Stored as every clone stores them: the int8 round trip of the text's own vector (memory/vectors.py).
+    alone = roundtrip(np.vstack([embedder.embed([t]) for t in texts]))
     assert np.abs(np.vstack([indexed[t] for t in texts]) - alone).max() < 1e-5
 
 
