@@ -153,7 +153,17 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         """Workspace, tree, node counts, memory and search state."""
         return _call(service.status)
 
-    for fn in (search, read, add, update, link, unlink, dream, status):
+    def onboard(
+        answers: Annotated[dict[str, str] | None, Field(description="the user's own answers, KEY: VALUE with KEY "
+                                                                    "one of name, role, language, style, goal; "
+                                                                    "an empty value takes one back")] = None,
+    ) -> Json:
+        """First start: the questions to ask the user (name, role, language, response style, goal for this
+        workspace) and which are answered. With answers: writes them to the private USER.md profile (never
+        committed, never indexed) and says which were written; the answers are never repeated back."""
+        return _call(lambda: service.onboard(answers))
+
+    for fn in (search, read, add, update, link, unlink, dream, status, onboard):
         if fn.__name__ in tools:
             server.add_tool(fn, name=fn.__name__, structured_output=True)
 
