@@ -231,3 +231,24 @@ def test_an_onboarding_canary_reaches_no_other_answer_index_or_cache(repo: Repo,
     for p in files:
         assert CANARY.encode() not in p.read_bytes().lower(), p
     assert "USER.md" not in repo.git("ls-files")
+
+
+def test_agents_are_told_to_onboard_at_first_start(repo: Repo, cli: Any) -> None:
+    """The guidance block bootstrap-host writes, and the server's own instructions, name every tool a
+    host-core host gets, `onboard` among them, and when to call it."""
+    _seed(repo)
+    r = cli("bootstrap-host", "--host-kind", "claude-code", cwd=repo.path)
+    assert r.code == 0, r.err
+    guidance = (repo.path / "CLAUDE.md").read_text("utf-8")
+
+    async def session() -> tuple[set[str], str]:
+        async with Client(_stdio(repo)) as client:
+            return {t.name for t in (await client.list_tools()).tools}, str(client.instructions)
+
+    tools, instructions = _run(session)
+    assert "onboard" in tools
+    for tool in tools:
+        assert f"| `{tool}`" in guidance or f"| `link` / `{tool}`" in guidance, tool
+        assert f"`{tool}`" in instructions, tool
+    assert "call `onboard` with no arguments" in guidance and "git vivary host-status" in guidance
+    assert "at first start when `status` says onboarding is not done" in instructions
