@@ -252,3 +252,23 @@ def test_agents_are_told_to_onboard_at_first_start(repo: Repo, cli: Any) -> None
         assert f"`{tool}`" in instructions, tool
     assert "call `onboard` with no arguments" in guidance and "git vivary host-status" in guidance
     assert "at first start when `status` says onboarding is not done" in instructions
+
+
+def test_a_user_md_that_cannot_be_read_is_said_not_a_traceback(repo: Repo) -> None:
+    _seed(repo)
+    repo.write({".gitignore": "USER.md\n", "USER.md": b"# Me\n\n\xff\xfe not UTF-8\n"})
+
+    async def session() -> tuple[Any, Any, Any]:
+        async with Client(_stdio(repo)) as client:
+            status = _data(await client.call_tool("status", {}))
+            asked = await client.call_tool("onboard", {})
+            wrote = await client.call_tool("onboard", {"answers": {"name": "Ada"}})
+            return status, asked, wrote
+
+    status, asked, wrote = _run(session)
+    assert status["ok"] is True and status["onboarding"]["done"] is False
+    assert "USER.md: line 3: not UTF-8 text" in status["onboarding"]["problem"]
+    for result in (asked, wrote):
+        assert result.is_error and "USER.md: line 3: not UTF-8 text" in _text(result)
+        assert "Traceback" not in _text(result)
+    assert (repo.path / "USER.md").read_bytes() == b"# Me\n\n\xff\xfe not UTF-8\n"
