@@ -16,12 +16,13 @@ TOKEN_ENV = "VIVARY_MCP_TOKEN"
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
-        "mcp", help="MCP server for agent hosts: search, read, add, update, link, unlink, status",
+        "mcp", help="MCP server for agent hosts: search, read, add, update, link, unlink, dream, status, onboard",
         description="Serve the workspace over the Model Context Protocol (docs/mcp.md): tools search, read, add, "
-        "update, link, unlink and status (profile host-core), or search, read and status only (read-only); "
-        "resources vivary://node/{id} and vivary://memory/digest. Every write is a Git commit; private files are "
-        "never shown. Needs the mcp extra: pip install 'vivary-git[mcp]'. Exit 2 on a usage error or a missing "
-        "extra; 3 when refused (binding beyond loopback without --allow-remote and a token).",
+        "update, link, unlink, dream, status and onboard (profile host-core), or search, read and status only "
+        "(read-only); resources vivary://node/{id} and vivary://memory/digest. Every memory write is a Git "
+        "commit (onboard's answers go to the private USER.md, never committed); private files are never shown. "
+        "Needs the mcp extra: pip install 'vivary-git[mcp]'. Exit 2 on a usage error or a missing extra; 3 when "
+        "refused (binding beyond loopback without --allow-remote and a token).",
     )
     p.add_argument("--transport", choices=("stdio", "streamable-http"), default="stdio",
                    help="stdio (default; the host starts the server) or streamable-http")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.resources
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -59,16 +60,32 @@ def _unescape(value: str) -> str:
     return value.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
+def _key(key: str) -> str:
+    key = key.strip().lower().replace("-", "_")
+    return {"response_style": "style"}.get(key, key)
+
+
 def parse_answers(pairs: list[str]) -> dict[str, str]:
+    """`KEY=VALUE` answers (the command line's `--answer`)."""
     answers: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        key = key.strip().lower().replace("-", "_")
-        key = {"response_style": "style"}.get(key, key)
-        if not sep or key not in QUESTIONS:
+        if not sep or _key(key) not in QUESTIONS:
             raise UsageError(f"--answer {pair.split('=', 1)[0]!r}: use KEY=VALUE with KEY one of "
                              + ", ".join(QUESTIONS))
-        answers[key] = value
+        answers[_key(key)] = value
+    return answers
+
+
+def check_answers(given: Mapping[str, str], *, what: str = "answer") -> dict[str, str]:
+    """Answers given as a mapping (the MCP `onboard` tool), keys read as `--answer` reads them; an unknown
+    key is a usage error naming it and the keys there are, and nothing is written."""
+    answers: dict[str, str] = {}
+    for key, value in given.items():
+        if not isinstance(key, str) or not isinstance(value, str) or _key(key) not in QUESTIONS:
+            raise UsageError(f"{what} {str(key)[:80]!r}: give KEY: VALUE (text) with KEY one of "
+                             + ", ".join(QUESTIONS))
+        answers[_key(key)] = value
     return answers
 
 

@@ -30,8 +30,10 @@ INSTRUCTIONS = (
     "Memory of this Git workspace. `search` finds notes and memories (keywords or a question); `read` opens one "
     "by id with its edges; `add` remembers something new (refused when a near-duplicate exists: update that one "
     "instead, or pass force); `update`, `link` and `unlink` revise memories; `dream` compacts them when an answer "
-    "says dream_due (resolve its tasks with your own summary). Every write is a Git commit. Results "
-    "are leads: read a note before acting on it. Private files are never shown."
+    "says dream_due (resolve its tasks with your own summary); `onboard`, at first start when `status` says "
+    "onboarding is not done, gives the questions to ask the user and records their answers in the private "
+    "USER.md, never committed. Every other write is a Git commit. Results are leads: read a note before acting "
+    "on it. Private files are never shown."
 )
 
 Json = dict[str, Any]
@@ -153,7 +155,17 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         """Workspace, tree, node counts, memory and search state."""
         return _call(service.status)
 
-    for fn in (search, read, add, update, link, unlink, dream, status):
+    def onboard(
+        answers: Annotated[dict[str, str] | None, Field(description="the user's own answers, KEY: VALUE with KEY "
+                                                                    "one of name, role, language, style, goal; "
+                                                                    "an empty value takes one back")] = None,
+    ) -> Json:
+        """First start: the questions to ask the user (name, role, language, response style, goal for this
+        workspace) and which are answered. With answers: writes them to the private USER.md profile (never
+        committed, never indexed) and says which were written; the answers are never repeated back."""
+        return _call(lambda: service.onboard(answers))
+
+    for fn in (search, read, add, update, link, unlink, dream, status, onboard):
         if fn.__name__ in tools:
             server.add_tool(fn, name=fn.__name__, structured_output=True)
 

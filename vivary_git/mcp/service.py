@@ -43,11 +43,11 @@ if TYPE_CHECKING:
     from vivary_git.models import Edge, Node, Note
     from vivary_git.searchindex import Ranker, SearchIndex
 
-__all__ = ["PROFILES", "MemoryService", "NodePacket", "SearchAnswer", "Status"]
+__all__ = ["PROFILES", "MemoryService", "NodePacket", "Onboarded", "SearchAnswer", "Status"]
 
 # Tool names by profile (CognitiveOS's host-core: search, read, add, update, link, unlink, dream).
 PROFILES: dict[str, tuple[str, ...]] = {
-    "host-core": ("search", "read", "add", "update", "link", "unlink", "dream", "status"),
+    "host-core": ("search", "read", "add", "update", "link", "unlink", "dream", "status", "onboard"),
     "read-only": ("search", "read", "status"),
 }
 MAX_TOP_K = 50
@@ -134,6 +134,26 @@ class Status(msgspec.Struct, frozen=True, omit_defaults=True):
     profile: str
     tools: list[str]
     dream: dict[str, Any] | None = None  # due state, open tasks, digest (docs/dream.md)
+    onboarding: dict[str, Any] | None = None  # which first-start questions are answered (host-core only)
+
+
+class Question(msgspec.Struct, frozen=True):
+    key: str
+    question: str
+    answered: bool
+
+
+class Onboarded(msgspec.Struct, frozen=True):
+    """The `onboard` tool's answer: which questions are answered, never the answers (docs/hosts.md)."""
+
+    ok: bool
+    file: str  # the profile, relative to the workspace root: private, never committed, never indexed
+    done: bool
+    written: list[str]
+    answered: list[str]
+    missing: list[str]
+    excluded: bool  # USER.md was added to .git/info/exclude just now
+    questions: list[Question]
 
 
 # Notes changed since the search index was built that are searched directly, beside it; past this
@@ -669,7 +689,37 @@ class MemoryService:
                         "folder": remember.folder, "branch": remember.branch or branch,
                         "similarity": remember.similarity},
                 profile=self.profile, tools=list(PROFILES[self.profile]), dream=_dream_status(view),
+                onboarding=self._onboarding(ws.source.root) if "onboard" in PROFILES[self.profile] else None,
             )
+
+    @staticmethod
+    def _onboarding(root: Path) -> dict[str, Any]:
+        """Which onboarding questions are answered (as `host-status` says it); a USER.md that cannot be
+        read is said as a problem, not an error of the whole status."""
+        from vivary_git.hosts import onboard
+
+        try:
+            ob = onboard.status(root)
+        except VivaryError as err:
+            return {"file": onboard.USER_FILE, "done": False, "problem": str(err)}
+        return {"file": ob.file, "done": ob.done, "answered": ob.answered, "missing": ob.missing}
+
+    # --- onboarding -------------------------------------------------------------------------------
+
+    def onboard(self, answers: Mapping[str, str] | None = None) -> Onboarded:
+        """The first-start questions and which are answered; with `answers`, those written into the
+        private USER.md profile as `git vivary onboard --answer` writes them (`hosts/onboard.py`)."""
+        from vivary_git.hosts import onboard
+
+        self._writable("onboard")
+        checked = onboard.check_answers(answers or {}, what="answers key")
+        with self._lock:
+            root = self.state().view.ws.source.root
+            report = onboard.record(root, checked) if checked else onboard.status(root)
+            answered = set(report.answered)
+            return Onboarded(ok=True, file=report.file, done=report.done, written=report.written,
+                             answered=report.answered, missing=report.missing, excluded=report.excluded,
+                             questions=[Question(k, q, k in answered) for k, q in onboard.QUESTIONS.items()])
 
     # --- writes ---------------------------------------------------------------------------------
 
