@@ -27,11 +27,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from vivary_git.memory.config import load_memory_config
-    from vivary_git.memory.provider import memory_for
+    from vivary_git.memory.provider import ForgetReport
 
     ws = open_ws(args)
     cfg = load_memory_config(ws)
-    report = memory_for(ws, cfg).forget(approved=args.yes)
+    # The provider's module is imported only when it is the one enabled; vivary-local refuses when
+    # memory is disabled.
+    report: ForgetReport
+    if cfg.provider == "cognee":
+        from vivary_git.memory.cognee import CogneeMemory
+
+        report = CogneeMemory(ws, cfg).forget(approved=args.yes)
+    else:
+        from vivary_git.memory.local import LocalMemory
+
+        report = LocalMemory(ws, cfg).forget(approved=args.yes)
     if args.json:
         emit_json(report)
         return EXIT_OK

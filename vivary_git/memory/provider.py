@@ -23,9 +23,7 @@ from vivary_git.errors import ConfigError, RefusedError, UsageError
 from vivary_git.memory.snapshot import MemoryEdge, MemoryNode, MemorySnapshot
 
 if TYPE_CHECKING:
-    from vivary_git.memory.cognee import CogneeMemory
     from vivary_git.memory.config import MemoryConfig
-    from vivary_git.memory.local import LocalMemory
     from vivary_git.memory.state import StateStore
     from vivary_git.workspace import Workspace
 
@@ -37,7 +35,6 @@ __all__ = [
     "RecallFilters",
     "RecallHit",
     "fetch_size",
-    "memory_for",
     "normalise_k",
     "require_local",
     "state_store",
@@ -172,18 +169,6 @@ def outbound_map(snap: MemorySnapshot) -> dict[str, list[MemoryEdge]]:
     for e in snap.edges:
         out.setdefault(e.source_id, []).append(e)
     return out
-
-
-def memory_for(ws: Workspace, cfg: MemoryConfig) -> LocalMemory | CogneeMemory:
-    """The provider `cfg` enables for `ws`: Cognee for provider = "cognee", else vivary-local (which refuses
-    when memory is disabled). Imported lazily: neither provider's module is loaded before it is needed."""
-    if cfg.provider == "cognee":
-        from vivary_git.memory.cognee import CogneeMemory
-
-        return CogneeMemory(ws, cfg)
-    from vivary_git.memory.local import LocalMemory
-
-    return LocalMemory(ws, cfg)
 
 
 class MemoryProvider(Protocol):

@@ -235,7 +235,7 @@ def commit_note(
     """Commit the change `plan` makes on the tip of `ref`, retrying on a new tip when the branch moved.
     `plan(base)` returns the path and its new bytes (or None: nothing to do, no commit), and may raise
     to refuse; with `remove` the path is deleted instead."""
-    with _LOCK:
+    with _LOCK, _write_lock(repo):
         for attempt in range(1, _ATTEMPTS + 1):
             old = _tip(repo, ref)
             base = Base(repo, old, checked_out)
@@ -281,7 +281,7 @@ def commit_changes(
     """Commit several paths at once (a dream resolution: the super node and its sources), as one commit:
     all of them or none. As `commit_note`: planned on the tip, retried on a new tip, refused when the user
     changed one of the paths, then put into the user's index and work tree."""
-    with _LOCK:
+    with _LOCK, _write_lock(repo):
         for attempt in range(1, _ATTEMPTS + 1):
             old = _tip(repo, ref)
             base = Base(repo, old, checked_out)
@@ -369,3 +369,10 @@ def _check_inside(workdir: Path, full: Path) -> None:
         if here.is_symlink():
             raise RefusedError(f"{here.relative_to(workdir)} is a symbolic link; memories are never written "
                                "through one: replace it with a folder")
+
+
+def _write_lock(repo: git.Repo) -> contextlib.AbstractContextManager[None]:
+    """Other processes' memory writes wait for this one (memory/lock.py)."""
+    from vivary_git.memory.lock import write_lock
+
+    return write_lock(repo.vivary_dir)
