@@ -132,3 +132,25 @@ def test_embed_text_drops_identity_lines() -> None:
     assert embed_text(packet) == 'type: decision\n{"status":"accepted"}\n# Use tokens\n\nThey expire.'
     bare = "vivary_node_id: n\nvivary_type: \nvivary_path: n.md\nvivary_title: N\n{}\noutbound_edges:\n\nbody\n"
     assert embed_text(bare) == "N\nbody"
+
+
+@pytest.mark.parametrize("name", ["hnswlib", "numpy"])
+def test_a_module_another_thread_is_importing_is_not_missing(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """recall imports the runtime in a thread (`preload_runtime`) while the main thread asks whether it is
+    installed: an extension module sits in sys.modules without `__spec__` for a moment during its import,
+    where `find_spec` raises ValueError. That once made recall say "needs hnswlib" under load."""
+    import sys
+    import types
+
+    from vivary_git.memory import local
+    from vivary_git.memory.embed import module_present
+
+    if importlib.util.find_spec(name) is None:
+        pytest.skip(f"{name} is not installed here (the embed extra)")
+    half = types.ModuleType(name)
+    half.__spec__ = None
+    monkeypatch.setitem(sys.modules, name, half)
+    assert module_present(name)
+    local.require_extra()  # no EmbedderError
+    monkeypatch.setitem(sys.modules, "vivary_no_such_module", None)
+    assert not module_present("vivary_no_such_module") and not module_present("vivary_surely_absent_module")

@@ -16,6 +16,7 @@ import importlib.metadata
 import importlib.resources
 import importlib.util
 import os
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -149,17 +150,23 @@ def _has_dist(dist: str) -> bool:
     return True
 
 
+def module_present(name: str) -> bool:
+    """Whether module `name` can be imported, found without importing it. A module another thread is
+    importing right now (recall's preload, `local.preload_runtime`) can be in `sys.modules` before its
+    `__spec__` is set, where `find_spec` raises ValueError: that module is present, not missing."""
+    if sys.modules.get(name) is not None:
+        return True
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ValueError:
+        return name in sys.modules
+    except ImportError:  # a broken parent package
+        return False
+
+
 def _missing_runtime() -> list[str]:
     """PyPI names of missing runtime modules, found without importing them (importing onnxruntime is slow)."""
-    missing = []
-    for module, dist in _RUNTIME_MODULES.items():
-        try:
-            found = importlib.util.find_spec(module) is not None
-        except (ImportError, ValueError):  # a broken parent package or a half-initialised module
-            found = False
-        if not found:
-            missing.append(dist)
-    return missing
+    return [dist for module, dist in _RUNTIME_MODULES.items() if not module_present(module)]
 
 
 def _reinstall_hint(spec: _OnnxSpec) -> str:

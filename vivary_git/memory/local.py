@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from vivary_git.errors import RefusedError, UsageError
-from vivary_git.memory.embed import BATCH_SIZE, INSTALL_HINT, EmbedderError
+from vivary_git.memory.embed import BATCH_SIZE, INSTALL_HINT, EmbedderError, module_present
 from vivary_git.memory.localfiles import (  # noqa: F401 - the formats are local's public names too
     _HEX64,
     _HNSW_HEADER,
@@ -124,14 +124,7 @@ __all__ = [
 def require_extra() -> None:
     """Raise `EmbedderError` (exit 2) naming the extra when a module the provider needs is missing.
     Uses `importlib.util.find_spec`, so nothing heavy is imported to find out."""
-    missing = []
-    for module, dist in _PROVIDER_MODULES.items():
-        try:
-            found = importlib.util.find_spec(module) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
-            missing.append(dist)
+    missing = [dist for module, dist in _PROVIDER_MODULES.items() if not module_present(module)]
     if missing:
         raise EmbedderError(f"the local semantic memory needs {', '.join(missing)}; {INSTALL_HINT}")
 
@@ -148,10 +141,7 @@ def preload_runtime() -> None:
     if _PRELOADING is not None:
         return
     names = ("numpy", "onnxruntime", "tokenizers", "hnswlib")
-    try:
-        if any(importlib.util.find_spec(n) is None for n in names):
-            return
-    except (ImportError, ValueError):
+    if not all(module_present(n) for n in names):
         return
 
     def load() -> None:
