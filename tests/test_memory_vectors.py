@@ -153,6 +153,42 @@ def test_index_records_one_vector_per_public_note_and_none_of_a_private_one(ws: 
     assert set(cache_vectors(ws.path)) == set(public.values())
 
 
+@pytest.fixture
+def packets_rendered(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The node ids whose packet this process rendered (`snapshot.packet`, wrapped, not mocked)."""
+    from vivary_git.memory import snapshot
+
+    rendered: list[str] = []
+    real = snapshot.packet
+
+    def counting(node: Any, note: Any, edges: Any) -> str:
+        rendered.append(node.id)
+        return real(node, note, edges)
+
+    monkeypatch.setattr(snapshot, "packet", counting)
+    return rendered
+
+
+def test_an_unchanged_index_reads_no_note_and_still_records_what_the_cache_lacks(
+        ws: Repo, cli: Any, model_runs: list[int], packets_rendered: list[str]) -> None:
+    first = cli("index", "--yes", "--rev", "HEAD", "--json", cwd=ws.path).json()
+    assert (first["embedded"], first["recorded"]) == (len(PUBLIC), len(PUBLIC)) and packets_rendered
+    packets_rendered.clear()
+    again = cli("index", "--yes", "--rev", "HEAD", "--json", cwd=ws.path).json()
+    assert again["unchanged"] and (again["embedded"], again["recorded"]) == (0, 0)
+    assert packets_rendered == []  # the snapshot's fingerprint says its packets are the indexed ones
+    # The shared cache lost its vectors: the unchanged index records them again, the same keys and values,
+    # from the vector keys it remembered (still no note rendered, no model run).
+    stored = cache_vectors(ws.path)
+    ws.git("update-ref", "-d", store.CACHE_REF)
+    model_runs.clear()
+    rep = cli("index", "--yes", "--rev", "HEAD", "--json", cwd=ws.path).json()
+    assert rep["unchanged"] and (rep["embedded"], rep["recorded"]) == (0, len(PUBLIC))
+    assert packets_rendered == [] and model_runs == []
+    assert cache_vectors(ws.path) == stored
+    assert set(stored) == set(keys_of(ws.path, *PUBLIC).values())
+
+
 def test_dirty_content_is_not_recorded_until_committed(ws: Repo, cli: Any) -> None:
     assert cli("index", "--yes", cwd=ws.path).code == 0
     ws.write({"notes/bread.md": "# Sourdough\n\nRye and spelt.\n"})

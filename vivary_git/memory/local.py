@@ -81,7 +81,15 @@ from vivary_git.memory.provider import (
     require_local,
     state_store,
 )
-from vivary_git.memory.snapshot import PACKET_FORMAT, MemoryEdge, MemorySnapshot, build_snapshot, dataset_name, packets
+from vivary_git.memory.snapshot import (
+    PACKET_FORMAT,
+    MemoryEdge,
+    MemoryNode,
+    MemorySnapshot,
+    build_snapshot,
+    dataset_name,
+    packets,
+)
 from vivary_git.parallel import Background
 
 if TYPE_CHECKING:
@@ -217,8 +225,6 @@ class LocalMemory:
         snap = self.snapshot()
         store = self.store
         store.ready()  # a folder that cannot be written fails now, not after the notes are embedded
-        rendered = list(packets(self.ws, snap))
-        digests = [_digest(p) for _, p in rendered]
         embedder = loading.result()
         builder = _IndexBuilder(store, snap, embedder, tree=self.ws.source.tree_id, label=self.ws.source.label,
                                 progress=progress)
@@ -226,8 +232,28 @@ class LocalMemory:
 
         sharing = builder.shared = IndexSharing(self.ws, store, embedder, embed_format=EMBED_FORMAT)
         with self._lock(quiet=progress is None):
-            report = builder.run(rendered, digests)
-            recorded = sharing.record(snap, rendered, digests)
+            found = builder.unchanged()
+            if found is not None:
+                # The index is this snapshot's: its packets are the ones indexed (the fingerprint binds blobs,
+                # ids, paths, types and edges), so none is rendered again unless recording needs a vector key
+                # this clone has not remembered.
+                report, digests = found
+                rendered: list[tuple[MemoryNode, str]] | None = None
+
+                def packet_of(i: int) -> str:
+                    nonlocal rendered
+                    if rendered is None:
+                        rendered = list(packets(self.ws, snap))
+                    return rendered[i][1]
+            else:
+                rendered = list(packets(self.ws, snap))
+                digests = [_digest(p) for _, p in rendered]
+                report = builder.run(rendered, digests)
+                done = rendered
+
+                def packet_of(i: int) -> str:
+                    return done[i][1]
+            recorded = sharing.record(snap, digests, packet_of)
         return msgspec.structs.replace(report, state=store.location, fetched=sharing.adopted, recorded=recorded,
                                        seconds=round(time.perf_counter() - started, 3))
 
@@ -415,14 +441,23 @@ class _IndexBuilder:
             return self._vector_cache()
         return list(meta.digests), rows, meta.generation
 
+    def unchanged(self) -> tuple[IndexReport, list[str]] | None:
+        """When the stored index is intact and this snapshot's: the report of an index run that finds nothing
+        to do, and the packet digests of the snapshot's nodes in order (from the verified entries)."""
+        previous, prev_entries = self._previous()
+        if previous is None or prev_entries is None or previous.fingerprint != self.snap.fingerprint \
+                or prev_entries.fingerprint != self.snap.fingerprint or not self._intact(previous) \
+                or [e.node_id for e in prev_entries.entries] != [n.id for n in self.snap.nodes]:
+            return None
+        digests = [e.digest for e in prev_entries.entries]
+        return self._report(previous.nodes, 0, len(digests), 0, False, unchanged=True), digests
+
     def run(self, rendered: list[tuple[Any, str]], digests: list[str]) -> IndexReport:
+        """Bring the index up to the snapshot (`unchanged` said it is not already)."""
         import numpy as np
 
         snap, store = self.snap, self.store
         previous, prev_entries = self._previous()
-        if previous is not None and prev_entries is not None and previous.fingerprint == snap.fingerprint \
-                and self._intact(previous):
-            return self._report(previous.nodes, 0, len(digests), 0, False, unchanged=True)
 
         cached, vectors, self.generation = self._vector_cache()
         live = set(digests)

@@ -301,18 +301,22 @@ class IndexSharing:
         vectors = np.vstack([vectors, block]) if len(vectors) else block
         return vectors, [i for i in todo if digests[i] not in row_of]
 
-    def record(self, snap: MemorySnapshot, rendered: Sequence[tuple[MemoryNode, str]], digests: Sequence[str]) -> int:
+    def record(self, snap: MemorySnapshot, digests: Sequence[str], packet: Callable[[int], str]) -> int:
         """Remember what this run learnt about the local rows, and record this clone's vectors of the
-        snapshot's notes in the shared cache; returns how many were new there."""
+        snapshot's notes in the shared cache; returns how many were new there. `digests[i]` is the packet
+        digest of `snap.nodes[i]` and `packet(i)` its packet, asked for only when its vector key is not
+        remembered already."""
         live = set(digests)
-        if self._indexed is None or self._indexed - {n.id for n, _ in rendered}:
+        if self._indexed is None or self._indexed - {n.id for n in snap.nodes}:
             self._forget_assembled()
         state = self._state
+        old = state or _Sharing()
         go = recordable(self.ws)
         if go:
-            for (_, packet), d in zip(rendered, digests, strict=True):
-                self._key(d, packet)
-        old = state or _Sharing()
+            for i, d in enumerate(digests):
+                if d not in self._keys:
+                    remembered = old.keys.get(d)
+                    self._keys[d] = remembered if remembered is not None else self.key(packet(i))
         foreign = ({d for d in old.foreign} | self._fetched) & live
         keys = {d: k for d, k in {**old.keys, **self._keys}.items() if d in live}
         if state is None or foreign != set(old.foreign) or keys != old.keys:
@@ -326,8 +330,7 @@ class IndexSharing:
             row_of, matrix = local_rows(self.store, self.embedder.model_id, self.embedder.dim, self.embed_format)
             return {row_key[d]: matrix[i] for d, i in row_of.items() if row_key.get(d) in wanted}
 
-        return record_vectors(self.ws, [n for n, _ in rendered], node_keys, values,
-                              {keys[d] for d in foreign})
+        return record_vectors(self.ws, snap.nodes, node_keys, values, {keys[d] for d in foreign})
 
     def _indexed_nodes(self) -> set[str] | None:
         """The node ids of the index before this run (None when that cannot be read)."""
