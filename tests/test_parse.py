@@ -62,6 +62,16 @@ def test_title_is_first_h1_outside_code_fences() -> None:
     assert note.title == "Real Title"
 
 
+def test_headings_of_a_note_without_code() -> None:
+    # The common note (no code, math or indentation) is read without the block scan: the same
+    # headings, title and anchors as CommonMark, whichever line they sit on.
+    body = b"## Intro\ntext # not\n####### seven\n#nospace\n# Title ##\n# Second\n   ### Deep ###\r\n"
+    note = parse_blob(b"---\na: 1\n---\n" + body)
+    assert note.title == "Title"
+    assert note.anchors == ("Deep", "Intro", "Second", "Title")
+    assert note.anchors == parse_blob(body + b"\n```\ncode\n```\n").anchors  # the block scan agrees
+
+
 def test_wikilinks_skip_code_and_keep_lines() -> None:
     note = parse_blob(b"# T\n\nSee [[a.b.c]] and `[[code]]`.\n~~~\n[[fenced]]\n~~~\n![[embed#x]] [[l|t]]\n")
     assert [(link.text, link.line) for link in note.links] == [("a.b.c", 3), ("embed#x", 7), ("l|t", 7)]

@@ -89,8 +89,9 @@ def loader_class() -> type[yaml.SafeLoader]:
     return Loader
 
 
-_H1_ANYWHERE = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*\r*$", re.MULTILINE)
-_ATX_ANYWHERE = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*\r*$", re.MULTILINE)
+# An ATX heading read where a line starts (`$` is that line's end): `_headings` tries it only on lines
+# whose first `#` follows at most three spaces, rather than a `^` search trying every position.
+_ATX_LINE = re.compile(r" {0,3}(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*\r*$", re.MULTILINE)
 _ATX = re.compile(r" {0,3}(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*\r*$")
 # A block id ends its line and follows a space (or starts it): `block_ids` looks at the character
 # before each match, so the pattern starts with a literal and is searched for as one.
@@ -409,14 +410,35 @@ def _scan_body(body: str, first_line: int) -> tuple[str | None, list[Link], tupl
     if any(marker in body for marker in _NOT_PLAIN) or (" #" in body and _INDENTED_HEADING.search(body)):
         return _scan_lines(body.split("\n"), first_line)
     # No code at all (most notes): a few searches over the whole text, no per-line loop.
-    h = _H1_ANYWHERE.search(body)
     links = _links(body, first_line) if "[" in body or "#" in body else []
+    title: str | None = None
     anchors: list[str] = []
     if "#" in body:
-        anchors.extend(m.group(1).strip() for m in _ATX_ANYWHERE.finditer(body))
+        for hashes, text in _headings(body):
+            if title is None and hashes == 1:
+                title = text
+            anchors.append(text)
     if "^" in body:
         anchors.extend(_block_ids(body))
-    return (h.group(1).strip() if h else None), links, tuple(sorted(set(anchors)))
+    return title, links, tuple(sorted(set(anchors)))
+
+
+def _headings(text: str) -> list[tuple[int, str]]:
+    """(level, text) of every ATX heading of `text` (a body with no code, so every such line is one):
+    a line is tried only where its first `#` follows at most three spaces."""
+    out: list[tuple[int, str]] = []
+    at = text.find("#")
+    while at != -1:
+        start = text.rfind("\n", 0, at) + 1
+        if at - start <= 3 and text.startswith(" " * (at - start), start):
+            m = _ATX_LINE.match(text, start)
+            if m is not None:
+                out.append((len(m.group(1)), m.group(2).strip()))
+        end = text.find("\n", at)
+        if end == -1:
+            break
+        at = text.find("#", end + 1)
+    return out
 
 
 def _block_ids(text: str) -> list[str]:
