@@ -430,11 +430,17 @@ def _headings(text: str) -> list[tuple[int, str]]:
     at = text.find("#")
     while at != -1:
         start = text.rfind("\n", 0, at) + 1
-        if at - start <= 3 and text.startswith(" " * (at - start), start):
-            m = _ATX_LINE.match(text, start)
-            if m is not None:
-                out.append((len(m.group(1)), m.group(2).strip()))
         end = text.find("\n", at)
+        if at - start <= 3 and text.startswith(" " * (at - start), start):
+            line = text[at:] if end == -1 else text[at:end]
+            rest = line.lstrip("#")
+            level = len(line) - len(rest)
+            if level <= 6 and len(rest) > 1 and rest[0] in " \t" and "#" not in rest and "\r" not in rest:
+                out.append((level, rest.strip()))  # no closing #s, no \r: what the pattern would give
+            else:
+                m = _ATX_LINE.match(text, start)
+                if m is not None:
+                    out.append((len(m.group(1)), m.group(2).strip()))
         if end == -1:
             break
         at = text.find("#", end + 1)
