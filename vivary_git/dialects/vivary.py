@@ -15,6 +15,7 @@ from vivary_git.models import Link
 
 _ID_RUNS = re.compile(r"[^a-z0-9._-]+")
 _DENDRON_VAULT = re.compile(r"^dendron://[^/]*/")
+_ANCHOR = re.compile(r"[#^]")
 _ASSET_SUFFIXES = (
     ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".bmp", ".pdf", ".mp3", ".mp4", ".webm", ".mov", ".wav",
     ".ogg", ".canvas", ".excalidraw", ".csv", ".zip",
@@ -47,14 +48,16 @@ def candidates(text: str, alias: str) -> tuple[str, ...]:
         ordered = [parts[-1]]
     else:
         ordered = [parts[-1], parts[0]]
-    if any("{{" in p for p in parts):
+    if "{{" in text:
         return ()  # a template placeholder (`[[journal.{{CURRENT_DAY}}]]`), not a link yet
-    if any(_DENDRON_VAULT.sub("", p).startswith(("#", "^")) for p in parts):
+    if "dendron://" in text:
+        parts = [_DENDRON_VAULT.sub("", p) for p in parts]
+        ordered = [_DENDRON_VAULT.sub("", p) for p in ordered]
+    if any(p.startswith(("#", "^")) for p in parts):
         return ()  # a link to a heading or block of this same note
     out: list[str] = []
     for raw in ordered:
-        t = _DENDRON_VAULT.sub("", raw)
-        t = re.split(r"[#^]", t, maxsplit=1)[0].strip()
+        t = _ANCHOR.split(raw, maxsplit=1)[0].strip() if "#" in raw or "^" in raw else raw.strip()
         if not t or t.lower().endswith(_ASSET_SUFFIXES):
             continue
         t = t.rstrip("/").rsplit("/", 1)[-1]
