@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -301,16 +301,7 @@ def add(
             continue
         if _declared(view, type_name, key):
             fields.append((key, value))
-    probe_node = _FakeNode(type_name)
-    for field, target in targets:
-        value = _edge_value(view, probe_node, field, target)
-        existing = next((i for i, (k, _) in enumerate(fields) if k == field), None)
-        if existing is None:
-            fields.append((field, [value] if _is_list_field(view, type_name, field) else value))
-        elif isinstance(fields[existing][1], list):
-            fields[existing][1].append(value)
-        else:
-            raise UsageError(f"field {field!r} takes one link; give only one {field}:ID")
+    _add_links(view, type_name, fields, targets)
     content = notefile.render_note(fields, title, text)
     chosen: dict[str, str] = {}
 
@@ -417,6 +408,22 @@ def update(
 def _spec(view: View, node: MemoryNode | _FakeNode, field: str) -> Any:
     return view.ws.config.field_spec(node.type, field)
 
+
+
+def _add_links(view: View, type_name: str, fields: list[tuple[str, Any]],
+               targets: Iterable[tuple[str, str]]) -> None:
+    """Append each `FIELD:ID` link of a new note to `fields`: a list field gathers them, a single-link
+    field takes one (a second is refused)."""
+    probe_node = _FakeNode(type_name)
+    for field, target in targets:
+        value = _edge_value(view, probe_node, field, target)
+        existing = next((i for i, (k, _) in enumerate(fields) if k == field), None)
+        if existing is None:
+            fields.append((field, [value] if _is_list_field(view, type_name, field) else value))
+        elif isinstance(fields[existing][1], list):
+            fields[existing][1].append(value)
+        else:
+            raise UsageError(f"field {field!r} takes one link; give only one {field}:ID")
 
 def _is_list_field(view: View, type_name: str | None, field: str) -> bool:
     spec = view.ws.config.field_spec(type_name, field)

@@ -35,13 +35,11 @@ from vivary_git.memory.extract import Extracted, extract, format_of, media_forma
 from vivary_git.memory.remember import (
     EdgeRef,
     View,
+    _add_links,
     _check_durability,
     _check_tags,
     _commit,
     _declared,
-    _edge_value,
-    _FakeNode,
-    _is_list_field,
     _now,
     _parse_links,
     _refuse_private_target,
@@ -689,16 +687,7 @@ def _add(view: View, data: _Data, *, title: str | None, description: str | None,
         if _declared(view, MEMORY_TYPE, key):
             fields.append((key, value))
     fields += data.fields
-    probe_node = _FakeNode(MEMORY_TYPE)
-    for field, target in targets:
-        value = _edge_value(view, probe_node, field, target)
-        existing = next((i for i, (k, _) in enumerate(fields) if k == field), None)
-        if existing is None:
-            fields.append((field, [value] if _is_list_field(view, MEMORY_TYPE, field) else value))
-        elif isinstance(fields[existing][1], list):
-            fields[existing][1].append(value)
-        else:
-            raise UsageError(f"field {field!r} takes one link; give only one {field}:ID")
+    _add_links(view, MEMORY_TYPE, fields, targets)
     content = notefile.render_note(fields, title, data.body)
     chosen: dict[str, str] = {}
     taken_ids = view.ids
