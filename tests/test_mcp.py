@@ -291,6 +291,33 @@ def _privacy_canaries(repo: Repo, *, nested_from_root: bool) -> None:
     assert links["outbound"] == [] and links["neighbors"] == []
 
 
+def test_search_trims_to_its_budget_in_the_documented_order(repo: Repo) -> None:
+    body = "Deploy notes. " + "The deploy pipeline runs smoke tests before it shifts traffic. " * 40
+    repo.commit("init", {f"notes/d{i}.md": f"# Deploy {i}\n\n{body}[[notes/d{(i + 1) % 6}]]\n" for i in range(6)})
+    service = MemoryService(repo.path)
+
+    def ask(budget: int) -> Any:
+        return service.search("deploy pipeline", top_k=6, include_content=True, include_neighbors=1,
+                              budget=budget, mode="text")
+
+    def shape(budget: int) -> list[tuple[bool, bool, int, bool]]:
+        got = ask(budget)
+        if budget:  # 0 = no budget
+            assert got.estimated_tokens <= max(budget, 40), (budget, got.estimated_tokens)
+        assert [h.id for h in got.results] == [h.id for h in full.results][: len(got.results)]
+        return [(bool(h.content), bool(h.neighbors), len(h.snippet or ""), bool(h.edges)) for h in got.results]
+
+    full = ask(0)
+    snippet = len(full.results[0].snippet or "")
+    assert snippet > 80 and full.estimated_tokens > 2000
+    assert shape(0) == [(True, True, snippet, True)] * 6
+    assert shape(2000) == [(False, True, snippet, True)] * 6  # content goes first
+    assert shape(600) == [(False, False, snippet, True)] * 6  # then neighbours
+    assert shape(300) == [(False, False, 0, True)] * 6  # then snippets shorten and go
+    assert shape(150) == [(False, False, 0, False)] * 4  # then edges, then trailing results
+    assert shape(1) == [(False, False, 0, False)]  # one result always stays
+
+
 def test_answers_follow_the_working_tree(repo: Repo) -> None:
     _seed(repo)
     service = MemoryService(repo.path)

@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from fnmatch import fnmatchcase
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -389,19 +389,36 @@ def find(
     )
 
 
+class _Trimmable(Protocol):
+    snippet: str | None
+    edges: list[EdgeRef] | None
+
+
+def trim_hits(hits: list[Any], over: Callable[[], bool], first: Sequence[str] = ()) -> None:
+    """Shrink `hits` (each with `snippet` and `edges`) until `over()` is false: clear each attribute named in
+    `first`, then halve and drop snippets, then drop edges, then trailing hits (one is always kept).
+    `find` and the MCP server's search trim their answers by the same steps."""
+    for attr in first:
+        if over():
+            for h in hits:
+                setattr(h, attr, None)
+    items: list[_Trimmable] = hits
+    while over() and any(h.snippet for h in items):
+        for h in items:
+            if h.snippet:
+                h.snippet = None if len(h.snippet) <= 80 else h.snippet[: max(40, len(h.snippet) // 2)].rstrip()
+    if over():
+        for h in items:
+            h.edges = None
+    while over() and len(hits) > 1:
+        hits.pop()
+
+
 def _trim(hits: list[FindHit], budget: int) -> None:
     def over() -> bool:
         return estimate_tokens(hits) > budget
 
-    while over() and any(h.snippet for h in hits):
-        for h in hits:
-            if h.snippet:
-                h.snippet = None if len(h.snippet) <= 80 else h.snippet[: max(40, len(h.snippet) // 2)].rstrip()
-    if over():
-        for h in hits:
-            h.edges = None
-    while over() and len(hits) > 1:
-        hits.pop()
+    trim_hits(hits, over)
     for h in hits:
         if over() and ";" in h.reason:
             h.reason = h.reason.split(";", 1)[0]

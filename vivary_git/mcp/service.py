@@ -974,22 +974,8 @@ def _estimate(hits: Sequence[SearchHit]) -> int:
 
 
 def _trim(hits: list[SearchHit], budget: int) -> int:
-    """Within `budget` tokens (JSON length / 4): drop content, then neighbours, then shorten and drop
-    snippets, then edges, then trailing results (as `find` does)."""
-    def over() -> bool:
-        return _estimate(hits) > budget
+    """Within `budget` tokens (JSON length / 4): drop content, then neighbours, then as `find` does."""
+    from vivary_git.query import trim_hits
 
-    for attr in ("content", "neighbors"):
-        if over():
-            for h in hits:
-                setattr(h, attr, None)
-    while over() and any(h.snippet for h in hits):
-        for h in hits:
-            if h.snippet:
-                h.snippet = None if len(h.snippet) <= 80 else h.snippet[: max(40, len(h.snippet) // 2)].rstrip()
-    if over():
-        for h in hits:
-            h.edges = None
-    while over() and len(hits) > 1:
-        hits.pop()
+    trim_hits(hits, lambda: _estimate(hits) > budget, first=("content", "neighbors"))
     return _estimate(hits)
