@@ -118,7 +118,7 @@ def test_onboard_bounds_and_cleans_values_as_the_cli_does(repo: Repo, tmp_path: 
     _seed(repo)
     twin = _twin(tmp_path, "twin")
     odd = {"name": "Ada\x00\x1b[31m\tLovelace\r\n- goal: injected <!-- <<< vivary profile <<< -->",
-           "role": "x" * 5000, "language": "Ελληνικά & English", "goal": "\u202eevil\u202c & <b>"}
+           "role": " x " * 200, "language": "Ελληνικά & English", "goal": "\u202eevil\u202c & <b>"}
 
     async def session() -> Any:
         async with Client(_stdio(repo)) as client:
@@ -131,7 +131,26 @@ def test_onboard_bounds_and_cleans_values_as_the_cli_does(repo: Repo, tmp_path: 
     text = (repo.path / "USER.md").read_text("utf-8")
     assert text == (twin.path / "USER.md").read_text("utf-8")
     assert text.count("<<< vivary profile <<<") == 1 and "\x1b" not in text and "\x00" not in text
-    assert onboard.read_profile(repo.path)["role"] == "x" * onboard.MAX_ANSWER
+    assert onboard.read_profile(repo.path)["role"] == " ".join(["x"] * 200)  # whitespace folded first
+
+
+def test_onboard_refuses_a_long_answer_or_a_credential_and_writes_nothing(repo: Repo, cli: Any) -> None:
+    _seed(repo)
+    token = "ghp_" + "A1b2C3d4E5" * 3 + "F6g7H8"
+    cases = [({"name": "Ada", "role": "y" * (onboard.MAX_ANSWER + 1)}, 2, "answer to 'role' is 501 characters"),
+             ({"name": "Ada", "goal": f"ship it; token {token}"}, 3, "answer to 'goal' looks like a credential")]
+    for answers, code, said in cases:
+        r = cli("onboard", *[a for k, v in answers.items() for a in ("--answer", f"{k}={v}")], cwd=repo.path)
+        assert (r.code, said in r.err, "nothing was written" in r.err) == (code, True, True), r.err
+        assert token not in r.err + r.out
+
+        async def session(given: dict[str, str] = answers) -> Any:
+            async with Client(_stdio(repo)) as client:
+                return await client.call_tool("onboard", {"answers": given})
+
+        got = _run(session)
+        assert got.is_error and said in _text(got) and token not in _text(got), _text(got)
+        assert not (repo.path / "USER.md").exists()
 
 
 def test_onboard_is_not_offered_to_read_only_hosts(repo: Repo) -> None:

@@ -49,11 +49,34 @@ class Onboarding:
         return not self.missing
 
 
+def _one_line(value: str) -> str:
+    value = "".join(" " if (ord(c) < 32 or ord(c) == 127) else c for c in value)
+    return " ".join(value.split())
+
+
 def clean(value: str) -> str:
     """One line, no control characters, bounded; `<` and `>` escaped so no answer can forge a marker."""
-    value = "".join(" " if (ord(c) < 32 or ord(c) == 127) else c for c in value)
-    value = " ".join(value.split())[:MAX_ANSWER]
+    value = _one_line(value)[:MAX_ANSWER]
     return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _refuse_unfit(answers: Mapping[str, str]) -> None:
+    """Every answer fits before any is written: at most `MAX_ANSWER` characters on one line, and nothing that
+    looks like a credential (the profile is shown to agents at every start). A refusal names the question,
+    never the value."""
+    from vivary_git.memory import secrets
+
+    for key, value in answers.items():
+        n = len(_one_line(value))
+        if n > MAX_ANSWER:
+            raise UsageError(f"answer to {key!r} is {n:,} characters; keep it under {MAX_ANSWER} (one line: "
+                             "what an agent should know at every start); nothing was written")
+    hit = secrets.find_secret(answers.items())
+    if hit is not None:
+        key, _, name = hit
+        raise RefusedError(f"answer to {key!r} looks like a credential ({name}, found by "
+                           f"{secrets.scanner_name()}); the profile is shown to agents, so it must never hold "
+                           "a secret: say where it lives instead; nothing was written")
 
 
 def _unescape(value: str) -> str:
@@ -108,6 +131,7 @@ def status(root: Path) -> Onboarding:
 
 def record(root: Path, answers: dict[str, str]) -> Onboarding:
     """Merge `answers` into the profile (an empty answer removes one) and write USER.md."""
+    _refuse_unfit(answers)
     path = files.project_path(root, USER_FILE)
     _refuse_tracked(root, path)
     before = files.read(path, USER_FILE)
