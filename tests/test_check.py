@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from conftest import TROPO, Repo
@@ -102,6 +103,19 @@ def test_symlinked_note_is_reported_not_followed(repo: Repo, cli: Any) -> None:
     repo.commit()
     r = cli("check", "--rev", "HEAD", cwd=repo.path)
     assert "notes/link.md:1: error E000: is a symbolic link" in r.out
+
+
+def test_a_symlink_with_a_huge_target_is_reported_in_one_short_line(repo: Repo, cli: Any, tmp_path: Path) -> None:
+    repo.commit(files=base_files())
+    target = tmp_path / "target"  # Git stores a link's target of any length; no file system resolves this one
+    target.write_text("../" + "very-long-folder-name/" * 20_000 + "core.md")
+    oid = repo.git("hash-object", "-w", "--", str(target)).strip()
+    repo.git("update-index", "--add", "--cacheinfo", f"120000,{oid},notes/far.md")
+    repo.git("commit", "-qm", "a symlink no file system can follow")
+    r = cli("check", "--rev", "HEAD", cwd=repo.path)
+    (line,) = [x for x in r.out.splitlines() if x.startswith("notes/far.md:")]
+    assert line.startswith("notes/far.md:1: error E000: is a symbolic link (to a target of 440,010 bytes); ")
+    assert len(line) < 200, line[:500]
 
 
 def test_bad_config_exits_2_with_file_and_fix(repo: Repo, cli: Any) -> None:

@@ -40,6 +40,7 @@ ROOT_MARKERS = (CONFIG_FILE, THIN_FILE)
 MAX_CONFIG_BYTES = 16 << 20
 _MD_SUFFIXES = (".md", ".markdown")
 _LINK_MODE = 0o120000
+_TARGET_SHOWN = 4096  # PATH_MAX: a longer symbolic link target resolves nowhere
 
 
 class Entry(NamedTuple):
@@ -102,15 +103,22 @@ class Source:
                     others.append(entry.path)  # a template or an excluded draft: links to it still resolve
                     continue
                 if entry.mode == _LINK_MODE:
-                    target = self._reader(entry.oid).decode("utf-8", "replace")
                     self._problems.append(Finding(
                         entry.path, 1, "error", "E000",
-                        f"is a symbolic link (to {target!r}); notes must be regular files: commit the file "
-                        "itself or add the link to `exclude`",
+                        f"is a symbolic link (to {self._link_target(entry.oid)}); notes must be regular files: "
+                        "commit the file itself or add the link to `exclude`",
                     ))
                 else:
                     self._entries.append(entry)
         return self._entries
+
+    def _link_target(self, oid: str) -> str:
+        """A symbolic link's target as a finding shows it. Git stores a target of any length: one longer
+        than any path a system resolves is named by its size, never read into a message."""
+        size = self.repo.repo.odb.read_header(self.repo.pygit2.Oid(hex=oid))[1] if self.repo is not None else 0
+        if size > _TARGET_SHOWN:
+            return f"a target of {size:,} bytes"
+        return repr(self._reader(oid).decode("utf-8", "replace"))
 
     def _apply_overlays(self, overlay_files: list[str]) -> Callable[[str], bool]:
         """Nested `tropo.toml` files tighten the rules for their folder; returns the exclusion filter."""
