@@ -188,3 +188,29 @@ def test_deep_nesting_is_e001() -> None:
     deep = b"---\na: " + b"[" * 100_000 + b"]" * 100_000 + b"\n---\n# T\n"
     note = parse_blob(deep)
     assert note.problem is not None and note.problem.code == "E001" and note.title == "T"
+
+
+FRONTMATTER_TEXTS = [
+    "---\na: 1\n---\nbody", "---", "---\n", "---\n---", "---\n---\n", "---\n...\nx", "--- \r\na: 1\r\n--- \r\n# T\r\n",
+    "---\na: 1\n", "---\na: 1\n----\nb\n--- x\n---\nbody\n", "---\n ---\n---\n", "----\na\n---\n", " ---\na\n---\n",
+    "---\na: 1\n...", "---\na\n---\u2028\nb", "---\u00a0\na\n---\n", "---x\n---\n", "---\n\n\n---\n\nz", "x\n---\n---\n",
+    "---\na: '---'\n--- trailing\n...  \t\nrest\n---\n", "---\r\n---\r\n", "---\n.... \n--\n---",
+]
+
+
+@pytest.mark.parametrize("text", FRONTMATTER_TEXTS)
+def test_frontmatter_is_found_as_splitting_into_lines_finds_it(text: str) -> None:
+    """parse_blob finds the closing `---` by searching the text, not by splitting it into lines: the
+    two must agree on the frontmatter, the body and the line the body starts on."""
+    expected = parse._split_lines(text)
+    assert parse._split_frontmatter(text) == expected
+    note = parse_blob(text.encode())
+    assert note.has_frontmatter == (expected is not None)
+    if expected is not None:
+        assert note.body == expected[2]
+
+
+@pytest.mark.parametrize("body", [*BODIES, "a ~~ b", "a ~~~ b", "<! --", "<!-- x", "% %", "%%", "   x", "    x",
+                                  "\tx", "$", "`", "~", "<", "%"])
+def test_not_plain_is_any_marker(body: str) -> None:
+    assert parse._not_plain(body) == any(marker in body for marker in parse._NOT_PLAIN)
