@@ -214,3 +214,23 @@ def test_frontmatter_is_found_as_splitting_into_lines_finds_it(text: str) -> Non
                                   "\tx", "$", "`", "~", "<", "%"])
 def test_not_plain_is_any_marker(body: str) -> None:
     assert parse._not_plain(body) == any(marker in body for marker in parse._NOT_PLAIN)
+
+
+TAG_TEXTS = [
+    "#a", "# a", "#a #b", "a#b #c", "#a#b #c#d", "x #a.b: #c. #", "##a #", "#[[x]] #y", "\t#t\n#u,v #w!",
+    "# Title\n\ntext #tag and #another-one, #x;y", "#é #日本", "#a\n#b\r\n #c", "(#no) #yes", "#", "a #",
+    "## H\n#tag\n### x #y ###",
+]
+
+
+@pytest.mark.parametrize("text", TAG_TEXTS)
+def test_tags_are_those_a_whole_text_search_finds(text: str) -> None:
+    """Tags are looked for only where a `#` starts the text or follows a space: the same as searching
+    the whole text for the tag pattern and keeping those matches."""
+    expected = []
+    for m in parse._TAG.finditer(text):
+        at = m.start()
+        if (at == 0 or text[at - 1] in " \t\n") and m.group(1).rstrip(".:"):
+            expected.append((text.count("\n", 0, at) + 1, m.group(1).rstrip(".:")))
+    got = [(link.line, link.text) for link in parse._links(text, 1) if link.kind == "t"]
+    assert got == expected
