@@ -193,8 +193,8 @@ def test_deep_nesting_is_e001() -> None:
 FRONTMATTER_TEXTS = [
     "---\na: 1\n---\nbody", "---", "---\n", "---\n---", "---\n---\n", "---\n...\nx", "--- \r\na: 1\r\n--- \r\n# T\r\n",
     "---\na: 1\n", "---\na: 1\n----\nb\n--- x\n---\nbody\n", "---\n ---\n---\n", "----\na\n---\n", " ---\na\n---\n",
-    "---\na: 1\n...", "---\na\n---\u2028\nb", "---\u00a0\na\n---\n", "---x\n---\n", "---\n\n\n---\n\nz", "x\n---\n---\n",
-    "---\na: '---'\n--- trailing\n...  \t\nrest\n---\n", "---\r\n---\r\n", "---\n.... \n--\n---",
+    "---\na: 1\n...", "---\na\n---\u2028\nb", "---\u00a0\na\n---\n", "---x\n---\n", "---\n\n\n---\n\nz",
+    "x\n---\n---\n", "---\na: '---'\n--- trailing\n...  \t\nrest\n---\n", "---\r\n---\r\n", "---\n.... \n--\n---",
 ]
 
 
@@ -234,3 +234,11 @@ def test_tags_are_those_a_whole_text_search_finds(text: str) -> None:
             expected.append((text.count("\n", 0, at) + 1, m.group(1).rstrip(".:")))
     got = [(link.line, link.text) for link in parse._links(text, 1) if link.kind == "t"]
     assert got == expected
+
+
+@pytest.mark.parametrize("body", [*BODIES, " #a", "  # a\n", "   #", "    # code", "x\n # y", "a # b\n  ## c",
+                                  "# a\n\t# b", "#\n #", "\n\n   ### Deep ###\r\n", "a\r\n # b", "# one\n## two"])
+def test_headings_give_up_where_a_heading_is_indented(body: str) -> None:
+    """The whole-text path leaves a body to the block scan when a line's `#` follows one to three
+    spaces (it may sit in a list item), as `_INDENTED_HEADING` says."""
+    assert (parse._headings(body) is None) == bool(parse._INDENTED_HEADING.search(body))

@@ -122,7 +122,7 @@ def _not_plain(body: str) -> bool:
     return ("`" in body or "$" in body or "\t" in body or ("~" in body and "~~~" in body)
             or ("<" in body and "<!--" in body) or ("%" in body and "%%" in body) or "    " in body)
 # A heading indented 1-3 spaces may sit inside a list item (then it is neither the title nor an anchor):
-# only the block scan knows.
+# only the block scan knows. (`_headings` finds such lines on its way; the tests hold it to this pattern.)
 _INDENTED_HEADING = re.compile(r"^ {1,3}#", re.MULTILINE)
 
 def parse_blob(data: bytes) -> Note:
@@ -445,31 +445,35 @@ def within_bounds(fields: Mapping[str, Any]) -> bool:
 
 def _scan_body(body: str, first_line: int) -> tuple[str | None, list[Link], tuple[str, ...]]:
     """The first ATX H1, every link, and the heading and block anchors, outside code, math and comments."""
-    if _not_plain(body) or (" #" in body and _INDENTED_HEADING.search(body)):
+    heads = _headings(body) if "#" in body else []
+    if heads is None or _not_plain(body):  # an indented heading, code, math or a comment: read block by block
         return _scan_lines(body.split("\n"), first_line)
     # No code at all (most notes): a few searches over the whole text, no per-line loop.
     links = _links(body, first_line) if "[" in body or "#" in body else []
     title: str | None = None
     anchors: list[str] = []
-    if "#" in body:
-        for hashes, text in _headings(body):
-            if title is None and hashes == 1:
-                title = text
-            anchors.append(text)
+    for hashes, text in heads:
+        if title is None and hashes == 1:
+            title = text
+        anchors.append(text)
     if "^" in body:
         anchors.extend(_block_ids(body))
     return title, links, tuple(sorted(set(anchors)))
 
 
-def _headings(text: str) -> list[tuple[int, str]]:
+def _headings(text: str) -> list[tuple[int, str]] | None:
     """(level, text) of every ATX heading of `text` (a body with no code, so every such line is one):
-    a line is tried only where its first `#` follows at most three spaces."""
+    a line is tried only where its first `#` follows at most three spaces. None when a line's first `#`
+    follows one to three spaces (`_INDENTED_HEADING`): such a heading may sit inside a list item (then it
+    is neither the title nor an anchor), which only the block scan knows."""
     out: list[tuple[int, str]] = []
     at = text.find("#")
     while at != -1:
         start = text.rfind("\n", 0, at) + 1
         end = text.find("\n", at)
         if at - start <= 3 and text.startswith(" " * (at - start), start):
+            if at > start:
+                return None
             line = text[at:] if end == -1 else text[at:end]
             rest = line.lstrip("#")
             level = len(line) - len(rest)
