@@ -514,14 +514,15 @@ def _links(text: str, first_line: int) -> list[Link]:
                 else:
                     found.append((at, dest, "m"))
     at = text.find("#")
+    tag: re.Match[str] | None
     while at != -1:  # most `#`s open headings: the pattern is tried only where a tag may start
-        m = _TAG.match(text, at) if at == 0 or text[at - 1] in " \t\n" else None
-        if m is not None:
-            name = m.group(1).rstrip(".:")
+        tag = _TAG.match(text, at) if at == 0 or text[at - 1] in " \t\n" else None
+        if tag is not None:
+            name = tag.group(1).rstrip(".:")
             if name:
                 found.append((at, name, "t"))
-            at = m.end()  # (a match holds no `#`: the next one is at or after its end)
-        at = text.find("#", at + 1 if m is None else at)
+            at = tag.end()  # (a match holds no `#`: the next one is at or after its end)
+        at = text.find("#", at + 1 if tag is None else at)
     if ":" in text and "]:" in text:
         for m in _REFDEF.finditer(text):
             dest = m.group(1) if m.group(1) is not None else m.group(2)
