@@ -188,3 +188,57 @@ def test_deep_nesting_is_e001() -> None:
     deep = b"---\na: " + b"[" * 100_000 + b"]" * 100_000 + b"\n---\n# T\n"
     note = parse_blob(deep)
     assert note.problem is not None and note.problem.code == "E001" and note.title == "T"
+
+
+FRONTMATTER_TEXTS = [
+    "---\na: 1\n---\nbody", "---", "---\n", "---\n---", "---\n---\n", "---\n...\nx", "--- \r\na: 1\r\n--- \r\n# T\r\n",
+    "---\na: 1\n", "---\na: 1\n----\nb\n--- x\n---\nbody\n", "---\n ---\n---\n", "----\na\n---\n", " ---\na\n---\n",
+    "---\na: 1\n...", "---\na\n---\u2028\nb", "---\u00a0\na\n---\n", "---x\n---\n", "---\n\n\n---\n\nz",
+    "x\n---\n---\n", "---\na: '---'\n--- trailing\n...  \t\nrest\n---\n", "---\r\n---\r\n", "---\n.... \n--\n---",
+]
+
+
+@pytest.mark.parametrize("text", FRONTMATTER_TEXTS)
+def test_frontmatter_is_found_as_splitting_into_lines_finds_it(text: str) -> None:
+    """parse_blob finds the closing `---` by searching the text, not by splitting it into lines: the
+    two must agree on the frontmatter, the body and the line the body starts on."""
+    expected = parse._split_lines(text)
+    assert parse._split_frontmatter(text) == expected
+    note = parse_blob(text.encode())
+    assert note.has_frontmatter == (expected is not None)
+    if expected is not None:
+        assert note.body == expected[2]
+
+
+@pytest.mark.parametrize("body", [*BODIES, "a ~~ b", "a ~~~ b", "<! --", "<!-- x", "% %", "%%", "   x", "    x",
+                                  "\tx", "$", "`", "~", "<", "%"])
+def test_not_plain_is_any_marker(body: str) -> None:
+    assert parse._not_plain(body) == any(marker in body for marker in parse._NOT_PLAIN)
+
+
+TAG_TEXTS = [
+    "#a", "# a", "#a #b", "a#b #c", "#a#b #c#d", "x #a.b: #c. #", "##a #", "#[[x]] #y", "\t#t\n#u,v #w!",
+    "# Title\n\ntext #tag and #another-one, #x;y", "#é #日本", "#a\n#b\r\n #c", "(#no) #yes", "#", "a #",
+    "## H\n#tag\n### x #y ###",
+]
+
+
+@pytest.mark.parametrize("text", TAG_TEXTS)
+def test_tags_are_those_a_whole_text_search_finds(text: str) -> None:
+    """Tags are looked for only where a `#` starts the text or follows a space: the same as searching
+    the whole text for the tag pattern and keeping those matches."""
+    expected = []
+    for m in parse._TAG.finditer(text):
+        at = m.start()
+        if (at == 0 or text[at - 1] in " \t\n") and m.group(1).rstrip(".:"):
+            expected.append((text.count("\n", 0, at) + 1, m.group(1).rstrip(".:")))
+    got = [(link.line, link.text) for link in parse._links(text, 1) if link.kind == "t"]
+    assert got == expected
+
+
+@pytest.mark.parametrize("body", [*BODIES, " #a", "  # a\n", "   #", "    # code", "x\n # y", "a # b\n  ## c",
+                                  "# a\n\t# b", "#\n #", "\n\n   ### Deep ###\r\n", "a\r\n # b", "# one\n## two"])
+def test_headings_give_up_where_a_heading_is_indented(body: str) -> None:
+    """The whole-text path leaves a body to the block scan when a line's `#` follows one to three
+    spaces (it may sit in a list item), as `_INDENTED_HEADING` says."""
+    assert (parse._headings(body) is None) == bool(parse._INDENTED_HEADING.search(body))

@@ -391,3 +391,20 @@ def test_shared_encoding_without_the_struct_is_the_structs(data: bytes) -> None:
     assert store.encode_shared(note) == msgspec.msgpack.encode(store.share(note))
     shared = msgspec.msgpack.decode(store.encode_shared(note), type=store.SharedNote)
     assert store.unshare(shared, lambda: data) == note
+
+
+@pytest.mark.parametrize("data", [
+    b"# T\n\nbody [[x]]\n", b"---\na: 1\nb: [x, y]\n---\n# T\n", b"---\na: [1\n---\n", b"\xff\xfe", b"",
+    b"---\nn:\n  deep: {x: [1, 2]}\nf: 1.5\nbig: 123456789012\nneg: -3\nt: true\n---\nbody \xc3\xa9\xe6\x97\xa5 ^b1\n",
+    b"---\nvivary-ignore: W221\n---\n# A\n<!-- vivary-ignore W202 -->\n## B\n#tag [l](x.md) ![[e]]\n",
+    b"---\nx: " + b"y" * 70000 + b"\n---\n" + b"z" * 70000,
+])
+def test_a_workers_encoded_note_is_shared_as_the_note_is(data: bytes) -> None:
+    """A note a parse worker handed back still encoded is re-encoded for the shared cache without
+    being decoded: the same bytes as sharing the note itself."""
+    from vivary_git.parse import parse_blob
+
+    note = parse_blob(data)
+    encoded = msgspec.msgpack.encode(note)
+    assert store.encode_shared_encoded(encoded) == store.encode_shared(note)
+    assert store.encode_shared_encoded(msgspec.Raw(encoded)) == store.encode_shared(note)

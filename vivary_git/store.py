@@ -124,6 +124,22 @@ def encode_shared(note: Note) -> bytes:
                     note.has_frontmatter, note.anchors, note.ignores))
 
 
+_NOTE_PARTS = msgspec.msgpack.Decoder(list[msgspec.Raw])
+_BODY_TEXT = msgspec.msgpack.Decoder(str)
+_BODY_AT = Note.__struct_fields__.index("body")
+
+
+def encode_shared_encoded(encoded: bytes | msgspec.Raw) -> bytes:
+    """`encode_shared` of a note still in msgpack (a `Note`, as a parse worker hands it back), without
+    rebuilding it: its fields are copied as they are and its body replaced by the body's length (a
+    test holds the bytes equal)."""
+    parts = _NOTE_PARTS.decode(encoded)
+    if len(parts) != len(Note.__struct_fields__):
+        return encode_shared(msgspec.msgpack.decode(encoded, type=Note))
+    parts[_BODY_AT] = msgspec.Raw(_ENCODE(len(_BODY_TEXT.decode(parts[_BODY_AT]))))
+    return _ENCODE(parts)
+
+
 def unshare(shared: SharedNote, read: Callable[[], bytes]) -> Note | None:
     """The note again, its body cut from the blob `read()` returns; None when the blob cannot hold
     that body (then the caller parses the blob instead)."""

@@ -512,8 +512,8 @@ class Workspace:
 
     def shared_parses(self, oids: list[str]) -> dict[str, bytes]:
         """The shared encoding (`store.encode_shared`) of these blobs' parses. One note at a time from
-        its parse (this run's, or a worker's still encoded): at 100,000 notes, holding them all decoded
-        at once was ~200 MB."""
+        its parse (this run's, or a worker's still encoded, which is re-encoded without being decoded):
+        at 100,000 notes, holding them all decoded at once was ~200 MB."""
         from vivary_git import store
 
         parse: dict[str, bytes] = {}
@@ -521,12 +521,12 @@ class Workspace:
         for oid in oids:
             note = self._computed_notes.get(oid)
             encoded = self._encoded_notes.get(oid) if note is None else None
-            if note is None and encoded is not None:
-                note = msgspec.msgpack.decode(encoded, type=Note)
-            if note is None:
-                rest.append(oid)
-            else:
+            if note is not None:
                 parse[oid] = store.encode_shared(note)
+            elif encoded is not None:
+                parse[oid] = store.encode_shared_encoded(encoded)  # never decoded into a Note
+            else:
+                rest.append(oid)
         for oid, note in self._notes_for(rest).items():  # neither: from the local cache, or parsed
             if oid not in self._from_ref:
                 parse[oid] = store.encode_shared(note)

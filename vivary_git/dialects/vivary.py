@@ -87,14 +87,27 @@ class Resolver:
     def __init__(self, rules: Rules, ids: Callable[[], dict[str, str]]) -> None:
         self.alias = rules.alias
         self.ids = ids()
+        # A resolution depends on the text as written alone (when it has candidates): many notes link
+        # the same note, and each text is resolved once per graph.
+        self._resolved: dict[str, Resolution] = {}
 
     def resolve(self, target: Target, source: str) -> Resolution:
-        found = candidates(target.written, self.alias)
+        written = target.written
+        got = self._resolved.get(written)
+        if got is not None:
+            return got
+        found = candidates(written, self.alias)
+        if not found:
+            return Resolution(None, target.name)
         for c in found:
             path = self.ids.get(c)
             if path is not None:
-                return Resolution(path, c)
-        return Resolution(None, found[0] if found else target.name)
+                got = Resolution(path, c)
+                break
+        else:
+            got = Resolution(None, found[0])
+        self._resolved[written] = got
+        return got
 
     def candidates(self, target: Target) -> list[str]:
         for c in candidates(target.written, self.alias):
