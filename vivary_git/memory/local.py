@@ -738,13 +738,9 @@ class RecallSession:
         self._doc_of_label = {e.label: i for i, e in enumerate(entries)}
         nodes = {n.id: n for n in snap.nodes}
         self._nodes = nodes
-        self._outbound = outbound_map(snap)
-        touching: dict[str, list[MemoryEdge]] = {}
-        for e in snap.edges:
-            touching.setdefault(e.source_id, []).append(e)
-            if e.target_id != e.source_id:
-                touching.setdefault(e.target_id, []).append(e)
-        self._touching = touching
+        # Edge maps of the whole snapshot are built only when asked for (filters); a hit's edge context is
+        # found by one pass over the edges per batch of queries (`_edge_context`).
+        self._outbound: dict[str, list[MemoryEdge]] | None = None
 
     def recall(self, query: str, *, k: int = 10, filters: RecallFilters | None = None,
                mode: RecallMode = "hybrid") -> list[RecallHit]:
@@ -762,8 +758,23 @@ class RecallSession:
         filters = filters or RecallFilters()
         wanted = fetch_size(k, filters.active)
         vectors = self.embedder.embed(list(queries)) if queries else None
-        return [self._answer(q, vectors[i], k, wanted, filters, mode) for i, q in enumerate(queries)] \
+        answers = [self._answer(q, vectors[i], k, wanted, filters, mode) for i, q in enumerate(queries)] \
             if vectors is not None else []
+        return self._edge_context(answers)
+
+    def _edge_context(self, answers: list[list[RecallHit]]) -> list[list[RecallHit]]:
+        """The hits with the snapshot's edges from or to each (in snapshot order, at most `_EDGE_CONTEXT`),
+        found in one pass over the edges for every hit of every answer."""
+        wanted = {h.node_id for hits in answers for h in hits}
+        touching: dict[str, list[MemoryEdge]] = {}
+        if wanted:
+            for e in self.snapshot.edges:
+                if e.source_id in wanted:
+                    touching.setdefault(e.source_id, []).append(e)
+                if e.target_id in wanted and e.target_id != e.source_id:
+                    touching.setdefault(e.target_id, []).append(e)
+        return [[msgspec.structs.replace(h, edge_context=touching.get(h.node_id, [])[:_EDGE_CONTEXT]) for h in hits]
+                for hits in answers]
 
     def _vector_ranking(self, vector: npt.NDArray[np.float32], depth: int) -> list[tuple[int, float]]:
         """(entry number, cosine) best first."""
@@ -804,11 +815,14 @@ class RecallSession:
             taken += 1
             if taken > wanted:
                 break
-            if filters.active and not filters.keep(node, self._outbound.get(node.id, ())):
-                continue
+            if filters.active:
+                if self._outbound is None:
+                    self._outbound = outbound_map(self.snapshot)
+                if not filters.keep(node, self._outbound.get(node.id, ())):
+                    continue
             hits.append(RecallHit(
                 node_id=node.id, type=node.type, path=node.path, score=round(score, 6), reason=reason,
-                source="provider", edge_context=self._touching.get(node.id, [])[:_EDGE_CONTEXT], provider=PROVIDER,
+                source="provider", edge_context=[], provider=PROVIDER,
             ))
             if len(hits) == k:
                 break
