@@ -738,9 +738,11 @@ class RecallSession:
         self._doc_of_label = {e.label: i for i, e in enumerate(entries)}
         nodes = {n.id: n for n in snap.nodes}
         self._nodes = nodes
-        # Edge maps of the whole snapshot are built only when asked for (filters); a hit's edge context is
-        # found by one pass over the edges per batch of queries (`_edge_context`).
+        # Edge maps of the whole snapshot are built only when asked for: the outbound map for filters, the
+        # map of every node's edges for a session's second batch of queries on (`_edge_context`).
         self._outbound: dict[str, list[MemoryEdge]] | None = None
+        self._touching: dict[str, list[MemoryEdge]] | None = None
+        self._batches = 0
 
     def recall(self, query: str, *, k: int = 10, filters: RecallFilters | None = None,
                mode: RecallMode = "hybrid") -> list[RecallHit]:
@@ -763,18 +765,26 @@ class RecallSession:
         return self._edge_context(answers)
 
     def _edge_context(self, answers: list[list[RecallHit]]) -> list[list[RecallHit]]:
-        """The hits with the snapshot's edges from or to each (in snapshot order, at most `_EDGE_CONTEXT`),
-        found in one pass over the edges for every hit of every answer."""
+        """The hits with the snapshot's edges from or to each (in snapshot order, at most `_EDGE_CONTEXT`).
+        A session's first batch (a `recall` command's only one) takes them from one pass over the edges for
+        its hits; a longer-lived session (the MCP server) maps every node's edges once, on its second batch."""
+        self._batches += 1
+        if self._touching is None and self._batches > 1:
+            self._touching = self._edges_touching(None)
         wanted = {h.node_id for hits in answers for h in hits}
-        touching: dict[str, list[MemoryEdge]] = {}
-        if wanted:
-            for e in self.snapshot.edges:
-                if e.source_id in wanted:
-                    touching.setdefault(e.source_id, []).append(e)
-                if e.target_id in wanted and e.target_id != e.source_id:
-                    touching.setdefault(e.target_id, []).append(e)
+        touching = self._touching if self._touching is not None else self._edges_touching(wanted) if wanted else {}
         return [[msgspec.structs.replace(h, edge_context=touching.get(h.node_id, [])[:_EDGE_CONTEXT]) for h in hits]
                 for hits in answers]
+
+    def _edges_touching(self, wanted: set[str] | None) -> dict[str, list[MemoryEdge]]:
+        """Node id -> the snapshot's edges from or to it, in snapshot order, for the `wanted` nodes (all: None)."""
+        touching: dict[str, list[MemoryEdge]] = {}
+        for e in self.snapshot.edges:
+            if wanted is None or e.source_id in wanted:
+                touching.setdefault(e.source_id, []).append(e)
+            if e.target_id != e.source_id and (wanted is None or e.target_id in wanted):
+                touching.setdefault(e.target_id, []).append(e)
+        return touching
 
     def _vector_ranking(self, vector: npt.NDArray[np.float32], depth: int) -> list[tuple[int, float]]:
         """(entry number, cosine) best first."""
