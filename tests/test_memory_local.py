@@ -477,3 +477,25 @@ def test_a_note_made_private_leaves_no_trace_in_the_index_files(ws: Any, cli: An
     stored = np.frombuffer((where / "vectors.f32").read_bytes(), dtype="<f4").reshape(-1, 384)
     assert float((stored @ np.frombuffer(vector, dtype="<f4")).max()) < 0.999
     assert recall(cli, ws.path, "signing keys quarterly")
+
+
+def test_every_answer_of_a_session_carries_each_hits_edges(ws: Any, cli: Any) -> None:
+    """A `recall` answers once, finding its hits' edges in one pass; a long-lived session (the MCP server)
+    maps every node's edges on its second batch: each answer has the edges from and to each hit, in
+    snapshot order, whichever way they were found."""
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    session = LocalMemory(open_workspace(ws.path)).open()
+    edges = session.snapshot.edges
+
+    def context(hits: list[Any]) -> list[tuple[str, list[Any]]]:
+        return [(h.node_id, h.edge_context) for h in hits]
+
+    answers = [session.recall("how often are signing keys rotated?", k=5) for _ in range(3)]
+    many = session.recall_many(["signing keys", "vault", "tomatoes"], k=5)
+    for hits in [*answers, *many]:
+        assert hits
+        for h in hits:
+            assert h.edge_context == [e for e in edges if h.node_id in (e.source_id, e.target_id)]
+    assert context(answers[0]) == context(answers[1]) == context(answers[2])
+    keys = next(h for h in answers[0] if h.node_id == "keys")
+    assert [(e.source_id, e.target_id) for e in keys.edge_context] == [("d1", "keys"), ("keys", "vault")]

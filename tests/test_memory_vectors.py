@@ -265,6 +265,25 @@ def test_fresh_clone_recalls_from_fetched_vectors_embedding_only_the_query(
     assert (rep["embedded"], rep["fetched"]) == (1, 0) and sum(model_runs) == 1
 
 
+def test_a_fresh_clone_builds_the_keyword_index_the_indexing_clone_built(ws: Repo, cli: Any, tmp_path: Path) -> None:
+    """The clone that fetched the vectors tokenises the notes itself, in bulk (bm25.build_texts): its keyword
+    index is byte for byte the one `index` built note by note, so hybrid recall answers alike, scores and all."""
+    from vivary_git.memory.local import LocalMemory
+
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    origin = publish(ws, tmp_path)
+    other = clone(origin, tmp_path / "clone")
+    assert run_git_vivary(["sync", "fetch"], other).returncode == 0
+    for question in ("how often are signing keys rotated?", "tomatoes bread", "vault audit"):
+        mine = cli("recall", question, "--json", cwd=ws.path)
+        theirs = cli("recall", question, "--json", cwd=other)
+        assert mine.code == theirs.code == 0, theirs.err
+        assert theirs.json() == mine.json() and mine.json()
+    indexed = Path(LocalMemory(open_workspace(ws.path)).store.location) / "lexical.bin"
+    assembled = list((Path(LocalMemory(open_workspace(other)).store.location) / "trees").glob("*/lexical.bin"))
+    assert len(assembled) == 1 and assembled[0].read_bytes() == indexed.read_bytes()
+
+
 def test_untrusted_cache_is_not_read_and_the_refusal_says_why(ws: Repo, cli: Any, tmp_path: Path) -> None:
     assert cli("index", "--yes", cwd=ws.path).code == 0
     origin = publish(ws, tmp_path)

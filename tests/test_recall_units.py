@@ -109,6 +109,40 @@ def test_bm25_rare_terms_outweigh_common_ones() -> None:
 
 
 @needs_numpy
+def test_bm25_built_in_bulk_is_the_index_built_note_by_note() -> None:
+    """Recall of a fetched tree tokenises every note at once (`build_texts`): the index must be the one
+    `build` makes from each note's `Tokenizer.counts`, byte for byte, whatever the text: every ASCII
+    character, digits (their own stems), `_`, one-letter words, stopwords, non-ASCII Latin, Cyrillic,
+    Greek, CJK, empty notes, term counts given instead of text, and more notes than one block holds."""
+    import random
+
+    from vivary_git.memory import bm25
+
+    rng = random.Random(7)
+    vocab = ["Fractures", "fractured", "the", "a", "x", "2024", "007", "x1_y", "__init__", "API", "naïve",
+             "café", "Straße", "ссылки", "бегущие", "λόγος", "λόγοι", "API设计", "内部链接", "链", "ＡＰＩ", "ﬁsh",
+             "running", "runs", "ran", "it's", "e-mail", "C++", "3.14", "\t", "\x00", "—", "“quoted”"]
+    docs: list[str] = ["", " ", "".join(map(chr, range(128))) * 2, "the a of", "内部链接", "ένα δύο"]
+    docs += [" ".join(rng.choice(vocab) for _ in range(rng.randint(0, 40))) for _ in range(1200)]
+    docs += [f"note-{i:06d} links to [[note-{rng.randint(0, 999999):06d}]]." for i in range(300)]
+    tok = bm25.Tokenizer()
+    counts = [tok.counts(d) for d in docs]
+    want = bm25.build(counts).encode()
+    assert bm25.build_texts(docs).encode() == want
+    assert bm25.build_texts(docs, bm25.Tokenizer()).encode() == want  # a fresh memo: nothing carried over
+    pairs = enumerate(zip(docs, counts, strict=True))
+    mixed: list[str | dict[str, int]] = [c if i % 3 == 0 else d for i, (d, c) in pairs]
+    assert bm25.build_texts(mixed).encode() == want
+    assert bm25.build_texts(counts).encode() == want
+    assert bm25.build_texts([]).encode() == bm25.build([]).encode()
+    assert bm25.build_texts(["", "the of"]).encode() == bm25.build([{}, {}]).encode()
+    # Query terms are still cut by `Tokenizer.__call__`: they meet the bulk index's terms.
+    index = bm25.decode(want)
+    query = tok("fracture 2024")
+    assert index is not None and index.top(query, 3) == bm25.build_texts(docs).top(query, 3) != []
+
+
+@needs_numpy
 def test_fusion_is_deterministic_and_weighted() -> None:
     from vivary_git.memory.local import fuse
 

@@ -300,22 +300,15 @@ def _load(cache: Any, snap: MemorySnapshot, embedder: Embedder) -> Assembled | N
 
 
 def _lexical(store: Any, rendered: list[tuple[Any, str]], digests: list[str]) -> bytes:
-    """The BM25 index of these packets, from the local index's term counts where it has them."""
-    from vivary_git.memory.bm25 import LEXICAL_FORMAT, Tokenizer, build
+    """The BM25 index of these packets, from the local index's term counts where it has them (`build_texts`
+    tokenises the others in bulk: the same index as note by note)."""
+    from vivary_git.memory.bm25 import LEXICAL_FORMAT, build_texts
     from vivary_git.memory.localfiles import TERMS, TermCache, _decode
 
     cache: TermCache | None = _decode(store.get(TERMS), TermCache)
     known = cache.counts if cache is not None and cache.format == LEXICAL_FORMAT else {}
-    tokenizer: Tokenizer | None = None
-    counts = []
-    for (_, packet), d in zip(rendered, digests, strict=True):
-        got = known.get(d)
-        if got is None:
-            if tokenizer is None:
-                tokenizer = Tokenizer()
-            got = tokenizer.counts(packet)
-        counts.append(got)
-    return build(counts).encode()
+    docs: list[str | dict[str, int]] = [known.get(d, packet) for (_, packet), d in zip(rendered, digests, strict=True)]
+    return build_texts(docs).encode()
 
 
 def _hnsw(vectors: npt.NDArray[np.float32]) -> bytes:

@@ -16,7 +16,7 @@ import math
 import re
 import struct
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["LEXICAL_FORMAT", "LexicalIndex", "Tokenizer", "build", "decode"]
+__all__ = ["LEXICAL_FORMAT", "LexicalIndex", "Tokenizer", "build", "build_texts", "decode"]
 
 LEXICAL_FORMAT = 2  # bump when tokenisation or the encoding changes: cached token counts are keyed by it
 K1 = 1.2
@@ -47,6 +47,9 @@ under until up very was we were what when where which while who whom why will wi
 yourself yourselves
 """.split())  # noqa: SIM905
 _WORD = re.compile(r"\w\w+")
+# ASCII text as space-separated words: every ASCII character `\w` does not match becomes a space (str.translate
+# maps ASCII to ASCII without a Python call per character).
+_NOT_WORD = {c: " " for c in range(128) if not (chr(c).isalnum() or chr(c) == "_")}
 
 
 _CYRILLIC = re.compile("[\u0400-\u052f\u1c80-\u1c8f\u2de0-\u2dff\ua640-\ua69f]")
@@ -93,11 +96,7 @@ class Tokenizer:
             found = _WORD.findall(text.lower())
             stem = self._stem
         else:
-            folded = fold(text)
-            if has_cjk(folded):
-                found = [w for w in words(folded) if len(w) > 1 or has_cjk(w)]
-            else:
-                found = [w for w in words(folded) if len(w) > 1]
+            found = [w for w in self.raw_words(text) if len(w) > 1 or has_cjk(w)]
             stem = self._stem_other
         for word in found:
             if word in STOPWORDS:
@@ -110,6 +109,27 @@ class Tokenizer:
 
     def counts(self, text: str) -> dict[str, int]:
         return dict(Counter(self(text)))
+
+    @staticmethod
+    def raw_words(text: str) -> list[str]:
+        """The words of `text` before stopwords, short words and stemming are dealt with (`term`): for ASCII
+        text its lower-cased runs of `[A-Za-z0-9_]` (what `\\w` matches there), else `textsearch.words` of the
+        folded text."""
+        if text.isascii():
+            return text.lower().translate(_NOT_WORD).split()
+        return words(fold(text))
+
+    def term(self, word: str) -> str | None:
+        """The term one of `raw_words` counts as: its stem, or None for a stopword or a one-character word
+        (but a CJK character). As `__call__` decides it, memoised the same way."""
+        if word in STOPWORDS or (len(word) < 2 and not has_cjk(word)):
+            return None
+        cache = self._cache
+        s = cache.get(word)
+        if s is None:
+            # A run of ASCII digits is its own stem: every suffix Snowball's English stemmer strips is letters.
+            s = cache[word] = word if word.isascii() and word.isdigit() else self._stem_other(word)
+        return s
 
 
 class _Header(msgspec.Struct, frozen=True, array_like=True):
@@ -196,6 +216,86 @@ def build(counts: Sequence[dict[str, int]], *, k1: float = K1, b: float = B) -> 
     header = _Header(format=LEXICAL_FORMAT, k1=k1, b=b, n_docs=len(counts), n_postings=total, avgdl=avgdl,
                      vocab=vocab)
     return LexicalIndex(header, indptr, docs[order], tfs[order], lengths)
+
+
+def build_texts(docs: Sequence[str | Mapping[str, int]], tokenizer: Tokenizer | None = None, *,
+                k1: float = K1, b: float = B) -> LexicalIndex:
+    """`build([tokenizer.counts(d) for d in docs])`, byte for byte, without a Python step per word: documents
+    are cut into words (`Tokenizer.raw_words`, C-level for ASCII text), every distinct word is stemmed once
+    (`Tokenizer.term`), and the postings are counted by numpy. A document may also be given as its term
+    counts already (a term -> count map, as `Tokenizer.counts` makes).
+
+    Recall of a fetched tree builds the index of every note this way: at 10,000 notes, tokenising note by
+    note was half of that recall's time (bench/bench_memory_cache.py)."""
+    import numpy as np
+
+    tok = tokenizer if tokenizer is not None else Tokenizer()
+    n = len(docs)
+    word_id: dict[str, int] = {}
+    words_seen: list[str] = []
+    # Postings as (word or term) * n + doc keys, counted per block of documents so that the words of only
+    # one block are held as Python strings at a time.
+    blocks: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = []
+    given: list[tuple[int, Mapping[str, int]]] = []
+    block = 512
+    for lo in range(0, n, block):
+        cut: list[str] = []
+        sizes: list[int] = []
+        at: list[int] = []
+        for i in range(lo, min(lo + block, n)):
+            doc = docs[i]
+            if isinstance(doc, str):
+                found = tok.raw_words(doc)
+                cut.extend(found)
+                sizes.append(len(found))
+                at.append(i)
+            else:
+                given.append((i, doc))
+        if not cut:
+            continue
+        for w in set(cut).difference(word_id):
+            word_id[w] = len(words_seen)
+            words_seen.append(w)
+        ids = np.fromiter(map(word_id.__getitem__, cut), dtype=np.int64, count=len(cut))
+        doc_of = np.repeat(np.asarray(at, dtype=np.int64), np.asarray(sizes, dtype=np.int64))
+        keys, counts = np.unique(ids * n + doc_of, return_counts=True)
+        blocks.append((keys, counts.astype(np.int64)))
+    # Each distinct word's term (None: a stopword or a short word), then the vocabulary in sorted order.
+    term_of = [tok.term(w) for w in words_seen]
+    vocab = sorted({t for t in term_of if t is not None}.union(*(d for _, d in given)))
+    term_id = {t: j for j, t in enumerate(vocab)}
+    word_term = np.fromiter((-1 if t is None else term_id[t] for t in term_of), dtype=np.int64, count=len(term_of))
+    parts_keys: list[npt.NDArray[np.int64]] = []
+    parts_counts: list[npt.NDArray[np.int64]] = []
+    for keys, counts in blocks:
+        terms = word_term[keys // n] if n else keys
+        kept = terms >= 0
+        parts_keys.append(terms[kept] * n + keys[kept] % n)
+        parts_counts.append(counts[kept])
+    if given:
+        maps = [d for _, d in given]
+        sizes_of = np.fromiter(map(len, maps), dtype=np.int64, count=len(maps))
+        size = int(sizes_of.sum())
+        ids = np.fromiter(map(term_id.__getitem__, chain.from_iterable(maps)), dtype=np.int64, count=size)
+        parts_keys.append(ids * n + np.repeat(np.fromiter((i for i, _ in given), dtype=np.int64, count=len(given)),
+                                              sizes_of))
+        parts_counts.append(np.fromiter(chain.from_iterable(d.values() for d in maps), dtype=np.int64, count=size))
+    all_keys = np.concatenate(parts_keys) if parts_keys else np.zeros(0, dtype=np.int64)
+    all_counts = np.concatenate(parts_counts) if parts_counts else np.zeros(0, dtype=np.int64)
+    # Sorted by term, then document: the order `build` leaves its postings in. Two words with one stem
+    # (or a word in two blocks: never, blocks are whole documents) add up.
+    keys, inverse = np.unique(all_keys, return_inverse=True)
+    tf = np.bincount(inverse.reshape(-1), weights=all_counts, minlength=len(keys)) if len(keys) else \
+        np.zeros(0, dtype=np.float64)
+    terms = keys // n if n else keys
+    docs_of = (keys % n).astype(np.int32) if n else keys.astype(np.int32)
+    indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(terms, minlength=len(vocab)), out=indptr[1:])
+    lengths = np.bincount(docs_of, weights=tf, minlength=n).astype(np.float32) if n else \
+        np.zeros(0, dtype=np.float32)
+    avgdl = float(lengths.mean()) if n else 0.0
+    header = _Header(format=LEXICAL_FORMAT, k1=k1, b=b, n_docs=n, n_postings=len(keys), avgdl=avgdl, vocab=vocab)
+    return LexicalIndex(header, indptr, docs_of, tf.astype(np.float32), lengths)
 
 
 def decode(data: bytes) -> LexicalIndex | None:

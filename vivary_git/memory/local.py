@@ -738,13 +738,11 @@ class RecallSession:
         self._doc_of_label = {e.label: i for i, e in enumerate(entries)}
         nodes = {n.id: n for n in snap.nodes}
         self._nodes = nodes
-        self._outbound = outbound_map(snap)
-        touching: dict[str, list[MemoryEdge]] = {}
-        for e in snap.edges:
-            touching.setdefault(e.source_id, []).append(e)
-            if e.target_id != e.source_id:
-                touching.setdefault(e.target_id, []).append(e)
-        self._touching = touching
+        # Edge maps of the whole snapshot are built only when asked for: the outbound map for filters, the
+        # map of every node's edges for a session's second batch of queries on (`_edge_context`).
+        self._outbound: dict[str, list[MemoryEdge]] | None = None
+        self._touching: dict[str, list[MemoryEdge]] | None = None
+        self._batches = 0
 
     def recall(self, query: str, *, k: int = 10, filters: RecallFilters | None = None,
                mode: RecallMode = "hybrid") -> list[RecallHit]:
@@ -762,8 +760,31 @@ class RecallSession:
         filters = filters or RecallFilters()
         wanted = fetch_size(k, filters.active)
         vectors = self.embedder.embed(list(queries)) if queries else None
-        return [self._answer(q, vectors[i], k, wanted, filters, mode) for i, q in enumerate(queries)] \
+        answers = [self._answer(q, vectors[i], k, wanted, filters, mode) for i, q in enumerate(queries)] \
             if vectors is not None else []
+        return self._edge_context(answers)
+
+    def _edge_context(self, answers: list[list[RecallHit]]) -> list[list[RecallHit]]:
+        """The hits with the snapshot's edges from or to each (in snapshot order, at most `_EDGE_CONTEXT`).
+        A session's first batch (a `recall` command's only one) takes them from one pass over the edges for
+        its hits; a longer-lived session (the MCP server) maps every node's edges once, on its second batch."""
+        self._batches += 1
+        if self._touching is None and self._batches > 1:
+            self._touching = self._edges_touching(None)
+        wanted = {h.node_id for hits in answers for h in hits}
+        touching = self._touching if self._touching is not None else self._edges_touching(wanted) if wanted else {}
+        return [[msgspec.structs.replace(h, edge_context=touching.get(h.node_id, [])[:_EDGE_CONTEXT]) for h in hits]
+                for hits in answers]
+
+    def _edges_touching(self, wanted: set[str] | None) -> dict[str, list[MemoryEdge]]:
+        """Node id -> the snapshot's edges from or to it, in snapshot order, for the `wanted` nodes (all: None)."""
+        touching: dict[str, list[MemoryEdge]] = {}
+        for e in self.snapshot.edges:
+            if wanted is None or e.source_id in wanted:
+                touching.setdefault(e.source_id, []).append(e)
+            if e.target_id != e.source_id and (wanted is None or e.target_id in wanted):
+                touching.setdefault(e.target_id, []).append(e)
+        return touching
 
     def _vector_ranking(self, vector: npt.NDArray[np.float32], depth: int) -> list[tuple[int, float]]:
         """(entry number, cosine) best first."""
@@ -804,11 +825,14 @@ class RecallSession:
             taken += 1
             if taken > wanted:
                 break
-            if filters.active and not filters.keep(node, self._outbound.get(node.id, ())):
-                continue
+            if filters.active:
+                if self._outbound is None:
+                    self._outbound = outbound_map(self.snapshot)
+                if not filters.keep(node, self._outbound.get(node.id, ())):
+                    continue
             hits.append(RecallHit(
                 node_id=node.id, type=node.type, path=node.path, score=round(score, 6), reason=reason,
-                source="provider", edge_context=self._touching.get(node.id, [])[:_EDGE_CONTEXT], provider=PROVIDER,
+                source="provider", edge_context=[], provider=PROVIDER,
             ))
             if len(hits) == k:
                 break

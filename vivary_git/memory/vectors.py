@@ -37,8 +37,11 @@ import msgspec
 from vivary_git.escape import text as shown
 from vivary_git.memory.vectorvalue import (
     _LEVELS,
+    _MAX_SCALE,
+    _MIN_SCALE,
     _SCALE,
     KIND,
+    MAX_DIM,
     VECTOR_FORMAT,
     value_problem,
 )
@@ -97,24 +100,25 @@ def decode_many(values: Sequence[bytes], dim: int) -> tuple[npt.NDArray[np.float
     import numpy as np
 
     out = np.zeros((len(values), dim), dtype=np.float32)
-    good: list[int] = []
-    bad: list[int] = []
-    for i, value in enumerate(values):
-        (good if len(value) == _SCALE.size + dim and value_problem(value) is None else bad).append(i)
-    if not good:
-        return out, bad
-    codes = np.frombuffer(b"".join(values[i][_SCALE.size:] for i in good), dtype=np.int8).reshape(len(good), dim)
-    scales = np.array([_SCALE.unpack_from(values[i])[0] for i in good], dtype=np.float64)
+    size = _SCALE.size + dim
+    sized = [i for i, value in enumerate(values) if len(value) == size]
+    if not sized or not 1 <= dim <= MAX_DIM:
+        return out, list(range(len(values)))
+    # `value_problem` for every value at once.
+    raw = np.frombuffer(b"".join(values[i] for i in sized), dtype=np.uint8).reshape(len(sized), size)
+    scales = raw[:, :_SCALE.size].copy().view("<f4").reshape(-1).astype(np.float64)
+    codes = raw[:, _SCALE.size:].view(np.int8)
+    ok = (np.isfinite(scales) & (scales >= _MIN_SCALE) & (scales <= _MAX_SCALE)
+          & ~(codes == -128).any(axis=1) & (np.abs(codes.astype(np.int16)) == _LEVELS).any(axis=1))
     exact = codes.astype(np.float32)
-    norms = np.linalg.norm(exact, axis=1)  # > 0: value_problem demanded a component at +-127
-    fits = np.abs(norms * scales - 1.0) <= _NORM_TOLERANCE
-    rows = exact / norms[:, None].astype(np.float32)
-    for j, i in enumerate(good):
-        if fits[j]:
-            out[i] = rows[j]
-        else:
-            bad.append(i)
-    return out, sorted(bad)
+    norms = np.linalg.norm(exact, axis=1)  # > 0 where ok: a component at +-127
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ok &= np.abs(norms * np.where(ok, scales, 0.0) - 1.0) <= _NORM_TOLERANCE
+        rows = exact / np.where(ok, norms, 1.0)[:, None].astype(np.float32)
+    where = np.asarray(sized, dtype=np.int64)
+    out[where[ok]] = rows[ok]
+    bad = sorted(set(range(len(values))) - set(where[ok].tolist()))
+    return out, bad
 
 
 def roundtrip(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
