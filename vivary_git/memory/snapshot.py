@@ -25,7 +25,7 @@ import hashlib
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import msgspec
 
@@ -42,11 +42,13 @@ __all__ = [
     "MemoryEdge",
     "MemoryNode",
     "MemorySnapshot",
+    "Packets",
     "build_snapshot",
     "dataset_name",
     "decide_for_source",
     "fingerprint",
     "packet",
+    "packet_key",
     "packets",
     "work_tree",
 ]
@@ -279,3 +281,72 @@ def packets(ws: Workspace, snapshot: MemorySnapshot) -> Iterator[tuple[MemoryNod
         outbound[e.source_id].append(e)
     for node in snapshot.nodes:
         yield node, packet(node, notes[node.blob], outbound.get(node.id, ()))
+
+
+def packet_key(node: MemoryNode, edges: Iterable[MemoryEdge]) -> str:
+    """sha256 of everything `packet(node, note, edges)` is a function of: the packet and parse formats, the
+    node's id, type, path, title and blob (which fixes the parsed note), and its outbound edges (`edges` may
+    be the whole snapshot's). Equal keys render equal packets, so an index run renders again only the nodes
+    whose key it has not seen (an edited, renamed or retyped note, or one whose links now resolve
+    differently). No text of the note is hashed: the blob id already is a content hash."""
+    payload = [
+        "vivary-packet", PACKET_FORMAT, FORMAT_VERSION, node.id, node.type, node.path, node.title, node.blob,
+        sorted((e.field, e.target_id) for e in edges if e.source_id == node.id),
+    ]
+    return hashlib.sha256(msgspec.json.encode(payload)).hexdigest()
+
+
+class Packets(Sequence[tuple[MemoryNode, str]]):
+    """`packets(ws, snapshot)` as a sequence whose items are rendered when first asked for, so a run that
+    needs a few packets (the edited notes') reads and renders only those. `render(indices)` renders many
+    at once, reading their notes in one batch (from the parse cache when there are many)."""
+
+    def __init__(self, ws: Workspace, snapshot: MemorySnapshot) -> None:
+        self._ws = ws
+        self._nodes = snapshot.nodes
+        outbound: dict[str, list[MemoryEdge]] = defaultdict(list)
+        for e in snapshot.edges:
+            outbound[e.source_id].append(e)
+        self._outbound = outbound
+        self._done: dict[int, str] = {}
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[MemoryNode, str]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[tuple[MemoryNode, str]]: ...
+
+    def __getitem__(self, i: int | slice) -> tuple[MemoryNode, str] | list[tuple[MemoryNode, str]]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self._nodes)))]
+        node = self._nodes[i]  # IndexError for a position out of range, as a list would
+        i %= len(self._nodes)
+        text = self._done.get(i)
+        if text is None:
+            self.render([i])
+            text = self._done[i]
+        return node, text
+
+    def key(self, i: int) -> str:
+        """`packet_key` of node `i`."""
+        node = self._nodes[i]
+        return packet_key(node, self._outbound.get(node.id, ()))
+
+    def render(self, indices: Iterable[int]) -> None:
+        """Render these nodes' packets now (those not rendered yet), their notes read in one batch."""
+        todo = sorted({i for i in indices if i not in self._done})
+        if not todo:
+            return
+        blobs = list(dict.fromkeys(self._nodes[i].blob for i in todo))
+        notes = self._ws.notes_for(blobs) if len(blobs) > 1 else {blobs[0]: self._ws.note(blobs[0])}
+        for i in todo:
+            node = self._nodes[i]
+            self._done[i] = packet(node, notes[node.blob], self._outbound.get(node.id, ()))
+
+    @property
+    def rendered(self) -> int:
+        """How many packets have been rendered."""
+        return len(self._done)
