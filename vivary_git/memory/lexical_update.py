@@ -78,14 +78,28 @@ def update(old: LexicalIndex, old_of_new: Sequence[int | None], fresh: Mapping[i
         f_tf.extend(counts.values())
         lengths[j] = np.float32(sum(counts.values()))  # as `build` does: the int sum, then float32
 
-    terms = np.concatenate([remap[k_term], np.asarray(f_term, dtype=np.int64)])
-    doc_ids = np.concatenate([k_doc, np.asarray(f_doc, dtype=np.int64)])
-    tf_all = np.concatenate([k_tf.astype(np.float32), np.asarray(f_tf, dtype=np.float32)])
-    # Grouped by term, documents ascending within a term: `build`'s stable sort of postings in document order.
-    order = np.lexsort((doc_ids, terms))
+    # Postings grouped by term, documents ascending within a term (`build`'s stable sort of postings in
+    # document order), as one key: term * n + document.
+    k_key = remap[k_term] * n + k_doc
+    f_key = np.asarray(f_term, dtype=np.int64) * n + np.asarray(f_doc, dtype=np.int64)
+    f_tf_arr = np.asarray(f_tf, dtype=np.float32)
+    if kept_old.size < 2 or bool((np.diff(kept_old) > 0).all()):
+        # The kept documents keep their order (the index's documents are nodes in id order) and the term
+        # order is the vocabulary's: the kept postings are sorted already; the new ones are merged in.
+        order = np.argsort(f_key, kind="stable")
+        at = np.searchsorted(k_key, f_key[order])
+        keys = np.insert(k_key, at, f_key[order])
+        tf_all = np.insert(k_tf.astype(np.float32), at, f_tf_arr[order])
+    else:
+        keys = np.concatenate([k_key, f_key])
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]
+        tf_all = np.concatenate([k_tf.astype(np.float32), f_tf_arr])[order]
+    terms = keys // n if n else keys
+    doc_ids = (keys % n if n else keys).astype(np.int32)
     new_indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
     np.cumsum(np.bincount(terms, minlength=len(vocab)), out=new_indptr[1:])
     avgdl = float(lengths.mean()) if n else 0.0
-    header = _Header(format=LEXICAL_FORMAT, k1=K1, b=B, n_docs=n, n_postings=int(terms.size), avgdl=avgdl,
+    header = _Header(format=LEXICAL_FORMAT, k1=K1, b=B, n_docs=n, n_postings=int(keys.size), avgdl=avgdl,
                      vocab=vocab)
-    return LexicalIndex(header, new_indptr, doc_ids[order].astype(np.int32), tf_all[order], lengths)
+    return LexicalIndex(header, new_indptr, doc_ids, tf_all, lengths)

@@ -189,11 +189,12 @@ class LocalMemory:
     def store(self) -> StateStore:
         return state_store(self.ws, self.cfg, self.dataset)
 
-    def snapshot(self) -> MemorySnapshot:
+    def snapshot(self, *, overlap: bool | None = None) -> MemorySnapshot:
+        """The memory snapshot (built once); `overlap` as for `build_snapshot`."""
         if self._snap is None:
             cfg = self.cfg
             self._snap = build_snapshot(self.ws, cfg.policy(), provider=cfg.provider, model=cfg.model,
-                                        dataset_label=cfg.dataset_label, with_fields=False)
+                                        dataset_label=cfg.dataset_label, with_fields=False, overlap=overlap)
         return self._snap
 
     def manifest(self) -> Manifest | None:
@@ -231,7 +232,9 @@ class LocalMemory:
             # Most likely something is to be embedded: load the model (~0.5 s) while the snapshot is built.
             # An index that is already this tree's never needs it (the unchanged case below).
             embedder.start()
-        snap = self.snapshot()
+        # Privacy is decided beside the graph: either the model is loading in a thread already, or the index is
+        # most likely this tree's, whose graph is cached (no parsing on every core to keep threads out of).
+        snap = self.snapshot(overlap=True)
         store.ready()  # a folder that cannot be written fails now, not after the notes are embedded
         builder = _IndexBuilder(store, snap, embedder, tree=self.ws.source.tree_id, label=self.ws.source.label,
                                 progress=progress)
