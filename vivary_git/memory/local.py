@@ -557,6 +557,7 @@ class _IndexBuilder:
         live = set(digests)
         row_of = {d: i for i, d in enumerate(cached)}
         todo = [i for i, d in enumerate(digests) if d not in row_of]
+        rendered.render(todo)  # in one batch: after a lost vector cache that is every note
         if todo and self.shared is not None:
             # Vectors known for these packets' text are taken, not computed: rows of this clone under
             # another packet (a renamed note embeds the same text) and the shared cache's (`sync fetch`).
@@ -738,8 +739,11 @@ class _IndexBuilder:
 
             old_doc = {e.digest: k for k, e in enumerate(prev_entries.entries)}
             old_of_new = [old_doc.get(d) for d in digests]
-            index = update(old, old_of_new, {j: counts_of(j) for j, k in enumerate(old_of_new) if k is None})
+            fresh = [j for j, k in enumerate(old_of_new) if k is None]
+            rendered.render(j for j in fresh if digests[j] not in known)  # those to tokenise, in one batch
+            index = update(old, old_of_new, {j: counts_of(j) for j in fresh})
         if index is None:
+            rendered.render(j for j, d in enumerate(digests) if d not in known)
             index = build([counts_of(j) for j in range(len(digests))])
         kept: dict[str, msgspec.Raw] = {}
         for d in digests:
