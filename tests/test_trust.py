@@ -290,3 +290,29 @@ def test_a_signing_writer_never_signs_entries_it_did_not_compute(published: tupl
     # Its facts are its own: a clone trusting the signer checks the forged-away finding again.
     r = store.Snapshot.load(GitRepo(ci))
     assert r is not None and all(t.errors == 1 for t in r.manifest.trees.values())
+
+
+def test_a_trusting_clone_patches_from_its_shared_graph_but_a_gate_never_does(published: tuple[Path, str],
+                                                                               tmp_path: Path) -> None:
+    """After an edit, a clone that reads the shared cache re-derives only the edited note on top of the graph
+    it last built with shared entries (no full rebuild from every fetched entry), and files the result apart
+    as shared; a gate still computes from the blobs and never starts from that graph."""
+    origin, _ = published
+    me = _fresh_clone(tmp_path, origin, "me")
+    git(me, "config", "vivary.cacheTrust", "any")
+    assert run_git_vivary(["sync", "fetch"], me).returncode == 0
+    assert run_git_vivary(["check"], me).returncode == 0  # fooled: the trusted forgery says bad.md is clean
+    (me / "modules" / "m1.md").write_text("---\nstatus: live\n---\n# Module one\n\nNow with a body.\n")
+    r = run_git_vivary(["check", "--json"], me, env={"VIVARY_STATS": "1"})
+    got = stats(r.stderr)
+    assert r.returncode == 0 and got["patched"] and got["parsed"] == 1, r.stderr
+    # What a full build from the same shared entries says, byte for byte.
+    shutil.rmtree(me / ".git" / "vivary")
+    full = run_git_vivary(["check", "--json"], me, env={"VIVARY_STATS": "1"})
+    assert not stats(full.stderr)["patched"] and full.stdout == r.stdout
+    # Gates, right after those runs filled the local cache, compute from the blobs and see bad.md's error.
+    assert run_git_vivary(["check"], me).returncode == 0
+    (me / "modules" / "m1.md").write_text("---\nstatus: live\n---\n# Module one\n\nAnd another edit.\n")
+    for args, env in ((["check", "--gate"], {}), (["check"], {"CI": "true"})):
+        r = run_git_vivary(args, me, env={**env, "VIVARY_STATS": "1"})
+        assert r.returncode == 1 and not stats(r.stderr)["patched"], (args, r.stdout, r.stderr)

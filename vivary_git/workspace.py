@@ -60,6 +60,9 @@ class Stats(msgspec.Struct):
 
 _LOAD_PARSE_CACHE_ABOVE = 300
 _LAST = "last"  # graph cache entry naming the key of the last graph computed: the base for patching
+# The same for the last graph built with entries read from the shared cache (filed under its shared key):
+# the base only for runs that may read the shared cache themselves, never for a gate.
+_LAST_SHARED = "last-shared"
 _PATCH_AT_MOST = 500  # beyond this many edited notes, a whole build costs about the same
 # A staged tree's patched graph is cached only once it is this many notes away from its base: below,
 # re-deriving those notes on the next hook run costs less than writing the graph (6 MB at 10,000
@@ -132,6 +135,7 @@ class Workspace:
         self._from_ref: set[str] = set()  # parse (blob ids) and facts (keys) read from the ref this run
         self._tainted: set[str] = set()  # fact keys derived here from a parse read from the ref
         self._shared_graph = False  # the graph in hand was built with entries read from the ref
+        self._patched_shared = False  # the graph in hand was patched from a graph built with them
         self._computed_notes: dict[str, Note] = {}  # parsed in this process this run
         self._encoded_notes: dict[str, msgspec.Raw] = {}  # parsed by worker processes, still msgpack
         # local cache writes left until the graph is built (see record.alongside): (cache, what to keep)
@@ -224,13 +228,12 @@ class Workspace:
     def _cache_graph(self, g: graph_mod.Graph) -> None:
         """File the graph just computed under this tree's key; one built with anything read from the
         shared cache under the shared key, and never as the base later runs patch from."""
-        self._shared_graph = bool(self.not_computed_here())
+        self._shared_graph = self._patched_shared or bool(self.not_computed_here())
         key = self._graph_key(shared=self._shared_graph)
         if key is None:
             return
         self._graph_cache.put(key, g)
-        if not self._shared_graph:
-            self._graph_cache.put(_LAST, key)
+        self._graph_cache.put(_LAST_SHARED if self._shared_graph else _LAST, key)
         self._check_cache.put(key, _Checked(g.findings, record.counts_of(g), g.root, g.tree, g.rules, bool(g.homes),
                                             [(n.id, n.path) for n in g.nodes], g.others, g.names, g.page_names))
 
@@ -256,24 +259,35 @@ class Workspace:
         the commit. None whenever patching could differ from a full build (see `graph.patch`)."""
         if key is None:
             return None
-        last = self._graph_cache.get(_LAST, msgspec.msgpack.Decoder(str))
-        if last is None or last == key:
-            return None
-        base = self._graph_cache.get(last, msgspec.msgpack.Decoder(graph_mod.Graph))
-        if base is None or base.tree is None or base.root != self.root_name:
-            return None
-        # Only workspaces without nested overlays: then the rules are the root config's, known without
-        # walking the tree, and any overlay appearing shows up in the diff below.
-        if base.rules != _rules_digest(self.config, {}):
-            return None
-        diff = self._changed_facts(base.tree, _PATCH_AT_MOST, base.names, base.others)
-        changed = diff[0] if diff is not None else None
-        patched = graph_mod.patch(base, self.source.tree_id, diff[0], diff[1]) if diff is not None else None
-        if patched is not None and changed is not None:
-            self.stats.reused += patched.checked - len(changed)
-            self.stats.patched = True
-            self._patch_size = len(changed)
-        return patched
+        for base, shared in self._patch_bases(key):
+            # Only workspaces without nested overlays: then the rules are the root config's, known without
+            # walking the tree, and any overlay appearing shows up in the diff below.
+            if base.rules != _rules_digest(self.config, {}):
+                continue
+            assert base.tree is not None
+            diff = self._changed_facts(base.tree, _PATCH_AT_MOST, base.names, base.others)
+            patched = graph_mod.patch(base, self.source.tree_id, diff[0], diff[1]) if diff is not None else None
+            if patched is not None and diff is not None:
+                self.stats.reused += patched.checked - len(diff[0])
+                self.stats.patched = True
+                self._patch_size = len(diff[0])
+                self._patched_shared = shared
+                return patched
+        return None
+
+    def _patch_bases(self, key: str) -> Iterator[tuple[graph_mod.Graph, bool]]:
+        """The last graph computed here; then, when this run may read the shared cache, the last one built
+        with its entries (a graph patched from it is filed as shared too, see `_cache_graph`). With whether
+        it is the shared one."""
+        for pointer, shared in ((_LAST, False), (_LAST_SHARED, True)):
+            if shared and not self._reads_ref():
+                return
+            last = self._graph_cache.get(pointer, msgspec.msgpack.Decoder(str))
+            if last is None or last in (key, self._graph_key(shared=True)):
+                continue
+            base = self._graph_cache.get(last, msgspec.msgpack.Decoder(graph_mod.Graph))
+            if base is not None and base.tree is not None and base.root == self.root_name:
+                yield base, shared
 
     def _changed_facts(self, base_tree: str, at_most: int, names: list[str] | None,
                        others: list[str]) -> tuple[dict[str, tuple[str, graph_mod.Facts]], list[str]] | None:

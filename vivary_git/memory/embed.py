@@ -36,6 +36,9 @@ __all__ = [
     "embedder_status",
     "known_embedders",
     "load_embedder",
+    "model_dim",
+    "model_id",
+    "require_runtime",
 ]
 
 DEFAULT_EMBEDDER = "minilm-l6-int8"
@@ -125,6 +128,22 @@ def _model_id(spec: _OnnxSpec) -> str:
 def model_id(name: str) -> str:
     """`Embedder.model_id` of the embedder `name`, without loading it (its digests are pinned)."""
     return _model_id(_spec(name))
+
+
+def model_dim(name: str) -> int:
+    """`Embedder.dim` of the embedder `name`, without loading it."""
+    return _spec(name).dim
+
+
+def require_runtime(name: str) -> None:
+    """Raise the `EmbedderError` `load_embedder(name)` would for a missing runtime module or model package,
+    found without importing or reading anything heavy: for a caller that may not need to load the model."""
+    spec = _spec(name)
+    missing = _missing_runtime()
+    if not _has_dist(spec.dist):
+        missing.append(spec.dist)
+    if missing:
+        raise EmbedderError(f"the {name} embedder needs {', '.join(missing)}; {INSTALL_HINT}")
 
 
 def known_embedders() -> list[str]:

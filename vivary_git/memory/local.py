@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import sys
 import tempfile
 import time
 import uuid
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from vivary_git.errors import RefusedError, UsageError
+from vivary_git.escape import text as shown
 from vivary_git.memory.embed import BATCH_SIZE, INSTALL_HINT, EmbedderError, module_present
 from vivary_git.memory.localfiles import (  # noqa: F401 - the formats are local's public names too
     _HEX64,
@@ -84,11 +86,10 @@ from vivary_git.memory.provider import (
 from vivary_git.memory.snapshot import (
     PACKET_FORMAT,
     MemoryEdge,
-    MemoryNode,
     MemorySnapshot,
+    Packets,
     build_snapshot,
     dataset_name,
-    packets,
 )
 from vivary_git.parallel import Background
 
@@ -103,6 +104,9 @@ if TYPE_CHECKING:
     from vivary_git.memory.vectors import IndexSharing
     from vivary_git.workspace import Workspace
 
+# The packet key -> digest cache (`PacketKeys`): not part of the index the manifest vouches for.
+PACKETS = "packets.msgpack"
+PACKET_KEYS_FORMAT = 1
 # Rebuild the HNSW graph instead of updating it once this many of its elements are dead (deleted nodes,
 # old versions of edited ones): deleted elements still cost search time and vector cache space.
 _DEAD_FRACTION = 0.25
@@ -185,11 +189,12 @@ class LocalMemory:
     def store(self) -> StateStore:
         return state_store(self.ws, self.cfg, self.dataset)
 
-    def snapshot(self) -> MemorySnapshot:
+    def snapshot(self, *, overlap: bool | None = None) -> MemorySnapshot:
+        """The memory snapshot (built once); `overlap` as for `build_snapshot`."""
         if self._snap is None:
             cfg = self.cfg
             self._snap = build_snapshot(self.ws, cfg.policy(), provider=cfg.provider, model=cfg.model,
-                                        dataset_label=cfg.dataset_label, with_fields=False)
+                                        dataset_label=cfg.dataset_label, with_fields=False, overlap=overlap)
         return self._snap
 
     def manifest(self) -> Manifest | None:
@@ -221,41 +226,43 @@ class LocalMemory:
                 "`auto_index = true`, under [memory.local] in .vivary/memory.toml)"
             )
         require_extra()
-        loading = Background(lambda: _load_embedder(self.cfg.memory.local.model))
-        snap = self.snapshot()
         store = self.store
+        embedder = _PendingEmbedder(self.cfg.memory.local.model)
+        if self._tree_changed(store):
+            # Most likely something is to be embedded: load the model (~0.5 s) while the snapshot is built.
+            # An index that is already this tree's never needs it (the unchanged case below).
+            embedder.start()
+        # Privacy is decided beside the graph: either the model is loading in a thread already, or the index is
+        # most likely this tree's, whose graph is cached (no parsing on every core to keep threads out of).
+        snap = self.snapshot(overlap=True)
         store.ready()  # a folder that cannot be written fails now, not after the notes are embedded
-        embedder = loading.result()
         builder = _IndexBuilder(store, snap, embedder, tree=self.ws.source.tree_id, label=self.ws.source.label,
                                 progress=progress)
         from vivary_git.memory.vectors import IndexSharing
 
         sharing = builder.shared = IndexSharing(self.ws, store, embedder, embed_format=EMBED_FORMAT)
+        # Packets are rendered only when asked for: the unchanged index needs none (unless recording needs a
+        # vector key this clone has not remembered), an edit only the packets whose inputs changed.
+        rendered = Packets(self.ws, snap)
         with self._lock(quiet=progress is None):
             found = builder.unchanged()
             if found is not None:
                 # The index is this snapshot's: its packets are the ones indexed (the fingerprint binds blobs,
-                # ids, paths, types and edges), so none is rendered again unless recording needs a vector key
-                # this clone has not remembered.
+                # ids, paths, types and edges).
                 report, digests = found
-                rendered: list[tuple[MemoryNode, str]] | None = None
-
-                def packet_of(i: int) -> str:
-                    nonlocal rendered
-                    if rendered is None:
-                        rendered = list(packets(self.ws, snap))
-                    return rendered[i][1]
             else:
-                rendered = list(packets(self.ws, snap))
-                digests = [_digest(p) for _, p in rendered]
+                embedder.start()
+                digests = builder.digests(rendered)
                 report = builder.run(rendered, digests)
-                done = rendered
-
-                def packet_of(i: int) -> str:
-                    return done[i][1]
-            recorded = sharing.record(snap, digests, packet_of)
+            recorded = sharing.record(snap, digests, lambda i: rendered[i][1])
         return msgspec.structs.replace(report, state=store.location, fetched=sharing.adopted, recorded=recorded,
                                        seconds=round(time.perf_counter() - started, 3))
+
+    def _tree_changed(self, store: StateStore) -> bool:
+        """Whether the stored index was built from another tree than this one (or cannot be read): a cheap
+        guess, before the snapshot, that this run will embed something."""
+        found: Manifest | None = _decode(store.get(MANIFEST), Manifest, json=True)
+        return found is None or found.tree is None or found.tree != self.ws.source.tree_id
 
     def _lock(self, *, quiet: bool) -> contextlib.AbstractContextManager[None]:
         """One index writer per dataset at a time (memory/lock.py); none outside a Git repository."""
@@ -289,6 +296,52 @@ class LocalMemory:
             )
         removed = store.delete_all()
         return ForgetReport(ok=True, provider=PROVIDER, dataset=self.dataset, removed=removed, state=store.location)
+
+
+class _PendingEmbedder:
+    """The configured embedder for an index run, loaded only once something is to be embedded: its id and
+    size are pinned (memory/embed.py), so deciding that the index is already up to date, and which vectors
+    the caches hold, needs no model. `start()` begins loading it in a thread (a no-op once started)."""
+
+    def __init__(self, name: str) -> None:
+        from vivary_git.memory.embed import model_dim, model_id, require_runtime
+
+        require_runtime(name)  # a missing extra is said now, as loading would say it, even when not loaded
+        self.name = name
+        self._id = model_id(name)
+        self._dim = model_dim(name)
+        self._loading: Background[Embedder] | None = None
+
+    @property
+    def model_id(self) -> str:
+        return self._id
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def start(self) -> None:
+        if self._loading is None:
+            name = self.name
+            self._loading = Background(lambda: _load_embedder(name), name="vivary-model")
+
+    def loaded(self) -> Embedder:
+        self.start()
+        assert self._loading is not None
+        embedder = self._loading.result()
+        if embedder.model_id != self._id or embedder.dim != self._dim:  # pragma: no cover - pinned together
+            raise EmbedderError(f"the loaded embedder {embedder.model_id} is not the pinned {self._id}")
+        return embedder
+
+    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+        return self.loaded().tokenize(texts)
+
+    def embed_tokens(self, tokens: Sequence[Sequence[int]], *, batch_size: int = BATCH_SIZE,
+                     on_run: Callable[[int], None] | None = None) -> npt.NDArray[np.float32]:
+        return self.loaded().embed_tokens(tokens, batch_size=batch_size, on_run=on_run)
+
+    def embed(self, texts: Sequence[str], *, batch_size: int = BATCH_SIZE) -> npt.NDArray[np.float32]:
+        return self.loaded().embed(texts, batch_size=batch_size)
 
 
 def _load_embedder(name: str, *, optimize: bool = True) -> Embedder:
@@ -405,6 +458,7 @@ class _IndexBuilder:
         self.key = f"{embedder.model_id}/e{EMBED_FORMAT}"
         self.generation = ""
         self.shared: IndexSharing | None = None  # vectors from refs/vivary/cache, and recording there
+        self._keys: list[str] | None = None  # packet key of each node, once `digests` computed them
 
     def _previous(self) -> tuple[Manifest | None, Entries | None]:
         """The last manifest and entries, when both are intact and were built with this embedder."""
@@ -452,8 +506,48 @@ class _IndexBuilder:
         digests = [e.digest for e in prev_entries.entries]
         return self._report(previous.nodes, 0, len(digests), 0, False, unchanged=True), digests
 
-    def run(self, rendered: list[tuple[Any, str]], digests: list[str]) -> IndexReport:
-        """Bring the index up to the snapshot (`unchanged` said it is not already)."""
+    def digests(self, rendered: Packets) -> list[str]:
+        """The packet digest of each node of the snapshot, in order: the one remembered for its packet key
+        (`snapshot.packet_key`) when the last run saw that key, else its packet's, rendered now (in one batch).
+        """
+        known = self._packet_keys()
+        keys = [rendered.key(i) for i in range(len(rendered))]
+        rendered.render(i for i, k in enumerate(keys) if k not in known)
+        self._keys = keys
+        return [known.get(k) or _digest(rendered[i][1]) for i, k in enumerate(keys)]
+
+    def _packet_keys(self) -> dict[str, str]:
+        """packet key -> digest, as the last run left them (`PACKETS`); empty when absent or damaged (then every
+        packet is rendered, and the damage named on stderr)."""
+        data = self.store.get(PACKETS)
+        if data is None:
+            return {}
+        found: PacketKeys | None = _decode(data, PacketKeys)
+        pairs: list[tuple[str, str]] | None = None
+        if found is not None and found.format == PACKET_KEYS_FORMAT and _sha(bytes(found.pairs)) == found.sha256:
+            pairs = _decode(bytes(found.pairs), list[tuple[str, str]])
+        if pairs is None or not all(len(k) == len(d) == 64 for k, d in pairs) \
+                or not _HEX64.issuperset("".join(k + d for k, d in pairs)):
+            print(f"vivary: ignored {PACKETS} in {shown(self.store.location)} (damaged or of another version); "
+                  "every note's packet is rendered again", file=sys.stderr)
+            return {}
+        return dict(pairs)
+
+    def _save_packet_keys(self, digests: list[str]) -> None:
+        """Remember each node's packet key -> digest for the next run: this snapshot's nodes only, so a note
+        that left the index (deleted, or now private) leaves not even a hash behind."""
+        keys = self._keys
+        if keys is None:
+            return
+        pairs = msgspec.msgpack.encode(list(zip(keys, digests, strict=True)))
+        data = msgspec.msgpack.encode(PacketKeys(format=PACKET_KEYS_FORMAT, sha256=_sha(pairs),
+                                                 pairs=msgspec.Raw(pairs)))
+        if data != self.store.get(PACKETS):
+            self.store.put(PACKETS, data)
+
+    def run(self, rendered: Packets, digests: list[str]) -> IndexReport:
+        """Bring the index up to the snapshot (`unchanged` said it is not already). Packets are rendered only
+        where a cache lacks what they give (a vector, term counts)."""
         import numpy as np
 
         snap, store = self.snap, self.store
@@ -463,6 +557,7 @@ class _IndexBuilder:
         live = set(digests)
         row_of = {d: i for i, d in enumerate(cached)}
         todo = [i for i, d in enumerate(digests) if d not in row_of]
+        rendered.render(todo)  # in one batch: after a lost vector cache that is every note
         if todo and self.shared is not None:
             # Vectors known for these packets' text are taken, not computed: rows of this clone under
             # another packet (a renamed note embeds the same text) and the shared cache's (`sync fetch`).
@@ -471,7 +566,7 @@ class _IndexBuilder:
         # the HNSW graph: marking it deleted keeps its bytes on disk. So when one has left (or we cannot tell,
         # the entries being lost), every dead row goes now, before anything is written, and the graph is
         # rebuilt on the new rows. Old versions of notes still indexed may wait for the dead-fraction rule.
-        left = prev_entries is None or bool({e.node_id for e in prev_entries.entries} - {n.id for n, _ in rendered})
+        left = prev_entries is None or bool({e.node_id for e in prev_entries.entries} - {n.id for n in snap.nodes})
         scrubbed = left and any(d not in live for d in cached)
         if scrubbed:
             keep = [i for i, d in enumerate(cached) if d in live]
@@ -502,9 +597,9 @@ class _IndexBuilder:
         if todo or compact or scrubbed or (self.shared is not None and self.shared.appended):
             self._save_vectors(cached, vectors)
 
-        entries = [Entry(node.id, d, row_of[d]) for (node, _), d in zip(rendered, digests, strict=True)]
+        entries = [Entry(node.id, d, row_of[d]) for node, d in zip(snap.nodes, digests, strict=True)]
         hnsw_bytes, params, rebuilt, removed = self._hnsw(previous, prev_entries, entries, vectors)
-        lexical = self._lexical(rendered, digests)
+        lexical = self._lexical(rendered, digests, previous, prev_entries)
         files = {
             HNSW_FILE: hnsw_bytes,
             ENTRIES: msgspec.msgpack.encode(Entries(fingerprint=snap.fingerprint, entries=entries)),
@@ -523,6 +618,7 @@ class _IndexBuilder:
             files={name: FileRef(_sha(data), len(data)) for name, data in sorted(files.items())},
         )
         store.put(MANIFEST, msgspec.json.encode(manifest) + b"\n")  # last: it vouches for the rest
+        self._save_packet_keys(digests)
         return self._report(len(entries), len(todo), len(digests) - len(todo), removed, rebuilt)
 
     def _save_vectors(self, digests: list[str], vectors: npt.NDArray[np.float32]) -> None:
@@ -611,25 +707,85 @@ class _IndexBuilder:
                          ef=HNSW_EF, elements=elements, deleted=deleted)
         return data, out, rebuilt, removed_nodes
 
-    def _lexical(self, rendered: list[tuple[Any, str]], digests: list[str]) -> bytes:
+    def _lexical(self, rendered: Packets, digests: list[str], previous: Manifest | None,
+                 prev_entries: Entries | None) -> bytes:
+        """The BM25 index of the snapshot: the last one with the changed documents replaced
+        (`lexical_update.update`) when it is intact, else built from every document's term counts.
+
+        Term counts are also kept by packet digest (`TERMS`, read by recall's assembled trees too): a
+        document's counts come from there, else from tokenising its packet. Only this snapshot's are kept."""
         from vivary_git.memory.bm25 import LEXICAL_FORMAT, Tokenizer, build
 
-        # Term counts are cached by packet digest like vectors are, so an incremental run tokenises only
-        # what changed; the (cheap) CSR build runs over all of them.
-        cache: TermCache | None = _decode(self.store.get(TERMS), TermCache)
+        cache: _RawTermCache | None = _decode(self.store.get(TERMS), _RawTermCache)
         known = cache.counts if cache is not None and cache.format == LEXICAL_FORMAT else {}
         tokenizer: Tokenizer | None = None
-        counts: dict[str, dict[str, int]] = {}
-        for (_, packet), d in zip(rendered, digests, strict=True):
-            got = known.get(d)
+        computed: dict[str, dict[str, int]] = {}
+
+        def counts_of(i: int) -> dict[str, int]:
+            nonlocal tokenizer
+            d = digests[i]
+            raw = known.get(d)
+            got: dict[str, int] | None = _decode(bytes(raw), dict[str, int]) if raw is not None else None
             if got is None:
                 if tokenizer is None:
                     tokenizer = Tokenizer()
-                got = tokenizer.counts(packet)
-            counts[d] = got
-        if tokenizer is not None or len(known) != len(counts):
-            self.store.put(TERMS, msgspec.msgpack.encode(TermCache(format=LEXICAL_FORMAT, counts=counts)))
-        return build([counts[d] for d in digests]).encode()
+                got = computed[d] = tokenizer.counts(rendered[i][1])
+            return got
+
+        index = None
+        old = self._previous_lexical(previous, prev_entries)
+        if old is not None and prev_entries is not None:
+            from vivary_git.memory.lexical_update import update
+
+            old_doc = {e.digest: k for k, e in enumerate(prev_entries.entries)}
+            old_of_new = [old_doc.get(d) for d in digests]
+            fresh = [j for j, k in enumerate(old_of_new) if k is None]
+            rendered.render(j for j in fresh if digests[j] not in known)  # those to tokenise, in one batch
+            index = update(old, old_of_new, {j: counts_of(j) for j in fresh})
+        if index is None:
+            rendered.render(j for j, d in enumerate(digests) if d not in known)
+            index = build([counts_of(j) for j in range(len(digests))])
+        kept: dict[str, msgspec.Raw] = {}
+        for d in digests:
+            raw = known.get(d)
+            if raw is None and d in computed:
+                raw = msgspec.Raw(msgspec.msgpack.encode(computed[d]))
+            if raw is not None:
+                kept[d] = raw
+        if list(kept) != list(known):
+            self.store.put(TERMS, msgspec.msgpack.encode(_RawTermCache(format=LEXICAL_FORMAT, counts=kept)))
+        return index.encode()
+
+    def _previous_lexical(self, previous: Manifest | None, prev_entries: Entries | None) -> LexicalIndex | None:
+        """The last run's BM25 index when it is intact (the manifest's sha256) and of its entries."""
+        from vivary_git.memory.bm25 import decode
+
+        ref = previous.files.get(LEXICAL) if previous is not None else None
+        if ref is None or prev_entries is None or previous is None or not _lexical_format_ok(previous.lexical_format):
+            return None
+        data = self.store.get(LEXICAL)
+        if data is None or len(data) != ref.size or _sha(data) != ref.sha256:
+            return None
+        found = decode(data)
+        return found if found is not None and found.n_docs == len(prev_entries.entries) else None
+
+
+class PacketKeys(msgspec.Struct, frozen=True):
+    """`PACKETS`: the packet key (`snapshot.packet_key`) and packet digest of each indexed node, so the next
+    run renders only the packets whose inputs changed. `pairs` is msgpack of [key, digest] pairs, `sha256`
+    its digest: a truncated or altered file is noticed and ignored, never half used."""
+
+    format: int
+    sha256: str
+    pairs: msgspec.Raw
+
+
+class _RawTermCache(msgspec.Struct, frozen=True):
+    """`TermCache` (the same encoding) with each document's counts left encoded: reading and rewriting the
+    cache costs a copy per document, not a dictionary; a value is decoded only when its counts are used."""
+
+    format: int
+    counts: dict[str, msgspec.Raw]
 
 
 def _lexical_format_ok(found: int) -> bool:

@@ -21,11 +21,12 @@ The fingerprint (`fingerprint`) identifies exactly what a provider would be give
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import msgspec
 
@@ -42,11 +43,13 @@ __all__ = [
     "MemoryEdge",
     "MemoryNode",
     "MemorySnapshot",
+    "Packets",
     "build_snapshot",
     "dataset_name",
     "decide_for_source",
     "fingerprint",
     "packet",
+    "packet_key",
     "packets",
     "work_tree",
 ]
@@ -129,14 +132,23 @@ def work_tree(ws: Workspace) -> Path:
 
 def decide_for_source(ws: Workspace, paths: Sequence[str], policy: PrivacyPolicy | None = None,
                       ) -> list[PrivacyDecision]:
-    """Privacy verdicts for repository-relative `paths` against the workspace's source tree: the one
+    """Privacy verdicts for repository-relative `paths`; see `deciding_for_source`."""
+    return deciding_for_source(ws, paths, policy)()
+
+
+def deciding_for_source(ws: Workspace, paths: Sequence[str], policy: PrivacyPolicy | None = None,
+                        ) -> Callable[[], list[PrivacyDecision]]:
+    """What decides privacy for repository-relative `paths` against the workspace's source tree: the one
     decision every consumer makes (`privacy.decide_scoped`), with every workspace on the way to a path
     (its floor, its anchored `private_paths`) found in that tree, plus this workspace's root. Raises
     `PrivacyError` (or `ConfigError` for an unreadable memory.toml).
 
     Git's ignore rules: the working tree's for a working-tree source, the tree's own for `--rev`, both
     for `--staged` (see the module docstring). `policy`, when given, stands for this workspace's
-    memory.toml (the caller read it from the same tree)."""
+    memory.toml (the caller read it from the same tree).
+
+    The workspaces' rules are read now (through this thread's repository handle); the returned call asks
+    only Git, so it may run in another thread while this one goes on."""
     source = ws.source
     top = work_tree(ws)
     assert source.repo is not None
@@ -147,7 +159,7 @@ def decide_for_source(ws: Workspace, paths: Sequence[str], policy: PrivacyPolicy
     if policy is not None:
         scopes = [privacy.Scope(s.prefix, tuple(policy.private_paths), policy.respect_gitignore)
                   if s.prefix == source.prefix else s for s in scopes]
-    return privacy.decide_scoped(top, paths, scopes, trees=trees)
+    return functools.partial(privacy.decide_scoped, top, list(paths), scopes, trees=trees)
 
 
 def _root_tree(ws: Workspace) -> str:
@@ -158,7 +170,7 @@ def _root_tree(ws: Workspace) -> str:
 
 def build_snapshot(
     ws: Workspace, policy: PrivacyPolicy, *, provider: str, model: str, dataset_label: str = "",
-    with_fields: bool = True, known: Mapping[str, bool] | None = None,
+    with_fields: bool = True, known: Mapping[str, bool] | None = None, overlap: bool | None = None,
 ) -> MemorySnapshot:
     """The admitted nodes and edges of `ws` at its tree. Raises `PrivacyError` (exit 3) when privacy
     cannot be decided or a working-tree file is unsafe to read; nothing is skipped silently.
@@ -168,19 +180,40 @@ def build_snapshot(
 
     `known`: repository path -> public, for notes an earlier snapshot of this workspace decided under
     the same rules (the same ignore files, configs and memory.toml) and whose files have not changed
-    since: the MCP server's warm state after an edit. Those are neither decided nor checked again."""
+    since: the MCP server's warm state after an edit. Those are neither decided nor checked again.
+
+    `overlap`: decide privacy for every note of the tree (the graph's nodes are among them) in a thread
+    while the graph is built (Git does the deciding, in its own processes). By default only when forking is
+    off anyway (`parallel.can_fork`: another thread runs, say the embedder loading): a cold graph parses
+    on every core through forked workers, which a running thread would stop."""
     source = ws.source
-    graph = ws.graph()
     prefix = f"{source.prefix}/" if source.prefix else ""
     # A symbolic link is not a graph node (check reports E000), but in the working tree a public one
     # would be indexed under a name whose content lives elsewhere: ask about it too, and refuse below.
     links = [f.path for f in source.problems if f.code == "E000"] if source.kind == "worktree" else []
+    if overlap is None:
+        from vivary_git.parallel import can_fork
+
+        overlap = not can_fork()
+    early: dict[str, bool] = {}
+    if overlap and not known:
+        from vivary_git.parallel import Background
+
+        candidates = list(dict.fromkeys([prefix + e.path for e in source.entries] + [prefix + p for p in links]))
+        deciding = Background(deciding_for_source(ws, candidates, policy), name="vivary-privacy") \
+            if candidates else None
+        graph = ws.graph()
+        verdicts = deciding.result() if deciding is not None else []
+        early = dict(zip(candidates, (not v.private for v in verdicts), strict=True))
+    else:
+        graph = ws.graph()
     asked = [prefix + n.path for n in graph.nodes] + [prefix + p for p in links]
-    if known:
-        unknown = [p for p in asked if p not in known]
+    if known or early:
+        given = known or early
+        unknown = [p for p in asked if p not in given]
         decided = dict(zip(unknown, (not v.private for v in decide_for_source(ws, unknown, policy)), strict=True)) \
             if unknown else {}
-        public = [known[p] if p in known else decided[p] for p in asked]
+        public = [given[p] if p in given else decided[p] for p in asked]
     else:
         verdicts = decide_for_source(ws, asked, policy) if asked else []
         public = [not v.private for v in verdicts]
@@ -206,16 +239,22 @@ def build_snapshot(
          for n in admitted),
         key=lambda n: n.id,
     )
-    ids = {n.id for n in admitted}
     # graph.edges is sorted and unique by (from, field, to) (`broken` follows from `to`), so the
     # filtered list is too: no set, no second sort (unless a name's text form moved it).
-    edges = [
-        MemoryEdge(escape.name(e.from_), e.field, escape.name(e.to))
-        for e in graph.edges
-        if not e.broken and e.from_ in ids and e.to in ids
-    ]
-    if any(e.source_id not in ids or e.target_id not in ids for e in edges):
-        edges.sort(key=lambda e: (e.source_id, e.field, e.target_id))
+    make = MemoryEdge
+    if len(admitted) == n_nodes and all(escape.name(n.id) == n.id for n in admitted):
+        # Every node admitted, every id its own text form: an edge that is not broken starts and ends at a
+        # node (graph.py: a resolved target is a node's id), so it is between admitted nodes.
+        edges = [make(e.from_, e.field, e.to) for e in graph.edges if not e.broken]
+    else:
+        ids = {n.id for n in admitted}
+        edges = [
+            make(escape.name(e.from_), e.field, escape.name(e.to))
+            for e in graph.edges
+            if not e.broken and e.from_ in ids and e.to in ids
+        ]
+        if any(e.source_id not in ids or e.target_id not in ids for e in edges):
+            edges.sort(key=lambda e: (e.source_id, e.field, e.target_id))
     return MemorySnapshot(
         root=str(source.root.resolve()),
         dataset=dataset_name(source.root, dataset_label),
@@ -279,3 +318,72 @@ def packets(ws: Workspace, snapshot: MemorySnapshot) -> Iterator[tuple[MemoryNod
         outbound[e.source_id].append(e)
     for node in snapshot.nodes:
         yield node, packet(node, notes[node.blob], outbound.get(node.id, ()))
+
+
+def packet_key(node: MemoryNode, edges: Iterable[MemoryEdge]) -> str:
+    """sha256 of everything `packet(node, note, edges)` is a function of: the packet and parse formats, the
+    node's id, type, path, title and blob (which fixes the parsed note), and its outbound edges (`edges` may
+    be the whole snapshot's). Equal keys render equal packets, so an index run renders again only the nodes
+    whose key it has not seen (an edited, renamed or retyped note, or one whose links now resolve
+    differently). No text of the note is hashed: the blob id already is a content hash."""
+    payload = [
+        "vivary-packet", PACKET_FORMAT, FORMAT_VERSION, node.id, node.type, node.path, node.title, node.blob,
+        sorted((e.field, e.target_id) for e in edges if e.source_id == node.id),
+    ]
+    return hashlib.sha256(msgspec.json.encode(payload)).hexdigest()
+
+
+class Packets(Sequence[tuple[MemoryNode, str]]):
+    """`packets(ws, snapshot)` as a sequence whose items are rendered when first asked for, so a run that
+    needs a few packets (the edited notes') reads and renders only those. `render(indices)` renders many
+    at once, reading their notes in one batch (from the parse cache when there are many)."""
+
+    def __init__(self, ws: Workspace, snapshot: MemorySnapshot) -> None:
+        self._ws = ws
+        self._nodes = snapshot.nodes
+        outbound: dict[str, list[MemoryEdge]] = defaultdict(list)
+        for e in snapshot.edges:
+            outbound[e.source_id].append(e)
+        self._outbound = outbound
+        self._done: dict[int, str] = {}
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[MemoryNode, str]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[tuple[MemoryNode, str]]: ...
+
+    def __getitem__(self, i: int | slice) -> tuple[MemoryNode, str] | list[tuple[MemoryNode, str]]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self._nodes)))]
+        node = self._nodes[i]  # IndexError for a position out of range, as a list would
+        i %= len(self._nodes)
+        text = self._done.get(i)
+        if text is None:
+            self.render([i])
+            text = self._done[i]
+        return node, text
+
+    def key(self, i: int) -> str:
+        """`packet_key` of node `i`."""
+        node = self._nodes[i]
+        return packet_key(node, self._outbound.get(node.id, ()))
+
+    def render(self, indices: Iterable[int]) -> None:
+        """Render these nodes' packets now (those not rendered yet), their notes read in one batch."""
+        todo = sorted({i for i in indices if i not in self._done})
+        if not todo:
+            return
+        blobs = list(dict.fromkeys(self._nodes[i].blob for i in todo))
+        notes = self._ws.notes_for(blobs) if len(blobs) > 1 else {blobs[0]: self._ws.note(blobs[0])}
+        for i in todo:
+            node = self._nodes[i]
+            self._done[i] = packet(node, notes[node.blob], self._outbound.get(node.id, ()))
+
+    @property
+    def rendered(self) -> int:
+        """How many packets have been rendered."""
+        return len(self._done)

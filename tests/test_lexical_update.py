@@ -1,0 +1,45 @@
+"""`lexical_update.update` gives, byte for byte, the BM25 index `bm25.build` gives for the same documents."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from vivary_git.memory.bm25 import build
+from vivary_git.memory.lexical_update import update
+
+
+def _doc(rnd: random.Random, words: list[str]) -> dict[str, int]:
+    return {w: rnd.randint(1, 5) for w in rnd.sample(words, rnd.randint(0, 30))}
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_update_is_build_of_the_edited_documents(seed: int) -> None:
+    rnd = random.Random(seed)
+    words = [f"w{i:03d}" for i in range(300)] + ["é", "日本", "zz"]
+    for _ in range(150):
+        docs = [_doc(rnd, words) for _ in range(rnd.randint(0, 40))]
+        old = build(docs)
+        # Documents kept, dropped, replaced and added; sometimes in a new order.
+        new: list[tuple[int | None, dict[str, int]]] = []
+        for i, d in enumerate(docs):
+            r = rnd.random()
+            if r < 0.2:
+                continue
+            new.append((None, _doc(rnd, words)) if r < 0.3 else (i, d))
+            if rnd.random() < 0.1:
+                new.append((None, _doc(rnd, words)))
+        if rnd.random() < 0.2:
+            rnd.shuffle(new)
+        got = update(old, [i for i, _ in new], {j: d for j, (i, d) in enumerate(new) if i is None})
+        assert got is not None
+        assert got.encode() == build([d for _, d in new]).encode()
+
+
+def test_update_refuses_what_cannot_be_the_same_documents() -> None:
+    old = build([{"a": 1}, {"b": 2}])
+    assert update(old, [0, 0], {}) is None  # an old document twice
+    assert update(old, [5], {}) is None  # out of range
+    assert update(old, [0, None], {}) is None  # a document neither kept nor given
+    assert update(old, [0], {0: {"c": 1}}) is None  # both
