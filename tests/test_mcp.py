@@ -318,6 +318,27 @@ def test_search_trims_to_its_budget_in_the_documented_order(repo: Repo) -> None:
     assert shape(1) == [(False, False, 0, False)]  # one result always stays
 
 
+def test_a_note_rewritten_in_the_second_of_its_commit_is_searched_anew(repo: Repo) -> None:
+    """Racy Git, as in test_source.py: the server's snapshot of the working tree must see a note rewritten to
+    the same size in the second its commit wrote the index. The sleeps set up the race; nothing is timed."""
+    import time
+
+    _seed(repo)
+    for _attempt in range(3):
+        time.sleep(1.05 - time.time() % 1)
+        start = int(time.time())
+        repo.commit("zoo", {"notes/zoo.md": "# Zoo\n\nzebras\n"})
+        repo.write({"notes/zoo.md": "# Zoo\n\nokapis\n"})  # the same size, the same second
+        if int(time.time()) != start:
+            continue  # the commit crossed into the next second: no race to test; try again
+        time.sleep(1.05 - time.time() % 1)
+        service = MemoryService(repo.path)
+        assert [h.id for h in service.search("okapis", mode="text").results] == ["notes/zoo"]
+        assert not service.search("zebras", mode="text").results
+        return
+    pytest.fail("three commits in a row took over a second each: the race could not be set up")
+
+
 def test_answers_follow_the_working_tree(repo: Repo) -> None:
     _seed(repo)
     service = MemoryService(repo.path)

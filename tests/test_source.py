@@ -37,6 +37,28 @@ def test_working_tree_source_leaves_the_index_alone(repo: Repo, cli: Any) -> Non
         not list((repo.path / ".git" / "vivary" / "tmp").iterdir())
 
 
+def test_a_note_rewritten_in_the_second_of_its_commit_is_read_anew(repo: Repo, cli: Any) -> None:
+    """Racy Git: a file rewritten to the same size within the second its commit wrote the index has the
+    stat the index recorded. Git then compares content only if the file is not older than the index, so
+    the working tree's snapshot must see the index's own mtime (an agent edits right after committing).
+    The sleeps set up the race (same second, then the next); nothing here is timed."""
+    import time
+
+    repo.commit(files={"tropo.toml": TROPO})
+    for attempt in range(3):
+        time.sleep(1.05 - time.time() % 1)
+        start = int(time.time())
+        repo.commit(files={"modules/a.md": "# Title one\n"})
+        repo.write({"modules/a.md": "# Title two\n"})  # the same size, the same second
+        if int(time.time()) != start:
+            continue  # the commit crossed into the next second: no race to test; try again
+        time.sleep(1.05 - time.time() % 1)  # the snapshot is taken in a later second
+        titles = [h["title"] for h in cli("query", "Title", "--json", cwd=repo.path).json()["results"]]
+        assert titles == ["Title two"], f"attempt {attempt}: {titles}"
+        return
+    pytest.fail("three commits in a row took over a second each: the race could not be set up")
+
+
 def test_staged_honours_git_index_file_like_a_hook(repo: Repo, cli: Any, monkeypatch: Any) -> None:
     repo.commit(files={"tropo.toml": TROPO, "modules/a.md": NOTE})
     alt = repo.path / ".git" / "alt-index"

@@ -334,7 +334,10 @@ def _worktree_tree(repo: git.Repo) -> str:
     scratch = scratch_dir / f"index.{os.getpid()}"
     try:
         if index.is_file():
-            shutil.copyfile(index, scratch)
+            # copy2 keeps the index's mtime: Git trusts a file's cached stat only when the file is older
+            # than the index (racy-Git). A copy stamped "now" would make a note rewritten to the same size
+            # in the second of the last commit look unchanged, and its old text would be read.
+            shutil.copy2(index, scratch)
         env = dict(os.environ, GIT_INDEX_FILE=str(scratch))
         _add_all(repo, env)
         return repo.git(["write-tree"], env=env).stdout.decode().strip()

@@ -377,7 +377,7 @@ class WorkTree:
             with contextlib.suppress(FileNotFoundError):
                 scratch.unlink()
             return None
-        shutil.copyfile(self._index, scratch)
+        shutil.copy2(self._index, scratch)  # the index's own mtime: Git's racy-file check needs it (source.py)
         if _file_id(self._index) != before:
             return ("unknown", time.time_ns())  # written meanwhile: the next look finds it changed
         return before
