@@ -77,7 +77,7 @@ def validate_local(
                 out.append(Finding(path, line, "warning", "W202", f"unknown field '{name}' for type '{node.type}'"))
             continue
         if spec.is_ref and value is not None:
-            refs.extend((name, line, target) for target in _refs(value))
+            refs += [(name, line, target) for target in _refs(value)]
         if value is None:
             continue
         problem = spec_problem(spec, value)
@@ -187,8 +187,9 @@ def spec_problem(spec: FieldSpec, value: Any) -> str | None:
             return f"expected a list, got {type(value).__name__} {value!r}"
         if kind == "list":
             return None
-        if any(isinstance(v, _CONTAINERS) for v in value):
-            return "expected a flat list"
+        for v in value:  # (a loop, not any() over a generator: this runs for every list of every note)
+            if isinstance(v, _CONTAINERS):
+                return "expected a flat list"
         if kind == "ref-list":
             for v in value:
                 if not (isinstance(v, str) and _SLUG.match(v)):
