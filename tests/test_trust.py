@@ -8,6 +8,7 @@ msgspec for the msgpack, the way anyone who can push the ref could make them."""
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -316,3 +317,57 @@ def test_a_trusting_clone_patches_from_its_shared_graph_but_a_gate_never_does(pu
     for args, env in ((["check", "--gate"], {}), (["check"], {"CI": "true"})):
         r = run_git_vivary(args, me, env={**env, "VIVARY_STATS": "1"})
         assert r.returncode == 1 and not stats(r.stderr)["patched"], (args, r.stdout, r.stderr)
+
+
+def _forge_titles(cwd: Path, title: str) -> None:
+    """Give every shared parse and facts entry of the cache at `cwd` the title `title` (chunk digests fixed,
+    as `forge` does). Both are array-like with the title third: SharedNote [fields, key_lines, title, ...],
+    Facts [id, type, title, ...]."""
+    manifest = msgspec.msgpack.decode(_cat(cwd, f"{store.CACHE_REF}:manifest.msgpack"))
+    trees = {}
+    for kind in ("parse", "facts"):
+        entries = []
+        for line in git(cwd, "ls-tree", f"{store.CACHE_REF}:{kind}").splitlines():
+            mode, otype, oid, name = line.split(None, 3)
+            items = msgspec.msgpack.decode(_cat(cwd, oid))
+            for item in items:
+                item[1][2] = title
+            new = msgspec.msgpack.encode(items)
+            manifest["chunks"][f"{kind}/{name}"] = [hashlib.sha256(new).hexdigest(), len(new), len(items)]
+            entries.append(f"{mode} {otype} {_blob(cwd, new)}\t{name}")
+        trees[kind] = _mktree(cwd, entries)
+    root = []
+    for line in git(cwd, "ls-tree", store.CACHE_REF).splitlines():
+        mode, otype, oid, name = line.split(None, 3)
+        if name in trees:
+            oid = trees[name]
+        elif name == "manifest.msgpack":
+            oid = _blob(cwd, msgspec.msgpack.encode(manifest))
+        root.append(f"{mode} {otype} {oid}\t{name}")
+    commit = git(cwd, "commit-tree", _mktree(cwd, root), "-p", store.CACHE_REF, "-m", "vivary cache").strip()
+    git(cwd, "update-ref", store.CACHE_REF, commit)
+
+
+def test_a_search_index_built_from_a_trusted_graph_is_never_read_by_a_run_that_trusts_nothing(
+        repo: Repo, tmp_path: Path) -> None:
+    """A clone that trusted a forged cache once (its graph cached as built with shared entries) builds the
+    search index from that graph on a later run: filed as shared too, so a run that trusts nothing never
+    answers from it."""
+    repo.commit("notes", NOTES)
+    origin = bare(tmp_path, "origin.git")
+    repo.git("push", "-q", f"file://{origin}", "main")
+    assert run_git_vivary(["check", "--rev", "HEAD"], repo.path).returncode == 1
+    _forge_titles(repo.path, "Forged zebra title")
+    repo.git("push", "-q", "--force", f"file://{origin}", f"{store.CACHE_REF}:{store.CACHE_REF}")
+    me = _fresh_clone(tmp_path, origin, "me")
+    git(me, "config", "vivary.cacheTrust", "any")
+    assert run_git_vivary(["sync", "fetch"], me).returncode == 0
+    run_git_vivary(["check", "--rev", "HEAD"], me)  # the graph, built from the forged parses, is cached
+    fooled = run_git_vivary(["query", "zebra", "--rev", "HEAD", "--json"], me)  # from the cached graph
+    assert [h["title"] for h in json.loads(fooled.stdout)["results"]] == ["Forged zebra title"] * 3, fooled.stdout
+    git(me, "config", "vivary.cacheTrust", "none")
+    honest = run_git_vivary(["query", "zebra", "--rev", "HEAD", "--json"], me)
+    assert honest.returncode == 0 and json.loads(honest.stdout)["results"] == [], honest.stdout
+    module = run_git_vivary(["query", "module", "--rev", "HEAD", "--json"], me)
+    assert [h["title"] for h in json.loads(module.stdout)["results"]] == ["Module one"], module.stdout
+

@@ -725,7 +725,8 @@ class Workspace:
             if cached is not None and cached.ids == ids:
                 return cached
         index = searchindex.build(self.graph(), self.notes())
-        put = self._graph_key(shared=bool(self.not_computed_here()))
+        # shared when the graph was (a cached one built with shared entries leaves not_computed_here empty)
+        put = self._graph_key(shared=self._shared_graph or bool(self.not_computed_here()))
         if put is not None:
             cache.put(put, index)
         return index
