@@ -150,17 +150,9 @@ class Repo:
             kwargs["env"] = {**(kwargs.get("env") or os.environ), **self.pins}
         return run(args, **kwargs)
 
-    def read_blob(self, oid: str, limit: int | None = None) -> bytes:
-        """A blob's bytes by hex id, through the object database (no prefix search). Past `limit` bytes
-        (its header says) it is `safeio.TooBig`, and never inflated."""
-        key = self.pygit2.Oid(hex=oid)
-        if limit is not None:
-            size = self.repo.odb.read_header(key)[1]
-            if size > limit:
-                from vivary_git.safeio import TooBig
-
-                raise TooBig(size, limit)
-        data: bytes = self.repo.odb.read(key)[1]
+    def read_blob(self, oid: str) -> bytes:
+        """A blob's bytes by hex id, through the object database (no prefix search)."""
+        data: bytes = self.repo.odb.read(self.pygit2.Oid(hex=oid))[1]
         return data
 
     def lookup(self, tree_id: str, path: str) -> str | None:

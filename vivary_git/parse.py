@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from vivary_git.models import Ignore, Link, Note, ParseProblem
@@ -125,27 +125,13 @@ def _not_plain(body: str) -> bool:
 # only the block scan knows. (`_headings` finds such lines on its way; the tests hold it to this pattern.)
 _INDENTED_HEADING = re.compile(r"^ {1,3}#", re.MULTILINE)
 
-def parse_read(read: Callable[[str], bytes], oid: str) -> Note:
-    """`parse_blob(read(oid))`, where `read` may refuse a blob past `MAX_BYTES` by its size alone
-    (`safeio.TooBig`): a huge blob in a pushed tree is never inflated to be found too big."""
-    from vivary_git.safeio import TooBig
-
-    try:
-        data = read(oid)
-    except TooBig as big:
-        return _too_big(big.size)
-    return parse_blob(data)
-
-
-def _too_big(size: int) -> Note:
-    return _unreadable(1, f"file is {size:,} bytes, over the {MAX_BYTES // (1024 * 1024)} MiB limit for a note; "
-                          "split it, or add it to `exclude` in tropo.toml")
-
-
 def parse_blob(data: bytes) -> Note:
     """Parse one Markdown file's bytes. Never raises for bad input: problems become E000/E001."""
     if len(data) > MAX_BYTES:
-        return _too_big(len(data))
+        return _unreadable(
+            1, f"file is {len(data):,} bytes, over the {MAX_BYTES // (1024 * 1024)} MiB limit for a note; "
+            "split it, or add it to `exclude` in tropo.toml"
+        )
     if b"\x00" in data[:_BINARY_SNIFF]:
         return _unreadable(1, "file looks binary (it contains NUL bytes); exclude it or give it another extension")
     if data.startswith(b"\xef\xbb\xbf"):

@@ -18,21 +18,13 @@ import stat
 from pathlib import Path
 from typing import IO, BinaryIO
 
-__all__ = ["FileRefused", "TooBig", "check_output", "describe_size", "open_output", "read_regular", "read_stream"]
+__all__ = ["FileRefused", "check_output", "describe_size", "open_output", "read_regular", "read_stream"]
 
 _CHUNK = 1 << 20
 
 
 class FileRefused(Exception):
     """Not a file we read or write: not a regular file, a kernel interface, or over a size limit."""
-
-
-class TooBig(FileRefused):
-    """A blob over its limit, known from its header: never inflated."""
-
-    def __init__(self, size: int, limit: int) -> None:
-        super().__init__(f"is {size:,} bytes, over the {describe_size(limit)} limit")
-        self.size = size
 
 
 def describe_size(n: int) -> str:

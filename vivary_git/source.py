@@ -10,7 +10,6 @@ spares unchanged files and its ignore rules decide what is untracked-but-ignored
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import shutil
 from collections.abc import Callable
@@ -276,12 +275,9 @@ def open_source(
         return None if oid is None else read_config_blob(repo, oid, f"{prefix}/{path}" if prefix else path)
 
     config, raw = load_config(read_file, _TreeProbe(repo, sub_id, read_file))
-    from vivary_git.parse import MAX_BYTES as NOTE_BYTES
-
     return Source(
         kind=kind, label=label, root=(top / prefix) if top is not None else Path(prefix or "."), prefix=prefix,
-        tree_id=sub_id, repo=repo, reader=functools.partial(repo.read_blob, limit=NOTE_BYTES), config=config,
-        raw=raw, read_file=read_file,
+        tree_id=sub_id, repo=repo, reader=repo.read_blob, config=config, raw=raw, read_file=read_file,
         root_tree=tree_id,
         files=lambda: _walk_tree(repo, sub_id, excluder(config)) if sub_id is not None else ([], [], []),
     )

@@ -42,7 +42,6 @@ import msgspec
 from vivary_git import escape
 from vivary_git.config import FORMAT_VERSION
 from vivary_git.models import Ignore, Link, Note, ParseProblem
-from vivary_git.safeio import FileRefused
 
 if TYPE_CHECKING:
     from vivary_git.git import Repo
@@ -145,10 +144,7 @@ def unshare(shared: SharedNote, read: Callable[[], bytes]) -> Note | None:
     that body (then the caller parses the blob instead)."""
     body = ""
     if shared.body_chars:
-        try:
-            data = read()
-        except FileRefused:  # a blob too big for a note: parsing it says so
-            return None
+        data = read()
         if data.startswith(b"\xef\xbb\xbf"):
             data = data[3:]
         try:
