@@ -55,6 +55,7 @@ import msgspec
 
 from vivary_git.errors import ConfigError, RefusedError, UsageError, VivaryError
 from vivary_git.memory.provider import (
+    EDGE_CONTEXT,
     ForgetReport,
     IndexReport,
     RecallFilters,
@@ -90,7 +91,6 @@ STATE_FORMAT = 1
 MANIFEST = "manifest.json"
 ENV_FILE = "cognee.env"
 KEYLESS_PLACEHOLDER = "vivary-no-key"  # what Cognee gets as LLM_API_KEY under allow_without_api_key
-_EDGE_CONTEXT = 32
 _MAX_CHUNKS = 1000
 
 # Cognee reads these to decide where its state goes or which store it uses: bound to state_path, or removed
@@ -652,7 +652,7 @@ class CogneeMemory:
             hits.append(RecallHit(
                 node_id=node.id, type=node.type, path=node.path, score=round(score, 6),
                 reason=f"cognee chunk match (chunk {chunk}, cosine distance {float(distance or 0):.3f})",
-                source="provider", edge_context=list(touching.get(node.id, []))[:_EDGE_CONTEXT], provider=PROVIDER,
+                source="provider", edge_context=list(touching.get(node.id, []))[:EDGE_CONTEXT], provider=PROVIDER,
             ))
             if len(hits) == k:
                 break

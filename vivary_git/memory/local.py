@@ -71,6 +71,7 @@ from vivary_git.memory.localfiles import (  # noqa: F401 - the formats are local
     embed_text,
 )
 from vivary_git.memory.provider import (
+    EDGE_CONTEXT,
     INDEX_COMMAND,
     ForgetReport,
     IndexReport,
@@ -114,7 +115,6 @@ _DEAD_FRACTION = 0.25
 _FIRST_WINDOW = 64
 _WINDOW = 512
 _CHECKPOINT_SECONDS = 30.0
-_EDGE_CONTEXT = 32  # edges per hit, so a hub note cannot flood an agent's context
 
 # Modules the provider needs beyond the embedder's own (import name → what `pip` calls it).
 _PROVIDER_MODULES = {"hnswlib": "hnswlib", "snowballstemmer": "snowballstemmer"}
@@ -921,7 +921,7 @@ class RecallSession:
         return self._edge_context(answers)
 
     def _edge_context(self, answers: list[list[RecallHit]]) -> list[list[RecallHit]]:
-        """The hits with the snapshot's edges from or to each (in snapshot order, at most `_EDGE_CONTEXT`).
+        """The hits with the snapshot's edges from or to each (in snapshot order, at most `EDGE_CONTEXT`).
         A session's first batch (a `recall` command's only one) takes them from one pass over the edges for
         its hits; a longer-lived session (the MCP server) maps every node's edges once, on its second batch."""
         self._batches += 1
@@ -929,7 +929,7 @@ class RecallSession:
             self._touching = self._edges_touching(None)
         wanted = {h.node_id for hits in answers for h in hits}
         touching = self._touching if self._touching is not None else self._edges_touching(wanted) if wanted else {}
-        return [[msgspec.structs.replace(h, edge_context=touching.get(h.node_id, [])[:_EDGE_CONTEXT]) for h in hits]
+        return [[msgspec.structs.replace(h, edge_context=touching.get(h.node_id, [])[:EDGE_CONTEXT]) for h in hits]
                 for hits in answers]
 
     def _edges_touching(self, wanted: set[str] | None) -> dict[str, list[MemoryEdge]]:

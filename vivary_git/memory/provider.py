@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from vivary_git.workspace import Workspace
 
 __all__ = [
+    "EDGE_CONTEXT",
     "INDEX_COMMAND",
     "MAX_K",
     "ForgetReport",
@@ -41,6 +42,7 @@ __all__ = [
 ]
 
 MAX_K = 250
+EDGE_CONTEXT = 32  # edges per hit, so a hub note cannot flood an agent's context
 INDEX_COMMAND = "git vivary index --yes"
 RecallMode = Literal["semantic", "hybrid"]
 
