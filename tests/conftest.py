@@ -109,6 +109,22 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Any:
 
 
 @pytest.fixture
+def packets_rendered(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The node ids whose packet this process rendered (`snapshot.packet`, wrapped, not mocked)."""
+    from vivary_git.memory import snapshot
+
+    rendered: list[str] = []
+    real = snapshot.packet
+
+    def counting(node: Any, note: Any, edges: Any) -> str:
+        rendered.append(node.id)
+        return real(node, note, edges)
+
+    monkeypatch.setattr(snapshot, "packet", counting)
+    return rendered
+
+
+@pytest.fixture
 def forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The pids of the children this test process forks from here on (os.fork still forks)."""
     pids: list[int] = []

@@ -12,8 +12,9 @@ from typing import Any
 
 import msgspec
 import pytest
+from test_memory_local import CANARY, MEMORY, TROPO
 
-from vivary_git.memory import local, snapshot
+from vivary_git.memory import local
 from vivary_git.memory.embed import embedder_status
 from vivary_git.memory.localfiles import Entries, VectorMeta
 
@@ -22,19 +23,6 @@ pytestmark = pytest.mark.skipif(
     reason="needs the [embed] extra",
 )
 
-TROPO = """version = 1
-
-[base]
-derive = ["id", "title"]
-allow_untyped = true
-optional = { related = "ref-list", tags = "string-list" }
-
-[types.decision]
-folder = "decisions"
-optional = { related = "ref-list" }
-"""
-MEMORY = '[memory]\nenabled = true\nprovider = "vivary-local"\n\n[memory.privacy]\nprivate_paths = ["drafts/**"]\n'
-CANARY = "zqxcanary"
 NOTES = {
     "notes/keys.md": "---\nrelated: [vault]\ntags: [security]\n---\n# Key rotation\n\n"
                      "We rotate the signing keys every ninety days with the [[vault]] service.\n",
@@ -58,17 +46,9 @@ def ws(repo: Any) -> Any:
 
 
 @pytest.fixture
-def rendered(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The node ids whose packet this process rendered (`snapshot.packet`, wrapped, not mocked)."""
-    ids: list[str] = []
-    real = snapshot.packet
-
-    def counting(node: Any, note: Any, edges: Any) -> str:
-        ids.append(node.id)
-        return real(node, note, edges)
-
-    monkeypatch.setattr(snapshot, "packet", counting)
-    return ids
+def rendered(packets_rendered: list[str]) -> list[str]:
+    """The node ids whose packet this process rendered (conftest's `packets_rendered`)."""
+    return packets_rendered
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ pytest.importorskip("mcp", reason="the mcp extra is not installed")
 from conftest import TROPO, Repo, git
 from mcp import Client
 from test_mcp import _data, _run, _stdio, _text
+from test_store import vivary_objects
 
 from vivary_git.errors import RefusedError
 from vivary_git.hosts import onboard
@@ -175,17 +176,6 @@ def test_onboard_is_not_offered_to_read_only_hosts(repo: Repo) -> None:
     assert not (repo.path / "USER.md").exists()
 
 
-def _reachable(path: Path, prefix: str) -> bytes:
-    refs = subprocess.run(["git", "for-each-ref", "--format=%(refname)", prefix], cwd=path, capture_output=True,
-                          text=True, check=True).stdout.split()
-    if not refs:
-        return b""
-    objs = subprocess.run(["git", "rev-list", "--objects", *refs], cwd=path, capture_output=True, text=True,
-                          check=True).stdout.split("\n")
-    return b"".join(subprocess.run(["git", "cat-file", "-p", line.split(" ")[0]], cwd=path, capture_output=True,
-                                   check=True).stdout for line in objs if line.strip())
-
-
 def test_an_onboarding_canary_reaches_no_other_answer_index_or_cache(repo: Repo, cli: Any) -> None:
     _seed(repo, {".vivary/memory.toml": '[memory]\nenabled = true\nprovider = "vivary-local"\n'})
     answers = {k: f"{CANARY}{k} deploy keys" for k in onboard.QUESTIONS}
@@ -242,7 +232,7 @@ def test_an_onboarding_canary_reaches_no_other_answer_index_or_cache(repo: Repo,
         assert CANARY not in shown, shown[max(0, shown.find(CANARY) - 200):shown.find(CANARY) + 50]
     joined = "\n".join(said)
     assert joined.count("'USER.md' is private (floor: USER.md)") == 2  # USER.md by path, once per server
-    assert CANARY.encode() not in _reachable(repo.path, "refs/vivary/")
+    assert CANARY.encode() not in vivary_objects(repo.path)
     assert subprocess.run(["git", "for-each-ref", "refs/vivary/"], cwd=repo.path, capture_output=True, text=True,
                           check=True).stdout  # the cache ref exists, and was scanned
     files = [p for p in (repo.path / ".git" / "vivary").rglob("*") if p.is_file()]

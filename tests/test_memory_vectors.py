@@ -153,22 +153,6 @@ def test_index_records_one_vector_per_public_note_and_none_of_a_private_one(ws: 
     assert set(cache_vectors(ws.path)) == set(public.values())
 
 
-@pytest.fixture
-def packets_rendered(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The node ids whose packet this process rendered (`snapshot.packet`, wrapped, not mocked)."""
-    from vivary_git.memory import snapshot
-
-    rendered: list[str] = []
-    real = snapshot.packet
-
-    def counting(node: Any, note: Any, edges: Any) -> str:
-        rendered.append(node.id)
-        return real(node, note, edges)
-
-    monkeypatch.setattr(snapshot, "packet", counting)
-    return rendered
-
-
 def test_an_unchanged_index_reads_no_note_and_still_records_what_the_cache_lacks(
         ws: Repo, cli: Any, model_runs: list[int], packets_rendered: list[str]) -> None:
     first = cli("index", "--yes", "--rev", "HEAD", "--json", cwd=ws.path).json()

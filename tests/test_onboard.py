@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from conftest import TROPO, Repo
+from test_store import vivary_objects
 
 from vivary_git.hosts import onboard
 
@@ -103,21 +104,6 @@ def test_questions_on_a_terminal_skip_empty_lines() -> None:
     assert "What should I call you?" in asked.getvalue()
 
 
-def _reachable(path: Path, prefix: str) -> bytes:
-    refs = subprocess.run(["git", "for-each-ref", "--format=%(refname)", prefix], cwd=path, capture_output=True,
-                          text=True, check=True).stdout.split()
-    if not refs:
-        return b""
-    objs = subprocess.run(["git", "rev-list", "--objects", *refs], cwd=path, capture_output=True, text=True,
-                          check=True).stdout.split("\n")
-    data = b""
-    for line in objs:
-        oid = line.split(" ")[0]
-        if oid:
-            data += subprocess.run(["git", "cat-file", "-p", oid], cwd=path, capture_output=True, check=True).stdout
-    return data
-
-
 def test_canary_reaches_only_user_md(ws: Repo, cli: Any) -> None:
     ws.write({".vivary/memory.toml": MEMORY})
     answers = [f"{k}={CANARY}{k}" for k in onboard.QUESTIONS]
@@ -159,7 +145,7 @@ def _assert_nowhere(path: Path, outputs: list[str], *, vivary_dir: Path) -> None
         assert CANARY not in text, text
     assert subprocess.run(["git", "for-each-ref", "refs/vivary/"], cwd=path, capture_output=True,
                           text=True, check=True).stdout  # the cache ref was written, and is scanned here
-    assert CANARY.encode() not in _reachable(path, "refs/vivary/")
+    assert CANARY.encode() not in vivary_objects(path)
     files = [p for p in vivary_dir.rglob("*") if p.is_file()]
     assert files
     for p in files:

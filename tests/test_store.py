@@ -35,6 +35,11 @@ def objects_reachable(path: Path, *refs: str) -> bytes:
     return proc.stdout
 
 
+def vivary_objects(path: Path) -> bytes:
+    """The content of every object reachable from any ref under refs/vivary/ (what `sync push` could send)."""
+    return objects_reachable(path, *git(path, "for-each-ref", "--format=%(refname)", "refs/vivary/").split())
+
+
 def stats(err: str) -> dict[str, Any]:
     line = next(x for x in err.splitlines() if x.startswith("vivary: stats "))
     out: dict[str, Any] = msgspec.json.decode(line[len("vivary: stats "):])
