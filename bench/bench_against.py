@@ -38,14 +38,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_graph import GIT_ENV, build  # noqa: E402  (a sibling script, not a package)
+from bench_graph import GIT_ENV, build, git  # noqa: E402  (a sibling script, not a package)
 
 STEPS = ("cold", "warm", "staged")
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
-                          env=dict(os.environ, **GIT_ENV)).stdout
 
 
 def forget_caches(ws: Path) -> None:
