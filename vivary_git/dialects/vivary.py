@@ -96,7 +96,9 @@ class Resolver:
         got = self._resolved.get(written)
         if got is not None:
             return got
-        found = candidates(written, self.alias)
+        # A text without `|` has one candidate, the name `read` found for it (a worker's parse may have
+        # read it in another process, whose `candidates` cache this one never sees).
+        found = (target.name,) if target.name and "|" not in written else candidates(written, self.alias)
         if not found:
             return Resolution(None, target.name)
         for c in found:
