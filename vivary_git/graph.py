@@ -233,27 +233,32 @@ def _contribute(path: str, nid: str, f: Facts, own: bool, known: Mapping[str, ob
     its ID, its edges."""
     start = len(findings)
     findings.extend(f.findings)
+    add = edges.add
     for ref in f.refs:
         target = ref[2]
-        if target not in known:
+        missing = target not in known
+        if missing:
             findings.append(check.broken_ref(path, ref))
         if own and target:
-            edges.add((ref[0], target, target not in known))
+            add((ref[0], target, missing))
     rules = config.links
+    anchored = rules.anchors
+    resolve = resolver.resolve
     for t in f.links:
-        res = resolver.resolve(t, path)
-        if res.path is None and t.vault and t.vault not in homes:
-            continue  # a link into another Dendron vault: outside this repository
-        if res.path is not None:
-            to = by_path.get(res.path)
+        res = resolve(t, path)
+        reached = res.path
+        if reached is not None:
+            to = by_path.get(reached)
             if to is None:
                 continue  # an attachment, a template, an excluded note: a file, not a node
-            checked = rules.anchors and t.anchor and (res.path != path or not t.name)  # (leaving: itself)
-            if checked and dialects.anchor_key(t.anchor) not in anchors.get(res.path, ()):
-                findings.append(check.missing_anchor(path, t, res.path))
+            checked = anchored and t.anchor and (reached != path or not t.name)  # (leaving: itself)
+            if checked and dialects.anchor_key(t.anchor) not in anchors.get(reached, ()):
+                findings.append(check.missing_anchor(path, t, reached))
             if own and to != nid:
-                edges.add((t.field, to, False))
+                add((t.field, to, False))
             continue
+        if t.vault and t.vault not in homes:
+            continue  # a link into another Dendron vault: outside this repository
         attachment = rules.attachments and dialects.missing_code(t) == "W223"
         if not f.problem and (attachment or rules.unresolved):
             findings.append(check.broken_link(path, t, res.looked_for, rules.dialect))

@@ -234,8 +234,7 @@ def write_flushes(flushes: Flushes) -> None:
         cache.flush(keep=keep)
 
 
-def alongside(ws: Workspace, keyed: Keyed, flushes: Flushes,
-              ) -> Callable[[graph_mod.Graph, Callable[[], None]], None]:
+def alongside(ws: Workspace, keyed: Keyed, flushes: Flushes) -> Callable[[Counts, Callable[[], None]], None]:
     """Record this tree in the ref while the graph is being built: a forked child decides privacy,
     encodes the entries and writes the objects (~0.25 s for 10,000 new notes) on the core the build
     leaves idle, then takes the graph's counts through a pipe for the summary and commits. The
@@ -245,9 +244,9 @@ def alongside(ws: Workspace, keyed: Keyed, flushes: Flushes,
     without fork, get)."""
     from vivary_git import parallel
 
-    def inline(g: graph_mod.Graph, then: Callable[[], None]) -> None:
+    def inline(counts: Counts, then: Callable[[], None]) -> None:
         then()
-        record(ws, lambda: counts_of(g), keyed)
+        record(ws, lambda: counts, keyed)
 
     if len(keyed) < parallel.MIN_BLOBS or not parallel.can_fork() or recording(ws) is None:
         write_flushes(flushes)
@@ -278,10 +277,10 @@ def alongside(ws: Workspace, keyed: Keyed, flushes: Flushes,
             os._exit(code)
     os.close(r)
 
-    def done(g: graph_mod.Graph, then: Callable[[], None]) -> None:
+    def done(counts: Counts, then: Callable[[], None]) -> None:
         try:
             with os.fdopen(w, "wb") as pipe:
-                pipe.write(msgspec.msgpack.encode(counts_of(g)))
+                pipe.write(msgspec.msgpack.encode(counts))
         except OSError:
             pass  # the child is gone: it said why on stderr
         then()

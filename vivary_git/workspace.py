@@ -215,17 +215,18 @@ class Workspace:
         )
         self._graph.rules = self._rules_digest()
         graph = self._graph
+        counts = record.counts_of(graph)  # for the ref's summary and the check cache: one pass over the edges
 
         def cache_it() -> None:
-            self._cache_graph(graph)
+            self._cache_graph(graph, counts)
 
         if recorder is not None:
-            recorder(graph, cache_it)  # the counts go to the recording child first, then this is cached
+            recorder(counts, cache_it)  # the counts go to the recording child first, then this is cached
         else:
             cache_it()
         return graph
 
-    def _cache_graph(self, g: graph_mod.Graph) -> None:
+    def _cache_graph(self, g: graph_mod.Graph, counts: record.Counts | None = None) -> None:
         """File the graph just computed under this tree's key; one built with anything read from the
         shared cache under the shared key, and never as the base later runs patch from."""
         self._shared_graph = self._patched_shared or bool(self.not_computed_here())
@@ -234,8 +235,9 @@ class Workspace:
             return
         self._graph_cache.put(key, g)
         self._graph_cache.put(_LAST_SHARED if self._shared_graph else _LAST, key)
-        self._check_cache.put(key, _Checked(g.findings, record.counts_of(g), g.root, g.tree, g.rules, bool(g.homes),
-                                            [(n.id, n.path) for n in g.nodes], g.others, g.names, g.page_names))
+        self._check_cache.put(key, _Checked(g.findings, counts or record.counts_of(g), g.root, g.tree, g.rules,
+                                            bool(g.homes), [(n.id, n.path) for n in g.nodes], g.others, g.names,
+                                            g.page_names))
 
     def _cached_check(self) -> _Checked | None:
         """This tree's findings and counts without decoding its graph (a warm `check` needs no
