@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -65,3 +66,47 @@ def test_check_piped_into_head_fails_the_pipeline(repo: Repo) -> None:
     )
     assert proc.stdout.splitlines()[0].startswith("a.md:4: error W221")
     assert proc.stdout.splitlines()[-1] == "status=141"
+
+
+def _module(args: list[str], cwd: Path, code: str | None = None) -> subprocess.CompletedProcess[bytes]:
+    """`python -m vivary_git.main ARGS` (the console script's `cli`), or `python -c CODE` with ARGS as argv."""
+    env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+    env.pop("PYTHONUNBUFFERED", None)
+    cmd = [sys.executable, "-c", code, *args] if code is not None else [sys.executable, "-m", "vivary_git.main", *args]
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, env=env, check=False)
+
+
+def test_the_command_line_leaves_fast_with_its_whole_output_and_caches(repo: Repo) -> None:
+    # The console script ends with os._exit (vivary_git/lifetime.py): everything buffered must be out by then
+    # (3,000 findings is far more than a pipe or stdio buffer holds), and the caches must be on disk.
+    _findings(repo, 3000)
+    repo.commit()
+    proc = _module(["check", "--rev", "HEAD"], repo.path)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stdout.decode().splitlines()
+    assert sum("W221" in line for line in lines) == 3000
+    assert lines[-1] == "vivary: 1 document(s), 3000 error(s), 0 warning(s) in HEAD", lines[-1]
+    again = _module(["check", "--rev", "HEAD", "--json"], repo.path)
+    assert again.returncode == 1
+    assert len(json.loads(again.stdout)["findings"]) == 3000  # one long line, whole
+    assert (repo.path / ".git" / "vivary").is_dir() and any((repo.path / ".git" / "vivary").iterdir())
+
+
+def test_leaving_runs_exit_handlers_and_waits_for_a_running_thread(repo: Repo, tmp_path: Path) -> None:
+    _findings(repo, 1)
+    done = tmp_path / "thread-done"
+    code = (
+        "import atexit, sys, threading, time\n"
+        "from vivary_git.main import cli\n"
+        "atexit.register(lambda: print('exit handler ran', file=sys.stderr))\n"
+        f"def slow():\n    time.sleep(0.5)\n    open({str(done)!r}, 'w').close()\n"
+        "threading.Thread(target=slow).start()\n"
+        "sys.argv = ['git-vivary', *sys.argv[1:]]\n"
+        "cli()\n"
+    )
+    proc = _module(["check"], repo.path, code)
+    assert proc.returncode == 1, proc.stderr
+    assert b"exit handler ran" in proc.stderr
+    assert done.exists()  # the interpreter waited for the thread that is not a daemon, as a plain exit does
+    quick = _module(["check"], repo.path, code.replace("threading.Thread(target=slow).start()\n", ""))
+    assert quick.returncode == 1 and b"exit handler ran" in quick.stderr

@@ -117,5 +117,14 @@ def _reader_left(stream: TextIO | None = None) -> None:
     os.close(devnull)
 
 
+def cli() -> None:
+    """The `git-vivary` console script: `main()`, then leave without freeing what the command built
+    (lifetime.py: ~0.2 s of CPU after a cold check of 10,000 notes)."""
+    from vivary_git import lifetime
+
+    lifetime.start()
+    lifetime.leave(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    cli()

@@ -85,10 +85,12 @@ def gate_from_env() -> bool:
 
 
 def open_ws(args: argparse.Namespace, *, gate: bool = False) -> Workspace:
+    from vivary_git import lifetime
     from vivary_git.workspace import open_workspace
 
     ws = open_workspace(args.cwd, rev=args.rev, staged=args.staged, root=args.root, cache=not args.no_cache,
                         gate=gate)
+    lifetime.keep_until_exit(ws)  # freed by the system at exit, not object by object
     if not ws.source.caching:
         print(f"vivary: {text(str(ws.source.root))} is not in a Git repository: reading files directly, caching is "
               "off", file=sys.stderr)

@@ -75,12 +75,15 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("give either a node ID or --base, not both")
     if args.head is not None and (args.rev is not None or args.staged):
         raise UsageError(f"--head names the head tree; drop {'--staged' if args.staged else '--rev'}")
+    from vivary_git import lifetime
     from vivary_git.workspace import open_workspace
 
     base_ws = open_workspace(args.cwd, rev=args.base, root=args.root, cache=not args.no_cache, rev_option="--base")
     head_rev = args.head or args.rev
     head_ws = open_workspace(args.cwd, rev=head_rev, staged=args.staged, root=args.root, cache=not args.no_cache,
                              rev_option="--head" if args.head else "--rev")
+    lifetime.keep_until_exit(base_ws)  # freed by the system at exit, not object by object
+    lifetime.keep_until_exit(head_ws)
     head_label = head_rev or ("staged" if args.staged else "working tree")
     depth = DEFAULT_DEPTH if args.depth is NOT_GIVEN else args.depth
     change = change_impact(base_ws.graph(), head_ws.graph(), args.base, head_label, depth)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import msgspec
 
+from vivary_git import lifetime
 from vivary_git.blast import ChangeReport, change_impact
 from vivary_git.check import new_findings
 from vivary_git.errors import GitError, VivaryError
@@ -117,6 +118,7 @@ def review(
     # A --root the tree lacks is a UsageError from open_source: the gate must not pass over nothing.
     # A gate: computed from the trees' blobs and this machine's caches, never a fetched cache (docs/cache.md).
     head_ws = open_workspace(cwd, rev=head, root=root, cache=cache, gate=True, rev_option="--head")
+    lifetime.keep_until_exit(head_ws)  # freed by the system at exit, not object by object
     report = head_ws.check(strict=strict)
     head_graph = head_ws.graph()
     prefix = head_ws.source.prefix
@@ -189,6 +191,7 @@ def _open_base(cwd: str | os.PathLike[str] | None, base: str, root: str | None, 
                common_dir: Path) -> Workspace:
     try:
         ws = open_workspace(cwd, rev=base, root=root, cache=cache, gate=True, rev_option="--base")
+        lifetime.keep_until_exit(ws)
     except GitError as err:
         if (common_dir / "shallow").exists():
             raise GitError(
