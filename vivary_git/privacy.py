@@ -60,7 +60,6 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future
 from pathlib import Path
 from typing import IO, Any
 
@@ -199,21 +198,34 @@ class PrivacyMemo:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._answers: dict[_Question, Future[list[PrivacyDecision]]] = {}
+        self._answers: dict[_Question, _Answer] = {}
 
     def answer(self, question: _Question, ask: Callable[[], list[PrivacyDecision]]) -> list[PrivacyDecision]:
         with self._lock:
             pending = self._answers.get(question)
             mine = pending is None
             if pending is None:
-                pending = self._answers[question] = Future()
+                pending = self._answers[question] = _Answer()
         if mine:
             try:
-                pending.set_result(ask())
+                pending.decisions = ask()
             except BaseException as err:  # the same error for whoever asked the same question
-                pending.set_exception(err)
+                pending.error = err
                 raise
-        return list(pending.result())
+            finally:
+                pending.done.set()
+        pending.done.wait()
+        if pending.error is not None:
+            raise pending.error
+        assert pending.decisions is not None
+        return list(pending.decisions)
+
+
+class _Answer:
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.decisions: list[PrivacyDecision] | None = None
+        self.error: BaseException | None = None
 
 
 def _question(repo: Path, paths: Sequence[str], scopes: Sequence[Scope], trees: Sequence[str | None],

@@ -26,7 +26,6 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -630,6 +629,8 @@ class _IndexBuilder:
             LEXICAL: lexical,
         }
         # Written side by side (each waits for its disk flush with the GIL released), then the manifest.
+        from concurrent.futures import ThreadPoolExecutor
+
         with ThreadPoolExecutor(max_workers=len(files), thread_name_prefix="vivary-write") as pool:
             list(pool.map(store.put, files, files.values()))
         from vivary_git.memory.bm25 import LEXICAL_FORMAT
