@@ -274,8 +274,8 @@ def test_a_missing_runtime_is_named_even_when_the_index_is_up_to_date(
 
 def test_one_run_that_embeds_removes_and_adds_equals_a_fresh_index_and_keeps_no_trace_of_the_private_note(
         ws: Any, cli: Any, tmp_path: Path) -> None:
-    # The keyword index is updated while the model embeds: an edit, a new note and a note turning private in
-    # one run still leave exactly the fresh index, and nothing of the private note.
+    # An edit, a new note and a note turning private in one run (embedding, updating the keyword index and
+    # removing a note at once) leave exactly the fresh index, and nothing of the private note.
     index(cli, ws.path)
     where = state_dir(ws.path)
     before = dict(index_state(ws.path)["nodes"])

@@ -19,7 +19,6 @@ every agent turn, and the embedder's ~0.3 s model load runs in a thread while th
 from __future__ import annotations
 
 import contextlib
-import functools
 import importlib.util
 import sys
 import tempfile
@@ -590,17 +589,14 @@ class _IndexBuilder:
             cached = [cached[i] for i in keep]
             row_of = {d: i for i, d in enumerate(cached)}
             self.generation = uuid.uuid4().hex
-        # The keyword index needs no vector: it is brought up to date in a thread while the model runs (which
-        # releases the GIL), from packets rendered here first (rendering reads notes: this thread only).
-        lexical_job, lexical_here = self._lexical(rendered, digests, previous, prev_entries)
-        keywords = Background(lexical_job, name="vivary-keywords")
-        try:
-            fresh = self._embed(todo, rendered, digests, cached, vectors) if todo else None
-        except BaseException:
-            with contextlib.suppress(BaseException):
-                keywords.result()  # a short wait: nothing is left running
-            raise
-        if fresh is not None:
+        if todo:
+            def save(done: int, fresh: npt.NDArray[np.float32]) -> None:
+                # A first index of a large vault takes minutes: keep what is done if it is interrupted.
+                self._save_vectors(cached + [digests[i] for i in todo[:done]],
+                                   np.vstack([vectors, fresh[:done]]) if len(vectors) else fresh[:done])
+
+            fresh = embed_pending(self.embedder, [embed_text(rendered[i][1]) for i in todo],
+                                  progress=self.progress, checkpoint=save)
             for i in todo:
                 row_of[digests[i]] = len(cached)
                 cached.append(digests[i])
@@ -613,26 +609,19 @@ class _IndexBuilder:
             cached = [cached[i] for i in keep]
             row_of = {d: i for i, d in enumerate(cached)}
             self.generation = uuid.uuid4().hex
-        saving = Background(functools.partial(self._save_vectors, cached, vectors), name="vivary-vectors") \
-            if todo or compact or scrubbed or (self.shared is not None and self.shared.appended) else None
+        if todo or compact or scrubbed or (self.shared is not None and self.shared.appended):
+            self._save_vectors(cached, vectors)
 
         entries = [Entry(node.id, d, row_of[d]) for node, d in zip(snap.nodes, digests, strict=True)]
         hnsw_bytes, params, rebuilt, removed = self._hnsw(previous, prev_entries, entries, vectors)
-        lexical = keywords.result()
-        if lexical is None:
-            lexical = lexical_here()
-        if saving is not None:
-            saving.result()
+        lexical = self._lexical(rendered, digests, previous, prev_entries)
         files = {
             HNSW_FILE: hnsw_bytes,
             ENTRIES: msgspec.msgpack.encode(Entries(fingerprint=snap.fingerprint, entries=entries)),
             LEXICAL: lexical,
         }
-        # Written side by side (each waits for its disk flush with the GIL released), then the manifest.
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=len(files), thread_name_prefix="vivary-write") as pool:
-            list(pool.map(store.put, files, files.values()))
+        for name, data in files.items():
+            store.put(name, data)
         from vivary_git.memory.bm25 import LEXICAL_FORMAT
 
         manifest = Manifest(
@@ -646,20 +635,6 @@ class _IndexBuilder:
         store.put(MANIFEST, msgspec.json.encode(manifest) + b"\n")  # last: it vouches for the rest
         self._save_packet_keys(digests)
         return self._report(len(entries), len(todo), len(digests) - len(todo), removed, rebuilt)
-
-    def _embed(self, todo: list[int], rendered: Packets, digests: list[str], cached: list[str],
-               vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-        """The vectors of the packets of `todo` (float32 rows in its order), the vector cache (`cached`
-        digests, `vectors`) saved with those done so far every `_CHECKPOINT_SECONDS`."""
-        import numpy as np
-
-        def save(done: int, fresh: npt.NDArray[np.float32]) -> None:
-            # A first index of a large vault takes minutes: keep what is done if it is interrupted.
-            self._save_vectors(cached + [digests[i] for i in todo[:done]],
-                               np.vstack([vectors, fresh[:done]]) if len(vectors) else fresh[:done])
-
-        return embed_pending(self.embedder, [embed_text(rendered[i][1]) for i in todo], progress=self.progress,
-                             checkpoint=save)
 
     def _save_vectors(self, digests: list[str], vectors: npt.NDArray[np.float32]) -> None:
         import numpy as np
@@ -748,56 +723,16 @@ class _IndexBuilder:
         return data, out, rebuilt, removed_nodes
 
     def _lexical(self, rendered: Packets, digests: list[str], previous: Manifest | None,
-                 prev_entries: Entries | None) -> tuple[Callable[[], bytes | None], Callable[[], bytes]]:
+                 prev_entries: Entries | None) -> bytes:
         """The BM25 index of the snapshot: the last one with the changed documents replaced
         (`lexical_update.update`) when it is intact, else built from every document's term counts.
 
         Term counts are also kept by packet digest (`TERMS`, read by recall's assembled trees too): a
-        document's counts come from there, else from tokenising its packet. Only this snapshot's are kept.
-
-        Reads the term cache and renders the packets to tokenise now (rendering reads notes: this thread only);
-        returns the rest of the work, which reads no note and needs no vector (`run` does it in a thread while
-        the model embeds), and what to do in this thread when that gives None (the last index is damaged or
-        cannot be updated: every document's counts are needed). Either writes `TERMS` and gives the encoded
-        index."""
-        from vivary_git.memory.bm25 import LEXICAL_FORMAT
+        document's counts come from there, else from tokenising its packet. Only this snapshot's are kept."""
+        from vivary_git.memory.bm25 import LEXICAL_FORMAT, Tokenizer, build
 
         cache: _RawTermCache | None = _decode(self.store.get(TERMS), _RawTermCache)
         known = cache.counts if cache is not None and cache.format == LEXICAL_FORMAT else {}
-        old_doc = {e.digest: k for k, e in enumerate(prev_entries.entries)} if prev_entries is not None else {}
-        old_of_new = [old_doc.get(d) for d in digests]
-
-        def texts(changed_only: bool) -> dict[int, str]:
-            """The packets to tokenise, rendered in one batch: those the term cache lacks, of the documents the
-            last index does not have (`changed_only`) or of all."""
-            need = [j for j, d in enumerate(digests) if d not in known and (not changed_only or old_of_new[j] is None)]
-            rendered.render(need)
-            return {j: rendered[j][1] for j in need}
-
-        def build_all() -> bytes:
-            found = self._lexical_index(texts(False), digests, known, None, old_of_new)
-            assert found is not None  # built, not updated
-            return found
-
-        updating = prev_entries is not None and previous is not None and LEXICAL in previous.files
-        ready = texts(updating)
-
-        def job() -> bytes | None:
-            old = self._previous_lexical(previous, prev_entries) if updating else None
-            if updating and old is None:
-                return None  # damaged or of another version: built from every document, in `build_all`
-            return self._lexical_index(ready, digests, known, old, old_of_new)
-
-        return job, build_all
-
-    def _lexical_index(self, texts: dict[int, str], digests: list[str], known: dict[str, msgspec.Raw],
-                       old: LexicalIndex | None, old_of_new: list[int | None]) -> bytes | None:
-        """`_lexical`'s work once the packets are rendered: `old` updated (document j is its `old_of_new[j]`, or
-        new) or, without `old`, an index built. `texts` has the packet of each document to tokenise: one whose
-        counts `known` (the term cache) lacks, of the new documents or of all. None when `old` cannot be updated
-        (nothing written)."""
-        from vivary_git.memory.bm25 import LEXICAL_FORMAT, Tokenizer, build
-
         tokenizer: Tokenizer | None = None
         computed: dict[str, dict[str, int]] = {}
 
@@ -809,16 +744,21 @@ class _IndexBuilder:
             if got is None:
                 if tokenizer is None:
                     tokenizer = Tokenizer()
-                got = computed[d] = tokenizer.counts(texts[i])
+                got = computed[d] = tokenizer.counts(rendered[i][1])
             return got
 
-        if old is not None:
+        index = None
+        old = self._previous_lexical(previous, prev_entries)
+        if old is not None and prev_entries is not None:
             from vivary_git.memory.lexical_update import update
 
-            index = update(old, old_of_new, {j: counts_of(j) for j, k in enumerate(old_of_new) if k is None})
-            if index is None:
-                return None
-        else:
+            old_doc = {e.digest: k for k, e in enumerate(prev_entries.entries)}
+            old_of_new = [old_doc.get(d) for d in digests]
+            fresh = [j for j, k in enumerate(old_of_new) if k is None]
+            rendered.render(j for j in fresh if digests[j] not in known)  # those to tokenise, in one batch
+            index = update(old, old_of_new, {j: counts_of(j) for j in fresh})
+        if index is None:
+            rendered.render(j for j, d in enumerate(digests) if d not in known)
             index = build([counts_of(j) for j in range(len(digests))])
         kept: dict[str, msgspec.Raw] = {}
         for d in digests:
