@@ -270,3 +270,25 @@ def test_a_missing_runtime_is_named_even_when_the_index_is_up_to_date(
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     r = cli("index", "--yes", cwd=ws.path)
     assert r.code == 2 and "pip install 'vivary-git[embed]'" in r.err and "Traceback" not in r.err
+
+
+def test_one_run_that_embeds_removes_and_adds_equals_a_fresh_index_and_keeps_no_trace_of_the_private_note(
+        ws: Any, cli: Any, tmp_path: Path) -> None:
+    # An edit, a new note and a note turning private in one run (embedding, updating the keyword index and
+    # removing a note at once) leave exactly the fresh index, and nothing of the private note.
+    index(cli, ws.path)
+    where = state_dir(ws.path)
+    before = dict(index_state(ws.path)["nodes"])
+    ws.write({
+        "notes/garden.md": NOTES["notes/garden.md"] + "\nAlso basil, in pots.\n",
+        "notes/new.md": "# Compost\n\nTurn the heap every week.\n",
+        ".vivary/memory.toml": MEMORY.replace('["drafts/**"]', '["drafts/**", "notes/plan.md"]'),
+    })
+    rep = index(cli, ws.path)
+    assert (rep["embedded"], rep["removed"]) == (2, 1)
+    for p in where.rglob("*"):
+        if p.is_file():
+            data = p.read_bytes()
+            assert CANARY.encode() not in data.lower(), p
+            assert before["plan"].encode() not in data and bytes.fromhex(before["plan"]) not in data, p
+    assert_same_index(ws.path, tmp_path, cli, "fresh")

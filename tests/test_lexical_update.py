@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from vivary_git.memory.bm25 import build
+from vivary_git.memory.bm25 import build, from_postings
 from vivary_git.memory.lexical_update import update
 
 
@@ -43,3 +43,11 @@ def test_update_refuses_what_cannot_be_the_same_documents() -> None:
     assert update(old, [5], {}) is None  # out of range
     assert update(old, [0, None], {}) is None  # a document neither kept nor given
     assert update(old, [0], {0: {"c": 1}}) is None  # both
+    assert update(build([{"a": 1}], k1=2.0), [0], {}) is None  # other BM25 parameters
+
+
+def test_an_index_is_its_postings() -> None:
+    old = build([{"a": 1, "b": 2}, {}, {"b": 3, "c": 1}])
+    assert old.vocab == ["a", "b", "c"] and old.same_parameters() and not old.same_parameters(k1=2.0)
+    assert from_postings(old.vocab, *old.postings()).encode() == old.encode()
+    assert from_postings([], *build([]).postings()).encode() == build([]).encode()

@@ -184,6 +184,52 @@ def test_dirty_content_is_not_recorded_until_committed(ws: Repo, cli: Any) -> No
     assert keys_of(ws.path, "notes/bread.md")["notes/bread.md"] in cache_vectors(ws.path)
 
 
+@pytest.fixture
+def git_questions(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    """The paths of each privacy decision Git made in this process (`privacy.decide_scoped` asking Git: it
+    checks the paths' syntax first, once per decision; an answer taken from the command's memo asks nothing)."""
+    from vivary_git import privacy
+
+    asked: list[tuple[str, ...]] = []
+    real = privacy._check_paths_syntax
+
+    def spying(paths: Any) -> None:
+        asked.append(tuple(paths))
+        real(paths)
+
+    monkeypatch.setattr(privacy, "_check_paths_syntax", spying)
+    return asked
+
+
+def test_recording_a_commit_asks_git_about_its_notes_once(ws: Repo, cli: Any, git_questions: list[tuple[str, ...]],
+                                                            ) -> None:
+    # The post-commit run: its snapshot decides every note of the commit; recording the tree's parses and the
+    # new vector needs the very same decision (the same tree, rules and notes), so they take its answer.
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    ws.write({"notes/bread.md": "# Sourdough\n\nRye and spelt.\n"})
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    ws.git("commit", "-qam", "bread")
+    git_questions.clear()
+    rep = cli("index", "--yes", "--rev", "HEAD", "--json", cwd=ws.path).json()
+    assert (rep["embedded"], rep["recorded"]) == (0, 1)
+    notes = sorted(p for p in git(ws.path, "ls-files").split("\n") if p.endswith(".md"))
+    assert any(sorted(q) == notes for q in git_questions)  # the snapshot's question: every note of the tree
+    assert len(git_questions) == len(set(git_questions)), git_questions
+    assert keys_of(ws.path, "notes/bread.md")["notes/bread.md"] in cache_vectors(ws.path)
+
+
+def test_a_note_only_the_memory_policy_admits_is_indexed_but_never_recorded(ws: Repo, cli: Any) -> None:
+    # respect_gitignore = false admits a committed, git-ignored note to the index; the shared cache keeps
+    # ignored files out whatever memory.toml says, so recording decides again instead of taking the answer.
+    ws.write({".vivary/memory.toml": MEMORY + "respect_gitignore = false\n"})
+    ws.git("commit", "-qam", "admit ignored notes")
+    rep = cli("index", "--yes", "--rev", "HEAD", "--json", cwd=ws.path).json()
+    assert (rep["embedded"], rep["recorded"]) == (len(PUBLIC) + 1, len(PUBLIC))
+    stored = cache_vectors(ws.path)
+    assert keys_of(ws.path, "ignored/hidden.md")["ignored/hidden.md"] not in stored
+    assert set(stored) == set(keys_of(ws.path, *PUBLIC).values())
+
+
 @pytest.mark.parametrize("layout", ["top", "subfolder", "root"])
 def test_no_private_vector_in_any_layout(repo: Repo, cli: Any, tmp_path: Path, layout: str) -> None:
     from test_record import _private_files

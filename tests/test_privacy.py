@@ -659,3 +659,29 @@ def test_snapshot_root_through_a_symlink_is_resolved(snapshot_root: Path, tmp_pa
 def test_snapshot_files_refuses_a_missing_root(tmp_path: Path) -> None:
     with pytest.raises(PrivacyError, match="cannot resolve"):
         check_snapshot_files(tmp_path / "none", ["a.md"])
+
+
+def test_a_memo_answers_the_same_question_once_and_never_another(workspace: Path) -> None:
+    from vivary_git.privacy import PrivacyMemo, Scope, decide_scoped
+
+    memo = PrivacyMemo()
+    paths = ["forced.log", "USER.md", "b.md"]
+    first = decide_scoped(workspace, paths, [Scope("")], memo=memo)
+    assert [d.private for d in first] == [True, True, False]
+    # The same question: the answer Git gave (gitignore=None is True when every workspace respects it).
+    (workspace / ".git" / "info" / "exclude").write_text("b.md\n")
+    assert decide_scoped(workspace, paths, [Scope("")], gitignore=True, memo=memo) == first
+    # Any other question is asked: other rules, other paths, other trees, or ignore rules not applied.
+    assert decide_scoped(workspace, paths, [Scope("", ("USER.md",), False)], memo=memo)[0].private is False
+    assert [d.private for d in decide_scoped(workspace, paths[::-1], [Scope("")], memo=memo)] == [True, True, True]
+    assert [d.private for d in decide_scoped(workspace, paths, [Scope("")], gitignore=False, memo=memo)] \
+        == [False, True, False]
+
+
+def test_a_memo_gives_every_asker_the_error_git_gave(workspace: Path) -> None:
+    from vivary_git.privacy import PrivacyError, PrivacyMemo, Scope, decide_scoped
+
+    memo = PrivacyMemo()
+    for _ in range(2):
+        with pytest.raises(PrivacyError, match="line break"):
+            decide_scoped(workspace, ["a.md"], [Scope("", ("bad\npattern",))], memo=memo)

@@ -58,6 +58,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -186,6 +187,56 @@ def decide(
     return decide_scoped(repo, paths, [scope], trees=(tree,), gitignore=policy.respect_gitignore)
 
 
+_Question = tuple[str, tuple[str, ...], tuple[Scope, ...], tuple[str | None, ...], bool | None]
+
+
+class PrivacyMemo:
+    """The privacy questions Git answered during one command (`decide_scoped(memo=...)`), so the same question
+    is asked of Git once: an index run of a commit decides every note of the tree for its snapshot, for
+    recording the tree's parses and for recording its vectors. A thread asking a question another thread is
+    asking waits for that answer. Keep one only as long as nothing Git reads could change: one command."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._answers: dict[_Question, _Answer] = {}
+
+    def answer(self, question: _Question, ask: Callable[[], list[PrivacyDecision]]) -> list[PrivacyDecision]:
+        with self._lock:
+            pending = self._answers.get(question)
+            mine = pending is None
+            if pending is None:
+                pending = self._answers[question] = _Answer()
+        if mine:
+            try:
+                pending.decisions = ask()
+            except BaseException as err:  # the same error for whoever asked the same question
+                pending.error = err
+                raise
+            finally:
+                pending.done.set()
+        pending.done.wait()
+        if pending.error is not None:
+            raise pending.error
+        assert pending.decisions is not None
+        return list(pending.decisions)
+
+
+class _Answer:
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.decisions: list[PrivacyDecision] | None = None
+        self.error: BaseException | None = None
+
+
+def _question(repo: Path, paths: Sequence[str], scopes: Sequence[Scope], trees: Sequence[str | None],
+              gitignore: bool | None) -> _Question:
+    # gitignore=None applies each path's nearest workspace's respect_gitignore: when every workspace respects
+    # it, that is gitignore=True (the top, added when missing, respects it by default).
+    if gitignore is None and all(s.respect_gitignore for s in scopes):
+        gitignore = True
+    return str(repo), tuple(paths), tuple(scopes), tuple(trees), gitignore
+
+
 def decide_scoped(
     repo: Path,
     paths: Sequence[str],
@@ -193,6 +244,7 @@ def decide_scoped(
     *,
     trees: Sequence[str | None] = (None,),
     gitignore: bool | None = None,
+    memo: PrivacyMemo | None = None,
 ) -> list[PrivacyDecision]:
     """The privacy boundary for every consumer (snapshot, cache recording, guard, `privacy explain`):
     `paths` (repository-relative) decided with the floor at the top **and at every workspace root** in
@@ -203,7 +255,13 @@ def decide_scoped(
     None as the path's nearest workspace says (`respect_gitignore`). Each workspace's `private_paths`
     are matched on their own, so a `!pattern` re-includes only what the same file made private.
     Only Git is asked (no pygit2 handle is shared): safe to run in a thread. Raises `PrivacyError`.
+
+    `memo`: the questions Git answered earlier in this command (`PrivacyMemo`): the very same question (the
+    repository, the paths in order, the workspaces, the trees, gitignore) takes that answer.
     """
+    if memo is not None:
+        return memo.answer(_question(repo, paths, scopes, trees, gitignore),
+                           lambda: decide_scoped(repo, paths, scopes, trees=trees, gitignore=gitignore))
     paths = list(paths)
     _check_paths_syntax(paths)
     ordered = sorted(scopes, key=lambda s: (s.prefix.count("/") + bool(s.prefix), s.prefix))

@@ -69,6 +69,9 @@ class Workspace(Protocol):
 
     def reopen_after_fork(self) -> None: ...
 
+    @property
+    def privacy_memo(self) -> privacy.PrivacyMemo | None: ...
+
 
 class Counts(msgspec.Struct, frozen=True, array_like=True):
     """A graph's counts, for the summary of a recorded tree."""
@@ -151,9 +154,11 @@ def scopes(ws: Workspace, paths: list[str], root: str) -> list[privacy.Scope]:
     return privacy.find_scopes(repo.repo, root, paths, also=[ws.source.prefix])
 
 
-def private_paths(ws: Workspace, paths: list[str], root: str, found: list[privacy.Scope]) -> set[int]:
+def private_paths(ws: Workspace, paths: list[str], root: str, found: list[privacy.Scope], *,
+                  memo: privacy.PrivacyMemo | None = None) -> set[int]:
     """Indices of `paths` the privacy boundary keeps out of the ref cache (raises VivaryError when it
-    cannot decide: then nothing is recorded). Only Git is asked: safe in a thread."""
+    cannot decide: then nothing is recorded). Only Git is asked: safe in a thread. `memo`: as for
+    `privacy.decide_scoped` (the same question answered earlier in this command is not asked again)."""
     from vivary_git import privacy
 
     repo = ws.source.repo
@@ -163,7 +168,7 @@ def private_paths(ws: Workspace, paths: list[str], root: str, found: list[privac
     # The working tree's ignore rules may be ahead of the recorded tree's; either making a path private wins.
     trees: tuple[str | None, ...] = (root,) if ws.source.kind == "rev" else (root, None)
     # Ignored files stay private here whatever a memory.toml says about respect_gitignore.
-    decided = privacy.decide_scoped(repo.workdir, paths, found, trees=trees, gitignore=True)
+    decided = privacy.decide_scoped(repo.workdir, paths, found, trees=trees, gitignore=True, memo=memo)
     return {i for i, d in enumerate(decided) if d.private}
 
 
@@ -189,7 +194,7 @@ def prepare(ws: Workspace, keyed: Keyed | None) -> Pending | None:
     # Git decides privacy (a few subprocesses, ~0.07 s at 10,000 notes) in a thread while this one
     # encodes every candidate entry; only the admitted ones are then kept. Nothing is written
     # before the decision.
-    deciding = Background(lambda: private_paths(ws, paths, root, found) if paths else set())
+    deciding = Background(lambda: private_paths(ws, paths, root, found, memo=ws.privacy_memo) if paths else set())
     foreign = ws.not_computed_here()
     fact_keys = [k for _, k, _ in keyed if k not in foreign]
     blobs = list(dict.fromkeys(e.oid for e, _, _ in keyed if e.oid not in foreign))

@@ -32,7 +32,7 @@ from vivary_git.models import Finding, Node, Note
 from vivary_git.source import Entry, Source, is_note, open_source
 
 if TYPE_CHECKING:
-    from vivary_git import store
+    from vivary_git import privacy, store
     from vivary_git.history import Dates
     from vivary_git.searchindex import SearchIndex
 
@@ -141,6 +141,8 @@ class Workspace:
         # local cache writes left until the graph is built (see record.alongside): (cache, what to keep)
         self._deferred: list[tuple[SegmentCache[Any], Callable[[], Iterable[str]]]] | None = None
         self._patch_size = 0  # notes re-derived by the last patch
+        # privacy questions answered during the command that set it (`privacy.PrivacyMemo`); None: ask every time
+        self.privacy_memo: privacy.PrivacyMemo | None = None
 
     @property
     def root_name(self) -> str:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["LEXICAL_FORMAT", "LexicalIndex", "Tokenizer", "build", "build_texts", "decode"]
+__all__ = ["LEXICAL_FORMAT", "LexicalIndex", "Tokenizer", "build", "build_texts", "decode", "from_postings"]
 
 LEXICAL_FORMAT = 2  # bump when tokenisation or the encoding changes: cached token counts are keyed by it
 K1 = 1.2
@@ -154,6 +154,22 @@ class LexicalIndex:
         self._docs = docs
         self._tfs = tfs
         self._lengths = lengths
+
+    @property
+    def vocab(self) -> list[str]:
+        """The terms, sorted: term number t is `vocab[t]`."""
+        return self.header.vocab
+
+    def same_parameters(self, *, k1: float = K1, b: float = B) -> bool:
+        """Whether this index was built with these BM25 parameters in this format."""
+        h = self.header
+        return h.format == LEXICAL_FORMAT and h.k1 == k1 and h.b == b
+
+    def postings(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.float32],
+                                npt.NDArray[np.float32]]:
+        """The index as arrays (read only): `indptr` (term t's postings are `indptr[t]:indptr[t + 1]`), the
+        document and the term frequency of each posting, and each document's length."""
+        return self._indptr, self._docs, self._tfs, self._lengths
 
     def encode(self) -> bytes:
         head = msgspec.msgpack.encode(self.header)
@@ -332,4 +348,15 @@ def decode(data: bytes) -> LexicalIndex | None:
             return None
     except (struct.error, msgspec.DecodeError, msgspec.ValidationError, ValueError, RecursionError):
         return None
+    return LexicalIndex(header, indptr, docs, tfs, lengths)
+
+
+def from_postings(vocab: list[str], indptr: npt.NDArray[np.int64], docs: npt.NDArray[np.int32],
+                  tfs: npt.NDArray[np.float32], lengths: npt.NDArray[np.float32], *, k1: float = K1,
+                  b: float = B) -> LexicalIndex:
+    """The index of these arrays (as `LexicalIndex.postings` gives them: postings grouped by term in vocabulary
+    order, documents ascending within a term), with the average length `build` computes from `lengths`."""
+    n = len(lengths)
+    avgdl = float(lengths.mean()) if n else 0.0
+    header = _Header(format=LEXICAL_FORMAT, k1=k1, b=b, n_docs=n, n_postings=len(docs), avgdl=avgdl, vocab=vocab)
     return LexicalIndex(header, indptr, docs, tfs, lengths)

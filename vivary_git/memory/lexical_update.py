@@ -29,10 +29,9 @@ def update(old: LexicalIndex, old_of_new: Sequence[int | None], fresh: Mapping[i
     document neither kept nor fresh, or `old` built with other parameters): the caller builds instead."""
     import numpy as np
 
-    from vivary_git.memory.bm25 import K1, LEXICAL_FORMAT, B, LexicalIndex, _Header
+    from vivary_git.memory.bm25 import from_postings
 
-    head = old.header
-    if head.k1 != K1 or head.b != B or head.format != LEXICAL_FORMAT:
+    if not old.same_parameters():
         return None
     n = len(old_of_new)
     kept_new = [j for j, i in enumerate(old_of_new) if i is not None]
@@ -42,8 +41,8 @@ def update(old: LexicalIndex, old_of_new: Sequence[int | None], fresh: Mapping[i
     if kept_old.size and (int(kept_old.min()) < 0 or int(kept_old.max()) >= old.n_docs
                           or np.unique(kept_old).size != kept_old.size):
         return None
-    indptr, docs, tfs, old_lengths = old._indptr, old._docs, old._tfs, old._lengths
-    old_vocab = head.vocab
+    indptr, docs, tfs, old_lengths = old.postings()
+    old_vocab = old.vocab
 
     # The kept documents' postings, under their new numbers.
     new_of_old = np.full(old.n_docs, -1, dtype=np.int64)
@@ -99,7 +98,4 @@ def update(old: LexicalIndex, old_of_new: Sequence[int | None], fresh: Mapping[i
     doc_ids = (keys % n if n else keys).astype(np.int32)
     new_indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
     np.cumsum(np.bincount(terms, minlength=len(vocab)), out=new_indptr[1:])
-    avgdl = float(lengths.mean()) if n else 0.0
-    header = _Header(format=LEXICAL_FORMAT, k1=K1, b=B, n_docs=n, n_postings=int(keys.size), avgdl=avgdl,
-                     vocab=vocab)
-    return LexicalIndex(header, new_indptr, doc_ids, tf_all, lengths)
+    return from_postings(vocab, new_indptr, doc_ids, tf_all, lengths)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from vivary_git import privacy
 from vivary_git.errors import RefusedError, UsageError
 from vivary_git.escape import text as shown
 from vivary_git.memory.embed import BATCH_SIZE, INSTALL_HINT, EmbedderError, module_present
@@ -180,6 +181,8 @@ class LocalMemory:
         self.ws = ws
         self.cfg = cfg if cfg is not None else load_memory_config(ws)
         self._snap: MemorySnapshot | None = None
+        # Privacy questions Git answered for this object's snapshot: recording vectors asks one again.
+        self._privacy = privacy.PrivacyMemo()
 
     @property
     def dataset(self) -> str:
@@ -194,7 +197,8 @@ class LocalMemory:
         if self._snap is None:
             cfg = self.cfg
             self._snap = build_snapshot(self.ws, cfg.policy(), provider=cfg.provider, model=cfg.model,
-                                        dataset_label=cfg.dataset_label, with_fields=False, overlap=overlap)
+                                        dataset_label=cfg.dataset_label, with_fields=False, overlap=overlap,
+                                        memo=self._privacy)
         return self._snap
 
     def manifest(self) -> Manifest | None:
@@ -216,6 +220,16 @@ class LocalMemory:
         """Bring the index up to date with the current snapshot (incrementally). `approved` is `--yes`
         (or `auto_index`); without it the configured gate (`require_explicit_index`) refuses with exit 3.
         `progress(done, total)` is called as packets are embedded."""
+        # A privacy question asked for the snapshot, for recording the tree's parses and for recording its
+        # vectors is asked of Git once in this run (`privacy.PrivacyMemo`).
+        ws, kept = self.ws, self.ws.privacy_memo
+        ws.privacy_memo = self._privacy
+        try:
+            return self._index(approved=approved, progress=progress)
+        finally:
+            ws.privacy_memo = kept
+
+    def _index(self, *, approved: bool, progress: Callable[[int, int], None] | None) -> IndexReport:
         started = time.perf_counter()
         require_local(self.cfg, "index")
         gate = self.cfg.memory.local
@@ -240,7 +254,8 @@ class LocalMemory:
                                 progress=progress)
         from vivary_git.memory.vectors import IndexSharing
 
-        sharing = builder.shared = IndexSharing(self.ws, store, embedder, embed_format=EMBED_FORMAT)
+        sharing = builder.shared = IndexSharing(self.ws, store, embedder, embed_format=EMBED_FORMAT,
+                                                memo=self._privacy)
         # Packets are rendered only when asked for: the unchanged index needs none (unless recording needs a
         # vector key this clone has not remembered), an edit only the packets whose inputs changed.
         rendered = Packets(self.ws, snap)

@@ -130,14 +130,14 @@ def work_tree(ws: Workspace) -> Path:
     return repo.workdir
 
 
-def decide_for_source(ws: Workspace, paths: Sequence[str], policy: PrivacyPolicy | None = None,
-                      ) -> list[PrivacyDecision]:
+def decide_for_source(ws: Workspace, paths: Sequence[str], policy: PrivacyPolicy | None = None, *,
+                      memo: privacy.PrivacyMemo | None = None) -> list[PrivacyDecision]:
     """Privacy verdicts for repository-relative `paths`; see `deciding_for_source`."""
-    return deciding_for_source(ws, paths, policy)()
+    return deciding_for_source(ws, paths, policy, memo=memo)()
 
 
-def deciding_for_source(ws: Workspace, paths: Sequence[str], policy: PrivacyPolicy | None = None,
-                        ) -> Callable[[], list[PrivacyDecision]]:
+def deciding_for_source(ws: Workspace, paths: Sequence[str], policy: PrivacyPolicy | None = None, *,
+                        memo: privacy.PrivacyMemo | None = None) -> Callable[[], list[PrivacyDecision]]:
     """What decides privacy for repository-relative `paths` against the workspace's source tree: the one
     decision every consumer makes (`privacy.decide_scoped`), with every workspace on the way to a path
     (its floor, its anchored `private_paths`) found in that tree, plus this workspace's root. Raises
@@ -159,7 +159,7 @@ def deciding_for_source(ws: Workspace, paths: Sequence[str], policy: PrivacyPoli
     if policy is not None:
         scopes = [privacy.Scope(s.prefix, tuple(policy.private_paths), policy.respect_gitignore)
                   if s.prefix == source.prefix else s for s in scopes]
-    return functools.partial(privacy.decide_scoped, top, list(paths), scopes, trees=trees)
+    return functools.partial(privacy.decide_scoped, top, list(paths), scopes, trees=trees, memo=memo)
 
 
 def _root_tree(ws: Workspace) -> str:
@@ -171,6 +171,7 @@ def _root_tree(ws: Workspace) -> str:
 def build_snapshot(
     ws: Workspace, policy: PrivacyPolicy, *, provider: str, model: str, dataset_label: str = "",
     with_fields: bool = True, known: Mapping[str, bool] | None = None, overlap: bool | None = None,
+    memo: privacy.PrivacyMemo | None = None,
 ) -> MemorySnapshot:
     """The admitted nodes and edges of `ws` at its tree. Raises `PrivacyError` (exit 3) when privacy
     cannot be decided or a working-tree file is unsafe to read; nothing is skipped silently.
@@ -185,7 +186,10 @@ def build_snapshot(
     `overlap`: decide privacy for every note of the tree (the graph's nodes are among them) in a thread
     while the graph is built (Git does the deciding, in its own processes). By default only when forking is
     off anyway (`parallel.can_fork`: another thread runs, say the embedder loading): a cold graph parses
-    on every core through forked workers, which a running thread would stop."""
+    on every core through forked workers, which a running thread would stop.
+
+    `memo`: privacy questions answered in this command, and where this snapshot's are added
+    (`privacy.decide_scoped`)."""
     source = ws.source
     prefix = f"{source.prefix}/" if source.prefix else ""
     # A symbolic link is not a graph node (check reports E000), but in the working tree a public one
@@ -200,7 +204,7 @@ def build_snapshot(
         from vivary_git.parallel import Background
 
         candidates = list(dict.fromkeys([prefix + e.path for e in source.entries] + [prefix + p for p in links]))
-        deciding = Background(deciding_for_source(ws, candidates, policy), name="vivary-privacy") \
+        deciding = Background(deciding_for_source(ws, candidates, policy, memo=memo), name="vivary-privacy") \
             if candidates else None
         graph = ws.graph()
         verdicts = deciding.result() if deciding is not None else []
@@ -211,11 +215,12 @@ def build_snapshot(
     if known or early:
         given = known or early
         unknown = [p for p in asked if p not in given]
-        decided = dict(zip(unknown, (not v.private for v in decide_for_source(ws, unknown, policy)), strict=True)) \
+        decided = dict(zip(unknown, (not v.private for v in decide_for_source(ws, unknown, policy, memo=memo)),
+                           strict=True)) \
             if unknown else {}
         public = [given[p] if p in given else decided[p] for p in asked]
     else:
-        verdicts = decide_for_source(ws, asked, policy) if asked else []
+        verdicts = decide_for_source(ws, asked, policy, memo=memo) if asked else []
         public = [not v.private for v in verdicts]
     n_nodes = len(graph.nodes)
     for path, ok in zip(links, public[n_nodes:], strict=True):

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from vivary_git import privacy
     from vivary_git.memory.embed import Embedder
     from vivary_git.memory.snapshot import MemoryNode, MemorySnapshot
     from vivary_git.memory.state import StateStore
@@ -182,12 +183,14 @@ def recordable(ws: Workspace) -> bool:
 
 
 def record_vectors(ws: Workspace, nodes: Sequence[MemoryNode], keys: Sequence[str],
-                   values: Callable[[set[str]], Mapping[str, npt.NDArray[np.float32]]], foreign: set[str]) -> int:
+                   values: Callable[[set[str]], Mapping[str, npt.NDArray[np.float32]]], foreign: set[str], *,
+                   memo: privacy.PrivacyMemo | None = None) -> int:
     """Add to `refs/vivary/cache` the vectors of `nodes` (under `keys`, one per node) that it lacks, for a
     committed tree only, leaving out vectors read from a shared cache (`foreign`) and any note the cache's
     privacy decision does not admit. `values(keys)` gives the unit rows this clone computed for those keys.
     Returns how many were recorded; never raises for a cache problem (it says why on stderr: the index
-    itself is unaffected)."""
+    itself is unaffected). `memo`: privacy questions this command has had answered (`privacy.decide_scoped`):
+    a `--rev` snapshot asks exactly this one when its workspaces respect Git's ignore rules."""
     from vivary_git import record, store
     from vivary_git.errors import VivaryError
 
@@ -208,7 +211,7 @@ def record_vectors(ws: Workspace, nodes: Sequence[MemoryNode], keys: Sequence[st
     paths = [prefix + e.path for e in entries]
     try:
         found = record.scopes(ws, paths, root)
-        private = record.private_paths(ws, paths, root, found)
+        private = record.private_paths(ws, paths, root, found, memo=memo)
     except VivaryError as err:
         print(f"vivary: not recording vectors in {store.CACHE_REF}: {shown(str(err))}", file=sys.stderr)
         return 0
@@ -254,8 +257,10 @@ class IndexSharing:
 
     FILE = "shared.msgpack"
 
-    def __init__(self, ws: Workspace, store: StateStore, embedder: Embedder, *, embed_format: int) -> None:
+    def __init__(self, ws: Workspace, store: StateStore, embedder: Embedder, *, embed_format: int,
+                 memo: privacy.PrivacyMemo | None = None) -> None:
         self.ws = ws
+        self.memo = memo  # privacy questions answered in this command (`privacy.decide_scoped`)
         self.store = store
         self.embedder = embedder
         self.embed_format = embed_format
@@ -334,7 +339,7 @@ class IndexSharing:
             row_of, matrix = local_rows(self.store, self.embedder.model_id, self.embedder.dim, self.embed_format)
             return {row_key[d]: matrix[i] for d, i in row_of.items() if row_key.get(d) in wanted}
 
-        return record_vectors(self.ws, snap.nodes, node_keys, values, {keys[d] for d in foreign})
+        return record_vectors(self.ws, snap.nodes, node_keys, values, {keys[d] for d in foreign}, memo=self.memo)
 
     def _indexed_nodes(self) -> set[str] | None:
         """The node ids of the index before this run (None when that cannot be read)."""
