@@ -268,6 +268,69 @@ def test_a_fresh_clone_builds_the_keyword_index_the_indexing_clone_built(ws: Rep
     assert len(assembled) == 1 and assembled[0].read_bytes() == indexed.read_bytes()
 
 
+@pytest.fixture
+def forks(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each `parallel.Forked` job of this process went to a child; every job may (no size floor), on
+    two workers whatever the machine has."""
+    from vivary_git import parallel
+    from vivary_git.memory import assemble
+
+    monkeypatch.setenv("VIVARY_JOBS", "2")
+    monkeypatch.setattr(assemble, "FORK_AT", 0)
+    went: list[bool] = []
+    real = parallel.Forked.__init__
+
+    def noting(self: Any, *args: Any, **kwargs: Any) -> None:
+        real(self, *args, **kwargs)
+        went.append(self.forked)
+
+    monkeypatch.setattr(parallel.Forked, "__init__", noting)
+    return went
+
+
+def _assembled_lexical(path: Path) -> bytes:
+    from vivary_git.memory.local import LocalMemory
+
+    found = list((Path(LocalMemory(open_workspace(path)).store.location) / "trees").glob("*/lexical.bin"))
+    assert len(found) == 1, found
+    return found[0].read_bytes()
+
+
+@pytest.mark.parametrize("child", ["answers", "fails"])
+def test_a_fresh_clone_builds_its_keyword_index_in_a_child_byte_for_byte(
+        ws: Repo, cli: Any, tmp_path: Path, forks: list[bool], monkeypatch: pytest.MonkeyPatch, child: str) -> None:
+    """The first recall of a fetched tree builds the keyword index in a forked child while it gathers the
+    vectors: the index, and so every answer, is byte for byte the one the indexing clone built; a child that
+    fails leaves the work to the recall itself, with the same result."""
+    from vivary_git.memory import assemble
+    from vivary_git.memory.local import LocalMemory
+
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    origin = publish(ws, tmp_path)
+    other = clone(origin, tmp_path / "clone")
+    assert run_git_vivary(["sync", "fetch"], other).returncode == 0
+    if child == "fails":
+        parent, real = os.getpid(), assemble._lexical
+
+        def only_here(*args: Any) -> bytes:
+            if os.getpid() != parent:
+                raise MemoryError("a child that cannot finish")
+            return real(*args)
+
+        monkeypatch.setattr(assemble, "_lexical", only_here)
+    question = "how often are signing keys rotated?"
+    theirs = cli("recall", question, "--json", cwd=other)
+    assert theirs.code == 0, theirs.err
+    assert forks == [True]
+    mine = cli("recall", question, "--json", cwd=ws.path)
+    assert theirs.out == mine.out and mine.json()
+    indexed = (Path(LocalMemory(open_workspace(ws.path)).store.location) / "lexical.bin").read_bytes()
+    assert _assembled_lexical(other) == indexed
+    # The kept assembly answers the next recall alike, without a child.
+    again = cli("recall", question, "--json", cwd=other)
+    assert again.out == mine.out and forks == [True]
+
+
 def test_untrusted_cache_is_not_read_and_the_refusal_says_why(ws: Repo, cli: Any, tmp_path: Path) -> None:
     assert cli("index", "--yes", cwd=ws.path).code == 0
     origin = publish(ws, tmp_path)

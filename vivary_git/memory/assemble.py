@@ -21,6 +21,7 @@ Above the limit an HNSW graph (the local index's parameters) is built once and k
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import shutil
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
     from vivary_git.memory.localfiles import Entry, Manifest
     from vivary_git.memory.snapshot import MemorySnapshot
     from vivary_git.memory.state import StateStore
-    from vivary_git.parallel import Background
+    from vivary_git.parallel import Background, Forked
     from vivary_git.workspace import Workspace
 
 __all__ = ["EXACT_LIMIT", "Assembled", "ExactIndex", "assemble", "index_command"]
@@ -63,6 +64,7 @@ class Memory(Protocol):
     def store(self) -> StateStore: ...
 
 EXACT_LIMIT = 20_000
+FORK_AT = 1000  # notes from which the keyword index is built in a forked child (fewer: a fork costs more)
 _KEEP = 4
 _FORMAT = 1
 _TREE_MANIFEST = "manifest.json"
@@ -153,23 +155,42 @@ def assemble(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None,
              loading: Background[Embedder]) -> tuple[Assembled, Embedder]:
     """The index of `snap` from stored vectors (kept under `trees/`), or `RefusedError` naming how many
     notes have no vector and the command that embeds them."""
-    from vivary_git.memory.localfiles import EMBED_FORMAT, MANIFEST, _digest, embed_text
+    from vivary_git.memory.localfiles import _digest
     from vivary_git.memory.provider import state_dir
     from vivary_git.memory.snapshot import packets
     from vivary_git.memory.state import LocalStateStore
-    from vivary_git.memory.vectors import SharedVectors, local_rows, vector_key
+    from vivary_git.parallel import Forked
 
     store = memory.store
     folder = state_dir(memory.ws, memory.cfg, memory.dataset) / TREES / snap.fingerprint[:32]
     cache = LocalStateStore(folder)
-    embedder = loading.result()
-    found = _load(cache, snap, embedder)
-    if found is not None:
-        _touch(folder)
-        return found, embedder
+    if cache.get(_TREE_MANIFEST) is not None:  # kept before (see `_load`): the model decides whether it serves
+        embedder = loading.result()
+        found = _load(cache, snap, embedder)
+        if found is not None:
+            _touch(folder)
+            return found, embedder
 
+    # The model goes on loading (in its thread) while the notes are read and rendered.
     rendered = list(packets(memory.ws, snap))
     digests = [_digest(p) for _, p in rendered]
+    embedder = loading.result()  # before the fork below: no thread may run across one
+    # The keyword index is the largest part of the work and needs only the packets: a forked child builds
+    # it on the second core while this process finds the vectors (parallel.Forked; the same bytes either way).
+    lexical_job = Forked(functools.partial(_lexical, store, rendered, digests), fork=len(rendered) >= FORK_AT)
+    try:
+        return _assembled(memory, snap, manifest, embedder, cache, folder, rendered, digests, lexical_job)
+    finally:
+        lexical_job.cancel()  # only when it raised: a result taken leaves no child
+
+
+def _assembled(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None, embedder: Embedder, cache: Any,
+               folder: Path, rendered: list[tuple[Any, str]], digests: list[str], lexical_job: Forked,
+               ) -> tuple[Assembled, Embedder]:
+    from vivary_git.memory.localfiles import EMBED_FORMAT, MANIFEST, embed_text
+    from vivary_git.memory.vectors import SharedVectors, local_rows, vector_key
+
+    store = memory.store
     keys = [vector_key(embedder.model_id, EMBED_FORMAT, embed_text(p)) for _, p in rendered]
     dim = embedder.dim
     rows: dict[str, Any] = {}
@@ -195,16 +216,18 @@ def assemble(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None,
     vectors = np.ascontiguousarray(np.stack([rows[k] for k in keys]).astype("<f4")) if keys \
         else np.zeros((0, dim), dtype="<f4")
     entries = [Entry(node.id, d, i) for i, ((node, _), d) in enumerate(zip(rendered, digests, strict=True))]
-    lexical_bytes = _lexical(store, rendered, digests)
+    from vivary_git.memory.bm25 import LEXICAL_FORMAT
+    from vivary_git.memory.bm25 import decode as decode_lexical
+
+    lexical_bytes = lexical_job.result()
+    lexical = decode_lexical(lexical_bytes)
+    assert lexical is not None and lexical.n_docs == len(entries)  # just built, here or in our own child
     search = "exact" if len(entries) <= EXACT_LIMIT else "hnsw"
     files = {
         _ENTRIES: msgspec.msgpack.encode(_Entries([(e.node_id, e.digest, e.label) for e in entries])),
         _LEXICAL: lexical_bytes,
         _VECTORS if search == "exact" else _HNSW: vectors.tobytes() if search == "exact" else _hnsw(vectors),
     }
-    from vivary_git.memory.bm25 import LEXICAL_FORMAT
-    from vivary_git.memory.bm25 import decode as decode_lexical
-
     tree = TreeManifest(format=_FORMAT, fingerprint=snap.fingerprint, model_id=embedder.model_id,
                         embed_format=EMBED_FORMAT, lexical_format=LEXICAL_FORMAT, dim=dim, vectors=len(entries),
                         search=search, files={n: _File(_sha(b), len(b)) for n, b in sorted(files.items())})
@@ -213,8 +236,6 @@ def assemble(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None,
             cache.put(name, data)
         cache.put(_TREE_MANIFEST, msgspec.json.encode(tree) + b"\n")  # last: it vouches for the rest
         _prune(folder.parent, keep=folder)
-    lexical = decode_lexical(lexical_bytes)
-    assert lexical is not None  # just built
     index = ExactIndex(vectors) if search == "exact" else _load_hnsw(files[_HNSW], dim, cache)
     return Assembled(index=index, entries=entries, lexical=lexical, search=search), embedder
 

@@ -818,6 +818,19 @@ def _as_file(store: StateStore, name: str, data: bytes) -> Iterator[Path]:
 # --- recall ---------------------------------------------------------------------------------------------
 
 
+def _graph_is_shared(ws: Workspace) -> bool:
+    """Whether this run reads the tree's facts from the shared cache, which recorded the tree (as CI's `check`
+    does): then building its graph parses next to nothing. Cheap: the manifest only."""
+    ref = ws.refcache()
+    tree = ws.source.tree_id
+    if ref is None or tree is None or not ref.reads() or {"created", "updated"} & set(ws.config.derive):
+        return False
+    from vivary_git import store
+
+    snap = ref.snapshot()
+    return snap is not None and store.tree_key(tree, ws.config.digest()) in snap.manifest.trees
+
+
 class RecallSession:
     """A verified, loaded index for many queries (`recall --queries`); refuses when stale or damaged."""
 
@@ -827,6 +840,10 @@ class RecallSession:
         self.memory = memory
         require_extra()
         store = memory.store
+        if not _graph_is_shared(memory.ws):
+            # A graph nobody recorded may have to parse every note: on every core, so before a thread starts.
+            # A recorded one is read from the shared cache, beside the privacy decisions (`build_snapshot`).
+            memory.ws.graph()
         # Recall embeds short queries: skipping graph optimisation loads ~0.2 s faster and costs little.
         loading = Background(lambda: _load_embedder(cfg.memory.local.model, optimize=False))
         snap = memory.snapshot()
