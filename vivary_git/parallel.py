@@ -217,15 +217,13 @@ def derive_many(
 
 class Forked:
     """`fn()` (bytes) computed in a forked child while this process goes on with other work: the second
-    core's share of a job whose parts are independent. `result()` is the child's bytes, or `fn()` run here
-    when no child could do it (not Linux, one worker wanted, another thread running, no process to be had,
-    the child failed) or `fork` is false (too little work to be worth a process). `fn` must give the same
-    bytes in either process: the caller cannot tell which ran it."""
+    core's share of a job. `result()` is the child's bytes, or None when no child could do it (not Linux,
+    one worker wanted, another thread running, no process to be had, the child failed) or `fork` was false
+    (too little work to be worth a process): then the caller does the work itself, as it would without."""
 
     _LENGTH = 8
 
     def __init__(self, fn: Callable[[], bytes], *, fork: bool = True) -> None:
-        self._fn = fn
         self._pid = -1
         self._pipe = -1
         if not fork or not can_fork():
@@ -238,7 +236,7 @@ class Forked:
             return
         try:
             pid = os.fork()
-        except OSError:  # no processes to be had (limits, sandbox): result() runs it here
+        except OSError:  # no processes to be had (limits, sandbox): the caller does it
             os.close(r)
             os.close(w)
             return
@@ -251,7 +249,7 @@ class Forked:
                     out.write(len(data).to_bytes(self._LENGTH, "little"))
                     out.write(data)
                 code = 0
-            except BaseException:  # any failure at all: the parent computes it itself
+            except BaseException:  # any failure at all: the parent does the work itself
                 pass
             finally:
                 os._exit(code)
@@ -260,11 +258,11 @@ class Forked:
 
     @property
     def forked(self) -> bool:
-        """Whether a child is computing it (until `result()`)."""
+        """Whether a child is at work on it (until `result()` or `cancel()`)."""
         return self._pid > 0
 
     def cancel(self) -> None:
-        """Stop the child (when the caller no longer wants the result, say it raised)."""
+        """Stop the child, when the result is not wanted after all (or the caller raised)."""
         if self._pid > 0:
             pid, self._pid = self._pid, -1
             with contextlib.suppress(OSError):
@@ -272,16 +270,18 @@ class Forked:
             os.close(self._pipe)
             reap(pid)
 
-    def result(self) -> bytes:
-        if self._pid > 0:
-            pid, self._pid = self._pid, -1
-            with os.fdopen(self._pipe, "rb") as pipe:
-                data = pipe.read()
-            status = reap(pid)
-            size = int.from_bytes(data[:self._LENGTH], "little")
-            if status == 0 and len(data) == self._LENGTH + size:
-                return data[self._LENGTH:]
-        return self._fn()
+    def result(self) -> bytes | None:
+        """The child's bytes (waiting for them), or None: see the class."""
+        if self._pid <= 0:
+            return None
+        pid, self._pid = self._pid, -1
+        with os.fdopen(self._pipe, "rb") as pipe:
+            data = pipe.read()
+        status = reap(pid)
+        size = int.from_bytes(data[:self._LENGTH], "little")
+        if status != 0 or len(data) != self._LENGTH + size:
+            return None
+        return data[self._LENGTH:]
 
 
 class Background(Generic[T]):

@@ -25,6 +25,8 @@ import functools
 import hashlib
 import os
 import shutil
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -64,9 +66,9 @@ class Memory(Protocol):
     def store(self) -> StateStore: ...
 
 EXACT_LIMIT = 20_000
-FORK_AT = 1000  # notes from which the keyword index is built in a forked child (fewer: a fork costs more)
+FORK_AT = 1000  # notes from which assembling forks children (`prefetch_notes`, the keyword index): fewer, it costs more
 _KEEP = 4
-_FORMAT = 1
+_FORMAT = 2  # 2: `notes`, the digest of the notes it was assembled from
 _TREE_MANIFEST = "manifest.json"
 _ENTRIES = "entries.msgpack"
 _LEXICAL = "lexical.bin"
@@ -91,6 +93,7 @@ class TreeManifest(msgspec.Struct, frozen=True):
     vectors: int  # rows / HNSW elements: one per note
     search: str  # "exact" or "hnsw"
     files: dict[str, _File]
+    notes: str = ""  # `notes_digest` of the workspace it was assembled from: see `prefetch_notes`
 
 
 class _Entries(msgspec.Struct, frozen=True):
@@ -152,12 +155,11 @@ def index_command(memory: Memory) -> str:
 
 
 def assemble(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None,
-             loading: Background[Embedder]) -> tuple[Assembled, Embedder]:
+             loading: Background[Embedder], notes: Forked | None = None) -> tuple[Assembled, Embedder]:
     """The index of `snap` from stored vectors (kept under `trees/`), or `RefusedError` naming how many
-    notes have no vector and the command that embeds them."""
+    notes have no vector and the command that embeds them. `notes`: `prefetch_notes`' child, if any."""
     from vivary_git.memory.localfiles import _digest
     from vivary_git.memory.provider import state_dir
-    from vivary_git.memory.snapshot import packets
     from vivary_git.memory.state import LocalStateStore
     from vivary_git.parallel import Forked
 
@@ -168,11 +170,13 @@ def assemble(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None,
         embedder = loading.result()
         found = _load(cache, snap, embedder)
         if found is not None:
+            if notes is not None:
+                notes.cancel()
             _touch(folder)
             return found, embedder
 
     # The model goes on loading (in its thread) while the notes are read and rendered.
-    rendered = list(packets(memory.ws, snap))
+    rendered = _rendered(memory.ws, snap, notes)
     digests = [_digest(p) for _, p in rendered]
     embedder = loading.result()  # before the fork below: no thread may run across one
     # The keyword index is the largest part of the work and needs only the packets: a forked child builds
@@ -182,6 +186,91 @@ def assemble(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None,
         return _assembled(memory, snap, manifest, embedder, cache, folder, rendered, digests, lexical_job)
     finally:
         lexical_job.cancel()  # only when it raised: a result taken leaves no child
+
+
+# --- the notes, read on the second core -----------------------------------------------------------------
+
+_PARTS = msgspec.msgpack.Decoder(list[tuple[str, str, str]])
+
+
+def notes_digest(ws: Workspace) -> str:
+    """sha256 of the workspace's notes (path and blob of each, private ones included): what a kept assembly
+    was made from, known before any note is read or the graph is built."""
+    h = hashlib.sha256(b"vivary-notes\0")
+    for e in ws.source.entries:
+        h.update(e.path.encode("utf-8", "surrogateescape") + b"\0" + e.oid.encode() + b"\n")
+    return h.hexdigest()
+
+
+def prefetch_notes(memory: Memory, *, settle: Callable[[], None] = lambda: None) -> Forked | None:
+    """The notes of the workspace read in a forked child while this process builds the graph and decides
+    privacy, for a recall that will most likely assemble its index (`assemble`): no local index to serve it,
+    no kept assembly of these notes, many notes. The child hands back what packets take of each note
+    (`snapshot.note_parts`), which is much cheaper to decode than the notes. None when it does not pay, or
+    a thread runs (call this before starting one; `settle()` joins the caller's that are about to end)."""
+    from vivary_git.memory.localfiles import MANIFEST
+    from vivary_git.memory.provider import state_dir
+    from vivary_git.parallel import Forked, can_fork
+
+    ws = memory.ws
+    if ws.source.repo is None or len(ws.source.entries) < FORK_AT:
+        return None
+    if memory.store.get(MANIFEST) is not None:
+        return None  # a local index: most likely it serves (its snapshot), or an index run is due
+    digest = notes_digest(ws)
+    trees = state_dir(ws, memory.cfg, memory.dataset) / TREES
+    with contextlib.suppress(OSError):
+        for kept in trees.glob(f"*/{_TREE_MANIFEST}"):
+            with contextlib.suppress(OSError, msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+                if msgspec.json.decode(kept.read_bytes()[:1 << 16], type=TreeManifest).notes == digest:
+                    return None  # these notes were assembled before: most likely kept for this snapshot
+    settle()
+    if not can_fork():
+        return None
+
+    def parts() -> bytes:
+        from vivary_git import localcache
+        from vivary_git.memory.snapshot import note_parts
+
+        # Whatever the child would say, the parent says itself when it reads the notes: a shared cache the
+        # child finds damaged fails the child, so that the parent finds it too and stops reading it.
+        sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - the child ends with os._exit
+        ws.reopen_after_fork()
+        notes = ws.notes()
+        ref = ws.refcache()
+        if ref is not None and ref.damaged:
+            raise RuntimeError("the shared cache is damaged")
+        return localcache.encode([(oid, *note_parts(note)) for oid, note in notes.items()])
+
+    return Forked(parts)
+
+
+def _rendered(ws: Workspace, snap: MemorySnapshot, notes: Forked | None) -> list[tuple[Any, str]]:
+    """`snapshot.packets(ws, snap)`, from the prefetched note parts when the child delivered them."""
+    from collections import defaultdict
+
+    from vivary_git.memory.snapshot import MemoryEdge, note_parts, packet_of, packets
+
+    data = notes.result() if notes is not None else None
+    got: list[tuple[str, str, str]] | None = None
+    if data is not None:
+        from vivary_git import localcache
+
+        with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError, ValueError):
+            got = localcache.decode(data, list[tuple[str, str, str]], _PARTS)
+    if got is None:
+        return list(packets(ws, snap))
+    by_blob = {oid: (frontmatter, body) for oid, frontmatter, body in got}
+    outbound: dict[str, list[MemoryEdge]] = defaultdict(list)
+    for e in snap.edges:
+        outbound[e.source_id].append(e)
+    out = []
+    for node in snap.nodes:
+        part = by_blob.get(node.blob)
+        if part is None:  # not among the notes the child read (never, for one tree): read it here
+            part = note_parts(ws.note(node.blob))
+        out.append((node, packet_of(node, *part, outbound.get(node.id, ()))))
+    return out
 
 
 def _assembled(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None, embedder: Embedder, cache: Any,
@@ -220,6 +309,8 @@ def _assembled(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None, 
     from vivary_git.memory.bm25 import decode as decode_lexical
 
     lexical_bytes = lexical_job.result()
+    if lexical_bytes is None:  # no child built it (too few notes, none to be had, or it failed): here, then
+        lexical_bytes = _lexical(store, rendered, digests)
     lexical = decode_lexical(lexical_bytes)
     assert lexical is not None and lexical.n_docs == len(entries)  # just built, here or in our own child
     search = "exact" if len(entries) <= EXACT_LIMIT else "hnsw"
@@ -230,7 +321,8 @@ def _assembled(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None, 
     }
     tree = TreeManifest(format=_FORMAT, fingerprint=snap.fingerprint, model_id=embedder.model_id,
                         embed_format=EMBED_FORMAT, lexical_format=LEXICAL_FORMAT, dim=dim, vectors=len(entries),
-                        search=search, files={n: _File(_sha(b), len(b)) for n, b in sorted(files.items())})
+                        search=search, files={n: _File(_sha(b), len(b)) for n, b in sorted(files.items())},
+                        notes=notes_digest(memory.ws))
     with contextlib.suppress(OSError, ValueError):  # a cache: recall answers whether or not it could be kept
         for name, data in files.items():
             cache.put(name, data)

@@ -166,6 +166,14 @@ def preload_runtime() -> None:
     _PRELOADING = Background(load)
 
 
+def _wait_for_preload() -> None:
+    """Let `preload_runtime`'s imports finish (they are needed next anyway); a failure among them is said
+    where the runtime is used, as without the preload."""
+    if _PRELOADING is not None:
+        with contextlib.suppress(Exception):
+            _PRELOADING.result()
+
+
 # --- the provider ---------------------------------------------------------------------------------------
 
 
@@ -844,19 +852,25 @@ class RecallSession:
             # A graph nobody recorded may have to parse every note: on every core, so before a thread starts.
             # A recorded one is read from the shared cache, beside the privacy decisions (`build_snapshot`).
             memory.ws.graph()
-        # Recall embeds short queries: skipping graph optimisation loads ~0.2 s faster and costs little.
-        loading = Background(lambda: _load_embedder(cfg.memory.local.model, optimize=False))
-        snap = memory.snapshot()
-        manifest = memory.manifest()
-        if manifest is None or manifest.format != STATE_FORMAT or manifest.fingerprint != snap.fingerprint:
-            # Not the snapshot the index was built from: answer from the vectors of this tree's notes when
-            # every one has a vector (this clone's, or the shared cache's), else refuse (memory/assemble.py).
-            from vivary_git.memory.assemble import assemble
+        from vivary_git.memory.assemble import assemble, prefetch_notes
 
-            built, embedder = assemble(memory, snap, manifest, loading)
-            self.manifest: Manifest | None = None
-            self._serve(snap, embedder, built.index, built.entries, built.lexical)
-            return
+        # A child reads the notes now when this recall will most likely need them (no thread may run yet).
+        notes = prefetch_notes(memory, settle=_wait_for_preload)
+        try:
+            # Recall embeds short queries: skipping graph optimisation loads ~0.2 s faster and costs little.
+            loading = Background(lambda: _load_embedder(cfg.memory.local.model, optimize=False))
+            snap = memory.snapshot()
+            manifest = memory.manifest()
+            if manifest is None or manifest.format != STATE_FORMAT or manifest.fingerprint != snap.fingerprint:
+                # Not the snapshot the index was built from: answer from the vectors of this tree's notes when
+                # every one has a vector (this clone's, or the shared cache's), else refuse (memory/assemble.py).
+                built, embedder = assemble(memory, snap, manifest, loading, notes)
+                self.manifest: Manifest | None = None
+                self._serve(snap, embedder, built.index, built.entries, built.lexical)
+                return
+        finally:
+            if notes is not None:
+                notes.cancel()  # taken by `assemble`, or not wanted after all
         blobs = {}
         for name in (ENTRIES, HNSW_FILE, LEXICAL):
             data = store.get(name)
