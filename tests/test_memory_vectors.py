@@ -335,6 +335,8 @@ def test_a_fresh_clones_first_recall_is_the_same_with_or_without_its_children(
 
     def recall(path: Path) -> tuple[str, str, int]:
         r = cli("recall", question, "--json", cwd=path)
+        with pytest.raises(ChildProcessError):  # every child it started is gone and waited for, whatever happened
+            os.waitpid(-1, os.WNOHANG)
         # The dataset's name binds it to its folder (snapshot.dataset_name): the two clones' differ there only.
         return r.out, re.sub(r"vivary-clone-[0-9a-f]{12}", "DATASET", r.err.replace(str(path), "CLONE")), r.code
 
