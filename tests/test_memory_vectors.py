@@ -371,7 +371,10 @@ def test_a_fresh_clones_first_recall_is_the_same_with_or_without_its_children(
     assert expected[0] == mine.out and mine.json()
     indexed = (Path(LocalMemory(open_workspace(ws.path)).store.location) / "lexical.bin").read_bytes()
     assert _assembled_lexical(forking) == _assembled_lexical(alone) == indexed
-    # The kept assembly answers the next recall alike, and no child is started for it.
+    # The kept assembly answers the next recall alike, and no child is started for it; nor after an edit
+    # that is not to a note (another tree, the same notes).
+    assert recall(forking) == expected and forks == [True, True]
+    (forking / "build.sh").write_text("make all\n")
     assert recall(forking) == expected and forks == [True, True]
 
 

@@ -68,7 +68,7 @@ class Memory(Protocol):
 EXACT_LIMIT = 20_000
 FORK_AT = 1000  # notes from which assembling forks children (`prefetch_notes`, the keyword index): fewer, it costs more
 _KEEP = 4
-_FORMAT = 2  # 2: `notes`, the digest of the notes it was assembled from
+_FORMAT = 2  # 2: `notes` and `tree`, what it was assembled from
 _TREE_MANIFEST = "manifest.json"
 _ENTRIES = "entries.msgpack"
 _LEXICAL = "lexical.bin"
@@ -94,6 +94,7 @@ class TreeManifest(msgspec.Struct, frozen=True):
     search: str  # "exact" or "hnsw"
     files: dict[str, _File]
     notes: str = ""  # `notes_digest` of the workspace it was assembled from: see `prefetch_notes`
+    tree: str = ""  # and its source tree (cheaper to compare: the same tree has the same notes)
 
 
 class _Entries(msgspec.Struct, frozen=True):
@@ -196,10 +197,8 @@ _PARTS = msgspec.msgpack.Decoder(list[tuple[str, str, str]])
 def notes_digest(ws: Workspace) -> str:
     """sha256 of the workspace's notes (path and blob of each, private ones included): what a kept assembly
     was made from, known before any note is read or the graph is built."""
-    h = hashlib.sha256(b"vivary-notes\0")
-    for e in ws.source.entries:
-        h.update(e.path.encode("utf-8", "surrogateescape") + b"\0" + e.oid.encode() + b"\n")
-    return h.hexdigest()
+    listed = "".join(f"{e.path}\0{e.oid}\n" for e in ws.source.entries)
+    return hashlib.sha256(b"vivary-notes\0" + listed.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def prefetch_notes(memory: Memory, *, settle: Callable[[], None] = lambda: None) -> Forked | None:
@@ -217,13 +216,16 @@ def prefetch_notes(memory: Memory, *, settle: Callable[[], None] = lambda: None)
         return None
     if memory.store.get(MANIFEST) is not None:
         return None  # a local index: most likely it serves (its snapshot), or an index run is due
-    digest = notes_digest(ws)
-    trees = state_dir(ws, memory.cfg, memory.dataset) / TREES
+    made: list[tuple[str, str]] = []  # (tree, notes) of each kept assembly
     with contextlib.suppress(OSError):
-        for kept in trees.glob(f"*/{_TREE_MANIFEST}"):
+        for kept in (state_dir(ws, memory.cfg, memory.dataset) / TREES).glob(f"*/{_TREE_MANIFEST}"):
             with contextlib.suppress(OSError, msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-                if msgspec.json.decode(kept.read_bytes()[:1 << 16], type=TreeManifest).notes == digest:
-                    return None  # these notes were assembled before: most likely kept for this snapshot
+                m = msgspec.json.decode(kept.read_bytes()[:1 << 16], type=TreeManifest)
+                made.append((m.tree, m.notes))
+    if any(tree == ws.source.tree_id for tree, _ in made):
+        return None  # this tree was assembled before: most likely kept for this snapshot
+    if made and notes_digest(ws) in {notes for _, notes in made}:
+        return None  # so were these notes (in another tree: an edit elsewhere than in a note)
     settle()
     if not can_fork():
         return None
@@ -322,7 +324,7 @@ def _assembled(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None, 
     tree = TreeManifest(format=_FORMAT, fingerprint=snap.fingerprint, model_id=embedder.model_id,
                         embed_format=EMBED_FORMAT, lexical_format=LEXICAL_FORMAT, dim=dim, vectors=len(entries),
                         search=search, files={n: _File(_sha(b), len(b)) for n, b in sorted(files.items())},
-                        notes=notes_digest(memory.ws))
+                        notes=notes_digest(memory.ws), tree=memory.ws.source.tree_id or "")
     with contextlib.suppress(OSError, ValueError):  # a cache: recall answers whether or not it could be kept
         for name, data in files.items():
             cache.put(name, data)
