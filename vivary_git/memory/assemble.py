@@ -326,9 +326,11 @@ def _assembled(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None, 
                         search=search, files={n: _File(_sha(b), len(b)) for n, b in sorted(files.items())},
                         notes=notes_digest(memory.ws), tree=memory.ws.source.tree_id or "")
     with contextlib.suppress(OSError, ValueError):  # a cache: recall answers whether or not it could be kept
+        # Not synced to the disk: every file is checked against the manifest's digests when read (`_load`), so
+        # a crash costs a rebuild. The manifest goes last: it vouches for the rest.
         for name, data in files.items():
-            cache.put(name, data)
-        cache.put(_TREE_MANIFEST, msgspec.json.encode(tree) + b"\n")  # last: it vouches for the rest
+            cache.put(name, data, sync=False)
+        cache.put(_TREE_MANIFEST, msgspec.json.encode(tree) + b"\n", sync=False)
         _prune(folder.parent, keep=folder)
     index = ExactIndex(vectors) if search == "exact" else _load_hnsw(files[_HNSW], dim, cache)
     return Assembled(index=index, entries=entries, lexical=lexical, search=search), embedder
