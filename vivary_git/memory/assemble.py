@@ -201,21 +201,18 @@ def notes_digest(ws: Workspace) -> str:
     return hashlib.sha256(b"vivary-notes\0" + listed.encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def prefetch_notes(memory: Memory, *, settle: Callable[[], None] = lambda: None) -> Forked | None:
-    """The notes of the workspace read in a forked child while this process builds the graph and decides
-    privacy, for a recall that will most likely assemble its index (`assemble`): no local index to serve it,
-    no kept assembly of these notes, many notes. The child hands back what packets take of each note
-    (`snapshot.note_parts`), which is much cheaper to decode than the notes. None when it does not pay, or
-    a thread runs (call this before starting one; `settle()` joins the caller's that are about to end)."""
+def assembly_likely(memory: Memory) -> bool:
+    """Whether a recall of this workspace will most likely assemble its index (`assemble`), which is worth
+    preparing for (`prefetch_notes`): many notes, no local index to serve it, no kept assembly of these
+    notes. Cheap: a few small files and, at most, a hash of the notes' paths and blob ids."""
     from vivary_git.memory.localfiles import MANIFEST
     from vivary_git.memory.provider import state_dir
-    from vivary_git.parallel import Forked, can_fork
 
     ws = memory.ws
     if ws.source.repo is None or len(ws.source.entries) < FORK_AT:
-        return None
+        return False
     if memory.store.get(MANIFEST) is not None:
-        return None  # a local index: most likely it serves (its snapshot), or an index run is due
+        return False  # a local index: most likely it serves (its snapshot), or an index run is due
     made: list[tuple[str, str]] = []  # (tree, notes) of each kept assembly
     with contextlib.suppress(OSError):
         for kept in (state_dir(ws, memory.cfg, memory.dataset) / TREES).glob(f"*/{_TREE_MANIFEST}"):
@@ -223,9 +220,20 @@ def prefetch_notes(memory: Memory, *, settle: Callable[[], None] = lambda: None)
                 m = msgspec.json.decode(kept.read_bytes()[:1 << 16], type=TreeManifest)
                 made.append((m.tree, m.notes))
     if any(tree == ws.source.tree_id for tree, _ in made):
-        return None  # this tree was assembled before: most likely kept for this snapshot
-    if made and notes_digest(ws) in {notes for _, notes in made}:
-        return None  # so were these notes (in another tree: an edit elsewhere than in a note)
+        return False  # this tree was assembled before: most likely kept for this snapshot
+    # So were these notes, maybe (in another tree: an edit elsewhere than in a note).
+    return not made or notes_digest(ws) not in {notes for _, notes in made}
+
+
+def prefetch_notes(memory: Memory, *, settle: Callable[[], None] = lambda: None) -> Forked | None:
+    """The notes of the workspace read in a forked child while this process builds the graph and decides
+    privacy, for a recall that will most likely assemble its index (`assembly_likely`, the caller's to
+    ask). The child hands back what packets take of each note (`snapshot.note_parts`), which is much cheaper
+    to decode than the notes. None when no child can be had: a thread runs (call this before starting one;
+    `settle()` joins the caller's that are about to end)."""
+    from vivary_git.parallel import Forked, can_fork
+
+    ws = memory.ws
     settle()
     if not can_fork():
         return None

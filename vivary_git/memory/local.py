@@ -848,14 +848,16 @@ class RecallSession:
         self.memory = memory
         require_extra()
         store = memory.store
-        if not _graph_is_shared(memory.ws):
-            # A graph nobody recorded may have to parse every note: on every core, so before a thread starts.
-            # A recorded one is read from the shared cache, beside the privacy decisions (`build_snapshot`).
-            memory.ws.graph()
-        from vivary_git.memory.assemble import assemble, prefetch_notes
+        from vivary_git.memory.assemble import assemble, assembly_likely, prefetch_notes
 
-        # A child reads the notes now when this recall will most likely need them (no thread may run yet).
-        notes = prefetch_notes(memory, settle=_wait_for_preload)
+        # The first recall of a tree the index was not built from: a child reads the notes meanwhile (it must
+        # start before any thread), and a graph the shared cache recorded is read beside the privacy decisions
+        # (`build_snapshot`). Otherwise the graph comes first: one nobody recorded may have to parse every note,
+        # on every core, which a running thread would prevent; a cached one is read in a few hundredths.
+        likely = assembly_likely(memory)
+        if not likely or not _graph_is_shared(memory.ws):
+            memory.ws.graph()
+        notes = prefetch_notes(memory, settle=_wait_for_preload) if likely else None
         try:
             # Recall embeds short queries: skipping graph optimisation loads ~0.2 s faster and costs little.
             loading = Background(lambda: _load_embedder(cfg.memory.local.model, optimize=False))
