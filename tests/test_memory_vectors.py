@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import select
 import signal
 import subprocess
@@ -20,6 +21,7 @@ from test_memory_local import MEMORY, PRIVATE, PUBLIC, TROPO
 from test_store import objects_reachable
 
 from vivary_git import open_workspace, store
+from vivary_git.git import Repo as GitRepo
 from vivary_git.memory import embed, vectors
 from vivary_git.memory.embed import embedder_status
 
@@ -312,6 +314,119 @@ def test_a_fresh_clone_builds_the_keyword_index_the_indexing_clone_built(ws: Rep
     indexed = Path(LocalMemory(open_workspace(ws.path)).store.location) / "lexical.bin"
     assembled = list((Path(LocalMemory(open_workspace(other)).store.location) / "trees").glob("*/lexical.bin"))
     assert len(assembled) == 1 and assembled[0].read_bytes() == indexed.read_bytes()
+
+
+@pytest.fixture
+def forks(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each `parallel.Forked` job of this process went to a child; every job may (no size floor), on
+    two workers whatever the machine has."""
+    from vivary_git import parallel
+    from vivary_git.memory import assemble
+
+    monkeypatch.setenv("VIVARY_JOBS", "2")
+    monkeypatch.setattr(assemble, "FORK_AT", 0)
+    went: list[bool] = []
+    real = parallel.Forked.__init__
+
+    def noting(self: Any, *args: Any, **kwargs: Any) -> None:
+        real(self, *args, **kwargs)
+        went.append(self.forked)
+
+    monkeypatch.setattr(parallel.Forked, "__init__", noting)
+    return went
+
+
+def _assembled_lexical(path: Path) -> bytes:
+    from vivary_git.memory.local import LocalMemory
+
+    found = list((Path(LocalMemory(open_workspace(path)).store.location) / "trees").glob("*/lexical.bin"))
+    assert len(found) == 1, found
+    return found[0].read_bytes()
+
+
+def _damage_a_parse_chunk(path: Path) -> None:
+    """Point the clone's refs/vivary/cache at a commit whose first parse chunk no longer matches its manifest."""
+    from test_store import _rewrite
+
+    r = GitRepo(path)
+    snap = store.Snapshot.load(r)
+    assert snap is not None
+    chunk = min(p for p in snap.manifest.chunks if p.startswith("parse/"))
+    data = r.repo[snap.tree[chunk].id].data
+    _rewrite(path, {chunk: data[:-1] + bytes([data[-1] ^ 1])})
+
+
+@pytest.mark.parametrize("cache", ["sound", "damaged"])
+@pytest.mark.parametrize("child", ["answers", "fails"])
+def test_a_fresh_clones_first_recall_is_the_same_with_or_without_its_children(
+        ws: Repo, cli: Any, tmp_path: Path, forks: list[bool], monkeypatch: pytest.MonkeyPatch, child: str,
+        cache: str) -> None:
+    """The first recall of a fetched tree reads the notes in one forked child (while it builds the graph) and
+    builds the keyword index in another (while it gathers the vectors). Whether the children answer or fail,
+    and whether the fetched cache is sound or a chunk of it was tampered with, it prints and answers exactly
+    what a recall that forks nothing does; on a sound cache, byte for byte what the indexing clone answers."""
+    from vivary_git.memory import assemble, snapshot
+    from vivary_git.memory.local import LocalMemory
+
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    origin = publish(ws, tmp_path)
+    for name in ("alone", "forking"):
+        (tmp_path / name).mkdir()
+    alone, forking = (clone(origin, tmp_path / name / "clone") for name in ("alone", "forking"))
+    for other in (alone, forking):
+        assert run_git_vivary(["sync", "fetch"], other).returncode == 0
+        if cache == "damaged":
+            _damage_a_parse_chunk(other)
+    question = "how often are signing keys rotated?"
+
+    def recall(path: Path) -> tuple[str, str, int]:
+        r = cli("recall", question, "--json", cwd=path)
+        with pytest.raises(ChildProcessError):  # every child it started is gone and waited for, whatever happened
+            os.waitpid(-1, os.WNOHANG)
+        # The dataset's name binds it to its folder (snapshot.dataset_name): the two clones' differ there only.
+        return r.out, re.sub(r"vivary-clone-[0-9a-f]{12}", "DATASET", r.err.replace(str(path), "CLONE")), r.code
+
+    monkeypatch.setenv("VIVARY_JOBS", "1")
+    expected = recall(alone)
+    assert forks == [False]  # the keyword index's job, done in the recall itself
+    forks.clear()
+    monkeypatch.setenv("VIVARY_JOBS", "2")
+    if child == "fails":
+        parent = os.getpid()
+        real_parts, real_lexical = snapshot.note_parts, assemble._lexical
+
+        def parts_here(*args: Any) -> Any:
+            if os.getpid() != parent:
+                raise MemoryError("a child that cannot finish")
+            return real_parts(*args)
+
+        def lexical_here(*args: Any) -> bytes:
+            if os.getpid() != parent:
+                raise MemoryError("a child that cannot finish")
+            return real_lexical(*args)
+
+        monkeypatch.setattr(snapshot, "note_parts", parts_here)
+        monkeypatch.setattr(assemble, "_lexical", lexical_here)
+    assert recall(forking) == expected
+    assert forks[0], "the notes were read in a child"
+    if cache == "damaged":
+        assert expected[2] == 3 and expected[1].count("ignored the cache in refs/vivary/cache") == 1, expected
+        return
+    assert forks == [True, True]
+    mine = cli("recall", question, "--json", cwd=ws.path)
+    assert expected[0] == mine.out and mine.json()
+    indexed = (Path(LocalMemory(open_workspace(ws.path)).store.location) / "lexical.bin").read_bytes()
+    assert _assembled_lexical(forking) == _assembled_lexical(alone) == indexed
+    # The kept assembly answers the next recall alike, and no child is started for it; nor after an edit
+    # that is not to a note (another tree, the same notes).
+    assert recall(forking) == expected and forks == [True, True]
+    (forking / "build.sh").write_text("make all\n")
+    assert recall(forking) == expected and forks == [True, True]
+    # What is kept is not synced to the disk: a file a crash left short is noticed, and the tree assembled again.
+    kept = next((Path(LocalMemory(open_workspace(forking)).store.location) / "trees").glob("*/vectors.f32"))
+    whole = kept.read_bytes()
+    kept.write_bytes(whole[:100])
+    assert recall(forking) == expected and kept.read_bytes() == whole
 
 
 def test_untrusted_cache_is_not_read_and_the_refusal_says_why(ws: Repo, cli: Any, tmp_path: Path) -> None:

@@ -242,3 +242,53 @@ def test_headings_give_up_where_a_heading_is_indented(body: str) -> None:
     """The whole-text path leaves a body to the block scan when a line's `#` follows one to three
     spaces (it may sit in a list item), as `_INDENTED_HEADING` says."""
     assert (parse._headings(body) is None) == bool(parse._INDENTED_HEADING.search(body))
+
+
+def _within_bounds_by_value(fields: dict[str, object]) -> bool:
+    """`parse.within_bounds` as it was first written, value by value: what the level-by-level one must agree with."""
+    left = [parse.MAX_VALUES]
+
+    def walk(value: object, depth: int) -> bool:
+        left[0] -= 1
+        if left[0] < 0 or depth > parse.MAX_DEPTH + 1:
+            return False
+        if isinstance(value, dict):
+            return all(isinstance(k, str) and walk(v, depth + 1) for k, v in value.items())
+        if isinstance(value, list):
+            return all(walk(v, depth + 1) for v in value)
+        return value is None or isinstance(value, (str, int, float, bool))
+
+    return all(isinstance(k, str) and walk(v, 0) for k, v in fields.items())
+
+
+def _nested(depth: int, leaf: object = "x") -> object:
+    value = leaf
+    for i in range(depth):
+        value = [value] if i % 2 else {"k": value}
+    return value
+
+
+@pytest.mark.parametrize("fields", [
+    {}, {"a": "b", "n": 1, "f": 1.5, "t": True, "z": None}, {"a": []}, {"a": {}},
+    {"a": _nested(parse.MAX_DEPTH + 1)}, {"a": _nested(parse.MAX_DEPTH + 2)},
+    {"a": _nested(parse.MAX_DEPTH + 1, [])}, {"a": _nested(parse.MAX_DEPTH + 1, {})},
+    {"a": _nested(parse.MAX_DEPTH + 1, [1])}, {"a": _nested(parse.MAX_DEPTH, {"k": [None]})},
+    {"a": list(range(parse.MAX_VALUES - 1))}, {"a": list(range(parse.MAX_VALUES))},
+    {f"k{i}": i for i in range(parse.MAX_VALUES)}, {f"k{i}": i for i in range(parse.MAX_VALUES + 1)},
+    {"a": [list(range(5000)), list(range(4998))]}, {"a": [list(range(5000)), list(range(4999))]},
+    {"a": {1: "x"}}, {1: "x"}, {"a": [{"b": {2.5: None}}]}, {"a": ("x",)}, {"a": b"x"}, {"a": {"x"}},
+    {"a": [1, "x", 2.0, False, None, [], {}, ("t",)]}, {"a": __import__("datetime").date(2026, 1, 1)},
+    {"a": ["x"] * 3, "b": {"c": {"d": [1, [2, [3, {"e": "f"}]]]}}},
+])
+def test_frontmatter_bounds_are_checked_level_by_level_as_value_by_value(fields: dict[str, object]) -> None:
+    assert parse.within_bounds(fields) is _within_bounds_by_value(fields)
+
+
+def test_frontmatter_bounds_are_those_a_parse_keeps() -> None:
+    # The edges themselves: the deepest and the largest frontmatter a parse can make are within bounds.
+    deepest = "a:\n" + "".join("  " * i + "- \n" for i in range(1, parse.MAX_DEPTH + 3))
+    note = parse_blob(f"---\n{deepest}---\nbody\n".encode())
+    assert note.problem is None and parse.within_bounds(note.fields)
+    assert not parse.within_bounds({"a": _nested(parse.MAX_DEPTH + 2)})
+    assert parse.within_bounds({"a": list(range(parse.MAX_VALUES - 1))})
+    assert not parse.within_bounds({"a": list(range(parse.MAX_VALUES))})

@@ -12,8 +12,10 @@ idle parent by ~0.1 s: no task queue, no result thread, and one process's result
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -211,6 +213,75 @@ def derive_many(
 
     spelled = list[tuple[str, Note, facts_type]]  # type: ignore[valid-type]
     return _split(items, here, there, _decoder(decoder, spelled), redone)
+
+
+class Forked:
+    """`fn()` (bytes) computed in a forked child while this process goes on with other work: the second
+    core's share of a job. `result()` is the child's bytes, or None when no child could do it (not Linux,
+    one worker wanted, another thread running, no process to be had, the child failed) or `fork` was false
+    (too little work to be worth a process): then the caller does the work itself, as it would without."""
+
+    _LENGTH = 8
+
+    def __init__(self, fn: Callable[[], bytes], *, fork: bool = True) -> None:
+        self._pid = -1
+        self._pipe = -1
+        if not fork or not can_fork():
+            return
+        sys.stdout.flush()
+        sys.stderr.flush()
+        try:
+            r, w = os.pipe()
+        except OSError:
+            return
+        try:
+            pid = os.fork()
+        except OSError:  # no processes to be had (limits, sandbox): the caller does it
+            os.close(r)
+            os.close(w)
+            return
+        if pid == 0:  # the child: compute, hand it back (length first), leave without the parent's cleanup
+            code = 1
+            try:
+                os.close(r)
+                data = fn()
+                with os.fdopen(w, "wb") as out:
+                    out.write(len(data).to_bytes(self._LENGTH, "little"))
+                    out.write(data)
+                code = 0
+            except BaseException:  # any failure at all: the parent does the work itself
+                pass
+            finally:
+                os._exit(code)
+        os.close(w)
+        self._pid, self._pipe = pid, r
+
+    @property
+    def forked(self) -> bool:
+        """Whether a child is at work on it (until `result()` or `cancel()`)."""
+        return self._pid > 0
+
+    def cancel(self) -> None:
+        """Stop the child, when the result is not wanted after all (or the caller raised)."""
+        if self._pid > 0:
+            pid, self._pid = self._pid, -1
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+            os.close(self._pipe)
+            reap(pid)
+
+    def result(self) -> bytes | None:
+        """The child's bytes (waiting for them), or None: see the class."""
+        if self._pid <= 0:
+            return None
+        pid, self._pid = self._pid, -1
+        with os.fdopen(self._pipe, "rb") as pipe:
+            data = pipe.read()
+        status = reap(pid)
+        size = int.from_bytes(data[:self._LENGTH], "little")
+        if status != 0 or len(data) != self._LENGTH + size:
+            return None
+        return data[self._LENGTH:]
 
 
 class Background(Generic[T]):

@@ -425,22 +425,46 @@ def _jsonable(value: Any, depth: int, budget: list[int]) -> Any:
     return text
 
 
+_PLAIN_TYPES = frozenset((str, int, float, bool, type(None)))
+_TEXT = frozenset((str,))
+
+
 def within_bounds(fields: Mapping[str, Any]) -> bool:
     """Whether `fields` (a note's frontmatter, as a cache holds it) is no bigger and no deeper than a
-    parse can make it: for frontmatter that was decoded from a cache someone else may have written."""
-    left = [MAX_VALUES]
+    parse can make it: for frontmatter that was decoded from a cache someone else may have written.
+    Every value counts one (the top-level ones too), at most MAX_VALUES; a value nested more than
+    MAX_DEPTH + 1 levels below a top-level key, a key that is not text or a value that is not a mapping,
+    list, text, number, boolean or null makes it out of bounds.
 
-    def walk(value: Any, depth: int) -> bool:
-        left[0] -= 1
-        if left[0] < 0 or depth > MAX_DEPTH + 1:
+    Level by level, not value by value: `sync fetch` and the first `recall` of a fetched tree check
+    every note's, and a level of plain scalars (most frontmatter is one) is checked in C."""
+    left = MAX_VALUES
+    level: list[Any] = [fields]  # the mappings and lists whose items are at `depth`
+    depth = 0
+    while level:
+        keys: list[Any] = []
+        items: list[Any] = []
+        for holder in level:
+            if isinstance(holder, list):
+                items.extend(holder)
+            else:  # the frontmatter itself, or a mapping in it
+                keys.extend(holder)
+                items.extend(holder.values())
+        if not set(map(type, keys)) <= _TEXT and not all(isinstance(k, str) for k in keys):
             return False
-        if isinstance(value, dict):
-            return all(isinstance(k, str) and walk(v, depth + 1) for k, v in value.items())
-        if isinstance(value, list):
-            return all(walk(v, depth + 1) for v in value)
-        return value is None or isinstance(value, (str, int, float, bool))
-
-    return all(isinstance(k, str) and walk(v, 0) for k, v in fields.items())
+        left -= len(items)
+        if left < 0 or (items and depth > MAX_DEPTH + 1):
+            return False
+        if set(map(type, items)) <= _PLAIN_TYPES:
+            return True  # nothing nested deeper
+        level = []
+        for v in items:
+            if isinstance(v, dict | list):
+                level.append(v)
+            elif not (v is None or isinstance(v, str | int | float | bool)):
+                return False
+        depth += 1
+    return True
 
 
 def _scan_body(body: str, first_line: int) -> tuple[str | None, list[Link], tuple[str, ...]]:

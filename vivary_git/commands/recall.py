@@ -139,7 +139,9 @@ def run(args: argparse.Namespace) -> int:
     k = normalise_k(args.k)
     batch = _read_queries(args.queries) if args.queries is not None else None
     ws = open_ws(args)
-    filters = RecallFilters(types=args.type, paths=args.path, edges=ws.resolve_edge_specs(args.edge))
+    # Without --edge the graph is left to the memory snapshot, which builds it beside the privacy decisions.
+    filters = RecallFilters(types=args.type, paths=args.path,
+                            edges=ws.resolve_edge_specs(args.edge) if args.edge else [])
     cfg = load_memory_config(ws)
     session: RecallSession | CogneeMemory
     if cfg.provider == "cognee":

@@ -21,9 +21,12 @@ Above the limit an HNSW graph (the local index's parameters) is built once and k
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import shutil
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -43,7 +46,7 @@ if TYPE_CHECKING:
     from vivary_git.memory.localfiles import Entry, Manifest
     from vivary_git.memory.snapshot import MemorySnapshot
     from vivary_git.memory.state import StateStore
-    from vivary_git.parallel import Background
+    from vivary_git.parallel import Background, Forked
     from vivary_git.workspace import Workspace
 
 __all__ = ["EXACT_LIMIT", "Assembled", "ExactIndex", "assemble", "index_command"]
@@ -63,8 +66,9 @@ class Memory(Protocol):
     def store(self) -> StateStore: ...
 
 EXACT_LIMIT = 20_000
+FORK_AT = 1000  # notes from which assembling forks children (`prefetch_notes`, the keyword index): fewer, it costs more
 _KEEP = 4
-_FORMAT = 1
+_FORMAT = 2  # 2: `notes` and `tree`, what it was assembled from
 _TREE_MANIFEST = "manifest.json"
 _ENTRIES = "entries.msgpack"
 _LEXICAL = "lexical.bin"
@@ -89,6 +93,8 @@ class TreeManifest(msgspec.Struct, frozen=True):
     vectors: int  # rows / HNSW elements: one per note
     search: str  # "exact" or "hnsw"
     files: dict[str, _File]
+    notes: str = ""  # `notes_digest` of the workspace it was assembled from: see `prefetch_notes`
+    tree: str = ""  # and its source tree (cheaper to compare: the same tree has the same notes)
 
 
 class _Entries(msgspec.Struct, frozen=True):
@@ -150,26 +156,140 @@ def index_command(memory: Memory) -> str:
 
 
 def assemble(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None,
-             loading: Background[Embedder]) -> tuple[Assembled, Embedder]:
+             loading: Background[Embedder], notes: Forked | None = None) -> tuple[Assembled, Embedder]:
     """The index of `snap` from stored vectors (kept under `trees/`), or `RefusedError` naming how many
-    notes have no vector and the command that embeds them."""
-    from vivary_git.memory.localfiles import EMBED_FORMAT, MANIFEST, _digest, embed_text
+    notes have no vector and the command that embeds them. `notes`: `prefetch_notes`' child, if any."""
+    from vivary_git.memory.localfiles import _digest
     from vivary_git.memory.provider import state_dir
-    from vivary_git.memory.snapshot import packets
     from vivary_git.memory.state import LocalStateStore
-    from vivary_git.memory.vectors import SharedVectors, local_rows, vector_key
+    from vivary_git.parallel import Forked
 
     store = memory.store
     folder = state_dir(memory.ws, memory.cfg, memory.dataset) / TREES / snap.fingerprint[:32]
     cache = LocalStateStore(folder)
-    embedder = loading.result()
-    found = _load(cache, snap, embedder)
-    if found is not None:
-        _touch(folder)
-        return found, embedder
+    if cache.get(_TREE_MANIFEST) is not None:  # kept before (see `_load`): the model decides whether it serves
+        embedder = loading.result()
+        found = _load(cache, snap, embedder)
+        if found is not None:
+            if notes is not None:
+                notes.cancel()
+            _touch(folder)
+            return found, embedder
 
-    rendered = list(packets(memory.ws, snap))
+    # The model goes on loading (in its thread) while the notes are read and rendered.
+    rendered = _rendered(memory.ws, snap, notes)
     digests = [_digest(p) for _, p in rendered]
+    embedder = loading.result()  # before the fork below: no thread may run across one
+    # The keyword index is the largest part of the work and needs only the packets: a forked child builds
+    # it on the second core while this process finds the vectors (parallel.Forked; the same bytes either way).
+    lexical_job = Forked(functools.partial(_lexical, store, rendered, digests), fork=len(rendered) >= FORK_AT)
+    try:
+        return _assembled(memory, snap, manifest, embedder, cache, folder, rendered, digests, lexical_job)
+    finally:
+        lexical_job.cancel()  # only when it raised: a result taken leaves no child
+
+
+# --- the notes, read on the second core -----------------------------------------------------------------
+
+_PARTS = msgspec.msgpack.Decoder(list[tuple[str, str, str]])
+
+
+def notes_digest(ws: Workspace) -> str:
+    """sha256 of the workspace's notes (path and blob of each, private ones included): what a kept assembly
+    was made from, known before any note is read or the graph is built."""
+    listed = "".join(f"{e.path}\0{e.oid}\n" for e in ws.source.entries)
+    return hashlib.sha256(b"vivary-notes\0" + listed.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def assembly_likely(memory: Memory) -> bool:
+    """Whether a recall of this workspace will most likely assemble its index (`assemble`), which is worth
+    preparing for (`prefetch_notes`): many notes, no local index to serve it, no kept assembly of these
+    notes. Cheap: a few small files and, at most, a hash of the notes' paths and blob ids."""
+    from vivary_git.memory.localfiles import MANIFEST
+    from vivary_git.memory.provider import state_dir
+
+    ws = memory.ws
+    if ws.source.repo is None or len(ws.source.entries) < FORK_AT:
+        return False
+    if memory.store.get(MANIFEST) is not None:
+        return False  # a local index: most likely it serves (its snapshot), or an index run is due
+    made: list[tuple[str, str]] = []  # (tree, notes) of each kept assembly
+    with contextlib.suppress(OSError):
+        for kept in (state_dir(ws, memory.cfg, memory.dataset) / TREES).glob(f"*/{_TREE_MANIFEST}"):
+            with contextlib.suppress(OSError, msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+                m = msgspec.json.decode(kept.read_bytes()[:1 << 16], type=TreeManifest)
+                made.append((m.tree, m.notes))
+    if any(tree == ws.source.tree_id for tree, _ in made):
+        return False  # this tree was assembled before: most likely kept for this snapshot
+    # So were these notes, maybe (in another tree: an edit elsewhere than in a note).
+    return not made or notes_digest(ws) not in {notes for _, notes in made}
+
+
+def prefetch_notes(memory: Memory, *, settle: Callable[[], None] = lambda: None) -> Forked | None:
+    """The notes of the workspace read in a forked child while this process builds the graph and decides
+    privacy, for a recall that will most likely assemble its index (`assembly_likely`, the caller's to
+    ask). The child hands back what packets take of each note (`snapshot.note_parts`), which is much cheaper
+    to decode than the notes. None when no child can be had: a thread runs (call this before starting one;
+    `settle()` joins the caller's that are about to end)."""
+    from vivary_git.parallel import Forked, can_fork
+
+    ws = memory.ws
+    settle()
+    if not can_fork():
+        return None
+
+    def parts() -> bytes:
+        from vivary_git import localcache
+        from vivary_git.memory.snapshot import note_parts
+
+        # Whatever the child would say, the parent says itself when it reads the notes: a shared cache the
+        # child finds damaged fails the child, so that the parent finds it too and stops reading it.
+        sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - the child ends with os._exit
+        ws.reopen_after_fork()
+        notes = ws.notes()
+        ref = ws.refcache()
+        if ref is not None and ref.damaged:
+            raise RuntimeError("the shared cache is damaged")
+        return localcache.encode([(oid, *note_parts(note)) for oid, note in notes.items()])
+
+    return Forked(parts)
+
+
+def _rendered(ws: Workspace, snap: MemorySnapshot, notes: Forked | None) -> list[tuple[Any, str]]:
+    """`snapshot.packets(ws, snap)`, from the prefetched note parts when the child delivered them."""
+    from collections import defaultdict
+
+    from vivary_git.memory.snapshot import MemoryEdge, note_parts, packet_of, packets
+
+    data = notes.result() if notes is not None else None
+    got: list[tuple[str, str, str]] | None = None
+    if data is not None:
+        from vivary_git import localcache
+
+        with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError, ValueError):
+            got = localcache.decode(data, list[tuple[str, str, str]], _PARTS)
+    if got is None:
+        return list(packets(ws, snap))
+    by_blob = {oid: (frontmatter, body) for oid, frontmatter, body in got}
+    outbound: dict[str, list[MemoryEdge]] = defaultdict(list)
+    for e in snap.edges:
+        outbound[e.source_id].append(e)
+    out = []
+    for node in snap.nodes:
+        part = by_blob.get(node.blob)
+        if part is None:  # not among the notes the child read (never, for one tree): read it here
+            part = note_parts(ws.note(node.blob))
+        out.append((node, packet_of(node, *part, outbound.get(node.id, ()))))
+    return out
+
+
+def _assembled(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None, embedder: Embedder, cache: Any,
+               folder: Path, rendered: list[tuple[Any, str]], digests: list[str], lexical_job: Forked,
+               ) -> tuple[Assembled, Embedder]:
+    from vivary_git.memory.localfiles import EMBED_FORMAT, MANIFEST, embed_text
+    from vivary_git.memory.vectors import SharedVectors, local_rows, vector_key
+
+    store = memory.store
     keys = [vector_key(embedder.model_id, EMBED_FORMAT, embed_text(p)) for _, p in rendered]
     dim = embedder.dim
     rows: dict[str, Any] = {}
@@ -195,26 +315,31 @@ def assemble(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None,
     vectors = np.ascontiguousarray(np.stack([rows[k] for k in keys]).astype("<f4")) if keys \
         else np.zeros((0, dim), dtype="<f4")
     entries = [Entry(node.id, d, i) for i, ((node, _), d) in enumerate(zip(rendered, digests, strict=True))]
-    lexical_bytes = _lexical(store, rendered, digests)
+    from vivary_git.memory.bm25 import LEXICAL_FORMAT
+    from vivary_git.memory.bm25 import decode as decode_lexical
+
+    lexical_bytes = lexical_job.result()
+    if lexical_bytes is None:  # no child built it (too few notes, none to be had, or it failed): here, then
+        lexical_bytes = _lexical(store, rendered, digests)
+    lexical = decode_lexical(lexical_bytes)
+    assert lexical is not None and lexical.n_docs == len(entries)  # just built, here or in our own child
     search = "exact" if len(entries) <= EXACT_LIMIT else "hnsw"
     files = {
         _ENTRIES: msgspec.msgpack.encode(_Entries([(e.node_id, e.digest, e.label) for e in entries])),
         _LEXICAL: lexical_bytes,
         _VECTORS if search == "exact" else _HNSW: vectors.tobytes() if search == "exact" else _hnsw(vectors),
     }
-    from vivary_git.memory.bm25 import LEXICAL_FORMAT
-    from vivary_git.memory.bm25 import decode as decode_lexical
-
     tree = TreeManifest(format=_FORMAT, fingerprint=snap.fingerprint, model_id=embedder.model_id,
                         embed_format=EMBED_FORMAT, lexical_format=LEXICAL_FORMAT, dim=dim, vectors=len(entries),
-                        search=search, files={n: _File(_sha(b), len(b)) for n, b in sorted(files.items())})
+                        search=search, files={n: _File(_sha(b), len(b)) for n, b in sorted(files.items())},
+                        notes=notes_digest(memory.ws), tree=memory.ws.source.tree_id or "")
     with contextlib.suppress(OSError, ValueError):  # a cache: recall answers whether or not it could be kept
+        # Not synced to the disk: every file is checked against the manifest's digests when read (`_load`), so
+        # a crash costs a rebuild. The manifest goes last: it vouches for the rest.
         for name, data in files.items():
-            cache.put(name, data)
-        cache.put(_TREE_MANIFEST, msgspec.json.encode(tree) + b"\n")  # last: it vouches for the rest
+            cache.put(name, data, sync=False)
+        cache.put(_TREE_MANIFEST, msgspec.json.encode(tree) + b"\n", sync=False)
         _prune(folder.parent, keep=folder)
-    lexical = decode_lexical(lexical_bytes)
-    assert lexical is not None  # just built
     index = ExactIndex(vectors) if search == "exact" else _load_hnsw(files[_HNSW], dim, cache)
     return Assembled(index=index, entries=entries, lexical=lexical, search=search), embedder
 

@@ -167,6 +167,14 @@ def preload_runtime() -> None:
     _PRELOADING = Background(load)
 
 
+def _wait_for_preload() -> None:
+    """Let `preload_runtime`'s imports finish (they are needed next anyway); a failure among them is said
+    where the runtime is used, as without the preload."""
+    if _PRELOADING is not None:
+        with contextlib.suppress(Exception):
+            _PRELOADING.result()
+
+
 # --- the provider ---------------------------------------------------------------------------------------
 
 
@@ -833,6 +841,19 @@ def _as_file(store: StateStore, name: str, data: bytes) -> Iterator[Path]:
 # --- recall ---------------------------------------------------------------------------------------------
 
 
+def _graph_is_shared(ws: Workspace) -> bool:
+    """Whether this run reads the tree's facts from the shared cache, which recorded the tree (as CI's `check`
+    does): then building its graph parses next to nothing. Cheap: the manifest only."""
+    ref = ws.refcache()
+    tree = ws.source.tree_id
+    if ref is None or tree is None or not ref.reads() or {"created", "updated"} & set(ws.config.derive):
+        return False
+    from vivary_git import store
+
+    snap = ref.snapshot()
+    return snap is not None and store.tree_key(tree, ws.config.digest()) in snap.manifest.trees
+
+
 class RecallSession:
     """A verified, loaded index for many queries (`recall --queries`); refuses when stale or damaged."""
 
@@ -842,19 +863,31 @@ class RecallSession:
         self.memory = memory
         require_extra()
         store = memory.store
-        # Recall embeds short queries: skipping graph optimisation loads ~0.2 s faster and costs little.
-        loading = Background(lambda: _load_embedder(cfg.memory.local.model, optimize=False))
-        snap = memory.snapshot()
-        manifest = memory.manifest()
-        if manifest is None or manifest.format != STATE_FORMAT or manifest.fingerprint != snap.fingerprint:
-            # Not the snapshot the index was built from: answer from the vectors of this tree's notes when
-            # every one has a vector (this clone's, or the shared cache's), else refuse (memory/assemble.py).
-            from vivary_git.memory.assemble import assemble
+        from vivary_git.memory.assemble import assemble, assembly_likely, prefetch_notes
 
-            built, embedder = assemble(memory, snap, manifest, loading)
-            self.manifest: Manifest | None = None
-            self._serve(snap, embedder, built.index, built.entries, built.lexical)
-            return
+        # The first recall of a tree the index was not built from: a child reads the notes meanwhile (it must
+        # start before any thread), and a graph the shared cache recorded is read beside the privacy decisions
+        # (`build_snapshot`). Otherwise the graph comes first: one nobody recorded may have to parse every note,
+        # on every core, which a running thread would prevent; a cached one is read in a few hundredths.
+        likely = assembly_likely(memory)
+        if not likely or not _graph_is_shared(memory.ws):
+            memory.ws.graph()
+        notes = prefetch_notes(memory, settle=_wait_for_preload) if likely else None
+        try:
+            # Recall embeds short queries: skipping graph optimisation loads ~0.2 s faster and costs little.
+            loading = Background(lambda: _load_embedder(cfg.memory.local.model, optimize=False))
+            snap = memory.snapshot()
+            manifest = memory.manifest()
+            if manifest is None or manifest.format != STATE_FORMAT or manifest.fingerprint != snap.fingerprint:
+                # Not the snapshot the index was built from: answer from the vectors of this tree's notes when
+                # every one has a vector (this clone's, or the shared cache's), else refuse (memory/assemble.py).
+                built, embedder = assemble(memory, snap, manifest, loading, notes)
+                self.manifest: Manifest | None = None
+                self._serve(snap, embedder, built.index, built.entries, built.lexical)
+                return
+        finally:
+            if notes is not None:
+                notes.cancel()  # taken by `assemble`, or not wanted after all
         blobs = {}
         for name in (ENTRIES, HNSW_FILE, LEXICAL):
             data = store.get(name)

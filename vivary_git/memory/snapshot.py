@@ -303,16 +303,26 @@ def _string_keys(value: Any) -> Any:
 def packet(node: MemoryNode, note: Note, edges: Iterable[MemoryEdge]) -> str:
     """What a provider embeds for one node (format `PACKET_FORMAT`, documented in docs/index.md).
     `edges` may be the whole snapshot's: only this node's outbound ones are rendered."""
+    return packet_of(node, *note_parts(note), edges)
+
+
+def note_parts(note: Note) -> tuple[str, str]:
+    """What a packet takes from a note: its frontmatter (as the packet writes it) and its body."""
+    return _frontmatter_json(_fields(note)), note.body
+
+
+def packet_of(node: MemoryNode, frontmatter: str, body: str, edges: Iterable[MemoryEdge]) -> str:
+    """`packet(node, note, edges)` from the note's `note_parts`."""
     lines = [
         f"vivary_node_id: {_one_line(node.id)}",
         f"vivary_type: {_one_line(node.type or '')}",
         f"vivary_path: {_one_line(node.path)}",
         f"vivary_title: {_one_line(node.title)}",
-        _frontmatter_json(_fields(note)),
+        frontmatter,
         "outbound_edges:",
     ]
     lines.extend(f"- {_one_line(e.field)}: {_one_line(e.target_id)}" for e in sorted(edges) if e.source_id == node.id)
-    return "\n".join(lines) + "\n\n" + note.body
+    return "\n".join(lines) + "\n\n" + body
 
 
 def packets(ws: Workspace, snapshot: MemorySnapshot) -> Iterator[tuple[MemoryNode, str]]:

@@ -89,15 +89,18 @@ class LocalStateStore:
         except (FileRefused, OSError):
             return None  # absent, unreadable or not a file counts as absent: the caller rebuilds, which rewrites it
 
-    def put(self, name: str, data: bytes) -> None:
+    def put(self, name: str, data: bytes, *, sync: bool = True) -> None:
+        """`sync=False`: not flushed to the disk before it replaces the old file; for what is verified
+        when read again (a digest elsewhere), so that a crash costs a rebuild, never a wrong answer."""
         path = self.directory / check_name(name)
         tmp = self.directory / f".{name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             with open(tmp, "wb") as fh:
                 fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
+                if sync:
+                    fh.flush()
+                    os.fsync(fh.fileno())
             os.replace(tmp, path)
         except OSError as err:
             raise self._unwritable(err) from None
