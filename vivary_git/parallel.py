@@ -87,30 +87,12 @@ def _split(
         return None
     size = -(-len(items) // n)
     shares = [items[i:i + size] for i in range(0, len(items), size)]
-    sys.stdout.flush()
-    sys.stderr.flush()
-    children: list[tuple[int, int]] = []
-    for share in shares[1:]:
-        try:
-            r, w = os.pipe()
-            pid = os.fork()
-        except OSError:  # no processes to be had (limits, sandbox): this one does that share
-            children.append((-1, -1))
-            continue
-        if pid == 0:  # the child: do the share, hand it back, leave without running the parent's cleanup
-            code = 1
-            try:
-                os.close(r)
-                data = there(share)
-                with os.fdopen(w, "wb") as out:
-                    out.write(data)
-                code = 0
-            except BaseException:  # any failure at all: the parent does this share itself
-                pass
-            finally:
-                os._exit(code)
-        os.close(w)
-        children.append((pid, r))
+
+    def work(share: Sequence[T]) -> Callable[[], Sequence[bytes]]:
+        return lambda: (there(share),)
+
+    # No process to be had (limits, sandbox), or a child that fails: this process does that share.
+    children = [_child(work(share)) or (-1, -1) for share in shares[1:]]
     results = here(shares[0])
     for (pid, r), share in zip(children, shares[1:], strict=True):
         data = b""
@@ -131,6 +113,39 @@ def _split(
             got = here(share)
         results.extend(got)
     return results
+
+
+def _child(produce: Callable[[], Sequence[bytes]]) -> tuple[int, int] | None:
+    """Fork a child that writes the parts `produce()` returns to a pipe and exits 0, or exits 1 on any
+    failure at all, in either case without running this process's cleanup. (pid, the pipe's reading
+    end) here; None when no pipe or process was to be had."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        r, w = os.pipe()
+    except OSError:
+        return None
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(r)
+        os.close(w)
+        return None
+    if pid == 0:
+        code = 1
+        try:
+            os.close(r)
+            parts = produce()
+            with os.fdopen(w, "wb") as out:
+                for part in parts:
+                    out.write(part)
+            code = 0
+        except BaseException:  # the caller does the work itself
+            pass
+        finally:
+            os._exit(code)
+    os.close(w)
+    return pid, r
 
 
 def reap(pid: int) -> int:
@@ -228,33 +243,14 @@ class Forked:
         self._pipe = -1
         if not fork or not can_fork():
             return
-        sys.stdout.flush()
-        sys.stderr.flush()
-        try:
-            r, w = os.pipe()
-        except OSError:
-            return
-        try:
-            pid = os.fork()
-        except OSError:  # no processes to be had (limits, sandbox): the caller does it
-            os.close(r)
-            os.close(w)
-            return
-        if pid == 0:  # the child: compute, hand it back (length first), leave without the parent's cleanup
-            code = 1
-            try:
-                os.close(r)
-                data = fn()
-                with os.fdopen(w, "wb") as out:
-                    out.write(len(data).to_bytes(self._LENGTH, "little"))
-                    out.write(data)
-                code = 0
-            except BaseException:  # any failure at all: the parent does the work itself
-                pass
-            finally:
-                os._exit(code)
-        os.close(w)
-        self._pid, self._pipe = pid, r
+
+        def framed() -> tuple[bytes, bytes]:  # length first: a child cut short is told from one that finished
+            data = fn()
+            return len(data).to_bytes(self._LENGTH, "little"), data
+
+        started = _child(framed)  # None: no process to be had (limits, sandbox); the caller does it
+        if started is not None:
+            self._pid, self._pipe = started
 
     @property
     def forked(self) -> bool:
