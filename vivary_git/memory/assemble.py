@@ -257,9 +257,7 @@ def prefetch_notes(memory: Memory, *, settle: Callable[[], None] = lambda: None)
 
 def _rendered(ws: Workspace, snap: MemorySnapshot, notes: Forked | None) -> list[tuple[Any, str]]:
     """`snapshot.packets(ws, snap)`, from the prefetched note parts when the child delivered them."""
-    from collections import defaultdict
-
-    from vivary_git.memory.snapshot import MemoryEdge, note_parts, packet_of, packets
+    from vivary_git.memory.snapshot import packets
 
     data = notes.result() if notes is not None else None
     got: list[tuple[str, str, str]] | None = None
@@ -268,19 +266,8 @@ def _rendered(ws: Workspace, snap: MemorySnapshot, notes: Forked | None) -> list
 
         with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError, ValueError):
             got = localcache.decode(data, list[tuple[str, str, str]], _PARTS)
-    if got is None:
-        return list(packets(ws, snap))
-    by_blob = {oid: (frontmatter, body) for oid, frontmatter, body in got}
-    outbound: dict[str, list[MemoryEdge]] = defaultdict(list)
-    for e in snap.edges:
-        outbound[e.source_id].append(e)
-    out = []
-    for node in snap.nodes:
-        part = by_blob.get(node.blob)
-        if part is None:  # not among the notes the child read (never, for one tree): read it here
-            part = note_parts(ws.note(node.blob))
-        out.append((node, packet_of(node, *part, outbound.get(node.id, ()))))
-    return out
+    parts = {oid: (frontmatter, body) for oid, frontmatter, body in got} if got is not None else None
+    return list(packets(ws, snap, parts))
 
 
 def _assembled(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None, embedder: Embedder, cache: Any,

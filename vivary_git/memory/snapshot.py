@@ -325,14 +325,18 @@ def packet_of(node: MemoryNode, frontmatter: str, body: str, edges: Iterable[Mem
     return "\n".join(lines) + "\n\n" + body
 
 
-def packets(ws: Workspace, snapshot: MemorySnapshot) -> Iterator[tuple[MemoryNode, str]]:
-    """(node, packet) for every admitted node, in id order, from the same blobs the snapshot checked."""
-    notes = ws.lazy_notes() if len(snapshot.nodes) < 64 else ws.notes()
+def packets(ws: Workspace, snapshot: MemorySnapshot, parts: Mapping[str, tuple[str, str]] | None = None,
+            ) -> Iterator[tuple[MemoryNode, str]]:
+    """(node, packet) for every admitted node, in id order, from the same blobs the snapshot checked.
+    `parts`: the `note_parts` of notes already read (by blob id, in another process, say); any other
+    note is read here."""
+    notes = ws.lazy_notes() if parts is not None or len(snapshot.nodes) < 64 else ws.notes()
     outbound: dict[str, list[MemoryEdge]] = defaultdict(list)
     for e in snapshot.edges:
         outbound[e.source_id].append(e)
     for node in snapshot.nodes:
-        yield node, packet(node, notes[node.blob], outbound.get(node.id, ()))
+        part = parts.get(node.blob) if parts is not None else None
+        yield node, packet_of(node, *(part or note_parts(notes[node.blob])), outbound.get(node.id, ()))
 
 
 def packet_key(node: MemoryNode, edges: Iterable[MemoryEdge]) -> str:
