@@ -18,8 +18,8 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, BinaryIO, Generic, TypeVar
 
 import msgspec
 
@@ -115,10 +115,11 @@ def _split(
     return results
 
 
-def _child(produce: Callable[[], Sequence[bytes]]) -> tuple[int, int] | None:
+def _child(produce: Callable[[], Iterable[bytes]]) -> tuple[int, int] | None:
     """Fork a child that writes the parts `produce()` returns to a pipe and exits 0, or exits 1 on any
-    failure at all, in either case without running this process's cleanup. (pid, the pipe's reading
-    end) here; None when no pipe or process was to be had."""
+    failure at all, in either case without running this process's cleanup. Parts given by an iterator are
+    written behind, by a thread, as they come: making the next does not wait for the reader. (pid, the
+    pipe's reading end) here; None when no pipe or process was to be had."""
     sys.stdout.flush()
     sys.stderr.flush()
     try:
@@ -137,8 +138,11 @@ def _child(produce: Callable[[], Sequence[bytes]]) -> tuple[int, int] | None:
             os.close(r)
             parts = produce()
             with os.fdopen(w, "wb") as out:
-                for part in parts:
-                    out.write(part)
+                if isinstance(parts, Iterator):
+                    _write_behind(out, parts)
+                else:
+                    for part in parts:
+                        out.write(part)
             code = 0
         except BaseException:  # the caller does the work itself
             pass
@@ -146,6 +150,35 @@ def _child(produce: Callable[[], Sequence[bytes]]) -> tuple[int, int] | None:
             os._exit(code)
     os.close(w)
     return pid, r
+
+
+def _write_behind(out: BinaryIO, parts: Iterator[bytes]) -> None:
+    """Write `parts` to `out` from a thread while the next ones are made here; re-raise the writer's error."""
+    import queue
+
+    pending: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+    failed: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            while (part := pending.get()) is not None:
+                out.write(part)
+            out.flush()
+        except BaseException as err:  # the reader left: said where the parts are made
+            failed.append(err)
+
+    writer = threading.Thread(target=write, name="vivary-write-behind", daemon=True)
+    writer.start()
+    try:
+        for part in parts:
+            if failed:
+                break
+            pending.put(part)
+    finally:
+        pending.put(None)
+        writer.join()
+    if failed:
+        raise failed[0]
 
 
 def reap(pid: int) -> int:
@@ -231,22 +264,29 @@ def derive_many(
 
 
 class Forked:
-    """`fn()` (bytes) computed in a forked child while this process goes on with other work: the second
-    core's share of a job. `result()` is the child's bytes, or None when no child could do it (not Linux,
-    one worker wanted, another thread running, no process to be had, the child failed) or `fork` was false
-    (too little work to be worth a process): then the caller does the work itself, as it would without."""
+    """`fn()` computed in a forked child while this process goes on with other work: the second core's share
+    of a job. `fn` returns bytes, or yields `frames` of them one after another (the child writes each as soon
+    as it is made, from a thread, so that making the next never waits for this process to read). Each
+    `result()` is the child's next frame, or None when no child could do it (not Linux, one worker wanted,
+    another thread running, no process to be had, the child failed before that frame was whole) or `fork`
+    was false (too little work to be worth a process): then the caller does the work itself, as it would
+    without. The last frame counts only when the child also exited cleanly."""
 
     _LENGTH = 8
 
-    def __init__(self, fn: Callable[[], bytes], *, fork: bool = True) -> None:
+    def __init__(self, fn: Callable[[], bytes | Iterator[bytes]], *, fork: bool = True, frames: int = 1) -> None:
         self._pid = -1
         self._pipe = -1
+        self._reader: BinaryIO | None = None
+        self._left = frames
         if not fork or not can_fork():
             return
 
-        def framed() -> tuple[bytes, bytes]:  # length first: a child cut short is told from one that finished
-            data = fn()
-            return len(data).to_bytes(self._LENGTH, "little"), data
+        def framed() -> Iterator[bytes]:  # length first: a child cut short is told from one that finished
+            made = fn()
+            for data in (made,) if isinstance(made, bytes) else made:
+                yield len(data).to_bytes(self._LENGTH, "little")
+                yield data
 
         started = _child(framed)  # None: no process to be had (limits, sandbox); the caller does it
         if started is not None:
@@ -254,30 +294,42 @@ class Forked:
 
     @property
     def forked(self) -> bool:
-        """Whether a child is at work on it (until `result()` or `cancel()`)."""
+        """Whether a child is at work on it (until its last `result()` or `cancel()`)."""
         return self._pid > 0
 
     def cancel(self) -> None:
-        """Stop the child, when the result is not wanted after all (or the caller raised)."""
+        """Stop the child, when the rest of its work is not wanted after all (or the caller raised)."""
         if self._pid > 0:
             pid, self._pid = self._pid, -1
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-            os.close(self._pipe)
+            self._close()
             reap(pid)
 
+    def _close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+        else:
+            os.close(self._pipe)
+
     def result(self) -> bytes | None:
-        """The child's bytes (waiting for them), or None: see the class."""
+        """The child's next frame (waiting for it), or None: see the class."""
         if self._pid <= 0:
             return None
+        if self._reader is None:
+            self._reader = os.fdopen(self._pipe, "rb")
+        head = self._reader.read(self._LENGTH)
+        data = self._reader.read(int.from_bytes(head, "little")) if len(head) == self._LENGTH else None
+        whole = data is not None and len(data) == int.from_bytes(head, "little")
+        self._left -= 1
+        if whole and self._left > 0:
+            return data
         pid, self._pid = self._pid, -1
-        with os.fdopen(self._pipe, "rb") as pipe:
-            data = pipe.read()
+        if whole:
+            whole = not self._reader.read(1)  # nothing after the last frame
+        self._close()
         status = reap(pid)
-        size = int.from_bytes(data[:self._LENGTH], "little")
-        if status != 0 or len(data) != self._LENGTH + size:
-            return None
-        return data[self._LENGTH:]
+        return data if whole and status == 0 else None
 
 
 class Background(Generic[T]):
