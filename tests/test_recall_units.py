@@ -6,6 +6,7 @@ import importlib.util
 from collections import Counter
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from vivary_git.errors import UsageError
@@ -140,6 +141,68 @@ def test_bm25_built_in_bulk_is_the_index_built_note_by_note() -> None:
     index = bm25.decode(want)
     query = tok("fracture 2024")
     assert index is not None and index.top(query, 3) == bm25.build_texts(docs).top(query, 3) != []
+
+
+@needs_numpy
+def test_an_index_built_from_frames_and_term_bags_is_the_index_of_the_whole_packets() -> None:
+    """The first recall of a fetched tree counts each note's words in one process (`term_bags`, while the
+    graph is built) and adds each packet's frame (id, type, path, title, edges) in another (`build_framed`).
+    The index must be `build_texts` of the whole packets, byte for byte, whatever is on either side of the
+    line break between the halves: ASCII and not, combining marks and Hangul jamo that NFKC would join
+    across a boundary, CJK, stopwords, a word in both halves, empty halves. Notes may be used by two packets
+    or by none (a private note's words must not reach the vocabulary), and in any order."""
+    import random
+
+    from vivary_git.memory import bm25
+
+    rng = random.Random(11)
+    vocab = ["Fractures", "fractured", "the", "a", "x", "2024", "x1_y", "naïve", "café", "Straße", "ссылки",
+             "λόγοι", "API设计", "内部链接", "ＡＰＩ", "ﬁsh", "\u0301accent", "e\u0301", "\u1100", "\u1161\u11a8",
+             "C++", "—", "\t", "\\n", "vivary_node_id:", "- related:", "shared", "outbound_edges:"]
+
+    def text(words: int) -> str:
+        return "\n".join(" ".join(rng.choice(vocab) for _ in range(rng.randint(0, 6))) for _ in range(words))
+
+    notes = [text(rng.randint(0, 12)) for _ in range(700)] + ["\u0301", "\u1161", "", "secretcanary only here"]
+    frames = [text(rng.randint(0, 6)) + rng.choice(["", "\u1100", "e", "\u0301"]) for _ in range(900)]
+    rows = [rng.randrange(len(notes) - 1) for _ in frames]  # never the last: nobody's packet holds it
+    rows[:5] = [len(notes) - 2, len(notes) - 2, len(notes) - 3, len(notes) - 4, 0]  # an empty note, twice
+    keys = [f"blob-{i}" for i in range(len(notes))]
+    whole = [f"{frame}\n{notes[r]}" for frame, r in zip(frames, rows, strict=True)]
+    want = bm25.build_texts(whole).encode()
+    bags = bm25.term_bags(keys, notes)
+    shipped = msgspec.msgpack.decode(msgspec.msgpack.encode(bags), type=bm25.TermBags)
+    for given in (frames, bm25.frame_terms(frames)):
+        built = bm25.build_framed(given, shipped, rows)
+        assert built is not None and built.encode() == want
+        (canary,) = bm25.Tokenizer()("secretcanary")
+        assert canary in bags.terms and canary not in built.vocab
+    # The ASCII frames are cut in one pass, a random marker word between them; a frame that happens to hold
+    # that word is still counted right (all frames are then cut one by one).
+    import secrets
+
+    real_hex = secrets.token_hex
+    try:
+        secrets.token_hex = lambda n=None: "0" * 24  # type: ignore[assignment]
+        ascii_at = next(i for i, f in enumerate(frames) if f.isascii())
+        other_at = next(i for i, f in enumerate(frames) if not f.isascii())
+        for at, word in ((ascii_at, "vivary" + "0" * 24), (other_at, "vivary" + "0" * 24),
+                         (other_at, "ｖｉｖａｒｙ" + "０" * 24)):  # folds to the marker
+            marked = list(frames)
+            marked[at] += f" {word}"
+            whole_marked = [f"{f}\n{notes[r]}" for f, r in zip(marked, rows, strict=True)]
+            want_marked = bm25.build_texts(whole_marked).encode()
+            built = bm25.build_framed(bm25.frame_terms(marked), bags, rows)
+            assert built is not None and built.encode() == want_marked != want
+    finally:
+        secrets.token_hex = real_hex
+    assert bm25.build_framed([], bags, []) is not None
+    assert bm25.build_framed([], bags, []).encode() == bm25.build_texts([]).encode()  # type: ignore[union-attr]
+    # Bags that do not add up are refused (the caller then tokenises the packets), never indexed.
+    for broken in (msgspec.structs.replace(bags, keys=keys[:-1]), msgspec.structs.replace(bags, ids=bags.ids[:-4]),
+                   msgspec.structs.replace(bags, terms=bags.terms[:1])):
+        assert bm25.build_framed(frames, broken, rows) is None
+    assert bm25.build_framed(frames, bags, [*rows[:-1], len(notes)]) is None  # a row nobody counted
 
 
 @needs_numpy

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["LEXICAL_FORMAT", "LexicalIndex", "Tokenizer", "build", "build_texts", "decode", "from_postings"]
+__all__ = ["LEXICAL_FORMAT", "FrameTerms", "LexicalIndex", "TermBags", "Tokenizer", "build", "build_framed",
+           "build_texts", "decode", "frame_terms", "from_postings", "term_bags"]
 
 LEXICAL_FORMAT = 2  # bump when tokenisation or the encoding changes: cached token counts are keyed by it
 K1 = 1.2
@@ -300,9 +301,7 @@ def build_texts(docs: Sequence[str | Mapping[str, int]], tokenizer: Tokenizer | 
     all_counts = np.concatenate(parts_counts) if parts_counts else np.zeros(0, dtype=np.int64)
     # Sorted by term, then document: the order `build` leaves its postings in. Two words with one stem
     # (or a word in two blocks: never, blocks are whole documents) add up.
-    keys, inverse = np.unique(all_keys, return_inverse=True)
-    tf = np.bincount(inverse.reshape(-1), weights=all_counts, minlength=len(keys)) if len(keys) else \
-        np.zeros(0, dtype=np.float64)
+    keys, tf = _sum_by_key(all_keys, all_counts, len(vocab) * max(n, 1))
     terms = keys // n if n else keys
     docs_of = (keys % n).astype(np.int32) if n else keys.astype(np.int32)
     indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
@@ -360,3 +359,218 @@ def from_postings(vocab: list[str], indptr: npt.NDArray[np.int64], docs: npt.NDA
     avgdl = float(lengths.mean()) if n else 0.0
     header = _Header(format=LEXICAL_FORMAT, k1=k1, b=b, n_docs=n, n_postings=len(docs), avgdl=avgdl, vocab=vocab)
     return LexicalIndex(header, indptr, docs, tfs, lengths)
+
+
+def _sum_by_key(keys: npt.NDArray[np.int64], counts: npt.NDArray[np.int64], bound: int,
+                ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The distinct `keys` (each in 0..bound-1), ascending, and the sum of the `counts` of each.
+    The count rides below its key in one int64, so one sort of values does it (several times faster than
+    the argsort `np.unique(..., return_inverse=True)` makes), unless that would not fit in 63 bits."""
+    import numpy as np
+
+    if not len(keys):
+        return keys, counts
+    scale = int(counts.max()) + 1
+    if bound * scale < 1 << 62 and int(counts.min()) >= 0:
+        found, each = np.divmod(np.sort(keys * scale + counts), scale)
+        firsts = np.flatnonzero(np.diff(found, prepend=-1))
+        return found[firsts], np.add.reduceat(each, firsts)
+    distinct, inverse = np.unique(keys, return_inverse=True)
+    return distinct, np.bincount(inverse.reshape(-1), weights=counts, minlength=len(distinct)).astype(np.int64)
+
+
+# --- an index from two halves of each document ------------------------------------------------------------
+
+
+class TermBags(msgspec.Struct, frozen=True, array_like=True):
+    """The term counts of many texts, compactly (`term_bags`): text j's postings are `indptr[j]:indptr[j + 1]`
+    of `ids` (numbers into `terms`, ascending) and `counts`, all little-endian (int64, int32, int32)."""
+
+    keys: list[str]  # a caller's name for each text (a blob id, say)
+    terms: list[str]
+    indptr: bytes
+    ids: bytes
+    counts: bytes
+
+
+_SHIFT = 32  # (text << _SHIFT) | word: one int64 sort key per posting, grouped by text
+
+
+def term_bags(keys: Sequence[str], texts: Sequence[str], tokenizer: Tokenizer | None = None) -> TermBags:
+    """The term counts of `texts` (named by `keys`), as `Tokenizer.counts` counts them, cut in bulk as
+    `build_texts` cuts them. With `build_framed`, the costly half of an index (the notes' own text) can be
+    counted before, and apart from, the half that depends on the graph."""
+    import numpy as np
+
+    tok = tokenizer if tokenizer is not None else Tokenizer()
+    m = len(texts)
+    word_id: dict[str, int] = {}
+    words_seen: list[str] = []
+    blocks: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = []
+    block = 512
+    for lo in range(0, m, block):
+        cut: list[str] = []
+        sizes: list[int] = []
+        for i in range(lo, min(lo + block, m)):
+            found = tok.raw_words(texts[i])
+            cut.extend(found)
+            sizes.append(len(found))
+        if not cut:
+            continue
+        for w in set(cut).difference(word_id):
+            word_id[w] = len(words_seen)
+            words_seen.append(w)
+        ids = np.fromiter(map(word_id.__getitem__, cut), dtype=np.int64, count=len(cut))
+        text_of = np.repeat(np.arange(lo, lo + len(sizes), dtype=np.int64), np.asarray(sizes, dtype=np.int64))
+        found_keys, found_counts = np.unique((text_of << _SHIFT) | ids, return_counts=True)
+        blocks.append((found_keys, found_counts.astype(np.int64)))
+    # Each distinct word's term (or none), numbered in order of first sight; two words of one text with one
+    # stem add up.
+    term_of = [tok.term(w) for w in words_seen]
+    number: dict[str, int] = {}
+    for t in term_of:
+        if t is not None and t not in number:
+            number[t] = len(number)
+    word_term = np.fromiter((-1 if t is None else number[t] for t in term_of), dtype=np.int64, count=len(term_of))
+    parts_keys: list[npt.NDArray[np.int64]] = []
+    parts_counts: list[npt.NDArray[np.int64]] = []
+    low = (1 << _SHIFT) - 1
+    v = max(len(number), 1)
+    for found_keys, found_counts in blocks:
+        terms = word_term[found_keys & low]
+        kept = terms >= 0
+        parts_keys.append((found_keys[kept] >> _SHIFT) * v + terms[kept])
+        parts_counts.append(found_counts[kept])
+    all_keys = np.concatenate(parts_keys) if parts_keys else np.zeros(0, dtype=np.int64)
+    all_counts = np.concatenate(parts_counts) if parts_counts else np.zeros(0, dtype=np.int64)
+    merged, counts = _sum_by_key(all_keys, all_counts, m * v)  # by text, then term number
+    indptr = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(np.bincount(merged // v, minlength=m), out=indptr[1:])
+    return TermBags(keys=list(keys), terms=list(number), indptr=indptr.astype("<i8").tobytes(),
+                    ids=(merged % v).astype("<i4").tobytes(), counts=counts.astype("<i4").tobytes())
+
+
+class FrameTerms:
+    """The terms of documents' frames (`frame_terms`): posting k is term `terms[ids[k]]` once in document
+    `docs[k]`, of `n` documents."""
+
+    def __init__(self, terms: list[str], ids: npt.NDArray[np.int64], docs: npt.NDArray[np.int64], n: int) -> None:
+        self.terms, self.ids, self.docs, self.n = terms, ids, docs, n
+
+
+def frame_terms(frames: Sequence[str], tokenizer: Tokenizer | None = None) -> FrameTerms:
+    """The terms of each of `frames`, for `build_framed`: each distinct word stemmed once, and the ASCII
+    frames (most) cut into words all at once, one marker word between each two."""
+    import secrets
+
+    import numpy as np
+
+    tok = tokenizer if tokenizer is not None else Tokenizer()
+    # The other frames first, one by one (folded: other scripts), then the ASCII ones at once.
+    other = [i for i, frame in enumerate(frames) if not frame.isascii()]
+    cut: list[str] = []
+    sizes: list[int] = []
+    for i in other:
+        found = tok.raw_words(frames[i])
+        cut.extend(found)
+        sizes.append(len(found))
+    plain = [i for i, frame in enumerate(frames) if frame.isascii()]
+    marker = ""
+    if plain:
+        # Words never run across a line break, so the words of "\nMARKER\n".join(frames) are each frame's
+        # words with MARKER before them, once no frame holds MARKER as a word (checked: counted).
+        marker = f"vivary{secrets.token_hex(12)}"
+        found = tok.raw_words("".join(f"\n{marker}\n{frames[i]}" for i in plain))
+        if found.count(marker) == len(plain) and marker not in cut:
+            cut.extend(found)
+        else:  # a frame holding a random 30-character word: cut them one by one
+            for i in plain:
+                found = tok.raw_words(frames[i])
+                cut.extend(found)
+                sizes.append(len(found))
+            other, plain, marker = other + plain, [], ""
+    terms: list[str] = []
+    number: dict[str, int] = {}
+    word_term: dict[str, int] = {}
+    for w in set(cut):
+        t = tok.term(w) if w != marker else None
+        if t is None:
+            word_term[w] = -2 if w == marker else -1
+            continue
+        j = number.get(t)
+        if j is None:
+            j = number[t] = len(terms)
+            terms.append(t)
+        word_term[w] = j
+    ids = np.fromiter(map(word_term.__getitem__, cut), dtype=np.int64, count=len(cut))
+    docs = np.repeat(np.asarray(other, dtype=np.int64), np.asarray(sizes, dtype=np.int64))
+    if plain:  # after the others' words: the joined frames', each frame's behind its marker
+        after = len(docs)
+        docs = np.concatenate((docs, np.asarray(plain, dtype=np.int64)[np.cumsum(ids[after:] == -2) - 1]))
+    kept = ids >= 0
+    return FrameTerms(terms, ids[kept], docs[kept], len(frames))
+
+
+def build_framed(frames: Sequence[str] | FrameTerms, bags: TermBags, rows: Sequence[int],
+                 tokenizer: Tokenizer | None = None, *, k1: float = K1, b: float = B) -> LexicalIndex | None:
+    """`build_texts([frames[i] + "\n" + texts[rows[i]] for i ...])` byte for byte, where `texts` are those
+    `bags` counted: document i is the words of `frames[i]` (or their `frame_terms`, counted before) plus
+    text `rows[i]`'s bag. (Words never run across a line break, before or after folding, so a document's
+    words are its two halves' words.) None when `bags` is not a consistent set of bags (then build the
+    index from the texts)."""
+    import numpy as np
+
+    framed = frames if isinstance(frames, FrameTerms) else frame_terms(frames, tokenizer)
+    n = framed.n
+    try:
+        indptr = np.frombuffer(bags.indptr, dtype="<i8")
+        ids = np.frombuffer(bags.ids, dtype="<i4")
+        bag_counts = np.frombuffer(bags.counts, dtype="<i4")
+    except ValueError:
+        return None
+    m, v = len(indptr) - 1, len(bags.terms)
+    if m != len(bags.keys) or m < 0 or len(ids) != len(bag_counts) or (m >= 0 and len(indptr) and (
+            indptr[0] != 0 or indptr[-1] != len(ids) or bool((np.diff(indptr) < 0).any()))) \
+            or (len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= v or int(bag_counts.min()) < 1)):
+        return None
+    rows_at = np.asarray(rows, dtype=np.int64)
+    if len(rows_at) != n or (n and (int(rows_at.min()) < 0 or int(rows_at.max()) >= m)):
+        return None
+    # One table of terms: the bags' own, then the frames' that they lack.
+    table = list(bags.terms)
+    number = {t: i for i, t in enumerate(table)}
+    renumber: list[int] = []
+    for t in framed.terms:
+        j = number.get(t)
+        if j is None:
+            j = number[t] = len(table)
+            table.append(t)
+        renumber.append(j)
+    frame_ids = np.asarray(renumber, dtype=np.int64)[framed.ids]
+    frame_docs = framed.docs
+    # Each document's bag: the postings of its row, gathered in one pass.
+    starts, ends = indptr[rows_at], indptr[rows_at + 1]
+    lengths_of = ends - starts
+    total = int(lengths_of.sum())
+    offsets = np.cumsum(lengths_of) - lengths_of
+    at = np.repeat(starts - offsets, lengths_of) + np.arange(total, dtype=np.int64)
+    bag_docs = np.repeat(np.arange(n, dtype=np.int64), lengths_of)
+    # Terms numbered in sorted order, as `build_texts` numbers its vocabulary; postings by term, then document.
+    order = sorted(range(len(table)), key=table.__getitem__)
+    rank = np.empty(len(table), dtype=np.int64)
+    rank[np.asarray(order, dtype=np.int64)] = np.arange(len(table), dtype=np.int64)
+    keys_of = np.concatenate((rank[frame_ids] * n + frame_docs, rank[ids[at].astype(np.int64)] * n + bag_docs))
+    counts_of = np.concatenate((np.ones(len(frame_ids), dtype=np.int64), bag_counts[at].astype(np.int64)))
+    keys, summed = _sum_by_key(keys_of, counts_of, len(table) * max(n, 1))
+    ranks, docs = np.divmod(keys, max(n, 1))
+    # Terms of these documents only (a bag nobody asked for adds none), each where its postings start.
+    starts_at = np.flatnonzero(np.diff(ranks, prepend=-1))
+    vocab = [table[order[r]] for r in ranks[starts_at].tolist()]
+    postings = np.append(starts_at, len(keys)).astype(np.int64)
+    docs_of = docs.astype(np.int32)
+    lengths = np.bincount(docs_of, weights=summed, minlength=n).astype(np.float32) if n else \
+        np.zeros(0, dtype=np.float32)
+    tf = summed
+    avgdl = float(lengths.mean()) if n else 0.0
+    header = _Header(format=LEXICAL_FORMAT, k1=k1, b=b, n_docs=n, n_postings=len(keys), avgdl=avgdl, vocab=vocab)
+    return LexicalIndex(header, postings, docs_of, tf.astype(np.float32), lengths)
