@@ -357,15 +357,17 @@ def _damage_a_parse_chunk(path: Path) -> None:
 
 
 @pytest.mark.parametrize("cache", ["sound", "damaged"])
-@pytest.mark.parametrize("child", ["answers", "fails"])
+@pytest.mark.parametrize("child", ["answers", "fails", "fails-counting", "fails-merging"])
 def test_a_fresh_clones_first_recall_is_the_same_with_or_without_its_children(
         ws: Repo, cli: Any, tmp_path: Path, forks: list[bool], monkeypatch: pytest.MonkeyPatch, child: str,
         cache: str) -> None:
-    """The first recall of a fetched tree reads the notes in one forked child (while it builds the graph) and
-    builds the keyword index in another (while it gathers the vectors). Whether the children answer or fail,
-    and whether the fetched cache is sound or a chunk of it was tampered with, it prints and answers exactly
-    what a recall that forks nothing does; on a sound cache, byte for byte what the indexing clone answers."""
-    from vivary_git.memory import assemble, snapshot
+    """The first recall of a fetched tree reads the notes in one forked child (while it builds the graph),
+    which then counts their words, and builds the keyword index in another (while it gathers the vectors)
+    from those counts, or from the packets when there are none. Whether the children answer or fail (the
+    first one at once or after sending the notes, the second one merging), and whether the fetched cache is
+    sound or a chunk of it was tampered with, it prints and answers exactly what a recall that forks nothing
+    does; on a sound cache, byte for byte what the indexing clone answers."""
+    from vivary_git.memory import assemble, bm25, snapshot
     from vivary_git.memory.local import LocalMemory
 
     assert cli("index", "--yes", cwd=ws.path).code == 0
@@ -391,6 +393,7 @@ def test_a_fresh_clones_first_recall_is_the_same_with_or_without_its_children(
     assert forks == [False]  # the keyword index's job, done in the recall itself
     forks.clear()
     monkeypatch.setenv("VIVARY_JOBS", "2")
+    untouched = assemble._lexical
     if child == "fails":
         parent = os.getpid()
         real_parts, real_lexical = snapshot.note_parts, assemble._lexical
@@ -407,8 +410,26 @@ def test_a_fresh_clones_first_recall_is_the_same_with_or_without_its_children(
 
         monkeypatch.setattr(snapshot, "note_parts", parts_here)
         monkeypatch.setattr(assemble, "_lexical", lexical_here)
+    elif child == "answers" and cache == "sound":
+        def never(*args: Any) -> bytes:
+            raise AssertionError("the packets were tokenised: the notes' child's counts were not used")
+
+        monkeypatch.setattr(assemble, "_lexical", never)
+    if child.startswith("fails-"):
+        parent = os.getpid()
+        name = "term_bags" if child == "fails-counting" else "build_framed"
+        real = getattr(bm25, name)
+
+        def only_here(*args: Any) -> Any:
+            if os.getpid() != parent:
+                raise MemoryError("a child that cannot finish")
+            return real(*args)
+
+        monkeypatch.setattr(bm25, name, only_here)
     assert recall(forking) == expected
     assert forks[0], "the notes were read in a child"
+    if child == "answers":
+        monkeypatch.setattr(assemble, "_lexical", untouched)  # a tree assembled again without the notes' child
     if cache == "damaged":
         assert expected[2] == 3 and expected[1].count("ignored the cache in refs/vivary/cache") == 1, expected
         return

@@ -302,6 +302,23 @@ def test_packet_renders_only_the_nodes_own_edges() -> None:
     )
 
 
+def test_a_packet_is_its_frame_and_its_notes_text_line_for_line() -> None:
+    """The keyword index of a fetched tree is built from two halves counted apart (bm25.build_framed): the
+    lines the snapshot gives (`packet_frame`) and those the note gives (`note_text`). Together they must be
+    the packet's lines, whatever the names hold (line breaks, backslashes, other scripts)."""
+    from vivary_git.memory.snapshot import note_text, packet_frame, packet_of
+
+    node = snapshot_mod.MemoryNode(id="a\nvivary_type: x", type="dé\\c", path="日本/a\r.md", title="", blob="0" * 40,
+                                   fields={})
+    edges = [MemoryEdge("a\nvivary_type: x", "f\n", "b\u0301"), MemoryEdge("z", "g", "a"),
+             MemoryEdge("a\nvivary_type: x", "g", "c")]
+    for frontmatter, body in (("{}", ""), ('{"k":"v"}', "# T\n\nline\n\n- b\n"), ("{}", "\u0301body\n")):
+        whole = packet_of(node, frontmatter, body, edges)
+        halves = packet_frame(node, edges).split("\n") + note_text(frontmatter, body).split("\n")
+        assert sorted(whole.split("\n")) == sorted([*halves, ""])  # and the blank line before the body
+        assert whole.startswith(packet_frame(node, edges).split("\noutbound_edges:")[0] + f"\n{frontmatter}\n")
+
+
 def test_dataset_name(tmp_path: Path) -> None:
     root = tmp_path / "My Notes (2026)"
     root.mkdir()

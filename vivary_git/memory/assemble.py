@@ -26,7 +26,7 @@ import hashlib
 import os
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from vivary_git.memory.bm25 import LexicalIndex
+    from vivary_git.memory.bm25 import FrameTerms, LexicalIndex
     from vivary_git.memory.config import MemoryConfig
     from vivary_git.memory.embed import Embedder
     from vivary_git.memory.localfiles import Entry, Manifest
@@ -162,7 +162,6 @@ def assemble(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None,
     from vivary_git.memory.localfiles import _digest
     from vivary_git.memory.provider import state_dir
     from vivary_git.memory.state import LocalStateStore
-    from vivary_git.parallel import Forked
 
     store = memory.store
     folder = state_dir(memory.ws, memory.cfg, memory.dataset) / TREES / snap.fingerprint[:32]
@@ -177,12 +176,14 @@ def assemble(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None,
             return found, embedder
 
     # The model goes on loading (in its thread) while the notes are read and rendered.
-    rendered = _rendered(memory.ws, snap, notes)
+    rendered, frames = _rendered(memory.ws, snap, notes)
     digests = [_digest(p) for _, p in rendered]
     embedder = loading.result()  # before the fork below: no thread may run across one
-    # The keyword index is the largest part of the work and needs only the packets: a forked child builds
-    # it on the second core while this process finds the vectors (parallel.Forked; the same bytes either way).
-    lexical_job = Forked(functools.partial(_lexical, store, rendered, digests), fork=len(rendered) >= FORK_AT)
+    # The keyword index is the largest part of the work. When the notes' child is counting their words it
+    # is built from those counts, here, once the vectors are found; else a forked child builds it from the
+    # packets on the second core meanwhile (parallel.Forked). The same bytes every way.
+    lexical_job = _Lexical(store, rendered, digests,
+                           (notes, frames) if notes is not None and frames is not None else None, snap)
     try:
         return _assembled(memory, snap, manifest, embedder, cache, folder, rendered, digests, lexical_job)
     finally:
@@ -238,9 +239,10 @@ def prefetch_notes(memory: Memory, *, settle: Callable[[], None] = lambda: None)
     if not can_fork():
         return None
 
-    def parts() -> bytes:
+    def parts() -> Iterator[bytes]:
         from vivary_git import localcache
-        from vivary_git.memory.snapshot import note_parts
+        from vivary_git.memory.bm25 import term_bags
+        from vivary_git.memory.snapshot import note_parts, note_text
 
         # Whatever the child would say, the parent says itself when it reads the notes: a shared cache the
         # child finds damaged fails the child, so that the parent finds it too and stops reading it.
@@ -250,13 +252,19 @@ def prefetch_notes(memory: Memory, *, settle: Callable[[], None] = lambda: None)
         ref = ws.refcache()
         if ref is not None and ref.damaged:
             raise RuntimeError("the shared cache is damaged")
-        return localcache.encode([(oid, *note_parts(note)) for oid, note in notes.items()])
+        got = [(oid, *note_parts(note)) for oid, note in notes.items()]
+        yield localcache.encode(got)
+        # Then the words of each note, counted while the parent renders and finds the vectors: the costly
+        # half of the keyword index (`_Lexical`).
+        yield msgspec.msgpack.encode(term_bags([oid for oid, _, _ in got], [note_text(f, b) for _, f, b in got]))
 
-    return Forked(parts)
+    return Forked(parts, frames=2)
 
 
-def _rendered(ws: Workspace, snap: MemorySnapshot, notes: Forked | None) -> list[tuple[Any, str]]:
-    """`snapshot.packets(ws, snap)`, from the prefetched note parts when the child delivered them."""
+def _rendered(ws: Workspace, snap: MemorySnapshot, notes: Forked | None,
+              ) -> tuple[list[tuple[Any, str]], list[str] | None]:
+    """`snapshot.packets(ws, snap)`, from the prefetched note parts when the child delivered them; and then
+    (the child's next frame being the notes' term counts) each packet's frame, else None."""
     from vivary_git.memory.snapshot import packets
 
     data = notes.result() if notes is not None else None
@@ -266,12 +274,14 @@ def _rendered(ws: Workspace, snap: MemorySnapshot, notes: Forked | None) -> list
 
         with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError, ValueError):
             got = localcache.decode(data, list[tuple[str, str, str]], _PARTS)
-    parts = {oid: (frontmatter, body) for oid, frontmatter, body in got} if got is not None else None
-    return list(packets(ws, snap, parts))
+    if got is None:
+        return list(packets(ws, snap)), None
+    frames: list[str] = []
+    return list(packets(ws, snap, {oid: (frontmatter, body) for oid, frontmatter, body in got}, frames)), frames
 
 
 def _assembled(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None, embedder: Embedder, cache: Any,
-               folder: Path, rendered: list[tuple[Any, str]], digests: list[str], lexical_job: Forked,
+               folder: Path, rendered: list[tuple[Any, str]], digests: list[str], lexical_job: _Lexical,
                ) -> tuple[Assembled, Embedder]:
     from vivary_git.memory.localfiles import EMBED_FORMAT, MANIFEST, embed_text
     from vivary_git.memory.vectors import SharedVectors, local_rows, vector_key
@@ -306,8 +316,6 @@ def _assembled(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None, 
     from vivary_git.memory.bm25 import decode as decode_lexical
 
     lexical_bytes = lexical_job.result()
-    if lexical_bytes is None:  # no child built it (too few notes, none to be had, or it failed): here, then
-        lexical_bytes = _lexical(store, rendered, digests)
     lexical = decode_lexical(lexical_bytes)
     assert lexical is not None and lexical.n_docs == len(entries)  # just built, here or in our own child
     search = "exact" if len(entries) <= EXACT_LIMIT else "hnsw"
@@ -421,6 +429,69 @@ def _lexical(store: Any, rendered: list[tuple[Any, str]], digests: list[str]) ->
     known = cache.counts if cache is not None and cache.format == LEXICAL_FORMAT else {}
     docs: list[str | dict[str, int]] = [known.get(d, packet) for (_, packet), d in zip(rendered, digests, strict=True)]
     return build_texts(docs).encode()
+
+
+class _Lexical:
+    """The keyword index of an assembly, encoded, built on the second core while this process finds the
+    vectors: by a forked child from the notes' term counts, which it reads itself from `prefetch_notes`'
+    child (their second frame, `_framed`), or from the packets (`_lexical`); here when no child can be had
+    or one failed. The same bytes every way."""
+
+    def __init__(self, store: Any, rendered: list[tuple[Any, str]], digests: list[str],
+                 bags: tuple[Forked, list[str]] | None, snap: MemorySnapshot) -> None:
+        from vivary_git.parallel import Forked
+
+        self._store, self._rendered, self._digests, self._snap = store, rendered, digests, snap
+        self._bags = bags[0] if bags is not None else None
+        self._frames = bags[1] if bags is not None else []
+        job = functools.partial(_framed_there, bags[0], snap, bags[1]) if bags is not None else \
+            functools.partial(_lexical, store, rendered, digests)
+        self._job = Forked(job, fork=len(rendered) >= FORK_AT)
+
+    def result(self) -> bytes:
+        made: bytes | None = None
+        if self._job.forked:
+            made = self._job.result()
+            if self._bags is not None:
+                self._bags.cancel()  # its last frame went to our child (or was not wanted after all)
+        elif self._bags is not None:
+            made = _framed(self._bags.result(), self._snap, self._frames)
+        return made if made is not None else _lexical(self._store, self._rendered, self._digests)
+
+    def cancel(self) -> None:
+        self._job.cancel()
+        if self._bags is not None:
+            self._bags.cancel()
+
+
+def _framed_there(bags: Forked, snap: MemorySnapshot, frames: list[str]) -> bytes:
+    """`_framed` in a forked child: it cuts the frames' words (while the notes' child may still count
+    theirs), then reads the notes' counts from the pipe it inherited."""
+    from vivary_git.memory.bm25 import frame_terms
+
+    framed = frame_terms(frames)
+    made = _framed(bags.result(), snap, framed)
+    if made is None:
+        raise RuntimeError("no term counts")  # the parent builds the index from the packets
+    return made
+
+
+def _framed(data: bytes | None, snap: MemorySnapshot, frames: list[str] | FrameTerms) -> bytes | None:
+    """The keyword index of `snap`'s packets from its notes' term counts (`prefetch_notes`' second frame):
+    each packet's frame (id, type, path, title, edges; or their `frame_terms`) plus its note's counts.
+    None when there are none."""
+    if data is None:
+        return None
+    from vivary_git.memory.bm25 import TermBags, build_framed
+
+    try:
+        bags = msgspec.msgpack.decode(data, type=TermBags)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    row = {key: i for i, key in enumerate(bags.keys)}
+    rows = [row.get(node.blob, -1) for node in snap.nodes]
+    index = build_framed(frames, bags, rows)
+    return index.encode() if index is not None else None
 
 
 def _hnsw(vectors: npt.NDArray[np.float32]) -> bytes:

@@ -313,30 +313,62 @@ def note_parts(note: Note) -> tuple[str, str]:
 
 def packet_of(node: MemoryNode, frontmatter: str, body: str, edges: Iterable[MemoryEdge]) -> str:
     """`packet(node, note, edges)` from the note's `note_parts`."""
+    head, tail = _frame(node, edges)
+    return _packet(head, frontmatter, tail, body)
+
+
+def _packet(head: str, frontmatter: str, tail: str, body: str) -> str:
+    return f"{head}\n{frontmatter}\n{tail}\n\n{body}"
+
+
+def packet_frame(node: MemoryNode, edges: Iterable[MemoryEdge]) -> str:
+    """The lines of `packet_of(node, frontmatter, body, edges)` that the snapshot gives (id, type, path,
+    title, outbound edges), one per line: the packet is these and `note_text(frontmatter, body)`'s lines."""
+    head, tail = _frame(node, edges)
+    return f"{head}\n{tail}"
+
+
+def note_text(frontmatter: str, body: str) -> str:
+    """The lines of a packet that the note gives (see `packet_frame`)."""
+    return f"{frontmatter}\n{body}"
+
+
+def _frame(node: MemoryNode, edges: Iterable[MemoryEdge]) -> tuple[str, str]:
     lines = [
         f"vivary_node_id: {_one_line(node.id)}",
         f"vivary_type: {_one_line(node.type or '')}",
         f"vivary_path: {_one_line(node.path)}",
         f"vivary_title: {_one_line(node.title)}",
-        frontmatter,
-        "outbound_edges:",
     ]
-    lines.extend(f"- {_one_line(e.field)}: {_one_line(e.target_id)}" for e in sorted(edges) if e.source_id == node.id)
-    return "\n".join(lines) + "\n\n" + body
+    tail = ["outbound_edges:"]
+    tail.extend(f"- {_one_line(e.field)}: {_one_line(e.target_id)}" for e in sorted(edges) if e.source_id == node.id)
+    return "\n".join(lines), "\n".join(tail)
 
 
 def packets(ws: Workspace, snapshot: MemorySnapshot, parts: Mapping[str, tuple[str, str]] | None = None,
-            ) -> Iterator[tuple[MemoryNode, str]]:
+            frames: list[str] | None = None) -> Iterator[tuple[MemoryNode, str]]:
     """(node, packet) for every admitted node, in id order, from the same blobs the snapshot checked.
     `parts`: the `note_parts` of notes already read (by blob id, in another process, say); any other
-    note is read here."""
+    note is read here. `frames`: a list given gets each packet's `packet_frame` too, as it is rendered."""
     notes = ws.lazy_notes() if parts is not None or len(snapshot.nodes) < 64 else ws.notes()
     outbound: dict[str, list[MemoryEdge]] = defaultdict(list)
     for e in snapshot.edges:
         outbound[e.source_id].append(e)
     for node in snapshot.nodes:
         part = parts.get(node.blob) if parts is not None else None
-        yield node, packet_of(node, *(part or note_parts(notes[node.blob])), outbound.get(node.id, ()))
+        frontmatter, body = part or note_parts(notes[node.blob])
+        head, tail = _frame(node, outbound.get(node.id, ()))
+        if frames is not None:
+            frames.append(f"{head}\n{tail}")
+        yield node, _packet(head, frontmatter, tail, body)
+
+
+def packet_frames(snapshot: MemorySnapshot) -> list[str]:
+    """`packet_frame` of every admitted node, in id order (as `packets` renders them)."""
+    outbound: dict[str, list[MemoryEdge]] = defaultdict(list)
+    for e in snapshot.edges:
+        outbound[e.source_id].append(e)
+    return [packet_frame(node, outbound.get(node.id, ())) for node in snapshot.nodes]
 
 
 def packet_key(node: MemoryNode, edges: Iterable[MemoryEdge]) -> str:
