@@ -729,3 +729,39 @@ def test_action_builds_and_pushes_the_index_on_the_default_branch(ws: Repo, cli:
     pr = {"pull_request": {"base": {"sha": head}, "head": {"sha": head, "repo": {"full_name": "owner/notes"}}}}
     r = run_action(ws.path, tmp_path / "run2", inputs, pr, cache=services)
     assert r.code == 0 and "index: the memory index is built only on a push to the default branch" in r.log
+
+
+def test_every_git_subprocess_is_given_its_environment(ws: Repo, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Git runs as a subprocess, started (vfork, then exec) while other threads run: the model loads in one,
+    importing numpy, which sets and clears an environment variable. A child started without an environment
+    of its own execs with the process's environment array, which that thread can free under it: the start
+    then failed now and then with "[Errno 14] Bad address". So every Git child is given its environment,
+    built by the thread that starts it; and our own offline variables are set by the main thread only."""
+    import subprocess
+    import threading
+
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY"):
+        monkeypatch.delenv(var, raising=False)
+    started: list[tuple[str, bool]] = []
+    real_popen = subprocess.Popen.__init__
+
+    def noting(self: Any, args: Any, *rest: Any, **kwargs: Any) -> None:
+        started.append((os.path.basename(str(args[0])), kwargs.get("env") is not None))
+        real_popen(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", noting)
+    changed: list[tuple[str, str]] = []
+    real_putenv = os.putenv
+
+    def putenv(key: Any, value: Any) -> None:
+        changed.append((os.fsdecode(key), threading.current_thread().name))
+        real_putenv(key, value)
+
+    monkeypatch.setattr(os, "putenv", putenv)
+    (ws.path / "notes" / "extra.md").write_text("# Extra\n\nA note the index has not seen.\n")
+    for args in (("index", "--yes", "--rev", "HEAD"), ("index", "--yes"), ("recall", "how are keys rotated?")):
+        assert cli(*args, cwd=ws.path).code == 0
+    gits = [given for exe, given in started if exe == "git"]
+    assert gits and all(gits), started
+    ours = {thread for key, thread in changed if key.startswith(("HF_", "TRANSFORMERS_"))}
+    assert ours == {threading.main_thread().name} and os.environ["HF_HUB_OFFLINE"] == "1"

@@ -46,6 +46,15 @@ def env_for_other_repo(extra: Mapping[str, str] | None = None) -> dict[str, str]
     return env
 
 
+def _child_env(env: Mapping[str, str] | None) -> dict[str, str]:
+    """The environment a `git` child is started with: always given explicitly. A child started without one
+    reads the process's own environment array as it execs, while the other threads run on (the system forks
+    it sharing our memory); one that changes the environment meanwhile (numpy sets and clears a variable
+    as it is first imported, which the model's thread does) can free that array under it, and the start
+    fails with "[Errno 14] Bad address"."""
+    return dict(env) if env is not None else dict(os.environ)
+
+
 def run(
     args: Sequence[str],
     *,
@@ -58,7 +67,7 @@ def run(
     cmd = [git_executable(), *args]
     try:
         proc = subprocess.run(
-            cmd, cwd=cwd, env=dict(env) if env is not None else None, input=input,
+            cmd, cwd=cwd, env=_child_env(env), input=input,
             capture_output=True, check=False,
         )
     except OSError as err:
@@ -83,7 +92,7 @@ def run_all(
     try:
         for args in commands:
             procs.append(subprocess.Popen(
-                [exe, *args], cwd=cwd, env=dict(env) if env is not None else None, stdin=subprocess.DEVNULL,
+                [exe, *args], cwd=cwd, env=_child_env(env), stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             ))
     except OSError as err:

@@ -285,12 +285,20 @@ def _default_lanes() -> int:
     return min(_usable_cores(), 4)
 
 
-def _keep_offline() -> None:
+def keep_offline() -> None:
     """Defence in depth: neither tokenizers nor onnxruntime downloads anything on the paths used here, but
-    tokenizers pulls in huggingface_hub, so tell any hub-aware code in the process to stay offline."""
-    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+    tokenizers pulls in huggingface_hub, so tell any hub-aware code in the process to stay offline.
+
+    Only the main thread changes the environment, and callers do it before they start the thread that
+    loads the model: a thread changing it while another starts a Git subprocess (vfork, then exec with the
+    process's environment) can free the very array the child hands to the kernel, and the start fails
+    ("[Errno 14] Bad address"). From any other thread this does nothing."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY"):
         os.environ.setdefault(var, "1")
-    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
 
 # Upper bound on padded tokens per onnxruntime run (16 x 256-token docs); see `_OnnxEmbedder.plan`.
@@ -461,7 +469,7 @@ def load_embedder(
     )
     tokenizer_json = _tokenizer_bytes(spec).decode("utf-8")
 
-    _keep_offline()
+    keep_offline()
     import onnxruntime as ort
     from tokenizers import Tokenizer
 

@@ -34,7 +34,7 @@ import msgspec
 from vivary_git import privacy
 from vivary_git.errors import RefusedError, UsageError
 from vivary_git.escape import text as shown
-from vivary_git.memory.embed import BATCH_SIZE, INSTALL_HINT, EmbedderError, module_present
+from vivary_git.memory.embed import BATCH_SIZE, INSTALL_HINT, EmbedderError, keep_offline, module_present
 from vivary_git.memory.localfiles import (  # noqa: F401 - the formats are local's public names too
     _HEX64,
     _HNSW_HEADER,
@@ -164,6 +164,7 @@ def preload_runtime() -> None:
             except ImportError:
                 return  # said properly where it is used (require_extra, load_embedder)
 
+    keep_offline()  # before the thread, which imports tokenizers (see keep_offline)
     _PRELOADING = Background(load)
 
 
@@ -346,6 +347,7 @@ class _PendingEmbedder:
     def start(self) -> None:
         if self._loading is None:
             name = self.name
+            keep_offline()  # here, not in the thread (see keep_offline)
             self._loading = Background(lambda: _load_embedder(name), name="vivary-model")
 
     def loaded(self) -> Embedder:
@@ -875,6 +877,7 @@ class RecallSession:
         notes = prefetch_notes(memory, settle=_wait_for_preload) if likely else None
         try:
             # Recall embeds short queries: skipping graph optimisation loads ~0.2 s faster and costs little.
+            keep_offline()  # here, not in the thread (see keep_offline)
             loading = Background(lambda: _load_embedder(cfg.memory.local.model, optimize=False))
             snap = memory.snapshot()
             manifest = memory.manifest()
