@@ -194,7 +194,8 @@ def edit_notes(repo: Path, count: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--notes", type=int, default=10_000)
-    p.add_argument("--dest", type=Path, help="folder to work in (default: a temp dir, removed afterwards)")
+    p.add_argument("--dest", type=Path,
+                   help="folder to work in: emptied first, kept afterwards (default: a temp dir, removed afterwards)")
     p.add_argument("--sample", type=int, default=128, help="notes embedded for real, to measure the model's rate")
     p.add_argument("--json", type=Path, help="also write the figures to this file")
     args = p.parse_args(argv)
