@@ -765,3 +765,35 @@ def test_every_git_subprocess_is_given_its_environment(ws: Repo, cli: Any, monke
     assert gits and all(gits), started
     ours = {thread for key, thread in changed if key.startswith(("HF_", "TRANSFORMERS_"))}
     assert ours == {threading.main_thread().name} and os.environ["HF_HUB_OFFLINE"] == "1"
+
+
+@pytest.mark.parametrize("how", ["one", "batch"])
+def test_recall_embeds_its_questions_while_it_reads_the_index(ws: Repo, cli: Any, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    """`recall` hands its questions to the thread that loads the model, which embeds them as soon as the model
+    is loaded, while the index is still being read: the same vectors, so the same answer, byte for byte."""
+    import threading
+
+    from vivary_git.memory import local
+
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"id": "a", "query": "how are keys rotated?"}\n{"id": "b", "query": "vault audit"}\n')
+    args = ("recall", "how are keys rotated?", "--json") if how == "one" else ("recall", "--queries", str(queries))
+    runs: list[tuple[str, int]] = []
+    real = embed._OnnxEmbedder._vectors
+
+    def noting(self: Any, rows: Any) -> Any:
+        runs.append((threading.current_thread().name, len(rows)))
+        return real(self, rows)
+
+    monkeypatch.setattr(embed._OnnxEmbedder, "_vectors", noting)
+    asked = cli(*args, cwd=ws.path)
+    assert asked.code == 0 and asked.out
+    assert runs == [("vivary-background", 1 if how == "one" else 2)]
+    runs.clear()
+    real_ask = local._load_and_ask
+    monkeypatch.setattr(local, "_load_and_ask", lambda name, queries, asked: real_ask(name, (), asked))
+    plain = cli(*args, cwd=ws.path)
+    assert runs == [("MainThread", 1 if how == "one" else 2)]
+    assert (plain.code, plain.out, plain.err) == (asked.code, asked.out, asked.err)

@@ -150,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
 
         session = CogneeMemory(ws, cfg)
     else:
-        session = LocalMemory(ws, cfg).open()
+        session = LocalMemory(ws, cfg).open([q.query for q in batch] if batch is not None else [text])
     # The model's runtime, the vectors and the keyword index: freed by the system at exit, not one by one
     # (an onnxruntime session takes ~0.2 s to tear down).
     lifetime.keep_until_exit(session)

@@ -19,6 +19,7 @@ every agent turn, and the embedder's ~0.3 s model load runs in a thread while th
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import sys
 import tempfile
@@ -298,9 +299,11 @@ class LocalMemory:
 
     # --- recall --------------------------------------------------------------------------------------
 
-    def open(self) -> RecallSession:
-        """Verify and load the index for recall (refuses when missing, stale or damaged)."""
-        return RecallSession(self)
+    def open(self, queries: Sequence[str] = ()) -> RecallSession:
+        """Verify and load the index for recall (refuses when missing, stale or damaged). `queries`: the
+        questions the session will be asked first, embedded as soon as the model is loaded, in its thread,
+        while the index is still being read."""
+        return RecallSession(self, queries)
 
     def recall(self, query: str, *, k: int = 10, filters: RecallFilters | None = None,
                mode: RecallMode = "hybrid") -> list[RecallHit]:
@@ -367,6 +370,18 @@ class _PendingEmbedder:
 
     def embed(self, texts: Sequence[str], *, batch_size: int = BATCH_SIZE) -> npt.NDArray[np.float32]:
         return self.loaded().embed(texts, batch_size=batch_size)
+
+
+def _load_and_ask(name: str, queries: tuple[str, ...], asked: dict[tuple[str, ...], Any]) -> Embedder:
+    """Recall's model, loaded without graph optimisation (it embeds short queries: ~0.2 s faster to load,
+    little slower to run), and the first `queries` embedded with it at once, into `asked`, exactly as
+    `RecallSession.recall_many` would embed them. A query it cannot embed is left to `recall_many`, which
+    says why."""
+    embedder = _load_embedder(name, optimize=False)
+    if queries and all(q.strip() for q in queries):
+        with contextlib.suppress(Exception):
+            asked[queries] = embedder.embed(list(queries))
+    return embedder
 
 
 def _load_embedder(name: str, *, optimize: bool = True) -> Embedder:
@@ -859,7 +874,7 @@ def _graph_is_shared(ws: Workspace) -> bool:
 class RecallSession:
     """A verified, loaded index for many queries (`recall --queries`); refuses when stale or damaged."""
 
-    def __init__(self, memory: LocalMemory) -> None:
+    def __init__(self, memory: LocalMemory, queries: Sequence[str] = ()) -> None:
         cfg = memory.cfg
         require_local(cfg, "recall")
         self.memory = memory
@@ -876,9 +891,11 @@ class RecallSession:
             memory.ws.graph()
         notes = prefetch_notes(memory, settle=_wait_for_preload) if likely else None
         try:
-            # Recall embeds short queries: skipping graph optimisation loads ~0.2 s faster and costs little.
+            # The model loads, and embeds the first questions, in a thread while the index is read.
             keep_offline()  # here, not in the thread (see keep_offline)
-            loading = Background(lambda: _load_embedder(cfg.memory.local.model, optimize=False))
+            self._asked: dict[tuple[str, ...], Any] = {}
+            loading = Background(functools.partial(_load_and_ask, cfg.memory.local.model, tuple(queries),
+                                                   self._asked))
             snap = memory.snapshot()
             manifest = memory.manifest()
             if manifest is None or manifest.format != STATE_FORMAT or manifest.fingerprint != snap.fingerprint:
@@ -966,7 +983,8 @@ class RecallSession:
         k = normalise_k(k)
         filters = filters or RecallFilters()
         wanted = fetch_size(k, filters.active)
-        vectors = self.embedder.embed(list(queries)) if queries else None
+        asked = self._asked.pop(tuple(queries), None)  # embedded while the index was read (`open`)
+        vectors = asked if asked is not None else self.embedder.embed(list(queries)) if queries else None
         answers = [self._answer(q, vectors[i], k, wanted, filters, mode) for i, q in enumerate(queries)] \
             if vectors is not None else []
         return self._edge_context(answers)
