@@ -38,8 +38,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 QUERY = "retrieval ranking latency of the hybrid index"
 
-# Runs the CLI; prints "SNAPSHOT <seconds since $BENCH_T0>" to stderr when LocalMemory.snapshot() first
-# returns. The hook wraps the module as it is imported, so the command imports what it always does.
+# Runs the CLI; prints "SNAPSHOT <seconds since $BENCH_T0> <CPU seconds of this process so far>" to stderr
+# when LocalMemory.snapshot() first returns. The hook wraps the module as it is imported, so the command
+# imports what it always does.
 HOOK = r"""
 import importlib.abc, importlib.machinery, os, sys, time
 T0 = float(os.environ["BENCH_T0"])
@@ -57,7 +58,7 @@ class Hook(importlib.abc.MetaPathFinder):
                 got = inner(self, **kw)
                 if not said:
                     said.append(1)
-                    sys.stderr.write(f"SNAPSHOT {time.time() - T0:.4f}\n")
+                    sys.stderr.write(f"SNAPSHOT {time.time() - T0:.4f} {time.process_time():.4f}\n")
                 return got
             mod.LocalMemory.snapshot = snapshot
         spec.loader.exec_module = exec_module
@@ -93,8 +94,12 @@ def restore(pristine: Path, dest: Path) -> None:
     sh(["git", "update-index", "-q", "--refresh"], dest)
 
 
-def timed(src: Path, ws: Path, args: list[str]) -> tuple[float, float | None, float, bytes]:
-    """(wall s, snapshot s or None, CPU s of the command and its children, stdout)."""
+Run = tuple[float, float | None, float, bytes, float | None]
+
+
+def timed(src: Path, ws: Path, args: list[str]) -> Run:
+    """(wall s, snapshot s or None, CPU s of the command and its children, stdout, the command's own CPU s at
+    the snapshot or None)."""
     e = env(src)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.time()
@@ -104,12 +109,12 @@ def timed(src: Path, ws: Path, args: list[str]) -> tuple[float, float | None, fl
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in (0, 1):
         sys.exit(f"{' '.join(args)} from {src} failed ({proc.returncode}): {proc.stderr.decode()[-800:]}")
-    snap = None
+    snap = snap_cpu = None
     for line in proc.stderr.decode("utf-8", "replace").splitlines():
         if line.startswith("SNAPSHOT "):
-            snap = float(line.split()[1])
+            snap, snap_cpu = (float(x) for x in line.split()[1:3])
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, snap, cpu, proc.stdout
+    return wall, snap, cpu, proc.stdout, snap_cpu
 
 
 def edit_notes(ws: Path, count: int = 10) -> None:
@@ -132,12 +137,13 @@ def comparable(out: bytes) -> bytes:
     return json.dumps(value, sort_keys=True).encode()
 
 
-def summary(name: str, rows: list[tuple[float, float | None, float, bytes]]) -> str:
+def summary(name: str, rows: list[Run]) -> str:
     walls = [r[0] for r in rows]
     snaps = [r[1] for r in rows if r[1] is not None]
     cpus = [r[2] for r in rows]
-    snap = f"snapshot at {statistics.median(snaps):.3f} s (mean {statistics.mean(snaps):.3f}, min {min(snaps):.3f})" \
-        if snaps else "snapshot not seen"
+    snap_cpus = [r[4] for r in rows if r[4] is not None]
+    snap = f"snapshot at {statistics.median(snaps):.3f} s (mean {statistics.mean(snaps):.3f}, min {min(snaps):.3f}; " \
+        f"its CPU by then {statistics.median(snap_cpus):.3f} s)" if snaps and snap_cpus else "snapshot not seen"
     return (f"  {name:5s} {snap}; wall median {statistics.median(walls):.3f} s (mean {statistics.mean(walls):.3f}, "
             f"min {min(walls):.3f}); CPU {statistics.mean(cpus):.2f} s")
 
@@ -176,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
                     shutil.rmtree(pristine, ignore_errors=True)
                     ws.rename(pristine)
                 cmd = ["recall", QUERY, "--json"] if step == "recall" else ["index", "--yes", "--json"]
-                rows: dict[str, list[tuple[float, float | None, float, bytes]]] = {"old": [], "new": []}
+                rows: dict[str, list[Run]] = {"old": [], "new": []}
                 for i in range(args.runs):
                     for side in (("old", "new") if i % 2 == 0 else ("new", "old")):
                         restore(pristine, ws)
