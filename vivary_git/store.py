@@ -324,8 +324,13 @@ class Snapshot:
 
     def get(self, kind: str, keys: Iterable[str]) -> dict[str, Any]:
         out: dict[str, Any] = {}
+        chunks: dict[str, dict[str, Any]] = {}  # by prefix: `chunk` once per chunk, not once per key
         for key in keys:
-            value = self.chunk(kind, key[:2]).get(key)
+            prefix = key[:2]
+            entries = chunks.get(prefix)
+            if entries is None:
+                entries = chunks[prefix] = self.chunk(kind, prefix)
+            value = entries.get(key)
             if value is not None:
                 out[key] = value
         return out

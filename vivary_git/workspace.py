@@ -427,7 +427,8 @@ class Workspace:
         rules = _Rules(self.config, self.source.overlays)
         # Facts depend on history only when `derive` names created/updated; then they are not cached.
         fact_cache = self._fact_cache if dates is None else None
-        keyed = [(e, rules.fact_key(e.path, e.oid, self.root_name)) for e in entries]
+        root_name, fact_key = self.root_name, rules.fact_key
+        keyed = [(e, fact_key(e.path, e.oid, root_name)) for e in entries]
         found: dict[str, graph_mod.Facts] = {}
         missing: list[str] = []
         for _, k in keyed:
