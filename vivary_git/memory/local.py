@@ -268,7 +268,9 @@ class LocalMemory:
                                 progress=progress)
         from vivary_git.memory.vectors import IndexSharing
 
-        sharing = builder.shared = IndexSharing(self.ws, store, embedder, embed_format=EMBED_FORMAT,
+        # The store itself, not the read-ahead view: the sharing state is not read ahead, and a note leaving the
+        # index removes what recall assembled in the store's folder.
+        sharing = builder.shared = IndexSharing(self.ws, store.inner, embedder, embed_format=EMBED_FORMAT,
                                                 memo=self._privacy)
         # Packets are rendered only when asked for: the unchanged index needs none (unless recording needs a
         # vector key this clone has not remembered), an edit only the packets whose inputs changed.
@@ -344,6 +346,11 @@ class _ReadAhead:
         self._digests: list[tuple[bytes, str]] = []
         self._folder = store.directory if isinstance(store, LocalStateStore) else None
         self._loading = Background(self._load, name="vivary-state") if self._folder is not None else None
+
+    @property
+    def inner(self) -> StateStore:
+        """The store read through."""
+        return self._store
 
     def _stamp(self, name: str) -> tuple[int, ...]:
         assert self._folder is not None
@@ -734,10 +741,9 @@ class _IndexBuilder:
                 fresh = embedding.result()
                 vectors = np.vstack([vectors, fresh]) if len(vectors) else fresh
         finally:
-            if embedding is not None:
-                cancel.set()  # when this thread failed: the model stops after the window it is on
-                with contextlib.suppress(BaseException):
-                    embedding.result()
+            # When this thread failed (or was interrupted), the model stops after the window it is on; it is not
+            # waited for (a checkpoint it writes meanwhile is a valid one).
+            cancel.set()
         if keep is not None:
             vectors = vectors[keep]
         if todo or compact or scrubbed or (self.shared is not None and self.shared.appended):
