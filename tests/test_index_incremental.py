@@ -4,9 +4,11 @@ the index a from-scratch run of the same tree leaves. Real model, real hnswlib, 
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import shutil
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,7 @@ import pytest
 from test_memory_local import CANARY, MEMORY, TROPO
 
 from vivary_git.memory import local
-from vivary_git.memory.embed import embedder_status
+from vivary_git.memory.embed import EmbedderError, embedder_status
 from vivary_git.memory.localfiles import Entries, VectorMeta
 
 pytestmark = pytest.mark.skipif(
@@ -190,7 +192,7 @@ def test_incremental_index_equals_a_fresh_one_after_edits_renames_deletions_and_
     assert_same_index(ws.path, tmp_path, cli, "fresh-add")
 
 
-@pytest.mark.parametrize("damage", ["truncated", "altered", "foreign"])
+@pytest.mark.parametrize("damage", ["truncated", "altered", "not hex", "foreign"])
 def test_a_damaged_packet_cache_is_named_and_every_packet_rendered_again(
         ws: Any, cli: Any, tmp_path: Path, rendered: list[str], damage: str) -> None:
     index(cli, ws.path)
@@ -204,6 +206,13 @@ def test_a_damaged_packet_cache_is_named_and_every_packet_rendered_again(
         pairs[0] = (pairs[0][0], pairs[1][1])
         path.write_bytes(msgspec.msgpack.encode(local.PacketKeys(
             format=found.format, sha256=found.sha256, pairs=msgspec.Raw(msgspec.msgpack.encode(pairs)))))
+    elif damage == "not hex":  # a digest that is not one, under a sha256 that matches the list
+        found = msgspec.msgpack.decode(data, type=local.PacketKeys)
+        pairs = msgspec.msgpack.decode(found.pairs, type=list[tuple[str, str]])
+        pairs[0] = (pairs[0][0], pairs[0][1][:63] + "G")
+        raw = msgspec.msgpack.encode(pairs)
+        path.write_bytes(msgspec.msgpack.encode(local.PacketKeys(
+            format=found.format, sha256=hashlib.sha256(raw).hexdigest(), pairs=msgspec.Raw(raw))))
     else:
         path.write_bytes(msgspec.msgpack.encode({"format": 99, "sha256": "", "pairs": []}))
     ws.write({"notes/garden.md": NOTES["notes/garden.md"] + "\nAlso basil.\n"})
@@ -292,3 +301,123 @@ def test_one_run_that_embeds_removes_and_adds_equals_a_fresh_index_and_keeps_no_
             assert CANARY.encode() not in data.lower(), p
             assert before["plan"].encode() not in data and bytes.fromhex(before["plan"]) not in data, p
     assert_same_index(ws.path, tmp_path, cli, "fresh")
+
+
+def test_the_keyword_index_and_the_graph_are_updated_while_the_model_embeds_the_edits(
+        ws: Any, cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The model's thread waits, before it embeds, until the run has begun the BM25 update: a run that embedded
+    # first and updated the indexes after would leave it waiting until the guard gives up (no speed is timed).
+    index(cli, ws.path)
+    began = threading.Event()
+    seen: list[bool] = []
+    real_lexical, real_embed = local._IndexBuilder._lexical, local.embed_pending
+
+    def lexical(self: Any, *args: Any, **kwargs: Any) -> Any:
+        began.set()
+        return real_lexical(self, *args, **kwargs)
+
+    def embed(*args: Any, **kwargs: Any) -> Any:
+        seen.append(began.wait(timeout=30))
+        return real_embed(*args, **kwargs)
+
+    monkeypatch.setattr(local._IndexBuilder, "_lexical", lexical)
+    monkeypatch.setattr(local, "embed_pending", embed)
+    ws.write({"notes/garden.md": NOTES["notes/garden.md"] + "\nAlso basil, in pots.\n"})
+    rep = index(cli, ws.path)
+    assert seen == [True] and rep["embedded"] == 1
+    monkeypatch.undo()
+    assert_same_index(ws.path, tmp_path, cli, "fresh")
+
+
+def test_a_run_whose_embedding_fails_leaves_the_last_index_whole(
+        ws: Any, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Nothing the manifest vouches for is written before the new vectors are in: the BM25 update and the graph,
+    # done meanwhile, are dropped with the run, and the last index still answers for its tree.
+    index(cli, ws.path)
+    where = state_dir(ws.path)
+    vouched = {p.name: p.read_bytes() for p in where.iterdir() if p.name != "terms.msgpack"}
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise EmbedderError("the model failed (for the test)")
+
+    monkeypatch.setattr(local, "embed_pending", broken)
+    ws.write({"notes/garden.md": NOTES["notes/garden.md"] + "\nAlso basil, in pots.\n"})
+    r = cli("index", "--yes", "--json", cwd=ws.path)
+    assert r.code == 2 and "the model failed (for the test)" in r.err and "Traceback" not in r.err
+    assert {p.name: p.read_bytes() for p in where.iterdir() if p.name != "terms.msgpack"} == vouched
+    ws.write({"notes/garden.md": NOTES["notes/garden.md"]})
+    assert index(cli, ws.path)["unchanged"]
+    assert cli("recall", "tomatoes need sun", "--json", cwd=ws.path).code == 0
+
+
+def test_embedding_stops_before_its_next_window_once_the_run_is_cancelled() -> None:
+    from vivary_git.memory.embed import load_embedder
+
+    embedder = load_embedder("minilm-l6-int8")
+    runs: list[int] = []
+    cancel = threading.Event()
+
+    def ran(n: int) -> None:
+        runs.append(n)
+
+    cancel.set()
+    with pytest.raises(local.EmbeddingCancelled):
+        local.embed_pending(embedder, ["tomatoes", "basil"], progress=lambda done, total: ran(done), cancel=cancel)
+    assert runs == [0]  # started, and no model run after that
+    assert local.embed_pending(embedder, ["tomatoes", "basil"], cancel=threading.Event()).shape == (2, embedder.dim)
+
+
+def test_only_the_manifest_and_the_caches_no_digest_vouches_for_are_synced_to_the_disk(
+        ws: Any, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every other state file is vouched for by a digest when it is read (the manifest's, the vector
+    # metadata's, the packet cache's own): a killed process loses none of them, and one cut short by a power
+    # cut is noticed and rebuilt. (The term cache and the sharing state, shared.msgpack, have no digest.)
+    import os
+
+    from vivary_git.memory import state
+
+    index(cli, ws.path)
+    synced: list[str] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    monkeypatch.setattr(state.os, "fsync", fsync)
+    ws.write({"notes/garden.md": NOTES["notes/garden.md"] + "\nAlso basil, in pots.\n"})
+    assert index(cli, ws.path)["embedded"] == 1
+    names = sorted(Path(p).name.split(f".{os.getpid()}.")[0].lstrip(".") for p in synced)
+    assert names == ["manifest.json", "shared.msgpack", "terms.msgpack"]
+
+
+def test_every_packet_key_of_a_snapshot_at_once_is_each_nodes_own(ws: Any) -> None:
+    from vivary_git import open_workspace
+    from vivary_git.memory.snapshot import Packets, packet_key
+
+    memory = local.LocalMemory(open_workspace(ws.path))
+    snap = memory.snapshot()
+    assert any(sum(e.source_id == n.id for e in snap.edges) > 1 for n in snap.nodes)  # d1: several, sorted
+    want = [packet_key(n, reversed(snap.edges)) for n in snap.nodes]
+    assert Packets(memory.ws, snap).keys() == want and len(set(want)) == len(want)
+
+
+def test_state_read_ahead_hands_over_only_files_still_the_ones_read(tmp_path: Path) -> None:
+    # An index run reads its state files (and hashes the large ones) in a thread while the snapshot is built,
+    # before it holds the index lock: what it is handed later must be the file as it is then.
+    from vivary_git.memory.localfiles import ENTRIES, HNSW_FILE, VECTORS, _sha
+    from vivary_git.memory.state import LocalStateStore
+
+    store = LocalStateStore(tmp_path / "state")
+    for name, data in ((ENTRIES, b"entries 1"), (VECTORS, b"vectors 1"), (HNSW_FILE, b"graph 1")):
+        store.put(name, data)
+    ahead = local._ReadAhead(store)
+    vectors = ahead.get(VECTORS)
+    assert vectors == b"vectors 1" and ahead.get(VECTORS) is vectors  # read once, ahead
+    assert ahead.sha(vectors) == _sha(b"vectors 1") and ahead.sha(b"other") == _sha(b"other")
+    store.put(ENTRIES, b"entries 2")  # replaced by another writer after it was read ahead
+    assert ahead.get(ENTRIES) == b"entries 2"
+    (tmp_path / "state" / HNSW_FILE).unlink()
+    assert ahead.get(HNSW_FILE) is None
+    ahead.put(VECTORS, b"vectors 2", sync=False)
+    assert ahead.get(VECTORS) == b"vectors 2" == store.get(VECTORS)

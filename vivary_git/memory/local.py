@@ -21,8 +21,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib.util
+import itertools
+import os
+import re
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -117,6 +121,8 @@ _DEAD_FRACTION = 0.25
 _FIRST_WINDOW = 64
 _WINDOW = 512
 _CHECKPOINT_SECONDS = 30.0
+# Lowercase hex digits, checked in one pass over a packet cache's hashes run together.
+_HEX_RUN = re.compile(r"[0-9a-f]*")
 
 # Modules the provider needs beyond the embedder's own (import name → what `pip` calls it).
 _PROVIDER_MODULES = {"hnswlib": "hnswlib", "snowballstemmer": "snowballstemmer"}
@@ -250,7 +256,7 @@ class LocalMemory:
                 "`auto_index = true`, under [memory.local] in .vivary/memory.toml)"
             )
         require_extra()
-        store = self.store
+        store = _ReadAhead(self.store)
         embedder = _PendingEmbedder(self.cfg.memory.local.model)
         if self._tree_changed(store):
             # Most likely something is to be embedded: load the model (~0.5 s) while the snapshot is built.
@@ -264,7 +270,9 @@ class LocalMemory:
                                 progress=progress)
         from vivary_git.memory.vectors import IndexSharing
 
-        sharing = builder.shared = IndexSharing(self.ws, store, embedder, embed_format=EMBED_FORMAT,
+        # The store itself, not the read-ahead view: the sharing state is not read ahead, and a note leaving the
+        # index removes what recall assembled in the store's folder.
+        sharing = builder.shared = IndexSharing(self.ws, store.inner, embedder, embed_format=EMBED_FORMAT,
                                                 memo=self._privacy)
         # Packets are rendered only when asked for: the unchanged index needs none (unless recording needs a
         # vector key this clone has not remembered), an edit only the packets whose inputs changed.
@@ -323,6 +331,96 @@ class LocalMemory:
             )
         removed = store.delete_all()
         return ForgetReport(ok=True, provider=PROVIDER, dataset=self.dataset, removed=removed, state=store.location)
+
+
+class _ReadAhead:
+    """An index run's state store: the files the run reads are read, and the large ones hashed, in a thread
+    while the snapshot is built (`sha(data)` is then free). What was read ahead is handed over only while the
+    file is still the one read (the same inode, size and times), checked when it is asked for: under the index
+    lock, so never a file another run replaced meanwhile. Writes go through, dropping what was read ahead."""
+
+    _NAMES = (ENTRIES, PACKETS, VECTOR_META, VECTORS, HNSW_FILE, LEXICAL, TERMS)
+    _HASHED = frozenset({ENTRIES, VECTORS, HNSW_FILE, LEXICAL})
+
+    def __init__(self, store: StateStore) -> None:
+        from vivary_git.memory.state import LocalStateStore
+
+        self._store = store
+        self._read: dict[str, tuple[bytes, tuple[int, ...]]] = {}
+        self._digests: list[tuple[bytes, str]] = []
+        self._folder = store.directory if isinstance(store, LocalStateStore) else None
+        self._loading = Background(self._load, name="vivary-state") if self._folder is not None else None
+
+    @property
+    def inner(self) -> StateStore:
+        """The store read through."""
+        return self._store
+
+    def _stamp(self, name: str) -> tuple[int, ...]:
+        assert self._folder is not None
+        st = os.stat(self._folder / name, follow_symlinks=False)
+        return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+    def _load(self) -> None:
+        for name in self._NAMES:
+            try:
+                before = self._stamp(name)
+                data = self._store.get(name)
+                if data is None or self._stamp(name) != before:
+                    continue
+            except OSError:
+                continue
+            self._read[name] = (data, before)
+            if name in self._HASHED:
+                self._digests.append((data, _sha(data)))
+
+    def _wait(self) -> None:
+        if self._loading is not None:
+            with contextlib.suppress(Exception):  # nothing read ahead: every file is read when asked for
+                self._loading.result()
+            self._loading = None
+
+    def sha(self, data: bytes) -> str:
+        """sha256 of `data`, as `_sha`."""
+        self._wait()
+        return next((digest for held, digest in self._digests if held is data), None) or _sha(data)
+
+    @property
+    def location(self) -> str:
+        return self._store.location
+
+    def get(self, name: str) -> bytes | None:
+        if name not in self._NAMES:
+            return self._store.get(name)  # the manifest, read before the snapshot: never waits for the rest
+        self._wait()
+        got = self._read.get(name)
+        if got is not None:
+            try:
+                if self._stamp(name) == got[1]:
+                    return got[0]
+            except OSError:
+                pass
+            del self._read[name]
+        return self._store.get(name)
+
+    def put(self, name: str, data: bytes, *, sync: bool = True) -> None:
+        self._wait()
+        self._read.pop(name, None)
+        self._store.put(name, data, sync=sync)
+
+    def ready(self) -> None:
+        self._store.ready()
+
+    def local_path(self, name: str) -> Path | None:
+        return self._store.local_path(name)
+
+    def names(self) -> list[str]:
+        return self._store.names()
+
+    def delete_all(self) -> bool:
+        self._wait()
+        self._read.clear()
+        return self._store.delete_all()
 
 
 class _PendingEmbedder:
@@ -416,16 +514,16 @@ def index_batch_size(count: int) -> int:
 
 def embed_pending(embedder: Embedder, texts: list[str], *, progress: Callable[[int, int], None] | None = None,
                   checkpoint: Callable[[int, npt.NDArray[np.float32]], None] | None = None,
-                  ) -> npt.NDArray[np.float32]:
+                  cancel: threading.Event | None = None) -> npt.NDArray[np.float32]:
     """Embed `texts` (the packets the vector cache lacks) for an index: float32 rows in their order.
 
     A thread tokenises window after window (`index_windows`; the tokenizer releases the GIL) while this
     one runs the model on the window before, so the model's lanes never wait for text. `progress(done,
     total)` is called as embedding starts (done = 0) and after each model run; `checkpoint(done, vectors)`
-    at most every `_CHECKPOINT_SECONDS` between windows, with the first `done` rows final.
+    at most every `_CHECKPOINT_SECONDS` between windows, with the first `done` rows final. Once `cancel` is
+    set, no further window is embedded (`EmbeddingCancelled`).
     """
     import queue
-    import threading
 
     import numpy as np
 
@@ -470,6 +568,8 @@ def embed_pending(embedder: Embedder, texts: list[str], *, progress: Callable[[i
     saved = time.monotonic()
     try:
         for start, end in windows:
+            if cancel is not None and cancel.is_set():
+                raise EmbeddingCancelled("embedding cancelled")
             tokens, error = ready.get()
             if error is not None:
                 raise error
@@ -486,6 +586,10 @@ def embed_pending(embedder: Embedder, texts: list[str], *, progress: Callable[[i
     return out
 
 
+class EmbeddingCancelled(Exception):
+    """`embed_pending` stopped between windows because the index run it works for failed."""
+
+
 class _IndexBuilder:
     def __init__(self, store: StateStore, snap: MemorySnapshot, embedder: Embedder, *, tree: str | None,
                  label: str, progress: Callable[[int, int], None] | None = None) -> None:
@@ -499,6 +603,8 @@ class _IndexBuilder:
         self.generation = ""
         self.shared: IndexSharing | None = None  # vectors from refs/vivary/cache, and recording there
         self._keys: list[str] | None = None  # packet key of each node, once `digests` computed them
+        # sha256 of bytes read from the store: computed while they were read ahead (`_ReadAhead`), or now.
+        self._sha: Callable[[bytes], str] = store.sha if isinstance(store, _ReadAhead) else _sha
 
     def _previous(self) -> tuple[Manifest | None, Entries | None]:
         """The last manifest and entries, when both are intact and were built with this embedder."""
@@ -509,7 +615,7 @@ class _IndexBuilder:
             return None, None
         raw = store.get(ENTRIES)
         ref = manifest.files.get(ENTRIES)
-        if raw is None or ref is None or _sha(raw) != ref.sha256:
+        if raw is None or ref is None or self._sha(raw) != ref.sha256:
             return manifest, None
         entries: Entries | None = _decode(raw, Entries)
         return manifest, entries
@@ -523,7 +629,7 @@ class _IndexBuilder:
         # Vectors of embed format 1 are the float32 ones: their int8 round trip is what format 2 stores.
         upgrade = meta is not None and meta.key == f"{self.embedder.model_id}/e1" and EMBED_FORMAT == 2
         if (meta is None or raw is None or (meta.key != self.key and not upgrade) or meta.dim != dim
-                or len(raw) != len(meta.digests) * dim * 4 or _sha(raw) != meta.sha256):
+                or len(raw) != len(meta.digests) * dim * 4 or self._sha(raw) != meta.sha256):
             # Absent, damaged or from another model: start over (every packet is embedded again).
             return [], np.zeros((0, dim), dtype=np.float32), uuid.uuid4().hex
         rows = np.frombuffer(raw, dtype="<f4").reshape(len(meta.digests), dim)
@@ -551,7 +657,7 @@ class _IndexBuilder:
         (`snapshot.packet_key`) when the last run saw that key, else its packet's, rendered now (in one batch).
         """
         known = self._packet_keys()
-        keys = [rendered.key(i) for i in range(len(rendered))]
+        keys = rendered.keys()
         rendered.render(i for i, k in enumerate(keys) if k not in known)
         self._keys = keys
         return [known.get(k) or _digest(rendered[i][1]) for i, k in enumerate(keys)]
@@ -566,8 +672,8 @@ class _IndexBuilder:
         pairs: list[tuple[str, str]] | None = None
         if found is not None and found.format == PACKET_KEYS_FORMAT and _sha(bytes(found.pairs)) == found.sha256:
             pairs = _decode(bytes(found.pairs), list[tuple[str, str]])
-        if pairs is None or not all(len(k) == len(d) == 64 for k, d in pairs) \
-                or not _HEX64.issuperset("".join(k + d for k, d in pairs)):
+        hashes = list(itertools.chain.from_iterable(pairs)) if pairs is not None else []
+        if pairs is None or not {len(h) for h in hashes} <= {64} or not _HEX_RUN.fullmatch("".join(hashes)):
             print(f"vivary: ignored {PACKETS} in {shown(self.store.location)} (damaged or of another version); "
                   "every note's packet is rendered again", file=sys.stderr)
             return {}
@@ -583,7 +689,7 @@ class _IndexBuilder:
         data = msgspec.msgpack.encode(PacketKeys(format=PACKET_KEYS_FORMAT, sha256=_sha(pairs),
                                                  pairs=msgspec.Raw(pairs)))
         if data != self.store.get(PACKETS):
-            self.store.put(PACKETS, data)
+            self.store.put(PACKETS, data, sync=False)  # its own sha256 vouches for it
 
     def run(self, rendered: Packets, digests: list[str]) -> IndexReport:
         """Bring the index up to the snapshot (`unchanged` said it is not already). Packets are rendered only
@@ -609,44 +715,64 @@ class _IndexBuilder:
         left = prev_entries is None or bool({e.node_id for e in prev_entries.entries} - {n.id for n in snap.nodes})
         scrubbed = left and any(d not in live for d in cached)
         if scrubbed:
-            keep = [i for i, d in enumerate(cached) if d in live]
-            vectors = vectors[keep]
-            cached = [cached[i] for i in keep]
+            kept_rows = [i for i, d in enumerate(cached) if d in live]
+            vectors = vectors[kept_rows]
+            cached = [cached[i] for i in kept_rows]
             row_of = {d: i for i, d in enumerate(cached)}
             self.generation = uuid.uuid4().hex
+        # The model embeds the packets the caches lack in a thread while this one does all that does not need
+        # their vectors: the BM25 update, loading and patching the HNSW graph, encoding the entries. Nothing is
+        # written before the vectors are in: an interrupted run leaves the last index whole.
+        embedding: Background[npt.NDArray[np.float32]] | None = None
+        cancel = threading.Event()
         if todo:
+            before, before_rows, generation = list(cached), vectors, self.generation
+            pending = [digests[i] for i in todo]
+
             def save(done: int, fresh: npt.NDArray[np.float32]) -> None:
                 # A first index of a large vault takes minutes: keep what is done if it is interrupted.
-                self._save_vectors(cached + [digests[i] for i in todo[:done]],
-                                   np.vstack([vectors, fresh[:done]]) if len(vectors) else fresh[:done])
+                self._save_vectors(before + pending[:done],
+                                   np.vstack([before_rows, fresh[:done]]) if len(before_rows) else fresh[:done],
+                                   generation=generation)
 
-            fresh = embed_pending(self.embedder, [embed_text(rendered[i][1]) for i in todo],
-                                  progress=self.progress, checkpoint=save)
-            for i in todo:
-                row_of[digests[i]] = len(cached)
-                cached.append(digests[i])
-            vectors = np.vstack([vectors, fresh]) if len(vectors) else fresh
-        dead = len(cached) - len(live)
-        compact = dead > _DEAD_FRACTION * max(len(cached), 1)
-        if compact:
-            keep = [i for i, d in enumerate(cached) if d in live]
+            texts = [embed_text(rendered[i][1]) for i in todo]
+            embedding = Background(lambda: embed_pending(self.embedder, texts, progress=self.progress,
+                                                         checkpoint=save, cancel=cancel), name="vivary-embedding")
+            for d in pending:
+                row_of[d] = len(cached)
+                cached.append(d)
+        try:
+            dead = len(cached) - len(live)
+            compact = dead > _DEAD_FRACTION * max(len(cached), 1)
+            keep: list[int] | None = None
+            if compact:
+                keep = [i for i, d in enumerate(cached) if d in live]
+                cached = [cached[i] for i in keep]
+                row_of = {d: i for i, d in enumerate(cached)}
+                self.generation = uuid.uuid4().hex
+            entries = [Entry(node.id, d, row_of[d]) for node, d in zip(snap.nodes, digests, strict=True)]
+            graph = self._hnsw_update(previous, prev_entries, entries)
+            lexical = self._lexical(rendered, digests, previous, prev_entries)
+            entries_bytes = msgspec.msgpack.encode(Entries(fingerprint=snap.fingerprint, entries=entries))
+            if embedding is not None:
+                fresh = embedding.result()
+                vectors = np.vstack([vectors, fresh]) if len(vectors) else fresh
+        finally:
+            # When this thread failed (or was interrupted), the model stops after the window it is on; it is not
+            # waited for (a checkpoint it writes meanwhile is a valid one).
+            cancel.set()
+        if keep is not None:
             vectors = vectors[keep]
-            cached = [cached[i] for i in keep]
-            row_of = {d: i for i, d in enumerate(cached)}
-            self.generation = uuid.uuid4().hex
         if todo or compact or scrubbed or (self.shared is not None and self.shared.appended):
             self._save_vectors(cached, vectors)
-
-        entries = [Entry(node.id, d, row_of[d]) for node, d in zip(snap.nodes, digests, strict=True)]
-        hnsw_bytes, params, rebuilt, removed = self._hnsw(previous, prev_entries, entries, vectors)
-        lexical = self._lexical(rendered, digests, previous, prev_entries)
+        hnsw_bytes, params, rebuilt, removed = graph.finish(vectors)
         files = {
             HNSW_FILE: hnsw_bytes,
-            ENTRIES: msgspec.msgpack.encode(Entries(fingerprint=snap.fingerprint, entries=entries)),
+            ENTRIES: entries_bytes,
             LEXICAL: lexical,
         }
         for name, data in files.items():
-            store.put(name, data)
+            store.put(name, data, sync=False)  # the manifest vouches for them
         from vivary_git.memory.bm25 import LEXICAL_FORMAT
 
         manifest = Manifest(
@@ -661,15 +787,19 @@ class _IndexBuilder:
         self._save_packet_keys(digests)
         return self._report(len(entries), len(todo), len(digests) - len(todo), removed, rebuilt)
 
-    def _save_vectors(self, digests: list[str], vectors: npt.NDArray[np.float32]) -> None:
+    def _save_vectors(self, digests: list[str], vectors: npt.NDArray[np.float32], *,
+                      generation: str | None = None) -> None:
         import numpy as np
 
         blob = np.ascontiguousarray(vectors, dtype="<f4").tobytes()
         # Vectors first, then the metadata that vouches for them (its sha256): a reader of a half-written
-        # pair sees a digest mismatch and starts over, never misattributed vectors.
-        self.store.put(VECTORS, blob)
-        self.store.put(VECTOR_META, msgspec.msgpack.encode(
-            VectorMeta(key=self.key, generation=self.generation, dim=self.embedder.dim, sha256=_sha(blob),
+        # pair sees a digest mismatch and starts over, never misattributed vectors. Neither is synced to the
+        # disk: a killed process loses nothing (the system has the bytes), and after a power cut a file cut
+        # short fails that digest.
+        self.store.put(VECTORS, blob, sync=False)
+        self.store.put(VECTOR_META, sync=False, data=msgspec.msgpack.encode(
+            VectorMeta(key=self.key, generation=self.generation if generation is None else generation,
+                       dim=self.embedder.dim, sha256=_sha(blob),
                        digests=list(digests))))
 
     def _report(self, indexed: int, embedded: int, reused: int, removed: int, rebuilt: bool, *,
@@ -685,67 +815,47 @@ class _IndexBuilder:
     def _intact(self, manifest: Manifest) -> bool:
         for name, ref in manifest.files.items():
             data = self.store.get(name)
-            if data is None or len(data) != ref.size or _sha(data) != ref.sha256:
+            if data is None or len(data) != ref.size or self._sha(data) != ref.sha256:
                 return False
         return (manifest.embed_format == EMBED_FORMAT and manifest.packet_format == PACKET_FORMAT
                 and _lexical_format_ok(manifest.lexical_format))
 
-    def _hnsw(self, previous: Manifest | None, prev_entries: Entries | None, entries: list[Entry],
-              vectors: npt.NDArray[np.float32]) -> tuple[bytes, HnswParams, bool, int]:
+    def _hnsw_update(self, previous: Manifest | None, prev_entries: Entries | None,
+                     entries: list[Entry]) -> _GraphUpdate:
+        """The HNSW graph of `entries`, begun: the last one loaded and its gone elements marked deleted when it
+        can be updated (`_GraphUpdate.finish` adds the new ones, once their vectors are known), else a rebuild."""
         import hnswlib
-        import numpy as np
 
         dim = self.embedder.dim
         want = {e.label for e in entries}
         old: set[int] = {e.label for e in prev_entries.entries} if prev_entries is not None else set()
         removed_nodes = (len({e.node_id for e in prev_entries.entries} - {e.node_id for e in entries})
                          if prev_entries is not None else 0)
-        index: Any = None
         params = previous.hnsw if previous is not None else None
         raw = self.store.get(HNSW_FILE)
         ref = previous.files.get(HNSW_FILE) if previous is not None else None
         usable = (params is not None and params.generation == self.generation and prev_entries is not None
                   and raw is not None
-                  and ref is not None and _sha(raw) == ref.sha256 and params.m == HNSW_M
+                  and ref is not None and self._sha(raw) == ref.sha256 and params.m == HNSW_M
                   and params.ef_construction == HNSW_EF_CONSTRUCTION
                   and _hnsw_problem(raw, dim, params) is None
                   and all(0 <= e.label < params.elements for e in prev_entries.entries))
-        elements = deleted = 0
+        update = _GraphUpdate(dim, self.generation, sorted(want), removed_nodes)
         if usable and params is not None and raw is not None:
             add = sorted(want - old)
             gone = sorted(old - want)
             # Upper bound on dead elements after this update (a re-added label revives its element).
-            if params.deleted + len(gone) > _DEAD_FRACTION * max(params.elements + len(add), 1):
-                usable = False
-            else:
-                index = hnswlib.Index(space="ip", dim=dim)
+            if params.deleted + len(gone) <= _DEAD_FRACTION * max(params.elements + len(add), 1):
+                index: Any = hnswlib.Index(space="ip", dim=dim)
                 with _as_file(self.store, HNSW_FILE, raw) as path:
                     index.load_index(str(path), max_elements=max(params.elements + len(add), 1))
                 existing = set(index.get_ids_list())
                 revived = [label for label in add if label in existing]
                 for label in gone:
                     index.mark_deleted(label)
-                if add:
-                    index.add_items(vectors[add], np.asarray(add, dtype=np.int64), num_threads=1)
-                elements = index.get_current_count()
-                deleted = params.deleted + len(gone) - len(revived)
-        rebuilt = not usable
-        if rebuilt:
-            labels = sorted(want)
-            index = hnswlib.Index(space="ip", dim=dim)
-            index.init_index(max_elements=max(len(labels), 1), M=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION,
-                             random_seed=100)
-            if labels:
-                index.add_items(vectors[labels], np.asarray(labels, dtype=np.int64))
-            elements, deleted = len(labels), 0
-        index.set_ef(HNSW_EF)
-        with tempfile.TemporaryDirectory(prefix="vivary-hnsw-") as tmp:
-            path = Path(tmp) / HNSW_FILE
-            index.save_index(str(path))
-            data = path.read_bytes()
-        out = HnswParams(generation=self.generation, space="ip", m=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION,
-                         ef=HNSW_EF, elements=elements, deleted=deleted)
-        return data, out, rebuilt, removed_nodes
+                update.index, update.add = index, add
+                update.deleted = params.deleted + len(gone) - len(revived)
+        return update
 
     def _lexical(self, rendered: Packets, digests: list[str], previous: Manifest | None,
                  prev_entries: Entries | None) -> bytes:
@@ -804,10 +914,52 @@ class _IndexBuilder:
         if ref is None or prev_entries is None or previous is None or not _lexical_format_ok(previous.lexical_format):
             return None
         data = self.store.get(LEXICAL)
-        if data is None or len(data) != ref.size or _sha(data) != ref.sha256:
+        if data is None or len(data) != ref.size or self._sha(data) != ref.sha256:
             return None
         found = decode(data)
         return found if found is not None and found.n_docs == len(prev_entries.entries) else None
+
+
+class _GraphUpdate:
+    """An HNSW graph being brought up to date (`_IndexBuilder._hnsw_update`): `finish(vectors)` adds the
+    elements `add` to the loaded `index`, or builds the graph of `labels` anew when there is no index."""
+
+    def __init__(self, dim: int, generation: str, labels: list[int], removed: int) -> None:
+        self.dim = dim
+        self.generation = generation
+        self.labels = labels
+        self.removed = removed  # nodes of the last index no longer in this one
+        self.index: Any = None
+        self.add: list[int] = []
+        self.deleted = 0
+
+    def finish(self, vectors: npt.NDArray[np.float32]) -> tuple[bytes, HnswParams, bool, int]:
+        """The graph's file, its parameters, whether it was rebuilt and how many nodes left it."""
+        import hnswlib
+        import numpy as np
+
+        index = self.index
+        rebuilt = index is None
+        if index is not None:
+            if self.add:
+                index.add_items(vectors[self.add], np.asarray(self.add, dtype=np.int64), num_threads=1)
+            elements, deleted = index.get_current_count(), self.deleted
+        else:
+            labels = self.labels
+            index = hnswlib.Index(space="ip", dim=self.dim)
+            index.init_index(max_elements=max(len(labels), 1), M=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION,
+                             random_seed=100)
+            if labels:
+                index.add_items(vectors[labels], np.asarray(labels, dtype=np.int64))
+            elements, deleted = len(labels), 0
+        index.set_ef(HNSW_EF)
+        with tempfile.TemporaryDirectory(prefix="vivary-hnsw-") as tmp:
+            path = Path(tmp) / HNSW_FILE
+            index.save_index(str(path))
+            data = path.read_bytes()
+        out = HnswParams(generation=self.generation, space="ip", m=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION,
+                         ef=HNSW_EF, elements=elements, deleted=deleted)
+        return data, out, rebuilt, self.removed
 
 
 class PacketKeys(msgspec.Struct, frozen=True):

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
+import operator
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -377,11 +379,17 @@ def packet_key(node: MemoryNode, edges: Iterable[MemoryEdge]) -> str:
     be the whole snapshot's). Equal keys render equal packets, so an index run renders again only the nodes
     whose key it has not seen (an edited, renamed or retyped note, or one whose links now resolve
     differently). No text of the note is hashed: the blob id already is a content hash."""
-    payload = [
-        "vivary-packet", PACKET_FORMAT, FORMAT_VERSION, node.id, node.type, node.path, node.title, node.blob,
-        sorted((e.field, e.target_id) for e in edges if e.source_id == node.id),
-    ]
-    return hashlib.sha256(msgspec.json.encode(payload)).hexdigest()
+    return _packet_key(node, sorted((e.field, e.target_id) for e in edges if e.source_id == node.id))
+
+
+_KEY_ENCODER = msgspec.json.Encoder()
+
+
+def _packet_key(node: MemoryNode, outbound: list[tuple[str, str]]) -> str:
+    """`packet_key` of a node whose outbound edges, as sorted (field, target id) pairs, are `outbound`."""
+    payload = ["vivary-packet", PACKET_FORMAT, FORMAT_VERSION, node.id, node.type, node.path, node.title, node.blob,
+               outbound]
+    return hashlib.sha256(_KEY_ENCODER.encode(payload)).hexdigest()
 
 
 class Packets(Sequence[tuple[MemoryNode, str]]):
@@ -392,11 +400,24 @@ class Packets(Sequence[tuple[MemoryNode, str]]):
     def __init__(self, ws: Workspace, snapshot: MemorySnapshot) -> None:
         self._ws = ws
         self._nodes = snapshot.nodes
-        outbound: dict[str, list[MemoryEdge]] = defaultdict(list)
-        for e in snapshot.edges:
-            outbound[e.source_id].append(e)
-        self._outbound = outbound
+        self._edges = snapshot.edges
+        self._by_source: dict[str, list[MemoryEdge]] | None = None
         self._done: dict[int, str] = {}
+
+    @property
+    def _outbound(self) -> dict[str, list[MemoryEdge]]:
+        """Each node's outbound edges, in the snapshot's order (by source, then field and target)."""
+        if self._by_source is None:
+            by_source: dict[str, list[MemoryEdge]] = {}
+            # The snapshot's edges are sorted by source: one step per node that has any, not per edge.
+            for source, run in itertools.groupby(self._edges, key=operator.attrgetter("source_id")):
+                got = by_source.get(source)
+                if got is None:
+                    by_source[source] = list(run)
+                else:
+                    got.extend(run)
+            self._by_source = by_source
+        return self._by_source
 
     def __len__(self) -> int:
         return len(self._nodes)
@@ -422,6 +443,15 @@ class Packets(Sequence[tuple[MemoryNode, str]]):
         """`packet_key` of node `i`."""
         node = self._nodes[i]
         return packet_key(node, self._outbound.get(node.id, ()))
+
+    def keys(self) -> list[str]:
+        """`packet_key` of every node, in order (one pass over the edges for all of them)."""
+        outbound = self._outbound
+        out = []
+        for node in self._nodes:
+            edges = outbound.get(node.id)
+            out.append(_packet_key(node, [(e.field, e.target_id) for e in sorted(edges)] if edges else []))
+        return out
 
     def render(self, indices: Iterable[int]) -> None:
         """Render these nodes' packets now (those not rendered yet), their notes read in one batch."""

@@ -51,8 +51,9 @@ class StateStore(Protocol):
         """The bytes stored under `name`, or None when there are none (or they cannot be read)."""
         ...
 
-    def put(self, name: str, data: bytes) -> None:
-        """Store `data` under `name`, replacing what was there, atomically."""
+    def put(self, name: str, data: bytes, *, sync: bool = True) -> None:
+        """Store `data` under `name`, replacing what was there, atomically; with `sync`, on the disk before it
+        replaces the old file (for what a digest elsewhere does not vouch for when it is read again)."""
         ...
 
     def ready(self) -> None:
