@@ -526,3 +526,22 @@ def clone_of(origin: Path, path: Path) -> Path:
     git(path.parent, "clone", "-q", f"file://{origin}", str(path))
     return path
 
+
+@pytest.mark.parametrize("where", ["subfolder", "bare", "GIT_DIR"])
+def test_sync_fetch_runs_git_where_the_repository_is(repo: Repo, tmp_path: Path, where: str) -> None:
+    """`sync fetch` lists and fetches while it opens the repository, in the folder Git always runs in for
+    it: the work tree's top, whichever subfolder it starts in (a relative URL is read from the top), a bare
+    repository's git dir, or what GIT_DIR names."""
+    origin = _publish(repo, tmp_path)
+    me = tmp_path / "me"
+    if where == "bare":
+        git(tmp_path, "clone", "-q", "--bare", f"file://{origin}", str(me))
+        r = run_git_vivary(["sync", "fetch", "../origin.git"], me)
+    elif where == "subfolder":
+        clone_of(origin, me)
+        r = run_git_vivary(["sync", "fetch", "../origin.git"], me / "modules")
+    else:
+        clone_of(origin, me)
+        r = run_git_vivary(["sync", "fetch", "origin"], tmp_path, env={"GIT_DIR": str(me / ".git")})
+    assert r.returncode == 0 and "refs/vivary/cache: adopted from" in r.stdout, r.stderr
+    assert tip(me) == tip(repo.path)

@@ -42,14 +42,14 @@ import msgspec
 from vivary_git import escape
 from vivary_git.config import FORMAT_VERSION
 from vivary_git.models import Ignore, Link, Note, ParseProblem
+from vivary_git.refnames import CACHE_REF as CACHE_REF
+from vivary_git.refnames import NOTES_REF as NOTES_REF
+from vivary_git.refnames import STAGING_PREFIX as STAGING_PREFIX
 
 if TYPE_CHECKING:
     from vivary_git.git import Repo
     from vivary_git.graph import Facts
 
-CACHE_REF = "refs/vivary/cache"
-NOTES_REF = "refs/notes/vivary"
-STAGING_PREFIX = "refs/vivary-fetch/"  # `sync fetch` lands here, is verified, then adopted
 STORE_FORMAT = 3  # bump when the layout below changes; a cache of another format is left unread (3: vectors)
 CHAIN_LIMIT = 64  # cache commits per chain before a new root commit restarts it
 MAX_MANIFEST_BYTES = 8 << 20
