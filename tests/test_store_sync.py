@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import signal
 import struct
@@ -545,3 +546,34 @@ def test_sync_fetch_runs_git_where_the_repository_is(repo: Repo, tmp_path: Path,
         r = run_git_vivary(["sync", "fetch", "origin"], tmp_path, env={"GIT_DIR": str(me / ".git")})
     assert r.returncode == 0 and "refs/vivary/cache: adopted from" in r.stdout, r.stderr
     assert tip(me) == tip(repo.path)
+
+
+def _value_problem_as_first_written(value: bytes) -> str | None:
+    """`vectorvalue.value_problem` as it was first written, on a copy of the codes: what it must agree with."""
+    from vivary_git.memory import vectorvalue as vv
+
+    dim = len(value) - 4
+    if not 1 <= dim <= vv.MAX_DIM:
+        return f"is {len(value)} bytes, not a scale and 1 to {vv.MAX_DIM} components"
+    (scale,) = struct.unpack_from("<f", value)
+    if not (math.isfinite(scale) and vv._MIN_SCALE <= scale <= vv._MAX_SCALE):
+        return "has a scale out of range"
+    codes = value[4:]
+    if b"\x80" in codes:
+        return "holds the code -128, which is never written"
+    if b"\x7f" not in codes and b"\x81" not in codes:
+        return "has no component at full scale (+-127)"
+    return None
+
+
+@pytest.mark.parametrize("value", [
+    _VECTOR, _VECTOR[:4], _VECTOR[:4] + b"\x01" * 8, _VECTOR[:4] + b"\x01" * 7 + b"\x81",
+    _VECTOR[:4] + b"\x01" * 7 + b"\x80", _VECTOR[:4] + b"\x80" + b"\x7f" * 7, _VECTOR + b"\x00" * 4096,
+    # A scale whose bytes hold the codes searched for (0x7f, 0x80, 0x81): only the codes count.
+    b"\x0b\x23\x81\x3a" + b"\x01" * 8, b"\x7f\x00\x01\x3c" + b"\x01" * 8, b"\x80\x00\x01\x3c" + b"\x7f" + b"\x01" * 7,
+    b"\x00\x00\xc0\x7f" + b"\x7f" * 8, b"\x00\x00\x80\x3f" + b"\x7f" * 8,
+])
+def test_a_fetched_vector_is_judged_as_it_always_was(value: bytes) -> None:
+    from vivary_git.memory.vectorvalue import value_problem
+
+    assert value_problem(value) == _value_problem_as_first_written(value)
