@@ -577,3 +577,30 @@ def test_a_fetched_vector_is_judged_as_it_always_was(value: bytes) -> None:
     from vivary_git.memory.vectorvalue import value_problem
 
     assert value_problem(value) == _value_problem_as_first_written(value)
+
+
+@pytest.mark.parametrize("how", ["plain", "GIT_DIR"])
+def test_sync_fetch_refuses_a_file_of_head_dressed_up_as_a_chunk(repo: Repo, tmp_path: Path, how: str) -> None:
+    """A chunk that verifies (an empty list, its digest in the manifest) but is a blob of HEAD's tree, a
+    file of the work tree: refused. HEAD is read while Git fetches (plain), or after (GIT_DIR)."""
+    repo.commit("notes", {**NOTES, "data.bin": b"\x90"})  # an empty msgpack array
+    _publish(repo, tmp_path)
+    r = GitRepo(repo.path)
+    snap = store.Snapshot.load(r)
+    assert snap is not None
+    path = sorted(p for p in snap.manifest.chunks if p.startswith("parse/"))[-1]
+    chunks = {**snap.manifest.chunks, path: store.ChunkRef(hashlib.sha256(b"\x90").hexdigest(), 1, 0)}
+    files = {path: str(r.repo.create_blob(b"\x90")),
+             "manifest.msgpack": str(r.repo.create_blob(msgspec.msgpack.encode(
+                 msgspec.structs.replace(snap.manifest, chunks=chunks))))}
+    forged = store._create_commit(r, store._update_tree(r, snap.tree, files), [snap.commit], "forged")
+    repo.git("push", "-q", "-f", "origin", f"{forged}:{store.CACHE_REF}")
+    me = clone_of(tmp_path / "origin.git", tmp_path / "me")
+    git(repo.path, "update-ref", store.CACHE_REF, forged)
+    assert run_git_vivary(["cache", "verify"], repo.path).returncode == 0  # well formed: only HEAD tells
+    env = {"GIT_DIR": str(me / ".git")} if how == "GIT_DIR" else None
+    res = run_git_vivary(["sync", "fetch"], me if env is None else tmp_path, env=env)
+    name = path.split("/")[1]
+    assert res.returncode == 3 and f"holds {name}, which is a file of HEAD's tree, not cache data" in res.stderr, \
+        res.stderr
+    assert not tip(me)

@@ -87,14 +87,16 @@ def _fetch_command(start: Path, remote: str) -> int:
     from vivary_git.memory import vectorvalue  # noqa: F401
 
     staged: _Staged | None = None
+    head: set[str] | None = None
     if early is not None:
+        head = _head_blobs(repo)  # what a fetched cache is checked against, read while Git fetches it
         cwd, got = early.result()
         # Git ran where `repo.git` runs it, unless Git and libgit2 found different repositories: then again.
         if cwd is not None and cwd == _At.of(repo).cwd:
             if isinstance(got, GitError):
                 raise got
             staged = got
-    fetch(repo, remote, staged=staged)
+    fetch(repo, remote, staged=staged, head=head)
     return EXIT_OK
 
 
@@ -126,10 +128,11 @@ def _stage_early(start: Path, remote: str) -> tuple[Path | None, _Staged | GitEr
     """`_stage` before the repository is opened, in the folder `repo.git` will run Git in (the work
     tree's top, or the git dir of a bare repository), as Git finds it from `start`; (None, …) when Git
     finds none. A `GitError` is returned, to be raised once the repository has opened."""
-    from vivary_git.git import run
+    from vivary_git.git import run_all
 
-    proc = run(["rev-parse", "--absolute-git-dir", "--is-bare-repository", "--show-toplevel"], cwd=start,
-               check=False)
+    # The two questions `_stage` asks of the repository have the same answers anywhere in it.
+    proc, *local = run_all([["rev-parse", "--absolute-git-dir", "--is-bare-repository", "--show-toplevel"],
+                            ["remote"], ["rev-parse", "--is-shallow-repository"]], cwd=start, check=False)
     lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
     if lines[1:2] == ["true"]:
         at = _At(Path(lines[0]).resolve(), None)
@@ -138,7 +141,7 @@ def _stage_early(start: Path, remote: str) -> tuple[Path | None, _Staged | GitEr
     else:
         return None, GitError("no repository")
     try:
-        return at.cwd, _stage(at, remote)
+        return at.cwd, _stage(at, remote, local=(local[0], local[1]))
     except GitError as err:
         return at.cwd, err
 
@@ -190,13 +193,14 @@ def _listed(proc: subprocess.CompletedProcess[bytes], remote: str) -> dict[str, 
     return out
 
 
-def _stage(at: _At, remote: str) -> _Staged:
-    """List REMOTE's cache refs and fetch those it has into staging (nothing is verified or adopted)."""
+def _stage(at: _At, remote: str, *, local: tuple[subprocess.CompletedProcess[bytes], ...] = ()) -> _Staged:
+    """List REMOTE's cache refs and fetch those it has into staging (nothing is verified or adopted).
+    `local`: what `git remote` and `git rev-parse --is-shallow-repository` said, when they ran already."""
     from vivary_git.git import run_all
 
     remote_refs = _listed(at.git(["ls-remote", "--", remote, CACHE_REF, NOTES_REF], check=False), remote)
-    names, shallow = run_all([["remote"], ["rev-parse", "--is-shallow-repository"]], cwd=at.cwd, env=at.env,
-                             check=False)
+    names, shallow = local or run_all([["remote"], ["rev-parse", "--is-shallow-repository"]], cwd=at.cwd,
+                                      env=at.env, check=False)
     if names.returncode != 0:
         names = at.git(["remote"])  # raises what Git said, as a lone `git remote` would
     staging = _staging_for(remote, names.stdout.decode().split())
@@ -219,9 +223,10 @@ def _stage(at: _At, remote: str) -> _Staged:
     return _Staged(remote_refs, staging, fetched=True)
 
 
-def fetch(repo: Repo, remote: str, *, quiet: bool = False, staged: _Staged | None = None) -> dict[str, str]:
+def fetch(repo: Repo, remote: str, *, quiet: bool = False, staged: _Staged | None = None,
+          head: set[str] | None = None) -> dict[str, str]:
     """Fetch REMOTE's cache refs into staging, verify, adopt. Returns what the remote had. `staged`:
-    what `_stage` did already, if it did."""
+    what `_stage` did already, if it did; `head`: `_head_blobs`, if it was read already."""
     from vivary_git import store
 
     remote_refs, staging, fetched = staged if staged is not None else _stage(_At.of(repo), remote)
@@ -231,13 +236,13 @@ def fetch(repo: Repo, remote: str, *, quiet: bool = False, staged: _Staged | Non
                   "publishes ours")
         return remote_refs
     if store.CACHE_REF in remote_refs:
-        _adopt_cache(repo, remote, f"{staging}/cache", quiet=quiet)
+        _adopt_cache(repo, remote, f"{staging}/cache", quiet=quiet, head=head)
     if store.NOTES_REF in remote_refs:
         _adopt_notes(repo, remote, f"{staging}/notes", quiet=quiet)
     return remote_refs
 
 
-def _adopt_cache(repo: Repo, remote: str, staged: str, *, quiet: bool) -> None:
+def _adopt_cache(repo: Repo, remote: str, staged: str, *, quiet: bool, head: set[str] | None = None) -> None:
     from vivary_git import store
 
     try:
@@ -254,7 +259,7 @@ def _adopt_cache(repo: Repo, remote: str, staged: str, *, quiet: bool) -> None:
     if theirs is None:
         print(f"vivary: {shown(remote)}'s cache was written by another vivary-git format; not adopted", file=sys.stderr)
         return
-    foreign = _not_derived(repo, theirs)
+    foreign = _not_derived(repo, theirs, _head_blobs(repo) if head is None else head)
     if foreign:
         raise RefusedError(
             f"the cache fetched from {remote} into {staged} holds {foreign}; ours is unchanged. A shared cache "
@@ -295,22 +300,37 @@ def _adopt_cache(repo: Repo, remote: str, staged: str, *, quiet: bool) -> None:
                   "none of it (`git verify-commit` says why)", file=sys.stderr)
 
 
-def _not_derived(repo: Repo, snap: Snapshot) -> str:
+def _not_derived(repo: Repo, snap: Snapshot, head: set[str]) -> str:
     """What in a fetched cache is not a parse, facts or vector entry vivary can check ("" when all is):
     provider state files (opaque bytes) in any commit of its chain we received (adopting the chain would
     keep them reachable, and `vivary.cacheTrust signed` may read an older commit), or any object of the
-    tip that is also a blob of HEAD's tree (a source file, maybe a private one, dressed up as cache data)."""
+    tip that is also a blob of HEAD's tree, `head` (a source file, maybe a private one, dressed up as
+    cache data)."""
     from vivary_git import store
 
     if snap.manifest.states:
         return f"memory-provider state files ({sorted(snap.manifest.states)[0]}, …), which it cannot check"
     if store.chain_states(repo, snap.commit, snap.ref):
         return "memory-provider state files in an older commit of its chain, which it cannot check"
+    if not head:
+        return ""
+    stack = [snap.tree]
+    while stack:
+        for entry in stack.pop():
+            if entry.type_str == "tree":
+                stack.append(repo.repo[entry.id])
+            elif str(entry.id) in head:
+                return f"{entry.name}, which is a file of HEAD's tree, not cache data"
+    return ""
+
+
+def _head_blobs(repo: Repo) -> set[str]:
+    """The ids of every blob of HEAD's tree (none without a HEAD)."""
     pygit2 = repo.pygit2
     try:
         head = repo.repo.head.peel(pygit2.Tree)
     except (KeyError, ValueError, pygit2.GitError):
-        return ""
+        return set()
     ours: set[str] = set()
     stack = [head]
     while stack:
@@ -319,14 +339,7 @@ def _not_derived(repo: Repo, snap: Snapshot) -> str:
                 stack.append(repo.repo[entry.id])
             elif entry.type_str == "blob":
                 ours.add(str(entry.id))
-    stack = [snap.tree]
-    while stack:
-        for entry in stack.pop():
-            if entry.type_str == "tree":
-                stack.append(repo.repo[entry.id])
-            elif str(entry.id) in ours:
-                return f"{entry.name}, which is a file of HEAD's tree, not cache data"
-    return ""
+    return ours
 
 
 def _descends(repo: Repo, commit: str, ancestor: str) -> bool:
