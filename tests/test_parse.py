@@ -261,6 +261,14 @@ def _within_bounds_by_value(fields: dict[str, object]) -> bool:
     return all(isinstance(k, str) and walk(v, 0) for k, v in fields.items())
 
 
+class _Text(str):
+    pass
+
+
+class _List(list[object]):
+    pass
+
+
 def _nested(depth: int, leaf: object = "x") -> object:
     value = leaf
     for i in range(depth):
@@ -279,6 +287,13 @@ def _nested(depth: int, leaf: object = "x") -> object:
     {"a": {1: "x"}}, {1: "x"}, {"a": [{"b": {2.5: None}}]}, {"a": ("x",)}, {"a": b"x"}, {"a": {"x"}},
     {"a": [1, "x", 2.0, False, None, [], {}, ("t",)]}, {"a": __import__("datetime").date(2026, 1, 1)},
     {"a": ["x"] * 3, "b": {"c": {"d": [1, [2, [3, {"e": "f"}]]]}}},
+    # Plain values and lists of them, which are checked as a whole: at, and one over, the bound.
+    {"a": ["x", 1, 2.5, True, None], "b": "y", "c": []}, {"a": ["x"] * (parse.MAX_VALUES - 2), "b": "y"},
+    {"a": ["x"] * (parse.MAX_VALUES - 1), "b": "y"}, {"a": ["x"] * 5000, "b": [1] * 4998},
+    {"a": ["x"] * 5000, "b": [1] * 4999}, {"a": ["x", b"y"]}, {"a": ["x", ("t",)]}, {"a": ["x", [1]]},
+    {"a": ["x", {}]}, {"a": [], "b": {"c": "d"}},
+    # Subclasses of the plain types, the lists and the keys are what they subclass.
+    {_Text("a"): ["x"]}, {"a": _List(["x", 1])}, {"a": [_Text("x")]}, {"a": _Text("x")}, {"a": [True, _List()]},
 ])
 def test_frontmatter_bounds_are_checked_level_by_level_as_value_by_value(fields: dict[str, object]) -> None:
     assert parse.within_bounds(fields) is _within_bounds_by_value(fields)

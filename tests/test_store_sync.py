@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import math
 import os
 import signal
+import struct
 import subprocess
 import sys
 import textwrap
@@ -11,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import msgspec
+import pytest
 from conftest import Repo, git, run_git_vivary
 from test_store import NOTES, objects_reachable, stats, tip
 
@@ -346,3 +351,256 @@ def test_fetch_refuses_provider_state_anywhere_in_the_chain(repo: Repo, tmp_path
     got = run_git_vivary(["sync", "fetch"], me)
     assert got.returncode == 3 and "memory-provider state" in got.stderr, got.stderr
     assert git(me, "rev-parse", "-q", "--verify", store.CACHE_REF, check=False).strip() == ""
+
+
+# --- sync fetch verifies on two cores: the verdict is the same with or without the child -------------------
+
+_VECTOR = struct.pack("<f", 1 / 127) + b"\x7f" + bytes(7)  # a stored vector: one component at full scale
+_STAGED = "refs/vivary-fetch/origin/cache"
+
+
+def _publish(repo: Repo, tmp_path: Path) -> Path:
+    """An origin whose cache holds NOTES' parses and facts and 48 vectors: some 60 chunks, so both halves
+    of a split hold parse, facts or vector chunks."""
+    repo.commit("notes", NOTES)
+    assert run_git_vivary(["check", "--rev", "HEAD"], repo.path).returncode == 1
+    vectors = {hashlib.sha1(str(i).encode()).hexdigest(): msgspec.msgpack.encode(_VECTOR) for i in range(48)}
+    assert store.write(GitRepo(repo.path), store.Changes(vectors=vectors)) is not None
+    origin = bare(tmp_path, "origin.git")
+    git(repo.path, "remote", "add", "origin", f"file://{origin}")
+    repo.git("push", "-q", "origin", "main", store.CACHE_REF)
+    return origin
+
+
+def _damage(repo: Repo, damage: str, share: str) -> list[str]:
+    """Damage the publisher's cache in a chunk of `share` (`child`: an odd place in the sorted chunk paths,
+    which `Snapshot.verify` gives its child; `here`: an even one) and push it to origin, as anyone who can
+    push the ref could. The problems `cache verify` must list, in order (what `sync fetch` says of a sound
+    cache, when there are none)."""
+    from test_store import _rewrite
+
+    r = GitRepo(repo.path)
+    snap = store.Snapshot.load(r)
+    assert snap is not None
+    paths = sorted(snap.manifest.chunks)
+    odd = share == "child"
+
+    def data(path: str) -> bytes:
+        blob: bytes = r.repo[snap.tree[path].id].data
+        return blob
+
+    if damage == "tampered":
+        path = paths[1 if odd else 2]
+        _rewrite(repo.path, {path: data(path)[:-1] + bytes([data(path)[-1] ^ 1])})
+        said = [f"{path} does not match its sha256 in the manifest (modified?)"]
+    elif damage == "truncated":
+        path = paths[1 if odd else 2]
+        _rewrite(repo.path, {path: data(path)[:len(data(path)) // 2]})
+        said = [f"{path} is {len(data(path)) // 2} bytes, the manifest says {len(data(path))} (truncated?)"]
+    elif damage == "forged-vector":  # a consistent forgery: the manifest's digests match the forged chunk
+        path = next(p for i, p in enumerate(paths) if p.startswith("vectors/") and i % 2 == odd)
+        key = msgspec.msgpack.decode(data(path))[0][0]
+        assert store.write(r, store.Changes(vectors={key: msgspec.msgpack.encode(b"\x00\x00\x80\x3b" + b"\x80" * 8)}))
+        said = [f"{path} holds a vector for {key[:12]} that holds the code -128, which is never written"]
+    elif damage == "two":  # one in each share; the child's comes first in the chunks' order
+        first, second = paths[1], paths[2]
+        _rewrite(repo.path, {first: data(first)[:-1] + bytes([data(first)[-1] ^ 1]), second: data(second)[:3]})
+        said = [f"{first} does not match its sha256 in the manifest (modified?)",
+                f"{second} is 3 bytes, the manifest says {len(data(second))} (truncated?)"]
+    elif damage == "bad-manifest":
+        _rewrite(repo.path, {"manifest.msgpack": msgspec.msgpack.encode({"store": "one", "chunks": [1, 2]})})
+        said = ["manifest.msgpack is not a valid manifest (Expected `int`, got `str` - at `$.store`)"]
+    else:
+        return ["adopted from origin"]
+    repo.git("push", "-q", "-f", "origin", f"{store.CACHE_REF}:{store.CACHE_REF}")
+    return said
+
+
+@pytest.fixture
+def checked_here(monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[bool]]:
+    """The chunks this process checked (`Snapshot.chunk`, wrapped, not mocked), and whether each
+    `parallel.Forked` job went to a child; every cache is worth a child (no size floor)."""
+    from vivary_git import parallel
+
+    monkeypatch.setattr(store, "VERIFY_FORK_AT", 0)
+    here: list[str] = []
+    went: list[bool] = []
+    parent = os.getpid()
+    real_chunk, real_init = store.Snapshot.chunk, parallel.Forked.__init__
+
+    def chunk(self: store.Snapshot, kind: str, prefix: str) -> dict[str, Any]:
+        if os.getpid() == parent:
+            here.append(f"{kind}/{prefix}.msgpack")
+        return real_chunk(self, kind, prefix)
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        real_init(self, *args, **kwargs)
+        went.append(self.forked)
+
+    monkeypatch.setattr(store.Snapshot, "chunk", chunk)
+    monkeypatch.setattr(parallel.Forked, "__init__", init)
+    return here, went
+
+
+def _fetch_and_verify(cli: Any, path: Path) -> tuple[tuple[int, str, str], tuple[int, str, str], str]:
+    fetched = cli("sync", "fetch", cwd=path)
+    with pytest.raises(ChildProcessError):  # every child it started is gone and waited for, whatever happened
+        os.waitpid(-1, os.WNOHANG)
+    verified = cli("cache", "verify", "--ref", _STAGED, cwd=path)
+    return (fetched.code, fetched.out, fetched.err), (verified.code, verified.out, verified.err), tip(path)
+
+
+@pytest.mark.parametrize(("damage", "share"), [
+    ("sound", ""), ("tampered", "child"), ("tampered", "here"), ("truncated", "child"), ("truncated", "here"),
+    ("forged-vector", "child"), ("forged-vector", "here"), ("two", "both"), ("bad-manifest", ""),
+])
+def test_sync_fetch_says_the_same_whether_a_child_checks_half_the_chunks(
+        repo: Repo, cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        checked_here: tuple[list[str], list[bool]], damage: str, share: str) -> None:
+    """`sync fetch` checks every other chunk of the fetched cache in a forked child. Whatever the damage
+    and whichever process's share it is in, it refuses (exit 3) with the message, and `cache verify` lists
+    the problems in the order, that one process checking every chunk gives; damage only the child read is
+    still reported. A sound cache is adopted alike."""
+    origin = _publish(repo, tmp_path)
+    problems = _damage(repo, damage, share)
+    said = problems[0]
+    here, went = checked_here
+    results = {}
+    for jobs in ("1", "2"):
+        monkeypatch.setenv("VIVARY_JOBS", jobs)
+        results[jobs] = _fetch_and_verify(cli, clone_of(origin, tmp_path / f"jobs{jobs}"))
+        forked = went[:]
+        went.clear()
+        if jobs == "1":
+            assert not any(forked)
+            alone = here[:]
+            here.clear()
+    (code, out, err), (vcode, vout, verr), adopted = results["2"]
+    assert results["2"] == results["1"]
+    if damage == "bad-manifest":
+        assert forked == []  # nothing to split: the manifest itself is refused
+    else:
+        assert forked == [True, True], "the fetch's verify and `cache verify` each had a child"
+    if damage == "sound":
+        assert code == 0 and said in out and adopted == tip(repo.path), err
+        assert vcode == 0, verr
+        assert len(here) < len(alone) and set(alone) - set(here), "the child checked its share, not this process"
+        return
+    assert code == 3 and f"is damaged ({said}); ours is unchanged" in err and "Traceback" not in err, err
+    assert adopted == "" and vcode == 1 and "damaged; it is ignored" in verr
+    assert vout.splitlines() == [f"{_STAGED}: {p}" for p in problems]
+    if share in ("child", "both"):
+        damaged = said.split()[0]
+        assert damaged in alone and damaged not in here, "the child found it, and this process never read it"
+
+
+@pytest.mark.parametrize("damage", ["sound", "tampered"])
+def test_sync_fetch_checks_a_failed_childs_share_itself(
+        repo: Repo, cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        checked_here: tuple[list[str], list[bool]], damage: str) -> None:
+    """A child that cannot finish its share: this process checks it, with the same verdict."""
+    origin = _publish(repo, tmp_path)
+    said = _damage(repo, damage, "child")[0]
+    here, went = checked_here
+    monkeypatch.setenv("VIVARY_JOBS", "1")
+    expected = _fetch_and_verify(cli, clone_of(origin, tmp_path / "alone"))
+    alone = here[:]
+    here.clear()
+    went.clear()
+    monkeypatch.setenv("VIVARY_JOBS", "2")
+    parent, real = os.getpid(), store.Snapshot._chunk_problems
+
+    def failing(self: store.Snapshot, paths: Any) -> list[str | None]:
+        if os.getpid() != parent:
+            raise MemoryError("a child that cannot finish")
+        return real(self, paths)
+
+    monkeypatch.setattr(store.Snapshot, "_chunk_problems", failing)
+    assert _fetch_and_verify(cli, clone_of(origin, tmp_path / "forking")) == expected
+    assert went == [True, True]
+    assert sorted(here) == sorted(alone), "this process checked every chunk itself, in both commands"
+    assert said in (expected[0][1] if damage == "sound" else expected[0][2])
+
+
+def clone_of(origin: Path, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    git(path.parent, "clone", "-q", f"file://{origin}", str(path))
+    return path
+
+
+@pytest.mark.parametrize("where", ["subfolder", "bare", "GIT_DIR"])
+def test_sync_fetch_runs_git_where_the_repository_is(repo: Repo, tmp_path: Path, where: str) -> None:
+    """`sync fetch` lists and fetches while it opens the repository, in the folder Git always runs in for
+    it: the work tree's top, whichever subfolder it starts in (a relative URL is read from the top), a bare
+    repository's git dir, or what GIT_DIR names."""
+    origin = _publish(repo, tmp_path)
+    me = tmp_path / "me"
+    if where == "bare":
+        git(tmp_path, "clone", "-q", "--bare", f"file://{origin}", str(me))
+        r = run_git_vivary(["sync", "fetch", "../origin.git"], me)
+    elif where == "subfolder":
+        clone_of(origin, me)
+        r = run_git_vivary(["sync", "fetch", "../origin.git"], me / "modules")
+    else:
+        clone_of(origin, me)
+        r = run_git_vivary(["sync", "fetch", "origin"], tmp_path, env={"GIT_DIR": str(me / ".git")})
+    assert r.returncode == 0 and "refs/vivary/cache: adopted from" in r.stdout, r.stderr
+    assert tip(me) == tip(repo.path)
+
+
+def _value_problem_as_first_written(value: bytes) -> str | None:
+    """`vectorvalue.value_problem` as it was first written, on a copy of the codes: what it must agree with."""
+    from vivary_git.memory import vectorvalue as vv
+
+    dim = len(value) - 4
+    if not 1 <= dim <= vv.MAX_DIM:
+        return f"is {len(value)} bytes, not a scale and 1 to {vv.MAX_DIM} components"
+    (scale,) = struct.unpack_from("<f", value)
+    if not (math.isfinite(scale) and vv._MIN_SCALE <= scale <= vv._MAX_SCALE):
+        return "has a scale out of range"
+    codes = value[4:]
+    if b"\x80" in codes:
+        return "holds the code -128, which is never written"
+    if b"\x7f" not in codes and b"\x81" not in codes:
+        return "has no component at full scale (+-127)"
+    return None
+
+
+@pytest.mark.parametrize("value", [
+    _VECTOR, _VECTOR[:4], _VECTOR[:4] + b"\x01" * 8, _VECTOR[:4] + b"\x01" * 7 + b"\x81",
+    _VECTOR[:4] + b"\x01" * 7 + b"\x80", _VECTOR[:4] + b"\x80" + b"\x7f" * 7, _VECTOR + b"\x00" * 4096,
+    # A scale whose bytes hold the codes searched for (0x7f, 0x80, 0x81): only the codes count.
+    b"\x0b\x23\x81\x3a" + b"\x01" * 8, b"\x7f\x00\x01\x3c" + b"\x01" * 8, b"\x80\x00\x01\x3c" + b"\x7f" + b"\x01" * 7,
+    b"\x00\x00\xc0\x7f" + b"\x7f" * 8, b"\x00\x00\x80\x3f" + b"\x7f" * 8,
+])
+def test_a_fetched_vector_is_judged_as_it_always_was(value: bytes) -> None:
+    from vivary_git.memory.vectorvalue import value_problem
+
+    assert value_problem(value) == _value_problem_as_first_written(value)
+
+
+@pytest.mark.parametrize("how", ["plain", "GIT_DIR"])
+def test_sync_fetch_refuses_a_file_of_head_dressed_up_as_a_chunk(repo: Repo, tmp_path: Path, how: str) -> None:
+    """A chunk that verifies (an empty list, its digest in the manifest) but is a blob of HEAD's tree, a
+    file of the work tree: refused. HEAD is read while Git fetches (plain), or after (GIT_DIR)."""
+    repo.commit("notes", {**NOTES, "data.bin": b"\x90"})  # an empty msgpack array
+    _publish(repo, tmp_path)
+    r = GitRepo(repo.path)
+    snap = store.Snapshot.load(r)
+    assert snap is not None
+    path = sorted(p for p in snap.manifest.chunks if p.startswith("parse/"))[-1]
+    chunks = {**snap.manifest.chunks, path: store.ChunkRef(hashlib.sha256(b"\x90").hexdigest(), 1, 0)}
+    files = {path: str(r.repo.create_blob(b"\x90")),
+             "manifest.msgpack": str(r.repo.create_blob(msgspec.msgpack.encode(
+                 msgspec.structs.replace(snap.manifest, chunks=chunks))))}
+    forged = store._create_commit(r, store._update_tree(r, snap.tree, files), [snap.commit], "forged")
+    repo.git("push", "-q", "-f", "origin", f"{forged}:{store.CACHE_REF}")
+    me = clone_of(tmp_path / "origin.git", tmp_path / "me")
+    git(repo.path, "update-ref", store.CACHE_REF, forged)
+    assert run_git_vivary(["cache", "verify"], repo.path).returncode == 0  # well formed: only HEAD tells
+    env = {"GIT_DIR": str(me / ".git")} if how == "GIT_DIR" else None
+    res = run_git_vivary(["sync", "fetch"], me if env is None else tmp_path, env=env)
+    name = path.split("/")[1]
+    assert res.returncode == 3 and f"holds {name}, which is a file of HEAD's tree, not cache data" in res.stderr, \
+        res.stderr
+    assert not tip(me)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from vivary_git.models import Ignore, Link, Note, ParseProblem
@@ -427,6 +428,7 @@ def _jsonable(value: Any, depth: int, budget: list[int]) -> Any:
 
 _PLAIN_TYPES = frozenset((str, int, float, bool, type(None)))
 _TEXT = frozenset((str,))
+_PLAIN_OR_LIST = _PLAIN_TYPES | {list}
 
 
 def within_bounds(fields: Mapping[str, Any]) -> bool:
@@ -437,7 +439,18 @@ def within_bounds(fields: Mapping[str, Any]) -> bool:
     list, text, number, boolean or null makes it out of bounds.
 
     Level by level, not value by value: `sync fetch` and the first `recall` of a fetched tree check
-    every note's, and a level of plain scalars (most frontmatter is one) is checked in C."""
+    every note's, and a level of plain scalars (most frontmatter is one) is checked in C. Frontmatter of
+    plain values and lists of them (most of it) is checked in C as a whole, without building the levels."""
+    if type(fields) is dict and set(map(type, fields)) <= _TEXT:
+        types = set(map(type, fields.values()))
+        if types <= _PLAIN_TYPES:
+            return len(fields) <= MAX_VALUES
+        if types <= _PLAIN_OR_LIST:
+            lists = [v for v in fields.values() if type(v) is list]
+            if len(fields) + sum(map(len, lists)) > MAX_VALUES:
+                return False
+            if set(map(type, chain.from_iterable(lists))) <= _PLAIN_TYPES:
+                return True
     left = MAX_VALUES
     level: list[Any] = [fields]  # the mappings and lists whose items are at `depth`
     depth = 0

@@ -42,14 +42,14 @@ import msgspec
 from vivary_git import escape
 from vivary_git.config import FORMAT_VERSION
 from vivary_git.models import Ignore, Link, Note, ParseProblem
+from vivary_git.refnames import CACHE_REF as CACHE_REF
+from vivary_git.refnames import NOTES_REF as NOTES_REF
+from vivary_git.refnames import STAGING_PREFIX as STAGING_PREFIX
 
 if TYPE_CHECKING:
     from vivary_git.git import Repo
     from vivary_git.graph import Facts
 
-CACHE_REF = "refs/vivary/cache"
-NOTES_REF = "refs/notes/vivary"
-STAGING_PREFIX = "refs/vivary-fetch/"  # `sync fetch` lands here, is verified, then adopted
 STORE_FORMAT = 3  # bump when the layout below changes; a cache of another format is left unread (3: vectors)
 CHAIN_LIMIT = 64  # cache commits per chain before a new root commit restarts it
 MAX_MANIFEST_BYTES = 8 << 20
@@ -363,14 +363,33 @@ class Snapshot:
         return data
 
     def verify(self) -> list[str]:
-        """Read and check everything; the problems found (empty when sound)."""
-        problems: list[str] = []
-        for path in sorted(self.manifest.chunks):
-            kind, name = path.split("/")
-            try:
-                self.chunk(kind, name[:2])
-            except StoreDamaged as err:
-                problems.append(err.what)
+        """Read and check everything; the problems found (empty when sound), in the order of the chunks'
+        paths. With a second core to use and enough entries to be worth a process (`VERIFY_FORK_AT`), a
+        forked child checks every other chunk while this process checks the rest (`parallel.Forked`):
+        the same checks, and the same problems in the same order. When no child can run or it fails,
+        this process checks its share too."""
+        from vivary_git.parallel import Forked
+
+        paths = sorted(self.manifest.chunks)
+        theirs = paths[1::2]
+        entries = sum(c.count for c in self.manifest.chunks.values())
+        child = Forked(lambda: _PROBLEMS_ENCODE(self._reopened()._chunk_problems(theirs)),
+                       fork=entries >= VERIFY_FORK_AT and len(paths) > 1)
+        found: list[str | None]
+        try:
+            if not child.forked:
+                found = self._chunk_problems(paths)
+            else:
+                mine = self._chunk_problems(paths[0::2])
+                got = child.result()
+                told = _decoded_problems(got) if got is not None else None
+                if told is None or len(told) != len(theirs):
+                    told = self._chunk_problems(theirs)
+                found = [None] * len(paths)
+                found[0::2], found[1::2] = mine, told
+        finally:
+            child.cancel()  # only when this process raised: a result taken leaves no child
+        problems = [what for what in found if what is not None]
         for path, want in sorted(self.manifest.states.items()):
             try:
                 self._verified(path, want.sha256, want.size, MAX_STATE_BYTES)
@@ -381,6 +400,40 @@ class Snapshot:
             if path not in listed:
                 problems.append(f"{path} is in the tree but not in the manifest")
         return problems
+
+
+    def _chunk_problems(self, paths: Iterable[str]) -> list[str | None]:
+        """Each chunk of `paths` read and checked (`chunk`): what is wrong with it, or None."""
+        out: list[str | None] = []
+        for path in paths:
+            kind, name = path.split("/")
+            try:
+                self.chunk(kind, name[:2])
+            except StoreDamaged as err:
+                out.append(err.what)
+            else:
+                out.append(None)
+        return out
+
+    def _reopened(self) -> Snapshot:
+        """This snapshot on a repository handle of its own: in a forked child (a libgit2 handle must not
+        be shared across a fork)."""
+        self.repo.repo = self.repo.pygit2.Repository(str(self.repo.git_dir))
+        self.tree = self.repo.repo[self.tree.id]
+        self._chunks = {}
+        return self
+
+
+VERIFY_FORK_AT = 1500  # entries from which `Snapshot.verify` has a child check half the chunks: fewer, it costs more
+_PROBLEMS_ENCODE = msgspec.msgpack.Encoder().encode
+_PROBLEMS = msgspec.msgpack.Decoder(list[str | None])
+
+
+def _decoded_problems(data: bytes) -> list[str | None] | None:
+    try:
+        return _PROBLEMS.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
 
 
 def _check_manifest(ref: str, m: Manifest) -> None:

@@ -11,16 +11,21 @@ same entries without them (`store.publishable`).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
+import os
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from vivary_git.errors import EXIT_OK, GitError, RefusedError, UsageError
 from vivary_git.escape import text as shown
+from vivary_git.refnames import CACHE_REF, NOTES_REF, STAGING_PREFIX
 
 if TYPE_CHECKING:
+    import subprocess
+
     from vivary_git.git import Repo
     from vivary_git.store import Snapshot
 
@@ -52,31 +57,109 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     from vivary_git.git import Repo
 
-    repo = Repo(Path(args.cwd or ".").resolve())
+    start = Path(args.cwd or ".").resolve()
+    if args.action == "fetch":
+        return _fetch_command(start, args.remote)
+    repo = Repo(start)
     if args.action == "setup":
         return setup(repo, args.remote)
-    if args.action == "fetch":
-        fetch(repo, args.remote)
-        return EXIT_OK
     push(repo, args.remote, force=args.force)
     return EXIT_OK
 
 
-def _staging(repo: Repo, remote: str) -> str:
-    """Where a remote's refs land before they are verified: by remote name, or a digest of a URL."""
-    names = repo.git(["remote"]).stdout.decode().split()
+def _fetch_command(start: Path, remote: str) -> int:
+    """`sync fetch`: Git lists and fetches the remote's refs in a thread while this one imports pygit2 and
+    the store, so that the fetch, not the imports, is what the command waits for."""
+    from vivary_git.git import Repo
+    from vivary_git.parallel import Background
+
+    early = Background(lambda: _stage_early(start, remote), name="vivary-sync-fetch") \
+        if not os.environ.get("GIT_DIR") else None
+    try:
+        repo = Repo(start)
+    except BaseException:
+        if early is not None:
+            with contextlib.suppress(Exception):
+                early.result()  # no thread left behind; the repository's own error is the one to show
+        raise
+    # What verifying the fetched cache reads with, imported while Git fetches it.
+    from vivary_git import graph, parse, store  # noqa: F401
+    from vivary_git.memory import vectorvalue  # noqa: F401
+
+    staged: _Staged | None = None
+    head: set[str] | None = None
+    if early is not None:
+        head = _head_blobs(repo)  # what a fetched cache is checked against, read while Git fetches it
+        cwd, got = early.result()
+        # Git ran where `repo.git` runs it, unless Git and libgit2 found different repositories: then again.
+        if cwd is not None and cwd == _At.of(repo).cwd:
+            if isinstance(got, GitError):
+                raise got
+            staged = got
+    fetch(repo, remote, staged=staged, head=head)
+    return EXIT_OK
+
+
+class _At(NamedTuple):
+    """Where `git` runs for a repository and with what environment: as `Repo.git` runs it."""
+
+    cwd: Path
+    env: dict[str, str] | None
+
+    @classmethod
+    def of(cls, repo: Repo) -> _At:
+        return cls((repo.workdir or repo.git_dir).resolve(), {**os.environ, **repo.pins} if repo.pins else None)
+
+    def git(self, args: list[str], *, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+        from vivary_git.git import run
+
+        return run(args, cwd=self.cwd, env=self.env, check=check)
+
+
+class _Staged(NamedTuple):
+    """What `_stage` found: the remote's refs, where they were staged, and whether any was fetched."""
+
+    remote_refs: dict[str, str]
+    staging: str
+    fetched: bool
+
+
+def _stage_early(start: Path, remote: str) -> tuple[Path | None, _Staged | GitError]:
+    """`_stage` before the repository is opened, in the folder `repo.git` will run Git in (the work
+    tree's top, or the git dir of a bare repository), as Git finds it from `start`; (None, …) when Git
+    finds none. A `GitError` is returned, to be raised once the repository has opened."""
+    from vivary_git.git import run_all
+
+    # The two questions `_stage` asks of the repository have the same answers anywhere in it.
+    proc, *local = run_all([["rev-parse", "--absolute-git-dir", "--is-bare-repository", "--show-toplevel"],
+                            ["remote"], ["rev-parse", "--is-shallow-repository"]], cwd=start, check=False)
+    lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
+    if lines[1:2] == ["true"]:
+        at = _At(Path(lines[0]).resolve(), None)
+    elif proc.returncode == 0 and len(lines) == 3 and lines[1] == "false":
+        at = _At(Path(lines[2]).resolve(), None)
+    else:
+        return None, GitError("no repository")
+    try:
+        return at.cwd, _stage(at, remote, local=(local[0], local[1]))
+    except GitError as err:
+        return at.cwd, err
+
+
+def _staging_for(remote: str, names: list[str]) -> str:
     label = remote if remote in names and _REMOTE_NAME.match(remote) else \
         "url-" + hashlib.sha1(remote.encode(), usedforsecurity=False).hexdigest()[:12]
-    from vivary_git.store import STAGING_PREFIX
-
     return f"{STAGING_PREFIX}{label}"
+
+
+def _staging(repo: Repo, remote: str) -> str:
+    """Where a remote's refs land before they are verified: by remote name, or a digest of a URL."""
+    return _staging_for(remote, repo.git(["remote"]).stdout.decode().split())
 
 
 def setup(repo: Repo, remote: str) -> int:
     """Make plain `git fetch REMOTE` stage the cache refs too. No push refspec is added: a
     `remote.NAME.push` entry would change what a bare `git push` sends."""
-    from vivary_git.store import CACHE_REF, NOTES_REF
-
     if remote not in repo.git(["remote"]).stdout.decode().split():
         raise UsageError(f"no remote named {remote!r}; `git remote -v` lists them (setup needs a name, not a URL)")
     staging = _staging(repo, remote)
@@ -95,9 +178,11 @@ def setup(repo: Repo, remote: str) -> int:
 
 
 def _ls_remote(repo: Repo, remote: str) -> dict[str, str]:
-    from vivary_git.store import CACHE_REF, NOTES_REF
+    return _listed(_At.of(repo).git(["ls-remote", "--", remote, CACHE_REF, NOTES_REF], check=False), remote)
 
-    proc = repo.git(["ls-remote", "--", remote, CACHE_REF, NOTES_REF], check=False)
+
+def _listed(proc: subprocess.CompletedProcess[bytes], remote: str) -> dict[str, str]:
+    """The refs `git ls-remote` listed, or the `GitError` saying why it could not."""
     if proc.returncode != 0:
         raise GitError(f"cannot reach remote {remote!r}; check `git remote -v` and your access. Git said:",
                        detail=_said(proc.stderr))
@@ -108,41 +193,56 @@ def _ls_remote(repo: Repo, remote: str) -> dict[str, str]:
     return out
 
 
-def _shallow(repo: Repo) -> bool:
-    return repo.git(["rev-parse", "--is-shallow-repository"]).stdout.strip() == b"true"
+def _stage(at: _At, remote: str, *, local: tuple[subprocess.CompletedProcess[bytes], ...] = ()) -> _Staged:
+    """List REMOTE's cache refs and fetch those it has into staging (nothing is verified or adopted).
+    `local`: what `git remote` and `git rev-parse --is-shallow-repository` said, when they ran already."""
+    from vivary_git.git import run_all
+
+    remote_refs = _listed(at.git(["ls-remote", "--", remote, CACHE_REF, NOTES_REF], check=False), remote)
+    names, shallow = local or run_all([["remote"], ["rev-parse", "--is-shallow-repository"]], cwd=at.cwd,
+                                      env=at.env, check=False)
+    if names.returncode != 0:
+        names = at.git(["remote"])  # raises what Git said, as a lone `git remote` would
+    staging = _staging_for(remote, names.stdout.decode().split())
+    specs = []
+    if CACHE_REF in remote_refs:
+        specs.append(f"+{CACHE_REF}:{staging}/cache")
+    if NOTES_REF in remote_refs:
+        specs.append(f"+{NOTES_REF}:{staging}/notes")
+    if not specs:
+        return _Staged(remote_refs, staging, fetched=False)
+    if shallow.returncode != 0:
+        shallow = at.git(["rev-parse", "--is-shallow-repository"])
+    # In a shallow clone (CI), take just the tip of the chain: it holds the whole cache. In a full
+    # clone, --depth would make the repository shallow, so the chain comes whole (it is bounded).
+    depth = ["--depth", "1"] if shallow.stdout.strip() == b"true" else []
+    proc = at.git(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", *depth, "--", remote, *specs],
+                  check=False)
+    if proc.returncode != 0:
+        raise GitError(f"`git fetch {remote}` of the cache refs failed. Git said:", detail=_said(proc.stderr))
+    return _Staged(remote_refs, staging, fetched=True)
 
 
-def fetch(repo: Repo, remote: str, *, quiet: bool = False) -> dict[str, str]:
-    """Fetch REMOTE's cache refs into staging, verify, adopt. Returns what the remote had."""
+def fetch(repo: Repo, remote: str, *, quiet: bool = False, staged: _Staged | None = None,
+          head: set[str] | None = None) -> dict[str, str]:
+    """Fetch REMOTE's cache refs into staging, verify, adopt. Returns what the remote had. `staged`:
+    what `_stage` did already, if it did; `head`: `_head_blobs`, if it was read already."""
     from vivary_git import store
 
-    remote_refs = _ls_remote(repo, remote)
-    staging = _staging(repo, remote)
-    specs = []
-    if store.CACHE_REF in remote_refs:
-        specs.append(f"+{store.CACHE_REF}:{staging}/cache")
-    if store.NOTES_REF in remote_refs:
-        specs.append(f"+{store.NOTES_REF}:{staging}/notes")
-    if not specs:
+    remote_refs, staging, fetched = staged if staged is not None else _stage(_At.of(repo), remote)
+    if not fetched:
         if not quiet:
             print(f"{shown(remote)} has no vivary cache yet; after a run, `git vivary sync push {shown(remote)}` "
                   "publishes ours")
         return remote_refs
-    # In a shallow clone (CI), take just the tip of the chain: it holds the whole cache. In a full
-    # clone, --depth would make the repository shallow, so the chain comes whole (it is bounded).
-    depth = ["--depth", "1"] if _shallow(repo) else []
-    proc = repo.git(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", *depth, "--", remote, *specs],
-                    check=False)
-    if proc.returncode != 0:
-        raise GitError(f"`git fetch {remote}` of the cache refs failed. Git said:", detail=_said(proc.stderr))
     if store.CACHE_REF in remote_refs:
-        _adopt_cache(repo, remote, f"{staging}/cache", quiet=quiet)
+        _adopt_cache(repo, remote, f"{staging}/cache", quiet=quiet, head=head)
     if store.NOTES_REF in remote_refs:
         _adopt_notes(repo, remote, f"{staging}/notes", quiet=quiet)
     return remote_refs
 
 
-def _adopt_cache(repo: Repo, remote: str, staged: str, *, quiet: bool) -> None:
+def _adopt_cache(repo: Repo, remote: str, staged: str, *, quiet: bool, head: set[str] | None = None) -> None:
     from vivary_git import store
 
     try:
@@ -159,7 +259,7 @@ def _adopt_cache(repo: Repo, remote: str, staged: str, *, quiet: bool) -> None:
     if theirs is None:
         print(f"vivary: {shown(remote)}'s cache was written by another vivary-git format; not adopted", file=sys.stderr)
         return
-    foreign = _not_derived(repo, theirs)
+    foreign = _not_derived(repo, theirs, _head_blobs(repo) if head is None else head)
     if foreign:
         raise RefusedError(
             f"the cache fetched from {remote} into {staged} holds {foreign}; ours is unchanged. A shared cache "
@@ -200,22 +300,37 @@ def _adopt_cache(repo: Repo, remote: str, staged: str, *, quiet: bool) -> None:
                   "none of it (`git verify-commit` says why)", file=sys.stderr)
 
 
-def _not_derived(repo: Repo, snap: Snapshot) -> str:
+def _not_derived(repo: Repo, snap: Snapshot, head: set[str]) -> str:
     """What in a fetched cache is not a parse, facts or vector entry vivary can check ("" when all is):
     provider state files (opaque bytes) in any commit of its chain we received (adopting the chain would
     keep them reachable, and `vivary.cacheTrust signed` may read an older commit), or any object of the
-    tip that is also a blob of HEAD's tree (a source file, maybe a private one, dressed up as cache data)."""
+    tip that is also a blob of HEAD's tree, `head` (a source file, maybe a private one, dressed up as
+    cache data)."""
     from vivary_git import store
 
     if snap.manifest.states:
         return f"memory-provider state files ({sorted(snap.manifest.states)[0]}, …), which it cannot check"
     if store.chain_states(repo, snap.commit, snap.ref):
         return "memory-provider state files in an older commit of its chain, which it cannot check"
+    if not head:
+        return ""
+    stack = [snap.tree]
+    while stack:
+        for entry in stack.pop():
+            if entry.type_str == "tree":
+                stack.append(repo.repo[entry.id])
+            elif str(entry.id) in head:
+                return f"{entry.name}, which is a file of HEAD's tree, not cache data"
+    return ""
+
+
+def _head_blobs(repo: Repo) -> set[str]:
+    """The ids of every blob of HEAD's tree (none without a HEAD)."""
     pygit2 = repo.pygit2
     try:
         head = repo.repo.head.peel(pygit2.Tree)
     except (KeyError, ValueError, pygit2.GitError):
-        return ""
+        return set()
     ours: set[str] = set()
     stack = [head]
     while stack:
@@ -224,14 +339,7 @@ def _not_derived(repo: Repo, snap: Snapshot) -> str:
                 stack.append(repo.repo[entry.id])
             elif entry.type_str == "blob":
                 ours.add(str(entry.id))
-    stack = [snap.tree]
-    while stack:
-        for entry in stack.pop():
-            if entry.type_str == "tree":
-                stack.append(repo.repo[entry.id])
-            elif str(entry.id) in ours:
-                return f"{entry.name}, which is a file of HEAD's tree, not cache data"
-    return ""
+    return ours
 
 
 def _descends(repo: Repo, commit: str, ancestor: str) -> bool:

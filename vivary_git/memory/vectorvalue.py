@@ -30,9 +30,9 @@ def value_problem(value: bytes) -> str | None:
     (scale,) = _SCALE.unpack_from(value)
     if not (math.isfinite(scale) and _MIN_SCALE <= scale <= _MAX_SCALE):
         return "has a scale out of range"
-    codes = value[_SCALE.size:]
-    if b"\x80" in codes:
+    # The codes are searched where they start, not copied out first (sync fetch checks every vector).
+    if value.find(b"\x80", _SCALE.size) >= 0:
         return "holds the code -128, which is never written"
-    if b"\x7f" not in codes and b"\x81" not in codes:
+    if value.find(b"\x7f", _SCALE.size) < 0 and value.find(b"\x81", _SCALE.size) < 0:
         return "has no component at full scale (+-127)"
     return None
