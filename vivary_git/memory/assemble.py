@@ -175,16 +175,21 @@ def assemble(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None,
             _touch(folder)
             return found, embedder
 
-    # The model goes on loading (in its thread) while the notes are read and rendered.
-    rendered, frames = _rendered(memory.ws, snap, notes)
-    digests = [_digest(p) for _, p in rendered]
-    embedder = loading.result()  # before the fork below: no thread may run across one
-    # The keyword index is the largest part of the work. When the notes' child is counting their words it
-    # is built from those counts, here, once the vectors are found; else a forked child builds it from the
-    # packets on the second core meanwhile (parallel.Forked). The same bytes every way.
-    lexical_job = _Lexical(store, rendered, digests,
-                           (notes, frames) if notes is not None and frames is not None else None, snap)
+    # The keyword index is the largest part of the work, and goes to a forked child. When the notes' child
+    # delivered their parts it is counting their words: the keyword index's child starts now, cuts each
+    # packet's frame (id, type, path, title, edges) into words and builds the index from both, while this
+    # process renders the packets and finds the vectors. (The parts are taken and the model's thread joined
+    # first: no thread may run across a fork, and the pipe then holds only the counts, for that child.)
+    # Else it starts once the packets are rendered, and builds the index from them. The same bytes every way.
+    parts = notes.result() if notes is not None else None
+    if parts is not None:
+        embedder = loading.result()
+    lexical_job = _Lexical(store, snap, notes if parts is not None else None)
     try:
+        rendered = _rendered(memory.ws, snap, parts)  # the model goes on loading meanwhile, if it still is
+        digests = [_digest(p) for _, p in rendered]
+        embedder = loading.result()  # before the fork below: no thread may run across one
+        lexical_job.packets(rendered, digests)
         return _assembled(memory, snap, manifest, embedder, cache, folder, rendered, digests, lexical_job)
     finally:
         lexical_job.cancel()  # only when it raised: a result taken leaves no child
@@ -261,23 +266,18 @@ def prefetch_notes(memory: Memory, *, settle: Callable[[], None] = lambda: None)
     return Forked(parts, frames=2)
 
 
-def _rendered(ws: Workspace, snap: MemorySnapshot, notes: Forked | None,
-              ) -> tuple[list[tuple[Any, str]], list[str] | None]:
-    """`snapshot.packets(ws, snap)`, from the prefetched note parts when the child delivered them; and then
-    (the child's next frame being the notes' term counts) each packet's frame, else None."""
+def _rendered(ws: Workspace, snap: MemorySnapshot, data: bytes | None) -> list[tuple[Any, str]]:
+    """`snapshot.packets(ws, snap)`, from the note parts `prefetch_notes`' child delivered (`data`), if any."""
     from vivary_git.memory.snapshot import packets
 
-    data = notes.result() if notes is not None else None
     got: list[tuple[str, str, str]] | None = None
     if data is not None:
         from vivary_git import localcache
 
         with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError, ValueError):
             got = localcache.decode(data, list[tuple[str, str, str]], _PARTS)
-    if got is None:
-        return list(packets(ws, snap)), None
-    frames: list[str] = []
-    return list(packets(ws, snap, {oid: (frontmatter, body) for oid, frontmatter, body in got}, frames)), frames
+    parts = {oid: (frontmatter, body) for oid, frontmatter, body in got} if got is not None else None
+    return list(packets(ws, snap, parts))
 
 
 def _assembled(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None, embedder: Embedder, cache: Any,
@@ -432,44 +432,56 @@ def _lexical(store: Any, rendered: list[tuple[Any, str]], digests: list[str]) ->
 
 
 class _Lexical:
-    """The keyword index of an assembly, encoded, built on the second core while this process finds the
-    vectors: by a forked child from the notes' term counts, which it reads itself from `prefetch_notes`'
-    child (their second frame, `_framed`), or from the packets (`_lexical`); here when no child can be had
-    or one failed. The same bytes every way."""
+    """The keyword index of an assembly, encoded, built on the second core while this process renders the
+    packets and finds the vectors: by a forked child from the notes' term counts, which it reads itself from
+    `prefetch_notes`' child (their second frame, `_framed_there`), started at once; or, without those, from the
+    packets (`_lexical`), started when they are given (`packets`); here when no child can be had or one
+    failed. The same bytes every way."""
 
-    def __init__(self, store: Any, rendered: list[tuple[Any, str]], digests: list[str],
-                 bags: tuple[Forked, list[str]] | None, snap: MemorySnapshot) -> None:
+    def __init__(self, store: Any, snap: MemorySnapshot, bags: Forked | None) -> None:
         from vivary_git.parallel import Forked
 
-        self._store, self._rendered, self._digests, self._snap = store, rendered, digests, snap
-        self._bags = bags[0] if bags is not None else None
-        self._frames = bags[1] if bags is not None else []
-        job = functools.partial(_framed_there, bags[0], snap, bags[1]) if bags is not None else \
-            functools.partial(_lexical, store, rendered, digests)
-        self._job = Forked(job, fork=len(rendered) >= FORK_AT)
+        self._store, self._snap, self._bags = store, snap, bags
+        self._rendered: list[tuple[Any, str]] = []
+        self._digests: list[str] = []
+        self._job = Forked(functools.partial(_framed_there, bags, snap), fork=len(snap.nodes) >= FORK_AT) \
+            if bags is not None else None
+
+    def packets(self, rendered: list[tuple[Any, str]], digests: list[str]) -> None:
+        """The packets and their digests: what the index is built from when there are no counts."""
+        from vivary_git.parallel import Forked
+
+        self._rendered, self._digests = rendered, digests
+        if self._bags is None:
+            self._job = Forked(functools.partial(_lexical, self._store, rendered, digests),
+                               fork=len(rendered) >= FORK_AT)
 
     def result(self) -> bytes:
         made: bytes | None = None
-        if self._job.forked:
+        if self._job is not None and self._job.forked:
             made = self._job.result()
             if self._bags is not None:
                 self._bags.cancel()  # its last frame went to our child (or was not wanted after all)
         elif self._bags is not None:
-            made = _framed(self._bags.result(), self._snap, self._frames)
+            from vivary_git.memory.snapshot import packet_frames
+
+            made = _framed(self._bags.result(), self._snap, packet_frames(self._snap))
         return made if made is not None else _lexical(self._store, self._rendered, self._digests)
 
     def cancel(self) -> None:
-        self._job.cancel()
+        if self._job is not None:
+            self._job.cancel()
         if self._bags is not None:
             self._bags.cancel()
 
 
-def _framed_there(bags: Forked, snap: MemorySnapshot, frames: list[str]) -> bytes:
-    """`_framed` in a forked child: it cuts the frames' words (while the notes' child may still count
-    theirs), then reads the notes' counts from the pipe it inherited."""
+def _framed_there(bags: Forked, snap: MemorySnapshot) -> bytes:
+    """`_framed` in a forked child: it renders the packets' frames and cuts them into words (while the notes'
+    child may still count theirs), then reads the notes' counts from the pipe it inherited."""
     from vivary_git.memory.bm25 import frame_terms
+    from vivary_git.memory.snapshot import packet_frames
 
-    framed = frame_terms(frames)
+    framed = frame_terms(packet_frames(snap))
     made = _framed(bags.result(), snap, framed)
     if made is None:
         raise RuntimeError("no term counts")  # the parent builds the index from the packets

@@ -316,10 +316,6 @@ def note_parts(note: Note) -> tuple[str, str]:
 def packet_of(node: MemoryNode, frontmatter: str, body: str, edges: Iterable[MemoryEdge]) -> str:
     """`packet(node, note, edges)` from the note's `note_parts`."""
     head, tail = _frame(node, edges)
-    return _packet(head, frontmatter, tail, body)
-
-
-def _packet(head: str, frontmatter: str, tail: str, body: str) -> str:
     return f"{head}\n{frontmatter}\n{tail}\n\n{body}"
 
 
@@ -348,21 +344,17 @@ def _frame(node: MemoryNode, edges: Iterable[MemoryEdge]) -> tuple[str, str]:
 
 
 def packets(ws: Workspace, snapshot: MemorySnapshot, parts: Mapping[str, tuple[str, str]] | None = None,
-            frames: list[str] | None = None) -> Iterator[tuple[MemoryNode, str]]:
+            ) -> Iterator[tuple[MemoryNode, str]]:
     """(node, packet) for every admitted node, in id order, from the same blobs the snapshot checked.
     `parts`: the `note_parts` of notes already read (by blob id, in another process, say); any other
-    note is read here. `frames`: a list given gets each packet's `packet_frame` too, as it is rendered."""
+    note is read here."""
     notes = ws.lazy_notes() if parts is not None or len(snapshot.nodes) < 64 else ws.notes()
     outbound: dict[str, list[MemoryEdge]] = defaultdict(list)
     for e in snapshot.edges:
         outbound[e.source_id].append(e)
     for node in snapshot.nodes:
         part = parts.get(node.blob) if parts is not None else None
-        frontmatter, body = part or note_parts(notes[node.blob])
-        head, tail = _frame(node, outbound.get(node.id, ()))
-        if frames is not None:
-            frames.append(f"{head}\n{tail}")
-        yield node, _packet(head, frontmatter, tail, body)
+        yield node, packet_of(node, *(part or note_parts(notes[node.blob])), outbound.get(node.id, ()))
 
 
 def packet_frames(snapshot: MemorySnapshot) -> list[str]:
