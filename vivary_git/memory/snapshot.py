@@ -25,7 +25,6 @@ import functools
 import hashlib
 import itertools
 import operator
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
@@ -349,9 +348,7 @@ def packets(ws: Workspace, snapshot: MemorySnapshot, parts: Mapping[str, tuple[s
     `parts`: the `note_parts` of notes already read (by blob id, in another process, say); any other
     note is read here."""
     notes = ws.lazy_notes() if parts is not None or len(snapshot.nodes) < 64 else ws.notes()
-    outbound: dict[str, list[MemoryEdge]] = defaultdict(list)
-    for e in snapshot.edges:
-        outbound[e.source_id].append(e)
+    outbound = _by_source(snapshot.edges)
     for node in snapshot.nodes:
         part = parts.get(node.blob) if parts is not None else None
         yield node, packet_of(node, *(part or note_parts(notes[node.blob])), outbound.get(node.id, ()))
@@ -359,10 +356,21 @@ def packets(ws: Workspace, snapshot: MemorySnapshot, parts: Mapping[str, tuple[s
 
 def packet_frames(snapshot: MemorySnapshot) -> list[str]:
     """`packet_frame` of every admitted node, in id order (as `packets` renders them)."""
-    outbound: dict[str, list[MemoryEdge]] = defaultdict(list)
-    for e in snapshot.edges:
-        outbound[e.source_id].append(e)
+    outbound = _by_source(snapshot.edges)
     return [packet_frame(node, outbound.get(node.id, ())) for node in snapshot.nodes]
+
+
+def _by_source(edges: Sequence[MemoryEdge]) -> dict[str, list[MemoryEdge]]:
+    """Each node's outbound edges, in the snapshot's order (by source, then field and target)."""
+    by_source: dict[str, list[MemoryEdge]] = {}
+    # The snapshot's edges are sorted by source: one step per node that has any, not per edge.
+    for source, run in itertools.groupby(edges, key=operator.attrgetter("source_id")):
+        got = by_source.get(source)
+        if got is None:
+            by_source[source] = list(run)
+        else:
+            got.extend(run)
+    return by_source
 
 
 def packet_key(node: MemoryNode, edges: Iterable[MemoryEdge]) -> str:
@@ -400,15 +408,7 @@ class Packets(Sequence[tuple[MemoryNode, str]]):
     def _outbound(self) -> dict[str, list[MemoryEdge]]:
         """Each node's outbound edges, in the snapshot's order (by source, then field and target)."""
         if self._by_source is None:
-            by_source: dict[str, list[MemoryEdge]] = {}
-            # The snapshot's edges are sorted by source: one step per node that has any, not per edge.
-            for source, run in itertools.groupby(self._edges, key=operator.attrgetter("source_id")):
-                got = by_source.get(source)
-                if got is None:
-                    by_source[source] = list(run)
-                else:
-                    got.extend(run)
-            self._by_source = by_source
+            self._by_source = _by_source(self._edges)
         return self._by_source
 
     def __len__(self) -> int:
