@@ -248,35 +248,7 @@ def build_texts(docs: Sequence[str | Mapping[str, int]], tokenizer: Tokenizer | 
 
     tok = tokenizer if tokenizer is not None else Tokenizer()
     n = len(docs)
-    word_id: dict[str, int] = {}
-    words_seen: list[str] = []
-    # Postings as (word or term) * n + doc keys, counted per block of documents so that the words of only
-    # one block are held as Python strings at a time.
-    blocks: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = []
-    given: list[tuple[int, Mapping[str, int]]] = []
-    block = 512
-    for lo in range(0, n, block):
-        cut: list[str] = []
-        sizes: list[int] = []
-        at: list[int] = []
-        for i in range(lo, min(lo + block, n)):
-            doc = docs[i]
-            if isinstance(doc, str):
-                found = tok.raw_words(doc)
-                cut.extend(found)
-                sizes.append(len(found))
-                at.append(i)
-            else:
-                given.append((i, doc))
-        if not cut:
-            continue
-        for w in set(cut).difference(word_id):
-            word_id[w] = len(words_seen)
-            words_seen.append(w)
-        ids = np.fromiter(map(word_id.__getitem__, cut), dtype=np.int64, count=len(cut))
-        doc_of = np.repeat(np.asarray(at, dtype=np.int64), np.asarray(sizes, dtype=np.int64))
-        keys, counts = np.unique(ids * n + doc_of, return_counts=True)
-        blocks.append((keys, counts.astype(np.int64)))
+    words_seen, blocks, given = _word_postings(docs, tok)
     # Each distinct word's term (None: a stopword or a short word), then the vocabulary in sorted order.
     term_of = [tok.term(w) for w in words_seen]
     vocab = sorted({t for t in term_of if t is not None}.union(*(d for _, d in given)))
@@ -361,6 +333,63 @@ def from_postings(vocab: list[str], indptr: npt.NDArray[np.int64], docs: npt.NDA
     return LexicalIndex(header, indptr, docs, tfs, lengths)
 
 
+def _word_postings(docs: Sequence[str | Mapping[str, int]], tok: Tokenizer,
+                   ) -> tuple[list[str], list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]],
+                              list[tuple[int, Mapping[str, int]]]]:
+    """The texts among `docs` cut into words (`Tokenizer.raw_words`): the distinct words, numbered in order
+    of first sight, and per block of documents the distinct `word * len(docs) + doc` keys with their counts,
+    counted so that the words of only one block are held as Python strings at a time. And the documents
+    given as term counts already, by position."""
+    import numpy as np
+
+    n = len(docs)
+    word_id: dict[str, int] = {}
+    words_seen: list[str] = []
+    blocks: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = []
+    given: list[tuple[int, Mapping[str, int]]] = []
+    block = 512
+    for lo in range(0, n, block):
+        cut: list[str] = []
+        sizes: list[int] = []
+        at: list[int] = []
+        for i in range(lo, min(lo + block, n)):
+            doc = docs[i]
+            if isinstance(doc, str):
+                found = tok.raw_words(doc)
+                cut.extend(found)
+                sizes.append(len(found))
+                at.append(i)
+            else:
+                given.append((i, doc))
+        if not cut:
+            continue
+        for w in set(cut).difference(word_id):
+            word_id[w] = len(words_seen)
+            words_seen.append(w)
+        ids = np.fromiter(map(word_id.__getitem__, cut), dtype=np.int64, count=len(cut))
+        doc_of = np.repeat(np.asarray(at, dtype=np.int64), np.asarray(sizes, dtype=np.int64))
+        keys, counts = np.unique(ids * n + doc_of, return_counts=True)
+        blocks.append((keys, counts.astype(np.int64)))
+    return words_seen, blocks, given
+
+
+def _numbered(words: Iterable[str], tok: Tokenizer, terms: list[str], number: dict[str, int]) -> list[int]:
+    """The number in `terms` of each word's term (`Tokenizer.term`), a new term appended and numbered in
+    `number`; -1 for a word that is no term (a stopword, a one-character word)."""
+    out: list[int] = []
+    for w in words:
+        t = tok.term(w)
+        if t is None:
+            out.append(-1)
+            continue
+        j = number.get(t)
+        if j is None:
+            j = number[t] = len(terms)
+            terms.append(t)
+        out.append(j)
+    return out
+
+
 def _sum_by_key(keys: npt.NDArray[np.int64], counts: npt.NDArray[np.int64], bound: int,
                 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """The distinct `keys` (each in 0..bound-1), ascending, and the sum of the `counts` of each.
@@ -393,9 +422,6 @@ class TermBags(msgspec.Struct, frozen=True, array_like=True):
     counts: bytes
 
 
-_SHIFT = 32  # (text << _SHIFT) | word: one int64 sort key per posting, grouped by text
-
-
 def term_bags(keys: Sequence[str], texts: Sequence[str], tokenizer: Tokenizer | None = None) -> TermBags:
     """The term counts of `texts` (named by `keys`), as `Tokenizer.counts` counts them, cut in bulk as
     `build_texts` cuts them. With `build_framed`, the costly half of an index (the notes' own text) can be
@@ -404,49 +430,26 @@ def term_bags(keys: Sequence[str], texts: Sequence[str], tokenizer: Tokenizer | 
 
     tok = tokenizer if tokenizer is not None else Tokenizer()
     m = len(texts)
-    word_id: dict[str, int] = {}
-    words_seen: list[str] = []
-    blocks: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = []
-    block = 512
-    for lo in range(0, m, block):
-        cut: list[str] = []
-        sizes: list[int] = []
-        for i in range(lo, min(lo + block, m)):
-            found = tok.raw_words(texts[i])
-            cut.extend(found)
-            sizes.append(len(found))
-        if not cut:
-            continue
-        for w in set(cut).difference(word_id):
-            word_id[w] = len(words_seen)
-            words_seen.append(w)
-        ids = np.fromiter(map(word_id.__getitem__, cut), dtype=np.int64, count=len(cut))
-        text_of = np.repeat(np.arange(lo, lo + len(sizes), dtype=np.int64), np.asarray(sizes, dtype=np.int64))
-        found_keys, found_counts = np.unique((text_of << _SHIFT) | ids, return_counts=True)
-        blocks.append((found_keys, found_counts.astype(np.int64)))
+    words_seen, blocks, _ = _word_postings(texts, tok)
     # Each distinct word's term (or none), numbered in order of first sight; two words of one text with one
     # stem add up.
-    term_of = [tok.term(w) for w in words_seen]
-    number: dict[str, int] = {}
-    for t in term_of:
-        if t is not None and t not in number:
-            number[t] = len(number)
-    word_term = np.fromiter((-1 if t is None else number[t] for t in term_of), dtype=np.int64, count=len(term_of))
+    terms: list[str] = []
+    word_term = np.asarray(_numbered(words_seen, tok, terms, {}), dtype=np.int64)
     parts_keys: list[npt.NDArray[np.int64]] = []
     parts_counts: list[npt.NDArray[np.int64]] = []
-    low = (1 << _SHIFT) - 1
-    v = max(len(number), 1)
+    v = max(len(terms), 1)
     for found_keys, found_counts in blocks:
-        terms = word_term[found_keys & low]
-        kept = terms >= 0
-        parts_keys.append((found_keys[kept] >> _SHIFT) * v + terms[kept])
+        word, text = np.divmod(found_keys, m)
+        term = word_term[word]
+        kept = term >= 0
+        parts_keys.append(text[kept] * v + term[kept])
         parts_counts.append(found_counts[kept])
     all_keys = np.concatenate(parts_keys) if parts_keys else np.zeros(0, dtype=np.int64)
     all_counts = np.concatenate(parts_counts) if parts_counts else np.zeros(0, dtype=np.int64)
     merged, counts = _sum_by_key(all_keys, all_counts, m * v)  # by text, then term number
     indptr = np.zeros(m + 1, dtype=np.int64)
     np.cumsum(np.bincount(merged // v, minlength=m), out=indptr[1:])
-    return TermBags(keys=list(keys), terms=list(number), indptr=indptr.astype("<i8").tobytes(),
+    return TermBags(keys=list(keys), terms=terms, indptr=indptr.astype("<i8").tobytes(),
                     ids=(merged % v).astype("<i4").tobytes(), counts=counts.astype("<i4").tobytes())
 
 
@@ -490,18 +493,9 @@ def frame_terms(frames: Sequence[str], tokenizer: Tokenizer | None = None) -> Fr
                 sizes.append(len(found))
             other, plain, marker = other + plain, [], ""
     terms: list[str] = []
-    number: dict[str, int] = {}
-    word_term: dict[str, int] = {}
-    for w in set(cut):
-        t = tok.term(w) if w != marker else None
-        if t is None:
-            word_term[w] = -2 if w == marker else -1
-            continue
-        j = number.get(t)
-        if j is None:
-            j = number[t] = len(terms)
-            terms.append(t)
-        word_term[w] = j
+    distinct = list(set(cut).difference((marker,)))
+    word_term = dict(zip(distinct, _numbered(distinct, tok, terms, {}), strict=True))
+    word_term[marker] = -2  # the marker word ("" when there is none: never a word)
     ids = np.fromiter(map(word_term.__getitem__, cut), dtype=np.int64, count=len(cut))
     docs = np.repeat(np.asarray(other, dtype=np.int64), np.asarray(sizes, dtype=np.int64))
     if plain:  # after the others' words: the joined frames', each frame's behind its marker
