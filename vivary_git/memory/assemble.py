@@ -183,7 +183,7 @@ def assemble(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None,
     # Else it starts once the packets are rendered, and builds the index from them. The same bytes every way.
     parts = notes.result() if notes is not None else None
     if parts is not None:
-        embedder = loading.result()
+        loading.result()  # joined: the keyword index's child is forked next
     lexical_job = _Lexical(store, snap, notes if parts is not None else None)
     try:
         rendered = _rendered(memory.ws, snap, parts)  # the model goes on loading meanwhile, if it still is
