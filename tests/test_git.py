@@ -3,7 +3,10 @@ the repository is the one the environment names."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +123,36 @@ def test_git_dir_that_is_no_repository_is_an_error(repo: Repo, tmp_path: Path) -
     r = run_git_vivary(["check"], repo.path, env={"GIT_DIR": str(tmp_path / "nowhere")})
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert f"GIT_DIR={tmp_path / 'nowhere'} does not name a Git repository" in r.stderr
+
+
+@pytest.mark.parametrize("how", ["--work-tree", "core.worktree"])
+def test_a_work_tree_set_elsewhere_is_read_as_git_reads_it(repo: Repo, tmp_path: Path, how: str) -> None:
+    """`git --work-tree=DIR vivary …` (Git sets GIT_WORK_TREE alone) and a repository whose core.worktree is
+    another folder: the notes read are that folder's, as `git status` sees them, and its ignored files stay
+    private."""
+    repo.commit("mine", files={"mine.md": "# Mine\n", ".gitignore": "secret.md\n"})
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / ".gitignore").write_text("secret.md\n")
+    (tree / "there.md").write_text("---\ntitle: There\n---\n[[nowhere]]\n")
+    (tree / "secret.md").write_text(CANARY)
+    if how == "core.worktree":
+        git(repo.path, "config", "core.worktree", str(tree))
+        argv, env = ["git", "vivary"], {}
+    else:
+        argv, env = ["git", f"--work-tree={tree}", "vivary"], {}
+    bindir = str(Path(sys.executable).parent)
+    full = dict(os.environ, PATH=bindir + os.pathsep + os.environ["PATH"], **env)
+    r = subprocess.run([*argv, "check", "--json"], cwd=repo.path, capture_output=True, text=True, env=full)
+    assert r.returncode == 1, r.stderr
+    found = json.loads(r.stdout)
+    assert [f["path"] for f in found["findings"]] == ["there.md"], r.stdout
+    assert "CANARY" not in r.stdout + r.stderr
+    # Privacy asks Git from the work tree's top, which names no repository here: it fails closed.
+    shown = subprocess.run([*argv, "privacy", "explain", "--json", "--", str(tree / "secret.md")], cwd=repo.path,
+                           capture_output=True, text=True, env=full)
+    assert shown.returncode == 3 and "cannot decide privacy" in shown.stderr, shown.stdout + shown.stderr
+    assert "CANARY" not in shown.stdout + shown.stderr
 
 
 def test_hook_in_a_linked_worktree_sees_its_own_index(repo: Repo, tmp_path: Path) -> None:

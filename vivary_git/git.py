@@ -128,7 +128,9 @@ class Repo:
         self.pins: dict[str, str] = {}
         # A work tree that lies inside another repository's (GIT_DIR names this one): whose it is.
         self.foreign: Path | None = None
-        if os.environ.get("GIT_DIR"):
+        if os.environ.get("GIT_DIR") or os.environ.get("GIT_WORK_TREE"):
+            # `git --work-tree=…` sets GIT_WORK_TREE alone: Git then finds the repository as usual, but not
+            # the work tree, which libgit2 would not know of. Git says what both are.
             git_dir, top = _from_environment(start)
             self.repo = pygit2.Repository(git_dir)
             self.bare: bool = top is None
@@ -144,6 +146,12 @@ class Repo:
             self.repo = pygit2.Repository(found)
             self.bare = bool(self.repo.is_bare)
             self.workdir = None if self.bare else Path(self.repo.workdir).resolve()
+            if self.workdir is not None:
+                # A work tree set elsewhere (core.worktree): Git run there would find whatever repository
+                # holds that folder, or none, so every `git` run for this one names it.
+                own = pygit2.discover_repository(str(self.workdir))
+                if own is None or Path(own).resolve() != Path(found).resolve():
+                    self.pins = {"GIT_DIR": str(Path(found).resolve()), "GIT_WORK_TREE": str(self.workdir)}
         self.git_dir = Path(self.repo.path).resolve()
         # Linked worktrees share objects and refs with the main repository: keep our cache there.
         common = Path(self.repo.path)
@@ -180,13 +188,16 @@ class Repo:
 
 
 def _from_environment(start: Path) -> tuple[str, Path | None]:
-    """The git dir and work tree top (None when there is none) Git uses here, GIT_DIR being set. Asked of
-    Git itself: its rules (relative paths, core.worktree, linked worktrees, core.bare) have corners."""
+    """The git dir and work tree top (None when there is none) Git uses here, GIT_DIR or GIT_WORK_TREE being
+    set. Asked of Git itself: its rules (relative paths, core.worktree, linked worktrees, core.bare) have
+    corners."""
     proc = run(["rev-parse", "--absolute-git-dir", "--is-bare-repository", "--show-toplevel"], cwd=start,
                check=False)
     lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
     if len(lines) < 2:
         said = proc.stderr.decode("utf-8", "replace").strip() or f"exit code {proc.returncode}"
+        if not os.environ.get("GIT_DIR"):
+            raise GitError(f"{start} is not inside a Git repository ({said})")
         raise GitError(f"GIT_DIR={os.environ.get('GIT_DIR')} does not name a Git repository ({said}); point it "
                        "at one, or unset it (a hook or a script may have left it set)")
     top = Path(lines[2]).resolve() if proc.returncode == 0 and len(lines) == 3 and lines[1] == "false" else None

@@ -334,7 +334,7 @@ def _worktree_tree(repo: git.Repo) -> str:
             # than the index (racy-Git). A copy stamped "now" would make a note rewritten to the same size
             # in the second of the last commit look unchanged, and its old text would be read.
             shutil.copy2(index, scratch)
-        env = dict(os.environ, GIT_INDEX_FILE=str(scratch))
+        env = {**os.environ, **repo.pins, "GIT_INDEX_FILE": str(scratch)}
         _add_all(repo, env)
         return repo.git(["write-tree"], env=env).stdout.decode().strip()
     finally:
@@ -346,11 +346,12 @@ def refuse_foreign(repo: git.Repo) -> None:
     """Refuse to snapshot a working tree that belongs to another repository than the one GIT_DIR names."""
     if repo.foreign is not None:
         # Snapshotting writes every file of the work tree as an object of the repository: never another's.
+        named = "GIT_DIR names" if os.environ.get("GIT_DIR") else "Git found"
         raise RefusedError(
-            f"GIT_DIR names the repository {repo.git_dir}, but the working tree {repo.workdir} belongs to the "
-            f"repository {repo.foreign}: reading it would copy its files into the other one. Unset GIT_DIR "
-            "(a hook or a script may have left it set), set GIT_WORK_TREE to its own work tree, or read a "
-            "commit with --rev"
+            f"{named} the repository {repo.git_dir}, but the working tree {repo.workdir} belongs to the "
+            f"repository {repo.foreign}: reading it would copy its files into the other one. Unset GIT_DIR and "
+            "GIT_WORK_TREE (a hook or a script may have left them set), set GIT_WORK_TREE to its own work tree, "
+            "or read a commit with --rev"
         )
 
 
@@ -373,16 +374,19 @@ def _add_all(repo: git.Repo, env: dict[str, str]) -> None:
         raise GitError(f"could not run git: {err}") from None
     try:
         try:
-            proc.communicate(timeout=_WATCH_AFTER)
-            return
+            _, said = proc.communicate(timeout=_WATCH_AFTER)
         except subprocess.TimeoutExpired:
-            pass
-        found = _special_git_file(repo)
-        if found is not None:
-            name, why = found
-            raise GitError(f"{name}: {why}; Git waits forever reading it (`git status` would hang too): remove "
-                           "it or replace it with a regular file")
-        proc.communicate()
+            found = _special_git_file(repo)
+            if found is not None:
+                name, why = found
+                raise GitError(f"{name}: {why}; Git waits forever reading it (`git status` would hang too): "
+                               "remove it or replace it with a regular file") from None
+            _, said = proc.communicate()
+        # --ignore-errors: a file Git cannot add is left out (exit code 1) and the rest is added. A fatal
+        # error (128) leaves the scratch index as it was, whose tree is not the working tree's: never use it.
+        if proc.returncode not in (0, 1):
+            text = said.decode("utf-8", "replace").strip() or f"exit code {proc.returncode}"
+            raise GitError(f"could not read the working tree (`git add -A` into a scratch index): {text}")
     finally:
         if proc.poll() is None:
             proc.kill()
