@@ -604,3 +604,30 @@ def test_sync_fetch_refuses_a_file_of_head_dressed_up_as_a_chunk(repo: Repo, tmp
     assert res.returncode == 3 and f"holds {name}, which is a file of HEAD's tree, not cache data" in res.stderr, \
         res.stderr
     assert not tip(me)
+
+
+def _fetch_refs(path: Path) -> str:
+    return git(path, "for-each-ref", "refs/vivary-fetch/", "refs/vivary/")
+
+
+@pytest.mark.parametrize("how", ["GIT_WORK_TREE", "core.worktree"])
+def test_sync_fetch_writes_only_into_its_own_repository(repo: Repo, tmp_path: Path, how: str) -> None:
+    """A repository whose work tree lies inside another repository (`git --work-tree=…`, or core.worktree):
+    `sync fetch` stages and adopts the cache in the repository it was run for, and writes not a ref into the
+    one around the work tree, not even for a moment."""
+    origin = _publish(repo, tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q", "-b", "main")
+    git(other, "remote", "add", "origin", f"file://{origin}")  # the same remote name, as clones of one project have
+    tree = other / "tree"
+    tree.mkdir()
+    me = clone_of(origin, tmp_path / "me")
+    if how == "GIT_WORK_TREE":
+        r = run_git_vivary(["sync", "fetch", "origin"], me, env={"GIT_WORK_TREE": str(tree)})
+    else:
+        git(me, "config", "core.worktree", str(tree))
+        r = run_git_vivary(["sync", "fetch", "origin"], me)
+    assert r.returncode == 0 and "refs/vivary/cache: adopted from" in r.stdout, r.stderr
+    assert tip(me) == tip(repo.path)
+    assert _fetch_refs(other) == ""

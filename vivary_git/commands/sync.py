@@ -73,8 +73,9 @@ def _fetch_command(start: Path, remote: str) -> int:
     from vivary_git.git import Repo
     from vivary_git.parallel import Background
 
+    # With GIT_DIR or GIT_WORK_TREE set, the repository opens through Git anyway (`git.Repo`): no head start.
     early = Background(lambda: _stage_early(start, remote), name="vivary-sync-fetch") \
-        if not os.environ.get("GIT_DIR") else None
+        if not (os.environ.get("GIT_DIR") or os.environ.get("GIT_WORK_TREE")) else None
     try:
         repo = Repo(start)
     except BaseException:
@@ -90,9 +91,10 @@ def _fetch_command(start: Path, remote: str) -> int:
     head: set[str] | None = None
     if early is not None:
         head = _head_blobs(repo)  # what a fetched cache is checked against, read while Git fetches it
-        cwd, got = early.result()
-        # Git ran where `repo.git` runs it, unless Git and libgit2 found different repositories: then again.
-        if cwd is not None and cwd == _At.of(repo).cwd:
+        at, got = early.result()
+        # Git ran on this repository where `repo.git` runs it, unless Git and libgit2 found different
+        # repositories: then again.
+        if at is not None and at == (_At.of(repo).cwd, repo.git_dir):
             if isinstance(got, GitError):
                 raise got
             staged = got
@@ -124,26 +126,30 @@ class _Staged(NamedTuple):
     fetched: bool
 
 
-def _stage_early(start: Path, remote: str) -> tuple[Path | None, _Staged | GitError]:
-    """`_stage` before the repository is opened, in the folder `repo.git` will run Git in (the work
-    tree's top, or the git dir of a bare repository), as Git finds it from `start`; (None, …) when Git
-    finds none. A `GitError` is returned, to be raised once the repository has opened."""
+def _stage_early(start: Path, remote: str) -> tuple[tuple[Path, Path] | None, _Staged | GitError]:
+    """`_stage` before the repository is opened, on the repository Git finds from `start` (named to every
+    Git run, so that a work tree set elsewhere cannot lead Git into another one) and in the folder `repo.git`
+    will run Git in (the work tree's top, or the git dir of a bare repository). Returns that folder and the
+    git dir, or None when Git finds no repository; a `GitError` is returned, to be raised once the
+    repository has opened."""
     from vivary_git.git import run_all
 
     # The two questions `_stage` asks of the repository have the same answers anywhere in it.
     proc, *local = run_all([["rev-parse", "--absolute-git-dir", "--is-bare-repository", "--show-toplevel"],
                             ["remote"], ["rev-parse", "--is-shallow-repository"]], cwd=start, check=False)
     lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
-    if lines[1:2] == ["true"]:
-        at = _At(Path(lines[0]).resolve(), None)
-    elif proc.returncode == 0 and len(lines) == 3 and lines[1] == "false":
-        at = _At(Path(lines[2]).resolve(), None)
+    git_dir = Path(lines[0]).resolve() if lines else None
+    if git_dir is not None and lines[1:2] == ["true"]:
+        at = _At(git_dir, {**os.environ, "GIT_DIR": str(git_dir)})
+    elif git_dir is not None and proc.returncode == 0 and len(lines) == 3 and lines[1] == "false":
+        top = Path(lines[2]).resolve()
+        at = _At(top, {**os.environ, "GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(top)})
     else:
         return None, GitError("no repository")
     try:
-        return at.cwd, _stage(at, remote, local=(local[0], local[1]))
+        return (at.cwd, git_dir), _stage(at, remote, local=(local[0], local[1]))
     except GitError as err:
-        return at.cwd, err
+        return (at.cwd, git_dir), err
 
 
 def _staging_for(remote: str, names: list[str]) -> str:
