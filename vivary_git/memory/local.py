@@ -60,6 +60,7 @@ from vivary_git.memory.localfiles import (  # noqa: F401 - the formats are local
     RRF_K,
     STATE_FORMAT,
     TERMS,
+    TREES,
     VECTOR_META,
     VECTORS,
     Entries,
@@ -88,6 +89,7 @@ from vivary_git.memory.provider import (
     normalise_k,
     outbound_map,
     require_local,
+    state_dir,
     state_store,
 )
 from vivary_git.memory.snapshot import (
@@ -208,6 +210,11 @@ class LocalMemory:
     def store(self) -> StateStore:
         return state_store(self.ws, self.cfg, self.dataset)
 
+    @property
+    def assembled(self) -> Path:
+        """Where recall keeps what it assembled for trees other than the index's (memory/assemble.py)."""
+        return state_dir(self.ws, self.cfg, self.dataset) / TREES
+
     def snapshot(self, *, overlap: bool | None = None) -> MemorySnapshot:
         """The memory snapshot (built once); `overlap` as for `build_snapshot`."""
         if self._snap is None:
@@ -273,7 +280,7 @@ class LocalMemory:
         # The store itself, not the read-ahead view: the sharing state is not read ahead, and a note leaving the
         # index removes what recall assembled in the store's folder.
         sharing = builder.shared = IndexSharing(self.ws, store.inner, embedder, embed_format=EMBED_FORMAT,
-                                                memo=self._privacy)
+                                                assembled=self.assembled, memo=self._privacy)
         # Packets are rendered only when asked for: the unchanged index needs none (unless recording needs a
         # vector key this clone has not remembered), an edit only the packets whose inputs changed.
         rendered = Packets(self.ws, snap)

@@ -47,6 +47,8 @@ from vivary_git.memory.vectorvalue import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import numpy as np
     import numpy.typing as npt
 
@@ -257,9 +259,10 @@ class IndexSharing:
 
     FILE = "shared.msgpack"
 
-    def __init__(self, ws: Workspace, store: StateStore, embedder: Embedder, *, embed_format: int,
+    def __init__(self, ws: Workspace, store: StateStore, embedder: Embedder, *, embed_format: int, assembled: Path,
                  memo: privacy.PrivacyMemo | None = None) -> None:
         self.ws = ws
+        self.assembled = assembled  # where recall keeps what it assembled for other trees (memory/assemble.py)
         self.memo = memo  # privacy questions answered in this command (`privacy.decide_scoped`)
         self.store = store
         self.embedder = embedder
@@ -355,13 +358,9 @@ class IndexSharing:
         """A note left the index (deleted, or now private): what recall assembled for other trees goes too,
         so no vector or term of it stays behind (memory/assemble.py rebuilds what is asked for again)."""
         import shutil
-        from pathlib import Path
 
-        from vivary_git.memory.localfiles import TREES
-
-        base = getattr(self.store, "directory", None)  # the local backend's folder
-        folder = Path(base) / TREES if base is not None else None
-        if folder is not None and folder.is_dir() and not folder.is_symlink():
+        folder = self.assembled
+        if folder.is_dir() and not folder.is_symlink():
             shutil.rmtree(folder, ignore_errors=True)
 
     def _load(self) -> _Sharing | None:
