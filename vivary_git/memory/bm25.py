@@ -17,7 +17,7 @@ import re
 import struct
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from itertools import chain, count
+from itertools import chain, count, islice
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -490,11 +490,14 @@ def frame_terms(frames: Sequence[str], tokenizer: Tokenizer | None = None) -> Fr
                 cut.extend(found)
                 sizes.append(len(found))
             other, plain, marker = other + plain, [], ""
+    # Each word numbered as it is first looked up (in C), the marker word first ("" when there is none: never
+    # a word), then each distinct word's term: -2 for the marker.
+    numbers = count()
+    word_id: defaultdict[str, int] = defaultdict(numbers.__next__, {marker: next(numbers)})
+    word_ids = np.fromiter(map(word_id.__getitem__, cut), dtype=np.int64, count=len(cut))
     terms: list[str] = []
-    distinct = list(set(cut).difference((marker,)))
-    word_term = dict(zip(distinct, _numbered(distinct, tok, terms, {}), strict=True))
-    word_term[marker] = -2  # the marker word ("" when there is none: never a word)
-    ids = np.fromiter(map(word_term.__getitem__, cut), dtype=np.int64, count=len(cut))
+    word_term = np.asarray([-2, *_numbered(islice(word_id, 1, None), tok, terms, {})], dtype=np.int64)
+    ids = word_term[word_ids]
     docs = np.repeat(np.asarray(other, dtype=np.int64), np.asarray(sizes, dtype=np.int64))
     if plain:  # after the others' words: the joined frames', each frame's behind its marker
         after = len(docs)
