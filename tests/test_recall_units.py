@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import itertools
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -137,6 +139,13 @@ def test_bm25_built_in_bulk_is_the_index_built_note_by_note() -> None:
     assert bm25.build_texts(counts).encode() == want
     assert bm25.build_texts([]).encode() == bm25.build([]).encode()
     assert bm25.build_texts(["", "the of"]).encode() == bm25.build([{}, {}]).encode()
+    # The notes' own counts (`term_bags`, the first recall's notes child) are each note's `Tokenizer.counts`
+    # too, whatever the text; ASCII text is lowered and cleared in one pass over its bytes, which must cut
+    # exactly the words `\w` finds (every ASCII character, above, and NUL, `_`, digits, upper case here).
+    bags = bm25.term_bags([f"k{i}" for i in range(len(docs))], docs)
+    assert _bag_counts(bags) == counts
+    for text in ("".join(map(chr, range(128))), "A_b\x00C9 d\x7fé", "MiXeD_Case42 and\ttabs\nnew-lines"):
+        assert bm25.Tokenizer.raw_words(text) == re.findall(r"\w+", text.lower())
     # Query terms are still cut by `Tokenizer.__call__`: they meet the bulk index's terms.
     index = bm25.decode(want)
     query = tok("fracture 2024")
@@ -171,6 +180,8 @@ def test_an_index_built_from_frames_and_term_bags_is_the_index_of_the_whole_pack
     whole = [f"{frame}\n{notes[r]}" for frame, r in zip(frames, rows, strict=True)]
     want = bm25.build_texts(whole).encode()
     bags = bm25.term_bags(keys, notes)
+    tok = bm25.Tokenizer()
+    assert _bag_counts(bags) == [tok.counts(note) for note in notes]  # NFKC, CJK, combining marks: as note by note
     shipped = msgspec.msgpack.decode(msgspec.msgpack.encode(bags), type=bm25.TermBags)
     for given in (frames, bm25.frame_terms(frames)):
         built = bm25.build_framed(given, shipped, rows)
@@ -203,6 +214,19 @@ def test_an_index_built_from_frames_and_term_bags_is_the_index_of_the_whole_pack
                    msgspec.structs.replace(bags, terms=bags.terms[:1])):
         assert bm25.build_framed(frames, broken, rows) is None
     assert bm25.build_framed(frames, bags, [*rows[:-1], len(notes)]) is None  # a row nobody counted
+
+
+def _bag_counts(bags: object) -> list[dict[str, int]]:
+    """Each text's term counts, as `term_bags` packed them."""
+    import numpy as np
+
+    from vivary_git.memory import bm25
+
+    assert isinstance(bags, bm25.TermBags)
+    indptr = np.frombuffer(bags.indptr, dtype="<i8").tolist()
+    ids = np.frombuffer(bags.ids, dtype="<i4").tolist()
+    counts = np.frombuffer(bags.counts, dtype="<i4").tolist()
+    return [{bags.terms[ids[k]]: counts[k] for k in range(lo, hi)} for lo, hi in itertools.pairwise(indptr)]
 
 
 @needs_numpy

@@ -243,6 +243,9 @@ def prefetch_notes(memory: Memory, *, settle: Callable[[], None] = lambda: None)
     settle()
     if not can_fork():
         return None
+    # The stemmer (~30 ms of imports) is imported here, once, for this child and the keyword index's, which
+    # would each import it again: a keyword query needs it in this process later anyway.
+    import snowballstemmer.english_stemmer  # type: ignore[import-untyped]  # noqa: F401
 
     def parts() -> Iterator[bytes]:
         from vivary_git import localcache

@@ -15,9 +15,9 @@ from __future__ import annotations
 import math
 import re
 import struct
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from itertools import chain
+from itertools import chain, count, islice
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -48,9 +48,10 @@ under until up very was we were what when where which while who whom why will wi
 yourself yourselves
 """.split())  # noqa: SIM905
 _WORD = re.compile(r"\w\w+")
-# ASCII text as space-separated words: every ASCII character `\w` does not match becomes a space (str.translate
-# maps ASCII to ASCII without a Python call per character).
-_NOT_WORD = {c: " " for c in range(128) if not (chr(c).isalnum() or chr(c) == "_")}
+# ASCII text as space-separated lower-case words, in one `bytes.translate`: A-Z become a-z, and every other
+# ASCII character `\w` does not match a space.
+_NOT_WORD = frozenset(c for c in range(128) if not (chr(c).isalnum() or chr(c) == "_"))
+_LOWER_CLEAR = bytes(c + 32 if 65 <= c <= 90 else 32 if c in _NOT_WORD else c for c in range(256))
 
 
 _CYRILLIC = re.compile("[\u0400-\u052f\u1c80-\u1c8f\u2de0-\u2dff\ua640-\ua69f]")
@@ -116,8 +117,8 @@ class Tokenizer:
         """The words of `text` before stopwords, short words and stemming are dealt with (`term`): for ASCII
         text its lower-cased runs of `[A-Za-z0-9_]` (what `\\w` matches there), else `textsearch.words` of the
         folded text."""
-        if text.isascii():
-            return text.lower().translate(_NOT_WORD).split()
+        if text.isascii():  # lowered and cleared in one pass over its bytes: half the work of two
+            return text.encode("ascii").translate(_LOWER_CLEAR).decode("ascii").split()
         return words(fold(text))
 
     def term(self, word: str) -> str | None:
@@ -343,8 +344,8 @@ def _word_postings(docs: Sequence[str | Mapping[str, int]], tok: Tokenizer,
     import numpy as np
 
     n = len(docs)
-    word_id: dict[str, int] = {}
-    words_seen: list[str] = []
+    # Each word's number, a new word numbered as it is first looked up, in C (no pass to find the new words).
+    word_id: defaultdict[str, int] = defaultdict(count().__next__)
     blocks: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = []
     given: list[tuple[int, Mapping[str, int]]] = []
     block = 512
@@ -363,14 +364,11 @@ def _word_postings(docs: Sequence[str | Mapping[str, int]], tok: Tokenizer,
                 given.append((i, doc))
         if not cut:
             continue
-        for w in set(cut).difference(word_id):
-            word_id[w] = len(words_seen)
-            words_seen.append(w)
         ids = np.fromiter(map(word_id.__getitem__, cut), dtype=np.int64, count=len(cut))
         doc_of = np.repeat(np.asarray(at, dtype=np.int64), np.asarray(sizes, dtype=np.int64))
         keys, counts = np.unique(ids * n + doc_of, return_counts=True)
         blocks.append((keys, counts.astype(np.int64)))
-    return words_seen, blocks, given
+    return list(word_id), blocks, given
 
 
 def _numbered(words: Iterable[str], tok: Tokenizer, terms: list[str], number: dict[str, int]) -> list[int]:
@@ -492,11 +490,14 @@ def frame_terms(frames: Sequence[str], tokenizer: Tokenizer | None = None) -> Fr
                 cut.extend(found)
                 sizes.append(len(found))
             other, plain, marker = other + plain, [], ""
+    # Each word numbered as it is first looked up (in C), the marker word first ("" when there is none: never
+    # a word), then each distinct word's term: -2 for the marker.
+    numbers = count()
+    word_id: defaultdict[str, int] = defaultdict(numbers.__next__, {marker: next(numbers)})
+    word_ids = np.fromiter(map(word_id.__getitem__, cut), dtype=np.int64, count=len(cut))
     terms: list[str] = []
-    distinct = list(set(cut).difference((marker,)))
-    word_term = dict(zip(distinct, _numbered(distinct, tok, terms, {}), strict=True))
-    word_term[marker] = -2  # the marker word ("" when there is none: never a word)
-    ids = np.fromiter(map(word_term.__getitem__, cut), dtype=np.int64, count=len(cut))
+    word_term = np.asarray([-2, *_numbered(islice(word_id, 1, None), tok, terms, {})], dtype=np.int64)
+    ids = word_term[word_ids]
     docs = np.repeat(np.asarray(other, dtype=np.int64), np.asarray(sizes, dtype=np.int64))
     if plain:  # after the others' words: the joined frames', each frame's behind its marker
         after = len(docs)
