@@ -5,7 +5,9 @@ caches' entries). Freeing them one by one when the command returns, then collect
 interpreter shuts down, took ~0.2 s of CPU (measured: 0.12-0.14 s to free the workspace, 0.07-0.08 s
 for the last collection), all of it after the answer was printed. The console script (`main.cli`)
 keeps each opened workspace until the end and then leaves with `os._exit`, after flushing its output
-and running the `atexit` handlers: the system takes the whole address space back at once. Callers that
+and running the `atexit` handlers: the system takes the whole address space back at once. The cyclic
+collector, off while a command runs (`main.main`), stays off until then: turned back on, its first pass
+walked every object the command had allocated (~0.12 s after a first recall of 10,000 notes). Callers that
 run commands in-process (tests, the MCP server) keep nothing: `keep` is a no-op for them.
 """
 
@@ -32,6 +34,11 @@ def start() -> None:
     """From here on this process ends through `leave`: what `keep_until_exit` is given is never freed."""
     global _kept
     _kept = []
+
+
+def leaving() -> bool:
+    """Whether this process ends through `leave` (the console script), freeing nothing before it exits."""
+    return _kept is not None
 
 
 def leave(code: int) -> NoReturn:
