@@ -342,7 +342,7 @@ def test_packets_and_frames_escape_names_with_line_breaks_and_backslashes_like_o
     assert "vivary_title: Back\\\\slash title\n" in rendered["back"]
     assert "vivary_title: Carriage\\rreturn\n" in rendered["cr"]
     odd = next(n for n in snap.nodes if n.path == "odd\nname.md")
-    assert f"vivary_path: odd\\nname.md\n" in rendered[odd.id]
+    assert "vivary_path: odd\\nname.md\n" in rendered[odd.id]
     assert "outbound_edges:\n- wikilink: back\n- wikilink: sl\\\\ash\n" in rendered["plain"]
 
 

@@ -118,7 +118,7 @@ def decode_many(values: Sequence[bytes], dim: int) -> tuple[npt.NDArray[np.float
         ok &= np.abs(norms * np.where(ok, scales, 0.0) - 1.0) <= _NORM_TOLERANCE
         rows = exact / np.where(ok, norms, 1.0)[:, None].astype(np.float32)
     if len(sized) == len(values) and ok.all():
-        return rows, []  # every value good, in order: the rows are the answer (no copy into zeros)
+        return rows.astype(np.float32, copy=False), []  # every value good, in order: the rows as they are
     out = np.zeros((len(values), dim), dtype=np.float32)
     where = np.asarray(sized, dtype=np.int64)
     out[where[ok]] = rows[ok]
