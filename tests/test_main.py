@@ -127,6 +127,13 @@ def test_the_command_line_leaves_without_collecting_what_it_built(repo: Repo) ->
     proc = _module(["check"], repo.path, code)
     assert proc.returncode == 1, proc.stderr
     assert b"collector on at exit: False" in proc.stderr
+    # Leaving as usual, to wait for a thread that is not a daemon, it is back on, as a usual exit has it.
+    waiting = code.replace("from vivary_git.main import cli\n",
+                           "from vivary_git.main import cli\nimport threading, time\n"
+                           "threading.Thread(target=time.sleep, args=(0.3,)).start()\n")
+    proc = _module(["check"], repo.path, waiting)
+    assert proc.returncode == 1, proc.stderr
+    assert b"collector on at exit: True" in proc.stderr
     in_process = (
         "import gc, sys\n"
         "from vivary_git.main import main\n"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import os
 import sys
 import threading
@@ -44,12 +45,13 @@ def leaving() -> bool:
 def leave(code: int) -> NoReturn:
     """Exit with `code` without tearing the interpreter down: output flushed, `atexit` handlers run.
     When a thread that is not a daemon still runs (one loading a model, say), exit as usual instead,
-    so the interpreter waits for it."""
+    so the interpreter waits for it (with the cyclic collector back on, as a usual exit has it)."""
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # the reader left, or the stream is closed
             stream.flush()
     main = threading.main_thread()
     if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not main):
+        gc.enable()  # the interpreter's usual end: its last collection as well
         sys.exit(code)
     atexit._run_exitfuncs()
     os._exit(code)
