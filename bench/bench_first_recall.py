@@ -65,10 +65,8 @@ class Hook(importlib.abc.MetaPathFinder):
         return spec
 sys.meta_path.insert(0, Hook())
 sys.argv[0] = "git-vivary"
-from vivary_git.main import main
-code = main(sys.argv[1:])
-sys.stdout.flush()
-os._exit(code)
+from vivary_git.main import cli
+cli()  # as the console script: main(), then lifetime.leave (flush, atexit, os._exit)
 """
 
 

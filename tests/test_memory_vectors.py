@@ -138,6 +138,42 @@ def test_quantised_vectors_round_trip_and_bad_values_are_named() -> None:
     assert np.array_equal(decoded[0], once[0])
 
 
+def test_decoding_many_vectors_refuses_what_one_value_check_refuses_and_keeps_the_rest_in_place() -> None:
+    """`decode_many` checks all values at once; each is refused exactly when `value_problem` (or its length, or
+    its norm) refuses it, whatever else the batch holds, and the good ones come back where they were."""
+    import numpy as np
+
+    rng = np.random.default_rng(11)
+    rows = rng.standard_normal((6, 384)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    rows[5] = 0.0
+    rows[5, 3] = -1.0  # its only component at full scale is -127
+    stored = vectors.quantize(rows)
+    good, scale = stored[0], stored[0][:4]
+    assert stored[5][4 + 3:4 + 4] == b"\x81" and b"\x7f" not in stored[5][4:]
+    bad_values = [
+        b"\x00\x00\xc0\x7f" + good[4:],  # NaN scale
+        scale + b"\x80" + good[5:],  # -128 beside components at full scale
+        scale + b"\x01" * 384,  # none at full scale
+        scale + b"\x7f" * 384,  # no unit vector is that long
+        good[:-1],  # another dimension
+    ]
+    assert all(vectors.value_problem(v) is not None for v in bad_values[:3])
+    everything = [stored[0], bad_values[0], stored[1], bad_values[1], stored[2], bad_values[2], stored[3],
+                  bad_values[3], stored[4], bad_values[4], stored[5]]
+    decoded, bad = vectors.decode_many(everything, 384)
+    assert bad == [1, 3, 5, 7, 9]
+    once = vectors.roundtrip(rows)
+    for at, row in zip([0, 2, 4, 6, 8, 10], range(6), strict=True):
+        assert np.array_equal(decoded[at], once[row])
+    assert not decoded[bad].any()
+    alone, none_bad = vectors.decode_many(stored, 384)
+    assert none_bad == [] and alone.dtype == np.float32 and alone.shape == (6, 384)
+    assert np.array_equal(alone, once)
+    short, bad = vectors.decode_many([stored[0], good[:-1]], 384)  # the only bad one has another length
+    assert bad == [1] and short.shape == (2, 384) and np.array_equal(short[0], once[0]) and not short[1].any()
+
+
 def test_index_records_one_vector_per_public_note_and_none_of_a_private_one(ws: Repo, cli: Any) -> None:
     rep = cli("index", "--yes", "--json", cwd=ws.path).json()
     assert (rep["embedded"], rep["recorded"], rep["fetched"]) == (len(PUBLIC), len(PUBLIC), 0)

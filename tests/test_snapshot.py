@@ -319,6 +319,33 @@ def test_a_packet_is_its_frame_and_its_notes_text_line_for_line() -> None:
         assert whole.startswith(packet_frame(node, edges).split("\noutbound_edges:")[0] + f"\n{frontmatter}\n")
 
 
+def test_packets_and_frames_escape_names_with_line_breaks_and_backslashes_like_one_packet(repo: Any) -> None:
+    """`packets` and `packet_frames` render a whole snapshot at once, writing a node's names as they are when
+    none holds a backslash or a line break: those that do are still escaped, each packet as `packet` and each
+    frame as `packet_frame` render it alone."""
+    from vivary_git.memory.snapshot import packet_frame, packet_frames
+
+    repo.commit(files={
+        "plain.md": "# Plain\n\nSee [[sl\\ash]] and [[back]].\n",
+        "sl\\ash.md": "# Slash\n",
+        "odd\nname.md": "# Odd\n\nBack to [[plain]].\n",
+        "back.md": "# Back\\slash title\n\n[[plain]]\n",
+        "cr.md": "---\nrelated: [plain]\n---\n# Carriage\rreturn\n",
+    })
+    ws = open_workspace(repo.path, rev="HEAD")
+    cfg = load_memory_config(ws)
+    snap = build_snapshot(ws, cfg.policy(), provider=cfg.provider, model=cfg.model)
+    rendered = dict((node.id, text) for node, text in packets(ws, snap))
+    notes = ws.notes()
+    assert [packet(n, notes[n.blob], snap.edges) for n in snap.nodes] == [rendered[n.id] for n in snap.nodes]
+    assert packet_frames(snap) == [packet_frame(n, snap.edges) for n in snap.nodes]
+    assert "vivary_title: Back\\\\slash title\n" in rendered["back"]
+    assert "vivary_title: Carriage\\rreturn\n" in rendered["cr"]
+    odd = next(n for n in snap.nodes if n.path == "odd\nname.md")
+    assert "vivary_path: odd\\nname.md\n" in rendered[odd.id]
+    assert "outbound_edges:\n- wikilink: back\n- wikilink: sl\\\\ash\n" in rendered["plain"]
+
+
 def test_dataset_name(tmp_path: Path) -> None:
     root = tmp_path / "My Notes (2026)"
     root.mkdir()

@@ -242,6 +242,29 @@ def test_damaged_cache_is_ignored_with_one_line(ws: Repo, cli: Any, damage: str)
     assert cli("cache", "verify", cwd=ws.path).code == 0
 
 
+@pytest.mark.parametrize("bad", ["upper", "short", "long", "not-hex", "other-digits", "other-prefix", "last"])
+def test_a_chunk_holding_a_key_that_does_not_belong_there_is_damage_named_by_that_key(ws: Repo, cli: Any,
+                                                                                       bad: str) -> None:
+    """Every key of a chunk read is 40 lowercase hex digits starting with the chunk's prefix: the first that
+    is not is named (the keys are checked all at once, and one by one only to find it)."""
+    cli("check", "--rev", "HEAD", cwd=ws.path)
+    p = _chunk_with(ws.path, "facts/", b"Use Git")
+    prefix = p.split("/")[1][:2]
+    old = GitRepo(ws.path).repo[store.Snapshot.load(GitRepo(ws.path)).tree[p].id].data  # type: ignore[union-attr]
+    items = msgspec.msgpack.decode(old)
+    at = -1 if bad == "last" else 0
+    key = items[at][0]
+    items[at][0] = {"upper": prefix + "A" * 38, "short": key[:39], "long": key + "0", "not-hex": key[:39] + "g",
+                    "other-digits": key[:39] + "\u0663", "other-prefix": ("00" if prefix != "00" else "ff") + key[2:],
+                    "last": prefix + "E" * 38}[bad]
+    _rewrite(ws.path, {p: msgspec.msgpack.encode(items)}, fix_manifest=True)
+    snap = store.Snapshot.load(GitRepo(ws.path))
+    assert snap is not None
+    with pytest.raises(store.StoreDamaged) as err:
+        snap.chunk("facts", prefix)
+    assert err.value.what == f"{p} holds a key {items[at][0][:48]!r} that does not belong there"
+
+
 def test_oversized_chunk_is_refused(ws: Repo, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     cold = cli("check", "--rev", "HEAD", "--no-cache", cwd=ws.path)
     cli("check", "--rev", "HEAD", cwd=ws.path)

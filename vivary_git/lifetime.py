@@ -5,7 +5,9 @@ caches' entries). Freeing them one by one when the command returns, then collect
 interpreter shuts down, took ~0.2 s of CPU (measured: 0.12-0.14 s to free the workspace, 0.07-0.08 s
 for the last collection), all of it after the answer was printed. The console script (`main.cli`)
 keeps each opened workspace until the end and then leaves with `os._exit`, after flushing its output
-and running the `atexit` handlers: the system takes the whole address space back at once. Callers that
+and running the `atexit` handlers: the system takes the whole address space back at once. The cyclic
+collector, off while a command runs (`main.main`), stays off until then: turned back on, its first pass
+walked every object the command had allocated (~0.12 s after a first recall of 10,000 notes). Callers that
 run commands in-process (tests, the MCP server) keep nothing: `keep` is a no-op for them.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import os
 import sys
 import threading
@@ -34,15 +37,21 @@ def start() -> None:
     _kept = []
 
 
+def leaving() -> bool:
+    """Whether this process ends through `leave` (the console script), freeing nothing before it exits."""
+    return _kept is not None
+
+
 def leave(code: int) -> NoReturn:
     """Exit with `code` without tearing the interpreter down: output flushed, `atexit` handlers run.
     When a thread that is not a daemon still runs (one loading a model, say), exit as usual instead,
-    so the interpreter waits for it."""
+    so the interpreter waits for it (with the cyclic collector back on, as a usual exit has it)."""
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # the reader left, or the stream is closed
             stream.flush()
     main = threading.main_thread()
     if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not main):
+        gc.enable()  # the interpreter's usual end: its last collection as well
         sys.exit(code)
     atexit._run_exitfuncs()
     os._exit(code)

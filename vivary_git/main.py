@@ -85,7 +85,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         _reader_left()
         return EXIT_BROKEN_PIPE
     finally:
-        if collecting:
+        from vivary_git import lifetime
+
+        # The console script frees nothing before it exits (lifetime.py): a first pass of the collector over
+        # everything the command allocated would be spent for nothing then.
+        if collecting and not lifetime.leaving():
             gc.enable()
     try:
         sys.stdout.flush()

@@ -312,8 +312,8 @@ def _assembled(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None, 
     from vivary_git.memory.localfiles import Entry
 
     # One row per note, in id order (two notes with the same text each get theirs: a label is one note).
-    vectors = np.ascontiguousarray(np.stack([rows[k] for k in keys]).astype("<f4")) if keys \
-        else np.zeros((0, dim), dtype="<f4")
+    # (One array made from the rows at once: not stacked, then copied again as float32.)
+    vectors = np.array([rows[k] for k in keys], dtype="<f4") if keys else np.zeros((0, dim), dtype="<f4")
     entries = [Entry(node.id, d, i) for i, ((node, _), d) in enumerate(zip(rendered, digests, strict=True))]
     from vivary_git.memory.bm25 import LEXICAL_FORMAT
     from vivary_git.memory.bm25 import decode as decode_lexical

@@ -331,15 +331,26 @@ def note_text(frontmatter: str, body: str) -> str:
 
 
 def _frame(node: MemoryNode, edges: Iterable[MemoryEdge]) -> tuple[str, str]:
-    lines = [
-        f"vivary_node_id: {_one_line(node.id)}",
-        f"vivary_type: {_one_line(node.type or '')}",
-        f"vivary_path: {_one_line(node.path)}",
-        f"vivary_title: {_one_line(node.title)}",
-    ]
-    tail = ["outbound_edges:"]
-    tail.extend(f"- {_one_line(e.field)}: {_one_line(e.target_id)}" for e in sorted(edges) if e.source_id == node.id)
-    return "\n".join(lines), "\n".join(tail)
+    return _own_frame(node, sorted(e for e in edges if e.source_id == node.id))
+
+
+def _own_frame(node: MemoryNode, edges: list[MemoryEdge]) -> tuple[str, str]:
+    """`_frame` of a node given its own outbound edges, sorted. Each value is written as `_one_line` makes
+    it; most hold no backslash or line break, which one look at the lines joined tells: then they are
+    written as they are, without `_one_line`'s three passes over each of them."""
+    head = (f"vivary_node_id: {node.id}\nvivary_type: {node.type or ''}\nvivary_path: {node.path}\n"
+            f"vivary_title: {node.title}")
+    if "\\" in head or "\r" in head or head.count("\n") != 3:
+        head = "\n".join([
+            f"vivary_node_id: {_one_line(node.id)}",
+            f"vivary_type: {_one_line(node.type or '')}",
+            f"vivary_path: {_one_line(node.path)}",
+            f"vivary_title: {_one_line(node.title)}",
+        ])
+    tail = "\n".join(["outbound_edges:", *[f"- {e.field}: {e.target_id}" for e in edges]])
+    if "\\" in tail or "\r" in tail or tail.count("\n") != len(edges):
+        tail = "\n".join(["outbound_edges:", *[f"- {_one_line(e.field)}: {_one_line(e.target_id)}" for e in edges]])
+    return head, tail
 
 
 def packets(ws: Workspace, snapshot: MemorySnapshot, parts: Mapping[str, tuple[str, str]] | None = None,
@@ -351,13 +362,15 @@ def packets(ws: Workspace, snapshot: MemorySnapshot, parts: Mapping[str, tuple[s
     outbound = _by_source(snapshot.edges)
     for node in snapshot.nodes:
         part = parts.get(node.blob) if parts is not None else None
-        yield node, packet_of(node, *(part or note_parts(notes[node.blob])), outbound.get(node.id, ()))
+        frontmatter, body = part or note_parts(notes[node.blob])
+        head, tail = _own_frame(node, sorted(outbound.get(node.id, ())))  # its own edges: none to leave out
+        yield node, f"{head}\n{frontmatter}\n{tail}\n\n{body}"
 
 
 def packet_frames(snapshot: MemorySnapshot) -> list[str]:
     """`packet_frame` of every admitted node, in id order (as `packets` renders them)."""
     outbound = _by_source(snapshot.edges)
-    return [packet_frame(node, outbound.get(node.id, ())) for node in snapshot.nodes]
+    return ["\n".join(_own_frame(node, sorted(outbound.get(node.id, ())))) for node in snapshot.nodes]
 
 
 def _by_source(edges: Sequence[MemoryEdge]) -> dict[str, list[MemoryEdge]]:

@@ -102,22 +102,26 @@ def decode_many(values: Sequence[bytes], dim: int) -> tuple[npt.NDArray[np.float
     another dimension, failing `value_problem`, or not the length of a unit vector once scaled."""
     import numpy as np
 
-    out = np.zeros((len(values), dim), dtype=np.float32)
     size = _SCALE.size + dim
     sized = [i for i, value in enumerate(values) if len(value) == size]
     if not sized or not 1 <= dim <= MAX_DIM:
-        return out, list(range(len(values)))
-    # `value_problem` for every value at once.
+        return np.zeros((len(values), dim), dtype=np.float32), list(range(len(values)))
+    # `value_problem` for every value at once: no code is -128 (the smallest is not), and one is at full
+    # scale (the largest is 127 or the smallest -127), from two passes over the codes.
     raw = np.frombuffer(b"".join(values[i] for i in sized), dtype=np.uint8).reshape(len(sized), size)
     scales = raw[:, :_SCALE.size].copy().view("<f4").reshape(-1).astype(np.float64)
     codes = raw[:, _SCALE.size:].view(np.int8)
+    low, high = codes.min(axis=1), codes.max(axis=1)
     ok = (np.isfinite(scales) & (scales >= _MIN_SCALE) & (scales <= _MAX_SCALE)
-          & ~(codes == -128).any(axis=1) & (np.abs(codes.astype(np.int16)) == _LEVELS).any(axis=1))
+          & (low != -128) & ((high == _LEVELS) | (low == -_LEVELS)))
     exact = codes.astype(np.float32)
     norms = np.linalg.norm(exact, axis=1)  # > 0 where ok: a component at +-127
     with np.errstate(divide="ignore", invalid="ignore"):
         ok &= np.abs(norms * np.where(ok, scales, 0.0) - 1.0) <= _NORM_TOLERANCE
         rows = exact / np.where(ok, norms, 1.0)[:, None].astype(np.float32)
+    if len(sized) == len(values) and ok.all():
+        return rows.astype(np.float32, copy=False), []  # every value good, in order: the rows as they are
+    out = np.zeros((len(values), dim), dtype=np.float32)
     where = np.asarray(sized, dtype=np.int64)
     out[where[ok]] = rows[ok]
     bad = sorted(set(range(len(values))) - set(where[ok].tolist()))
