@@ -127,10 +127,17 @@ def test_the_command_line_leaves_without_collecting_what_it_built(repo: Repo) ->
     proc = _module(["check"], repo.path, code)
     assert proc.returncode == 1, proc.stderr
     assert b"collector on at exit: False" in proc.stderr
-    # Leaving as usual, to wait for a thread that is not a daemon, it is back on, as a usual exit has it.
+    # Leaving as usual, to wait for a thread that is not a daemon, it is back on, as a usual exit has it. The
+    # thread starts as the command returns, so it is still running when the script leaves, however slow the
+    # command was.
     waiting = code.replace("from vivary_git.main import cli\n",
-                           "from vivary_git.main import cli\nimport threading, time\n"
-                           "threading.Thread(target=time.sleep, args=(0.3,)).start()\n")
+                           "from vivary_git.main import cli\nimport threading, time\nimport vivary_git.main as m\n"
+                           "command = m.main\n"
+                           "def main(argv=None):\n"
+                           "    code = command(argv)\n"
+                           "    threading.Thread(target=time.sleep, args=(0.5,)).start()\n"
+                           "    return code\n"
+                           "m.main = main\n")
     proc = _module(["check"], repo.path, waiting)
     assert proc.returncode == 1, proc.stderr
     assert b"collector on at exit: True" in proc.stderr
