@@ -284,6 +284,41 @@ def test_plan_sorts_by_length_and_bounds_each_run(embedder: Embedder) -> None:
 
 
 @needs_model
+def test_batching_changes_no_bits() -> None:
+    # How texts are cut into runs (alone, a few at a time, all together, padded to a longer companion) and how
+    # many runs go at once changes no bit of any vector: so the plan may cut texts as is fastest, and a cached
+    # vector is the one its text gets in any index.
+    np = _np()
+    one, two = load_embedder(lanes=1), load_embedder(lanes=2)
+    alone = np.vstack([one.embed([t]) for t in VARIED])
+    for embedder in (one, two):
+        for batch_size in (1, 2, 3, 4, 8, 32):
+            assert np.array_equal(embedder.embed(VARIED, batch_size=batch_size), alone), batch_size
+    long = VARIED[-2]
+    for i in (0, 1, 3, len(VARIED) - 1):
+        assert np.array_equal(one.embed([long, VARIED[i], long], batch_size=3)[1], alone[i]), i
+
+
+@needs_model
+def test_texts_too_few_for_every_lane_run_one_by_one() -> None:
+    two = load_embedder(lanes=2)
+    tokens = two.tokenize(VARIED)
+    few = tokens[:3]
+    # One run of 3 would leave the second lane idle: three runs of one, shortest first, shared by the lanes.
+    plan = two.plan(few, batch_size=32)  # type: ignore[attr-defined]
+    assert sorted(plan) == [[0], [1], [2]]
+    assert [len(few[i]) for [i] in plan] == sorted(len(t) for t in few)
+    runs: list[int] = []
+    two.embed_tokens(few, batch_size=32, on_run=runs.append)
+    assert runs == [1, 1, 1]
+    # Enough texts for every lane: runs as before, up to batch_size texts each.
+    assert [len(run) for run in two.plan(tokens, batch_size=8)] == [8, 8, 4]  # type: ignore[attr-defined]
+    # A single lane gains nothing from splitting.
+    one = load_embedder(lanes=1)
+    assert one.plan(few, batch_size=32) == [[i for [i] in plan]]  # type: ignore[attr-defined]
+
+
+@needs_model
 def test_embed_is_tokenize_then_embed_tokens(embedder: Embedder) -> None:
     np = _np()
     runs: list[int] = []

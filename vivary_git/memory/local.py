@@ -507,9 +507,10 @@ def index_windows(count: int) -> list[tuple[int, int]]:
 
 def index_batch_size(count: int) -> int:
     """Texts per model run for an index that embeds `count` texts. A handful of edits (the post-commit case)
-    is embedded in small runs: a fresh session's first run on a big batch costs up to ~3x (10 SciFact
-    abstracts: 0.5 s in runs of 4, 0.6-1.4 s as one)."""
-    return 4 if count <= 32 else BATCH_SIZE
+    is embedded one text a run: a fresh session's first run on a big batch costs up to ~3x (10 SciFact
+    abstracts: 0.5 s in runs of 4, 0.6-1.4 s as one), and single texts are shared evenly by the model's
+    lanes (10 notes of 256 tokens in runs of 4 leave one lane 6 notes, the other 4)."""
+    return 1 if count <= 32 else BATCH_SIZE
 
 
 def embed_pending(embedder: Embedder, texts: list[str], *, progress: Callable[[int, int], None] | None = None,
