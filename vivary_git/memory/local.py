@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from vivary_git import privacy
+from vivary_git import lifetime, privacy
 from vivary_git.errors import RefusedError, UsageError
 from vivary_git.escape import text as shown
 from vivary_git.memory.embed import BATCH_SIZE, INSTALL_HINT, EmbedderError, keep_offline, module_present
@@ -288,6 +288,9 @@ class LocalMemory:
                 digests = builder.digests(rendered)
                 report = builder.run(rendered, digests)
             recorded = sharing.record(snap, digests, lambda i: rendered[i][1])
+        # The model's session (0.03-0.1 s to tear down), the snapshot and the packets are left for the system to
+        # take back when the command exits (lifetime.py), not freed one by one before it answers.
+        lifetime.keep_until_exit((self, embedder, builder, rendered))
         return msgspec.structs.replace(report, state=store.location, fetched=sharing.adopted, recorded=recorded,
                                        seconds=round(time.perf_counter() - started, 3))
 
