@@ -767,16 +767,29 @@ class _IndexBuilder:
             cancel.set()
         if keep is not None:
             vectors = vectors[keep]
-        if todo or compact or scrubbed or (self.shared is not None and self.shared.appended):
-            self._save_vectors(cached, vectors)
-        hnsw_bytes, params, rebuilt, removed = graph.finish(vectors)
-        files = {
-            HNSW_FILE: hnsw_bytes,
-            ENTRIES: entries_bytes,
-            LEXICAL: lexical,
-        }
-        for name, data in files.items():
-            store.put(name, data, sync=False)  # the manifest vouches for them
+        save_vectors = bool(todo or compact or scrubbed or (self.shared is not None and self.shared.appended))
+
+        def cached_files() -> None:
+            if save_vectors:
+                self._save_vectors(cached, vectors)
+            self._save_packet_keys(digests)
+
+        # The vector cache and the packet keys (each vouched for by its own digest) are written in a thread while
+        # this one finishes the graph and writes the files the manifest vouches for: once the model is done, the
+        # second core is free. The manifest waits for both.
+        side = Background(cached_files, name="vivary-vectors")
+        try:
+            hnsw_bytes, params, rebuilt, removed = graph.finish(vectors)
+            files = {
+                HNSW_FILE: hnsw_bytes,
+                ENTRIES: entries_bytes,
+                LEXICAL: lexical,
+            }
+            for name, data in files.items():
+                store.put(name, data, sync=False)  # the manifest vouches for them
+            refs = {name: FileRef(_sha(data), len(data)) for name, data in sorted(files.items())}
+        finally:
+            side.result()
         from vivary_git.memory.bm25 import LEXICAL_FORMAT
 
         manifest = Manifest(
@@ -784,11 +797,9 @@ class _IndexBuilder:
             edges=len(snap.edges), model=snap.model, model_id=self.embedder.model_id, format=STATE_FORMAT,
             packet_format=PACKET_FORMAT, embed_format=EMBED_FORMAT, lexical_format=LEXICAL_FORMAT,
             dim=self.embedder.dim, tree=self.tree, source=self.label, hnsw=params,
-            fusion=(FUSION[0], FUSION[1], RRF_K, FUSION_DEPTH),
-            files={name: FileRef(_sha(data), len(data)) for name, data in sorted(files.items())},
+            fusion=(FUSION[0], FUSION[1], RRF_K, FUSION_DEPTH), files=refs,
         )
         store.put(MANIFEST, msgspec.json.encode(manifest) + b"\n")  # last: it vouches for the rest
-        self._save_packet_keys(digests)
         return self._report(len(entries), len(todo), len(digests) - len(todo), removed, rebuilt)
 
     def _save_vectors(self, digests: list[str], vectors: npt.NDArray[np.float32], *,
