@@ -312,6 +312,22 @@ def test_index_yes_imports_the_runtime_while_the_workspace_opens_and_the_hook_do
     assert "preload" not in calls
 
 
+def test_an_index_run_reads_the_last_entries_once(ws: Any, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Finding the index out of date and then updating it read the same manifest and entries: decoded once.
+    index(cli, ws.path)
+    decoded: list[type] = []
+    real = local._decode
+
+    def counting(data: Any, kind: Any, **kwargs: Any) -> Any:
+        decoded.append(kind)
+        return real(data, kind, **kwargs)
+
+    monkeypatch.setattr(local, "_decode", counting)
+    ws.write({"notes/garden.md": NOTES["notes/garden.md"] + "\nAlso basil, in pots.\n"})
+    assert index(cli, ws.path)["embedded"] == 1
+    assert decoded.count(Entries) == 1
+
+
 def test_a_missing_runtime_is_named_even_when_the_index_is_up_to_date(
         ws: Any, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     index(cli, ws.path)

@@ -607,11 +607,18 @@ class _IndexBuilder:
         self.generation = ""
         self.shared: IndexSharing | None = None  # vectors from refs/vivary/cache, and recording there
         self._keys: list[str] | None = None  # packet key of each node, once `digests` computed them
+        self._last: tuple[Manifest | None, Entries | None] | None = None  # `_previous`
         # sha256 of bytes read from the store: computed while they were read ahead (`_ReadAhead`), or now.
         self._sha: Callable[[bytes], str] = store.sha if isinstance(store, _ReadAhead) else _sha
 
     def _previous(self) -> tuple[Manifest | None, Entries | None]:
-        """The last manifest and entries, when both are intact and were built with this embedder."""
+        """The last manifest and entries, when both are intact and were built with this embedder: read and
+        decoded once (`unchanged`, then `run`, under the same lock)."""
+        if self._last is None:
+            self._last = self._read_previous()
+        return self._last
+
+    def _read_previous(self) -> tuple[Manifest | None, Entries | None]:
         store = self.store
         manifest: Manifest | None = _decode(store.get(MANIFEST), Manifest, json=True)
         if manifest is None or manifest.model_id != self.embedder.model_id or manifest.format != STATE_FORMAT \
