@@ -2,9 +2,12 @@
 
 `bm25.build` takes every document's term counts; after an edit of a few notes, all but those counts are
 already in the last index, as postings. `update` keeps the postings of the documents that did not change
-(renumbered: documents are the snapshot's nodes in id order), adds those of the new documents, and sorts
-once, in numpy: no term-count cache of the whole vault is read, no dictionary per document is built. The
-result is byte for byte what `build` gives for the same documents (tests/test_index_incremental.py):
+(renumbered: documents are the snapshot's nodes in id order) and adds those of the new documents, in numpy:
+no term-count cache of the whole vault is read, no dictionary per document is built. When the kept documents
+keep their order (an edit, an addition, a removal) the old postings are patched in place: the dropped
+documents' deleted, each new one inserted where a binary search in its term's postings puts it, new terms
+found by binary search in the vocabulary; otherwise every posting is sorted once. The result is byte for
+byte what `build` gives for the same documents (tests/test_lexical_update.py, tests/test_index_incremental.py):
 the same vocabulary (sorted, only terms some document has), postings grouped by term with documents in
 ascending order, the same lengths and so the same average length.
 """
@@ -91,7 +94,6 @@ def _vocabulary(old_vocab: list[str], used: npt.NDArray[np.bool_], fresh: Mappin
     remap = numbers - (np.cumsum(gone) - gone) + np.searchsorted(slots, numbers, side="right")
     remap[gone] = -1
     return vocab, remap
-
 
 
 def _fresh_postings(vocab: list[str], fresh: Mapping[int, Mapping[str, int]],

@@ -795,8 +795,11 @@ class _IndexBuilder:
             for name, data in files.items():
                 store.put(name, data, sync=False)  # the manifest vouches for them
             refs = {name: FileRef(_sha(data), len(data)) for name, data in sorted(files.items())}
-        finally:
-            side.result()
+        except BaseException:
+            with contextlib.suppress(BaseException):  # this error is the one to report
+                side.result()
+            raise
+        side.result()
         from vivary_git.memory.bm25 import LEXICAL_FORMAT
 
         manifest = Manifest(
