@@ -300,25 +300,6 @@ def test_batching_changes_no_bits() -> None:
 
 
 @needs_model
-def test_texts_too_few_for_every_lane_run_one_by_one() -> None:
-    two = load_embedder(lanes=2)
-    tokens = two.tokenize(VARIED)
-    few = tokens[:3]
-    # One run of 3 would leave the second lane idle: three runs of one, shortest first, shared by the lanes.
-    plan = two.plan(few, batch_size=32)  # type: ignore[attr-defined]
-    assert sorted(plan) == [[0], [1], [2]]
-    assert [len(few[i]) for [i] in plan] == sorted(len(t) for t in few)
-    runs: list[int] = []
-    two.embed_tokens(few, batch_size=32, on_run=runs.append)
-    assert runs == [1, 1, 1]
-    # Enough texts for every lane: runs as before, up to batch_size texts each.
-    assert [len(run) for run in two.plan(tokens, batch_size=8)] == [8, 8, 4]  # type: ignore[attr-defined]
-    # A single lane gains nothing from splitting.
-    one = load_embedder(lanes=1)
-    assert one.plan(few, batch_size=32) == [[i for [i] in plan]]  # type: ignore[attr-defined]
-
-
-@needs_model
 def test_embed_is_tokenize_then_embed_tokens(embedder: Embedder) -> None:
     np = _np()
     runs: list[int] = []

@@ -343,9 +343,8 @@ class _OnnxEmbedder:
         are broken by the token ids themselves, so the runs are a function of the set of texts, not of their
         order: the same texts in any order give bit-identical vectors. A run takes up to `batch_size` texts,
         and fewer when they are long: at most `TOKEN_BUDGET` padded tokens (bench/bench_index.py measured
-        the sizes). Texts too few to give every lane a run (a handful of edited notes, a few questions) are
-        run one by one instead: every lane works, the lanes share the texts as they finish, and nothing is
-        padded. Batching changes no bits of the vectors (tests/test_embed.py).
+        the sizes). Batching changes no bits of the vectors (tests/test_embed.py): `batch_size=1` (an index of
+        a handful of edits, `local.index_batch_size`) runs each text alone, the runs shared by the lanes.
         """
         if batch_size < 1:
             raise EmbedderError(f"batch_size must be >= 1, got {batch_size}")
@@ -359,9 +358,6 @@ class _OnnxEmbedder:
                 stop += 1
             runs.append(order[start:stop])
             start = stop
-        if len(runs) < self.lanes:
-            # 10 notes of 256 tokens in a fresh session: 1.5 s of CPU one by one, 1.8 s as one run.
-            return [[i] for i in order]
         return runs
 
     def feeds(self, rows: Sequence[Sequence[int]]) -> dict[str, npt.NDArray[np.int64]]:
