@@ -284,6 +284,22 @@ def test_plan_sorts_by_length_and_bounds_each_run(embedder: Embedder) -> None:
 
 
 @needs_model
+def test_batching_changes_no_bits() -> None:
+    # How texts are cut into runs (alone, a few at a time, all together, padded to a longer companion) and how
+    # many runs go at once changes no bit of any vector: so the plan may cut texts as is fastest, and a cached
+    # vector is the one its text gets in any index.
+    np = _np()
+    one, two = load_embedder(lanes=1), load_embedder(lanes=2)
+    alone = np.vstack([one.embed([t]) for t in VARIED])
+    for embedder in (one, two):
+        for batch_size in (1, 2, 3, 4, 8, 32):
+            assert np.array_equal(embedder.embed(VARIED, batch_size=batch_size), alone), batch_size
+    long = VARIED[-2]
+    for i in (0, 1, 3, len(VARIED) - 1):
+        assert np.array_equal(one.embed([long, VARIED[i], long], batch_size=3)[1], alone[i]), i
+
+
+@needs_model
 def test_embed_is_tokenize_then_embed_tokens(embedder: Embedder) -> None:
     np = _np()
     runs: list[int] = []

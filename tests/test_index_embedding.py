@@ -135,6 +135,34 @@ def test_embed_pending_reports_progress_and_checkpoints(monkeypatch: pytest.Monk
     assert embed_pending(embedder, []).shape == (0, embedder.dim)
 
 
+def test_a_handful_of_edits_is_embedded_one_text_a_run() -> None:
+    # The post-commit case: each edited note is its own model run, so the lanes share them evenly (runs of 4
+    # left one lane 6 of 10 notes) and no note is padded; the vectors are the same bits as in any runs.
+    import numpy as np
+
+    real = load_embedder(lanes=2)
+    texts = [note(i) for i in range(10)]
+
+    class Counting:
+        dim = real.dim
+        model_id = real.model_id
+
+        def __init__(self) -> None:
+            self.runs: list[int] = []
+
+        def tokenize(self, texts: list[str]) -> list[list[int]]:
+            return real.tokenize(texts)
+
+        def embed_tokens(self, tokens: Any, **kwargs: Any) -> Any:
+            counted = kwargs.pop("on_run")
+            return real.embed_tokens(tokens, **kwargs, on_run=lambda n: (self.runs.append(n), counted(n)))
+
+    counting = Counting()
+    out = embed_pending(counting, texts)  # type: ignore[arg-type]
+    assert counting.runs == [1] * 10
+    assert np.array_equal(out, roundtrip(real.embed(texts, batch_size=4)))
+
+
 def test_a_tokeniser_failure_stops_the_index_and_its_thread(small_windows: None) -> None:
     real = load_embedder()
 

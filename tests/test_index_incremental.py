@@ -268,6 +268,66 @@ def test_an_up_to_date_index_loads_no_model_and_records_after_a_commit_rendering
     assert model_loads == [] and rendered == []
 
 
+def test_the_model_an_index_loaded_is_left_for_the_exit(ws: Any, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Tearing the model's session down costs 0.03-0.1 s after the work is done: the console script leaves it,
+    # with the snapshot and packets, for the system to take back at exit (vivary_git/lifetime.py).
+    import gc
+    import weakref
+
+    from vivary_git import lifetime
+
+    index(cli, ws.path)
+    loaded: list[weakref.ref[Any]] = []
+    real = local._load_embedder
+
+    def load(name: str, **kwargs: Any) -> Any:
+        embedder = real(name, **kwargs)
+        loaded.append(weakref.ref(embedder))
+        return embedder
+
+    monkeypatch.setattr(local, "_load_embedder", load)
+    monkeypatch.setattr(lifetime, "_kept", [])  # as `cli` starts it
+    ws.write({"notes/garden.md": NOTES["notes/garden.md"] + "\nAlso basil, in pots.\n"})
+    assert index(cli, ws.path)["embedded"] == 1
+    gc.collect()
+    assert len(loaded) == 1 and loaded[0]() is not None
+
+
+def test_index_yes_imports_the_runtime_while_the_workspace_opens_and_the_hook_does_not(
+        ws: Any, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `index --yes` after an edit embeds: numpy, onnxruntime and tokenizers are imported in a thread from the
+    # start, so the model's load (in a thread once the index is found out of date) begins with them in place.
+    # The post-commit hook (`--auto`) of a workspace without auto_index does nothing at all.
+    from vivary_git.commands import _common
+
+    calls: list[str] = []
+    real_open = _common.open_ws
+    monkeypatch.setattr(local, "preload_runtime", lambda: calls.append("preload"))
+    monkeypatch.setattr("vivary_git.commands.index.open_ws", lambda args: calls.append("open") or real_open(args))
+    index(cli, ws.path)
+    assert calls == ["preload", "open"]
+    calls.clear()
+    assert cli("index", "--auto", cwd=ws.path).code == 0
+    assert cli("index", "--dry-run", cwd=ws.path).code == 0
+    assert "preload" not in calls
+
+
+def test_an_index_run_reads_the_last_entries_once(ws: Any, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Finding the index out of date and then updating it read the same manifest and entries: decoded once.
+    index(cli, ws.path)
+    decoded: list[type] = []
+    real = local._decode
+
+    def counting(data: Any, kind: Any, **kwargs: Any) -> Any:
+        decoded.append(kind)
+        return real(data, kind, **kwargs)
+
+    monkeypatch.setattr(local, "_decode", counting)
+    ws.write({"notes/garden.md": NOTES["notes/garden.md"] + "\nAlso basil, in pots.\n"})
+    assert index(cli, ws.path)["embedded"] == 1
+    assert decoded.count(Entries) == 1
+
+
 def test_a_missing_runtime_is_named_even_when_the_index_is_up_to_date(
         ws: Any, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     index(cli, ws.path)

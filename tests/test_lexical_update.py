@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from vivary_git.memory import lexical_update
 from vivary_git.memory.bm25 import build, from_postings
 from vivary_git.memory.lexical_update import update
 
@@ -14,8 +15,12 @@ def _doc(rnd: random.Random, words: list[str]) -> dict[str, int]:
     return {w: rnd.randint(1, 5) for w in rnd.sample(words, rnd.randint(0, 30))}
 
 
+@pytest.mark.parametrize("one_by_one", [True, False])
 @pytest.mark.parametrize("seed", range(4))
-def test_update_is_build_of_the_edited_documents(seed: int) -> None:
+def test_update_is_build_of_the_edited_documents(seed: int, one_by_one: bool, monkeypatch: pytest.MonkeyPatch,
+                                                 ) -> None:
+    # Both ways of placing the new postings: one by one (few), or by sorting every posting (many).
+    monkeypatch.setattr(lexical_update, "_PLACED_ONE_BY_ONE", 10**9 if one_by_one else 0)
     rnd = random.Random(seed)
     words = [f"w{i:03d}" for i in range(300)] + ["é", "日本", "zz"]
     for _ in range(150):
@@ -51,3 +56,27 @@ def test_an_index_is_its_postings() -> None:
     assert old.vocab == ["a", "b", "c"] and old.same_parameters() and not old.same_parameters(k1=2.0)
     assert from_postings(old.vocab, *old.postings()).encode() == old.encode()
     assert from_postings([], *build([]).postings()).encode() == build([]).encode()
+
+
+def test_a_few_edits_of_a_large_index_are_build_of_the_edited_documents() -> None:
+    # The post-commit case: thousands of documents, a few edited in place (first, last, middle), so that a
+    # term only an edited document had goes, a term it had comes back with it, and new terms sort first, last
+    # and between the old ones.
+    rnd = random.Random(7)
+    words = [f"w{i:04d}" for i in range(3000)]
+    docs = [_doc(rnd, words) for _ in range(2000)]
+    docs[0]["w0000only"] = 2
+    docs[1999]["w2999only"] = 1
+    old = build(docs)
+    edited = {0: {"w0000only": 1, "aaa": 3, "w1500x": 1}, 1999: {"zzz": 2, "w0001": 4}, 1000: {}}
+    new = [edited.get(j, d) for j, d in enumerate(docs)]
+    got = update(old, [None if j in edited else j for j in range(len(docs))], edited)
+    assert got is not None and "w2999only" not in got.vocab and {"aaa", "zzz", "w1500x", "w0000only"} <= set(got.vocab)
+    assert got.encode() == build(new).encode()
+    # The same with a document added before the edited ones' neighbours and one removed.
+    new = [*new[:10], {"w0003": 1, "new": 1}, *new[10:500], *new[501:]]
+    old_of_new = [None if j in edited else j for j in range(10)] + [None] + \
+                 [None if j in edited else j for j in range(10, 2000) if j != 500]
+    fresh = {j: d for j, (i, d) in enumerate(zip(old_of_new, new, strict=True)) if i is None}
+    got = update(old, old_of_new, fresh)
+    assert got is not None and got.encode() == build(new).encode()

@@ -343,7 +343,8 @@ class _OnnxEmbedder:
         are broken by the token ids themselves, so the runs are a function of the set of texts, not of their
         order: the same texts in any order give bit-identical vectors. A run takes up to `batch_size` texts,
         and fewer when they are long: at most `TOKEN_BUDGET` padded tokens (bench/bench_index.py measured
-        the sizes).
+        the sizes). Batching changes no bits of the vectors (tests/test_embed.py): `batch_size=1` (an index of
+        a handful of edits, `local.index_batch_size`) runs each text alone, the runs shared by the lanes.
         """
         if batch_size < 1:
             raise EmbedderError(f"batch_size must be >= 1, got {batch_size}")

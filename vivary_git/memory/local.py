@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from vivary_git import privacy
+from vivary_git import lifetime, privacy
 from vivary_git.errors import RefusedError, UsageError
 from vivary_git.escape import text as shown
 from vivary_git.memory.embed import BATCH_SIZE, INSTALL_HINT, EmbedderError, keep_offline, module_present
@@ -295,6 +295,9 @@ class LocalMemory:
                 digests = builder.digests(rendered)
                 report = builder.run(rendered, digests)
             recorded = sharing.record(snap, digests, lambda i: rendered[i][1])
+        # The model's session (0.03-0.1 s to tear down), the snapshot and the packets are left for the system to
+        # take back when the command exits (lifetime.py), not freed one by one before it answers.
+        lifetime.keep_until_exit((self, embedder, builder, rendered))
         return msgspec.structs.replace(report, state=store.location, fetched=sharing.adopted, recorded=recorded,
                                        seconds=round(time.perf_counter() - started, 3))
 
@@ -514,9 +517,11 @@ def index_windows(count: int) -> list[tuple[int, int]]:
 
 def index_batch_size(count: int) -> int:
     """Texts per model run for an index that embeds `count` texts. A handful of edits (the post-commit case)
-    is embedded in small runs: a fresh session's first run on a big batch costs up to ~3x (10 SciFact
-    abstracts: 0.5 s in runs of 4, 0.6-1.4 s as one)."""
-    return 4 if count <= 32 else BATCH_SIZE
+    is embedded one text a run: a fresh session's first run on a big batch costs up to ~3x (10 SciFact
+    abstracts: 0.5 s in runs of 4, 0.6-1.4 s as one), and single texts are shared evenly by the model's
+    lanes (10 notes of 256 tokens in runs of 4 leave one lane 6 notes, the other 4; one by one they took
+    1.3-1.6 s of CPU in a fresh session, in runs of 4 1.6-2.0 s, as one run 1.8 s), with no padding."""
+    return 1 if count <= 32 else BATCH_SIZE
 
 
 def embed_pending(embedder: Embedder, texts: list[str], *, progress: Callable[[int, int], None] | None = None,
@@ -610,11 +615,18 @@ class _IndexBuilder:
         self.generation = ""
         self.shared: IndexSharing | None = None  # vectors from refs/vivary/cache, and recording there
         self._keys: list[str] | None = None  # packet key of each node, once `digests` computed them
+        self._last: tuple[Manifest | None, Entries | None] | None = None  # `_previous`
         # sha256 of bytes read from the store: computed while they were read ahead (`_ReadAhead`), or now.
         self._sha: Callable[[bytes], str] = store.sha if isinstance(store, _ReadAhead) else _sha
 
     def _previous(self) -> tuple[Manifest | None, Entries | None]:
-        """The last manifest and entries, when both are intact and were built with this embedder."""
+        """The last manifest and entries, when both are intact and were built with this embedder: read and
+        decoded once (`unchanged`, then `run`, under the same lock)."""
+        if self._last is None:
+            self._last = self._read_previous()
+        return self._last
+
+    def _read_previous(self) -> tuple[Manifest | None, Entries | None]:
         store = self.store
         manifest: Manifest | None = _decode(store.get(MANIFEST), Manifest, json=True)
         if manifest is None or manifest.model_id != self.embedder.model_id or manifest.format != STATE_FORMAT \
@@ -770,16 +782,32 @@ class _IndexBuilder:
             cancel.set()
         if keep is not None:
             vectors = vectors[keep]
-        if todo or compact or scrubbed or (self.shared is not None and self.shared.appended):
-            self._save_vectors(cached, vectors)
-        hnsw_bytes, params, rebuilt, removed = graph.finish(vectors)
-        files = {
-            HNSW_FILE: hnsw_bytes,
-            ENTRIES: entries_bytes,
-            LEXICAL: lexical,
-        }
-        for name, data in files.items():
-            store.put(name, data, sync=False)  # the manifest vouches for them
+        save_vectors = bool(todo or compact or scrubbed or (self.shared is not None and self.shared.appended))
+
+        def cached_files() -> None:
+            if save_vectors:
+                self._save_vectors(cached, vectors)
+            self._save_packet_keys(digests)
+
+        # The vector cache and the packet keys (each vouched for by its own digest) are written in a thread while
+        # this one finishes the graph and writes the files the manifest vouches for: once the model is done, the
+        # second core is free. The manifest waits for both.
+        side = Background(cached_files, name="vivary-vectors")
+        try:
+            hnsw_bytes, params, rebuilt, removed = graph.finish(vectors)
+            files = {
+                HNSW_FILE: hnsw_bytes,
+                ENTRIES: entries_bytes,
+                LEXICAL: lexical,
+            }
+            for name, data in files.items():
+                store.put(name, data, sync=False)  # the manifest vouches for them
+            refs = {name: FileRef(_sha(data), len(data)) for name, data in sorted(files.items())}
+        except BaseException:
+            with contextlib.suppress(BaseException):  # this error is the one to report
+                side.result()
+            raise
+        side.result()
         from vivary_git.memory.bm25 import LEXICAL_FORMAT
 
         manifest = Manifest(
@@ -787,11 +815,9 @@ class _IndexBuilder:
             edges=len(snap.edges), model=snap.model, model_id=self.embedder.model_id, format=STATE_FORMAT,
             packet_format=PACKET_FORMAT, embed_format=EMBED_FORMAT, lexical_format=LEXICAL_FORMAT,
             dim=self.embedder.dim, tree=self.tree, source=self.label, hnsw=params,
-            fusion=(FUSION[0], FUSION[1], RRF_K, FUSION_DEPTH),
-            files={name: FileRef(_sha(data), len(data)) for name, data in sorted(files.items())},
+            fusion=(FUSION[0], FUSION[1], RRF_K, FUSION_DEPTH), files=refs,
         )
         store.put(MANIFEST, msgspec.json.encode(manifest) + b"\n")  # last: it vouches for the rest
-        self._save_packet_keys(digests)
         return self._report(len(entries), len(todo), len(digests) - len(todo), removed, rebuilt)
 
     def _save_vectors(self, digests: list[str], vectors: npt.NDArray[np.float32], *,
