@@ -293,25 +293,6 @@ def test_the_model_an_index_loaded_is_left_for_the_exit(ws: Any, cli: Any, monke
     assert len(loaded) == 1 and loaded[0]() is not None
 
 
-def test_index_yes_imports_the_runtime_while_the_workspace_opens_and_the_hook_does_not(
-        ws: Any, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    # `index --yes` after an edit embeds: numpy, onnxruntime and tokenizers are imported in a thread from the
-    # start, so the model's load (in a thread once the index is found out of date) begins with them in place.
-    # The post-commit hook (`--auto`) of a workspace without auto_index does nothing at all.
-    from vivary_git.commands import _common
-
-    calls: list[str] = []
-    real_open = _common.open_ws
-    monkeypatch.setattr(local, "preload_runtime", lambda: calls.append("preload"))
-    monkeypatch.setattr("vivary_git.commands.index.open_ws", lambda args: calls.append("open") or real_open(args))
-    index(cli, ws.path)
-    assert calls == ["preload", "open"]
-    calls.clear()
-    assert cli("index", "--auto", cwd=ws.path).code == 0
-    assert cli("index", "--dry-run", cwd=ws.path).code == 0
-    assert "preload" not in calls
-
-
 def test_an_index_run_reads_the_last_entries_once(ws: Any, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     # Finding the index out of date and then updating it read the same manifest and entries: decoded once.
     index(cli, ws.path)

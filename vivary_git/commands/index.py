@@ -107,13 +107,6 @@ def run(args: argparse.Namespace) -> int:
 def _write(args: argparse.Namespace) -> int:
     from vivary_git.memory.config import load_memory_config
 
-    if args.yes:
-        # `index --yes` after an edit embeds: the embedding runtime is imported in a thread while the workspace
-        # opens (its Git subprocesses leave the interpreter free), so the model's load begins sooner. Not for
-        # `--auto`: the post-commit hook of a workspace without auto_index must stay a quiet no-op.
-        from vivary_git.memory.local import preload_runtime
-
-        preload_runtime()
     ws = open_ws(args)
     cfg = load_memory_config(ws)
     if args.auto and not (cfg.provider == "vivary-local" and cfg.memory.local.auto_index):
