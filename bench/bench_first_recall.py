@@ -86,6 +86,19 @@ def sh(args: list[str], cwd: Path, src: Path | None = None) -> subprocess.Comple
     return proc
 
 
+def require_origin(origin: Path) -> None:
+    if not (origin / "refs").exists() and not (origin / "packed-refs").exists():
+        sys.exit(f"{origin}: not a bare repository (build one with bench/bench_memory_cache.py --dest)")
+
+
+def fetched_clone(origin: Path, dest: Path) -> Path:
+    """A clone of `origin` at `dest` that trusts and has fetched its cache (this checkout's `sync fetch`)."""
+    sh(["git", "clone", "-q", "--no-local", "--", str(origin), str(dest)], dest.parent)
+    sh(["git", "config", "vivary.cacheTrust", "any"], dest)
+    sh([sys.executable, "-m", "vivary_git.main", "sync", "fetch", "origin"], dest, ROOT)
+    return dest
+
+
 def restore(pristine: Path, dest: Path) -> None:
     shutil.rmtree(dest, ignore_errors=True)
     sh(["cp", "-a", str(pristine), str(dest)], pristine.parent)
@@ -155,8 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", default="recall,reindex", help="comma-separated, of: recall, reindex")
     args = ap.parse_args(argv)
     steps = [s for s in args.steps.split(",") if s]
-    if not (args.origin / "refs").exists() and not (args.origin / "packed-refs").exists():
-        sys.exit(f"{args.origin}: not a bare repository (build one with bench/bench_memory_cache.py --dest)")
+    require_origin(args.origin)
     with tempfile.TemporaryDirectory(prefix="vivary-first-recall-") as tmp_name:
         tmp = Path(tmp_name)
         old = tmp / "old"
@@ -165,10 +177,7 @@ def main(argv: list[str] | None = None) -> int:
             sides = {"old": old, "new": ROOT}
             for src in sides.values():
                 sh([sys.executable, "-m", "compileall", "-q", "vivary_git"], src)
-            fetched = tmp / "fetched"
-            sh(["git", "clone", "-q", "--no-local", str(args.origin), str(fetched)], tmp)
-            sh(["git", "config", "vivary.cacheTrust", "any"], fetched)
-            sh([sys.executable, "-m", "vivary_git.main", "sync", "fetch", "origin"], fetched, ROOT)
+            fetched = fetched_clone(args.origin, tmp / "fetched")
             ws = tmp / "ws"
             print(f"origin {args.origin}; {args.runs} runs a side; load {os.getloadavg()[0]:.1f}")
             for step in steps:

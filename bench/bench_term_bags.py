@@ -23,12 +23,14 @@ import os
 import pickle
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_first_recall import fetched_clone, require_origin, sh  # noqa: E402  (a sibling script, not a package)
 
 # Writes the texts: run in the clone, with this checkout first on PYTHONPATH.
 DUMP = r"""
@@ -75,22 +77,6 @@ print(json.dumps(out))
 """
 
 
-def env(src: Path | None = None) -> dict[str, str]:
-    e = {k: v for k, v in os.environ.items()
-         if k not in ("PYTHONDONTWRITEBYTECODE", "VIVARY_STATS", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
-    e["PATH"] = str(Path(sys.executable).parent) + os.pathsep + e.get("PATH", "")
-    if src is not None:
-        e["PYTHONPATH"] = str(src)
-    return e
-
-
-def sh(args: list[str], cwd: Path, src: Path | None = None) -> subprocess.CompletedProcess[bytes]:
-    proc = subprocess.run(args, cwd=cwd, env=env(src), capture_output=True, check=False)
-    if proc.returncode != 0:
-        sys.exit(f"{' '.join(args[:6])} failed ({proc.returncode}): {proc.stderr.decode()[-600:]}")
-    return proc
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--against", required=True, metavar="REV", help="the revision of vivary-git to race")
@@ -98,8 +84,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="bare origin whose refs/vivary/cache holds parses and vectors (only read)")
     ap.add_argument("--runs", type=int, default=8, help="runs of each side (default 8)")
     args = ap.parse_args(argv)
-    if not (args.origin / "refs").exists() and not (args.origin / "packed-refs").exists():
-        sys.exit(f"{args.origin}: not a bare repository (build one with bench/bench_memory_cache.py --dest)")
+    require_origin(args.origin)
     import json
 
     with tempfile.TemporaryDirectory(prefix="vivary-term-bags-") as tmp_name:
@@ -110,10 +95,7 @@ def main(argv: list[str] | None = None) -> int:
             sides = {"old": old, "new": ROOT}
             for src in sides.values():
                 sh([sys.executable, "-m", "compileall", "-q", "vivary_git"], src)
-            fetched = tmp / "fetched"
-            sh(["git", "clone", "-q", "--no-local", str(args.origin), str(fetched)], tmp)
-            sh(["git", "config", "vivary.cacheTrust", "any"], fetched)
-            sh([sys.executable, "-m", "vivary_git.main", "sync", "fetch", "origin"], fetched, ROOT)
+            fetched = fetched_clone(args.origin, tmp / "fetched")
             texts = tmp / "texts.pickle"
             sh([sys.executable, "-c", DUMP, str(texts)], fetched, ROOT)
             with texts.open("rb") as f:
