@@ -314,15 +314,19 @@ def note_parts(note: Note) -> tuple[str, str]:
 
 def packet_of(node: MemoryNode, frontmatter: str, body: str, edges: Iterable[MemoryEdge]) -> str:
     """`packet(node, note, edges)` from the note's `note_parts`."""
-    head, tail = _frame(node, edges)
+    return _packet(_frame(node, edges), frontmatter, body)
+
+
+def _packet(frame: tuple[str, str], frontmatter: str, body: str) -> str:
+    """A packet from its frame (`_frame`'s head and tail) and its note's `note_parts`."""
+    head, tail = frame
     return f"{head}\n{frontmatter}\n{tail}\n\n{body}"
 
 
 def packet_frame(node: MemoryNode, edges: Iterable[MemoryEdge]) -> str:
     """The lines of `packet_of(node, frontmatter, body, edges)` that the snapshot gives (id, type, path,
     title, outbound edges), one per line: the packet is these and `note_text(frontmatter, body)`'s lines."""
-    head, tail = _frame(node, edges)
-    return f"{head}\n{tail}"
+    return "\n".join(_frame(node, edges))
 
 
 def note_text(frontmatter: str, body: str) -> str:
@@ -362,9 +366,8 @@ def packets(ws: Workspace, snapshot: MemorySnapshot, parts: Mapping[str, tuple[s
     outbound = _by_source(snapshot.edges)
     for node in snapshot.nodes:
         part = parts.get(node.blob) if parts is not None else None
-        frontmatter, body = part or note_parts(notes[node.blob])
-        head, tail = _own_frame(node, sorted(outbound.get(node.id, ())))  # its own edges: none to leave out
-        yield node, f"{head}\n{frontmatter}\n{tail}\n\n{body}"
+        frame = _own_frame(node, sorted(outbound.get(node.id, ())))  # its own edges: none to leave out
+        yield node, _packet(frame, *(part or note_parts(notes[node.blob])))
 
 
 def packet_frames(snapshot: MemorySnapshot) -> list[str]:
