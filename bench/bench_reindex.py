@@ -35,23 +35,16 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_first_recall import env, restore  # noqa: E402  (sibling scripts, not a package)
+from bench_graph import GIT_ENV  # noqa: E402
+
 STEPS = ("edit", "unchanged", "commit")
-GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid"}
-
-
-def env(src: Path | None = None) -> dict[str, str]:
-    out = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONDONTWRITEBYTECODE", "VIVARY_STATS", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
-    out.update(GIT_ENV)
-    out["PATH"] = str(Path(sys.executable).parent) + os.pathsep + out.get("PATH", "")
-    if src is not None:
-        out["PYTHONPATH"] = str(src)
-    return out
 
 
 def run(args: list[str], cwd: Path, src: Path | None = None) -> subprocess.CompletedProcess[bytes]:
-    proc = subprocess.run(args, cwd=cwd, env=env(src), capture_output=True, check=False)
+    proc = subprocess.run(args, cwd=cwd, env={**env(src), **GIT_ENV}, capture_output=True, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(args[:5])} failed ({proc.returncode}): {proc.stderr.decode()[-800:]}")
     return proc
@@ -69,12 +62,6 @@ def vivary(src: Path, ws: Path, args: list[str]) -> tuple[float, float, bytes]:
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, proc.stdout
-
-
-def restore(pristine: Path, ws: Path) -> None:
-    shutil.rmtree(ws, ignore_errors=True)
-    run(["cp", "-a", str(pristine), str(ws)], ws.parent)
-    git(ws, "update-index", "-q", "--refresh")
 
 
 def edit_ten(ws: Path, src: Path) -> None:
