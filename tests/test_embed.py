@@ -204,6 +204,26 @@ def test_no_network_needed(monkeypatch: pytest.MonkeyPatch) -> None:
     assert vecs.shape == (2, 384)
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: OpenBLAS starts no thread pool to keep out")
+def test_the_model_environment_keeps_numpy_to_one_thread() -> None:
+    """numpy's OpenBLAS starts a thread per core as it is imported (they spin while they wait, on the cores the
+    model loads on): after `model_environment()`, importing numpy leaves the process with one thread, unless the
+    user chose a number of BLAS threads, which stays theirs."""
+
+    def threads_after_numpy(env: dict[str, str], setup: str) -> tuple[int, str]:
+        code = (f"import os; {setup}; import numpy; "
+                "print(len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS'))")
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        count, value = out.stdout.split()
+        return int(count), value
+
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    ours = "from vivary_git.memory.embed import model_environment; model_environment()"
+    assert threads_after_numpy(env, "pass")[0] > 1  # the pool this keeps out
+    assert threads_after_numpy(env, ours) == (1, "1")
+    assert threads_after_numpy({**env, "OPENBLAS_NUM_THREADS": "2"}, ours) == (2, "2")
+
+
 @needs_model
 def test_tokenizer_matches_the_model() -> None:
     from tokenizers import Tokenizer

@@ -776,7 +776,8 @@ def test_every_git_subprocess_is_given_its_environment(ws: Repo, cli: Any, monke
     import subprocess
     import threading
 
-    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY"):
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY",
+                "OPENBLAS_NUM_THREADS"):
         monkeypatch.delenv(var, raising=False)
     started: list[tuple[str, bool]] = []
     real_popen = subprocess.Popen.__init__
@@ -799,8 +800,11 @@ def test_every_git_subprocess_is_given_its_environment(ws: Repo, cli: Any, monke
         assert cli(*args, cwd=ws.path).code == 0
     gits = [given for exe, given in started if exe == "git"]
     assert gits and all(gits), started
-    ours = {thread for key, thread in changed if key.startswith(("HF_", "TRANSFORMERS_"))}
+    # Ours, not numpy's own OPENBLAS_MAIN_FREE (set as it is imported, in the model's thread).
+    ours = {thread for key, thread in changed
+            if key.startswith(("HF_", "TRANSFORMERS_")) or key == "OPENBLAS_NUM_THREADS"}
     assert ours == {threading.main_thread().name} and os.environ["HF_HUB_OFFLINE"] == "1"
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
 
 
 @pytest.mark.parametrize("how", ["one", "batch"])

@@ -285,9 +285,15 @@ def _default_lanes() -> int:
     return min(_usable_cores(), 4)
 
 
-def keep_offline() -> None:
-    """Defence in depth: neither tokenizers nor onnxruntime downloads anything on the paths used here, but
-    tokenizers pulls in huggingface_hub, so tell any hub-aware code in the process to stay offline.
+def model_environment() -> None:
+    """Set the environment the model's runtime reads as it is imported, unless the user set it:
+
+    - offline: neither tokenizers nor onnxruntime downloads anything on the paths used here, but tokenizers
+      pulls in huggingface_hub, so tell any hub-aware code in the process to stay offline (defence in depth);
+    - one BLAS thread: numpy's OpenBLAS starts a thread per core when it is imported, and those threads spin
+      while they wait. Nothing here needs them: vivary runs its own lanes (`load_embedder`) and forked
+      children, and its one matrix product per question is over at most `assemble.EXACT_LIMIT` vectors.
+      Importing numpy took 0.14-0.20 CPU s with the pool, 0.09-0.12 without, on the cores the model loads on.
 
     Only the main thread changes the environment, and callers do it before they start the thread that
     loads the model: a thread changing it while another starts a Git subprocess (vfork, then exec with the
@@ -299,6 +305,7 @@ def keep_offline() -> None:
         return
     for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY"):
         os.environ.setdefault(var, "1")
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 # Upper bound on padded tokens per onnxruntime run (16 x 256-token docs); see `_OnnxEmbedder.plan`.
@@ -470,7 +477,7 @@ def load_embedder(
     )
     tokenizer_json = _tokenizer_bytes(spec).decode("utf-8")
 
-    keep_offline()
+    model_environment()
     import onnxruntime as ort
     from tokenizers import Tokenizer
 

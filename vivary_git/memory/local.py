@@ -39,7 +39,7 @@ import msgspec
 from vivary_git import lifetime, privacy
 from vivary_git.errors import RefusedError, UsageError
 from vivary_git.escape import text as shown
-from vivary_git.memory.embed import BATCH_SIZE, INSTALL_HINT, EmbedderError, keep_offline, module_present
+from vivary_git.memory.embed import BATCH_SIZE, INSTALL_HINT, EmbedderError, model_environment, module_present
 from vivary_git.memory.localfiles import (  # noqa: F401 - the formats are local's public names too
     _HEX64,
     _HNSW_HEADER,
@@ -173,7 +173,7 @@ def preload_runtime() -> None:
             except ImportError:
                 return  # said properly where it is used (require_extra, load_embedder)
 
-    keep_offline()  # before the thread, which imports tokenizers (see keep_offline)
+    model_environment()  # before the thread, which imports tokenizers (see model_environment)
     _PRELOADING = Background(load)
 
 
@@ -458,7 +458,7 @@ class _PendingEmbedder:
     def start(self) -> None:
         if self._loading is None:
             name = self.name
-            keep_offline()  # here, not in the thread (see keep_offline)
+            model_environment()  # here, not in the thread (see model_environment)
             self._loading = Background(lambda: _load_embedder(name), name="vivary-model")
 
     def loaded(self) -> Embedder:
@@ -1077,7 +1077,7 @@ class RecallSession:
         notes = prefetch_notes(memory, settle=_wait_for_preload) if likely else None
         try:
             # The model loads, and embeds the first questions, in a thread while the index is read.
-            keep_offline()  # here, not in the thread (see keep_offline)
+            model_environment()  # here, not in the thread (see model_environment)
             self._asked: dict[tuple[str, ...], Any] = {}
             loading = Background(functools.partial(_load_and_ask, cfg.memory.local.model, tuple(queries),
                                                    self._asked))
