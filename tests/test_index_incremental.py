@@ -391,6 +391,71 @@ def test_a_run_whose_embedding_fails_leaves_the_last_index_whole(
     assert cli("recall", "tomatoes need sun", "--json", cwd=ws.path).code == 0
 
 
+def test_what_needs_no_new_vector_is_written_while_the_model_embeds_and_put_in_place_after(
+        ws: Any, cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The entries and the keyword index are written to temporary files while the model embeds, and renamed over
+    # the last run's only once every vector is in: the model's thread looks at the folder before it embeds.
+    index(cli, ws.path)
+    where = state_dir(ws.path)
+    last = {name: (where / name).read_bytes() for name in ("entries.msgpack", "lexical.bin")}
+    seen: list[tuple[list[str], bool]] = []
+    real_lexical, real_embed = local._IndexBuilder._lexical, local.embed_pending
+    staged = threading.Event()
+
+    def lexical(self: Any, *args: Any, **kwargs: Any) -> Any:
+        out = real_lexical(self, *args, **kwargs)
+        real_stage = self.store.stage
+
+        def stage(name: str, data: Any) -> Any:
+            file = real_stage(name, data)
+            if name == "lexical.bin":
+                staged.set()
+            return file
+
+        monkeypatch.setattr(self.store, "stage", stage)
+        return out
+
+    def embed(*args: Any, **kwargs: Any) -> Any:
+        assert staged.wait(timeout=30)
+        temporary = sorted(p.name.split(".")[1] for p in where.iterdir() if p.name.endswith(".tmp"))
+        seen.append((temporary, all((where / n).read_bytes() == data for n, data in last.items())))
+        return real_embed(*args, **kwargs)
+
+    monkeypatch.setattr(local._IndexBuilder, "_lexical", lexical)
+    monkeypatch.setattr(local, "embed_pending", embed)
+    ws.write({"notes/garden.md": NOTES["notes/garden.md"] + "\nAlso basil, in pots.\n"})
+    assert index(cli, ws.path)["embedded"] == 1
+    assert seen == [(["entries", "lexical"], True)]
+    assert not [p for p in where.iterdir() if p.name.endswith(".tmp")]
+    assert all((where / n).read_bytes() != data for n, data in last.items())
+    monkeypatch.undo()
+    assert_same_index(ws.path, tmp_path, cli, "fresh")
+
+
+def test_an_index_run_removes_what_a_killed_run_left_and_nothing_else(ws: Any, cli: Any) -> None:
+    # A run killed while the model embeds leaves its staged files (temporary names, which no reader looks at);
+    # the next run removes those of processes that are gone, never a live writer's or a file not of that form.
+    import os
+    import subprocess
+
+    index(cli, ws.path)
+    where = state_dir(ws.path)
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # reaped: no process has its PID now (until the system hands it out again, far later)
+    left = {
+        f".lexical.bin.{gone.pid}.0123abcd.tmp": False,
+        f".entries.msgpack.{os.getppid()}.0123abcd.tmp": True,  # a live process's
+        ".lexical.bin.notapid.0123abcd.tmp": True,
+        f".{gone.pid}.tmp": True,
+    }
+    for name in left:
+        (where / name).write_bytes(b"half a file")
+    ws.write({"notes/garden.md": NOTES["notes/garden.md"] + "\nAlso basil, in pots.\n"})
+    assert index(cli, ws.path)["embedded"] == 1
+    assert {name: (where / name).exists() for name in left} == left
+    assert cli("recall", "tomatoes need sun", "--json", cwd=ws.path).code == 0
+
+
 def test_embedding_stops_before_its_next_window_once_the_run_is_cancelled() -> None:
     from vivary_git.memory.embed import load_embedder
 

@@ -109,7 +109,7 @@ if TYPE_CHECKING:
     from vivary_git.memory.bm25 import LexicalIndex, Tokenizer
     from vivary_git.memory.config import MemoryConfig
     from vivary_git.memory.embed import Embedder
-    from vivary_git.memory.state import StateStore
+    from vivary_git.memory.state import Data, Staged, StateStore
     from vivary_git.memory.vectors import IndexSharing
     from vivary_git.workspace import Workspace
 
@@ -285,6 +285,7 @@ class LocalMemory:
         # vector key this clone has not remembered), an edit only the packets whose inputs changed.
         rendered = Packets(self.ws, snap)
         with self._lock(quiet=progress is None):
+            _sweep(store.inner)
             found = builder.unchanged()
             if found is not None:
                 # The index is this snapshot's: its packets are the ones indexed (the fingerprint binds blobs,
@@ -413,10 +414,15 @@ class _ReadAhead:
             del self._read[name]
         return self._store.get(name)
 
-    def put(self, name: str, data: bytes, *, sync: bool = True) -> None:
+    def put(self, name: str, data: Data, *, sync: bool = True) -> None:
         self._wait()
         self._read.pop(name, None)
         self._store.put(name, data, sync=sync)
+
+    def stage(self, name: str, data: Data) -> Staged:
+        self._wait()
+        self._read.pop(name, None)
+        return self._store.stage(name, data)
 
     def ready(self) -> None:
         self._store.ready()
@@ -760,6 +766,7 @@ class _IndexBuilder:
             for d in pending:
                 row_of[d] = len(cached)
                 cached.append(d)
+        staged: list[Staged] = []
         try:
             dead = len(cached) - len(live)
             compact = dead > _DEAD_FRACTION * max(len(cached), 1)
@@ -773,9 +780,21 @@ class _IndexBuilder:
             graph = self._hnsw_update(previous, prev_entries, entries)
             lexical = self._lexical(rendered, digests, previous, prev_entries)
             entries_bytes = msgspec.msgpack.encode(Entries(fingerprint=snap.fingerprint, entries=entries))
+            ready = {ENTRIES: entries_bytes, LEXICAL: lexical}
+            refs = {name: FileRef(_sha(data), len(data)) for name, data in ready.items()}
             if embedding is not None:
-                fresh = embedding.result()
-                vectors = np.vstack([vectors, fresh]) if len(vectors) else fresh
+                # While the model embeds, the files that do not need its vectors are written (into place only once
+                # every vector is in), and the rows laid out with room for the new ones: after the model, only
+                # the HNSW graph and the vector cache are left to write.
+                staged = [store.stage(name, data) for name, data in ready.items()]
+                grown = np.empty((len(vectors) + len(todo), self.embedder.dim), dtype="<f4")
+                grown[:len(vectors)] = vectors
+                grown[len(vectors):] = embedding.result()
+                vectors = grown
+        except BaseException:
+            for file in staged:
+                file.discard()
+            raise
         finally:
             # When this thread failed (or was interrupted), the model stops after the window it is on; it is not
             # waited for (a checkpoint it writes meanwhile is a valid one).
@@ -795,15 +814,16 @@ class _IndexBuilder:
         side = Background(cached_files, name="vivary-vectors")
         try:
             hnsw_bytes, params, rebuilt, removed = graph.finish(vectors)
-            files = {
-                HNSW_FILE: hnsw_bytes,
-                ENTRIES: entries_bytes,
-                LEXICAL: lexical,
-            }
-            for name, data in files.items():
-                store.put(name, data, sync=False)  # the manifest vouches for them
-            refs = {name: FileRef(_sha(data), len(data)) for name, data in sorted(files.items())}
+            store.put(HNSW_FILE, hnsw_bytes, sync=False)  # the manifest vouches for them all
+            for file in staged:
+                file.commit()
+            if not staged:
+                for name, data in ready.items():
+                    store.put(name, data, sync=False)
+            refs = dict(sorted({**refs, HNSW_FILE: FileRef(_sha(hnsw_bytes), len(hnsw_bytes))}.items()))
         except BaseException:
+            for file in staged:
+                file.discard()  # once committed, nothing to drop
             with contextlib.suppress(BaseException):  # this error is the one to report
                 side.result()
             raise
@@ -824,7 +844,8 @@ class _IndexBuilder:
                       generation: str | None = None) -> None:
         import numpy as np
 
-        blob = np.ascontiguousarray(vectors, dtype="<f4").tobytes()
+        # The rows' own memory, not a copy of it (15 MB at 10,000 notes): nothing writes to them any more.
+        blob = np.ascontiguousarray(vectors, dtype="<f4").data.cast("B")
         # Vectors first, then the metadata that vouches for them (its sha256): a reader of a half-written
         # pair sees a digest mismatch and starts over, never misattributed vectors. Neither is synced to the
         # disk: a killed process loses nothing (the system has the bytes), and after a power cut a file cut
@@ -1041,6 +1062,15 @@ def _as_file(store: StateStore, name: str, data: bytes) -> Iterator[Path]:
 
 
 # --- recall ---------------------------------------------------------------------------------------------
+
+
+def _sweep(store: StateStore) -> None:
+    """What an index run that was killed left in the store's folder (`LocalStateStore.sweep`): called by the
+    one index writer, under the index lock."""
+    from vivary_git.memory.state import LocalStateStore
+
+    if isinstance(store, LocalStateStore):
+        store.sweep()
 
 
 def _graph_is_shared(ws: Workspace) -> bool:

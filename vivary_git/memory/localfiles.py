@@ -109,7 +109,7 @@ class TermCache(msgspec.Struct, frozen=True):
     counts: dict[str, dict[str, int]]  # packet digest -> term -> count
 
 
-def _sha(data: bytes) -> str:
+def _sha(data: bytes | bytearray | memoryview) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
