@@ -161,6 +161,13 @@ class Repo:
         self.common_dir = common.resolve()
         self.cwd = start
 
+    @property
+    def pinned_git_dir(self) -> Path | None:
+        """The Git directory every `git` for this work tree must be told (`pins`), or None when Git run in the
+        work tree finds it: what `privacy.decide_scoped(git_dir=…)` needs for a work tree set elsewhere."""
+        pinned = self.pins.get("GIT_DIR")
+        return Path(pinned) if pinned else None
+
     def git(self, args: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
         kwargs.setdefault("cwd", self.workdir or self.git_dir)
         if self.pins:
