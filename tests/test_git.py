@@ -148,10 +148,11 @@ def test_a_work_tree_set_elsewhere_is_read_as_git_reads_it(repo: Repo, tmp_path:
     found = json.loads(r.stdout)
     assert [f["path"] for f in found["findings"]] == ["there.md"], r.stdout
     assert "CANARY" not in r.stdout + r.stderr
-    # Privacy asks Git from the work tree's top, which names no repository here: it fails closed.
+    # Privacy tells Git the repository (the work tree's top names none here): that work tree's rules decide.
     shown = subprocess.run([*argv, "privacy", "explain", "--json", "--", str(tree / "secret.md")], cwd=repo.path,
                            capture_output=True, text=True, env=full)
-    assert shown.returncode == 3 and "cannot decide privacy" in shown.stderr, shown.stdout + shown.stderr
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout) == [{"path": "secret.md", "private": True, "reason": ".gitignore:1:secret.md"}]
     assert "CANARY" not in shown.stdout + shown.stderr
 
 
