@@ -151,6 +151,13 @@ def test_privacy_explain_decides_as_in_a_clone(tmp_path: Path, cli: Any, monkeyp
         else:
             assert got[p]["reason"] == reason, got[p]
     assert CANARY not in r.out + r.err
+    # Search hides what the boundary holds back, with the same decision.
+    for query in (CANARY, "rotate the signing keys"):
+        found = _run(cli, lay, monkeypatch, "find", query, *lay.root)
+        assert found.code == 0, found.err
+        said = (found.out + found.err).replace(f"'{query}'", "")  # the query is echoed back
+        assert CANARY not in said and not any(p in said for p in PRIVATE), said
+    assert "notes/keys.md" in found.out
 
 
 needs_embed = pytest.mark.skipif(
