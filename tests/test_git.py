@@ -156,6 +156,19 @@ def test_a_work_tree_set_elsewhere_is_read_as_git_reads_it(repo: Repo, tmp_path:
     assert "CANARY" not in shown.stdout + shown.stderr
 
 
+def test_a_git_file_without_core_worktree_names_the_work_tree(tmp_path: Path) -> None:
+    """`git init --separate-git-dir`: the work tree holds a `.git` file and the repository's config names no
+    work tree. The work tree is the folder of that file, as for Git, not the git dir's parent."""
+    (tmp_path / "modules").mkdir()
+    tree = tmp_path / "notes"
+    git(tmp_path, "init", "-q", f"--separate-git-dir={tmp_path / 'modules' / 'notes'}", str(tree))
+    (tree / "sub").mkdir()
+    (tree / "sub" / "a.md").write_text("# A\n\n[[missing]]\n")
+    r = run_git_vivary(["check", "--json"], tree / "sub")
+    assert r.returncode == 1, r.stderr
+    assert [f["path"] for f in json.loads(r.stdout)["findings"]] == ["sub/a.md"], r.stdout
+
+
 def test_hook_in_a_linked_worktree_sees_its_own_index(repo: Repo, tmp_path: Path) -> None:
     # Git sets GIT_DIR (the worktree's own git dir) and GIT_INDEX_FILE for the hooks of a linked worktree.
     repo.commit("mine", files={"mine.md": "# Mine\n"})

@@ -275,3 +275,31 @@ def test_doctor_names_the_leaks_in_a_work_tree_set_elsewhere(tmp_path: Path, cli
     got = r.json()["privacy"]
     assert (got["status"], got["leaks"]) == ("failed", ["USER.md", "journal/day.md", "memory/m.md"]), r.out
     assert CANARY not in r.out + r.err
+
+
+@pytest.mark.parametrize("how", ["linked-worktree", "gitdir-file"])
+def test_a_repository_found_through_a_git_file_needs_nothing_special(tmp_path: Path, cli: Any, how: str) -> None:
+    """A linked worktree (`git worktree add`) and a `.git` file naming the repository (a submodule,
+    `git init --separate-git-dir`): Git finds the repository from the top, and its info/exclude applies."""
+    tree = tmp_path / "notes"
+    if how == "linked-worktree":
+        main = tmp_path / "main"
+        main.mkdir()
+        git(main, "init", "-q", "-b", "main")
+        git(main, "commit", "-q", "--allow-empty", "-m", "start")
+        git(main, "worktree", "add", "-q", str(tree))
+        exclude = main / ".git" / "info" / "exclude"  # shared by every worktree
+    else:
+        (tmp_path / "modules").mkdir()
+        git(tmp_path, "init", "-q", "-b", "main", f"--separate-git-dir={tmp_path / 'modules' / 'notes'}", str(tree))
+        exclude = tmp_path / "modules" / "notes" / "info" / "exclude"
+    assert (tree / ".git").is_file()
+    exclude.parent.mkdir(exist_ok=True)
+    exclude.write_text("excluded/\n", encoding="utf-8")
+    (tree / ".gitignore").write_text("drafts/\n", encoding="utf-8")
+    r = cli("privacy", "explain", "--json", "a.md", "USER.md", "drafts/d.md", "excluded/x.md", cwd=tree)
+    assert r.code == 0, r.err
+    assert {d["path"]: d["reason"] for d in r.json()} == {
+        "a.md": "", "USER.md": "floor: USER.md", "drafts/d.md": ".gitignore:1:drafts/",
+        "excluded/x.md": f"{exclude.resolve()}:1:excluded/",
+    }

@@ -143,7 +143,10 @@ class Repo:
             found = pygit2.discover_repository(str(start))
             if found is None:
                 raise GitError(f"{start} is not inside a Git repository")
-            self.repo = pygit2.Repository(found)
+            # Opened from where it was found, not by its git dir: when a `.git` file names the repository
+            # (`git init --separate-git-dir`, a submodule without core.worktree) only that file says where the
+            # work tree is, and libgit2 opening the git dir itself takes the git dir's parent instead.
+            self.repo = pygit2.Repository(str(start))
             self.bare = bool(self.repo.is_bare)
             self.workdir = None if self.bare else Path(self.repo.workdir).resolve()
             if self.workdir is not None:
