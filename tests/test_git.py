@@ -148,11 +148,25 @@ def test_a_work_tree_set_elsewhere_is_read_as_git_reads_it(repo: Repo, tmp_path:
     found = json.loads(r.stdout)
     assert [f["path"] for f in found["findings"]] == ["there.md"], r.stdout
     assert "CANARY" not in r.stdout + r.stderr
-    # Privacy asks Git from the work tree's top, which names no repository here: it fails closed.
+    # Privacy tells Git the repository (the work tree's top names none here): that work tree's rules decide.
     shown = subprocess.run([*argv, "privacy", "explain", "--json", "--", str(tree / "secret.md")], cwd=repo.path,
                            capture_output=True, text=True, env=full)
-    assert shown.returncode == 3 and "cannot decide privacy" in shown.stderr, shown.stdout + shown.stderr
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout) == [{"path": "secret.md", "private": True, "reason": ".gitignore:1:secret.md"}]
     assert "CANARY" not in shown.stdout + shown.stderr
+
+
+def test_a_git_file_without_core_worktree_names_the_work_tree(tmp_path: Path) -> None:
+    """`git init --separate-git-dir`: the work tree holds a `.git` file and the repository's config names no
+    work tree. The work tree is the folder of that file, as for Git, not the git dir's parent."""
+    (tmp_path / "modules").mkdir()
+    tree = tmp_path / "notes"
+    git(tmp_path, "init", "-q", f"--separate-git-dir={tmp_path / 'modules' / 'notes'}", str(tree))
+    (tree / "sub").mkdir()
+    (tree / "sub" / "a.md").write_text("# A\n\n[[missing]]\n")
+    r = run_git_vivary(["check", "--json"], tree / "sub")
+    assert r.returncode == 1, r.stderr
+    assert [f["path"] for f in json.loads(r.stdout)["findings"]] == ["sub/a.md"], r.stdout
 
 
 def test_hook_in_a_linked_worktree_sees_its_own_index(repo: Repo, tmp_path: Path) -> None:

@@ -143,7 +143,10 @@ class Repo:
             found = pygit2.discover_repository(str(start))
             if found is None:
                 raise GitError(f"{start} is not inside a Git repository")
-            self.repo = pygit2.Repository(found)
+            # Opened from where it was found, not by its git dir: when a `.git` file names the repository
+            # (`git init --separate-git-dir`, a submodule without core.worktree) only that file says where the
+            # work tree is, and libgit2 opening the git dir itself takes the git dir's parent instead.
+            self.repo = pygit2.Repository(str(start))
             self.bare = bool(self.repo.is_bare)
             self.workdir = None if self.bare else Path(self.repo.workdir).resolve()
             if self.workdir is not None:
@@ -160,6 +163,13 @@ class Repo:
             common = (self.git_dir / commondir_file.read_text().strip()).resolve()
         self.common_dir = common.resolve()
         self.cwd = start
+
+    @property
+    def pinned_git_dir(self) -> Path | None:
+        """The Git directory every `git` for this work tree must be told (`pins`), or None when Git run in the
+        work tree finds it: what `privacy.decide_scoped(git_dir=…)` needs for a work tree set elsewhere."""
+        pinned = self.pins.get("GIT_DIR")
+        return Path(pinned) if pinned else None
 
     def git(self, args: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
         kwargs.setdefault("cwd", self.workdir or self.git_dir)

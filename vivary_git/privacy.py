@@ -41,6 +41,12 @@ directory, and run the same ``check-ignore`` with ``--git-dir`` set to the real 
 that is a symlink in the tree is skipped, because Git (2.32+) does not follow a symlinked
 ``.gitignore`` in a working tree either (gitignore(5), "NOTES").
 
+**A work tree set elsewhere** (``git --work-tree``, ``GIT_DIR``/``GIT_WORK_TREE``, ``core.worktree``; a
+dotfile-style repository): Git run in its top finds another repository, or none. The caller names the
+Git directory (``git_dir=``, from `git.Repo.pinned_git_dir`) and every ``git`` asked about the working
+tree is told ``--git-dir`` and ``--work-tree``, so the work tree's ``.gitignore`` files and that Git
+directory's ``info/exclude`` and config decide exactly as in a clone.
+
 **Fails closed.** If Git cannot answer — not a work tree, a bare repository, ``git`` missing, a
 path beyond a symbolic link, an exit code other than 0/1 (a crash included), a warning that a pattern
 file could not be read, no answer within the time limit (a FIFO named ``.gitignore`` blocks Git for
@@ -163,6 +169,9 @@ class _Repo(msgspec.Struct, frozen=True):
     top: Path
     git_dir: Path
     ignorecase: bool
+    # `--git-dir`/`--work-tree` for every `git` asked about this work tree, when the caller named its git dir
+    # (a work tree set elsewhere); empty when Git finds the repository from `top` itself.
+    named: tuple[str, ...] = ()
 
 
 # A pattern match as Git reports it: (source, line number, pattern).
@@ -175,19 +184,20 @@ def decide(
     policy: PrivacyPolicy = PrivacyPolicy(),  # noqa: B008 - frozen, so one shared default is safe
     *,
     tree: str | None = None,
+    git_dir: Path | None = None,
 ) -> list[PrivacyDecision]:
     """Decide privacy for `paths` (root-relative), in input order, with one policy at the top.
 
-    `repo` is the top of a work tree (a linked worktree is fine). With `tree` (any tree-ish), the
-    `.gitignore` files are that tree's; otherwise the working tree's. Raises `PrivacyError` when Git
-    cannot answer. Commands decide through `decide_scoped` (every workspace in the tree, see there);
-    this is the single-policy form it is built on.
+    `repo` is the top of a work tree (a linked worktree is fine; `git_dir` as for `decide_scoped`). With
+    `tree` (any tree-ish), the `.gitignore` files are that tree's; otherwise the working tree's. Raises
+    `PrivacyError` when Git cannot answer. Commands decide through `decide_scoped` (every workspace in the
+    tree, see there); this is the single-policy form it is built on.
     """
     scope = Scope("", tuple(policy.private_paths), policy.respect_gitignore)
-    return decide_scoped(repo, paths, [scope], trees=(tree,), gitignore=policy.respect_gitignore)
+    return decide_scoped(repo, paths, [scope], trees=(tree,), gitignore=policy.respect_gitignore, git_dir=git_dir)
 
 
-_Question = tuple[str, tuple[str, ...], tuple[Scope, ...], tuple[str | None, ...], bool | None]
+_Question = tuple[str, str, tuple[str, ...], tuple[Scope, ...], tuple[str | None, ...], bool | None]
 
 
 class PrivacyMemo:
@@ -228,13 +238,13 @@ class _Answer:
         self.error: BaseException | None = None
 
 
-def _question(repo: Path, paths: Sequence[str], scopes: Sequence[Scope], trees: Sequence[str | None],
-              gitignore: bool | None) -> _Question:
+def _question(repo: Path, git_dir: Path | None, paths: Sequence[str], scopes: Sequence[Scope],
+              trees: Sequence[str | None], gitignore: bool | None) -> _Question:
     # gitignore=None applies each path's nearest workspace's respect_gitignore: when every workspace respects
     # it, that is gitignore=True (the top, added when missing, respects it by default).
     if gitignore is None and all(s.respect_gitignore for s in scopes):
         gitignore = True
-    return str(repo), tuple(paths), tuple(scopes), tuple(trees), gitignore
+    return str(repo), str(git_dir or ""), tuple(paths), tuple(scopes), tuple(trees), gitignore
 
 
 def decide_scoped(
@@ -245,6 +255,7 @@ def decide_scoped(
     trees: Sequence[str | None] = (None,),
     gitignore: bool | None = None,
     memo: PrivacyMemo | None = None,
+    git_dir: Path | None = None,
 ) -> list[PrivacyDecision]:
     """The privacy boundary for every consumer (snapshot, cache recording, guard, `privacy explain`):
     `paths` (repository-relative) decided with the floor at the top **and at every workspace root** in
@@ -258,10 +269,16 @@ def decide_scoped(
 
     `memo`: the questions Git answered earlier in this command (`PrivacyMemo`): the very same question (the
     repository, the paths in order, the workspaces, the trees, gitignore) takes that answer.
+
+    `git_dir`: the repository's Git directory (absolute), for a work tree set elsewhere (`git --work-tree`,
+    `GIT_DIR`, `core.worktree`: `git.Repo.pinned_git_dir`), where Git run in `repo` would find another
+    repository or none. Every `git` is then told `--git-dir` and `--work-tree=repo`, so the same rules
+    decide as in a clone: the work tree's `.gitignore` files, that git dir's `info/exclude` and config.
     """
     if memo is not None:
-        return memo.answer(_question(repo, paths, scopes, trees, gitignore),
-                           lambda: decide_scoped(repo, paths, scopes, trees=trees, gitignore=gitignore))
+        return memo.answer(_question(repo, git_dir, paths, scopes, trees, gitignore),
+                           lambda: decide_scoped(repo, paths, scopes, trees=trees, gitignore=gitignore,
+                                                 git_dir=git_dir))
     paths = list(paths)
     _check_paths_syntax(paths)
     ordered = sorted(scopes, key=lambda s: (s.prefix.count("/") + bool(s.prefix), s.prefix))
@@ -276,7 +293,7 @@ def decide_scoped(
                 )
     if not paths:
         return []
-    info = _locate(repo)
+    info = _locate(repo, git_dir)
     nested = [s for s in ordered if s.prefix]
     # Per path: its workspaces, outermost first (indices into `ordered`); the nearest decides gitignore.
     under: list[list[int]] = [[0] for _ in paths]
@@ -709,22 +726,26 @@ def _said(proc: subprocess.CompletedProcess[bytes]) -> str:
     return proc.stderr.decode("utf-8", "replace").strip() or f"exit code {proc.returncode}"
 
 
-def _locate(repo: Path) -> _Repo:
+def _locate(repo: Path, git_dir: Path | None = None) -> _Repo:
     where = str(repo)
-    proc, config = _git_all([["rev-parse", "--is-bare-repository", "--absolute-git-dir", "--show-toplevel"],
-                             ["config", "--type=bool", "--get", "core.ignorecase"]], repo, where)
+    # Told rather than found: Git run in a work tree set elsewhere finds another repository, or none.
+    named = (f"--git-dir={git_dir}", f"--work-tree={repo}") if git_dir is not None else ()
+    if git_dir is not None:
+        where = f"{repo} (Git directory {git_dir})"
+    proc, config = _git_all([[*named, "rev-parse", "--is-bare-repository", "--absolute-git-dir", "--show-toplevel"],
+                             [*named, "config", "--type=bool", "--get", "core.ignorecase"]], repo, where)
     lines = proc.stdout.decode("utf-8", "surrogateescape").split("\n")
     if lines[:1] == ["true"]:
         raise PrivacyError(f"cannot decide privacy in {where}: it is a bare repository; use a work tree")
     if proc.returncode != 0 or len(lines) != 4 or lines[0] != "false":
         raise PrivacyError(f"cannot decide privacy in {where}: not a Git work tree ({_said(proc)})")
-    git_dir, top = Path(lines[1]), Path(lines[2])
+    found, top = Path(lines[1]), Path(lines[2])
     if top.resolve() != repo.resolve():
         raise PrivacyError(f"cannot decide privacy in {where}: pass the top of the work tree, {top}")
     # Read in `repo`, which is `top` (checked just above), at the same time as rev-parse.
     if config.returncode not in (0, 1):
         raise PrivacyError(f"cannot decide privacy in {where}: bad core.ignoreCase ({_said(config)})")
-    return _Repo(top=top, git_dir=git_dir, ignorecase=config.stdout.strip() == b"true")
+    return _Repo(top=top, git_dir=found, ignorecase=config.stdout.strip() == b"true", named=named)
 
 
 # -v -n -z: four NUL-terminated fields per path, in input order: source, line, pattern, path (the first
@@ -861,12 +882,12 @@ def _config_setup(info: _Repo, patterns: Sequence[str], scratch: Path, config_fi
 def _ignore_setup(info: _Repo, paths: Sequence[str], tree: str | None, tmp: Path,
                   name: str = "tree") -> tuple[list[str], Path, str]:
     if tree is None:
-        return [], info.top, f"Git ignore rules in {info.top}"
+        return list(info.named), info.top, f"Git ignore rules in {info.top}"
     work = tmp / name
     work.mkdir()
     _materialise_gitignores(info, tree, paths, work)
     args = [f"--git-dir={info.git_dir}", f"--work-tree={work}"]
-    excludes = _git(["config", "--type=path", "--get", "core.excludesFile"], info.top, str(info.top))
+    excludes = _git([*info.named, "config", "--type=path", "--get", "core.excludesFile"], info.top, str(info.top))
     if excludes.returncode not in (0, 1):
         raise PrivacyError(f"cannot decide privacy: bad core.excludesFile ({_said(excludes)})")
     value = os.fsdecode(excludes.stdout.rstrip(b"\n"))
@@ -880,7 +901,8 @@ def _materialise_gitignores(info: _Repo, tree: str, paths: Sequence[str], work: 
     import pygit2  # only tree mode needs it; keep `decide` on the working tree light
 
     try:
-        repo = pygit2.Repository(str(info.top))
+        # From the top, libgit2 would find another repository, or none, when the work tree is set elsewhere.
+        repo = pygit2.Repository(str(info.git_dir if info.named else info.top))
         root = repo.revparse_single(tree).peel(pygit2.Tree)
     except (KeyError, ValueError, TypeError, pygit2.GitError) as err:
         raise PrivacyError(f"cannot decide privacy: {tree!r} does not name a tree ({err})") from err

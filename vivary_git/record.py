@@ -168,7 +168,8 @@ def private_paths(ws: Workspace, paths: list[str], root: str, found: list[privac
     # The working tree's ignore rules may be ahead of the recorded tree's; either making a path private wins.
     trees: tuple[str | None, ...] = (root,) if ws.source.kind == "rev" else (root, None)
     # Ignored files stay private here whatever a memory.toml says about respect_gitignore.
-    decided = privacy.decide_scoped(repo.workdir, paths, found, trees=trees, gitignore=True, memo=memo)
+    decided = privacy.decide_scoped(repo.workdir, paths, found, trees=trees, gitignore=True, memo=memo,
+                                    git_dir=repo.pinned_git_dir)
     return {i for i, d in enumerate(decided) if d.private}
 
 

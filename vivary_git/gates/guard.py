@@ -95,7 +95,7 @@ def guard(top: Path, allow: Sequence[str] = ()) -> list[Finding]:
     repo = Repo(top)
     scopes = find_scopes(repo.repo, tree.stdout.decode().strip(), staged,
                          read=lambda folder, _data: Scope(folder, patterns.get(folder, ())))
-    for d in decide_scoped(top, staged, scopes, trees=(), gitignore=False):
+    for d in decide_scoped(top, staged, scopes, trees=(), gitignore=False, git_dir=repo.pinned_git_dir):
         if not d.private or d.reason.startswith("floor: .vivary/**"):
             continue
         where = _sh_quote(d.path)

@@ -160,7 +160,8 @@ def deciding_for_source(ws: Workspace, paths: Sequence[str], policy: PrivacyPoli
     if policy is not None:
         scopes = [privacy.Scope(s.prefix, tuple(policy.private_paths), policy.respect_gitignore)
                   if s.prefix == source.prefix else s for s in scopes]
-    return functools.partial(privacy.decide_scoped, top, list(paths), scopes, trees=trees, memo=memo)
+    return functools.partial(privacy.decide_scoped, top, list(paths), scopes, trees=trees, memo=memo,
+                             git_dir=source.repo.pinned_git_dir)
 
 
 def _root_tree(ws: Workspace) -> str:

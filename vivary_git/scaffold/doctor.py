@@ -264,8 +264,12 @@ def _private_listed(top: Path, ws_root: Path, listed: list[str], root: str | Non
     prefix = ws_root.resolve().relative_to(top.resolve()).as_posix()
     also = [prefix] if root is not None and prefix != "." else []
     allowed = set(_text(_git(["config", "--get-all", ALLOW_KEY], top)[1]).splitlines())
+    # The repository Git uses here (GIT_DIR may name it: a work tree set elsewhere), told to privacy, which
+    # would otherwise look for one from the top and find another, or none.
+    code, git_dir = _git(["rev-parse", "--absolute-git-dir"], ws_root)
     scopes = scopes_on_disk(top, listed, also=also)
-    return [d.path for d in decide_scoped(top, listed, scopes, trees=(), gitignore=False)
+    return [d.path for d in decide_scoped(top, listed, scopes, trees=(), gitignore=False,
+                                          git_dir=Path(_text(git_dir)) if code == 0 else None)
             if d.private and not d.reason.startswith("floor: .vivary/**")
             and not (d.reason.startswith("sensitive name:") and d.path in allowed)]
 
