@@ -169,6 +169,18 @@ def test_a_git_file_without_core_worktree_names_the_work_tree(tmp_path: Path) ->
     assert [f["path"] for f in json.loads(r.stdout)["findings"]] == ["sub/a.md"], r.stdout
 
 
+def test_a_repository_whose_work_tree_is_gone_is_an_error_not_a_plain_folder(repo: Repo, tmp_path: Path) -> None:
+    """core.worktree naming a folder that no longer exists: the repository is found but cannot be opened. Said
+    as such (exit 2, naming the setting and its fix), never a traceback, and never read as a plain folder."""
+    repo.commit("mine", files={"mine.md": "# Mine\n"})
+    git(repo.path, "config", "core.worktree", str(tmp_path / "gone"))
+    for args in (["check"], ["recall", "anything"], ["graph", "--json"]):
+        r = run_git_vivary(args, repo.path)
+        assert r.returncode == 2, (args, r.stdout, r.stderr)
+        assert "Traceback" not in r.stderr and "reading files directly" not in r.stderr, r.stderr
+        assert "core.worktree names" in r.stderr and "git config --unset core.worktree" in r.stderr, r.stderr
+
+
 def test_hook_in_a_linked_worktree_sees_its_own_index(repo: Repo, tmp_path: Path) -> None:
     # Git sets GIT_DIR (the worktree's own git dir) and GIT_INDEX_FILE for the hooks of a linked worktree.
     repo.commit("mine", files={"mine.md": "# Mine\n"})

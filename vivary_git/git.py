@@ -142,11 +142,19 @@ class Repo:
         else:
             found = pygit2.discover_repository(str(start))
             if found is None:
-                raise GitError(f"{start} is not inside a Git repository")
+                raise NotARepository(f"{start} is not inside a Git repository")
             # Opened from where it was found, not by its git dir: when a `.git` file names the repository
             # (`git init --separate-git-dir`, a submodule without core.worktree) only that file says where the
             # work tree is, and libgit2 opening the git dir itself takes the git dir's parent instead.
-            self.repo = pygit2.Repository(str(start))
+            try:
+                self.repo = pygit2.Repository(str(start))
+            except pygit2.GitError as err:
+                # Found, yet not opened: its work tree (core.worktree) names a folder that is gone, say.
+                worktree = _config_value(found, "core.worktree")
+                hint = (f"core.worktree names {worktree!r}, which is not a folder: fix it or unset it "
+                        "(`git config --unset core.worktree`)" if worktree is not None
+                        else "check it with `git status`")
+                raise GitError(f"cannot open the Git repository {found} ({err}); {hint}") from None
             self.bare = bool(self.repo.is_bare)
             self.workdir = None if self.bare else Path(self.repo.workdir).resolve()
             if self.workdir is not None:
@@ -197,6 +205,11 @@ class Repo:
         return self.common_dir / "vivary"
 
 
+class NotARepository(GitError):
+    """No repository holds the folder (`try_open` then reads it as a plain folder); one that is found and
+    cannot be opened is a GitError of its own, never read as a folder."""
+
+
 def _from_environment(start: Path) -> tuple[str, Path | None]:
     """The git dir and work tree top (None when there is none) Git uses here, GIT_DIR or GIT_WORK_TREE being
     set. Asked of Git itself: its rules (relative paths, core.worktree, linked worktrees, core.bare) have
@@ -207,11 +220,22 @@ def _from_environment(start: Path) -> tuple[str, Path | None]:
     if len(lines) < 2:
         said = proc.stderr.decode("utf-8", "replace").strip() or f"exit code {proc.returncode}"
         if not os.environ.get("GIT_DIR"):
-            raise GitError(f"{start} is not inside a Git repository ({said})")
+            raise NotARepository(f"{start} is not inside a Git repository ({said})")
         raise GitError(f"GIT_DIR={os.environ.get('GIT_DIR')} does not name a Git repository ({said}); point it "
                        "at one, or unset it (a hook or a script may have left it set)")
     top = Path(lines[2]).resolve() if proc.returncode == 0 and len(lines) == 3 and lines[1] == "false" else None
     return lines[0], top
+
+
+def _config_value(git_dir: str, key: str) -> str | None:
+    """`key` in the repository's own config file (not the user's or the system's), or None: for messages."""
+    import pygit2
+
+    try:
+        value = pygit2.Config(str(Path(git_dir) / "config"))[key]
+    except (KeyError, ValueError, OSError, pygit2.GitError):
+        return None
+    return str(value)
 
 
 def try_open(start: Path) -> Repo | None:
@@ -221,5 +245,5 @@ def try_open(start: Path) -> Repo | None:
         return Repo(start)
     try:
         return Repo(start)
-    except GitError:
+    except NotARepository:
         return None
