@@ -456,6 +456,36 @@ def test_an_index_run_removes_what_a_killed_run_left_and_nothing_else(ws: Any, c
     assert cli("recall", "tomatoes need sun", "--json", cwd=ws.path).code == 0
 
 
+def test_recall_reads_the_index_again_when_a_run_replaced_a_file_as_it_read(
+        ws: Any, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # An index run renames its files into place one by one, then the manifest: a recall reading between two
+    # renames finds a file the manifest it read does not vouch for. It waits for the index lock and reads again,
+    # rather than call a sound index damaged; a file still wrong after that is refused as before.
+    from vivary_git.memory import state
+
+    index(cli, ws.path)
+    want = cli("recall", "tomatoes need sun", "--json", cwd=ws.path)
+    assert want.code == 0
+    real = state.LocalStateStore.get
+    reads: list[str] = []
+
+    def get(self: Any, name: str) -> bytes | None:
+        data = real(self, name)
+        if name == "hnsw.bin" and data is not None:
+            reads.append(name)
+            if len(reads) == 1 or damaged:
+                return data[:-1] + bytes([data[-1] ^ 1])  # another version of the file than the manifest's
+        return data
+
+    monkeypatch.setattr(state.LocalStateStore, "get", get)
+    damaged = False
+    got = cli("recall", "tomatoes need sun", "--json", cwd=ws.path)
+    assert (got.code, got.out, reads) == (0, want.out, ["hnsw.bin", "hnsw.bin"]), got.err
+    damaged = True
+    r = cli("recall", "tomatoes need sun", "--json", cwd=ws.path)
+    assert r.code == 3 and "hnsw.bin" in r.err and "is missing or damaged" in r.err and "Traceback" not in r.err
+
+
 def test_embedding_stops_before_its_next_window_once_the_run_is_cancelled() -> None:
     from vivary_git.memory.embed import load_embedder
 

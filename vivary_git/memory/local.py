@@ -1073,6 +1073,18 @@ def _sweep(store: StateStore) -> None:
         store.sweep()
 
 
+def _index_files(store: StateStore, manifest: Manifest) -> tuple[dict[str, bytes], str]:
+    """The files recall loads, each as the manifest vouches for it; else the name of the first that is not."""
+    blobs: dict[str, bytes] = {}
+    for name in (ENTRIES, HNSW_FILE, LEXICAL):
+        data = store.get(name)
+        ref = manifest.files.get(name)
+        if data is None or ref is None or len(data) != ref.size or _sha(data) != ref.sha256:
+            return blobs, name
+        blobs[name] = data
+    return blobs, ""
+
+
 def _graph_is_shared(ws: Workspace) -> bool:
     """Whether this run reads the tree's facts from the shared cache, which recorded the tree (as CI's `check`
     does): then building its graph parses next to nothing. Cheap: the manifest only."""
@@ -1123,14 +1135,21 @@ class RecallSession:
         finally:
             if notes is not None:
                 notes.cancel()  # taken by `assemble`, or not wanted after all
-        blobs = {}
-        for name in (ENTRIES, HNSW_FILE, LEXICAL):
-            data = store.get(name)
-            ref = manifest.files.get(name)
-            if data is None or ref is None or len(data) != ref.size or _sha(data) != ref.sha256:
-                raise RefusedError(f"memory index file {name} in {store.location} is missing or damaged (it does "
-                                   f"not match the manifest); run `{INDEX_COMMAND}` to rebuild it")
-            blobs[name] = data
+        blobs, bad = _index_files(store, manifest)
+        if bad:
+            # `index` renames its files into place one by one, and the manifest last, all under the index lock: a
+            # run that held it while these were read may have replaced some. Once it is done, read them again.
+            with memory._lock(quiet=True):
+                manifest = memory.manifest()
+            if manifest is None or manifest.format != STATE_FORMAT or manifest.fingerprint != snap.fingerprint:
+                built, embedder = assemble(memory, snap, manifest, loading, None)  # it indexed another tree
+                self.manifest = None
+                self._serve(snap, embedder, built.index, built.entries, built.lexical)
+                return
+            blobs, bad = _index_files(store, manifest)
+        if bad:
+            raise RefusedError(f"memory index file {bad} in {store.location} is missing or damaged (it does "
+                               f"not match the manifest); run `{INDEX_COMMAND}` to rebuild it")
         entries: Entries | None = _decode(blobs[ENTRIES], Entries)
         if entries is None or entries.fingerprint != snap.fingerprint:
             raise RefusedError(f"memory index file {ENTRIES} in {store.location} is damaged; run "
