@@ -10,6 +10,7 @@ spares unchanged files and its ignore rules decide what is untracked-but-ignored
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 from collections.abc import Callable
@@ -31,7 +32,7 @@ from vivary_git.config import (
     memory_folder,
 )
 from vivary_git.errors import ConfigError, GitError, RefusedError, UsageError
-from vivary_git.models import Finding
+from vivary_git.models import NOTE_MAX_BYTES, Finding
 from vivary_git.safeio import FileRefused, describe_size, read_regular
 
 THIN_FILE = ".vivary/workspace.toml"
@@ -172,6 +173,8 @@ class Source:
         return self.repo is not None
 
     def read(self, oid: str) -> bytes:
+        """A note's bytes. In a repository a blob over `NOTE_MAX_BYTES` is `git.BlobTooLarge`, refused
+        unread (`parse.parse_read` makes it E000); a plain folder never holds one (it is a problem)."""
         return self._reader(oid)
 
 
@@ -277,8 +280,8 @@ def open_source(
     config, raw = load_config(read_file, _TreeProbe(repo, sub_id, read_file))
     return Source(
         kind=kind, label=label, root=(top / prefix) if top is not None else Path(prefix or "."), prefix=prefix,
-        tree_id=sub_id, repo=repo, reader=repo.read_blob, config=config, raw=raw, read_file=read_file,
-        root_tree=tree_id,
+        tree_id=sub_id, repo=repo, reader=functools.partial(repo.read_blob, limit=NOTE_MAX_BYTES), config=config,
+        raw=raw, read_file=read_file, root_tree=tree_id,
         files=lambda: _walk_tree(repo, sub_id, excluder(config)) if sub_id is not None else ([], [], []),
     )
 
@@ -355,6 +358,10 @@ def refuse_foreign(repo: git.Repo) -> None:
         )
 
 
+# `git add` reads a file of up to core.bigFileThreshold (512 MiB) whole into memory to hash it; one over
+# the note limit is streamed instead (into a pack, as Git stores any big file): hashing a 2 GB `.md` that
+# is new or changed in the work tree then costs Git a pass over it, not its size in memory.
+BOUNDED_ADD = ("-c", f"core.bigFileThreshold={NOTE_MAX_BYTES}")
 _WATCH_AFTER = 2.0  # seconds of `git add -A` before looking for a file Git could be blocked on
 
 
@@ -365,7 +372,7 @@ def _add_all(repo: git.Repo, env: dict[str, str]) -> None:
     stopped with an error naming it; one that is merely slow goes on."""
     import subprocess
 
-    args = ["-c", "advice.addEmbeddedRepo=false", "-c", "core.safecrlf=false",
+    args = ["-c", "advice.addEmbeddedRepo=false", "-c", "core.safecrlf=false", *BOUNDED_ADD,
             "add", "-A", "--ignore-errors", "--", ":/"]
     try:
         proc = subprocess.Popen([git.git_executable(), *args], cwd=repo.workdir, env=env,
@@ -562,8 +569,6 @@ def _folder_source(start: Path, *, pinned: bool) -> Source:
     """A plain folder outside Git: read files directly; ids are Git blob ids, caching is off."""
     import pygit2
 
-    from vivary_git.parse import MAX_BYTES
-
     root = start
     if not pinned:
         for candidate in (start, *start.parents):
@@ -614,10 +619,10 @@ def _folder_source(start: Path, *, pinned: bool) -> Source:
                     data, mode = os.readlink(full).encode("utf-8", "surrogateescape"), _LINK_MODE
                 else:
                     # Read no more than a note may hold: a FIFO would block, a device never end.
-                    data, mode = read_regular(full, MAX_BYTES, follow_symlinks=False), 0o100644
+                    data, mode = read_regular(full, NOTE_MAX_BYTES, follow_symlinks=False), 0o100644
             except FileRefused as err:
                 problems.append(Finding(rel, 1, "error", "E000", f"{err}; notes must be regular files of at most "
-                                        f"{describe_size(MAX_BYTES)}: remove it or add it to `exclude`"))
+                                        f"{describe_size(NOTE_MAX_BYTES)}: remove it or add it to `exclude`"))
                 continue
             except OSError as err:
                 raise UsageError(f"{rel}: cannot be read ({err.strerror}); fix its permissions or remove it") \
