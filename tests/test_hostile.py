@@ -393,7 +393,6 @@ def test_huge_committed_note_is_e000_without_being_read(repo: Repo) -> None:
         code, kib, findings, err = _peak(["check", "--no-cache", *t], repo.path)
         assert code == 1 and "Traceback" not in err, err
         assert findings == [_huge_finding("edge.md", MAX_BYTES + 1), _huge_finding("huge.md", _HUGE)]
-        print(t, kib, control)
         assert kib < control + (_HUGE >> 10) // 3, (t, kib, control)
 
 
@@ -429,3 +428,46 @@ def test_huge_and_sparse_notes_in_a_plain_folder_are_not_read(tmp_path: Any) -> 
     assert f"is {3 << 30:,} bytes, over the 8 MiB limit" in findings[1]["message"]
     assert kib < control + (_HUGE >> 10) // 3, (kib, control)
     os.unlink(ws / "sparse.md")
+
+
+def test_huge_note_parsed_by_a_worker_is_not_read_there_either(repo: Repo) -> None:
+    """Past `parallel.MIN_BLOBS` notes a cold parse is shared with forked workers, which read blobs through their
+    own repository handles: the note sorted last (a worker's share) is refused unread there too."""
+    from vivary_git.parallel import MIN_BLOBS, can_fork
+
+    if not can_fork():
+        import pytest
+
+        pytest.skip("no worker processes here (one core, or not Linux)")
+    repo.commit(files={f"n/{i:05}.md": f"# N{i}\n" for i in range(MIN_BLOBS + 100)})
+    code, control, findings, err = _peak(["check", "--no-cache", "--rev", "HEAD"], repo.path)
+    assert code == 0 and findings == [], err
+    _write_huge(repo.path / "zz.md", _HUGE)
+    repo.commit()
+    code, kib, findings, err = _peak(["check", "--no-cache", "--rev", "HEAD"], repo.path)
+    assert code == 1 and findings == [_huge_finding("zz.md", _HUGE)], err
+    assert kib < control + (_HUGE >> 10) // 3, (kib, control)
+
+
+def test_a_huge_note_is_not_edited(repo: Repo) -> None:
+    """`link` (MCP, `remember`) rewrites a note's frontmatter from its committed bytes: a note over the limit
+    is refused with the limit and the fix, before its blob is read."""
+    import pytest
+
+    from vivary_git.errors import RefusedError
+    from vivary_git.mcp.service import MemoryService
+    from vivary_git.parse import MAX_BYTES
+
+    repo.write({"tropo.toml": 'version = 1\n[types.decision]\nfolder = "decisions"\n'
+                              '[types.decision.optional]\nrelated = "ref-list"\n',
+                "decisions/deploy.md": "# Deploy\n"})
+    _write_huge(repo.path / "decisions" / "huge.md", MAX_BYTES + 1)
+    repo.commit()
+    service = MemoryService(repo.path)
+    try:
+        with pytest.raises(RefusedError, match=r"decisions/huge\.md: is 8,388,609 bytes, over the 8 MiB limit "
+                                               r"for a note, so it is not edited; split it"):
+            service.link("huge", "related", "deploy")
+        assert service.link("deploy", "related", "huge").ok  # a link *to* it is the small note's edit
+    finally:
+        service.close()
