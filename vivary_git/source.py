@@ -45,6 +45,11 @@ MAX_CONFIG_BYTES = 16 << 20
 _MD_SUFFIXES = (".md", ".markdown")
 _LINK_MODE = 0o120000
 _TARGET_SHOWN = 4096  # PATH_MAX: a longer symbolic link target resolves nowhere
+# Git reads a file of up to core.bigFileThreshold (512 MiB) whole into memory to hash it: `git add`, and any
+# command that writes an index (`write-tree`, `update-index`), which compares a racily clean entry's file
+# with its blob. A file over the note limit is streamed instead (and `add` writes it into a pack, as Git
+# stores any big file): hashing a 2 GB `.md` costs Git a pass over it, not its size in memory.
+BOUNDED_HASH = ("-c", f"core.bigFileThreshold={NOTE_MAX_BYTES}")
 
 
 class Entry(NamedTuple):
@@ -309,7 +314,7 @@ def rev_tree(repo: git.Repo, rev: str, option: str = "--rev") -> str:
 
 
 def _staged_tree(repo: git.Repo) -> str:
-    proc = repo.git(["write-tree"], check=False)
+    proc = repo.git([*BOUNDED_HASH, "write-tree"], check=False)
     if proc.returncode != 0:
         said = proc.stderr.decode("utf-8", "replace")
         if "unmerged" in said:
@@ -342,7 +347,7 @@ def _worktree_tree(repo: git.Repo) -> str:
             shutil.copy2(index, scratch)
         env = {**os.environ, **repo.pins, "GIT_INDEX_FILE": str(scratch)}
         _add_all(repo, env)
-        return repo.git(["write-tree"], env=env).stdout.decode().strip()
+        return repo.git([*BOUNDED_HASH, "write-tree"], env=env).stdout.decode().strip()
     finally:
         with contextlib.suppress(FileNotFoundError):
             scratch.unlink()
@@ -361,10 +366,6 @@ def refuse_foreign(repo: git.Repo) -> None:
         )
 
 
-# `git add` reads a file of up to core.bigFileThreshold (512 MiB) whole into memory to hash it; one over
-# the note limit is streamed instead (into a pack, as Git stores any big file): hashing a 2 GB `.md` that
-# is new or changed in the work tree then costs Git a pass over it, not its size in memory.
-BOUNDED_ADD = ("-c", f"core.bigFileThreshold={NOTE_MAX_BYTES}")
 _WATCH_AFTER = 2.0  # seconds of `git add -A` before looking for a file Git could be blocked on
 
 
@@ -378,7 +379,7 @@ def _add_all(repo: git.Repo, env: dict[str, str]) -> None:
 
     remembered = _Oversized.load(repo)
     standins = _not_ignored(repo, env, [e for e in remembered if e.holds(repo)])
-    args = ["-c", "advice.addEmbeddedRepo=false", "-c", "core.safecrlf=false", *BOUNDED_ADD,
+    args = ["-c", "advice.addEmbeddedRepo=false", "-c", "core.safecrlf=false", *BOUNDED_HASH,
             "add", "-A", "--ignore-errors", "--", ":/", *(f":(top,literal,exclude){e.path}" for e in standins)]
     seen: list[tuple[str, tuple[int, ...]]] = []
     try:
@@ -408,7 +409,7 @@ def _add_all(repo: git.Repo, env: dict[str, str]) -> None:
             proc.wait()
     if standins:  # the blobs Git made of them before, where `add` left their index entries alone
         info = b"".join(f"{e.mode:o} {e.oid}\t".encode() + os.fsencode(e.path) + b"\0" for e in standins)
-        repo.git(["update-index", "-z", "--index-info"], env=env, input=info)
+        repo.git([*BOUNDED_HASH, "update-index", "-z", "--index-info"], env=env, input=info)
     new = _hashed(repo, env, seen)
     if new or len(standins) != len(remembered):
         _Oversized.save(repo, [*standins, *new])

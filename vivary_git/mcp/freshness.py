@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from vivary_git import git
-from vivary_git.source import BOUNDED_ADD
+from vivary_git.source import BOUNDED_HASH
 
 __all__ = ["WorkTree", "watching_available"]
 
@@ -67,7 +67,7 @@ _EVENT = struct.Struct("iIII")
 _RULE_NAMES = frozenset((b".gitignore", b".gitattributes"))
 _COARSE_NS = 2_000_000_000  # the coarsest file timestamps in use (FAT: 2 s)
 _ADD = ["-c", "advice.addEmbeddedRepo=false", "-c", "advice.addIgnoredFile=false", "-c", "core.safecrlf=false",
-        *BOUNDED_ADD, "add", "-A", "--ignore-errors"]
+        *BOUNDED_HASH, "add", "-A", "--ignore-errors"]
 
 
 class _Unwatchable(Exception):
@@ -400,7 +400,7 @@ class WorkTree:
         return self._tree
 
     def _write_tree(self) -> str:
-        return self.repo.git(["write-tree"], env=self._env()).stdout.decode().strip()
+        return self.repo.git([*BOUNDED_HASH, "write-tree"], env=self._env()).stdout.decode().strip()
 
     def _update(self, paths: set[bytes], *, index_tree: str | None = None) -> str:
         """`git add -A` of just `paths` into the scratch index, first copied from the user's index when
