@@ -194,3 +194,20 @@ def test_hook_in_a_linked_worktree_sees_its_own_index(repo: Repo, tmp_path: Path
     assert r.returncode == 1 and r.stdout.startswith("staged.md:1: error W221"), r.stdout + r.stderr
     r = run_git_vivary(["check"], wt / "sub" if (wt / "sub").is_dir() else wt, env=env)
     assert r.returncode == 1, r.stderr
+
+
+def test_a_bounded_blob_read_refuses_a_bigger_blob_by_its_header(repo: Repo) -> None:
+    """Loose and packed: the size comes from the object header, and a blob at the limit is read whole."""
+    from vivary_git.git import BlobTooLarge
+    from vivary_git.git import Repo as GitRepo
+
+    repo.commit(files={"a.md": "x" * 100})
+    oid = repo.git("rev-parse", "HEAD:a.md").strip()
+    for packed in (False, True):
+        if packed:
+            repo.git("gc", "-q")
+        r = GitRepo(repo.path)
+        assert r.read_blob(oid, 100) == b"x" * 100 == r.read_blob(oid)
+        with pytest.raises(BlobTooLarge) as err:
+            r.read_blob(oid, 99)
+        assert err.value.size == 100

@@ -316,3 +316,158 @@ def test_hook_files_that_are_fifos_do_not_hang_hooks_commands(repo: Repo) -> Non
     r = _run(["hooks", "install"], repo.path)
     assert r.returncode in (0, 1, 2, 3) and "Traceback" not in r.stderr, r.stderr
     assert _run(["doctor"], repo.path).returncode in (0, 1)
+
+
+# --- huge notes: refused before they are read -----------------------------------------------------------
+
+_HUGE = 64 << 20
+_PEAK = """import resource, subprocess, sys
+p = subprocess.run(sys.argv[1:], capture_output=True)
+sys.stdout.buffer.write(p.stdout)
+sys.stderr.write(p.stderr.decode("utf-8", "replace"))
+sys.stderr.write(f"\\n{p.returncode} {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}\\n")
+"""
+
+
+def _peak(args: list[str], cwd: Any) -> tuple[int, int, list[dict[str, Any]], str]:
+    """(exit code, peak resident memory in KiB of `git vivary ARGS` and every process it waited for, its
+    findings, stderr), measured by a fresh parent whose only child it is (RUSAGE_CHILDREN of this test process
+    would hold the largest child any test ever had)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+    r = subprocess.run([sys.executable, "-c", _PEAK, "git", "vivary", *args, "--json"], cwd=cwd, env=env,
+                       capture_output=True, text=True, timeout=600, check=True)
+    code, kib = map(int, r.stderr.splitlines()[-1].split())
+    findings = json.loads(r.stdout)["findings"] if code in (0, 1) else []
+    return code, kib, findings, r.stderr
+
+
+def _huge_finding(path: str, size: int) -> dict[str, Any]:
+    return {"path": path, "line": 1, "level": "error", "code": "E000",
+            "message": f"file is {size:,} bytes, over the 8 MiB limit for a note; split it, or add it to `exclude` "
+                       "in tropo.toml"}
+
+
+def _write_huge(path: Any, size: int) -> None:
+    """`size` bytes of text (lines of `x`), written in pieces: the test itself never holds the file."""
+    line = b"x" * 1023 + b"\n"
+    with open(path, "wb") as fh:
+        for _ in range(size // len(line)):
+            fh.write(line)
+        fh.write(b"x" * (size % len(line)))
+
+
+def _age(path: Any) -> None:
+    """Date a file back, so that Git's stat cache trusts the index entry written after it (no racy re-read)."""
+    import os
+    import time
+
+    then = time.time() - 60
+    os.utime(path, (then, then))
+
+
+def test_huge_committed_note_is_e000_without_being_read(repo: Repo) -> None:
+    """A note just over the limit and one of 64 MiB, committed: `check` of the commit, the index and the working
+    tree reports each as E000 on line 1, in today's words, and never holds either in memory (peak memory against
+    a control run of the same vault without them; a read inflates the blob, and the bytes object besides)."""
+    from vivary_git.parse import MAX_BYTES
+
+    repo.write({"a.md": "# A\n\n[[b]]\n", "b.md": "# B\n"})
+    _age(repo.path / "a.md")
+    _age(repo.path / "b.md")
+    repo.commit()
+    controls = {t: _peak(["check", "--no-cache", *t], repo.path) for t in ((), ("--staged",), ("--rev", "HEAD"))}
+    for code, _, findings, err in controls.values():
+        assert code == 0 and findings == [], err
+    _write_huge(repo.path / "edge.md", MAX_BYTES + 1)
+    _write_huge(repo.path / "huge.md", _HUGE)
+    _age(repo.path / "edge.md")
+    _age(repo.path / "huge.md")
+    repo.commit()
+    for t, (_, control, _, _) in controls.items():
+        code, kib, findings, err = _peak(["check", "--no-cache", *t], repo.path)
+        assert code == 1 and "Traceback" not in err, err
+        assert findings == [_huge_finding("edge.md", MAX_BYTES + 1), _huge_finding("huge.md", _HUGE)]
+        assert kib < control + (_HUGE >> 10) // 3, (t, kib, control)
+
+
+def test_huge_new_note_in_the_working_tree_is_hashed_by_git_in_bounded_memory(repo: Repo) -> None:
+    """A 64 MiB note new in the working tree: Git hashes it to snapshot the working tree (it must, to know the
+    tree), streaming it (core.bigFileThreshold at the note limit) instead of mapping it whole; vivary refuses
+    the blob unread. Peak memory of the whole run stays near the control's."""
+    repo.commit(files={"a.md": "# A\n", "b.md": "# B\n"})
+    code, control, findings, err = _peak(["check", "--no-cache"], repo.path)
+    assert code == 0 and findings == [], err
+    _write_huge(repo.path / "huge.md", _HUGE)
+    code, kib, findings, err = _peak(["check", "--no-cache"], repo.path)
+    assert code == 1 and findings == [_huge_finding("huge.md", _HUGE)], err
+    assert kib < control + (_HUGE >> 10) // 3, (kib, control)
+
+
+def test_huge_and_sparse_notes_in_a_plain_folder_are_not_read(tmp_path: Any) -> None:
+    """Outside Git, `stat` decides before a file is opened, and no more than the limit is read whatever it said:
+    a 3 GiB sparse file is one finding, and memory stays near the control's."""
+    import os
+
+    ws = tmp_path / "folder"
+    ws.mkdir()
+    (ws / "a.md").write_text("# A\n")
+    code, control, findings, err = _peak(["check"], ws)
+    assert code == 0 and findings == [], err
+    _write_huge(ws / "huge.md", _HUGE)
+    with open(ws / "sparse.md", "wb") as fh:
+        fh.truncate(3 << 30)
+    code, kib, findings, err = _peak(["check"], ws)
+    assert code == 1, err
+    assert [(f["path"], f["line"], f["code"]) for f in findings] == [("huge.md", 1, "E000"), ("sparse.md", 1, "E000")]
+    assert f"is {3 << 30:,} bytes, over the 8 MiB limit" in findings[1]["message"]
+    assert kib < control + (_HUGE >> 10) // 3, (kib, control)
+    os.unlink(ws / "sparse.md")
+
+
+def test_huge_note_parsed_by_a_worker_is_not_read_there_either(repo: Repo) -> None:
+    """Past `parallel.MIN_BLOBS` notes a cold parse is shared with forked workers, which read blobs through their
+    own repository handles: the note sorted last (a worker's share) is refused unread there too."""
+    from vivary_git.parallel import MIN_BLOBS, can_fork
+
+    if not can_fork():
+        import pytest
+
+        pytest.skip("no worker processes here (one core, or not Linux)")
+    repo.commit(files={f"n/{i:05}.md": f"# N{i}\n" for i in range(MIN_BLOBS + 100)})
+    code, control, findings, err = _peak(["check", "--no-cache", "--rev", "HEAD"], repo.path)
+    assert code == 0 and findings == [], err
+    _write_huge(repo.path / "zz.md", _HUGE)
+    repo.commit()
+    code, kib, findings, err = _peak(["check", "--no-cache", "--rev", "HEAD"], repo.path)
+    assert code == 1 and findings == [_huge_finding("zz.md", _HUGE)], err
+    assert kib < control + (_HUGE >> 10) // 3, (kib, control)
+
+
+def test_a_huge_note_is_not_edited(repo: Repo) -> None:
+    """`link` (MCP, `remember`) rewrites a note's frontmatter from its committed bytes: a note over the limit
+    is refused with the limit and the fix, before its blob is read."""
+    import pytest
+
+    from vivary_git.errors import RefusedError
+    from vivary_git.mcp.service import MemoryService
+    from vivary_git.parse import MAX_BYTES
+
+    repo.write({"tropo.toml": 'version = 1\n[types.decision]\nfolder = "decisions"\n'
+                              '[types.decision.optional]\nrelated = "ref-list"\n',
+                "decisions/deploy.md": "# Deploy\n"})
+    _write_huge(repo.path / "decisions" / "huge.md", MAX_BYTES + 1)
+    repo.commit()
+    service = MemoryService(repo.path)
+    try:
+        with pytest.raises(RefusedError, match=r"decisions/huge\.md: is 8,388,609 bytes, over the 8 MiB limit "
+                                               r"for a note, so it is not edited; split it"):
+            service.link("huge", "related", "deploy")
+        assert service.link("deploy", "related", "huge").ok  # a link *to* it is the small note's edit
+    finally:
+        service.close()

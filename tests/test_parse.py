@@ -307,3 +307,16 @@ def test_frontmatter_bounds_are_those_a_parse_keeps() -> None:
     assert not parse.within_bounds({"a": _nested(parse.MAX_DEPTH + 2)})
     assert parse.within_bounds({"a": list(range(parse.MAX_VALUES - 1))})
     assert not parse.within_bounds({"a": list(range(parse.MAX_VALUES))})
+
+
+def test_a_blob_refused_unread_is_the_e000_its_bytes_would_be() -> None:
+    """`parse_read` over a bounded reader that refuses the blob says what `parse_blob` says of the same bytes."""
+    from vivary_git.git import BlobTooLarge
+
+    size = parse.MAX_BYTES + 1
+
+    def refuse(oid: str) -> bytes:
+        raise BlobTooLarge(size)
+
+    assert parse.parse_read(refuse, "ab" * 20) == parse_blob(b"x" * size)
+    assert parse.parse_read(lambda oid: b"# T\n", "ab" * 20) == parse_blob(b"# T\n")

@@ -421,3 +421,52 @@ def test_cache_segments_written_a_batch_at_a_time_read_back_whole(tmp_path: Path
     assert raw.startswith(b"VVG1")
     assert msgspec.msgpack.decode(raw[4:], type=list[tuple[str, Note]]) == items
     assert [p.name for p in tmp_path.iterdir()] == ["seg.msgpack"]  # no temporary file left
+
+
+def _huge(path: Path, size: int = 9 << 20) -> None:
+    """A note over the limit, its time set back (a file written in the last seconds is not remembered)."""
+    with open(path, "wb") as fh:
+        fh.truncate(size)  # sparse: nothing but its size is written
+    then = os.stat(path).st_mtime - 60
+    os.utime(path, (then, then))
+
+
+def _adds(trace: Path) -> list[str]:
+    lines = [line for line in trace.read_text().splitlines() if "built-in: git add -A" in line]
+    trace.unlink()
+    return lines
+
+
+def test_a_huge_note_git_was_slow_to_hash_is_not_hashed_again_while_unchanged(
+        repo: Repo, cli: Any, monkeypatch: Any, tmp_path: Path) -> None:
+    """A snapshot's `git add -A` that takes a while notes the notes over the limit it is hashing, with their
+    `lstat`; while a file keeps it, later snapshots leave it out of `git add` and enter its blob themselves:
+    the same tree, the same E000, the file unread. Changed, or ignored since, it is Git's again."""
+    from vivary_git.source import open_source
+
+    repo.commit(files={"a.md": "# A\n"})
+    _huge(repo.path / "huge.md")
+    trace = tmp_path / "trace"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    first = open_source(repo.path).tree_id  # fast: Git hashes it, and it is not remembered
+    assert not (repo.path / ".git" / "vivary" / "oversized.json").exists() and ":(top" not in _adds(trace)[0]
+    monkeypatch.setenv("VIVARY_TEST_WATCH_AFTER", "0")  # as if `git add` took long
+    assert open_source(repo.path).tree_id == first
+    monkeypatch.delenv("VIVARY_TEST_WATCH_AFTER")
+    _adds(trace)
+    r = cli("check", "--json", "--no-cache", cwd=repo.path)
+    assert [(f["path"], f["code"]) for f in r.json()["findings"]] == [("huge.md", "E000")]
+    assert "file is 9,437,184 bytes" in r.json()["findings"][0]["message"]
+    assert open_source(repo.path).tree_id == first
+    assert all(add.endswith(" -- :/ ':(top,literal,exclude)huge.md'") for add in _adds(trace))
+    with open(repo.path / "huge.md", "ab") as fh:
+        fh.write(b"more")
+    changed = open_source(repo.path).tree_id
+    assert changed != first and ":(top" not in _adds(trace)[0]
+    assert not (repo.path / ".git" / "vivary" / "oversized.json").exists()
+    _huge(repo.path / "huge.md")
+    monkeypatch.setenv("VIVARY_TEST_WATCH_AFTER", "0")
+    assert open_source(repo.path).tree_id == first
+    monkeypatch.delenv("VIVARY_TEST_WATCH_AFTER")
+    (repo.path / ".gitignore").write_text("huge.md\n")
+    assert cli("check", "--json", "--no-cache", cwd=repo.path).json()["findings"] == []

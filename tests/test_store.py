@@ -408,6 +408,20 @@ def test_a_failing_recording_child_loses_only_the_recording(repo: Repo, cli: Any
     assert tip(repo.path)
 
 
+def test_a_shared_parse_naming_a_body_in_a_huge_blob_is_not_taken() -> None:
+    """A forged shared parse may claim a body for any blob; the bounded reader refuses a blob over the note limit
+    unread, and the caller parses it (E000) instead."""
+    from vivary_git.git import BlobTooLarge
+    from vivary_git.parse import parse_blob
+
+    def read() -> bytes:
+        raise BlobTooLarge(3 << 30)
+
+    shared = msgspec.msgpack.decode(store.encode_shared(parse_blob(b"# T\n\nbody\n")), type=store.SharedNote)
+    assert shared.body_chars
+    assert store.unshare(shared, read) is None
+
+
 @pytest.mark.parametrize("data", [
     b"# T\n\nbody [[x]]\n", b"---\na: 1\nb: [x, y]\n---\n# T\n", b"---\na: [1\n---\n", b"\xff\xfe", b"",
     b"---\nn:\n  deep: {x: [1, 2]}\n---\nbody\n",

@@ -31,6 +31,26 @@ _REPO_SCOPED_VARS = (
 )
 
 
+class BlobTooLarge(Exception):
+    """A blob over the size its reader takes, refused unread: `size` is what its object header says."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"is {size:,} bytes")
+        self.size = size
+
+
+def read_blob(odb: Any, oid: Any, limit: int | None) -> bytes:
+    """The bytes of blob `oid` (a pygit2 Oid) in `odb`; over `limit` bytes, `BlobTooLarge`. The size comes
+    from the object's header (libgit2 inflates only its first bytes, and reads a packed delta's result size
+    from the delta): a 2 GB note committed by mistake costs a lookup, not 2 GB of memory in every reader."""
+    if limit is not None:
+        size: int = odb.read_header(oid)[1]
+        if size > limit:
+            raise BlobTooLarge(size)
+    data: bytes = odb.read(oid)[1]
+    return data
+
+
 def git_executable() -> str:
     exe = shutil.which("git")
     if exe is None:
@@ -185,10 +205,10 @@ class Repo:
             kwargs["env"] = {**(kwargs.get("env") or os.environ), **self.pins}
         return run(args, **kwargs)
 
-    def read_blob(self, oid: str) -> bytes:
-        """A blob's bytes by hex id, through the object database (no prefix search)."""
-        data: bytes = self.repo.odb.read(self.pygit2.Oid(hex=oid))[1]
-        return data
+    def read_blob(self, oid: str, limit: int | None = None) -> bytes:
+        """A blob's bytes by hex id, through the object database (no prefix search). With a `limit`, a
+        bigger blob is `BlobTooLarge`, refused before it is inflated."""
+        return read_blob(self.repo.odb, self.pygit2.Oid(hex=oid), limit)
 
     def lookup(self, tree_id: str, path: str) -> str | None:
         """The id of the entry at `path` inside tree `tree_id`, or None."""

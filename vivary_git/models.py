@@ -10,6 +10,11 @@ from typing import Any
 
 import msgspec
 
+# The most a note may hold (8 MiB): a bigger file is E000 (parse.py), and every reader of a note's bytes
+# asks its size first and refuses it unread (source.py, parallel.py), so a log dump committed as a `.md`
+# costs no reader its size in memory.
+NOTE_MAX_BYTES = 8 * 1024 * 1024
+
 
 class Finding(msgspec.Struct, frozen=True, order=True):
     """One `check` result: `path:line: level CODE: message`."""

@@ -60,14 +60,18 @@ def _shares(count: int) -> int:
 
 
 def _blob_reader(repo_path: str) -> Callable[[str], bytes]:
-    """A reader on a fresh repository handle (in a child: never the parent's)."""
+    """A reader on a fresh repository handle (in a child: never the parent's), bounded as the parent's
+    (`Source.read`): a blob over `NOTE_MAX_BYTES` is `git.BlobTooLarge`, never inflated here either."""
     import pygit2
+
+    from vivary_git.git import read_blob
+    from vivary_git.models import NOTE_MAX_BYTES
 
     pygit2.settings.enable_strict_hash_verification(False)  # as in git.Repo
     odb = pygit2.Repository(repo_path).odb
 
     def read(oid: str) -> bytes:
-        return odb.read(pygit2.Oid(hex=oid))[1]
+        return read_blob(odb, pygit2.Oid(hex=oid), NOTE_MAX_BYTES)
 
     return read
 
@@ -213,12 +217,12 @@ def parse_many(repo_path: str, oids: Sequence[str], read: Callable[[str], bytes]
                redone: Callable[[int], None] | None = None) -> list[tuple[str, Note]] | None:
     """Parse `oids` across processes (`read` reads a blob in this one); None when parallelism does
     not pay or is unavailable. `redone` as in `_split`."""
-    from vivary_git.parse import parse_blob
+    from vivary_git.parse import parse_read
 
     decoder = msgspec.msgpack.Decoder(list[tuple[str, Note]])
 
     def each(share: Sequence[str], read: Callable[[str], bytes]) -> list[tuple[str, Note]]:
-        return [(oid, parse_blob(read(oid))) for oid in share]
+        return [(oid, parse_read(read, oid)) for oid in share]
 
     def here(share: Sequence[str]) -> list[tuple[str, Note]]:
         return each(share, read)
@@ -242,14 +246,14 @@ def derive_many(
     caller stores them in the caches as they are and never pays for rebuilding those notes here (a
     share holding a file name that is not UTF-8 comes back spelled out, its parses as `Note`s).
     None when parallelism does not pay or is unavailable. `redone` as in `_split`."""
-    from vivary_git.parse import parse_blob
+    from vivary_git.parse import parse_read
 
     decoder = msgspec.msgpack.Decoder(list[tuple[str, msgspec.Raw, facts_type]])  # type: ignore[valid-type]
 
     def each(share: Sequence[tuple[str, str]], read: Callable[[str], bytes]) -> list[tuple[str, Note, F]]:
         out = []
         for oid, path in share:
-            note = parse_blob(read(oid))
+            note = parse_read(read, oid)
             out.append((oid, note, derive(path, oid, note)))
         return out
 

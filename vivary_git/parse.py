@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
-from vivary_git.models import Ignore, Link, Note, ParseProblem
+from vivary_git.git import BlobTooLarge
+from vivary_git.models import NOTE_MAX_BYTES, Ignore, Link, Note, ParseProblem
 
 if TYPE_CHECKING:
     import yaml
 
-MAX_BYTES = 8 * 1024 * 1024
+MAX_BYTES = NOTE_MAX_BYTES
 _BINARY_SNIFF = 8000
 # A YAML alias (`*name`) repeats what its anchor holds without repeating its text: nine lines of
 # anchors and aliases expand to 9^9 values (the "billion laughs"). One frontmatter may expand to at
@@ -129,10 +130,7 @@ _INDENTED_HEADING = re.compile(r"^ {1,3}#", re.MULTILINE)
 def parse_blob(data: bytes) -> Note:
     """Parse one Markdown file's bytes. Never raises for bad input: problems become E000/E001."""
     if len(data) > MAX_BYTES:
-        return _unreadable(
-            1, f"file is {len(data):,} bytes, over the {MAX_BYTES // (1024 * 1024)} MiB limit for a note; "
-            "split it, or add it to `exclude` in tropo.toml"
-        )
+        return too_large(len(data))
     if b"\x00" in data[:_BINARY_SNIFF]:
         return _unreadable(1, "file looks binary (it contains NUL bytes); exclude it or give it another extension")
     if data.startswith(b"\xef\xbb\xbf"):
@@ -171,6 +169,24 @@ def parse_blob(data: bytes) -> Note:
         has_frontmatter=has_frontmatter,
         anchors=anchors,
         ignores=ignore_comments(body, first_line=body_start + 1) if IGNORE_MARK in body else (),
+    )
+
+
+def parse_read(read: Callable[[str], bytes], oid: str) -> Note:
+    """The note in blob `oid`, read by `read`. A reader given the bound (`git.Repo.read_blob(oid, MAX_BYTES)`)
+    refuses a bigger blob unread; it is the same E000 `parse_blob` would find in its bytes."""
+    try:
+        data = read(oid)
+    except BlobTooLarge as err:
+        return too_large(err.size)
+    return parse_blob(data)
+
+
+def too_large(size: int) -> Note:
+    """The note a file of `size` bytes, over `MAX_BYTES`, is: E000 on line 1, nothing else read."""
+    return _unreadable(
+        1, f"file is {size:,} bytes, over the {MAX_BYTES // (1024 * 1024)} MiB limit for a note; "
+        "split it, or add it to `exclude` in tropo.toml"
     )
 
 

@@ -10,11 +10,15 @@ spares unchanged files and its ignore rules decide what is untracked-but-ignored
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
+
+import msgspec
 
 from vivary_git import dialects, git
 from vivary_git.config import (
@@ -31,7 +35,7 @@ from vivary_git.config import (
     memory_folder,
 )
 from vivary_git.errors import ConfigError, GitError, RefusedError, UsageError
-from vivary_git.models import Finding
+from vivary_git.models import NOTE_MAX_BYTES, Finding
 from vivary_git.safeio import FileRefused, describe_size, read_regular
 
 THIN_FILE = ".vivary/workspace.toml"
@@ -41,6 +45,11 @@ MAX_CONFIG_BYTES = 16 << 20
 _MD_SUFFIXES = (".md", ".markdown")
 _LINK_MODE = 0o120000
 _TARGET_SHOWN = 4096  # PATH_MAX: a longer symbolic link target resolves nowhere
+# Git reads a file of up to core.bigFileThreshold (512 MiB) whole into memory to hash it: `git add`, and any
+# command that writes an index (`write-tree`, `update-index`), which compares a racily clean entry's file
+# with its blob. A file over the note limit is streamed instead (and `add` writes it into a pack, as Git
+# stores any big file): hashing a 2 GB `.md` costs Git a pass over it, not its size in memory.
+BOUNDED_HASH = ("-c", f"core.bigFileThreshold={NOTE_MAX_BYTES}")
 
 
 class Entry(NamedTuple):
@@ -172,6 +181,8 @@ class Source:
         return self.repo is not None
 
     def read(self, oid: str) -> bytes:
+        """A note's bytes. In a repository a blob over `NOTE_MAX_BYTES` is `git.BlobTooLarge`, refused
+        unread (`parse.parse_read` makes it E000); a plain folder never holds one (it is a problem)."""
         return self._reader(oid)
 
 
@@ -277,8 +288,8 @@ def open_source(
     config, raw = load_config(read_file, _TreeProbe(repo, sub_id, read_file))
     return Source(
         kind=kind, label=label, root=(top / prefix) if top is not None else Path(prefix or "."), prefix=prefix,
-        tree_id=sub_id, repo=repo, reader=repo.read_blob, config=config, raw=raw, read_file=read_file,
-        root_tree=tree_id,
+        tree_id=sub_id, repo=repo, reader=functools.partial(repo.read_blob, limit=NOTE_MAX_BYTES), config=config,
+        raw=raw, read_file=read_file, root_tree=tree_id,
         files=lambda: _walk_tree(repo, sub_id, excluder(config)) if sub_id is not None else ([], [], []),
     )
 
@@ -303,7 +314,7 @@ def rev_tree(repo: git.Repo, rev: str, option: str = "--rev") -> str:
 
 
 def _staged_tree(repo: git.Repo) -> str:
-    proc = repo.git(["write-tree"], check=False)
+    proc = repo.git([*BOUNDED_HASH, "write-tree"], check=False)
     if proc.returncode != 0:
         said = proc.stderr.decode("utf-8", "replace")
         if "unmerged" in said:
@@ -336,7 +347,7 @@ def _worktree_tree(repo: git.Repo) -> str:
             shutil.copy2(index, scratch)
         env = {**os.environ, **repo.pins, "GIT_INDEX_FILE": str(scratch)}
         _add_all(repo, env)
-        return repo.git(["write-tree"], env=env).stdout.decode().strip()
+        return repo.git([*BOUNDED_HASH, "write-tree"], env=env).stdout.decode().strip()
     finally:
         with contextlib.suppress(FileNotFoundError):
             scratch.unlink()
@@ -362,11 +373,15 @@ def _add_all(repo: git.Repo, env: dict[str, str]) -> None:
     """`git add -A` into the scratch index. Git opens every `.gitignore` it meets (and `info/exclude`,
     `core.excludesFile`) with a blocking open, so a FIFO in that place stops it forever (`git status`
     hangs too). A run that takes a while has the work tree searched for such a file, alongside, and is
-    stopped with an error naming it; one that is merely slow goes on."""
+    stopped with an error naming it; one that is merely slow goes on, and the notes over the size limit
+    Git is hashing meanwhile are remembered (`_Oversized`): while unchanged, they are not hashed again."""
     import subprocess
 
-    args = ["-c", "advice.addEmbeddedRepo=false", "-c", "core.safecrlf=false",
-            "add", "-A", "--ignore-errors", "--", ":/"]
+    remembered = _Oversized.load(repo)
+    standins = _not_ignored(repo, env, [e for e in remembered if e.holds(repo)])
+    args = ["-c", "advice.addEmbeddedRepo=false", "-c", "core.safecrlf=false", *BOUNDED_HASH,
+            "add", "-A", "--ignore-errors", "--", ":/", *(f":(top,literal,exclude){e.path}" for e in standins)]
+    seen: list[tuple[str, tuple[int, ...]]] = []
     try:
         proc = subprocess.Popen([git.git_executable(), *args], cwd=repo.workdir, env=env,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -374,13 +389,14 @@ def _add_all(repo: git.Repo, env: dict[str, str]) -> None:
         raise GitError(f"could not run git: {err}") from None
     try:
         try:
-            _, said = proc.communicate(timeout=_WATCH_AFTER)
+            _, said = proc.communicate(timeout=_watch_after())
         except subprocess.TimeoutExpired:
             found = _special_git_file(repo)
             if found is not None:
                 name, why = found
                 raise GitError(f"{name}: {why}; Git waits forever reading it (`git status` would hang too): "
                                "remove it or replace it with a regular file") from None
+            seen = _oversized_now(repo, env)
             _, said = proc.communicate()
         # --ignore-errors: a file Git cannot add is left out (exit code 1) and the rest is added. A fatal
         # error (128) leaves the scratch index as it was, whose tree is not the working tree's: never use it.
@@ -391,6 +407,133 @@ def _add_all(repo: git.Repo, env: dict[str, str]) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    if standins:  # the blobs Git made of them before, where `add` left their index entries alone
+        info = b"".join(f"{e.mode:o} {e.oid}\t".encode() + os.fsencode(e.path) + b"\0" for e in standins)
+        repo.git([*BOUNDED_HASH, "update-index", "-z", "--index-info"], env=env, input=info)
+    new = _hashed(repo, env, seen)
+    if new or len(standins) != len(remembered):
+        _Oversized.save(repo, [*standins, *new])
+
+
+def _watch_after() -> float:
+    """`_WATCH_AFTER`, or `VIVARY_TEST_WATCH_AFTER` (a test seam: seconds, `0` to watch at once)."""
+    try:
+        return float(os.environ.get("VIVARY_TEST_WATCH_AFTER", _WATCH_AFTER))
+    except ValueError:
+        return _WATCH_AFTER
+
+
+_OVERSIZED_FILE = "oversized.json"
+
+
+class _Oversized(msgspec.Struct, frozen=True):
+    """A note over the size limit that Git hashed for a working-tree snapshot, with the `lstat` it had then.
+    While the file's `lstat` is the same (size, times, inode, mode: what Git's own stat cache trusts), its
+    blob is that one: the next snapshot keeps it out of `git add` and enters the blob itself, unread. Kept
+    in `.git/vivary/` (local, rebuildable): a 3 GB log dump cost every run half a minute of Git's time."""
+
+    path: str  # repository-relative, `/`-separated
+    oid: str
+    mode: int
+    stat: tuple[int, ...]
+
+    @staticmethod
+    def load(repo: git.Repo) -> list[_Oversized]:
+        """What was remembered: every run without a huge note pays one failed `stat` here."""
+        path = repo.vivary_dir / _OVERSIZED_FILE
+        if not os.path.lexists(path):
+            return []
+        try:
+            return msgspec.json.decode(read_regular(path, 1 << 20, follow_symlinks=False), type=list[_Oversized])
+        except (OSError, FileRefused, msgspec.DecodeError, msgspec.ValidationError):
+            return []
+
+    def holds(self, repo: git.Repo) -> bool:
+        """Whether the file is as it was when Git hashed it, and its blob is still there (not pruned)."""
+        top = repo.workdir
+        assert top is not None
+        try:
+            return (self.stat[0] > NOTE_MAX_BYTES and _stat_key(os.lstat(top / self.path)) == self.stat
+                    and repo.repo.odb.exists(repo.pygit2.Oid(hex=self.oid)))
+        except (OSError, ValueError):
+            return False
+
+    @staticmethod
+    def save(repo: git.Repo, entries: list[_Oversized]) -> None:
+        path = repo.vivary_dir / _OVERSIZED_FILE
+        with contextlib.suppress(OSError, ValueError):  # ValueError: a name that is not UTF-8 is not kept
+            if entries:
+                from vivary_git.localcache import write_atomic
+
+                write_atomic(path, msgspec.json.encode(sorted({e.path: e for e in entries}.values(),
+                                                              key=lambda e: e.path)))
+            else:
+                path.unlink(missing_ok=True)
+
+
+def _not_ignored(repo: git.Repo, env: dict[str, str], entries: list[_Oversized]) -> list[_Oversized]:
+    """The entries `git add -A` would take: tracked, or not ignored (an ignore rule may be new since)."""
+    if not entries:
+        return []
+    proc = repo.git(["check-ignore", "-z", "--stdin"], env=env, check=False,
+                    input=b"".join(os.fsencode(e.path) + b"\0" for e in entries))
+    if proc.returncode not in (0, 1):
+        return []
+    ignored = {os.fsdecode(p) for p in proc.stdout.split(b"\0") if p}
+    return [e for e in entries if e.path not in ignored]
+
+
+def _stat_key(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev, st.st_mode)
+
+
+def _oversized_now(repo: git.Repo, env: dict[str, str]) -> list[tuple[str, tuple[int, ...]]]:
+    """Notes over the size limit that `git add -A` is about to hash, or hashing (new or changed in the work
+    tree, not ignored), with their `lstat`, for a slow snapshot. Files changed in the last seconds are left
+    out: their blob may not be the one Git is making (its racy-file rule, kept)."""
+    import time
+
+    proc = repo.git(["ls-files", "-z", "--others", "--modified", "--exclude-standard", "--",
+                     ":(top,glob)**/*.md", ":(top,glob)**/*.markdown"], env=env, check=False)
+    if proc.returncode != 0:
+        return []
+    top = repo.workdir
+    assert top is not None
+    settled = time.time_ns() - 2_000_000_000
+    out = []
+    for raw in dict.fromkeys(proc.stdout.split(b"\0")):
+        if not raw:
+            continue
+        path = os.fsdecode(raw)
+        with contextlib.suppress(OSError):
+            st = os.lstat(top / path)
+            if stat.S_ISREG(st.st_mode) and st.st_size > NOTE_MAX_BYTES and st.st_mtime_ns < settled:
+                out.append((path, _stat_key(st)))
+    return out
+
+
+def _hashed(repo: git.Repo, env: dict[str, str], seen: list[tuple[str, tuple[int, ...]]]) -> list[_Oversized]:
+    """The blobs `git add` made of the files `seen` (in the scratch index now), each kept only when its file
+    has the same `lstat` as before Git read it."""
+    if not seen:
+        return []
+    top = repo.workdir
+    assert top is not None
+    proc = repo.git(["ls-files", "-z", "--stage", "--", *(f":(top,literal){p}" for p, _ in seen)], env=env,
+                    check=False)
+    staged: dict[str, tuple[int, str]] = {}
+    for line in proc.stdout.split(b"\0"):
+        head, _, raw = line.partition(b"\t")
+        fields = head.split()
+        if len(fields) == 3 and fields[2] == b"0":
+            staged[os.fsdecode(raw)] = (int(fields[0], 8), fields[1].decode())
+    out = []
+    for path, before in seen:
+        got = staged.get(path)
+        with contextlib.suppress(OSError):
+            if got is not None and _stat_key(os.lstat(top / path)) == before:
+                out.append(_Oversized(path, got[1], got[0], before))
+    return out
 
 
 def _special_git_file(repo: git.Repo) -> tuple[str, str] | None:
@@ -562,8 +705,6 @@ def _folder_source(start: Path, *, pinned: bool) -> Source:
     """A plain folder outside Git: read files directly; ids are Git blob ids, caching is off."""
     import pygit2
 
-    from vivary_git.parse import MAX_BYTES
-
     root = start
     if not pinned:
         for candidate in (start, *start.parents):
@@ -614,10 +755,10 @@ def _folder_source(start: Path, *, pinned: bool) -> Source:
                     data, mode = os.readlink(full).encode("utf-8", "surrogateescape"), _LINK_MODE
                 else:
                     # Read no more than a note may hold: a FIFO would block, a device never end.
-                    data, mode = read_regular(full, MAX_BYTES, follow_symlinks=False), 0o100644
+                    data, mode = read_regular(full, NOTE_MAX_BYTES, follow_symlinks=False), 0o100644
             except FileRefused as err:
                 problems.append(Finding(rel, 1, "error", "E000", f"{err}; notes must be regular files of at most "
-                                        f"{describe_size(MAX_BYTES)}: remove it or add it to `exclude`"))
+                                        f"{describe_size(NOTE_MAX_BYTES)}: remove it or add it to `exclude`"))
                 continue
             except OSError as err:
                 raise UsageError(f"{rel}: cannot be read ({err.strerror}); fix its permissions or remove it") \

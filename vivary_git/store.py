@@ -143,10 +143,16 @@ def encode_shared_encoded(encoded: bytes | msgspec.Raw) -> bytes:
 
 def unshare(shared: SharedNote, read: Callable[[], bytes]) -> Note | None:
     """The note again, its body cut from the blob `read()` returns; None when the blob cannot hold
-    that body (then the caller parses the blob instead)."""
+    that body (then the caller parses the blob instead). A bounded reader's refusal of a huge blob
+    (`git.BlobTooLarge`) is None too: a shared parse never gets a note past the size bound."""
+    from vivary_git.git import BlobTooLarge
+
     body = ""
     if shared.body_chars:
-        data = read()
+        try:
+            data = read()
+        except BlobTooLarge:
+            return None
         if data.startswith(b"\xef\xbb\xbf"):
             data = data[3:]
         try:

@@ -652,9 +652,9 @@ class Workspace:
 
             parsed = parse_many(str(repo.git_dir), todo, self.source.read, self._count_redone)
         if parsed is None:
-            from vivary_git.parse import parse_blob  # YAML is imported only when something is parsed
+            from vivary_git.parse import parse_read  # YAML is imported only when something is parsed
 
-            parsed = [(oid, parse_blob(self.source.read(oid))) for oid in todo]
+            parsed = [(oid, parse_read(self.source.read, oid)) for oid in todo]
         for oid, note in parsed:
             out[oid] = note
             self._computed_notes[oid] = note

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from vivary_git import git
+from vivary_git.source import BOUNDED_HASH
 
 __all__ = ["WorkTree", "watching_available"]
 
@@ -66,7 +67,7 @@ _EVENT = struct.Struct("iIII")
 _RULE_NAMES = frozenset((b".gitignore", b".gitattributes"))
 _COARSE_NS = 2_000_000_000  # the coarsest file timestamps in use (FAT: 2 s)
 _ADD = ["-c", "advice.addEmbeddedRepo=false", "-c", "advice.addIgnoredFile=false", "-c", "core.safecrlf=false",
-        "add", "-A", "--ignore-errors"]
+        *BOUNDED_HASH, "add", "-A", "--ignore-errors"]
 
 
 class _Unwatchable(Exception):
@@ -399,7 +400,7 @@ class WorkTree:
         return self._tree
 
     def _write_tree(self) -> str:
-        return self.repo.git(["write-tree"], env=self._env()).stdout.decode().strip()
+        return self.repo.git([*BOUNDED_HASH, "write-tree"], env=self._env()).stdout.decode().strip()
 
     def _update(self, paths: set[bytes], *, index_tree: str | None = None) -> str:
         """`git add -A` of just `paths` into the scratch index, first copied from the user's index when
@@ -539,11 +540,15 @@ class WorkTree:
     def _holds(self, full: Path, blob: str | None) -> bool:
         if blob is None:
             return not os.path.lexists(full)
+        from vivary_git.safeio import FileRefused, read_regular
+
         try:
             if full.is_symlink():
                 return False
-            data = full.read_bytes()
-        except OSError:
+            # No further than the blob's size: a bigger file put there meanwhile is not ours, and unread.
+            size: int = self.repo.repo.odb.read_header(self.repo.pygit2.Oid(hex=blob))[1]
+            data = read_regular(full, size, follow_symlinks=False)
+        except (OSError, FileRefused, KeyError, self.repo.pygit2.GitError):
             return False
         return str(self.repo.pygit2.hash(data)) == blob
 

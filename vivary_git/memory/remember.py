@@ -129,9 +129,9 @@ class View:
         try:
             return self.ws.note(blob)
         except KeyError:
-            from vivary_git.parse import parse_blob
+            from vivary_git.parse import parse_read
 
-            return parse_blob(self.ws.source.read(blob))
+            return parse_read(self.ws.source.read, blob)
 
     def memories(self) -> list[MemoryNode]:
         return [n for n in self.nodes.values() if n.type == MEMORY_TYPE]

@@ -118,10 +118,20 @@ class Base:
         return str(obj.id), int(obj.filemode)
 
     def read(self, path: str) -> bytes | None:
+        """The note at `path` in the base tree (None when there is none): never one over `NOTE_MAX_BYTES`,
+        which is refused unread (it is E000 to `check`, and nothing here edits it)."""
+        from vivary_git.models import NOTE_MAX_BYTES
+        from vivary_git.safeio import describe_size
+
         got = self.entry(path)
         if got is None or got[1] not in (0o100644, 0o100755):
             return None
-        return self.repo.read_blob(got[0])
+        try:
+            return self.repo.read_blob(got[0], NOTE_MAX_BYTES)
+        except git.BlobTooLarge as err:
+            raise RefusedError(f"{path}: is {err.size:,} bytes, over the {describe_size(NOTE_MAX_BYTES)} limit "
+                               "for a note, so it is not edited; split it, or add it to `exclude` in tropo.toml"
+                               ) from None
 
     def _user_index(self) -> Any:
         if self._index is None:
@@ -155,11 +165,18 @@ class Base:
         full = workdir / path
         if base is None:
             return os.path.lexists(full)
+        from vivary_git.safeio import FileRefused, read_regular
+
         try:
             if full.is_symlink() or not full.is_file():
                 return True
-            return full.read_bytes() != self.repo.read_blob(base[0])
-        except OSError:
+            # Sizes first: a file that differs in size differs, and one as big as the blob is read no
+            # further than the blob's size (a file grown meanwhile is refused, and so changed).
+            size: int = self.repo.repo.odb.read_header(self.repo.pygit2.Oid(hex=base[0]))[1]
+            if full.stat().st_size != size:
+                return True
+            return read_regular(full, size, follow_symlinks=False) != self.repo.read_blob(base[0])
+        except (OSError, FileRefused):
             return True
 
 
