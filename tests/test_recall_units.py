@@ -119,6 +119,8 @@ def test_bm25_built_in_bulk_is_the_index_built_note_by_note() -> None:
     Greek, CJK, empty notes, term counts given instead of text, and more notes than one block holds."""
     import random
 
+    import numpy as np
+
     from vivary_git.memory import bm25
 
     rng = random.Random(7)
@@ -144,6 +146,11 @@ def test_bm25_built_in_bulk_is_the_index_built_note_by_note() -> None:
     # exactly the words `\w` finds (every ASCII character, above, and NUL, `_`, digits, upper case here).
     bags = bm25.term_bags([f"k{i}" for i in range(len(docs))], docs)
     assert _bag_counts(bags) == counts
+    # Counted in blocks (more texts here than one holds): each term listed once, each text's term numbers
+    # ascending, as `TermBags` promises.
+    assert len(set(bags.terms)) == len(bags.terms)
+    ids = np.frombuffer(bags.ids, dtype="<i4")
+    assert all((np.diff(ids[lo:hi]) > 0).all() for lo, hi in itertools.pairwise(np.frombuffer(bags.indptr, "<i8")))
     for text in ("".join(map(chr, range(128))), "A_b\x00C9 d\x7fé", "MiXeD_Case42 and\ttabs\nnew-lines"):
         assert bm25.Tokenizer.raw_words(text) == re.findall(r"\w+", text.lower())
     # Query terms are still cut by `Tokenizer.__call__`: they meet the bulk index's terms.
