@@ -119,6 +119,8 @@ def test_bm25_built_in_bulk_is_the_index_built_note_by_note() -> None:
     Greek, CJK, empty notes, term counts given instead of text, and more notes than one block holds."""
     import random
 
+    import numpy as np
+
     from vivary_git.memory import bm25
 
     rng = random.Random(7)
@@ -144,6 +146,11 @@ def test_bm25_built_in_bulk_is_the_index_built_note_by_note() -> None:
     # exactly the words `\w` finds (every ASCII character, above, and NUL, `_`, digits, upper case here).
     bags = bm25.term_bags([f"k{i}" for i in range(len(docs))], docs)
     assert _bag_counts(bags) == counts
+    # Counted in blocks (more texts here than one holds): each term listed once, each text's term numbers
+    # ascending, as `TermBags` promises.
+    assert len(set(bags.terms)) == len(bags.terms)
+    ids = np.frombuffer(bags.ids, dtype="<i4")
+    assert all((np.diff(ids[lo:hi]) > 0).all() for lo, hi in itertools.pairwise(np.frombuffer(bags.indptr, "<i8")))
     for text in ("".join(map(chr, range(128))), "A_b\x00C9 d\x7fé", "MiXeD_Case42 and\ttabs\nnew-lines"):
         assert bm25.Tokenizer.raw_words(text) == re.findall(r"\w+", text.lower())
     # Query terms are still cut by `Tokenizer.__call__`: they meet the bulk index's terms.
@@ -275,3 +282,24 @@ def test_a_module_another_thread_is_importing_is_not_missing(monkeypatch: pytest
     local.require_extra()  # no EmbedderError
     monkeypatch.setitem(sys.modules, "vivary_no_such_module", None)
     assert not module_present("vivary_no_such_module") and not module_present("vivary_surely_absent_module")
+
+
+@needs_numpy
+def test_recall_asks_openblas_for_one_thread_unless_the_user_chose() -> None:
+    """`recall` asks numpy's OpenBLAS for one thread before numpy is imported (its threads spin on the cores
+    the first recall's children need); a number the user set stays, and once numpy is in, nothing changes."""
+    import os
+    import subprocess
+    import sys
+
+    probe = ("import os, sys; from vivary_git.commands import recall; {before}recall._one_blas_thread(); "
+             "import numpy; print(os.environ.get('OPENBLAS_NUM_THREADS'))")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+
+    def said(before: str = "", **extra: str) -> str:
+        return subprocess.run([sys.executable, "-c", probe.format(before=before)], env={**env, **extra},
+                              capture_output=True, text=True, check=True).stdout.strip()
+
+    assert said() == "1"
+    assert said(OPENBLAS_NUM_THREADS="2") == "2"
+    assert said(before="import numpy; ") == "None"  # too late: left alone

@@ -323,7 +323,7 @@ def test_packets_and_frames_escape_names_with_line_breaks_and_backslashes_like_o
     """`packets` and `packet_frames` render a whole snapshot at once, writing a node's names as they are when
     none holds a backslash or a line break: those that do are still escaped, each packet as `packet` and each
     frame as `packet_frame` render it alone."""
-    from vivary_git.memory.snapshot import packet_frame, packet_frames
+    from vivary_git.memory.snapshot import frame_parts, packet_frame, packet_frames
 
     repo.commit(files={
         "plain.md": "# Plain\n\nSee [[sl\\ash]] and [[back]].\n",
@@ -339,6 +339,10 @@ def test_packets_and_frames_escape_names_with_line_breaks_and_backslashes_like_o
     notes = ws.notes()
     assert [packet(n, notes[n.blob], snap.edges) for n in snap.nodes] == [rendered[n.id] for n in snap.nodes]
     assert packet_frames(snap) == [packet_frame(n, snap.edges) for n in snap.nodes]
+    # The first recall of a fetched tree makes the frames once (`frame_parts`) for its packets and its frames.
+    frames = frame_parts(snap)
+    assert list(packets(ws, snap, frames=frames)) == list(packets(ws, snap))
+    assert packet_frames(snap, frames) == packet_frames(snap) == ["\n".join(f) for f in frames]
     assert "vivary_title: Back\\\\slash title\n" in rendered["back"]
     assert "vivary_title: Carriage\\rreturn\n" in rendered["cr"]
     odd = next(n for n in snap.nodes if n.path == "odd\nname.md")

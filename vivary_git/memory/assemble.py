@@ -181,12 +181,16 @@ def assemble(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None,
     # process renders the packets and finds the vectors. (The parts are taken and the model's thread joined
     # first: no thread may run across a fork, and the pipe then holds only the counts, for that child.)
     # Else it starts once the packets are rendered, and builds the index from them. The same bytes every way.
+    from vivary_git.memory.snapshot import frame_parts
+
     parts = notes.result() if notes is not None else None
     if parts is not None:
         loading.result()  # joined: the keyword index's child is forked next
-    lexical_job = _Lexical(store, snap, notes if parts is not None else None)
+    # The packets' frames, made once: this process renders the packets from them, the child cuts them into words.
+    frames = frame_parts(snap)
+    lexical_job = _Lexical(store, snap, notes if parts is not None else None, frames)
     try:
-        rendered = _rendered(memory.ws, snap, parts)  # the model goes on loading meanwhile, if it still is
+        rendered = _rendered(memory.ws, snap, parts, frames)  # the model goes on loading meanwhile, if it still is
         digests = [_digest(p) for _, p in rendered]
         embedder = loading.result()  # before the fork below: no thread may run across one
         lexical_job.packets(rendered, digests)
@@ -269,8 +273,10 @@ def prefetch_notes(memory: Memory, *, settle: Callable[[], None] = lambda: None)
     return Forked(parts, frames=2)
 
 
-def _rendered(ws: Workspace, snap: MemorySnapshot, data: bytes | None) -> list[tuple[Any, str]]:
-    """`snapshot.packets(ws, snap)`, from the note parts `prefetch_notes`' child delivered (`data`), if any."""
+def _rendered(ws: Workspace, snap: MemorySnapshot, data: bytes | None, frames: list[tuple[str, str]],
+              ) -> list[tuple[Any, str]]:
+    """`snapshot.packets(ws, snap)`, from the note parts `prefetch_notes`' child delivered (`data`), if any, and
+    the snapshot's `frame_parts`."""
     from vivary_git.memory.snapshot import packets
 
     got: list[tuple[str, str, str]] | None = None
@@ -280,7 +286,7 @@ def _rendered(ws: Workspace, snap: MemorySnapshot, data: bytes | None) -> list[t
         with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError, ValueError):
             got = localcache.decode(data, list[tuple[str, str, str]], _PARTS)
     parts = {oid: (frontmatter, body) for oid, frontmatter, body in got} if got is not None else None
-    return list(packets(ws, snap, parts))
+    return list(packets(ws, snap, parts, frames))
 
 
 def _assembled(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None, embedder: Embedder, cache: Any,
@@ -441,13 +447,13 @@ class _Lexical:
     packets (`_lexical`), started when they are given (`packets`); here when no child can be had or one
     failed. The same bytes every way."""
 
-    def __init__(self, store: Any, snap: MemorySnapshot, bags: Forked | None) -> None:
+    def __init__(self, store: Any, snap: MemorySnapshot, bags: Forked | None, frames: list[tuple[str, str]]) -> None:
         from vivary_git.parallel import Forked
 
-        self._store, self._snap, self._bags = store, snap, bags
+        self._store, self._snap, self._bags, self._frames = store, snap, bags, frames
         self._rendered: list[tuple[Any, str]] = []
         self._digests: list[str] = []
-        self._job = Forked(functools.partial(_framed_there, bags, snap), fork=len(snap.nodes) >= FORK_AT) \
+        self._job = Forked(functools.partial(_framed_there, bags, snap, frames), fork=len(snap.nodes) >= FORK_AT) \
             if bags is not None else None
 
     def packets(self, rendered: list[tuple[Any, str]], digests: list[str]) -> None:
@@ -468,7 +474,7 @@ class _Lexical:
         elif self._bags is not None:
             from vivary_git.memory.snapshot import packet_frames
 
-            made = _framed(self._bags.result(), self._snap, packet_frames(self._snap))
+            made = _framed(self._bags.result(), self._snap, packet_frames(self._snap, self._frames))
         return made if made is not None else _lexical(self._store, self._rendered, self._digests)
 
     def cancel(self) -> None:
@@ -478,13 +484,13 @@ class _Lexical:
             self._bags.cancel()
 
 
-def _framed_there(bags: Forked, snap: MemorySnapshot) -> bytes:
-    """`_framed` in a forked child: it renders the packets' frames and cuts them into words (while the notes'
-    child may still count theirs), then reads the notes' counts from the pipe it inherited."""
+def _framed_there(bags: Forked, snap: MemorySnapshot, frames: list[tuple[str, str]]) -> bytes:
+    """`_framed` in a forked child: it cuts the packets' frames (`frame_parts`, made before the fork) into words
+    (while the notes' child may still count theirs), then reads the notes' counts from the pipe it inherited."""
     from vivary_git.memory.bm25 import frame_terms
     from vivary_git.memory.snapshot import packet_frames
 
-    framed = frame_terms(packet_frames(snap))
+    framed = frame_terms(packet_frames(snap, frames))
     made = _framed(bags.result(), snap, framed)
     if made is None:
         raise RuntimeError("no term counts")  # the parent builds the index from the packets

@@ -49,6 +49,7 @@ __all__ = [
     "dataset_name",
     "decide_for_source",
     "fingerprint",
+    "frame_parts",
     "packet",
     "packet_key",
     "packets",
@@ -359,22 +360,30 @@ def _own_frame(node: MemoryNode, edges: list[MemoryEdge]) -> tuple[str, str]:
 
 
 def packets(ws: Workspace, snapshot: MemorySnapshot, parts: Mapping[str, tuple[str, str]] | None = None,
-            ) -> Iterator[tuple[MemoryNode, str]]:
+            frames: Sequence[tuple[str, str]] | None = None) -> Iterator[tuple[MemoryNode, str]]:
     """(node, packet) for every admitted node, in id order, from the same blobs the snapshot checked.
     `parts`: the `note_parts` of notes already read (by blob id, in another process, say); any other
-    note is read here."""
+    note is read here. `frames`: the snapshot's `frame_parts`, when the caller has them already."""
     notes = ws.lazy_notes() if parts is not None or len(snapshot.nodes) < 64 else ws.notes()
-    outbound = _by_source(snapshot.edges)
-    for node in snapshot.nodes:
+    if frames is None:
+        frames = frame_parts(snapshot)
+    for node, frame in zip(snapshot.nodes, frames, strict=True):
         part = parts.get(node.blob) if parts is not None else None
-        frame = _own_frame(node, sorted(outbound.get(node.id, ())))  # its own edges: none to leave out
         yield node, _packet(frame, *(part or note_parts(notes[node.blob])))
 
 
-def packet_frames(snapshot: MemorySnapshot) -> list[str]:
-    """`packet_frame` of every admitted node, in id order (as `packets` renders them)."""
+def frame_parts(snapshot: MemorySnapshot) -> list[tuple[str, str]]:
+    """Each admitted node's frame, in id order, as the two pieces a packet puts its frontmatter between: what
+    `packets` renders the packets from and `packet_frames` the frames (the first recall of a fetched tree
+    needs both, in two processes: made once, before the second forks)."""
     outbound = _by_source(snapshot.edges)
-    return ["\n".join(_own_frame(node, sorted(outbound.get(node.id, ())))) for node in snapshot.nodes]
+    return [_own_frame(node, sorted(outbound.get(node.id, ()))) for node in snapshot.nodes]  # own edges only
+
+
+def packet_frames(snapshot: MemorySnapshot, frames: Sequence[tuple[str, str]] | None = None) -> list[str]:
+    """`packet_frame` of every admitted node, in id order (as `packets` renders them); from the snapshot's
+    `frame_parts`, when given."""
+    return ["\n".join(frame) for frame in (frame_parts(snapshot) if frames is None else frames)]
 
 
 def _by_source(edges: Sequence[MemoryEdge]) -> dict[str, list[MemoryEdge]]:
