@@ -7,17 +7,17 @@ anchored floor at its root and its own `private_paths`; `decide` is its one-poli
 A path (repository-root-relative, ``/``-separated, as in a Git tree) is private when any of these
 holds; they are checked in this order and the first one is the reported reason:
 
-1. **Floor or config** — the built-in floor (`FLOOR`) or a configured ``private_paths`` glob.
-   Both use gitignore syntax with the literal text as written (config globs and the paths they are
-   matched against in Unicode NFC, so a composed pattern covers a decomposed macOS name): ``USER.md`` has no slash, so like any
-   such gitignore pattern it matches ``USER.md`` at every depth (and everything under a directory of
-   that name); ``memory/**`` contains a slash, so it is anchored at the root. The floor is matched
-   twice: by an exact Python rendering of those seven fixed patterns, and by Git itself, which also
-   evaluates the config globs. For Git, we make a scratch repository with no ``.gitignore`` files
-   whose ``info/exclude`` holds the floor and whose ``core.excludesFile`` holds the config globs.
-   ``info/exclude`` outranks ``core.excludesFile`` (gitignore(5), "precedence"), so a ``!``
-   pattern in the config can re-include a config match but never a floor match. Both use the
-   repository's ``core.ignoreCase``.
+1. **Floor or config** — the built-in floor (`FLOOR`) or a configured ``private_paths`` glob. Both
+   use gitignore syntax with the literal text as written (config globs and the paths they are
+   matched against in Unicode NFC, so a composed pattern covers a decomposed macOS name):
+   ``USER.md`` has no slash, so like any such gitignore pattern it matches ``USER.md`` at every
+   depth (and everything under a directory of that name); ``memory/**`` contains a slash, so it is
+   anchored at the root. The floor is matched twice: by an exact Python rendering of those seven
+   fixed patterns, and by Git itself, which also evaluates the config globs. For Git, we make a
+   scratch repository with no ``.gitignore`` files whose ``info/exclude`` holds the floor and whose
+   ``core.excludesFile`` holds the config globs. ``info/exclude`` outranks ``core.excludesFile``
+   (gitignore(5), "precedence"), so a ``!`` pattern in the config can re-include a config match but
+   never a floor match. Both use the repository's ``core.ignoreCase``.
 2. **Git would ignore it** — with ``--no-index`` semantics, so a tracked (force-added) ignored file
    stays private. Git decides, not us: one ``git check-ignore --no-index -v -n --stdin -z`` call
    for the whole batch, so every ``.gitignore`` level, ``info/exclude``, ``core.excludesFile``,
