@@ -186,6 +186,24 @@ def test_properties_are_edges_named_by_the_property(repo: Repo, cli: Any) -> Non
     assert [i["id"] for i in r.json()["impacted"]] == ["Places/Kyoto", "Places/Osaka"]
 
 
+def test_unquoted_links_in_a_block_list_property_are_edges_and_single_brackets_are_not(repo: Repo, cli: Any) -> None:
+    """`- [[Japan]]` in a block list is `[["Japan"]]` to YAML (a list in a list, as `up: [[Japan]]` is):
+    it was missed, while `- [Kansai]` (a list holding a word, no link anywhere but in YAML) was read as
+    `[[Kansai]]` and reported broken."""
+    files = {
+        **OBSIDIAN,
+        "Places/Japan.md": "# Japan\n",
+        "Places/Kyoto.md": "---\nloc:\n  - [[Japan]]\n  - [[Honshu]]\n  - [Kansai]\n  - \"[[Japan]]\"\n"
+                           "near: [[[Japan]], [Osaka]]\n---\n# Kyoto\n",
+    }
+    got = findings(repo, cli, files)
+    assert [(line, msg) for _, line, _, msg in got] == [
+        (2, "property 'loc': [[Honshu]] matches no note (looked for 'Honshu' from Places/Kyoto.md)")]
+    e = edges(repo, cli)
+    assert {("Places/Kyoto", "loc", "Places/Japan", False), ("Places/Kyoto", "loc", "Honshu", True),
+            ("Places/Kyoto", "near", "Places/Japan", False)} == {x for x in e if x[0] == "Places/Kyoto"}
+
+
 def test_markdown_links_are_edges_and_broken_ones_found(repo: Repo, cli: Any) -> None:
     files = {
         "docs/user/publishing.md": "# Publishing\n", "docs/My Note.md": "# Mine\n", "docs/a b.md": "x\n",
