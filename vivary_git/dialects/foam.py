@@ -24,7 +24,7 @@ class Resolver(obsidian.Resolver):
             if rel.startswith("../") or rel == "..":
                 return Resolution(source, rel)  # leaves the workspace folder: not ours to check
             return Resolution(index.exact(rel) or self._folder(rel), rel)
-        first = index.group(name).first
+        first = index.first(name)
         if first is not None:
             return Resolution(first, name)
         return Resolution(self._folder(name.strip("/")), name)

@@ -100,7 +100,9 @@ class Index:
 
     def named(self, name: str) -> list[str]:
         """Notes named `name` (`.md` optional; a `folder/name` matches paths ending so), else files."""
-        key = fold(name.strip("/"), self.case)
+        return self._named(fold(name.strip("/"), self.case))
+
+    def _named(self, key: str) -> list[str]:
         base = key.rsplit("/", 1)[-1]
         if "/" not in key:
             return self.note_names.get(fold(strip_note_suffix(base), self.case)) or self.file_names.get(base, [])
@@ -113,12 +115,29 @@ class Index:
             found = [p for p in file_tails.get(_last_two(key), ()) if ("/" + fold(p, self.case)).endswith(tail)]
         return found
 
-    def group(self, name: str) -> Group:
-        """`named(name)` with its tie-breaks worked out once (a vault links one name many times)."""
+    def nearest(self, name: str, source: str) -> str | None:
+        """Of the paths `name` names, the one in the folder of `source`, else the shortest (Obsidian);
+        None when it names none."""
         key = fold(name.strip("/"), self.case)
+        found = self._named(key)
+        if len(found) < 2:
+            return found[0] if found else None
+        return self._group(key, found).nearest(source)
+
+    def first(self, name: str) -> str | None:
+        """Of the paths `name` names, the first alphabetically (Foam); None when it names none."""
+        key = fold(name.strip("/"), self.case)
+        found = self._named(key)
+        if len(found) < 2:
+            return found[0] if found else None
+        return self._group(key, found).first
+
+    def _group(self, key: str, found: list[str]) -> Group:
+        """The tie-breaks of the paths one name matches, worked out once (a vault links one name many
+        times)."""
         got = self._groups.get(key)
         if got is None:
-            got = self._groups[key] = Group(self.named(name))
+            got = self._groups[key] = Group(found)
         return got
 
     def _tail_index(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
@@ -144,23 +163,22 @@ def _last_two(path: str) -> str:
 
 
 class Group:
-    """The paths one name matches, with the editors' tie-breaks computed once: the first path in each
-    folder (Obsidian: the one beside the linking note), the shortest path, the first alphabetically
-    (Foam)."""
+    """Several paths one name matches, with the editors' tie-breaks computed once: the first path in
+    each folder (Obsidian: the one beside the linking note), the shortest path, the first
+    alphabetically (Foam)."""
 
-    __slots__ = ("by_folder", "first", "paths", "shortest")
+    __slots__ = ("by_folder", "first", "shortest")
 
     def __init__(self, paths: list[str]) -> None:
-        self.paths = paths
         self.by_folder: dict[str, str] = {}
         for p in paths:
             self.by_folder.setdefault(posixpath.dirname(p), p)
-        self.shortest = min(paths, key=lambda p: (p.count("/"), len(p), p)) if paths else None
-        self.first = min(paths) if paths else None
+        self.shortest = min(paths, key=lambda p: (p.count("/"), len(p), p))
+        self.first = min(paths)
 
-    def nearest(self, source: str) -> str | None:
-        """Of the paths, the one in the linking note's folder, else the shortest (fewest folders, then
-        shortest, then alphabetical); None when there are none."""
+    def nearest(self, source: str) -> str:
+        """The one in the linking note's folder, else the shortest (fewest folders, then shortest, then
+        alphabetical)."""
         return self.by_folder.get(posixpath.dirname(source), self.shortest)
 
 
@@ -189,7 +207,7 @@ class Resolver:
                 hit = index.exact(path)
                 if hit is not None:
                     return Resolution(hit, rel)
-            hit = index.group(name).nearest(source) if not name.startswith(("./", "../", "/")) else None
+            hit = index.nearest(name, source) if not name.startswith(("./", "../", "/")) else None
             return Resolution(hit, rel)
         if name.startswith("/") or name.startswith("./") or name.startswith("../"):
             rel = relative(source, name)
@@ -198,7 +216,7 @@ class Resolver:
             hit = index.exact(name) or index.exact(relative(source, name))
             if hit is not None:
                 return Resolution(hit, name)
-        return Resolution(index.group(name).nearest(source), name)
+        return Resolution(index.nearest(name, source), name)
 
     def candidates(self, target: Target) -> list[str]:
         name = target.name
