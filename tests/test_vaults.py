@@ -149,6 +149,17 @@ def test_a_true_duplicate_is_reported_and_both_stay(repo: Repo, cli: Any) -> Non
     assert [n["id"] for n in graph(repo, cli)["nodes"]] == ["a", "a (2)"]
 
 
+def test_one_name_in_two_unicode_forms_says_so(repo: Repo, cli: Any) -> None:
+    """`Café.md` composed beside `Café.md` decomposed (macOS) print alike: E130 must say why they are two."""
+    import unicodedata
+
+    got = findings(repo, cli, {unicodedata.normalize("NFC", "Café.md"): "# one\n",
+                               unicodedata.normalize("NFD", "Café.md"): "# two\n", "Home.md": "[[café]]\n",
+                               "a.md": "# one\n", "a.markdown": "# two\n"})
+    assert sorted((code, "in two Unicode forms" in msg) for _, _, code, msg in got) == \
+        [("E130", False), ("E130", True)], got  # `a.md` beside `a.markdown` is another duplicate
+
+
 @pytest.mark.parametrize("name", ["内部链接", "Русский язык", "Anhänge", "Ελληνικά"])
 def test_non_latin_names_are_ids_titles_and_link_targets(repo: Repo, cli: Any, name: str) -> None:
     got = findings(repo, cli, {f"笔记/{name}.md": "正文 text\n", "Home.md": f"[[{name}]] [[{name.upper()}]]\n"})
