@@ -105,6 +105,28 @@ def test_symlinked_note_is_reported_not_followed(repo: Repo, cli: Any) -> None:
     assert "notes/link.md:1: error E000: is a symbolic link" in r.out
 
 
+def test_a_link_to_a_symlinked_note_is_not_also_broken(repo: Repo, cli: Any) -> None:
+    """The symbolic link is E000, once. The file is there, so a note linking it is not "matches no note"
+    too (Obsidian opens it): it is a file, like a template, not a node, in a plain folder as in a tree."""
+    repo.write({".obsidian/app.json": "{}\n", "Target.md": "# Target\n",
+                "Home.md": "[[Sym]] [x](Sym.md) [[Missing]]\n"})
+    (repo.path / "Sym.md").symlink_to("Target.md")
+    repo.commit()
+    for where in (["--rev", "HEAD"], []):
+        r = cli("check", *where, cwd=repo.path)
+        assert r.code == 1
+        assert [line.split(": ")[1] for line in r.out.splitlines() if ": error " in line] == \
+            ["error W221", "error E000"], r.out  # [[Missing]] only
+        assert "'Missing'" in r.out and "'Sym'" not in r.out
+    git_dir = repo.path / ".git"
+    git_dir.rename(repo.path.parent / "hidden-git")  # a plain folder: the walk, not a tree
+    try:
+        r = cli("check", cwd=repo.path)
+        assert r.code == 1 and "'Sym'" not in r.out and "Sym.md:1: error E000" in r.out, r.out
+    finally:
+        (repo.path.parent / "hidden-git").rename(git_dir)
+
+
 def test_a_symlink_with_a_huge_target_is_reported_in_one_short_line(repo: Repo, cli: Any, tmp_path: Path) -> None:
     repo.commit(files=base_files())
     target = tmp_path / "target"  # Git stores a link's target of any length; no file system resolves this one

@@ -171,3 +171,30 @@ def test_fails_closed_with_exit_3(vault: Any, cli: Any, tmp_path: Path) -> None:
 def test_through_git_dispatch(vault: Any) -> None:
     proc = run_git_vivary(["privacy", "explain", "USER.md"], vault.path)
     assert (proc.returncode, proc.stdout) == (0, "private  USER.md  (floor: USER.md)\n")
+
+
+@pytest.mark.parametrize(("folder", "pattern"), [("NFD", "NFC"), ("NFC", "NFD")])
+def test_private_paths_match_a_name_in_either_unicode_form(repo: Any, cli: Any, folder: str, pattern: str) -> None:
+    """`Мой дневник/**` typed on a keyboard is composed (NFC); the same folder written on macOS, or synced
+    from it, is decomposed (NFD: `й` is `и` + U+0306). Byte-wise the pattern missed the folder, and
+    `find` (what agents are given) showed the diary. Either form of one name is the same name."""
+    import unicodedata
+
+    def form(kind: str, text: str) -> str:
+        return unicodedata.normalize(kind, text)
+
+    diary = form(folder, "Мой дневник/Секрет.md")
+    assert diary != form("NFC", diary) or diary != form("NFD", diary)
+    repo.commit(files={
+        ".vivary/memory.toml": f'[memory.privacy]\nprivate_paths = ["{form(pattern, "Мой дневник/**")}"]\n',
+        diary: "# Секрет\n\nPRIVATE-CANARY bank pin 4242\n",
+        "Home.md": "# Home\n\nbank\n",
+    })
+    r = cli("privacy", "explain", diary, form("NFC", diary), cwd=repo.path)
+    assert r.code == 0, r.err
+    assert [line.split()[0] for line in r.out.splitlines()] == ["private", "private"], r.out
+    for cmd in (["find", "bank pin", "--json"], ["query", "bank pin", "--json"]):
+        r = cli(*cmd, cwd=repo.path)
+        assert r.code in (0, 1), r.err
+        assert "Home" in r.out and "CANARY" not in r.out and "Секрет" not in form("NFC", r.out), (cmd, r.out)
+    assert cli("graph", "--json", cwd=repo.path).json()["nodes"][-1]["id"] == "Мой дневник/Секрет"  # still in the graph

@@ -75,6 +75,36 @@ def test_remembered_notes_are_typed_memory_in_zero_config_and_tropo_workspaces(r
     assert cli("check", cwd=repo.path).code == 0
 
 
+def test_a_memory_in_another_script_keeps_its_words_as_its_file_name_in_a_vault(repo: Repo, cli) -> None:
+    """A vault's file names are what its editor lists: `Деплой по вторникам` was `memories/memory.md`, the
+    next one `memory-2.md`, and so on for every memory not written in ASCII. Where ids are the
+    contract's slugs (a `tropo.toml` workspace) the file name stays ASCII, as the slug is."""
+    _seed(repo)
+    got = {}
+    for text in ("Деплой только по вторникам.", "部署只在星期三进行", "Ελληνικά: ΣΟΦΙΑ", "नमस्ते दुनिया",
+                 "Zwölf Äpfel, naïve café", "🚀🚀 launch", "🚀🚀🚀"):
+        r = cli("remember", text, "--json", cwd=repo.path)
+        assert r.code == 0, r.err
+        got[text] = r.json()["path"]
+    assert got == {
+        "Деплой только по вторникам.": "memories/деплой-только-по-вторникам.md",
+        "部署只在星期三进行": "memories/部署只在星期三进行.md",
+        "Ελληνικά: ΣΟΦΙΑ": "memories/ελληνικά-σοφια.md",
+        "नमस्ते दुनिया": "memories/नमस्ते-दुनिया.md",
+        "Zwölf Äpfel, naïve café": "memories/zwölf-äpfel-naïve-café.md",
+        "🚀🚀 launch": "memories/launch.md",
+        "🚀🚀🚀": "memories/memory.md",  # nothing left to name it by
+    }
+    long = cli("remember", "𠀀" * 100, "--json", cwd=repo.path).json()["path"]  # 4 bytes each in UTF-8
+    assert long == "memories/" + "𠀀" * 45 + ".md"  # 180 bytes: a file name stays far below 255
+    r = cli("remember", "Деплой только по вторникам.", "--force", "--json", cwd=repo.path)
+    assert r.json()["path"] == "memories/деплой-только-по-вторникам-2.md"
+    assert cli("check", cwd=repo.path).code == 0
+    repo.commit("tropo", {"tropo.toml": "version = 1\n"})
+    r = cli("remember", "Ключи ротируются ежеквартально", "--json", cwd=repo.path)
+    assert r.code == 0 and r.json()["path"] == "memories/memory-2.md", r.out + r.err
+
+
 def test_a_link_in_a_vault_is_a_property_link_the_graph_reads(repo: Repo, cli) -> None:
     _seed(repo)
     r = cli("remember", "Deploys need a green CI", "--link", "related:notes/deploy", "--json", cwd=repo.path)

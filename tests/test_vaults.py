@@ -149,6 +149,17 @@ def test_a_true_duplicate_is_reported_and_both_stay(repo: Repo, cli: Any) -> Non
     assert [n["id"] for n in graph(repo, cli)["nodes"]] == ["a", "a (2)"]
 
 
+def test_one_name_in_two_unicode_forms_says_so(repo: Repo, cli: Any) -> None:
+    """`Café.md` composed beside `Café.md` decomposed (macOS) print alike: E130 must say why they are two."""
+    import unicodedata
+
+    got = findings(repo, cli, {unicodedata.normalize("NFC", "Café.md"): "# one\n",
+                               unicodedata.normalize("NFD", "Café.md"): "# two\n", "Home.md": "[[café]]\n",
+                               "a.md": "# one\n", "a.markdown": "# two\n"})
+    assert sorted((code, "in two Unicode forms" in msg) for _, _, code, msg in got) == \
+        [("E130", False), ("E130", True)], got  # `a.md` beside `a.markdown` is another duplicate
+
+
 @pytest.mark.parametrize("name", ["内部链接", "Русский язык", "Anhänge", "Ελληνικά"])
 def test_non_latin_names_are_ids_titles_and_link_targets(repo: Repo, cli: Any, name: str) -> None:
     got = findings(repo, cli, {f"笔记/{name}.md": "正文 text\n", "Home.md": f"[[{name}]] [[{name.upper()}]]\n"})
@@ -184,6 +195,24 @@ def test_properties_are_edges_named_by_the_property(repo: Repo, cli: Any) -> Non
             ("Places/Kyoto", "loc", "Kansai", True), ("Places/Osaka", "up", "Places/Japan", False)} <= e
     r = cli("blast", "Places/Japan", "--rev", "HEAD", "--json", cwd=repo.path)
     assert [i["id"] for i in r.json()["impacted"]] == ["Places/Kyoto", "Places/Osaka"]
+
+
+def test_unquoted_links_in_a_block_list_property_are_edges_and_single_brackets_are_not(repo: Repo, cli: Any) -> None:
+    """`- [[Japan]]` in a block list is `[["Japan"]]` to YAML (a list in a list, as `up: [[Japan]]` is):
+    it was missed, while `- [Kansai]` (a list holding a word, no link anywhere but in YAML) was read as
+    `[[Kansai]]` and reported broken."""
+    files = {
+        **OBSIDIAN,
+        "Places/Japan.md": "# Japan\n",
+        "Places/Kyoto.md": "---\nloc:\n  - [[Japan]]\n  - [[Honshu]]\n  - [Kansai]\n  - \"[[Japan]]\"\n"
+                           "near: [[[Japan]], [Osaka]]\n---\n# Kyoto\n",
+    }
+    got = findings(repo, cli, files)
+    assert [(line, msg) for _, line, _, msg in got] == [
+        (2, "property 'loc': [[Honshu]] matches no note (looked for 'Honshu' from Places/Kyoto.md)")]
+    e = edges(repo, cli)
+    assert {("Places/Kyoto", "loc", "Places/Japan", False), ("Places/Kyoto", "loc", "Honshu", True),
+            ("Places/Kyoto", "near", "Places/Japan", False)} == {x for x in e if x[0] == "Places/Kyoto"}
 
 
 def test_markdown_links_are_edges_and_broken_ones_found(repo: Repo, cli: Any) -> None:
@@ -335,3 +364,29 @@ def test_tropo_workspace_keeps_the_contract_ids(repo: Repo, cli: Any) -> None:
     assert [n["id"] for n in graph(repo, cli)["nodes"]] == ["b", "core-module"]
     r = cli("check", "--rev", "HEAD", "--verbose", cwd=repo.path)
     assert "vivary: dialect vivary: tropo.toml workspace" in r.err
+
+
+# --- many notes share one name -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dialect", ["obsidian", "foam"])
+def test_a_name_many_notes_share_resolves_without_a_pass_over_them(dialect: str) -> None:
+    """A docs tree with an `index.md` per folder, each linking `[[index]]`: every link used to scan every
+    same-named note for the one beside it (3,000 such notes took 40 s to check). Each resolution must
+    cost about the same however many notes share the name, and pick what the editor picks."""
+    import time
+
+    from vivary_git.dialects import Target, defaults
+    from vivary_git.dialects.registry import make_resolver
+
+    n = 4000
+    notes = [f"site/d{i:04}/index.md" for i in range(n)] + ["index.md"]
+    resolver = make_resolver(defaults(dialect), notes, [], dict)
+    start = time.perf_counter()
+    picked = [resolver.resolve(Target(1, "w", "wikilink", "index", "index"), p).path for p in notes]
+    tails = [resolver.resolve(Target(1, "w", "wikilink", f"d{i:04}/index", f"d{i:04}/index"), "x.md").path
+             for i in range(n)]
+    took = time.perf_counter() - start
+    # Obsidian: the note beside the link (from the root, the shortest path); Foam: the first alphabetically
+    assert picked == (notes if dialect == "obsidian" else ["index.md"] * (n + 1))
+    assert tails == notes[:n]  # `[[d0007/index]]`: the one path ending so
+    assert took < 2.0, f"{2 * n + 1} resolutions took {took:.1f} s"

@@ -171,6 +171,9 @@ def build(
             first_path = owner[f.id].path
             fix = "rename one of the two files" if not keep_all else \
                 f"both stay in the graph, this one as '{nid}'; rename one of the two files"
+            if path != first_path and dialects.nfc(path) == dialects.nfc(first_path):
+                # Both names print alike: say why they are two (a file written on macOS is decomposed).
+                fix = f"the same name in two Unicode forms (composed and decomposed, as macOS writes it); {fix}"
             findings.append(Finding(
                 path, 1, "error", "E130", f"duplicate document id '{f.id}': {first_path} has it already; {fix}",
             ))

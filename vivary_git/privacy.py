@@ -7,16 +7,17 @@ anchored floor at its root and its own `private_paths`; `decide` is its one-poli
 A path (repository-root-relative, ``/``-separated, as in a Git tree) is private when any of these
 holds; they are checked in this order and the first one is the reported reason:
 
-1. **Floor or config** — the built-in floor (`FLOOR`) or a configured ``private_paths`` glob.
-   Both use gitignore syntax with the literal text as written: ``USER.md`` has no slash, so like any
-   such gitignore pattern it matches ``USER.md`` at every depth (and everything under a directory of
-   that name); ``memory/**`` contains a slash, so it is anchored at the root. The floor is matched
-   twice: by an exact Python rendering of those seven fixed patterns, and by Git itself, which also
-   evaluates the config globs. For Git, we make a scratch repository with no ``.gitignore`` files
-   whose ``info/exclude`` holds the floor and whose ``core.excludesFile`` holds the config globs.
-   ``info/exclude`` outranks ``core.excludesFile`` (gitignore(5), "precedence"), so a ``!``
-   pattern in the config can re-include a config match but never a floor match. Both use the
-   repository's ``core.ignoreCase``.
+1. **Floor or config** — the built-in floor (`FLOOR`) or a configured ``private_paths`` glob. Both
+   use gitignore syntax with the literal text as written (config globs and the paths they are
+   matched against in Unicode NFC, so a composed pattern covers a decomposed macOS name):
+   ``USER.md`` has no slash, so like any such gitignore pattern it matches ``USER.md`` at every
+   depth (and everything under a directory of that name); ``memory/**`` contains a slash, so it is
+   anchored at the root. The floor is matched twice: by an exact Python rendering of those seven
+   fixed patterns, and by Git itself, which also evaluates the config globs. For Git, we make a
+   scratch repository with no ``.gitignore`` files whose ``info/exclude`` holds the floor and whose
+   ``core.excludesFile`` holds the config globs. ``info/exclude`` outranks ``core.excludesFile``
+   (gitignore(5), "precedence"), so a ``!`` pattern in the config can re-include a config match but
+   never a floor match. Both use the repository's ``core.ignoreCase``.
 2. **Git would ignore it** — with ``--no-index`` semantics, so a tracked (force-added) ignored file
    stays private. Git decides, not us: one ``git check-ignore --no-index -v -n --stdin -z`` call
    for the whole batch, so every ``.gitignore`` level, ``info/exclude``, ``core.excludesFile``,
@@ -65,6 +66,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -308,7 +310,11 @@ def decide_scoped(
     # Sorted input lets Git reuse its per-directory pattern stack (about twice as fast); answers are
     # mapped back to input order by index.
     order = sorted(range(len(paths)), key=paths.__getitem__)
-    configs = [(k, _anchored(s)) for k, s in enumerate(ordered) if k == 0 or s.private_paths]
+    # `private_paths` are matched in Unicode NFC, paths and patterns alike: a person types `Мой дневник/**`
+    # composed, while a folder written on macOS (or synced from it) is decomposed, and byte-wise the
+    # pattern would miss it and show that diary to search and to the index.
+    configs = [(k, tuple(_nfc(p) for p in _anchored(s))) for k, s in enumerate(ordered) if k == 0 or s.private_paths]
+    composed = [_nfc(p) for p in paths]
     batches: list[_Batch] = []
     with tempfile.TemporaryDirectory(prefix="vivary-privacy-") as tmp_name:
         tmp = Path(tmp_name)
@@ -328,8 +334,9 @@ def decide_scoped(
         try:
             # All batches run at once.
             for layer, args, cwd, what, indices in layers:
+                asked = composed if layer.startswith("config") else paths
                 for g, (group, verbose) in enumerate(_depth_groups(paths, indices)):
-                    batches.append(_Batch.start(layer, args, cwd, what, paths, group, verbose, tmp / f"{layer}-{g}"))
+                    batches.append(_Batch.start(layer, args, cwd, what, asked, group, verbose, tmp / f"{layer}-{g}"))
         finally:
             _collect_all(batches)
     config_hits: dict[int, list[tuple[int, _Match]]] = {}
@@ -558,6 +565,10 @@ def _sensitive_reason(path: str) -> str:
 def sensitive_name(path: str) -> str:
     """The sensitive-name rule that makes `path` private ("sensitive name: *.pem"), or ""."""
     return _sensitive_reason(path)
+
+
+def _nfc(text: str) -> str:
+    return text if text.isascii() else unicodedata.normalize("NFC", text)
 
 
 def _glob_escape(text: str) -> str:

@@ -112,6 +112,9 @@ class Source:
                     others.append(entry.path)  # a template or an excluded draft: links to it still resolve
                     continue
                 if entry.mode == _LINK_MODE:
+                    # The file is there, only not read: a link to it resolves (as to a template), so the
+                    # E000 here is the one finding, not also a "matches no note" in every note linking it.
+                    others.append(entry.path)
                     self._problems.append(Finding(
                         entry.path, 1, "error", "E000",
                         f"is a symbolic link (to {self._link_target(entry.oid)}); notes must be regular files: "

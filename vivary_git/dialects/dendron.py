@@ -44,8 +44,7 @@ class Resolver(obsidian.Resolver):
 
     def resolve(self, target: Target, source: str) -> Resolution:
         if target.kind in ("w", "e", "p") and target.name.lower().endswith(".md"):
-            found = self.index.named(target.name + ".md")
-            return Resolution(obsidian.nearest(found, source) if found else None, target.name)
+            return Resolution(self.index.nearest(target.name + ".md", source), target.name)
         return super().resolve(target, source)
 
     def candidates(self, target: Target) -> list[str]:

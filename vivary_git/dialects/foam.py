@@ -24,9 +24,9 @@ class Resolver(obsidian.Resolver):
             if rel.startswith("../") or rel == "..":
                 return Resolution(source, rel)  # leaves the workspace folder: not ours to check
             return Resolution(index.exact(rel) or self._folder(rel), rel)
-        found = index.named(name)
-        if found:
-            return Resolution(min(found), name)
+        first = index.first(name)
+        if first is not None:
+            return Resolution(first, name)
         return Resolution(self._folder(name.strip("/")), name)
 
     def candidates(self, target: Target) -> list[str]:

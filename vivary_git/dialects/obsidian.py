@@ -85,6 +85,11 @@ class Index:
                 self.note_names.setdefault(stem.rsplit("/", 1)[-1], []).append(p)
             self.file_paths.setdefault(key, p)
             self.file_names.setdefault(key.rsplit("/", 1)[-1], []).append(p)
+        # Built on first use: a `folder/name` lookup's candidates (by the last two segments), and each
+        # name's tie-break. Without them every link to a name many notes share (`index`, `README`)
+        # scanned all of them: 3,000 `index.md` linking `[[index]]` took 40 s.
+        self._tails: tuple[dict[str, list[str]], dict[str, list[str]]] | None = None
+        self._groups: dict[str, Group] = {}
 
     def exact(self, path: str) -> str | None:
         """The note at `path` (`.md` optional) or the file at `path` (its full name), from the root."""
@@ -95,29 +100,86 @@ class Index:
 
     def named(self, name: str) -> list[str]:
         """Notes named `name` (`.md` optional; a `folder/name` matches paths ending so), else files."""
-        key = fold(name.strip("/"), self.case)
+        return self._named(fold(name.strip("/"), self.case))
+
+    def _named(self, key: str) -> list[str]:
         base = key.rsplit("/", 1)[-1]
-        tail = "/" + key if "/" in key else ""
-        found = self.note_names.get(fold(strip_note_suffix(base), self.case), [])
-        if tail:
-            t = fold(strip_note_suffix(tail), self.case)
-            found = [p for p in found if ("/" + fold(strip_note_suffix(p), self.case)).endswith(t)]
+        if "/" not in key:
+            return self.note_names.get(fold(strip_note_suffix(base), self.case)) or self.file_names.get(base, [])
+        note_tails, file_tails = self._tail_index()
+        tail = "/" + key
+        t = fold(strip_note_suffix(tail), self.case)
+        found = [p for p in note_tails.get(_last_two(t), ())
+                 if ("/" + fold(strip_note_suffix(p), self.case)).endswith(t)]
         if not found:
-            found = self.file_names.get(base, [])
-            if tail:
-                found = [p for p in found if ("/" + fold(p, self.case)).endswith(tail)]
+            found = [p for p in file_tails.get(_last_two(key), ()) if ("/" + fold(p, self.case)).endswith(tail)]
         return found
 
+    def nearest(self, name: str, source: str) -> str | None:
+        """Of the paths `name` names, the one in the folder of `source`, else the shortest (Obsidian);
+        None when it names none."""
+        key = fold(name.strip("/"), self.case)
+        found = self._named(key)
+        if len(found) < 2:
+            return found[0] if found else None
+        return self._group(key, found).nearest(source)
 
-def nearest(paths: list[str], source: str) -> str:
-    """Of several files with one name: the one in the linking note's folder, else the shortest path."""
-    if len(paths) == 1:
-        return paths[0]
-    folder = posixpath.dirname(source)
-    beside = [p for p in paths if posixpath.dirname(p) == folder]
-    if beside:
-        return beside[0]
-    return min(paths, key=lambda p: (p.count("/"), len(p), p))
+    def first(self, name: str) -> str | None:
+        """Of the paths `name` names, the first alphabetically (Foam); None when it names none."""
+        key = fold(name.strip("/"), self.case)
+        found = self._named(key)
+        if len(found) < 2:
+            return found[0] if found else None
+        return self._group(key, found).first
+
+    def _group(self, key: str, found: list[str]) -> Group:
+        """The tie-breaks of the paths one name matches, worked out once (a vault links one name many
+        times)."""
+        got = self._groups.get(key)
+        if got is None:
+            got = self._groups[key] = Group(found)
+        return got
+
+    def _tail_index(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        """Notes by the last two segments of their folded path without `.md`, other files by those of
+        their folded path: a path ending with `/b/name` is among those keyed `b/name`. In the order
+        `note_names` and `file_names` list them, so a filtered list is the same as filtering those."""
+        if self._tails is None:
+            notes: dict[str, list[str]] = {}
+            files: dict[str, list[str]] = {}
+            for paths in self.note_names.values():
+                for p in paths:
+                    notes.setdefault(_last_two(fold(strip_note_suffix(p), self.case)), []).append(p)
+            for paths in self.file_names.values():
+                for p in paths:
+                    files.setdefault(_last_two(fold(p, self.case)), []).append(p)
+            self._tails = (notes, files)
+        return self._tails
+
+
+def _last_two(path: str) -> str:
+    """`a/b/c` -> `b/c`; `/c` and `c` -> `c`."""
+    return "/".join(path.rsplit("/", 2)[-2:]).lstrip("/")
+
+
+class Group:
+    """Several paths one name matches, with the editors' tie-breaks computed once: the first path in
+    each folder (Obsidian: the one beside the linking note), the shortest path, the first
+    alphabetically (Foam)."""
+
+    __slots__ = ("by_folder", "first", "shortest")
+
+    def __init__(self, paths: list[str]) -> None:
+        self.by_folder: dict[str, str] = {}
+        for p in paths:
+            self.by_folder.setdefault(posixpath.dirname(p), p)
+        self.shortest = min(paths, key=lambda p: (p.count("/"), len(p), p))
+        self.first = min(paths)
+
+    def nearest(self, source: str) -> str:
+        """The one in the linking note's folder, else the shortest (fewest folders, then shortest, then
+        alphabetical)."""
+        return self.by_folder.get(posixpath.dirname(source), self.shortest)
 
 
 def relative(source: str, name: str) -> str:
@@ -145,10 +207,8 @@ class Resolver:
                 hit = index.exact(path)
                 if hit is not None:
                     return Resolution(hit, rel)
-            found = index.named(name) if not name.startswith(("./", "../", "/")) else []
-            if found:
-                return Resolution(nearest(found, source), rel)
-            return Resolution(None, rel)
+            hit = index.nearest(name, source) if not name.startswith(("./", "../", "/")) else None
+            return Resolution(hit, rel)
         if name.startswith("/") or name.startswith("./") or name.startswith("../"):
             rel = relative(source, name)
             return Resolution(index.exact(rel), rel)
@@ -156,8 +216,7 @@ class Resolver:
             hit = index.exact(name) or index.exact(relative(source, name))
             if hit is not None:
                 return Resolution(hit, name)
-        found = index.named(name)
-        return Resolution(nearest(found, source) if found else None, name)
+        return Resolution(index.nearest(name, source), name)
 
     def candidates(self, target: Target) -> list[str]:
         name = target.name

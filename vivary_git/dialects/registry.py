@@ -84,10 +84,12 @@ def _property_links(value: Any, depth: int = 0) -> Iterable[str]:
             yield value[0][0]  # `up: [[Japan]]` unquoted
             return
         for item in value:
-            if isinstance(item, list) and len(item) == 1 and isinstance(item[0], str) and depth == 0:
-                yield item[0]  # `- [[Japan]]` unquoted, in a block list
-            else:
+            if depth == 0 and isinstance(item, list) and len(item) == 1 and isinstance(item[0], list) \
+                    and len(item[0]) == 1 and isinstance(item[0][0], str):
+                yield item[0][0]  # `- [[Japan]]` unquoted, in a block list (`[[["Japan"]]]` to YAML)
+            elif not isinstance(item, list) or depth == 0:
                 yield from _property_links(item, depth + 1)
+            # else `- [Japan]`: a list holding the word Japan, no link
 
 
 def resolver(rules: Rules, notes: Sequence[str], files: Sequence[str], ids: Callable[[], dict[str, str]],

@@ -765,7 +765,7 @@ def resolve(view: View, task_id: str, *, title: str | None = None, content: str 
     content = _check_text(content, "the content", MAX_TEXT)
     refuse_secrets([("title", title), ("content", content)])
     folder = _folder_for(view, MEMORY_TYPE)
-    stem = _stem(title)
+    stem = _stem(title, view.ws.config.links.ids)
     _refuse_private_target(view, f"{folder}/{stem}.md")
     stamp = durability.stamp(durability.now())
     fake = _FakeNode(MEMORY_TYPE)

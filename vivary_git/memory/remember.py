@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,7 @@ MAX_TAG = 64
 _TAG = re.compile(r"\A[^\s\x00-\x1f,\[\]{}#\"'`]+\Z")
 _SLUG_ID = re.compile(r"\A[a-z0-9][a-z0-9._-]*\Z")
 _STEM = re.compile(r"[^a-z0-9]+")
+_DASHES = re.compile(r"-{2,}")
 _FIELD = re.compile(r"\A[A-Za-z_][A-Za-z0-9_.-]{0,63}\Z")
 _LINK_UNSAFE = re.compile(r"[\[\]|#^\x00-\x1f]")
 
@@ -221,9 +223,25 @@ def _title_of(text: str) -> str:
     return title or first[:80] or "Memory"
 
 
-def _stem(title: str) -> str:
-    stem = _STEM.sub("-", title.lower()).strip("-")[:60].strip("-")
-    return stem or "memory"
+def _stem(title: str, ids: str) -> str:
+    """The file name (without `.md`) of a note titled `title`: its lowercase words joined by `-`.
+    Where ids are the contract's slugs (`ids = "slug"`), ASCII letters and digits only. Where the id
+    is the path (a vault), the letters, marks and digits of every script stay, in NFC: a memory
+    titled `Деплой по вторникам` is `деплой-по-вторникам.md`, not `memory-3.md`, since a vault's
+    file names are what its editor shows. At most 60 characters and 180 bytes; "memory" when none
+    are left (`🚀🚀🚀`)."""
+    low = title.lower()
+    if ids != "path" or low.isascii():
+        stem = _STEM.sub("-", low)
+    else:
+        low = unicodedata.normalize("NFC", low)
+        stem = _DASHES.sub("-", "".join(
+            c if ("a" <= c <= "z" or "0" <= c <= "9") or (not c.isascii() and unicodedata.category(c)[0] in "LMN")
+            else "-" for c in low))
+    stem = stem.strip("-")[:60]
+    while len(stem.encode("utf-8")) > 180:
+        stem = stem[:-1]
+    return stem.strip("-") or "memory"
 
 
 def _folder_for(view: View, type_name: str) -> str:
@@ -290,7 +308,7 @@ def add(
     from vivary_git.graph import node_id
 
     taken_ids = view.ids
-    stem = _stem(title)
+    stem = _stem(title, cfg.links.ids)
     _refuse_private_target(view, f"{folder}/{stem}.md")
     fields: list[tuple[str, Any]] = []
     for key, value in (("type", type_name), ("title", title), ("tags", tag_list), ("durability", tier),

@@ -670,7 +670,7 @@ def _add(view: View, data: _Data, *, title: str | None, description: str | None,
     targets = [(field, view.require(target, "link target").id) for field, target in edges]
     cfg = view.ws.config
     folder = f"{view.cfg.memory.remember.folder}/{ANCHOR_FOLDER}"
-    stem = _stem(title)
+    stem = _stem(title, cfg.links.ids)
     got_type = node_type(f"{folder}/{stem}.md", cfg.folder_types(), view.ws.root_name)
     if got_type != MEMORY_TYPE:
         raise ConfigError(
