@@ -282,24 +282,3 @@ def test_a_module_another_thread_is_importing_is_not_missing(monkeypatch: pytest
     local.require_extra()  # no EmbedderError
     monkeypatch.setitem(sys.modules, "vivary_no_such_module", None)
     assert not module_present("vivary_no_such_module") and not module_present("vivary_surely_absent_module")
-
-
-@needs_numpy
-def test_recall_asks_openblas_for_one_thread_unless_the_user_chose() -> None:
-    """`recall` asks numpy's OpenBLAS for one thread before numpy is imported (its threads spin on the cores
-    the first recall's children need); a number the user set stays, and once numpy is in, nothing changes."""
-    import os
-    import subprocess
-    import sys
-
-    probe = ("import os, sys; from vivary_git.commands import recall; {before}recall._one_blas_thread(); "
-             "import numpy; print(os.environ.get('OPENBLAS_NUM_THREADS'))")
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
-
-    def said(before: str = "", **extra: str) -> str:
-        return subprocess.run([sys.executable, "-c", probe.format(before=before)], env={**env, **extra},
-                              capture_output=True, text=True, check=True).stdout.strip()
-
-    assert said() == "1"
-    assert said(OPENBLAS_NUM_THREADS="2") == "2"
-    assert said(before="import numpy; ") == "None"  # too late: left alone

@@ -125,26 +125,11 @@ def _without_hidden(ws: Any, session: Any, text: str, hits: list[Any], k: int, f
     return kept
 
 
-def _one_blas_thread() -> None:
-    """Ask numpy's OpenBLAS for one thread, unless the user chose a number. Imported, it starts a thread per
-    core, and each spins on its core for ~0.1 s waiting for work (again after every fork, at the next matrix
-    product): CPU the first recall of a fetched tree needs for its children. Recall's only matrix product,
-    the query against at most `memory.assemble.EXACT_LIMIT` vectors, takes milliseconds on one core. At
-    10,000 notes the first recall took ~0.1-0.35 s less CPU, its answers the same bytes. Too late once numpy
-    is imported; only the main thread changes the environment (`embed.keep_offline` says why)."""
-    import os
-    import threading
-
-    if "numpy" not in sys.modules and threading.current_thread() is threading.main_thread():
-        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
-
 def run(args: argparse.Namespace) -> int:
     from vivary_git.memory.config import load_memory_config
     from vivary_git.memory.local import LocalMemory, preload_runtime
     from vivary_git.memory.provider import RecallFilters, normalise_k
 
-    _one_blas_thread()
     preload_runtime()  # a fresh `recall` per agent turn: the runtime imports overlap opening the workspace
 
     text = " ".join(args.text)
