@@ -7,6 +7,7 @@ import json
 import math
 from typing import Any
 
+import pytest
 from conftest import Repo
 
 TROPO = """version = 1
@@ -93,6 +94,20 @@ def test_query_scores_and_explains(repo: Repo, cli: Any) -> None:
     assert cli("query", "auth", "--type", "nope", "--json", "--rev", "HEAD", cwd=repo.path).json()["results"] == []
     paths = cli("query", "note", "--path", "notes/*", "--json", "--rev", "HEAD", cwd=repo.path).json()
     assert [x["id"] for x in paths["results"]] == ["free"]
+
+
+@pytest.mark.parametrize(("folder", "glob"), [("NFD", "NFC"), ("NFC", "NFD")])
+def test_a_path_glob_matches_a_name_in_either_unicode_form(repo: Repo, cli: Any, folder: str, glob: str) -> None:
+    """`--path 'Дневник/*'` typed on a keyboard is composed (NFC); the folder written on macOS is decomposed
+    (NFD: `й` is `и` + U+0306). The glob and the paths are matched in one form, as links and private_paths are."""
+    import unicodedata
+
+    name = unicodedata.normalize(folder, "Мой дневник/Запись.md")
+    repo.commit(files={name: "# Запись\n\nhoney harvest\n", "other.md": "# Other\n\nhoney\n"})
+    pattern = unicodedata.normalize(glob, "Мой дневник/*")
+    got = cli("query", "honey", "--path", pattern, "--json", "--rev", "HEAD", cwd=repo.path)
+    assert got.code == 0, got.err
+    assert [unicodedata.normalize("NFC", x["path"]) for x in got.json()["results"]] == ["Мой дневник/Запись.md"]
 
 
 def test_find_trims_in_the_documented_order(repo: Repo, cli: Any) -> None:

@@ -16,11 +16,11 @@ import re
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from fnmatch import fnmatchcase
 from typing import Any, Protocol
 
 import msgspec
 
+from vivary_git.dialects import path_matches
 from vivary_git.errors import UsageError
 from vivary_git.graph import Graph, resolve_edge_specs
 from vivary_git.models import Edge, Node, Note
@@ -98,7 +98,7 @@ def make_filter(
     def keep(node: Node) -> bool:
         if type_set and (node.type or "") not in type_set:
             return False
-        if paths and not any(fnmatchcase(node.path, g) for g in paths):
+        if paths and not path_matches(node.path, paths):
             return False
         out = outgoing.get(node.id, [])
         return all(

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from typing import Protocol
 
 import msgspec
@@ -98,6 +99,15 @@ class Resolver(Protocol):
 
 def nfc(text: str) -> str:
     return text if text.isascii() else unicodedata.normalize("NFC", text)
+
+
+def path_matches(path: str, globs: Sequence[str]) -> bool:
+    """Whether `path` matches any of the `--path` globs (`fnmatch`, case-sensitive), both in NFC: a glob
+    typed composed (`Дневник/*`) matches a folder written decomposed (as macOS writes names), and the reverse."""
+    from fnmatch import fnmatchcase
+
+    name = nfc(path)
+    return any(fnmatchcase(name, nfc(glob)) for glob in globs)
 
 
 def fold(text: str, case: str) -> str:

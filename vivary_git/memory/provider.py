@@ -13,12 +13,12 @@ provider (local.py) imports numpy, hnswlib and the embedder when it works.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
 import msgspec
 
+from vivary_git.dialects import path_matches
 from vivary_git.errors import ConfigError, RefusedError, UsageError
 from vivary_git.memory.snapshot import MemoryEdge, MemoryNode, MemorySnapshot
 
@@ -106,7 +106,7 @@ class RecallFilters(msgspec.Struct, frozen=True):
     def keep(self, node: MemoryNode, outbound: Sequence[MemoryEdge]) -> bool:
         if self.types and (node.type or "") not in self.types:
             return False
-        if self.paths and not any(fnmatchcase(node.path, g) for g in self.paths):
+        if self.paths and not path_matches(node.path, self.paths):
             return False
         for spec in self.edges:
             field, _, target = spec.partition(":")
