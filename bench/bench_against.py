@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,6 +71,18 @@ def edit_ten(ws: Path, notes: list[str], n: int) -> None:
         with (ws / rel).open("a", encoding="utf-8") as fh:
             fh.write(f"\nbench edit {n}\n")
     git(ws, "add", "--", *notes)
+
+
+def print_race(steps: Sequence[str], rows: Mapping[tuple[str, str], Sequence[tuple[float, ...]]],
+               loads: Mapping[str, Sequence[float]], what: str) -> None:
+    """The race's table: per step, the mean wall and `what` (a second time: user or CPU seconds) of each side,
+    new/old for both, and the mean load. `rows[(step, side)]` holds (wall, that time, ...) per run."""
+    print(f"\n| step | old wall | new wall | new/old | old {what} | new {what} | new/old | load |\n|{'---|' * 8}")
+    for step in steps:
+        old = [statistics.fmean(x) for x in zip(*rows[(step, "old")], strict=True)]
+        new = [statistics.fmean(x) for x in zip(*rows[(step, "new")], strict=True)]
+        print(f"| {step} | {old[0]:.3f} s | {new[0]:.3f} s | {new[0] / old[0]:.2f} | {old[1]:.3f} s | "
+              f"{new[1]:.3f} s | {new[1] / old[1]:.2f} | {statistics.fmean(loads[step]):.1f} |")
 
 
 def main() -> int:
@@ -118,12 +131,7 @@ def main() -> int:
                     cmd = ["check", "--staged"] if step == "staged" else ["check", "--rev", "HEAD"]
                     rows.setdefault((step, side), []).append(timed(sides[side], spaces[side], cmd))
                 loads.setdefault(step, []).append(os.getloadavg()[0])
-        print(f"\n| step | old wall | new wall | new/old | old user | new user | new/old | load |\n|{'---|' * 8}")
-        for step in steps:
-            old = [statistics.fmean(x) for x in zip(*rows[(step, "old")], strict=True)]
-            new = [statistics.fmean(x) for x in zip(*rows[(step, "new")], strict=True)]
-            print(f"| {step} | {old[0]:.3f} s | {new[0]:.3f} s | {new[0] / old[0]:.2f} | {old[1]:.3f} s | "
-                  f"{new[1]:.3f} s | {new[1] / old[1]:.2f} | {statistics.fmean(loads[step]):.1f} |")
+        print_race(steps, rows, loads, "user")
     finally:
         git(ROOT, "worktree", "remove", "--force", "--", str(old_src))
         shutil.rmtree(work, ignore_errors=True)

@@ -27,7 +27,6 @@ import json
 import os
 import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -37,7 +36,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_first_recall import env, restore  # noqa: E402  (sibling scripts, not a package)
+from bench_against import print_race  # noqa: E402  (sibling scripts, not a package)
+from bench_first_recall import env, restore  # noqa: E402
 from bench_graph import GIT_ENV  # noqa: E402
 
 STEPS = ("edit", "unchanged", "commit")
@@ -129,12 +129,8 @@ def main() -> int:
                                 if seen["old"][1].get(n) != seen["new"][1].get(n))
                 if differ:
                     print(f"{step} run {i}: state files differ: {', '.join(differ)}")
-        print(f"\n| step | old wall | new wall | new/old | old CPU | new CPU | new/old | load |\n|{'---|' * 8}")
+        print_race(steps, rows, loads, "CPU")
         for step in steps:
-            old = [statistics.fmean(x) for x in zip(*rows[(step, "old")], strict=True)]
-            new = [statistics.fmean(x) for x in zip(*rows[(step, "new")], strict=True)]
-            print(f"| {step} | {old[0]:.3f} s | {new[0]:.3f} s | {new[0] / old[0]:.2f} | {old[1]:.3f} s | "
-                  f"{new[1]:.3f} s | {new[1] / old[1]:.2f} | {statistics.fmean(loads[step]):.1f} |")
             for side in ("old", "new"):
                 walls = sorted(w for w, _ in rows[(step, side)])
                 print(f"  {step} {side} walls: {' '.join(f'{w:.2f}' for w in walls)}")
