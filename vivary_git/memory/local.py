@@ -782,11 +782,11 @@ class _IndexBuilder:
             entries_bytes = msgspec.msgpack.encode(Entries(fingerprint=snap.fingerprint, entries=entries))
             ready = {ENTRIES: entries_bytes, LEXICAL: lexical}
             refs = {name: FileRef(_sha(data), len(data)) for name, data in ready.items()}
+            # While the model embeds, the files that do not need its vectors are written (into place only once
+            # every vector is in), and the rows laid out with room for the new ones: after the model, only the
+            # HNSW graph and the vector cache are left to write.
+            staged = [store.stage(name, data) for name, data in ready.items()]
             if embedding is not None:
-                # While the model embeds, the files that do not need its vectors are written (into place only once
-                # every vector is in), and the rows laid out with room for the new ones: after the model, only
-                # the HNSW graph and the vector cache are left to write.
-                staged = [store.stage(name, data) for name, data in ready.items()]
                 grown = np.empty((len(vectors) + len(todo), self.embedder.dim), dtype="<f4")
                 grown[:len(vectors)] = vectors
                 grown[len(vectors):] = embedding.result()
@@ -817,9 +817,6 @@ class _IndexBuilder:
             store.put(HNSW_FILE, hnsw_bytes, sync=False)  # the manifest vouches for them all
             for file in staged:
                 file.commit()
-            if not staged:
-                for name, data in ready.items():
-                    store.put(name, data, sync=False)
             refs = dict(sorted({**refs, HNSW_FILE: FileRef(_sha(hnsw_bytes), len(hnsw_bytes))}.items()))
         except BaseException:
             for file in staged:
@@ -1061,9 +1058,6 @@ def _as_file(store: StateStore, name: str, data: bytes) -> Iterator[Path]:
         yield copy
 
 
-# --- recall ---------------------------------------------------------------------------------------------
-
-
 def _sweep(store: StateStore) -> None:
     """What an index run that was killed left in the store's folder (`LocalStateStore.sweep`): called by the
     one index writer, under the index lock."""
@@ -1071,6 +1065,9 @@ def _sweep(store: StateStore) -> None:
 
     if isinstance(store, LocalStateStore):
         store.sweep()
+
+
+# --- recall ---------------------------------------------------------------------------------------------
 
 
 def _index_files(store: StateStore, manifest: Manifest) -> tuple[dict[str, bytes], str]:

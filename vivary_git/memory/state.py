@@ -26,8 +26,8 @@ from vivary_git.safeio import FileRefused, read_regular
 
 __all__ = ["MAX_STATE_FILE_BYTES", "Data", "LocalStateStore", "Staged", "StateStore", "check_name"]
 
-# What a state file's bytes may be given as: a numpy array's memory (`memoryview(a).cast("B")`) is written
-# without a copy.
+# What a state file's bytes may be given as: a numpy array's memory (`a.data.cast("B")`) is written without
+# a copy.
 Data = bytes | bytearray | memoryview
 
 # The largest state file read back: the vectors of ~500,000 notes (384 float32 each), or their HNSW graph.
@@ -54,7 +54,7 @@ def _running(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except (PermissionError, OverflowError, OSError):
+    except (OverflowError, OSError):  # another user's (PermissionError), or no such number here
         return True
     return True
 
