@@ -210,6 +210,19 @@ class Repo:
         bigger blob is `BlobTooLarge`, refused before it is inflated."""
         return read_blob(self.repo.odb, self.pygit2.Oid(hex=oid), limit)
 
+    def holds(self, path: Path, oid: str) -> bool:
+        """Whether the file at `path` is a regular file (not a symbolic link) whose bytes are blob `oid`'s. It is
+        read no further than the blob's size (from its header): a bigger file is not it, and stays unread."""
+        from vivary_git.safeio import FileRefused, read_regular
+
+        pygit2 = self.pygit2
+        try:
+            size: int = self.repo.odb.read_header(pygit2.Oid(hex=oid))[1]
+            data = read_regular(path, size, follow_symlinks=False)
+        except (OSError, FileRefused, KeyError, ValueError, pygit2.GitError):
+            return False
+        return str(pygit2.hash(data)) == oid
+
     def lookup(self, tree_id: str, path: str) -> str | None:
         """The id of the entry at `path` inside tree `tree_id`, or None."""
         try:

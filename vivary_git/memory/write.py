@@ -165,19 +165,7 @@ class Base:
         full = workdir / path
         if base is None:
             return os.path.lexists(full)
-        from vivary_git.safeio import FileRefused, read_regular
-
-        try:
-            if full.is_symlink() or not full.is_file():
-                return True
-            # Sizes first: a file that differs in size differs, and one as big as the blob is read no
-            # further than the blob's size (a file grown meanwhile is refused, and so changed).
-            size: int = self.repo.repo.odb.read_header(self.repo.pygit2.Oid(hex=base[0]))[1]
-            if full.stat().st_size != size:
-                return True
-            return read_regular(full, size, follow_symlinks=False) != self.repo.read_blob(base[0])
-        except (OSError, FileRefused):
-            return True
+        return not self.repo.holds(full, base[0])  # read no further than the base blob's size
 
 
 def target_ref(repo: git.Repo, branch: str) -> tuple[str, bool]:
