@@ -442,6 +442,7 @@ def test_a_huge_note_git_was_slow_to_hash_is_not_hashed_again_while_unchanged(
     """A snapshot's `git add -A` that takes a while notes the notes over the limit it is hashing, with their
     `lstat`; while a file keeps it, later snapshots leave it out of `git add` and enter its blob themselves:
     the same tree, the same E000, the file unread. Changed, or ignored since, it is Git's again."""
+    from vivary_git import source
     from vivary_git.source import open_source
 
     repo.commit(files={"a.md": "# A\n"})
@@ -450,9 +451,9 @@ def test_a_huge_note_git_was_slow_to_hash_is_not_hashed_again_while_unchanged(
     monkeypatch.setenv("GIT_TRACE", str(trace))
     first = open_source(repo.path).tree_id  # fast: Git hashes it, and it is not remembered
     assert not (repo.path / ".git" / "vivary" / "oversized.json").exists() and ":(top" not in _adds(trace)[0]
-    monkeypatch.setenv("VIVARY_TEST_WATCH_AFTER", "0")  # as if `git add` took long
-    assert open_source(repo.path).tree_id == first
-    monkeypatch.delenv("VIVARY_TEST_WATCH_AFTER")
+    with monkeypatch.context() as slow:
+        slow.setattr(source, "_WATCH_AFTER", 0)  # as if `git add` took long
+        assert open_source(repo.path).tree_id == first
     _adds(trace)
     r = cli("check", "--json", "--no-cache", cwd=repo.path)
     assert [(f["path"], f["code"]) for f in r.json()["findings"]] == [("huge.md", "E000")]
@@ -465,8 +466,8 @@ def test_a_huge_note_git_was_slow_to_hash_is_not_hashed_again_while_unchanged(
     assert changed != first and ":(top" not in _adds(trace)[0]
     assert not (repo.path / ".git" / "vivary" / "oversized.json").exists()
     _huge(repo.path / "huge.md")
-    monkeypatch.setenv("VIVARY_TEST_WATCH_AFTER", "0")
-    assert open_source(repo.path).tree_id == first
-    monkeypatch.delenv("VIVARY_TEST_WATCH_AFTER")
+    with monkeypatch.context() as slow:
+        slow.setattr(source, "_WATCH_AFTER", 0)
+        assert open_source(repo.path).tree_id == first
     (repo.path / ".gitignore").write_text("huge.md\n")
     assert cli("check", "--json", "--no-cache", cwd=repo.path).json()["findings"] == []

@@ -392,7 +392,7 @@ def _add_all(repo: git.Repo, env: dict[str, str]) -> None:
         raise GitError(f"could not run git: {err}") from None
     try:
         try:
-            _, said = proc.communicate(timeout=_watch_after())
+            _, said = proc.communicate(timeout=_WATCH_AFTER)
         except subprocess.TimeoutExpired:
             found = _special_git_file(repo)
             if found is not None:
@@ -416,14 +416,6 @@ def _add_all(repo: git.Repo, env: dict[str, str]) -> None:
     new = _hashed(repo, env, seen)
     if new or len(standins) != len(remembered):
         _Oversized.save(repo, [*standins, *new])
-
-
-def _watch_after() -> float:
-    """`_WATCH_AFTER`, or `VIVARY_TEST_WATCH_AFTER` (a test seam: seconds, `0` to watch at once)."""
-    try:
-        return float(os.environ.get("VIVARY_TEST_WATCH_AFTER", _WATCH_AFTER))
-    except ValueError:
-        return _WATCH_AFTER
 
 
 _OVERSIZED_FILE = "oversized.json"
