@@ -1,5 +1,5 @@
 """The files vivary shares with the user (AGENTS.md / CLAUDE.md / GEMINI.md, MEMORY.md, USER.md): only one
-well-formed block of vivary's is ever rewritten.
+well-formed block of vivary's is ever rewritten, and the bytes a rewrite replaces are kept.
 
 Each case is what a user (or a cloned workspace) leaves in the file, then the command they run:
 `bootstrap-host [--uninstall]`, `digest`, `onboard`. A file whose markers make no one block (a begin marker
@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 from conftest import TROPO, Repo, git
 
-from vivary_git.hosts import blocks
+from vivary_git.errors import RefusedError
+from vivary_git.hosts import blocks, files
 from vivary_git.hosts.install import GUIDANCE_MARKERS, guidance_text
 from vivary_git.hosts.onboard import MARKERS as PROFILE_MARKERS
 from vivary_git.memory.digest import MARKERS as DIGEST_MARKERS
@@ -79,6 +80,16 @@ def test_uninstall_removes_the_block_and_keeps_the_users_text(ws: Repo, cli: Any
         assert not agents.exists()
     else:
         assert agents.read_bytes() == want.encode()
+
+
+def test_a_file_uninstall_deletes_is_kept_as_a_backup(ws: Repo, cli: Any) -> None:
+    agents = ws.path / "AGENTS.md"
+    assert cli("bootstrap-host", "--host-kind", "generic", cwd=ws.path).code == 0
+    created = agents.read_bytes()
+    assert backups(ws.path, "AGENTS.md") == []  # a new file replaced nothing
+    assert cli("bootstrap-host", "--host-kind", "generic", "--uninstall", cwd=ws.path).code == 0
+    assert not agents.exists()
+    assert [b.read_bytes() for b in backups(ws.path, "AGENTS.md")] == [created]
 
 
 @pytest.mark.parametrize("mine", [MINE, "# Mine", "# A\r\nB\r\n", BOM + MINE, ""], ids=["lf", "no-final-newline",
@@ -191,21 +202,29 @@ WRITERS: list[tuple[str, blocks.Markers, Writer]] = [("USER.md", PROFILE_MARKERS
 
 
 @pytest.mark.parametrize(("name", "markers", "run"), WRITERS, ids=[w[0] for w in WRITERS])
-def test_a_rewrite_changes_only_the_block(ws: Repo, cli: Any, name: str, markers: blocks.Markers,
-                                          run: Writer) -> None:
+def test_a_rewrite_changes_only_the_block_and_keeps_the_last_five(ws: Repo, cli: Any, name: str,
+                                                                  markers: blocks.Markers, run: Writer) -> None:
     path = ws.path / name
     above, below = f"{BOM}# Above\r\n\r\nmine, line 1\r\n", "\r\n<!-- my own comment -->\r\nmine, last line"
     path.write_bytes((above + blocks.render(markers, "old\n", "\r\n") + below).encode())
     os.chmod(path, 0o640)
+    seen = [path.read_bytes()]
     for n in range(7):
         run(ws, cli, n)
         text = path.read_bytes().decode()
         assert _outside(text, markers) == (above, below)
         assert stat.S_IMODE(path.stat().st_mode) == 0o640  # the file's mode is kept
+        seen.append(path.read_bytes())
+    kept = backups(ws.path, name)
+    assert [k.read_bytes() for k in kept] == seen[-6:-1]  # the last five, oldest first: what each write replaced
+    for k in kept:
+        assert stat.S_IMODE(k.stat().st_mode) == 0o600
+    assert stat.S_IMODE(kept[0].parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(kept[0].parent.parent.stat().st_mode) == 0o700
     assert git(ws.path, "status", "--porcelain", "--ignored") == f"!! {name}\n"  # nothing else in the work tree
 
 
-def test_bootstrap_host_updates_only_its_block(ws: Repo, cli: Any) -> None:
+def test_bootstrap_host_updates_only_its_block_and_keeps_what_it_replaced(ws: Repo, cli: Any) -> None:
     agents = ws.path / "AGENTS.md"
     outdated = "# Above\n\n" + blocks.render(GUIDANCE_MARKERS, "old guidance\n", "\n") + "# Below\n"
     agents.write_text(outdated)
@@ -213,6 +232,60 @@ def test_bootstrap_host_updates_only_its_block(ws: Repo, cli: Any) -> None:
     text = agents.read_text()
     assert _outside(text, GUIDANCE_MARKERS) == ("# Above\n\n", "# Below\n")
     assert GUIDANCE_MARKERS.inner(text, "AGENTS.md") == guidance_text()
+    assert [b.read_text() for b in backups(ws.path, "AGENTS.md")] == [outdated]
+
+
+def test_backups_go_to_the_common_git_dir_of_a_linked_worktree(ws: Repo, cli: Any, tmp_path: Path) -> None:
+    linked = tmp_path / "linked"
+    ws.git("worktree", "add", "-q", str(linked))
+    (linked / "USER.md").write_text("# Me\n")
+    assert cli("onboard", "--answer", "name=Ada", cwd=linked).code == 0
+    assert [b.read_text() for b in backups(ws.path, "USER.md@linked")] == ["# Me\n"]  # not the main tree's
+    assert backups(ws.path, "USER.md") == []
+    assert not any(p.name == "backups" for p in linked.rglob("*"))
+
+
+def test_a_file_in_a_subfolder_is_named_by_its_path(ws: Repo, cli: Any) -> None:
+    sub = ws.path / "team" / "space"
+    sub.mkdir(parents=True)
+    (sub / "tropo.toml").write_text(TROPO)
+    (sub / "USER.md").write_text("# Me\n")
+    assert cli("onboard", "--answer", "name=Ada", cwd=sub).code == 0
+    assert [b.read_text() for b in backups(ws.path, "team%2Fspace%2FUSER.md")] == ["# Me\n"]
+
+
+def test_a_plain_folder_is_written_without_backups(cli: Any, tmp_path: Path) -> None:
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    (folder / "USER.md").write_text("# Me\n")
+    assert cli("onboard", "--answer", "name=Ada", cwd=folder).code == 0
+    text = (folder / "USER.md").read_text()
+    assert text.startswith("# Me\n\n") and "- name: Ada" in text
+    assert sorted(p.name for p in folder.iterdir()) == ["USER.md"]
+
+
+def test_a_backup_that_cannot_be_kept_stops_the_write(ws: Repo, cli: Any) -> None:
+    (ws.path / "USER.md").write_text("# Me\n")
+    (ws.path / ".git" / "vivary").mkdir()
+    (ws.path / ".git" / "vivary" / "backups").write_text("a file where the folder goes\n")
+    r = cli("onboard", "--answer", "name=Ada", cwd=ws.path)
+    assert r.code == 3 and "USER.md: cannot keep a copy" in r.err and "nothing was written" in r.err
+    assert (ws.path / "USER.md").read_text() == "# Me\n"
+
+
+def test_a_file_turned_into_a_symlink_is_never_replaced(ws: Repo, tmp_path: Path) -> None:
+    """`files.write` is handed a path it read; a symlink put there since is refused, not written through and
+    not replaced by a regular file."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("do not touch\n")
+    path = ws.path / "AGENTS.md"
+    path.write_text("# Mine\n")
+    before = files.read(path, "AGENTS.md")
+    path.unlink()
+    path.symlink_to(victim)
+    with pytest.raises(RefusedError, match="became a symlink"):
+        files.write(path, "AGENTS.md", "# Theirs\n", before=before)
+    assert path.is_symlink() and victim.read_text() == "do not touch\n"
 
 
 def test_a_symlinked_user_or_memory_file_is_refused(ws: Repo, cli: Any, tmp_path: Path) -> None:
