@@ -119,7 +119,7 @@ def test_round_trip_keeps_every_byte(ws: Repo, cli: Any, kind: str, fixture: str
     for line in lines if len(lines) > 1 else []:  # a one-line (minified) file gains our entry inside its line
         assert line in text
     if guide is not None:
-        assert blocks.Markers(*_guidance_markers()).span((ws.path / guide).read_text("utf-8")) is not None
+        assert blocks.Markers(*_guidance_markers()).span((ws.path / guide).read_text("utf-8"), guide) is not None
 
     again = cli("bootstrap-host", "--host-kind", kind, *extra, "--json", cwd=ws.path)
     assert again.code == 0, again.err
@@ -204,10 +204,10 @@ def test_an_emptied_file_laid_out_as_created_is_deleted() -> None:
 def test_user_without_final_newline_and_crlf_keep_their_bytes() -> None:
     m = blocks.Markers("<!-- b -->", "<!-- e -->")
     for text in ("no final newline", "lines\r\nwith crlf\r\n", "", "\n\n", "x\n"):
-        added = blocks.put(text, m, "body\n")
-        assert blocks.put(added, m, "body\n") == added
-        assert blocks.remove(added, m) == text
-    assert blocks.remove(blocks.put(None, m, "body\n"), m) is None  # a created file goes
+        added = blocks.put(text, m, "body\n", "F")
+        assert blocks.put(added, m, "body\n", "F") == added
+        assert blocks.remove(added, m, "F") == text
+    assert blocks.remove(blocks.put(None, m, "body\n", "F"), m, "F") is None  # a created file goes
 
 
 @pytest.mark.parametrize(("kind", "dest", "bad", "line"), [

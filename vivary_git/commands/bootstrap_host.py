@@ -24,7 +24,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "CLAUDE.md or GEMINI.md. Files are merged, never overwritten: other servers, comments and layout are "
         "kept byte for byte; a second run changes nothing; --uninstall removes exactly what was added. "
         "Exit 0; 2 on a usage error or a config file it cannot parse (named with its line; never written); "
-        "3 when refused (a server of that name that is not this workspace's, a symlink in the workspace). "
+        "3 when refused (a server of that name that is not this workspace's, a symlink in the workspace, marker "
+        "lines that make no one block). "
         "See docs/hosts.md.",
     )
     p.add_argument("--host-kind", required=True, choices=KINDS, metavar="KIND",

@@ -17,7 +17,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "never in a cache ref. Keys: name, role, language, style (response style), goal. With --answer, writes "
         "those answers (an empty value removes one); on a terminal without --answer, asks the questions still "
         "open; otherwise lists them. Output names the questions, never the answers. Exit 0; 2 on an unknown "
-        "key; 3 when USER.md is tracked by Git. See docs/hosts.md.",
+        "key; 3 when USER.md is tracked by Git or its profile markers make no one block. See docs/hosts.md.",
     )
     p.add_argument("--answer", action="append", default=[], metavar="KEY=VALUE",
                    help="an answer; repeatable (keys: name, role, language, style, goal)")

@@ -3,7 +3,8 @@
 Project files live in a workspace someone else may have written: a symlink there could point anywhere
 (`AGENTS.md -> ~/.ssh/authorized_keys`), so a project path with a symlink in it is refused. User-level
 files (the desktop app's config, `~/.codex/config.toml`) are the user's own and are often symlinks into
-a dotfiles repository: those are followed, and the target is edited in place.
+a dotfiles repository: those are followed, and the target is edited in place. Every rewrite is atomic and
+keeps the bytes it replaces (`backups`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from vivary_git.errors import ConfigError, RefusedError
+from vivary_git.hosts import backups
 
 MAX_BYTES = 4 * 1024 * 1024  # a host config or guidance file is a few KiB; a bigger one is not one we edit
 
@@ -61,11 +63,24 @@ def read(path: Path, shown: str) -> str | None:
 
 
 def write(path: Path, shown: str, text: str | None, *, before: str | None, private: bool = False) -> None:
-    """Replace the file with `text` (None: delete it), atomically, if it still holds `before`."""
+    """Replace the file with `text` (None: delete it), atomically, if it still holds `before`.
+
+    The bytes it held are kept first (`backups`: under `.git/vivary/backups/`, the last five, when a Git work
+    tree holds the file). The new text goes to a temporary file in the same folder, is synced to disk and
+    renamed over the old one, with the old one's mode (a new file: 0644, or 0600 when `private`); a reader
+    sees the old file or the new one, never half of one. A symlink found where the file was read is refused,
+    never replaced by a regular file: callers pass a user-level file's target (`user_path`), so a link here
+    was put there since."""
+    if path.is_symlink():
+        raise RefusedError(f"{shown} became a symlink while this command ran; nothing was written to it; replace "
+                           "the link with the file and run again")
     if read(path, shown) != before:
         raise RefusedError(f"{shown} changed while this command ran; nothing was written to it; run again")
+    if before is not None:
+        backups.keep(path, shown, before.encode("utf-8"))  # `read` decoded these very bytes as UTF-8
     if text is None:
         path.unlink()
+        _sync_folder(path.parent)
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = 0o600 if private else 0o644
@@ -75,9 +90,22 @@ def write(path: Path, shown: str, text: str | None, *, before: str | None, priva
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(text.encode("utf-8"))
-        os.chmod(tmp, mode)
+            f.flush()
+            os.fchmod(f.fileno(), mode)
+            os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    _sync_folder(path.parent)
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make a rename or removal in `folder` durable; some systems cannot sync a folder, and lose nothing else."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

@@ -262,14 +262,14 @@ def toml_install(text: str | None, name: str, entry: dict[str, Any], root: Path,
     servers = _toml_servers(data, shown)
     markers = _toml_markers(name)
     body = tomlkit.dumps({"mcp_servers": {name: entry}})
-    if text is not None and markers.span(text) is None and name in servers:
+    if text is not None and markers.span(text, shown) is None and name in servers:
         if servers[name] == entry:
             return text, "written by hand, as bootstrap-host would"
         if pins(servers[name], root):
             return text, (f"[mcp_servers.{name}] was written by hand; left as it is (edit it, or remove it and "
                           "run again)")
         raise _taken(shown, None, name)
-    after = blocks.put(text, markers, body)
+    after = blocks.put(text, markers, body, shown)
     expected = {**data, "mcp_servers": {**servers, name: entry}}
     try:
         got: dict[str, Any] | None = tomllib.loads(after)
@@ -285,11 +285,11 @@ def toml_uninstall(text: str, name: str, root: Path, shown: str) -> tuple[str | 
     data = _toml_data(text, shown)
     servers = _toml_servers(data, shown)
     markers = _toml_markers(name)
-    if markers.span(text) is None:
+    if markers.span(text, shown) is None:
         if name in servers and pins(servers[name], root):
             return text, f"[mcp_servers.{name}] was written by hand (no bootstrap-host markers); left alone"
         return text, ""
-    after = blocks.remove(text, markers)
+    after = blocks.remove(text, markers, shown)
     rest = {k: v for k, v in servers.items() if k != name}
     expected = {k: v for k, v in data.items() if k != "mcp_servers"}
     if rest:
@@ -317,9 +317,13 @@ def guidance_file(spec: HostSpec, root: Path) -> str | None:
     if spec.guidance is None or spec.guidance == "AGENTS.md":
         return spec.guidance
     own = files.read(files.project_path(root, spec.guidance), spec.guidance)
-    if own is not None and _IMPORTS_AGENTS.search(own) and GUIDANCE_MARKERS.span(own) is None:
-        return "AGENTS.md"
-    return spec.guidance
+    if own is None or not _IMPORTS_AGENTS.search(own):
+        return spec.guidance
+    try:
+        own_block = GUIDANCE_MARKERS.span(own, spec.guidance) is not None
+    except RefusedError:
+        own_block = True  # markers that make no one block are refused where the file is edited, not here
+    return spec.guidance if own_block else "AGENTS.md"
 
 
 # -- plans -----------------------------------------------------------------------------------------------
@@ -394,15 +398,15 @@ def _guidance_change(kind: HostKind, root: Path, rel: str, uninstall: bool) -> C
     note = ""
     if uninstall:
         users = [k for k in _installed_hosts(root) if k != kind and guidance_file(HOSTS[k], root) == rel]
-        if before is None or GUIDANCE_MARKERS.span(before) is None:
+        if before is None or GUIDANCE_MARKERS.span(before, rel) is None:
             after: str | None = before
         elif users:
             after = before
             note = "still used by " + ", ".join(HOSTS[k].label for k in users)
         else:
-            after = blocks.remove(before, GUIDANCE_MARKERS)
+            after = blocks.remove(before, GUIDANCE_MARKERS, rel)
     else:
-        after = blocks.put(before, GUIDANCE_MARKERS, guidance_text())
+        after = blocks.put(before, GUIDANCE_MARKERS, guidance_text(), rel)
     return Change(path, rel, "guidance", "project", before, after, _action(before, after, note), note)
 
 
@@ -507,11 +511,9 @@ def guidance_state(kind: HostKind, root: Path) -> tuple[str | None, str]:
         if rel is None:
             return None, "absent"
         text = files.read(files.project_path(root, rel), rel)
+        inner = None if text is None else GUIDANCE_MARKERS.inner(text, rel)
     except (ConfigError, RefusedError):
         return HOSTS[kind].guidance, "unreadable"
-    if text is None:
-        return rel, "absent"
-    inner = GUIDANCE_MARKERS.inner(text)
     if inner is None:
         return rel, "absent"
     want = guidance_text()

@@ -114,7 +114,7 @@ def check_answers(given: Mapping[str, str], *, what: str = "answer") -> dict[str
 
 def read_profile(root: Path) -> dict[str, str]:
     text = files.read(files.project_path(root, USER_FILE), USER_FILE)
-    inner = None if text is None else MARKERS.inner(text)
+    inner = None if text is None else MARKERS.inner(text, USER_FILE)
     profile: dict[str, str] = {}
     for line in (inner or "").splitlines():
         m = _LINE.match(line)
@@ -147,7 +147,7 @@ def record(root: Path, answers: dict[str, str]) -> Onboarding:
         intro = importlib.resources.files("vivary_git.scaffold").joinpath("templates/USER.md").read_text("utf-8")
         after = intro + "\n" + blocks.render(MARKERS, body, "\n")
     else:
-        after = blocks.put(before, MARKERS, body)
+        after = blocks.put(before, MARKERS, body, USER_FILE)
     excluded = _keep_out_of_git(root, path)
     if after != before:
         files.write(path, USER_FILE, after, before=before, private=True)

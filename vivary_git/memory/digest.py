@@ -147,7 +147,7 @@ def _read(path: Path) -> str | None:
 def _full(before: str | None, body: str) -> str:
     if before is None:
         return _intro() + "\n" + blocks.render(MARKERS, body, "\n")
-    return blocks.put(before, MARKERS, body)
+    return blocks.put(before, MARKERS, body, DIGEST_FILE)
 
 
 def current(root: Path) -> str | None:
@@ -164,7 +164,7 @@ def check(ws: Workspace, cfg: MemoryConfig, memories: Sequence[Mem] | None = Non
     path = files.project_path(ws.source.root, DIGEST_FILE)
     body, shown, omitted, profile = compose(ws, cfg, memories)
     before = _read(path)
-    inner = None if before is None else MARKERS.inner(before)
+    inner = None if before is None else MARKERS.inner(before, DIGEST_FILE)
     state = "missing" if inner is None else "fresh" if inner == body else "stale"
     return DigestReport(ok=state == "fresh", path=DIGEST_FILE, state=state, entries=shown, omitted=omitted,
                         profile=profile, lines=body.count("\n") + 2, bytes=len(body.encode()) + len(MARKERS.begin)
@@ -206,7 +206,7 @@ def served(ws: Workspace, cfg: MemoryConfig, memories: Sequence[Mem] | None = No
     body, _, _, _ = compose(ws, cfg, memories)
     try:
         before = _read(files.project_path(ws.source.root, DIGEST_FILE))
+        inner = None if before is None else MARKERS.inner(before, DIGEST_FILE)
     except VivaryError:
-        before = None  # a MEMORY.md that is not a readable file: the digest as it would be written
-    inner = None if before is None else MARKERS.inner(before)
+        inner = None  # a MEMORY.md that is not a readable file, or not one block: the digest as it would be written
     return inner if inner == body and inner is not None else body
