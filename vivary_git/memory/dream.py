@@ -729,6 +729,9 @@ def resolve(view: View, task_id: str, *, title: str | None = None, content: str 
     )
     from vivary_git.memory.secrets import refuse_secrets
 
+    # Before anything can echo them: a refusal names the field, never the text.
+    refuse_secrets([("task id", task_id if isinstance(task_id, str) else None), ("title", title),
+                    ("content", content)])
     if not isinstance(task_id, str) or not _TASK_ID.match(task_id.strip()):
         raise UsageError(f"task id {task_id!r} is not a dream task id (t- and 12 hex digits, from "
                          "`git vivary dream --inspect tasks`)")

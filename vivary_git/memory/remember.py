@@ -285,13 +285,14 @@ def add(
 ) -> Remembered:
     """Remember `text`: a new note in the memory folder, committed. Blocked (ok false, `duplicate` set)
     when an existing memory says the same, unless `force`."""
+    refuse_secrets([("text", text), ("title", title), *(("tag", t) for t in tags), *(("link", x) for x in links),
+                    ("type", type_name), ("durability", durability)])
     text = _check_text(text, "the memory text", MAX_TEXT)
     title = " ".join((title or _title_of(text)).split())
     if len(title) > MAX_TITLE:
         raise UsageError(f"the title is {len(title)} characters, over {MAX_TITLE}")
     tag_list = _check_tags(tags)
     tier = _check_durability(durability) or view.cfg.memory.remember.durability
-    refuse_secrets([("title", title), ("text", text), *(("tag", t) for t in tag_list)])
     edges = _parse_links(links)
     folder = _folder_for(view, type_name)
     targets = []
@@ -389,6 +390,7 @@ def update(
     source: str = "agent",
 ) -> Remembered:
     """Revise a memory's text, tags or durability: one commit, the rest of the file byte for byte."""
+    refuse_secrets([("id", ref), ("text", text), *(("tag", t) for t in tags or ()), ("durability", durability)])
     node = view.require(ref, "memory")
     if node.type != MEMORY_TYPE:
         raise RefusedError(f"{node.id!r} is a {node.type or 'untyped'} note, not a memory; update edits only "
@@ -399,7 +401,6 @@ def update(
         text = _check_text(text, "the memory text", MAX_TEXT)
     tag_list = _check_tags(tags) if tags is not None else None
     _check_durability(durability)
-    refuse_secrets([*((("text", text),) if text is not None else ()), *(("tag", t) for t in tag_list or ())])
     what = node.path
 
     def plan(base: write.Base) -> write.Planned | None:
@@ -495,6 +496,7 @@ def unlink(view: View, source_ref: str, field: str, target_ref: str, *, source: 
 
 
 def _relink(view: View, source_ref: str, field: str, target_ref: str, *, add: bool, source: str) -> Remembered:
+    refuse_secrets([("source", source_ref), ("field", field), ("target", target_ref)])
     node = view.require(source_ref, "node")
     target = view.require(target_ref, "link target")
     value = _edge_value(view, node, field, target.id)
