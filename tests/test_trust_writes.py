@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 import pytest
 from conftest import Repo
 
+from vivary_git.errors import RefusedError
 from vivary_git.memory import secrets
 from vivary_git.memory.secrets import SecretError
 
@@ -343,3 +344,57 @@ def test_every_agent_write_path_refuses_secret_text(repo: Repo, site: Site) -> N
         for path in repo.path.rglob("*"):
             assert needle not in path.name
         assert needle not in repo.git("log", "--all", "--format=%B")
+
+
+# --- link and unlink touch link fields only ---------------------------------------------------------------
+
+IDEAS = ("---\ntitle: Ideas\ntype: idea\nstatus: draft\ntags: [later]\naliases: [Thoughts]\npriority: 2\n---\n"
+         "# Ideas\n\nSome ideas.\n")
+
+
+@pytest.mark.parametrize("field", ["title", "type", "archived", "expires", "vivary-ignore", "id", "status", "tags",
+                                   "aliases", "priority", "source", "kind"])
+def test_link_never_rewrites_a_users_own_property(repo: Repo, field: str) -> None:
+    """`link` rewrote `title: Ideas` as `title: [Ideas, "[[notes/deploy]]"]`, and set `type`, `archived` and
+    `vivary-ignore`: in a vault it wrote any key. Now only the fields the workspace types as ref/ref-list
+    and the link properties of its dialect (`related`, `about`, ...) are written; `unlink` likewise."""
+    repo.commit("init", {"notes/ideas.md": IDEAS, "notes/deploy.md": "# Deploy\n"})
+    head = repo.git("rev-parse", "HEAD")
+    service = MemoryService(repo.path)
+    for op in (service.link, service.unlink):
+        with pytest.raises(RefusedError, match=f"'{field}' is not a link field of an untyped note") as got:
+            op("notes/ideas", field, "notes/deploy")
+        assert "link fields of untyped notes here: about, compacts, contradicts, derived_from, related, " \
+               "supersedes" in str(got.value)
+    assert (repo.path / "notes/ideas.md").read_text() == IDEAS
+    assert repo.git("rev-parse", "HEAD") == head
+    # a link property is still written, and nothing else in the note changes
+    got = service.link("notes/ideas", "related", "notes/deploy")
+    assert got.changed
+    assert (repo.path / "notes/ideas.md").read_text() == IDEAS.replace("priority: 2\n",
+                                                                        'priority: 2\nrelated: ["[[notes/deploy]]"]\n')
+    assert service.unlink("notes/ideas", "related", "notes/deploy").changed
+    assert (repo.path / "notes/ideas.md").read_text() == IDEAS
+    service.close()
+
+
+def test_link_never_writes_a_memorys_flags_nor_a_title_typed_as_a_ref(repo: Repo, cli: Any) -> None:
+    """Not even a memory's `archived`/`expires`, nor a `title` a tropo.toml types as `ref`: the keys that say
+    what a note is and whether it is read are never link fields."""
+    repo.commit("init", {"tropo.toml": 'version = 1\n[types.decision]\nfolder = "decisions"\n'
+                                       '[types.decision.optional]\ntitle = "ref"\nrelated = "ref-list"\n',
+                         "decisions/use-git.md": "# Use Git\n", "decisions/keys.md": "# Keys\n"})
+    service = MemoryService(repo.path)
+    mid = service.add("Keys rotate quarterly.").id
+    assert mid is not None
+    head = repo.git("rev-parse", "HEAD")
+    for source, field in ((mid, "archived"), (mid, "expires"), (mid, "title"), ("use-git", "title"),
+                          ("use-git", "type")):
+        with pytest.raises(RefusedError, match="is not a link field"):
+            service.link(source, field, "keys")
+    assert repo.git("rev-parse", "HEAD") == head
+    assert service.link("use-git", "related", "keys").changed  # a ref-list field of its type
+    assert service.link(mid, "related", "keys").changed  # a memory edge field
+    service.close()
+    r = cli("remember", "Linked at birth", "--link", "archived:keys", cwd=repo.path)
+    assert r.code == 3 and "'archived' is not a link field of memory" in r.err

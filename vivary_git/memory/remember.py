@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from vivary_git.config import DURABILITY, MEMORY_TYPE
+from vivary_git.config import DURABILITY, MEMORY_EDGE_FIELDS, MEMORY_TYPE
 from vivary_git.errors import RefusedError, UsageError
 from vivary_git.memory import notefile, write
 from vivary_git.memory.probe import Candidate, Duplicate, Probe, memory_text
@@ -41,6 +41,9 @@ _STEM = re.compile(r"[^a-z0-9]+")
 _DASHES = re.compile(r"-{2,}")
 _FIELD = re.compile(r"\A[A-Za-z_][A-Za-z0-9_.-]{0,63}\Z")
 _LINK_UNSAFE = re.compile(r"[\[\]|#^\x00-\x1f]")
+# Keys `link` and `unlink` never write, whatever a config types them as: what a note is, and whether it is
+# read at all. (`link` once rewrote a note's `title: Ideas` as `title: [Ideas, "[[notes/deploy]]"]`.)
+_NOT_LINKS = frozenset({"type", "title", "id", "archived", "expires", "vivary-ignore"})
 
 
 class EdgeRef(msgspec.Struct, frozen=True):
@@ -451,29 +454,40 @@ def _is_list_field(view: View, type_name: str | None, field: str) -> bool:
 
 def _edge_value(view: View, node: MemoryNode | _FakeNode, field: str, target: str) -> str:
     """How `target` is written in `field` so the workspace reads it as an edge: a bare id in a field
-    whose spec is `ref`/`ref-list` (the contract's ids), else `[[id]]` where the vault's dialect
-    reads links in frontmatter properties."""
+    whose spec is `ref`/`ref-list` (the contract's ids), else `[[id]]` in one of the memory edge fields
+    (`related`, `about`, ...) where the vault's dialect reads links in frontmatter properties. Any other
+    field is refused: `link` and `unlink` edit a note's links, never its title, type, flags or other keys."""
     if not _FIELD.match(field):
         raise UsageError(f"field name {field!r} must be a plain frontmatter key (letters, digits, `_`, `.`, `-`)")
     cfg = view.ws.config
     spec = _spec(view, node, field)
-    if spec is not None and spec.is_ref:
-        if not _SLUG_ID.match(target):
-            raise RefusedError(f"{target!r} cannot be written in the ref field {field!r} (refs are lowercase slugs)")
-        return target
-    tdef = cfg.types.get(node.type) if node.type is not None else None
-    usable = (spec is None and (tdef is None or tdef.open)) or (spec is not None and spec.kind in ("list", "any"))
-    if cfg.links.properties and usable:
-        if _LINK_UNSAFE.search(target):
-            raise RefusedError(f"{target!r} cannot be written as a [[link]] (it holds [, ], |, # or ^)")
-        return f"[[{target}]]"
-    ref_fields = sorted(f for f in (set(cfg.base_required) | set(cfg.base_optional)
-                                    | (set(tdef.required) | set(tdef.optional) if tdef else set()))
-                        if (s := cfg.field_spec(node.type, f)) is not None and s.is_ref)
-    hint = f"link fields of {node.type or 'untyped notes'} here: {', '.join(ref_fields)}" if ref_fields else \
-        "this workspace has no frontmatter link fields for it (declare a ref-list field in tropo.toml)"
+    if field not in _NOT_LINKS:
+        if spec is not None and spec.is_ref:
+            if not _SLUG_ID.match(target):
+                raise RefusedError(f"{target!r} cannot be written in the ref field {field!r} (refs are lowercase "
+                                   "slugs)")
+            return target
+        if cfg.links.properties and field in MEMORY_EDGE_FIELDS and (spec is None or spec.kind in ("list", "any")):
+            if _LINK_UNSAFE.search(target):
+                raise RefusedError(f"{target!r} cannot be written as a [[link]] (it holds [, ], |, # or ^)")
+            return f"[[{target}]]"
     raise RefusedError(f"{field!r} is not a link field of {node.type or 'an untyped note'} in this workspace "
-                       f"(dialect {cfg.dialect}); {hint}")
+                       f"(dialect {cfg.dialect}); {_link_fields_hint(view, node)}")
+
+
+def _link_fields_hint(view: View, node: MemoryNode | _FakeNode) -> str:
+    cfg = view.ws.config
+    tdef = cfg.types.get(node.type) if node.type is not None else None
+    declared = set(cfg.base_required) | set(cfg.base_optional) | (set(tdef.required) | set(tdef.optional) if tdef
+                                                                   else set())
+    fields = {f for f in declared if f not in _NOT_LINKS and (s := cfg.field_spec(node.type, f)) is not None
+              and s.is_ref}
+    if cfg.links.properties:
+        fields |= {f for f in MEMORY_EDGE_FIELDS
+                   if (s := cfg.field_spec(node.type, f)) is None or s.kind in ("list", "any") or s.is_ref}
+    if fields:
+        return f"link fields of {node.type or 'untyped notes'} here: {', '.join(sorted(fields))}"
+    return "this workspace has no frontmatter link fields for it (declare a ref-list field in tropo.toml)"
 
 
 def _entry_target(value: Any) -> str | None:
