@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import http.server
 import random
+import shutil
 import string
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
@@ -398,3 +400,78 @@ def test_link_never_writes_a_memorys_flags_nor_a_title_typed_as_a_ref(repo: Repo
     service.close()
     r = cli("remember", "Linked at birth", "--link", "archived:keys", cwd=repo.path)
     assert r.code == 3 and "'archived' is not a link field of memory" in r.err
+
+
+# --- commits: signed as the user's are, no hooks, the one note checked ----------------------------------
+
+
+def _signing(repo: Repo, tmp_path: Path) -> Path:
+    key = tmp_path / "signing-key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "test", "-f", str(key)], check=True)
+    allowed = tmp_path / "allowed_signers"
+    allowed.write_text(f"test@example.invalid {(tmp_path / 'signing-key.pub').read_text().strip()}\n")
+    for k, v in (("gpg.format", "ssh"), ("user.signingKey", f"{key}.pub"), ("gpg.ssh.allowedSignersFile", str(allowed)),
+                 ("commit.gpgSign", "true")):
+        repo.git("config", k, v)
+    return key
+
+
+def _signature(repo: Repo, rev: str = "HEAD") -> str:
+    return repo.git("log", "-1", "--format=%G?", rev).strip()
+
+
+EXPIRED = {"memories/old-standup.md": "---\ntype: memory\ndurability: ephemeral\nexpires: \"2020-01-01\"\n---\n"
+                                      "# The standup moved to the blue room today\n"}
+
+
+@pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs ssh-keygen (OpenSSH)")
+def test_memory_commits_are_signed_when_the_users_commits_are(repo: Repo, cli: Any, tmp_path: Path) -> None:
+    """With `commit.gpgSign = true` a memory commit was unsigned (`%G?` = N): `commit-tree` ignores the
+    setting. Now every kind (add, update, link, a dream's several-note commit) is signed by Git with the
+    user's `gpg.format` and key, and verifies against their allowed signers (`G`)."""
+    _seed(repo)
+    repo.commit("expired", EXPIRED)
+    _signing(repo, tmp_path)
+    r = cli("remember", "Signed like the user's own commits", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert _signature(repo) == "G"
+    service = MemoryService(repo.path)
+    assert service.update(r.json()["id"], durability="durable").changed and _signature(repo) == "G"
+    assert service.link(r.json()["id"], "related", "notes/deploy").changed and _signature(repo) == "G"
+    service.close()
+    dreamt = cli("dream", "--force", "--json", cwd=repo.path)
+    assert dreamt.code == 0 and dreamt.json()["run"]["expire_commit"], dreamt.err
+    assert _signature(repo) == "G"
+    repo.git("verify-commit", "HEAD")
+    # not signing when the user does not: unchanged
+    repo.git("config", "commit.gpgSign", "false")
+    assert cli("remember", "Unsigned like the user's own commits", cwd=repo.path).code == 0
+    assert _signature(repo) == "N"
+
+
+@pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs ssh-keygen (OpenSSH)")
+@pytest.mark.parametrize("broken", ["missing key", "signing program fails", "gpg program fails"])
+def test_a_commit_git_cannot_sign_is_refused_never_made_unsigned(repo: Repo, cli: Any, tmp_path: Path,
+                                                                  broken: str) -> None:
+    _seed(repo)
+    repo.commit("expired", EXPIRED)
+    key = _signing(repo, tmp_path)
+    if broken == "missing key":
+        repo.git("config", "user.signingKey", f"{key}.gone.pub")
+    elif broken == "signing program fails":
+        repo.git("config", "gpg.ssh.program", "/bin/false")
+    else:
+        repo.git("config", "gpg.format", "openpgp")
+        repo.git("config", "gpg.program", "/bin/false")
+    head = repo.git("rev-parse", "HEAD")
+    status = repo.git("status", "--porcelain")
+    r = cli("remember", "Never unsigned", cwd=repo.path)
+    assert r.code == 3, r.out + r.err
+    assert "commit.gpgSign is true in your Git config" in r.err and "user.signingKey" in r.err, r.err
+    assert "nothing was committed" in r.err and "Traceback" not in r.err
+    dreamt = cli("dream", "--force", cwd=repo.path)  # a several-note commit (the expired memory removed)
+    assert dreamt.code == 3 and "commit.gpgSign" in dreamt.err, dreamt.out + dreamt.err
+    assert repo.git("rev-parse", "HEAD") == head
+    assert repo.git("status", "--porcelain") == status
+    assert not (repo.path / "memories/never-unsigned.md").exists()
+    assert (repo.path / "memories/old-standup.md").exists()
