@@ -475,3 +475,33 @@ def test_a_commit_git_cannot_sign_is_refused_never_made_unsigned(repo: Repo, cli
     assert repo.git("status", "--porcelain") == status
     assert not (repo.path / "memories/never-unsigned.md").exists()
     assert (repo.path / "memories/old-standup.md").exists()
+
+
+def test_memory_commits_run_no_hooks_and_check_the_one_note_instead(repo: Repo, cli: Any) -> None:
+    """A memory commit is made with `git commit-tree`, which runs none of the user's hooks (docs/remember.md
+    says so): a pre-commit hook that exits 1 does not stop it. What it checks instead includes the
+    workspace's rules on the note it writes: a note the write would give an error is refused (here a
+    decision without its required `status`), while an error the note already had does not block an edit."""
+    repo.commit("init", {"tropo.toml": 'version = 1\n[types.decision]\nfolder = "decisions"\n'
+                                       'required = { status = "string" }\n',
+                         "decisions/use-git.md": "---\nstatus: accepted\n---\n# Use Git\n",
+                         "memories/old.md": "---\ntype: memory\ndurability: forever\n---\n# Old memory\n\nOld.\n"})
+    hook = repo.path / ".git/hooks/pre-commit"
+    hook.write_text("#!/bin/sh\necho refused by the user's hook >&2\nexit 1\n")
+    hook.chmod(0o755)
+    head = repo.git("rev-parse", "HEAD")
+    repo.git("commit", "--allow-empty", "-qm", "blocked", check=False)
+    assert repo.git("rev-parse", "HEAD") == head  # the hook does stop `git commit`
+    assert cli("remember", "Hooks do not run for memories", cwd=repo.path).code == 0
+    assert repo.git("rev-parse", "HEAD~1") == head
+
+    head = repo.git("rev-parse", "HEAD")
+    r = cli("remember", "Adopt trunk based development", "--type", "decision", cwd=repo.path)
+    assert r.code == 3, r.out + r.err
+    assert "E101 missing required field 'status' for type 'decision'" in r.err, r.err
+    assert repo.git("rev-parse", "HEAD") == head
+    assert not (repo.path / "decisions/adopt-trunk-based-development.md").exists()
+    # `durability: forever` is an error old.md already has: an update of its text is not blocked by it
+    service = MemoryService(repo.path)
+    assert service.update("old", text="Old, and now edited.").changed
+    service.close()

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from vivary_git.graph import Graph
     from vivary_git.memory.config import MemoryConfig
     from vivary_git.memory.snapshot import MemoryNode, MemorySnapshot
-    from vivary_git.models import Note
+    from vivary_git.models import Finding, Note
     from vivary_git.workspace import Workspace
 
 __all__ = ["EdgeRef", "Remembered", "View", "add", "link", "open_view", "unlink", "update"]
@@ -371,8 +371,51 @@ def _commit(view: View, plan: Callable[[write.Base], write.Planned | None],
     if repo is None or repo.workdir is None:
         raise RefusedError(f"{view.ws.source.root} is not in a Git work tree: memories are commits; run `git init`")
     ref, checked_out = write.target_ref(repo, view.cfg.memory.remember.branch)
-    return write.commit_note(repo, ref=ref, checked_out=checked_out, plan=plan, make_message=make_message,
+
+    def checked(base: write.Base) -> write.Planned | None:
+        planned = plan(base)
+        if planned is not None and not remove:
+            check_note(view, base, planned.path, planned.content)
+        return planned
+
+    return write.commit_note(repo, ref=ref, checked_out=checked_out, plan=checked, make_message=make_message,
                              remove=remove)
+
+
+def check_note(view: View, base: write.Base, repo_path: str, content: bytes | None) -> None:
+    """The workspace's rules on the one note a memory write commits (what `git vivary check` says of that
+    note alone): refused when the write gives it an error it did not have on the base. A memory commit runs
+    none of the user's hooks (`git commit-tree`), so this stands in for their `vivary-check`; links to other
+    notes are checked where they are written (`View.require`)."""
+    if content is None:
+        return
+    from vivary_git import check
+    from vivary_git.graph import facts
+    from vivary_git.parse import parse_blob
+
+    prefix = view.ws.source.prefix
+    path = repo_path[len(prefix) + 1:] if prefix and repo_path.startswith(f"{prefix}/") else repo_path
+    cfg = view.ws.config
+    for folder, overlay in sorted(view.ws.source.overlays.items(), key=lambda fc: len(fc[0]), reverse=True):
+        if path.startswith(f"{folder}/"):
+            cfg = overlay  # the nested tropo.toml in force there
+            break
+    folder_types = cfg.folder_types()
+
+    def errors(data: bytes) -> dict[check.BaselineKey, Finding]:
+        got = facts(path, "0" * 40, parse_blob(data), cfg, folder_types, view.ws.root_name)
+        found = check.apply_strictness(check.suppress(got.findings, got.ignores), cfg.strict)
+        return {check.baseline_key(f): f for f in found if f.level == "error"}
+
+    before = base.read(repo_path)
+    had = errors(before) if before is not None else {}
+    new = [f for key, f in errors(content).items() if key not in had]
+    if new:
+        first = new[0]
+        more = f" (and {len(new) - 1} more)" if len(new) > 1 else ""
+        raise RefusedError(f"{path}:{first.line}: {first.code} {first.message}{more}: this write would break the "
+                           "workspace's rules for the note, so nothing was committed; `git vivary check` lists "
+                           "the rules")
 
 
 def _base_bytes(view: View, base: write.Base, node: MemoryNode) -> bytes:
