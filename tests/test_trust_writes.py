@@ -147,6 +147,9 @@ HARMLESS = [
     "feature-flag-rollout-for-the-billing-service-2024 is on for 10% of users.",
     "The build runs at https://ci.example.org/job/1234/console.",
     "npm install --save-dev @types/node",
+    "password=${DB_PASSWORD} comes from the CI secret store.",
+    "api_key: <your key here>",
+    "secret = %(SECRET)s in the settings template",
 ]
 
 

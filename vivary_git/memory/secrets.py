@@ -52,8 +52,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(rx)
     # placeholders. A bare `Bearer X` needs a digit in X, so prose ("the bearer of this letter") passes.
     ("Bearer Token", r"(?i)\b(?:proxy-)?authorization\s*[:=]\s*[\"']?(?:bearer|token|basic)\s+[A-Za-z0-9._~+/=-]{8,}"
                      r"|\bbearer\s+(?=[A-Za-z0-9._~+/-]*[0-9])[A-Za-z0-9._~+/-]{20,}"),
+    # A value that is a placeholder (`${DB_PASSWORD}`, `<your key>`, `%(secret)s`) is not one, as to detect-secrets.
     ("Secret Keyword", r"(?i)\b(?:password|passwd|pwd|secret|api[_-]?key|apikey|auth[_-]?token|access[_-]?token"
-                       r"|private[_-]?key|client[_-]?secret)\s*[:=]\s*['\"]?[^\s'\"]{3,}"),
+                       r"|private[_-]?key|client[_-]?secret)\s*[:=]\s*['\"]?(?![$<{%])[^\s'\"]{3,}"),
 ))
 
 
