@@ -133,6 +133,52 @@ def out(args: Sequence[str], **kwargs: Any) -> str:
     return run(args, **kwargs).stdout.decode("utf-8", "surrogateescape").strip()
 
 
+# --- commits made for the user: signed as Git would sign them ---------------------------------------------
+
+SIGN_SETTING = "commit.gpgSign"
+
+
+class SigningFailed(GitError):
+    """Git was asked to sign a commit and could not (`git commit-tree -S`): no commit was made. `why` is
+    the last line Git (or its signing program) said."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(f"Git could not sign the commit: {why}")
+        self.why = why
+
+
+def commit_signing(repo: Repo) -> bool:
+    """`commit.gpgSign` as Git reads it (`git -c`, includes, the environment): whether the user's commits
+    are signed. `git commit` honours it; the plumbing `git commit-tree` does not, so a commit made for the
+    user with `commit-tree` asks here and signs with `-S`. A value Git cannot read as a boolean is a
+    `GitError`, as it is to `git commit`."""
+    proc = repo.git(["config", "--type=bool", "--get", SIGN_SETTING], check=False)
+    if proc.returncode == 1:
+        return False  # not set
+    if proc.returncode != 0:
+        said = proc.stderr.decode("utf-8", "replace").strip() or f"exit code {proc.returncode}"
+        raise GitError(f"{SIGN_SETTING} cannot be read: {said}; fix it with `git config {SIGN_SETTING} true|false`")
+    return proc.stdout.strip() == b"true"
+
+
+def commit_tree(repo: Repo, tree: str, parents: Sequence[str], message: str, *, sign: bool,
+                env: Mapping[str, str] | None = None) -> str:
+    """The id of a new commit of `tree` on `parents` (`git commit-tree`, the message on stdin). With `sign`
+    it is signed as `git commit -S` signs it (`gpg.format`, `user.signingKey`, `gpg.program` or
+    `gpg.ssh.program`); a commit Git cannot sign is `SigningFailed`, never made unsigned."""
+    args = ["commit-tree", *(["-S"] if sign else []), *(a for p in parents for a in ("-p", p)), tree]
+    proc = repo.git(args, input=message.encode("utf-8"), check=False, env=env)
+    if proc.returncode != 0:
+        # Git prints a bare "error:" for a signing program that fails without a word.
+        said = [line.strip() for line in proc.stderr.decode("utf-8", "replace").splitlines()
+                if line.strip() not in ("", "error:", "fatal:")]
+        why = said[-1] if said else f"`git commit-tree` exit code {proc.returncode}"
+        if sign:
+            raise SigningFailed(why)
+        raise GitError(f"`git commit-tree` failed: {why}")
+    return proc.stdout.decode().strip()
+
+
 class Repo:
     """A Git repository opened with pygit2, plus the paths plumbing needs."""
 

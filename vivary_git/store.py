@@ -1030,21 +1030,18 @@ def newest_verified(repo: Repo, ref: str = CACHE_REF) -> str | None:
 
 
 def _signed_commit(repo: Repo, tree: str, parents: list[str], message: str) -> str:
+    from vivary_git import git
     from vivary_git.errors import GitError
 
-    env = {"GIT_AUTHOR_NAME": "vivary-git", "GIT_AUTHOR_EMAIL": "vivary-git@localhost",
+    env = {**os.environ, "GIT_AUTHOR_NAME": "vivary-git", "GIT_AUTHOR_EMAIL": "vivary-git@localhost",
            "GIT_COMMITTER_NAME": "vivary-git", "GIT_COMMITTER_EMAIL": "vivary-git@localhost"}
-    args = ["commit-tree", "-S", *(a for p in parents for a in ("-p", p)), "-m", message, tree]
     try:
-        proc = repo.git(args, check=False, env={**os.environ, **env})
+        return git.commit_tree(repo, tree, parents, message, sign=True, env=env)
+    except git.SigningFailed as err:
+        raise SigningError(f"{SIGN_KEY} is on but Git could not sign the cache commit: {err.why} "
+                           "(check user.signingKey and gpg.format)") from None
     except GitError as err:
         raise SigningError(f"cannot sign the cache commit ({err})") from None
-    if proc.returncode != 0:
-        said = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        why = said[-1] if said else "git commit-tree -S failed"
-        raise SigningError(f"{SIGN_KEY} is on but Git could not sign the cache commit: {why} "
-                           "(check user.signingKey and gpg.format)")
-    return proc.stdout.decode().strip()
 
 
 def enabled(repo: Repo) -> bool:

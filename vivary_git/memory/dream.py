@@ -729,6 +729,9 @@ def resolve(view: View, task_id: str, *, title: str | None = None, content: str 
     )
     from vivary_git.memory.secrets import refuse_secrets
 
+    # Before anything can echo them: a refusal names the field, never the text.
+    refuse_secrets([("task id", task_id if isinstance(task_id, str) else None), ("title", title),
+                    ("content", content)])
     if not isinstance(task_id, str) or not _TASK_ID.match(task_id.strip()):
         raise UsageError(f"task id {task_id!r} is not a dream task id (t- and 12 hex digits, from "
                          "`git vivary dream --inspect tasks`)")
@@ -842,4 +845,12 @@ def _commit_many(view: View, plan: Callable[[write.Base], list[write.Change] | N
         raise RefusedError(f"{view.ws.source.root} is not in a Git work tree: dream changes are commits; run "
                            "`git init`")
     ref, checked_out = write.target_ref(repo, view.cfg.memory.remember.branch)
-    return write.commit_changes(repo, ref=ref, checked_out=checked_out, plan=plan, make_message=make_message)
+    from vivary_git.memory.remember import check_note
+
+    def checked(base: write.Base) -> list[write.Change] | None:
+        changes = plan(base)
+        for change in changes or ():
+            check_note(view, base, change.path, change.content)  # each note it writes, as `remember` does
+        return changes
+
+    return write.commit_changes(repo, ref=ref, checked_out=checked_out, plan=checked, make_message=make_message)

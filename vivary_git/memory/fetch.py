@@ -70,7 +70,8 @@ def check_url(url: str) -> urllib.parse.SplitResult:
         parts = urllib.parse.urlsplit(url)
         port = parts.port
     except ValueError as err:
-        raise UsageError(f"not a valid URL ({err})") from None
+        said = str(err).split(" as ", 1)[0]  # Python quotes a bad port as given: not echoed, it may be anything
+        raise UsageError(f"not a valid URL ({said})") from None
     if parts.scheme.lower() not in ("http", "https"):
         raise UsageError(f"only http and https URLs are fetched, not {parts.scheme or 'a URL without a scheme'}:"
                          " (give the full address, e.g. https://example.org/page)")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from vivary_git.config import DURABILITY, MEMORY_TYPE
+from vivary_git.config import DURABILITY, MEMORY_EDGE_FIELDS, MEMORY_TYPE
 from vivary_git.errors import RefusedError, UsageError
 from vivary_git.memory import notefile, write
 from vivary_git.memory.probe import Candidate, Duplicate, Probe, memory_text
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from vivary_git.graph import Graph
     from vivary_git.memory.config import MemoryConfig
     from vivary_git.memory.snapshot import MemoryNode, MemorySnapshot
-    from vivary_git.models import Note
+    from vivary_git.models import Finding, Note
     from vivary_git.workspace import Workspace
 
 __all__ = ["EdgeRef", "Remembered", "View", "add", "link", "open_view", "unlink", "update"]
@@ -41,6 +41,9 @@ _STEM = re.compile(r"[^a-z0-9]+")
 _DASHES = re.compile(r"-{2,}")
 _FIELD = re.compile(r"\A[A-Za-z_][A-Za-z0-9_.-]{0,63}\Z")
 _LINK_UNSAFE = re.compile(r"[\[\]|#^\x00-\x1f]")
+# Keys `link` and `unlink` never write, whatever a config types them as: what a note is, and whether it is
+# read at all. (`link` once rewrote a note's `title: Ideas` as `title: [Ideas, "[[notes/deploy]]"]`.)
+_NOT_LINKS = frozenset({"type", "title", "id", "archived", "expires", "vivary-ignore"})
 
 
 class EdgeRef(msgspec.Struct, frozen=True):
@@ -285,13 +288,14 @@ def add(
 ) -> Remembered:
     """Remember `text`: a new note in the memory folder, committed. Blocked (ok false, `duplicate` set)
     when an existing memory says the same, unless `force`."""
+    refuse_secrets([("text", text), ("title", title), *(("tag", t) for t in tags), *(("link", x) for x in links),
+                    ("type", type_name), ("durability", durability)])
     text = _check_text(text, "the memory text", MAX_TEXT)
     title = " ".join((title or _title_of(text)).split())
     if len(title) > MAX_TITLE:
         raise UsageError(f"the title is {len(title)} characters, over {MAX_TITLE}")
     tag_list = _check_tags(tags)
     tier = _check_durability(durability) or view.cfg.memory.remember.durability
-    refuse_secrets([("title", title), ("text", text), *(("tag", t) for t in tag_list)])
     edges = _parse_links(links)
     folder = _folder_for(view, type_name)
     targets = []
@@ -367,8 +371,51 @@ def _commit(view: View, plan: Callable[[write.Base], write.Planned | None],
     if repo is None or repo.workdir is None:
         raise RefusedError(f"{view.ws.source.root} is not in a Git work tree: memories are commits; run `git init`")
     ref, checked_out = write.target_ref(repo, view.cfg.memory.remember.branch)
-    return write.commit_note(repo, ref=ref, checked_out=checked_out, plan=plan, make_message=make_message,
+
+    def checked(base: write.Base) -> write.Planned | None:
+        planned = plan(base)
+        if planned is not None and not remove:
+            check_note(view, base, planned.path, planned.content)
+        return planned
+
+    return write.commit_note(repo, ref=ref, checked_out=checked_out, plan=checked, make_message=make_message,
                              remove=remove)
+
+
+def check_note(view: View, base: write.Base, repo_path: str, content: bytes | None) -> None:
+    """The workspace's rules on the one note a memory write commits (what `git vivary check` says of that
+    note alone): refused when the write gives it an error it did not have on the base. A memory commit runs
+    none of the user's hooks (`git commit-tree`), so this stands in for their `vivary-check`; links to other
+    notes are checked where they are written (`View.require`)."""
+    if content is None:
+        return
+    from vivary_git import check
+    from vivary_git.graph import facts
+    from vivary_git.parse import parse_blob
+
+    prefix = view.ws.source.prefix
+    path = repo_path[len(prefix) + 1:] if prefix and repo_path.startswith(f"{prefix}/") else repo_path
+    cfg = view.ws.config
+    for folder, overlay in sorted(view.ws.source.overlays.items(), key=lambda fc: len(fc[0]), reverse=True):
+        if path.startswith(f"{folder}/"):
+            cfg = overlay  # the nested tropo.toml in force there
+            break
+    folder_types = cfg.folder_types()
+
+    def errors(data: bytes) -> dict[check.BaselineKey, Finding]:
+        got = facts(path, "0" * 40, parse_blob(data), cfg, folder_types, view.ws.root_name)
+        found = check.apply_strictness(check.suppress(got.findings, got.ignores), cfg.strict)
+        return {check.baseline_key(f): f for f in found if f.level == "error"}
+
+    before = base.read(repo_path)
+    had = errors(before) if before is not None else {}
+    new = [f for key, f in errors(content).items() if key not in had]
+    if new:
+        first = new[0]
+        more = f" (and {len(new) - 1} more)" if len(new) > 1 else ""
+        raise RefusedError(f"{path}:{first.line}: {first.code} {first.message}{more}: this write would break the "
+                           "workspace's rules for the note, so nothing was committed; `git vivary check` lists "
+                           "the rules")
 
 
 def _base_bytes(view: View, base: write.Base, node: MemoryNode) -> bytes:
@@ -389,6 +436,7 @@ def update(
     source: str = "agent",
 ) -> Remembered:
     """Revise a memory's text, tags or durability: one commit, the rest of the file byte for byte."""
+    refuse_secrets([("id", ref), ("text", text), *(("tag", t) for t in tags or ()), ("durability", durability)])
     node = view.require(ref, "memory")
     if node.type != MEMORY_TYPE:
         raise RefusedError(f"{node.id!r} is a {node.type or 'untyped'} note, not a memory; update edits only "
@@ -399,7 +447,6 @@ def update(
         text = _check_text(text, "the memory text", MAX_TEXT)
     tag_list = _check_tags(tags) if tags is not None else None
     _check_durability(durability)
-    refuse_secrets([*((("text", text),) if text is not None else ()), *(("tag", t) for t in tag_list or ())])
     what = node.path
 
     def plan(base: write.Base) -> write.Planned | None:
@@ -450,29 +497,40 @@ def _is_list_field(view: View, type_name: str | None, field: str) -> bool:
 
 def _edge_value(view: View, node: MemoryNode | _FakeNode, field: str, target: str) -> str:
     """How `target` is written in `field` so the workspace reads it as an edge: a bare id in a field
-    whose spec is `ref`/`ref-list` (the contract's ids), else `[[id]]` where the vault's dialect
-    reads links in frontmatter properties."""
+    whose spec is `ref`/`ref-list` (the contract's ids), else `[[id]]` in one of the memory edge fields
+    (`related`, `about`, ...) where the vault's dialect reads links in frontmatter properties. Any other
+    field is refused: `link` and `unlink` edit a note's links, never its title, type, flags or other keys."""
     if not _FIELD.match(field):
         raise UsageError(f"field name {field!r} must be a plain frontmatter key (letters, digits, `_`, `.`, `-`)")
     cfg = view.ws.config
     spec = _spec(view, node, field)
-    if spec is not None and spec.is_ref:
-        if not _SLUG_ID.match(target):
-            raise RefusedError(f"{target!r} cannot be written in the ref field {field!r} (refs are lowercase slugs)")
-        return target
-    tdef = cfg.types.get(node.type) if node.type is not None else None
-    usable = (spec is None and (tdef is None or tdef.open)) or (spec is not None and spec.kind in ("list", "any"))
-    if cfg.links.properties and usable:
-        if _LINK_UNSAFE.search(target):
-            raise RefusedError(f"{target!r} cannot be written as a [[link]] (it holds [, ], |, # or ^)")
-        return f"[[{target}]]"
-    ref_fields = sorted(f for f in (set(cfg.base_required) | set(cfg.base_optional)
-                                    | (set(tdef.required) | set(tdef.optional) if tdef else set()))
-                        if (s := cfg.field_spec(node.type, f)) is not None and s.is_ref)
-    hint = f"link fields of {node.type or 'untyped notes'} here: {', '.join(ref_fields)}" if ref_fields else \
-        "this workspace has no frontmatter link fields for it (declare a ref-list field in tropo.toml)"
+    if field not in _NOT_LINKS:
+        if spec is not None and spec.is_ref:
+            if not _SLUG_ID.match(target):
+                raise RefusedError(f"{target!r} cannot be written in the ref field {field!r} (refs are lowercase "
+                                   "slugs)")
+            return target
+        if cfg.links.properties and field in MEMORY_EDGE_FIELDS and (spec is None or spec.kind in ("list", "any")):
+            if _LINK_UNSAFE.search(target):
+                raise RefusedError(f"{target!r} cannot be written as a [[link]] (it holds [, ], |, # or ^)")
+            return f"[[{target}]]"
     raise RefusedError(f"{field!r} is not a link field of {node.type or 'an untyped note'} in this workspace "
-                       f"(dialect {cfg.dialect}); {hint}")
+                       f"(dialect {cfg.dialect}); {_link_fields_hint(view, node)}")
+
+
+def _link_fields_hint(view: View, node: MemoryNode | _FakeNode) -> str:
+    cfg = view.ws.config
+    tdef = cfg.types.get(node.type) if node.type is not None else None
+    declared = set(cfg.base_required) | set(cfg.base_optional) | (set(tdef.required) | set(tdef.optional) if tdef
+                                                                   else set())
+    fields = {f for f in declared if f not in _NOT_LINKS and (s := cfg.field_spec(node.type, f)) is not None
+              and s.is_ref}
+    if cfg.links.properties:
+        fields |= {f for f in MEMORY_EDGE_FIELDS
+                   if (s := cfg.field_spec(node.type, f)) is None or s.kind in ("list", "any") or s.is_ref}
+    if fields:
+        return f"link fields of {node.type or 'untyped notes'} here: {', '.join(sorted(fields))}"
+    return "this workspace has no frontmatter link fields for it (declare a ref-list field in tropo.toml)"
 
 
 def _entry_target(value: Any) -> str | None:
@@ -495,6 +553,7 @@ def unlink(view: View, source_ref: str, field: str, target_ref: str, *, source: 
 
 
 def _relink(view: View, source_ref: str, field: str, target_ref: str, *, add: bool, source: str) -> Remembered:
+    refuse_secrets([("source", source_ref), ("field", field), ("target", target_ref)])
     node = view.require(source_ref, "node")
     target = view.require(target_ref, "link target")
     value = _edge_value(view, node, field, target.id)

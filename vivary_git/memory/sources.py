@@ -638,6 +638,13 @@ def _existing(view: View, anchor: str, target: str) -> MemoryNode | None:
     return None
 
 
+def _refuse_secrets_in_args(what: str, given: str, title: str | None, description: str | None,
+                            tags: Sequence[str], durability: str | None, links: Sequence[str]) -> None:
+    """What the caller gave, before anything is read or can echo it (a refusal names the field only)."""
+    refuse_secrets([(what, given), ("title", title), ("description", description), *(("tag", t) for t in tags),
+                    ("durability", durability), *(("link", x) for x in links)])
+
+
 def _refuse_secrets_in(data: _Data, title: str, description: str, tags: Sequence[str]) -> None:
     refuse_secrets([*data.scan, ("title", title), ("description", description), *(("tag", t) for t in tags)])
 
@@ -766,6 +773,7 @@ def remember_file(view: View, given: str, *, base: Path, title: str | None = Non
                   force: bool = False, source: str = "agent") -> Anchored:
     """Anchor a file of the repository (`given`, relative to `base`). A Markdown or HTML file with a
     `<stem>.source.json` sidecar is a saved web page: anchored as its URL."""
+    _refuse_secrets_in_args("the path", given, title, description, tags, durability, links)
     rel, _full = _locate(view, given, base, "file")
     _refuse_private(view, rel, "file", given)
     data = _read_document(view, rel, given)
@@ -780,6 +788,7 @@ def remember_folder(view: View, given: str, *, base: Path, title: str | None = N
                     description: str | None = None, tags: Sequence[str] = (), durability: str | None = None,
                     links: Sequence[str] = (), force: bool = False, source: str = "agent") -> Anchored:
     """Anchor a folder of the repository: a summary of its top level, never a copy."""
+    _refuse_secrets_in_args("the path", given, title, description, tags, durability, links)
     rel, full = _locate(view, given, base, "folder")
     _refuse_private(view, rel, "folder", given)
     existing = _existing(view, "folder", rel or ".")
@@ -800,7 +809,8 @@ def remember_url(view: View, url: str, *, allow_network: bool = False, title: st
     `force` refreshes the existing anchor in place."""
     from vivary_git.memory.fetch import check_url
 
-    check_url(url)
+    _refuse_secrets_in_args("the URL", "", title, description, tags, durability, links)
+    check_url(url)  # first: its refusals (a user name or password in it) say more, and never echo the URL
     refuse_secrets([("the URL", url)])
     existing = _existing(view, "url", url)
     if existing is not None and not force:

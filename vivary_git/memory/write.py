@@ -9,6 +9,11 @@ user's index (`git update-index --index-info`) and work tree, so `git status` an
 `git diff --cached` read exactly as before. A path the user has changed (staged or not) is never
 overwritten: the write is refused.
 
+The commit is signed when the user's commits are (`commit.gpgSign`), by Git with their `gpg.format` and
+key (`git commit-tree -S`); when Git cannot sign, the write is refused rather than made unsigned. The
+user's own hooks do not run (`commit-tree` runs none): the checks a memory write makes instead are the
+privacy guard, the secret scan and the workspace's rules on the one note (memory/remember.py).
+
 The commit message carries the op and node as trailers (`Vivary-Op`, `Vivary-Node`); everything in
 it that an agent chose is put on one line and bounded, so no text can forge a trailer.
 """
@@ -240,6 +245,7 @@ def commit_note(
     """Commit the change `plan` makes on the tip of `ref`, retrying on a new tip when the branch moved.
     `plan(base)` returns the path and its new bytes (or None: nothing to do, no commit), and may raise
     to refuse; with `remove` the path is deleted instead."""
+    sign = git.commit_signing(repo)
     with _LOCK, _write_lock(repo):
         for attempt in range(1, _ATTEMPTS + 1):
             old = _tip(repo, ref)
@@ -254,14 +260,7 @@ def commit_note(
                 )
             blob = None if remove else str(repo.repo.create_blob(planned.content))
             tree = _tree_with(repo, base.tree, planned.path.split("/"), blob) or _empty_tree(repo)
-            args = ["commit-tree", tree]
-            if old is not None:
-                args += ["-p", old]
-            proc = repo.git(args, input=make_message(planned).encode("utf-8"), check=False)
-            if proc.returncode != 0:
-                said = proc.stderr.decode("utf-8", "replace").strip()
-                raise GitError(f"could not commit the memory: {said}")
-            new = proc.stdout.decode().strip()
+            new = _commit_tree(repo, tree, old, make_message(planned), sign)
             cas = repo.git(["update-ref", "-m", f"vivary: {one_line(make_message(planned), 100)}", ref, new,
                             old or _ZERO], check=False)
             if cas.returncode != 0:
@@ -286,6 +285,7 @@ def commit_changes(
     """Commit several paths at once (a dream resolution: the super node and its sources), as one commit:
     all of them or none. As `commit_note`: planned on the tip, retried on a new tip, refused when the user
     changed one of the paths, then put into the user's index and work tree."""
+    sign = git.commit_signing(repo)
     with _LOCK, _write_lock(repo):
         for attempt in range(1, _ATTEMPTS + 1):
             old = _tip(repo, ref)
@@ -306,15 +306,8 @@ def commit_changes(
                 blobs[change.path] = blob
                 tree_id = _tree_with(repo, tree, change.path.split("/"), blob) or _empty_tree(repo)
                 tree = repo.repo[tree_id]
-            args = ["commit-tree", str(tree.id) if tree is not None else _empty_tree(repo)]
-            if old is not None:
-                args += ["-p", old]
             text = make_message(changes)
-            proc = repo.git(args, input=text.encode("utf-8"), check=False)
-            if proc.returncode != 0:
-                said = proc.stderr.decode("utf-8", "replace").strip()
-                raise GitError(f"could not commit the memory change: {said}")
-            new = proc.stdout.decode().strip()
+            new = _commit_tree(repo, str(tree.id) if tree is not None else _empty_tree(repo), old, text, sign)
             _pause("before-ref")
             cas = repo.git(["update-ref", "-m", f"vivary: {one_line(text, 100)}", ref, new, old or _ZERO],
                            check=False)
@@ -327,6 +320,22 @@ def commit_changes(
             return ChangesResult(commit=new, parent=old, ref=ref, blobs=blobs, checked_out=checked_out,
                                  attempts=attempt)
     raise GitError(f"{ref} kept moving while the memory change was being committed ({_ATTEMPTS} attempts); try again")
+
+
+def _commit_tree(repo: git.Repo, tree: str, parent: str | None, text: str, sign: bool) -> str:
+    """The memory commit, signed when the user's commits are (`commit.gpgSign`): with their `gpg.format` and
+    key, as `git commit` would. When Git cannot sign, nothing is committed: never an unsigned commit in a
+    repository that signs."""
+    try:
+        return git.commit_tree(repo, tree, [parent] if parent is not None else [], text, sign=sign)
+    except git.SigningFailed as err:
+        raise RefusedError(
+            f"{git.SIGN_SETTING} is true in your Git config, so memory commits are signed, but Git could not sign "
+            f"this one: {err.why}; nothing was committed. Fix user.signingKey (and gpg.format, gpg.program or "
+            "gpg.ssh.program) until `git commit --allow-empty -S -m test` works, or set commit.gpgSign false "
+            "for this repository") from None
+    except GitError as err:
+        raise GitError(f"could not commit the memory: {err}") from None
 
 
 def _sync_user(repo: git.Repo, planned: Planned, blob: str | None) -> None:
