@@ -13,13 +13,14 @@ canary file; it must never appear, and the gate must read the commits the runner
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import git, run_git_vivary, write
+from conftest import Repo, git, run_git_vivary, write
 
 TROPO = "version = 1\n\n[base]\nallow_untyped = true\n"
 GOOD = "# A\n\nSee [[b]].\n"
@@ -182,3 +183,76 @@ def test_root_names_a_folder_of_the_work_tree_and_nothing_else(tmp_path: Path, c
     write(tmp_path, {"plain/notes/p.md": "# P\n"})
     r = cli("check", "--root", "notes", cwd=tmp_path / "plain")
     assert r.code == 0 and "1 document(s)" in r.out and "folder" in r.out, r.out + r.err
+
+
+# --- output paths ------------------------------------------------------------------------------------------
+
+OUTPUTS = ("--sarif", "--output", "--summary", "--github-output")
+
+
+def _link_reports(hostile: Hostile) -> None:
+    """The pull request commits `reports -> ../outside`, and `stale.sarif -> ../outside/stale.sarif`."""
+    (hostile.outside / "stale.sarif").write_text("precious\n")
+    os.symlink("../outside", hostile.clone / "reports")
+    os.symlink("../outside/stale.sarif", hostile.clone / "stale.sarif")
+    git(hostile.clone, "add", "reports", "stale.sarif")
+    git(hostile.clone, "commit", "-qm", "reports")
+
+
+def _outside_untouched(hostile: Hostile) -> None:
+    assert sorted(p.name for p in hostile.outside.iterdir()) == ["stale.sarif"]
+    assert (hostile.outside / "stale.sarif").read_text() == "precious\n"
+
+
+def test_ci_never_writes_through_a_committed_symlink(hostile: Hostile) -> None:
+    _link_reports(hostile)
+    for option in OUTPUTS:
+        r = run_git_vivary(["ci", "--base", hostile.base, "--root", "docs", f"{option}=reports/vivary.sarif"],
+                           hostile.clone)
+        assert r.returncode == 3, (option, r.stdout, r.stderr)
+        said = r.stderr.strip()
+        assert "\n" not in said and "Traceback" not in said
+        assert said.startswith(f"git vivary ci: {option} reports/vivary.sarif: ") and "reports is a symbolic link" \
+            in said, said
+        _outside_untouched(hostile)
+    for option in ("--output", "--summary", "--github-output"):  # a link in the file's own place
+        r = run_git_vivary(["ci", "--root", "docs", f"{option}=stale.sarif"], hostile.clone)
+        assert r.returncode == 3 and "stale.sarif is a symbolic link" in r.stderr, (option, r.stderr)
+        _outside_untouched(hostile)
+    # --sarif removes what is in its place first (a stale file must never pass for this run's): the link
+    # itself, never what it names; then it writes a file of its own.
+    r = run_git_vivary(["ci", "--root", "docs", "--sarif=stale.sarif"], hostile.clone)
+    assert r.returncode == 1, r.stderr
+    assert not (hostile.clone / "stale.sarif").is_symlink()
+    assert json.loads((hostile.clone / "stale.sarif").read_text())["version"] == "2.1.0"
+    _outside_untouched(hostile)
+
+
+def test_outputs_outside_a_work_tree_follow_links(tmp_path: Path, repo: Repo) -> None:
+    """A path of the user's own outside any work tree (`/tmp -> /private/tmp`) is written through its link."""
+    repo.commit(files={"tropo.toml": TROPO, "c.md": BROKEN})
+    real = tmp_path / "real"
+    real.mkdir()
+    os.symlink(real, tmp_path / "alias")
+    r = run_git_vivary(["ci", f"--output={tmp_path / 'alias' / 'out.txt'}"], repo.path)
+    assert r.returncode == 1 and "W221" in (real / "out.txt").read_text(), r.stderr
+
+
+def test_the_action_never_writes_or_removes_through_a_committed_symlink(hostile: Hostile, tmp_path: Path) -> None:
+    """The Action's `sarif:` input into a committed link: the step fails (exit 3), names no SARIF file for
+    upload, and neither writes nor removes anything outside the checkout (it used to `rm -f` the path)."""
+    from test_gates_action import pr_event, run_action, tool_inputs
+
+    _link_reports(hostile)
+    (hostile.outside / "vivary.sarif").write_text("precious\n")
+    head = git(hostile.clone, "rev-parse", "HEAD").strip()
+    runner = tmp_path / "runner"
+    runner.mkdir()
+    r = run_action(hostile.clone, runner, {**tool_inputs(), "root": "docs", "sarif": "reports/vivary.sarif"},
+                   pr_event(hostile.base, head))
+    assert r.code == 3, r.log
+    assert "reports is a symbolic link" in r.log and r.outputs["sarif"] == ""
+    assert (hostile.outside / "vivary.sarif").read_text() == "precious\n"
+    (hostile.outside / "vivary.sarif").unlink()
+    _outside_untouched(hostile)
+    assert not hostile.canary.exists()

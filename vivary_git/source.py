@@ -591,7 +591,7 @@ def _hashed(repo: git.Repo, env: dict[str, str], seen: list[tuple[str, tuple[int
 def _special_git_file(repo: git.Repo) -> tuple[str, str] | None:
     """The first ignore file Git reads that is not a regular file (a FIFO, a device), with what it is;
     None when there is none. Walks the work tree, skipping `.git` folders."""
-    from vivary_git.safeio import FileRefused, check_output
+    from vivary_git.safeio import FileRefused, check_regular
 
     top = repo.workdir
     assert top is not None
@@ -600,7 +600,7 @@ def _special_git_file(repo: git.Repo) -> tuple[str, str] | None:
         try:
             if path.is_symlink():
                 return None  # Git does not follow a symbolic link in these places
-            check_output(path)  # regular (or missing): fine
+            check_regular(path)  # regular (or missing): fine
         except FileRefused as err:
             return str(err)
         except OSError:
