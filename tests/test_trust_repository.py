@@ -185,6 +185,27 @@ def test_root_names_a_folder_of_the_work_tree_and_nothing_else(tmp_path: Path, c
     assert r.code == 0 and "1 document(s)" in r.out and "folder" in r.out, r.out + r.err
 
 
+def test_onboard_keeps_the_profile_out_of_the_clone_not_of_a_planted_folder(tmp_path: Path, cli: Any) -> None:
+    """`onboard --root profile` writes the private USER.md there and makes the clone's Git ignore it. A
+    planted `profile/` (its own `config` with `core.worktree = .`, an `info/exclude` naming USER.md) would
+    have answered "already ignored" for the clone, and the profile would reach the next `git add -A`."""
+    upstream = tmp_path / "upstream"
+    upstream.mkdir()
+    git(upstream, "init", "-q", "-b", "main")
+    write(upstream / "profile", {
+        "HEAD": "ref: refs/heads/main\n", "objects/info/.keep": "", "refs/heads/.keep": "", "info/exclude": "USER.md\n",
+        "config": "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n", "n.md": "# N\n",
+    })
+    git(upstream, "add", "-A")
+    git(upstream, "commit", "-qm", "plant")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(upstream), str(clone))
+    r = cli("onboard", "--root", "profile", "--answer", "name=Ada", cwd=clone)
+    assert r.code == 0 and (clone / "profile" / "USER.md").is_file(), r.out + r.err
+    assert git(clone, "status", "--porcelain", "--untracked-files=all") == ""
+    assert git(clone, "check-ignore", "profile/USER.md").strip() == "profile/USER.md"
+
+
 # --- output paths ------------------------------------------------------------------------------------------
 
 OUTPUTS = ("--sarif", "--output", "--summary", "--github-output")
