@@ -288,9 +288,9 @@ def open_source(
     sub_id = _subtree(repo, tree_id, prefix)
     if sub_id is None and root is not None:
         if _entry_type(repo, tree_id, prefix) == "commit":
-            raise UsageError(f"--root {root}: {prefix!r} is another repository in {label} (a submodule, or a clone "
-                             "inside this work tree), which Git does not read into from here; run the command "
-                             f"inside it (-C {prefix})")
+            raise UsageError(f"--root {root}: {prefix!r} is another repository (a submodule, or a clone inside this "
+                             "work tree), which Git does not read into from here; run the command inside it "
+                             f"(-C {root})")
         raise UsageError(f"--root {root}: there is no folder {prefix or '.'!r} in {label}; name a folder of that tree")
 
     def read_file(path: str) -> bytes | None:
