@@ -56,16 +56,18 @@ if [ -n "${VIVARY_SARIF:-}" ]; then
         echo "::error title=vivary::the sarif input names a folder; name a file such as vivary.sarif"
         exit 2
     fi
-    # A file already there (a stale one, or one the pull request committed) must not be uploaded as ours.
-    rm -f -- "$VIVARY_SARIF"
+    # A file already there (a stale one, or one the pull request committed) must not be uploaded as ours:
+    # `ci --sarif` removes it first, never through a symbolic link the pull request committed (`rm -f` here
+    # would follow `reports -> ../outside`), and the output below names the file only when ci wrote it.
     args+=(--sarif="$VIVARY_SARIF")
 fi
 
 status=0
 "$vivary" "${args[@]}" || status=$?
-# Named only once it exists: a run that stopped early leaves the output empty, so no upload step
-# (`if: steps.ID.outputs.sarif != ''`) is handed a missing file.
-if [ -n "${VIVARY_SARIF:-}" ] && [ -f "$VIVARY_SARIF" ]; then
+# Named only once ci wrote it (exit 0 or 1): a run that stopped early (a usage error, a refused output path)
+# leaves the output empty, so no upload step (`if: steps.ID.outputs.sarif != ''`) is handed a missing file,
+# a stale one, or one reached through a link.
+if [ -n "${VIVARY_SARIF:-}" ] && { [ "$status" -eq 0 ] || [ "$status" -eq 1 ]; } && [ -f "$VIVARY_SARIF" ]; then
     echo "sarif=$VIVARY_SARIF" >> "$GITHUB_OUTPUT"
 fi
 case $status in

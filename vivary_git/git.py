@@ -8,6 +8,11 @@ When `GIT_DIR` is set, the repository and its work tree are the ones Git itself 
 then `GIT_WORK_TREE`, `core.worktree` or the current directory): libgit2's discovery ignores the
 variable, and reading one repository with libgit2 while `git` writes into another wrote this work
 tree's files into the other's object store.
+
+A folder a commit laid out as a Git directory (`docs/HEAD`, `docs/config`, `docs/objects/`) is a folder of
+the repository that tracks it, never a repository: Git's discovery from inside it would take it for one,
+and run the commands its config names (`core.fsmonitor`, filters). Callers never look for a repository from
+a folder the user named (`--root`): see `source.open_source`.
 """
 
 from __future__ import annotations
@@ -209,11 +214,15 @@ class Repo:
             found = pygit2.discover_repository(str(start))
             if found is None:
                 raise NotARepository(f"{start} is not inside a Git repository")
+            opened_from = start
+            holder = _committed_git_dir(Path(found), start)
+            if holder is not None:
+                found, opened_from = holder
             # Opened from where it was found, not by its git dir: when a `.git` file names the repository
             # (`git init --separate-git-dir`, a submodule without core.worktree) only that file says where the
             # work tree is, and libgit2 opening the git dir itself takes the git dir's parent instead.
             try:
-                self.repo = pygit2.Repository(str(start))
+                self.repo = pygit2.Repository(str(opened_from))
             except pygit2.GitError as err:
                 # Found, yet not opened: its work tree (core.worktree) names a folder that is gone, say.
                 worktree = _config_value(found, "core.worktree")
@@ -304,6 +313,40 @@ def _from_environment(start: Path) -> tuple[str, Path | None]:
                        "at one, or unset it (a hook or a script may have left it set)")
     top = Path(lines[2]).resolve() if proc.returncode == 0 and len(lines) == 3 and lines[1] == "false" else None
     return lines[0], top
+
+
+def _committed_git_dir(found: Path, start: Path) -> tuple[str, Path] | None:
+    """The repository to open instead of `found` when `found` is a folder a commit planted: Git's discovery
+    takes a folder holding `HEAD`, `objects/` and `refs/` for a (bare) repository, with no `.git` naming it,
+    and that folder's `config` may name commands Git runs (`core.fsmonitor`, a filter) and a `core.worktree`.
+    When the repository around it tracks that folder's files, the folder is part of that repository's work
+    tree, and the repository around it is the one read: its git dir, and the folder to open it from. None
+    for every other repository (a `.git` found, a bare repository nobody committed, a `.git` file's)."""
+    import pygit2
+
+    here = found.resolve()
+    where = start.resolve()
+    if ".git" in here.parts or (here != where and here not in where.parents):
+        return None  # a `.git` (or inside one: modules/, worktrees/), or named by a `.git` file elsewhere
+    for holder in here.parents:
+        if not os.path.lexists(holder / ".git"):
+            continue
+        outer = pygit2.discover_repository(str(holder))
+        try:
+            repo = pygit2.Repository(str(holder))
+        except pygit2.GitError:
+            return None
+        if outer is None or repo.is_bare or repo.workdir is None:
+            return None
+        try:
+            rel = here.relative_to(Path(repo.workdir).resolve()).as_posix()
+            index = repo.index
+        except (ValueError, pygit2.GitError):
+            return None
+        if any(f"{rel}/{name}" in index for name in ("HEAD", "config")):
+            return outer, holder
+        return None
+    return None
 
 
 def _config_value(git_dir: str, key: str) -> str | None:

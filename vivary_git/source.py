@@ -251,17 +251,19 @@ def open_source(
     if rev is not None and staged:
         raise UsageError("--rev and --staged name different trees; pass one of them")
     start = (start or Path.cwd()).resolve()
-    if root is not None:
-        start = (start / root).resolve()
-        if not start.is_dir() and rev is None:
-            raise UsageError(f"--root {root}: no such directory")
+    # The repository is the one Git finds from where the command runs (or -C, GIT_DIR), never one looked for
+    # from --root: a folder a commit laid out as a Git directory (HEAD, config, objects/) would be opened, and
+    # its config names commands Git runs (core.fsmonitor, a filter) and the tree a gate reads.
     repo = git.try_open(start if start.exists() else start.parent)
     if repo is None:
+        if root is not None:
+            start = _plain_root(start, root, rev)
         if rev is not None or staged:
             given = f"{rev_option} {rev}" if rev is not None else "--staged"
             raise GitError(f"{given}: {start} is not inside a Git repository, so there is no tree to read; "
                            "run it inside a repository (or -C PATH), or drop the option to read the folder")
         return _folder_source(start, pinned=root is not None)
+    pinned_prefix = _root_prefix(repo, start, root, rev) if root is not None else None
     if rev is not None:
         tree_id, label = rev_tree(repo, rev, rev_option), rev
         kind = "rev"
@@ -273,15 +275,22 @@ def open_source(
         tree_id = worktree if worktree is not None else _worktree_tree(repo)
         label, kind = "working tree", "worktree"
     top = repo.workdir
-    rel = ""
-    if top is not None:
-        with contextlib.suppress(ValueError):
-            rel = start.relative_to(top).as_posix()
-        if rel == ".":
-            rel = ""
-    prefix = rel if root is not None else _find_root(repo, tree_id, rel)
+    if pinned_prefix is not None:
+        prefix = pinned_prefix
+    else:
+        rel = ""
+        if top is not None:
+            with contextlib.suppress(ValueError):
+                rel = start.relative_to(top).as_posix()
+            if rel == ".":
+                rel = ""
+        prefix = _find_root(repo, tree_id, rel)
     sub_id = _subtree(repo, tree_id, prefix)
     if sub_id is None and root is not None:
+        if _entry_type(repo, tree_id, prefix) == "commit":
+            raise UsageError(f"--root {root}: {prefix!r} is another repository (a submodule, or a clone inside this "
+                             "work tree), which Git does not read into from here; run the command inside it "
+                             f"(-C {root})")
         raise UsageError(f"--root {root}: there is no folder {prefix or '.'!r} in {label}; name a folder of that tree")
 
     def read_file(path: str) -> bytes | None:
@@ -295,6 +304,54 @@ def open_source(
         raw=raw, read_file=read_file, root_tree=tree_id,
         files=lambda: _walk_tree(repo, sub_id, excluder(config)) if sub_id is not None else ([], [], []),
     )
+
+
+def _root_prefix(repo: git.Repo, start: Path, root: str, rev: str | None) -> str:
+    """The folder `--root` names, as a path in the repository's tree: `root` is taken relative to `start`
+    (the current directory or -C) and must lie inside the repository's work tree. It is read from the tree
+    (a symbolic link there is no folder, a nested repository is not entered), never looked at for a
+    repository of its own. In a bare repository, `root` is a folder of the tree."""
+    top = repo.workdir
+    if top is None:
+        rel = os.path.normpath(root).replace(os.sep, "/")
+        if os.path.isabs(root) or rel == ".." or rel.startswith("../"):
+            raise UsageError(f"--root {root}: a bare repository has no work tree, so --root names a folder of the "
+                             "tree read, relative to its top (such as `docs`)")
+        return "" if rel == "." else rel
+    # As written (`..` takes away the folder before it, as in Git's paths); through a symbolic link outside
+    # the work tree (a user's /tmp -> /private/tmp), as resolved.
+    named = Path(os.path.normpath(start / root))
+    for where in (named, named.resolve()):
+        with contextlib.suppress(ValueError):
+            rel = where.relative_to(top).as_posix()
+            break
+    else:
+        raise UsageError(f"--root {root}: {named} is not inside {top}, the work tree of the repository Git finds "
+                         "here; name a folder inside it, or run from inside the repository that holds the folder "
+                         "(cd there, or -C DIR)")
+    if rev is None and not (top / rel).is_dir():
+        raise UsageError(f"--root {root}: no such directory")
+    return "" if rel == "." else rel
+
+
+def _plain_root(start: Path, root: str, rev: str | None) -> Path:
+    """The folder `--root` names outside any repository (read as a plain folder). One inside a repository
+    the current directory is not in is refused: whether it is one is looked up only to say so, since reading
+    it as a plain folder would read what Git ignores, and opening it would let the folder choose."""
+    import pygit2
+
+    folder = (start / root).resolve()
+    if not folder.is_dir():
+        if rev is not None:
+            return folder
+        raise UsageError(f"--root {root}: no such directory")
+    found = pygit2.discover_repository(str(folder))
+    if found is not None:
+        held = Path(found).resolve()
+        raise UsageError(f"--root {root}: {folder} is inside the Git repository "
+                         f"{held.parent if held.name == '.git' else held}, and "
+                         f"{start} is not: run the command from inside that repository (cd there, or -C DIR)")
+    return folder
 
 
 def rev_tree(repo: git.Repo, rev: str, option: str = "--rev") -> str:
@@ -534,7 +591,7 @@ def _hashed(repo: git.Repo, env: dict[str, str], seen: list[tuple[str, tuple[int
 def _special_git_file(repo: git.Repo) -> tuple[str, str] | None:
     """The first ignore file Git reads that is not a regular file (a FIFO, a device), with what it is;
     None when there is none. Walks the work tree, skipping `.git` folders."""
-    from vivary_git.safeio import FileRefused, check_output
+    from vivary_git.safeio import FileRefused, check_regular
 
     top = repo.workdir
     assert top is not None
@@ -543,7 +600,7 @@ def _special_git_file(repo: git.Repo) -> tuple[str, str] | None:
         try:
             if path.is_symlink():
                 return None  # Git does not follow a symbolic link in these places
-            check_output(path)  # regular (or missing): fine
+            check_regular(path)  # regular (or missing): fine
         except FileRefused as err:
             return str(err)
         except OSError:
@@ -615,9 +672,20 @@ def _subtree(repo: git.Repo, tree_id: str, prefix: str) -> str | None:
     if not prefix:
         return tree_id
     sub = _lookup(repo, tree_id, prefix)
-    if sub is None or repo.repo[sub].type_str != "tree":
+    if sub is None or _entry_type(repo, tree_id, prefix) != "tree":
         return None
     return sub
+
+
+def _entry_type(repo: git.Repo, tree_id: str, path: str) -> str | None:
+    """What the tree holds at `path`: "tree", "blob" (a file or a symbolic link), "commit" (a submodule, whose
+    commit this repository need not have), or None. From the tree entry, never by loading the object."""
+    try:
+        entry = repo.repo[tree_id][path]  # type: ignore[index]
+    except (KeyError, ValueError, TypeError):
+        return None
+    kind: str = entry.type_str
+    return kind
 
 
 class _TreeProbe:

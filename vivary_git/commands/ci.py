@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from vivary_git.blast import DEFAULT_DEPTH
 from vivary_git.commands._common import at_least
 from vivary_git.commands.blast import depth_arg
-from vivary_git.errors import EXIT_FINDINGS, EXIT_OK, UsageError
+from vivary_git.errors import EXIT_FINDINGS, EXIT_OK, RefusedError, UsageError
 
 FORMATS = ("text", "github", "json", "sarif")
 
@@ -57,7 +59,17 @@ def run(args: argparse.Namespace) -> int:
     from vivary_git.gates.review import fails, render_text, review
     from vivary_git.gates.sarif import render_sarif
     from vivary_git.gates.summary import render_summary
+    from vivary_git.safeio import check_output, remove_output
 
+    inside = _work_tree(args.cwd)
+    outputs = [(f"--{opt.replace('_', '-')}", getattr(args, opt))
+               for opt in ("output", "sarif", "summary", "github_output") if getattr(args, opt)]
+    if args.sarif:
+        # A SARIF file left from before (or committed) must never be taken for this run's: a run that stops
+        # early leaves none.
+        _guard("--sarif", args.sarif, lambda: remove_output(args.sarif, inside=inside))
+    for option, name in outputs:  # refused before the review runs, and again as each is opened
+        _guard(option, name, functools.partial(check_output, name, inside=inside))
     r = review(args.cwd, base=args.base, head=args.head, root=args.root, cache=not args.no_cache,
                depth=args.depth, strict=args.strict)
     if args.format == "text":
@@ -69,42 +81,52 @@ def run(args: argparse.Namespace) -> int:
     else:
         text = json_text(render_sarif(r)) + "\n"
     if args.output:
-        _write(args.output, text)
+        _write("--output", args.output, text, inside)
     else:
         sys.stdout.write(text)
     if args.sarif:
-        _write(args.sarif, json_text(render_sarif(r)) + "\n")
-    try:
-        if args.summary:
-            github.append_text(_path(args.summary), [render_summary(r)])
-        if args.github_output:
-            github.write_outputs(_path(args.github_output), github.outputs(r))
-    except OSError as err:
-        raise UsageError(f"{err.filename}: cannot write: {err.strerror or err}") from None
+        _write("--sarif", args.sarif, json_text(render_sarif(r)) + "\n", inside)
+    if args.summary:
+        _guard("--summary", args.summary, lambda: github.append_text(Path(args.summary), [render_summary(r)],
+                                                                     inside=inside))
+    if args.github_output:
+        _guard("--github-output", args.github_output,
+               lambda: github.write_outputs(Path(args.github_output), github.outputs(r), inside=inside))
     return EXIT_FINDINGS if fails(r, args.fail_on) else EXIT_OK
 
 
-def _path(name: str) -> Path:
-    from vivary_git.safeio import FileRefused, check_output
+def _work_tree(cwd: str | None) -> Path | None:
+    """The top of the work tree the review reads: no output is written through a symbolic link inside it."""
+    from vivary_git import git
 
-    p = Path(name)
-    if not p.parent.is_dir():
-        raise UsageError(f"{name}: the folder {p.parent} does not exist; create it or choose another file")
-    try:
-        # A FIFO would block the write until something reads it; a device or kernel file is no report.
-        check_output(p)
-    except FileRefused as err:
-        raise UsageError(f"{name}: {err}; name a regular file to write to") from None
-    return p
+    repo = git.try_open(Path(cwd or ".").resolve())
+    return repo.workdir if repo is not None else None
 
 
-def _write(name: str, text: str) -> None:
-    from vivary_git.safeio import FileRefused, open_output
+def _guard(option: str, name: str, act: Callable[[], object]) -> None:
+    """Run `act` on the output file `name`, turning a refusal into the error a user can act on: a symbolic
+    link inside the work tree is refused (exit 3), anything else that is no file to write is a usage error."""
+    from vivary_git.safeio import FileRefused, LinkRefused
 
     try:
-        with open_output(_path(name), append=False) as out:
-            out.write(text)
+        act()
+    except LinkRefused as err:
+        raise RefusedError(f"{option} {name}: {err}; name a path without the link, or remove it") from None
     except FileRefused as err:
-        raise UsageError(f"{name}: {err}; name a regular file to write to") from None
+        raise UsageError(f"{option} {name}: {err}; name a regular file to write to") from None
+    except FileNotFoundError:
+        folder = Path(name).parent
+        raise UsageError(f"{option} {name}: the folder {folder} does not exist; create it or choose another "
+                         "file") from None
     except OSError as err:
-        raise UsageError(f"{name}: cannot write: {err.strerror or err}") from None
+        raise UsageError(f"{option} {name}: cannot write: {err.strerror or err}") from None
+
+
+def _write(option: str, name: str, text: str, inside: Path | None) -> None:
+    from vivary_git.safeio import open_output
+
+    def write() -> None:
+        with open_output(name, append=False, inside=inside) as out:
+            out.write(text)
+
+    _guard(option, name, write)

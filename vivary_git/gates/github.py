@@ -42,10 +42,13 @@ def command(kind: str, message: str, properties: Mapping[str, str | int | None] 
     return f"::{kind}{' ' + props if props else ''}::{escape_data(name(message))}"
 
 
-def write_outputs(path: Path, values: Mapping[str, str | int]) -> None:
+def write_outputs(path: Path, values: Mapping[str, str | int], *, inside: Path | None = None) -> None:
     """Append step outputs to `$GITHUB_OUTPUT`. One-line values use `name=value`; anything with a line
-    break uses the heredoc form with a random delimiter the value cannot contain."""
-    with path.open("a", encoding="utf-8") as out:
+    break uses the heredoc form with a random delimiter the value cannot contain. Opened as every output is
+    (`safeio.open_output`: `inside` is the work tree read)."""
+    from vivary_git.safeio import open_output
+
+    with open_output(path, append=True, inside=inside) as out:
         for name, value in values.items():
             text = str(value)
             if "\n" in text or "\r" in text:
@@ -57,10 +60,12 @@ def write_outputs(path: Path, values: Mapping[str, str | int]) -> None:
                 out.write(f"{name}={text}\n")
 
 
-def append_text(path: Path, chunks: Iterable[str]) -> None:
+def append_text(path: Path, chunks: Iterable[str], *, inside: Path | None = None) -> None:
     """Append to a file GitHub collects after the step (`$GITHUB_STEP_SUMMARY`): earlier steps may
-    have written to it already."""
-    with path.open("a", encoding="utf-8") as out:
+    have written to it already. Opened as `write_outputs` opens its file."""
+    from vivary_git.safeio import open_output
+
+    with open_output(path, append=True, inside=inside) as out:
         for chunk in chunks:
             out.write(name(chunk))  # a file name that is not UTF-8 reads \xNN (docs/output.md)
 

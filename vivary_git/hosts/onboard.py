@@ -158,10 +158,17 @@ def record(root: Path, answers: dict[str, str]) -> Onboarding:
 
 
 def _repo_top(root: Path) -> Path | None:
-    proc = git.run(["rev-parse", "--show-toplevel"], cwd=root, check=False)
-    if proc.returncode != 0:
+    """The top of the work tree holding `root`, as `git.Repo` finds it: a folder a commit laid out as a Git
+    directory (`root/HEAD`, `root/config`, `root/info/exclude`) is a folder of the repository around it, never
+    one whose exclude rules and index decide whether USER.md is tracked or ignored. None outside a work tree."""
+    repo = git.try_open(root)
+    if repo is None or repo.workdir is None:
         return None
-    return Path(proc.stdout.decode().strip()).resolve()
+    try:
+        root.resolve().relative_to(repo.workdir)
+    except ValueError:
+        return None  # a work tree set elsewhere than the folder (core.worktree): not the one holding it
+    return repo.workdir
 
 
 def _refuse_tracked(root: Path, path: Path) -> None:
