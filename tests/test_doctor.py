@@ -250,16 +250,16 @@ def test_leaks_are_decided_by_the_privacy_boundary(repo: Repo, cli: Any) -> None
                           ".vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["journal/**"]\n',
                           ".gitignore": "USER.md\nMEMORY.md\n/memory/\n/heartbeat-reports/\n/.strato/private/\n"})
     repo.write({"notes/USER.markdown": "me\n", "vault/memory/x.md": "diary\n", "journal/day.md": "day\n",
-                "notes/api-token.md": "tok\n"})
+                "notes/credentials.json": "{}\n"})
     code, d = doctor(cli, repo.path)
     assert code == 1 and d["privacy"]["status"] == "failed"
-    assert d["privacy"]["leaks"] == ["journal/day.md", "notes/USER.markdown", "notes/api-token.md",
+    assert d["privacy"]["leaks"] == ["journal/day.md", "notes/USER.markdown", "notes/credentials.json",
                                      "vault/memory/x.md"]
     # From the nested workspace, its own leak, named relative to it.
     code, d = doctor(cli, repo.path / "vault")
     assert code == 1 and d["privacy"]["leaks"] == ["memory/x.md"]
     # A sensitive name the guard is told to allow is not a leak either.
-    repo.git("config", "--add", "vivary.guardAllow", "notes/api-token.md")
+    repo.git("config", "--add", "vivary.guardAllow", "notes/credentials.json")
     for rel in ("notes/USER.markdown", "vault/memory/x.md", "journal/day.md"):
         (repo.path / rel).unlink()
     code, d = doctor(cli, repo.path)
