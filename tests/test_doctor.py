@@ -227,6 +227,29 @@ def test_pre_commit_config_needs_the_framework_hook(ws: Repo, cli: Any) -> None:
     assert not any(p["area"] == "hooks" for p in d["problems"])
 
 
+
+def test_the_frameworks_hook_is_not_ours_when_its_python_path_says_vivary(ws: Repo, cli: Any, tmp_path: Path) -> None:
+    """The pre-commit framework's script names the Python that installed it (`INSTALL_PYTHON=...`): from a
+    clone called `vivary-git` that path holds the word. Our hooks are known by their marker line, or by a
+    line calling the gate, never by the word."""
+    venv = Path(sys.prefix)
+    clone = tmp_path / "vivary-git"  # a clone of this project, as a newcomer names it
+    clone.mkdir()
+    (clone / ".venv").symlink_to(venv, target_is_directory=True)
+    python = clone / ".venv" / "bin" / Path(sys.executable).name
+    ws.commit("pre-commit", {".pre-commit-config.yaml": "repos: []\n"})
+    installed = subprocess.run([str(python), "-m", "pre_commit", "install"], cwd=ws.path, capture_output=True,
+                               text=True, check=False)
+    assert installed.returncode == 0, installed.stderr
+    assert f"INSTALL_PYTHON={python}" in (ws.path / ".git/hooks/pre-commit").read_text()
+    _, d = doctor(cli, ws.path)
+    assert d["hooks"]["installed"] is False and d["hooks"]["vivary_hooks"] == []
+    assert any(p["area"] == "hooks" for p in d["problems"])
+    # A hand-written hook that calls the gate runs vivary; so does ours.
+    (ws.path / ".git/hooks/post-commit").write_text("#!/bin/sh\nexec git vivary hooks run post-commit\n")
+    _, d = doctor(cli, ws.path)
+    assert d["hooks"]["installed"] is True and d["hooks"]["vivary_hooks"] == ["post-commit"]
+
 def test_unborn_and_not_a_repository(tmp_path: Path, cli: Any) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()

@@ -92,7 +92,7 @@ class PrivacyInfo(msgspec.Struct, frozen=True):
 class HooksInfo(msgspec.Struct, frozen=True):
     installed: bool
     hooks_dir: str | None
-    vivary_hooks: list[str]  # hook scripts that mention vivary
+    vivary_hooks: list[str]  # hook scripts that run vivary: ours (the marker line), or a line calling the gate
     pre_commit_config: bool  # .pre-commit-config.yaml names a vivary hook
 
 
@@ -318,6 +318,8 @@ def _privacy(ws_root: Path, top: Path, root: str | None, problems: list[Problem]
 
 
 def _hooks(start: Path, top: Path, problems: list[Problem]) -> HooksInfo:
+    from vivary_git.gates.install import runs_vivary
+
     code, out = _git(["rev-parse", "--path-format=absolute", "--git-path", "hooks"], start)
     hooks_dir = Path(_text(out)) if code == 0 else None
     ours: list[str] = []
@@ -326,10 +328,9 @@ def _hooks(start: Path, top: Path, problems: list[Problem]) -> HooksInfo:
         for entry in sorted(hooks_dir.iterdir()):
             if entry.name.endswith(".sample") or not entry.is_file():
                 continue
-            text = _head(entry)
-            if "vivary" in text.lower():
+            if runs_vivary(entry):
                 ours.append(entry.name)
-            elif entry.name == "pre-commit" and "pre-commit.com" in text:
+            elif entry.name == "pre-commit" and "pre-commit.com" in _head(entry):
                 framework = True
     config = top / ".pre-commit-config.yaml"
     in_config = config.is_file() and "vivary-check" in _head(config, 1 << 20)
