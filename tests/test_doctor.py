@@ -6,6 +6,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -296,3 +297,34 @@ def test_unguarded_probes_come_from_the_floor(repo: Repo, cli: Any) -> None:
     _, d = doctor(cli, repo.path)
     assert set(d["privacy"]["unguarded"]) == {"USER.markdown", "MEMORY.markdown", "heartbeat-reports/",
                                               ".strato/private/"}
+
+
+def test_the_example_passes_its_own_privacy_check(tmp_path: Path, cli: Any) -> None:
+    """examples/field-notes as scripts/demo lays it out (`git add -A`, then a commit): its .gitignore keeps
+    every private file out, so doctor finds no leak."""
+    ws = tmp_path / "field-notes"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "examples" / "field-notes", ws)
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "example"]):
+        git(ws, *args)
+    tracked = git(ws, "ls-files").splitlines()
+    assert "USER.md" not in tracked and "MEMORY.md" not in tracked and not any(p.startswith("memory/") for p in tracked)
+    _, d = doctor(cli, ws)
+    assert d["privacy"] == {"status": "ok", "leaks": [], "unguarded": [], "detail": ""}
+    assert not [p for p in d["problems"] if p["area"] == "privacy"]
+
+
+def test_doctor_and_index_agree_about_a_leak(repo: Repo, cli: Any) -> None:
+    """A private file Git tracks is a leak (Git pushes it); the index holds it back all the same. Doctor says
+    exactly that, and `index --yes` does it."""
+    repo.commit("notes", {"tropo.toml": "version = 1\n", "notes/a.md": "# Alpha\n\nrotate the keys\n",
+                          "USER.md": "# me\n\nzqxleakcanary\n", ".vivary/memory.toml": ENABLE_LOCAL})
+    code, d = doctor(cli, repo.path)
+    assert code == 1 and d["privacy"]["leaks"] == ["USER.md"] and d["memory"]["status"] == "privacy-failed"
+    [said] = [p for p in d["problems"] if p["area"] == "memory"]
+    assert "nothing may be indexed" not in said["fix"]
+    assert "holds every private file back" in said["message"]
+    r = cli("index", "--yes", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert r.json()["indexed"] == 1 and r.json()["private"] == 1  # notes/a.md in; USER.md held back
+    hits = cli("recall", "zqxleakcanary me", "--json", cwd=repo.path).json()
+    assert [h["path"] for h in hits] == ["notes/a.md"]

@@ -395,9 +395,15 @@ def _memory(ws_root: Path, common_dir: Path, privacy: PrivacyInfo, ws: Workspace
         return info("disabled", "" if section.provider == "none" else (
             f"{section.provider} policy is written but disabled; docs/memory.md explains activation, install and "
             "index as separate steps"))
+    # Say what `index` and `recall` do meanwhile, and no more: a leak is Git's (the files get committed and
+    # pushed); the privacy boundary still holds every private file back from the index.
+    if privacy.status == "unknown":
+        return info("privacy-failed", "privacy could not be checked; `git vivary index` and `recall` refuse "
+                    "wherever privacy cannot be decided (they fail closed)", "fix the privacy problem above first")
     if privacy.status != "ok":
-        return info("privacy-failed", "private workspace paths are not actively ignored by Git",
-                    "fix the privacy problem above first; nothing may be indexed until then")
+        return info("privacy-failed", "private workspace paths are not ignored by Git, so Git commits and pushes "
+                    "them; `git vivary index` still holds every private file back (privacy boundary)",
+                    "fix the privacy problem above: memory is no reason to keep private files in Git")
     if section.provider == "cognee":
         return _cognee_memory(info, cfg, ws_root, ws)
     return _local_memory(info, cfg, ws_root, common_dir, ws)
