@@ -221,8 +221,8 @@ def vault_dialect(target: Path) -> KeptDialect | None:
     from vivary_git import dialects
 
     probe = _DiskProbe(target)
-    if probe.read("tropo.toml") is not None or probe.read(".vivary/workspace.toml") is not None:
-        return None
+    if probe.exists("tropo.toml") or probe.exists(".vivary/workspace.toml"):
+        return None  # its own rules decide (a symlink there is refused when the plan looks at it)
     graph = probe.read(".vivary/graph.toml")
     if graph is not None:
         import tomllib
