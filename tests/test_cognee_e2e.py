@@ -77,7 +77,7 @@ PRIVATE = {
 @pytest.fixture(scope="module")
 def cognee_bin() -> Path:
     if UNAVAILABLE:
-        pytest.skip(f"scripts/test could not build .venv/cognee: {UNAVAILABLE}")
+        pytest.skip(f"no .venv/cognee: {UNAVAILABLE}")
     if not COGNEE_PYTHON or not Path(COGNEE_PYTHON).is_file():
         msg = ("needs a Python with vivary-git[cognee]: set VIVARY_COGNEE_PYTHON "
                "(scripts/test builds .venv/cognee)")

@@ -6,6 +6,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -227,6 +228,29 @@ def test_pre_commit_config_needs_the_framework_hook(ws: Repo, cli: Any) -> None:
     assert not any(p["area"] == "hooks" for p in d["problems"])
 
 
+
+def test_the_frameworks_hook_is_not_ours_when_its_python_path_says_vivary(ws: Repo, cli: Any, tmp_path: Path) -> None:
+    """The pre-commit framework's script names the Python that installed it (`INSTALL_PYTHON=...`): from a
+    clone called `vivary-git` that path holds the word. Our hooks are known by their marker line, or by a
+    line calling the gate, never by the word."""
+    venv = Path(sys.prefix)
+    clone = tmp_path / "vivary-git"  # a clone of this project, as a newcomer names it
+    clone.mkdir()
+    (clone / ".venv").symlink_to(venv, target_is_directory=True)
+    python = clone / ".venv" / "bin" / Path(sys.executable).name
+    ws.commit("pre-commit", {".pre-commit-config.yaml": "repos: []\n"})
+    installed = subprocess.run([str(python), "-m", "pre_commit", "install"], cwd=ws.path, capture_output=True,
+                               text=True, check=False)
+    assert installed.returncode == 0, installed.stderr
+    assert f"INSTALL_PYTHON={python}" in (ws.path / ".git/hooks/pre-commit").read_text()
+    _, d = doctor(cli, ws.path)
+    assert d["hooks"]["installed"] is False and d["hooks"]["vivary_hooks"] == []
+    assert any(p["area"] == "hooks" for p in d["problems"])
+    # A hand-written hook that calls the gate runs vivary; so does ours.
+    (ws.path / ".git/hooks/post-commit").write_text("#!/bin/sh\nexec git vivary hooks run post-commit\n")
+    _, d = doctor(cli, ws.path)
+    assert d["hooks"]["installed"] is True and d["hooks"]["vivary_hooks"] == ["post-commit"]
+
 def test_unborn_and_not_a_repository(tmp_path: Path, cli: Any) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
@@ -250,16 +274,16 @@ def test_leaks_are_decided_by_the_privacy_boundary(repo: Repo, cli: Any) -> None
                           ".vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["journal/**"]\n',
                           ".gitignore": "USER.md\nMEMORY.md\n/memory/\n/heartbeat-reports/\n/.strato/private/\n"})
     repo.write({"notes/USER.markdown": "me\n", "vault/memory/x.md": "diary\n", "journal/day.md": "day\n",
-                "notes/api-token.md": "tok\n"})
+                "notes/credentials.json": "{}\n"})
     code, d = doctor(cli, repo.path)
     assert code == 1 and d["privacy"]["status"] == "failed"
-    assert d["privacy"]["leaks"] == ["journal/day.md", "notes/USER.markdown", "notes/api-token.md",
+    assert d["privacy"]["leaks"] == ["journal/day.md", "notes/USER.markdown", "notes/credentials.json",
                                      "vault/memory/x.md"]
     # From the nested workspace, its own leak, named relative to it.
     code, d = doctor(cli, repo.path / "vault")
     assert code == 1 and d["privacy"]["leaks"] == ["memory/x.md"]
     # A sensitive name the guard is told to allow is not a leak either.
-    repo.git("config", "--add", "vivary.guardAllow", "notes/api-token.md")
+    repo.git("config", "--add", "vivary.guardAllow", "notes/credentials.json")
     for rel in ("notes/USER.markdown", "vault/memory/x.md", "journal/day.md"):
         (repo.path / rel).unlink()
     code, d = doctor(cli, repo.path)
@@ -273,3 +297,34 @@ def test_unguarded_probes_come_from_the_floor(repo: Repo, cli: Any) -> None:
     _, d = doctor(cli, repo.path)
     assert set(d["privacy"]["unguarded"]) == {"USER.markdown", "MEMORY.markdown", "heartbeat-reports/",
                                               ".strato/private/"}
+
+
+def test_the_example_passes_its_own_privacy_check(tmp_path: Path, cli: Any) -> None:
+    """examples/field-notes as scripts/demo lays it out (`git add -A`, then a commit): its .gitignore keeps
+    every private file out, so doctor finds no leak."""
+    ws = tmp_path / "field-notes"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "examples" / "field-notes", ws)
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "example"]):
+        git(ws, *args)
+    tracked = git(ws, "ls-files").splitlines()
+    assert "USER.md" not in tracked and "MEMORY.md" not in tracked and not any(p.startswith("memory/") for p in tracked)
+    _, d = doctor(cli, ws)
+    assert d["privacy"] == {"status": "ok", "leaks": [], "unguarded": [], "detail": ""}
+    assert not [p for p in d["problems"] if p["area"] == "privacy"]
+
+
+def test_doctor_and_index_agree_about_a_leak(repo: Repo, cli: Any) -> None:
+    """A private file Git tracks is a leak (Git pushes it); the index holds it back all the same. Doctor says
+    exactly that, and `index --yes` does it."""
+    repo.commit("notes", {"tropo.toml": "version = 1\n", "notes/a.md": "# Alpha\n\nrotate the keys\n",
+                          "USER.md": "# me\n\nzqxleakcanary\n", ".vivary/memory.toml": ENABLE_LOCAL})
+    code, d = doctor(cli, repo.path)
+    assert code == 1 and d["privacy"]["leaks"] == ["USER.md"] and d["memory"]["status"] == "privacy-failed"
+    [said] = [p for p in d["problems"] if p["area"] == "memory"]
+    assert "nothing may be indexed" not in said["fix"]
+    assert "holds every private file back" in said["message"]
+    r = cli("index", "--yes", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert r.json()["indexed"] == 1 and r.json()["private"] == 1  # notes/a.md in; USER.md held back
+    hits = cli("recall", "zqxleakcanary me", "--json", cwd=repo.path).json()
+    assert [h["path"] for h in hits] == ["notes/a.md"]

@@ -69,13 +69,14 @@ def test_root_keeps_the_enclosing_workspaces_private_paths(repo: Repo, cli: Any)
 def test_sensitive_names_are_refused_unless_allowed(repo: Repo, cli: Any) -> None:
     repo.commit("start", {"tropo.toml": TROPO, ".gitignore": ".env\n", "notes/a.md": "# A\n"})
     repo.write({".env.local": "KEY=1\n", "keys/id.pem": "-----BEGIN-----\n", ".env": "KEY=2\n",
-                "notes/tokenizer.md": "# how tokenizers work\n", "notes/wifi-password.md": "# x\n"})
-    repo.git("add", ".env.local", "keys/id.pem", "notes/tokenizer.md", "notes/wifi-password.md")
+                "notes/secrets.md": "# what the plot hides\n", "notes/passwords.md": "# x\n",
+                "notes/password-audit.md": "# a plugin\n"})
+    repo.git("add", ".env.local", "keys/id.pem", "notes/secrets.md", "notes/passwords.md", "notes/password-audit.md")
     repo.git("add", "-f", ".env")
     r = cli("hooks", "privacy-guard", cwd=repo.path)
     assert r.code == 1
     assert _refused(r.out) == {".env": "P104", ".env.local": "P104", "keys/id.pem": "P104",
-                               "notes/tokenizer.md": "P104", "notes/wifi-password.md": "P104"}, r.out
+                               "notes/secrets.md": "P104", "notes/passwords.md": "P104"}, r.out
     assert ("keys/id.pem:1: error P104: file with a sensitive name staged (sensitive name: *.pem); unstage it "
             "with `git restore --staged -- keys/id.pem`, or, if it holds no secret, allow this path: "
             "`git config --add vivary.guardAllow keys/id.pem`") in r.out
@@ -83,11 +84,11 @@ def test_sensitive_names_are_refused_unless_allowed(repo: Repo, cli: Any) -> Non
     explained = cli("privacy", "explain", "--staged", ".env", ".env.local", "keys/id.pem", cwd=repo.path).out
     assert all(line.startswith("private") for line in explained.splitlines()), explained
     # A per-path allow list: the hook's --allow, or git config for every commit from this clone.
-    repo.git("config", "--add", "vivary.guardAllow", "notes/tokenizer.md")
-    r = cli("hooks", "privacy-guard", "--allow", "notes/wifi-password.md", cwd=repo.path)
+    repo.git("config", "--add", "vivary.guardAllow", "notes/secrets.md")
+    r = cli("hooks", "privacy-guard", "--allow", "notes/passwords.md", cwd=repo.path)
     assert set(_refused(r.out)) == {".env", ".env.local", "keys/id.pem"}
     repo.git("rm", "-q", "--cached", ".env", ".env.local", "keys/id.pem")
-    assert cli("hooks", "privacy-guard", "--allow", "notes/wifi-password.md", cwd=repo.path).code == 0
+    assert cli("hooks", "privacy-guard", "--allow", "notes/passwords.md", cwd=repo.path).code == 0
 
 
 def test_the_allow_list_never_opens_the_floor(repo: Repo, cli: Any) -> None:

@@ -118,3 +118,39 @@ def test_installed_hooks_gate_real_commits(repo: Repo, hook_repo: tuple[Path, st
     assert private.returncode == 1, private.stdout
     assert "USER.md:1: error P101: private file staged (floor: USER.md)" in private.stdout
     git(repo.path, "rm", "-q", "--cached", "USER.md")
+
+
+def test_the_local_recipe_of_docs_hooks_gates_real_commits(repo: Repo, tmp_path: Path) -> None:
+    """docs/hooks.md's recipe for today (`repo: local`, `language: system`), copied as written: it runs the
+    installed `git-vivary` (this environment's, first on PATH), so pre-commit builds nothing from PyPI."""
+    text = (ROOT / "docs" / "hooks.md").read_text(encoding="utf-8")
+    blocks = [b.split("```", 1)[0] for b in text.split("```yaml\n")[1:]]
+    recipe = next(b for b in blocks if "repo: local" in b and "id: vivary-privacy" in b)
+    assert "example.invalid" not in recipe and "OWNER" not in recipe
+    workspace(repo)
+    repo.commit("config", files={".pre-commit-config.yaml": recipe})
+    env = dict(os.environ, PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"), PRE_COMMIT_COLOR="never",
+               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    assert PRE_COMMIT is not None
+    r = subprocess.run([PRE_COMMIT, "install", "--hook-type", "pre-commit", "--hook-type", "post-commit"],
+                       cwd=repo.path, env=env, capture_output=True, text=True, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+    def commit() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", "commit", "-m", "change"], cwd=repo.path, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, check=False, timeout=600)
+
+    repo.git("rm", "-q", "modules/a.md")
+    refused = commit()
+    assert refused.returncode == 1, refused.stdout
+    assert "vivary check (staged tree)" in refused.stdout and "ref 'a' matches no document id" in refused.stdout
+    repo.write({"modules/b.md": "---\n---\n# B\n"})
+    repo.git("add", "modules/b.md")
+    ok = commit()
+    assert ok.returncode == 0, ok.stdout
+    assert "vivary index (post-commit, opt-in)" in ok.stdout
+    repo.write({"USER.md": "# me\n"})
+    repo.git("add", "USER.md")
+    private = commit()
+    assert private.returncode == 1, private.stdout
+    assert "USER.md:1: error P101: private file staged (floor: USER.md)" in private.stdout

@@ -44,7 +44,7 @@ def test_manual_page_lists_every_command_and_option() -> None:
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """vivary-git installed from its wheel into a prefix: bin/git-vivary and share/man/man1/git-vivary.1,
-    as pip, pipx or a virtualenv lay them out (an editable install has no data files)."""
+    as pip, pipx or a virtualenv lay them out (an editable install lays out the page too: test_install.py)."""
     if shutil.which("man") is None:
         pytest.skip("no `man` on this machine: `git help` cannot show any manual page here")
     tmp = tmp_path_factory.mktemp("install")

@@ -26,7 +26,7 @@ def vault(repo: Any) -> Any:
 
 def test_explain_text(vault: Any, cli: Any) -> None:
     r = cli("privacy", "explain", "notes/idea.md", "USER.md", "memory/m.md", "drafts/d.md", "notes/scratch.md",
-            "x.log", "keys/server.pem", "api-token-notes.md", cwd=vault.path)
+            "x.log", "keys/server.pem", "config/secrets.yaml", "api-token-notes.md", cwd=vault.path)
     assert r.code == 0, r.err
     assert r.out == (
         "public   notes/idea.md\n"
@@ -36,7 +36,8 @@ def test_explain_text(vault: Any, cli: Any) -> None:
         "private  notes/scratch.md  (notes/.gitignore:1:scratch.md)\n"
         "private  x.log  (.gitignore:1:*.log)\n"
         "private  keys/server.pem  (sensitive name: *.pem)\n"
-        "private  api-token-notes.md  (sensitive name: *token*)\n"
+        "private  config/secrets.yaml  (sensitive name: secrets.*)\n"
+        "public   api-token-notes.md\n"
     )
 
 
@@ -134,7 +135,7 @@ def test_text_output_quotes_names_a_line_cannot_carry(vault: Any, cli: Any) -> N
 
 
 def test_non_utf8_names_round_trip_with_z(vault: Any) -> None:
-    name = b"caf\xe9-secret.md"
+    name = b"secrets.caf\xe9.md"
     bindir = str(Path(sys.executable).parent)
     env = dict(os.environ, PATH=bindir + os.pathsep + os.environ["PATH"])
     import subprocess
@@ -142,7 +143,7 @@ def test_non_utf8_names_round_trip_with_z(vault: Any) -> None:
     proc = subprocess.run(["git", "vivary", "privacy", "explain", "--stdin", "-z"], cwd=vault.path, env=env,
                           input=name + b"\0", capture_output=True, check=False)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == b"private\0" + name + b"\0sensitive name: *secret*\0"
+    assert proc.stdout == b"private\0" + name + b"\0sensitive name: secrets.*\0"
 
 
 def test_usage_errors(vault: Any, cli: Any) -> None:

@@ -30,8 +30,8 @@ def _private_files(at: str) -> dict[str, str]:
         f"{at}heartbeat-reports/r.md": note("heartbeat"),
         f"{at}.strato/private/p.md": note("strato"),
         f"{at}journal/day.md": note("private-paths"),
-        f"{at}notes/api-token.md": note("sensitive"),
-        f"{at}notes/wifi-password.md": note("password"),
+        f"{at}notes/credentials.md": note("sensitive"),
+        f"{at}notes/passwords.md": note("password"),
         f"{at}drafts/plan.md": note("ignored"),
         f"{at}.vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["journal/**"]\n',
         f"{at}public/open.md": "# PUBLIC-MARKER title\n\nPUBLIC-MARKER body [[plan]] [[x]]\n",
@@ -40,7 +40,7 @@ def _private_files(at: str) -> dict[str, str]:
 
 
 PRIVATE = ("USER.md", "MEMORY.md", "USER.markdown", "memory/x.md", "heartbeat-reports", ".strato", "journal/day",
-           "api-token", "wifi-password", "drafts/plan")
+           "notes/credentials", "notes/passwords", "drafts/plan")
 
 
 def _scan(path: Path) -> bytes:

@@ -334,3 +334,77 @@ def test_init_in_a_folder_with_files_lists_changes_and_needs_yes(repo: Repo, cli
     kept = init(cli, repo.path, ".", "--no-wizard", "--dry-run", "--json").json()
     assert {f["path"]: f["action"] for f in kept["files"]}["tropo.toml"] == "keep"
     assert kept["existing_notes"] == {"count": 0, "typed": {}, "exclude_dropped": {}}
+
+
+# An Obsidian vault shaped like obsidian-hub: the same note name in two folders (two nodes in Obsidian's
+# path ids; one slug, E130, in the `vivary` dialect), links by name, a templates folder.
+OBSIDIAN_VAULT = {
+    ".obsidian/app.json": "{}\n",
+    ".obsidian/templates.json": '{"folder": "Templates"}\n',
+    "Plugins/Calendar.md": "# Calendar plugin\n\nPairs with [[Periodic Notes]] and [[Missing Plugin]].\n",
+    "Themes/Calendar.md": "# Calendar theme\n\nSee [[Plugins/Calendar]].\n",
+    "Plugins/Periodic Notes.md": "# Periodic Notes\n\nBack to [[Calendar]].\n",
+    "Templates/Plugin.md": "---\ncreated: {{date}}\n---\n# {{title}}\n",
+}
+
+
+def _check_counts(cli: Any, cwd: Path) -> tuple[str, dict[str, int]]:
+    r = cli("check", "--json", "--verbose", cwd=cwd)
+    codes: dict[str, int] = {}
+    for f in r.json()["findings"]:
+        codes[f["code"]] = codes.get(f["code"], 0) + 1
+    return r.err.splitlines()[0], codes
+
+
+def test_init_in_a_vault_keeps_its_dialect_and_its_findings(repo: Repo, cli: Any) -> None:
+    repo.commit("vault", OBSIDIAN_VAULT)
+    dialect, codes = _check_counts(cli, repo.path)
+    assert dialect == "vivary: dialect obsidian: .obsidian/ found" and codes == {"W221": 1}
+    r = init(cli, repo.path, ".", "--no-wizard", "--yes", "--memory", "local")
+    assert r.code == 0, r.err
+    assert "kept the obsidian dialect (.obsidian/ found): no tropo.toml and no typed seed graph" in r.out
+    assert "findings of the notes here: 1 error(s), 0 warning(s) before init, 1 error(s), 0 warning(s) after" in r.out
+    assert "warning: init raised" not in r.err
+    assert not (repo.path / "tropo.toml").exists() and not (repo.path / "modules").exists()
+    assert (repo.path / "AGENTS.md").is_file() and (repo.path / ".vivary/memory.toml").is_file()
+    assert _check_counts(cli, repo.path) == (dialect, codes)  # no E130, no template placeholders
+    again = init(cli, repo.path, ".", "--no-wizard", "--dry-run", "--json").json()
+    assert again["kept_dialect"] == {"dialect": "obsidian", "reason": ".obsidian/ found"}
+    assert again["findings"] == {"before": {"errors": 1, "warnings": 0, "codes": {"W221": 1}}, "after": None}
+
+
+def test_a_dialect_named_in_graph_toml_is_kept_too(repo: Repo, cli: Any) -> None:
+    repo.commit("vault", {".vivary/graph.toml": 'dialect = "foam"\n', "a.md": "# A\n\n[[b]]\n", "b.md": "# B\n"})
+    r = init(cli, repo.path, ".", "--no-wizard", "--yes", "--json")
+    assert r.code == 0, r.err
+    assert r.json()["kept_dialect"] == {"dialect": "foam", "reason": "named in .vivary/graph.toml"}
+    assert not (repo.path / "tropo.toml").exists()
+
+
+def test_init_says_when_it_raises_the_findings(repo: Repo, cli: Any) -> None:
+    """A folder no editor names becomes a typed workspace, as before; a note already in a type folder now
+    owes that type's fields, and init says so instead of raising the count silently."""
+    repo.commit("notes", {"notes/idea.md": "# Idea\n", "decisions/old.md": "# An old decision\n"})
+    r = init(cli, repo.path, ".", "--no-wizard", "--yes")
+    assert r.code == 0, r.err
+    assert (repo.path / "tropo.toml").is_file()
+    assert "findings of the notes here: 0 error(s), 0 warning(s) before init, " in r.out
+    assert "warning: init raised the findings of the notes already here (E101 +3): 0 error(s)" in r.err
+    report = init(cli, repo.path, ".", "--no-wizard", "--dry-run", "--json").json()
+    assert report["kept_dialect"] is None and report["findings"]["before"]["errors"] > 0
+
+
+def test_init_keeps_a_real_obsidian_vaults_reading(tmp_path: Path, cli: Any) -> None:
+    bundle = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "kepano-obsidian.bundle"
+    if not bundle.is_file():
+        pytest.skip(f"{bundle} is not here (the shared corpora sit beside the worktree)")
+    vault = tmp_path / "kepano-obsidian"
+    subprocess.run(["git", "clone", "-q", str(bundle), str(vault)], check=True, capture_output=True)
+    git(vault, "config", "user.name", "Test")
+    git(vault, "config", "user.email", "test@example.invalid")
+    before = _check_counts(cli, vault)
+    r = init(cli, vault, ".", "--no-wizard", "--yes", "--json")
+    assert r.code == 0, r.err
+    found = r.json()["findings"]
+    assert found["before"] == found["after"] and found["before"]["codes"] == before[1]
+    assert _check_counts(cli, vault) == before

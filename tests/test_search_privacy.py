@@ -97,17 +97,17 @@ def test_an_edge_to_a_private_note_neither_shows_nor_scores(repo: Repo, cli: Any
 def test_hidden_ids_is_the_snapshots_admission(repo: Repo) -> None:
     """The API the MCP `search` tool calls: the privacy boundary's verdict on every node."""
     repo.write({"tropo.toml": TROPO, "USER.md": "# U\n", "modules/a.md": "---\nstatus: ok\n---\n# A\n",
-                "memory/m.md": "# M\n", "notes/wifi-password.md": "# P\n"})
+                "memory/m.md": "# M\n", "notes/passwords.md": "# P\n"})
     repo.commit("x")
     ws = open_workspace(repo.path, rev="HEAD")
-    assert hidden_ids(ws) == frozenset({"user", "m", "wifi-password"})
+    assert hidden_ids(ws) == frozenset({"user", "m", "passwords"})
 
 
 def test_a_plain_folder_hides_what_needs_no_git_and_refuses_what_does(tmp_path: Path, cli: Any) -> None:
     folder = tmp_path / "plain"
     write(folder, {"tropo.toml": TROPO, "USER.md": "# PRIVATE-CANARY-user\n\ncommon\n",
                    "memory/m.md": "# PRIVATE-CANARY-memory\n\ncommon\n",
-                   "notes/api-token.md": "# PRIVATE-CANARY-token\n\ncommon\n", "notes/open.md": "# Open\n\ncommon\n"})
+                   "notes/apikey.md": "# PRIVATE-CANARY-token\n\ncommon\n", "notes/open.md": "# Open\n\ncommon\n"})
     for cmd in (["find", "common", "--json"], ["query", "common"], ["find", "PRIVATE CANARY"]):
         r = cli(*cmd, cwd=folder)
         assert r.code == 0, r.err

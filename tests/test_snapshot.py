@@ -53,7 +53,7 @@ PRIVATE = {
     "info-excluded": ("info-excluded.md", "info-exclude"),
     "global-excluded": ("global-excluded.md", "excludes-file"),
     "forced": ("build/forced.md", "force-added"),
-    "api-token-notes": ("api-token-notes.md", "sensitive-name"),
+    "secrets": ("secrets.md", "sensitive-name"),
 }
 PUBLIC = {"hub": "hub.md", "other": "notes/other.md", "d1": "decisions/d1.md"}
 
@@ -481,7 +481,7 @@ def test_policy_respect_gitignore_false_admits_ignored_but_not_floor(ws_repo: An
     snap = build_snapshot(ws, PrivacyPolicy(respect_gitignore=False), provider="none", model="")
     ids = {n.id for n in snap.nodes}
     assert {"forced", "info-excluded", "global-excluded", "nested-hidden", "draft-note"} <= ids
-    assert not ids & {"user", "memory", "mem-note", "hb-note", "strato-note", "api-token-notes"}
+    assert not ids & {"user", "memory", "mem-note", "hb-note", "strato-note", "secrets"}
 
 
 def test_git_missing_fails_closed(repo: Any, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:

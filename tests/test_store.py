@@ -129,7 +129,7 @@ CANARIES = {
     "memory/x.md": "---\nstatus: PRIVATE-CANARY-status\n---\n# PRIVATE-CANARY-x-title\n",
     "drafts/plan.md": "# PRIVATE-CANARY-ignored-title\n\nPRIVATE-CANARY-ignored [[PRIVATE-CANARY-link]]\n",
     "journal/day.md": "# PRIVATE-CANARY-journal\n",
-    "notes/api-token.md": "# PRIVATE-CANARY-sensitive-name\n",
+    "notes/credentials.md": "# PRIVATE-CANARY-sensitive-name\n",
     ".gitignore": "drafts/\n",
     ".vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["journal/**"]\n',
     "public/open.md": "# PUBLIC-MARKER title\n\nPUBLIC-MARKER body [[plan]]\n",
@@ -149,7 +149,7 @@ def test_nothing_private_reaches_the_refs(repo: Repo, cli: Any) -> None:
     blob = objects_reachable(repo.path, store.CACHE_REF, store.NOTES_REF)
     assert b"PUBLIC-MARKER" in blob, "the scan sees what was written"
     assert b"PRIVATE-CANARY" not in blob
-    for private in ("USER.md", "MEMORY.md", "memory/x.md", "drafts/plan.md", "journal/day.md", "api-token"):
+    for private in ("USER.md", "MEMORY.md", "memory/x.md", "drafts/plan.md", "journal/day.md", "credentials"):
         assert private.encode() not in blob, private
     summary = next(iter(store.Snapshot.load(GitRepo(repo.path)).manifest.trees.values()))  # type: ignore[union-attr]
     assert summary.private == 6 and summary.checked == 7

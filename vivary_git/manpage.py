@@ -5,7 +5,9 @@ the manual page `git-vivary` with `man`: without a page, that is "No manual entr
 The page is rendered from the argument parser itself (every command, option and help text), so it
 says what `git vivary COMMAND -h` says; `python -m vivary_git.manpage` writes it, a test holds the
 committed `man/git-vivary.1` equal to it, and the wheel installs it as `share/man/man1/git-vivary.1`,
-where `man` finds it for any `bin/` on PATH (a virtualenv, pipx, `pip install --user`).
+where `man` finds it for any `bin/` on PATH (a virtualenv, pipx, `pip install --user`). An editable install
+(`pip install -e`) lays it out there too: setuptools leaves data files out of editable wheels, and the
+project's build backend (build_backend/vivary_backend.py) puts the page back.
 """
 
 from __future__ import annotations

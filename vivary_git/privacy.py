@@ -28,8 +28,11 @@ holds; they are checked in this order and the first one is the reported reason:
    `_VERBOSE_MAX_DIRS` directories go to a second batch without ``-v`` (see there for the Git bug);
    for those the reason says Git ignored them but cannot name the rule.
 3. **Sensitive name** — any path component (not just the basename: a directory called
-   ``secrets/`` taints what is in it) matches ``.env*``, ``*.pem`` or ``*.key``, or contains
-   ``token``, ``secret``, ``credential``, ``apikey``, ``api_key`` or ``api-key``; case-insensitive.
+   ``secrets/`` or ``certs.pem/`` taints what is in it) is, as a whole name, one of `SENSITIVE_NAMES`:
+   a file of a kind that holds secrets (``.env*``, ``*.pem``, ``*.key``, ``id_rsa*``, ``.netrc``, …)
+   or a file that keeps them by name (``secrets``/``secrets.*``, ``passwords.*``, ``credentials.*``,
+   ``apikey.*``, …); case-insensitive. A word inside a longer title is not a name:
+   ``password-audit.md``, ``ring-a-secretary.md`` and ``tokenizer.md`` are notes like any other.
 
 **A tree other than the working tree** (``tree=``, e.g. for ``--rev`` or the staged index written
 as a tree) must use *that tree's* ``.gitignore`` files. Git reads ``.gitignore`` only in the
@@ -79,6 +82,7 @@ from vivary_git.memory.config import PrivacyPolicy
 
 __all__ = [
     "FLOOR",
+    "SENSITIVE_NAMES",
     "PrivacyDecision",
     "PrivacyError",
     "PrivacyPolicy",
@@ -116,12 +120,27 @@ _FLOOR_LOWER = re.compile(_FLOOR_RE.replace("USER", "user").replace("MEMORY", "m
 # Cheap pre-filters: a regex per path costs more than Git's whole batch at 100,000 paths.
 _FLOOR_PREFIXES = ("memory/", "heartbeat-reports/", ".strato/private/", ".vivary/", ".git/")
 
-# Runs on `path.lower()`; a component is what lies between slashes.
-_SENSITIVE = re.compile(
-    r"(?P<env>(?:\A|/)\.env)|(?P<pem>\.pem(?:/|\Z))|(?P<key>\.key(?:/|\Z))"
-    r"|(?P<word>token|secret|credential|api[-_]?key|passw(?:or)?d)"
+# Whole names (of a file or a folder on the way to it), as globs where `*` is any run of characters within
+# the name; matched case-insensitively. Files whose kind holds secrets, then the names of files that keep
+# them: each `NAME` also as `NAME.*` (any extension: `secrets.yaml`, `credentials.json`). Never a word
+# inside a longer name, and not the singular a note is titled by: `password-audit.md`, `tokenizer.md` and
+# `Secret.md` are notes (a floor of names, not a guess at content; tests/data/sensitive-lookalikes.txt).
+_SENSITIVE_STEMS = ("secrets", "passwords", "passwd", "credentials", "apikey", "apikeys", "api_key", "api_keys",
+                    "api-key", "api-keys")
+SENSITIVE_NAMES: tuple[str, ...] = (
+    ".env*", "*.pem", "*.key", "*.p12", "*.pfx", "*.ppk",
+    "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*",
+    ".netrc", "_netrc", ".pgpass", ".pypirc", ".git-credentials", ".htpasswd",
+    *(g for stem in _SENSITIVE_STEMS for g in (stem, stem + ".*")),
 )
-_SENSITIVE_LABEL = {"env": ".env*", "pem": "*.pem", "key": "*.key"}
+# Runs on `path.lower()`: group sN matches SENSITIVE_NAMES[N] as one whole component.
+_SENSITIVE = re.compile(
+    "|".join(f"(?P<s{i}>(?:\\A|/){re.escape(g).replace(chr(92) + '*', '[^/]*')}(?:/|\\Z))"
+             for i, g in enumerate(SENSITIVE_NAMES))
+)
+# Cheap pre-filter: every sensitive name holds one of these (a regex per path costs more at 100,000 paths).
+_SENSITIVE_NEEDLES = (".env", ".pem", ".key", ".p12", ".pfx", ".ppk", "id_", "netrc", ".pgpass", ".pypirc",
+                      "credential", "secrets", "passw", "api")
 
 # Empty, absolute, empty/`.`/`..` component, trailing slash, NUL: never a path in a Git tree.
 _BAD_PATH = re.compile(r"\A(?:/|\Z)|//|/\Z|(?:\A|/)\.\.?(?:/|\Z)|\x00")
@@ -546,19 +565,10 @@ def _workspace_floor_reason(path: str, prefixes: Sequence[str], ignorecase: bool
 
 def _sensitive_reason(path: str) -> str:
     lower = path.lower()
-    if (
-        ".env" in lower
-        or ".pem" in lower
-        or ".key" in lower
-        or "token" in lower
-        or "secret" in lower
-        or "credential" in lower
-        or "api" in lower
-        or "passw" in lower
-    ):
+    if any(needle in lower for needle in _SENSITIVE_NEEDLES):
         s = _SENSITIVE.search(lower)
         if s is not None:
-            return "sensitive name: " + (_SENSITIVE_LABEL.get(str(s.lastgroup)) or f"*{s.group()}*")
+            return "sensitive name: " + SENSITIVE_NAMES[int(str(s.lastgroup)[1:])]
     return ""
 
 

@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     g = hs.add_parser("privacy-guard", help="refuse staged private files and literal secrets in .vivary/memory.toml",
                   description="Check the files staged for commit: refuse any that the privacy floor or a "
                   "memory.toml's private_paths makes private, and a staged .vivary/memory.toml holding a literal "
-                  "secret, and files with sensitive names (.env*, *.pem, *token*, …) unless allowed with --allow or "
+                  "secret, and files with sensitive names (.env*, *.pem, secrets.*, …) unless allowed with --allow or "
                   "`git config --add vivary.guardAllow PATH`. Prints `path:line: error CODE: message`; exit 1 "
                   "when anything is refused.")
     g.add_argument("--allow", action="append", default=[], metavar="PATH",

@@ -28,6 +28,14 @@ if TYPE_CHECKING:
     from vivary_git.scaffold.plan import ExistingNotes, ScaffoldPlan
 
 
+class Findings(msgspec.Struct, frozen=True):
+    """What `git vivary check` says of the folder: the counts at level error and warning, and per code."""
+
+    errors: int
+    warnings: int
+    codes: dict[str, int]
+
+
 class InitReport(msgspec.Struct, frozen=True):
     """`init --json`: the choices, each file with what happens to it, and what to do next."""
 
@@ -43,6 +51,12 @@ class InitReport(msgspec.Struct, frozen=True):
     next_steps: list[str]
     # Notes that were in the folder already: {count, typed: {folder: n}, exclude_dropped: {entry: n}}.
     existing_notes: dict[str, object] = msgspec.field(default_factory=dict)
+    # A vault's dialect, kept ({dialect, reason}); null when the folder becomes a typed tropo.toml workspace.
+    kept_dialect: dict[str, str] | None = None
+    # `check` of the folder before and after init, when it held notes: {before, after: {errors, warnings,
+    # codes}}; `after` is null on a dry run; either is null when check could not run (`findings_error`).
+    findings: dict[str, Findings | None] | None = None
+    findings_error: str = ""
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -52,8 +66,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "graph for the preset, AGENTS.md for agents, private USER.md/MEMORY.md/memory/heartbeat-reports/ kept out "
         "of Git (proved with `git check-ignore`), a tropo.toml the published tropo also reads and, with --memory, "
         "a DISABLED memory policy. Existing files are never overwritten without --force (private files never), "
-        "and notes already in DIR stay visible to `check`. In a folder that already holds files, init lists what "
-        "it will change and asks (on a terminal) or needs --yes. "
+        "and notes already in DIR stay visible to `check`. In a vault (Obsidian, Dendron, Foam, Logseq) init keeps "
+        "its dialect: no tropo.toml and no typed seed graph. In a folder that already holds files, init lists what "
+        "it will change and asks (on a terminal) or needs --yes, and prints the findings of the notes there before "
+        "and after (a warning when it raises them). "
         "On a terminal, with neither --memory nor --storage, two questions choose the capabilities. "
         "Exit 0; 2 on a usage error; 3 when a private file would not be ignored (nothing is committed). "
         "See docs/init.md.",
@@ -103,10 +119,16 @@ def run(args: argparse.Namespace) -> int:
     plan = scaffold.plan_scaffold(target, choices, force=args.force)
     verified: list[str] | None = None
     committed: str | None = None
+    said: list[str] = []
+    before = _findings(plan.target, said) if plan.existing.count else None
+    after: Findings | None = None
     if not args.dry_run and plan.non_empty and plan.writes() and not args.yes:
-        _confirm(args, plan)
+        _confirm(args, plan, before)
     if not args.dry_run:
         scaffold.apply(plan)
+        if plan.existing.count:
+            after = _findings(plan.target, said)
+            _warn_if_raised(before, after)
         leaks = scaffold.verify_private(plan.target)
         if leaks:
             raise RefusedError(scaffold.leak_message(leaks) + "; the files are written, nothing was committed")
@@ -118,12 +140,54 @@ def run(args: argparse.Namespace) -> int:
         wizard=asked, git_init=plan.git_init, files=[msgspec.to_builtins(f) for f in plan.files],
         private_verified=verified, committed=committed, next_steps=_next_steps(args, plan, committed),
         existing_notes=msgspec.to_builtins(plan.existing),
+        kept_dialect=msgspec.to_builtins(plan.kept_dialect) if plan.kept_dialect else None,
+        findings={"before": before, "after": after} if plan.existing.count else None,
+        findings_error="; ".join(dict.fromkeys(said)),
     )
     if args.json:
         emit_json(report)
     else:
         _print(report)
     return EXIT_OK
+
+
+def _findings(target: Path, said: list[str]) -> Findings | None:
+    """`git vivary check` of the folder as a workspace of its own (its working files); None, with the
+    reason in `said`, when it cannot run (a bad config file the folder already had, say)."""
+    from vivary_git.errors import VivaryError
+    from vivary_git.workspace import open_workspace
+
+    try:
+        report = open_workspace(target, root=".").check()
+    except VivaryError as err:
+        said.append(str(err))
+        return None
+    codes: dict[str, int] = {}
+    for f in report.findings:
+        codes[f.code] = codes.get(f.code, 0) + 1
+    return Findings(report.errors, report.warnings, dict(sorted(codes.items())))
+
+
+def findings_line(f: Findings | None) -> str:
+    if f is None:
+        return "unknown (check could not run)"
+    return f"{f.errors} error(s), {f.warnings} warning(s)"
+
+
+def raised(before: Findings | None, after: Findings | None) -> dict[str, int]:
+    """The codes init added findings of, and how many more of each."""
+    if before is None or after is None:
+        return {}
+    return {c: n - before.codes.get(c, 0) for c, n in after.codes.items() if n > before.codes.get(c, 0)}
+
+
+def _warn_if_raised(before: Findings | None, after: Findings | None) -> None:
+    more = raised(before, after)
+    if more:
+        shown = ", ".join(f"{code} +{n}" for code, n in more.items())
+        sys.stderr.write(f"warning: init raised the findings of the notes already here ({shown}): "
+                         f"{findings_line(before)} before, {findings_line(after)} after; `git vivary check` lists "
+                         "them\n")
 
 
 def existing_lines(e: ExistingNotes) -> list[str]:
@@ -140,7 +204,12 @@ def existing_lines(e: ExistingNotes) -> list[str]:
     return lines
 
 
-def _confirm(args: argparse.Namespace, plan: ScaffoldPlan) -> None:
+def kept_line(dialect: str, reason: str) -> str:
+    return (f"kept the {dialect} dialect ({reason}): no tropo.toml and no typed seed graph, so the notes here "
+            "read as before (docs/init.md)")
+
+
+def _confirm(args: argparse.Namespace, plan: ScaffoldPlan, before: Findings | None) -> None:
     """The folder holds files already: say what will change, then ask (a terminal) or refuse (exit 3)."""
     out = sys.stderr
     writes = plan.writes()
@@ -149,6 +218,10 @@ def _confirm(args: argparse.Namespace, plan: ScaffoldPlan) -> None:
         out.write(f"  {f.action.ljust(9)}  {f.path}\n")
     for line in existing_lines(plan.existing):
         out.write(f"  {line}\n")
+    if plan.kept_dialect is not None:
+        out.write(f"  {kept_line(plan.kept_dialect.dialect, plan.kept_dialect.reason)}\n")
+    if plan.existing.count:
+        out.write(f"  findings now: {findings_line(before)} (init prints them again after writing)\n")
     ask = sys.stdin.isatty() and not (args.no_wizard or args.auto)
     if ask:
         out.write(f"Write these {len(writes)} file(s)? [y/N]: ")
@@ -198,6 +271,15 @@ def _print(r: InitReport) -> None:
 
     for line in existing_lines(msgspec.convert(r.existing_notes, ExistingNotes)):
         out.write(f"{line}\n")
+    if r.kept_dialect:
+        out.write(kept_line(r.kept_dialect["dialect"], r.kept_dialect["reason"]) + "\n")
+    if r.findings is not None:
+        before, after = r.findings["before"], r.findings["after"]
+        if r.dry_run:
+            out.write(f"findings of the notes here: {findings_line(before)}\n")
+        else:
+            out.write(f"findings of the notes here: {findings_line(before)} before init, {findings_line(after)} "
+                      "after\n")
     if r.private_verified:
         out.write(f"private, proved ignored by Git: {', '.join(r.private_verified)}\n")
     if r.committed:

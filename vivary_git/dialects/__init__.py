@@ -26,6 +26,9 @@ from typing import Protocol
 import msgspec
 
 DIALECTS = ("obsidian", "dendron", "foam", "logseq", "vivary")
+# Why `detect` chose Obsidian when nothing in the tree names an editor: a guess, not the vault's own word.
+DEFAULT_REASON = ("no editor configuration found (.obsidian/, dendron.yml, .foam/, logseq/); "
+                  "Obsidian's rules are the default")
 
 # Files a link may name that are not notes. A miss on a name with one of these extensions is a
 # missing attachment (W223), not a missing note.
@@ -209,8 +212,7 @@ def detect(probe: Probe) -> tuple[str, str]:
     shape = _dendron_shape(probe)
     if shape:
         return "dendron", shape
-    return "obsidian", ("no editor configuration found (.obsidian/, dendron.yml, .foam/, logseq/); "
-                        "Obsidian's rules are the default")
+    return "obsidian", DEFAULT_REASON
 
 
 def template_folders(probe: Probe, dialect: str) -> tuple[str, ...]:

@@ -6,9 +6,9 @@ folder holding `tropo.toml` or `.vivary/`) getting the floor at its root and its
 `.vivary/memory.toml` `private_paths`, whatever folder the commit is made from. It refuses:
 
 * `P101`: a file the floor or a `private_paths` makes private;
-* `P104`: a file with a sensitive name (`.env*`, `*.pem`, `*.key`, `*token*`, `*secret*`,
-  `*password*`, …), unless its exact path is allowed (`git config --add vivary.guardAllow PATH`, or
-  `--allow PATH`): a note called `tokenizer.md` is one line of config away;
+* `P104`: a file with a sensitive name (`.env*`, `*.pem`, `*.key`, `id_rsa*`, `secrets.*`,
+  `credentials.*`, …: `privacy.SENSITIVE_NAMES`), unless its exact path is allowed (`git config --add
+  vivary.guardAllow PATH`, or `--allow PATH`): a novel's chapter called `secrets.md` is one line of config away;
 * `P102`/`P103`: a staged `.vivary/memory.toml` holding a literal secret, or one that cannot be read.
 
 Git ignore rules are left out on purpose: a force-added ignored file is a deliberate commit (it still

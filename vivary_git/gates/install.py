@@ -146,6 +146,19 @@ def _is_ours(path: Path) -> bool:
     return path.is_file() and MARKER in _read(path)[:400]
 
 
+# A line (not a comment) that calls vivary's gate: what a hand-written hook or a manager's script runs.
+_CALLS_GATE = re.compile(r"^[^#\n]*(?:git-vivary|git vivary|vivary_git\.main)\s+(?:hooks\s+run\s|check\b|index\b)",
+                         re.MULTILINE)
+
+
+def runs_vivary(path: Path) -> bool:
+    """Whether the hook script at `path` runs vivary: our own script, known by its marker line, or a
+    script with a line that calls the gate (`git vivary hooks run pre-commit`, `git-vivary check`). Never a
+    mere mention of the word: the pre-commit framework's script names the Python it was installed with,
+    and a clone called `vivary-git` puts "vivary" in that path."""
+    return _is_ours(path) or (path.is_file() and bool(_CALLS_GATE.search(_read(path))))
+
+
 def _exists(path: Path) -> bool:
     return path.exists() or path.is_symlink()
 

@@ -92,7 +92,7 @@ class PrivacyInfo(msgspec.Struct, frozen=True):
 class HooksInfo(msgspec.Struct, frozen=True):
     installed: bool
     hooks_dir: str | None
-    vivary_hooks: list[str]  # hook scripts that mention vivary
+    vivary_hooks: list[str]  # hook scripts that run vivary: ours (the marker line), or a line calling the gate
     pre_commit_config: bool  # .pre-commit-config.yaml names a vivary hook
 
 
@@ -318,6 +318,8 @@ def _privacy(ws_root: Path, top: Path, root: str | None, problems: list[Problem]
 
 
 def _hooks(start: Path, top: Path, problems: list[Problem]) -> HooksInfo:
+    from vivary_git.gates.install import runs_vivary
+
     code, out = _git(["rev-parse", "--path-format=absolute", "--git-path", "hooks"], start)
     hooks_dir = Path(_text(out)) if code == 0 else None
     ours: list[str] = []
@@ -326,10 +328,9 @@ def _hooks(start: Path, top: Path, problems: list[Problem]) -> HooksInfo:
         for entry in sorted(hooks_dir.iterdir()):
             if entry.name.endswith(".sample") or not entry.is_file():
                 continue
-            text = _head(entry)
-            if "vivary" in text.lower():
+            if runs_vivary(entry):
                 ours.append(entry.name)
-            elif entry.name == "pre-commit" and "pre-commit.com" in text:
+            elif entry.name == "pre-commit" and "pre-commit.com" in _head(entry):
                 framework = True
     config = top / ".pre-commit-config.yaml"
     in_config = config.is_file() and "vivary-check" in _head(config, 1 << 20)
@@ -394,9 +395,15 @@ def _memory(ws_root: Path, common_dir: Path, privacy: PrivacyInfo, ws: Workspace
         return info("disabled", "" if section.provider == "none" else (
             f"{section.provider} policy is written but disabled; docs/memory.md explains activation, install and "
             "index as separate steps"))
+    # Say what `index` and `recall` do meanwhile, and no more: a leak is Git's (the files get committed and
+    # pushed); the privacy boundary still holds every private file back from the index.
+    if privacy.status == "unknown":
+        return info("privacy-failed", "privacy could not be checked; `git vivary index` and `recall` refuse "
+                    "wherever privacy cannot be decided (they fail closed)", "fix the privacy problem above first")
     if privacy.status != "ok":
-        return info("privacy-failed", "private workspace paths are not actively ignored by Git",
-                    "fix the privacy problem above first; nothing may be indexed until then")
+        return info("privacy-failed", "private workspace paths are not ignored by Git, so Git commits and pushes "
+                    "them; `git vivary index` still holds every private file back (privacy boundary)",
+                    "fix the privacy problem above: memory is no reason to keep private files in Git")
     if section.provider == "cognee":
         return _cognee_memory(info, cfg, ws_root, ws)
     return _local_memory(info, cfg, ws_root, common_dir, ws)

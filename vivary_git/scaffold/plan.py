@@ -101,6 +101,13 @@ class ExistingNotes(msgspec.Struct, frozen=True):
     exclude_dropped: dict[str, int]  # exclude entry left out -> notes it would have hidden
 
 
+class KeptDialect(msgspec.Struct, frozen=True):
+    """A vault init keeps reading as its editor does: no `tropo.toml`, no typed seed graph."""
+
+    dialect: str  # obsidian | dendron | foam | logseq
+    reason: str  # how it was recognised (`.obsidian/ found`, `named in .vivary/graph.toml`)
+
+
 class ScaffoldPlan(msgspec.Struct):
     target: Path
     choices: Choices
@@ -110,6 +117,7 @@ class ScaffoldPlan(msgspec.Struct):
     force: bool
     non_empty: bool = False  # the folder already held something besides `.git`
     existing: ExistingNotes = ExistingNotes(0, {}, {})
+    kept_dialect: KeptDialect | None = None  # a vault's dialect, kept: the typed seed graph is left out
 
     def writes(self) -> list[PlannedFile]:
         return [f for f in self.files if f.action in ("create", "overwrite", "append", "update")]
@@ -170,6 +178,65 @@ def _render(choices: Choices, today: str, exclude: tuple[str, ...] = EXCLUDE) ->
                            ("heartbeat-reports/README.md", "heartbeat-README.md")):
         files[path] = (t(template), True)
     return files
+
+
+def _typed_seed(choices: Choices) -> set[str]:
+    """The files that make a folder a typed `tropo.toml` workspace: the config and the seed graph."""
+    s = STARTERS[choices.preset]
+    return {"tropo.toml", "modules/index.md", f"modules/{s.module_id}/index.md", f"changes/{s.change_id}.md",
+            f"verification/{s.verification_id}.md", f"decisions/{DECISION_ID}.md", "gates/human-gates.md"}
+
+
+class _DiskProbe:
+    """What dialect detection may look at in a folder on disk (dialects.Probe): regular files only, never
+    waiting on a FIFO, at most 16 MiB."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def read(self, path: str) -> bytes | None:
+        try:
+            st = (self.root / path).lstat()
+            if not stat.S_ISREG(st.st_mode) or st.st_size > 16 << 20:
+                return None
+            return (self.root / path).read_bytes()
+        except OSError:
+            return None
+
+    def exists(self, path: str) -> bool:
+        return os.path.lexists(self.root / path)
+
+    def names(self) -> list[str]:
+        try:
+            return sorted(os.listdir(self.root))
+        except OSError:
+            return []
+
+
+def vault_dialect(target: Path) -> KeptDialect | None:
+    """The dialect a folder of notes is read in today, when it is a vault's: named in `.vivary/graph.toml`,
+    or found by its editor's configuration or its notes' shape (docs/vaults.md). None for a workspace with
+    its own `tropo.toml` (or thin `.vivary/workspace.toml`), a `vivary` dialect, and a folder nothing names
+    (Obsidian's rules only by default): a typed workspace reads those the same or better."""
+    from vivary_git import dialects
+
+    probe = _DiskProbe(target)
+    if probe.exists("tropo.toml") or probe.exists(".vivary/workspace.toml"):
+        return None  # its own rules decide (a symlink there is refused when the plan looks at it)
+    graph = probe.read(".vivary/graph.toml")
+    if graph is not None:
+        import tomllib
+
+        try:
+            named = tomllib.loads(graph.decode("utf-8")).get("dialect")
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+            named = None  # `check` says what is wrong with it; init only asks what it names
+        if isinstance(named, str) and named in dialects.DIALECTS:
+            return None if named == "vivary" else KeptDialect(named, "named in .vivary/graph.toml")
+    dialect, reason = dialects.detect(probe)
+    if reason == dialects.DEFAULT_REASON:
+        return None
+    return KeptDialect(dialect, reason)
 
 
 def _lstat(path: Path) -> os.stat_result | None:
@@ -270,7 +337,14 @@ def plan_scaffold(target: Path, choices: Choices, *, force: bool = False, today:
     rendered = _render(choices, day)
     non_empty = st is not None and any(p.name != ".git" for p in target.iterdir())
     notes = _existing_notes(target, set(rendered)) if non_empty else ExistingNotes(0, {}, {})
-    if notes.exclude_dropped:
+    kept = vault_dialect(target) if notes.count else None
+    if kept is not None:
+        # A tropo.toml would switch the vault to the `vivary` dialect (slug ids, other link rules): its notes
+        # would read differently, and its findings change. The vault keeps its editor's reading instead.
+        seed = _typed_seed(choices)
+        rendered = {path: v for path, v in rendered.items() if path not in seed}
+        notes = ExistingNotes(notes.count, {}, {})
+    elif notes.exclude_dropped:
         rendered = _render(choices, day, tuple(e for e in EXCLUDE if e not in notes.exclude_dropped))
     files: list[PlannedFile] = []
     contents: dict[str, bytes] = {}
@@ -298,7 +372,7 @@ def plan_scaffold(target: Path, choices: Choices, *, force: bool = False, today:
     if any(f.path == "tropo.toml" and f.action == "keep" for f in files):
         notes = ExistingNotes(0, {}, {})  # the folder's own tropo.toml stays: its rules, not ours, decide
     return ScaffoldPlan(target=target, choices=choices, files=files, contents=contents, git_init=git_init,
-                        force=force, non_empty=non_empty, existing=notes)
+                        force=force, non_empty=non_empty, existing=notes, kept_dialect=kept)
 
 
 def _git_env() -> dict[str, str]:
