@@ -234,6 +234,49 @@ def test_markdown_links_are_edges_and_broken_ones_found(repo: Repo, cli: Any) ->
             ("docs/dev/guide", "link", "docs/My Note", False), ("docs/dev/guide", "link", "docs/a b", False)} <= e
 
 
+# --- hidden folders ----------------------------------------------------------------------------------------
+
+HUB: dict[str, str | bytes] = {
+    **OBSIDIAN,
+    ".github/ISSUE_TEMPLATE/bug.md": "---\nname: Bug\n---\n[[Steps to reproduce]] [[Home]]\n",
+    ".github/PULL_REQUEST_TEMPLATE.md": "[[Checklist]]\n",
+    ".trash/Old plan.md": "# Old plan\n",
+    ".hidden note.md": "[[Nowhere]]\n",
+    "Home.md": "[[Old plan]] [[bug]] [[Plugins]]\n",
+    "Plugins.md": "# Plugins\n",
+}
+
+
+def test_obsidian_hidden_folders_and_files_are_no_notes_and_no_targets(repo: Repo, cli: Any) -> None:
+    """obsidian-hub's `.github/` test fixtures gave all of its findings and extra nodes, and `.trash/`
+    notes were link targets: Obsidian indexes no folder or file whose name starts with `.`."""
+    got = findings(repo, cli, HUB)
+    assert [(p, msg.split(" matches")[0]) for p, _, _, msg in got] == [
+        ("Home.md", "wikilink [[Old plan]]"), ("Home.md", "wikilink [[bug]]")]
+    assert [n["id"] for n in graph(repo, cli)["nodes"]] == ["Home", "Plugins"]
+
+
+def test_a_hidden_folder_the_user_includes_is_read(repo: Repo, cli: Any) -> None:
+    got = findings(repo, cli, {**HUB, ".vivary/graph.toml": 'include = [".github/ISSUE_TEMPLATE/**"]\n'})
+    assert sorted((p, msg.split(" matches")[0]) for p, _, _, msg in got) == [
+        (".github/ISSUE_TEMPLATE/bug.md", "wikilink [[Steps to reproduce]]"), ("Home.md", "wikilink [[Old plan]]")]
+    assert [n["id"] for n in graph(repo, cli)["nodes"]] == [".github/ISSUE_TEMPLATE/bug", "Home", "Plugins"]
+    repo.commit(files={".vivary/graph.toml": 'include = ["../x"]\n'})
+    r = cli("check", "--rev", "HEAD", cwd=repo.path)
+    assert r.code == 2 and "include: '../x' is not a path from the vault root" in r.err
+
+
+def test_hidden_memory_folder_and_other_dialects_keep_their_dotted_notes(repo: Repo, cli: Any) -> None:
+    """The memory folder is read wherever the user put it; Foam (VS Code) and `tropo.toml` workspaces read
+    dotted folders as before: only Obsidian leaves them out."""
+    repo.commit(files={**HUB, ".vivary/memory.toml": '[memory.remember]\nfolder = ".memories"\n',
+                       ".memories/m.md": "# A memory\n"})
+    assert ".memories/m" in [n["id"] for n in graph(repo, cli)["nodes"]]
+    (repo.path / ".obsidian" / "app.json").unlink()
+    repo.commit(files={".foam/x": ""})
+    assert ".github/PULL_REQUEST_TEMPLATE" in [n["id"] for n in graph(repo, cli)["nodes"]]
+
+
 # --- templates ---------------------------------------------------------------------------------------------
 
 def test_templates_are_left_out_and_placeholders_named(repo: Repo, cli: Any) -> None:
@@ -390,3 +433,4 @@ def test_a_name_many_notes_share_resolves_without_a_pass_over_them(dialect: str)
     assert picked == (notes if dialect == "obsidian" else ["index.md"] * (n + 1))
     assert tails == notes[:n]  # `[[d0007/index]]`: the one path ending so
     assert took < 2.0, f"{2 * n + 1} resolutions took {took:.1f} s"
+
