@@ -277,6 +277,53 @@ def test_hidden_memory_folder_and_other_dialects_keep_their_dotted_notes(repo: R
     assert ".github/PULL_REQUEST_TEMPLATE" in [n["id"] for n in graph(repo, cli)["nodes"]]
 
 
+# --- math and placeholders ---------------------------------------------------------------------------------
+
+def test_display_math_opened_mid_line_pairs_with_the_next(repo: Repo, cli: Any) -> None:
+    """A `$$` that opens mid-line (`…functions$$`) closes at the next `$$`: it used to be taken for a
+    closer, so every math region after it was mis-paired and the links between them went unchecked."""
+    body = ("The generating functions$$\nG(x) = \\sum [[not a link]]\n$$\nsee [[Gone one]]\n\n"
+            "$$\nx [[nor this]]\n\n$$\nthen [[Gone two]]\n\n$$y$$ and [[Gone three]]\n"
+            "Cost `$$` in code, then [[Gone four]] and $$z [[inline display]]$$.\n")
+    got = findings(repo, cli, {"Note.md": body})
+    assert [msg.split(" matches")[0] for *_, msg in got] == [
+        "wikilink [[Gone one]]", "wikilink [[Gone two]]", "wikilink [[Gone three]]", "wikilink [[Gone four]]"]
+
+
+def test_a_placeholder_in_the_shown_text_keeps_the_link(repo: Repo, cli: Any) -> None:
+    """`[[mrj-text-expand|Text {{expand}}]]`: the `{{` is in the shown text, so the target is a link."""
+    got = findings(repo, cli, {"mrj-text-expand.md": "x\n",
+                               "Plugins.md": "[[mrj-text-expand|Text {{expand}}]] [[gone|Text {{x}}]] [[{{title}}]]\n"})
+    assert [msg.split(" matches")[0] for *_, msg in got] == ["wikilink [[gone|Text {{x}}]]"]
+    assert ("Plugins", "wikilink", "mrj-text-expand", False) in edges(repo, cli)
+
+
+# --- invalid frontmatter ----------------------------------------------------------------------------------
+
+def test_invalid_frontmatter_still_has_its_links_checked_and_drawn(repo: Repo, cli: Any) -> None:
+    """Obsidian indexes a note's body whatever its YAML: `check` reported nothing of its links while
+    `graph` drew them broken. E001 names the character libyaml found (`'@'`)."""
+    got = findings(repo, cli, {"Real.md": "x\n", "Note.md": "---\ntags: [a]\nby: @me\n---\n[[Real]] [[Gone]]\n"})
+    assert [(line, code, msg) for _, line, code, msg in got] == [
+        (3, "E001", "frontmatter is not valid YAML: found character '@' that cannot start any token"),
+        (5, "W221", "wikilink [[Gone]] matches no note (looked for 'Gone' from Note.md)")]
+    assert {("Note", "wikilink", "Real", False), ("Note", "wikilink", "Gone", True)} <= edges(repo, cli)
+
+
+@pytest.mark.parametrize("folder,config", [
+    ("Templates", {}), ("Extras/_templates", {}), ("meta", {".obsidian/templates.json": '{"folder": "Meta"}'}),
+])
+def test_a_templater_placeholder_in_the_templates_folder_is_no_error(repo: Repo, cli: Any, folder: str,
+                                                                     config: dict[str, str]) -> None:
+    """A vault shared without its `.obsidian/` (or whose folder differs in case) still keeps templates in a
+    templates folder: their `<% … %>` frontmatter is no error there; elsewhere it is E001, named."""
+    template = "---\n<%* const day = tp.date.now() %>\ncreated: <% tp.file.creation_date() %>\n---\n[[Home]]\n"
+    got = findings(repo, cli, {**OBSIDIAN, **config, f"{folder}/Daily.md": template, "Loose.md": template,
+                               "Home.md": "x\n"})
+    assert [(p, line, code) for p, line, code, _ in got] == [("Loose.md", 2, "E001")]
+    assert "is a Templater command (<%* … %>)" in got[0][3]
+
+
 # --- templates ---------------------------------------------------------------------------------------------
 
 def test_templates_are_left_out_and_placeholders_named(repo: Repo, cli: Any) -> None:
