@@ -448,6 +448,31 @@ def test_logseq_front_matter_is_the_page_properties(repo: Repo, cli: Any) -> Non
     assert {("pages/b", "tags", "x", True), ("pages/b", "tags", "y", True)} <= e
 
 
+def test_logseq_org_blocks_are_no_tags_and_verbatim_ones_hold_no_links(repo: Repo, cli: Any) -> None:
+    """logseq/docs: `#+BEGIN_NOTE` / `#+END_QUOTE` lines were read as tags (100 bogus edges), and links
+    inside `#+BEGIN_SRC` / `#+BEGIN_EXAMPLE` as links. A quote or note block holds Markdown."""
+    files: dict[str, str | bytes] = {
+        "logseq/config.edn": "{}", "pages/Real.md": "- x\n",
+        "pages/A.md": "- #+BEGIN_NOTE\n  a note on [[Real]]\n  #+END_NOTE\n- #+BEGIN_QUOTE\n  quoted #quoted\n"
+                      "  #+END_QUOTE\n- #+BEGIN_SRC clojure\n  (str \"[[in code]]\") #notatag\n  #+END_SRC\n"
+                      "- #+begin_example\n  [[in example]]\n  #+end_example\n- #+BEGIN_SRC\n  never closed [[open]]\n",
+    }
+    assert findings(repo, cli, files) == []
+    assert {(t, broken) for f, _, t, broken in edges(repo, cli) if f == "pages/A"} == {
+        ("pages/Real", False), ("quoted", True), ("open", True)}
+
+
+def test_logseq_pages_of_org_files_are_link_targets(repo: Repo, cli: Any) -> None:
+    """Logseq reads `.org` pages: a link to one is no page without a file (no broken edge), and no node."""
+    files: dict[str, str | bytes] = {
+        "logseq/config.edn": "{}", "pages/Meeting notes.org": "* notes\n", "pages/Project___Alpha.org": "* a\n",
+        "logseq/bak/pages/Old.org": "* old\n", "pages/A.md": "- [[meeting notes]] [[project/alpha]] [[Old]]\n",
+    }
+    assert findings(repo, cli, files) == []
+    assert {(t, broken) for f, _, t, broken in edges(repo, cli) if f == "pages/A"} == {("Old", True)}
+    assert [n["id"] for n in graph(repo, cli)["nodes"]] == ["pages/A"]
+
+
 def test_tropo_workspace_keeps_the_contract_ids(repo: Repo, cli: Any) -> None:
     files = {"tropo.toml": "version = 1\n", "notes/Core Module.md": "# Core\n", "notes/b.md": "[[core module]] x\n"}
     assert findings(repo, cli, files) == []

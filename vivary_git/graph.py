@@ -11,7 +11,7 @@ import msgspec
 
 from vivary_git import check, dialects
 from vivary_git.config import Config
-from vivary_git.dialects import Target, registry, vivary
+from vivary_git.dialects import Target, logseq, registry, vivary
 from vivary_git.errors import UsageError
 from vivary_git.models import Edge, Finding, Ignore, Link, Node, Note
 
@@ -229,6 +229,8 @@ def files_reach(names: Sequence[str] | None, files: Iterable[str], config: Confi
     known = set(names)
     case = config.links.case
     for path in files:
+        if config.links.dialect == "logseq" and logseq.is_org_page(path):
+            return True  # a page's name is its file's, `___` for `/`: any Org page may be one a link names
         base = dialects.fold(path.rsplit("/", 1)[-1], case)
         if base in known or (config.links.dialect == "foam" and base.split(".", 1)[0] in ("index", "readme")):
             return True
