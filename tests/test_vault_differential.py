@@ -139,7 +139,7 @@ def _logseq_graph(seed: int) -> dict[str, str | bytes]:
             elif kind == 3:
                 blocks.append(f"- ```\n  [[{target}]] #{target.split()[0]}\n  ```")
             elif kind == 4 and rng.random() < 0.5:  # an Org block: verbatim (no links) or Markdown
-                name = rng.choice(["SRC", "EXAMPLE", "QUOTE", "NOTE"])
+                name = rng.choice(["SRC", "EXAMPLE", "QUERY", "QUOTE", "NOTE"])
                 end = "" if rng.random() < 0.2 else f"  #+END_{name}"
                 blocks.append(f"- #+BEGIN_{name}\n  [[{target}]] and #{target.split()[0]}\n{end}")
             else:

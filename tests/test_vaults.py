@@ -450,12 +450,15 @@ def test_logseq_front_matter_is_the_page_properties(repo: Repo, cli: Any) -> Non
 
 def test_logseq_org_blocks_are_no_tags_and_verbatim_ones_hold_no_links(repo: Repo, cli: Any) -> None:
     """logseq/docs: `#+BEGIN_NOTE` / `#+END_QUOTE` lines were read as tags (100 bogus edges), and links
-    inside `#+BEGIN_SRC` / `#+BEGIN_EXAMPLE` as links. A quote or note block holds Markdown."""
+    inside `#+BEGIN_SRC` / `#+BEGIN_EXAMPLE` (or an advanced query's Datalog) as links. A quote or note
+    block holds Markdown."""
     files: dict[str, str | bytes] = {
         "logseq/config.edn": "{}", "pages/Real.md": "- x\n",
         "pages/A.md": "- #+BEGIN_NOTE\n  a note on [[Real]]\n  #+END_NOTE\n- #+BEGIN_QUOTE\n  quoted #quoted\n"
                       "  #+END_QUOTE\n- #+BEGIN_SRC clojure\n  (str \"[[in code]]\") #notatag\n  #+END_SRC\n"
-                      "- #+begin_example\n  [[in example]]\n  #+end_example\n- #+BEGIN_SRC\n  never closed [[open]]\n",
+                      "- #+begin_example\n  [[in example]]\n  #+end_example\n"
+                      "- #+BEGIN_QUERY\n  {:inputs [[[in a query]]]}\n  #+END_QUERY\n"
+                      "- #+BEGIN_SRC\n  never closed [[open]]\n",
     }
     assert findings(repo, cli, files) == []
     assert {(t, broken) for f, _, t, broken in edges(repo, cli) if f == "pages/A"} == {

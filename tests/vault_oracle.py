@@ -177,6 +177,7 @@ def _owner_line(text: str, n: int) -> int:
 # --- Logseq, written from docs/vaults.md#logseq alone --------------------------------------------------
 
 _TAG_CHARS = r"[^\s#\[\],;!?\"'`()<>{}]+"
+VERBATIM = ("src", "example", "export", "comment", "query")  # Org blocks that are not Markdown
 
 
 def _logseq_properties(lines: list[str]) -> list[tuple[int, str, str]]:
@@ -206,8 +207,9 @@ def logseq_edges(root: Path) -> set[tuple[str, str, str, bool]]:
     """(from, field, to, broken) of every link of a Logseq graph: a page is named by its title:: or
     its file name (`___` for `/`), and by its alias:: values, any case; [[x]], #x, #[[x y]] and
     tags:: values link pages; links on a property line are named by the property (none from alias::);
-    a link to no page is a broken edge to the name as written; code fences and closed `#+BEGIN_SRC` /
-    `#+BEGIN_EXAMPLE` blocks hold no links; a page of an `.org` file is a target, not a node."""
+    a link to no page is a broken edge to the name as written; code fences and closed `#+BEGIN_SRC`,
+    `EXAMPLE`, `EXPORT`, `COMMENT` and `QUERY` blocks hold no links; a page of an `.org` file is a target,
+    not a node."""
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.md") if ".git" not in p.parts
                    and p.relative_to(root).parts[0] != "logseq")
     orgs = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.org")
@@ -236,7 +238,7 @@ def logseq_edges(root: Path) -> set[tuple[str, str, str, bool]]:
         opened: tuple[str, int] | None = None
         for n, line in enumerate(lines, 1):
             m = re.match(r"\s*(?:- )?#\+(begin|end)_(\w+)", line, re.IGNORECASE)
-            if m and opened is None and m.group(1).lower() == "begin" and m.group(2).lower() in ("src", "example"):
+            if m and opened is None and m.group(1).lower() == "begin" and m.group(2).lower() in VERBATIM:
                 opened = (m.group(2).lower(), n)
             elif m and opened is not None and m.group(1).lower() == "end" and m.group(2).lower() == opened[0]:
                 verbatim.update(range(opened[1], n + 1))

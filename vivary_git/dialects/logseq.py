@@ -40,15 +40,16 @@ def is_org_page(path: str) -> bool:
     return path.lower().endswith(".org") and not path.startswith("logseq/")
 
 
-# Blocks whose lines Logseq shows as they are (`#+BEGIN_SRC`, `#+BEGIN_EXAMPLE`, …): no links in them. A
-# `#+BEGIN_QUOTE`, `#+BEGIN_NOTE` or `#+BEGIN_TIP` holds Markdown, its links as anywhere.
-_VERBATIM = frozenset(("src", "example", "export", "comment"))
+# Blocks whose lines Logseq does not read as Markdown (`#+BEGIN_SRC`, `#+BEGIN_EXAMPLE`, …, and an advanced
+# query's `#+BEGIN_QUERY`, Datalog): no links in them. A `#+BEGIN_QUOTE`, `#+BEGIN_NOTE` or `#+BEGIN_TIP`
+# holds Markdown, its links as anywhere.
+_VERBATIM = frozenset(("src", "example", "export", "comment", "query"))
 
 
 def verbatim_lines(links: Sequence[Link]) -> list[tuple[int, int]]:
-    """(first, last) line of each `#+BEGIN_SRC` … `#+END_SRC` block (and EXAMPLE, EXPORT, COMMENT), found by
-    the `#+…` lines the body scan reads as tags (`+BEGIN_SRC`), so code and math hide them as they hide any
-    link. A block never closed is not one (Logseq shows its lines as text)."""
+    """(first, last) line of each `#+BEGIN_SRC` … `#+END_SRC` block (and EXAMPLE, EXPORT, COMMENT, QUERY),
+    found by the `#+…` lines the body scan reads as tags (`+BEGIN_SRC`), so code and math hide them as they
+    hide any link. A block never closed is not one (Logseq shows its lines as text)."""
     out: list[tuple[int, int]] = []
     opened: tuple[str, int] | None = None
     for link in links:
