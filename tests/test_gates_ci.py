@@ -248,3 +248,25 @@ def test_blast_base_stops_at_two_hops_unless_asked(repo: Repo, cli: Any) -> None
         wrong = cli("blast", "--base", "HEAD~1", "--depth", bad, cwd=repo.path)
         assert wrong.code == 2 and "--depth" in wrong.err
         assert cli("ci", "--base", "HEAD~1", "--depth", bad, cwd=repo.path).code == 2
+
+
+def _cells(row: str) -> list[str]:
+    """A GFM table row's cells as GitHub reads them: split at each `|` no backslash escapes, then each
+    cell's backslash escapes undone (cmark-gfm's table extension, then CommonMark)."""
+    import re
+
+    parts = re.split(r"(?<!\\)\|", row.strip())[1:-1]
+    return [re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", p).strip() for p in parts]
+
+
+def test_summary_rows_hold_a_pipe_in_a_message(repo: Repo, cli: Any, tmp_path: Path) -> None:
+    """`[[b|alias]]` (and a table cell's `[[c\\|x]]`) in a finding's message: a bare `|` would end the cell."""
+    repo.commit("base", files={".obsidian/app.json": "{}", "a.md": "# A\n"})
+    repo.commit("head", files={"a.md": "# A\n[[b|alias]]\n| t |\n|---|\n| [[c\\|x]] |\n"})
+    summary = tmp_path / "summary.md"
+    cli("ci", "--base", "HEAD~1", "--summary", str(summary), cwd=repo.path)
+    rows = [line for line in summary.read_text().splitlines() if line.startswith("| error ")]
+    assert [_cells(r) for r in rows] == [
+        ["error", "a.md:2", "W221", "wikilink [[b|alias]] matches no note (looked for 'b' from a.md)", "changed file"],
+        ["error", "a.md:5", "W221", "wikilink [[c\\|x]] matches no note (looked for 'c' from a.md)", "changed file"],
+    ]

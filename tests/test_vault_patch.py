@@ -136,3 +136,16 @@ def test_patched_vault_equals_a_full_build(repo: Repo, cli: Any, monkeypatch: py
             unnamed_only += 1
             assert patched, step  # only files no link names came and went
     assert unnamed_only >= 4, unnamed_only
+
+
+def test_adding_a_logseq_org_page_a_link_names_is_built_again(repo: Repo, cli: Any) -> None:
+    """An Org page is named by its file name, `___` for `/`: `pages/Project___Alpha.org` is the page a
+    `[[project/alpha]]` names, though no link names the file `project___alpha.org`."""
+    repo.commit(files={"logseq/config.edn": "{}", "pages/A.md": "- [[project/alpha]]\n", "pages/B.md": "- b\n"})
+    cli("graph", "--staged", "--json", cwd=repo.path)  # the base a patch would start from
+    repo.write({"pages/Project___Alpha.org": "* alpha\n", "pages/B.md": "- b, edited\n"})
+    repo.git("add", "-A")
+    fast = cli("graph", "--staged", "--json", cwd=repo.path).json()
+    full = cli("graph", "--staged", "--json", "--no-cache", cwd=repo.path).json()
+    assert fast == full
+    assert not any(e["from"] == "pages/A" for e in fast["edges"])  # an Org page: a file, not a node

@@ -3,7 +3,7 @@ wrong on public vaults (docs/vaults.md is the reference for each dialect's rules
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from conftest import Repo
@@ -234,6 +234,96 @@ def test_markdown_links_are_edges_and_broken_ones_found(repo: Repo, cli: Any) ->
             ("docs/dev/guide", "link", "docs/My Note", False), ("docs/dev/guide", "link", "docs/a b", False)} <= e
 
 
+# --- hidden folders ----------------------------------------------------------------------------------------
+
+HUB: dict[str, str | bytes] = {
+    **OBSIDIAN,
+    ".github/ISSUE_TEMPLATE/bug.md": "---\nname: Bug\n---\n[[Steps to reproduce]] [[Home]]\n",
+    ".github/PULL_REQUEST_TEMPLATE.md": "[[Checklist]]\n",
+    ".trash/Old plan.md": "# Old plan\n",
+    ".hidden note.md": "[[Nowhere]]\n",
+    "Home.md": "[[Old plan]] [[bug]] [[Plugins]]\n",
+    "Plugins.md": "# Plugins\n",
+}
+
+
+def test_obsidian_hidden_folders_and_files_are_no_notes_and_no_targets(repo: Repo, cli: Any) -> None:
+    """obsidian-hub's `.github/` test fixtures gave all of its findings and extra nodes, and `.trash/`
+    notes were link targets: Obsidian indexes no folder or file whose name starts with `.`."""
+    got = findings(repo, cli, HUB)
+    assert [(p, msg.split(" matches")[0]) for p, _, _, msg in got] == [
+        ("Home.md", "wikilink [[Old plan]]"), ("Home.md", "wikilink [[bug]]")]
+    assert [n["id"] for n in graph(repo, cli)["nodes"]] == ["Home", "Plugins"]
+
+
+def test_a_hidden_folder_the_user_includes_is_read(repo: Repo, cli: Any) -> None:
+    got = findings(repo, cli, {**HUB, ".vivary/graph.toml": 'include = [".github/ISSUE_TEMPLATE/**"]\n'})
+    assert sorted((p, msg.split(" matches")[0]) for p, _, _, msg in got) == [
+        (".github/ISSUE_TEMPLATE/bug.md", "wikilink [[Steps to reproduce]]"), ("Home.md", "wikilink [[Old plan]]")]
+    assert [n["id"] for n in graph(repo, cli)["nodes"]] == [".github/ISSUE_TEMPLATE/bug", "Home", "Plugins"]
+    repo.commit(files={".vivary/graph.toml": 'include = ["../x"]\n'})
+    r = cli("check", "--rev", "HEAD", cwd=repo.path)
+    assert r.code == 2 and "include: '../x' is not a path from the vault root" in r.err
+
+
+def test_hidden_memory_folder_and_other_dialects_keep_their_dotted_notes(repo: Repo, cli: Any) -> None:
+    """The memory folder is read wherever the user put it; Foam (VS Code) and `tropo.toml` workspaces read
+    dotted folders as before: only Obsidian leaves them out."""
+    repo.commit(files={**HUB, ".vivary/memory.toml": '[memory.remember]\nfolder = ".memories"\n',
+                       ".memories/m.md": "# A memory\n"})
+    assert ".memories/m" in [n["id"] for n in graph(repo, cli)["nodes"]]
+    (repo.path / ".obsidian" / "app.json").unlink()
+    repo.commit(files={".foam/x": ""})
+    assert ".github/PULL_REQUEST_TEMPLATE" in [n["id"] for n in graph(repo, cli)["nodes"]]
+
+
+# --- math and placeholders ---------------------------------------------------------------------------------
+
+def test_display_math_opened_mid_line_pairs_with_the_next(repo: Repo, cli: Any) -> None:
+    """A `$$` that opens mid-line (`…functions$$`) closes at the next `$$`: it used to be taken for a
+    closer, so every math region after it was mis-paired and the links between them went unchecked."""
+    body = ("The generating functions$$\nG(x) = \\sum [[not a link]]\n$$\nsee [[Gone one]]\n\n"
+            "$$\nx [[nor this]]\n\n$$\nthen [[Gone two]]\n\n$$y$$ and [[Gone three]]\n"
+            "Cost `$$` in code, then [[Gone four]] and $$z [[inline display]]$$.\n")
+    got = findings(repo, cli, {"Note.md": body})
+    assert [msg.split(" matches")[0] for *_, msg in got] == [
+        "wikilink [[Gone one]]", "wikilink [[Gone two]]", "wikilink [[Gone three]]", "wikilink [[Gone four]]"]
+
+
+def test_a_placeholder_in_the_shown_text_keeps_the_link(repo: Repo, cli: Any) -> None:
+    """`[[mrj-text-expand|Text {{expand}}]]`: the `{{` is in the shown text, so the target is a link."""
+    got = findings(repo, cli, {"mrj-text-expand.md": "x\n",
+                               "Plugins.md": "[[mrj-text-expand|Text {{expand}}]] [[gone|Text {{x}}]] [[{{title}}]]\n"})
+    assert [msg.split(" matches")[0] for *_, msg in got] == ["wikilink [[gone|Text {{x}}]]"]
+    assert ("Plugins", "wikilink", "mrj-text-expand", False) in edges(repo, cli)
+
+
+# --- invalid frontmatter ----------------------------------------------------------------------------------
+
+def test_invalid_frontmatter_still_has_its_links_checked_and_drawn(repo: Repo, cli: Any) -> None:
+    """Obsidian indexes a note's body whatever its YAML: `check` reported nothing of its links while
+    `graph` drew them broken. E001 names the character libyaml found (`'@'`)."""
+    got = findings(repo, cli, {"Real.md": "x\n", "Note.md": "---\ntags: [a]\nby: @me\n---\n[[Real]] [[Gone]]\n"})
+    assert [(line, code, msg) for _, line, code, msg in got] == [
+        (3, "E001", "frontmatter is not valid YAML: found character '@' that cannot start any token"),
+        (5, "W221", "wikilink [[Gone]] matches no note (looked for 'Gone' from Note.md)")]
+    assert {("Note", "wikilink", "Real", False), ("Note", "wikilink", "Gone", True)} <= edges(repo, cli)
+
+
+@pytest.mark.parametrize("folder,config", [
+    ("Templates", {}), ("Extras/_templates", {}), ("meta", {".obsidian/templates.json": '{"folder": "Meta"}'}),
+])
+def test_a_templater_placeholder_in_the_templates_folder_is_no_error(repo: Repo, cli: Any, folder: str,
+                                                                     config: dict[str, str]) -> None:
+    """A vault shared without its `.obsidian/` (or whose folder differs in case) still keeps templates in a
+    templates folder: their `<% … %>` frontmatter is no error there; elsewhere it is E001, named."""
+    template = "---\n<%* const day = tp.date.now() %>\ncreated: <% tp.file.creation_date() %>\n---\n[[Home]]\n"
+    got = findings(repo, cli, {**OBSIDIAN, **config, f"{folder}/Daily.md": template, "Loose.md": template,
+                               "Home.md": "x\n"})
+    assert [(p, line, code) for p, line, code, _ in got] == [("Loose.md", 2, "E001")]
+    assert "is a Templater command (<%* … %>)" in got[0][3]
+
+
 # --- templates ---------------------------------------------------------------------------------------------
 
 def test_templates_are_left_out_and_placeholders_named(repo: Repo, cli: Any) -> None:
@@ -358,6 +448,34 @@ def test_logseq_front_matter_is_the_page_properties(repo: Repo, cli: Any) -> Non
     assert {("pages/b", "tags", "x", True), ("pages/b", "tags", "y", True)} <= e
 
 
+def test_logseq_org_blocks_are_no_tags_and_verbatim_ones_hold_no_links(repo: Repo, cli: Any) -> None:
+    """logseq/docs: `#+BEGIN_NOTE` / `#+END_QUOTE` lines were read as tags (100 bogus edges), and links
+    inside `#+BEGIN_SRC` / `#+BEGIN_EXAMPLE` (or an advanced query's Datalog) as links. A quote or note
+    block holds Markdown."""
+    files: dict[str, str | bytes] = {
+        "logseq/config.edn": "{}", "pages/Real.md": "- x\n",
+        "pages/A.md": "- #+BEGIN_NOTE\n  a note on [[Real]]\n  #+END_NOTE\n- #+BEGIN_QUOTE\n  quoted #quoted\n"
+                      "  #+END_QUOTE\n- #+BEGIN_SRC clojure\n  (str \"[[in code]]\") #notatag\n  #+END_SRC\n"
+                      "- #+begin_example\n  [[in example]]\n  #+end_example\n"
+                      "- #+BEGIN_QUERY\n  {:inputs [[[in a query]]]}\n  #+END_QUERY\n"
+                      "- #+BEGIN_SRC\n  never closed [[open]]\n",
+    }
+    assert findings(repo, cli, files) == []
+    assert {(t, broken) for f, _, t, broken in edges(repo, cli) if f == "pages/A"} == {
+        ("pages/Real", False), ("quoted", True), ("open", True)}
+
+
+def test_logseq_pages_of_org_files_are_link_targets(repo: Repo, cli: Any) -> None:
+    """Logseq reads `.org` pages: a link to one is no page without a file (no broken edge), and no node."""
+    files: dict[str, str | bytes] = {
+        "logseq/config.edn": "{}", "pages/Meeting notes.org": "* notes\n", "pages/Project___Alpha.org": "* a\n",
+        "logseq/bak/pages/Old.org": "* old\n", "pages/A.md": "- [[meeting notes]] [[project/alpha]] [[Old]]\n",
+    }
+    assert findings(repo, cli, files) == []
+    assert {(t, broken) for f, _, t, broken in edges(repo, cli) if f == "pages/A"} == {("Old", True)}
+    assert [n["id"] for n in graph(repo, cli)["nodes"]] == ["pages/A"]
+
+
 def test_tropo_workspace_keeps_the_contract_ids(repo: Repo, cli: Any) -> None:
     files = {"tropo.toml": "version = 1\n", "notes/Core Module.md": "# Core\n", "notes/b.md": "[[core module]] x\n"}
     assert findings(repo, cli, files) == []
@@ -390,3 +508,143 @@ def test_a_name_many_notes_share_resolves_without_a_pass_over_them(dialect: str)
     assert picked == (notes if dialect == "obsidian" else ["index.md"] * (n + 1))
     assert tails == notes[:n]  # `[[d0007/index]]`: the one path ending so
     assert took < 2.0, f"{2 * n + 1} resolutions took {took:.1f} s"
+
+
+# --- every resolution rule docs/vaults.md states, each with the note that must lose present ----------------
+
+class Rule(NamedTuple):
+    """`source` links once; it must reach `to` (a node id, None: nothing, "" : a file that is no node),
+    though `files` also hold the candidate a wrong rule would pick."""
+
+    rule: str
+    files: dict[str, str | bytes]
+    source: str
+    to: str | None
+
+
+def _rule(rule: str, source: str, link: str, to: str | None, *others: str, **extra: str) -> Rule:
+    files: dict[str, str | bytes] = {p: "# x\n" for p in others}
+    files.update(extra)
+    files[source] = link + "\n"
+    return Rule(rule, files, source, to)
+
+
+OBSIDIAN_RULES = [
+    _rule("the target is before the first |", "A.md", "[[Real|Shown]]", "Real", "Real.md", "Shown.md"),
+    _rule("a table cell writes the | as \\|", "A.md", "| x | [[Real\\|Shown]] |", "Real", "Real.md", "Shown.md"),
+    _rule("#heading after the name points inside it", "A.md", "[[Real#Part]]", "Real", "Real.md", "Part.md"),
+    _rule("a ^ without # is part of the name", "A.md", "[[e^x]]", "e^x", "e^x.md", "e.md"),
+    _rule("a note is named by its file name anywhere, any case", "A.md", "[[kyoto]]", "References/Kyoto",
+          "References/Kyoto.md", "References/Kyoto City.md"),
+    _rule(".md may be written", "A.md", "[[Kyoto.md]]", "Kyoto", "Kyoto.md", "Kyoto md.md"),
+    _rule("another file is named with its extension", "A.md", "![[Albums.base]]", "", "Albums.md",
+          **{"Bases/Albums.base": ""}),
+    _rule("names compare in NFC", "A.md", "[[Caf\u00e9]]", "Caf\u00e9", "Cafe\u0301.md", "Cafe.md"),
+    _rule("no other normalisation", "A.md", "[[CSS kodestykker]]", None, "CSS-kodestykker.md"),
+    _rule("[[folder/name]] is a path from the root first", "sub/A.md", "[[x/N]]", "x/N", "x/N.md", "sub/x/N.md"),
+    _rule("[[folder/name]] is relative to the note next", "sub/A.md", "[[x/N]]", "sub/x/N", "sub/x/N.md",
+          "ab/x/N.md"),
+    _rule("[[folder/name]] is any path ending so last", "A.md", "[[x/N]]", "long/x/N", "p/q/x/N.md",
+          "long/x/N.md", "N.md"),
+    _rule("[[/folder/name]] is from the root only", "sub/A.md", "[[/x/N]]", None, "sub/x/N.md", "y/x/N.md"),
+    _rule("[[/folder/name]] reaches the root's", "sub/A.md", "[[/x/N]]", "x/N", "sub/x/N.md", "x/N.md"),
+    _rule("[[./x]] is relative only", "sub/A.md", "[[./N]]", None, "N.md", "other/N.md"),
+    _rule("[[../x]] is relative", "sub/A.md", "[[../N]]", "N", "N.md", "sub/N.md"),
+    _rule("one name, several files: the one beside the linking note", "deep/er/A.md", "[[Sec]]", "deep/er/Sec",
+          "Sec.md", "deep/er/Sec.md"),
+    _rule("beside means the same folder, not one below it", "deep/A.md", "[[Sec]]", "x/Sec", "deep/er/Sec.md",
+          "x/Sec.md"),
+    _rule("else fewest folders, before a shorter path", "A.md", "[[Sec]]", "longfoldername/Sec", "a/b/Sec.md",
+          "longfoldername/Sec.md"),
+    _rule("then the shortest path", "A.md", "[[Sec]]", "zz/Sec", "aaa/Sec.md", "zz/Sec.md"),
+    _rule("then the first alphabetically", "A.md", "[[Sec]]", "aa/Sec", "bb/Sec.md", "aa/Sec.md"),
+    _rule("a Markdown link is relative to the note first", "sub/A.md", "[x](B.md)", "sub/B", "B.md", "sub/B.md"),
+    _rule("a Markdown link is from the root next", "sub/A.md", "[x](c/B.md)", "c/B", "c/B.md", "z/c/B.md"),
+    _rule("a Markdown link is by name last", "sub/A.md", "[x](B.md)", "far/B", "far/B.md", "far/deeper/B.md"),
+    _rule("a Markdown link by name: fewest folders", "sub/A.md", "[x](y/B.md)", "p/y/B", "s/q/y/B.md", "p/y/B.md"),
+    _rule("a Markdown destination is URL-decoded", "A.md", "[x](My%20Note.md)", "My Note", "My Note.md",
+          "My%20Note.md"),
+    _rule("a Markdown destination may be written <…>", "A.md", "[x](<My Note.md>)", "My Note", "My Note.md", "My.md"),
+    _rule("a leading / is the vault root", "sub/A.md", "[x](/B.md)", "B", "B.md", "sub/B.md"),
+    _rule("a path that leaves the workspace is not checked", "sub/A.md", "[x](../../C.md)", "", "C.md"),
+    _rule("a property's link resolves as a wikilink", "deep/er/A.md", '---\nup: "[[Sec]]"\n---', "deep/er/Sec",
+          "Sec.md", "deep/er/Sec.md"),
+    _rule("the templates folder is left out, a link to it still resolves", "A.md", "[[Daily]]", "",
+          "Templates/Daily.md", **{".obsidian/templates.json": '{"folder": "Templates"}'}),
+    _rule("a hidden folder's note is neither a node nor a target", "A.md", "[[Sec]]", None, ".trash/Sec.md",
+          ".github/ISSUE_TEMPLATE/Sec.md"),
+    _rule("a hidden folder the user includes is read", "A.md", "[[Sec]]", ".github/Sec", ".github/Sec.md",
+          ".trash/Sec.md", **{".vivary/graph.toml": 'include = [".github"]\n'}),
+]
+DENDRON_RULES = [
+    _rule("a note's name is its dotted hierarchy, any case", "root.md", "[[Topic.Links]]", "topic.links",
+          "topic.links.md", "links.md"),
+    _rule("in [[shown|target]] the target is last", "root.md", "[[b|a]]", "a", "a.md", "b.md"),
+    _rule("^block after the name points inside it", "root.md", "[[a^blk]]", "a", "a.md", "blk.md"),
+    _rule("a wildcard reference names no note", "root.md", "![[a.*]]", "", "a.b.md"),
+    _rule("a link into another vault is not checked", "root.md", "[[dendron://other/a]]", "", "b.md"),
+]
+FOAM_RULES = [
+    _rule("an identifier is any path suffix; the first alphabetically wins", "A.md", "[[wikilinks]]",
+          "a/x/wikilinks", "b/wikilinks.md", "a/x/wikilinks.md"),
+    _rule("[[./x]] is a path relative to the note", "sub/A.md", "[[./todo]]", "sub/todo", "todo.md", "sub/todo.md"),
+    _rule("[[/x]] is a path from the workspace root", "sub/A.md", "[[/todo]]", "todo", "a/todo.md", "todo.md",
+          "sub/todo.md"),
+    _rule("a folder link opens its index.md", "A.md", "[[projects]]", "projects/index", "projects/index.md",
+          "other/projects/x.md"),
+    _rule("a folder.md beside the folder wins", "A.md", "[[projects]]", "projects", "projects.md",
+          "projects/index.md"),
+    _rule("a Markdown link is a path relative to the note", "sub/A.md", "[x](todo.md)", "sub/todo", "todo.md",
+          "sub/todo.md"),
+]
+LOGSEQ_RULES = [
+    _rule("a page's title:: is its name, not its file's", "pages/A.md", "- [[Plan]]", None, "pages/x.md",
+          **{"pages/Plan.md": "title:: Other\n"}),
+    _rule("title:: names the page", "pages/A.md", "- [[my plan]]", "pages/x", **{"pages/x.md": "title:: My Plan\n"}),
+    _rule("___ is a namespace's /", "pages/A.md", "- [[project/alpha]]", "pages/Project___Alpha",
+          "pages/Project___Alpha.md", "pages/alpha.md"),
+    _rule("a page's own name wins over another's alias", "pages/A.md", "- [[beta]]", "pages/beta",
+          "pages/beta.md", **{"pages/aa.md": "alias:: beta\n"}),
+]
+
+
+def _reached(repo: Repo, cli: Any, r: Rule, marker: dict[str, str]) -> tuple[set[tuple[str, bool]], list[str]]:
+    repo.commit(files={**marker, **r.files})
+    g = graph(repo, cli)
+    nodes = {n["path"]: n["id"] for n in g["nodes"]}
+    src = nodes[r.source]
+    reached = {(e["to"], e["broken"]) for e in g["edges"] if e["from"] == src}
+    check = cli("check", "--rev", "HEAD", "--json", "--lenient", cwd=repo.path).json()
+    return reached, [f["code"] for f in check["findings"] if f["path"] == r.source]
+
+
+def _holds(repo: Repo, cli: Any, r: Rule, marker: dict[str, str], unresolved: bool = True) -> None:
+    reached, codes = _reached(repo, cli, r, marker)
+    if r.to:
+        assert reached == {(r.to, False)}, r.rule
+        assert codes == [], r.rule
+    elif r.to == "":
+        assert reached == set() and codes == [], r.rule  # a file, not a node: no edge, nothing broken
+    else:
+        assert {broken for _, broken in reached} == {True}, r.rule
+        assert codes == (["W221"] if unresolved else []), r.rule
+
+
+@pytest.mark.parametrize("r", OBSIDIAN_RULES, ids=[r.rule for r in OBSIDIAN_RULES])
+def test_obsidian_rule_holds_with_its_loser_present(repo: Repo, cli: Any, r: Rule) -> None:
+    _holds(repo, cli, r, OBSIDIAN)
+
+
+@pytest.mark.parametrize("r", DENDRON_RULES, ids=[r.rule for r in DENDRON_RULES])
+def test_dendron_rule_holds_with_its_loser_present(repo: Repo, cli: Any, r: Rule) -> None:
+    _holds(repo, cli, r, {"dendron.yml": "version: 5\n"})
+
+
+@pytest.mark.parametrize("r", FOAM_RULES, ids=[r.rule for r in FOAM_RULES])
+def test_foam_rule_holds_with_its_loser_present(repo: Repo, cli: Any, r: Rule) -> None:
+    _holds(repo, cli, r, {".foam/x": ""})
+
+
+@pytest.mark.parametrize("r", LOGSEQ_RULES, ids=[r.rule for r in LOGSEQ_RULES])
+def test_logseq_rule_holds_with_its_loser_present(repo: Repo, cli: Any, r: Rule) -> None:
+    _holds(repo, cli, r, {"logseq/config.edn": "{}"}, unresolved=False)

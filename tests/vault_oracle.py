@@ -1,5 +1,6 @@
-"""A second, independent reading of Obsidian vaults, written from docs/vaults.md#obsidian alone (not
-from vivary_git's code): used to hold `check` to the dialect page on generated vaults."""
+"""A second, independent reading of vaults, written from docs/vaults.md alone (not from vivary_git's
+code): used to hold `check` and `graph` to the dialect page on generated vaults. For Obsidian it names
+every broken link and, for every link that reaches a note, the note it reaches (`read`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ import posixpath
 import re
 import unicodedata
 import urllib.parse
+from dataclasses import dataclass, field
 from pathlib import Path
+
+import yaml
 
 ATTACHMENT = {"png", "jpg", "jpeg", "gif", "svg", "webp", "pdf", "mp3", "mp4", "canvas", "base"}
 
@@ -16,85 +20,150 @@ def _key(s: str) -> str:
     return unicodedata.normalize("NFC", s).casefold()
 
 
-def _prose_lines(text: str) -> list[tuple[int, str]]:
-    """Lines outside fenced code, with inline code removed (generated vaults use only these)."""
-    out, fence = [], None
-    for n, line in enumerate(text.split("\n"), 1):
+def _blank(text: str) -> str:
+    return re.sub(r"[^\n]", " ", text)
+
+
+def _prose(body: str) -> list[tuple[int, str]]:
+    """(line number, text) of a body's lines as links are read in them: fenced code gone, and inline
+    code, `$$` math (from a `$$` to the next, wherever each stands, across lines; one no other closes
+    runs to the end) and `$…$` math blanked. (Generated vaults use only these, at the top level.)"""
+    lines, fence = [], None
+    for line in body.split("\n"):
         m = re.match(r" {0,3}(`{3,}|~{3,})", line)
         if fence:
             if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
                 fence = None
+            lines.append("")
             continue
         if m:
             fence = m.group(1)
+            lines.append("")
             continue
-        out.append((n, re.sub(r"`[^`]*`", "", line)))
-    return out
+        lines.append(re.sub(r"`[^`\n]*`", _blank_match, line))
+    text = "\n".join(lines)
+    out, at, inside = [], 0, False
+    for m in re.finditer(r"\$\$", text):
+        out.append(_blank(text[at:m.start()] + "$$") if inside else text[at:m.start()] + "  ")
+        at, inside = m.end(), not inside
+    out.append(_blank(text[at:]) if inside else text[at:])
+    text = "".join(out)
+    text = re.sub(r"\$[^$\s\n][^$\n]*?(?<=\S)\$", _blank_match, text)
+    return list(enumerate(text.split("\n"), 1))
 
 
-def breaks(root: Path) -> set[tuple[str, int, str]]:
-    """(note path, line, what was looked for) of every link that reaches nothing, per the page."""
-    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and ".git" not in p.parts
-                   and ".obsidian" not in p.parts)
+def _blank_match(m: re.Match[str]) -> str:
+    return _blank(m.group(0))
+
+
+@dataclass
+class Reading:
+    """What the page says of a vault: every broken link (note path, line, what was looked for) and every
+    link that reaches another note (from id, field, to id)."""
+
+    breaks: set[tuple[str, int, str]] = field(default_factory=set)
+    edges: set[tuple[str, str, str]] = field(default_factory=set)
+
+
+def _hidden(path: str) -> bool:
+    """Obsidian indexes no folder or file whose name starts with `.`."""
+    return any(part.startswith(".") for part in path.split("/"))
+
+
+def read(root: Path) -> Reading:
+    """The Obsidian page's reading of the vault at `root`."""
+    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    files = [f for f in files if not _hidden(f)]
     notes = [f for f in files if f.endswith(".md")]
-    # Notes are named without their `.md`; every other file by its full name.
-    named = [f[:-3] if f.endswith(".md") else f for f in files]
-    note_names = {_key(f[:-3]) for f in notes}
-    by_path = {_key(n) for n in named}
-    by_name: dict[str, list[str]] = {}
-    for n in named:
-        by_name.setdefault(_key(n.rsplit("/", 1)[-1]), []).append(n)
+    note_by_path = {_key(f[:-3]): f for f in notes}
+    file_by_path = {_key(f): f for f in files if not f.endswith(".md")}
 
-    def exists(name: str, src: str) -> bool:
-        name = name.strip()
-        if not name:
-            return True
-        if name.lower().endswith(".md"):  # `.md` written out: only a note by that name will do
-            stem = name[:-3]
-            return any(("/" + c).endswith("/" + _key(stem.lstrip("/"))) or c == _key(stem) for c in note_names) \
-                or _key(posixpath.normpath(posixpath.join(posixpath.dirname(src), stem))) in note_names
-        for stem in [name]:
-            if "/" in stem:
-                if _key(stem.lstrip("/")) in by_path:
-                    return True
-                rel = posixpath.normpath(posixpath.join(posixpath.dirname(src), stem))
-                if _key(rel) in by_path:
-                    return True
-            base = stem.rsplit("/", 1)[-1]
-            tail = _key("/" + stem) if "/" in stem else ""
-            if any(("/" + _key(c)).endswith(tail) for c in by_name.get(_key(base), [])):
-                return True
-        return False
+    def exact(path: str) -> str | None:
+        """A note by its path from the root (`.md` optional), else another file by its full path."""
+        stem = path[:-3] if path.lower().endswith(".md") else path
+        return note_by_path.get(_key(stem)) or file_by_path.get(_key(path))
 
-    found: set[tuple[str, int, str]] = set()
+    def named(name: str) -> list[str]:
+        """Notes named so (any case, `.md` optional; `folder/name`: paths ending so), else other files."""
+        stem = name[:-3] if name.lower().endswith(".md") else name
+        got = [f for f in notes if ("/" + _key(f[:-3])).endswith("/" + _key(stem))]
+        return got or [f for f in files if not f.endswith(".md") and ("/" + _key(f)).endswith("/" + _key(name))]
+
+    def pick(found: list[str], src: str) -> str | None:
+        """One name, several files: the one beside the linking note, else fewest folders, then shortest
+        path, then the first alphabetically."""
+        here = [f for f in found if posixpath.dirname(f) == posixpath.dirname(src)]
+        if here:
+            return here[0]
+        return min(found, key=lambda f: (f.count("/"), len(f), f)) if found else None
+
+    def relative(src: str, name: str) -> str:
+        return posixpath.normpath(posixpath.join(posixpath.dirname(src), name))
+
+    def wikilink(name: str, src: str) -> str | None:
+        if name.startswith("/"):
+            return exact(name.lstrip("/"))
+        if name.startswith(("./", "../")):
+            return exact(relative(src, name))
+        if "/" in name:
+            return exact(name) or exact(relative(src, name)) or pick(named(name), src)
+        return pick(named(name), src)
+
+    def markdown(path: str, src: str) -> str | None:
+        rel = posixpath.normpath(path.lstrip("/")) if path.startswith("/") else relative(src, path)
+        hit = exact(rel) or (None if path.startswith("/") else exact(path))
+        if hit is None and not path.startswith(("/", "./", "../")):
+            hit = pick(named(path), src)
+        return hit
+
+    out = Reading()
+
+    def reached(src: str, line: int, fld: str, looked: str, hit: str | None) -> None:
+        if hit is None:
+            out.breaks.add((src, line, looked))
+        elif hit.endswith(".md") and hit != src:
+            out.edges.add((src[:-3], fld, hit[:-3]))
+
     for src in notes:
         text = (root / src).read_text(encoding="utf-8")
         body = text
         if text.startswith("---\n"):
             end = text.index("\n---\n", 4)
-            for n, line in enumerate(text[4:end].split("\n"), 2):
-                key = line.split(":", 1)[0].strip() if ":" in line and not line.startswith(" ") else None
-                for m in re.finditer(r"\[\[([^\]|#]*)[^\]]*\]\]", line):
-                    if not exists(m.group(1), src):
-                        found.add((src, n if key else _owner_line(text, n), m.group(1).strip()))
+            try:
+                fields = yaml.safe_load(text[4:end])
+            except yaml.YAMLError:
+                fields = None  # invalid YAML (E001): no properties, the body's links as always
+            if isinstance(fields, dict):
+                for n, line in enumerate(text[4:end].split("\n"), 2):
+                    key = line.split(":", 1)[0].strip() if ":" in line and not line.startswith(" ") else None
+                    for m in re.finditer(r"\[\[([^\]|#]*)[^\]]*\]\]", line):
+                        at = n if key else _owner_line(text, n)
+                        prop = text.split("\n")[at - 1].split(":", 1)[0].strip()
+                        reached(src, at, prop, m.group(1).strip(), wikilink(m.group(1).strip(), src))
             body = "\n" * (text[:end + 5].count("\n")) + text[end + 5:]
-        for n, line in _prose_lines(body):
+        for n, line in _prose(body):
             for m in re.finditer(r"!?\[\[([^\]]+)\]\]", line):
-                target = m.group(1).replace("\\|", "|").split("|", 1)[0].split("#", 1)[0]
-                if not exists(target, src):
-                    found.add((src, n, target.strip()))
+                target = m.group(1).replace("\\|", "|").split("|", 1)[0]
+                if "{{" in target:
+                    continue  # a template placeholder: not a link yet (a `{{` after the `|` is shown text)
+                name = unicodedata.normalize("NFC", target.split("#", 1)[0].strip())
+                if name:
+                    reached(src, n, "wikilink", name, wikilink(name, src))
             for m in re.finditer(r"!?\[[^\]]*\]\((<[^>]*>|[^)\s]+)\)", line):
                 dest = m.group(1).strip("<>")
                 if re.match(r"[a-z]+:", dest) or dest.startswith("#"):
                     continue
-                path = urllib.parse.unquote(dest.split("#", 1)[0])
-                rel = posixpath.normpath(posixpath.join(posixpath.dirname(src), path))
-                if _key(rel[:-3] if rel.endswith(".md") else rel) not in by_path and not exists(path, src):
-                    found.add((src, n, rel))
-                    continue
-                if False:
-                    found.add((src, n, rel))
-    return found
+                path = unicodedata.normalize("NFC", urllib.parse.unquote(dest.split("#", 1)[0]))
+                rel = posixpath.normpath(path.lstrip("/")) if path.startswith("/") else relative(src, path)
+                if rel.startswith("../"):
+                    continue  # leaves the vault: not checked
+                reached(src, n, "link", rel, markdown(path, src))
+    return out
+
+
+def breaks(root: Path) -> set[tuple[str, int, str]]:
+    """(note path, line, what was looked for) of every link that reaches nothing, per the page."""
+    return read(root).breaks
 
 
 def _owner_line(text: str, n: int) -> int:
@@ -108,6 +177,7 @@ def _owner_line(text: str, n: int) -> int:
 # --- Logseq, written from docs/vaults.md#logseq alone --------------------------------------------------
 
 _TAG_CHARS = r"[^\s#\[\],;!?\"'`()<>{}]+"
+VERBATIM = ("src", "example", "export", "comment", "query")  # Org blocks that are not Markdown
 
 
 def _logseq_properties(lines: list[str]) -> list[tuple[int, str, str]]:
@@ -125,7 +195,8 @@ def _logseq_refs(text: str, plain: bool) -> list[str]:
     """Pages a text names: [[a]], #[[a b]], #a; with `plain`, also its comma-separated words."""
     names = re.findall(r"\[\[([^\[\]]+)\]\]", text)
     rest = re.sub(r"#?\[\[[^\[\]]+\]\]", ",", text)
-    names += [m.group(1).rstrip(".:") for m in re.finditer(r"(?:^|(?<=\s))#(" + _TAG_CHARS + ")", rest)]
+    names += [m.group(1).rstrip(".:") for m in re.finditer(r"(?:^|(?<=\s))#(" + _TAG_CHARS + ")", rest)
+              if not m.group(1).startswith("+")]  # `#+BEGIN_QUOTE`: an Org block line, not a tag
     if plain:
         rest = re.sub(r"(?:^|(?<=\s))#" + _TAG_CHARS, ",", rest)
         names += [p.strip() for p in rest.split(",") if p.strip()]
@@ -136,12 +207,18 @@ def logseq_edges(root: Path) -> set[tuple[str, str, str, bool]]:
     """(from, field, to, broken) of every link of a Logseq graph: a page is named by its title:: or
     its file name (`___` for `/`), and by its alias:: values, any case; [[x]], #x, #[[x y]] and
     tags:: values link pages; links on a property line are named by the property (none from alias::);
-    a link to no page is a broken edge to the name as written; code fences hold no links."""
+    a link to no page is a broken edge to the name as written; code fences and closed `#+BEGIN_SRC`,
+    `EXAMPLE`, `EXPORT`, `COMMENT` and `QUERY` blocks hold no links; a page of an `.org` file is a target,
+    not a node."""
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.md") if ".git" not in p.parts
                    and p.relative_to(root).parts[0] != "logseq")
+    orgs = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.org")
+                  if p.relative_to(root).parts[0] not in ("logseq", ".git"))
     texts = {f: (root / f).read_text(encoding="utf-8") for f in files}
     own: dict[str, str] = {}
     aliases: dict[str, str] = {}
+    for f in orgs:
+        own.setdefault(_key(urllib.parse.unquote(f.rsplit("/", 1)[-1][:-4].replace("___", "/"))), "")
     for f in files:
         props = _logseq_properties(texts[f].split("\n"))
         title = next((v for _, k, v in props if k == "title" and v), None)
@@ -157,11 +234,20 @@ def logseq_edges(root: Path) -> set[tuple[str, str, str, bool]]:
         lines = texts[f].split("\n")
         prop_lines = {n: k for n, k, _ in _logseq_properties(lines)}
         fence = False
+        verbatim: set[int] = set()
+        opened: tuple[str, int] | None = None
+        for n, line in enumerate(lines, 1):
+            m = re.match(r"\s*(?:- )?#\+(begin|end)_(\w+)", line, re.IGNORECASE)
+            if m and opened is None and m.group(1).lower() == "begin" and m.group(2).lower() in VERBATIM:
+                opened = (m.group(2).lower(), n)
+            elif m and opened is not None and m.group(1).lower() == "end" and m.group(2).lower() == opened[0]:
+                verbatim.update(range(opened[1], n + 1))
+                opened = None
         for n, line in enumerate(lines, 1):
             if re.match(r"\s*(?:- )?```", line):  # a fence, also one a list item opens
                 fence = not fence
                 continue
-            if fence:
+            if fence or n in verbatim:
                 continue
             field = prop_lines.get(n, "wikilink")
             if field == "alias":
@@ -170,6 +256,6 @@ def logseq_edges(root: Path) -> set[tuple[str, str, str, bool]]:
                 to = pages.get(_key(name))
                 if to is None:
                     edges.add((f[:-3], field, name, True))
-                elif to != f[:-3]:
+                elif to and to != f[:-3]:
                     edges.add((f[:-3], field, to, False))
     return edges

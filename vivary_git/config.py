@@ -24,7 +24,7 @@ BUILTIN_EXCLUDES = (".git", ".tropo", ".claude", "node_modules", ".obsidian")
 CONFIG_FILE = "tropo.toml"
 GRAPH_FILE = ".vivary/graph.toml"
 MEMORY_FILE = ".vivary/memory.toml"
-FORMAT_VERSION = 8  # bump when a parse or graph rule changes, so caches keyed by it are left behind
+FORMAT_VERSION = 9  # bump when a parse or graph rule changes, so caches keyed by it are left behind
 
 
 class FieldSpec(msgspec.Struct, frozen=True):
@@ -131,6 +131,9 @@ class Config(msgspec.Struct, frozen=True):
     links: dialects.Rules = dialects.Rules()  # the vault dialect's link and id rules (docs/vaults.md)
     graph_exclude: tuple[str, ...] = ()  # `.vivary/graph.toml` exclude globs (gitignore-style)
     templates: tuple[str, ...] = ()  # the editor's template folders, left out of the graph
+    # Paths with a `.`-named folder or file that are read though the dialect leaves such names out
+    # (`.vivary/graph.toml` `include`, and the memory folder).
+    include: tuple[str, ...] = ()
 
     @property
     def alias(self) -> str:
@@ -281,12 +284,15 @@ def build_config(tropo: dict[str, Any] | None, graph: dict[str, Any] | None, nam
         raise ConfigError(f"{GRAPH_FILE}: wikilinks.field must be a simple name like \"wikilink\"")
     rules = _link_rules(graph, wl, tropo is not None, detected)
     templates = detected.templates if detected is not None and rules.templates else ()
+    include = tuple(_include(p) for p in _str_list(graph.get("include"), f"{GRAPH_FILE}: include"))
     common: dict[str, Any] = {
         "wikilinks": _bool(wl.get("enabled"), f"{GRAPH_FILE}: wikilinks.enabled", True),
         "wikilink_field": field,
         "links": rules,
         "graph_exclude": _str_list(graph.get("exclude"), f"{GRAPH_FILE}: exclude"),
         "templates": templates,
+        # The memory folder is read wherever it is: memories written to `.memories/` must stay notes.
+        "include": (*include, memory_folder) if any(p.startswith(".") for p in memory_folder.split("/")) else include,
     }
     if tropo is None:
         return _with_memory_type(Config(source="zero-config", **common), memory_folder)
@@ -335,15 +341,25 @@ class Excluder:
 
     Both rules are set lookups, so the cost of a test does not grow with the number of excludes (a
     config is a stranger's input: 200,000 entries once took minutes): a path is excluded when one of
-    its segments is a bare name, or when it or one of its ancestors ("a", "a/b", ...) is a prefix."""
+    its segments is a bare name, or when it or one of its ancestors ("a", "a/b", ...) is a prefix.
 
-    def __init__(self, names: set[str], prefixes: list[str]) -> None:
+    With `hidden` (an Obsidian vault: docs/vaults.md#obsidian), a path with a folder or file named
+    with a leading `.` is excluded too, unless it is one of `include`, lies inside one, or is a
+    folder on the way to one."""
+
+    def __init__(self, names: set[str], prefixes: list[str], hidden: bool = False,
+                 include: tuple[str, ...] = ()) -> None:
         self.names = frozenset(names)
         self.prefixes = frozenset(prefixes)
+        self.hidden = hidden
+        self.include = frozenset(include)
+        self.on_the_way = frozenset(p[:at] for p in include for at in range(len(p)) if p[at] == "/")
 
     def __call__(self, path: str) -> bool:
         segments = path.split("/")
         if not self.names.isdisjoint(segments):
+            return True
+        if self.hidden and (path.startswith(".") or "/." in path) and self._hidden(path):
             return True
         if not self.prefixes:
             return False
@@ -356,7 +372,20 @@ class Excluder:
                 return True
 
     def entry(self, name: str, path: str) -> bool:
-        return name in self.names or path in self.prefixes
+        # (Below a `.`-named folder only on the way to an include, each entry is asked again.)
+        return name in self.names or path in self.prefixes or (
+            self.hidden and (path.startswith(".") or "/." in path) and self._hidden(path))
+
+    def _hidden(self, path: str) -> bool:
+        """Whether `path`, which has a `.`-named segment, is left out: not in or on the way to an include."""
+        if path in self.include or path in self.on_the_way:
+            return False
+        at = path.find("/")
+        while at >= 0:
+            if path[:at] in self.include:
+                return False
+            at = path.find("/", at + 1)
+        return True
 
 
 def excluder(config: Config) -> Excluder:
@@ -376,8 +405,20 @@ def excluder(config: Config) -> Excluder:
             prefixes.append(pat)
         else:
             names.add(pat)
+    hidden = config.zero_config and not config.links.dotfiles
+    return Excluder(names, prefixes, hidden, config.include if hidden else ())
 
-    return Excluder(names, prefixes)
+
+def _include(raw: str) -> str:
+    """An `include` entry as a path from the vault root: `.github/**` and `/.github/` are `.github`."""
+    pat = raw.strip()
+    if pat.endswith("/**"):
+        pat = pat[:-3]
+    pat = pat.strip("/")
+    if not pat or any(p in ("", ".", "..") for p in pat.split("/")) or any(c in pat for c in "*?[\\"):
+        raise ConfigError(f"{GRAPH_FILE}: include: {raw!r} is not a path from the vault root; name a folder or file "
+                          "like \".github\" or \"docs/.drafts\" (no globs, no `..`)")
+    return pat
 
 
 def leaves_out(config: Config) -> Callable[[str], bool] | None:

@@ -11,7 +11,7 @@ import msgspec
 
 from vivary_git import check, dialects
 from vivary_git.config import Config
-from vivary_git.dialects import Target, registry, vivary
+from vivary_git.dialects import Target, logseq, registry, vivary
 from vivary_git.errors import UsageError
 from vivary_git.models import Edge, Finding, Ignore, Link, Node, Note
 
@@ -109,6 +109,8 @@ class Facts(msgspec.Struct, frozen=True, array_like=True):
 def facts(path: str, blob: str, note: Note, config: Config, folder_types: Mapping[str, str], root_name: str,
           dates: check.DateLookup | None = None) -> Facts:
     rules = config.links
+    if note.problem is not None and note.problem.template and in_templates_folder(path, config):
+        note = msgspec.structs.replace(note, problem=None)  # a template where templates are kept: no error
     nid = node_id(path, root_name, rules.ids)
     names = registry.page_names(note, rules)
     title = (names[0] if names and names[0] else None) or note.title or \
@@ -119,6 +121,19 @@ def facts(path: str, blob: str, note: Note, config: Config, folder_types: Mappin
     anchors = sorted({dialects.anchor_key(a) for a in note.anchors}) if rules.anchors else []
     return Facts(nid, node.type, node.title, found, refs, links, note.problem is not None, anchors,
                  check.ignores_of(note), names)
+
+
+def in_templates_folder(path: str, config: Config) -> bool:
+    """Whether a vault keeps `path` among its templates: in a folder the editor's configuration names
+    (any case: the vault may have been written on a case-insensitive disk), or, as a vault copied without
+    that configuration keeps them, in a folder named like one (`Templates`, `_templates`, `99 Templates`).
+    Never in a `tropo.toml` workspace, whose frontmatter is the contract's."""
+    if not config.zero_config:
+        return False
+    folder = path.rsplit("/", 1)[0].casefold() if "/" in path else ""
+    if any(folder == t.casefold() or folder.startswith(t.casefold() + "/") for t in config.templates):
+        return True
+    return any(part.endswith(("template", "templates")) for part in folder.split("/"))
 
 
 def build(
@@ -214,6 +229,8 @@ def files_reach(names: Sequence[str] | None, files: Iterable[str], config: Confi
     known = set(names)
     case = config.links.case
     for path in files:
+        if config.links.dialect == "logseq" and logseq.is_org_page(path):
+            return True  # a page's name is its file's, `___` for `/`: any Org page may be one a link names
         base = dialects.fold(path.rsplit("/", 1)[-1], case)
         if base in known or (config.links.dialect == "foam" and base.split(".", 1)[0] in ("index", "readme")):
             return True
@@ -292,7 +309,7 @@ def _contribute(path: str, nid: str, f: Facts, own: bool, known: Mapping[str, ob
         if t.vault and t.vault not in homes:
             continue  # a link into another Dendron vault: outside this repository
         attachment = rules.attachments and dialects.missing_code(t) == "W223"
-        if not f.problem and (attachment or rules.unresolved):
+        if attachment or rules.unresolved:  # (bad frontmatter too: the editor reads its body's links all the same)
             findings.append(check.broken_link(path, t, res.looked_for, rules.dialect))
         if own and not attachment and res.looked_for != nid:
             add((one(t.field, t.field), res.looked_for, True))

@@ -66,6 +66,7 @@ class ParseProblem(msgspec.Struct, frozen=True, array_like=True):
     code: str  # E000 | E001
     line: int
     message: str
+    template: bool = False  # E001 because the frontmatter holds a template placeholder (`{{date}}`, `<% … %>`)
 
 
 class Ignore(msgspec.Struct, frozen=True, array_like=True):

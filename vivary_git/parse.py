@@ -348,7 +348,7 @@ def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str
         opened_flow = err.context is not None and "flow" in err.context and err.context_mark is not None
         mark = err.context_mark if opened_flow else (err.problem_mark or err.context_mark)
         line = first_line + (mark.line if mark is not None else 0)
-        what = (err.problem or err.context or "invalid YAML").strip()
+        what = _with_character((err.problem or err.context or "invalid YAML").strip(), source, err.problem_mark)
         placeholder = _placeholder_line(source, first_line)
         if placeholder is not None:
             return {}, {}, placeholder
@@ -378,11 +378,13 @@ def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str
 
 
 _PLACEHOLDER = re.compile(r"\{\{[^{}\n]*\}\}|<%[^\n]*?%>")
+_TEMPLATER = re.compile(r"<%[-_*+]?")  # a Templater command opening, `<%* … %>` across lines too
 
 
 def _placeholder_line(source: str, first_line: int) -> ParseProblem | None:
-    """A template's frontmatter (`created: {{date}}`, Templater's `<% tp.date.now() %>`) is not YAML a
-    parser can read, and its words ("found unhashable key") say nothing useful: name what it is."""
+    """A template's frontmatter (`created: {{date}}`, Templater's `<% tp.date.now() %>`, a `<%* … %>`
+    command) is not YAML a parser can read, and its words ("found unhashable key") say nothing useful:
+    name what it is."""
     for i, raw in enumerate(source.split("\n")):
         key, sep, value = raw.partition(":")
         m = _PLACEHOLDER.search(value) if sep else None
@@ -391,9 +393,34 @@ def _placeholder_line(source: str, first_line: int) -> ParseProblem | None:
                 "E001", first_line + i,
                 f"frontmatter: `{key.strip()}: {value.strip()}` is a template placeholder ({m.group(0)}), not a "
                 "value: this file looks like a template. Put the placeholder in quotes, or leave the templates "
-                "folder out of the graph (`exclude` in .vivary/graph.toml)",
+                "folder out of the graph (`exclude` in .vivary/graph.toml)", template=True,
+            )
+        c = _TEMPLATER.search(raw) if not sep or _TEMPLATER.match(raw.lstrip()) else None
+        if c is not None:
+            return ParseProblem(
+                "E001", first_line + i,
+                f"frontmatter: line `{raw.strip()[:80]}` is a Templater command ({c.group(0)} … %>), not YAML: this "
+                "file looks like a template. Leave the templates folder out of the graph (`exclude` in "
+                ".vivary/graph.toml)", template=True,
             )
     return None
+
+
+def _with_character(what: str, source: str, mark: yaml.Mark | None) -> str:
+    """libyaml's message with the character it names: "found character that cannot start any token" does
+    not say which (PyYAML's own parser does: `found character '@' that cannot start any token`)."""
+    if mark is None or "character" not in what:
+        return what
+    lines = source.split("\n")
+    line = lines[mark.line] if mark.line < len(lines) else ""
+    at = mark.column + (1 if what.startswith("found unknown escape") else 0)  # the mark is on the backslash
+    if not 0 <= at < len(line):
+        return what
+    ch = line[at]
+    shown = f"'{ch}'" if ch.isprintable() and ch != "'" else repr(ch)
+    if what.startswith("found unknown escape"):
+        shown = f"'\\{ch}'" if ch.isprintable() and ch != "'" else repr("\\" + ch)
+    return what.replace("character", f"character {shown}", 1)
 
 
 def _key_text(node: yaml.Node) -> str:
@@ -599,13 +626,16 @@ _LIST_ITEM = re.compile(r"( {0,3})([-+*]|[0-9]{1,9}[.)])( *)")
 _THEMATIC = re.compile(r" {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
 _SETEXT = re.compile(r" {0,3}(?:=+|-+)[ \t]*$")
 _CODE_RUN = re.compile(r"`+")
-_DISPLAY_MATH = re.compile(r"\$\$.*?\$\$", re.DOTALL)
+# `$$` opens display math and the next `$$` closes it, wherever each stands: at the start of a line,
+# or mid-line (`…functions$$`), across lines and blank lines. A `\$` is a literal dollar.
+_MATH_MARK = re.compile(r"(?<!\\)\$\$")
+_DISPLAY_MATH = re.compile(r"(?<!\\)\$\$.*?(?<!\\)\$\$", re.DOTALL)
 _INLINE_MATH = re.compile(r"(?<![\\$])\$(?=[^\s$])(?:[^$\\]|\\.)*?(?<=[^\s\\])\$(?![0-9$])", re.DOTALL)
 _COMMENTS = re.compile(r"<!--.*?-->|%%.*?%%", re.DOTALL)
 # The first characters a line may open a block with (a quote, list item, heading, fence, thematic
-# break, setext underline, comment or math block): a line starting with anything else, and not with
-# a space, is paragraph text.
-_BLOCK_STARTS = frozenset(">-+*0123456789#`~_=<$%")
+# break, setext underline or comment): a line starting with anything else, and not with a space, is
+# paragraph text (a `$$` line too: its math is paired with the others in `_math_after`).
+_BLOCK_STARTS = frozenset(">-+*0123456789#`~_=<%")
 _LIST_STARTS = frozenset("-+*0123456789")
 
 
@@ -631,14 +661,17 @@ def prose(body: str) -> list[str]:
 def _scan_lines(lines: list[str], first_line: int,
                 sink: list[str] | None = None) -> tuple[str | None, list[Link], tuple[str, ...]]:
     """The block structure CommonMark gives these lines, as far as links care: blockquotes (callouts)
-    and list items hold blocks; fenced code (at any indentation inside them), indented code, `$$` math
-    blocks, HTML comment blocks and `%%` comments hold no links. Paragraphs and headings are then
-    read inline (code spans, math, comments blanked) for their links."""
+    and list items hold blocks; fenced code (at any indentation inside them), indented code, HTML
+    comment blocks and `%%` comments hold no links. Paragraphs and headings are then read inline (code
+    spans, math, comments blanked) for their links. Display math runs from a `$$` to the next one, as
+    Obsidian pairs them: once a paragraph opens one (at a line's start or mid-line), every line up to
+    the closing `$$` is part of that paragraph, blank lines and block starts included."""
     title: str | None = None
     anchors: list[str] = []
     stack: list[_Container] = []
     fence: tuple[str, int, int] | None = None  # (char, length, depth) of the open fenced code block
-    closer: str | None = None  # "-->", "$$" or "%%": the end of an open comment or math block
+    closer: str | None = None  # "-->" or "%%": the end of an open comment block
+    math = False  # the open paragraph has opened a `$$` that no `$$` has closed yet
     para: list[tuple[int, str]] = []  # the open paragraph's lines: (index into `lines`, text)
     # Each line's prose (code spans, math and comments blanked), "" for a line that holds none: links
     # and block ids are then found by one search over the whole, with their line numbers as they stand
@@ -646,9 +679,11 @@ def _scan_lines(lines: list[str], first_line: int,
     masked = [""] * len(lines)
 
     def flush() -> None:
+        nonlocal math
         if para:
             _inline(para, masked, sink)
             para.clear()
+        math = False
 
     for i, raw in enumerate(lines):
         line = raw.rstrip("\r")
@@ -673,6 +708,8 @@ def _scan_lines(lines: list[str], first_line: int,
             lazy = para and fence is None and closer is None and rest.strip() and not _starts_block(rest)
             if lazy:
                 para.append((i, rest))
+                if "$$" in rest:
+                    math = _math_after(rest, math)
                 continue
             del stack[matched:]
             flush()
@@ -686,6 +723,11 @@ def _scan_lines(lines: list[str], first_line: int,
         if closer is not None:
             if closer in rest:
                 closer = None
+            continue
+        if math:  # inside `$$` math: the paragraph goes on to the closing `$$`, whatever the lines hold
+            para.append((i, rest))
+            if "$$" in rest:
+                math = _math_after(rest, True)
             continue
         if not rest.strip():
             if para:
@@ -725,6 +767,8 @@ def _scan_lines(lines: list[str], first_line: int,
             rest = rest[width:] if len(rest) >= width else ""
         if plain:
             para.append((i, rest))
+            if "$$" in rest:
+                math = _math_after(rest, False)
             continue
         if not rest.strip():
             flush()
@@ -740,7 +784,7 @@ def _scan_lines(lines: list[str], first_line: int,
             fence = (m.group(1)[0], len(m.group(1)), len(stack))
             continue
         body = rest.lstrip(" ")
-        if body.startswith(("<!--", "$$", "%%")):
+        if body.startswith(("<!--", "%%")):
             flush()
             mark = "-->" if body.startswith("<") else body[:2]
             if mark not in body[len(mark) if mark != "-->" else 4:]:
@@ -764,12 +808,21 @@ def _scan_lines(lines: list[str], first_line: int,
             flush()
             continue
         para.append((i, rest))
+        if "$$" in rest:
+            math = _math_after(rest, False)
     flush()
     doc = "\n".join(masked)
     links = _links(doc, first_line) if "[" in doc or "#" in doc else []
     if "^" in doc:
         anchors.extend(_block_ids(doc))
     return title, links, tuple(sorted(set(anchors)))
+
+
+def _math_after(line: str, inside: bool) -> bool:
+    """Whether a `$$` math region is open after `line`, given whether it was open before it: each `$$`
+    opens or closes one (one in a code span outside math does neither)."""
+    text = _blank_code_spans(line) if not inside and "`" in line else line
+    return inside ^ (len(_MATH_MARK.findall(text)) % 2 == 1)
 
 
 def _starts_block(text: str) -> bool:
@@ -803,6 +856,9 @@ def _inline(para: list[tuple[int, str]], masked: list[str], sink: list[str] | No
         blanked = _blank_code_spans(blanked)
     if "$" in blanked:
         blanked = _DISPLAY_MATH.sub(_blank, blanked)
+        unclosed = _MATH_MARK.search(blanked) if "$$" in blanked else None
+        if unclosed is not None:  # a `$$` no other closes: math to the end (the paragraph ran on to it)
+            blanked = blanked[:unclosed.start()] + _spaces(blanked[unclosed.start():])
         blanked = _INLINE_MATH.sub(_blank, blanked)
     if "<!--" in blanked or "%%" in blanked:
         blanked = _COMMENTS.sub(_blank, blanked)

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 import msgspec
 
+from vivary_git import findrank
 from vivary_git.dialects import path_matches
 from vivary_git.errors import UsageError
 from vivary_git.graph import Graph, resolve_edge_specs
@@ -376,13 +377,20 @@ def find(
     `hidden` as in `search`: for an agent, always `hidden.PrivateNodes(ws)` (or `hidden.hidden_ids(ws)`)."""
     if k < 1 or budget < 1:
         raise UsageError(f"find needs k ≥ 1 and budget ≥ 1 (got k={k}, budget={budget})")
-    q = search(graph, notes, text, k=k, types=types, paths=paths, edges=edges, snippet=snippet, explain=True,
-               index=index, hidden=hidden)
-    hits = [
-        FindHit(h.id, h.type, h.path, "; ".join(h.reasons or []) or "matches the task query", h.snippet,
-                h.edges or None)
-        for h in q.results
-    ]
+    # `query`'s best (its filters and privacy boundary applied), ordered again for a question (findrank.py).
+    q = search(graph, notes, text, k=findrank.pool_size(k), types=types, paths=paths, edges=edges, snippet=0,
+               explain=True, index=index, hidden=hidden)
+    by_id = graph.by_id()
+    pool = [by_id[h.id] for h in q.results]
+    ranked = findrank.order(pool, notes, [[Edge(h.id, e.field, e.to) for e in h.edges or ()] for h in q.results],
+                            terms_of(text))[:k]
+    phrase, terms = fold(text).strip(), terms_of(text)
+    hits = []
+    for i in ranked:
+        h, node = q.results[i], pool[i]
+        snip = make_snippet(notes[node.blob], node, phrase, terms, snippet) if snippet > 0 else ""
+        hits.append(FindHit(h.id, h.type, h.path, "; ".join(h.reasons or []) or "matches the task query",
+                            snip or None, h.edges or None))
     _trim(hits, budget)
     return FindResult(
         query=text, k=k, budget=budget, estimated_tokens=estimate_tokens(hits), filters=q.filters, results=hits

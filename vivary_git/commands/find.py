@@ -12,8 +12,9 @@ from vivary_git.escape import text as shown
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "find", help="budgeted context for a task: top nodes, why, snippets, edges",
-        description="Like `query --explain` with k=5, trimmed to a token budget (JSON length / 4): over budget "
-        "it shortens then drops snippets, then edges, then trailing results, then reasons. Private notes "
+        description="`query --explain`'s best, ordered again for the question (a note whose title holds its "
+        "words before a page that only lists it: docs/find.md), k=5, trimmed to a token budget (JSON length / 4): "
+        "over budget it shortens then drops snippets, then edges, then trailing results, then reasons. Private notes "
         "(USER.md, memory/**, private_paths, ignored files: docs/privacy.md) are never shown.",
     )
     p.add_argument("text", nargs="+", metavar="TEXT", help="the task or question")

@@ -56,6 +56,9 @@ class Rules(msgspec.Struct, frozen=True):
     unresolved: bool = True  # a link to no note is a finding (Logseq makes such pages itself: false)
     templates: bool = True  # the editor's template folders are left out of the graph
     tags: bool = False  # `#name` is a link to the page `name` (Logseq)
+    # Files and folders whose names start with `.` are part of the vault. Obsidian indexes none of them
+    # (`.github/`, `.trash/`): false there, and `.vivary/graph.toml`'s `include` names those read anyway.
+    dotfiles: bool = True
 
 
 def defaults(dialect: str, reason: str = "") -> Rules:
@@ -70,7 +73,7 @@ def defaults(dialect: str, reason: str = "") -> Rules:
         # A tropo.toml workspace: the contract's slug ids, and wikilinks read as vivary-git always has.
         return Rules("vivary", reason, alias="auto", ids="slug", markdown=False, properties=False,
                      attachments=False, templates=False)
-    return Rules("obsidian", reason)
+    return Rules("obsidian", reason, dotfiles=False)
 
 
 class Target(msgspec.Struct, frozen=True, array_like=True):

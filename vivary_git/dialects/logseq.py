@@ -18,7 +18,7 @@ import urllib.parse
 from collections.abc import Mapping, Sequence
 
 from vivary_git.dialects import Resolution, Rules, Target, fold, is_attachment_name, obsidian
-from vivary_git.models import Note
+from vivary_git.models import Link, Note
 
 read = obsidian.read
 
@@ -29,7 +29,39 @@ _REF = re.compile(r"#?\[\[([^\[\]\n]+?)\]\]|#([^\s#\[\],]+)")
 
 def page_name(path: str) -> str:
     stem = obsidian.strip_note_suffix(path.rsplit("/", 1)[-1])
+    if stem.lower().endswith(".org"):
+        stem = stem[:-4]
     return urllib.parse.unquote(stem.replace("___", "/").replace("%2F", "/").replace("%2f", "/"))
+
+
+def is_org_page(path: str) -> bool:
+    """A page Logseq reads from an Org-mode file (`pages/Meeting.org`): not a note here, but a page a
+    link names. Not one of `logseq/`'s own files (config, backups)."""
+    return path.lower().endswith(".org") and not path.startswith("logseq/")
+
+
+# Blocks whose lines Logseq does not read as Markdown (`#+BEGIN_SRC`, `#+BEGIN_EXAMPLE`, …, and an advanced
+# query's `#+BEGIN_QUERY`, Datalog): no links in them. A `#+BEGIN_QUOTE`, `#+BEGIN_NOTE` or `#+BEGIN_TIP`
+# holds Markdown, its links as anywhere.
+_VERBATIM = frozenset(("src", "example", "export", "comment", "query"))
+
+
+def verbatim_lines(links: Sequence[Link]) -> list[tuple[int, int]]:
+    """(first, last) line of each `#+BEGIN_SRC` … `#+END_SRC` block (and EXAMPLE, EXPORT, COMMENT, QUERY),
+    found by the `#+…` lines the body scan reads as tags (`+BEGIN_SRC`), so code and math hide them as they
+    hide any link. A block never closed is not one (Logseq shows its lines as text)."""
+    out: list[tuple[int, int]] = []
+    opened: tuple[str, int] | None = None
+    for link in links:
+        if link.kind != "t" or not link.text.startswith("+"):
+            continue
+        word = link.text[1:].lower()
+        if opened is None and word.startswith("begin_") and word[6:] in _VERBATIM:
+            opened = (word[6:], link.line)
+        elif opened is not None and word == "end_" + opened[0]:
+            out.append((opened[1], link.line))
+            opened = None
+    return out
 
 
 def page_properties(note: Note) -> list[tuple[str, str, int]]:
@@ -124,6 +156,8 @@ class Resolver(obsidian.Resolver):
         for p in sorted(notes):
             own = names.get(p)
             self.pages.setdefault(fold(own[0] if own and own[0] else page_name(p), rules.case), p)
+        for p in sorted(f for f in files if is_org_page(f)):  # a page of an Org file: a file, not a node
+            self.pages.setdefault(fold(page_name(p), rules.case), p)
         for p in sorted(names):
             for alias in list(names[p])[1:]:
                 self.pages.setdefault(fold(alias, rules.case), p)

@@ -33,9 +33,9 @@ def strip_note_suffix(name: str) -> str:
 def read_wikilink(link: Link, rules: Rules, field: str) -> Target | None:
     """`[[target#anchor|shown]]` (and `![[…]]`, and a property's `[[…]]`) as Obsidian reads it."""
     text = link.text
-    if is_placeholder(text):
-        return None
     target, _ = split_target(text, rules.alias)
+    if is_placeholder(target):
+        return None  # `[[{{title}}]]`; a placeholder in the shown text (`[[note|Text {{x}}]]`) leaves the target
     name, _, anchor = target.partition("#")
     name = nfc(name.strip())
     anchor = anchor.strip()

@@ -43,8 +43,15 @@ def read_links(note: Note, rules: Rules, field: str, wikilinks: bool) -> list[Ta
     """Every link a document writes, as its dialect reads it (placeholders and URLs left out)."""
     read = reader(rules.dialect)
     out: list[Target] = []
-    for link in note.links:
+    links: Sequence[Link] = note.links
+    if rules.dialect == "logseq" and "#+" in note.body:
+        blocks = logseq.verbatim_lines(links)
+        if blocks:
+            links = [x for x in links if not any(first <= x.line <= last for first, last in blocks)]
+    for link in links:
         if link.kind == "t":  # `#name`: a link to the page `name` where the dialect says so
+            if link.text.startswith("+"):
+                continue  # `#+BEGIN_NOTE`, `#+title:`: Org-mode's block and keyword lines, not tags
             if rules.tags and wikilinks:
                 t = read(Link(link.text, link.line, "w"), rules, field)
                 if t is not None:
