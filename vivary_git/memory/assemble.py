@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from vivary_git.memory.embed import Embedder
     from vivary_git.memory.localfiles import Entry, Manifest
     from vivary_git.memory.snapshot import MemorySnapshot
-    from vivary_git.memory.state import StateStore
+    from vivary_git.memory.state import LocalStateStore
     from vivary_git.parallel import Background, Forked
     from vivary_git.workspace import Workspace
 
@@ -63,7 +63,7 @@ class Memory(Protocol):
     @property
     def dataset(self) -> str: ...
     @property
-    def store(self) -> StateStore: ...
+    def store(self) -> LocalStateStore: ...
 
 EXACT_LIMIT = 20_000
 FORK_AT = 1000  # notes from which assembling forks children (`prefetch_notes`, the keyword index): fewer, it costs more
@@ -160,19 +160,17 @@ def assemble(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None,
     """The index of `snap` from stored vectors (kept under `trees/`), or `RefusedError` naming how many
     notes have no vector and the command that embeds them. `notes`: `prefetch_notes`' child, if any."""
     from vivary_git.memory.localfiles import _digest
-    from vivary_git.memory.provider import state_dir
-    from vivary_git.memory.state import LocalStateStore
 
     store = memory.store
-    folder = state_dir(memory.ws, memory.cfg, memory.dataset) / TREES / snap.fingerprint[:32]
-    cache = LocalStateStore(folder)
+    trees = store.child(TREES)
+    cache = trees.child(snap.fingerprint[:32])
     if cache.get(_TREE_MANIFEST) is not None:  # kept before (see `_load`): the model decides whether it serves
         embedder = loading.result()
         found = _load(cache, snap, embedder)
         if found is not None:
             if notes is not None:
                 notes.cancel()
-            _touch(folder)
+            _touch(cache.directory)
             return found, embedder
 
     # The keyword index is the largest part of the work, and goes to a forked child. When the notes' child
@@ -194,7 +192,7 @@ def assemble(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None,
         digests = [_digest(p) for _, p in rendered]
         embedder = loading.result()  # before the fork below: no thread may run across one
         lexical_job.packets(rendered, digests)
-        return _assembled(memory, snap, manifest, embedder, cache, folder, rendered, digests, lexical_job)
+        return _assembled(memory, snap, manifest, embedder, trees, cache, rendered, digests, lexical_job)
     finally:
         lexical_job.cancel()  # only when it raised: a result taken leaves no child
 
@@ -216,7 +214,6 @@ def assembly_likely(memory: Memory) -> bool:
     preparing for (`prefetch_notes`): many notes, no local index to serve it, no kept assembly of these
     notes. Cheap: a few small files and, at most, a hash of the notes' paths and blob ids."""
     from vivary_git.memory.localfiles import MANIFEST
-    from vivary_git.memory.provider import state_dir
 
     ws = memory.ws
     if ws.source.repo is None or len(ws.source.entries) < FORK_AT:
@@ -225,7 +222,8 @@ def assembly_likely(memory: Memory) -> bool:
         return False  # a local index: most likely it serves (its snapshot), or an index run is due
     made: list[tuple[str, str]] = []  # (tree, notes) of each kept assembly
     with contextlib.suppress(OSError):
-        for kept in (state_dir(ws, memory.cfg, memory.dataset) / TREES).glob(f"*/{_TREE_MANIFEST}"):
+        # Read as they are (only which tree and notes each was made from, for this guess): `_load` checks them.
+        for kept in (memory.store.directory / TREES).glob(f"*/{_TREE_MANIFEST}"):
             with contextlib.suppress(OSError, msgspec.DecodeError, msgspec.ValidationError, RecursionError):
                 m = msgspec.json.decode(kept.read_bytes()[:1 << 16], type=TreeManifest)
                 made.append((m.tree, m.notes))
@@ -289,9 +287,9 @@ def _rendered(ws: Workspace, snap: MemorySnapshot, data: bytes | None, frames: l
     return list(packets(ws, snap, parts, frames))
 
 
-def _assembled(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None, embedder: Embedder, cache: Any,
-               folder: Path, rendered: list[tuple[Any, str]], digests: list[str], lexical_job: _Lexical,
-               ) -> tuple[Assembled, Embedder]:
+def _assembled(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None, embedder: Embedder,
+               trees: LocalStateStore, cache: LocalStateStore, rendered: list[tuple[Any, str]], digests: list[str],
+               lexical_job: _Lexical) -> tuple[Assembled, Embedder]:
     from vivary_git.memory.localfiles import EMBED_FORMAT, MANIFEST, embed_text
     from vivary_git.memory.vectors import SharedVectors, local_rows, vector_key
 
@@ -343,7 +341,7 @@ def _assembled(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None, 
         for name, data in files.items():
             cache.put(name, data, sync=False)
         cache.put(_TREE_MANIFEST, msgspec.json.encode(tree) + b"\n", sync=False)
-        _prune(folder.parent, keep=folder)
+        _prune(trees, keep=cache.directory)
     index = ExactIndex(vectors) if search == "exact" else _load_hnsw(files[_HNSW], dim, cache)
     return Assembled(index=index, entries=entries, lexical=lexical, search=search), embedder
 
@@ -560,12 +558,14 @@ def _touch(folder: Path) -> None:
         os.utime(folder)
 
 
-def _prune(parent: Path, *, keep: Path) -> None:
+def _prune(trees: LocalStateStore, *, keep: Path) -> None:
     """Keep the `_KEEP` most recently used assembled trees."""
     try:
-        found = sorted((p for p in parent.iterdir() if p.is_dir() and not p.is_symlink()),
+        found = sorted((p for p in trees.directory.iterdir() if p.is_dir() and not p.is_symlink()),
                        key=lambda p: p.stat().st_mtime, reverse=True)
     except OSError:
         return
     for old in [p for p in found if p != keep][_KEEP - 1:]:
+        if trees.written is not None:
+            trees.written.child(old.name).forget()
         shutil.rmtree(old, ignore_errors=True)

@@ -89,7 +89,6 @@ from vivary_git.memory.provider import (
     normalise_k,
     outbound_map,
     require_local,
-    state_dir,
     state_store,
 )
 from vivary_git.memory.snapshot import (
@@ -109,7 +108,7 @@ if TYPE_CHECKING:
     from vivary_git.memory.bm25 import LexicalIndex, Tokenizer
     from vivary_git.memory.config import MemoryConfig
     from vivary_git.memory.embed import Embedder
-    from vivary_git.memory.state import Data, Staged, StateStore
+    from vivary_git.memory.state import Data, LocalStateStore, Staged, StateStore
     from vivary_git.memory.vectors import IndexSharing
     from vivary_git.workspace import Workspace
 
@@ -199,6 +198,7 @@ class LocalMemory:
         self.ws = ws
         self.cfg = cfg if cfg is not None else load_memory_config(ws)
         self._snap: MemorySnapshot | None = None
+        self._store: LocalStateStore | None = None
         # Privacy questions Git answered for this object's snapshot: recording vectors asks one again.
         self._privacy = privacy.PrivacyMemo()
 
@@ -207,13 +207,16 @@ class LocalMemory:
         return dataset_name(self.ws.source.root, self.cfg.dataset_label)
 
     @property
-    def store(self) -> StateStore:
-        return state_store(self.ws, self.cfg, self.dataset)
+    def store(self) -> LocalStateStore:
+        """The dataset's state folder (provider.py `state_store`: a folder in the work tree is decided on once)."""
+        if self._store is None:
+            self._store = state_store(self.ws, self.cfg, self.dataset)
+        return self._store
 
     @property
-    def assembled(self) -> Path:
+    def assembled(self) -> LocalStateStore:
         """Where recall keeps what it assembled for trees other than the index's (memory/assemble.py)."""
-        return state_dir(self.ws, self.cfg, self.dataset) / TREES
+        return self.store.child(TREES)
 
     def snapshot(self, *, overlap: bool | None = None) -> MemorySnapshot:
         """The memory snapshot (built once); `overlap` as for `build_snapshot`."""

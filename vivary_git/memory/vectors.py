@@ -47,15 +47,13 @@ from vivary_git.memory.vectorvalue import (
 )
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     import numpy as np
     import numpy.typing as npt
 
     from vivary_git import privacy
     from vivary_git.memory.embed import Embedder
     from vivary_git.memory.snapshot import MemoryNode, MemorySnapshot
-    from vivary_git.memory.state import StateStore
+    from vivary_git.memory.state import LocalStateStore, StateStore
     from vivary_git.workspace import Workspace
 
 __all__ = [
@@ -263,8 +261,8 @@ class IndexSharing:
 
     FILE = "shared.msgpack"
 
-    def __init__(self, ws: Workspace, store: StateStore, embedder: Embedder, *, embed_format: int, assembled: Path,
-                 memo: privacy.PrivacyMemo | None = None) -> None:
+    def __init__(self, ws: Workspace, store: StateStore, embedder: Embedder, *, embed_format: int,
+                 assembled: LocalStateStore, memo: privacy.PrivacyMemo | None = None) -> None:
         self.ws = ws
         self.assembled = assembled  # where recall keeps what it assembled for other trees (memory/assemble.py)
         self.memo = memo  # privacy questions answered in this command (`privacy.decide_scoped`)
@@ -363,7 +361,10 @@ class IndexSharing:
         so no vector or term of it stays behind (memory/assemble.py rebuilds what is asked for again)."""
         import shutil
 
-        folder = self.assembled
+        kept = self.assembled
+        if kept.written is not None:
+            kept.written.forget()
+        folder = kept.directory
         if folder.is_dir() and not folder.is_symlink():
             shutil.rmtree(folder, ignore_errors=True)
 
