@@ -1,11 +1,13 @@
-"""Derived memory state is only ever what this machine wrote (memory/statefolder.py): the attacker's steps, for
-real, with Git and the real model.
+"""Derived memory state is only ever what this machine wrote (memory/statefolder.py) or what the trust setting
+still allows (memory/vectors.py): the attacker's steps, for real, with Git and the real model.
 
 1. A repository commits `.vivary/memory.toml` pointing `state_path` into the work tree and ships a forged
    index there (two notes' vectors swapped, the digests patched): a fresh clone at the path the forger
    predicted must refuse it, naming the folder and the rule, and never hand it to hnswlib.
 2. The contract's layout (`.vivary/memory/`, ignored by Git, nothing tracked) keeps working, and a file some
    other process puts there later is not read as state.
+3. Vectors taken from `refs/vivary/cache` under `vivary.cacheTrust any` are not ranked with once the setting
+   is lowered; `index` drops them and embeds those notes here.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from typing import Any
 
 import msgspec
 import pytest
-from conftest import Repo, git
+from conftest import Repo, git, run_git_vivary
 from test_memory_local import PUBLIC, TROPO
+from test_memory_vectors import cache_vectors, clone, keys_of, publish
 
-from vivary_git import open_workspace
+from vivary_git import open_workspace, store
 from vivary_git.errors import RefusedError
 from vivary_git.memory.embed import embedder_status
 
@@ -30,7 +33,8 @@ needs_model = pytest.mark.skipif(
 )
 
 STATE = ".vivary/memory/local"
-IN_TREE = f'[memory]\nenabled = true\nprovider = "vivary-local"\n\n[memory.local]\nstate_path = "{STATE}"\n'
+DEFAULT = '[memory]\nenabled = true\nprovider = "vivary-local"\n'
+IN_TREE = f'{DEFAULT}\n[memory.local]\nstate_path = "{STATE}"\n'
 IGNORED = "/.vivary/memory/\n"
 QUESTION = "how often are the signing keys rotated?"
 
@@ -225,3 +229,61 @@ def test_cognee_state_folder_follows_the_same_rule(repo: Repo) -> None:
     repo.git("commit", "-qm", "ship a manifest")
     with pytest.raises(RefusedError, match=r"\.vivary/memory/cognee/manifest\.json first"):
         folder()
+
+
+# --- 3. lowering vivary.cacheTrust ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def forged_origin(repo: Repo, cli: Any, tmp_path: Path) -> Path:
+    """An origin whose refs/vivary/cache holds every note's vector, with two notes' vectors swapped: well
+    formed, as anyone who can push the ref could publish it."""
+    repo.commit("notes", {"tropo.toml": TROPO, ".vivary/memory.toml": DEFAULT, **PUBLIC})
+    assert cli("index", "--yes", cwd=repo.path).code == 0
+    origin = publish(repo, tmp_path)
+    keys = keys_of(repo.path, "notes/keys.md", "notes/garden.md")
+    held = cache_vectors(repo.path)
+    a, b = keys["notes/keys.md"], keys["notes/garden.md"]
+    store.write(open_workspace(repo.path).source.repo, store.Changes(  # type: ignore[arg-type]
+        vectors={a: msgspec.msgpack.encode(held[b]), b: msgspec.msgpack.encode(held[a])}), message="forged")
+    repo.git("push", "-q", "-f", "origin", f"{store.CACHE_REF}:{store.CACHE_REF}")
+    return origin
+
+
+@needs_model
+@pytest.mark.parametrize("lowered", ["none", "signed"])
+def test_lowering_cache_trust_stops_recall_ranking_with_fetched_vectors(
+        forged_origin: Path, cli: Any, tmp_path: Path, lowered: str) -> None:
+    me = clone(forged_origin, tmp_path / "me", trust="any")
+    assert run_git_vivary(["sync", "fetch"], me).returncode == 0
+    rep = cli("index", "--yes", "--json", cwd=me).json()
+    assert (rep["fetched"], rep["embedded"]) == (len(PUBLIC), 0)
+    assert top_hit(cli, me) == "garden"  # the fetched vectors rank: trusted, the forgery works
+
+    git(me, "config", "vivary.cacheTrust", lowered)
+    r = cli("recall", QUESTION, "--mode", "semantic", "--json", cwd=me)
+    assert r.code == 3 and r.out == "", r.out
+    assert f"vivary.cacheTrust any, and this clone's vivary.cacheTrust is {lowered} now" in r.err
+    assert "run `git vivary index --yes`" in r.err
+    rep = cli("index", "--yes", "--json", cwd=me)
+    assert rep.code == 0 and f"dropped {len(PUBLIC)} vector(s)" in rep.err
+    assert (rep.json()["fetched"], rep.json()["embedded"]) == (0, len(PUBLIC))
+    assert top_hit(cli, me) == "keys"
+    assert cli("index", "--yes", "--json", cwd=me).json()["unchanged"]
+    # Raised again, the fetched vectors are not taken back: the local ones are this clone's own now.
+    git(me, "config", "vivary.cacheTrust", "any")
+    assert top_hit(cli, me) == "keys"
+
+
+@needs_model
+def test_lowering_cache_trust_stops_recall_of_an_assembled_tree_ranking_with_fetched_vectors(
+        forged_origin: Path, cli: Any, tmp_path: Path) -> None:
+    me = clone(forged_origin, tmp_path / "me", trust="any")
+    assert run_git_vivary(["sync", "fetch"], me).returncode == 0
+    assert top_hit(cli, me) == "garden"  # assembled from the fetched vectors, and kept
+    git(me, "config", "vivary.cacheTrust", "none")
+    r = cli("recall", QUESTION, "--mode", "semantic", "--json", cwd=me)
+    assert r.code == 3 and r.out == "" and "have no vector yet" in r.err, r.out + r.err
+    rep = cli("index", "--yes", "--json", cwd=me).json()
+    assert (rep["fetched"], rep["embedded"]) == (0, len(PUBLIC))
+    assert top_hit(cli, me) == "keys"
