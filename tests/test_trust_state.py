@@ -287,3 +287,15 @@ def test_lowering_cache_trust_stops_recall_of_an_assembled_tree_ranking_with_fet
     rep = cli("index", "--yes", "--json", cwd=me).json()
     assert (rep["fetched"], rep["embedded"]) == (0, len(PUBLIC))
     assert top_hit(cli, me) == "keys"
+
+
+def test_trust_levels_are_ordered_and_an_unrecorded_level_is_the_most_trusting() -> None:
+    from vivary_git.memory import vectors
+
+    assert [vectors.allows("signed", level) for level in ("none", "signed", "any")] == [True, True, False]
+    assert [vectors.allows("none", level) for level in ("none", "signed", "any")] == [True, False, False]
+    assert vectors.allows("any", "any") and not vectors.allows("bogus", "signed")
+    assert vectors.highest([]) == "none" and vectors.highest(["signed", "none"]) == "signed"
+    # A record written before levels were: every foreign row counts as taken under `any`.
+    old = msgspec.msgpack.encode({"keys": {}, "foreign": ["a" * 64]})
+    assert msgspec.msgpack.decode(old, type=vectors._Sharing).levels() == {"a" * 64: vectors.LEGACY_TRUST}
