@@ -56,6 +56,22 @@ def loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every file this process reads through safeio (how state, notes and config files are read), wrapped."""
+    from vivary_git import safeio
+
+    seen: list[str] = []
+    real = safeio._read
+
+    def recording(path: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(safeio, "_read", recording)
+    return seen
+
+
 def dataset_folder(root: Path) -> Path:
     found = list((root / STATE).glob("vivary-*"))
     assert len(found) == 1, found
@@ -90,7 +106,7 @@ def top_hit(cli: Any, path: Path) -> str:
 
 @needs_model
 def test_a_shipped_index_in_a_committed_state_path_is_refused_in_a_fresh_clone(
-        repo: Repo, cli: Any, tmp_path: Path, loads: list[str]) -> None:
+        repo: Repo, cli: Any, tmp_path: Path, loads: list[str], reads: list[str]) -> None:
     repo.commit("notes", {"tropo.toml": TROPO, ".vivary/memory.toml": IN_TREE, **PUBLIC})
     origin = tmp_path / "origin.git"
     git(tmp_path, "init", "-q", "--bare", str(origin))
@@ -112,6 +128,7 @@ def test_a_shipped_index_in_a_committed_state_path_is_refused_in_a_fresh_clone(
 
     git(tmp_path, "clone", "-q", "-b", "main", str(origin), str(victim))  # fresh, at the predicted path
     loads.clear()
+    reads.clear()
     for args in (["recall", QUESTION, "--mode", "semantic", "--json"], ["index", "--yes", "--json"]):
         r = cli(*args, cwd=victim)
         assert r.code == 3, (args, r.out, r.err)
@@ -120,6 +137,7 @@ def test_a_shipped_index_in_a_committed_state_path_is_refused_in_a_fresh_clone(
         assert "must be ignored by Git and hold no tracked file" in r.err
         assert f"git rm -r --cached -- {STATE}" in r.err
     assert loads == []  # nothing under the folder reached hnswlib: nothing was loaded at all
+    assert not [p for p in reads if p.startswith(str(victim / STATE))]  # nor was any of it read
     assert {p: p.read_bytes() for p in dataset_folder(victim).iterdir()} == shipped  # and nothing was rewritten
     memory = cli("doctor", "--json", cwd=victim).json()["memory"]
     assert memory["status"] == "misconfigured" and "tracked by Git" in memory["detail"]
@@ -131,6 +149,8 @@ def test_a_shipped_index_in_a_committed_state_path_is_refused_in_a_fresh_clone(
     git(victim, "commit", "-qm", "untrack the index")
     r = cli("recall", QUESTION, "--mode", "semantic", "--json", cwd=victim)
     assert r.code == 3 and "did not write it" in r.err and "garden" not in r.out, r.out + r.err
+    assert [p for p in reads if p.startswith(str(victim / STATE))]  # read now (and disowned): the wrapper sees it
+    assert loads == []
     rep = cli("index", "--yes", "--json", cwd=victim)
     assert rep.code == 0 and not rep.json()["unchanged"] and rep.json()["embedded"] == len(PUBLIC), rep.err
     assert top_hit(cli, victim) == "keys"
