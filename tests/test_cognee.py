@@ -26,7 +26,8 @@ from vivary_git.memory.config import CogneeConfig
 from vivary_git.memory.snapshot import dataset_name
 
 TROPO = 'version = 1\n\n[base]\nderive = ["id", "title"]\nallow_untyped = true\n'
-GITIGNORE = "USER.md\nMEMORY.md\n/memory/\n/heartbeat-reports/\n/.strato/private/\n"
+# The contract's layout: provider state under .vivary/memory/, which Git ignores (memory/statefolder.py).
+GITIGNORE = "USER.md\nMEMORY.md\n/memory/\n/heartbeat-reports/\n/.strato/private/\n/.vivary/memory/\n"
 NOTES = {"notes/a.md": "# A\n\nAlpha.\n", "notes/b.md": "# B\n\nBeta.\n"}
 
 
@@ -204,17 +205,21 @@ def test_dry_run_reports_the_cognee_dataset(ws: Any, cli: Any) -> None:
 
 
 def write_manifest(root: Path, fingerprint: str, **overrides: Any) -> Path:
+    """A manifest as `index` on this machine writes it (through the state store, which records it)."""
     import os
+
+    from vivary_git import open_workspace
+    from vivary_git.memory.config import load_memory_config
 
     fields: dict[str, Any] = dict(
         provider="cognee", dataset=dataset_name(root), fingerprint=fingerprint, nodes=2, edges=0, format=1,
         packet_format=1, cognee_version=provider.TESTED_COGNEE, embedding=provider._embedding_settings(os.environ),
         documents={}, tree=None, source="worktree")
     fields.update(overrides)
-    path = root / ".vivary" / "memory" / "cognee" / "manifest.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(msgspec.json.encode(CogneeManifest(**fields)))
-    return path
+    ws = open_workspace(root)
+    store = provider.state_store(ws, load_memory_config(ws))
+    store.put(provider.MANIFEST, msgspec.json.encode(CogneeManifest(**fields)))
+    return store.directory / provider.MANIFEST
 
 
 def adapter_status(ws: Any) -> str:

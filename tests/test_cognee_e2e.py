@@ -57,7 +57,9 @@ private_paths = ["drafts/**"]
 allow_network = true
 api_key_env = "{KEY_ENV}"
 """
-GITIGNORE = "USER.md\nMEMORY.md\nUSER.markdown\nMEMORY.markdown\n/memory/\n/heartbeat-reports/\n/.strato/private/\n"
+# The contract's layout: provider state under .vivary/memory/, which Git ignores (memory/statefolder.py).
+GITIGNORE = ("USER.md\nMEMORY.md\nUSER.markdown\nMEMORY.markdown\n/memory/\n/heartbeat-reports/\n/.strato/private/\n"
+             "/.vivary/memory/\n")
 PUBLIC = {
     "notes/keys.md": f"---\nrelated: [vault]\n---\n# Key rotation\n\nWe rotate the signing keys every ninety days "
                      f"with the vault service. {PUBLIC_TOKEN}\n",

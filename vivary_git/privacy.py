@@ -92,6 +92,7 @@ __all__ = [
     "decide_scoped",
     "decide_without_git",
     "find_scopes",
+    "git_ignores",
     "scopes_on_disk",
     "sensitive_name",
 ]
@@ -385,6 +386,40 @@ def decide_scoped(
             reason = _sensitive_reason(path)
         decisions.append(PrivacyDecision(path=path, private=bool(reason), reason=reason))
     return decisions
+
+
+def git_ignores(repo: Path, folders: Sequence[str], *, git_dir: Path | None = None) -> list[str]:
+    """For each of `folders` (repository-relative, as `paths` above), the working tree's rule by which Git
+    ignores it as a folder (`.gitignore:3:/.vivary/memory/`), or "" when Git does not ignore it: Git's own
+    rules alone, without the floor or `private_paths`, asked with the same `check-ignore` as `decide_scoped`
+    (`--no-index`: a folder holding tracked files can still be ignored; whether it does is `git ls-files`'
+    question). Each is asked as `folder/`, so a folder-only pattern matches whether or not the folder exists
+    yet. The memory state folders' rule (memory/statefolder.py). Raises `PrivacyError` when Git cannot answer."""
+    folders = list(folders)
+    _check_paths_syntax(folders)
+    if not folders:
+        return []
+    info = _locate(repo, git_dir)
+    asked = [f + "/" for f in folders]
+    batches: list[_Batch] = []
+    with tempfile.TemporaryDirectory(prefix="vivary-privacy-") as tmp_name:
+        tmp = Path(tmp_name)
+        args, cwd, what = _ignore_setup(info, folders, None, tmp)
+        order = sorted(range(len(asked)), key=asked.__getitem__)
+        try:
+            for g, (group, verbose) in enumerate(_depth_groups(asked, order)):
+                batches.append(_Batch.start("ignore0", args, cwd, what, asked, group, verbose, tmp / f"ignore-{g}"))
+        finally:
+            _collect_all(batches)
+    hits: dict[int, _Match] = {}
+    for batch in batches:
+        hits.update(batch.answers())
+    out = []
+    for i in range(len(folders)):
+        source, line, pattern = hits.get(i, ("", "", ""))
+        out.append("" if i not in hits else f"{_display_source(source, info.top)}:{line}:{pattern}" if source
+                   else _UNNAMED_IGNORE)
+    return out
 
 
 def decide_without_git(folder: Path, paths: Sequence[str]) -> list[PrivacyDecision]:

@@ -26,7 +26,7 @@ from typing import IO, BinaryIO
 
 __all__ = [
     "FileRefused", "LinkRefused", "check_output", "check_regular", "describe_size", "open_output", "read_regular",
-    "read_stream", "remove_output",
+    "read_regular_stat", "read_stream", "remove_output",
 ]
 
 _CHUNK = 1 << 20
@@ -94,6 +94,17 @@ def read_regular(path: Path | str, limit: int | None, *, follow_symlinks: bool =
     The file is checked before it is opened (opening some devices has effects) and again through the
     open descriptor (it may have been swapped), opened non-blocking (a FIFO swapped in cannot block
     the open), and read no further than `limit` whatever its size claims to be."""
+    return _read(path, limit, follow_symlinks, after=False)[0]
+
+
+def read_regular_stat(path: Path | str, limit: int | None, *, follow_symlinks: bool = True,
+                      ) -> tuple[bytes, os.stat_result]:
+    """`read_regular`, and the status of the file read, taken through the descriptor once the bytes are read (a
+    write meanwhile shows in it)."""
+    return _read(path, limit, follow_symlinks, after=True)
+
+
+def _read(path: Path | str, limit: int | None, follow_symlinks: bool, *, after: bool) -> tuple[bytes, os.stat_result]:
     if not follow_symlinks and os.path.islink(path):
         raise FileRefused("is a symbolic link, not a regular file")
     _check(os.stat(path), limit)
@@ -102,7 +113,8 @@ def read_regular(path: Path | str, limit: int | None, *, follow_symlinks: bool =
     try:
         st = os.fstat(fd)
         _check(st, limit)
-        return _read_fd(fd, limit, st.st_size)
+        data = _read_fd(fd, limit, st.st_size)
+        return data, os.fstat(fd) if after else st
     finally:
         os.close(fd)
 

@@ -45,7 +45,8 @@ if TYPE_CHECKING:
     from vivary_git.memory.embed import Embedder
     from vivary_git.memory.localfiles import Entry, Manifest
     from vivary_git.memory.snapshot import MemorySnapshot
-    from vivary_git.memory.state import StateStore
+    from vivary_git.memory.state import LocalStateStore
+    from vivary_git.memory.vectors import SharedVectors
     from vivary_git.parallel import Background, Forked
     from vivary_git.workspace import Workspace
 
@@ -63,7 +64,7 @@ class Memory(Protocol):
     @property
     def dataset(self) -> str: ...
     @property
-    def store(self) -> StateStore: ...
+    def store(self) -> LocalStateStore: ...
 
 EXACT_LIMIT = 20_000
 FORK_AT = 1000  # notes from which assembling forks children (`prefetch_notes`, the keyword index): fewer, it costs more
@@ -95,6 +96,9 @@ class TreeManifest(msgspec.Struct, frozen=True):
     files: dict[str, _File]
     notes: str = ""  # `notes_digest` of the workspace it was assembled from: see `prefetch_notes`
     tree: str = ""  # and its source tree (cheaper to compare: the same tree has the same notes)
+    # The most trusting `vivary.cacheTrust` any of its vectors was taken from the shared cache under ("none":
+    # all computed here; "" before this was recorded, read as memory/vectors.py's `LEGACY_TRUST`).
+    trust: str = ""
 
 
 class _Entries(msgspec.Struct, frozen=True):
@@ -160,19 +164,19 @@ def assemble(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None,
     """The index of `snap` from stored vectors (kept under `trees/`), or `RefusedError` naming how many
     notes have no vector and the command that embeds them. `notes`: `prefetch_notes`' child, if any."""
     from vivary_git.memory.localfiles import _digest
-    from vivary_git.memory.provider import state_dir
-    from vivary_git.memory.state import LocalStateStore
+    from vivary_git.memory.vectors import SharedVectors
 
     store = memory.store
-    folder = state_dir(memory.ws, memory.cfg, memory.dataset) / TREES / snap.fingerprint[:32]
-    cache = LocalStateStore(folder)
+    trees = store.child(TREES)
+    cache = trees.child(snap.fingerprint[:32])
+    shared = SharedVectors(memory.ws)
     if cache.get(_TREE_MANIFEST) is not None:  # kept before (see `_load`): the model decides whether it serves
         embedder = loading.result()
-        found = _load(cache, snap, embedder)
+        found = _load(cache, snap, embedder, shared.trust)
         if found is not None:
             if notes is not None:
                 notes.cancel()
-            _touch(folder)
+            _touch(cache.directory)
             return found, embedder
 
     # The keyword index is the largest part of the work, and goes to a forked child. When the notes' child
@@ -194,7 +198,7 @@ def assemble(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None,
         digests = [_digest(p) for _, p in rendered]
         embedder = loading.result()  # before the fork below: no thread may run across one
         lexical_job.packets(rendered, digests)
-        return _assembled(memory, snap, manifest, embedder, cache, folder, rendered, digests, lexical_job)
+        return _assembled(memory, snap, manifest, embedder, shared, trees, cache, rendered, digests, lexical_job)
     finally:
         lexical_job.cancel()  # only when it raised: a result taken leaves no child
 
@@ -216,7 +220,6 @@ def assembly_likely(memory: Memory) -> bool:
     preparing for (`prefetch_notes`): many notes, no local index to serve it, no kept assembly of these
     notes. Cheap: a few small files and, at most, a hash of the notes' paths and blob ids."""
     from vivary_git.memory.localfiles import MANIFEST
-    from vivary_git.memory.provider import state_dir
 
     ws = memory.ws
     if ws.source.repo is None or len(ws.source.entries) < FORK_AT:
@@ -225,7 +228,8 @@ def assembly_likely(memory: Memory) -> bool:
         return False  # a local index: most likely it serves (its snapshot), or an index run is due
     made: list[tuple[str, str]] = []  # (tree, notes) of each kept assembly
     with contextlib.suppress(OSError):
-        for kept in (state_dir(ws, memory.cfg, memory.dataset) / TREES).glob(f"*/{_TREE_MANIFEST}"):
+        # Read as they are (only which tree and notes each was made from, for this guess): `_load` checks them.
+        for kept in (memory.store.directory / TREES).glob(f"*/{_TREE_MANIFEST}"):
             with contextlib.suppress(OSError, msgspec.DecodeError, msgspec.ValidationError, RecursionError):
                 m = msgspec.json.decode(kept.read_bytes()[:1 << 16], type=TreeManifest)
                 made.append((m.tree, m.notes))
@@ -289,25 +293,38 @@ def _rendered(ws: Workspace, snap: MemorySnapshot, data: bytes | None, frames: l
     return list(packets(ws, snap, parts, frames))
 
 
-def _assembled(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None, embedder: Embedder, cache: Any,
-               folder: Path, rendered: list[tuple[Any, str]], digests: list[str], lexical_job: _Lexical,
-               ) -> tuple[Assembled, Embedder]:
+def _assembled(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None, embedder: Embedder,
+               shared: SharedVectors, trees: LocalStateStore, cache: LocalStateStore, rendered: list[tuple[Any, str]],
+               digests: list[str], lexical_job: _Lexical) -> tuple[Assembled, Embedder]:
     from vivary_git.memory.localfiles import EMBED_FORMAT, MANIFEST, embed_text
-    from vivary_git.memory.vectors import SharedVectors, local_rows, vector_key
+    from vivary_git.memory.vectors import LEGACY_TRUST, adopted, allows, highest, local_rows, vector_key
 
     store = memory.store
     keys = [vector_key(embedder.model_id, EMBED_FORMAT, embed_text(p)) for _, p in rendered]
     dim = embedder.dim
     rows: dict[str, Any] = {}
-    row_of, matrix = local_rows(store, embedder.model_id, dim, EMBED_FORMAT)
+    # A local row taken from the shared cache under a vivary.cacheTrust this clone no longer has is not used
+    # (any row may have been, when that record is damaged).
+    levels = adopted(store)
+    trust = shared.trust
+
+    def usable(digest: str) -> bool:
+        level = levels.get(digest) if levels is not None else LEGACY_TRUST
+        return level is None or allows(trust, level)
+
+    row_of, matrix = local_rows(store, embedder.model_id, dim, EMBED_FORMAT, usable=None if trust == "any" else usable)
+    used: set[str] = set()  # the trust levels of the vectors used
     for d, k in zip(digests, keys, strict=True):
         i = row_of.get(d)
         if i is not None:
             rows[k] = matrix[i]
+            used.add(levels.get(d, "none") if levels is not None else LEGACY_TRUST)
     missing = [k for k in dict.fromkeys(keys) if k not in rows]
-    shared = SharedVectors(memory.ws)
     if missing:
-        rows.update(shared.get(missing, dim))
+        got = shared.get(missing, dim)
+        rows.update(got)
+        if got:
+            used.add(trust)
     lacking = [i for i, k in enumerate(keys) if k not in rows]
     if lacking:
         raise RefusedError(_refusal(memory, snap, manifest, store.get(MANIFEST) is not None, len(lacking),
@@ -336,14 +353,14 @@ def _assembled(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None, 
     tree = TreeManifest(format=_FORMAT, fingerprint=snap.fingerprint, model_id=embedder.model_id,
                         embed_format=EMBED_FORMAT, lexical_format=LEXICAL_FORMAT, dim=dim, vectors=len(entries),
                         search=search, files={n: _File(_sha(b), len(b)) for n, b in sorted(files.items())},
-                        notes=notes_digest(memory.ws), tree=memory.ws.source.tree_id or "")
+                        notes=notes_digest(memory.ws), tree=memory.ws.source.tree_id or "", trust=highest(used))
     with contextlib.suppress(OSError, ValueError):  # a cache: recall answers whether or not it could be kept
         # Not synced to the disk: every file is checked against the manifest's digests when read (`_load`), so
         # a crash costs a rebuild. The manifest goes last: it vouches for the rest.
         for name, data in files.items():
             cache.put(name, data, sync=False)
         cache.put(_TREE_MANIFEST, msgspec.json.encode(tree) + b"\n", sync=False)
-        _prune(folder.parent, keep=folder)
+        _prune(trees, keep=cache.directory)
     index = ExactIndex(vectors) if search == "exact" else _load_hnsw(files[_HNSW], dim, cache)
     return Assembled(index=index, entries=entries, lexical=lexical, search=search), embedder
 
@@ -378,13 +395,15 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _load(cache: Any, snap: MemorySnapshot, embedder: Embedder) -> Assembled | None:
-    """The assembled index kept for this snapshot, verified; None when there is none or it does not check."""
+def _load(cache: Any, snap: MemorySnapshot, embedder: Embedder, trust: str) -> Assembled | None:
+    """The assembled index kept for this snapshot, verified; None when there is none, it does not check, or it
+    holds vectors taken from the shared cache under a more trusting `vivary.cacheTrust` than `trust`."""
     import numpy as np
 
     from vivary_git.memory.bm25 import LEXICAL_FORMAT
     from vivary_git.memory.bm25 import decode as decode_lexical
     from vivary_git.memory.localfiles import EMBED_FORMAT, Entry
+    from vivary_git.memory.vectors import LEGACY_TRUST, allows
 
     raw = cache.get(_TREE_MANIFEST)
     if raw is None:
@@ -397,7 +416,7 @@ def _load(cache: Any, snap: MemorySnapshot, embedder: Embedder) -> Assembled | N
     if (m.format != _FORMAT or m.fingerprint != snap.fingerprint or m.model_id != embedder.model_id
             or m.embed_format != EMBED_FORMAT or m.lexical_format != LEXICAL_FORMAT or m.dim != embedder.dim
             or m.search not in ("exact", "hnsw") or set(m.files) != {_ENTRIES, _LEXICAL, body}
-            or not 0 <= m.vectors <= 1 << 31):
+            or not 0 <= m.vectors <= 1 << 31 or not allows(trust, m.trust or LEGACY_TRUST)):
         return None
     blobs: dict[str, bytes] = {}
     for name, ref in m.files.items():
@@ -560,12 +579,14 @@ def _touch(folder: Path) -> None:
         os.utime(folder)
 
 
-def _prune(parent: Path, *, keep: Path) -> None:
+def _prune(trees: LocalStateStore, *, keep: Path) -> None:
     """Keep the `_KEEP` most recently used assembled trees."""
     try:
-        found = sorted((p for p in parent.iterdir() if p.is_dir() and not p.is_symlink()),
+        found = sorted((p for p in trees.directory.iterdir() if p.is_dir() and not p.is_symlink()),
                        key=lambda p: p.stat().st_mtime, reverse=True)
     except OSError:
         return
     for old in [p for p in found if p != keep][_KEEP - 1:]:
+        if trees.written is not None:
+            trees.written.child(old.name).forget()
         shutil.rmtree(old, ignore_errors=True)

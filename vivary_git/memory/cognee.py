@@ -69,6 +69,7 @@ from vivary_git.memory.snapshot import PACKET_FORMAT, MemoryEdge, MemorySnapshot
 
 if TYPE_CHECKING:
     from vivary_git.memory.config import CogneeConfig, MemoryConfig
+    from vivary_git.memory.state import LocalStateStore
     from vivary_git.workspace import Workspace
 
 __all__ = [
@@ -159,9 +160,14 @@ def installed() -> bool:
         return False
 
 
-def state_root(root: Path, cfg: MemoryConfig) -> Path:
-    """`[memory.cognee] state_path` under the workspace root (config.py keeps it under `.vivary/`)."""
-    return root / (cfg.memory.cognee.state_path or ".vivary/memory/cognee")
+def state_store(ws: Workspace, cfg: MemoryConfig) -> LocalStateStore:
+    """Cognee's state folder, `[memory.cognee] state_path` under the workspace root (config.py keeps it under
+    `.vivary/`): a folder in the work tree, so used only as memory/statefolder.py allows (Git ignores it and no
+    file in it is tracked, else exit 3, before anything in it is read or Cognee runs); the manifest is read
+    back only as this machine wrote it."""
+    from vivary_git.memory.statefolder import work_tree_store
+
+    return work_tree_store(ws, cfg.memory.cognee.state_path or ".vivary/memory/cognee", "memory.cognee.state_path")
 
 
 def _where(cfg: MemoryConfig) -> str:
@@ -249,7 +255,8 @@ def _prepare_state(state: Path) -> None:
         path = state / name
         if path.is_symlink():
             path.unlink()
-        if not path.is_file():
+        # Cognee reads its .env from ENV_FILE: one it did not get from us (empty) could choose where notes go.
+        if not path.is_file() or (name == ENV_FILE and path.stat().st_size):
             path.write_text(text, encoding="utf-8")
 
 
@@ -385,21 +392,22 @@ class CogneeStatus(msgspec.Struct, frozen=True):
     manifest: str = ""
 
 
-def _read_manifest(path: Path) -> CogneeManifest | None:
-    if path.is_symlink() or not path.is_file():
+def _read_manifest(store: LocalStateStore) -> CogneeManifest | None:
+    """The manifest, as this machine wrote it; None when there is none, it is damaged, or it is not ours."""
+    data = store.get(MANIFEST)
+    if data is None:
         return None
     try:
-        if path.stat().st_size > 64 << 20:
-            return None
-        return msgspec.json.decode(path.read_bytes(), type=CogneeManifest)
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return msgspec.json.decode(data, type=CogneeManifest)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
 
 
 def status(cfg: MemoryConfig, root: Path, current: Callable[[], str | None],
-           environ: Mapping[str, str] | None = None) -> CogneeStatus:
+           environ: Mapping[str, str] | None = None, *, ws: Workspace | None = None) -> CogneeStatus:
     """Where the Cognee provider of the workspace at `root` stands. `current()` gives the snapshot fingerprint
-    (None: no tree to compare with); it is called only when there is a manifest to compare it to."""
+    (None: no tree to compare with); it is called only when there is a manifest to compare it to. The state
+    folder is looked in only with the open workspace `ws` (its Git decides whether the folder may be used)."""
     env = os.environ if environ is None else environ
     dataset = dataset_name(root, cfg.memory.cognee.dataset)
     if not cfg.enabled:
@@ -418,12 +426,21 @@ def status(cfg: MemoryConfig, root: Path, current: Callable[[], str | None],
                             "allow_without_api_key = true under [memory.cognee]",
                             "name the key's environment variable in api_key_env (or allow_without_api_key = true "
                             "for a local model server)")
-    path = state_root(root, cfg) / MANIFEST
-    manifest = _read_manifest(path)
     gates = c.allow_network
+    if ws is None:
+        return CogneeStatus("stale", PROVIDER, dataset, "no Cognee index yet (no commit to open the workspace at)",
+                            "git vivary index --yes   # approval", gates_open=gates)
+    try:
+        store = state_store(ws, cfg)
+    except RefusedError as err:
+        return CogneeStatus("misconfigured", PROVIDER, dataset, str(err), "as the detail says; then "
+                            "`git vivary index --yes`", gates_open=gates)
+    path = store.directory / MANIFEST
+    manifest = _read_manifest(store)
     if manifest is None:
         if path.exists() or path.is_symlink():
-            return CogneeStatus("stale", PROVIDER, dataset, f"the index manifest {path} is damaged",
+            return CogneeStatus("stale", PROVIDER, dataset, f"the index manifest {path} is damaged or was not "
+                                "written by this machine",
                                 "git vivary index --yes", indexed=True, gates_open=gates, manifest=str(path))
         return CogneeStatus("stale", PROVIDER, dataset, "no Cognee index yet", "git vivary index --yes   # approval",
                             gates_open=gates, manifest=str(path))
@@ -449,7 +466,7 @@ def doctor(ws: Workspace) -> CogneeStatus:
         except VivaryError:
             return ""
 
-    return status(cfg, ws.source.root, current)
+    return status(cfg, ws.source.root, current, ws=ws)
 
 
 def _snapshot(ws: Workspace, cfg: MemoryConfig) -> MemorySnapshot:
@@ -473,14 +490,22 @@ class CogneeMemory:
         if self.cfg.provider != PROVIDER:
             raise ConfigError(f"{_where(self.cfg)} does not enable provider = \"cognee\"")
         self._snap: MemorySnapshot | None = None
+        self._store: LocalStateStore | None = None
 
     @property
     def dataset(self) -> str:
         return dataset_name(self.ws.source.root, self.cfg.dataset_label)
 
     @property
+    def store(self) -> LocalStateStore:
+        """The state folder, decided on once (`state_store`)."""
+        if self._store is None:
+            self._store = state_store(self.ws, self.cfg)
+        return self._store
+
+    @property
     def state(self) -> Path:
-        return state_root(self.ws.source.root, self.cfg)
+        return self.store.directory
 
     def snapshot(self) -> MemorySnapshot:
         if self._snap is None:
@@ -488,7 +513,7 @@ class CogneeMemory:
         return self._snap
 
     def manifest(self) -> CogneeManifest | None:
-        return _read_manifest(self.state / MANIFEST)
+        return _read_manifest(self.store)
 
     def _cognee(self) -> Any:
         return _runtime(self.state, self.cfg.memory.cognee)
@@ -540,9 +565,7 @@ class CogneeMemory:
             cognee_version=str(getattr(cognee, "__version__", "")), embedding=embedding, documents=documents,
             tree=self.ws.source.tree_id, source=self.ws.source.label,
         )
-        from vivary_git.memory.state import LocalStateStore
-
-        LocalStateStore(self.state).put(MANIFEST, msgspec.json.encode(manifest))
+        self.store.put(MANIFEST, msgspec.json.encode(manifest))
         return IndexReport(
             ok=True, provider=PROVIDER, dataset=snap.dataset, dry_run=False, indexed=len(snap.nodes),
             would_index=len(snap.nodes), edges=len(snap.edges), private=snap.private_count,
@@ -558,8 +581,8 @@ class CogneeMemory:
         path = self.state / MANIFEST
         if manifest is None:
             if path.exists() or path.is_symlink():
-                raise RefusedError(f"the Cognee index manifest {path} is damaged; run `git vivary index --yes` to "
-                                   "rebuild it")
+                raise RefusedError(f"the Cognee index manifest {path} is damaged, or was not written by this "
+                                   "machine; run `git vivary index --yes` to rebuild it")
             raise RefusedError(f"there is no Cognee index for this workspace yet (looked for {path}); run "
                                "`git vivary index --yes` to build it")
         snap = self.snapshot()

@@ -89,7 +89,6 @@ from vivary_git.memory.provider import (
     normalise_k,
     outbound_map,
     require_local,
-    state_dir,
     state_store,
 )
 from vivary_git.memory.snapshot import (
@@ -101,6 +100,7 @@ from vivary_git.memory.snapshot import (
     dataset_name,
 )
 from vivary_git.parallel import Background
+from vivary_git.refnames import CACHE_REF
 
 if TYPE_CHECKING:
     import numpy as np
@@ -109,7 +109,7 @@ if TYPE_CHECKING:
     from vivary_git.memory.bm25 import LexicalIndex, Tokenizer
     from vivary_git.memory.config import MemoryConfig
     from vivary_git.memory.embed import Embedder
-    from vivary_git.memory.state import Data, Staged, StateStore
+    from vivary_git.memory.state import Data, LocalStateStore, Staged, StateStore
     from vivary_git.memory.vectors import IndexSharing
     from vivary_git.workspace import Workspace
 
@@ -199,6 +199,7 @@ class LocalMemory:
         self.ws = ws
         self.cfg = cfg if cfg is not None else load_memory_config(ws)
         self._snap: MemorySnapshot | None = None
+        self._store: LocalStateStore | None = None
         # Privacy questions Git answered for this object's snapshot: recording vectors asks one again.
         self._privacy = privacy.PrivacyMemo()
 
@@ -207,13 +208,16 @@ class LocalMemory:
         return dataset_name(self.ws.source.root, self.cfg.dataset_label)
 
     @property
-    def store(self) -> StateStore:
-        return state_store(self.ws, self.cfg, self.dataset)
+    def store(self) -> LocalStateStore:
+        """The dataset's state folder (provider.py `state_store`: a folder in the work tree is decided on once)."""
+        if self._store is None:
+            self._store = state_store(self.ws, self.cfg, self.dataset)
+        return self._store
 
     @property
-    def assembled(self) -> Path:
+    def assembled(self) -> LocalStateStore:
         """Where recall keeps what it assembled for trees other than the index's (memory/assemble.py)."""
-        return state_dir(self.ws, self.cfg, self.dataset) / TREES
+        return self.store.child(TREES)
 
     def snapshot(self, *, overlap: bool | None = None) -> MemorySnapshot:
         """The memory snapshot (built once); `overlap` as for `build_snapshot`."""
@@ -675,6 +679,13 @@ class _IndexBuilder:
                 or [e.node_id for e in prev_entries.entries] != [n.id for n in self.snap.nodes]:
             return None
         digests = [e.digest for e in prev_entries.entries]
+        shared = self.shared
+        if shared is not None:
+            level = previous.trust or shared.index_level(digests)
+            if not shared.allowed(level):
+                return None  # it holds vectors taken under a trust this clone no longer has: `run` drops them
+            if not previous.trust:  # written before the level was: say it, so recall need not work it out
+                self.store.put(MANIFEST, msgspec.json.encode(msgspec.structs.replace(previous, trust=level)) + b"\n")
         return self._report(previous.nodes, 0, len(digests), 0, False, unchanged=True), digests
 
     def digests(self, rendered: Packets) -> list[str]:
@@ -725,6 +736,17 @@ class _IndexBuilder:
         previous, prev_entries = self._previous()
 
         cached, vectors, self.generation = self._vector_cache()
+        revoked = self.shared.revoke(cached) if self.shared is not None else set()
+        if revoked and self.shared is not None:
+            # Taken from refs/vivary/cache under a vivary.cacheTrust this clone no longer has: not used again.
+            # Their notes are taken again as the setting allows now, or embedded here; the graph is rebuilt.
+            print(f"vivary: dropped {len(revoked)} vector(s) taken from {CACHE_REF} under a vivary.cacheTrust this "
+                  f"clone no longer has (it is {self.shared.trust} now), or whose origin is no longer known; their "
+                  "notes are embedded here, unless the setting still lets the cache be read for them", file=sys.stderr)
+            kept_rows = [i for i, d in enumerate(cached) if d not in revoked]
+            vectors = vectors[kept_rows]
+            cached = [cached[i] for i in kept_rows]
+            self.generation = uuid.uuid4().hex
         live = set(digests)
         row_of = {d: i for i, d in enumerate(cached)}
         todo = [i for i, d in enumerate(digests) if d not in row_of]
@@ -801,7 +823,8 @@ class _IndexBuilder:
             cancel.set()
         if keep is not None:
             vectors = vectors[keep]
-        save_vectors = bool(todo or compact or scrubbed or (self.shared is not None and self.shared.appended))
+        save_vectors = bool(todo or compact or scrubbed or revoked
+                            or (self.shared is not None and self.shared.appended))
 
         def cached_files() -> None:
             if save_vectors:
@@ -833,6 +856,7 @@ class _IndexBuilder:
             packet_format=PACKET_FORMAT, embed_format=EMBED_FORMAT, lexical_format=LEXICAL_FORMAT,
             dim=self.embedder.dim, tree=self.tree, source=self.label, hnsw=params,
             fusion=(FUSION[0], FUSION[1], RRF_K, FUSION_DEPTH), files=refs,
+            trust=self.shared.index_level(digests) if self.shared is not None else "none",
         )
         store.put(MANIFEST, msgspec.json.encode(manifest) + b"\n")  # last: it vouches for the rest
         return self._report(len(entries), len(todo), len(digests) - len(todo), removed, rebuilt)
@@ -1082,6 +1106,23 @@ def _index_files(store: StateStore, manifest: Manifest) -> tuple[dict[str, bytes
     return blobs, ""
 
 
+def _check_trust(memory: LocalMemory, manifest: Manifest, entries: Entries) -> None:
+    """Refuse (exit 3) an index holding vectors taken from the shared cache under a `vivary.cacheTrust` this
+    clone no longer has: recall never ranks with them; `index` drops them and embeds those notes here."""
+    from vivary_git.memory.vectors import SharedVectors, allows, index_level
+
+    trust = SharedVectors(memory.ws).trust
+    if trust == "any":
+        return  # every level is allowed: nothing to read
+    level = manifest.trust or index_level(memory.store, (e.digest for e in entries.entries))
+    if not allows(trust, level):
+        raise RefusedError(
+            f"the memory index holds vectors taken from {CACHE_REF} under vivary.cacheTrust {level}, and this clone's "
+            f"vivary.cacheTrust is {trust} now, so recall does not rank with them (docs/cache.md#lowering-the-trust); "
+            f"run `{INDEX_COMMAND}` to drop them and embed those notes here"
+        )
+
+
 def _graph_is_shared(ws: Workspace) -> bool:
     """Whether this run reads the tree's facts from the shared cache, which recorded the tree (as CI's `check`
     does): then building its graph parses next to nothing. Cheap: the manifest only."""
@@ -1151,6 +1192,7 @@ class RecallSession:
         if entries is None or entries.fingerprint != snap.fingerprint:
             raise RefusedError(f"memory index file {ENTRIES} in {store.location} is damaged; run "
                                f"`{INDEX_COMMAND}` to rebuild it")
+        _check_trust(memory, manifest, entries)
         import hnswlib
 
         from vivary_git.memory.bm25 import decode as decode_lexical

@@ -77,6 +77,10 @@ class Manifest(msgspec.Struct, frozen=True):
     hnsw: HnswParams
     fusion: tuple[float, float, int, int]  # lexical weight, vector weight, rrf k, depth
     files: dict[str, FileRef]
+    # The most trusting `vivary.cacheTrust` any vector of the index was taken from the shared cache under:
+    # "none" when every one was computed here; "" in a manifest written before this was recorded (then the
+    # record of the rows, memory/vectors.py `index_level`, says).
+    trust: str = ""
 
 
 class VectorMeta(msgspec.Struct, frozen=True):

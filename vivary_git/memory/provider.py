@@ -13,7 +13,6 @@ provider (local.py) imports numpy, hnswlib and the embedder when it works.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
 import msgspec
@@ -24,7 +23,7 @@ from vivary_git.memory.snapshot import MemoryEdge, MemoryNode, MemorySnapshot
 
 if TYPE_CHECKING:
     from vivary_git.memory.config import MemoryConfig
-    from vivary_git.memory.state import StateStore
+    from vivary_git.memory.state import LocalStateStore
     from vivary_git.workspace import Workspace
 
 __all__ = [
@@ -145,25 +144,25 @@ def require_local(cfg: MemoryConfig, what: str) -> None:
     )
 
 
-def state_dir(ws: Workspace, cfg: MemoryConfig, dataset: str) -> Path:
-    """Where the local provider keeps `dataset`: `[memory.local] state_path` under the workspace root when
-    set (config.py allows only paths under `.vivary/`), else `.git/vivary/memory/` (never pushed)."""
+def state_store(ws: Workspace, cfg: MemoryConfig, dataset: str) -> LocalStateStore:
+    """Where the local provider keeps `dataset`: `.git/vivary/memory/<dataset>/` (never in the work tree, never
+    pushed), or `<[memory.local] state_path>/<dataset>/` when that is set: a folder in the work tree, used only
+    when memory/statefolder.py allows it (Git ignores it and no file in it is tracked, else exit 3), whose
+    files are read back only as this machine wrote them."""
+    from vivary_git.memory.state import LocalStateStore
+
     configured = cfg.memory.local.state_path
     if configured:
-        return ws.source.root / configured / dataset
+        from vivary_git.memory.statefolder import work_tree_store
+
+        return work_tree_store(ws, configured, "memory.local.state_path").child(dataset)
     repo = ws.source.repo
     if repo is None:
         raise RefusedError(
             f"{ws.source.root} is not in a Git repository: the local memory keeps its state under .git/vivary/ "
             "and decides privacy with Git; run `git init` first"
         )
-    return repo.vivary_dir / "memory" / dataset
-
-
-def state_store(ws: Workspace, cfg: MemoryConfig, dataset: str) -> StateStore:
-    from vivary_git.memory.state import LocalStateStore
-
-    return LocalStateStore(state_dir(ws, cfg, dataset))
+    return LocalStateStore(repo.vivary_dir / "memory" / dataset)
 
 
 def outbound_map(snap: MemorySnapshot) -> dict[str, list[MemoryEdge]]:

@@ -23,6 +23,11 @@ computes anything with it. What a well-formed forgery can still do is said in do
 Recording (`record_vectors`) follows record.py's rules: only committed trees, only vectors computed in
 this clone, only notes the cache's privacy decision admits (a blob is admitted only when every path that
 holds it is public).
+
+A vector the local index took from the shared cache is remembered with the `vivary.cacheTrust` it was
+taken under (`shared.msgpack`). Once the setting no longer allows that level (`allows`: `any` > `signed` >
+`none`), the row is not used: recall refuses the index until `index` has dropped it and embedded the note
+here (or taken the vector again, as the setting now allows), and recall of an assembled tree leaves it out.
 """
 
 from __future__ import annotations
@@ -47,22 +52,23 @@ from vivary_git.memory.vectorvalue import (
 )
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     import numpy as np
     import numpy.typing as npt
 
     from vivary_git import privacy
     from vivary_git.memory.embed import Embedder
     from vivary_git.memory.snapshot import MemoryNode, MemorySnapshot
-    from vivary_git.memory.state import StateStore
+    from vivary_git.memory.state import LocalStateStore, StateStore
     from vivary_git.workspace import Workspace
 
 __all__ = [
     "KIND",
+    "LEGACY_TRUST",
     "VECTOR_FORMAT",
     "IndexSharing",
     "SharedVectors",
+    "adopted",
+    "allows",
     "decode_many",
     "quantize",
     "record_vectors",
@@ -73,6 +79,21 @@ __all__ = [
 
 # |quantised vector| - 1: rounding 384 components by at most half a step moves the length by ~1e-3.
 _NORM_TOLERANCE = 0.05
+
+# `vivary.cacheTrust` levels (store.TRUST_LEVELS), from the one that allows least.
+_TRUST_RANK = {"none": 0, "signed": 1, "any": 2}
+# The level of a row taken from the shared cache before the level was recorded: the most trusting one.
+LEGACY_TRUST = "any"
+
+
+def allows(trust: str, level: str) -> bool:
+    """Whether `vivary.cacheTrust = trust` allows a vector taken from the shared cache under `level`."""
+    return _TRUST_RANK.get(level, len(_TRUST_RANK)) <= _TRUST_RANK.get(trust, 0)
+
+
+def highest(levels: Iterable[str]) -> str:
+    """The most trusting of `levels` ("none" when there are none: every vector computed here)."""
+    return max(levels, key=lambda level: _TRUST_RANK.get(level, len(_TRUST_RANK)), default="none")
 
 
 def vector_key(model_id: str, embed_format: int, text: str) -> str:
@@ -154,6 +175,12 @@ class SharedVectors:
 
     def readable(self) -> bool:
         return self.ref is not None and self.ref.reads()
+
+    @property
+    def trust(self) -> str:
+        """The `vivary.cacheTrust` in force for this run: what a vector taken now is taken under, and what a
+        vector taken before must have been taken under to be used ("none" without a shared cache, in a gate)."""
+        return self.ref.trust if self.ref is not None else "none"
 
     def get(self, keys: Iterable[str], dim: int) -> dict[str, npt.NDArray[np.float32]]:
         """Unit float32 vectors of the `keys` the trusted cache has; bad ones are left out (and counted)."""
@@ -248,6 +275,40 @@ class _Sharing(msgspec.Struct, frozen=True):
 
     keys: dict[str, str] = {}  # packet digest -> vector key, for rows whose key was computed
     foreign: list[str] = []  # packet digests whose rows came from refs/vivary/cache
+    # The `vivary.cacheTrust` each foreign row was taken under (`LEGACY_TRUST` for one taken before it was
+    # recorded).
+    trust: dict[str, str] = {}
+
+    def levels(self) -> dict[str, str]:
+        """packet digest -> the trust level of each foreign row."""
+        return {d: self.trust.get(d, LEGACY_TRUST) for d in self.foreign}
+
+
+def _read_sharing(store: StateStore) -> _Sharing | None:
+    """`shared.msgpack`; an empty record when there is none, None when it is damaged."""
+    data = store.get(IndexSharing.FILE)
+    if data is None:
+        return _Sharing()
+    try:
+        return msgspec.msgpack.decode(data, type=_Sharing)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+
+
+def adopted(store: StateStore) -> dict[str, str] | None:
+    """packet digest -> the trust level under which the local row of that packet was taken from the shared
+    cache (a row computed here is not listed); None when that record is damaged: then any row may have been."""
+    found = _read_sharing(store)
+    return found.levels() if found is not None else None
+
+
+def index_level(store: StateStore, digests: Iterable[str]) -> str:
+    """The most trusting level any of these rows was taken under ("none": all computed here), from the record;
+    `LEGACY_TRUST` when the record is damaged."""
+    levels = adopted(store)
+    if levels is None:
+        return LEGACY_TRUST
+    return highest(levels[d] for d in digests if d in levels)
 
 
 class IndexSharing:
@@ -257,14 +318,15 @@ class IndexSharing:
     allows); afterwards, record the vectors this clone computed that the shared cache lacks (`record`,
     committed trees only).
 
-    Which local rows came from the shared cache is remembered (`shared.msgpack`), so they are never recorded
-    again as this clone's work (record.py's rule: only what was computed here). Only digests of the current
-    snapshot are kept there: a note that left the index leaves nothing behind."""
+    Which local rows came from the shared cache, and under which `vivary.cacheTrust`, is remembered
+    (`shared.msgpack`), so they are never recorded again as this clone's work (record.py's rule: only what was
+    computed here), and a row the setting no longer allows is dropped (`revoke`) and its note embedded again.
+    Only digests of the current snapshot are kept there: a note that left the index leaves nothing behind."""
 
     FILE = "shared.msgpack"
 
-    def __init__(self, ws: Workspace, store: StateStore, embedder: Embedder, *, embed_format: int, assembled: Path,
-                 memo: privacy.PrivacyMemo | None = None) -> None:
+    def __init__(self, ws: Workspace, store: StateStore, embedder: Embedder, *, embed_format: int,
+                 assembled: LocalStateStore, memo: privacy.PrivacyMemo | None = None) -> None:
         self.ws = ws
         self.assembled = assembled  # where recall keeps what it assembled for other trees (memory/assemble.py)
         self.memo = memo  # privacy questions answered in this command (`privacy.decide_scoped`)
@@ -275,8 +337,11 @@ class IndexSharing:
         self.adopted = 0  # rows taken from the shared cache
         self.appended = 0  # rows added without embedding (adopted, or copied from a row under the same key)
         self._keys: dict[str, str] = {}  # packet digest -> vector key, computed this run
-        self._fetched: set[str] = set()
+        self.trust = self.shared.trust
+        self._fetched: dict[str, str] = {}  # packet digest -> trust level, of the rows taken this run
+        self._revoked: set[str] = set()  # foreign rows dropped this run (`revoke`)
         self._state = self._load()
+        self._levels = self._state.levels() if self._state is not None else {}  # as the last run left them
         self._indexed = self._indexed_nodes()
 
     def key(self, packet: str) -> str:
@@ -290,6 +355,37 @@ class IndexSharing:
             got = self._keys[digest] = self.key(packet)
         return got
 
+    def level(self, digest: str) -> str | None:
+        """The trust level the local row of `digest` was taken from the shared cache under (None: computed
+        here), as this run leaves it."""
+        got = self._fetched.get(digest)
+        return got if got is not None or digest in self._revoked else self._levels.get(digest)
+
+    def _foreign(self) -> dict[str, str]:
+        """packet digest -> trust level of every foreign row, as this run leaves them."""
+        return {d: v for d, v in self._levels.items() if d not in self._revoked} | self._fetched
+
+    def index_level(self, digests: Iterable[str]) -> str:
+        """The most trusting level any of these rows was taken under, once this run is done."""
+        levels = self._foreign()
+        return highest(levels[d] for d in digests if d in levels)
+
+    def allowed(self, level: str) -> bool:
+        """Whether the trust in force allows rows taken under `level` (an index's `Manifest.trust`)."""
+        return self._state is not None and allows(self.trust, level)
+
+    def revoke(self, cached: Sequence[str]) -> set[str]:
+        """The rows of the vector cache (`cached`: their packet digests) that the trust in force no longer
+        allows: taken from the shared cache under a more trusting `vivary.cacheTrust`. The caller drops them,
+        so their notes are taken again as the setting now allows, or embedded here. Every row when the record
+        of where they came from is damaged."""
+        if self._state is None:
+            self._revoked = set(cached)
+        else:
+            levels = self._levels
+            self._revoked = {d for d in cached if d in levels and not allows(self.trust, levels[d])}
+        return self._revoked
+
     def adopt(self, todo: list[int], rendered: Sequence[tuple[Any, str]], digests: Sequence[str], cached: list[str],
               row_of: dict[str, int], vectors: npt.NDArray[np.float32]) -> tuple[npt.NDArray[np.float32], list[int]]:
         """Append to (`cached`, `row_of`, `vectors`) a row for each packet of `todo` whose vector is known
@@ -300,15 +396,23 @@ class IndexSharing:
         keys = {i: self._key(digests[i], rendered[i][1]) for i in todo}
         mine = {k: d for d, k in state.keys.items() if d in row_of}
         taken: list[tuple[int, Any]] = [(i, vectors[row_of[mine[keys[i]]]]) for i in todo if keys[i] in mine]
+        for i, _ in taken:  # a copy of a row taken from the shared cache is one too
+            level = self.level(mine[keys[i]])
+            if level is not None:
+                self._fetched[digests[i]] = level
         rest = [i for i in todo if keys[i] not in mine]
         if rest and self.shared.readable():
             got = self.shared.get([keys[i] for i in rest], self.embedder.dim)
             fetched = [(i, got[keys[i]]) for i in rest if keys[i] in got]
             taken += fetched
             self.adopted = len(fetched)
-            self._fetched.update(digests[i] for i, _ in fetched)
+            self._fetched.update((digests[i], self.trust) for i, _ in fetched)
         if not taken:
             return vectors, todo
+        if self._fetched and self._state is not None:
+            # Remembered before the rows are written (a killed run may have saved them): they must never pass
+            # for this clone's own work, nor outlive the trust they were taken under.
+            self._save(self._state.keys, live=None)
         for i, _ in taken:
             row_of[digests[i]] = len(cached)
             cached.append(digests[i])
@@ -333,10 +437,8 @@ class IndexSharing:
                 if d not in self._keys:
                     remembered = old.keys.get(d)
                     self._keys[d] = remembered if remembered is not None else self.key(packet(i))
-        foreign = ({d for d in old.foreign} | self._fetched) & live
         keys = {d: k for d, k in {**old.keys, **self._keys}.items() if d in live}
-        if state is None or foreign != set(old.foreign) or keys != old.keys:
-            self.store.put(self.FILE, msgspec.msgpack.encode(_Sharing(keys=keys, foreign=sorted(foreign))))
+        foreign = self._save(keys, live=live, unless=None if state is None else old)
         if state is None or not go:
             return 0  # a damaged record of which rows came from elsewhere: record none this time
         node_keys = [keys[d] for d in digests]
@@ -347,6 +449,18 @@ class IndexSharing:
             return {row_key[d]: matrix[i] for d, i in row_of.items() if row_key.get(d) in wanted}
 
         return record_vectors(self.ws, snap.nodes, node_keys, values, {keys[d] for d in foreign}, memo=self.memo)
+
+    def _save(self, keys: dict[str, str], *, live: set[str] | None, unless: _Sharing | None = None) -> set[str]:
+        """Write the record: `keys`, and the foreign rows with their levels (those of `live` digests only, when
+        given); not when it would say what `unless` says. Returns the foreign digests."""
+        levels = self._foreign()
+        if live is not None:
+            levels = {d: v for d, v in levels.items() if d in live}
+        new = _Sharing(keys=keys, foreign=sorted(levels), trust=dict(sorted(levels.items())))
+        if unless is None or new.keys != unless.keys or new.foreign != sorted(unless.foreign) \
+                or new.trust != unless.levels():
+            self.store.put(self.FILE, msgspec.msgpack.encode(new))
+        return set(levels)
 
     def _indexed_nodes(self) -> set[str] | None:
         """The node ids of the index before this run (None when that cannot be read)."""
@@ -363,26 +477,23 @@ class IndexSharing:
         so no vector or term of it stays behind (memory/assemble.py rebuilds what is asked for again)."""
         import shutil
 
-        folder = self.assembled
+        kept = self.assembled
+        if kept.written is not None:
+            kept.written.forget()
+        folder = kept.directory
         if folder.is_dir() and not folder.is_symlink():
             shutil.rmtree(folder, ignore_errors=True)
 
     def _load(self) -> _Sharing | None:
         """What was remembered; None when that record is damaged (then nothing local is recorded in the shared
         cache this run, and the record starts afresh from what this run saw)."""
-        data = self.store.get(self.FILE)
-        if data is None:
-            return _Sharing()
-        try:
-            return msgspec.msgpack.decode(data, type=_Sharing)
-        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-            return None
+        return _read_sharing(self.store)
 
 
-def local_rows(store: StateStore, model_id: str, dim: int, embed_format: int,
-               ) -> tuple[dict[str, int], npt.NDArray[np.float32]]:
+def local_rows(store: StateStore, model_id: str, dim: int, embed_format: int, *,
+               usable: Callable[[str], bool] | None = None) -> tuple[dict[str, int], npt.NDArray[np.float32]]:
     """The local index's vector cache: row by packet digest, and the rows (unit float32); empty when it
-    is absent, damaged or from another model."""
+    is absent, damaged or from another model. `usable(digest)` False leaves a row out of the map."""
     import numpy as np
 
     from vivary_git.memory.localfiles import VECTOR_META, VECTORS, VectorMeta, _decode, _sha
@@ -392,4 +503,5 @@ def local_rows(store: StateStore, model_id: str, dim: int, embed_format: int,
     if (meta is None or raw is None or meta.key != f"{model_id}/e{embed_format}" or meta.dim != dim
             or len(raw) != len(meta.digests) * dim * 4 or _sha(raw) != meta.sha256):
         return {}, np.zeros((0, dim), dtype=np.float32)
-    return {d: i for i, d in enumerate(meta.digests)}, np.frombuffer(raw, dtype="<f4").reshape(len(meta.digests), dim)
+    rows = np.frombuffer(raw, dtype="<f4").reshape(len(meta.digests), dim)
+    return {d: i for i, d in enumerate(meta.digests) if usable is None or usable(d)}, rows

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Literal
 import msgspec
 
 from vivary_git import git
-from vivary_git.errors import VivaryError
+from vivary_git.errors import RefusedError, VivaryError
 from vivary_git.privacy import FLOOR
 
 if TYPE_CHECKING:
@@ -414,7 +414,7 @@ def _cognee_memory(info: Callable[..., MemoryInfo], cfg: MemoryConfig, ws_root: 
     # memory/cognee.py imports Cognee only to run it; its status asks find_spec and reads the manifest.
     from vivary_git.memory.cognee import status
 
-    st = status(cfg, ws_root, lambda: _current_fingerprint(cfg, ws))
+    st = status(cfg, ws_root, lambda: _current_fingerprint(cfg, ws), ws=ws)
     if st.status == "stale" and not st.indexed:
         gate = "" if st.gates_open else "; index and recall refuse until allow_network = true (a human gate)"
         return info("configured", f"Cognee is installed; no index yet: `git vivary index --yes` builds it{gate}")
@@ -441,7 +441,11 @@ def _local_memory(info: Callable[..., MemoryInfo], cfg: MemoryConfig, ws_root: P
         detail = status.removeprefix("unavailable: ")
         return info("unavailable", f"local memory is enabled but cannot run: {detail}",
                     f"{INSTALL_HINT}   # a human gate")
-    manifest = _find_manifest(cfg, ws_root, common_dir)
+    try:
+        manifest = _find_manifest(cfg, ws_root, common_dir, ws)
+    except RefusedError as err:
+        return info("misconfigured", str(err), "fix the state folder as the detail says (docs/memory.md#where-the-"
+                    "state-lives); then `git vivary index --yes`")
     if manifest is None:
         return info("configured", "local memory is ready; no index yet: `git vivary index --yes` builds it (approval)")
     where, recorded = manifest
@@ -454,30 +458,42 @@ def _local_memory(info: Callable[..., MemoryInfo], cfg: MemoryConfig, ws_root: P
     return info("healthy", f"index matches the current snapshot ({current[:12]})")
 
 
-def _manifest_candidates(cfg: MemoryConfig, ws_root: Path, common_dir: Path) -> list[Path]:
-    """Where `git vivary index --yes` writes this workspace's manifest (memory/provider.py's `state_dir`):
-    `<state_path>/<dataset>/` when `[memory.local] state_path` is set, else `.git/vivary/memory/<dataset>/`."""
+def _find_manifest(cfg: MemoryConfig, ws_root: Path, common_dir: Path,
+                   ws: Workspace | None) -> tuple[str, str] | None:
+    """(where, fingerprint) of the manifest `git vivary index --yes` wrote for this workspace (memory/provider.py's
+    `state_store`: `<state_path>/<dataset>/` when `[memory.local] state_path` is set, read only as this machine
+    wrote it, else `.git/vivary/memory/<dataset>/`); None when there is none. `RefusedError` when the state folder
+    may not be used."""
     from vivary_git.memory.snapshot import dataset_name
 
     dataset = dataset_name(ws_root, cfg.dataset_label)
+    data: bytes | None = None
     if cfg.memory.local.state_path:
-        return [ws_root / cfg.memory.local.state_path / dataset / "manifest.json"]
-    return [common_dir / "vivary" / "memory" / dataset / "manifest.json"]
+        if ws is None:
+            return None  # no workspace to decide the folder with: nothing in it is read
+        from vivary_git.memory.provider import state_store
 
-
-def _find_manifest(cfg: MemoryConfig, ws_root: Path, common_dir: Path) -> tuple[str, str] | None:
-    for candidate in _manifest_candidates(cfg, ws_root, common_dir):
+        store = state_store(ws, cfg, dataset)
+        candidate = store.directory / "manifest.json"
+        data = store.get("manifest.json")
+        if data is None:
+            return (str(candidate), "") if candidate.exists() or candidate.is_symlink() else None
+    else:
+        candidate = common_dir / "vivary" / "memory" / dataset / "manifest.json"
         if candidate.is_symlink() or not candidate.is_file():
-            continue
+            return None
         try:
             if candidate.stat().st_size > _MANIFEST_MAX_BYTES:
                 return str(candidate), ""
-            data = json.loads(candidate.read_bytes())
-        except (OSError, ValueError, RecursionError):
+            data = candidate.read_bytes()
+        except OSError:
             return str(candidate), ""  # unreadable counts as stale: recall would refuse it too
-        value = data.get("fingerprint") if isinstance(data, dict) else None
-        return str(candidate), value if isinstance(value, str) else ""
-    return None
+    try:
+        found = json.loads(data)
+    except (ValueError, RecursionError):
+        return str(candidate), ""
+    value = found.get("fingerprint") if isinstance(found, dict) else None
+    return str(candidate), value if isinstance(value, str) else ""
 
 
 def _current_fingerprint(cfg: MemoryConfig, ws: Workspace | None) -> str | None:

@@ -1,0 +1,321 @@
+"""Derived memory state is only ever what this machine wrote (memory/statefolder.py) or what the trust setting
+still allows (memory/vectors.py): the attacker's steps, for real, with Git and the real model.
+
+1. A repository commits `.vivary/memory.toml` pointing `state_path` into the work tree and ships a forged
+   index there (two notes' vectors swapped, the digests patched): a fresh clone at the path the forger
+   predicted must refuse it, naming the folder and the rule, and never hand it to hnswlib.
+2. The contract's layout (`.vivary/memory/`, ignored by Git, nothing tracked) keeps working, and a file some
+   other process puts there later is not read as state.
+3. Vectors taken from `refs/vivary/cache` under `vivary.cacheTrust any` are not ranked with once the setting
+   is lowered; `index` drops them and embeds those notes here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from conftest import Repo, git, run_git_vivary
+from test_memory_local import PUBLIC, TROPO
+from test_memory_vectors import cache_vectors, clone, keys_of, publish
+
+from vivary_git import open_workspace, store
+from vivary_git.errors import RefusedError
+from vivary_git.memory.embed import embedder_status
+
+needs_model = pytest.mark.skipif(
+    embedder_status() != "available" or importlib.util.find_spec("hnswlib") is None,
+    reason="needs the [embed] extra",
+)
+
+STATE = ".vivary/memory/local"
+DEFAULT = '[memory]\nenabled = true\nprovider = "vivary-local"\n'
+IN_TREE = f'{DEFAULT}\n[memory.local]\nstate_path = "{STATE}"\n'
+IGNORED = "/.vivary/memory/\n"
+QUESTION = "how often are the signing keys rotated?"
+
+
+@pytest.fixture
+def loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every path this process hands to hnswlib's `load_index` (the class wrapped, not mocked)."""
+    import hnswlib
+
+    seen: list[str] = []
+    real = hnswlib.Index
+
+    class Recording(real):  # type: ignore[misc, valid-type]
+        def load_index(self, path: str, *args: Any, **kwargs: Any) -> Any:
+            seen.append(path)
+            return super().load_index(path, *args, **kwargs)
+
+    monkeypatch.setattr(hnswlib, "Index", Recording)
+    return seen
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every file this process reads through safeio (how state, notes and config files are read), wrapped."""
+    from vivary_git import safeio
+
+    seen: list[str] = []
+    real = safeio._read
+
+    def recording(path: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(safeio, "_read", recording)
+    return seen
+
+
+def dataset_folder(root: Path) -> Path:
+    found = list((root / STATE).glob("vivary-*"))
+    assert len(found) == 1, found
+    return found[0]
+
+
+def swap_two_notes(folder: Path, a: str, b: str) -> None:
+    """Forge the index in `folder` as anyone with its format could: notes `a` and `b` trade their vectors
+    (their entries' HNSW labels), and the manifest's digest of the entries is patched to match."""
+    from vivary_git.memory.localfiles import ENTRIES, Entries, Entry, FileRef, Manifest, _sha
+
+    entries = msgspec.msgpack.decode((folder / ENTRIES).read_bytes(), type=Entries)
+    label = {e.node_id: e.label for e in entries.entries}
+    swapped = [Entry(e.node_id, e.digest, label[b] if e.node_id == a else label[a] if e.node_id == b else e.label)
+               for e in entries.entries]
+    data = msgspec.msgpack.encode(Entries(fingerprint=entries.fingerprint, entries=swapped))
+    (folder / ENTRIES).write_bytes(data)
+    manifest = msgspec.json.decode((folder / "manifest.json").read_bytes(), type=Manifest)
+    files = {**manifest.files, ENTRIES: FileRef(_sha(data), len(data))}
+    (folder / "manifest.json").write_bytes(msgspec.json.encode(msgspec.structs.replace(manifest, files=files)))
+
+
+def top_hit(cli: Any, path: Path) -> str:
+    r = cli("recall", QUESTION, "--mode", "semantic", "--json", cwd=path)
+    assert r.code == 0, r.err
+    hit: str = r.json()[0]["node_id"]
+    return hit
+
+
+# --- 1. a state folder a clone brings ---------------------------------------------------------------------
+
+
+@needs_model
+def test_a_shipped_index_in_a_committed_state_path_is_refused_in_a_fresh_clone(
+        repo: Repo, cli: Any, tmp_path: Path, loads: list[str], reads: list[str]) -> None:
+    repo.commit("notes", {"tropo.toml": TROPO, ".vivary/memory.toml": IN_TREE, **PUBLIC})
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", str(origin))
+    repo.git("push", "-q", str(origin), "main")
+    # The forger builds a real index at the path a CI runner clones to (the dataset's name hashes that path),
+    # swaps two notes' vectors, and commits it.
+    victim = tmp_path / "victim"
+    git(tmp_path, "clone", "-q", "-b", "main", str(origin), str(victim))
+    (victim / ".git" / "info" / "exclude").write_text(IGNORED)  # only so that this index run may write there
+    assert cli("index", "--yes", cwd=victim).code == 0
+    assert top_hit(cli, victim) == "keys"
+    swap_two_notes(dataset_folder(victim), "keys", "garden")
+    git(victim, "add", "-f", STATE)
+    git(victim, "commit", "-qm", "memory index")
+    git(victim, "push", "-q", str(origin), "main")
+    shipped = {p: p.read_bytes() for p in dataset_folder(victim).iterdir()}
+    assert shipped
+    shutil.rmtree(victim)
+
+    git(tmp_path, "clone", "-q", "-b", "main", str(origin), str(victim))  # fresh, at the predicted path
+    loads.clear()
+    reads.clear()
+    for args in (["recall", QUESTION, "--mode", "semantic", "--json"], ["index", "--yes", "--json"]):
+        r = cli(*args, cwd=victim)
+        assert r.code == 3, (args, r.out, r.err)
+        assert r.out == "" and "garden" not in r.err
+        assert f"{STATE} (memory.local.state_path) holds" in r.err and "tracked by Git" in r.err
+        assert "must be ignored by Git and hold no tracked file" in r.err
+        assert f"git rm -r --cached -- {STATE}" in r.err
+    assert loads == []  # nothing under the folder reached hnswlib: nothing was loaded at all
+    assert not [p for p in reads if p.startswith(str(victim / STATE))]  # nor was any of it read
+    assert {p: p.read_bytes() for p in dataset_folder(victim).iterdir()} == shipped  # and nothing was rewritten
+    memory = cli("doctor", "--json", cwd=victim).json()["memory"]
+    assert memory["status"] == "misconfigured" and "tracked by Git" in memory["detail"]
+
+    # Once the files are untracked and the folder ignored, they are still not this machine's: rebuilt, not read.
+    git(victim, "rm", "-r", "-q", "--cached", "--", STATE)
+    (victim / ".gitignore").write_text(IGNORED)
+    git(victim, "add", ".gitignore")
+    git(victim, "commit", "-qm", "untrack the index")
+    r = cli("recall", QUESTION, "--mode", "semantic", "--json", cwd=victim)
+    assert r.code == 3 and "did not write it" in r.err and "garden" not in r.out, r.out + r.err
+    assert [p for p in reads if p.startswith(str(victim / STATE))]  # read now (and disowned): the wrapper sees it
+    assert loads == []
+    rep = cli("index", "--yes", "--json", cwd=victim)
+    assert rep.code == 0 and not rep.json()["unchanged"] and rep.json()["embedded"] == len(PUBLIC), rep.err
+    assert top_hit(cli, victim) == "keys"
+
+
+def test_a_state_folder_git_does_not_ignore_is_refused_before_anything_is_written(repo: Repo, cli: Any) -> None:
+    repo.commit("notes", {"tropo.toml": TROPO, ".vivary/memory.toml": IN_TREE, **PUBLIC})
+    for args in (["index", "--yes"], ["recall", "keys"], ["forget", "--yes"]):
+        r = cli(*args, cwd=repo.path)
+        assert r.code == 3, (args, r.err)
+        assert f"{STATE} (memory.local.state_path) is in the work tree but Git does not ignore it" in r.err
+        assert f"add `/{STATE}/` to .gitignore" in r.err
+    assert not (repo.path / ".vivary" / "memory").exists()
+
+
+def test_a_symbolic_link_on_the_way_to_the_state_folder_is_refused(repo: Repo, cli: Any, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    repo.commit("notes", {"tropo.toml": TROPO, ".vivary/memory.toml": IN_TREE, ".gitignore": IGNORED, **PUBLIC})
+    (repo.path / ".vivary" / "memory").symlink_to(elsewhere)
+    r = cli("index", "--yes", cwd=repo.path)
+    assert r.code == 3 and ".vivary/memory is a symbolic link, on the way to the memory state folder" in r.err
+    assert list(elsewhere.iterdir()) == []
+
+
+# --- 2. the contract's layout ----------------------------------------------------------------------------
+
+
+@needs_model
+def test_an_ignored_untracked_state_folder_keeps_working(repo: Repo, cli: Any) -> None:
+    repo.commit("notes", {"tropo.toml": TROPO, ".vivary/memory.toml": IN_TREE, ".gitignore": IGNORED, **PUBLIC})
+    rep = cli("index", "--yes", "--json", cwd=repo.path)
+    assert rep.code == 0 and rep.json()["state"].endswith(dataset_folder(repo.path).name), rep.err
+    assert top_hit(cli, repo.path) == "keys"
+    assert cli("index", "--yes", "--json", cwd=repo.path).json()["unchanged"]
+    assert repo.git("status", "--porcelain") == ""  # nothing to commit: the state is ignored
+    assert (repo.path / ".git" / "vivary" / "written").is_dir()  # what was written is recorded in the git dir
+    assert cli("forget", "--yes", cwd=repo.path).code == 0
+    assert not (repo.path / ".git" / "vivary" / "written").exists() or not any(
+        (repo.path / ".git" / "vivary" / "written").rglob("manifest.json"))
+
+
+@needs_model
+def test_a_file_put_in_an_ignored_state_folder_later_is_not_loaded(repo: Repo, cli: Any, loads: list[str]) -> None:
+    repo.commit("notes", {"tropo.toml": TROPO, ".vivary/memory.toml": IN_TREE, ".gitignore": IGNORED, **PUBLIC})
+    assert cli("index", "--yes", cwd=repo.path).code == 0
+    folder = dataset_folder(repo.path)
+    swap_two_notes(folder, "keys", "garden")  # another process: a consistent forgery, digests patched
+    loads.clear()
+    r = cli("recall", QUESTION, "--mode", "semantic", "--json", cwd=repo.path)
+    # The forged manifest and entries are not this machine's, so not the index: recall answers from the vectors
+    # this machine wrote (an exact search), and never loads a graph from the folder.
+    assert r.code == 0 and r.json()[0]["node_id"] == "keys", r.out + r.err
+    assert "this machine did not write it" in r.err
+    assert not [p for p in loads if p.startswith(str(folder))]
+    # A graph file replaced later is not handed to hnswlib either, even when its size is right.
+    assert cli("index", "--yes", cwd=repo.path).code == 0
+    hnsw = folder / "hnsw.bin"
+    forged = bytearray(hnsw.read_bytes())
+    forged[-1] ^= 1
+    hnsw.write_bytes(bytes(forged))
+    loads.clear()
+    r = cli("recall", QUESTION, "--mode", "semantic", "--json", cwd=repo.path)
+    assert not [p for p in loads if p == str(hnsw)], loads
+    rep = cli("index", "--yes", "--json", cwd=repo.path)
+    assert rep.code == 0 and not rep.json()["unchanged"]
+    assert top_hit(cli, repo.path) == "keys"
+
+
+def test_cognee_state_folder_follows_the_same_rule(repo: Repo) -> None:
+    """Through the function that decides Cognee's folder (memory/cognee.py `state_store`; the library itself
+    is not needed for that, and is not imported)."""
+    from vivary_git.memory import cognee
+    from vivary_git.memory.config import load_memory_config
+
+    memory = '[memory]\nenabled = true\nprovider = "cognee"\n'
+    repo.commit("notes", {"tropo.toml": TROPO, ".vivary/memory.toml": memory, **PUBLIC})
+
+    def folder() -> Any:
+        ws = open_workspace(repo.path)
+        return cognee.state_store(ws, load_memory_config(ws))
+
+    with pytest.raises(RefusedError, match="Git does not ignore it"):
+        folder()
+    repo.commit("ignore", {".gitignore": IGNORED})
+    state = folder()
+    assert state.directory == repo.path / ".vivary" / "memory" / "cognee"
+    # A manifest this machine did not write is not read; one written through the store is.
+    (state.directory).mkdir(parents=True)
+    (state.directory / cognee.MANIFEST).write_text("{}")
+    assert state.get(cognee.MANIFEST) is None
+    state.put(cognee.MANIFEST, b'{"x": 1}')
+    assert folder().get(cognee.MANIFEST) == b'{"x": 1}'
+    # A tracked file in it: refused, named, whatever else is there.
+    repo.git("add", "-f", ".vivary/memory/cognee/manifest.json")
+    repo.git("commit", "-qm", "ship a manifest")
+    with pytest.raises(RefusedError, match=r"\.vivary/memory/cognee/manifest\.json first"):
+        folder()
+
+
+# --- 3. lowering vivary.cacheTrust ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def forged_origin(repo: Repo, cli: Any, tmp_path: Path) -> Path:
+    """An origin whose refs/vivary/cache holds every note's vector, with two notes' vectors swapped: well
+    formed, as anyone who can push the ref could publish it."""
+    repo.commit("notes", {"tropo.toml": TROPO, ".vivary/memory.toml": DEFAULT, **PUBLIC})
+    assert cli("index", "--yes", cwd=repo.path).code == 0
+    origin = publish(repo, tmp_path)
+    keys = keys_of(repo.path, "notes/keys.md", "notes/garden.md")
+    held = cache_vectors(repo.path)
+    a, b = keys["notes/keys.md"], keys["notes/garden.md"]
+    store.write(open_workspace(repo.path).source.repo, store.Changes(  # type: ignore[arg-type]
+        vectors={a: msgspec.msgpack.encode(held[b]), b: msgspec.msgpack.encode(held[a])}), message="forged")
+    repo.git("push", "-q", "-f", "origin", f"{store.CACHE_REF}:{store.CACHE_REF}")
+    return origin
+
+
+@needs_model
+@pytest.mark.parametrize("lowered", ["none", "signed"])
+def test_lowering_cache_trust_stops_recall_ranking_with_fetched_vectors(
+        forged_origin: Path, cli: Any, tmp_path: Path, lowered: str) -> None:
+    me = clone(forged_origin, tmp_path / "me", trust="any")
+    assert run_git_vivary(["sync", "fetch"], me).returncode == 0
+    rep = cli("index", "--yes", "--json", cwd=me).json()
+    assert (rep["fetched"], rep["embedded"]) == (len(PUBLIC), 0)
+    assert top_hit(cli, me) == "garden"  # the fetched vectors rank: trusted, the forgery works
+
+    git(me, "config", "vivary.cacheTrust", lowered)
+    r = cli("recall", QUESTION, "--mode", "semantic", "--json", cwd=me)
+    assert r.code == 3 and r.out == "", r.out
+    assert f"vivary.cacheTrust any, and this clone's vivary.cacheTrust is {lowered} now" in r.err
+    assert "run `git vivary index --yes`" in r.err
+    rep = cli("index", "--yes", "--json", cwd=me)
+    assert rep.code == 0 and f"dropped {len(PUBLIC)} vector(s)" in rep.err
+    assert (rep.json()["fetched"], rep.json()["embedded"]) == (0, len(PUBLIC))
+    assert top_hit(cli, me) == "keys"
+    assert cli("index", "--yes", "--json", cwd=me).json()["unchanged"]
+    # Raised again, the fetched vectors are not taken back: the local ones are this clone's own now.
+    git(me, "config", "vivary.cacheTrust", "any")
+    assert top_hit(cli, me) == "keys"
+
+
+@needs_model
+def test_lowering_cache_trust_stops_recall_of_an_assembled_tree_ranking_with_fetched_vectors(
+        forged_origin: Path, cli: Any, tmp_path: Path) -> None:
+    me = clone(forged_origin, tmp_path / "me", trust="any")
+    assert run_git_vivary(["sync", "fetch"], me).returncode == 0
+    assert top_hit(cli, me) == "garden"  # assembled from the fetched vectors, and kept
+    git(me, "config", "vivary.cacheTrust", "none")
+    r = cli("recall", QUESTION, "--mode", "semantic", "--json", cwd=me)
+    assert r.code == 3 and r.out == "" and "have no vector yet" in r.err, r.out + r.err
+    rep = cli("index", "--yes", "--json", cwd=me).json()
+    assert (rep["fetched"], rep["embedded"]) == (0, len(PUBLIC))
+    assert top_hit(cli, me) == "keys"
+
+
+def test_trust_levels_are_ordered_and_an_unrecorded_level_is_the_most_trusting() -> None:
+    from vivary_git.memory import vectors
+
+    assert [vectors.allows("signed", level) for level in ("none", "signed", "any")] == [True, True, False]
+    assert [vectors.allows("none", level) for level in ("none", "signed", "any")] == [True, False, False]
+    assert vectors.allows("any", "any") and not vectors.allows("bogus", "signed")
+    assert vectors.highest([]) == "none" and vectors.highest(["signed", "none"]) == "signed"
+    # A record written before levels were: every foreign row counts as taken under `any`.
+    old = msgspec.msgpack.encode({"keys": {}, "foreign": ["a" * 64]})
+    assert msgspec.msgpack.decode(old, type=vectors._Sharing).levels() == {"a" * 64: vectors.LEGACY_TRUST}
