@@ -23,6 +23,10 @@ from conftest import Repo
 from mcp import Client
 from test_mcp import _start_http, _stop
 
+from vivary_git.errors import RefusedError
+from vivary_git.mcp.server import build_server
+from vivary_git.mcp.service import PROFILES, MemoryService
+
 NOTES = {
     "notes/deploy.md": "# Deploy runbook\n\nHow we deploy: blue green, smoke tests first.\n",
     "notes/keys.md": "# Key rotation\n\nSigning keys rotate every quarter.\n",
@@ -150,3 +154,111 @@ def test_an_address_that_cannot_be_bound_is_a_usage_error(repo: Repo, cli: Any) 
     if not _ipv6_loopback():
         r = cli("mcp", "--transport", "streamable-http", "--host", "[::1]", "--port", "0", cwd=repo.path)
         assert r.code == 2 and "cannot listen on [::1]:0:" in r.err and "Traceback" not in r.err, r.err
+
+
+# --- the read-only profile ------------------------------------------------------------------------------
+
+CANARY = "canary-5be0c4"
+
+
+def _private_canaries(repo: Repo) -> None:
+    """A workspace whose private USER.md profile and MEMORY.md hold canaries, and a pinned memory."""
+    repo.commit("init", NOTES)
+    writer = MemoryService(repo.path)
+    writer.onboard({"name": f"{CANARY}-name", "role": f"{CANARY}-role", "goal": "ship the deploy runbook"})
+    writer.add("Deploys happen on Tuesdays.", durability="pinned")
+    writer.close()
+    (repo.path / "MEMORY.md").write_text(f"# {CANARY}-memory-md\n\nMy own notes: {CANARY}-outside.\n")
+
+
+def _everything_a_host_can_read(service: MemoryService) -> list[str]:
+    """Every tool the profile offers, called as a reader would, and every resource listed, read."""
+    said: list[str] = []
+
+    async def session() -> None:
+        async with Client(build_server(service)) as client:
+            tools = {t.name for t in (await client.list_tools()).tools}
+            said.append(json.dumps(sorted(tools)))
+            calls = [("search", {"query": q, "top_k": 50, "include_neighbors": 3, "include_content": True,
+                                 "budget": 0, "include_archived": True})
+                     for q in ("deploy", "name role goal profile", "canary memory digest USER MEMORY")]
+            calls += [("read", {"id": i, "include_content": True, "neighbors": 3})
+                      for i in ("notes/deploy", "USER.md", "USER", "MEMORY.md", "MEMORY")]
+            calls += [("status", {})]
+            for name, args in calls:
+                if name in tools:
+                    result = await client.call_tool(name, args)
+                    said.append(json.dumps(result.structured_content) if not result.is_error
+                                else " ".join(getattr(c, "text", "") for c in result.content))
+            uris = [str(r.uri) for r in (await client.list_resources()).resources]
+            templates = [str(t.uri_template) for t in (await client.list_resource_templates()).resource_templates]
+            said.append(json.dumps([uris, templates]))
+            uris += [t.replace("{+id}", i) for t in templates for i in ("notes/deploy", "USER", "MEMORY", "memory")]
+            for uri in [*uris, "vivary://memory/digest"]:
+                try:
+                    got = await client.read_resource(uri)
+                    said.append(" ".join(getattr(c, "text", "") for c in got.contents))
+                except Exception as err:  # a refusal is an answer too: scanned as well
+                    said.append(str(err))
+
+    asyncio.run(session())
+    return said
+
+
+def test_a_read_only_host_is_served_no_private_files_content(repo: Repo) -> None:
+    _private_canaries(repo)
+    control = "\n".join(_everything_a_host_can_read(MemoryService(repo.path)))
+    assert f"{CANARY}-name" in control  # a host-core host reads its user's profile in the digest, by design
+    said = _everything_a_host_can_read(MemoryService(repo.path, profile="read-only"))
+    leaks = [s[max(0, s.find(CANARY) - 200):s.find(CANARY) + 60] for s in said if CANARY in s]
+    assert not leaks, "\n".join(leaks)
+    assert json.loads(said[0]) == sorted(PROFILES["read-only"])
+    uris, templates = json.loads(next(s for s in said if s.startswith("[[")))
+    assert uris == [] and templates == ["vivary://node/{+id}"]
+    with pytest.raises(RefusedError, match="not served in the read-only profile"):
+        MemoryService(repo.path, profile="read-only").digest()
+
+
+# --- the read-only profile, in the service itself ----------------------------------------------------------
+
+
+def test_the_read_only_service_refuses_every_write_itself(repo: Repo) -> None:
+    """The service API refuses each write under the read-only profile: not only the tool list MCP offers.
+    Each call is one that succeeds under host-core (run after, on the same tree), so the refusal is the
+    profile's, not the arguments'."""
+    repo.commit("init", {**NOTES, ".vivary/memory.toml": "[memory.sources]\nallow_network = true\n"})
+    writer = MemoryService(repo.path)
+    mem = writer.add("Deploys happen on Tuesdays.", durability="pinned").id
+    assert mem is not None
+    writer.link(mem, "related", "notes/keys")
+    writer.close()
+    writes: dict[str, Any] = {
+        "add": lambda s: s.add("Keys rotate every quarter, on the first Monday."),
+        "add:file": lambda s: s.anchor(file="notes/keys.md"),
+        "add:url": lambda s: s.anchor(url="http://127.0.0.1:9/page", allow_network=True),
+        "update": lambda s: s.update(mem, text="Deploys happen on Wednesdays."),
+        "link": lambda s: s.link(mem, "related", "notes/deploy"),
+        "unlink": lambda s: s.unlink(mem, "related", "notes/keys"),
+        "dream": lambda s: s.dream(force=True),
+        "dream:resolve": lambda s: s.dream(task_id="t-000000000000", use_heuristic=True),
+        "onboard": lambda s: s.onboard({"name": "Ada"}),
+        "onboard:ask": lambda s: s.onboard(),
+    }
+    offered = set(PROFILES["host-core"]) - set(PROFILES["read-only"])
+    assert offered == {name.split(":")[0] for name in writes}, "a new write needs its line here"
+    before = [repo.git(*cmd) for cmd in (["rev-parse", "HEAD"], ["for-each-ref"], ["status", "--porcelain=v1",
+                                                                                      "--ignored"])]
+    reader = MemoryService(repo.path, profile="read-only")
+    for name, call in writes.items():
+        with pytest.raises(RefusedError, match=f"`{name.split(':')[0]}` is not available in the read-only"):
+            call(reader)
+    reader.close()
+    after = [repo.git(*cmd) for cmd in (["rev-parse", "HEAD"], ["for-each-ref"], ["status", "--porcelain=v1",
+                                                                                     "--ignored"])]
+    assert after == before and not (repo.path / "USER.md").exists()
+    writer = MemoryService(repo.path)
+    for name in ("add", "add:file", "update", "link", "unlink", "onboard"):
+        writes[name](writer)
+    writer.close()
+    assert repo.git("rev-list", "--count", f"{before[0].strip()}..HEAD").strip() == "5"
+    assert (repo.path / "USER.md").exists()

@@ -21,8 +21,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "mcp", help="MCP server for agent hosts: search, read, add, update, link, unlink, dream, status, onboard",
         description="Serve the workspace over the Model Context Protocol (docs/mcp.md): tools search, read, add, "
         "update, link, unlink, dream, status and onboard (profile host-core), or search, read and status only "
-        "(read-only); resources vivary://node/{id} and vivary://memory/digest. Every memory write is a Git "
-        "commit (onboard's answers go to the private USER.md, never committed); private files are never shown. "
+        "(read-only); resources vivary://node/{id} and, for host-core, vivary://memory/digest. Every memory "
+        "write is a Git commit (onboard's answers go to the private USER.md, never committed); private files are "
+        "never shown. "
         "Needs the mcp extra: pip install 'vivary-git[mcp]'. Exit 2 on a usage error or a missing extra; 3 when "
         "refused (binding beyond loopback without --allow-remote and a token). Over HTTP, requests must name "
         "the server in their Host and Origin (DNS-rebinding protection): its address, localhost, or an "
@@ -36,7 +37,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="HTTP port (default 8765; 0: any free port)")
     p.add_argument("--path", default="/mcp", help="HTTP path of the endpoint (default /mcp)")
     p.add_argument("--profile", choices=("host-core", "read-only"), default="host-core",
-                   help="host-core (default): all tools; read-only: search, read, status (CI, untrusted hosts)")
+                   help="host-core (default): all tools; read-only: search, read, status, and no private file's "
+                   "content (CI, untrusted hosts)")
     p.add_argument("--allow-remote", action="store_true",
                    help=f"allow binding an address other than loopback (needs a bearer token in ${TOKEN_ENV})")
     p.add_argument("--allow-host", action="append", default=[], metavar="NAME",

@@ -1,8 +1,9 @@
 """`git vivary mcp`: the MemoryService over MCP, with the official SDK (`pip install 'vivary-git[mcp]'`).
 
-Tools by profile (`service.PROFILES`), each answering JSON (structured content); a refusal is a tool
-error whose text says why and what to do. Resources: `vivary://node/{id}` for every public node and
-`vivary://memory/digest` (the private MEMORY.md, served only here, to the host that asked).
+Tools and resources by profile (`service.PROFILES`, `service.RESOURCES`), each tool answering JSON
+(structured content); a refusal is a tool error whose text says why and what to do. Resources:
+`vivary://node/{id}` for every public node and, for host-core hosts only, `vivary://memory/digest` (the
+private MEMORY.md, served only here, to the host that asked).
 Transports: stdio (default) and streamable HTTP, on loopback unless told otherwise; off loopback a bearer
 token from an environment variable is required. Every HTTP request's Host and Origin must name this server
 (DNS-rebinding protection, whatever the bind).
@@ -25,7 +26,7 @@ from pydantic import Field
 
 from vivary_git import __version__
 from vivary_git.errors import UsageError, VivaryError
-from vivary_git.mcp.service import DEFAULT_BUDGET, MAX_HOPS, MAX_TOP_K, PROFILES, MemoryService
+from vivary_git.mcp.service import DEFAULT_BUDGET, MAX_HOPS, MAX_TOP_K, PROFILES, RESOURCES, MemoryService
 
 __all__ = ["build_server", "serve_http", "serve_stdio"]
 
@@ -180,10 +181,11 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         except VivaryError as err:
             raise ResourceError(str(err)) from None
 
-    @server.resource("vivary://memory/digest", name="memory-digest", mime_type="text/markdown",
-                     description="MEMORY.md: the digest of pinned and durable memories, for this host only")
-    def digest() -> str:
-        return service.digest()
+    if "memory-digest" in RESOURCES[service.profile]:
+        @server.resource("vivary://memory/digest", name="memory-digest", mime_type="text/markdown",
+                         description="MEMORY.md: the digest of pinned and durable memories, for this host only")
+        def digest() -> str:
+            return service.digest()
 
     return server
 

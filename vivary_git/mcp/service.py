@@ -43,12 +43,18 @@ if TYPE_CHECKING:
     from vivary_git.models import Edge, Node, Note
     from vivary_git.searchindex import Ranker, SearchIndex
 
-__all__ = ["PROFILES", "MemoryService", "NodePacket", "Onboarded", "SearchAnswer", "Status"]
+__all__ = ["PROFILES", "RESOURCES", "MemoryService", "NodePacket", "Onboarded", "SearchAnswer", "Status"]
 
 # Tool names by profile (CognitiveOS's host-core: search, read, add, update, link, unlink, dream).
 PROFILES: dict[str, tuple[str, ...]] = {
     "host-core": ("search", "read", "add", "update", "link", "unlink", "dream", "status", "onboard"),
     "read-only": ("search", "read", "status"),
+}
+# Resources by profile. The digest holds the private MEMORY.md's block and USER.md's profile (name, role):
+# a read-only host (a CI runner, an untrusted host) is served no private file's content.
+RESOURCES: dict[str, tuple[str, ...]] = {
+    "host-core": ("node", "memory-digest"),
+    "read-only": ("node",),
 }
 MAX_TOP_K = 50
 MAX_HOPS = 3
@@ -629,6 +635,9 @@ class MemoryService:
         from vivary_git.memory import digest
         from vivary_git.memory.corpus import from_view
 
+        if "memory-digest" not in RESOURCES[self.profile]:
+            raise RefusedError(f"the memory digest is not served in the {self.profile} profile: it holds private "
+                               "files' content (MEMORY.md, the USER.md profile)")
         with self._lock:
             st = self.state()
             return digest.served(st.view.ws, st.view.cfg, from_view(st.view))
