@@ -12,7 +12,9 @@ import asyncio
 import http.client
 import json
 import socket
+import threading
 import urllib.parse
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -262,3 +264,111 @@ def test_the_read_only_service_refuses_every_write_itself(repo: Repo) -> None:
     writer.close()
     assert repo.git("rev-list", "--count", f"{before[0].strip()}..HEAD").strip() == "5"
     assert (repo.path / "USER.md").exists()
+
+
+# --- a slow page ------------------------------------------------------------------------------------------
+
+BODY = b"# Slow page\n\nAt last.\n"
+HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n" % len(BODY)
+
+
+class Trickle:
+    """A loopback HTTP server that answers every request one byte every `every` seconds (the headers,
+    or only the body), and counts the bytes it sent before the client went away."""
+
+    def __init__(self, every: float, what: str) -> None:
+        self.every, self.what = every, what
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/slow"
+        self.requested = threading.Event()
+        self.gone = threading.Event()  # the client closed the connection before the page was sent
+        self.release = threading.Event()  # send the rest at once
+        self.sent = 0
+        self.stop = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        with conn:
+            conn.recv(65536)
+            self.requested.set()
+            page = HEAD + BODY
+            at = 0 if self.what == "headers" else len(HEAD)
+            try:
+                conn.sendall(page[:at])
+                while at < len(page):
+                    if self.release.is_set():
+                        conn.sendall(page[at:])
+                        return
+                    conn.sendall(page[at:at + 1])
+                    at = self.sent = at + 1
+                    self.release.wait(self.every)
+            except OSError:  # a send after the client closed: the second one fails
+                self.gone.set()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.release.set()
+        self.sock.close()
+
+
+@pytest.fixture
+def trickle() -> Iterator[Any]:
+    made: list[Trickle] = []
+
+    def make(what: str, every: float = 0.5) -> Trickle:
+        made.append(Trickle(every, what))
+        return made[-1]
+
+    yield make
+    for t in made:
+        t.close()
+
+
+SOURCES = "[memory.sources]\nallow_network = true\nallow_private_addresses = true\ntimeout = {timeout}\n"
+
+
+@pytest.mark.parametrize("what", ["headers", "body"])
+def test_a_page_trickling_its_answer_ends_at_the_one_deadline(repo: Repo, cli: Any, trickle: Any,
+                                                              what: str) -> None:
+    """One byte every 0.5 s is inside `timeout = 2` for every read, so a timeout per read never fires: the
+    deadline for the whole fetch does. The page would take 44 s; the fetch ends while it is still being
+    sent (the server counts what it sent before we went away), with exit 2 and nothing committed."""
+    repo.commit("init", {**NOTES, ".vivary/memory.toml": SOURCES.format(timeout=2)})
+    head = repo.git("rev-parse", "HEAD")
+    site = trickle(what)
+    r = cli("remember", "--url", site.url, "--allow-network", cwd=repo.path)
+    assert r.code == 2 and f"{site.url}: no answer within 2 s (timeout under [memory.sources])" in r.err, r.err
+    assert "Traceback" not in r.err and repo.git("rev-parse", "HEAD") == head
+    assert site.gone.wait(60)
+    quick = 0 if what == "headers" else len(HEAD)
+    assert site.sent - quick < (len(HEAD) + len(BODY) - quick) // 2, site.sent  # well before the page was sent
+
+
+def test_a_name_lookup_that_hangs_ends_at_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lookup is inside the deadline too. A resolver that never answers cannot exist on loopback: this
+    one is a stand-in that waits until the test ends."""
+    from vivary_git.memory import fetch
+
+    hang = threading.Event()
+
+    def never(*args: Any, **kwargs: Any) -> Any:
+        hang.wait(120)
+        raise socket.gaierror(socket.EAI_AGAIN, "gave up")
+
+    monkeypatch.setattr(socket, "getaddrinfo", never)
+    try:
+        with pytest.raises(fetch.FetchError, match=r"no answer within 0\.5 s"):
+            fetch.fetch("http://pages.example/slow", timeout=0.5, max_bytes=1024, max_redirects=0,
+                        allow_private=False)
+    finally:
+        hang.set()
