@@ -372,3 +372,28 @@ def test_a_name_lookup_that_hangs_ends_at_the_deadline(monkeypatch: pytest.Monke
                         allow_private=False)
     finally:
         hang.set()
+
+
+def test_a_slow_fetch_holds_up_no_other_client(repo: Repo, trickle: Any) -> None:
+    """While one host's `add` waits for a slow page, another host's search on the same server is answered;
+    the page then arrives and is committed."""
+    repo.commit("init", {**NOTES, ".vivary/memory.toml": SOURCES.format(timeout=20)})
+    site = trickle("headers", every=60)
+    server = build_server(MemoryService(repo.path))
+
+    async def session() -> tuple[bool, Any, Any]:
+        async with Client(server) as fetching, Client(server) as other:
+            adding = asyncio.ensure_future(fetching.call_tool("add", {"url": site.url, "allow_network": True}))
+            while not site.requested.is_set() and not adding.done():
+                await asyncio.sleep(0.05)
+            assert not adding.done(), (await adding).content
+            found = await other.call_tool("search", {"query": "deploy runbook"})
+            pending = not adding.done()
+            site.release.set()
+            return pending, found, await adding
+
+    pending, found, added = asyncio.run(session())
+    assert not found.is_error and found.structured_content["results"][0]["id"] == "notes/deploy"
+    assert pending, "the search waited for the page"
+    assert not added.is_error, added.content
+    assert added.structured_content["changed"] is True and added.structured_content["anchor"] == "url"
