@@ -203,7 +203,10 @@ def _everything_a_host_can_read(service: MemoryService) -> list[str]:
                 except Exception as err:  # a refusal is an answer too: scanned as well
                     said.append(str(err))
 
-    asyncio.run(session())
+    try:
+        asyncio.run(session())
+    finally:
+        service.close()
     return said
 
 
@@ -217,8 +220,10 @@ def test_a_read_only_host_is_served_no_private_files_content(repo: Repo) -> None
     assert json.loads(said[0]) == sorted(PROFILES["read-only"])
     uris, templates = json.loads(next(s for s in said if s.startswith("[[")))
     assert uris == [] and templates == ["vivary://node/{+id}"]
+    reader = MemoryService(repo.path, profile="read-only")
     with pytest.raises(RefusedError, match="not served in the read-only profile"):
-        MemoryService(repo.path, profile="read-only").digest()
+        reader.digest()
+    reader.close()
 
 
 # --- the read-only profile, in the service itself ----------------------------------------------------------
@@ -379,7 +384,8 @@ def test_a_slow_fetch_holds_up_no_other_client(repo: Repo, trickle: Any) -> None
     the page then arrives and is committed."""
     repo.commit("init", {**NOTES, ".vivary/memory.toml": SOURCES.format(timeout=20)})
     site = trickle("headers", every=60)
-    server = build_server(MemoryService(repo.path))
+    service = MemoryService(repo.path)
+    server = build_server(service)
 
     async def session() -> tuple[bool, Any, Any]:
         async with Client(server) as fetching, Client(server) as other:
@@ -392,7 +398,10 @@ def test_a_slow_fetch_holds_up_no_other_client(repo: Repo, trickle: Any) -> None
             site.release.set()
             return pending, found, await adding
 
-    pending, found, added = asyncio.run(session())
+    try:
+        pending, found, added = asyncio.run(session())
+    finally:
+        service.close()
     assert not found.is_error and found.structured_content["results"][0]["id"] == "notes/deploy"
     assert pending, "the search waited for the page"
     assert not added.is_error, added.content
