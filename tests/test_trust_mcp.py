@@ -292,14 +292,19 @@ class Trickle:
         self.release = threading.Event()  # send the rest at once
         self.sent = 0
         self.stop = threading.Event()
-        threading.Thread(target=self._serve, daemon=True).start()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
 
     def _serve(self) -> None:
+        # Accepts in short waits and stops before `close` closes the socket: an accept still waiting on
+        # a closed socket's number would take the connections of the next test's server, given that number.
+        self.sock.settimeout(0.1)
         while not self.stop.is_set():
             try:
                 conn, _ = self.sock.accept()
-            except OSError:
-                return
+            except TimeoutError:
+                continue
+            conn.settimeout(None)
             threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
 
     def _answer(self, conn: socket.socket) -> None:
@@ -323,6 +328,7 @@ class Trickle:
     def close(self) -> None:
         self.stop.set()
         self.release.set()
+        self._thread.join()
         self.sock.close()
 
 
