@@ -6,11 +6,13 @@ import argparse
 import importlib.util
 import ipaddress
 import os
+import re
 
 from vivary_git.commands._common import between
 from vivary_git.errors import EXIT_OK, RefusedError, UsageError
 
 _LOOPBACK_NAMES = ("localhost",)
+_HOST_NAME = re.compile(r"(?i)[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?)*\.?")
 TOKEN_ENV = "VIVARY_MCP_TOKEN"
 
 
@@ -19,21 +21,30 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "mcp", help="MCP server for agent hosts: search, read, add, update, link, unlink, dream, status, onboard",
         description="Serve the workspace over the Model Context Protocol (docs/mcp.md): tools search, read, add, "
         "update, link, unlink, dream, status and onboard (profile host-core), or search, read and status only "
-        "(read-only); resources vivary://node/{id} and vivary://memory/digest. Every memory write is a Git "
-        "commit (onboard's answers go to the private USER.md, never committed); private files are never shown. "
+        "(read-only); resources vivary://node/{id} and, for host-core, vivary://memory/digest. Every memory "
+        "write is a Git commit (onboard's answers go to the private USER.md, never committed); private files are "
+        "never shown. "
         "Needs the mcp extra: pip install 'vivary-git[mcp]'. Exit 2 on a usage error or a missing extra; 3 when "
-        "refused (binding beyond loopback without --allow-remote and a token).",
+        "refused (binding beyond loopback without --allow-remote and a token). Over HTTP, requests must name "
+        "the server in their Host and Origin (DNS-rebinding protection): its address, localhost, or an "
+        "--allow-host name.",
     )
     p.add_argument("--transport", choices=("stdio", "streamable-http"), default="stdio",
                    help="stdio (default; the host starts the server) or streamable-http")
-    p.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default 127.0.0.1, loopback)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="HTTP address to bind (default 127.0.0.1, loopback; IPv6 as ::1 or [::1])")
     p.add_argument("--port", type=between(0, 65535), default=8765, metavar="N",
                    help="HTTP port (default 8765; 0: any free port)")
     p.add_argument("--path", default="/mcp", help="HTTP path of the endpoint (default /mcp)")
     p.add_argument("--profile", choices=("host-core", "read-only"), default="host-core",
-                   help="host-core (default): all tools; read-only: search, read, status (CI, untrusted hosts)")
+                   help="host-core (default): all tools; read-only: search, read, status, and no private file's "
+                   "content (CI, untrusted hosts)")
     p.add_argument("--allow-remote", action="store_true",
                    help=f"allow binding an address other than loopback (needs a bearer token in ${TOKEN_ENV})")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="another name clients reach the HTTP server by (a DNS name, this machine's address); "
+                   "requests whose Host or Origin names anything else are refused (DNS-rebinding protection). "
+                   "Repeatable")
     p.add_argument("--token-env", default=TOKEN_ENV, metavar="NAME",
                    help=f"environment variable holding the HTTP bearer token (default {TOKEN_ENV}); when set, "
                    "every HTTP request must send `Authorization: Bearer TOKEN`")
@@ -51,6 +62,29 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def _address(given: str, option: str) -> str:
+    """An address or host name as a socket takes it: an IPv6 address without its brackets. No port, no
+    scheme, no spaces: a usage error says what to give instead."""
+    host = given.strip()
+    if host.startswith("[") or host.endswith("]"):
+        inner = host[1:-1] if host.startswith("[") and host.endswith("]") else ""
+        try:
+            return str(ipaddress.IPv6Address(inner))
+        except ValueError:
+            raise UsageError(f"{option} {given!r}: brackets hold an IPv6 address, e.g. [::1]") from None
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        pass
+    if ":" in host:
+        raise UsageError(f"{option} {given!r} is not an address: give the port with --port, e.g. "
+                         f"{option} {host.rsplit(':', 1)[0]} --port {host.rsplit(':', 1)[1]}")
+    if not _HOST_NAME.fullmatch(host):
+        raise UsageError(f"{option} {given!r} is not a host name or an address, e.g. 127.0.0.1, [::1] or "
+                         "host.example.org")
+    return host.lower()
+
+
 def run(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("mcp") is None:
         raise UsageError("the MCP server needs the official MCP SDK: pip install 'vivary-git[mcp]'")
@@ -59,7 +93,9 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port} is not a TCP port (0-65535)")
     token = os.environ.get(args.token_env, "")
-    if args.transport == "streamable-http" and not is_loopback(args.host):
+    host = _address(args.host, "--host")
+    also = [_address(name, "--allow-host") for name in args.allow_host]
+    if args.transport == "streamable-http" and not is_loopback(host):
         if not args.allow_remote:
             raise RefusedError(f"--host {args.host} is not loopback: anyone who reaches it could read and write "
                                "this workspace's memory; pass --allow-remote and set a bearer token in "
@@ -80,8 +116,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             from vivary_git.mcp.server import serve_http
 
-            serve_http(service, host=args.host, port=args.port, path=args.path,
-                       token_env=args.token_env if token else None)
+            serve_http(service, host=host, port=args.port, path=args.path,
+                       token_env=args.token_env if token else None, allow_hosts=also)
     finally:
         service.close()
     return EXIT_OK

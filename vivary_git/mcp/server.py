@@ -1,28 +1,32 @@
 """`git vivary mcp`: the MemoryService over MCP, with the official SDK (`pip install 'vivary-git[mcp]'`).
 
-Tools by profile (`service.PROFILES`), each answering JSON (structured content); a refusal is a tool
-error whose text says why and what to do. Resources: `vivary://node/{id}` for every public node and
-`vivary://memory/digest` (the private MEMORY.md, served only here, to the host that asked).
+Tools and resources by profile (`service.PROFILES`, `service.RESOURCES`), each tool answering JSON
+(structured content); a refusal is a tool error whose text says why and what to do. Resources:
+`vivary://node/{id}` for every public node and, for host-core hosts only, `vivary://memory/digest` (the
+private MEMORY.md, served only here, to the host that asked).
 Transports: stdio (default) and streamable HTTP, on loopback unless told otherwise; off loopback a bearer
-token from an environment variable is required.
+token from an environment variable is required. Every HTTP request's Host and Origin must name this server
+(DNS-rebinding protection, whatever the bind).
 """
 
 from __future__ import annotations
 
 import hmac
 import os
+import socket
 import sys
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Annotated, Any
 
 import msgspec
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import Field
 
 from vivary_git import __version__
-from vivary_git.errors import VivaryError
-from vivary_git.mcp.service import DEFAULT_BUDGET, MAX_HOPS, MAX_TOP_K, PROFILES, MemoryService
+from vivary_git.errors import UsageError, VivaryError
+from vivary_git.mcp.service import DEFAULT_BUDGET, MAX_HOPS, MAX_TOP_K, PROFILES, RESOURCES, MemoryService
 
 __all__ = ["build_server", "serve_http", "serve_stdio"]
 
@@ -177,10 +181,11 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         except VivaryError as err:
             raise ResourceError(str(err)) from None
 
-    @server.resource("vivary://memory/digest", name="memory-digest", mime_type="text/markdown",
-                     description="MEMORY.md: the digest of pinned and durable memories, for this host only")
-    def digest() -> str:
-        return service.digest()
+    if "memory-digest" in RESOURCES[service.profile]:
+        @server.resource("vivary://memory/digest", name="memory-digest", mime_type="text/markdown",
+                         description="MEMORY.md: the digest of pinned and durable memories, for this host only")
+        def digest() -> str:
+            return service.digest()
 
     return server
 
@@ -190,49 +195,123 @@ def serve_stdio(service: MemoryService) -> None:
     build_server(service).run("stdio")
 
 
+# Names a request's Host header may carry whatever the bind: `localhost` and the loopback addresses are
+# never an attacker's (a browser resolves them to this machine), unlike any name a DNS-rebinding page uses.
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+
+
+def url_host(address: str) -> str:
+    """An address as a URL or a Host header writes it: an IPv6 address in brackets."""
+    return f"[{address}]" if ":" in address and not address.startswith("[") else address
+
+
+def allowed_hosts(bind: str, also: Sequence[str] = ()) -> list[str]:
+    """The host names this server answers to (the Host header's name, any port): the address it listens
+    on, `LOOPBACK_HOSTS`, and `also` (`--allow-host`: the names remote clients reach it by). An address
+    literal is safe to allow: a rebinding page's Host is its own domain name."""
+    return list(dict.fromkeys(url_host(n).lower() for n in (bind, *LOOPBACK_HOSTS, *also)))
+
+
+def transport_security(names: Sequence[str]) -> TransportSecuritySettings:
+    """DNS-rebinding protection, on for every bind (the SDK turns it on by itself only for the exact hosts
+    127.0.0.1, localhost and ::1): a request whose Host is not one of `names` gets 421, one from a page whose
+    Origin is not one of them 403. Any port: an SSH tunnel or a proxy may change it, never the name."""
+    hosts = [h for n in names for h in (n, f"{n}:*")]
+    origins = [f"{scheme}://{h}" for scheme in ("http", "https") for h in hosts]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
+                                     allowed_origins=origins)
+
+
+def _unauthorized(why: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
+    # RFC 6750: `error="invalid_token"` says the token is the problem. A bare `Bearer` challenge is read by
+    # MCP clients (the Inspector) as "this server wants OAuth", and they start a flow it does not serve.
+    body = b'{"error": "invalid_token", "error_description": "' + why + b'"}'
+    challenge = b'Bearer error="invalid_token", error_description="' + why + b'"'
+    return ({"type": "http.response.start", "status": 401,
+             "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                         (b"www-authenticate", challenge)]},
+            {"type": "http.response.body", "body": body})
+
+
 def _bearer(app: ASGIApp, token: str) -> ASGIApp:
-    expected = f"Bearer {token}".encode()
+    """`app` behind `Authorization: Bearer TOKEN`. The scheme is matched in any case (RFC 7235: `bearer`
+    is `Bearer`); the token byte for byte, in constant time."""
+    expected = token.encode()
 
     async def guarded(scope: Scope, receive: Callable[[], Awaitable[Any]],
                       send: Callable[[Any], Awaitable[None]]) -> None:
         if scope.get("type") == "http":
-            got = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(got, expected):
-                await send({"type": "http.response.start", "status": 401,
-                            "headers": [(b"content-type", b"text/plain"), (b"www-authenticate", b"Bearer")]})
-                await send({"type": "http.response.body", "body": b"missing or wrong bearer token\n"})
+            given = [v for k, v in scope.get("headers") or [] if k.lower() == b"authorization"]
+            scheme, _, credentials = (given[0] if len(given) == 1 else b"").strip().partition(b" ")
+            if scheme.lower() != b"bearer" or not hmac.compare_digest(credentials.strip(), expected):
+                why = b"no bearer token" if not given else b"wrong bearer token"
+                for message in _unauthorized(why):
+                    await send(message)
                 return
         await app(scope, receive, send)
 
     return guarded
 
 
+def _listen(host: str, port: int) -> list[socket.socket]:
+    """Sockets bound to every address `host` names, on one port (`port`, or the one the first bind got
+    for 0). A host that does not resolve or an address that cannot be bound is a usage error, said in
+    one line, not uvicorn's traceback."""
+    where = f"{url_host(host)}:{port}"
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError) as err:
+        raise UsageError(f"--host {host}: cannot resolve it ({getattr(err, 'strerror', None) or err}); give an "
+                         "address of this machine, e.g. 127.0.0.1 or [::1]") from None
+    socks: list[socket.socket] = []
+    failed: OSError | None = None
+    for family, kind, proto, _name, address in dict.fromkeys(infos):
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((address[0], socks[0].getsockname()[1] if socks else port, *address[2:]))
+        except OSError as err:  # e.g. localhost's ::1 where IPv6 is off: the other address serves
+            sock.close()
+            failed = failed or err
+            continue
+        socks.append(sock)
+    if not socks:
+        said = (failed.strerror if failed is not None else None) or "no address"
+        raise UsageError(f"cannot listen on {where}: {said}; pick another --port (0: any free port) or --host")
+    return socks
+
+
 def serve_http(service: MemoryService, *, host: str, port: int, path: str, token_env: str | None,
-               ready: Callable[[int], None] | None = None) -> None:
-    """Streamable HTTP with uvicorn. With `token_env`, every request needs `Authorization: Bearer
-    $TOKEN_ENV`. Port 0 picks a free port; `ready(port)` is called once it listens."""
+               allow_hosts: Sequence[str] = (), ready: Callable[[int], None] | None = None) -> None:
+    """Streamable HTTP with uvicorn, on `host` (an address without brackets, or a name). With `token_env`,
+    every request needs `Authorization: Bearer $TOKEN_ENV`. Every request's Host header must name this
+    server (`allowed_hosts`). Port 0 picks a free port; `ready(port)` is called once it listens."""
     import anyio
     import uvicorn
 
     token = os.environ.get(token_env, "") if token_env else ""
+    socks = _listen(host, port)
+    bound = socks[0].getsockname()[1]
     server = build_server(service)
-    app: Any = server.streamable_http_app(streamable_http_path=path, host=host)
+    app: Any = server.streamable_http_app(streamable_http_path=path, host=host,
+                                          transport_security=transport_security(allowed_hosts(host, allow_hosts)))
     if token:
         app = _bearer(app, token)
-    service.warm_up()
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    try:
+        service.warm_up()
+    except BaseException:
+        for sock in socks:
+            sock.close()
+        raise
+    config = uvicorn.Config(app, host=host, port=bound, log_level="warning", lifespan="on")
     userver = uvicorn.Server(config)
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(userver.serve)
+            tg.start_soon(lambda: userver.serve(sockets=socks))
             while not userver.started:
                 await anyio.sleep(0.02)
-            bound = port
-            for s in userver.servers:
-                for sock in s.sockets:
-                    bound = sock.getsockname()[1]
-            print(f"vivary mcp: listening on http://{host}:{bound}{path}", file=sys.stderr, flush=True)
+            print(f"vivary mcp: listening on http://{url_host(host)}:{bound}{path}", file=sys.stderr, flush=True)
             if ready is not None:
                 ready(bound)
 

@@ -43,12 +43,18 @@ if TYPE_CHECKING:
     from vivary_git.models import Edge, Node, Note
     from vivary_git.searchindex import Ranker, SearchIndex
 
-__all__ = ["PROFILES", "MemoryService", "NodePacket", "Onboarded", "SearchAnswer", "Status"]
+__all__ = ["PROFILES", "RESOURCES", "MemoryService", "NodePacket", "Onboarded", "SearchAnswer", "Status"]
 
 # Tool names by profile (CognitiveOS's host-core: search, read, add, update, link, unlink, dream).
 PROFILES: dict[str, tuple[str, ...]] = {
     "host-core": ("search", "read", "add", "update", "link", "unlink", "dream", "status", "onboard"),
     "read-only": ("search", "read", "status"),
+}
+# Resources by profile. The digest holds the private MEMORY.md's block and USER.md's profile (name, role):
+# a read-only host (a CI runner, an untrusted host) is served no private file's content.
+RESOURCES: dict[str, tuple[str, ...]] = {
+    "host-core": ("node", "memory-digest"),
+    "read-only": ("node",),
 }
 MAX_TOP_K = 50
 MAX_HOPS = 3
@@ -272,7 +278,8 @@ def _public_index(view: View, public: Graph) -> SearchIndex:
 
 
 class MemoryService:
-    """One workspace for one agent host. Thread-safe: one request at a time."""
+    """One workspace for one agent host. Thread-safe: one request at a time (a web page is fetched
+    outside the lock, so a slow page holds up no other request)."""
 
     def __init__(self, cwd: str | os.PathLike[str] | None = None, *, root: str | None = None,
                  profile: str = "host-core", source: str = "agent") -> None:
@@ -629,6 +636,9 @@ class MemoryService:
         from vivary_git.memory import digest
         from vivary_git.memory.corpus import from_view
 
+        if "memory-digest" not in RESOURCES[self.profile]:
+            raise RefusedError(f"the memory digest is not served in the {self.profile} profile: it holds private "
+                               "files' content (MEMORY.md, the USER.md profile)")
         with self._lock:
             st = self.state()
             return digest.served(st.view.ws, st.view.cfg, from_view(st.view))
@@ -793,25 +803,46 @@ class MemoryService:
         given = [k for k, v in (("file", file), ("folder", folder), ("url", url)) if v is not None]
         if len(given) != 1:
             raise UsageError("give one of file, folder or url to remember a source")
+        common: dict[str, Any] = {"title": title, "description": description, "tags": tags,
+                                  "durability": durability, "links": links, "force": force, "source": self.source}
+        if url is not None:
+            return self._anchor_url(url, allow_network, common)
         with self._lock:
             st = self.state()
             repo = st.view.ws.source.repo
             base = repo.workdir if repo is not None and repo.workdir is not None else self._cwd
-            common: dict[str, Any] = {"title": title, "description": description, "tags": tags,
-                                      "durability": durability, "links": links, "force": force,
-                                      "source": self.source}
             if file is not None:
                 result = sources.remember_file(st.view, file, base=base, **common)
-            elif folder is not None:
-                result = sources.remember_folder(st.view, folder, base=base, **common)
             else:
-                assert url is not None
-                result = sources.remember_url(st.view, url, allow_network=allow_network, **common)
-            if result.changed and result.commit is not None:
-                self._after_write(st, Remembered(ok=True, op=result.op, changed=True, id=result.id, path=result.path,
-                                                 commit=result.commit, ref=result.ref, blob=result.blob),
-                                  add=[(e.field, e.to) for e in result.links or ()])
+                assert folder is not None
+                result = sources.remember_folder(st.view, folder, base=base, **common)
+            self._after_anchor(st, result)
             return result
+
+    def _anchor_url(self, url: str, allow_network: bool, common: dict[str, Any]) -> Anchored:
+        """`sources.remember_url` in its three steps, the fetch (up to `timeout` seconds) outside the lock:
+        other calls are answered while a slow page arrives. The write decides again under the lock (the
+        tree may have moved meanwhile)."""
+        from vivary_git.memory import sources
+
+        with self._lock:
+            st = self.state()
+            known = sources.known_url(st.view, url, force=common["force"])
+            limits = st.view.cfg.memory.sources
+        if known is not None:
+            return known
+        page = sources.fetch_page(limits, url, allow_network=allow_network)
+        with self._lock:
+            st = self.state()
+            result = sources.remember_page(st.view, url, page, **common)
+            self._after_anchor(st, result)
+            return result
+
+    def _after_anchor(self, st: _State, result: Anchored) -> None:
+        if result.changed and result.commit is not None:
+            self._after_write(st, Remembered(ok=True, op=result.op, changed=True, id=result.id, path=result.path,
+                                             commit=result.commit, ref=result.ref, blob=result.blob),
+                              add=[(e.field, e.to) for e in result.links or ()])
 
     def _after_write(self, st: _State, result: Remembered, *, add: Sequence[tuple[str, str]] = (),
                      remove: Sequence[tuple[str, str]] = ()) -> None:

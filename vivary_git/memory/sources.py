@@ -49,6 +49,7 @@ from vivary_git.memory.secrets import refuse_secrets
 from vivary_git.safeio import describe_size
 
 if TYPE_CHECKING:
+    from vivary_git.memory.config import SourcesConfig
     from vivary_git.memory.snapshot import MemoryNode
 
 __all__ = [
@@ -56,9 +57,12 @@ __all__ = [
     "AnchorState",
     "Anchored",
     "check",
+    "fetch_page",
+    "known_url",
     "refresh",
     "remember_file",
     "remember_folder",
+    "remember_page",
     "remember_url",
 ]
 
@@ -448,11 +452,12 @@ def _normal_url(url: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme.lower(), netloc, parts.path or "/", parts.query, ""))
 
 
-def _fetch_data(view: View, url: str, allow_network: bool) -> _Data:
+def fetch_page(sources: SourcesConfig, url: str, *, allow_network: bool = False) -> _Data:
+    """The page at `url`, fetched within `sources`' bounds and read. No workspace state: the MCP server
+    runs it outside its lock, so other calls are answered while a slow page arrives."""
     from vivary_git.memory.fetch import fetch
 
-    sources = view.cfg.memory.sources
-    _network_gate(view, allow_network)
+    _network_gate(sources, allow_network)
     got = fetch(url, timeout=sources.timeout, max_bytes=sources.max_fetch_bytes, max_redirects=sources.max_redirects,
                 allow_private=sources.allow_private_addresses)
     fmt = media_format(got.content_type)
@@ -480,8 +485,8 @@ def _fetch_data(view: View, url: str, allow_network: bool) -> _Data:
                  auto_tags=["source", "web"], final_url=got.final, status=got.status, truncated=ex.truncated)
 
 
-def _network_gate(view: View, allow_network: bool) -> None:
-    enabled = view.cfg.memory.sources.allow_network
+def _network_gate(sources: SourcesConfig, allow_network: bool) -> None:
+    enabled = sources.allow_network
     if enabled and allow_network:
         return
     missing = []
@@ -806,18 +811,34 @@ def remember_url(view: View, url: str, *, allow_network: bool = False, title: st
                  links: Sequence[str] = (), force: bool = False, source: str = "agent") -> Anchored:
     """Anchor a web page: fetched (only with the network allowed twice, see `fetch.py`), its readable
     text kept as a Markdown snapshot in the note. The same URL again is not fetched: it warns, and
-    `force` refreshes the existing anchor in place."""
+    `force` refreshes the existing anchor in place. `known_url`, `fetch_page` and `remember_page` are
+    its three steps."""
+    known = known_url(view, url, force=force)
+    if known is not None:
+        return known
+    data = fetch_page(view.cfg.memory.sources, url, allow_network=allow_network)
+    return remember_page(view, url, data, title=title, description=description, tags=tags, durability=durability,
+                         links=links, force=force, source=source)
+
+
+def known_url(view: View, url: str, *, force: bool = False) -> Anchored | None:
+    """Before any fetch: `url` checked (a usage error, a credential refused), and the answer when it is
+    already anchored and not `force`d; None: fetch it."""
     from vivary_git.memory.fetch import check_url
 
     _refuse_secrets_in_args("the URL", "", title, description, tags, durability, links)
     check_url(url)  # first: its refusals (a user name or password in it) say more, and never echo the URL
     refuse_secrets([("the URL", url)])
     existing = _existing(view, "url", url)
-    if existing is not None and not force:
-        return _already(view, existing, "url", url)
-    data = _fetch_data(view, url, allow_network)
-    if existing is None:
-        existing = _existing(view, "url", data.final_url or url)
+    return _already(view, existing, "url", url) if existing is not None and not force else None
+
+
+def remember_page(view: View, url: str, data: _Data, *, title: str | None = None, description: str | None = None,
+                  tags: Sequence[str] = (), durability: str | None = None, links: Sequence[str] = (),
+                  force: bool = False, source: str = "agent") -> Anchored:
+    """The page `fetch_page` read for `url`, committed as a new anchor, or into the one already holding
+    `url` or the URL it ended at (with `force`; else that one is said)."""
+    existing = _existing(view, "url", url) or _existing(view, "url", data.final_url or url)
     if existing is not None:
         if not force:
             return _already(view, existing, "url", url)
@@ -855,7 +876,7 @@ def refresh(view: View, ref: str, *, allow_network: bool = False, source: str = 
         from vivary_git.memory.fetch import check_url
 
         check_url(url)
-        return _rewrite(view, node, _fetch_data(view, url, allow_network), source)
+        return _rewrite(view, node, fetch_page(view.cfg.memory.sources, url, allow_network=allow_network), source)
     key = "anchor_export" if anchor == "url" else "anchor_path"
     rel = _target_path(fields, key, node)
     if rel and not os.path.lexists(top / rel):
