@@ -332,6 +332,10 @@ def test_every_agent_write_path_refuses_secret_text(repo: Repo, site: Site) -> N
         ("url", lambda: service.anchor(url=f"{site.base}/plain.md?key={PAT.text}", allow_network=True),
          PAT.needle),
         ("url page text", lambda: service.anchor(url=f"{site.base}/runbook.md", allow_network=True), ANT.needle),
+        ("url title", lambda: service.anchor(url=f"{site.base}/plain.md", title=PAT.text, allow_network=True),
+         PAT.needle),
+        ("url tag", lambda: service.anchor(url=f"{site.base}/plain.md", tags=[PAT.text], allow_network=True),
+         PAT.needle),
     ]
     for name, call, needle in calls:
         with pytest.raises(SecretError) as got:

@@ -827,7 +827,7 @@ class MemoryService:
 
         with self._lock:
             st = self.state()
-            known = sources.known_url(st.view, url, force=common["force"])
+            known = sources.known_url(st.view, url, **{k: v for k, v in common.items() if k != "source"})
             limits = st.view.cfg.memory.sources
         if known is not None:
             return known

@@ -813,7 +813,8 @@ def remember_url(view: View, url: str, *, allow_network: bool = False, title: st
     text kept as a Markdown snapshot in the note. The same URL again is not fetched: it warns, and
     `force` refreshes the existing anchor in place. `known_url`, `fetch_page` and `remember_page` are
     its three steps."""
-    known = known_url(view, url, force=force)
+    known = known_url(view, url, force=force, title=title, description=description, tags=tags,
+                      durability=durability, links=links)
     if known is not None:
         return known
     data = fetch_page(view.cfg.memory.sources, url, allow_network=allow_network)
@@ -821,9 +822,11 @@ def remember_url(view: View, url: str, *, allow_network: bool = False, title: st
                          links=links, force=force, source=source)
 
 
-def known_url(view: View, url: str, *, force: bool = False) -> Anchored | None:
-    """Before any fetch: `url` checked (a usage error, a credential refused), and the answer when it is
-    already anchored and not `force`d; None: fetch it."""
+def known_url(view: View, url: str, *, force: bool = False, title: str | None = None,
+              description: str | None = None, tags: Sequence[str] = (), durability: str | None = None,
+              links: Sequence[str] = ()) -> Anchored | None:
+    """Before any fetch: `url` and the anchor's other arguments checked (a usage error, a credential
+    refused), and the answer when it is already anchored and not `force`d; None: fetch it."""
     from vivary_git.memory.fetch import check_url
 
     _refuse_secrets_in_args("the URL", "", title, description, tags, durability, links)
