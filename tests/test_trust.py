@@ -371,3 +371,188 @@ def test_a_search_index_built_from_a_trusted_graph_is_never_read_by_a_run_that_t
     module = run_git_vivary(["query", "module", "--rev", "HEAD", "--json"], me)
     assert [h["title"] for h in json.loads(module.stdout)["results"]] == ["Module one"], module.stdout
 
+
+
+# --- signing and verifying cache commits, through store's API -----------------------------------------------
+
+NEEDS_SSH = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs ssh-keygen (OpenSSH)")
+
+
+def _signs(path: Path, tmp_path: Path, name: str = "ci") -> str:
+    """Sign with a new SSH key in `path` (Git's own SSH signing); the key's allowed-signers line."""
+    key, pub = _ssh_key(tmp_path, name)
+    git(path, "config", "gpg.format", "ssh")
+    git(path, "config", "user.signingKey", f"{key}.pub")
+    return f'{name} namespaces="git" {pub}\n'
+
+
+def _state(n: int) -> store.Changes:
+    return store.Changes(states={f"state/local/k{n}/index.bin": f"state {n}".encode()})
+
+
+@NEEDS_SSH
+def test_cache_commits_are_vivary_gits_own_signed_or_not(repo: Repo, tmp_path: Path) -> None:
+    """A cache commit is pushed to every clone: signed or not it is made by `vivary-git`, never under the
+    name and address of the user whose run wrote it (Git's signing reads them from the environment)."""
+    repo.commit("notes", NOTES)
+    _signs(repo.path, tmp_path)
+    r = GitRepo(repo.path)
+    unsigned = store.write(r, _state(1))
+    signed = store.write(r, _state(2), sign=True)
+    assert unsigned is not None and signed is not None
+    for commit, gpgsig in ((unsigned.commit, False), (signed.commit, True)):
+        who = git(repo.path, "log", "-1", "--format=%an <%ae>|%cn <%ce>", commit).strip()
+        assert who == "vivary-git <vivary-git@localhost>|vivary-git <vivary-git@localhost>", who
+        assert git(repo.path, "log", "-1", "--format=%B", commit) == "vivary cache\n"
+        assert ("gpgsig" in git(repo.path, "cat-file", "commit", commit)) is gpgsig
+
+
+@NEEDS_SSH
+def test_a_cache_commit_git_cannot_sign_is_not_recorded_and_the_line_says_why(
+        repo: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    repo.commit("notes", NOTES)
+    _signs(repo.path, tmp_path)
+    git(repo.path, "config", "user.signingKey", str(tmp_path / "keys" / "gone.pub"))
+    git(repo.path, "config", "vivary.cacheSign", "true")
+    cache = store.RefCache(GitRepo(repo.path))
+    assert cache.sign and cache.write(_state(1), "vivary cache: test") is None
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1, err
+    assert err.startswith("vivary: vivary.cacheSign is on but Git could not sign the cache commit: "), err
+    assert "gone.pub" in err and err.endswith(" (check user.signingKey and gpg.format); this tree was not recorded\n")
+    assert tip(repo.path) == ""
+    # Git itself gone: said the same way, never a traceback.
+    tree = git(repo.path, "rev-parse", "HEAD^{tree}").strip()
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
+    with pytest.raises(store.SigningError) as failed:
+        store._signed_commit(GitRepo(repo.path), tree, [], "vivary cache: test")
+    assert str(failed.value) == ("cannot sign the cache commit (`git` is not on PATH; install Git (2.30 or newer) "
+                                 "and try again)")
+
+
+def test_provider_state_is_read_only_from_a_cache_this_clone_trusts(
+        repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
+    """`get_state`/`list_states` (what a memory provider loads) follow `vivary.cacheTrust` as every read does:
+    nothing by default, the tip with `any`; a state file that does not match the manifest reads as absent,
+    said in one line on stderr."""
+    repo.commit("notes", NOTES)
+    r = GitRepo(repo.path)
+    assert store.put_state(r, "local", "k1", {"index.bin": b"vectors", "manifest.json": b"{}"}) is not None
+    assert store.get_state(r, "local", "k1", "index.bin") is None
+    assert store.list_states(r, "local") == {}
+    git(repo.path, "config", "vivary.cacheTrust", "any")
+    assert store.get_state(r, "local", "k1", "index.bin") == b"vectors"
+    assert store.get_state(r, "local", "k1", "gone.bin") is None
+    assert store.list_states(r, "local") == {"k1": ["index.bin", "manifest.json"]}
+    assert store.list_states(r, "cognee") == {}
+    assert capsys.readouterr() == ("", "")
+    # Someone swaps the state file's bytes and leaves the manifest as it was (Git plumbing, a scratch index).
+    index = {"GIT_INDEX_FILE": str(repo.path / ".git" / "forge-index")}
+    git(repo.path, "read-tree", store.CACHE_REF, env=index)
+    swapped = _blob(repo.path, b"VECTORS")  # the same size
+    git(repo.path, "update-index", "--cacheinfo", f"100644,{swapped},state/local/k1/index.bin", env=index)
+    forged = git(repo.path, "commit-tree", git(repo.path, "write-tree", env=index).strip(), "-p", store.CACHE_REF,
+                 "-m", "vivary cache").strip()
+    git(repo.path, "update-ref", store.CACHE_REF, forged)
+    assert store.get_state(r, "local", "k1", "index.bin") is None
+    assert capsys.readouterr() == ("", "vivary: ignored the cache in refs/vivary/cache (state/local/k1/index.bin does "
+                                       "not match its sha256 in the manifest (modified?)); results are recomputed. "
+                                       "`git vivary cache verify` shows the damage, `git vivary cache drop` removes "
+                                       "it\n")
+
+
+@NEEDS_SSH
+def test_a_signature_is_judged_by_each_repositorys_allowed_signers_and_checked_once(
+        repo: Repo, tmp_path: Path) -> None:
+    """The same signed cache commit in two clones of one process (an MCP server serves several workspaces):
+    trusted where its signer is allowed, not where it is not; the answer is kept per repository, and Git
+    verifies a commit once per repository."""
+    repo.commit("notes", NOTES)
+    allowed = _signs(repo.path, tmp_path)
+    written = store.write(GitRepo(repo.path), _state(1), sign=True)
+    assert written is not None
+    origin = bare(tmp_path, "origin.git")
+    repo.git("push", "-q", f"file://{origin}", "main", f"{store.CACHE_REF}:{store.CACHE_REF}")
+    trusting, other = (_fresh_clone(tmp_path, origin, name) for name in ("trusting", "other"))
+    calls = tmp_path / "verify-calls"
+    program = tmp_path / "counting-ssh-keygen"
+    program.write_text(f'#!/bin/sh\necho "$@" >> {calls}\nexec ssh-keygen "$@"\n')
+    program.chmod(0o755)
+    for clone, signers in ((trusting, allowed), (other, "")):
+        git(clone, "fetch", "-q", "origin", f"{store.CACHE_REF}:{store.CACHE_REF}")
+        (clone / ".git" / "allowed").write_text(signers)
+        git(clone, "config", "gpg.ssh.allowedSignersFile", str(clone / ".git" / "allowed"))
+        git(clone, "config", "gpg.ssh.program", str(program))
+    assert store.verified(GitRepo(trusting), written.commit)
+    assert not store.verified(GitRepo(other), written.commit)
+    assert store.verified(GitRepo(trusting), written.commit) and not store.verified(GitRepo(other), written.commit)
+    asked = [line for line in calls.read_text().splitlines() if line.startswith("-Y find-principals")]
+    assert len(asked) == 2, calls.read_text()  # once in each clone
+    assert store.newest_verified(GitRepo(trusting)) == written.commit
+    assert store.newest_verified(GitRepo(other)) is None
+
+
+@NEEDS_SSH
+def test_the_newest_verified_commit_is_looked_for_as_far_back_as_a_chain_goes(repo: Repo, tmp_path: Path) -> None:
+    """A chain holds at most `CHAIN_LIMIT` commits after its root: a signed root under that many unsigned
+    commits is found; one more commit on top, and it is not looked for (a longer chain is not ours)."""
+    repo.commit("notes", NOTES)
+    (tmp_path / "allowed").write_text(_signs(repo.path, tmp_path))
+    git(repo.path, "config", "gpg.ssh.allowedSignersFile", str(tmp_path / "allowed"))
+    r = GitRepo(repo.path)
+    root = store.write(r, _state(1), sign=True)
+    assert root is not None
+    tree = git(repo.path, "rev-parse", f"{root.commit}^{{tree}}").strip()
+    commit = root.commit
+    for n in range(store.CHAIN_LIMIT):
+        commit = git(repo.path, "commit-tree", tree, "-p", commit, "-m", f"vivary cache {n}").strip()
+    git(repo.path, "update-ref", store.CACHE_REF, commit)
+    assert store.newest_verified(r) == root.commit
+    git(repo.path, "update-ref", store.CACHE_REF,
+        git(repo.path, "commit-tree", tree, "-p", commit, "-m", "vivary cache: one too many").strip())
+    assert store.newest_verified(r) is None
+
+
+def _swap_blob(cwd: Path, path: str, data: bytes) -> None:
+    """Put `data` at `path` in the cache's tree, its manifest left as it was (Git plumbing, a scratch index)."""
+    index = {"GIT_INDEX_FILE": str(cwd / ".git" / "forge-index")}
+    git(cwd, "read-tree", store.CACHE_REF, env=index)
+    git(cwd, "update-index", "--cacheinfo", f"100644,{_blob(cwd, data)},{path}", env=index)
+    forged = git(cwd, "commit-tree", git(cwd, "write-tree", env=index).strip(), "-p", store.CACHE_REF,
+                 "-m", "vivary cache").strip()
+    git(cwd, "update-ref", store.CACHE_REF, forged)
+
+
+def test_a_run_writes_nothing_on_a_cache_it_found_damaged(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
+    """Damage found by a read turns the cache off for the run: its writes build nothing on top of it (a
+    writer would keep the damaged entries it did not replace, under a new commit). Damage a write finds
+    itself is said once and the write is dropped; a ref that stays locked is said too, and results stand."""
+    repo.commit("notes", NOTES)
+    r = GitRepo(repo.path)
+    keys = ["ab" + "1" * 38, "ab" + "2" * 38]
+    assert store.write(r, store.Changes(parse={keys[0]: msgspec.msgpack.encode("one")})) is not None
+    assert store.RefCache(r).missing("parse", [keys[1], keys[0]]) == [keys[1]]
+    git(repo.path, "config", "vivary.cacheTrust", "any")
+    _swap_blob(repo.path, "parse/ab.msgpack", b"\x00" * len(_cat(repo.path, f"{store.CACHE_REF}:parse/ab.msgpack")))
+    before = tip(repo.path)
+    cache = store.RefCache(r)
+    assert cache.get("parse", keys[:1]) == {} and cache.damaged
+    assert cache.write(_state(1), "vivary cache: test") is None
+    assert tip(repo.path) == before
+    assert capsys.readouterr().err.count("vivary: ignored the cache in refs/vivary/cache (parse/ab.msgpack") == 1
+    # The manifest itself damaged: the write finds it, says so once, and writes nothing.
+    _swap_blob(repo.path, "manifest.msgpack", b"not a manifest")
+    before = tip(repo.path)
+    cache = store.RefCache(r, read=False)
+    assert cache.write(_state(2), "vivary cache: test") is None and cache.damaged
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("vivary: ignored the cache in refs/vivary/cache (") and err.count("\n") == 1
+    assert tip(repo.path) == before
+    # Another ref, as asked; and a ref whose lock stays taken: the run says so and goes on.
+    other = store.RefCache(r, "refs/vivary/other", read=False).write(_state(3), "vivary cache: test")
+    assert other is not None and git(repo.path, "rev-parse", "refs/vivary/other").strip() == other.commit
+    assert tip(repo.path) == before
+    (repo.path / ".git" / "refs" / "vivary" / "other.lock").write_text("")
+    assert store.RefCache(r, "refs/vivary/other", read=False).write(_state(4), "vivary cache: test") is None
+    assert capsys.readouterr() == ("", "vivary: refs/vivary/other moved 8 times while this run was recording; its "
+                                       "entries were not recorded; results are unaffected\n")
