@@ -178,6 +178,31 @@ def test_every_fake_token_is_refused_and_every_harmless_string_passes(
     assert {h: v for h, v in flagged.items() if v is not None} == {}
 
 
+@pytest.mark.parametrize("with_detect_secrets", [True, False], ids=["detect-secrets", "built-in only"])
+def test_a_refusal_names_the_field_line_rule_detector_and_fix_never_the_value(
+        monkeypatch: pytest.MonkeyPatch, with_detect_secrets: bool) -> None:
+    """The refusal, word for word: the field's label, the line within it (blank lines counted), the rule and
+    the detector that found it, and what to write instead; never the token. A field with no text (None, "",
+    a value that is not a string, as a JSON argument may be) is skipped, not an error. `scanner_name`
+    (what `onboard` says found a secret) names detect-secrets only when its plugins are there."""
+    if not with_detect_secrets:
+        monkeypatch.setattr(secrets, "_plugins", lambda: None)
+    found_by = "detect-secrets" if with_detect_secrets else "vivary-git's own patterns"
+    assert secrets.scanner_name() == ("detect-secrets and vivary-git's own patterns" if with_detect_secrets
+                                      else "vivary-git's own patterns")
+    fields: list[tuple[str, Any]] = [("title", None), ("tag", ""), ("tag", 42), ("link", "related:deploy"),
+                                     ("text", f"Deploy notes\n\n  \nkey {AWS.text} (old)\n{PAT.text}")]
+    with pytest.raises(SecretError) as err:
+        secrets.refuse_secrets(fields)
+    assert str(err.value) == (
+        f"refusing to remember this: text line 4 looks like a credential (AWS Access Key, found by {found_by}); "
+        "memories are committed to Git and shown to agents, so they must never hold a secret: remove it (say "
+        "where the secret lives instead, e.g. \"the deploy key is in the team vault\")")
+    assert AWS.needle not in str(err.value)
+    assert secrets.scan(fields[:4]) is None
+    assert secrets.find_secret([("tag", "fine"), ("text", f"one\n{PAT.text}")]) == ("text", 2, "GitHub Token")
+
+
 def _seed(repo: Repo) -> None:
     repo.commit("init", {"notes/deploy.md": "---\ntags: [ops]\n---\n# Deploy runbook\n\nHow we deploy.\n",
                          "README.md": "# Home\n"})
