@@ -11,6 +11,7 @@ import hashlib
 import json
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import msgspec
@@ -400,6 +401,8 @@ def test_cache_commits_are_vivary_gits_own_signed_or_not(repo: Repo, tmp_path: P
     unsigned = store.write(r, _state(1))
     signed = store.write(r, _state(2), sign=True)
     assert unsigned is not None and signed is not None
+    stamp = git(repo.path, "log", "-1", "--format=%ad", "--date=raw", unsigned.commit).split()
+    assert abs(int(stamp[0]) - time.time()) < 3600 and stamp[1] == "+0000", stamp  # written now, in UTC
     for commit, gpgsig in ((unsigned.commit, False), (signed.commit, True)):
         who = git(repo.path, "log", "-1", "--format=%an <%ae>|%cn <%ce>", commit).strip()
         assert who == "vivary-git <vivary-git@localhost>|vivary-git <vivary-git@localhost>", who
@@ -556,3 +559,118 @@ def test_a_run_writes_nothing_on_a_cache_it_found_damaged(repo: Repo, capsys: py
     assert store.RefCache(r, "refs/vivary/other", read=False).write(_state(4), "vivary cache: test") is None
     assert capsys.readouterr() == ("", "vivary: refs/vivary/other moved 8 times while this run was recording; its "
                                        "entries were not recorded; results are unaffected\n")
+
+
+def test_the_trust_setting_is_read_as_git_writes_it_and_an_unknown_level_trusts_nothing(
+        repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
+    repo.commit("notes", NOTES)
+    r = GitRepo(repo.path)
+    assert store.trust(r) == "none" and capsys.readouterr() == ("", "")
+    for written, level in ((" Signed ", "signed"), ("ANY", "any"), ("none", "none")):
+        git(repo.path, "config", "vivary.cacheTrust", written)
+        assert store.trust(r) == level
+    assert capsys.readouterr() == ("", "")
+    git(repo.path, "config", "vivary.cacheTrust", "everything " + "x" * 60)
+    assert store.trust(r) == "none"
+    assert capsys.readouterr() == ("", "vivary: vivary.cacheTrust = 'everything " + "x" * 29 + "' is not one of none, "
+                                       "signed, any; the shared cache is not read (`git config vivary.cacheTrust "
+                                       "signed|any` to read it)\n")
+    # The switches: off unless set to a boolean Git reads as true; the cache itself on unless set false.
+    assert (store.signing(r), store.notes_enabled(r), store.enabled(r)) == (False, False, True)
+    for key in ("vivary.cacheSign", "vivary.notes", "vivary.cache"):
+        git(repo.path, "config", key, "not a boolean")
+    assert (store.signing(r), store.notes_enabled(r), store.enabled(r)) == (False, False, True)
+    for key, value in (("vivary.cacheSign", "yes"), ("vivary.notes", "on"), ("vivary.cache", "off")):
+        git(repo.path, "config", key, value)
+    assert (store.signing(r), store.notes_enabled(r), store.enabled(r)) == (True, True, False)
+
+
+def test_one_run_reads_one_cache_commit_until_it_writes_its_own(repo: Repo) -> None:
+    """A run's reads (`snapshot`) and what its writes build on (`base`) are each loaded once: another writer's
+    commit meanwhile is not read half-way through; the run's own write is read next."""
+    repo.commit("notes", NOTES)
+    r = GitRepo(repo.path)
+    first = store.write(r, _state(1))
+    assert first is not None
+    git(repo.path, "config", "vivary.cacheTrust", "any")
+    cache = store.RefCache(r)
+    snap, base = cache.snapshot(), cache.base()
+    assert snap is not None and base is not None and snap.commit == base.commit == first.commit
+    other = store.write(r, _state(2))  # another process
+    assert other is not None
+    assert cache.snapshot() is snap and cache.base() is base
+    mine = cache.write(_state(3), "vivary cache: test")
+    assert mine is not None and mine.parent == other.commit
+    assert cache.snapshot().commit == cache.base().commit == mine.commit  # type: ignore[union-attr]
+    assert cache.has_tree("0" * 40 + "-" + "0" * 16) is False
+    # Trusting nothing: no commit is read, though there is one to build on.
+    git(repo.path, "config", "vivary.cacheTrust", "none")
+    cache = store.RefCache(r)
+    assert cache.snapshot() is None and not cache.reads() and cache.base() is not None
+    assert store.RefCache(r, read=False).trust == "none"
+    # Signed: only a commit whose signature verifies, and none here is signed.
+    git(repo.path, "config", "vivary.cacheTrust", "signed")
+    cache = store.RefCache(r)
+    assert cache.snapshot() is None and cache.reads()
+
+
+def test_a_run_knows_the_trees_its_cache_holds(repo: Repo) -> None:
+    repo.commit("notes", NOTES)
+    assert run_git_vivary(["check", "--rev", "HEAD"], repo.path).returncode == 1
+    r = GitRepo(repo.path)
+    snap = store.Snapshot.load(r)
+    assert snap is not None and len(snap.manifest.trees) == 1
+    [key] = snap.manifest.trees
+    cache = store.RefCache(r, read=False)
+    assert cache.has_tree(key) and not cache.has_tree("0" * 40 + "-" + "0" * 16)
+
+
+def test_damage_found_where_a_write_would_build_names_the_ref_and_turns_the_cache_off(
+        repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
+    repo.commit("notes", NOTES)
+    r = GitRepo(repo.path)
+    for ref in (store.CACHE_REF, "refs/vivary/other"):
+        written = store.write(r, _state(1), ref=ref)
+        assert written is not None
+    git(repo.path, "update-ref", "refs/vivary/other", git(
+        repo.path, "commit-tree", _mktree(repo.path, [f"100644 blob {_blob(repo.path, b'junk')}\tmanifest.msgpack"]),
+        "-m", "vivary cache").strip())
+    cache = store.RefCache(r, "refs/vivary/other", read=False)
+    assert cache.base() is None and cache.damaged and cache.missing("parse", ["ab" * 20]) == ["ab" * 20]
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("vivary: ignored the cache in refs/vivary/other (manifest.msgpack is not a "
+                                        "valid manifest (") and err.count("\n") == 1, err
+
+
+def test_a_verification_git_cannot_run_trusts_nothing(repo: Repo, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    repo.commit("notes", NOTES)
+    if shutil.which("ssh-keygen") is None:
+        pytest.skip("needs ssh-keygen (OpenSSH)")
+    (tmp_path / "allowed").write_text(_signs(repo.path, tmp_path))
+    git(repo.path, "config", "gpg.ssh.allowedSignersFile", str(tmp_path / "allowed"))
+    written = store.write(GitRepo(repo.path), _state(1), sign=True)
+    assert written is not None
+    r = GitRepo(repo.path)
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
+    assert store.verified(r, written.commit) is False
+    assert store.verified(r, "0" * 40) is False  # not there at all
+
+
+@NEEDS_SSH
+def test_a_signing_writer_builds_on_the_commit_it_verified_even_when_the_ref_moves_meanwhile(
+        repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`base` reads the tip, verifies it, then loads it: by its id, so an unsigned commit pushed in between is
+    not what a signing writer builds on. The race is made certain by handing `base` the tip as it was."""
+    repo.commit("notes", NOTES)
+    (tmp_path / "allowed").write_text(_signs(repo.path, tmp_path))
+    git(repo.path, "config", "gpg.ssh.allowedSignersFile", str(tmp_path / "allowed"))
+    git(repo.path, "config", "vivary.cacheSign", "true")
+    r = GitRepo(repo.path)
+    signed = store.write(r, _state(1), sign=True)
+    assert signed is not None
+    pushed = store.write(r, _state(2))  # unsigned, on top
+    assert pushed is not None and tip(repo.path) == pushed.commit
+    monkeypatch.setattr(store, "_tip", lambda repo, ref: signed.commit)
+    base = store.RefCache(r).base()
+    assert base is not None and base.commit == signed.commit
