@@ -86,10 +86,11 @@ def synthetic_vectors(ci: Path, sample: int) -> tuple[int, float, int]:
     import numpy as np
 
     from vivary_git import open_workspace, store
-    from vivary_git.memory.embed import load_embedder
-    from vivary_git.memory.local import EMBED_FORMAT, LocalMemory, embed_text
+    from vivary_git.memory.local.embed import load_embedder
+    from vivary_git.memory.local.files import EMBED_FORMAT, embed_text
+    from vivary_git.memory.local.provider import LocalMemory
+    from vivary_git.memory.local.vectors import KIND, quantize, roundtrip, vector_key
     from vivary_git.memory.snapshot import packets
-    from vivary_git.memory.vectors import KIND, quantize, roundtrip, vector_key
 
     ws = open_workspace(ci, rev="HEAD")
     mem = LocalMemory(ws)
@@ -132,8 +133,9 @@ def ann_alternatives(clone: Path, queries: int = 50) -> dict[str, float]:
     import numpy as np
 
     from vivary_git import open_workspace
-    from vivary_git.memory.assemble import ExactIndex
-    from vivary_git.memory.local import HNSW_EF_CONSTRUCTION, HNSW_M, LocalMemory
+    from vivary_git.memory.local.assemble import ExactIndex
+    from vivary_git.memory.local.files import HNSW_EF_CONSTRUCTION, HNSW_M
+    from vivary_git.memory.local.provider import LocalMemory
 
     mem = LocalMemory(open_workspace(clone))
     folder = next((Path(mem.store.location) / "trees").iterdir())
@@ -161,8 +163,8 @@ def keyword_index(clone: Path) -> dict[str, float]:
     """The first recall's BM25 index of every note, built as recall builds it (all notes at once,
     `bm25.build_texts`) against note by note (`Tokenizer.counts`, then `build`): CPU seconds, one process."""
     from vivary_git import open_workspace
-    from vivary_git.memory import bm25
-    from vivary_git.memory.local import LocalMemory
+    from vivary_git.memory.local import bm25
+    from vivary_git.memory.local.provider import LocalMemory
     from vivary_git.memory.snapshot import packets
 
     mem = LocalMemory(open_workspace(clone))
@@ -182,7 +184,7 @@ def keyword_index(clone: Path) -> dict[str, float]:
 def edit_notes(repo: Path, count: int) -> None:
     """Append a line to `count` admitted notes (graph nodes the privacy boundary lets through)."""
     from vivary_git import open_workspace
-    from vivary_git.memory.local import LocalMemory
+    from vivary_git.memory.local.provider import LocalMemory
 
     mem = LocalMemory(open_workspace(repo))
     notes = [mem.ws.source.root / n.path for n in mem.snapshot().nodes[:count]]

@@ -1,5 +1,5 @@
-"""The memory index in Git: vectors keyed by content in refs/vivary/cache (memory/vectors.py), recall of any
-tree from them (memory/assemble.py), one index writer at a time (memory/lock.py). Real model, real Git;
+"""The memory index in Git: vectors keyed by content in refs/vivary/cache (memory/local/vectors.py), recall of any
+tree from them (memory/local/assemble.py), one index writer at a time (memory/lock.py). Real model, real Git;
 model runs are counted by wrapping the embedder's one model call (`_OnnxEmbedder._vectors`), not mocked."""
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from test_store import objects_reachable
 
 from vivary_git import open_workspace, store
 from vivary_git.git import Repo as GitRepo
-from vivary_git.memory import embed, vectors
-from vivary_git.memory.embed import embedder_status
+from vivary_git.memory.local import embed, vectors
+from vivary_git.memory.local.embed import embedder_status
 
 pytestmark = pytest.mark.skipif(
     embedder_status() != "available" or importlib.util.find_spec("hnswlib") is None,
@@ -72,7 +72,7 @@ def keys_of(path: Path, *notes: str, rev: str | None = None, root: str | None = 
             ) -> dict[str, str]:
     """The vector key of each named note (a path relative to the workspace) as it is in that tree, private
     ones included: what a leak would be filed under."""
-    from vivary_git.memory.local import EMBED_FORMAT, embed_text
+    from vivary_git.memory.local.files import EMBED_FORMAT, embed_text
     from vivary_git.memory.snapshot import MemoryNode, packet
 
     ws = open_workspace(path, rev=rev, root=root)
@@ -336,7 +336,7 @@ def test_fresh_clone_recalls_from_fetched_vectors_embedding_only_the_query(
 def test_a_fresh_clone_builds_the_keyword_index_the_indexing_clone_built(ws: Repo, cli: Any, tmp_path: Path) -> None:
     """The clone that fetched the vectors tokenises the notes itself, in bulk (bm25.build_texts): its keyword
     index is byte for byte the one `index` built note by note, so hybrid recall answers alike, scores and all."""
-    from vivary_git.memory.local import LocalMemory
+    from vivary_git.memory.local.provider import LocalMemory
 
     assert cli("index", "--yes", cwd=ws.path).code == 0
     origin = publish(ws, tmp_path)
@@ -357,7 +357,7 @@ def forks(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Whether each `parallel.Forked` job of this process went to a child; every job may (no size floor), on
     two workers whatever the machine has."""
     from vivary_git import parallel
-    from vivary_git.memory import assemble
+    from vivary_git.memory.local import assemble
 
     monkeypatch.setenv("VIVARY_JOBS", "2")
     monkeypatch.setattr(assemble, "FORK_AT", 0)
@@ -373,7 +373,7 @@ def forks(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 
 
 def _assembled_lexical(path: Path) -> bytes:
-    from vivary_git.memory.local import LocalMemory
+    from vivary_git.memory.local.provider import LocalMemory
 
     found = list((Path(LocalMemory(open_workspace(path)).store.location) / "trees").glob("*/lexical.bin"))
     assert len(found) == 1, found
@@ -403,8 +403,9 @@ def test_a_fresh_clones_first_recall_is_the_same_with_or_without_its_children(
     first one at once or after sending the notes, the second one merging), and whether the fetched cache is
     sound or a chunk of it was tampered with, it prints and answers exactly what a recall that forks nothing
     does; on a sound cache, byte for byte what the indexing clone answers."""
-    from vivary_git.memory import assemble, bm25, snapshot
-    from vivary_git.memory.local import LocalMemory
+    from vivary_git.memory import snapshot
+    from vivary_git.memory.local import assemble, bm25
+    from vivary_git.memory.local.provider import LocalMemory
 
     assert cli("index", "--yes", cwd=ws.path).code == 0
     origin = publish(ws, tmp_path)
@@ -547,7 +548,7 @@ def test_recall_any_revision_whose_notes_all_have_vectors(ws: Repo, cli: Any, mo
 def test_exact_search_finds_what_the_index_finds(ws: Repo, cli: Any) -> None:
     """A tree recalled from vectors is searched exactly; on a handful of notes the index's HNSW graph
     (ef 64) is exact too, so the two answer alike. A note leaving the index takes the assembly with it."""
-    from vivary_git.memory.local import LocalMemory
+    from vivary_git.memory.local.provider import LocalMemory
 
     question = ["recall", "secrets and credentials", "--mode", "semantic", "--rev", "HEAD", "--json"]
     assert cli("index", "--yes", "--rev", "HEAD", cwd=ws.path).code == 0
@@ -666,7 +667,7 @@ def test_concurrent_index_runs_embed_each_note_once(ws: Repo) -> None:
     from vivary_git.memory.lock import index_lock
 
     dataset = open_workspace(ws.path)
-    from vivary_git.memory.local import LocalMemory
+    from vivary_git.memory.local.provider import LocalMemory
 
     mem = LocalMemory(dataset)
     repo = dataset.source.repo
@@ -684,7 +685,7 @@ def test_concurrent_index_runs_embed_each_note_once(ws: Repo) -> None:
 
 
 def test_a_killed_index_run_releases_the_lock(ws: Repo, cli: Any) -> None:
-    from vivary_git.memory.local import LocalMemory
+    from vivary_git.memory.local.provider import LocalMemory
 
     mem = LocalMemory(open_workspace(ws.path))
     repo = mem.ws.source.repo
@@ -707,7 +708,7 @@ def test_a_killed_index_run_releases_the_lock(ws: Repo, cli: Any) -> None:
 def test_post_commit_hook_indexes_the_commit_in_the_background(ws: Repo, cli: Any) -> None:
     import time
 
-    from vivary_git.memory.local import LocalMemory
+    from vivary_git.memory.local.provider import LocalMemory
     from vivary_git.memory.lock import index_lock
 
     ws.commit(files={".vivary/memory.toml": MEMORY + "\n[memory.local]\nauto_index = true\n"})
@@ -814,7 +815,7 @@ def test_recall_embeds_its_questions_while_it_reads_the_index(ws: Repo, cli: Any
     is loaded, while the index is still being read: the same vectors, so the same answer, byte for byte."""
     import threading
 
-    from vivary_git.memory import local
+    from vivary_git.memory.local import recall
 
     assert cli("index", "--yes", cwd=ws.path).code == 0
     queries = tmp_path / "q.jsonl"
@@ -832,8 +833,8 @@ def test_recall_embeds_its_questions_while_it_reads_the_index(ws: Repo, cli: Any
     assert asked.code == 0 and asked.out
     assert runs == [("vivary-background", 1 if how == "one" else 2)]
     runs.clear()
-    real_ask = local._load_and_ask
-    monkeypatch.setattr(local, "_load_and_ask", lambda name, queries, asked: real_ask(name, (), asked))
+    real_ask = recall._load_and_ask
+    monkeypatch.setattr(recall, "_load_and_ask", lambda name, queries, asked: real_ask(name, (), asked))
     plain = cli(*args, cwd=ws.path)
     assert runs == [("MainThread", 1 if how == "one" else 2)]
     assert (plain.code, plain.out, plain.err) == (asked.code, asked.out, asked.err)

@@ -550,7 +550,7 @@ def test_sync_fetch_runs_git_where_the_repository_is(repo: Repo, tmp_path: Path,
 
 def _value_problem_as_first_written(value: bytes) -> str | None:
     """`vectorvalue.value_problem` as it was first written, on a copy of the codes: what it must agree with."""
-    from vivary_git.memory import vectorvalue as vv
+    from vivary_git.memory.local import vectorvalue as vv
 
     dim = len(value) - 4
     if not 1 <= dim <= vv.MAX_DIM:
@@ -574,7 +574,7 @@ def _value_problem_as_first_written(value: bytes) -> str | None:
     b"\x00\x00\xc0\x7f" + b"\x7f" * 8, b"\x00\x00\x80\x3f" + b"\x7f" * 8,
 ])
 def test_a_fetched_vector_is_judged_as_it_always_was(value: bytes) -> None:
-    from vivary_git.memory.vectorvalue import value_problem
+    from vivary_git.memory.local.vectorvalue import value_problem
 
     assert value_problem(value) == _value_problem_as_first_written(value)
 

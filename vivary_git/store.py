@@ -5,7 +5,7 @@ Layout of every cache commit's tree (docs/cache.md has the long version):
     manifest.msgpack                 what is here and how to check it (`Manifest`)
     parse/00.msgpack … ff.msgpack    parsed notes (bodies left out) by blob id, by the id's first two hex digits
     facts/00.msgpack … ff.msgpack    per-document facts by fact key (sha1 of blob, rules digest, root, path)
-    vectors/00.msgpack … ff.msgpack  int8 note embeddings by vector key (memory/vectors.py: model, text)
+    vectors/00.msgpack … ff.msgpack  int8 note embeddings by vector key (memory/local/vectors.py: model, text)
     state/PROVIDER/KEY/NAME          memory-provider state, written through `put_state`
 
 Entries are grouped into 256 content-addressed chunks per kind instead of one Git object per note:
@@ -309,7 +309,7 @@ class Snapshot:
                     raise StoreDamaged(self.ref, f"{path} holds frontmatter for {key[:12]} larger or deeper than "
                                                  f"a note may have ({MAX_VALUES:,} values)")
         if kind == "vectors":
-            from vivary_git.memory.vectorvalue import value_problem
+            from vivary_git.memory.local.vectorvalue import value_problem
 
             for key, value in out.items():
                 problem = value_problem(value)
@@ -538,7 +538,7 @@ class Changes(msgspec.Struct):
     facts: dict[str, bytes] = {}
     trees: dict[str, TreeSummary] = {}
     states: dict[str, bytes] = {}
-    vectors: dict[str, bytes] = {}  # vector key -> quantised vector (memory/vectors.py)
+    vectors: dict[str, bytes] = {}  # vector key -> quantised vector (memory/local/vectors.py)
 
     def empty(self) -> bool:
         return not (self.parse or self.facts or self.trees or self.states or self.vectors)

@@ -29,7 +29,7 @@ class CacheStatus(msgspec.Struct, frozen=True):
     trees: int = 0  # source trees with a summary
     blobs: int = 0  # parsed notes (by blob id)
     facts: int = 0  # per-document facts
-    vectors: int = 0  # note embeddings (memory/vectors.py)
+    vectors: int = 0  # note embeddings (memory/local/vectors.py)
     states: int = 0  # memory-provider state files
     writer: str = ""
     written: int = 0
@@ -244,10 +244,10 @@ def _vector_keys(ws: Workspace) -> set[str]:
     cfg = load_memory_config(ws)
     if cfg.provider != "vivary-local":
         return set()
-    from vivary_git.memory.embed import model_id
-    from vivary_git.memory.localfiles import EMBED_FORMAT, embed_text
+    from vivary_git.memory.local.embed import model_id
+    from vivary_git.memory.local.files import EMBED_FORMAT, embed_text
+    from vivary_git.memory.local.vectors import vector_key
     from vivary_git.memory.snapshot import build_snapshot, packets
-    from vivary_git.memory.vectors import vector_key
 
     model = model_id(cfg.memory.local.model)
     snap = build_snapshot(ws, cfg.policy(), provider=cfg.provider, model=cfg.model, dataset_label=cfg.dataset_label,

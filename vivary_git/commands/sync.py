@@ -85,7 +85,7 @@ def _fetch_command(start: Path, remote: str) -> int:
         raise
     # What verifying the fetched cache reads with, imported while Git fetches it.
     from vivary_git import graph, parse, store  # noqa: F401
-    from vivary_git.memory import vectorvalue  # noqa: F401
+    from vivary_git.memory.local import vectorvalue  # noqa: F401
 
     staged: _Staged | None = None
     head: set[str] | None = None

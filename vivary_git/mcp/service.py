@@ -36,7 +36,7 @@ from vivary_git.memory.remember import EdgeRef, Remembered
 if TYPE_CHECKING:
     from vivary_git.graph import Graph
     from vivary_git.mcp.freshness import WorkTree
-    from vivary_git.memory.local import RecallSession
+    from vivary_git.memory.local.recall import RecallSession
     from vivary_git.memory.probe import Probe
     from vivary_git.memory.remember import View
     from vivary_git.memory.sources import Anchored
@@ -537,7 +537,8 @@ class MemoryService:
             st.hybrid_reason = (f"the semantic index is stale ({len(st.delta) + len(st.gone)} note(s) changed since "
                                 "it was built; run `git vivary index --yes`)")
         else:
-            from vivary_git.memory.local import LocalMemory, RecallSession
+            from vivary_git.memory.local.provider import LocalMemory
+            from vivary_git.memory.local.recall import RecallSession
 
             memory = LocalMemory(st.view.ws, cfg)
             memory._snap = st.view.snapshot  # the same privacy-filtered snapshot: not decided twice

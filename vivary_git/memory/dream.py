@@ -200,11 +200,11 @@ class _Terms:
     def __init__(self) -> None:
         self._fn: Callable[[str], list[str]]
         try:
-            from vivary_git.memory.bm25 import Tokenizer
+            from vivary_git.memory.local.bm25 import Tokenizer
 
             self._fn = Tokenizer()
         except ImportError:
-            from vivary_git.memory.bm25 import STOPWORDS
+            from vivary_git.memory.local.bm25 import STOPWORDS
             from vivary_git.textsearch import fold, words
 
             self._fn = lambda text: [w for w in words(fold(text)) if len(w) > 1 and w not in STOPWORDS]
@@ -470,7 +470,7 @@ def heuristic(sources: Sequence[TaskSource], terms: Callable[[str], list[str]] |
 def _topic(sources: Sequence[TaskSource], terms: Callable[[str], list[str]]) -> list[str]:
     """The words most sources use, most shared first: counted by stem (`deploy` and `deploys` are one), shown
     as their commonest spelling; stop words, numbers and words of one or two letters left out."""
-    from vivary_git.memory.bm25 import STOPWORDS
+    from vivary_git.memory.local.bm25 import STOPWORDS
     from vivary_git.textsearch import fold, words
 
     spread: Counter[str] = Counter()

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from vivary_git.escape import text as shown
-from vivary_git.memory.vectorvalue import (
+from vivary_git.memory.local.vectorvalue import (
     _LEVELS,
     _MAX_SCALE,
     _MIN_SCALE,
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from vivary_git import privacy
-    from vivary_git.memory.embed import Embedder
+    from vivary_git.memory.local.embed import Embedder
     from vivary_git.memory.snapshot import MemoryNode, MemorySnapshot
     from vivary_git.memory.state import LocalStateStore, StateStore
     from vivary_git.workspace import Workspace
@@ -328,7 +328,7 @@ class IndexSharing:
     def __init__(self, ws: Workspace, store: StateStore, embedder: Embedder, *, embed_format: int,
                  assembled: LocalStateStore, memo: privacy.PrivacyMemo | None = None) -> None:
         self.ws = ws
-        self.assembled = assembled  # where recall keeps what it assembled for other trees (memory/assemble.py)
+        self.assembled = assembled  # where recall keeps what it assembled for other trees (memory/local/assemble.py)
         self.memo = memo  # privacy questions answered in this command (`privacy.decide_scoped`)
         self.store = store
         self.embedder = embedder
@@ -345,7 +345,7 @@ class IndexSharing:
         self._indexed = self._indexed_nodes()
 
     def key(self, packet: str) -> str:
-        from vivary_git.memory.localfiles import embed_text
+        from vivary_git.memory.local.files import embed_text
 
         return vector_key(self.embedder.model_id, self.embed_format, embed_text(packet))
 
@@ -464,7 +464,7 @@ class IndexSharing:
 
     def _indexed_nodes(self) -> set[str] | None:
         """The node ids of the index before this run (None when that cannot be read)."""
-        from vivary_git.memory.localfiles import ENTRIES, Entries, _decode
+        from vivary_git.memory.local.files import ENTRIES, Entries, _decode
 
         data = self.store.get(ENTRIES)
         if data is None:
@@ -474,7 +474,7 @@ class IndexSharing:
 
     def _forget_assembled(self) -> None:
         """A note left the index (deleted, or now private): what recall assembled for other trees goes too,
-        so no vector or term of it stays behind (memory/assemble.py rebuilds what is asked for again)."""
+        so no vector or term of it stays behind (memory/local/assemble.py rebuilds what is asked for again)."""
         import shutil
 
         kept = self.assembled
@@ -496,7 +496,7 @@ def local_rows(store: StateStore, model_id: str, dim: int, embed_format: int, *,
     is absent, damaged or from another model. `usable(digest)` False leaves a row out of the map."""
     import numpy as np
 
-    from vivary_git.memory.localfiles import VECTOR_META, VECTORS, VectorMeta, _decode, _sha
+    from vivary_git.memory.local.files import VECTOR_META, VECTORS, VectorMeta, _decode, _sha
 
     meta: VectorMeta | None = _decode(store.get(VECTOR_META), VectorMeta)
     raw = store.get(VECTORS)
