@@ -61,13 +61,14 @@ def imports(name: str, path: Path, names: dict[str, Path]) -> set[str]:
 
 
 def public_modules(init: Path) -> set[str] | None:
-    """The modules a package's `__init__` docstring names under "Public modules" (`- \\`name\\`` items), or None
+    """The modules a package's `__init__` docstring names under "Public modules" (`- \\`name\\`: ...` items), or None
     when it names none (the package has no internals to keep)."""
     doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
     _, found, rest = doc.partition("Public modules")
     if not found:
         return None
-    return set(re.findall(r"^- `(\w+)`", rest, flags=re.M))
+    items = re.findall(r"^- (.*?):", rest, flags=re.M)  # "- `a`, `b`: what they are"
+    return {name for item in items for name in re.findall(r"`(\w+)`", item)}
 
 
 def within(name: str, package: str) -> bool:

@@ -35,7 +35,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     from vivary_git.errors import UsageError
     from vivary_git.escape import text as shown
-    from vivary_git.memory import remember, sources
+    from vivary_git.memory import sources
+    from vivary_git.memory.writes import remember
     from vivary_git.workspace import open_workspace
 
     view = remember.open_view(open_workspace(args.cwd, root=args.root))

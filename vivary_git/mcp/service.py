@@ -31,15 +31,15 @@ import msgspec
 
 from vivary_git import git
 from vivary_git.errors import RefusedError, UsageError, VivaryError
-from vivary_git.memory.remember import EdgeRef, Remembered
+from vivary_git.memory.writes.remember import EdgeRef, Remembered
 
 if TYPE_CHECKING:
     from vivary_git.graph import Graph
     from vivary_git.mcp.freshness import WorkTree
     from vivary_git.memory.local.recall import RecallSession
-    from vivary_git.memory.probe import Probe
-    from vivary_git.memory.remember import View
     from vivary_git.memory.sources import Anchored
+    from vivary_git.memory.writes.probe import Probe
+    from vivary_git.memory.writes.remember import View
     from vivary_git.models import Edge, Node, Note
     from vivary_git.searchindex import Ranker, SearchIndex
 
@@ -337,7 +337,7 @@ class MemoryService:
             if self._state is not None and self._state.key == key:
                 return self._state
             from vivary_git.memory.config import load_memory_config
-            from vivary_git.memory.remember import open_view
+            from vivary_git.memory.writes.remember import open_view
             from vivary_git.workspace import open_workspace
 
             if self._state is not None:
@@ -375,7 +375,7 @@ class MemoryService:
         if changed is None:
             return None
         from vivary_git.escape import name as text_name
-        from vivary_git.memory.remember import open_view
+        from vivary_git.memory.writes.remember import open_view
         from vivary_git.workspace import open_workspace
 
         ws = open_workspace(self._cwd, root=self._root, worktree=key[0])
@@ -422,7 +422,7 @@ class MemoryService:
         repo = self._repo
         if not branch or repo is None or ws.source.root_tree is None:
             return None
-        from vivary_git.memory.write import _tree_with
+        from vivary_git.memory.writes.commits import _tree_with
 
         ref = repo.repo.references.get(f"refs/heads/{branch}")
         if ref is None:
@@ -741,14 +741,14 @@ class MemoryService:
 
     def _probe_for(self, st: _State) -> Probe:
         if self._probe is None:
-            from vivary_git.memory.probe_loader import probe_for
+            from vivary_git.memory.writes.probe_loader import probe_for
 
             self._probe = probe_for(st.view)
         return self._probe
 
     def add(self, text: str, *, title: str | None = None, tags: Sequence[str] = (),
             durability: str | None = None, links: Sequence[str] = (), force: bool = False) -> Remembered:
-        from vivary_git.memory import remember
+        from vivary_git.memory.writes import remember
 
         self._writable("add")
         with self._lock:
@@ -761,7 +761,7 @@ class MemoryService:
 
     def update(self, id: str, *, text: str | None = None, tags: Sequence[str] | None = None,
                durability: str | None = None) -> Remembered:
-        from vivary_git.memory import remember
+        from vivary_git.memory.writes import remember
 
         self._writable("update")
         with self._lock:
@@ -778,7 +778,7 @@ class MemoryService:
         return self._relink("unlink", source, field, target)
 
     def _relink(self, tool: str, source: str, field: str, target: str) -> Remembered:
-        from vivary_git.memory import remember
+        from vivary_git.memory.writes import remember
 
         self._writable(tool)
         with self._lock:
@@ -852,7 +852,7 @@ class MemoryService:
         and any other change on disk still rebuilds everything."""
         from vivary_git import graph as graph_mod
         from vivary_git.memory.snapshot import MemoryNode
-        from vivary_git.memory.write import _tree_with
+        from vivary_git.memory.writes.commits import _tree_with
         from vivary_git.models import Node
 
         view = st.view

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from vivary_git.memory.probe import Probe
+from vivary_git.memory.writes.probe import Probe
 
 if TYPE_CHECKING:
     from vivary_git.memory.local.embed import Embedder
-    from vivary_git.memory.remember import View
+    from vivary_git.memory.writes.remember import View
 
 __all__ = ["probe_for"]
 
