@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vivary_git.memory import dream
+    from vivary_git.memory.dream import dream
     from vivary_git.memory.writes.remember import open_view
     from vivary_git.workspace import open_workspace
 
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print(a: object) -> None:
-    from vivary_git.memory.dream import DreamAnswer
+    from vivary_git.memory.dream.dream import DreamAnswer
 
     assert isinstance(a, DreamAnswer)
     say = "vivary dream:"

@@ -99,8 +99,8 @@ def _without_hidden(ws: Any, session: Any, text: str, hits: list[Any], k: int, f
     """Recall's hits without archived or expired memories (docs/dream.md), asking for more when some were
     left out; the memories returned count as memory events toward the next dream, and a due dream is said on
     stderr (the JSON answer keeps its shape)."""
-    from vivary_git.memory import durability
-    from vivary_git.memory.accesslog import log_for
+    from vivary_git.memory.dream import durability
+    from vivary_git.memory.dream.accesslog import log_for
 
     when = durability.now()
     notes = ws.lazy_notes()

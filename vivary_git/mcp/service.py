@@ -634,8 +634,8 @@ class MemoryService:
         """MEMORY.md, served to the host that asked (the one place it is served; docs/dream.md): the file
         as `git vivary digest` wrote it when its digest is fresh, else with the digest block as it would be
         written now. Never logged, cached or indexed; nothing is written by reading it."""
-        from vivary_git.memory import digest
-        from vivary_git.memory.corpus import from_view
+        from vivary_git.memory.dream import digest
+        from vivary_git.memory.dream.corpus import from_view
 
         if "memory-digest" not in RESOURCES[self.profile]:
             raise RefusedError(f"the memory digest is not served in the {self.profile} profile: it holds private "
@@ -649,7 +649,7 @@ class MemoryService:
     def dream(self, *, inspect: str | None = None, task_id: str | None = None, title: str | None = None,
               content: str | None = None, use_heuristic: bool = False, force: bool = False) -> Any:
         """The `dream` tool: a run (when due, or `force`), a task resolved, or `inspect` status|runs|tasks."""
-        from vivary_git.memory import dream
+        from vivary_git.memory.dream import dream
 
         resolving = title is not None or content is not None or use_heuristic
         if inspect is not None and (task_id or resolving or force):
@@ -904,8 +904,8 @@ class MemoryService:
 
 def _hidden_memories(view: View, include_archived: bool) -> frozenset[str]:
     """Memories left out of search now: expired ephemeral ones, and archived ones unless asked for."""
-    from vivary_git.memory import durability
-    from vivary_git.memory.corpus import notes_of
+    from vivary_git.memory.dream import durability
+    from vivary_git.memory.dream.corpus import notes_of
 
     when = durability.now()
     out = []
@@ -933,7 +933,7 @@ _HIDDEN: dict[tuple[str, bool], tuple[bool, float | None]] = {}  # (blob, includ
 def _memory_event(view: View, op: str, hits: Sequence[SearchHit]) -> str | None:
     """Log a search that returned memories (a memory event, docs/dream.md); the dream_due hint when due."""
     from vivary_git.config import MEMORY_TYPE
-    from vivary_git.memory.accesslog import log_for
+    from vivary_git.memory.dream.accesslog import log_for
 
     log = log_for(view.ws)
     ids = [h.id for h in hits if h.type == MEMORY_TYPE]
@@ -943,8 +943,8 @@ def _memory_event(view: View, op: str, hits: Sequence[SearchHit]) -> str | None:
 
 
 def _dream_status(view: View) -> dict[str, Any]:
-    from vivary_git.memory import dream
-    from vivary_git.memory.accesslog import log_for
+    from vivary_git.memory.dream import dream
+    from vivary_git.memory.dream.accesslog import log_for
 
     due = log_for(view.ws).due()
     opened = dream.open_tasks(view)

@@ -348,7 +348,7 @@ def add(
 
 def _logged(view: View, result: Remembered, ids: Sequence[str]) -> Remembered:
     """Count a memory event toward the next dream (docs/dream.md) and say when one is due."""
-    from vivary_git.memory.accesslog import log_for
+    from vivary_git.memory.dream.accesslog import log_for
 
     log = log_for(view.ws)
     if ids:

@@ -41,9 +41,9 @@ import msgspec
 
 from vivary_git.config import MEMORY_TYPE
 from vivary_git.errors import RefusedError, UsageError
-from vivary_git.memory import durability
-from vivary_git.memory.accesslog import Due, Log, log_for
-from vivary_git.memory.corpus import Mem
+from vivary_git.memory.dream import durability
+from vivary_git.memory.dream.accesslog import Due, Log, log_for
+from vivary_git.memory.dream.corpus import Mem
 from vivary_git.memory.writes import commits
 
 if TYPE_CHECKING:
@@ -535,7 +535,7 @@ def status(view: View, *, now: float | None = None) -> Due:
 def run(view: View, *, force: bool = False, now: float | None = None, source: str = "cli",
         write_digest: bool = True) -> DreamAnswer:
     """One dream run: when due (or `force`), remove expired memories and propose compaction tasks."""
-    from vivary_git.memory.corpus import from_view
+    from vivary_git.memory.dream.corpus import from_view
 
     log = log_for(view.ws)
     records = Records(log)
@@ -617,8 +617,8 @@ def _dt(t: float) -> Any:
 def _digest(view: View) -> str:
     """Regenerate MEMORY.md after a change; a digest that cannot be written says why, and the change stands."""
     from vivary_git.errors import VivaryError
-    from vivary_git.memory.corpus import public_memories
-    from vivary_git.memory.digest import write as write_digest
+    from vivary_git.memory.dream.corpus import public_memories
+    from vivary_git.memory.dream.digest import write as write_digest
 
     try:
         ws = _fresh(view)
@@ -759,7 +759,7 @@ def resolve(view: View, task_id: str, *, title: str | None = None, content: str 
         title, content, _ = heuristic(found.sources)
         by = "heuristic"
     elif use_chat:
-        from vivary_git.memory.chat import summarise
+        from vivary_git.memory.dream.chat import summarise
 
         title, content = summarise(view.cfg, found.prompt, [(s.title, s.text) for s in found.sources])
         by = "chat"
