@@ -108,6 +108,11 @@ def test_the_layout_keeps_its_rules() -> None:
     assert not found, "\n".join(found)
 
 
+def test_memory_holds_the_seam_a_provider_and_its_jobs_folders() -> None:
+    top = {p.stem for p in (PACKAGE / "memory").glob("*.py")} - {"__init__"}
+    assert top == {*SEAM, "cognee"}, f"memory/ holds {sorted(top - {*SEAM, 'cognee'})} beside the seam"
+
+
 def test_every_job_of_memory_names_its_public_modules() -> None:
     for init in sorted((PACKAGE / "memory").glob("*/__init__.py")):
         public = public_modules(init)

@@ -368,7 +368,7 @@ def test_a_page_trickling_its_answer_ends_at_the_one_deadline(repo: Repo, cli: A
 def test_a_name_lookup_that_hangs_ends_at_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
     """The lookup is inside the deadline too. A resolver that never answers cannot exist on loopback: this
     one is a stand-in that waits until the test ends."""
-    from vivary_git.memory import fetch
+    from vivary_git.memory.sources import fetch
 
     hang = threading.Event()
 

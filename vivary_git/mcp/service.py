@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from vivary_git.graph import Graph
     from vivary_git.mcp.freshness import WorkTree
     from vivary_git.memory.local.recall import RecallSession
-    from vivary_git.memory.sources import Anchored
+    from vivary_git.memory.sources.anchors import Anchored
     from vivary_git.memory.writes.probe import Probe
     from vivary_git.memory.writes.remember import View
     from vivary_git.models import Edge, Node, Note
@@ -795,10 +795,10 @@ class MemoryService:
                allow_network: bool = False, description: str | None = None, title: str | None = None,
                tags: Sequence[str] = (), durability: str | None = None, links: Sequence[str] = (),
                force: bool = False) -> Anchored:
-        """`add` with a source anchor (memory/sources.py): a file or folder (paths relative to the
+        """`add` with a source anchor (memory/sources/anchors.py): a file or folder (paths relative to the
         repository top) or a web page (fetched only with the network allowed by both the workspace and
         `allow_network`)."""
-        from vivary_git.memory import sources
+        from vivary_git.memory.sources import anchors
 
         self._writable("add")
         given = [k for k, v in (("file", file), ("folder", folder), ("url", url)) if v is not None]
@@ -813,29 +813,29 @@ class MemoryService:
             repo = st.view.ws.source.repo
             base = repo.workdir if repo is not None and repo.workdir is not None else self._cwd
             if file is not None:
-                result = sources.remember_file(st.view, file, base=base, **common)
+                result = anchors.remember_file(st.view, file, base=base, **common)
             else:
                 assert folder is not None
-                result = sources.remember_folder(st.view, folder, base=base, **common)
+                result = anchors.remember_folder(st.view, folder, base=base, **common)
             self._after_anchor(st, result)
             return result
 
     def _anchor_url(self, url: str, allow_network: bool, common: dict[str, Any]) -> Anchored:
-        """`sources.remember_url` in its three steps, the fetch (up to `timeout` seconds) outside the lock:
+        """`anchors.remember_url` in its three steps, the fetch (up to `timeout` seconds) outside the lock:
         other calls are answered while a slow page arrives. The write decides again under the lock (the
         tree may have moved meanwhile)."""
-        from vivary_git.memory import sources
+        from vivary_git.memory.sources import anchors
 
         with self._lock:
             st = self.state()
-            known = sources.known_url(st.view, url, **{k: v for k, v in common.items() if k != "source"})
+            known = anchors.known_url(st.view, url, **{k: v for k, v in common.items() if k != "source"})
             limits = st.view.cfg.memory.sources
         if known is not None:
             return known
-        page = sources.fetch_page(limits, url, allow_network=allow_network)
+        page = anchors.fetch_page(limits, url, allow_network=allow_network)
         with self._lock:
             st = self.state()
-            result = sources.remember_page(st.view, url, page, **common)
+            result = anchors.remember_page(st.view, url, page, **common)
             self._after_anchor(st, result)
             return result
 

@@ -30,7 +30,7 @@ import msgspec
 
 from vivary_git.config import MEMORY_TYPE
 from vivary_git.errors import ConfigError, RefusedError, UsageError
-from vivary_git.memory.extract import Extracted, extract, format_of, media_format
+from vivary_git.memory.sources.extract import Extracted, extract, format_of, media_format
 from vivary_git.memory.writes import commits, notefile
 from vivary_git.memory.writes.remember import (
     EdgeRef,
@@ -393,7 +393,7 @@ def _sidecar(view: View, rel: str) -> dict[str, Any] | None:
         raise UsageError(f"{side}: not a JSON object ({err}); it should hold {{\"url\": \"https://…\"}}") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("url"), str):
         raise UsageError(f"{side}: needs a \"url\" string, e.g. {{\"url\": \"https://example.org/page\"}}")
-    from vivary_git.memory.fetch import check_url
+    from vivary_git.memory.sources.fetch import check_url
 
     check_url(raw["url"])
     out: dict[str, Any] = {"url": raw["url"], "sidecar": side}
@@ -455,7 +455,7 @@ def _normal_url(url: str) -> str:
 def fetch_page(sources: SourcesConfig, url: str, *, allow_network: bool = False) -> _Data:
     """The page at `url`, fetched within `sources`' bounds and read. No workspace state: the MCP server
     runs it outside its lock, so other calls are answered while a slow page arrives."""
-    from vivary_git.memory.fetch import fetch
+    from vivary_git.memory.sources.fetch import fetch
 
     _network_gate(sources, allow_network)
     got = fetch(url, timeout=sources.timeout, max_bytes=sources.max_fetch_bytes, max_redirects=sources.max_redirects,
@@ -827,7 +827,7 @@ def known_url(view: View, url: str, *, force: bool = False, title: str | None = 
               links: Sequence[str] = ()) -> Anchored | None:
     """Before any fetch: `url` and the anchor's other arguments checked (a usage error, a credential
     refused), and the answer when it is already anchored and not `force`d; None: fetch it."""
-    from vivary_git.memory.fetch import check_url
+    from vivary_git.memory.sources.fetch import check_url
 
     _refuse_secrets_in_args("the URL", "", title, description, tags, durability, links)
     check_url(url)  # first: its refusals (a user name or password in it) say more, and never echo the URL
@@ -876,7 +876,7 @@ def refresh(view: View, ref: str, *, allow_network: bool = False, source: str = 
         url = fields.get("url")
         if not isinstance(url, str):
             raise UsageError(f"{node.id}: its `url` is missing; remember the page again")
-        from vivary_git.memory.fetch import check_url
+        from vivary_git.memory.sources.fetch import check_url
 
         check_url(url)
         return _rewrite(view, node, fetch_page(view.cfg.memory.sources, url, allow_network=allow_network), source)
