@@ -85,12 +85,13 @@ def synthetic_vectors(ci: Path, sample: int) -> tuple[int, float, int]:
     import msgspec
     import numpy as np
 
-    from vivary_git import open_workspace, store
+    from vivary_git import open_workspace
     from vivary_git.memory.local.embed import load_embedder
     from vivary_git.memory.local.files import EMBED_FORMAT, embed_text
     from vivary_git.memory.local.provider import LocalMemory
     from vivary_git.memory.local.vectors import KIND, quantize, roundtrip, vector_key
     from vivary_git.memory.snapshot import packets
+    from vivary_git.store import write as store
 
     ws = open_workspace(ci, rev="HEAD")
     mem = LocalMemory(ws)
@@ -115,7 +116,8 @@ def synthetic_vectors(ci: Path, sample: int) -> tuple[int, float, int]:
 
 def vector_bytes(repo: Path) -> tuple[int, int, int]:
     """(vectors recorded, uncompressed bytes of the vector chunks, bytes of a pack holding just them)."""
-    from vivary_git import open_workspace, store
+    from vivary_git import open_workspace
+    from vivary_git.store import write as store
 
     ws = open_workspace(repo, rev="HEAD")
     assert ws.source.repo is not None

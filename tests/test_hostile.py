@@ -53,8 +53,8 @@ def _forge_parse_chunk(path: Any, value: bytes) -> None:
     import msgspec
     import pygit2
 
-    from vivary_git import store
     from vivary_git.git import Repo as GitRepo
+    from vivary_git.store import write as store
 
     r = GitRepo(path)
     snap = store.Snapshot.load(r)

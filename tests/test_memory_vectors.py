@@ -20,10 +20,11 @@ from conftest import Repo, git, run_git_vivary
 from test_memory_local import MEMORY, PRIVATE, PUBLIC, TROPO
 from test_store import objects_reachable
 
-from vivary_git import open_workspace, store
+from vivary_git import open_workspace
 from vivary_git.git import Repo as GitRepo
 from vivary_git.memory.local import embed, vectors
 from vivary_git.memory.local.embed import embedder_status
+from vivary_git.store import write as store
 
 pytestmark = pytest.mark.skipif(
     embedder_status() != "available" or importlib.util.find_spec("hnswlib") is None,

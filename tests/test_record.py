@@ -13,7 +13,7 @@ import pytest
 from conftest import TROPO, Repo, git, run_git_vivary
 from test_store import objects_reachable
 
-from vivary_git import store
+from vivary_git.store import write as store
 
 
 def _private_files(at: str) -> dict[str, str]:

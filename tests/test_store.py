@@ -1,4 +1,4 @@
-"""refs/vivary/cache (store.py): recording as a side effect, keys, privacy, untrusted reads, chain bound."""
+"""refs/vivary/cache (store/write.py): recording as a side effect, keys, privacy, untrusted reads, chain bound."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import msgspec
 import pytest
 from conftest import TROPO, Repo, git, run_git_vivary
 
-from vivary_git import store
 from vivary_git.git import Repo as GitRepo
+from vivary_git.store import write as store
 
 NOTES = {
     "tropo.toml": TROPO,

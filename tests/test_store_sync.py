@@ -19,8 +19,8 @@ import pytest
 from conftest import Repo, git, run_git_vivary
 from test_store import NOTES, objects_reachable, stats, tip
 
-from vivary_git import store
 from vivary_git.git import Repo as GitRepo
+from vivary_git.store import write as store
 
 
 def bare(tmp_path: Path, name: str) -> Path:
@@ -116,7 +116,7 @@ def test_a_tampered_remote_cache_is_not_adopted(repo: Repo, tmp_path: Path) -> N
 WRITER = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from vivary_git import store
+    from vivary_git.store import write as store
     from vivary_git.git import Repo
     repo = Repo(Path(sys.argv[1]))
     who, n = sys.argv[2], int(sys.argv[3])
@@ -167,7 +167,7 @@ def test_concurrent_checks_of_two_trees(repo: Repo) -> None:
 PAUSED_WRITER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from vivary_git import store
+    from vivary_git.store import write as store
     from vivary_git.git import Repo
 
     def pause():

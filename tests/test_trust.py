@@ -18,8 +18,8 @@ import pytest
 from conftest import TROPO, Repo, git, run_git_vivary
 from test_store import objects_reachable, stats, tip
 
-from vivary_git import store
 from vivary_git.git import Repo as GitRepo
+from vivary_git.store import write as store
 
 NOTES = {
     "tropo.toml": TROPO,

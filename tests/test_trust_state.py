@@ -23,9 +23,10 @@ from conftest import Repo, git, run_git_vivary
 from test_memory_local import PUBLIC, TROPO
 from test_memory_vectors import cache_vectors, clone, keys_of, publish
 
-from vivary_git import open_workspace, store
+from vivary_git import open_workspace
 from vivary_git.errors import RefusedError
 from vivary_git.memory.local.embed import embedder_status
+from vivary_git.store import write as store
 
 needs_model = pytest.mark.skipif(
     embedder_status() != "available" or importlib.util.find_spec("hnswlib") is None,

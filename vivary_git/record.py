@@ -41,10 +41,11 @@ from vivary_git.escape import text
 
 if TYPE_CHECKING:
     from vivary_git import graph as graph_mod
-    from vivary_git import privacy, store
+    from vivary_git import privacy
     from vivary_git.config import Config
     from vivary_git.localcache import SegmentCache
     from vivary_git.source import Entry, Source
+    from vivary_git.store import write as store
 
 Keyed = list[tuple["Entry", str, "graph_mod.Facts"]]
 
@@ -128,7 +129,7 @@ def recording(ws: Workspace) -> tuple[store.RefCache, str, str] | None:
     root = recordable_root(ws.source)
     if root is None:
         return None
-    from vivary_git import store
+    from vivary_git.store import write as store
 
     tkey = store.tree_key(tree, ws.config.digest())
     if ref.has_tree(tkey) or ref.damaged:
@@ -179,9 +180,9 @@ def prepare(ws: Workspace, keyed: Keyed | None) -> Pending | None:
     if got is None:
         return None
     ref, tkey, root = got
-    from vivary_git import store
     from vivary_git.errors import VivaryError
     from vivary_git.parallel import Background
+    from vivary_git.store import write as store
 
     if keyed is None:
         keyed = ws.facts_for_recording()
@@ -218,7 +219,7 @@ def prepare(ws: Workspace, keyed: Keyed | None) -> Pending | None:
 
 
 def finish(ws: Workspace, pending: Pending, counts: Counts) -> None:
-    from vivary_git import store
+    from vivary_git.store import write as store
 
     tree = ws.source.tree_id
     assert tree is not None  # recording() checked

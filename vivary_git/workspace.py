@@ -32,9 +32,10 @@ from vivary_git.models import Finding, Node, Note
 from vivary_git.source import Entry, Source, is_note, open_source
 
 if TYPE_CHECKING:
-    from vivary_git import privacy, store
+    from vivary_git import privacy
     from vivary_git.history import Dates
     from vivary_git.searchindex import SearchIndex
+    from vivary_git.store import write as store
 
 
 T = TypeVar("T")
@@ -129,7 +130,7 @@ class Workspace:
         self._graph: graph_mod.Graph | None = None
         self._notes: dict[str, Note] | None = None
         self.stats = Stats()
-        # --- issue 4: the shared ref cache (store.py), second level behind the local hot cache ---
+        # --- issue 4: the shared ref cache (store/write.py), second level behind the local hot cache ---
         self._ref: store.RefCache | None = None
         self._ref_checked = not shared_cache  # without the shared cache: neither read nor recorded
         self._from_ref: set[str] = set()  # parse (blob ids) and facts (keys) read from the ref this run
@@ -496,7 +497,7 @@ class Workspace:
             notes.update(self._parse(list(dict.fromkeys(e.oid for e in rest))))
         return [derived.get((e.oid, e.path)) or derive(e.path, e.oid, notes[e.oid]) for e in entries]
 
-    # --- the shared ref cache (refs/vivary/cache, store.py); recording is record.py's -------------------
+    # --- the shared ref cache (refs/vivary/cache, store/write.py); recording is record.py's -------------------
 
     def refcache(self) -> store.RefCache | None:
         """The shared cache for this run, or None when it is off. What it may be *read* for follows the
@@ -506,7 +507,7 @@ class Workspace:
             self._ref_checked = True
             repo = self.source.repo
             if self.cache_enabled and repo is not None:
-                from vivary_git import store
+                from vivary_git.store import write as store
 
                 if store.enabled(repo):
                     self._ref = store.RefCache(repo, read=not self.gate)
@@ -533,7 +534,7 @@ class Workspace:
         """The shared encoding (`store.encode_shared`) of these blobs' parses. One note at a time from
         its parse (this run's, or a worker's still encoded, which is re-encoded without being decoded):
         at 100,000 notes, holding them all decoded at once was ~200 MB."""
-        from vivary_git import store
+        from vivary_git.store import write as store
 
         parse: dict[str, bytes] = {}
         rest: list[str] = []
@@ -563,7 +564,7 @@ class Workspace:
 
     def cache_keys(self) -> tuple[str | None, set[str], set[str]]:
         """issue 4 (`cache gc`): this tree's summary key, blob ids and fact keys, computed without parsing."""
-        from vivary_git import store
+        from vivary_git.store import write as store
 
         rules = _Rules(self.config, self.source.overlays)
         entries = self.source.entries
@@ -576,7 +577,7 @@ class Workspace:
         repo = self.source.repo
         if repo is None or self.source.kind != "rev" or self.source.tree_id is None or not self.cache_enabled:
             return
-        from vivary_git import store
+        from vivary_git.store import write as store
 
         if not store.notes_enabled(repo):
             return
@@ -626,7 +627,7 @@ class Workspace:
             todo = [oid for oid in todo if oid not in out]
         ref = self.refcache() if todo else None
         if ref is not None:  # parses the local cache lacks may be in the shared ref cache, if trusted
-            from vivary_git.store import unshare
+            from vivary_git.store.write import unshare
 
             for oid, shared in ref.get("parse", todo).items():
                 note = unshare(shared, functools.partial(self.source.read, oid))

@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
 
 def status(repo: Repo) -> CacheStatus:
     """The library form of `cache status`."""
-    from vivary_git import store
+    from vivary_git.store import write as store
 
     notes = store.notes_enabled(repo)
     try:
@@ -128,7 +128,7 @@ def _status(repo: Repo, args: argparse.Namespace) -> int:
 
 
 def _verify(repo: Repo, ref: str | None) -> int:
-    from vivary_git import store
+    from vivary_git.store import write as store
 
     ref = ref or store.CACHE_REF
     if store._tip(repo, ref) is None:
@@ -154,7 +154,7 @@ def _verify(repo: Repo, ref: str | None) -> int:
 
 def _trust_line(repo: Repo, ref: str) -> str:
     """Whether commands read this cache: well-formed is not trusted (docs/cache.md#trust)."""
-    from vivary_git import store
+    from vivary_git.store import write as store
 
     level = store.trust(repo)
     if level == "none":
@@ -171,8 +171,8 @@ def _trust_line(repo: Repo, ref: str) -> str:
 
 
 def _gc(repo: Repo, args: argparse.Namespace) -> int:
-    from vivary_git import store
     from vivary_git.errors import VivaryError
+    from vivary_git.store import write as store
     from vivary_git.workspace import open_workspace
 
     tip = store._tip(repo, store.CACHE_REF)
@@ -256,7 +256,7 @@ def _vector_keys(ws: Workspace) -> set[str]:
 
 
 def _drop(repo: Repo) -> int:
-    from vivary_git import store
+    from vivary_git.store import write as store
 
     dropped = []
     for ref in [store.CACHE_REF, *(str(r) for r in repo.repo.references if str(r).startswith(store.STAGING_PREFIX))]:
@@ -271,7 +271,7 @@ def _drop(repo: Repo) -> int:
 
 
 def _notes(repo: Repo, state: str) -> int:
-    from vivary_git import store
+    from vivary_git.store import write as store
 
     if state != "show":
         repo.git(["config", "vivary.notes", "true" if state == "on" else "false"])

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import subprocess
 
     from vivary_git.git import Repo
-    from vivary_git.store import Snapshot
+    from vivary_git.store.write import Snapshot
 
 _PUSH_ATTEMPTS = 3
 _REMOTE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
@@ -84,8 +84,9 @@ def _fetch_command(start: Path, remote: str) -> int:
                 early.result()  # no thread left behind; the repository's own error is the one to show
         raise
     # What verifying the fetched cache reads with, imported while Git fetches it.
-    from vivary_git import graph, parse, store  # noqa: F401
+    from vivary_git import graph, parse  # noqa: F401
     from vivary_git.memory.local import vectorvalue  # noqa: F401
+    from vivary_git.store import write as store  # noqa: F401
 
     staged: _Staged | None = None
     head: set[str] | None = None
@@ -233,7 +234,7 @@ def fetch(repo: Repo, remote: str, *, quiet: bool = False, staged: _Staged | Non
           head: set[str] | None = None) -> dict[str, str]:
     """Fetch REMOTE's cache refs into staging, verify, adopt. Returns what the remote had. `staged`:
     what `_stage` did already, if it did; `head`: `_head_blobs`, if it was read already."""
-    from vivary_git import store
+    from vivary_git.store import write as store
 
     remote_refs, staging, fetched = staged if staged is not None else _stage(_At.of(repo), remote)
     if not fetched:
@@ -249,7 +250,7 @@ def fetch(repo: Repo, remote: str, *, quiet: bool = False, staged: _Staged | Non
 
 
 def _adopt_cache(repo: Repo, remote: str, staged: str, *, quiet: bool, head: set[str] | None = None) -> None:
-    from vivary_git import store
+    from vivary_git.store import write as store
 
     try:
         theirs = store.Snapshot.load(repo, staged)
@@ -312,7 +313,7 @@ def _not_derived(repo: Repo, snap: Snapshot, head: set[str]) -> str:
     keep them reachable, and `vivary.cacheTrust signed` may read an older commit), or any object of the
     tip that is also a blob of HEAD's tree, `head` (a source file, maybe a private one, dressed up as
     cache data)."""
-    from vivary_git import store
+    from vivary_git.store import write as store
 
     if snap.manifest.states:
         return f"memory-provider state files ({sorted(snap.manifest.states)[0]}, …), which it cannot check"
@@ -361,7 +362,7 @@ def _adopt_notes(repo: Repo, remote: str, staged: str, *, quiet: bool) -> None:
     and then as a union of verdicts we re-encode ourselves (ours win on the same commit), each one
     decoded as a `Verdict` and naming the tree of the commit it is on. Their notes commit is never
     adopted as is: a notes tree can hold any blob."""
-    from vivary_git import store
+    from vivary_git.store import write as store
 
     if store.trust(repo) != "any":
         if not quiet:
@@ -391,7 +392,7 @@ def _adopt_notes(repo: Repo, remote: str, staged: str, *, quiet: bool) -> None:
 
 def push(repo: Repo, remote: str, *, force: bool = False) -> None:
     """Publish refs/vivary/cache (and verdict notes) to REMOTE."""
-    from vivary_git import store
+    from vivary_git.store import write as store
 
     said: list[str] = []
     for _attempt in range(_PUSH_ATTEMPTS):

@@ -2,7 +2,7 @@
 
 Everything a provider stores (manifest, cached vectors, the HNSW file, the lexical index) is a flat
 name → bytes mapping, so the same state can live in a local directory today and be mirrored into
-`refs/vivary/*` (store.py `put_state`/`get_state`) later without the provider knowing. Every file but
+`refs/vivary/*` (store/write.py `put_state`/`get_state`) later without the provider knowing. Every file but
 the manifest is also recorded in the manifest with its sha256 and size, so a reader can verify what it
 loads whatever the backend; nothing is ever unpickled.
 

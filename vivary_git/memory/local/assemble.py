@@ -383,7 +383,7 @@ def _refusal(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None, ha
         fix = "to build it"
     what = f"{lacking} of {total} note(s) of {shown(memory.ws.source.label)} have no vector yet"
     if elsewhere:
-        from vivary_git import store
+        from vivary_git.store import write as store
 
         what += (f" ({store.CACHE_REF} holds vectors for {elsewhere} of them, but this clone does not read it: "
                  f"{store.TRUST_KEY} is {store.trust(memory.ws.source.repo) if memory.ws.source.repo else 'none'}, "

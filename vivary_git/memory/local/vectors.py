@@ -224,8 +224,9 @@ def record_vectors(ws: Workspace, nodes: Sequence[MemoryNode], keys: Sequence[st
     Returns how many were recorded; never raises for a cache problem (it says why on stderr: the index
     itself is unaffected). `memo`: privacy questions this command has had answered (`privacy.decide_scoped`):
     a `--rev` snapshot asks exactly this one when its workspaces respect Git's ignore rules."""
-    from vivary_git import record, store
+    from vivary_git import record
     from vivary_git.errors import VivaryError
+    from vivary_git.store import write as store
 
     source = ws.source
     ref = ws.refcache()
