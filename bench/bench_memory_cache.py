@@ -91,7 +91,7 @@ def synthetic_vectors(ci: Path, sample: int) -> tuple[int, float, int]:
     from vivary_git.memory.local.provider import LocalMemory
     from vivary_git.memory.local.vectors import KIND, quantize, roundtrip, vector_key
     from vivary_git.memory.snapshot import packets
-    from vivary_git.store import write as store
+    from vivary_git.store.write import Changes, write
 
     ws = open_workspace(ci, rev="HEAD")
     mem = LocalMemory(ws)
@@ -110,18 +110,18 @@ def synthetic_vectors(ci: Path, sample: int) -> tuple[int, float, int]:
     mixed /= np.linalg.norm(mixed, axis=1, keepdims=True)
     values = {k: msgspec.msgpack.encode(v) for k, v in zip(keys, quantize(mixed.astype(np.float32)), strict=True)}
     assert ws.source.repo is not None
-    store.write(ws.source.repo, store.Changes(**{KIND: values}), message="vivary cache: CI's vectors (bench)")
+    write(ws.source.repo, Changes(**{KIND: values}), message="vivary cache: CI's vectors (bench)")
     return len(texts), rate, len(picked)
 
 
 def vector_bytes(repo: Path) -> tuple[int, int, int]:
     """(vectors recorded, uncompressed bytes of the vector chunks, bytes of a pack holding just them)."""
     from vivary_git import open_workspace
-    from vivary_git.store import write as store
+    from vivary_git.store.read import Snapshot
 
     ws = open_workspace(repo, rev="HEAD")
     assert ws.source.repo is not None
-    snap = store.Snapshot.load(ws.source.repo)
+    snap = Snapshot.load(ws.source.repo)
     assert snap is not None
     chunks = {p: c for p, c in snap.manifest.chunks.items() if p.startswith("vectors/")}
     ids = "".join(f"{snap.tree[p].id}\n" for p in chunks).encode()

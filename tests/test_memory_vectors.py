@@ -24,7 +24,10 @@ from vivary_git import open_workspace
 from vivary_git.git import Repo as GitRepo
 from vivary_git.memory.local import embed, vectors
 from vivary_git.memory.local.embed import embedder_status
-from vivary_git.store import write as store
+from vivary_git.refnames import CACHE_REF
+from vivary_git.store.format import MAX_CHUNK_BYTES
+from vivary_git.store.read import Snapshot
+from vivary_git.store.write import Changes, _create_commit, _update_tree, write
 
 pytestmark = pytest.mark.skipif(
     embedder_status() != "available" or importlib.util.find_spec("hnswlib") is None,
@@ -55,11 +58,11 @@ def ws(repo: Repo) -> Repo:
     return repo
 
 
-def cache_vectors(path: Path, ref: str = store.CACHE_REF) -> dict[str, bytes]:
+def cache_vectors(path: Path, ref: str = CACHE_REF) -> dict[str, bytes]:
     """Every vector in a cache ref, verified as a reader verifies it."""
     ws = open_workspace(path)
     assert ws.source.repo is not None
-    snap = store.Snapshot.load(ws.source.repo, ref)
+    snap = Snapshot.load(ws.source.repo, ref)
     assert snap is not None
     out: dict[str, bytes] = {}
     for chunk in snap.manifest.chunks:
@@ -203,7 +206,7 @@ def test_an_unchanged_index_reads_no_note_and_still_records_what_the_cache_lacks
     # The shared cache lost its vectors: the unchanged index records them again, the same keys and values,
     # from the vector keys it remembered (still no note rendered, no model run).
     stored = cache_vectors(ws.path)
-    ws.git("update-ref", "-d", store.CACHE_REF)
+    ws.git("update-ref", "-d", CACHE_REF)
     model_runs.clear()
     rep = cli("index", "--yes", "--rev", "HEAD", "--json", cwd=ws.path).json()
     assert rep["unchanged"] and (rep["embedded"], rep["recorded"]) == (0, len(PUBLIC))
@@ -386,7 +389,7 @@ def _damage_a_parse_chunk(path: Path) -> None:
     from test_store import _rewrite
 
     r = GitRepo(path)
-    snap = store.Snapshot.load(r)
+    snap = Snapshot.load(r)
     assert snap is not None
     chunk = min(p for p in snap.manifest.chunks if p.startswith("parse/"))
     data = r.repo[snap.tree[chunk].id].data
@@ -585,7 +588,7 @@ def _forge(path: Path, bad: dict[str, bytes]) -> None:
     """A consistent cache (digests fixed) whose vectors are `bad`, as anyone who can push the ref could make."""
     ws = open_workspace(path)
     assert ws.source.repo is not None
-    store.write(ws.source.repo, store.Changes(vectors={k: msgspec.msgpack.encode(v) for k, v in bad.items()}),
+    write(ws.source.repo, Changes(vectors={k: msgspec.msgpack.encode(v) for k, v in bad.items()}),
                 message="forged")
 
 
@@ -601,11 +604,11 @@ def test_sync_fetch_refuses_malformed_vectors(ws: Repo, cli: Any, tmp_path: Path
             "code": "holds the code -128, which is never written"}[what]
     proc = run_git_vivary(["sync", "push"], ws.path)  # we never publish it
     assert proc.returncode == 3 and f"holds a vector for {key[:12]} that {said}" in proc.stderr, proc.stderr
-    ws.git("push", "-q", "-f", "origin", f"{store.CACHE_REF}:{store.CACHE_REF}")  # as anyone who can push the ref
+    ws.git("push", "-q", "-f", "origin", f"{CACHE_REF}:{CACHE_REF}")  # as anyone who can push the ref
     other = clone(origin, tmp_path / "clone")
     proc = run_git_vivary(["sync", "fetch"], other)
     assert proc.returncode == 3 and f"holds a vector for {key[:12]} that {said}" in proc.stderr, proc.stderr
-    assert git(other, "rev-parse", "-q", "--verify", store.CACHE_REF, check=False).strip() == ""
+    assert git(other, "rev-parse", "-q", "--verify", CACHE_REF, check=False).strip() == ""
 
 
 def test_a_well_formed_vector_that_is_not_a_unit_vector_is_never_used(ws: Repo, cli: Any, tmp_path: Path) -> None:
@@ -615,7 +618,7 @@ def test_a_well_formed_vector_that_is_not_a_unit_vector_is_never_used(ws: Repo, 
     # Every code at full scale: well formed (sync fetch adopts it), but 20 times too long for a unit vector.
     origin = publish(ws, tmp_path)
     _forge(ws.path, {keys["notes/vault.md"]: value[:4] + b"\x7f" * 384})
-    ws.git("push", "-q", "-f", "origin", f"{store.CACHE_REF}:{store.CACHE_REF}")
+    ws.git("push", "-q", "-f", "origin", f"{CACHE_REF}:{CACHE_REF}")
     other = clone(origin, tmp_path / "clone")
     assert run_git_vivary(["sync", "fetch"], other).returncode == 0
     r = cli("recall", "vault", cwd=other)
@@ -629,16 +632,16 @@ def test_damaged_manifest_digest_is_refused_by_sync_fetch(ws: Repo, cli: Any, tm
     # Rewrite one vector chunk without fixing the manifest: a reader must notice.
     ws_repo = open_workspace(ws.path).source.repo
     assert ws_repo is not None
-    snap = store.Snapshot.load(ws_repo)
+    snap = Snapshot.load(ws_repo)
     assert snap is not None
     path = next(p for p in snap.manifest.chunks if p.startswith("vectors/"))
     data = msgspec.msgpack.decode(snap._verified(path, snap.manifest.chunks[path].sha256,
-                                                 snap.manifest.chunks[path].size, store.MAX_CHUNK_BYTES))
+                                                 snap.manifest.chunks[path].size, MAX_CHUNK_BYTES))
     data[0][1] = data[0][1][:-1] + bytes([(data[0][1][-1] + 1) % 127])
     blob = str(ws_repo.repo.create_blob(msgspec.msgpack.encode(data)))
-    tree = store._update_tree(ws_repo, snap.tree, {path: blob})
-    commit = store._create_commit(ws_repo, tree, [snap.commit], "tampered")
-    git(ws.path, "push", "-q", "-f", "origin", f"{commit}:{store.CACHE_REF}")
+    tree = _update_tree(ws_repo, snap.tree, {path: blob})
+    commit = _create_commit(ws_repo, tree, [snap.commit], "tampered")
+    git(ws.path, "push", "-q", "-f", "origin", f"{commit}:{CACHE_REF}")
     other = clone(origin, tmp_path / "clone")
     proc = run_git_vivary(["sync", "fetch"], other)
     assert proc.returncode == 3 and "does not match its sha256 in the manifest" in proc.stderr
@@ -755,7 +758,7 @@ def test_action_builds_and_pushes_the_index_on_the_default_branch(ws: Repo, cli:
     (tmp_path / "run1").mkdir()
     r = run_action(ws.path, tmp_path / "run1", inputs, push, event_name="push", cache=services)
     assert r.code == 0, r.log
-    assert git(origin, "rev-parse", "-q", "--verify", store.CACHE_REF, check=False).strip()
+    assert git(origin, "rev-parse", "-q", "--verify", CACHE_REF, check=False).strip()
     # A clone's first recall is warm: it embeds the query only.
     other = clone(origin, tmp_path / "clone")
     assert run_git_vivary(["sync", "fetch"], other).returncode == 0

@@ -26,7 +26,8 @@ from test_memory_vectors import cache_vectors, clone, keys_of, publish
 from vivary_git import open_workspace
 from vivary_git.errors import RefusedError
 from vivary_git.memory.local.embed import embedder_status
-from vivary_git.store import write as store
+from vivary_git.refnames import CACHE_REF
+from vivary_git.store.write import Changes, write
 
 needs_model = pytest.mark.skipif(
     embedder_status() != "available" or importlib.util.find_spec("hnswlib") is None,
@@ -265,9 +266,9 @@ def forged_origin(repo: Repo, cli: Any, tmp_path: Path) -> Path:
     keys = keys_of(repo.path, "notes/keys.md", "notes/garden.md")
     held = cache_vectors(repo.path)
     a, b = keys["notes/keys.md"], keys["notes/garden.md"]
-    store.write(open_workspace(repo.path).source.repo, store.Changes(  # type: ignore[arg-type]
+    write(open_workspace(repo.path).source.repo, Changes(  # type: ignore[arg-type]
         vectors={a: msgspec.msgpack.encode(held[b]), b: msgspec.msgpack.encode(held[a])}), message="forged")
-    repo.git("push", "-q", "-f", "origin", f"{store.CACHE_REF}:{store.CACHE_REF}")
+    repo.git("push", "-q", "-f", "origin", f"{CACHE_REF}:{CACHE_REF}")
     return origin
 
 

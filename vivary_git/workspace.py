@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from vivary_git import privacy
     from vivary_git.history import Dates
     from vivary_git.searchindex import SearchIndex
-    from vivary_git.store import write as store
+    from vivary_git.store.refcache import RefCache
 
 
 T = TypeVar("T")
@@ -130,8 +130,8 @@ class Workspace:
         self._graph: graph_mod.Graph | None = None
         self._notes: dict[str, Note] | None = None
         self.stats = Stats()
-        # --- issue 4: the shared ref cache (store/write.py), second level behind the local hot cache ---
-        self._ref: store.RefCache | None = None
+        # --- issue 4: the shared ref cache (store/), second level behind the local hot cache ---
+        self._ref: RefCache | None = None
         self._ref_checked = not shared_cache  # without the shared cache: neither read nor recorded
         self._from_ref: set[str] = set()  # parse (blob ids) and facts (keys) read from the ref this run
         self._tainted: set[str] = set()  # fact keys derived here from a parse read from the ref
@@ -497,9 +497,9 @@ class Workspace:
             notes.update(self._parse(list(dict.fromkeys(e.oid for e in rest))))
         return [derived.get((e.oid, e.path)) or derive(e.path, e.oid, notes[e.oid]) for e in entries]
 
-    # --- the shared ref cache (refs/vivary/cache, store/write.py); recording is record.py's -------------------
+    # --- the shared ref cache (refs/vivary/cache, store/); recording is record.py's -------------------------
 
-    def refcache(self) -> store.RefCache | None:
+    def refcache(self) -> RefCache | None:
         """The shared cache for this run, or None when it is off. What it may be *read* for follows the
         trust setting (docs/cache.md, "Trust"): never in a gate, and otherwise only as far as
         `vivary.cacheTrust` says; writing (recording) is record.py's decision."""
@@ -507,10 +507,10 @@ class Workspace:
             self._ref_checked = True
             repo = self.source.repo
             if self.cache_enabled and repo is not None:
-                from vivary_git.store import write as store
+                from vivary_git.store.refcache import RefCache, enabled
 
-                if store.enabled(repo):
-                    self._ref = store.RefCache(repo, read=not self.gate)
+                if enabled(repo):
+                    self._ref = RefCache(repo, read=not self.gate)
         return self._ref
 
     def _reads_ref(self) -> bool:
@@ -531,10 +531,10 @@ class Workspace:
         return keyed
 
     def shared_parses(self, oids: list[str]) -> dict[str, bytes]:
-        """The shared encoding (`store.encode_shared`) of these blobs' parses. One note at a time from
+        """The shared encoding (`store/format.py` `encode_shared`) of these blobs' parses. One note at a time from
         its parse (this run's, or a worker's still encoded, which is re-encoded without being decoded):
         at 100,000 notes, holding them all decoded at once was ~200 MB."""
-        from vivary_git.store import write as store
+        from vivary_git.store.format import encode_shared, encode_shared_encoded
 
         parse: dict[str, bytes] = {}
         rest: list[str] = []
@@ -542,14 +542,14 @@ class Workspace:
             note = self._computed_notes.get(oid)
             encoded = self._encoded_notes.get(oid) if note is None else None
             if note is not None:
-                parse[oid] = store.encode_shared(note)
+                parse[oid] = encode_shared(note)
             elif encoded is not None:
-                parse[oid] = store.encode_shared_encoded(encoded)  # never decoded into a Note
+                parse[oid] = encode_shared_encoded(encoded)  # never decoded into a Note
             else:
                 rest.append(oid)
         for oid, note in self._notes_for(rest).items():  # neither: from the local cache, or parsed
             if oid not in self._from_ref:
-                parse[oid] = store.encode_shared(note)
+                parse[oid] = encode_shared(note)
         return parse
 
     def reopen_after_fork(self) -> None:
@@ -564,12 +564,12 @@ class Workspace:
 
     def cache_keys(self) -> tuple[str | None, set[str], set[str]]:
         """issue 4 (`cache gc`): this tree's summary key, blob ids and fact keys, computed without parsing."""
-        from vivary_git.store import write as store
+        from vivary_git.store.format import tree_key
 
         rules = _Rules(self.config, self.source.overlays)
         entries = self.source.entries
         tree = self.source.tree_id
-        tkey = store.tree_key(tree, self.config.digest()) if tree is not None else None
+        tkey = tree_key(tree, self.config.digest()) if tree is not None else None
         return tkey, {e.oid for e in entries}, {rules.fact_key(e.path, e.oid, self.root_name) for e in entries}
 
     def _record_verdict(self, report: CheckReport) -> None:
@@ -577,18 +577,19 @@ class Workspace:
         repo = self.source.repo
         if repo is None or self.source.kind != "rev" or self.source.tree_id is None or not self.cache_enabled:
             return
-        from vivary_git.store import write as store
+        from vivary_git.refnames import NOTES_REF
+        from vivary_git.store.notes import Verdict, notes_enabled, write_note
 
-        if not store.notes_enabled(repo):
+        if not notes_enabled(repo):
             return
         try:
             commit = str(repo.repo.revparse_single(self.source.label).peel(repo.pygit2.Commit).id)
         except (KeyError, ValueError, repo.pygit2.GitError):
             return  # a tree, not a commit: nothing to note it on
-        verdict = store.Verdict(tree=self.source.tree_id, checked=report.checked, errors=report.errors,
+        verdict = Verdict(tree=self.source.tree_id, checked=report.checked, errors=report.errors,
                                 warnings=report.warnings, clean=report.clean)
-        if not store.write_note(repo, commit, verdict):
-            print(f"vivary: could not write the verdict note in {store.NOTES_REF}: it kept moving", file=sys.stderr)
+        if not write_note(repo, commit, verdict):
+            print(f"vivary: could not write the verdict note in {NOTES_REF}: it kept moving", file=sys.stderr)
 
     def _notes_for(self, oids: list[str], *, remember: bool = True) -> dict[str, Note]:
         """Parses of these blobs: from the parse cache when many are wanted (loading it is cheaper
@@ -627,7 +628,7 @@ class Workspace:
             todo = [oid for oid in todo if oid not in out]
         ref = self.refcache() if todo else None
         if ref is not None:  # parses the local cache lacks may be in the shared ref cache, if trusted
-            from vivary_git.store.write import unshare
+            from vivary_git.store.format import unshare
 
             for oid, shared in ref.get("parse", todo).items():
                 note = unshare(shared, functools.partial(self.source.read, oid))

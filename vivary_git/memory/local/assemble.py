@@ -383,10 +383,11 @@ def _refusal(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None, ha
         fix = "to build it"
     what = f"{lacking} of {total} note(s) of {shown(memory.ws.source.label)} have no vector yet"
     if elsewhere:
-        from vivary_git.store import write as store
+        from vivary_git.refnames import CACHE_REF
+        from vivary_git.store.trust import TRUST_KEY, trust
 
-        what += (f" ({store.CACHE_REF} holds vectors for {elsewhere} of them, but this clone does not read it: "
-                 f"{store.TRUST_KEY} is {store.trust(memory.ws.source.repo) if memory.ws.source.repo else 'none'}, "
+        what += (f" ({CACHE_REF} holds vectors for {elsewhere} of them, but this clone does not read it: "
+                 f"{TRUST_KEY} is {trust(memory.ws.source.repo) if memory.ws.source.repo else 'none'}, "
                  "see docs/cache.md#trust)")
     return f"{lead}, and {what}; recall never embeds notes itself: run `{index_command(memory)}` {fix}"
 

@@ -127,10 +127,10 @@ def _graph_is_shared(ws: Workspace) -> bool:
     tree = ws.source.tree_id
     if ref is None or tree is None or not ref.reads() or {"created", "updated"} & set(ws.config.derive):
         return False
-    from vivary_git.store import write as store
+    from vivary_git.store.format import tree_key
 
     snap = ref.snapshot()
-    return snap is not None and store.tree_key(tree, ws.config.digest()) in snap.manifest.trees
+    return snap is not None and tree_key(tree, ws.config.digest()) in snap.manifest.trees
 
 
 class RecallSession:

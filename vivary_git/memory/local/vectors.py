@@ -80,7 +80,7 @@ __all__ = [
 # |quantised vector| - 1: rounding 384 components by at most half a step moves the length by ~1e-3.
 _NORM_TOLERANCE = 0.05
 
-# `vivary.cacheTrust` levels (store.TRUST_LEVELS), from the one that allows least.
+# `vivary.cacheTrust` levels (store/trust.py `TRUST_LEVELS`), from the one that allows least.
 _TRUST_RANK = {"none": 0, "signed": 1, "any": 2}
 # The level of a row taken from the shared cache before the level was recorded: the most trusting one.
 LEGACY_TRUST = "any"
@@ -226,7 +226,8 @@ def record_vectors(ws: Workspace, nodes: Sequence[MemoryNode], keys: Sequence[st
     a `--rev` snapshot asks exactly this one when its workspaces respect Git's ignore rules."""
     from vivary_git import record
     from vivary_git.errors import VivaryError
-    from vivary_git.store import write as store
+    from vivary_git.refnames import CACHE_REF
+    from vivary_git.store.write import Changes
 
     source = ws.source
     ref = ws.refcache()
@@ -247,7 +248,7 @@ def record_vectors(ws: Workspace, nodes: Sequence[MemoryNode], keys: Sequence[st
         found = record.scopes(ws, paths, root)
         private = record.private_paths(ws, paths, root, found, memo=memo)
     except VivaryError as err:
-        print(f"vivary: not recording vectors in {store.CACHE_REF}: {shown(str(err))}", file=sys.stderr)
+        print(f"vivary: not recording vectors in {CACHE_REF}: {shown(str(err))}", file=sys.stderr)
         return 0
     private_blobs = {entries[i].oid for i in private}
     public_blobs = {e.oid for e in entries} - private_blobs
@@ -262,7 +263,7 @@ def record_vectors(ws: Workspace, nodes: Sequence[MemoryNode], keys: Sequence[st
     import numpy as np
 
     encoded = [msgspec.msgpack.encode(v) for v in quantize(np.stack([have[k] for k in order]))]
-    changes = store.Changes(vectors=dict(zip(order, encoded, strict=True)))  # entries go in encoded
+    changes = Changes(vectors=dict(zip(order, encoded, strict=True)))  # entries go in encoded
     tree = source.tree_id or ""
     result = ref.write(changes, f"vivary cache: tree {tree[:12]}, {len(order)} vector(s)")
     return len(order) if result is not None else 0
