@@ -239,7 +239,7 @@ Flushes = list[tuple["SegmentCache[Any]", Callable[[], Iterable[str]]]]
 
 
 def write_flushes(flushes: Flushes) -> None:
-    """Write local cache entries that were left pending (see `Workspace._flush`)."""
+    """Write local cache entries that were left pending (see parses.py `Parses._flush`)."""
     for cache, keep in flushes:
         cache.flush(keep=keep)
 
