@@ -162,11 +162,12 @@ def private_paths(ws: Workspace, paths: list[str], root: str, found: list[privac
     cannot decide: then nothing is recorded). Only Git is asked: safe in a thread. `memo`: as for
     `privacy.decide_scoped` (the same question answered earlier in this command is not asked again)."""
     from vivary_git import privacy
+    from vivary_git.errors import PrivacyError
 
     repo = ws.source.repo
     assert repo is not None
     if repo.workdir is None:
-        raise privacy.PrivacyError("a bare repository has no work tree for Git to decide privacy in")
+        raise PrivacyError("a bare repository has no work tree for Git to decide privacy in")
     # The working tree's ignore rules may be ahead of the recorded tree's; either making a path private wins.
     trees: tuple[str | None, ...] = (root,) if ws.source.kind == "rev" else (root, None)
     # Ignored files stay private here whatever a memory.toml says about respect_gitignore.

@@ -381,8 +381,8 @@ class Reads(Warm):
         path = asked.lstrip("/")
         if "\x00" in path or not path or any(p in ("", ".", "..") for p in path.split("/")):
             return
+        from vivary_git.errors import PrivacyError
         from vivary_git.memory.snapshot import decide_for_source
-        from vivary_git.privacy import PrivacyError
 
         view = st.view
         candidates = [path] if path.endswith((".md", ".markdown")) else [path, f"{path}.md"]
