@@ -7,6 +7,7 @@ TYPE_CHECKING or inside a function.
   another provider nor another job of `memory/`.
 * `commands/` and `mcp/` import a job's public modules, the ones its `__init__` names under "Public modules",
   never its internals.
+* No module is over 1,000 lines: past that it is doing two jobs.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "vivary_git"
 SEAM = ("config", "snapshot", "provider", "state", "statefolder", "lock")  # memory/'s own modules
 PROVIDERS = ("vivary_git.memory.local", "vivary_git.memory.cognee")
 CLIENTS = ("vivary_git.commands", "vivary_git.mcp")
+MAX_LINES = 1000
 
 
 def modules(package: Path) -> dict[str, Path]:
@@ -86,6 +88,9 @@ def problems(package: Path) -> list[str]:
     rooms = {n: public_modules(p) for n, p in names.items() if p.name == "__init__.py" and n != root}
     out: list[str] = []
     for name, path in sorted(names.items()):
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines > MAX_LINES:
+            out.append(f"{name} has {lines} lines (at most {MAX_LINES})")
         targets = imports(name, path, names)
         if name in seam:
             out += [f"{name} (the memory seam) imports {t}, a job of memory/" for t in sorted(targets)
@@ -121,7 +126,7 @@ def test_every_job_of_memory_names_its_public_modules() -> None:
         assert not missing, f"{init.parent.name}/__init__.py names modules it does not have: {sorted(missing)}"
 
 
-@pytest.mark.parametrize("planted", ["provider", "client", "seam"])
+@pytest.mark.parametrize("planted", ["provider", "client", "seam", "length"])
 def test_a_planted_violation_is_found(tmp_path: Path, planted: str) -> None:
     pkg = tmp_path / "vivary_git"
     for folder in ("memory/local", "memory/writes", "commands", "mcp"):
@@ -148,9 +153,20 @@ def test_a_planted_violation_is_found(tmp_path: Path, planted: str) -> None:
     elif planted == "client":  # the MCP server reaching into a job's internals
         (pkg / "mcp" / "service.py").write_text("from vivary_git.memory.writes import notefile\n")
         expected = "vivary_git.mcp.service imports vivary_git.memory.writes.notefile, an internal"
-    else:  # the seam depending on a job, for types only
+    elif planted == "seam":  # the seam depending on a job, for types only
         typed = "if TYPE_CHECKING:\n    from vivary_git.memory.writes.commits import C\n"
         (pkg / "memory" / "config.py").write_text(typed)
         expected = "vivary_git.memory.config (the memory seam) imports vivary_git.memory.writes.commits"
+    else:
+        (pkg / "errors.py").write_text("x = 1\n" * (MAX_LINES + 1))
+        expected = f"vivary_git.errors has {MAX_LINES + 1} lines"
     found = problems(pkg)
     assert len(found) == 1 and found[0].startswith(expected), found
+
+
+def test_workspace_stays_a_facade() -> None:
+    """`Workspace` is what a command uses (open a tree, its graph, notes and check); the cache tiers are
+    tiers.py's and the parse orchestration parses.py's."""
+    tree = ast.parse((PACKAGE / "workspace.py").read_text(encoding="utf-8"))
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Workspace")
+    assert cls.end_lineno is not None and cls.end_lineno - cls.lineno + 1 <= 250
