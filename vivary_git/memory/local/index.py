@@ -10,6 +10,7 @@ all of it to the snapshot fingerprint and records every state file's sha256.
 numpy, hnswlib, onnxruntime and the stemmer are imported inside functions (runtime.py), and the model is
 loaded only once something is to be embedded (`_PendingEmbedder`).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -61,14 +62,8 @@ from vivary_git.memory.local.files import (
     _sha,
     embed_text,
 )
-from vivary_git.memory.provider import (
-    IndexReport,
-)
-from vivary_git.memory.snapshot import (
-    PACKET_FORMAT,
-    MemorySnapshot,
-    Packets,
-)
+from vivary_git.memory.provider import IndexReport
+from vivary_git.memory.snapshot import PACKET_FORMAT, MemorySnapshot, Packets
 from vivary_git.parallel import Background
 from vivary_git.refnames import CACHE_REF
 
