@@ -26,8 +26,8 @@ import pytest
 from conftest import Repo
 
 from vivary_git.errors import RefusedError
-from vivary_git.memory import secrets
-from vivary_git.memory.secrets import SecretError
+from vivary_git.memory.writes import secrets
+from vivary_git.memory.writes.secrets import SecretError
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed")
 
