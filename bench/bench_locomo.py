@@ -1,20 +1,20 @@
 """LoCoMo conversations as memory notes: recall@5/@10 and hit@10 of keyword, semantic and hybrid search.
 
     python bench/bench_locomo.py [--data /work/shared/bench/locomo] [--dest DIR] [--k 10] [--analyse]
-                                 [--date-words] [--json OUT]
+                                 [--date-words] [--context-turns N] [--json OUT]
 
-Every dialog turn of each conversation (`/work/shared/bench/locomo/*.json`, read in place, never copied
-into this repository: the dataset is for evaluation only) becomes one note,
-`memories/locomo-<conv>/<conv>-D<session>-<turn>.md`, with frontmatter `speaker`, `session`, `date` (the session's
-day, ISO) and `dia_id`, and the turn's text as its body (plus `[image: <caption>]` when the turn shared a
-picture). The notes are committed in a Git repository at DIR (default: a fresh temp dir) with memory
-enabled, and indexed through the real CLI (`git vivary index --yes`; a second run on the same DIR embeds
-nothing). Then every question of categories 1-4 (multi-hop, temporal, open-domain, single-hop) is asked
-through the MCP server's `search` tool, with the MCP SDK's own client over stdio (`git vivary mcp`, as a
-host starts it), scoped to its conversation (`path: ["memories/locomo-<conv>/*"]`), `top_k` k, `budget` 0,
-once per mode: keyword (`mode: "text"`), semantic and hybrid. When the server has no semantic mode, the
-semantic figures come from `git vivary recall --queries FILE --mode semantic --path GLOB --k k` (one
-process per conversation, same scope and k) and the output says so.
+Every dialog turn of each conversation (`/work/shared/bench/locomo/*.json`, read in place, never copied into
+this repository: the dataset is for evaluation only) becomes one note,
+`memories/locomo-<conv>/<conv>-D<session>-<turn>.md` (a file name is a note's ID: unique), with frontmatter
+`speaker`, `session`, `date` (the session's day, ISO) and `dia_id`, and the turn's text as its body (plus
+`[image: <caption>]` when the turn shared a picture). The notes are committed in a Git repository at DIR
+(default: a fresh temp dir) with memory enabled, and indexed through the real CLI (`git vivary index --yes`; a
+second run on the same DIR embeds nothing). Then every question of categories 1-4 (multi-hop, temporal,
+open-domain, single-hop) is asked through the MCP server's `search` tool, with the MCP SDK's own client over
+stdio (`git vivary mcp`, as a host starts it), scoped to its conversation (`path:
+["memories/locomo-<conv>/*"]`), `top_k` k, `budget` 0, once per mode: keyword (`mode: "text"`), semantic and
+hybrid. When the server has no semantic mode, the semantic figures come from `git vivary recall --queries FILE
+--mode semantic --path GLOB --k k` (one process per conversation, same scope and k) and the output says so.
 
 Printed: per mode and category, recall@5 and recall@k (the share of a question's evidence turns in the
 top 5 / k), hit@k (at least one evidence turn in the top k), the question count and how many answers
@@ -22,14 +22,15 @@ came back with fewer than k hits ("short": a scoped hybrid or semantic search fi
 best candidates, so a scope can be left with fewer); search p50 per mode; the load average before and
 after; a summary line.
 
-`--analyse` also asks deeper questions (`top_k` 50 in text and hybrid; semantic 50 or `recall --k 250`) and
-a second round with expanded queries, and estimates, by post-processing what the product returned (no
+`--analyse` also asks deeper questions (`top_k` 50 in every mode: the whole index's best 250 are filtered)
+and a second round with expanded queries, and estimates, by post-processing what the product returned (no
 product change), what each retrieval idea would gain at k: an exact scoped candidate pool, the fusion's
 weights and RRF k, adding the adjacent turns of a hit, a speaker prior, a session-date prior for
 questions that name a month or year, and pseudo-relevance query expansion from the notes' own words.
 Each estimate is also given leave-one-conversation-out (parameters picked on the other two).
 `--date-words` writes the session's date and time as the dataset gives it (`when: 1:56 pm on 8 May, 2023`)
-as one more frontmatter field: measure it on its own --dest, against a run without it.
+as one more frontmatter field, `--context-turns N` quotes the N turns before and after each turn under
+its text: measure each on its own --dest, against a run without it.
 """
 
 from __future__ import annotations
@@ -388,12 +389,12 @@ def recall_run(dest: Path, questions: Sequence[Question], mode: str, k: int,
     return run
 
 
-def ask(dest: Path, questions: Sequence[Question], asks: Sequence[tuple[str, int]], semantic_k: int,
+def ask(dest: Path, questions: Sequence[Question], asks: Sequence[tuple[str, int]],
         rewrite: Callable[[Question], str] | None = None) -> dict[tuple[str, int], Run]:
-    """Every (mode, top_k) of `asks` over MCP; semantic through `recall` (at `semantic_k`) when MCP lacks it."""
+    """Every (mode, top_k) of `asks` over MCP; semantic through `recall --k top_k` when MCP lacks it."""
     runs = asyncio.run(mcp_runs(dest, questions, asks, rewrite))
-    if any(m == "semantic" for m, _ in asks) and not any(r.mode == "semantic" for r in runs):
-        runs.append(recall_run(dest, questions, "semantic", semantic_k, rewrite))
+    if not any(r.mode == "semantic" for r in runs):
+        runs += [recall_run(dest, questions, "semantic", top_k, rewrite) for m, top_k in asks if m == "semantic"]
     return {(r.mode, r.k): r for r in runs}
 
 
@@ -591,6 +592,8 @@ def analyse(deep: Deep, base: Mapping[str, Run], questions: Sequence[Question], 
     out.append(f"| fusion: best weight/k: lexical {best[0]:.2f}, RRF k {best[1]} | {s_all.r5:.3f} | {s_all.rk:.3f} "
                f"| {s_all.hit:.3f} | leave-one-conversation-out R@{k} {s_loco.rk:.3f} |")
     fusion_best = best
+    line("fusion: lexical 0.55 (today's), RRF k 20", {q.key: fused((0.55, 20), q) for q in asked},
+         "only k changed")
 
     def three(p: tuple[float, float, float], q: Question) -> list[str]:
         lx, vc = lists.get(q.key, ([], []))
@@ -678,15 +681,16 @@ def analyse(deep: Deep, base: Mapping[str, Run], questions: Sequence[Question], 
                f"{s_all.r5:.3f} | {s_all.rk:.3f} | {s_all.hit:.3f} | leave-one-conversation-out R@{k} "
                f"{s_loco.rk:.3f} |")
 
-    # All that gained, together (every weight picked again, jointly): exact scope, the fusion with or without
-    # the keyword mode's list, speaker and date priors, the neighbour score, then neighbours after the top hits.
+    # All that gained, together (every weight picked again, jointly): exact scope, a fusion (today's weights
+    # with RRF k 20, or the best with the keyword mode's list), speaker and date priors, the neighbour score,
+    # then neighbours after the top hits.
     def together(p: tuple[bool, float, float, float, int], q: Question) -> list[str]:
         with_text, g, dp, b, top = p
+        lx, vc = lists.get(q.key, ([], []))
         if with_text:
-            lx, vc = lists.get(q.key, ([], []))
             scored = rrf([(lx, best3[0]), (vc, 1 - best3[0]), (text_deep.get(q.key, []), best3[1])], best3[2])
         else:
-            scored = fused_scores(q)
+            scored = rrf([(lx, 0.55), (vc, 0.45)], 20)
         top_score = max(scored.values(), default=0.0)
         who = named(q)
         want = month_years(q.text)
@@ -699,13 +703,14 @@ def analyse(deep: Deep, base: Mapping[str, Run], questions: Sequence[Question], 
                 scored[d] = scored.get(d, 0.0) + add
         scored = smooth(scored, known[q.conv], b) if b else scored
         return with_neighbours(order(scored), known[q.conv], top, k)
-    joint = [(t, g, dp, b, top) for t in (False, True) for g in (0.2, 0.3, 0.5) for dp in (0.0, 0.3, 0.5, 1.0)
-             for b in (0.0, 0.2) for top in (0, 1, 2)]
+    joint = [(t, g, dp, b, top) for t in (False, True) for g in (0.3, 0.5, 1.0) for dp in (0.5, 1.0)
+             for b in (0.0, 0.2, 0.5) for top in (0, 1)]
     best_t, s_all, s_loco = loco(together, joint)
-    out.append(f"| together: exact scope, fusion {'with' if best_t[0] else 'without'} the keyword mode's list, "
-               f"speaker prior {best_t[1]}, date prior {best_t[2]}, neighbour score {best_t[3]}, top {best_t[4]} + "
-               f"neighbours | {s_all.r5:.3f} | {s_all.rk:.3f} | {s_all.hit:.3f} | leave-one-conversation-out "
-               f"R@{k} {s_loco.rk:.3f} |")
+    how = (f"the keyword mode's list too (weights {best3[0]:.2f}/{1 - best3[0]:.2f}/{best3[1]:.2f}, k {best3[2]})"
+           if best_t[0] else "lexical 0.55, k 20")
+    out.append(f"| together: exact scope, fusion {how}, speaker prior {best_t[1]}, date prior {best_t[2]}, "
+               f"neighbour score {best_t[3]}, top {best_t[4]} + neighbours | {s_all.r5:.3f} | {s_all.rk:.3f} | "
+               f"{s_all.hit:.3f} | leave-one-conversation-out R@{k} {s_loco.rk:.3f} |")
     per_cat = {c: scores({q.key: together(best_t, q) for q in asked if q.category == c},
                          [q for q in asked if q.category == c], k).rk for c in CATEGORIES}
     out.append("| together, R@k per category | | | | " + ", ".join(f"{CATEGORIES[c]} {v:.3f}"
@@ -760,7 +765,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"questions: {len(questions)} of categories 1-4 ({counts}); {len(empty)} without any evidence turn "
           f"(not scored); {dropped} evidence entr(ies) naming no turn of the conversation, dropped")
 
-    runs = ask(dest, questions, [(m, args.k) for m in MODES], args.k)
+    runs = ask(dest, questions, [(m, args.k) for m in MODES])
     base = {m: runs[(m, args.k)] for m in MODES}
     print()
     print(f"LoCoMo ({len(turns)} turns, {len(questions) - len(empty)} questions scored), scoped search, k = {args.k}")
@@ -785,13 +790,12 @@ def main(argv: list[str] | None = None) -> int:
                f"best single mode {h['rk'] - best:+.3f}")
 
     if args.analyse:
-        deep_runs = ask(dest, questions, [("text", 50), ("hybrid", 50), ("semantic", 50)], 250)
+        deep_runs = ask(dest, questions, [("text", 50), ("hybrid", 50), ("semantic", 50)])
         hybrid_deep = deep_runs[("hybrid", 50)]
         terms = expansion_terms(questions, hybrid_deep, turns)
-        expanded = ask(dest, questions, [("hybrid", 50)], 250,
+        expanded = ask(dest, questions, [("hybrid", 50)],
                        rewrite=lambda q: f"{q.text} {' '.join(terms[q.key])}")[("hybrid", 50)]
-        sem_deep = deep_runs.get(("semantic", 50)) or deep_runs[("semantic", 250)]
-        deep = Deep(deep_runs[("text", 50)], hybrid_deep, sem_deep, expanded, terms)
+        deep = Deep(deep_runs[("text", 50)], hybrid_deep, deep_runs[("semantic", 50)], expanded, terms)
         print()
         for line in analyse(deep, base, questions, turns, args.k):
             print(line)
