@@ -31,7 +31,7 @@ def main() -> int:
     a = ap.parse_args()
     if a.code is not None:
         sys.path.insert(0, str(a.code))
-    from vivary_git.memory import bm25
+    from vivary_git.memory.local import bm25
 
     docs: list[dict[str, Any]] = [json.loads(line) for line in (a.data / "corpus.jsonl").open(encoding="utf-8")
                                   if line.strip()]

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from vivary_git.memory.embed import load_embedder
+from vivary_git.memory.local.embed import load_embedder
 
 K = 10
 

@@ -46,7 +46,7 @@ import importlib.abc, importlib.machinery, os, sys, time
 T0 = float(os.environ["BENCH_T0"])
 class Hook(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
-        if name != "vivary_git.memory.local":
+        if name != "vivary_git.memory.local.provider":
             return None
         sys.meta_path.remove(self)
         spec = importlib.machinery.PathFinder.find_spec(name, path)

@@ -113,7 +113,9 @@ def index_runs(path: Path, embedder: Any) -> tuple[list[list[list[int]]], int, f
     """The model runs a first index of `path` makes, tokenised (as lists of token-id rows), the number of
     texts, and the CPU seconds tokenising took."""
     from vivary_git import open_workspace
-    from vivary_git.memory.local import LocalMemory, embed_text, index_batch_size, index_windows
+    from vivary_git.memory.local.files import embed_text
+    from vivary_git.memory.local.index import index_batch_size, index_windows
+    from vivary_git.memory.local.provider import LocalMemory
     from vivary_git.memory.snapshot import packets
 
     ws = open_workspace(path)
@@ -228,8 +230,8 @@ def sweep(data: Path, docs: int, rounds: int) -> None:
     """Interleaved A/B of the settings on `docs` SciFact abstracts (the index's text, pre-tokenised)."""
     import onnxruntime as ort
 
-    from vivary_git.memory import embed as embed_mod
-    from vivary_git.memory.embed import load_embedder
+    from vivary_git.memory.local import embed as embed_mod
+    from vivary_git.memory.local.embed import load_embedder
 
     base: Any = load_embedder()
     corpus = read_jsonl(data / "corpus.jsonl")[:docs]
@@ -316,9 +318,9 @@ def main(argv: list[str] | None = None) -> int:
 
     import onnxruntime
 
-    from vivary_git.memory import embed as embed_mod
-    from vivary_git.memory.embed import load_embedder
-    from vivary_git.memory.local import _FIRST_WINDOW, _WINDOW
+    from vivary_git.memory.local import embed as embed_mod
+    from vivary_git.memory.local.embed import load_embedder
+    from vivary_git.memory.local.index import _FIRST_WINDOW, _WINDOW
 
     embedder: Any = load_embedder()
     print(f"machine: {cores()} usable cores, {load()}; onnxruntime {onnxruntime.__version__}")

@@ -85,11 +85,13 @@ def synthetic_vectors(ci: Path, sample: int) -> tuple[int, float, int]:
     import msgspec
     import numpy as np
 
-    from vivary_git import open_workspace, store
-    from vivary_git.memory.embed import load_embedder
-    from vivary_git.memory.local import EMBED_FORMAT, LocalMemory, embed_text
+    from vivary_git import open_workspace
+    from vivary_git.memory.local.embed import load_embedder
+    from vivary_git.memory.local.files import EMBED_FORMAT, embed_text
+    from vivary_git.memory.local.provider import LocalMemory
+    from vivary_git.memory.local.vectors import KIND, quantize, roundtrip, vector_key
     from vivary_git.memory.snapshot import packets
-    from vivary_git.memory.vectors import KIND, quantize, roundtrip, vector_key
+    from vivary_git.store.write import Changes, write
 
     ws = open_workspace(ci, rev="HEAD")
     mem = LocalMemory(ws)
@@ -108,17 +110,18 @@ def synthetic_vectors(ci: Path, sample: int) -> tuple[int, float, int]:
     mixed /= np.linalg.norm(mixed, axis=1, keepdims=True)
     values = {k: msgspec.msgpack.encode(v) for k, v in zip(keys, quantize(mixed.astype(np.float32)), strict=True)}
     assert ws.source.repo is not None
-    store.write(ws.source.repo, store.Changes(**{KIND: values}), message="vivary cache: CI's vectors (bench)")
+    write(ws.source.repo, Changes(**{KIND: values}), message="vivary cache: CI's vectors (bench)")
     return len(texts), rate, len(picked)
 
 
 def vector_bytes(repo: Path) -> tuple[int, int, int]:
     """(vectors recorded, uncompressed bytes of the vector chunks, bytes of a pack holding just them)."""
-    from vivary_git import open_workspace, store
+    from vivary_git import open_workspace
+    from vivary_git.store.read import Snapshot
 
     ws = open_workspace(repo, rev="HEAD")
     assert ws.source.repo is not None
-    snap = store.Snapshot.load(ws.source.repo)
+    snap = Snapshot.load(ws.source.repo)
     assert snap is not None
     chunks = {p: c for p, c in snap.manifest.chunks.items() if p.startswith("vectors/")}
     ids = "".join(f"{snap.tree[p].id}\n" for p in chunks).encode()
@@ -132,8 +135,9 @@ def ann_alternatives(clone: Path, queries: int = 50) -> dict[str, float]:
     import numpy as np
 
     from vivary_git import open_workspace
-    from vivary_git.memory.assemble import ExactIndex
-    from vivary_git.memory.local import HNSW_EF_CONSTRUCTION, HNSW_M, LocalMemory
+    from vivary_git.memory.local.assemble import ExactIndex
+    from vivary_git.memory.local.files import HNSW_EF_CONSTRUCTION, HNSW_M
+    from vivary_git.memory.local.provider import LocalMemory
 
     mem = LocalMemory(open_workspace(clone))
     folder = next((Path(mem.store.location) / "trees").iterdir())
@@ -161,8 +165,8 @@ def keyword_index(clone: Path) -> dict[str, float]:
     """The first recall's BM25 index of every note, built as recall builds it (all notes at once,
     `bm25.build_texts`) against note by note (`Tokenizer.counts`, then `build`): CPU seconds, one process."""
     from vivary_git import open_workspace
-    from vivary_git.memory import bm25
-    from vivary_git.memory.local import LocalMemory
+    from vivary_git.memory.local import bm25
+    from vivary_git.memory.local.provider import LocalMemory
     from vivary_git.memory.snapshot import packets
 
     mem = LocalMemory(open_workspace(clone))
@@ -182,7 +186,7 @@ def keyword_index(clone: Path) -> dict[str, float]:
 def edit_notes(repo: Path, count: int) -> None:
     """Append a line to `count` admitted notes (graph nodes the privacy boundary lets through)."""
     from vivary_git import open_workspace
-    from vivary_git.memory.local import LocalMemory
+    from vivary_git.memory.local.provider import LocalMemory
 
     mem = LocalMemory(open_workspace(repo))
     notes = [mem.ws.source.root / n.path for n in mem.snapshot().nodes[:count]]

@@ -14,7 +14,7 @@ through the real CLI (`git vivary index --yes`). Then, on the TEST queries:
 * hnswlib's recall@10 against exact search over the same cached vectors.
 
 `--tune` searches the fusion weights and depth on the TRAIN queries only and prints the best; the
-shipped constants in vivary_git/memory/local.py come from that run. Reusing `--dest` keeps the
+shipped constants in vivary_git/memory/local/files.py come from that run. Reusing `--dest` keeps the
 provider's vector cache, so only the first run pays the ~5 minutes of embedding on 2 cores.
 
 The corpus is CC BY-NC: it is read in place and written only into DEST (outside the repository).
@@ -167,13 +167,14 @@ def text_runs(dest: Path, queries: dict[str, str], qids: list[str]) -> tuple[dic
 def tune(session: Any, queries: dict[str, str], train: dict[str, dict[str, int]],
          test: dict[str, dict[str, int]]) -> dict[str, Any]:
     """Grid-search fusion weight and depth on TRAIN; report the pick's TEST score alongside."""
-    from vivary_git.memory.local import RRF_K, fuse
+    from vivary_git.memory.local.files import RRF_K
+    from vivary_git.memory.local.recall import fuse
 
     depth_max = 200
     lists: dict[str, tuple[list[tuple[int, float]], list[tuple[int, float]]]] = {}
     qids = [q for q in {**train, **test} if q in queries]
     vectors = session.embedder.embed([queries[q] for q in qids])
-    from vivary_git.memory.bm25 import Tokenizer
+    from vivary_git.memory.local.bm25 import Tokenizer
 
     tok = Tokenizer()
     for i, q in enumerate(qids):
@@ -208,11 +209,11 @@ def tune(session: Any, queries: dict[str, str], train: dict[str, dict[str, int]]
 def ann_vs_exact(session: Any, dest: Path, queries: dict[str, str], qids: list[str]) -> float:
     import numpy as np
 
-    from vivary_git.memory import local
+    from vivary_git.memory.local import files
 
     store = session.memory.store
-    meta = local._decode(store.get(local.VECTOR_META), local.VectorMeta)
-    raw = store.get(local.VECTORS)
+    meta = files._decode(store.get(files.VECTOR_META), files.VectorMeta)
+    raw = store.get(files.VECTORS)
     vectors = np.frombuffer(raw, dtype="<f4").reshape(len(meta.digests), meta.dim)
     rows = [e.label for e in session._entries]
     live = vectors[rows]
@@ -260,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     figures["quality"] = {name: {"ndcg@10": round(n, 4), "recall@10": round(r, 4)} for name, (n, r) in results.items()}
 
     from vivary_git import open_workspace
-    from vivary_git.memory.local import LocalMemory
+    from vivary_git.memory.local.provider import LocalMemory
 
     session = LocalMemory(open_workspace(dest)).open()
     if args.tune:

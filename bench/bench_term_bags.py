@@ -35,7 +35,7 @@ from bench_first_recall import fetched_clone, require_origin, sh  # noqa: E402  
 # Writes the texts: run in the clone, with this checkout first on PYTHONPATH.
 DUMP = r"""
 import pickle, sys
-from vivary_git.memory.local import LocalMemory
+from vivary_git.memory.local.provider import LocalMemory
 from vivary_git.memory.snapshot import note_parts, note_text, packet_frames
 from vivary_git.workspace import open_workspace
 ws = open_workspace(".")
@@ -49,7 +49,7 @@ with open(sys.argv[1], "wb") as f:
 RUN = r"""
 import hashlib, json, pickle, sys, time
 import msgspec
-from vivary_git.memory import bm25
+from vivary_git.memory.local import bm25
 with open(sys.argv[1], "rb") as f:
     keys, texts, frames = pickle.load(f)
 tok = bm25.Tokenizer()

@@ -2,7 +2,7 @@
 deterministically, so the real Cognee library runs without the internet.
 
 * `POST /v1/embeddings`: OpenAI-compatible, vectors from this project's packaged embedder
-  (memory/embed.py, all-MiniLM-L6-v2 int8; 384 dimensions). Honours `encoding_format = "base64"`.
+  (memory/local/embed.py, all-MiniLM-L6-v2 int8; 384 dimensions). Honours `encoding_format = "base64"`.
 * `POST /v1/chat/completions`: OpenAI-compatible. Cognee asks for structured output by putting a JSON
   schema in the prompt (or in `response_format`); the answer is the smallest instance of that schema, with
   strings taken from the last paragraph of the user's text. Cognee's connection check ("respond with the
@@ -120,7 +120,7 @@ class Endpoints:
 
 @contextmanager
 def serve() -> Iterator[Endpoints]:
-    from vivary_git.memory.embed import load_embedder
+    from vivary_git.memory.local.embed import load_embedder
 
     embedder = load_embedder()
     lock = threading.Lock()

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from vivary_git.memory.embed import embedder_status
+from vivary_git.memory.local.embed import embedder_status
 from vivary_git.memory.snapshot import dataset_name
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from conftest import Repo
 
-from vivary_git.memory import dream as dream_mod
-from vivary_git.memory.accesslog import Log
+from vivary_git.memory.dream import dream as dream_mod
+from vivary_git.memory.dream.accesslog import Log
 
 DEPLOY = [
     "Deploys happen on Tuesdays, never on Fridays, so the release train leaves Tuesday morning.",
@@ -150,7 +150,7 @@ def test_the_heuristic_summary_is_a_pure_function_of_the_sources() -> None:
     assert lines and all(line.startswith("- ") and line[2:] in DEPLOY for line in lines)
     assert lines == sorted(lines, key=lambda line: DEPLOY.index(line[2:]))  # in the sources' order
     # the same in another process (no hash seed, clock or set order leaks in)
-    code = ("import json; from vivary_git.memory import dream as d; from test_dream import DEPLOY; "
+    code = ("import json; from vivary_git.memory.dream import dream as d; from test_dream import DEPLOY; "
             "s=[d.TaskSource(f'm{i}', f'm{i}.md', t, f'{i:040x}', 'working', t) for i, t in enumerate(DEPLOY)]; "
             "print(json.dumps(d.heuristic(s)))")
     env = dict(os.environ, PYTHONHASHSEED="12345", PYTHONPATH=str(Path(__file__).parent))

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from vivary_git.errors import VivaryError
-from vivary_git.memory import embed as embed_mod
-from vivary_git.memory.embed import (
+from vivary_git.memory.local import embed as embed_mod
+from vivary_git.memory.local.embed import (
     INSTALL_HINT,
     Embedder,
     EmbedderError,
@@ -72,7 +72,7 @@ def test_package_data_ships_tokenizer_license_and_notice() -> None:
 def test_status_is_available_without_importing_the_runtime() -> None:
     # In a fresh interpreter: this test process has long imported numpy and onnxruntime.
     code = (
-        "import sys; from vivary_git.memory.embed import embedder_status; s = embedder_status(); "
+        "import sys; from vivary_git.memory.local.embed import embedder_status; s = embedder_status(); "
         "print(s, *(m in sys.modules for m in ('onnxruntime', 'tokenizers', 'numpy')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -218,7 +218,7 @@ def test_the_model_environment_keeps_numpy_to_one_thread() -> None:
         return int(count), value
 
     env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
-    ours = "from vivary_git.memory.embed import model_environment; model_environment()"
+    ours = "from vivary_git.memory.local.embed import model_environment; model_environment()"
     assert threads_after_numpy(env, "pass")[0] > 1  # the pool this keeps out
     assert threads_after_numpy(env, ours) == (1, "1")
     assert threads_after_numpy({**env, "OPENBLAS_NUM_THREADS": "2"}, ours) == (2, "2")

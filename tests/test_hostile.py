@@ -53,11 +53,13 @@ def _forge_parse_chunk(path: Any, value: bytes) -> None:
     import msgspec
     import pygit2
 
-    from vivary_git import store
     from vivary_git.git import Repo as GitRepo
+    from vivary_git.refnames import CACHE_REF
+    from vivary_git.store.format import ChunkRef
+    from vivary_git.store.read import Snapshot
 
     r = GitRepo(path)
-    snap = store.Snapshot.load(r)
+    snap = Snapshot.load(r)
     assert snap is not None
     oid = r.repo.revparse_single("HEAD:a.md").id
     chunk_path = f"parse/{str(oid)[:2]}.msgpack"
@@ -74,7 +76,7 @@ def _forge_parse_chunk(path: Any, value: bytes) -> None:
     data = bytes([0x90 + len(raw_items)]) + b"".join(raw_items)
     m = snap.manifest
     chunks = dict(m.chunks)
-    chunks[chunk_path] = store.ChunkRef(hashlib.sha256(data).hexdigest(), len(data), m.chunks[chunk_path].count)
+    chunks[chunk_path] = ChunkRef(hashlib.sha256(data).hexdigest(), len(data), m.chunks[chunk_path].count)
     manifest = msgspec.msgpack.encode(msgspec.structs.replace(m, chunks=chunks))
     parse_tree = r.repo.TreeBuilder(snap.tree / "parse")
     parse_tree.insert(chunk_path.split("/")[1], r.repo.create_blob(data), 0o100644)
@@ -83,7 +85,7 @@ def _forge_parse_chunk(path: Any, value: bytes) -> None:
     root.insert("manifest.msgpack", r.repo.create_blob(manifest), 0o100644)
     sig = pygit2.Signature("Forger", "forger@example.invalid")
     commit = r.repo.create_commit(None, sig, sig, "forged", root.write(), [snap.commit])
-    r.git(["update-ref", store.CACHE_REF, str(commit)])
+    r.git(["update-ref", CACHE_REF, str(commit)])
 
 
 def _cold(repo: Repo, cli: Any, *args: str) -> Any:

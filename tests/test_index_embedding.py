@@ -15,11 +15,13 @@ import pytest
 
 from vivary_git import open_workspace
 from vivary_git.commands.index import EmbedProgress
-from vivary_git.memory import local
-from vivary_git.memory.embed import EmbedderError, embedder_status, load_embedder
-from vivary_git.memory.local import LocalMemory, embed_pending, embed_text
+from vivary_git.memory.local import files, index
+from vivary_git.memory.local.embed import EmbedderError, embedder_status, load_embedder
+from vivary_git.memory.local.files import embed_text
+from vivary_git.memory.local.index import embed_pending
+from vivary_git.memory.local.provider import LocalMemory
+from vivary_git.memory.local.vectors import roundtrip
 from vivary_git.memory.snapshot import packets
-from vivary_git.memory.vectors import roundtrip
 
 pytestmark = pytest.mark.skipif(
     embedder_status() != "available" or importlib.util.find_spec("hnswlib") is None,
@@ -50,20 +52,20 @@ def vectors_by_text(path: Path) -> dict[str, Any]:
 
     mem = LocalMemory(open_workspace(path))
     store = mem.store
-    meta: local.VectorMeta = local._decode(store.get(local.VECTOR_META), local.VectorMeta)
-    raw = store.get(local.VECTORS)
+    meta: files.VectorMeta = files._decode(store.get(files.VECTOR_META), files.VectorMeta)
+    raw = store.get(files.VECTORS)
     assert meta is not None and raw is not None
     rows = np.frombuffer(raw, dtype="<f4").reshape(len(meta.digests), meta.dim)
     row_of = {d: i for i, d in enumerate(meta.digests)}
     ws = open_workspace(path)
-    return {embed_text(p): rows[row_of[local._digest(p)]] for _, p in packets(ws, LocalMemory(ws).snapshot())}
+    return {embed_text(p): rows[row_of[files._digest(p)]] for _, p in packets(ws, LocalMemory(ws).snapshot())}
 
 
 @pytest.fixture
 def small_windows(monkeypatch: pytest.MonkeyPatch) -> None:
     # Windows of a few notes, so a small workspace crosses several (the real ones hold 64, then 512).
-    monkeypatch.setattr(local, "_FIRST_WINDOW", 3)
-    monkeypatch.setattr(local, "_WINDOW", 7)
+    monkeypatch.setattr(index, "_FIRST_WINDOW", 3)
+    monkeypatch.setattr(index, "_WINDOW", 7)
 
 
 def test_index_vectors_are_each_texts_own(repo: Any, cli: Any, small_windows: None) -> None:
@@ -74,7 +76,7 @@ def test_index_vectors_are_each_texts_own(repo: Any, cli: Any, small_windows: No
     indexed = vectors_by_text(repo.path)
     embedder = load_embedder()
     texts = sorted(indexed)
-    # Stored as every clone stores them: the int8 round trip of the text's own vector (memory/vectors.py).
+    # Stored as every clone stores them: the int8 round trip of the text's own vector (memory/local/vectors.py).
     alone = roundtrip(np.vstack([embedder.embed([t]) for t in texts]))
     assert np.abs(np.vstack([indexed[t] for t in texts]) - alone).max() < 1e-5
 
@@ -119,7 +121,7 @@ def test_embed_pending_reports_progress_and_checkpoints(monkeypatch: pytest.Monk
                                                        small_windows: None) -> None:
     import numpy as np
 
-    monkeypatch.setattr(local, "_CHECKPOINT_SECONDS", 0.0)  # a checkpoint between every two windows
+    monkeypatch.setattr(index, "_CHECKPOINT_SECONDS", 0.0)  # a checkpoint between every two windows
     embedder = load_embedder()
     texts = [note(i) for i in range(17)]  # windows of 3, 7, 7
     seen: list[tuple[int, int]] = []

@@ -16,9 +16,11 @@ import msgspec
 import pytest
 from test_memory_local import CANARY, MEMORY, TROPO
 
-from vivary_git.memory import local
-from vivary_git.memory.embed import EmbedderError, embedder_status
-from vivary_git.memory.localfiles import Entries, VectorMeta
+from vivary_git.memory.local import index as local_index
+from vivary_git.memory.local import runtime
+from vivary_git.memory.local.embed import EmbedderError, embedder_status
+from vivary_git.memory.local.files import Entries, VectorMeta
+from vivary_git.memory.local.provider import LocalMemory
 
 pytestmark = pytest.mark.skipif(
     embedder_status() != "available" or importlib.util.find_spec("hnswlib") is None,
@@ -55,15 +57,15 @@ def rendered(packets_rendered: list[str]) -> list[str]:
 
 @pytest.fixture
 def model_loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The embedders this process loaded for an index run (`local._load_embedder`, wrapped)."""
+    """The embedders this process loaded for an index run (`runtime._load_embedder`, wrapped)."""
     names: list[str] = []
-    real = local._load_embedder
+    real = runtime._load_embedder
 
     def counting(name: str, **kwargs: Any) -> Any:
         names.append(name)
         return real(name, **kwargs)
 
-    monkeypatch.setattr(local, "_load_embedder", counting)
+    monkeypatch.setattr(runtime, "_load_embedder", counting)
     return names
 
 
@@ -140,7 +142,7 @@ def test_incremental_index_equals_a_fresh_one_after_edits_renames_deletions_and_
         ws: Any, cli: Any, tmp_path: Path, rendered: list[str]) -> None:
     first = index(cli, ws.path)
     assert first["embedded"] == 6 and sorted(rendered) == ["bread", "d1", "garden", "keys", "plan", "vault"]
-    assert (state_dir(ws.path) / local.PACKETS).is_file()
+    assert (state_dir(ws.path) / local_index.PACKETS).is_file()
 
     # An edit of one note's body: only its packet is rendered again.
     rendered.clear()
@@ -169,7 +171,7 @@ def test_incremental_index_equals_a_fresh_one_after_edits_renames_deletions_and_
     where = state_dir(ws.path)
     before = {node: digest for node, digest in index_state(ws.path)["nodes"]}
     keys_before = msgspec.msgpack.decode(
-        msgspec.msgpack.decode((where / local.PACKETS).read_bytes(), type=local.PacketKeys).pairs,
+        msgspec.msgpack.decode((where / local_index.PACKETS).read_bytes(), type=local_index.PacketKeys).pairs,
         type=list[tuple[str, str]])
     plan_key = next(k for k, d in keys_before if d == before["plan"])
     rendered.clear()
@@ -196,22 +198,22 @@ def test_incremental_index_equals_a_fresh_one_after_edits_renames_deletions_and_
 def test_a_damaged_packet_cache_is_named_and_every_packet_rendered_again(
         ws: Any, cli: Any, tmp_path: Path, rendered: list[str], damage: str) -> None:
     index(cli, ws.path)
-    path = state_dir(ws.path) / local.PACKETS
+    path = state_dir(ws.path) / local_index.PACKETS
     data = path.read_bytes()
     if damage == "truncated":
         path.write_bytes(data[: len(data) // 2])
     elif damage == "altered":  # another digest for a key, the file's own sha256 left as it was
-        found = msgspec.msgpack.decode(data, type=local.PacketKeys)
+        found = msgspec.msgpack.decode(data, type=local_index.PacketKeys)
         pairs = msgspec.msgpack.decode(found.pairs, type=list[tuple[str, str]])
         pairs[0] = (pairs[0][0], pairs[1][1])
-        path.write_bytes(msgspec.msgpack.encode(local.PacketKeys(
+        path.write_bytes(msgspec.msgpack.encode(local_index.PacketKeys(
             format=found.format, sha256=found.sha256, pairs=msgspec.Raw(msgspec.msgpack.encode(pairs)))))
     elif damage == "not hex":  # a digest that is not one, under a sha256 that matches the list
-        found = msgspec.msgpack.decode(data, type=local.PacketKeys)
+        found = msgspec.msgpack.decode(data, type=local_index.PacketKeys)
         pairs = msgspec.msgpack.decode(found.pairs, type=list[tuple[str, str]])
         pairs[0] = (pairs[0][0], pairs[0][1][:63] + "G")
         raw = msgspec.msgpack.encode(pairs)
-        path.write_bytes(msgspec.msgpack.encode(local.PacketKeys(
+        path.write_bytes(msgspec.msgpack.encode(local_index.PacketKeys(
             format=found.format, sha256=hashlib.sha256(raw).hexdigest(), pairs=msgspec.Raw(raw))))
     else:
         path.write_bytes(msgspec.msgpack.encode({"format": 99, "sha256": "", "pairs": []}))
@@ -219,7 +221,7 @@ def test_a_damaged_packet_cache_is_named_and_every_packet_rendered_again(
     rendered.clear()
     r = cli("index", "--yes", "--json", cwd=ws.path)
     assert r.code == 0, r.err
-    assert f"ignored {local.PACKETS}" in r.err and "Traceback" not in r.err
+    assert f"ignored {local_index.PACKETS}" in r.err and "Traceback" not in r.err
     assert sorted(rendered) == ["bread", "d1", "garden", "keys", "plan", "vault"]
     assert r.json()["embedded"] == 1
     assert_same_index(ws.path, tmp_path, cli, "fresh")
@@ -278,14 +280,14 @@ def test_the_model_an_index_loaded_is_left_for_the_exit(ws: Any, cli: Any, monke
 
     index(cli, ws.path)
     loaded: list[weakref.ref[Any]] = []
-    real = local._load_embedder
+    real = runtime._load_embedder
 
     def load(name: str, **kwargs: Any) -> Any:
         embedder = real(name, **kwargs)
         loaded.append(weakref.ref(embedder))
         return embedder
 
-    monkeypatch.setattr(local, "_load_embedder", load)
+    monkeypatch.setattr(runtime, "_load_embedder", load)
     monkeypatch.setattr(lifetime, "_kept", [])  # as `cli` starts it
     ws.write({"notes/garden.md": NOTES["notes/garden.md"] + "\nAlso basil, in pots.\n"})
     assert index(cli, ws.path)["embedded"] == 1
@@ -297,13 +299,13 @@ def test_an_index_run_reads_the_last_entries_once(ws: Any, cli: Any, monkeypatch
     # Finding the index out of date and then updating it read the same manifest and entries: decoded once.
     index(cli, ws.path)
     decoded: list[type] = []
-    real = local._decode
+    real = local_index._decode
 
     def counting(data: Any, kind: Any, **kwargs: Any) -> Any:
         decoded.append(kind)
         return real(data, kind, **kwargs)
 
-    monkeypatch.setattr(local, "_decode", counting)
+    monkeypatch.setattr(local_index, "_decode", counting)
     ws.write({"notes/garden.md": NOTES["notes/garden.md"] + "\nAlso basil, in pots.\n"})
     assert index(cli, ws.path)["embedded"] == 1
     assert decoded.count(Entries) == 1
@@ -351,7 +353,7 @@ def test_the_keyword_index_and_the_graph_are_updated_while_the_model_embeds_the_
     index(cli, ws.path)
     began = threading.Event()
     seen: list[bool] = []
-    real_lexical, real_embed = local._IndexBuilder._lexical, local.embed_pending
+    real_lexical, real_embed = local_index._IndexBuilder._lexical, local_index.embed_pending
 
     def lexical(self: Any, *args: Any, **kwargs: Any) -> Any:
         began.set()
@@ -361,8 +363,8 @@ def test_the_keyword_index_and_the_graph_are_updated_while_the_model_embeds_the_
         seen.append(began.wait(timeout=30))
         return real_embed(*args, **kwargs)
 
-    monkeypatch.setattr(local._IndexBuilder, "_lexical", lexical)
-    monkeypatch.setattr(local, "embed_pending", embed)
+    monkeypatch.setattr(local_index._IndexBuilder, "_lexical", lexical)
+    monkeypatch.setattr(local_index, "embed_pending", embed)
     ws.write({"notes/garden.md": NOTES["notes/garden.md"] + "\nAlso basil, in pots.\n"})
     rep = index(cli, ws.path)
     assert seen == [True] and rep["embedded"] == 1
@@ -381,7 +383,7 @@ def test_a_run_whose_embedding_fails_leaves_the_last_index_whole(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise EmbedderError("the model failed (for the test)")
 
-    monkeypatch.setattr(local, "embed_pending", broken)
+    monkeypatch.setattr(local_index, "embed_pending", broken)
     ws.write({"notes/garden.md": NOTES["notes/garden.md"] + "\nAlso basil, in pots.\n"})
     r = cli("index", "--yes", "--json", cwd=ws.path)
     assert r.code == 2 and "the model failed (for the test)" in r.err and "Traceback" not in r.err
@@ -399,7 +401,7 @@ def test_what_needs_no_new_vector_is_written_while_the_model_embeds_and_put_in_p
     where = state_dir(ws.path)
     last = {name: (where / name).read_bytes() for name in ("entries.msgpack", "lexical.bin")}
     seen: list[tuple[list[str], bool]] = []
-    real_lexical, real_embed = local._IndexBuilder._lexical, local.embed_pending
+    real_lexical, real_embed = local_index._IndexBuilder._lexical, local_index.embed_pending
     staged = threading.Event()
 
     def lexical(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -421,8 +423,8 @@ def test_what_needs_no_new_vector_is_written_while_the_model_embeds_and_put_in_p
         seen.append((temporary, all((where / n).read_bytes() == data for n, data in last.items())))
         return real_embed(*args, **kwargs)
 
-    monkeypatch.setattr(local._IndexBuilder, "_lexical", lexical)
-    monkeypatch.setattr(local, "embed_pending", embed)
+    monkeypatch.setattr(local_index._IndexBuilder, "_lexical", lexical)
+    monkeypatch.setattr(local_index, "embed_pending", embed)
     ws.write({"notes/garden.md": NOTES["notes/garden.md"] + "\nAlso basil, in pots.\n"})
     assert index(cli, ws.path)["embedded"] == 1
     assert seen == [(["entries", "lexical"], True)]
@@ -487,7 +489,7 @@ def test_recall_reads_the_index_again_when_a_run_replaced_a_file_as_it_read(
 
 
 def test_embedding_stops_before_its_next_window_once_the_run_is_cancelled() -> None:
-    from vivary_git.memory.embed import load_embedder
+    from vivary_git.memory.local.embed import load_embedder
 
     embedder = load_embedder("minilm-l6-int8")
     runs: list[int] = []
@@ -497,10 +499,12 @@ def test_embedding_stops_before_its_next_window_once_the_run_is_cancelled() -> N
         runs.append(n)
 
     cancel.set()
-    with pytest.raises(local.EmbeddingCancelled):
-        local.embed_pending(embedder, ["tomatoes", "basil"], progress=lambda done, total: ran(done), cancel=cancel)
+    with pytest.raises(local_index.EmbeddingCancelled):
+        local_index.embed_pending(embedder, ["tomatoes", "basil"], progress=lambda done, total: ran(done),
+                                  cancel=cancel)
     assert runs == [0]  # started, and no model run after that
-    assert local.embed_pending(embedder, ["tomatoes", "basil"], cancel=threading.Event()).shape == (2, embedder.dim)
+    cancelled = local_index.embed_pending(embedder, ["tomatoes", "basil"], cancel=threading.Event())
+    assert cancelled.shape == (2, embedder.dim)
 
 
 def test_only_the_manifest_and_the_caches_no_digest_vouches_for_are_synced_to_the_disk(
@@ -531,7 +535,7 @@ def test_every_packet_key_of_a_snapshot_at_once_is_each_nodes_own(ws: Any) -> No
     from vivary_git import open_workspace
     from vivary_git.memory.snapshot import Packets, packet_key
 
-    memory = local.LocalMemory(open_workspace(ws.path))
+    memory = LocalMemory(open_workspace(ws.path))
     snap = memory.snapshot()
     assert any(sum(e.source_id == n.id for e in snap.edges) > 1 for n in snap.nodes)  # d1: several, sorted
     want = [packet_key(n, reversed(snap.edges)) for n in snap.nodes]
@@ -541,13 +545,13 @@ def test_every_packet_key_of_a_snapshot_at_once_is_each_nodes_own(ws: Any) -> No
 def test_state_read_ahead_hands_over_only_files_still_the_ones_read(tmp_path: Path) -> None:
     # An index run reads its state files (and hashes the large ones) in a thread while the snapshot is built,
     # before it holds the index lock: what it is handed later must be the file as it is then.
-    from vivary_git.memory.localfiles import ENTRIES, HNSW_FILE, VECTORS, _sha
+    from vivary_git.memory.local.files import ENTRIES, HNSW_FILE, VECTORS, _sha
     from vivary_git.memory.state import LocalStateStore
 
     store = LocalStateStore(tmp_path / "state")
     for name, data in ((ENTRIES, b"entries 1"), (VECTORS, b"vectors 1"), (HNSW_FILE, b"graph 1")):
         store.put(name, data)
-    ahead = local._ReadAhead(store)
+    ahead = local_index._ReadAhead(store)
     vectors = ahead.get(VECTORS)
     assert vectors == b"vectors 1" and ahead.get(VECTORS) is vectors  # read once, ahead
     assert ahead.sha(vectors) == _sha(b"vectors 1") and ahead.sha(b"other") == _sha(b"other")

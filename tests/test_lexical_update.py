@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from vivary_git.memory import lexical_update
-from vivary_git.memory.bm25 import build, from_postings
-from vivary_git.memory.lexical_update import update
+from vivary_git.memory.local import lexical_update
+from vivary_git.memory.local.bm25 import build, from_postings
+from vivary_git.memory.local.lexical_update import update
 
 
 def _doc(rnd: random.Random, words: list[str]) -> dict[str, int]:

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from vivary_git import open_workspace
-from vivary_git.memory import local
-from vivary_git.memory.embed import embedder_status
-from vivary_git.memory.local import LocalMemory
+from vivary_git.memory.local import files
+from vivary_git.memory.local.embed import embedder_status
+from vivary_git.memory.local.provider import LocalMemory
 
 # Skipped only without the model/runtime; snowballstemmer is deliberately not checked, so an [embed] extra
 # that forgets it fails here instead of silently skipping the suite.
@@ -195,7 +195,7 @@ def test_no_network(ws: Any, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_missing_extra_names_the_install(ws: Any, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     assert cli("index", "--yes", cwd=ws.path).code == 0
     ws.write({"notes/new.md": "# New\n\ntext\n"})
-    # Simulate an install without the [embed] extra: find_spec (how both embed.py and local.py look for
+    # Simulate an install without the [embed] extra: find_spec (how both embed.py and runtime.py look for
     # modules without importing them) says hnswlib and onnxruntime are absent. Everything else resolves.
     real = importlib.util.find_spec
 
@@ -321,7 +321,7 @@ def test_library_api(ws: Any) -> None:
     assert rep.indexed == len(PUBLIC)
     manifest = mem.manifest()
     assert manifest is not None and manifest.fingerprint == rep.fingerprint
-    assert manifest.hnsw.m == local.HNSW_M and manifest.hnsw.ef_construction == local.HNSW_EF_CONSTRUCTION
+    assert manifest.hnsw.m == files.HNSW_M and manifest.hnsw.ef_construction == files.HNSW_EF_CONSTRUCTION
     hits = mem.recall("vault", k=2)
     assert len(hits) == 2 and hits[0].node_id == "vault"
     assert mem.forget(approved=True).removed
@@ -335,7 +335,7 @@ def test_many_edits_compact_the_cache_and_rebuild_the_graph(ws: Any, cli: Any) -
               "notes/vault.md": "# Vault\n\nAudit logs for every secret read.\n"})
     rep = cli("index", "--yes", "--json", cwd=ws.path).json()
     assert (rep["embedded"], rep["rebuilt"]) == (3, True)  # 3 of 8 cached vectors dead: compacted
-    meta = msgspec.msgpack.decode((state_dir(ws.path) / "vectors.msgpack").read_bytes(), type=local.VectorMeta)
+    meta = msgspec.msgpack.decode((state_dir(ws.path) / "vectors.msgpack").read_bytes(), type=files.VectorMeta)
     assert len(meta.digests) == len(PUBLIC)
     assert [h["node_id"] for h in recall(cli, ws.path, "rye", "--mode", "semantic", "--k", "1")] == ["bread"]
     assert [h["node_id"] for h in recall(cli, ws.path, "audit logs", "--mode", "semantic", "--k", "1")] == ["vault"]
@@ -369,7 +369,7 @@ def test_manifest_values_are_validated_before_they_reach_hnswlib(ws: Any, cli: A
             data[key] = value
     manifest.write_text(json.dumps(data))
     # Nothing of it reaches hnswlib. A manifest out of bounds is as good as none: recall assembles the
-    # tree's index from its notes' vectors (memory/assemble.py), each one checked. One in bounds that
+    # tree's index from its notes' vectors (memory/local/assemble.py), each one checked. One in bounds that
     # disagrees with hnsw.bin is damage: refused in one line.
     r = _run(["recall", "vault", "--json"], ws.path)
     assert "Traceback" not in r.stderr and r.returncode in (0, 3), (edit, r.returncode, r.stdout, r.stderr)

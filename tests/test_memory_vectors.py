@@ -1,5 +1,5 @@
-"""The memory index in Git: vectors keyed by content in refs/vivary/cache (memory/vectors.py), recall of any
-tree from them (memory/assemble.py), one index writer at a time (memory/lock.py). Real model, real Git;
+"""The memory index in Git: vectors keyed by content in refs/vivary/cache (memory/local/vectors.py), recall of any
+tree from them (memory/local/assemble.py), one index writer at a time (memory/lock.py). Real model, real Git;
 model runs are counted by wrapping the embedder's one model call (`_OnnxEmbedder._vectors`), not mocked."""
 
 from __future__ import annotations
@@ -20,10 +20,14 @@ from conftest import Repo, git, run_git_vivary
 from test_memory_local import MEMORY, PRIVATE, PUBLIC, TROPO
 from test_store import objects_reachable
 
-from vivary_git import open_workspace, store
+from vivary_git import open_workspace
 from vivary_git.git import Repo as GitRepo
-from vivary_git.memory import embed, vectors
-from vivary_git.memory.embed import embedder_status
+from vivary_git.memory.local import embed, vectors
+from vivary_git.memory.local.embed import embedder_status
+from vivary_git.refnames import CACHE_REF
+from vivary_git.store.format import MAX_CHUNK_BYTES
+from vivary_git.store.read import Snapshot
+from vivary_git.store.write import Changes, _create_commit, _update_tree, write
 
 pytestmark = pytest.mark.skipif(
     embedder_status() != "available" or importlib.util.find_spec("hnswlib") is None,
@@ -54,11 +58,11 @@ def ws(repo: Repo) -> Repo:
     return repo
 
 
-def cache_vectors(path: Path, ref: str = store.CACHE_REF) -> dict[str, bytes]:
+def cache_vectors(path: Path, ref: str = CACHE_REF) -> dict[str, bytes]:
     """Every vector in a cache ref, verified as a reader verifies it."""
     ws = open_workspace(path)
     assert ws.source.repo is not None
-    snap = store.Snapshot.load(ws.source.repo, ref)
+    snap = Snapshot.load(ws.source.repo, ref)
     assert snap is not None
     out: dict[str, bytes] = {}
     for chunk in snap.manifest.chunks:
@@ -72,7 +76,7 @@ def keys_of(path: Path, *notes: str, rev: str | None = None, root: str | None = 
             ) -> dict[str, str]:
     """The vector key of each named note (a path relative to the workspace) as it is in that tree, private
     ones included: what a leak would be filed under."""
-    from vivary_git.memory.local import EMBED_FORMAT, embed_text
+    from vivary_git.memory.local.files import EMBED_FORMAT, embed_text
     from vivary_git.memory.snapshot import MemoryNode, packet
 
     ws = open_workspace(path, rev=rev, root=root)
@@ -202,7 +206,7 @@ def test_an_unchanged_index_reads_no_note_and_still_records_what_the_cache_lacks
     # The shared cache lost its vectors: the unchanged index records them again, the same keys and values,
     # from the vector keys it remembered (still no note rendered, no model run).
     stored = cache_vectors(ws.path)
-    ws.git("update-ref", "-d", store.CACHE_REF)
+    ws.git("update-ref", "-d", CACHE_REF)
     model_runs.clear()
     rep = cli("index", "--yes", "--rev", "HEAD", "--json", cwd=ws.path).json()
     assert rep["unchanged"] and (rep["embedded"], rep["recorded"]) == (0, len(PUBLIC))
@@ -336,7 +340,7 @@ def test_fresh_clone_recalls_from_fetched_vectors_embedding_only_the_query(
 def test_a_fresh_clone_builds_the_keyword_index_the_indexing_clone_built(ws: Repo, cli: Any, tmp_path: Path) -> None:
     """The clone that fetched the vectors tokenises the notes itself, in bulk (bm25.build_texts): its keyword
     index is byte for byte the one `index` built note by note, so hybrid recall answers alike, scores and all."""
-    from vivary_git.memory.local import LocalMemory
+    from vivary_git.memory.local.provider import LocalMemory
 
     assert cli("index", "--yes", cwd=ws.path).code == 0
     origin = publish(ws, tmp_path)
@@ -357,7 +361,7 @@ def forks(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Whether each `parallel.Forked` job of this process went to a child; every job may (no size floor), on
     two workers whatever the machine has."""
     from vivary_git import parallel
-    from vivary_git.memory import assemble
+    from vivary_git.memory.local import assemble
 
     monkeypatch.setenv("VIVARY_JOBS", "2")
     monkeypatch.setattr(assemble, "FORK_AT", 0)
@@ -373,7 +377,7 @@ def forks(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 
 
 def _assembled_lexical(path: Path) -> bytes:
-    from vivary_git.memory.local import LocalMemory
+    from vivary_git.memory.local.provider import LocalMemory
 
     found = list((Path(LocalMemory(open_workspace(path)).store.location) / "trees").glob("*/lexical.bin"))
     assert len(found) == 1, found
@@ -385,7 +389,7 @@ def _damage_a_parse_chunk(path: Path) -> None:
     from test_store import _rewrite
 
     r = GitRepo(path)
-    snap = store.Snapshot.load(r)
+    snap = Snapshot.load(r)
     assert snap is not None
     chunk = min(p for p in snap.manifest.chunks if p.startswith("parse/"))
     data = r.repo[snap.tree[chunk].id].data
@@ -403,8 +407,9 @@ def test_a_fresh_clones_first_recall_is_the_same_with_or_without_its_children(
     first one at once or after sending the notes, the second one merging), and whether the fetched cache is
     sound or a chunk of it was tampered with, it prints and answers exactly what a recall that forks nothing
     does; on a sound cache, byte for byte what the indexing clone answers."""
-    from vivary_git.memory import assemble, bm25, snapshot
-    from vivary_git.memory.local import LocalMemory
+    from vivary_git.memory import snapshot
+    from vivary_git.memory.local import assemble, bm25
+    from vivary_git.memory.local.provider import LocalMemory
 
     assert cli("index", "--yes", cwd=ws.path).code == 0
     origin = publish(ws, tmp_path)
@@ -547,7 +552,7 @@ def test_recall_any_revision_whose_notes_all_have_vectors(ws: Repo, cli: Any, mo
 def test_exact_search_finds_what_the_index_finds(ws: Repo, cli: Any) -> None:
     """A tree recalled from vectors is searched exactly; on a handful of notes the index's HNSW graph
     (ef 64) is exact too, so the two answer alike. A note leaving the index takes the assembly with it."""
-    from vivary_git.memory.local import LocalMemory
+    from vivary_git.memory.local.provider import LocalMemory
 
     question = ["recall", "secrets and credentials", "--mode", "semantic", "--rev", "HEAD", "--json"]
     assert cli("index", "--yes", "--rev", "HEAD", cwd=ws.path).code == 0
@@ -583,7 +588,7 @@ def _forge(path: Path, bad: dict[str, bytes]) -> None:
     """A consistent cache (digests fixed) whose vectors are `bad`, as anyone who can push the ref could make."""
     ws = open_workspace(path)
     assert ws.source.repo is not None
-    store.write(ws.source.repo, store.Changes(vectors={k: msgspec.msgpack.encode(v) for k, v in bad.items()}),
+    write(ws.source.repo, Changes(vectors={k: msgspec.msgpack.encode(v) for k, v in bad.items()}),
                 message="forged")
 
 
@@ -599,11 +604,11 @@ def test_sync_fetch_refuses_malformed_vectors(ws: Repo, cli: Any, tmp_path: Path
             "code": "holds the code -128, which is never written"}[what]
     proc = run_git_vivary(["sync", "push"], ws.path)  # we never publish it
     assert proc.returncode == 3 and f"holds a vector for {key[:12]} that {said}" in proc.stderr, proc.stderr
-    ws.git("push", "-q", "-f", "origin", f"{store.CACHE_REF}:{store.CACHE_REF}")  # as anyone who can push the ref
+    ws.git("push", "-q", "-f", "origin", f"{CACHE_REF}:{CACHE_REF}")  # as anyone who can push the ref
     other = clone(origin, tmp_path / "clone")
     proc = run_git_vivary(["sync", "fetch"], other)
     assert proc.returncode == 3 and f"holds a vector for {key[:12]} that {said}" in proc.stderr, proc.stderr
-    assert git(other, "rev-parse", "-q", "--verify", store.CACHE_REF, check=False).strip() == ""
+    assert git(other, "rev-parse", "-q", "--verify", CACHE_REF, check=False).strip() == ""
 
 
 def test_a_well_formed_vector_that_is_not_a_unit_vector_is_never_used(ws: Repo, cli: Any, tmp_path: Path) -> None:
@@ -613,7 +618,7 @@ def test_a_well_formed_vector_that_is_not_a_unit_vector_is_never_used(ws: Repo, 
     # Every code at full scale: well formed (sync fetch adopts it), but 20 times too long for a unit vector.
     origin = publish(ws, tmp_path)
     _forge(ws.path, {keys["notes/vault.md"]: value[:4] + b"\x7f" * 384})
-    ws.git("push", "-q", "-f", "origin", f"{store.CACHE_REF}:{store.CACHE_REF}")
+    ws.git("push", "-q", "-f", "origin", f"{CACHE_REF}:{CACHE_REF}")
     other = clone(origin, tmp_path / "clone")
     assert run_git_vivary(["sync", "fetch"], other).returncode == 0
     r = cli("recall", "vault", cwd=other)
@@ -627,16 +632,16 @@ def test_damaged_manifest_digest_is_refused_by_sync_fetch(ws: Repo, cli: Any, tm
     # Rewrite one vector chunk without fixing the manifest: a reader must notice.
     ws_repo = open_workspace(ws.path).source.repo
     assert ws_repo is not None
-    snap = store.Snapshot.load(ws_repo)
+    snap = Snapshot.load(ws_repo)
     assert snap is not None
     path = next(p for p in snap.manifest.chunks if p.startswith("vectors/"))
     data = msgspec.msgpack.decode(snap._verified(path, snap.manifest.chunks[path].sha256,
-                                                 snap.manifest.chunks[path].size, store.MAX_CHUNK_BYTES))
+                                                 snap.manifest.chunks[path].size, MAX_CHUNK_BYTES))
     data[0][1] = data[0][1][:-1] + bytes([(data[0][1][-1] + 1) % 127])
     blob = str(ws_repo.repo.create_blob(msgspec.msgpack.encode(data)))
-    tree = store._update_tree(ws_repo, snap.tree, {path: blob})
-    commit = store._create_commit(ws_repo, tree, [snap.commit], "tampered")
-    git(ws.path, "push", "-q", "-f", "origin", f"{commit}:{store.CACHE_REF}")
+    tree = _update_tree(ws_repo, snap.tree, {path: blob})
+    commit = _create_commit(ws_repo, tree, [snap.commit], "tampered")
+    git(ws.path, "push", "-q", "-f", "origin", f"{commit}:{CACHE_REF}")
     other = clone(origin, tmp_path / "clone")
     proc = run_git_vivary(["sync", "fetch"], other)
     assert proc.returncode == 3 and "does not match its sha256 in the manifest" in proc.stderr
@@ -666,7 +671,7 @@ def test_concurrent_index_runs_embed_each_note_once(ws: Repo) -> None:
     from vivary_git.memory.lock import index_lock
 
     dataset = open_workspace(ws.path)
-    from vivary_git.memory.local import LocalMemory
+    from vivary_git.memory.local.provider import LocalMemory
 
     mem = LocalMemory(dataset)
     repo = dataset.source.repo
@@ -684,7 +689,7 @@ def test_concurrent_index_runs_embed_each_note_once(ws: Repo) -> None:
 
 
 def test_a_killed_index_run_releases_the_lock(ws: Repo, cli: Any) -> None:
-    from vivary_git.memory.local import LocalMemory
+    from vivary_git.memory.local.provider import LocalMemory
 
     mem = LocalMemory(open_workspace(ws.path))
     repo = mem.ws.source.repo
@@ -707,7 +712,7 @@ def test_a_killed_index_run_releases_the_lock(ws: Repo, cli: Any) -> None:
 def test_post_commit_hook_indexes_the_commit_in_the_background(ws: Repo, cli: Any) -> None:
     import time
 
-    from vivary_git.memory.local import LocalMemory
+    from vivary_git.memory.local.provider import LocalMemory
     from vivary_git.memory.lock import index_lock
 
     ws.commit(files={".vivary/memory.toml": MEMORY + "\n[memory.local]\nauto_index = true\n"})
@@ -753,7 +758,7 @@ def test_action_builds_and_pushes_the_index_on_the_default_branch(ws: Repo, cli:
     (tmp_path / "run1").mkdir()
     r = run_action(ws.path, tmp_path / "run1", inputs, push, event_name="push", cache=services)
     assert r.code == 0, r.log
-    assert git(origin, "rev-parse", "-q", "--verify", store.CACHE_REF, check=False).strip()
+    assert git(origin, "rev-parse", "-q", "--verify", CACHE_REF, check=False).strip()
     # A clone's first recall is warm: it embeds the query only.
     other = clone(origin, tmp_path / "clone")
     assert run_git_vivary(["sync", "fetch"], other).returncode == 0
@@ -814,7 +819,7 @@ def test_recall_embeds_its_questions_while_it_reads_the_index(ws: Repo, cli: Any
     is loaded, while the index is still being read: the same vectors, so the same answer, byte for byte."""
     import threading
 
-    from vivary_git.memory import local
+    from vivary_git.memory.local import recall
 
     assert cli("index", "--yes", cwd=ws.path).code == 0
     queries = tmp_path / "q.jsonl"
@@ -832,8 +837,8 @@ def test_recall_embeds_its_questions_while_it_reads_the_index(ws: Repo, cli: Any
     assert asked.code == 0 and asked.out
     assert runs == [("vivary-background", 1 if how == "one" else 2)]
     runs.clear()
-    real_ask = local._load_and_ask
-    monkeypatch.setattr(local, "_load_and_ask", lambda name, queries, asked: real_ask(name, (), asked))
+    real_ask = recall._load_and_ask
+    monkeypatch.setattr(recall, "_load_and_ask", lambda name, queries, asked: real_ask(name, (), asked))
     plain = cli(*args, cwd=ws.path)
     assert runs == [("MainThread", 1 if how == "one" else 2)]
     assert (plain.code, plain.out, plain.err) == (asked.code, asked.out, asked.err)

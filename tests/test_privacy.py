@@ -11,12 +11,11 @@ from typing import Any
 
 import pytest
 
-from vivary_git import privacy
-from vivary_git.errors import RefusedError
+from vivary_git import checkignore
+from vivary_git.errors import PrivacyError, RefusedError
 from vivary_git.privacy import (
     FLOOR,
     PrivacyDecision,
-    PrivacyError,
     PrivacyPolicy,
     check_snapshot_files,
     decide,
@@ -540,7 +539,7 @@ def test_deep_paths_do_not_crash_git(tmp_path: Path) -> None:
 
 def test_fifo_gitignore_times_out_closed(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Git blocks for ever opening a FIFO named .gitignore.
-    monkeypatch.setattr(privacy, "_TIMEOUT_SECONDS", 2.0)
+    monkeypatch.setattr(checkignore, "_TIMEOUT_SECONDS", 2.0)
     (workspace / "notes" / ".gitignore").unlink()
     os.mkfifo(workspace / "notes" / ".gitignore")
     with pytest.raises(PrivacyError, match="no answer"):
@@ -686,7 +685,8 @@ def test_a_memo_answers_the_same_question_once_and_never_another(workspace: Path
 
 
 def test_a_memo_gives_every_asker_the_error_git_gave(workspace: Path) -> None:
-    from vivary_git.privacy import PrivacyError, PrivacyMemo, Scope, decide_scoped
+    from vivary_git.errors import PrivacyError
+    from vivary_git.privacy import PrivacyMemo, Scope, decide_scoped
 
     memo = PrivacyMemo()
     for _ in range(2):

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from conftest import git
 
-from vivary_git.memory.embed import embedder_status
+from vivary_git.memory.local.embed import embedder_status
 
 CANARY = "zqxcanary"  # one token: survives lower-casing and stemming, so a scan finds any copy of it
 TROPO = "version = 1\n\n[base]\nderive = [\"id\", \"title\"]\nallow_untyped = true\n"

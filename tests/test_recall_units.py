@@ -58,7 +58,7 @@ def test_filters() -> None:
 
 @needs_numpy
 def test_bm25_stems_scores_and_round_trips() -> None:
-    from vivary_git.memory import bm25
+    from vivary_git.memory.local import bm25
 
     tok = bm25.Tokenizer()
     assert tok("The Fractures were FRACTURED") == ["fractur", "fractur"]
@@ -97,7 +97,7 @@ def _okapi(docs: list[list[str]], query: list[str], k1: float, b: float) -> list
 
 @needs_numpy
 def test_bm25_rare_terms_outweigh_common_ones() -> None:
-    from vivary_git.memory import bm25
+    from vivary_git.memory.local import bm25
 
     # "signing" is in every document but one; "rotation" only in doc 3. Doc 0 repeats the common term,
     # doc 3 has the rare one once: with real IDF the rare match wins, with IDF = 1 term frequency would.
@@ -121,7 +121,7 @@ def test_bm25_built_in_bulk_is_the_index_built_note_by_note() -> None:
 
     import numpy as np
 
-    from vivary_git.memory import bm25
+    from vivary_git.memory.local import bm25
 
     rng = random.Random(7)
     vocab = ["Fractures", "fractured", "the", "a", "x", "2024", "007", "x1_y", "__init__", "API", "naïve",
@@ -169,7 +169,7 @@ def test_an_index_built_from_frames_and_term_bags_is_the_index_of_the_whole_pack
     or by none (a private note's words must not reach the vocabulary), and in any order."""
     import random
 
-    from vivary_git.memory import bm25
+    from vivary_git.memory.local import bm25
 
     rng = random.Random(11)
     vocab = ["Fractures", "fractured", "the", "a", "x", "2024", "x1_y", "naïve", "café", "Straße", "ссылки",
@@ -227,7 +227,7 @@ def _bag_counts(bags: object) -> list[dict[str, int]]:
     """Each text's term counts, as `term_bags` packed them."""
     import numpy as np
 
-    from vivary_git.memory import bm25
+    from vivary_git.memory.local import bm25
 
     assert isinstance(bags, bm25.TermBags)
     indptr = np.frombuffer(bags.indptr, dtype="<i8").tolist()
@@ -238,7 +238,7 @@ def _bag_counts(bags: object) -> list[dict[str, int]]:
 
 @needs_numpy
 def test_fusion_is_deterministic_and_weighted() -> None:
-    from vivary_git.memory.local import fuse
+    from vivary_git.memory.local.recall import fuse
 
     lexical = [(1, 9.0), (2, 5.0)]
     vector = [(2, 0.9), (3, 0.8)]
@@ -253,7 +253,7 @@ def test_fusion_is_deterministic_and_weighted() -> None:
 
 @needs_numpy
 def test_embed_text_drops_identity_lines() -> None:
-    from vivary_git.memory.local import embed_text
+    from vivary_git.memory.local.files import embed_text
 
     packet = ("vivary_node_id: d1\nvivary_type: decision\nvivary_path: decisions/d1.md\nvivary_title: Use tokens\n"
               '{"status":"accepted"}\noutbound_edges:\n- related: keys\n\n# Use tokens\n\nThey expire.\n')
@@ -270,8 +270,8 @@ def test_a_module_another_thread_is_importing_is_not_missing(monkeypatch: pytest
     import sys
     import types
 
-    from vivary_git.memory import local
-    from vivary_git.memory.embed import module_present
+    from vivary_git.memory.local import runtime
+    from vivary_git.memory.local.embed import module_present
 
     if importlib.util.find_spec(name) is None:
         pytest.skip(f"{name} is not installed here (the embed extra)")
@@ -279,6 +279,6 @@ def test_a_module_another_thread_is_importing_is_not_missing(monkeypatch: pytest
     half.__spec__ = None
     monkeypatch.setitem(sys.modules, name, half)
     assert module_present(name)
-    local.require_extra()  # no EmbedderError
+    runtime.require_extra()  # no EmbedderError
     monkeypatch.setitem(sys.modules, "vivary_no_such_module", None)
     assert not module_present("vivary_no_such_module") and not module_present("vivary_surely_absent_module")

@@ -13,7 +13,7 @@ import pytest
 from conftest import TROPO, Repo, git, run_git_vivary
 from test_store import objects_reachable
 
-from vivary_git import store
+from vivary_git.refnames import CACHE_REF
 
 
 def _private_files(at: str) -> dict[str, str]:
@@ -79,7 +79,7 @@ def test_no_private_byte_reaches_the_refs_in_any_layout(repo: Repo, cli: Any, tm
                  ["blast", "open"], ["check", "--staged"], ["blast", "--base", "HEAD", "--head", "HEAD"]):
         r = cli(*args, *root, cwd=cwd)
         assert "Traceback" not in r.err, (args, r.err)
-    assert git(repo.path, "rev-parse", "-q", "--verify", store.CACHE_REF).strip(), "something was recorded"
+    assert git(repo.path, "rev-parse", "-q", "--verify", CACHE_REF).strip(), "something was recorded"
     _assert_clean(_scan(repo.path))
     # And through `sync push` to a bare remote, every ref it has.
     origin = tmp_path / "origin.git"

@@ -230,7 +230,7 @@ def test_scaffold_in_a_subfolder_of_an_existing_repo(repo: Repo, cli: Any) -> No
 
 
 def test_capabilities_json_is_truthful(cli: Any) -> None:
-    from vivary_git.memory.embed import embedder_status
+    from vivary_git.memory.local.embed import embedder_status
 
     r = cli("capabilities", "--json", "--preset", "knowledge-work", cwd=Path.cwd())
     assert r.code == 0

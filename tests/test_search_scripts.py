@@ -104,7 +104,7 @@ def test_index_and_direct_scan_agree_on_any_script(repo: Repo) -> None:
 
 @pytest.mark.skipif(importlib.util.find_spec("numpy") is None, reason="needs the [embed] extra")
 def test_bm25_reads_any_script() -> None:
-    from vivary_git.memory import bm25
+    from vivary_git.memory.local import bm25
 
     tok = bm25.Tokenizer()
     # ASCII as before: stemmed English, one-letter words and stopwords dropped.
@@ -121,7 +121,7 @@ def test_bm25_reads_any_script() -> None:
 
 
 def test_recall_keyword_side_finds_notes_in_any_script(repo: Repo, cli: Any) -> None:
-    from vivary_git.memory.embed import embedder_status
+    from vivary_git.memory.local.embed import embedder_status
 
     if embedder_status() != "available" or importlib.util.find_spec("hnswlib") is None:
         pytest.skip("needs the [embed] extra")

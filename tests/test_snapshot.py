@@ -14,6 +14,7 @@ import pytest
 from conftest import git, write
 
 from vivary_git import open_workspace
+from vivary_git.errors import PrivacyError
 from vivary_git.memory import snapshot as snapshot_mod
 from vivary_git.memory.config import load_memory_config
 from vivary_git.memory.snapshot import (
@@ -26,7 +27,7 @@ from vivary_git.memory.snapshot import (
     packets,
 )
 from vivary_git.models import Note
-from vivary_git.privacy import PrivacyError, PrivacyPolicy
+from vivary_git.privacy import PrivacyPolicy
 
 TROPO = """version = 1
 

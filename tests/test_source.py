@@ -332,12 +332,12 @@ def test_a_failing_child_has_its_share_done_here(repo: Repo, cli: Any, monkeypat
 def test_staged_graphs_are_cached_once_far_from_their_base(repo: Repo, cli: Any, monkeypatch: Any) -> None:
     """The hook's staged tree is patched from the last cached graph; its own graph is cached only
     when it has drifted far from that base, after which it is the base."""
-    from vivary_git import workspace
+    from vivary_git import tiers
 
     files = {f"modules/m{i}.md": f"---\nstatus: s\n---\n# M{i}\n" for i in range(8)}
     repo.commit(files={"tropo.toml": TROPO, **files})
     cli("check", "--rev", "HEAD", cwd=repo.path)  # HEAD's graph: the base
-    monkeypatch.setattr(workspace, "_CACHE_STAGED_AFTER", 2)
+    monkeypatch.setattr(tiers, "_CACHE_STAGED_AFTER", 2)
     monkeypatch.setenv("VIVARY_STATS", "1")
 
     def stage(n: int) -> None:

@@ -538,7 +538,7 @@ def test_private_text_reaches_no_commit_cache_ref_memory_index_or_recall(repo: R
     the local semantic memory; the private files' canary is in none of it."""
     import importlib.util
 
-    from vivary_git.memory.embed import embedder_status
+    from vivary_git.memory.local.embed import embedder_status
 
     if embedder_status() != "available" or importlib.util.find_spec("hnswlib") is None:
         pytest.skip("needs the [embed] extra")

@@ -1,4 +1,4 @@
-"""refs/vivary/cache (store.py): recording as a side effect, keys, privacy, untrusted reads, chain bound."""
+"""refs/vivary/cache (store/write.py): recording as a side effect, keys, privacy, untrusted reads, chain bound."""
 
 from __future__ import annotations
 
@@ -10,8 +10,23 @@ import msgspec
 import pytest
 from conftest import TROPO, Repo, git, run_git_vivary
 
-from vivary_git import store
 from vivary_git.git import Repo as GitRepo
+from vivary_git.refnames import CACHE_REF, NOTES_REF
+from vivary_git.store import format as fmt
+from vivary_git.store.format import (
+    ChunkRef,
+    SharedNote,
+    StoreDamaged,
+    encode_shared,
+    encode_shared_encoded,
+    share,
+    state_key,
+    unshare,
+)
+from vivary_git.store.notes import Verdict
+from vivary_git.store.read import Snapshot
+from vivary_git.store.refcache import get_state, list_states
+from vivary_git.store.write import _create_commit, _update_tree, put_state
 
 NOTES = {
     "tropo.toml": TROPO,
@@ -46,7 +61,7 @@ def stats(err: str) -> dict[str, Any]:
     return out
 
 
-def tip(path: Path, ref: str = store.CACHE_REF) -> str:
+def tip(path: Path, ref: str = CACHE_REF) -> str:
     return git(path, "rev-parse", "-q", "--verify", ref, check=False).strip()
 
 
@@ -63,8 +78,8 @@ def test_check_records_once_per_tree_and_a_cold_run_reads_it(ws: Repo, cli: Any)
     first = cli("check", "--rev", "HEAD", cwd=ws.path)
     commit = tip(ws.path)
     assert commit, "check --rev HEAD records the cache"
-    assert git(ws.path, "log", "--format=%s", store.CACHE_REF).startswith("vivary cache: tree ")
-    names = git(ws.path, "ls-tree", "-r", "--name-only", store.CACHE_REF).split()
+    assert git(ws.path, "log", "--format=%s", CACHE_REF).startswith("vivary cache: tree ")
+    names = git(ws.path, "ls-tree", "-r", "--name-only", CACHE_REF).split()
     assert "manifest.msgpack" in names and all(n.startswith(("parse/", "facts/", "manifest")) for n in names)
     assert len(names) < 2 * len(NOTES) + 1  # chunks, not one object per note
     cli("check", "--rev", "HEAD", cwd=ws.path)
@@ -109,13 +124,13 @@ def test_switches_and_uncommitted_content(ws: Repo, cli: Any) -> None:
     ws.git("reset", "-q")
     cli("check", "--staged", cwd=ws.path)  # the index is HEAD's tree again: recorded
     assert tip(ws.path)
-    assert b"DIRTY-MARKER" not in objects_reachable(ws.path, store.CACHE_REF)
+    assert b"DIRTY-MARKER" not in objects_reachable(ws.path, CACHE_REF)
 
 
 def test_every_command_records(repo: Repo, cli: Any) -> None:
     repo.commit("notes", NOTES)
     for args in (["graph", "--rev", "HEAD"], ["query", "module", "--rev", "HEAD"], ["blast", "m2", "--rev", "HEAD"]):
-        git(repo.path, "update-ref", "-d", store.CACHE_REF, check=False)
+        git(repo.path, "update-ref", "-d", CACHE_REF, check=False)
         import shutil
 
         shutil.rmtree(repo.path / ".git" / "vivary", ignore_errors=True)
@@ -145,13 +160,13 @@ def test_nothing_private_reaches_the_refs(repo: Repo, cli: Any) -> None:
     for args in (["check", "--rev", "HEAD"], ["check"], ["graph", "--format", "json"], ["query", "PRIVATE"],
                  ["blast", "plan"], ["check", "--staged"]):
         cli(*args, cwd=repo.path)
-    assert tip(repo.path) and tip(repo.path, store.NOTES_REF)
-    blob = objects_reachable(repo.path, store.CACHE_REF, store.NOTES_REF)
+    assert tip(repo.path) and tip(repo.path, NOTES_REF)
+    blob = objects_reachable(repo.path, CACHE_REF, NOTES_REF)
     assert b"PUBLIC-MARKER" in blob, "the scan sees what was written"
     assert b"PRIVATE-CANARY" not in blob
     for private in ("USER.md", "MEMORY.md", "memory/x.md", "drafts/plan.md", "journal/day.md", "credentials"):
         assert private.encode() not in blob, private
-    summary = next(iter(store.Snapshot.load(GitRepo(repo.path)).manifest.trees.values()))  # type: ignore[union-attr]
+    summary = next(iter(Snapshot.load(GitRepo(repo.path)).manifest.trees.values()))  # type: ignore[union-attr]
     assert summary.private == 6 and summary.checked == 7
 
 
@@ -169,7 +184,7 @@ def _rewrite(path: Path, edits: dict[str, bytes], *, fix_manifest: bool = False)
     """Point refs/vivary/cache at a commit whose tree has `edits` applied (the manifest untouched,
     unless `fix_manifest`, which makes digests match: a consistent forgery of bad content)."""
     r = GitRepo(path)
-    snap = store.Snapshot.load(r)
+    snap = Snapshot.load(r)
     assert snap is not None
     files = {p: r.repo.create_blob(data) for p, data in edits.items()}
     if fix_manifest:
@@ -178,17 +193,17 @@ def _rewrite(path: Path, edits: dict[str, bytes], *, fix_manifest: bool = False)
         for p, data in edits.items():
             import hashlib
 
-            chunks[p] = store.ChunkRef(hashlib.sha256(data).hexdigest(), len(data), m.chunks[p].count)
+            chunks[p] = ChunkRef(hashlib.sha256(data).hexdigest(), len(data), m.chunks[p].count)
         forged = msgspec.structs.replace(m, chunks=chunks)
         files["manifest.msgpack"] = r.repo.create_blob(msgspec.msgpack.encode(forged))
-    tree = store._update_tree(r, snap.tree, {p: str(o) for p, o in files.items()})
-    commit = store._create_commit(r, tree, [snap.commit], "tampered")
-    git(path, "update-ref", store.CACHE_REF, commit)
+    tree = _update_tree(r, snap.tree, {p: str(o) for p, o in files.items()})
+    commit = _create_commit(r, tree, [snap.commit], "tampered")
+    git(path, "update-ref", CACHE_REF, commit)
 
 
 def _chunk_with(path: Path, kind: str, text: bytes) -> str:
     r = GitRepo(path)
-    snap = store.Snapshot.load(r)
+    snap = Snapshot.load(r)
     assert snap is not None
     for p in snap.manifest.chunks:
         if p.startswith(kind) and text in r.repo[snap.tree[p].id].data:
@@ -202,7 +217,7 @@ def test_damaged_cache_is_ignored_with_one_line(ws: Repo, cli: Any, damage: str)
     cli("check", "--rev", "HEAD", cwd=ws.path)
     # A chunk `check` needs: the facts of decisions/d1.md (a cold `check` reads facts, not parses).
     p = _chunk_with(ws.path, "facts/", b"Use Git")
-    old = GitRepo(ws.path).repo[store.Snapshot.load(GitRepo(ws.path)).tree[p].id].data  # type: ignore[union-attr]
+    old = GitRepo(ws.path).repo[Snapshot.load(GitRepo(ws.path)).tree[p].id].data  # type: ignore[union-attr]
     if damage == "modified":
         _rewrite(ws.path, {p: old.replace(b"Use Git", b"Use Gix")})
     elif damage == "truncated":
@@ -217,13 +232,13 @@ def test_damaged_cache_is_ignored_with_one_line(ws: Repo, cli: Any, damage: str)
         _rewrite(ws.path, {"manifest.msgpack": msgspec.msgpack.encode({"store": "one", "chunks": [1, 2]})})
     else:
         r = GitRepo(ws.path)
-        snap = store.Snapshot.load(r)
+        snap = Snapshot.load(r)
         assert snap is not None
         builder = r.repo.TreeBuilder(snap.tree / "facts")  # type: ignore[operator]
         builder.remove(p.split("/")[1])
         root = r.repo.TreeBuilder(snap.tree)
         root.insert("facts", builder.write(), 0o040000)
-        git(ws.path, "update-ref", store.CACHE_REF, store._create_commit(r, str(root.write()), [], "cut"))
+        git(ws.path, "update-ref", CACHE_REF, _create_commit(r, str(root.write()), [], "cut"))
     import shutil
 
     shutil.rmtree(ws.path / ".git" / "vivary")
@@ -250,7 +265,7 @@ def test_a_chunk_holding_a_key_that_does_not_belong_there_is_damage_named_by_tha
     cli("check", "--rev", "HEAD", cwd=ws.path)
     p = _chunk_with(ws.path, "facts/", b"Use Git")
     prefix = p.split("/")[1][:2]
-    old = GitRepo(ws.path).repo[store.Snapshot.load(GitRepo(ws.path)).tree[p].id].data  # type: ignore[union-attr]
+    old = GitRepo(ws.path).repo[Snapshot.load(GitRepo(ws.path)).tree[p].id].data  # type: ignore[union-attr]
     items = msgspec.msgpack.decode(old)
     at = -1 if bad == "last" else 0
     key = items[at][0]
@@ -258,9 +273,9 @@ def test_a_chunk_holding_a_key_that_does_not_belong_there_is_damage_named_by_tha
                     "other-digits": key[:39] + "\u0663", "other-prefix": ("00" if prefix != "00" else "ff") + key[2:],
                     "last": prefix + "E" * 38}[bad]
     _rewrite(ws.path, {p: msgspec.msgpack.encode(items)}, fix_manifest=True)
-    snap = store.Snapshot.load(GitRepo(ws.path))
+    snap = Snapshot.load(GitRepo(ws.path))
     assert snap is not None
-    with pytest.raises(store.StoreDamaged) as err:
+    with pytest.raises(StoreDamaged) as err:
         snap.chunk("facts", prefix)
     assert err.value.what == f"{p} holds a key {items[at][0][:48]!r} that does not belong there"
 
@@ -271,42 +286,42 @@ def test_oversized_chunk_is_refused(ws: Repo, cli: Any, monkeypatch: pytest.Monk
     import shutil
 
     shutil.rmtree(ws.path / ".git" / "vivary")
-    monkeypatch.setattr(store, "MAX_CHUNK_BYTES", 10)
+    monkeypatch.setattr(fmt, "MAX_CHUNK_BYTES", 10)
     r = cli("check", "--rev", "HEAD", cwd=ws.path)
     assert (r.out, r.code) == (cold.out, cold.code)
     assert "over the 10-byte limit" in r.err
 
 
 def test_chain_restarts_past_its_bound(ws: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store, "CHAIN_LIMIT", 3)
+    monkeypatch.setattr(fmt, "CHAIN_LIMIT", 3)
     r = GitRepo(ws.path)
     for i in range(4):
-        store.put_state(r, "test", f"k{i}", {"blob": bytes([i]) * 10})
-    parents = git(ws.path, "log", "--format=%P", "-1", store.CACHE_REF).strip()
+        put_state(r, "test", f"k{i}", {"blob": bytes([i]) * 10})
+    parents = git(ws.path, "log", "--format=%P", "-1", CACHE_REF).strip()
     assert parents == "", "the fourth commit starts a new chain"
-    snap = store.Snapshot.load(r)
+    snap = Snapshot.load(r)
     assert snap is not None and snap.manifest.chain == 1 and len(snap.manifest.states) == 4
-    assert store.get_state(r, "test", "k0", "blob") == b"\0" * 10
-    assert store.list_states(r, "test") == {f"k{i}": ["blob"] for i in range(4)}
+    assert get_state(r, "test", "k0", "blob") == b"\0" * 10
+    assert list_states(r, "test") == {f"k{i}": ["blob"] for i in range(4)}
 
 
 def test_state_api_rejects_bad_names_and_nothing_new_is_no_commit(ws: Repo) -> None:
     r = GitRepo(ws.path)
-    key = store.state_key("a" * 40, "cfg", "minilm")
-    assert store.put_state(r, "vivary-local", key, {"index.bin": b"x"}) is not None
-    assert store.put_state(r, "vivary-local", key, {"index.bin": b"x"}) is None
+    key = state_key("a" * 40, "cfg", "minilm")
+    assert put_state(r, "vivary-local", key, {"index.bin": b"x"}) is not None
+    assert put_state(r, "vivary-local", key, {"index.bin": b"x"}) is None
     for provider, name in (("Bad/Name", "x"), ("ok", "../x"), ("ok", "a/b")):
         with pytest.raises(ValueError):
-            store.put_state(r, provider, key, {name: b""})
+            put_state(r, provider, key, {name: b""})
 
 
 def test_verdict_notes(ws: Repo, cli: Any) -> None:
     cli("check", "--rev", "HEAD", cwd=ws.path)
-    assert not tip(ws.path, store.NOTES_REF), "off by default"
+    assert not tip(ws.path, NOTES_REF), "off by default"
     assert "are on" in cli("cache", "notes", "on", cwd=ws.path).out
     r = cli("check", "--rev", "HEAD", cwd=ws.path)
     note = git(ws.path, "notes", "--ref", "vivary", "show", "HEAD")
-    got = msgspec.json.decode(note, type=store.Verdict)
+    got = msgspec.json.decode(note, type=Verdict)
     assert got.checked == 5 and got.errors > 0 and r.code == 1
     cli("cache", "notes", "off", cwd=ws.path)
 
@@ -324,7 +339,7 @@ def test_cache_status_and_gc(ws: Repo, cli: Any) -> None:
     assert r.code == 0, r.err
     s = cli("cache", "status", "--json", cwd=ws.path).json()
     assert (s["trees"], s["blobs"], s["chain"]) == (1, 5, 1)
-    assert git(ws.path, "log", "--format=%P", "-1", store.CACHE_REF).strip() == ""
+    assert git(ws.path, "log", "--format=%P", "-1", CACHE_REF).strip() == ""
     assert "chain     1 of 64" in cli("cache", "status", cwd=ws.path).out
 
 
@@ -346,7 +361,7 @@ def test_recording_alongside_the_build_equals_recording_inline(repo: Repo, cli: 
     listings = []
     for jobs in ("2", "1"):
         monkeypatch.setenv("VIVARY_JOBS", jobs)
-        git(repo.path, "update-ref", "-d", store.CACHE_REF, check=False)
+        git(repo.path, "update-ref", "-d", CACHE_REF, check=False)
         shutil.rmtree(repo.path / ".git" / "vivary", ignore_errors=True)
         forks.clear()
         r = cli("check", "--rev", "HEAD", "--json", cwd=repo.path)
@@ -354,12 +369,12 @@ def test_recording_alongside_the_build_equals_recording_inline(repo: Repo, cli: 
         assert len(forks) == (2 if jobs == "2" else 0)  # one child derives half the facts, one records
         for kind in ("parse", "facts"):  # written once, by this process (not again by a child)
             assert len(list((repo.path / ".git" / "vivary").glob(f"{kind}-v*/seg-*.msgpack"))) == 1, kind
-        listings.append([line for line in git(repo.path, "ls-tree", "-r", store.CACHE_REF).splitlines()
+        listings.append([line for line in git(repo.path, "ls-tree", "-r", CACHE_REF).splitlines()
                          if "manifest" not in line])
-        blob = objects_reachable(repo.path, store.CACHE_REF)
+        blob = objects_reachable(repo.path, CACHE_REF)
         assert b"N39" in blob and b"PRIVATE-CANARY" not in blob and b"BODY-" not in blob
     assert listings[0] == listings[1]
-    summary = next(iter(store.Snapshot.load(GitRepo(repo.path)).manifest.trees.values()))  # type: ignore[union-attr]
+    summary = next(iter(Snapshot.load(GitRepo(repo.path)).manifest.trees.values()))  # type: ignore[union-attr]
     assert summary.private == 5 and summary.checked == 46  # drafts/ is ignored, so not committed here
 
 
@@ -369,7 +384,7 @@ def test_shared_parses_get_their_bodies_back_from_the_blobs(ws: Repo, cli: Any) 
     import shutil
 
     cli("check", "--rev", "HEAD", cwd=ws.path)
-    assert b"Alpha body" not in objects_reachable(ws.path, store.CACHE_REF)
+    assert b"Alpha body" not in objects_reachable(ws.path, CACHE_REF)
     want = cli("query", "alpha", "--snippet", "40", "--json", "--rev", "HEAD", "--no-cache", cwd=ws.path).out
     shutil.rmtree(ws.path / ".git" / "vivary")
     r = run_git_vivary(["query", "alpha", "--snippet", "40", "--json", "--rev", "HEAD"], ws.path,
@@ -417,9 +432,9 @@ def test_a_shared_parse_naming_a_body_in_a_huge_blob_is_not_taken() -> None:
     def read() -> bytes:
         raise BlobTooLarge(3 << 30)
 
-    shared = msgspec.msgpack.decode(store.encode_shared(parse_blob(b"# T\n\nbody\n")), type=store.SharedNote)
+    shared = msgspec.msgpack.decode(encode_shared(parse_blob(b"# T\n\nbody\n")), type=SharedNote)
     assert shared.body_chars
-    assert store.unshare(shared, read) is None
+    assert unshare(shared, read) is None
 
 
 @pytest.mark.parametrize("data", [
@@ -430,9 +445,9 @@ def test_shared_encoding_without_the_struct_is_the_structs(data: bytes) -> None:
     from vivary_git.parse import parse_blob
 
     note = parse_blob(data)
-    assert store.encode_shared(note) == msgspec.msgpack.encode(store.share(note))
-    shared = msgspec.msgpack.decode(store.encode_shared(note), type=store.SharedNote)
-    assert store.unshare(shared, lambda: data) == note
+    assert encode_shared(note) == msgspec.msgpack.encode(share(note))
+    shared = msgspec.msgpack.decode(encode_shared(note), type=SharedNote)
+    assert unshare(shared, lambda: data) == note
 
 
 @pytest.mark.parametrize("data", [
@@ -448,5 +463,5 @@ def test_a_workers_encoded_note_is_shared_as_the_note_is(data: bytes) -> None:
 
     note = parse_blob(data)
     encoded = msgspec.msgpack.encode(note)
-    assert store.encode_shared_encoded(encoded) == store.encode_shared(note)
-    assert store.encode_shared_encoded(msgspec.Raw(encoded)) == store.encode_shared(note)
+    assert encode_shared_encoded(encoded) == encode_shared(note)
+    assert encode_shared_encoded(msgspec.Raw(encoded)) == encode_shared(note)

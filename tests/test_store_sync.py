@@ -19,8 +19,13 @@ import pytest
 from conftest import Repo, git, run_git_vivary
 from test_store import NOTES, objects_reachable, stats, tip
 
-from vivary_git import store
 from vivary_git.git import Repo as GitRepo
+from vivary_git.refnames import CACHE_REF, NOTES_REF
+from vivary_git.store import read as store_read
+from vivary_git.store.format import ChunkRef, Manifest
+from vivary_git.store.read import Snapshot
+from vivary_git.store.refcache import get_state, list_states
+from vivary_git.store.write import Changes, _create_commit, _update_tree, put_state, write
 
 
 def bare(tmp_path: Path, name: str) -> Path:
@@ -43,7 +48,7 @@ def test_ci_builds_and_pushes_a_fresh_clone_checks_without_parsing(repo: Repo, t
     assert stats(cold.stderr)["parsed"] == len(NOTES) - 1
     r = run_git_vivary(["sync", "push"], ci)
     assert r.returncode == 0 and "refs/vivary/cache: (none) ->" in r.stdout, r.stderr
-    assert git(origin, "rev-parse", store.CACHE_REF).strip() == tip(ci)
+    assert git(origin, "rev-parse", CACHE_REF).strip() == tip(ci)
     assert "already has" in run_git_vivary(["sync", "push"], ci).stdout
     # A second remote, by URL: push works without setup.
     assert run_git_vivary(["sync", "push", f"file://{mirror}"], ci).returncode == 0
@@ -80,7 +85,7 @@ def test_diverged_caches_merge_and_push_never_loses_an_update(repo: Repo, tmp_pa
     r = run_git_vivary(["sync", "push"], b)
     assert r.returncode == 0, r.stderr
     git(a, "fetch", "-q", "origin", "+refs/vivary/cache:refs/vivary-check")
-    snap = store.Snapshot.load(GitRepo(a), "refs/vivary-check")
+    snap = Snapshot.load(GitRepo(a), "refs/vivary-check")
     assert snap is not None and len(snap.manifest.trees) == 2
     assert snap.verify() == []
     # a fetches: fast-forward onto the merged cache
@@ -95,13 +100,13 @@ def test_a_tampered_remote_cache_is_not_adopted(repo: Repo, tmp_path: Path) -> N
     repo.git("push", "-q", f"file://{origin}", "main", "refs/vivary/cache")
     # Someone rewrites the remote's cache with a modified chunk (the manifest left as it was).
     r = GitRepo(repo.path)
-    snap = store.Snapshot.load(r)
+    snap = Snapshot.load(r)
     assert snap is not None
     path = next(p for p in snap.manifest.chunks if p.startswith("facts/"))
     data = bytearray(r.repo[snap.tree[path].id].data)
     data[-1] ^= 1
-    tree = store._update_tree(r, snap.tree, {path: str(r.repo.create_blob(bytes(data)))})
-    bad = store._create_commit(r, tree, [snap.commit], "tampered")
+    tree = _update_tree(r, snap.tree, {path: str(r.repo.create_blob(bytes(data)))})
+    bad = _create_commit(r, tree, [snap.commit], "tampered")
     repo.git("push", "-q", "--force", f"file://{origin}", f"{bad}:refs/vivary/cache")
     me = tmp_path / "me"
     git(tmp_path, "clone", "-q", f"file://{origin}", str(me))
@@ -116,12 +121,12 @@ def test_a_tampered_remote_cache_is_not_adopted(repo: Repo, tmp_path: Path) -> N
 WRITER = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from vivary_git import store
     from vivary_git.git import Repo
+    from vivary_git.store.write import put_state
     repo = Repo(Path(sys.argv[1]))
     who, n = sys.argv[2], int(sys.argv[3])
     for i in range(n):
-        store.put_state(repo, "race", f"{who}-{i}", {"data": f"{who} {i}".encode()})
+        put_state(repo, "race", f"{who}-{i}", {"data": f"{who} {i}".encode()})
 """)
 
 
@@ -135,15 +140,15 @@ def test_concurrent_writers_both_finish_and_nothing_is_lost(repo: Repo, cli: Any
         _, err = p.communicate(timeout=120)
         assert p.returncode == 0, err.decode()
     r = GitRepo(repo.path)
-    snap = store.Snapshot.load(r)
+    snap = Snapshot.load(r)
     assert snap is not None and snap.verify() == []
-    assert store.get_state(r, "race", "b-7", "data") is None, "reading state is up to vivary.cacheTrust"
+    assert get_state(r, "race", "b-7", "data") is None, "reading state is up to vivary.cacheTrust"
     repo.git("config", "vivary.cacheTrust", "any")
-    keys = store.list_states(r, "race")
+    keys = list_states(r, "race")
     assert len(keys) == 3 * n, "every writer's every entry is there"
-    assert store.get_state(r, "race", "b-7", "data") == b"b 7"
+    assert get_state(r, "race", "b-7", "data") == b"b 7"
     assert len(snap.manifest.trees) == 1, "and what was there before"
-    chain = git(repo.path, "rev-list", "--count", store.CACHE_REF).strip()
+    chain = git(repo.path, "rev-list", "--count", CACHE_REF).strip()
     assert int(chain) == 1 + 3 * n
 
 
@@ -158,25 +163,27 @@ def test_concurrent_checks_of_two_trees(repo: Repo) -> None:
         _, err = p.communicate(timeout=120)
         # both trees have findings (exit 1); a lost race on the cache ref is retried, never an error
         assert (p.returncode, err.decode()) == (1, ""), err.decode()
-    snap = store.Snapshot.load(GitRepo(repo.path))
+    snap = Snapshot.load(GitRepo(repo.path))
     assert snap is not None and len(snap.manifest.trees) == 2 and snap.verify() == []
 
 
-# The writer above, paused between "every object written" and "ref moved" (store._test_pause): it says
+# The writer above, paused between "every object written" and "ref moved" (write._test_pause): it says
 # so in a marker file, so the test kills it exactly there, not before it wrote anything.
 PAUSED_WRITER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from vivary_git import store
     from vivary_git.git import Repo
+    from vivary_git.refnames import CACHE_REF
+    from vivary_git.store import write
+    from vivary_git.store.read import _tip
 
     def pause():
-        Path(sys.argv[2]).write_text(store._tip(repo, store.CACHE_REF) or "")
+        Path(sys.argv[2]).write_text(_tip(repo, CACHE_REF) or "")
         time.sleep(60)
 
-    store._test_pause = pause
+    write._test_pause = pause
     repo = Repo(Path(sys.argv[1]))
-    store.put_state(repo, "race", "doomed", {"data": b"never recorded"})
+    write.put_state(repo, "race", "doomed", {"data": b"never recorded"})
 """)
 
 
@@ -201,7 +208,7 @@ def test_a_writer_killed_mid_write_leaves_the_old_cache(repo: Repo, cli: Any, tm
     assert cli("cache", "verify", cwd=repo.path).code == 0
     ok = cli("check", "--rev", "HEAD", cwd=repo.path)
     assert ok.code == 1 and "Traceback" not in ok.err
-    store.put_state(GitRepo(repo.path), "race", "after", {"data": b"fine"})
+    put_state(GitRepo(repo.path), "race", "after", {"data": b"fine"})
     assert tip(repo.path) != before
 
 
@@ -216,7 +223,7 @@ def test_private_content_never_travels(repo: Repo, tmp_path: Path) -> None:
     run_git_vivary(["check", "--rev", "HEAD"], repo.path)
     origin = bare(tmp_path, "origin.git")
     assert run_git_vivary(["sync", "push", f"file://{origin}"], repo.path).returncode == 0
-    blob = objects_reachable(origin, store.CACHE_REF, store.NOTES_REF)
+    blob = objects_reachable(origin, CACHE_REF, NOTES_REF)
     assert b"PUBLIC-MARKER" in blob and b"PRIVATE-CANARY" not in blob
 
 
@@ -275,18 +282,18 @@ def test_push_leaves_provider_state_out_so_fetch_adopts_it(repo: Repo, tmp_path:
     repo.git("push", "-q", f"file://{origin}", "main")
     assert run_git_vivary(["check", "--rev", "HEAD"], repo.path).returncode == 1
     r = GitRepo(repo.path)
-    store.put_state(r, "vivary-local", "k1", {"index.bin": b"STATE-BYTES-one"})
+    put_state(r, "vivary-local", "k1", {"index.bin": b"STATE-BYTES-one"})
     for round_ in range(2):
         push = run_git_vivary(["sync", "push", f"file://{origin}"], repo.path)
         assert push.returncode == 0, push.stderr
         assert "1 memory-provider state file(s) stay in this clone" in push.stderr
-        published = objects_reachable(origin, store.CACHE_REF)
+        published = objects_reachable(origin, CACHE_REF)
         assert b"STATE-BYTES" not in published, round_
-        names = [line.split(" ", 1)[1] for line in git(origin, "rev-list", "--objects", store.CACHE_REF).splitlines()
+        names = [line.split(" ", 1)[1] for line in git(origin, "rev-list", "--objects", CACHE_REF).splitlines()
                  if " " in line]
         assert "parse" in names and not [n for n in names if n.startswith("state")], names
-        mine = store.Snapshot.load(r)
-        theirs = store.Snapshot.load(r, commit=git(origin, "rev-parse", store.CACHE_REF).strip())
+        mine = Snapshot.load(r)
+        theirs = Snapshot.load(r, commit=git(origin, "rev-parse", CACHE_REF).strip())
         assert mine is not None and theirs is not None
         assert theirs.manifest.chunks == mine.manifest.chunks and theirs.manifest.trees == mine.manifest.trees
         assert theirs.manifest.states == {} and len(mine.manifest.states) == 1
@@ -297,30 +304,30 @@ def test_push_leaves_provider_state_out_so_fetch_adopts_it(repo: Repo, tmp_path:
     fetched = run_git_vivary(["sync", "fetch"], me)
     assert fetched.returncode == 0 and "adopted from origin" in fetched.stdout, fetched.stderr
     # More state and more entries here: the next push builds on what the remote has, still without state.
-    store.put_state(r, "vivary-local", "k2", {"index.bin": b"STATE-BYTES-two"})
+    put_state(r, "vivary-local", "k2", {"index.bin": b"STATE-BYTES-two"})
     repo.commit("m9", {"modules/m9.md": "---\nstatus: new\n---\n# Nine\n"})
     run_git_vivary(["check", "--rev", "HEAD"], repo.path)
-    before = git(origin, "rev-parse", store.CACHE_REF).strip()
+    before = git(origin, "rev-parse", CACHE_REF).strip()
     assert run_git_vivary(["sync", "push", f"file://{origin}"], repo.path).returncode == 0
-    after = git(origin, "rev-parse", store.CACHE_REF).strip()
+    after = git(origin, "rev-parse", CACHE_REF).strip()
     assert git(origin, "rev-parse", f"{after}^").strip() == before, "the published chain grows by one commit"
-    assert b"STATE-BYTES" not in objects_reachable(origin, store.CACHE_REF)
+    assert b"STATE-BYTES" not in objects_reachable(origin, CACHE_REF)
     assert run_git_vivary(["sync", "fetch"], me).returncode == 0
     git(repo.path, "config", "vivary.cacheTrust", "any")
-    assert store.get_state(r, "vivary-local", "k2", "index.bin") == b"STATE-BYTES-two", "kept here"
+    assert get_state(r, "vivary-local", "k2", "index.bin") == b"STATE-BYTES-two", "kept here"
 
 
 def test_list_states_follows_trust(repo: Repo) -> None:
     """Which state files a provider has is read from the cache commit this clone trusts, like their bytes."""
     repo.commit("notes", NOTES)
     r = GitRepo(repo.path)
-    store.put_state(r, "vivary-local", "k1", {"index.bin": b"x"})
-    assert store.list_states(r, "vivary-local") == {}, "vivary.cacheTrust none: nothing is read"
-    assert store.get_state(r, "vivary-local", "k1", "index.bin") is None
+    put_state(r, "vivary-local", "k1", {"index.bin": b"x"})
+    assert list_states(r, "vivary-local") == {}, "vivary.cacheTrust none: nothing is read"
+    assert get_state(r, "vivary-local", "k1", "index.bin") is None
     repo.git("config", "vivary.cacheTrust", "signed")
-    assert store.list_states(r, "vivary-local") == {}, "no signed commit"
+    assert list_states(r, "vivary-local") == {}, "no signed commit"
     repo.git("config", "vivary.cacheTrust", "any")
-    assert store.list_states(r, "vivary-local") == {"k1": ["index.bin"]}
+    assert list_states(r, "vivary-local") == {"k1": ["index.bin"]}
 
 
 def test_fetch_refuses_provider_state_anywhere_in_the_chain(repo: Repo, tmp_path: Path) -> None:
@@ -330,27 +337,27 @@ def test_fetch_refuses_provider_state_anywhere_in_the_chain(repo: Repo, tmp_path
     repo.commit("notes", NOTES)
     run_git_vivary(["check", "--rev", "HEAD"], repo.path)
     r = GitRepo(repo.path)
-    store.put_state(r, "vivary-local", "k1", {"index.bin": b"STATE-BYTES"})
-    snap = store.Snapshot.load(r)
+    put_state(r, "vivary-local", "k1", {"index.bin": b"STATE-BYTES"})
+    snap = Snapshot.load(r)
     assert snap is not None
     # A commit on top that drops the state folder (as another tool might write it).
     builder = r.repo.TreeBuilder(snap.tree)
     builder.remove("state")
     m = snap.manifest
-    manifest = store.Manifest(store=m.store, format=m.format, chain=m.chain + 1, writer=m.writer, written=m.written,
+    manifest = Manifest(store=m.store, format=m.format, chain=m.chain + 1, writer=m.writer, written=m.written,
                               chunks=m.chunks, trees=m.trees, states={})
     import msgspec
 
     builder.insert("manifest.msgpack", r.repo.create_blob(msgspec.msgpack.encode(manifest)), 0o100644)
-    top = store._create_commit(r, str(builder.write()), [snap.commit], "state dropped")
-    repo.git("update-ref", store.CACHE_REF, top)
+    top = _create_commit(r, str(builder.write()), [snap.commit], "state dropped")
+    repo.git("update-ref", CACHE_REF, top)
     origin = bare(tmp_path, "origin.git")
-    repo.git("push", "-q", f"file://{origin}", "main", f"{store.CACHE_REF}:{store.CACHE_REF}")
+    repo.git("push", "-q", f"file://{origin}", "main", f"{CACHE_REF}:{CACHE_REF}")
     me = tmp_path / "me"
     git(tmp_path, "clone", "-q", f"file://{origin}", str(me))
     got = run_git_vivary(["sync", "fetch"], me)
     assert got.returncode == 3 and "memory-provider state" in got.stderr, got.stderr
-    assert git(me, "rev-parse", "-q", "--verify", store.CACHE_REF, check=False).strip() == ""
+    assert git(me, "rev-parse", "-q", "--verify", CACHE_REF, check=False).strip() == ""
 
 
 # --- sync fetch verifies on two cores: the verdict is the same with or without the child -------------------
@@ -365,10 +372,10 @@ def _publish(repo: Repo, tmp_path: Path) -> Path:
     repo.commit("notes", NOTES)
     assert run_git_vivary(["check", "--rev", "HEAD"], repo.path).returncode == 1
     vectors = {hashlib.sha1(str(i).encode()).hexdigest(): msgspec.msgpack.encode(_VECTOR) for i in range(48)}
-    assert store.write(GitRepo(repo.path), store.Changes(vectors=vectors)) is not None
+    assert write(GitRepo(repo.path), Changes(vectors=vectors)) is not None
     origin = bare(tmp_path, "origin.git")
     git(repo.path, "remote", "add", "origin", f"file://{origin}")
-    repo.git("push", "-q", "origin", "main", store.CACHE_REF)
+    repo.git("push", "-q", "origin", "main", CACHE_REF)
     return origin
 
 
@@ -380,7 +387,7 @@ def _damage(repo: Repo, damage: str, share: str) -> list[str]:
     from test_store import _rewrite
 
     r = GitRepo(repo.path)
-    snap = store.Snapshot.load(r)
+    snap = Snapshot.load(r)
     assert snap is not None
     paths = sorted(snap.manifest.chunks)
     odd = share == "child"
@@ -400,7 +407,7 @@ def _damage(repo: Repo, damage: str, share: str) -> list[str]:
     elif damage == "forged-vector":  # a consistent forgery: the manifest's digests match the forged chunk
         path = next(p for i, p in enumerate(paths) if p.startswith("vectors/") and i % 2 == odd)
         key = msgspec.msgpack.decode(data(path))[0][0]
-        assert store.write(r, store.Changes(vectors={key: msgspec.msgpack.encode(b"\x00\x00\x80\x3b" + b"\x80" * 8)}))
+        assert write(r, Changes(vectors={key: msgspec.msgpack.encode(b"\x00\x00\x80\x3b" + b"\x80" * 8)}))
         said = [f"{path} holds a vector for {key[:12]} that holds the code -128, which is never written"]
     elif damage == "two":  # one in each share; the child's comes first in the chunks' order
         first, second = paths[1], paths[2]
@@ -412,7 +419,7 @@ def _damage(repo: Repo, damage: str, share: str) -> list[str]:
         said = ["manifest.msgpack is not a valid manifest (Expected `int`, got `str` - at `$.store`)"]
     else:
         return ["adopted from origin"]
-    repo.git("push", "-q", "-f", "origin", f"{store.CACHE_REF}:{store.CACHE_REF}")
+    repo.git("push", "-q", "-f", "origin", f"{CACHE_REF}:{CACHE_REF}")
     return said
 
 
@@ -422,13 +429,13 @@ def checked_here(monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[bool]
     `parallel.Forked` job went to a child; every cache is worth a child (no size floor)."""
     from vivary_git import parallel
 
-    monkeypatch.setattr(store, "VERIFY_FORK_AT", 0)
+    monkeypatch.setattr(store_read, "VERIFY_FORK_AT", 0)
     here: list[str] = []
     went: list[bool] = []
     parent = os.getpid()
-    real_chunk, real_init = store.Snapshot.chunk, parallel.Forked.__init__
+    real_chunk, real_init = Snapshot.chunk, parallel.Forked.__init__
 
-    def chunk(self: store.Snapshot, kind: str, prefix: str) -> dict[str, Any]:
+    def chunk(self: Snapshot, kind: str, prefix: str) -> dict[str, Any]:
         if os.getpid() == parent:
             here.append(f"{kind}/{prefix}.msgpack")
         return real_chunk(self, kind, prefix)
@@ -437,7 +444,7 @@ def checked_here(monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[bool]
         real_init(self, *args, **kwargs)
         went.append(self.forked)
 
-    monkeypatch.setattr(store.Snapshot, "chunk", chunk)
+    monkeypatch.setattr(Snapshot, "chunk", chunk)
     monkeypatch.setattr(parallel.Forked, "__init__", init)
     return here, went
 
@@ -508,14 +515,14 @@ def test_sync_fetch_checks_a_failed_childs_share_itself(
     here.clear()
     went.clear()
     monkeypatch.setenv("VIVARY_JOBS", "2")
-    parent, real = os.getpid(), store.Snapshot._chunk_problems
+    parent, real = os.getpid(), Snapshot._chunk_problems
 
-    def failing(self: store.Snapshot, paths: Any) -> list[str | None]:
+    def failing(self: Snapshot, paths: Any) -> list[str | None]:
         if os.getpid() != parent:
             raise MemoryError("a child that cannot finish")
         return real(self, paths)
 
-    monkeypatch.setattr(store.Snapshot, "_chunk_problems", failing)
+    monkeypatch.setattr(Snapshot, "_chunk_problems", failing)
     assert _fetch_and_verify(cli, clone_of(origin, tmp_path / "forking")) == expected
     assert went == [True, True]
     assert sorted(here) == sorted(alone), "this process checked every chunk itself, in both commands"
@@ -550,7 +557,7 @@ def test_sync_fetch_runs_git_where_the_repository_is(repo: Repo, tmp_path: Path,
 
 def _value_problem_as_first_written(value: bytes) -> str | None:
     """`vectorvalue.value_problem` as it was first written, on a copy of the codes: what it must agree with."""
-    from vivary_git.memory import vectorvalue as vv
+    from vivary_git.memory.local import vectorvalue as vv
 
     dim = len(value) - 4
     if not 1 <= dim <= vv.MAX_DIM:
@@ -574,7 +581,7 @@ def _value_problem_as_first_written(value: bytes) -> str | None:
     b"\x00\x00\xc0\x7f" + b"\x7f" * 8, b"\x00\x00\x80\x3f" + b"\x7f" * 8,
 ])
 def test_a_fetched_vector_is_judged_as_it_always_was(value: bytes) -> None:
-    from vivary_git.memory.vectorvalue import value_problem
+    from vivary_git.memory.local.vectorvalue import value_problem
 
     assert value_problem(value) == _value_problem_as_first_written(value)
 
@@ -586,17 +593,17 @@ def test_sync_fetch_refuses_a_file_of_head_dressed_up_as_a_chunk(repo: Repo, tmp
     repo.commit("notes", {**NOTES, "data.bin": b"\x90"})  # an empty msgpack array
     _publish(repo, tmp_path)
     r = GitRepo(repo.path)
-    snap = store.Snapshot.load(r)
+    snap = Snapshot.load(r)
     assert snap is not None
     path = sorted(p for p in snap.manifest.chunks if p.startswith("parse/"))[-1]
-    chunks = {**snap.manifest.chunks, path: store.ChunkRef(hashlib.sha256(b"\x90").hexdigest(), 1, 0)}
+    chunks = {**snap.manifest.chunks, path: ChunkRef(hashlib.sha256(b"\x90").hexdigest(), 1, 0)}
     files = {path: str(r.repo.create_blob(b"\x90")),
              "manifest.msgpack": str(r.repo.create_blob(msgspec.msgpack.encode(
                  msgspec.structs.replace(snap.manifest, chunks=chunks))))}
-    forged = store._create_commit(r, store._update_tree(r, snap.tree, files), [snap.commit], "forged")
-    repo.git("push", "-q", "-f", "origin", f"{forged}:{store.CACHE_REF}")
+    forged = _create_commit(r, _update_tree(r, snap.tree, files), [snap.commit], "forged")
+    repo.git("push", "-q", "-f", "origin", f"{forged}:{CACHE_REF}")
     me = clone_of(tmp_path / "origin.git", tmp_path / "me")
-    git(repo.path, "update-ref", store.CACHE_REF, forged)
+    git(repo.path, "update-ref", CACHE_REF, forged)
     assert run_git_vivary(["cache", "verify"], repo.path).returncode == 0  # well formed: only HEAD tells
     env = {"GIT_DIR": str(me / ".git")} if how == "GIT_DIR" else None
     res = run_git_vivary(["sync", "fetch"], me if env is None else tmp_path, env=env)

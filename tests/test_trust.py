@@ -19,8 +19,9 @@ import pytest
 from conftest import TROPO, Repo, git, run_git_vivary
 from test_store import objects_reachable, stats, tip
 
-from vivary_git import store
 from vivary_git.git import Repo as GitRepo
+from vivary_git.refnames import CACHE_REF, NOTES_REF
+from vivary_git.store.read import Snapshot
 
 NOTES = {
     "tropo.toml": TROPO,
@@ -55,10 +56,10 @@ def forge(cwd: Path) -> str:
     """Rewrite every facts entry of the cache at `cwd` to have no findings, fix each chunk's sha256 and
     size in the manifest, and commit that on top of the cache: a consistent forgery, made with Git
     plumbing only. Returns the forged commit (refs/vivary/cache is moved to it)."""
-    manifest = msgspec.msgpack.decode(_cat(cwd, f"{store.CACHE_REF}:manifest.msgpack"))
+    manifest = msgspec.msgpack.decode(_cat(cwd, f"{CACHE_REF}:manifest.msgpack"))
     facts_entries = []
     changed = 0
-    for line in git(cwd, "ls-tree", f"{store.CACHE_REF}:facts").splitlines():
+    for line in git(cwd, "ls-tree", f"{CACHE_REF}:facts").splitlines():
         mode, kind, oid, name = line.split(None, 3)
         data = _cat(cwd, oid)
         items = msgspec.msgpack.decode(data)
@@ -72,7 +73,7 @@ def forge(cwd: Path) -> str:
         facts_entries.append(f"{mode} {kind} {_blob(cwd, new)}\t{name}")
     assert changed, "there was a finding to forge away"
     root = []
-    for line in git(cwd, "ls-tree", store.CACHE_REF).splitlines():
+    for line in git(cwd, "ls-tree", CACHE_REF).splitlines():
         mode, kind, oid, name = line.split(None, 3)
         if name == "facts":
             oid = _mktree(cwd, facts_entries)
@@ -80,8 +81,8 @@ def forge(cwd: Path) -> str:
             oid = _blob(cwd, msgspec.msgpack.encode(manifest))
         root.append(f"{mode} {kind} {oid}\t{name}")
     tree = _mktree(cwd, root)
-    commit = git(cwd, "commit-tree", tree, "-p", store.CACHE_REF, "-m", "vivary cache: tree (nothing to see)").strip()
-    git(cwd, "update-ref", store.CACHE_REF, commit)
+    commit = git(cwd, "commit-tree", tree, "-p", CACHE_REF, "-m", "vivary cache: tree (nothing to see)").strip()
+    git(cwd, "update-ref", CACHE_REF, commit)
     return commit
 
 
@@ -93,7 +94,7 @@ def published(repo: Repo, tmp_path: Path) -> tuple[Path, str]:
     repo.git("push", "-q", f"file://{origin}", "main")
     assert run_git_vivary(["check", "--rev", "HEAD"], repo.path).returncode == 1
     forged = forge(repo.path)
-    repo.git("push", "-q", "--force", f"file://{origin}", f"{store.CACHE_REF}:{store.CACHE_REF}")
+    repo.git("push", "-q", "--force", f"file://{origin}", f"{CACHE_REF}:{CACHE_REF}")
     return origin, forged
 
 
@@ -158,7 +159,7 @@ def test_a_gate_run_records_only_what_it_computed(published: tuple[Path, str], t
     git(ci, "commit", "-q", "-m", "bad2")
     assert run_git_vivary(["check", "--rev", "HEAD"], ci, env={"CI": "true"}).returncode == 1
     assert tip(ci) != forged
-    r = store.Snapshot.load(GitRepo(ci))
+    r = Snapshot.load(GitRepo(ci))
     assert r is not None
     summary = [t for t in r.manifest.trees.values() if t.tree != git(origin, "rev-parse", "HEAD^{tree}").strip()]
     assert summary and summary[0].errors == 2
@@ -172,26 +173,26 @@ def test_fetch_refuses_a_cache_holding_a_source_blob(repo: Repo, tmp_path: Path)
     key = "0" * 40 + "-" + "0" * 16
     size = int(git(repo.path, "cat-file", "-s", user_blob))
     digest = hashlib.sha256(_cat(repo.path, user_blob)).hexdigest()
-    manifest = msgspec.msgpack.decode(_cat(repo.path, f"{store.CACHE_REF}:manifest.msgpack"))
+    manifest = msgspec.msgpack.decode(_cat(repo.path, f"{CACHE_REF}:manifest.msgpack"))
     manifest["states"] = {f"state/vivary-local/{key}/index.bin": [digest, size, 1]}
     leaf = _mktree(repo.path, [f"100644 blob {user_blob}\tindex.bin"])
     state = _mktree(repo.path, [f"040000 tree {leaf}\t{key}"])
     state = _mktree(repo.path, [f"040000 tree {state}\tvivary-local"])
-    root = [line for line in git(repo.path, "ls-tree", store.CACHE_REF).splitlines()
+    root = [line for line in git(repo.path, "ls-tree", CACHE_REF).splitlines()
             if not line.endswith("\tmanifest.msgpack")]
     root += [f"100644 blob {_blob(repo.path, msgspec.msgpack.encode(manifest))}\tmanifest.msgpack",
              f"040000 tree {state}\tstate"]
-    commit = git(repo.path, "commit-tree", _mktree(repo.path, root), "-p", store.CACHE_REF, "-m", "x").strip()
-    git(repo.path, "update-ref", store.CACHE_REF, commit)
+    commit = git(repo.path, "commit-tree", _mktree(repo.path, root), "-p", CACHE_REF, "-m", "x").strip()
+    git(repo.path, "update-ref", CACHE_REF, commit)
     assert run_git_vivary(["cache", "verify"], repo.path).returncode == 0  # well-formed
     origin = bare(tmp_path, "origin.git")
-    repo.git("push", "-q", f"file://{origin}", "main", store.CACHE_REF)
+    repo.git("push", "-q", f"file://{origin}", "main", CACHE_REF)
     me = _fresh_clone(tmp_path, origin, "me")
     r = run_git_vivary(["sync", "fetch"], me)
     assert r.returncode == 3 and "Traceback" not in r.stderr, r.stderr
     assert "memory-provider state files" in r.stderr
     assert not tip(me), "nothing adopted"
-    assert b"PRIVATE-CANARY" not in objects_reachable(me, store.CACHE_REF)
+    assert b"PRIVATE-CANARY" not in objects_reachable(me, CACHE_REF)
 
 
 def test_forged_verdict_notes_are_not_adopted(repo: Repo, tmp_path: Path) -> None:
@@ -205,17 +206,17 @@ def test_forged_verdict_notes_are_not_adopted(repo: Repo, tmp_path: Path) -> Non
     repo.git("notes", "--ref", "vivary", "add", "-m", lie(first_tree), first)
     repo.git("notes", "--ref", "vivary", "add", "-m", lie(first_tree), second)  # not the tree of `second`
     origin = bare(tmp_path, "origin.git")
-    repo.git("push", "-q", f"file://{origin}", "main", store.NOTES_REF)
+    repo.git("push", "-q", f"file://{origin}", "main", NOTES_REF)
     me = _fresh_clone(tmp_path, origin, "me")
     r = run_git_vivary(["sync", "fetch"], me)
     assert r.returncode == 0 and "stay in refs/vivary-fetch/origin/notes" in r.stderr, r.stderr
-    assert not tip(me, store.NOTES_REF), "not adopted"
+    assert not tip(me, NOTES_REF), "not adopted"
     # Trusting everyone adopts verdicts, re-encoded by us, and only those naming their commit's tree.
     git(me, "config", "vivary.cacheTrust", "any")
     assert run_git_vivary(["sync", "fetch"], me).returncode == 0
     adopted = git(me, "notes", "--ref", "vivary", "list").split()
     assert first in adopted and second not in adopted, adopted
-    assert git(me, "rev-parse", store.NOTES_REF) != git(me, "rev-parse", "refs/vivary-fetch/origin/notes")
+    assert git(me, "rev-parse", NOTES_REF) != git(me, "rev-parse", "refs/vivary-fetch/origin/notes")
 
 
 def _ssh_key(tmp_path: Path, name: str) -> tuple[Path, str]:
@@ -290,7 +291,7 @@ def test_a_signing_writer_never_signs_entries_it_did_not_compute(published: tupl
     assert git(ci, "log", "--format=%P", "-1", mine).strip() == "", "a new chain, not one on the forgery"
     git(ci, "verify-commit", mine)
     # Its facts are its own: a clone trusting the signer checks the forged-away finding again.
-    r = store.Snapshot.load(GitRepo(ci))
+    r = Snapshot.load(GitRepo(ci))
     assert r is not None and all(t.errors == 1 for t in r.manifest.trees.values())
 
 
@@ -324,11 +325,11 @@ def _forge_titles(cwd: Path, title: str) -> None:
     """Give every shared parse and facts entry of the cache at `cwd` the title `title` (chunk digests fixed,
     as `forge` does). Both are array-like with the title third: SharedNote [fields, key_lines, title, ...],
     Facts [id, type, title, ...]."""
-    manifest = msgspec.msgpack.decode(_cat(cwd, f"{store.CACHE_REF}:manifest.msgpack"))
+    manifest = msgspec.msgpack.decode(_cat(cwd, f"{CACHE_REF}:manifest.msgpack"))
     trees = {}
     for kind in ("parse", "facts"):
         entries = []
-        for line in git(cwd, "ls-tree", f"{store.CACHE_REF}:{kind}").splitlines():
+        for line in git(cwd, "ls-tree", f"{CACHE_REF}:{kind}").splitlines():
             mode, otype, oid, name = line.split(None, 3)
             items = msgspec.msgpack.decode(_cat(cwd, oid))
             for item in items:
@@ -338,15 +339,15 @@ def _forge_titles(cwd: Path, title: str) -> None:
             entries.append(f"{mode} {otype} {_blob(cwd, new)}\t{name}")
         trees[kind] = _mktree(cwd, entries)
     root = []
-    for line in git(cwd, "ls-tree", store.CACHE_REF).splitlines():
+    for line in git(cwd, "ls-tree", CACHE_REF).splitlines():
         mode, otype, oid, name = line.split(None, 3)
         if name in trees:
             oid = trees[name]
         elif name == "manifest.msgpack":
             oid = _blob(cwd, msgspec.msgpack.encode(manifest))
         root.append(f"{mode} {otype} {oid}\t{name}")
-    commit = git(cwd, "commit-tree", _mktree(cwd, root), "-p", store.CACHE_REF, "-m", "vivary cache").strip()
-    git(cwd, "update-ref", store.CACHE_REF, commit)
+    commit = git(cwd, "commit-tree", _mktree(cwd, root), "-p", CACHE_REF, "-m", "vivary cache").strip()
+    git(cwd, "update-ref", CACHE_REF, commit)
 
 
 def test_a_search_index_built_from_a_trusted_graph_is_never_read_by_a_run_that_trusts_nothing(
@@ -359,7 +360,7 @@ def test_a_search_index_built_from_a_trusted_graph_is_never_read_by_a_run_that_t
     repo.git("push", "-q", f"file://{origin}", "main")
     assert run_git_vivary(["check", "--rev", "HEAD"], repo.path).returncode == 1
     _forge_titles(repo.path, "Forged zebra title")
-    repo.git("push", "-q", "--force", f"file://{origin}", f"{store.CACHE_REF}:{store.CACHE_REF}")
+    repo.git("push", "-q", "--force", f"file://{origin}", f"{CACHE_REF}:{CACHE_REF}")
     me = _fresh_clone(tmp_path, origin, "me")
     git(me, "config", "vivary.cacheTrust", "any")
     assert run_git_vivary(["sync", "fetch"], me).returncode == 0

@@ -22,7 +22,7 @@ from vivary_git.errors import RefusedError
 from vivary_git.hosts import blocks, files
 from vivary_git.hosts.install import GUIDANCE_MARKERS, guidance_text
 from vivary_git.hosts.onboard import MARKERS as PROFILE_MARKERS
-from vivary_git.memory.digest import MARKERS as DIGEST_MARKERS
+from vivary_git.memory.dream.digest import MARKERS as DIGEST_MARKERS
 
 MINE = "# My notes\n\nKeep the build green; never force-push main.\n"
 BOM = "\ufeff"

@@ -27,7 +27,8 @@ from test_mcp import _start_http, _stop
 
 from vivary_git.errors import RefusedError
 from vivary_git.mcp.server import build_server
-from vivary_git.mcp.service import PROFILES, MemoryService
+from vivary_git.mcp.service import MemoryService
+from vivary_git.mcp.warm import PROFILES
 
 NOTES = {
     "notes/deploy.md": "# Deploy runbook\n\nHow we deploy: blue green, smoke tests first.\n",
@@ -368,7 +369,7 @@ def test_a_page_trickling_its_answer_ends_at_the_one_deadline(repo: Repo, cli: A
 def test_a_name_lookup_that_hangs_ends_at_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
     """The lookup is inside the deadline too. A resolver that never answers cannot exist on loopback: this
     one is a stand-in that waits until the test ends."""
-    from vivary_git.memory import fetch
+    from vivary_git.memory.sources import fetch
 
     hang = threading.Event()
 

@@ -1,5 +1,5 @@
 """Derived memory state is only ever what this machine wrote (memory/statefolder.py) or what the trust setting
-still allows (memory/vectors.py): the attacker's steps, for real, with Git and the real model.
+still allows (memory/local/vectors.py): the attacker's steps, for real, with Git and the real model.
 
 1. A repository commits `.vivary/memory.toml` pointing `state_path` into the work tree and ships a forged
    index there (two notes' vectors swapped, the digests patched): a fresh clone at the path the forger
@@ -23,9 +23,11 @@ from conftest import Repo, git, run_git_vivary
 from test_memory_local import PUBLIC, TROPO
 from test_memory_vectors import cache_vectors, clone, keys_of, publish
 
-from vivary_git import open_workspace, store
+from vivary_git import open_workspace
 from vivary_git.errors import RefusedError
-from vivary_git.memory.embed import embedder_status
+from vivary_git.memory.local.embed import embedder_status
+from vivary_git.refnames import CACHE_REF
+from vivary_git.store.write import Changes, write
 
 needs_model = pytest.mark.skipif(
     embedder_status() != "available" or importlib.util.find_spec("hnswlib") is None,
@@ -81,7 +83,7 @@ def dataset_folder(root: Path) -> Path:
 def swap_two_notes(folder: Path, a: str, b: str) -> None:
     """Forge the index in `folder` as anyone with its format could: notes `a` and `b` trade their vectors
     (their entries' HNSW labels), and the manifest's digest of the entries is patched to match."""
-    from vivary_git.memory.localfiles import ENTRIES, Entries, Entry, FileRef, Manifest, _sha
+    from vivary_git.memory.local.files import ENTRIES, Entries, Entry, FileRef, Manifest, _sha
 
     entries = msgspec.msgpack.decode((folder / ENTRIES).read_bytes(), type=Entries)
     label = {e.node_id: e.label for e in entries.entries}
@@ -264,9 +266,9 @@ def forged_origin(repo: Repo, cli: Any, tmp_path: Path) -> Path:
     keys = keys_of(repo.path, "notes/keys.md", "notes/garden.md")
     held = cache_vectors(repo.path)
     a, b = keys["notes/keys.md"], keys["notes/garden.md"]
-    store.write(open_workspace(repo.path).source.repo, store.Changes(  # type: ignore[arg-type]
+    write(open_workspace(repo.path).source.repo, Changes(  # type: ignore[arg-type]
         vectors={a: msgspec.msgpack.encode(held[b]), b: msgspec.msgpack.encode(held[a])}), message="forged")
-    repo.git("push", "-q", "-f", "origin", f"{store.CACHE_REF}:{store.CACHE_REF}")
+    repo.git("push", "-q", "-f", "origin", f"{CACHE_REF}:{CACHE_REF}")
     return origin
 
 
@@ -310,7 +312,7 @@ def test_lowering_cache_trust_stops_recall_of_an_assembled_tree_ranking_with_fet
 
 
 def test_trust_levels_are_ordered_and_an_unrecorded_level_is_the_most_trusting() -> None:
-    from vivary_git.memory import vectors
+    from vivary_git.memory.local import vectors
 
     assert [vectors.allows("signed", level) for level in ("none", "signed", "any")] == [True, True, False]
     assert [vectors.allows("none", level) for level in ("none", "signed", "any")] == [True, False, False]

@@ -28,8 +28,8 @@ from conftest import Repo
 from vivary_git import git as vgit
 from vivary_git.errors import GitError, RefusedError
 from vivary_git.git import Repo as GitRepo
-from vivary_git.memory import secrets
-from vivary_git.memory.secrets import SecretError
+from vivary_git.memory.writes import secrets
+from vivary_git.memory.writes.secrets import SecretError
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed")
 

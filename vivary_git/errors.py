@@ -45,3 +45,7 @@ class RefusedError(VivaryError):
     """The command could run but refuses to, to keep a promise (stale index, privacy)."""
 
     exit_code = EXIT_REFUSED
+
+
+class PrivacyError(RefusedError):
+    """Git could not decide privacy, or a snapshot file is unsafe to read; nothing was admitted (privacy.py)."""

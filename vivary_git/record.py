@@ -41,10 +41,12 @@ from vivary_git.escape import text
 
 if TYPE_CHECKING:
     from vivary_git import graph as graph_mod
-    from vivary_git import privacy, store
+    from vivary_git import privacy
     from vivary_git.config import Config
     from vivary_git.localcache import SegmentCache
     from vivary_git.source import Entry, Source
+    from vivary_git.store.refcache import RefCache
+    from vivary_git.store.write import Changes
 
 Keyed = list[tuple["Entry", str, "graph_mod.Facts"]]
 
@@ -59,7 +61,7 @@ class Workspace(Protocol):
     @property
     def source(self) -> Source: ...
 
-    def refcache(self) -> store.RefCache | None: ...
+    def refcache(self) -> RefCache | None: ...
 
     def facts_for_recording(self) -> list[tuple[Entry, str, graph_mod.Facts]]: ...
 
@@ -93,7 +95,7 @@ def counts_of(g: graph_mod.Graph) -> Counts:
 class Pending:
     """Entries ready to record, waiting for the graph's counts."""
 
-    def __init__(self, ref: store.RefCache, tkey: str, changes: store.Changes, private: int) -> None:
+    def __init__(self, ref: RefCache, tkey: str, changes: Changes, private: int) -> None:
         self.ref, self.tkey, self.changes, self.private = ref, tkey, changes, private
 
 
@@ -116,7 +118,7 @@ def recordable_root(source: Source) -> str | None:
     return root if sub == source.tree_id else None
 
 
-def recording(ws: Workspace) -> tuple[store.RefCache, str, str] | None:
+def recording(ws: Workspace) -> tuple[RefCache, str, str] | None:
     """(ref cache, tree summary key, root tree to decide privacy in) when this tree is to be recorded:
     cheap checks only, nothing read or parsed."""
     if {"created", "updated"} & set(ws.config.derive):
@@ -128,9 +130,9 @@ def recording(ws: Workspace) -> tuple[store.RefCache, str, str] | None:
     root = recordable_root(ws.source)
     if root is None:
         return None
-    from vivary_git import store
+    from vivary_git.store.format import tree_key
 
-    tkey = store.tree_key(tree, ws.config.digest())
+    tkey = tree_key(tree, ws.config.digest())
     if ref.has_tree(tkey) or ref.damaged:
         return None
     return ref, tkey, root
@@ -160,11 +162,12 @@ def private_paths(ws: Workspace, paths: list[str], root: str, found: list[privac
     cannot decide: then nothing is recorded). Only Git is asked: safe in a thread. `memo`: as for
     `privacy.decide_scoped` (the same question answered earlier in this command is not asked again)."""
     from vivary_git import privacy
+    from vivary_git.errors import PrivacyError
 
     repo = ws.source.repo
     assert repo is not None
     if repo.workdir is None:
-        raise privacy.PrivacyError("a bare repository has no work tree for Git to decide privacy in")
+        raise PrivacyError("a bare repository has no work tree for Git to decide privacy in")
     # The working tree's ignore rules may be ahead of the recorded tree's; either making a path private wins.
     trees: tuple[str | None, ...] = (root,) if ws.source.kind == "rev" else (root, None)
     # Ignored files stay private here whatever a memory.toml says about respect_gitignore.
@@ -179,9 +182,11 @@ def prepare(ws: Workspace, keyed: Keyed | None) -> Pending | None:
     if got is None:
         return None
     ref, tkey, root = got
-    from vivary_git import store
     from vivary_git.errors import VivaryError
     from vivary_git.parallel import Background
+    from vivary_git.refnames import CACHE_REF
+    from vivary_git.store.format import encode_entries
+    from vivary_git.store.write import Changes
 
     if keyed is None:
         keyed = ws.facts_for_recording()
@@ -190,7 +195,7 @@ def prepare(ws: Workspace, keyed: Keyed | None) -> Pending | None:
     try:
         found = scopes(ws, paths, root) if paths else []
     except VivaryError as err:
-        print(f"vivary: not recording this tree in {store.CACHE_REF}: {text(str(err))}", file=sys.stderr)
+        print(f"vivary: not recording this tree in {CACHE_REF}: {text(str(err))}", file=sys.stderr)
         return None
     # Git decides privacy (a few subprocesses, ~0.07 s at 10,000 notes) in a thread while this one
     # encodes every candidate entry; only the admitted ones are then kept. Nothing is written
@@ -201,16 +206,16 @@ def prepare(ws: Workspace, keyed: Keyed | None) -> Pending | None:
     blobs = list(dict.fromkeys(e.oid for e, _, _ in keyed if e.oid not in foreign))
     new_facts = set(ref.missing("facts", fact_keys))
     parse = ws.shared_parses(ref.missing("parse", blobs))
-    encoded_facts = store.encode_entries({k: f for _, k, f in keyed if k in new_facts})
+    encoded_facts = encode_entries({k: f for _, k, f in keyed if k in new_facts})
     try:
         private = deciding.result()
     except VivaryError as err:
-        print(f"vivary: not recording this tree in {store.CACHE_REF}: {text(str(err))}", file=sys.stderr)
+        print(f"vivary: not recording this tree in {CACHE_REF}: {text(str(err))}", file=sys.stderr)
         return None
     # A blob is admitted only if every path holding it is public.
     private_blobs = {keyed[i][0].oid for i in private}
     admitted = {k for i, (e, k, _) in enumerate(keyed) if i not in private and e.oid not in private_blobs}
-    changes = store.Changes(
+    changes = Changes(
         parse={oid: data for oid, data in parse.items() if oid not in private_blobs},
         facts={k: data for k, data in encoded_facts.items() if k in admitted},
     )
@@ -218,11 +223,11 @@ def prepare(ws: Workspace, keyed: Keyed | None) -> Pending | None:
 
 
 def finish(ws: Workspace, pending: Pending, counts: Counts) -> None:
-    from vivary_git import store
+    from vivary_git.store.format import TreeSummary
 
     tree = ws.source.tree_id
     assert tree is not None  # recording() checked
-    pending.changes.trees = {pending.tkey: store.TreeSummary(
+    pending.changes.trees = {pending.tkey: TreeSummary(
         tree=tree, checked=counts.checked, errors=counts.errors, warnings=counts.warnings, nodes=counts.nodes,
         edges=counts.edges, broken=counts.broken, private=pending.private, written=int(time.time()),
     )}
@@ -235,7 +240,7 @@ Flushes = list[tuple["SegmentCache[Any]", Callable[[], Iterable[str]]]]
 
 
 def write_flushes(flushes: Flushes) -> None:
-    """Write local cache entries that were left pending (see `Workspace._flush`)."""
+    """Write local cache entries that were left pending (see parses.py `Parses._flush`)."""
     for cache, keep in flushes:
         cache.flush(keep=keep)
 

@@ -29,7 +29,7 @@ class CacheStatus(msgspec.Struct, frozen=True):
     trees: int = 0  # source trees with a summary
     blobs: int = 0  # parsed notes (by blob id)
     facts: int = 0  # per-document facts
-    vectors: int = 0  # note embeddings (memory/vectors.py)
+    vectors: int = 0  # note embeddings (memory/local/vectors.py)
     states: int = 0  # memory-provider state files
     writer: str = ""
     written: int = 0
@@ -82,21 +82,24 @@ def run(args: argparse.Namespace) -> int:
 
 def status(repo: Repo) -> CacheStatus:
     """The library form of `cache status`."""
-    from vivary_git import store
+    from vivary_git.refnames import CACHE_REF
+    from vivary_git.store.format import CHAIN_LIMIT, StoreDamaged
+    from vivary_git.store.notes import notes_enabled
+    from vivary_git.store.read import Snapshot, _tip
 
-    notes = store.notes_enabled(repo)
+    notes = notes_enabled(repo)
     try:
-        snap = store.Snapshot.load(repo)
-    except store.StoreDamaged as err:
-        return CacheStatus(ref=store.CACHE_REF, exists=True, notes=notes, problem=err.what)
+        snap = Snapshot.load(repo)
+    except StoreDamaged as err:
+        return CacheStatus(ref=CACHE_REF, exists=True, notes=notes, problem=err.what)
     if snap is None:
-        exists = store._tip(repo, store.CACHE_REF) is not None
-        return CacheStatus(ref=store.CACHE_REF, exists=exists, notes=notes,
+        exists = _tip(repo, CACHE_REF) is not None
+        return CacheStatus(ref=CACHE_REF, exists=exists, notes=notes,
                            problem="written by another vivary-git format; `git vivary cache drop`" if exists else "")
     m = snap.manifest
     size = sum(c.size for c in m.chunks.values()) + sum(s.size for s in m.states.values())
     return CacheStatus(
-        ref=store.CACHE_REF, exists=True, commit=snap.commit, chain=m.chain, chain_limit=store.CHAIN_LIMIT,
+        ref=CACHE_REF, exists=True, commit=snap.commit, chain=m.chain, chain_limit=CHAIN_LIMIT,
         bytes=size, trees=len(m.trees), blobs=sum(c.count for p, c in m.chunks.items() if p.startswith("parse/")),
         facts=sum(c.count for p, c in m.chunks.items() if p.startswith("facts/")), states=len(m.states),
         vectors=sum(c.count for p, c in m.chunks.items() if p.startswith("vectors/")),
@@ -128,16 +131,18 @@ def _status(repo: Repo, args: argparse.Namespace) -> int:
 
 
 def _verify(repo: Repo, ref: str | None) -> int:
-    from vivary_git import store
+    from vivary_git.refnames import CACHE_REF
+    from vivary_git.store.format import StoreDamaged
+    from vivary_git.store.read import Snapshot, _tip
 
-    ref = ref or store.CACHE_REF
-    if store._tip(repo, ref) is None:
+    ref = ref or CACHE_REF
+    if _tip(repo, ref) is None:
         print(f"{shown(ref)}: no such ref; nothing to verify")
         return EXIT_OK
     try:
-        snap = store.Snapshot.load(repo, ref)
+        snap = Snapshot.load(repo, ref)
         problems = snap.verify() if snap is not None else ["written by another vivary-git format (not read)"]
-    except store.StoreDamaged as err:
+    except StoreDamaged as err:
         problems = [err.what]
     if problems:
         for p in problems:
@@ -154,37 +159,40 @@ def _verify(repo: Repo, ref: str | None) -> int:
 
 def _trust_line(repo: Repo, ref: str) -> str:
     """Whether commands read this cache: well-formed is not trusted (docs/cache.md#trust)."""
-    from vivary_git import store
+    from vivary_git.store.trust import TRUST_KEY, newest_verified, trust
 
-    level = store.trust(repo)
+    level = trust(repo)
     if level == "none":
-        return (f"trust: not read by any command ({store.TRUST_KEY} is none: a well-formed cache can still be a "
+        return (f"trust: not read by any command ({TRUST_KEY} is none: a well-formed cache can still be a "
                 "forgery; `signed` reads cache commits signed by allowed signers); gates never read it")
     if level == "any":
-        return (f"trust: read by commands other than gates whoever wrote it ({store.TRUST_KEY} = any); "
+        return (f"trust: read by commands other than gates whoever wrote it ({TRUST_KEY} = any); "
                 "gates never read it")
-    commit = store.newest_verified(repo, ref)
+    commit = newest_verified(repo, ref)
     if commit is None:
         return (f"trust: not read: no commit of this chain has a signature `git verify-commit` accepts "
-                f"({store.TRUST_KEY} = signed); gates never read it")
+                f"({TRUST_KEY} = signed); gates never read it")
     return f"trust: commands other than gates read {commit[:12]}, whose signature verifies; gates never read it"
 
 
 def _gc(repo: Repo, args: argparse.Namespace) -> int:
-    from vivary_git import store
     from vivary_git.errors import VivaryError
+    from vivary_git.refnames import CACHE_REF
+    from vivary_git.store.format import StoreDamaged
+    from vivary_git.store.read import Snapshot, _tip
+    from vivary_git.store.write import rebuild, update_ref
     from vivary_git.workspace import open_workspace
 
-    tip = store._tip(repo, store.CACHE_REF)
+    tip = _tip(repo, CACHE_REF)
     if tip is None:
-        print(f"{store.CACHE_REF}: none; nothing to collect")
+        print(f"{CACHE_REF}: none; nothing to collect")
         return EXIT_OK
     try:
-        snap = store.Snapshot.load(repo)
-    except store.StoreDamaged as err:
-        raise UsageError(f"{store.CACHE_REF} is damaged ({err.what}); `git vivary cache drop` removes it") from None
+        snap = Snapshot.load(repo)
+    except StoreDamaged as err:
+        raise UsageError(f"{CACHE_REF} is damaged ({err.what}); `git vivary cache drop` removes it") from None
     if snap is None:
-        raise UsageError(f"{store.CACHE_REF} was written by another vivary-git format; `git vivary cache drop`")
+        raise UsageError(f"{CACHE_REF} was written by another vivary-git format; `git vivary cache drop`")
     heads = [str(r) for r in repo.repo.references if str(r).startswith("refs/heads/")]
     if repo.repo.head_is_detached:  # a CI checkout: the commit under test is no branch
         heads.append("HEAD")
@@ -224,11 +232,11 @@ def _gc(repo: Repo, args: argparse.Namespace) -> int:
               f"{before[2]} trees, {before[3]} state files, {before[4]} vectors, at most {len(keep['parse'])}, "
               f"{len(keep['facts'])}, {len(trees)}, {len(states)}, {len(keep['vectors'])}")
         return EXIT_OK
-    commit = store.rebuild(repo, snap, keep, trees, states, "vivary cache: gc (new chain)")
-    if not store.update_ref(repo, store.CACHE_REF, commit, tip):
-        raise UsageError(f"{store.CACHE_REF} changed while gc ran (another writer); run `git vivary cache gc` again")
+    commit = rebuild(repo, snap, keep, trees, states, "vivary cache: gc (new chain)")
+    if not update_ref(repo, CACHE_REF, commit, tip):
+        raise UsageError(f"{CACHE_REF} changed while gc ran (another writer); run `git vivary cache gc` again")
     after = status(repo)
-    print(f"{store.CACHE_REF}: new chain {commit[:12]}: {after.blobs} of {before[0]} parses, {after.facts} of "
+    print(f"{CACHE_REF}: new chain {commit[:12]}: {after.blobs} of {before[0]} parses, {after.facts} of "
           f"{before[1]} facts, {after.trees} of {before[2]} trees, {after.states} of {before[3]} state files, "
           f"{after.vectors} of {before[4]} vectors kept "
           f"(for {', '.join(shown(h) for h in sorted(set(heads)))})")
@@ -244,10 +252,10 @@ def _vector_keys(ws: Workspace) -> set[str]:
     cfg = load_memory_config(ws)
     if cfg.provider != "vivary-local":
         return set()
-    from vivary_git.memory.embed import model_id
-    from vivary_git.memory.localfiles import EMBED_FORMAT, embed_text
+    from vivary_git.memory.local.embed import model_id
+    from vivary_git.memory.local.files import EMBED_FORMAT, embed_text
+    from vivary_git.memory.local.vectors import vector_key
     from vivary_git.memory.snapshot import build_snapshot, packets
-    from vivary_git.memory.vectors import vector_key
 
     model = model_id(cfg.memory.local.model)
     snap = build_snapshot(ws, cfg.policy(), provider=cfg.provider, model=cfg.model, dataset_label=cfg.dataset_label,
@@ -256,14 +264,16 @@ def _vector_keys(ws: Workspace) -> set[str]:
 
 
 def _drop(repo: Repo) -> int:
-    from vivary_git import store
+    from vivary_git.refnames import CACHE_REF, STAGING_PREFIX
+    from vivary_git.store.read import _tip
+    from vivary_git.store.write import delete_ref
 
     dropped = []
-    for ref in [store.CACHE_REF, *(str(r) for r in repo.repo.references if str(r).startswith(store.STAGING_PREFIX))]:
-        tip = store._tip(repo, ref)
-        if tip is not None and store.delete_ref(repo, ref, tip):
+    for ref in [CACHE_REF, *(str(r) for r in repo.repo.references if str(r).startswith(STAGING_PREFIX))]:
+        tip = _tip(repo, ref)
+        if tip is not None and delete_ref(repo, ref, tip):
             dropped.append(ref)
-    print(f"dropped {', '.join(shown(d) for d in dropped)}" if dropped else f"{store.CACHE_REF}: none; nothing to drop")
+    print(f"dropped {', '.join(shown(d) for d in dropped)}" if dropped else f"{CACHE_REF}: none; nothing to drop")
     if dropped:
         print("  the next check/graph/query run records a fresh cache; the remote's copy is untouched "
               "(`git vivary sync push --force` replaces it)", file=sys.stderr)
@@ -271,11 +281,12 @@ def _drop(repo: Repo) -> int:
 
 
 def _notes(repo: Repo, state: str) -> int:
-    from vivary_git import store
+    from vivary_git.refnames import NOTES_REF
+    from vivary_git.store.notes import notes_enabled
 
     if state != "show":
         repo.git(["config", "vivary.notes", "true" if state == "on" else "false"])
-    on = store.notes_enabled(repo)
-    print(f"verdict notes ({store.NOTES_REF}) are {'on' if on else 'off'} in this repository"
+    on = notes_enabled(repo)
+    print(f"verdict notes ({NOTES_REF}) are {'on' if on else 'off'} in this repository"
           + (": `git vivary check --rev COMMIT` notes its counts on COMMIT" if on else ""))
     return EXIT_OK

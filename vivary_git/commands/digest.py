@@ -26,8 +26,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vivary_git.memory import digest
     from vivary_git.memory.config import load_memory_config
+    from vivary_git.memory.dream import digest
     from vivary_git.workspace import open_workspace
 
     ws = open_workspace(args.cwd, root=args.root)

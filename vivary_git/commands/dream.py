@@ -35,8 +35,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vivary_git.memory import dream
-    from vivary_git.memory.remember import open_view
+    from vivary_git.memory.dream import dream
+    from vivary_git.memory.writes.remember import open_view
     from vivary_git.workspace import open_workspace
 
     resolving = args.title is not None or args.content is not None or args.use_heuristic or args.use_chat
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print(a: object) -> None:
-    from vivary_git.memory.dream import DreamAnswer
+    from vivary_git.memory.dream.dream import DreamAnswer
 
     assert isinstance(a, DreamAnswer)
     say = "vivary dream:"

@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
 
         report = CogneeMemory(ws, cfg).forget(approved=args.yes)
     else:
-        from vivary_git.memory.local import LocalMemory
+        from vivary_git.memory.local.provider import LocalMemory
 
         report = LocalMemory(ws, cfg).forget(approved=args.yes)
     if args.json:

@@ -3,7 +3,7 @@
 `--dry-run` builds the whole snapshot, exactly as an index would, and reports its counts and fingerprint
 without writing anything anywhere. `--yes` is the approval gate (`require_explicit_index`, on by default):
 it brings the vivary-local index up to date, embedding only packets it has not embedded before
-(memory/local.py). `--auto` is the post-commit path: it does that only when `auto_index = true`, which
+(memory/local/). `--auto` is the post-commit path: it does that only when `auto_index = true`, which
 counts as approval, and is otherwise a quiet no-op.
 """
 
@@ -122,7 +122,7 @@ def _write(args: argparse.Namespace) -> int:
 
         report = CogneeMemory(ws, cfg).index(approved=args.yes)
     else:
-        from vivary_git.memory.local import LocalMemory
+        from vivary_git.memory.local.provider import LocalMemory
 
         report = LocalMemory(ws, cfg).index(approved=args.yes or args.auto,
                                             progress=None if args.auto else EmbedProgress())

@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vivary_git.memory.history import memory_log
+    from vivary_git.memory.writes.history import memory_log
 
     entries = memory_log(args.cwd, args.id, rev=args.rev, root=args.root, limit=args.max_count)
     if args.json:

@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-# --- issue 5: `--mode semantic|hybrid` through the local memory provider (memory/local.py) -------------
+# --- issue 5: `--mode semantic|hybrid` through the local memory provider (memory/local/) -----------------
 
 
 def add_mode_arg(p: argparse.ArgumentParser) -> None:
@@ -80,7 +80,7 @@ def run_semantic(args: argparse.Namespace) -> int:
     """The same provider as `git vivary recall`, with query's filters and output framing."""
     import msgspec
 
-    from vivary_git.memory.local import LocalMemory
+    from vivary_git.memory.local.provider import LocalMemory
     from vivary_git.memory.provider import RecallFilters, normalise_k
     from vivary_git.query import QueryFilters
 

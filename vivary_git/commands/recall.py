@@ -1,6 +1,6 @@
 """`git vivary recall`: meaning-based leads from the local semantic memory, gated by the snapshot fingerprint.
 
-Thin over `vivary_git.memory.local.LocalMemory` / `RecallSession`. Refuses (exit 3) when there is no
+Thin over `vivary_git.memory.local.provider.LocalMemory` / `recall.RecallSession`. Refuses (exit 3) when there is no
 index or it is stale; `--queries FILE.jsonl` answers many queries with one loaded index.
 """
 
@@ -20,7 +20,7 @@ from vivary_git.escape import text as shown
 
 if TYPE_CHECKING:
     from vivary_git.memory.cognee import CogneeMemory
-    from vivary_git.memory.local import RecallSession
+    from vivary_git.memory.local.recall import RecallSession
 
 
 class BatchQuery(msgspec.Struct, frozen=True):
@@ -99,8 +99,8 @@ def _without_hidden(ws: Any, session: Any, text: str, hits: list[Any], k: int, f
     """Recall's hits without archived or expired memories (docs/dream.md), asking for more when some were
     left out; the memories returned count as memory events toward the next dream, and a due dream is said on
     stderr (the JSON answer keeps its shape)."""
-    from vivary_git.memory import durability
-    from vivary_git.memory.accesslog import log_for
+    from vivary_git.memory.dream import durability
+    from vivary_git.memory.dream.accesslog import log_for
 
     when = durability.now()
     notes = ws.lazy_notes()
@@ -127,7 +127,8 @@ def _without_hidden(ws: Any, session: Any, text: str, hits: list[Any], k: int, f
 
 def run(args: argparse.Namespace) -> int:
     from vivary_git.memory.config import load_memory_config
-    from vivary_git.memory.local import LocalMemory, preload_runtime
+    from vivary_git.memory.local.provider import LocalMemory
+    from vivary_git.memory.local.runtime import preload_runtime
     from vivary_git.memory.provider import RecallFilters, normalise_k
 
     preload_runtime()  # a fresh `recall` per agent turn: the runtime imports overlap opening the workspace

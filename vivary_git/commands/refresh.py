@@ -35,12 +35,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     from vivary_git.errors import UsageError
     from vivary_git.escape import text as shown
-    from vivary_git.memory import remember, sources
+    from vivary_git.memory.sources import anchors
+    from vivary_git.memory.writes import remember
     from vivary_git.workspace import open_workspace
 
     view = remember.open_view(open_workspace(args.cwd, root=args.root))
     if args.check:
-        states = sources.check(view, args.ids)
+        states = anchors.check(view, args.ids)
         if args.json:
             emit_json(states)
         else:
@@ -55,12 +56,12 @@ def run(args: argparse.Namespace) -> int:
     if args.stale:
         if ids:
             raise UsageError("--stale refreshes every stale anchor; give no IDs with it (or drop --stale)")
-        ids = [s.id for s in sources.check(view) if s.state == "stale"]
+        ids = [s.id for s in anchors.check(view) if s.state == "stale"]
     elif not ids:
         raise UsageError("name the anchors to refresh (ids from `git vivary refresh --check`), or use --stale")
     results = []
     for ref in ids:
-        result = sources.refresh(view, ref, allow_network=args.allow_network, source="cli")
+        result = anchors.refresh(view, ref, allow_network=args.allow_network, source="cli")
         results.append(result)
         if not args.json:
             if result.changed:

@@ -46,8 +46,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vivary_git.memory import remember
-    from vivary_git.memory.probe_loader import probe_for
+    from vivary_git.memory.writes import remember
+    from vivary_git.memory.writes.probe_loader import probe_for
     from vivary_git.workspace import open_workspace
 
     if args.file is not None or args.folder is not None or args.url is not None:
@@ -81,7 +81,8 @@ def _anchor(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from vivary_git.escape import text as shown
-    from vivary_git.memory import remember, sources
+    from vivary_git.memory.sources import anchors
+    from vivary_git.memory.writes import remember
     from vivary_git.workspace import open_workspace
 
     ws = open_workspace(args.cwd, root=args.root)
@@ -94,11 +95,11 @@ def _anchor(args: argparse.Namespace) -> int:
 
         raise UsageError("--type does not apply to --file, --folder or --url: anchors are memories")
     if args.file is not None:
-        result = sources.remember_file(view, args.file, base=base, **common)
+        result = anchors.remember_file(view, args.file, base=base, **common)
     elif args.folder is not None:
-        result = sources.remember_folder(view, args.folder, base=base, **common)
+        result = anchors.remember_folder(view, args.folder, base=base, **common)
     else:
-        result = sources.remember_url(view, args.url, allow_network=args.allow_network, **common)
+        result = anchors.remember_url(view, args.url, allow_network=args.allow_network, **common)
     if result.warning:
         print(f"vivary remember: warning: {shown(result.warning)}", file=sys.stderr)
     if args.json:

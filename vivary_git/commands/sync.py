@@ -5,7 +5,7 @@ verifies every chunk there, and only then adopts it (fast-forward, or a merge co
 remote's that keeps our own entries). `push` verifies before publishing, folds in what the remote
 gained since, and pushes with `--force-with-lease`, so it never overwrites an update it has not seen. It
 publishes only what `fetch` adopts: a cache holding provider state files goes out as a commit of the
-same entries without them (`store.publishable`).
+same entries without them (`store/write.py` `publishable`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import subprocess
 
     from vivary_git.git import Repo
-    from vivary_git.store import Snapshot
+    from vivary_git.store.read import Snapshot
 
 _PUSH_ATTEMPTS = 3
 _REMOTE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
@@ -84,8 +84,9 @@ def _fetch_command(start: Path, remote: str) -> int:
                 early.result()  # no thread left behind; the repository's own error is the one to show
         raise
     # What verifying the fetched cache reads with, imported while Git fetches it.
-    from vivary_git import graph, parse, store  # noqa: F401
-    from vivary_git.memory import vectorvalue  # noqa: F401
+    from vivary_git import graph, parse  # noqa: F401
+    from vivary_git.memory.local import vectorvalue  # noqa: F401
+    from vivary_git.store import notes, read, refcache, trust, write  # noqa: F401
 
     staged: _Staged | None = None
     head: set[str] | None = None
@@ -233,7 +234,7 @@ def fetch(repo: Repo, remote: str, *, quiet: bool = False, staged: _Staged | Non
           head: set[str] | None = None) -> dict[str, str]:
     """Fetch REMOTE's cache refs into staging, verify, adopt. Returns what the remote had. `staged`:
     what `_stage` did already, if it did; `head`: `_head_blobs`, if it was read already."""
-    from vivary_git import store
+    from vivary_git.refnames import CACHE_REF, NOTES_REF
 
     remote_refs, staging, fetched = staged if staged is not None else _stage(_At.of(repo), remote)
     if not fetched:
@@ -241,20 +242,24 @@ def fetch(repo: Repo, remote: str, *, quiet: bool = False, staged: _Staged | Non
             print(f"{shown(remote)} has no vivary cache yet; after a run, `git vivary sync push {shown(remote)}` "
                   "publishes ours")
         return remote_refs
-    if store.CACHE_REF in remote_refs:
+    if CACHE_REF in remote_refs:
         _adopt_cache(repo, remote, f"{staging}/cache", quiet=quiet, head=head)
-    if store.NOTES_REF in remote_refs:
+    if NOTES_REF in remote_refs:
         _adopt_notes(repo, remote, f"{staging}/notes", quiet=quiet)
     return remote_refs
 
 
 def _adopt_cache(repo: Repo, remote: str, staged: str, *, quiet: bool, head: set[str] | None = None) -> None:
-    from vivary_git import store
+    from vivary_git.refnames import CACHE_REF
+    from vivary_git.store.format import StoreDamaged
+    from vivary_git.store.read import Snapshot, _tip
+    from vivary_git.store.trust import TRUST_KEY, newest_verified, trust
+    from vivary_git.store.write import merge_into, update_ref
 
     try:
-        theirs = store.Snapshot.load(repo, staged)
+        theirs = Snapshot.load(repo, staged)
         problems = theirs.verify() if theirs is not None else []
-    except store.StoreDamaged as err:
+    except StoreDamaged as err:
         theirs, problems = None, [err.what]
     if problems:
         raise RefusedError(
@@ -272,7 +277,7 @@ def _adopt_cache(repo: Repo, remote: str, staged: str, *, quiet: bool, head: set
             f"holds parses, facts and vectors only; whoever writes {remote}'s cache should run `git vivary cache drop` "
             "and push a fresh one"
         )
-    ours_tip = store._tip(repo, store.CACHE_REF)
+    ours_tip = _tip(repo, CACHE_REF)
     new = theirs.commit
     how = "adopted"
     if ours_tip == theirs.commit:
@@ -281,28 +286,28 @@ def _adopt_cache(repo: Repo, remote: str, staged: str, *, quiet: bool, head: set
         how, new = "ours is ahead; kept", ours_tip
     elif ours_tip is not None and not _descends(repo, theirs.commit, ours_tip):
         try:
-            ours = store.Snapshot.load(repo)
-        except store.StoreDamaged:
+            ours = Snapshot.load(repo)
+        except StoreDamaged:
             ours = None  # our own copy is damaged: theirs replaces it
         if ours is not None:
             # Named by its staging ref, never by the URL: one with a token in it would be pushed with the cache.
-            merged = store.merge_into(repo, theirs, ours, f"vivary cache: merged with {staged}")
+            merged = merge_into(repo, theirs, ours, f"vivary cache: merged with {staged}")
             new, how = (merged, "merged with ours") if merged else (theirs.commit, "adopted (ours had nothing more)")
-    if new != ours_tip and not store.update_ref(repo, store.CACHE_REF, new, ours_tip):
-        raise GitError(f"{store.CACHE_REF} changed while the fetch was adopted; run `git vivary sync fetch` again")
+    if new != ours_tip and not update_ref(repo, CACHE_REF, new, ours_tip):
+        raise GitError(f"{CACHE_REF} changed while the fetch was adopted; run `git vivary sync fetch` again")
     if not quiet:
-        m = store.Snapshot.load(repo)
+        m = Snapshot.load(repo)
         blobs = sum(c.count for p, c in m.manifest.chunks.items() if p.startswith("parse/")) if m else 0
         vectors = sum(c.count for p, c in m.manifest.chunks.items() if p.startswith("vectors/")) if m else 0
-        print(f"{store.CACHE_REF}: {how} from {shown(remote)} ({new[:12]}, {blobs} parsed notes, "
+        print(f"{CACHE_REF}: {how} from {shown(remote)} ({new[:12]}, {blobs} parsed notes, "
               f"{len(m.manifest.trees) if m else 0} trees" + (f", {vectors} vectors)" if vectors else ")"))
-        level = store.trust(repo)
+        level = trust(repo)
         if level == "none":
-            print(f"vivary: no command reads it until this clone trusts it ({store.TRUST_KEY} is none; "
+            print(f"vivary: no command reads it until this clone trusts it ({TRUST_KEY} is none; "
                   "`git config vivary.cacheTrust signed` trusts cache commits signed by allowed signers, "
                   "docs/cache.md#trust); gates never do", file=sys.stderr)
-        elif level == "signed" and store.newest_verified(repo) is None:
-            print(f"vivary: no commit of it is signed by an allowed signer, so {store.TRUST_KEY} = signed reads "
+        elif level == "signed" and newest_verified(repo) is None:
+            print(f"vivary: no commit of it is signed by an allowed signer, so {TRUST_KEY} = signed reads "
                   "none of it (`git verify-commit` says why)", file=sys.stderr)
 
 
@@ -312,11 +317,11 @@ def _not_derived(repo: Repo, snap: Snapshot, head: set[str]) -> str:
     keep them reachable, and `vivary.cacheTrust signed` may read an older commit), or any object of the
     tip that is also a blob of HEAD's tree, `head` (a source file, maybe a private one, dressed up as
     cache data)."""
-    from vivary_git import store
+    from vivary_git.store.write import chain_states
 
     if snap.manifest.states:
         return f"memory-provider state files ({sorted(snap.manifest.states)[0]}, …), which it cannot check"
-    if store.chain_states(repo, snap.commit, snap.ref):
+    if chain_states(repo, snap.commit, snap.ref):
         return "memory-provider state files in an older commit of its chain, which it cannot check"
     if not head:
         return ""
@@ -361,69 +366,75 @@ def _adopt_notes(repo: Repo, remote: str, staged: str, *, quiet: bool) -> None:
     and then as a union of verdicts we re-encode ourselves (ours win on the same commit), each one
     decoded as a `Verdict` and naming the tree of the commit it is on. Their notes commit is never
     adopted as is: a notes tree can hold any blob."""
-    from vivary_git import store
+    from vivary_git.refnames import NOTES_REF
+    from vivary_git.store.notes import Verdict, read_note, write_note
+    from vivary_git.store.read import _tip
+    from vivary_git.store.trust import TRUST_KEY, trust
 
-    if store.trust(repo) != "any":
+    if trust(repo) != "any":
         if not quiet:
             print(f"vivary: verdict notes from {remote} stay in {staged} (not adopted: they are claims no gate "
-                  f"uses, adopted only with {store.TRUST_KEY} = any)", file=sys.stderr)
+                  f"uses, adopted only with {TRUST_KEY} = any)", file=sys.stderr)
         return
-    if store._tip(repo, staged) is None:
+    if _tip(repo, staged) is None:
         return
     pygit2 = repo.pygit2
     have = set()
-    if store._tip(repo, store.NOTES_REF) is not None:
-        have = {str(n.annotated_id) for n in repo.repo.notes(store.NOTES_REF)}  # type: ignore[call-arg]  # stub lacks ref
+    if _tip(repo, NOTES_REF) is not None:
+        have = {str(n.annotated_id) for n in repo.repo.notes(NOTES_REF)}  # type: ignore[call-arg]  # stub lacks ref
     for note in repo.repo.notes(staged):  # type: ignore[call-arg]
         commit = str(note.annotated_id)
         if commit in have:
             continue
-        verdict = store.read_note(repo, commit, staged)
+        verdict = read_note(repo, commit, staged)
         try:
             tree = str(repo.repo[commit].peel(pygit2.Tree).id)
         except (KeyError, ValueError, pygit2.GitError):
             continue  # a commit we do not have: nothing to check the verdict against
         if verdict is not None and verdict.tree == tree:
-            store.write_note(repo, commit, store.Verdict(tree=verdict.tree, checked=verdict.checked,
+            write_note(repo, commit, Verdict(tree=verdict.tree, checked=verdict.checked,
                                                          errors=verdict.errors, warnings=verdict.warnings,
                                                          clean=verdict.clean))
 
 
 def push(repo: Repo, remote: str, *, force: bool = False) -> None:
     """Publish refs/vivary/cache (and verdict notes) to REMOTE."""
-    from vivary_git import store
+    from vivary_git.refnames import CACHE_REF, NOTES_REF
+    from vivary_git.store.format import StoreDamaged
+    from vivary_git.store.read import Snapshot, _tip
+    from vivary_git.store.write import chain_states, publishable
 
     said: list[str] = []
     for _attempt in range(_PUSH_ATTEMPTS):
-        ours = store._tip(repo, store.CACHE_REF)
+        ours = _tip(repo, CACHE_REF)
         if ours is None:
-            raise UsageError(f"there is no {store.CACHE_REF} to push; `git vivary check --rev HEAD` records one")
+            raise UsageError(f"there is no {CACHE_REF} to push; `git vivary check --rev HEAD` records one")
         try:
-            snap = store.Snapshot.load(repo)
+            snap = Snapshot.load(repo)
             problems = snap.verify() if snap is not None else ["written by another vivary-git format"]
-        except store.StoreDamaged as err:
+        except StoreDamaged as err:
             problems = [err.what]
         if problems:
-            raise RefusedError(f"{store.CACHE_REF} is damaged ({problems[0]}); not pushed. "
+            raise RefusedError(f"{CACHE_REF} is damaged ({problems[0]}); not pushed. "
                                "`git vivary cache drop` and a fresh run make a sound one")
         remote_refs = _ls_remote(repo, remote)
-        theirs = remote_refs.get(store.CACHE_REF)
+        theirs = remote_refs.get(CACHE_REF)
         if theirs is not None and theirs != ours and not force and not _descends(repo, ours, theirs):
             fetch(repo, remote, quiet=True)  # folds the remote's entries into ours first
-            ours = store._tip(repo, store.CACHE_REF)
+            ours = _tip(repo, CACHE_REF)
             assert ours is not None
-            snap = store.Snapshot.load(repo)
+            snap = Snapshot.load(repo)
         assert snap is not None
         # Provider state files stay here: `sync fetch` refuses a cache holding any (docs/cache.md#trust).
-        kept = store.chain_states(repo, snap.commit)
-        publish = store.publishable(repo, snap, theirs)
-        refs = [(store.CACHE_REF, publish, theirs)]
-        notes = store._tip(repo, store.NOTES_REF)
+        kept = chain_states(repo, snap.commit)
+        publish = publishable(repo, snap, theirs)
+        refs = [(CACHE_REF, publish, theirs)]
+        notes = _tip(repo, NOTES_REF)
         if notes is not None:
-            refs.append((store.NOTES_REF, notes, remote_refs.get(store.NOTES_REF)))
+            refs.append((NOTES_REF, notes, remote_refs.get(NOTES_REF)))
         todo = [(ref, mine, old) for ref, mine, old in refs if mine != old]
         if not todo:
-            print(f"{shown(remote)} already has {store.CACHE_REF} {publish[:12]}")
+            print(f"{shown(remote)} already has {CACHE_REF} {publish[:12]}")
             _said_kept(kept)
             return
         leases = [f"--force-with-lease={ref}:{old or ''}" for ref, _, old in todo]

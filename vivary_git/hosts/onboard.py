@@ -64,7 +64,7 @@ def _refuse_unfit(answers: Mapping[str, str]) -> None:
     """Every answer fits before any is written: at most `MAX_ANSWER` characters on one line, and nothing that
     looks like a credential (the profile is shown to agents at every start). A refusal names the question,
     never the value."""
-    from vivary_git.memory import secrets
+    from vivary_git.memory.writes import secrets
 
     for key, value in answers.items():
         n = len(_one_line(value))

@@ -543,7 +543,7 @@ class WorkTree:
         return self.repo.holds(full, blob)  # a bigger file put there meanwhile is not ours, and unread
 
     def _expected_index_tree(self, path: str, blob: str | None) -> str | None:
-        from vivary_git.memory.write import _tree_with
+        from vivary_git.memory.writes.commits import _tree_with
 
         base = self._index_tree
         if base is None:

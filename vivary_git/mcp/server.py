@@ -1,6 +1,6 @@
 """`git vivary mcp`: the MemoryService over MCP, with the official SDK (`pip install 'vivary-git[mcp]'`).
 
-Tools and resources by profile (`service.PROFILES`, `service.RESOURCES`), each tool answering JSON
+Tools and resources by profile (`warm.PROFILES`, `warm.RESOURCES`), each tool answering JSON
 (structured content); a refusal is a tool error whose text says why and what to do. Resources:
 `vivary://node/{id}` for every public node and, for host-core hosts only, `vivary://memory/digest` (the
 private MEMORY.md, served only here, to the host that asked).
@@ -26,7 +26,9 @@ from pydantic import Field
 
 from vivary_git import __version__
 from vivary_git.errors import UsageError, VivaryError
-from vivary_git.mcp.service import DEFAULT_BUDGET, MAX_HOPS, MAX_TOP_K, PROFILES, RESOURCES, MemoryService
+from vivary_git.mcp.reads import DEFAULT_BUDGET, MAX_HOPS, MAX_TOP_K
+from vivary_git.mcp.service import MemoryService
+from vivary_git.mcp.warm import PROFILES, RESOURCES
 
 __all__ = ["build_server", "serve_http", "serve_stdio"]
 

@@ -38,7 +38,7 @@ def index_lock(vivary_dir: Path, dataset: str, *, quiet: bool = False) -> Iterat
 
 @contextlib.contextmanager
 def write_lock(vivary_dir: Path) -> Iterator[None]:
-    """One memory write at a time per repository (`memory/write.py`): from reading the branch's tip to
+    """One memory write at a time per repository (`memory/writes/commits.py`): from reading the branch's tip to
     putting the committed paths into the user's index and work tree. Without it, a second writer could
     read the tip just before the first committed and then see the first's note in the index as a change
     of the user's."""

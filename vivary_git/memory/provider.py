@@ -7,7 +7,7 @@ from, and recall refuses when the two differ (a stale index answers about notes 
 what it thinks they say).
 
 This module is imported by the CLI before any provider runs, so it needs only msgspec; the local
-provider (local.py) imports numpy, hnswlib and the embedder when it works.
+provider (local/) imports numpy, hnswlib and the embedder when it works.
 """
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ def outbound_map(snap: MemorySnapshot) -> dict[str, list[MemoryEdge]]:
 
 
 class MemoryProvider(Protocol):
-    """What `index`, `recall` and `forget` need from a provider (local.py's `LocalMemory`, cognee.py's
+    """What `index`, `recall` and `forget` need from a provider (local/provider.py's `LocalMemory`, cognee.py's
     `CogneeMemory`)."""
 
     def index(self, *, approved: bool) -> IndexReport: ...

@@ -33,8 +33,9 @@ import msgspec
 
 from vivary_git import escape, privacy
 from vivary_git.config import FORMAT_VERSION
+from vivary_git.errors import PrivacyError
 from vivary_git.models import Note
-from vivary_git.privacy import PrivacyDecision, PrivacyError, PrivacyPolicy
+from vivary_git.privacy import PrivacyDecision, PrivacyPolicy
 
 if TYPE_CHECKING:
     from vivary_git.workspace import Workspace

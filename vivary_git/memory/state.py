@@ -2,9 +2,9 @@
 
 Everything a provider stores (manifest, cached vectors, the HNSW file, the lexical index) is a flat
 name → bytes mapping, so the same state can live in a local directory today and be mirrored into
-`refs/vivary/*` (store.py `put_state`/`get_state`) later without the provider knowing. Every file but
-the manifest is also recorded in the manifest with its sha256 and size, so a reader can verify what it
-loads whatever the backend; nothing is ever unpickled.
+`refs/vivary/*` (store/write.py `put_state`, store/refcache.py `get_state`) later without the provider
+knowing. Every file but the manifest is also recorded in the manifest with its sha256 and size, so a
+reader can verify what it loads whatever the backend; nothing is ever unpickled.
 
 The local backend keeps one directory per dataset, by default `.git/vivary/memory/<dataset>/` (never in
 the work tree, never pushed). Writes go to a temporary name and are renamed into place, so a reader sees

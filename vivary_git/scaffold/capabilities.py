@@ -78,7 +78,7 @@ def _git_cache() -> Capability:
 
 
 def _local_memory() -> Capability:
-    from vivary_git.memory.embed import INSTALL_HINT, embedder_status
+    from vivary_git.memory.local.embed import INSTALL_HINT, embedder_status
 
     status = embedder_status()
     have = status == "available"

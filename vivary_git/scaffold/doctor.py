@@ -432,7 +432,7 @@ def _module_present(name: str) -> bool:
 
 def _local_memory(info: Callable[..., MemoryInfo], cfg: MemoryConfig, ws_root: Path, common_dir: Path,
                   ws: Workspace | None) -> MemoryInfo:
-    from vivary_git.memory.embed import INSTALL_HINT, embedder_status
+    from vivary_git.memory.local.embed import INSTALL_HINT, embedder_status
 
     status = embedder_status(cfg.memory.local.model)
     if status == "available" and not _module_present("hnswlib"):

@@ -22,7 +22,7 @@ import msgspec
 from vivary_git.models import Note
 
 if TYPE_CHECKING:
-    from vivary_git.memory.embed import Embedder
+    from vivary_git.memory.local.embed import Embedder
 
 __all__ = ["Candidate", "Duplicate", "Probe", "memory_text", "normalise"]
 

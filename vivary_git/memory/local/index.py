@@ -1,26 +1,19 @@
-"""vivary-local: offline semantic memory — embeddings (embed.py) + hnswlib + BM25, fingerprint-gated.
+"""vivary-local's index run: the snapshot's packets embedded, the HNSW graph and the BM25 index updated.
 
-Index (`LocalMemory.index`): build the privacy-filtered snapshot, render every admitted node's packet,
-embed only packets whose digest the vector cache lacks (cache key: packet sha256 + model id + embed
-format), then bring the HNSW graph (cosine as inner product on unit vectors, M=16, efConstruction=200)
-up to date from cached vectors — marking removed nodes deleted and adding new ones, or rebuilding when
-too much is dead — and rebuild the lexical (BM25) index. The manifest, written last, binds all of it to
-the snapshot fingerprint and records every state file's sha256.
+`LocalMemory.index` (provider.py) builds the privacy-filtered snapshot and hands it here: render every
+admitted node's packet, embed only packets whose digest the vector cache lacks (cache key: packet sha256 +
+model id + embed format), then bring the HNSW graph (cosine as inner product on unit vectors, M=16,
+efConstruction=200) up to date from cached vectors — marking removed nodes deleted and adding new ones, or
+rebuilding when too much is dead — and rebuild the lexical (BM25) index. The manifest, written last, binds
+all of it to the snapshot fingerprint and records every state file's sha256.
 
-Recall (`RecallSession`): rebuild the current snapshot, refuse (exit 3) unless the manifest's fingerprint
-is the snapshot's, verify each state file against the manifest, then answer from the ANN graph alone
-(`semantic`) or fused with BM25 by weighted reciprocal rank (`hybrid`, the default). Hits are only ever
-node ids of the current snapshot; type/path/edge filters apply after over-fetching.
-
-numpy, hnswlib, onnxruntime and the stemmer are imported inside functions: `git vivary recall` runs in
-every agent turn, and the embedder's ~0.3 s model load runs in a thread while the snapshot is built.
+numpy, hnswlib, onnxruntime and the stemmer are imported inside functions (runtime.py), and the model is
+loaded only once something is to be embedded (`_PendingEmbedder`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import importlib.util
 import itertools
 import os
 import re
@@ -29,23 +22,16 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from vivary_git import lifetime, privacy
-from vivary_git.errors import RefusedError, UsageError
 from vivary_git.escape import text as shown
-from vivary_git.memory.embed import BATCH_SIZE, INSTALL_HINT, EmbedderError, model_environment, module_present
-from vivary_git.memory.localfiles import (  # noqa: F401 - the formats are local's public names too
-    _HEX64,
-    _HNSW_HEADER,
-    _MAX_DIM,
-    _MAX_ELEMENTS,
-    _STATE_FILES,
+from vivary_git.memory.local import runtime
+from vivary_git.memory.local.embed import BATCH_SIZE, EmbedderError, model_environment
+from vivary_git.memory.local.files import (
     EMBED_FORMAT,
     ENTRIES,
     FUSION,
@@ -60,7 +46,6 @@ from vivary_git.memory.localfiles import (  # noqa: F401 - the formats are local
     RRF_K,
     STATE_FORMAT,
     TERMS,
-    TREES,
     VECTOR_META,
     VECTORS,
     Entries,
@@ -68,8 +53,8 @@ from vivary_git.memory.localfiles import (  # noqa: F401 - the formats are local
     FileRef,
     HnswParams,
     Manifest,
-    TermCache,
     VectorMeta,
+    _as_file,
     _decode,
     _digest,
     _hnsw_problem,
@@ -77,28 +62,8 @@ from vivary_git.memory.localfiles import (  # noqa: F401 - the formats are local
     _sha,
     embed_text,
 )
-from vivary_git.memory.provider import (
-    EDGE_CONTEXT,
-    INDEX_COMMAND,
-    ForgetReport,
-    IndexReport,
-    RecallFilters,
-    RecallHit,
-    RecallMode,
-    fetch_size,
-    normalise_k,
-    outbound_map,
-    require_local,
-    state_store,
-)
-from vivary_git.memory.snapshot import (
-    PACKET_FORMAT,
-    MemoryEdge,
-    MemorySnapshot,
-    Packets,
-    build_snapshot,
-    dataset_name,
-)
+from vivary_git.memory.provider import IndexReport
+from vivary_git.memory.snapshot import PACKET_FORMAT, MemorySnapshot, Packets
 from vivary_git.parallel import Background
 from vivary_git.refnames import CACHE_REF
 
@@ -106,12 +71,10 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from vivary_git.memory.bm25 import LexicalIndex, Tokenizer
-    from vivary_git.memory.config import MemoryConfig
-    from vivary_git.memory.embed import Embedder
-    from vivary_git.memory.state import Data, LocalStateStore, Staged, StateStore
-    from vivary_git.memory.vectors import IndexSharing
-    from vivary_git.workspace import Workspace
+    from vivary_git.memory.local.bm25 import LexicalIndex, Tokenizer
+    from vivary_git.memory.local.embed import Embedder
+    from vivary_git.memory.local.vectors import IndexSharing
+    from vivary_git.memory.state import Data, Staged, StateStore
 
 # The packet key -> digest cache (`PacketKeys`): not part of the index the manifest vouches for.
 PACKETS = "packets.msgpack"
@@ -125,227 +88,6 @@ _WINDOW = 512
 _CHECKPOINT_SECONDS = 30.0
 # Lowercase hex digits, checked in one pass over a packet cache's hashes run together.
 _HEX_RUN = re.compile(r"[0-9a-f]*")
-
-# Modules the provider needs beyond the embedder's own (import name → what `pip` calls it).
-_PROVIDER_MODULES = {"hnswlib": "hnswlib", "snowballstemmer": "snowballstemmer"}
-
-__all__ = [
-    "FUSION",
-    "HNSW_EF",
-    "HNSW_EF_CONSTRUCTION",
-    "HNSW_M",
-    "LocalMemory",
-    "Manifest",
-    "RecallSession",
-    "embed_text",
-]
-
-# --- dependencies ---------------------------------------------------------------------------------------
-
-
-def require_extra() -> None:
-    """Raise `EmbedderError` (exit 2) naming the extra when a module the provider needs is missing.
-    Uses `importlib.util.find_spec`, so nothing heavy is imported to find out."""
-    missing = [dist for module, dist in _PROVIDER_MODULES.items() if not module_present(module)]
-    if missing:
-        raise EmbedderError(f"the local semantic memory needs {', '.join(missing)}; {INSTALL_HINT}")
-
-
-_PRELOADING: Background[None] | None = None
-
-
-def preload_runtime() -> None:
-    """Start importing the embedding runtime (numpy, onnxruntime, tokenizers, hnswlib: ~0.15 s) in a
-    thread, before the workspace is even opened: `recall` calls this first, so the imports overlap
-    opening the repository and snapshotting the working tree (whose `git` subprocesses release the
-    GIL). Does nothing when the extra is not installed; the model itself loads later, as before."""
-    global _PRELOADING
-    if _PRELOADING is not None:
-        return
-    names = ("numpy", "onnxruntime", "tokenizers", "hnswlib")
-    if not all(module_present(n) for n in names):
-        return
-
-    def load() -> None:
-        for name in names:
-            try:
-                importlib.import_module(name)
-            except ImportError:
-                return  # said properly where it is used (require_extra, load_embedder)
-
-    model_environment()  # before the thread, which imports tokenizers (see model_environment)
-    _PRELOADING = Background(load)
-
-
-def _wait_for_preload() -> None:
-    """Let `preload_runtime`'s imports finish (they are needed next anyway); a failure among them is said
-    where the runtime is used, as without the preload."""
-    if _PRELOADING is not None:
-        with contextlib.suppress(Exception):
-            _PRELOADING.result()
-
-
-# --- the provider ---------------------------------------------------------------------------------------
-
-
-class LocalMemory:
-    """The vivary-local provider for one workspace at one tree. Library form of index/recall/forget."""
-
-    provider = PROVIDER
-
-    def __init__(self, ws: Workspace, cfg: MemoryConfig | None = None) -> None:
-        from vivary_git.memory.config import load_memory_config
-
-        self.ws = ws
-        self.cfg = cfg if cfg is not None else load_memory_config(ws)
-        self._snap: MemorySnapshot | None = None
-        self._store: LocalStateStore | None = None
-        # Privacy questions Git answered for this object's snapshot: recording vectors asks one again.
-        self._privacy = privacy.PrivacyMemo()
-
-    @property
-    def dataset(self) -> str:
-        return dataset_name(self.ws.source.root, self.cfg.dataset_label)
-
-    @property
-    def store(self) -> LocalStateStore:
-        """The dataset's state folder (provider.py `state_store`: a folder in the work tree is decided on once)."""
-        if self._store is None:
-            self._store = state_store(self.ws, self.cfg, self.dataset)
-        return self._store
-
-    @property
-    def assembled(self) -> LocalStateStore:
-        """Where recall keeps what it assembled for trees other than the index's (memory/assemble.py)."""
-        return self.store.child(TREES)
-
-    def snapshot(self, *, overlap: bool | None = None) -> MemorySnapshot:
-        """The memory snapshot (built once); `overlap` as for `build_snapshot`."""
-        if self._snap is None:
-            cfg = self.cfg
-            self._snap = build_snapshot(self.ws, cfg.policy(), provider=cfg.provider, model=cfg.model,
-                                        dataset_label=cfg.dataset_label, with_fields=False, overlap=overlap,
-                                        memo=self._privacy)
-        return self._snap
-
-    def manifest(self) -> Manifest | None:
-        """The stored manifest, or None when there is none or it is damaged."""
-        found: Manifest | None = _decode(self.store.get(MANIFEST), Manifest, json=True)
-        return found if found is not None and _manifest_problem(found) is None else None
-
-    def dry_run(self) -> IndexReport:
-        snap = self.snapshot()
-        return IndexReport(
-            ok=True, provider=snap.provider, dataset=snap.dataset, dry_run=True, indexed=0,
-            would_index=len(snap.nodes), edges=len(snap.edges), private=snap.private_count,
-            fingerprint=snap.fingerprint, enabled=self.cfg.enabled,
-        )
-
-    # --- index ---------------------------------------------------------------------------------------
-
-    def index(self, *, approved: bool, progress: Callable[[int, int], None] | None = None) -> IndexReport:
-        """Bring the index up to date with the current snapshot (incrementally). `approved` is `--yes`
-        (or `auto_index`); without it the configured gate (`require_explicit_index`) refuses with exit 3.
-        `progress(done, total)` is called as packets are embedded."""
-        # A privacy question asked for the snapshot, for recording the tree's parses and for recording its
-        # vectors is asked of Git once in this run (`privacy.PrivacyMemo`).
-        ws, kept = self.ws, self.ws.privacy_memo
-        ws.privacy_memo = self._privacy
-        try:
-            return self._index(approved=approved, progress=progress)
-        finally:
-            ws.privacy_memo = kept
-
-    def _index(self, *, approved: bool, progress: Callable[[int, int], None] | None) -> IndexReport:
-        started = time.perf_counter()
-        require_local(self.cfg, "index")
-        gate = self.cfg.memory.local
-        if not approved and gate.require_explicit_index and not gate.auto_index:
-            raise RefusedError(
-                "indexing copies the text of every public note into a local embedding index, so it needs "
-                f"your approval: run `{INDEX_COMMAND}` (or set `require_explicit_index = false`, or "
-                "`auto_index = true`, under [memory.local] in .vivary/memory.toml)"
-            )
-        require_extra()
-        store = _ReadAhead(self.store)
-        embedder = _PendingEmbedder(self.cfg.memory.local.model)
-        if self._tree_changed(store):
-            # Most likely something is to be embedded: load the model (~0.5 s) while the snapshot is built.
-            # An index that is already this tree's never needs it (the unchanged case below).
-            embedder.start()
-        # Privacy is decided beside the graph: either the model is loading in a thread already, or the index is
-        # most likely this tree's, whose graph is cached (no parsing on every core to keep threads out of).
-        snap = self.snapshot(overlap=True)
-        store.ready()  # a folder that cannot be written fails now, not after the notes are embedded
-        builder = _IndexBuilder(store, snap, embedder, tree=self.ws.source.tree_id, label=self.ws.source.label,
-                                progress=progress)
-        from vivary_git.memory.vectors import IndexSharing
-
-        # The store itself, not the read-ahead view: the sharing state is not read ahead, and a note leaving the
-        # index removes what recall assembled in the store's folder.
-        sharing = builder.shared = IndexSharing(self.ws, store.inner, embedder, embed_format=EMBED_FORMAT,
-                                                assembled=self.assembled, memo=self._privacy)
-        # Packets are rendered only when asked for: the unchanged index needs none (unless recording needs a
-        # vector key this clone has not remembered), an edit only the packets whose inputs changed.
-        rendered = Packets(self.ws, snap)
-        with self._lock(quiet=progress is None):
-            _sweep(store.inner)
-            found = builder.unchanged()
-            if found is not None:
-                # The index is this snapshot's: its packets are the ones indexed (the fingerprint binds blobs,
-                # ids, paths, types and edges).
-                report, digests = found
-            else:
-                embedder.start()
-                digests = builder.digests(rendered)
-                report = builder.run(rendered, digests)
-            recorded = sharing.record(snap, digests, lambda i: rendered[i][1])
-        # The model's session (0.03-0.1 s to tear down), the snapshot and the packets are left for the system to
-        # take back when the command exits (lifetime.py), not freed one by one before it answers.
-        lifetime.keep_until_exit((self, embedder, builder, rendered))
-        return msgspec.structs.replace(report, state=store.location, fetched=sharing.adopted, recorded=recorded,
-                                       seconds=round(time.perf_counter() - started, 3))
-
-    def _tree_changed(self, store: StateStore) -> bool:
-        """Whether the stored index was built from another tree than this one (or cannot be read): a cheap
-        guess, before the snapshot, that this run will embed something."""
-        found: Manifest | None = _decode(store.get(MANIFEST), Manifest, json=True)
-        return found is None or found.tree is None or found.tree != self.ws.source.tree_id
-
-    def _lock(self, *, quiet: bool) -> contextlib.AbstractContextManager[None]:
-        """One index writer per dataset at a time (memory/lock.py); none outside a Git repository."""
-        from vivary_git.memory.lock import index_lock
-
-        repo = self.ws.source.repo
-        return index_lock(repo.vivary_dir, self.dataset, quiet=quiet) if repo is not None \
-            else contextlib.nullcontext()
-
-    # --- recall --------------------------------------------------------------------------------------
-
-    def open(self, queries: Sequence[str] = ()) -> RecallSession:
-        """Verify and load the index for recall (refuses when missing, stale or damaged). `queries`: the
-        questions the session will be asked first, embedded as soon as the model is loaded, in its thread,
-        while the index is still being read."""
-        return RecallSession(self, queries)
-
-    def recall(self, query: str, *, k: int = 10, filters: RecallFilters | None = None,
-               mode: RecallMode = "hybrid") -> list[RecallHit]:
-        return RecallSession(self).recall(query, k=k, filters=filters, mode=mode)
-
-    # --- forget --------------------------------------------------------------------------------------
-
-    def forget(self, *, approved: bool) -> ForgetReport:
-        """Remove this workspace's whole dataset: vectors, HNSW, lexical index and manifest."""
-        if self.cfg.provider not in ("none", PROVIDER):
-            require_local(self.cfg, "forget")  # cognee: say which tool forgets it
-        store = self.store
-        if not approved:
-            raise RefusedError(
-                f"forget deletes this workspace's whole local memory index ({store.location}); "
-                "run `git vivary forget --yes` to confirm (the notes themselves are not touched)"
-            )
-        removed = store.delete_all()
-        return ForgetReport(ok=True, provider=PROVIDER, dataset=self.dataset, removed=removed, state=store.location)
 
 
 class _ReadAhead:
@@ -445,11 +187,11 @@ class _ReadAhead:
 
 class _PendingEmbedder:
     """The configured embedder for an index run, loaded only once something is to be embedded: its id and
-    size are pinned (memory/embed.py), so deciding that the index is already up to date, and which vectors
+    size are pinned (memory/local/embed.py), so deciding that the index is already up to date, and which vectors
     the caches hold, needs no model. `start()` begins loading it in a thread (a no-op once started)."""
 
     def __init__(self, name: str) -> None:
-        from vivary_git.memory.embed import model_dim, model_id, require_runtime
+        from vivary_git.memory.local.embed import model_dim, model_id, require_runtime
 
         require_runtime(name)  # a missing extra is said now, as loading would say it, even when not loaded
         self.name = name
@@ -469,7 +211,7 @@ class _PendingEmbedder:
         if self._loading is None:
             name = self.name
             model_environment()  # here, not in the thread (see model_environment)
-            self._loading = Background(lambda: _load_embedder(name), name="vivary-model")
+            self._loading = Background(lambda: runtime._load_embedder(name), name="vivary-model")
 
     def loaded(self) -> Embedder:
         self.start()
@@ -488,28 +230,6 @@ class _PendingEmbedder:
 
     def embed(self, texts: Sequence[str], *, batch_size: int = BATCH_SIZE) -> npt.NDArray[np.float32]:
         return self.loaded().embed(texts, batch_size=batch_size)
-
-
-def _load_and_ask(name: str, queries: tuple[str, ...], asked: dict[tuple[str, ...], Any]) -> Embedder:
-    """Recall's model, loaded without graph optimisation (it embeds short queries: ~0.2 s faster to load,
-    little slower to run), and the first `queries` embedded with it at once, into `asked`, exactly as
-    `RecallSession.recall_many` would embed them. A query it cannot embed is left to `recall_many`, which
-    says why."""
-    embedder = _load_embedder(name, optimize=False)
-    if queries and all(q.strip() for q in queries):
-        with contextlib.suppress(Exception):
-            asked[queries] = embedder.embed(list(queries))
-    return embedder
-
-
-def _load_embedder(name: str, *, optimize: bool = True) -> Embedder:
-    # numpy is imported here, in the loader's thread, so the main thread does not wait for it.
-    import numpy  # noqa: F401
-
-    from vivary_git.memory.embed import load_embedder
-
-    return load_embedder(name, optimize=optimize)
-
 
 def index_windows(count: int) -> list[tuple[int, int]]:
     """How `embed_pending` cuts `count` texts into windows, each tokenised as one piece and embedded as one
@@ -549,7 +269,7 @@ def embed_pending(embedder: Embedder, texts: list[str], *, progress: Callable[[i
 
     import numpy as np
 
-    from vivary_git.memory.vectors import roundtrip
+    from vivary_git.memory.local.vectors import roundtrip
 
     total = len(texts)
     out = np.zeros((total, embedder.dim), dtype="<f4")
@@ -596,7 +316,7 @@ def embed_pending(embedder: Embedder, texts: list[str], *, progress: Callable[[i
             if error is not None:
                 raise error
             assert tokens is not None
-            # Stored as every clone gets them from refs/vivary/cache: the int8 round trip (memory/vectors.py).
+            # Stored as every clone gets them from refs/vivary/cache: the int8 round trip (memory/local/vectors.py).
             out[start:end] = roundtrip(embedder.embed_tokens(tokens, batch_size=batch, on_run=ran))
             done = end
             if checkpoint is not None and end < total and time.monotonic() - saved > _CHECKPOINT_SECONDS:
@@ -663,7 +383,7 @@ class _IndexBuilder:
             return [], np.zeros((0, dim), dtype=np.float32), uuid.uuid4().hex
         rows = np.frombuffer(raw, dtype="<f4").reshape(len(meta.digests), dim)
         if upgrade:
-            from vivary_git.memory.vectors import roundtrip
+            from vivary_git.memory.local.vectors import roundtrip
 
             self.generation = uuid.uuid4().hex  # new values: the HNSW graph is rebuilt on them
             self._save_vectors(list(meta.digests), roundtrip(rows))
@@ -848,7 +568,7 @@ class _IndexBuilder:
                 side.result()
             raise
         side.result()
-        from vivary_git.memory.bm25 import LEXICAL_FORMAT
+        from vivary_git.memory.local.bm25 import LEXICAL_FORMAT
 
         manifest = Manifest(
             provider=PROVIDER, dataset=snap.dataset, fingerprint=snap.fingerprint, nodes=len(snap.nodes),
@@ -939,7 +659,7 @@ class _IndexBuilder:
 
         Term counts are also kept by packet digest (`TERMS`, read by recall's assembled trees too): a
         document's counts come from there, else from tokenising its packet. Only this snapshot's are kept."""
-        from vivary_git.memory.bm25 import LEXICAL_FORMAT, Tokenizer, build
+        from vivary_git.memory.local.bm25 import LEXICAL_FORMAT, Tokenizer, build
 
         cache: _RawTermCache | None = _decode(self.store.get(TERMS), _RawTermCache)
         known = cache.counts if cache is not None and cache.format == LEXICAL_FORMAT else {}
@@ -960,7 +680,7 @@ class _IndexBuilder:
         index = None
         old = self._previous_lexical(previous, prev_entries)
         if old is not None and prev_entries is not None:
-            from vivary_git.memory.lexical_update import update
+            from vivary_git.memory.local.lexical_update import update
 
             old_doc = {e.digest: k for k, e in enumerate(prev_entries.entries)}
             old_of_new = [old_doc.get(d) for d in digests]
@@ -983,7 +703,7 @@ class _IndexBuilder:
 
     def _previous_lexical(self, previous: Manifest | None, prev_entries: Entries | None) -> LexicalIndex | None:
         """The last run's BM25 index when it is intact (the manifest's sha256) and of its entries."""
-        from vivary_git.memory.bm25 import decode
+        from vivary_git.memory.local.bm25 import decode
 
         ref = previous.files.get(LEXICAL) if previous is not None else None
         if ref is None or prev_entries is None or previous is None or not _lexical_format_ok(previous.lexical_format):
@@ -1056,31 +776,9 @@ class _RawTermCache(msgspec.Struct, frozen=True):
 
 
 def _lexical_format_ok(found: int) -> bool:
-    from vivary_git.memory.bm25 import LEXICAL_FORMAT
+    from vivary_git.memory.local.bm25 import LEXICAL_FORMAT
 
     return found == LEXICAL_FORMAT
-
-
-@contextmanager
-def _as_file(store: StateStore, name: str, data: bytes) -> Iterator[Path]:
-    """A file holding `data` for hnswlib, which only loads from paths: the store's own file when it has one
-    with exactly these bytes, else a temporary copy."""
-    # The store's own file was just read and verified; a local index run replacing it in between would
-    # replace it with a file of its own making, never with foreign bytes (a backend holding fetched,
-    # untrusted state has no local path and gets the copy of the verified bytes).
-    path = store.local_path(name)
-    if path is not None:
-        try:
-            if path.stat().st_size == len(data):
-                yield path
-                return
-        except OSError:
-            pass
-    with tempfile.TemporaryDirectory(prefix="vivary-hnsw-") as tmp:
-        copy = Path(tmp) / name
-        copy.write_bytes(data)
-        yield copy
-
 
 def _sweep(store: StateStore) -> None:
     """What an index run that was killed left in the store's folder (`LocalStateStore.sweep`): called by the
@@ -1089,272 +787,3 @@ def _sweep(store: StateStore) -> None:
 
     if isinstance(store, LocalStateStore):
         store.sweep()
-
-
-# --- recall ---------------------------------------------------------------------------------------------
-
-
-def _index_files(store: StateStore, manifest: Manifest) -> tuple[dict[str, bytes], str]:
-    """The files recall loads, each as the manifest vouches for it; else the name of the first that is not."""
-    blobs: dict[str, bytes] = {}
-    for name in (ENTRIES, HNSW_FILE, LEXICAL):
-        data = store.get(name)
-        ref = manifest.files.get(name)
-        if data is None or ref is None or len(data) != ref.size or _sha(data) != ref.sha256:
-            return blobs, name
-        blobs[name] = data
-    return blobs, ""
-
-
-def _check_trust(memory: LocalMemory, manifest: Manifest, entries: Entries) -> None:
-    """Refuse (exit 3) an index holding vectors taken from the shared cache under a `vivary.cacheTrust` this
-    clone no longer has: recall never ranks with them; `index` drops them and embeds those notes here."""
-    from vivary_git.memory.vectors import SharedVectors, allows, index_level
-
-    trust = SharedVectors(memory.ws).trust
-    if trust == "any":
-        return  # every level is allowed: nothing to read
-    level = manifest.trust or index_level(memory.store, (e.digest for e in entries.entries))
-    if not allows(trust, level):
-        raise RefusedError(
-            f"the memory index holds vectors taken from {CACHE_REF} under vivary.cacheTrust {level}, and this clone's "
-            f"vivary.cacheTrust is {trust} now, so recall does not rank with them (docs/cache.md#lowering-the-trust); "
-            f"run `{INDEX_COMMAND}` to drop them and embed those notes here"
-        )
-
-
-def _graph_is_shared(ws: Workspace) -> bool:
-    """Whether this run reads the tree's facts from the shared cache, which recorded the tree (as CI's `check`
-    does): then building its graph parses next to nothing. Cheap: the manifest only."""
-    ref = ws.refcache()
-    tree = ws.source.tree_id
-    if ref is None or tree is None or not ref.reads() or {"created", "updated"} & set(ws.config.derive):
-        return False
-    from vivary_git import store
-
-    snap = ref.snapshot()
-    return snap is not None and store.tree_key(tree, ws.config.digest()) in snap.manifest.trees
-
-
-class RecallSession:
-    """A verified, loaded index for many queries (`recall --queries`); refuses when stale or damaged."""
-
-    def __init__(self, memory: LocalMemory, queries: Sequence[str] = ()) -> None:
-        cfg = memory.cfg
-        require_local(cfg, "recall")
-        self.memory = memory
-        require_extra()
-        store = memory.store
-        from vivary_git.memory.assemble import assemble, assembly_likely, prefetch_notes
-
-        # The first recall of a tree the index was not built from: a child reads the notes meanwhile (it must
-        # start before any thread), and a graph the shared cache recorded is read beside the privacy decisions
-        # (`build_snapshot`). Otherwise the graph comes first: one nobody recorded may have to parse every note,
-        # on every core, which a running thread would prevent; a cached one is read in a few hundredths.
-        likely = assembly_likely(memory)
-        if not likely or not _graph_is_shared(memory.ws):
-            memory.ws.graph()
-        notes = prefetch_notes(memory, settle=_wait_for_preload) if likely else None
-        try:
-            # The model loads, and embeds the first questions, in a thread while the index is read.
-            model_environment()  # here, not in the thread (see model_environment)
-            self._asked: dict[tuple[str, ...], Any] = {}
-            loading = Background(functools.partial(_load_and_ask, cfg.memory.local.model, tuple(queries),
-                                                   self._asked))
-            snap = memory.snapshot()
-            manifest = memory.manifest()
-            if manifest is None or manifest.format != STATE_FORMAT or manifest.fingerprint != snap.fingerprint:
-                # Not the snapshot the index was built from: answer from the vectors of this tree's notes when
-                # every one has a vector (this clone's, or the shared cache's), else refuse (memory/assemble.py).
-                built, embedder = assemble(memory, snap, manifest, loading, notes)
-                self.manifest: Manifest | None = None
-                self._serve(snap, embedder, built.index, built.entries, built.lexical)
-                return
-        finally:
-            if notes is not None:
-                notes.cancel()  # taken by `assemble`, or not wanted after all
-        blobs, bad = _index_files(store, manifest)
-        if bad:
-            # `index` renames its files into place one by one, and the manifest last, all under the index lock: a
-            # run that held it while these were read may have replaced some. Once it is done, read them again.
-            with memory._lock(quiet=True):
-                manifest = memory.manifest()
-            if manifest is None or manifest.format != STATE_FORMAT or manifest.fingerprint != snap.fingerprint:
-                built, embedder = assemble(memory, snap, manifest, loading, None)  # it indexed another tree
-                self.manifest = None
-                self._serve(snap, embedder, built.index, built.entries, built.lexical)
-                return
-            blobs, bad = _index_files(store, manifest)
-        if bad:
-            raise RefusedError(f"memory index file {bad} in {store.location} is missing or damaged (it does "
-                               f"not match the manifest); run `{INDEX_COMMAND}` to rebuild it")
-        entries: Entries | None = _decode(blobs[ENTRIES], Entries)
-        if entries is None or entries.fingerprint != snap.fingerprint:
-            raise RefusedError(f"memory index file {ENTRIES} in {store.location} is damaged; run "
-                               f"`{INDEX_COMMAND}` to rebuild it")
-        _check_trust(memory, manifest, entries)
-        import hnswlib
-
-        from vivary_git.memory.bm25 import decode as decode_lexical
-
-        lexical = decode_lexical(blobs[LEXICAL])
-        if lexical is None or lexical.n_docs != len(entries.entries):
-            raise RefusedError(f"memory index file {LEXICAL} in {store.location} is damaged; run "
-                               f"`{INDEX_COMMAND}` to rebuild it")
-        problem = _hnsw_problem(blobs[HNSW_FILE], manifest.dim, manifest.hnsw)
-        if problem is None and not all(0 <= e.label < manifest.hnsw.elements for e in entries.entries):
-            problem = "the entries name elements it does not have"
-        if problem is not None:
-            raise RefusedError(f"memory index file {HNSW_FILE} in {store.location} is damaged ({problem}); run "
-                               f"`{INDEX_COMMAND}` to rebuild it")
-        index: Any = hnswlib.Index(space="ip", dim=manifest.dim)
-        with _as_file(store, HNSW_FILE, blobs[HNSW_FILE]) as path:
-            try:
-                index.load_index(str(path))
-            except (RuntimeError, ValueError, MemoryError) as err:
-                raise RefusedError(f"memory index file {HNSW_FILE} in {store.location} is damaged ({err}); run "
-                                   f"`{INDEX_COMMAND}` to rebuild it") from None
-        embedder = loading.result()
-        if embedder.model_id != manifest.model_id or embedder.dim != manifest.dim:
-            raise RefusedError(f"the memory index was built with {manifest.model_id} ({manifest.dim} dimensions), "
-                               f"but the installed model is {embedder.model_id} ({embedder.dim}); run "
-                               f"`{INDEX_COMMAND}` to embed the notes again")
-        self.snapshot = snap
-        self.manifest = manifest
-        self._serve(snap, embedder, index, entries.entries, lexical)
-
-    def _serve(self, snap: MemorySnapshot, embedder: Embedder, index: Any, entries: list[Entry],
-               lexical: LexicalIndex) -> None:
-        self.snapshot = snap
-        self.embedder = embedder
-        self._index = index
-        self._live = len(entries)
-        self._lexical: LexicalIndex = lexical
-        self._tokenizer: Tokenizer | None = None
-        self._entries = entries
-        self._doc_of_label = {e.label: i for i, e in enumerate(entries)}
-        nodes = {n.id: n for n in snap.nodes}
-        self._nodes = nodes
-        # Edge maps of the whole snapshot are built only when asked for: the outbound map for filters, the
-        # map of every node's edges for a session's second batch of queries on (`_edge_context`).
-        self._outbound: dict[str, list[MemoryEdge]] | None = None
-        self._touching: dict[str, list[MemoryEdge]] | None = None
-        self._batches = 0
-
-    def recall(self, query: str, *, k: int = 10, filters: RecallFilters | None = None,
-               mode: RecallMode = "hybrid") -> list[RecallHit]:
-        return self.recall_many([query], k=k, filters=filters, mode=mode)[0]
-
-    def recall_many(self, queries: Sequence[str], *, k: int = 10, filters: RecallFilters | None = None,
-                    mode: RecallMode = "hybrid") -> list[list[RecallHit]]:
-        """One answer per query, in order; the queries are embedded in one batch."""
-        for q in queries:
-            if not q.strip():
-                raise UsageError('provide a recall query, e.g. `git vivary recall "how do we rotate keys?"`')
-        if mode not in ("semantic", "hybrid"):
-            raise UsageError(f"unknown recall mode {mode!r}; use semantic or hybrid")
-        k = normalise_k(k)
-        filters = filters or RecallFilters()
-        wanted = fetch_size(k, filters.active)
-        asked = self._asked.pop(tuple(queries), None)  # embedded while the index was read (`open`)
-        vectors = asked if asked is not None else self.embedder.embed(list(queries)) if queries else None
-        answers = [self._answer(q, vectors[i], k, wanted, filters, mode) for i, q in enumerate(queries)] \
-            if vectors is not None else []
-        return self._edge_context(answers)
-
-    def _edge_context(self, answers: list[list[RecallHit]]) -> list[list[RecallHit]]:
-        """The hits with the snapshot's edges from or to each (in snapshot order, at most `EDGE_CONTEXT`).
-        A session's first batch (a `recall` command's only one) takes them from one pass over the edges for
-        its hits; a longer-lived session (the MCP server) maps every node's edges once, on its second batch."""
-        self._batches += 1
-        if self._touching is None and self._batches > 1:
-            self._touching = self._edges_touching(None)
-        wanted = {h.node_id for hits in answers for h in hits}
-        touching = self._touching if self._touching is not None else self._edges_touching(wanted) if wanted else {}
-        return [[msgspec.structs.replace(h, edge_context=touching.get(h.node_id, [])[:EDGE_CONTEXT]) for h in hits]
-                for hits in answers]
-
-    def _edges_touching(self, wanted: set[str] | None) -> dict[str, list[MemoryEdge]]:
-        """Node id -> the snapshot's edges from or to it, in snapshot order, for the `wanted` nodes (all: None)."""
-        touching: dict[str, list[MemoryEdge]] = {}
-        for e in self.snapshot.edges:
-            if wanted is None or e.source_id in wanted:
-                touching.setdefault(e.source_id, []).append(e)
-            if e.target_id != e.source_id and (wanted is None or e.target_id in wanted):
-                touching.setdefault(e.target_id, []).append(e)
-        return touching
-
-    def _vector_ranking(self, vector: npt.NDArray[np.float32], depth: int) -> list[tuple[int, float]]:
-        """(entry number, cosine) best first."""
-        depth = min(depth, self._live)
-        if depth <= 0:
-            return []
-        self._index.set_ef(max(HNSW_EF, depth))
-        labels, distances = self._index.knn_query(vector.reshape(1, -1), k=depth)
-        out = []
-        for label, dist in zip(labels[0].tolist(), distances[0].tolist(), strict=True):
-            doc = self._doc_of_label.get(int(label))
-            if doc is not None:
-                out.append((doc, 1.0 - float(dist)))  # "ip" distance is 1 - dot; unit vectors: 1 - cosine
-        return out
-
-    def _answer(self, query: str, vector: npt.NDArray[np.float32], k: int, wanted: int, filters: RecallFilters,
-                mode: RecallMode) -> list[RecallHit]:
-        ranked: list[tuple[int, float, str]]
-        if mode == "semantic":
-            ranked = [(doc, cos, f"semantic match (cosine {cos:.3f})")
-                      for doc, cos in self._vector_ranking(vector, wanted)]
-        else:
-            depth = max(wanted, FUSION_DEPTH)
-            vec = self._vector_ranking(vector, depth)
-            if self._tokenizer is None:
-                from vivary_git.memory.bm25 import Tokenizer
-
-                self._tokenizer = Tokenizer()
-            lex = self._lexical.top(self._tokenizer(query), depth)
-            ranked = fuse(lex, vec)
-        hits: list[RecallHit] = []
-        taken = 0
-        for doc, score, reason in ranked:
-            entry = self._entries[doc]
-            node = self._nodes.get(entry.node_id)
-            if node is None:
-                continue  # not in the current snapshot: never returned, whatever the state says
-            taken += 1
-            if taken > wanted:
-                break
-            if filters.active:
-                if self._outbound is None:
-                    self._outbound = outbound_map(self.snapshot)
-                if not filters.keep(node, self._outbound.get(node.id, ())):
-                    continue
-            hits.append(RecallHit(
-                node_id=node.id, type=node.type, path=node.path, score=round(score, 6), reason=reason,
-                source="provider", edge_context=[], provider=PROVIDER,
-            ))
-            if len(hits) == k:
-                break
-        return hits
-
-
-def fuse(lexical: Sequence[tuple[int, float]], vector: Sequence[tuple[int, float]], *,
-         weights: tuple[float, float] = FUSION, k: int = RRF_K) -> list[tuple[int, float, str]]:
-    """Weighted reciprocal rank fusion: score(d) = w_lex/(k + lexical rank) + w_vec/(k + vector rank), ranks
-    from 1, a list a document is absent from adds nothing. Ties go to the better vector rank, then the
-    document number, so the order is a function of the two lists alone."""
-    w_lex, w_vec = weights
-    lex_rank = {doc: r for r, (doc, _) in enumerate(lexical, 1)}
-    vec_rank = {doc: r for r, (doc, _) in enumerate(vector, 1)}
-    cosine = dict(vector)
-    scored = []
-    for doc in lex_rank.keys() | vec_rank.keys():
-        lr, vr = lex_rank.get(doc), vec_rank.get(doc)
-        score = (w_lex / (k + lr) if lr else 0.0) + (w_vec / (k + vr) if vr else 0.0)
-        parts = []
-        if vr:
-            parts.append(f"vector rank {vr} (cosine {cosine[doc]:.3f})")
-        if lr:
-            parts.append(f"keyword rank {lr}")
-        scored.append((doc, score, "hybrid: " + ", ".join(parts), vr or 1 << 30))
-    scored.sort(key=lambda s: (-s[1], s[3], s[0]))
-    return [(doc, score, reason) for doc, score, reason, _ in scored]

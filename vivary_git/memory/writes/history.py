@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from vivary_git.errors import UsageError
-from vivary_git.memory.write import TRAILER_NODE, TRAILER_OP, TRAILER_SOURCE, one_line
+from vivary_git.memory.writes.commits import TRAILER_NODE, TRAILER_OP, TRAILER_SOURCE, one_line
 
 __all__ = ["LogEntry", "memory_log"]
 
@@ -27,7 +27,7 @@ class LogEntry(msgspec.Struct, frozen=True):
 def memory_log(cwd: str | None, ref: str | None, *, rev: str = "HEAD", root: str | None = None,
                limit: int = 50) -> list[LogEntry]:
     """Commits of `ref`'s note (admitted nodes only), or every commit with a Vivary-Op trailer."""
-    from vivary_git.memory.remember import open_view
+    from vivary_git.memory.writes.remember import open_view
     from vivary_git.workspace import open_workspace
 
     if limit < 1:

@@ -3,7 +3,7 @@
 The library form of `git vivary remember` and of the MCP server's `add`/`update`/`link`/`unlink`.
 Every operation works on a `View` (one workspace at one tree, with its privacy-filtered snapshot):
 only nodes the snapshot admits can be read, edited or linked, and a refusal about a node that is
-private reads exactly like one about a node that does not exist. Writes go through `write.commit_note`.
+private reads exactly like one about a node that does not exist. Writes go through `commits.commit_note`.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import msgspec
 
 from vivary_git.config import DURABILITY, MEMORY_EDGE_FIELDS, MEMORY_TYPE
 from vivary_git.errors import RefusedError, UsageError
-from vivary_git.memory import notefile, write
-from vivary_git.memory.probe import Candidate, Duplicate, Probe, memory_text
-from vivary_git.memory.secrets import refuse_secrets
+from vivary_git.memory.writes import commits, notefile
+from vivary_git.memory.writes.probe import Candidate, Duplicate, Probe, memory_text
+from vivary_git.memory.writes.secrets import refuse_secrets
 
 if TYPE_CHECKING:
     from vivary_git.graph import Graph
@@ -327,7 +327,7 @@ def add(
     content = notefile.render_note(fields, title, text)
     chosen: dict[str, str] = {}
 
-    def plan(base: write.Base) -> write.Planned:
+    def plan(base: commits.Base) -> commits.Planned:
         n = 1
         while True:
             name = stem if n == 1 else f"{stem}-{n}"
@@ -335,10 +335,10 @@ def add(
             nid = node_id(path, view.ws.root_name, cfg.links.ids)
             if nid not in taken_ids and not base.taken(view.repo_path(path)):
                 chosen.update(path=path, id=nid)
-                return write.Planned(view.repo_path(path), content)
+                return commits.Planned(view.repo_path(path), content)
             n += 1
 
-    result = _commit(view, plan, lambda p: write.message("add", chosen["id"], title, source))
+    result = _commit(view, plan, lambda p: commits.message("add", chosen["id"], title, source))
     assert result is not None
     done = Remembered(ok=True, op="add", changed=True, id=chosen["id"], path=chosen["path"], title=title,
                       commit=result.commit, ref=result.ref, probe=probe.method if not force else None, blob=result.blob,
@@ -348,7 +348,7 @@ def add(
 
 def _logged(view: View, result: Remembered, ids: Sequence[str]) -> Remembered:
     """Count a memory event toward the next dream (docs/dream.md) and say when one is due."""
-    from vivary_git.memory.accesslog import log_for
+    from vivary_git.memory.dream.accesslog import log_for
 
     log = log_for(view.ws)
     if ids:
@@ -365,24 +365,24 @@ class _FakeNode:
         self.id = ""
 
 
-def _commit(view: View, plan: Callable[[write.Base], write.Planned | None],
-            make_message: Callable[[write.Planned], str], *, remove: bool = False) -> write.CommitResult | None:
+def _commit(view: View, plan: Callable[[commits.Base], commits.Planned | None],
+            make_message: Callable[[commits.Planned], str], *, remove: bool = False) -> commits.CommitResult | None:
     repo = view.ws.source.repo
     if repo is None or repo.workdir is None:
         raise RefusedError(f"{view.ws.source.root} is not in a Git work tree: memories are commits; run `git init`")
-    ref, checked_out = write.target_ref(repo, view.cfg.memory.remember.branch)
+    ref, checked_out = commits.target_ref(repo, view.cfg.memory.remember.branch)
 
-    def checked(base: write.Base) -> write.Planned | None:
+    def checked(base: commits.Base) -> commits.Planned | None:
         planned = plan(base)
         if planned is not None and not remove:
             check_note(view, base, planned.path, planned.content)
         return planned
 
-    return write.commit_note(repo, ref=ref, checked_out=checked_out, plan=checked, make_message=make_message,
+    return commits.commit_note(repo, ref=ref, checked_out=checked_out, plan=checked, make_message=make_message,
                              remove=remove)
 
 
-def check_note(view: View, base: write.Base, repo_path: str, content: bytes | None) -> None:
+def check_note(view: View, base: commits.Base, repo_path: str, content: bytes | None) -> None:
     """The workspace's rules on the one note a memory write commits (what `git vivary check` says of that
     note alone): refused when the write gives it an error it did not have on the base. A memory commit runs
     none of the user's hooks (`git commit-tree`), so this stands in for their `vivary-check`; links to other
@@ -418,7 +418,7 @@ def check_note(view: View, base: write.Base, repo_path: str, content: bytes | No
                            "the rules")
 
 
-def _base_bytes(view: View, base: write.Base, node: MemoryNode) -> bytes:
+def _base_bytes(view: View, base: commits.Base, node: MemoryNode) -> bytes:
     data = base.read(view.repo_path(node.path))
     if data is None:
         raise RefusedError(f"{node.id!r} is not committed on the memory branch yet ({node.path} is new in your "
@@ -449,7 +449,7 @@ def update(
     _check_durability(durability)
     what = node.path
 
-    def plan(base: write.Base) -> write.Planned | None:
+    def plan(base: commits.Base) -> commits.Planned | None:
         data = before = _base_bytes(view, base, node)
         if tag_list is not None:
             data = notefile.set_field(data, "tags", tag_list, what=what, remove=not tag_list)
@@ -459,10 +459,10 @@ def update(
             data = notefile.replace_body(data, text, what=what)
         if data == before:
             return None
-        return write.Planned(view.repo_path(node.path), data)
+        return commits.Planned(view.repo_path(node.path), data)
 
     changes = ", ".join(k for k, v in (("text", text), ("tags", tags), ("durability", durability)) if v is not None)
-    result = _commit(view, plan, lambda p: write.message("update", node.id, changes, source))
+    result = _commit(view, plan, lambda p: commits.message("update", node.id, changes, source))
     if result is None:
         return _logged(view, Remembered(ok=True, op="update", changed=False, id=node.id, path=node.path,
                                         message="already so: nothing was committed"), [])
@@ -562,7 +562,7 @@ def _relink(view: View, source_ref: str, field: str, target_ref: str, *, add: bo
     op = "link" if add else "unlink"
     what = node.path
 
-    def plan(base: write.Base) -> write.Planned | None:
+    def plan(base: commits.Base) -> commits.Planned | None:
         from vivary_git.parse import parse_blob
 
         data = _base_bytes(view, base, node)
@@ -573,15 +573,15 @@ def _relink(view: View, source_ref: str, field: str, target_ref: str, *, add: bo
             if present:
                 return None
             new: Any = value if single else [*items, value]
-            return write.Planned(view.repo_path(node.path), notefile.set_field(data, field, new, what=what))
+            return commits.Planned(view.repo_path(node.path), notefile.set_field(data, field, new, what=what))
         if not present:
             return None
         kept = [v for i, v in enumerate(items) if i not in present]
         edited = notefile.set_field(data, field, kept if not single else None, what=what,
                                     remove=not kept or single)
-        return write.Planned(view.repo_path(node.path), edited)
+        return commits.Planned(view.repo_path(node.path), edited)
 
-    result = _commit(view, plan, lambda p: write.message(op, node.id, f"{field} -> {target.id}", source))
+    result = _commit(view, plan, lambda p: commits.message(op, node.id, f"{field} -> {target.id}", source))
     edge = EdgeRef(node.id, field, target.id)
     if result is None:
         return _logged(view, Remembered(ok=True, op=op, changed=False, id=node.id, path=node.path, edge=edge,

@@ -171,7 +171,7 @@ def _has_dist(dist: str) -> bool:
 
 def module_present(name: str) -> bool:
     """Whether module `name` can be imported, found without importing it. A module another thread is
-    importing right now (recall's preload, `local.preload_runtime`) can be in `sys.modules` before its
+    importing right now (recall's preload, `runtime.preload_runtime`) can be in `sys.modules` before its
     `__spec__` is set, where `find_spec` raises ValueError: that module is present, not missing."""
     try:
         return importlib.util.find_spec(name) is not None

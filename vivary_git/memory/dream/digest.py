@@ -25,8 +25,8 @@ import msgspec
 from vivary_git import git
 from vivary_git.errors import RefusedError
 from vivary_git.hosts import blocks
-from vivary_git.memory import durability
-from vivary_git.memory.corpus import Mem
+from vivary_git.memory.dream import durability
+from vivary_git.memory.dream.corpus import Mem
 
 if TYPE_CHECKING:
     from vivary_git.memory.config import MemoryConfig
@@ -130,7 +130,7 @@ def _intro() -> str:
 
 
 def compose(ws: Workspace, cfg: MemoryConfig, memories: Sequence[Mem] | None = None) -> tuple[str, int, int, bool]:
-    from vivary_git.memory.corpus import public_memories
+    from vivary_git.memory.dream.corpus import public_memories
 
     mems = public_memories(ws, cfg) if memories is None else memories
     profile = _profile(ws.source.root)

@@ -1,6 +1,6 @@
 """Recall for any tree whose notes all have a vector, without running the model over a single note.
 
-The local index (local.py) answers for the snapshot it was last built from. Vectors are keyed by content
+The local index (index.py) answers for the snapshot it was last built from. Vectors are keyed by content
 (vectors.py), so any other tree (`recall --rev v1.0`, the base of a pull request, a fresh clone after
 `git vivary sync fetch`) can be answered as soon as every admitted note of it has a vector, from this
 clone's vector cache or from the shared cache (`refs/vivary/cache`, as far as `vivary.cacheTrust` lets it
@@ -34,19 +34,19 @@ import msgspec
 
 from vivary_git.errors import RefusedError
 from vivary_git.escape import text as shown
-from vivary_git.memory.localfiles import TREES
+from vivary_git.memory.local.files import TREES
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from vivary_git.memory.bm25 import FrameTerms, LexicalIndex
     from vivary_git.memory.config import MemoryConfig
-    from vivary_git.memory.embed import Embedder
-    from vivary_git.memory.localfiles import Entry, Manifest
+    from vivary_git.memory.local.bm25 import FrameTerms, LexicalIndex
+    from vivary_git.memory.local.embed import Embedder
+    from vivary_git.memory.local.files import Entry, Manifest
+    from vivary_git.memory.local.vectors import SharedVectors
     from vivary_git.memory.snapshot import MemorySnapshot
     from vivary_git.memory.state import LocalStateStore
-    from vivary_git.memory.vectors import SharedVectors
     from vivary_git.parallel import Background, Forked
     from vivary_git.workspace import Workspace
 
@@ -54,7 +54,7 @@ __all__ = ["EXACT_LIMIT", "Assembled", "ExactIndex", "assemble", "index_command"
 
 
 class Memory(Protocol):
-    """What assembling needs of the local memory (`local.LocalMemory`): its workspace, config, dataset
+    """What assembling needs of the local memory (provider.py `LocalMemory`): its workspace, config, dataset
     and state folder."""
 
     @property
@@ -97,7 +97,7 @@ class TreeManifest(msgspec.Struct, frozen=True):
     notes: str = ""  # `notes_digest` of the workspace it was assembled from: see `prefetch_notes`
     tree: str = ""  # and its source tree (cheaper to compare: the same tree has the same notes)
     # The most trusting `vivary.cacheTrust` any of its vectors was taken from the shared cache under ("none":
-    # all computed here; "" before this was recorded, read as memory/vectors.py's `LEGACY_TRUST`).
+    # all computed here; "" before this was recorded, read as memory/local/vectors.py's `LEGACY_TRUST`).
     trust: str = ""
 
 
@@ -163,8 +163,8 @@ def assemble(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None,
              loading: Background[Embedder], notes: Forked | None = None) -> tuple[Assembled, Embedder]:
     """The index of `snap` from stored vectors (kept under `trees/`), or `RefusedError` naming how many
     notes have no vector and the command that embeds them. `notes`: `prefetch_notes`' child, if any."""
-    from vivary_git.memory.localfiles import _digest
-    from vivary_git.memory.vectors import SharedVectors
+    from vivary_git.memory.local.files import _digest
+    from vivary_git.memory.local.vectors import SharedVectors
 
     store = memory.store
     trees = store.child(TREES)
@@ -219,7 +219,7 @@ def assembly_likely(memory: Memory) -> bool:
     """Whether a recall of this workspace will most likely assemble its index (`assemble`), which is worth
     preparing for (`prefetch_notes`): many notes, no local index to serve it, no kept assembly of these
     notes. Cheap: a few small files and, at most, a hash of the notes' paths and blob ids."""
-    from vivary_git.memory.localfiles import MANIFEST
+    from vivary_git.memory.local.files import MANIFEST
 
     ws = memory.ws
     if ws.source.repo is None or len(ws.source.entries) < FORK_AT:
@@ -257,7 +257,7 @@ def prefetch_notes(memory: Memory, *, settle: Callable[[], None] = lambda: None)
 
     def parts() -> Iterator[bytes]:
         from vivary_git import localcache
-        from vivary_git.memory.bm25 import term_bags
+        from vivary_git.memory.local.bm25 import term_bags
         from vivary_git.memory.snapshot import note_parts, note_text
 
         # Whatever the child would say, the parent says itself when it reads the notes: a shared cache the
@@ -296,8 +296,8 @@ def _rendered(ws: Workspace, snap: MemorySnapshot, data: bytes | None, frames: l
 def _assembled(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None, embedder: Embedder,
                shared: SharedVectors, trees: LocalStateStore, cache: LocalStateStore, rendered: list[tuple[Any, str]],
                digests: list[str], lexical_job: _Lexical) -> tuple[Assembled, Embedder]:
-    from vivary_git.memory.localfiles import EMBED_FORMAT, MANIFEST, embed_text
-    from vivary_git.memory.vectors import LEGACY_TRUST, adopted, allows, highest, local_rows, vector_key
+    from vivary_git.memory.local.files import EMBED_FORMAT, MANIFEST, embed_text
+    from vivary_git.memory.local.vectors import LEGACY_TRUST, adopted, allows, highest, local_rows, vector_key
 
     store = memory.store
     keys = [vector_key(embedder.model_id, EMBED_FORMAT, embed_text(p)) for _, p in rendered]
@@ -332,14 +332,14 @@ def _assembled(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None, 
 
     import numpy as np
 
-    from vivary_git.memory.localfiles import Entry
+    from vivary_git.memory.local.files import Entry
 
     # One row per note, in id order (two notes with the same text each get theirs: a label is one note).
     # (One array made from the rows at once: not stacked, then copied again as float32.)
     vectors = np.array([rows[k] for k in keys], dtype="<f4") if keys else np.zeros((0, dim), dtype="<f4")
     entries = [Entry(node.id, d, i) for i, ((node, _), d) in enumerate(zip(rendered, digests, strict=True))]
-    from vivary_git.memory.bm25 import LEXICAL_FORMAT
-    from vivary_git.memory.bm25 import decode as decode_lexical
+    from vivary_git.memory.local.bm25 import LEXICAL_FORMAT
+    from vivary_git.memory.local.bm25 import decode as decode_lexical
 
     lexical_bytes = lexical_job.result()
     lexical = decode_lexical(lexical_bytes)
@@ -367,7 +367,7 @@ def _assembled(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None, 
 
 def _refusal(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None, has_manifest: bool,
              lacking: int, total: int, elsewhere: int) -> str:
-    from vivary_git.memory.localfiles import STATE_FORMAT
+    from vivary_git.memory.local.files import STATE_FORMAT
 
     location = memory.store.location
     if manifest is not None and manifest.format == STATE_FORMAT:
@@ -383,10 +383,11 @@ def _refusal(memory: Memory, snap: MemorySnapshot, manifest: Manifest | None, ha
         fix = "to build it"
     what = f"{lacking} of {total} note(s) of {shown(memory.ws.source.label)} have no vector yet"
     if elsewhere:
-        from vivary_git import store
+        from vivary_git.refnames import CACHE_REF
+        from vivary_git.store.trust import TRUST_KEY, trust
 
-        what += (f" ({store.CACHE_REF} holds vectors for {elsewhere} of them, but this clone does not read it: "
-                 f"{store.TRUST_KEY} is {store.trust(memory.ws.source.repo) if memory.ws.source.repo else 'none'}, "
+        what += (f" ({CACHE_REF} holds vectors for {elsewhere} of them, but this clone does not read it: "
+                 f"{TRUST_KEY} is {trust(memory.ws.source.repo) if memory.ws.source.repo else 'none'}, "
                  "see docs/cache.md#trust)")
     return f"{lead}, and {what}; recall never embeds notes itself: run `{index_command(memory)}` {fix}"
 
@@ -400,10 +401,10 @@ def _load(cache: Any, snap: MemorySnapshot, embedder: Embedder, trust: str) -> A
     holds vectors taken from the shared cache under a more trusting `vivary.cacheTrust` than `trust`."""
     import numpy as np
 
-    from vivary_git.memory.bm25 import LEXICAL_FORMAT
-    from vivary_git.memory.bm25 import decode as decode_lexical
-    from vivary_git.memory.localfiles import EMBED_FORMAT, Entry
-    from vivary_git.memory.vectors import LEGACY_TRUST, allows
+    from vivary_git.memory.local.bm25 import LEXICAL_FORMAT
+    from vivary_git.memory.local.bm25 import decode as decode_lexical
+    from vivary_git.memory.local.files import EMBED_FORMAT, Entry
+    from vivary_git.memory.local.vectors import LEGACY_TRUST, allows
 
     raw = cache.get(_TREE_MANIFEST)
     if raw is None:
@@ -450,8 +451,8 @@ def _load(cache: Any, snap: MemorySnapshot, embedder: Embedder, trust: str) -> A
 def _lexical(store: Any, rendered: list[tuple[Any, str]], digests: list[str]) -> bytes:
     """The BM25 index of these packets, from the local index's term counts where it has them (`build_texts`
     tokenises the others in bulk: the same index as note by note)."""
-    from vivary_git.memory.bm25 import LEXICAL_FORMAT, build_texts
-    from vivary_git.memory.localfiles import TERMS, TermCache, _decode
+    from vivary_git.memory.local.bm25 import LEXICAL_FORMAT, build_texts
+    from vivary_git.memory.local.files import TERMS, TermCache, _decode
 
     cache: TermCache | None = _decode(store.get(TERMS), TermCache)
     known = cache.counts if cache is not None and cache.format == LEXICAL_FORMAT else {}
@@ -506,7 +507,7 @@ class _Lexical:
 def _framed_there(bags: Forked, snap: MemorySnapshot, frames: list[tuple[str, str]]) -> bytes:
     """`_framed` in a forked child: it cuts the packets' frames (`frame_parts`, made before the fork) into words
     (while the notes' child may still count theirs), then reads the notes' counts from the pipe it inherited."""
-    from vivary_git.memory.bm25 import frame_terms
+    from vivary_git.memory.local.bm25 import frame_terms
     from vivary_git.memory.snapshot import packet_frames
 
     framed = frame_terms(packet_frames(snap, frames))
@@ -522,7 +523,7 @@ def _framed(data: bytes | None, snap: MemorySnapshot, frames: list[str] | FrameT
     None when there are none."""
     if data is None:
         return None
-    from vivary_git.memory.bm25 import TermBags, build_framed
+    from vivary_git.memory.local.bm25 import TermBags, build_framed
 
     try:
         bags = msgspec.msgpack.decode(data, type=TermBags)
@@ -540,7 +541,7 @@ def _hnsw(vectors: npt.NDArray[np.float32]) -> bytes:
     import hnswlib
     import numpy as np
 
-    from vivary_git.memory.localfiles import HNSW_EF, HNSW_EF_CONSTRUCTION, HNSW_M
+    from vivary_git.memory.local.files import HNSW_EF, HNSW_EF_CONSTRUCTION, HNSW_M
 
     index: Any = hnswlib.Index(space="ip", dim=int(vectors.shape[1]))
     index.init_index(max_elements=max(len(vectors), 1), M=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION,
@@ -559,7 +560,7 @@ def _load_hnsw(data: bytes, dim: int, cache: Any) -> Any:
 
     import hnswlib
 
-    from vivary_git.memory.localfiles import HNSW_EF
+    from vivary_git.memory.local.files import HNSW_EF
 
     index: Any = hnswlib.Index(space="ip", dim=dim)
     path = cache.local_path(_HNSW)

@@ -29,7 +29,7 @@ ARCHIVED = "archived"
 EXPIRES = "expires"
 KIND = "kind"
 SUPER_NODE = "super_node"
-# Source anchors (memory/sources.py): memories of a file, page or folder, kept current by `refresh`; a
+# Source anchors (memory/sources/anchors.py): memories of a file, page or folder, kept current by `refresh`; a
 # dream never compacts them (their text is the source's, not a memory to summarise).
 ANCHOR_KINDS = frozenset(("source_document", "source_collection"))
 COMPACTS = "compacts"

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from vivary_git.memory.probe import Probe
+from vivary_git.memory.writes.probe import Probe
 
 if TYPE_CHECKING:
-    from vivary_git.memory.embed import Embedder
-    from vivary_git.memory.remember import View
+    from vivary_git.memory.local.embed import Embedder
+    from vivary_git.memory.writes.remember import View
 
 __all__ = ["probe_for"]
 
@@ -22,8 +22,8 @@ def probe_for(view: View) -> Probe:
         return Probe(threshold)
 
     def load() -> Embedder | None:
-        from vivary_git.memory.embed import EmbedderError
-        from vivary_git.memory.local import _load_embedder, require_extra
+        from vivary_git.memory.local.embed import EmbedderError
+        from vivary_git.memory.local.runtime import _load_embedder, require_extra
 
         try:
             require_extra()

@@ -41,12 +41,13 @@ import msgspec
 
 from vivary_git.config import MEMORY_TYPE
 from vivary_git.errors import RefusedError, UsageError
-from vivary_git.memory import durability, write
-from vivary_git.memory.accesslog import Due, Log, log_for
-from vivary_git.memory.corpus import Mem
+from vivary_git.memory.dream import durability
+from vivary_git.memory.dream.accesslog import Due, Log, log_for
+from vivary_git.memory.dream.corpus import Mem
+from vivary_git.memory.writes import commits
 
 if TYPE_CHECKING:
-    from vivary_git.memory.remember import View
+    from vivary_git.memory.writes.remember import View
 
 __all__ = ["DreamAnswer", "Resolution", "Run", "Task", "TaskSource", "heuristic", "inspect", "resolve", "run"]
 
@@ -200,11 +201,11 @@ class _Terms:
     def __init__(self) -> None:
         self._fn: Callable[[str], list[str]]
         try:
-            from vivary_git.memory.bm25 import Tokenizer
+            from vivary_git.memory.local.bm25 import Tokenizer
 
             self._fn = Tokenizer()
         except ImportError:
-            from vivary_git.memory.bm25 import STOPWORDS
+            from vivary_git.memory.local.bm25 import STOPWORDS
             from vivary_git.textsearch import fold, words
 
             self._fn = lambda text: [w for w in words(fold(text)) if len(w) > 1 and w not in STOPWORDS]
@@ -462,7 +463,7 @@ def heuristic(sources: Sequence[TaskSource], terms: Callable[[str], list[str]] |
     picked.sort(key=lambda p: (p[0], p[1]))
     topic = _topic(sources, tok)
     named = ", ".join(topic[:3]) or "related memories"
-    title = write.one_line(f"{named[:1].upper()}{named[1:]}: what {len(sources)} memories say", 160)
+    title = commits.one_line(f"{named[:1].upper()}{named[1:]}: what {len(sources)} memories say", 160)
     content = "\n".join(f"- {p[2]}" for p in picked) or "\n".join(f"- {s.title}" for s in sources)
     return title, content, topic
 
@@ -470,7 +471,7 @@ def heuristic(sources: Sequence[TaskSource], terms: Callable[[str], list[str]] |
 def _topic(sources: Sequence[TaskSource], terms: Callable[[str], list[str]]) -> list[str]:
     """The words most sources use, most shared first: counted by stem (`deploy` and `deploys` are one), shown
     as their commonest spelling; stop words, numbers and words of one or two letters left out."""
-    from vivary_git.memory.bm25 import STOPWORDS
+    from vivary_git.memory.local.bm25 import STOPWORDS
     from vivary_git.textsearch import fold, words
 
     spread: Counter[str] = Counter()
@@ -509,7 +510,7 @@ def _method(view: View) -> tuple[str, Any]:
     """("embeddings", embedding function) when the local memory and the embed extra are there, else lexical."""
     if view.cfg.provider != "vivary-local":
         return "lexical", None
-    from vivary_git.memory.probe_loader import probe_for
+    from vivary_git.memory.writes.probe_loader import probe_for
 
     probe = probe_for(view)
     if probe.method != "cosine":
@@ -534,7 +535,7 @@ def status(view: View, *, now: float | None = None) -> Due:
 def run(view: View, *, force: bool = False, now: float | None = None, source: str = "cli",
         write_digest: bool = True) -> DreamAnswer:
     """One dream run: when due (or `force`), remove expired memories and propose compaction tasks."""
-    from vivary_git.memory.corpus import from_view
+    from vivary_git.memory.dream.corpus import from_view
 
     log = log_for(view.ws)
     records = Records(log)
@@ -591,7 +592,7 @@ def run(view: View, *, force: bool = False, now: float | None = None, source: st
     record = Run(id=run_id, started=durability.stamp(started), finished=durability.stamp(finished), method=method,
                  due=due.reason, considered=len(live), seeds=len(seeds), tasks=tasks,
                  expired=sorted(gone), expire_commit=expire_commit, skipped=skipped)
-    write._pause("dream-record")
+    commits._pause("dream-record")
     records.save_run(record)
     log.completed(now)
     digest_state = _digest(view) if write_digest else None
@@ -616,8 +617,8 @@ def _dt(t: float) -> Any:
 def _digest(view: View) -> str:
     """Regenerate MEMORY.md after a change; a digest that cannot be written says why, and the change stands."""
     from vivary_git.errors import VivaryError
-    from vivary_git.memory.corpus import public_memories
-    from vivary_git.memory.digest import write as write_digest
+    from vivary_git.memory.dream.corpus import public_memories
+    from vivary_git.memory.dream.digest import write as write_digest
 
     try:
         ws = _fresh(view)
@@ -637,20 +638,20 @@ def _fresh(view: View) -> Any:
 
 
 def _remove_expired(view: View, expired: list[Mem], source: str) -> str | None:
-    def plan(base: write.Base) -> list[write.Change] | None:
+    def plan(base: commits.Base) -> list[commits.Change] | None:
         out = []
         for m in expired:
             path = view.repo_path(m.path)
             if base.entry(path) is None or base.user_changed(path):
                 continue  # not committed, or edited by the user: left alone
-            out.append(write.Change(path, None))
+            out.append(commits.Change(path, None))
         return out or None
 
-    def message(changes: list[write.Change]) -> str:
-        subject = write.one_line(f"vivary: dream removes {len(changes)} expired memories", 72)
-        trailers = "".join(f"{write.TRAILER_NODE}: {write.one_line(_id_of(view, c.path), 200)}\n"
+    def message(changes: list[commits.Change]) -> str:
+        subject = commits.one_line(f"vivary: dream removes {len(changes)} expired memories", 72)
+        trailers = "".join(f"{commits.TRAILER_NODE}: {commits.one_line(_id_of(view, c.path), 200)}\n"
                            for c in changes[:50])
-        return f"{subject}\n\n{write.TRAILER_OP}: expire\n{trailers}{write.TRAILER_SOURCE}: {source}\n"
+        return f"{subject}\n\n{commits.TRAILER_OP}: expire\n{trailers}{commits.TRAILER_SOURCE}: {source}\n"
 
     result = _commit_many(view, plan, message)
     return None if result is None else result.commit
@@ -716,8 +717,8 @@ def resolve(view: View, task_id: str, *, title: str | None = None, content: str 
             use_heuristic: bool = False, use_chat: bool = False, source: str = "cli",
             write_digest: bool = True) -> DreamAnswer:
     """Resolve one task: a super node compacting its sources, and the sources archived, in one commit."""
-    from vivary_git.memory import notefile
-    from vivary_git.memory.remember import (
+    from vivary_git.memory.writes import notefile
+    from vivary_git.memory.writes.remember import (
         MAX_TEXT,
         MAX_TITLE,
         _check_text,
@@ -727,7 +728,7 @@ def resolve(view: View, task_id: str, *, title: str | None = None, content: str 
         _refuse_private_target,
         _stem,
     )
-    from vivary_git.memory.secrets import refuse_secrets
+    from vivary_git.memory.writes.secrets import refuse_secrets
 
     # Before anything can echo them: a refusal names the field, never the text.
     refuse_secrets([("task id", task_id if isinstance(task_id, str) else None), ("title", title),
@@ -758,7 +759,7 @@ def resolve(view: View, task_id: str, *, title: str | None = None, content: str 
         title, content, _ = heuristic(found.sources)
         by = "heuristic"
     elif use_chat:
-        from vivary_git.memory.chat import summarise
+        from vivary_git.memory.dream.chat import summarise
 
         title, content = summarise(view.cfg, found.prompt, [(s.title, s.text) for s in found.sources])
         by = "chat"
@@ -789,7 +790,7 @@ def resolve(view: View, task_id: str, *, title: str | None = None, content: str 
     chosen: dict[str, str] = {}
     from vivary_git.graph import node_id
 
-    def plan(base: write.Base) -> list[write.Change] | None:
+    def plan(base: commits.Base) -> list[commits.Change] | None:
         changes = []
         for s in found.sources:
             path = view.repo_path(s.path)
@@ -807,7 +808,7 @@ def resolve(view: View, task_id: str, *, title: str | None = None, content: str 
             edited = notefile.set_field(data, durability.ARCHIVED, stamp, what=s.path)
             if durability.tier(fields_now) == "durable":
                 edited = notefile.set_field(edited, "durability", "working", what=s.path)
-            changes.append(write.Change(path, edited))
+            changes.append(commits.Change(path, edited))
         n = 1
         while True:
             name = stem if n == 1 else f"{stem}-{n}"
@@ -817,14 +818,14 @@ def resolve(view: View, task_id: str, *, title: str | None = None, content: str 
                 chosen.update(path=path, id=nid)
                 break
             n += 1
-        return [write.Change(view.repo_path(chosen["path"]), note), *changes]
+        return [commits.Change(view.repo_path(chosen["path"]), note), *changes]
 
-    def message(changes: list[write.Change]) -> str:
-        subject = write.one_line(f"vivary: dream {chosen['id']}: compacts {len(found.sources)} memories", 72)
-        lines = [subject, "", f"Resolved dream task {task_id} ({by}): {write.one_line(title, 200)}", "",
-                 f"{write.TRAILER_OP}: dream", f"{write.TRAILER_NODE}: {write.one_line(chosen['id'], 200)}",
-                 f"{write.TRAILER_SOURCE}: {writer}", f"{TRAILER_TASK}: {task_id}"]
-        lines += [f"{TRAILER_COMPACTS}: {write.one_line(s.id, 200)}" for s in found.sources[:MAX_CLUSTER]]
+    def message(changes: list[commits.Change]) -> str:
+        subject = commits.one_line(f"vivary: dream {chosen['id']}: compacts {len(found.sources)} memories", 72)
+        lines = [subject, "", f"Resolved dream task {task_id} ({by}): {commits.one_line(title, 200)}", "",
+                 f"{commits.TRAILER_OP}: dream", f"{commits.TRAILER_NODE}: {commits.one_line(chosen['id'], 200)}",
+                 f"{commits.TRAILER_SOURCE}: {writer}", f"{TRAILER_TASK}: {task_id}"]
+        lines += [f"{TRAILER_COMPACTS}: {commits.one_line(s.id, 200)}" for s in found.sources[:MAX_CLUSTER]]
         return "\n".join(lines) + "\n"
 
     result = _commit_many(view, plan, message)
@@ -838,19 +839,19 @@ def resolve(view: View, task_id: str, *, title: str | None = None, content: str 
                        message=f"{chosen['id']} compacts {len(found.sources)} memories (commit {result.commit[:12]})")
 
 
-def _commit_many(view: View, plan: Callable[[write.Base], list[write.Change] | None],
-                 make_message: Callable[[list[write.Change]], str]) -> write.ChangesResult | None:
+def _commit_many(view: View, plan: Callable[[commits.Base], list[commits.Change] | None],
+                 make_message: Callable[[list[commits.Change]], str]) -> commits.ChangesResult | None:
     repo = view.ws.source.repo
     if repo is None or repo.workdir is None:
         raise RefusedError(f"{view.ws.source.root} is not in a Git work tree: dream changes are commits; run "
                            "`git init`")
-    ref, checked_out = write.target_ref(repo, view.cfg.memory.remember.branch)
-    from vivary_git.memory.remember import check_note
+    ref, checked_out = commits.target_ref(repo, view.cfg.memory.remember.branch)
+    from vivary_git.memory.writes.remember import check_note
 
-    def checked(base: write.Base) -> list[write.Change] | None:
+    def checked(base: commits.Base) -> list[commits.Change] | None:
         changes = plan(base)
         for change in changes or ():
             check_note(view, base, change.path, change.content)  # each note it writes, as `remember` does
         return changes
 
-    return write.commit_changes(repo, ref=ref, checked_out=checked_out, plan=checked, make_message=make_message)
+    return commits.commit_changes(repo, ref=ref, checked_out=checked_out, plan=checked, make_message=make_message)

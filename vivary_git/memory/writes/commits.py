@@ -12,7 +12,7 @@ overwritten: the write is refused.
 The commit is signed when the user's commits are (`commit.gpgSign`), by Git with their `gpg.format` and
 key (`git commit-tree -S`); when Git cannot sign, the write is refused rather than made unsigned. The
 user's own hooks do not run (`commit-tree` runs none): the checks a memory write makes instead are the
-privacy guard, the secret scan and the workspace's rules on the one note (memory/remember.py).
+privacy guard, the secret scan and the workspace's rules on the one note (memory/writes/remember.py).
 
 The commit message carries the op and node as trailers (`Vivary-Op`, `Vivary-Node`); everything in
 it that an agent chose is put on one line and bounded, so no text can forge a trailer.

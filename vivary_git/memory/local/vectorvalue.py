@@ -1,6 +1,6 @@
 """A stored vector's value in `refs/vivary/cache` (chunk kind `vectors`): a float32 scale, then one int8
 code per component, and the check every value read back passes (`value_problem`). Pure Python and no
-other module of the package, so the cache's own checks (`store.py`) can use it.
+other module of the package, so the cache's own checks (`store/read.py`) can use it.
 """
 
 from __future__ import annotations

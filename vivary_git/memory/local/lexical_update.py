@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from vivary_git.memory.bm25 import LexicalIndex
+    from vivary_git.memory.local.bm25 import LexicalIndex
 
 __all__ = ["update"]
 
@@ -129,7 +129,7 @@ def _patched(old_vocab: list[str], indptr: npt.NDArray[np.int64], mapped: npt.ND
     of the whole index. None when there are too many new postings for that to pay."""
     import numpy as np
 
-    from vivary_git.memory.bm25 import from_postings
+    from vivary_git.memory.local.bm25 import from_postings
 
     if sum(map(len, fresh.values())) > _PLACED_ONE_BY_ONE:
         return None
@@ -166,7 +166,7 @@ def _sorted(old_vocab: list[str], indptr: npt.NDArray[np.int64], mapped: npt.NDA
     """`update` in any case: every posting's key (term * n + document) sorted once."""
     import numpy as np
 
-    from vivary_git.memory.bm25 import from_postings
+    from vivary_git.memory.local.bm25 import from_postings
 
     n = len(lengths)
     term_of = np.repeat(np.arange(len(old_vocab), dtype=np.int64), np.diff(indptr))

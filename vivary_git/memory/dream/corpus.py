@@ -15,7 +15,7 @@ from vivary_git.config import MEMORY_TYPE
 
 if TYPE_CHECKING:
     from vivary_git.memory.config import MemoryConfig
-    from vivary_git.memory.remember import View
+    from vivary_git.memory.writes.remember import View
     from vivary_git.models import Note
     from vivary_git.workspace import Workspace
 
@@ -32,7 +32,7 @@ class Mem(msgspec.Struct, frozen=True):
 
 
 def _mem(id: str, path: str, title: str, blob: str, note: Note) -> Mem:
-    from vivary_git.memory.probe import memory_text
+    from vivary_git.memory.writes.probe import memory_text
 
     fields = note.fields if note.problem is None else {}
     return Mem(id, path, title, blob, fields, memory_text(note))

@@ -2,22 +2,30 @@
 entries and vector records, the checks every value read back passes before numpy or hnswlib sees it,
 and what is embedded for a packet (`embed_text`) under which digest.
 
-Shared by the index (`memory/local.py`) and recall of an assembled tree (`memory/assemble.py`), so that
-neither imports the other for its formats.
+Shared by the index (index.py), recall (recall.py) and recall of an assembled tree (assemble.py), so that
+none imports another for its formats; `_as_file` hands hnswlib, which loads only from paths, a file of
+verified bytes.
 """
 
 from __future__ import annotations
 
 import hashlib
 import struct
-from typing import Any
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import msgspec
+
+if TYPE_CHECKING:
+    from vivary_git.memory.state import StateStore
 
 PROVIDER = "vivary-local"
 STATE_FORMAT = 1
 # Bump when `embed_text` changes: it is part of the vector cache key, so old vectors are not reused.
-# 2: vectors are stored as their int8 round trip (memory/vectors.py), here as in refs/vivary/cache.
+# 2: vectors are stored as their int8 round trip (memory/local/vectors.py), here as in refs/vivary/cache.
 EMBED_FORMAT = 2
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 200
@@ -79,7 +87,7 @@ class Manifest(msgspec.Struct, frozen=True):
     files: dict[str, FileRef]
     # The most trusting `vivary.cacheTrust` any vector of the index was taken from the shared cache under:
     # "none" when every one was computed here; "" in a manifest written before this was recorded (then the
-    # record of the rows, memory/vectors.py `index_level`, says).
+    # record of the rows, memory/local/vectors.py `index_level`, says).
     trust: str = ""
 
 
@@ -179,6 +187,27 @@ def _decode(data: bytes | None, kind: type[Any], *, json: bool = False) -> Any:
         return msgspec.json.decode(data, type=kind) if json else msgspec.msgpack.decode(data, type=kind)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
+
+
+@contextmanager
+def _as_file(store: StateStore, name: str, data: bytes) -> Iterator[Path]:
+    """A file holding `data` for hnswlib, which only loads from paths: the store's own file when it has one
+    with exactly these bytes, else a temporary copy."""
+    # The store's own file was just read and verified; a local index run replacing it in between would
+    # replace it with a file of its own making, never with foreign bytes (a backend holding fetched,
+    # untrusted state has no local path and gets the copy of the verified bytes).
+    path = store.local_path(name)
+    if path is not None:
+        try:
+            if path.stat().st_size == len(data):
+                yield path
+                return
+        except OSError:
+            pass
+    with tempfile.TemporaryDirectory(prefix="vivary-hnsw-") as tmp:
+        copy = Path(tmp) / name
+        copy.write_bytes(data)
+        yield copy
 
 
 # --- what is embedded -----------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from vivary_git.escape import text as shown
-from vivary_git.memory.vectorvalue import (
+from vivary_git.memory.local.vectorvalue import (
     _LEVELS,
     _MAX_SCALE,
     _MIN_SCALE,
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from vivary_git import privacy
-    from vivary_git.memory.embed import Embedder
+    from vivary_git.memory.local.embed import Embedder
     from vivary_git.memory.snapshot import MemoryNode, MemorySnapshot
     from vivary_git.memory.state import LocalStateStore, StateStore
     from vivary_git.workspace import Workspace
@@ -80,7 +80,7 @@ __all__ = [
 # |quantised vector| - 1: rounding 384 components by at most half a step moves the length by ~1e-3.
 _NORM_TOLERANCE = 0.05
 
-# `vivary.cacheTrust` levels (store.TRUST_LEVELS), from the one that allows least.
+# `vivary.cacheTrust` levels (store/trust.py `TRUST_LEVELS`), from the one that allows least.
 _TRUST_RANK = {"none": 0, "signed": 1, "any": 2}
 # The level of a row taken from the shared cache before the level was recorded: the most trusting one.
 LEGACY_TRUST = "any"
@@ -224,8 +224,10 @@ def record_vectors(ws: Workspace, nodes: Sequence[MemoryNode], keys: Sequence[st
     Returns how many were recorded; never raises for a cache problem (it says why on stderr: the index
     itself is unaffected). `memo`: privacy questions this command has had answered (`privacy.decide_scoped`):
     a `--rev` snapshot asks exactly this one when its workspaces respect Git's ignore rules."""
-    from vivary_git import record, store
+    from vivary_git import record
     from vivary_git.errors import VivaryError
+    from vivary_git.refnames import CACHE_REF
+    from vivary_git.store.write import Changes
 
     source = ws.source
     ref = ws.refcache()
@@ -246,7 +248,7 @@ def record_vectors(ws: Workspace, nodes: Sequence[MemoryNode], keys: Sequence[st
         found = record.scopes(ws, paths, root)
         private = record.private_paths(ws, paths, root, found, memo=memo)
     except VivaryError as err:
-        print(f"vivary: not recording vectors in {store.CACHE_REF}: {shown(str(err))}", file=sys.stderr)
+        print(f"vivary: not recording vectors in {CACHE_REF}: {shown(str(err))}", file=sys.stderr)
         return 0
     private_blobs = {entries[i].oid for i in private}
     public_blobs = {e.oid for e in entries} - private_blobs
@@ -261,7 +263,7 @@ def record_vectors(ws: Workspace, nodes: Sequence[MemoryNode], keys: Sequence[st
     import numpy as np
 
     encoded = [msgspec.msgpack.encode(v) for v in quantize(np.stack([have[k] for k in order]))]
-    changes = store.Changes(vectors=dict(zip(order, encoded, strict=True)))  # entries go in encoded
+    changes = Changes(vectors=dict(zip(order, encoded, strict=True)))  # entries go in encoded
     tree = source.tree_id or ""
     result = ref.write(changes, f"vivary cache: tree {tree[:12]}, {len(order)} vector(s)")
     return len(order) if result is not None else 0
@@ -328,7 +330,7 @@ class IndexSharing:
     def __init__(self, ws: Workspace, store: StateStore, embedder: Embedder, *, embed_format: int,
                  assembled: LocalStateStore, memo: privacy.PrivacyMemo | None = None) -> None:
         self.ws = ws
-        self.assembled = assembled  # where recall keeps what it assembled for other trees (memory/assemble.py)
+        self.assembled = assembled  # where recall keeps what it assembled for other trees (memory/local/assemble.py)
         self.memo = memo  # privacy questions answered in this command (`privacy.decide_scoped`)
         self.store = store
         self.embedder = embedder
@@ -345,7 +347,7 @@ class IndexSharing:
         self._indexed = self._indexed_nodes()
 
     def key(self, packet: str) -> str:
-        from vivary_git.memory.localfiles import embed_text
+        from vivary_git.memory.local.files import embed_text
 
         return vector_key(self.embedder.model_id, self.embed_format, embed_text(packet))
 
@@ -464,7 +466,7 @@ class IndexSharing:
 
     def _indexed_nodes(self) -> set[str] | None:
         """The node ids of the index before this run (None when that cannot be read)."""
-        from vivary_git.memory.localfiles import ENTRIES, Entries, _decode
+        from vivary_git.memory.local.files import ENTRIES, Entries, _decode
 
         data = self.store.get(ENTRIES)
         if data is None:
@@ -474,7 +476,7 @@ class IndexSharing:
 
     def _forget_assembled(self) -> None:
         """A note left the index (deleted, or now private): what recall assembled for other trees goes too,
-        so no vector or term of it stays behind (memory/assemble.py rebuilds what is asked for again)."""
+        so no vector or term of it stays behind (memory/local/assemble.py rebuilds what is asked for again)."""
         import shutil
 
         kept = self.assembled
@@ -496,7 +498,7 @@ def local_rows(store: StateStore, model_id: str, dim: int, embed_format: int, *,
     is absent, damaged or from another model. `usable(digest)` False leaves a row out of the map."""
     import numpy as np
 
-    from vivary_git.memory.localfiles import VECTOR_META, VECTORS, VectorMeta, _decode, _sha
+    from vivary_git.memory.local.files import VECTOR_META, VECTORS, VectorMeta, _decode, _sha
 
     meta: VectorMeta | None = _decode(store.get(VECTOR_META), VectorMeta)
     raw = store.get(VECTORS)

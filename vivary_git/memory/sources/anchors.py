@@ -2,7 +2,7 @@
 
 `git vivary remember --file/--folder/--url` and the MCP `add` tool write one note per anchor under
 `<memory folder>/anchors/` (typed `memory` like every memory; `kind: source_document` for a file or a
-page, `source_collection` for a folder), committed as `remember` commits are (`write.commit_note`).
+page, `source_collection` for a folder), committed as `remember` commits are (`commits.commit_note`).
 `git vivary refresh ID` re-reads the source and commits the change in place; `refresh --check` says
 which anchors are stale without writing anything. docs/remember.md describes the note shapes.
 
@@ -10,7 +10,7 @@ Privacy: a file or folder is decided by the one boundary (`snapshot.decide_for_s
 `privacy.decide_scoped`) before a byte of it is read, and refused by name when private; a folder's
 private entries are never listed, only counted. Files outside the repository are refused: Git's
 ignore rules cannot speak for them and their absolute paths describe someone's machine. Extracted
-text goes through the same secret scan as any memory (`memory/secrets.py`). The copied text is
+text goes through the same secret scan as any memory (`memory/writes/secrets.py`). The copied text is
 written inside a code fence, so its links and headings never become edges or findings of the graph.
 """
 
@@ -30,9 +30,9 @@ import msgspec
 
 from vivary_git.config import MEMORY_TYPE
 from vivary_git.errors import ConfigError, RefusedError, UsageError
-from vivary_git.memory import notefile, write
-from vivary_git.memory.extract import Extracted, extract, format_of, media_format
-from vivary_git.memory.remember import (
+from vivary_git.memory.sources.extract import Extracted, extract, format_of, media_format
+from vivary_git.memory.writes import commits, notefile
+from vivary_git.memory.writes.remember import (
     EdgeRef,
     View,
     _add_links,
@@ -45,7 +45,7 @@ from vivary_git.memory.remember import (
     _refuse_private_target,
     _stem,
 )
-from vivary_git.memory.secrets import refuse_secrets
+from vivary_git.memory.writes.secrets import refuse_secrets
 from vivary_git.safeio import describe_size
 
 if TYPE_CHECKING:
@@ -393,7 +393,7 @@ def _sidecar(view: View, rel: str) -> dict[str, Any] | None:
         raise UsageError(f"{side}: not a JSON object ({err}); it should hold {{\"url\": \"https://…\"}}") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("url"), str):
         raise UsageError(f"{side}: needs a \"url\" string, e.g. {{\"url\": \"https://example.org/page\"}}")
-    from vivary_git.memory.fetch import check_url
+    from vivary_git.memory.sources.fetch import check_url
 
     check_url(raw["url"])
     out: dict[str, Any] = {"url": raw["url"], "sidecar": side}
@@ -455,7 +455,7 @@ def _normal_url(url: str) -> str:
 def fetch_page(sources: SourcesConfig, url: str, *, allow_network: bool = False) -> _Data:
     """The page at `url`, fetched within `sources`' bounds and read. No workspace state: the MCP server
     runs it outside its lock, so other calls are answered while a slow page arrives."""
-    from vivary_git.memory.fetch import fetch
+    from vivary_git.memory.sources.fetch import fetch
 
     _network_gate(sources, allow_network)
     got = fetch(url, timeout=sources.timeout, max_bytes=sources.max_fetch_bytes, max_redirects=sources.max_redirects,
@@ -704,7 +704,7 @@ def _add(view: View, data: _Data, *, title: str | None, description: str | None,
     chosen: dict[str, str] = {}
     taken_ids = view.ids
 
-    def plan(base: write.Base) -> write.Planned:
+    def plan(base: commits.Base) -> commits.Planned:
         n = 1
         while True:
             name = stem if n == 1 else f"{stem}-{n}"
@@ -712,11 +712,11 @@ def _add(view: View, data: _Data, *, title: str | None, description: str | None,
             nid = node_id(path, view.ws.root_name, cfg.links.ids)
             if nid not in taken_ids and not base.taken(view.repo_path(path)):
                 chosen.update(path=path, id=nid)
-                return write.Planned(view.repo_path(path), content)
+                return commits.Planned(view.repo_path(path), content)
             n += 1
 
     summary = f"{data.anchor} {data.target}"
-    result = _commit(view, plan, lambda p: write.message("add", chosen["id"], summary, source))
+    result = _commit(view, plan, lambda p: commits.message("add", chosen["id"], summary, source))
     assert result is not None
     return _result(data, "add", chosen["id"], chosen["path"], title, changed=True, commit=result.commit,
                    ref=result.ref, blob=result.blob, links=[EdgeRef(chosen["id"], f, t) for f, t in targets] or None)
@@ -731,8 +731,8 @@ def _rewrite(view: View, node: MemoryNode, data: _Data, source: str) -> Anchored
     what = node.path
     timestamp = {"anchor_read_at", "fetched_at"}
 
-    def plan(base: write.Base) -> write.Planned | None:
-        from vivary_git.memory.remember import _base_bytes
+    def plan(base: commits.Base) -> commits.Planned | None:
+        from vivary_git.memory.writes.remember import _base_bytes
 
         raw = before = _base_bytes(view, base, node)
         same = all(current.get(k) == v for k, v in data.fields if k not in timestamp) and \
@@ -744,9 +744,9 @@ def _rewrite(view: View, node: MemoryNode, data: _Data, source: str) -> Anchored
             if current.get(key) != value:
                 raw = notefile.set_field(raw, key, value, what=what)
         raw = notefile.replace_body(raw, data.body, what=what)
-        return None if raw == before else write.Planned(view.repo_path(node.path), raw)
+        return None if raw == before else commits.Planned(view.repo_path(node.path), raw)
 
-    result = _commit(view, plan, lambda p: write.message("update", node.id, f"refresh {data.anchor} {data.target}",
+    result = _commit(view, plan, lambda p: commits.message("update", node.id, f"refresh {data.anchor} {data.target}",
                                                          source))
     if result is None:
         return _result(data, "refresh", node.id, node.path, title, changed=False,
@@ -827,7 +827,7 @@ def known_url(view: View, url: str, *, force: bool = False, title: str | None = 
               links: Sequence[str] = ()) -> Anchored | None:
     """Before any fetch: `url` and the anchor's other arguments checked (a usage error, a credential
     refused), and the answer when it is already anchored and not `force`d; None: fetch it."""
-    from vivary_git.memory.fetch import check_url
+    from vivary_git.memory.sources.fetch import check_url
 
     _refuse_secrets_in_args("the URL", "", title, description, tags, durability, links)
     check_url(url)  # first: its refusals (a user name or password in it) say more, and never echo the URL
@@ -876,7 +876,7 @@ def refresh(view: View, ref: str, *, allow_network: bool = False, source: str = 
         url = fields.get("url")
         if not isinstance(url, str):
             raise UsageError(f"{node.id}: its `url` is missing; remember the page again")
-        from vivary_git.memory.fetch import check_url
+        from vivary_git.memory.sources.fetch import check_url
 
         check_url(url)
         return _rewrite(view, node, fetch_page(view.cfg.memory.sources, url, allow_network=allow_network), source)

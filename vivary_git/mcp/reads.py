@@ -1,0 +1,454 @@
+"""The MCP service's read side: `search`, `read`, `status` and the resources (a node, the MEMORY.md digest).
+
+Privacy: every node, edge, search hit and neighbour comes from the privacy-filtered snapshot
+(`memory/snapshot.py`); a private node is absent, never named, and asking for a private file by
+path is refused with the reason. Search is keyword scoring over the warm state's index, with the changed
+notes searched beside it, or hybrid with the semantic index when that index is the current snapshot's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from vivary_git.errors import RefusedError, UsageError, VivaryError
+from vivary_git.mcp.warm import PROFILES, RESOURCES, State, Warm
+from vivary_git.memory.writes.remember import EdgeRef
+
+if TYPE_CHECKING:
+    from vivary_git.memory.local.recall import RecallSession
+    from vivary_git.memory.writes.remember import View
+    from vivary_git.models import Note
+
+
+MAX_TOP_K = 50
+MAX_HOPS = 3
+MAX_NEIGHBORS = 50
+MAX_QUERY = 2000
+DEFAULT_BUDGET = 1200
+SNIPPET = 160
+_CONTENT_LIMIT = 20_000
+
+
+class Neighbor(msgspec.Struct, frozen=True):
+    id: str
+    type: str | None
+    title: str
+    distance: int
+    via: str  # the edge field that reached it
+    direction: str  # "out": reached along an edge from the nearer node; "in": along an edge into it
+
+
+class SearchHit(msgspec.Struct, omit_defaults=True):
+    id: str
+    type: str | None
+    path: str
+    title: str
+    score: float
+    reason: str
+    snippet: str | None = None
+    content: str | None = None
+    edges: list[EdgeRef] | None = None
+    neighbors: list[Neighbor] | None = None
+
+
+class SearchFilters(msgspec.Struct, frozen=True):
+    type: list[str]
+    path: list[str]
+    edge: list[str]
+
+
+class SearchAnswer(msgspec.Struct, frozen=True, omit_defaults=True):
+    query: str
+    mode: str  # "text" | "hybrid"
+    mode_reason: str
+    top_k: int
+    budget: int
+    estimated_tokens: int
+    filters: SearchFilters
+    results: list[SearchHit]
+    tree: str | None  # the working tree the answer comes from, as a Git tree id
+    hidden: int = 0  # archived or expired memories left out (docs/dream.md)
+    dream_due: str | None = None
+
+
+class InEdge(msgspec.Struct, frozen=True):
+    source: str = msgspec.field(name="from")
+    field: str = ""
+
+
+class OutEdge(msgspec.Struct, frozen=True):
+    field: str
+    to: str
+
+
+class NodePacket(msgspec.Struct, frozen=True, omit_defaults=True):
+    id: str
+    type: str | None
+    path: str
+    title: str
+    frontmatter: dict[str, Any]
+    outbound: list[OutEdge]
+    inbound: list[InEdge]
+    neighbors: list[Neighbor]
+    tree: str | None
+    content: str | None = None
+    problem: str | None = None  # E000/E001: why the frontmatter could not be read
+
+
+class Status(msgspec.Struct, frozen=True, omit_defaults=True):
+    ok: bool
+    workspace: dict[str, Any]
+    tree: dict[str, Any]
+    nodes: dict[str, int]
+    memory: dict[str, Any]
+    profile: str
+    tools: list[str]
+    dream: dict[str, Any] | None = None  # due state, open tasks, digest (docs/dream.md)
+    onboarding: dict[str, Any] | None = None  # which first-start questions are answered (host-core only)
+
+
+def _hidden_memories(view: View, include_archived: bool) -> frozenset[str]:
+    """Memories left out of search now: expired ephemeral ones, and archived ones unless asked for."""
+    from vivary_git.memory.dream import durability
+    from vivary_git.memory.dream.corpus import notes_of
+
+    when = durability.now()
+    out = []
+    memories = view.memories()
+    todo = [n.blob for n in memories if (n.blob, include_archived) not in _HIDDEN]
+    notes = notes_of(view, todo) if todo else {}
+    for n in memories:
+        key = (n.blob, include_archived)
+        got = _HIDDEN.get(key)
+        if got is None:
+            fields = notes[n.blob].fields
+            end = durability.expires_at(fields)
+            got = _HIDDEN[key] = (durability.is_archived(fields) and not include_archived,
+                                  end.timestamp() if end is not None else None)
+        if got[0] or (got[1] is not None and got[1] <= when.timestamp()):
+            out.append(n.id)
+    if len(_HIDDEN) > 200_000:
+        _HIDDEN.clear()
+    return frozenset(out)
+
+
+_HIDDEN: dict[tuple[str, bool], tuple[bool, float | None]] = {}  # (blob, include archived) -> (hidden, expires)
+
+
+def _memory_event(view: View, op: str, hits: Sequence[SearchHit]) -> str | None:
+    """Log a search that returned memories (a memory event, docs/dream.md); the dream_due hint when due."""
+    from vivary_git.config import MEMORY_TYPE
+    from vivary_git.memory.dream.accesslog import log_for
+
+    log = log_for(view.ws)
+    ids = [h.id for h in hits if h.type == MEMORY_TYPE]
+    if ids:
+        log.record(op, ids)
+    return log.due().hint
+
+
+def _dream_status(view: View) -> dict[str, Any]:
+    from vivary_git.memory.dream import dream
+    from vivary_git.memory.dream.accesslog import log_for
+
+    due = log_for(view.ws).due()
+    opened = dream.open_tasks(view)
+    return {"due": due.due, "reason": due.reason, "events": due.events,
+            "open_tasks": [{"id": t.id, "sources": len(t.sources), "topic": t.topic} for t in opened[:20]],
+            "open_task_count": len(opened)}
+
+
+class _Notes(Mapping[str, "Note"]):
+    """Parsed notes by blob id, read when looked up (those committed by this process too)."""
+
+    def __init__(self, view: View) -> None:
+        self._view = view
+
+    def __getitem__(self, blob: str) -> Note:
+        return self._view.note_of(blob)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(n.blob for n in self._view.nodes.values())
+
+    def __len__(self) -> int:
+        return len(self._view.nodes)
+
+
+def _bounded(text: str) -> str:
+    return text if len(text) <= _CONTENT_LIMIT else text[:_CONTENT_LIMIT] + "\n…(truncated)"
+
+
+def _jsonable(fields: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = json.loads(msgspec.json.encode(fields, order="sorted"))
+    return out
+
+
+def _neighbors(st: State, start: str, hops: int) -> list[Neighbor]:
+    """Nodes within `hops` edges of `start`, either direction, nearest first (bounded)."""
+    seen = {start}
+    out: list[Neighbor] = []
+    queue: deque[tuple[str, int]] = deque([(start, 0)])
+    while queue and len(out) < MAX_NEIGHBORS:
+        nid, dist = queue.popleft()
+        if dist >= hops:
+            continue
+        steps = [(to, f, "out") for f, to in st.out.get(nid, ())] + [(src, f, "in") for src, f in st.inn.get(nid, ())]
+        for other, field, direction in sorted(steps):
+            if other in seen or other not in st.nodes:
+                continue
+            seen.add(other)
+            n = st.nodes[other]
+            out.append(Neighbor(id=n.id, type=n.type, title=n.title, distance=dist + 1, via=field,
+                                direction=direction))
+            queue.append((other, dist + 1))
+            if len(out) >= MAX_NEIGHBORS:
+                break
+    return out
+
+
+def _estimate(hits: Sequence[SearchHit]) -> int:
+    return (len(msgspec.json.encode(list(hits))) + 3) // 4
+
+
+def _trim(hits: list[SearchHit], budget: int) -> int:
+    """Within `budget` tokens (JSON length / 4): drop content, then neighbours, then as `find` does."""
+    from vivary_git.query import trim_hits
+
+    trim_hits(hits, lambda: _estimate(hits) > budget, first=("content", "neighbors"))
+    return _estimate(hits)
+
+
+class Reads(Warm):
+    """Search, read, status and the resources, answered from the warm state."""
+
+    def search(self, query: str, *, top_k: int = 5, type: Sequence[str] = (), path: Sequence[str] = (),
+               edge: Sequence[str] = (), include_neighbors: int = 0, include_content: bool = False,
+               budget: int = DEFAULT_BUDGET, mode: str = "auto", include_archived: bool = False) -> SearchAnswer:
+        if not isinstance(query, str) or not query.strip():
+            raise UsageError("query is empty: give keywords or a question")
+        if len(query) > MAX_QUERY:
+            raise UsageError(f"query is {len(query):,} characters; keep it under {MAX_QUERY:,}")
+        if not 1 <= top_k <= MAX_TOP_K:
+            raise UsageError(f"top_k must be 1 to {MAX_TOP_K} (got {top_k})")
+        if not 0 <= include_neighbors <= MAX_HOPS:
+            raise UsageError(f"include_neighbors must be 0 to {MAX_HOPS} hops (got {include_neighbors})")
+        if mode not in ("auto", "text", "hybrid"):
+            raise UsageError(f"mode must be auto, text or hybrid (got {mode!r})")
+        types, paths, edges = list(type), list(path), list(edge)
+        with self._lock:
+            st = self.state()
+            hidden = _hidden_memories(st.view, include_archived)
+            hits: list[SearchHit] | None = None
+            used, why = "text", "keyword search (the contract's text scoring)"
+            if mode != "text":
+                session, reason = self._hybrid(st)
+                if session is not None:
+                    hits = self._hybrid_hits(st, session, query, top_k, types, paths, edges, hidden)
+                    used, why = "hybrid", "semantic memory fused with keywords (the index is fresh)"
+                else:
+                    why = f"keyword search: {reason}"
+            if hits is None:
+                hits = self._text_hits(st, query, top_k, types, paths, edges, hidden)
+            for h in hits:
+                if include_content:
+                    h.content = _bounded(self._note(st, h.id).body)
+                if include_neighbors:
+                    h.neighbors = _neighbors(st, h.id, include_neighbors)
+            tokens = _trim(hits, budget) if budget > 0 else _estimate(hits)
+            return SearchAnswer(query=query, mode=used, mode_reason=why, top_k=top_k, budget=budget,
+                                estimated_tokens=tokens, filters=SearchFilters(types, paths, edges), results=hits,
+                                tree=st.root_tree, hidden=len(hidden), dream_due=_memory_event(st.view, "hit", hits))
+
+    def _note(self, st: State, nid: str) -> Note:
+        return st.view.note_of(st.view.nodes[nid].blob)
+
+    def _text_hits(self, st: State, q: str, k: int, types: list[str], paths: list[str],
+                   edges: list[str], hidden: frozenset[str] = frozenset()) -> list[SearchHit]:
+        from vivary_git import graph as graph_mod
+        from vivary_git.models import Edge
+        from vivary_git.query import search
+
+        notes = _Notes(st.view)
+        changed = set(st.delta) | st.gone
+        base = search(st.public, notes, q, k=k + len(changed), types=types, paths=paths, edges=edges,
+                      snippet=SNIPPET, explain=True, index=st.index(), outgoing=st.outgoing(),
+                      hidden=frozenset(),  # st.public holds the snapshot's admitted nodes only
+                      ranker=st.ranker(), exclude=hidden)
+        found = [h for h in base.results if h.id not in changed]
+        if st.delta:
+            nodes = sorted(st.delta.values(), key=lambda n: n.id)
+            delta_edges = sorted(Edge(n.id, f, to) for n in nodes for f, to in st.out.get(n.id, ()))
+            small = graph_mod.Graph(root=st.public.root, tree=None, config=st.public.config, nodes=nodes,
+                                    edges=delta_edges, findings=[])
+            extra = search(small, notes, q, k=k, types=types, paths=paths, edges=edges, snippet=SNIPPET,
+                           explain=True, hidden=frozenset(), exclude=hidden)
+            found = sorted([*found, *extra.results], key=lambda h: (-h.score, h.path, h.id))
+        out = []
+        for h in found[:k]:
+            out.append(SearchHit(
+                id=h.id, type=h.type, path=h.path, title=h.title, score=float(h.score),
+                reason="; ".join(h.reasons or []) or "matches the query", snippet=h.snippet,
+                edges=[EdgeRef(h.id, e.field, e.to) for e in h.edges] if h.edges else None,
+            ))
+        return out
+
+    def _hybrid(self, st: State) -> tuple[RecallSession | None, str]:
+        if st.hybrid is not None or st.hybrid_reason is not None:
+            return st.hybrid, st.hybrid_reason or ""
+        cfg = st.view.cfg
+        if cfg.provider != "vivary-local":
+            st.hybrid_reason = "semantic memory is not enabled for this workspace (.vivary/memory.toml)"
+        elif st.delta or st.gone:
+            st.hybrid_reason = (f"the semantic index is stale ({len(st.delta) + len(st.gone)} note(s) changed since "
+                                "it was built; run `git vivary index --yes`)")
+        else:
+            from vivary_git.memory.local.provider import LocalMemory
+            from vivary_git.memory.local.recall import RecallSession
+
+            memory = LocalMemory(st.view.ws, cfg)
+            memory._snap = st.view.snapshot  # the same privacy-filtered snapshot: not decided twice
+            manifest = memory.manifest()
+            if manifest is None:
+                st.hybrid_reason = "there is no semantic index yet (run `git vivary index --yes`)"
+            elif manifest.fingerprint != st.view.snapshot.fingerprint:
+                st.hybrid_reason = "the semantic index is stale (run `git vivary index --yes`)"
+            else:
+                try:
+                    st.hybrid = RecallSession(memory)
+                except VivaryError as err:
+                    st.hybrid_reason = f"the semantic index cannot be used ({err})"
+        if st.hybrid is None and st.hybrid_reason is None:
+            st.hybrid_reason = "the semantic index cannot be used"
+        return st.hybrid, st.hybrid_reason or ""
+
+    def _hybrid_hits(self, st: State, session: RecallSession, q: str, k: int, types: list[str],
+                     paths: list[str], edges: list[str], hidden: frozenset[str] = frozenset()) -> list[SearchHit]:
+        from vivary_git.memory.provider import RecallFilters
+        from vivary_git.query import make_snippet, terms_of
+
+        wanted = min(k + len(hidden), 250)  # archived or expired memories are dropped from what comes back
+        got = session.recall(q, k=wanted, filters=RecallFilters(types=types, paths=paths, edges=edges),
+                             mode="hybrid")
+        out: list[SearchHit] = []
+        terms = terms_of(q)
+        for h in got:
+            node = st.nodes.get(h.node_id)
+            if node is None or node.id in hidden:
+                continue
+            if len(out) >= k:
+                break
+            note = self._note(st, node.id)
+            out.append(SearchHit(
+                id=node.id, type=node.type, path=node.path, title=node.title, score=h.score, reason=h.reason,
+                snippet=make_snippet(note, node, q.lower().strip(), terms, SNIPPET) or None,
+                edges=[EdgeRef(node.id, f, to) for f, to in st.out.get(node.id, ())] or None,
+            ))
+        return out
+
+    def read(self, id: str, *, include_content: bool = False, neighbors: int = 1) -> NodePacket:
+        if not isinstance(id, str) or not id.strip():
+            raise UsageError("give a node id (from search) or a note's path")
+        if not 0 <= neighbors <= MAX_HOPS:
+            raise UsageError(f"neighbors must be 0 to {MAX_HOPS} hops (got {neighbors})")
+        with self._lock:
+            st = self.state()
+            found = st.view.find(id.strip())
+            if found is None:
+                self._refuse_private_path(st, id.strip())
+                raise UsageError(f"no public node {id!r} in this workspace (ids come from `search`; private notes "
+                                 "are never shown)")
+            node = st.nodes[found.id]
+            note = self._note(st, node.id)
+            return NodePacket(
+                id=node.id, type=node.type, path=node.path, title=node.title,
+                frontmatter=_jsonable(note.fields) if note.problem is None else {},
+                problem=note.problem.message if note.problem is not None else None,
+                outbound=[OutEdge(f, to) for f, to in st.out.get(node.id, ())],
+                inbound=[InEdge(src, f) for src, f in st.inn.get(node.id, ())],
+                neighbors=_neighbors(st, node.id, neighbors) if neighbors else [],
+                content=_bounded(note.body) if include_content else None,
+                tree=st.root_tree,
+            )
+
+    def _refuse_private_path(self, st: State, asked: str) -> None:
+        """An agent naming a private file by path is told it is private, and why."""
+        path = asked.lstrip("/")
+        if "\x00" in path or not path or any(p in ("", ".", "..") for p in path.split("/")):
+            return
+        from vivary_git.errors import PrivacyError
+        from vivary_git.memory.snapshot import decide_for_source
+
+        view = st.view
+        candidates = [path] if path.endswith((".md", ".markdown")) else [path, f"{path}.md"]
+        try:
+            verdicts = decide_for_source(view.ws, [view.repo_path(p) for p in candidates], view.cfg.policy())
+        except PrivacyError:
+            return
+        for v in verdicts:
+            if v.private:
+                raise RefusedError(f"{asked!r} is private ({v.reason}): vivary never shows private files to agents")
+
+    def node_resource(self, id: str) -> str:
+        return msgspec.json.encode(self.read(id, include_content=True, neighbors=1)).decode()
+
+    def digest(self) -> str:
+        """MEMORY.md, served to the host that asked (the one place it is served; docs/dream.md): the file
+        as `git vivary digest` wrote it when its digest is fresh, else with the digest block as it would be
+        written now. Never logged, cached or indexed; nothing is written by reading it."""
+        from vivary_git.memory.dream import digest
+        from vivary_git.memory.dream.corpus import from_view
+
+        if "memory-digest" not in RESOURCES[self.profile]:
+            raise RefusedError(f"the memory digest is not served in the {self.profile} profile: it holds private "
+                               "files' content (MEMORY.md, the USER.md profile)")
+        with self._lock:
+            st = self.state()
+            return digest.served(st.view.ws, st.view.cfg, from_view(st.view))
+
+    def status(self) -> Status:
+        with self._lock:
+            st = self.state()
+            view = st.view
+            ws = view.ws
+            cfg = view.cfg
+            repo = ws.source.repo
+            branch = None
+            if repo is not None:
+                head = repo.repo.references.get("HEAD")
+                if head is not None and isinstance(head.target, str):
+                    branch = head.target.removeprefix("refs/heads/")
+            _, reason = self._hybrid(st)
+            remember = cfg.memory.remember
+            return Status(
+                ok=True,
+                workspace={"root": str(ws.source.root), "config": ws.config.source, "dialect": ws.config.dialect,
+                           "ids": ws.config.links.ids},
+                tree={"id": st.root_tree, "head": st.key[1], "branch": branch, "source": ws.source.label},
+                nodes={"public": len(st.nodes), "private": view.snapshot.private_count,
+                       "memories": len(view.memories()), "edges": sum(len(v) for v in st.out.values()),
+                       "written_since_start": len(st.delta)},
+                memory={"enabled": cfg.enabled, "provider": cfg.provider,
+                        "search": "hybrid" if st.hybrid is not None else "text", "search_reason": reason,
+                        "folder": remember.folder, "branch": remember.branch or branch,
+                        "similarity": remember.similarity},
+                profile=self.profile, tools=list(PROFILES[self.profile]), dream=_dream_status(view),
+                onboarding=self._onboarding(ws.source.root) if "onboard" in PROFILES[self.profile] else None,
+            )
+
+    @staticmethod
+    def _onboarding(root: Path) -> dict[str, Any]:
+        """Which onboarding questions are answered (as `host-status` says it); a USER.md that cannot be
+        read is said as a problem, not an error of the whole status."""
+        from vivary_git.hosts import onboard
+
+        try:
+            ob = onboard.status(root)
+        except VivaryError as err:
+            return {"file": onboard.USER_FILE, "done": False, "problem": str(err)}
+        return {"file": ob.file, "done": ob.done, "answered": ob.answered, "missing": ob.missing}

@@ -1,0 +1,339 @@
+"""The workspace an MCP server keeps warm for an agent host, always as fresh as the working tree.
+
+Freshness: before each answer the working tree's tree id is brought up to date (`freshness.WorkTree`:
+folder watches, and `git add -A` of just the paths that changed into a scratch index this process
+keeps) and compared with the tree the warm state was built from; HEAD, a memory branch's tip and
+Git's config and excludes are part of the key too. When only notes changed, the state is patched:
+the search index stays, the changed notes are searched directly beside it and privacy is decided
+again for their paths; anything else rebuilds the state. No answer comes from an older tree than
+the one on disk. The service's own writes patch the state without looking (writes.py).
+
+`Warm` holds that state for `service.MemoryService`, whose read side (reads.py) and write side (writes.py)
+answer from it; `PROFILES` and `RESOURCES` say what each profile may do.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import os
+import threading
+from collections.abc import Collection
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from vivary_git import git
+from vivary_git.errors import UsageError
+
+if TYPE_CHECKING:
+    from vivary_git.graph import Graph
+    from vivary_git.mcp.freshness import WorkTree
+    from vivary_git.memory.local.recall import RecallSession
+    from vivary_git.memory.writes.probe import Probe
+    from vivary_git.memory.writes.remember import View
+    from vivary_git.models import Edge, Node
+    from vivary_git.searchindex import Ranker, SearchIndex
+
+
+# Tool names by profile (CognitiveOS's host-core: search, read, add, update, link, unlink, dream).
+PROFILES: dict[str, tuple[str, ...]] = {
+    "host-core": ("search", "read", "add", "update", "link", "unlink", "dream", "status", "onboard"),
+    "read-only": ("search", "read", "status"),
+}
+# Resources by profile. The digest holds the private MEMORY.md's block and USER.md's profile (name, role):
+# a read-only host (a CI runner, an untrusted host) is served no private file's content.
+RESOURCES: dict[str, tuple[str, ...]] = {
+    "host-core": ("node", "memory-digest"),
+    "read-only": ("node",),
+}
+# Notes changed since the search index was built that are searched directly, beside it; past this
+# many the state is rebuilt (with a new index) instead.
+MAX_DELTA = 256
+
+
+def _without(edges: list[Edge], ids: set[str]) -> list[Edge]:
+    """`edges` (sorted by source) less the runs of those from `ids`, cut out by bisection."""
+    from vivary_git.models import Edge
+
+    out: list[Edge] = []
+    at = 0
+    for nid in sorted(ids):
+        lo = bisect.bisect_left(edges, Edge(nid), at)
+        hi = bisect.bisect_left(edges, Edge(nid + "\0"), lo)
+        out += edges[at:lo]
+        at = hi
+    out += edges[at:]
+    return out
+
+
+class State:
+    """One tree's warm answers: the view (privacy-filtered), the public graph and its search index,
+    and the nodes changed since that index was built (`delta`, searched directly beside it; `gone`,
+    left out of its answers). A state built after an edit (`base`: the state before) keeps the
+    base's index and graph: only the edited notes are searched anew."""
+
+    def __init__(self, key: tuple[Any, ...], view: View, base: State | None = None,
+                 changed: Collection[str] = ()) -> None:
+        from vivary_git import graph as graph_mod
+
+        self.key = key
+        self.view = view
+        ws = view.ws
+        full = ws.graph()
+        admitted = view.nodes
+        current: Graph = graph_mod.Graph(
+            root=full.root, tree=full.tree, config=full.config, findings=[],
+            nodes=[n for n in full.nodes if n.id in admitted],
+            edges=[e for e in full.edges if not e.broken and e.from_ in admitted and e.to in admitted],
+        )
+        self.nodes: dict[str, Node] = {n.id: n for n in current.nodes}
+        self.out: dict[str, list[tuple[str, str]]] = {}
+        self.inn: dict[str, list[tuple[str, str]]] = {}
+        for e in current.edges:
+            self.out.setdefault(e.from_, []).append((e.field, e.to))
+            self.inn.setdefault(e.to, []).append((e.from_, e.field))
+        self.delta: dict[str, Node] = {}
+        self.gone: set[str] = set()
+        self.hybrid: RecallSession | None = None
+        self.hybrid_reason: str | None = None
+        self.root_tree: str | None = key[0]
+        if base is None:
+            self.public = current  # the graph the search index is built from
+            self.base_tree: str | None = key[0]
+            self._index: SearchIndex | None = None
+            self._ranker: Ranker | None = None
+            self._outgoing: dict[str, list[Edge]] | None = None
+            return
+        self.public, self.base_tree = base.public, base.base_tree
+        self._index, self._ranker, self._outgoing = base.index(), base._ranker, base.outgoing()
+        before = {n.id: n for n in self.public.nodes}
+        self.gone = set(before) - set(self.nodes)
+        # The notes at the changed paths, and any new id, read differently; usually nothing else does
+        # (checked: every other node and edge is the same). When others do (an id changed, a link now
+        # resolves elsewhere), every node's edges are compared.
+        touched = {n.id for n in current.nodes if n.path in changed} | {
+            n.id for n in self.public.nodes if n.path in changed} | (set(self.nodes) - set(before))
+        if ([n for n in current.nodes if n.id not in touched] != [n for n in self.public.nodes if n.id not in touched]
+                or _without(current.edges, touched) != _without(self.public.edges, touched)):
+            from vivary_git.query import outgoing_edges
+
+            now = outgoing_edges(current)
+            touched |= {i for i, n in self.nodes.items()
+                        if before.get(i) != n or now.get(i, []) != self._outgoing.get(i, [])}
+        self.delta = {i: self.nodes[i] for i in sorted(touched) if i in self.nodes}
+
+    def outgoing(self) -> dict[str, list[Edge]]:
+        """The public graph's outbound edges by node (as `query.outgoing_edges`), grouped once."""
+        if self._outgoing is None:
+            from vivary_git.query import outgoing_edges
+
+            self._outgoing = outgoing_edges(self.public)
+        return self._outgoing
+
+    def index(self) -> SearchIndex:
+        if self._index is None:
+            self._index = _public_index(self.view, self.public)
+        return self._index
+
+    def ranker(self) -> Ranker:
+        """The index's ranker: each term's scores are kept between questions."""
+        if self._ranker is None:
+            from vivary_git.searchindex import Ranker
+
+            self._ranker = Ranker(self.index(), self.public)
+        return self._ranker
+
+
+def _public_index(view: View, public: Graph) -> SearchIndex:
+    """The search index of the public graph, cached under .git/vivary/ by tree and snapshot."""
+    from vivary_git import searchindex
+    from vivary_git.localcache import ObjectCache
+
+    ws = view.ws
+    repo = ws.source.repo
+    cache = ObjectCache(repo.vivary_dir if repo is not None and ws.cache_enabled else None, "mcp-search", keep=4)
+    key = f"{ws.tree_id}-{view.snapshot.fingerprint[:16]}"
+    got = cache.get(key, msgspec.msgpack.Decoder(searchindex.SearchIndex))
+    if got is not None and got.ids == [n.id for n in public.nodes]:
+        return got
+    built = searchindex.build(public, ws.notes())
+    cache.put(key, built)
+    return built
+
+
+class Warm:
+    """One workspace for one agent host, kept warm. Thread-safe: one request at a time (a web page is fetched
+    outside the lock, so a slow page holds up no other request)."""
+
+    def __init__(self, cwd: str | os.PathLike[str] | None = None, *, root: str | None = None,
+                 profile: str = "host-core", source: str = "agent") -> None:
+        if profile not in PROFILES:
+            raise UsageError(f"unknown profile {profile!r}; use one of {', '.join(PROFILES)}")
+        self.profile = profile
+        self.source = source
+        self._cwd = Path(cwd).resolve() if cwd is not None else Path.cwd()
+        self._root = root
+        self._lock = threading.RLock()
+        self._state: State | None = None
+        self._probe: Probe | None = None
+        self._repo = git.try_open(self._cwd)
+        self._worktree: WorkTree | None = None
+
+    def close(self) -> None:
+        if self._worktree is not None:
+            self._worktree.close()
+            self._worktree = None
+
+    def _key(self) -> tuple[Any, ...]:
+        repo = self._repo
+        if repo is None or repo.workdir is None:
+            return (None, os.urandom(8))  # no Git work tree: never warm (a plain folder is read each time)
+        head = repo.repo.references.get("HEAD")
+        head_oid = None
+        with contextlib.suppress(Exception):
+            head_oid = str(head.resolve().target) if head is not None else None
+        tip = None
+        state = self._state
+        branch = state.view.cfg.memory.remember.branch if state is not None else ""
+        if branch:
+            ref = repo.repo.references.get(f"refs/heads/{branch}")
+            tip = str(ref.resolve().target) if ref is not None else None
+        tree = self._worktree_tree(repo)
+        assert self._worktree is not None
+        # Git's config and excludes outside the work tree decide privacy too: a change rebuilds.
+        return (tree, head_oid, tip, self._worktree.rules)
+
+    def _worktree_tree(self, repo: git.Repo) -> str:
+        """The working tree as a tree id, kept current by `freshness.WorkTree` (folder watches, and
+        `git add` of just what changed)."""
+        if self._worktree is None:
+            from vivary_git.mcp.freshness import WorkTree
+
+            self._worktree = WorkTree(repo)
+        return self._worktree.tree()
+
+    def state(self) -> State:
+        """The warm state for the tree on disk now (rebuilt when anything changed)."""
+        with self._lock:
+            key = self._key()
+            if self._state is not None and self._state.key == key:
+                return self._state
+            from vivary_git.memory.config import load_memory_config
+            from vivary_git.memory.writes.remember import open_view
+            from vivary_git.workspace import open_workspace
+
+            if self._state is not None:
+                patched = self._patched(self._state, key)
+                if patched is not None:
+                    self._state = patched
+                    return patched
+            ws = open_workspace(self._cwd, root=self._root, worktree=key[0])
+            cfg = load_memory_config(ws)
+            overlay = self._overlay(ws, cfg.memory.remember.branch, cfg.memory.remember.folder)
+            if overlay is not None:
+                ws = open_workspace(self._cwd, rev=overlay, root=self._root)
+            state = State(key, open_view(ws, cfg))
+            if state.view.cfg.memory.remember.branch and key[2] is None:
+                state.key = self._key()  # the branch is known now: key it by its tip too
+            self._state = state
+            self._probe = None
+            return state
+
+    def _patched(self, st: State, key: tuple[Any, ...]) -> State | None:
+        """The state for `key` made from `st` when only notes changed (their content, or notes added,
+        removed or renamed) since `st`'s search index was built: the same index, with those notes
+        searched directly, and privacy decided again for just their paths. None: rebuild."""
+        repo = self._repo
+        old = st.view
+        if (repo is None or key[2:] != st.key[2:] or st.base_tree is None or key[0] is None
+                or old.cfg.memory.remember.branch):
+            return None
+        if key[0] == st.key[0]:  # HEAD alone moved (a commit of what was already there)
+            if {"created", "updated"} & set(old.ws.config.derive):
+                return None
+            st.key = key
+            return st
+        changed = self._changed_notes(repo, st.base_tree, key[0], old.ws.source.prefix)
+        if changed is None:
+            return None
+        from vivary_git.escape import name as text_name
+        from vivary_git.memory.writes.remember import open_view
+        from vivary_git.workspace import open_workspace
+
+        ws = open_workspace(self._cwd, root=self._root, worktree=key[0])
+        if ws.source.prefix != old.ws.source.prefix or ws.source.tree_id is None:
+            return None
+        prefix = f"{ws.source.prefix}/" if ws.source.prefix else ""
+        admitted = {n.id for n in old.snapshot.nodes}
+        known = {prefix + n.path: text_name(n.id) in admitted for n in old.ws.graph().nodes if n.path not in changed}
+        view = open_view(ws, old.cfg, known=known)
+        state = State(key, view, base=st, changed=changed)
+        if len(state.delta) + len(state.gone) > MAX_DELTA:
+            return None
+        return state
+
+    @staticmethod
+    def _changed_notes(repo: git.Repo, base: str, tree: str, prefix: str) -> set[str] | None:
+        """Workspace-relative paths of the notes that differ between the two trees; None when anything
+        but notes differs inside the workspace, or anything but a note does outside it (a file that
+        may decide rules), or too many notes do."""
+        from vivary_git.source import is_note
+
+        top = f"{prefix}/" if prefix else ""
+        out: set[str] = set()
+        try:
+            diff = repo.repo[base].diff_to_tree(repo.repo[tree])  # type: ignore[attr-defined]
+        except (KeyError, ValueError):
+            return None
+        for delta in diff.deltas:
+            for f in (delta.old_file, delta.new_file):
+                path: str = f.path
+                if not path.startswith(top):
+                    if is_note(path):
+                        continue  # a note outside this workspace
+                    return None
+                rel = path[len(top):]
+                if not is_note(rel) or rel.startswith(".vivary/"):
+                    return None
+                out.add(rel)
+        return out if len(out) <= MAX_DELTA else None
+
+    def _overlay(self, ws: Any, branch: str, folder: str) -> str | None:
+        """With memories on their own branch: the working tree with that branch's memory folder laid
+        over it (a tree id), so search and read see them; None when there is no such branch."""
+        repo = self._repo
+        if not branch or repo is None or ws.source.root_tree is None:
+            return None
+        from vivary_git.memory.writes.commits import _tree_with
+
+        ref = repo.repo.references.get(f"refs/heads/{branch}")
+        if ref is None:
+            return None
+        prefix = f"{ws.source.prefix}/{folder}" if ws.source.prefix else folder
+        try:
+            sub = repo.repo[ref.resolve().target].peel(repo.pygit2.Tree)[prefix]
+        except (KeyError, ValueError):
+            return None
+        tree = repo.repo[ws.source.root_tree]
+        blobs: list[tuple[str, str]] = []
+
+        def walk(t: Any, base: str) -> None:
+            for entry in t:
+                if entry.type_str == "tree":
+                    walk(entry, f"{base}/{entry.name}")
+                elif entry.type_str == "blob":
+                    blobs.append((f"{base}/{entry.name}", str(entry.id)))
+
+        if sub.type_str != "tree":
+            return None
+        walk(sub, prefix)
+        out = str(tree.id)
+        for path, blob in blobs:
+            out = _tree_with(repo, repo.repo[out], path.split("/"), blob) or out
+        return out
+
+    def warm_up(self) -> None:
+        """Build the state and the search index now (server start), not on the first question."""
+        self.state().index()

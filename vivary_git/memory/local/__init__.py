@@ -1,0 +1,16 @@
+"""vivary-local: the offline semantic-memory provider (embeddings + hnswlib + BM25, fingerprint-gated).
+
+Public modules (what `commands/` and `mcp/` may import):
+
+- `provider`: `LocalMemory`, index / recall / forget for one workspace at one tree;
+- `recall`: `RecallSession`, a verified, loaded index for many queries;
+- `runtime`: what the provider needs installed, `preload_runtime` (recall's head start);
+- `embed`: the verified offline embedder (model id, status, loading);
+- `files`: the index's files and formats, `embed_text` (what is embedded for a packet);
+- `vectors`: vectors keyed by content in `refs/vivary/cache`;
+- `vectorvalue`: a stored vector's value and its check, for the shared cache's own checks.
+
+Its own: `index` (an index run), `assemble` (recall of a tree the index was not built from), `bm25` and
+`lexical_update` (the keyword index). Like every provider it imports only the seam (`memory/`'s own
+modules) and the package's shared modules. Nothing here imports numpy, hnswlib or onnxruntime at the top.
+"""

@@ -1,0 +1,73 @@
+"""What the vivary-local provider needs installed, imports ahead and loads: the `embed` extra's runtime.
+
+numpy, hnswlib, onnxruntime and the stemmer are imported inside functions: `git vivary recall` runs in
+every agent turn, and the embedder's ~0.3 s model load runs in a thread while the snapshot is built.
+`preload_runtime` starts those imports before the workspace is even opened; `_load_embedder` is the one
+place the index (index.py), recall (recall.py) and the similarity probe load the model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+from typing import TYPE_CHECKING
+
+from vivary_git.memory.local.embed import INSTALL_HINT, EmbedderError, model_environment, module_present
+from vivary_git.parallel import Background
+
+if TYPE_CHECKING:
+    from vivary_git.memory.local.embed import Embedder
+
+# Modules the provider needs beyond the embedder's own (import name → what `pip` calls it).
+_PROVIDER_MODULES = {"hnswlib": "hnswlib", "snowballstemmer": "snowballstemmer"}
+
+
+def require_extra() -> None:
+    """Raise `EmbedderError` (exit 2) naming the extra when a module the provider needs is missing.
+    Uses `importlib.util.find_spec`, so nothing heavy is imported to find out."""
+    missing = [dist for module, dist in _PROVIDER_MODULES.items() if not module_present(module)]
+    if missing:
+        raise EmbedderError(f"the local semantic memory needs {', '.join(missing)}; {INSTALL_HINT}")
+
+
+_PRELOADING: Background[None] | None = None
+
+
+def preload_runtime() -> None:
+    """Start importing the embedding runtime (numpy, onnxruntime, tokenizers, hnswlib: ~0.15 s) in a
+    thread, before the workspace is even opened: `recall` calls this first, so the imports overlap
+    opening the repository and snapshotting the working tree (whose `git` subprocesses release the
+    GIL). Does nothing when the extra is not installed; the model itself loads later, as before."""
+    global _PRELOADING
+    if _PRELOADING is not None:
+        return
+    names = ("numpy", "onnxruntime", "tokenizers", "hnswlib")
+    if not all(module_present(n) for n in names):
+        return
+
+    def load() -> None:
+        for name in names:
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                return  # said properly where it is used (require_extra, load_embedder)
+
+    model_environment()  # before the thread, which imports tokenizers (see model_environment)
+    _PRELOADING = Background(load)
+
+
+def _wait_for_preload() -> None:
+    """Let `preload_runtime`'s imports finish (they are needed next anyway); a failure among them is said
+    where the runtime is used, as without the preload."""
+    if _PRELOADING is not None:
+        with contextlib.suppress(Exception):
+            _PRELOADING.result()
+
+
+def _load_embedder(name: str, *, optimize: bool = True) -> Embedder:
+    # numpy is imported here, in the loader's thread, so the main thread does not wait for it.
+    import numpy  # noqa: F401
+
+    from vivary_git.memory.local.embed import load_embedder
+
+    return load_embedder(name, optimize=optimize)

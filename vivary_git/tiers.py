@@ -1,0 +1,424 @@
+"""How a check is answered from what was cached, tier by tier: the first tier that has the answer gives
+it, so a warm run reads one file and a run after an edit does work in proportion to the edit.
+
+Every tier is filed under the tree's graph key (`graph_key`: the root tree id plus a digest of the package
+version and the root folder's name, and of HEAD's commit and today's date when `created`/`updated` are
+derived). A graph built with anything read from the shared cache is filed under a key of its own
+(`shared=True`), which gates never look up (docs/cache.md, "Trust").
+
+`check` (`findings`):
+
+1. the cached check (`checks-vN/<key>`): this tree's findings and counts, read without decoding its graph;
+2. the patched check, for `check --staged` a few edits away from the last graph computed here: that
+   graph's cached findings with only the edited notes re-derived (`graph.patch_findings`), no graph decoded
+   or written; its findings are kept (`findings-vN/`), as the hook's next baseline (this tree, once
+   committed, is HEAD);
+3. the graph, below, and its findings.
+
+`graph`:
+
+1. the cached graph (`graph-vN/<key>`);
+2. the patched graph: the last graph computed here (`last`; for a run that may read the shared cache, then
+   the last one built with its entries, `last-shared`) with only the edited notes re-derived (`graph.patch`),
+   when libgit2's tree diff shows only note contents and files no link names changed; cached unless it is a
+   staged tree close to its base (`_CACHE_STAGED_AFTER`);
+3. the whole build from every document's facts (parses.py: this run, the local cache, the shared cache, or
+   parsed), recorded in the shared cache alongside (record.py) and cached, with its check.
+
+A baseline (`check --new-since`, the hook's HEAD) is the cached check's findings, else the findings
+cache's, else a patched check of any source, else the graph's. The query index (`search_index`) is kept
+beside the graph under the same key.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import hashlib
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from vivary_git import graph as graph_mod
+from vivary_git import record
+from vivary_git.config import Config, excluder, leaves_out
+from vivary_git.localcache import ObjectCache
+from vivary_git.models import Finding
+from vivary_git.source import Entry, Source, is_note
+
+if TYPE_CHECKING:
+    from vivary_git.parses import Parses, Stats
+    from vivary_git.searchindex import SearchIndex
+
+
+_LAST = "last"  # graph cache entry naming the key of the last graph computed: the base for patching
+# The same for the last graph built with entries read from the shared cache (filed under its shared key):
+# the base only for runs that may read the shared cache themselves, never for a gate.
+_LAST_SHARED = "last-shared"
+_PATCH_AT_MOST = 500  # beyond this many edited notes, a whole build costs about the same
+# A staged tree's patched graph is cached only once it is this many notes away from its base: below,
+# re-deriving those notes on the next hook run costs less than writing the graph (6 MB at 10,000
+# notes) on every one; above, the cached graph becomes the next base and patches stay small.
+_CACHE_STAGED_AFTER = 64
+_RULE_FILES = ("tropo.toml", "workspace.toml", "graph.toml", "memory.toml")
+
+
+class Tiers:
+    """The cached answers of one workspace at one tree (`workspace.Workspace` holds one)."""
+
+    def __init__(self, ws: record.Workspace, parses: Parses, *, vdir: Path | None, enabled: bool, root_name: str,
+                 stats: Stats, reads_ref: Callable[[], bool]) -> None:
+        self._ws = ws  # what recording is handed
+        self._parses = parses
+        self.source: Source = ws.source
+        self.config: Config = ws.config
+        self._vdir = vdir
+        self._enabled = enabled
+        self.root_name = root_name
+        self.stats = stats
+        self._reads_ref = reads_ref
+        self._graph_cache = ObjectCache(vdir, "graph")
+        self._check_cache = ObjectCache(vdir, "checks")  # findings and counts by graph key: `check` warm
+        # findings alone by graph key, of trees checked without a graph: a staged tree (the next HEAD) or a
+        # baseline, so the hook's `--new-since HEAD` finds HEAD's findings without re-deriving them
+        self._findings_cache = ObjectCache(vdir, "findings", keep=8)
+        self._graph: graph_mod.Graph | None = None
+        self._shared_graph = False  # the graph in hand was built with entries read from the ref
+        self._patched_shared = False  # the graph in hand was patched from a graph built with them
+        self._patch_size = 0  # notes re-derived by the last patch
+
+    def graph_key(self, *, shared: bool = False) -> str | None:
+        """The local cache key of this tree's graph. `shared`: a graph built with entries read from the
+        shared ref cache is filed apart, where a gate never looks (docs/cache.md, "Trust")."""
+        if not self._enabled or self.source.tree_id is None:
+            return None
+        from vivary_git.version import __version__
+
+        salt = f"{__version__}\0{self.root_name}"
+        if {"created", "updated"} & set(self.config.derive):
+            # W210 on created/updated also depends on history (and, for new files, on today's date).
+            from vivary_git.history import head_commit, today
+
+            repo = self.source.repo
+            commit = head_commit(repo, self.source.label if self.source.kind == "rev" else None) if repo else None
+            salt += f"\0{commit}\0{today()}"
+        if shared:
+            salt += "\0shared"
+        digest = hashlib.sha256(salt.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+        return f"{self.source.tree_id}-{digest}"
+
+    def _keys(self) -> list[tuple[str, bool]]:
+        """Where this tree's graph may be found: its own key, and, when this run may read the shared
+        cache, the key of one built with shared entries."""
+        key = self.graph_key()
+        if key is None:
+            return []
+        shared = self.graph_key(shared=True) if self._reads_ref() else None
+        return [(key, False)] + ([(shared, True)] if shared is not None else [])
+
+    # --- the graph ----------------------------------------------------------------------------------------
+
+    def graph(self) -> graph_mod.Graph:
+        if self._graph is not None:
+            return self._graph
+        ws = self._ws
+        for k, shared in self._keys():
+            cached = self._graph_cache.get(k, msgspec.msgpack.Decoder(graph_mod.Graph))
+            if cached is not None:
+                self.stats.graph_cached = True
+                self._graph, self._shared_graph = cached, shared
+                # a tree first computed while it could not be recorded is recorded now
+                record.record(ws, functools.partial(record.counts_of, cached), None)
+                return cached
+        key = self.graph_key()
+        dates = self._parses.dates()
+        patched = self._patched(key) if dates is None else None
+        if patched is not None:
+            self._graph = patched
+            if key is not None and (self.source.kind != "staged" or self._patch_size > _CACHE_STAGED_AFTER):
+                # A staged tree is checked by the pre-commit hook and then committed or replaced: its
+                # graph is cached only when the base it was patched from has grown far behind.
+                self._cache_graph(patched)
+            record.record(ws, lambda: record.counts_of(patched), None)
+            return patched
+        keyed, flushes = self._parses.gather(dates)
+        recorder = record.alongside(ws, keyed, flushes) if dates is None else None
+        if recorder is None:
+            record.write_flushes(flushes)
+        self._graph = graph_mod.build(
+            self.root_name, self.source.tree_id, self.config, [(e.path, e.oid, f) for e, _, f in keyed],
+            unreadable=self.source.problems, others=self.source.others,
+        )
+        self._graph.rules = _rules_digest(self.config, self.source.overlays)
+        graph = self._graph
+        counts = record.counts_of(graph)  # for the ref's summary and the check cache: one pass over the edges
+
+        def cache_it() -> None:
+            self._cache_graph(graph, counts)
+
+        if recorder is not None:
+            recorder(counts, cache_it)  # the counts go to the recording child first, then this is cached
+        else:
+            cache_it()
+        return graph
+
+    def _cache_graph(self, g: graph_mod.Graph, counts: record.Counts | None = None) -> None:
+        """File the graph just computed under this tree's key; one built with anything read from the
+        shared cache under the shared key, and never as the base later runs patch from."""
+        self._shared_graph = self._patched_shared or bool(self._parses.not_computed_here())
+        key = self.graph_key(shared=self._shared_graph)
+        if key is None:
+            return
+        self._graph_cache.put(key, g)
+        self._graph_cache.put(_LAST_SHARED if self._shared_graph else _LAST, key)
+        self._check_cache.put(key, _Checked(g.findings, counts or record.counts_of(g), g.root, g.tree, g.rules,
+                                            bool(g.homes), [(n.id, n.path) for n in g.nodes], g.others, g.names,
+                                            g.page_names))
+
+    def _patched(self, key: str | None) -> graph_mod.Graph | None:
+        """The graph of this tree as the last graph computed here (often HEAD's, or the previous staged
+        tree's) with only the edited notes re-derived: what keeps a pre-commit check proportional to
+        the commit. None whenever patching could differ from a full build (see `graph.patch`)."""
+        if key is None:
+            return None
+        for base, shared in self._patch_bases(key):
+            # Only workspaces without nested overlays: then the rules are the root config's, known without
+            # walking the tree, and any overlay appearing shows up in the diff below.
+            if base.rules != _rules_digest(self.config, {}):
+                continue
+            assert base.tree is not None
+            diff = self._changed_facts(base.tree, _PATCH_AT_MOST, base.names, base.others)
+            patched = graph_mod.patch(base, self.source.tree_id, diff[0], diff[1]) if diff is not None else None
+            if patched is not None and diff is not None:
+                self.stats.reused += patched.checked - len(diff[0])
+                self.stats.patched = True
+                self._patch_size = len(diff[0])
+                self._patched_shared = shared
+                return patched
+        return None
+
+    def _patch_bases(self, key: str) -> Iterator[tuple[graph_mod.Graph, bool]]:
+        """The last graph computed here; then, when this run may read the shared cache, the last one built
+        with its entries (a graph patched from it is filed as shared too, see `_cache_graph`). With whether
+        it is the shared one."""
+        for pointer, shared in ((_LAST, False), (_LAST_SHARED, True)):
+            if shared and not self._reads_ref():
+                return
+            last = self._graph_cache.get(pointer, msgspec.msgpack.Decoder(str))
+            if last is None or last in (key, self.graph_key(shared=True)):
+                continue
+            base = self._graph_cache.get(last, msgspec.msgpack.Decoder(graph_mod.Graph))
+            if base is not None and base.tree is not None and base.root == self.root_name:
+                yield base, shared
+
+    def _changed_facts(self, base_tree: str, at_most: int, names: list[str] | None,
+                       others: list[str]) -> tuple[dict[str, tuple[str, graph_mod.Facts]], list[str]] | None:
+        """(blob, facts) by path of the notes whose content differs from `base_tree`, and this tree's
+        other files (the base's `others`, with files added or removed); None when more than `at_most`
+        notes changed, or anything but content edits and files no link names (`graph.files_reach`,
+        over the base's link `names`) changed (see `_changed_notes`)."""
+        diff = self._changed_notes(base_tree)
+        if diff is None or len(diff[0]) > at_most:
+            return None
+        changed_entries, added, removed = diff
+        if added or removed:
+            if graph_mod.files_reach(names, added + removed, self.config):
+                return None  # some link may name one of them: its document's resolution could change
+            others = _others_after(others, added, removed)
+        return self._parses.changed_facts(changed_entries), others
+
+    def _changed_notes(self, base_tree: str) -> tuple[list[Entry], list[str], list[str]] | None:
+        """Notes whose content differs between `base_tree` and this tree, from libgit2's tree diff
+        (which skips unchanged subtrees: no walk of the whole tree), and the other files (not notes,
+        not excluded) added and removed, where links may name files. None when anything else
+        changed: a note added, removed, renamed or made a link, a file's kind, or any config file
+        (root, overlay, pack, graph.toml) touched."""
+        repo, tree = self.source.repo, self.source.tree_id
+        if repo is None or tree is None:
+            return None
+        pygit2 = repo.pygit2
+        try:
+            old, new = repo.repo[base_tree], repo.repo[tree]
+            diff = old.diff_to_tree(new)  # type: ignore[attr-defined]  # old -> new
+        except (KeyError, ValueError, pygit2.GitError):
+            return None
+        excluded = excluder(self.config)
+        left_out = leaves_out(self.config)
+        files_matter = self.config.links.dialect != "vivary"  # links may name any file: one added or removed counts
+        status = pygit2.enums.DeltaStatus
+        modified, regular = status.MODIFIED, (0o100644, 0o100755)
+        blobs = (0o100644, 0o100755, 0o120000)  # what the tree walk lists as other files
+        out: list[Entry] = []
+        added: list[str] = []
+        removed: list[str] = []
+        for delta in diff.deltas:
+            path = delta.new_file.path
+            name = path.rsplit("/", 1)[-1]
+            if name in _RULE_FILES or path.startswith((".tropo/", ".vivary/")):
+                return None
+            if files_matter and delta.status != modified and not excluded(path):
+                if is_note(path):
+                    return None
+                if delta.status == status.ADDED and delta.new_file.mode in blobs:
+                    added.append(path)
+                elif delta.status == status.DELETED and delta.old_file.mode in blobs:
+                    removed.append(delta.old_file.path)
+                else:
+                    return None
+                continue
+            if not is_note(path) or excluded(path) or (left_out is not None and left_out(path)):
+                continue
+            if delta.status != modified or delta.new_file.mode not in regular or delta.old_file.mode not in regular:
+                return None
+            out.append(Entry(path, str(delta.new_file.id), delta.new_file.mode))
+        return out, added, removed
+
+    # --- the check ----------------------------------------------------------------------------------------
+
+    def findings(self) -> tuple[list[Finding], int]:
+        """This tree's findings (strictness not applied) and the documents checked, from the first tier that
+        has them."""
+        cached = self._cached_check()
+        patched = self._patched_check() if cached is None else None
+        if cached is not None:
+            return cached.findings, cached.counts.checked
+        if patched is not None:
+            found, checked = patched
+            key = self.graph_key()
+            if key is not None:  # once committed, this tree is HEAD: the hook's next baseline
+                self._findings_cache.put(key, found)
+            return found, checked
+        g = self.graph()
+        return g.findings, g.checked
+
+    def _cached_check(self) -> _Checked | None:
+        """This tree's findings and counts without decoding its graph (a warm `check` needs no
+        nodes or edges: ~0.04 s less at 10,000 notes)."""
+        if self._graph is not None:
+            return None
+        for key, _shared in self._keys():
+            got = self._check_cache.get(key, msgspec.msgpack.Decoder(_Checked))
+            if got is not None:
+                self.stats.graph_cached = True
+                record.record(self._ws, functools.partial(_counts_of_checked, got), None)  # as graph() does
+                return got
+        return None
+
+    def baseline_findings(self) -> list[Finding]:
+        """This tree's findings (strictness not applied) as cheaply as they can be had, for comparing
+        another tree with (`check --new-since`): its cached check, else the last cached graph's findings
+        with the edited notes re-derived (nothing written), else its graph."""
+        key = self.graph_key() if self._graph is None else None
+        if key is not None:
+            cached = self._check_cache.get(key, msgspec.msgpack.Decoder(_Checked))
+            if cached is not None:
+                return cached.findings
+            found = self._findings_cache.get(key, msgspec.msgpack.Decoder(list[Finding]))
+            if found is not None:
+                return found
+        patched = self._patched_check(any_kind=True)
+        if patched is not None:
+            if key is not None:
+                self._findings_cache.put(key, patched[0])
+            return patched[0]
+        return self.graph().findings
+
+    def _patched_check(self, *, any_kind: bool = False) -> tuple[list[Finding], int] | None:
+        """`check --staged` after a few edits: the last cached graph's findings with the edited notes
+        re-derived, from its cached findings and IDs alone (no graph decoded, no graph written: the
+        staged tree is checked once, then committed or replaced). None when the full way is needed:
+        the tree could be recorded in the ref (it is HEAD's), the base is missing or has other rules,
+        more than `_CACHE_STAGED_AFTER` notes changed (then the graph is patched and cached), or
+        patching could differ from a full build. With `any_kind`, for any source (a baseline's)."""
+        if (self.source.kind != "staged" and not any_kind) or self._graph is not None \
+                or self._parses.dates() is not None:
+            return None
+        key = self.graph_key()
+        last = self._graph_cache.get(_LAST, msgspec.msgpack.Decoder(str)) if key is not None else None
+        if key is None or last is None or last == key \
+                or (not any_kind and record.recordable_root(self.source) is not None):
+            return None
+        base = self._check_cache.get(last, msgspec.msgpack.Decoder(_Checked))
+        if base is None or base.tree is None or base.root != self.root_name or base.homes \
+                or base.rules != _rules_digest(self.config, {}) or len(base.nodes) != base.counts.checked:
+            return None
+        diff = self._changed_facts(base.tree, _CACHE_STAGED_AFTER, base.names, base.others)
+        if diff is None:
+            return None
+        changed, others = diff
+        owner = dict.fromkeys(nid for nid, _ in base.nodes)
+        findings = graph_mod.patch_findings(base.findings, {path: nid for nid, path in base.nodes}, owner,
+                                            self.config, changed, None, others, base.page_names)
+        if findings is None:
+            return None
+        self.stats.reused += base.counts.checked - len(changed)
+        self.stats.patched = True
+        return findings, base.counts.checked
+
+    # --- the query index ----------------------------------------------------------------------------------
+
+    def search_index(self) -> SearchIndex:
+        """The query index of this tree: built once from the graph and notes, then cached (apart, when
+        built with anything read from the shared cache, as the graph is)."""
+        from vivary_git import searchindex
+
+        ids = [n.id for n in self.graph().nodes]
+        cache = ObjectCache(self._vdir, "search", keep=4)
+        for key, _shared in self._keys():
+            cached = cache.get(key, msgspec.msgpack.Decoder(searchindex.SearchIndex))
+            if cached is not None and cached.ids == ids:
+                return cached
+        index = searchindex.build(self.graph(), self._parses.all_notes())
+        # shared when the graph was (a cached one built with shared entries leaves not_computed_here empty)
+        put = self.graph_key(shared=self._shared_graph or bool(self._parses.not_computed_here()))
+        if put is not None:
+            cache.put(put, index)
+        return index
+
+
+_Counts = record.Counts  # the same record (array-like, same fields), cached in checks-vN
+
+
+class _Checked(msgspec.Struct, frozen=True, array_like=True):
+    """What `check` needs of a graph (cached beside it): its findings and counts, and, to re-check a
+    staged tree a few edits away, what `graph.patch_findings` needs besides."""
+
+    findings: list[Finding]
+    counts: _Counts
+    root: str
+    tree: str | None
+    rules: str
+    homes: bool
+    nodes: list[tuple[str, str]]  # (id, path) of every node
+    others: list[str] = []  # the other files a link may name (graph.Graph.others)
+    names: list[str] | None = None  # what links look for (graph.Graph.names)
+    page_names: dict[str, list[str]] = {}  # graph.Graph.page_names
+
+
+def _tree_order(path: str) -> tuple[bytes, ...]:
+    """Where a tree walk meets `path`: Git orders a tree's entries by name, a folder's as if it ended
+    in `/`, and the walk goes depth first."""
+    parts = path.encode("utf-8", "surrogateescape").split(b"/")
+    return (*(p + b"/" for p in parts[:-1]), parts[-1])
+
+
+def _others_after(others: list[str], added: list[str], removed: list[str]) -> list[str]:
+    """A tree's `Source.others` (its other files in walk order, then the notes left out of the graph)
+    with these files added and removed, as walking the new tree would list them."""
+    gone = set(removed)
+    files = [p for p in others if p not in gone and not is_note(p)]
+    for path in added:
+        bisect.insort(files, path, key=_tree_order)
+    return files + [p for p in others if is_note(p)]
+
+
+def _counts_of_checked(checked: _Checked) -> record.Counts:
+    return checked.counts
+
+
+def _rules_digest(config: Config, overlays: Mapping[str, Config]) -> str:
+    """Every rule source a graph depends on besides the notes: root config and nested overlays."""
+    parts = [config.digest(), *(f"{d}\0{c.digest()}" for d, c in sorted(overlays.items()))]
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:16]
