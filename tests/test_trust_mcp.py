@@ -25,7 +25,7 @@ from conftest import Repo
 from mcp import Client
 from test_mcp import _start_http, _stop
 
-from vivary_git.errors import RefusedError
+from vivary_git.errors import RefusedError, UsageError
 from vivary_git.mcp.server import build_server
 from vivary_git.mcp.service import MemoryService
 from vivary_git.mcp.warm import PROFILES
@@ -225,6 +225,50 @@ def test_a_read_only_host_is_served_no_private_files_content(repo: Repo) -> None
     with pytest.raises(RefusedError, match="not served in the read-only profile"):
         reader.digest()
     reader.close()
+
+
+# --- a private file asked for by path -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("asked", ["X-files/plan.md", "/X-files/plan.md", "X-files/plan", "/X-files/plan"])
+def test_a_private_file_asked_for_by_path_is_named_private(repo: Repo, asked: str) -> None:
+    """With or without a leading `/` (a host writing a path from the repository's top) or `.md`: told it is
+    private, and why, never that it does not exist."""
+    repo.commit("init", {**NOTES, ".gitignore": "/X-files/plan.md\n"})
+    repo.write({"X-files/plan.md": "# Plan\n\nThe acquisition closes in May.\n"})
+    service = MemoryService(repo.path)
+    try:
+        with pytest.raises(RefusedError) as refused:
+            service.read(asked)
+        assert str(refused.value) == (f"{asked!r} is private (.gitignore:1:/X-files/plan.md): "
+                                      "vivary never shows private files to agents")
+    finally:
+        service.close()
+
+
+def test_a_private_rule_on_a_longer_name_never_refuses_a_path(repo: Repo) -> None:
+    """A path that names no note, asked under `*.md.md` and `*.markdown.md` rules: only that path (and `.md`
+    added to a path without an extension of a note) is asked about, so it is not found, never private."""
+    repo.commit("init", {**NOTES, ".gitignore": "*.md.md\n*.markdown.md\n"})
+    service = MemoryService(repo.path)
+    try:
+        for asked in ("notes/gone.md", "notes/gone.markdown"):
+            with pytest.raises(UsageError, match="no public node"):
+                service.read(asked)
+    finally:
+        service.close()
+
+
+def test_the_digest_refusal_says_what_it_would_hold(repo: Repo) -> None:
+    repo.commit("init", NOTES)
+    reader = MemoryService(repo.path, profile="read-only")
+    try:
+        with pytest.raises(RefusedError) as refused:
+            reader.digest()
+        assert str(refused.value) == ("the memory digest is not served in the read-only profile: it holds private "
+                                      "files' content (MEMORY.md, the USER.md profile)")
+    finally:
+        reader.close()
 
 
 # --- the read-only profile, in the service itself ----------------------------------------------------------
