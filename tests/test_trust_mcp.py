@@ -100,6 +100,32 @@ def test_http_on_any_loopback_address_refuses_a_rebound_host_or_origin(repo: Rep
         _stop(proc)
 
 
+def test_a_missing_or_wrong_token_gets_rfc_6750s_answer_word_for_word(repo: Repo) -> None:
+    """401, a JSON body and a `Bearer error="invalid_token"` challenge saying which: no token, or a wrong one
+    (a token with another scheme, or two Authorization headers, is no token)."""
+    repo.commit("init", NOTES)
+    proc, url = _start_http(repo, {"VIVARY_MCP_TOKEN": TOKEN})
+    try:
+        for headers, why in (({}, "no bearer token"), ({"Authorization": "Bearer wrong-token"}, "wrong bearer token"),
+                             ({"Authorization": f"Token {TOKEN}"}, "wrong bearer token")):
+            parts = urllib.parse.urlsplit(url)
+            conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=60)
+            try:
+                conn.request("POST", parts.path, body=INITIALIZE, headers={
+                    "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers})
+                resp = conn.getresponse()
+                body = resp.read()
+            finally:
+                conn.close()
+            assert resp.status == 401, headers
+            assert json.loads(body) == {"error": "invalid_token", "error_description": why}
+            assert resp.headers["Content-Type"] == "application/json"
+            assert resp.headers["Content-Length"] == str(len(body))
+            assert resp.headers["WWW-Authenticate"] == f'Bearer error="invalid_token", error_description="{why}"'
+    finally:
+        _stop(proc)
+
+
 def test_a_lower_case_bearer_scheme_serves_the_sdks_client(repo: Repo) -> None:
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
