@@ -285,6 +285,18 @@ def test_a_private_rule_on_a_longer_name_never_refuses_a_path(repo: Repo) -> Non
         service.close()
 
 
+def test_a_write_refused_by_the_profile_says_what_a_read_only_host_can_do(repo: Repo) -> None:
+    repo.commit("init", NOTES)
+    reader = MemoryService(repo.path, profile="read-only")
+    try:
+        with pytest.raises(RefusedError) as refused:
+            reader.add("Keys rotate every quarter.")
+        assert str(refused.value) == ("`add` is not available in the read-only profile (read-only hosts can search, "
+                                      "read and ask for status)")
+    finally:
+        reader.close()
+
+
 def test_the_digest_refusal_says_what_it_would_hold(repo: Repo) -> None:
     repo.commit("init", NOTES)
     reader = MemoryService(repo.path, profile="read-only")
