@@ -84,6 +84,7 @@ def test_http_on_any_loopback_address_refuses_a_rebound_host_or_origin(repo: Rep
         auth = {"Authorization": f"Bearer {TOKEN}"}
         assert _post(url, auth)[0] == 200
         assert _post(url, {**auth, "Origin": f"http://{netloc}"})[0] == 200
+        assert _post(url, {**auth, "Origin": f"https://{netloc}"})[0] == 200  # a page served over TLS, same host
         assert _post(url, {**auth, "Host": "attacker.example"})[0] == 421
         assert _post(url, {**auth, "Host": f"attacker.example:{port}"})[0] == 421
         assert _post(url, {**auth, "Origin": "http://attacker.example"})[0] == 403
@@ -152,6 +153,7 @@ def test_an_allowed_host_name_is_served_and_only_it(repo: Repo) -> None:
         assert _post(url, {"Host": f"mcp.internal.test:{port}", "Origin": f"http://mcp.internal.test:{port}"})[0] \
             == 200
         assert _post(url, {"Host": f"localhost:{port}"})[0] == 200
+        assert _post(url, {"Host": f"[::1]:{port}"})[0] == 200  # a loopback name, whatever the bind
         assert _post(url, {"Host": f"other.internal.test:{port}"})[0] == 421
     finally:
         _stop(proc)
