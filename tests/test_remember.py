@@ -184,7 +184,9 @@ def test_an_ignored_memory_folder_is_refused(repo: Repo, cli) -> None:
     repo.commit("ignore", {".gitignore": "memories/\n"})
     r = cli("remember", "Would be ignored", cwd=repo.path)
     assert r.code == 3
-    assert "memories/would-be-ignored.md would be private (.gitignore:1:memories/)" in r.err
+    assert r.err == ("git vivary remember: memories/would-be-ignored.md would be private (.gitignore:1:memories/), "
+                     "so a memory written there could never be found; set [memory.remember] folder in "
+                     ".vivary/memory.toml to a public folder (default \"memories\")\n"), r.err
 
 
 def test_detached_head_is_refused_with_the_fix(repo: Repo, cli) -> None:
@@ -293,9 +295,9 @@ def test_an_agents_input_at_each_bound_is_taken(repo: Repo) -> None:
     service = MemoryService(repo.path)
     try:
         text = ("Deploys happen on Tuesdays. " * 800)[:20_000]
-        long = service.add(text, tags=["#deploy", "deploy", _LONG_TAG], durability="pinned")
+        long = service.add(text, tags=["#deploy", "deploy", "Xray", _LONG_TAG], durability="pinned")
         assert long.ok and long.id is not None, long
-        assert service.read(long.id).frontmatter["tags"] == ["deploy", _LONG_TAG]
+        assert service.read(long.id).frontmatter["tags"] == ["deploy", "Xray", _LONG_TAG]
         many = service.add("Signing keys rotate every quarter.", tags=[f"t{n}" for n in range(32)])
         assert many.ok and many.id is not None, many
         assert service.read(many.id).frontmatter["tags"] == [f"t{n}" for n in range(32)]
