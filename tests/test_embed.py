@@ -322,10 +322,16 @@ def test_batching_changes_no_bits() -> None:
 @needs_model
 def test_embed_is_tokenize_then_embed_tokens(embedder: Embedder) -> None:
     np = _np()
-    runs: list[int] = []
-    vectors = embedder.embed_tokens(embedder.tokenize(VARIED), batch_size=8, on_run=runs.append)
-    assert np.array_equal(vectors, embedder.embed(VARIED, batch_size=8))
-    assert sum(runs) == len(VARIED) and max(runs) <= 8
+    runs: list[list[int]] = []
+    given = np.zeros((len(VARIED), embedder.dim), dtype=np.float32)
+
+    def ran(run: list[int], rows: Any) -> None:
+        runs.append(run)
+        given[run] = rows
+
+    vectors = embedder.embed_tokens(embedder.tokenize(VARIED), batch_size=8, on_run=ran)
+    assert np.array_equal(vectors, embedder.embed(VARIED, batch_size=8)) and np.array_equal(given, vectors)
+    assert sorted(i for run in runs for i in run) == list(range(len(VARIED))) and max(map(len, runs)) <= 8
 
 
 @pytest.mark.parametrize("option", ["threads", "lanes"])

@@ -11,12 +11,14 @@ Nothing here touches the network.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata
 import importlib.resources
 import importlib.util
 import os
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +35,7 @@ __all__ = [
     "INSTALL_HINT",
     "Embedder",
     "EmbedderError",
+    "EmbeddingCancelled",
     "embedder_status",
     "known_embedders",
     "load_embedder",
@@ -46,6 +49,10 @@ INSTALL_HINT = "pip install 'vivary-git[embed]'"
 
 # Python modules the ONNX embedders need at run time (import name -> PyPI name).
 _RUNTIME_MODULES = {"numpy": "numpy", "onnxruntime": "onnxruntime", "tokenizers": "tokenizers"}
+
+
+class EmbeddingCancelled(Exception):
+    """Embedding stopped because the run it works for was interrupted or failed (`embed_tokens`' `cancel`)."""
 
 
 class EmbedderError(VivaryError):
@@ -80,8 +87,11 @@ class Embedder(Protocol):
         ...
 
     def embed_tokens(self, tokens: Sequence[Sequence[int]], *, batch_size: int = 32,
-                     on_run: Callable[[int], None] | None = None) -> npt.NDArray[np.float32]:
-        """`embed` of texts already tokenised by `tokenize`; `on_run(n)` after each model run of n texts."""
+                     on_run: Callable[[list[int], npt.NDArray[np.float32]], None] | None = None,
+                     cancel: threading.Event | None = None) -> npt.NDArray[np.float32]:
+        """`embed` of texts already tokenised by `tokenize`. `on_run(positions, vectors)` after each model
+        run, with the positions in `tokens` it embedded and their vectors. Once `cancel` is set, the runs under
+        way stop and no other starts: `EmbeddingCancelled`, after the runs finished by then are handed over."""
         ...
 
 
@@ -382,12 +392,12 @@ class _OnnxEmbedder:
             feeds["token_type_ids"] = np.zeros_like(ids)  # single segment
         return feeds
 
-    def _vectors(self, rows: Sequence[Sequence[int]]) -> npt.NDArray[np.float32]:
-        """One onnxruntime run, mean-pooled and normalised: (len(rows), dim)."""
+    def _vectors(self, rows: Sequence[Sequence[int]], options: Any = None) -> npt.NDArray[np.float32]:
+        """One onnxruntime run, mean-pooled and normalised: (len(rows), dim). `options`: its RunOptions."""
         import numpy as np
 
         feeds = self.feeds(rows)
-        hidden = self.session.run(None, feeds)[0]  # (batch, tokens, dim) float32
+        hidden = self.session.run(None, feeds, options)[0]  # (batch, tokens, dim) float32
         mask = feeds["attention_mask"]
         weights = mask[:, :, None].astype(np.float32)
         summed = (hidden * weights).sum(axis=1)
@@ -398,32 +408,65 @@ class _OnnxEmbedder:
         return out
 
     def embed_tokens(self, tokens: Sequence[Sequence[int]], *, batch_size: int = BATCH_SIZE,
-                     on_run: Callable[[int], None] | None = None) -> npt.NDArray[np.float32]:
+                     on_run: Callable[[list[int], npt.NDArray[np.float32]], None] | None = None,
+                     cancel: threading.Event | None = None) -> npt.NDArray[np.float32]:
         """Vectors of already tokenised texts (from `tokenize`), in the order given: the runs of `plan`, up
-        to `lanes` of them at once (onnxruntime releases the GIL). `on_run(texts)` is called in this thread
-        as each run finishes, in plan order."""
+        to `lanes` of them at once (onnxruntime releases the GIL). `on_run(positions, vectors)` is called in
+        this thread as each run finishes, in plan order.
+
+        Once `cancel` is set, the runs under way are stopped inside the model (onnxruntime's
+        `RunOptions.terminate`, checked between its operators) and none other starts; the runs that finished
+        by then are handed to `on_run`, then `EmbeddingCancelled` is raised. A run of 32 texts takes seconds on
+        one core: an interrupted index run ends at once, and keeps every vector made."""
         import numpy as np
 
         out = np.zeros((len(tokens), self.dim), dtype=np.float32)
         runs = self.plan(tokens, batch_size=batch_size)
-        if self.lanes <= 1 or len(runs) <= 1:
+
+        def finished(run: list[int], vectors: npt.NDArray[np.float32]) -> None:
+            out[run] = vectors
+            if on_run is not None:
+                on_run(run, vectors)
+
+        if cancel is None and (self.lanes <= 1 or len(runs) <= 1):
             for run in runs:
-                out[run] = self._vectors([tokens[i] for i in run])
-                if on_run is not None:
-                    on_run(len(run))
+                finished(run, self._vectors([tokens[i] for i in run]))
             return out
         from concurrent.futures import ThreadPoolExecutor
+        from concurrent.futures import TimeoutError as Pending
 
-        with ThreadPoolExecutor(max_workers=self.lanes, thread_name_prefix="vivary-embed") as pool:
-            futures = [pool.submit(self._vectors, [tokens[i] for i in run]) for run in runs]
+        import onnxruntime as ort
+
+        options = ort.RunOptions()
+
+        def one(run: list[int]) -> npt.NDArray[np.float32]:
+            if cancel is not None and cancel.is_set():
+                raise EmbeddingCancelled("embedding cancelled")
+            return self._vectors([tokens[i] for i in run], options)
+
+        handed = 0
+        with ThreadPoolExecutor(max_workers=max(1, min(self.lanes, len(runs))),
+                                thread_name_prefix="vivary-embed") as pool:
+            futures = [pool.submit(one, run) for run in runs]
             try:
                 for run, future in zip(runs, futures, strict=True):
-                    out[run] = future.result()
-                    if on_run is not None:
-                        on_run(len(run))
-            except BaseException:  # an interrupt or a failed run: do not start the runs still queued
+                    while cancel is not None:
+                        try:
+                            future.result(timeout=0.05)
+                            break
+                        except Pending:
+                            if cancel.is_set():
+                                raise EmbeddingCancelled("embedding cancelled") from None
+                    finished(run, future.result())
+                    handed += 1
+            except BaseException:  # cancelled, interrupted or a failed run: start no other, stop those under way
+                options.terminate = True
                 for future in futures:
                     future.cancel()
+                for run, future in list(zip(runs, futures, strict=True))[handed:]:
+                    with contextlib.suppress(BaseException):  # a run stopped midway has nothing to give
+                        vectors = future.result()
+                        finished(run, vectors)
                 raise
         return out
 
@@ -449,7 +492,8 @@ def load_embedder(
 
     Many texts are embedded as `lanes` model runs at once (default: one per usable core, max 4), each
     with `threads` intra-op threads (default 1). On the 2-core machines this project measures on
-    (bench/bench_index.py --sweep), two single-threaded runs side by side beat one run on two threads:
+    (bench/bench_index.py --sweep), two single-threaded runs
+    side by side beat one run on two threads:
     a run's operators are too small to split well, and idle intra-op threads spin, which costs most when
     other processes share the cores. A single run (a recall query) still uses one core.
     `optimize=False` skips onnxruntime's graph optimisation: ~0.2 s less to load, slightly slower per
@@ -511,5 +555,4 @@ def load_embedder(
     # padding is done per batch in embed() (to the longest text of that batch).
     tokenizer.enable_truncation(max_length=spec.max_tokens)
     tokenizer.no_padding()
-    return _OnnxEmbedder(spec, session, tokenizer, input_names,
-                         lanes=lanes if lanes is not None else _default_lanes())
+    return _OnnxEmbedder(spec, session, tokenizer, input_names, lanes=lanes if lanes is not None else _default_lanes())
