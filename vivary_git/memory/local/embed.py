@@ -36,6 +36,8 @@ __all__ = [
     "Embedder",
     "EmbedderError",
     "EmbeddingCancelled",
+    "default_lanes",
+    "embed_lanes",
     "embedder_status",
     "known_embedders",
     "load_embedder",
@@ -282,17 +284,59 @@ def embedder_status(name: str = DEFAULT_EMBEDDER) -> str:
 
 
 def _usable_cores() -> int:
-    """Cores this process may run on: sched_getaffinity respects CPU pinning in containers where cpu_count()
-    overstates."""
+    """Cores this process may run on: `os.process_cpu_count` (Python 3.13+), else sched_getaffinity, both of
+    which respect CPU pinning in containers where cpu_count() overstates."""
+    counted = getattr(os, "process_cpu_count", None)
+    if counted is not None:
+        return max(1, counted() or 1)
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # not on Linux
         return max(1, os.cpu_count() or 1)
 
 
-def _default_lanes() -> int:
-    """Batches run at once, each on one core (see `load_embedder`), capped at 4."""
-    return min(_usable_cores(), 4)
+# What one lane adds to the process at its peak, in MiB: the activations of one model run of up to
+# `TOKEN_BUDGET` padded tokens (measured in docs/index.md#memory). Lanes are bounded so that together they take
+# at most half the memory available when the model loads.
+LANE_MIB = 80
+LANES_ENV = "VIVARY_EMBED_LANES"
+MAX_LANES = 256
+
+
+def _available_mib() -> int | None:
+    """MemAvailable from /proc/meminfo (what can be allocated without swapping), else None (not Linux)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) // 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def default_lanes() -> int:
+    """Model runs at once when `VIVARY_EMBED_LANES` is not set: one per usable core, as many as half the
+    available memory holds at `LANE_MIB` each (at least one)."""
+    lanes = _usable_cores()
+    available = _available_mib()
+    if available is not None:
+        lanes = min(lanes, max(1, available // 2 // LANE_MIB))
+    return lanes
+
+
+def embed_lanes() -> int:
+    """Model runs at once: `VIVARY_EMBED_LANES` (a whole number from 1 to `MAX_LANES`) when set, else
+    `default_lanes()`. A bad value is an error naming the variable, never silently replaced."""
+    raw = os.environ.get(LANES_ENV)
+    if raw is None or not raw.strip():
+        return default_lanes()
+    value = raw.strip()
+    if not value.isdigit() or not 1 <= int(value) <= MAX_LANES:
+        raise EmbedderError(f"{LANES_ENV}={value[:40]!r} is not a number of model runs at once: set it to a whole "
+                            f"number from 1 to {MAX_LANES}, or unset it for one per usable core "
+                            f"({default_lanes()} here)")
+    return int(value)
 
 
 def model_environment() -> None:
@@ -318,8 +362,11 @@ def model_environment() -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
-# Upper bound on padded tokens per onnxruntime run (16 x 256-token docs); see `_OnnxEmbedder.plan`.
-TOKEN_BUDGET = 4096
+# Upper bound on padded tokens per onnxruntime run (2 x 256-token docs); see `_OnnxEmbedder.plan`. Small runs
+# are both leaner and faster: a run's activations (attention is tokens^2 per text) grow with it, and past a few
+# hundred tokens they leave the caches. 128 notes of 246 tokens, one process per setting, 3 interleaved rounds:
+# 4096 padded tokens 11.0 notes per CPU-s at a peak of 872 MiB, 1024: 12.8 at 417 MiB, 512: 13.4 at 322 MiB.
+TOKEN_BUDGET = 512
 BATCH_SIZE = 32
 
 
@@ -490,9 +537,9 @@ def load_embedder(
     feed a tampered copy). The file must still match the pinned digest: it is a location override, not a
     way to run another model.
 
-    Many texts are embedded as `lanes` model runs at once (default: one per usable core, max 4), each
-    with `threads` intra-op threads (default 1). On the 2-core machines this project measures on
-    (bench/bench_index.py --sweep), two single-threaded runs
+    Many texts are embedded as `lanes` model runs at once (default `embed_lanes()`: `VIVARY_EMBED_LANES`, else
+    one per usable core within the memory available), each with `threads` intra-op threads (default 1). On
+    the 2-core machines this project measures on (bench/bench_index.py --sweep), two single-threaded runs
     side by side beat one run on two threads:
     a run's operators are too small to split well, and idle intra-op threads spin, which costs most when
     other processes share the cores. A single run (a recall query) still uses one core.
@@ -505,6 +552,7 @@ def load_embedder(
     for what, value in (("threads", threads), ("lanes", lanes)):
         if value is not None and value < 1:
             raise EmbedderError(f"{what} must be >= 1, got {value}")
+    lanes = embed_lanes() if lanes is None else lanes
     spec = _spec(name)
     missing = _missing_runtime()
     if model_path is None and not _has_dist(spec.dist):
@@ -536,6 +584,10 @@ def load_embedder(
         # processes need.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    # A memory pattern is planned and kept for each input shape, and an index's runs have hundreds of shapes
+    # (texts x longest text): without them the peak above was 339 MiB rather than 417 at 1024 padded tokens,
+    # at the same speed.
+    options.enable_mem_pattern = False
     options.log_severity_level = 3  # errors only: warnings about unused initializers are noise to users
     if not optimize:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
@@ -555,4 +607,4 @@ def load_embedder(
     # padding is done per batch in embed() (to the longest text of that batch).
     tokenizer.enable_truncation(max_length=spec.max_tokens)
     tokenizer.no_padding()
-    return _OnnxEmbedder(spec, session, tokenizer, input_names, lanes=lanes if lanes is not None else _default_lanes())
+    return _OnnxEmbedder(spec, session, tokenizer, input_names, lanes=lanes)
