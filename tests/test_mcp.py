@@ -22,6 +22,7 @@ from conftest import Repo
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from vivary_git.mcp.reads import answer_text, estimate_tokens
 from vivary_git.mcp.server import build_server
 from vivary_git.mcp.service import MemoryService
 
@@ -302,19 +303,23 @@ def test_search_trims_to_its_budget_in_the_documented_order(repo: Repo) -> None:
 
     def shape(budget: int) -> list[tuple[bool, bool, int, bool]]:
         got = ask(budget)
+        # the whole answer's text counts, as the host receives it (compact JSON), its own size included
+        assert got.estimated_tokens == estimate_tokens(answer_text(got))
         if budget:  # 0 = no budget
-            assert got.estimated_tokens <= max(budget, 40), (budget, got.estimated_tokens)
+            assert got.estimated_tokens <= max(budget, smallest), (budget, got.estimated_tokens)
         assert [h.id for h in got.results] == [h.id for h in full.results][: len(got.results)]
         return [(bool(h.content), bool(h.neighbors), len(h.snippet or ""), bool(h.edges)) for h in got.results]
 
     full = ask(0)
+    smallest = ask(1).estimated_tokens  # the answer's envelope and one bare result
     snippet = len(full.results[0].snippet or "")
-    assert snippet > 80 and full.estimated_tokens > 2000
+    assert snippet > 80 and full.estimated_tokens > 2000 and smallest < 150
     assert shape(0) == [(True, True, snippet, True)] * 6
     assert shape(2000) == [(False, True, snippet, True)] * 6  # content goes first
-    assert shape(600) == [(False, False, snippet, True)] * 6  # then neighbours
-    assert shape(300) == [(False, False, 0, True)] * 6  # then snippets shorten and go
-    assert shape(150) == [(False, False, 0, False)] * 4  # then edges, then trailing results
+    assert shape(700) == [(False, False, snippet, True)] * 6  # then neighbours
+    assert shape(400) == [(False, False, 0, True)] * 6  # then snippets shorten and go
+    assert shape(250) == [(False, False, 0, False)] * 6  # then edges
+    assert shape(150) == [(False, False, 0, False)] * 2  # then trailing results
     assert shape(1) == [(False, False, 0, False)]  # one result always stays
 
 
