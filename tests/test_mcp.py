@@ -7,11 +7,9 @@ import asyncio
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +19,7 @@ pytest.importorskip("mcp", reason="the mcp extra is not installed")
 from conftest import Repo
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from npm_tools import inspector_cli
 
 from vivary_git.mcp.reads import answer_text, estimate_tokens
 from vivary_git.mcp.server import build_server
@@ -409,25 +408,16 @@ def test_help_and_check_import_no_server_or_model(repo: Repo) -> None:
         assert out.strip().splitlines()[-1] == "[]", (args, out)
 
 
-def test_an_independent_client_the_inspector_cli(repo: Repo, tmp_path: Path) -> None:
-    npx = shutil.which("npx")
-    if npx is None:
-        pytest.skip("npx is not installed, so the MCP Inspector CLI cannot run here")
+def test_an_independent_client_the_inspector_cli(repo: Repo, tmp_path_factory: pytest.TempPathFactory) -> None:
+    cmd = [*inspector_cli(tmp_path_factory), "--cli", sys.executable, "-m", "vivary_git.main", "mcp"]
     _seed(repo)
-    cmd = [npx, "-y", "@modelcontextprotocol/inspector", "--cli", sys.executable, "-m", "vivary_git.main", "mcp"]
-    env = dict(os.environ, npm_config_cache=str(tmp_path / "npm-cache"), npm_config_update_notifier="false")
-    try:
-        listed = subprocess.run([*cmd, "--method", "tools/list"], cwd=repo.path, capture_output=True, text=True,
-                                timeout=600, env=env, check=False)
-    except subprocess.TimeoutExpired:
-        pytest.skip("the MCP Inspector CLI did not install within 10 minutes")
-    if listed.returncode != 0 and ("npm" in listed.stderr and "ERR" in listed.stderr):
-        pytest.skip(f"the MCP Inspector CLI did not install: {listed.stderr.strip()[-300:]}")
+    listed = subprocess.run([*cmd, "--method", "tools/list"], cwd=repo.path, capture_output=True, text=True,
+                            timeout=300, check=False)
     assert listed.returncode == 0, listed.stderr
     names = {t["name"] for t in json.loads(listed.stdout)["tools"]}
     assert names == {"search", "read", "add", "update", "link", "unlink", "dream", "status", "onboard"}
     called = subprocess.run([*cmd, "--method", "tools/call", "--tool-name", "search", "--tool-arg", "query=deploy"],
-                            cwd=repo.path, capture_output=True, text=True, timeout=300, env=env, check=False)
+                            cwd=repo.path, capture_output=True, text=True, timeout=300, check=False)
     assert called.returncode == 0, called.stderr
     answer = json.loads(called.stdout)
     assert answer["structuredContent"]["results"][0]["id"] == "notes/deploy"
