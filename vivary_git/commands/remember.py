@@ -35,6 +35,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--type", default="memory", metavar="TYPE", help="its type (default memory)")
     p.add_argument("--durability", choices=("working", "durable", "pinned", "ephemeral"),
                    help="how long it should matter (default: [memory.remember] durability, working)")
+    p.add_argument("--expires", metavar="WHEN", help="when it stops mattering, an ISO date or date-time (UTC when "
+                   "no zone is given): an ephemeral memory")
     p.add_argument("--link", action="append", default=[], metavar="FIELD:ID",
                    help="an edge from the new memory, e.g. related:deploy-runbook; repeatable")
     p.add_argument("--force", action="store_true", help="add even when a near-duplicate exists; for an anchor "
@@ -61,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
     result = remember.add(
         view, " ".join(args.text), title=args.title, tags=args.tag, type_name=args.type,
         durability=args.durability, links=args.link, force=args.force, source="cli", probe=probe_for(view),
+        expires=args.expires,
     )
     if args.json:
         emit_json(result)
@@ -90,10 +93,11 @@ def _anchor(args: argparse.Namespace) -> int:
     base = Path(args.cwd or ".")
     common = {"title": args.title, "description": " ".join(args.text) or None, "tags": args.tag,
               "durability": args.durability, "links": args.link, "force": args.force, "source": "cli"}
-    if args.type != "memory":
+    if args.type != "memory" or args.expires is not None:
         from vivary_git.errors import UsageError
 
-        raise UsageError("--type does not apply to --file, --folder or --url: anchors are memories")
+        raise UsageError(f"{'--type' if args.type != 'memory' else '--expires'} does not apply to --file, --folder "
+                         "or --url: anchors are memories, kept current by `refresh`")
     if args.file is not None:
         result = anchors.remember_file(view, args.file, base=base, **common)
     elif args.folder is not None:
