@@ -32,8 +32,8 @@ NOTES = {
 }
 
 
-HOST_CORE = {"search", "read", "add", "update", "link", "unlink", "dream", "status", "onboard", "edit", "retire", "forget",
-             "move", "recent", "context"}
+HOST_CORE = {"search", "read", "add", "update", "link", "unlink", "dream", "status", "onboard", "edit", "retire",
+             "forget", "move", "recent", "context"}
 
 
 def _seed(repo: Repo) -> None:
