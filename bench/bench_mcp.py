@@ -1,7 +1,7 @@
 """The MCP server on a 10,000-note workspace: start to first answer, warm search, add to searchable.
 
     python bench/bench_mcp.py [--notes 10000] [--dest DIR] [--queries 40] [--adds 5] [--edits 5]
-                              [--hybrid-notes 400] [--other-code DIR] [--rounds 1]
+                              [--lifecycle 20] [--hybrid-notes 400] [--other-code DIR] [--rounds 1]
 
 Builds (or reuses, with an existing --dest) a workspace from /work/shared/bench/make_vault.py
 (`--notes N --wikilinks --commits 3`), then, through the MCP SDK's own client over stdio
@@ -14,7 +14,10 @@ Builds (or reuses, with an existing --dest) a workspace from /work/shared/bench/
 - `add` → searchable: from calling `add` (probe, secret scan, commit, index and work-tree update)
   until a `search` for its text returns it, over --adds memories;
 - edit → searchable: a note edited on disk (as an editor would) until a `search` finds the new word,
-  over --edits edits (no goal in the issue; it is what freshness costs).
+  over --edits edits (no goal in the issue; it is what freshness costs);
+- `edit`, `retire` and `context`: p50/p95 of each call over --lifecycle memories (added first, untimed):
+  `edit` appends a line, `retire` archives it with a reason (each one commit), `context` reads a note of the
+  workspace with its neighbourhood to depth 2 within the default budget.
 
 With --hybrid-notes N (0: off), the same on a smaller memory-enabled vault of N notes (embedding 10,000
 notes takes too long on a shared machine): `git vivary index --yes` once, then warm `search` p50/p95 in
@@ -70,8 +73,35 @@ def _env(code: Path | None) -> dict[str, str]:
     return env
 
 
+async def _lifecycle(client: Any, n: int, notes: list[str]) -> dict[str, list[float]]:
+    """`edit`, `retire` and `context` timed over n memories added for them (the adds untimed)."""
+    mids = []
+    for i in range(n):
+        added = await client.call_tool("add", {"text": f"Lifecycle memory {i}: the wombat shift {i} starts early",
+                                               "force": True, "links": [f"related:{notes[i % len(notes)]}"]})
+        assert not added.is_error, added.content
+        mids.append((added.structured_content or {})["id"])
+    out: dict[str, list[float]] = {"edit": [], "retire": [], "context": []}
+    for i, mid in enumerate(mids):
+        t = time.perf_counter()
+        got = await client.call_tool("edit", {"id": mid, "append": f"Moved to {i + 8} o'clock."})
+        out["edit"].append(time.perf_counter() - t)
+        assert not got.is_error, got.content
+    for i in range(n):
+        t = time.perf_counter()
+        got = await client.call_tool("context", {"id": notes[i % len(notes)], "depth": 2})
+        out["context"].append(time.perf_counter() - t)
+        assert not got.is_error, got.content
+    for mid in mids:
+        t = time.perf_counter()
+        got = await client.call_tool("retire", {"id": mid, "reason": "the bench is over"})
+        out["retire"].append(time.perf_counter() - t)
+        assert not got.is_error, got.content
+    return out
+
+
 async def _session(dest: Path, queries: list[str], adds: int, edits: int = 0, code: Path | None = None,
-                   mode: str = "text") -> dict[str, Any]:
+                   mode: str = "text", lifecycle: int = 0) -> dict[str, Any]:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
@@ -114,7 +144,11 @@ async def _session(dest: Path, queries: list[str], adds: int, edits: int = 0, co
                 if (got.structured_content or {}).get("results"):
                     break
             edited.append(time.perf_counter() - t)
-    return {"start": start_to_first, "search": times, "mode": used, "searchable": searchable, "edited": edited}
+        life = await _lifecycle(client, lifecycle, [p.relative_to(dest).with_suffix("").as_posix() for p in
+                                                    sorted((dest / "notes").rglob("*.md"))[:lifecycle]]) \
+            if lifecycle else {}
+    return {"start": start_to_first, "search": times, "mode": used, "searchable": searchable, "edited": edited,
+            "lifecycle": life}
 
 
 def _cli(dest: Path, *args: str, code: Path | None = None) -> float:
@@ -137,7 +171,7 @@ def _text(dest: Path, queries: list[str], args: argparse.Namespace,
             shutil.rmtree(cached, ignore_errors=True)
         _cli(dest, "find", "graph memory", code=code)  # warms the graph and query caches the CLI uses
         baseline = statistics.median(_cli(dest, "find", q, code=code) for q in queries[:5])
-        cold = asyncio.run(_session(dest, queries, args.adds, args.edits, code))
+        cold = asyncio.run(_session(dest, queries, args.adds, args.edits, code, lifecycle=args.lifecycle))
         _reset(dest, head)
         warm = asyncio.run(_session(dest, queries, 0, 0, code))
     finally:
@@ -156,6 +190,8 @@ def _text(dest: Path, queries: list[str], args: argparse.Namespace,
     if cold["edited"]:
         rows += [("edit on disk -> searchable, median", statistics.median(cold["edited"])),
                  ("edit on disk -> searchable, max", max(cold["edited"]))]
+    for tool, got in cold["lifecycle"].items():
+        rows += [(f"`{tool}` p50 ({len(got)} calls)", _pct(got, 0.5)), (f"`{tool}` p95", _pct(got, 0.95))]
     return [(name, value, baseline) for name, value in rows]
 
 
@@ -187,6 +223,7 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=40)
     ap.add_argument("--adds", type=int, default=5)
     ap.add_argument("--edits", type=int, default=5)
+    ap.add_argument("--lifecycle", type=int, default=20, help="memories to edit, retire and read context of (0: off)")
     ap.add_argument("--hybrid-notes", type=int, default=0)
     ap.add_argument("--other-code", type=Path, default=None, help="another revision's source tree, run interleaved")
     ap.add_argument("--rounds", type=int, default=1)

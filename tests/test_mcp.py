@@ -32,6 +32,10 @@ NOTES = {
 }
 
 
+HOST_CORE = {"search", "read", "add", "update", "link", "unlink", "dream", "status", "onboard", "edit", "retire",
+             "forget", "move", "recent", "context"}
+
+
 def _seed(repo: Repo) -> None:
     repo.commit("init", NOTES)
 
@@ -67,7 +71,7 @@ def test_a_scripted_agent_session_over_stdio(repo: Repo) -> None:
     async def session() -> dict[str, Any]:
         async with Client(_stdio(repo)) as client:
             tools = {t.name for t in (await client.list_tools()).tools}
-            assert tools == {"search", "read", "add", "update", "link", "unlink", "dream", "status", "onboard"}
+            assert tools == HOST_CORE
             ids = []
             for text, tags in (("Deploys happen on Tuesdays, never on Fridays.", ["deploy"]),
                                ("The staging database is reset every night at 02:00 UTC.", ["staging"]),
@@ -198,7 +202,7 @@ def test_read_only_profile_serves_reads_only(repo: Repo) -> None:
             return tools, ans
 
     tools, ans = _run(session)
-    assert tools == {"search", "read", "status"}
+    assert tools == {"search", "read", "status", "recent", "context"}
     assert ans["results"][0]["id"] == "notes/deploy"
     with pytest.raises(Exception, match="not available in the read-only profile"):
         MemoryService(repo.path, profile="read-only").add("nope")
@@ -420,7 +424,7 @@ def test_an_independent_client_the_inspector_cli(repo: Repo, tmp_path: Path) -> 
         pytest.skip(f"the MCP Inspector CLI did not install: {listed.stderr.strip()[-300:]}")
     assert listed.returncode == 0, listed.stderr
     names = {t["name"] for t in json.loads(listed.stdout)["tools"]}
-    assert names == {"search", "read", "add", "update", "link", "unlink", "dream", "status", "onboard"}
+    assert names == HOST_CORE
     called = subprocess.run([*cmd, "--method", "tools/call", "--tool-name", "search", "--tool-arg", "query=deploy"],
                             cwd=repo.path, capture_output=True, text=True, timeout=300, env=env, check=False)
     assert called.returncode == 0, called.stderr

@@ -1,4 +1,5 @@
-"""The MCP service's read side: `search`, `read`, `status` and the resources (a node, the MEMORY.md digest).
+"""The MCP service's read side: `search`, `read`, `status`, `recent`, `context` and the resources (a node, the
+MEMORY.md digest).
 
 Privacy: every node, edge, search hit and neighbour comes from the privacy-filtered snapshot
 (`memory/snapshot.py`); a private node is absent, never named, and asking for a private file by
@@ -21,7 +22,9 @@ from vivary_git.mcp.warm import PROFILES, RESOURCES, State, Warm
 from vivary_git.memory.writes.remember import EdgeRef
 
 if TYPE_CHECKING:
+    from vivary_git.context import Context
     from vivary_git.memory.local.recall import RecallSession
+    from vivary_git.memory.writes.history import Recent
     from vivary_git.memory.writes.remember import View
     from vivary_git.models import Note
 
@@ -57,10 +60,13 @@ class SearchHit(msgspec.Struct, omit_defaults=True):
     neighbors: list[Neighbor] | None = None
 
 
-class SearchFilters(msgspec.Struct, frozen=True):
+class SearchFilters(msgspec.Struct, frozen=True, omit_defaults=True):
     type: list[str]
     path: list[str]
     edge: list[str]
+    since: str | None = None  # the time window (mcp/paging.py), on the note's date or its commit's
+    until: str | None = None
+    date: str | None = None
 
 
 class SearchAnswer(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -75,6 +81,7 @@ class SearchAnswer(msgspec.Struct, frozen=True, omit_defaults=True):
     tree: str | None  # the working tree the answer comes from, as a Git tree id
     hidden: int = 0  # archived or expired memories left out (docs/dream.md)
     dream_due: str | None = None
+    next_cursor: str | None = None  # the next page: pass it as `cursor` with the same question
 
 
 class InEdge(msgspec.Struct, frozen=True):
@@ -229,7 +236,11 @@ class Reads(Warm):
 
     def search(self, query: str, *, top_k: int = 5, type: Sequence[str] = (), path: Sequence[str] = (),
                edge: Sequence[str] = (), include_neighbors: int = 0, include_content: bool = False,
-               budget: int = DEFAULT_BUDGET, mode: str = "auto", include_archived: bool = False) -> SearchAnswer:
+               budget: int = DEFAULT_BUDGET, mode: str = "auto", include_archived: bool = False,
+               since: str | None = None, until: str | None = None, date: str = "note",
+               cursor: str | None = None) -> SearchAnswer:
+        from vivary_git.mcp import paging
+
         if not isinstance(query, str) or not query.strip():
             raise UsageError("query is empty: give keywords or a question")
         if len(query) > MAX_QUERY:
@@ -241,9 +252,16 @@ class Reads(Warm):
         if mode not in ("auto", "text", "hybrid"):
             raise UsageError(f"mode must be auto, text or hybrid (got {mode!r})")
         types, paths, edges = list(type), list(path), list(edge)
+        win = paging.window_of(since, until, date)
+        question = (query, types, paths, edges, since, until, date, mode, include_archived)
+        offset = paging.offset_of(cursor, question)
+        shown_k, top_k = top_k, offset + top_k + 1  # this page, and one more to know there is a next
         with self._lock:
             st = self.state()
             hidden = _hidden_memories(st.view, include_archived)
+            left_out = len(hidden)
+            if win is not None:
+                hidden |= paging.outside(st, win)
             hits: list[SearchHit] | None = None
             used, why = "text", "keyword search (the contract's text scoring)"
             if mode != "text":
@@ -255,15 +273,22 @@ class Reads(Warm):
                     why = f"keyword search: {reason}"
             if hits is None:
                 hits = self._text_hits(st, query, top_k, types, paths, edges, hidden)
+            more = len(hits) > offset + shown_k
+            hits = hits[offset:offset + shown_k]
             for h in hits:
                 if include_content:
                     h.content = _bounded(self._note(st, h.id).body)
                 if include_neighbors:
                     h.neighbors = _neighbors(st, h.id, include_neighbors)
+            page = len(hits)
             tokens = _trim(hits, budget) if budget > 0 else _estimate(hits)
-            return SearchAnswer(query=query, mode=used, mode_reason=why, top_k=top_k, budget=budget,
-                                estimated_tokens=tokens, filters=SearchFilters(types, paths, edges), results=hits,
-                                tree=st.root_tree, hidden=len(hidden), dream_due=_memory_event(st.view, "hit", hits))
+            more = more or len(hits) < page
+            window = (since, until, date) if win is not None else (None, None, None)
+            return SearchAnswer(query=query, mode=used, mode_reason=why, top_k=shown_k, budget=budget,
+                                estimated_tokens=tokens, filters=SearchFilters(types, paths, edges, *window),
+                                results=hits, tree=st.root_tree, hidden=left_out,
+                                dream_due=_memory_event(st.view, "hit", hits),
+                                next_cursor=paging.cursor_for(offset + len(hits), question) if more and hits else None)
 
     def _note(self, st: State, nid: str) -> Note:
         return st.view.note_of(st.view.nodes[nid].blob)
@@ -375,6 +400,34 @@ class Reads(Warm):
                 content=_bounded(note.body) if include_content else None,
                 tree=st.root_tree,
             )
+
+    def recent(self, *, since: str | None = "7d", until: str | None = None, ops: Sequence[str] = (),
+               limit: int = 50) -> Recent:
+        """What was added, edited, retired, moved or dreamed in a time window, from the Git history."""
+        from vivary_git.memory.writes.history import recent
+
+        with self._lock:
+            return recent(self.state().view, since=since, until=until, ops=ops, limit=limit)
+
+    def context(self, id: str, *, depth: int = 1, budget: int = 2000, include_content: bool = True) -> Context:
+        """One node and its neighbourhood to `depth` with every edge between them, cut to `budget` tokens."""
+        from vivary_git import context
+
+        if not isinstance(id, str) or not id.strip():
+            raise UsageError("give a node id (from search) or a note's path")
+        if not 0 <= depth <= context.MAX_DEPTH:
+            raise UsageError(f"depth must be 0 to {context.MAX_DEPTH} (got {depth})")
+        if budget < 0:
+            raise UsageError(f"budget must be 0 (none) or more tokens (got {budget})")
+        with self._lock:
+            st = self.state()
+            found = st.view.find(id.strip())
+            if found is None:
+                self._refuse_private_path(st, id.strip())
+                raise UsageError(f"no public node {id!r} in this workspace (ids come from `search`; private notes "
+                                 "are never shown)")
+            return context.build(found.id, st.nodes, st.out, st.inn, lambda nid: self._note(st, nid).body,
+                                 depth=depth, budget=budget, include_content=include_content)
 
     def _refuse_private_path(self, st: State, asked: str) -> None:
         """An agent naming a private file by path is told it is private, and why."""

@@ -39,8 +39,9 @@ if TYPE_CHECKING:
 
 # Tool names by profile (CognitiveOS's host-core: search, read, add, update, link, unlink, dream).
 PROFILES: dict[str, tuple[str, ...]] = {
-    "host-core": ("search", "read", "add", "update", "link", "unlink", "dream", "status", "onboard"),
-    "read-only": ("search", "read", "status"),
+    "host-core": ("search", "read", "add", "update", "link", "unlink", "dream", "status", "onboard", "edit", "retire",
+                  "forget", "move", "recent", "context"),
+    "read-only": ("search", "read", "status", "recent", "context"),
 }
 # Resources by profile. The digest holds the private MEMORY.md's block and USER.md's profile (name, role):
 # a read-only host (a CI runner, an untrusted host) is served no private file's content.

@@ -1,4 +1,5 @@
-"""The MCP service's write side: `add` (with source anchors), `update`, `link`, `unlink`, `dream` and `onboard`.
+"""The MCP service's write side: `add` (with source anchors), `update`, `link`, `unlink`, `edit`, `retire`,
+`forget`, `move`, `dream` and `onboard`.
 
 Every write but `onboard` is one commit (memory/writes/, memory/dream/, memory/sources/); a read-only
 profile refuses them all. After a write the warm state is patched with the note just committed and keyed
@@ -20,6 +21,7 @@ from vivary_git.memory.writes.remember import Remembered
 
 if TYPE_CHECKING:
     from vivary_git.memory.sources.anchors import Anchored
+    from vivary_git.memory.writes.lifecycle import Moved
     from vivary_git.memory.writes.probe import Probe
 
 
@@ -85,6 +87,13 @@ class Writes(Warm):
                              answered=report.answered, missing=report.missing, excluded=report.excluded,
                              questions=[Question(k, q, k in answered) for k, q in onboard.QUESTIONS.items()])
 
+    def _fresh(self) -> State:
+        """The state read anew from the tree: a patched state's graph is the one its search index was built on,
+        without the links this process has written since, and a move must see every link to the memory."""
+        if self._state is not None and (self._state.delta or self._state.gone):
+            self._state = None
+        return self.state()
+
     def _writable(self, tool: str) -> None:
         if tool not in PROFILES[self.profile]:
             raise RefusedError(f"`{tool}` is not available in the {self.profile} profile (read-only hosts can "
@@ -120,6 +129,55 @@ class Writes(Warm):
             result = remember.update(st.view, id, text=text, tags=tags, durability=durability, source=self.source)
             if result.commit is not None:
                 self._after_write(st, result)
+            return result
+
+    def edit(self, id: str, *, append: str | None = None, heading: str | None = None, replace: str | None = None,
+             with_text: str | None = None, expires: str | None = None, durability: str | None = None,
+             tags: Sequence[str] | None = None) -> Remembered:
+        """`lifecycle.edit`: append (to a heading's section), replace a passage, set expires, durability, tags."""
+        from vivary_git.memory.writes import lifecycle
+
+        self._writable("edit")
+        with self._lock:
+            st = self.state()
+            result = lifecycle.edit(st.view, id, append=append, heading=heading, replace=replace, with_text=with_text,
+                                    expires=expires, durability=durability, tags=tags, source=self.source)
+            if result.commit is not None:
+                self._after_write(st, result)
+            return result
+
+    def retire(self, id: str, *, reason: str) -> Remembered:
+        """`lifecycle.retire`: archived with a reason, hidden from search, kept with its history."""
+        from vivary_git.memory.writes import lifecycle
+
+        self._writable("retire")
+        with self._lock:
+            st = self.state()
+            result = lifecycle.retire(st.view, id, reason=reason, source=self.source)
+            if result.commit is not None:
+                self._after_write(st, result)
+            return result
+
+    def forget(self, id: str, *, reason: str) -> Remembered:
+        """`lifecycle.forget`: the memory's note deleted in a commit."""
+        from vivary_git.memory.writes import lifecycle
+
+        self._writable("forget")
+        with self._lock:
+            result = lifecycle.forget(self._fresh().view, id, reason=reason, source=self.source)
+            self._state = None  # a note gone: read the tree again
+            return result
+
+    def move(self, id: str, to: str) -> Moved:
+        """`lifecycle.move`: renamed or moved in the memory folder, links to it rewritten in other memories (in
+        the user's notes only when their `rewrite_user_links` setting says so: an agent cannot ask for it)."""
+        from vivary_git.memory.writes import lifecycle
+
+        self._writable("move")
+        with self._lock:
+            result = lifecycle.move(self._fresh().view, id, to, source=self.source)
+            if result.changed:
+                self._state = None  # several notes changed in one commit: read the tree again
             return result
 
     def link(self, source: str, field: str, target: str) -> Remembered:

@@ -95,6 +95,9 @@ class RememberConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     branch: str = ""  # "" = the checked-out branch; else a branch name such as "vivary/memory"
     similarity: float = DEFAULT_SIMILARITY  # cosine at or above which an add is a near-duplicate
     durability: Durability = "working"  # the default tier of a new memory
+    # `move` rewrites links to the moved memory in your own notes too (default: only in other memories; yours
+    # that still name the old path are listed). `git vivary move --rewrite-user-links` does it once.
+    rewrite_user_links: bool = False
 
 
 class DreamConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
