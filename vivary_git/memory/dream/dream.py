@@ -103,6 +103,7 @@ class Task(msgspec.Struct, frozen=True):
     status: str = "open"  # computed when read, from history: "open" | "resolved" | "stale"
     resolution: Resolution | None = None
     reverted: Resolution | None = None  # a resolution history no longer holds (`git revert`): open again
+    reopens: str | None = None  # the reverted resolution's commit this proposal follows (proposed once per revert)
 
 
 class Run(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -575,17 +576,27 @@ def run(view: View, *, force: bool = False, now: float | None = None, source: st
         if row is not None:
             sims[row][b] = sims[row].get(b, 0.0) + extra
     clusters = cluster(space, sims, seeds, pair, centre, ids, bonus)
-    # A cluster already proposed is skipped while its task is open; one whose resolution was reverted since it
-    # was last proposed is proposed again (once: the new run is after that resolution).
-    proposed: dict[str, str] = {}
+    # A cluster already proposed is skipped while its task is open; one whose resolution was reverted is
+    # proposed again, once per reverted resolution (named by its commit: clock seconds cannot order a revert
+    # and a run made in the same second).
+    proposed: set[str] = set()
+    reopened: set[tuple[str, str]] = set()
     for r in records.runs():
         for t in r.tasks:
-            proposed[t.id] = max(proposed.get(t.id, ""), r.finished)
+            proposed.add(t.id)
+            if t.reopens:
+                reopened.add((t.id, t.reopens))
     now_tasks = {t.id: t for t in tasks(view)}
-    existing = {tid for tid, when in proposed.items()
-                if not ((got := now_tasks.get(tid)) is not None and got.reverted is not None
-                        and when <= got.reverted.at)}
-    run_id = f"r-{started.strftime('%Y%m%dT%H%M%SZ')}-{hashlib.sha256(repr((ids, seeds)).encode()).hexdigest()[:6]}"
+
+    def _reverted(tid: str) -> str | None:
+        got = now_tasks.get(tid)
+        return got.reverted.commit if got is not None and got.reverted is not None else None
+
+    existing = {tid for tid in proposed if (rev := _reverted(tid)) is None or (tid, rev) in reopened}
+    # The last run's id is in the hash: two runs of the same memories in the same second are two records.
+    last = [r.id for r in records.runs()][-1:]
+    suffix = hashlib.sha256(repr((ids, seeds, last)).encode()).hexdigest()[:6]
+    run_id = f"r-{started.strftime('%Y%m%dT%H%M%SZ')}-{suffix}"
     found, skipped = [], []
     for medoid, members in clusters:
         group = [live[medoid], *(live[j] for j, _ in members)]
@@ -598,7 +609,7 @@ def run(view: View, *, force: bool = False, now: float | None = None, source: st
         cohesion = round(sum(x for _, x in members) / len(members), 4) if members else 1.0
         found.append(Task(id=tid, run=run_id, created=durability.stamp(started), method=method,
                           cohesion=cohesion, topic=topic, sources=sources, digest=content, digest_title=title,
-                          prompt=_prompt(sources, tid)))
+                          prompt=_prompt(sources, tid), reopens=_reverted(tid)))
     finished = durability.now()
     record = Run(id=run_id, started=durability.stamp(started), finished=durability.stamp(finished), method=method,
                  due=due.reason, considered=len(live), seeds=len(seeds), tasks=found,
