@@ -98,17 +98,30 @@ class Writes(Warm):
         return self._probe
 
     def add(self, text: str, *, title: str | None = None, tags: Sequence[str] = (),
-            durability: str | None = None, links: Sequence[str] = (), force: bool = False) -> Remembered:
+            durability: str | None = None, links: Sequence[str] = (), force: bool = False,
+            supersede: bool = False) -> Remembered:
         from vivary_git.memory.writes import remember
 
         self._writable("add")
         with self._lock:
             st = self.state()
             result = remember.add(st.view, text, title=title, tags=tags, durability=durability, links=links,
-                                  force=force, source=self.source, probe=self._probe_for(st))
+                                  force=force, supersede=supersede, source=self.source, probe=self._probe_for(st))
             if result.ok and result.commit is not None:
                 self._after_write(st, result, add=[(e.field, e.to) for e in result.links or ()])
+                for old in result.archived or ():
+                    self._after_archive(st, result, old)
             return result
+
+    def _after_archive(self, st: State, result: Remembered, old: str) -> None:
+        """Patch the warm state with a memory an add superseded: archived in the add's own commit."""
+        node = st.view.nodes[old]
+        repo = self._repo
+        assert repo is not None and result.commit is not None
+        tree = repo.repo[result.commit].peel(repo.pygit2.Tree)
+        blob = str(tree[st.view.repo_path(node.path)].id)
+        self._after_write(st, Remembered(ok=True, op="update", changed=True, id=node.id, path=node.path,
+                                         commit=result.commit, ref=result.ref, blob=blob))
 
     def update(self, id: str, *, text: str | None = None, tags: Sequence[str] | None = None,
                durability: str | None = None) -> Remembered:

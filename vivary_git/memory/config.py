@@ -85,7 +85,7 @@ class CogneeConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 Durability = Literal["working", "durable", "pinned", "ephemeral"]
-DEFAULT_SIMILARITY = 0.92
+DEFAULT_SIMILARITY = 0.75  # set on half of tests/data/probe_pairs.jsonl (bench/bench_probe.py)
 
 
 class RememberConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -93,7 +93,7 @@ class RememberConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     folder: str = DEFAULT_MEMORY_FOLDER  # workspace-relative; never a private floor folder
     branch: str = ""  # "" = the checked-out branch; else a branch name such as "vivary/memory"
-    similarity: float = DEFAULT_SIMILARITY  # cosine at or above which an add is a near-duplicate
+    similarity: float = DEFAULT_SIMILARITY  # cosine at or above which an add making the same claim is a duplicate
     durability: Durability = "working"  # the default tier of a new memory
 
 
@@ -340,7 +340,7 @@ def _check_remember(r: RememberConfig, name: str, text: str) -> None:
     if not 0.0 < r.similarity <= 1.0:
         raise ConfigError(
             f"{_where(name, text, 'similarity')}: `memory.remember.similarity = {r.similarity}` must be a cosine "
-            "above 0 and at most 1 (default 0.92; 1 blocks only identical memories)"
+            "above 0 and at most 1 (default 0.75; 1 blocks only identical memories)"
         )
 
 
