@@ -111,6 +111,7 @@ class Writes(Warm):
                 self._after_write(st, result, add=[(e.field, e.to) for e in result.links or ()])
                 for old in result.archived or ():
                     self._after_archive(st, result, old)
+                self._written(st)
             return result
 
     def _after_archive(self, st: State, result: Remembered, old: str) -> None:
@@ -133,6 +134,7 @@ class Writes(Warm):
             result = remember.update(st.view, id, text=text, tags=tags, durability=durability, source=self.source)
             if result.commit is not None:
                 self._after_write(st, result)
+                self._written(st)
             return result
 
     def link(self, source: str, field: str, target: str) -> Remembered:
@@ -153,6 +155,7 @@ class Writes(Warm):
                 edge = (result.edge.field, result.edge.to)
                 self._after_write(st, result, add=[edge] if tool == "link" else [],
                                   remove=[edge] if tool == "unlink" else [])
+                self._written(st)
             return result
 
     def anchor(self, *, file: str | None = None, folder: str | None = None, url: str | None = None,
@@ -208,6 +211,7 @@ class Writes(Warm):
             self._after_write(st, Remembered(ok=True, op=result.op, changed=True, id=result.id, path=result.path,
                                              commit=result.commit, ref=result.ref, blob=result.blob),
                               add=[(e.field, e.to) for e in result.links or ()])
+            self._written(st)
 
     def _after_write(self, st: State, result: Remembered, *, add: Sequence[tuple[str, str]] = (),
                      remove: Sequence[tuple[str, str]] = ()) -> None:
@@ -240,7 +244,7 @@ class Writes(Warm):
                 with contextlib.suppress(ValueError):
                     st.inn.get(to, []).remove((node.id, field))
         out.sort()
-        st.hybrid, st.hybrid_reason = None, None
+        st.hybrid, st.hybrid_reason, st.current = None, None, False
         repo = self._repo
         key = list(st.key)
         if repo is not None and st.root_tree is not None and result.ref is not None:
@@ -257,6 +261,23 @@ class Writes(Warm):
             if view.cfg.memory.remember.branch:
                 key[2] = result.commit
         st.key = tuple(key)
+
+    def _written(self, st: State) -> None:
+        """Write-through: with the local memory on and an index to keep current, the tree this process has just
+        written is read again (a current snapshot: privacy decided for the written paths) and the semantic index
+        brought up to it (warm.py `_hybrid`), before the write answers: the next hybrid search finds the note."""
+        from vivary_git.memory.local.provider import LocalMemory
+
+        cfg = st.view.cfg
+        if cfg.provider != "vivary-local" or cfg.memory.max_unindexed < 0:
+            return
+        if LocalMemory(st.view.ws, cfg).manifest() is None:
+            return  # nothing indexed yet: `index --yes` is the user's to run first
+        fresh = self._patched(st, st.key, reread=True)
+        if fresh is None:
+            return  # the state stays as patched: its searches say the index is stale, and why
+        self._state = fresh
+        self._hybrid(fresh)
 
     def _checked_out(self, ref: str) -> bool:
         repo = self._repo

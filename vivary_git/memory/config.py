@@ -120,10 +120,16 @@ class SourcesConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_text: int = 50_000  # characters of extracted text kept in an anchor note
 
 
+DEFAULT_MAX_UNINDEXED = 32
+
+
 class MemorySection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     enabled: bool = False
     mode: Mode = "none"
     provider: Provider = "none"
+    # Notes changed outside the MCP server since the index was built that it embeds itself (write-through); past
+    # this many its hybrid search answers with keywords and says so (docs/mcp.md).
+    max_unindexed: int = DEFAULT_MAX_UNINDEXED
     privacy: PrivacyConfig = PrivacyConfig()
     local: LocalConfig = LocalConfig()
     cognee: CogneeConfig = CogneeConfig()
@@ -303,6 +309,9 @@ def _check_semantics(m: MemorySection, name: str, text: str) -> None:
                 f"{_where(name, text, 'private_paths')}: `memory.privacy.private_paths[{i}]` must be one "
                 "non-empty gitignore-style pattern per entry (no line breaks); split or remove it"
             )
+    if not 0 <= m.max_unindexed <= 100_000:
+        raise ConfigError(f"{_where(name, text, 'max_unindexed')}: `memory.max_unindexed = {m.max_unindexed}` must be "
+                          f"0 to 100,000 notes (default {DEFAULT_MAX_UNINDEXED}; 0: the server never embeds itself)")
     _check_remember(m.remember, name, text)
     _check_dream(m.dream, name, text)
     _check_sources(m.sources, name, text)
