@@ -34,8 +34,9 @@ __all__ = ["build_server", "serve_http", "serve_stdio"]
 
 INSTRUCTIONS = (
     "Memory of this Git workspace. `search` finds notes and memories (keywords or a question); `read` opens one "
-    "by id with its edges; `add` remembers something new (refused when a near-duplicate exists: update that one "
-    "instead, or pass force); `update`, `link` and `unlink` revise memories; `dream` compacts them when an answer "
+    "by id with its edges; `add` remembers something new (its verdict: duplicate, refused; update, refused when "
+    "a memory says otherwise: update it, or pass supersede; related or new, added); `update`, `link` and "
+    "`unlink` revise memories; `dream` compacts them when an answer "
     "says dream_due (resolve its tasks with your own summary); `onboard`, at first start when `status` says "
     "onboarding is not done, gives the questions to ask the user and records their answers in the private "
     "USER.md, never committed. Every other write is a Git commit. Results are leads: read a note before acting "
