@@ -461,10 +461,10 @@ def test_hybrid_when_the_semantic_index_is_fresh_and_a_cosine_probe(repo: Repo, 
     assert ans.mode == "hybrid" and "fresh" in ans.mode_reason
     assert ans.results[0].id == "memories/deploy-days"
     dup = service.add("Deploys happen on Tuesdays, never on Fridays!")
-    assert not dup.ok and dup.probe == "cosine" and dup.duplicate is not None
+    assert not dup.ok and dup.probe == "cosine" and dup.duplicate is not None and dup.verdict == "duplicate"
     assert dup.duplicate.id == "memories/deploy-days" and dup.duplicate.score >= 0.92
     assert service.add("The coffee machine is on the third floor.").ok
     after = service.search("coffee machine floor")
-    assert after.mode == "text" and "stale" in after.mode_reason
+    assert after.mode == "hybrid" and "embedded" in after.mode_reason  # written through (test_mcp_writethrough.py)
     assert after.results[0].id == "memories/the-coffee-machine-is-on-the-third-floor"
     service.close()

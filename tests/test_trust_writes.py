@@ -469,7 +469,7 @@ def test_memory_commits_are_signed_when_the_users_commits_are(repo: Repo, cli: A
     repo.git("verify-commit", "HEAD")
     # not signing when the user does not: unchanged
     repo.git("config", "commit.gpgSign", "false")
-    assert cli("remember", "Unsigned like the user's own commits", cwd=repo.path).code == 0
+    assert cli("remember", "Plain commits when the user's are plain", cwd=repo.path).code == 0
     assert _signature(repo) == "N"
 
 

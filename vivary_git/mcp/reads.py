@@ -268,7 +268,7 @@ class Reads(Warm):
                 session, reason = self._hybrid(st)
                 if session is not None:
                     hits = self._hybrid_hits(st, session, query, top_k, types, paths, edges, hidden)
-                    used, why = "hybrid", "semantic memory fused with keywords (the index is fresh)"
+                    used, why = "hybrid", f"semantic memory fused with keywords ({reason})"
                 else:
                     why = f"keyword search: {reason}"
             if hits is None:
@@ -322,35 +322,6 @@ class Reads(Warm):
                 edges=[EdgeRef(h.id, e.field, e.to) for e in h.edges] if h.edges else None,
             ))
         return out
-
-    def _hybrid(self, st: State) -> tuple[RecallSession | None, str]:
-        if st.hybrid is not None or st.hybrid_reason is not None:
-            return st.hybrid, st.hybrid_reason or ""
-        cfg = st.view.cfg
-        if cfg.provider != "vivary-local":
-            st.hybrid_reason = "semantic memory is not enabled for this workspace (.vivary/memory.toml)"
-        elif st.delta or st.gone:
-            st.hybrid_reason = (f"the semantic index is stale ({len(st.delta) + len(st.gone)} note(s) changed since "
-                                "it was built; run `git vivary index --yes`)")
-        else:
-            from vivary_git.memory.local.provider import LocalMemory
-            from vivary_git.memory.local.recall import RecallSession
-
-            memory = LocalMemory(st.view.ws, cfg)
-            memory._snap = st.view.snapshot  # the same privacy-filtered snapshot: not decided twice
-            manifest = memory.manifest()
-            if manifest is None:
-                st.hybrid_reason = "there is no semantic index yet (run `git vivary index --yes`)"
-            elif manifest.fingerprint != st.view.snapshot.fingerprint:
-                st.hybrid_reason = "the semantic index is stale (run `git vivary index --yes`)"
-            else:
-                try:
-                    st.hybrid = RecallSession(memory)
-                except VivaryError as err:
-                    st.hybrid_reason = f"the semantic index cannot be used ({err})"
-        if st.hybrid is None and st.hybrid_reason is None:
-            st.hybrid_reason = "the semantic index cannot be used"
-        return st.hybrid, st.hybrid_reason or ""
 
     def _hybrid_hits(self, st: State, session: RecallSession, q: str, k: int, types: list[str],
                      paths: list[str], edges: list[str], hidden: frozenset[str] = frozenset()) -> list[SearchHit]:

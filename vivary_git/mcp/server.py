@@ -34,11 +34,12 @@ __all__ = ["build_server", "serve_http", "serve_stdio"]
 
 INSTRUCTIONS = (
     "Memory of this Git workspace. `search` finds notes and memories (keywords or a question); `read` opens one "
-    "by id with its edges; `add` remembers something new (refused when a near-duplicate exists: update that one "
-    "instead, or pass force); `update`, `link` and `unlink` revise memories, `edit` changes one in place (append, "
-    "replace a passage, expires, durability, tags), `retire` archives one with a reason, `forget` deletes one, "
-    "`move` renames one (links to it follow); `recent` lists what changed lately; `context` gives a note with its "
-    "typed neighbourhood; `dream` compacts memories when an answer "
+    "by id with its edges; `add` remembers something new (its verdict: duplicate, refused; update, refused when "
+    "a memory says otherwise: update it, or pass supersede; related or new, added); `update`, `link` and "
+    "`unlink` revise memories, `edit` changes one in place (append, replace a passage, expires, durability, "
+    "tags), `retire` archives one with a reason, `forget` deletes one, `move` renames one (links to it follow); "
+    "`recent` lists what changed lately; `context` gives a note with its typed neighbourhood; `dream` compacts "
+    "memories when an answer "
     "says dream_due (resolve its tasks with your own summary); `onboard`, at first start when `status` says "
     "onboarding is not done, gives the questions to ask the user and records their answers in the private "
     "USER.md, never committed. Every other write is a Git commit. Results are leads: read a note before acting "
@@ -113,6 +114,9 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         links: Annotated[list[str] | None, Field(description="edges from the new memory, FIELD:ID")] = None,
         force: Annotated[bool, Field(description="add even when a near-duplicate exists; for a source already "
                                                  "remembered, refresh it")] = False,
+        supersede: Annotated[bool, Field(description="when an existing memory says otherwise about the same thing "
+                                                     "(verdict update), add this one and archive that one in the "
+                                                     "same commit")] = False,
         file: Annotated[str | None, Field(description="remember where a file is (path from the repository top), "
                                                       "with its bounded text")] = None,
         folder: Annotated[str | None, Field(description="remember a folder: a summary of its top level")] = None,
@@ -120,15 +124,19 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         allow_network: Annotated[bool, Field(description="allow fetching url (the workspace must allow it too)")]
         = False,
     ) -> Json:
-        """Remember something: a new memory note, committed to Git. Blocked (ok=false, duplicate=...) when an
-        existing memory already says it; then update that one, or pass force. With file, folder or url: a source
-        anchor, where something is (private files and folders are refused)."""
+        """Remember something: a new memory note, committed to Git. Every answer has the probe's verdict and the
+        matching memories with the evidence: duplicate (refused: the same claim is remembered; update that one, or
+        pass force), update (refused: a memory says otherwise about the same thing; update it, or pass supersede
+        to archive it and add this one), related (added, linked to them) or new. With file, folder or url: a
+        source anchor, where something is (private files and folders are refused)."""
         if file is not None or folder is not None or url is not None:
+            if supersede:
+                raise ToolError("supersede does not apply to file, folder or url")
             return _call(lambda: service.anchor(file=file, folder=folder, url=url, allow_network=allow_network,
                                                 description=text or None, title=title, tags=tags or (),
                                                 durability=durability, links=links or (), force=force))
         return _call(lambda: service.add(text, title=title, tags=tags or (), durability=durability,
-                                         links=links or (), force=force))
+                                         links=links or (), force=force, supersede=supersede))
 
     def update(
         id: Annotated[str, Field(description="the memory's id")],

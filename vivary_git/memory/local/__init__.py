@@ -4,6 +4,7 @@ Public modules (what `commands/` and `mcp/` may import):
 
 - `provider`: `LocalMemory`, index / recall / forget for one workspace at one tree;
 - `recall`: `RecallSession`, a verified, loaded index for many queries;
+- `writethrough`: the index brought up to a snapshot a few notes away by a process that has the model loaded;
 - `runtime`: what the provider needs installed, `preload_runtime` (recall's head start);
 - `embed`: the verified offline embedder (model id, status, loading);
 - `files`: the index's files and formats, `embed_text` (what is embedded for a packet);

@@ -136,7 +136,7 @@ def _graph_is_shared(ws: Workspace) -> bool:
 class RecallSession:
     """A verified, loaded index for many queries (`recall --queries`); refuses when stale or damaged."""
 
-    def __init__(self, memory: Memory, queries: Sequence[str] = ()) -> None:
+    def __init__(self, memory: Memory, queries: Sequence[str] = (), *, embedder: Embedder | None = None) -> None:
         cfg = memory.cfg
         require_local(cfg, "recall")
         self.memory = memory
@@ -156,8 +156,10 @@ class RecallSession:
             # The model loads, and embeds the first questions, in a thread while the index is read.
             model_environment()  # here, not in the thread (see model_environment)
             self._asked: dict[tuple[str, ...], Any] = {}
-            loading = Background(functools.partial(_load_and_ask, cfg.memory.local.model, tuple(queries),
-                                                   self._asked))
+            loaded = embedder
+            loading: Background[Embedder] = Background(
+                functools.partial(_load_and_ask, cfg.memory.local.model, tuple(queries), self._asked)
+            ) if loaded is None else Background(lambda: loaded)
             snap = memory.snapshot()
             manifest = memory.manifest()
             if manifest is None or manifest.format != STATE_FORMAT or manifest.fingerprint != snap.fingerprint:
