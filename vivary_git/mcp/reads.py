@@ -3,8 +3,9 @@ MEMORY.md digest).
 
 Privacy: every node, edge, search hit and neighbour comes from the privacy-filtered snapshot
 (`memory/snapshot.py`); a private node is absent, never named, and asking for a private file by
-path is refused with the reason. Search is keyword scoring over the warm state's index, with the changed
-notes searched beside it, or hybrid with the semantic index when that index is the current snapshot's.
+path is refused with the reason. Search is hybrid (or semantic, or BM25 keyword) over the semantic index when
+that index is the current snapshot's, filters applied before ranking; otherwise the contract's keyword scoring
+over the warm state's index, with the changed notes searched beside it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from vivary_git.memory.writes.remember import EdgeRef
 
 if TYPE_CHECKING:
     from vivary_git.context import Context
-    from vivary_git.memory.local.recall import RecallSession
+    from vivary_git.memory.local.recall import RecallSession, SessionMode
     from vivary_git.memory.writes.history import Recent
     from vivary_git.memory.writes.remember import View
     from vivary_git.models import Note
@@ -36,6 +37,12 @@ MAX_QUERY = 2000
 DEFAULT_BUDGET = 1200
 SNIPPET = 160
 _CONTENT_LIMIT = 20_000
+# Why an answer is in the mode it says, when the semantic index is fresh.
+_WHY = {
+    "hybrid": "semantic memory fused with keywords",
+    "semantic": "semantic memory alone",
+    "text": "keyword search: BM25, the keyword half of hybrid",
+}
 
 
 class Neighbor(msgspec.Struct, frozen=True):
@@ -71,7 +78,7 @@ class SearchFilters(msgspec.Struct, frozen=True, omit_defaults=True):
 
 class SearchAnswer(msgspec.Struct, frozen=True, omit_defaults=True):
     query: str
-    mode: str  # "text" | "hybrid"
+    mode: str  # "text" | "semantic" | "hybrid"
     mode_reason: str
     top_k: int
     budget: int
@@ -249,8 +256,8 @@ class Reads(Warm):
             raise UsageError(f"top_k must be 1 to {MAX_TOP_K} (got {top_k})")
         if not 0 <= include_neighbors <= MAX_HOPS:
             raise UsageError(f"include_neighbors must be 0 to {MAX_HOPS} hops (got {include_neighbors})")
-        if mode not in ("auto", "text", "hybrid"):
-            raise UsageError(f"mode must be auto, text or hybrid (got {mode!r})")
+        if mode not in ("auto", "text", "semantic", "hybrid"):
+            raise UsageError(f"mode must be auto, text, semantic or hybrid (got {mode!r})")
         types, paths, edges = list(type), list(path), list(edge)
         win = paging.window_of(since, until, date)
         question = (query, types, paths, edges, since, until, date, mode, include_archived)
@@ -263,14 +270,15 @@ class Reads(Warm):
             if win is not None:
                 hidden |= paging.outside(st, win)
             hits: list[SearchHit] | None = None
-            used, why = "text", "keyword search (the contract's text scoring)"
-            if mode != "text":
-                session, reason = self._hybrid(st)
-                if session is not None:
-                    hits = self._hybrid_hits(st, session, query, top_k, types, paths, edges, hidden)
-                    used, why = "hybrid", f"semantic memory fused with keywords ({reason})"
-                else:
-                    why = f"keyword search: {reason}"
+            session, reason = self._hybrid(st)
+            if session is not None:
+                used = "hybrid" if mode == "auto" else mode
+                asked: SessionMode = "keyword" if used == "text" else "semantic" if used == "semantic" else "hybrid"
+                hits = self._hybrid_hits(st, session, query, top_k, types, paths, edges, hidden, mode=asked)
+                why = f"{_WHY[used]} ({reason})"
+            else:
+                used = "text"
+                why = f"keyword search (the contract's text scoring): {reason}"
             if hits is None:
                 hits = self._text_hits(st, query, top_k, types, paths, edges, hidden)
             more = len(hits) > offset + shown_k
@@ -324,21 +332,21 @@ class Reads(Warm):
         return out
 
     def _hybrid_hits(self, st: State, session: RecallSession, q: str, k: int, types: list[str],
-                     paths: list[str], edges: list[str], hidden: frozenset[str] = frozenset()) -> list[SearchHit]:
+                     paths: list[str], edges: list[str], hidden: frozenset[str] = frozenset(), *,
+                     mode: SessionMode = "hybrid") -> list[SearchHit]:
+        """The session's answer in `mode`; the filters and the hidden memories apply before ranking, so k hits
+        come back whenever k notes pass them."""
         from vivary_git.memory.provider import RecallFilters
         from vivary_git.query import make_snippet, terms_of
 
-        wanted = min(k + len(hidden), 250)  # archived or expired memories are dropped from what comes back
-        got = session.recall(q, k=wanted, filters=RecallFilters(types=types, paths=paths, edges=edges),
-                             mode="hybrid")
+        got = session.recall(q, k=k, filters=RecallFilters(types=types, paths=paths, edges=edges), mode=mode,
+                             exclude=hidden)
         out: list[SearchHit] = []
         terms = terms_of(q)
         for h in got:
             node = st.nodes.get(h.node_id)
             if node is None or node.id in hidden:
                 continue
-            if len(out) >= k:
-                break
             note = self._note(st, node.id)
             out.append(SearchHit(
                 id=node.id, type=node.type, path=node.path, title=node.title, score=h.score, reason=h.reason,

@@ -78,7 +78,8 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         include_content: Annotated[bool, Field(description="include each note's body")] = False,
         budget: Annotated[int, Field(description="token budget for the answer (JSON length / 4); 0: none")]
         = DEFAULT_BUDGET,
-        mode: Annotated[str, Field(description="auto (hybrid when the semantic index is fresh), text, hybrid")]
+        mode: Annotated[str, Field(description="auto (hybrid when the semantic index is fresh), text (keywords), "
+                                               "semantic, hybrid")]
         = "auto",
         include_archived: Annotated[bool, Field(description="also memories a dream archived into a super node")]
         = False,
@@ -90,8 +91,8 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
                                                "created) or commit (its last commit)")] = "note",
         cursor: Annotated[str | None, Field(description="next_cursor of the previous answer: its next page")] = None,
     ) -> Json:
-        """Search the workspace's notes and memories. Answers say whether they are keyword (text) or hybrid; with
-        next_cursor when there are more results (pass it back as cursor, with the same arguments)."""
+        """Search the workspace's notes and memories. Answers say whether they are keyword (text), semantic or
+        hybrid; with next_cursor when there are more results (pass it back as cursor, with the same arguments)."""
         return _call(lambda: service.search(query, top_k=top_k, type=type or (), path=path or (), edge=edge or (),
                                             include_neighbors=include_neighbors, include_content=include_content,
                                             budget=budget, mode=mode, include_archived=include_archived, since=since,
