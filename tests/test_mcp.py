@@ -32,6 +32,10 @@ NOTES = {
 }
 
 
+HOST_CORE = {"search", "read", "add", "update", "link", "unlink", "dream", "status", "onboard", "edit", "retire",
+             "forget", "move", "recent", "context"}
+
+
 def _seed(repo: Repo) -> None:
     repo.commit("init", NOTES)
 
@@ -67,7 +71,7 @@ def test_a_scripted_agent_session_over_stdio(repo: Repo) -> None:
     async def session() -> dict[str, Any]:
         async with Client(_stdio(repo)) as client:
             tools = {t.name for t in (await client.list_tools()).tools}
-            assert tools == {"search", "read", "add", "update", "link", "unlink", "dream", "status", "onboard"}
+            assert tools == HOST_CORE
             ids = []
             for text, tags in (("Deploys happen on Tuesdays, never on Fridays.", ["deploy"]),
                                ("The staging database is reset every night at 02:00 UTC.", ["staging"]),
@@ -198,7 +202,7 @@ def test_read_only_profile_serves_reads_only(repo: Repo) -> None:
             return tools, ans
 
     tools, ans = _run(session)
-    assert tools == {"search", "read", "status"}
+    assert tools == {"search", "read", "status", "recent", "context"}
     assert ans["results"][0]["id"] == "notes/deploy"
     with pytest.raises(Exception, match="not available in the read-only profile"):
         MemoryService(repo.path, profile="read-only").add("nope")
@@ -317,8 +321,9 @@ def test_search_trims_to_its_budget_in_the_documented_order(repo: Repo) -> None:
     assert shape(2000) == [(False, True, snippet, True)] * 6  # content goes first
     assert shape(700) == [(False, False, snippet, True)] * 6  # then neighbours
     assert shape(400) == [(False, False, 0, True)] * 6  # then snippets shorten and go
-    assert shape(250) == [(False, False, 0, False)] * 6  # then edges
-    assert shape(150) == [(False, False, 0, False)] * 2  # then trailing results
+    assert shape(300) == [(False, False, 0, False)] * 6  # then edges
+    assert shape(200) == [(False, False, 0, False)] * 3  # then trailing results (a next_cursor for them)
+    assert ask(200).next_cursor is not None and ask(300).next_cursor is None
     assert shape(1) == [(False, False, 0, False)]  # one result always stays
 
 
@@ -415,7 +420,7 @@ def test_an_independent_client_the_inspector_cli(repo: Repo, tmp_path_factory: p
                             timeout=300, check=False)
     assert listed.returncode == 0, listed.stderr
     names = {t["name"] for t in json.loads(listed.stdout)["tools"]}
-    assert names == {"search", "read", "add", "update", "link", "unlink", "dream", "status", "onboard"}
+    assert names == HOST_CORE
     called = subprocess.run([*cmd, "--method", "tools/call", "--tool-name", "search", "--tool-arg", "query=deploy"],
                             cwd=repo.path, capture_output=True, text=True, timeout=300, check=False)
     assert called.returncode == 0, called.stderr
@@ -452,10 +457,10 @@ def test_hybrid_when_the_semantic_index_is_fresh_and_a_cosine_probe(repo: Repo, 
     assert ans.mode == "hybrid" and "fresh" in ans.mode_reason
     assert ans.results[0].id == "memories/deploy-days"
     dup = service.add("Deploys happen on Tuesdays, never on Fridays!")
-    assert not dup.ok and dup.probe == "cosine" and dup.duplicate is not None
+    assert not dup.ok and dup.probe == "cosine" and dup.duplicate is not None and dup.verdict == "duplicate"
     assert dup.duplicate.id == "memories/deploy-days" and dup.duplicate.score >= 0.92
     assert service.add("The coffee machine is on the third floor.").ok
     after = service.search("coffee machine floor")
-    assert after.mode == "text" and "stale" in after.mode_reason
+    assert after.mode == "hybrid" and "embedded" in after.mode_reason  # written through (test_mcp_writethrough.py)
     assert after.results[0].id == "memories/the-coffee-machine-is-on-the-third-floor"
     service.close()

@@ -34,8 +34,12 @@ __all__ = ["build_server", "serve_http", "serve_stdio"]
 
 INSTRUCTIONS = (
     "Memory of this Git workspace. `search` finds notes and memories (keywords or a question); `read` opens one "
-    "by id with its edges; `add` remembers something new (refused when a near-duplicate exists: update that one "
-    "instead, or pass force); `update`, `link` and `unlink` revise memories; `dream` compacts them when an answer "
+    "by id with its edges; `add` remembers something new (its verdict: duplicate, refused; update, refused when "
+    "a memory says otherwise: update it, or pass supersede; related or new, added); `update`, `link` and "
+    "`unlink` revise memories, `edit` changes one in place (append, replace a passage, expires, durability, "
+    "tags), `retire` archives one with a reason, `forget` deletes one, `move` renames one (links to it follow); "
+    "`recent` lists what changed lately; `context` gives a note with its typed neighbourhood; `dream` compacts "
+    "memories when an answer "
     "says dream_due (resolve its tasks with your own summary); `onboard`, at first start when `status` says "
     "onboarding is not done, gives the questions to ask the user and records their answers in the private "
     "USER.md, never committed. Every other write is a Git commit. Results are leads: read a note before acting "
@@ -74,15 +78,25 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         include_content: Annotated[bool, Field(description="include each note's body")] = False,
         budget: Annotated[int, Field(description="token budget for the answer (JSON length / 4); 0: none")]
         = DEFAULT_BUDGET,
-        mode: Annotated[str, Field(description="auto (hybrid when the semantic index is fresh), text, hybrid")]
+        mode: Annotated[str, Field(description="auto (hybrid when the semantic index is fresh), text (keywords), "
+                                               "semantic, hybrid")]
         = "auto",
         include_archived: Annotated[bool, Field(description="also memories a dream archived into a super node")]
         = False,
+        since: Annotated[str | None, Field(description="only nodes dated from then: an ISO date or date-time, or an "
+                                                       "age such as 24h, 7d, 2w")] = None,
+        until: Annotated[str | None, Field(description="only nodes dated before then (a date: through that day)")]
+        = None,
+        date: Annotated[str, Field(description="what since/until compare: note (its observed_at, updated, date or "
+                                               "created) or commit (its last commit)")] = "note",
+        cursor: Annotated[str | None, Field(description="next_cursor of the previous answer: its next page")] = None,
     ) -> Json:
-        """Search the workspace's notes and memories. Answers say whether they are keyword (text) or hybrid."""
+        """Search the workspace's notes and memories. Answers say whether they are keyword (text), semantic or
+        hybrid; with next_cursor when there are more results (pass it back as cursor, with the same arguments)."""
         return _call(lambda: service.search(query, top_k=top_k, type=type or (), path=path or (), edge=edge or (),
                                             include_neighbors=include_neighbors, include_content=include_content,
-                                            budget=budget, mode=mode, include_archived=include_archived))
+                                            budget=budget, mode=mode, include_archived=include_archived, since=since,
+                                            until=until, date=date, cursor=cursor))
 
     def read(
         id: Annotated[str, Field(description="a node id from search, or a note's path")],
@@ -101,6 +115,9 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         links: Annotated[list[str] | None, Field(description="edges from the new memory, FIELD:ID")] = None,
         force: Annotated[bool, Field(description="add even when a near-duplicate exists; for a source already "
                                                  "remembered, refresh it")] = False,
+        supersede: Annotated[bool, Field(description="when an existing memory says otherwise about the same thing "
+                                                     "(verdict update), add this one and archive that one in the "
+                                                     "same commit")] = False,
         file: Annotated[str | None, Field(description="remember where a file is (path from the repository top), "
                                                       "with its bounded text")] = None,
         folder: Annotated[str | None, Field(description="remember a folder: a summary of its top level")] = None,
@@ -108,15 +125,19 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         allow_network: Annotated[bool, Field(description="allow fetching url (the workspace must allow it too)")]
         = False,
     ) -> Json:
-        """Remember something: a new memory note, committed to Git. Blocked (ok=false, duplicate=...) when an
-        existing memory already says it; then update that one, or pass force. With file, folder or url: a source
-        anchor, where something is (private files and folders are refused)."""
+        """Remember something: a new memory note, committed to Git. Every answer has the probe's verdict and the
+        matching memories with the evidence: duplicate (refused: the same claim is remembered; update that one, or
+        pass force), update (refused: a memory says otherwise about the same thing; update it, or pass supersede
+        to archive it and add this one), related (added, linked to them) or new. With file, folder or url: a
+        source anchor, where something is (private files and folders are refused)."""
         if file is not None or folder is not None or url is not None:
+            if supersede:
+                raise ToolError("supersede does not apply to file, folder or url")
             return _call(lambda: service.anchor(file=file, folder=folder, url=url, allow_network=allow_network,
                                                 description=text or None, title=title, tags=tags or (),
                                                 durability=durability, links=links or (), force=force))
         return _call(lambda: service.add(text, title=title, tags=tags or (), durability=durability,
-                                         links=links or (), force=force))
+                                         links=links or (), force=force, supersede=supersede))
 
     def update(
         id: Annotated[str, Field(description="the memory's id")],
@@ -126,6 +147,72 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
     ) -> Json:
         """Revise a memory's text, tags or durability (one commit; the rest of the file unchanged)."""
         return _call(lambda: service.update(id, text=text, tags=tags, durability=durability))
+
+    def edit(
+        id: Annotated[str, Field(description="the memory's id")],
+        append: Annotated[str | None, Field(description="text to add at the end (or of the heading's section)")]
+        = None,
+        heading: Annotated[str | None, Field(description="append under this heading (its text), at its end")] = None,
+        replace: Annotated[str | None, Field(description="a passage of the memory, exactly as written; it must "
+                                                         "occur once")] = None,
+        with_text: Annotated[str | None, Field(description="what replaces the passage (\"\" deletes it)")] = None,
+        expires: Annotated[str | None, Field(description="for an ephemeral memory: an ISO date or date-time; \"\" "
+                                                         "removes it")] = None,
+        durability: Annotated[str | None, Field(description="working, durable, pinned or ephemeral")] = None,
+        tags: Annotated[list[str] | None, Field(description="its new tags (replaces them)")] = None,
+    ) -> Json:
+        """Change a memory in place (one commit; the rest of the file unchanged): append to its end or to a
+        heading's section, replace a passage that occurs once (else refused, naming the candidates), set expires,
+        durability or tags."""
+        return _call(lambda: service.edit(id, append=append, heading=heading, replace=replace, with_text=with_text,
+                                          expires=expires, durability=durability, tags=tags))
+
+    def retire(
+        id: Annotated[str, Field(description="the memory's id")],
+        reason: Annotated[str, Field(description="why, in one line (kept in the note and the commit)")],
+    ) -> Json:
+        """Archive a memory with a reason: hidden from search (include_archived shows it), kept with its history;
+        one commit that `git revert` undoes."""
+        return _call(lambda: service.retire(id, reason=reason))
+
+    def forget(
+        id: Annotated[str, Field(description="the memory's id")],
+        reason: Annotated[str, Field(description="why, in one line (kept in the commit)")],
+    ) -> Json:
+        """Delete a memory's note in one commit (memories only; `git revert` brings it back). Prefer retire,
+        which keeps it readable."""
+        return _call(lambda: service.forget(id, reason=reason))
+
+    def move(
+        id: Annotated[str, Field(description="the memory's id")],
+        to: Annotated[str, Field(description="a new name, or a path in the memory folder (ops/deploy-days)")],
+    ) -> Json:
+        """Rename or move a memory within the memory folder; links to it in other memories are rewritten in the
+        same commit, and the user's notes still linking to the old name are listed."""
+        return _call(lambda: service.move(id, to))
+
+    def recent(
+        since: Annotated[str | None, Field(description="from: an ISO date or date-time, or an age such as 24h, "
+                                                       "7d, 2w")] = "7d",
+        until: Annotated[str | None, Field(description="before (a date: through that day)")] = None,
+        ops: Annotated[list[str] | None, Field(description="only these ops: add, update, edit, link, unlink, "
+                                                           "retire, forget, move, dream, expire, commit, revert")]
+        = None,
+        limit: Annotated[int, Field(ge=1, le=500, description="at most this many commits (1-500)")] = 50,
+    ) -> Json:
+        """What changed in the memories in a time window, from Git history, newest first: each commit's op, the
+        memories it changed, a retirement's reason, a move's old id."""
+        return _call(lambda: service.recent(since=since, until=until, ops=ops or (), limit=limit))
+
+    def context(
+        id: Annotated[str, Field(description="a node id from search, or a note's path")],
+        depth: Annotated[int, Field(ge=0, le=MAX_HOPS, description="neighbours within N edges (0-3)")] = 1,
+        budget: Annotated[int, Field(ge=0, description="token budget (JSON length / 4); 0: none")] = 2000,
+        include_content: Annotated[bool, Field(description="bodies (else snippets)")] = True,
+    ) -> Json:
+        """One note and its typed neighbourhood: every node within depth edges (either direction) with every edge
+        between them and its field, cut to the budget (neighbours' bodies first, then the farthest ones)."""
+        return _call(lambda: service.context(id, depth=depth, budget=budget, include_content=include_content))
 
     def link(
         source: Annotated[str, Field(description="the node the edge starts at")],
@@ -171,7 +258,8 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         committed, never indexed) and says which were written; the answers are never repeated back."""
         return _call(lambda: service.onboard(answers))
 
-    for fn in (search, read, add, update, link, unlink, dream, status, onboard):
+    for fn in (search, read, add, update, link, unlink, dream, status, onboard, edit, retire, forget, move, recent,
+               context):
         if fn.__name__ in tools:
             server.add_tool(fn, name=fn.__name__, structured_output=True)
 
