@@ -301,6 +301,31 @@ def test_a_commit_tells_the_host_its_resources_changed(repo: Repo) -> None:
     assert after == [changed, [], [], changed, [], [], changed, changed, [], [], changed, changed]
 
 
+def test_over_http_too(repo: Repo) -> None:
+    """Streamable HTTP opens its sessions another way than stdio: the capabilities and the notification hold."""
+    from test_mcp import _start_http, _stop
+
+    repo.commit("init", NOTES)
+    seen: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ServerNotification):
+            seen.append(message.method)
+
+    async def session() -> Any:
+        async with Client(url, mode="legacy", message_handler=on_message) as client:
+            assert not (await client.call_tool("add", {"text": "HTTP sessions hear of commits."})).is_error
+            return client.server_capabilities
+
+    proc, url = _start_http(repo)
+    try:
+        caps = _run(session)
+    finally:
+        _stop(proc)
+    assert caps.prompts is None and caps.resources.list_changed is True
+    assert "notifications/resources/list_changed" in seen
+
+
 def test_a_listening_2026_client_hears_of_a_commit(repo: Repo) -> None:
     repo.commit("init", NOTES)
 
