@@ -170,7 +170,7 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
                                                                        "UTF-8 bytes / 4); 0: none")]
         = DEFAULT_BUDGET,
         mode: Annotated[Mode, Field(description="auto (hybrid when the semantic index is fresh), text (keywords), "
-                                               "semantic, hybrid")]
+                                                "semantic, hybrid")]
         = "auto",
         include_archived: Annotated[bool, Field(description="also memories a dream archived into a super node")]
         = False,
@@ -178,8 +178,8 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
                                                        "age such as 24h, 7d, 2w")] = None,
         until: Annotated[str | None, Field(description="only nodes dated before then (a date: through that day)")]
         = None,
-        date: Annotated[DateOf, Field(description="what since/until compare: note (its observed_at, updated, date or "
-                                               "created) or commit (its last commit)")] = "note",
+        date: Annotated[DateOf, Field(description="what since/until compare: note (its observed_at, updated, date "
+                                                  "or created) or commit (its last commit)")] = "note",
         cursor: Annotated[str | None, Field(description="next_cursor of the previous answer: its next page")] = None,
     ) -> Answer:
         """Search the workspace's notes and memories. Answers say whether they are keyword (text), semantic or
