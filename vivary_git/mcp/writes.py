@@ -108,14 +108,15 @@ class Writes(Warm):
 
     def add(self, text: str, *, title: str | None = None, tags: Sequence[str] = (),
             durability: str | None = None, links: Sequence[str] = (), force: bool = False,
-            supersede: bool = False) -> Remembered:
+            supersede: bool = False, expires: str | None = None) -> Remembered:
         from vivary_git.memory.writes import remember
 
         self._writable("add")
         with self._lock:
             st = self.state()
             result = remember.add(st.view, text, title=title, tags=tags, durability=durability, links=links,
-                                  force=force, supersede=supersede, source=self.source, probe=self._probe_for(st))
+                                  force=force, supersede=supersede, source=self.source, probe=self._probe_for(st),
+                                  expires=expires)
             if result.ok and result.commit is not None:
                 self._after_write(st, result, add=[(e.field, e.to) for e in result.links or ()])
                 for old in result.archived or ():
