@@ -207,6 +207,10 @@ class _PendingEmbedder:
     def dim(self) -> int:
         return self._dim
 
+    def use(self, embedder: Embedder) -> None:
+        """Use a model already loaded (a long-lived process's, memory/local/writethrough.py) instead of loading one."""
+        self._loading = Background(lambda: embedder, name="vivary-model")
+
     def start(self) -> None:
         if self._loading is None:
             name = self.name
