@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from vivary_git.errors import RefusedError, UsageError, VivaryError
+from vivary_git.mcp.usermem import UserStatus
 from vivary_git.mcp.warm import PROFILES, RESOURCES, State, Warm
 from vivary_git.memory.writes.remember import EdgeRef
 
@@ -65,6 +66,16 @@ class SearchHit(msgspec.Struct, omit_defaults=True):
     content: str | None = None
     edges: list[EdgeRef] | None = None
     neighbors: list[Neighbor] | None = None
+    scope: str | None = None  # "user": from the user memory (mcp/usermem.py); none: from the workspace
+
+
+class UserSearch(msgspec.Struct, frozen=True, omit_defaults=True):
+    """How the user memory answered a search beside the workspace (mcp/usermem.py)."""
+
+    path: str | None
+    mode: str | None = None  # its own mode: "text" | "semantic" | "hybrid"
+    mode_reason: str | None = None
+    hidden: int = 0
 
 
 class SearchFilters(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -89,6 +100,8 @@ class SearchAnswer(msgspec.Struct, frozen=True, omit_defaults=True):
     hidden: int = 0  # archived or expired memories left out (docs/dream.md)
     dream_due: str | None = None
     next_cursor: str | None = None  # the next page: pass it as `cursor` with the same question
+    scope: str | None = None  # "all" | "user" when the user memory was searched too (mcp/usermem.py)
+    user: UserSearch | None = None
 
 
 class InEdge(msgspec.Struct, frozen=True):
@@ -113,6 +126,7 @@ class NodePacket(msgspec.Struct, frozen=True, omit_defaults=True):
     tree: str | None
     content: str | None = None
     problem: str | None = None  # E000/E001: why the frontmatter could not be read
+    scope: str | None = None  # "user": a node of the user memory (mcp/usermem.py)
 
 
 class Status(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -125,6 +139,7 @@ class Status(msgspec.Struct, frozen=True, omit_defaults=True):
     tools: list[str]
     dream: dict[str, Any] | None = None  # due state, open tasks, digest (docs/dream.md)
     onboarding: dict[str, Any] | None = None  # which first-start questions are answered (host-core only)
+    user_memory: UserStatus | None = None  # the user's own memory repository (mcp/usermem.py)
 
 
 def _hidden_memories(view: View, include_archived: bool) -> frozenset[str]:
@@ -245,8 +260,9 @@ class Reads(Warm):
                edge: Sequence[str] = (), include_neighbors: int = 0, include_content: bool = False,
                budget: int = DEFAULT_BUDGET, mode: str = "auto", include_archived: bool = False,
                since: str | None = None, until: str | None = None, date: str = "note",
-               cursor: str | None = None) -> SearchAnswer:
+               cursor: str | None = None, scope: str = "all") -> SearchAnswer:
         from vivary_git.mcp import paging
+        from vivary_git.mcp.usermem import SCOPES
 
         if not isinstance(query, str) or not query.strip():
             raise UsageError("query is empty: give keywords or a question")
@@ -258,9 +274,12 @@ class Reads(Warm):
             raise UsageError(f"include_neighbors must be 0 to {MAX_HOPS} hops (got {include_neighbors})")
         if mode not in ("auto", "text", "semantic", "hybrid"):
             raise UsageError(f"mode must be auto, text, semantic or hybrid (got {mode!r})")
+        if scope not in SCOPES:
+            raise UsageError(f"scope must be all, workspace or user (got {scope!r})")
         types, paths, edges = list(type), list(path), list(edge)
         win = paging.window_of(since, until, date)
-        question = (query, types, paths, edges, since, until, date, mode, include_archived)
+        question = (query, types, paths, edges, since, until, date, mode, include_archived,
+                    *((scope,) if scope != "all" else ()))
         offset = paging.offset_of(cursor, question)
         shown_k, top_k = top_k, offset + top_k + 1  # this page, and one more to know there is a next
         with self._lock:
@@ -269,21 +288,19 @@ class Reads(Warm):
             left_out = len(hidden)
             if win is not None:
                 hidden |= paging.outside(st, win)
-            hits: list[SearchHit] | None = None
-            session, reason = self._hybrid(st)
-            if session is not None:
-                used = "hybrid" if mode == "auto" else mode
-                asked: SessionMode = "keyword" if used == "text" else "semantic" if used == "semantic" else "hybrid"
-                hits = self._hybrid_hits(st, session, query, top_k, types, paths, edges, hidden, mode=asked)
-                why = f"{_WHY[used]} ({reason})"
-            else:
-                used = "text"
-                why = f"keyword search (the contract's text scoring): {reason}"
-            if hits is None:
-                hits = self._text_hits(st, query, top_k, types, paths, edges, hidden)
+            hits, used, why = ([], "text", "") if scope == "user" else self._ranked(st, query, top_k, types, paths,
+                                                                                     edges, hidden, mode)
+            hits, user = self._with_user(scope, hits, (query, top_k, types, paths, edges, mode, include_archived, win))
+            left_out += user.hidden if user is not None else 0
+            if scope == "user":
+                assert user is not None and user.mode is not None
+                used, why = user.mode, user.mode_reason or ""
             more = len(hits) > offset + shown_k
             hits = hits[offset:offset + shown_k]
             for h in hits:
+                if h.scope == "user":
+                    self.usermem().fill(h, include_content, include_neighbors)
+                    continue
                 if include_content:
                     h.content = _bounded(self._note(st, h.id).body)
                 if include_neighbors:
@@ -296,7 +313,37 @@ class Reads(Warm):
                                 estimated_tokens=tokens, filters=SearchFilters(types, paths, edges, *window),
                                 results=hits, tree=st.root_tree, hidden=left_out,
                                 dream_due=_memory_event(st.view, "hit", hits),
-                                next_cursor=paging.cursor_for(offset + len(hits), question) if more and hits else None)
+                                next_cursor=paging.cursor_for(offset + len(hits), question) if more and hits else None,
+                                scope=scope if user is not None else None, user=user)
+
+    def _ranked(self, st: State, query: str, top_k: int, types: list[str], paths: list[str], edges: list[str],
+                hidden: frozenset[str], mode: str) -> tuple[list[SearchHit], str, str]:
+        """This workspace's top `top_k` hits for `query` in `mode`, the mode used and why."""
+        hits: list[SearchHit] | None = None
+        session, reason = self._hybrid(st)
+        if session is not None:
+            used = "hybrid" if mode == "auto" else mode
+            asked: SessionMode = "keyword" if used == "text" else "semantic" if used == "semantic" else "hybrid"
+            hits = self._hybrid_hits(st, session, query, top_k, types, paths, edges, hidden, mode=asked)
+            why = f"{_WHY[used]} ({reason})"
+        else:
+            used = "text"
+            why = f"keyword search (the contract's text scoring): {reason}"
+        if hits is None:
+            hits = self._text_hits(st, query, top_k, types, paths, edges, hidden)
+        return hits, used, why
+
+    def _with_user(self, scope: str, hits: list[SearchHit], asked: tuple[Any, ...]) -> tuple[list[SearchHit],
+                                                                                           UserSearch | None]:
+        """`hits` with the user memory's merged in by rank (mcp/usermem.py), or only those for scope user."""
+        from vivary_git.mcp.usermem import merge
+
+        user = self.usermem()
+        if scope == "workspace" or (scope == "all" and not user.on):
+            return hits, None
+        got, used, why, left_out = user.ranked(*asked)
+        answer = UserSearch(path=user.where.path, mode=used, mode_reason=why, hidden=left_out)
+        return (got if scope == "user" else merge(hits, got)), answer
 
     def _note(self, st: State, nid: str) -> Note:
         return st.view.note_of(st.view.nodes[nid].blob)
@@ -360,6 +407,8 @@ class Reads(Warm):
             raise UsageError("give a node id (from search) or a note's path")
         if not 0 <= neighbors <= MAX_HOPS:
             raise UsageError(f"neighbors must be 0 to {MAX_HOPS} hops (got {neighbors})")
+        if self.usermem().owns(id.strip()):
+            return self.usermem().read(id.strip(), include_content=include_content, neighbors=neighbors)
         with self._lock:
             st = self.state()
             found = st.view.find(id.strip())
@@ -471,6 +520,7 @@ class Reads(Warm):
                         "similarity": remember.similarity},
                 profile=self.profile, tools=list(PROFILES[self.profile]), dream=_dream_status(view),
                 onboarding=self._onboarding(ws.source.root) if "onboard" in PROFILES[self.profile] else None,
+                user_memory=self.usermem().status(),
             )
 
     @staticmethod

@@ -90,13 +90,15 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         date: Annotated[str, Field(description="what since/until compare: note (its observed_at, updated, date or "
                                                "created) or commit (its last commit)")] = "note",
         cursor: Annotated[str | None, Field(description="next_cursor of the previous answer: its next page")] = None,
+        scope: Annotated[str, Field(description="all (the workspace and the user memory, when one is configured), "
+                                                "workspace, or user (only the user's own memory)")] = "all",
     ) -> Json:
         """Search the workspace's notes and memories. Answers say whether they are keyword (text), semantic or
         hybrid; with next_cursor when there are more results (pass it back as cursor, with the same arguments)."""
         return _call(lambda: service.search(query, top_k=top_k, type=type or (), path=path or (), edge=edge or (),
                                             include_neighbors=include_neighbors, include_content=include_content,
                                             budget=budget, mode=mode, include_archived=include_archived, since=since,
-                                            until=until, date=date, cursor=cursor))
+                                            until=until, date=date, cursor=cursor, scope=scope))
 
     def read(
         id: Annotated[str, Field(description="a node id from search, or a note's path")],
@@ -124,6 +126,8 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         url: Annotated[str | None, Field(description="remember a web page: its readable text")] = None,
         allow_network: Annotated[bool, Field(description="allow fetching url (the workspace must allow it too)")]
         = False,
+        scope: Annotated[str, Field(description="workspace, or user: the user's own memory repository (ids "
+                                                "user:...)")] = "workspace",
     ) -> Json:
         """Remember something: a new memory note, committed to Git. Every answer has the probe's verdict and the
         matching memories with the evidence: duplicate (refused: the same claim is remembered; update that one, or
@@ -135,9 +139,10 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
                 raise ToolError("supersede does not apply to file, folder or url")
             return _call(lambda: service.anchor(file=file, folder=folder, url=url, allow_network=allow_network,
                                                 description=text or None, title=title, tags=tags or (),
-                                                durability=durability, links=links or (), force=force))
+                                                durability=durability, links=links or (), force=force,
+                                                scope=scope))
         return _call(lambda: service.add(text, title=title, tags=tags or (), durability=durability,
-                                         links=links or (), force=force, supersede=supersede))
+                                         links=links or (), force=force, supersede=supersede, scope=scope))
 
     def update(
         id: Annotated[str, Field(description="the memory's id")],
