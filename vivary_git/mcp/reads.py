@@ -312,9 +312,15 @@ class Reads(Warm):
             return SearchAnswer(query=query, mode=used, mode_reason=why, top_k=shown_k, budget=budget,
                                 estimated_tokens=tokens, filters=SearchFilters(types, paths, edges, *window),
                                 results=hits, tree=st.root_tree, hidden=left_out,
-                                dream_due=_memory_event(st.view, "hit", hits),
+                                dream_due=self._hits_seen(st, hits),
                                 next_cursor=paging.cursor_for(offset + len(hits), question) if more and hits else None,
                                 scope=scope if user is not None else None, user=user)
+
+    def _hits_seen(self, st: State, hits: list[SearchHit]) -> str | None:
+        """Each repository's memory events in its own access log; the workspace's dream_due hint."""
+        if any(h.scope == "user" for h in hits):
+            self.usermem().seen([h for h in hits if h.scope == "user"])
+        return _memory_event(st.view, "hit", [h for h in hits if h.scope is None])
 
     def _ranked(self, st: State, query: str, top_k: int, types: list[str], paths: list[str], edges: list[str],
                 hidden: frozenset[str], mode: str) -> tuple[list[SearchHit], str, str]:

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from vivary_git.mcp.reads import NodePacket, SearchHit
     from vivary_git.mcp.service import MemoryService
 
-__all__ = ["KEY", "PREFIX", "SCOPES", "UserMemory", "UserRemembered", "UserStatus", "Where", "locate", "merge"]
+__all__ = ["HOW", "KEY", "PREFIX", "SCOPES", "UserMemory", "UserRemembered", "UserStatus", "Where", "locate", "merge"]
 
 KEY = "vivary.userMemory"
 PREFIX = "user:"
@@ -74,7 +74,7 @@ class UserStatus(msgspec.Struct, frozen=True, omit_defaults=True):
 class UserRemembered(Remembered, frozen=True, omit_defaults=True):
     """A user-scope write's answer: `Remembered` with its ids in the user scope."""
 
-    scope: str = "user"
+    scope: str | None = None  # "user" (a default would be left out of the answer)
 
 
 def _config_value() -> tuple[str | None, str | None]:
@@ -226,11 +226,21 @@ class UserMemory:
             if window is not None:
                 hidden |= paging.outside(st, window)
             hits, used, why = service._ranked(st, query, k, types, paths, edges, hidden, mode)
-            reads._memory_event(st.view, "hit", hits[:k])
         return [msgspec.structs.replace(h, id=user_id(h.id), scope="user",
                                         edges=[msgspec.structs.replace(e, source=user_id(e.source),
                                                                        to=user_id(e.to)) for e in h.edges]
                                         if h.edges else None) for h in hits], used, why, left_out
+
+    def seen(self, hits: list[SearchHit]) -> None:
+        """Log the user-scope memories a search returned in the user memory's own access log (docs/dream.md):
+        never in the workspace's, which holds only its own."""
+        from vivary_git.mcp import reads
+
+        if hits:
+            service = self.service()
+            with service._lock:
+                reads._memory_event(service.state().view, "hit", [msgspec.structs.replace(h, id=strip(h.id))
+                                                                  for h in hits])
 
     def fill(self, hit: SearchHit, include_content: bool, include_neighbors: int) -> None:
         """A user-scope hit's body and neighbours, from the user repository."""
@@ -279,7 +289,7 @@ class UserMemory:
         if got.links:
             fields["links"] = [msgspec.structs.replace(e, source=user_id(e.source), to=user_id(e.to))
                                for e in got.links]
-        return UserRemembered(**fields)
+        return UserRemembered(**fields, scope="user")
 
 
 def merge(workspace: list[SearchHit], user: list[SearchHit]) -> list[SearchHit]:
