@@ -126,12 +126,15 @@ def test_only_the_users_own_config_names_the_user_memory(repo: Repo, tmp_path: P
     assert planted.git("rev-parse", "HEAD").strip() == before
 
 
-@pytest.mark.parametrize("kind", ["missing", "plain folder", "subfolder", "relative", "itself"])
+@pytest.mark.parametrize("kind", ["missing", "plain folder", "subfolder", "relative", "itself", "broken config"])
 def test_a_user_memory_that_cannot_be_used_is_said_and_the_server_serves_on(repo: Repo, tmp_path: Path,
                                                                             kind: str) -> None:
     repo.commit("init", {"README.md": "# Home\n\nThe kettle is in the kitchen.\n"})
     target = {"missing": str(tmp_path / "nowhere"), "plain folder": str(tmp_path),
-              "subfolder": str(repo.path / "sub"), "relative": "me", "itself": str(repo.path)}[kind]
+              "subfolder": str(repo.path / "sub"), "relative": "me", "itself": str(repo.path),
+              "broken config": str(tmp_path / "me")}[kind]
+    if kind == "broken config":
+        _init(tmp_path / "me", {"tropo.toml": "version = [[[\n"})
     (repo.path / "sub").mkdir()
     git(tmp_path, "config", "--global", "vivary.userMemory", target)
     svc = MemoryService(repo.path)
@@ -141,14 +144,16 @@ def test_a_user_memory_that_cannot_be_used_is_said_and_the_server_serves_on(repo
     assert um.configured and not um.ok and um.problem is not None and "vivary.userMemory" in um.problem
     said = {"missing": "does not exist", "plain folder": "not the top of a Git work tree",
             "subfolder": "not the top of a Git work tree", "relative": "not an absolute path",
-            "itself": "this workspace's own repository"}[kind]
+            "itself": "this workspace's own repository", "broken config": "cannot be read"}[kind]
     assert said in um.problem
-    assert [h.id for h in svc.search("kettle").results] == ["README"]
+    alone = svc.search("kettle")
+    assert [h.id for h in alone.results] == ["README"]
+    assert alone.user is not None and alone.user.problem == um.problem
     for call in (lambda: svc.search("kettle", scope="user"), lambda: svc.add("x y z", scope="user"),
                  lambda: svc.read("user:memories/x")):
         with pytest.raises(UsageError, match="the user memory is off"):
             call()
-    if kind == "missing":  # the server starts, says it in one line, and no traceback
+    if kind in ("missing", "broken config"):  # the server starts, says it in one line, and no traceback
         proc = subprocess.run([sys.executable, "-m", "vivary_git.main", "mcp"], cwd=repo.path, stdin=subprocess.DEVNULL,
                               capture_output=True, text=True, check=False)
         lines = [line for line in proc.stderr.splitlines() if "user memory" in line]

@@ -76,6 +76,7 @@ class UserSearch(msgspec.Struct, frozen=True, omit_defaults=True):
     mode: str | None = None  # its own mode: "text" | "semantic" | "hybrid"
     mode_reason: str | None = None
     hidden: int = 0
+    problem: str | None = None  # why a configured user memory was not searched
 
 
 class SearchFilters(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -345,9 +346,14 @@ class Reads(Warm):
         from vivary_git.mcp.usermem import merge
 
         user = self.usermem()
-        if scope == "workspace" or (scope == "all" and not user.on):
+        if scope == "workspace" or (not user.where.configured and scope == "all"):
             return hits, None
-        got, used, why, left_out = user.ranked(*asked)
+        try:
+            got, used, why, left_out = user.ranked(*asked)
+        except UsageError:
+            if scope == "user":
+                raise
+            return hits, UserSearch(path=user.where.path, problem=user.problem)  # the workspace alone, and why
         answer = UserSearch(path=user.where.path, mode=used, mode_reason=why, hidden=left_out)
         return (got if scope == "user" else merge(hits, got)), answer
 

@@ -22,6 +22,7 @@ score, since two indexes' scores are not comparable.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
@@ -156,6 +157,11 @@ class UserMemory:
         self._problem: str | None = self.where.problem
 
     @property
+    def problem(self) -> str | None:
+        """Why a configured user memory is not used (None: it is, or none is configured)."""
+        return self._problem
+
+    @property
     def on(self) -> bool:
         return self.where.configured and self._problem is None
 
@@ -164,7 +170,10 @@ class UserMemory:
         return self.where.configured and ref.startswith(PREFIX)
 
     def announce(self) -> None:
-        """One line on stderr at server start when a configured user memory cannot be used."""
+        """Open the user memory at server start; one line on stderr when a configured one cannot be used."""
+        if self.where.configured and self._problem is None:
+            with contextlib.suppress(UsageError):
+                self.service()
         if self.where.configured and self._problem is not None:
             from vivary_git.escape import text as shown
 
