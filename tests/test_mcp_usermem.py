@@ -249,3 +249,26 @@ def test_over_stdio_and_the_command_line(repo: Repo, tmp_path: Path, cli: Any) -
     git(tmp_path, "config", "--global", "--unset", "vivary.userMemory")
     bad = cli("remember", "--scope", "user", "Nothing", "lands.", cwd=repo.path)
     assert bad.code == 2 and "git config --global vivary.userMemory" in bad.err and "Traceback" not in bad.err
+
+
+def test_each_repository_searches_in_its_own_mode(repo: Repo, tmp_path: Path, cli: Any) -> None:
+    """The user memory with its semantic index, the workspace without: hybrid there, keywords here, one list."""
+    pytest.importorskip("hnswlib", reason="the embed extra is not installed")
+    me = _user_memory(tmp_path, {
+        ".vivary/memory.toml": '[memory]\nenabled = true\nprovider = "vivary-local"\n',
+        "memories/ship-days.md": "---\ntype: memory\n---\n# Ship days\n\n"
+                                 "I ship releases on Tuesdays, never on Fridays.\n",
+    })
+    assert cli("index", "--yes", cwd=me.path).code == 0
+    repo.commit("init", {"notes/weekday.md": "# Weekday plan\n\nWhich weekday: standups on Monday.\n"})
+    svc = MemoryService(repo.path)
+    ans = svc.search("which weekday do we ship releases")
+    assert ans.mode == "text" and ans.user is not None and ans.user.mode == "hybrid", ans
+    assert [(h.id, h.scope) for h in ans.results[:2]] == [("notes/weekday", None), ("user:memories/ship-days", "user")]
+    um = svc.status().user_memory
+    assert um is not None and um.search == "hybrid"
+    # a near-duplicate is found by the user memory's own cosine probe
+    dup = svc.add("I ship releases on Tuesdays and never on Fridays!", scope="user")
+    assert not dup.ok and dup.probe == "cosine" and dup.duplicate is not None
+    assert dup.duplicate.id == "user:memories/ship-days"
+    svc.close()
