@@ -25,6 +25,7 @@ from vivary_git.memory.writes.remember import EdgeRef
 
 if TYPE_CHECKING:
     from vivary_git.context import Context
+    from vivary_git.mcp.paging import Window
     from vivary_git.memory.local.recall import RecallSession, SessionMode
     from vivary_git.memory.writes.history import Recent
     from vivary_git.memory.writes.remember import View
@@ -357,6 +358,39 @@ class Reads(Warm):
         answer = UserSearch(path=user.where.path, mode=used, mode_reason=why, hidden=left_out)
         return (got if scope == "user" else merge(hits, got)), answer
 
+    # -- this service as a user memory beside another workspace's (mcp/usermem.py) ---------------------------
+
+    def beside(self, query: str, k: int, types: list[str], paths: list[str], edges: list[str], mode: str,
+               include_archived: bool, window: Window | None) -> tuple[list[SearchHit], str, str, int]:
+        """This repository's top `k` hits for another workspace's search, the mode used and why, and how many
+        memories were left out (archived, expired): by its own rules, its own index."""
+        from vivary_git.mcp import paging
+
+        with self._lock:
+            st = self.state()
+            hidden = _hidden_memories(st.view, include_archived)
+            left_out = len(hidden)
+            if window is not None:
+                hidden |= paging.outside(st, window)
+            hits, used, why = self._ranked(st, query, k, types, paths, edges, hidden, mode)
+            return hits, used, why, left_out
+
+    def fill_hit(self, hit: SearchHit, nid: str, include_content: bool, include_neighbors: int) -> None:
+        """`hit`'s body and neighbours from this repository, where its node is `nid`."""
+        with self._lock:
+            st = self.state()
+            if nid not in st.nodes:
+                return
+            if include_content:
+                hit.content = _bounded(self._note(st, nid).body)
+            if include_neighbors:
+                hit.neighbors = _neighbors(st, nid, include_neighbors)
+
+    def hits_seen_here(self, hits: list[SearchHit]) -> None:
+        """Another workspace's search returned these memories of this repository: a memory event here."""
+        with self._lock:
+            _memory_event(self.state().view, "hit", hits)
+
     def _note(self, st: State, nid: str) -> Note:
         return st.view.note_of(st.view.nodes[nid].blob)
 
@@ -420,7 +454,8 @@ class Reads(Warm):
         if not 0 <= neighbors <= MAX_HOPS:
             raise UsageError(f"neighbors must be 0 to {MAX_HOPS} hops (got {neighbors})")
         if self.usermem().owns(id.strip()):
-            return self.usermem().read(id.strip(), include_content=include_content, neighbors=neighbors)
+            packet: NodePacket = self.usermem().read(id.strip(), include_content=include_content, neighbors=neighbors)
+            return packet
         with self._lock:
             st = self.state()
             found = st.view.find(id.strip())

@@ -27,26 +27,40 @@ import os
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import msgspec
 
 from vivary_git import git
-from vivary_git.errors import GitError, RefusedError, UsageError
+from vivary_git.errors import GitError, RefusedError, UsageError, VivaryError
 from vivary_git.memory.writes.remember import Remembered
 
-if TYPE_CHECKING:
-    from vivary_git.mcp.reads import NodePacket, SearchHit
-    from vivary_git.mcp.service import MemoryService
-
-__all__ = ["HOW", "KEY", "PREFIX", "SCOPES", "UserMemory", "UserRemembered", "UserStatus", "Where", "locate", "merge"]
+__all__ = ["HOW", "KEY", "PREFIX", "SCOPES", "Service", "UserMemory", "UserRemembered", "UserStatus", "Where",
+           "locate", "merge"]
 
 KEY = "vivary.userMemory"
 PREFIX = "user:"
 SCOPES = ("all", "workspace", "user")
 HOW = f"git config --global {KEY} PATH (a Git repository of your own)"
 _HOOK_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY")
+
+
+class Service(Protocol):
+    """What the user memory asks of its `MemoryService` (this module imports none of mcp/: the service makes
+    the user memory, and hands it a way to open one)."""
+
+    def state(self) -> Any: ...
+    def close(self) -> None: ...
+    def status(self) -> Any: ...
+    def read(self, id: str, *, include_content: bool = False, neighbors: int = 1) -> Any: ...
+    def add(self, text: str, *, title: str | None = None, tags: Any = (), durability: str | None = None,
+            links: Any = (), force: bool = False, supersede: bool = False, scope: str = "workspace") -> Remembered: ...
+    def beside(self, query: str, k: int, types: list[str], paths: list[str], edges: list[str], mode: str,
+               include_archived: bool, window: Any) -> tuple[list[Any], str, str, int]: ...
+    def fill_hit(self, hit: Any, nid: str, include_content: bool, include_neighbors: int) -> None: ...
+    def hits_seen_here(self, hits: list[Any]) -> None: ...
 
 
 class Where(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -148,12 +162,11 @@ def strip(ref: str) -> str:
 class UserMemory:
     """The user memory for one workspace's server: located once, served by its own `MemoryService`."""
 
-    def __init__(self, workspace: git.Repo | None, *, profile: str, source: str, enabled: bool = True) -> None:
+    def __init__(self, workspace: git.Repo | None, opener: Callable[[str], Service], *, enabled: bool = True) -> None:
         self.where = locate(workspace) if enabled else Where(configured=False)
-        self._profile = profile
-        self._source = source
+        self._opener = opener  # PATH -> the service of the repository there, with no user memory of its own
         self._lock = threading.Lock()
-        self._service: MemoryService | None = None
+        self._service: Service | None = None
         self._problem: str | None = self.where.problem
 
     @property
@@ -179,18 +192,14 @@ class UserMemory:
 
             print(f"vivary mcp: user memory is off: {shown(self._problem)}", file=sys.stderr, flush=True)
 
-    def service(self) -> MemoryService:
+    def service(self) -> Service:
         """The user repository's service (opened on first use); a usage error saying why when there is none."""
         if not self.where.configured:
             raise UsageError(f"no user memory is configured: {HOW}")
         with self._lock:
             if self._service is None and self._problem is None:
-                from vivary_git.errors import VivaryError
-                from vivary_git.mcp.service import MemoryService
-
                 assert self.where.path is not None
-                service = MemoryService(self.where.path, profile=self._profile, source=self._source,
-                                        user_memory=False)
+                service = self._opener(self.where.path)
                 try:
                     service.state()
                 except VivaryError as err:
@@ -222,59 +231,31 @@ class UserMemory:
     # -- the read side -------------------------------------------------------------------------------------
 
     def ranked(self, query: str, k: int, types: list[str], paths: list[str], edges: list[str], mode: str,
-               include_archived: bool, window: Any) -> tuple[list[SearchHit], str, str, int]:
+               include_archived: bool, window: Any) -> tuple[list[Any], str, str, int]:
         """The user repository's top `k` hits (ids in the user scope), its mode and why, and how many of its
         memories were left out (archived, expired)."""
-        from vivary_git.mcp import paging, reads
+        hits, used, why, left_out = self.service().beside(query, k, types, paths, edges, mode, include_archived,
+                                                          window)
+        return [_hit(h) for h in hits], used, why, left_out
 
-        service = self.service()
-        with service._lock:
-            st = service.state()
-            hidden = reads._hidden_memories(st.view, include_archived)
-            left_out = len(hidden)
-            if window is not None:
-                hidden |= paging.outside(st, window)
-            hits, used, why = service._ranked(st, query, k, types, paths, edges, hidden, mode)
-        return [msgspec.structs.replace(h, id=user_id(h.id), scope="user",
-                                        edges=[msgspec.structs.replace(e, source=user_id(e.source),
-                                                                       to=user_id(e.to)) for e in h.edges]
-                                        if h.edges else None) for h in hits], used, why, left_out
-
-    def seen(self, hits: list[SearchHit]) -> None:
+    def seen(self, hits: list[Any]) -> None:
         """Log the user-scope memories a search returned in the user memory's own access log (docs/dream.md):
         never in the workspace's, which holds only its own."""
-        from vivary_git.mcp import reads
-
         if hits:
-            service = self.service()
-            with service._lock:
-                reads._memory_event(service.state().view, "hit", [msgspec.structs.replace(h, id=strip(h.id))
-                                                                  for h in hits])
+            self.service().hits_seen_here([msgspec.structs.replace(h, id=strip(h.id)) for h in hits])
 
-    def fill(self, hit: SearchHit, include_content: bool, include_neighbors: int) -> None:
+    def fill(self, hit: Any, include_content: bool, include_neighbors: int) -> None:
         """A user-scope hit's body and neighbours, from the user repository."""
-        from vivary_git.mcp import reads
+        self.service().fill_hit(hit, strip(hit.id), include_content, include_neighbors)
+        if hit.neighbors:
+            hit.neighbors = [msgspec.structs.replace(n, id=user_id(n.id)) for n in hit.neighbors]
 
-        service = self.service()
-        with service._lock:
-            st = service.state()
-            nid = strip(hit.id)
-            if nid not in st.nodes:
-                return
-            if include_content:
-                hit.content = reads._bounded(service._note(st, nid).body)
-            if include_neighbors:
-                hit.neighbors = [msgspec.structs.replace(n, id=user_id(n.id))
-                                 for n in reads._neighbors(st, nid, include_neighbors)]
-
-    def read(self, ref: str, *, include_content: bool, neighbors: int) -> NodePacket:
-        from vivary_git.mcp.reads import InEdge, OutEdge
-
+    def read(self, ref: str, *, include_content: bool, neighbors: int) -> Any:
         got = self.service().read(strip(ref), include_content=include_content, neighbors=neighbors)
         return msgspec.structs.replace(
             got, id=user_id(got.id), scope="user",
-            outbound=[OutEdge(e.field, user_id(e.to)) for e in got.outbound],
-            inbound=[InEdge(user_id(e.source), e.field) for e in got.inbound],
+            outbound=[msgspec.structs.replace(e, to=user_id(e.to)) for e in got.outbound],
+            inbound=[msgspec.structs.replace(e, source=user_id(e.source)) for e in got.inbound],
             neighbors=[msgspec.structs.replace(n, id=user_id(n.id)) for n in got.neighbors])
 
     # -- the write side ------------------------------------------------------------------------------------
@@ -301,10 +282,17 @@ class UserMemory:
         return UserRemembered(**fields, scope="user")
 
 
-def merge(workspace: list[SearchHit], user: list[SearchHit]) -> list[SearchHit]:
+def _hit(h: Any) -> Any:
+    """A user memory's search hit (mcp/reads.py: `SearchHit`) with its ids in the user scope."""
+    return msgspec.structs.replace(h, id=user_id(h.id), scope="user",
+                                   edges=[msgspec.structs.replace(e, source=user_id(e.source), to=user_id(e.to))
+                                          for e in h.edges] if h.edges else None)
+
+
+def merge(workspace: list[Any], user: list[Any]) -> list[Any]:
     """Two ranked lists as one, by rank: the first of each, then the second of each, ..., the workspace's first
     on a tie (reciprocal-rank fusion with equal weights). Scores stay each repository's own."""
-    out: list[SearchHit] = []
+    out: list[Any] = []
     for i in range(max(len(workspace), len(user))):
         out += workspace[i:i + 1] + user[i:i + 1]
     return out

@@ -197,7 +197,10 @@ class Warm:
         if self._usermem is None:
             from vivary_git.mcp.usermem import UserMemory
 
-            self._usermem = UserMemory(self._repo, profile=self.profile, source=self.source, enabled=self._user_enabled)
+            def opener(path: str) -> Any:  # the same kind of service, over the user memory, with none of its own
+                return type(self)(path, profile=self.profile, source=self.source, user_memory=False)
+
+            self._usermem = UserMemory(self._repo, opener, enabled=self._user_enabled)
         return self._usermem
 
     def close(self) -> None:
