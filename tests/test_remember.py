@@ -243,3 +243,20 @@ def test_eight_concurrent_adds_all_land(repo: Repo) -> None:
     for p in paths:
         assert (repo.path / p).is_file()
 
+
+
+def test_expires_writes_an_ephemeral_memory_that_stops_mattering_then(repo: Repo, cli) -> None:
+    _seed(repo)
+    r = cli("remember", "The staging box is down until the new year.", "--expires", "2099-01-01T09:30+02:00",
+            "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    note = (repo.path / r.json()["path"]).read_text()
+    assert "durability: ephemeral\n" in note and 'expires: "2099-01-01T07:30:00Z"\n' in note
+    head = repo.git("rev-parse", "HEAD")
+    for args, said in [(["--expires", "2001-01-01"], "has passed"),
+                       (["--expires", "soon"], "is not an ISO date or date-time"),
+                       (["--expires", "2099-01-01", "--durability", "durable"], "not durable ones"),
+                       (["--expires", "2099-01-01", "--file", "README.md"], "--expires does not apply")]:
+        r = cli("remember", "Something else to remember for a while.", *args, cwd=repo.path)
+        assert r.code == 2 and said in r.err, (args, r.err)
+    assert repo.git("rev-parse", "HEAD") == head

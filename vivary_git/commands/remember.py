@@ -37,6 +37,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--type", default="memory", metavar="TYPE", help="its type (default memory)")
     p.add_argument("--durability", choices=("working", "durable", "pinned", "ephemeral"),
                    help="how long it should matter (default: [memory.remember] durability, working)")
+    p.add_argument("--expires", metavar="WHEN", help="when it stops mattering, an ISO date or date-time (UTC when "
+                   "no zone is given): an ephemeral memory")
     p.add_argument("--link", action="append", default=[], metavar="FIELD:ID",
                    help="an edge from the new memory, e.g. related:deploy-runbook; repeatable")
     p.add_argument("--force", action="store_true", help="add even when a near-duplicate exists; for an anchor "
@@ -73,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     result = remember.add(
         view, " ".join(args.text), title=args.title, tags=args.tag, type_name=args.type,
         durability=args.durability, links=args.link, force=args.force, supersede=args.supersede, source="cli",
-        probe=probe_for(view),
+        probe=probe_for(view), expires=args.expires,
     )
     if args.json:
         emit_json(result)
@@ -130,10 +132,11 @@ def _anchor(args: argparse.Namespace) -> int:
         from vivary_git.errors import UsageError
 
         raise UsageError("--supersede does not apply to --file, --folder or --url")
-    if args.type != "memory":
+    if args.type != "memory" or args.expires is not None:
         from vivary_git.errors import UsageError
 
-        raise UsageError("--type does not apply to --file, --folder or --url: anchors are memories")
+        raise UsageError(f"{'--type' if args.type != 'memory' else '--expires'} does not apply to --file, --folder "
+                         "or --url: anchors are memories, kept current by `refresh`")
     if args.file is not None:
         result = anchors.remember_file(view, args.file, base=base, **common)
     elif args.folder is not None:

@@ -37,6 +37,7 @@ MAX_HOPS = 3
 MAX_NEIGHBORS = 50
 MAX_QUERY = 2000
 DEFAULT_BUDGET = 1200
+MAX_BUDGET = 100_000
 SNIPPET = 160
 _CONTENT_LIMIT = 20_000
 # Why an answer is in the mode it says, when the semantic index is fresh.
@@ -184,6 +185,13 @@ def _memory_event(view: View, op: str, hits: Sequence[SearchHit]) -> str | None:
     return log.due().hint
 
 
+def _due_hint(view: View) -> str | None:
+    """The `dream_due` hint as it stands before this answer's own memory event."""
+    from vivary_git.memory.dream.accesslog import log_for
+
+    return log_for(view.ws).due().hint
+
+
 def _dream_status(view: View) -> dict[str, Any]:
     from vivary_git.memory.dream import dream
     from vivary_git.memory.dream.accesslog import log_for
@@ -243,16 +251,34 @@ def _neighbors(st: State, start: str, hops: int) -> list[Neighbor]:
     return out
 
 
-def _estimate(hits: Sequence[SearchHit]) -> int:
-    return (len(msgspec.json.encode(list(hits))) + 3) // 4
+def answer_text(value: Any) -> bytes:
+    """The text a host receives for a tool's answer: its compact JSON, UTF-8 (docs/mcp.md#budgets)."""
+    return msgspec.json.encode(value)
 
 
-def _trim(hits: list[SearchHit], budget: int) -> int:
-    """Within `budget` tokens (JSON length / 4): drop content, then neighbours, then as `find` does."""
+def estimate_tokens(text: bytes) -> int:
+    """A budget's tokens: the answer text's UTF-8 bytes / 4, rounded up (docs/mcp.md#budgets)."""
+    return (len(text) + 3) // 4
+
+
+def _sized(answer: SearchAnswer) -> SearchAnswer:
+    """`answer` with `estimated_tokens` the size of its whole text, that number's own digits included."""
+    tokens = 0
+    while (got := estimate_tokens(answer_text(msgspec.structs.replace(answer, estimated_tokens=tokens)))) > tokens:
+        tokens = got
+    return msgspec.structs.replace(answer, estimated_tokens=tokens)
+
+
+def _fit(answer: SearchAnswer) -> SearchAnswer:
+    """`answer` trimmed until its whole text is within its budget of tokens: its hits' content goes, then their
+    neighbours, then as `find` does (snippets shorten and go, edges, trailing hits; one hit always stays)."""
     from vivary_git.query import trim_hits
 
-    trim_hits(hits, lambda: _estimate(hits) > budget, first=("content", "neighbors"))
-    return _estimate(hits)
+    budget = answer.budget
+    if budget > 0:
+        probe = msgspec.structs.replace(answer, estimated_tokens=budget)  # the same list of hits, trimmed in place
+        trim_hits(probe.results, lambda: estimate_tokens(answer_text(probe)) > budget, first=("content", "neighbors"))
+    return _sized(answer)
 
 
 class Reads(Warm):
@@ -278,6 +304,8 @@ class Reads(Warm):
             raise UsageError(f"mode must be auto, text, semantic or hybrid (got {mode!r})")
         if scope not in SCOPES:
             raise UsageError(f"scope must be all, workspace or user (got {scope!r})")
+        if not 0 <= budget <= MAX_BUDGET:
+            raise UsageError(f"budget must be 0 (none) to {MAX_BUDGET:,} tokens (got {budget})")
         types, paths, edges = list(type), list(path), list(edge)
         win = paging.window_of(since, until, date)
         question = (query, types, paths, edges, since, until, date, mode, include_archived,
@@ -308,15 +336,20 @@ class Reads(Warm):
                 if include_neighbors:
                     h.neighbors = _neighbors(st, h.id, include_neighbors)
             page = len(hits)
-            tokens = _trim(hits, budget) if budget > 0 else _estimate(hits)
-            more = more or len(hits) < page
             window = (since, until, date) if win is not None else (None, None, None)
-            return SearchAnswer(query=query, mode=used, mode_reason=why, top_k=shown_k, budget=budget,
-                                estimated_tokens=tokens, filters=SearchFilters(types, paths, edges, *window),
-                                results=hits, tree=st.root_tree, hidden=left_out,
-                                dream_due=self._hits_seen(st, hits),
-                                next_cursor=paging.cursor_for(offset + len(hits), question) if more and hits else None,
-                                scope=scope if user is not None else None, user=user)
+            # A cursor as long as the one this page can end with, so trimming counts it
+            widest = paging.cursor_for(offset + page, question) if hits else None
+            answer = _fit(SearchAnswer(query=query, mode=used, mode_reason=why, top_k=shown_k, budget=budget,
+                                       estimated_tokens=0, filters=SearchFilters(types, paths, edges, *window),
+                                       results=hits, tree=st.root_tree, hidden=left_out,
+                                       dream_due=_due_hint(st.view), next_cursor=widest,
+                                       scope=scope if user is not None else None, user=user))
+            due = self._hits_seen(st, hits)
+            if due != answer.dream_due:  # this search's own event made a dream due: the hint counts too
+                answer = _fit(msgspec.structs.replace(answer, dream_due=due))
+            more = more or len(hits) < page
+            cursor = paging.cursor_for(offset + len(hits), question) if more and hits else None
+            return _sized(msgspec.structs.replace(answer, next_cursor=cursor))
 
     def _hits_seen(self, st: State, hits: list[SearchHit]) -> str | None:
         """Each repository's memory events in its own access log; the workspace's dream_due hint."""
@@ -492,8 +525,8 @@ class Reads(Warm):
             raise UsageError("give a node id (from search) or a note's path")
         if not 0 <= depth <= context.MAX_DEPTH:
             raise UsageError(f"depth must be 0 to {context.MAX_DEPTH} (got {depth})")
-        if budget < 0:
-            raise UsageError(f"budget must be 0 (none) or more tokens (got {budget})")
+        if not 0 <= budget <= MAX_BUDGET:
+            raise UsageError(f"budget must be 0 (none) to {MAX_BUDGET:,} tokens (got {budget})")
         with self._lock:
             st = self.state()
             found = st.view.find(id.strip())

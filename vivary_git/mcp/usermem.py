@@ -56,7 +56,8 @@ class Service(Protocol):
     def status(self) -> Any: ...
     def read(self, id: str, *, include_content: bool = False, neighbors: int = 1) -> Any: ...
     def add(self, text: str, *, title: str | None = None, tags: Any = (), durability: str | None = None,
-            links: Any = (), force: bool = False, supersede: bool = False, scope: str = "workspace") -> Remembered: ...
+            links: Any = (), force: bool = False, supersede: bool = False, expires: str | None = None,
+            scope: str = "workspace") -> Remembered: ...
     def beside(self, query: str, k: int, types: list[str], paths: list[str], edges: list[str], mode: str,
                include_archived: bool, window: Any) -> tuple[list[Any], str, str, int]: ...
     def fill_hit(self, hit: Any, nid: str, include_content: bool, include_neighbors: int) -> None: ...
@@ -261,12 +262,13 @@ class UserMemory:
     # -- the write side ------------------------------------------------------------------------------------
 
     def add(self, text: str, *, title: str | None, tags: Any, durability: str | None, links: Any, force: bool,
-            supersede: bool) -> UserRemembered:
+            supersede: bool, expires: str | None = None) -> UserRemembered:
         """`add` in the user repository: its probe, its secret scan, one commit there with the usual trailers.
         Links name user-scope ids (`user:` optional); a workspace id there is refused as the user repository
         would refuse any id it does not have."""
         got = self.service().add(text, title=title, tags=tags, durability=durability,
-                                 links=[_user_link(link) for link in links], force=force, supersede=supersede)
+                                 links=[_user_link(link) for link in links], force=force, supersede=supersede,
+                                 expires=expires)
         fields = {f: getattr(got, f) for f in got.__struct_fields__}
         if got.id is not None:
             fields["id"] = user_id(got.id)

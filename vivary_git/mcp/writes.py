@@ -108,7 +108,7 @@ class Writes(Warm):
 
     def add(self, text: str, *, title: str | None = None, tags: Sequence[str] = (),
             durability: str | None = None, links: Sequence[str] = (), force: bool = False,
-            supersede: bool = False, scope: str = "workspace") -> Remembered:
+            supersede: bool = False, expires: str | None = None, scope: str = "workspace") -> Remembered:
         from vivary_git.memory.writes import remember
 
         self._writable("add")
@@ -116,11 +116,12 @@ class Writes(Warm):
             raise UsageError(f"scope must be workspace or user (got {scope!r})")
         if scope == "user":  # a commit in the user's own memory repository, never here (mcp/usermem.py)
             return self.usermem().add(text, title=title, tags=tags, durability=durability, links=links, force=force,
-                                      supersede=supersede)
+                                      supersede=supersede, expires=expires)
         with self._lock:
             st = self.state()
             result = remember.add(st.view, text, title=title, tags=tags, durability=durability, links=links,
-                                  force=force, supersede=supersede, source=self.source, probe=self._probe_for(st))
+                                  force=force, supersede=supersede, source=self.source, probe=self._probe_for(st),
+                                  expires=expires)
             if result.ok and result.commit is not None:
                 self._after_write(st, result, add=[(e.field, e.to) for e in result.links or ()])
                 for old in result.archived or ():

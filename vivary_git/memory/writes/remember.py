@@ -195,6 +195,23 @@ def _check_durability(value: str | None) -> str | None:
     return value
 
 
+def _check_expires(value: str | None, durability: str | None) -> str | None:
+    """`expires` as the note says it (a UTC date-time), for an ephemeral memory, still to come."""
+    if value is None:
+        return None
+    from vivary_git.memory.dream import durability as tiers
+
+    if durability not in (None, "ephemeral"):
+        raise UsageError(f"expires is for ephemeral memories, not {durability} ones: leave durability out, or "
+                         "give ephemeral")
+    when = tiers.parse_when(value)
+    if when is None:
+        raise UsageError(f"expires {value!r} is not an ISO date or date-time, e.g. 2026-07-01 or 2026-07-01T09:00Z")
+    if when <= tiers.now():
+        raise UsageError(f"expires {value!r} has passed: give a moment still to come")
+    return tiers.stamp(when)
+
+
 def _refuse_private_target(view: View, path: str) -> None:
     """The note being written must be public, or it could never be searched (nor should it exist)."""
     from vivary_git.memory.snapshot import decide_for_source
@@ -301,11 +318,14 @@ def add(
     supersede: bool = False,
     source: str = "agent",
     probe: Probe | None = None,
+    expires: str | None = None,
 ) -> Remembered:
     """Remember `text`: a new note in the memory folder, committed, after the probe's verdict (probe.py).
     Refused (ok false) when an existing memory makes the same claim (`duplicate`), or says otherwise about the
     same thing (`update`) unless `supersede`: then that memory is archived in the same commit, and the new one
-    `supersedes` it. A `related` add is linked to the related memories. `force` skips the probe."""
+    `supersedes` it. A `related` add is linked to the related memories. `force` skips the probe.
+    `expires` (an ISO date or date-time, UTC when no zone is given) makes it an ephemeral memory that stops
+    mattering then (docs/dream.md#durability)."""
     refuse_secrets([("text", text), ("title", title), *(("tag", t) for t in tags), *(("link", x) for x in links),
                     ("type", type_name), ("durability", durability)])
     text = _check_text(text, "the memory text", MAX_TEXT)
@@ -313,7 +333,8 @@ def add(
     if len(title) > MAX_TITLE:
         raise UsageError(f"the title is {len(title)} characters, over {MAX_TITLE}")
     tag_list = _check_tags(tags)
-    tier = _check_durability(durability) or view.cfg.memory.remember.durability
+    until = _check_expires(expires, durability)
+    tier = "ephemeral" if until is not None else _check_durability(durability) or view.cfg.memory.remember.durability
     edges = _parse_links(links)
     folder = _folder_for(view, type_name)
     targets = []
@@ -342,13 +363,16 @@ def add(
     stamp = _now()
     fields: list[tuple[str, Any]] = []
     for key, value in (("type", type_name), ("title", title), ("tags", tag_list), ("durability", tier),
-                       ("observed_at", stamp), ("source", source)):
+                       ("expires", until), ("observed_at", stamp), ("source", source)):
         if key == "title" and "title" in cfg.derive:
             continue  # derived from the `# title` line: writing it would be W210 noise
-        if key == "tags" and not tag_list:
+        if (key == "tags" and not tag_list) or (key == "expires" and until is None):
             continue
         if _declared(view, type_name, key):
             fields.append((key, value))
+        elif key == "expires":
+            raise UsageError(f"type {type_name} has no `expires` field, so the memory could not expire; leave "
+                             "expires out, or declare the field for the type")
     _add_links(view, type_name, fields, targets)
     content = notefile.render_note(fields, title, text)
     chosen: dict[str, str] = {}
