@@ -19,6 +19,7 @@ from test_mcp import _data, _run, _stdio, _text
 from vivary_git.errors import UsageError
 from vivary_git.mcp.server import build_server
 from vivary_git.mcp.service import MemoryService
+from vivary_git.mcp.usermem import SCOPES
 
 WS = "canary-ws-51c0de"  # in the workspace's private files only
 ME = "canary-me-9b2f4a"  # in the user memory's private files only
@@ -232,6 +233,9 @@ def test_over_stdio_and_the_command_line(repo: Repo, tmp_path: Path, cli: Any) -
 
     async def session() -> dict[str, Any]:
         async with Client(_stdio(other)) as client:
+            tools = {t.name: t.input_schema["properties"] for t in (await client.list_tools()).tools}
+            assert tools["search"]["scope"]["enum"] == list(SCOPES) and tools["search"]["scope"]["default"] == "all"
+            assert tools["add"]["scope"]["enum"] == ["workspace", "user"]
             found = _data(await client.call_tool("search", {"query": "coffee sugar"}))
             first = found["results"][0]
             packet = _data(await client.call_tool("read", {"id": first["id"], "include_content": True}))
