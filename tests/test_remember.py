@@ -223,11 +223,16 @@ def test_eight_concurrent_adds_all_land(repo: Repo) -> None:
     _seed(repo)
     repo.write({"staged.txt": "staged\n"})
     repo.git("add", "staged.txt")
+    # Eight facts about different things: "memory number 3" after "memory number 0" is an update the probe
+    # refuses (a changed number), whenever the first has landed before the second probes.
+    facts = ["The kettle descales on Mondays.", "Badges open the loading dock.", "Printer toner sits in cupboard B.",
+             "Visitors sign in at reception.", "The bike shed locks at dusk.", "Plants get watered by Priya.",
+             "Fire drills start from the atrium.", "Spare chargers live in the blue drawer."]
     procs = [
-        subprocess.Popen([sys.executable, "-m", "vivary_git.main", "remember", f"Concurrent memory number {i}",
+        subprocess.Popen([sys.executable, "-m", "vivary_git.main", "remember", fact,
                           "--title", "Same title", "--json"], cwd=repo.path, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
-        for i in range(8)
+        for fact in facts
     ]
     results = [(p.wait(timeout=300), p.stdout.read(), p.stderr.read()) for p in procs]  # type: ignore[union-attr]
     failed = [(code, err) for code, _, err in results if code != 0]

@@ -45,6 +45,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    "already remembered, refresh it in place")
     p.add_argument("--supersede", action="store_true", help="when an existing memory says otherwise about the same "
                    "thing (verdict update), add this one and archive that one in the same commit")
+    p.add_argument("--scope", choices=("workspace", "user"), default="workspace",
+                   help="user: commit it in your own memory repository (git config --global vivary.userMemory PATH), "
+                   "searched beside every workspace by `git vivary mcp` (docs/remember.md#your-own-memory)")
     p.add_argument("--root", metavar="DIR", help="workspace directory (default: nearest folder with tropo.toml)")
     p.add_argument("-C", dest="cwd", metavar="PATH", help="run as if started in PATH")
     add_json_arg(p)
@@ -57,12 +60,17 @@ def run(args: argparse.Namespace) -> int:
     from vivary_git.workspace import open_workspace
 
     if args.file is not None or args.folder is not None or args.url is not None:
+        if args.scope == "user":
+            from vivary_git.mcp.usermem import refuse_anchor
+
+            refuse_anchor()
         return _anchor(args)
     if not args.text:
         from vivary_git.errors import UsageError
 
         raise UsageError("say what to remember (TEXT), or give --file, --folder or --url")
-    ws = open_workspace(args.cwd, root=args.root)
+    ws = open_workspace(_user_memory(args), root=None) if args.scope == "user" else open_workspace(args.cwd,
+                                                                                                  root=args.root)
     view = remember.open_view(ws)
     result = remember.add(
         view, " ".join(args.text), title=args.title, tags=args.tag, type_name=args.type,
@@ -72,8 +80,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(result)
     elif result.ok:
+        where = f" of {ws.source.root}" if args.scope == "user" else ""
         print(f"remembered {result.id} ({result.path}) in {result.commit[:12] if result.commit else '-'} "
-              f"on {result.ref}")
+              f"on {result.ref}{where}")
         for old in result.archived or ():
             print(f"    supersedes {old}, now archived")
         if result.verdict == "related":
@@ -85,6 +94,24 @@ def run(args: argparse.Namespace) -> int:
     if result.dream_due and not args.json:
         print(f"vivary remember: {result.dream_due}")
     return EXIT_OK if result.ok else EXIT_REFUSED
+
+
+def _user_memory(args: argparse.Namespace) -> str:
+    """The user memory repository (`vivary.userMemory` in the user's global config only), or a usage error."""
+    from pathlib import Path
+
+    from vivary_git import git
+    from vivary_git.errors import UsageError
+    from vivary_git.mcp.usermem import HOW, locate
+
+    if args.root is not None:
+        raise UsageError("--root names a folder of this workspace; --scope user writes to your own memory repository")
+    where = locate(git.try_open(Path(args.cwd or ".").resolve()))
+    if not where.configured:
+        raise UsageError(f"no user memory is configured: {HOW}")
+    if where.problem is not None or where.path is None:
+        raise UsageError(f"the user memory is off: {where.problem}")
+    return where.path
 
 
 def _anchor(args: argparse.Namespace) -> int:

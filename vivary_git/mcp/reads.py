@@ -19,11 +19,13 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from vivary_git.errors import RefusedError, UsageError, VivaryError
+from vivary_git.mcp.usermem import UserStatus
 from vivary_git.mcp.warm import PROFILES, RESOURCES, State, Warm
 from vivary_git.memory.writes.remember import EdgeRef
 
 if TYPE_CHECKING:
     from vivary_git.context import Context
+    from vivary_git.mcp.paging import Window
     from vivary_git.memory.local.recall import RecallSession, SessionMode
     from vivary_git.memory.writes.history import Recent
     from vivary_git.memory.writes.remember import View
@@ -66,6 +68,17 @@ class SearchHit(msgspec.Struct, omit_defaults=True):
     content: str | None = None
     edges: list[EdgeRef] | None = None
     neighbors: list[Neighbor] | None = None
+    scope: str | None = None  # "user": from the user memory (mcp/usermem.py); none: from the workspace
+
+
+class UserSearch(msgspec.Struct, frozen=True, omit_defaults=True):
+    """How the user memory answered a search beside the workspace (mcp/usermem.py)."""
+
+    path: str | None
+    mode: str | None = None  # its own mode: "text" | "semantic" | "hybrid"
+    mode_reason: str | None = None
+    hidden: int = 0
+    problem: str | None = None  # why a configured user memory was not searched
 
 
 class SearchFilters(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -90,6 +103,8 @@ class SearchAnswer(msgspec.Struct, frozen=True, omit_defaults=True):
     hidden: int = 0  # archived or expired memories left out (docs/dream.md)
     dream_due: str | None = None
     next_cursor: str | None = None  # the next page: pass it as `cursor` with the same question
+    scope: str | None = None  # "all" | "user" when the user memory was searched too (mcp/usermem.py)
+    user: UserSearch | None = None
 
 
 class InEdge(msgspec.Struct, frozen=True):
@@ -114,6 +129,7 @@ class NodePacket(msgspec.Struct, frozen=True, omit_defaults=True):
     tree: str | None
     content: str | None = None
     problem: str | None = None  # E000/E001: why the frontmatter could not be read
+    scope: str | None = None  # "user": a node of the user memory (mcp/usermem.py)
 
 
 class Status(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -126,6 +142,7 @@ class Status(msgspec.Struct, frozen=True, omit_defaults=True):
     tools: list[str]
     dream: dict[str, Any] | None = None  # due state, open tasks, digest (docs/dream.md)
     onboarding: dict[str, Any] | None = None  # which first-start questions are answered (host-core only)
+    user_memory: UserStatus | None = None  # the user's own memory repository (mcp/usermem.py)
 
 
 def _hidden_memories(view: View, include_archived: bool) -> frozenset[str]:
@@ -271,8 +288,9 @@ class Reads(Warm):
                edge: Sequence[str] = (), include_neighbors: int = 0, include_content: bool = False,
                budget: int = DEFAULT_BUDGET, mode: str = "auto", include_archived: bool = False,
                since: str | None = None, until: str | None = None, date: str = "note",
-               cursor: str | None = None) -> SearchAnswer:
+               cursor: str | None = None, scope: str = "all") -> SearchAnswer:
         from vivary_git.mcp import paging
+        from vivary_git.mcp.usermem import SCOPES
 
         if not isinstance(query, str) or not query.strip():
             raise UsageError("query is empty: give keywords or a question")
@@ -284,11 +302,14 @@ class Reads(Warm):
             raise UsageError(f"include_neighbors must be 0 to {MAX_HOPS} hops (got {include_neighbors})")
         if mode not in ("auto", "text", "semantic", "hybrid"):
             raise UsageError(f"mode must be auto, text, semantic or hybrid (got {mode!r})")
+        if scope not in SCOPES:
+            raise UsageError(f"scope must be all, workspace or user (got {scope!r})")
         if not 0 <= budget <= MAX_BUDGET:
             raise UsageError(f"budget must be 0 (none) to {MAX_BUDGET:,} tokens (got {budget})")
         types, paths, edges = list(type), list(path), list(edge)
         win = paging.window_of(since, until, date)
-        question = (query, types, paths, edges, since, until, date, mode, include_archived)
+        question = (query, types, paths, edges, since, until, date, mode, include_archived,
+                    *((scope,) if scope != "all" else ()))
         offset = paging.offset_of(cursor, question)
         shown_k, top_k = top_k, offset + top_k + 1  # this page, and one more to know there is a next
         with self._lock:
@@ -297,21 +318,19 @@ class Reads(Warm):
             left_out = len(hidden)
             if win is not None:
                 hidden |= paging.outside(st, win)
-            hits: list[SearchHit] | None = None
-            session, reason = self._hybrid(st)
-            if session is not None:
-                used = "hybrid" if mode == "auto" else mode
-                asked: SessionMode = "keyword" if used == "text" else "semantic" if used == "semantic" else "hybrid"
-                hits = self._hybrid_hits(st, session, query, top_k, types, paths, edges, hidden, mode=asked)
-                why = f"{_WHY[used]} ({reason})"
-            else:
-                used = "text"
-                why = f"keyword search (the contract's text scoring): {reason}"
-            if hits is None:
-                hits = self._text_hits(st, query, top_k, types, paths, edges, hidden)
+            hits, used, why = ([], "text", "") if scope == "user" else self._ranked(st, query, top_k, types, paths,
+                                                                                     edges, hidden, mode)
+            hits, user = self._with_user(scope, hits, (query, top_k, types, paths, edges, mode, include_archived, win))
+            left_out += user.hidden if user is not None else 0
+            if scope == "user":
+                assert user is not None and user.mode is not None
+                used, why = user.mode, user.mode_reason or ""
             more = len(hits) > offset + shown_k
             hits = hits[offset:offset + shown_k]
             for h in hits:
+                if h.scope == "user":
+                    self.usermem().fill(h, include_content, include_neighbors)
+                    continue
                 if include_content:
                     h.content = _bounded(self._note(st, h.id).body)
                 if include_neighbors:
@@ -323,13 +342,87 @@ class Reads(Warm):
             answer = _fit(SearchAnswer(query=query, mode=used, mode_reason=why, top_k=shown_k, budget=budget,
                                        estimated_tokens=0, filters=SearchFilters(types, paths, edges, *window),
                                        results=hits, tree=st.root_tree, hidden=left_out,
-                                       dream_due=_due_hint(st.view), next_cursor=widest))
-            due = _memory_event(st.view, "hit", hits)
+                                       dream_due=_due_hint(st.view), next_cursor=widest,
+                                       scope=scope if user is not None else None, user=user))
+            due = self._hits_seen(st, hits)
             if due != answer.dream_due:  # this search's own event made a dream due: the hint counts too
                 answer = _fit(msgspec.structs.replace(answer, dream_due=due))
             more = more or len(hits) < page
             cursor = paging.cursor_for(offset + len(hits), question) if more and hits else None
             return _sized(msgspec.structs.replace(answer, next_cursor=cursor))
+
+    def _hits_seen(self, st: State, hits: list[SearchHit]) -> str | None:
+        """Each repository's memory events in its own access log; the workspace's dream_due hint."""
+        if any(h.scope == "user" for h in hits):
+            self.usermem().seen([h for h in hits if h.scope == "user"])
+        return _memory_event(st.view, "hit", [h for h in hits if h.scope is None])
+
+    def _ranked(self, st: State, query: str, top_k: int, types: list[str], paths: list[str], edges: list[str],
+                hidden: frozenset[str], mode: str) -> tuple[list[SearchHit], str, str]:
+        """This workspace's top `top_k` hits for `query` in `mode`, the mode used and why."""
+        hits: list[SearchHit] | None = None
+        session, reason = self._hybrid(st)
+        if session is not None:
+            used = "hybrid" if mode == "auto" else mode
+            asked: SessionMode = "keyword" if used == "text" else "semantic" if used == "semantic" else "hybrid"
+            hits = self._hybrid_hits(st, session, query, top_k, types, paths, edges, hidden, mode=asked)
+            why = f"{_WHY[used]} ({reason})"
+        else:
+            used = "text"
+            why = f"keyword search (the contract's text scoring): {reason}"
+        if hits is None:
+            hits = self._text_hits(st, query, top_k, types, paths, edges, hidden)
+        return hits, used, why
+
+    def _with_user(self, scope: str, hits: list[SearchHit], asked: tuple[Any, ...]) -> tuple[list[SearchHit],
+                                                                                           UserSearch | None]:
+        """`hits` with the user memory's merged in by rank (mcp/usermem.py), or only those for scope user."""
+        from vivary_git.mcp.usermem import merge
+
+        user = self.usermem()
+        if scope == "workspace" or (not user.where.configured and scope == "all"):
+            return hits, None
+        try:
+            got, used, why, left_out = user.ranked(*asked)
+        except UsageError:
+            if scope == "user":
+                raise
+            return hits, UserSearch(path=user.where.path, problem=user.problem)  # the workspace alone, and why
+        answer = UserSearch(path=user.where.path, mode=used, mode_reason=why, hidden=left_out)
+        return (got if scope == "user" else merge(hits, got)), answer
+
+    # -- this service as a user memory beside another workspace's (mcp/usermem.py) ---------------------------
+
+    def beside(self, query: str, k: int, types: list[str], paths: list[str], edges: list[str], mode: str,
+               include_archived: bool, window: Window | None) -> tuple[list[SearchHit], str, str, int]:
+        """This repository's top `k` hits for another workspace's search, the mode used and why, and how many
+        memories were left out (archived, expired): by its own rules, its own index."""
+        from vivary_git.mcp import paging
+
+        with self._lock:
+            st = self.state()
+            hidden = _hidden_memories(st.view, include_archived)
+            left_out = len(hidden)
+            if window is not None:
+                hidden |= paging.outside(st, window)
+            hits, used, why = self._ranked(st, query, k, types, paths, edges, hidden, mode)
+            return hits, used, why, left_out
+
+    def fill_hit(self, hit: SearchHit, nid: str, include_content: bool, include_neighbors: int) -> None:
+        """`hit`'s body and neighbours from this repository, where its node is `nid`."""
+        with self._lock:
+            st = self.state()
+            if nid not in st.nodes:
+                return
+            if include_content:
+                hit.content = _bounded(self._note(st, nid).body)
+            if include_neighbors:
+                hit.neighbors = _neighbors(st, nid, include_neighbors)
+
+    def hits_seen_here(self, hits: list[SearchHit]) -> None:
+        """Another workspace's search returned these memories of this repository: a memory event here."""
+        with self._lock:
+            _memory_event(self.state().view, "hit", hits)
 
     def _note(self, st: State, nid: str) -> Note:
         return st.view.note_of(st.view.nodes[nid].blob)
@@ -393,6 +486,9 @@ class Reads(Warm):
             raise UsageError("give a node id (from search) or a note's path")
         if not 0 <= neighbors <= MAX_HOPS:
             raise UsageError(f"neighbors must be 0 to {MAX_HOPS} hops (got {neighbors})")
+        if self.usermem().owns(id.strip()):
+            packet: NodePacket = self.usermem().read(id.strip(), include_content=include_content, neighbors=neighbors)
+            return packet
         with self._lock:
             st = self.state()
             found = st.view.find(id.strip())
@@ -504,6 +600,7 @@ class Reads(Warm):
                         "similarity": remember.similarity},
                 profile=self.profile, tools=list(PROFILES[self.profile]), dream=_dream_status(view),
                 onboarding=self._onboarding(ws.source.root) if "onboard" in PROFILES[self.profile] else None,
+                user_memory=self.usermem().status(),
             )
 
     @staticmethod

@@ -63,6 +63,8 @@ Mode = Literal["auto", "text", "semantic", "hybrid"]
 Durability = Literal["working", "durable", "pinned", "ephemeral"]
 Inspect = Literal["status", "runs", "tasks"]
 DateOf = Literal["note", "commit"]
+SearchScope = Literal["all", "workspace", "user"]  # where search looks: mcp/usermem.py
+AddScope = Literal["workspace", "user"]
 Op = Literal["add", "update", "edit", "link", "unlink", "retire", "forget", "move", "dream", "expire", "commit",
              "revert"]
 
@@ -181,13 +183,16 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         date: Annotated[DateOf, Field(description="what since/until compare: note (its observed_at, updated, date "
                                                   "or created) or commit (its last commit)")] = "note",
         cursor: Annotated[str | None, Field(description="next_cursor of the previous answer: its next page")] = None,
+        scope: Annotated[SearchScope, Field(description="all (the workspace and the user memory, when one is "
+                                                        "configured), workspace, or user (only the user's own memory)")]
+        = "all",
     ) -> Answer:
         """Search the workspace's notes and memories. Answers say whether they are keyword (text), semantic or
         hybrid; with next_cursor when there are more results (pass it back as cursor, with the same arguments)."""
         return _call(lambda: service.search(query, top_k=top_k, type=type or (), path=path or (), edge=edge or (),
                                             include_neighbors=include_neighbors, include_content=include_content,
                                             budget=budget, mode=mode, include_archived=include_archived, since=since,
-                                            until=until, date=date, cursor=cursor))
+                                            until=until, date=date, cursor=cursor, scope=scope))
 
     def read(
         id: Annotated[str, Field(description="a node id from search, or a note's path")],
@@ -217,6 +222,8 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         = False,
         expires: Annotated[str | None, Field(description="when it stops mattering, an ISO date or date-time (UTC "
                                                          "when no zone is given): an ephemeral memory")] = None,
+        scope: Annotated[AddScope, Field(description="workspace, or user: the user's own memory repository (ids "
+                                                     "user:...)")] = "workspace",
         ctx: Ctx | None = None,
     ) -> Answer:
         """Remember something: a new memory note, committed to Git. Every answer has the probe's verdict and the
@@ -231,9 +238,11 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
                                 "current")
             return _call(lambda: service.anchor(file=file, folder=folder, url=url, allow_network=allow_network,
                                                 description=text or None, title=title, tags=tags or (),
-                                                durability=durability, links=links or (), force=force), ctx)
+                                                durability=durability, links=links or (), force=force,
+                                                scope=scope), ctx)
         return _call(lambda: service.add(text, title=title, tags=tags or (), durability=durability,
-                                         links=links or (), force=force, supersede=supersede, expires=expires), ctx)
+                                         links=links or (), force=force, supersede=supersede, expires=expires,
+                                         scope=scope), ctx)
 
     def update(
         id: Annotated[str, Field(description="the memory's id")],

@@ -30,6 +30,7 @@ from vivary_git.errors import UsageError, VivaryError
 if TYPE_CHECKING:
     from vivary_git.graph import Graph
     from vivary_git.mcp.freshness import WorkTree
+    from vivary_git.mcp.usermem import UserMemory
     from vivary_git.memory.local.embed import Embedder
     from vivary_git.memory.local.provider import LocalMemory
     from vivary_git.memory.local.recall import RecallSession
@@ -175,7 +176,7 @@ class Warm:
     outside the lock, so a slow page holds up no other request)."""
 
     def __init__(self, cwd: str | os.PathLike[str] | None = None, *, root: str | None = None,
-                 profile: str = "host-core", source: str = "agent") -> None:
+                 profile: str = "host-core", source: str = "agent", user_memory: bool = True) -> None:
         if profile not in PROFILES:
             raise UsageError(f"unknown profile {profile!r}; use one of {', '.join(PROFILES)}")
         self.profile = profile
@@ -188,11 +189,26 @@ class Warm:
         self._embedder: Embedder | None = None  # the semantic index's model, once loaded (write-through)
         self._repo = git.try_open(self._cwd)
         self._worktree: WorkTree | None = None
+        self._user_enabled = user_memory
+        self._usermem: UserMemory | None = None
+
+    def usermem(self) -> UserMemory:
+        """The user's own memory repository beside this workspace (mcp/usermem.py), located on first use."""
+        if self._usermem is None:
+            from vivary_git.mcp.usermem import UserMemory
+
+            def opener(path: str) -> Any:  # the same kind of service, over the user memory, with none of its own
+                return type(self)(path, profile=self.profile, source=self.source, user_memory=False)
+
+            self._usermem = UserMemory(self._repo, opener, enabled=self._user_enabled)
+        return self._usermem
 
     def close(self) -> None:
         if self._worktree is not None:
             self._worktree.close()
             self._worktree = None
+        if self._usermem is not None:
+            self._usermem.close()
 
     def _key(self) -> tuple[Any, ...]:
         repo = self._repo

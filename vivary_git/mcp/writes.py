@@ -108,10 +108,15 @@ class Writes(Warm):
 
     def add(self, text: str, *, title: str | None = None, tags: Sequence[str] = (),
             durability: str | None = None, links: Sequence[str] = (), force: bool = False,
-            supersede: bool = False, expires: str | None = None) -> Remembered:
+            supersede: bool = False, expires: str | None = None, scope: str = "workspace") -> Remembered:
         from vivary_git.memory.writes import remember
 
         self._writable("add")
+        if scope not in ("workspace", "user"):
+            raise UsageError(f"scope must be workspace or user (got {scope!r})")
+        if scope == "user":  # a commit in the user's own memory repository, never here (mcp/usermem.py)
+            return self.usermem().add(text, title=title, tags=tags, durability=durability, links=links, force=force,
+                                      supersede=supersede, expires=expires)
         with self._lock:
             st = self.state()
             result = remember.add(st.view, text, title=title, tags=tags, durability=durability, links=links,
@@ -225,13 +230,17 @@ class Writes(Warm):
     def anchor(self, *, file: str | None = None, folder: str | None = None, url: str | None = None,
                allow_network: bool = False, description: str | None = None, title: str | None = None,
                tags: Sequence[str] = (), durability: str | None = None, links: Sequence[str] = (),
-               force: bool = False) -> Anchored:
+               force: bool = False, scope: str = "workspace") -> Anchored:
         """`add` with a source anchor (memory/sources/anchors.py): a file or folder (paths relative to the
         repository top) or a web page (fetched only with the network allowed by both the workspace and
-        `allow_network`)."""
+        `allow_network`). Never in the user memory: `scope` user is refused."""
         from vivary_git.memory.sources import anchors
 
         self._writable("add")
+        if scope != "workspace":
+            from vivary_git.mcp.usermem import refuse_anchor
+
+            refuse_anchor()
         given = [k for k, v in (("file", file), ("folder", folder), ("url", url)) if v is not None]
         if len(given) != 1:
             raise UsageError("give one of file, folder or url to remember a source")
