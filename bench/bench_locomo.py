@@ -18,9 +18,9 @@ hybrid. When the server has no semantic mode, the semantic figures come from `gi
 
 Printed: per mode and category, recall@5 and recall@k (the share of a question's evidence turns in the
 top 5 / k), hit@k (at least one evidence turn in the top k), the question count and how many answers
-came back with fewer than k hits ("short": a scoped hybrid or semantic search filters the whole index's
-best candidates, so a scope can be left with fewer); search p50 per mode; the load average before and
-after; a summary line.
+came back with fewer than k hits ("short": BM25 returns only notes sharing a word with the question; scoped
+hybrid and semantic search rank the scope's own notes, so they are short only when the scope is); search p50
+per mode; the load average before and after; a summary line.
 
 `--analyse` also asks deeper questions (`top_k` 50 in every mode: the whole index's best 250 are filtered)
 and a second round with expanded queries, and estimates, by post-processing what the product returned (no

@@ -1,4 +1,4 @@
-"""npm packages the tests run for real (husky, the SARIF Multitool), installed once per session.
+"""npm packages the tests run for real (husky, the SARIF Multitool, the MCP Inspector), installed once per session.
 
 They come from the npm registry with the ordinary client, into a folder of their own (never the
 repository): a temporary one, or VIVARY_TEST_NPM_HOME to keep them across sessions. A test that
@@ -42,3 +42,19 @@ def npm_install(home: Path, spec: str) -> Path:
 def npm_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     kept = os.environ.get("VIVARY_TEST_NPM_HOME")
     return Path(kept) if kept else tmp_path_factory.getbasetemp() / "npm-home"
+
+
+# The MCP Inspector's last release that runs on Node 20 (later ones need Node 22), pinned so a test of it is the
+# same wherever it runs.
+INSPECTOR = "@modelcontextprotocol/inspector@0.15.0"
+
+
+def inspector_cli(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The command that runs the MCP Inspector CLI (`INSPECTOR`): append `--cli`, the server's command and a
+    `--method`."""
+    modules = npm_install(npm_home(tmp_path_factory), INSPECTOR)
+    node = shutil.which("node")
+    script = modules / "@modelcontextprotocol" / "inspector" / "cli" / "build" / "cli.js"
+    if node is None or not script.is_file():
+        pytest.skip(f"{INSPECTOR} installed, but node or its CLI script is missing")
+    return [node, str(script)]

@@ -522,3 +522,29 @@ def test_the_chat_provider_resolves_a_task_when_allowed(repo: Repo, cli: Any, mo
     assert seen[0]["path"] == "/v1/chat/completions" and seen[0]["auth"] == "Bearer k-123"
     assert seen[0]["body"]["model"] == "stub" and DEPLOY[0] in seen[0]["body"]["messages"][1]["content"]
     assert "source: dream" in (repo.path / res["path"]).read_text()
+
+
+def test_a_reverted_resolution_opens_its_task_again_and_the_next_run_proposes_it(repo: Repo, cli: Any) -> None:
+    """After `git revert` of a resolution the task said `resolved` and `dream --force` proposed nothing: the
+    cluster was blocked for good. Its state now comes from history: open again, proposed once more, resolvable;
+    and a resolution stays one without the local record (a clone knows what another resolved)."""
+    _seed(repo)
+    _remember_all(repo, cli, DEPLOY + COFFEE)
+    first = cli("dream", "--json", cwd=repo.path).json()["run"]["tasks"][0]
+    res = cli("dream", "--task-id", first["id"], "--use-heuristic", "--json", cwd=repo.path).json()["resolution"]
+    repo.git("revert", "--no-edit", res["commit"])
+    tasks = {t["id"]: t for t in cli("dream", "--inspect", "tasks", "--json", cwd=repo.path).json()["tasks"]}
+    assert tasks[first["id"]]["status"] == "open"
+    assert tasks[first["id"]]["reverted"]["commit"] == res["commit"]
+    forced = cli("dream", "--force", "--json", cwd=repo.path).json()["run"]
+    assert first["id"] in [t["id"] for t in forced["tasks"]]
+    again = cli("dream", "--force", "--json", cwd=repo.path).json()["run"]
+    assert first["id"] in again["skipped"] and first["id"] not in [t["id"] for t in again["tasks"]]
+    redo = cli("dream", "--task-id", first["id"], "--use-heuristic", "--json", cwd=repo.path)
+    assert redo.code == 0, redo.err
+    for record in repo.path.joinpath(".git/vivary/dream").rglob("resolved/*.json"):
+        record.unlink()
+    tasks = {t["id"]: t for t in cli("dream", "--inspect", "tasks", "--json", cwd=repo.path).json()["tasks"]}
+    assert tasks[first["id"]]["status"] == "resolved"
+    assert tasks[first["id"]]["resolution"]["commit"] == redo.json()["resolution"]["commit"]
+    assert tasks[first["id"]]["resolution"]["by"] == "heuristic"

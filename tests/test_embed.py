@@ -322,10 +322,56 @@ def test_batching_changes_no_bits() -> None:
 @needs_model
 def test_embed_is_tokenize_then_embed_tokens(embedder: Embedder) -> None:
     np = _np()
-    runs: list[int] = []
-    vectors = embedder.embed_tokens(embedder.tokenize(VARIED), batch_size=8, on_run=runs.append)
-    assert np.array_equal(vectors, embedder.embed(VARIED, batch_size=8))
-    assert sum(runs) == len(VARIED) and max(runs) <= 8
+    runs: list[list[int]] = []
+    given = np.zeros((len(VARIED), embedder.dim), dtype=np.float32)
+
+    def ran(run: list[int], rows: Any) -> None:
+        runs.append(run)
+        given[run] = rows
+
+    vectors = embedder.embed_tokens(embedder.tokenize(VARIED), batch_size=8, on_run=ran)
+    assert np.array_equal(vectors, embedder.embed(VARIED, batch_size=8)) and np.array_equal(given, vectors)
+    assert sorted(i for run in runs for i in run) == list(range(len(VARIED))) and max(map(len, runs)) <= 8
+
+
+@needs_model
+def test_lanes_follow_the_usable_cores_within_the_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    # One model run at once per core this process may run on (not the machine's count: a container or
+    # `taskset` pins fewer), as long as half the available memory holds them.
+    monkeypatch.delenv("VIVARY_EMBED_LANES", raising=False)
+    cores = len(os.sched_getaffinity(0))
+    assert load_embedder().lanes == embed_mod.default_lanes() == cores  # type: ignore[attr-defined]
+    # With memory for only one lane's worth (read from /proc/meminfo), one lane, however many cores.
+    monkeypatch.setattr(embed_mod, "_available_mib", lambda: 3 * embed_mod.LANE_MIB)
+    assert load_embedder().lanes == 1  # type: ignore[attr-defined]
+
+
+@needs_model
+def test_embed_lanes_overrides_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    np = _np()
+    monkeypatch.setenv("VIVARY_EMBED_LANES", "3")
+    three = load_embedder()
+    assert three.lanes == 3  # type: ignore[attr-defined]
+    assert load_embedder(lanes=1).lanes == 1  # type: ignore[attr-defined]  # the caller's own choice wins
+    assert np.array_equal(three.embed(VARIED, batch_size=2), load_embedder(lanes=1).embed(VARIED, batch_size=2))
+
+
+@needs_model
+@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5", "257", "4 lanes"])
+def test_a_bad_embed_lanes_is_an_error_that_names_it(repo: Any, value: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from conftest import run_git_vivary
+
+    repo.commit(files={"tropo.toml": "version = 1\n\n[base]\nderive = [\"id\", \"title\"]\nallow_untyped = true\n",
+                       ".vivary/memory.toml": '[memory]\nenabled = true\nprovider = "vivary-local"\n',
+                       "notes/a.md": "# A\n\nsome text\n"})
+    r = run_git_vivary(["index", "--yes"], repo.path, env={"VIVARY_EMBED_LANES": value})
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith(f"git vivary index: VIVARY_EMBED_LANES={value!r} is not a number of model runs at "
+                               "once: set it to a whole number from 1 to 256, or unset it"), r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1, r.stderr
+    monkeypatch.setenv("VIVARY_EMBED_LANES", value)
+    with pytest.raises(EmbedderError, match="VIVARY_EMBED_LANES"):
+        load_embedder()
 
 
 @pytest.mark.parametrize("option", ["threads", "lanes"])

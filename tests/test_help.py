@@ -116,6 +116,9 @@ OUT_OF_RANGE = [
     (("ci",), "--max-annotations", "-1", "at least 0"),
     (("log",), "--max-count", "0", "at least 1"),
     (("mcp",), "--port", "65536", "at least 0 and at most 65535"),
+    (("recent",), "--max-count", "0", "at least 1 and at most 500"),
+    (("context", "a"), "--depth", "4", "at least 0 and at most 3"),
+    (("context", "a"), "--budget", "-1", "at least 0"),
 ]
 
 

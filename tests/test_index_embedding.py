@@ -1,6 +1,6 @@
 """How `git vivary index` embeds: vectors that are a function of the text alone, whatever the batches, windows
-or order; tokenising beside the model; progress on a terminal and one summary line elsewhere. Real model,
-real Git."""
+or order; tokenising beside the model; progress on a terminal, and elsewhere a line every 10 s and a summary; Ctrl-C
+ending a run at once and keeping what it made. Real model, real Git."""
 
 from __future__ import annotations
 
@@ -121,19 +121,20 @@ def test_embed_pending_reports_progress_and_checkpoints(monkeypatch: pytest.Monk
                                                        small_windows: None) -> None:
     import numpy as np
 
-    monkeypatch.setattr(index, "_CHECKPOINT_SECONDS", 0.0)  # a checkpoint between every two windows
+    monkeypatch.setattr(index, "_CHECKPOINT_SECONDS", 0.0)  # a checkpoint after every model run
     embedder = load_embedder()
     texts = [note(i) for i in range(17)]  # windows of 3, 7, 7
     seen: list[tuple[int, int]] = []
-    saved: list[tuple[int, Any]] = []
+    saved: list[tuple[list[int], Any]] = []
     out = embed_pending(embedder, texts, progress=lambda d, t: seen.append((d, t)),
-                        checkpoint=lambda done, rows: saved.append((done, rows[:done].copy())))
+                        checkpoint=lambda made, rows: saved.append((made, rows[made].copy())))
     assert out.shape == (17, embedder.dim) and out.dtype == np.dtype("<f4")
     assert seen[0] == (0, 17) and seen[-1] == (17, 17)
     assert [d for d, _ in seen] == sorted(d for d, _ in seen) and {t for _, t in seen} == {17}
-    assert [done for done, _ in saved] == [3, 10]  # never after the last window: the caller saves it all
-    for done, rows in saved:
-        assert np.array_equal(rows, out[:done])
+    # After each run but the last (the caller saves it all), each time with every row made so far.
+    assert [len(made) for made, _ in saved] == [d for d, _ in seen[1:-1]]
+    for made, rows in saved:
+        assert made == sorted(made) and np.array_equal(rows, out[made])
     assert embed_pending(embedder, []).shape == (0, embedder.dim)
 
 
@@ -157,7 +158,8 @@ def test_a_handful_of_edits_is_embedded_one_text_a_run() -> None:
 
         def embed_tokens(self, tokens: Any, **kwargs: Any) -> Any:
             counted = kwargs.pop("on_run")
-            return real.embed_tokens(tokens, **kwargs, on_run=lambda n: (self.runs.append(n), counted(n)))
+            return real.embed_tokens(tokens, **kwargs,
+                                     on_run=lambda run, rows: (self.runs.append(len(run)), counted(run, rows)))
 
     counting = Counting()
     out = embed_pending(counting, texts)  # type: ignore[arg-type]
@@ -241,3 +243,85 @@ def test_terminal_progress_bar_shows_rate_and_eta() -> None:
     now[0] += 2.0
     progress(3, 3)
     assert log.getvalue() == "vivary: embedded 3 note(s) in 2.0s (1.5 notes/s)\n"
+
+
+def test_off_a_terminal_a_progress_line_comes_every_interval(repo: Any, cli: Any,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # A CI log is not a terminal: without a line now and then it shows nothing for the minutes a big index takes.
+    now = [100.0]
+    log = io.StringIO()
+    progress = EmbedProgress(log, clock=lambda: now[0])
+    assert progress.every == 10.0  # the default, as pip's and git's progress in logs
+    progress(0, 1000)
+    for done in range(20, 1000, 20):  # a model run every 2 s
+        now[0] += 2.0
+        progress(done, 1000)
+    now[0] += 2.0
+    progress(1000, 1000)
+    lines = log.getvalue().splitlines()
+    assert lines[0] == "vivary: embedding 100/1,000 notes  10.0 notes/s  ETA 1m30s"  # 10 s in
+    assert lines[1] == "vivary: embedding 200/1,000 notes  10.0 notes/s  ETA 1m20s"
+    assert len(lines) == 10 and lines[-1] == "vivary: embedded 1,000 note(s) in 100.0s (10.0 notes/s)"
+    assert "\r" not in log.getvalue() and "\033" not in log.getvalue()
+
+    # The real command, with the interval set by the environment (as GIT_PROGRESS_DELAY sets Git's).
+    # With the interval 0, a line after every model run but the last (which the summary reports): 100 notes
+    # are several runs of up to 32.
+    monkeypatch.setenv("VIVARY_PROGRESS_SECONDS", "0")
+    write_notes(repo, [f"n-{i}" for i in range(100)])
+    r = cli("index", "--yes", "--json", cwd=repo.path)
+    assert r.code == 0 and r.json()["embedded"] == 100
+    lines = r.err.splitlines()
+    assert SUMMARY.fullmatch(lines[-1]) and len(lines) >= 4, r.err
+    counts = []
+    for line in lines[:-1]:
+        found = re.fullmatch(r"vivary: embedding (\d+)/100 notes  \d+\.\d notes/s  ETA \w+", line)
+        assert found, line
+        counts.append(int(found.group(1)))
+    assert counts == sorted(counts) and counts[0] > 0 and counts[-1] < 100
+
+
+@pytest.mark.parametrize("command", [["git", "vivary"], ["git-vivary"]])
+def test_ctrl_c_ends_an_index_run_at_once_and_keeps_every_vector_made(repo: Any, cli: Any,
+                                                                      command: list[str]) -> None:
+    # A real `git vivary index --yes`, interrupted as a terminal's Ctrl-C reaches it: SIGINT to the whole process
+    # group. Through Git's own command dispatch both `git` and `git-vivary` get it, and `git` passes it on once
+    # more to the command it waits for. Sent once embedding has begun (its first progress line), it must stop
+    # the model inside the runs under way rather than finish them, save what it made, say so and exit 130.
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    total = 300
+    write_notes(repo, [f"n-{i}" for i in range(total)])
+    env = dict(os.environ, VIVARY_PROGRESS_SECONDS="0")  # a progress line after every model run
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    proc = subprocess.Popen([*command, "index", "--yes"], cwd=repo.path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    assert proc.stderr is not None
+    made, lines = 0, []
+    while not made:
+        line = proc.stderr.readline()
+        lines.append(line)
+        found = re.match(r"vivary: embedding (\d+)/(\d+) notes", line)
+        if found:
+            made = int(found.group(1))
+            assert int(found.group(2)) == total
+        elif not line:
+            raise AssertionError(f"exited {proc.wait()} before embedding: {''.join(lines)}")
+    os.killpg(proc.pid, signal.SIGINT)
+    rest = proc.communicate(timeout=300)[1]  # only so a run that ignores the signal fails rather than hangs
+    # `git` waits for its command, then dies of the same signal, which a shell reports as 128 + 2 = 130 too.
+    assert proc.returncode == (-signal.SIGINT if command[0] == "git" else 130), rest
+    kept = re.search(r"vivary: kept the ([\d,]+) of ([\d,]+) new vector\(s\) made; `git vivary index --yes` "
+                     r"embeds only the rest\n", rest)
+    assert kept and int(kept.group(2).replace(",", "")) == total, rest
+    assert rest.endswith("git vivary: interrupted\n") and "Traceback" not in rest, rest
+    saved = int(kept.group(1).replace(",", ""))
+    # It stopped before the end, and kept at least every vector it had reported before the signal...
+    assert made <= saved < total, rest
+    # ...which the next run reuses: it embeds only the rest.
+    r = cli("index", "--yes", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert r.json()["embedded"] == total - saved and r.json()["reused"] == saved

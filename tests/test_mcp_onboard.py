@@ -166,7 +166,7 @@ def test_onboard_is_not_offered_to_read_only_hosts(repo: Repo) -> None:
             return tools, called, status
 
     tools, called, status = _run(session)
-    assert tools == {"search", "read", "status"}
+    assert tools == {"search", "read", "status", "recent", "context"}
     assert called.is_error
     assert "onboarding" not in status
     with pytest.raises(RefusedError, match="not available in the read-only profile"):

@@ -41,9 +41,9 @@ def model_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     runs: list[int] = []
     real = embed._OnnxEmbedder._vectors
 
-    def counting(self: Any, rows: Any) -> Any:
+    def counting(self: Any, rows: Any, *options: Any) -> Any:
         runs.append(len(rows))
-        return real(self, rows)
+        return real(self, rows, *options)
 
     monkeypatch.setattr(embed._OnnxEmbedder, "_vectors", counting)
     return runs

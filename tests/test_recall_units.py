@@ -238,6 +238,7 @@ def _bag_counts(bags: object) -> list[dict[str, int]]:
 
 @needs_numpy
 def test_fusion_is_deterministic_and_weighted() -> None:
+    from vivary_git.memory.local.files import RRF_K
     from vivary_git.memory.local.recall import fuse
 
     lexical = [(1, 9.0), (2, 5.0)]
@@ -245,7 +246,8 @@ def test_fusion_is_deterministic_and_weighted() -> None:
     fused = fuse(lexical, vector, weights=(0.5, 0.5))
     assert [d for d, _, _ in fused] == [2, 1, 3]  # in both lists beats first in one
     assert fused[0][2] == "hybrid: vector rank 1 (cosine 0.900), keyword rank 2"
-    assert abs(fused[0][1] - (0.5 / 62 + 0.5 / 61)) < 1e-12
+    assert abs(fused[0][1] - (0.5 / (RRF_K + 2) + 0.5 / (RRF_K + 1))) < 1e-12
+    assert abs(fuse(lexical, vector, weights=(0.5, 0.5), k=60)[0][1] - (0.5 / 62 + 0.5 / 61)) < 1e-12
     assert [d for d, _, _ in fuse(lexical, vector, weights=(1.0, 0.0))][:2] == [1, 2]
     # Equal scores: the better vector rank first, then the document number.
     assert [d for d, _, _ in fuse([(5, 1.0)], [(4, 1.0)], weights=(0.5, 0.5))] == [4, 5]

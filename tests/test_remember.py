@@ -225,11 +225,16 @@ def test_eight_concurrent_adds_all_land(repo: Repo) -> None:
     _seed(repo)
     repo.write({"staged.txt": "staged\n"})
     repo.git("add", "staged.txt")
+    # Eight facts about different things: "memory number 3" after "memory number 0" is an update the probe
+    # refuses (a changed number), whenever the first has landed before the second probes.
+    facts = ["The kettle descales on Mondays.", "Badges open the loading dock.", "Printer toner sits in cupboard B.",
+             "Visitors sign in at reception.", "The bike shed locks at dusk.", "Plants get watered by Priya.",
+             "Fire drills start from the atrium.", "Spare chargers live in the blue drawer."]
     procs = [
-        subprocess.Popen([sys.executable, "-m", "vivary_git.main", "remember", f"Concurrent memory number {i}",
+        subprocess.Popen([sys.executable, "-m", "vivary_git.main", "remember", fact,
                           "--title", "Same title", "--json"], cwd=repo.path, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
-        for i in range(8)
+        for fact in facts
     ]
     results = [(p.wait(timeout=300), p.stdout.read(), p.stderr.read()) for p in procs]  # type: ignore[union-attr]
     failed = [(code, err) for code, _, err in results if code != 0]
@@ -303,3 +308,20 @@ def test_an_agents_input_at_each_bound_is_taken(repo: Repo) -> None:
         assert service.read(many.id).frontmatter["tags"] == [f"t{n}" for n in range(32)]
     finally:
         service.close()
+
+
+def test_expires_writes_an_ephemeral_memory_that_stops_mattering_then(repo: Repo, cli) -> None:
+    _seed(repo)
+    r = cli("remember", "The staging box is down until the new year.", "--expires", "2099-01-01T09:30+02:00",
+            "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    note = (repo.path / r.json()["path"]).read_text()
+    assert "durability: ephemeral\n" in note and 'expires: "2099-01-01T07:30:00Z"\n' in note
+    head = repo.git("rev-parse", "HEAD")
+    for args, said in [(["--expires", "2001-01-01"], "has passed"),
+                       (["--expires", "soon"], "is not an ISO date or date-time"),
+                       (["--expires", "2099-01-01", "--durability", "durable"], "not durable ones"),
+                       (["--expires", "2099-01-01", "--file", "README.md"], "--expires does not apply")]:
+        r = cli("remember", "Something else to remember for a while.", *args, cwd=repo.path)
+        assert r.code == 2 and said in r.err, (args, r.err)
+    assert repo.git("rev-parse", "HEAD") == head

@@ -215,7 +215,9 @@ def _everything_a_host_can_read(service: MemoryService) -> list[str]:
                      for q in ("deploy", "name role goal profile", "canary memory digest USER MEMORY")]
             calls += [("read", {"id": i, "include_content": True, "neighbors": 3})
                       for i in ("notes/deploy", "USER.md", "USER", "MEMORY.md", "MEMORY")]
-            calls += [("status", {})]
+            calls += [("context", {"id": i, "depth": 3, "budget": 0})
+                      for i in ("notes/deploy", "USER.md", "USER", "MEMORY.md", "MEMORY")]
+            calls += [("status", {}), ("recent", {"since": "3650d", "limit": 500})]
             for name, args in calls:
                 if name in tools:
                     result = await client.call_tool(name, args)
@@ -331,6 +333,10 @@ def test_the_read_only_service_refuses_every_write_itself(repo: Repo) -> None:
         "update": lambda s: s.update(mem, text="Deploys happen on Wednesdays."),
         "link": lambda s: s.link(mem, "related", "notes/deploy"),
         "unlink": lambda s: s.unlink(mem, "related", "notes/keys"),
+        "edit": lambda s: s.edit(mem, append="Never on Fridays."),
+        "retire": lambda s: s.retire(mem, reason="the deploy day moved"),
+        "forget": lambda s: s.forget(mem, reason="the deploy day moved"),
+        "move": lambda s: s.move(mem, "deploy-days"),
         "dream": lambda s: s.dream(force=True),
         "dream:resolve": lambda s: s.dream(task_id="t-000000000000", use_heuristic=True),
         "onboard": lambda s: s.onboard({"name": "Ada"}),
@@ -349,10 +355,11 @@ def test_the_read_only_service_refuses_every_write_itself(repo: Repo) -> None:
                                                                                      "--ignored"])]
     assert after == before and not (repo.path / "USER.md").exists()
     writer = MemoryService(repo.path)
-    for name in ("add", "add:file", "update", "link", "unlink", "onboard"):
+    for name in ("add", "add:file", "update", "link", "unlink", "edit", "retire", "move", "onboard"):
         writes[name](writer)
+    writer.forget("memories/deploy-days", reason="the deploy day moved")
     writer.close()
-    assert repo.git("rev-list", "--count", f"{before[0].strip()}..HEAD").strip() == "5"
+    assert repo.git("rev-list", "--count", f"{before[0].strip()}..HEAD").strip() == "9"
     assert (repo.path / "USER.md").exists()
 
 

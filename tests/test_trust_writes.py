@@ -311,7 +311,9 @@ def site() -> Iterator[Site]:
 
 def test_every_agent_write_path_refuses_secret_text(repo: Repo, site: Site) -> None:
     """add (text, title, tags, link specs, type, durability), update (text, tags, durability, id), link and
-    unlink (source, field, target), dream resolution (task id, title, content), and source anchors (a
+    unlink (source, field, target), edit (id, appended text, heading, passage and its replacement, expires,
+    durability, tags), retire and forget (id, reason), move (id, destination), dream resolution (task id,
+    title, content), and source anchors (a
     file's text, a PEM key in its frontmatter, title, description, tags, the URL and a page's text): each
     refused as a secret, its token in no message, nothing committed. `update` was scanned for its tags only
     in a planted mutant, and committed an AWS key: no test then wrote a secret through `update`."""
@@ -346,6 +348,20 @@ def test_every_agent_write_path_refuses_secret_text(repo: Repo, site: Site) -> N
         ("unlink source", lambda: service.unlink(PAT.text, "related", "notes/deploy"), PAT.needle),
         ("unlink field", lambda: service.unlink(mid, PAT.text, "notes/deploy"), PAT.needle),
         ("unlink target", lambda: service.unlink(mid, "related", PAT.text), PAT.needle),
+        ("edit append", lambda: service.edit(mid, append=f"Rotated.\n\n{AWS.text}"), AWS.needle),
+        ("edit heading", lambda: service.edit(mid, append="Fine words", heading=PAT.text), PAT.needle),
+        ("edit replace", lambda: service.edit(mid, replace=PAT.text, with_text="Fine"), PAT.needle),
+        ("edit with", lambda: service.edit(mid, replace="Tuesdays", with_text=ANT.text), ANT.needle),
+        ("edit expires", lambda: service.edit(mid, expires=PAT.text), PAT.needle),
+        ("edit durability", lambda: service.edit(mid, durability=PAT.text), PAT.needle),
+        ("edit tags", lambda: service.edit(mid, tags=["ops", PAT.text]), PAT.needle),
+        ("edit id", lambda: service.edit(PAT.text, append="Fine words"), PAT.needle),
+        ("retire reason", lambda: service.retire(mid, reason=f"leaked {AWS.text}"), AWS.needle),
+        ("retire id", lambda: service.retire(PAT.text, reason="fine"), PAT.needle),
+        ("forget reason", lambda: service.forget(mid, reason=PAT.text), PAT.needle),
+        ("forget id", lambda: service.forget(PAT.text, reason="fine"), PAT.needle),
+        ("move to", lambda: service.move(mid, f"ops/{PAT.text}"), PAT.needle),
+        ("move id", lambda: service.move(PAT.text, "fine"), PAT.needle),
         ("dream task id", lambda: service.dream(task_id=PAT.text, title="T", content="C"), PAT.needle),
         ("dream title", lambda: service.dream(task_id="t-000000000000", title=PAT.text, content="C"), PAT.needle),
         ("dream content", lambda: service.dream(task_id="t-000000000000", title="T", content=f"x\n{AWS.text}"),
@@ -374,6 +390,7 @@ def test_every_agent_write_path_refuses_secret_text(repo: Repo, site: Site) -> N
     assert repo.git("status", "--porcelain") == status
     # the harmless versions of the same calls go through: the refusals were the secrets, not the paths
     assert service.update(mid, text="Rotated quarterly.").changed
+    assert service.edit(mid, append="Fine words.").changed and service.retire(mid, reason="fine").changed
     assert service.anchor(url=f"{site.base}/plain.md", allow_network=True).changed
     service.close()
     for needle in (AWS.needle, PAT.needle, ANT.needle):
@@ -479,7 +496,7 @@ def test_memory_commits_are_signed_when_the_users_commits_are(repo: Repo, cli: A
     repo.git("verify-commit", "HEAD")
     # not signing when the user does not: unchanged
     repo.git("config", "commit.gpgSign", "false")
-    assert cli("remember", "Unsigned like the user's own commits", cwd=repo.path).code == 0
+    assert cli("remember", "Plain commits when the user's are plain", cwd=repo.path).code == 0
     assert _signature(repo) == "N"
 
 

@@ -24,7 +24,7 @@ BUILTIN_EXCLUDES = (".git", ".tropo", ".claude", "node_modules", ".obsidian")
 CONFIG_FILE = "tropo.toml"
 GRAPH_FILE = ".vivary/graph.toml"
 MEMORY_FILE = ".vivary/memory.toml"
-FORMAT_VERSION = 9  # bump when a parse or graph rule changes, so caches keyed by it are left behind
+FORMAT_VERSION = 10  # bump when a parse or graph rule changes, so caches keyed by it are left behind
 
 
 class FieldSpec(msgspec.Struct, frozen=True):
@@ -134,6 +134,9 @@ class Config(msgspec.Struct, frozen=True):
     # Paths with a `.`-named folder or file that are read though the dialect leaves such names out
     # (`.vivary/graph.toml` `include`, and the memory folder).
     include: tuple[str, ...] = ()
+    # Host guidance files (AGENTS.md, CLAUDE.md, ...: `GUIDANCE`) as notes; left out by default (graph.toml
+    # `include_guidance`).
+    include_guidance: bool = False
 
     @property
     def alias(self) -> str:
@@ -290,6 +293,7 @@ def build_config(tropo: dict[str, Any] | None, graph: dict[str, Any] | None, nam
         "wikilink_field": field,
         "links": rules,
         "graph_exclude": _str_list(graph.get("exclude"), f"{GRAPH_FILE}: exclude"),
+        "include_guidance": _bool(graph.get("include_guidance"), f"{GRAPH_FILE}: include_guidance", False),
         "templates": templates,
         # The memory folder is read wherever it is: memories written to `.memories/` must stay notes.
         "include": (*include, memory_folder) if any(p.startswith(".") for p in memory_folder.split("/")) else include,
@@ -421,10 +425,24 @@ def _include(raw: str) -> str:
     return pat
 
 
+# Files agent hosts read their instructions from (docs/hosts.md): written for a host, not as knowledge, so not
+# notes unless `.vivary/graph.toml` says `include_guidance = true`. By file name in any folder, and by path.
+GUIDANCE_NAMES = frozenset({"AGENTS.md", "AGENTS.override.md", "CLAUDE.md", "CLAUDE.local.md", "GEMINI.md"})
+GUIDANCE_PATHS = (".cursor/rules/", ".github/copilot-instructions.md", ".github/instructions/")
+
+
+def is_guidance(path: str) -> bool:
+    """Whether a workspace-relative path is a host guidance file (`GUIDANCE_NAMES`, `GUIDANCE_PATHS`)."""
+    return path.rsplit("/", 1)[-1] in GUIDANCE_NAMES or path.startswith(GUIDANCE_PATHS) or any(
+        f"/{p}" in path for p in GUIDANCE_PATHS)
+
+
 def leaves_out(config: Config) -> Callable[[str], bool] | None:
-    """Notes a zero-config vault leaves out of the graph though they stay files a link may name: the
-    editor's template folders, and `.vivary/graph.toml`'s `exclude` globs (gitignore-style, e.g.
-    `Templates/**`, `drafts/*.md`). None when there are none."""
+    """Notes left out of the graph though they stay files a link may name: the editor's template folders
+    (zero-config), `.vivary/graph.toml`'s `exclude` globs (gitignore-style, e.g. `Templates/**`,
+    `drafts/*.md`) and host guidance files (`is_guidance`) unless it has `include_guidance = true`. None when
+    there are none."""
+    guidance = not config.include_guidance
     folders = tuple(f.strip("/") + "/" for f in config.templates if f.strip("/"))
     spec = None
     if config.graph_exclude:
@@ -434,10 +452,11 @@ def leaves_out(config: Config) -> Callable[[str], bool] | None:
             spec = pathspec.GitIgnoreSpec.from_lines(config.graph_exclude)
         except (ValueError, TypeError) as err:
             raise ConfigError(f"{GRAPH_FILE}: exclude: {err}") from None
-    if not folders and spec is None:
+    if not folders and spec is None and not guidance:
         return None
 
     def left_out(path: str) -> bool:
-        return path.startswith(folders) or (spec is not None and spec.match_file(path))
+        return (path.startswith(folders) or (guidance and is_guidance(path))
+                or (spec is not None and spec.match_file(path)))
 
     return left_out

@@ -19,7 +19,7 @@ from vivary_git.version import __version__
 COMMANDS = (
     "check", "graph", "blast", "query", "find", "recall", "index", "forget", "privacy", "doctor", "init",
     "capabilities", "hooks", "ci", "sync", "cache", "mcp", "remember", "log", "bootstrap-host", "host-status",
-    "onboard", "dream", "digest", "refresh",
+    "onboard", "dream", "digest", "refresh", "edit", "retire", "move", "recent", "context",
 )
 
 

@@ -337,13 +337,14 @@ class Forked:
 
 
 class Background(Generic[T]):
-    """Run `fn` in a thread now; `result()` joins and returns its value or re-raises its error. For
+    """Run `fn` in a thread now; `result()` waits and returns its value or re-raises its error. For
     work that mostly waits (Git subprocesses, imports of C extensions) beside work in this thread.
     Not a daemon: the interpreter waits for it at exit rather than tear down what it is loading."""
 
     def __init__(self, fn: Callable[[], T], name: str = "vivary-background") -> None:
         self._value: T | None = None
         self._error: BaseException | None = None
+        self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(fn,), name=name)
         self._thread.start()
 
@@ -352,8 +353,14 @@ class Background(Generic[T]):
             self._value = fn()
         except BaseException as err:  # handed to the caller's thread by result()
             self._error = err
+        finally:
+            self._done.set()
 
     def result(self) -> T:
+        # Waited for on an event, not by `join`: a Ctrl-C that interrupts `Thread.join` on Python 3.11 leaves the
+        # thread marked as ended while it runs (a later join returns at once, and the interpreter's exit does
+        # not wait for it), so an index run could not wait for its model to stop and save what it made.
+        self._done.wait()
         self._thread.join()
         if self._error is not None:
             raise self._error

@@ -10,9 +10,15 @@ counts as approval, and is otherwise a quiet no-op.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import math
+import os
+import signal
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from types import FrameType
 from typing import TYPE_CHECKING, TextIO
 
 import msgspec
@@ -124,8 +130,9 @@ def _write(args: argparse.Namespace) -> int:
     else:
         from vivary_git.memory.local.provider import LocalMemory
 
-        report = LocalMemory(ws, cfg).index(approved=args.yes or args.auto,
-                                            progress=None if args.auto else EmbedProgress())
+        with _first_interrupt_only():
+            report = LocalMemory(ws, cfg).index(approved=args.yes or args.auto,
+                                                progress=None if args.auto else EmbedProgress())
     ws.report_stats()
     if args.auto:
         return EXIT_OK
@@ -150,21 +157,29 @@ def _write(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# Off a terminal, a progress line this often (seconds; `VIVARY_PROGRESS_SECONDS` sets it): a CI log shows the run
+# is alive, as pip's and git's do.
+LOG_EVERY = 10.0
+
+
 class EmbedProgress:
     """Shows how embedding goes, on stderr (so --json output stays clean).
 
     On a terminal: one line redrawn in place, `embedding [####----]  done/total notes  N notes/s  ETA 1m05s`,
-    at most ten times a second. Otherwise (CI logs, pipes): nothing while it runs, then one summary line,
-    `vivary: embedded N note(s) in S s (R notes/s)`. The clock starts when embedding does (`done == 0`),
+    at most ten times a second. Otherwise (CI logs, pipes): a line `vivary: embedding done/total notes  N
+    notes/s  ETA 1m05s` every `every` seconds (`VIVARY_PROGRESS_SECONDS`, else `LOG_EVERY`), then one summary
+    line, `vivary: embedded N note(s) in S s (R notes/s)`. The clock starts when embedding does (`done == 0`),
     after the snapshot and the model are ready.
     """
 
     _WIDTH = 24
 
-    def __init__(self, stream: TextIO | None = None, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, stream: TextIO | None = None, *, clock: Callable[[], float] = time.monotonic,
+                 every: float | None = None) -> None:
         self.stream = stream if stream is not None else sys.stderr
         isatty = getattr(self.stream, "isatty", None)
         self.tty = bool(isatty()) if isatty is not None else False
+        self.every = _log_every() if every is None else every
         self._clock = clock
         self._start: float | None = None
         self._drawn = 0.0
@@ -172,7 +187,7 @@ class EmbedProgress:
     def __call__(self, done: int, total: int) -> None:
         now = self._clock()
         if self._start is None or done == 0:
-            self._start = now
+            self._start = self._drawn = now
         if total <= 0:
             return
         elapsed = now - self._start
@@ -182,14 +197,55 @@ class EmbedProgress:
             self.stream.write(f"\r{line}\033[K\n" if self.tty else line + "\n")
             self.stream.flush()
             return
-        if not self.tty or (done and now - self._drawn < 0.1):
+        if self.tty:
+            if done and now - self._drawn < 0.1:
+                return
+        elif not done or now - self._drawn < self.every:
             return
         self._drawn = now
-        filled = self._WIDTH * done // total
         eta = f"ETA {_duration((total - done) / rate)}" if rate > 0 else "ETA ?"
-        self.stream.write(f"\rvivary: embedding [{'#' * filled}{'-' * (self._WIDTH - filled)}] "
-                          f"{done:,}/{total:,} notes  {rate:.1f} notes/s  {eta}\033[K")
+        counts = f"{done:,}/{total:,} notes  {rate:.1f} notes/s  {eta}"
+        if self.tty:
+            filled = self._WIDTH * done // total
+            self.stream.write(f"\rvivary: embedding [{'#' * filled}{'-' * (self._WIDTH - filled)}] {counts}\033[K")
+        else:
+            self.stream.write(f"vivary: embedding {counts}\n")
         self.stream.flush()
+
+
+def _log_every() -> float:
+    """`VIVARY_PROGRESS_SECONDS` when it is a number >= 0, else `LOG_EVERY`."""
+    try:
+        seconds = float(os.environ.get("VIVARY_PROGRESS_SECONDS", ""))
+    except ValueError:
+        return LOG_EVERY
+    return seconds if seconds >= 0 and math.isfinite(seconds) else LOG_EVERY
+
+
+@contextlib.contextmanager
+def _first_interrupt_only() -> Iterator[None]:
+    """Ctrl-C reaches `git vivary index` twice: from the terminal, and from `git`, which passes a signal on to
+    the command it runs and waits for it. The first raises KeyboardInterrupt, and the index run stops its model
+    and saves the vectors made so far (memory/local/index.py); a second must not cut that short, so later ones
+    are ignored until the run has ended. Left alone when this is not the main thread, or SIGINT is not Python's
+    default handler (ignored, as in a background job, or the caller's own)."""
+    if threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield
+        return
+    interrupted = False
+
+    def first(signum: int, frame: FrameType | None) -> None:
+        nonlocal interrupted
+        if not interrupted:
+            interrupted = True
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, first)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _duration(seconds: float) -> str:

@@ -11,9 +11,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "log", help="memory history from Git: the commits that wrote a node, or every memory commit",
         description="With ID (or a note's path): the commits that changed that note, newest first, with the "
-        "memory operation each made (Vivary-Op trailer: add, update, link, unlink; `edit` for your own commits). "
-        "Without: every memory commit (those with a Vivary-Op trailer) on the branch. Private notes have no "
-        "history here. Exit 0; 2 for an unknown node. docs/remember.md.",
+        "memory operation each made (Vivary-Op trailer: add, update, edit, link, unlink, retire, forget, move, "
+        "dream, expire; `commit` for your own commits, `revert` for a `git revert`). A memory is followed by its "
+        "id: across a move, and once it is gone (forgotten, expired, its add reverted). Without ID: every memory "
+        "commit (those with a Vivary-Op trailer) on the branch. Private notes have no history here. Exit 0; 2 for "
+        "an unknown node. docs/remember.md.",
     )
     p.add_argument("id", nargs="?", metavar="ID", help="a node id or path (default: all memory commits)")
     p.add_argument("-n", "--max-count", type=at_least(1), default=50, metavar="N",

@@ -108,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
 
     service = MemoryService(args.cwd, root=args.root, profile=args.profile)
     service.state()  # a workspace or config error is said now, as a usage error, not at the first request
+    service.usermem().announce()  # a configured user memory that cannot be used: one line, and served without it
     try:
         if args.transport == "stdio":
             from vivary_git.mcp.server import serve_stdio

@@ -14,9 +14,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Write TEXT as a Markdown note in the workspace's memory folder (default memories/, "
         "[memory.remember] in .vivary/memory.toml) and commit it on the checked-out branch without touching your "
         "staged changes or other edits: `git status` and `git diff --cached` read as before. Refused when the text "
-        "looks like a credential, or when an existing memory says the same (cosine >= 0.92 with the local memory "
-        "enabled, else the same normalised text) unless --force. Exit 0 added; 2 usage or config error; 3 refused "
-        "(near-duplicate, secret, the note's path changed by you). docs/remember.md. "
+        "looks like a credential; refused when an existing memory makes the same claim (duplicate) or says otherwise "
+        "about the same thing (update: another number, date, name, a negation), unless --force; with --supersede an "
+        "update is added and the old memory archived in the same commit. A related memory is linked. Exit 0 added; "
+        "2 usage or config error; 3 refused (duplicate, update, secret, the note's path changed by you). "
+        "docs/remember.md. "
         "With --file, --folder or --url the memory is a source anchor: where something is, not a copy (a file's "
         "path, blob id and bounded text; a folder's top-level summary; a web page's readable text, fetched only with "
         "allow_network = true under [memory.sources] and --allow-network). TEXT is then an optional description. "
@@ -35,10 +37,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--type", default="memory", metavar="TYPE", help="its type (default memory)")
     p.add_argument("--durability", choices=("working", "durable", "pinned", "ephemeral"),
                    help="how long it should matter (default: [memory.remember] durability, working)")
+    p.add_argument("--expires", metavar="WHEN", help="when it stops mattering, an ISO date or date-time (UTC when "
+                   "no zone is given): an ephemeral memory")
     p.add_argument("--link", action="append", default=[], metavar="FIELD:ID",
                    help="an edge from the new memory, e.g. related:deploy-runbook; repeatable")
     p.add_argument("--force", action="store_true", help="add even when a near-duplicate exists; for an anchor "
                    "already remembered, refresh it in place")
+    p.add_argument("--supersede", action="store_true", help="when an existing memory says otherwise about the same "
+                   "thing (verdict update), add this one and archive that one in the same commit")
+    p.add_argument("--scope", choices=("workspace", "user"), default="workspace",
+                   help="user: commit it in your own memory repository (git config --global vivary.userMemory PATH), "
+                   "searched beside every workspace by `git vivary mcp` (docs/remember.md#your-own-memory)")
     p.add_argument("--root", metavar="DIR", help="workspace directory (default: nearest folder with tropo.toml)")
     p.add_argument("-C", dest="cwd", metavar="PATH", help="run as if started in PATH")
     add_json_arg(p)
@@ -51,29 +60,58 @@ def run(args: argparse.Namespace) -> int:
     from vivary_git.workspace import open_workspace
 
     if args.file is not None or args.folder is not None or args.url is not None:
+        if args.scope == "user":
+            from vivary_git.mcp.usermem import refuse_anchor
+
+            refuse_anchor()
         return _anchor(args)
     if not args.text:
         from vivary_git.errors import UsageError
 
         raise UsageError("say what to remember (TEXT), or give --file, --folder or --url")
-    ws = open_workspace(args.cwd, root=args.root)
+    ws = open_workspace(_user_memory(args), root=None) if args.scope == "user" else open_workspace(args.cwd,
+                                                                                                  root=args.root)
     view = remember.open_view(ws)
     result = remember.add(
         view, " ".join(args.text), title=args.title, tags=args.tag, type_name=args.type,
-        durability=args.durability, links=args.link, force=args.force, source="cli", probe=probe_for(view),
+        durability=args.durability, links=args.link, force=args.force, supersede=args.supersede, source="cli",
+        probe=probe_for(view), expires=args.expires,
     )
     if args.json:
         emit_json(result)
     elif result.ok:
+        where = f" of {ws.source.root}" if args.scope == "user" else ""
         print(f"remembered {result.id} ({result.path}) in {result.commit[:12] if result.commit else '-'} "
-              f"on {result.ref}")
+              f"on {result.ref}{where}")
+        for old in result.archived or ():
+            print(f"    supersedes {old}, now archived")
+        if result.verdict == "related":
+            print(f"    related: {', '.join(m.id for m in result.matches or ())}")
     else:
         print(f"vivary remember: {result.message}")
-        if result.duplicate is not None:
-            print(f"    {result.duplicate.text[:200]}")
+        if result.matches:
+            print(f"    {result.matches[0].text[:200]}")
     if result.dream_due and not args.json:
         print(f"vivary remember: {result.dream_due}")
     return EXIT_OK if result.ok else EXIT_REFUSED
+
+
+def _user_memory(args: argparse.Namespace) -> str:
+    """The user memory repository (`vivary.userMemory` in the user's global config only), or a usage error."""
+    from pathlib import Path
+
+    from vivary_git import git
+    from vivary_git.errors import UsageError
+    from vivary_git.mcp.usermem import HOW, locate
+
+    if args.root is not None:
+        raise UsageError("--root names a folder of this workspace; --scope user writes to your own memory repository")
+    where = locate(git.try_open(Path(args.cwd or ".").resolve()))
+    if not where.configured:
+        raise UsageError(f"no user memory is configured: {HOW}")
+    if where.problem is not None or where.path is None:
+        raise UsageError(f"the user memory is off: {where.problem}")
+    return where.path
 
 
 def _anchor(args: argparse.Namespace) -> int:
@@ -90,10 +128,15 @@ def _anchor(args: argparse.Namespace) -> int:
     base = Path(args.cwd or ".")
     common = {"title": args.title, "description": " ".join(args.text) or None, "tags": args.tag,
               "durability": args.durability, "links": args.link, "force": args.force, "source": "cli"}
-    if args.type != "memory":
+    if args.supersede:
         from vivary_git.errors import UsageError
 
-        raise UsageError("--type does not apply to --file, --folder or --url: anchors are memories")
+        raise UsageError("--supersede does not apply to --file, --folder or --url")
+    if args.type != "memory" or args.expires is not None:
+        from vivary_git.errors import UsageError
+
+        raise UsageError(f"{'--type' if args.type != 'memory' else '--expires'} does not apply to --file, --folder "
+                         "or --url: anchors are memories, kept current by `refresh`")
     if args.file is not None:
         result = anchors.remember_file(view, args.file, base=base, **common)
     elif args.folder is not None:

@@ -1,9 +1,11 @@
-"""The MCP service's read side: `search`, `read`, `status` and the resources (a node, the MEMORY.md digest).
+"""The MCP service's read side: `search`, `read`, `status`, `recent`, `context` and the resources (a node, the
+MEMORY.md digest).
 
 Privacy: every node, edge, search hit and neighbour comes from the privacy-filtered snapshot
 (`memory/snapshot.py`); a private node is absent, never named, and asking for a private file by
-path is refused with the reason. Search is keyword scoring over the warm state's index, with the changed
-notes searched beside it, or hybrid with the semantic index when that index is the current snapshot's.
+path is refused with the reason. Search is hybrid (or semantic, or BM25 keyword) over the semantic index when
+that index is the current snapshot's, filters applied before ranking; otherwise the contract's keyword scoring
+over the warm state's index, with the changed notes searched beside it.
 """
 
 from __future__ import annotations
@@ -17,11 +19,15 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from vivary_git.errors import RefusedError, UsageError, VivaryError
+from vivary_git.mcp.usermem import UserStatus
 from vivary_git.mcp.warm import PROFILES, RESOURCES, State, Warm
 from vivary_git.memory.writes.remember import EdgeRef
 
 if TYPE_CHECKING:
-    from vivary_git.memory.local.recall import RecallSession
+    from vivary_git.context import Context
+    from vivary_git.mcp.paging import Window
+    from vivary_git.memory.local.recall import RecallSession, SessionMode
+    from vivary_git.memory.writes.history import Recent
     from vivary_git.memory.writes.remember import View
     from vivary_git.models import Note
 
@@ -31,8 +37,15 @@ MAX_HOPS = 3
 MAX_NEIGHBORS = 50
 MAX_QUERY = 2000
 DEFAULT_BUDGET = 1200
+MAX_BUDGET = 100_000
 SNIPPET = 160
 _CONTENT_LIMIT = 20_000
+# Why an answer is in the mode it says, when the semantic index is fresh.
+_WHY = {
+    "hybrid": "semantic memory fused with keywords",
+    "semantic": "semantic memory alone",
+    "text": "keyword search: BM25, the keyword half of hybrid",
+}
 
 
 class Neighbor(msgspec.Struct, frozen=True):
@@ -55,17 +68,31 @@ class SearchHit(msgspec.Struct, omit_defaults=True):
     content: str | None = None
     edges: list[EdgeRef] | None = None
     neighbors: list[Neighbor] | None = None
+    scope: str | None = None  # "user": from the user memory (mcp/usermem.py); none: from the workspace
 
 
-class SearchFilters(msgspec.Struct, frozen=True):
+class UserSearch(msgspec.Struct, frozen=True, omit_defaults=True):
+    """How the user memory answered a search beside the workspace (mcp/usermem.py)."""
+
+    path: str | None
+    mode: str | None = None  # its own mode: "text" | "semantic" | "hybrid"
+    mode_reason: str | None = None
+    hidden: int = 0
+    problem: str | None = None  # why a configured user memory was not searched
+
+
+class SearchFilters(msgspec.Struct, frozen=True, omit_defaults=True):
     type: list[str]
     path: list[str]
     edge: list[str]
+    since: str | None = None  # the time window (mcp/paging.py), on the note's date or its commit's
+    until: str | None = None
+    date: str | None = None
 
 
 class SearchAnswer(msgspec.Struct, frozen=True, omit_defaults=True):
     query: str
-    mode: str  # "text" | "hybrid"
+    mode: str  # "text" | "semantic" | "hybrid"
     mode_reason: str
     top_k: int
     budget: int
@@ -75,6 +102,9 @@ class SearchAnswer(msgspec.Struct, frozen=True, omit_defaults=True):
     tree: str | None  # the working tree the answer comes from, as a Git tree id
     hidden: int = 0  # archived or expired memories left out (docs/dream.md)
     dream_due: str | None = None
+    next_cursor: str | None = None  # the next page: pass it as `cursor` with the same question
+    scope: str | None = None  # "all" | "user" when the user memory was searched too (mcp/usermem.py)
+    user: UserSearch | None = None
 
 
 class InEdge(msgspec.Struct, frozen=True):
@@ -99,6 +129,7 @@ class NodePacket(msgspec.Struct, frozen=True, omit_defaults=True):
     tree: str | None
     content: str | None = None
     problem: str | None = None  # E000/E001: why the frontmatter could not be read
+    scope: str | None = None  # "user": a node of the user memory (mcp/usermem.py)
 
 
 class Status(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -111,6 +142,7 @@ class Status(msgspec.Struct, frozen=True, omit_defaults=True):
     tools: list[str]
     dream: dict[str, Any] | None = None  # due state, open tasks, digest (docs/dream.md)
     onboarding: dict[str, Any] | None = None  # which first-start questions are answered (host-core only)
+    user_memory: UserStatus | None = None  # the user's own memory repository (mcp/usermem.py)
 
 
 def _hidden_memories(view: View, include_archived: bool) -> frozenset[str]:
@@ -151,6 +183,13 @@ def _memory_event(view: View, op: str, hits: Sequence[SearchHit]) -> str | None:
     if ids:
         log.record(op, ids)
     return log.due().hint
+
+
+def _due_hint(view: View) -> str | None:
+    """The `dream_due` hint as it stands before this answer's own memory event."""
+    from vivary_git.memory.dream.accesslog import log_for
+
+    return log_for(view.ws).due().hint
 
 
 def _dream_status(view: View) -> dict[str, Any]:
@@ -212,16 +251,34 @@ def _neighbors(st: State, start: str, hops: int) -> list[Neighbor]:
     return out
 
 
-def _estimate(hits: Sequence[SearchHit]) -> int:
-    return (len(msgspec.json.encode(list(hits))) + 3) // 4
+def answer_text(value: Any) -> bytes:
+    """The text a host receives for a tool's answer: its compact JSON, UTF-8 (docs/mcp.md#budgets)."""
+    return msgspec.json.encode(value)
 
 
-def _trim(hits: list[SearchHit], budget: int) -> int:
-    """Within `budget` tokens (JSON length / 4): drop content, then neighbours, then as `find` does."""
+def estimate_tokens(text: bytes) -> int:
+    """A budget's tokens: the answer text's UTF-8 bytes / 4, rounded up (docs/mcp.md#budgets)."""
+    return (len(text) + 3) // 4
+
+
+def _sized(answer: SearchAnswer) -> SearchAnswer:
+    """`answer` with `estimated_tokens` the size of its whole text, that number's own digits included."""
+    tokens = 0
+    while (got := estimate_tokens(answer_text(msgspec.structs.replace(answer, estimated_tokens=tokens)))) > tokens:
+        tokens = got
+    return msgspec.structs.replace(answer, estimated_tokens=tokens)
+
+
+def _fit(answer: SearchAnswer) -> SearchAnswer:
+    """`answer` trimmed until its whole text is within its budget of tokens: its hits' content goes, then their
+    neighbours, then as `find` does (snippets shorten and go, edges, trailing hits; one hit always stays)."""
     from vivary_git.query import trim_hits
 
-    trim_hits(hits, lambda: _estimate(hits) > budget, first=("content", "neighbors"))
-    return _estimate(hits)
+    budget = answer.budget
+    if budget > 0:
+        probe = msgspec.structs.replace(answer, estimated_tokens=budget)  # the same list of hits, trimmed in place
+        trim_hits(probe.results, lambda: estimate_tokens(answer_text(probe)) > budget, first=("content", "neighbors"))
+    return _sized(answer)
 
 
 class Reads(Warm):
@@ -229,7 +286,12 @@ class Reads(Warm):
 
     def search(self, query: str, *, top_k: int = 5, type: Sequence[str] = (), path: Sequence[str] = (),
                edge: Sequence[str] = (), include_neighbors: int = 0, include_content: bool = False,
-               budget: int = DEFAULT_BUDGET, mode: str = "auto", include_archived: bool = False) -> SearchAnswer:
+               budget: int = DEFAULT_BUDGET, mode: str = "auto", include_archived: bool = False,
+               since: str | None = None, until: str | None = None, date: str = "note",
+               cursor: str | None = None, scope: str = "all") -> SearchAnswer:
+        from vivary_git.mcp import paging
+        from vivary_git.mcp.usermem import SCOPES
+
         if not isinstance(query, str) or not query.strip():
             raise UsageError("query is empty: give keywords or a question")
         if len(query) > MAX_QUERY:
@@ -238,32 +300,129 @@ class Reads(Warm):
             raise UsageError(f"top_k must be 1 to {MAX_TOP_K} (got {top_k})")
         if not 0 <= include_neighbors <= MAX_HOPS:
             raise UsageError(f"include_neighbors must be 0 to {MAX_HOPS} hops (got {include_neighbors})")
-        if mode not in ("auto", "text", "hybrid"):
-            raise UsageError(f"mode must be auto, text or hybrid (got {mode!r})")
+        if mode not in ("auto", "text", "semantic", "hybrid"):
+            raise UsageError(f"mode must be auto, text, semantic or hybrid (got {mode!r})")
+        if scope not in SCOPES:
+            raise UsageError(f"scope must be all, workspace or user (got {scope!r})")
+        if not 0 <= budget <= MAX_BUDGET:
+            raise UsageError(f"budget must be 0 (none) to {MAX_BUDGET:,} tokens (got {budget})")
         types, paths, edges = list(type), list(path), list(edge)
+        win = paging.window_of(since, until, date)
+        question = (query, types, paths, edges, since, until, date, mode, include_archived,
+                    *((scope,) if scope != "all" else ()))
+        offset = paging.offset_of(cursor, question)
+        shown_k, top_k = top_k, offset + top_k + 1  # this page, and one more to know there is a next
         with self._lock:
             st = self.state()
             hidden = _hidden_memories(st.view, include_archived)
-            hits: list[SearchHit] | None = None
-            used, why = "text", "keyword search (the contract's text scoring)"
-            if mode != "text":
-                session, reason = self._hybrid(st)
-                if session is not None:
-                    hits = self._hybrid_hits(st, session, query, top_k, types, paths, edges, hidden)
-                    used, why = "hybrid", "semantic memory fused with keywords (the index is fresh)"
-                else:
-                    why = f"keyword search: {reason}"
-            if hits is None:
-                hits = self._text_hits(st, query, top_k, types, paths, edges, hidden)
+            left_out = len(hidden)
+            if win is not None:
+                hidden |= paging.outside(st, win)
+            hits, used, why = ([], "text", "") if scope == "user" else self._ranked(st, query, top_k, types, paths,
+                                                                                     edges, hidden, mode)
+            hits, user = self._with_user(scope, hits, (query, top_k, types, paths, edges, mode, include_archived, win))
+            left_out += user.hidden if user is not None else 0
+            if scope == "user":
+                assert user is not None and user.mode is not None
+                used, why = user.mode, user.mode_reason or ""
+            more = len(hits) > offset + shown_k
+            hits = hits[offset:offset + shown_k]
             for h in hits:
+                if h.scope == "user":
+                    self.usermem().fill(h, include_content, include_neighbors)
+                    continue
                 if include_content:
                     h.content = _bounded(self._note(st, h.id).body)
                 if include_neighbors:
                     h.neighbors = _neighbors(st, h.id, include_neighbors)
-            tokens = _trim(hits, budget) if budget > 0 else _estimate(hits)
-            return SearchAnswer(query=query, mode=used, mode_reason=why, top_k=top_k, budget=budget,
-                                estimated_tokens=tokens, filters=SearchFilters(types, paths, edges), results=hits,
-                                tree=st.root_tree, hidden=len(hidden), dream_due=_memory_event(st.view, "hit", hits))
+            page = len(hits)
+            window = (since, until, date) if win is not None else (None, None, None)
+            # A cursor as long as the one this page can end with, so trimming counts it
+            widest = paging.cursor_for(offset + page, question) if hits else None
+            answer = _fit(SearchAnswer(query=query, mode=used, mode_reason=why, top_k=shown_k, budget=budget,
+                                       estimated_tokens=0, filters=SearchFilters(types, paths, edges, *window),
+                                       results=hits, tree=st.root_tree, hidden=left_out,
+                                       dream_due=_due_hint(st.view), next_cursor=widest,
+                                       scope=scope if user is not None else None, user=user))
+            due = self._hits_seen(st, hits)
+            if due != answer.dream_due:  # this search's own event made a dream due: the hint counts too
+                answer = _fit(msgspec.structs.replace(answer, dream_due=due))
+            more = more or len(hits) < page
+            cursor = paging.cursor_for(offset + len(hits), question) if more and hits else None
+            return _sized(msgspec.structs.replace(answer, next_cursor=cursor))
+
+    def _hits_seen(self, st: State, hits: list[SearchHit]) -> str | None:
+        """Each repository's memory events in its own access log; the workspace's dream_due hint."""
+        if any(h.scope == "user" for h in hits):
+            self.usermem().seen([h for h in hits if h.scope == "user"])
+        return _memory_event(st.view, "hit", [h for h in hits if h.scope is None])
+
+    def _ranked(self, st: State, query: str, top_k: int, types: list[str], paths: list[str], edges: list[str],
+                hidden: frozenset[str], mode: str) -> tuple[list[SearchHit], str, str]:
+        """This workspace's top `top_k` hits for `query` in `mode`, the mode used and why."""
+        hits: list[SearchHit] | None = None
+        session, reason = self._hybrid(st)
+        if session is not None:
+            used = "hybrid" if mode == "auto" else mode
+            asked: SessionMode = "keyword" if used == "text" else "semantic" if used == "semantic" else "hybrid"
+            hits = self._hybrid_hits(st, session, query, top_k, types, paths, edges, hidden, mode=asked)
+            why = f"{_WHY[used]} ({reason})"
+        else:
+            used = "text"
+            why = f"keyword search (the contract's text scoring): {reason}"
+        if hits is None:
+            hits = self._text_hits(st, query, top_k, types, paths, edges, hidden)
+        return hits, used, why
+
+    def _with_user(self, scope: str, hits: list[SearchHit], asked: tuple[Any, ...]) -> tuple[list[SearchHit],
+                                                                                           UserSearch | None]:
+        """`hits` with the user memory's merged in by rank (mcp/usermem.py), or only those for scope user."""
+        from vivary_git.mcp.usermem import merge
+
+        user = self.usermem()
+        if scope == "workspace" or (not user.where.configured and scope == "all"):
+            return hits, None
+        try:
+            got, used, why, left_out = user.ranked(*asked)
+        except UsageError:
+            if scope == "user":
+                raise
+            return hits, UserSearch(path=user.where.path, problem=user.problem)  # the workspace alone, and why
+        answer = UserSearch(path=user.where.path, mode=used, mode_reason=why, hidden=left_out)
+        return (got if scope == "user" else merge(hits, got)), answer
+
+    # -- this service as a user memory beside another workspace's (mcp/usermem.py) ---------------------------
+
+    def beside(self, query: str, k: int, types: list[str], paths: list[str], edges: list[str], mode: str,
+               include_archived: bool, window: Window | None) -> tuple[list[SearchHit], str, str, int]:
+        """This repository's top `k` hits for another workspace's search, the mode used and why, and how many
+        memories were left out (archived, expired): by its own rules, its own index."""
+        from vivary_git.mcp import paging
+
+        with self._lock:
+            st = self.state()
+            hidden = _hidden_memories(st.view, include_archived)
+            left_out = len(hidden)
+            if window is not None:
+                hidden |= paging.outside(st, window)
+            hits, used, why = self._ranked(st, query, k, types, paths, edges, hidden, mode)
+            return hits, used, why, left_out
+
+    def fill_hit(self, hit: SearchHit, nid: str, include_content: bool, include_neighbors: int) -> None:
+        """`hit`'s body and neighbours from this repository, where its node is `nid`."""
+        with self._lock:
+            st = self.state()
+            if nid not in st.nodes:
+                return
+            if include_content:
+                hit.content = _bounded(self._note(st, nid).body)
+            if include_neighbors:
+                hit.neighbors = _neighbors(st, nid, include_neighbors)
+
+    def hits_seen_here(self, hits: list[SearchHit]) -> None:
+        """Another workspace's search returned these memories of this repository: a memory event here."""
+        with self._lock:
+            _memory_event(self.state().view, "hit", hits)
 
     def _note(self, st: State, nid: str) -> Note:
         return st.view.note_of(st.view.nodes[nid].blob)
@@ -298,51 +457,22 @@ class Reads(Warm):
             ))
         return out
 
-    def _hybrid(self, st: State) -> tuple[RecallSession | None, str]:
-        if st.hybrid is not None or st.hybrid_reason is not None:
-            return st.hybrid, st.hybrid_reason or ""
-        cfg = st.view.cfg
-        if cfg.provider != "vivary-local":
-            st.hybrid_reason = "semantic memory is not enabled for this workspace (.vivary/memory.toml)"
-        elif st.delta or st.gone:
-            st.hybrid_reason = (f"the semantic index is stale ({len(st.delta) + len(st.gone)} note(s) changed since "
-                                "it was built; run `git vivary index --yes`)")
-        else:
-            from vivary_git.memory.local.provider import LocalMemory
-            from vivary_git.memory.local.recall import RecallSession
-
-            memory = LocalMemory(st.view.ws, cfg)
-            memory._snap = st.view.snapshot  # the same privacy-filtered snapshot: not decided twice
-            manifest = memory.manifest()
-            if manifest is None:
-                st.hybrid_reason = "there is no semantic index yet (run `git vivary index --yes`)"
-            elif manifest.fingerprint != st.view.snapshot.fingerprint:
-                st.hybrid_reason = "the semantic index is stale (run `git vivary index --yes`)"
-            else:
-                try:
-                    st.hybrid = RecallSession(memory)
-                except VivaryError as err:
-                    st.hybrid_reason = f"the semantic index cannot be used ({err})"
-        if st.hybrid is None and st.hybrid_reason is None:
-            st.hybrid_reason = "the semantic index cannot be used"
-        return st.hybrid, st.hybrid_reason or ""
-
     def _hybrid_hits(self, st: State, session: RecallSession, q: str, k: int, types: list[str],
-                     paths: list[str], edges: list[str], hidden: frozenset[str] = frozenset()) -> list[SearchHit]:
+                     paths: list[str], edges: list[str], hidden: frozenset[str] = frozenset(), *,
+                     mode: SessionMode = "hybrid") -> list[SearchHit]:
+        """The session's answer in `mode`; the filters and the hidden memories apply before ranking, so k hits
+        come back whenever k notes pass them."""
         from vivary_git.memory.provider import RecallFilters
         from vivary_git.query import make_snippet, terms_of
 
-        wanted = min(k + len(hidden), 250)  # archived or expired memories are dropped from what comes back
-        got = session.recall(q, k=wanted, filters=RecallFilters(types=types, paths=paths, edges=edges),
-                             mode="hybrid")
+        got = session.recall(q, k=k, filters=RecallFilters(types=types, paths=paths, edges=edges), mode=mode,
+                             exclude=hidden)
         out: list[SearchHit] = []
         terms = terms_of(q)
         for h in got:
             node = st.nodes.get(h.node_id)
             if node is None or node.id in hidden:
                 continue
-            if len(out) >= k:
-                break
             note = self._note(st, node.id)
             out.append(SearchHit(
                 id=node.id, type=node.type, path=node.path, title=node.title, score=h.score, reason=h.reason,
@@ -356,6 +486,9 @@ class Reads(Warm):
             raise UsageError("give a node id (from search) or a note's path")
         if not 0 <= neighbors <= MAX_HOPS:
             raise UsageError(f"neighbors must be 0 to {MAX_HOPS} hops (got {neighbors})")
+        if self.usermem().owns(id.strip()):
+            packet: NodePacket = self.usermem().read(id.strip(), include_content=include_content, neighbors=neighbors)
+            return packet
         with self._lock:
             st = self.state()
             found = st.view.find(id.strip())
@@ -375,6 +508,34 @@ class Reads(Warm):
                 content=_bounded(note.body) if include_content else None,
                 tree=st.root_tree,
             )
+
+    def recent(self, *, since: str | None = "7d", until: str | None = None, ops: Sequence[str] = (),
+               limit: int = 50) -> Recent:
+        """What was added, edited, retired, moved or dreamed in a time window, from the Git history."""
+        from vivary_git.memory.writes.history import recent
+
+        with self._lock:
+            return recent(self.state().view, since=since, until=until, ops=ops, limit=limit)
+
+    def context(self, id: str, *, depth: int = 1, budget: int = 2000, include_content: bool = True) -> Context:
+        """One node and its neighbourhood to `depth` with every edge between them, cut to `budget` tokens."""
+        from vivary_git import context
+
+        if not isinstance(id, str) or not id.strip():
+            raise UsageError("give a node id (from search) or a note's path")
+        if not 0 <= depth <= context.MAX_DEPTH:
+            raise UsageError(f"depth must be 0 to {context.MAX_DEPTH} (got {depth})")
+        if not 0 <= budget <= MAX_BUDGET:
+            raise UsageError(f"budget must be 0 (none) to {MAX_BUDGET:,} tokens (got {budget})")
+        with self._lock:
+            st = self.state()
+            found = st.view.find(id.strip())
+            if found is None:
+                self._refuse_private_path(st, id.strip())
+                raise UsageError(f"no public node {id!r} in this workspace (ids come from `search`; private notes "
+                                 "are never shown)")
+            return context.build(found.id, st.nodes, st.out, st.inn, lambda nid: self._note(st, nid).body,
+                                 depth=depth, budget=budget, include_content=include_content)
 
     def _refuse_private_path(self, st: State, asked: str) -> None:
         """An agent naming a private file by path is told it is private, and why."""
@@ -439,6 +600,7 @@ class Reads(Warm):
                         "similarity": remember.similarity},
                 profile=self.profile, tools=list(PROFILES[self.profile]), dream=_dream_status(view),
                 onboarding=self._onboarding(ws.source.root) if "onboard" in PROFILES[self.profile] else None,
+                user_memory=self.usermem().status(),
             )
 
     @staticmethod

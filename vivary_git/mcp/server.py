@@ -1,7 +1,8 @@
 """`git vivary mcp`: the MemoryService over MCP, with the official SDK (`pip install 'vivary-git[mcp]'`).
 
-Tools and resources by profile (`warm.PROFILES`, `warm.RESOURCES`), each tool answering JSON
-(structured content); a refusal is a tool error whose text says why and what to do. Resources:
+Tools and resources by profile (`warm.PROFILES`, `warm.RESOURCES`), each tool with a title and its hints
+(`TOOLS`) and answering compact JSON, as text and as structured content; a refusal is a tool error whose text
+says why and what to do. A call that made a commit is followed by `notifications/resources/list_changed`. Resources:
 `vivary://node/{id}` for every public node and, for host-core hosts only, `vivary://memory/digest` (the
 private MEMORY.md, served only here, to the host that asked).
 Transports: stdio (default) and streamable HTTP, on loopback unless told otherwise; off loopback a bearer
@@ -16,17 +17,21 @@ import os
 import socket
 import sys
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
-from typing import Annotated, Any
+from inspect import cleandoc
+from typing import Annotated, Any, Literal
 
 import msgspec
-from mcp.server.mcpserver import MCPServer
+from mcp.server.lowlevel.server import NotificationOptions
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import CallToolResult, ResourceListChangedNotification, TextContent, ToolAnnotations
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field
 
 from vivary_git import __version__
 from vivary_git.errors import UsageError, VivaryError
-from vivary_git.mcp.reads import DEFAULT_BUDGET, MAX_HOPS, MAX_TOP_K
+from vivary_git.mcp.reads import DEFAULT_BUDGET, MAX_BUDGET, MAX_HOPS, MAX_QUERY, MAX_TOP_K, answer_text
 from vivary_git.mcp.service import MemoryService
 from vivary_git.mcp.warm import PROFILES, RESOURCES
 
@@ -34,8 +39,12 @@ __all__ = ["build_server", "serve_http", "serve_stdio"]
 
 INSTRUCTIONS = (
     "Memory of this Git workspace. `search` finds notes and memories (keywords or a question); `read` opens one "
-    "by id with its edges; `add` remembers something new (refused when a near-duplicate exists: update that one "
-    "instead, or pass force); `update`, `link` and `unlink` revise memories; `dream` compacts them when an answer "
+    "by id with its edges; `add` remembers something new (its verdict: duplicate, refused; update, refused when "
+    "a memory says otherwise: update it, or pass supersede; related or new, added); `update`, `link` and "
+    "`unlink` revise memories, `edit` changes one in place (append, replace a passage, expires, durability, "
+    "tags), `retire` archives one with a reason, `forget` deletes one, `move` renames one (links to it follow); "
+    "`recent` lists what changed lately; `context` gives a note with its typed neighbourhood; `dream` compacts "
+    "memories when an answer "
     "says dream_due (resolve its tasks with your own summary); `onboard`, at first start when `status` says "
     "onboarding is not done, gives the questions to ask the user and records their answers in the private "
     "USER.md, never committed. Every other write is a Git commit. Results are leads: read a note before acting "
@@ -43,8 +52,50 @@ INSTRUCTIONS = (
 )
 
 Json = dict[str, Any]
+# A tool's answer: compact JSON as text, the same object as structured content (its schema: a JSON object)
+Answer = Annotated[CallToolResult, Json]
 Scope = MutableMapping[str, Any]
 ASGIApp = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
+Ctx = Context[Any, Any]
+
+# The closed sets of the arguments, as JSON-schema enums (tests hold them equal to the service's own lists)
+Mode = Literal["auto", "text", "semantic", "hybrid"]
+Durability = Literal["working", "durable", "pinned", "ephemeral"]
+Inspect = Literal["status", "runs", "tasks"]
+DateOf = Literal["note", "commit"]
+SearchScope = Literal["all", "workspace", "user"]  # where search looks: mcp/usermem.py
+AddScope = Literal["workspace", "user"]
+Op = Literal["add", "update", "edit", "link", "unlink", "retire", "forget", "move", "dream", "expire", "commit",
+             "revert"]
+
+
+def _tool(title: str, *, read_only: bool = False, destructive: bool = False, idempotent: bool = True,
+          open_world: bool = False) -> ToolAnnotations:
+    return ToolAnnotations(title=title, read_only_hint=read_only, destructive_hint=destructive,
+                           idempotent_hint=idempotent, open_world_hint=open_world)
+
+
+# What a host shows for each tool and may approve without asking (docs/mcp.md#tool-metadata), every hint said
+# outright. Destructive: the tool may change or remove what a note already says (all of it undone by `git
+# revert`); `add` is, since `supersede` archives the memory it replaces and `force` refreshes an anchor.
+# Open world: `add` fetches a web page for `url`. A tool without its line here stops the server at start.
+TOOLS: dict[str, ToolAnnotations] = {
+    "search": _tool("Search notes and memories", read_only=True),
+    "read": _tool("Read a note", read_only=True),
+    "add": _tool("Remember", destructive=True, idempotent=False, open_world=True),
+    "update": _tool("Update a memory", destructive=True),
+    "link": _tool("Link two notes"),
+    "unlink": _tool("Unlink two notes", destructive=True),
+    "dream": _tool("Dream: compact memories", destructive=True, idempotent=False),
+    "status": _tool("Memory status", read_only=True),
+    "onboard": _tool("Onboard the user", destructive=True),
+    "edit": _tool("Edit a memory", destructive=True, idempotent=False),
+    "retire": _tool("Retire a memory", destructive=True),
+    "forget": _tool("Forget a memory", destructive=True),
+    "move": _tool("Move a memory", destructive=True),
+    "recent": _tool("Recent memory changes", read_only=True),
+    "context": _tool("A note in its context", read_only=True),
+}
 
 
 def _out(value: Any) -> Json:
@@ -52,19 +103,64 @@ def _out(value: Any) -> Json:
     return out
 
 
-def _call(fn: Callable[[], Any]) -> Json:
+def _answer(value: Any) -> CallToolResult:
+    """`value` as a host receives it: compact JSON text (what `search`'s budget counts, docs/mcp.md#budgets) and
+    the same object as structured content, so whichever a host hands its model, it is counted once."""
+    return CallToolResult(content=[TextContent(type="text", text=answer_text(value).decode())],
+                          structured_content=_out(value))
+
+
+def _call(fn: Callable[[], Any], ctx: Ctx | None = None) -> CallToolResult:
+    """The tool's answer, or its refusal as a tool error. With `ctx` (a write), a commit is told to the host."""
     try:
-        return _out(fn())
+        value = fn()
     except VivaryError as err:
         raise ToolError(str(err)) from None
+    answer = _answer(value)
+    if ctx is not None and _committed(answer.structured_content or {}):
+        import anyio.from_thread
+
+        anyio.from_thread.run(_resources_changed, ctx)  # tools run in a worker thread: this goes out first
+    return answer
+
+
+def _committed(out: Json) -> bool:
+    """Whether a write's answer says it made a commit (a note written, moved, archived or removed)."""
+    resolution, run = out.get("resolution"), out.get("run")
+    return bool(out.get("commit") or (isinstance(resolution, dict) and resolution.get("commit"))
+                or (isinstance(run, dict) and run.get("expire_commit")))
+
+
+async def _resources_changed(ctx: Ctx) -> None:
+    """`notifications/resources/list_changed`: the notes `vivary://node/{id}` reaches are not what they were. On a
+    2026-07-28 connection the event goes to the `subscriptions/listen` streams that asked for it."""
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        await ctx.notify_resources_changed()
+    else:
+        await ctx.request_context.session.send_notification(ResourceListChangedNotification(),
+                                                            related_request_id=ctx.request_id)
+
+
+def _capabilities(server: MCPServer[Any]) -> None:
+    """Advertise what the server has: `resources.listChanged` (a commit is told, `_resources_changed`), and no
+    `prompts`, as there are none. The SDK derives capabilities from its handlers and takes the listChanged flags
+    only as an argument at each connection's start, so both are set on its low-level server here."""
+    low = server._lowlevel_server
+    for method in ("prompts/list", "prompts/get"):
+        low._request_handlers.pop(method, None)
+    opening = low.create_initialization_options
+    setattr(low, "create_initialization_options",  # noqa: B010 (a method replaced on this instance)
+            lambda options=None, *args, **kwargs: opening(options or NotificationOptions(resources_changed=True),
+                                                          *args, **kwargs))
 
 
 def build_server(service: MemoryService) -> MCPServer[Any]:
     server: MCPServer[Any] = MCPServer("vivary-git", version=__version__, instructions=INSTRUCTIONS)
     tools = PROFILES[service.profile]
+    _capabilities(server)
 
     def search(
-        query: Annotated[str, Field(description="keywords and/or a natural-language question")],
+        query: Annotated[str, Field(max_length=MAX_QUERY, description="keywords and/or a natural-language question")],
         top_k: Annotated[int, Field(ge=1, le=MAX_TOP_K, description="how many results (1-50)")] = 5,
         type: Annotated[list[str] | None, Field(description="only these node types ('' = untyped)")] = None,
         path: Annotated[list[str] | None, Field(description="only paths matching these globs")] = None,
@@ -72,23 +168,37 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         = None,
         include_neighbors: Annotated[int, Field(ge=0, le=MAX_HOPS, description="neighbours within N hops")] = 0,
         include_content: Annotated[bool, Field(description="include each note's body")] = False,
-        budget: Annotated[int, Field(description="token budget for the answer (JSON length / 4); 0: none")]
+        budget: Annotated[int, Field(ge=0, le=MAX_BUDGET, description="tokens of the whole answer's text (its "
+                                                                       "UTF-8 bytes / 4); 0: none")]
         = DEFAULT_BUDGET,
-        mode: Annotated[str, Field(description="auto (hybrid when the semantic index is fresh), text, hybrid")]
+        mode: Annotated[Mode, Field(description="auto (hybrid when the semantic index is fresh), text (keywords), "
+                                                "semantic, hybrid")]
         = "auto",
         include_archived: Annotated[bool, Field(description="also memories a dream archived into a super node")]
         = False,
-    ) -> Json:
-        """Search the workspace's notes and memories. Answers say whether they are keyword (text) or hybrid."""
+        since: Annotated[str | None, Field(description="only nodes dated from then: an ISO date or date-time, or an "
+                                                       "age such as 24h, 7d, 2w")] = None,
+        until: Annotated[str | None, Field(description="only nodes dated before then (a date: through that day)")]
+        = None,
+        date: Annotated[DateOf, Field(description="what since/until compare: note (its observed_at, updated, date "
+                                                  "or created) or commit (its last commit)")] = "note",
+        cursor: Annotated[str | None, Field(description="next_cursor of the previous answer: its next page")] = None,
+        scope: Annotated[SearchScope, Field(description="all (the workspace and the user memory, when one is "
+                                                        "configured), workspace, or user (only the user's own memory)")]
+        = "all",
+    ) -> Answer:
+        """Search the workspace's notes and memories. Answers say whether they are keyword (text), semantic or
+        hybrid; with next_cursor when there are more results (pass it back as cursor, with the same arguments)."""
         return _call(lambda: service.search(query, top_k=top_k, type=type or (), path=path or (), edge=edge or (),
                                             include_neighbors=include_neighbors, include_content=include_content,
-                                            budget=budget, mode=mode, include_archived=include_archived))
+                                            budget=budget, mode=mode, include_archived=include_archived, since=since,
+                                            until=until, date=date, cursor=cursor, scope=scope))
 
     def read(
         id: Annotated[str, Field(description="a node id from search, or a note's path")],
         include_content: Annotated[bool, Field(description="include the note's body")] = False,
         neighbors: Annotated[int, Field(ge=0, le=MAX_HOPS, description="neighbours within N hops")] = 1,
-    ) -> Json:
+    ) -> Answer:
         """One node: type, title, frontmatter, outbound and inbound edges, neighbours, and its body when asked."""
         return _call(lambda: service.read(id, include_content=include_content, neighbors=neighbors))
 
@@ -97,67 +207,157 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
                                                "optional description)")] = "",
         title: Annotated[str | None, Field(description="a short title (default: the first words)")] = None,
         tags: Annotated[list[str] | None, Field(description="one-word tags")] = None,
-        durability: Annotated[str | None, Field(description="working, durable, pinned or ephemeral")] = None,
+        durability: Annotated[Durability | None, Field(description="how long it matters")] = None,
         links: Annotated[list[str] | None, Field(description="edges from the new memory, FIELD:ID")] = None,
         force: Annotated[bool, Field(description="add even when a near-duplicate exists; for a source already "
                                                  "remembered, refresh it")] = False,
+        supersede: Annotated[bool, Field(description="when an existing memory says otherwise about the same thing "
+                                                     "(verdict update), add this one and archive that one in the "
+                                                     "same commit")] = False,
         file: Annotated[str | None, Field(description="remember where a file is (path from the repository top), "
                                                       "with its bounded text")] = None,
         folder: Annotated[str | None, Field(description="remember a folder: a summary of its top level")] = None,
         url: Annotated[str | None, Field(description="remember a web page: its readable text")] = None,
         allow_network: Annotated[bool, Field(description="allow fetching url (the workspace must allow it too)")]
         = False,
-    ) -> Json:
-        """Remember something: a new memory note, committed to Git. Blocked (ok=false, duplicate=...) when an
-        existing memory already says it; then update that one, or pass force. With file, folder or url: a source
-        anchor, where something is (private files and folders are refused)."""
+        expires: Annotated[str | None, Field(description="when it stops mattering, an ISO date or date-time (UTC "
+                                                         "when no zone is given): an ephemeral memory")] = None,
+        scope: Annotated[AddScope, Field(description="workspace, or user: the user's own memory repository (ids "
+                                                     "user:...)")] = "workspace",
+        ctx: Ctx | None = None,
+    ) -> Answer:
+        """Remember something: a new memory note, committed to Git. Every answer has the probe's verdict and the
+        matching memories with the evidence: duplicate (refused: the same claim is remembered; update that one, or
+        pass force), update (refused: a memory says otherwise about the same thing; update it, or pass supersede
+        to archive it and add this one), related (added, linked to them) or new. With file, folder or url: a
+        source anchor, where something is (private files and folders are refused)."""
         if file is not None or folder is not None or url is not None:
+            if supersede or expires is not None:
+                raise ToolError(f"{'supersede' if supersede else 'expires'} does not apply to file, folder or url: "
+                                "a source anchor is not a memory that expires or supersedes, `refresh` keeps it "
+                                "current")
             return _call(lambda: service.anchor(file=file, folder=folder, url=url, allow_network=allow_network,
                                                 description=text or None, title=title, tags=tags or (),
-                                                durability=durability, links=links or (), force=force))
+                                                durability=durability, links=links or (), force=force,
+                                                scope=scope), ctx)
         return _call(lambda: service.add(text, title=title, tags=tags or (), durability=durability,
-                                         links=links or (), force=force))
+                                         links=links or (), force=force, supersede=supersede, expires=expires,
+                                         scope=scope), ctx)
 
     def update(
         id: Annotated[str, Field(description="the memory's id")],
         text: Annotated[str | None, Field(description="its new text")] = None,
         tags: Annotated[list[str] | None, Field(description="its new tags (replaces them)")] = None,
-        durability: Annotated[str | None, Field(description="working, durable, pinned or ephemeral")] = None,
-    ) -> Json:
+        durability: Annotated[Durability | None, Field(description="how long it matters")] = None,
+        ctx: Ctx | None = None,
+    ) -> Answer:
         """Revise a memory's text, tags or durability (one commit; the rest of the file unchanged)."""
-        return _call(lambda: service.update(id, text=text, tags=tags, durability=durability))
+        return _call(lambda: service.update(id, text=text, tags=tags, durability=durability), ctx)
+
+    def edit(
+        id: Annotated[str, Field(description="the memory's id")],
+        append: Annotated[str | None, Field(description="text to add at the end (or of the heading's section)")]
+        = None,
+        heading: Annotated[str | None, Field(description="append under this heading (its text), at its end")] = None,
+        replace: Annotated[str | None, Field(description="a passage of the memory, exactly as written; it must "
+                                                         "occur once")] = None,
+        with_text: Annotated[str | None, Field(description="what replaces the passage (\"\" deletes it)")] = None,
+        expires: Annotated[str | None, Field(description="for an ephemeral memory: an ISO date or date-time; \"\" "
+                                                         "removes it")] = None,
+        durability: Annotated[Durability | None, Field(description="how long it matters")] = None,
+        tags: Annotated[list[str] | None, Field(description="its new tags (replaces them)")] = None,
+        ctx: Ctx | None = None,
+    ) -> Answer:
+        """Change a memory in place (one commit; the rest of the file unchanged): append to its end or to a
+        heading's section, replace a passage that occurs once (else refused, naming the candidates), set expires,
+        durability or tags."""
+        return _call(lambda: service.edit(id, append=append, heading=heading, replace=replace, with_text=with_text,
+                                          expires=expires, durability=durability, tags=tags), ctx)
+
+    def retire(
+        id: Annotated[str, Field(description="the memory's id")],
+        reason: Annotated[str, Field(description="why, in one line (kept in the note and the commit)")],
+        ctx: Ctx | None = None,
+    ) -> Answer:
+        """Archive a memory with a reason: hidden from search (include_archived shows it), kept with its history;
+        one commit that `git revert` undoes."""
+        return _call(lambda: service.retire(id, reason=reason), ctx)
+
+    def forget(
+        id: Annotated[str, Field(description="the memory's id")],
+        reason: Annotated[str, Field(description="why, in one line (kept in the commit)")],
+        ctx: Ctx | None = None,
+    ) -> Answer:
+        """Delete a memory's note in one commit (memories only; `git revert` brings it back). Prefer retire,
+        which keeps it readable."""
+        return _call(lambda: service.forget(id, reason=reason), ctx)
+
+    def move(
+        id: Annotated[str, Field(description="the memory's id")],
+        to: Annotated[str, Field(description="a new name, or a path in the memory folder (ops/deploy-days)")],
+        ctx: Ctx | None = None,
+    ) -> Answer:
+        """Rename or move a memory within the memory folder; links to it in other memories are rewritten in the
+        same commit, and the user's notes still linking to the old name are listed."""
+        return _call(lambda: service.move(id, to), ctx)
+
+    def recent(
+        since: Annotated[str | None, Field(description="from: an ISO date or date-time, or an age such as 24h, "
+                                                       "7d, 2w")] = "7d",
+        until: Annotated[str | None, Field(description="before (a date: through that day)")] = None,
+        ops: Annotated[list[Op] | None, Field(description="only these ops")]
+        = None,
+        limit: Annotated[int, Field(ge=1, le=500, description="at most this many commits (1-500)")] = 50,
+    ) -> Answer:
+        """What changed in the memories in a time window, from Git history, newest first: each commit's op, the
+        memories it changed, a retirement's reason, a move's old id."""
+        return _call(lambda: service.recent(since=since, until=until, ops=ops or (), limit=limit))
+
+    def context(
+        id: Annotated[str, Field(description="a node id from search, or a note's path")],
+        depth: Annotated[int, Field(ge=0, le=MAX_HOPS, description="neighbours within N edges (0-3)")] = 1,
+        budget: Annotated[int, Field(ge=0, le=MAX_BUDGET, description="tokens of the whole answer's text (its "
+                                                                       "UTF-8 bytes / 4); 0: none")] = 2000,
+        include_content: Annotated[bool, Field(description="bodies (else snippets)")] = True,
+    ) -> Answer:
+        """One note and its typed neighbourhood: every node within depth edges (either direction) with every edge
+        between them and its field, cut to the budget (neighbours' bodies first, then the farthest ones)."""
+        return _call(lambda: service.context(id, depth=depth, budget=budget, include_content=include_content))
 
     def link(
         source: Annotated[str, Field(description="the node the edge starts at")],
         field: Annotated[str, Field(description="the edge's field, e.g. related")],
         target: Annotated[str, Field(description="the node it points to")],
-    ) -> Json:
+        ctx: Ctx | None = None,
+    ) -> Answer:
         """Add a typed edge between two nodes (the target's id in the source's frontmatter field)."""
-        return _call(lambda: service.link(source, field, target))
+        return _call(lambda: service.link(source, field, target), ctx)
 
     def unlink(
         source: Annotated[str, Field(description="the node the edge starts at")],
         field: Annotated[str, Field(description="the edge's field")],
         target: Annotated[str, Field(description="the node it points to")],
-    ) -> Json:
+        ctx: Ctx | None = None,
+    ) -> Answer:
         """Remove a typed edge between two nodes."""
-        return _call(lambda: service.unlink(source, field, target))
+        return _call(lambda: service.unlink(source, field, target), ctx)
 
     def dream(
-        inspect: Annotated[str | None, Field(description="list instead: status, runs or tasks")] = None,
+        inspect: Annotated[Inspect | None, Field(description="list instead: status, runs or tasks")] = None,
         task_id: Annotated[str | None, Field(description="the task to resolve (from inspect=tasks)")] = None,
         title: Annotated[str | None, Field(description="your compacted memory's title")] = None,
         content: Annotated[str | None, Field(description="your compacted memory's text")] = None,
         use_heuristic: Annotated[bool, Field(description="resolve with the extractive summary")] = False,
         force: Annotated[bool, Field(description="run even when a dream is not due")] = False,
-    ) -> Json:
+        ctx: Ctx | None = None,
+    ) -> Answer:
         """Compact memories. No arguments: a dream run (when due) that proposes compaction tasks (sources, a
         prepared digest, a prompt). task_id with title and content (or use_heuristic): resolve one as a super node
         memory that compacts its sources, which are archived; one commit. inspect: status, runs or tasks."""
         return _call(lambda: service.dream(inspect=inspect, task_id=task_id, title=title, content=content,
-                                           use_heuristic=use_heuristic, force=force))
+                                           use_heuristic=use_heuristic, force=force), ctx)
 
-    def status() -> Json:
+    def status() -> Answer:
         """Workspace, tree, node counts, memory and search state."""
         return _call(service.status)
 
@@ -165,15 +365,20 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         answers: Annotated[dict[str, str] | None, Field(description="the user's own answers, KEY: VALUE with KEY "
                                                                     "one of name, role, language, style, goal; "
                                                                     "an empty value takes one back")] = None,
-    ) -> Json:
+    ) -> Answer:
         """First start: the questions to ask the user (name, role, language, response style, goal for this
         workspace) and which are answered. With answers: writes them to the private USER.md profile (never
         committed, never indexed) and says which were written; the answers are never repeated back."""
         return _call(lambda: service.onboard(answers))
 
-    for fn in (search, read, add, update, link, unlink, dream, status, onboard):
+    for fn in (search, read, add, update, link, unlink, dream, status, onboard, edit, retire, forget, move, recent,
+               context):
+        if fn.__name__ not in TOOLS:
+            raise RuntimeError(f"the MCP tool {fn.__name__!r} has no line in TOOLS (its title and hints)")
         if fn.__name__ in tools:
-            server.add_tool(fn, name=fn.__name__, structured_output=True)
+            notes = TOOLS[fn.__name__]
+            server.add_tool(fn, name=fn.__name__, title=notes.title, description=cleandoc(fn.__doc__ or ""),
+                            annotations=notes, structured_output=True)
 
     @server.resource("vivary://node/{+id}", name="node", mime_type="application/json",
                      description="A public node: its packet, edges and body")

@@ -1,8 +1,9 @@
 """What the MCP server does, as a plain Python API: search, read, status and the memory writes, over
 one workspace kept warm and always as fresh as the working tree.
 
-`MemoryService` is that API: the read side (reads.py: `search`, `read`, `status`, the node and digest
-resources) and the write side (writes.py: `add`, `update`, `link`, `unlink`, `dream`, `onboard`) over one
+`MemoryService` is that API: the read side (reads.py: `search`, `read`, `status`, `recent`, `context`, the node
+and digest resources) and the write side (writes.py: `add`, `update`, `link`, `unlink`, `edit`, `retire`,
+`forget`, `move`, `dream`, `onboard`) over one
 warm state (warm.py: the working tree's tree kept current, the state patched when only notes changed,
 `PROFILES` and `RESOURCES`). The server (server.py) is thin over it.
 

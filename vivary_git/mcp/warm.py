@@ -25,11 +25,14 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from vivary_git import git
-from vivary_git.errors import UsageError
+from vivary_git.errors import UsageError, VivaryError
 
 if TYPE_CHECKING:
     from vivary_git.graph import Graph
     from vivary_git.mcp.freshness import WorkTree
+    from vivary_git.mcp.usermem import UserMemory
+    from vivary_git.memory.local.embed import Embedder
+    from vivary_git.memory.local.provider import LocalMemory
     from vivary_git.memory.local.recall import RecallSession
     from vivary_git.memory.writes.probe import Probe
     from vivary_git.memory.writes.remember import View
@@ -39,8 +42,9 @@ if TYPE_CHECKING:
 
 # Tool names by profile (CognitiveOS's host-core: search, read, add, update, link, unlink, dream).
 PROFILES: dict[str, tuple[str, ...]] = {
-    "host-core": ("search", "read", "add", "update", "link", "unlink", "dream", "status", "onboard"),
-    "read-only": ("search", "read", "status"),
+    "host-core": ("search", "read", "add", "update", "link", "unlink", "dream", "status", "onboard", "edit", "retire",
+                  "forget", "move", "recent", "context"),
+    "read-only": ("search", "read", "status", "recent", "context"),
 }
 # Resources by profile. The digest holds the private MEMORY.md's block and USER.md's profile (name, role):
 # a read-only host (a CI runner, an untrusted host) is served no private file's content.
@@ -97,7 +101,11 @@ class State:
         self.delta: dict[str, Node] = {}
         self.gone: set[str] = set()
         self.hybrid: RecallSession | None = None
-        self.hybrid_reason: str | None = None
+        self.hybrid_reason: str | None = None  # why there is no hybrid search
+        self.hybrid_note = "the index is fresh"  # what the hybrid search's answers say of the index
+        # Whether `view.snapshot` is the snapshot of this state's tree: not once this process's own write patched
+        # the state without reading the tree again (writes.py `_after_write`).
+        self.current = True
         self.root_tree: str | None = key[0]
         if base is None:
             self.public = current  # the graph the search index is built from
@@ -168,7 +176,7 @@ class Warm:
     outside the lock, so a slow page holds up no other request)."""
 
     def __init__(self, cwd: str | os.PathLike[str] | None = None, *, root: str | None = None,
-                 profile: str = "host-core", source: str = "agent") -> None:
+                 profile: str = "host-core", source: str = "agent", user_memory: bool = True) -> None:
         if profile not in PROFILES:
             raise UsageError(f"unknown profile {profile!r}; use one of {', '.join(PROFILES)}")
         self.profile = profile
@@ -178,13 +186,29 @@ class Warm:
         self._lock = threading.RLock()
         self._state: State | None = None
         self._probe: Probe | None = None
+        self._embedder: Embedder | None = None  # the semantic index's model, once loaded (write-through)
         self._repo = git.try_open(self._cwd)
         self._worktree: WorkTree | None = None
+        self._user_enabled = user_memory
+        self._usermem: UserMemory | None = None
+
+    def usermem(self) -> UserMemory:
+        """The user's own memory repository beside this workspace (mcp/usermem.py), located on first use."""
+        if self._usermem is None:
+            from vivary_git.mcp.usermem import UserMemory
+
+            def opener(path: str) -> Any:  # the same kind of service, over the user memory, with none of its own
+                return type(self)(path, profile=self.profile, source=self.source, user_memory=False)
+
+            self._usermem = UserMemory(self._repo, opener, enabled=self._user_enabled)
+        return self._usermem
 
     def close(self) -> None:
         if self._worktree is not None:
             self._worktree.close()
             self._worktree = None
+        if self._usermem is not None:
+            self._usermem.close()
 
     def _key(self) -> tuple[Any, ...]:
         repo = self._repo
@@ -241,16 +265,17 @@ class Warm:
             self._probe = None
             return state
 
-    def _patched(self, st: State, key: tuple[Any, ...]) -> State | None:
+    def _patched(self, st: State, key: tuple[Any, ...], *, reread: bool = False) -> State | None:
         """The state for `key` made from `st` when only notes changed (their content, or notes added,
         removed or renamed) since `st`'s search index was built: the same index, with those notes
-        searched directly, and privacy decided again for just their paths. None: rebuild."""
+        searched directly, and privacy decided again for just their paths. None: rebuild. `reread`: the
+        tree is `st`'s own, which this process patched after a write: read it again (a current snapshot)."""
         repo = self._repo
         old = st.view
         if (repo is None or key[2:] != st.key[2:] or st.base_tree is None or key[0] is None
                 or old.cfg.memory.remember.branch):
             return None
-        if key[0] == st.key[0]:  # HEAD alone moved (a commit of what was already there)
+        if key[0] == st.key[0] and not reread:  # HEAD alone moved (a commit of what was already there)
             if {"created", "updated"} & set(old.ws.config.derive):
                 return None
             st.key = key
@@ -333,6 +358,77 @@ class Warm:
         for path, blob in blobs:
             out = _tree_with(repo, repo.repo[out], path.split("/"), blob) or out
         return out
+
+    def _hybrid(self, st: State) -> tuple[RecallSession | None, str]:
+        """The semantic index's session for this state, or why there is none. An index a few notes behind this
+        tree is brought up to it first (write-through: memory/local/writethrough.py), with the model this
+        process keeps loaded; past `[memory] max_unindexed` notes changed outside it, or without the model,
+        the answer is keywords and says why."""
+        if st.hybrid is not None or st.hybrid_reason is not None:
+            return st.hybrid, st.hybrid_reason or st.hybrid_note
+        cfg = st.view.cfg
+        if cfg.provider != "vivary-local":
+            st.hybrid_reason = "semantic memory is not enabled for this workspace (.vivary/memory.toml)"
+        elif not st.current:
+            st.hybrid_reason = (f"the semantic index is stale ({len(st.delta) + len(st.gone)} note(s) changed since "
+                                "it was built; run `git vivary index --yes`)")
+        else:
+            from vivary_git.memory.local.provider import LocalMemory
+            from vivary_git.memory.local.recall import RecallSession
+
+            memory = LocalMemory(st.view.ws, cfg)
+            memory._snap = st.view.snapshot  # the same privacy-filtered snapshot: not decided twice
+            manifest = memory.manifest()
+            if manifest is None:
+                st.hybrid_reason = "there is no semantic index yet (run `git vivary index --yes`)"
+            elif manifest.fingerprint != st.view.snapshot.fingerprint:
+                self._write_through(st, memory)
+            else:
+                try:
+                    st.hybrid = RecallSession(memory, embedder=self._embedder)
+                    self._embedder = st.hybrid.embedder
+                except VivaryError as err:
+                    st.hybrid_reason = f"the semantic index cannot be used ({err})"
+        if st.hybrid is None and st.hybrid_reason is None:
+            st.hybrid_reason = "the semantic index cannot be used"
+        return st.hybrid, st.hybrid_reason or st.hybrid_note
+
+    def _write_through(self, st: State, memory: LocalMemory) -> None:
+        """Bring the semantic index up to this state's snapshot, as `index --yes` would, when at most
+        `[memory] max_unindexed` notes differ from the tree it was built from; else say why not."""
+        from vivary_git.memory.local.writethrough import unindexed, write_through
+
+        limit = st.view.cfg.memory.max_unindexed
+        count = unindexed(memory)
+        if count is None or count > limit:
+            many = "the notes" if count is None else f"{count} note(s)"
+            st.hybrid_reason = (f"the semantic index is stale: {many} changed outside this server since it was built, "
+                                f"more than [memory] max_unindexed = {limit} it embeds itself; run "
+                                "`git vivary index --yes`")
+            return
+        embedder = self._semantic_model(st)
+        if embedder is None:
+            return
+        try:
+            st.hybrid = write_through(memory, embedder)
+        except VivaryError as err:
+            st.hybrid_reason = (f"the semantic index could not be brought up to date ({err}); run "
+                                "`git vivary index --yes`")
+            return
+        st.hybrid_note = f"the index is fresh: {count} note(s) embedded as they changed"
+
+    def _semantic_model(self, st: State) -> Embedder | None:
+        """The index's model, loaded once for this process (None, with the reason on `st`, when it cannot be)."""
+        if self._embedder is None:
+            from vivary_git.memory.local.embed import EmbedderError
+            from vivary_git.memory.local.runtime import _load_embedder, require_extra
+
+            try:
+                require_extra()
+                self._embedder = _load_embedder(st.view.cfg.memory.local.model, optimize=False)
+            except EmbedderError as err:
+                st.hybrid_reason = f"the embedding model is unavailable ({err})"
+        return self._embedder
 
     def warm_up(self) -> None:
         """Build the state and the search index now (server start), not on the first question."""

@@ -1,4 +1,5 @@
-"""The MCP service's write side: `add` (with source anchors), `update`, `link`, `unlink`, `dream` and `onboard`.
+"""The MCP service's write side: `add` (with source anchors), `update`, `link`, `unlink`, `edit`, `retire`,
+`forget`, `move`, `dream` and `onboard`.
 
 Every write but `onboard` is one commit (memory/writes/, memory/dream/, memory/sources/); a read-only
 profile refuses them all. After a write the warm state is patched with the note just committed and keyed
@@ -20,6 +21,7 @@ from vivary_git.memory.writes.remember import Remembered
 
 if TYPE_CHECKING:
     from vivary_git.memory.sources.anchors import Anchored
+    from vivary_git.memory.writes.lifecycle import Moved
     from vivary_git.memory.writes.probe import Probe
 
 
@@ -85,6 +87,13 @@ class Writes(Warm):
                              answered=report.answered, missing=report.missing, excluded=report.excluded,
                              questions=[Question(k, q, k in answered) for k, q in onboard.QUESTIONS.items()])
 
+    def _fresh(self) -> State:
+        """The state read anew from the tree: a patched state's graph is the one its search index was built on,
+        without the links this process has written since, and a move must see every link to the memory."""
+        if self._state is not None and (self._state.delta or self._state.gone):
+            self._state = None
+        return self.state()
+
     def _writable(self, tool: str) -> None:
         if tool not in PROFILES[self.profile]:
             raise RefusedError(f"`{tool}` is not available in the {self.profile} profile (read-only hosts can "
@@ -98,17 +107,37 @@ class Writes(Warm):
         return self._probe
 
     def add(self, text: str, *, title: str | None = None, tags: Sequence[str] = (),
-            durability: str | None = None, links: Sequence[str] = (), force: bool = False) -> Remembered:
+            durability: str | None = None, links: Sequence[str] = (), force: bool = False,
+            supersede: bool = False, expires: str | None = None, scope: str = "workspace") -> Remembered:
         from vivary_git.memory.writes import remember
 
         self._writable("add")
+        if scope not in ("workspace", "user"):
+            raise UsageError(f"scope must be workspace or user (got {scope!r})")
+        if scope == "user":  # a commit in the user's own memory repository, never here (mcp/usermem.py)
+            return self.usermem().add(text, title=title, tags=tags, durability=durability, links=links, force=force,
+                                      supersede=supersede, expires=expires)
         with self._lock:
             st = self.state()
             result = remember.add(st.view, text, title=title, tags=tags, durability=durability, links=links,
-                                  force=force, source=self.source, probe=self._probe_for(st))
+                                  force=force, supersede=supersede, source=self.source, probe=self._probe_for(st),
+                                  expires=expires)
             if result.ok and result.commit is not None:
                 self._after_write(st, result, add=[(e.field, e.to) for e in result.links or ()])
+                for old in result.archived or ():
+                    self._after_archive(st, result, old)
+                self._written(st)
             return result
+
+    def _after_archive(self, st: State, result: Remembered, old: str) -> None:
+        """Patch the warm state with a memory an add superseded: archived in the add's own commit."""
+        node = st.view.nodes[old]
+        repo = self._repo
+        assert repo is not None and result.commit is not None
+        tree = repo.repo[result.commit].peel(repo.pygit2.Tree)
+        blob = str(tree[st.view.repo_path(node.path)].id)
+        self._after_write(st, Remembered(ok=True, op="update", changed=True, id=node.id, path=node.path,
+                                         commit=result.commit, ref=result.ref, blob=blob))
 
     def update(self, id: str, *, text: str | None = None, tags: Sequence[str] | None = None,
                durability: str | None = None) -> Remembered:
@@ -120,6 +149,61 @@ class Writes(Warm):
             result = remember.update(st.view, id, text=text, tags=tags, durability=durability, source=self.source)
             if result.commit is not None:
                 self._after_write(st, result)
+                self._written(st)
+            return result
+
+    def edit(self, id: str, *, append: str | None = None, heading: str | None = None, replace: str | None = None,
+             with_text: str | None = None, expires: str | None = None, durability: str | None = None,
+             tags: Sequence[str] | None = None) -> Remembered:
+        """`lifecycle.edit`: append (to a heading's section), replace a passage, set expires, durability, tags."""
+        from vivary_git.memory.writes import lifecycle
+
+        self._writable("edit")
+        with self._lock:
+            st = self.state()
+            result = lifecycle.edit(st.view, id, append=append, heading=heading, replace=replace, with_text=with_text,
+                                    expires=expires, durability=durability, tags=tags, source=self.source)
+            if result.commit is not None:
+                self._after_write(st, result)
+                self._written(st)
+            return result
+
+    def retire(self, id: str, *, reason: str) -> Remembered:
+        """`lifecycle.retire`: archived with a reason, hidden from search, kept with its history."""
+        from vivary_git.memory.writes import lifecycle
+
+        self._writable("retire")
+        with self._lock:
+            st = self.state()
+            result = lifecycle.retire(st.view, id, reason=reason, source=self.source)
+            if result.commit is not None:
+                self._after_write(st, result)
+                self._written(st)
+            return result
+
+    def forget(self, id: str, *, reason: str) -> Remembered:
+        """`lifecycle.forget`: the memory's note deleted in a commit."""
+        from vivary_git.memory.writes import lifecycle
+
+        self._writable("forget")
+        with self._lock:
+            result = lifecycle.forget(self._fresh().view, id, reason=reason, source=self.source)
+            if result.changed:
+                self._state = None  # a note gone: read the tree again
+                self._written(self.state())
+            return result
+
+    def move(self, id: str, to: str) -> Moved:
+        """`lifecycle.move`: renamed or moved in the memory folder, links to it rewritten in other memories (in
+        the user's notes only when their `rewrite_user_links` setting says so: an agent cannot ask for it)."""
+        from vivary_git.memory.writes import lifecycle
+
+        self._writable("move")
+        with self._lock:
+            result = lifecycle.move(self._fresh().view, id, to, source=self.source)
+            if result.changed:
+                self._state = None  # several notes changed in one commit: read the tree again
+                self._written(self.state())
             return result
 
     def link(self, source: str, field: str, target: str) -> Remembered:
@@ -140,18 +224,23 @@ class Writes(Warm):
                 edge = (result.edge.field, result.edge.to)
                 self._after_write(st, result, add=[edge] if tool == "link" else [],
                                   remove=[edge] if tool == "unlink" else [])
+                self._written(st)
             return result
 
     def anchor(self, *, file: str | None = None, folder: str | None = None, url: str | None = None,
                allow_network: bool = False, description: str | None = None, title: str | None = None,
                tags: Sequence[str] = (), durability: str | None = None, links: Sequence[str] = (),
-               force: bool = False) -> Anchored:
+               force: bool = False, scope: str = "workspace") -> Anchored:
         """`add` with a source anchor (memory/sources/anchors.py): a file or folder (paths relative to the
         repository top) or a web page (fetched only with the network allowed by both the workspace and
-        `allow_network`)."""
+        `allow_network`). Never in the user memory: `scope` user is refused."""
         from vivary_git.memory.sources import anchors
 
         self._writable("add")
+        if scope != "workspace":
+            from vivary_git.mcp.usermem import refuse_anchor
+
+            refuse_anchor()
         given = [k for k, v in (("file", file), ("folder", folder), ("url", url)) if v is not None]
         if len(given) != 1:
             raise UsageError("give one of file, folder or url to remember a source")
@@ -195,6 +284,7 @@ class Writes(Warm):
             self._after_write(st, Remembered(ok=True, op=result.op, changed=True, id=result.id, path=result.path,
                                              commit=result.commit, ref=result.ref, blob=result.blob),
                               add=[(e.field, e.to) for e in result.links or ()])
+            self._written(st)
 
     def _after_write(self, st: State, result: Remembered, *, add: Sequence[tuple[str, str]] = (),
                      remove: Sequence[tuple[str, str]] = ()) -> None:
@@ -227,7 +317,7 @@ class Writes(Warm):
                 with contextlib.suppress(ValueError):
                     st.inn.get(to, []).remove((node.id, field))
         out.sort()
-        st.hybrid, st.hybrid_reason = None, None
+        st.hybrid, st.hybrid_reason, st.current = None, None, False
         repo = self._repo
         key = list(st.key)
         if repo is not None and st.root_tree is not None and result.ref is not None:
@@ -244,6 +334,23 @@ class Writes(Warm):
             if view.cfg.memory.remember.branch:
                 key[2] = result.commit
         st.key = tuple(key)
+
+    def _written(self, st: State) -> None:
+        """Write-through: with the local memory on and an index to keep current, the tree this process has just
+        written is read again (a current snapshot: privacy decided for the written paths) and the semantic index
+        brought up to it (warm.py `_hybrid`), before the write answers: the next hybrid search finds the note."""
+        from vivary_git.memory.local.provider import LocalMemory
+
+        cfg = st.view.cfg
+        if cfg.provider != "vivary-local" or cfg.memory.max_unindexed < 0:
+            return
+        if LocalMemory(st.view.ws, cfg).manifest() is None:
+            return  # nothing indexed yet: `index --yes` is the user's to run first
+        fresh = self._patched(st, st.key, reread=True)
+        if fresh is None:
+            return  # the state stays as patched: its searches say the index is stale, and why
+        self._state = fresh
+        self._hybrid(fresh)
 
     def _checked_out(self, ref: str) -> bool:
         repo = self._repo

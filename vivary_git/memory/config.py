@@ -85,7 +85,7 @@ class CogneeConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 Durability = Literal["working", "durable", "pinned", "ephemeral"]
-DEFAULT_SIMILARITY = 0.92
+DEFAULT_SIMILARITY = 0.75  # set on half of tests/data/probe_pairs.jsonl (bench/bench_probe.py)
 
 
 class RememberConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -93,8 +93,11 @@ class RememberConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     folder: str = DEFAULT_MEMORY_FOLDER  # workspace-relative; never a private floor folder
     branch: str = ""  # "" = the checked-out branch; else a branch name such as "vivary/memory"
-    similarity: float = DEFAULT_SIMILARITY  # cosine at or above which an add is a near-duplicate
+    similarity: float = DEFAULT_SIMILARITY  # cosine at or above which an add making the same claim is a duplicate
     durability: Durability = "working"  # the default tier of a new memory
+    # `move` rewrites links to the moved memory in your own notes too (default: only in other memories; yours
+    # that still name the old path are listed). `git vivary move --rewrite-user-links` does it once.
+    rewrite_user_links: bool = False
 
 
 class DreamConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -120,10 +123,16 @@ class SourcesConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_text: int = 50_000  # characters of extracted text kept in an anchor note
 
 
+DEFAULT_MAX_UNINDEXED = 32
+
+
 class MemorySection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     enabled: bool = False
     mode: Mode = "none"
     provider: Provider = "none"
+    # Notes changed outside the MCP server since the index was built that it embeds itself (write-through); past
+    # this many its hybrid search answers with keywords and says so (docs/mcp.md).
+    max_unindexed: int = DEFAULT_MAX_UNINDEXED
     privacy: PrivacyConfig = PrivacyConfig()
     local: LocalConfig = LocalConfig()
     cognee: CogneeConfig = CogneeConfig()
@@ -303,6 +312,9 @@ def _check_semantics(m: MemorySection, name: str, text: str) -> None:
                 f"{_where(name, text, 'private_paths')}: `memory.privacy.private_paths[{i}]` must be one "
                 "non-empty gitignore-style pattern per entry (no line breaks); split or remove it"
             )
+    if not 0 <= m.max_unindexed <= 100_000:
+        raise ConfigError(f"{_where(name, text, 'max_unindexed')}: `memory.max_unindexed = {m.max_unindexed}` must be "
+                          f"0 to 100,000 notes (default {DEFAULT_MAX_UNINDEXED}; 0: the server never embeds itself)")
     _check_remember(m.remember, name, text)
     _check_dream(m.dream, name, text)
     _check_sources(m.sources, name, text)
@@ -340,7 +352,7 @@ def _check_remember(r: RememberConfig, name: str, text: str) -> None:
     if not 0.0 < r.similarity <= 1.0:
         raise ConfigError(
             f"{_where(name, text, 'similarity')}: `memory.remember.similarity = {r.similarity}` must be a cosine "
-            "above 0 and at most 1 (default 0.92; 1 blocks only identical memories)"
+            "above 0 and at most 1 (default 0.75; 1 blocks only identical memories)"
         )
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -99,8 +100,10 @@ class Task(msgspec.Struct, frozen=True):
     digest: str  # the prepared summary (what --use-heuristic would write)
     digest_title: str
     prompt: str
-    status: str = "open"  # computed when read: "open" | "resolved" | "stale"
+    status: str = "open"  # computed when read, from history: "open" | "resolved" | "stale"
     resolution: Resolution | None = None
+    reverted: Resolution | None = None  # a resolution history no longer holds (`git revert`): open again
+    reopens: str | None = None  # the reverted resolution's commit this proposal follows (proposed once per revert)
 
 
 class Run(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -573,9 +576,28 @@ def run(view: View, *, force: bool = False, now: float | None = None, source: st
         if row is not None:
             sims[row][b] = sims[row].get(b, 0.0) + extra
     clusters = cluster(space, sims, seeds, pair, centre, ids, bonus)
-    existing = {t.id for r in records.runs() for t in r.tasks}
-    run_id = f"r-{started.strftime('%Y%m%dT%H%M%SZ')}-{hashlib.sha256(repr((ids, seeds)).encode()).hexdigest()[:6]}"
-    tasks, skipped = [], []
+    # A cluster already proposed is skipped while its task is open; one whose resolution was reverted is
+    # proposed again, once per reverted resolution (named by its commit: clock seconds cannot order a revert
+    # and a run made in the same second).
+    proposed: set[str] = set()
+    reopened: set[tuple[str, str]] = set()
+    for r in records.runs():
+        for t in r.tasks:
+            proposed.add(t.id)
+            if t.reopens:
+                reopened.add((t.id, t.reopens))
+    now_tasks = {t.id: t for t in tasks(view)}
+
+    def _reverted(tid: str) -> str | None:
+        got = now_tasks.get(tid)
+        return got.reverted.commit if got is not None and got.reverted is not None else None
+
+    existing = {tid for tid in proposed if (rev := _reverted(tid)) is None or (tid, rev) in reopened}
+    # The last run's id is in the hash: two runs of the same memories in the same second are two records.
+    last = [r.id for r in records.runs()][-1:]
+    suffix = hashlib.sha256(repr((ids, seeds, last)).encode()).hexdigest()[:6]
+    run_id = f"r-{started.strftime('%Y%m%dT%H%M%SZ')}-{suffix}"
+    found, skipped = [], []
     for medoid, members in clusters:
         group = [live[medoid], *(live[j] for j, _ in members)]
         sources = [_source(m) for m in group]
@@ -585,19 +607,19 @@ def run(view: View, *, force: bool = False, now: float | None = None, source: st
             continue
         title, content, topic = heuristic(sources, tok)
         cohesion = round(sum(x for _, x in members) / len(members), 4) if members else 1.0
-        tasks.append(Task(id=tid, run=run_id, created=durability.stamp(started), method=method,
+        found.append(Task(id=tid, run=run_id, created=durability.stamp(started), method=method,
                           cohesion=cohesion, topic=topic, sources=sources, digest=content, digest_title=title,
-                          prompt=_prompt(sources, tid)))
+                          prompt=_prompt(sources, tid), reopens=_reverted(tid)))
     finished = durability.now()
     record = Run(id=run_id, started=durability.stamp(started), finished=durability.stamp(finished), method=method,
-                 due=due.reason, considered=len(live), seeds=len(seeds), tasks=tasks,
+                 due=due.reason, considered=len(live), seeds=len(seeds), tasks=found,
                  expired=sorted(gone), expire_commit=expire_commit, skipped=skipped)
     commits._pause("dream-record")
     records.save_run(record)
     log.completed(now)
     digest_state = _digest(view) if write_digest else None
     return DreamAnswer(ok=True, action="run", due=log.due(now), run=record, digest=digest_state,
-                       message=f"{len(tasks)} compaction task(s) to resolve" + (
+                       message=f"{len(found)} compaction task(s) to resolve" + (
                            f"; removed {len(gone)} expired memories" if gone else ""))
 
 
@@ -666,20 +688,88 @@ def _id_of(view: View, repo_path: str) -> str:
 # --- inspect ------------------------------------------------------------------------------------
 
 
-def _status_of(view: View, records: Records, task: Task) -> Task:
+_RESOLVED_LOCK = threading.Lock()
+_RESOLVED: dict[tuple[str, str], dict[str, Resolution]] = {}
+_REVERTS = re.compile(r"This reverts commit ([0-9a-f]{40})")
+
+
+def resolved_in_history(view: View) -> dict[str, Resolution]:
+    """The tasks whose resolution commit the memory branch holds now, by task id: every commit with a
+    `Vivary-Task` trailer, less those a `git revert` undid (and a revert of that revert restores). Read from
+    Git, so a clone knows what another resolved, and a reverted resolution is no longer one."""
+    repo = view.ws.source.repo
+    if repo is None:
+        return {}
+    branch = view.cfg.memory.remember.branch
+    ref = f"refs/heads/{branch}" if branch and repo.repo.references.get(f"refs/heads/{branch}") else "HEAD"
+    tip = repo.git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"], check=False)
+    head = tip.stdout.decode().strip()
+    if tip.returncode != 0 or not head:
+        return {}
+    key = (str(repo.git_dir), head)
+    with _RESOLVED_LOCK:
+        got = _RESOLVED.get(key)
+    if got is not None:
+        return got
+    fmt = "%x1f".join(("%H", "%cI", f"%(trailers:key={TRAILER_TASK},valueonly)",
+                       f"%(trailers:key={commits.TRAILER_NODE},valueonly,separator=%x1C)",
+                       f"%(trailers:key={TRAILER_COMPACTS},valueonly,separator=%x1C)", "%b")) + "%x1e"
+    out = repo.git(["log", "-F", f"--grep={TRAILER_TASK}: ", "--grep=This reverts commit ", f"--format={fmt}",
+                    "--end-of-options", head]).stdout.decode("utf-8", "replace")
+    found: dict[str, Resolution] = {}
+    reverts: dict[str, str] = {}
+    active: dict[str, bool] = {}
+
+    def set_active(commit: str, on: bool) -> None:
+        for _ in range(64):  # a chain of reverts of reverts
+            active[commit] = on
+            if commit not in reverts:
+                return
+            commit, on = reverts[commit], not on
+
+    for record in reversed(out.split("\x1e")):
+        parts = record.strip("\n").split("\x1f")
+        if len(parts) != 6:
+            continue
+        commit, when, task, nodes, compacts, body = parts
+        task = task.strip()
+        undoes = _REVERTS.search(body)
+        if _TASK_ID.match(task):
+            by = re.search(r"\(([a-z]+)\):", body)
+            node = nodes.split("\x1c")[0].strip()
+            found[commit] = Resolution(task=task, by=by.group(1) if by else "host", at=durability.stamp(
+                durability.parse_when(when) or durability.now()), commit=commit, super_node=node,
+                path=view.nodes[node].path if node in view.nodes else "",
+                archived=[c.strip() for c in compacts.split("\x1c") if c.strip()])
+            set_active(commit, True)
+        elif undoes is not None:
+            reverts[commit] = undoes.group(1)
+            set_active(commit, True)
+    held = {res.task: res for commit, res in found.items() if active.get(commit)}
+    with _RESOLVED_LOCK:
+        _RESOLVED.clear()
+        _RESOLVED[key] = held
+    return held
+
+
+def _status_of(view: View, records: Records, task: Task, held: dict[str, Resolution]) -> Task:
     res = records.resolution(task.id)
-    if res is not None:
-        return msgspec.structs.replace(task, status="resolved", resolution=res)
+    now = held.get(task.id)
+    if now is not None:
+        return msgspec.structs.replace(task, status="resolved", resolution=res if res is not None and
+                                       res.commit == now.commit else now, reverted=None)
+    undone = res if res is not None else task.reverted
     for s in task.sources:
         node = view.nodes.get(s.id)
         if node is None or node.blob != s.blob:
-            return msgspec.structs.replace(task, status="stale")
-    return task
+            return msgspec.structs.replace(task, status="stale", resolution=None, reverted=undone)
+    return msgspec.structs.replace(task, status="open", resolution=None, reverted=undone)
 
 
 def tasks(view: View) -> list[Task]:
     """Every recorded task with its status now: open first (newest run first), then resolved, then stale."""
     records = Records(log_for(view.ws))
+    held = resolved_in_history(view)
     seen: set[str] = set()
     out = []
     for r in reversed(records.runs()):
@@ -687,7 +777,7 @@ def tasks(view: View) -> list[Task]:
             if t.id in seen:
                 continue
             seen.add(t.id)
-            out.append(_status_of(view, records, t))
+            out.append(_status_of(view, records, t, held))
     order = {"open": 0, "resolved": 1, "stale": 2}
     return sorted(out, key=lambda t: order.get(t.status, 3))  # stable: newest run first within a status
 

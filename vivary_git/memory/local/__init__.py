@@ -4,6 +4,7 @@ Public modules (what `commands/` and `mcp/` may import):
 
 - `provider`: `LocalMemory`, index / recall / forget for one workspace at one tree;
 - `recall`: `RecallSession`, a verified, loaded index for many queries;
+- `writethrough`: the index brought up to a snapshot a few notes away by a process that has the model loaded;
 - `runtime`: what the provider needs installed, `preload_runtime` (recall's head start);
 - `embed`: the verified offline embedder (model id, status, loading);
 - `files`: the index's files and formats, `embed_text` (what is embedded for a packet);
@@ -11,6 +12,7 @@ Public modules (what `commands/` and `mcp/` may import):
 - `vectorvalue`: a stored vector's value and its check, for the shared cache's own checks.
 
 Its own: `index` (an index run), `assemble` (recall of a tree the index was not built from), `bm25` and
-`lexical_update` (the keyword index). Like every provider it imports only the seam (`memory/`'s own
+`lexical_update` (the keyword index), `signals` (what the notes' frontmatter and names add to hybrid's fused
+ranking). Like every provider it imports only the seam (`memory/`'s own
 modules) and the package's shared modules. Nothing here imports numpy, hnswlib or onnxruntime at the top.
 """

@@ -126,6 +126,12 @@ class ExactIndex:
     def get_current_count(self) -> int:
         return int(self.rows.shape[0])
 
+    def get_items(self, ids: npt.NDArray[np.uint64]) -> npt.NDArray[np.float32]:
+        """The rows of these labels (a scoped recall's exact scan)."""
+        import numpy as np
+
+        return self.rows[np.asarray(ids, dtype=np.int64)]
+
     def knn_query(self, vectors: npt.NDArray[np.float32], k: int = 1,
                   ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """Labels (rows) and distances (1 - inner product) of the `k` best rows for each query, best

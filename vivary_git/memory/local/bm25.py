@@ -200,12 +200,14 @@ class LexicalIndex:
             out[docs] += np.float32(qtf * idf) * tf * (h.k1 + 1.0) / (tf + norm)
         return out
 
-    def top(self, terms: Sequence[str], n: int) -> list[tuple[int, float]]:
-        """The `n` best (document, score) pairs with a positive score, best first, ties by document number."""
+    def top(self, terms: Sequence[str], n: int,
+            allowed: npt.NDArray[np.bool_] | None = None) -> list[tuple[int, float]]:
+        """The `n` best (document, score) pairs with a positive score, best first, ties by document number;
+        only documents `allowed` (a mask over the documents) when given."""
         import numpy as np
 
         scores = self.scores(terms)
-        hit = np.flatnonzero(scores > 0)
+        hit = np.flatnonzero((scores > 0) & allowed if allowed is not None else scores > 0)
         if hit.size == 0 or n <= 0:
             return []
         part = hit[np.argpartition(-scores[hit], n - 1)[:n]] if hit.size > n else hit

@@ -11,12 +11,14 @@ Nothing here touches the network.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata
 import importlib.resources
 import importlib.util
 import os
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +35,9 @@ __all__ = [
     "INSTALL_HINT",
     "Embedder",
     "EmbedderError",
+    "EmbeddingCancelled",
+    "default_lanes",
+    "embed_lanes",
     "embedder_status",
     "known_embedders",
     "load_embedder",
@@ -46,6 +51,10 @@ INSTALL_HINT = "pip install 'vivary-git[embed]'"
 
 # Python modules the ONNX embedders need at run time (import name -> PyPI name).
 _RUNTIME_MODULES = {"numpy": "numpy", "onnxruntime": "onnxruntime", "tokenizers": "tokenizers"}
+
+
+class EmbeddingCancelled(Exception):
+    """Embedding stopped because the run it works for was interrupted or failed (`embed_tokens`' `cancel`)."""
 
 
 class EmbedderError(VivaryError):
@@ -80,8 +89,11 @@ class Embedder(Protocol):
         ...
 
     def embed_tokens(self, tokens: Sequence[Sequence[int]], *, batch_size: int = 32,
-                     on_run: Callable[[int], None] | None = None) -> npt.NDArray[np.float32]:
-        """`embed` of texts already tokenised by `tokenize`; `on_run(n)` after each model run of n texts."""
+                     on_run: Callable[[list[int], npt.NDArray[np.float32]], None] | None = None,
+                     cancel: threading.Event | None = None) -> npt.NDArray[np.float32]:
+        """`embed` of texts already tokenised by `tokenize`. `on_run(positions, vectors)` after each model
+        run, with the positions in `tokens` it embedded and their vectors. Once `cancel` is set, the runs under
+        way stop and no other starts: `EmbeddingCancelled`, after the runs finished by then are handed over."""
         ...
 
 
@@ -272,17 +284,59 @@ def embedder_status(name: str = DEFAULT_EMBEDDER) -> str:
 
 
 def _usable_cores() -> int:
-    """Cores this process may run on: sched_getaffinity respects CPU pinning in containers where cpu_count()
-    overstates."""
+    """Cores this process may run on: `os.process_cpu_count` (Python 3.13+), else sched_getaffinity, both of
+    which respect CPU pinning in containers where cpu_count() overstates."""
+    counted = getattr(os, "process_cpu_count", None)
+    if counted is not None:
+        return max(1, counted() or 1)
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # not on Linux
         return max(1, os.cpu_count() or 1)
 
 
-def _default_lanes() -> int:
-    """Batches run at once, each on one core (see `load_embedder`), capped at 4."""
-    return min(_usable_cores(), 4)
+# What one lane adds to the process at its peak, in MiB: the activations of one model run of up to
+# `TOKEN_BUDGET` padded tokens (measured in docs/index.md#memory). Lanes are bounded so that together they take
+# at most half the memory available when the model loads.
+LANE_MIB = 80
+LANES_ENV = "VIVARY_EMBED_LANES"
+MAX_LANES = 256
+
+
+def _available_mib() -> int | None:
+    """MemAvailable from /proc/meminfo (what can be allocated without swapping), else None (not Linux)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) // 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def default_lanes() -> int:
+    """Model runs at once when `VIVARY_EMBED_LANES` is not set: one per usable core, as many as half the
+    available memory holds at `LANE_MIB` each (at least one)."""
+    lanes = _usable_cores()
+    available = _available_mib()
+    if available is not None:
+        lanes = min(lanes, max(1, available // 2 // LANE_MIB))
+    return lanes
+
+
+def embed_lanes() -> int:
+    """Model runs at once: `VIVARY_EMBED_LANES` (a whole number from 1 to `MAX_LANES`) when set, else
+    `default_lanes()`. A bad value is an error naming the variable, never silently replaced."""
+    raw = os.environ.get(LANES_ENV)
+    if raw is None or not raw.strip():
+        return default_lanes()
+    value = raw.strip()
+    if not value.isdigit() or not 1 <= int(value) <= MAX_LANES:
+        raise EmbedderError(f"{LANES_ENV}={value[:40]!r} is not a number of model runs at once: set it to a whole "
+                            f"number from 1 to {MAX_LANES}, or unset it for one per usable core "
+                            f"({default_lanes()} here)")
+    return int(value)
 
 
 def model_environment() -> None:
@@ -308,8 +362,11 @@ def model_environment() -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
-# Upper bound on padded tokens per onnxruntime run (16 x 256-token docs); see `_OnnxEmbedder.plan`.
-TOKEN_BUDGET = 4096
+# Upper bound on padded tokens per onnxruntime run (2 x 256-token docs); see `_OnnxEmbedder.plan`. Small runs
+# are both leaner and faster: a run's activations (attention is tokens^2 per text) grow with it, and past a few
+# hundred tokens they leave the caches. 128 notes of 246 tokens, one process per setting, 3 interleaved rounds:
+# 4096 padded tokens 11.0 notes per CPU-s at a peak of 872 MiB, 1024: 12.8 at 417 MiB, 512: 13.4 at 322 MiB.
+TOKEN_BUDGET = 512
 BATCH_SIZE = 32
 
 
@@ -382,12 +439,12 @@ class _OnnxEmbedder:
             feeds["token_type_ids"] = np.zeros_like(ids)  # single segment
         return feeds
 
-    def _vectors(self, rows: Sequence[Sequence[int]]) -> npt.NDArray[np.float32]:
-        """One onnxruntime run, mean-pooled and normalised: (len(rows), dim)."""
+    def _vectors(self, rows: Sequence[Sequence[int]], options: Any = None) -> npt.NDArray[np.float32]:
+        """One onnxruntime run, mean-pooled and normalised: (len(rows), dim). `options`: its RunOptions."""
         import numpy as np
 
         feeds = self.feeds(rows)
-        hidden = self.session.run(None, feeds)[0]  # (batch, tokens, dim) float32
+        hidden = self.session.run(None, feeds, options)[0]  # (batch, tokens, dim) float32
         mask = feeds["attention_mask"]
         weights = mask[:, :, None].astype(np.float32)
         summed = (hidden * weights).sum(axis=1)
@@ -398,32 +455,65 @@ class _OnnxEmbedder:
         return out
 
     def embed_tokens(self, tokens: Sequence[Sequence[int]], *, batch_size: int = BATCH_SIZE,
-                     on_run: Callable[[int], None] | None = None) -> npt.NDArray[np.float32]:
+                     on_run: Callable[[list[int], npt.NDArray[np.float32]], None] | None = None,
+                     cancel: threading.Event | None = None) -> npt.NDArray[np.float32]:
         """Vectors of already tokenised texts (from `tokenize`), in the order given: the runs of `plan`, up
-        to `lanes` of them at once (onnxruntime releases the GIL). `on_run(texts)` is called in this thread
-        as each run finishes, in plan order."""
+        to `lanes` of them at once (onnxruntime releases the GIL). `on_run(positions, vectors)` is called in
+        this thread as each run finishes, in plan order.
+
+        Once `cancel` is set, the runs under way are stopped inside the model (onnxruntime's
+        `RunOptions.terminate`, checked between its operators) and none other starts; the runs that finished
+        by then are handed to `on_run`, then `EmbeddingCancelled` is raised. A run of 32 texts takes seconds on
+        one core: an interrupted index run ends at once, and keeps every vector made."""
         import numpy as np
 
         out = np.zeros((len(tokens), self.dim), dtype=np.float32)
         runs = self.plan(tokens, batch_size=batch_size)
-        if self.lanes <= 1 or len(runs) <= 1:
+
+        def finished(run: list[int], vectors: npt.NDArray[np.float32]) -> None:
+            out[run] = vectors
+            if on_run is not None:
+                on_run(run, vectors)
+
+        if cancel is None and (self.lanes <= 1 or len(runs) <= 1):
             for run in runs:
-                out[run] = self._vectors([tokens[i] for i in run])
-                if on_run is not None:
-                    on_run(len(run))
+                finished(run, self._vectors([tokens[i] for i in run]))
             return out
         from concurrent.futures import ThreadPoolExecutor
+        from concurrent.futures import TimeoutError as Pending
 
-        with ThreadPoolExecutor(max_workers=self.lanes, thread_name_prefix="vivary-embed") as pool:
-            futures = [pool.submit(self._vectors, [tokens[i] for i in run]) for run in runs]
+        import onnxruntime as ort
+
+        options = ort.RunOptions()
+
+        def one(run: list[int]) -> npt.NDArray[np.float32]:
+            if cancel is not None and cancel.is_set():
+                raise EmbeddingCancelled("embedding cancelled")
+            return self._vectors([tokens[i] for i in run], options)
+
+        handed = 0
+        with ThreadPoolExecutor(max_workers=max(1, min(self.lanes, len(runs))),
+                                thread_name_prefix="vivary-embed") as pool:
+            futures = [pool.submit(one, run) for run in runs]
             try:
                 for run, future in zip(runs, futures, strict=True):
-                    out[run] = future.result()
-                    if on_run is not None:
-                        on_run(len(run))
-            except BaseException:  # an interrupt or a failed run: do not start the runs still queued
+                    while cancel is not None:
+                        try:
+                            future.result(timeout=0.05)
+                            break
+                        except Pending:
+                            if cancel.is_set():
+                                raise EmbeddingCancelled("embedding cancelled") from None
+                    finished(run, future.result())
+                    handed += 1
+            except BaseException:  # cancelled, interrupted or a failed run: start no other, stop those under way
+                options.terminate = True
                 for future in futures:
                     future.cancel()
+                for run, future in list(zip(runs, futures, strict=True))[handed:]:
+                    with contextlib.suppress(BaseException):  # a run stopped midway has nothing to give
+                        vectors = future.result()
+                        finished(run, vectors)
                 raise
         return out
 
@@ -447,9 +537,10 @@ def load_embedder(
     feed a tampered copy). The file must still match the pinned digest: it is a location override, not a
     way to run another model.
 
-    Many texts are embedded as `lanes` model runs at once (default: one per usable core, max 4), each
-    with `threads` intra-op threads (default 1). On the 2-core machines this project measures on
-    (bench/bench_index.py --sweep), two single-threaded runs side by side beat one run on two threads:
+    Many texts are embedded as `lanes` model runs at once (default `embed_lanes()`: `VIVARY_EMBED_LANES`, else
+    one per usable core within the memory available), each with `threads` intra-op threads (default 1). On
+    the 2-core machines this project measures on (bench/bench_index.py --sweep), two single-threaded runs
+    side by side beat one run on two threads:
     a run's operators are too small to split well, and idle intra-op threads spin, which costs most when
     other processes share the cores. A single run (a recall query) still uses one core.
     `optimize=False` skips onnxruntime's graph optimisation: ~0.2 s less to load, slightly slower per
@@ -461,6 +552,7 @@ def load_embedder(
     for what, value in (("threads", threads), ("lanes", lanes)):
         if value is not None and value < 1:
             raise EmbedderError(f"{what} must be >= 1, got {value}")
+    lanes = embed_lanes() if lanes is None else lanes
     spec = _spec(name)
     missing = _missing_runtime()
     if model_path is None and not _has_dist(spec.dist):
@@ -492,6 +584,10 @@ def load_embedder(
         # processes need.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    # A memory pattern is planned and kept for each input shape, and an index's runs have hundreds of shapes
+    # (texts x longest text): without them the peak above was 339 MiB rather than 417 at 1024 padded tokens,
+    # at the same speed.
+    options.enable_mem_pattern = False
     options.log_severity_level = 3  # errors only: warnings about unused initializers are noise to users
     if not optimize:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
@@ -511,5 +607,4 @@ def load_embedder(
     # padding is done per batch in embed() (to the longest text of that batch).
     tokenizer.enable_truncation(max_length=spec.max_tokens)
     tokenizer.no_padding()
-    return _OnnxEmbedder(spec, session, tokenizer, input_names,
-                         lanes=lanes if lanes is not None else _default_lanes())
+    return _OnnxEmbedder(spec, session, tokenizer, input_names, lanes=lanes)

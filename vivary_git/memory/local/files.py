@@ -31,11 +31,21 @@ HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 200
 # ef at query time is max(HNSW_EF, candidates wanted): 64 already finds ≥ 0.99 of exact top-10 on SciFact.
 HNSW_EF = 64
-RRF_K = 60
+RRF_K = 10
 # (lexical weight, vector weight) for reciprocal rank fusion and how deep each list is read. Tuned on
 # SciFact *train* queries only (bench/bench_recall_scifact.py --tune); CognitiveOS's 0.65/0.35 was the start.
 FUSION = (0.55, 0.45)
 FUSION_DEPTH = 200
+# What hybrid recall's signals add to a fused score (memory/local/signals.py), as shares of the best fused
+# score: a field value the query names, a date in a month or year it names; and of a neighbour's score, to
+# the note next to it in a sequence. Picked on LoCoMo (two conversations, checked on the third) and
+# checked on SciFact (docs/memory.md).
+FIELD_NUDGE = 1.0
+DATE_NUDGE = 0.5
+NEXT_NUDGE = 0.5
+# A scope (filters, hidden notes) of at most this many notes is ranked by exact cosine over its own vectors;
+# a larger one by the ANN graph, asked deeper until enough of its notes come back.
+EXACT_SCAN = 4096
 
 MANIFEST = "manifest.json"
 VECTORS = "vectors.f32"

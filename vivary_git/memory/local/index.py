@@ -30,7 +30,7 @@ import msgspec
 
 from vivary_git.escape import text as shown
 from vivary_git.memory.local import runtime
-from vivary_git.memory.local.embed import BATCH_SIZE, EmbedderError, model_environment
+from vivary_git.memory.local.embed import BATCH_SIZE, EmbedderError, EmbeddingCancelled, model_environment
 from vivary_git.memory.local.files import (
     EMBED_FORMAT,
     ENTRIES,
@@ -62,7 +62,7 @@ from vivary_git.memory.local.files import (
     _sha,
     embed_text,
 )
-from vivary_git.memory.provider import IndexReport
+from vivary_git.memory.provider import INDEX_COMMAND, IndexReport
 from vivary_git.memory.snapshot import PACKET_FORMAT, MemorySnapshot, Packets
 from vivary_git.parallel import Background
 from vivary_git.refnames import CACHE_REF
@@ -207,6 +207,10 @@ class _PendingEmbedder:
     def dim(self) -> int:
         return self._dim
 
+    def use(self, embedder: Embedder) -> None:
+        """Use a model already loaded (a long-lived process's, memory/local/writethrough.py) instead of loading one."""
+        self._loading = Background(lambda: embedder, name="vivary-model")
+
     def start(self) -> None:
         if self._loading is None:
             name = self.name
@@ -225,8 +229,9 @@ class _PendingEmbedder:
         return self.loaded().tokenize(texts)
 
     def embed_tokens(self, tokens: Sequence[Sequence[int]], *, batch_size: int = BATCH_SIZE,
-                     on_run: Callable[[int], None] | None = None) -> npt.NDArray[np.float32]:
-        return self.loaded().embed_tokens(tokens, batch_size=batch_size, on_run=on_run)
+                     on_run: Callable[[list[int], npt.NDArray[np.float32]], None] | None = None,
+                     cancel: threading.Event | None = None) -> npt.NDArray[np.float32]:
+        return self.loaded().embed_tokens(tokens, batch_size=batch_size, on_run=on_run, cancel=cancel)
 
     def embed(self, texts: Sequence[str], *, batch_size: int = BATCH_SIZE) -> npt.NDArray[np.float32]:
         return self.loaded().embed(texts, batch_size=batch_size)
@@ -255,15 +260,17 @@ def index_batch_size(count: int) -> int:
 
 
 def embed_pending(embedder: Embedder, texts: list[str], *, progress: Callable[[int, int], None] | None = None,
-                  checkpoint: Callable[[int, npt.NDArray[np.float32]], None] | None = None,
+                  checkpoint: Callable[[list[int], npt.NDArray[np.float32]], None] | None = None,
                   cancel: threading.Event | None = None) -> npt.NDArray[np.float32]:
     """Embed `texts` (the packets the vector cache lacks) for an index: float32 rows in their order.
 
     A thread tokenises window after window (`index_windows`; the tokenizer releases the GIL) while this
     one runs the model on the window before, so the model's lanes never wait for text. `progress(done,
-    total)` is called as embedding starts (done = 0) and after each model run; `checkpoint(done, vectors)`
-    at most every `_CHECKPOINT_SECONDS` between windows, with the first `done` rows final. Once `cancel` is
-    set, no further window is embedded (`EmbeddingCancelled`).
+    total)` is called as embedding starts (done = 0) and after each model run. `checkpoint(made, vectors)`,
+    `made` the positions whose rows are final, is called at most every `_CHECKPOINT_SECONDS` as runs
+    finish, and once more when `cancel` is set: the runs under way stop inside the model, no other starts,
+    and `EmbeddingCancelled` is raised once the vectors made are handed over. So an interrupted index ends
+    within a fraction of a second and the next run embeds only what is left.
     """
     import queue
 
@@ -297,39 +304,53 @@ def embed_pending(embedder: Embedder, texts: list[str], *, progress: Callable[[i
     producer = threading.Thread(target=tokenise, name="vivary-tokenise", daemon=True)
     producer.start()
     batch = index_batch_size(total)
+    made = np.zeros(total, dtype=bool)
     done = 0
+    saved = time.monotonic()
 
-    def ran(n: int) -> None:
-        nonlocal done
-        done += n
-        if progress is not None:
-            progress(done, total)
+    def made_so_far() -> list[int]:
+        return [int(i) for i in np.flatnonzero(made)]
+
+    def ran(start: int) -> Callable[[list[int], npt.NDArray[np.float32]], None]:
+        def finished(positions: list[int], vectors: npt.NDArray[np.float32]) -> None:
+            nonlocal done, saved
+            rows = [start + i for i in positions]
+            # Stored as every clone gets them from refs/vivary/cache: the int8 round trip (memory/local/vectors.py).
+            out[rows] = roundtrip(vectors)
+            made[rows] = True
+            done += len(rows)
+            if progress is not None:
+                progress(done, total)
+            if checkpoint is not None and done < total and time.monotonic() - saved > _CHECKPOINT_SECONDS:
+                checkpoint(made_so_far(), out)
+                saved = time.monotonic()
+
+        return finished
 
     if progress is not None:
         progress(0, total)
-    saved = time.monotonic()
     try:
-        for start, end in windows:
-            if cancel is not None and cancel.is_set():
-                raise EmbeddingCancelled("embedding cancelled")
-            tokens, error = ready.get()
+        for start, _end in windows:
+            while True:
+                if cancel is not None and cancel.is_set():
+                    raise EmbeddingCancelled("embedding cancelled")
+                try:
+                    tokens, error = ready.get(timeout=0.05)
+                    break
+                except queue.Empty:
+                    continue
             if error is not None:
                 raise error
             assert tokens is not None
-            # Stored as every clone gets them from refs/vivary/cache: the int8 round trip (memory/local/vectors.py).
-            out[start:end] = roundtrip(embedder.embed_tokens(tokens, batch_size=batch, on_run=ran))
-            done = end
-            if checkpoint is not None and end < total and time.monotonic() - saved > _CHECKPOINT_SECONDS:
-                checkpoint(end, out)
-                saved = time.monotonic()
+            embedder.embed_tokens(tokens, batch_size=batch, on_run=ran(start), cancel=cancel)
+    except EmbeddingCancelled:
+        if checkpoint is not None and done:
+            checkpoint(made_so_far(), out)
+        raise
     finally:
         stop.set()
         producer.join()
     return out
-
-
-class EmbeddingCancelled(Exception):
-    """`embed_pending` stopped between windows because the index run it works for failed."""
 
 
 class _IndexBuilder:
@@ -492,15 +513,18 @@ class _IndexBuilder:
         # written before the vectors are in: an interrupted run leaves the last index whole.
         embedding: Background[npt.NDArray[np.float32]] | None = None
         cancel = threading.Event()
+        kept = 0  # vectors of this run saved so far (`save`)
         if todo:
             before, before_rows, generation = list(cached), vectors, self.generation
             pending = [digests[i] for i in todo]
 
-            def save(done: int, fresh: npt.NDArray[np.float32]) -> None:
+            def save(made: list[int], fresh: npt.NDArray[np.float32]) -> None:
                 # A first index of a large vault takes minutes: keep what is done if it is interrupted.
-                self._save_vectors(before + pending[:done],
-                                   np.vstack([before_rows, fresh[:done]]) if len(before_rows) else fresh[:done],
-                                   generation=generation)
+                nonlocal kept
+                rows = fresh[made]
+                self._save_vectors(before + [pending[i] for i in made],
+                                   np.vstack([before_rows, rows]) if len(before_rows) else rows, generation=generation)
+                kept = len(made)
 
             texts = [embed_text(rendered[i][1]) for i in todo]
             embedding = Background(lambda: embed_pending(self.embedder, texts, progress=self.progress,
@@ -536,11 +560,16 @@ class _IndexBuilder:
         except BaseException:
             for file in staged:
                 file.discard()
+            if embedding is not None:
+                # Interrupted (Ctrl-C) or failed: the model stops inside the runs under way and saves the vectors
+                # made so far (`embed_pending`), under this run's index lock, before the error goes on.
+                cancel.set()
+                with contextlib.suppress(BaseException):  # this error is the one to report
+                    embedding.result()
+                if kept:
+                    print(f"vivary: kept the {kept:,} of {len(todo):,} new vector(s) made; `{INDEX_COMMAND}` embeds "
+                          "only the rest", file=sys.stderr)
             raise
-        finally:
-            # When this thread failed (or was interrupted), the model stops after the window it is on; it is not
-            # waited for (a checkpoint it writes meanwhile is a valid one).
-            cancel.set()
         if keep is not None:
             vectors = vectors[keep]
         save_vectors = bool(todo or compact or scrubbed or revoked

@@ -37,6 +37,7 @@ from vivary_git.memory.snapshot import MemorySnapshot, Packets, build_snapshot, 
 
 if TYPE_CHECKING:
     from vivary_git.memory.config import MemoryConfig
+    from vivary_git.memory.local.embed import Embedder
     from vivary_git.memory.state import LocalStateStore, StateStore
     from vivary_git.workspace import Workspace
 
@@ -96,20 +97,23 @@ class LocalMemory:
 
     # --- index ---------------------------------------------------------------------------------------
 
-    def index(self, *, approved: bool, progress: Callable[[int, int], None] | None = None) -> IndexReport:
+    def index(self, *, approved: bool, progress: Callable[[int, int], None] | None = None,
+              embedder: Embedder | None = None) -> IndexReport:
         """Bring the index up to date with the current snapshot (incrementally). `approved` is `--yes`
         (or `auto_index`); without it the configured gate (`require_explicit_index`) refuses with exit 3.
-        `progress(done, total)` is called as packets are embedded."""
+        `progress(done, total)` is called as packets are embedded. `embedder`: the configured model, already
+        loaded (a long-lived process's); else it is loaded when something is to be embedded."""
         # A privacy question asked for the snapshot, for recording the tree's parses and for recording its
         # vectors is asked of Git once in this run (`privacy.PrivacyMemo`).
         ws, kept = self.ws, self.ws.privacy_memo
         ws.privacy_memo = self._privacy
         try:
-            return self._index(approved=approved, progress=progress)
+            return self._index(approved=approved, progress=progress, loaded=embedder)
         finally:
             ws.privacy_memo = kept
 
-    def _index(self, *, approved: bool, progress: Callable[[int, int], None] | None) -> IndexReport:
+    def _index(self, *, approved: bool, progress: Callable[[int, int], None] | None,
+               loaded: Embedder | None) -> IndexReport:
         started = time.perf_counter()
         require_local(self.cfg, "index")
         gate = self.cfg.memory.local
@@ -122,6 +126,8 @@ class LocalMemory:
         require_extra()
         store = _ReadAhead(self.store)
         embedder = _PendingEmbedder(self.cfg.memory.local.model)
+        if loaded is not None:
+            embedder.use(loaded)
         if self._tree_changed(store):
             # Most likely something is to be embedded: load the model (~0.5 s) while the snapshot is built.
             # An index that is already this tree's never needs it (the unchanged case below).
@@ -175,11 +181,11 @@ class LocalMemory:
 
     # --- recall --------------------------------------------------------------------------------------
 
-    def open(self, queries: Sequence[str] = ()) -> RecallSession:
+    def open(self, queries: Sequence[str] = (), *, embedder: Embedder | None = None) -> RecallSession:
         """Verify and load the index for recall (refuses when missing, stale or damaged). `queries`: the
         questions the session will be asked first, embedded as soon as the model is loaded, in its thread,
-        while the index is still being read."""
-        return RecallSession(self, queries)
+        while the index is still being read. `embedder`: the model, already loaded."""
+        return RecallSession(self, queries, embedder=embedder)
 
     def recall(self, query: str, *, k: int = 10, filters: RecallFilters | None = None,
                mode: RecallMode = "hybrid") -> list[RecallHit]:

@@ -1,18 +1,21 @@
 """vivary-local's recall (`RecallSession`): a verified, loaded index answering queries.
 
 Rebuild the current snapshot, refuse (exit 3) unless the manifest's fingerprint is the snapshot's, verify
-each state file against the manifest, then answer from the ANN graph alone (`semantic`) or fused with BM25
-by weighted reciprocal rank (`hybrid`, the default). Hits are only ever node ids of the current snapshot;
-type/path/edge filters apply after over-fetching. A tree the index was not built from is answered from its
-notes' vectors (assemble.py) or refused.
+each state file against the manifest, then answer from the vectors alone (`semantic`), BM25 alone (`keyword`,
+the MCP server's keyword search) or both fused by weighted reciprocal rank (`hybrid`, the default) and nudged
+by what the notes' frontmatter and names say (signals.py). Hits are only ever node ids of the current
+snapshot. Type/path/edge filters and left-out notes are applied before ranking, so a filtered recall returns
+k hits whenever k notes pass: BM25 scores only the notes that pass, and their vectors are ranked by exact
+cosine (a scope of up to `EXACT_SCAN` notes) or by the ANN graph asked deeper until enough of them come back.
+A tree the index was not built from is answered from its notes' vectors (assemble.py) or refused.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import msgspec
 
@@ -20,12 +23,16 @@ from vivary_git.errors import RefusedError, UsageError
 from vivary_git.memory.local import runtime
 from vivary_git.memory.local.embed import model_environment
 from vivary_git.memory.local.files import (
+    DATE_NUDGE,
     ENTRIES,
+    EXACT_SCAN,
+    FIELD_NUDGE,
     FUSION,
     FUSION_DEPTH,
     HNSW_EF,
     HNSW_FILE,
     LEXICAL,
+    NEXT_NUDGE,
     PROVIDER,
     RRF_K,
     STATE_FORMAT,
@@ -43,7 +50,6 @@ from vivary_git.memory.provider import (
     RecallFilters,
     RecallHit,
     RecallMode,
-    fetch_size,
     normalise_k,
     outbound_map,
     require_local,
@@ -59,8 +65,23 @@ if TYPE_CHECKING:
     from vivary_git.memory.config import MemoryConfig
     from vivary_git.memory.local.bm25 import LexicalIndex, Tokenizer
     from vivary_git.memory.local.embed import Embedder
+    from vivary_git.memory.local.signals import Signals
     from vivary_git.memory.state import LocalStateStore, StateStore
     from vivary_git.workspace import Workspace
+
+
+SessionMode = RecallMode | Literal["keyword"]
+
+
+class _Scope:
+    """The entries a filter admits (a mask over the entries), with their vectors once an exact scan needs them."""
+
+    def __init__(self, mask: npt.NDArray[np.bool_]) -> None:
+        import numpy as np
+
+        self.mask = mask
+        self.docs = np.flatnonzero(mask)
+        self.vectors: npt.NDArray[np.float32] | None = None
 
 
 class Memory(Protocol):
@@ -136,7 +157,7 @@ def _graph_is_shared(ws: Workspace) -> bool:
 class RecallSession:
     """A verified, loaded index for many queries (`recall --queries`); refuses when stale or damaged."""
 
-    def __init__(self, memory: Memory, queries: Sequence[str] = ()) -> None:
+    def __init__(self, memory: Memory, queries: Sequence[str] = (), *, embedder: Embedder | None = None) -> None:
         cfg = memory.cfg
         require_local(cfg, "recall")
         self.memory = memory
@@ -156,8 +177,10 @@ class RecallSession:
             # The model loads, and embeds the first questions, in a thread while the index is read.
             model_environment()  # here, not in the thread (see model_environment)
             self._asked: dict[tuple[str, ...], Any] = {}
-            loading = Background(functools.partial(_load_and_ask, cfg.memory.local.model, tuple(queries),
-                                                   self._asked))
+            loaded = embedder
+            loading: Background[Embedder] = Background(
+                functools.partial(_load_and_ask, cfg.memory.local.model, tuple(queries), self._asked)
+            ) if loaded is None else Background(lambda: loaded)
             snap = memory.snapshot()
             manifest = memory.manifest()
             if manifest is None or manifest.format != STATE_FORMAT or manifest.fingerprint != snap.fingerprint:
@@ -232,6 +255,10 @@ class RecallSession:
         self._doc_of_label = {e.label: i for i, e in enumerate(entries)}
         nodes = {n.id: n for n in snap.nodes}
         self._nodes = nodes
+        # Whether every entry is a node of the snapshot: then an unfiltered recall needs no scope.
+        self._complete = all(e.node_id in nodes for e in entries)
+        self._scopes: dict[Any, _Scope] = {}
+        self._signals: Signals | None = None
         # Edge maps of the whole snapshot are built only when asked for: the outbound map for filters, the
         # map of every node's edges for a session's second batch of queries on (`_edge_context`).
         self._outbound: dict[str, list[MemoryEdge]] | None = None
@@ -239,25 +266,50 @@ class RecallSession:
         self._batches = 0
 
     def recall(self, query: str, *, k: int = 10, filters: RecallFilters | None = None,
-               mode: RecallMode = "hybrid") -> list[RecallHit]:
-        return self.recall_many([query], k=k, filters=filters, mode=mode)[0]
+               mode: SessionMode = "hybrid", exclude: Collection[str] = ()) -> list[RecallHit]:
+        return self.recall_many([query], k=k, filters=filters, mode=mode, exclude=exclude)[0]
 
     def recall_many(self, queries: Sequence[str], *, k: int = 10, filters: RecallFilters | None = None,
-                    mode: RecallMode = "hybrid") -> list[list[RecallHit]]:
-        """One answer per query, in order; the queries are embedded in one batch."""
+                    mode: SessionMode = "hybrid", exclude: Collection[str] = ()) -> list[list[RecallHit]]:
+        """One answer per query, in order; the queries are embedded in one batch (`keyword` embeds none).
+        `exclude`: node ids left out, as a filter leaves them out (before ranking)."""
         for q in queries:
             if not q.strip():
                 raise UsageError('provide a recall query, e.g. `git vivary recall "how do we rotate keys?"`')
-        if mode not in ("semantic", "hybrid"):
+        if mode not in ("semantic", "hybrid", "keyword"):
             raise UsageError(f"unknown recall mode {mode!r}; use semantic or hybrid")
         k = normalise_k(k)
         filters = filters or RecallFilters()
-        wanted = fetch_size(k, filters.active)
+        scope = self._scope(filters, frozenset(exclude))
+        if mode == "keyword":
+            return self._edge_context([self._answer(q, None, k, scope, mode) for q in queries])
         asked = self._asked.pop(tuple(queries), None)  # embedded while the index was read (`open`)
         vectors = asked if asked is not None else self.embedder.embed(list(queries)) if queries else None
-        answers = [self._answer(q, vectors[i], k, wanted, filters, mode) for i, q in enumerate(queries)] \
+        answers = [self._answer(q, vectors[i], k, scope, mode) for i, q in enumerate(queries)] \
             if vectors is not None else []
         return self._edge_context(answers)
+
+    def _scope(self, filters: RecallFilters, exclude: frozenset[str]) -> _Scope | None:
+        """The entries `filters` keep less `exclude`, and none of another snapshot; None when that is all."""
+        if not filters.active and not exclude and self._complete:
+            return None
+        key = (tuple(filters.types), tuple(filters.paths), tuple(filters.edges), exclude)
+        got = self._scopes.get(key)
+        if got is None:
+            import numpy as np
+
+            if filters.active and self._outbound is None:
+                self._outbound = outbound_map(self.snapshot)
+            outbound = self._outbound or {}
+            keep = []
+            for e in self._entries:
+                node = self._nodes.get(e.node_id)
+                keep.append(node is not None and node.id not in exclude
+                            and (not filters.active or filters.keep(node, outbound.get(node.id, ()))))
+            if len(self._scopes) >= 8:
+                self._scopes.clear()
+            got = self._scopes[key] = _Scope(np.fromiter(keep, dtype=bool, count=len(keep)))
+        return got
 
     def _edge_context(self, answers: list[list[RecallHit]]) -> list[list[RecallHit]]:
         """The hits with the snapshot's edges from or to each (in snapshot order, at most `EDGE_CONTEXT`).
@@ -281,8 +333,8 @@ class RecallSession:
                 touching.setdefault(e.target_id, []).append(e)
         return touching
 
-    def _vector_ranking(self, vector: npt.NDArray[np.float32], depth: int) -> list[tuple[int, float]]:
-        """(entry number, cosine) best first."""
+    def _knn(self, vector: npt.NDArray[np.float32], depth: int) -> list[tuple[int, float]]:
+        """(entry number, cosine) best first, from the ANN graph."""
         depth = min(depth, self._live)
         if depth <= 0:
             return []
@@ -295,36 +347,70 @@ class RecallSession:
                 out.append((doc, 1.0 - float(dist)))  # "ip" distance is 1 - dot; unit vectors: 1 - cosine
         return out
 
-    def _answer(self, query: str, vector: npt.NDArray[np.float32], k: int, wanted: int, filters: RecallFilters,
-                mode: RecallMode) -> list[RecallHit]:
-        ranked: list[tuple[int, float, str]]
-        if mode == "semantic":
-            ranked = [(doc, cos, f"semantic match (cosine {cos:.3f})")
-                      for doc, cos in self._vector_ranking(vector, wanted)]
-        else:
-            depth = max(wanted, FUSION_DEPTH)
-            vec = self._vector_ranking(vector, depth)
-            if self._tokenizer is None:
-                from vivary_git.memory.local.bm25 import Tokenizer
+    def _vector_ranking(self, vector: npt.NDArray[np.float32], depth: int,
+                        scope: _Scope | None = None) -> list[tuple[int, float]]:
+        """(entry number, cosine) best first, of the entries in `scope` (all: None)."""
+        if scope is None:
+            return self._knn(vector, depth)
+        count = len(scope.docs)
+        if count <= EXACT_SCAN:
+            return self._scan(vector, depth, scope)
+        want = min(depth, count)
+        ask = depth
+        while True:
+            try:
+                got = [(d, c) for d, c in self._knn(vector, ask) if scope.mask[d]]
+            except RuntimeError:  # the graph could not give that many: rank the scope exactly instead
+                return self._scan(vector, depth, scope)
+            if len(got) >= want or ask >= self._live:
+                return got[:depth]
+            ask = min(self._live, ask * 4)
 
-                self._tokenizer = Tokenizer()
-            lex = self._lexical.top(self._tokenizer(query), depth)
-            ranked = fuse(lex, vec)
+    def _scan(self, vector: npt.NDArray[np.float32], depth: int, scope: _Scope) -> list[tuple[int, float]]:
+        """(entry number, cosine) best first, by exact cosine over the scope's own vectors."""
+        import numpy as np
+
+        if not len(scope.docs) or depth <= 0:
+            return []
+        if scope.vectors is None:
+            labels = np.fromiter((self._entries[d].label for d in scope.docs), dtype=np.uint64,
+                                 count=len(scope.docs))
+            vectors = np.asarray(self._index.get_items(labels), dtype=np.float32)
+            if len(scope.docs) > EXACT_SCAN:
+                return _best(scope.docs, vectors @ vector.reshape(-1), depth)  # too large to keep
+            scope.vectors = vectors
+        return _best(scope.docs, scope.vectors @ vector.reshape(-1), depth)
+
+    def _lexical_ranking(self, query: str, depth: int, scope: _Scope | None) -> list[tuple[int, float]]:
+        """(entry number, BM25 score) best first, of the entries in `scope` (all: None)."""
+        if self._tokenizer is None:
+            from vivary_git.memory.local.bm25 import Tokenizer
+
+            self._tokenizer = Tokenizer()
+        return self._lexical.top(self._tokenizer(query), depth, scope.mask if scope is not None else None)
+
+    def _answer(self, query: str, vector: npt.NDArray[np.float32] | None, k: int, scope: _Scope | None,
+                mode: SessionMode) -> list[RecallHit]:
+        ranked: list[tuple[int, float, str]]
+        if mode == "keyword":
+            ranked = [(doc, s, f"keyword match (BM25 {s:.3f})") for doc, s in self._lexical_ranking(query, k, scope)]
+        elif mode == "semantic":
+            assert vector is not None
+            ranked = [(doc, cos, f"semantic match (cosine {cos:.3f})")
+                      for doc, cos in self._vector_ranking(vector, k, scope)]
+        else:
+            assert vector is not None
+            depth = max(k, FUSION_DEPTH)
+            ranked = fuse(self._lexical_ranking(query, depth, scope), self._vector_ranking(vector, depth, scope),
+                          weights=FUSION, k=RRF_K)
+            if FIELD_NUDGE or DATE_NUDGE or NEXT_NUDGE:
+                ranked = self._nudged(query, ranked, scope)
         hits: list[RecallHit] = []
-        taken = 0
         for doc, score, reason in ranked:
             entry = self._entries[doc]
             node = self._nodes.get(entry.node_id)
             if node is None:
                 continue  # not in the current snapshot: never returned, whatever the state says
-            taken += 1
-            if taken > wanted:
-                break
-            if filters.active:
-                if self._outbound is None:
-                    self._outbound = outbound_map(self.snapshot)
-                if not filters.keep(node, self._outbound.get(node.id, ())):
-                    continue
             hits.append(RecallHit(
                 node_id=node.id, type=node.type, path=node.path, score=round(score, 6), reason=reason,
                 source="provider", edge_context=[], provider=PROVIDER,
@@ -332,6 +418,67 @@ class RecallSession:
             if len(hits) == k:
                 break
         return hits
+
+    def signals(self) -> Signals:
+        """The snapshot's signals (signals.py), numbered as the entries; its notes are read the first time."""
+        if self._signals is None:
+            from vivary_git.memory.local.signals import Signals
+
+            nodes = [self._nodes.get(e.node_id) for e in self._entries]
+            blobs = [n.blob for n in nodes if n is not None]
+            notes = self.memory.ws.notes_for(blobs) if blobs else {}
+            fields = [notes[n.blob].fields if n is not None and notes[n.blob].problem is None else {}
+                      for n in nodes]
+            self._signals = Signals([n.path if n is not None else "" for n in nodes],
+                                    [e.node_id for e in self._entries], fields,
+                                    ((e.source_id, e.field, e.target_id) for e in self.snapshot.edges))
+        return self._signals
+
+    def _nudged(self, query: str, ranked: list[tuple[int, float, str]],
+                scope: _Scope | None) -> list[tuple[int, float, str]]:
+        """The fused ranking with the signals' nudges added (files.py: FIELD_NUDGE, DATE_NUDGE, NEXT_NUDGE)."""
+        if not ranked:
+            return ranked
+        sig = self.signals()
+        top = ranked[0][1]
+        score = {doc: s for doc, s, _ in ranked}
+        why = {doc: [r] for doc, _, r in ranked}
+        place = {doc: i for i, (doc, _, _) in enumerate(ranked)}
+        named = sig.named(query) if FIELD_NUDGE else []
+        for field, holders in named:
+            gain = FIELD_NUDGE * top / len(named)
+            for doc in score.keys() & holders:
+                score[doc] += gain
+                why[doc].append(f"the query names its {field}")
+        dated = sig.dated(query) if DATE_NUDGE else set()
+        for doc in score.keys() & dated:
+            score[doc] += DATE_NUDGE * top
+            why[doc].append("dated in a month or year the query names")
+        if NEXT_NUDGE and sig.has_sequences:
+            near: dict[int, float] = {}
+            for doc, s in score.items():
+                for other in sig.neighbours(doc):
+                    if (scope is None or scope.mask[other]) and NEXT_NUDGE * s > near.get(other, 0.0):
+                        near[other] = NEXT_NUDGE * s
+            for doc, gain in near.items():
+                score[doc] = score.get(doc, 0.0) + gain
+                if doc in why:
+                    why[doc].append("next to a hit in its sequence")
+                else:
+                    why[doc] = ["hybrid: next to a hit in its sequence"]
+        out = sorted(score, key=lambda d: (-score[d], place.get(d, 1 << 30), d))
+        return [(d, score[d], "; ".join(why[d])) for d in out]
+
+
+def _best(docs: npt.NDArray[np.int64], scores: npt.NDArray[np.float32], depth: int) -> list[tuple[int, float]]:
+    """The `depth` best (document, score) of `docs` scored `scores`, best first, ties by document number."""
+    import numpy as np
+
+    if len(docs) > depth:
+        part = np.argpartition(-scores, depth - 1)[:depth]
+        docs, scores = docs[part], scores[part]
+    order = np.lexsort((docs, -scores))
+    return [(int(docs[i]), float(scores[i])) for i in order]
 
 
 def fuse(lexical: Sequence[tuple[int, float]], vector: Sequence[tuple[int, float]], *,

@@ -27,7 +27,7 @@ import re
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,9 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f\u0085\u2028\u2029]+")
 TRAILER_OP = "Vivary-Op"
 TRAILER_NODE = "Vivary-Node"
 TRAILER_SOURCE = "Vivary-Source"
+TRAILER_FROM = "Vivary-From"  # a move: the memory's id before it
+TRAILER_REASON = "Vivary-Reason"  # retire, forget: why, in the agent's or user's words
+TRAILER_SUPERSEDES = "Vivary-Supersedes"  # an add that archives the memory it contradicts
 
 
 class CommitResult(msgspec.Struct, frozen=True):
@@ -95,10 +98,13 @@ def one_line(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: max(limit - 1, 1)].rstrip() + "…"
 
 
-def message(op: str, node: str, summary: str, source: str) -> str:
+def message(op: str, node: str, summary: str, source: str, *, extra: Sequence[tuple[str, str]] = ()) -> str:
+    """The commit message of a memory write: a bounded subject, then the trailers (`extra`: more of them,
+    e.g. `Vivary-From`, `Vivary-Reason`, `Vivary-Supersedes`), each value one bounded line."""
     subject = one_line(f"vivary: {op} {node}" + (f": {summary}" if summary else ""), 72)
+    more = "".join(f"{key}: {one_line(value, 200)}\n" for key, value in extra)
     return (f"{subject}\n\n{TRAILER_OP}: {one_line(op, 16)}\n{TRAILER_NODE}: {one_line(node, 200)}\n"
-            f"{TRAILER_SOURCE}: {one_line(source, 16)}\n")
+            f"{TRAILER_SOURCE}: {one_line(source, 16)}\n{more}")
 
 
 class Base:

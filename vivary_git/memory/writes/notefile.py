@@ -17,7 +17,7 @@ from typing import Any
 from vivary_git.errors import RefusedError
 from vivary_git.parse import parse_blob, plain_kind
 
-__all__ = ["NoteEditError", "render_note", "replace_body", "scalar", "set_field"]
+__all__ = ["NoteEditError", "append_text", "render_note", "replace_body", "replace_passage", "scalar", "set_field"]
 
 _PLAIN = re.compile(r"\A[A-Za-z0-9_][A-Za-z0-9 ._/-]*\Z")
 _KEY = re.compile(r"\A[A-Za-z_][A-Za-z0-9_.-]*\Z")
@@ -168,3 +168,125 @@ def replace_body(data: bytes, body: str, *, what: str) -> bytes:
     if close is not None:
         _verify(data, after, what, None, None, False)
     return after
+
+
+_FENCE = re.compile(r"\A {0,3}(`{3,}|~{3,})")
+_ATX = re.compile(r"\A {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*\r?\n?\Z")
+_LIST_ITEM = re.compile(r"\A\s*(?:[-*+]|\d+[.)])\s")
+_SHOWN = 100  # characters of a line shown as a candidate
+
+
+def _body(data: bytes, what: str) -> tuple[str, list[str], list[str], str]:
+    """(BOM, frontmatter lines with their fences, body lines, newline) of a note."""
+    bom, lines, close = _split(data, what)
+    head = lines[: close + 1] if close is not None else []
+    return bom, head, lines[len(head):], _newline(lines)
+
+
+def _headings_of(body: list[str]) -> list[tuple[int, int, str]]:
+    """(line index, level, text) of each ATX heading of the body, outside fenced code."""
+    out = []
+    fence = ""
+    for i, line in enumerate(body):
+        m = _FENCE.match(line)
+        if m is not None:
+            mark = m.group(1)
+            if not fence:
+                fence = mark
+            elif mark[0] == fence[0] and len(mark) >= len(fence) and not line.strip()[len(mark):].strip():
+                fence = ""
+            continue
+        if fence:
+            continue
+        h = _ATX.match(line)
+        if h is not None:
+            out.append((i, len(h.group(1)), h.group(2).strip()))
+    return out
+
+
+def _heading_key(text: str) -> str:
+    return " ".join(text.strip().lstrip("#").split()).casefold()
+
+
+def _shown(line: str) -> str:
+    flat = " ".join(line.split())
+    return json.dumps(flat if len(flat) <= _SHOWN else flat[: _SHOWN - 1] + "…", ensure_ascii=False)
+
+
+def append_text(data: bytes, text: str, *, what: str, heading: str | None = None) -> bytes:
+    """`data` with `text` added after the last line of the body, or of the section under `heading` (a
+    heading's text, `#`s optional, matched without regard to case or spacing; it must name one heading).
+    A blank line is put before the text unless both it and the line it follows are list items. The
+    frontmatter bytes are unchanged."""
+    bom, head, body, nl = _body(data, what)
+    start, end = 0, len(body)
+    if heading is not None:
+        key = _heading_key(heading)
+        found = _headings_of(body)
+        same = [h for h in found if _heading_key(h[2]) == key]
+        first = len(head) + 1
+        if len(same) != 1:
+            listed = ", ".join(f"line {first + i}: {_shown('#' * lv + ' ' + t)}" for i, lv, t in found[:12])
+            if not same:
+                raise NoteEditError(f"{what} has no heading {_shown(heading)}; its headings: {listed or 'none'}")
+            raise NoteEditError(f"{what} has {len(same)} headings {_shown(heading)} (" + ", ".join(
+                f"line {first + i}" for i, _, _ in same) + "); append to the end instead, or rename one")
+        at, level, _ = same[0]
+        start = at + 1
+        end = next((i for i, lv, _ in found if i > at and lv <= level), len(body))
+    last = end
+    while last > start and not body[last - 1].strip():
+        last -= 1
+    new = [f"{line}{nl}" for line in text.strip("\n").replace("\r\n", "\n").split("\n")]
+    if last == 0 and heading is None:
+        last = len(body)  # an empty body: after its blank lines
+        gap = [] if body or not head else [nl]
+    else:
+        before = body[last - 1]
+        if not before.endswith(("\n", "\r")):
+            body = [*body[: last - 1], before + nl, *body[last:]]
+        lists = last > start and bool(_LIST_ITEM.match(before)) and bool(_LIST_ITEM.match(new[0]))
+        gap = [] if lists else [nl]
+    out = [*body[:last], *gap, *new, *body[last:]]
+    after = (bom + "".join(head) + "".join(out)).encode("utf-8")
+    if head:
+        _verify(data, after, what, None, None, False)
+    return after
+
+
+def replace_passage(data: bytes, old: str, new: str, *, what: str) -> bytes:
+    """`data` with the one occurrence of `old` in its body replaced by `new`. Refused, naming the candidates,
+    when `old` is not in the body (the lines most like it) or is there more than once (where)."""
+    bom, head, body, nl = _body(data, what)
+    text = "".join(body)
+    needle = old.replace("\r\n", "\n")
+    if nl == "\r\n":
+        needle = needle.replace("\n", "\r\n")
+        new = new.replace("\r\n", "\n").replace("\n", "\r\n")
+    first = len(head) + 1
+    count = text.count(needle) if needle else 0
+    if count == 1:
+        after = (bom + "".join(head) + text.replace(needle, new, 1)).encode("utf-8")
+        if head:
+            _verify(data, after, what, None, None, False)
+        return after
+    if count > 1:
+        where: list[int] = []
+        at = text.find(needle)
+        while at != -1 and len(where) < 12:
+            where.append(first + text.count("\n", 0, at))
+            at = text.find(needle, at + len(needle))
+        raise NoteEditError(f"the passage is in {what} {count} times (lines {', '.join(map(str, where))}); give "
+                            "more of the text around it, so that it is there once")
+    import difflib
+
+    width = max(1, needle.count("\n") + 1)
+    scored = []
+    for i in range(len(body)):
+        window = "".join(body[i:i + width])
+        if window.strip():
+            scored.append((difflib.SequenceMatcher(None, needle.strip(), window.strip()).ratio(), i, window))
+    best = sorted(scored, key=lambda s: (-s[0], s[1]))[:3]
+    near = "; ".join(f"line {first + i}: {_shown(w)}" for r, i, w in best if r >= 0.4)
+    raise NoteEditError(f"the passage is not in {what}" + (f"; the closest: {near}" if near else "") +
+                        "; give the text exactly as the note has it (`read` it with include_content)")

@@ -1,11 +1,25 @@
-"""The similarity probe run before every add: is this memory already remembered?
+"""The similarity probe run before every add: what does the workspace already remember about this?
 
-With the local memory enabled (`provider = "vivary-local"` and the `embed` extra), the new text is
-embedded and compared by cosine with every existing memory's text; at or above the threshold
-(`[memory.remember] similarity`, default 0.92, CognitiveOS's value) the add is blocked. Memory texts'
-vectors are cached by text digest and model, in this process and under `.git/vivary/probe-vN/`
-(public memories only: the candidates come from the privacy-filtered snapshot). Without an embedder,
-an exact match of the normalised text (case, punctuation and spacing ignored) blocks it.
+Every add gets one verdict (`Verdict`), with the matching memories and the evidence:
+
+- `duplicate`: an existing memory makes the same claim; the add is refused with its id;
+- `update`: an existing memory is about the same thing but claims otherwise (a negation, another number,
+  day, month or name, "no longer"); the add is refused with "update ID instead", or, asked to supersede,
+  added with the old one archived (remember.py);
+- `related`: memories about the same subject that say something else; the add goes ahead, linked to them;
+- `new`.
+
+With the local memory enabled (`provider = "vivary-local"` and the `embed` extra) each existing memory is
+compared by cosine of the embeddings, by the share of content words they have in common and by the values a
+contradiction changes (claims.py). A memory is about the same subject at cosine `SUBJECT` or more (or
+`SUBJECT_WORDS` with most words shared); it is an update when the two claims differ in a value, else a
+duplicate at `[memory.remember] similarity` (default 0.75) with most words shared, or at `SURE`; related at
+`RELATED` or more. The
+thresholds were set on half of a labelled set of pairs and measured on the other half
+(tests/data/probe_pairs.jsonl, bench/bench_probe.py, docs/remember.md). Memory texts' vectors are cached by
+text digest and model, in this process and under `.git/vivary/probe-vN/` (public memories only: the
+candidates come from the privacy-filtered snapshot). Without an embedder, the same normalised text
+(case, punctuation and spacing ignored) is a duplicate, and shared words with a changed value an update.
 """
 
 from __future__ import annotations
@@ -19,16 +33,33 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from vivary_git.memory.writes.claims import Claim, mismatches, overlap
 from vivary_git.models import Note
 
 if TYPE_CHECKING:
     from vivary_git.memory.local.embed import Embedder
 
-__all__ = ["Candidate", "Duplicate", "Probe", "memory_text", "normalise"]
+__all__ = ["Candidate", "Duplicate", "Match", "Probe", "Verdict", "memory_text", "normalise"]
 
 _WORDS = re.compile(r"[^\w]+")
 _FORMAT = 1
-_SHOWN = 2000  # characters of a near-duplicate's text put in the answer
+_SHOWN = 2000  # characters of a matching memory's text put in the answer
+# Cosine at or above which two memories are about the same subject (an update when their values differ);
+# with at least `SAME_WORDS` of the shorter one's content words shared, `SUBJECT_WORDS` is enough.
+SUBJECT = 0.72
+SUBJECT_WORDS = 0.55
+SAME_WORDS = 0.6
+# A duplicate is at the configured cosine (`[memory.remember] similarity`) with `SAME_WORDS` of the words shared,
+# or at `SURE` whatever the words ("The survey tablets need a charging cable" is not "Survey tablets must be
+# charged": 0.76, with 4 of 7 words in common).
+SURE = 0.83
+RELATED = 0.45  # cosine at or above which a memory is related: linked to the new one
+# Without an embedder: the share of content words at or above which two memories are about the same subject,
+# and related.
+WORDS_SUBJECT = 0.7
+WORDS_RELATED = 0.4
+MAX_RELATED = 3  # related memories linked to a new one
+MAX_SHOWN = 5  # matches put in an answer
 
 
 class Candidate(msgspec.Struct, frozen=True):
@@ -38,13 +69,30 @@ class Candidate(msgspec.Struct, frozen=True):
     text: str  # the memory's text: its body without the leading `# title`
 
 
-class Duplicate(msgspec.Struct, frozen=True):
+class Match(msgspec.Struct, frozen=True, omit_defaults=True):
+    """An existing memory the probe found, and why."""
+
     id: str
     path: str
     title: str
     text: str
-    score: float  # cosine, or 1.0 for an exact match
-    method: str  # "cosine" | "exact"
+    score: float  # cosine, or 1.0 for an exact match, or the share of words in common without an embedder
+    method: str  # "cosine" | "exact" | "words"
+    words: float = 0.0  # the share of the shorter text's content words the other has
+    evidence: list[str] = []  # what the two claim differently (an update's reasons)
+
+
+Duplicate = Match  # the name `Remembered.duplicate` has always had
+
+
+class Verdict(msgspec.Struct, frozen=True):
+    verdict: str  # "duplicate" | "update" | "related" | "new"
+    method: str  # "cosine" | "exact": how memories were compared
+    matches: list[Match]  # best first: the duplicate or the memory to update first, then the related ones
+
+    @property
+    def top(self) -> Match | None:
+        return self.matches[0] if self.matches else None
 
 
 def normalise(text: str) -> str:
@@ -90,28 +138,24 @@ class Probe:
             self._loaded = True
         return self._embedder
 
-    def check(self, text: str, candidates: Sequence[Candidate]) -> Duplicate | None:
-        """The closest existing memory at or above the threshold, or None."""
+    def check(self, text: str, candidates: Sequence[Candidate]) -> Verdict:
+        """The verdict on adding `text` beside `candidates` (the existing memories)."""
         wanted = normalise(text)
         for c in candidates:
             if normalise(c.text) == wanted:
-                return Duplicate(c.id, c.path, c.title, c.text[:_SHOWN], 1.0, "exact")
+                return Verdict("duplicate", self.method, [_match(c, 1.0, "exact", 1.0, [])])
         embedder = self._get_embedder()
-        if embedder is None or not candidates:
-            return None
+        if not candidates:
+            return Verdict("new", "cosine" if embedder is not None else "exact", [])
+        claim = Claim.of(text)
+        if embedder is None:
+            return _decide(claim, candidates, None, "exact", self.threshold)
         with self._lock:
-            import numpy as np
-
             vectors = self._vectors(embedder, [c.text for c in candidates])
             query = embedder.embed([text])[0]
             scores = vectors @ query
-            best = int(np.argmax(scores))
-            score = float(scores[best])
             self._save()
-        if score >= self.threshold:
-            c = candidates[best]
-            return Duplicate(c.id, c.path, c.title, c.text[:_SHOWN], round(score, 4), "cosine")
-        return None
+        return _decide(claim, candidates, [float(x) for x in scores], "cosine", self.threshold)
 
     def vectors(self, texts: list[str]) -> Any:
         """Unit vectors of `texts` (cached as the probe's own), or None without an embedder (dream's clustering)."""
@@ -170,3 +214,49 @@ class Probe:
             tmp.replace(path)
         except OSError:
             pass  # a cache: the next probe embeds again
+
+
+def _match(c: Candidate, score: float, method: str, words: float, evidence: list[str]) -> Match:
+    return Match(c.id, c.path, c.title, c.text[:_SHOWN], round(score, 4), method, round(words, 4), evidence)
+
+
+def _decide(claim: Claim, candidates: Sequence[Candidate], scores: list[float] | None, method: str,
+            threshold: float) -> Verdict:
+    """Each candidate's verdict, then the add's: a duplicate over an update over related ones, the closest
+    first. `threshold`: the cosine of a duplicate. `scores` None: no embedder, the share of words in common
+    stands in for the cosine."""
+
+    found: dict[str, list[tuple[float, Match]]] = {"duplicate": [], "update": [], "related": []}
+    for i, c in enumerate(candidates):
+        cosine = scores[i] if scores is not None else None
+        if cosine is not None and cosine < RELATED:
+            continue  # far apart: no need to read its words
+        other = Claim.of(c.text)
+        words = overlap(other, claim)
+        if cosine is None:
+            if words < WORDS_RELATED:
+                continue
+            subject, score, how = words >= WORDS_SUBJECT, words, "words"
+            same = False  # without a model only the same text is the same claim
+        else:
+            subject = cosine >= SUBJECT or (cosine >= SUBJECT_WORDS and words >= SAME_WORDS)
+            score, how = cosine, "cosine"
+            same = cosine >= threshold and (words >= SAME_WORDS or cosine >= SURE)
+        evidence = mismatches(other, claim) if subject else []
+        if evidence:
+            found["update"].append((score, _match(c, score, how, words, evidence)))
+        elif same:
+            found["duplicate"].append((score, _match(c, score, how, words, [])))
+        else:
+            found["related"].append((score, _match(c, score, how, words, [])))
+    for verdict in ("duplicate", "update"):
+        if found[verdict]:
+            best = sorted(found[verdict], key=lambda sm: (-sm[0], sm[1].id))
+            others = sorted(found["related"] + found["update"] + found["duplicate"], key=lambda sm: (-sm[0], sm[1].id))
+            rest = [m for _, m in others if m.id != best[0][1].id]
+            return Verdict(verdict, method, [best[0][1], *rest][:MAX_SHOWN])
+    if found["related"]:
+        return Verdict("related", method, [m for _, m in sorted(found["related"], key=lambda sm: (-sm[0], sm[1].id))]
+                       [:MAX_SHOWN])
+    return Verdict("new", method, [])
+

@@ -19,7 +19,7 @@ import msgspec
 from vivary_git.config import DURABILITY, MEMORY_EDGE_FIELDS, MEMORY_TYPE
 from vivary_git.errors import RefusedError, UsageError
 from vivary_git.memory.writes import commits, notefile
-from vivary_git.memory.writes.probe import Candidate, Duplicate, Probe, memory_text
+from vivary_git.memory.writes.probe import MAX_RELATED, Candidate, Duplicate, Match, Probe, Verdict, memory_text
 from vivary_git.memory.writes.secrets import refuse_secrets
 
 if TYPE_CHECKING:
@@ -44,6 +44,8 @@ _LINK_UNSAFE = re.compile(r"[\[\]|#^\x00-\x1f]")
 # Keys `link` and `unlink` never write, whatever a config types them as: what a note is, and whether it is
 # read at all. (`link` once rewrote a note's `title: Ideas` as `title: [Ideas, "[[notes/deploy]]"]`.)
 _NOT_LINKS = frozenset({"type", "title", "id", "archived", "expires", "vivary-ignore"})
+ARCHIVED = "archived"  # as memory/dream/durability.py reads it
+SUPERSEDES = "supersedes"
 
 
 class EdgeRef(msgspec.Struct, frozen=True):
@@ -53,7 +55,9 @@ class EdgeRef(msgspec.Struct, frozen=True):
 
 
 class Remembered(msgspec.Struct, frozen=True, omit_defaults=True):
-    """What a memory write did. `ok` false with `duplicate`: a near-duplicate blocked the add."""
+    """What a memory write did. An add says the probe's `verdict` (duplicate, update, related, new) and the
+    `matches` it found; `ok` false with `duplicate`: the same claim is remembered; `ok` false with verdict
+    `update`: an existing memory says otherwise (update it, or add with supersede)."""
 
     ok: bool
     op: str
@@ -64,7 +68,10 @@ class Remembered(msgspec.Struct, frozen=True, omit_defaults=True):
     commit: str | None = None
     ref: str | None = None
     probe: str | None = None  # how duplicates were looked for: "cosine" or "exact"
+    verdict: str | None = None  # add: "duplicate" | "update" | "related" | "new" (none with force)
     duplicate: Duplicate | None = None
+    matches: list[Match] | None = None  # add: what the probe found, best first, with its evidence
+    archived: list[str] | None = None  # add with supersede: the memory it replaces, archived in the same commit
     edge: EdgeRef | None = None
     links: list[EdgeRef] | None = None  # add: the edges the new memory starts with
     blob: str | None = None  # the note's new Git blob id
@@ -188,6 +195,23 @@ def _check_durability(value: str | None) -> str | None:
     return value
 
 
+def _check_expires(value: str | None, durability: str | None) -> str | None:
+    """`expires` as the note says it (a UTC date-time), for an ephemeral memory, still to come."""
+    if value is None:
+        return None
+    from vivary_git.memory.dream import durability as tiers
+
+    if durability not in (None, "ephemeral"):
+        raise UsageError(f"expires is for ephemeral memories, not {durability} ones: leave durability out, or "
+                         "give ephemeral")
+    when = tiers.parse_when(value)
+    if when is None:
+        raise UsageError(f"expires {value!r} is not an ISO date or date-time, e.g. 2026-07-01 or 2026-07-01T09:00Z")
+    if when <= tiers.now():
+        raise UsageError(f"expires {value!r} has passed: give a moment still to come")
+    return tiers.stamp(when)
+
+
 def _refuse_private_target(view: View, path: str) -> None:
     """The note being written must be public, or it could never be searched (nor should it exist)."""
     from vivary_git.memory.snapshot import decide_for_source
@@ -200,16 +224,24 @@ def _refuse_private_target(view: View, path: str) -> None:
         )
 
 
-_TEXTS: dict[str, str] = {}  # blob id -> memory text: a blob's text never changes
+_TEXTS: dict[str, str] = {}  # blob id -> memory text ("" when archived): a blob's text never changes
+
+
+def _archived(fields: Mapping[str, Any]) -> bool:
+    value = fields.get(ARCHIVED)
+    return value is not None and value is not False and value != ""
 
 
 def _candidates(view: View) -> list[Candidate]:
+    """The memories an add is compared with: archived ones (superseded, or compacted by a dream) are not."""
     out = []
     for n in view.memories():
         text = _TEXTS.get(n.blob)
         if text is None:
-            text = _TEXTS[n.blob] = memory_text(view.note(n))
-        out.append(Candidate(n.id, n.path, n.title, text))
+            note = view.note(n)
+            text = _TEXTS[n.blob] = "" if _archived(note.fields) else memory_text(note)
+        if text:
+            out.append(Candidate(n.id, n.path, n.title, text))
     if len(_TEXTS) > 100_000:
         _TEXTS.clear()
     return out
@@ -283,11 +315,17 @@ def add(
     durability: str | None = None,
     links: Sequence[str] = (),
     force: bool = False,
+    supersede: bool = False,
     source: str = "agent",
     probe: Probe | None = None,
+    expires: str | None = None,
 ) -> Remembered:
-    """Remember `text`: a new note in the memory folder, committed. Blocked (ok false, `duplicate` set)
-    when an existing memory says the same, unless `force`."""
+    """Remember `text`: a new note in the memory folder, committed, after the probe's verdict (probe.py).
+    Refused (ok false) when an existing memory makes the same claim (`duplicate`), or says otherwise about the
+    same thing (`update`) unless `supersede`: then that memory is archived in the same commit, and the new one
+    `supersedes` it. A `related` add is linked to the related memories. `force` skips the probe.
+    `expires` (an ISO date or date-time, UTC when no zone is given) makes it an ephemeral memory that stops
+    mattering then (docs/dream.md#durability)."""
     refuse_secrets([("text", text), ("title", title), *(("tag", t) for t in tags), *(("link", x) for x in links),
                     ("type", type_name), ("durability", durability)])
     text = _check_text(text, "the memory text", MAX_TEXT)
@@ -295,7 +333,8 @@ def add(
     if len(title) > MAX_TITLE:
         raise UsageError(f"the title is {len(title)} characters, over {MAX_TITLE}")
     tag_list = _check_tags(tags)
-    tier = _check_durability(durability) or view.cfg.memory.remember.durability
+    until = _check_expires(expires, durability)
+    tier = "ephemeral" if until is not None else _check_durability(durability) or view.cfg.memory.remember.durability
     edges = _parse_links(links)
     folder = _folder_for(view, type_name)
     targets = []
@@ -303,31 +342,42 @@ def add(
         node = view.require(target, "link target")
         targets.append((field, node.id))
     probe = probe or Probe(view.cfg.memory.remember.similarity)
-    dup = None if force else probe.check(text, _candidates(view))
-    if dup is not None:
-        return _logged(view, Remembered(ok=False, op="add", changed=False, probe=dup.method, duplicate=dup, message=(
-            f"not added: memory {dup.id!r} already says this (similarity {dup.score:.2f} by {dup.method}); "
-            "update that one, or add with force to keep both")), [])
+    found = None if force else probe.check(text, _candidates(view))
+    refused = _refusal(found, supersede)
+    if refused is not None:
+        return _logged(view, refused, [])
+    old: MemoryNode | None = None
+    if found is not None and found.verdict == "update" and found.top is not None:
+        old = view.require(found.top.id, "memory")
+        targets.append((SUPERSEDES, old.id))
+    elif found is not None and found.verdict == "related":
+        for m in found.matches[:MAX_RELATED]:
+            if ("related", m.id) not in targets and _linkable(view, type_name, "related", m.id):
+                targets.append(("related", m.id))
     cfg = view.ws.config
     from vivary_git.graph import node_id
 
     taken_ids = view.ids
     stem = _stem(title, cfg.links.ids)
     _refuse_private_target(view, f"{folder}/{stem}.md")
+    stamp = _now()
     fields: list[tuple[str, Any]] = []
     for key, value in (("type", type_name), ("title", title), ("tags", tag_list), ("durability", tier),
-                       ("observed_at", _now()), ("source", source)):
+                       ("expires", until), ("observed_at", stamp), ("source", source)):
         if key == "title" and "title" in cfg.derive:
             continue  # derived from the `# title` line: writing it would be W210 noise
-        if key == "tags" and not tag_list:
+        if (key == "tags" and not tag_list) or (key == "expires" and until is None):
             continue
         if _declared(view, type_name, key):
             fields.append((key, value))
+        elif key == "expires":
+            raise UsageError(f"type {type_name} has no `expires` field, so the memory could not expire; leave "
+                             "expires out, or declare the field for the type")
     _add_links(view, type_name, fields, targets)
     content = notefile.render_note(fields, title, text)
     chosen: dict[str, str] = {}
 
-    def plan(base: commits.Base) -> commits.Planned:
+    def place(base: commits.Base) -> commits.Planned:
         n = 1
         while True:
             name = stem if n == 1 else f"{stem}-{n}"
@@ -338,12 +388,75 @@ def add(
                 return commits.Planned(view.repo_path(path), content)
             n += 1
 
-    result = _commit(view, plan, lambda p: commits.message("add", chosen["id"], title, source))
+    if old is None:
+        result = _commit(view, place, lambda p: commits.message("add", chosen["id"], title, source))
+        assert result is not None
+        commit, ref, blob = result.commit, result.ref, result.blob
+    else:
+        done = _supersede(view, old, place, stamp, title, source, chosen)
+        commit, ref, blob = done.commit, done.ref, done.blobs[view.repo_path(chosen["path"])]
+    answer = Remembered(ok=True, op="add", changed=True, id=chosen["id"], path=chosen["path"], title=title,
+                        commit=commit, ref=ref, probe=found.method if found is not None else None,
+                        verdict=found.verdict if found is not None else None,
+                        matches=found.matches or None if found is not None else None,
+                        archived=[old.id] if old is not None else None, blob=blob,
+                        links=[EdgeRef(chosen["id"], f, t) for f, t in targets] or None)
+    return _logged(view, answer, [chosen["id"]] if type_name == MEMORY_TYPE else [])
+
+
+def _refusal(found: Verdict | None, supersede: bool) -> Remembered | None:
+    """The answer to an add the probe refuses, or None when it goes ahead."""
+    top = found.top if found is not None else None
+    if found is None or top is None:
+        return None
+    how = f"similarity {top.score:.2f} by {top.method}"
+    if found.verdict == "duplicate":
+        return Remembered(ok=False, op="add", changed=False, probe=found.method, verdict="duplicate", duplicate=top,
+                          matches=found.matches, message=(
+                              f"not added: memory {top.id!r} already says this ({how}); update that one, or add "
+                              "with force to keep both"))
+    if found.verdict == "update" and not supersede:
+        why = "; ".join(top.evidence)
+        return Remembered(ok=False, op="add", changed=False, probe=found.method, verdict="update",
+                          matches=found.matches, message=(
+                              f"not added: memory {top.id!r} is about the same thing but says otherwise ({why}; "
+                              f"{how}); update {top.id} instead, or add with supersede to archive it and keep "
+                              "this one"))
+    return None
+
+
+def _linkable(view: View, type_name: str, field: str, target: str) -> bool:
+    """Can a new note of `type_name` link `target` in `field` in this workspace?"""
+    try:
+        _edge_value(view, _FakeNode(type_name), field, target)
+    except (UsageError, RefusedError):
+        return False
+    return True
+
+
+def _supersede(view: View, old: MemoryNode, place: Callable[[commits.Base], commits.Planned], stamp: str,
+               title: str, source: str, chosen: dict[str, str]) -> commits.ChangesResult:
+    """The new memory and the one it supersedes archived (`archived: DATE-TIME`), as one commit."""
+    old_path = view.repo_path(old.path)
+
+    def plan(base: commits.Base) -> list[commits.Change]:
+        data = _base_bytes(view, base, old)
+        archived = notefile.set_field(data, ARCHIVED, stamp, what=old.path)
+        new = place(base)
+        for path, content in ((new.path, new.content), (old_path, archived)):
+            check_note(view, base, path, content)
+        return [commits.Change(new.path, new.content), commits.Change(old_path, archived)]
+
+    repo = view.ws.source.repo
+    if repo is None or repo.workdir is None:
+        raise RefusedError(f"{view.ws.source.root} is not in a Git work tree: memories are commits; run `git init`")
+    ref, checked_out = commits.target_ref(repo, view.cfg.memory.remember.branch)
+    result = commits.commit_changes(
+        repo, ref=ref, checked_out=checked_out, plan=plan,
+        make_message=lambda changes: commits.message("add", chosen["id"], title, source,
+                                                     extra=[(commits.TRAILER_SUPERSEDES, old.id)]))
     assert result is not None
-    done = Remembered(ok=True, op="add", changed=True, id=chosen["id"], path=chosen["path"], title=title,
-                      commit=result.commit, ref=result.ref, probe=probe.method if not force else None, blob=result.blob,
-                      links=[EdgeRef(chosen["id"], f, t) for f, t in targets] or None)
-    return _logged(view, done, [chosen["id"]] if type_name == MEMORY_TYPE else [])
+    return result
 
 
 def _logged(view: View, result: Remembered, ids: Sequence[str]) -> Remembered:

@@ -1,0 +1,302 @@
+"""A memory after it is written, on the command line: `git vivary edit`, `retire` (`--delete`), `move`, `recent`,
+`context`, and `log` following a memory by its id (docs/remember.md). Each change is one commit with its
+trailers, made beside the user's own work, on memories only."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any
+
+import pytest
+from conftest import Repo
+
+RUNBOOK = "# Deploy runbook\n\nHow we deploy.\n"
+
+
+def _seed(repo: Repo, extra: dict[str, str] | None = None) -> None:
+    repo.commit("init", {"notes/deploy.md": RUNBOOK, "README.md": "# Home\n", **(extra or {})})
+
+
+def _remember(repo: Repo, cli: Any, text: str, *args: str) -> dict[str, Any]:
+    r = cli("remember", text, *args, "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    got: dict[str, Any] = r.json()
+    return got
+
+
+def _trailers(repo: Repo, rev: str = "HEAD") -> str:
+    msg = repo.git("log", "-1", "--format=%B", rev)
+    return subprocess.run(["git", "interpret-trailers", "--parse"], input=msg, capture_output=True, text=True,
+                          check=True).stdout
+
+
+def _body(repo: Repo, path: str) -> str:
+    return (repo.path / path).read_text(encoding="utf-8")
+
+
+# --- edit -----------------------------------------------------------------------------------------------------
+
+
+SECTIONS = ("---\ntype: memory\ntitle: Deploy days\ndurability: working\n---\n\n# Deploy days\n\nTuesdays only.\n\n"
+            "## Exceptions\n\n- holidays\n\n## Owners\n\nThe release captain.\n")
+
+
+def test_edit_appends_replaces_and_sets_fields_in_one_commit_each(repo: Repo, cli: Any) -> None:
+    _seed(repo, {"memories/deploy-days.md": SECTIONS})
+    repo.write({"staged.md": "# Staged\n"})
+    repo.git("add", "staged.md")
+    status = repo.git("status", "--porcelain=v1")
+    head = repo.git("rev-parse", "HEAD").strip()
+
+    r = cli("edit", "memories/deploy-days", "--append", "- freezes", "--heading", "exceptions", "--json",
+            cwd=repo.path)
+    assert r.code == 0, r.err
+    assert r.json()["changed"] is True and r.json()["op"] == "edit"
+    assert "## Exceptions\n\n- holidays\n- freezes\n\n## Owners" in _body(repo, "memories/deploy-days.md")
+    assert _trailers(repo) == "Vivary-Op: edit\nVivary-Node: memories/deploy-days\nVivary-Source: cli\n"
+    assert cli("edit", "memories/deploy-days", "--append", "Ask first.", cwd=repo.path).code == 0
+    assert _body(repo, "memories/deploy-days.md").endswith("The release captain.\n\nAsk first.\n")
+    assert cli("edit", "memories/deploy-days", "--replace", "Tuesdays only.", "--with", "Tuesdays and Wednesdays.",
+               cwd=repo.path).code == 0
+    assert cli("edit", "memories/deploy-days", "--tag", "ops", "--tag", "deploy", "--durability", "durable",
+               cwd=repo.path).code == 0
+    text = _body(repo, "memories/deploy-days.md")
+    assert text == ("---\ntype: memory\ntitle: Deploy days\ndurability: durable\ntags: [ops, deploy]\n---\n\n"
+                    "# Deploy days\n\nTuesdays and Wednesdays.\n\n## Exceptions\n\n- holidays\n- freezes\n\n"
+                    "## Owners\n\nThe release captain.\n\nAsk first.\n")
+    assert repo.git("rev-list", "--count", f"{head}..HEAD").strip() == "4"
+    assert repo.git("status", "--porcelain=v1") == status  # the user's staged file is still staged, alone
+    assert cli("check", cwd=repo.path).code == 0
+    same = cli("edit", "memories/deploy-days", "--durability", "durable", "--json", cwd=repo.path)
+    assert same.code == 0 and same.json()["changed"] is False
+    assert repo.git("rev-list", "--count", f"{head}..HEAD").strip() == "4"
+
+
+def test_a_passage_found_twice_or_not_at_all_is_refused_with_the_candidates(repo: Repo, cli: Any) -> None:
+    _seed(repo, {"memories/deploy-days.md": SECTIONS + "\nTuesdays only, said the captain.\n"})
+    head = repo.git("rev-parse", "HEAD").strip()
+    r = cli("edit", "memories/deploy-days", "--replace", "Tuesdays only", "--with", "x", cwd=repo.path)
+    assert r.code == 3 and "2 times (lines 9, 19)" in r.err, r.err
+    r = cli("edit", "memories/deploy-days", "--replace", "The release captian.", "--with", "x", cwd=repo.path)
+    assert r.code == 3 and 'the closest: line 17: "The release captain."' in r.err, r.err
+    r = cli("edit", "memories/deploy-days", "--append", "x", "--heading", "Nope", cwd=repo.path)
+    assert r.code == 3 and 'no heading "Nope"; its headings: line 7: "# Deploy days"' in r.err, r.err
+    r = cli("edit", "memories/deploy-days", "--expires", "2027-01-01", cwd=repo.path)
+    assert r.code == 3 and "ephemeral memories only" in r.err, r.err
+    r = cli("edit", "memories/deploy-days", "--heading", "Owners", cwd=repo.path)
+    assert r.code == 2 and "give the text to append" in r.err
+    r = cli("edit", "memories/deploy-days", cwd=repo.path)
+    assert r.code == 2 and "nothing to edit" in r.err
+    assert repo.git("rev-parse", "HEAD").strip() == head
+    r = cli("edit", "memories/deploy-days", "--expires", "2027-01-01", "--durability", "ephemeral", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert 'expires: "2027-01-01"' in _body(repo, "memories/deploy-days.md")
+
+
+def test_your_own_notes_are_read_only_to_every_lifecycle_command(repo: Repo, cli: Any) -> None:
+    """Refused for a note outside the memory folder, even one typed memory by its frontmatter."""
+    _seed(repo, {"notes/typed.md": "---\ntype: memory\n---\n# Typed as a memory, but mine\n"})
+    head = repo.git("rev-parse", "HEAD").strip()
+    for ref in ("notes/deploy", "notes/typed"):
+        for args in (("edit", ref, "--append", "x"), ("retire", ref, "--reason", "x"),
+                     ("retire", ref, "--reason", "x", "--delete"), ("move", ref, "elsewhere")):
+            r = cli(*args, cwd=repo.path)
+            assert r.code == 3 and "is not a memory" in r.err and "your own notes stay yours" in r.err, (args, r.err)
+    assert repo.git("rev-parse", "HEAD").strip() == head
+    assert repo.git("status", "--porcelain") == ""
+
+
+# --- retire and forget -------------------------------------------------------------------------------------------
+
+
+def test_retire_archives_with_a_reason_and_delete_forgets(repo: Repo, cli: Any) -> None:
+    _seed(repo)
+    mem = _remember(repo, cli, "The quokka freeze starts in December.")
+    r = cli("retire", mem["id"], "--reason", "the freeze was called off", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert r.json()["op"] == "retire" and r.json()["changed"] is True
+    text = _body(repo, mem["path"])
+    assert "archived: " in text and 'archived_reason: the freeze was called off' in text
+    assert "Vivary-Op: retire\n" in _trailers(repo) and "Vivary-Reason: the freeze was called off\n" in _trailers(repo)
+    again = cli("retire", mem["id"], "--reason", "twice", "--json", cwd=repo.path)
+    assert again.code == 0 and again.json()["changed"] is False
+    assert cli("retire", mem["id"], cwd=repo.path).code == 2  # --reason is required
+    r = cli("retire", mem["id"], "--reason", "wrong all along", "--delete", cwd=repo.path)
+    assert r.code == 0 and r.out.startswith(f"forgot {mem['id']}"), r.err
+    assert not (repo.path / mem["path"]).exists()
+    assert repo.git("status", "--porcelain") == ""
+    assert "Vivary-Op: forget\n" in _trailers(repo)
+    log = cli("log", mem["id"], "--json", cwd=repo.path)
+    assert log.code == 0, log.err
+    assert [e["op"] for e in log.json()] == ["forget", "retire", "add"]
+
+
+def test_the_history_of_a_memory_whose_add_was_reverted_stays_reachable(repo: Repo, cli: Any) -> None:
+    """`git revert` of an add was the only way to drop a memory, and then `git vivary log ID` answered "no
+    public node". Its history is found by its id, in a vault and in a tropo.toml workspace (slug ids)."""
+    _seed(repo)
+    mem = _remember(repo, cli, "Office coffee routine: beans on the first of the month.")
+    add = repo.git("rev-parse", "HEAD").strip()
+    repo.git("revert", "--no-edit", add)
+    r = cli("log", mem["id"], "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert [(e["op"], e["commit"]) for e in r.json()] == [("revert", repo.git("rev-parse", "HEAD").strip()),
+                                                          ("add", add)]
+    assert cli("log", f"{mem['id']}.md", "--json", cwd=repo.path).json() == r.json()  # by its old path too
+    r = cli("log", "memories/never-was", cwd=repo.path)
+    assert r.code == 2 and "no public node" in r.err
+
+    repo.commit("tropo", {"tropo.toml": 'version = 1\n[types.decision]\nfolder = "decisions"\n'})
+    slug = _remember(repo, cli, "Tropo memories have slug ids.")
+    assert slug["id"] == "tropo-memories-have-slug-ids"
+    assert cli("retire", slug["id"], "--reason", "slugs are documented", "--delete", cwd=repo.path).code == 0
+    r = cli("log", slug["id"], "--json", cwd=repo.path)
+    assert r.code == 0 and [e["op"] for e in r.json()] == ["forget", "add"], r.err
+
+
+def test_a_gone_memory_the_boundary_now_holds_back_has_no_history_here(repo: Repo, cli: Any) -> None:
+    _seed(repo)
+    mem = _remember(repo, cli, "The walrus password hint lives in the vault.")
+    assert cli("retire", mem["id"], "--reason", "moved to the vault", "--delete", cwd=repo.path).code == 0
+    repo.commit("private", {".vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["memories/the-walrus-*"]\n'})
+    r = cli("log", mem["id"], cwd=repo.path)
+    assert r.code == 2 and "no public node" in r.err
+    r = cli("recent", "--since", "3650d", "--json", cwd=repo.path)
+    assert r.code == 0 and mem["id"] not in r.out and "walrus" not in r.out
+
+
+# --- move -----------------------------------------------------------------------------------------------------
+
+
+def test_move_rewrites_the_links_to_it_in_memories_and_lists_your_notes(repo: Repo, cli: Any) -> None:
+    """Every way a vault writes a link (a property, a wikilink with a heading and shown text, a name alone, a
+    relative Markdown link) is rewritten in the other memories; your note is listed, unchanged, unless you ask."""
+    _seed(repo)
+    target = _remember(repo, cli, "Deploys happen on Tuesdays.", "--link", "related:notes/deploy")
+    tid = target["id"]
+    other = ("---\ntype: memory\nrelated: [\"[[" + tid + "]]\"]\n---\n# Links to it\n\n"
+             "See [[" + tid + "#Deploys happen on Tuesdays.|the day]], [[deploys-happen-on-tuesdays]] and "
+             "[the note](deploys-happen-on-tuesdays.md).\n")
+    mine = "# Mine\n\nMy link: [[" + tid + "]].\n"
+    repo.commit("links", {"memories/links-to-it.md": other, "notes/mine.md": mine})
+    head = repo.git("rev-parse", "HEAD").strip()
+
+    r = cli("move", tid, "ops/deploy-days", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    got = r.json()
+    assert got["id"] == "memories/ops/deploy-days" and got["moved_from"] == tid
+    assert got["rewritten"] == ["memories/links-to-it"] and got["not_rewritten"] == ["notes/mine"]
+    assert repo.git("rev-list", "--count", f"{head}..HEAD").strip() == "1"
+    assert _trailers(repo) == (f"Vivary-Op: move\nVivary-Node: memories/ops/deploy-days\nVivary-Source: cli\n"
+                               f"Vivary-From: {tid}\n")
+    assert _body(repo, "memories/links-to-it.md") == (
+        "---\ntype: memory\nrelated: [\"[[memories/ops/deploy-days]]\"]\n---\n# Links to it\n\n"
+        "See [[memories/ops/deploy-days#Deploys happen on Tuesdays.|the day]], [[deploy-days]] and "
+        "[the note](ops/deploy-days.md).\n")
+    assert _body(repo, "notes/mine.md") == mine
+    assert not (repo.path / target["path"]).exists()
+    moved = _body(repo, "memories/ops/deploy-days.md")
+    assert "related: [\"[[notes/deploy]]\"]" in moved  # its own link still reaches the runbook
+    graph = cli("graph", "--json", cwd=repo.path).json()
+    edges = {(e["from"], e["to"]) for e in graph["edges"] if not e["broken"]}
+    assert ("memories/links-to-it", "memories/ops/deploy-days") in edges
+    assert ("memories/ops/deploy-days", "notes/deploy") in edges
+    assert repo.git("status", "--porcelain") == ""
+
+    r = cli("move", "memories/ops/deploy-days", "deploy-days-2", "--rewrite-user-links", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert r.json()["rewritten"] == ["memories/links-to-it"]  # notes/mine's link was broken by the first move
+    repo.commit("mine again", {"notes/mine.md": "# Mine\n\nMy link: [[memories/ops/deploy-days-2]].\n"})
+    r = cli("move", "memories/ops/deploy-days-2", "deploy-days-3", "--rewrite-user-links", "--json", cwd=repo.path)
+    assert r.json()["rewritten"] == ["memories/links-to-it", "notes/mine"] and r.json()["not_rewritten"] == []
+    assert _body(repo, "notes/mine.md") == "# Mine\n\nMy link: [[memories/ops/deploy-days-3]].\n"
+    assert cli("check", cwd=repo.path).code == 0
+    log = cli("log", "memories/ops/deploy-days-3", "--json", cwd=repo.path).json()
+    assert [e["op"] for e in log] == ["move", "move", "move", "add"]
+
+
+def test_the_setting_rewrites_your_notes_for_every_move(repo: Repo, cli: Any) -> None:
+    _seed(repo, {".vivary/memory.toml": "[memory.remember]\nrewrite_user_links = true\n"})
+    target = _remember(repo, cli, "Walruses are fed at noon.")
+    repo.commit("mine", {"notes/mine.md": f"# Mine\n\n[[{target['id']}]]\n"})
+    r = cli("move", target["id"], "feeding", "--json", cwd=repo.path)
+    assert r.code == 0 and r.json()["rewritten"] == ["notes/mine"], r.err
+    assert _body(repo, "notes/mine.md") == "# Mine\n\n[[memories/feeding]]\n"  # a path stays a path
+
+
+def test_move_in_a_tropo_workspace_rewrites_ref_fields(repo: Repo, cli: Any) -> None:
+    _seed(repo, {"tropo.toml": 'version = 1\n[types.decision]\nfolder = "decisions"\n'})
+    target = _remember(repo, cli, "Slug memories move too.")
+    other = _remember(repo, cli, "This one points at it.", "--link", f"related:{target['id']}")
+    r = cli("move", target["id"], "moved-slug", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert r.json()["id"] == "moved-slug" and r.json()["rewritten"] == [other["id"]]
+    assert "related: [moved-slug]" in _body(repo, other["path"])
+    graph = cli("graph", "--json", cwd=repo.path).json()
+    assert {"from": other["id"], "field": "related", "to": "moved-slug", "broken": False} in graph["edges"]
+    assert cli("check", cwd=repo.path).code == 0
+
+
+def test_move_refuses_a_taken_name_a_path_out_of_the_folder_and_a_private_one(repo: Repo, cli: Any) -> None:
+    _seed(repo, {".vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["memories/secret/**"]\n'})
+    a = _remember(repo, cli, "Alpha memory.")
+    b = _remember(repo, cli, "Beta memory.")
+    head = repo.git("rev-parse", "HEAD").strip()
+    r = cli("move", a["id"], b["path"].rsplit("/", 1)[1], cwd=repo.path)
+    assert r.code == 3 and "taken" in r.err, r.err
+    for to in ("../notes/alpha", "ops/../../x", "/abs/alpha", "a|b", "alpha.txt"):
+        r = cli("move", a["id"], to, cwd=repo.path)
+        assert r.code == 2, (to, r.err)
+    r = cli("move", a["id"], "secret/alpha", cwd=repo.path)
+    assert r.code == 3 and "private" in r.err, r.err
+    assert repo.git("rev-parse", "HEAD").strip() == head
+
+
+# --- recent and context ----------------------------------------------------------------------------------------
+
+
+def test_recent_lists_the_window_newest_first_with_ops(repo: Repo, cli: Any,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    _seed(repo)
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2026-11-01T10:00:00Z")
+    old = _remember(repo, cli, "An old memory about walruses.")
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2026-11-29T10:00:00Z")
+    new = _remember(repo, cli, "A new memory about quokkas.")
+    assert cli("edit", new["id"], "--append", "They are small.", cwd=repo.path).code == 0
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2026-11-29T11:00:00Z")
+    repo.commit("by hand", {new["path"]: _body(repo, new["path"]) + "\nBy hand.\n"})
+    r = cli("recent", "--since", "2026-11-20", "--until", "2026-11-29", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    got = r.json()
+    assert got["since"] == "2026-11-20T00:00:00Z" and got["until"] == "2026-11-30T00:00:00Z"
+    assert [(e["op"], e["nodes"]) for e in got["entries"]] == [
+        ("commit", [new["id"]]), ("edit", [new["id"]]), ("add", [new["id"]])]
+    everything = cli("recent", "--since", "2026-10-01", "--op", "add", "--json", cwd=repo.path).json()
+    assert [e["nodes"] for e in everything["entries"]] == [[new["id"]], [old["id"]]]
+    text = cli("recent", "--since", "2026-10-01", "-n", "1", cwd=repo.path).out
+    assert text.splitlines()[0].split()[2] == "commit" and "more than 1" in text
+    r = cli("recent", "--since", "yesterday-ish", cwd=repo.path)
+    assert r.code == 2 and "is not a date" in r.err
+
+
+def test_context_gives_the_neighbourhood_with_typed_edges_within_the_budget(repo: Repo, cli: Any) -> None:
+    _seed(repo, {".vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["notes/private.md"]\n',
+                 "notes/private.md": "# Private\n\nSee [[notes/deploy]]. canary-c0ffee\n"})
+    a = _remember(repo, cli, "Deploys happen on Tuesdays. " * 20, "--link", "related:notes/deploy")
+    b = _remember(repo, cli, "The captain approves deploys. " * 20, "--link", f"related:{a['id']}")
+    r = cli("context", a["id"], "--depth", "2", "--budget", "0", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    got = r.json()
+    assert [(n["id"], n["distance"]) for n in got["nodes"]] == [(a["id"], 0), (b["id"], 1), ("notes/deploy", 1)]
+    assert {(e["from"], e["field"], e["to"]) for e in got["edges"]} == {
+        (a["id"], "related", "notes/deploy"), (b["id"], "related", a["id"])}
+    assert "canary-c0ffee" not in r.out and "private" not in r.out
+    small = cli("context", a["id"], "--depth", "2", "--budget", "560", "--json", cwd=repo.path).json()
+    assert small["estimated_tokens"] <= 560 and small["trimmed"] == 2 and small["dropped"] == 0
+    assert small["nodes"][0]["content"] == got["nodes"][0]["content"]  # the note's body is the last thing cut
+    assert all("content" not in n and n["snippet"] for n in small["nodes"][1:])
+    tiny = cli("context", a["id"], "--depth", "2", "--budget", "200", "--json", cwd=repo.path).json()
+    assert tiny["estimated_tokens"] <= 200 and tiny["dropped"] == 2 and tiny["edges"] == []
+    assert [n["id"] for n in tiny["nodes"]] == [a["id"]] and tiny["nodes"][0]["content"].endswith("…")
+    r = cli("context", "notes/private", cwd=repo.path)
+    assert r.code == 2 and "canary" not in r.err

@@ -1,0 +1,151 @@
+"""A memory's life over MCP: edit, move, retire, forget, recent, context, and search's window and pages, driven
+by the MCP SDK's own client over stdio (`git vivary mcp`, as a host starts it) in a real Git repository."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp", reason="the mcp extra is not installed")
+
+from conftest import Repo
+from mcp import Client
+from test_mcp import _data, _run, _stdio, _text
+
+from vivary_git.mcp.service import MemoryService
+
+NOTES = {
+    "notes/deploy.md": "# Deploy runbook\n\nHow we deploy: blue green, smoke tests first.\n",
+    "README.md": "# Home\n\nSee [[notes/deploy]].\n",
+}
+
+
+def _ids(answer: dict[str, Any]) -> list[str]:
+    return [r["id"] for r in answer["results"]]
+
+
+def test_a_memorys_life_over_stdio(repo: Repo, cli: Any) -> None:
+    """add -> edit -> search finds the edit -> move rewrites the links -> retire leaves search, stays in `log`
+    -> recent lists all four -> `git revert` of the retire brings it back to search."""
+    repo.commit("init", NOTES)
+
+    async def session() -> dict[str, Any]:
+        got: dict[str, Any] = {}
+        async with Client(_stdio(repo)) as client:
+            async def call(tool: str, **args: Any) -> Any:
+                return _data(await client.call_tool(tool, args))
+
+            mem = (await call("add", text="Deploys happen on Tuesdays.", links=["related:notes/deploy"]))["id"]
+            other = (await call("add", text="The release train is announced in the ops channel.",
+                                links=[f"related:{mem}"]))["id"]
+            got["edit"] = await call("edit", id=mem, append="Never on Fridays: the quokka freeze.")
+            got["found"] = _ids(await call("search", query="quokka freeze", top_k=3))
+            got["move"] = await call("move", id=mem, to="ops/deploy-days")
+            moved = got["move"]["id"]
+            got["other"] = await call("read", id=other)
+            got["retire"] = await call("retire", id=moved, reason="the deploy day is in the runbook now")
+            got["after_retire"] = await call("search", query="quokka freeze", top_k=3)
+            got["archived"] = _ids(await call("search", query="quokka freeze", top_k=3, include_archived=True))
+            got["recent"] = await call("recent", since="30d")
+            got["ids"] = (mem, other, moved)
+            repo.git("revert", "--no-edit", got["retire"]["commit"])
+            got["after_revert"] = _ids(await call("search", query="quokka freeze", top_k=3))
+            got["context"] = await call("context", id=moved, depth=2)
+            refused = await client.call_tool("edit", {"id": "notes/deploy", "append": "Mine."})
+            got["refused"] = (refused.is_error, _text(refused))
+        return got
+
+    got = _run(session)
+    mem, other, moved = got["ids"]
+    assert got["edit"]["changed"] is True and got["edit"]["op"] == "edit"
+    assert mem in got["found"]
+    assert got["move"]["changed"] and moved == "memories/ops/deploy-days" and got["move"]["moved_from"] == mem
+    assert got["move"]["rewritten"] == [other]
+    assert {"field": "related", "to": moved} in got["other"]["outbound"]  # the link follows the memory
+    assert moved not in _ids(got["after_retire"]) and got["after_retire"]["hidden"] == 1
+    assert moved in got["archived"]
+    ops = [(e["op"], e["nodes"][0]) for e in got["recent"]["entries"]]
+    assert ops[:4] == [("retire", moved), ("move", moved), ("edit", mem), ("add", other)]
+    assert got["recent"]["entries"][0]["reason"] == "the deploy day is in the runbook now"
+    assert got["recent"]["entries"][1]["moved_from"] == mem
+    assert moved in got["after_revert"]
+    assert got["context"]["nodes"][0]["id"] == moved
+    assert [(n["id"], n["distance"]) for n in got["context"]["nodes"]] == [
+        (moved, 0), (other, 1), ("notes/deploy", 1), ("README", 2)]
+    assert {(e["from"], e["field"], e["to"]) for e in got["context"]["edges"]} == {
+        (moved, "related", "notes/deploy"), (other, "related", moved), ("README", "wikilink", "notes/deploy")}
+    assert "quokka freeze" in got["context"]["nodes"][0]["content"]
+    assert got["refused"][0] and "not a memory" in got["refused"][1]
+    # the retired memory's history, by `git vivary log`: its add (under its old id), edit, move and retire
+    log = cli("log", moved, "--json", cwd=repo.path).json()
+    assert [e["op"] for e in log] == ["revert", "retire", "move", "edit", "add"]
+    # every change one commit with its trailers; the user's revert on top
+    ops_in_git = repo.git("log", "-6", "--reverse", "--format=%(trailers:key=Vivary-Op,valueonly)").split()
+    assert ops_in_git == ["add", "add", "edit", "move", "retire"]
+    assert repo.git("status", "--porcelain") == ""
+
+
+def _dated(day: int) -> str:
+    return f"---\ntype: memory\ntitle: Walrus day {day}\nobserved_at: \"2026-11-{day:02d}T09:00:00Z\"\n---\n" \
+           f"# Walrus day {day}\n\nThe walrus log for day {day}.\n"
+
+
+def test_search_pages_with_a_cursor_and_keeps_to_a_window(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pages of 3 put together are the top 10 asked at once; `since`/`until` on the note's date and on its
+    commit's date; a cursor of another question is refused."""
+    repo.commit("init", {**NOTES, **{f"memories/walrus-{d}.md": _dated(d) for d in range(1, 11)}})
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2026-12-02T12:00:00Z")
+    repo.commit("later", {"memories/walrus-10.md": _dated(10) + "\nWalrus again.\n"})
+    service = MemoryService(repo.path)
+    whole = [h.id for h in service.search("walrus log", top_k=10).results]
+    assert len(whole) == 10
+    pages, cursor = [], None
+    for _ in range(5):
+        ans = service.search("walrus log", top_k=3, cursor=cursor)
+        pages += [h.id for h in ans.results]
+        cursor = ans.next_cursor
+        if cursor is None:
+            break
+    assert pages == whole
+    with pytest.raises(Exception, match="another search"):
+        service.search("walrus", top_k=3, cursor=service.search("walrus log", top_k=3).next_cursor)
+    with pytest.raises(Exception, match="not one this server gave"):
+        service.search("walrus log", cursor="bm90IGEgY3Vyc29y")
+    window = service.search("walrus log", top_k=10, since="2026-11-03", until="2026-11-05")
+    assert sorted(h.id for h in window.results) == ["memories/walrus-3", "memories/walrus-4", "memories/walrus-5"]
+    assert window.filters.since == "2026-11-03" and window.filters.date == "note"
+    by_commit = service.search("walrus log", top_k=10, since="2026-12-01", date="commit")
+    assert [h.id for h in by_commit.results] == ["memories/walrus-10"]
+    with pytest.raises(Exception, match="is not a date"):
+        service.search("walrus", since="last tuesday")
+    with pytest.raises(Exception, match="date must be note or commit"):
+        service.search("walrus", since="7d", date="author")
+    service.close()
+
+
+def test_forget_and_move_keep_to_memories_and_say_what_they_left(repo: Repo, cli: Any) -> None:
+    repo.commit("init", NOTES)
+    service = MemoryService(repo.path)
+    mem = service.add("Walrus feeding is at noon.", links=["related:notes/deploy"]).id
+    assert mem is not None
+    assert service.link("notes/deploy", "related", mem).changed  # a note of the user's links to it
+    moved = service.move(mem, "feeding")
+    assert moved.id == "memories/feeding" and moved.rewritten == [] and moved.not_rewritten == ["notes/deploy"]
+    assert f"[[{mem}]]" in (repo.path / "notes/deploy.md").read_text()  # the user's note is left as it was
+    assert "still link to the old name" in (moved.message or "")
+    for call in (lambda: service.retire("notes/deploy", reason="x"), lambda: service.forget("notes/deploy", reason="x"),
+                 lambda: service.move("notes/deploy", "deploy-2"), lambda: service.edit("README", append="x")):
+        with pytest.raises(Exception, match="not a memory"):
+            call()
+    with pytest.raises(Exception, match="takes a reason"):
+        service.forget(moved.id, reason=" ")
+    gone = service.forget(moved.id, reason="the walrus left")
+    assert gone.changed and not (repo.path / "memories/feeding.md").exists()
+    assert moved.id not in [h.id for h in service.search("walrus feeding noon").results]
+    service.close()
+    log = cli("log", moved.id, "--json", cwd=repo.path).json()
+    assert [e["op"] for e in log] == ["forget", "move", "add"]
+    old = cli("log", mem, "--json", cwd=repo.path).json()
+    assert [e["op"] for e in old] == ["move", "add"]
+    assert "Vivary-Reason: the walrus left" in repo.git("log", "-1", "--format=%B")

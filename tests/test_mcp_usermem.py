@@ -1,0 +1,278 @@
+"""The user memory: one Git repository of the user's own (`git config --global vivary.userMemory PATH`),
+searched beside every workspace by the MCP server, read and added to with scope user (docs/mcp.md,
+docs/remember.md). Real Git throughout; the global config is the temporary HOME conftest gives each test."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Repo, git
+from mcp import Client
+from test_mcp import _data, _run, _stdio, _text
+
+from vivary_git.errors import UsageError
+from vivary_git.mcp.server import build_server
+from vivary_git.mcp.service import MemoryService
+from vivary_git.mcp.usermem import SCOPES
+
+WS = "canary-ws-51c0de"  # in the workspace's private files only
+ME = "canary-me-9b2f4a"  # in the user memory's private files only
+
+
+def _init(path: Path, files: dict[str, str] | None = None) -> Repo:
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "gc.auto", "0")
+    r = Repo(path)
+    if files:
+        r.commit("init", files)
+    return r
+
+
+def _user_memory(tmp_path: Path, files: dict[str, str] | None = None) -> Repo:
+    me = _init(tmp_path / "me", files)
+    git(tmp_path, "config", "--global", "vivary.userMemory", str(me.path))
+    return me
+
+
+def _objects(r: Repo) -> str:
+    """Every object in the repository's database, as text (reachable or not), and its index's paths."""
+    out = subprocess.run(["git", "cat-file", "--batch-all-objects", "--batch"], cwd=r.path, capture_output=True,
+                         check=True).stdout.decode("utf-8", "replace")
+    return out + r.git("ls-files", "--stage")
+
+
+def test_a_memory_added_with_scope_user_in_one_repository_is_found_from_another(repo: Repo, tmp_path: Path) -> None:
+    me = _user_memory(tmp_path)
+    repo.commit("init", {"notes/deploy.md": "# Deploy runbook\n\nWe deploy on Tuesdays with tabs of checklists.\n"})
+    other = _init(tmp_path / "b", {"README.md": "# Project B\n\nNothing about editors here.\n"})
+    head = repo.git("rev-parse", "HEAD").strip()
+
+    a = MemoryService(repo.path)
+    added = a.add("I prefer tabs over spaces in every Python file.", tags=["editor"], scope="user")
+    assert added.ok and added.id is not None and added.id.startswith("user:memories/"), added
+    a.close()
+    # one commit in the user memory, with the usual trailers; the workspace did not move
+    assert me.git("log", "-1", "--format=%(trailers:key=Vivary-Op,valueonly)").strip() == "add"
+    assert me.git("log", "-1", "--format=%(trailers:key=Vivary-Node,valueonly)").strip() == added.id[len("user:"):]
+    assert repo.git("rev-parse", "HEAD").strip() == head and repo.git("status", "--porcelain") == ""
+
+    b = MemoryService(other.path)
+    only = b.search("tabs spaces python", scope="user", include_content=True)
+    assert [h.id for h in only.results] == [added.id] and only.results[0].scope == "user", only
+    assert only.scope == "user" and only.user is not None and only.user.path == str(me.path)
+    assert "tabs over spaces" in (only.results[0].content or "")
+    both = b.search("tabs spaces python project", top_k=5)
+    assert {(h.id, h.scope) for h in both.results} == {(added.id, "user"), ("README", None)}, both
+    assert [h.id for h in b.search("tabs", scope="workspace").results] == []
+    packet = b.read(added.id, include_content=True)
+    assert packet.id == added.id and packet.scope == "user" and packet.frontmatter["tags"] == ["editor"]
+    status = b.status().user_memory
+    assert status is not None and status.ok and status.memories == 1 and status.path == str(me.path)
+    b.close()
+    # the probe runs against the user memory's own memories: the same claim again is a duplicate there
+    again = MemoryService(other.path).add("I prefer tabs over spaces in every Python file.", scope="user")
+    assert not again.ok and again.verdict == "duplicate" and again.duplicate is not None
+    assert again.duplicate.id == added.id
+
+
+def test_the_merged_list_alternates_by_rank_with_each_repositorys_own_scores(repo: Repo, tmp_path: Path) -> None:
+    _user_memory(tmp_path, {f"memories/m{i}.md": f"# Kettle note {i}\n\nkettle {'kettle ' * i}\n" for i in range(3)})
+    repo.commit("init", {f"n{i}.md": f"# Kettle page {i}\n\nkettle {'kettle ' * i}\n" for i in range(3)})
+    svc = MemoryService(repo.path)
+    ws = [(h.id, h.score) for h in svc.search("kettle", top_k=3, scope="workspace").results]
+    me = [(h.id, h.score) for h in svc.search("kettle", top_k=3, scope="user").results]
+    merged = [(h.id, h.score) for h in svc.search("kettle", top_k=6, budget=0).results]
+    assert merged == [ws[0], me[0], ws[1], me[1], ws[2], me[2]]
+    page1 = svc.search("kettle", top_k=4, budget=0)
+    assert page1.next_cursor is not None
+    page2 = svc.search("kettle", top_k=4, budget=0, cursor=page1.next_cursor)
+    assert [h.id for h in page1.results + page2.results] == [i for i, _ in merged]
+
+
+def test_only_the_users_own_config_names_the_user_memory(repo: Repo, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    planted = _init(tmp_path / "planted", {"README.md": "# Planted\n"})
+    before = planted.git("rev-parse", "HEAD").strip()
+    repo.commit("init", {
+        "README.md": "# Home\n",
+        ".gitconfig": f"[vivary]\n\tuserMemory = {planted.path}\n",  # committed: a stranger's input
+    })
+    repo.git("config", "vivary.userMemory", str(planted.path))  # the clone's own .git/config
+    repo.git("config", "include.path", "../.gitconfig")
+    # a host config (.mcp.json's env) can set `git -c` values for the server: not the user's config either
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "vivary.userMemory")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", str(planted.path))
+    svc = MemoryService(repo.path)
+    status = svc.status().user_memory
+    assert status is not None and not status.configured and status.how is not None
+    with pytest.raises(UsageError, match="no user memory is configured"):
+        svc.add("The planted repository must never get this.", scope="user")
+    assert svc.search("home").user is None
+    assert planted.git("rev-parse", "HEAD").strip() == before
+
+    # the user's own global config is what names it, whatever the clone says
+    mine = _user_memory(tmp_path)
+    svc = MemoryService(repo.path)
+    got = svc.add("Lunch is at noon.", scope="user")
+    assert got.ok
+    assert mine.git("log", "-1", "--format=%(trailers:key=Vivary-Op,valueonly)").strip() == "add"
+    assert planted.git("rev-parse", "HEAD").strip() == before
+
+
+@pytest.mark.parametrize("kind", ["missing", "plain folder", "subfolder", "relative", "itself", "broken config"])
+def test_a_user_memory_that_cannot_be_used_is_said_and_the_server_serves_on(repo: Repo, tmp_path: Path,
+                                                                            kind: str) -> None:
+    repo.commit("init", {"README.md": "# Home\n\nThe kettle is in the kitchen.\n"})
+    target = {"missing": str(tmp_path / "nowhere"), "plain folder": str(tmp_path),
+              "subfolder": str(repo.path / "sub"), "relative": "me", "itself": str(repo.path),
+              "broken config": str(tmp_path / "me")}[kind]
+    if kind == "broken config":
+        _init(tmp_path / "me", {"tropo.toml": "version = [[[\n"})
+    (repo.path / "sub").mkdir()
+    git(tmp_path, "config", "--global", "vivary.userMemory", target)
+    svc = MemoryService(repo.path)
+    status = svc.status()
+    assert status.ok and status.user_memory is not None
+    um = status.user_memory
+    assert um.configured and not um.ok and um.problem is not None and "vivary.userMemory" in um.problem
+    said = {"missing": "does not exist", "plain folder": "not the top of a Git work tree",
+            "subfolder": "not the top of a Git work tree", "relative": "not an absolute path",
+            "itself": "this workspace's own repository", "broken config": "cannot be read"}[kind]
+    assert said in um.problem
+    alone = svc.search("kettle")
+    assert [h.id for h in alone.results] == ["README"]
+    assert alone.user is not None and alone.user.problem == um.problem
+    for call in (lambda: svc.search("kettle", scope="user"), lambda: svc.add("x y z", scope="user"),
+                 lambda: svc.read("user:memories/x")):
+        with pytest.raises(UsageError, match="the user memory is off"):
+            call()
+    if kind in ("missing", "broken config"):  # the server starts, says it in one line, and no traceback
+        proc = subprocess.run([sys.executable, "-m", "vivary_git.main", "mcp"], cwd=repo.path, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, check=False)
+        lines = [line for line in proc.stderr.splitlines() if "user memory" in line]
+        assert lines == [f"vivary mcp: user memory is off: {um.problem}"], proc.stderr
+        assert "Traceback" not in proc.stderr
+
+
+def test_privacy_holds_both_ways_and_nothing_crosses_between_the_repositories(repo: Repo, tmp_path: Path) -> None:
+    me = _user_memory(tmp_path, {
+        "USER.md": f"# {ME}-user\n\nkettle\n",
+        "memory/diary.md": f"# {ME}-diary\n\nkettle diary\n",
+        ".gitignore": "secret/\n",
+        "prefs.md": "# Prefs\n\nkettle: the blue one. See [[USER]] and [[memory/diary]].\n",
+    })
+    me.write({"secret/plan.md": f"# {ME}-ignored\n\nkettle\n"})
+    repo.commit("init", {
+        "USER.md": f"# {WS}-user\n\nkettle\n",
+        "memory/diary.md": f"# {WS}-diary\n\nkettle diary\n",
+        ".gitignore": "drafts/\n",
+        "notes/kettle.md": "# Kettle\n\nThe kettle is in the kitchen. See [[USER]].\n",
+    })
+    repo.write({"drafts/plan.md": f"# {WS}-ignored\n\nkettle\n"})
+    said: list[str] = []
+
+    async def session() -> None:
+        async with Client(build_server(MemoryService(repo.path))) as client:
+            calls: list[tuple[str, dict[str, Any]]] = [
+                ("search", {"query": "kettle diary user ignored", "top_k": 50, "include_neighbors": 3,
+                            "include_content": True, "budget": 0}),
+                ("search", {"query": "kettle", "scope": "user", "top_k": 50, "include_content": True, "budget": 0}),
+                ("read", {"id": "user:prefs", "neighbors": 3, "include_content": True}),
+                ("read", {"id": "user:USER.md"}), ("read", {"id": "user:memory/diary"}),
+                ("read", {"id": "user:secret/plan.md"}), ("read", {"id": "USER"}),
+                ("status", {}),
+                ("add", {"text": "The office kettle descales on Mondays.", "scope": "user"}),
+                ("add", {"text": "The project kettle budget is twelve euros.", "links": ["related:notes/kettle"]}),
+                ("add", {"text": "x", "scope": "user", "file": "drafts/plan.md"}),
+                ("add", {"text": "x", "scope": "user", "file": "notes/kettle.md"}),
+                ("search", {"query": "kettle descales budget", "top_k": 50, "include_content": True, "budget": 0}),
+            ]
+            for name, args in calls:
+                result = await client.call_tool(name, args)
+                said.append(json.dumps(result.structured_content) if not result.is_error else _text(result))
+            got = await client.read_resource("vivary://node/user:prefs")
+            said.append(" ".join(getattr(c, "text", "") for c in got.contents))
+
+    _run(session)
+    joined = "\n".join(said)
+    assert WS not in joined and ME not in joined, joined
+    assert "'secret/plan.md' is private (.gitignore:1:secret/)" in joined
+    assert "remembered in the workspace only" in joined
+    prefs = json.loads(said[2])
+    assert prefs["scope"] == "user" and prefs["outbound"] == [] and prefs["neighbors"] == []
+    last = json.loads(said[-2])
+    assert {(h["title"], h.get("scope")) for h in last["results"]} >= {
+        ("The office kettle descales on Mondays.", "user"), ("The project kettle budget is twelve euros.", None)}
+    # each memory is in its own repository only: not in the other's objects, refs, index or files
+    mine, theirs = _objects(me), _objects(repo)
+    assert "descales on Mondays" in mine and "descales on Mondays" not in theirs
+    assert "twelve euros" in theirs and "twelve euros" not in mine
+    assert WS not in mine and ME not in theirs
+    for r, word in ((repo, "descales"), (me, "twelve euros")):
+        assert word not in r.git("for-each-ref", "--format=%(refname) %(subject)")
+        files = [p for p in r.path.rglob("*") if p.is_file() and ".git" + os.sep + "objects" not in str(p)]
+        assert not [p for p in files if word.encode() in p.read_bytes()]
+
+
+def test_over_stdio_and_the_command_line(repo: Repo, tmp_path: Path, cli: Any) -> None:
+    me = _user_memory(tmp_path)
+    repo.commit("init", {"README.md": "# Home\n"})
+    other = _init(tmp_path / "b", {"README.md": "# B\n"})
+    got = cli("remember", "--scope", "user", "Coffee", "is", "black,", "no", "sugar.", cwd=repo.path)
+    assert got.code == 0 and f"of {me.path}" in got.out, got
+    assert me.git("log", "-1", "--format=%(trailers:key=Vivary-Source,valueonly)").strip() == "cli"
+    assert repo.git("log", "--oneline").count("\n") == 1
+
+    async def session() -> dict[str, Any]:
+        async with Client(_stdio(other)) as client:
+            tools = {t.name: t.input_schema["properties"] for t in (await client.list_tools()).tools}
+            assert tools["search"]["scope"]["enum"] == list(SCOPES) and tools["search"]["scope"]["default"] == "all"
+            assert tools["add"]["scope"]["enum"] == ["workspace", "user"]
+            found = _data(await client.call_tool("search", {"query": "coffee sugar"}))
+            first = found["results"][0]
+            packet = _data(await client.call_tool("read", {"id": first["id"], "include_content": True}))
+            added = _data(await client.call_tool("add", {"text": "Tea is green.", "scope": "user"}))
+            status = _data(await client.call_tool("status", {}))
+            return {"found": found, "packet": packet, "added": added, "status": status}
+
+    out = _run(session)
+    assert out["found"]["results"][0]["scope"] == "user" and out["found"]["scope"] == "all"
+    assert out["packet"]["id"].startswith("user:memories/") and "no sugar" in out["packet"]["content"]
+    assert out["added"]["scope"] == "user" and out["added"]["id"].startswith("user:")
+    assert out["status"]["user_memory"]["memories"] == 2
+    assert other.git("log", "--oneline").count("\n") == 1
+    # without a user memory the command says how to name one, in one line
+    git(tmp_path, "config", "--global", "--unset", "vivary.userMemory")
+    bad = cli("remember", "--scope", "user", "Nothing", "lands.", cwd=repo.path)
+    assert bad.code == 2 and "git config --global vivary.userMemory" in bad.err and "Traceback" not in bad.err
+
+
+def test_each_repository_searches_in_its_own_mode(repo: Repo, tmp_path: Path, cli: Any) -> None:
+    """The user memory with its semantic index, the workspace without: hybrid there, keywords here, one list."""
+    pytest.importorskip("hnswlib", reason="the embed extra is not installed")
+    me = _user_memory(tmp_path, {
+        ".vivary/memory.toml": '[memory]\nenabled = true\nprovider = "vivary-local"\n',
+        "memories/ship-days.md": "---\ntype: memory\n---\n# Ship days\n\n"
+                                 "I ship releases on Tuesdays, never on Fridays.\n",
+    })
+    assert cli("index", "--yes", cwd=me.path).code == 0
+    repo.commit("init", {"notes/weekday.md": "# Weekday plan\n\nWhich weekday: standups on Monday.\n"})
+    svc = MemoryService(repo.path)
+    ans = svc.search("which weekday do we ship releases")
+    assert ans.mode == "text" and ans.user is not None and ans.user.mode == "hybrid", ans
+    assert [(h.id, h.scope) for h in ans.results[:2]] == [("notes/weekday", None), ("user:memories/ship-days", "user")]
+    um = svc.status().user_memory
+    assert um is not None and um.search == "hybrid"
+    # a near-duplicate is found by the user memory's own cosine probe
+    dup = svc.add("I ship releases on Tuesdays and never on Fridays!", scope="user")
+    assert not dup.ok and dup.probe == "cosine" and dup.duplicate is not None
+    assert dup.duplicate.id == "user:memories/ship-days"
+    svc.close()

@@ -1,0 +1,193 @@
+"""The similarity probe's verdicts (duplicate, update, related, new), each among several existing memories where
+the right one is not the first; `remember --supersede`; the labelled pairs' goals."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Repo
+
+from vivary_git.memory.writes.claims import Claim, mismatches
+from vivary_git.memory.writes.probe import Candidate, Probe
+
+PAIRS = Path(__file__).parent / "data" / "probe_pairs.jsonl"
+LOCAL = '[memory]\nenabled = true\nprovider = "vivary-local"\n'
+
+# Several memories of one subject and of others: the one a verdict must name is never the first.
+EXISTING = [
+    ("tablet-storage", "The survey tablets are stored in the locked cabinet in room 12."),
+    ("deploy-review", "A production deploy needs a green CI run and one approving review."),
+    ("rate-limit-429", "Requests over the API rate limit get an HTTP 429 answer with a Retry-After header."),
+    ("tablet-charge", "Survey tablets must be fully charged before each Thursday field trip."),
+    ("rate-limit", "The API rate limit is 600 requests per minute per token."),
+    ("billing-owner", "The billing service is owned by Priya Raman's team."),
+    ("deploy-days", "We deploy to production on Tuesdays and never on Fridays."),
+]
+
+
+def _candidates() -> list[Candidate]:
+    return [Candidate(i, f"memories/{i}.md", i, t) for i, t in EXISTING]
+
+
+@pytest.fixture(scope="module")
+def cosine() -> Probe:
+    pytest.importorskip("onnxruntime", reason="the embed extra is not installed")
+    from vivary_git.memory.local.embed import load_embedder
+
+    embedder = load_embedder("minilm-l6-int8", optimize=False)
+    return Probe(0.75, lambda: embedder)
+
+
+@pytest.mark.parametrize(("text", "verdict", "target", "evidence"), [
+    ("Before every Thursday field trip, the survey tablets need a full charge.", "duplicate", "tablet-charge", ""),
+    ("Survey tablets must not be fully charged before each Thursday field trip.", "update", "tablet-charge",
+     "negation"),
+    ("Each token may make up to 600 API requests a minute.", "duplicate", "rate-limit", ""),
+    ("The API rate limit is 1200 requests per minute per token.", "update", "rate-limit", "number: 600 -> 1200"),
+    ("The billing service is owned by Marcus Lee's team.", "update", "billing-owner", "name"),
+    ("We deploy to production on Thursdays and never on Fridays.", "update", "deploy-days", "date"),
+    ("We no longer deploy to production on Tuesdays.", "update", "deploy-days", "negation"),
+    ("Priya Raman's team also runs the invoicing dashboard.", "related", "billing-owner", ""),
+    ("The survey tablets need a charging cable in the field kit.", "related", "tablet-charge", ""),
+    ("The coffee machine is on the third floor.", "new", "", ""),
+])
+def test_the_verdict_names_the_right_memory_among_several(cosine: Probe, text: str, verdict: str, target: str,
+                                                          evidence: str) -> None:
+    got = cosine.check(text, _candidates())
+    assert got.verdict == verdict, got
+    if target:
+        assert got.matches[0].id == target, got  # not the first memory, nor the most similar of another subject
+        assert evidence in "; ".join(got.matches[0].evidence)
+    else:
+        assert got.matches == []
+
+
+def test_a_related_add_lists_every_related_memory_best_first(cosine: Probe) -> None:
+    got = cosine.check("Survey tablets need a charging cable in the field kit.", _candidates())
+    assert got.verdict == "related"
+    assert [m.id for m in got.matches][:2] == ["tablet-charge", "tablet-storage"]
+    assert all(a.score >= b.score for a, b in zip(got.matches, got.matches[1:], strict=False))
+
+
+def test_without_a_model_the_same_text_is_a_duplicate_and_a_changed_value_an_update() -> None:
+    words = Probe(0.75)
+    assert words.method == "exact"
+    same = words.check("the API rate limit is 600 requests per minute, per token", _candidates())
+    assert same.verdict == "duplicate" and same.matches[0].id == "rate-limit" and same.matches[0].method == "exact"
+    changed = words.check("The API rate limit is 900 requests per minute per token.", _candidates())
+    assert changed.verdict == "update" and changed.matches[0].id == "rate-limit"
+    assert changed.matches[0].evidence == ["number: 600 -> 900"]
+    assert words.check("The coffee machine is on the third floor.", _candidates()).verdict == "new"
+
+
+@pytest.mark.parametrize(("old", "new", "said"), [
+    ("Backups run at 2am UTC.", "Backups run at 02:00 UTC.", []),
+    ("Logs are kept for 14 days.", "Logs are kept for two weeks.", []),
+    ("Patches are applied within 48 hours.", "Patches are applied no later than two days after release.", []),
+    ("Passwords rotate on the first day of every month.", "On the first of each month passwords rotate.", []),
+    ("Branches are cut two weeks before launch.", "Branches are cut one week before launch.",
+     ["number: 20160 min -> 10080 min"]),
+    ("Maria is the product manager.", "Maria is no longer the product manager.",
+     ['negation: "nolonger" only in the new text']),
+    ("Alice reviews the auth module.", "Bob reviews the auth module.", ["name: Alice -> Bob"]),
+    ("Visual Studio Code allows custom CSS.", "VS Code allows custom CSS.", []),
+    ("Employees may work remotely three days a week.", "Staff can work from home three days each week.", []),
+])
+def test_values_are_read_as_values(old: str, new: str, said: list[str]) -> None:
+    assert mismatches(Claim.of(old), Claim.of(new)) == said
+
+
+def _pairs() -> list[dict[str, Any]]:
+    return [json.loads(line) for line in PAIRS.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def test_the_labelled_pairs_are_varied_and_split() -> None:
+    pairs = _pairs()
+    assert len(pairs) >= 200
+    labels = Counter(p["label"] for p in pairs)
+    assert set(labels) == {"paraphrase", "contradiction", "related", "unrelated"} and min(labels.values()) >= 50
+    kinds = Counter(p["kind"] for p in pairs if p["label"] == "contradiction")
+    assert set(kinds) == {"negation", "number", "date", "name", "no longer"}
+    assert {p["half"] for p in pairs} == {"tune", "test"} and len({p["b"] for p in pairs}) >= 190
+
+
+def test_the_labelled_pairs_meet_the_goals(cosine: Probe) -> None:
+    """bench/bench_probe.py's figures over both halves, each pair's memory among three others."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_probe", Path(__file__).parents[1] / "bench" / "bench_probe.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    pairs = _pairs()
+    got: Counter[tuple[str, str]] = Counter()
+    for p in pairs:
+        existing = bench._existing(pairs, p)
+        assert existing[0][1] != p["a"]
+        verdict = cosine.check(p["b"], [Candidate(i, i, i, t) for i, t in existing])
+        named = verdict.top.id if verdict.top is not None else None
+        ok_target = verdict.verdict not in ("duplicate", "update") or named == f"g{p['group']}"
+        got[(p["label"], verdict.verdict if ok_target else "other")] += 1
+    count = Counter(p["label"] for p in pairs)
+    assert got[("paraphrase", "duplicate")] / count["paraphrase"] >= 0.90
+    assert (got[("contradiction", "duplicate")] + got[("contradiction", "other")]) / count["contradiction"] <= 0.05
+    refused = sum(got[(lab, v)] for lab in ("related", "unrelated") for v in ("duplicate", "update", "other"))
+    assert refused / (count["related"] + count["unrelated"]) <= 0.02
+
+
+def _local(repo: Repo, cli: Any) -> None:
+    pytest.importorskip("hnswlib", reason="the embed extra is not installed")
+    repo.commit("init", {".vivary/memory.toml": LOCAL, "notes/home.md": "# Home\n"})
+    for _, text in EXISTING:
+        assert cli("remember", text, cwd=repo.path).code == 0
+
+
+def test_remember_refuses_an_update_and_supersedes_in_one_commit(repo: Repo, cli: Any) -> None:
+    _local(repo, cli)
+    head = repo.git("rev-parse", "HEAD").strip()
+    r = cli("remember", "The API rate limit is 1200 requests per minute per token.", "--json", cwd=repo.path)
+    assert r.code == 3
+    got = r.json()
+    old = "memories/the-api-rate-limit-is-600-requests-per-minute-per-token"
+    assert got["ok"] is False and got["verdict"] == "update" and "duplicate" not in got
+    assert got["matches"][0]["id"] == old and got["matches"][0]["evidence"] == ["number: 600 -> 1200"]
+    assert f"update {old} instead" in got["message"]
+    assert repo.git("rev-parse", "HEAD").strip() == head
+
+    r = cli("remember", "The API rate limit is 1200 requests per minute per token.", "--supersede", "--json",
+            cwd=repo.path)
+    assert r.code == 0, r.err
+    got = r.json()
+    assert got["verdict"] == "update" and got["archived"] == [old]
+    assert {"from": got["id"], "field": "supersedes", "to": old} in got["links"]
+    assert repo.git("rev-parse", "HEAD~1").strip() == head  # one commit, both notes
+    assert sorted(repo.git("diff", "--name-only", "HEAD~1", "HEAD").split()) == sorted([got["path"], f"{old}.md"])
+    message = repo.git("log", "-1", "--format=%B")
+    trailers = subprocess.run(["git", "interpret-trailers", "--parse"], input=message, capture_output=True,
+                              text=True, check=True).stdout
+    assert f"Vivary-Supersedes: {old}\n" in trailers and "Vivary-Op: add\n" in trailers
+    assert "archived: " in (repo.path / f"{old}.md").read_text()
+    edges = cli("graph", "--json", cwd=repo.path).json()["edges"]
+    assert {"from": got["id"], "field": "supersedes", "to": old, "broken": False} in edges
+    assert cli("check", cwd=repo.path).code == 0
+    # the archived memory is no longer what an add is compared with: the old claim is new again
+    again = cli("remember", "The API rate limit is 600 requests per minute per token.", "--json", cwd=repo.path)
+    assert again.json()["verdict"] == "update" and again.json()["matches"][0]["id"] == got["id"]
+
+
+def test_a_related_add_is_linked_to_the_related_memories(repo: Repo, cli: Any) -> None:
+    _local(repo, cli)
+    r = cli("remember", "The survey tablets need a charging cable in the field kit.", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    got = r.json()
+    assert got["verdict"] == "related"
+    linked = [e["to"] for e in got["links"] if e["field"] == "related"]
+    assert linked and linked[0].startswith("memories/survey-tablets-must-be-fully-charged")
+    assert linked == [m["id"] for m in got["matches"]][:len(linked)]
+    text = (repo.path / got["path"]).read_text()
+    assert "related: [" in text and cli("check", cwd=repo.path).code == 0

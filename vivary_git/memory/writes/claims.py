@@ -1,0 +1,207 @@
+"""What a memory claims, as far as telling two claims apart needs: its content words, and the values a
+contradiction changes (a negation, a number, a day or month, a name).
+
+`Claim.of(text)` reads a text once; `overlap(a, b)` is how many of the shorter one's content words the other
+has; `mismatches(a, b)` lists what one says that the other says otherwise, as evidence such as
+`number: 600 -> 1200` or `negation: "not" only in the new text`. Two texts that name different values for
+the same slot say different things; one that only leaves a value out (a paraphrase) does not, so a value
+counts only when each text has one the other lacks. Plain Python, no model: the probe (probe.py) combines
+it with cosine similarity when the embedder is there, and stands on it alone when it is not.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["Claim", "mismatches", "overlap"]
+
+_TOKEN = re.compile(r"\d+(?:[.,:]\d+)*%?|[^\W\d_]+(?:'[^\W\d_]+)?", re.UNICODE)
+_STOP = frozenset([
+    "a", "an", "the", "and", "or", "but", "if", "then", "so", "of", "to", "in", "on", "at", "by", "for", "with",
+    "from", "into", "onto", "over", "under", "about", "as", "is", "are", "was", "were", "be", "been", "being", "am",
+    "do", "does", "did", "has", "have", "had", "having", "it", "its", "it's", "this", "that", "these", "those",
+    "there", "here", "we", "our", "us", "you", "your", "i", "me", "my", "he", "him", "his", "she", "her", "they",
+    "them", "their", "who", "whom", "which", "what", "when", "where", "why", "how", "all", "any", "each", "every",
+    "both", "either", "some", "such", "own", "same", "other", "another", "than", "too", "very", "can", "could",
+    "may", "might", "must", "shall", "should", "will", "would", "just", "also", "only", "still", "now", "currently",
+    "at", "up", "down", "out", "off", "again", "once", "per", "a", "via", "each", "whose", "whichever"
+])
+# Words that turn a claim around. "no longer", "stopped" and "anymore" say that what was true is not now.
+_NEGATIONS = frozenset([
+    "not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "cannot", "can't", "won't", "don't",
+    "doesn't", "didn't", "isn't", "aren't", "wasn't", "weren't", "hasn't", "haven't", "hadn't", "shouldn't",
+    "wouldn't", "couldn't", "mustn't", "without", "nolonger", "anymore", "stopped", "ceased"
+])
+_ANTONYMS = (("always", "never"), ("enabled", "disabled"), ("enable", "disable"), ("allowed", "forbidden"),
+             ("allow", "forbid"), ("required", "optional"), ("include", "exclude"),
+             ("start", "stop"), ("open", "closed"), ("stay", "leave"), ("public", "private"),
+             ("increase", "decrease"), ("minimum", "maximum"), ("earlier", "later"), ("true", "false"),
+             ("accept", "reject"), ("more", "less"), ("add", "remove"),
+             ("must", "may"))
+_CHANGES = frozenset({"nolonger", "anymore", "stopped", "ceased"})  # what was true is not now, whatever else is denied
+_OPPOSITE = {w: o for a, b in _ANTONYMS for w, o in ((a, b), (b, a))}
+_DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december")
+_WHEN = frozenset(_DAYS + tuple(d + "s" for d in _DAYS) + _MONTHS) - {"may"}  # "may" is mostly the verb
+_UNITS = [
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+    "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"
+]
+_TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+_ORDINALS = [
+    "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh",
+    "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth",
+    "twentieth"
+]
+_ORDINAL_WORDS = frozenset(_ORDINALS)
+_NUMBER_WORDS = {w: str(i) for i, w in enumerate(_UNITS)} | {w: str(20 + 10 * i) for i, w in enumerate(_TENS)} \
+    | {w: str(i + 1) for i, w in enumerate(_ORDINALS)} | {"hundred": "100", "thousand": "1000", "dozen": "12",
+                                                         "half": "0.5", "twice": "2", "once": "1"}
+_NOT_NUMBERS = frozenset({"second", "once", "half"})  # "a second", "at once": words first
+# "one" is a number ("one approval"), but not in "one of", "the one", "no one", "at once"
+_NOT_ONE_AFTER = frozenset({"the", "no", "any", "each", "every", "some", "this", "that", "which", "someone"})
+_NOT_ONE_BEFORE = frozenset({"of", "another", "by", "or"})
+# "no later than two days" bounds a number, it denies nothing; "no longer" is one negation, not two.
+_NOT_NEGATED = re.compile(r"\b(?:no|not) (?:later|earlier|more|less|fewer|sooner) than\b|\bnot only\b", re.I)
+_NO_LONGER = re.compile(r"\b(?:no|not any) longer\b|\bnot anymore\b", re.I)
+_NAME_REST = 0.8  # the share of the other words two claims naming different names must have in common
+_DURATIONS = {u + s: m for u, m in (("minute", 1), ("hour", 60), ("day", 1440), ("week", 10080)) for s in ("", "s")}
+_TIME = re.compile(r"\A(\d{1,2})(?::(\d{2}))?(am|pm)\Z")
+
+
+def _stem(word: str) -> str:
+    """A crude English stem: enough that "deploys", "deployed" and "deploying" meet."""
+    for suffix, keep in (("'s", ""), ("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", ""),
+                         ("s", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
+            return word[: len(word) - len(suffix)] + keep
+    return word
+
+
+def _number(token: str) -> list[str]:
+    """The numbers a token says: `2am` and `02:00` are 2, `10:15` is 10 and 15, `99.9%` is 99.9."""
+    low = token.lower().rstrip("%")
+    got = _TIME.match(low)
+    if got:
+        hour = int(got.group(1)) % 12 + (12 if got.group(3) == "pm" else 0)
+        out = [str(hour)]
+        if got.group(2) and got.group(2) != "00":
+            out.append(str(int(got.group(2))))
+        return out
+    if low[:1].isdigit():
+        parts = low.replace(",", "").split(":")
+        return [p.lstrip("0") or "0" for p in parts if p not in ("00",)]
+    word = _NUMBER_WORDS.get(low)
+    return [word] if word is not None and low not in _NOT_NUMBERS else []
+
+
+def _in_minutes(number: str, unit: int) -> str:
+    try:
+        value = float(number) * unit
+    except ValueError:
+        return number
+    return f"{value:g} min"
+
+
+@dataclass(frozen=True)
+class Claim:
+    words: frozenset[str]  # content stems
+    numbers: frozenset[str]
+    when: frozenset[str]  # days and months
+    names: dict[str, str]  # stem -> the word as written, for words written with a capital
+    negations: tuple[str, ...]
+    lows: frozenset[str]  # every word, lowercase
+    cased: frozenset[str]  # every word as written
+
+    @classmethod
+    def of(cls, text: str) -> Claim:
+        words: set[str] = set()
+        numbers: set[str] = set()
+        when: set[str] = set()
+        names: dict[str, str] = {}
+        negations: list[str] = []
+        lows: set[str] = set()
+        text = re.sub(r"(?<=\d)\s+(am|pm)\b", r"\1", text, flags=re.I)  # "2 pm" is one time
+        text = _NOT_NEGATED.sub(" ", text)
+        text = _NO_LONGER.sub(" nolonger ", text)
+        raws = _TOKEN.findall(text.replace("’", "'"))
+        used = -1  # a duration's unit, read with its number
+        for at, raw in enumerate(raws):
+            low = raw.lower()
+            lows.add(low)
+            if low in _NEGATIONS or low.endswith("n't"):
+                negations.append(low)
+                continue
+            after = raws[at + 1].lower() if at + 1 < len(raws) else ""
+            nums = _number(raw)
+            if low == "one" and (after in _NOT_ONE_BEFORE or (at and raws[at - 1].lower() in _NOT_ONE_AFTER)):
+                nums = []
+            if nums:
+                cardinal = low not in _ORDINAL_WORDS and not low.endswith(("st", "nd", "rd", "th"))
+                unit = _DURATIONS.get(after) if cardinal and len(nums) == 1 else None
+                if unit is not None:
+                    nums = [_in_minutes(nums[0], unit)]  # "48 hours" and "two days" are one duration
+                    used = at + 1
+                numbers.update(nums)
+                continue
+            if low in _WHEN:
+                when.add(low.rstrip("s") if low.endswith("days") else low)
+                continue
+            if low in _STOP or at == used:
+                continue
+            stem = _stem(low)
+            words.add(stem)
+            if raw[:1].isupper() or any(c.isupper() for c in raw[1:]):
+                names[stem] = raw
+        return cls(frozenset(words), frozenset(numbers), frozenset(when), names, tuple(negations), frozenset(lows),
+                   frozenset(raws))
+
+
+def overlap(a: Claim, b: Claim) -> float:
+    """The share of the shorter claim's content words (and values) that the other has: 1.0 when one says
+    nothing the other does not."""
+    left = a.words | a.numbers | a.when
+    right = b.words | b.numbers | b.when
+    if not left or not right:
+        return 0.0
+    return len(left & right) / min(len(left), len(right))
+
+
+def mismatches(old: Claim, new: Claim) -> list[str]:
+    """What `new` says otherwise than `old`, as evidence lines; empty when nothing differs but the wording."""
+    out: list[str] = []
+    changed = [w for w in (*old.negations, *new.negations) if w in _CHANGES]
+    if changed and (any(w in _CHANGES for w in old.negations) != any(w in _CHANGES for w in new.negations)):
+        side = "the new text" if any(w in _CHANGES for w in new.negations) else "the existing memory"
+        out.append(f'negation: "{changed[0]}" only in {side}')
+    elif (len(old.negations) % 2) != (len(new.negations) % 2):
+        only_new = [w for w in new.negations if w not in old.negations]
+        only_old = [w for w in old.negations if w not in new.negations]
+        if only_new:
+            out.append(f'negation: "{" ".join(only_new)}" only in the new text')
+        else:
+            out.append(f'negation: "{" ".join(only_old or old.negations)}" only in the existing memory')
+    for kind, a, b in (("number", old.numbers, new.numbers), ("date", old.when, new.when)):
+        if a - b and b - a:
+            out.append(f"{kind}: {', '.join(sorted(a - b))} -> {', '.join(sorted(b - a))}")
+    gone = {s: w for s, w in old.names.items() if w not in new.cased and s not in new.names}
+    came = {s: w for s, w in new.names.items() if w not in old.cased and s not in old.names}
+    # Another name in the same sentence: the rest of the two claims is the same (a paraphrase that starts
+    # "Staff can" where the memory starts "Employees may" differs in more than the name).
+    rest = (old.words - set(gone)) | old.numbers | old.when, (new.words - set(came)) | new.numbers | new.when
+    same_rest = bool(rest[0]) and bool(rest[1]) and len(rest[0] & rest[1]) >= _NAME_REST * min(map(len, rest))
+    if gone and came and same_rest and not _acronyms(gone, came) and not _acronyms(came, gone):
+        out.append(f"name: {', '.join(sorted(gone.values()))} -> {', '.join(sorted(came.values()))}")
+    flips = sorted(f"{w} -> {o}" for w in old.lows
+                   if (o := _OPPOSITE.get(w)) is not None and o in new.lows and w not in new.lows and o not in old.lows)
+    if flips:
+        out.append(f"opposite: {', '.join(flips)}")
+    return out
+
+
+def _acronyms(long: dict[str, str], short: dict[str, str]) -> bool:
+    """Is every name in `short` the initials of names in `long` ("VS" for "Visual Studio")?"""
+    initials = "".join(w[0].upper() for w in long.values())
+    return all(w.isupper() and len(w) >= 2 and w in initials for w in short.values())
