@@ -184,7 +184,9 @@ def test_an_ignored_memory_folder_is_refused(repo: Repo, cli) -> None:
     repo.commit("ignore", {".gitignore": "memories/\n"})
     r = cli("remember", "Would be ignored", cwd=repo.path)
     assert r.code == 3
-    assert "memories/would-be-ignored.md would be private (.gitignore:1:memories/)" in r.err
+    assert r.err == ("git vivary remember: memories/would-be-ignored.md would be private (.gitignore:1:memories/), "
+                     "so a memory written there could never be found; set [memory.remember] folder in "
+                     ".vivary/memory.toml to a public folder (default \"memories\")\n"), r.err
 
 
 def test_detached_head_is_refused_with_the_fix(repo: Repo, cli) -> None:
@@ -248,6 +250,64 @@ def test_eight_concurrent_adds_all_land(repo: Repo) -> None:
     for p in paths:
         assert (repo.path / p).is_file()
 
+
+
+# --- what an agent sends is checked before anything is written, and each refusal says why, word for word ----
+
+_LONG_TAG = "t" * 64
+
+
+@pytest.mark.parametrize(("kwargs", "said"), [
+    ({"text": "   "}, "the memory text is empty; say what to remember"),
+    ({"text": "x" * 20_001}, "the memory text is 20,001 characters, over the 20,000 a memory may hold; keep memories "
+                             "short and link them instead"),
+    ({"text": "a\x00b"}, "the memory text contains a NUL character; send plain text"),
+    ({"tags": [f"t{n}" for n in range(33)]}, "33 tags, over the 32 a memory may have"),
+    ({"tags": [_LONG_TAG + "u"]}, f"tag '{_LONG_TAG}u' must be one word of at most 64 characters (no spaces, commas, "
+                                  "brackets or quotes), e.g. \"deploy\""),
+    ({"tags": ["two words"]}, "tag 'two words' must be one word of at most 64 characters (no spaces, commas, "
+                              "brackets or quotes), e.g. \"deploy\""),
+    ({"tags": ["#"]}, "tag '' must be one word of at most 64 characters (no spaces, commas, brackets or quotes), "
+                      "e.g. \"deploy\""),
+    ({"durability": "forever"}, "durability 'forever' is not one of working, durable, pinned, ephemeral"),
+    ({"links": ["related"]}, "link 'related' must be FIELD:ID, e.g. related:deploy-runbook"),
+    ({"links": [" :notes/deploy"]}, "link ' :notes/deploy' must be FIELD:ID, e.g. related:deploy-runbook"),
+    ({"links": ["related: "]}, "link 'related: ' must be FIELD:ID, e.g. related:deploy-runbook"),
+], ids=["empty", "too-long", "nul", "too-many-tags", "long-tag", "spaced-tag", "bare-hash", "durability",
+        "link-without-colon", "link-without-field", "link-without-target"])
+def test_an_agents_bad_input_is_refused_word_for_word_and_nothing_is_written(repo: Repo, kwargs: dict[str, object],
+                                                                            said: str) -> None:
+    from vivary_git.errors import UsageError
+    from vivary_git.mcp.service import MemoryService
+
+    _seed(repo)
+    head = repo.git("rev-parse", "HEAD")
+    service = MemoryService(repo.path)
+    try:
+        with pytest.raises(UsageError) as refused:
+            service.add(**{"text": "Deploys happen on Tuesdays.", **kwargs})  # type: ignore[arg-type]
+        assert str(refused.value) == said
+    finally:
+        service.close()
+    assert repo.git("rev-parse", "HEAD") == head
+
+
+def test_an_agents_input_at_each_bound_is_taken(repo: Repo) -> None:
+    """At the limits (20,000 characters, 32 tags, a 64-character tag), and a tag written `#deploy` is `deploy`."""
+    from vivary_git.mcp.service import MemoryService
+
+    _seed(repo)
+    service = MemoryService(repo.path)
+    try:
+        text = ("Deploys happen on Tuesdays. " * 800)[:20_000]
+        long = service.add(text, tags=["#deploy", "deploy", "Xray", _LONG_TAG], durability="pinned")
+        assert long.ok and long.id is not None, long
+        assert service.read(long.id).frontmatter["tags"] == ["deploy", "Xray", _LONG_TAG]
+        many = service.add("Signing keys rotate every quarter.", tags=[f"t{n}" for n in range(32)])
+        assert many.ok and many.id is not None, many
+        assert service.read(many.id).frontmatter["tags"] == [f"t{n}" for n in range(32)]
+    finally:
+        service.close()
 
 
 def test_expires_writes_an_ephemeral_memory_that_stops_mattering_then(repo: Repo, cli) -> None:

@@ -11,6 +11,7 @@ import hashlib
 import json
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import msgspec
@@ -20,6 +21,10 @@ from test_store import objects_reachable, stats, tip
 
 from vivary_git.git import Repo as GitRepo
 from vivary_git.refnames import CACHE_REF, NOTES_REF
+from vivary_git.store import format as fmt
+from vivary_git.store import notes as store_notes
+from vivary_git.store import refcache, trust
+from vivary_git.store import write as store_write
 from vivary_git.store.read import Snapshot
 
 NOTES = {
@@ -372,3 +377,305 @@ def test_a_search_index_built_from_a_trusted_graph_is_never_read_by_a_run_that_t
     module = run_git_vivary(["query", "module", "--rev", "HEAD", "--json"], me)
     assert [h["title"] for h in json.loads(module.stdout)["results"]] == ["Module one"], module.stdout
 
+
+
+# --- signing and verifying cache commits, through store's API -----------------------------------------------
+
+NEEDS_SSH = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs ssh-keygen (OpenSSH)")
+
+
+def _signs(path: Path, tmp_path: Path, name: str = "ci") -> str:
+    """Sign with a new SSH key in `path` (Git's own SSH signing); the key's allowed-signers line."""
+    key, pub = _ssh_key(tmp_path, name)
+    git(path, "config", "gpg.format", "ssh")
+    git(path, "config", "user.signingKey", f"{key}.pub")
+    return f'{name} namespaces="git" {pub}\n'
+
+
+def _state(n: int) -> store_write.Changes:
+    return store_write.Changes(states={f"state/local/k{n}/index.bin": f"state {n}".encode()})
+
+
+@NEEDS_SSH
+def test_cache_commits_are_vivary_gits_own_signed_or_not(repo: Repo, tmp_path: Path) -> None:
+    """A cache commit is pushed to every clone: signed or not it is made by `vivary-git`, never under the
+    name and address of the user whose run wrote it (Git's signing reads them from the environment)."""
+    repo.commit("notes", NOTES)
+    _signs(repo.path, tmp_path)
+    r = GitRepo(repo.path)
+    unsigned = store_write.write(r, _state(1))
+    signed = store_write.write(r, _state(2), sign=True)
+    assert unsigned is not None and signed is not None
+    stamp = git(repo.path, "log", "-1", "--format=%ad", "--date=raw", unsigned.commit).split()
+    assert abs(int(stamp[0]) - time.time()) < 3600 and stamp[1] == "+0000", stamp  # written now, in UTC
+    for commit, gpgsig in ((unsigned.commit, False), (signed.commit, True)):
+        who = git(repo.path, "log", "-1", "--format=%an <%ae>|%cn <%ce>", commit).strip()
+        assert who == "vivary-git <vivary-git@localhost>|vivary-git <vivary-git@localhost>", who
+        assert git(repo.path, "log", "-1", "--format=%B", commit) == "vivary cache\n"
+        assert ("gpgsig" in git(repo.path, "cat-file", "commit", commit)) is gpgsig
+
+
+@NEEDS_SSH
+def test_a_cache_commit_git_cannot_sign_is_not_recorded_and_the_line_says_why(
+        repo: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    repo.commit("notes", NOTES)
+    _signs(repo.path, tmp_path)
+    git(repo.path, "config", "user.signingKey", str(tmp_path / "keys" / "gone.pub"))
+    git(repo.path, "config", "vivary.cacheSign", "true")
+    cache = refcache.RefCache(GitRepo(repo.path))
+    assert cache.sign and cache.write(_state(1), "vivary cache: test") is None
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1, err
+    assert err.startswith("vivary: vivary.cacheSign is on but Git could not sign the cache commit: "), err
+    assert "gone.pub" in err and err.endswith(" (check user.signingKey and gpg.format); this tree was not recorded\n")
+    assert tip(repo.path) == ""
+    # Git itself gone: said the same way, never a traceback.
+    tree = git(repo.path, "rev-parse", "HEAD^{tree}").strip()
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
+    with pytest.raises(trust.SigningError) as failed:
+        trust._signed_commit(GitRepo(repo.path), tree, [], "vivary cache: test")
+    assert str(failed.value) == ("cannot sign the cache commit (`git` is not on PATH; install Git (2.30 or newer) "
+                                 "and try again)")
+
+
+def test_provider_state_is_read_only_from_a_cache_this_clone_trusts(
+        repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
+    """`get_state`/`list_states` (what a memory provider loads) follow `vivary.cacheTrust` as every read does:
+    nothing by default, the tip with `any`; a state file that does not match the manifest reads as absent,
+    said in one line on stderr."""
+    repo.commit("notes", NOTES)
+    r = GitRepo(repo.path)
+    assert store_write.put_state(r, "local", "k1", {"index.bin": b"vectors", "manifest.json": b"{}"}) is not None
+    assert refcache.get_state(r, "local", "k1", "index.bin") is None
+    assert refcache.list_states(r, "local") == {}
+    git(repo.path, "config", "vivary.cacheTrust", "any")
+    assert refcache.get_state(r, "local", "k1", "index.bin") == b"vectors"
+    assert refcache.get_state(r, "local", "k1", "gone.bin") is None
+    assert refcache.list_states(r, "local") == {"k1": ["index.bin", "manifest.json"]}
+    assert refcache.list_states(r, "cognee") == {}
+    assert capsys.readouterr() == ("", "")
+    # Someone swaps the state file's bytes and leaves the manifest as it was (Git plumbing, a scratch index).
+    index = {"GIT_INDEX_FILE": str(repo.path / ".git" / "forge-index")}
+    git(repo.path, "read-tree", CACHE_REF, env=index)
+    swapped = _blob(repo.path, b"VECTORS")  # the same size
+    git(repo.path, "update-index", "--cacheinfo", f"100644,{swapped},state/local/k1/index.bin", env=index)
+    forged = git(repo.path, "commit-tree", git(repo.path, "write-tree", env=index).strip(), "-p", CACHE_REF,
+                 "-m", "vivary cache").strip()
+    git(repo.path, "update-ref", CACHE_REF, forged)
+    assert refcache.get_state(r, "local", "k1", "index.bin") is None
+    assert capsys.readouterr() == ("", "vivary: ignored the cache in refs/vivary/cache (state/local/k1/index.bin does "
+                                       "not match its sha256 in the manifest (modified?)); results are recomputed. "
+                                       "`git vivary cache verify` shows the damage, `git vivary cache drop` removes "
+                                       "it\n")
+
+
+@NEEDS_SSH
+def test_a_signature_is_judged_by_each_repositorys_allowed_signers_and_checked_once(
+        repo: Repo, tmp_path: Path) -> None:
+    """The same signed cache commit in two clones of one process (an MCP server serves several workspaces):
+    trusted where its signer is allowed, not where it is not; the answer is kept per repository, and Git
+    verifies a commit once per repository."""
+    repo.commit("notes", NOTES)
+    allowed = _signs(repo.path, tmp_path)
+    written = store_write.write(GitRepo(repo.path), _state(1), sign=True)
+    assert written is not None
+    origin = bare(tmp_path, "origin.git")
+    repo.git("push", "-q", f"file://{origin}", "main", f"{CACHE_REF}:{CACHE_REF}")
+    trusting, other = (_fresh_clone(tmp_path, origin, name) for name in ("trusting", "other"))
+    calls = tmp_path / "verify-calls"
+    program = tmp_path / "counting-ssh-keygen"
+    program.write_text(f'#!/bin/sh\necho "$@" >> {calls}\nexec ssh-keygen "$@"\n')
+    program.chmod(0o755)
+    for clone, signers in ((trusting, allowed), (other, "")):
+        git(clone, "fetch", "-q", "origin", f"{CACHE_REF}:{CACHE_REF}")
+        (clone / ".git" / "allowed").write_text(signers)
+        git(clone, "config", "gpg.ssh.allowedSignersFile", str(clone / ".git" / "allowed"))
+        git(clone, "config", "gpg.ssh.program", str(program))
+    assert trust.verified(GitRepo(trusting), written.commit)
+    assert not trust.verified(GitRepo(other), written.commit)
+    assert trust.verified(GitRepo(trusting), written.commit) and not trust.verified(GitRepo(other), written.commit)
+    asked = [line for line in calls.read_text().splitlines() if line.startswith("-Y find-principals")]
+    assert len(asked) == 2, calls.read_text()  # once in each clone
+    assert trust.newest_verified(GitRepo(trusting)) == written.commit
+    assert trust.newest_verified(GitRepo(other)) is None
+
+
+@NEEDS_SSH
+def test_the_newest_verified_commit_is_looked_for_as_far_back_as_a_chain_goes(repo: Repo, tmp_path: Path) -> None:
+    """A chain holds at most `CHAIN_LIMIT` commits after its root: a signed root under that many unsigned
+    commits is found; one more commit on top, and it is not looked for (a longer chain is not ours)."""
+    repo.commit("notes", NOTES)
+    (tmp_path / "allowed").write_text(_signs(repo.path, tmp_path))
+    git(repo.path, "config", "gpg.ssh.allowedSignersFile", str(tmp_path / "allowed"))
+    r = GitRepo(repo.path)
+    root = store_write.write(r, _state(1), sign=True)
+    assert root is not None
+    tree = git(repo.path, "rev-parse", f"{root.commit}^{{tree}}").strip()
+    commit = root.commit
+    for n in range(fmt.CHAIN_LIMIT):
+        commit = git(repo.path, "commit-tree", tree, "-p", commit, "-m", f"vivary cache {n}").strip()
+    git(repo.path, "update-ref", CACHE_REF, commit)
+    assert trust.newest_verified(r) == root.commit
+    git(repo.path, "update-ref", CACHE_REF,
+        git(repo.path, "commit-tree", tree, "-p", commit, "-m", "vivary cache: one too many").strip())
+    assert trust.newest_verified(r) is None
+
+
+def _swap_blob(cwd: Path, path: str, data: bytes) -> None:
+    """Put `data` at `path` in the cache's tree, its manifest left as it was (Git plumbing, a scratch index)."""
+    index = {"GIT_INDEX_FILE": str(cwd / ".git" / "forge-index")}
+    git(cwd, "read-tree", CACHE_REF, env=index)
+    git(cwd, "update-index", "--cacheinfo", f"100644,{_blob(cwd, data)},{path}", env=index)
+    forged = git(cwd, "commit-tree", git(cwd, "write-tree", env=index).strip(), "-p", CACHE_REF,
+                 "-m", "vivary cache").strip()
+    git(cwd, "update-ref", CACHE_REF, forged)
+
+
+def test_a_run_writes_nothing_on_a_cache_it_found_damaged(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
+    """Damage found by a read turns the cache off for the run: its writes build nothing on top of it (a
+    writer would keep the damaged entries it did not replace, under a new commit). Damage a write finds
+    itself is said once and the write is dropped; a ref that stays locked is said too, and results stand."""
+    repo.commit("notes", NOTES)
+    r = GitRepo(repo.path)
+    keys = ["ab" + "1" * 38, "ab" + "2" * 38]
+    assert store_write.write(r, store_write.Changes(parse={keys[0]: msgspec.msgpack.encode("one")})) is not None
+    assert refcache.RefCache(r).missing("parse", [keys[1], keys[0]]) == [keys[1]]
+    git(repo.path, "config", "vivary.cacheTrust", "any")
+    _swap_blob(repo.path, "parse/ab.msgpack", b"\x00" * len(_cat(repo.path, f"{CACHE_REF}:parse/ab.msgpack")))
+    before = tip(repo.path)
+    cache = refcache.RefCache(r)
+    assert cache.get("parse", keys[:1]) == {} and cache.damaged
+    assert cache.write(_state(1), "vivary cache: test") is None
+    assert tip(repo.path) == before
+    assert capsys.readouterr().err.count("vivary: ignored the cache in refs/vivary/cache (parse/ab.msgpack") == 1
+    # The manifest itself damaged: the write finds it, says so once, and writes nothing.
+    _swap_blob(repo.path, "manifest.msgpack", b"not a manifest")
+    before = tip(repo.path)
+    cache = refcache.RefCache(r, read=False)
+    assert cache.write(_state(2), "vivary cache: test") is None and cache.damaged
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("vivary: ignored the cache in refs/vivary/cache (") and err.count("\n") == 1
+    assert tip(repo.path) == before
+    # Another ref, as asked; and a ref whose lock stays taken: the run says so and goes on.
+    other = refcache.RefCache(r, "refs/vivary/other", read=False).write(_state(3), "vivary cache: test")
+    assert other is not None and git(repo.path, "rev-parse", "refs/vivary/other").strip() == other.commit
+    assert tip(repo.path) == before
+    (repo.path / ".git" / "refs" / "vivary" / "other.lock").write_text("")
+    assert refcache.RefCache(r, "refs/vivary/other", read=False).write(_state(4), "vivary cache: test") is None
+    assert capsys.readouterr() == ("", "vivary: refs/vivary/other moved 8 times while this run was recording; its "
+                                       "entries were not recorded; results are unaffected\n")
+
+
+def test_the_trust_setting_is_read_as_git_writes_it_and_an_unknown_level_trusts_nothing(
+        repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
+    repo.commit("notes", NOTES)
+    r = GitRepo(repo.path)
+    assert trust.trust(r) == "none" and capsys.readouterr() == ("", "")
+    for written, level in ((" Signed ", "signed"), ("ANY", "any"), ("none", "none")):
+        git(repo.path, "config", "vivary.cacheTrust", written)
+        assert trust.trust(r) == level
+    assert capsys.readouterr() == ("", "")
+    git(repo.path, "config", "vivary.cacheTrust", "everything " + "x" * 60)
+    assert trust.trust(r) == "none"
+    assert capsys.readouterr() == ("", "vivary: vivary.cacheTrust = 'everything " + "x" * 29 + "' is not one of none, "
+                                       "signed, any; the shared cache is not read (`git config vivary.cacheTrust "
+                                       "signed|any` to read it)\n")
+    # The switches: off unless set to a boolean Git reads as true; the cache itself on unless set false.
+    assert (trust.signing(r), store_notes.notes_enabled(r), refcache.enabled(r)) == (False, False, True)
+    for key in ("vivary.cacheSign", "vivary.notes", "vivary.cache"):
+        git(repo.path, "config", key, "not a boolean")
+    assert (trust.signing(r), store_notes.notes_enabled(r), refcache.enabled(r)) == (False, False, True)
+    for key, value in (("vivary.cacheSign", "yes"), ("vivary.notes", "on"), ("vivary.cache", "off")):
+        git(repo.path, "config", key, value)
+    assert (trust.signing(r), store_notes.notes_enabled(r), refcache.enabled(r)) == (True, True, False)
+
+
+def test_one_run_reads_one_cache_commit_until_it_writes_its_own(repo: Repo) -> None:
+    """A run's reads (`snapshot`) and what its writes build on (`base`) are each loaded once: another writer's
+    commit meanwhile is not read half-way through; the run's own write is read next."""
+    repo.commit("notes", NOTES)
+    r = GitRepo(repo.path)
+    first = store_write.write(r, _state(1))
+    assert first is not None
+    git(repo.path, "config", "vivary.cacheTrust", "any")
+    cache = refcache.RefCache(r)
+    snap, base = cache.snapshot(), cache.base()
+    assert snap is not None and base is not None and snap.commit == base.commit == first.commit
+    other = store_write.write(r, _state(2))  # another process
+    assert other is not None
+    assert cache.snapshot() is snap and cache.base() is base
+    mine = cache.write(_state(3), "vivary cache: test")
+    assert mine is not None and mine.parent == other.commit
+    assert cache.snapshot().commit == cache.base().commit == mine.commit  # type: ignore[union-attr]
+    assert cache.has_tree("0" * 40 + "-" + "0" * 16) is False
+    # Trusting nothing: no commit is read, though there is one to build on.
+    git(repo.path, "config", "vivary.cacheTrust", "none")
+    cache = refcache.RefCache(r)
+    assert cache.snapshot() is None and not cache.reads() and cache.base() is not None
+    assert refcache.RefCache(r, read=False).trust == "none"
+    # Signed: only a commit whose signature verifies, and none here is signed.
+    git(repo.path, "config", "vivary.cacheTrust", "signed")
+    cache = refcache.RefCache(r)
+    assert cache.snapshot() is None and cache.reads()
+
+
+def test_a_run_knows_the_trees_its_cache_holds(repo: Repo) -> None:
+    repo.commit("notes", NOTES)
+    assert run_git_vivary(["check", "--rev", "HEAD"], repo.path).returncode == 1
+    r = GitRepo(repo.path)
+    snap = Snapshot.load(r)
+    assert snap is not None and len(snap.manifest.trees) == 1
+    [key] = snap.manifest.trees
+    cache = refcache.RefCache(r, read=False)
+    assert cache.has_tree(key) and not cache.has_tree("0" * 40 + "-" + "0" * 16)
+
+
+def test_damage_found_where_a_write_would_build_names_the_ref_and_turns_the_cache_off(
+        repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
+    repo.commit("notes", NOTES)
+    r = GitRepo(repo.path)
+    for ref in (CACHE_REF, "refs/vivary/other"):
+        written = store_write.write(r, _state(1), ref=ref)
+        assert written is not None
+    git(repo.path, "update-ref", "refs/vivary/other", git(
+        repo.path, "commit-tree", _mktree(repo.path, [f"100644 blob {_blob(repo.path, b'junk')}\tmanifest.msgpack"]),
+        "-m", "vivary cache").strip())
+    cache = refcache.RefCache(r, "refs/vivary/other", read=False)
+    assert cache.base() is None and cache.damaged and cache.missing("parse", ["ab" * 20]) == ["ab" * 20]
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("vivary: ignored the cache in refs/vivary/other (manifest.msgpack is not a "
+                                        "valid manifest (") and err.count("\n") == 1, err
+
+
+def test_a_verification_git_cannot_run_trusts_nothing(repo: Repo, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    repo.commit("notes", NOTES)
+    if shutil.which("ssh-keygen") is None:
+        pytest.skip("needs ssh-keygen (OpenSSH)")
+    (tmp_path / "allowed").write_text(_signs(repo.path, tmp_path))
+    git(repo.path, "config", "gpg.ssh.allowedSignersFile", str(tmp_path / "allowed"))
+    written = store_write.write(GitRepo(repo.path), _state(1), sign=True)
+    assert written is not None
+    r = GitRepo(repo.path)
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
+    assert trust.verified(r, written.commit) is False
+    assert trust.verified(r, "0" * 40) is False  # not there at all
+
+
+@NEEDS_SSH
+def test_a_signing_writer_builds_on_the_commit_it_verified_even_when_the_ref_moves_meanwhile(
+        repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`base` reads the tip, verifies it, then loads it: by its id, so an unsigned commit pushed in between is
+    not what a signing writer builds on. The race is made certain by handing `base` the tip as it was."""
+    repo.commit("notes", NOTES)
+    (tmp_path / "allowed").write_text(_signs(repo.path, tmp_path))
+    git(repo.path, "config", "gpg.ssh.allowedSignersFile", str(tmp_path / "allowed"))
+    git(repo.path, "config", "vivary.cacheSign", "true")
+    r = GitRepo(repo.path)
+    signed = store_write.write(r, _state(1), sign=True)
+    assert signed is not None
+    pushed = store_write.write(r, _state(2))  # unsigned, on top
+    assert pushed is not None and tip(repo.path) == pushed.commit
+    monkeypatch.setattr(refcache, "_tip", lambda repo, ref: signed.commit)
+    base = refcache.RefCache(r).base()
+    assert base is not None and base.commit == signed.commit

@@ -98,7 +98,8 @@ def test_install_then_uninstall_gives_back_the_same_bytes(ws: Repo, cli: Any, mi
     agents = ws.path / "AGENTS.md"
     agents.write_bytes(mine.encode())
     assert cli("bootstrap-host", "--host-kind", "generic", cwd=ws.path).code == 0
-    assert agents.read_bytes().startswith(mine.encode())
+    nl = "\r\n" if "\r\n" in mine else "\n"  # the block is added in the file's own line endings
+    assert agents.read_bytes() == (mine + nl + _guidance(nl)).encode()
     assert cli("bootstrap-host", "--host-kind", "generic", "--uninstall", cwd=ws.path).code == 0
     assert agents.read_bytes() == mine.encode()
 
@@ -143,6 +144,52 @@ def test_bootstrap_host_refuses_a_guidance_file_without_one_block(ws: Repo, cli:
     assert guide.read_bytes() == text.encode()
     assert not (ws.path / ".mcp.json").exists() and not (ws.path / ".gemini").exists()
     assert backups(ws.path, name) == []
+
+
+# What a refusal says after FILE:LINE, by case of `_malformed`: the stray marker, and the line of the block it
+# clashes with.
+_BEGIN_ALONE = "vivary's begin marker line, with no end marker line after it"
+_END_ALONE = "vivary's end marker line, with no begin marker line before it"
+_WHY = {
+    "a begin marker and no end": _BEGIN_ALONE,
+    "two begin markers (a stray one, then a block appended after it)":
+        "a second begin marker line, inside the block that begins at line 2",
+    "an end before a begin": _END_ALONE,
+    "an end alone": _END_ALONE,
+    "the block repeated": "a second vivary block (the first begins at line 1)",
+    "CRLF, a begin marker and no end": _BEGIN_ALONE,
+    "BOM, a begin marker first and no end": _BEGIN_ALONE,
+    "an indented stray end marker inside the block": _END_ALONE,
+}
+
+
+@pytest.mark.parametrize(("case", "text", "line"), _malformed(GUIDANCE_MARKERS),
+                         ids=[c[0] for c in _malformed(GUIDANCE_MARKERS)])
+def test_a_refusal_names_the_stray_marker_word_for_word(ws: Repo, cli: Any, case: str, text: str,
+                                                        line: int) -> None:
+    (ws.path / "AGENTS.md").write_bytes(text.encode())
+    r = cli("bootstrap-host", "--host-kind", "generic", cwd=ws.path)
+    assert r.code == 3, r.err
+    assert (f"AGENTS.md:{line}: {_WHY[case]}, so which lines are vivary's is not clear; remove the stray marker "
+            "line (or the whole block) by hand and run again; nothing was written") in r.err
+
+
+def test_a_marker_with_more_on_its_line_is_the_users_text(ws: Repo, cli: Any) -> None:
+    """Only spaces, tabs and the line end may stand around a marker: with anything else (a no-break space, a
+    letter) the line is the user's, and the block is added below it."""
+    b, e = GUIDANCE_MARKERS.begin, GUIDANCE_MARKERS.end
+    mine = f"# Mine\n{b}\u00a0\nX{e}X\n"
+    agents = ws.path / "AGENTS.md"
+    agents.write_bytes(mine.encode())
+    r = cli("bootstrap-host", "--host-kind", "generic", cwd=ws.path)
+    assert r.code == 0, r.err
+    assert agents.read_bytes() == (mine + "\n" + _B).encode()
+
+
+def test_removing_a_block_from_a_file_without_one_names_the_file() -> None:
+    text = f"# Mine\n{GUIDANCE_MARKERS.begin}\nMy precious notes\n"
+    with pytest.raises(RefusedError, match=r"^notes/AGENTS\.md:2: vivary's begin marker line"):
+        blocks.remove(text, GUIDANCE_MARKERS, "notes/AGENTS.md")
 
 
 @pytest.mark.parametrize(("text", "line"), [c[1:] for c in _malformed(DIGEST_MARKERS)],

@@ -25,7 +25,7 @@ from conftest import Repo
 from mcp import Client
 from test_mcp import _start_http, _stop
 
-from vivary_git.errors import RefusedError
+from vivary_git.errors import RefusedError, UsageError
 from vivary_git.mcp.server import build_server
 from vivary_git.mcp.service import MemoryService
 from vivary_git.mcp.warm import PROFILES
@@ -84,6 +84,7 @@ def test_http_on_any_loopback_address_refuses_a_rebound_host_or_origin(repo: Rep
         auth = {"Authorization": f"Bearer {TOKEN}"}
         assert _post(url, auth)[0] == 200
         assert _post(url, {**auth, "Origin": f"http://{netloc}"})[0] == 200
+        assert _post(url, {**auth, "Origin": f"https://{netloc}"})[0] == 200  # a page served over TLS, same host
         assert _post(url, {**auth, "Host": "attacker.example"})[0] == 421
         assert _post(url, {**auth, "Host": f"attacker.example:{port}"})[0] == 421
         assert _post(url, {**auth, "Origin": "http://attacker.example"})[0] == 403
@@ -96,6 +97,32 @@ def test_http_on_any_loopback_address_refuses_a_rebound_host_or_origin(repo: Rep
             status, said = _post(url, headers)
             assert status == 401, headers
             assert said["WWW-Authenticate"].startswith('Bearer error="invalid_token"'), said["WWW-Authenticate"]
+    finally:
+        _stop(proc)
+
+
+def test_a_missing_or_wrong_token_gets_rfc_6750s_answer_word_for_word(repo: Repo) -> None:
+    """401, a JSON body and a `Bearer error="invalid_token"` challenge saying which: no token, or a wrong one
+    (a token with another scheme, or two Authorization headers, is no token)."""
+    repo.commit("init", NOTES)
+    proc, url = _start_http(repo, {"VIVARY_MCP_TOKEN": TOKEN})
+    try:
+        for headers, why in (({}, "no bearer token"), ({"Authorization": "Bearer wrong-token"}, "wrong bearer token"),
+                             ({"Authorization": f"Token {TOKEN}"}, "wrong bearer token")):
+            parts = urllib.parse.urlsplit(url)
+            conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=60)
+            try:
+                conn.request("POST", parts.path, body=INITIALIZE, headers={
+                    "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers})
+                resp = conn.getresponse()
+                body = resp.read()
+            finally:
+                conn.close()
+            assert resp.status == 401, headers
+            assert json.loads(body) == {"error": "invalid_token", "error_description": why}
+            assert resp.headers["Content-Type"] == "application/json"
+            assert resp.headers["Content-Length"] == str(len(body))
+            assert resp.headers["WWW-Authenticate"] == f'Bearer error="invalid_token", error_description="{why}"'
     finally:
         _stop(proc)
 
@@ -126,6 +153,7 @@ def test_an_allowed_host_name_is_served_and_only_it(repo: Repo) -> None:
         assert _post(url, {"Host": f"mcp.internal.test:{port}", "Origin": f"http://mcp.internal.test:{port}"})[0] \
             == 200
         assert _post(url, {"Host": f"localhost:{port}"})[0] == 200
+        assert _post(url, {"Host": f"[::1]:{port}"})[0] == 200  # a loopback name, whatever the bind
         assert _post(url, {"Host": f"other.internal.test:{port}"})[0] == 421
     finally:
         _stop(proc)
@@ -227,6 +255,62 @@ def test_a_read_only_host_is_served_no_private_files_content(repo: Repo) -> None
     with pytest.raises(RefusedError, match="not served in the read-only profile"):
         reader.digest()
     reader.close()
+
+
+# --- a private file asked for by path -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("asked", ["X-files/plan.md", "/X-files/plan.md", "X-files/plan", "/X-files/plan"])
+def test_a_private_file_asked_for_by_path_is_named_private(repo: Repo, asked: str) -> None:
+    """With or without a leading `/` (a host writing a path from the repository's top) or `.md`: told it is
+    private, and why, never that it does not exist."""
+    repo.commit("init", {**NOTES, ".gitignore": "/X-files/plan.md\n"})
+    repo.write({"X-files/plan.md": "# Plan\n\nThe acquisition closes in May.\n"})
+    service = MemoryService(repo.path)
+    try:
+        with pytest.raises(RefusedError) as refused:
+            service.read(asked)
+        assert str(refused.value) == (f"{asked!r} is private (.gitignore:1:/X-files/plan.md): "
+                                      "vivary never shows private files to agents")
+    finally:
+        service.close()
+
+
+def test_a_private_rule_on_a_longer_name_never_refuses_a_path(repo: Repo) -> None:
+    """A path that names no note, asked under `*.md.md` and `*.markdown.md` rules: only that path (and `.md`
+    added to a path without an extension of a note) is asked about, so it is not found, never private."""
+    repo.commit("init", {**NOTES, ".gitignore": "*.md.md\n*.markdown.md\n"})
+    service = MemoryService(repo.path)
+    try:
+        for asked in ("notes/gone.md", "notes/gone.markdown"):
+            with pytest.raises(UsageError, match="no public node"):
+                service.read(asked)
+    finally:
+        service.close()
+
+
+def test_a_write_refused_by_the_profile_says_what_a_read_only_host_can_do(repo: Repo) -> None:
+    repo.commit("init", NOTES)
+    reader = MemoryService(repo.path, profile="read-only")
+    try:
+        with pytest.raises(RefusedError) as refused:
+            reader.add("Keys rotate every quarter.")
+        assert str(refused.value) == ("`add` is not available in the read-only profile (read-only hosts can search, "
+                                      "read and ask for status)")
+    finally:
+        reader.close()
+
+
+def test_the_digest_refusal_says_what_it_would_hold(repo: Repo) -> None:
+    repo.commit("init", NOTES)
+    reader = MemoryService(repo.path, profile="read-only")
+    try:
+        with pytest.raises(RefusedError) as refused:
+            reader.digest()
+        assert str(refused.value) == ("the memory digest is not served in the read-only profile: it holds private "
+                                      "files' content (MEMORY.md, the USER.md profile)")
+    finally:
+        reader.close()
 
 
 # --- the read-only profile, in the service itself ----------------------------------------------------------

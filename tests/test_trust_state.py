@@ -13,6 +13,7 @@ still allows (memory/local/vectors.py): the attacker's steps, for real, with Git
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -176,6 +177,109 @@ def test_a_symbolic_link_on_the_way_to_the_state_folder_is_refused(repo: Repo, c
     r = cli("index", "--yes", cwd=repo.path)
     assert r.code == 3 and ".vivary/memory is a symbolic link, on the way to the memory state folder" in r.err
     assert list(elsewhere.iterdir()) == []
+
+
+# Each refusal word for word: the folder, the setting that named it, the rule and the fix.
+RULE = "a memory state folder in the work tree must be ignored by Git and hold no tracked file"
+KEY = "memory.local.state_path"
+UNDER_GIT = f"leave {KEY} empty to keep the state under .git/vivary/"
+
+
+def _refused_with(r: Any, want: str) -> None:
+    assert r.code == 3, (r.code, r.out, r.err)
+    assert r.err == f"git vivary forget: {want}\n", r.err
+
+
+def test_a_state_folder_outside_git_is_refused_word_for_word(cli: Any, tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    for name, text in {"tropo.toml": TROPO, ".vivary/memory.toml": IN_TREE, **PUBLIC}.items():
+        (plain / name).parent.mkdir(parents=True, exist_ok=True)
+        (plain / name).write_text(text)
+    r = cli("forget", "--yes", cwd=plain)
+    assert r.code == 3, r.err
+    assert (f"git vivary forget: {plain / STATE} ({KEY}) is not in a Git work tree, so Git cannot say that it "
+            f"ignores it ({RULE}); run `git init` and add it to .gitignore, or leave {KEY} empty\n") in r.err
+
+
+def test_a_file_on_the_way_to_the_state_folder_is_refused_word_for_word(repo: Repo, cli: Any) -> None:
+    repo.commit("notes", {"tropo.toml": TROPO, ".vivary/memory.toml": IN_TREE, ".gitignore": IGNORED, **PUBLIC})
+    (repo.path / ".vivary" / "memory").write_text("not a folder")
+    _refused_with(cli("forget", "--yes", cwd=repo.path),
+                  f".vivary/memory is not a folder, on the way to the memory state folder {STATE} ({KEY}): a state "
+                  f"folder is a plain folder in the work tree; remove it (it holds only derived state), or {UNDER_GIT}")
+
+
+def test_tracked_files_in_the_state_folder_are_refused_word_for_word(repo: Repo, cli: Any) -> None:
+    repo.commit("notes", {"tropo.toml": TROPO, ".vivary/memory.toml": IN_TREE, **PUBLIC,
+                          f"{STATE}/manifest.json": "{}", f"{STATE}/index.bin": "x"})
+    _refused_with(cli("forget", "--yes", cwd=repo.path),
+                  f"{STATE} ({KEY}) holds 2 file(s) tracked by Git, {STATE}/index.bin first: {RULE}, and a tracked "
+                  "file came with the repository, not from this machine (a shipped index would decide what recall "
+                  f"ranks), so nothing in it was read; untrack them with `git rm -r --cached -- {STATE}`, commit, and "
+                  f"make sure .gitignore lists `/{STATE}/`")
+
+
+def test_a_state_folder_git_does_not_ignore_is_refused_word_for_word(repo: Repo, cli: Any) -> None:
+    repo.commit("notes", {"tropo.toml": TROPO, ".vivary/memory.toml": IN_TREE, **PUBLIC})
+    _refused_with(cli("forget", "--yes", cwd=repo.path),
+                  f"{STATE} ({KEY}) is in the work tree but Git does not ignore it: {RULE} (what is kept there could "
+                  f"be committed, and only what this machine wrote may be read); add `/{STATE}/` to .gitignore "
+                  f"(`git check-ignore -v {STATE}/` then names the rule), or {UNDER_GIT}")
+
+
+@pytest.mark.parametrize(("stderr", "said"), [
+    (b"fatal: index file corrupt", "fatal: index file corrupt"),
+    (b"fatal: bad \xff byte", "fatal: bad \ufffd byte"),
+    (b"", "exit code 128"),
+], ids=["its-words", "not-utf-8", "silent"])
+def test_a_git_that_cannot_list_tracked_files_refuses_naming_its_reason(
+        repo: Repo, cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stderr: bytes, said: str) -> None:
+    """Git failing is put in place of the real `git` only for `ls-files` of the state folder: a `git` first on
+    PATH that runs the real one for everything else."""
+    repo.commit("notes", {"tropo.toml": TROPO, ".vivary/memory.toml": IN_TREE, ".gitignore": IGNORED, **PUBLIC})
+    real = shutil.which("git")
+    bindir = tmp_path / "failing-git"
+    bindir.mkdir()
+    (bindir / "said").write_bytes(stderr)
+    (bindir / "git").write_text(
+        "#!/bin/sh\n"
+        f'case " $* " in *" ls-files "*" {STATE}"*) cat "{bindir}/said" >&2; exit 128;; esac\n'
+        f'exec {real} "$@"\n')
+    (bindir / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    _refused_with(cli("forget", "--yes", cwd=repo.path),
+                  f"cannot tell whether Git tracks files in {STATE} ({said}); {RULE}")
+
+
+def test_a_work_tree_set_elsewhere_has_its_ignore_rules_asked_of_its_own_git_dir(repo: Repo, cli: Any,
+                                                                                 tmp_path: Path) -> None:
+    """`core.worktree`: Git run in the notes folder finds no repository; the ignore rule lives in the Git
+    directory's info/exclude."""
+    notes = tmp_path / "notes"
+    for name, text in {"tropo.toml": TROPO, ".vivary/memory.toml": IN_TREE, **PUBLIC}.items():
+        (notes / name).parent.mkdir(parents=True, exist_ok=True)
+        (notes / name).write_text(text)
+    repo.git("config", "core.worktree", str(notes))
+    (repo.path / ".git" / "info" / "exclude").write_text(IGNORED)
+    repo.git("add", "-A")
+    repo.git("commit", "-qm", "notes")
+    r = cli("forget", "--yes", cwd=repo.path)
+    assert r.code == 0, r.err
+
+
+@needs_model
+def test_each_state_folder_has_its_own_record(repo: Repo, cli: Any) -> None:
+    """What is written in a work-tree folder is recorded by that folder's path: a second folder gets a record
+    of its own, and the first one's stays."""
+    repo.commit("notes", {"tropo.toml": TROPO, ".vivary/memory.toml": IN_TREE, ".gitignore": IGNORED, **PUBLIC})
+    written = repo.path / ".git" / "vivary" / "written"
+    assert cli("index", "--yes", cwd=repo.path).code == 0
+    first = sorted(p.name for p in written.iterdir())
+    other = IN_TREE.replace(STATE, ".vivary/memory/other")
+    repo.commit("other folder", {".vivary/memory.toml": other})
+    assert cli("index", "--yes", cwd=repo.path).code == 0
+    both = sorted(p.name for p in written.iterdir())
+    assert len(first) == 1 and len(both) == 2 and first[0] in both
 
 
 # --- 2. the contract's layout ----------------------------------------------------------------------------

@@ -25,7 +25,9 @@ from typing import Any, NamedTuple
 import pytest
 from conftest import Repo
 
-from vivary_git.errors import RefusedError
+from vivary_git import git as vgit
+from vivary_git.errors import GitError, RefusedError
+from vivary_git.git import Repo as GitRepo
 from vivary_git.memory.writes import secrets
 from vivary_git.memory.writes.secrets import SecretError
 
@@ -176,6 +178,31 @@ def test_every_fake_token_is_refused_and_every_harmless_string_passes(
         assert {k: v[2] for k, v in named.items() if v is not None} == {f.text[:12]: f.rule for f in FAKES}
     flagged = {h: secrets.find_secret([("text", h)]) for h in HARMLESS}
     assert {h: v for h, v in flagged.items() if v is not None} == {}
+
+
+@pytest.mark.parametrize("with_detect_secrets", [True, False], ids=["detect-secrets", "built-in only"])
+def test_a_refusal_names_the_field_line_rule_detector_and_fix_never_the_value(
+        monkeypatch: pytest.MonkeyPatch, with_detect_secrets: bool) -> None:
+    """The refusal, word for word: the field's label, the line within it (blank lines counted), the rule and
+    the detector that found it, and what to write instead; never the token. A field with no text (None, "",
+    a value that is not a string, as a JSON argument may be) is skipped, not an error. `scanner_name`
+    (what `onboard` says found a secret) names detect-secrets only when its plugins are there."""
+    if not with_detect_secrets:
+        monkeypatch.setattr(secrets, "_plugins", lambda: None)
+    found_by = "detect-secrets" if with_detect_secrets else "vivary-git's own patterns"
+    assert secrets.scanner_name() == ("detect-secrets and vivary-git's own patterns" if with_detect_secrets
+                                      else "vivary-git's own patterns")
+    fields: list[tuple[str, Any]] = [("title", None), ("tag", ""), ("tag", 42), ("link", "related:deploy"),
+                                     ("text", f"Deploy notes\n\n  \nkey {AWS.text} (old)\n{PAT.text}")]
+    with pytest.raises(SecretError) as err:
+        secrets.refuse_secrets(fields)
+    assert str(err.value) == (
+        f"refusing to remember this: text line 4 looks like a credential (AWS Access Key, found by {found_by}); "
+        "memories are committed to Git and shown to agents, so they must never hold a secret: remove it (say "
+        "where the secret lives instead, e.g. \"the deploy key is in the team vault\")")
+    assert AWS.needle not in str(err.value)
+    assert secrets.scan(fields[:4]) is None
+    assert secrets.find_secret([("tag", "fine"), ("text", f"one\n{PAT.text}")]) == ("text", 2, "GitHub Token")
 
 
 def _seed(repo: Repo) -> None:
@@ -474,24 +501,38 @@ def test_memory_commits_are_signed_when_the_users_commits_are(repo: Repo, cli: A
 
 
 @pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs ssh-keygen (OpenSSH)")
-@pytest.mark.parametrize("broken", ["missing key", "signing program fails", "gpg program fails"])
+@pytest.mark.parametrize("broken", ["missing key", "signing program fails", "signing program says why",
+                                    "gpg program fails"])
 def test_a_commit_git_cannot_sign_is_refused_never_made_unsigned(repo: Repo, cli: Any, tmp_path: Path,
                                                                   broken: str) -> None:
+    """Refused with Git's own reason: its last line that says something (a signing program that fails
+    without a word leaves Git a bare `error:`, and then the exit code is the reason; bytes of the program's
+    that are not UTF-8 are shown as U+FFFD)."""
     _seed(repo)
     repo.commit("expired", EXPIRED)
     key = _signing(repo, tmp_path)
     if broken == "missing key":
         repo.git("config", "user.signingKey", f"{key}.gone.pub")
+        why = f"error: Couldn't load public key {key}.gone.pub: "
     elif broken == "signing program fails":
         repo.git("config", "gpg.ssh.program", "/bin/false")
+        why = "`git commit-tree` exit code "
+    elif broken == "signing program says why":
+        program = tmp_path / "failing-ssh-keygen"
+        program.write_bytes(b"#!/bin/sh\nprintf 'signing failed: card \\377 removed\\n\\n' >&2\nexit 1\n")
+        program.chmod(0o755)
+        repo.git("config", "gpg.ssh.program", str(program))
+        why = "error: signing failed: card \ufffd removed; nothing was committed"
     else:
         repo.git("config", "gpg.format", "openpgp")
         repo.git("config", "gpg.program", "/bin/false")
+        why = "error: gpg failed to sign the data; nothing was committed"
     head = repo.git("rev-parse", "HEAD")
     status = repo.git("status", "--porcelain")
     r = cli("remember", "Never unsigned", cwd=repo.path)
     assert r.code == 3, r.out + r.err
     assert "commit.gpgSign is true in your Git config" in r.err and "user.signingKey" in r.err, r.err
+    assert f"Git could not sign this one: {why}" in r.err, r.err
     assert "nothing was committed" in r.err and "Traceback" not in r.err
     dreamt = cli("dream", "--force", cwd=repo.path)  # a several-note commit (the expired memory removed)
     assert dreamt.code == 3 and "commit.gpgSign" in dreamt.err, dreamt.out + dreamt.err
@@ -500,6 +541,30 @@ def test_a_commit_git_cannot_sign_is_refused_never_made_unsigned(repo: Repo, cli
     assert not (repo.path / "memories/never-unsigned.md").exists()
     assert (repo.path / "memories/old-standup.md").exists()
 
+
+
+@pytest.mark.parametrize("value", ["maybe", "ma\udcffybe"], ids=["not a boolean", "not UTF-8"])
+def test_a_gpgsign_git_cannot_read_refuses_every_memory_commit(repo: Repo, cli: Any, value: str) -> None:
+    """`commit.gpgSign` that Git cannot read as a boolean is an error to `git commit`, so to a memory write
+    too (never a guess that it is off): one line naming the setting, Git's words (bytes that are not UTF-8
+    as U+FFFD) and the fix."""
+    _seed(repo)
+    repo.git("config", "commit.gpgSign", value)
+    head = repo.git("rev-parse", "HEAD")
+    r = cli("remember", "Never a guess", cwd=repo.path)
+    shown = value.replace("\udcff", "\ufffd")
+    assert r.code == 2 and r.out == "", r.out + r.err
+    assert r.err == (f"git vivary remember: commit.gpgSign cannot be read: fatal: bad boolean config value '{shown}' "
+                     "for 'commit.gpgsign'; fix it with `git config commit.gpgSign true|false`\n"), r.err
+    assert repo.git("rev-parse", "HEAD") == head
+
+
+def test_a_commit_git_cannot_make_is_an_error_in_gits_words(repo: Repo) -> None:
+    _seed(repo)
+    missing = "1234567890" * 4
+    with pytest.raises(GitError) as err:
+        vgit.commit_tree(GitRepo(repo.path), missing, [], "vivary: test", sign=False)
+    assert str(err.value) == f"`git commit-tree` failed: fatal: {missing} is not a valid object"
 
 def test_memory_commits_run_no_hooks_and_check_the_one_note_instead(repo: Repo, cli: Any) -> None:
     """A memory commit is made with `git commit-tree`, which runs none of the user's hooks (docs/remember.md
