@@ -594,3 +594,30 @@ def test_memory_commits_run_no_hooks_and_check_the_one_note_instead(repo: Repo, 
     service = MemoryService(repo.path)
     assert service.update("old", text="Old, and now edited.").changed
     service.close()
+
+
+
+def test_the_one_note_check_names_the_note_by_its_workspace_path_and_counts_the_rest(repo: Repo, cli: Any) -> None:
+    """The check of the note a memory write commits names it by its path in the workspace (here a subfolder of
+    the repository, with a nested tropo.toml in another folder) and counts what else it found: one error, two,
+    three, each refusal word for word, nothing committed."""
+    repo.commit("init", {
+        "kb/tropo.toml": 'version = 1\n[types.memo]\nfolder = "memos"\nrequired = { status = "string" }\n'
+                         '[types.idea]\nfolder = "ideas"\nrequired = { status = "string", owner = "string" }\n'
+                         '[types.decision]\nfolder = "decisions"\n'
+                         'required = { status = "string", owner = "string", reviewer = "string" }\n',
+        "kb/memos/m.md": "---\nstatus: open\n---\n# M\n",
+        "kb/team/tropo.toml": "[base]\nallow_untyped = false\n",  # a nested tropo.toml elsewhere: not in force here
+        "README.md": "# Outside the workspace\n",
+    })
+    head = repo.git("rev-parse", "HEAD")
+    tail = (": this write would break the workspace's rules for the note, so nothing was committed; "
+            "`git vivary check` lists the rules\n")
+    cases = [("memo", "memos", ""), ("idea", "ideas", " (and 1 more)"), ("decision", "decisions", " (and 2 more)")]
+    for kind, folder, more in cases:
+        r = cli("remember", "Plan the offsite", "--type", kind, cwd=repo.path / "kb")
+        assert r.code == 3, r.out + r.err
+        first = f"E101 missing required field 'status' for type '{kind}'"
+        assert r.err == f"git vivary remember: {folder}/plan-the-offsite.md:1: {first}{more}{tail}", r.err
+        assert not (repo.path / "kb" / folder / "plan-the-offsite.md").exists()
+    assert repo.git("rev-parse", "HEAD") == head
