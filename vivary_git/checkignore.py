@@ -38,7 +38,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -254,6 +254,17 @@ def ignore_setup(info: Located, paths: Sequence[str], tree: str | None, tmp: Pat
     return args, work, f"Git ignore rules of tree {tree}"
 
 
+def leading_dirs(paths: Iterable[str]) -> set[str]:
+    """The top (`""`) and every folder on the way to each of `paths` (repository- or workspace-relative)."""
+    dirs: set[str] = {""}
+    for path in paths:
+        cut = path.rfind("/")
+        while cut > 0 and path[:cut] not in dirs:  # a folder in the set has its own leading folders there too
+            dirs.add(path[:cut])
+            cut = path.rfind("/", 0, cut)
+    return dirs
+
+
 def _materialise_gitignores(info: Located, tree: str, paths: Sequence[str], work: Path) -> None:
     import pygit2  # only tree mode needs it; keep `decide` on the working tree light
 
@@ -263,15 +274,7 @@ def _materialise_gitignores(info: Located, tree: str, paths: Sequence[str], work
         root = repo.revparse_single(tree).peel(pygit2.Tree)
     except (KeyError, ValueError, TypeError, pygit2.GitError) as err:
         raise PrivacyError(f"cannot decide privacy: {tree!r} does not name a tree ({err})") from err
-    dirs: set[str] = {""}
-    for path in paths:
-        cut = path.rfind("/")
-        while cut > 0:
-            leading = path[:cut]
-            if leading in dirs:
-                break
-            dirs.add(leading)
-            cut = path.rfind("/", 0, cut)
+    dirs = leading_dirs(paths)
     blob_modes = (pygit2.enums.FileMode.BLOB, pygit2.enums.FileMode.BLOB_EXECUTABLE)
     for leading in dirs:
         name = f"{leading}/.gitignore" if leading else ".gitignore"

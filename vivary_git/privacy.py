@@ -65,6 +65,7 @@ from vivary_git.checkignore import (
     depth_groups,
     display_source,
     ignore_setup,
+    leading_dirs,
     locate,
 )
 from vivary_git.errors import PrivacyError
@@ -410,12 +411,7 @@ def scopes_on_disk(folder: Path, paths: Iterable[str], *, also: Iterable[str] = 
     """`find_scopes` for the files on disk under `folder` (a work tree's top, or a plain folder): the top,
     every folder on the way to a path holding `tropo.toml` or `.vivary/`, and the folders in `also`, each
     with the rules of its `.vivary/memory.toml` as it is on disk (`ConfigError` when it cannot be read)."""
-    dirs: set[str] = {""}
-    for path in paths:
-        cut = path.rfind("/")
-        while cut > 0 and path[:cut] not in dirs:
-            dirs.add(path[:cut])
-            cut = path.rfind("/", 0, cut)
+    dirs = leading_dirs(paths)
     wanted = set(also)
     out: list[Scope] = []
     for d in sorted(dirs | wanted, key=lambda d: (d.count("/") + bool(d), d)):
@@ -468,15 +464,7 @@ def find_scopes(
         root = repo[tree]
     except (KeyError, ValueError, pygit2.GitError) as err:
         raise PrivacyError(f"cannot decide privacy: {tree!r} does not name a tree ({err})") from err
-    dirs: set[str] = {""}
-    for path in paths:
-        cut = path.rfind("/")
-        while cut > 0:
-            leading = path[:cut]
-            if leading in dirs:
-                break
-            dirs.add(leading)
-            cut = path.rfind("/", 0, cut)
+    dirs = leading_dirs(paths)
     wanted = set(also)
     out: list[Scope] = []
     for folder in sorted(dirs | wanted, key=lambda d: (d.count("/") + bool(d), d)):
