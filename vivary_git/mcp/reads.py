@@ -491,12 +491,7 @@ class Reads(Warm):
             return packet
         with self._lock:
             st = self.state()
-            found = st.view.find(id.strip())
-            if found is None:
-                self._refuse_private_path(st, id.strip())
-                raise UsageError(f"no public node {id!r} in this workspace (ids come from `search`; private notes "
-                                 "are never shown)")
-            node = st.nodes[found.id]
+            node = st.nodes[self._public_id(st, id)]
             note = self._note(st, node.id)
             return NodePacket(
                 id=node.id, type=node.type, path=node.path, title=node.title,
@@ -529,13 +524,19 @@ class Reads(Warm):
             raise UsageError(f"budget must be 0 (none) to {MAX_BUDGET:,} tokens (got {budget})")
         with self._lock:
             st = self.state()
-            found = st.view.find(id.strip())
-            if found is None:
-                self._refuse_private_path(st, id.strip())
-                raise UsageError(f"no public node {id!r} in this workspace (ids come from `search`; private notes "
-                                 "are never shown)")
-            return context.build(found.id, st.nodes, st.out, st.inn, lambda nid: self._note(st, nid).body,
+            return context.build(self._public_id(st, id), st.nodes, st.out, st.inn,
+                                 lambda nid: self._note(st, nid).body,
                                  depth=depth, budget=budget, include_content=include_content)
+
+    def _public_id(self, st: State, asked: str) -> str:
+        """The id of the public node `asked` names (an id or a path); a private file is refused by name, anything
+        else as unknown."""
+        found = st.view.find(asked.strip())
+        if found is None:
+            self._refuse_private_path(st, asked.strip())
+            raise UsageError(f"no public node {asked!r} in this workspace (ids come from `search`; private notes "
+                             "are never shown)")
+        return found.id
 
     def _refuse_private_path(self, st: State, asked: str) -> None:
         """An agent naming a private file by path is told it is private, and why."""
