@@ -31,6 +31,7 @@ from vivary_git.memory.writes.remember import (
     MAX_TEXT,
     Remembered,
     View,
+    _answered,
     _base_bytes,
     _check_durability,
     _check_tags,
@@ -175,11 +176,7 @@ def edit(
     changes = ", ".join(k for k, v in (("append", append), ("replace", replace), ("expires", expires),
                                        ("durability", durability), ("tags", tags)) if v is not None)
     result = _commit(view, plan, lambda p: commits.message("edit", node.id, changes, source))
-    if result is None:
-        return _logged(view, Remembered(ok=True, op="edit", changed=False, id=node.id, path=node.path,
-                                        message="already so: nothing was committed"), [])
-    return _logged(view, Remembered(ok=True, op="edit", changed=True, id=node.id, path=node.path,
-                                    commit=result.commit, ref=result.ref, blob=result.blob), [node.id])
+    return _answered(view, "edit", node, result)
 
 
 def retire(view: View, ref: str, *, reason: str, source: str = "agent") -> Remembered:
@@ -203,11 +200,7 @@ def retire(view: View, ref: str, *, reason: str, source: str = "agent") -> Remem
 
     result = _commit(view, plan, lambda p: commits.message("retire", node.id, why, source,
                                                            extra=((commits.TRAILER_REASON, why),)))
-    if result is None:
-        return _logged(view, Remembered(ok=True, op="retire", changed=False, id=node.id, path=node.path,
-                                        message="already archived: nothing was committed"), [])
-    return _logged(view, Remembered(ok=True, op="retire", changed=True, id=node.id, path=node.path,
-                                    commit=result.commit, ref=result.ref, blob=result.blob), [node.id])
+    return _answered(view, "retire", node, result, "already archived")
 
 
 def forget(view: View, ref: str, *, reason: str, source: str = "agent") -> Remembered:

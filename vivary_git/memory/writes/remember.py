@@ -459,6 +459,17 @@ def _supersede(view: View, old: MemoryNode, place: Callable[[commits.Base], comm
     return result
 
 
+def _answered(view: View, op: str, node: MemoryNode, result: commits.CommitResult | None,
+              unchanged: str = "already so") -> Remembered:
+    """The answer of a write on one memory's note: nothing committed (`unchanged` says why), or its commit,
+    counted toward the next dream."""
+    if result is None:
+        return _logged(view, Remembered(ok=True, op=op, changed=False, id=node.id, path=node.path,
+                                        message=f"{unchanged}: nothing was committed"), [])
+    return _logged(view, Remembered(ok=True, op=op, changed=True, id=node.id, path=node.path,
+                                    commit=result.commit, ref=result.ref, blob=result.blob), [node.id])
+
+
 def _logged(view: View, result: Remembered, ids: Sequence[str]) -> Remembered:
     """Count a memory event toward the next dream (docs/dream.md) and say when one is due."""
     from vivary_git.memory.dream.accesslog import log_for
@@ -576,11 +587,7 @@ def update(
 
     changes = ", ".join(k for k, v in (("text", text), ("tags", tags), ("durability", durability)) if v is not None)
     result = _commit(view, plan, lambda p: commits.message("update", node.id, changes, source))
-    if result is None:
-        return _logged(view, Remembered(ok=True, op="update", changed=False, id=node.id, path=node.path,
-                                        message="already so: nothing was committed"), [])
-    return _logged(view, Remembered(ok=True, op="update", changed=True, id=node.id, path=node.path,
-                                    commit=result.commit, ref=result.ref, blob=result.blob), [node.id])
+    return _answered(view, "update", node, result)
 
 
 def _spec(view: View, node: MemoryNode | _FakeNode, field: str) -> Any:
