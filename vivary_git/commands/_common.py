@@ -47,6 +47,12 @@ def between(low: int, high: int) -> Callable[[str], int]:
     return convert
 
 
+def add_workspace_args(p: argparse.ArgumentParser) -> None:
+    """`--root` and `-C`, for commands that read the working tree only."""
+    p.add_argument("--root", metavar="DIR", help="workspace directory (default: nearest folder with tropo.toml)")
+    p.add_argument("-C", dest="cwd", metavar="PATH", help="run as if started in PATH")
+
+
 def add_source_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("which tree to read (default: the working tree, as `git status` sees it)")
     x = g.add_mutually_exclusive_group()

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from vivary_git.commands._common import add_json_arg, emit_json
+from vivary_git.commands._common import add_json_arg, add_workspace_args, emit_json
 from vivary_git.errors import EXIT_OK
 
 if TYPE_CHECKING:
@@ -39,8 +39,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="the server's name in the host (default: vivary; vivary-FOLDER in a user-level file)")
     p.add_argument("--dry-run", action="store_true", help="write nothing; print the diff it would apply")
     add_json_arg(p)
-    p.add_argument("--root", metavar="DIR", help="workspace directory (default: nearest folder with tropo.toml)")
-    p.add_argument("-C", dest="cwd", metavar="PATH", help="run as if started in PATH")
+    add_workspace_args(p)
     p.set_defaults(run=run)
 
 

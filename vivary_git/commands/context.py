@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from vivary_git.commands._common import add_json_arg, at_least, between, emit_json
+from vivary_git.commands._common import add_json_arg, add_workspace_args, at_least, between, emit_json
 from vivary_git.errors import EXIT_OK
 
 
@@ -25,8 +25,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--budget", type=at_least(0), default=2000, metavar="TOKENS",
                    help="token budget (default 2000; 0: none)")
     p.add_argument("--no-content", action="store_true", help="snippets instead of bodies")
-    p.add_argument("--root", metavar="DIR", help="workspace directory (default: nearest folder with tropo.toml)")
-    p.add_argument("-C", dest="cwd", metavar="PATH", help="run as if started in PATH")
+    add_workspace_args(p)
     add_json_arg(p)
     p.set_defaults(run=run)
 

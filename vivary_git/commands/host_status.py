@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from vivary_git.commands._common import add_json_arg, emit_json
+from vivary_git.commands._common import add_json_arg, add_workspace_args, emit_json
 from vivary_git.commands.bootstrap_host import KINDS
 from vivary_git.errors import EXIT_FINDINGS, EXIT_OK
 
@@ -23,8 +23,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--host-kind", choices=KINDS, metavar="KIND", help="only this host: " + ", ".join(KINDS))
     p.add_argument("--name", metavar="NAME", help="the server's name, when bootstrap-host was given --name")
     add_json_arg(p)
-    p.add_argument("--root", metavar="DIR", help="workspace directory (default: nearest folder with tropo.toml)")
-    p.add_argument("-C", dest="cwd", metavar="PATH", help="run as if started in PATH")
+    add_workspace_args(p)
     p.set_defaults(run=run)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from vivary_git.commands._common import add_json_arg, at_least, emit_json
+from vivary_git.commands._common import add_json_arg, add_workspace_args, at_least, emit_json
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -21,8 +21,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("-n", "--max-count", type=at_least(1), default=50, metavar="N",
                    help="at most N commits (default 50)")
     p.add_argument("--rev", metavar="REV", default="HEAD", help="history of this commit (default HEAD)")
-    p.add_argument("--root", metavar="DIR", help="workspace directory (default: nearest folder with tropo.toml)")
-    p.add_argument("-C", dest="cwd", metavar="PATH", help="run as if started in PATH")
+    add_workspace_args(p)
     add_json_arg(p)
     p.set_defaults(run=run)
 

@@ -8,7 +8,7 @@ import ipaddress
 import os
 import re
 
-from vivary_git.commands._common import between
+from vivary_git.commands._common import add_workspace_args, between
 from vivary_git.errors import EXIT_OK, RefusedError, UsageError
 
 _LOOPBACK_NAMES = ("localhost",)
@@ -48,8 +48,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--token-env", default=TOKEN_ENV, metavar="NAME",
                    help=f"environment variable holding the HTTP bearer token (default {TOKEN_ENV}); when set, "
                    "every HTTP request must send `Authorization: Bearer TOKEN`")
-    p.add_argument("--root", metavar="DIR", help="workspace directory (default: nearest folder with tropo.toml)")
-    p.add_argument("-C", dest="cwd", metavar="PATH", help="run as if started in PATH")
+    add_workspace_args(p)
     p.set_defaults(run=run)
 
 

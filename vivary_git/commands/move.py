@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from vivary_git.commands._common import add_json_arg, emit_json
+from vivary_git.commands._common import add_json_arg, add_workspace_args, emit_json
 from vivary_git.errors import EXIT_OK
 
 
@@ -23,8 +23,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("to", metavar="TO", help="its new name, or its path in the memory folder")
     p.add_argument("--rewrite-user-links", action="store_true",
                    help="rewrite the links to it in your own notes too (they are committed with the move)")
-    p.add_argument("--root", metavar="DIR", help="workspace directory (default: nearest folder with tropo.toml)")
-    p.add_argument("-C", dest="cwd", metavar="PATH", help="run as if started in PATH")
+    add_workspace_args(p)
     add_json_arg(p)
     p.set_defaults(run=run)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from vivary_git.commands._common import add_json_arg, between, emit_json
+from vivary_git.commands._common import add_json_arg, add_workspace_args, between, emit_json
 from vivary_git.errors import EXIT_OK
 
 
@@ -26,8 +26,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help=f"only this op ({', '.join(OPS)}); repeatable")
     p.add_argument("-n", "--max-count", type=between(1, MAX_RECENT), default=50, metavar="N",
                    help=f"at most N commits (default 50, at most {MAX_RECENT})")
-    p.add_argument("--root", metavar="DIR", help="workspace directory (default: nearest folder with tropo.toml)")
-    p.add_argument("-C", dest="cwd", metavar="PATH", help="run as if started in PATH")
+    add_workspace_args(p)
     add_json_arg(p)
     p.set_defaults(run=run)
 

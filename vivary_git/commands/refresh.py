@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from vivary_git.commands._common import add_json_arg, emit_json
+from vivary_git.commands._common import add_json_arg, add_workspace_args, emit_json
 from vivary_git.errors import EXIT_FINDINGS, EXIT_OK
 
 
@@ -26,8 +26,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     mode.add_argument("--stale", action="store_true", help="refresh every anchor --check finds stale")
     p.add_argument("--allow-network", action="store_true",
                    help="allow re-fetching web pages (also needs allow_network = true under [memory.sources])")
-    p.add_argument("--root", metavar="DIR", help="workspace directory (default: nearest folder with tropo.toml)")
-    p.add_argument("-C", dest="cwd", metavar="PATH", help="run as if started in PATH")
+    add_workspace_args(p)
     add_json_arg(p)
     p.set_defaults(run=run)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from vivary_git.commands._common import add_json_arg, emit_json
+from vivary_git.commands._common import add_json_arg, add_workspace_args, emit_json
 from vivary_git.errors import EXIT_OK, EXIT_REFUSED
 
 
@@ -48,8 +48,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--scope", choices=("workspace", "user"), default="workspace",
                    help="user: commit it in your own memory repository (git config --global vivary.userMemory PATH), "
                    "searched beside every workspace by `git vivary mcp` (docs/remember.md#your-own-memory)")
-    p.add_argument("--root", metavar="DIR", help="workspace directory (default: nearest folder with tropo.toml)")
-    p.add_argument("-C", dest="cwd", metavar="PATH", help="run as if started in PATH")
+    add_workspace_args(p)
     add_json_arg(p)
     p.set_defaults(run=run)
 
