@@ -28,6 +28,8 @@ from pathlib import Path
 
 from bench_graph import GIT_ENV, build, git
 
+from vivary_git.parallel import usable_cores  # what `git vivary` itself counts
+
 # One wrapper per run: its RUSAGE_CHILDREN figures are that command's and its children's alone.
 _WRAP = (
     "import resource, subprocess, sys, time\n"
@@ -38,16 +40,6 @@ _WRAP = (
     "sys.stderr.write(p.stderr.decode('utf-8', 'replace'))\n"
     "print(p.returncode, dt, r.ru_utime + r.ru_stime, r.ru_maxrss)\n"
 )
-
-
-def usable_cores() -> int:
-    counted = getattr(os, "process_cpu_count", None)
-    if counted is not None:
-        return max(1, counted() or 1)
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, int]:

@@ -30,16 +30,24 @@ T = TypeVar("T")
 F = TypeVar("F")
 
 
+def usable_cores() -> int:
+    """Cores this process may run on: `os.process_cpu_count` (Python 3.13+), else sched_getaffinity, both of
+    which respect CPU pinning in containers where cpu_count() overstates."""
+    counted = getattr(os, "process_cpu_count", None)
+    if counted is not None:
+        return max(1, counted() or 1)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
 def workers() -> int:
     """How many processes parse: `VIVARY_JOBS` if set (1 turns parallel parsing off), else the cores."""
     env = os.environ.get("VIVARY_JOBS", "").strip()
     if env.isdigit() and int(env) > 0:
         return int(env)
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        cores = os.cpu_count() or 1
-    return min(cores, 8)
+    return min(usable_cores(), 8)
 
 
 def can_fork() -> bool:

@@ -283,18 +283,6 @@ def embedder_status(name: str = DEFAULT_EMBEDDER) -> str:
 # --- running the model -------------------------------------------------------------------------------------
 
 
-def _usable_cores() -> int:
-    """Cores this process may run on: `os.process_cpu_count` (Python 3.13+), else sched_getaffinity, both of
-    which respect CPU pinning in containers where cpu_count() overstates."""
-    counted = getattr(os, "process_cpu_count", None)
-    if counted is not None:
-        return max(1, counted() or 1)
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # not on Linux
-        return max(1, os.cpu_count() or 1)
-
-
 # What one lane adds to the process at its peak, in MiB: the activations of one model run of up to
 # `TOKEN_BUDGET` padded tokens (measured in docs/index.md#memory). Lanes are bounded so that together they take
 # at most half the memory available when the model loads.
@@ -318,7 +306,9 @@ def _available_mib() -> int | None:
 def default_lanes() -> int:
     """Model runs at once when `VIVARY_EMBED_LANES` is not set: one per usable core, as many as half the
     available memory holds at `LANE_MIB` each (at least one)."""
-    lanes = _usable_cores()
+    from vivary_git.parallel import usable_cores
+
+    lanes = usable_cores()
     available = _available_mib()
     if available is not None:
         lanes = min(lanes, max(1, available // 2 // LANE_MIB))
