@@ -1,0 +1,348 @@
+"""The privacy boundary's edges, through its public API and `privacy explain`, with real Git: workspaces below
+the top (the anchored floor and `private_paths` at each, odd folder names), the folder rule the memory state
+folders use (`git_ignores`), a plain folder outside Git (`decide_without_git`), paths too deep for Git to name
+its rule, and the exact words of a refusal. Each answer is checked whole: path, verdict and reason."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import git, write
+
+from vivary_git.checkignore import UNNAMED_IGNORE
+from vivary_git.errors import PrivacyError
+from vivary_git.privacy import (
+    PrivacyDecision,
+    PrivacyPolicy,
+    Scope,
+    decide,
+    decide_scoped,
+    decide_without_git,
+    git_ignores,
+)
+
+DEEP = "/".join(["d"] * 25)  # below more than 20 folders: Git answers without naming the rule
+
+
+def init(path: Path, files: dict[str, str] | None = None) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", "main")
+    write(path, files or {})
+    return path
+
+
+def reasons(decisions: list[PrivacyDecision]) -> dict[str, str]:
+    assert all(d.private == bool(d.reason) for d in decisions)
+    return {d.path: d.reason for d in decisions}
+
+
+# --- workspaces below the top -------------------------------------------------------------------------
+
+
+def test_each_workspace_has_the_floor_and_its_own_private_paths_at_its_root(tmp_path: Path) -> None:
+    repo = init(tmp_path / "r", {".gitignore": "*.log\n"})
+    scopes = [
+        Scope("vault", ("drafts/**", "!drafts/keep.md", "*.wip.md", "/top.md")),
+        Scope("vault/team", ("x/**",), respect_gitignore=False),
+    ]
+    paths = [
+        "vault/memory/a.md", "vault/heartbeat-reports/r.md", "vault/.strato/private/p.md",
+        "vault/.vivary/memory.toml", "vault/team/memory/b.md", "vault/notes/memory/c.md", "vault/Memory/d.md",
+        "vaultx/memory/e.md", "memory/f.md", "vault/USER.md",
+        "vault/drafts/a.md", "vault/drafts/keep.md", "vault/a/b.wip.md", "vault/team/c.wip.md", "other/c.wip.md",
+        "vault/top.md", "vault/sub/top.md", "drafts/a.md", "vault/team/x/1.md", "vault/x/1.md",
+        "vault/n.log", "vault/team/n.log", "n.log", "vault/team/.env", "vault/idea.md",
+    ]
+    in_vault = " (in vault/.vivary/memory.toml)"
+    assert reasons(decide_scoped(repo, paths, scopes)) == {
+        "vault/memory/a.md": "floor: memory/** (workspace vault/)",
+        "vault/heartbeat-reports/r.md": "floor: heartbeat-reports/** (workspace vault/)",
+        "vault/.strato/private/p.md": "floor: .strato/private/** (workspace vault/)",
+        "vault/.vivary/memory.toml": "floor: .vivary/** (workspace vault/)",
+        "vault/team/memory/b.md": "floor: memory/** (workspace vault/team/)",
+        "vault/notes/memory/c.md": "",  # anchored at the workspace's root, as at the top
+        "vault/Memory/d.md": "",  # Git compares case when core.ignoreCase is off, and so does the floor
+        "vaultx/memory/e.md": "",
+        "memory/f.md": "floor: memory/**",
+        "vault/USER.md": "floor: USER.md",
+        "vault/drafts/a.md": "config: drafts/**" + in_vault,
+        "vault/drafts/keep.md": "",
+        "vault/a/b.wip.md": "config: *.wip.md" + in_vault,
+        "vault/team/c.wip.md": "config: *.wip.md" + in_vault,
+        "other/c.wip.md": "",  # a pattern without a slash matches at any depth below its workspace only
+        "vault/top.md": "config: /top.md" + in_vault,
+        "vault/sub/top.md": "",
+        "drafts/a.md": "",
+        "vault/team/x/1.md": "config: x/** (in vault/team/.vivary/memory.toml)",
+        "vault/x/1.md": "",
+        "vault/n.log": ".gitignore:1:*.log",
+        "vault/team/n.log": "",  # the nearest workspace does not respect .gitignore
+        "n.log": ".gitignore:1:*.log",
+        "vault/team/.env": "sensitive name: .env*",
+        "vault/idea.md": "",
+    }
+    # The caller's gitignore setting, when given, stands for every workspace's.
+    assert reasons(decide_scoped(repo, ["vault/team/n.log", "vault/n.log"], scopes, gitignore=True)) == {
+        "vault/team/n.log": ".gitignore:1:*.log", "vault/n.log": ".gitignore:1:*.log"}
+    assert reasons(decide_scoped(repo, ["vault/team/n.log", "vault/n.log"], scopes, gitignore=False)) == {
+        "vault/team/n.log": "", "vault/n.log": ""}
+
+
+def test_a_workspaces_floor_follows_core_ignorecase(tmp_path: Path) -> None:
+    repo = init(tmp_path / "r")
+    git(repo, "config", "core.ignoreCase", "true")
+    paths = ["Vault/MEMORY/a.md", "vault/Heartbeat-Reports/r.md", "VAULT/notes/b.md"]
+    assert reasons(decide_scoped(repo, paths, [Scope("vault", ("Notes/**",))])) == {
+        "Vault/MEMORY/a.md": "floor: memory/** (workspace vault/)",
+        "vault/Heartbeat-Reports/r.md": "floor: heartbeat-reports/** (workspace vault/)",
+        "VAULT/notes/b.md": "config: Notes/** (in vault/.vivary/memory.toml)",
+    }
+
+
+# Folder names that are gitignore syntax themselves: a comment, a negation, a character class, a wildcard,
+# an escape. The workspace's patterns must match below the folder as it is named.
+ODD_FOLDERS = ["#inbox", "!later", "[old] notes", "a*b", "what?", "back\\slash", "café"]
+
+
+@pytest.mark.parametrize("folder", ODD_FOLDERS)
+def test_a_workspace_folder_named_in_glob_syntax_keeps_its_private_paths(tmp_path: Path, folder: str) -> None:
+    repo = init(tmp_path / "r")
+    scopes = [Scope(folder, ("drafts/**", "*.wip.md", "/top.md"))]
+    paths = [f"{folder}/drafts/a.md", f"{folder}/n/b.wip.md", f"{folder}/top.md", f"{folder}/idea.md"]
+    in_folder = f" (in {folder}/.vivary/memory.toml)"
+    assert reasons(decide_scoped(repo, paths, scopes)) == {
+        f"{folder}/drafts/a.md": "config: drafts/**" + in_folder,
+        f"{folder}/n/b.wip.md": "config: *.wip.md" + in_folder,
+        f"{folder}/top.md": "config: /top.md" + in_folder,
+        f"{folder}/idea.md": "",
+    }
+
+
+def test_a_wildcard_in_a_workspace_folder_matches_only_that_folder(tmp_path: Path) -> None:
+    repo = init(tmp_path / "r")
+    # Under `a*b` the pattern must not reach `axb`, even were `axb` asked with the same workspace's rules.
+    scopes = [Scope("a*b", ("drafts/**",)), Scope("axb")]
+    assert reasons(decide_scoped(repo, ["axb/drafts/a.md", "a*b/drafts/a.md"], scopes)) == {
+        "axb/drafts/a.md": "",
+        "a*b/drafts/a.md": "config: drafts/** (in a*b/.vivary/memory.toml)",
+    }
+
+
+@pytest.fixture
+def vaults(tmp_path: Path) -> Path:
+    """A repository whose workspaces are the top, `vault/` and `vault/team/` (each marked by tropo.toml or
+    .vivary/), with their own memory.toml; nothing committed: privacy explain reads the working tree."""
+    return init(tmp_path / "r", {
+        ".gitignore": "*.log\n",
+        "tropo.toml": "version = 1\n",
+        "vault/tropo.toml": "version = 1\n",
+        "vault/.vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["drafts/**"]\n',
+        "vault/team/.vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["x/**"]\nrespect_gitignore = false\n',
+        "vault/notes/idea.md": "# Idea\n",
+    })
+
+
+EXPLAINED = [
+    "private  vault/memory/m.md  (floor: memory/** (workspace vault/))",
+    "private  vault/team/memory/m.md  (floor: memory/** (workspace vault/team/))",
+    "private  vault/drafts/d.md  (config: drafts/** (in vault/.vivary/memory.toml))",
+    "private  vault/team/x/y.md  (config: x/** (in vault/team/.vivary/memory.toml))",
+    "private  vault/a.log  (.gitignore:1:*.log)",
+    "public   vault/team/a.log",
+    "public   vault/notes/memory/m.md",
+    "public   drafts/d.md",
+]
+
+
+def test_explain_decides_each_path_with_every_workspace_on_its_way(vaults: Path, cli: Any) -> None:
+    asked = ["vault/memory/m.md", "vault/team/memory/m.md", "vault/drafts/d.md", "vault/team/x/y.md", "vault/a.log",
+             "vault/team/a.log", "vault/notes/memory/m.md", "drafts/d.md"]
+    r = cli("privacy", "explain", *asked, cwd=vaults)
+    assert r.code == 0, r.err
+    assert r.out.splitlines() == EXPLAINED
+    # The same answers from inside a workspace (paths relative to it) and with --root naming another.
+    r = cli("privacy", "explain", *(":/" + p for p in asked), cwd=vaults / "vault" / "notes")
+    assert (r.code, r.out.splitlines()) == (0, EXPLAINED), r.err
+    r = cli("privacy", "explain", "--root", "vault/team", *asked, cwd=vaults)
+    assert (r.code, r.out.splitlines()) == (0, EXPLAINED), r.err
+
+
+# --- git_ignores: the rule that ignores a folder --------------------------------------------------------
+
+
+def test_git_ignores_names_the_rule_for_each_folder_in_input_order(tmp_path: Path) -> None:
+    repo = init(tmp_path / "r", {
+        ".gitignore": "/.vivary/memory/\nbuild/\nk*/\n!keep/\n",
+        "sub/.gitignore": "cache/\n",
+        f"{DEEP}/.gitignore": "deepcache/\n",
+        "notes/a.md": "",  # a folder that exists; the others need not
+    })
+    write(repo, {".git/info/exclude": "local/\n"})
+    folders = ["sub/cache", "notes", ".vivary/memory", "keep", "kept", "build", "sub/notes", "local",
+               f"{DEEP}/deepcache", f"{DEEP}/fine", "vault/.vivary/memory", "sub/cache"]
+    assert git_ignores(repo, folders) == [
+        "sub/.gitignore:1:cache/", "", ".gitignore:1:/.vivary/memory/", "", ".gitignore:3:k*/",
+        ".gitignore:2:build/", "", ".git/info/exclude:1:local/", UNNAMED_IGNORE, "", "",
+        "sub/.gitignore:1:cache/",
+    ]
+    assert git_ignores(repo, []) == []
+
+
+def test_git_ignores_asks_nothing_for_no_folders_and_refuses_what_is_no_folder(tmp_path: Path) -> None:
+    assert git_ignores(tmp_path / "not-a-repository", []) == []
+    repo = init(tmp_path / "r")
+    with pytest.raises(PrivacyError, match="not a repository-relative path: 'a//b'"):
+        git_ignores(repo, ["a//b"])
+    with pytest.raises(PrivacyError, match="not a Git work tree"):
+        git_ignores(tmp_path, ["a"])
+
+
+def test_git_ignores_in_a_work_tree_set_elsewhere_reads_that_git_directorys_rules(tmp_path: Path) -> None:
+    notes, gitdir = tmp_path / "notes", tmp_path / "notes.git"
+    notes.mkdir()
+    git(tmp_path, f"--git-dir={gitdir}", f"--work-tree={notes}", "init", "-q", "-b", "main")
+    write(notes, {".gitignore": "build/\n"})
+    write(gitdir, {"info/exclude": "local/\n"})
+    assert git_ignores(notes, ["build", "local", "notes"], git_dir=gitdir) == [
+        ".gitignore:1:build/", f"{gitdir}/info/exclude:1:local/", ""]
+    with pytest.raises(PrivacyError, match="not a Git work tree"):
+        git_ignores(notes, ["build"])
+    # decide, told the same Git directory, applies the same rules to files.
+    assert reasons(decide(notes, ["build/a.md", "local/b.md", "notes/c.md"], git_dir=gitdir)) == {
+        "build/a.md": ".gitignore:1:build/", "local/b.md": f"{gitdir}/info/exclude:1:local/", "notes/c.md": ""}
+    with pytest.raises(PrivacyError, match="not a Git work tree"):
+        decide(notes, ["notes/c.md"])
+
+
+# --- a plain folder outside Git ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def plain(tmp_path: Path) -> Path:
+    folder = tmp_path / "plain"
+    write(folder, {"vault/tropo.toml": "version = 1\n", "team/.vivary/cache": "", "notes/idea.md": "# Idea\n"})
+    return folder
+
+
+PLAIN_PATHS = ["USER.md", "memory/a.md", "vault/memory/b.md", "team/heartbeat-reports/r.md", "vault/notes/memory/c.md",
+               "vaultx/memory/d.md", "notes/idea.md", "vault/.env", "user.md", "vault/Memory/e.md"]
+
+
+def test_a_plain_folder_has_the_floor_at_each_workspace_and_sensitive_names(plain: Path) -> None:
+    assert decide_without_git(plain, PLAIN_PATHS) == [
+        PrivacyDecision("USER.md", True, "floor: USER.md"),
+        PrivacyDecision("memory/a.md", True, "floor: memory/**"),
+        PrivacyDecision("vault/memory/b.md", True, "floor: memory/** (workspace vault/)"),
+        PrivacyDecision("team/heartbeat-reports/r.md", True, "floor: heartbeat-reports/** (workspace team/)"),
+        PrivacyDecision("vault/notes/memory/c.md", False, ""),
+        PrivacyDecision("vaultx/memory/d.md", False, ""),
+        PrivacyDecision("notes/idea.md", False, ""),
+        PrivacyDecision("vault/.env", True, "sensitive name: .env*"),
+        PrivacyDecision("user.md", False, ""),  # a case-sensitive file system, as `git init` here would find
+        PrivacyDecision("vault/Memory/e.md", False, ""),
+    ]
+    assert decide_without_git(plain, []) == []
+
+
+@pytest.mark.parametrize("platform", ["darwin", "win32"])
+def test_a_plain_folder_on_a_case_insensitive_system_folds_case(plain: Path, platform: str,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # macOS and Windows cannot exist on this machine: only the platform's name is stood in for.
+    monkeypatch.setattr(sys, "platform", platform)
+    got = {d.path: d.reason for d in decide_without_git(plain, PLAIN_PATHS)}
+    assert got["user.md"] == "floor: USER.md"
+    assert got["vault/Memory/e.md"] == "floor: memory/** (workspace vault/)"
+
+
+@pytest.mark.parametrize("where", ["", "vault/"])
+def test_a_plain_folder_with_private_paths_is_refused_by_name(plain: Path, where: str) -> None:
+    write(plain, {f"{where}.vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["drafts/**"]\n'})
+    with pytest.raises(PrivacyError) as err:
+        decide_without_git(plain, ["vault/notes/a.md"])
+    assert str(err.value) == (
+        f"cannot decide privacy in {plain}: {where}.vivary/memory.toml lists private_paths, gitignore patterns only"
+        " Git matches exactly, and this folder is not in a Git work tree; run `git init` there (nothing needs to be"
+        " committed) and try again"
+    )
+
+
+# --- paths too deep for Git to name its rule --------------------------------------------------------------
+
+
+def test_deep_paths_are_matched_one_for_one_in_any_order_and_with_repeats(tmp_path: Path) -> None:
+    repo = init(tmp_path / "r", {".gitignore": "*.log\n"})
+    names = ["e.md", "b.log", "f.log", "a.md", "c.log", "b.log", "d.log", "g.md"]
+    paths = [f"{DEEP}/{n}" for n in names]
+    got = decide(repo, paths)
+    assert [d.path for d in got] == paths
+    assert [d.reason for d in got] == ["" if n.endswith(".md") else UNNAMED_IGNORE for n in names]
+    assert decide(repo, [*paths, "b.log"])[-1].reason == ".gitignore:1:*.log"
+
+
+def fake_check_ignore(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str) -> None:
+    """A `git` first on PATH that runs the real one, except that `check-ignore` without `-v` (the batch for
+    deep paths) answers with `script`: a Git that crashes or garbles its answer cannot be had for real."""
+    real = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, check=True).stdout.decode().strip()
+    bindir = tmp_path / "fake-bin"
+    bindir.mkdir()
+    fake = bindir / "git"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'case " $* " in *" check-ignore "*) case " $* " in *" -v "*) ;; *)\n'
+        f"{script}\n"
+        "esac;; esac\n"
+        f'exec {real} "$@"\n'
+    )
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+
+
+@pytest.mark.parametrize(
+    ("script", "message"),
+    [
+        ("cat >/dev/null; printf './%s/nope\\000' \"$DEEP\"; exit 0",
+         "git check-ignore's answer does not line up with the 1 paths asked; nothing was admitted"),
+        ("cat >/dev/null; printf './%s/a.md' \"$DEEP\"; exit 0", "malformed answer from git check-ignore"),
+    ],
+)
+def test_a_garbled_answer_for_deep_paths_admits_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        script: str, message: str) -> None:
+    repo = init(tmp_path / "r")
+    fake_check_ignore(tmp_path, monkeypatch, script)
+    monkeypatch.setenv("DEEP", DEEP)
+    with pytest.raises(PrivacyError) as err:
+        decide(repo, [f"{DEEP}/a.md"], PrivacyPolicy())
+    assert str(err.value).startswith("cannot decide privacy (")
+    assert str(err.value).endswith(message)
+
+
+# --- the words of a refusal -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", ["a//b.md", "./a.md", "a/"])
+def test_a_malformed_path_is_refused_in_full_words(tmp_path: Path, bad: str) -> None:
+    repo = init(tmp_path / "r")
+    with pytest.raises(PrivacyError) as err:
+        decide(repo, ["ok.md", bad])
+    assert str(err.value) == (
+        f"not a repository-relative path: {bad!r}; paths are `/`-separated, relative to the repository root,"
+        " without empty, `.` or `..` components"
+    )
+
+
+def test_git_ignores_fails_closed_and_says_whose_rules_it_could_not_read(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = init(tmp_path / "r")
+    fake_check_ignore(tmp_path, monkeypatch, "cat >/dev/null; echo 'fatal: boom' >&2; exit 128")
+    with pytest.raises(PrivacyError) as err:
+        git_ignores(repo, [f"{DEEP}/cache"])
+    assert str(err.value) == (
+        f"cannot decide privacy (Git ignore rules in {repo}): git check-ignore failed with exit code 128: fatal: boom;"
+        " nothing was admitted"
+    )
