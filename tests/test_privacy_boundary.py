@@ -19,12 +19,14 @@ from vivary_git.checkignore import UNNAMED_IGNORE
 from vivary_git.errors import PrivacyError
 from vivary_git.privacy import (
     PrivacyDecision,
+    PrivacyMemo,
     PrivacyPolicy,
     Scope,
     decide,
     decide_scoped,
     decide_without_git,
     git_ignores,
+    sensitive_name,
 )
 
 DEEP = "/".join(["d"] * 25)  # below more than 20 folders: Git answers without naming the rule
@@ -346,3 +348,107 @@ def test_git_ignores_fails_closed_and_says_whose_rules_it_could_not_read(tmp_pat
         f"cannot decide privacy (Git ignore rules in {repo}): git check-ignore failed with exit code 128: fatal: boom;"
         " nothing was admitted"
     )
+
+
+# --- the floor for paths Git cannot name a rule for, and names that only look like secrets -----------------
+
+
+def test_the_floor_is_named_for_deep_paths_when_core_ignorecase_is_on(tmp_path: Path) -> None:
+    # Git names no rule for a path this deep: the reason is the floor's own, whatever the case.
+    repo = init(tmp_path / "r")
+    git(repo, "config", "core.ignoreCase", "true")
+    paths = [f"{DEEP}/user.md", f"{DEEP}/Memory.Markdown", f"Memory/{DEEP}/x.md", f"{DEEP}/notes.md"]
+    assert reasons(decide(repo, paths)) == {
+        f"{DEEP}/user.md": "floor: USER.md",
+        f"{DEEP}/Memory.Markdown": "floor: MEMORY.markdown",
+        f"Memory/{DEEP}/x.md": "floor: memory/**",
+        f"{DEEP}/notes.md": "",
+    }
+
+
+def test_the_floor_is_named_for_deep_paths_and_compares_case_when_core_ignorecase_is_off(tmp_path: Path) -> None:
+    repo = init(tmp_path / "r")
+    paths = [f"{DEEP}/MEMORY.md", f"{DEEP}/USER.markdown", f"{DEEP}/memory.md", "notes/USER.mD", "MEMORY.markDown"]
+    assert reasons(decide(repo, paths)) == {
+        f"{DEEP}/MEMORY.md": "floor: MEMORY.md",
+        f"{DEEP}/USER.markdown": "floor: USER.markdown",
+        f"{DEEP}/memory.md": "",
+        "notes/USER.mD": "",
+        "MEMORY.markDown": "",
+    }
+
+
+def test_a_name_holding_every_kind_of_secret_word_is_still_one_sensitive_name() -> None:
+    # Each of these words only lets a name be looked at closer; one name may hold them all.
+    name = ".env-.pem.key.p12.pfx.ppk-id_-netrc-.pgpass-.pypirc-credential-secrets-passw-api"
+    assert sensitive_name(f"notes/{name}") == "sensitive name: .env*"
+    assert sensitive_name("notes/env-pem-key-netrc-credential-secrets-password-api.md") == ""
+
+
+# --- one answer per question --------------------------------------------------------------------------------
+
+
+def test_a_memo_tells_repositories_git_directories_and_trees_apart(tmp_path: Path) -> None:
+    memo = PrivacyMemo()
+    one = init(tmp_path / "one", {".gitignore": "a.md\n"})
+    two = init(tmp_path / "two")
+    assert reasons(decide_scoped(one, ["a.md"], [Scope("")], memo=memo)) == {"a.md": ".gitignore:1:a.md"}
+    assert reasons(decide_scoped(two, ["a.md"], [Scope("")], memo=memo)) == {"a.md": ""}
+    # One work tree, two Git directories with their own info/exclude: each is asked, and each is told.
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for name, rule in (("g1", "a.md\n"), ("g2", "")):
+        git(tmp_path, f"--git-dir={tmp_path / name}", f"--work-tree={notes}", "init", "-q", "-b", "main")
+        (tmp_path / name / "info" / "exclude").write_text(rule)
+    assert reasons(decide_scoped(notes, ["a.md"], [Scope("")], memo=memo, git_dir=tmp_path / "g1")) == {
+        "a.md": f"{tmp_path / 'g1'}/info/exclude:1:a.md"}
+    assert reasons(decide_scoped(notes, ["a.md"], [Scope("")], memo=memo, git_dir=tmp_path / "g2")) == {"a.md": ""}
+    # A tree's own .gitignore, through the memo too.
+    write(two, {".gitignore": "b.md\n"})
+    git(two, "add", ".gitignore")
+    git(two, "commit", "-q", "-m", "c")
+    write(two, {".gitignore": ""})
+    tree = git(two, "rev-parse", "HEAD^{tree}").strip()
+    assert reasons(decide_scoped(two, ["b.md"], [Scope("")], trees=(tree,), memo=memo)) == {
+        "b.md": ".gitignore:1:b.md"}
+    assert reasons(decide_scoped(two, ["b.md"], [Scope("")], memo=memo)) == {"b.md": ""}
+
+
+# --- a garbled answer with rules named ----------------------------------------------------------------------
+
+
+def fake_verbose_check_ignore(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: str) -> None:
+    """A `git` first on PATH that runs the real one, except that `check-ignore -v` prints `answer` (printf
+    syntax) and exits 0: a Git that garbles its answer cannot be had for real."""
+    real = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, check=True).stdout.decode().strip()
+    bindir = tmp_path / "fake-bin"
+    bindir.mkdir()
+    fake = bindir / "git"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'case " $* " in *" check-ignore "*" -v "*)\n'
+        f"cat >/dev/null; printf '{answer}'; exit 0\n"
+        "esac\n"
+        f'exec {real} "$@"\n'
+    )
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        ("\\000\\000\\000./a.md\\000\\000",
+         "git check-ignore's answer does not line up with the 1 paths asked; nothing was admitted"),
+        ("x\\000\\000pat\\000./a.md\\000", "malformed answer from git check-ignore"),
+        ("x\\0001\\000\\000./a.md\\000", "malformed answer from git check-ignore"),
+        ("x\\000one\\000pat\\000./a.md\\000", "malformed answer for b'a.md'"),
+    ],
+)
+def test_a_garbled_rule_is_refused_in_full_words(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: str,
+                                                 message: str) -> None:
+    repo = init(tmp_path / "r")
+    fake_verbose_check_ignore(tmp_path, monkeypatch, answer)
+    with pytest.raises(PrivacyError) as err:
+        decide(repo, ["a.md"])
+    assert str(err.value) == f"cannot decide privacy (floor and private_paths): {message}"
