@@ -452,3 +452,35 @@ def test_a_garbled_rule_is_refused_in_full_words(tmp_path: Path, monkeypatch: py
     with pytest.raises(PrivacyError) as err:
         decide(repo, ["a.md"])
     assert str(err.value) == f"cannot decide privacy (floor and private_paths): {message}"
+
+
+
+# --- the top's private_paths beside a workspace's, and how a pattern is anchored -----------------------------
+
+
+def test_the_tops_private_paths_apply_beside_a_workspaces_and_each_is_anchored_as_written(tmp_path: Path) -> None:
+    repo = init(tmp_path / "r")
+    scopes = [Scope("vault", ("build/", "notes/*.md")), Scope("", ("Xmas/**", "top-secret/"))]
+    in_vault = " (in vault/.vivary/memory.toml)"
+    paths = ["Xmas/a.md", "top-secret/a.md", "a/top-secret/b.md", "vault/build/x.md", "vault/a/build/x.md",
+             "vault/notes/a.md", "vault/a/notes/b.md", "vault/build.md"]
+    assert reasons(decide_scoped(repo, paths, scopes)) == {
+        "Xmas/a.md": "config: Xmas/**",
+        "top-secret/a.md": "config: top-secret/",
+        "a/top-secret/b.md": "config: top-secret/",
+        "vault/build/x.md": "config: build/" + in_vault,  # no slash but the last: a folder at any depth below
+        "vault/a/build/x.md": "config: build/" + in_vault,
+        "vault/notes/a.md": "config: notes/*.md" + in_vault,  # a slash in the middle: anchored at vault/
+        "vault/a/notes/b.md": "",
+        "vault/build.md": "",
+    }
+
+
+def test_a_private_paths_entry_of_two_lines_is_refused_in_full_words(tmp_path: Path) -> None:
+    repo = init(tmp_path / "r")
+    with pytest.raises(PrivacyError) as err:
+        decide_scoped(repo, ["vault/a.md"], [Scope("vault", ("drafts/**", "a\rb"))])
+    assert str(err.value) == (
+        "private_paths entry 'a\\rb' contains a line break or NUL; a gitignore pattern is one line: split it into"
+        " separate entries"
+    )
