@@ -484,3 +484,12 @@ def test_a_private_paths_entry_of_two_lines_is_refused_in_full_words(tmp_path: P
         "private_paths entry 'a\\rb' contains a line break or NUL; a gitignore pattern is one line: split it into"
         " separate entries"
     )
+
+
+
+def test_a_pattern_ending_in_a_name_of_x_keeps_its_middle_slash(tmp_path: Path) -> None:
+    # `social/X` (a note about X) has a slash in the middle: anchored at the workspace, not at any depth.
+    repo = init(tmp_path / "r")
+    paths = ["vault/social/X", "vault/a/social/X"]
+    assert reasons(decide_scoped(repo, paths, [Scope("vault", ("social/X",))])) == {
+        "vault/social/X": "config: social/X (in vault/.vivary/memory.toml)", "vault/a/social/X": ""}
