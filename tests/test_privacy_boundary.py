@@ -493,3 +493,20 @@ def test_a_pattern_ending_in_a_name_of_x_keeps_its_middle_slash(tmp_path: Path) 
     paths = ["vault/social/X", "vault/a/social/X"]
     assert reasons(decide_scoped(repo, paths, [Scope("vault", ("social/X",))])) == {
         "vault/social/X": "config: social/X (in vault/.vivary/memory.toml)", "vault/a/social/X": ""}
+
+
+
+def test_git_names_the_rule_down_to_twenty_folders_and_no_deeper(tmp_path: Path) -> None:
+    repo = init(tmp_path / "r", {".gitignore": "*.log\ncache/\n"})
+    at, below = "/".join(["d"] * 20) + "/a.log", "/".join(["d"] * 21) + "/a.log"
+    assert reasons(decide(repo, [at, below])) == {at: ".gitignore:1:*.log", below: UNNAMED_IGNORE}
+    # A folder is asked as `folder/`: its own slash counts.
+    at, below = "/".join(["d"] * 19) + "/cache", "/".join(["d"] * 20) + "/cache"
+    assert git_ignores(repo, [at, below]) == [".gitignore:2:cache/", UNNAMED_IGNORE]
+
+
+def test_a_workspace_folder_is_matched_case_for_case_when_core_ignorecase_is_off(tmp_path: Path) -> None:
+    repo = init(tmp_path / "r")
+    paths = ["Vault/memory/a.md", "Vault/drafts/a.md", "vault/memory/a.md"]
+    assert reasons(decide_scoped(repo, paths, [Scope("vault", ("drafts/**",))])) == {
+        "Vault/memory/a.md": "", "Vault/drafts/a.md": "", "vault/memory/a.md": "floor: memory/** (workspace vault/)"}
