@@ -9,6 +9,7 @@ import os
 import stat
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -510,3 +511,32 @@ def test_a_workspace_folder_is_matched_case_for_case_when_core_ignorecase_is_off
     paths = ["Vault/memory/a.md", "Vault/drafts/a.md", "vault/memory/a.md"]
     assert reasons(decide_scoped(repo, paths, [Scope("vault", ("drafts/**",))])) == {
         "Vault/memory/a.md": "", "Vault/drafts/a.md": "", "vault/memory/a.md": "floor: memory/** (workspace vault/)"}
+
+
+
+def test_a_workspace_folder_named_in_other_case_is_found_when_core_ignorecase_is_on(tmp_path: Path) -> None:
+    repo = init(tmp_path / "r")
+    git(repo, "config", "core.ignoreCase", "true")
+    assert reasons(decide_scoped(repo, ["vault/MEMORY/a.md", "vault/n.md"], [Scope("Vault")])) == {
+        "vault/MEMORY/a.md": "floor: memory/** (workspace Vault/)", "vault/n.md": ""}
+
+
+def test_every_tree_asked_about_has_its_say(tmp_path: Path) -> None:
+    repo = init(tmp_path / "r")
+    trees = []
+    for rule in ("a.md\n", "b.md\n"):
+        write(repo, {".gitignore": rule})
+        git(repo, "add", ".gitignore")
+        git(repo, "commit", "-q", "-m", rule)
+        trees.append(git(repo, "rev-parse", "HEAD^{tree}").strip())
+    assert reasons(decide_scoped(repo, ["a.md", "b.md", "c.md"], [Scope("")], trees=trees)) == {
+        "a.md": ".gitignore:1:a.md", "b.md": ".gitignore:1:b.md", "c.md": ""}
+
+
+def test_gits_own_rules_compare_names_byte_for_byte(tmp_path: Path) -> None:
+    # private_paths match either Unicode form of a name; a .gitignore matches as Git does, bytes for bytes.
+    nfd, nfc = unicodedata.normalize("NFD", "café.md"), unicodedata.normalize("NFC", "café.md")
+    repo = init(tmp_path / "r", {".gitignore": nfd + "\n"})
+    assert reasons(decide(repo, [nfd, nfc])) == {nfd: f".gitignore:1:{nfd}", nfc: ""}
+    assert reasons(decide(repo, [nfd, nfc], PrivacyPolicy(private_paths=(nfc,)), tree=None)) == {
+        nfd: f"config: {nfc}", nfc: f"config: {nfc}"}
