@@ -540,3 +540,26 @@ def test_gits_own_rules_compare_names_byte_for_byte(tmp_path: Path) -> None:
     assert reasons(decide(repo, [nfd, nfc])) == {nfd: f".gitignore:1:{nfd}", nfc: ""}
     assert reasons(decide(repo, [nfd, nfc], PrivacyPolicy(private_paths=(nfc,)), tree=None)) == {
         nfd: f"config: {nfc}", nfc: f"config: {nfc}"}
+
+
+
+def test_the_top_floor_is_named_before_a_workspaces(tmp_path: Path) -> None:
+    repo = init(tmp_path / "r")
+    assert reasons(decide_scoped(repo, ["vault/memory/USER.md", "vault/USER.md"], [Scope("vault")])) == {
+        "vault/memory/USER.md": "floor: USER.md", "vault/USER.md": "floor: USER.md"}
+
+
+def test_of_many_workspaces_on_the_way_the_outermost_rule_is_named(tmp_path: Path) -> None:
+    # Eleven workspaces in a row; the second and the tenth would make the note private: the second is named.
+    repo = init(tmp_path / "r")
+    folders = ["/".join("abcdefghijk"[: n + 1]) for n in range(11)]
+    scopes = [Scope(f, ("*.md",) if n in (1, 9) else ("*.txt",)) for n, f in enumerate(folders)]
+    note = folders[-1] + "/n.md"
+    assert reasons(decide_scoped(repo, [note], scopes)) == {note: "config: *.md (in a/b/.vivary/memory.toml)"}
+
+
+def test_a_path_that_is_no_string_is_refused_by_its_value(tmp_path: Path) -> None:
+    repo = init(tmp_path / "r")
+    with pytest.raises(PrivacyError) as err:
+        decide(repo, ["a.md", b"b.md"])  # type: ignore[list-item]
+    assert str(err.value) == "not a repository-relative path: b'b.md'; paths are strings"
