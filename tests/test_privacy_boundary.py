@@ -563,3 +563,10 @@ def test_a_path_that_is_no_string_is_refused_by_its_value(tmp_path: Path) -> Non
     with pytest.raises(PrivacyError) as err:
         decide(repo, ["a.md", b"b.md"])  # type: ignore[list-item]
     assert str(err.value) == "not a repository-relative path: b'b.md'; paths are strings"
+
+
+
+def test_bad_paths_are_refused_even_when_every_kind_of_fault_is_in_one_batch(tmp_path: Path) -> None:
+    repo = init(tmp_path / "r")
+    with pytest.raises(PrivacyError, match="not a repository-relative path: 'a//b'"):
+        decide(repo, ["a//b", "", "c/", "/d"])
