@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -278,6 +279,35 @@ def test_a_name_that_is_not_utf8_does_not_fail_a_worker(repo: Repo, cli: Any, mo
     one = cli("check", "--rev", "HEAD", "--json", "--no-cache", cwd=repo.path)
     assert one.out == two.out
     assert cli("graph", "--rev", "HEAD", "--json", "--no-cache", cwd=repo.path).out == warm.out
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_cold_run_holds_no_note_and_reads_them_back_from_the_parse_cache(repo: Repo, cli: Any, monkeypatch: Any,
+                                                                           jobs: str) -> None:
+    """With a local cache, each process that parses writes its share's parses and facts to segments of its
+    own and keeps none of the notes: a command that wants the notes after the graph (`query`'s index) reads
+    them back from those segments, parsing nothing twice, and answers as a run without the cache."""
+    from vivary_git import parallel, parses
+
+    repo.commit(files={"tropo.toml": TROPO, **{
+        f"modules/m{i:03d}.md": f"---\nstatus: s{i}\ndepends: [m{(i + 1) % 60:03d}]\n---\n# M{i}\n\nword{i % 7} here\n"
+        for i in range(60)}})
+    for limit in ((parallel, "MIN_BLOBS"), (parses, "_STREAM_ABOVE"), (parses, "_LOAD_PARSE_CACHE_ABOVE")):
+        monkeypatch.setattr(*limit, 10)  # as a cold run of thousands of notes
+    monkeypatch.setenv("VIVARY_JOBS", jobs)
+    monkeypatch.setenv("VIVARY_STATS", "1")
+    want = cli("query", "word3", "--json", "--rev", "HEAD", "--no-cache", cwd=repo.path)
+    got = cli("query", "word3", "--json", "--rev", "HEAD", cwd=repo.path)
+    assert got.out == want.out and "M3" in got.out and "Traceback" not in got.err
+    assert '"parsed":60' in got.err, got.err
+    vivary = repo.path / ".git" / "vivary"
+    for kind in ("parse", "facts"):
+        assert len(list(vivary.glob(f"{kind}-v*/seg-*.msgpack"))) == int(jobs), kind
+    for d in vivary.iterdir():  # only the parse and fact caches left: the next run builds from them
+        if d.is_dir() and not d.name.startswith(("parse-", "facts-")):
+            shutil.rmtree(d)
+    again = cli("query", "word3", "--json", "--rev", "HEAD", cwd=repo.path)
+    assert again.out == want.out and '"parsed":0' in again.err, again.err
 
 
 def test_no_fork_while_another_thread_runs(repo: Repo, cli: Any, monkeypatch: Any, forks: list[int]) -> None:

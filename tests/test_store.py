@@ -350,7 +350,7 @@ def test_recording_alongside_the_build_equals_recording_inline(repo: Repo, cli: 
     kept out, and the parses shared without their bodies."""
     import shutil
 
-    from vivary_git import parallel
+    from vivary_git import parallel, parses
 
     many = {f"modules/n{i:02d}.md": f"---\nstatus: live\ndepends: [n{(i + 1) % 40:02d}]\n---\n# N{i}\n\nBODY-{i}\n"
             for i in range(40)}
@@ -358,6 +358,7 @@ def test_recording_alongside_the_build_equals_recording_inline(repo: Repo, cli: 
     repo.git("add", "-A")
     repo.git("commit", "-q", "-m", "many")
     monkeypatch.setattr(parallel, "MIN_BLOBS", 10)
+    monkeypatch.setattr(parses, "_STREAM_ABOVE", 10)  # each parsing process writes its own segments
     listings = []
     for jobs in ("2", "1"):
         monkeypatch.setenv("VIVARY_JOBS", jobs)
@@ -367,8 +368,11 @@ def test_recording_alongside_the_build_equals_recording_inline(repo: Repo, cli: 
         r = cli("check", "--rev", "HEAD", "--json", cwd=repo.path)
         assert r.code == 1 and "Traceback" not in r.err
         assert len(forks) == (2 if jobs == "2" else 0)  # one child derives half the facts, one records
-        for kind in ("parse", "facts"):  # written once, by this process (not again by a child)
-            assert len(list((repo.path / ".git" / "vivary").glob(f"{kind}-v*/seg-*.msgpack"))) == 1, kind
+        for kind in ("parse", "facts"):  # each written once, by the process that computed it (one segment each)
+            segments = list((repo.path / ".git" / "vivary").glob(f"{kind}-v*/seg-*.msgpack"))
+            assert len(segments) == (2 if jobs == "2" else 1), kind
+            keys = [k for seg in segments for k, _ in msgspec.msgpack.decode(seg.read_bytes()[4:])]
+            assert len(keys) == len(set(keys)) == 46, kind  # every document's, none twice
         listings.append([line for line in git(repo.path, "ls-tree", "-r", CACHE_REF).splitlines()
                          if "manifest" not in line])
         blob = objects_reachable(repo.path, CACHE_REF)

@@ -14,7 +14,7 @@ import sys
 import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, BinaryIO, Generic, TypeVar
 
 import msgspec
 
@@ -170,6 +170,9 @@ class SegmentCache(Generic[T]):
                     items = _read(seg, self._decoder)
                     if items:
                         self._values.update(items)
+            for key, value in self._new.items():  # added before the first look-up, not written yet
+                self._values[key] = msgspec.msgpack.decode(value, type=self._value_type) \
+                    if isinstance(value, msgspec.Raw) else value
         return self._values
 
     @property
@@ -190,6 +193,20 @@ class SegmentCache(Generic[T]):
         if self._values is not None:
             self._values[key] = msgspec.msgpack.decode(value, type=self._value_type)
         self._new[key] = value
+
+    def writer(self) -> SegmentWriter | None:
+        """A segment of its own, written as its entries come (`SegmentWriter`), or None without a cache
+        directory (or when it cannot be created). What it writes is seen by this cache's next load."""
+        if self.dir is None:
+            return None
+        try:
+            return SegmentWriter(self.dir / f"seg-{uuid.uuid4().hex}.msgpack", self._reload)
+        except OSError as err:
+            _note(f"could not write the cache in {self.dir} ({err.strerror}); continuing without it")
+            return None
+
+    def _reload(self) -> None:
+        self._values = None  # a segment was added: the next look-up reads it
 
     def discard(self) -> None:
         """Forget what was added and not written yet (a forked child leaves the writing to its parent)."""
@@ -219,6 +236,78 @@ class SegmentCache(Generic[T]):
 
 
 _BATCH = 2048
+
+
+class SegmentWriter:
+    """One new segment, its entries encoded and written as they are added (by the process that computed
+    them: a parse worker writes its share's parses itself, and nobody holds them all), under a temporary
+    name renamed into place by `close`. The array header, written first, gets its count at the end."""
+
+    def __init__(self, path: Path, written: Callable[[], None]) -> None:
+        self._path = path
+        self._written = written
+        self._tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh: BinaryIO | None = open(self._tmp, "wb")  # noqa: SIM115  # closed by close() or abandon()
+        self._enc = msgspec.msgpack.Encoder()
+        self._parts: list[bytes] = []
+        self._count = 0
+        self._write(_MAGIC + bytes([0xDD]) + bytes(4))  # array32: the count is filled in by close()
+
+    def _write(self, data: bytes) -> None:
+        if self._fh is None:
+            return
+        try:
+            self._fh.write(data)
+        except OSError as err:
+            _note(f"could not write the cache in {self._path.parent} ({err.strerror}); continuing without it")
+            self.abandon()
+
+    def add(self, key: str, value: Any) -> bool:
+        """Add one entry; False when it cannot be (a string that is not UTF-8, which this plain form
+        cannot hold, or a failed write): the caller keeps it for the cache's usual `put`."""
+        if self._fh is None:
+            return False
+        try:
+            self._parts.append(self._enc.encode((key, value)))
+        except UnicodeEncodeError:
+            return False
+        self._count += 1
+        if len(self._parts) >= _BATCH:
+            parts, self._parts = self._parts, []
+            self._write(b"".join(parts))
+        return self._fh is not None
+
+    def close(self) -> None:
+        """Rename the segment into place (nothing when no entry was added)."""
+        if self._fh is None:
+            return
+        self._write(b"".join(self._parts))
+        self._parts = []
+        fh = self._fh
+        if fh is None or not self._count:
+            self.abandon()
+            return
+        try:
+            fh.seek(len(_MAGIC) + 1)
+            fh.write(self._count.to_bytes(4, "big"))
+            fh.close()
+            os.replace(self._tmp, self._path)
+        except OSError as err:
+            _note(f"could not write the cache in {self._path.parent} ({err.strerror}); continuing without it")
+            self.abandon()
+            return
+        self._fh = None
+        self._written()
+
+    def abandon(self) -> None:
+        """Leave nothing behind (an entry added is then simply computed again next time)."""
+        fh, self._fh = self._fh, None
+        if fh is not None:
+            with contextlib.suppress(OSError):
+                fh.close()
+        with contextlib.suppress(OSError):
+            self._tmp.unlink()
 
 
 def _write_segment(path: Path, items: list[tuple[str, Any]]) -> None:
