@@ -443,6 +443,10 @@ class Parses:
                 parse[oid] = encode_shared(note)
         return parse
 
+    def drop_shared(self) -> None:
+        """Forget the shared encodings kept for recording: the recording child has its copy (record.alongside)."""
+        self._shared = {}
+
     def discard_writes(self) -> None:
         """In a forked child: no local cache writes (the parent writes what is pending)."""
         for cache in (self._parse_cache, self._fact_cache):

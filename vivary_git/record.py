@@ -71,6 +71,8 @@ class Workspace(Protocol):
 
     def reopen_after_fork(self) -> None: ...
 
+    def drop_shared_parses(self) -> None: ...
+
     @property
     def privacy_memo(self) -> privacy.PrivacyMemo | None: ...
 
@@ -287,6 +289,7 @@ def alongside(ws: Workspace, keyed: Keyed, flushes: Flushes) -> Callable[[Counts
             sys.stderr.flush()
             os._exit(code)
     os.close(r)
+    ws.drop_shared_parses()  # the child has them: the build gets their room
 
     def done(counts: Counts, then: Callable[[], None]) -> None:
         try:
