@@ -453,6 +453,57 @@ def test_cache_segments_written_a_batch_at_a_time_read_back_whole(tmp_path: Path
     assert [p.name for p in tmp_path.iterdir()] == ["seg.msgpack"]  # no temporary file left
 
 
+@pytest.mark.parametrize("n", [0, 15, 2049, 70000])
+def test_a_segment_written_as_it_comes_reads_back_whole(tmp_path: Path, n: int) -> None:
+    """A parsing process writes its share's entries to a segment as they come (`SegmentWriter`): it reads
+    back as the whole array, an entry it cannot hold (a string that is not UTF-8) is refused for the
+    caller to keep, and no temporary file is left, nor a segment when nothing was added."""
+    import msgspec
+
+    from vivary_git import localcache
+    from vivary_git.models import Note
+
+    cache = localcache.parse_cache(tmp_path)
+    writer = cache.writer()
+    assert writer is not None
+    items = [(f"{i:040x}", Note({"a": i}, {"a": 2}, "t", "b")) for i in range(n)]
+    assert all(writer.add(k, v) for k, v in items)
+    assert not writer.add("f" * 40, Note({"a": "\udcff"}, {}, None, ""))
+    writer.close()
+    segments = list((tmp_path / cache.dir.name).iterdir()) if cache.dir and cache.dir.exists() else []  # type: ignore[union-attr]
+    assert len(segments) == (1 if n else 0)
+    if n:
+        raw = segments[0].read_bytes()
+        assert raw.startswith(b"VVG1")
+        assert msgspec.msgpack.decode(raw[4:], type=list[tuple[str, Note]]) == items
+        assert cache.get(items[-1][0]) == items[-1][1]  # the cache's next look-up sees it
+
+
+def test_a_graph_cached_in_pieces_is_the_same_bytes(tmp_path: Path) -> None:
+    """The graph cache is written a field and a batch at a time (no buffer of the whole graph): the file
+    holds exactly the one encoding it always held, and a file name that is not UTF-8 is spelled out."""
+    import msgspec
+
+    from vivary_git import localcache
+    from vivary_git.config import Config
+    from vivary_git.graph import Graph
+    from vivary_git.models import Edge, Finding, Node
+
+    nodes = [Node(id=f"n{i}", type="t", path=f"n{i}.md", title=f"N{i}", blob="0" * 40) for i in range(5000)]
+    edges = [Edge(f"n{i}", "depends", f"n{i + 1}", i % 3 == 0) for i in range(70000)]
+    graph = Graph(root="r", tree=None, config=Config(source="tropo.toml"), nodes=nodes, edges=edges,
+                  findings=[Finding("n1.md", 1, "error", "E100", "x")], others=[f"o{i}" for i in range(3000)])
+    cache = localcache.ObjectCache(tmp_path, "graph")
+    cache.put("k", graph)
+    assert (tmp_path / "graph-v" f"{localcache.FORMAT_VERSION}" / "k.msgpack").read_bytes() == \
+        b"VVG1" + msgspec.msgpack.encode(graph)
+    odd = msgspec.structs.replace(graph, others=["zz\udcff.png"])
+    cache.put("odd", odd)
+    assert cache.get("odd", msgspec.msgpack.Decoder(Graph)) == odd
+    assert sorted(p.name for p in (tmp_path / f"graph-v{localcache.FORMAT_VERSION}").iterdir()) == \
+        ["k.msgpack", "odd.msgpack"]  # no temporary file left
+
+
 def _huge(path: Path, size: int = 9 << 20) -> None:
     """A note over the limit, its time set back (a file written in the last seconds is not remembered)."""
     with open(path, "wb") as fh:

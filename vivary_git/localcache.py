@@ -12,7 +12,7 @@ import contextlib
 import os
 import sys
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, Generic, TypeVar
 
@@ -48,10 +48,15 @@ def write_atomic(path: Path, *parts: bytes) -> None:
     # No fsync: this is a cache. A crash can at worst leave a short file, which the magic header and
     # typed decoding reject on the next read (then it is recomputed); an fsync of a multi-megabyte
     # graph on every run cost tens to hundreds of milliseconds on a slow disk.
-    with open(tmp, "wb") as fh:
-        for part in parts:
-            fh.write(part)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            for part in parts:
+                fh.write(part)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
 
 
 def _spelled(value: Any) -> Any:
@@ -91,6 +96,38 @@ def _encoded(value: Any) -> tuple[bytes, bytes]:
         return _MAGIC, msgspec.msgpack.encode(value)
     except UnicodeEncodeError:
         return _MAGIC_NAMES, _encode_spelled(value)
+
+
+def _array_header(n: int) -> bytes:
+    """msgpack's header for an array of `n` items."""
+    if n < 16:
+        return bytes([0x90 | n])
+    return (b"\xdc" + n.to_bytes(2, "big")) if n < 65536 else (b"\xdd" + n.to_bytes(4, "big"))
+
+
+def encoded_parts(value: Any) -> Iterator[bytes]:
+    """The msgpack of `value` in pieces: a struct encoded as a map (a graph), field by field, and its long
+    lists a batch at a time, so that no one buffer holds all of it (a cold graph of 100,000 notes is
+    ~60 MB, and the buffer that grew to hold it was the peak of the run's memory). The same bytes as
+    `msgspec.msgpack.encode(value)` (a test holds them equal); anything else is encoded whole. Raises
+    UnicodeEncodeError as that does."""
+    enc = msgspec.msgpack.Encoder()
+    config = getattr(value, "__struct_config__", None)
+    if config is None or config.array_like or config.omit_defaults or config.tag is not None:
+        yield enc.encode(value)
+        return
+    names = value.__struct_encode_fields__
+    yield bytes([0x80 | len(names)]) if len(names) < 16 else b"\xde" + len(names).to_bytes(2, "big")
+    for name, field in zip(names, value.__struct_fields__, strict=True):
+        yield enc.encode(name)
+        item = getattr(value, field)
+        if not isinstance(item, list) or len(item) <= _BATCH:
+            yield enc.encode(item)
+            continue
+        yield _array_header(len(item))
+        for start in range(0, len(item), _BATCH):
+            batch = item[start:start + _BATCH]
+            yield memoryview(enc.encode(batch))[_array_header_size(len(batch)):].tobytes()
 
 
 def encode(value: Any) -> bytes:
@@ -363,7 +400,10 @@ class ObjectCache:
         if self.dir is None:
             return
         try:
-            write_atomic(self.dir / f"{key}.msgpack", *_encoded(value))
+            try:
+                write_atomic(self.dir / f"{key}.msgpack", _MAGIC, *encoded_parts(value))
+            except UnicodeEncodeError:  # a file name that is not UTF-8: spelled out, whole
+                write_atomic(self.dir / f"{key}.msgpack", _MAGIC_NAMES, _encode_spelled(value))
             files = sorted(self.dir.glob("*.msgpack"), key=lambda p: p.stat().st_mtime)
             for old in files[: -self.keep]:
                 with contextlib.suppress(OSError):
