@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from vivary_git.localcache import SegmentCache
     from vivary_git.source import Entry, Source
     from vivary_git.store.refcache import RefCache
-    from vivary_git.store.write import Changes
+    from vivary_git.store.write import Changes, Staged
 
 Keyed = list[tuple["Entry", str, "graph_mod.Facts"]]
 
@@ -99,6 +99,7 @@ class Pending:
 
     def __init__(self, ref: RefCache, tkey: str, changes: Changes, private: int) -> None:
         self.ref, self.tkey, self.changes, self.private = ref, tkey, changes, private
+        self.staged: Staged | None = None  # their objects, written ahead of the counts (`alongside`)
 
 
 def recordable_root(source: Source) -> str | None:
@@ -235,7 +236,8 @@ def finish(ws: Workspace, pending: Pending, counts: Counts) -> None:
     )}
     changes = pending.changes
     pending.ref.write(
-        changes, f"vivary cache: tree {tree[:12]}, {len(changes.parse)} parse(s), {len(changes.facts)} facts")
+        changes, f"vivary cache: tree {tree[:12]}, {len(changes.parse)} parse(s), {len(changes.facts)} facts",
+        pending.staged)
 
 
 Flushes = list[tuple["SegmentCache[Any]", Callable[[], Iterable[str]]]]
@@ -278,6 +280,8 @@ def alongside(ws: Workspace, keyed: Keyed, flushes: Flushes) -> Callable[[Counts
             os.close(w)
             ws.reopen_after_fork()
             pending = prepare(ws, keyed)
+            if pending is not None:  # the chunks' objects now, while the graph is built: only the commit waits
+                pending.staged = pending.ref.stage(pending.changes)
             with os.fdopen(r, "rb") as pipe:
                 data = pipe.read()
             if pending is not None and data:  # no data: the parent failed before the build ended
