@@ -252,10 +252,10 @@ class SegmentCache(Generic[T]):
 
     def flush(self, keep: Callable[[], Iterable[str]] | None = None) -> None:
         """Write what was added this run as a new segment. When segments pile up they are merged, by size
-        tier: the small ones (what edits add, a few notes a run) into one, leaving the big one a cold run
-        wrote untouched, until together they reach a quarter of its size; only then is everything merged
-        into one, keeping only the keys `keep()` names (called only then: listing them may mean walking a
-        tree), or all of them. So a hook run in a 300,000-note workspace never reads and rewrites the
+        tier: the small ones (what edits add, a few notes a run) into one, leaving the big ones a cold run
+        wrote (one per parsing process) untouched, until together they reach a quarter of them; only then is
+        everything merged into one, keeping only the keys `keep()` names (called only then: listing them may
+        mean walking a tree), or all of them. So a hook run in a 300,000-note workspace never reads and rewrites the
         whole ~0.5 GB cache for its ten edits, and what is dropped for good still goes within a bounded
         share of the cache's size."""
         if self.dir is None or not self._new:
@@ -266,9 +266,11 @@ class SegmentCache(Generic[T]):
                 _write_segment(self._segment_path(), sorted(self._new.items()))
             else:
                 sizes = {seg: _size(seg) for seg in segments}
-                big = max(segments, key=lambda seg: sizes[seg])
-                small = [seg for seg in segments if seg != big]
-                if sum(sizes[seg] for seg in small) * _SMALL_SHARE < sizes[big]:
+                # The big ones: a cold run writes one per process that parsed (parses.py), of about one size.
+                largest = max(sizes.values())
+                small = [seg for seg in segments if sizes[seg] * _SMALL_SHARE < largest]
+                if small and sum(sizes[seg] for seg in small) * _SMALL_SHARE < sum(sizes.values()) - sum(
+                        sizes[seg] for seg in small):
                     self._merge(small, None)
                 else:
                     self._merge(segments, keep)
