@@ -588,6 +588,13 @@ def load_embedder(
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     # CPU only, explicitly: the wheel may list other providers (e.g. Azure) that we never want.
     session = ort.InferenceSession(model_bytes, sess_options=options, providers=["CPUExecutionProvider"])
+    # onnxruntime keeps the bytes it was given (22 MiB) for as long as the session lives, only to build the session
+    # again if another execution provider fails over to the CPU one: with the CPU alone there is nothing to fail
+    # over, so the fallback is switched off and the bytes are let go.
+    session.disable_fallback()
+    if getattr(session, "_model_bytes", None) is model_bytes:
+        session._model_bytes = None
+    del model_bytes
 
     input_names = frozenset(i.name for i in session.get_inputs())
     allowed = {"input_ids", "attention_mask", "token_type_ids"}

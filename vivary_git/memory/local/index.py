@@ -542,8 +542,9 @@ class _IndexBuilder:
             row_of = {d: i for i, d in enumerate(cached)}
             self.generation = uuid.uuid4().hex
         # The model embeds the packets the caches lack in a thread while this one does all that does not need
-        # their vectors: the BM25 update, loading and patching the HNSW graph, encoding the entries. Nothing is
-        # written before the vectors are in: an interrupted run leaves the last index whole.
+        # their vectors: the BM25 update, loading and patching the HNSW graph, encoding the entries (more than a
+        # window of packets: from the end of the BM25 update on). Nothing is written before the vectors are in: an
+        # interrupted run leaves the last index whole.
         embedding: Background[npt.NDArray[np.float32]] | None = None
         waiting: Callable[[list[str]], Background[npt.NDArray[np.float32]]] | None = None  # started after the BM25
         cancel = threading.Event()
