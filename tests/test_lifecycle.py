@@ -329,8 +329,8 @@ def _refused(call: Any, *args: Any, kind: type[Exception] | None = None, **kwarg
 
 def test_only_a_memory_in_the_memory_folder_is_changed(repo: Repo) -> None:
     """A note typed memory outside the folder (in a folder whose name only starts like it, too) is the user's own:
-    refused by each tool, word for word."""
-    from vivary_git.errors import RefusedError
+    refused by each tool, word for word; so is an id that names no memory."""
+    from vivary_git.errors import RefusedError, UsageError
 
     _seed(repo, {"notes/typed.md": "---\ntype: memory\n---\n# Mine\n",
                  "memories-old/kept.md": "---\ntype: memory\n---\n# Mine too\n",
@@ -345,6 +345,13 @@ def test_only_a_memory_in_the_memory_folder_is_changed(repo: Repo) -> None:
                                            ("move", service.move, (ref, "elsewhere"), {})):
                 said = _refused(call, *args, kind=RefusedError, **kwargs)
                 assert said == _NOT_A_MEMORY.format(id=ref, op=op), (ref, op)
+        for call, args, kwargs in ((service.edit, ("memories/none",), {"append": "x"}),
+                                   (service.retire, ("memories/none",), {"reason": "x"}),
+                                   (service.forget, ("memories/none",), {"reason": "x"}),
+                                   (service.move, ("memories/none", "elsewhere"), {})):
+            assert _refused(call, *args, kind=UsageError, **kwargs) == (
+                "no public memory 'memories/none' in this workspace (ids come from `search`; private notes are never "
+                "shown)")
         assert repo.git("rev-parse", "HEAD").strip() == head
         assert service.edit("memories/fine", append="Still mine to change.").changed
     finally:
@@ -417,6 +424,7 @@ def test_where_a_memory_may_move_to(repo: Repo) -> None:
     accented = "é" * 100 + "/" + "b" * 188  # memories/ + this + .md: 301 characters, 401 bytes
     refused = [
         ("", "say where to: a new name, or a path in the memory folder"),
+        (None, "say where to: a new name, or a path in the memory folder"),
         ("   ", "say where to: a new name, or a path in the memory folder"),
         ("/abs/alpha", "'/abs/alpha': give a name, or a path in the memory folder, e.g. ops/deploy-days"),
         ("\\abs\\alpha", "'\\\\abs\\\\alpha': give a name, or a path in the memory folder, e.g. ops/deploy-days"),
@@ -442,7 +450,8 @@ def test_where_a_memory_may_move_to(repo: Repo) -> None:
         moves = [("b", "memories/ops/b.md"), ("  c  ", "memories/ops/c.md"), ("team\\d", "memories/team/d.md"),
                  ("memories/ops/e", "memories/ops/e.md"), ("ops/f.markdown", "memories/ops/f.markdown"),
                  ("ops/notes.about-it", "memories/ops/notes.about-it.md"), ("ops/g.abcdef", "memories/ops/g.abcdef.md"),
-                 ("memoriesx/h", "memories/memoriesx/h.md"), (long_ok, f"memories/{long_ok}.md")]
+                 ("memoriesx/h", "memories/memoriesx/h.md"), ("deploy days", "memories/memoriesx/deploy days.md"),
+                 (long_ok, f"memories/{long_ok}.md")]
         at, was = "memories/ops/a", "memories/ops/a.md"
         for to, path in moves:
             got = service.move(at, to)
