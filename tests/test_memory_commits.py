@@ -32,11 +32,14 @@ def _seed(repo: Repo) -> str:
 
 
 def _write(repo: Repo, path: str, content: bytes | None, *, ref: str = "refs/heads/main", checked_out: bool = True,
-           text: str = "vivary: add x\n\nVivary-Op: add\n",
+           text: str = "vivary: add {}\n\nVivary-Op: add\n",
            plan: Callable[[Base], Planned | None] | None = None) -> CommitResult | None:
+    """`commit_note` as a memory write calls it: the message made from what was planned (`{}`: its path); a
+    removal with `remove`, a write without it (its default)."""
     return commits.commit_note(GitRepo(repo.path), ref=ref, checked_out=checked_out,
                                plan=plan or (lambda base: Planned(path, content or b"")),
-                               make_message=lambda planned: text, remove=content is None)
+                               make_message=lambda planned: text.replace("{}", planned.path),
+                               **({"remove": True} if content is None else {}))
 
 
 def _trailers(repo: Repo, rev: str = "HEAD") -> str:
@@ -166,7 +169,7 @@ def test_the_first_commit_of_a_memory_branch_has_no_parent_and_leaves_head_alone
     assert (repo.path / "memories/x.md").read_text() == "the user's own untracked file\n"
     assert repo.git("status", "--porcelain") == "?? memories/x.md\n"
     assert repo.git("reflog", "-1", "--format=%gs", "refs/heads/vivary/memory").strip() == (
-        "vivary: vivary: add x Vivary-Op: add")
+        "vivary: vivary: add memories/x.md Vivary-Op: add")
 
 
 def test_a_plan_that_changes_nothing_commits_nothing(repo: Repo) -> None:
@@ -191,7 +194,7 @@ def test_a_branch_moved_meanwhile_is_planned_again_on_its_new_tip(repo: Repo) ->
     assert seen == [head, moved[0]]
     assert got is not None and got.attempts == 2 and got.parent == moved[0]
     assert repo.git("log", "-1", "--format=%P").strip() == moved[0]
-    assert repo.git("log", "--format=%s").splitlines() == ["vivary: add x", "someone else", "init"]
+    assert repo.git("log", "--format=%s").splitlines() == ["vivary: add memories/x.md", "someone else", "init"]
 
 
 def test_a_branch_that_keeps_moving_is_an_error_after_64_attempts(repo: Repo) -> None:
