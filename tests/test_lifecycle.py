@@ -358,6 +358,28 @@ def test_only_a_memory_in_the_memory_folder_is_changed(repo: Repo) -> None:
         service.close()
 
 
+def test_a_memory_type_the_workspace_gives_another_folder_is_still_the_users(repo: Repo) -> None:
+    """A tropo.toml that declares its own `memory` type for another folder types those notes memory, outside the
+    memory folder: they are the user's. A note left in the memory folder is then of no type, and no memory."""
+    from vivary_git.errors import RefusedError
+
+    _seed(repo, {"tropo.toml": 'version = 1\n[types.memory]\nfolder = "notes"\n', "notes/typed.md": "# Mine\n",
+                 "memories/left.md": "# Left here\n"})
+    head = repo.git("rev-parse", "HEAD").strip()
+    service = _service(repo)
+    try:
+        for ref in ("typed", "left"):
+            for op, call, args, kwargs in (("edit", service.edit, (ref,), {"append": "x"}),
+                                           ("retire", service.retire, (ref,), {"reason": "x"}),
+                                           ("forget", service.forget, (ref,), {"reason": "x"}),
+                                           ("move", service.move, (ref, "elsewhere"), {})):
+                said = _refused(call, *args, kind=RefusedError, **kwargs)
+                assert said == _NOT_A_MEMORY.format(id=ref, op=op), (ref, op)
+    finally:
+        service.close()
+    assert repo.git("rev-parse", "HEAD").strip() == head
+
+
 def test_a_reason_is_one_line_of_at_most_200_characters(repo: Repo) -> None:
     from vivary_git.errors import UsageError
 
@@ -431,6 +453,9 @@ def test_where_a_memory_may_move_to(repo: Repo) -> None:
         ("alpha.txt", _NOT_MD.format(to="alpha.txt")),
         ("ops/v1.2", _NOT_MD.format(to="ops/v1.2")),
         ("ops/a.bcdef", _NOT_MD.format(to="ops/a.bcdef")),
+        ("ops/v1.2.3", _NOT_MD.format(to="ops/v1.2.3")),  # what follows the last dot is the extension
+        ("ops/a.bcdef.txt", _NOT_MD.format(to="ops/a.bcdef.txt")),
+        ("v1.0/notes.txt", _NOT_MD.format(to="v1.0/notes.txt")),
         ("../notes/alpha", _BAD_PART.format(to="../notes/alpha", part="..")),
         ("ops/./x", _BAD_PART.format(to="ops/./x", part=".")),
         ("ops//x", _BAD_PART.format(to="ops//x", part="")),
