@@ -5,6 +5,7 @@ Each answer must equal a full build (`--no-cache`)."""
 
 from __future__ import annotations
 
+import os
 import random
 from typing import Any
 
@@ -149,3 +150,21 @@ def test_adding_a_logseq_org_page_a_link_names_is_built_again(repo: Repo, cli: A
     full = cli("graph", "--staged", "--json", "--no-cache", cwd=repo.path).json()
     assert fast == full
     assert not any(e["from"] == "pages/A" for e in fast["edges"])  # an Org page: a file, not a node
+
+
+def test_notes_with_odd_names_are_patched_as_a_full_build_reads_them(vault: Repo, cli: Any) -> None:
+    """Git's tree diff names the edited notes byte for byte: a name that is not UTF-8, one with a tab and a
+    quote, one in another script. The patched answer is the full build's, and it was patched."""
+    odd = [os.fsdecode(b"Notes/caf\xe9 latin1.md"), 'Notes/tab\there "q".md', "Notes/東京.md"]
+    for name in odd:
+        (vault.path / name).write_text("# Odd\n[[Kyoto]]\n")
+    vault.git("add", "-A")
+    vault.git("commit", "-q", "-m", "odd names")
+    cli("check", "--staged", cwd=vault.path)  # the base: these notes in the last graph
+    for name in odd:
+        (vault.path / name).write_text("# Odd\n[[Kyoto]] [[gone]]\n")
+    vault.git("add", "-A")
+    fast, full, patched = staged(vault, cli)
+    assert fast == full
+    assert patched
+    assert fast.count("wikilink [[gone]] matches no note") == 3  # one for each odd name

@@ -31,6 +31,7 @@ _MAGIC = b"VVG1"
 _MAGIC_NAMES = b"VVGn"
 _BYTES_MARK = "\ufdd0"
 _MAX_SEGMENTS = 8
+_SMALL_SHARE = 4  # the small segments are merged apart from the big one while they are under a quarter of it
 _MAX_GRAPHS = 16
 
 
@@ -196,26 +197,52 @@ class SegmentCache(Generic[T]):
         self._new.clear()
 
     def flush(self, keep: Callable[[], Iterable[str]] | None = None) -> None:
-        """Write what was added this run. When segments pile up, merge them into one, keeping only the
-        keys `keep()` names (called only then: listing them may mean walking a tree), or all of them."""
+        """Write what was added this run as a new segment. When segments pile up they are merged, by size
+        tier: the small ones (what edits add, a few notes a run) into one, leaving the big one a cold run
+        wrote untouched, until together they reach a quarter of its size; only then is everything merged
+        into one, keeping only the keys `keep()` names (called only then: listing them may mean walking a
+        tree), or all of them. So a hook run in a 300,000-note workspace never reads and rewrites the
+        whole ~0.5 GB cache for its ten edits, and what is dropped for good still goes within a bounded
+        share of the cache's size."""
         if self.dir is None or not self._new:
             return
         try:
-            if self._values is None and self.dir.is_dir() \
-                    and len(list(self.dir.glob("seg-*.msgpack"))) + 1 > _MAX_SEGMENTS:
-                self._load()  # one run in eight or so pays for compaction
-            if self._values is not None and len(self._segments) + 1 > _MAX_SEGMENTS:
-                wanted = (set(keep()) | set(self._new)) if keep is not None else None
-                merged = sorted((k, v) for k, v in self._values.items() if wanted is None or k in wanted)
-                _write_segment(self.dir / f"seg-{uuid.uuid4().hex}.msgpack", merged)
-                for seg in self._segments:
-                    with contextlib.suppress(OSError):
-                        seg.unlink()
+            segments = sorted(self.dir.glob("seg-*.msgpack")) if self.dir.is_dir() else []
+            if len(segments) + 1 <= _MAX_SEGMENTS:
+                _write_segment(self._segment_path(), sorted(self._new.items()))
             else:
-                _write_segment(self.dir / f"seg-{uuid.uuid4().hex}.msgpack", sorted(self._new.items()))
+                sizes = {seg: _size(seg) for seg in segments}
+                big = max(segments, key=lambda seg: sizes[seg])
+                small = [seg for seg in segments if seg != big]
+                if sum(sizes[seg] for seg in small) * _SMALL_SHARE < sizes[big]:
+                    self._merge(small, None)
+                else:
+                    self._merge(segments, keep)
         except OSError as err:
             _note(f"could not write the cache in {self.dir} ({err.strerror}); continuing without it")
         self._new.clear()
+
+    def _segment_path(self) -> Path:
+        assert self.dir is not None
+        return self.dir / f"seg-{uuid.uuid4().hex}.msgpack"
+
+    def _merge(self, segments: list[Path], keep: Callable[[], Iterable[str]] | None) -> None:
+        """Write `segments` and what was added this run as one segment, then remove them. With `keep`,
+        only the keys it names (and this run's) are written."""
+        merged: dict[str, T | msgspec.Raw] = {}
+        loaded = self._values is not None and set(segments) == set(self._segments)
+        if loaded:
+            assert self._values is not None
+            merged.update(self._values)
+        else:
+            for seg in segments:
+                merged.update(_read(seg, self._decoder) or ())
+        merged.update(self._new)
+        wanted = (set(keep()) | set(self._new)) if keep is not None else None
+        _write_segment(self._segment_path(), sorted((k, v) for k, v in merged.items() if wanted is None or k in wanted))
+        for seg in segments:
+            with contextlib.suppress(OSError):
+                seg.unlink()
 
 
 _BATCH = 2048
@@ -246,6 +273,13 @@ def _write_segment(path: Path, items: list[tuple[str, Any]]) -> None:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # removed by a concurrent compaction
+        return 0
 
 
 def _array_header_size(n: int) -> int:

@@ -49,6 +49,7 @@ from vivary_git.models import Finding
 from vivary_git.source import Entry, Source, is_note
 
 if TYPE_CHECKING:
+    from vivary_git.git import Repo as Git
     from vivary_git.parses import Parses, Stats
     from vivary_git.searchindex import SearchIndex
 
@@ -230,49 +231,44 @@ class Tiers:
         return self._parses.changed_facts(changed_entries), others
 
     def _changed_notes(self, base_tree: str) -> tuple[list[Entry], list[str], list[str]] | None:
-        """Notes whose content differs between `base_tree` and this tree, from libgit2's tree diff
-        (which skips unchanged subtrees: no walk of the whole tree), and the other files (not notes,
-        not excluded) added and removed, where links may name files. None when anything else
-        changed: a note added, removed, renamed or made a link, a file's kind, or any config file
-        (root, overlay, pack, graph.toml) touched."""
+        """Notes whose content differs between `base_tree` and this tree, from Git's tree diff (which
+        skips unchanged subtrees: no walk of the whole tree), and the other files (not notes, not
+        excluded) added and removed, where links may name files. None when anything else changed: a
+        note added, removed, renamed or made a link, a file's kind, or any config file (root, overlay,
+        pack, graph.toml) touched."""
         repo, tree = self.source.repo, self.source.tree_id
         if repo is None or tree is None:
             return None
-        pygit2 = repo.pygit2
-        try:
-            old, new = repo.repo[base_tree], repo.repo[tree]
-            diff = old.diff_to_tree(new)  # type: ignore[attr-defined]  # old -> new
-        except (KeyError, ValueError, pygit2.GitError):
+        changes = _tree_changes(repo, base_tree, tree)
+        if changes is None:
             return None
         excluded = excluder(self.config)
         left_out = leaves_out(self.config)
         files_matter = self.config.links.dialect != "vivary"  # links may name any file: one added or removed counts
-        status = pygit2.enums.DeltaStatus
-        modified, regular = status.MODIFIED, (0o100644, 0o100755)
+        regular = (0o100644, 0o100755)
         blobs = (0o100644, 0o100755, 0o120000)  # what the tree walk lists as other files
         out: list[Entry] = []
         added: list[str] = []
         removed: list[str] = []
-        for delta in diff.deltas:
-            path = delta.new_file.path
+        for old_mode, new_mode, new_id, status, path in changes:
             name = path.rsplit("/", 1)[-1]
             if name in _RULE_FILES or path.startswith((".tropo/", ".vivary/")):
                 return None
-            if files_matter and delta.status != modified and not excluded(path):
+            if files_matter and status != "M" and not excluded(path):
                 if is_note(path):
                     return None
-                if delta.status == status.ADDED and delta.new_file.mode in blobs:
+                if status == "A" and new_mode in blobs:
                     added.append(path)
-                elif delta.status == status.DELETED and delta.old_file.mode in blobs:
-                    removed.append(delta.old_file.path)
+                elif status == "D" and old_mode in blobs:
+                    removed.append(path)
                 else:
                     return None
                 continue
             if not is_note(path) or excluded(path) or (left_out is not None and left_out(path)):
                 continue
-            if delta.status != modified or delta.new_file.mode not in regular or delta.old_file.mode not in regular:
+            if status != "M" or new_mode not in regular or old_mode not in regular:
                 return None
-            out.append(Entry(path, str(delta.new_file.id), delta.new_file.mode))
+            out.append(Entry(path, new_id, new_mode))
         return out, added, removed
 
     # --- the check ----------------------------------------------------------------------------------------
@@ -395,6 +391,28 @@ class _Checked(msgspec.Struct, frozen=True, array_like=True):
     others: list[str] = []  # the other files a link may name (graph.Graph.others)
     names: list[str] | None = None  # what links look for (graph.Graph.names)
     page_names: dict[str, list[str]] = {}  # graph.Graph.page_names
+
+
+def _tree_changes(repo: Git, old: str, new: str) -> list[tuple[int, int, str, str, str]] | None:
+    """(old mode, new mode, new blob id, status letter, path) of every file that differs between two trees,
+    from `git diff-tree` (raw, no rename detection), or None when Git cannot tell. Git compares the raw
+    tree objects: at 300,000 notes, 15,000 to a folder, it took 0.01-0.02 CPU-seconds to libgit2's 0.15
+    for ten edited notes (a third of the pre-commit hook). Replace refs are not followed: the trees are
+    the ones this run read."""
+    proc = repo.git(["--no-replace-objects", "diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-ext-diff",
+                     "--end-of-options", old, new], check=False)
+    if proc.returncode != 0:
+        return None
+    fields = proc.stdout.split(b"\0")
+    out: list[tuple[int, int, str, str, str]] = []
+    try:
+        for head, path in zip(fields[0:-1:2], fields[1::2], strict=True):
+            old_mode, new_mode, _old_id, new_id, status = head.decode("ascii").lstrip(":").split(" ")
+            out.append((int(old_mode, 8), int(new_mode, 8), new_id, status[:1],
+                        path.decode("utf-8", "surrogateescape")))
+    except ValueError:  # not what `--raw -z` writes: read nothing from it
+        return None
+    return out
 
 
 def _tree_order(path: str) -> tuple[bytes, ...]:

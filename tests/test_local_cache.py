@@ -1,0 +1,78 @@
+"""The local hot cache under .git/vivary/ (localcache.py) as the pre-commit hook meets it: edit after edit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from conftest import TROPO, Repo, run_git_vivary
+
+from vivary_git.localcache import _MAX_SEGMENTS
+
+
+def segments(repo: Repo, kind: str) -> list[Path]:
+    return sorted((repo.path / ".git" / "vivary").glob(f"{kind}-v*/seg-*.msgpack"))
+
+
+def keys(segs: list[Path]) -> set[str]:
+    out: set[str] = set()
+    for seg in segs:
+        out.update(k for k, _ in msgspec.msgpack.decode(seg.read_bytes()[4:]))
+    return out
+
+
+def stats(err: str) -> dict[str, Any]:
+    line = next(x for x in err.splitlines() if x.startswith("vivary: stats "))
+    got: dict[str, Any] = msgspec.json.decode(line[len("vivary: stats "):])
+    return got
+
+
+def note(i: int, edit: int = 0) -> str:
+    return f"---\nstatus: live\ndepends: [n{(i + 1) % 60:02d}]\n---\n# N{i}\n\n{'Body text. ' * 20}edit {edit}\n"
+
+
+def test_edits_merge_their_own_small_segments_and_leave_the_cold_runs_segment_alone(repo: Repo, cli: Any) -> None:
+    """A cold check writes one big parse segment; each staged check after an edit adds a small one. When
+    they pile up, the small ones are merged with each other, and the big one is neither read nor rewritten
+    (at 300,000 notes it is ~0.5 GB: rewriting it made one hook run in eight take 17 s and 2 GB). Once the
+    edits' segments reach a quarter of it, everything is merged and the parses of blobs no longer in the
+    tree are dropped. Nothing is lost on the way: the parses of the tree are all found in the cache."""
+    repo.commit("many", {"tropo.toml": TROPO, **{f"modules/n{i:02d}.md": note(i) for i in range(60)}})
+    assert cli("check", "--rev", "HEAD", cwd=repo.path).code == 0
+    [big] = segments(repo, "parse")
+    cold = big.stat()
+    first = keys([big])
+    full_merge_at = None
+    small_merges, before = 0, 1
+    for edit in range(1, 41):
+        i = edit % 60
+        repo.write({f"modules/n{i:02d}.md": note(i, edit)})
+        repo.git("add", "-A")
+        r = run_git_vivary(["check", "--staged"], repo.path, env={"VIVARY_STATS": "1"})  # the pre-commit hook
+        assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+        assert stats(r.stderr)["parsed"] <= 2  # the edited note only, never the whole tree
+        repo.git("commit", "-q", "-m", f"edit {edit}")
+        r = run_git_vivary(["check", "--rev", "HEAD"], repo.path, env={"VIVARY_STATS": "1"})  # as the post-commit
+        assert r.returncode == 0 and stats(r.stderr)["parsed"] <= 2, r.stderr
+        segs = segments(repo, "parse")
+        assert 1 <= len(segs) <= _MAX_SEGMENTS
+        if big in segs:
+            assert (big.stat().st_ino, big.stat().st_mtime_ns) == (cold.st_ino, cold.st_mtime_ns), edit
+            small_merges += len(segs) < before  # merged with each other, the big one left out
+        elif full_merge_at is None:
+            full_merge_at = edit
+            assert len(segs) <= 2  # the merge, and what the post-commit run added after it
+            tree = {line.split()[1] for line in repo.git("ls-files", "-s").splitlines()}
+            assert keys(segs) <= tree  # parses of blobs gone from the tree were dropped
+            assert not first <= keys(segs)
+        before = len(segs)
+    assert small_merges >= 2 and full_merge_at is not None and full_merge_at > _MAX_SEGMENTS, (
+        small_merges, full_merge_at)
+
+    # Every parse of the tree is still in the cache: a check with the graphs gone reparses nothing.
+    for kind in ("graph", "checks", "findings", "search"):
+        for path in (repo.path / ".git" / "vivary").glob(f"{kind}-v*/*"):
+            path.unlink()
+    r = run_git_vivary(["check", "--staged"], repo.path, env={"VIVARY_STATS": "1"})
+    assert r.returncode == 0 and stats(r.stderr)["parsed"] == 0, r.stderr
