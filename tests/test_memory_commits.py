@@ -1,14 +1,16 @@
 """The commit a memory write makes (memory/writes/commits.py), read back with Git: its message and trailers,
 its parent, its tree, the branch it lands on and the reflog line, and each refusal word for word.
 
-Every memory write (remember, update, link, edit, retire, forget) goes through `commit_note`; these tests
-call it with a plan of their own, as those writes do, on real repositories, and read what Git recorded.
+Every memory write (remember, update, link, edit, retire, forget) goes through `commit_note`, a move and a
+dream's resolution through `commit_changes`; these tests call them with plans of their own, as those writes
+do, on real repositories, and read what Git recorded.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,7 @@ from conftest import Repo
 from vivary_git.errors import GitError, RefusedError
 from vivary_git.git import Repo as GitRepo
 from vivary_git.memory.writes import commits
-from vivary_git.memory.writes.commits import Base, CommitResult, Planned
+from vivary_git.memory.writes.commits import Base, Change, ChangesResult, CommitResult, Planned
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 CHANGED = ("{} has changes of yours that are not committed (staged or in the working tree); commit or stash them "
@@ -370,3 +372,125 @@ def test_a_commit_git_cannot_sign_is_refused_with_the_fix(repo: Repo, cli: Any) 
         "commit.gpgSign false for this repository\n")
     assert repo.git("rev-parse", "HEAD").strip() == head
     assert repo.git("status", "--porcelain") == ""
+
+
+# --- several paths in one commit (a move with the links it rewrites, a dream's resolution) ----------------------
+
+
+def _changes(repo: Repo, changes: list[Change], *, ref: str = "refs/heads/main", checked_out: bool = True,
+             plan: Callable[[Base], list[Change] | None] | None = None) -> ChangesResult | None:
+    return commits.commit_changes(
+        GitRepo(repo.path), ref=ref, checked_out=checked_out, plan=plan or (lambda base: changes),
+        make_message=lambda planned: "vivary: move " + ", ".join(c.path for c in planned) + "\n\nVivary-Op: move\n")
+
+
+def test_several_paths_are_one_commit_on_the_tip(repo: Repo) -> None:
+    head = _seed(repo)
+    got = _changes(repo, [Change("memories/old.md", None), Change("memories/ops/new.md", b"# New\n"),
+                          Change("notes/deploy.md", b"# Deploy, linked\n"), Change("memories/empty.md", b"")])
+    new = repo.git("rev-parse", "HEAD").strip()
+    blobs = {p: repo.git("rev-parse", f"HEAD:{p}").strip()
+             for p in ("memories/ops/new.md", "notes/deploy.md", "memories/empty.md")}
+    assert got == ChangesResult(commit=new, parent=head, ref="refs/heads/main",
+                                blobs={"memories/old.md": None, **blobs}, checked_out=True, attempts=1)
+    assert repo.git("log", "-1", "--format=%P").strip() == head
+    assert repo.git("diff", "--no-renames", "--name-status", "HEAD~1", "HEAD") == (
+        "A\tmemories/empty.md\nD\tmemories/old.md\nA\tmemories/ops/new.md\nM\tnotes/deploy.md\n")
+    text = "vivary: move memories/old.md, memories/ops/new.md, notes/deploy.md, memories/empty.md\n\nVivary-Op: move\n"
+    assert repo.git("log", "-1", "--format=%B") == text + "\n"
+    reflog = repo.git("reflog", "-1", "--format=%gs", "refs/heads/main").strip()
+    assert reflog == "vivary: " + commits.one_line(text, 100)
+    # the user's index and work tree hold the commit: nothing to commit, nothing changed
+    assert not (repo.path / "memories/old.md").exists()
+    assert (repo.path / "memories/ops/new.md").read_bytes() == b"# New\n"
+    assert (repo.path / "notes/deploy.md").read_bytes() == b"# Deploy, linked\n"
+    assert (repo.path / "memories/empty.md").read_bytes() == b""
+    assert repo.git("status", "--porcelain") == ""
+    # every path removed: the empty tree
+    gone = _changes(repo, [Change(p, None) for p in ("memories/ops/new.md", "notes/deploy.md", "memories/empty.md",
+                                                     "README.md")])
+    assert gone is not None and set(gone.blobs.values()) == {None}
+    assert repo.git("rev-parse", "HEAD^{tree}").strip() == EMPTY_TREE
+    assert repo.git("status", "--porcelain") == ""
+
+
+def test_several_paths_refused_when_the_user_changed_one_and_nothing_is_committed(repo: Repo) -> None:
+    head = _seed(repo)
+    (repo.path / "notes/deploy.md").write_text("the user's work\n")
+    for plan in ([Change("memories/ops/new.md", b"# New\n"), Change("notes/deploy.md", b"# Linked\n")],
+                 [Change("notes/deploy.md", None)]):
+        with pytest.raises(RefusedError) as err:
+            _changes(repo, plan)
+        assert str(err.value) == CHANGED.format("notes/deploy.md")
+    assert repo.git("rev-parse", "HEAD").strip() == head
+    assert repo.git("status", "--porcelain") == " M notes/deploy.md\n"
+    assert not (repo.path / "memories/ops").exists()
+    assert _changes(repo, [], plan=lambda base: []) is None
+    assert _changes(repo, [], plan=lambda base: None) is None
+    assert repo.git("rev-parse", "HEAD").strip() == head
+
+
+def test_several_paths_on_a_branch_not_checked_out_leave_the_work_tree_alone(repo: Repo) -> None:
+    head = _seed(repo)
+    (repo.path / "notes/deploy.md").write_text("the user's work\n")  # not on that branch: not the user's change
+    got = _changes(repo, [Change("notes/deploy.md", b"# Linked\n"), Change("memories/x.md", b"# X\n")],
+                   ref="refs/heads/vivary/memory", checked_out=False)
+    assert got is not None and (got.parent, got.checked_out, got.attempts) == (None, False, 1)
+    assert repo.git("ls-tree", "-r", "--name-only", "vivary/memory").split() == ["memories/x.md", "notes/deploy.md"]
+    assert repo.git("rev-parse", "HEAD").strip() == head
+    assert repo.git("status", "--porcelain") == " M notes/deploy.md\n"
+    assert not (repo.path / "memories/x.md").exists()
+
+
+def test_several_paths_are_planned_again_when_the_branch_moved(repo: Repo) -> None:
+    head = _seed(repo)
+    seen: list[str | None] = []
+    moved: list[str] = []
+
+    def plan(base: Base) -> list[Change]:
+        seen.append(base.commit)
+        if not moved:
+            moved.append(_move(repo))
+        return [Change("memories/x.md", b"# X\n")]
+
+    got = _changes(repo, [], plan=plan)
+    assert seen == [head, moved[0]]
+    assert got is not None and got.attempts == 2 and got.parent == moved[0]
+    assert repo.git("log", "--format=%s").splitlines() == ["vivary: move memories/x.md", "someone else", "init"]
+
+    calls: list[str | None] = []
+
+    def always(base: Base) -> list[Change]:
+        calls.append(base.commit)
+        _move(repo)
+        return [Change("memories/y.md", b"# Y\n")]
+
+    with pytest.raises(GitError) as err:
+        _changes(repo, [], plan=always)
+    assert str(err.value) == ("refs/heads/main kept moving while the memory change was being committed (64 attempts); "
+                              "try again")
+    assert len(calls) == 64
+    assert not (repo.path / "memories/y.md").exists()
+
+
+def test_a_process_stopped_before_the_branch_moves_leaves_nothing_half_written(repo: Repo) -> None:
+    """`VIVARY_TEST_PAUSE=before-ref` stops a several-path commit after its commit object is made and before the
+    branch is moved: killed there, the branch, the index and the work tree are as they were."""
+    head = _seed(repo)
+    script = ("from pathlib import Path\n"
+              "from vivary_git.git import Repo\n"
+              "from vivary_git.memory.writes import commits\n"
+              "commits.commit_changes(Repo(Path('.')), ref='refs/heads/main', checked_out=True,\n"
+              "    plan=lambda base: [commits.Change('memories/x.md', b'# X\\n')],\n"
+              "    make_message=lambda c: 'vivary: x')\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=repo.path, stderr=subprocess.PIPE,
+                            env=dict(os.environ, VIVARY_TEST_PAUSE="before-ref"))
+    try:
+        assert proc.stderr is not None
+        assert proc.stderr.readline() == b"vivary: paused at before-ref\n"
+    finally:
+        proc.kill()
+        proc.wait()
+    assert repo.git("rev-parse", "HEAD").strip() == head
+    assert repo.git("status", "--porcelain") == ""
+    assert not (repo.path / "memories/x.md").exists()
