@@ -494,3 +494,16 @@ def test_a_process_stopped_before_the_branch_moves_leaves_nothing_half_written(r
     assert repo.git("rev-parse", "HEAD").strip() == head
     assert repo.git("status", "--porcelain") == ""
     assert not (repo.path / "memories/x.md").exists()
+
+
+def test_several_paths_are_signed_as_the_users_commits_are_or_refused(repo: Repo) -> None:
+    head = _seed(repo)
+    for key, value in (("commit.gpgSign", "true"), ("gpg.format", "openpgp"), ("gpg.program", "/bin/false")):
+        repo.git("config", key, value)
+    with pytest.raises(RefusedError) as err:
+        _changes(repo, [Change("memories/x.md", b"# X\n")])
+    assert str(err.value).startswith("commit.gpgSign is true in your Git config, so memory commits are signed, but "
+                                     "Git could not sign this one: error: gpg failed to sign the data; nothing was "
+                                     "committed."), err.value
+    assert repo.git("rev-parse", "HEAD").strip() == head
+    assert not (repo.path / "memories/x.md").exists()
