@@ -1,18 +1,21 @@
 """The similarity probe's verdicts on a labelled set of pairs: duplicates caught, contradictions refused as
 duplicates, new facts refused.
 
-    python bench/bench_probe.py [--half tune|test|all] [--similarity 0.80] [--misses] [--exact]
+    python bench/bench_probe.py [--half tune|test|holdout|all] [--similarity 0.80] [--misses] [--exact]
 
-Each pair of tests/data/probe_pairs.jsonl (provenance: tests/data/probe_pairs.md) is an existing memory
-`a` and a new text `b`, labelled paraphrase, contradiction (negation, number, date, name, "no longer"),
-related or unrelated. The probe sees `a` among four existing memories, never first: a memory of the same
-subject that says something else (the pair group's related fact; not for a related pair, whose `b` it is)
-and three of other groups. A verdict counts as right only when it names `a`: a duplicate or update of
-another memory is wrong. Goals (the issue): paraphrases caught as duplicates >= 0.90; contradictions
-refused as duplicates <= 0.05; new facts (related and unrelated) refused (duplicate or update) <= 0.02.
+Each pair of tests/data/probe_pairs.jsonl and tests/data/probe_holdout.jsonl (provenance:
+tests/data/probe_pairs.md) is an existing memory `a` and a new text `b`, labelled paraphrase, contradiction
+(negation, number, date, name, "no longer"; in the holdout also a substituted word, an antonym, a reversed
+comparison, a quantifier), related or unrelated. The probe sees `a` among four existing memories, never
+first: a memory of the same subject that says something else (the pair group's related fact; not for a
+related pair, whose `b` it is) and three of other groups of the same file. A verdict counts as right only
+when it names `a`: a duplicate or update of another memory is wrong. Goals: paraphrases caught as duplicates
+>= 0.90; contradictions refused as duplicates <= 0.05; new facts (related and unrelated) refused (duplicate
+or update) <= 0.02.
 
 The thresholds (probe.py) were set on the `tune` half (even groups) and are reported on the `test` half
-(odd groups). `--exact`: without the embedder (the probe of a workspace without the local memory).
+(odd groups); `holdout`, written before the probe was changed again and never tuned on, is the figure that
+counts. `--exact`: without the embedder (the probe of a workspace without the local memory).
 """
 
 from __future__ import annotations
@@ -27,12 +30,15 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 PAIRS = ROOT / "tests/data/probe_pairs.jsonl"
+HOLDOUT = ROOT / "tests/data/probe_holdout.jsonl"
 LABELS = ("paraphrase", "contradiction", "related", "unrelated")
 VERDICTS = ("duplicate", "update", "related", "new")
 
 
-def _load() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in PAIRS.read_text(encoding="utf-8").splitlines() if line.strip()]
+def _load(half: str = "tune") -> list[dict[str, Any]]:
+    """The pairs of the file that holds `half`."""
+    path = HOLDOUT if half == "holdout" else PAIRS
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def _existing(pairs: list[dict[str, Any]], pair: dict[str, Any]) -> list[tuple[str, str]]:
@@ -50,7 +56,7 @@ def _existing(pairs: list[dict[str, Any]], pair: dict[str, Any]) -> list[tuple[s
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--half", choices=("tune", "test", "all"), default="all")
+    ap.add_argument("--half", choices=("tune", "test", "holdout", "all"), default="all")
     ap.add_argument("--similarity", type=float, default=None, help="the duplicate cosine (default: the config's)")
     ap.add_argument("--misses", action="store_true", help="list every pair with a wrong verdict")
     ap.add_argument("--exact", action="store_true", help="no embedder: the probe without the local memory")
@@ -59,7 +65,6 @@ def main(argv: list[str] | None = None) -> int:
     from vivary_git.memory.config import DEFAULT_SIMILARITY
     from vivary_git.memory.writes.probe import Candidate, Probe
 
-    pairs = _load()
     loader = None
     if not args.exact:
         from vivary_git.memory.local.embed import load_embedder
@@ -70,12 +75,14 @@ def main(argv: list[str] | None = None) -> int:
             return embedder
 
     probe = Probe(args.similarity or DEFAULT_SIMILARITY, loader)
-    halves = ("tune", "test") if args.half == "all" else (args.half,)
-    print(f"probe: {probe.method}, duplicate at cosine >= {probe.threshold}; {len(pairs)} pairs; "
+    halves = ("tune", "test", "holdout") if args.half == "all" else (args.half,)
+    print(f"probe: {probe.method}, duplicate at cosine >= {probe.threshold}; "
           f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")
     for half in halves:
+        pairs = _load(half)
         chosen = [p for p in pairs if p["half"] == half]
         table: Counter[tuple[str, str]] = Counter()
+        kinds: Counter[tuple[str, str]] = Counter()  # a contradiction's kind and verdict
         wrong_target = 0
         misses = []
         for p in chosen:
@@ -87,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
                 wrong_target += 1
                 verdict = f"{verdict}(other)"
             table[(p["label"], verdict)] += 1
+            if p["label"] == "contradiction":
+                kinds[(p["kind"], verdict)] += 1
             right = {"paraphrase": "duplicate", "contradiction": "update", "related": "related",
                      "unrelated": "new"}[p["label"]]
             if verdict != right and not (p["label"] in ("related", "unrelated") and verdict in ("related", "new")):
@@ -109,6 +118,9 @@ def main(argv: list[str] | None = None) -> int:
         print("  " + f"{'':15}" + "".join(f"{c:>18}" for c in cols))
         for lab in LABELS:
             print("  " + f"{lab:15}" + "".join(f"{table[(lab, c)]:>18}" for c in cols))
+        print("  contradictions by kind (update/all): " + ", ".join(
+            f"{k} {kinds[(k, 'update')]}/{sum(n for (k2, _), n in kinds.items() if k2 == k)}"
+            for k in sorted({k for k, _ in kinds})))
         if args.misses:
             for p, verdict, top in misses:
                 why = f" {top.score:.3f} {top.evidence}" if top is not None else ""

@@ -16,6 +16,7 @@ from vivary_git.memory.writes.claims import Claim, mismatches
 from vivary_git.memory.writes.probe import Candidate, Probe
 
 PAIRS = Path(__file__).parent / "data" / "probe_pairs.jsonl"
+HOLDOUT = Path(__file__).parent / "data" / "probe_holdout.jsonl"
 LOCAL = '[memory]\nenabled = true\nprovider = "vivary-local"\n'
 
 # Several memories of one subject and of others: the one a verdict must name is never the first.
@@ -52,6 +53,13 @@ def cosine() -> Probe:
     ("The billing service is owned by Marcus Lee's team.", "update", "billing-owner", "name"),
     ("We deploy to production on Thursdays and never on Fridays.", "update", "deploy-days", "date"),
     ("We no longer deploy to production on Tuesdays.", "update", "deploy-days", "negation"),
+    ("A production deploy needs a red CI run and one approving review.", "update", "deploy-review",
+     "word: green -> red"),
+    ("The survey tablets are stored in the open cabinet in room 12.", "update", "tablet-storage",
+     "word: locked -> open"),
+    ("Survey tablets must be fully charged before some Thursday field trips.", "update", "tablet-charge",
+     "quantifier: all -> some"),
+    ("Survey tablets must be fully charged before every Thursday field trip.", "duplicate", "tablet-charge", ""),
     ("Priya Raman's team also runs the invoicing dashboard.", "related", "billing-owner", ""),
     ("The survey tablets need a charging cable in the field kit.", "related", "tablet-charge", ""),
     ("The coffee machine is on the third floor.", "new", "", ""),
@@ -97,13 +105,36 @@ def test_without_a_model_the_same_text_is_a_duplicate_and_a_changed_value_an_upd
     ("Alice reviews the auth module.", "Bob reviews the auth module.", ["name: Alice -> Bob"]),
     ("Visual Studio Code allows custom CSS.", "VS Code allows custom CSS.", []),
     ("Employees may work remotely three days a week.", "Staff can work from home three days each week.", []),
+    # a word put in another's place, the rest of the sentence the same
+    ("Existing notes are highlighted in blue.", "Existing notes are highlighted in green.", ["word: blue -> green"]),
+    ("The new laptops are faster than the old ones.", "The new laptops are slower than the old ones.",
+     ["word: faster -> slower"]),
+    ("Durable socks save you money.", "Durable socks cost you money.", ["word: save -> cost"]),
+    # a word added, or the sentence reworded, is not a swap
+    ("The logs are kept for 14 days.", "The application logs are kept for 14 days.", []),
+    ("The free plan includes 5 projects.", "Users on the free plan get five projects.", []),
+    ("Dendron can be used in a multi-vault configuration.", "You can use Dendron with multiple vaults.", []),
+    # quantifiers: a closed class, compared as values
+    ("All invoices are sent in euros.", "Only some invoices are sent in euros.", ["quantifier: all -> some"]),
+    ("Of our customers, most pay annually.", "Of our customers, few pay annually.", ["quantifier: most -> few"]),
+    ("Every invoice is sent in euros.", "Each invoice is sent in euros.", []),
+    ("By default, both outgoing and incoming links are shown.", "By default, only outgoing links are shown.",
+     ["quantifier: all -> some"]),
 ])
 def test_values_are_read_as_values(old: str, new: str, said: list[str]) -> None:
     assert mismatches(Claim.of(old), Claim.of(new)) == said
 
 
-def _pairs() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in PAIRS.read_text(encoding="utf-8").splitlines() if line.strip()]
+def test_a_swap_of_words_that_mean_the_same_is_no_change() -> None:
+    """The probe's embedding says whether two swapped spans mean the same; without it only the same stem does."""
+    old, new = Claim.of("We buy laptops from one supplier."), Claim.of("We purchase laptops from one supplier.")
+    assert mismatches(old, new) == ["word: buy -> purchase"]
+    assert mismatches(old, new, lambda a, b: {a, b} == {"buy", "purchase"}) == []
+    assert mismatches(old, new, lambda a, b: False) == ["word: buy -> purchase"]
+
+
+def _pairs(path: Path = PAIRS) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def test_the_labelled_pairs_are_varied_and_split() -> None:
@@ -116,15 +147,31 @@ def test_the_labelled_pairs_are_varied_and_split() -> None:
     assert {p["half"] for p in pairs} == {"tune", "test"} and len({p["b"] for p in pairs}) >= 190
 
 
-def test_the_labelled_pairs_meet_the_goals(cosine: Probe) -> None:
-    """bench/bench_probe.py's figures over both halves, each pair's memory among three others."""
+def test_the_held_out_pairs_are_new_and_spread_over_the_kinds() -> None:
+    held, seen = _pairs(HOLDOUT), _pairs()
+    assert {p["half"] for p in held} == {"holdout"}
+    groups = sorted({p["group"] for p in held})
+    assert groups == list(range(len(groups))) and len(groups) >= 40
+    assert all(Counter(p["label"] for p in held if p["group"] == g) == Counter(
+        {"paraphrase": 1, "contradiction": 1, "related": 1, "unrelated": 1}) for g in groups)
+    kinds = Counter(p["kind"] for p in held if p["label"] == "contradiction")
+    assert set(kinds) == {"negation", "number", "date", "name", "no longer", "substitution", "antonym",
+                          "comparison", "quantifier"} and min(kinds.values()) >= 5
+    # no fact, and no new text but the unrelated pairs' (other groups' facts), comes from the first set
+    assert not {p["a"] for p in held} & ({p["a"] for p in seen} | {p["b"] for p in seen})
+    assert not {p["b"] for p in held if p["label"] != "unrelated"} & {p["b"] for p in seen}
+    assert {p["source"] for p in held} == {"agent", "foam-docs", "dendron-vault", "kepano-obsidian"}
+
+
+def _rates(cosine: Probe, pairs: list[dict[str, Any]]) -> tuple[float, float, float]:
+    """bench/bench_probe.py's figures over `pairs`, each pair's memory among three others: duplicates caught,
+    contradictions refused as duplicates, new facts refused."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("bench_probe", Path(__file__).parents[1] / "bench" / "bench_probe.py")
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    pairs = _pairs()
     got: Counter[tuple[str, str]] = Counter()
     for p in pairs:
         existing = bench._existing(pairs, p)
@@ -134,10 +181,24 @@ def test_the_labelled_pairs_meet_the_goals(cosine: Probe) -> None:
         ok_target = verdict.verdict not in ("duplicate", "update") or named == f"g{p['group']}"
         got[(p["label"], verdict.verdict if ok_target else "other")] += 1
     count = Counter(p["label"] for p in pairs)
-    assert got[("paraphrase", "duplicate")] / count["paraphrase"] >= 0.90
-    assert (got[("contradiction", "duplicate")] + got[("contradiction", "other")]) / count["contradiction"] <= 0.05
     refused = sum(got[(lab, v)] for lab in ("related", "unrelated") for v in ("duplicate", "update", "other"))
-    assert refused / (count["related"] + count["unrelated"]) <= 0.02
+    return (got[("paraphrase", "duplicate")] / count["paraphrase"],
+            (got[("contradiction", "duplicate")] + got[("contradiction", "other")]) / count["contradiction"],
+            refused / (count["related"] + count["unrelated"]))
+
+
+def test_the_labelled_pairs_meet_the_goals(cosine: Probe) -> None:
+    """The tune and test halves, on which the probe was built."""
+    caught, as_duplicates, refused = _rates(cosine, _pairs())
+    assert caught >= 0.90 and as_duplicates <= 0.05 and refused <= 0.02, (caught, as_duplicates, refused)
+
+
+def test_the_held_out_pairs_do_no_worse_than_measured(cosine: Probe) -> None:
+    """The held-out set, never tuned on. It misses the three goals (docs/remember.md lists its misses): these bounds
+    are its measured rates (0.896, 0.146, 0.021), so that a change that loses ground on it fails here; the goals
+    are duplicates caught >= 0.90, contradictions refused as duplicates <= 0.05, new facts refused <= 0.02."""
+    caught, as_duplicates, refused = _rates(cosine, _pairs(HOLDOUT))
+    assert caught >= 0.89 and as_duplicates <= 0.15 and refused <= 0.025, (caught, as_duplicates, refused)
 
 
 def _local(repo: Repo, cli: Any) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 from conftest import Repo
@@ -325,3 +327,43 @@ def test_expires_writes_an_ephemeral_memory_that_stops_mattering_then(repo: Repo
         r = cli("remember", "Something else to remember for a while.", *args, cwd=repo.path)
         assert r.code == 2 and said in r.err, (args, r.err)
     assert repo.git("rev-parse", "HEAD") == head
+
+
+def _lock_waiters(lock: Path) -> int:
+    """How many processes wait for the flock on `lock` (Linux's /proc/locks marks a blocked request `->`)."""
+    inode = f":{lock.stat().st_ino} "
+    return sum(1 for line in Path("/proc/locks").read_text().splitlines() if "->" in line and inode in line)
+
+
+@pytest.mark.parametrize("branch", ["", "vivary/memory"])
+def test_two_processes_adding_the_same_fact_at_once_commit_it_once(repo: Repo, branch: str) -> None:
+    """Both probe before either holds the write lock (the test holds it until both wait for it): the one that
+    commits second must see the first's memory under the lock and refuse, as a duplicate of it. On the
+    checked-out branch and on a memory branch of its own."""
+    fcntl = pytest.importorskip("fcntl")
+    if not Path("/proc/locks").is_file():
+        pytest.skip("no /proc/locks to see the two processes wait for the lock")
+    from vivary_git.memory.lock import LOCKS
+
+    _seed(repo)
+    if branch:
+        repo.commit("cfg", {".vivary/memory.toml": f'[memory.remember]\nbranch = "{branch}"\n'})
+    lock = repo.path / ".git" / "vivary" / LOCKS / "memory-write.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fact = "The loading dock closes at 6pm on Fridays."
+    with lock.open("a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        procs = [subprocess.Popen([sys.executable, "-m", "vivary_git.main", "remember", fact, "--json"],
+                                  cwd=repo.path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for _ in range(2)]
+        while _lock_waiters(lock) < 2:  # each has probed (no memory yet: new) and waits to commit
+            assert all(p.poll() is None for p in procs), [p.communicate() for p in procs]
+            time.sleep(0.05)
+        fcntl.flock(held, fcntl.LOCK_UN)
+    results = [(p.wait(), json.loads(p.communicate()[0])) for p in procs]
+    assert sorted(code for code, _ in results) == [0, 3], results
+    added = next(got for code, got in results if code == 0)
+    refused = next(got for code, got in results if code != 0)
+    assert refused["verdict"] == "duplicate" and refused["duplicate"]["id"] == added["id"], refused
+    assert repo.git("ls-tree", "-r", "--name-only", branch or "HEAD", "memories").split() == [added["path"]]
+    assert repo.git("status", "--porcelain=v1") == ""

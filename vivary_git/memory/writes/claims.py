@@ -1,18 +1,28 @@
 """What a memory claims, as far as telling two claims apart needs: its content words, and the values a
-contradiction changes (a negation, a number, a day or month, a name).
+contradiction changes (a negation, a number, a day or month, a name, a quantifier, a word put in another's
+place).
 
 `Claim.of(text)` reads a text once; `overlap(a, b)` is how many of the shorter one's content words the other
 has; `mismatches(a, b)` lists what one says that the other says otherwise, as evidence such as
 `number: 600 -> 1200` or `negation: "not" only in the new text`. Two texts that name different values for
 the same slot say different things; one that only leaves a value out (a paraphrase) does not, so a value
-counts only when each text has one the other lacks. Plain Python, no model: the probe (probe.py) combines
-it with cosine similarity when the embedder is there, and stands on it alone when it is not.
+counts only when each text has one the other lacks.
+
+Beyond the closed classes (negations, numbers, days and months, quantifiers), any content word can be the
+changed value: two texts whose content words line up but for one or two short spans put in each other's place
+("the banner is orange" / "the banner is purple", "faster than" / "slower than", "save money" / "cost
+money") make two claims about one slot, unless the swapped spans mean the same (`same_sense`, the probe's
+embedding of the two spans; without it only the same stem). A span only added or left out is a paraphrase's
+liberty, not a swap. Plain Python, no model: the probe (probe.py) combines it with cosine similarity when the
+embedder is there, and stands on it alone when it is not.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 
 __all__ = ["Claim", "mismatches", "overlap"]
 
@@ -39,6 +49,18 @@ _ANTONYMS = (("always", "never"), ("enabled", "disabled"), ("enable", "disable")
              ("increase", "decrease"), ("minimum", "maximum"), ("earlier", "later"), ("true", "false"),
              ("accept", "reject"), ("more", "less"), ("add", "remove"),
              ("must", "may"))
+# How much of a set a claim speaks of: a closed class, so a list. Two texts each with a quantifier, none in
+# common, say different things ("all talks" / "only some talks"); "only" restricts ("only outgoing links",
+# where the other said "both").
+_QUANTIFIERS = {w: q for q, ws in (("all", ("all", "every", "each", "both", "always", "everyone", "everything",
+                                             "whole", "entire")),
+                                    ("most", ("most", "mostly", "usually", "often", "many", "majority")),
+                                    ("some", ("some", "several", "sometimes", "occasionally", "only")),
+                                    ("few", ("few", "rarely", "seldom", "minority")))
+                for w in ws}
+_SWAP_SPAN = 3  # words at most on each side of one swapped span
+_SWAP_SPANS = 2  # swapped spans at most
+_SWAP_REST = 0.6  # the share of the longer text's words that must line up outside the swapped spans
 _CHANGES = frozenset({"nolonger", "anymore", "stopped", "ceased"})  # what was true is not now, whatever else is denied
 _OPPOSITE = {w: o for a, b in _ANTONYMS for w, o in ((a, b), (b, a))}
 _DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -114,6 +136,9 @@ class Claim:
     negations: tuple[str, ...]
     lows: frozenset[str]  # every word, lowercase
     cased: frozenset[str]  # every word as written
+    seq: tuple[str, ...] = ()  # every word in the order written, content words as stems (to line two texts up)
+    shown: tuple[str, ...] = ()  # each of `seq` as written, lowercase
+    quantity: frozenset[str] = frozenset()  # quantifier classes: all, most, some, few
 
     @classmethod
     def of(cls, text: str) -> Claim:
@@ -123,6 +148,9 @@ class Claim:
         names: dict[str, str] = {}
         negations: list[str] = []
         lows: set[str] = set()
+        seq: list[str] = []
+        shown: list[str] = []
+        quantity: set[str] = set()
         text = re.sub(r"(?<=\d)\s+(am|pm)\b", r"\1", text, flags=re.I)  # "2 pm" is one time
         text = _NOT_NEGATED.sub(" ", text)
         text = _NO_LONGER.sub(" nolonger ", text)
@@ -131,6 +159,8 @@ class Claim:
         for at, raw in enumerate(raws):
             low = raw.lower()
             lows.add(low)
+            seq.append(low)
+            shown.append(low)
             if low in _NEGATIONS or low.endswith("n't"):
                 negations.append(low)
                 continue
@@ -149,14 +179,17 @@ class Claim:
             if low in _WHEN:
                 when.add(low.rstrip("s") if low.endswith("days") else low)
                 continue
+            if low in _QUANTIFIERS:
+                quantity.add(_QUANTIFIERS[low])
             if low in _STOP or at == used:
                 continue
             stem = _stem(low)
             words.add(stem)
+            seq[-1] = stem
             if raw[:1].isupper() or any(c.isupper() for c in raw[1:]):
                 names[stem] = raw
         return cls(frozenset(words), frozenset(numbers), frozenset(when), names, tuple(negations), frozenset(lows),
-                   frozenset(raws))
+                   frozenset(raws), tuple(seq), tuple(shown), frozenset(quantity))
 
 
 def overlap(a: Claim, b: Claim) -> float:
@@ -169,8 +202,10 @@ def overlap(a: Claim, b: Claim) -> float:
     return len(left & right) / min(len(left), len(right))
 
 
-def mismatches(old: Claim, new: Claim) -> list[str]:
-    """What `new` says otherwise than `old`, as evidence lines; empty when nothing differs but the wording."""
+def mismatches(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | None = None) -> list[str]:
+    """What `new` says otherwise than `old`, as evidence lines; empty when nothing differs but the wording.
+    `same_sense(a, b)`: do two short spans of words mean the same (the probe's embedding); None: only the same
+    stems do."""
     out: list[str] = []
     changed = [w for w in (*old.negations, *new.negations) if w in _CHANGES]
     if changed and (any(w in _CHANGES for w in old.negations) != any(w in _CHANGES for w in new.negations)):
@@ -192,12 +227,49 @@ def mismatches(old: Claim, new: Claim) -> list[str]:
     # "Staff can" where the memory starts "Employees may" differs in more than the name).
     rest = (old.words - set(gone)) | old.numbers | old.when, (new.words - set(came)) | new.numbers | new.when
     same_rest = bool(rest[0]) and bool(rest[1]) and len(rest[0] & rest[1]) >= _NAME_REST * min(map(len, rest))
-    if gone and came and same_rest and not _acronyms(gone, came) and not _acronyms(came, gone):
+    named = bool(gone and came and same_rest and not _acronyms(gone, came) and not _acronyms(came, gone))
+    if named:
         out.append(f"name: {', '.join(sorted(gone.values()))} -> {', '.join(sorted(came.values()))}")
+    if old.quantity and new.quantity and not old.quantity & new.quantity:
+        out.append(f"quantifier: {', '.join(sorted(old.quantity))} -> {', '.join(sorted(new.quantity))}")
+    if not out:
+        swapped = _swaps(old, new, same_sense)
+        if swapped:
+            out.append("word: " + "; ".join(f"{a} -> {b}" for a, b in swapped))
     flips = sorted(f"{w} -> {o}" for w in old.lows
                    if (o := _OPPOSITE.get(w)) is not None and o in new.lows and w not in new.lows and o not in old.lows)
     if flips:
         out.append(f"opposite: {', '.join(flips)}")
+    return out
+
+
+def _swaps(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | None) -> list[tuple[str, str]]:
+    """The spans of `old` that `new` puts another span in the place of, every other word the same: what an
+    edited claim looks like, where a paraphrase rewords more than its value. Empty when the texts differ
+    otherwise too (an added or dropped content word, more or longer spans), when a span is a name (the name
+    check's, which knows acronyms) or only small words ("in" / "on"), or when the two spans mean the same."""
+    blocks = SequenceMatcher(None, old.seq, new.seq, autojunk=False).get_opcodes()
+    lined = sum(i2 - i1 for op, i1, i2, _, _ in blocks if op == "equal")
+    if lined < _SWAP_REST * max(len(old.seq), len(new.seq)) or len(old.words & new.words) < 2:
+        return []
+    out: list[tuple[str, str]] = []
+    spans = 0
+    for op, i1, i2, j1, j2 in blocks:
+        if op == "equal":
+            continue
+        a, b = old.seq[i1:i2], new.seq[j1:j2]
+        content_a, content_b = [w for w in a if w in old.words], [w for w in b if w in new.words]
+        if not content_a and not content_b:
+            continue  # "the" for "a", "in" for "on"
+        spans += 1
+        if op != "replace" or not content_a or not content_b or spans > _SWAP_SPANS \
+                or len(a) > _SWAP_SPAN or len(b) > _SWAP_SPAN:
+            return []  # a word added or left out, or a rewording: not one value for another
+        if any(w in old.names for w in content_a) or any(w in new.names for w in content_b):
+            continue
+        said_a, said_b = " ".join(old.shown[i1:i2]), " ".join(new.shown[j1:j2])
+        if same_sense is None or not same_sense(said_a, said_b):
+            out.append((said_a, said_b))
     return out
 
 

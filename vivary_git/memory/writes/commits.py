@@ -37,7 +37,7 @@ from vivary_git import git
 from vivary_git.errors import GitError, RefusedError
 
 __all__ = ["Base", "Change", "ChangesResult", "CommitResult", "Planned", "commit_changes", "commit_note", "message",
-           "one_line", "target_ref"]
+           "one_line", "target_ref", "tip"]
 
 _ZERO = "0" * 40
 _ATTEMPTS = 64
@@ -199,7 +199,8 @@ def target_ref(repo: git.Repo, branch: str) -> tuple[str, bool]:
     return head_target, repo.workdir is not None
 
 
-def _tip(repo: git.Repo, ref: str) -> str | None:
+def tip(repo: git.Repo, ref: str) -> str | None:
+    """The commit `ref` points at, None when it does not exist yet."""
     got = repo.repo.references.get(ref)
     if got is None:
         return None
@@ -254,7 +255,7 @@ def commit_note(
     sign = git.commit_signing(repo)
     with _LOCK, _write_lock(repo):
         for attempt in range(1, _ATTEMPTS + 1):
-            old = _tip(repo, ref)
+            old = tip(repo, ref)
             base = Base(repo, old, checked_out)
             planned = plan(base)
             if planned is None:
@@ -294,7 +295,7 @@ def commit_changes(
     sign = git.commit_signing(repo)
     with _LOCK, _write_lock(repo):
         for attempt in range(1, _ATTEMPTS + 1):
-            old = _tip(repo, ref)
+            old = tip(repo, ref)
             base = Base(repo, old, checked_out)
             changes = plan(base)
             if not changes:

@@ -4,7 +4,8 @@ Every add gets one verdict (`Verdict`), with the matching memories and the evide
 
 - `duplicate`: an existing memory makes the same claim; the add is refused with its id;
 - `update`: an existing memory is about the same thing but claims otherwise (a negation, another number,
-  day, month or name, "no longer"); the add is refused with "update ID instead", or, asked to supersede,
+  day, month, name or quantifier, "no longer", or the same sentence with another word in a word's place:
+  "purple" for "orange", "slower" for "faster"); the add is refused with "update ID instead", or, asked to supersede,
   added with the old one archived (remember.py);
 - `related`: memories about the same subject that say something else; the add goes ahead, linked to them;
 - `new`.
@@ -12,11 +13,12 @@ Every add gets one verdict (`Verdict`), with the matching memories and the evide
 With the local memory enabled (`provider = "vivary-local"` and the `embed` extra) each existing memory is
 compared by cosine of the embeddings, by the share of content words they have in common and by the values a
 contradiction changes (claims.py). A memory is about the same subject at cosine `SUBJECT` or more (or
-`SUBJECT_WORDS` with most words shared); it is an update when the two claims differ in a value, else a
-duplicate at `[memory.remember] similarity` (default 0.75) with most words shared, or at `SURE`; related at
-`RELATED` or more. The
+`SUBJECT_WORDS` with most words shared); it is an update when the two claims differ in a value (a swapped
+word counts unless the two words embed at `SYNONYM` or more), else a duplicate at `[memory.remember]
+similarity` (default 0.75) with most words shared, or at `SURE`; related at `RELATED` or more. The
 thresholds were set on half of a labelled set of pairs and measured on the other half
-(tests/data/probe_pairs.jsonl, bench/bench_probe.py, docs/remember.md). Memory texts' vectors are cached by
+(tests/data/probe_pairs.jsonl), and the probe is measured on a held-out set written before its last change
+(tests/data/probe_holdout.jsonl; bench/bench_probe.py, docs/remember.md). Memory texts' vectors are cached by
 text digest and model, in this process and under `.git/vivary/probe-vN/` (public memories only: the
 candidates come from the privacy-filtered snapshot). Without an embedder, the same normalised text
 (case, punctuation and spacing ignored) is a duplicate, and shared words with a changed value an update.
@@ -44,6 +46,7 @@ __all__ = ["Candidate", "Duplicate", "Match", "Probe", "Verdict", "memory_text",
 _WORDS = re.compile(r"[^\w]+")
 _FORMAT = 1
 _SHOWN = 2000  # characters of a matching memory's text put in the answer
+_SPANS = 4096  # swapped spans' vectors kept in a process before the cache starts again
 # Cosine at or above which two memories are about the same subject (an update when their values differ);
 # with at least `SAME_WORDS` of the shorter one's content words shared, `SUBJECT_WORDS` is enough.
 SUBJECT = 0.72
@@ -54,6 +57,10 @@ SAME_WORDS = 0.6
 # charged": 0.76, with 4 of 7 words in common).
 SURE = 0.83
 RELATED = 0.45  # cosine at or above which a memory is related: linked to the new one
+# Cosine of two swapped spans' embeddings at or above which they mean the same ("buy" / "purchase" 0.87,
+# "car" / "automobile" 0.86), so the swap is a paraphrase's, not a changed claim. High, because a word and its
+# opposite embed close too ("cheap" / "expensive" 0.80, "blue" / "green" 0.69, "must" / "need" only 0.49).
+SYNONYM = 0.85
 # Without an embedder: the share of content words at or above which two memories are about the same subject,
 # and related.
 WORDS_SUBJECT = 0.7
@@ -127,6 +134,7 @@ class Probe:
         self._cache: _Vectors | None = None
         self._dirty = False
         self._lock = threading.Lock()
+        self._spans: dict[str, Any] = {}  # swapped spans' vectors, in this process only (at most `_SPANS`)
 
     @property
     def method(self) -> str:
@@ -155,7 +163,18 @@ class Probe:
             query = embedder.embed([text])[0]
             scores = vectors @ query
             self._save()
-        return _decide(claim, candidates, [float(x) for x in scores], "cosine", self.threshold)
+        return _decide(claim, candidates, [float(x) for x in scores], "cosine", self.threshold,
+                       lambda a, b: self._same_sense(embedder, a, b))
+
+    def _same_sense(self, embedder: Embedder, a: str, b: str) -> bool:
+        """Do two swapped spans of words mean the same: the cosine of their embeddings at `SYNONYM` or more."""
+        with self._lock:
+            missing = [t for t in dict.fromkeys((a, b)) if t not in self._spans]
+            if missing:
+                if len(self._spans) > _SPANS:
+                    self._spans.clear()
+                self._spans.update(zip(missing, embedder.embed(missing), strict=True))
+            return float(self._spans[a] @ self._spans[b]) >= SYNONYM
 
     def vectors(self, texts: list[str]) -> Any:
         """Unit vectors of `texts` (cached as the probe's own), or None without an embedder (dream's clustering)."""
@@ -221,10 +240,10 @@ def _match(c: Candidate, score: float, method: str, words: float, evidence: list
 
 
 def _decide(claim: Claim, candidates: Sequence[Candidate], scores: list[float] | None, method: str,
-            threshold: float) -> Verdict:
+            threshold: float, same_sense: Callable[[str, str], bool] | None = None) -> Verdict:
     """Each candidate's verdict, then the add's: a duplicate over an update over related ones, the closest
     first. `threshold`: the cosine of a duplicate. `scores` None: no embedder, the share of words in common
-    stands in for the cosine."""
+    stands in for the cosine. `same_sense`: do two swapped spans mean the same (claims.mismatches)."""
 
     found: dict[str, list[tuple[float, Match]]] = {"duplicate": [], "update": [], "related": []}
     for i, c in enumerate(candidates):
@@ -242,7 +261,7 @@ def _decide(claim: Claim, candidates: Sequence[Candidate], scores: list[float] |
             subject = cosine >= SUBJECT or (cosine >= SUBJECT_WORDS and words >= SAME_WORDS)
             score, how = cosine, "cosine"
             same = cosine >= threshold and (words >= SAME_WORDS or cosine >= SURE)
-        evidence = mismatches(other, claim) if subject else []
+        evidence = mismatches(other, claim, same_sense) if subject else []
         if evidence:
             found["update"].append((score, _match(c, score, how, words, evidence)))
         elif same:

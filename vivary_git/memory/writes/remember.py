@@ -342,6 +342,7 @@ def add(
         node = view.require(target, "link target")
         targets.append((field, node.id))
     probe = probe or Probe(view.cfg.memory.remember.similarity)
+    seen = None if force else _folder_blobs(view, folder)
     found = None if force else probe.check(text, _candidates(view))
     refused = _refusal(found, supersede)
     if refused is not None:
@@ -378,6 +379,12 @@ def add(
     chosen: dict[str, str] = {}
 
     def place(base: commits.Base) -> commits.Planned:
+        if seen is not None:  # under the write lock: a memory another process committed since the probe
+            landed = _landed(view, base, folder, seen)
+            again = probe.check(text, landed) if landed else None
+            late = _refusal(again, supersede=False) if again is not None else None
+            if late is not None:
+                raise _Refused(late)
         n = 1
         while True:
             name = stem if n == 1 else f"{stem}-{n}"
@@ -388,13 +395,16 @@ def add(
                 return commits.Planned(view.repo_path(path), content)
             n += 1
 
-    if old is None:
-        result = _commit(view, place, lambda p: commits.message("add", chosen["id"], title, source))
-        assert result is not None
-        commit, ref, blob = result.commit, result.ref, result.blob
-    else:
-        done = _supersede(view, old, place, stamp, title, source, chosen)
-        commit, ref, blob = done.commit, done.ref, done.blobs[view.repo_path(chosen["path"])]
+    try:
+        if old is None:
+            result = _commit(view, place, lambda p: commits.message("add", chosen["id"], title, source))
+            assert result is not None
+            commit, ref, blob = result.commit, result.ref, result.blob
+        else:
+            done = _supersede(view, old, place, stamp, title, source, chosen)
+            commit, ref, blob = done.commit, done.ref, done.blobs[view.repo_path(chosen["path"])]
+    except _Refused as late:
+        return _logged(view, late.answer, [])
     answer = Remembered(ok=True, op="add", changed=True, id=chosen["id"], path=chosen["path"], title=title,
                         commit=commit, ref=ref, probe=found.method if found is not None else None,
                         verdict=found.verdict if found is not None else None,
@@ -402,6 +412,65 @@ def add(
                         archived=[old.id] if old is not None else None, blob=blob,
                         links=[EdgeRef(chosen["id"], f, t) for f, t in targets] or None)
     return _logged(view, answer, [chosen["id"]] if type_name == MEMORY_TYPE else [])
+
+
+class _Refused(Exception):
+    """An add refused under the write lock, after its probe: the answer to give."""
+
+    def __init__(self, answer: Remembered) -> None:
+        super().__init__(answer.message)
+        self.answer = answer
+
+
+def _folder_blobs(view: View, folder: str) -> frozenset[str] | None:
+    """The notes' blobs in the memory folder at the tip of the branch memories go to, as the probe runs: none
+    when that branch is the checked-out one (the view holds what it held), None outside a work tree (there is
+    no commit to make)."""
+    repo = view.ws.source.repo
+    if repo is None or repo.workdir is None:
+        return None
+    ref, checked_out = commits.target_ref(repo, view.cfg.memory.remember.branch)
+    if checked_out:
+        return frozenset()
+    at = commits.tip(repo, ref)
+    return frozenset(b for _, b in _folder_notes(commits.Base(repo, at, False), view.repo_path(folder)))
+
+
+def _folder_notes(base: commits.Base, folder: str) -> list[tuple[str, str]]:
+    """(name, blob) of the notes directly in `folder` (a repository path) of the base tree."""
+    try:
+        tree = base.tree[folder] if base.tree is not None else None
+    except (KeyError, ValueError):
+        return []
+    if tree is None or int(tree.filemode) != 0o040000:
+        return []
+    entries: Any = base.repo.repo[tree.id]
+    return [(e.name, str(e.id)) for e in entries if int(e.filemode) in (0o100644, 0o100755) and e.name.endswith(".md")]
+
+
+def _landed(view: View, base: commits.Base, folder: str, seen: frozenset[str]) -> list[Candidate]:
+    """The public memories in `folder` on the tip a write is planned on that its probe did not see: committed
+    by another process meanwhile (two agents adding one fact at once both probe before either commits). The
+    probe saw the view's notes and, on a branch that is not checked out, the blobs `seen` as it ran."""
+    from vivary_git.graph import node_id
+    from vivary_git.memory.snapshot import decide_for_source
+
+    known = {n.path: n.blob for n in view.nodes.values()}
+    new = [(f"{folder}/{name}", blob) for name, blob in _folder_notes(base, view.repo_path(folder))
+           if blob not in seen and known.get(f"{folder}/{name}") != blob]
+    if not new:
+        return []
+    verdicts = decide_for_source(view.ws, [view.repo_path(path) for path, _ in new], view.cfg.policy())
+    out = []
+    for (path, blob), verdict in zip(new, verdicts, strict=True):
+        if verdict.private:
+            continue
+        note = view.note_of(blob)
+        text = "" if _archived(note.fields) else memory_text(note)
+        if text:
+            nid = node_id(path, view.ws.root_name, view.ws.config.links.ids)
+            out.append(Candidate(nid, path, note.title or nid, text))
+    return out
 
 
 def _refusal(found: Verdict | None, supersede: bool) -> Remembered | None:
