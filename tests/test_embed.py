@@ -378,3 +378,21 @@ def test_a_bad_embed_lanes_is_an_error_that_names_it(repo: Any, value: str, monk
 def test_threads_and_lanes_must_be_positive(option: str) -> None:
     with pytest.raises(EmbedderError, match=f"{option} must be >= 1, got 0"):
         load_embedder(**{option: 0})  # type: ignore[arg-type]
+
+
+@needs_model
+def test_a_loaded_model_holds_no_copy_of_its_file() -> None:
+    # onnxruntime keeps the bytes a session was built from (22 MiB) for the session's life unless told otherwise:
+    # a loaded model holds less Python memory than its file's size (tracemalloc counts Python's allocations, not
+    # what the process holds, so nothing here depends on the machine's load).
+    import tracemalloc
+
+    size = embed_mod._MODELS[embed_mod.DEFAULT_EMBEDDER].model_size
+    tracemalloc.start()
+    try:
+        loaded = load_embedder(lanes=1)
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert held < size, f"{held:,} bytes held after loading a {size:,}-byte model"
+    assert loaded.embed(["tomatoes need sun"]).shape == (1, loaded.dim)

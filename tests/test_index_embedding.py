@@ -138,6 +138,73 @@ def test_embed_pending_reports_progress_and_checkpoints(monkeypatch: pytest.Monk
     assert embed_pending(embedder, []).shape == (0, embedder.dim)
 
 
+def test_an_index_holds_its_texts_a_few_windows_at_a_time_and_its_vectors_once(
+        repo: Any, cli: Any, monkeypatch: pytest.MonkeyPatch, small_windows: None) -> None:
+    # What a first index holds grows with the windows, not the vault: the keyword index is built before the
+    # model starts; when the model embeds a window, the texts of that window and all before it are let go, each
+    # token id takes 4 bytes; and once every vector is in, no packet or text is held while the graph is built,
+    # on the very rows the model wrote (no second copy).
+    import numpy as np
+
+    write_notes(repo, [f"n-{i}" for i in range(40)])
+    seen: dict[str, Any] = {"calls": 0, "cleared": [], "compact": [], "order": []}
+    real_run, real_embed, real_finish = index._IndexBuilder.run, index.embed_pending, index._GraphUpdate.finish
+    real_lexical = index._IndexBuilder._lexical
+
+    def lexical(self: Any, *args: Any) -> Any:
+        built = real_lexical(self, *args)
+        seen["order"].append("keyword index")
+        return built
+
+    def run(self: Any, rendered: Any, digests: Any) -> Any:
+        seen["packets"] = rendered
+        return real_run(self, rendered, digests)
+
+    def embed(embedder: Any, texts: list[str], **kwargs: Any) -> Any:
+        seen["texts"], seen["out"] = texts, kwargs.get("out")
+        windows = index.index_windows(len(texts))
+
+        class Watching:
+            dim, model_id = embedder.dim, embedder.model_id
+
+            def tokenize(self, batch: list[str]) -> Any:
+                return embedder.tokenize(batch)
+
+            def embed_tokens(self, tokens: Any, **more: Any) -> Any:
+                end = windows[seen["calls"]][1]
+                seen["calls"] += 1
+                seen["order"].append("model")
+                seen["cleared"].append(all(t == "" for t in texts[:end]))
+                seen["compact"].append(all(getattr(row, "itemsize", 0) == 4 for row in tokens))
+                return embedder.embed_tokens(tokens, **more)
+
+        return real_embed(Watching(), texts, **kwargs)
+
+    def finish(self: Any, vectors: Any) -> Any:
+        seen["held"] = seen["packets"].rendered, sum(1 for t in seen["texts"] if t)
+        seen["in place"] = seen["out"] is not None and np.shares_memory(vectors, seen["out"])
+        return real_finish(self, vectors)
+
+    monkeypatch.setattr(index._IndexBuilder, "run", run)
+    monkeypatch.setattr(index._IndexBuilder, "_lexical", lexical)
+    monkeypatch.setattr(index, "embed_pending", embed)
+    monkeypatch.setattr(index._GraphUpdate, "finish", finish)
+    r = cli("index", "--yes", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert seen["calls"] == len(index.index_windows(40)) == 7
+    assert all(seen["cleared"]) and all(seen["compact"])
+    assert seen["held"] == (0, 0) and seen["in place"]
+    # More notes than a window: the keyword index's term counts come and go before the model starts.
+    assert seen["order"][0] == "keyword index" and seen["order"].count("model") == 7
+    monkeypatch.undo()
+    # The rows written in place are the vectors of each text embedded alone, bit for bit.
+    embedder = load_embedder()
+    got = vectors_by_text(repo.path)
+    assert len(got) == 40
+    for text, vector in got.items():
+        assert np.array_equal(vector, roundtrip(embedder.embed([text]))[0])
+
+
 def test_a_handful_of_edits_is_embedded_one_text_a_run() -> None:
     # The post-commit case: each edited note is its own model run, so the lanes share them evenly (runs of 4
     # left one lane 6 of 10 notes) and no note is padded; the vectors are the same bits as in any runs.

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from vivary_git.memory.local import lexical_update
-from vivary_git.memory.local.bm25 import build, from_postings
+from vivary_git.memory.local.bm25 import build, build_iter, from_postings
 from vivary_git.memory.local.lexical_update import update
 
 
@@ -40,6 +40,19 @@ def test_update_is_build_of_the_edited_documents(seed: int, one_by_one: bool, mo
         got = update(old, [i for i, _ in new], {j: d for j, (i, d) in enumerate(new) if i is None})
         assert got is not None
         assert got.encode() == build([d for _, d in new]).encode()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_an_index_built_one_document_at_a_time_is_build_byte_for_byte(seed: int) -> None:
+    # An index run builds its first keyword index from a stream of term counts (`build_iter`), holding one
+    # document's map at a time: the file must be the one `build` makes of them all, byte for byte.
+    rnd = random.Random(seed)
+    words = [f"w{i:03d}" for i in range(300)] + ["é", "日本", "zz", "a"]
+    for _ in range(100):
+        docs = [_doc(rnd, words) for _ in range(rnd.randint(0, 40))]
+        assert build_iter(iter(docs)).encode() == build(docs).encode()
+    long = [{"w": 10**6, "x": 1}, {}, {"x": 3}]
+    assert build_iter(d for d in long).encode() == build(long).encode()
 
 
 def test_update_refuses_what_cannot_be_the_same_documents() -> None:

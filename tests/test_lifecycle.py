@@ -300,3 +300,190 @@ def test_context_gives_the_neighbourhood_with_typed_edges_within_the_budget(repo
     assert [n["id"] for n in tiny["nodes"]] == [a["id"]] and tiny["nodes"][0]["content"].endswith("…")
     r = cli("context", "notes/private", cwd=repo.path)
     assert r.code == 2 and "canary" not in r.err
+
+
+# --- what an agent may ask of edit, retire, forget and move: each refusal word for word, nothing committed -----
+
+_NOT_A_MEMORY = ("{id!r} is not a memory (a note of type memory in memories/); {op} changes only memories, so your own "
+                 "notes stay yours: edit them yourself")
+_BAD_PART = ("{to!r}: {part!r} cannot be part of a memory's path (no empty, `.` or `..` parts, no leading dot, none "
+             "of [ ] | # ^ \\ : * ? \" < > or control characters)")
+_NOT_MD = "{to!r}: a memory is a Markdown note; its name ends in .md"
+
+
+def _service(repo: Repo) -> Any:
+    from vivary_git.mcp.service import MemoryService
+
+    return MemoryService(repo.path)
+
+
+def _refused(call: Any, *args: Any, kind: type[Exception] | None = None, **kwargs: Any) -> str:
+    from vivary_git.errors import RefusedError, UsageError
+
+    with pytest.raises((RefusedError, UsageError)) as err:
+        call(*args, **kwargs)
+    if kind is not None:
+        assert type(err.value) is kind, err.value
+    return str(err.value)
+
+
+def test_only_a_memory_in_the_memory_folder_is_changed(repo: Repo) -> None:
+    """A note typed memory outside the folder (in a folder whose name only starts like it, too) is the user's own:
+    refused by each tool, word for word; so is an id that names no memory."""
+    from vivary_git.errors import RefusedError, UsageError
+
+    _seed(repo, {"notes/typed.md": "---\ntype: memory\n---\n# Mine\n",
+                 "memories-old/kept.md": "---\ntype: memory\n---\n# Mine too\n",
+                 "memories/fine.md": "---\ntype: memory\n---\n# A memory\n"})
+    head = repo.git("rev-parse", "HEAD").strip()
+    service = _service(repo)
+    try:
+        for ref in ("notes/typed", "memories-old/kept"):
+            for op, call, args, kwargs in (("edit", service.edit, (ref,), {"append": "x"}),
+                                           ("retire", service.retire, (ref,), {"reason": "x"}),
+                                           ("forget", service.forget, (ref,), {"reason": "x"}),
+                                           ("move", service.move, (ref, "elsewhere"), {})):
+                said = _refused(call, *args, kind=RefusedError, **kwargs)
+                assert said == _NOT_A_MEMORY.format(id=ref, op=op), (ref, op)
+        for call, args, kwargs in ((service.edit, ("memories/none",), {"append": "x"}),
+                                   (service.retire, ("memories/none",), {"reason": "x"}),
+                                   (service.forget, ("memories/none",), {"reason": "x"}),
+                                   (service.move, ("memories/none", "elsewhere"), {})):
+            assert _refused(call, *args, kind=UsageError, **kwargs) == (
+                "no public memory 'memories/none' in this workspace (ids come from `search`; private notes are never "
+                "shown)")
+        assert repo.git("rev-parse", "HEAD").strip() == head
+        assert service.edit("memories/fine", append="Still mine to change.").changed
+    finally:
+        service.close()
+
+
+def test_a_memory_type_the_workspace_gives_another_folder_is_still_the_users(repo: Repo) -> None:
+    """A tropo.toml that declares its own `memory` type for another folder types those notes memory, outside the
+    memory folder: they are the user's. A note left in the memory folder is then of no type, and no memory."""
+    from vivary_git.errors import RefusedError
+
+    _seed(repo, {"tropo.toml": 'version = 1\n[types.memory]\nfolder = "notes"\n', "notes/typed.md": "# Mine\n",
+                 "memories/left.md": "# Left here\n"})
+    head = repo.git("rev-parse", "HEAD").strip()
+    service = _service(repo)
+    try:
+        for ref in ("typed", "left"):
+            for op, call, args, kwargs in (("edit", service.edit, (ref,), {"append": "x"}),
+                                           ("retire", service.retire, (ref,), {"reason": "x"}),
+                                           ("forget", service.forget, (ref,), {"reason": "x"}),
+                                           ("move", service.move, (ref, "elsewhere"), {})):
+                said = _refused(call, *args, kind=RefusedError, **kwargs)
+                assert said == _NOT_A_MEMORY.format(id=ref, op=op), (ref, op)
+    finally:
+        service.close()
+    assert repo.git("rev-parse", "HEAD").strip() == head
+
+
+def test_a_reason_is_one_line_of_at_most_200_characters(repo: Repo) -> None:
+    from vivary_git.errors import UsageError
+
+    _seed(repo, {"memories/a.md": "---\ntype: memory\n---\n# A\n", "memories/b.md": "---\ntype: memory\n---\n# B\n"})
+    head = repo.git("rev-parse", "HEAD").strip()
+    service = _service(repo)
+    try:
+        for reason in ("", "  \n\t ", None):
+            assert _refused(service.retire, "memories/a", reason=reason, kind=UsageError) == (
+                "say why: retire takes a reason (one line), kept in the commit and the note")
+            assert _refused(service.forget, "memories/a", reason=reason, kind=UsageError) == (
+                "say why: forget takes a reason (one line), kept in the commit")
+        assert _refused(service.retire, "memories/a", reason="r" * 201, kind=UsageError) == (
+            "the reason is 201 characters, over 200; one line will do")
+        assert _refused(service.forget, "memories/a", reason="r" * 20_000, kind=UsageError) == (
+            "the reason is 10000 characters, over 200; one line will do")
+        assert repo.git("rev-parse", "HEAD").strip() == head
+        # 200 characters once on one line: taken, and written flat into the commit and the note
+        reason = "  the freeze\nwas called\x00off " + "r" * 174 + "  "
+        flat = "the freeze was called off " + "r" * 174
+        assert len(flat) == 200
+        assert service.retire("memories/a", reason=reason).changed
+        assert _trailers(repo).endswith(f"Vivary-Reason: {flat}\n")
+        assert f"archived_reason: {flat}\n" in _body(repo, "memories/a.md")
+        assert service.forget("memories/b", reason="gone\r\nfor good").changed
+        assert _trailers(repo) == ("Vivary-Op: forget\nVivary-Node: memories/b\nVivary-Source: agent\n"
+                                   "Vivary-Reason: gone for good\n")
+        assert repo.git("log", "-1", "--format=%s").strip() == "vivary: forget memories/b: gone for good"
+    finally:
+        service.close()
+
+
+def test_expires_is_an_iso_date_or_date_time_written_as_given_or_in_utc(repo: Repo) -> None:
+    from vivary_git.errors import UsageError
+
+    _seed(repo, {"memories/a.md": "---\ntype: memory\ndurability: ephemeral\n---\n# A\n"})
+    head = repo.git("rev-parse", "HEAD").strip()
+    service = _service(repo)
+    try:
+        for value in ("tomorrow", "2027-13-01", "2027-01-01T09:00:00.12345678901234+00:00:00", "2027-01-0"):
+            assert _refused(service.edit, "memories/a", expires=value, kind=UsageError) == (
+                f"expires {value!r} is not an ISO date or date-time (2026-07-01, 2026-07-01T09:00:00Z; UTC when no "
+                "zone is given); \"\" removes it")
+        assert repo.git("rev-parse", "HEAD").strip() == head
+        for value, written in ((" 2027-01-01 ", '"2027-01-01"'), ("2099-01-01T09:30+02:00", '"2099-01-01T07:30:00Z"'),
+                               ("2027-01-02T09:00:00.12345678901234+00:00", '"2027-01-02T09:00:00Z"'),
+                               ("2027-01-01T09:00", '"2027-01-01T09:00:00Z"')):
+            assert service.edit("memories/a", expires=value).changed, value
+            assert f"expires: {written}\n" in _body(repo, "memories/a.md"), value
+        assert service.edit("memories/a", expires=" ").changed  # blank: removed
+        assert "expires" not in _body(repo, "memories/a.md")
+    finally:
+        service.close()
+
+
+def test_where_a_memory_may_move_to(repo: Repo) -> None:
+    """A bare name stays beside the note, a path is in the memory folder (with or without it in front); every
+    other destination is refused word for word, nothing committed."""
+    from vivary_git.errors import UsageError
+
+    _seed(repo, {"memories/ops/a.md": "---\ntype: memory\n---\n# A\n"})
+    head = repo.git("rev-parse", "HEAD").strip()
+    long_ok = "a" * 190 + "/" + "b" * 197  # memories/ + this + .md: 400 bytes
+    accented = "é" * 100 + "/" + "b" * 188  # memories/ + this + .md: 301 characters, 401 bytes
+    refused = [
+        ("", "say where to: a new name, or a path in the memory folder"),
+        (None, "say where to: a new name, or a path in the memory folder"),
+        ("   ", "say where to: a new name, or a path in the memory folder"),
+        ("/abs/alpha", "'/abs/alpha': give a name, or a path in the memory folder, e.g. ops/deploy-days"),
+        ("\\abs\\alpha", "'\\\\abs\\\\alpha': give a name, or a path in the memory folder, e.g. ops/deploy-days"),
+        ("alpha.txt", _NOT_MD.format(to="alpha.txt")),
+        ("ops/v1.2", _NOT_MD.format(to="ops/v1.2")),
+        ("ops/a.bcdef", _NOT_MD.format(to="ops/a.bcdef")),
+        ("ops/v1.2.3", _NOT_MD.format(to="ops/v1.2.3")),  # what follows the last dot is the extension
+        ("ops/a.bcdef.txt", _NOT_MD.format(to="ops/a.bcdef.txt")),
+        ("v1.0/notes.txt", _NOT_MD.format(to="v1.0/notes.txt")),
+        ("../notes/alpha", _BAD_PART.format(to="../notes/alpha", part="..")),
+        ("ops/./x", _BAD_PART.format(to="ops/./x", part=".")),
+        ("ops//x", _BAD_PART.format(to="ops//x", part="")),
+        (".hidden", _BAD_PART.format(to=".hidden", part=".hidden.md")),
+        ("ops/.git/x", _BAD_PART.format(to="ops/.git/x", part=".git")),
+        ("a|b", _BAD_PART.format(to="a|b", part="a|b.md")),
+        ("a:b", _BAD_PART.format(to="a:b", part="a:b.md")),
+        ("a\x01b", _BAD_PART.format(to="a\x01b", part="a\x01b.md")),
+        (long_ok + "b", f"{long_ok + 'b'!r} is too long for a path"),
+        (accented, f"{accented!r} is too long for a path"),
+    ]
+    service = _service(repo)
+    try:
+        for to, said in refused:
+            assert _refused(service.move, "memories/ops/a", to, kind=UsageError) == said, to
+        assert repo.git("rev-parse", "HEAD").strip() == head
+        moves = [("b", "memories/ops/b.md"), ("  c  ", "memories/ops/c.md"), ("team\\d", "memories/team/d.md"),
+                 ("memories/ops/e", "memories/ops/e.md"), ("ops/f.markdown", "memories/ops/f.markdown"),
+                 ("ops/notes.about-it", "memories/ops/notes.about-it.md"), ("ops/g.abcdef", "memories/ops/g.abcdef.md"),
+                 ("memoriesx/h", "memories/memoriesx/h.md"), ("deploy days", "memories/memoriesx/deploy days.md"),
+                 (long_ok, f"memories/{long_ok}.md")]
+        at, was = "memories/ops/a", "memories/ops/a.md"
+        for to, path in moves:
+            got = service.move(at, to)
+            assert (got.changed, got.path, got.old_path) == (True, path, was), (to, got)
+            assert set(repo.git("diff", "--no-renames", "--name-status", "HEAD~1", "HEAD").splitlines()) == {
+                f"D\t{was}", f"A\t{path}"}
+            at, was = got.id, got.path
+        assert repo.git("ls-tree", "-r", "--name-only", "HEAD", "memories").split() == [f"memories/{long_ok}.md"]
+    finally:
+        service.close()

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import pytest
 from conftest import TROPO, Repo, run_git_vivary
 
 from vivary_git.localcache import _MAX_SEGMENTS
@@ -76,3 +77,32 @@ def test_edits_merge_their_own_small_segments_and_leave_the_cold_runs_segment_al
             path.unlink()
     r = run_git_vivary(["check", "--staged"], repo.path, env={"VIVARY_STATS": "1"})
     assert r.returncode == 0 and stats(r.stderr)["parsed"] == 0, r.stderr
+
+
+def test_a_cold_runs_segment_per_parsing_process_are_all_left_alone(repo: Repo, cli: Any,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cold run that parsed across processes wrote one big segment per process (parses.py): each is left
+    alone as the one big segment is, while the edits' small segments are merged with each other."""
+    from vivary_git import parallel, parses
+
+    monkeypatch.setattr(parallel, "MIN_BLOBS", 10)
+    monkeypatch.setattr(parses, "_STREAM_ABOVE", 10)  # as a cold run of thousands of notes
+    monkeypatch.setenv("VIVARY_JOBS", "2")
+    repo.commit("many", {"tropo.toml": TROPO, **{f"modules/n{i:02d}.md": note(i) for i in range(60)}})
+    assert cli("check", "--rev", "HEAD", cwd=repo.path).code == 0
+    bigs = segments(repo, "parse")
+    assert len(bigs) == 2
+    stamps = {seg: (seg.stat().st_ino, seg.stat().st_mtime_ns) for seg in bigs}
+    small_merges, before = 0, len(bigs)
+    for edit in range(1, 3 * _MAX_SEGMENTS):
+        i = edit % 60
+        repo.commit(f"edit {edit}", {f"modules/n{i:02d}.md": note(i, edit)})
+        assert cli("check", "--rev", "HEAD", cwd=repo.path).code == 0
+        segs = segments(repo, "parse")
+        assert 1 <= len(segs) <= _MAX_SEGMENTS
+        if not all(seg in segs for seg in bigs):
+            break  # everything merged at last
+        assert {seg: (seg.stat().st_ino, seg.stat().st_mtime_ns) for seg in bigs} == stamps, edit
+        small_merges += len(segs) < before
+        before = len(segs)
+    assert small_merges >= 1, small_merges

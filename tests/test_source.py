@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -280,6 +281,35 @@ def test_a_name_that_is_not_utf8_does_not_fail_a_worker(repo: Repo, cli: Any, mo
     assert cli("graph", "--rev", "HEAD", "--json", "--no-cache", cwd=repo.path).out == warm.out
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_cold_run_holds_no_note_and_reads_them_back_from_the_parse_cache(repo: Repo, cli: Any, monkeypatch: Any,
+                                                                           jobs: str) -> None:
+    """With a local cache, each process that parses writes its share's parses and facts to segments of its
+    own and keeps none of the notes: a command that wants the notes after the graph (`query`'s index) reads
+    them back from those segments, parsing nothing twice, and answers as a run without the cache."""
+    from vivary_git import parallel, parses
+
+    repo.commit(files={"tropo.toml": TROPO, **{
+        f"modules/m{i:03d}.md": f"---\nstatus: s{i}\ndepends: [m{(i + 1) % 60:03d}]\n---\n# M{i}\n\nword{i % 7} here\n"
+        for i in range(60)}})
+    for limit in ((parallel, "MIN_BLOBS"), (parses, "_STREAM_ABOVE"), (parses, "_LOAD_PARSE_CACHE_ABOVE")):
+        monkeypatch.setattr(*limit, 10)  # as a cold run of thousands of notes
+    monkeypatch.setenv("VIVARY_JOBS", jobs)
+    monkeypatch.setenv("VIVARY_STATS", "1")
+    want = cli("query", "word3", "--json", "--rev", "HEAD", "--no-cache", cwd=repo.path)
+    got = cli("query", "word3", "--json", "--rev", "HEAD", cwd=repo.path)
+    assert got.out == want.out and "M3" in got.out and "Traceback" not in got.err
+    assert '"parsed":60' in got.err, got.err
+    vivary = repo.path / ".git" / "vivary"
+    for kind in ("parse", "facts"):
+        assert len(list(vivary.glob(f"{kind}-v*/seg-*.msgpack"))) == int(jobs), kind
+    for d in vivary.iterdir():  # only the parse and fact caches left: the next run builds from them
+        if d.is_dir() and not d.name.startswith(("parse-", "facts-")):
+            shutil.rmtree(d)
+    again = cli("query", "word3", "--json", "--rev", "HEAD", cwd=repo.path)
+    assert again.out == want.out and '"parsed":0' in again.err, again.err
+
+
 def test_no_fork_while_another_thread_runs(repo: Repo, cli: Any, monkeypatch: Any, forks: list[int]) -> None:
     """A thread might hold a lock when the process forks (recall imports its runtime in one), so work
     that would go to forked children is done in this process instead, with the same answer."""
@@ -421,6 +451,57 @@ def test_cache_segments_written_a_batch_at_a_time_read_back_whole(tmp_path: Path
     assert raw.startswith(b"VVG1")
     assert msgspec.msgpack.decode(raw[4:], type=list[tuple[str, Note]]) == items
     assert [p.name for p in tmp_path.iterdir()] == ["seg.msgpack"]  # no temporary file left
+
+
+@pytest.mark.parametrize("n", [0, 15, 2049, 70000])
+def test_a_segment_written_as_it_comes_reads_back_whole(tmp_path: Path, n: int) -> None:
+    """A parsing process writes its share's entries to a segment as they come (`SegmentWriter`): it reads
+    back as the whole array, an entry it cannot hold (a string that is not UTF-8) is refused for the
+    caller to keep, and no temporary file is left, nor a segment when nothing was added."""
+    import msgspec
+
+    from vivary_git import localcache
+    from vivary_git.models import Note
+
+    cache = localcache.parse_cache(tmp_path)
+    writer = cache.writer()
+    assert writer is not None
+    items = [(f"{i:040x}", Note({"a": i}, {"a": 2}, "t", "b")) for i in range(n)]
+    assert all(writer.add(k, v) for k, v in items)
+    assert not writer.add("f" * 40, Note({"a": "\udcff"}, {}, None, ""))
+    writer.close()
+    segments = list((tmp_path / cache.dir.name).iterdir()) if cache.dir and cache.dir.exists() else []  # type: ignore[union-attr]
+    assert len(segments) == (1 if n else 0)
+    if n:
+        raw = segments[0].read_bytes()
+        assert raw.startswith(b"VVG1")
+        assert msgspec.msgpack.decode(raw[4:], type=list[tuple[str, Note]]) == items
+        assert cache.get(items[-1][0]) == items[-1][1]  # the cache's next look-up sees it
+
+
+def test_a_graph_cached_in_pieces_is_the_same_bytes(tmp_path: Path) -> None:
+    """The graph cache is written a field and a batch at a time (no buffer of the whole graph): the file
+    holds exactly the one encoding it always held, and a file name that is not UTF-8 is spelled out."""
+    import msgspec
+
+    from vivary_git import localcache
+    from vivary_git.config import Config
+    from vivary_git.graph import Graph
+    from vivary_git.models import Edge, Finding, Node
+
+    nodes = [Node(id=f"n{i}", type="t", path=f"n{i}.md", title=f"N{i}", blob="0" * 40) for i in range(5000)]
+    edges = [Edge(f"n{i}", "depends", f"n{i + 1}", i % 3 == 0) for i in range(70000)]
+    graph = Graph(root="r", tree=None, config=Config(source="tropo.toml"), nodes=nodes, edges=edges,
+                  findings=[Finding("n1.md", 1, "error", "E100", "x")], others=[f"o{i}" for i in range(3000)])
+    cache = localcache.ObjectCache(tmp_path, "graph")
+    cache.put("k", graph)
+    assert (tmp_path / "graph-v" f"{localcache.FORMAT_VERSION}" / "k.msgpack").read_bytes() == \
+        b"VVG1" + msgspec.msgpack.encode(graph)
+    odd = msgspec.structs.replace(graph, others=["zz\udcff.png"])
+    cache.put("odd", odd)
+    assert cache.get("odd", msgspec.msgpack.Decoder(Graph)) == odd
+    assert sorted(p.name for p in (tmp_path / f"graph-v{localcache.FORMAT_VERSION}").iterdir()) == \
+        ["k.msgpack", "odd.msgpack"]  # no temporary file left
 
 
 def _huge(path: Path, size: int = 9 << 20) -> None:

@@ -305,6 +305,53 @@ def test_chain_restarts_past_its_bound(ws: Repo, monkeypatch: pytest.MonkeyPatch
     assert list_states(r, "test") == {f"k{i}": ["blob"] for i in range(4)}
 
 
+def test_entries_staged_ahead_are_committed_as_written_whole_and_restaged_when_the_ref_moved(ws: Repo) -> None:
+    """A cold run writes its entries' objects while the graph is built (`stage`) and commits once the counts
+    come: the commit holds what one `write` would; if another writer moved the ref in between, the staged
+    objects are left aside and the entries are merged onto the new tip, nothing of either lost."""
+    from vivary_git.graph import Facts
+    from vivary_git.store.write import Changes, stage, write
+
+    r = GitRepo(ws.path)
+
+    def fact(title: str) -> bytes:
+        return msgspec.msgpack.encode(Facts(id=title, type=None, title=title, findings=[], refs=[], links=[],
+                                            problem=False))
+
+    def tree(n: int) -> dict[str, fmt.TreeSummary]:
+        t = str(n) * 40
+        return {fmt.tree_key(t, "cfg"): fmt.TreeSummary(tree=t, checked=1, errors=0, warnings=0, nodes=1, edges=0,
+                                                        broken=0, private=0, written=n)}
+
+    def facts() -> dict[str, bytes]:
+        out: dict[str, bytes] = {}
+        for name in git(ws.path, "ls-tree", "--name-only", f"{CACHE_REF}:facts").split():
+            blob = subprocess.run(["git", "show", f"{CACHE_REF}:facts/{name}"], cwd=ws.path, capture_output=True,
+                                  check=True).stdout
+            out.update((k, bytes(v)) for k, v in msgspec.msgpack.decode(blob, type=list[tuple[str, msgspec.Raw]]))
+        return out
+
+    mine = Changes(facts={"ab" + "0" * 38: fact("mine")})
+    staged = stage(r, mine)
+    mine.trees = tree(1)
+    assert write(r, mine, staged=staged) is not None
+    snap = Snapshot.load(r)
+    assert snap is not None and set(tree(1)) <= set(snap.manifest.trees)
+    assert facts()["ab" + "0" * 38] == fact("mine")
+
+    later = Changes(facts={"cd" + "0" * 38: fact("later")})
+    staged = stage(r, later)
+    other = Changes(facts={"ab" + "1" * 38: fact("other")}, trees=tree(2))
+    assert write(r, other) is not None  # the ref moves under the staged objects
+    later.trees = tree(3)
+    assert write(r, later, staged=staged) is not None
+    snap = Snapshot.load(r)
+    assert snap is not None and set(tree(1)) | set(tree(2)) | set(tree(3)) <= set(snap.manifest.trees)
+    got = facts()
+    assert (got["ab" + "0" * 38], got["ab" + "1" * 38], got["cd" + "0" * 38]) == (fact("mine"), fact("other"),
+                                                                                  fact("later"))
+
+
 def test_state_api_rejects_bad_names_and_nothing_new_is_no_commit(ws: Repo) -> None:
     r = GitRepo(ws.path)
     key = state_key("a" * 40, "cfg", "minilm")
@@ -350,7 +397,7 @@ def test_recording_alongside_the_build_equals_recording_inline(repo: Repo, cli: 
     kept out, and the parses shared without their bodies."""
     import shutil
 
-    from vivary_git import parallel
+    from vivary_git import parallel, parses
 
     many = {f"modules/n{i:02d}.md": f"---\nstatus: live\ndepends: [n{(i + 1) % 40:02d}]\n---\n# N{i}\n\nBODY-{i}\n"
             for i in range(40)}
@@ -358,6 +405,7 @@ def test_recording_alongside_the_build_equals_recording_inline(repo: Repo, cli: 
     repo.git("add", "-A")
     repo.git("commit", "-q", "-m", "many")
     monkeypatch.setattr(parallel, "MIN_BLOBS", 10)
+    monkeypatch.setattr(parses, "_STREAM_ABOVE", 10)  # each parsing process writes its own segments
     listings = []
     for jobs in ("2", "1"):
         monkeypatch.setenv("VIVARY_JOBS", jobs)
@@ -367,8 +415,11 @@ def test_recording_alongside_the_build_equals_recording_inline(repo: Repo, cli: 
         r = cli("check", "--rev", "HEAD", "--json", cwd=repo.path)
         assert r.code == 1 and "Traceback" not in r.err
         assert len(forks) == (2 if jobs == "2" else 0)  # one child derives half the facts, one records
-        for kind in ("parse", "facts"):  # written once, by this process (not again by a child)
-            assert len(list((repo.path / ".git" / "vivary").glob(f"{kind}-v*/seg-*.msgpack"))) == 1, kind
+        for kind in ("parse", "facts"):  # each written once, by the process that computed it (one segment each)
+            segments = list((repo.path / ".git" / "vivary").glob(f"{kind}-v*/seg-*.msgpack"))
+            assert len(segments) == (2 if jobs == "2" else 1), kind
+            keys = [k for seg in segments for k, _ in msgspec.msgpack.decode(seg.read_bytes()[4:])]
+            assert len(keys) == len(set(keys)) == 46, kind  # every document's, none twice
         listings.append([line for line in git(repo.path, "ls-tree", "-r", CACHE_REF).splitlines()
                          if "manifest" not in line])
         blob = objects_reachable(repo.path, CACHE_REF)

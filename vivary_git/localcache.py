@@ -12,9 +12,9 @@ import contextlib
 import os
 import sys
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, BinaryIO, Generic, TypeVar
 
 import msgspec
 
@@ -49,10 +49,15 @@ def write_atomic(path: Path, *parts: bytes) -> None:
     # No fsync: this is a cache. A crash can at worst leave a short file, which the magic header and
     # typed decoding reject on the next read (then it is recomputed); an fsync of a multi-megabyte
     # graph on every run cost tens to hundreds of milliseconds on a slow disk.
-    with open(tmp, "wb") as fh:
-        for part in parts:
-            fh.write(part)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            for part in parts:
+                fh.write(part)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
 
 
 def _spelled(value: Any) -> Any:
@@ -92,6 +97,38 @@ def _encoded(value: Any) -> tuple[bytes, bytes]:
         return _MAGIC, msgspec.msgpack.encode(value)
     except UnicodeEncodeError:
         return _MAGIC_NAMES, _encode_spelled(value)
+
+
+def _array_header(n: int) -> bytes:
+    """msgpack's header for an array of `n` items."""
+    if n < 16:
+        return bytes([0x90 | n])
+    return (b"\xdc" + n.to_bytes(2, "big")) if n < 65536 else (b"\xdd" + n.to_bytes(4, "big"))
+
+
+def encoded_parts(value: Any) -> Iterator[bytes]:
+    """The msgpack of `value` in pieces: a struct encoded as a map (a graph), field by field, and its long
+    lists a batch at a time, so that no one buffer holds all of it (a cold graph of 100,000 notes is
+    ~60 MB, and the buffer that grew to hold it was the peak of the run's memory). The same bytes as
+    `msgspec.msgpack.encode(value)` (a test holds them equal); anything else is encoded whole. Raises
+    UnicodeEncodeError as that does."""
+    enc = msgspec.msgpack.Encoder()
+    config = getattr(value, "__struct_config__", None)
+    if config is None or config.array_like or config.omit_defaults or config.tag is not None:
+        yield enc.encode(value)
+        return
+    names = value.__struct_encode_fields__
+    yield bytes([0x80 | len(names)]) if len(names) < 16 else b"\xde" + len(names).to_bytes(2, "big")
+    for name, field in zip(names, value.__struct_fields__, strict=True):
+        yield enc.encode(name)
+        item = getattr(value, field)
+        if not isinstance(item, list) or len(item) <= _BATCH:
+            yield enc.encode(item)
+            continue
+        yield _array_header(len(item))
+        for start in range(0, len(item), _BATCH):
+            batch = item[start:start + _BATCH]
+            yield memoryview(enc.encode(batch))[_array_header_size(len(batch)):].tobytes()
 
 
 def encode(value: Any) -> bytes:
@@ -171,6 +208,9 @@ class SegmentCache(Generic[T]):
                     items = _read(seg, self._decoder)
                     if items:
                         self._values.update(items)
+            for key, value in self._new.items():  # added before the first look-up, not written yet
+                self._values[key] = msgspec.msgpack.decode(value, type=self._value_type) \
+                    if isinstance(value, msgspec.Raw) else value
         return self._values
 
     @property
@@ -192,16 +232,30 @@ class SegmentCache(Generic[T]):
             self._values[key] = msgspec.msgpack.decode(value, type=self._value_type)
         self._new[key] = value
 
+    def writer(self) -> SegmentWriter | None:
+        """A segment of its own, written as its entries come (`SegmentWriter`), or None without a cache
+        directory (or when it cannot be created). What it writes is seen by this cache's next load."""
+        if self.dir is None:
+            return None
+        try:
+            return SegmentWriter(self.dir / f"seg-{uuid.uuid4().hex}.msgpack", self._reload)
+        except OSError as err:
+            _note(f"could not write the cache in {self.dir} ({err.strerror}); continuing without it")
+            return None
+
+    def _reload(self) -> None:
+        self._values = None  # a segment was added: the next look-up reads it
+
     def discard(self) -> None:
         """Forget what was added and not written yet (a forked child leaves the writing to its parent)."""
         self._new.clear()
 
     def flush(self, keep: Callable[[], Iterable[str]] | None = None) -> None:
         """Write what was added this run as a new segment. When segments pile up they are merged, by size
-        tier: the small ones (what edits add, a few notes a run) into one, leaving the big one a cold run
-        wrote untouched, until together they reach a quarter of its size; only then is everything merged
-        into one, keeping only the keys `keep()` names (called only then: listing them may mean walking a
-        tree), or all of them. So a hook run in a 300,000-note workspace never reads and rewrites the
+        tier: the small ones (what edits add, a few notes a run) into one, leaving the big ones a cold run
+        wrote (one per parsing process) untouched, until together they reach a quarter of them; only then is
+        everything merged into one, keeping only the keys `keep()` names (called only then: listing them may
+        mean walking a tree), or all of them. So a hook run in a 300,000-note workspace never reads and rewrites the
         whole ~0.5 GB cache for its ten edits, and what is dropped for good still goes within a bounded
         share of the cache's size."""
         if self.dir is None or not self._new:
@@ -212,9 +266,11 @@ class SegmentCache(Generic[T]):
                 _write_segment(self._segment_path(), sorted(self._new.items()))
             else:
                 sizes = {seg: _size(seg) for seg in segments}
-                big = max(segments, key=lambda seg: sizes[seg])
-                small = [seg for seg in segments if seg != big]
-                if sum(sizes[seg] for seg in small) * _SMALL_SHARE < sizes[big]:
+                # The big ones: a cold run writes one per process that parsed (parses.py), of about one size.
+                largest = max(sizes.values())
+                small = [seg for seg in segments if sizes[seg] * _SMALL_SHARE < largest]
+                if small and sum(sizes[seg] for seg in small) * _SMALL_SHARE < sum(sizes.values()) - sum(
+                        sizes[seg] for seg in small):
                     self._merge(small, None)
                 else:
                     self._merge(segments, keep)
@@ -246,6 +302,78 @@ class SegmentCache(Generic[T]):
 
 
 _BATCH = 2048
+
+
+class SegmentWriter:
+    """One new segment, its entries encoded and written as they are added (by the process that computed
+    them: a parse worker writes its share's parses itself, and nobody holds them all), under a temporary
+    name renamed into place by `close`. The array header, written first, gets its count at the end."""
+
+    def __init__(self, path: Path, written: Callable[[], None]) -> None:
+        self._path = path
+        self._written = written
+        self._tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh: BinaryIO | None = open(self._tmp, "wb")  # noqa: SIM115  # closed by close() or abandon()
+        self._enc = msgspec.msgpack.Encoder()
+        self._parts: list[bytes] = []
+        self._count = 0
+        self._write(_MAGIC + bytes([0xDD]) + bytes(4))  # array32: the count is filled in by close()
+
+    def _write(self, data: bytes) -> None:
+        if self._fh is None:
+            return
+        try:
+            self._fh.write(data)
+        except OSError as err:
+            _note(f"could not write the cache in {self._path.parent} ({err.strerror}); continuing without it")
+            self.abandon()
+
+    def add(self, key: str, value: Any) -> bool:
+        """Add one entry; False when it cannot be (a string that is not UTF-8, which this plain form
+        cannot hold, or a failed write): the caller keeps it for the cache's usual `put`."""
+        if self._fh is None:
+            return False
+        try:
+            self._parts.append(self._enc.encode((key, value)))
+        except UnicodeEncodeError:
+            return False
+        self._count += 1
+        if len(self._parts) >= _BATCH:
+            parts, self._parts = self._parts, []
+            self._write(b"".join(parts))
+        return self._fh is not None
+
+    def close(self) -> None:
+        """Rename the segment into place (nothing when no entry was added)."""
+        if self._fh is None:
+            return
+        self._write(b"".join(self._parts))
+        self._parts = []
+        fh = self._fh
+        if fh is None or not self._count:
+            self.abandon()
+            return
+        try:
+            fh.seek(len(_MAGIC) + 1)
+            fh.write(self._count.to_bytes(4, "big"))
+            fh.close()
+            os.replace(self._tmp, self._path)
+        except OSError as err:
+            _note(f"could not write the cache in {self._path.parent} ({err.strerror}); continuing without it")
+            self.abandon()
+            return
+        self._fh = None
+        self._written()
+
+    def abandon(self) -> None:
+        """Leave nothing behind (an entry added is then simply computed again next time)."""
+        fh, self._fh = self._fh, None
+        if fh is not None:
+            with contextlib.suppress(OSError):
+                fh.close()
+        with contextlib.suppress(OSError):
+            self._tmp.unlink()
 
 
 def _write_segment(path: Path, items: list[tuple[str, Any]]) -> None:
@@ -308,7 +436,10 @@ class ObjectCache:
         if self.dir is None:
             return
         try:
-            write_atomic(self.dir / f"{key}.msgpack", *_encoded(value))
+            try:
+                write_atomic(self.dir / f"{key}.msgpack", _MAGIC, *encoded_parts(value))
+            except UnicodeEncodeError:  # a file name that is not UTF-8: spelled out, whole
+                write_atomic(self.dir / f"{key}.msgpack", _MAGIC_NAMES, _encode_spelled(value))
             files = sorted(self.dir.glob("*.msgpack"), key=lambda p: p.stat().st_mtime)
             for old in files[: -self.keep]:
                 with contextlib.suppress(OSError):

@@ -27,7 +27,7 @@ from vivary_git.models import Note
 
 MIN_BLOBS = 1500  # below this, starting workers costs more than it saves
 T = TypeVar("T")
-F = TypeVar("F")
+R = TypeVar("R")
 
 
 def usable_cores() -> int:
@@ -243,36 +243,28 @@ def parse_many(repo_path: str, oids: Sequence[str], read: Callable[[str], bytes]
 
 def derive_many(
     repo_path: str,
-    items: Sequence[tuple[str, str]],
+    items: Sequence[T],
     read: Callable[[str], bytes],
-    derive: Callable[[str, str, Note], F],
-    facts_type: type[F],
+    work: Callable[[Callable[[str], bytes], Sequence[T]], list[R]],
+    result_type: Any,
+    spelled_type: Any,
     redone: Callable[[int], None] | None = None,
-) -> list[tuple[str, Note | msgspec.Raw, F]] | None:
-    """For each (blob id, path): parse the blob and call `derive(path, blob, note)`, across
-    processes. A child's parses come back still encoded (`msgspec.Raw`, a Note in msgpack): the
-    caller stores them in the caches as they are and never pays for rebuilding those notes here (a
-    share holding a file name that is not UTF-8 comes back spelled out, its parses as `Note`s).
+) -> list[R] | None:
+    """`work(read, share)` for each share of `items`, across processes: this one's with `read`, a child's
+    with a reader of its own, its results sent back in msgpack and decoded as `result_type` (which may keep
+    parts encoded, as `msgspec.Raw`; a share holding a file name that is not UTF-8 comes back spelled out
+    and is decoded as `spelled_type`). The caller's `work` parses each blob and derives its facts, and
+    may write what it made to the local caches itself (parses.py): then no process holds every parse.
     None when parallelism does not pay or is unavailable. `redone` as in `_split`."""
-    from vivary_git.parse import parse_read
+    decoder = msgspec.msgpack.Decoder(result_type)
 
-    decoder = msgspec.msgpack.Decoder(list[tuple[str, msgspec.Raw, facts_type]])  # type: ignore[valid-type]
+    def here(share: Sequence[T]) -> list[R]:
+        return work(read, share)
 
-    def each(share: Sequence[tuple[str, str]], read: Callable[[str], bytes]) -> list[tuple[str, Note, F]]:
-        out = []
-        for oid, path in share:
-            note = parse_read(read, oid)
-            out.append((oid, note, derive(path, oid, note)))
-        return out
+    def there(share: Sequence[T]) -> bytes:
+        return _encode(work(_blob_reader(repo_path), share))
 
-    def here(share: Sequence[tuple[str, str]]) -> list[tuple[str, Note, F]]:
-        return each(share, read)
-
-    def there(share: Sequence[tuple[str, str]]) -> bytes:
-        return _encode(each(share, _blob_reader(repo_path)))
-
-    spelled = list[tuple[str, Note, facts_type]]  # type: ignore[valid-type]
-    return _split(items, here, there, _decoder(decoder, spelled), redone)
+    return _split(items, here, there, _decoder(decoder, spelled_type), redone)
 
 
 class Forked:

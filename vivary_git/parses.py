@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
@@ -45,6 +45,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 _LOAD_PARSE_CACHE_ABOVE = 300
+# Above this many blobs parsed at once, with a local cache, each parsing process writes its parses to the cache
+# as it goes and keeps none (`Parses._derive_parsing`): later look-ups of many load them back from there.
+_STREAM_ABOVE = _LOAD_PARSE_CACHE_ABOVE
 
 
 class Stats(msgspec.Struct):
@@ -110,6 +113,8 @@ class Parses:
         self._tainted: set[str] = set()  # fact keys derived here from a parse read from the ref
         self._computed_notes: dict[str, Note] = {}  # parsed in this process this run
         self._encoded_notes: dict[str, msgspec.Raw] = {}  # parsed by worker processes, still msgpack
+        # parsed this run and written to the parse cache where they were parsed: their shared encoding
+        self._shared: dict[str, bytes] = {}
         # local cache writes left until the graph is built (see record.alongside): (cache, what to keep)
         self._deferred: Flushes | None = None
 
@@ -241,24 +246,24 @@ class Parses:
         self._from_ref.update(shared)
         self.stats.reused += len(keyed) - len(missing) + len(shared)
         todo = [(e, k) for e, k in keyed if k not in found]
-        computed = self._derive([e for e, _ in todo], rules, dates)
-        for (e, k), f in zip(todo, computed, strict=True):
+        computed = self._derive(todo, rules, dates)
+        for (e, k), (f, written) in zip(todo, computed, strict=True):
             found[k] = f
             if e.oid in self._from_ref:
                 self._tainted.add(k)  # derived from a parse read from the shared cache
-            elif fact_cache is not None:
+            elif fact_cache is not None and not written:
                 fact_cache.put(k, f)
         out: Keyed = [(e, k, found[k]) for e, k in keyed]
         if fact_cache is not None:
             self._flush(fact_cache, lambda: (k for _, k in keyed))
         return out
 
-    def _derive(self, entries: list[Entry], rules: _Rules, dates: DateLookup | None) -> list[graph_mod.Facts]:
-        """The facts of these documents, whose facts no cache had. Blobs whose parse no cache has
-        either are parsed and derived in worker processes when there are many (a cold run): the
-        workers hand back each parse still encoded, for the caches, and its facts; this process
-        never rebuilds those notes."""
-        if not entries:
+    def _derive(self, todo: list[tuple[Entry, str]], rules: _Rules,
+                dates: DateLookup | None) -> list[tuple[graph_mod.Facts, bool]]:
+        """The facts of these documents (with their fact keys), whose facts no cache had, and whether
+        they are in the fact cache already. Blobs whose parse no cache has either are parsed and
+        derived in one go (`_work`), in worker processes when there are many (a cold run)."""
+        if not todo:
             return []
         root_name = self.root_name
 
@@ -266,31 +271,93 @@ class Parses:
             cfg, folder_types = rules.at(path)
             return graph_mod.facts(path, oid, note, cfg, folder_types, root_name, dates)
 
-        notes = self._cached_notes([e.oid for e in entries])
-        rest = [e for e in entries if e.oid not in notes]
-        derived: dict[tuple[str, str], graph_mod.Facts] = {}
+        notes = self._cached_notes([e.oid for e, _ in todo])
+        rest = [(e.oid, e.path, k) for e, k in todo if e.oid not in notes]
+        derived: dict[tuple[str, str], tuple[graph_mod.Facts, bool]] = {}
+        if rest and dates is None:  # dates (history) are looked up lazily, in this process
+            derived = self._derive_parsing(rest, derive)
+        elif rest:
+            notes.update(self._parse(list(dict.fromkeys(oid for oid, _, _ in rest))))
+        return [derived.get((e.oid, e.path)) or (derive(e.path, e.oid, notes[e.oid]), False) for e, _ in todo]
+
+    def _derive_parsing(self, rest: list[tuple[str, str, str]], derive: Callable[[str, str, Note], graph_mod.Facts],
+                        ) -> dict[tuple[str, str], tuple[graph_mod.Facts, bool]]:
+        """Parse these (blob, path, fact key) and derive their facts, across processes when there are many.
+        With a local cache, each process writes the parses and facts it made to segments of its own as
+        it goes, and keeps of each note only its shared encoding (for recording, store/format.py): no
+        process holds every note (at 100,000 notes they were ~340 MB as objects, half that encoded);
+        later look-ups read them back from the parse cache. Without one, or for a few hundred notes, the
+        notes are kept, a worker's still encoded, so this process never rebuilds them."""
+        streamed = len(rest) > _STREAM_ABOVE and self._parse_cache.dir is not None and self._fact_cache.dir is not None
+        work = self._work(derive, streamed=streamed, shared=streamed and self._refcache() is not None)
         repo = self.source.repo
-        results = None
-        if rest and repo is not None and dates is None:  # dates (history) are looked up lazily, in this process
+        results: list[tuple[Any, graph_mod.Facts]] | None = None  # Any: a Note, or bytes, or a Note encoded
+        if repo is not None:
             from vivary_git.parallel import derive_many
 
-            items = [(e.oid, e.path) for e in rest]
-            results = derive_many(str(repo.git_dir), items, self.source.read, derive, graph_mod.Facts,
+            facts_t = graph_mod.Facts
+            kept = (Note | bytes) if streamed else msgspec.Raw
+            results = derive_many(str(repo.git_dir), rest, self.source.read, work,
+                                  list[tuple[kept, facts_t]], list[tuple[Note | bytes, facts_t]],  # type: ignore[valid-type]
                                   self._count_redone)
-        if results is not None:
-            for (oid, note, f), e in zip(results, rest, strict=True):
-                derived[e.oid, e.path] = f
-                if isinstance(note, Note):
-                    self._computed_notes[oid] = note
-                    self._parse_cache.put(oid, note)
-                elif oid not in self._encoded_notes:
-                    self._encoded_notes[oid] = note
-                    self._parse_cache.put_encoded(oid, note)
-            self.stats.parsed += len({e.oid for e in rest})
-            self._flush(self._parse_cache, lambda: (e.oid for e in self.source.entries))
-        elif rest:
-            notes.update(self._parse(list(dict.fromkeys(e.oid for e in rest))))
-        return [derived.get((e.oid, e.path)) or derive(e.path, e.oid, notes[e.oid]) for e in entries]
+        if results is None:
+            results = work(self.source.read, rest)
+        derived: dict[tuple[str, str], tuple[graph_mod.Facts, bool]] = {}
+        for (oid, path, _), (note, f) in zip(rest, results, strict=True):
+            if isinstance(note, Note):  # not written by the worker: cached here, as a note parsed here
+                self._computed_notes[oid] = note
+                self._parse_cache.put(oid, note)
+            elif streamed:  # written by the worker: only its shared encoding is kept
+                derived[oid, path] = (f, True)
+                if note:
+                    self._shared[oid] = bytes(note)
+                continue
+            elif oid not in self._encoded_notes:
+                self._encoded_notes[oid] = note
+                self._parse_cache.put_encoded(oid, note)
+            derived[oid, path] = (f, False)
+        self.stats.parsed += len({oid for oid, _, _ in rest})
+        self._flush(self._parse_cache, lambda: (e.oid for e in self.source.entries))
+        return derived
+
+    def _work(self, derive: Callable[[str, str, Note], graph_mod.Facts], *, streamed: bool,
+              shared: bool) -> Callable[[Callable[[str], bytes], Sequence[tuple[str, str, str]]],
+                                        list[tuple[Note | bytes, graph_mod.Facts]]]:
+        """What one process does with its share of (blob, path, fact key): parse, derive, and, `streamed`,
+        write both to the local caches' new segments, handing back the note's shared encoding (empty
+        unless `shared`) in its place; a note or facts a segment could not take comes back as the note."""
+        parse_cache, fact_cache = self._parse_cache, self._fact_cache
+
+        def work(read: Callable[[str], bytes],
+                 share: Sequence[tuple[str, str, str]]) -> list[tuple[Note | bytes, graph_mod.Facts]]:
+            from vivary_git.parse import parse_read
+            from vivary_git.store.format import encode_shared
+
+            notes = parse_cache.writer() if streamed else None
+            facts = fact_cache.writer() if notes is not None else None
+            out: list[tuple[Note | bytes, graph_mod.Facts]] = []
+            written: set[str] = set()
+            try:
+                for oid, path, key in share:
+                    note = parse_read(read, oid)
+                    f = derive(path, oid, note)
+                    if notes is not None and facts is not None and (oid in written or notes.add(oid, note)) \
+                            and facts.add(key, f):
+                        written.add(oid)
+                        out.append((encode_shared(note) if shared else b"", f))
+                    else:
+                        out.append((note, f))
+            except BaseException:
+                for w in (notes, facts):
+                    if w is not None:
+                        w.abandon()
+                raise
+            for w in (notes, facts):
+                if w is not None:
+                    w.close()
+            return out
+
+        return work
 
     def changed_facts(self, entries: list[Entry]) -> dict[str, tuple[str, graph_mod.Facts]]:
         """(blob, facts) by path of these edited documents, for patching (tiers.py): the fact cache's when
@@ -363,7 +430,9 @@ class Parses:
         for oid in oids:
             note = self._computed_notes.get(oid)
             encoded = self._encoded_notes.get(oid) if note is None else None
-            if note is not None:
+            if oid in self._shared:
+                parse[oid] = self._shared[oid]
+            elif note is not None:
                 parse[oid] = encode_shared(note)
             elif encoded is not None:
                 parse[oid] = encode_shared_encoded(encoded)  # never decoded into a Note
@@ -373,6 +442,10 @@ class Parses:
             if oid not in self._from_ref:
                 parse[oid] = encode_shared(note)
         return parse
+
+    def drop_shared(self) -> None:
+        """Forget the shared encodings kept for recording: the recording child has its copy (record.alongside)."""
+        self._shared = {}
 
     def discard_writes(self) -> None:
         """In a forked child: no local cache writes (the parent writes what is pending)."""

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from vivary_git.localcache import SegmentCache
     from vivary_git.source import Entry, Source
     from vivary_git.store.refcache import RefCache
-    from vivary_git.store.write import Changes
+    from vivary_git.store.write import Changes, Staged
 
 Keyed = list[tuple["Entry", str, "graph_mod.Facts"]]
 
@@ -70,6 +70,8 @@ class Workspace(Protocol):
     def shared_parses(self, oids: list[str]) -> dict[str, bytes]: ...
 
     def reopen_after_fork(self) -> None: ...
+
+    def drop_shared_parses(self) -> None: ...
 
     @property
     def privacy_memo(self) -> privacy.PrivacyMemo | None: ...
@@ -97,6 +99,7 @@ class Pending:
 
     def __init__(self, ref: RefCache, tkey: str, changes: Changes, private: int) -> None:
         self.ref, self.tkey, self.changes, self.private = ref, tkey, changes, private
+        self.staged: Staged | None = None  # their objects, written ahead of the counts (`alongside`)
 
 
 def recordable_root(source: Source) -> str | None:
@@ -233,7 +236,8 @@ def finish(ws: Workspace, pending: Pending, counts: Counts) -> None:
     )}
     changes = pending.changes
     pending.ref.write(
-        changes, f"vivary cache: tree {tree[:12]}, {len(changes.parse)} parse(s), {len(changes.facts)} facts")
+        changes, f"vivary cache: tree {tree[:12]}, {len(changes.parse)} parse(s), {len(changes.facts)} facts",
+        pending.staged)
 
 
 Flushes = list[tuple["SegmentCache[Any]", Callable[[], Iterable[str]]]]
@@ -276,6 +280,8 @@ def alongside(ws: Workspace, keyed: Keyed, flushes: Flushes) -> Callable[[Counts
             os.close(w)
             ws.reopen_after_fork()
             pending = prepare(ws, keyed)
+            if pending is not None:  # the chunks' objects now, while the graph is built: only the commit waits
+                pending.staged = pending.ref.stage(pending.changes)
             with os.fdopen(r, "rb") as pipe:
                 data = pipe.read()
             if pending is not None and data:  # no data: the parent failed before the build ended
@@ -287,6 +293,7 @@ def alongside(ws: Workspace, keyed: Keyed, flushes: Flushes) -> Callable[[Counts
             sys.stderr.flush()
             os._exit(code)
     os.close(r)
+    ws.drop_shared_parses()  # the child has them: the build gets their room
 
     def done(counts: Counts, then: Callable[[], None]) -> None:
         try:

@@ -162,6 +162,10 @@ class Workspace:
         """The shared encoding of these blobs' parses (parses.py)."""
         return self._parses.shared_parses(oids)
 
+    def drop_shared_parses(self) -> None:
+        """Forget the shared encodings kept for recording (parses.py), once a forked child records."""
+        self._parses.drop_shared()
+
     def reopen_after_fork(self) -> None:
         """In a forked child: a libgit2 handle of its own (one must not be shared across a fork), and no
         local cache writes (the parent writes what is pending; a second copy would only waste time)."""

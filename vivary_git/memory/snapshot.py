@@ -483,6 +483,11 @@ class Packets(Sequence[tuple[MemoryNode, str]]):
             node = self._nodes[i]
             self._done[i] = packet(node, notes[node.blob], self._outbound.get(node.id, ()))
 
+    def forget(self) -> None:
+        """Let go of the packets rendered so far (a packet asked for again is rendered again): an index run
+        holds every packet only while it needs them all, not while its model embeds and its graph is built."""
+        self._done = {}
+
     @property
     def rendered(self) -> int:
         """How many packets have been rendered."""

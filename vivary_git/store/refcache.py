@@ -17,7 +17,7 @@ from vivary_git.refnames import CACHE_REF
 from vivary_git.store.format import StoreBusy, StoreDamaged, damaged_message
 from vivary_git.store.read import Snapshot, _tip
 from vivary_git.store.trust import SigningError, _config_bool, newest_verified, signing, trust, verified
-from vivary_git.store.write import Changes, WriteResult, write
+from vivary_git.store.write import Changes, Staged, WriteResult, stage, write
 
 if TYPE_CHECKING:
     from vivary_git.git import Repo
@@ -127,11 +127,24 @@ class RefCache:
         base = self.base()
         return list(keys) if base is None else base.missing(kind, keys)
 
-    def write(self, changes: Changes, message: str) -> WriteResult | None:
+    def stage(self, changes: Changes) -> Staged | None:
+        """Write the objects of `changes`' entries ahead of `write` (store/write.py `stage`); None when the
+        cache is damaged or a signature cannot be checked (then `write` does it all, or says why not)."""
         if self.damaged or changes.empty():
             return None
         try:
-            result = write(self.repo, changes, message=message, ref=self.ref, sign=self.sign)
+            return stage(self.repo, changes, ref=self.ref, sign=self.sign)
+        except StoreDamaged as err:
+            self._fail(err)
+            return None
+        except SigningError:
+            return None
+
+    def write(self, changes: Changes, message: str, staged: Staged | None = None) -> WriteResult | None:
+        if self.damaged or changes.empty():
+            return None
+        try:
+            result = write(self.repo, changes, message=message, ref=self.ref, sign=self.sign, staged=staged)
         except StoreDamaged as err:
             self._fail(err)
             return None

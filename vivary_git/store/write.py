@@ -69,14 +69,33 @@ class WriteResult(msgspec.Struct, frozen=True):
     attempts: int
 
 
+class Staged:
+    """The chunk and state objects of some changes, written on top of the cache at `tip` (`stage`)."""
+
+    def __init__(self, tip: str | None, snap: Snapshot | None, chunks: dict[str, ChunkRef],
+                 states: dict[str, StateRef], files: dict[str, str]) -> None:
+        self.tip, self.snap, self.chunks, self.states, self.files = tip, snap, chunks, states, files
+
+
+def stage(repo: Repo, changes: Changes, *, ref: str = CACHE_REF, sign: bool = False) -> Staged:
+    """Write the objects of `changes`' entries (its chunks and states, not its tree summaries) now, on top
+    of the cache as it is: `write` given them, while the ref has not moved, only adds the manifest and
+    commits (a cold run writes them while the graph is still being built, record.alongside). Objects
+    only: nothing points at them until `write` moves the ref. Raises `StoreDamaged` as `write` does."""
+    tip = _tip(repo, ref)
+    return Staged(tip, *_objects_on(repo, ref, tip, changes, sign=sign))
+
+
 def write(repo: Repo, changes: Changes, *, message: str = "vivary cache", ref: str = CACHE_REF,
-          retries: int = 8, sign: bool = False) -> WriteResult | None:
+          retries: int = 8, sign: bool = False, staged: Staged | None = None) -> WriteResult | None:
     """Add `changes` to the cache at `ref` in one commit; None when everything was there already.
+    `staged`: `stage(changes)`'s objects, used while the ref is still where they were staged on.
     Raises `StoreDamaged` (the current cache is unreadable: nothing is written on top of it) or
     `StoreBusy` (the ref kept moving under us for `retries` attempts)."""
     for attempt in range(1, retries + 1):
         tip = _tip(repo, ref)
-        made = _commit_on(repo, ref, tip, changes, message, sign=sign)
+        made = _commit_on(repo, ref, tip, changes, message, sign=sign,
+                          staged=staged if staged is not None and staged.tip == tip else None)
         if made is None:
             return None
         commit, parent, chunks = made
@@ -114,8 +133,10 @@ def _writer() -> str:
     return f"{who} (vivary-git {__version__})"
 
 
-def _commit_on(repo: Repo, ref: str, tip: str | None, changes: Changes, message: str, *, sign: bool = False,
-               ) -> tuple[str, str | None, int] | None:
+def _objects_on(repo: Repo, ref: str, tip: str | None, changes: Changes, *, sign: bool = False,
+                ) -> tuple[Snapshot | None, dict[str, ChunkRef], dict[str, StateRef], dict[str, str]]:
+    """The snapshot to build on, and its chunks and states with `changes`' entries merged in, their new
+    objects written (path -> new blob id)."""
     snap: Snapshot | None = None
     if tip is not None and sign and not verified(repo, tip):
         # A signature vouches for every entry of the commit's tree: a signing writer never builds on
@@ -125,7 +146,6 @@ def _commit_on(repo: Repo, ref: str, tip: str | None, changes: Changes, message:
         snap = Snapshot.load(repo, ref, commit=tip)  # StoreDamaged propagates: never build on damage
     old = snap.manifest if snap is not None else None
     chunks = dict(old.chunks) if old else {}
-    trees = dict(old.trees) if old else {}
     states = dict(old.states) if old else {}
     files: dict[str, str] = {}  # path -> new blob id
     now = int(time.time())
@@ -150,6 +170,18 @@ def _commit_on(repo: Repo, ref: str, tip: str | None, changes: Changes, message:
             continue
         files[path] = str(repo.repo.create_blob(data))
         states[path] = StateRef(_sha256(data), len(data), now)
+    return snap, chunks, states, files
+
+
+def _commit_on(repo: Repo, ref: str, tip: str | None, changes: Changes, message: str, *, sign: bool = False,
+               staged: Staged | None = None) -> tuple[str, str | None, int] | None:
+    if staged is not None:  # staged on this tip: its objects are written
+        snap, chunks, states, files = staged.snap, dict(staged.chunks), dict(staged.states), dict(staged.files)
+    else:
+        snap, chunks, states, files = _objects_on(repo, ref, tip, changes, sign=sign)
+    old = snap.manifest if snap is not None else None
+    trees = dict(old.trees) if old else {}
+    now = int(time.time())
     new_trees = {k: v for k, v in changes.trees.items() if k not in trees}
     if not files and not new_trees:
         return None

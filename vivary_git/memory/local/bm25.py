@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import re
 import struct
+from array import array
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain, count, islice
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 __all__ = ["LEXICAL_FORMAT", "FrameTerms", "LexicalIndex", "TermBags", "Tokenizer", "build", "build_framed",
-           "build_texts", "decode", "frame_terms", "from_postings", "term_bags"]
+           "build_iter", "build_texts", "decode", "frame_terms", "from_postings", "term_bags"]
 
 LEXICAL_FORMAT = 2  # bump when tokenisation or the encoding changes: cached token counts are keyed by it
 K1 = 1.2
@@ -236,6 +237,44 @@ def build(counts: Sequence[dict[str, int]], *, k1: float = K1, b: float = B) -> 
     header = _Header(format=LEXICAL_FORMAT, k1=k1, b=b, n_docs=len(counts), n_postings=total, avgdl=avgdl,
                      vocab=vocab)
     return LexicalIndex(header, indptr, docs[order], tfs[order], lengths)
+
+
+def build_iter(counts: Iterable[Mapping[str, int]], *, k1: float = K1, b: float = B) -> LexicalIndex:
+    """`build(list(counts))`, byte for byte, holding each document's map only while it is read: its postings
+    go into flat arrays (a term number, a count: 16 bytes a posting, where a map costs ~35), numbered in the
+    order terms are first seen and renumbered in sorted order at the end. An index run's first build of
+    10,000 notes held ~50 MiB of maps at once through `build`."""
+    import numpy as np
+
+    term_id: dict[str, int] = {}
+    ids = array("q")
+    tfs = array("q")
+    sizes = array("q")
+    lengths = array("q")
+    for c in counts:
+        for t in c:
+            if t not in term_id:
+                term_id[t] = len(term_id)
+        ids.extend(map(term_id.__getitem__, c))
+        tfs.extend(c.values())
+        sizes.append(len(c))
+        lengths.append(sum(c.values()))
+    vocab = sorted(term_id)
+    rank = dict(zip(vocab, count(), strict=False))
+    renumber = np.fromiter(map(rank.__getitem__, term_id), dtype=np.int64, count=len(term_id))
+    terms = renumber[np.frombuffer(ids, dtype=np.int64)] if len(ids) else np.zeros(0, dtype=np.int64)
+    n = len(sizes)
+    docs = np.repeat(np.arange(n, dtype=np.int32), np.frombuffer(sizes, dtype=np.int64)) if n else \
+        np.zeros(0, dtype=np.int32)
+    order = np.argsort(terms, kind="stable")  # stable: within a term, postings stay in document order
+    indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(terms, minlength=len(vocab)), out=indptr[1:])
+    # As `build`: each count and each length a Python int made float32 (exact below 2**24).
+    tf = np.fromiter(tfs, dtype=np.float32, count=len(tfs))
+    length = np.fromiter(lengths, dtype=np.float32, count=n)
+    avgdl = float(length.mean()) if n else 0.0
+    header = _Header(format=LEXICAL_FORMAT, k1=k1, b=b, n_docs=n, n_postings=len(ids), avgdl=avgdl, vocab=vocab)
+    return LexicalIndex(header, indptr, docs[order], tf[order], length)
 
 
 def build_texts(docs: Sequence[str | Mapping[str, int]], tokenizer: Tokenizer | None = None, *,

@@ -22,6 +22,7 @@ import tempfile
 import threading
 import time
 import uuid
+from array import array
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -261,7 +262,8 @@ def index_batch_size(count: int) -> int:
 
 def embed_pending(embedder: Embedder, texts: list[str], *, progress: Callable[[int, int], None] | None = None,
                   checkpoint: Callable[[list[int], npt.NDArray[np.float32]], None] | None = None,
-                  cancel: threading.Event | None = None) -> npt.NDArray[np.float32]:
+                  cancel: threading.Event | None = None, out: npt.NDArray[np.float32] | None = None,
+                  release: bool = False) -> npt.NDArray[np.float32]:
     """Embed `texts` (the packets the vector cache lacks) for an index: float32 rows in their order.
 
     A thread tokenises window after window (`index_windows`; the tokenizer releases the GIL) while this
@@ -271,6 +273,12 @@ def embed_pending(embedder: Embedder, texts: list[str], *, progress: Callable[[i
     finish, and once more when `cancel` is set: the runs under way stop inside the model, no other starts,
     and `EmbeddingCancelled` is raised once the vectors made are handed over. So an interrupted index ends
     within a fraction of a second and the next run embeds only what is left.
+
+    What is held at once stays bounded by the windows, not the vault: the rows go into `out` when given
+    (`len(texts)` rows of the embedder's dim, little-endian float32: the part of the caller's vector array
+    kept for them, so no second copy of the vectors is made), a window's token ids are kept as 4-byte
+    integers and dropped once embedded, and with `release` each text in `texts` is replaced by "" once its
+    window is tokenised (the caller hands the list over: 15 MiB of text at 10,000 notes).
     """
     import queue
 
@@ -279,19 +287,26 @@ def embed_pending(embedder: Embedder, texts: list[str], *, progress: Callable[[i
     from vivary_git.memory.local.vectors import roundtrip
 
     total = len(texts)
-    out = np.zeros((total, embedder.dim), dtype="<f4")
+    if out is None:
+        out = np.zeros((total, embedder.dim), dtype="<f4")
+    elif out.shape != (total, embedder.dim) or out.dtype != np.dtype("<f4"):
+        raise ValueError(f"out has shape {out.shape} and type {out.dtype}, not ({total}, {embedder.dim}) <f4")
     if not total:
         return out
     windows = index_windows(total)
-    ready: queue.Queue[tuple[list[list[int]] | None, BaseException | None]] = queue.Queue(maxsize=2)
+    ready: queue.Queue[tuple[list[Sequence[int]] | None, BaseException | None]] = queue.Queue(maxsize=2)
     stop = threading.Event()
 
     def tokenise() -> None:
         for start, end in windows:
             try:
-                item: tuple[list[list[int]] | None, BaseException | None] = (embedder.tokenize(texts[start:end]), None)
+                # array("i"): 4 bytes a token where a list of ints takes 36 (up to four windows wait here).
+                item: tuple[list[Sequence[int]] | None, BaseException | None] = (
+                    [array("i", ids) for ids in embedder.tokenize(texts[start:end])], None)
             except BaseException as err:  # handed to the model's thread
                 item = (None, err)
+            if release:
+                texts[start:end] = [""] * (end - start)
             while not stop.is_set():
                 try:
                     ready.put(item, timeout=0.1)
@@ -351,6 +366,24 @@ def embed_pending(embedder: Embedder, texts: list[str], *, progress: Callable[[i
         stop.set()
         producer.join()
     return out
+
+
+def _give_back() -> None:
+    """Hand the free pages of the heap back to the system (glibc's `malloc_trim`; elsewhere nothing). Memory
+    Python frees stays in the process's heap, where the model's lanes, which map their own, never reuse it: at
+    10,000 notes the keyword index's term counts, once freed, left 139 MiB resident until the end of the run.
+    One call takes milliseconds."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        trim = ctypes.CDLL(None).malloc_trim  # glibc's; another C library (musl) has none
+    except (OSError, AttributeError):
+        return
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    trim(0)
 
 
 class _IndexBuilder:
@@ -509,13 +542,21 @@ class _IndexBuilder:
             row_of = {d: i for i, d in enumerate(cached)}
             self.generation = uuid.uuid4().hex
         # The model embeds the packets the caches lack in a thread while this one does all that does not need
-        # their vectors: the BM25 update, loading and patching the HNSW graph, encoding the entries. Nothing is
-        # written before the vectors are in: an interrupted run leaves the last index whole.
+        # their vectors: the BM25 update, loading and patching the HNSW graph, encoding the entries (more than a
+        # window of packets: from the end of the BM25 update on). Nothing is written before the vectors are in: an
+        # interrupted run leaves the last index whole.
         embedding: Background[npt.NDArray[np.float32]] | None = None
+        waiting: Callable[[list[str]], Background[npt.NDArray[np.float32]]] | None = None  # started after the BM25
         cancel = threading.Event()
         kept = 0  # vectors of this run saved so far (`save`)
         if todo:
-            before, before_rows, generation = list(cached), vectors, self.generation
+            # The rows laid out now with room for the new ones, which the model writes in place: the vectors are
+            # never held twice (15 MiB at 10,000 notes).
+            grown = np.empty((len(vectors) + len(todo), self.embedder.dim), dtype="<f4")
+            grown[:len(vectors)] = vectors
+            before, before_rows, fresh_rows, generation = list(cached), grown[:len(vectors)], grown[len(vectors):], \
+                self.generation
+            vectors = grown
             pending = [digests[i] for i in todo]
 
             def save(made: list[int], fresh: npt.NDArray[np.float32]) -> None:
@@ -526,9 +567,19 @@ class _IndexBuilder:
                                    np.vstack([before_rows, rows]) if len(before_rows) else rows, generation=generation)
                 kept = len(made)
 
-            texts = [embed_text(rendered[i][1]) for i in todo]
-            embedding = Background(lambda: embed_pending(self.embedder, texts, progress=self.progress,
-                                                         checkpoint=save, cancel=cancel), name="vivary-embedding")
+            def embed(texts: list[str]) -> Background[npt.NDArray[np.float32]]:
+                # `texts` is handed over: let go window by window.
+                return Background(lambda: embed_pending(self.embedder, texts, progress=self.progress, checkpoint=save,
+                                                        cancel=cancel, out=fresh_rows, release=True),
+                                  name="vivary-embedding")
+
+            # A few notes are embedded while the keyword index and the graph are brought up to date: an edit's index
+            # answers sooner. Many wait for the keyword index (a few seconds at 10,000 notes, next to minutes of
+            # model), whose term counts would otherwise stand on top of the model's lanes at their largest.
+            if len(todo) <= _WINDOW:
+                embedding = embed([embed_text(rendered[i][1]) for i in todo])
+            else:
+                waiting = embed
             for d in pending:
                 row_of[d] = len(cached)
                 cached.append(d)
@@ -545,6 +596,14 @@ class _IndexBuilder:
             entries = [Entry(node.id, d, row_of[d]) for node, d in zip(snap.nodes, digests, strict=True)]
             graph = self._hnsw_update(previous, prev_entries, entries)
             lexical = self._lexical(rendered, digests, previous, prev_entries)
+            texts = [embed_text(rendered[i][1]) for i in todo] if waiting is not None else []
+            # Nothing else here reads a packet: those rendered for the digests, the model's texts and the term counts
+            # are let go (19 MiB at 10,000 notes), not held while the model embeds and the graph is built.
+            rendered.forget()
+            if waiting is not None:
+                _give_back()  # what the term counts took, before the model's lanes take theirs
+                embedding = waiting(texts)
+                del texts
             entries_bytes = msgspec.msgpack.encode(Entries(fingerprint=snap.fingerprint, entries=entries))
             ready = {ENTRIES: entries_bytes, LEXICAL: lexical}
             refs = {name: FileRef(_sha(data), len(data)) for name, data in ready.items()}
@@ -553,10 +612,7 @@ class _IndexBuilder:
             # HNSW graph and the vector cache are left to write.
             staged = [store.stage(name, data) for name, data in ready.items()]
             if embedding is not None:
-                grown = np.empty((len(vectors) + len(todo), self.embedder.dim), dtype="<f4")
-                grown[:len(vectors)] = vectors
-                grown[len(vectors):] = embedding.result()
-                vectors = grown
+                embedding.result()  # the rows are in `vectors` (`fresh_rows`)
         except BaseException:
             for file in staged:
                 file.discard()
@@ -688,12 +744,14 @@ class _IndexBuilder:
 
         Term counts are also kept by packet digest (`TERMS`, read by recall's assembled trees too): a
         document's counts come from there, else from tokenising its packet. Only this snapshot's are kept."""
-        from vivary_git.memory.local.bm25 import LEXICAL_FORMAT, Tokenizer, build
+        from vivary_git.memory.local.bm25 import LEXICAL_FORMAT, Tokenizer, build_iter
 
         cache: _RawTermCache | None = _decode(self.store.get(TERMS), _RawTermCache)
         known = cache.counts if cache is not None and cache.format == LEXICAL_FORMAT else {}
         tokenizer: Tokenizer | None = None
-        computed: dict[str, dict[str, int]] = {}
+        # Counts computed here, kept encoded as `TERMS` keeps them: a map of every note's terms at once is ~50 MiB
+        # at 10,000 notes, their encoding ~15.
+        computed: dict[str, msgspec.Raw] = {}
 
         def counts_of(i: int) -> dict[str, int]:
             nonlocal tokenizer
@@ -703,7 +761,8 @@ class _IndexBuilder:
             if got is None:
                 if tokenizer is None:
                     tokenizer = Tokenizer()
-                got = computed[d] = tokenizer.counts(rendered[i][1])
+                got = tokenizer.counts(rendered[i][1])
+                computed[d] = msgspec.Raw(msgspec.msgpack.encode(got))
             return got
 
         index = None
@@ -718,12 +777,12 @@ class _IndexBuilder:
             index = update(old, old_of_new, {j: counts_of(j) for j in fresh})
         if index is None:
             rendered.render(j for j, d in enumerate(digests) if d not in known)
-            index = build([counts_of(j) for j in range(len(digests))])
+            index = build_iter(counts_of(j) for j in range(len(digests)))
         kept: dict[str, msgspec.Raw] = {}
         for d in digests:
             raw = known.get(d)
-            if raw is None and d in computed:
-                raw = msgspec.Raw(msgspec.msgpack.encode(computed[d]))
+            if raw is None:
+                raw = computed.get(d)
             if raw is not None:
                 kept[d] = raw
         if list(kept) != list(known):
@@ -780,6 +839,8 @@ class _GraphUpdate:
         with tempfile.TemporaryDirectory(prefix="vivary-hnsw-") as tmp:
             path = Path(tmp) / HNSW_FILE
             index.save_index(str(path))
+            # The graph is let go before its file is read back: never both at once (17 MiB at 10,000 notes).
+            self.index = index = None
             data = path.read_bytes()
         out = HnswParams(generation=self.generation, space="ip", m=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION,
                          ef=HNSW_EF, elements=elements, deleted=deleted)
