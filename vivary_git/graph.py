@@ -255,8 +255,10 @@ def _first(name: str, _: str) -> str:
 
 
 def _resolver(config: Config, notes: Sequence[str], others: Sequence[str], by_path: Mapping[str, str],
-              page_names: Mapping[str, Sequence[str]]) -> dialects.Resolver:
+              page_names: Mapping[str, Sequence[str]], paths_by_id: dict[str, str] | None = None) -> dialects.Resolver:
     def ids() -> dict[str, str]:
+        if paths_by_id is not None:
+            return paths_by_id
         return {nid: path for path, nid in by_path.items()}
 
     return registry.resolver(config.links, notes, others, ids, page_names)
@@ -361,16 +363,18 @@ def patch(base: Graph, tree: str | None, changed: Mapping[str, tuple[str, Facts]
 def patch_findings(findings: Sequence[Finding], ids_by_path: Mapping[str, str], owner: Mapping[str, object],
                    config: Config, changed: Mapping[str, tuple[str, Facts]],
                    outgoing: dict[str, set[_Out]] | None = None, others: Sequence[str] = (),
-                   page_names: Mapping[str, Sequence[str]] | None = None) -> list[Finding] | None:
+                   page_names: Mapping[str, Sequence[str]] | None = None,
+                   paths_by_id: dict[str, str] | None = None) -> list[Finding] | None:
     """A graph's findings with the documents at `changed` paths re-derived (see `patch`), from just
     its findings and its documents' IDs: what `check --staged` needs, without the graph's edges.
     None when patching could differ from a full build. With `outgoing`, the edited documents'
-    outgoing edges are collected there too."""
+    outgoing edges are collected there too. `paths_by_id`, when the caller has it: each ID's path (the
+    last document's, in `ids_by_path` order), which links resolve to."""
     if config.links.anchors:
         return None  # anchors of the other notes are not at hand
     page_names = page_names or {}
     new: list[Finding] = []
-    resolver = _resolver(config, list(ids_by_path), others, ids_by_path, page_names)
+    resolver = _resolver(config, list(ids_by_path), others, ids_by_path, page_names, paths_by_id)
     for path, (_, f) in changed.items():
         if ids_by_path.get(path) != f.id or any(t.vault for t in f.links):
             return None

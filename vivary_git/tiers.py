@@ -344,9 +344,9 @@ class Tiers:
         if diff is None:
             return None
         changed, others = diff
-        owner = dict.fromkeys(nid for nid, _ in base.nodes)
-        findings = graph_mod.patch_findings(base.findings, {path: nid for nid, path in base.nodes}, owner,
-                                            self.config, changed, None, others, base.page_names)
+        paths_by_id = dict(base.nodes)  # whose ID is whose (links resolve to them): built in C, one pass
+        findings = graph_mod.patch_findings(base.findings, {path: nid for nid, path in base.nodes}, paths_by_id,
+                                            self.config, changed, None, others, base.page_names, paths_by_id)
         if findings is None:
             return None
         self.stats.reused += base.counts.checked - len(changed)
