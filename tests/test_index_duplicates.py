@@ -5,6 +5,7 @@ Real model, real Git, through the CLI."""
 from __future__ import annotations
 
 import importlib.util
+import json
 from typing import Any
 
 import pytest
@@ -79,3 +80,18 @@ def test_a_private_note_owning_the_id_is_counted_never_named(ws: Any, cli: Any) 
                                     for p in ("notes/plan.md", "projects/plan.md")]
     assert "drafts" not in r.out and "zqxdraft" not in r.out
 
+
+def test_doctor_names_the_note_the_index_cannot_hold(ws: Any, cli: Any) -> None:
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    r = cli("doctor", "--json", cwd=ws.path)
+    report = json.loads(r.out)
+    assert report["memory"]["status"] == "healthy", report["memory"]
+    warned = [p for p in report["problems"] if p["area"] == "memory"]
+    assert warned == [{"area": "memory", "level": "warning",
+                       "message": f"1 public note(s) cannot be in the index: projects/plan.md: {WHY}",
+                       "fix": "give each note its own id (`git vivary check` lists every E130); then "
+                              "`git vivary index --yes`"}]
+    # The exit code is the graph's E130 error's, as before: the memory warning adds none.
+    assert r.code == 1 and any(p["area"] == "graph" and p["level"] == "error" for p in report["problems"])
+    text = cli("doctor", cwd=ws.path)
+    assert "projects/plan.md" in text.out and "Traceback" not in text.err
