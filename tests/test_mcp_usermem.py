@@ -4,6 +4,7 @@ docs/remember.md). Real Git throughout; the global config is the temporary HOME 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -276,3 +277,128 @@ def test_each_repository_searches_in_its_own_mode(repo: Repo, tmp_path: Path, cl
     assert not dup.ok and dup.probe == "cosine" and dup.duplicate is not None
     assert dup.duplicate.id == "user:memories/ship-days"
     svc.close()
+
+
+def _vivary_bytes(r: Repo) -> dict[str, str]:
+    """Every object reachable from the repository's `refs/vivary/*`, by ref and path, and every file under
+    `.git/vivary/` (the semantic index and its embeddings, the search cache) but the local hot cache of parses,
+    facts, graph and checks, which may hold private notes (docs/privacy.md: never pushed, and nothing a reader
+    of the clone does not already have), as text."""
+    out: dict[str, str] = {}
+    for ref in r.git("for-each-ref", "--format=%(refname)", "refs/vivary/").split():
+        listed = r.git("rev-list", "--objects", ref, "--")
+        for line in listed.splitlines():
+            oid, _, name = line.partition(" ")
+            out[f"{ref}:{name}"] = subprocess.run(["git", "cat-file", "-p", oid], cwd=r.path, capture_output=True,
+                                                  check=True).stdout.decode("utf-8", "replace")
+    cache = r.path / ".git" / "vivary"
+    hot = ("graph-", "facts-", "parse-", "checks-")
+    for p in cache.rglob("*") if cache.is_dir() else ():
+        if p.is_file() and not p.relative_to(cache).parts[0].startswith(hot):
+            out[str(p)] = p.read_bytes().decode("utf-8", "replace")
+    return out
+
+
+@pytest.mark.parametrize("layout", ["subfolder", "root"])
+def test_privacy_holds_in_every_workspace_layout_of_both_repositories(repo: Repo, tmp_path: Path, cli: Any,
+                                                                      capsys: pytest.CaptureFixture[str],
+                                                                      layout: str) -> None:
+    """The workspace in a subfolder of its repository (the server started there, or with `--root`), and a user
+    memory holding a nested workspace in a subfolder (the user memory itself is served from the top of its work
+    tree, the only place `vivary.userMemory` may name): a canary in every kind of private file of both is in no
+    answer, no stderr line, and no object reachable from either repository's `refs/vivary/*`. Searched in every
+    mode: keywords always, and semantic and hybrid over both repositories' own indexes when the embed extra is
+    installed."""
+    embed = importlib.util.find_spec("hnswlib") is not None  # the embed extra: semantic and hybrid too
+    index = '[memory]\nenabled = true\nprovider = "vivary-local"\n' if embed else ""
+    me = _user_memory(tmp_path, {
+        "USER.md": f"# {ME}-user\n\nkettle\n",
+        "MEMORY.md": f"# {ME}-memory-md\n\nkettle\n",
+        "memory/diary.md": f"# {ME}-diary\n\nkettle diary\n",
+        ".gitignore": "secret/\n",
+        ".vivary/memory.toml": index + '[memory.privacy]\nprivate_paths = ["vault/**"]\n',
+        "vault/keys.md": f"# {ME}-config\n\nkettle vault\n",
+        "prefs.md": "# Prefs\n\nkettle: the blue one. See [[USER]], [[memory/diary]] and [[vault/keys]].\n",
+        "team/tropo.toml": "version = 1\n",
+        "team/USER.md": f"# {ME}-sub-user\n\nkettle\n",
+        "team/memory/log.md": f"# {ME}-sub-memory\n\nkettle\n",
+        "team/.vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["internal/**"]\n',
+        "team/internal/notes.md": f"# {ME}-sub-config\n\nkettle internal\n",
+        "team/plan.md": "# Team kettle plan\n\nkettle. See [[USER]] and [[internal/notes]].\n",
+    })
+    me.write({"secret/plan.md": f"# {ME}-ignored\n\nkettle\n", "team/secret/plan.md": f"# {ME}-sub-ignored\n"})
+    repo.commit("init", {
+        "USER.md": f"# {WS}-top-user\n\nkettle\n",
+        ".gitignore": "drafts/\n",
+        "ws/tropo.toml": "version = 1\n",
+        "ws/USER.md": f"# {WS}-user\n\nkettle\n",
+        "ws/MEMORY.md": f"# {WS}-memory-md\n\nkettle\n",
+        "ws/memory/diary.md": f"# {WS}-diary\n\nkettle diary\n",
+        "ws/.vivary/memory.toml": index + '[memory.privacy]\nprivate_paths = ["internal/**"]\n',
+        "ws/internal/notes.md": f"# {WS}-config\n\nkettle internal\n",
+        "ws/notes/kettle.md": "# Kettle\n\nThe kettle is in the kitchen. See [[USER]] and [[internal/notes]].\n",
+    })
+    repo.write({"ws/drafts/plan.md": f"# {WS}-ignored\n\nkettle\n"})
+    modes = ["text", "auto"]
+    if embed:
+        assert cli("index", "--yes", cwd=me.path).code == 0
+        assert cli("index", "--yes", cwd=repo.path / "ws").code == 0
+        modes += ["semantic", "hybrid"]
+    capsys.readouterr()
+    service = MemoryService(repo.path / "ws") if layout == "subfolder" else MemoryService(repo.path, root="ws")
+    said: list[str] = []
+
+    async def session() -> None:
+        async with Client(build_server(service)) as client:
+            calls: list[tuple[str, dict[str, Any]]] = [("status", {})]
+            for mode in modes:
+                for scope in SCOPES:
+                    calls.append(("search", {"query": "kettle diary user memory internal vault ignored", "top_k": 50,
+                                             "include_neighbors": 3, "include_content": True, "budget": 0,
+                                             "mode": mode, "scope": scope}))
+            calls += [
+                ("read", {"id": "notes/kettle", "neighbors": 3, "include_content": True}),
+                ("read", {"id": "user:prefs", "neighbors": 3, "include_content": True}),
+                ("read", {"id": "user:team/plan", "neighbors": 3, "include_content": True}),
+                *[("read", {"id": i}) for i in ("USER", "MEMORY.md", "memory/diary", "internal/notes", "drafts/plan.md",
+                                                "../USER.md", "user:USER", "user:MEMORY.md", "user:memory/diary",
+                                                "user:vault/keys", "user:secret/plan.md", "user:team/USER",
+                                                "user:team/memory/log", "user:team/internal/notes",
+                                                "user:team/secret/plan.md")],
+                ("add", {"text": "The office kettle descales on Mondays.", "scope": "user",
+                         "links": ["related:user:USER"]}),
+                ("add", {"text": "The project kettle budget is twelve euros.", "links": ["related:internal/notes"]}),
+                ("search", {"query": "kettle descales budget", "top_k": 50, "include_content": True, "budget": 0,
+                            "include_neighbors": 3}),
+            ]
+            for name, args in calls:
+                result = await client.call_tool(name, args)
+                said.append(json.dumps(result.structured_content) if not result.is_error else _text(result))
+            for uri in ("vivary://node/user:prefs", "vivary://node/user:USER", "vivary://node/USER",
+                        "vivary://node/user:team/plan"):
+                try:
+                    got = await client.read_resource(uri)
+                    said.append(" ".join(getattr(c, "text", "") for c in got.contents))
+                except Exception as err:
+                    said.append(str(err))
+
+    _run(session)
+    service.close()
+    joined = "\n".join(said)
+    leaks = [s[max(0, s.find(c) - 200):s.find(c) + 50] for s in said for c in (WS, ME) if c in s]
+    assert not leaks, "\n".join(leaks)
+    assert "kitchen" in joined and "the blue one" in joined and "Team kettle plan" in joined  # both were searched
+    for why in ("'memory/diary' is private (floor: memory/** (workspace ws/))",
+                "'internal/notes' is private (config: internal/** (in ws/.vivary/memory.toml))",
+                "'drafts/plan.md' is private (.gitignore:1:drafts/)", "'vault/keys' is private (config: vault/**)",
+                "'secret/plan.md' is private (.gitignore:1:secret/)",
+                "'team/memory/log' is private (floor: memory/** (workspace team/))",
+                "'team/internal/notes' is private (config: internal/** (in team/.vivary/memory.toml))"):
+        assert why in joined, why
+    err = capsys.readouterr().err
+    assert WS not in err and ME not in err, err
+    for r in (repo, me):
+        found = [where for where, text in _vivary_bytes(r).items() if WS in text or ME in text]
+        assert not found, found
+    if embed:
+        assert '"mode": "hybrid"' in joined, joined
