@@ -144,7 +144,7 @@ def test_dry_run_report_and_streams_hold_no_canary(ws_repo: Any, cli: Any, flags
     assert report == {
         "ok": True, "provider": "none", "dataset": report["dataset"], "dry_run": True, "indexed": 0,
         "would_index": len(PUBLIC), "edges": report["edges"], "private": len(PRIVATE),
-        "fingerprint": report["fingerprint"], "enabled": False,
+        "fingerprint": report["fingerprint"], "enabled": False, "left_out": [],
     }
     assert "memory is disabled" in t.out and "nothing was written" in t.out
     assert f"would index  {len(PUBLIC)} note(s)" in t.out

@@ -26,6 +26,7 @@ import msgspec
 from vivary_git.commands._common import add_json_arg, add_source_args, emit_json, open_ws
 from vivary_git.errors import EXIT_OK, ConfigError
 from vivary_git.escape import text as shown
+from vivary_git.memory.snapshot import LeftOut
 
 if TYPE_CHECKING:
     from vivary_git.workspace import Workspace
@@ -44,6 +45,7 @@ class IndexReport(msgspec.Struct, frozen=True):
     private: int
     fingerprint: str
     enabled: bool
+    left_out: list[LeftOut] = []  # public notes not indexed because another note has their id (E130)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -82,7 +84,7 @@ def dry_run(ws: Workspace) -> IndexReport:
     return IndexReport(
         ok=True, provider=snap.provider, dataset=snap.dataset, dry_run=True, indexed=0,
         would_index=len(snap.nodes), edges=len(snap.edges), private=snap.private_count,
-        fingerprint=snap.fingerprint, enabled=cfg.enabled,
+        fingerprint=snap.fingerprint, enabled=cfg.enabled, left_out=snap.left_out,
     )
 
 
@@ -107,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
     out.write(f"private      {report.private} note(s) held back "
               "(`git vivary privacy explain PATH` names the rule)\n")
     out.write(f"fingerprint  {report.fingerprint}\n")
+    _write_left_out(out, report.left_out)
     return EXIT_OK
 
 
@@ -154,7 +157,14 @@ def _write(args: argparse.Namespace) -> int:
     out.write(f"dataset      {shown(report.dataset)}\n")
     out.write(f"state        {shown(report.state)}\n")
     out.write(f"fingerprint  {report.fingerprint}\n")
+    _write_left_out(out, report.left_out)
     return EXIT_OK
+
+
+def _write_left_out(out: TextIO, left_out: list[LeftOut]) -> None:
+    """One line per public note the index cannot hold, with why and the fix (a duplicate id, E130)."""
+    for o in left_out:
+        out.write(f"left out     {shown(o.path)}: {shown(o.reason)}\n")
 
 
 # Off a terminal, a progress line this often (seconds; `VIVARY_PROGRESS_SECONDS` sets it): a CI log shows the run

@@ -570,7 +570,7 @@ class CogneeMemory:
             ok=True, provider=PROVIDER, dataset=snap.dataset, dry_run=False, indexed=len(snap.nodes),
             would_index=len(snap.nodes), edges=len(snap.edges), private=snap.private_count,
             fingerprint=snap.fingerprint, enabled=True, embedded=len(rendered), rebuilt=True,
-            state=str(self.state), seconds=round(time.perf_counter() - started, 3),
+            state=str(self.state), seconds=round(time.perf_counter() - started, 3), left_out=snap.left_out,
         )
 
     # --- recall --------------------------------------------------------------------------------------

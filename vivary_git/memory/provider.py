@@ -19,7 +19,7 @@ import msgspec
 
 from vivary_git.dialects import path_matches
 from vivary_git.errors import ConfigError, RefusedError, UsageError
-from vivary_git.memory.snapshot import MemoryEdge, MemoryNode, MemorySnapshot
+from vivary_git.memory.snapshot import LeftOut, MemoryEdge, MemoryNode, MemorySnapshot
 
 if TYPE_CHECKING:
     from vivary_git.memory.config import MemoryConfig
@@ -81,6 +81,7 @@ class IndexReport(msgspec.Struct, frozen=True):
     seconds: float = 0.0
     fetched: int = 0  # vectors taken from the shared cache (refs/vivary/cache) instead of embedded
     recorded: int = 0  # vectors this run added to refs/vivary/cache
+    left_out: list[LeftOut] = []  # public notes not indexed because another note has their id (E130)
 
 
 class ForgetReport(msgspec.Struct, frozen=True):

@@ -38,10 +38,12 @@ from vivary_git.models import Note
 from vivary_git.privacy import PrivacyDecision, PrivacyPolicy
 
 if TYPE_CHECKING:
+    from vivary_git.graph import Graph
     from vivary_git.workspace import Workspace
 
 __all__ = [
     "PACKET_FORMAT",
+    "LeftOut",
     "MemoryEdge",
     "MemoryNode",
     "MemorySnapshot",
@@ -77,6 +79,16 @@ class MemoryEdge(msgspec.Struct, frozen=True, order=True):
     target_id: str
 
 
+class LeftOut(msgspec.Struct, frozen=True):
+    """A public note the snapshot could not admit, and why: it shares its document id with another note
+    (E130), and a recall result is a node id, so the graph keeps only the first path's note under it."""
+
+    path: str
+    id: str
+    code: str
+    reason: str  # one line naming the notes that share the id (public ones only) and the fix
+
+
 class MemorySnapshot(msgspec.Struct, frozen=True):
     root: str  # the resolved workspace directory
     dataset: str
@@ -87,6 +99,7 @@ class MemorySnapshot(msgspec.Struct, frozen=True):
     packet_format: int = PACKET_FORMAT
     provider: str = "none"
     model: str = ""
+    left_out: list[LeftOut] = []  # public notes not admitted because another note has their id, by path
 
 
 def dataset_name(root: Path, label: str = "") -> str:
@@ -215,7 +228,9 @@ def build_snapshot(
         early = dict(zip(candidates, (not v.private for v in verdicts), strict=True))
     else:
         graph = ws.graph()
-    asked = [prefix + n.path for n in graph.nodes] + [prefix + p for p in links]
+    # A note whose id another note owns (E130) is no node: ask about it too, to name it when it is public.
+    dups = _duplicates(graph)
+    asked = [prefix + n.path for n in graph.nodes] + [prefix + p for p in links] + [prefix + p for p, _ in dups]
     if known or early:
         given = known or early
         unknown = [p for p in asked if p not in given]
@@ -227,13 +242,15 @@ def build_snapshot(
         verdicts = decide_for_source(ws, asked, policy, memo=memo) if asked else []
         public = [not v.private for v in verdicts]
     n_nodes = len(graph.nodes)
-    for path, ok in zip(links, public[n_nodes:], strict=True):
+    n_asked = n_nodes + len(links)
+    for path, ok in zip(links, public[n_nodes:n_asked], strict=True):
         if ok:
             raise PrivacyError(
                 f"refusing {prefix + path!r}: it is a symbolic link; snapshots never follow symlinks: replace it "
                 "with the file itself, or make it private (memory.privacy.private_paths in .vivary/memory.toml)"
             )
     admitted = [node for node, ok in zip(graph.nodes, public[:n_nodes], strict=True) if ok]
+    left_out = _left_out(graph, public[:n_nodes], dups, public[n_asked:]) if dups else []
     if source.kind == "worktree" and admitted:
         assert source.repo is not None and source.repo.workdir is not None
         privacy.check_snapshot_files(source.repo.workdir,
@@ -273,7 +290,44 @@ def build_snapshot(
         private_count=n_nodes - len(nodes),
         provider=provider,
         model=model,
+        left_out=left_out,
     )
+
+
+def _duplicates(graph: Graph) -> list[tuple[str, str]]:
+    """(path, id) of every note the graph reported as E130 and holds no node for: the id's first path owns
+    it (graph.build), so this note is in no snapshot. With path ids a duplicate is kept as `ID (2)`: none."""
+    from vivary_git.graph import node_id
+
+    paths = {n.path for n in graph.nodes}
+    found = dict.fromkeys(f.path for f in graph.findings if f.code == "E130" and f.path not in paths)
+    return [(p, node_id(p, graph.root, graph.config.links.ids)) for p in found]
+
+
+def _left_out(graph: Graph, node_public: Sequence[bool], dups: Sequence[tuple[str, str]],
+              dup_public: Sequence[bool]) -> list[LeftOut]:
+    """A `LeftOut` for each public duplicate (`dups`, `_duplicates`): the reason names the public notes that
+    share its id and counts the private ones without naming them (their paths stay behind the boundary)."""
+    owners = {n.id: (n.path, ok) for n, ok in zip(graph.nodes, node_public, strict=True)}
+    total: dict[str, int] = {}
+    named: dict[str, list[str]] = {}
+    for (path, nid), ok in zip(dups, dup_public, strict=True):
+        total[nid] = total.get(nid, 1) + 1
+        owner, owner_public = owners.get(nid, ("", False))
+        shown = named.setdefault(nid, [owner] if owner_public else [])
+        if ok:
+            shown.append(path)
+    out = []
+    for (path, nid), ok in zip(dups, dup_public, strict=True):
+        if not ok:
+            continue
+        shown = named[nid]
+        hidden = total[nid] - len(shown)
+        more = f" and {hidden} private note(s)" if hidden else ""
+        reason = (f"{total[nid]} notes share the id '{escape.name(nid)}': "
+                  f"{', '.join(escape.name(p) for p in shown)}{more}; give each its own id (E130)")
+        out.append(LeftOut(path=escape.name(path), id=escape.name(nid), code="E130", reason=reason))
+    return sorted(out, key=lambda o: o.path)
 
 
 # --- packets ------------------------------------------------------------------------------------------

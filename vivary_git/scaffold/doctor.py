@@ -406,7 +406,7 @@ def _memory(ws_root: Path, common_dir: Path, privacy: PrivacyInfo, ws: Workspace
                     "fix the privacy problem above: memory is no reason to keep private files in Git")
     if section.provider == "cognee":
         return _cognee_memory(info, cfg, ws_root, ws)
-    return _local_memory(info, cfg, ws_root, common_dir, ws)
+    return _local_memory(info, cfg, ws_root, common_dir, ws, problems)
 
 
 def _cognee_memory(info: Callable[..., MemoryInfo], cfg: MemoryConfig, ws_root: Path,
@@ -431,7 +431,7 @@ def _module_present(name: str) -> bool:
 
 
 def _local_memory(info: Callable[..., MemoryInfo], cfg: MemoryConfig, ws_root: Path, common_dir: Path,
-                  ws: Workspace | None) -> MemoryInfo:
+                  ws: Workspace | None, problems: list[Problem]) -> MemoryInfo:
     from vivary_git.memory.local.embed import INSTALL_HINT, embedder_status
 
     status = embedder_status(cfg.memory.local.model)
@@ -449,7 +449,13 @@ def _local_memory(info: Callable[..., MemoryInfo], cfg: MemoryConfig, ws_root: P
     if manifest is None:
         return info("configured", "local memory is ready; no index yet: `git vivary index --yes` builds it (approval)")
     where, recorded = manifest
-    current = _current_fingerprint(cfg, ws)
+    left_out: list[str] = []
+    current = _current_fingerprint(cfg, ws, left_out)
+    if left_out:
+        problems.append(Problem("memory", "warning", f"{len(left_out)} public note(s) cannot be in the index: "
+                                + "; ".join(left_out),
+                                "give each note its own id (`git vivary check` lists every E130); then "
+                                "`git vivary index --yes`"))
     if current is None:
         return info("configured", f"index manifest at {where}; no commit to compare it with yet")
     if recorded != current:
@@ -496,7 +502,9 @@ def _find_manifest(cfg: MemoryConfig, ws_root: Path, common_dir: Path,
     return str(candidate), value if isinstance(value, str) else ""
 
 
-def _current_fingerprint(cfg: MemoryConfig, ws: Workspace | None) -> str | None:
+def _current_fingerprint(cfg: MemoryConfig, ws: Workspace | None, left_out: list[str] | None = None) -> str | None:
+    """The fingerprint of the snapshot `index` would build now; `left_out` gets `PATH: why` for each public note
+    the snapshot cannot admit (a duplicate id)."""
     if ws is None:
         return None
     from vivary_git.memory.snapshot import build_snapshot
@@ -506,4 +514,6 @@ def _current_fingerprint(cfg: MemoryConfig, ws: Workspace | None) -> str | None:
                               dataset_label=cfg.dataset_label)
     except VivaryError:
         return ""  # no snapshot can be built: whatever the manifest records, it does not match
+    if left_out is not None:
+        left_out.extend(f"{o.path}: {o.reason}" for o in snap.left_out)
     return snap.fingerprint

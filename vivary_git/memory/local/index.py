@@ -689,7 +689,7 @@ class _IndexBuilder:
             ok=True, provider=PROVIDER, dataset=snap.dataset, dry_run=False, indexed=indexed,
             would_index=len(snap.nodes), edges=len(snap.edges), private=snap.private_count,
             fingerprint=snap.fingerprint, enabled=True, embedded=embedded, reused=reused, removed=removed,
-            rebuilt=rebuilt, unchanged=unchanged,
+            rebuilt=rebuilt, unchanged=unchanged, left_out=snap.left_out,
         )
 
     def _intact(self, manifest: Manifest) -> bool:

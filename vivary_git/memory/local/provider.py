@@ -92,7 +92,7 @@ class LocalMemory:
         return IndexReport(
             ok=True, provider=snap.provider, dataset=snap.dataset, dry_run=True, indexed=0,
             would_index=len(snap.nodes), edges=len(snap.edges), private=snap.private_count,
-            fingerprint=snap.fingerprint, enabled=self.cfg.enabled,
+            fingerprint=snap.fingerprint, enabled=self.cfg.enabled, left_out=snap.left_out,
         )
 
     # --- index ---------------------------------------------------------------------------------------
