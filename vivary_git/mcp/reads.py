@@ -314,12 +314,8 @@ class Reads(Warm):
         shown_k, top_k = top_k, offset + top_k + 1  # this page, and one more to know there is a next
         with self._lock:
             st = self.state()
-            hidden = _hidden_memories(st.view, include_archived)
-            left_out = len(hidden)
-            if win is not None:
-                hidden |= paging.outside(st, win)
-            hits, used, why = ([], "text", "") if scope == "user" else self._ranked(st, query, top_k, types, paths,
-                                                                                     edges, hidden, mode)
+            hits, used, why, left_out = self._visible(st, query, top_k, types, paths, edges, mode, include_archived,
+                                                      win, rank=scope != "user")
             hits, user = self._with_user(scope, hits, (query, top_k, types, paths, edges, mode, include_archived, win))
             left_out += user.hidden if user is not None else 0
             if scope == "user":
@@ -397,16 +393,25 @@ class Reads(Warm):
                include_archived: bool, window: Window | None) -> tuple[list[SearchHit], str, str, int]:
         """This repository's top `k` hits for another workspace's search, the mode used and why, and how many
         memories were left out (archived, expired): by its own rules, its own index."""
+        with self._lock:
+            return self._visible(self.state(), query, k, types, paths, edges, mode, include_archived, window)
+
+    def _visible(self, st: State, query: str, k: int, types: list[str], paths: list[str], edges: list[str], mode: str,
+                 include_archived: bool, window: Window | None, *, rank: bool = True,
+                 ) -> tuple[list[SearchHit], str, str, int]:
+        """This workspace's top `k` hits among the memories search may show now (not expired, archived only when
+        asked for, inside `window`), the mode used and why, and how many memories were left out (archived,
+        expired). Without `rank`, only the count (the hits are another repository's)."""
         from vivary_git.mcp import paging
 
-        with self._lock:
-            st = self.state()
-            hidden = _hidden_memories(st.view, include_archived)
-            left_out = len(hidden)
-            if window is not None:
-                hidden |= paging.outside(st, window)
-            hits, used, why = self._ranked(st, query, k, types, paths, edges, hidden, mode)
-            return hits, used, why, left_out
+        hidden = _hidden_memories(st.view, include_archived)
+        left_out = len(hidden)
+        if not rank:
+            return [], "text", "", left_out
+        if window is not None:
+            hidden |= paging.outside(st, window)
+        hits, used, why = self._ranked(st, query, k, types, paths, edges, hidden, mode)
+        return hits, used, why, left_out
 
     def fill_hit(self, hit: SearchHit, nid: str, include_content: bool, include_neighbors: int) -> None:
         """`hit`'s body and neighbours from this repository, where its node is `nid`."""
