@@ -590,6 +590,12 @@ def _index_changes(repo: Repo, scenario: str) -> None:
         repo.git("add", "-N", "modules/later.md")
         repo.write({"modules/now.md": NOTE})
         repo.git("add", "modules/now.md")
+    elif scenario == "sparse-index":
+        repo.git("config", "core.sparseCheckout", "true")
+        repo.git("config", "index.sparse", "true")
+        repo.git("sparse-checkout", "set", "--cone", "modules")
+        repo.write({"modules/a.md": NOTE + "sparse\n"})
+        repo.git("add", "modules/a.md")
     elif scenario == "submodule":
         repo.git("update-index", "--add", "--cacheinfo", f"160000,{repo.git('rev-parse', 'HEAD').strip()},vendor/sub")
     else:
@@ -598,7 +604,7 @@ def _index_changes(repo: Repo, scenario: str) -> None:
 
 @pytest.mark.parametrize("scenario", [
     "none", "edit", "add-deep", "remove-a-whole-folder", "remove-everything", "file-becomes-folder",
-    "folder-becomes-file", "mode-and-symlink", "odd-names", "intent-to-add", "submodule",
+    "folder-becomes-file", "mode-and-symlink", "odd-names", "intent-to-add", "sparse-index", "submodule",
 ])
 def test_the_staged_tree_is_the_one_git_write_tree_names(repo: Repo, scenario: str, monkeypatch: Any) -> None:
     """`--staged` names the index's tree by writing HEAD's tree with the index's few changes (not by `git

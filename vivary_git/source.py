@@ -417,9 +417,13 @@ def _staged_from_head(repo: git.Repo) -> str | None:
     changes: dict[str, tuple[int, str] | None] = {}
     for meta, raw_path in zip(fields[:-1:2], fields[1::2], strict=True):
         parts = meta.split()
-        if len(parts) != 5 or parts[4] not in (b"A", b"M", b"D", b"T") or b"160000" in (parts[0][1:], parts[1]):
+        # Only files: a submodule (160000) or a sparse index's folder entry (040000, `dir/`) is Git's to write.
+        if len(parts) != 5 or parts[4] not in (b"A", b"M", b"D", b"T") \
+                or not {parts[0][1:], parts[1]} <= {b"000000", b"100644", b"100755", b"120000"}:
             return None
         path = raw_path.decode("utf-8", "surrogateescape")
+        if not path or any(part in ("", ".", "..") for part in path.split("/")):
+            return None
         changes[path] = None if parts[4] == b"D" else (int(parts[1], 8), parts[3].decode("ascii"))
     if not changes:
         return str(head.id)
