@@ -43,6 +43,20 @@ def test_text_escapes_line_breaks_controls_and_command_starts() -> None:
     assert text(3) == "3"
 
 
+
+@pytest.mark.parametrize("path", ["notes/a.md", "  lead.md", ":x.md", "::x.md", "a:.md", "n\udcffame.md",
+                                  "tab\there.md", "caf\u00e9 \u7b14\u8bb0.md"])
+@pytest.mark.parametrize("message", ["plain message", "::error::forged", "x ##[warning]y", "a\nb", "ends with :",
+                                     " :lead", "see ::this::", "\u2028"])
+def test_a_finding_line_is_each_field_escaped(path: str, message: str) -> None:
+    """A finding renders as its fields, each through `text()`, whichever way render takes (a plain line
+    is tested once as a whole)."""
+    from vivary_git.models import Finding
+
+    f = Finding(path=path, line=3, level="error", code="E001", message=message)
+    assert f.render() == f"{text(path)}:3: error E001: {text(message)}"
+    assert_inert(f.render())
+
 def test_name_and_json_keep_valid_text_as_it_is() -> None:
     assert name("n\udcffame.md") == "n\\xffame.md"
     assert name("plain/ü.md") == "plain/ü.md"

@@ -340,11 +340,18 @@ def test_a_symbolic_link_on_the_way_is_never_written_through(repo: Repo, tmp_pat
     if link == "memories/deep":
         (repo.path / "memories").mkdir()
     (repo.path / link).symlink_to(outside, target_is_directory=True)
+    head = repo.git("rev-parse", "HEAD")
+    path = "memories/deep/x.md" if link == "memories/deep" else "memories/x.md"
     with pytest.raises(RefusedError) as err:
-        _write(repo, "memories/deep/x.md" if link == "memories/deep" else "memories/x.md", b"# X\n")
+        _write(repo, path, b"# X\n")
     assert str(err.value) == (f"{link} is a symbolic link; memories are never written through one: replace it with "
                               "a folder")
-    assert list(outside.iterdir()) == []
+    with pytest.raises(RefusedError) as err:
+        _changes(repo, [Change("notes/other.md", b"# Other\n"), Change(path, b"# X\n")])
+    assert str(err.value).startswith(f"{link} is a symbolic link")
+    # refused before anything is committed: the branch, the work tree and the outside folder are as they were
+    assert repo.git("rev-parse", "HEAD") == head
+    assert list(outside.iterdir()) == [] and not (repo.path / "notes/other.md").exists()
 
 
 def test_a_commit_git_cannot_make_is_an_error_in_gits_words(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -552,3 +552,94 @@ def test_a_huge_note_git_was_slow_to_hash_is_not_hashed_again_while_unchanged(
         assert open_source(repo.path).tree_id == first
     (repo.path / ".gitignore").write_text("huge.md\n")
     assert cli("check", "--json", "--no-cache", cwd=repo.path).json()["findings"] == []
+
+
+def _index_changes(repo: Repo, scenario: str) -> None:
+    """Stage one kind of change against HEAD (see the test's parameters)."""
+    if scenario == "none":
+        return
+    if scenario == "edit":
+        repo.write({"modules/a.md": NOTE + "more\n"})
+        repo.git("add", "modules/a.md")
+    elif scenario == "add-deep":
+        repo.write({"modules/new/deeper/n.md": NOTE, "top.md": NOTE})
+        repo.git("add", "modules/new/deeper/n.md", "top.md")
+    elif scenario == "remove-a-whole-folder":
+        repo.git("rm", "-q", "-r", "--cached", "decisions")
+    elif scenario == "remove-everything":
+        repo.git("rm", "-q", "-r", "--cached", ".")
+    elif scenario == "file-becomes-folder":
+        repo.git("rm", "-q", "--cached", "plain")
+        (repo.path / "plain").unlink()
+        repo.write({"plain/inside.md": NOTE})
+        repo.git("add", "plain/inside.md")
+    elif scenario == "folder-becomes-file":
+        repo.git("rm", "-q", "-r", "--cached", "decisions")
+        shutil.rmtree(repo.path / "decisions")
+        repo.write({"decisions": "now a file\n"})
+        repo.git("add", "decisions")
+    elif scenario == "mode-and-symlink":
+        repo.git("update-index", "--chmod=+x", "modules/a.md")
+        os.symlink("modules/a.md", repo.path / "link.md")
+        repo.git("add", "link.md")
+    elif scenario == "odd-names":
+        repo.write({"modules/caf\u00e9 \u7b14\u8bb0.md": NOTE, "modules/-dash.md": NOTE, "modules/a b\tc.md": NOTE})
+        repo.git("add", "modules")
+    elif scenario == "intent-to-add":
+        repo.write({"modules/later.md": NOTE})
+        repo.git("add", "-N", "modules/later.md")
+        repo.write({"modules/now.md": NOTE})
+        repo.git("add", "modules/now.md")
+    elif scenario == "sparse-index":
+        repo.git("config", "core.sparseCheckout", "true")
+        repo.git("config", "index.sparse", "true")
+        repo.git("sparse-checkout", "set", "--cone", "modules")
+        repo.write({"modules/a.md": NOTE + "sparse\n"})
+        repo.git("add", "modules/a.md")
+    elif scenario == "submodule":
+        repo.git("update-index", "--add", "--cacheinfo", f"160000,{repo.git('rev-parse', 'HEAD').strip()},vendor/sub")
+    else:
+        raise AssertionError(scenario)
+
+
+@pytest.mark.parametrize("scenario", [
+    "none", "edit", "add-deep", "remove-a-whole-folder", "remove-everything", "file-becomes-folder",
+    "folder-becomes-file", "mode-and-symlink", "odd-names", "intent-to-add", "sparse-index", "submodule",
+])
+def test_the_staged_tree_is_the_one_git_write_tree_names(repo: Repo, scenario: str, monkeypatch: Any) -> None:
+    """`--staged` names the index's tree by writing HEAD's tree with the index's few changes (not by `git
+    write-tree`, which rewrites the whole index): every kind of change gives Git's own tree id, and what the
+    patch does not take (a submodule) goes to `git write-tree`."""
+    from vivary_git import git as vgit
+    from vivary_git import source
+
+    repo.commit(files={"tropo.toml": TROPO, "modules/a.md": NOTE, "decisions/d.md": NOTE, "decisions/e/f.md": NOTE,
+                       "plain": "a file\n"})
+    _index_changes(repo, scenario)
+    ran: list[str] = []
+    real_git = vgit.Repo.git
+
+    def spy(self: Any, args: Any, **kwargs: Any) -> Any:
+        ran.append(" ".join(args))
+        return real_git(self, args, **kwargs)
+
+    monkeypatch.setattr(vgit.Repo, "git", spy)
+    tree = source._staged_tree(vgit.Repo(repo.path))
+    monkeypatch.undo()
+    assert tree == repo.git("write-tree").strip()
+    assert repo.git("cat-file", "-t", tree).strip() == "tree"
+    wrote_whole_index = any("write-tree" in args for args in ran)
+    assert wrote_whole_index == (scenario == "submodule"), ran
+
+
+def test_the_staged_tree_with_unmerged_paths_is_refused_by_name(repo: Repo, cli: Any) -> None:
+    repo.commit(files={"tropo.toml": TROPO, "modules/a.md": NOTE})
+    base = repo.git("rev-parse", "HEAD").strip()
+    first = repo.git("symbolic-ref", "--short", "HEAD").strip()
+    repo.commit(files={"modules/a.md": NOTE + "ours\n"})
+    repo.git("checkout", "-q", "-b", "other", base)
+    repo.commit(files={"modules/a.md": NOTE + "theirs\n"})
+    repo.git("merge", "-q", first, check=False)
+    assert "UU modules/a.md" in repo.git("status", "--porcelain")
+    r = cli("check", "--staged", cwd=repo.path)
+    assert r.code == 2 and "unmerged paths" in r.err and "Traceback" not in r.err

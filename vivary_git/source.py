@@ -373,7 +373,16 @@ def rev_tree(repo: git.Repo, rev: str, option: str = "--rev") -> str:
     return str(tree.id)
 
 
+# Above this many differences between the index and HEAD, `git write-tree` builds the staged tree.
+_STAGED_PATCH_AT_MOST = 1024
+
+
 def _staged_tree(repo: git.Repo) -> str:
+    """The id of the tree the index holds (what `git write-tree` would name): HEAD's tree with the index's
+    differences written in when they are few (`_staged_from_head`), else `git write-tree`."""
+    patched = _staged_from_head(repo)
+    if patched is not None:
+        return patched
     proc = repo.git([*BOUNDED_HASH, "write-tree"], check=False)
     if proc.returncode != 0:
         said = proc.stderr.decode("utf-8", "replace")
@@ -382,6 +391,79 @@ def _staged_tree(repo: git.Repo) -> str:
         raise GitError(f"could not write the index as a tree: {said.strip()}")
     return proc.stdout.decode().strip()
 
+
+
+def _staged_from_head(repo: git.Repo) -> str | None:
+    """The staged tree as HEAD's tree with the paths the index changes (`git diff-index --cached`) written in:
+    only the trees on those paths are written. `git write-tree` reads the whole index and writes it back to
+    refresh its cache of trees; at 300,000 notes that is 0.2 s of a 0.6 s pre-commit check, where this takes
+    0.05 s. The tree has the index's bytes at every path either way. None, for `git write-tree` to decide (and
+    to name what is wrong), when there is no HEAD, a path is unmerged or a submodule, the changes are many, or
+    Git or libgit2 answers anything unexpected."""
+    pygit2 = repo.pygit2
+    try:
+        if repo.repo.head_is_unborn:
+            return None
+        head = repo.repo.head.peel(pygit2.Tree)
+    except (KeyError, ValueError, pygit2.GitError):
+        return None
+    # Replacement refs are not followed (libgit2 does not follow them either), so Git compares the index
+    # with the very tree the patch starts from. Intent-to-add paths are left out, as `git write-tree` does.
+    proc = repo.git(["--no-replace-objects", "diff-index", "--cached", "--ita-invisible-in-index", "-z", "--raw",
+                     "--no-renames", str(head.id), "--"], check=False)
+    fields = proc.stdout.split(b"\0")
+    if proc.returncode != 0 or len(fields) > 2 * _STAGED_PATCH_AT_MOST + 1 or fields[-1] != b"":
+        return None
+    changes: dict[str, tuple[int, str] | None] = {}
+    for meta, raw_path in zip(fields[:-1:2], fields[1::2], strict=True):
+        parts = meta.split()
+        # Only files: a submodule (160000) or a sparse index's folder entry (040000, `dir/`) is Git's to write.
+        if len(parts) != 5 or parts[4] not in (b"A", b"M", b"D", b"T") \
+                or not {parts[0][1:], parts[1]} <= {b"000000", b"100644", b"100755", b"120000"}:
+            return None
+        path = raw_path.decode("utf-8", "surrogateescape")
+        if not path or any(part in ("", ".", "..") for part in path.split("/")):
+            return None
+        changes[path] = None if parts[4] == b"D" else (int(parts[1], 8), parts[3].decode("ascii"))
+    if not changes:
+        return str(head.id)
+    try:
+        tree = _patch_tree(repo.repo, head, changes)
+        return str(tree if tree is not None else repo.repo.TreeBuilder().write())
+    except (KeyError, ValueError, TypeError, pygit2.GitError):
+        return None
+
+
+def _patch_tree(r: Any, base: Any, changes: dict[str, tuple[int, str] | None]) -> Any:
+    """The id of tree `base` (a pygit2 Tree, or None for none) with `changes` (a path below it: its new mode
+    and blob id, or None for removed) written in; None when nothing is left in it (Git writes no empty
+    folder). Removals first, then the folders below, then the files added: a file that became a folder, or a
+    folder that became a file, lands right."""
+    import pygit2
+
+    builder = r.TreeBuilder(base) if base is not None else r.TreeBuilder()
+    below: dict[str, dict[str, tuple[int, str] | None]] = {}
+    here: dict[str, tuple[int, str]] = {}
+    for path, new in changes.items():
+        name, slash, rest = path.partition("/")
+        if slash:
+            below.setdefault(name, {})[rest] = new
+        elif new is None:
+            if builder.get(name) is not None:
+                builder.remove(name)
+        else:
+            here[name] = new
+    for name, sub_changes in below.items():
+        entry = builder.get(name)
+        sub_base = r[entry.id] if entry is not None and entry.filemode == pygit2.GIT_FILEMODE_TREE else None
+        sub = _patch_tree(r, sub_base, sub_changes)
+        if sub is not None:
+            builder.insert(name, sub, pygit2.GIT_FILEMODE_TREE)
+        elif sub_base is not None:
+            builder.remove(name)
+    for name, (mode, oid) in here.items():
+        builder.insert(name, pygit2.Oid(hex=oid), mode)
+    return builder.write() if len(builder) else None
 
 def _worktree_tree(repo: git.Repo) -> str:
     refuse_foreign(repo)

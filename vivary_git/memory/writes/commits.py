@@ -260,6 +260,8 @@ def commit_note(
             planned = plan(base)
             if planned is None:
                 return None
+            if checked_out:
+                _check_inside_tree(repo, planned.path)  # refused before anything is committed
             if base.user_changed(planned.path):
                 raise RefusedError(
                     f"{planned.path} has changes of yours that are not committed (staged or in the working tree); "
@@ -301,6 +303,8 @@ def commit_changes(
             if not changes:
                 return None
             for change in changes:
+                if checked_out:
+                    _check_inside_tree(repo, change.path)
                 if base.user_changed(change.path):
                     raise RefusedError(
                         f"{change.path} has changes of yours that are not committed (staged or in the working "
@@ -379,6 +383,13 @@ def _sync_user(repo: git.Repo, planned: Planned, blob: str | None) -> None:
             raise GitError(f"the memory was committed, but your index could not be updated for {planned.path}: "
                            f"{said}; run `git reset -q -- {planned.path}` to pick it up")
         time.sleep(random.uniform(0.005, 0.03))
+
+
+def _check_inside_tree(repo: git.Repo, path: str) -> None:
+    """`_check_inside` for a path of the checked-out branch, asked before its commit: a write the work tree
+    would refuse commits nothing."""
+    assert repo.workdir is not None
+    _check_inside(repo.workdir, repo.workdir / path)
 
 
 def _check_inside(workdir: Path, full: Path) -> None:
