@@ -88,25 +88,27 @@ def validate_local(
 
 
 class _Field:
-    """How one declared field is checked: `spec_problem` for its spec, each text value's answer kept (the
-    same statuses, dates and ref targets recur across a workspace's notes)."""
+    """How one declared field is checked: `spec_problem` for its spec. The answer for a text value is kept for the
+    kinds whose check parses it or looks it up (the same statuses and dates recur across a workspace's notes); a
+    list of text items that all conform is passed without a call."""
 
     __slots__ = ("_list", "_memo", "_spec", "is_ref")
 
     def __init__(self, spec: FieldSpec) -> None:
         self._spec = spec
         self.is_ref = spec.is_ref
-        self._memo: dict[str, str | None] = {}
+        self._memo: dict[str, str | None] | None = {} if spec.kind in ("date", "datetime", "enum", "url") else None
         # A list kind: which text items conform (a list of those conforms as a whole).
         self._list: Callable[[str], bool] | None = None
         if spec.kind in ("list", "string-list"):
             self._list = _any_text
         elif spec.kind == "ref-list":
-            self._list = _slug_ok
+            self._list = _is_slug
 
     def problem(self, value: Any) -> str | None:
         """`spec_problem(spec, value)`."""
-        if type(value) is not str:
+        memo = self._memo
+        if type(value) is not str or memo is None:
             if type(value) is list and self._list is not None:
                 ok = self._list
                 for v in value:
@@ -114,7 +116,6 @@ class _Field:
                         return spec_problem(self._spec, value)
                 return None
             return spec_problem(self._spec, value)
-        memo = self._memo
         if value in memo:
             return memo[value]
         if len(memo) >= _MEMO_MAX:
@@ -127,19 +128,11 @@ def _any_text(_: str) -> bool:
     return True
 
 
-_SLUGS: dict[str, bool] = {}
+def _is_slug(text: str) -> bool:
+    return _SLUG.match(text) is not None
 
 
-def _slug_ok(text: str) -> bool:
-    got = _SLUGS.get(text)
-    if got is None:
-        if len(_SLUGS) >= _MEMO_MAX:
-            _SLUGS.clear()
-        got = _SLUGS[text] = _SLUG.match(text) is not None
-    return got
-
-
-_MEMO_MAX = 100_000
+_MEMO_MAX = 10_000
 _UNSEEN = _Field(FieldSpec("any"))  # markers: a field name not looked at yet, one `derive` names, one not declared
 _DERIVED = _Field(FieldSpec("any"))
 _UNKNOWN = _Field(FieldSpec("any"))
