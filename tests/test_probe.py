@@ -75,6 +75,20 @@ def test_the_verdict_names_the_right_memory_among_several(cosine: Probe, text: s
         assert got.matches == []
 
 
+def test_the_closest_memory_decides_between_update_and_duplicate(cosine: Probe) -> None:
+    """A text that changes a value of the memory it is closest to is that memory's update, though a farther
+    memory of the same subject embeds close enough to pass for a duplicate of it."""
+    memories = [Candidate("remote", "remote.md", "remote", "A remote vault in Dendron is cloned from a git repository."),
+                Candidate("local", "local.md", "local", "A local vault is what you start off with in Dendron.")]
+    got = cosine.check("A remote vault is what you start off with in Dendron.", memories)
+    assert (got.verdict, got.matches[0].id) == ("update", "local"), got
+    assert got.matches[0].evidence == ["word: local -> remote"]
+    assert got.matches[0].score > max(m.score for m in got.matches[1:])
+    # the same memories, a paraphrase of the closest: a duplicate of it
+    got = cosine.check("In Dendron you start off with a local vault.", memories)
+    assert (got.verdict, got.matches[0].id) == ("duplicate", "local"), got
+
+
 def test_a_related_add_lists_every_related_memory_best_first(cosine: Probe) -> None:
     got = cosine.check("Survey tablets need a charging cable in the field kit.", _candidates())
     assert got.verdict == "related"
@@ -102,7 +116,27 @@ def test_without_a_model_the_same_text_is_a_duplicate_and_a_changed_value_an_upd
      ["number: 20160 min -> 10080 min"]),
     ("Maria is the product manager.", "Maria is no longer the product manager.",
      ['negation: "nolonger" only in the new text']),
-    ("Alice reviews the auth module.", "Bob reviews the auth module.", ["name: Alice -> Bob"]),
+    ("The auth module is reviewed by Alice.", "The auth module is reviewed by Bob.", ["name: Alice -> Bob"]),
+    # a sentence's first word is capitalised whatever it is: another one there is a swapped word, not a name
+    ("Alice reviews the auth module.", "Bob reviews the auth module.", ["word: alice -> bob"]),
+    ("Quarterly security training is due in January.", "Everyone finishes the quarterly security training in "
+     "January.", []),
+    ("Builds run on iOS runners. GitHub hosts them.", "Builds run on iOS runners. GitLab hosts them.",
+     ["name: GitHub -> GitLab"]),
+    # "May" the month, "may" the verb; "at most" bounds a number
+    ("The offsite is planned for September.", "The offsite is planned for May.", ["date: september -> may"]),
+    ("Staff may work remotely on Fridays.", "Staff can work remotely on Fridays.", []),
+    ("The pool allows at most 40 connections.", "Each service may open up to 40 connections from the pool.", []),
+    # opposite words put in each other's place, small words and comparatives included; a comparison turned
+    # around says the same
+    ("The flag is turned on for internal users.", "The flag is turned off for internal users.",
+     ["word: on -> off"]),
+    ("The staging cluster is smaller than the production cluster.",
+     "The staging cluster is larger than the production cluster.", ["word: smaller -> larger"]),
+    ("The staging cluster is smaller than the production cluster.",
+     "The production cluster is larger than the staging cluster.", []),
+    # a "not" about something else denies that, not the memory
+    ("The Web UI is still experimental.", "The Web UI does not support keyboard shortcuts yet.", []),
     ("Visual Studio Code allows custom CSS.", "VS Code allows custom CSS.", []),
     ("Employees may work remotely three days a week.", "Staff can work from home three days each week.", []),
     # a word put in another's place, the rest of the sentence the same
@@ -194,11 +228,11 @@ def test_the_labelled_pairs_meet_the_goals(cosine: Probe) -> None:
 
 
 def test_the_held_out_pairs_do_no_worse_than_measured(cosine: Probe) -> None:
-    """The held-out set, never tuned on. It misses the three goals (docs/remember.md lists its misses): these bounds
-    are its measured rates (0.896, 0.146, 0.021), so that a change that loses ground on it fails here; the goals
-    are duplicates caught >= 0.90, contradictions refused as duplicates <= 0.05, new facts refused <= 0.02."""
+    """The first held-out set: measured once before the probe was changed on its misses (0.896, 0.146, 0.021),
+    since then read and worked on, so it holds the goals as a floor rather than measures them (the second
+    held-out set does: bench/bench_probe.py --half holdout2, docs/remember.md)."""
     caught, as_duplicates, refused = _rates(cosine, _pairs(HOLDOUT))
-    assert caught >= 0.89 and as_duplicates <= 0.15 and refused <= 0.025, (caught, as_duplicates, refused)
+    assert caught >= 0.90 and as_duplicates <= 0.05 and refused <= 0.02, (caught, as_duplicates, refused)
 
 
 def _local(repo: Repo, cli: Any) -> None:

@@ -58,6 +58,36 @@ _QUANTIFIERS = {w: q for q, ws in (("all", ("all", "every", "each", "both", "alw
                                     ("some", ("some", "several", "sometimes", "occasionally", "only")),
                                     ("few", ("few", "rarely", "seldom", "minority")))
                 for w in ws}
+# Words of opposite sense that count only as a swap, one in the other's place with the rest of the sentence the
+# same: small words ("turned on" / "turned off") and comparatives, which a comparison turned around keeps ("X is
+# faster than Y" / "Y is slower than X" says the same). An embedding puts them close ("faster" / "slower" 0.88),
+# so the embedding is not asked.
+_SWAP_OPPOSITES = (
+    *_ANTONYMS,
+    ("on", "off"), ("up", "down"), ("in", "out"), ("inside", "outside"), ("over", "under"), ("above", "below"),
+    ("before", "after"), ("with", "without"), ("more", "fewer"), ("most", "least"), ("first", "last"),
+    ("faster", "slower"), ("quicker", "slower"), ("bigger", "smaller"), ("larger", "smaller"),
+    ("higher", "lower"), ("greater", "lower"), ("longer", "shorter"), ("older", "newer"), ("better", "worse"),
+    ("cheaper", "costlier"), ("heavier", "lighter"), ("warmer", "colder"), ("hotter", "colder"),
+    ("stronger", "weaker"), ("easier", "harder"), ("sooner", "later"), ("fastest", "slowest"),
+    ("largest", "smallest"), ("biggest", "smallest"), ("highest", "lowest"), ("oldest", "newest"),
+    ("grow", "shrink"), ("rise", "fall"), ("raise", "lower"), ("gain", "lose"), ("win", "lose"),
+    ("pass", "fail"), ("succeed", "fail"), ("success", "failure"), ("often", "rarely"), ("often", "seldom"),
+    ("usually", "rarely"), ("frequently", "rarely"), ("internal", "external"), ("inbound", "outbound"),
+    ("upper", "lower"), ("online", "offline"), ("local", "remote"), ("synchronous", "asynchronous"),
+    ("sync", "async"), ("mandatory", "optional"), ("deprecated", "supported"), ("valid", "invalid"),
+    ("visible", "hidden"), ("show", "hide"), ("active", "inactive"), ("available", "unavailable"),
+    ("possible", "impossible"), ("safe", "unsafe"), ("secure", "insecure"), ("lock", "unlock"),
+    ("locked", "unlocked"), ("allow", "deny"), ("allowed", "denied"), ("approve", "reject"),
+    ("approved", "rejected"), ("accepted", "rejected"), ("install", "uninstall"), ("include", "omit"),
+    ("open", "close"), ("opened", "closed"), ("empty", "full"), ("light", "dark"), ("cheap", "expensive"),
+    ("easy", "hard"), ("fast", "slow"), ("high", "low"), ("long", "short"), ("big", "small"),
+    ("large", "small"), ("old", "new"), ("good", "bad"), ("hot", "cold"), ("warm", "cool"), ("wet", "dry"),
+    ("north", "south"), ("east", "west"), ("left", "right"), ("top", "bottom"), ("front", "back"),
+    ("morning", "evening"), ("day", "night"), ("weekday", "weekend"), ("daily", "weekly"), ("weekly", "monthly"),
+    ("monthly", "yearly"), ("monthly", "annually"), ("manual", "automatic"), ("manually", "automatically"),
+)
+_SWAP_OPPOSED = frozenset(pair for a, b in _SWAP_OPPOSITES for pair in ((a, b), (b, a)))
 _SWAP_SPAN = 3  # words at most on each side of one swapped span
 _SWAP_SPANS = 2  # swapped spans at most
 _SWAP_REST = 0.6  # the share of the longer text's words that must line up outside the swapped spans
@@ -67,6 +97,9 @@ _DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "su
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
            "november", "december")
 _WHEN = frozenset(_DAYS + tuple(d + "s" for d in _DAYS) + _MONTHS) - {"may"}  # "may" is mostly the verb
+# ... but the month where it is written "May" inside a sentence, or next to a number or a word that dates
+_MAY_AFTER = frozenset({"in", "for", "by", "until", "till", "since", "before", "after", "of", "early", "late", "mid",
+                        "end", "during", "from", "through", "last", "next", "this", "every"})
 _UNITS = [
     "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
     "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"
@@ -88,6 +121,8 @@ _NOT_ONE_BEFORE = frozenset({"of", "another", "by", "or"})
 # "no later than two days" bounds a number, it denies nothing; "no longer" is one negation, not two.
 _NOT_NEGATED = re.compile(r"\b(?:no|not) (?:later|earlier|more|less|fewer|sooner) than\b|\bnot only\b", re.I)
 _NO_LONGER = re.compile(r"\b(?:no|not any) longer\b|\bnot anymore\b", re.I)
+_ENDS = (".", "!", "?", ":", ";", "\n")  # what ends a sentence (or a list item's line)
+_OPENERS = " \t\"'([*_`-"  # what may stand between a sentence's end and its next word
 _NAME_REST = 0.8  # the share of the other words two claims naming different names must have in common
 _DURATIONS = {u + s: m for u, m in (("minute", 1), ("hour", 60), ("day", 1440), ("week", 10080)) for s in ("", "s")}
 _TIME = re.compile(r"\A(\d{1,2})(?::(\d{2}))?(am|pm)\Z")
@@ -154,10 +189,18 @@ class Claim:
         text = re.sub(r"(?<=\d)\s+(am|pm)\b", r"\1", text, flags=re.I)  # "2 pm" is one time
         text = _NOT_NEGATED.sub(" ", text)
         text = _NO_LONGER.sub(" nolonger ", text)
-        raws = _TOKEN.findall(text.replace("’", "'"))
+        text = text.replace("’", "'")
+        found = list(_TOKEN.finditer(text))
+        raws = [m.group() for m in found]
+        # A sentence's first word is capitalised whatever it is: there only a word with a capital inside it
+        # ("iOS", "GitHub") or followed by a capitalised word ("Visual Studio") is taken for a name. Another
+        # first word in its place is still a swap (`_swaps`).
+        starts = {at for at, m in enumerate(found)
+                  if at == 0 or text[found[at - 1].end():m.start()].rstrip(_OPENERS)[-1:] in _ENDS}
         used = -1  # a duration's unit, read with its number
         for at, raw in enumerate(raws):
             low = raw.lower()
+            before = raws[at - 1].lower() if at else ""
             lows.add(low)
             seq.append(low)
             shown.append(low)
@@ -176,18 +219,20 @@ class Claim:
                     used = at + 1
                 numbers.update(nums)
                 continue
-            if low in _WHEN:
+            if low in _WHEN or (low == "may" and ((raw == "May" and at not in starts) or before in _MAY_AFTER
+                                                  or after[:1].isdigit() or before[:1].isdigit())):
                 when.add(low.rstrip("s") if low.endswith("days") else low)
                 continue
-            if low in _QUANTIFIERS:
+            if low in _QUANTIFIERS and not (before == "at" and low == "most"):  # "at most 40" bounds a number
                 quantity.add(_QUANTIFIERS[low])
             if low in _STOP or at == used:
                 continue
             stem = _stem(low)
             words.add(stem)
             seq[-1] = stem
-            if raw[:1].isupper() or any(c.isupper() for c in raw[1:]):
-                names[stem] = raw
+            if any(c.isupper() for c in raw[1:]) or (raw[:1].isupper() and (
+                    at not in starts or (after[:1] != "" and raws[at + 1][:1].isupper() and at + 1 not in starts))):
+                names[stem] = raw  # a first word is a name's too when the next word is ("Visual Studio Code")
         return cls(frozenset(words), frozenset(numbers), frozenset(when), names, tuple(negations), frozenset(lows),
                    frozenset(raws), tuple(seq), tuple(shown), frozenset(quantity))
 
@@ -211,7 +256,8 @@ def mismatches(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | 
     if changed and (any(w in _CHANGES for w in old.negations) != any(w in _CHANGES for w in new.negations)):
         side = "the new text" if any(w in _CHANGES for w in new.negations) else "the existing memory"
         out.append(f'negation: "{changed[0]}" only in {side}')
-    elif (len(old.negations) % 2) != (len(new.negations) % 2):
+    elif (len(old.negations) % 2) != (len(new.negations) % 2) \
+            and _repeats(new if len(new.negations) % 2 else old, old if len(new.negations) % 2 else new):
         only_new = [w for w in new.negations if w not in old.negations]
         only_old = [w for w in old.negations if w not in new.negations]
         if only_new:
@@ -243,6 +289,14 @@ def mismatches(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | 
     return out
 
 
+def _repeats(denying: Claim, other: Claim) -> bool:
+    """Does the text that denies repeat most of what the other claims (its content words at least half the
+    other's)? A denial restates the claim it turns around ("must not be charged" / "must be charged"); a
+    "not" in a sentence about something else ("does not support shortcuts yet" beside "is still
+    experimental") denies that, not the memory."""
+    return len(denying.words - other.words) <= len(denying.words & other.words)
+
+
 def _swaps(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | None) -> list[tuple[str, str]]:
     """The spans of `old` that `new` puts another span in the place of, every other word the same: what an
     edited claim looks like, where a paraphrase rewords more than its value. Empty when the texts differ
@@ -258,6 +312,13 @@ def _swaps(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | None
         if op == "equal":
             continue
         a, b = old.seq[i1:i2], new.seq[j1:j2]
+        said_a, said_b = " ".join(old.shown[i1:i2]), " ".join(new.shown[j1:j2])
+        if op == "replace" and _opposed((*a, *old.shown[i1:i2]), (*b, *new.shown[j1:j2])):
+            spans += 1
+            if spans > _SWAP_SPANS or len(a) > _SWAP_SPAN or len(b) > _SWAP_SPAN:
+                return []
+            out.append((said_a, said_b))  # "on" for "off", "slower" for "faster": never the same sense
+            continue
         content_a, content_b = [w for w in a if w in old.words], [w for w in b if w in new.words]
         if not content_a and not content_b:
             continue  # "the" for "a", "in" for "on"
@@ -265,12 +326,16 @@ def _swaps(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | None
         if op != "replace" or not content_a or not content_b or spans > _SWAP_SPANS \
                 or len(a) > _SWAP_SPAN or len(b) > _SWAP_SPAN:
             return []  # a word added or left out, or a rewording: not one value for another
-        if any(w in old.names for w in content_a) or any(w in new.names for w in content_b):
-            continue
-        said_a, said_b = " ".join(old.shown[i1:i2]), " ".join(new.shown[j1:j2])
+        if any(w in old.names for w in content_a) and any(w in new.names for w in content_b):
+            continue  # one name for another: the name check's (it knows acronyms)
         if same_sense is None or not same_sense(said_a, said_b):
             out.append((said_a, said_b))
     return out
+
+
+def _opposed(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """Does a word of one span have its opposite (`_SWAP_OPPOSITES`) in the other, and not in its own?"""
+    return any((x, y) in _SWAP_OPPOSED and y not in a and x not in b for x in a for y in b)
 
 
 def _acronyms(long: dict[str, str], short: dict[str, str]) -> bool:

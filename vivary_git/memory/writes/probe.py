@@ -268,7 +268,11 @@ def _decide(claim: Claim, candidates: Sequence[Candidate], scores: list[float] |
             found["duplicate"].append((score, _match(c, score, how, words, [])))
         else:
             found["related"].append((score, _match(c, score, how, words, [])))
-    for verdict in ("duplicate", "update"):
+    # The closest memory that is the same claim or another claim about the same thing decides: a text that
+    # changes a value of the memory it is closest to is that memory's update, even when a farther memory of
+    # the same subject embeds close enough to pass for a duplicate. A tie is a duplicate.
+    closest = {v: max((sm[0] for sm in found[v]), default=-1.0) for v in ("duplicate", "update")}
+    for verdict in sorted(("duplicate", "update"), key=lambda v: (-closest[v], v)):
         if found[verdict]:
             best = sorted(found[verdict], key=lambda sm: (-sm[0], sm[1].id))
             others = sorted(found["related"] + found["update"] + found["duplicate"], key=lambda sm: (-sm[0], sm[1].id))
