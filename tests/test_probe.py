@@ -137,6 +137,25 @@ def test_without_a_model_the_same_text_is_a_duplicate_and_a_changed_value_an_upd
      "The production cluster is larger than the staging cluster.", []),
     # a "not" about something else denies that, not the memory
     ("The Web UI is still experimental.", "The Web UI does not support keyboard shortcuts yet.", []),
+    # numbers written in words, shares, durations and ranks
+    ("Uploads are capped at 25 MB per file.", "Each upload can be at most twenty-five megabytes.", []),
+    ("Each dot stands for 250 words.", "Each dot stands for two hundred and fifty words.", []),
+    ("The quota is 1200 requests a minute.", "The quota is one thousand two hundred requests a minute.", []),
+    ("Results are cached for five minutes.", "Results are cached for 5 min.", []),
+    ("Keys allow 500 requests per minute.", "Keys are rotated every ninety days.", []),
+    ("The hackathon is on November 14.", "The hackathon is on the fourteenth of November.", []),
+    ("The hackathon is on the 14th of November.", "The hackathon is on the 15th of November.", ["number: 14 -> 15"]),
+    ("On its first run the tool asks about telemetry.", "Setting TELEMETRY=0 turns the tool's telemetry off.", []),
+    ("Lost things are within reach 95% of the time.", "Lost things are rarely within reach.",
+     ["quantifier: most -> few"]),
+    ("Lost things are within reach 95% of the time.", "Ninety-five per cent of the time lost things are within reach.",
+     []),
+    # negations written otherwise
+    ("Packages are installed with pnpm, not npm.", "We install packages using pnpm rather than npm.", []),
+    ("Force-pushing to release branches is forbidden.", "Nobody may force-push to release branches.", []),
+    ("Pickup in Rotterdam is an hour earlier than in Lyon.", "Pickup in Lyon is an hour later than in Rotterdam.", []),
+    ("Pickup in Rotterdam is an hour earlier than in Lyon.", "Pickup in Rotterdam is an hour later than in Lyon.",
+     ["word: earlier -> later"]),
     ("Visual Studio Code allows custom CSS.", "VS Code allows custom CSS.", []),
     ("Employees may work remotely three days a week.", "Staff can work from home three days each week.", []),
     # a word put in another's place, the rest of the sentence the same

@@ -26,7 +26,7 @@ from difflib import SequenceMatcher
 
 __all__ = ["Claim", "mismatches", "overlap"]
 
-_TOKEN = re.compile(r"\d+(?:[.,:]\d+)*%?|[^\W\d_]+(?:'[^\W\d_]+)?", re.UNICODE)
+_TOKEN = re.compile(r"\d+(?:[.,:]\d+)*(?:%|(?:st|nd|rd|th)\b)?|[^\W\d_]+(?:'[^\W\d_]+)?", re.UNICODE)
 _STOP = frozenset([
     "a", "an", "the", "and", "or", "but", "if", "then", "so", "of", "to", "in", "on", "at", "by", "for", "with",
     "from", "into", "onto", "over", "under", "about", "as", "is", "are", "was", "were", "be", "been", "being", "am",
@@ -41,13 +41,14 @@ _STOP = frozenset([
 _NEGATIONS = frozenset([
     "not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "cannot", "can't", "won't", "don't",
     "doesn't", "didn't", "isn't", "aren't", "wasn't", "weren't", "hasn't", "haven't", "hadn't", "shouldn't",
-    "wouldn't", "couldn't", "mustn't", "without", "nolonger", "anymore", "stopped", "ceased"
+    "wouldn't", "couldn't", "mustn't", "without", "nolonger", "anymore", "stopped", "ceased", "forbidden",
+    "prohibited", "banned", "disallowed"
 ])
 _ANTONYMS = (("always", "never"), ("enabled", "disabled"), ("enable", "disable"), ("allowed", "forbidden"),
              ("allow", "forbid"), ("required", "optional"), ("include", "exclude"),
              ("start", "stop"), ("open", "closed"), ("stay", "leave"), ("public", "private"),
-             ("increase", "decrease"), ("minimum", "maximum"), ("earlier", "later"), ("true", "false"),
-             ("accept", "reject"), ("more", "less"), ("add", "remove"),
+             ("increase", "decrease"), ("minimum", "maximum"), ("true", "false"),
+             ("accept", "reject"), ("add", "remove"),
              ("must", "may"))
 # How much of a set a claim speaks of: a closed class, so a list. Two texts each with a quantifier, none in
 # common, say different things ("all talks" / "only some talks"); "only" restricts ("only outgoing links",
@@ -65,7 +66,8 @@ _QUANTIFIERS = {w: q for q, ws in (("all", ("all", "every", "each", "both", "alw
 _SWAP_OPPOSITES = (
     *_ANTONYMS,
     ("on", "off"), ("up", "down"), ("in", "out"), ("inside", "outside"), ("over", "under"), ("above", "below"),
-    ("before", "after"), ("with", "without"), ("more", "fewer"), ("most", "least"), ("first", "last"),
+    ("before", "after"), ("with", "without"), ("more", "less"), ("more", "fewer"), ("earlier", "later"),
+    ("most", "least"), ("first", "last"),
     ("faster", "slower"), ("quicker", "slower"), ("bigger", "smaller"), ("larger", "smaller"),
     ("higher", "lower"), ("greater", "lower"), ("longer", "shorter"), ("older", "newer"), ("better", "worse"),
     ("cheaper", "costlier"), ("heavier", "lighter"), ("warmer", "colder"), ("hotter", "colder"),
@@ -111,6 +113,7 @@ _ORDINALS = [
     "twentieth"
 ]
 _ORDINAL_WORDS = frozenset(_ORDINALS)
+
 _NUMBER_WORDS = {w: str(i) for i, w in enumerate(_UNITS)} | {w: str(20 + 10 * i) for i, w in enumerate(_TENS)} \
     | {w: str(i + 1) for i, w in enumerate(_ORDINALS)} | {"hundred": "100", "thousand": "1000", "dozen": "12",
                                                          "half": "0.5", "twice": "2", "once": "1"}
@@ -121,10 +124,18 @@ _NOT_ONE_BEFORE = frozenset({"of", "another", "by", "or"})
 # "no later than two days" bounds a number, it denies nothing; "no longer" is one negation, not two.
 _NOT_NEGATED = re.compile(r"\b(?:no|not) (?:later|earlier|more|less|fewer|sooner) than\b|\bnot only\b", re.I)
 _NO_LONGER = re.compile(r"\b(?:no|not any) longer\b|\bnot anymore\b", re.I)
+_INSTEAD = re.compile(r"\binstead of\b|\brather than\b", re.I)  # "pnpm rather than npm" is "pnpm, not npm"
+# A number written in words ("twenty-five", "two hundred and fifty"): read as its digits. A word alone is read
+# as it is (`_NUMBER_WORDS`); "one or two", "two three-day sprints" are not one number.
+_SPELLED = re.compile(r"\b(?:(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|"
+                      r"fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|"
+                      r"seventy|eighty|ninety|hundred|thousand)(?:[ -]+(?:and[ -]+)?(?=[a-z])|\b)){2,}", re.I)
+_PERCENT = re.compile(r"(\d)\s*per ?cent\b", re.I)
 _ENDS = (".", "!", "?", ":", ";", "\n")  # what ends a sentence (or a list item's line)
 _OPENERS = " \t\"'([*_`-"  # what may stand between a sentence's end and its next word
 _NAME_REST = 0.8  # the share of the other words two claims naming different names must have in common
-_DURATIONS = {u + s: m for u, m in (("minute", 1), ("hour", 60), ("day", 1440), ("week", 10080)) for s in ("", "s")}
+_DURATIONS = {u + s: m for u, m in (("minute", 1), ("min", 1), ("hour", 60), ("hr", 60), ("day", 1440),
+                                       ("week", 10080), ("second", 1 / 60), ("sec", 1 / 60)) for s in ("", "s")}
 _TIME = re.compile(r"\A(\d{1,2})(?::(\d{2}))?(am|pm)\Z")
 
 
@@ -154,7 +165,30 @@ def _number(token: str) -> list[str]:
     return [word] if word is not None and low not in _NOT_NUMBERS else []
 
 
-def _in_minutes(number: str, unit: int) -> str:
+def _spelled(match: re.Match[str]) -> str:
+    """A number written in words as digits, when the words make one number; else the words as they were."""
+    words = [w for w in re.split(r"[ -]+", match.group().lower()) if w and w != "and"]
+    total = current = 0
+    last = ""  # the kind of the word before: "unit" (0-19), "tens", "hundred", "thousand"
+    for w in words:
+        n = int(_NUMBER_WORDS[w])
+        kind = "hundred" if w == "hundred" else "thousand" if w == "thousand" else "tens" if w in _TENS else "unit"
+        fits = {"": {"unit", "tens"}, "unit": {"hundred", "thousand"}, "tens": {"unit", "thousand"},
+                "hundred": {"unit", "tens", "thousand"}, "thousand": {"unit", "tens"}}[last]
+        if kind not in fits or (last == "tens" and kind == "unit" and not 0 < n < 10):
+            return match.group()
+        if kind == "hundred":
+            current = (current or 1) * 100
+        elif kind == "thousand":
+            total, current = total + (current or 1) * 1000, 0
+        else:
+            current += n
+        last = kind
+    trailing = match.group()[len(match.group().rstrip(" -")):]
+    return f"{total + current}{trailing}"
+
+
+def _in_minutes(number: str, unit: float) -> str:
     try:
         value = float(number) * unit
     except ValueError:
@@ -174,6 +208,7 @@ class Claim:
     seq: tuple[str, ...] = ()  # every word in the order written, content words as stems (to line two texts up)
     shown: tuple[str, ...] = ()  # each of `seq` as written, lowercase
     quantity: frozenset[str] = frozenset()  # quantifier classes: all, most, some, few
+    ordinals: frozenset[str] = frozenset()  # those of `numbers` written as ordinals ("first", "14th")
 
     @classmethod
     def of(cls, text: str) -> Claim:
@@ -186,8 +221,11 @@ class Claim:
         seq: list[str] = []
         shown: list[str] = []
         quantity: set[str] = set()
+        ordinals: set[str] = set()
         text = re.sub(r"(?<=\d)\s+(am|pm)\b", r"\1", text, flags=re.I)  # "2 pm" is one time
         text = _NOT_NEGATED.sub(" ", text)
+        text = _INSTEAD.sub(" not ", text)
+        text = _PERCENT.sub(r"\1%", _SPELLED.sub(_spelled, text))
         text = _NO_LONGER.sub(" nolonger ", text)
         text = text.replace("’", "'")
         found = list(_TOKEN.finditer(text))
@@ -213,11 +251,18 @@ class Claim:
                 nums = []
             if nums:
                 cardinal = low not in _ORDINAL_WORDS and not low.endswith(("st", "nd", "rd", "th"))
+                if not cardinal:
+                    nums = [n.rstrip("stndrh") for n in nums]  # "14th" is 14, as "November 14" writes it
+                    ordinals.update(nums)
                 unit = _DURATIONS.get(after) if cardinal and len(nums) == 1 else None
                 if unit is not None:
                     nums = [_in_minutes(nums[0], unit)]  # "48 hours" and "two days" are one duration
                     used = at + 1
                 numbers.update(nums)
+                if raw.endswith("%") and len(nums) == 1:
+                    share = float(nums[0])  # a share of the whole is a quantifier too: "95%" is "most"
+                    quantity.add("all" if share >= 100 else "most" if share >= 50 else "some" if share >= 15
+                                 else "few")
                 continue
             if low in _WHEN or (low == "may" and ((raw == "May" and at not in starts) or before in _MAY_AFTER
                                                   or after[:1].isdigit() or before[:1].isdigit())):
@@ -234,7 +279,7 @@ class Claim:
                     at not in starts or (after[:1] != "" and raws[at + 1][:1].isupper() and at + 1 not in starts))):
                 names[stem] = raw  # a first word is a name's too when the next word is ("Visual Studio Code")
         return cls(frozenset(words), frozenset(numbers), frozenset(when), names, tuple(negations), frozenset(lows),
-                   frozenset(raws), tuple(seq), tuple(shown), frozenset(quantity))
+                   frozenset(raws), tuple(seq), tuple(shown), frozenset(quantity), frozenset(ordinals))
 
 
 def overlap(a: Claim, b: Claim) -> float:
@@ -264,9 +309,13 @@ def mismatches(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | 
             out.append(f'negation: "{" ".join(only_new)}" only in the new text')
         else:
             out.append(f'negation: "{" ".join(only_old or old.negations)}" only in the existing memory')
-    for kind, a, b in (("number", old.numbers, new.numbers), ("date", old.when, new.when)):
-        if a - b and b - a:
-            out.append(f"{kind}: {', '.join(sorted(a - b))} -> {', '.join(sorted(b - a))}")
+    # A count, a duration and an ordinal are never the same slot: "500 requests" is not changed by "every 90
+    # days", nor "its first run" by "=0".
+    gone_numbers, came_numbers = old.numbers - new.numbers, new.numbers - old.numbers
+    if {_slot(x, old) for x in gone_numbers} & {_slot(x, new) for x in came_numbers}:
+        out.append(f"number: {', '.join(sorted(gone_numbers))} -> {', '.join(sorted(came_numbers))}")
+    if old.when - new.when and new.when - old.when:
+        out.append(f"date: {', '.join(sorted(old.when - new.when))} -> {', '.join(sorted(new.when - old.when))}")
     gone = {s: w for s, w in old.names.items() if w not in new.cased and s not in new.names}
     came = {s: w for s, w in new.names.items() if w not in old.cased and s not in old.names}
     # Another name in the same sentence: the rest of the two claims is the same (a paraphrase that starts
@@ -289,12 +338,18 @@ def mismatches(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | 
     return out
 
 
+def _slot(number: str, claim: Claim) -> str:
+    """What a number of `claim` counts: a duration, a rank (an ordinal) or things."""
+    return "duration" if number.endswith(" min") else "ordinal" if number in claim.ordinals else "count"
+
+
 def _repeats(denying: Claim, other: Claim) -> bool:
-    """Does the text that denies repeat most of what the other claims (its content words at least half the
-    other's)? A denial restates the claim it turns around ("must not be charged" / "must be charged"); a
+    """Do the two texts say mostly the same words (each has no more content words the other lacks than they
+    share)? A denial restates the claim it turns around ("must not be charged" / "must be charged"); a
     "not" in a sentence about something else ("does not support shortcuts yet" beside "is still
     experimental") denies that, not the memory."""
-    return len(denying.words - other.words) <= len(denying.words & other.words)
+    shared = len(denying.words & other.words)
+    return len(denying.words - other.words) <= shared and len(other.words - denying.words) <= shared
 
 
 def _swaps(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | None) -> list[tuple[str, str]]:
