@@ -3,18 +3,26 @@ contradiction changes (a negation, a number, a day or month, a name, a quantifie
 place).
 
 `Claim.of(text)` reads a text once; `overlap(a, b)` is how many of the shorter one's content words the other
-has; `mismatches(a, b)` lists what one says that the other says otherwise, as evidence such as
-`number: 600 -> 1200` or `negation: "not" only in the new text`. Two texts that name different values for
-the same slot say different things; one that only leaves a value out (a paraphrase) does not, so a value
-counts only when each text has one the other lacks.
+has; `mismatches(a, b)` lists what one says that the other says otherwise, as evidence such as `number: 600 ->
+1200` or `negation: "not" only in the new text`. Two texts that name different values for the same slot say
+different things; one that only leaves a value out (a paraphrase) does not, so a value counts only when each
+text has one the other lacks.
+
+Numbers are read however written ("25", "twenty-five", "two hundred and fifty", "25%" and "25 per cent",
+"14th" and "fourteenth"), durations in minutes ("48 hours" is "two days"), and a count, a duration and a rank
+are never one slot. "Rather than" and "forbidden" deny as "not" does; a denial counts only between two texts
+that say mostly the same words. A sentence's first word is a name only when it looks like one ("GitHub",
+"Visual Studio"); "May" is the month inside a sentence or beside a date's words.
 
 Beyond the closed classes (negations, numbers, days and months, quantifiers), any content word can be the
 changed value: two texts whose content words line up but for one or two short spans put in each other's place
-("the banner is orange" / "the banner is purple", "faster than" / "slower than", "save money" / "cost
-money") make two claims about one slot, unless the swapped spans mean the same (`same_sense`, the probe's
-embedding of the two spans; without it only the same stem). A span only added or left out is a paraphrase's
-liberty, not a swap. Plain Python, no model: the probe (probe.py) combines it with cosine similarity when the
-embedder is there, and stands on it alone when it is not.
+("the banner is orange" / "the banner is purple", "faster than" / "slower than", "save money" / "cost money")
+make two claims about one slot, unless the swapped spans mean the same (`same_sense`, the probe's embedding of
+the two spans; without it only the same stem). Words of opposite sense (`_SWAP_OPPOSITES`: "on" / "off",
+"faster" / "slower", "local" / "remote") are a changed claim whatever their embedding, which puts them close;
+only as a swap, since a comparison turned around ("Y is slower than X") says the same. A span only added or
+left out is a paraphrase's liberty, not a swap. Plain Python, no model: the probe (probe.py) combines it with
+cosine similarity when the embedder is there, and stands on it alone when it is not.
 """
 
 from __future__ import annotations
