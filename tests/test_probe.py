@@ -150,6 +150,21 @@ def test_without_a_model_the_same_text_is_a_duplicate_and_a_changed_value_an_upd
      ["quantifier: most -> few"]),
     ("Lost things are within reach 95% of the time.", "Ninety-five per cent of the time lost things are within reach.",
      []),
+    # times and dates however written
+    ("Meetings before 13:00 are declined.", "Meetings before one o'clock in the afternoon are declined.", []),
+    ("The backup starts at 2 pm.", "The backup starts at 14:00.", []),
+    ("The shutdown runs from 03/08 to 14/08.", "The shutdown runs from 3 August until 14 August.", []),
+    ("The contract runs until 31.01.2027.", "The contract runs until 31 January 2027.", []),
+    ("The contract runs until 2027-01-31.", "The contract runs until 31 January 2027.", []),
+    ("The contract runs until 31.01.2027.", "The contract runs until 31 March 2027.", ["date: january -> march"]),
+    ("March is when the clusters are upgraded.", "May is when the clusters are upgraded.", ["date: march -> may"]),
+    # names as written otherwise: a plural acronym, a name's adjective
+    ("Footnote IDs can be numbers or words.", "A footnote's ID may be either a word or a number.", []),
+    ("Nuvem Sul is our reseller in Brazil.", "Nuvem Sul is our Brazilian reseller.", []),
+    # the same quantity in other words; a longer span of small words is still one swap
+    ("Only a handful of customers call the SOAP API.", "Very few customers call the SOAP API.", []),
+    ("Hotfix branches are named after their ticket and cut from the latest release tag.",
+     "Hotfix branches are named after their ticket and cut from main.", ["word: the latest release tag -> main"]),
     # negations written otherwise
     ("Packages are installed with pnpm, not npm.", "We install packages using pnpm rather than npm.", []),
     ("Force-pushing to release branches is forbidden.", "Nobody may force-push to release branches.", []),

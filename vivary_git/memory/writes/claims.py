@@ -34,7 +34,7 @@ from difflib import SequenceMatcher
 
 __all__ = ["Claim", "mismatches", "overlap"]
 
-_TOKEN = re.compile(r"\d+(?:[.,:]\d+)*(?:%|(?:st|nd|rd|th)\b)?|[^\W\d_]+(?:'[^\W\d_]+)?", re.UNICODE)
+_TOKEN = re.compile(r"\d+(?:[.,:]\d+)*(?:%|(?:st|nd|rd|th|am|pm)\b)?|[^\W\d_]+(?:'[^\W\d_]+)?", re.UNICODE)
 _STOP = frozenset([
     "a", "an", "the", "and", "or", "but", "if", "then", "so", "of", "to", "in", "on", "at", "by", "for", "with",
     "from", "into", "onto", "over", "under", "about", "as", "is", "are", "was", "were", "be", "been", "being", "am",
@@ -65,7 +65,7 @@ _QUANTIFIERS = {w: q for q, ws in (("all", ("all", "every", "each", "both", "alw
                                              "whole", "entire")),
                                     ("most", ("most", "mostly", "usually", "often", "many", "majority")),
                                     ("some", ("some", "several", "sometimes", "occasionally", "only")),
-                                    ("few", ("few", "rarely", "seldom", "minority")))
+                                    ("few", ("few", "rarely", "seldom", "minority", "handful")))
                 for w in ws}
 # Words of opposite sense that count only as a swap, one in the other's place with the rest of the sentence the
 # same: small words ("turned on" / "turned off") and comparatives, which a comparison turned around keeps ("X is
@@ -108,6 +108,7 @@ _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "augu
            "november", "december")
 _WHEN = frozenset(_DAYS + tuple(d + "s" for d in _DAYS) + _MONTHS) - {"may"}  # "may" is mostly the verb
 # ... but the month where it is written "May" inside a sentence, or next to a number or a word that dates
+_MAY_BEFORE = frozenset({"is", "was", "will", "has", "had", "and", "or", "to", "through", "until", "till"})
 _MAY_AFTER = frozenset({"in", "for", "by", "until", "till", "since", "before", "after", "of", "early", "late", "mid",
                         "end", "during", "from", "through", "last", "next", "this", "every"})
 _UNITS = [
@@ -138,7 +139,13 @@ _INSTEAD = re.compile(r"\binstead of\b|\brather than\b", re.I)  # "pnpm rather t
 _SPELLED = re.compile(r"\b(?:(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|"
                       r"fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|"
                       r"seventy|eighty|ninety|hundred|thousand)(?:[ -]+(?:and[ -]+)?(?=[a-z])|\b)){2,}", re.I)
+_OCLOCK = re.compile(r"\b(\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve) o'clock"
+                     r"(?: in the (morning|afternoon|evening))?", re.I)
+_ISO_DATE = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
+_DOT_DATE = re.compile(r"\b(\d{1,2})\.(\d{1,2})\.(\d{4})\b")
+_SLASH_DATE = re.compile(r"\b(\d{1,2})/(\d{1,2})(?:/(\d{4}))?\b")
 _PERCENT = re.compile(r"(\d)\s*per ?cent\b", re.I)
+_ACRONYM_PLURAL = re.compile(r"\A[A-Z]{2,}s\Z")
 _ENDS = (".", "!", "?", ":", ";", "\n")  # what ends a sentence (or a list item's line)
 _OPENERS = " \t\"'([*_`-"  # what may stand between a sentence's end and its next word
 _NAME_REST = 0.8  # the share of the other words two claims naming different names must have in common
@@ -171,6 +178,38 @@ def _number(token: str) -> list[str]:
         return [p.lstrip("0") or "0" for p in parts if p not in ("00",)]
     word = _NUMBER_WORDS.get(low)
     return [word] if word is not None and low not in _NOT_NUMBERS else []
+
+
+def _oclock(match: re.Match[str]) -> str:
+    hour = match.group(1).lower()
+    hour = _NUMBER_WORDS.get(hour, hour)
+    part = (match.group(2) or "").lower()
+    return f"{hour}pm" if part in ("afternoon", "evening") else f"{hour}am" if part == "morning" else f"{hour}:00"
+
+
+def _month(n: str) -> str | None:
+    return _MONTHS[int(n) - 1] if 1 <= int(n) <= 12 else None
+
+
+def _dates(text: str) -> str:
+    """Dates written in digits as the words that write them out ("31.01.2027" is "31 january 2027"): a day
+    and a year are numbers, a month is a date. A `d/m` that could be `m/d` gives both readings."""
+    def iso(m: re.Match[str]) -> str:
+        month = _month(m.group(2))
+        return f"{int(m.group(3))} {month} {m.group(1)}" if month else m.group()
+
+    def dot(m: re.Match[str]) -> str:
+        month = _month(m.group(2))
+        return f"{int(m.group(1))} {month} {m.group(3)}" if month else m.group()
+
+    def slash(m: re.Match[str]) -> str:
+        a, b, year = int(m.group(1)), int(m.group(2)), m.group(3) or ""
+        if not 1 <= a <= 31 or not 1 <= b <= 31 or (a > 12 and b > 12):
+            return m.group()
+        readings = [(a, b)] if b <= 12 < a else [(b, a)] if a <= 12 < b else [(a, b), (b, a)]
+        return " ".join(f"{day} {_MONTHS[month - 1]}" for day, month in readings) + (f" {year}" if year else "")
+
+    return _SLASH_DATE.sub(slash, _DOT_DATE.sub(dot, _ISO_DATE.sub(iso, text)))
 
 
 def _spelled(match: re.Match[str]) -> str:
@@ -233,6 +272,7 @@ class Claim:
         text = re.sub(r"(?<=\d)\s+(am|pm)\b", r"\1", text, flags=re.I)  # "2 pm" is one time
         text = _NOT_NEGATED.sub(" ", text)
         text = _INSTEAD.sub(" not ", text)
+        text = _dates(_OCLOCK.sub(_oclock, text))
         text = _PERCENT.sub(r"\1%", _SPELLED.sub(_spelled, text))
         text = _NO_LONGER.sub(" nolonger ", text)
         text = text.replace("’", "'")
@@ -272,7 +312,8 @@ class Claim:
                     quantity.add("all" if share >= 100 else "most" if share >= 50 else "some" if share >= 15
                                  else "few")
                 continue
-            if low in _WHEN or (low == "may" and ((raw == "May" and at not in starts) or before in _MAY_AFTER
+            if low in _WHEN or (low == "may" and ((raw == "May" and (at not in starts or after in _MAY_BEFORE))
+                                                  or before in _MAY_AFTER
                                                   or after[:1].isdigit() or before[:1].isdigit())):
                 when.add(low.rstrip("s") if low.endswith("days") else low)
                 continue
@@ -280,11 +321,11 @@ class Claim:
                 quantity.add(_QUANTIFIERS[low])
             if low in _STOP or at == used:
                 continue
-            stem = _stem(low)
+            stem = low[:-1] if _ACRONYM_PLURAL.match(raw) else _stem(low)  # "IDs" is "ID"s
             words.add(stem)
             seq[-1] = stem
             if any(c.isupper() for c in raw[1:]) or (raw[:1].isupper() and (
-                    at not in starts or (after[:1] != "" and raws[at + 1][:1].isupper() and at + 1 not in starts))):
+                    at not in starts or (after[:1] != "" and raws[at + 1].istitle() and at + 1 not in starts))):
                 names[stem] = raw  # a first word is a name's too when the next word is ("Visual Studio Code")
         return cls(frozenset(words), frozenset(numbers), frozenset(when), names, tuple(negations), frozenset(lows),
                    frozenset(raws), tuple(seq), tuple(shown), frozenset(quantity), frozenset(ordinals))
@@ -324,8 +365,8 @@ def mismatches(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | 
         out.append(f"number: {', '.join(sorted(gone_numbers))} -> {', '.join(sorted(came_numbers))}")
     if old.when - new.when and new.when - old.when:
         out.append(f"date: {', '.join(sorted(old.when - new.when))} -> {', '.join(sorted(new.when - old.when))}")
-    gone = {s: w for s, w in old.names.items() if w not in new.cased and s not in new.names}
-    came = {s: w for s, w in new.names.items() if w not in old.cased and s not in old.names}
+    gone = {s: w for s, w in old.names.items() if w not in new.cased and not _named_in(s, new)}
+    came = {s: w for s, w in new.names.items() if w not in old.cased and not _named_in(s, old)}
     # Another name in the same sentence: the rest of the two claims is the same (a paraphrase that starts
     # "Staff can" where the memory starts "Employees may" differs in more than the name).
     rest = (old.words - set(gone)) | old.numbers | old.when, (new.words - set(came)) | new.numbers | new.when
@@ -349,6 +390,12 @@ def mismatches(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | 
 def _slot(number: str, claim: Claim) -> str:
     """What a number of `claim` counts: a duration, a rank (an ordinal) or things."""
     return "duration" if number.endswith(" min") else "ordinal" if number in claim.ordinals else "count"
+
+
+def _named_in(stem: str, claim: Claim) -> bool:
+    """Does `claim` name `stem`, or a name one starts the other ("Brazil" / "Brazilian")?"""
+    return stem in claim.names or any(len(min(stem, n, key=len)) >= 4 and (n.startswith(stem) or stem.startswith(n))
+                                      for n in claim.names)
 
 
 def _repeats(denying: Claim, other: Claim) -> bool:
@@ -378,22 +425,30 @@ def _swaps(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | None
         said_a, said_b = " ".join(old.shown[i1:i2]), " ".join(new.shown[j1:j2])
         if op == "replace" and _opposed((*a, *old.shown[i1:i2]), (*b, *new.shown[j1:j2])):
             spans += 1
-            if spans > _SWAP_SPANS or len(a) > _SWAP_SPAN or len(b) > _SWAP_SPAN:
+            if spans > _SWAP_SPANS or _content_len(a, old) > _SWAP_SPAN or _content_len(b, new) > _SWAP_SPAN:
                 return []
             out.append((said_a, said_b))  # "on" for "off", "slower" for "faster": never the same sense
             continue
         content_a, content_b = [w for w in a if w in old.words], [w for w in b if w in new.words]
         if not content_a and not content_b:
             continue  # "the" for "a", "in" for "on"
+        said_q = ({_QUANTIFIERS[w] for w in old.shown[i1:i2] if w in _QUANTIFIERS},
+                  {_QUANTIFIERS[w] for w in new.shown[j1:j2] if w in _QUANTIFIERS})
+        if said_q[0] & said_q[1]:
+            continue  # "only a handful of" for "very few": the same quantity (the quantifier check's)
         spans += 1
         if op != "replace" or not content_a or not content_b or spans > _SWAP_SPANS \
-                or len(a) > _SWAP_SPAN or len(b) > _SWAP_SPAN:
+                or len(content_a) > _SWAP_SPAN or len(content_b) > _SWAP_SPAN:
             return []  # a word added or left out, or a rewording: not one value for another
         if any(w in old.names for w in content_a) and any(w in new.names for w in content_b):
             continue  # one name for another: the name check's (it knows acronyms)
         if same_sense is None or not same_sense(said_a, said_b):
             out.append((said_a, said_b))
     return out
+
+
+def _content_len(span: tuple[str, ...], claim: Claim) -> int:
+    return sum(1 for w in span if w in claim.words)
 
 
 def _opposed(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
