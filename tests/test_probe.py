@@ -78,8 +78,10 @@ def test_the_verdict_names_the_right_memory_among_several(cosine: Probe, text: s
 def test_the_closest_memory_decides_between_update_and_duplicate(cosine: Probe) -> None:
     """A text that changes a value of the memory it is closest to is that memory's update, though a farther
     memory of the same subject embeds close enough to pass for a duplicate of it."""
-    memories = [Candidate("remote", "remote.md", "remote", "A remote vault in Dendron is cloned from a git repository."),
-                Candidate("local", "local.md", "local", "A local vault is what you start off with in Dendron.")]
+    memories = [
+        Candidate("remote", "remote.md", "remote", "A remote vault in Dendron is cloned from a git repository."),
+        Candidate("local", "local.md", "local", "A local vault is what you start off with in Dendron."),
+    ]
     got = cosine.check("A remote vault is what you start off with in Dendron.", memories)
     assert (got.verdict, got.matches[0].id) == ("update", "local"), got
     assert got.matches[0].evidence == ["word: local -> remote"]
@@ -165,6 +167,14 @@ def test_without_a_model_the_same_text_is_a_duplicate_and_a_changed_value_an_upd
     ("Only a handful of customers call the SOAP API.", "Very few customers call the SOAP API.", []),
     ("Hotfix branches are named after their ticket and cut from the latest release tag.",
      "Hotfix branches are named after their ticket and cut from main.", ["word: the latest release tag -> main"]),
+    # numbers that count different things are no change: a year and a version, a year and a rating, a time and
+    # a count; and a denial beside a sentence about something else of the same subject is none either
+    ("Python 3.9 support is dropped in January 2026.", "The SDK is tested against Python 3.9 to 3.13.", []),
+    ("Bass on Top is a 1957 jazz album.", "I rated the album Bass on Top a 7.", []),
+    ("The alert summary is posted at 08:00.", "The alert summary is kept under ten lines.", []),
+    ("The alert summary is posted at 08:00.", "The alert summary is posted at 09:30.", ["number: 8 -> 30, 9"]),
+    ("The status page is public and needs no login.", "The status page is updated by the incident commander "
+     "within 15 minutes.", []),
     # negations written otherwise
     ("Packages are installed with pnpm, not npm.", "We install packages using pnpm rather than npm.", []),
     ("Force-pushing to release branches is forbidden.", "Nobody may force-push to release branches.", []),

@@ -255,7 +255,7 @@ class Claim:
     seq: tuple[str, ...] = ()  # every word in the order written, content words as stems (to line two texts up)
     shown: tuple[str, ...] = ()  # each of `seq` as written, lowercase
     quantity: frozenset[str] = frozenset()  # quantifier classes: all, most, some, few
-    ordinals: frozenset[str] = frozenset()  # those of `numbers` written as ordinals ("first", "14th")
+    kinds: frozenset[tuple[str, str]] = frozenset()  # (number, what it counts: `_kind`) for each of `numbers`
 
     @classmethod
     def of(cls, text: str) -> Claim:
@@ -268,7 +268,7 @@ class Claim:
         seq: list[str] = []
         shown: list[str] = []
         quantity: set[str] = set()
-        ordinals: set[str] = set()
+        kinds: set[tuple[str, str]] = set()
         text = re.sub(r"(?<=\d)\s+(am|pm)\b", r"\1", text, flags=re.I)  # "2 pm" is one time
         text = _NOT_NEGATED.sub(" ", text)
         text = _INSTEAD.sub(" not ", text)
@@ -301,12 +301,13 @@ class Claim:
                 cardinal = low not in _ORDINAL_WORDS and not low.endswith(("st", "nd", "rd", "th"))
                 if not cardinal:
                     nums = [n.rstrip("stndrh") for n in nums]  # "14th" is 14, as "November 14" writes it
-                    ordinals.update(nums)
                 unit = _DURATIONS.get(after) if cardinal and len(nums) == 1 else None
                 if unit is not None:
                     nums = [_in_minutes(nums[0], unit)]  # "48 hours" and "two days" are one duration
                     used = at + 1
                 numbers.update(nums)
+                kind = _kind(raw, cardinal, unit is not None)
+                kinds.update((n, kind) for n in nums)
                 if raw.endswith("%") and len(nums) == 1:
                     share = float(nums[0])  # a share of the whole is a quantifier too: "95%" is "most"
                     quantity.add("all" if share >= 100 else "most" if share >= 50 else "some" if share >= 15
@@ -328,7 +329,7 @@ class Claim:
                     at not in starts or (after[:1] != "" and raws[at + 1].istitle() and at + 1 not in starts))):
                 names[stem] = raw  # a first word is a name's too when the next word is ("Visual Studio Code")
         return cls(frozenset(words), frozenset(numbers), frozenset(when), names, tuple(negations), frozenset(lows),
-                   frozenset(raws), tuple(seq), tuple(shown), frozenset(quantity), frozenset(ordinals))
+                   frozenset(raws), tuple(seq), tuple(shown), frozenset(quantity), frozenset(kinds))
 
 
 def overlap(a: Claim, b: Claim) -> float:
@@ -361,7 +362,7 @@ def mismatches(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | 
     # A count, a duration and an ordinal are never the same slot: "500 requests" is not changed by "every 90
     # days", nor "its first run" by "=0".
     gone_numbers, came_numbers = old.numbers - new.numbers, new.numbers - old.numbers
-    if {_slot(x, old) for x in gone_numbers} & {_slot(x, new) for x in came_numbers}:
+    if {k for x, k in old.kinds if x in gone_numbers} & {k for x, k in new.kinds if x in came_numbers}:
         out.append(f"number: {', '.join(sorted(gone_numbers))} -> {', '.join(sorted(came_numbers))}")
     if old.when - new.when and new.when - old.when:
         out.append(f"date: {', '.join(sorted(old.when - new.when))} -> {', '.join(sorted(new.when - old.when))}")
@@ -387,9 +388,24 @@ def mismatches(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | 
     return out
 
 
-def _slot(number: str, claim: Claim) -> str:
-    """What a number of `claim` counts: a duration, a rank (an ordinal) or things."""
-    return "duration" if number.endswith(" min") else "ordinal" if number in claim.ordinals else "count"
+def _kind(raw: str, cardinal: bool, duration: bool) -> str:
+    """What a number counts, as written: a duration, a rank, a time of day, a year, a share, a version or
+    decimal, or things. Two claims' numbers differ only in one of these: "in 2026" is not changed by "3.9 to
+    3.13", nor "at 08:00" by "ten lines", nor "a 1957 album" by "rated a 7"."""
+    low = raw.lower()
+    if duration:
+        return "duration"
+    if not cardinal:
+        return "rank"
+    if ":" in low or low.endswith(("am", "pm")):
+        return "time"
+    if low.endswith("%"):
+        return "share"
+    if len(low) == 4 and low.isdigit() and 1900 <= int(low) <= 2199:
+        return "year"
+    if "." in low:
+        return "decimal"
+    return "count"
 
 
 def _named_in(stem: str, claim: Claim) -> bool:
@@ -399,12 +415,12 @@ def _named_in(stem: str, claim: Claim) -> bool:
 
 
 def _repeats(denying: Claim, other: Claim) -> bool:
-    """Do the two texts say mostly the same words (each has no more content words the other lacks than they
-    share)? A denial restates the claim it turns around ("must not be charged" / "must be charged"); a
+    """Do the two texts say mostly the same words (the content words only one of them has are no more than
+    those both have)? A denial restates the claim it turns around ("must not be charged" / "must be charged"); a
     "not" in a sentence about something else ("does not support shortcuts yet" beside "is still
     experimental") denies that, not the memory."""
     shared = len(denying.words & other.words)
-    return len(denying.words - other.words) <= shared and len(other.words - denying.words) <= shared
+    return len(denying.words - other.words) + len(other.words - denying.words) <= shared
 
 
 def _swaps(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | None) -> list[tuple[str, str]]:
