@@ -1,7 +1,7 @@
 """The similarity probe's verdicts on a labelled set of pairs: duplicates caught, contradictions refused as
 duplicates, new facts refused.
 
-    python bench/bench_probe.py [--half tune|test|holdout|holdout2|holdout3|holdout4|all] [--similarity 0.80]
+    python bench/bench_probe.py [--half tune|test|holdout|holdout2|holdout3|holdout4|holdout5|all] [--similarity 0.80]
                                 [--misses] [--exact]
 
 Each pair of tests/data/probe_pairs.jsonl and tests/data/probe_holdout.jsonl (provenance:
@@ -16,10 +16,11 @@ or update) <= 0.02.
 
 The thresholds (probe.py) were set on the `tune` half (even groups) and are reported on the `test` half
 (odd groups); `holdout`, written before the probe was changed again and never tuned on, is the figure that
-counts. `holdout` has since been read, and so have `holdout2` (tests/data/probe_holdout2.jsonl) and `holdout3`
-(tests/data/probe_holdout3.jsonl); `holdout4` (tests/data/probe_holdout4.jsonl, written before the next change by
-someone who had not seen the probe) is the unseen one. Each runs by itself (`--half holdout2`, `--half holdout3`,
-`--half holdout4`; `all` is tune, test and holdout).
+counts. `holdout` has since been read, and so have `holdout2` (tests/data/probe_holdout2.jsonl), `holdout3`
+(tests/data/probe_holdout3.jsonl) and `holdout4` (tests/data/probe_holdout4.jsonl); `holdout5`
+(tests/data/probe_holdout5.jsonl, written before the next change by someone who had not seen the probe) is the
+unseen one. Each runs by itself (`--half holdout2`, `--half holdout3`, `--half holdout4`, `--half holdout5`; `all` is
+tune, test and holdout).
 `--exact`: without the embedder (the probe of a workspace without the local memory).
 """
 
@@ -39,13 +40,15 @@ HOLDOUT = ROOT / "tests/data/probe_holdout.jsonl"
 HOLDOUT2 = ROOT / "tests/data/probe_holdout2.jsonl"
 HOLDOUT3 = ROOT / "tests/data/probe_holdout3.jsonl"
 HOLDOUT4 = ROOT / "tests/data/probe_holdout4.jsonl"
+HOLDOUT5 = ROOT / "tests/data/probe_holdout5.jsonl"
 LABELS = ("paraphrase", "contradiction", "related", "unrelated")
 VERDICTS = ("duplicate", "update", "related", "new")
 
 
 def _load(half: str = "tune") -> list[dict[str, Any]]:
     """The pairs of the file that holds `half`."""
-    path = {"holdout": HOLDOUT, "holdout2": HOLDOUT2, "holdout3": HOLDOUT3, "holdout4": HOLDOUT4}.get(half, PAIRS)
+    files = {"holdout": HOLDOUT, "holdout2": HOLDOUT2, "holdout3": HOLDOUT3, "holdout4": HOLDOUT4, "holdout5": HOLDOUT5}
+    path = files.get(half, PAIRS)
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
@@ -65,7 +68,9 @@ def _existing(pairs: list[dict[str, Any]], pair: dict[str, Any]) -> list[tuple[s
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
-        "--half", choices=("tune", "test", "holdout", "holdout2", "holdout3", "holdout4", "all"), default="all"
+        "--half",
+        choices=("tune", "test", "holdout", "holdout2", "holdout3", "holdout4", "holdout5", "all"),
+        default="all",
     )
     ap.add_argument("--similarity", type=float, default=None, help="the duplicate cosine (default: the config's)")
     ap.add_argument("--misses", action="store_true", help="list every pair with a wrong verdict")
