@@ -1,26 +1,23 @@
 """The similarity probe's verdicts on a labelled set of pairs: duplicates caught, contradictions refused as
 duplicates, new facts refused.
 
-    python bench/bench_probe.py [--half tune|test|holdout|holdout2|holdout3|holdout4|holdout5|all] [--similarity 0.80]
-                                [--misses] [--exact]
+    python bench/bench_probe.py [--half tune|test|holdout|holdout2|holdout3|holdout4|holdout5|all]
+                                [--similarity 0.80] [--misses] [--exact]
 
-Each pair of tests/data/probe_pairs.jsonl and tests/data/probe_holdout.jsonl (provenance:
+Each pair of tests/data/probe_pairs.jsonl and tests/data/probe_holdout*.jsonl (provenance:
 tests/data/probe_pairs.md) is an existing memory `a` and a new text `b`, labelled paraphrase, contradiction
-(negation, number, date, name, "no longer"; in the holdout also a substituted word, an antonym, a reversed
-comparison, a quantifier), related or unrelated. The probe sees `a` among four existing memories, never
+(negation, number, date, name, "no longer"; in the held-out sets also a substituted word, an antonym, a
+reversed comparison, a quantifier), related or unrelated. The probe sees `a` among four existing memories, never
 first: a memory of the same subject that says something else (the pair group's related fact; not for a
 related pair, whose `b` it is) and three of other groups of the same file. A verdict counts as right only
 when it names `a`: a duplicate or update of another memory is wrong. Goals: paraphrases caught as duplicates
 >= 0.90; contradictions refused as duplicates <= 0.05; new facts (related and unrelated) refused (duplicate
 or update) <= 0.02.
 
-The thresholds (probe.py) were set on the `tune` half (even groups) and are reported on the `test` half
-(odd groups); `holdout`, written before the probe was changed again and never tuned on, is the figure that
-counts. `holdout` has since been read, and so have `holdout2` (tests/data/probe_holdout2.jsonl), `holdout3`
-(tests/data/probe_holdout3.jsonl) and `holdout4` (tests/data/probe_holdout4.jsonl); `holdout5`
-(tests/data/probe_holdout5.jsonl, written before the next change by someone who had not seen the probe) is the
-unseen one. Each runs by itself (`--half holdout2`, `--half holdout3`, `--half holdout4`, `--half holdout5`; `all` is
-tune, test and holdout).
+The thresholds (probe.py) were set on the `tune` half (even groups) and checked on the `test` half (odd
+groups). The held-out sets `holdout`, `holdout2` ... `holdout5` were each written before the probe change
+they measure, by a writer who had not seen the probe, measured once, then read: the newest (`holdout5`) is
+the figure that counts. Each runs by itself (`--half holdout5`); `all` is tune, test and holdout.
 `--exact`: without the embedder (the probe of a workspace without the local memory).
 """
 
