@@ -1,21 +1,24 @@
 """The similarity probe's verdicts on a labelled set of pairs: duplicates caught, contradictions refused as
 duplicates, new facts refused.
 
-    python bench/bench_probe.py [--half tune|test|holdout|all] [--similarity 0.80] [--misses] [--exact]
+    python bench/bench_probe.py [--half tune|test|holdout|holdout2|holdout3|holdout4|holdout5|all]
+                                [--similarity 0.80] [--misses] [--exact]
 
-Each pair of tests/data/probe_pairs.jsonl and tests/data/probe_holdout.jsonl (provenance:
+Each pair of tests/data/probe_pairs.jsonl and tests/data/probe_holdout*.jsonl (provenance:
 tests/data/probe_pairs.md) is an existing memory `a` and a new text `b`, labelled paraphrase, contradiction
-(negation, number, date, name, "no longer"; in the holdout also a substituted word, an antonym, a reversed
-comparison, a quantifier), related or unrelated. The probe sees `a` among four existing memories, never
+(negation, number, date, name, "no longer"; in the held-out sets also a substituted word, an antonym, a
+reversed comparison, a quantifier), related or unrelated. The probe sees `a` among four existing memories, never
 first: a memory of the same subject that says something else (the pair group's related fact; not for a
 related pair, whose `b` it is) and three of other groups of the same file. A verdict counts as right only
 when it names `a`: a duplicate or update of another memory is wrong. Goals: paraphrases caught as duplicates
 >= 0.90; contradictions refused as duplicates <= 0.05; new facts (related and unrelated) refused (duplicate
 or update) <= 0.02.
 
-The thresholds (probe.py) were set on the `tune` half (even groups) and are reported on the `test` half
-(odd groups); `holdout`, written before the probe was changed again and never tuned on, is the figure that
-counts. `--exact`: without the embedder (the probe of a workspace without the local memory).
+The thresholds (probe.py) were set on the `tune` half (even groups) and checked on the `test` half (odd
+groups). The held-out sets `holdout`, `holdout2` ... `holdout5` were each written before the probe change
+they measure, by a writer who had not seen the probe, measured once, then read: the newest (`holdout5`) is
+the figure that counts. Each runs by itself (`--half holdout5`); `all` is tune, test and holdout.
+`--exact`: without the embedder (the probe of a workspace without the local memory).
 """
 
 from __future__ import annotations
@@ -31,13 +34,18 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 PAIRS = ROOT / "tests/data/probe_pairs.jsonl"
 HOLDOUT = ROOT / "tests/data/probe_holdout.jsonl"
+HOLDOUT2 = ROOT / "tests/data/probe_holdout2.jsonl"
+HOLDOUT3 = ROOT / "tests/data/probe_holdout3.jsonl"
+HOLDOUT4 = ROOT / "tests/data/probe_holdout4.jsonl"
+HOLDOUT5 = ROOT / "tests/data/probe_holdout5.jsonl"
 LABELS = ("paraphrase", "contradiction", "related", "unrelated")
 VERDICTS = ("duplicate", "update", "related", "new")
 
 
 def _load(half: str = "tune") -> list[dict[str, Any]]:
     """The pairs of the file that holds `half`."""
-    path = HOLDOUT if half == "holdout" else PAIRS
+    files = {"holdout": HOLDOUT, "holdout2": HOLDOUT2, "holdout3": HOLDOUT3, "holdout4": HOLDOUT4, "holdout5": HOLDOUT5}
+    path = files.get(half, PAIRS)
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
@@ -56,7 +64,11 @@ def _existing(pairs: list[dict[str, Any]], pair: dict[str, Any]) -> list[tuple[s
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--half", choices=("tune", "test", "holdout", "all"), default="all")
+    ap.add_argument(
+        "--half",
+        choices=("tune", "test", "holdout", "holdout2", "holdout3", "holdout4", "holdout5", "all"),
+        default="all",
+    )
     ap.add_argument("--similarity", type=float, default=None, help="the duplicate cosine (default: the config's)")
     ap.add_argument("--misses", action="store_true", help="list every pair with a wrong verdict")
     ap.add_argument("--exact", action="store_true", help="no embedder: the probe without the local memory")

@@ -106,3 +106,28 @@ def test_a_cold_runs_segment_per_parsing_process_are_all_left_alone(repo: Repo, 
         small_merges += len(segs) < before
         before = len(segs)
     assert small_merges >= 1, small_merges
+
+
+def test_a_killed_writers_temporary_files_are_removed_by_a_later_run(repo: Repo, cli: Any) -> None:
+    """A writer killed before its rename leaves `.NAME.PID.tmp` (a parse segment is ~160 MB at 100,000 notes).
+    The next run that writes in that folder removes those over an hour old; a younger one may be a living
+    writer's and stays, as do the cache's own files."""
+    import os
+    import time
+
+    repo.commit("one", {"tropo.toml": TROPO, "notes/n00.md": "# N0\n"})
+    assert cli("check", "--rev", "HEAD", cwd=repo.path).code == 0
+    [seg] = segments(repo, "parse")
+    graphs = next((repo.path / ".git" / "vivary").glob("graph-v*"))
+    stale = [seg.parent / f".{seg.name}.4242.tmp", graphs / ".abc.msgpack.4242.1a2b3c4d.tmp"]
+    young = seg.parent / f".seg-0.msgpack.{os.getpid()}.tmp"
+    for path in [*stale, young]:
+        path.write_bytes(b"half a segment")
+    for path in stale:
+        os.utime(path, (time.time() - 7200, time.time() - 7200))
+    repo.commit("two", {"notes/n01.md": "# N1\n"})
+    assert cli("check", "--rev", "HEAD", cwd=repo.path).code == 0
+    assert not any(path.exists() for path in stale)
+    assert young.exists() and seg.exists()
+    r = run_git_vivary(["check", "--rev", "HEAD"], repo.path, env={"VIVARY_STATS": "1"})
+    assert r.returncode == 0 and stats(r.stderr)["parsed"] == 0  # the cache itself is whole

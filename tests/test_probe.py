@@ -16,7 +16,8 @@ from vivary_git.memory.writes.claims import Claim, mismatches
 from vivary_git.memory.writes.probe import Candidate, Probe
 
 PAIRS = Path(__file__).parent / "data" / "probe_pairs.jsonl"
-HOLDOUT = Path(__file__).parent / "data" / "probe_holdout.jsonl"
+# The held-out sets in the order written: each before the probe change measured on it (tests/data/probe_pairs.md)
+HELD_OUT = ["probe_holdout.jsonl", *(f"probe_holdout{n}.jsonl" for n in range(2, 6))]
 LOCAL = '[memory]\nenabled = true\nprovider = "vivary-local"\n'
 
 # Several memories of one subject and of others: the one a verdict must name is never the first.
@@ -75,6 +76,22 @@ def test_the_verdict_names_the_right_memory_among_several(cosine: Probe, text: s
         assert got.matches == []
 
 
+def test_the_closest_memory_decides_between_update_and_duplicate(cosine: Probe) -> None:
+    """A text that changes a value of the memory it is closest to is that memory's update, though a farther
+    memory of the same subject embeds close enough to pass for a duplicate of it."""
+    memories = [
+        Candidate("remote", "remote.md", "remote", "A remote vault in Dendron is cloned from a git repository."),
+        Candidate("local", "local.md", "local", "A local vault is what you start off with in Dendron."),
+    ]
+    got = cosine.check("A remote vault is what you start off with in Dendron.", memories)
+    assert (got.verdict, got.matches[0].id) == ("update", "local"), got
+    assert got.matches[0].evidence == ["word: local -> remote"]
+    assert got.matches[0].score > max(m.score for m in got.matches[1:])
+    # the same memories, a paraphrase of the closest: a duplicate of it
+    got = cosine.check("In Dendron you start off with a local vault.", memories)
+    assert (got.verdict, got.matches[0].id) == ("duplicate", "local"), got
+
+
 def test_a_related_add_lists_every_related_memory_best_first(cosine: Probe) -> None:
     got = cosine.check("Survey tablets need a charging cable in the field kit.", _candidates())
     assert got.verdict == "related"
@@ -102,7 +119,69 @@ def test_without_a_model_the_same_text_is_a_duplicate_and_a_changed_value_an_upd
      ["number: 20160 min -> 10080 min"]),
     ("Maria is the product manager.", "Maria is no longer the product manager.",
      ['negation: "nolonger" only in the new text']),
-    ("Alice reviews the auth module.", "Bob reviews the auth module.", ["name: Alice -> Bob"]),
+    ("The auth module is reviewed by Alice.", "The auth module is reviewed by Bob.", ["name: Alice -> Bob"]),
+    # a sentence's first word is capitalised whatever it is: another one there is a swapped word, not a name
+    ("Alice reviews the auth module.", "Bob reviews the auth module.", ["word: alice -> bob"]),
+    ("Quarterly security training is due in January.", "Everyone finishes the quarterly security training in "
+     "January.", []),
+    ("Builds run on iOS runners. GitHub hosts them.", "Builds run on iOS runners. GitLab hosts them.",
+     ["name: GitHub -> GitLab"]),
+    # "May" the month, "may" the verb; "at most" bounds a number
+    ("The offsite is planned for September.", "The offsite is planned for May.", ["date: september -> may"]),
+    ("Staff may work remotely on Fridays.", "Staff can work remotely on Fridays.", []),
+    ("The pool allows at most 40 connections.", "Each service may open up to 40 connections from the pool.", []),
+    # opposite words put in each other's place, small words and comparatives included; a comparison turned
+    # around says the same
+    ("The flag is turned on for internal users.", "The flag is turned off for internal users.",
+     ["word: on -> off"]),
+    ("The staging cluster is smaller than the production cluster.",
+     "The staging cluster is larger than the production cluster.", ["word: smaller -> larger"]),
+    ("The staging cluster is smaller than the production cluster.",
+     "The production cluster is larger than the staging cluster.", []),
+    # a "not" about something else denies that, not the memory
+    ("The Web UI is still experimental.", "The Web UI does not support keyboard shortcuts yet.", []),
+    # numbers written in words, shares, durations and ranks
+    ("Uploads are capped at 25 MB per file.", "Each upload can be at most twenty-five megabytes.", []),
+    ("Each dot stands for 250 words.", "Each dot stands for two hundred and fifty words.", []),
+    ("The quota is 1200 requests a minute.", "The quota is one thousand two hundred requests a minute.", []),
+    ("Results are cached for five minutes.", "Results are cached for 5 min.", []),
+    ("Keys allow 500 requests per minute.", "Keys are rotated every ninety days.", []),
+    ("The hackathon is on November 14.", "The hackathon is on the fourteenth of November.", []),
+    ("The hackathon is on the 14th of November.", "The hackathon is on the 15th of November.", ["number: 14 -> 15"]),
+    ("On its first run the tool asks about telemetry.", "Setting TELEMETRY=0 turns the tool's telemetry off.", []),
+    ("Lost things are within reach 95% of the time.", "Lost things are rarely within reach.",
+     ["quantifier: most -> few"]),
+    ("Lost things are within reach 95% of the time.", "Ninety-five per cent of the time lost things are within reach.",
+     []),
+    # times and dates however written
+    ("Meetings before 13:00 are declined.", "Meetings before one o'clock in the afternoon are declined.", []),
+    ("The backup starts at 2 pm.", "The backup starts at 14:00.", []),
+    ("The shutdown runs from 03/08 to 14/08.", "The shutdown runs from 3 August until 14 August.", []),
+    ("The contract runs until 31.01.2027.", "The contract runs until 31 January 2027.", []),
+    ("The contract runs until 2027-01-31.", "The contract runs until 31 January 2027.", []),
+    ("The contract runs until 31.01.2027.", "The contract runs until 31 March 2027.", ["date: january -> march"]),
+    ("March is when the clusters are upgraded.", "May is when the clusters are upgraded.", ["date: march -> may"]),
+    # names as written otherwise: a plural acronym, a name's adjective
+    ("Footnote IDs can be numbers or words.", "A footnote's ID may be either a word or a number.", []),
+    ("Nuvem Sul is our reseller in Brazil.", "Nuvem Sul is our Brazilian reseller.", []),
+    # the same quantity in other words; a longer span of small words is still one swap
+    ("Only a handful of customers call the SOAP API.", "Very few customers call the SOAP API.", []),
+    ("Hotfix branches are named after their ticket and cut from the latest release tag.",
+     "Hotfix branches are named after their ticket and cut from main.", ["word: the latest release tag -> main"]),
+    # numbers that count different things are no change: a year and a version, a year and a rating, a time and
+    # a count; and a denial beside a sentence about something else of the same subject is none either
+    ("Python 3.9 support is dropped in January 2026.", "The SDK is tested against Python 3.9 to 3.13.", []),
+    ("Bass on Top is a 1957 jazz album.", "I rated the album Bass on Top a 7.", []),
+    ("The alert summary is posted at 08:00.", "The alert summary is kept under ten lines.", []),
+    ("The alert summary is posted at 08:00.", "The alert summary is posted at 09:30.", ["number: 8 -> 30, 9"]),
+    ("The status page is public and needs no login.", "The status page is updated by the incident commander "
+     "within 15 minutes.", []),
+    # negations written otherwise
+    ("Packages are installed with pnpm, not npm.", "We install packages using pnpm rather than npm.", []),
+    ("Force-pushing to release branches is forbidden.", "Nobody may force-push to release branches.", []),
+    ("Pickup in Rotterdam is an hour earlier than in Lyon.", "Pickup in Lyon is an hour later than in Rotterdam.", []),
+    ("Pickup in Rotterdam is an hour earlier than in Lyon.", "Pickup in Rotterdam is an hour later than in Lyon.",
+     ["word: earlier -> later"]),
     ("Visual Studio Code allows custom CSS.", "VS Code allows custom CSS.", []),
     ("Employees may work remotely three days a week.", "Staff can work from home three days each week.", []),
     # a word put in another's place, the rest of the sentence the same
@@ -147,20 +226,23 @@ def test_the_labelled_pairs_are_varied_and_split() -> None:
     assert {p["half"] for p in pairs} == {"tune", "test"} and len({p["b"] for p in pairs}) >= 190
 
 
-def test_the_held_out_pairs_are_new_and_spread_over_the_kinds() -> None:
-    held, seen = _pairs(HOLDOUT), _pairs()
-    assert {p["half"] for p in held} == {"holdout"}
+@pytest.mark.parametrize("name", HELD_OUT)
+def test_the_held_out_pairs_are_new_and_spread_over_the_kinds(name: str) -> None:
+    at = HELD_OUT.index(name)
+    held = _pairs(PAIRS.parent / name)
+    seen = _pairs() + [p for earlier in HELD_OUT[:at] for p in _pairs(PAIRS.parent / earlier)]
+    assert {p["half"] for p in held} == {name.removeprefix("probe_").removesuffix(".jsonl")}
     groups = sorted({p["group"] for p in held})
-    assert groups == list(range(len(groups))) and len(groups) >= 40
+    assert groups == list(range(len(groups))) and len(groups) >= 40 and len(held) >= 192
     assert all(Counter(p["label"] for p in held if p["group"] == g) == Counter(
         {"paraphrase": 1, "contradiction": 1, "related": 1, "unrelated": 1}) for g in groups)
     kinds = Counter(p["kind"] for p in held if p["label"] == "contradiction")
     assert set(kinds) == {"negation", "number", "date", "name", "no longer", "substitution", "antonym",
-                          "comparison", "quantifier"} and min(kinds.values()) >= 5
-    # no fact, and no new text but the unrelated pairs' (other groups' facts), comes from the first set
+                          "comparison", "quantifier"} and min(kinds.values()) >= 4
+    # no fact, and no new text but the unrelated pairs' (other groups' facts), comes from an earlier set
     assert not {p["a"] for p in held} & ({p["a"] for p in seen} | {p["b"] for p in seen})
     assert not {p["b"] for p in held if p["label"] != "unrelated"} & {p["b"] for p in seen}
-    assert {p["source"] for p in held} == {"agent", "foam-docs", "dendron-vault", "kepano-obsidian"}
+    assert "agent" in {p["source"] for p in held} <= {"agent", "foam-docs", "dendron-vault", "kepano-obsidian"}
 
 
 def _rates(cosine: Probe, pairs: list[dict[str, Any]]) -> tuple[float, float, float]:
@@ -193,12 +275,21 @@ def test_the_labelled_pairs_meet_the_goals(cosine: Probe) -> None:
     assert caught >= 0.90 and as_duplicates <= 0.05 and refused <= 0.02, (caught, as_duplicates, refused)
 
 
-def test_the_held_out_pairs_do_no_worse_than_measured(cosine: Probe) -> None:
-    """The held-out set, never tuned on. It misses the three goals (docs/remember.md lists its misses): these bounds
-    are its measured rates (0.896, 0.146, 0.021), so that a change that loses ground on it fails here; the goals
-    are duplicates caught >= 0.90, contradictions refused as duplicates <= 0.05, new facts refused <= 0.02."""
-    caught, as_duplicates, refused = _rates(cosine, _pairs(HOLDOUT))
-    assert caught >= 0.89 and as_duplicates <= 0.15 and refused <= 0.025, (caught, as_duplicates, refused)
+# Each held-out set's rates (caught, contradictions refused as duplicates, new facts refused), measured once
+# when it was new; every set but the newest was then read and the probe improved on its misses, so for those
+# the goals stand as the floor. The newest is the measure (docs/remember.md): it misses "caught >= 0.90".
+GOALS = (0.90, 0.05, 0.02)
+NEWEST = (0.846, 0.019, 0.019)
+
+
+@pytest.mark.parametrize("name", HELD_OUT)
+def test_the_held_out_pairs_do_no_worse_than_measured(cosine: Probe, name: str) -> None:
+    """The held-out sets, never tuned on before their measurement; the goals are duplicates caught >= 0.90,
+    contradictions refused as duplicates <= 0.05, new facts refused <= 0.02."""
+    caught, as_duplicates, refused = _rates(cosine, _pairs(PAIRS.parent / name))
+    floor = NEWEST if name == HELD_OUT[-1] else GOALS
+    assert caught >= floor[0] - 0.005 and as_duplicates <= floor[1] + 0.005 and refused <= floor[2] + 0.005, \
+        (caught, as_duplicates, refused)
 
 
 def _local(repo: Repo, cli: Any) -> None:

@@ -3,18 +3,26 @@ contradiction changes (a negation, a number, a day or month, a name, a quantifie
 place).
 
 `Claim.of(text)` reads a text once; `overlap(a, b)` is how many of the shorter one's content words the other
-has; `mismatches(a, b)` lists what one says that the other says otherwise, as evidence such as
-`number: 600 -> 1200` or `negation: "not" only in the new text`. Two texts that name different values for
-the same slot say different things; one that only leaves a value out (a paraphrase) does not, so a value
-counts only when each text has one the other lacks.
+has; `mismatches(a, b)` lists what one says that the other says otherwise, as evidence such as `number: 600 ->
+1200` or `negation: "not" only in the new text`. Two texts that name different values for the same slot say
+different things; one that only leaves a value out (a paraphrase) does not, so a value counts only when each
+text has one the other lacks.
+
+Numbers are read however written ("25", "twenty-five", "two hundred and fifty", "25%" and "25 per cent",
+"14th" and "fourteenth"), durations in minutes ("48 hours" is "two days"), and a count, a duration and a rank
+are never one slot. "Rather than" and "forbidden" deny as "not" does; a denial counts only between two texts
+that say mostly the same words. A sentence's first word is a name only when it looks like one ("GitHub",
+"Visual Studio"); "May" is the month inside a sentence or beside a date's words.
 
 Beyond the closed classes (negations, numbers, days and months, quantifiers), any content word can be the
 changed value: two texts whose content words line up but for one or two short spans put in each other's place
-("the banner is orange" / "the banner is purple", "faster than" / "slower than", "save money" / "cost
-money") make two claims about one slot, unless the swapped spans mean the same (`same_sense`, the probe's
-embedding of the two spans; without it only the same stem). A span only added or left out is a paraphrase's
-liberty, not a swap. Plain Python, no model: the probe (probe.py) combines it with cosine similarity when the
-embedder is there, and stands on it alone when it is not.
+("the banner is orange" / "the banner is purple", "faster than" / "slower than", "save money" / "cost money")
+make two claims about one slot, unless the swapped spans mean the same (`same_sense`, the probe's embedding of
+the two spans; without it only the same stem). Words of opposite sense (`_SWAP_OPPOSITES`: "on" / "off",
+"faster" / "slower", "local" / "remote") are a changed claim whatever their embedding, which puts them close;
+only as a swap, since a comparison turned around ("Y is slower than X") says the same. A span only added or
+left out is a paraphrase's liberty, not a swap. Plain Python, no model: the probe (probe.py) combines it with
+cosine similarity when the embedder is there, and stands on it alone when it is not.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from difflib import SequenceMatcher
 
 __all__ = ["Claim", "mismatches", "overlap"]
 
-_TOKEN = re.compile(r"\d+(?:[.,:]\d+)*%?|[^\W\d_]+(?:'[^\W\d_]+)?", re.UNICODE)
+_TOKEN = re.compile(r"\d+(?:[.,:]\d+)*(?:%|(?:st|nd|rd|th|am|pm)\b)?|[^\W\d_]+(?:'[^\W\d_]+)?", re.UNICODE)
 _STOP = frozenset([
     "a", "an", "the", "and", "or", "but", "if", "then", "so", "of", "to", "in", "on", "at", "by", "for", "with",
     "from", "into", "onto", "over", "under", "about", "as", "is", "are", "was", "were", "be", "been", "being", "am",
@@ -41,13 +49,14 @@ _STOP = frozenset([
 _NEGATIONS = frozenset([
     "not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "cannot", "can't", "won't", "don't",
     "doesn't", "didn't", "isn't", "aren't", "wasn't", "weren't", "hasn't", "haven't", "hadn't", "shouldn't",
-    "wouldn't", "couldn't", "mustn't", "without", "nolonger", "anymore", "stopped", "ceased"
+    "wouldn't", "couldn't", "mustn't", "without", "nolonger", "anymore", "stopped", "ceased", "forbidden",
+    "prohibited", "banned", "disallowed"
 ])
 _ANTONYMS = (("always", "never"), ("enabled", "disabled"), ("enable", "disable"), ("allowed", "forbidden"),
              ("allow", "forbid"), ("required", "optional"), ("include", "exclude"),
              ("start", "stop"), ("open", "closed"), ("stay", "leave"), ("public", "private"),
-             ("increase", "decrease"), ("minimum", "maximum"), ("earlier", "later"), ("true", "false"),
-             ("accept", "reject"), ("more", "less"), ("add", "remove"),
+             ("increase", "decrease"), ("minimum", "maximum"), ("true", "false"),
+             ("accept", "reject"), ("add", "remove"),
              ("must", "may"))
 # How much of a set a claim speaks of: a closed class, so a list. Two texts each with a quantifier, none in
 # common, say different things ("all talks" / "only some talks"); "only" restricts ("only outgoing links",
@@ -56,8 +65,39 @@ _QUANTIFIERS = {w: q for q, ws in (("all", ("all", "every", "each", "both", "alw
                                              "whole", "entire")),
                                     ("most", ("most", "mostly", "usually", "often", "many", "majority")),
                                     ("some", ("some", "several", "sometimes", "occasionally", "only")),
-                                    ("few", ("few", "rarely", "seldom", "minority")))
+                                    ("few", ("few", "rarely", "seldom", "minority", "handful")))
                 for w in ws}
+# Words of opposite sense that count only as a swap, one in the other's place with the rest of the sentence the
+# same: small words ("turned on" / "turned off") and comparatives, which a comparison turned around keeps ("X is
+# faster than Y" / "Y is slower than X" says the same). An embedding puts them close ("faster" / "slower" 0.88),
+# so the embedding is not asked.
+_SWAP_OPPOSITES = (
+    *_ANTONYMS,
+    ("on", "off"), ("up", "down"), ("in", "out"), ("inside", "outside"), ("over", "under"), ("above", "below"),
+    ("before", "after"), ("with", "without"), ("more", "less"), ("more", "fewer"), ("earlier", "later"),
+    ("most", "least"), ("first", "last"),
+    ("faster", "slower"), ("quicker", "slower"), ("bigger", "smaller"), ("larger", "smaller"),
+    ("higher", "lower"), ("greater", "lower"), ("longer", "shorter"), ("older", "newer"), ("better", "worse"),
+    ("cheaper", "costlier"), ("heavier", "lighter"), ("warmer", "colder"), ("hotter", "colder"),
+    ("stronger", "weaker"), ("easier", "harder"), ("sooner", "later"), ("fastest", "slowest"),
+    ("largest", "smallest"), ("biggest", "smallest"), ("highest", "lowest"), ("oldest", "newest"),
+    ("grow", "shrink"), ("rise", "fall"), ("raise", "lower"), ("gain", "lose"), ("win", "lose"),
+    ("pass", "fail"), ("succeed", "fail"), ("success", "failure"), ("often", "rarely"), ("often", "seldom"),
+    ("usually", "rarely"), ("frequently", "rarely"), ("internal", "external"), ("inbound", "outbound"),
+    ("upper", "lower"), ("online", "offline"), ("local", "remote"), ("synchronous", "asynchronous"),
+    ("sync", "async"), ("mandatory", "optional"), ("deprecated", "supported"), ("valid", "invalid"),
+    ("visible", "hidden"), ("show", "hide"), ("active", "inactive"), ("available", "unavailable"),
+    ("possible", "impossible"), ("safe", "unsafe"), ("secure", "insecure"), ("lock", "unlock"),
+    ("locked", "unlocked"), ("allow", "deny"), ("allowed", "denied"), ("approve", "reject"),
+    ("approved", "rejected"), ("accepted", "rejected"), ("install", "uninstall"), ("include", "omit"),
+    ("open", "close"), ("opened", "closed"), ("empty", "full"), ("light", "dark"), ("cheap", "expensive"),
+    ("easy", "hard"), ("fast", "slow"), ("high", "low"), ("long", "short"), ("big", "small"),
+    ("large", "small"), ("old", "new"), ("good", "bad"), ("hot", "cold"), ("warm", "cool"), ("wet", "dry"),
+    ("north", "south"), ("east", "west"), ("left", "right"), ("top", "bottom"), ("front", "back"),
+    ("morning", "evening"), ("day", "night"), ("weekday", "weekend"), ("daily", "weekly"), ("weekly", "monthly"),
+    ("monthly", "yearly"), ("monthly", "annually"), ("manual", "automatic"), ("manually", "automatically"),
+)
+_SWAP_OPPOSED = frozenset(pair for a, b in _SWAP_OPPOSITES for pair in ((a, b), (b, a)))
 _SWAP_SPAN = 3  # words at most on each side of one swapped span
 _SWAP_SPANS = 2  # swapped spans at most
 _SWAP_REST = 0.6  # the share of the longer text's words that must line up outside the swapped spans
@@ -67,6 +107,10 @@ _DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "su
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
            "november", "december")
 _WHEN = frozenset(_DAYS + tuple(d + "s" for d in _DAYS) + _MONTHS) - {"may"}  # "may" is mostly the verb
+# ... but the month where it is written "May" inside a sentence, or next to a number or a word that dates
+_MAY_BEFORE = frozenset({"is", "was", "will", "has", "had", "and", "or", "to", "through", "until", "till"})
+_MAY_AFTER = frozenset({"in", "for", "by", "until", "till", "since", "before", "after", "of", "early", "late", "mid",
+                        "end", "during", "from", "through", "last", "next", "this", "every"})
 _UNITS = [
     "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
     "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"
@@ -78,6 +122,7 @@ _ORDINALS = [
     "twentieth"
 ]
 _ORDINAL_WORDS = frozenset(_ORDINALS)
+
 _NUMBER_WORDS = {w: str(i) for i, w in enumerate(_UNITS)} | {w: str(20 + 10 * i) for i, w in enumerate(_TENS)} \
     | {w: str(i + 1) for i, w in enumerate(_ORDINALS)} | {"hundred": "100", "thousand": "1000", "dozen": "12",
                                                          "half": "0.5", "twice": "2", "once": "1"}
@@ -88,8 +133,24 @@ _NOT_ONE_BEFORE = frozenset({"of", "another", "by", "or"})
 # "no later than two days" bounds a number, it denies nothing; "no longer" is one negation, not two.
 _NOT_NEGATED = re.compile(r"\b(?:no|not) (?:later|earlier|more|less|fewer|sooner) than\b|\bnot only\b", re.I)
 _NO_LONGER = re.compile(r"\b(?:no|not any) longer\b|\bnot anymore\b", re.I)
+_INSTEAD = re.compile(r"\binstead of\b|\brather than\b", re.I)  # "pnpm rather than npm" is "pnpm, not npm"
+# A number written in words ("twenty-five", "two hundred and fifty"): read as its digits. A word alone is read
+# as it is (`_NUMBER_WORDS`); "one or two", "two three-day sprints" are not one number.
+_SPELLED = re.compile(r"\b(?:(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|"
+                      r"fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|"
+                      r"seventy|eighty|ninety|hundred|thousand)(?:[ -]+(?:and[ -]+)?(?=[a-z])|\b)){2,}", re.I)
+_OCLOCK = re.compile(r"\b(\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve) o'clock"
+                     r"(?: in the (morning|afternoon|evening))?", re.I)
+_ISO_DATE = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
+_DOT_DATE = re.compile(r"\b(\d{1,2})\.(\d{1,2})\.(\d{4})\b")
+_SLASH_DATE = re.compile(r"\b(\d{1,2})/(\d{1,2})(?:/(\d{4}))?\b")
+_PERCENT = re.compile(r"(\d)\s*per ?cent\b", re.I)
+_ACRONYM_PLURAL = re.compile(r"\A[A-Z]{2,}s\Z")
+_ENDS = (".", "!", "?", ":", ";", "\n")  # what ends a sentence (or a list item's line)
+_OPENERS = " \t\"'([*_`-"  # what may stand between a sentence's end and its next word
 _NAME_REST = 0.8  # the share of the other words two claims naming different names must have in common
-_DURATIONS = {u + s: m for u, m in (("minute", 1), ("hour", 60), ("day", 1440), ("week", 10080)) for s in ("", "s")}
+_DURATIONS = {u + s: m for u, m in (("minute", 1), ("min", 1), ("hour", 60), ("hr", 60), ("day", 1440),
+                                       ("week", 10080), ("second", 1 / 60), ("sec", 1 / 60)) for s in ("", "s")}
 _TIME = re.compile(r"\A(\d{1,2})(?::(\d{2}))?(am|pm)\Z")
 
 
@@ -119,7 +180,62 @@ def _number(token: str) -> list[str]:
     return [word] if word is not None and low not in _NOT_NUMBERS else []
 
 
-def _in_minutes(number: str, unit: int) -> str:
+def _oclock(match: re.Match[str]) -> str:
+    hour = match.group(1).lower()
+    hour = _NUMBER_WORDS.get(hour, hour)
+    part = (match.group(2) or "").lower()
+    return f"{hour}pm" if part in ("afternoon", "evening") else f"{hour}am" if part == "morning" else f"{hour}:00"
+
+
+def _month(n: str) -> str | None:
+    return _MONTHS[int(n) - 1] if 1 <= int(n) <= 12 else None
+
+
+def _dates(text: str) -> str:
+    """Dates written in digits as the words that write them out ("31.01.2027" is "31 january 2027"): a day
+    and a year are numbers, a month is a date. A `d/m` that could be `m/d` gives both readings."""
+    def iso(m: re.Match[str]) -> str:
+        month = _month(m.group(2))
+        return f"{int(m.group(3))} {month} {m.group(1)}" if month else m.group()
+
+    def dot(m: re.Match[str]) -> str:
+        month = _month(m.group(2))
+        return f"{int(m.group(1))} {month} {m.group(3)}" if month else m.group()
+
+    def slash(m: re.Match[str]) -> str:
+        a, b, year = int(m.group(1)), int(m.group(2)), m.group(3) or ""
+        if not 1 <= a <= 31 or not 1 <= b <= 31 or (a > 12 and b > 12):
+            return m.group()
+        readings = [(a, b)] if b <= 12 < a else [(b, a)] if a <= 12 < b else [(a, b), (b, a)]
+        return " ".join(f"{day} {_MONTHS[month - 1]}" for day, month in readings) + (f" {year}" if year else "")
+
+    return _SLASH_DATE.sub(slash, _DOT_DATE.sub(dot, _ISO_DATE.sub(iso, text)))
+
+
+def _spelled(match: re.Match[str]) -> str:
+    """A number written in words as digits, when the words make one number; else the words as they were."""
+    words = [w for w in re.split(r"[ -]+", match.group().lower()) if w and w != "and"]
+    total = current = 0
+    last = ""  # the kind of the word before: "unit" (0-19), "tens", "hundred", "thousand"
+    for w in words:
+        n = int(_NUMBER_WORDS[w])
+        kind = "hundred" if w == "hundred" else "thousand" if w == "thousand" else "tens" if w in _TENS else "unit"
+        fits = {"": {"unit", "tens"}, "unit": {"hundred", "thousand"}, "tens": {"unit", "thousand"},
+                "hundred": {"unit", "tens", "thousand"}, "thousand": {"unit", "tens"}}[last]
+        if kind not in fits or (last == "tens" and kind == "unit" and not 0 < n < 10):
+            return match.group()
+        if kind == "hundred":
+            current = (current or 1) * 100
+        elif kind == "thousand":
+            total, current = total + (current or 1) * 1000, 0
+        else:
+            current += n
+        last = kind
+    trailing = match.group()[len(match.group().rstrip(" -")):]
+    return f"{total + current}{trailing}"
+
+
+def _in_minutes(number: str, unit: float) -> str:
     try:
         value = float(number) * unit
     except ValueError:
@@ -139,6 +255,7 @@ class Claim:
     seq: tuple[str, ...] = ()  # every word in the order written, content words as stems (to line two texts up)
     shown: tuple[str, ...] = ()  # each of `seq` as written, lowercase
     quantity: frozenset[str] = frozenset()  # quantifier classes: all, most, some, few
+    kinds: frozenset[tuple[str, str]] = frozenset()  # (number, what it counts: `_kind`) for each of `numbers`
 
     @classmethod
     def of(cls, text: str) -> Claim:
@@ -151,13 +268,25 @@ class Claim:
         seq: list[str] = []
         shown: list[str] = []
         quantity: set[str] = set()
+        kinds: set[tuple[str, str]] = set()
         text = re.sub(r"(?<=\d)\s+(am|pm)\b", r"\1", text, flags=re.I)  # "2 pm" is one time
         text = _NOT_NEGATED.sub(" ", text)
+        text = _INSTEAD.sub(" not ", text)
+        text = _dates(_OCLOCK.sub(_oclock, text))
+        text = _PERCENT.sub(r"\1%", _SPELLED.sub(_spelled, text))
         text = _NO_LONGER.sub(" nolonger ", text)
-        raws = _TOKEN.findall(text.replace("’", "'"))
+        text = text.replace("’", "'")
+        found = list(_TOKEN.finditer(text))
+        raws = [m.group() for m in found]
+        # A sentence's first word is capitalised whatever it is: there only a word with a capital inside it
+        # ("iOS", "GitHub") or followed by a capitalised word ("Visual Studio") is taken for a name. Another
+        # first word in its place is still a swap (`_swaps`).
+        starts = {at for at, m in enumerate(found)
+                  if at == 0 or text[found[at - 1].end():m.start()].rstrip(_OPENERS)[-1:] in _ENDS}
         used = -1  # a duration's unit, read with its number
         for at, raw in enumerate(raws):
             low = raw.lower()
+            before = raws[at - 1].lower() if at else ""
             lows.add(low)
             seq.append(low)
             shown.append(low)
@@ -170,26 +299,37 @@ class Claim:
                 nums = []
             if nums:
                 cardinal = low not in _ORDINAL_WORDS and not low.endswith(("st", "nd", "rd", "th"))
+                if not cardinal:
+                    nums = [n.rstrip("stndrh") for n in nums]  # "14th" is 14, as "November 14" writes it
                 unit = _DURATIONS.get(after) if cardinal and len(nums) == 1 else None
                 if unit is not None:
                     nums = [_in_minutes(nums[0], unit)]  # "48 hours" and "two days" are one duration
                     used = at + 1
                 numbers.update(nums)
+                kind = _kind(raw, cardinal, unit is not None)
+                kinds.update((n, kind) for n in nums)
+                if raw.endswith("%") and len(nums) == 1:
+                    share = float(nums[0])  # a share of the whole is a quantifier too: "95%" is "most"
+                    quantity.add("all" if share >= 100 else "most" if share >= 50 else "some" if share >= 15
+                                 else "few")
                 continue
-            if low in _WHEN:
+            if low in _WHEN or (low == "may" and ((raw == "May" and (at not in starts or after in _MAY_BEFORE))
+                                                  or before in _MAY_AFTER
+                                                  or after[:1].isdigit() or before[:1].isdigit())):
                 when.add(low.rstrip("s") if low.endswith("days") else low)
                 continue
-            if low in _QUANTIFIERS:
+            if low in _QUANTIFIERS and not (before == "at" and low == "most"):  # "at most 40" bounds a number
                 quantity.add(_QUANTIFIERS[low])
             if low in _STOP or at == used:
                 continue
-            stem = _stem(low)
+            stem = low[:-1] if _ACRONYM_PLURAL.match(raw) else _stem(low)  # "IDs" is "ID"s
             words.add(stem)
             seq[-1] = stem
-            if raw[:1].isupper() or any(c.isupper() for c in raw[1:]):
-                names[stem] = raw
+            if any(c.isupper() for c in raw[1:]) or (raw[:1].isupper() and (
+                    at not in starts or (after[:1] != "" and raws[at + 1].istitle() and at + 1 not in starts))):
+                names[stem] = raw  # a first word is a name's too when the next word is ("Visual Studio Code")
         return cls(frozenset(words), frozenset(numbers), frozenset(when), names, tuple(negations), frozenset(lows),
-                   frozenset(raws), tuple(seq), tuple(shown), frozenset(quantity))
+                   frozenset(raws), tuple(seq), tuple(shown), frozenset(quantity), frozenset(kinds))
 
 
 def overlap(a: Claim, b: Claim) -> float:
@@ -211,18 +351,23 @@ def mismatches(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | 
     if changed and (any(w in _CHANGES for w in old.negations) != any(w in _CHANGES for w in new.negations)):
         side = "the new text" if any(w in _CHANGES for w in new.negations) else "the existing memory"
         out.append(f'negation: "{changed[0]}" only in {side}')
-    elif (len(old.negations) % 2) != (len(new.negations) % 2):
+    elif (len(old.negations) % 2) != (len(new.negations) % 2) \
+            and _repeats(new if len(new.negations) % 2 else old, old if len(new.negations) % 2 else new):
         only_new = [w for w in new.negations if w not in old.negations]
         only_old = [w for w in old.negations if w not in new.negations]
         if only_new:
             out.append(f'negation: "{" ".join(only_new)}" only in the new text')
         else:
             out.append(f'negation: "{" ".join(only_old or old.negations)}" only in the existing memory')
-    for kind, a, b in (("number", old.numbers, new.numbers), ("date", old.when, new.when)):
-        if a - b and b - a:
-            out.append(f"{kind}: {', '.join(sorted(a - b))} -> {', '.join(sorted(b - a))}")
-    gone = {s: w for s, w in old.names.items() if w not in new.cased and s not in new.names}
-    came = {s: w for s, w in new.names.items() if w not in old.cased and s not in old.names}
+    # A count, a duration and an ordinal are never the same slot: "500 requests" is not changed by "every 90
+    # days", nor "its first run" by "=0".
+    gone_numbers, came_numbers = old.numbers - new.numbers, new.numbers - old.numbers
+    if {k for x, k in old.kinds if x in gone_numbers} & {k for x, k in new.kinds if x in came_numbers}:
+        out.append(f"number: {', '.join(sorted(gone_numbers))} -> {', '.join(sorted(came_numbers))}")
+    if old.when - new.when and new.when - old.when:
+        out.append(f"date: {', '.join(sorted(old.when - new.when))} -> {', '.join(sorted(new.when - old.when))}")
+    gone = {s: w for s, w in old.names.items() if w not in new.cased and not _named_in(s, new)}
+    came = {s: w for s, w in new.names.items() if w not in old.cased and not _named_in(s, old)}
     # Another name in the same sentence: the rest of the two claims is the same (a paraphrase that starts
     # "Staff can" where the memory starts "Employees may" differs in more than the name).
     rest = (old.words - set(gone)) | old.numbers | old.when, (new.words - set(came)) | new.numbers | new.when
@@ -243,6 +388,41 @@ def mismatches(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | 
     return out
 
 
+def _kind(raw: str, cardinal: bool, duration: bool) -> str:
+    """What a number counts, as written: a duration, a rank, a time of day, a year, a share, a version or
+    decimal, or things. Two claims' numbers differ only in one of these: "in 2026" is not changed by "3.9 to
+    3.13", nor "at 08:00" by "ten lines", nor "a 1957 album" by "rated a 7"."""
+    low = raw.lower()
+    if duration:
+        return "duration"
+    if not cardinal:
+        return "rank"
+    if ":" in low or low.endswith(("am", "pm")):
+        return "time"
+    if low.endswith("%"):
+        return "share"
+    if len(low) == 4 and low.isdigit() and 1900 <= int(low) <= 2199:
+        return "year"
+    if "." in low:
+        return "decimal"
+    return "count"
+
+
+def _named_in(stem: str, claim: Claim) -> bool:
+    """Does `claim` name `stem`, or a name one starts the other ("Brazil" / "Brazilian")?"""
+    return stem in claim.names or any(len(min(stem, n, key=len)) >= 4 and (n.startswith(stem) or stem.startswith(n))
+                                      for n in claim.names)
+
+
+def _repeats(denying: Claim, other: Claim) -> bool:
+    """Do the two texts say mostly the same words (the content words only one of them has are no more than
+    those both have)? A denial restates the claim it turns around ("must not be charged" / "must be charged"); a
+    "not" in a sentence about something else ("does not support shortcuts yet" beside "is still
+    experimental") denies that, not the memory."""
+    shared = len(denying.words & other.words)
+    return len(denying.words - other.words) + len(other.words - denying.words) <= shared
+
+
 def _swaps(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | None) -> list[tuple[str, str]]:
     """The spans of `old` that `new` puts another span in the place of, every other word the same: what an
     edited claim looks like, where a paraphrase rewords more than its value. Empty when the texts differ
@@ -258,19 +438,38 @@ def _swaps(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | None
         if op == "equal":
             continue
         a, b = old.seq[i1:i2], new.seq[j1:j2]
+        said_a, said_b = " ".join(old.shown[i1:i2]), " ".join(new.shown[j1:j2])
+        if op == "replace" and _opposed((*a, *old.shown[i1:i2]), (*b, *new.shown[j1:j2])):
+            spans += 1
+            if spans > _SWAP_SPANS or _content_len(a, old) > _SWAP_SPAN or _content_len(b, new) > _SWAP_SPAN:
+                return []
+            out.append((said_a, said_b))  # "on" for "off", "slower" for "faster": never the same sense
+            continue
         content_a, content_b = [w for w in a if w in old.words], [w for w in b if w in new.words]
         if not content_a and not content_b:
             continue  # "the" for "a", "in" for "on"
+        said_q = ({_QUANTIFIERS[w] for w in old.shown[i1:i2] if w in _QUANTIFIERS},
+                  {_QUANTIFIERS[w] for w in new.shown[j1:j2] if w in _QUANTIFIERS})
+        if said_q[0] & said_q[1]:
+            continue  # "only a handful of" for "very few": the same quantity (the quantifier check's)
         spans += 1
         if op != "replace" or not content_a or not content_b or spans > _SWAP_SPANS \
-                or len(a) > _SWAP_SPAN or len(b) > _SWAP_SPAN:
+                or len(content_a) > _SWAP_SPAN or len(content_b) > _SWAP_SPAN:
             return []  # a word added or left out, or a rewording: not one value for another
-        if any(w in old.names for w in content_a) or any(w in new.names for w in content_b):
-            continue
-        said_a, said_b = " ".join(old.shown[i1:i2]), " ".join(new.shown[j1:j2])
+        if any(w in old.names for w in content_a) and any(w in new.names for w in content_b):
+            continue  # one name for another: the name check's (it knows acronyms)
         if same_sense is None or not same_sense(said_a, said_b):
             out.append((said_a, said_b))
     return out
+
+
+def _content_len(span: tuple[str, ...], claim: Claim) -> int:
+    return sum(1 for w in span if w in claim.words)
+
+
+def _opposed(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """Does a word of one span have its opposite (`_SWAP_OPPOSITES`) in the other, and not in its own?"""
+    return any((x, y) in _SWAP_OPPOSED and y not in a and x not in b for x in a for y in b)
 
 
 def _acronyms(long: dict[str, str], short: dict[str, str]) -> bool:

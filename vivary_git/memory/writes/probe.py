@@ -13,15 +13,16 @@ Every add gets one verdict (`Verdict`), with the matching memories and the evide
 With the local memory enabled (`provider = "vivary-local"` and the `embed` extra) each existing memory is
 compared by cosine of the embeddings, by the share of content words they have in common and by the values a
 contradiction changes (claims.py). A memory is about the same subject at cosine `SUBJECT` or more (or
-`SUBJECT_WORDS` with most words shared); it is an update when the two claims differ in a value (a swapped
-word counts unless the two words embed at `SYNONYM` or more), else a duplicate at `[memory.remember]
-similarity` (default 0.75) with most words shared, or at `SURE`; related at `RELATED` or more. The
-thresholds were set on half of a labelled set of pairs and measured on the other half
-(tests/data/probe_pairs.jsonl), and the probe is measured on a held-out set written before its last change
-(tests/data/probe_holdout.jsonl; bench/bench_probe.py, docs/remember.md). Memory texts' vectors are cached by
-text digest and model, in this process and under `.git/vivary/probe-vN/` (public memories only: the
-candidates come from the privacy-filtered snapshot). Without an embedder, the same normalised text
-(case, punctuation and spacing ignored) is a duplicate, and shared words with a changed value an update.
+`SUBJECT_WORDS` with most words shared); it is an update when the two claims differ in a value (a swapped word
+counts unless the two words embed at `SYNONYM` or more), else a duplicate at `[memory.remember] similarity`
+(default 0.75) with most words shared, or at `SURE`; related at `RELATED` or more. The thresholds were set on
+half of a labelled set of pairs and measured on the other half (tests/data/probe_pairs.jsonl), and the probe
+is measured on a held-out set written before its last change (tests/data/probe_holdout*.jsonl, the newest one;
+bench/bench_probe.py, docs/remember.md). The closest memory that is the same claim or changes one of its
+values decides between `duplicate` and `update`. Memory texts' vectors are cached by text digest and model, in
+this process and under `.git/vivary/probe-vN/` (public memories only: the candidates come from the
+privacy-filtered snapshot). Without an embedder, the same normalised text (case, punctuation and spacing
+ignored) is a duplicate, and shared words with a changed value an update.
 """
 
 from __future__ import annotations
@@ -268,7 +269,11 @@ def _decide(claim: Claim, candidates: Sequence[Candidate], scores: list[float] |
             found["duplicate"].append((score, _match(c, score, how, words, [])))
         else:
             found["related"].append((score, _match(c, score, how, words, [])))
-    for verdict in ("duplicate", "update"):
+    # The closest memory that is the same claim or another claim about the same thing decides: a text that
+    # changes a value of the memory it is closest to is that memory's update, even when a farther memory of
+    # the same subject embeds close enough to pass for a duplicate. A tie is a duplicate.
+    closest = {v: max((sm[0] for sm in found[v]), default=-1.0) for v in ("duplicate", "update")}
+    for verdict in sorted(("duplicate", "update"), key=lambda v: (-closest[v], v)):
         if found[verdict]:
             best = sorted(found[verdict], key=lambda sm: (-sm[0], sm[1].id))
             others = sorted(found["related"] + found["update"] + found["duplicate"], key=lambda sm: (-sm[0], sm[1].id))
