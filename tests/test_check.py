@@ -215,3 +215,35 @@ def test_datetimes_must_be_real_calendar_and_clock_values(repo: Repo, cli: Any) 
             for i, v in enumerate(DATETIMES_OK + DATETIMES_BAD) if v in DATETIMES_BAD]
     assert got == want
     assert r.code == 1
+
+
+def test_each_folders_rules_check_the_same_values_whichever_note_comes_first(repo: Repo, cli: Any) -> None:
+    """A field's checks are worked out once per config and type (check.py): the same values under a nested
+    overlay's stricter rules and the root's, in lists and alone, repeated, each get their own folder's answer."""
+    repo.commit(files=base_files(**{
+        "team/tropo.toml": '[types.decision]\nrequired = { reviewer = "ref" }\n',
+        "decisions/a.md": "---\nstatus: accepted\ndate: 2026-11-01\nreviewer: Not A Slug\n"
+                          "related: [core, Bad Ref, 1]\ntags: [x, [y]]\n---\n",
+        "decisions/b.md": "---\nstatus: accepted\ndate: 2026-11-01\nreviewer: Not A Slug\nrelated: [core, core]\n---\n",
+        "team/decisions/c.md": "---\nstatus: maybe\ndate: 2026-11-01\nreviewer: Not A Slug\n"
+                               "related: [core, Bad Ref]\n---\n",
+        "team/decisions/d.md": "---\nstatus: accepted\ndate: 2026-02-30\nreviewer: core\nrelated: core\n---\n",
+        "zz/e.md": "---\nreviewer: Not A Slug\ntags: x\n---\n",
+    }))
+    r = cli("check", "--rev", "HEAD", "--lenient", cwd=repo.path)
+    assert r.out.splitlines()[:-2] == [
+        "decisions/a.md:4: warning W202: unknown field 'reviewer' for type 'decision'",
+        "decisions/a.md:5: error E103: field 'related': expected a list of refs (slugs), got item 'Bad Ref'",
+        "decisions/a.md:5: warning W220: field 'related': ref 'Bad Ref' matches no document id",
+        "decisions/a.md:6: error E103: field 'tags': expected a flat list",
+        "decisions/b.md:4: warning W202: unknown field 'reviewer' for type 'decision'",
+        "team/decisions/c.md:2: error E103: field 'status': expected one of [proposed, accepted], got 'maybe'",
+        "team/decisions/c.md:4: error E103: field 'reviewer': expected a ref (lowercase a-z 0-9 . _ -), "
+        "got 'Not A Slug'",
+        "team/decisions/c.md:4: warning W220: field 'reviewer': ref 'Not A Slug' matches no document id",
+        "team/decisions/c.md:5: error E103: field 'related': expected a list of refs (slugs), got item 'Bad Ref'",
+        "team/decisions/c.md:5: warning W220: field 'related': ref 'Bad Ref' matches no document id",
+        "team/decisions/d.md:3: error E103: field 'date': expected a real calendar date (YYYY-MM-DD), got '2026-02-30'",
+        "team/decisions/d.md:5: error E103: field 'related': expected a list, got str 'core'",
+        "zz/e.md:3: error E103: field 'tags': expected a list, got str 'x'",
+    ]

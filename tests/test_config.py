@@ -68,3 +68,16 @@ def test_a_long_exclude_list_keeps_its_meaning(repo: Repo, cli: Any) -> None:
     long = cli("graph", "--json", "--rev", "HEAD", cwd=repo.path).json()["nodes"]
     assert long == short
     assert sorted(n["path"] for n in long) == ["a/c/z.md", "keep.md", "sub/r.md"]
+
+
+def test_guidance_files_are_known_by_name_and_by_path_at_any_depth() -> None:
+    """`is_guidance` (the tree walk asks it of every path): by file name in any folder, and by a guidance path at
+    the top or below it; a folder merely named like one, or a path that holds one only as part of a name, is not."""
+    from vivary_git.config import is_guidance
+
+    yes = ["AGENTS.md", "sub/CLAUDE.md", ".github/copilot-instructions.md", "sub/.github/copilot-instructions.md",
+           ".cursor/rules/x.mdc", "a/b/.cursor/rules/x.md", ".github/instructions/x.md", "a/.github/instructions/y.md"]
+    no = ["notes/agents.md", "my.github/copilot-instructions.md", "a/x.cursor/rules/x.md", "a/.github/other.md",
+          "a/.cursor/x.md", ".github/instructionsx.md", "AGENTS.mdx", "a/github/instructions/x.md"]
+    assert [p for p in yes if not is_guidance(p)] == []
+    assert [p for p in no if is_guidance(p)] == []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import yaml
 
@@ -15,6 +17,8 @@ FAST_CASES = [
     "a: %x", "true: x", "a: @x", "a: [a b, c]", "a: [a,b]", "a: 12:30", "a: 1:20", "a: 010", "a: +5",
     "a: x\r", "a: [x, ]", "a: [x,,y]", "a: é", "a: [é]", "a: <<", "a: =", "a: x\n# c\nb: 2", "a: !x", "a: ? x",
     "a: x]", "a: [.nan]", "a: 1e3", "a: [x]y", "a: a#b", "a: a #b", "a: 'a' b", "on: x", "a.b-c_d: 1", "-a: 1",
+    "a: nope", "a: Nullx", "a: ~x", "a: tRuE", "a: fals", "a: +x", "a: .x", "a: <x", "a: =x", "a: x-1:2", "a: 1-2",
+    "a: [nope, Nul, tr, fa, .x, =x]", "# a\tb\na: c", "a: b\tc",
 ]
 
 
@@ -23,7 +27,7 @@ FAST_CASES = [
 DECLINED = {
     "a: 1.5", "a: x #c", "a: 'q'", "a: b: c", "a: [a, [b]]", "a: -x", "a: - x", "a:b", "a: x,y", "a: %x",
     "true: x", "a: @x", "a: [x, ]", "a: [x,,y]", "a: <<", "a: =", "a: !x", "a: ? x", "a: x]", "a: 1e3",
-    "a: [x]y", "a: a #b", "a: 'a' b", "-a: 1",
+    "a: [x]y", "a: a #b", "a: 'a' b", "-a: 1", "a: b\tc",
 }
 
 
@@ -38,6 +42,22 @@ def test_fast_frontmatter_agrees_with_pyyaml(text: str) -> None:
         full = yaml.load(text, Loader=parse.loader_class())
         assert fast[0] == full
         assert all(type(fast[0][k]) is type(full[k]) for k in full)
+
+
+def test_scalars_resolve_as_the_plain_pattern_and_resolvers_say() -> None:
+    """`_resolve_scalar` takes shortcuts (a scalar without `:` or `#`, one whose first character no resolver but
+    the string's takes): every short text over the characters that matter reads as the full rules read it."""
+    chars = "aZ0- _.:#,[]{}&*!|>'\"%@`?~<=+tTfFnNeE\t/\\é"
+    texts = ["", "~", "null", "Null", "NULL", "<<", "=", "true", "False", ".inf", "-.5", "1_0", "0x10", "1:30"]
+    texts += ["".join(t) for n in (1, 2, 3) for t in itertools.product(chars, repeat=n)]
+    for text in texts:
+        want: tuple[bool, object] = (False, None)
+        if parse._FAST_PLAIN.fullmatch(text):
+            kind = parse.plain_kind(text)
+            want = {"str": (True, text), "null": (True, None), "bool": (True, text[0] in "tT"),
+                    "int": (True, int(text) if kind == "int" else None)}.get(kind, (False, None))
+        got = parse._resolve_scalar(text)
+        assert got == want and type(got[1]) is type(want[1]), text
 
 
 def test_declined_cases_are_all_cases() -> None:

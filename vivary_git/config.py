@@ -431,10 +431,13 @@ GUIDANCE_NAMES = frozenset({"AGENTS.md", "AGENTS.override.md", "CLAUDE.md", "CLA
 GUIDANCE_PATHS = (".cursor/rules/", ".github/copilot-instructions.md", ".github/instructions/")
 
 
+_GUIDANCE_BELOW = tuple(f"/{p}" for p in GUIDANCE_PATHS)  # each in a `.cursor` or `.github` folder
+
+
 def is_guidance(path: str) -> bool:
     """Whether a workspace-relative path is a host guidance file (`GUIDANCE_NAMES`, `GUIDANCE_PATHS`)."""
-    return path.rsplit("/", 1)[-1] in GUIDANCE_NAMES or path.startswith(GUIDANCE_PATHS) or any(
-        f"/{p}" in path for p in GUIDANCE_PATHS)
+    return path.rsplit("/", 1)[-1] in GUIDANCE_NAMES or path.startswith(GUIDANCE_PATHS) or (
+        ("/.cursor/" in path or "/.github/" in path) and any(p in path for p in _GUIDANCE_BELOW))
 
 
 def leaves_out(config: Config) -> Callable[[str], bool] | None:

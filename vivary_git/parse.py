@@ -234,6 +234,13 @@ _FAST_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 _FAST_PLAIN = re.compile(r"[^\s\-?:,\[\]{}#&*!|>'\"%@`]([^:#,\[\]{}]|:(?=[^\s,\[\]{}])|(?<=\S)#)*")
 
 
+# `_FAST_PLAIN` without `:` or `#` inside: most scalars, matched without its lookarounds (it matches them too).
+_SIMPLE_PLAIN = re.compile(r"[^\s\-?:,\[\]{}#&*!|>'\"%@`][^:#,\[\]{}]*")
+# What a plain scalar must start with for a resolver but the string's to take it (`_NULL`, `_YAML_ONLY`,
+# `_BOOL`, `_INT`, `_FLOAT`).
+_RESOLVED_STARTS = frozenset("nN~<=tTfF-+.0123456789")
+
+
 # Frontmatter repeats itself across a workspace (the same keys, statuses, tags and ref targets in
 # thousands of notes), so each distinct text is resolved once per process. Values are immutable
 # (str, int, bool, None): sharing them is safe. Bounded: cleared when full.
@@ -253,9 +260,10 @@ def _fast_scalar(text: str) -> tuple[bool, Any]:
 
 
 def _resolve_scalar(text: str) -> tuple[bool, Any]:
-    if not _FAST_PLAIN.fullmatch(text):
+    if not (_SIMPLE_PLAIN.fullmatch(text) or _FAST_PLAIN.fullmatch(text)):
         return False, None
-    kind = plain_kind(text)
+    # Text that starts as no null, bool, int, float, merge or value does (a ref, a word) is a string.
+    kind = "str" if text[0] not in _RESOLVED_STARTS else plain_kind(text)
     if kind == "str":
         return True, text
     if kind == "null":
@@ -282,33 +290,36 @@ def _fast_frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dic
     machinery (~10x faster), with PyYAML's own resolver deciding each scalar's type so the result is
     identical. Anything else (nesting, quotes, block scalars, anchors, odd keys) returns None and
     takes the full parser."""
+    tabbed = "\t" in source
     fields: dict[str, Any] = {}
     key_lines: dict[str, int] = {}
     values = 0
+    keys, scalars = _KEYS, _SCALARS  # (the memos looked up here first: most keys and values are there)
     for i, raw in enumerate(source.split("\n")):
-        line = raw.rstrip("\r").rstrip(" ")
-        if not line or line.startswith("#"):
+        line = raw.rstrip("\r").rstrip(" ") if "\r" in raw else raw.rstrip(" ")
+        if not line or line[0] == "#":
             continue
         key, sep, rest = line.partition(": ")
-        if not sep or key in fields or "\t" in line or not _fast_key(key):
+        if not sep or key in fields or (tabbed and "\t" in line) or not (keys.get(key) or _fast_key(key)):
             return None
         rest = rest.strip(" ")
-        if rest.startswith("[") and rest.endswith("]"):
+        if rest[:1] == "[" and rest[-1:] == "]":
             inner = rest[1:-1].strip(" ")
             items: list[Any] = []
             if inner:
                 for part in inner.split(","):
-                    ok, value = _fast_scalar(part.strip(" "))
-                    if not ok:
+                    text = part.strip(" ")
+                    got = scalars.get(text) or _fast_scalar(text)
+                    if not got[0]:
                         return None
-                    items.append(value)
+                    items.append(got[1])
             fields[key] = items
             values += len(items)
         else:
-            ok, value = _fast_scalar(rest)
-            if not ok:
+            got = scalars.get(rest) or _fast_scalar(rest)
+            if not got[0]:
                 return None
-            fields[key] = value
+            fields[key] = got[1]
         key_lines[key] = first_line + i
     if values + len(fields) > MAX_VALUES:
         return None  # the full parser says where the limit was crossed

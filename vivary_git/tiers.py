@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from vivary_git import graph as graph_mod
-from vivary_git import record
+from vivary_git import lifetime, record
 from vivary_git.config import Config, excluder, leaves_out
 from vivary_git.localcache import ObjectCache
 from vivary_git.models import Finding
@@ -146,6 +146,9 @@ class Tiers:
             record.record(ws, lambda: record.counts_of(patched), None)
             return patched
         keyed, flushes = self._parses.gather(dates)
+        # Every document's facts, which nothing holds once the graph is built: freeing them one by one as this
+        # returns cost ~0.12 CPU-seconds at 100,000 notes; a console run leaves them to the system (lifetime.py).
+        lifetime.keep_until_exit(keyed)
         recorder = record.alongside(ws, keyed, flushes) if dates is None else None
         if recorder is None:
             record.write_flushes(flushes)
