@@ -48,140 +48,42 @@ def validate_local(
     out: list[Finding] = []
     fields = note.fields
     lines = note.key_lines
-    rules = _type_rules(config, node.type)
-    if rules.untyped:
+    tdef = config.types.get(node.type) if node.type is not None else None
+    typed = tdef is not None
+    if not typed and not config.allow_untyped and not config.zero_config:
         out.append(Finding(path, 1, "warning", "W201", "untyped document (no ancestor folder is a registered type)"))
-    for name in rules.required:
+    required = dict(config.base_required)
+    if tdef is not None:
+        required.update(tdef.required)
+    for name in required:
         if name not in fields:
             out.append(Finding(path, 1, "error", "E101", f"missing required field '{name}' for type '{node.type}'"
                                if node.type is not None else f"missing required field '{name}' for type None"))
         elif fields[name] is None or fields[name] == "":
             out.append(Finding(path, lines.get(name, 1), "error", "E102", f"required field '{name}' is empty"))
     refs: list[Ref] = []
-    known = rules.fields
     for name, value in fields.items():
-        got = known.get(name, _UNSEEN)
-        if got is _UNSEEN:
-            got = rules.learn(config, name)
-        if got is None:
-            continue  # the suppression key (`ignores`), or an unknown field of an untyped or open type
+        if name == IGNORE_KEY:
+            continue  # suppression for this note (`ignores`), not a field of its type
         line = lines.get(name, 1)
-        if got is _DERIVED:
+        if name in config.derive:
             derived = _derived(name, node, dates)
-            if value == derived and rules.noise:
+            if value == derived and (typed or not config.allow_untyped):
                 out.append(Finding(path, line, "warning", "W210", f"field '{name}' equals its derived value (noise)"))
             continue
-        if got is _UNKNOWN:
-            out.append(Finding(path, line, "warning", "W202", f"unknown field '{name}' for type '{node.type}'"))
+        spec = config.field_spec(node.type, name)
+        if spec is None:
+            if typed and not (tdef is not None and tdef.open):
+                out.append(Finding(path, line, "warning", "W202", f"unknown field '{name}' for type '{node.type}'"))
             continue
+        if spec.is_ref and value is not None:
+            refs += [(name, line, target) for target in _refs(value)]
         if value is None:
             continue
-        if got.is_ref:
-            if isinstance(value, str):
-                refs.append((name, line, value))
-            elif isinstance(value, list):
-                refs += [(name, line, v) for v in value if isinstance(v, str)]
-        problem = got.problem(value)
+        problem = spec_problem(spec, value)
         if problem is not None:
             out.append(Finding(path, line, "error", "E103", f"field '{name}': {problem}"))
     return out, refs
-
-
-class _Field:
-    """How one declared field is checked: `spec_problem` for its spec. The answer for a text value is kept for the
-    kinds whose check parses it or looks it up (the same statuses and dates recur across a workspace's notes); a
-    list of text items that all conform is passed without a call."""
-
-    __slots__ = ("_list", "_memo", "_spec", "is_ref")
-
-    def __init__(self, spec: FieldSpec) -> None:
-        self._spec = spec
-        self.is_ref = spec.is_ref
-        self._memo: dict[str, str | None] | None = {} if spec.kind in ("date", "datetime", "enum", "url") else None
-        # A list kind: which text items conform (a list of those conforms as a whole).
-        self._list: Callable[[str], bool] | None = None
-        if spec.kind in ("list", "string-list"):
-            self._list = _any_text
-        elif spec.kind == "ref-list":
-            self._list = _is_slug
-
-    def problem(self, value: Any) -> str | None:
-        """`spec_problem(spec, value)`."""
-        memo = self._memo
-        if type(value) is not str or memo is None:
-            if type(value) is list and self._list is not None:
-                ok = self._list
-                for v in value:
-                    if type(v) is not str or not ok(v):
-                        return spec_problem(self._spec, value)
-                return None
-            return spec_problem(self._spec, value)
-        if value in memo:
-            return memo[value]
-        if len(memo) >= _MEMO_MAX:
-            memo.clear()
-        got = memo[value] = spec_problem(self._spec, value)
-        return got
-
-
-def _any_text(_: str) -> bool:
-    return True
-
-
-def _is_slug(text: str) -> bool:
-    return _SLUG.match(text) is not None
-
-
-_MEMO_MAX = 10_000
-_UNSEEN = _Field(FieldSpec("any"))  # markers: a field name not looked at yet, one `derive` names, one not declared
-_DERIVED = _Field(FieldSpec("any"))
-_UNKNOWN = _Field(FieldSpec("any"))
-
-
-class _TypeRules:
-    """What `validate_local` asks of a config about one type, worked out once: the fields it requires and how
-    each field name is checked (learnt as names are met)."""
-
-    __slots__ = ("_derive", "_open", "_type", "fields", "noise", "required", "untyped")
-
-    def __init__(self, config: Config, type_name: str | None) -> None:
-        tdef = config.types.get(type_name) if type_name is not None else None
-        typed = tdef is not None
-        self._type = type_name
-        self._open = tdef is not None and tdef.open
-        self.untyped = not typed and not config.allow_untyped and not config.zero_config  # W201
-        self.required = tuple({**config.base_required, **(tdef.required if tdef is not None else {})})
-        self.noise = typed or not config.allow_untyped  # W210 applies
-        self._derive = frozenset(config.derive)
-        self.fields: dict[str, _Field | None] = {IGNORE_KEY: None}  # suppression, not a field of the type
-
-    def learn(self, config: Config, name: str) -> _Field | None:
-        if name in self._derive:
-            got: _Field | None = _DERIVED
-        else:
-            spec = config.field_spec(self._type, name)
-            if spec is not None:
-                got = _Field(spec)
-            elif self._type is not None and self._type in config.types and not self._open:
-                got = _UNKNOWN
-            else:
-                got = None
-        self.fields[name] = got
-        return got
-
-
-# The rules of the last configs seen, by type: a run checks every note under one config (or a few,
-# with overlays). Each entry holds its config, so an id is never reused while it is here.
-_RULES: dict[tuple[int, str | None], tuple[Config, _TypeRules]] = {}
-
-
-def _type_rules(config: Config, type_name: str | None) -> _TypeRules:
-    got = _RULES.get((id(config), type_name))
-    if got is None or got[0] is not config:
-        if len(_RULES) >= 256:
-            _RULES.clear()
-        got = _RULES[id(config), type_name] = (config, _TypeRules(config, type_name))
-    return got[1]
 
 
 def broken_ref(path: str, ref: Ref) -> Finding:
