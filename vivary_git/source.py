@@ -392,7 +392,6 @@ def _staged_tree(repo: git.Repo) -> str:
     return proc.stdout.decode().strip()
 
 
-
 def _staged_from_head(repo: git.Repo) -> str | None:
     """The staged tree as HEAD's tree with the paths the index changes (`git diff-index --cached`) written in:
     only the trees on those paths are written. `git write-tree` reads the whole index and writes it back to
@@ -464,6 +463,7 @@ def _patch_tree(r: Any, base: Any, changes: dict[str, tuple[int, str] | None]) -
     for name, (mode, oid) in here.items():
         builder.insert(name, pygit2.Oid(hex=oid), mode)
     return builder.write() if len(builder) else None
+
 
 def _worktree_tree(repo: git.Repo) -> str:
     refuse_foreign(repo)
