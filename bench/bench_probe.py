@@ -1,7 +1,7 @@
 """The similarity probe's verdicts on a labelled set of pairs: duplicates caught, contradictions refused as
 duplicates, new facts refused.
 
-    python bench/bench_probe.py [--half tune|test|holdout|holdout2|holdout3|holdout4|holdout5|all]
+    python bench/bench_probe.py [--half tune|test|holdout|holdout2 ... holdout6|all]
                                 [--similarity 0.80] [--misses] [--exact]
 
 Each pair of tests/data/probe_pairs.jsonl and tests/data/probe_holdout*.jsonl (provenance:
@@ -15,9 +15,9 @@ when it names `a`: a duplicate or update of another memory is wrong. Goals: para
 or update) <= 0.02.
 
 The thresholds (probe.py) were set on the `tune` half (even groups) and checked on the `test` half (odd
-groups). The held-out sets `holdout`, `holdout2` ... `holdout5` were each written before the probe change
-they measure, by a writer who had not seen the probe, measured once, then read: the newest (`holdout5`) is
-the figure that counts. Each runs by itself (`--half holdout5`); `all` is tune, test and holdout.
+groups). The held-out sets `holdout`, `holdout2` ... `holdout6` were each written before the probe change
+they measure, by a writer who had not seen the probe, measured once, then read: the newest (`holdout6`) is
+the figure that counts. Each runs by itself (`--half holdout6`); `all` is tune, test and holdout.
 `--exact`: without the embedder (the probe of a workspace without the local memory).
 """
 
@@ -33,19 +33,15 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 PAIRS = ROOT / "tests/data/probe_pairs.jsonl"
-HOLDOUT = ROOT / "tests/data/probe_holdout.jsonl"
-HOLDOUT2 = ROOT / "tests/data/probe_holdout2.jsonl"
-HOLDOUT3 = ROOT / "tests/data/probe_holdout3.jsonl"
-HOLDOUT4 = ROOT / "tests/data/probe_holdout4.jsonl"
-HOLDOUT5 = ROOT / "tests/data/probe_holdout5.jsonl"
+# Each held-out set by its name: tests/data/probe_holdout.jsonl, then probe_holdout2.jsonl, ... (the newest last).
+HELD_OUT = {f"holdout{n}": ROOT / f"tests/data/probe_holdout{n}.jsonl" for n in ("", 2, 3, 4, 5, 6)}
 LABELS = ("paraphrase", "contradiction", "related", "unrelated")
 VERDICTS = ("duplicate", "update", "related", "new")
 
 
 def _load(half: str = "tune") -> list[dict[str, Any]]:
     """The pairs of the file that holds `half`."""
-    files = {"holdout": HOLDOUT, "holdout2": HOLDOUT2, "holdout3": HOLDOUT3, "holdout4": HOLDOUT4, "holdout5": HOLDOUT5}
-    path = files.get(half, PAIRS)
+    path = HELD_OUT.get(half, PAIRS)
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
@@ -66,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
         "--half",
-        choices=("tune", "test", "holdout", "holdout2", "holdout3", "holdout4", "holdout5", "all"),
+        choices=("tune", "test", *HELD_OUT, "all"),
         default="all",
     )
     ap.add_argument("--similarity", type=float, default=None, help="the duplicate cosine (default: the config's)")
