@@ -199,6 +199,33 @@ def test_without_a_model_the_same_text_is_a_duplicate_and_a_changed_value_an_upd
     ("Every invoice is sent in euros.", "Each invoice is sent in euros.", []),
     ("By default, both outgoing and incoming links are shown.", "By default, only outgoing links are shown.",
      ["quantifier: all -> some"]),
+    # opposite senses said anywhere in the sentence, not only in each other's place
+    ("Branch protection requires signed commits.", "Branch protection makes signed commits optional.",
+     ["opposite: required -> optional"]),
+    ("The bucket has versioning turned on.", "Versioning is turned off on the bucket.", ["opposite: on -> off"]),
+    # a comparison: the same two things with the opposite comparative, or the other way round with the same one
+    ("The new flat in Lisbon is larger than their old one in Porto.",
+     "The new flat in Lisbon is smaller than the one they had in Porto.",
+     ["comparison: the opposite comparative, the same way round"]),
+    ("The Berlin warehouse ships more parcels per day than the one in Poznań.",
+     "Poznań's warehouse sends out more parcels each day than Berlin's.",
+     ["comparison: the same comparative, the other way round"]),
+    ("The Graviton runners cost less per minute than the Intel ones.",
+     "Per minute, the Intel runners are more expensive than the Graviton ones.", []),
+    ("When you select more than one field, a table is shown.", "A table is shown when more than one field is "
+     "selected.", []),
+    # a denial moved from one clause to the other; a denial of a noun phrase in other words is the same
+    ("The staging cluster is not backed up, because everything on it can be recreated from the seed scripts.",
+     "The staging cluster is backed up every night, because its data can't be recreated from the seed scripts.",
+     ["negation: back denied only in the existing memory, recreat only in the new text"]),
+    ("Tags without a set colour get a generated one.", "Tags with no colour set get a generated colour.", []),
+    ("The CLI prints plain text when `NO_COLOR` is set.", "When `NO_COLOR` is set, the CLI prints plain text.", []),
+    # what was done, and is not now; but "is used to" says what a thing serves for
+    ("Kemal handles the onboarding of new agents.", "Kemal used to onboard new agents, but the leads do it now.",
+     ['negation: "nolonger" only in the new text']),
+    ("Workspace accounts sign in to the portal.", "Workspace accounts can be used to sign in to the portal.", []),
+    # "files" is "file"'s plural, "workspaces" "workspace"'s
+    ("Each workspace keeps its files.", "The workspaces keep each file.", []),
 ])
 def test_values_are_read_as_values(old: str, new: str, said: list[str]) -> None:
     assert mismatches(Claim.of(old), Claim.of(new)) == said

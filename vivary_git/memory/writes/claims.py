@@ -27,6 +27,7 @@ cosine similarity when the embedder is there, and stands on it alone when it is 
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,7 +44,7 @@ _STOP = frozenset([
     "them", "their", "who", "whom", "which", "what", "when", "where", "why", "how", "all", "any", "each", "every",
     "both", "either", "some", "such", "own", "same", "other", "another", "than", "too", "very", "can", "could",
     "may", "might", "must", "shall", "should", "will", "would", "just", "also", "only", "still", "now", "currently",
-    "at", "up", "down", "out", "off", "again", "once", "per", "a", "via", "each", "whose", "whichever"
+    "at", "up", "down", "out", "off", "again", "once", "per", "a", "via", "each", "whose", "whichever", "yet", "ever"
 ])
 # Words that turn a claim around. "no longer", "stopped" and "anymore" say that what was true is not now.
 _NEGATIONS = frozenset([
@@ -133,6 +134,9 @@ _NOT_ONE_BEFORE = frozenset({"of", "another", "by", "or"})
 # "no later than two days" bounds a number, it denies nothing; "no longer" is one negation, not two.
 _NOT_NEGATED = re.compile(r"\b(?:no|not) (?:later|earlier|more|less|fewer|sooner) than\b|\bnot only\b", re.I)
 _NO_LONGER = re.compile(r"\b(?:no|not any) longer\b|\bnot anymore\b", re.I)
+# "used to onboard" (what was done, and is not now), but not "is used to sign in" (what a thing serves for).
+_USED_TO = re.compile(r"(?<!\bis )(?<!\bare )(?<!\bwas )(?<!\bwere )(?<!\bbe )(?<!\bbeen )(?<!\bbeing )"
+                      r"(?<!\bget )(?<!\bgets )(?<!\bgot )\bused to\b(?= [a-z])", re.I)
 _INSTEAD = re.compile(r"\binstead of\b|\brather than\b", re.I)  # "pnpm rather than npm" is "pnpm, not npm"
 # A number written in words ("twenty-five", "two hundred and fifty"): read as its digits. A word alone is read
 # as it is (`_NUMBER_WORDS`); "one or two", "two three-day sprints" are not one number.
@@ -152,15 +156,35 @@ _NAME_REST = 0.8  # the share of the other words two claims naming different nam
 _DURATIONS = {u + s: m for u, m in (("minute", 1), ("min", 1), ("hour", 60), ("hr", 60), ("day", 1440),
                                        ("week", 10080), ("second", 1 / 60), ("sec", 1 / 60)) for s in ("", "s")}
 _TIME = re.compile(r"\A(\d{1,2})(?::(\d{2}))?(am|pm)\Z")
+# Words and two-word phrases of a sense with an opposite, read anywhere in a text (`mismatches`' "opposite").
+_SENSES = {"require": "required", "requires": "required", "required": "required", "mandatory": "required",
+           "compulsory": "required", "optional": "optional", "enabled": "on", "turned on": "on", "switched on": "on",
+           "disabled": "off", "turned off": "off", "switched off": "off", "public": "public", "private": "private",
+           "ascending": "ascending", "descending": "descending", "visible": "visible", "hidden": "hidden"}
+_SENSE_OPPOSITE = {w: o for a, b in (("required", "optional"), ("on", "off"), ("public", "private"),
+                                     ("ascending", "descending"), ("visible", "hidden")) for w, o in ((a, b), (b, a))}
+# Comparatives: +1 says more of something, -1 less ("cheaper" is less costly, "earlier" less late).
+_MORE_LESS = {w: 1 for w in ("more", "larger", "bigger", "greater", "higher", "faster", "longer", "older", "later",
+                             "heavier", "warmer", "hotter", "stronger", "harder", "costlier", "quicker", "busier",
+                             "louder", "wider", "taller", "deeper", "better", "further", "farther")} \
+    | {w: -1 for w in ("less", "fewer", "smaller", "lower", "slower", "shorter", "newer", "younger", "earlier",
+                       "lighter", "colder", "cooler", "weaker", "easier", "cheaper", "quieter", "narrower",
+                       "shallower", "worse", "sooner")}
+_DENIES = 3  # words after a negation within which its first content word is the one it denies
+_SIBILANT_ES = ("ses", "xes", "zes", "ches", "shes")
+_COMPARED_WITHIN = 4  # words between a comparative and its "than" at most, and content words read after "than"
 
 
 def _stem(word: str) -> str:
-    """A crude English stem: enough that "deploys", "deployed" and "deploying" meet."""
+    """A crude English stem: enough that "deploys", "deployed" and "deploying" meet, and "file", "files" and
+    "filed" ("-es" goes only after a sibilant, "boxes"; a final "e" goes always, "releasing" is "releas")."""
     for suffix, keep in (("'s", ""), ("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", ""),
                          ("s", "")):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
-            return word[: len(word) - len(suffix)] + keep
-    return word
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss") \
+                and (suffix != "es" or word.endswith(_SIBILANT_ES)):
+            word = word[: len(word) - len(suffix)] + keep
+            break
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word
 
 
 def _number(token: str) -> list[str]:
@@ -256,6 +280,9 @@ class Claim:
     shown: tuple[str, ...] = ()  # each of `seq` as written, lowercase
     quantity: frozenset[str] = frozenset()  # quantifier classes: all, most, some, few
     kinds: frozenset[tuple[str, str]] = frozenset()  # (number, what it counts: `_kind`) for each of `numbers`
+    senses: frozenset[str] = frozenset()  # `_SENSES` the text says
+    denied: frozenset[str] = frozenset()  # content words a negation just before turns around ("is not backed up")
+    affirmed: frozenset[str] = frozenset()  # content words said without one
 
     @classmethod
     def of(cls, text: str) -> Claim:
@@ -274,7 +301,7 @@ class Claim:
         text = _INSTEAD.sub(" not ", text)
         text = _dates(_OCLOCK.sub(_oclock, text))
         text = _PERCENT.sub(r"\1%", _SPELLED.sub(_spelled, text))
-        text = _NO_LONGER.sub(" nolonger ", text)
+        text = _USED_TO.sub(" nolonger ", _NO_LONGER.sub(" nolonger ", text))
         text = text.replace("’", "'")
         found = list(_TOKEN.finditer(text))
         raws = [m.group() for m in found]
@@ -284,14 +311,20 @@ class Claim:
         starts = {at for at, m in enumerate(found)
                   if at == 0 or text[found[at - 1].end():m.start()].rstrip(_OPENERS)[-1:] in _ENDS}
         used = -1  # a duration's unit, read with its number
+        negated = -1  # where the last negation is
+        denied: set[str] = set()
+        affirmed: set[str] = set()
         for at, raw in enumerate(raws):
             low = raw.lower()
             before = raws[at - 1].lower() if at else ""
+            if negated >= 0 and text[found[at - 1].end():found[at].start()].strip():
+                negated = -1  # a comma, a full stop: what a negation denies ends there
             lows.add(low)
             seq.append(low)
             shown.append(low)
-            if low in _NEGATIONS or low.endswith("n't"):
+            if (low in _NEGATIONS or low.endswith("n't")) and not (raw.isupper() and len(raw) > 1):  # `NO_COLOR`
                 negations.append(low)
+                negated = at
                 continue
             after = raws[at + 1].lower() if at + 1 < len(raws) else ""
             nums = _number(raw)
@@ -321,15 +354,23 @@ class Claim:
             if low in _QUANTIFIERS and not (before == "at" and low == "most"):  # "at most 40" bounds a number
                 quantity.add(_QUANTIFIERS[low])
             if low in _STOP or at == used:
+                if negated >= 0 and seq[negated] in words:
+                    negated = -1  # the words it denied end here
                 continue
             stem = low[:-1] if _ACRONYM_PLURAL.match(raw) else _stem(low)  # "IDs" is "ID"s
             words.add(stem)
             seq[-1] = stem
+            if negated >= 0 and at - negated <= _DENIES:
+                denied.add(stem)  # the first content words after a negation, a word or two on ("no colour set")
+                negated = at  # the next word too, if it is one
+            else:
+                affirmed.add(stem)
             if any(c.isupper() for c in raw[1:]) or (raw[:1].isupper() and (
                     at not in starts or (after[:1] != "" and raws[at + 1].istitle() and at + 1 not in starts))):
                 names[stem] = raw  # a first word is a name's too when the next word is ("Visual Studio Code")
         return cls(frozenset(words), frozenset(numbers), frozenset(when), names, tuple(negations), frozenset(lows),
-                   frozenset(raws), tuple(seq), tuple(shown), frozenset(quantity), frozenset(kinds))
+                   frozenset(raws), tuple(seq), tuple(shown), frozenset(quantity), frozenset(kinds),
+                   _senses(tuple(shown)), frozenset(denied), frozenset(affirmed - denied))
 
 
 def overlap(a: Claim, b: Claim) -> float:
@@ -359,6 +400,11 @@ def mismatches(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | 
             out.append(f'negation: "{" ".join(only_new)}" only in the new text')
         else:
             out.append(f'negation: "{" ".join(only_old or old.negations)}" only in the existing memory')
+    elif (old.denied & new.affirmed) and (new.denied & old.affirmed) and _repeats(old, new):
+        # The denial moved: each denies what the other says ("is not backed up, because it can be recreated" /
+        # "is backed up, because it can't be recreated").
+        out.append(f"negation: {', '.join(sorted(old.denied & new.affirmed))} denied only in the existing memory, "
+                   f"{', '.join(sorted(new.denied & old.affirmed))} only in the new text")
     # A count, a duration and an ordinal are never the same slot: "500 requests" is not changed by "every 90
     # days", nor "its first run" by "=0".
     gone_numbers, came_numbers = old.numbers - new.numbers, new.numbers - old.numbers
@@ -383,9 +429,62 @@ def mismatches(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | 
             out.append("word: " + "; ".join(f"{a} -> {b}" for a, b in swapped))
     flips = sorted(f"{w} -> {o}" for w in old.lows
                    if (o := _OPPOSITE.get(w)) is not None and o in new.lows and w not in new.lows and o not in old.lows)
+    if not flips and not out and not old.negations and not new.negations:
+        # Said anywhere ("requires signed commits" / "makes signed commits optional", "has versioning turned
+        # on" / "versioning is turned off"), when neither text denies anything ("not required" is "optional").
+        flips = sorted(f"{w} -> {o}" for w in old.senses
+                       if (o := _SENSE_OPPOSITE[w]) in new.senses and w not in new.senses and o not in old.senses)
     if flips:
         out.append(f"opposite: {', '.join(flips)}")
+    turned = "" if out else _compared(old, new)
+    if turned:
+        out.append(f"comparison: {turned}")
     return out
+
+
+def _senses(shown: tuple[str, ...]) -> frozenset[str]:
+    """The senses (`_SENSES`) a text's words say: "required" for "requires", "on" for "turned on"."""
+    out = {_SENSES[w] for w in shown if w in _SENSES}
+    out.update(_SENSES[f"{a} {b}"] for a, b in itertools.pairwise(shown) if f"{a} {b}" in _SENSES)
+    return frozenset(out)
+
+
+def _comparison(claim: Claim) -> tuple[frozenset[str], int, frozenset[str]] | None:
+    """What a text compares: (the content words before its comparative, +1 for "more", "larger" and the like or
+    -1 for "fewer", "cheaper", the content words after its "than": what it is compared with), or None without
+    one comparison of two things ("more than one field" counts, it compares nothing)."""
+    shown, seq = claim.shown, claim.seq
+    if shown.count("than") != 1:
+        return None
+    at = shown.index("than")
+    after = [w for w in seq[at + 1:] if w in claim.words and w != "one"][:_COMPARED_WITHIN]
+    if not after or (at + 1 < len(shown) and (_number(shown[at + 1]) or shown[at + 1][:1].isdigit())):
+        return None
+    for back in range(at - 1, max(-1, at - 1 - _COMPARED_WITHIN), -1):
+        way = _MORE_LESS.get(shown[back])
+        if way is not None:
+            return frozenset(w for w in seq[:back] if w in claim.words), way, frozenset(after)
+    return None
+
+
+def _compared(old: Claim, new: Claim) -> str:
+    """How `new` turns `old`'s comparison around, or "": the same two things, the same way round, with the
+    opposite comparative ("larger than" / "smaller than"), or the other way round with the same one ("Berlin
+    ships more than Poznań" / "Poznań ships more than Berlin"). The other way round with the opposite says the
+    same ("X is cheaper than Y" / "Y costs more than X"). Which way round is told by what each is compared with:
+    the same, or what the other put first."""
+    a, b = _comparison(old), _comparison(new)
+    if a is None or b is None:
+        return ""
+    kept = len(a[2] & b[2])
+    swapped = len(a[2] & b[0]) + len(b[2] & a[0])
+    if kept == swapped:
+        return ""
+    if kept > swapped and a[1] != b[1]:
+        return "the opposite comparative, the same way round"
+    if swapped > kept and a[1] == b[1]:
+        return "the same comparative, the other way round"
+    return ""
 
 
 def _kind(raw: str, cardinal: bool, duration: bool) -> str:
