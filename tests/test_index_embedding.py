@@ -364,8 +364,12 @@ def test_ctrl_c_ends_an_index_run_at_once_and_keeps_every_vector_made(repo: Any,
     write_notes(repo, [f"n-{i}" for i in range(total)])
     env = dict(os.environ, VIVARY_PROGRESS_SECONDS="0")  # a progress line after every model run
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    # As a terminal's foreground job has it: SIGINT's default action, whatever this process inherited (a test
+    # run started as a background job by a shell without job control has SIGINT ignored, and so would its
+    # children, which then rightly ignore Ctrl-C as every background job does).
     proc = subprocess.Popen([*command, "index", "--yes"], cwd=repo.path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert proc.stderr is not None
     made, lines = 0, []
     while not made:
