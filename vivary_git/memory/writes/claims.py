@@ -11,8 +11,14 @@ text has one the other lacks.
 Numbers are read however written ("25", "twenty-five", "two hundred and fifty", "25%" and "25 per cent",
 "14th" and "fourteenth"), durations in minutes ("48 hours" is "two days"), and a count, a duration and a rank
 are never one slot. "Rather than" and "forbidden" deny as "not" does; a denial counts only between two texts
-that say mostly the same words. A sentence's first word is a name only when it looks like one ("GitHub",
-"Visual Studio"); "May" is the month inside a sentence or beside a date's words.
+that say mostly the same words, and so does a denial that moved ("is not backed up, because it can be recreated"
+/ "is backed up, because it can't be recreated": each denies words the other says). "Used to" says what is no
+longer; what need not be done is optional and what has to be done required, and those two senses, "on" and "off",
+"public" and "private" and a few more (`_SENSES`) are opposed wherever they stand. A comparison is read as its two
+sides: the same sides with the opposite comparative, or the sides turned around with the same one, is another
+claim ("Berlin ships more than Poznań" / "Poznań ships more than Berlin"). A sentence's first word is a name only
+when it looks like one ("GitHub", "Visual Studio"); "May" is the month inside a sentence or beside a date's
+words.
 
 Beyond the closed classes (negations, numbers, days and months, quantifiers), any content word can be the
 changed value: two texts whose content words line up but for one or two short spans put in each other's place
@@ -122,11 +128,13 @@ _ORDINALS = [
     "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth",
     "twentieth"
 ]
-_ORDINAL_WORDS = frozenset(_ORDINALS)
+_TENTHS = {t[:-1] + "ieth": str(20 + 10 * i) for i, t in enumerate(_TENS)} | {"hundredth": "100"}  # "fortieth"
+_ORDINAL_WORDS = frozenset(_ORDINALS) | frozenset(_TENTHS)
 
 _NUMBER_WORDS = {w: str(i) for i, w in enumerate(_UNITS)} | {w: str(20 + 10 * i) for i, w in enumerate(_TENS)} \
     | {w: str(i + 1) for i, w in enumerate(_ORDINALS)} | {"hundred": "100", "thousand": "1000", "dozen": "12",
-                                                         "half": "0.5", "twice": "2", "once": "1"}
+                                                         "half": "0.5", "twice": "2", "once": "1"} \
+    | _TENTHS
 _NOT_NUMBERS = frozenset({"second", "once", "half"})  # "a second", "at once": words first
 # "one" is a number ("one approval"), but not in "one of", "the one", "no one", "at once"
 _NOT_ONE_AFTER = frozenset({"the", "no", "any", "each", "every", "some", "this", "that", "which", "someone"})
@@ -137,6 +145,11 @@ _NO_LONGER = re.compile(r"\b(?:no|not any) longer\b|\bnot anymore\b", re.I)
 # "used to onboard" (what was done, and is not now), but not "is used to sign in" (what a thing serves for).
 _USED_TO = re.compile(r"(?<!\bis )(?<!\bare )(?<!\bwas )(?<!\bwere )(?<!\bbe )(?<!\bbeen )(?<!\bbeing )"
                       r"(?<!\bget )(?<!\bgets )(?<!\bgot )\bused to\b(?= [a-z])", re.I)
+# What need not be done is optional: "don't have to go" is "going is optional", "is not required" "is optional".
+_NEEDLESS = re.compile(r"\b(?:(?:do|does|did)(?: not|n't)|need not|needn't) (?:have|need) to\b|\bneed not\b|"
+                       r"\bneedn't\b|\b(?:is|are|was|were|be)(?: not|n't) (?:required|mandatory|compulsory)\b|"
+                       r"\bnot (?:required|mandatory|compulsory)\b", re.I)
+_MUST = re.compile(r"\b(?:has|have|had) to\b", re.I)  # "has to be at the top" is "must be"
 _INSTEAD = re.compile(r"\binstead of\b|\brather than\b", re.I)  # "pnpm rather than npm" is "pnpm, not npm"
 # A number written in words ("twenty-five", "two hundred and fifty"): read as its digits. A word alone is read
 # as it is (`_NUMBER_WORDS`); "one or two", "two three-day sprints" are not one number.
@@ -157,10 +170,11 @@ _DURATIONS = {u + s: m for u, m in (("minute", 1), ("min", 1), ("hour", 60), ("h
                                        ("week", 10080), ("second", 1 / 60), ("sec", 1 / 60)) for s in ("", "s")}
 _TIME = re.compile(r"\A(\d{1,2})(?::(\d{2}))?(am|pm)\Z")
 # Words and two-word phrases of a sense with an opposite, read anywhere in a text (`mismatches`' "opposite").
-_SENSES = {"require": "required", "requires": "required", "required": "required", "mandatory": "required",
-           "compulsory": "required", "optional": "optional", "enabled": "on", "turned on": "on", "switched on": "on",
-           "disabled": "off", "turned off": "off", "switched off": "off", "public": "public", "private": "private",
-           "ascending": "ascending", "descending": "descending", "visible": "visible", "hidden": "hidden"}
+_SENSES = {"must": "required", "require": "required", "requires": "required", "required": "required",
+           "mandatory": "required", "compulsory": "required", "optional": "optional", "enabled": "on",
+           "turned on": "on", "switched on": "on", "disabled": "off", "turned off": "off", "switched off": "off",
+           "public": "public", "private": "private", "ascending": "ascending", "descending": "descending",
+           "visible": "visible", "hidden": "hidden"}
 _SENSE_OPPOSITE = {w: o for a, b in (("required", "optional"), ("on", "off"), ("public", "private"),
                                      ("ascending", "descending"), ("visible", "hidden")) for w, o in ((a, b), (b, a))}
 # Comparatives: +1 says more of something, -1 less ("cheaper" is less costly, "earlier" less late).
@@ -299,6 +313,7 @@ class Claim:
         text = re.sub(r"(?<=\d)\s+(am|pm)\b", r"\1", text, flags=re.I)  # "2 pm" is one time
         text = _NOT_NEGATED.sub(" ", text)
         text = _INSTEAD.sub(" not ", text)
+        text = _MUST.sub(" must ", _NEEDLESS.sub(" optional ", text))
         text = _dates(_OCLOCK.sub(_oclock, text))
         text = _PERCENT.sub(r"\1%", _SPELLED.sub(_spelled, text))
         text = _USED_TO.sub(" nolonger ", _NO_LONGER.sub(" nolonger ", text))

@@ -15,7 +15,8 @@ compared by cosine of the embeddings, by the share of content words they have in
 contradiction changes (claims.py). A memory is about the same subject at cosine `SUBJECT` or more (or
 `SUBJECT_WORDS` with most words shared); it is an update when the two claims differ in a value (a swapped word
 counts unless the two words embed at `SYNONYM` or more), else a duplicate at `[memory.remember] similarity`
-(default 0.75) with most words shared, or at `SURE`; related at `RELATED` or more. The thresholds were set on
+(default 0.75) with most words shared, or at `SURE`, or at `SAME_VALUES` with most words and the same numbers, days
+and months; related at `RELATED` or more. The thresholds were set on
 half of a labelled set of pairs and measured on the other half (tests/data/probe_pairs.jsonl), and the probe
 is measured on a held-out set written before its last change (tests/data/probe_holdout*.jsonl, the newest one;
 bench/bench_probe.py, docs/remember.md). The closest memory that is the same claim or changes one of its
@@ -57,6 +58,10 @@ SAME_WORDS = 0.6
 # or at `SURE` whatever the words ("The survey tablets need a charging cable" is not "Survey tablets must be
 # charged": 0.76, with 4 of 7 words in common).
 SURE = 0.83
+# Below the duplicate cosine, two texts with most words in common that give the same numbers, days and months (at
+# least one) make the same claim from this cosine up ("Twelve people have confirmed for Ayşe's fortieth" / "12
+# guests have said yes to Ayşe's 40th": 0.74).
+SAME_VALUES = 0.65
 RELATED = 0.45  # cosine at or above which a memory is related: linked to the new one
 # Cosine of two swapped spans' embeddings at or above which they mean the same ("buy" / "purchase" 0.87,
 # "car" / "automobile" 0.86), so the swap is a paraphrase's, not a changed claim. High, because a word and its
@@ -240,6 +245,11 @@ def _match(c: Candidate, score: float, method: str, words: float, evidence: list
     return Match(c.id, c.path, c.title, c.text[:_SHOWN], round(score, 4), method, round(words, 4), evidence)
 
 
+def _same_values(a: Claim, b: Claim) -> bool:
+    values = a.numbers | a.when
+    return bool(values) and values == b.numbers | b.when
+
+
 def _decide(claim: Claim, candidates: Sequence[Candidate], scores: list[float] | None, method: str,
             threshold: float, same_sense: Callable[[str, str], bool] | None = None) -> Verdict:
     """Each candidate's verdict, then the add's: a duplicate over an update over related ones, the closest
@@ -261,7 +271,8 @@ def _decide(claim: Claim, candidates: Sequence[Candidate], scores: list[float] |
         else:
             subject = cosine >= SUBJECT or (cosine >= SUBJECT_WORDS and words >= SAME_WORDS)
             score, how = cosine, "cosine"
-            same = cosine >= threshold and (words >= SAME_WORDS or cosine >= SURE)
+            same = (cosine >= threshold and (words >= SAME_WORDS or cosine >= SURE)) or \
+                (cosine >= SAME_VALUES and words >= SAME_WORDS and _same_values(other, claim))
         evidence = mismatches(other, claim, same_sense) if subject else []
         if evidence:
             found["update"].append((score, _match(c, score, how, words, evidence)))
