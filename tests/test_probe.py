@@ -17,7 +17,7 @@ from vivary_git.memory.writes.probe import Candidate, Probe
 
 PAIRS = Path(__file__).parent / "data" / "probe_pairs.jsonl"
 # The held-out sets in the order written: each before the probe change measured on it (tests/data/probe_pairs.md)
-HELD_OUT = ["probe_holdout.jsonl", *(f"probe_holdout{n}.jsonl" for n in range(2, 8))]
+HELD_OUT = ["probe_holdout.jsonl", *(f"probe_holdout{n}.jsonl" for n in range(2, 9))]
 LOCAL = '[memory]\nenabled = true\nprovider = "vivary-local"\n'
 
 # Several memories of one subject and of others: the one a verdict must name is never the first.
@@ -240,6 +240,27 @@ def test_without_a_model_the_same_text_is_a_duplicate_and_a_changed_value_an_upd
     ("Kemal handles the onboarding of new agents.", "Kemal used to onboard new agents, but the leads do it now.",
      ['negation: "nolonger" only in the new text']),
     ("Workspace accounts sign in to the portal.", "Workspace accounts can be used to sign in to the portal.", []),
+    # two comparisons are told apart only in one measure; a time is later or sooner, longer or faster
+    ("The commute by tram takes longer than cycling the same route.",
+     "Cycling to work is quicker than taking the tram along the same route.", []),
+    ("The commute by tram takes longer than cycling the same route.",
+     "The tram gets to work sooner than cycling the same route does.",
+     ["comparison: the opposite comparative, the same way round"]),
+    # a value named verbatim (a #channel, a path, `code`) put in another's place, the rest mostly the same
+    ("Failed nightly backups are reported in the #infra-backups channel on Slack.",
+     "Reports of failed nightly backups go to the #db-team channel on Slack.",
+     ["value: #infra-backups -> #db-team"]),
+    ("Failed nightly backups are reported in the #infra-backups channel on Slack.",
+     "Reports of failed nightly backups go to the infra-backups channel on Slack.", []),
+    ("Unit tests live in `.test.ts` files and run in Vitest.",
+     "The `.spec.ts` files are integration tests that run against mocks of the editor's API.", []),
+    # "was replaced" says what is no longer; more opposed senses; a name that ends another is the same name
+    ("The onboarding videos are recorded in French.", "The French onboarding videos were replaced last year.",
+     ['negation: "nolonger" only in the new text']),
+    ("Kwame's driving licence is still valid.", "Kwame's driving licence has expired.", ["opposite: valid -> invalid"]),
+    ("The user likes their coffee strong and black.", "The user wants weak, milky coffee.",
+     ["opposite: strong -> weak"]),
+    ("The runners have 16 vCPUs each.", "Each runner comes with sixteen CPUs.", []),
     # what need not be done is optional, what has to be done is required
     ("Attending the review is optional for junior engineers.", "Junior engineers don't have to attend the review.",
      []),
@@ -328,7 +349,8 @@ def test_the_labelled_pairs_meet_the_goals(cosine: Probe) -> None:
 # measured once when it was new (docs/remember.md has those figures), then read and the probe improved on its
 # misses. A set that still misses a goal has today's figure for that goal as its bound: no change may do worse.
 GOALS = (0.90, 0.05, 0.02)
-BELOW_GOAL = {"probe_holdout5.jsonl": (0.865, 0.019, 0.019), "probe_holdout6.jsonl": (0.923, 0.019, 0.029)}
+BELOW_GOAL = {"probe_holdout5.jsonl": (0.865, 0.019, 0.019), "probe_holdout6.jsonl": (0.923, 0.0, 0.029),
+              "probe_holdout8.jsonl": (0.923, 0.058, 0.019)}
 
 
 @pytest.mark.parametrize("name", HELD_OUT)

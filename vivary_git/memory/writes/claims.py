@@ -16,7 +16,9 @@ that say mostly the same words, and so does a denial that moved ("is not backed 
 longer; what need not be done is optional and what has to be done required, and those two senses, "on" and "off",
 "public" and "private" and a few more (`_SENSES`) are opposed wherever they stand. A comparison is read as its two
 sides: the same sides with the opposite comparative, or the sides turned around with the same one, is another
-claim ("Berlin ships more than Poznań" / "Poznań ships more than Berlin"). A sentence's first word is a name only
+claim ("Berlin ships more than Poznań" / "Poznań ships more than Berlin"), when both measure the same thing (a
+time is longer or later, shorter or faster). A value named verbatim (a `code` span, a #channel, a path) that each
+text has and the other does not is another value, between texts that say mostly the same words. A sentence's first word is a name only
 when it looks like one ("GitHub", "Visual Studio"); "May" is the month inside a sentence or beside a date's
 words.
 
@@ -143,6 +145,10 @@ _NOT_ONE_BEFORE = frozenset({"of", "another", "by", "or"})
 _NOT_NEGATED = re.compile(r"\b(?:no|not) (?:later|earlier|more|less|fewer|sooner) than\b|\bnot only\b", re.I)
 _NO_LONGER = re.compile(r"\b(?:no|not any) longer\b|\bnot anymore\b", re.I)
 # "used to onboard" (what was done, and is not now), but not "is used to sign in" (what a thing serves for).
+_REPLACED = re.compile(r"\b(?:was|were|has been|have been|had been|got|gets|is being|are being) replaced\b", re.I)
+# What a text names verbatim: a `code` span, a #channel, a path with a folder or a file's extension.
+_MARKS = re.compile(r"`([^`\n]{1,200})`|(?<![\w#])(#[\w][\w.-]*)|"
+                    r"(?<![\w/.])((?:[\w.-]+/)+[\w.-]*|[\w-]+\.[a-z]{1,5})(?![\w/])")
 _USED_TO = re.compile(r"(?<!\bis )(?<!\bare )(?<!\bwas )(?<!\bwere )(?<!\bbe )(?<!\bbeen )(?<!\bbeing )"
                       r"(?<!\bget )(?<!\bgets )(?<!\bgot )\bused to\b(?= [a-z])", re.I)
 # What need not be done is optional: "don't have to go" is "going is optional", "is not required" "is optional".
@@ -174,18 +180,27 @@ _SENSES = {"must": "required", "require": "required", "requires": "required", "r
            "mandatory": "required", "compulsory": "required", "optional": "optional", "enabled": "on",
            "turned on": "on", "switched on": "on", "disabled": "off", "turned off": "off", "switched off": "off",
            "public": "public", "private": "private", "ascending": "ascending", "descending": "descending",
-           "visible": "visible", "hidden": "hidden"}
+           "visible": "visible", "hidden": "hidden", "valid": "valid", "invalid": "invalid", "expired": "invalid",
+           "temporary": "temporary", "temporarily": "temporary", "permanent": "permanent",
+           "permanently": "permanent", "strong": "strong", "weak": "weak"}
 _SENSE_OPPOSITE = {w: o for a, b in (("required", "optional"), ("on", "off"), ("public", "private"),
-                                     ("ascending", "descending"), ("visible", "hidden")) for w, o in ((a, b), (b, a))}
-# Comparatives: +1 says more of something, -1 less ("cheaper" is less costly, "earlier" less late).
-_MORE_LESS = {w: 1 for w in ("more", "larger", "bigger", "greater", "higher", "faster", "longer", "older", "later",
-                             "heavier", "warmer", "hotter", "stronger", "harder", "costlier", "quicker", "busier",
-                             "louder", "wider", "taller", "deeper", "better", "further", "farther")} \
-    | {w: -1 for w in ("less", "fewer", "smaller", "lower", "slower", "shorter", "newer", "younger", "earlier",
-                       "lighter", "colder", "cooler", "weaker", "easier", "cheaper", "quieter", "narrower",
-                       "shallower", "worse", "sooner")}
+                                     ("ascending", "descending"), ("visible", "hidden"), ("valid", "invalid"),
+                                     ("temporary", "permanent"), ("strong", "weak")) for w, o in ((a, b), (b, a))}
 _DENIES = 3  # words after a negation within which its first content word is the one it denies
 _SIBILANT_ES = ("ses", "xes", "zes", "ches", "shes")
+# Comparatives by what they measure, +1 saying more of it and -1 less: two comparisons are told apart only in one
+# measure ("costs less than" / "is more expensive than": an amount and a cost, left alone). "Takes longer" is
+# later, "faster" sooner: "the tram takes longer than cycling" / "cycling is quicker than the tram" is one claim.
+_MORE_LESS = {w: (measure, way) for measure, more, less in (
+    ("amount", ("more",), ("less", "fewer")), ("size", ("larger", "bigger", "greater"), ("smaller",)),
+    ("height", ("higher", "taller"), ("lower",)),
+    ("time", ("longer", "later", "slower"), ("shorter", "earlier", "sooner", "faster", "quicker")),
+    ("age", ("older",), ("newer", "younger")), ("weight", ("heavier",), ("lighter",)),
+    ("warmth", ("warmer", "hotter"), ("colder", "cooler")), ("strength", ("stronger",), ("weaker",)),
+    ("effort", ("harder",), ("easier",)), ("cost", ("costlier", "dearer"), ("cheaper",)),
+    ("sound", ("louder",), ("quieter",)), ("width", ("wider",), ("narrower",)), ("depth", ("deeper",), ("shallower",)),
+    ("quality", ("better",), ("worse",)), ("distance", ("further", "farther"), ("nearer", "closer")),
+) for words, way in ((more, 1), (less, -1)) for w in words}
 _COMPARED_WITHIN = 4  # words between a comparative and its "than" at most, and content words read after "than"
 
 
@@ -297,9 +312,13 @@ class Claim:
     senses: frozenset[str] = frozenset()  # `_SENSES` the text says
     denied: frozenset[str] = frozenset()  # content words a negation just before turns around ("is not backed up")
     affirmed: frozenset[str] = frozenset()  # content words said without one
+    marks: frozenset[str] = frozenset()  # what it names verbatim: `code`, a #channel, a path (`_MARKS`), lowercase
+    said: str = ""  # the text, lowercase
 
     @classmethod
     def of(cls, text: str) -> Claim:
+        marks = frozenset(m.group(m.lastindex or 0).strip().lower() for m in _MARKS.finditer(text))
+        said = text.lower()
         words: set[str] = set()
         numbers: set[str] = set()
         when: set[str] = set()
@@ -316,7 +335,7 @@ class Claim:
         text = _MUST.sub(" must ", _NEEDLESS.sub(" optional ", text))
         text = _dates(_OCLOCK.sub(_oclock, text))
         text = _PERCENT.sub(r"\1%", _SPELLED.sub(_spelled, text))
-        text = _USED_TO.sub(" nolonger ", _NO_LONGER.sub(" nolonger ", text))
+        text = _REPLACED.sub(" nolonger ", _USED_TO.sub(" nolonger ", _NO_LONGER.sub(" nolonger ", text)))
         text = text.replace("’", "'")
         found = list(_TOKEN.finditer(text))
         raws = [m.group() for m in found]
@@ -385,7 +404,7 @@ class Claim:
                 names[stem] = raw  # a first word is a name's too when the next word is ("Visual Studio Code")
         return cls(frozenset(words), frozenset(numbers), frozenset(when), names, tuple(negations), frozenset(lows),
                    frozenset(raws), tuple(seq), tuple(shown), frozenset(quantity), frozenset(kinds),
-                   _senses(tuple(shown)), frozenset(denied), frozenset(affirmed - denied))
+                   _senses(tuple(shown)), frozenset(denied), frozenset(affirmed - denied), marks, said)
 
 
 def overlap(a: Claim, b: Claim) -> float:
@@ -427,6 +446,12 @@ def mismatches(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | 
         out.append(f"number: {', '.join(sorted(gone_numbers))} -> {', '.join(sorted(came_numbers))}")
     if old.when - new.when and new.when - old.when:
         out.append(f"date: {', '.join(sorted(old.when - new.when))} -> {', '.join(sorted(new.when - old.when))}")
+    # A value named verbatim (a path, a #channel, a `code` span) that each text has and the other does not say
+    # even unmarked, in two texts that say mostly the same words: another value in the same place ("in
+    # `#infra-backups`" / "to the `#db-team` channel").
+    lost, found = [m for m in old.marks if m not in new.said], [m for m in new.marks if m not in old.said]
+    if lost and found and _repeats(old, new):
+        out.append(f"value: {', '.join(sorted(lost))} -> {', '.join(sorted(found))}")
     gone = {s: w for s, w in old.names.items() if w not in new.cased and not _named_in(s, new)}
     came = {s: w for s, w in new.names.items() if w not in old.cased and not _named_in(s, old)}
     # Another name in the same sentence: the rest of the two claims is the same (a paraphrase that starts
@@ -464,10 +489,10 @@ def _senses(shown: tuple[str, ...]) -> frozenset[str]:
     return frozenset(out)
 
 
-def _comparison(claim: Claim) -> tuple[frozenset[str], int, frozenset[str]] | None:
-    """What a text compares: (the content words before its comparative, +1 for "more", "larger" and the like or
-    -1 for "fewer", "cheaper", the content words after its "than": what it is compared with), or None without
-    one comparison of two things ("more than one field" counts, it compares nothing)."""
+def _comparison(claim: Claim) -> tuple[frozenset[str], tuple[str, int], frozenset[str]] | None:
+    """What a text compares: (the content words before its comparative, its measure and +1 for "more", "larger"
+    and the like or -1 for "fewer", "cheaper", the content words after its "than": what it is compared with), or
+    None without one comparison of two things ("more than one field" counts, it compares nothing)."""
     shown, seq = claim.shown, claim.seq
     if shown.count("than") != 1:
         return None
@@ -489,7 +514,7 @@ def _compared(old: Claim, new: Claim) -> str:
     same ("X is cheaper than Y" / "Y costs more than X"). Which way round is told by what each is compared with:
     the same, or what the other put first."""
     a, b = _comparison(old), _comparison(new)
-    if a is None or b is None:
+    if a is None or b is None or a[1][0] != b[1][0]:
         return ""
     kept = len(a[2] & b[2])
     swapped = len(a[2] & b[0]) + len(b[2] & a[0])
@@ -523,9 +548,11 @@ def _kind(raw: str, cardinal: bool, duration: bool) -> str:
 
 
 def _named_in(stem: str, claim: Claim) -> bool:
-    """Does `claim` name `stem`, or a name one starts the other ("Brazil" / "Brazilian")?"""
-    return stem in claim.names or any(len(min(stem, n, key=len)) >= 4 and (n.startswith(stem) or stem.startswith(n))
-                                      for n in claim.names)
+    """Does `claim` name `stem`, or a name one starts the other ("Brazil" / "Brazilian") or ends ("vCPUs" /
+    "CPUs")?"""
+    return stem in claim.names or any(
+        (len(min(stem, n, key=len)) >= 4 and (n.startswith(stem) or stem.startswith(n)))
+        or (len(min(stem, n, key=len)) >= 3 and (n.endswith(stem) or stem.endswith(n))) for n in claim.names)
 
 
 def _repeats(denying: Claim, other: Claim) -> bool:
