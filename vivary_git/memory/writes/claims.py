@@ -18,9 +18,9 @@ longer; what need not be done is optional and what has to be done required, and 
 sides: the same sides with the opposite comparative, or the sides turned around with the same one, is another
 claim ("Berlin ships more than Poznań" / "Poznań ships more than Berlin"), when both measure the same thing (a
 time is longer or later, shorter or faster). A value named verbatim (a `code` span, a #channel, a path) that each
-text has and the other does not is another value, between texts that say mostly the same words. A sentence's first word is a name only
-when it looks like one ("GitHub", "Visual Studio"); "May" is the month inside a sentence or beside a date's
-words.
+text has and the other does not is another value, between texts that say mostly the same words. A sentence's
+first word is a name only when it looks like one ("GitHub", "Visual Studio"); "May" is the month inside a sentence
+or beside a date's words.
 
 Beyond the closed classes (negations, numbers, days and months, quantifiers), any content word can be the
 changed value: two texts whose content words line up but for one or two short spans put in each other's place
