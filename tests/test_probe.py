@@ -17,7 +17,7 @@ from vivary_git.memory.writes.probe import Candidate, Probe
 
 PAIRS = Path(__file__).parent / "data" / "probe_pairs.jsonl"
 # The held-out sets in the order written: each before the probe change measured on it (tests/data/probe_pairs.md)
-HELD_OUT = ["probe_holdout.jsonl", *(f"probe_holdout{n}.jsonl" for n in range(2, 9))]
+HELD_OUT = ["probe_holdout.jsonl", *(f"probe_holdout{n}.jsonl" for n in range(2, 10))]
 LOCAL = '[memory]\nenabled = true\nprovider = "vivary-local"\n'
 
 # Several memories of one subject and of others: the one a verdict must name is never the first.
@@ -261,6 +261,14 @@ def test_without_a_model_the_same_text_is_a_duplicate_and_a_changed_value_an_upd
     ("The user likes their coffee strong and black.", "The user wants weak, milky coffee.",
      ["opposite: strong -> weak"]),
     ("The runners have 16 vCPUs each.", "Each runner comes with sixteen CPUs.", []),
+    # a name written in capitals is a name though it spells a small word; "a hundred" is one hundred; "a few" are
+    # some; "retried" is "retries"
+    ("Requests for new Slack channels are approved by the IT team.",
+     "Requests for new Slack channels are approved by the People team.", ["name: IT -> People"]),
+    ("The venue in Sintra holds up to 120 guests.", "The venue in Sintra holds up to a hundred and twenty guests.",
+     []),
+    ("Some of the records got warped in the attic.", "A few of the records were warped in the attic.", []),
+    ("The worker retries failed jobs.", "Failed jobs are retried by the worker.", []),
     # what need not be done is optional, what has to be done is required
     ("Attending the review is optional for junior engineers.", "Junior engineers don't have to attend the review.",
      []),
@@ -350,7 +358,7 @@ def test_the_labelled_pairs_meet_the_goals(cosine: Probe) -> None:
 # misses. A set that still misses a goal has today's figure for that goal as its bound: no change may do worse.
 GOALS = (0.90, 0.05, 0.02)
 BELOW_GOAL = {"probe_holdout5.jsonl": (0.865, 0.019, 0.019), "probe_holdout6.jsonl": (0.923, 0.0, 0.029),
-              "probe_holdout8.jsonl": (0.923, 0.058, 0.019)}
+              "probe_holdout8.jsonl": (0.923, 0.058, 0.019), "probe_holdout9.jsonl": (0.942, 0.135, 0.029)}
 
 
 @pytest.mark.parametrize("name", HELD_OUT)

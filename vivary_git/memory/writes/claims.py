@@ -162,6 +162,7 @@ _INSTEAD = re.compile(r"\binstead of\b|\brather than\b", re.I)  # "pnpm rather t
 _SPELLED = re.compile(r"\b(?:(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|"
                       r"fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|"
                       r"seventy|eighty|ninety|hundred|thousand)(?:[ -]+(?:and[ -]+)?(?=[a-z])|\b)){2,}", re.I)
+_A_HUNDRED = re.compile(r"\ba (hundred|thousand)\b", re.I)  # "a hundred and twenty" is 120
 _OCLOCK = re.compile(r"\b(\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve) o'clock"
                      r"(?: in the (morning|afternoon|evening))?", re.I)
 _ISO_DATE = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
@@ -207,7 +208,7 @@ _COMPARED_WITHIN = 4  # words between a comparative and its "than" at most, and 
 def _stem(word: str) -> str:
     """A crude English stem: enough that "deploys", "deployed" and "deploying" meet, and "file", "files" and
     "filed" ("-es" goes only after a sibilant, "boxes"; a final "e" goes always, "releasing" is "releas")."""
-    for suffix, keep in (("'s", ""), ("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", ""),
+    for suffix, keep in (("'s", ""), ("ies", "y"), ("ied", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", ""),
                          ("s", "")):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss") \
                 and (suffix != "es" or word.endswith(_SIBILANT_ES)):
@@ -334,7 +335,7 @@ class Claim:
         text = _INSTEAD.sub(" not ", text)
         text = _MUST.sub(" must ", _NEEDLESS.sub(" optional ", text))
         text = _dates(_OCLOCK.sub(_oclock, text))
-        text = _PERCENT.sub(r"\1%", _SPELLED.sub(_spelled, text))
+        text = _PERCENT.sub(r"\1%", _SPELLED.sub(_spelled, _A_HUNDRED.sub(r"one \1", text)))
         text = _REPLACED.sub(" nolonger ", _USED_TO.sub(" nolonger ", _NO_LONGER.sub(" nolonger ", text)))
         text = text.replace("’", "'")
         found = list(_TOKEN.finditer(text))
@@ -386,8 +387,8 @@ class Claim:
                 when.add(low.rstrip("s") if low.endswith("days") else low)
                 continue
             if low in _QUANTIFIERS and not (before == "at" and low == "most"):  # "at most 40" bounds a number
-                quantity.add(_QUANTIFIERS[low])
-            if low in _STOP or at == used:
+                quantity.add("some" if low == "few" and before == "a" else _QUANTIFIERS[low])  # "a few" are some
+            if (low in _STOP and not (raw.isupper() and len(raw) > 1)) or at == used:  # "the IT team" names
                 if negated >= 0 and seq[negated] in words:
                     negated = -1  # the words it denied end here
                 continue
