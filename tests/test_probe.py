@@ -17,7 +17,7 @@ from vivary_git.memory.writes.probe import Candidate, Probe
 
 PAIRS = Path(__file__).parent / "data" / "probe_pairs.jsonl"
 # The held-out sets in the order written: each before the probe change measured on it (tests/data/probe_pairs.md)
-HELD_OUT = ["probe_holdout.jsonl", *(f"probe_holdout{n}.jsonl" for n in range(2, 10))]
+HELD_OUT = ["probe_holdout.jsonl", *(f"probe_holdout{n}.jsonl" for n in range(2, 11))]
 LOCAL = '[memory]\nenabled = true\nprovider = "vivary-local"\n'
 
 # Several memories of one subject and of others: the one a verdict must name is never the first.
@@ -246,7 +246,13 @@ def test_without_a_model_the_same_text_is_a_duplicate_and_a_changed_value_an_upd
     ("The commute by tram takes longer than cycling the same route.",
      "The tram gets to work sooner than cycling the same route does.",
      ["comparison: the opposite comparative, the same way round"]),
-    # a value named verbatim (a #channel, a path, `code`) put in another's place, the rest mostly the same
+    ("In the pilot, the Swahili version of the survey took longer to complete than the English one.",
+     "The pilot showed the Swahili survey was quicker to complete than the English version.",
+     ["comparison: the opposite comparative, the same way round"]),
+    # a value named verbatim (a #channel, an address, a path, `code`) put in another's place, the rest mostly the
+    # same
+    ("Freelancers send their invoices to accounts@lumenhaus.de.", "Freelancer invoices go to billing@lumenhaus.de.",
+     ["value: accounts@lumenhaus.de -> billing@lumenhaus.de"]),
     ("Failed nightly backups are reported in the #infra-backups channel on Slack.",
      "Reports of failed nightly backups go to the #db-team channel on Slack.",
      ["value: #infra-backups -> #db-team"]),
@@ -358,7 +364,8 @@ def test_the_labelled_pairs_meet_the_goals(cosine: Probe) -> None:
 # misses. A set that still misses a goal has today's figure for that goal as its bound: no change may do worse.
 GOALS = (0.90, 0.05, 0.02)
 BELOW_GOAL = {"probe_holdout5.jsonl": (0.865, 0.019, 0.019), "probe_holdout6.jsonl": (0.923, 0.0, 0.029),
-              "probe_holdout8.jsonl": (0.923, 0.058, 0.019), "probe_holdout9.jsonl": (0.942, 0.135, 0.029)}
+              "probe_holdout8.jsonl": (0.923, 0.058, 0.019), "probe_holdout9.jsonl": (0.942, 0.135, 0.029),
+              "probe_holdout10.jsonl": (0.885, 0.212, 0.0)}
 
 
 @pytest.mark.parametrize("name", HELD_OUT)

@@ -146,8 +146,9 @@ _NOT_NEGATED = re.compile(r"\b(?:no|not) (?:later|earlier|more|less|fewer|sooner
 _NO_LONGER = re.compile(r"\b(?:no|not any) longer\b|\bnot anymore\b", re.I)
 # "used to onboard" (what was done, and is not now), but not "is used to sign in" (what a thing serves for).
 _REPLACED = re.compile(r"\b(?:was|were|has been|have been|had been|got|gets|is being|are being) replaced\b", re.I)
-# What a text names verbatim: a `code` span, a #channel, a path with a folder or a file's extension.
-_MARKS = re.compile(r"`([^`\n]{1,200})`|(?<![\w#])(#[\w][\w.-]*)|"
+# What a text names verbatim: a `code` span, a #channel, an e-mail address, a path with a folder or a file's
+# extension.
+_MARKS = re.compile(r"`([^`\n]{1,200})`|(?<![\w#])(#[\w][\w.-]*)|([\w.+-]+@[\w-]+(?:\.[\w-]+)+)|"
                     r"(?<![\w/.])((?:[\w.-]+/)+[\w.-]*|[\w-]+\.[a-z]{1,5})(?![\w/])")
 _USED_TO = re.compile(r"(?<!\bis )(?<!\bare )(?<!\bwas )(?<!\bwere )(?<!\bbe )(?<!\bbeen )(?<!\bbeing )"
                       r"(?<!\bget )(?<!\bgets )(?<!\bgot )\bused to\b(?= [a-z])", re.I)
@@ -517,6 +518,9 @@ def _compared(old: Claim, new: Claim) -> str:
     a, b = _comparison(old), _comparison(new)
     if a is None or b is None or a[1][0] != b[1][0]:
         return ""
+    if a[2] & old.names.keys() and b[2] & new.names.keys():  # names tell the sides apart best ("the English one")
+        a = (a[0] & old.names.keys(), a[1], a[2] & old.names.keys())
+        b = (b[0] & new.names.keys(), b[1], b[2] & new.names.keys())
     kept = len(a[2] & b[2])
     swapped = len(a[2] & b[0]) + len(b[2] & a[0])
     if kept == swapped:
