@@ -249,6 +249,9 @@ def test_without_a_model_the_same_text_is_a_duplicate_and_a_changed_value_an_upd
     ("In the pilot, the Swahili version of the survey took longer to complete than the English one.",
      "The pilot showed the Swahili survey was quicker to complete than the English version.",
      ["comparison: the opposite comparative, the same way round"]),
+    # colours, a closed class as days and months are
+    ("In the lab, sample tubes from the delta site have blue caps.",
+     "The sample tubes from the delta site are the ones with red caps.", ["colour: blue -> red"]),
     # a value named verbatim (a #channel, an address, a path, `code`) put in another's place, the rest mostly the
     # same
     ("Freelancers send their invoices to accounts@lumenhaus.de.", "Freelancer invoices go to billing@lumenhaus.de.",
@@ -365,7 +368,7 @@ def test_the_labelled_pairs_meet_the_goals(cosine: Probe) -> None:
 GOALS = (0.90, 0.05, 0.02)
 BELOW_GOAL = {"probe_holdout5.jsonl": (0.865, 0.019, 0.019), "probe_holdout6.jsonl": (0.923, 0.0, 0.029),
               "probe_holdout8.jsonl": (0.923, 0.058, 0.019), "probe_holdout9.jsonl": (0.942, 0.135, 0.029),
-              "probe_holdout10.jsonl": (0.885, 0.212, 0.0)}
+              "probe_holdout10.jsonl": (0.885, 0.192, 0.0)}
 
 
 @pytest.mark.parametrize("name", HELD_OUT)

@@ -1,6 +1,6 @@
 """What a memory claims, as far as telling two claims apart needs: its content words, and the values a
-contradiction changes (a negation, a number, a day or month, a name, a quantifier, a word put in another's
-place).
+contradiction changes (a negation, a number, a day or month, a colour, a name, a quantifier, a word put in
+another's place).
 
 `Claim.of(text)` reads a text once; `overlap(a, b)` is how many of the shorter one's content words the other
 has; `mismatches(a, b)` lists what one says that the other says otherwise, as evidence such as `number: 600 ->
@@ -188,6 +188,8 @@ _SENSES = {"must": "required", "require": "required", "requires": "required", "r
 _SENSE_OPPOSITE = {w: o for a, b in (("required", "optional"), ("on", "off"), ("public", "private"),
                                      ("ascending", "descending"), ("visible", "hidden"), ("valid", "invalid"),
                                      ("temporary", "permanent"), ("strong", "weak")) for w, o in ((a, b), (b, a))}
+_COLOURS = frozenset({"red", "blue", "green", "yellow", "orange", "purple", "violet", "pink", "brown", "grey", "gray",
+                      "black", "white", "turquoise", "teal", "magenta", "beige", "gold", "silver"})
 _DENIES = 3  # words after a negation within which its first content word is the one it denies
 _SIBILANT_ES = ("ses", "xes", "zes", "ches", "shes")
 # Comparatives by what they measure, +1 saying more of it and -1 less: two comparisons are told apart only in one
@@ -463,6 +465,10 @@ def mismatches(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | 
     named = bool(gone and came and same_rest and not _acronyms(gone, came) and not _acronyms(came, gone))
     if named:
         out.append(f"name: {', '.join(sorted(gone.values()))} -> {', '.join(sorted(came.values()))}")
+    colours = {w for w in old.lows if w in _COLOURS}, {w for w in new.lows if w in _COLOURS}
+    if colours[0] - colours[1] and colours[1] - colours[0]:  # a closed class, as days and months are
+        out.append(f"colour: {', '.join(sorted(colours[0] - colours[1]))} -> "
+                   f"{', '.join(sorted(colours[1] - colours[0]))}")
     if old.quantity and new.quantity and not old.quantity & new.quantity:
         out.append(f"quantifier: {', '.join(sorted(old.quantity))} -> {', '.join(sorted(new.quantity))}")
     if not out:
