@@ -55,7 +55,7 @@ def cosine() -> Probe:
     ("We deploy to production on Thursdays and never on Fridays.", "update", "deploy-days", "date"),
     ("We no longer deploy to production on Tuesdays.", "update", "deploy-days", "negation"),
     ("A production deploy needs a red CI run and one approving review.", "update", "deploy-review",
-     "word: green -> red"),
+     "colour: green -> red"),
     ("The survey tablets are stored in the open cabinet in room 12.", "update", "tablet-storage",
      "word: locked -> open"),
     ("Survey tablets must be fully charged before some Thursday field trips.", "update", "tablet-charge",
@@ -201,7 +201,8 @@ def test_without_a_model_the_same_text_is_a_duplicate_and_a_changed_value_an_upd
     ("Visual Studio Code allows custom CSS.", "VS Code allows custom CSS.", []),
     ("Employees may work remotely three days a week.", "Staff can work from home three days each week.", []),
     # a word put in another's place, the rest of the sentence the same
-    ("Existing notes are highlighted in blue.", "Existing notes are highlighted in green.", ["word: blue -> green"]),
+    ("Existing notes are listed in the sidebar.", "Existing notes are listed in the toolbar.",
+     ["word: sidebar -> toolbar"]),
     ("The new laptops are faster than the old ones.", "The new laptops are slower than the old ones.",
      ["word: faster -> slower"]),
     ("Durable socks save you money.", "Durable socks cost you money.", ["word: save -> cost"]),
