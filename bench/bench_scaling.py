@@ -1,6 +1,6 @@
 """How a cold `check` scales with the cores: its serial and parallel parts, fitted from runs at 1, 2 and all cores.
 
-    python bench/bench_scaling.py [--notes 10000] [--dest DIR] [--runs 5] [--jobs 1,2,4]
+    python bench/bench_scaling.py [--notes 10000] [--dest DIR] [--runs 5] [--jobs 1,2,4] [--repack]
 
 Builds (or, with an existing --dest, reuses) a workspace with /work/shared/bench/make_vault.py (`--notes N
 --wikilinks --commits 3`, as bench_graph.py does), then times `git vivary check --rev HEAD --json` cold
@@ -10,7 +10,11 @@ fits the medians to Amdahl's T(n) = s + p/n by least squares. It prints each n's
 system of the command and its children) and peak RSS (the largest single process: getrusage of a wrapper's
 children), then s (serial seconds), p (parallel seconds, on one core), the serial share s / (s + p), the
 floor (`git cat-file --batch-all-objects --batch > /dev/null`: reading every object once) and each
-median's ratio to it, with the load average before and after. With 2 cores the fit has exactly two points.
+median's ratio to it, with the load average before and after and how the objects are stored. The floor depends
+on that storage as much as on the machine: loose objects cost the floor one file each (on this project's
+machines 1.3 s one day and 4.6 s another for the same 100,000 notes, most of it system time), a packed
+repository's floor opens one file; `--repack` measures what a clone has. With 2 cores the fit has exactly two
+points.
 CPU / wall below the job count means the command waited for a core: on a machine shared with other work
 the wall figures, and so the fit, measure the sharing as much as the code.
 """
@@ -83,6 +87,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5, help="runs of each job count, interleaved (default 5)")
     ap.add_argument("--jobs", help="comma-separated VIVARY_JOBS values (default: 1, 2 and the usable cores)")
     ap.add_argument("--vivary", default="git vivary", help="our command (default: 'git vivary')")
+    ap.add_argument("--repack", action="store_true", help="`git repack -ad` the workspace first, as a clone is and "
+                    "as #28's 16-core table was measured (the generated workspace's objects are loose)")
     a = ap.parse_args()
 
     cores = usable_cores()
@@ -93,6 +99,11 @@ def main() -> int:
     build(dest, a.notes, a.seed)
     ws = dest
     git(ws, "reset", "-q", "--hard", "HEAD")
+    if a.repack:
+        git(ws, "repack", "-adq")
+    counted = dict(line.split(": ", 1) for line in git(ws, "count-objects", "-v").splitlines() if ": " in line)
+    storage = f"{int(counted.get('count', 0)):,} loose object(s), {int(counted.get('in-pack', 0)):,} in " \
+              f"{counted.get('packs', '0')} pack(s)"
     ours = a.vivary.split()
     env = dict(os.environ, **GIT_ENV)
     env.pop("VIVARY_JOBS", None)
@@ -122,7 +133,7 @@ def main() -> int:
     medians = {n: statistics.median(walls[n]) for n in jobs}
     s, p = fit(medians)
     print(f"cold `check --rev HEAD --json`, {a.notes:,} notes ({ws}), median of {a.runs} interleaved run(s); "
-          f"{cores} usable core(s); load {started} -> {ended}")
+          f"{cores} usable core(s); load {started} -> {ended}; {storage}")
     print()
     print("| VIVARY_JOBS | wall s median [min-max] | CPU s median | CPU / wall | fit s + p/n | x floor "
           "| peak RSS MiB |")
