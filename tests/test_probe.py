@@ -292,6 +292,32 @@ def test_values_are_read_as_values(old: str, new: str, said: list[str]) -> None:
     assert mismatches(Claim.of(old), Claim.of(new)) == said
 
 
+def test_a_long_text_is_read_without_lining_its_words_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A memory text is a stranger's input (an MCP argument, up to 20,000 characters): lining two texts up word by
+    word takes time quadratic in their words (~21 s for two 10,000-word texts), so only texts of at most
+    `_SWAP_WORDS` words are, and every other signal still reads a long one."""
+    from vivary_git.memory.writes import claims
+
+    seen: list[int] = []
+    real = claims.SequenceMatcher
+
+    def counting(junk: Any, a: Any, b: Any, autojunk: bool = True) -> Any:
+        seen.append(max(len(a), len(b)))
+        return real(junk, a, b, autojunk=autojunk)
+
+    monkeypatch.setattr(claims, "SequenceMatcher", counting)
+    long_old = "The runners are blue. " + "a/" * 9_990
+    long_new = "The runners are red. " + "a/" * 9_990
+    assert mismatches(Claim.of(long_old), Claim.of(long_new)) == ["colour: blue -> red"]
+    assert seen == []
+    assert mismatches(Claim.of("We buy laptops from one supplier."), Claim.of("We lease laptops from one supplier.")) \
+        == ["word: buy -> lease"]
+    assert seen and max(seen) <= claims._SWAP_WORDS
+    # an address, a path, a code span: found once each, wherever they stand in a long run of their characters
+    marks = Claim.of("x" * 5_000 + " billing@example.org `a.b` docs/a.md " + "a." * 5_000).marks
+    assert {"billing@example.org", "a.b", "docs/a.md"} <= marks
+
+
 def test_a_swap_of_words_that_mean_the_same_is_no_change() -> None:
     """The probe's embedding says whether two swapped spans mean the same; without it only the same stem does."""
     old, new = Claim.of("We buy laptops from one supplier."), Claim.of("We purchase laptops from one supplier.")

@@ -107,6 +107,7 @@ _SWAP_OPPOSITES = (
     ("monthly", "yearly"), ("monthly", "annually"), ("manual", "automatic"), ("manually", "automatically"),
 )
 _SWAP_OPPOSED = frozenset(pair for a, b in _SWAP_OPPOSITES for pair in ((a, b), (b, a)))
+_SWAP_WORDS = 400  # words at most in a text read for swaps
 _SWAP_SPAN = 3  # words at most on each side of one swapped span
 _SWAP_SPANS = 2  # swapped spans at most
 _SWAP_REST = 0.6  # the share of the longer text's words that must line up outside the swapped spans
@@ -148,7 +149,7 @@ _NO_LONGER = re.compile(r"\b(?:no|not any) longer\b|\bnot anymore\b", re.I)
 _REPLACED = re.compile(r"\b(?:was|were|has been|have been|had been|got|gets|is being|are being) replaced\b", re.I)
 # What a text names verbatim: a `code` span, a #channel, an e-mail address, a path with a folder or a file's
 # extension.
-_MARKS = re.compile(r"`([^`\n]{1,200})`|(?<![\w#])(#[\w][\w.-]*)|([\w.+-]+@[\w-]+(?:\.[\w-]+)+)|"
+_MARKS = re.compile(r"`([^`\n]{1,200})`|(?<![\w#])(#[\w][\w.-]*)|(?<![\w.+-])([\w.+-]+@[\w-]+(?:\.[\w-]+)+)|"
                     r"(?<![\w/.])((?:[\w.-]+/)+[\w.-]*|[\w-]+\.[a-z]{1,5})(?![\w/])")
 _USED_TO = re.compile(r"(?<!\bis )(?<!\bare )(?<!\bwas )(?<!\bwere )(?<!\bbe )(?<!\bbeen )(?<!\bbeing )"
                       r"(?<!\bget )(?<!\bgets )(?<!\bgot )\bused to\b(?= [a-z])", re.I)
@@ -580,6 +581,8 @@ def _swaps(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | None
     edited claim looks like, where a paraphrase rewords more than its value. Empty when the texts differ
     otherwise too (an added or dropped content word, more or longer spans), when a span is a name (the name
     check's, which knows acronyms) or only small words ("in" / "on"), or when the two spans mean the same."""
+    if max(len(old.seq), len(new.seq)) > _SWAP_WORDS:
+        return []  # lining up takes time quadratic in the words: a claim with one value swapped is a sentence or two
     blocks = SequenceMatcher(None, old.seq, new.seq, autojunk=False).get_opcodes()
     lined = sum(i2 - i1 for op, i1, i2, _, _ in blocks if op == "equal")
     if lined < _SWAP_REST * max(len(old.seq), len(new.seq)) or len(old.words & new.words) < 2:
