@@ -145,12 +145,12 @@ _NOT_ONE_BEFORE = frozenset({"of", "another", "by", "or"})
 # "no later than two days" bounds a number, it denies nothing; "no longer" is one negation, not two.
 _NOT_NEGATED = re.compile(r"\b(?:no|not) (?:later|earlier|more|less|fewer|sooner) than\b|\bnot only\b", re.I)
 _NO_LONGER = re.compile(r"\b(?:no|not any) longer\b|\bnot anymore\b", re.I)
-# "used to onboard" (what was done, and is not now), but not "is used to sign in" (what a thing serves for).
 _REPLACED = re.compile(r"\b(?:was|were|has been|have been|had been|got|gets|is being|are being) replaced\b", re.I)
 # What a text names verbatim: a `code` span, a #channel, an e-mail address, a path with a folder or a file's
 # extension.
 _MARKS = re.compile(r"`([^`\n]{1,200})`|(?<![\w#])(#[\w][\w.-]*)|(?<![\w.+-])([\w.+-]+@[\w-]+(?:\.[\w-]+)+)|"
                     r"(?<![\w/.])((?:[\w.-]+/)+[\w.-]*|[\w-]+\.[a-z]{1,5})(?![\w/])")
+# "used to onboard" (what was done, and is not now), but not "is used to sign in" (what a thing serves for).
 _USED_TO = re.compile(r"(?<!\bis )(?<!\bare )(?<!\bwas )(?<!\bwere )(?<!\bbe )(?<!\bbeen )(?<!\bbeing )"
                       r"(?<!\bget )(?<!\bgets )(?<!\bgot )\bused to\b(?= [a-z])", re.I)
 # What need not be done is optional: "don't have to go" is "going is optional", "is not required" "is optional".
@@ -191,7 +191,7 @@ _SENSE_OPPOSITE = {w: o for a, b in (("required", "optional"), ("on", "off"), ("
                                      ("temporary", "permanent"), ("strong", "weak")) for w, o in ((a, b), (b, a))}
 _COLOURS = frozenset({"red", "blue", "green", "yellow", "orange", "purple", "violet", "pink", "brown", "grey", "gray",
                       "black", "white", "turquoise", "teal", "magenta", "beige", "gold", "silver"})
-_DENIES = 3  # words after a negation within which its first content word is the one it denies
+_DENIES = 3  # words after a negation within which its first run of content words is what it denies
 _SIBILANT_ES = ("ses", "xes", "zes", "ches", "shes")
 # Comparatives by what they measure, +1 saying more of it and -1 less: two comparisons are told apart only in one
 # measure ("costs less than" / "is more expensive than": an amount and a cost, left alone). "Takes longer" is
@@ -317,7 +317,7 @@ class Claim:
     senses: frozenset[str] = frozenset()  # `_SENSES` the text says
     denied: frozenset[str] = frozenset()  # content words a negation just before turns around ("is not backed up")
     affirmed: frozenset[str] = frozenset()  # content words said without one
-    marks: frozenset[str] = frozenset()  # what it names verbatim: `code`, a #channel, a path (`_MARKS`), lowercase
+    marks: frozenset[str] = frozenset()  # what it names verbatim (`_MARKS`: code, #channel, address, path), lowercase
     said: str = ""  # the text, lowercase
 
     @classmethod
@@ -361,7 +361,8 @@ class Claim:
             lows.add(low)
             seq.append(low)
             shown.append(low)
-            if (low in _NEGATIONS or low.endswith("n't")) and not (raw.isupper() and len(raw) > 1):  # `NO_COLOR`
+            acronym = raw.isupper() and len(raw) > 1  # "NO" in `NO_COLOR` denies nothing, "the IT team" names IT
+            if (low in _NEGATIONS or low.endswith("n't")) and not acronym:
                 negations.append(low)
                 negated = at
                 continue
@@ -392,7 +393,7 @@ class Claim:
                 continue
             if low in _QUANTIFIERS and not (before == "at" and low == "most"):  # "at most 40" bounds a number
                 quantity.add("some" if low == "few" and before == "a" else _QUANTIFIERS[low])  # "a few" are some
-            if (low in _STOP and not (raw.isupper() and len(raw) > 1)) or at == used:  # "the IT team" names
+            if (low in _STOP and not acronym) or at == used:
                 if negated >= 0 and seq[negated] in words:
                     negated = -1  # the words it denied end here
                 continue
