@@ -287,6 +287,39 @@ def test_without_a_model_the_same_text_is_a_duplicate_and_a_changed_value_an_upd
     ("Guests can join the calls without an account.", "An account is not needed for guests to join the calls.", []),
     # "files" is "file"'s plural, "workspaces" "workspace"'s
     ("Each workspace keeps its files.", "The workspaces keep each file.", []),
+    # a negation denies within its clause: two clauses that each deny are a denial, not two that cancel
+    ("Mira is on the lease, so she can sign for parcels.", "Mira isn't on the lease, so she can't sign for parcels.",
+     ['negation: "isn\'t can\'t" only in the new text']),
+    ("Mira isn't on the lease, so she can't sign for parcels.",
+     "Since Mira is not on the lease, she cannot sign for parcels.", []),
+    # a negation of something else leaves an opposed sense standing; one that denies the sense turns it around
+    ("The user drinks strong tea and never adds sugar.", "The user never adds sugar to the weak tea they drink.",
+     ["opposite: strong -> weak"]),
+    ("The user drinks strong tea and never adds sugar.", "The user never adds sugar to the strong tea they drink.",
+     []),
+    ("Signed commits are not required on the docs branch.", "The docs branch makes signed commits optional.", []),
+    ("Her blood pressure was high at the March check-up.", "At the March check-up her blood pressure was low.",
+     ["opposite: high -> low"]),
+    ("The flat's boiler is serviced early in the year.", "The boiler in the flat gets its service late in the year.",
+     ["opposite: early -> late"]),
+    ("The mortgage has a fixed rate.", "The mortgage rate is variable.", ["opposite: fixed -> variable"]),
+    ("The legend sits at the top of the map.", "At the bottom of the map sits the legend.",
+     ["opposite: top -> bottom"]),
+    # "twice a day" counts times; "once the build passes" does not
+    ("The cat is fed twice a day.", "The cat is fed once a day.", ["number: 2 -> 1"]),
+    ("The cat is fed twice a day.", "The cat gets fed two times a day.", []),
+    ("Once the build passes, the image is pushed.", "The image is pushed when the build passes.", []),
+    # "never" is how often; "at all" stresses a negation, it is no quantifier
+    ("Ines never takes calls after 6pm.", "Ines sometimes takes a call after 6pm.",
+     ['negation: "never" only in the existing memory', "quantifier: none -> some"]),
+    ("Ines never takes calls after 6pm.", "Ines takes no calls at all after 6pm.", []),
+    # an order is a comparison of times: turned around with "ahead of" for "before", or the same with "after"
+    ("The lint step runs before the build.", "The build runs ahead of the lint step.",
+     ["comparison: the same comparative, the other way round"]),
+    ("The lint step runs before the build.", "The build runs after the lint step.", []),
+    ("The nightly job starts thirty minutes before the backup.",
+     "Half an hour ahead of the backup, the nightly job starts.", []),
+    ("Each script is named after its hook.", "A hook's script takes the hook's name.", []),
 ])
 def test_values_are_read_as_values(old: str, new: str, said: list[str]) -> None:
     assert mismatches(Claim.of(old), Claim.of(new)) == said
@@ -396,8 +429,8 @@ def test_the_labelled_pairs_meet_the_goals(cosine: Probe) -> None:
 # duplicates: holdout11's 0.115 is bench_probe's 0.096 plus its one "update(other)".)
 GOALS = (0.90, 0.05, 0.02)
 BELOW_GOAL = {"probe_holdout5.jsonl": (0.865, 0.019, 0.019), "probe_holdout6.jsonl": (0.923, 0.0, 0.029),
-              "probe_holdout8.jsonl": (0.923, 0.058, 0.019), "probe_holdout9.jsonl": (0.942, 0.135, 0.029),
-              "probe_holdout10.jsonl": (0.885, 0.192, 0.0), "probe_holdout11.jsonl": (0.885, 0.115, 0.010)}
+              "probe_holdout8.jsonl": (0.923, 0.038, 0.019), "probe_holdout9.jsonl": (0.942, 0.038, 0.029),
+              "probe_holdout10.jsonl": (0.885, 0.115, 0.0), "probe_holdout11.jsonl": (0.885, 0.115, 0.010)}
 
 
 @pytest.mark.parametrize("name", HELD_OUT)

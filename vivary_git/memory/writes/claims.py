@@ -10,17 +10,21 @@ text has one the other lacks.
 
 Numbers are read however written ("25", "twenty-five", "two hundred and fifty", "25%" and "25 per cent",
 "14th" and "fourteenth"), durations in minutes ("48 hours" is "two days"), and a count, a duration and a rank
-are never one slot. "Rather than" and "forbidden" deny as "not" does; a denial counts only between two texts
+are never one slot; "twice a day" is two times. "Rather than" and "forbidden" deny as "not" does, within their
+clause: a text denies when one of its clauses holds an odd count of negations, so two clauses that each deny do
+not cancel ("Mira isn't on the lease, so she can't sign"). A denial counts only between two texts
 that say mostly the same words, and so does a denial that moved ("is not backed up, because it can be recreated"
 / "is backed up, because it can't be recreated": each denies words the other says). "Used to" says what is no
 longer; what need not be done is optional and what has to be done required, and those two senses, "on" and "off",
-"public" and "private" and a few more (`_SENSES`) are opposed wherever they stand. A comparison is read as its two
-sides: the same sides with the opposite comparative, or the sides turned around with the same one, is another
-claim ("Berlin ships more than Poznań" / "Poznań ships more than Berlin"), when both measure the same thing (a
-time is longer or later, shorter or faster). A value named verbatim (a `code` span, a #channel, a path) that each
-text has and the other does not is another value, between texts that say mostly the same words. A sentence's
-first word is a name only when it looks like one ("GitHub", "Visual Studio"); "May" is the month inside a sentence
-or beside a date's words.
+"public" and "private" and a few more (`_SENSES`) are opposed wherever they stand, unless a negation turns one
+of them around ("not required"; a negation of something else, "with no sugar", leaves them). "Never" is how
+often, as "sometimes" is. A comparison is read as its two sides, and so is an order ("X after Y" is X later
+than Y, "before" and "ahead of" earlier): the same sides with the opposite comparative, or the sides turned
+around with the same one, is another claim ("Berlin ships more than Poznań" / "Poznań ships more than Berlin"),
+when both measure the same thing (a time is longer or later, shorter or faster). A value named verbatim (a
+`code` span, a #channel, a path) that each text has and the other does not is another value, between texts that
+say mostly the same words. A sentence's first word is a name only when it looks like one ("GitHub", "Visual
+Studio"); "May" is the month inside a sentence or beside a date's words.
 
 Beyond the closed classes (negations, numbers, days and months, quantifiers), any content word can be the
 changed value: two texts whose content words line up but for one or two short spans put in each other's place
@@ -143,6 +147,9 @@ _NOT_NUMBERS = frozenset({"second", "once", "half"})  # "a second", "at once": w
 _NOT_ONE_AFTER = frozenset({"the", "no", "any", "each", "every", "some", "this", "that", "which", "someone"})
 _NOT_ONE_BEFORE = frozenset({"of", "another", "by", "or"})
 # "no later than two days" bounds a number, it denies nothing; "no longer" is one negation, not two.
+# "Twice a day" counts times as "two times a day" does; "once the build passes" counts nothing.
+_TIMES = re.compile(r"\b(once|twice|thrice)(?=\s+(?:a|an|per|every|each|daily|weekly|monthly|yearly|annually)\b)", re.I)
+_TIMES_SAID = {"once": "1 times", "twice": "2 times", "thrice": "3 times"}
 _NOT_NEGATED = re.compile(r"\b(?:no|not) (?:later|earlier|more|less|fewer|sooner) than\b|\bnot only\b", re.I)
 _NO_LONGER = re.compile(r"\b(?:no|not any) longer\b|\bnot anymore\b", re.I)
 _REPLACED = re.compile(r"\b(?:was|were|has been|have been|had been|got|gets|is being|are being) replaced\b", re.I)
@@ -173,6 +180,10 @@ _SLASH_DATE = re.compile(r"\b(\d{1,2})/(\d{1,2})(?:/(\d{4}))?\b")
 _PERCENT = re.compile(r"(\d)\s*per ?cent\b", re.I)
 _ACRONYM_PLURAL = re.compile(r"\A[A-Z]{2,}s\Z")
 _ENDS = (".", "!", "?", ":", ";", "\n")  # what ends a sentence (or a list item's line)
+# What starts another clause: a negation denies within its clause, and a text denies when one of its clauses
+# has an odd count ("Mira isn't on the lease, so she can't sign" denies, twice; "not without reason" does not).
+_CLAUSE_MARKS = re.compile(r"[,;:.!?()\u2013\u2014]|\s-\s")
+_CLAUSE_WORDS = frozenset({"so", "because", "but", "while", "whereas", "although", "though", "since", "therefore"})
 _OPENERS = " \t\"'([*_`-"  # what may stand between a sentence's end and its next word
 _NAME_REST = 0.8  # the share of the other words two claims naming different names must have in common
 _DURATIONS = {u + s: m for u, m in (("minute", 1), ("min", 1), ("hour", 60), ("hr", 60), ("day", 1440),
@@ -185,10 +196,15 @@ _SENSES = {"must": "required", "require": "required", "requires": "required", "r
            "public": "public", "private": "private", "ascending": "ascending", "descending": "descending",
            "visible": "visible", "hidden": "hidden", "valid": "valid", "invalid": "invalid", "expired": "invalid",
            "temporary": "temporary", "temporarily": "temporary", "permanent": "permanent",
-           "permanently": "permanent", "strong": "strong", "weak": "weak"}
+           "permanently": "permanent", "strong": "strong", "weak": "weak", "high": "high", "low": "low",
+           "early": "early", "late": "late", "top": "top", "bottom": "bottom", "fixed": "fixed",
+           "variable": "variable"}
+_SENSES_WORDS = frozenset(w for k in _SENSES for w in k.split())
 _SENSE_OPPOSITE = {w: o for a, b in (("required", "optional"), ("on", "off"), ("public", "private"),
                                      ("ascending", "descending"), ("visible", "hidden"), ("valid", "invalid"),
-                                     ("temporary", "permanent"), ("strong", "weak")) for w, o in ((a, b), (b, a))}
+                                     ("temporary", "permanent"), ("strong", "weak"), ("high", "low"),
+                                     ("early", "late"), ("top", "bottom"), ("fixed", "variable"))
+                   for w, o in ((a, b), (b, a))}
 _COLOURS = frozenset({"red", "blue", "green", "yellow", "orange", "purple", "violet", "pink", "brown", "grey", "gray",
                       "black", "white", "turquoise", "teal", "magenta", "beige", "gold", "silver"})
 _DENIES = 3  # words after a negation within which its first run of content words is what it denies
@@ -319,6 +335,7 @@ class Claim:
     affirmed: frozenset[str] = frozenset()  # content words said without one
     marks: frozenset[str] = frozenset()  # what it names verbatim (`_MARKS`: code, #channel, address, path), lowercase
     said: str = ""  # the text, lowercase
+    denials: int = 0  # clauses with an odd count of negations
 
     @classmethod
     def of(cls, text: str) -> Claim:
@@ -336,6 +353,7 @@ class Claim:
         kinds: set[tuple[str, str]] = set()
         text = re.sub(r"(?<=\d)\s+(am|pm)\b", r"\1", text, flags=re.I)  # "2 pm" is one time
         text = _NOT_NEGATED.sub(" ", text)
+        text = _TIMES.sub(lambda m: _TIMES_SAID[m.group(1).lower()], text)
         text = _INSTEAD.sub(" not ", text)
         text = _MUST.sub(" must ", _NEEDLESS.sub(" optional ", text))
         text = _dates(_OCLOCK.sub(_oclock, text))
@@ -353,11 +371,15 @@ class Claim:
         negated = -1  # where the last negation is
         denied: set[str] = set()
         affirmed: set[str] = set()
+        denials = in_clause = 0
         for at, raw in enumerate(raws):
             low = raw.lower()
             before = raws[at - 1].lower() if at else ""
-            if negated >= 0 and text[found[at - 1].end():found[at].start()].strip():
+            between = text[found[at - 1].end():found[at].start()] if at else ""
+            if negated >= 0 and between.strip():
                 negated = -1  # a comma, a full stop: what a negation denies ends there
+            if low in _CLAUSE_WORDS or _CLAUSE_MARKS.search(between):
+                denials, in_clause = denials + in_clause % 2, 0
             lows.add(low)
             seq.append(low)
             shown.append(low)
@@ -365,6 +387,9 @@ class Claim:
             if (low in _NEGATIONS or low.endswith("n't")) and not acronym:
                 negations.append(low)
                 negated = at
+                in_clause += 1
+                if low == "never":
+                    quantity.add("none")  # "never" is how often, as "sometimes" is
                 continue
             after = raws[at + 1].lower() if at + 1 < len(raws) else ""
             nums = _number(raw)
@@ -391,7 +416,8 @@ class Claim:
                                                   or after[:1].isdigit() or before[:1].isdigit())):
                 when.add(low.rstrip("s") if low.endswith("days") else low)
                 continue
-            if low in _QUANTIFIERS and not (before == "at" and low == "most"):  # "at most 40" bounds a number
+            # "at most 40" bounds a number; "no coffee at all" stresses a negation
+            if low in _QUANTIFIERS and not (before == "at" and low in ("most", "all")):
                 quantity.add("some" if low == "few" and before == "a" else _QUANTIFIERS[low])  # "a few" are some
             if (low in _STOP and not acronym) or at == used:
                 if negated >= 0 and seq[negated] in words:
@@ -410,7 +436,8 @@ class Claim:
                 names[stem] = raw  # a first word is a name's too when the next word is ("Visual Studio Code")
         return cls(frozenset(words), frozenset(numbers), frozenset(when), names, tuple(negations), frozenset(lows),
                    frozenset(raws), tuple(seq), tuple(shown), frozenset(quantity), frozenset(kinds),
-                   _senses(tuple(shown)), frozenset(denied), frozenset(affirmed - denied), marks, said)
+                   _senses(tuple(shown)), frozenset(denied), frozenset(affirmed - denied), marks, said,
+                   denials + in_clause % 2)
 
 
 def overlap(a: Claim, b: Claim) -> float:
@@ -432,8 +459,8 @@ def mismatches(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | 
     if changed and (any(w in _CHANGES for w in old.negations) != any(w in _CHANGES for w in new.negations)):
         side = "the new text" if any(w in _CHANGES for w in new.negations) else "the existing memory"
         out.append(f'negation: "{changed[0]}" only in {side}')
-    elif (len(old.negations) % 2) != (len(new.negations) % 2) \
-            and _repeats(new if len(new.negations) % 2 else old, old if len(new.negations) % 2 else new):
+    elif bool(old.denials) != bool(new.denials) \
+            and _repeats(new if new.denials else old, old if new.denials else new):
         only_new = [w for w in new.negations if w not in old.negations]
         only_old = [w for w in old.negations if w not in new.negations]
         if only_new:
@@ -479,7 +506,7 @@ def mismatches(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | 
             out.append("word: " + "; ".join(f"{a} -> {b}" for a, b in swapped))
     flips = sorted(f"{w} -> {o}" for w in old.lows
                    if (o := _OPPOSITE.get(w)) is not None and o in new.lows and w not in new.lows and o not in old.lows)
-    if not flips and not out and not old.negations and not new.negations:
+    if not flips and not out and not _denies_sense(old) and not _denies_sense(new):
         # Said anywhere ("requires signed commits" / "makes signed commits optional", "has versioning turned
         # on" / "versioning is turned off"), when neither text denies anything ("not required" is "optional").
         flips = sorted(f"{w} -> {o}" for w in old.senses
@@ -490,6 +517,14 @@ def mismatches(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | 
     if turned:
         out.append(f"comparison: {turned}")
     return out
+
+
+def _denies_sense(claim: Claim) -> bool:
+    """Does a negation in the text turn one of its `_SENSES` words around ("not required", "isn't turned on")?
+    Then the sense it says is not the one its words name. A negation elsewhere ("with no sugar") leaves it."""
+    if not claim.negations:
+        return False
+    return any(_stem(w) in claim.denied for w in claim.shown if w in _SENSES_WORDS) or claim.denials > 1
 
 
 def _senses(shown: tuple[str, ...]) -> frozenset[str]:
@@ -505,7 +540,7 @@ def _comparison(claim: Claim) -> tuple[frozenset[str], tuple[str, int], frozense
     None without one comparison of two things ("more than one field" counts, it compares nothing)."""
     shown, seq = claim.shown, claim.seq
     if shown.count("than") != 1:
-        return None
+        return _order(claim)
     at = shown.index("than")
     after = [w for w in seq[at + 1:] if w in claim.words and w != "one"][:_COMPARED_WITHIN]
     if not after or (at + 1 < len(shown) and (_number(shown[at + 1]) or shown[at + 1][:1].isdigit())):
@@ -515,6 +550,29 @@ def _comparison(claim: Claim) -> tuple[frozenset[str], tuple[str, int], frozense
         if way is not None:
             return frozenset(w for w in seq[:back] if w in claim.words), way, frozenset(after)
     return None
+
+
+def _order(claim: Claim) -> tuple[frozenset[str], tuple[str, int], frozenset[str]] | None:
+    """An order as a comparison of times: "X comes after Y" says X is later than Y, "X before Y" and "X ahead of
+    Y" earlier. Only with one such word, not first (a fronted "Before Y, X" is left alone), followed by what X is
+    ordered against: "after 2pm" and "before Friday" bound a time, they order two things no more than "at 2pm"."""
+    shown, seq = claim.shown, claim.seq
+    found = [i for i, w in enumerate(shown) if w in ("before", "after")
+             or (w == "ahead" and i + 1 < len(shown) and shown[i + 1] == "of")]
+    if len(found) != 1 or found[0] == 0:
+        return None
+    at = found[0]
+    near = shown[max(0, at - 2):at]
+    if shown[at - 1] in ("named", "called") or any(_number(w) or w in _DURATIONS or w == "half" for w in near):
+        return None  # "named after its id"; "thirty minutes before breakfast" is when, not an order of two things
+    nxt = at + 2 if shown[at] == "ahead" else at + 1
+    if nxt >= len(shown) or _number(shown[nxt]) or shown[nxt][:1].isdigit() or shown[nxt] in _WHEN:
+        return None
+    after = [w for w in seq[nxt:] if w in claim.words][:_COMPARED_WITHIN]
+    before = frozenset(w for w in seq[:at] if w in claim.words)
+    if not after or not before:
+        return None
+    return before, ("time", 1 if shown[at] == "after" else -1), frozenset(after)
 
 
 def _compared(old: Claim, new: Claim) -> str:
