@@ -51,3 +51,87 @@ def test_one_ranker_answers_every_question_like_the_direct_scan(repo: Repo) -> N
                     assert got == want, (q, kw, len(hidden))
                     assert not {h.id for h in got.results} & hidden
     assert hidden_sets[1] <= {n.id for n in graph.nodes}
+
+
+def _index_of(repo: Repo, **kw: object) -> tuple[searchindex.SearchIndex, searchindex.SearchIndex]:
+    """(the workspace's query index, a fresh build from its graph and notes)."""
+    ws = vivary_git.open_workspace(repo.path, **kw)  # type: ignore[arg-type]
+    return ws.search_index(), searchindex.build(ws.graph(), ws.notes())
+
+
+def test_an_edit_patches_the_last_index_into_what_a_build_gives(repo: Repo, monkeypatch: object) -> None:
+    """After a query, an edited note's index is the last one with its documents put in place, equal to a new
+    build: words added and gone (a word no note holds any more leaves the postings), a title, frontmatter, an
+    outbound edge (the target's words), non-ASCII text, a note that turns unreadable (a NUL), working tree and
+    commits alike."""
+    import pytest
+
+    mp = monkeypatch
+    assert isinstance(mp, pytest.MonkeyPatch)
+    files = {"tropo.toml": TROPO}
+    for i in range(30):
+        deps = f"m{(i + 1) % 30}"
+        files[f"modules/m{i}.md"] = f"---\ndepends: [{deps}]\ntags: [t{i % 4}]\n---\n# Module {i}\nbody {i} graph\n"
+    files["modules/odd.md"] = "# Odd\ngraph memory\n"
+    repo.commit(files=files)
+    first, fresh = _index_of(repo, rev="HEAD")
+    assert first == fresh
+    built = searchindex.build
+
+    def no_build(*_: object) -> object:
+        raise AssertionError("the index was built anew, not patched")
+
+    edits: list[dict[str, str]] = [
+        {"modules/m3.md": "---\ndepends: [m4]\ntags: [t3]\n---\n# Module 3\nbody 3 graph zebra quartz\n"},
+        {"modules/m3.md": "---\ndepends: [m4]\ntags: [t3]\n---\n# Module 3\nbody 3 graph\n"},  # zebra gone
+        {"modules/m7.md": "---\ndepends: [m20, m21]\ntags: [renamed]\n---\n# Seven, renamed\nCafé ÉTÉ straße\n",
+         "modules/m8.md": "---\ndepends: []\n---\n# Eight\n"},
+        {"modules/odd.md": "# Odd\nmemory\x00graph quartz\n"},
+        {"modules/m0.md": files["modules/m0.md"], "modules/m29.md": "---\ndepends: [m0]\n---\n# 29\n\n"},
+    ]
+    for step, edit in enumerate(edits):
+        repo.write(edit)  # the working tree first, then the same tree committed
+        mp.setattr(searchindex, "build", no_build)
+        got = vivary_git.open_workspace(repo.path).search_index()
+        mp.setattr(searchindex, "build", built)
+        ws = vivary_git.open_workspace(repo.path)
+        assert got == searchindex.build(ws.graph(), ws.notes()), step
+        assert ("zebra" in got.postings[3]) == (step == 0), step  # the body's words: in, then out
+        repo.commit(files=edit)
+        got, fresh = _index_of(repo, rev="HEAD")
+        assert got == fresh
+    ws = vivary_git.open_workspace(repo.path, rev="HEAD")
+    assert search(ws.graph(), ws.notes(), "café", index=ws.search_index(), hidden=frozenset()).results[0].id == "m7"
+
+
+def test_a_note_added_or_removed_builds_the_index_anew(repo: Repo) -> None:
+    """Other documents, or another order of them: nothing to patch, and the index is a new build's."""
+    repo.commit(files={"tropo.toml": TROPO, "modules/a.md": "# A\nalpha\n", "modules/c.md": "# C\ngamma\n"})
+    assert _index_of(repo, rev="HEAD")[0].ids == ["a", "c"]
+    repo.commit(files={"modules/b.md": "# B\nbeta\n"})
+    got, fresh = _index_of(repo, rev="HEAD")
+    assert got == fresh and got.ids == ["a", "b", "c"]
+    repo.git("rm", "-q", "modules/a.md")
+    repo.commit()
+    got, fresh = _index_of(repo, rev="HEAD")
+    assert got == fresh and got.ids == ["b", "c"]
+
+
+def test_a_cached_index_that_disagrees_with_its_graph_is_built_anew(repo: Repo) -> None:
+    """A tampered base (postings that do not hold a document's words): the patch refuses it, and the answer
+    is a new build's, never an index that says what the notes do not."""
+    from vivary_git.localcache import ObjectCache
+
+    repo.commit(files={"tropo.toml": TROPO, "modules/a.md": "# A\nalpha beta\n", "modules/b.md": "# B\nbeta\n"})
+    base, _ = _index_of(repo, rev="HEAD")
+    cache = ObjectCache(repo.path / ".git" / "vivary", "search", keep=4)
+    pointed = cache.get("last", __import__("msgspec").msgpack.Decoder(str))
+    assert pointed is not None
+    last = pointed.partition("\0")[2]
+    broken = searchindex.SearchIndex(base.ids, base.texts, base.offsets,
+                                     [{k: v for k, v in p.items() if k != "alpha"} for p in base.postings])
+    cache.put(last, broken)
+    cache.put("last", pointed)
+    repo.commit(files={"modules/a.md": "# A\nalpha gamma\n"})
+    got, fresh = _index_of(repo, rev="HEAD")
+    assert got == fresh and "gamma" in got.postings[3]

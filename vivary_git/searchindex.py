@@ -101,6 +101,123 @@ def build(graph: Graph, notes: Mapping[str, Note]) -> SearchIndex:
     return SearchIndex([n.id for n in graph.nodes], texts, offsets, postings)
 
 
+PATCH_AT_MOST = 1024  # documents whose sources changed, at most, for an index to be patched rather than built
+
+
+def changed_documents(base: Graph, graph: Graph) -> list[int] | None:
+    """The numbers of the documents whose five sources (`node_sources`) may differ between the index of
+    `base` and that of `graph`: a node with another blob (its frontmatter and body), title or outbound
+    edges. None when the two graphs do not hold the same nodes in the same order (ID and path), or more
+    than `PATCH_AT_MOST` documents changed: then only a new build gives the index."""
+    if len(base.nodes) != len(graph.nodes):
+        return None
+    changed = [i for i, (a, b) in enumerate(zip(base.nodes, graph.nodes, strict=True))
+               if a.blob != b.blob or a.title != b.title or a.id != b.id or a.path != b.path]
+    if any(base.nodes[i].id != graph.nodes[i].id or base.nodes[i].path != graph.nodes[i].path for i in changed) \
+            or len(changed) > PATCH_AT_MOST:
+        return None
+    if base.edges != graph.edges:  # the nodes whose outbound edges differ (as sets: both lists are sorted)
+        moved = {e.from_ for e in set(base.edges).symmetric_difference(graph.edges)}
+        at = {n.id: i for i, n in enumerate(graph.nodes) if n.id in moved}
+        changed = sorted(set(at.values()).union(changed))
+        if len(changed) > PATCH_AT_MOST:
+            return None
+    return changed
+
+
+def outgoing_of(graph: Graph, node_id: str) -> list[Edge]:
+    """`outgoing_edges(graph)[node_id]` without going through every edge: a graph's edges are sorted by
+    their source."""
+    edges = graph.edges
+    lo = bisect.bisect_left(edges, node_id, key=_source)
+    hi = bisect.bisect_right(edges, node_id, lo=lo, key=_source)
+    return [e for e in edges[lo:hi] if not e.broken]
+
+
+def _source(edge: Edge) -> str:
+    return edge.from_
+
+
+def patch(base: SearchIndex, changed: Mapping[int, Sequence[str]]) -> SearchIndex:
+    """`base` with the five sources of the documents in `changed` (document number -> its texts, as
+    `node_sources` gives them) put in place of theirs: what `build` gives from the graph and notes they
+    came from (a test holds the two equal), in time that grows with the documents changed and the
+    postings of their words, not with the vault (the joined texts are copied once)."""
+    order = sorted(changed)
+    texts: list[str] = []
+    offsets: list[list[int]] = []
+    postings: list[dict[str, bytes]] = []
+    for s in range(SOURCE_COUNT):
+        text, starts = base.texts[s], base.offsets[s]
+        n = len(starts)
+        pieces: list[str] = []
+        new_starts: list[int] = []
+        post = dict(base.postings[s])
+        touched: dict[str, array[int]] = {}
+        done, shift = 0, 0  # base text copied up to here; how far later documents moved
+        for doc in order:
+            start = starts[doc]
+            end = starts[doc + 1] - 1 if doc + 1 < n else len(text)  # the NUL before the next one is not its
+            old, low = text[start:end], fold(changed[doc][s])
+            new_starts.extend(x + shift for x in starts[len(new_starts):doc + 1])
+            if old == low:
+                continue
+            pieces.append(text[done:start])
+            pieces.append(low)
+            done = end
+            shift += len(low) - len(old)
+            for word in word_counts(old):
+                arr = _posting(post, touched, word)
+                at = _pair_at(arr, doc)
+                if at >= len(arr) or arr[at] != doc:
+                    raise ValueError(f"document {doc} is not in the postings of a word it holds")
+                del arr[at:at + 2]
+            for word, hits in word_counts(low).items():
+                arr = _posting(post, touched, word)
+                at = _pair_at(arr, doc)
+                arr[at:at] = array("I", (doc, hits))
+        new_starts.extend(x + shift for x in starts[len(new_starts):])
+        pieces.append(text[done:])
+        for word, arr in touched.items():
+            if arr:
+                post[word] = arr.tobytes()
+            else:
+                del post[word]  # no document holds it any more: a new build would not list it
+        texts.append("".join(pieces))
+        offsets.append(new_starts)
+        postings.append(post)
+    return SearchIndex(list(base.ids), texts, offsets, postings)
+
+
+def _posting(post: Mapping[str, bytes], touched: dict[str, array[int]], word: str) -> array[int]:
+    """The (document, hits) pairs of `word`, as an array this patch may change (taken from `post` once)."""
+    arr = touched.get(word)
+    if arr is None:
+        arr = touched[word] = array("I")
+        packed = post.get(word)
+        if packed is not None:
+            arr.frombytes(packed)
+    return arr
+
+
+class _Pairs:
+    """The document numbers of a postings array of (document, hits) pairs, as a sequence `bisect` reads."""
+
+    def __init__(self, arr: array[int]) -> None:
+        self.arr = arr
+
+    def __len__(self) -> int:
+        return len(self.arr) // 2
+
+    def __getitem__(self, i: int) -> int:
+        return self.arr[2 * i]
+
+
+def _pair_at(arr: array[int], doc: int) -> int:
+    """Where `doc`'s pair is, or would go, in `arr` (pairs sorted by document): an index into `arr`."""
+    return 2 * bisect.bisect_left(_Pairs(arr), doc)
+
+
 def score(index: SearchIndex, phrase: str, weights: Mapping[str, int],
           sources: Sequence[tuple[str, int, int]]) -> dict[int, tuple[int, int]]:
     """document number -> (score, bit mask of matched sources), for documents with any match."""
