@@ -8,7 +8,8 @@ Builds (or, with an existing --dest, reuses) a workspace from /work/shared/bench
 (`--notes N --wikilinks --commits 3`), then runs the real CLI as subprocesses (`git vivary …`):
 `check --rev HEAD` cold (`.git/vivary` and `refs/vivary/*` removed before every run) and warm, `check --staged` after
 appending a line to 10 notes and `git add` (fresh edits for every run), `check` on the working tree,
-`query "graph memory"`, `blast ID` (the ID with the most dependents) and `blast --base HEAD~1 --head HEAD`.
+`query "graph memory"` (warm, and after a fresh line in one note), `blast ID` (the ID with the most
+dependents) and `blast --base HEAD~1 --head HEAD`.
 Baselines from the same run: `git cat-file --batch-all-objects --batch > /dev/null` (reading every
 blob once) and, with `--tropo PATH` (or $VIVARY_TROPO) when N <= --tropo-notes, `tropo check --json`
 (measured once by default: ~43 s at 10k notes). Every run of ours sets VIVARY_STATS=1 and the table
@@ -122,6 +123,13 @@ def edit_ten(ws: Path, rng: random.Random) -> None:
     git(ws, "add", "--", *(str(p.relative_to(ws)) for p in picked))
 
 
+def edit_one(ws: Path, rng: random.Random) -> None:
+    """A fresh line in one note of the working tree, not staged: the tree a `query` then reads is new."""
+    notes = sorted(p for p in ws.glob("*/*/*.md"))
+    with rng.choice(notes).open("a", encoding="utf-8") as fh:
+        fh.write(f"\nbench edit {rng.random():.12f}\n")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--notes", type=int, default=10_000, help="notes in the generated workspace (default 10000)")
@@ -189,6 +197,10 @@ def main() -> int:
         best_of("check (working tree, warm)", [*ours, "check"], 0.2)
         git(ws, "reset", "-q", "--hard", "HEAD")
         best_of('query "graph memory" --rev HEAD (warm)', [*ours, "query", "graph memory", "--rev", "HEAD"], 0.3)
+        measure([*ours, "query", "graph memory"], ws)  # the working tree's index, as committed
+        best_of('query "graph memory" (one note edited)', [*ours, "query", "graph memory"], None, warm_up=False,
+                before=lambda: edit_one(ws, rng), note="a fresh line in one note before each run: the index patched")
+        git(ws, "reset", "-q", "--hard", "HEAD")
         graph = json.loads(measure([*ours, "graph", "--rev", "HEAD", "--json"], ws, capture=True).stdout)
         indeg = Counter(e["to"] for e in graph["edges"] if not e["broken"])
         hub, n_dep = indeg.most_common(1)[0]
