@@ -118,20 +118,34 @@ def test_a_note_added_or_removed_builds_the_index_anew(repo: Repo) -> None:
 
 
 def test_a_cached_index_that_disagrees_with_its_graph_is_built_anew(repo: Repo) -> None:
-    """A tampered base (postings that do not hold a document's words): the patch refuses it, and the answer
-    is a new build's, never an index that says what the notes do not."""
+    """A tampered base (postings that do not hold a document's words, offsets too few or out of the text,
+    sources missing, postings cut mid-pair): the patch refuses it, and the answer is a new build's, never a
+    traceback or an index that says what the notes do not."""
+    import msgspec
+
     from vivary_git.localcache import ObjectCache
 
     repo.commit(files={"tropo.toml": TROPO, "modules/a.md": "# A\nalpha beta\n", "modules/b.md": "# B\nbeta\n"})
     base, _ = _index_of(repo, rev="HEAD")
     cache = ObjectCache(repo.path / ".git" / "vivary", "search", keep=4)
-    pointed = cache.get("last", __import__("msgspec").msgpack.Decoder(str))
+    pointed = cache.get("last", msgspec.msgpack.Decoder(str))
     assert pointed is not None
     last = pointed.partition("\0")[2]
-    broken = searchindex.SearchIndex(base.ids, base.texts, base.offsets,
-                                     [{k: v for k, v in p.items() if k != "alpha"} for p in base.postings])
-    cache.put(last, broken)
-    cache.put("last", pointed)
-    repo.commit(files={"modules/a.md": "# A\nalpha gamma\n"})
-    got, fresh = _index_of(repo, rev="HEAD")
-    assert got == fresh and "gamma" in got.postings[3]
+    tampered = [
+        searchindex.SearchIndex(base.ids, base.texts, base.offsets,
+                                [{k: v for k, v in p.items() if k != "alpha"} for p in base.postings]),
+        searchindex.SearchIndex(base.ids, base.texts, [o[:1] for o in base.offsets], base.postings),
+        searchindex.SearchIndex(base.ids, base.texts, [[0, 10**9] for _ in base.offsets], base.postings),
+        searchindex.SearchIndex(base.ids, base.texts[:2], base.offsets, base.postings),
+        searchindex.SearchIndex(base.ids, base.texts, base.offsets, [{k: v[:3] for k, v in p.items()}
+                                                                     for p in base.postings]),
+    ]
+    for step, broken in enumerate(tampered):
+        cache.put(last, broken)
+        cache.put("last", pointed)
+        repo.commit(files={"modules/a.md": f"# A\nalpha gamma {step}\n"})
+        got, fresh = _index_of(repo, rev="HEAD")
+        assert got == fresh and "gamma" in got.postings[3], step
+        pointed = cache.get("last", msgspec.msgpack.Decoder(str))
+        assert pointed is not None
+        last = pointed.partition("\0")[2]

@@ -143,13 +143,16 @@ def patch(base: SearchIndex, changed: Mapping[int, Sequence[str]]) -> SearchInde
     `node_sources` gives them) put in place of theirs: what `build` gives from the graph and notes they
     came from (a test holds the two equal), in time that grows with the documents changed and the
     postings of their words, not with the vault (the joined texts are copied once)."""
+    n = len(base.ids)
+    if not (len(base.texts) == len(base.offsets) == len(base.postings) == SOURCE_COUNT
+            and all(len(starts) == n for starts in base.offsets) and all(0 <= d < n for d in changed)):
+        raise ValueError("the index does not have one entry per document in every source")
     order = sorted(changed)
     texts: list[str] = []
     offsets: list[list[int]] = []
     postings: list[dict[str, bytes]] = []
     for s in range(SOURCE_COUNT):
         text, starts = base.texts[s], base.offsets[s]
-        n = len(starts)
         pieces: list[str] = []
         new_starts: list[int] = []
         post = dict(base.postings[s])
@@ -158,6 +161,8 @@ def patch(base: SearchIndex, changed: Mapping[int, Sequence[str]]) -> SearchInde
         for doc in order:
             start = starts[doc]
             end = starts[doc + 1] - 1 if doc + 1 < n else len(text)  # the NUL before the next one is not its
+            if not done <= start <= end <= len(text):
+                raise ValueError(f"document {doc}'s text is not where the index says")
             old, low = text[start:end], fold(changed[doc][s])
             new_starts.extend(x + shift for x in starts[len(new_starts):doc + 1])
             if old == low:
@@ -196,6 +201,8 @@ def _posting(post: Mapping[str, bytes], touched: dict[str, array[int]], word: st
         arr = touched[word] = array("I")
         packed = post.get(word)
         if packed is not None:
+            if len(packed) % (2 * arr.itemsize):
+                raise ValueError(f"the postings of {word!r} are not (document, hits) pairs")
             arr.frombytes(packed)
     return arr
 
