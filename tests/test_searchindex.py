@@ -149,3 +149,38 @@ def test_a_cached_index_that_disagrees_with_its_graph_is_built_anew(repo: Repo) 
         pointed = cache.get("last", msgspec.msgpack.Decoder(str))
         assert pointed is not None
         last = pointed.partition("\0")[2]
+
+
+def test_a_last_pointer_is_never_a_path_out_of_the_cache(repo: Repo, monkeypatch: object) -> None:
+    """The `last` pointers of the graph and query-index caches name the entry to patch from; one that names
+    anything but a cache key (`../../x`) is ignored, never turned into a file name, and the answers are a
+    new build's."""
+    import msgspec
+    import pytest
+
+    from vivary_git import version
+    from vivary_git.localcache import ObjectCache
+
+    mp = monkeypatch
+    assert isinstance(mp, pytest.MonkeyPatch)
+    repo.commit(files={"tropo.toml": TROPO, "modules/a.md": "# A\nalpha\n", "modules/b.md": "# B\nbeta\n"})
+    _index_of(repo, rev="HEAD")
+    vdir = repo.path / ".git" / "vivary"
+    ObjectCache(vdir, "graph").put("last", "../../../../outside")
+    ObjectCache(vdir, "search", keep=4).put("last", f"{version.__version__}\0../../outside")
+    asked: list[str] = []
+    get = ObjectCache.get
+
+    def recording(self: ObjectCache, key: str, decoder: msgspec.msgpack.Decoder[object]) -> object:
+        asked.append(key)
+        return get(self, key, decoder)
+
+    mp.setattr(ObjectCache, "get", recording)
+    repo.write({"modules/a.md": "# A\nalpha gamma\n"})
+    repo.git("add", "modules/a.md")
+    ws = vivary_git.open_workspace(repo.path, staged=True)
+    ws.check()
+    got = vivary_git.open_workspace(repo.path).search_index()
+    assert asked and not [k for k in asked if "/" in k or ".." in k], asked
+    ws = vivary_git.open_workspace(repo.path)
+    assert got == searchindex.build(ws.graph(), ws.notes())

@@ -61,7 +61,9 @@ _LAST = "last"  # graph cache entry naming the key of the last graph computed: t
 # The same for the last graph built with entries read from the shared cache (filed under its shared key):
 # the base only for runs that may read the shared cache themselves, never for a gate.
 _LAST_SHARED = "last-shared"
-_KEY = re.compile(r"[0-9a-f]{40,64}-[0-9a-f]{12}")  # a cache key (`graph_key`): a tree id and a digest
+# A cache key (`graph_key`): a tree id and a digest. What a `last` pointer names is checked against it before it
+# becomes a file name: nothing outside the cache folder is read whatever the pointer says.
+_KEY = re.compile(r"[0-9a-f]{40,64}-[0-9a-f]{12}")
 _PATCH_AT_MOST = 500  # beyond this many edited notes, a whole build costs about the same
 # A staged tree's patched graph is cached only once it is this many notes away from its base: below,
 # re-deriving those notes on the next hook run costs less than writing the graph (6 MB at 10,000
@@ -214,7 +216,7 @@ class Tiers:
             if shared and not self._reads_ref():
                 return
             last = self._graph_cache.get(pointer, msgspec.msgpack.Decoder(str))
-            if last is None or last in (key, self.graph_key(shared=True)):
+            if last is None or not _KEY.fullmatch(last) or last in (key, self.graph_key(shared=True)):
                 continue
             base = self._graph_cache.get(last, msgspec.msgpack.Decoder(graph_mod.Graph))
             if base is not None and base.tree is not None and base.root == self.root_name:
@@ -340,7 +342,7 @@ class Tiers:
             return None
         key = self.graph_key()
         last = self._graph_cache.get(_LAST, msgspec.msgpack.Decoder(str)) if key is not None else None
-        if key is None or last is None or last == key \
+        if key is None or last is None or last == key or not _KEY.fullmatch(last) \
                 or (not any_kind and record.recordable_root(self.source) is not None):
             return None
         base = self._check_cache.get(last, msgspec.msgpack.Decoder(_Checked))
