@@ -319,6 +319,13 @@ def _contribute(path: str, nid: str, f: Facts, own: bool, known: Mapping[str, ob
         findings[start:] = check.suppress(findings[start:], f.ignores)
 
 
+def edge_run(edges: Sequence[Edge], node_id: str, start: int = 0) -> tuple[int, int]:
+    """Where the outgoing edges of `node_id` are in a graph's edge list, which is sorted by source: the run
+    [lo, hi), found by bisection from `start` on."""
+    lo = bisect.bisect_left(edges, Edge(node_id), start)
+    return lo, bisect.bisect_left(edges, Edge(node_id + "\0"), lo)
+
+
 def patch(base: Graph, tree: str | None, changed: Mapping[str, tuple[str, Facts]],
           others: Sequence[str] | None = None) -> Graph | None:
     """`base` with the documents at `changed` paths (path -> (new blob, new facts)) edited in place,
@@ -345,8 +352,7 @@ def patch(base: Graph, tree: str | None, changed: Mapping[str, tuple[str, Facts]
     all_edges: list[Edge] = []
     at = 0
     for nid in sorted(ids):
-        lo = bisect.bisect_left(base.edges, Edge(nid), at)
-        hi = bisect.bisect_left(base.edges, Edge(nid + "\0"), lo)
+        lo, hi = edge_run(base.edges, nid, at)
         all_edges += base.edges[at:lo]
         all_edges += new_by_source[nid]
         at = hi

@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from vivary_git.graph import Graph
+from vivary_git.graph import Graph, edge_run
 from vivary_git.models import Edge, Node, Note
 from vivary_git.textsearch import fold, word_counts
 
@@ -111,10 +111,9 @@ def changed_documents(base: Graph, graph: Graph) -> list[int] | None:
     than `PATCH_AT_MOST` documents changed: then only a new build gives the index."""
     if len(base.nodes) != len(graph.nodes):
         return None
-    changed = [i for i, (a, b) in enumerate(zip(base.nodes, graph.nodes, strict=True))
-               if a.blob != b.blob or a.title != b.title or a.id != b.id or a.path != b.path]
-    if any(base.nodes[i].id != graph.nodes[i].id or base.nodes[i].path != graph.nodes[i].path for i in changed) \
-            or len(changed) > PATCH_AT_MOST:
+    changed = [i for i, (a, b) in enumerate(zip(base.nodes, graph.nodes, strict=True)) if a != b]
+    if len(changed) > PATCH_AT_MOST or any(
+            base.nodes[i].id != graph.nodes[i].id or base.nodes[i].path != graph.nodes[i].path for i in changed):
         return None
     if base.edges != graph.edges:  # the nodes whose outbound edges differ (as sets: both lists are sorted)
         moved = {e.from_ for e in set(base.edges).symmetric_difference(graph.edges)}
@@ -126,16 +125,9 @@ def changed_documents(base: Graph, graph: Graph) -> list[int] | None:
 
 
 def outgoing_of(graph: Graph, node_id: str) -> list[Edge]:
-    """`outgoing_edges(graph)[node_id]` without going through every edge: a graph's edges are sorted by
-    their source."""
-    edges = graph.edges
-    lo = bisect.bisect_left(edges, node_id, key=_source)
-    hi = bisect.bisect_right(edges, node_id, lo=lo, key=_source)
-    return [e for e in edges[lo:hi] if not e.broken]
-
-
-def _source(edge: Edge) -> str:
-    return edge.from_
+    """`outgoing_edges(graph)[node_id]` without going through every edge (`graph.edge_run`)."""
+    lo, hi = edge_run(graph.edges, node_id)
+    return [e for e in graph.edges[lo:hi] if not e.broken and e.from_ == node_id]
 
 
 def patch(base: SearchIndex, changed: Mapping[int, Sequence[str]]) -> SearchIndex:

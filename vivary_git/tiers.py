@@ -377,7 +377,7 @@ class Tiers:
             cached = cache.get(key, msgspec.msgpack.Decoder(searchindex.SearchIndex))
             if cached is not None and cached.ids == ids:
                 return cached
-        patched = self._patched_index(cache, graph)
+        patched = self._patched_index(cache, graph, ids)
         index = patched[0] if patched is not None else searchindex.build(graph, self._parses.all_notes())
         # shared when the graph was (a cached one built with shared entries leaves not_computed_here empty),
         # or the index it was patched from
@@ -388,7 +388,8 @@ class Tiers:
             cache.put(_LAST_SHARED if shared else _LAST, f"{__version__}\0{put}")  # a release's words: its own base
         return index
 
-    def _patched_index(self, cache: ObjectCache, graph: graph_mod.Graph) -> tuple[SearchIndex, bool] | None:
+    def _patched_index(self, cache: ObjectCache, graph: graph_mod.Graph,
+                       ids: list[str]) -> tuple[SearchIndex, bool] | None:
         """This tree's query index as the last one built here with the documents that changed since put in
         place (`searchindex.patch`), and whether that one was built with shared entries; None when there is
         none, its graph is gone from the cache, or the two graphs differ in more than content: a note edited
@@ -410,11 +411,12 @@ class Tiers:
             if changed is None:
                 continue
             base = cache.get(last, msgspec.msgpack.Decoder(searchindex.SearchIndex))
-            if base is None or base.ids != [n.id for n in graph.nodes]:
+            if base is None or base.ids != ids:
                 continue
-            notes = self._parses.notes_for(list(dict.fromkeys(graph.nodes[i].blob for i in changed)))
-            sources = {i: searchindex.node_sources(graph.nodes[i], notes[graph.nodes[i].blob],
-                                                   searchindex.outgoing_of(graph, graph.nodes[i].id)) for i in changed}
+            nodes = {i: graph.nodes[i] for i in changed}
+            notes = self._parses.notes_for(list(dict.fromkeys(n.blob for n in nodes.values())))
+            sources = {i: searchindex.node_sources(n, notes[n.blob], searchindex.outgoing_of(graph, n.id))
+                       for i, n in nodes.items()}
             try:
                 return searchindex.patch(base, sources), shared
             except ValueError:  # a cached index that does not hold what its graph says: build anew
