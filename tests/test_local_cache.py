@@ -131,3 +131,26 @@ def test_a_killed_writers_temporary_files_are_removed_by_a_later_run(repo: Repo,
     assert young.exists() and seg.exists()
     r = run_git_vivary(["check", "--rev", "HEAD"], repo.path, env={"VIVARY_STATS": "1"})
     assert r.returncode == 0 and stats(r.stderr)["parsed"] == 0  # the cache itself is whole
+
+
+def test_whole_results_are_kept_by_count_and_by_bytes_the_newest_always(tmp_path: Path) -> None:
+    """Graphs and query indexes are kept sixteen (or four) at most and within a byte budget: at 100,000 notes
+    sixteen graphs and four indexes were ~2 GB. The newest three stay whatever their size: the entry just
+    written, the one before it (a patch's base) and a `last` pointer."""
+    import os
+
+    from vivary_git.localcache import ObjectCache
+
+    decoder = msgspec.msgpack.Decoder(str)
+
+    def kept(kind: str, puts: int, keep: int, budget: int) -> list[int]:
+        cache = ObjectCache(tmp_path, kind, keep=keep, budget=budget)
+        for n in range(puts):
+            cache.put(f"k{n}", "x" * 1000)  # ~1,007 bytes a file
+            assert cache.dir is not None
+            os.utime(cache.dir / f"k{n}.msgpack", ns=(n * 10**9, n * 10**9))  # in order, whatever the clock
+        return [n for n in range(puts) if cache.get(f"k{n}", decoder) is not None]
+
+    assert kept("bytes", 8, keep=6, budget=4500) == [4, 5, 6, 7]  # a fifth would make ~5,035 bytes
+    assert kept("newest", 8, keep=6, budget=10) == [5, 6, 7]  # over the budget, the newest three stay
+    assert kept("count", 8, keep=4, budget=10**6) == [4, 5, 6, 7]

@@ -33,6 +33,11 @@ _BYTES_MARK = "\ufdd0"
 _MAX_SEGMENTS = 8
 _SMALL_SHARE = 4  # the small segments are merged apart from the big one while they are under a quarter of it
 _MAX_GRAPHS = 16
+# Whole results of one kind kept on disk, in bytes, however many `keep` allows: at 100,000 notes a graph is ~62 MB
+# and a query index ~270 MB, so sixteen graphs and four indexes were ~2 GB. The newest `_ALWAYS_KEPT` files stay
+# whatever their size (the entry just written, the one before it and a `last` pointer: a patch's base).
+_MAX_BYTES = 512 << 20
+_ALWAYS_KEPT = 3
 # A temporary file this old is a killed writer's (a run writes a segment in seconds, ~160 MB at 100,000 notes):
 # removed by the next run that writes there.
 _STALE_AFTER = 3600.0
@@ -439,16 +444,33 @@ def parse_cache(directory: Path | None) -> SegmentCache[Note]:
 
 
 class ObjectCache:
-    """Whole results (a graph, a history) keyed by tree or commit id, a bounded number kept."""
+    """Whole results (a graph, a history) keyed by tree or commit id, a bounded number and size kept."""
 
-    def __init__(self, directory: Path | None, kind: str, keep: int = _MAX_GRAPHS) -> None:
+    def __init__(self, directory: Path | None, kind: str, keep: int = _MAX_GRAPHS, budget: int = _MAX_BYTES) -> None:
         self.dir = directory / f"{kind}-v{FORMAT_VERSION}" if directory is not None else None
         self.keep = keep
+        self.budget = budget
 
     def get(self, key: str, decoder: msgspec.msgpack.Decoder[T]) -> T | None:
         if self.dir is None:
             return None
         return _read(self.dir / f"{key}.msgpack", decoder)
+
+    def _evict(self) -> None:
+        """Remove the oldest entries beyond `keep`, and beyond `budget` bytes but for the newest `_ALWAYS_KEPT`."""
+        assert self.dir is not None
+        found = []
+        for path in self.dir.glob("*.msgpack"):
+            with contextlib.suppress(OSError):  # another run removed it meanwhile
+                st = path.stat()
+                found.append((st.st_mtime, st.st_size, path))
+        found.sort(key=lambda f: f[0], reverse=True)
+        used = 0
+        for n, (_, size, path) in enumerate(found):
+            used += size
+            if n >= self.keep or (n >= _ALWAYS_KEPT and used > self.budget):
+                with contextlib.suppress(OSError):
+                    path.unlink()
 
     def put(self, key: str, value: object) -> None:
         if self.dir is None:
@@ -459,9 +481,6 @@ class ObjectCache:
             except UnicodeEncodeError:  # a file name that is not UTF-8: spelled out, whole
                 write_atomic(self.dir / f"{key}.msgpack", _MAGIC_NAMES, _encode_spelled(value))
             _remove_stale(self.dir)
-            files = sorted(self.dir.glob("*.msgpack"), key=lambda p: p.stat().st_mtime)
-            for old in files[: -self.keep]:
-                with contextlib.suppress(OSError):
-                    old.unlink()
+            self._evict()
         except OSError as err:
             _note(f"could not write the cache in {self.dir} ({err.strerror}); continuing without it")
