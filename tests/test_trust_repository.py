@@ -120,6 +120,46 @@ def test_running_inside_the_planted_folder_reads_the_clone(hostile: Hostile, cli
     assert not hostile.canary.exists()
 
 
+def _plant_more(hostile: Hostile, config: str, files: dict[str, str] | None = None) -> None:
+    """More of the attacker's planted folder, as a commit would bring it (Git reads the checked-out file)."""
+    cfg = hostile.clone / "docs" / "config"
+    cfg.write_text(cfg.read_text() + config)
+    write(hostile.clone / "docs", files or {})
+
+
+def test_doctor_init_hooks_and_sync_never_open_a_planted_git_dir(hostile: Hostile) -> None:
+    """The commands that run `git` in the folder they are given, before or beside the graph, take the repository
+    `git.Repo` finds too: from inside the planted folder, or naming it, none runs its `core.fsmonitor`, its
+    remote's `uploadpack`, its committed hooks, writes where its `core.hooksPath` points, or commits into it."""
+    outside_hooks = hostile.outside / "hooks"
+    _plant_more(hostile, f'[core]\n\thooksPath = {outside_hooks}\n[remote "origin"]\n\turl = ./\n'
+                         f"\tuploadpack = \"touch '{hostile.canary}'; git-upload-pack\"\n",
+                {"hooks/pre-commit": f"#!/bin/sh\ntouch '{hostile.canary}'\n"})
+    (hostile.clone / "docs" / "hooks" / "pre-commit").chmod(0o755)
+    docs = hostile.clone / "docs"
+    planted_head = (docs / "refs" / "heads" / "main").read_text()
+
+    for args, cwd in ((["doctor"], docs), (["doctor", "--root", "docs"], hostile.clone)):
+        r = run_git_vivary(args, cwd)
+        assert "Traceback" not in r.stderr and not hostile.canary.exists(), (args, r.stdout, r.stderr)
+
+    r = run_git_vivary(["sync", "fetch"], docs)
+    assert r.returncode == 0 and "no vivary cache" in r.stdout + r.stderr, r.stdout + r.stderr
+    assert not hostile.canary.exists()
+
+    r = run_git_vivary(["hooks", "install"], docs)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert not outside_hooks.exists() and (hostile.clone / ".git" / "hooks" / "pre-commit").is_file()
+    assert not hostile.canary.exists()
+
+    git(hostile.clone, "config", "user.name", "Victim")
+    git(hostile.clone, "config", "user.email", "victim@example.com")
+    r = run_git_vivary(["init", "--yes", "--no-wizard", "docs"], hostile.clone)
+    assert "Traceback" not in r.stderr and not hostile.canary.exists(), r.stdout + r.stderr
+    assert (docs / "refs" / "heads" / "main").read_text() == planted_head  # nothing committed into it
+    assert not (docs / "index").exists() and not (docs / "COMMIT_EDITMSG").exists()
+
+
 def test_a_bare_repository_nobody_committed_still_opens(tmp_path: Path) -> None:
     """Only a folder the repository around it tracks is read as that repository's folder: a bare repository
     kept (untracked) in a work tree, a home folder under dotfiles say, is still the repository it is."""

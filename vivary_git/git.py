@@ -187,7 +187,9 @@ def commit_tree(repo: Repo, tree: str, parents: Sequence[str], message: str, *, 
 class Repo:
     """A Git repository opened with pygit2, plus the paths plumbing needs."""
 
-    def __init__(self, start: Path) -> None:
+    def __init__(self, start: Path, *, environment: bool = True) -> None:
+        """The repository Git finds from `start`; `environment` False: as if GIT_DIR and GIT_WORK_TREE were not set
+        (a hook's, when the command works on another repository: `env_for_other_repo`)."""
         import pygit2
 
         # Reads do not re-hash every object, as Git's own reads do not (`git fsck` is the tool for
@@ -199,7 +201,7 @@ class Repo:
         self.pins: dict[str, str] = {}
         # A work tree that lies inside another repository's (GIT_DIR names this one): whose it is.
         self.foreign: Path | None = None
-        if os.environ.get("GIT_DIR") or os.environ.get("GIT_WORK_TREE"):
+        if environment and (os.environ.get("GIT_DIR") or os.environ.get("GIT_WORK_TREE")):
             # `git --work-tree=…` sets GIT_WORK_TREE alone: Git then finds the repository as usual, but not
             # the work tree, which libgit2 would not know of. Git says what both are.
             git_dir, top = _from_environment(start)
@@ -358,6 +360,25 @@ def _config_value(git_dir: str, key: str) -> str | None:
     except (KeyError, ValueError, OSError, pygit2.GitError):
         return None
     return str(value)
+
+
+def pinned_env(start: Path, env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for a `git` run in `start` that reaches the repository `Repo(start)` opens and no other:
+    GIT_DIR and GIT_WORK_TREE named, so Git does not look for one itself, and a folder a commit laid out as a Git
+    directory (`docs/HEAD`, `docs/config` naming `core.fsmonitor`, a `core.hooksPath`, a remote's `uploadpack`) is
+    never the repository it reads, whatever folder of the work tree the command runs in. Outside any repository
+    the environment as it is (Git then says so). Raises GitError for a repository found that cannot be opened."""
+    base = dict(env if env is not None else os.environ)
+    try:
+        repo = Repo(start, environment=bool(base.get("GIT_DIR") or base.get("GIT_WORK_TREE")))
+    except NotARepository:
+        return base
+    base["GIT_DIR"] = str(repo.git_dir)
+    if repo.workdir is not None:
+        base["GIT_WORK_TREE"] = str(repo.workdir)
+    else:
+        base.pop("GIT_WORK_TREE", None)
+    return base
 
 
 def try_open(start: Path) -> Repo | None:

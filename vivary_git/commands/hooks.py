@@ -97,7 +97,7 @@ def privacy_guard(cwd: Path, allow: list[str] | None = None) -> int:
     from vivary_git import git
     from vivary_git.gates.guard import guard
 
-    top = Path(git.out(["rev-parse", "--show-toplevel"], cwd=cwd))
+    top = Path(git.out(["rev-parse", "--show-toplevel"], cwd=cwd, env=git.pinned_env(cwd)))
     findings = guard(top, allow or ())
     for f in findings:
         print(f.render())

@@ -133,11 +133,17 @@ def _stage_early(start: Path, remote: str) -> tuple[tuple[Path, Path] | None, _S
     will run Git in (the work tree's top, or the git dir of a bare repository). Returns that folder and the
     git dir, or None when Git finds no repository; a `GitError` is returned, to be raised once the
     repository has opened."""
-    from vivary_git.git import run_all
+    from vivary_git.git import pinned_env, run_all
 
+    # The repository `git.Repo` finds, named to Git: Git's own search from `start` would take a folder a commit
+    # laid out as a Git directory, and run its remote's `uploadpack` or its `core.sshCommand`.
+    try:
+        env = pinned_env(start)
+    except GitError as err:
+        return None, err
     # The two questions `_stage` asks of the repository have the same answers anywhere in it.
     proc, *local = run_all([["rev-parse", "--absolute-git-dir", "--is-bare-repository", "--show-toplevel"],
-                            ["remote"], ["rev-parse", "--is-shallow-repository"]], cwd=start, check=False)
+                            ["remote"], ["rev-parse", "--is-shallow-repository"]], cwd=start, env=env, check=False)
     lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
     git_dir = Path(lines[0]).resolve() if lines else None
     if git_dir is not None and lines[1:2] == ["true"]:

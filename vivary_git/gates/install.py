@@ -109,18 +109,20 @@ class ManagedHooks(RefusedError):
         self.snippet = snippet
 
 
+# Every `git` here runs on the repository `git.Repo` finds from `cwd` (`git.pinned_env`): a folder a commit laid out
+# as a Git directory, with a `core.hooksPath` of its own, is never the repository whose hooks are installed.
 def hooks_dir(cwd: Path) -> Path:
-    out = git.out(["rev-parse", "--path-format=absolute", "--git-path", "hooks"], cwd=cwd)
+    out = git.out(["rev-parse", "--path-format=absolute", "--git-path", "hooks"], cwd=cwd, env=git.pinned_env(cwd))
     return Path(out)
 
 
 def _hooks_path_config(cwd: Path) -> str | None:
-    proc = git.run(["config", "--get", "core.hooksPath"], cwd=cwd, check=False)
+    proc = git.run(["config", "--get", "core.hooksPath"], cwd=cwd, env=git.pinned_env(cwd), check=False)
     return proc.stdout.decode("utf-8", "replace").strip() or None
 
 
 def _toplevel(cwd: Path) -> Path | None:
-    proc = git.run(["rev-parse", "--show-toplevel"], cwd=cwd, check=False)
+    proc = git.run(["rev-parse", "--show-toplevel"], cwd=cwd, env=git.pinned_env(cwd), check=False)
     text = proc.stdout.decode("utf-8", "surrogateescape").strip()
     return Path(text) if proc.returncode == 0 and text else None
 
@@ -213,13 +215,15 @@ def detect_manager(cwd: Path, d: Path | None = None) -> Manager | None:
     if framework or (top / ".pre-commit-config.yaml").is_file():
         how = f"its script is {_rel(top, d / framework[0])}" if framework else ".pre-commit-config.yaml exists"
         return Manager("pre-commit", how, bool(framework), "")
+    env = git.pinned_env(cwd)
     if _inside(d, top) and not _inside(d, Path(git.out(["rev-parse", "--path-format=absolute",
-                                                           "--git-common-dir"], cwd=cwd))):
+                                                           "--git-common-dir"], cwd=cwd, env=env))):
         rel = _rel(top, d)
-        tracked = git.run(["ls-files", "-z", "--", rel], cwd=top, check=False).stdout
+        tracked = git.run(["ls-files", "-z", "--", rel], cwd=top, env=env, check=False).stdout
         if tracked:
             return Manager("shared-folder", f"core.hooksPath = {rel}, a folder Git tracks", True, rel)
-        ignored = git.run(["check-ignore", "-q", "--", f"{rel}/pre-commit"], cwd=top, check=False).returncode == 0
+        ignored = git.run(["check-ignore", "-q", "--", f"{rel}/pre-commit"], cwd=top, env=env,
+                          check=False).returncode == 0
         if not ignored:
             return Manager("shared-folder", f"core.hooksPath = {rel}, inside the work tree and not ignored "
                            "(it would be committed)", True, rel)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Literal
 import msgspec
 
 from vivary_git import git
-from vivary_git.errors import RefusedError, VivaryError
+from vivary_git.errors import GitError, RefusedError, VivaryError
 from vivary_git.privacy import FLOOR
 
 if TYPE_CHECKING:
@@ -131,7 +131,13 @@ _NO_MEMORY = MemoryInfo(enabled=False, provider="none", mode="none", status="dis
 
 
 def _git(args: list[str], cwd: Path, stdin: bytes | None = None) -> tuple[int, bytes]:
-    proc = git.run(args, cwd=cwd, input=stdin, check=False)
+    """`git ARGS` in `cwd`, on the repository `git.Repo` finds there (never a folder a commit laid out as a Git
+    directory, whose config could name a command: `git.pinned_env`)."""
+    try:
+        env = git.pinned_env(cwd)
+    except GitError:
+        return 128, b""
+    proc = git.run(args, cwd=cwd, env=env, input=stdin, check=False)
     return proc.returncode, proc.stdout
 
 

@@ -375,16 +375,19 @@ def plan_scaffold(target: Path, choices: Choices, *, force: bool = False, today:
                         force=force, non_empty=non_empty, existing=notes, kept_dialect=kept)
 
 
-def _git_env() -> dict[str, str]:
-    # Inside a hook Git exports GIT_DIR/GIT_INDEX_FILE for *its* repository; never aim them at ours.
-    return git.env_for_other_repo()
+def _git_env(target: Path) -> dict[str, str]:
+    """For `git` run in `target`: never a hook's GIT_DIR/GIT_INDEX_FILE (Git exports them for *its* repository),
+    and the repository `git.Repo` finds there named, so a folder a commit laid out as a Git directory is never
+    the one Git reads, runs the config of, or commits into (`git.pinned_env`)."""
+    return git.pinned_env(target, git.env_for_other_repo())
 
 
 def _inside_work_tree(path: Path) -> bool:
-    proc = git.run(["rev-parse", "--is-inside-work-tree"], cwd=path, env=_git_env(), check=False)
+    env = _git_env(path)
+    proc = git.run(["rev-parse", "--is-inside-work-tree"], cwd=path, env=env, check=False)
     if proc.returncode == 0 and proc.stdout.strip() == b"true":
         return True
-    inside_git_dir = git.run(["rev-parse", "--is-inside-git-dir"], cwd=path, env=_git_env(), check=False)
+    inside_git_dir = git.run(["rev-parse", "--is-inside-git-dir"], cwd=path, env=env, check=False)
     if inside_git_dir.returncode == 0 and inside_git_dir.stdout.strip() == b"true":
         raise UsageError(f"{path}: is inside a Git directory (or a bare repository); scaffold in a work tree instead")
     return False
@@ -412,7 +415,7 @@ def apply(plan: ScaffoldPlan) -> None:
     except OSError as err:
         raise RefusedError(f"{target}: cannot create the folder ({err.strerror})") from None
     if plan.git_init and not _inside_work_tree(target):
-        git.run(["init", "-q"], cwd=target, env=_git_env())
+        git.run(["init", "-q"], cwd=target, env=git.env_for_other_repo())
     for f in plan.writes():
         _check_place(target, f.path)  # again: the tree may have changed since planning
         path = target / f.path
@@ -431,7 +434,7 @@ def verify_private(target: Path, paths: tuple[str, ...] = PRIVATE_FILES) -> list
     if not existing:
         return []
     stdin = b"".join(p.encode() + b"\0" for p in existing)
-    proc = git.run(["check-ignore", "-z", "--stdin"], cwd=target, env=_git_env(), input=stdin, check=False)
+    proc = git.run(["check-ignore", "-z", "--stdin"], cwd=target, env=_git_env(target), input=stdin, check=False)
     if proc.returncode not in (0, 1):
         said = proc.stderr.decode("utf-8", "replace").strip()
         raise RefusedError(f"{target}: Git could not say whether the private files are ignored ({said}); "
@@ -457,7 +460,7 @@ def commit(plan: ScaffoldPlan, message: str) -> str | None:
     if leaks:
         raise RefusedError(leak_message(leaks) + "; nothing was committed")
     paths = [f.path for f in plan.files if not f.private and f.action != "keep"]
-    env = _git_env()
+    env = _git_env(target)
     git.run(["add", "--", *paths], cwd=target, env=env)
     # On an unborn branch this compares with the empty tree, so a first commit always has changes.
     staged = git.run(["diff", "--cached", "--quiet", "--", *paths], cwd=target, env=env, check=False)
