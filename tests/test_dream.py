@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Repo
+from conftest import Repo, git
 
 from vivary_git.memory.dream import dream as dream_mod
 from vivary_git.memory.dream.accesslog import Log
@@ -513,6 +513,11 @@ def test_the_chat_provider_resolves_a_task_when_allowed(repo: Repo, cli: Any, mo
         task = next(t for t in cli("dream", "--json", cwd=repo.path).json()["run"]["tasks"]
                     if "deploy" in t["topic"])
         monkeypatch.setenv("VIVARY_TEST_CHAT_KEY", "k-123")
+        # The committed file names the endpoint and the key's variable: nothing is sent until the user approves it.
+        r = cli("dream", "--task-id", task["id"], "--use-chat", "--json", cwd=repo.path)
+        assert r.code == 3 and "git config vivary.dreamChat http://127.0.0.1:" in r.err and not seen, r.err
+        assert "k-123" not in r.out + r.err
+        git(repo.path, "config", "vivary.dreamChat", f"http://127.0.0.1:{server.server_port}/v1")
         r = cli("dream", "--task-id", task["id"], "--use-chat", "--json", cwd=repo.path)
         assert r.code == 0, r.err
     finally:

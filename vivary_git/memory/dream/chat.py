@@ -28,8 +28,15 @@ _SYSTEM = ("You compact an agent's memories. Answer with JSON only: {\"title\": 
            "true, without repetition.")
 
 
-def summarise(cfg: MemoryConfig, prompt: str, sources: Sequence[tuple[str, str]]) -> tuple[str, str]:
-    """One compacted memory (title, content) for a dream task's `prompt` and its `sources` (title, text)."""
+APPROVE_KEY = "vivary.dreamChat"
+
+
+def summarise(cfg: MemoryConfig, prompt: str, sources: Sequence[tuple[str, str]],
+              approved: Sequence[str] = ()) -> tuple[str, str]:
+    """One compacted memory (title, content) for a dream task's `prompt` and its `sources` (title, text).
+    `approved`: the endpoints the user's own Git config names (`vivary.dreamChat`): the committed file's `url`
+    and `api_key_env` are a stranger's choice in a clone, so the memories and the key go only where the user
+    said."""
     d = cfg.memory.dream
     if d.chat == "none":
         raise UsageError("no chat provider is configured: set [memory.dream] chat = \"openai-compatible\", url, "
@@ -38,6 +45,11 @@ def summarise(cfg: MemoryConfig, prompt: str, sources: Sequence[tuple[str, str]]
     if not d.allow_network:
         raise RefusedError("[memory.dream] allow_network is false: the chat provider would send memories over the "
                            "network; set allow_network = true to allow it, or use --use-heuristic")
+    if d.url.rstrip("/") not in {a.strip().rstrip("/") for a in approved}:
+        key = f" and the value of ${d.api_key_env} as its key" if d.api_key_env else ""
+        raise RefusedError(f"the chat endpoint {d.url} is named by .vivary/memory.toml, a committed file; it would "
+                           f"be sent the task's memories{key}. Approve it in your own Git config: "
+                           f"`git config {APPROVE_KEY} {d.url}`; nothing was sent")
     headers = {"Content-Type": "application/json"}
     if d.api_key_env:
         key = os.environ.get(d.api_key_env, "")

@@ -849,9 +849,12 @@ def resolve(view: View, task_id: str, *, title: str | None = None, content: str 
         title, content, _ = heuristic(found.sources)
         by = "heuristic"
     elif use_chat:
-        from vivary_git.memory.dream.chat import summarise
+        from vivary_git.memory.dream.chat import APPROVE_KEY, summarise
 
-        title, content = summarise(view.cfg, found.prompt, [(s.title, s.text) for s in found.sources])
+        repo = view.ws.source.repo
+        said = repo.git(["config", "--get-all", APPROVE_KEY], check=False) if repo is not None else None
+        approved = said.stdout.decode("utf-8", "replace").splitlines() if said is not None else []
+        title, content = summarise(view.cfg, found.prompt, [(s.title, s.text) for s in found.sources], approved)
         by = "chat"
     if title is None or content is None:
         raise UsageError("give both --title and --content (the host's compacted memory)")
