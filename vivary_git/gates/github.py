@@ -26,8 +26,13 @@ PER_TYPE_CAP = 10
 PER_JOB_CAP = 50
 
 
+# Separators some consoles and log viewers break lines at, though the runner reads only CR and LF: written as
+# escapes, as `escape.text` writes them, so an annotation is one line wherever it is shown.
+_SEPARATORS = str.maketrans({"\u0085": "\\x85", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
 def escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A").translate(_SEPARATORS)
 
 
 def escape_property(text: str) -> str:
