@@ -387,6 +387,17 @@ def test_graph_toml_names_the_dialect_and_overrides_a_rule(repo: Repo, cli: Any)
     assert r.code == 2 and "unknown key links.bogus" in r.err
 
 
+@pytest.mark.parametrize(("toml", "said"), [('exlcude = ["draft.md"]\n', "unknown key exlcude"),
+                                            ("[wikilinks]\nenabeld = false\n", "unknown key wikilinks.enabeld"),
+                                            ("[linkz]\n", "unknown key linkz")])
+def test_a_misspelt_graph_toml_key_is_a_config_error_not_a_default(repo: Repo, cli: Any, toml: str, said: str) -> None:
+    """docs/config.md: an unknown key is a configuration error (exit 2). A typo left silent would keep the note
+    it meant to exclude, or the links it meant to turn off."""
+    repo.commit(files={".obsidian/app.json": "{}", ".vivary/graph.toml": toml, "a.md": "# A\n", "draft.md": "# D\n"})
+    r = cli("check", "--rev", "HEAD", cwd=repo.path)
+    assert r.code == 2 and f".vivary/graph.toml: {said}; known:" in r.err, r.err
+
+
 def test_foam_identifiers_and_folder_links(repo: Repo, cli: Any) -> None:
     files = {
         ".foam/x": "", "projects/house/todo.md": "x\n", "work/todo.md": "x\n", "projects/index.md": "# P\n",

@@ -238,6 +238,17 @@ _LINK_KEYS: dict[str, tuple[type, tuple[str, ...]]] = {
 }
 
 
+_GRAPH_KEYS = ("dialect", "exclude", "include", "include_guidance", "links", "wikilinks")
+_WIKILINK_KEYS = ("alias", "enabled", "field")
+
+
+def _known_keys(table: Mapping[str, Any], known: tuple[str, ...], prefix: str) -> None:
+    """A misspelt key (`exlcude`, `wikilinks.enabeld`) is an error, not a setting silently left at its default."""
+    for key in table:
+        if key not in known:
+            raise ConfigError(f"{GRAPH_FILE}: unknown key {prefix}{key}; known: {', '.join(known)}")
+
+
 def _link_rules(graph: Mapping[str, Any], wl: Mapping[str, Any], tropo: bool,
                 detected: Detected | None) -> dialects.Rules:
     """The dialect (named in graph.toml, else `tropo.toml`'s own, else detected) and its rules, each
@@ -279,9 +290,11 @@ def build_config(tropo: dict[str, Any] | None, graph: dict[str, Any] | None, nam
     what the tree says about its editor (zero-config dialect detection); `memory_folder` is where
     agent memories live (typed `memory`, see `memory_type`)."""
     graph = graph or {}
+    _known_keys(graph, _GRAPH_KEYS, "")
     wl = graph.get("wikilinks", {})
     if not isinstance(wl, Mapping):
         raise ConfigError(f"{GRAPH_FILE}: [wikilinks] must be a table")
+    _known_keys(wl, _WIKILINK_KEYS, "wikilinks.")
     field = wl.get("field", "wikilink")
     if not isinstance(field, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", field):
         raise ConfigError(f"{GRAPH_FILE}: wikilinks.field must be a simple name like \"wikilink\"")
