@@ -311,7 +311,7 @@ def test_what_a_base_reads_is_a_note_within_the_size_limit(repo: Repo) -> None:
     with pytest.raises(RefusedError) as err:
         base.read("big.md")
     assert str(err.value) == ("big.md: is 8,388,609 bytes, over the 8 MiB limit for a note, so it is not edited; "
-                              "split it, or add it to `exclude` in tropo.toml")
+                              "split it, or add it to `exclude` (in tropo.toml; in a vault, .vivary/graph.toml)")
 
 
 @pytest.mark.parametrize(("file", "path", "under"), [

@@ -186,7 +186,7 @@ def too_large(size: int) -> Note:
     """The note a file of `size` bytes, over `MAX_BYTES`, is: E000 on line 1, nothing else read."""
     return _unreadable(
         1, f"file is {size:,} bytes, over the {MAX_BYTES // (1024 * 1024)} MiB limit for a note; "
-        "split it, or add it to `exclude` in tropo.toml"
+        "split it, or add it to `exclude` (in tropo.toml; in a vault, .vivary/graph.toml)"
     )
 
 

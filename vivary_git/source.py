@@ -268,7 +268,9 @@ def open_source(
         tree_id, label = rev_tree(repo, rev, rev_option), rev
         kind = "rev"
     elif repo.bare:
-        raise UsageError("this is a bare repository (no working tree); name a tree with --rev REV")
+        raise UsageError("this is a bare repository (no working tree): check, graph, query, find, index and recall "
+                         "read a tree named with --rev REV (blast with --base/--head); the other commands need a "
+                         "clone with a working tree")
     elif staged:
         tree_id, label, kind = _staged_tree(repo), "staged", "staged"
     else:

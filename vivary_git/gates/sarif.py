@@ -32,7 +32,7 @@ RULES: dict[str, Rule] = {
                  "The file is not valid UTF-8, is binary (a NUL byte in its first 8000 bytes), is larger than "
                  "8 MiB, or is a symbolic link.",
                  "Re-save it as UTF-8, split a huge file, commit the file itself instead of a link, or add it to "
-                 "`exclude` in tropo.toml."),
+                 "`exclude` (in tropo.toml; in a vault, .vivary/graph.toml)."),
     "E001": Rule("InvalidFrontmatter", "The frontmatter is not valid YAML or not a mapping.",
                  "The YAML between the opening and closing `---` cannot be read as a mapping: a malformed inline "
                  "list, a duplicate key, a tab used for indentation, or an opening `---` that is never closed.",

@@ -141,8 +141,8 @@ class Base:
             return self.repo.read_blob(got[0], NOTE_MAX_BYTES)
         except git.BlobTooLarge as err:
             raise RefusedError(f"{path}: is {err.size:,} bytes, over the {describe_size(NOTE_MAX_BYTES)} limit "
-                               "for a note, so it is not edited; split it, or add it to `exclude` in tropo.toml"
-                               ) from None
+                               "for a note, so it is not edited; split it, or add it to `exclude` (in tropo.toml; "
+                               "in a vault, .vivary/graph.toml)") from None
 
     def _user_index(self) -> Any:
         if self._index is None:
