@@ -292,6 +292,23 @@ def test_oversized_chunk_is_refused(ws: Repo, cli: Any, monkeypatch: pytest.Monk
     assert "over the 10-byte limit" in r.err
 
 
+def test_a_cache_whose_chunks_add_up_past_the_whole_bound_is_refused(ws: Repo, cli: Any,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each chunk within its own bound, yet together more than a whole cache may hold (a forged manifest of 32 MiB
+    chunks made a reader hold gigabytes): damaged, read as no cache, the answer the same as without it."""
+    cold = cli("check", "--rev", "HEAD", "--no-cache", cwd=ws.path)
+    cli("check", "--rev", "HEAD", cwd=ws.path)
+    import shutil
+
+    shutil.rmtree(ws.path / ".git" / "vivary")
+    snap = Snapshot.load(GitRepo(ws.path))
+    assert snap is not None and len(snap.manifest.chunks) > 1
+    monkeypatch.setattr(fmt, "MAX_CHUNKS_BYTES", max(c.size for c in snap.manifest.chunks.values()) + 1)
+    r = cli("check", "--rev", "HEAD", cwd=ws.path)
+    assert (r.out, r.code) == (cold.out, cold.code)
+    assert "bytes of chunks, over the" in r.err and "limit for a whole cache" in r.err, r.err
+
+
 def test_chain_restarts_past_its_bound(ws: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fmt, "CHAIN_LIMIT", 3)
     r = GitRepo(ws.path)

@@ -39,6 +39,9 @@ STORE_FORMAT = 3  # bump when the layout below changes; a cache of another forma
 CHAIN_LIMIT = 64  # cache commits per chain before a new root commit restarts it
 MAX_MANIFEST_BYTES = 8 << 20
 MAX_CHUNK_BYTES = 32 << 20  # per chunk; a 100k-note vault's largest is ~1 MiB
+# All chunks together (a 100k-note vault's are ~70 MB): a forged manifest listing 32 MiB chunks of one long string
+# each (a few kB each once Git compresses them) made a reader hold gigabytes.
+MAX_CHUNKS_BYTES = 1 << 30
 MAX_STATE_BYTES = 256 << 20  # per provider state file (an HNSW index of 100k × 384 floats is ~160 MiB)
 MAX_TREES = 256  # tree summaries kept in a manifest (oldest dropped)
 KINDS = ("parse", "facts", "vectors")
@@ -224,6 +227,10 @@ def _check_manifest(ref: str, m: Manifest) -> None:
             raise StoreDamaged(ref, f"manifest.msgpack lists an invalid chunk {path[:80]!r}")
         if c.size > MAX_CHUNK_BYTES:
             raise StoreDamaged(ref, f"{path} is {c.size} bytes, over the {MAX_CHUNK_BYTES}-byte limit")
+    total = sum(c.size for c in m.chunks.values())
+    if total > MAX_CHUNKS_BYTES:
+        raise StoreDamaged(ref, f"manifest.msgpack lists {total:,} bytes of chunks, over the {MAX_CHUNKS_BYTES:,}-byte "
+                                "limit for a whole cache")
     for path, s in m.states.items():
         parts = path.split("/")
         if (len(parts) != 4 or parts[0] != "state" or not _PROVIDER.match(parts[1])
