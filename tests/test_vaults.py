@@ -142,6 +142,19 @@ def test_same_name_in_two_folders_is_legal_and_both_are_nodes(repo: Repo, cli: A
     assert [i["id"] for i in r.json()["impacted"]] == ["Home", "Obsidian Publish/Overview"]
 
 
+def test_names_differing_only_in_case_link_the_one_spelt_as_the_link(repo: Repo, cli: Any) -> None:
+    """`Foo.md` and `foo.md` side by side (legal on Linux): `[[foo]]` is `foo.md`, as the path it spells exists, and
+    from `Foo.md` it is a link to `foo`, not to itself; a spelling neither has takes the usual tie-break."""
+    assert findings(repo, cli, {**OBSIDIAN, "Foo.md": "# Upper\n[[foo]]\n", "foo.md": "# lower\n",
+                                "r.md": "[[foo]] [[Foo]]\n", "sub/s.md": "[[foo]] [[FOO]]\n"}) == []
+    e = edges(repo, cli)
+    assert {("Foo", "wikilink", "foo", False), ("r", "wikilink", "foo", False), ("r", "wikilink", "Foo", False),
+            ("sub/s", "wikilink", "foo", False)} <= e
+    assert ("sub/s", "wikilink", "Foo", False) in e  # [[FOO]]: the shortest, then the first alphabetically
+    r = cli("blast", "foo", "--rev", "HEAD", "--json", cwd=repo.path)
+    assert [i["id"] for i in r.json()["impacted"]] == ["Foo", "r", "sub/s"]
+
+
 def test_a_true_duplicate_is_reported_and_both_stay(repo: Repo, cli: Any) -> None:
     got = findings(repo, cli, {"a.md": "# one\n", "a.markdown": "# two\n"})
     assert [(p, code) for p, _, code, _ in got] == [("a.md", "E130")]  # `a.markdown` sorts first

@@ -90,13 +90,33 @@ class Index:
         # scanned all of them: 3,000 `index.md` linking `[[index]]` took 40 s.
         self._tails: tuple[dict[str, list[str]], dict[str, list[str]]] | None = None
         self._groups: dict[str, Group] = {}
+        # Paths as they are spelt (NFC; a note's without `.md`), for names that match several paths differing only
+        # in case (`Foo.md` and `foo.md`, legal on Linux): the one spelt as the link is the one it names.
+        self._spelt: dict[str, str] | None = None
+        self._notes, self._files = notes, files
 
     def exact(self, path: str) -> str | None:
-        """The note at `path` (`.md` optional) or the file at `path` (its full name), from the root."""
+        """The note at `path` (`.md` optional) or the file at `path` (its full name), from the root; of paths that
+        differ only in case, the one spelt as `path`."""
         if not path or path.startswith("../") or path == "..":
             return None
         key = fold(path, self.case)
-        return self.note_paths.get(fold(strip_note_suffix(path), self.case)) or self.file_paths.get(key)
+        found = self.note_paths.get(fold(strip_note_suffix(path), self.case)) or self.file_paths.get(key)
+        if found is not None and found != path and strip_note_suffix(found) != path:
+            return self._as_spelt(path) or found
+        return found
+
+    def _as_spelt(self, path: str) -> str | None:
+        """The note or file whose path is `path` as spelt (NFC, a note's `.md` optional), or None."""
+        if self._spelt is None:
+            spelt: dict[str, str] = {}
+            for p in self._notes:
+                spelt.setdefault(nfc(strip_note_suffix(p)), p)
+            for p in self._files:
+                spelt.setdefault(nfc(p), p)
+            self._spelt = spelt
+        path = nfc(path)
+        return self._spelt.get(path) or self._spelt.get(strip_note_suffix(path))
 
     def named(self, name: str) -> list[str]:
         """Notes named `name` (`.md` optional; a `folder/name` matches paths ending so), else files."""
@@ -122,7 +142,11 @@ class Index:
         found = self._named(key)
         if len(found) < 2:
             return found[0] if found else None
-        return self._group(key, found).nearest(source)
+        pick = self._group(key, found).nearest(source)
+        # Beside it, a path differing only in case and spelt as the link: that one (`[[foo]]` is `foo.md`, not
+        # `Foo.md`, and from `Foo.md` it is no link to itself).
+        twin = self._as_spelt(posixpath.join(posixpath.dirname(pick), posixpath.basename(name.strip("/"))))
+        return twin if twin is not None and twin in found else pick
 
     def first(self, name: str) -> str | None:
         """Of the paths `name` names, the first alphabetically (Foam); None when it names none."""
