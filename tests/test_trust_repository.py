@@ -223,6 +223,11 @@ def test_root_names_a_folder_of_the_work_tree_and_nothing_else(tmp_path: Path, c
     write(tmp_path, {"plain/notes/p.md": "# P\n"})
     r = cli("check", "--root", "notes", cwd=tmp_path / "plain")
     assert r.code == 0 and "1 document(s)" in r.out and "folder" in r.out, r.out + r.err
+    for where in (top, tmp_path / "plain"):  # in a repository and in a plain folder: a file is not a folder
+        r = cli("check", "--root", "notes/p.md" if where != top else "a.md", cwd=where)
+        assert r.code == 2 and "is a file, not a folder" in r.err, r.err
+        r = cli("check", "--root", "gone", cwd=where)
+        assert r.code == 2 and "--root gone: no such directory" in r.err, r.err
 
 
 def test_onboard_keeps_the_profile_out_of_the_clone_not_of_a_planted_folder(tmp_path: Path, cli: Any) -> None:

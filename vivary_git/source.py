@@ -332,8 +332,14 @@ def _root_prefix(repo: git.Repo, start: Path, root: str, rev: str | None) -> str
                          "here; name a folder inside it, or run from inside the repository that holds the folder "
                          "(cd there, or -C DIR)")
     if rev is None and not (top / rel).is_dir():
-        raise UsageError(f"--root {root}: no such directory")
+        raise UsageError(_not_a_folder(root, top / rel))
     return "" if rel == "." else rel
+
+
+def _not_a_folder(root: str, path: Path) -> str:
+    if path.exists():
+        return f"--root {root}: is a file, not a folder; --root names the folder the workspace is in"
+    return f"--root {root}: no such directory"
 
 
 def _plain_root(start: Path, root: str, rev: str | None) -> Path:
@@ -346,7 +352,7 @@ def _plain_root(start: Path, root: str, rev: str | None) -> Path:
     if not folder.is_dir():
         if rev is not None:
             return folder
-        raise UsageError(f"--root {root}: no such directory")
+        raise UsageError(_not_a_folder(root, folder))
     found = pygit2.discover_repository(str(folder))
     if found is not None:
         held = Path(found).resolve()
