@@ -96,6 +96,22 @@ def test_query_scores_and_explains(repo: Repo, cli: Any) -> None:
     assert [x["id"] for x in paths["results"]] == ["free"]
 
 
+def test_untyped_is_spelt_either_way_and_an_unknown_type_is_named(repo: Repo, cli: Any) -> None:
+    """`graph --type untyped` and `query --type ''` (each command's own spelling) select the same notes in all three
+    commands; a type no note has and the config does not declare selects nothing, and stderr says which types
+    there are (a typo would otherwise read as "no results")."""
+    chain(repo)
+    for spelling in ("untyped", ""):
+        g = cli("graph", "--json", "--type", spelling, "--rev", "HEAD", cwd=repo.path)
+        assert [n["id"] for n in g.json()["nodes"]] == ["free"] and g.err == "", g.err
+        for command in ("query", "find"):
+            r = cli(command, "note", "--type", spelling, "--json", "--rev", "HEAD", cwd=repo.path)
+            assert [x["id"] for x in r.json()["results"]] == ["free"] and r.err == "", (command, r.err)
+    for command in ("graph", "query", "find"):
+        r = cli(command, *(["auth"] if command != "graph" else []), "--type", "modul", "--rev", "HEAD", cwd=repo.path)
+        assert r.code == 0 and "vivary: no type 'modul' here (types: " in r.err and "module" in r.err, r.err
+
+
 @pytest.mark.parametrize(("folder", "glob"), [("NFD", "NFC"), ("NFC", "NFD")])
 def test_a_path_glob_matches_a_name_in_either_unicode_form(repo: Repo, cli: Any, folder: str, glob: str) -> None:
     """`--path 'Дневник/*'` typed on a keyboard is composed (NFC); the folder written on macOS is decomposed

@@ -94,6 +94,8 @@ def make_filter(
     types: Sequence[str], paths: Sequence[str], edge_specs: Sequence[str], outgoing: Mapping[str, list[Edge]]
 ) -> Callable[[Node], bool]:
     type_set = set(types)
+    if "untyped" in type_set:
+        type_set.add("")  # as `graph --type untyped` says it: the notes of no type
     edge_filters = [parse_edge_filter(s) for s in edge_specs]
 
     def keep(node: Node) -> bool:

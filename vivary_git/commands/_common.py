@@ -103,6 +103,19 @@ def open_ws(args: argparse.Namespace, *, gate: bool = False) -> Workspace:
     return ws
 
 
+def note_unknown_types(ws: Workspace, types: list[str] | None) -> None:
+    """A `--type` no note has and the config does not declare selects nothing: say so on stderr, with the types
+    there are (a typo would otherwise read as "no results")."""
+    if not types:
+        return
+    known = {n.type for n in ws.graph().nodes if n.type} | set(ws.config.types)
+    unknown = [t for t in dict.fromkeys(types) if t not in known and t not in ("", "untyped")]
+    if unknown:
+        listed = ", ".join(sorted(known)) or "none; `--type untyped` selects the notes of no type"
+        print(f"vivary: no type {', '.join(text(repr(t)) for t in unknown)} here (types: {text(listed)})",
+              file=sys.stderr)
+
+
 def emit_json(value: Any) -> None:
     """`--json` output: one line, escaped as docs/output.md says (a file name that is not UTF-8 as `\\xNN`)."""
     sys.stdout.write(json_text(value) + "\n")

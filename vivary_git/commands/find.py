@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from vivary_git.commands._common import add_filter_args, add_json_arg, add_source_args, at_least, emit_json, open_ws
+from vivary_git.commands._common import (
+    add_filter_args,
+    add_json_arg,
+    add_source_args,
+    at_least,
+    emit_json,
+    note_unknown_types,
+    open_ws,
+)
 from vivary_git.errors import EXIT_OK
 from vivary_git.escape import text as shown
 
@@ -39,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
         edges=ws.resolve_edge_specs(args.edge), snippet=args.snippet, index=ws.search_index(), hidden=PrivateNodes(ws),
     )
     ws.report_stats()
+    note_unknown_types(ws, args.type)
     if args.json:
         emit_json(result)
         return EXIT_OK

@@ -7,7 +7,7 @@ import sys
 
 import msgspec
 
-from vivary_git.commands._common import add_source_args, emit_json, open_ws
+from vivary_git.commands._common import add_source_args, emit_json, note_unknown_types, open_ws
 from vivary_git.errors import EXIT_OK
 from vivary_git.escape import text as shown
 from vivary_git.models import Edge
@@ -49,10 +49,13 @@ def run(args: argparse.Namespace) -> int:
     edges = g.edges
     if args.type:
         wanted = set(args.type)
+        if "" in wanted:
+            wanted.add("untyped")  # as `query --type ''` says it
         nodes = [n for n in nodes if (n.type or "untyped") in wanted]
         keep = {n.id for n in nodes}
         edges = [e for e in edges if e.from_ in keep]
     ws.report_stats()
+    note_unknown_types(ws, args.type)
     if args.format == "json":
         emit_json(GraphDoc(
             root=str(ws.source.root),
