@@ -394,6 +394,16 @@ def test_init_says_when_it_raises_the_findings(repo: Repo, cli: Any) -> None:
     assert report["kept_dialect"] is None and report["findings"]["before"]["errors"] > 0
 
 
+def test_init_says_what_a_shared_name_becomes(repo: Repo, cli: Any) -> None:
+    """Two notes of one name in two folders read as two nodes before init; under tropo.toml's slug ids they share
+    one, and init says that the second (E130) is out of the graph until one is renamed."""
+    repo.commit("notes", {"A/Security.md": "# sec a\n", "B/Security.md": "# sec b\n\n[[My Page]]\n",
+                          "My Page.md": "# My page\n"})
+    r = init(cli, repo.path, ".", "--no-wizard", "--yes")
+    assert r.code == 0, r.err
+    assert "(E130 +1)" in r.err and "each E130 note is left out of the graph, with its links, until" in r.err, r.err
+
+
 def test_init_keeps_a_real_obsidian_vaults_reading(tmp_path: Path, cli: Any) -> None:
     bundle = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "kepano-obsidian.bundle"
     if not bundle.is_file():

@@ -188,6 +188,10 @@ def _warn_if_raised(before: Findings | None, after: Findings | None) -> None:
         sys.stderr.write(f"warning: init raised the findings of the notes already here ({shown}): "
                          f"{findings_line(before)} before, {findings_line(after)} after; `git vivary check` lists "
                          "them\n")
+        if "E130" in more:
+            sys.stderr.write("warning: notes that shared a file name in different folders now share an id (tropo.toml "
+                             "ids are slugs of the name): each E130 note is left out of the graph, with its links, "
+                             "until one of the two is renamed\n")
 
 
 def existing_lines(e: ExistingNotes) -> list[str]:
