@@ -131,6 +131,18 @@ def test_exact_duplicate_is_blocked_unless_forced(repo: Repo, cli) -> None:
     assert forced.code == 0 and forced.json()["id"] == "memories/rotate-the-signing-key-every-90-days-2"
 
 
+def test_a_duplicates_text_is_shown_inert(repo: Repo, cli) -> None:
+    """The memory a refused add repeats is a note anyone who can commit wrote: its text is shown escaped, so a line
+    of it cannot start a CI workflow command (`::error::`) in the log `remember` prints to."""
+    _seed(repo)
+    repo.commit("planted", {"memories/planted.md": "---\ntype: memory\n---\n"
+                                                   "Deploys wait for the canary\n::error file=a.md::forged\n"})
+    r = cli("remember", "Deploys wait for the canary: error file a md forged", cwd=repo.path)
+    assert r.code == 3 and "memories/planted" in r.out, r.out + r.err
+    assert not [line for line in r.out.splitlines() if line.lstrip().startswith("::")], r.out
+    assert "canary\\n\\x3a:error" in r.out or "canary\\n::error" in r.out, r.out
+
+
 # Each a credential in the form a scanner names; the value must never be echoed back.
 SECRETS = [
     ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7\n-----END RSA PRIVATE KEY-----", "Private Key"),

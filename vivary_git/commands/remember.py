@@ -76,22 +76,26 @@ def run(args: argparse.Namespace) -> int:
         durability=args.durability, links=args.link, force=args.force, supersede=args.supersede, source="cli",
         probe=probe_for(view), expires=args.expires,
     )
+    from vivary_git.escape import text as shown
+
+    # Every value is escaped: an id, a path and a matching memory's text are a note's, which anyone who can commit
+    # wrote, and this may print in a CI log (a line starting `::` is a command there).
     if args.json:
         emit_json(result)
     elif result.ok:
-        where = f" of {ws.source.root}" if args.scope == "user" else ""
-        print(f"remembered {result.id} ({result.path}) in {result.commit[:12] if result.commit else '-'} "
-              f"on {result.ref}{where}")
+        where = f" of {shown(str(ws.source.root))}" if args.scope == "user" else ""
+        print(f"remembered {shown(result.id)} ({shown(result.path)}) in "
+              f"{result.commit[:12] if result.commit else '-'} on {shown(result.ref)}{where}")
         for old in result.archived or ():
-            print(f"    supersedes {old}, now archived")
+            print(f"    supersedes {shown(old)}, now archived")
         if result.verdict == "related":
-            print(f"    related: {', '.join(m.id for m in result.matches or ())}")
+            print(f"    related: {shown(', '.join(m.id for m in result.matches or ()))}")
     else:
-        print(f"vivary remember: {result.message}")
+        print(f"vivary remember: {shown(result.message)}")
         if result.matches:
-            print(f"    {result.matches[0].text[:200]}")
+            print(f"    {shown(result.matches[0].text[:200])}")
     if result.dream_due and not args.json:
-        print(f"vivary remember: {result.dream_due}")
+        print(f"vivary remember: {shown(result.dream_due)}")
     return EXIT_OK if result.ok else EXIT_REFUSED
 
 
