@@ -352,7 +352,7 @@ def _peak(args: list[str], cwd: Any) -> tuple[int, int, list[dict[str, Any]], st
 def _huge_finding(path: str, size: int) -> dict[str, Any]:
     return {"path": path, "line": 1, "level": "error", "code": "E000",
             "message": f"file is {size:,} bytes, over the 8 MiB limit for a note; split it, or add it to `exclude` "
-                       "in tropo.toml"}
+                       "(in tropo.toml; in a vault, .vivary/graph.toml)"}
 
 
 def _write_huge(path: Any, size: int) -> None:
