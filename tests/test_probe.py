@@ -17,7 +17,7 @@ from vivary_git.memory.writes.probe import Candidate, Probe
 
 PAIRS = Path(__file__).parent / "data" / "probe_pairs.jsonl"
 # The held-out sets in the order written: each before the probe change measured on it (tests/data/probe_pairs.md)
-HELD_OUT = ["probe_holdout.jsonl", *(f"probe_holdout{n}.jsonl" for n in range(2, 14))]
+HELD_OUT = ["probe_holdout.jsonl", *(f"probe_holdout{n}.jsonl" for n in range(2, 15))]
 LOCAL = '[memory]\nenabled = true\nprovider = "vivary-local"\n'
 
 # Several memories of one subject and of others: the one a verdict must name is never the first.
@@ -320,6 +320,14 @@ def test_without_a_model_the_same_text_is_a_duplicate_and_a_changed_value_an_upd
     ("The nightly job starts thirty minutes before the backup.",
      "Half an hour ahead of the backup, the nightly job starts.", []),
     ("Each script is named after its hook.", "A hook's script takes the hook's name.", []),
+    # "one of" is some of them, where the other said both or all; "each one of" is each
+    ("Both of Ana's brothers work in Porto.", "Just one of Ana's brothers works in Porto.",
+     ["quantifier: all -> some"]),
+    ("Each one of the servers is patched.", "Every server is patched.", []),
+    ("One of the two printers on the second floor is broken.",
+     "Of the two printers on the second floor, one is broken.", []),
+    # a value named verbatim is named whole: `ed` is not said inside `editor`
+    ("The `editor` setting defaults to `vim`.", "The `editor` setting defaults to `ed`.", ["value: vim -> ed"]),
 ])
 def test_values_are_read_as_values(old: str, new: str, said: list[str]) -> None:
     assert mismatches(Claim.of(old), Claim.of(new)) == said
@@ -424,7 +432,7 @@ def test_the_labelled_pairs_meet_the_goals(cosine: Probe) -> None:
 
 # The goals (duplicates caught, contradictions refused as duplicates, new facts refused). Each held-out set was
 # measured once when it was new (docs/remember.md has those figures), then read and the probe improved on its
-# misses; holdout11 is not read yet (it was measured twice, on two probes, with the same figures), nor is holdout13.
+# misses; holdout11 is not read yet (it was measured twice, on two probes, with the same figures), nor is holdout14.
 # A set that misses a goal has today's figure for that goal as its bound: no change may do worse. (Here a
 # contradiction refused naming another memory counts with those refused as duplicates: holdout11's 0.115 is
 # bench_probe's 0.096 plus its one "update(other)".)
@@ -432,7 +440,8 @@ GOALS = (0.90, 0.05, 0.02)
 BELOW_GOAL = {"probe_holdout5.jsonl": (0.865, 0.019, 0.019), "probe_holdout6.jsonl": (0.923, 0.0, 0.029),
               "probe_holdout8.jsonl": (0.923, 0.038, 0.019), "probe_holdout9.jsonl": (0.942, 0.038, 0.029),
               "probe_holdout10.jsonl": (0.885, 0.115, 0.0), "probe_holdout11.jsonl": (0.885, 0.115, 0.010),
-              "probe_holdout12.jsonl": (0.904, 0.096, 0.087), "probe_holdout13.jsonl": (0.962, 0.058, 0.010)}
+              "probe_holdout12.jsonl": (0.904, 0.096, 0.087), "probe_holdout13.jsonl": (0.962, 0.038, 0.010),
+              "probe_holdout14.jsonl": (0.865, 0.096, 0.029)}
 
 
 @pytest.mark.parametrize("name", HELD_OUT)

@@ -417,6 +417,8 @@ class Claim:
                 when.add(low.rstrip("s") if low.endswith("days") else low)
                 continue
             # "at most 40" bounds a number; "no coffee at all" stresses a negation
+            if low == "one" and after == "of" and before not in ("each", "every", "any", "no"):
+                quantity.add("some")  # "just one of the grandparents", where the other said "both"
             if low in _QUANTIFIERS and not (before == "at" and low in ("most", "all")):
                 quantity.add("some" if low == "few" and before == "a" else _QUANTIFIERS[low])  # "a few" are some
             if (low in _STOP and not acronym) or at == used:
@@ -448,6 +450,18 @@ def overlap(a: Claim, b: Claim) -> float:
     if not left or not right:
         return 0.0
     return len(left & right) / min(len(left), len(right))
+
+
+def _says(said: str, mark: str) -> bool:
+    """Whether `said` names `mark` whole: `edit` is not named inside `editViewMode`."""
+    at = said.find(mark)
+    while at >= 0:
+        end = at + len(mark)
+        if not (at and (said[at - 1].isalnum() or said[at - 1] == "_")) and \
+                not (end < len(said) and (said[end].isalnum() or said[end] == "_")):
+            return True
+        at = said.find(mark, at + 1)
+    return False
 
 
 def mismatches(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | None = None) -> list[str]:
@@ -482,7 +496,7 @@ def mismatches(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | 
     # A value named verbatim (a path, a #channel, a `code` span) that each text has and the other does not say
     # even unmarked, in two texts that say mostly the same words: another value in the same place ("in
     # `#infra-backups`" / "to the `#db-team` channel").
-    lost, found = [m for m in old.marks if m not in new.said], [m for m in new.marks if m not in old.said]
+    lost, found = [m for m in old.marks if not _says(new.said, m)], [m for m in new.marks if not _says(old.said, m)]
     if lost and found and _repeats(old, new):
         out.append(f"value: {', '.join(sorted(lost))} -> {', '.join(sorted(found))}")
     gone = {s: w for s, w in old.names.items() if w not in new.cased and not _named_in(s, new)}
