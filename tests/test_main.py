@@ -151,3 +151,18 @@ def test_the_command_line_leaves_without_collecting_what_it_built(repo: Repo) ->
     proc = _module(["check"], repo.path, in_process)
     assert proc.returncode == 1, proc.stderr
     assert b"collector on after main: True" in proc.stderr
+
+
+def test_a_long_ci_report_cut_short_by_head_fails_the_pipeline(repo: Repo) -> None:
+    """`ci` writes its report whole: one write of a few hundred kilobytes into a pipe whose reader left after a line
+    ended without a broken pipe and exited 0 (with no findings) or 1, where the docs promise 141."""
+    repo.commit("base", {"b.md": "# B\n"})
+    repo.commit("many clean notes",
+                {f"notes/clean-note-with-a-long-name-{i:05d}.md": f"# C{i}\n\n[[b]]\n" for i in range(3000)})
+    bindir = str(Path(sys.executable).parent)
+    proc = subprocess.run(
+        ["bash", "-c", 'set -o pipefail; git vivary ci --base HEAD~1 | head -1; echo "status=$?"'],
+        cwd=repo.path, capture_output=True, text=True, check=False,
+        env=dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", "")),
+    )
+    assert proc.stdout.splitlines()[-1] == "status=141", proc.stdout[-300:] + proc.stderr

@@ -116,6 +116,21 @@ def note_unknown_types(ws: Workspace, types: list[str] | None) -> None:
               file=sys.stderr)
 
 
+_PIECE = 1 << 16
+
+
+def write_out(data: str) -> None:
+    """`data` on stdout in pieces of 64 KiB, each flushed: one write of a long output (a `ci` report of thousands of
+    rows) into a pipe whose reader left after a line (`| head -1`) ended without a broken pipe and exited 0; piece
+    by piece, the write after the reader left raises it, and the command exits 141 (docs/exit-codes.md)."""
+    if len(data) <= _PIECE:
+        sys.stdout.write(data)
+        return
+    for at in range(0, len(data), _PIECE):
+        sys.stdout.write(data[at:at + _PIECE])
+        sys.stdout.flush()
+
+
 def emit_json(value: Any) -> None:
     """`--json` output: one line, escaped as docs/output.md says (a file name that is not UTF-8 as `\\xNN`)."""
-    sys.stdout.write(json_text(value) + "\n")
+    write_out(json_text(value) + "\n")

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import functools
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from vivary_git.blast import DEFAULT_DEPTH
-from vivary_git.commands._common import at_least
+from vivary_git.commands._common import at_least, write_out
 from vivary_git.commands.blast import depth_arg
 from vivary_git.errors import EXIT_FINDINGS, EXIT_OK, RefusedError, UsageError
 
@@ -83,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         _write("--output", args.output, text, inside)
     else:
-        sys.stdout.write(text)
+        write_out(text)
     if args.sarif:
         _write("--sarif", args.sarif, json_text(render_sarif(r)) + "\n", inside)
     if args.summary:

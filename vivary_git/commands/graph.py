@@ -7,7 +7,7 @@ import sys
 
 import msgspec
 
-from vivary_git.commands._common import add_source_args, emit_json, note_unknown_types, open_ws
+from vivary_git.commands._common import add_source_args, emit_json, note_unknown_types, open_ws, write_out
 from vivary_git.errors import EXIT_OK
 from vivary_git.escape import text as shown
 from vivary_git.models import Edge
@@ -66,11 +66,11 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "dot":
         from vivary_git.render import dot
 
-        sys.stdout.write(dot(nodes, edges, ws.root_name))
+        write_out(dot(nodes, edges, ws.root_name))
     elif args.format == "mermaid":
         from vivary_git.render import mermaid
 
-        sys.stdout.write(mermaid(nodes, edges))
+        write_out(mermaid(nodes, edges))
     else:
         out = sys.stdout
         broken = sum(e.broken for e in edges)

@@ -26,13 +26,14 @@ PER_TYPE_CAP = 10
 PER_JOB_CAP = 50
 
 
-# Separators some consoles and log viewers break lines at, though the runner reads only CR and LF: written as
-# escapes, as `escape.text` writes them, so an annotation is one line wherever it is shown.
+# Separators some consoles and log viewers break lines at, though the runner reads only CR and LF: in a message
+# written as escapes, as `escape.text` writes them, so it reads as one line wherever it is shown. Not in a
+# property: `file=` must name the file as it is, or GitHub puts the annotation on no file.
 _SEPARATORS = str.maketrans({"\u0085": "\\x85", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 
 
 def escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A").translate(_SEPARATORS)
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def escape_property(text: str) -> str:
@@ -44,7 +45,7 @@ def command(kind: str, message: str, properties: Mapping[str, str | int | None] 
     props = ",".join(
         f"{k}={escape_property(name(str(v)))}" for k, v in (properties or {}).items() if v is not None
     )
-    return f"::{kind}{' ' + props if props else ''}::{escape_data(name(message))}"
+    return f"::{kind}{' ' + props if props else ''}::{escape_data(name(message)).translate(_SEPARATORS)}"
 
 
 def write_outputs(path: Path, values: Mapping[str, str | int], *, inside: Path | None = None) -> None:
