@@ -270,3 +270,22 @@ def test_summary_rows_hold_a_pipe_in_a_message(repo: Repo, cli: Any, tmp_path: P
         ["error", "a.md:2", "W221", "wikilink [[b|alias]] matches no note (looked for 'b' from a.md)", "changed file"],
         ["error", "a.md:5", "W221", "wikilink [[c\\|x]] matches no note (looked for 'c' from a.md)", "changed file"],
     ]
+
+
+def test_a_summary_stays_under_githubs_1_mib_limit(repo: Repo, cli: Any, tmp_path: Path) -> None:
+    """1,000 rows a table kept ordinary summaries small, but long paths and link targets made 1-4 MB, which GitHub
+    refuses whole: the rows stop short of the limit and say how many are left out."""
+    folder = "notes/projects/2024/acme-corporation-northern-region/weekly-engineering-sync"
+    target = "Migration plan for the northern region data warehouse and the reporting pipeline " * 8
+    repo.commit("base", files={".obsidian/app.json": "{}", "a.md": "# A\n"})
+    repo.commit("head", files={f"{folder}/meeting-notes-about-the-migration-plan-{i:04d}.md":
+                               f"# N{i}\n\nSee [[{target}phase {i}]].\n" for i in range(1100)})
+    summary = tmp_path / "summary.md"
+    r = cli("ci", "--base", "HEAD~1", "--summary", str(summary), cwd=repo.path)
+    assert r.code == 1, r.err
+    data = summary.read_bytes()
+    assert len(data) <= 1_000_000, len(data)
+    text = data.decode()
+    assert "the summary stops short of GitHub's 1 MiB limit" in text
+    assert text.count("| note | path | field |") > 100  # what fits is there: what broke comes first
+    assert len(data) > 900_000
