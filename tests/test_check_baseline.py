@@ -155,6 +155,26 @@ def test_pre_commit_fails_only_on_findings_the_commit_introduces(repo: Repo, cli
     assert "commit refused" in refused.stdout
 
 
+def test_the_commit_that_fixes_a_broken_config_is_not_refused_for_it(repo: Repo, cli: Any) -> None:
+    """HEAD's tropo.toml does not load; the staged one does. The hook compared with HEAD and exited 2 on HEAD's
+    config, so the fix itself needed `--no-verify`. Nothing is known of a base whose config cannot be read: every
+    finding counts as new, as `ci` reads such a base, and the reason is said."""
+    repo.commit("init", {"tropo.toml": TROPO, "notes/a.md": "# A\n"})
+    assert cli("hooks", "install", cwd=repo.path).code == 0
+    repo.write({"tropo.toml": "version = 1\n[types.module\n"})
+    repo.git("add", "-A")
+    assert commit(repo, "--no-verify").returncode == 0
+    repo.write({"tropo.toml": TROPO})
+    repo.git("add", "-A")
+    fixed = commit(repo)
+    assert fixed.returncode == 0, fixed.stdout
+    assert "HEAD's configuration cannot be read" in fixed.stdout and "every finding is new" in fixed.stdout
+    repo.write({"tropo.toml": "version = 1\n[types.module\n", "notes/b.md": "# B\n\n[[nowhere]]\n"})
+    repo.git("add", "-A")
+    r = cli("check", "--staged", "--new-since", "HEAD", cwd=repo.path)
+    assert r.code == 2 and "invalid TOML" in r.err  # the staged tree's own config is still the commit's to fix
+
+
 # --------------------------------------------------------------------------- ci and the Action
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import msgspec
 
 from vivary_git import check
-from vivary_git.errors import GitError, UsageError
+from vivary_git.errors import GitError, UsageError, VivaryError
 from vivary_git.models import Finding
 from vivary_git.workspace import CheckReport, Workspace
 
@@ -54,9 +54,16 @@ def load(ws: Workspace, rev: str) -> Baseline:
     from vivary_git.source import open_source
 
     start = repo.workdir if repo.workdir is not None else repo.git_dir
-    base = Workspace(open_source(start, rev=oid, root=prefix or "."), cache=ws.cache_enabled, gate=ws.gate,
-                     shared_cache=False)
-    findings = base.baseline_findings()
+    try:
+        base = Workspace(open_source(start, rev=oid, root=prefix or "."), cache=ws.cache_enabled, gate=ws.gate,
+                         shared_cache=False)
+        findings = base.baseline_findings()
+    except GitError:
+        raise
+    except VivaryError as err:
+        # The commit that fixes a broken tropo.toml must not be refused for the config it fixes (as `ci` reads a
+        # base whose config no longer loads): nothing is known of the base, so every finding counts as new.
+        return Baseline(rev, [], {}, f"{rev}'s configuration cannot be read ({err}): every finding is new")
     return Baseline(rev, findings, renamed_notes(ws, sub))
 
 
