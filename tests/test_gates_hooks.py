@@ -41,7 +41,7 @@ def commit(repo: Repo | Path, *args: str, path: str = "/usr/bin:/bin",
 
 
 def test_hook_files_in_the_repository_match_the_installer() -> None:
-    for hook in ("pre-commit", "post-commit"):
+    for hook in ("pre-commit", "pre-merge-commit", "post-commit"):
         path = ROOT / "hooks" / hook
         assert path.read_text() == script(hook, None), f"regenerate {path} from vivary_git/gates/install.py"
         assert os.access(path, os.X_OK)
@@ -59,6 +59,32 @@ def test_pre_commit_refuses_a_broken_reference_and_accepts_the_fix(repo: Repo, c
     ok = commit(repo)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "0 error(s)" in ok.stdout
+
+
+def test_a_merge_that_breaks_a_reference_is_refused_too(repo: Repo, cli: Any) -> None:
+    """Git runs pre-merge-commit, not pre-commit, for a `git merge` that commits by itself: a branch adding a
+    reference to a note the other branch removed merged cleanly and unchecked. The default install puts both gates
+    in; the merge is refused with the finding, and HEAD stays where it was."""
+    workspace(repo)
+    r = cli("hooks", "install", cwd=repo.path)
+    assert r.code == 0 and (repo.path / ".git" / "hooks" / "pre-merge-commit").is_file(), r.out + r.err
+    main = repo.git("rev-parse", "--abbrev-ref", "HEAD").strip()
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.write({"modules/c.md": "---\ndepends: [a]\n---\n# C\n"})
+    repo.git("add", "-A")
+    assert commit(repo).returncode == 0
+    repo.git("checkout", "-q", main)
+    repo.git("rm", "-q", "modules/a.md")
+    repo.write({"modules/b.md": "---\n---\n# B\n"})
+    repo.git("add", "-A")
+    assert commit(repo).returncode == 0
+    head = repo.git("rev-parse", "HEAD").strip()
+    merged = subprocess.run(["git", "merge", "--no-edit", "feature"], cwd=repo.path, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=dict(os.environ, PATH="/usr/bin:/bin"),
+                            check=False)
+    assert merged.returncode != 0, merged.stdout
+    assert "modules/c.md:2: error W220: field 'depends': ref 'a' matches no document id" in merged.stdout
+    assert repo.git("rev-parse", "HEAD").strip() == head
 
 
 def test_commit_all_uses_the_index_git_hands_the_hook(repo: Repo, cli: Any) -> None:

@@ -24,15 +24,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "3 refused install (docs/hooks.md).",
     )
     hs = p.add_subparsers(dest="hooks_command", metavar="ACTION", required=True)
-    names = ("pre-commit", "post-commit")
-    i = hs.add_parser("install", help="install the hooks (default: pre-commit only; post-commit is opt-in)",
+    names = ("pre-commit", "pre-merge-commit", "post-commit")
+    i = hs.add_parser("install", help="install the hooks (default: pre-commit and pre-merge-commit; post-commit is "
+                      "opt-in)",
                       description="Install plain Git hooks. pre-commit checks the staged tree and refuses "
-                      "private files; post-commit (opt-in) refreshes the memory index.")
+                      "private files, and pre-merge-commit does the same for a merge that commits by itself (Git "
+                      "runs that one, not pre-commit, for `git merge`); post-commit (opt-in) refreshes the memory "
+                      "index.")
     i.add_argument("hooks", nargs="*", metavar="HOOK",
-                   help="pre-commit and/or post-commit (default: pre-commit)")
+                   help="pre-commit, pre-merge-commit and/or post-commit (default: pre-commit and pre-merge-commit)")
     i.add_argument("--python", metavar="PATH", help="the Python the hooks run vivary-git with (default: this one)")
     u = hs.add_parser("uninstall", help="remove vivary's hooks and restore the ones they replaced")
-    u.add_argument("hooks", nargs="*", metavar="HOOK", help="pre-commit and/or post-commit (default: both)")
+    u.add_argument("hooks", nargs="*", metavar="HOOK",
+                   help="pre-commit, pre-merge-commit and/or post-commit (default: all three)")
     s = hs.add_parser("status", help="say which hooks are installed and what they run")
     s.add_argument("--json", action="store_true", help="print JSON for programs and agents")
     r = hs.add_parser("run", help="what an installed hook runs (the line to put in a husky or shared hook file)")
@@ -58,9 +62,16 @@ def run(args: argparse.Namespace) -> int:
     if action == "install":
         from vivary_git.gates import install
 
-        names = install.check_hook_names(list(dict.fromkeys(args.hooks or ["pre-commit"])))
+        # By default both gates; where a hook manager owns the hooks, pre-commit as before, and a word on merges
+        # (adding pre-merge-commit there is the user's edit of the manager's file).
+        managed = not args.hooks and install.detect_manager(cwd) is not None
+        names = install.check_hook_names(list(dict.fromkeys(args.hooks or (["pre-commit"] if managed
+                                                                             else list(install.GATES)))))
         try:
             lines = install.install(cwd, names, args.python)
+            if managed:
+                lines.append("merges: Git runs pre-merge-commit, not pre-commit, for a `git merge` that commits by "
+                             "itself; `git vivary hooks install pre-merge-commit` prints what to add for it")
         except install.ManagedHooks as err:
             if err.snippet:  # on stdout, to copy; the refusal itself goes to stderr (exit 3)
                 sys.stdout.write(err.snippet)
@@ -72,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     if action == "uninstall":
         from vivary_git.gates import install
 
-        names = install.check_hook_names(list(dict.fromkeys(args.hooks or ["pre-commit", "post-commit"])))
+        names = install.check_hook_names(list(dict.fromkeys(args.hooks or list(install.HOOKS))))
         for line in install.uninstall(cwd, names):
             print(f"vivary: {shown(line)}")
         return EXIT_OK
@@ -82,7 +93,9 @@ def run(args: argparse.Namespace) -> int:
         return privacy_guard(cwd, args.allow)
     if action == "post-commit" or (action == "run" and args.hook == "post-commit"):
         return post_commit()
-    # `run pre-commit`: both gates in one process (one interpreter start per commit), both reported.
+    # `run pre-commit` (and `run pre-merge-commit`, the same for a merge): both gates in one process (one
+    # interpreter start per commit), both reported. For a merge the index holds the merged tree, and HEAD is the
+    # branch merged into: what the merge brings in is what is new.
     guard_code = privacy_guard(cwd)
     from vivary_git.main import main
 
