@@ -188,6 +188,13 @@ class Warm:
         self._probe: Probe | None = None
         self._embedder: Embedder | None = None  # the semantic index's model, once loaded (write-through)
         self._repo = git.try_open(self._cwd)
+        if self._repo is not None and self._repo.workdir is not None:
+            from vivary_git.memory.writes.commits import recover_now
+
+            # A memory committed by a server killed before the path reached the user's index: put it in now,
+            # before the user's next `git commit` could delete it (commits.py).
+            with contextlib.suppress(VivaryError, OSError):
+                recover_now(self._repo)
         self._worktree: WorkTree | None = None
         self._user_enabled = user_memory
         self._usermem: UserMemory | None = None

@@ -9,6 +9,12 @@ user's index (`git update-index --index-info`) and work tree, so `git status` an
 `git diff --cached` read exactly as before. A path the user has changed (staged or not) is never
 overwritten: the write is refused.
 
+Between the branch moving and the path reaching the user's index, a process can be killed (or the index be
+locked by someone else for longer than we wait): the branch then holds the memory and the index does not, and
+the user's next `git commit` would delete it. So the paths are written down first (`_Pending`, in the work
+tree's own git directory) and crossed out when they are in; the next memory write, and the MCP server as it
+starts, puts in any left over (`recover`), unless the user has changed that path since.
+
 The commit is signed when the user's commits are (`commit.gpgSign`), by Git with their `gpg.format` and
 key (`git commit-tree -S`); when Git cannot sign, the write is refused rather than made unsigned. The
 user's own hooks do not run (`commit-tree` runs none): the checks a memory write makes instead are the
@@ -37,7 +43,7 @@ from vivary_git import git
 from vivary_git.errors import GitError, RefusedError
 
 __all__ = ["Base", "Change", "ChangesResult", "CommitResult", "Planned", "commit_changes", "commit_note", "message",
-           "one_line", "target_ref", "tip"]
+           "one_line", "recover", "recover_now", "target_ref", "tip"]
 
 _ZERO = "0" * 40
 _ATTEMPTS = 64
@@ -78,6 +84,103 @@ class ChangesResult(msgspec.Struct, frozen=True):
     blobs: dict[str, str | None]  # repository-relative path -> its new blob id (None: removed)
     checked_out: bool
     attempts: int
+
+
+class _Pending(msgspec.Struct, frozen=True):
+    """A memory commit whose paths may not be in the user's index yet: (path, new blob or None, old blob or None)."""
+
+    ref: str
+    commit: str
+    paths: list[tuple[str, str | None, str | None]]
+
+
+_PENDING = "vivary-pending-sync.msgpack"
+
+
+def _pending_path(repo: git.Repo) -> Path:
+    return repo.git_dir / _PENDING  # the work tree's own git directory: its index is the one to fix
+
+
+def recover(repo: git.Repo) -> list[str]:
+    """Put into the user's index and work tree the paths of a memory commit a killed process (or a long-held
+    index lock) left out, when the branch holds that commit, is checked out, and the user has not changed the
+    path since; then forget it. The paths put in, in order."""
+    path = _pending_path(repo)
+    if repo.workdir is None or not path.is_file():
+        return []
+    try:
+        pending = msgspec.msgpack.decode(path.read_bytes(), type=_Pending)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        pending = None
+    fixed: list[str] = []
+    if pending is not None and _published(repo, pending):
+        idx = repo.repo.index
+        idx.read(True)
+        for rel, new_blob, old_blob in pending.paths:
+            entry = idx[rel] if rel in idx else None  # noqa: SIM401 - a pygit2 Index has no .get
+            now = None if entry is None else str(entry.id)
+            if now == new_blob or now != old_blob:
+                continue  # in already, or the user's since: theirs
+            full = repo.workdir / rel
+            before = not os.path.lexists(full) if old_blob is None else repo.holds(full, old_blob)
+            after = not os.path.lexists(full) if new_blob is None else repo.holds(full, new_blob)
+            if not (before or after):
+                continue  # the user changed the file since
+            content = repo.read_blob(new_blob) if new_blob is not None else b""
+            _sync_user(repo, Planned(rel, content), new_blob)
+            fixed.append(rel)
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    return fixed
+
+
+def recover_now(repo: git.Repo) -> list[str]:
+    """`recover`, holding the memory write locks (another process may be writing): for a process that starts."""
+    with _LOCK, _write_lock(repo):
+        return recover(repo)
+
+
+def _published(repo: git.Repo, pending: _Pending) -> bool:
+    """Is the pending commit on its branch, and that branch the one checked out?"""
+    raw = repo.repo
+    try:
+        head = raw.references.get("HEAD")
+        if head is None or not isinstance(head.target, str) or head.target != pending.ref:
+            return False  # detached, or another branch checked out since: its own files are in the work tree
+        branch = raw.references.get(pending.ref)
+        if branch is None:
+            return False
+        tip_id = branch.resolve().target
+        commit = repo.pygit2.Oid(hex=pending.commit)
+        return bool(tip_id == commit or raw.descendant_of(tip_id, commit))
+    except (KeyError, ValueError, repo.pygit2.GitError):
+        return False
+
+
+def _publish(repo: git.Repo, ref: str, new: str, old: str | None, text: str, checked_out: bool,
+             syncs: list[tuple[Planned, str | None, str | None]]) -> bool:
+    """Move `ref` from `old` to `new` (compare-and-swap), then put `syncs` (planned, new blob, old blob) into the
+    user's index and work tree when the branch is checked out, written down first so that a kill in between is
+    put right later (`recover`). False when the branch moved meanwhile (nothing changed)."""
+    pending = _pending_path(repo)
+    if checked_out:
+        record = _Pending(ref, new, [(p.path, blob, was) for p, blob, was in syncs])
+        tmp = pending.with_name(f".{pending.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(msgspec.msgpack.encode(record))
+        os.replace(tmp, pending)
+    _pause("before-ref")
+    cas = repo.git(["update-ref", "-m", f"vivary: {one_line(text, 100)}", ref, new, old or _ZERO], check=False)
+    if cas.returncode != 0:
+        with contextlib.suppress(FileNotFoundError):
+            pending.unlink()
+        return False
+    if checked_out:
+        _pause("before-index")
+        for planned, blob, _ in syncs:
+            _sync_user(repo, planned, blob)  # a failure leaves the record: the next write or start puts it in
+        with contextlib.suppress(FileNotFoundError):
+            pending.unlink()
+    return True
 
 
 def _pause(point: str) -> None:
@@ -254,6 +357,8 @@ def commit_note(
     to refuse; with `remove` the path is deleted instead."""
     sign = git.commit_signing(repo)
     with _LOCK, _write_lock(repo):
+        if checked_out:
+            recover(repo)
         for attempt in range(1, _ATTEMPTS + 1):
             old = tip(repo, ref)
             base = Base(repo, old, checked_out)
@@ -270,14 +375,12 @@ def commit_note(
             blob = None if remove else str(repo.repo.create_blob(planned.content))
             tree = _tree_with(repo, base.tree, planned.path.split("/"), blob) or _empty_tree(repo)
             new = _commit_tree(repo, tree, old, make_message(planned), sign)
-            cas = repo.git(["update-ref", "-m", f"vivary: {one_line(make_message(planned), 100)}", ref, new,
-                            old or _ZERO], check=False)
-            if cas.returncode != 0:
+            was = base.entry(planned.path)
+            if not _publish(repo, ref, new, old, make_message(planned), checked_out,
+                            [(planned, blob, was[0] if was is not None else None)]):
                 # The tip moved (or its lock was held) since we read it: plan again on the new tip.
                 time.sleep(random.uniform(0.001, 0.02) * min(attempt, 8))
                 continue
-            if checked_out:
-                _sync_user(repo, planned, blob)
             return CommitResult(commit=new, parent=old, ref=ref, path=planned.path, blob=blob,
                                 checked_out=checked_out, attempts=attempt)
     raise GitError(f"{ref} kept moving while the memory was being committed ({_ATTEMPTS} attempts); try again")
@@ -296,6 +399,8 @@ def commit_changes(
     changed one of the paths, then put into the user's index and work tree."""
     sign = git.commit_signing(repo)
     with _LOCK, _write_lock(repo):
+        if checked_out:
+            recover(repo)
         for attempt in range(1, _ATTEMPTS + 1):
             old = tip(repo, ref)
             base = Base(repo, old, checked_out)
@@ -319,15 +424,14 @@ def commit_changes(
                 tree = repo.repo[tree_id]
             text = make_message(changes)
             new = _commit_tree(repo, str(tree.id) if tree is not None else _empty_tree(repo), old, text, sign)
-            _pause("before-ref")
-            cas = repo.git(["update-ref", "-m", f"vivary: {one_line(text, 100)}", ref, new, old or _ZERO],
-                           check=False)
-            if cas.returncode != 0:
+            syncs = []
+            for change in changes:
+                was = base.entry(change.path)
+                syncs.append((Planned(change.path, change.content or b""), blobs[change.path],
+                              was[0] if was is not None else None))
+            if not _publish(repo, ref, new, old, text, checked_out, syncs):
                 time.sleep(random.uniform(0.001, 0.02) * min(attempt, 8))
                 continue
-            if checked_out:
-                for change in changes:
-                    _sync_user(repo, Planned(change.path, change.content or b""), blobs[change.path])
             return ChangesResult(commit=new, parent=old, ref=ref, blobs=blobs, checked_out=checked_out,
                                  attempts=attempt)
     raise GitError(f"{ref} kept moving while the memory change was being committed ({_ATTEMPTS} attempts); try again")
@@ -381,7 +485,8 @@ def _sync_user(repo: git.Repo, planned: Planned, blob: str | None) -> None:
         said = proc.stderr.decode("utf-8", "replace").strip()
         if "index.lock" not in said or time.monotonic() > deadline:
             raise GitError(f"the memory was committed, but your index could not be updated for {planned.path}: "
-                           f"{said}; run `git reset -q -- {planned.path}` to pick it up")
+                           f"{said}; the next memory write (or the MCP server as it starts) puts it in, or run "
+                           f"`git reset -q -- {planned.path}` to pick it up now")
         time.sleep(random.uniform(0.005, 0.03))
 
 
