@@ -296,3 +296,24 @@ def test_a_warm_server_answers_after_edits_like_a_fresh_one(repo: Repo) -> None:
     assert set(warm.state().delta) == {"alpha", "gamma", "epsilon"}
     assert warm.state().gone == {"beta", "delta"}
     warm.close()
+
+
+def test_a_killed_servers_scratch_index_is_swept_by_the_next(repo: Repo,
+                                                             keeper: Callable[[], tuple[WorkTree, git.Repo]]) -> None:
+    """A server killed with SIGKILL leaves its `mcp-index.PID.*` in `.git/vivary/tmp/` (89 of them after 88 kills):
+    the next one removes those whose process is gone, and leaves a living one's."""
+    import subprocess
+    import sys
+
+    _seed(repo)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    tmp = repo.path / ".git" / "vivary" / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    dead = tmp / f"mcp-index.{gone}.140000000000"
+    alive = tmp / f"mcp-index.{os.getppid()}.140000000001"  # pytest's parent: it runs
+    for path in (dead, alive):
+        path.write_bytes(b"DIRC")
+    wt, r = keeper()
+    _same(wt, r)
+    assert not dead.exists() and alive.exists()

@@ -22,6 +22,7 @@ pytest.importorskip("mcp", reason="the mcp extra is not installed")
 
 import anyio
 import mcp.types as types
+import msgspec
 from conftest import Repo
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -150,7 +151,11 @@ def test_out_of_range_and_unknown_values_are_refused_by_the_schema(repo: Repo) -
                                ("context", {"id": "notes/d0", "budget": -5}),
                                ("context", {"id": "notes/d0", "budget": 10**9}),
                                ("recent", {"limit": 0}),
-                               ("recent", {"ops": ["delete"]})]:
+                               ("recent", {"ops": ["delete"]}),
+                               ("read", {"id": "z" * 100_000}),
+                               ("search", {"query": "deploy", "path": ["z" * 100_000]}),
+                               ("search", {"query": "deploy", "type": ["t"] * 65}),
+                               ("link", {"source": "notes/d0", "field": "f" * 5000, "target": "notes/d1"})]:
                 result = await client.call_tool(name, args)
                 assert result.is_error, (name, args)
                 said.append((name, " ".join(getattr(c, "text", "") for c in result.content)))
@@ -180,6 +185,13 @@ def test_out_of_range_and_unknown_values_are_refused_by_the_schema(repo: Repo) -
     assert "budget" in said[12][1] and "less than or equal to 100000" in said[12][1]
     assert "limit" in said[13][1] and "greater than or equal to 1" in said[13][1]
     assert "'add', 'update'" in said[14][1]
+    # names and lists of them are bounded: the 100 kB argument is not echoed back (nor logged) whole
+    assert "at most 4096 characters" in said[15][1] and len(said[15][1]) < 2000, said[15][1][:300]
+    assert "at most 4096 characters" in said[16][1] and len(said[16][1]) < 2000
+    assert "at most 64 items" in said[17][1]
+    assert "at most 4096 characters" in said[18][1]
+    assert tools["read"]["properties"]["id"]["maxLength"] == 4096
+    assert search["path"]["anyOf"][0]["maxItems"] == 64 and search["path"]["anyOf"][0]["items"]["maxLength"] == 4096
     assert not [s for s in said if "Traceback" in s[1]]
     assert repo.git("rev-parse", "HEAD") == head  # nothing was written
 
@@ -205,6 +217,22 @@ def test_search_budget_counts_the_text_the_host_receives(repo: Repo) -> None:
     assert whole.structured_content["estimated_tokens"] > 600  # there was something to trim
     assert [r["id"] for r in trimmed.structured_content["results"]] == ["notes/d0", "notes/d1", "notes/d2",
                                                                         "notes/d3", "notes/d4", "notes/d5"]
+
+
+def test_context_counts_its_own_figure_in_its_size(repo: Repo) -> None:
+    """`estimated_tokens` is the answer's size as sent, its own digits included: sized with a one-digit placeholder
+    it came out one short in a quarter of the answers."""
+    repo.commit("init", NOTES)
+    service = MemoryService(repo.path)
+    try:
+        for i in range(6):
+            for depth in (1, 2):
+                for budget in (0, 150, 400, 2000):
+                    got = service.context(f"notes/d{i}", depth=depth, budget=budget)
+                    text = json.dumps(msgspec.to_builtins(got), ensure_ascii=False, separators=(",", ":"))
+                    assert got.estimated_tokens == estimate_tokens(text.encode()), (i, depth, budget)
+    finally:
+        service.close()
 
 
 def test_a_dream_due_hint_counts_within_the_budget(repo: Repo) -> None:

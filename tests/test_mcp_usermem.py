@@ -402,3 +402,21 @@ def test_privacy_holds_in_every_workspace_layout_of_both_repositories(repo: Repo
         assert not found, found
     if embed:
         assert '"mode": "hybrid"' in joined, joined
+
+
+def test_a_user_scoped_search_counts_only_the_user_memorys_left_out(repo: Repo, tmp_path: Path) -> None:
+    """`hidden` counts the archived or expired memories left out of the answer: with `scope: "user"` the workspace
+    was not searched, so its two archived memories are not among them (they were)."""
+    _user_memory(tmp_path)
+    archived = "---\ntype: memory\narchived: \"2026-01-01T00:00:00Z\"\n---\n# {}\n"
+    repo.commit("init", {"notes/a.md": "# A\n", "memories/old-1.md": archived.format("Kettle one"),
+                         "memories/old-2.md": archived.format("Kettle two")})
+    svc = MemoryService(repo.path)
+    try:
+        assert svc.add("The kettle descaler is under the sink.", scope="user").ok
+        assert svc.search("kettle", scope="workspace").hidden == 2
+        user = svc.search("kettle", scope="user")
+        assert user.hidden == 0 and user.dream_due is None, user
+        assert svc.search("kettle").hidden == 2
+    finally:
+        svc.close()

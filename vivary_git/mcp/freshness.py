@@ -358,6 +358,7 @@ class WorkTree:
         if self._scratch is None:
             tmp = self.repo.vivary_dir / "tmp"
             tmp.mkdir(parents=True, exist_ok=True)
+            _sweep_scratch(tmp)
             self._scratch = tmp / f"mcp-index.{os.getpid()}.{id(self)}"
         return self._scratch
 
@@ -549,3 +550,19 @@ class WorkTree:
         if base is None:
             return None
         return _tree_with(self.repo, self.repo.repo[base], path.split("/"), blob) or self._empty()
+
+
+def _sweep_scratch(tmp: Path) -> None:
+    """Remove the scratch indexes of servers that are gone (a killed one leaves its `mcp-index.PID.*`, ~10 kB to
+    megabytes each, for good): a file whose process no longer runs is no one's."""
+    for old in tmp.glob("mcp-index.*"):
+        parts = old.name.split(".")
+        if len(parts) < 3 or not parts[1].isdigit() or int(parts[1]) == os.getpid():
+            continue
+        try:
+            os.kill(int(parts[1]), 0)
+        except ProcessLookupError:
+            with contextlib.suppress(OSError):
+                old.unlink()
+        except (PermissionError, OverflowError, ValueError):
+            continue  # another user's process (or no such number): not ours to judge

@@ -317,6 +317,8 @@ class Reads(Warm):
             hits, used, why, left_out = self._visible(st, query, top_k, types, paths, edges, mode, include_archived,
                                                       win, rank=scope != "user")
             hits, user = self._with_user(scope, hits, (query, top_k, types, paths, edges, mode, include_archived, win))
+            if scope == "user":
+                left_out = 0  # the workspace was not searched: only the user memory's left out count
             left_out += user.hidden if user is not None else 0
             if scope == "user":
                 assert user is not None and user.mode is not None
@@ -338,9 +340,11 @@ class Reads(Warm):
             answer = _fit(SearchAnswer(query=query, mode=used, mode_reason=why, top_k=shown_k, budget=budget,
                                        estimated_tokens=0, filters=SearchFilters(types, paths, edges, *window),
                                        results=hits, tree=st.root_tree, hidden=left_out,
-                                       dream_due=_due_hint(st.view), next_cursor=widest,
+                                       dream_due=_due_hint(st.view) if scope != "user" else None, next_cursor=widest,
                                        scope=scope if user is not None else None, user=user))
             due = self._hits_seen(st, hits)
+            if scope == "user":
+                due = None  # the workspace's hint: not this answer's, which searched the user memory alone
             if due != answer.dream_due:  # this search's own event made a dream due: the hint counts too
                 answer = _fit(msgspec.structs.replace(answer, dream_due=due))
             more = more or len(hits) < page

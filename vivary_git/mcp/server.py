@@ -35,6 +35,13 @@ from vivary_git.mcp.reads import DEFAULT_BUDGET, MAX_BUDGET, MAX_HOPS, MAX_QUERY
 from vivary_git.mcp.service import MemoryService
 from vivary_git.mcp.warm import PROFILES, RESOURCES
 
+# Names (ids, paths, globs, fields, dates, cursors) and lists of them are bounded before anything reads them: a
+# 5 MB glob came back whole in the answer's filters, and a 10 MB id in the error and on stderr.
+MAX_NAME = 4096  # a path's length on Linux
+MAX_NAMES = 64
+Name = Annotated[str, Field(max_length=MAX_NAME)]
+Names = Annotated[list[Name], Field(max_length=MAX_NAMES)]
+
 __all__ = ["build_server", "serve_http", "serve_stdio"]
 
 INSTRUCTIONS = (
@@ -162,9 +169,9 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
     def search(
         query: Annotated[str, Field(max_length=MAX_QUERY, description="keywords and/or a natural-language question")],
         top_k: Annotated[int, Field(ge=1, le=MAX_TOP_K, description="how many results (1-50)")] = 5,
-        type: Annotated[list[str] | None, Field(description="only these node types ('' = untyped)")] = None,
-        path: Annotated[list[str] | None, Field(description="only paths matching these globs")] = None,
-        edge: Annotated[list[str] | None, Field(description="only nodes with these outbound edges, FIELD[:ID]")]
+        type: Annotated[Names | None, Field(description="only these node types ('' = untyped)")] = None,
+        path: Annotated[Names | None, Field(description="only paths matching these globs")] = None,
+        edge: Annotated[Names | None, Field(description="only nodes with these outbound edges, FIELD[:ID]")]
         = None,
         include_neighbors: Annotated[int, Field(ge=0, le=MAX_HOPS, description="neighbours within N hops")] = 0,
         include_content: Annotated[bool, Field(description="include each note's body")] = False,
@@ -176,13 +183,13 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         = "auto",
         include_archived: Annotated[bool, Field(description="also memories a dream archived into a super node")]
         = False,
-        since: Annotated[str | None, Field(description="only nodes dated from then: an ISO date or date-time, or an "
+        since: Annotated[Name | None, Field(description="only nodes dated from then: an ISO date or date-time, or an "
                                                        "age such as 24h, 7d, 2w")] = None,
-        until: Annotated[str | None, Field(description="only nodes dated before then (a date: through that day)")]
+        until: Annotated[Name | None, Field(description="only nodes dated before then (a date: through that day)")]
         = None,
         date: Annotated[DateOf, Field(description="what since/until compare: note (its observed_at, updated, date "
                                                   "or created) or commit (its last commit)")] = "note",
-        cursor: Annotated[str | None, Field(description="next_cursor of the previous answer: its next page")] = None,
+        cursor: Annotated[Name | None, Field(description="next_cursor of the previous answer: its next page")] = None,
         scope: Annotated[SearchScope, Field(description="all (the workspace and the user memory, when one is "
                                                         "configured), workspace, or user (only the user's own memory)")]
         = "all",
@@ -195,7 +202,7 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
                                             until=until, date=date, cursor=cursor, scope=scope))
 
     def read(
-        id: Annotated[str, Field(description="a node id from search, or a note's path")],
+        id: Annotated[Name, Field(description="a node id from search, or a note's path")],
         include_content: Annotated[bool, Field(description="include the note's body")] = False,
         neighbors: Annotated[int, Field(ge=0, le=MAX_HOPS, description="neighbours within N hops")] = 1,
     ) -> Answer:
@@ -206,21 +213,21 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         text: Annotated[str, Field(description="what to remember, in plain words (with file/folder/url: an "
                                                "optional description)")] = "",
         title: Annotated[str | None, Field(description="a short title (default: the first words)")] = None,
-        tags: Annotated[list[str] | None, Field(description="one-word tags")] = None,
+        tags: Annotated[Names | None, Field(description="one-word tags")] = None,
         durability: Annotated[Durability | None, Field(description="how long it matters")] = None,
-        links: Annotated[list[str] | None, Field(description="edges from the new memory, FIELD:ID")] = None,
+        links: Annotated[Names | None, Field(description="edges from the new memory, FIELD:ID")] = None,
         force: Annotated[bool, Field(description="add even when a near-duplicate exists; for a source already "
                                                  "remembered, refresh it")] = False,
         supersede: Annotated[bool, Field(description="when an existing memory says otherwise about the same thing "
                                                      "(verdict update), add this one and archive that one in the "
                                                      "same commit")] = False,
-        file: Annotated[str | None, Field(description="remember where a file is (path from the repository top), "
+        file: Annotated[Name | None, Field(description="remember where a file is (path from the repository top), "
                                                       "with its bounded text")] = None,
-        folder: Annotated[str | None, Field(description="remember a folder: a summary of its top level")] = None,
+        folder: Annotated[Name | None, Field(description="remember a folder: a summary of its top level")] = None,
         url: Annotated[str | None, Field(description="remember a web page: its readable text")] = None,
         allow_network: Annotated[bool, Field(description="allow fetching url (the workspace must allow it too)")]
         = False,
-        expires: Annotated[str | None, Field(description="when it stops mattering, an ISO date or date-time (UTC "
+        expires: Annotated[Name | None, Field(description="when it stops mattering, an ISO date or date-time (UTC "
                                                          "when no zone is given): an ephemeral memory")] = None,
         scope: Annotated[AddScope, Field(description="workspace, or user: the user's own memory repository (ids "
                                                      "user:...)")] = "workspace",
@@ -245,9 +252,9 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
                                          scope=scope), ctx)
 
     def update(
-        id: Annotated[str, Field(description="the memory's id")],
+        id: Annotated[Name, Field(description="the memory's id")],
         text: Annotated[str | None, Field(description="its new text")] = None,
-        tags: Annotated[list[str] | None, Field(description="its new tags (replaces them)")] = None,
+        tags: Annotated[Names | None, Field(description="its new tags (replaces them)")] = None,
         durability: Annotated[Durability | None, Field(description="how long it matters")] = None,
         ctx: Ctx | None = None,
     ) -> Answer:
@@ -255,17 +262,17 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         return _call(lambda: service.update(id, text=text, tags=tags, durability=durability), ctx)
 
     def edit(
-        id: Annotated[str, Field(description="the memory's id")],
+        id: Annotated[Name, Field(description="the memory's id")],
         append: Annotated[str | None, Field(description="text to add at the end (or of the heading's section)")]
         = None,
-        heading: Annotated[str | None, Field(description="append under this heading (its text), at its end")] = None,
+        heading: Annotated[Name | None, Field(description="append under this heading (its text), at its end")] = None,
         replace: Annotated[str | None, Field(description="a passage of the memory, exactly as written; it must "
                                                          "occur once")] = None,
         with_text: Annotated[str | None, Field(description="what replaces the passage (\"\" deletes it)")] = None,
-        expires: Annotated[str | None, Field(description="for an ephemeral memory: an ISO date or date-time; \"\" "
+        expires: Annotated[Name | None, Field(description="for an ephemeral memory: an ISO date or date-time; \"\" "
                                                          "removes it")] = None,
         durability: Annotated[Durability | None, Field(description="how long it matters")] = None,
-        tags: Annotated[list[str] | None, Field(description="its new tags (replaces them)")] = None,
+        tags: Annotated[Names | None, Field(description="its new tags (replaces them)")] = None,
         ctx: Ctx | None = None,
     ) -> Answer:
         """Change a memory in place (one commit; the rest of the file unchanged): append to its end or to a
@@ -275,7 +282,7 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
                                           expires=expires, durability=durability, tags=tags), ctx)
 
     def retire(
-        id: Annotated[str, Field(description="the memory's id")],
+        id: Annotated[Name, Field(description="the memory's id")],
         reason: Annotated[str, Field(description="why, in one line (kept in the note and the commit)")],
         ctx: Ctx | None = None,
     ) -> Answer:
@@ -284,7 +291,7 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         return _call(lambda: service.retire(id, reason=reason), ctx)
 
     def forget(
-        id: Annotated[str, Field(description="the memory's id")],
+        id: Annotated[Name, Field(description="the memory's id")],
         reason: Annotated[str, Field(description="why, in one line (kept in the commit)")],
         ctx: Ctx | None = None,
     ) -> Answer:
@@ -293,8 +300,8 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         return _call(lambda: service.forget(id, reason=reason), ctx)
 
     def move(
-        id: Annotated[str, Field(description="the memory's id")],
-        to: Annotated[str, Field(description="a new name, or a path in the memory folder (ops/deploy-days)")],
+        id: Annotated[Name, Field(description="the memory's id")],
+        to: Annotated[Name, Field(description="a new name, or a path in the memory folder (ops/deploy-days)")],
         ctx: Ctx | None = None,
     ) -> Answer:
         """Rename or move a memory within the memory folder; links to it in other memories are rewritten in the
@@ -302,9 +309,9 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         return _call(lambda: service.move(id, to), ctx)
 
     def recent(
-        since: Annotated[str | None, Field(description="from: an ISO date or date-time, or an age such as 24h, "
+        since: Annotated[Name | None, Field(description="from: an ISO date or date-time, or an age such as 24h, "
                                                        "7d, 2w")] = "7d",
-        until: Annotated[str | None, Field(description="before (a date: through that day)")] = None,
+        until: Annotated[Name | None, Field(description="before (a date: through that day)")] = None,
         ops: Annotated[list[Op] | None, Field(description="only these ops")]
         = None,
         limit: Annotated[int, Field(ge=1, le=500, description="at most this many commits (1-500)")] = 50,
@@ -314,7 +321,7 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         return _call(lambda: service.recent(since=since, until=until, ops=ops or (), limit=limit))
 
     def context(
-        id: Annotated[str, Field(description="a node id from search, or a note's path")],
+        id: Annotated[Name, Field(description="a node id from search, or a note's path")],
         depth: Annotated[int, Field(ge=0, le=MAX_HOPS, description="neighbours within N edges (0-3)")] = 1,
         budget: Annotated[int, Field(ge=0, le=MAX_BUDGET, description="tokens of the whole answer's text (its "
                                                                        "UTF-8 bytes / 4); 0: none")] = 2000,
@@ -325,18 +332,18 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         return _call(lambda: service.context(id, depth=depth, budget=budget, include_content=include_content))
 
     def link(
-        source: Annotated[str, Field(description="the node the edge starts at")],
-        field: Annotated[str, Field(description="the edge's field, e.g. related")],
-        target: Annotated[str, Field(description="the node it points to")],
+        source: Annotated[Name, Field(description="the node the edge starts at")],
+        field: Annotated[Name, Field(description="the edge's field, e.g. related")],
+        target: Annotated[Name, Field(description="the node it points to")],
         ctx: Ctx | None = None,
     ) -> Answer:
         """Add a typed edge between two nodes (the target's id in the source's frontmatter field)."""
         return _call(lambda: service.link(source, field, target), ctx)
 
     def unlink(
-        source: Annotated[str, Field(description="the node the edge starts at")],
-        field: Annotated[str, Field(description="the edge's field")],
-        target: Annotated[str, Field(description="the node it points to")],
+        source: Annotated[Name, Field(description="the node the edge starts at")],
+        field: Annotated[Name, Field(description="the edge's field")],
+        target: Annotated[Name, Field(description="the node it points to")],
         ctx: Ctx | None = None,
     ) -> Answer:
         """Remove a typed edge between two nodes."""
@@ -344,7 +351,7 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
 
     def dream(
         inspect: Annotated[Inspect | None, Field(description="list instead: status, runs or tasks")] = None,
-        task_id: Annotated[str | None, Field(description="the task to resolve (from inspect=tasks)")] = None,
+        task_id: Annotated[Name | None, Field(description="the task to resolve (from inspect=tasks)")] = None,
         title: Annotated[str | None, Field(description="your compacted memory's title")] = None,
         content: Annotated[str | None, Field(description="your compacted memory's text")] = None,
         use_heuristic: Annotated[bool, Field(description="resolve with the extractive summary")] = False,
