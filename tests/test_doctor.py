@@ -209,7 +209,7 @@ def test_findings_and_hooks(ws: Repo, cli: Any) -> None:
     code, d = doctor(cli, ws.path)
     assert code == 1 and d["graph"]["errors"] == 1 and d["graph"]["codes"] == {"W220": 1}
     assert d["graph"]["broken"] == 1
-    assert d["hooks"]["installed"] is True and d["hooks"]["vivary_hooks"] == ["pre-commit"]
+    assert d["hooks"]["installed"] is True and d["hooks"]["vivary_hooks"] == ["pre-commit", "pre-merge-commit"]
     assert next(p["fix"] for p in d["problems"] if p["area"] == "graph").startswith("git vivary check")
 
 
