@@ -198,6 +198,29 @@ def test_ci_fails_on_new_errors_by_default(repo: Repo, cli: Any) -> None:
     assert gh[0].startswith("::error file=notes/e.md,line=3,")  # the new finding first
 
 
+def test_ci_reads_a_base_that_moved_on_from_the_branch_point(repo: Repo, cli: Any) -> None:
+    """pull_request_target checks the head itself, and `ci --base main` runs on a branch main has gone past: the
+    base's tip is then no ancestor of the head. Compared with that tip, main's own fix of an old finding counted
+    as the change's new error, and main's edit as a note the change touched. The change is branch point..head."""
+    repo.commit("init", files={"tropo.toml": TROPO, "notes/glossary.md": "# Glossary\n\nOld debt [[zzz]].\n"})
+    main = repo.git("rev-parse", "--abbrev-ref", "HEAD").strip()
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("pr", files={"notes/clean.md": "# Clean\n\nSee [[glossary]].\n"})
+    head = repo.git("rev-parse", "HEAD").strip()
+    repo.git("checkout", "-q", main)
+    repo.commit("main fixes the debt", files={"notes/glossary.md": "# Glossary\n\nFixed.\n"})
+    base = repo.git("rev-parse", "HEAD").strip()
+    point = repo.git("merge-base", base, head).strip()
+    r = cli("ci", "--base", base, "--head", head, "--format", "json", cwd=repo.path)
+    assert r.code == 0, r.out + r.err  # the old finding is the base's (at the branch point), not the change's
+    doc = json.loads(r.out)
+    assert doc["new"]["errors"] == 0 and doc["new"]["existing_errors"] == 1
+    assert [c["id"] for c in doc["change"]["changed"]] == ["clean"]  # not glossary: main changed that
+    assert f"compared with their merge base {point[:12]}" in doc["note"]
+    r = cli("ci", "--base", point, "--head", head, "--format", "json", cwd=repo.path)  # an ancestor: as before
+    assert json.loads(r.out)["note"] == ""
+
+
 def test_ci_follows_renamed_notes(repo: Repo, cli: Any) -> None:
     base = debt(repo)
     repo.git("mv", "notes/b.md", "notes/c.md")

@@ -129,6 +129,14 @@ def review(
     if base is not None:
         repo = head_ws.source.repo
         assert repo is not None  # a --rev source always has one
+        point = _branch_point(repo, base, head)
+        if point is not None:
+            # The base moved on after the branch point (pull_request_target checks the head itself, and `ci --base
+            # main` on a branch main has gone past): compared with the base's tip, what main did since would
+            # count as the change's, a finding main fixed as one the change made. The change is branch point..head.
+            note = (f"{base} is not an ancestor of {head}: compared with their merge base {point[:12]}, where the "
+                    "change starts")
+            base = point
         try:
             base_ws = _open_base(cwd, base, root, cache, repo.common_dir)
             base_graph = base_ws.graph()
@@ -136,7 +144,8 @@ def review(
             raise  # a base that does not resolve is a usage error
         except VivaryError as err:
             # A base whose config no longer loads must not hide the head's findings.
-            note = f"blast radius not computed: the base tree {base} cannot be read: {err}"
+            said = f"blast radius not computed: the base tree {base} cannot be read: {err}"
+            note = f"{note}; {said}" if note else said
         else:
             change = change_impact(base_graph, head_graph, base, head, depth)
             is_new = _new_in_head(report.findings, base_graph, base_ws.source, head_ws)
@@ -185,6 +194,21 @@ def _new_in_head(findings: list[Finding], base_graph: Graph, base_source: Source
     same_root = base_source.prefix == head_ws.source.prefix
     renamed = renamed_notes(head_ws, base_tree) if same_root and base_tree is not None else {}
     return new_findings(findings, base_graph.findings, renamed)
+
+
+def _branch_point(repo: Repo, base: str, head: str) -> str | None:
+    """The merge base of `base` and `head` when `base` is a commit that is not an ancestor of `head` (and they have
+    one); None when `base` is an ancestor (the usual pull request), a tree, or unrelated to `head`."""
+    pygit2 = repo.pygit2
+    try:
+        b = repo.repo.revparse_single(base).peel(pygit2.Commit).id
+        h = repo.repo.revparse_single(head).peel(pygit2.Commit).id
+        if b == h or repo.repo.descendant_of(h, b):
+            return None
+        found = repo.repo.merge_base(b, h)
+    except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+        return None
+    return str(found) if found is not None and found != b else None
 
 
 def _open_base(cwd: str | os.PathLike[str] | None, base: str, root: str | None, cache: bool,
