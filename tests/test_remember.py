@@ -203,6 +203,16 @@ def test_an_ignored_memory_folder_is_refused(repo: Repo, cli) -> None:
                      ".vivary/memory.toml to a public folder (default \"memories\")\n"), r.err
 
 
+def test_a_sensitive_title_is_refused_naming_the_title_not_the_folder(repo: Repo, cli) -> None:
+    """The folder is public; the file name made from the title is one the privacy floor keeps out (`secrets.md`):
+    the fix is another title (moving the folder, which the message said, would not help)."""
+    _seed(repo)
+    r = cli("remember", "Where the vault keys are kept.", "--title", "secrets", cwd=repo.path)
+    assert r.code == 3 and "memories/secrets.md would be private" in r.err, r.err
+    assert "give it another title" in r.err and "[memory.remember] folder" not in r.err, r.err
+    assert cli("remember", "Where the vault keys are kept.", "--title", "Vault keys", cwd=repo.path).code == 0
+
+
 def test_detached_head_is_refused_with_the_fix(repo: Repo, cli) -> None:
     _seed(repo)
     repo.git("checkout", "-q", "--detach")

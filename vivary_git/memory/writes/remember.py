@@ -216,7 +216,17 @@ def _refuse_private_target(view: View, path: str) -> None:
     """The note being written must be public, or it could never be searched (nor should it exist)."""
     from vivary_git.memory.snapshot import decide_for_source
 
-    verdict = decide_for_source(view.ws, [view.repo_path(path)], view.cfg.policy())[0]
+    folder = path.rpartition("/")[0]
+    beside = f"{folder}/memory.md" if folder else "memory.md"
+    verdict, neighbour = decide_for_source(view.ws, [view.repo_path(path), view.repo_path(beside)],
+                                           view.cfg.policy())
+    if verdict.private and not neighbour.private:
+        # The folder is public: the file name, made from the title, is one the privacy floor keeps out
+        # (`secrets.md`, `credentials.md`).
+        raise RefusedError(
+            f"{path} would be private ({verdict.reason}), so a memory written there could never be found: its "
+            "file name comes from the title; give it another title (--title, or `title` over MCP)"
+        )
     if verdict.private:
         raise RefusedError(
             f"{path} would be private ({verdict.reason}), so a memory written there could never be found; set "
