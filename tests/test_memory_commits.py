@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -574,3 +575,28 @@ def test_a_left_over_path_the_user_changed_since_stays_theirs(repo: Repo, cli: A
     assert commits.recover(GitRepo(repo.path)) == []
     assert (repo.path / path).read_text() == "my own words\n"
     assert not (GitRepo(repo.path).git_dir / "vivary-pending-sync.msgpack").exists()
+
+
+def test_a_commit_of_the_users_in_progress_is_waited_for_not_broken(repo: Repo) -> None:
+    """`git commit` holds `index.lock` while its editor is open. A memory write that moved the branch meanwhile made
+    that commit fail ("cannot lock ref 'HEAD'") and lost its message: the write now waits for the lock, and when
+    the user's commit lands it is planned again on top of it."""
+    import threading
+
+    _seed(repo)
+    lock = repo.path / ".git" / "index.lock"
+    lock.write_bytes(b"")  # the user's `git commit -a`, editor open
+    landed: list[str] = []
+
+    def user_commits() -> None:
+        time.sleep(1.0)
+        landed.append(_move(repo))  # their commit lands on the branch...
+        lock.unlink()  # ...and Git lets the index go
+
+    user = threading.Thread(target=user_commits)
+    user.start()
+    got = _write(repo, "memories/x.md", b"# X\n")
+    user.join()
+    assert got is not None and got.parent == landed[0] and got.attempts == 2
+    assert repo.git("log", "--format=%s").splitlines() == ["vivary: add memories/x.md", "someone else", "init"]
+    assert repo.git("status", "--porcelain") == ""

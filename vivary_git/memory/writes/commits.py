@@ -163,6 +163,8 @@ def _publish(repo: git.Repo, ref: str, new: str, old: str | None, text: str, che
     user's index and work tree when the branch is checked out, written down first so that a kill in between is
     put right later (`recover`). False when the branch moved meanwhile (nothing changed)."""
     pending = _pending_path(repo)
+    if checked_out and _wait_for_index(repo):
+        return False  # the user committed meanwhile: plan again on their commit
     if checked_out:
         record = _Pending(ref, new, [(p.path, blob, was) for p, blob, was in syncs])
         tmp = pending.with_name(f".{pending.name}.{os.getpid()}.tmp")
@@ -176,11 +178,37 @@ def _publish(repo: git.Repo, ref: str, new: str, old: str | None, text: str, che
         return False
     if checked_out:
         _pause("before-index")
+        # A lock that outlasted the wait above is likely a stale one (a crashed git): no second long wait.
+        wait = 1.0 if (repo.git_dir / "index.lock").exists() else _INDEX_WAIT
         for planned, blob, _ in syncs:
-            _sync_user(repo, planned, blob)  # a failure leaves the record: the next write or start puts it in
+            _sync_user(repo, planned, blob, wait)  # a failure leaves the record: the next write or start puts it in
         with contextlib.suppress(FileNotFoundError):
             pending.unlink()
     return True
+
+
+_INDEX_WAIT = 30.0  # seconds a write waits for another program's index.lock (as `_sync_user` does)
+
+
+def _wait_for_index(repo: git.Repo) -> bool:
+    """Wait while another program holds the user's index (`git commit` holds `index.lock` while its editor is open):
+    moving the branch under a commit in progress made it fail ("cannot lock ref 'HEAD'") and lost its message. True
+    when the branch's tip moved meanwhile (the user's commit landed), so the write is planned again on it."""
+    lock = repo.git_dir / "index.lock"
+    if not lock.exists():
+        return False
+    before = _head_tip(repo)
+    deadline = time.monotonic() + _INDEX_WAIT
+    while lock.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return _head_tip(repo) != before
+
+
+def _head_tip(repo: git.Repo) -> str | None:
+    with contextlib.suppress(KeyError, ValueError, repo.pygit2.GitError):
+        head = repo.repo.references.get("HEAD")
+        return str(head.resolve().target) if head is not None else None
+    return None
 
 
 def _pause(point: str) -> None:
@@ -453,7 +481,7 @@ def _commit_tree(repo: git.Repo, tree: str, parent: str | None, text: str, sign:
         raise GitError(f"could not commit the memory: {err}") from None
 
 
-def _sync_user(repo: git.Repo, planned: Planned, blob: str | None) -> None:
+def _sync_user(repo: git.Repo, planned: Planned, blob: str | None, wait: float = _INDEX_WAIT) -> None:
     """Put the committed path into the user's work tree and index, and nothing else."""
     workdir = repo.workdir
     assert workdir is not None
@@ -476,7 +504,7 @@ def _sync_user(repo: git.Repo, planned: Planned, blob: str | None) -> None:
                 os.unlink(tmp)
             raise
         line = f"100644 {blob}\t{planned.path}\0"
-    deadline = time.monotonic() + 30.0  # other writers (Git's own, other agents) hold index.lock briefly
+    deadline = time.monotonic() + wait  # other writers (Git's own, other agents) hold index.lock briefly
     while True:
         proc = repo.git(["update-index", "-z", "--index-info"], input=line.encode("utf-8", "surrogateescape"),
                         check=False)
