@@ -135,7 +135,10 @@ def recover(repo: git.Repo) -> list[str]:
 
 
 def recover_now(repo: git.Repo) -> list[str]:
-    """`recover`, holding the memory write locks (another process may be writing): for a process that starts."""
+    """`recover`, holding the memory write locks (another process may be writing): for a process that starts. With
+    nothing left over, no lock is taken (a start must not wait for another process's write)."""
+    if repo.workdir is None or not _pending_path(repo).is_file():
+        return []
     with _LOCK, _write_lock(repo):
         return recover(repo)
 
@@ -147,12 +150,8 @@ def _published(repo: git.Repo, pending: _Pending) -> bool:
         head = raw.references.get("HEAD")
         if head is None or not isinstance(head.target, str) or head.target != pending.ref:
             return False  # detached, or another branch checked out since: its own files are in the work tree
-        branch = raw.references.get(pending.ref)
-        if branch is None:
-            return False
-        tip_id = branch.resolve().target
-        commit = repo.pygit2.Oid(hex=pending.commit)
-        return bool(tip_id == commit or raw.descendant_of(tip_id, commit))
+        now = tip(repo, pending.ref)
+        return now is not None and (now == pending.commit or raw.descendant_of(now, pending.commit))
     except (KeyError, ValueError, repo.pygit2.GitError):
         return False
 
@@ -163,7 +162,7 @@ def _publish(repo: git.Repo, ref: str, new: str, old: str | None, text: str, che
     user's index and work tree when the branch is checked out, written down first so that a kill in between is
     put right later (`recover`). False when the branch moved meanwhile (nothing changed)."""
     pending = _pending_path(repo)
-    if checked_out and _wait_for_index(repo):
+    if checked_out and _wait_for_index(repo, ref):
         return False  # the user committed meanwhile: plan again on their commit
     if checked_out:
         record = _Pending(ref, new, [(p.path, blob, was) for p, blob, was in syncs])
@@ -190,25 +189,19 @@ def _publish(repo: git.Repo, ref: str, new: str, old: str | None, text: str, che
 _INDEX_WAIT = 30.0  # seconds a write waits for another program's index.lock (as `_sync_user` does)
 
 
-def _wait_for_index(repo: git.Repo) -> bool:
+def _wait_for_index(repo: git.Repo, ref: str) -> bool:
     """Wait while another program holds the user's index (`git commit` holds `index.lock` while its editor is open):
     moving the branch under a commit in progress made it fail ("cannot lock ref 'HEAD'") and lost its message. True
-    when the branch's tip moved meanwhile (the user's commit landed), so the write is planned again on it."""
+    when `ref`, the checked-out branch, moved meanwhile (the user's commit landed), so the write is planned again
+    on it."""
     lock = repo.git_dir / "index.lock"
     if not lock.exists():
         return False
-    before = _head_tip(repo)
+    before = tip(repo, ref)
     deadline = time.monotonic() + _INDEX_WAIT
     while lock.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
-    return _head_tip(repo) != before
-
-
-def _head_tip(repo: git.Repo) -> str | None:
-    with contextlib.suppress(KeyError, ValueError, repo.pygit2.GitError):
-        head = repo.repo.references.get("HEAD")
-        return str(head.resolve().target) if head is not None else None
-    return None
+    return tip(repo, ref) != before
 
 
 def _pause(point: str) -> None:
@@ -258,6 +251,11 @@ class Base:
         except (KeyError, ValueError):
             return None
         return str(obj.id), int(obj.filemode)
+
+    def blob(self, path: str) -> str | None:
+        """The blob id at `path` in the base tree, or None."""
+        got = self.entry(path)
+        return got[0] if got is not None else None
 
     def read(self, path: str) -> bytes | None:
         """The note at `path` in the base tree (None when there is none): never one over `NOTE_MAX_BYTES`,
@@ -403,9 +401,8 @@ def commit_note(
             blob = None if remove else str(repo.repo.create_blob(planned.content))
             tree = _tree_with(repo, base.tree, planned.path.split("/"), blob) or _empty_tree(repo)
             new = _commit_tree(repo, tree, old, make_message(planned), sign)
-            was = base.entry(planned.path)
             if not _publish(repo, ref, new, old, make_message(planned), checked_out,
-                            [(planned, blob, was[0] if was is not None else None)]):
+                            [(planned, blob, base.blob(planned.path))]):
                 # The tip moved (or its lock was held) since we read it: plan again on the new tip.
                 time.sleep(random.uniform(0.001, 0.02) * min(attempt, 8))
                 continue
@@ -452,11 +449,7 @@ def commit_changes(
                 tree = repo.repo[tree_id]
             text = make_message(changes)
             new = _commit_tree(repo, str(tree.id) if tree is not None else _empty_tree(repo), old, text, sign)
-            syncs = []
-            for change in changes:
-                was = base.entry(change.path)
-                syncs.append((Planned(change.path, change.content or b""), blobs[change.path],
-                              was[0] if was is not None else None))
+            syncs = [(Planned(c.path, c.content or b""), blobs[c.path], base.blob(c.path)) for c in changes]
             if not _publish(repo, ref, new, old, text, checked_out, syncs):
                 time.sleep(random.uniform(0.001, 0.02) * min(attempt, 8))
                 continue
