@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import msgspec
 
@@ -156,8 +156,16 @@ def build(start: str, nodes: Mapping[str, NodeLike], out: Mapping[str, Sequence[
                     edges.remove(e)
     answer = Context(id=start, depth=depth, budget=budget, estimated_tokens=0, nodes=picked, edges=edges,
                      dropped=dropped, trimmed=trimmed)
-    # The figure's own digits count too: sized with itself in place until it holds (a one-digit placeholder left
-    # it one short in a quarter of the answers).
+    return with_own_size(answer)
+
+
+Sized = TypeVar("Sized", bound=msgspec.Struct)
+
+
+def with_own_size(answer: Sized) -> Sized:
+    """`answer` with its `estimated_tokens` the tokens of its compact JSON (UTF-8 bytes / 4, rounded up), that
+    number's own digits included: sized with itself in place until it holds (a one-digit placeholder left it one
+    short in a quarter of the answers). `context` and MCP `search` answers both."""
     tokens = 0
     while (got := (_size(msgspec.structs.replace(answer, estimated_tokens=tokens)) + 3) // 4) > tokens:
         tokens = got

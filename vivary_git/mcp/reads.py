@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from vivary_git.context import with_own_size
 from vivary_git.errors import RefusedError, UsageError, VivaryError
 from vivary_git.mcp.usermem import UserStatus
 from vivary_git.mcp.warm import PROFILES, RESOURCES, State, Warm
@@ -261,14 +262,6 @@ def estimate_tokens(text: bytes) -> int:
     return (len(text) + 3) // 4
 
 
-def _sized(answer: SearchAnswer) -> SearchAnswer:
-    """`answer` with `estimated_tokens` the size of its whole text, that number's own digits included."""
-    tokens = 0
-    while (got := estimate_tokens(answer_text(msgspec.structs.replace(answer, estimated_tokens=tokens)))) > tokens:
-        tokens = got
-    return msgspec.structs.replace(answer, estimated_tokens=tokens)
-
-
 def _fit(answer: SearchAnswer) -> SearchAnswer:
     """`answer` trimmed until its whole text is within its budget of tokens: its hits' content goes, then their
     neighbours, then as `find` does (snippets shorten and go, edges, trailing hits; one hit always stays)."""
@@ -278,7 +271,7 @@ def _fit(answer: SearchAnswer) -> SearchAnswer:
     if budget > 0:
         probe = msgspec.structs.replace(answer, estimated_tokens=budget)  # the same list of hits, trimmed in place
         trim_hits(probe.results, lambda: estimate_tokens(answer_text(probe)) > budget, first=("content", "neighbors"))
-    return _sized(answer)
+    return with_own_size(answer)
 
 
 class Reads(Warm):
@@ -317,12 +310,10 @@ class Reads(Warm):
             hits, used, why, left_out = self._visible(st, query, top_k, types, paths, edges, mode, include_archived,
                                                       win, rank=scope != "user")
             hits, user = self._with_user(scope, hits, (query, top_k, types, paths, edges, mode, include_archived, win))
-            if scope == "user":
-                left_out = 0  # the workspace was not searched: only the user memory's left out count
-            left_out += user.hidden if user is not None else 0
-            if scope == "user":
+            if scope == "user":  # the workspace was not searched: the user memory's mode and left-out count
                 assert user is not None and user.mode is not None
-                used, why = user.mode, user.mode_reason or ""
+                used, why, left_out = user.mode, user.mode_reason or "", 0
+            left_out += user.hidden if user is not None else 0
             more = len(hits) > offset + shown_k
             hits = hits[offset:offset + shown_k]
             for h in hits:
@@ -349,7 +340,7 @@ class Reads(Warm):
                 answer = _fit(msgspec.structs.replace(answer, dream_due=due))
             more = more or len(hits) < page
             cursor = paging.cursor_for(offset + len(hits), question) if more and hits else None
-            return _sized(msgspec.structs.replace(answer, next_cursor=cursor))
+            return with_own_size(msgspec.structs.replace(answer, next_cursor=cursor))
 
     def _hits_seen(self, st: State, hits: list[SearchHit]) -> str | None:
         """Each repository's memory events in its own access log; the workspace's dream_due hint."""
