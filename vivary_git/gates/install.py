@@ -234,12 +234,16 @@ def detect_manager(cwd: Path, d: Path | None = None) -> Manager | None:
     return None
 
 
+def _gate_line(hook: str) -> re.Pattern[str]:
+    """A line that runs vivary's gate for `hook` (pre-commit, pre-merge-commit), in a manager's file."""
+    return re.compile(rf"(?:git-vivary|git vivary|vivary_git\.main)\s+(?:hooks\s+run\s+{hook}|check\b)"
+                      r"|\bid:\s*['\"]?vivary-check\b")
+
+
 # A line that runs vivary's gate for a hook, in a manager's file.
 _RUNS = {
-    "pre-commit": re.compile(r"(?:git-vivary|git vivary|vivary_git\.main)\s+(?:hooks\s+run\s+pre-commit|check\b)"
-                             r"|\bid:\s*['\"]?vivary-check\b"),
-    "pre-merge-commit": re.compile(r"(?:git-vivary|git vivary|vivary_git\.main)\s+(?:hooks\s+run\s+pre-merge-commit"
-                                   r"|check\b)|\bid:\s*['\"]?vivary-check\b"),
+    "pre-commit": _gate_line("pre-commit"),
+    "pre-merge-commit": _gate_line("pre-merge-commit"),
     "post-commit": re.compile(r"(?:git-vivary|git vivary|vivary_git\.main)\s+(?:hooks\s+(?:run\s+)?post-commit"
                               r"|index\b)|\bid:\s*['\"]?vivary-index\b"),
 }

@@ -72,18 +72,18 @@ def render_summary(r: Review) -> str:
         out.add("### What broke\n\n")
         for k, b in enumerate(r.broke[:MAX_ROWS]):
             n = len(b.referrers)
-            if not out.fits("x" * 400):
-                out.add(f"…and {len(r.broke) - k} more (the summary stops short of GitHub's 1 MiB limit).\n\n")
-                break
             if b.change == "removed":
-                out.add(f"**{md(b.target)}** ({md(b.path or '')}) was **removed**; "
-                        f"{n} note(s) still reference it:\n\n")
+                head = f"**{md(b.target)}** ({md(b.path or '')}) was **removed**; {n} note(s) still reference it:\n\n"
             elif b.change == "renamed":
-                out.add(f"**{md(b.target)}** ({md(b.path or '')}) was **renamed** to **{md(b.renamed_to or '')}** "
+                head = (f"**{md(b.target)}** ({md(b.path or '')}) was **renamed** to **{md(b.renamed_to or '')}** "
                         f"({md(b.renamed_path or '')}); {n} note(s) still reference it:\n\n")
             else:
-                out.add(f"**{md(b.target)}** is not the ID of any note; {n} note(s) reference it:\n\n")
-            out.add("| note | path | field |\n|---|---|---|\n")
+                head = f"**{md(b.target)}** is not the ID of any note; {n} note(s) reference it:\n\n"
+            head += "| note | path | field |\n|---|---|---|\n"
+            if not out.fits(head):
+                out.add(f"…and {len(r.broke) - k} more (the summary stops short of GitHub's 1 MiB limit).\n\n")
+                break
+            out.add(head)
             out.rows([f"| {md(x.id)} | {md(x.path)} | {md(x.field)} |\n" for x in b.referrers[:MAX_ROWS]], n)
             out.add("\n")
     findings = [a for a in r.annotations if a.level != "notice"]
@@ -115,7 +115,7 @@ def render_summary(r: Review) -> str:
                     "--depth all`)") if further else ""
             out.add(f"<details><summary>{len(ch.impacted)} impacted note(s){within}{more}</summary>\n\n"
                     "They reference a changed note, directly (distance 1) or through others.\n\n"
-                       "| note | type | distance | via |\n|---|---|---|---|\n")
+                    "| note | type | distance | via |\n|---|---|---|---|\n")
             out.rows([f"| {md(i.id)} | {md(i.type or '-')} | {i.distance} | {md(i.via)} |\n"
                       for i in ch.impacted[:MAX_ROWS]], len(ch.impacted))
             out.add("\n</details>\n\n")
@@ -126,7 +126,7 @@ def render_summary(r: Review) -> str:
     elif p is not None and picture:
         out.add("### What to look at\n\nHighlighted: the changed notes (a removed one shows as missing). "
                 "Dashed arrows: references this change broke. Also drawn: every note whose reference broke, "
-                   "and the notes that reference a changed note directly.\n\n```mermaid\n")
+                "and the notes that reference a changed note directly.\n\n```mermaid\n")
         out.add(picture)
         out.add("```\n\n")
         if p.omitted:

@@ -454,14 +454,7 @@ def overlap(a: Claim, b: Claim) -> float:
 
 def _says(said: str, mark: str) -> bool:
     """Whether `said` names `mark` whole: `edit` is not named inside `editViewMode`."""
-    at = said.find(mark)
-    while at >= 0:
-        end = at + len(mark)
-        if not (at and (said[at - 1].isalnum() or said[at - 1] == "_")) and \
-                not (end < len(said) and (said[end].isalnum() or said[end] == "_")):
-            return True
-        at = said.find(mark, at + 1)
-    return False
+    return re.search(rf"(?<!\w){re.escape(mark)}(?!\w)", said) is not None
 
 
 def mismatches(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | None = None) -> list[str]:
