@@ -202,6 +202,32 @@ def run_git_vivary(args: list[str], cwd: Path, env: Mapping[str, str] | None = N
                           input=input, check=False)
 
 
+
+def killed_at(cwd: Path, args: list[str], point: str) -> None:
+    """`git vivary ARGS` (in-tree) killed with SIGKILL where it pauses at `point` (`VIVARY_TEST_PAUSE`, a seam of the
+    code): what a crash leaves there must be nothing half-written."""
+    import signal
+    import time
+
+    env = dict(os.environ, VIVARY_TEST_PAUSE=point)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    proc = subprocess.Popen([sys.executable, "-m", "vivary_git.main", *args], cwd=cwd, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    deadline = time.monotonic() + 300
+    try:
+        while True:
+            line = proc.stderr.readline()
+            if f"paused at {point}" in line:
+                return
+            if not line and proc.poll() is not None:
+                raise AssertionError(f"exited {proc.returncode} before pausing at {point}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"never paused at {point}")
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+
 TROPO = """version = 1
 exclude = ["README.md"]
 

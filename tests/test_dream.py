@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Repo, git
+from conftest import Repo, git, killed_at
 
 from vivary_git.memory.dream import dream as dream_mod
 from vivary_git.memory.dream.accesslog import Log
@@ -211,43 +209,18 @@ def test_the_access_log_survives_a_torn_line_and_stays_bounded(tmp_path: Path) -
     assert log.events(limit=1)[0].ids == ["memories/some-rather-long-memory-id-5999"]
 
 
-def _wait_paused(proc: subprocess.Popen[str], point: str) -> None:
-    assert proc.stderr is not None
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        if f"paused at {point}" in line:
-            return
-        if not line and proc.poll() is not None:
-            raise AssertionError(f"exited {proc.returncode} before pausing at {point}")
-    raise AssertionError(f"never paused at {point}")
-
-
-def _popen(repo: Repo, args: list[str], pause: str) -> subprocess.Popen[str]:
-    env = dict(os.environ, VIVARY_TEST_PAUSE=pause)
-    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    return subprocess.Popen([sys.executable, "-m", "vivary_git.main", *args], cwd=repo.path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
 def test_a_killed_run_or_resolution_leaves_no_partial_commit_or_record(repo: Repo, cli: Any) -> None:
     _seed(repo)
     _remember_all(repo, cli, DEPLOY + COFFEE)
     head = repo.git("rev-parse", "HEAD").strip()
     # killed while recording the run: no run, the dream is still due
-    proc = _popen(repo, ["dream"], "dream-record")
-    _wait_paused(proc, "dream-record")
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    killed_at(repo.path, ["dream"], "dream-record")
     assert cli("dream", "--inspect", "runs", "--json", cwd=repo.path).json()["runs"] == []
     assert cli("dream", "--inspect", "status", "--json", cwd=repo.path).json()["due"]["due"] is True
     tasks = cli("dream", "--json", cwd=repo.path).json()["run"]["tasks"]
     assert len(tasks) == 2
     # killed with the resolution's commit made but the branch not yet moved: nothing happened
-    proc = _popen(repo, ["dream", "--task-id", tasks[0]["id"], "--use-heuristic"], "before-ref")
-    _wait_paused(proc, "before-ref")
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    killed_at(repo.path, ["dream", "--task-id", tasks[0]["id"], "--use-heuristic"], "before-ref")
     assert repo.git("rev-parse", "HEAD").strip() == head
     assert repo.git("status", "--porcelain") == ""
     assert "archived" not in repo.git("grep", "-l", "archived", "--", "memories", check=False)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Repo
+from conftest import Repo, killed_at
 
 from vivary_git.errors import GitError, RefusedError
 from vivary_git.git import Repo as GitRepo
@@ -517,32 +517,13 @@ def test_several_paths_are_signed_as_the_users_commits_are_or_refused(repo: Repo
     assert not (repo.path / "memories/x.md").exists()
 
 
-def _killed_at(repo: Repo, point: str, text: str) -> None:
-    """`git vivary remember TEXT` killed (SIGKILL) where it pauses at `point`."""
-    import signal
-    import time
-
-    env = dict(os.environ, VIVARY_TEST_PAUSE=point)
-    proc = subprocess.Popen([sys.executable, "-m", "vivary_git.main", "remember", text], cwd=repo.path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stderr is not None
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        if f"paused at {point}" in line:
-            break
-        assert line or proc.poll() is None, f"exited {proc.returncode} before pausing at {point}"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-
-
 def test_a_memory_committed_by_a_killed_writer_reaches_the_index_before_the_users_next_commit(repo: Repo,
                                                                                                    cli: Any) -> None:
     """Killed after the branch moved and before the path reached the user's index: HEAD holds the memory and the
     index does not, so `git status` showed it staged for deletion and the user's next commit deleted it. The path
     was written down first: the next memory write puts it in, and so does the MCP server as it starts."""
     repo.commit("init", {"notes/a.md": "# A\n"})
-    _killed_at(repo, "before-index", "The mail room closes at 16:45 on Fridays.")
+    killed_at(repo.path, ["remember", "The mail room closes at 16:45 on Fridays."], "before-index")
     path = "memories/the-mail-room-closes-at-16-45-on-fridays.md"
     assert repo.git("show", "--name-only", "--format=", "HEAD").split() == [path]  # committed
     assert repo.git("status", "--porcelain").splitlines() == [f"D  {path}"]  # and not in the index yet
@@ -552,7 +533,7 @@ def test_a_memory_committed_by_a_killed_writer_reaches_the_index_before_the_user
 
     repo.write({"notes/mine.md": "# Mine\n"})  # the user's own work, staged: left as it is
     repo.git("add", "notes/mine.md")
-    _killed_at(repo, "before-index", "The bike shed key hangs by the door.")
+    killed_at(repo.path, ["remember", "The bike shed key hangs by the door."], "before-index")
     gone = "memories/the-bike-shed-key-hangs-by-the-door.md"
     assert sorted(repo.git("status", "--porcelain").splitlines()) == ["A  notes/mine.md", f"D  {gone}"]
     from vivary_git.mcp.service import MemoryService
@@ -568,7 +549,7 @@ def test_a_left_over_path_the_user_changed_since_stays_theirs(repo: Repo, cli: A
     """What the user did to the path after the kill (here: staged the deletion on purpose and wrote a file of
     their own there) is theirs: the record is dropped, nothing of theirs is overwritten."""
     repo.commit("init", {"notes/a.md": "# A\n"})
-    _killed_at(repo, "before-index", "The mail room closes at 16:45 on Fridays.")
+    killed_at(repo.path, ["remember", "The mail room closes at 16:45 on Fridays."], "before-index")
     path = "memories/the-mail-room-closes-at-16-45-on-fridays.md"
     (repo.path / path).parent.mkdir(parents=True, exist_ok=True)
     (repo.path / path).write_text("my own words\n")
