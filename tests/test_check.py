@@ -190,7 +190,7 @@ def test_loosening_overlay_is_e120_exit_2(repo: Repo, cli: Any) -> None:
     repo.commit(files=base_files(**{"team/tropo.toml": '[types.decision]\noptional = { status = "string" }\n'}))
     r = cli("check", "--rev", "HEAD", cwd=repo.path)
     assert r.code == 2
-    assert r.err.startswith("git vivary check: E120: team/tropo.toml: type 'decision' field 'status'")
+    assert r.err.startswith("git vivary check: E120: team/tropo.toml:2: type 'decision' field 'status'")
     assert "Traceback" not in r.err
 
 

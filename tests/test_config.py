@@ -1,13 +1,16 @@
-"""config.py: the exclude rule, held to the contract's wording on random paths and patterns."""
+"""config.py: the exclude rule, held to the contract's wording on random paths and patterns; where in a config
+file a bad value is."""
 
 from __future__ import annotations
 
 import random
+import tomllib
 from typing import Any
 
+import pytest
 from conftest import Repo
 
-from vivary_git.config import BUILTIN_EXCLUDES, Config, excluder
+from vivary_git.config import BUILTIN_EXCLUDES, Config, excluder, toml_line
 
 
 def contract_rule(patterns: list[str], path: str) -> bool:
@@ -81,3 +84,52 @@ def test_guidance_files_are_known_by_name_and_by_path_at_any_depth() -> None:
           "a/.cursor/x.md", ".github/instructionsx.md", "AGENTS.mdx", "a/github/instructions/x.md"]
     assert [p for p in yes if not is_guidance(p)] == []
     assert [p for p in no if is_guidance(p)] == []
+
+
+_TOML = """\
+# a config with every way TOML names a key
+dialect = "obsidian"          # [links] in a comment is no table
+exclude = [
+  "case = 1",                 # an item that looks like a key
+  "[links]",
+]
+note = \"\"\"
+[wikilinks]
+field = "x"
+\"\"\"
+wikilinks.enabled = true
+
+[links]
+"case" = "upper"
+ids = { kind = "path" }
+
+[types."my type"]
+folder = ["a",
+  "b"]
+required = { title = "strnig", status = "enum:a" }
+
+[[overlays]]
+name = "x"
+"""
+
+
+@pytest.mark.parametrize(("key", "line"), [
+    (("dialect",), 2), (("exclude",), 3), (("wikilinks", "enabled"), 11), (("wikilinks",), 11),
+    (("links",), 13), (("links", "case"), 14), (("links", "ids"), 15), (("links", "ids", "kind"), 15),
+    (("types", "my type"), 17), (("types", "my type", "folder"), 18),
+    (("types", "my type", "required", "status"), 20), (("overlays", "name"), 23),
+    (("types",), 17), (("nowhere",), None), (("links", "markdown"), 13),
+])
+def test_a_value_is_found_on_the_line_that_sets_it(key: tuple[str, ...], line: int | None) -> None:
+    """A config error names its file's line (STYLE: file, line and fix): the key's own line, else the line of
+    the nearest key or table that holds it; never a line inside an array or a multi-line string."""
+    assert tomllib.loads(_TOML)  # the text is TOML, as the files it reads are
+    assert toml_line(_TOML, key) == line
+
+
+def test_a_bad_spec_in_tropo_toml_names_its_line(repo: Repo, cli: Any) -> None:
+    repo.commit(files={"tropo.toml": 'version = 1\n\n[types.note]\nfolder = "notes"\nrequired = { title = "strnig" }\n',
+                       "notes/a.md": "# A\n"})
+    r = cli("check", "--rev", "HEAD", cwd=repo.path)
+    assert r.code == 2 and r.err.startswith("git vivary check: tropo.toml:5: [types.note] required.title: unknown "
+                                            "field spec 'strnig'"), r.err

@@ -472,7 +472,7 @@ def test_cli_loosening_pack_exits_2_with_e120(repo: Repo, cli: Any) -> None:
     r = cli("check", "--rev", "HEAD", "--json", cwd=repo.path)
     assert r.code == 2
     assert r.out == ""
-    assert "E120: .tropo/packs/loose.toml: type 'decision' field 'status': 'string' loosens " \
+    assert "E120: .tropo/packs/loose.toml:2: type 'decision' field 'status': 'string' loosens " \
            "'enum:proposed|accepted|superseded'" in r.err
     assert "Traceback" not in r.err
 

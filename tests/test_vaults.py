@@ -400,15 +400,19 @@ def test_graph_toml_names_the_dialect_and_overrides_a_rule(repo: Repo, cli: Any)
     assert r.code == 2 and "unknown key links.bogus" in r.err
 
 
-@pytest.mark.parametrize(("toml", "said"), [('exlcude = ["draft.md"]\n', "unknown key exlcude"),
-                                            ("[wikilinks]\nenabeld = false\n", "unknown key wikilinks.enabeld"),
-                                            ("[linkz]\n", "unknown key linkz")])
+@pytest.mark.parametrize(("toml", "said"), [
+    ('# the vault\nexclude = [\n  "x = 1",\n]\nexlcude = ["draft.md"]\n', "5: unknown key exlcude"),
+    ('[wikilinks]\nalias = "first"\nenabeld = false\n', "3: unknown key wikilinks.enabeld"),
+    ('dialect = """\n[linkz]\n"""\n[linkz]\n', "4: unknown key linkz"),
+    ('wikilinks.enabeld = false\n', "1: unknown key wikilinks.enabeld"),
+])
 def test_a_misspelt_graph_toml_key_is_a_config_error_not_a_default(repo: Repo, cli: Any, toml: str, said: str) -> None:
-    """docs/config.md: an unknown key is a configuration error (exit 2). A typo left silent would keep the note
-    it meant to exclude, or the links it meant to turn off."""
+    """docs/config.md: an unknown key is a configuration error (exit 2), named with its line. A typo left silent
+    would keep the note it meant to exclude, or the links it meant to turn off. (A key-like line inside a
+    multi-line array or string is not the key.)"""
     repo.commit(files={".obsidian/app.json": "{}", ".vivary/graph.toml": toml, "a.md": "# A\n", "draft.md": "# D\n"})
     r = cli("check", "--rev", "HEAD", cwd=repo.path)
-    assert r.code == 2 and f".vivary/graph.toml: {said}; known:" in r.err, r.err
+    assert r.code == 2 and f".vivary/graph.toml:{said}; known:" in r.err, r.err
 
 
 def test_foam_identifiers_and_folder_links(repo: Repo, cli: Any) -> None:

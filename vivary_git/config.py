@@ -10,7 +10,7 @@ import hashlib
 import re
 import tomllib
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -167,45 +167,69 @@ class Config(msgspec.Struct, frozen=True):
         return hashlib.sha256(payload).hexdigest()[:16]
 
 
-def parse_spec(raw: object, where: str) -> FieldSpec:
+class At(NamedTuple):
+    """A value's place in a config file: how a message names it (`text`, the file first), and the file and
+    TOML key path (`("links", "case")`) that `located` finds its line by."""
+
+    file: str
+    key: tuple[str, ...]
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+    def error(self, message: str) -> ConfigError:
+        """`message` (which names the place itself) as the error about this value."""
+        return ConfigError(message, file=self.file, key=self.key)
+
+
+def at(file: str, *key: str, text: str | None = None) -> At:
+    """The place of `key` in `file`, named "FILE: a.b" unless `text` says otherwise."""
+    return At(file, key, text if text is not None else f"{file}: {'.'.join(key)}")
+
+
+def fail(where: str | At, message: str) -> ConfigError:
+    """The error `message` about the value at `where`: located when `where` is an `At`."""
+    return where.error(message) if isinstance(where, At) else ConfigError(message)
+
+
+def parse_spec(raw: object, where: str | At) -> FieldSpec:
     if not isinstance(raw, str):
-        raise ConfigError(f"{where}: field spec must be a string like \"string\" or \"enum:a|b\", got {raw!r}")
+        raise fail(where, f"{where}: field spec must be a string like \"string\" or \"enum:a|b\", got {raw!r}")
     text = raw.strip()
     if text.startswith("enum:"):
         choices = tuple(c.strip() for c in text[5:].split("|") if c.strip())
         if not choices:
-            raise ConfigError(f"{where}: `enum:` needs at least one value, e.g. \"enum:draft|done\"")
+            raise fail(where, f"{where}: `enum:` needs at least one value, e.g. \"enum:draft|done\"")
         return FieldSpec("enum", choices)
     if text not in FIELD_KINDS:
-        raise ConfigError(
-            f"{where}: unknown field spec {text!r}; use one of {', '.join(FIELD_KINDS)} or enum:a|b"
-        )
+        raise fail(where, f"{where}: unknown field spec {text!r}; use one of {', '.join(FIELD_KINDS)} or enum:a|b")
     return FieldSpec(text)
 
 
-def _specs(raw: object, where: str) -> dict[str, FieldSpec]:
+def _specs(raw: object, where: At) -> dict[str, FieldSpec]:
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
-        raise ConfigError(f"{where} must be a table of `field = \"spec\"`, got {type(raw).__name__}")
-    return {str(k): parse_spec(v, f"{where}.{k}") for k, v in raw.items()}
+        raise where.error(f"{where} must be a table of `field = \"spec\"`, got {type(raw).__name__}")
+    return {str(k): parse_spec(v, At(where.file, (*where.key, str(k)), f"{where}.{k}")) for k, v in raw.items()}
 
 
-def _str_list(raw: object, where: str) -> tuple[str, ...]:
+def _str_list(raw: object, where: At) -> tuple[str, ...]:
     if raw is None:
         return ()
     if isinstance(raw, str):
         return (raw,)
     if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
-        raise ConfigError(f"{where} must be a list of strings")
+        raise where.error(f"{where} must be a list of strings")
     return tuple(raw)
 
 
-def _bool(raw: object, where: str, default: bool) -> bool:
+def _bool(raw: object, where: At, default: bool) -> bool:
     if raw is None:
         return default
     if not isinstance(raw, bool):
-        raise ConfigError(f"{where} must be true or false, got {raw!r}")
+        raise where.error(f"{where} must be true or false, got {raw!r}")
     return raw
 
 
@@ -218,6 +242,94 @@ def load_toml(text: bytes, name: str) -> dict[str, Any]:
         raise ConfigError(f"{name}: invalid TOML: {err}") from err
     except RecursionError:
         raise ConfigError(f"{name}: invalid TOML: arrays or tables are nested too deeply; flatten them") from None
+
+
+_KEY_PART = re.compile(r'\s*(?:([A-Za-z0-9_-]+)|"((?:[^"\\\n]|\\.)*)"|\'([^\'\n]*)\')\s*')
+
+
+def _key_path(text: str) -> tuple[tuple[str, ...], int] | None:
+    """The dotted key at the start of `text` (`a.b`, `"a b".c`) and where it ends, or None."""
+    parts: list[str] = []
+    pos = 0
+    while True:
+        m = _KEY_PART.match(text, pos)
+        if m is None or m.end() == pos:
+            return None
+        raw = m.group(1) if m.group(1) is not None else m.group(2) if m.group(2) is not None else m.group(3)
+        parts.append(raw.replace('\\"', '"').replace("\\\\", "\\") if m.group(2) is not None else raw)
+        pos = m.end()
+        if not text.startswith(".", pos):
+            return tuple(parts), pos
+        pos += 1
+
+
+_ONE_LINE_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'')
+
+
+def _opened(value: str) -> int:
+    """Brackets and braces `value` opens less those it closes, outside its strings and comment."""
+    bare = _ONE_LINE_STRING.sub("", value).split("#", 1)[0]
+    return bare.count("[") + bare.count("{") - bare.count("]") - bare.count("}")
+
+
+def toml_line(text: str, key: tuple[str, ...]) -> int | None:
+    """The 1-based line of a TOML file that sets `key` (`("links", "case")`): a `[table]` header, a
+    `key = value` line in its table or the first line setting a key inside it, or, for a key inside an
+    inline table or array, the line of the nearest enclosing key. None when no line names it (a value a
+    pack or another file brought). Lines inside a multi-line array or string are skipped, not read as keys."""
+    best: tuple[int, int] | None = None  # (length of the key path matched, line)
+    table: tuple[str, ...] = ()
+    depth = 0  # brackets open across lines: an array's items are not keys
+    quote = ""  # a multi-line string's delimiter, while inside one
+    for number, line in enumerate(text.splitlines(), 1):
+        if quote:
+            if quote in line:
+                quote = ""
+            continue
+        stripped = line.strip()
+        if depth == 0 and stripped.startswith("["):
+            inner = stripped[2:] if stripped.startswith("[[") else stripped[1:]
+            got = _key_path(inner)
+            if got is None:
+                continue
+            table = found = got[0]
+        elif depth == 0:
+            got = _key_path(line)
+            if got is None or not line[got[1]:].startswith("="):
+                continue
+            found = (*table, *got[0])
+            value = line[got[1] + 1:]
+            for delim in ('"""', "'''"):
+                if value.count(delim) == 1:
+                    quote = delim
+            depth += _opened(value)
+        else:
+            depth += _opened(line)
+            continue
+        depth = max(depth, 0)
+        if found[:len(key)] == key:
+            return number  # the key itself, or the first line setting a key inside it (`key.a = 1`)
+        if key[:len(found)] == found and (best is None or len(found) > best[0]):
+            best = (len(found), number)
+    return best[1] if best is not None else None
+
+
+def located(err: ConfigError, read_file: Callable[[str], bytes | None]) -> ConfigError:
+    """`err` with its value's line in the message ("FILE:LINE: ...", after a code like "E120: " if it has
+    one), when it names one value of a file `read_file` reads; else `err` itself."""
+    if err.file is None or not err.key:
+        return err
+    message, prefix = str(err), f"{err.file}: "
+    at = message.find(prefix, 0, 8 + len(prefix))  # the file is named first, or after the code
+    if at == -1 or (at and not message[:at].endswith(": ")):
+        return err
+    data = read_file(err.file)
+    line = toml_line(data.decode("utf-8-sig", "replace"), err.key) if data is not None else None
+    if line is None:
+        return err
+    end = at + len(prefix)
+    return ConfigError(f"{message[:at]}{err.file}:{line}: {message[end:]}", detail=err.detail, file=err.file,
+                       key=err.key)
 
 
 _KNOWN_TOP = {"version", "exclude", "base", "types", "packs", "pack", "overlays", "workspace", "name"}
@@ -246,7 +358,8 @@ def _known_keys(table: Mapping[str, Any], known: tuple[str, ...], prefix: str) -
     """A misspelt key (`exlcude`, `wikilinks.enabeld`) is an error, not a setting silently left at its default."""
     for key in table:
         if key not in known:
-            raise ConfigError(f"{GRAPH_FILE}: unknown key {prefix}{key}; known: {', '.join(known)}")
+            raise at(GRAPH_FILE, *prefix.split(".")[:-1], key).error(
+                f"{GRAPH_FILE}: unknown key {prefix}{key}; known: {', '.join(known)}")
 
 
 def _link_rules(graph: Mapping[str, Any], wl: Mapping[str, Any], tropo: bool,
@@ -256,7 +369,8 @@ def _link_rules(graph: Mapping[str, Any], wl: Mapping[str, Any], tropo: bool,
     named = graph.get("dialect")
     if named is not None:
         if named not in dialects.DIALECTS:
-            raise ConfigError(f"{GRAPH_FILE}: dialect must be one of {', '.join(dialects.DIALECTS)}, got {named!r}")
+            raise at(GRAPH_FILE, "dialect").error(
+                f"{GRAPH_FILE}: dialect must be one of {', '.join(dialects.DIALECTS)}, got {named!r}")
         rules = dialects.defaults(named, f"named in {GRAPH_FILE}")
     elif tropo:
         rules = dialects.defaults("vivary", "tropo.toml workspace: the contract's ids and rules")
@@ -266,20 +380,22 @@ def _link_rules(graph: Mapping[str, Any], wl: Mapping[str, Any], tropo: bool,
         rules = dialects.defaults("obsidian", "no editor configuration found; Obsidian's rules are the default")
     table = graph.get("links", {})
     if not isinstance(table, Mapping):
-        raise ConfigError(f"{GRAPH_FILE}: [links] must be a table")
+        raise at(GRAPH_FILE, "links").error(f"{GRAPH_FILE}: [links] must be a table")
     changes: dict[str, Any] = {}
     for key, value in table.items():
         if key not in _LINK_KEYS:
-            raise ConfigError(f"{GRAPH_FILE}: unknown key links.{key}; known: {', '.join(sorted(_LINK_KEYS))}")
+            raise at(GRAPH_FILE, "links", key).error(
+                f"{GRAPH_FILE}: unknown key links.{key}; known: {', '.join(sorted(_LINK_KEYS))}")
         kind, allowed = _LINK_KEYS[key]
         if not isinstance(value, kind) or (allowed and value not in allowed):
             want = " or ".join(f'"{a}"' for a in allowed) if allowed else "true or false"
-            raise ConfigError(f"{GRAPH_FILE}: links.{key} must be {want}, got {value!r}")
+            raise at(GRAPH_FILE, "links", key).error(f"{GRAPH_FILE}: links.{key} must be {want}, got {value!r}")
         changes[key] = value
     alias = wl.get("alias")
     if alias is not None:
         if alias not in ("auto", "first", "last"):
-            raise ConfigError(f"{GRAPH_FILE}: wikilinks.alias must be \"auto\", \"first\" or \"last\", got {alias!r}")
+            raise at(GRAPH_FILE, "wikilinks", "alias").error(
+                f"{GRAPH_FILE}: wikilinks.alias must be \"auto\", \"first\" or \"last\", got {alias!r}")
         changes["alias"] = alias
     return msgspec.structs.replace(rules, **changes) if changes else rules
 
@@ -293,20 +409,21 @@ def build_config(tropo: dict[str, Any] | None, graph: dict[str, Any] | None, nam
     _known_keys(graph, _GRAPH_KEYS, "")
     wl = graph.get("wikilinks", {})
     if not isinstance(wl, Mapping):
-        raise ConfigError(f"{GRAPH_FILE}: [wikilinks] must be a table")
+        raise at(GRAPH_FILE, "wikilinks").error(f"{GRAPH_FILE}: [wikilinks] must be a table")
     _known_keys(wl, _WIKILINK_KEYS, "wikilinks.")
     field = wl.get("field", "wikilink")
     if not isinstance(field, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", field):
-        raise ConfigError(f"{GRAPH_FILE}: wikilinks.field must be a simple name like \"wikilink\"")
+        raise at(GRAPH_FILE, "wikilinks", "field").error(
+            f"{GRAPH_FILE}: wikilinks.field must be a simple name like \"wikilink\"")
     rules = _link_rules(graph, wl, tropo is not None, detected)
     templates = detected.templates if detected is not None and rules.templates else ()
-    include = tuple(_include(p) for p in _str_list(graph.get("include"), f"{GRAPH_FILE}: include"))
+    include = tuple(_include(p) for p in _str_list(graph.get("include"), at(GRAPH_FILE, "include")))
     common: dict[str, Any] = {
-        "wikilinks": _bool(wl.get("enabled"), f"{GRAPH_FILE}: wikilinks.enabled", True),
+        "wikilinks": _bool(wl.get("enabled"), at(GRAPH_FILE, "wikilinks", "enabled"), True),
         "wikilink_field": field,
         "links": rules,
-        "graph_exclude": _str_list(graph.get("exclude"), f"{GRAPH_FILE}: exclude"),
-        "include_guidance": _bool(graph.get("include_guidance"), f"{GRAPH_FILE}: include_guidance", False),
+        "graph_exclude": _str_list(graph.get("exclude"), at(GRAPH_FILE, "exclude")),
+        "include_guidance": _bool(graph.get("include_guidance"), at(GRAPH_FILE, "include_guidance"), False),
         "templates": templates,
         # The memory folder is read wherever it is: memories written to `.memories/` must stay notes.
         "include": (*include, memory_folder) if any(p.startswith(".") for p in memory_folder.split("/")) else include,
@@ -315,38 +432,39 @@ def build_config(tropo: dict[str, Any] | None, graph: dict[str, Any] | None, nam
         return _with_memory_type(Config(source="zero-config", **common), memory_folder)
     version = tropo.get("version", 1)
     if version != 1:
-        raise ConfigError(f"{name}: version = {version!r} is not supported; this tool reads version = 1")
+        raise at(name, "version").error(f"{name}: version = {version!r} is not supported; this tool reads version = 1")
     base = tropo.get("base", {})
     if not isinstance(base, Mapping):
-        raise ConfigError(f"{name}: [base] must be a table")
+        raise at(name, "base").error(f"{name}: [base] must be a table")
     types_raw = tropo.get("types", {})
     if not isinstance(types_raw, Mapping):
-        raise ConfigError(f"{name}: [types] must be a table of [types.NAME] tables")
+        raise at(name, "types").error(f"{name}: [types] must be a table of [types.NAME] tables")
     types: dict[str, TypeDef] = {}
     seen_folders: dict[str, str] = {}
     for tname, traw in types_raw.items():
         where = f"{name}: [types.{tname}]"
         if not isinstance(traw, Mapping):
-            raise ConfigError(f"{where} must be a table")
-        folders = _str_list(traw.get("folder", tname), f"{where} folder") or (tname,)
+            raise at(name, "types", tname).error(f"{where} must be a table")
+        folders = _str_list(traw.get("folder", tname), at(name, "types", tname, "folder", text=f"{where} folder")) \
+            or (tname,)
         for folder in folders:
             if folder in seen_folders:
-                raise ConfigError(
+                raise at(name, "types", tname, "folder").error(
                     f"{where}: folder {folder!r} is already the folder of type {seen_folders[folder]!r}; "
                     "give each type its own folder"
                 )
             seen_folders[folder] = tname
-        required = _specs(traw.get("required"), f"{where} required")
-        optional = _specs(traw.get("optional"), f"{where} optional")
+        required = _specs(traw.get("required"), at(name, "types", tname, "required", text=f"{where} required"))
+        optional = _specs(traw.get("optional"), at(name, "types", tname, "optional", text=f"{where} optional"))
         types[tname] = TypeDef(tname, folders, required, {k: v for k, v in optional.items() if k not in required})
     return _with_memory_type(Config(
         source=name,
-        exclude=_str_list(tropo.get("exclude"), f"{name}: exclude"),
-        derive=_str_list(base.get("derive"), f"{name}: base.derive"),
-        allow_untyped=_bool(base.get("allow_untyped"), f"{name}: base.allow_untyped", True),
-        strict=_bool(base.get("strict"), f"{name}: base.strict", True),
-        base_required=_specs(base.get("required"), f"{name}: [base] required"),
-        base_optional=_specs(base.get("optional"), f"{name}: [base] optional"),
+        exclude=_str_list(tropo.get("exclude"), at(name, "exclude")),
+        derive=_str_list(base.get("derive"), at(name, "base", "derive")),
+        allow_untyped=_bool(base.get("allow_untyped"), at(name, "base", "allow_untyped"), True),
+        strict=_bool(base.get("strict"), at(name, "base", "strict"), True),
+        base_required=_specs(base.get("required"), at(name, "base", "required", text=f"{name}: [base] required")),
+        base_optional=_specs(base.get("optional"), at(name, "base", "optional", text=f"{name}: [base] optional")),
         types=types,
         **common,
     ), memory_folder)

@@ -34,7 +34,15 @@ class UsageError(VivaryError):
 
 
 class ConfigError(VivaryError):
-    """`tropo.toml`, a pack or `.vivary/*.toml` is invalid (includes E120, loosening a rule)."""
+    """`tropo.toml`, a pack or `.vivary/*.toml` is invalid (includes E120, loosening a rule). `file` and
+    `key` (the TOML key path, `("links", "case")`) say where, when it is one value: whoever holds the
+    file's text puts its line in the message (`config.located`)."""
+
+    def __init__(self, message: str, *, detail: Sequence[str] = (), file: str | None = None,
+                 key: tuple[str, ...] = ()) -> None:
+        super().__init__(message, detail=detail)
+        self.file = file
+        self.key = key
 
 
 class GitError(VivaryError):

@@ -42,7 +42,7 @@ from collections.abc import Callable, Mapping
 from importlib import resources
 from typing import Any
 
-from vivary_git.config import CONFIG_FILE, Config, excluder, load_toml, parse_spec
+from vivary_git.config import CONFIG_FILE, At, Config, at, excluder, fail, load_toml, parse_spec
 from vivary_git.errors import ConfigError
 
 ReadFile = Callable[[str], bytes | None]
@@ -89,7 +89,7 @@ def _pack_names(raw: Mapping[str, Any], source: str) -> list[str]:
     if names is None:
         return []
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-        raise ConfigError(f"{source}: packs must be a list of pack names, e.g. packs = [\"dev-project\"]")
+        raise at(source, "packs").error(f"{source}: packs must be a list of pack names, e.g. packs = [\"dev-project\"]")
     return names
 
 
@@ -144,36 +144,36 @@ def merge(current: dict[str, Any], add: dict[str, Any], *, source: str) -> dict[
     the callers resolve them.
     """
     out = _normalize(current)
-    base_add = _table(add.get("base"), f"{source}: [base]")
+    base_add = _table(add.get("base"), at(source, "base", text=f"{source}: [base]"))
     base = out["base"]
-    _union(base["derive"], _strings(base_add.get("derive"), f"{source}: base.derive"))
-    _merge_fields(base, base_add, source=source, label="base", where=f"{source}: [base]")
+    _union(base["derive"], _strings(base_add.get("derive"), at(source, "base", "derive")))
+    _merge_fields(base, base_add, source=source, label="base", where=at(source, "base", text=f"{source}: [base]"))
     if "allow_untyped" in base_add:
-        value = _bool(base_add["allow_untyped"], f"{source}: base.allow_untyped")
+        value = _bool(base_add["allow_untyped"], at(source, "base", "allow_untyped"))
         # Untyped notes being allowed again would hide W201 for files an earlier layer governs.
         if base.get("allow_untyped") is False and value:
-            raise ConfigError(
+            raise at(source, "base", "allow_untyped").error(
                 f"E120: {source}: base.allow_untyped: true loosens an inherited false; {_TIGHTEN}: "
                 "remove allow_untyped here or set it to false"
             )
         base["allow_untyped"] = value
     if "strict" in base_add:
-        value = _bool(base_add["strict"], f"{source}: base.strict")
+        value = _bool(base_add["strict"], at(source, "base", "strict"))
         # Only an explicit earlier `strict = true` binds: the default is not a rule anyone wrote.
         if base.get("strict") is True and not value:
-            raise ConfigError(
+            raise at(source, "base", "strict").error(
                 f"E120: {source}: base.strict: false loosens an inherited true; {_TIGHTEN}: "
                 "remove strict here (run with --lenient to see warnings as warnings)"
             )
         base["strict"] = value
     if "timezone" in base_add:
         base["timezone"] = base_add["timezone"]  # stored, unused (as in tropo): last layer wins
-    _union(out["exclude"], _strings(add.get("exclude"), f"{source}: exclude"))
-    types_add = _table(add.get("types"), f"{source}: [types]")
+    _union(out["exclude"], _strings(add.get("exclude"), at(source, "exclude")))
+    types_add = _table(add.get("types"), at(source, "types", text=f"{source}: [types]"))
     for tname, traw_any in types_add.items():
-        where = f"{source}: [types.{tname}]"
+        where = at(source, "types", tname, text=f"{source}: [types.{tname}]")
         traw = _table(traw_any, where)
-        folders = _strings(traw.get("folder"), f"{where} folder")
+        folders = _strings(traw.get("folder"), at(source, "types", tname, "folder", text=f"{where} folder"))
         tdef: dict[str, Any] | None = out["types"].get(tname)
         if tdef is None:
             tdef = {"folder": [], "required": {}, "optional": {}}
@@ -187,16 +187,16 @@ def merge(current: dict[str, Any], add: dict[str, Any], *, source: str) -> dict[
 
 
 def _merge_fields(
-    target: dict[str, Any], add: Mapping[str, Any], *, source: str, label: str, where: str
+    target: dict[str, Any], add: Mapping[str, Any], *, source: str, label: str, where: At
 ) -> None:
-    required = _specs(add.get("required"), f"{where} required")
-    optional = _specs(add.get("optional"), f"{where} optional")
+    required = _specs(add.get("required"), At(where.file, (*where.key, "required"), f"{where} required"))
+    optional = _specs(add.get("optional"), At(where.file, (*where.key, "optional"), f"{where} optional"))
     for field, spec in required.items():
         old = target["optional"].pop(field, None)  # optional → required is a tightening...
         if old is None:
             old = target["required"].get(field)
         if old is not None and not _tightens(old, spec, where):  # ...unless the spec loosens too
-            raise ConfigError(
+            raise At(where.file, (*where.key, "required", field), "").error(
                 f"E120: {source}: {label} field {field!r}: {spec!r} loosens {old!r}; {_TIGHTEN}: "
                 f"keep {old!r}" + (" or a subset of its values" if old.startswith("enum:") else "")
             )
@@ -206,21 +206,21 @@ def _merge_fields(
             continue  # listed both ways in one file: required wins, as build_config reads one file
         if field in target["required"]:
             old = target["required"][field]
-            raise ConfigError(
+            raise At(where.file, (*where.key, "optional", field), "").error(
                 f"E120: {source}: {label} field {field!r}: optional {spec!r} loosens required {old!r} "
                 f"(required->optional); {_TIGHTEN}: remove {field!r} from this optional table "
                 "(it stays required) or list it under required"
             )
         old = target["optional"].get(field)
         if old is not None and not _tightens(old, spec, where):
-            raise ConfigError(
+            raise At(where.file, (*where.key, "optional", field), "").error(
                 f"E120: {source}: {label} field {field!r}: {spec!r} loosens {old!r}; {_TIGHTEN}: "
                 f"keep {old!r}" + (" or a subset of its values" if old.startswith("enum:") else "")
             )
         target["optional"][field] = spec
 
 
-def _tightens(old: str, new: str, where: str) -> bool:
+def _tightens(old: str, new: str, where: At) -> bool:
     """True when every value `new` accepts, `old` accepted too, judged the way tropo does: the same
     spec, or an enum whose values are a subset. Any other change (string→enum included) is refused,
     so a layer can never change what a field *means*, only how much of it is allowed."""
@@ -230,12 +230,12 @@ def _tightens(old: str, new: str, where: str) -> bool:
     return a == b
 
 
-def _specs(raw: object, where: str) -> dict[str, str]:
+def _specs(raw: object, where: At) -> dict[str, str]:
     """Validated `field = "spec"` pairs, kept as (stripped) strings: the result stays raw TOML."""
     table = _table(raw, where)
     out: dict[str, str] = {}
     for field, spec in table.items():
-        parse_spec(spec, f"{where}.{field}")  # raises with the file and field named
+        parse_spec(spec, At(where.file, (*where.key, str(field)), f"{where}.{field}"))  # names file and field
         out[str(field)] = spec.strip()
     return out
 
@@ -271,27 +271,27 @@ def _normalize(current: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _table(raw: object, where: str) -> dict[str, Any]:
+def _table(raw: object, where: str | At) -> dict[str, Any]:
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
-        raise ConfigError(f"{where} must be a table, got {type(raw).__name__} {raw!r}")
+        raise fail(where, f"{where} must be a table, got {type(raw).__name__} {raw!r}")
     return dict(raw)
 
 
-def _strings(raw: object, where: str) -> list[str]:
+def _strings(raw: object, where: str | At) -> list[str]:
     if raw is None:
         return []
     if isinstance(raw, str):
         return [raw]
     if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
-        raise ConfigError(f"{where} must be a string or a list of strings, got {raw!r}")
+        raise fail(where, f"{where} must be a string or a list of strings, got {raw!r}")
     return list(raw)
 
 
-def _bool(raw: object, where: str) -> bool:
+def _bool(raw: object, where: At) -> bool:
     if not isinstance(raw, bool):
-        raise ConfigError(f"{where} must be true or false, got {raw!r}")
+        raise where.error(f"{where} must be true or false, got {raw!r}")
     return raw
 
 
@@ -364,7 +364,7 @@ def _merge_overlay(current: dict[str, Any], add: dict[str, Any], d: str, *, sour
     to `exclude_under[d]` so they only ever match below `d`."""
     rebased: list[str] = []
     bare: list[str] = []
-    for pat in _strings(add.get("exclude"), f"{source}: exclude"):
+    for pat in _strings(add.get("exclude"), at(source, "exclude")):
         if "/" in pat:
             rel = pat.strip()
             while rel.startswith("./"):

@@ -16,7 +16,7 @@ import shutil
 import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import msgspec
 
@@ -32,6 +32,7 @@ from vivary_git.config import (
     excluder,
     leaves_out,
     load_toml,
+    located,
     memory_folder,
 )
 from vivary_git.errors import ConfigError, GitError, RefusedError, UsageError
@@ -140,11 +141,14 @@ class Source:
 
         graph_bytes = self._read_file(GRAPH_FILE)
         graph = load_toml(graph_bytes, GRAPH_FILE) if graph_bytes is not None else None
-        merged = overlay_configs(self._raw, overlay_files, self._read_file)
+        merged = _located(functools.partial(overlay_configs, self._raw, overlay_files, self._read_file),
+                          self._read_file)
         excluders: list[tuple[str, Callable[[str], bool]]] = []
         for d in sorted(merged, key=len, reverse=True):
-            self._overlays[d] = build_config(merged[d], graph, name=f"{d}/{CONFIG_FILE}",
-                                             memory_folder=_memory_folder(self._read_file))
+            name = f"{d}/{CONFIG_FILE}"
+            self._overlays[d] = _located(
+                functools.partial(build_config, merged[d], graph, name=name,
+                                  memory_folder=_memory_folder(self._read_file)), self._read_file)
             excluders.append((d + "/", excluder_for(merged[d])))
 
         def keep(path: str) -> bool:
@@ -209,22 +213,33 @@ def load_config(read_file: Callable[[str], bytes | None],
             named = (graph or {}).get("dialect")
             dialect = named if isinstance(named, str) else name
             detected = Detected(name, reason, dialects.template_folders(probe, dialect))
-        return build_config(None, graph, detected=detected, memory_folder=folder), None
+        return _located(lambda: build_config(None, graph, detected=detected, memory_folder=folder), read_file), None
     from vivary_git.packs import merge, merge_packs
 
-    if thin is not None:
-        # A thin workspace file is the root config; a tropo.toml beside it is an overlay on it.
-        raw = merge_packs(thin, read_file, source=THIN_FILE)
-        if tropo_bytes is not None:
-            raw = merge(raw, load_toml(tropo_bytes, CONFIG_FILE), source=CONFIG_FILE)
-        name = THIN_FILE
-    else:
+    def merged() -> dict[str, Any]:
+        if thin is not None:
+            # A thin workspace file is the root config; a tropo.toml beside it is an overlay on it.
+            raw = merge_packs(thin, read_file, source=THIN_FILE)
+            if tropo_bytes is not None:
+                raw = merge(raw, load_toml(tropo_bytes, CONFIG_FILE), source=CONFIG_FILE)
+            return raw
         assert tropo_bytes is not None
-        raw = merge_packs(load_toml(tropo_bytes, CONFIG_FILE), read_file)
-        name = CONFIG_FILE
-    return build_config(raw, graph, name=name, memory_folder=folder), raw
+        return merge_packs(load_toml(tropo_bytes, CONFIG_FILE), read_file)
+
+    raw = _located(merged, read_file)
+    name = THIN_FILE if thin is not None else CONFIG_FILE
+    return _located(lambda: build_config(raw, graph, name=name, memory_folder=folder), read_file), raw
 
 
+T = TypeVar("T")
+
+
+def _located(build: Callable[[], T], read_file: Callable[[str], bytes | None]) -> T:
+    """`build()`, its error about one value of a config file given that value's line (`config.located`)."""
+    try:
+        return build()
+    except ConfigError as err:
+        raise located(err, read_file) from err.__cause__
 def _memory_folder(read_file: Callable[[str], bytes | None]) -> str:
     """Where agent memories live (`[memory.remember] folder`): their notes are typed `memory`."""
     return memory_folder(read_file(MEMORY_FILE))
