@@ -581,3 +581,38 @@ def test_a_commit_of_the_users_in_progress_is_waited_for_not_broken(repo: Repo) 
     assert got is not None and got.parent == landed[0] and got.attempts == 2
     assert repo.git("log", "--format=%s").splitlines() == ["vivary: add memories/x.md", "someone else", "init"]
     assert repo.git("status", "--porcelain") == ""
+
+
+def test_a_write_kept_out_of_the_index_by_a_held_lock_is_a_success_with_a_warning(
+        repo: Repo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Another program holding `index.lock` past the wait (a stale lock of a crashed git) kept a committed memory
+    out of the user's index, and the write answered as a failure: an agent told so writes the memory again. Now
+    the answer is the commit, with a warning saying how it is put right; the next write puts it in."""
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    from mcp import Client
+    from test_mcp import _data, _run
+
+    from vivary_git.main import main
+    from vivary_git.mcp.server import build_server
+    from vivary_git.mcp.service import MemoryService
+
+    _seed(repo)
+    monkeypatch.setattr(commits, "_INDEX_WAIT", 0.2)  # (30 s in use: how long `git commit`'s editor may stay open)
+    lock = repo.path / ".git" / "index.lock"
+    lock.write_bytes(b"")
+
+    async def session() -> Any:
+        async with Client(build_server(MemoryService(repo.path))) as client:
+            return _data(await client.call_tool("add", {"text": "The boiler is serviced every October."}))
+
+    added = _run(session)
+    assert added["ok"] and added["commit"] == repo.git("rev-parse", "HEAD").strip()
+    assert "was committed, but your index could not be updated" in added["warning"], added
+    assert "index.lock" in added["warning"]
+    assert main(["remember", "The gate code changed to 4471 in May.", "-C", str(repo.path)]) == 0
+    err = capsys.readouterr().err
+    assert "git vivary remember: warning: the memory was committed, but your index" in err, err
+    lock.unlink()
+    assert main(["remember", "The recycling goes out on Thursday nights.", "-C", str(repo.path)]) == 0
+    assert repo.git("status", "--porcelain") == ""  # all three memories in the index and committed
+    assert len(repo.git("log", "--format=%s").splitlines()) == 4

@@ -96,6 +96,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # The whole output was handed over and the verdict is known: the reader left before reading it all.
         _reader_left()
+    writes = sys.modules.get("vivary_git.memory.writes.commits")
+    if writes is not None:  # a memory write committed, and another program kept it out of the user's index
+        _say(*(f"git vivary {args.command}: warning: {text(said)}" for said in writes.unsynced()))
     return code
 
 

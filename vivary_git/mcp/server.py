@@ -118,11 +118,21 @@ def _answer(value: Any) -> CallToolResult:
 
 
 def _call(fn: Callable[[], Any], ctx: Ctx | None = None) -> CallToolResult:
-    """The tool's answer, or its refusal as a tool error. With `ctx` (a write), a commit is told to the host."""
+    """The tool's answer, or its refusal as a tool error. With `ctx` (a write), a commit is told to the host, and
+    a commit that is made but not yet in the user's index (`commits.unsynced`) is a `warning` of the answer: the
+    write succeeded, and an agent told it failed would write it again."""
+    from vivary_git.memory.writes import commits
+
+    commits.unsynced()  # (nothing a call before this one left)
     try:
         value = fn()
     except VivaryError as err:
-        raise ToolError(str(err)) from None
+        raise ToolError(" ".join([str(err), *commits.unsynced()])) from None
+    said = commits.unsynced()
+    if said:
+        value = _out(value)
+        if isinstance(value, dict):
+            value["warning"] = " ".join(said)
     answer = _answer(value)
     if ctx is not None and _committed(answer.structured_content or {}):
         import anyio.from_thread

@@ -48,6 +48,7 @@ __all__ = ["Base", "Change", "ChangesResult", "CommitResult", "Planned", "commit
 _ZERO = "0" * 40
 _ATTEMPTS = 64
 _LOCK = threading.Lock()  # one write at a time per process; other processes are handled by the CAS
+_SAID = threading.local()  # what this thread's writes committed but could not put into the user's index
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u0085\u2028\u2029]+")
 TRAILER_OP = "Vivary-Op"
 TRAILER_NODE = "Vivary-Node"
@@ -101,22 +102,31 @@ def _pending_path(repo: git.Repo) -> Path:
     return repo.git_dir / _PENDING  # the work tree's own git directory: its index is the one to fix
 
 
+def _read_pending(path: Path) -> _Pending | None:
+    try:
+        return msgspec.msgpack.decode(path.read_bytes(), type=_Pending)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
 def recover(repo: git.Repo) -> list[str]:
     """Put into the user's index and work tree the paths of a memory commit a killed process (or a long-held
     index lock) left out, when the branch holds that commit, is checked out, and the user has not changed the
-    path since; then forget it. The paths put in, in order."""
+    path since; then forget it. The paths put in, in order. While another program still holds the index, a
+    `GitError` (after a short wait), and the record is kept for the next try."""
     path = _pending_path(repo)
     if repo.workdir is None or not path.is_file():
         return []
-    try:
-        pending = msgspec.msgpack.decode(path.read_bytes(), type=_Pending)
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
-        pending = None
+    pending = _read_pending(path)
     fixed: list[str] = []
     if pending is not None and _published(repo, pending):
         idx = repo.repo.index
         idx.read(True)
-        for rel, new_blob, old_blob in pending.paths:
+        wait = 1.0 if (repo.git_dir / "index.lock").exists() else None
+        last = {rel: i for i, (rel, _, _) in enumerate(pending.paths)}  # a path written twice: its last write
+        for i, (rel, new_blob, old_blob) in enumerate(pending.paths):
+            if last[rel] != i:
+                continue
             entry = idx[rel] if rel in idx else None  # noqa: SIM401 - a pygit2 Index has no .get
             now = None if entry is None else str(entry.id)
             if now == new_blob or now != old_blob:
@@ -127,7 +137,7 @@ def recover(repo: git.Repo) -> list[str]:
             if not (before or after):
                 continue  # the user changed the file since
             content = repo.read_blob(new_blob) if new_blob is not None else b""
-            _sync_user(repo, Planned(rel, content), new_blob)
+            _sync_user(repo, Planned(rel, content), new_blob, wait)
             fixed.append(rel)
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
@@ -164,26 +174,59 @@ def _publish(repo: git.Repo, ref: str, new: str, old: str | None, text: str, che
     pending = _pending_path(repo)
     if checked_out and _wait_for_index(repo, ref):
         return False  # the user committed meanwhile: plan again on their commit
+    earlier = _read_pending(pending) if checked_out else None
+    # What an earlier write could not put in (the index was held then too) stays written down with this one's.
+    left = earlier.paths if earlier is not None and earlier.ref == ref else []
     if checked_out:
-        record = _Pending(ref, new, [(p.path, blob, was) for p, blob, was in syncs])
-        tmp = pending.with_name(f".{pending.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(msgspec.msgpack.encode(record))
-        os.replace(tmp, pending)
+        _write_pending(pending, _Pending(ref, new, [*left, *((p.path, blob, was) for p, blob, was in syncs)]))
     _pause("before-ref")
     cas = repo.git(["update-ref", "-m", f"vivary: {one_line(text, 100)}", ref, new, old or _ZERO], check=False)
     if cas.returncode != 0:
-        with contextlib.suppress(FileNotFoundError):
-            pending.unlink()
+        if earlier is not None:
+            _write_pending(pending, earlier)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                pending.unlink()
         return False
     if checked_out:
         _pause("before-index")
         # A lock that outlasted the wait above is likely a stale one (a crashed git): no second long wait.
         wait = 1.0 if (repo.git_dir / "index.lock").exists() else _INDEX_WAIT
-        for planned, blob, _ in syncs:
-            _sync_user(repo, planned, blob, wait)  # a failure leaves the record: the next write or start puts it in
+        try:
+            for planned, blob, _ in syncs:
+                _sync_user(repo, planned, blob, wait)
+            if left:
+                recover(repo)  # and what earlier writes left out, now that the index is free
+        except GitError as err:
+            # The write is committed: it is not refused. The record stays, and the next write or start puts the
+            # paths in; the caller is told (`unsynced`), so an agent does not write the memory again.
+            _unsynced().append(str(err))
+            return True
         with contextlib.suppress(FileNotFoundError):
             pending.unlink()
     return True
+
+
+def _write_pending(path: Path, record: _Pending) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(msgspec.msgpack.encode(record))
+    os.replace(tmp, path)
+
+
+def _unsynced() -> list[str]:
+    said: list[str] | None = getattr(_SAID, "unsynced", None)
+    if said is None:
+        said = _SAID.unsynced = []
+    return said
+
+
+def unsynced() -> list[str]:
+    """What this thread's memory writes since the last call committed but could not put into the user's index
+    and work tree (another program held `index.lock`), each with how it is put right; emptied by the call."""
+    said = _unsynced()
+    out = list(said)
+    said.clear()
+    return out
 
 
 _INDEX_WAIT = 30.0  # seconds a write waits for another program's index.lock (as `_sync_user` does)
@@ -384,7 +427,8 @@ def commit_note(
     sign = git.commit_signing(repo)
     with _LOCK, _write_lock(repo):
         if checked_out:
-            recover(repo)
+            with contextlib.suppress(GitError):  # the index still held: the record stays, and goes with this write's
+                recover(repo)
         for attempt in range(1, _ATTEMPTS + 1):
             old = tip(repo, ref)
             base = Base(repo, old, checked_out)
@@ -425,7 +469,8 @@ def commit_changes(
     sign = git.commit_signing(repo)
     with _LOCK, _write_lock(repo):
         if checked_out:
-            recover(repo)
+            with contextlib.suppress(GitError):  # the index still held: the record stays, and goes with this write's
+                recover(repo)
         for attempt in range(1, _ATTEMPTS + 1):
             old = tip(repo, ref)
             base = Base(repo, old, checked_out)
@@ -474,8 +519,9 @@ def _commit_tree(repo: git.Repo, tree: str, parent: str | None, text: str, sign:
         raise GitError(f"could not commit the memory: {err}") from None
 
 
-def _sync_user(repo: git.Repo, planned: Planned, blob: str | None, wait: float = _INDEX_WAIT) -> None:
-    """Put the committed path into the user's work tree and index, and nothing else."""
+def _sync_user(repo: git.Repo, planned: Planned, blob: str | None, wait: float | None = None) -> None:
+    """Put the committed path into the user's work tree and index, and nothing else; another program's
+    `index.lock` is waited for `wait` seconds (`_INDEX_WAIT` when None)."""
     workdir = repo.workdir
     assert workdir is not None
     full = workdir / planned.path
@@ -497,7 +543,8 @@ def _sync_user(repo: git.Repo, planned: Planned, blob: str | None, wait: float =
                 os.unlink(tmp)
             raise
         line = f"100644 {blob}\t{planned.path}\0"
-    deadline = time.monotonic() + wait  # other writers (Git's own, other agents) hold index.lock briefly
+    # Other writers (Git's own, other agents) hold index.lock briefly.
+    deadline = time.monotonic() + (_INDEX_WAIT if wait is None else wait)
     while True:
         proc = repo.git(["update-index", "-z", "--index-info"], input=line.encode("utf-8", "surrogateescape"),
                         check=False)
