@@ -38,6 +38,23 @@ def test_text_escapes_line_breaks_controls_and_command_starts() -> None:
     assert text("::error::x") == "\\x3a:error::x"
     assert text("  ::error::x") == "  \\x3a:error::x"
     assert text("see ::this::") == "see ::this::"  # only a value's start can be a line's start
+
+
+def test_text_shows_bidi_controls_and_invisible_characters_escaped_and_keeps_the_joiners() -> None:
+    """A bidirectional override shows the rest of a terminal line reversed (`invoice<U+202E>dm.exe.md` reads as an
+    .exe; "Trojan Source"), and a zero-width space makes two names print alike: escaped. The joiners that
+    Persian, Indic scripts and emoji sequences need are not."""
+    assert text("invoice\u202edm.exe.md") == "invoice\\u202edm.exe.md"
+    assert text("a\u2066b\u2069c\u200fd\u061ce") == "a\\u2066b\\u2069c\\u200fd\\u061ce"
+    assert text("zero\u200bwidth\u2060\ufeff") == "zero\\u200bwidth\\u2060\\ufeff"
+    assert text("می\u200cخواهم 👩\u200d💻") == "می\u200cخواهم 👩\u200d💻"
+
+
+def test_check_shows_a_reversing_file_name_escaped(repo: Repo, cli: Any) -> None:
+    repo.commit(files={"invoice\u202edm.exe.md": "x\n", "src.md": "[[nope\u202etxt.exe]]\n",
+                       ".obsidian/app.json": "{}"})
+    r = cli("check", "--rev", "HEAD", cwd=repo.path)
+    assert "\u202e" not in r.out + r.err and "[[nope\\u202etxt.exe]]" in r.out, r.out
     assert text("tell ##[error]x") == "tell ##\\x5berror]x"
     assert text("n\udcffame.md") == "n\\xffame.md"  # a byte that is not UTF-8
     assert text(3) == "3"

@@ -17,8 +17,13 @@ from typing import Any
 # File names are decoded with `surrogateescape` (exact: the bytes Git gave us come back); a byte
 # that is not UTF-8 is then one of U+DC80..U+DCFF, which no encoder or terminal accepts.
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
-# C0 and C1 controls, DEL, and the separators some consoles break lines at (U+0085 is C1).
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+# C0 and C1 controls, DEL, and the separators some consoles break lines at (U+0085 is C1); the bidirectional
+# controls, which make a terminal show the rest of a line reversed (a name `invoice<U+202E>dm.exe.md` reads as
+# ending in `.exe`; "Trojan Source", CVE-2021-42574); and the invisible zero-width space, word joiner and BOM,
+# which make two names that print alike differ. The joiners U+200C and U+200D are kept: Persian, Indic
+# scripts and emoji sequences need them.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069"
+                      r"\ufeff\ud800-\udfff]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _COMMAND_START = re.compile(r"\s*:(?=:)")
 _LEGACY_COMMAND = "##["
@@ -44,9 +49,10 @@ def name(value: str) -> str:
 def text(value: object) -> str:
     """One value for a line of text output: it can neither end the line nor start a command.
 
-    `\\n`, `\\r`, `\\t` as such; other controls (C0, DEL, C1), U+2028, U+2029 and bytes that are not
-    UTF-8 as `\\xNN` / `\\uNNNN`; `##[` as `##\\x5b`; and a value that begins (after spaces) with
-    `::` shows its first colon as `\\x3a`. A plain value comes back unchanged."""
+    `\\n`, `\\r`, `\\t` as such; other controls (C0, DEL, C1), U+2028, U+2029, the bidirectional controls,
+    the zero-width space, word joiner and BOM, and bytes that are not UTF-8 as `\\xNN` / `\\uNNNN`; `##[` as
+    `##\\x5b`; and a value that begins (after spaces) with `::` shows its first colon as `\\x3a`.
+    A plain value comes back unchanged."""
     s = value if isinstance(value, str) else str(value)
     if s.isprintable() and _LEGACY_COMMAND not in s and not (s[:1] == ":" or s[:1].isspace()):
         return s
