@@ -464,3 +464,51 @@ def test_hybrid_when_the_semantic_index_is_fresh_and_a_cosine_probe(repo: Repo, 
     assert after.mode == "hybrid" and "embedded" in after.mode_reason  # written through (test_mcp_writethrough.py)
     assert after.results[0].id == "memories/the-coffee-machine-is-on-the-third-floor"
     service.close()
+
+
+def test_a_line_the_sdk_cannot_read_is_answered_not_dropped(repo: Repo) -> None:
+    """Over stdio, a request the SDK's parser refuses got no answer and the host waited for ever: a query cut in
+    the middle of an emoji (JavaScript writes the lone half as `\\ud83d`), arguments nested 300 deep, a line cut
+    short. Each is answered now: mended and served (U+FFFD for the lone half; the deep value a wrong argument),
+    or a JSON-RPC error carrying the request's id. Raw lines on a pipe: no SDK client can send them."""
+    import select
+
+    _seed(repo)
+    proc = subprocess.Popen([sys.executable, "-m", "vivary_git.main", "mcp"], cwd=repo.path, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def send(line: str) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(line.encode() + b"\n")
+        proc.stdin.flush()
+
+    def answers(count: int) -> dict[Any, Any]:
+        got: dict[Any, Any] = {}
+        while len(got) < count:
+            ready, _, _ = select.select([proc.stdout], [], [], 120)  # a failure mode, not a time limit
+            assert ready, f"no answer; got {sorted(map(str, got))}"
+            message = json.loads(proc.stdout.readline())  # type: ignore[union-attr]
+            got[message.get("id")] = message
+        return got
+
+    try:
+        send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
+        answers(1)
+        send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        call = '{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"search","arguments":{"query":%s}}}'
+        send(call % (2, '"deploy \\ud83d"'))
+        send(call % (3, "[" * 300 + "]" * 300))
+        send('{"jsonrpc":"2.0","id":"cut","method":"tools/ca')
+        send(call % (4, '"deploy"'))
+        got = answers(4)
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    assert got[2]["result"]["structuredContent"]["query"] == "deploy \ufffd"
+    assert got[2]["result"]["structuredContent"]["results"][0]["id"] == "notes/deploy"
+    assert got[3]["result"]["isError"] and "query" in got[3]["result"]["content"][0]["text"]
+    assert got["cut"]["error"] == {"code": -32700, "message": "the request is not valid JSON"}
+    assert got[4]["result"]["structuredContent"]["results"][0]["id"] == "notes/deploy"
+    assert proc.returncode == 0

@@ -416,7 +416,36 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
 
 def serve_stdio(service: MemoryService) -> None:
     service.warm_up()
-    build_server(service).run("stdio")
+    import anyio
+
+    anyio.run(_stdio, build_server(service))
+
+
+async def _stdio(server: MCPServer[Any]) -> None:
+    """`server.run("stdio")`, with each line the SDK could not read mended or answered (`wire.py`) instead of
+    dropped: a tool call whose text was cut in the middle of an emoji got no answer, and the host waited."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+
+    from vivary_git.mcp import wire
+
+    async with stdio_server() as (read_stream, write_stream):
+        send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+        async def forward() -> None:
+            async with send:
+                async for item in read_stream:
+                    mended = wire.mended(item) if isinstance(item, Exception) else None
+                    if mended is not None and wire.is_answer(mended):
+                        await write_stream.send(mended)
+                    else:
+                        await send.send(mended or item)
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(forward)
+            lowlevel = server._lowlevel_server  # what `run_stdio_async` runs, given the mended stream
+            await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())
 
 
 # Names a request's Host header may carry whatever the bind: `localhost` and the loopback addresses are
