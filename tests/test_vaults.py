@@ -60,6 +60,39 @@ def test_names_are_not_normalised_into_other_notes(repo: Repo, cli: Any) -> None
     assert {("Index", "CSS-kodestykker"), ("Index", "C String")} <= {(f, t) for f, _, t, _ in edges(repo, cli)}
 
 
+# Pairs `str.casefold()` equates and JavaScript's `toLowerCase()` (Obsidian's match) does not: (file, link).
+CASEFOLD_ONLY = [
+    ("Straße", "STRASSE"), ("file", "\ufb01le"), ("ff", "\ufb00"), ("οδος", "οδοσ"), ("ασ", "ΑΣ"),
+    ("μ-Meson", "\u00b5-Meson"), ("s-Laut", "\u017f-Laut"), ("β-Zerfall", "\u03d0-Zerfall"), ("մն", "\ufb13"),
+]
+# Pairs `toLowerCase()` matches (node v20): final sigma, ẞ, title-case digraphs, Cherokee, dotted I.
+LOWERCASE_SAME = [
+    ("ΛΟΓΟΣ", "λογος"), ("Straße", "STRA\u1e9eE"), ("\u01c4EMAL", "\u01c5emal"), ("\u13a0CHEROKEE", "\uab70cherokee"),
+    ("\u0130zmir", "i\u0307zmir"),
+]
+
+
+def test_case_is_obsidians_lowercase_not_case_folding(repo: Repo, cli: Any) -> None:
+    """Obsidian matches names by JavaScript's `toLowerCase()`: `[[Masse]]` is `Physik/Masse.md`, not the
+    shorter `Maße.md` that case folding (ß is ss) also equates, and `[[STRASSE]]` alone is unresolved."""
+    files: dict[str, str | bytes] = {
+        **OBSIDIAN, "Maße.md": "Maße und Gewichte\n", "Physik/Masse.md": "träge Masse\n", "Busse.md": "x\n",
+        "Recht/Buße.md": "x\n", "src.md": "[[Masse]] [[Buße]] [x](Masse.md)\n",
+        "Folder ς/Note.md": "x\n", "İstanbul.md": "x\n",
+        **{f"{name}.md": "x\n" for name, _ in CASEFOLD_ONLY + LOWERCASE_SAME},
+        "misses.md": "".join(f"[[{link}]]\n" for _, link in CASEFOLD_ONLY) + "[[Folder σ/Note]]\n[[istanbul]]\n",
+        "hits.md": "".join(f"[[{link}]]\n" for _, link in LOWERCASE_SAME),
+    }
+    got = findings(repo, cli, files)
+    assert [(path, line, code) for path, line, code, _ in got] == \
+        [("misses.md", n, "W221") for n in range(1, len(CASEFOLD_ONLY) + 3)]
+    reached = edges(repo, cli)
+    assert {(f, fld, t) for f, fld, t, broken in reached if f == "src"} == {
+        ("src", "wikilink", "Physik/Masse"), ("src", "wikilink", "Recht/Buße"), ("src", "link", "Physik/Masse")}
+    assert {t for f, _, t, broken in reached if f == "hits" and not broken} == {name for name, _ in LOWERCASE_SAME}
+    assert not any(f == "misses" and not broken for f, _, _, broken in reached)
+
+
 def test_escaped_pipe_in_a_table(repo: Repo, cli: Any) -> None:
     files: dict[str, str | bytes] = {
         "Engelbart.jpg": b"",
@@ -83,6 +116,14 @@ def test_heading_links_to_this_note_and_others(repo: Repo, cli: Any) -> None:
     got = findings(repo, cli, {**files, ".vivary/graph.toml": "[links]\nanchors = true\n"})
     assert [(p, code) for p, _, code, _ in got] == [("A.md", "W222"), ("A.md", "W222")]
     assert "B.md has no heading 'Nowhere'" in got[0][3] and "B.md has no block '^blockid'" in got[1][3]
+
+
+def test_heading_case_is_lowercase_not_case_folding(repo: Repo, cli: Any) -> None:
+    files = {".vivary/graph.toml": "[links]\nanchors = true\n", "B.md": "## Maße\n## ΛΟΓΟΣ\n",
+             "A.md": "[[B#MASSE]] [[B#maße]] [[B#λογος]]\n"}
+    got = findings(repo, cli, files)
+    assert [(p, code) for p, _, code, _ in got] == [("A.md", "W222")]
+    assert "B.md has no heading 'MASSE'" in got[0][3]
 
 
 # --- attachments ----------------------------------------------------------------------------------------
@@ -564,6 +605,10 @@ OBSIDIAN_RULES = [
     _rule("a ^ without # is part of the name", "A.md", "[[e^x]]", "e^x", "e^x.md", "e.md"),
     _rule("a note is named by its file name anywhere, any case", "A.md", "[[kyoto]]", "References/Kyoto",
           "References/Kyoto.md", "References/Kyoto City.md"),
+    _rule("any case is JavaScript's lowercase, not case folding", "A.md", "[[Masse]]", "Physik/Masse", "Maße.md",
+          "Physik/Masse.md"),
+    _rule("a Markdown link's case compares the same way", "A.md", "[x](Masse.md)", "Physik/Masse", "Maße.md",
+          "Physik/Masse.md"),
     _rule(".md may be written", "A.md", "[[Kyoto.md]]", "Kyoto", "Kyoto.md", "Kyoto md.md"),
     _rule("another file is named with its extension", "A.md", "![[Albums.base]]", "", "Albums.md",
           **{"Bases/Albums.base": ""}),
@@ -607,6 +652,7 @@ OBSIDIAN_RULES = [
 DENDRON_RULES = [
     _rule("a note's name is its dotted hierarchy, any case", "root.md", "[[Topic.Links]]", "topic.links",
           "topic.links.md", "links.md"),
+    _rule("any case is JavaScript's lowercase, not case folding", "root.md", "[[masse]]", None, "maße.md"),
     _rule("in [[shown|target]] the target is last", "root.md", "[[b|a]]", "a", "a.md", "b.md"),
     _rule("^block after the name points inside it", "root.md", "[[a^blk]]", "a", "a.md", "blk.md"),
     _rule("a wildcard reference names no note", "root.md", "![[a.*]]", "", "a.b.md"),
@@ -615,6 +661,8 @@ DENDRON_RULES = [
 FOAM_RULES = [
     _rule("an identifier is any path suffix; the first alphabetically wins", "A.md", "[[wikilinks]]",
           "a/x/wikilinks", "b/wikilinks.md", "a/x/wikilinks.md"),
+    _rule("any case is JavaScript's lowercase, not case folding", "A.md", "[[masse]]", "b/Masse", "Maße.md",
+          "b/Masse.md"),
     _rule("[[./x]] is a path relative to the note", "sub/A.md", "[[./todo]]", "sub/todo", "todo.md", "sub/todo.md"),
     _rule("[[/x]] is a path from the workspace root", "sub/A.md", "[[/todo]]", "todo", "a/todo.md", "todo.md",
           "sub/todo.md"),
@@ -628,6 +676,8 @@ FOAM_RULES = [
 LOGSEQ_RULES = [
     _rule("a page's title:: is its name, not its file's", "pages/A.md", "- [[Plan]]", None, "pages/x.md",
           **{"pages/Plan.md": "title:: Other\n"}),
+    _rule("any case is JavaScript's lowercase, not case folding", "pages/A.md", "- [[masse]]", None,
+          "pages/Maße.md"),
     _rule("title:: names the page", "pages/A.md", "- [[my plan]]", "pages/x", **{"pages/x.md": "title:: My Plan\n"}),
     _rule("___ is a namespace's /", "pages/A.md", "- [[project/alpha]]", "pages/Project___Alpha",
           "pages/Project___Alpha.md", "pages/alpha.md"),

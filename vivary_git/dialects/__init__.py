@@ -117,9 +117,14 @@ def path_matches(path: str, globs: Sequence[str]) -> bool:
 
 
 def fold(text: str, case: str) -> str:
-    """A name as it is matched: NFC, and case-folded unless matching is case-sensitive."""
+    """A name as it is matched: NFC, and lowercased unless matching is case-sensitive.
+
+    Lowercased, not case-folded: the editors (Obsidian, Foam, Dendron, Logseq: all JavaScript) match names by
+    `toLowerCase()`, Unicode's full lowercase mapping with the final-sigma rule, which is `str.lower()`.
+    `casefold()` equates more (`Masse` and `Maße`, `file` and `ﬁle`, `μ` and `µ`), so a link reached a note the
+    editor does not open, or resolved where the editor shows it unresolved."""
     text = nfc(text)
-    return text.casefold() if case == "insensitive" else text
+    return text.lower() if case == "insensitive" else text
 
 
 def split_target(text: str, alias: str) -> tuple[str, str | None]:
@@ -157,13 +162,13 @@ def is_attachment_name(name: str) -> bool:
 
 
 def anchor_key(text: str) -> str:
-    """A heading or block id as links match it: case-folded, without the characters Obsidian drops
+    """A heading or block id as links match it: lowercased as names are (`fold`), without the characters Obsidian drops
     from heading links (`# | ^ : % [ ]`), spaces collapsed. A block id keeps its `^`."""
     text = text.rsplit("#", 1)[-1]  # [[note#Heading#Sub]]: the last heading named
     if text.startswith("^"):
-        return "^" + text[1:].strip().casefold()
+        return "^" + nfc(text[1:].strip()).lower()
     cleaned = re.sub(r"[#|:%\[\]^]", " ", nfc(text))
-    return " ".join(cleaned.split()).casefold()
+    return " ".join(cleaned.split()).lower()
 
 
 def missing_code(target: Target) -> str:
