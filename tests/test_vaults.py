@@ -118,6 +118,16 @@ def test_heading_links_to_this_note_and_others(repo: Repo, cli: Any) -> None:
     assert "B.md has no heading 'Nowhere'" in got[0][3] and "B.md has no block '^blockid'" in got[1][3]
 
 
+def test_a_heading_with_a_hash_is_linked_as_obsidian_writes_it(repo: Repo, cli: Any) -> None:
+    """Obsidian drops a heading's own `#` from its link (`# Issue #42 fix` is `[[Note#Issue 42 fix]]`): the `#` is
+    no separator in the heading, as it is in a link's `[[Note#Part#Sub]]`."""
+    files = {".vivary/graph.toml": "[links]\nanchors = true\n", "Note.md": "# Issue #42 fix\n\n## C# и F#\n",
+             "src.md": "[[Note#Issue 42 fix]]\n[[Note#C и F]]\n[[Note#42 fix]]\n[[Note#Issue 42 fix#C и F]]\n"}
+    got = findings(repo, cli, files)
+    assert [(p, line, code) for p, line, code, _ in got] == [("src.md", 3, "W222")]
+    assert "Note.md has no heading '42 fix'" in got[0][3]
+
+
 def test_heading_case_is_lowercase_not_case_folding(repo: Repo, cli: Any) -> None:
     files = {".vivary/graph.toml": "[links]\nanchors = true\n", "B.md": "## Maße\n## ΛΟΓΟΣ\n",
              "A.md": "[[B#MASSE]] [[B#maße]] [[B#λογος]]\n"}

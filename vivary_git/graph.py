@@ -118,7 +118,7 @@ def facts(path: str, blob: str, note: Note, config: Config, folder_types: Mappin
     node = Node(id=nid, type=node_type(path, folder_types, root_name), path=path, title=title, blob=blob)
     found, refs = check.validate_local(node, note, config, dates)
     links = registry.read_links(note, rules, config.wikilink_field, config.wikilinks)
-    anchors = sorted({dialects.anchor_key(a) for a in note.anchors}) if rules.anchors else []
+    anchors = dialects.anchor_keys(note.anchors) if rules.anchors else []
     return Facts(nid, node.type, node.title, found, refs, links, note.problem is not None, anchors,
                  check.ignores_of(note), names)
 
