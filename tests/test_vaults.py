@@ -376,6 +376,7 @@ def test_invalid_frontmatter_still_has_its_links_checked_and_drawn(repo: Repo, c
 
 @pytest.mark.parametrize("folder,config", [
     ("Templates", {}), ("Extras/_templates", {}), ("meta", {".obsidian/templates.json": '{"folder": "Meta"}'}),
+    ("Mode\u0300les", {".obsidian/templates.json": '{"folder": "modèles"}'}),  # decomposed (macOS), other case
 ])
 def test_a_templater_placeholder_in_the_templates_folder_is_no_error(repo: Repo, cli: Any, folder: str,
                                                                      config: dict[str, str]) -> None:
@@ -408,6 +409,29 @@ def test_graph_toml_exclude_globs_without_tropo(repo: Repo, cli: Any) -> None:
     files = {".vivary/graph.toml": 'exclude = ["drafts/**", "*.tmp.md"]\n', "drafts/idea.md": "[[nowhere]]\n",
              "x.tmp.md": "[[nowhere]]\n", "Home.md": "[[idea]]\n"}
     assert findings(repo, cli, files) == []  # an excluded note is no node, but a link to it is not broken
+    assert [n["id"] for n in graph(repo, cli)["nodes"]] == ["Home"]
+
+
+@pytest.mark.parametrize("disk,config", [("NFD", "NFC"), ("NFC", "NFD")])
+def test_template_folders_and_exclude_globs_compare_in_nfc(repo: Repo, cli: Any, disk: str, config: str) -> None:
+    """A folder macOS wrote decomposed is the one a configuration names composed (and the reverse): Templater's
+    `templates_folder` and a graph.toml `exclude` glob leave it out as they do the same name typed alike."""
+    import json
+    import unicodedata
+
+    def on(form: str, text: str) -> str:
+        return unicodedata.normalize(form, text)
+
+    files: dict[str, str | bytes] = {
+        **OBSIDIAN,
+        ".obsidian/plugins/templater-obsidian/data.json": json.dumps({"templates_folder": on(config, "Modèles")},
+                                                                     ensure_ascii=False),
+        ".vivary/graph.toml": f'exclude = ["{on(config, "Й")}/**"]\n',
+        on(disk, "Modèles/Daily.md"): "---\ncreated: {{date}}\n---\n[[Nowhere]]\n",
+        on(disk, "Й/draft.md"): "[[Missing]]\n",
+        "Home.md": "[[Daily]] [[draft]]\n",
+    }
+    assert findings(repo, cli, files) == []  # left out, and a link to either still resolves
     assert [n["id"] for n in graph(repo, cli)["nodes"]] == ["Home"]
 
 

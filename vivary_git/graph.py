@@ -130,8 +130,9 @@ def in_templates_folder(path: str, config: Config) -> bool:
     Never in a `tropo.toml` workspace, whose frontmatter is the contract's."""
     if not config.zero_config:
         return False
-    folder = path.rsplit("/", 1)[0].casefold() if "/" in path else ""
-    if any(folder == t.casefold() or folder.startswith(t.casefold() + "/") for t in config.templates):
+    folder = dialects.nfc(path.rsplit("/", 1)[0]).casefold() if "/" in path else ""
+    kept = (dialects.nfc(t).casefold() for t in config.templates)
+    if any(folder == t or folder.startswith(t + "/") for t in kept):
         return True
     return any(part.endswith(("template", "templates")) for part in folder.split("/"))
 
