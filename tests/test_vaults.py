@@ -93,6 +93,16 @@ def test_case_is_obsidians_lowercase_not_case_folding(repo: Repo, cli: Any) -> N
     assert not any(f == "misses" and not broken for f, _, _, broken in reached)
 
 
+def test_a_tab_in_a_link_is_kept(repo: Repo, cli: Any) -> None:
+    """A tab is text inside a link, not indentation: `[[tab<TAB>name]]` names `tab<TAB>name.md`, in a list or a
+    quote too, and a missing one is named as written."""
+    files = {"tab\tname.md": "x\n", "A.md": "[[tab\tname]]\n-\t[[tab\tname]]\n>\t- [[gone\tnote]]\n\n\tcode [[x]]\n"}
+    got = findings(repo, cli, files)
+    assert [(p, line, code) for p, line, code, _ in got] == [("A.md", 3, "W221")]
+    assert "wikilink [[gone\tnote]] matches no note (looked for 'gone\tnote'" in got[0][3]
+    assert ("A", "wikilink", "tab\tname", False) in edges(repo, cli)
+
+
 def test_escaped_pipe_in_a_table(repo: Repo, cli: Any) -> None:
     files: dict[str, str | bytes] = {
         "Engelbart.jpg": b"",

@@ -650,6 +650,18 @@ _BLOCK_STARTS = frozenset(">-+*0123456789#`~_=<%")
 _LIST_STARTS = frozenset("-+*0123456789")
 
 
+# A line's indentation and container markers (`>`, `-`, `1.`): where a tab counts as spaces to the next stop of 4.
+_LEAD = re.compile(r"[ \t>+*\-0-9.)]*")
+
+
+def _expand_lead(line: str) -> str:
+    """`line` with the tabs of its indentation and container markers expanded to stops of 4, as CommonMark counts
+    them for block structure; a tab after them is text, kept as written (a link may name `tab<TAB>name.md`)."""
+    m = _LEAD.match(line)
+    end = m.end() if m is not None else 0
+    return line[:end].expandtabs(4) + line[end:] if end else line
+
+
 def _indent(text: str) -> int:
     return len(text) - len(text.lstrip(" "))
 
@@ -699,7 +711,7 @@ def _scan_lines(lines: list[str], first_line: int,
     for i, raw in enumerate(lines):
         line = raw.rstrip("\r")
         if "\t" in line:
-            line = line.expandtabs(4)
+            line = _expand_lead(line)
         rest = line
         matched = 0
         for c in stack:  # which open containers does this line continue?
