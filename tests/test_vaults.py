@@ -138,6 +138,16 @@ def test_a_heading_with_a_hash_is_linked_as_obsidian_writes_it(repo: Repo, cli: 
     assert "Note.md has no heading '42 fix'" in got[0][3]
 
 
+def test_a_code_span_inside_a_wikilink_is_its_text(repo: Repo, cli: Any) -> None:
+    """Backticks inside `[[…]]` are the link's text (the heading `` `код` и *курсив* `` is linked as written); a
+    wikilink inside a code span is still no link."""
+    files = {".vivary/graph.toml": "[links]\nanchors = true\n", "Note.md": "## `код` и *курсив*\n",
+             "src.md": "[[Note#`код` и *курсив*]]\n[[Note#`нет` и *курсив*]]\n`[[Gone]]` and `[[Gone` x]]\n"}
+    got = findings(repo, cli, files)
+    assert [(p, line, code, msg) for p, line, code, msg in got] == [
+        ("src.md", 2, "W222", "wikilink [[Note#`нет` и *курсив*]]: Note.md has no heading '`нет` и *курсив*'")]
+
+
 def test_heading_case_is_lowercase_not_case_folding(repo: Repo, cli: Any) -> None:
     files = {".vivary/graph.toml": "[links]\nanchors = true\n", "B.md": "## Maße\n## ΛΟΓΟΣ\n",
              "A.md": "[[B#MASSE]] [[B#maße]] [[B#λογος]]\n"}

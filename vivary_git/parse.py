@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
@@ -876,7 +876,8 @@ def _inline(para: list[tuple[int, str]], masked: list[str], sink: list[str] | No
     text = para[0][1] if len(para) == 1 else "\n".join(t for _, t in para)
     blanked = text
     if "`" in blanked:
-        blanked = _blank_code_spans(blanked)
+        # Backticks inside a wikilink are the link's text (`[[Note#`code` heading]]`), as the editors read it.
+        blanked = _blank_code_spans(blanked, [m.span() for m in _WIKILINK.finditer(text)] if "[[" in text else ())
     if "$" in blanked:
         blanked = _DISPLAY_MATH.sub(_blank, blanked)
         unclosed = _MATH_MARK.search(blanked) if "$$" in blanked else None
@@ -909,8 +910,9 @@ def _blank(m: re.Match[str]) -> str:
     return _spaces(m.group(0))
 
 
-def _blank_code_spans(text: str) -> str:
-    """CommonMark code spans: a run of N backticks up to the next run of exactly N."""
+def _blank_code_spans(text: str, keep: Sequence[tuple[int, int]] = ()) -> str:
+    """CommonMark code spans: a run of N backticks up to the next run of exactly N; those inside one of the `keep`
+    spans (the wikilinks) are left as they are."""
     runs = list(_CODE_RUN.finditer(text))
     out: list[str] = []
     at = 0
@@ -926,10 +928,12 @@ def _blank_code_spans(text: str) -> str:
             i += 1
             continue
         end = runs[close].end()
+        i = close + 1
+        if keep and any(start < opener.start() and end <= stop for start, stop in keep):
+            continue
         out.append(text[at:opener.start()])
         out.append(_spaces(text[opener.start():end]))
         at = end
-        i = close + 1
     out.append(text[at:])
     return "".join(out)
 
