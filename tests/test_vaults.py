@@ -60,6 +60,49 @@ def test_names_are_not_normalised_into_other_notes(repo: Repo, cli: Any) -> None
     assert {("Index", "CSS-kodestykker"), ("Index", "C String")} <= {(f, t) for f, _, t, _ in edges(repo, cli)}
 
 
+# Pairs `str.casefold()` equates and JavaScript's `toLowerCase()` (Obsidian's match) does not: (file, link).
+CASEFOLD_ONLY = [
+    ("Straße", "STRASSE"), ("file", "\ufb01le"), ("ff", "\ufb00"), ("οδος", "οδοσ"), ("ασ", "ΑΣ"),
+    ("μ-Meson", "\u00b5-Meson"), ("s-Laut", "\u017f-Laut"), ("β-Zerfall", "\u03d0-Zerfall"), ("մն", "\ufb13"),
+]
+# Pairs `toLowerCase()` matches (node v20): final sigma, ẞ, title-case digraphs, Cherokee, dotted I.
+LOWERCASE_SAME = [
+    ("ΛΟΓΟΣ", "λογος"), ("Straße", "STRA\u1e9eE"), ("\u01c4EMAL", "\u01c5emal"), ("\u13a0CHEROKEE", "\uab70cherokee"),
+    ("\u0130zmir", "i\u0307zmir"),
+]
+
+
+def test_case_is_obsidians_lowercase_not_case_folding(repo: Repo, cli: Any) -> None:
+    """Obsidian matches names by JavaScript's `toLowerCase()`: `[[Masse]]` is `Physik/Masse.md`, not the
+    shorter `Maße.md` that case folding (ß is ss) also equates, and `[[STRASSE]]` alone is unresolved."""
+    files: dict[str, str | bytes] = {
+        **OBSIDIAN, "Maße.md": "Maße und Gewichte\n", "Physik/Masse.md": "träge Masse\n", "Busse.md": "x\n",
+        "Recht/Buße.md": "x\n", "src.md": "[[Masse]] [[Buße]] [x](Masse.md)\n",
+        "Folder ς/Note.md": "x\n", "İstanbul.md": "x\n",
+        **{f"{name}.md": "x\n" for name, _ in CASEFOLD_ONLY + LOWERCASE_SAME},
+        "misses.md": "".join(f"[[{link}]]\n" for _, link in CASEFOLD_ONLY) + "[[Folder σ/Note]]\n[[istanbul]]\n",
+        "hits.md": "".join(f"[[{link}]]\n" for _, link in LOWERCASE_SAME),
+    }
+    got = findings(repo, cli, files)
+    assert [(path, line, code) for path, line, code, _ in got] == \
+        [("misses.md", n, "W221") for n in range(1, len(CASEFOLD_ONLY) + 3)]
+    reached = edges(repo, cli)
+    assert {(f, fld, t) for f, fld, t, broken in reached if f == "src"} == {
+        ("src", "wikilink", "Physik/Masse"), ("src", "wikilink", "Recht/Buße"), ("src", "link", "Physik/Masse")}
+    assert {t for f, _, t, broken in reached if f == "hits" and not broken} == {name for name, _ in LOWERCASE_SAME}
+    assert not any(f == "misses" and not broken for f, _, _, broken in reached)
+
+
+def test_a_tab_in_a_link_is_kept(repo: Repo, cli: Any) -> None:
+    """A tab is text inside a link, not indentation: `[[tab<TAB>name]]` names `tab<TAB>name.md`, in a list or a
+    quote too, and a missing one is named as written."""
+    files = {"tab\tname.md": "x\n", "A.md": "[[tab\tname]]\n-\t[[tab\tname]]\n>\t- [[gone\tnote]]\n\n\tcode [[x]]\n"}
+    got = findings(repo, cli, files)
+    assert [(p, line, code) for p, line, code, _ in got] == [("A.md", 3, "W221")]
+    assert "wikilink [[gone\tnote]] matches no note (looked for 'gone\tnote'" in got[0][3]
+    assert ("A", "wikilink", "tab\tname", False) in edges(repo, cli)
+
+
 def test_escaped_pipe_in_a_table(repo: Repo, cli: Any) -> None:
     files: dict[str, str | bytes] = {
         "Engelbart.jpg": b"",
@@ -83,6 +126,34 @@ def test_heading_links_to_this_note_and_others(repo: Repo, cli: Any) -> None:
     got = findings(repo, cli, {**files, ".vivary/graph.toml": "[links]\nanchors = true\n"})
     assert [(p, code) for p, _, code, _ in got] == [("A.md", "W222"), ("A.md", "W222")]
     assert "B.md has no heading 'Nowhere'" in got[0][3] and "B.md has no block '^blockid'" in got[1][3]
+
+
+def test_a_heading_with_a_hash_is_linked_as_obsidian_writes_it(repo: Repo, cli: Any) -> None:
+    """Obsidian drops a heading's own `#` from its link (`# Issue #42 fix` is `[[Note#Issue 42 fix]]`): the `#` is
+    no separator in the heading, as it is in a link's `[[Note#Part#Sub]]`."""
+    files = {".vivary/graph.toml": "[links]\nanchors = true\n", "Note.md": "# Issue #42 fix\n\n## C# и F#\n",
+             "src.md": "[[Note#Issue 42 fix]]\n[[Note#C и F]]\n[[Note#42 fix]]\n[[Note#Issue 42 fix#C и F]]\n"}
+    got = findings(repo, cli, files)
+    assert [(p, line, code) for p, line, code, _ in got] == [("src.md", 3, "W222")]
+    assert "Note.md has no heading '42 fix'" in got[0][3]
+
+
+def test_a_code_span_inside_a_wikilink_is_its_text(repo: Repo, cli: Any) -> None:
+    """Backticks inside `[[…]]` are the link's text (the heading `` `код` и *курсив* `` is linked as written); a
+    wikilink inside a code span is still no link."""
+    files = {".vivary/graph.toml": "[links]\nanchors = true\n", "Note.md": "## `код` и *курсив*\n",
+             "src.md": "[[Note#`код` и *курсив*]]\n[[Note#`нет` и *курсив*]]\n`[[Gone]]` and `[[Gone` x]]\n"}
+    got = findings(repo, cli, files)
+    assert [(p, line, code, msg) for p, line, code, msg in got] == [
+        ("src.md", 2, "W222", "wikilink [[Note#`нет` и *курсив*]]: Note.md has no heading '`нет` и *курсив*'")]
+
+
+def test_heading_case_is_lowercase_not_case_folding(repo: Repo, cli: Any) -> None:
+    files = {".vivary/graph.toml": "[links]\nanchors = true\n", "B.md": "## Maße\n## ΛΟΓΟΣ\n",
+             "A.md": "[[B#MASSE]] [[B#maße]] [[B#λογος]]\n"}
+    got = findings(repo, cli, files)
+    assert [(p, code) for p, _, code, _ in got] == [("A.md", "W222")]
+    assert "B.md has no heading 'MASSE'" in got[0][3]
 
 
 # --- attachments ----------------------------------------------------------------------------------------
@@ -325,6 +396,7 @@ def test_invalid_frontmatter_still_has_its_links_checked_and_drawn(repo: Repo, c
 
 @pytest.mark.parametrize("folder,config", [
     ("Templates", {}), ("Extras/_templates", {}), ("meta", {".obsidian/templates.json": '{"folder": "Meta"}'}),
+    ("Mode\u0300les", {".obsidian/templates.json": '{"folder": "modèles"}'}),  # decomposed (macOS), other case
 ])
 def test_a_templater_placeholder_in_the_templates_folder_is_no_error(repo: Repo, cli: Any, folder: str,
                                                                      config: dict[str, str]) -> None:
@@ -357,6 +429,29 @@ def test_graph_toml_exclude_globs_without_tropo(repo: Repo, cli: Any) -> None:
     files = {".vivary/graph.toml": 'exclude = ["drafts/**", "*.tmp.md"]\n', "drafts/idea.md": "[[nowhere]]\n",
              "x.tmp.md": "[[nowhere]]\n", "Home.md": "[[idea]]\n"}
     assert findings(repo, cli, files) == []  # an excluded note is no node, but a link to it is not broken
+    assert [n["id"] for n in graph(repo, cli)["nodes"]] == ["Home"]
+
+
+@pytest.mark.parametrize("disk,config", [("NFD", "NFC"), ("NFC", "NFD")])
+def test_template_folders_and_exclude_globs_compare_in_nfc(repo: Repo, cli: Any, disk: str, config: str) -> None:
+    """A folder macOS wrote decomposed is the one a configuration names composed (and the reverse): Templater's
+    `templates_folder` and a graph.toml `exclude` glob leave it out as they do the same name typed alike."""
+    import json
+    import unicodedata
+
+    def on(form: str, text: str) -> str:
+        return unicodedata.normalize(form, text)
+
+    files: dict[str, str | bytes] = {
+        **OBSIDIAN,
+        ".obsidian/plugins/templater-obsidian/data.json": json.dumps({"templates_folder": on(config, "Modèles")},
+                                                                     ensure_ascii=False),
+        ".vivary/graph.toml": f'exclude = ["{on(config, "Й")}/**"]\n',
+        on(disk, "Modèles/Daily.md"): "---\ncreated: {{date}}\n---\n[[Nowhere]]\n",
+        on(disk, "Й/draft.md"): "[[Missing]]\n",
+        "Home.md": "[[Daily]] [[draft]]\n",
+    }
+    assert findings(repo, cli, files) == []  # left out, and a link to either still resolves
     assert [n["id"] for n in graph(repo, cli)["nodes"]] == ["Home"]
 
 
@@ -564,6 +659,10 @@ OBSIDIAN_RULES = [
     _rule("a ^ without # is part of the name", "A.md", "[[e^x]]", "e^x", "e^x.md", "e.md"),
     _rule("a note is named by its file name anywhere, any case", "A.md", "[[kyoto]]", "References/Kyoto",
           "References/Kyoto.md", "References/Kyoto City.md"),
+    _rule("any case is JavaScript's lowercase, not case folding", "A.md", "[[Masse]]", "Physik/Masse", "Maße.md",
+          "Physik/Masse.md"),
+    _rule("a Markdown link's case compares the same way", "A.md", "[x](Masse.md)", "Physik/Masse", "Maße.md",
+          "Physik/Masse.md"),
     _rule(".md may be written", "A.md", "[[Kyoto.md]]", "Kyoto", "Kyoto.md", "Kyoto md.md"),
     _rule("another file is named with its extension", "A.md", "![[Albums.base]]", "", "Albums.md",
           **{"Bases/Albums.base": ""}),
@@ -607,6 +706,7 @@ OBSIDIAN_RULES = [
 DENDRON_RULES = [
     _rule("a note's name is its dotted hierarchy, any case", "root.md", "[[Topic.Links]]", "topic.links",
           "topic.links.md", "links.md"),
+    _rule("any case is JavaScript's lowercase, not case folding", "root.md", "[[masse]]", None, "maße.md"),
     _rule("in [[shown|target]] the target is last", "root.md", "[[b|a]]", "a", "a.md", "b.md"),
     _rule("^block after the name points inside it", "root.md", "[[a^blk]]", "a", "a.md", "blk.md"),
     _rule("a wildcard reference names no note", "root.md", "![[a.*]]", "", "a.b.md"),
@@ -615,6 +715,8 @@ DENDRON_RULES = [
 FOAM_RULES = [
     _rule("an identifier is any path suffix; the first alphabetically wins", "A.md", "[[wikilinks]]",
           "a/x/wikilinks", "b/wikilinks.md", "a/x/wikilinks.md"),
+    _rule("any case is JavaScript's lowercase, not case folding", "A.md", "[[masse]]", "b/Masse", "Maße.md",
+          "b/Masse.md"),
     _rule("[[./x]] is a path relative to the note", "sub/A.md", "[[./todo]]", "sub/todo", "todo.md", "sub/todo.md"),
     _rule("[[/x]] is a path from the workspace root", "sub/A.md", "[[/todo]]", "todo", "a/todo.md", "todo.md",
           "sub/todo.md"),
@@ -628,6 +730,8 @@ FOAM_RULES = [
 LOGSEQ_RULES = [
     _rule("a page's title:: is its name, not its file's", "pages/A.md", "- [[Plan]]", None, "pages/x.md",
           **{"pages/Plan.md": "title:: Other\n"}),
+    _rule("any case is JavaScript's lowercase, not case folding", "pages/A.md", "- [[masse]]", None,
+          "pages/Maße.md"),
     _rule("title:: names the page", "pages/A.md", "- [[my plan]]", "pages/x", **{"pages/x.md": "title:: My Plan\n"}),
     _rule("___ is a namespace's /", "pages/A.md", "- [[project/alpha]]", "pages/Project___Alpha",
           "pages/Project___Alpha.md", "pages/alpha.md"),

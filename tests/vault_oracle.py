@@ -17,7 +17,7 @@ ATTACHMENT = {"png", "jpg", "jpeg", "gif", "svg", "webp", "pdf", "mp3", "mp4", "
 
 
 def _key(s: str) -> str:
-    return unicodedata.normalize("NFC", s).casefold()
+    return unicodedata.normalize("NFC", s).lower()
 
 
 def _blank(text: str) -> str:

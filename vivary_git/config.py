@@ -24,7 +24,7 @@ BUILTIN_EXCLUDES = (".git", ".tropo", ".claude", "node_modules", ".obsidian")
 CONFIG_FILE = "tropo.toml"
 GRAPH_FILE = ".vivary/graph.toml"
 MEMORY_FILE = ".vivary/memory.toml"
-FORMAT_VERSION = 10  # bump when a parse or graph rule changes, so caches keyed by it are left behind
+FORMAT_VERSION = 11  # bump when a parse or graph rule changes, so caches keyed by it are left behind
 
 
 class FieldSpec(msgspec.Struct, frozen=True):
@@ -575,21 +575,25 @@ def leaves_out(config: Config) -> Callable[[str], bool] | None:
     """Notes left out of the graph though they stay files a link may name: the editor's template folders
     (zero-config), `.vivary/graph.toml`'s `exclude` globs (gitignore-style, e.g. `Templates/**`,
     `drafts/*.md`) and host guidance files (`is_guidance`) unless it has `include_guidance = true`. None when
-    there are none."""
+    there are none.
+    Folders, globs and paths are compared in NFC, as names are (docs/vaults.md): a folder macOS wrote decomposed
+    (`e` and a combining grave) is the `Modèles` a configuration names composed, and the reverse."""
     guidance = not config.include_guidance
-    folders = tuple(f.strip("/") + "/" for f in config.templates if f.strip("/"))
+    nfc = dialects.nfc
+    folders = tuple(nfc(f.strip("/")) + "/" for f in config.templates if f.strip("/"))
     spec = None
     if config.graph_exclude:
         import pathspec
 
         try:
-            spec = pathspec.GitIgnoreSpec.from_lines(config.graph_exclude)
+            spec = pathspec.GitIgnoreSpec.from_lines([nfc(g) for g in config.graph_exclude])
         except (ValueError, TypeError) as err:
             raise ConfigError(f"{GRAPH_FILE}: exclude: {err}") from None
     if not folders and spec is None and not guidance:
         return None
 
     def left_out(path: str) -> bool:
+        path = nfc(path)
         return (path.startswith(folders) or (guidance and is_guidance(path))
                 or (spec is not None and spec.match_file(path)))
 

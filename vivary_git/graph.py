@@ -118,7 +118,7 @@ def facts(path: str, blob: str, note: Note, config: Config, folder_types: Mappin
     node = Node(id=nid, type=node_type(path, folder_types, root_name), path=path, title=title, blob=blob)
     found, refs = check.validate_local(node, note, config, dates)
     links = registry.read_links(note, rules, config.wikilink_field, config.wikilinks)
-    anchors = sorted({dialects.anchor_key(a) for a in note.anchors}) if rules.anchors else []
+    anchors = dialects.anchor_keys(note.anchors) if rules.anchors else []
     return Facts(nid, node.type, node.title, found, refs, links, note.problem is not None, anchors,
                  check.ignores_of(note), names)
 
@@ -130,8 +130,9 @@ def in_templates_folder(path: str, config: Config) -> bool:
     Never in a `tropo.toml` workspace, whose frontmatter is the contract's."""
     if not config.zero_config:
         return False
-    folder = path.rsplit("/", 1)[0].casefold() if "/" in path else ""
-    if any(folder == t.casefold() or folder.startswith(t.casefold() + "/") for t in config.templates):
+    folder = dialects.nfc(path.rsplit("/", 1)[0]).casefold() if "/" in path else ""
+    kept = (dialects.nfc(t).casefold() for t in config.templates)
+    if any(folder == t or folder.startswith(t + "/") for t in kept):
         return True
     return any(part.endswith(("template", "templates")) for part in folder.split("/"))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
@@ -650,6 +650,18 @@ _BLOCK_STARTS = frozenset(">-+*0123456789#`~_=<%")
 _LIST_STARTS = frozenset("-+*0123456789")
 
 
+# A line's indentation and container markers (`>`, `-`, `1.`): where a tab counts as spaces to the next stop of 4.
+_LEAD = re.compile(r"[ \t>+*\-0-9.)]*")
+
+
+def _expand_lead(line: str) -> str:
+    """`line` with the tabs of its indentation and container markers expanded to stops of 4, as CommonMark counts
+    them for block structure; a tab after them is text, kept as written (a link may name `tab<TAB>name.md`)."""
+    m = _LEAD.match(line)
+    end = m.end() if m is not None else 0
+    return line[:end].expandtabs(4) + line[end:] if end else line
+
+
 def _indent(text: str) -> int:
     return len(text) - len(text.lstrip(" "))
 
@@ -699,7 +711,7 @@ def _scan_lines(lines: list[str], first_line: int,
     for i, raw in enumerate(lines):
         line = raw.rstrip("\r")
         if "\t" in line:
-            line = line.expandtabs(4)
+            line = _expand_lead(line)
         rest = line
         matched = 0
         for c in stack:  # which open containers does this line continue?
@@ -864,7 +876,8 @@ def _inline(para: list[tuple[int, str]], masked: list[str], sink: list[str] | No
     text = para[0][1] if len(para) == 1 else "\n".join(t for _, t in para)
     blanked = text
     if "`" in blanked:
-        blanked = _blank_code_spans(blanked)
+        # Backticks inside a wikilink are the link's text (`[[Note#`code` heading]]`), as the editors read it.
+        blanked = _blank_code_spans(blanked, [m.span() for m in _WIKILINK.finditer(text)] if "[[" in text else ())
     if "$" in blanked:
         blanked = _DISPLAY_MATH.sub(_blank, blanked)
         unclosed = _MATH_MARK.search(blanked) if "$$" in blanked else None
@@ -897,8 +910,9 @@ def _blank(m: re.Match[str]) -> str:
     return _spaces(m.group(0))
 
 
-def _blank_code_spans(text: str) -> str:
-    """CommonMark code spans: a run of N backticks up to the next run of exactly N."""
+def _blank_code_spans(text: str, keep: Sequence[tuple[int, int]] = ()) -> str:
+    """CommonMark code spans: a run of N backticks up to the next run of exactly N; those inside one of the `keep`
+    spans (the wikilinks) are left as they are."""
     runs = list(_CODE_RUN.finditer(text))
     out: list[str] = []
     at = 0
@@ -914,10 +928,12 @@ def _blank_code_spans(text: str) -> str:
             i += 1
             continue
         end = runs[close].end()
+        i = close + 1
+        if keep and any(start < opener.start() and end <= stop for start, stop in keep):
+            continue
         out.append(text[at:opener.start()])
         out.append(_spaces(text[opener.start():end]))
         at = end
-        i = close + 1
     out.append(text[at:])
     return "".join(out)
 

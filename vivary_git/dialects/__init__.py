@@ -117,9 +117,14 @@ def path_matches(path: str, globs: Sequence[str]) -> bool:
 
 
 def fold(text: str, case: str) -> str:
-    """A name as it is matched: NFC, and case-folded unless matching is case-sensitive."""
+    """A name as it is matched: NFC, and lowercased unless matching is case-sensitive.
+
+    Lowercased, not case-folded: the editors (Obsidian, Foam, Dendron, Logseq: all JavaScript) match names by
+    `toLowerCase()`, Unicode's full lowercase mapping with the final-sigma rule, which is `str.lower()`.
+    `casefold()` equates more (`Masse` and `Maße`, `file` and `ﬁle`, `μ` and `µ`), so a link reached a note the
+    editor does not open, or resolved where the editor shows it unresolved."""
     text = nfc(text)
-    return text.casefold() if case == "insensitive" else text
+    return text.lower() if case == "insensitive" else text
 
 
 def split_target(text: str, alias: str) -> tuple[str, str | None]:
@@ -157,13 +162,28 @@ def is_attachment_name(name: str) -> bool:
 
 
 def anchor_key(text: str) -> str:
-    """A heading or block id as links match it: case-folded, without the characters Obsidian drops
-    from heading links (`# | ^ : % [ ]`), spaces collapsed. A block id keeps its `^`."""
-    text = text.rsplit("#", 1)[-1]  # [[note#Heading#Sub]]: the last heading named
-    if text.startswith("^"):
-        return "^" + text[1:].strip().casefold()
+    """The `#heading` or `#^block` of a link as it is matched (`[[note#Heading#Sub]]` names the last heading): a
+    block id keeps its `^`; a heading is read as `heading_key` reads a note's."""
+    text = text.rsplit("#", 1)[-1]
+    return block_key(text) if text.startswith("^") else heading_key(text)
+
+
+def heading_key(text: str) -> str:
+    """A heading as a link names it: lowercased as names are (`fold`), without the characters Obsidian drops
+    from heading links (`# | ^ : % [ ]`), spaces collapsed. A `#` in the heading is dropped like the others, not
+    a separator: Obsidian links `# Issue #42 fix` as `[[Note#Issue 42 fix]]`."""
     cleaned = re.sub(r"[#|:%\[\]^]", " ", nfc(text))
-    return " ".join(cleaned.split()).casefold()
+    return " ".join(cleaned.split()).lower()
+
+
+def block_key(text: str) -> str:
+    """A block id (`^id`) as links match it, with its `^`."""
+    return "^" + nfc(text[1:].strip()).lower()
+
+
+def anchor_keys(anchors: Sequence[str]) -> list[str]:
+    """A note's headings and block ids (`Note.anchors`: a block id with its `^`) as links match them."""
+    return sorted({block_key(a) if a.startswith("^") else heading_key(a) for a in anchors})
 
 
 def missing_code(target: Target) -> str:
