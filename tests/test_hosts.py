@@ -448,3 +448,45 @@ def test_through_git_as_a_real_subprocess(ws: Repo) -> None:
     assert run_git_vivary(["bootstrap-host", "--host-kind", "cursor", "--uninstall"], cwd=ws.path).returncode == 0
     assert snapshot(ws.path) == start
     assert run_git_vivary(["bootstrap-host", "-h"], cwd=ws.path).returncode == 0
+
+
+def _edit_json(path: Path, name: str, edit: Any) -> None:
+    data = load_jsonc(path.read_text("utf-8"))
+    edit(data["mcpServers"][name])
+    path.write_text(json.dumps(data, indent=2) + "\n", "utf-8")
+
+
+@pytest.mark.parametrize(("kind", "dest"), [("cursor", ".cursor/mcp.json"), ("claude-code", ".mcp.json")])
+def test_a_second_run_keeps_what_the_user_added_to_the_entry(ws: Repo, cli: Any, kind: str, dest: str) -> None:
+    """A read-only profile given to an untrusted host must survive a re-run (the tester's repro)."""
+    assert cli("bootstrap-host", "--host-kind", kind, cwd=ws.path).code == 0
+    path = ws.path / dest
+
+    def add(entry: dict[str, Any]) -> None:
+        entry["args"] += ["--profile", "read-only"]
+        entry["env"] = {"FOO": "1"}
+        entry["disabled"] = False
+        entry["command"] = "/old/venv/bin/git-vivary"  # and the installation moved: ours to update
+    _edit_json(path, "vivary", add)
+    r = cli("bootstrap-host", "--host-kind", kind, "--json", cwd=ws.path)
+    assert r.code == 0, r.err
+    assert r.json()["files"][0]["action"] == "update"
+    entry = load_jsonc(path.read_text("utf-8"))["mcpServers"]["vivary"]
+    assert entry["args"] == ["mcp", "-C", str(ws.path), "--profile", "read-only"]
+    assert entry["env"] == {"FOO": "1"} and entry["disabled"] is False
+    assert entry["command"] == r.json()["server"]["command"] != "/old/venv/bin/git-vivary"
+    again = cli("bootstrap-host", "--host-kind", kind, "--json", cwd=ws.path)
+    assert {f["action"] for f in again.json()["files"]} == {"unchanged"}
+
+
+def test_a_second_run_keeps_the_codex_entry_s_additions(ws: Repo, cli: Any) -> None:
+    assert cli("bootstrap-host", "--host-kind", "codex", cwd=ws.path).code == 0
+    path = ws.path / ".codex" / "config.toml"
+    text = path.read_text("utf-8")
+    args = f'args = ["mcp", "-C", {json.dumps(str(ws.path))}]'
+    assert args in text
+    path.write_text(text.replace(args, args[:-1] + ', "--profile", "read-only"]\nenv = { FOO = "1" }'), "utf-8")
+    r = cli("bootstrap-host", "--host-kind", "codex", cwd=ws.path)
+    assert r.code == 0, r.err
+    entry = tomllib.loads(path.read_text("utf-8"))["mcp_servers"]["vivary"]
+    assert entry["args"][-2:] == ["--profile", "read-only"] and entry["env"] == {"FOO": "1"}

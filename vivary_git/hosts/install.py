@@ -128,6 +128,32 @@ def pins(value: Any, root: Path) -> bool:
     return any(a == "-C" and b == str(root) for a, b in itertools.pairwise(args))
 
 
+def merged_entry(current: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
+    """`entry`, with what the user added to this workspace's entry already there: their own members (`env`,
+    `disabled`, …, in their order) and the arguments after ours (`--profile read-only`). The command, our
+    arguments and the host's fixed members are ours and are set as `entry` has them. Dropping the user's
+    additions would undo choices such as a read-only profile for a host they do not trust."""
+    merged = {**current, **entry}
+    merged["args"] = [*entry["args"], *user_args(current.get("args"))]
+    return merged
+
+
+def user_args(args: Any) -> list[Any]:
+    """The arguments the user added to one of our entries: those after `mcp`, but for `-C DIR`."""
+    if not isinstance(args, list) or "mcp" not in args:
+        return []
+    rest = args[args.index("mcp") + 1:]
+    out: list[Any] = []
+    i = 0
+    while i < len(rest):
+        if rest[i] == "-C" and i + 1 < len(rest):
+            i += 2
+            continue
+        out.append(rest[i])
+        i += 1
+    return out
+
+
 def _check_strings(entry: dict[str, Any], spec: ConfigSpec, kind: HostKind) -> None:
     for value in (entry["command"], *entry["args"]):
         try:
@@ -199,11 +225,22 @@ def json_install(text: str | None, spec: ConfigSpec, name: str, entry: dict[str,
     if current is None:
         return jsonedit.insert_member(text, container.value, name, value=entry, unit=unit, nl=nl)
     value = jsonedit.to_python(current.value)
-    if value == entry:
-        return text
     if not pins(value, root):
         raise _taken(shown, spec, name)
-    return jsonedit.replace_value(text, current, entry, unit=unit, nl=nl)
+    merged = merged_entry(value, entry)
+    for key, want in merged.items():  # member by member: the user's layout and comments inside it stay
+        if key not in value or value[key] != want:
+            text = jsonedit.set_member(text, _entry_node(text, spec, name), key, want, unit=unit, nl=nl)
+    return text
+
+
+def _entry_node(text: str, spec: ConfigSpec, name: str) -> jsonedit.Node:
+    """The object of server `name` in a file already read (and found to hold it)."""
+    container = jsonedit.find(jsonedit.parse(text, comments=True), spec.container)
+    assert container is not None
+    member = jsonedit.find(container.value, name)
+    assert member is not None and member.value.kind == "object"
+    return member.value
 
 
 def json_uninstall(text: str, spec: ConfigSpec, name: str, root: Path, shown: str) -> tuple[str | None, str]:
@@ -261,16 +298,22 @@ def toml_install(text: str | None, name: str, entry: dict[str, Any], root: Path,
     data = _toml_data(text or "", shown)
     servers = _toml_servers(data, shown)
     markers = _toml_markers(name)
-    body = tomlkit.dumps({"mcp_servers": {name: entry}})
-    if text is not None and markers.span(text, shown) is None and name in servers:
-        if servers[name] == entry:
+    current = servers.get(name)
+    merged = merged_entry(current, entry) if isinstance(current, dict) and pins(current, root) else entry
+    inner = None if text is None else markers.inner(text, shown)
+    if text is not None and inner is None and current is not None:
+        if current == merged:
             return text, "written by hand, as bootstrap-host would"
-        if pins(servers[name], root):
+        if pins(current, root):
             return text, (f"[mcp_servers.{name}] was written by hand; left as it is (edit it, or remove it and "
                           "run again)")
         raise _taken(shown, None, name)
+    # The block is rewritten with what it held, merged: a member of the user's outside it (an
+    # [mcp_servers.NAME.env] table after the block) stays where it is, outside.
+    held = _block_server(inner, name) if inner is not None else {}
+    body = tomlkit.dumps({"mcp_servers": {name: {k: v for k, v in merged.items() if k in entry or k in held}}})
     after = blocks.put(text, markers, body, shown)
-    expected = {**data, "mcp_servers": {**servers, name: entry}}
+    expected = {**data, "mcp_servers": {**servers, name: merged}}
     try:
         got: dict[str, Any] | None = tomllib.loads(after)
     except (tomllib.TOMLDecodeError, RecursionError):
@@ -279,6 +322,16 @@ def toml_install(text: str | None, name: str, entry: dict[str, Any], root: Path,
         raise ConfigError(f"{shown}: adding a [mcp_servers.{name}] table would not add just this server (is "
                           "`mcp_servers` an inline table?); nothing was written; add this by hand:\n" + body)
     return after, ""
+
+
+def _block_server(inner: str, name: str) -> dict[str, Any]:
+    """The server's members the managed block itself holds ({} when it cannot be read alone: the check of
+    the result then finds what would be lost)."""
+    try:
+        held = tomllib.loads(inner).get("mcp_servers", {}).get(name, {})
+    except (tomllib.TOMLDecodeError, RecursionError, AttributeError):
+        return {}
+    return held if isinstance(held, dict) else {}
 
 
 def toml_uninstall(text: str, name: str, root: Path, shown: str) -> tuple[str | None, str]:
