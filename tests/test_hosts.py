@@ -490,3 +490,43 @@ def test_a_second_run_keeps_the_codex_entry_s_additions(ws: Repo, cli: Any) -> N
     assert r.code == 0, r.err
     entry = tomllib.loads(path.read_text("utf-8"))["mcp_servers"]["vivary"]
     assert entry["args"][-2:] == ["--profile", "read-only"] and entry["env"] == {"FOO": "1"}
+
+
+def _status(ws: Repo, cli: Any, kind: str) -> tuple[int, dict[str, Any]]:
+    r = cli("host-status", "--host-kind", kind, "--json", cwd=ws.path)
+    return r.code, r.json()["hosts"][0]["servers"][0]
+
+
+@pytest.mark.parametrize(("kind", "dest", "edit", "said"), [
+    ("cursor", ".cursor/mcp.json", lambda e: e.update(env={"FOO": "1"}), "'env'"),
+    ("cursor", ".cursor/mcp.json", lambda e: e.update(disabled=True), "'disabled'"),
+    ("cursor", ".cursor/mcp.json", lambda e: e["args"].extend(["--profile", "read-only"]), "--profile read-only"),
+    ("cursor", ".cursor/mcp.json", lambda e: e.update(type="stdio"), ""),
+    ("claude-code", ".mcp.json", lambda e: e.pop("type"), ""),
+])
+def test_host_status_calls_a_working_entry_with_the_user_s_settings_installed(
+        ws: Repo, cli: Any, kind: str, dest: str, edit: Any, said: str) -> None:
+    assert cli("bootstrap-host", "--host-kind", kind, cwd=ws.path).code == 0
+    _edit_json(ws.path / dest, "vivary", edit)
+    code, server = _status(ws, cli, kind)
+    assert (code, server["state"]) == (0, "installed"), server
+    assert said in server["detail"]
+
+
+def test_host_status_looks_bare_commands_up_on_path(ws: Repo, cli: Any, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    script = bin_ / "git-vivary"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_}{os.pathsep}{os.environ['PATH']}")
+    for command, args in (("git", ["vivary", "mcp", "-C", str(ws.path)]), ("git-vivary", ["mcp", "-C", str(ws.path)])):
+        ws.write({".cursor/mcp.json": json.dumps({"mcpServers": {"vivary": {"command": command, "args": args}}})})
+        code, server = _status(ws, cli, "cursor")
+        assert (code, server["state"], server["command_found"]) == (0, "installed", True), server
+        assert f"starts {command!r}" in server["detail"]
+    ws.write({".cursor/mcp.json": json.dumps({"mcpServers": {"vivary": {
+        "command": "no-such-vivary-command", "args": ["mcp", "-C", str(ws.path)]}}})})
+    code, server = _status(ws, cli, "cursor")
+    assert (code, server["state"]) == (1, "stale") and "not on PATH" in server["detail"]

@@ -14,6 +14,7 @@ import importlib.resources
 import importlib.util
 import itertools
 import re
+import shutil
 import sys
 import tomllib
 from dataclasses import dataclass, field
@@ -140,18 +141,25 @@ def merged_entry(current: dict[str, Any], entry: dict[str, Any]) -> dict[str, An
 
 def user_args(args: Any) -> list[Any]:
     """The arguments the user added to one of our entries: those after `mcp`, but for `-C DIR`."""
+    return split_args(args)[1]
+
+
+def split_args(args: Any) -> tuple[list[Any], list[Any]]:
+    """An entry's arguments as (ours: up to `mcp` and `-C DIR`, the user's: the others after `mcp`)."""
     if not isinstance(args, list) or "mcp" not in args:
-        return []
-    rest = args[args.index("mcp") + 1:]
-    out: list[Any] = []
+        return (args if isinstance(args, list) else []), []
+    at = args.index("mcp") + 1
+    ours, theirs = list(args[:at]), []
+    rest = args[at:]
     i = 0
     while i < len(rest):
         if rest[i] == "-C" and i + 1 < len(rest):
+            ours += rest[i:i + 2]
             i += 2
             continue
-        out.append(rest[i])
+        theirs.append(rest[i])
         i += 1
-    return out
+    return ours, theirs
 
 
 def _check_strings(entry: dict[str, Any], spec: ConfigSpec, kind: HostKind) -> None:
@@ -548,13 +556,49 @@ def server_state(kind: HostKind, root: Path, scope: Scope, name: str) -> ServerS
         return ServerState(shown, scope, name, "absent")
     if not pins(value, root):
         return ServerState(shown, scope, name, "other", detail=f"{name!r} there is not this workspace's server")
-    command = value.get("command") if isinstance(value, dict) else None
-    found = isinstance(command, str) and Path(command).is_file()
-    want = server_entry(root, spec.config)
-    state: Literal["installed", "stale"] = "installed" if value == want and found else "stale"
-    detail = "" if state == "installed" else (
-        f"the command {command!r} is not there any more" if not found else "written for another installation")
-    return ServerState(shown, scope, name, state, command if isinstance(command, str) else None, found, detail)
+    command = value.get("command")
+    missing = _missing_command(command, value.get("args"), root)
+    if missing:
+        return ServerState(shown, scope, name, "stale", command if isinstance(command, str) else None, False,
+                           missing)
+    return ServerState(shown, scope, name, "installed", command, True, _differences(value, server_entry(root, None)))
+
+
+def _missing_command(command: Any, args: Any, root: Path) -> str:
+    """Why the host could not start the entry's command ("" when it can): an absolute path that is not a
+    file, a bare name not on PATH (looked up as the host would, with this PATH), `git vivary` without
+    `git-vivary` on PATH."""
+    if not isinstance(command, str) or not command:
+        return "the entry has no command"
+    if Path(command).is_absolute():
+        return "" if Path(command).is_file() else f"the command {command!r} is not there any more"
+    if "/" in command or "\\" in command:
+        return "" if (root / command).is_file() else f"the command {command!r} is not there (from {root})"
+    if shutil.which(command) is None:
+        return f"the command {command!r} is not on PATH"
+    if Path(command).stem == "git" and isinstance(args, list) and args[:1] == ["vivary"] \
+            and shutil.which("git-vivary") is None:
+        return "`git vivary` needs `git-vivary` on PATH, and it is not there"
+    return ""
+
+
+def _differences(value: dict[str, Any], ours: dict[str, Any]) -> str:
+    """What a working entry of this workspace has that bootstrap-host would not write: another command,
+    the user's own members and arguments. Notes, not faults: the host starts it."""
+    said = []
+    base, theirs = split_args(value.get("args"))
+    if value.get("command") != ours["command"]:
+        said.append(f"starts {value.get('command')!r}, not this installation's {ours['command']!r}; "
+                    "bootstrap-host would pin this one")
+    elif base != ours["args"]:
+        said.append(f"arguments {' '.join(map(str, base))!r}, where bootstrap-host writes "
+                    f"{' '.join(ours['args'])!r}")
+    own = [repr(k) for k in value if k not in ("command", "args", "type")]
+    if theirs:
+        own.append(repr(" ".join(map(str, theirs))))
+    if own:
+        said.append("with your own settings: " + ", ".join(own))
+    return "; ".join(said)
 
 
 def guidance_state(kind: HostKind, root: Path) -> tuple[str | None, str]:
