@@ -530,3 +530,17 @@ def test_host_status_looks_bare_commands_up_on_path(ws: Repo, cli: Any, tmp_path
         "command": "no-such-vivary-command", "args": ["mcp", "-C", str(ws.path)]}}})})
     code, server = _status(ws, cli, "cursor")
     assert (code, server["state"]) == (1, "stale") and "not on PATH" in server["detail"]
+
+
+@pytest.mark.parametrize("command", [["bootstrap-host", "--host-kind", "cursor"], ["host-status"],
+                                     ["onboard", "--answer", "name=Ada"]])
+def test_a_root_outside_the_work_tree_is_a_usage_error(ws: Repo, cli: Any, tmp_path: Path,
+                                                       command: list[str]) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    r = cli(*command, "--root", str(outside), cwd=ws.path)
+    assert r.code == 2 and f"is not inside {ws.path}" in r.err, r.err
+    assert list(outside.iterdir()) == []
+    (ws.path / "sub").mkdir()
+    r = cli("bootstrap-host", "--host-kind", "cursor", "--root", "sub", "--json", cwd=ws.path)
+    assert r.code == 0 and r.json()["workspace"] == str(ws.path / "sub"), r.err

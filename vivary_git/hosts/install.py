@@ -78,10 +78,9 @@ def find_root(cwd: str | None, root: str | None) -> Path:
     if not start.is_dir():
         raise UsageError(f"-C {cwd}: no such directory")
     if root is not None:
-        pinned = (start / root).resolve()
-        if not pinned.is_dir():
-            raise UsageError(f"--root {root}: no such directory")
-        return pinned
+        from vivary_git.source import root_folder
+
+        return root_folder(start, root)  # inside the work tree, as every command checks it (exit 2)
     top = next((d for d in (start, *start.parents) if (d / ".git").exists()), None)
     for d in (start, *start.parents):
         if any((d / m).is_file() for m in ROOT_MARKERS):
