@@ -544,3 +544,20 @@ def test_a_root_outside_the_work_tree_is_a_usage_error(ws: Repo, cli: Any, tmp_p
     (ws.path / "sub").mkdir()
     r = cli("bootstrap-host", "--host-kind", "cursor", "--root", "sub", "--json", cwd=ws.path)
     assert r.code == 0 and r.json()["workspace"] == str(ws.path / "sub"), r.err
+
+
+def test_relative_config_homes_never_put_user_files_in_the_workspace(ws: Repo, cli: Any,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    start = snapshot(ws.path)
+    monkeypatch.setenv("CODEX_HOME", "relative/dir")
+    r = cli("bootstrap-host", "--host-kind", "codex", "--user", cwd=ws.path)
+    assert r.code == 2 and "CODEX_HOME=relative/dir is a relative path" in r.err, r.err
+    assert snapshot(ws.path) == start
+    status = cli("host-status", "--host-kind", "codex", "--json", cwd=ws.path)
+    assert status.code == 1 and status.json()["hosts"][0]["servers"][1]["state"] == "unreadable"
+    monkeypatch.delenv("CODEX_HOME")
+    monkeypatch.setenv("XDG_CONFIG_HOME", "rel")
+    r = cli("bootstrap-host", "--host-kind", "claude-desktop", "--user", cwd=ws.path)
+    assert r.code == 0, r.err
+    assert snapshot(ws.path) == start
+    assert (home() / ".config" / "Claude" / "claude_desktop_config.json").is_file()

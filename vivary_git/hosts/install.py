@@ -536,7 +536,7 @@ def server_state(kind: HostKind, root: Path, scope: Scope, name: str) -> ServerS
     assert spec.config is not None
     try:
         path, shown = _config_location(spec, root, scope)
-    except RefusedError as err:
+    except (RefusedError, UsageError) as err:  # a symlink in the workspace, a relative CODEX_HOME
         return ServerState(spec.config.project or "", scope, name, "unreadable", detail=str(err))
     try:
         text = files.read(path, shown)
