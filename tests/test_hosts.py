@@ -561,3 +561,15 @@ def test_relative_config_homes_never_put_user_files_in_the_workspace(ws: Repo, c
     assert r.code == 0, r.err
     assert snapshot(ws.path) == start
     assert (home() / ".config" / "Claude" / "claude_desktop_config.json").is_file()
+
+
+def test_a_dangling_user_level_symlink_is_refused(ws: Repo, cli: Any, tmp_path: Path) -> None:
+    link = home() / ".config" / "Claude" / "claude_desktop_config.json"
+    link.parent.mkdir(parents=True)
+    target = tmp_path / "nonexistent" / "x.json"
+    link.symlink_to(target)
+    r = cli("bootstrap-host", "--host-kind", "claude-desktop", "--user", cwd=ws.path)
+    assert r.code == 3 and str(link) in r.err and str(target) in r.err and "does not exist" in r.err, r.err
+    assert not target.parent.exists() and link.is_symlink()
+    status = cli("host-status", "--host-kind", "claude-desktop", "--json", cwd=ws.path)
+    assert status.code == 1 and status.json()["hosts"][0]["servers"][0]["state"] == "unreadable"

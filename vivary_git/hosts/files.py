@@ -33,8 +33,16 @@ def project_path(root: Path, rel: str) -> Path:
 
 
 def user_path(path: Path) -> Path:
-    """The file a user-level path names: its symlink's target when it is one."""
-    return Path(os.path.realpath(path)) if path.is_symlink() else path
+    """The file a user-level path names: its symlink's target when it is one. A link to nothing is refused:
+    writing through it would create its target, and the folders to it, wherever the link points."""
+    if not path.is_symlink():
+        return path
+    target = Path(os.path.realpath(path))
+    if not target.exists():
+        raise RefusedError(f"{path} is a symlink to {os.readlink(path)}, which does not exist; bootstrap-host edits "
+                           "the file a link points to but does not create it: create that file (or remove the "
+                           "link) and run again; nothing was written")
+    return target
 
 
 def read(path: Path, shown: str) -> str | None:
