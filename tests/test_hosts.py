@@ -573,3 +573,16 @@ def test_a_dangling_user_level_symlink_is_refused(ws: Repo, cli: Any, tmp_path: 
     assert not target.parent.exists() and link.is_symlink()
     status = cli("host-status", "--host-kind", "claude-desktop", "--json", cwd=ws.path)
     assert status.code == 1 and status.json()["hosts"][0]["servers"][0]["state"] == "unreadable"
+
+
+def test_a_read_only_config_is_refused_not_replaced(ws: Repo, cli: Any) -> None:
+    ws.write({".cursor/mcp.json": '{"mcpServers": {}}\n'})
+    config = ws.path / ".cursor" / "mcp.json"
+    config.chmod(0o444)
+    start = snapshot(ws.path)
+    r = cli("bootstrap-host", "--host-kind", "cursor", cwd=ws.path)
+    assert r.code == 3 and ".cursor/mcp.json is read-only (mode 0444)" in r.err and "chmod u+w" in r.err, r.err
+    assert snapshot(ws.path) == start  # nor the guidance block: nothing is written when one file is refused
+    assert config.stat().st_mode & 0o777 == 0o444
+    config.chmod(0o644)
+    assert cli("bootstrap-host", "--host-kind", "cursor", cwd=ws.path).code == 0

@@ -499,6 +499,9 @@ def _action(before: str | None, after: str | None, note: str) -> Action:
 
 
 def apply(p: Plan) -> None:
+    for c in p.changes:  # every file first: a read-only one stops the run before anything is written
+        if c.before != c.after:
+            files.check_writable(c.path, c.shown)
     for c in p.changes:
         if c.before == c.after:
             continue
