@@ -586,3 +586,18 @@ def test_a_read_only_config_is_refused_not_replaced(ws: Repo, cli: Any) -> None:
     assert config.stat().st_mode & 0o777 == 0o444
     config.chmod(0o644)
     assert cli("bootstrap-host", "--host-kind", "cursor", cwd=ws.path).code == 0
+
+
+def test_shared_guidance_stays_while_a_user_level_codex_entry_uses_it(ws: Repo, cli: Any) -> None:
+    assert cli("bootstrap-host", "--host-kind", "codex", "--user", cwd=ws.path).code == 0
+    assert cli("bootstrap-host", "--host-kind", "cursor", cwd=ws.path).code == 0
+    r = cli("bootstrap-host", "--host-kind", "cursor", "--uninstall", "--json", cwd=ws.path)
+    agents = r.json()["files"][1]
+    assert agents["action"] == "kept" and agents["note"] == "still used by Codex", agents
+    assert "<!-- >>> vivary" in (ws.path / "AGENTS.md").read_text()
+    # Codex's own project entry keeps it too when its user-level one goes.
+    assert cli("bootstrap-host", "--host-kind", "codex", cwd=ws.path).code == 0
+    r = cli("bootstrap-host", "--host-kind", "codex", "--user", "--uninstall", "--json", cwd=ws.path)
+    assert r.json()["files"][1]["note"] == "still used by Codex", r.json()
+    assert cli("bootstrap-host", "--host-kind", "codex", "--uninstall", cwd=ws.path).code == 0
+    assert "<!-- >>> vivary" not in (ws.path / "AGENTS.md").read_text()

@@ -424,7 +424,7 @@ def plan(kind: HostKind, root: Path, *, uninstall: bool = False, user: bool = Fa
         p.notes.append("configure your host to start this stdio server: " + " ".join(_quote(a) for a in argv))
     target = guidance_file(spec, root)
     if target is not None:
-        p.changes.append(_guidance_change(kind, root, target, uninstall))
+        p.changes.append(_guidance_change(kind, scope, root, target, uninstall))
     return p
 
 
@@ -452,12 +452,13 @@ def _server_change(spec: HostSpec, root: Path, scope: Scope, name: str, entry: d
     return Change(path, shown, "server", scope, before, after, _action(before, after, note), note)
 
 
-def _guidance_change(kind: HostKind, root: Path, rel: str, uninstall: bool) -> Change:
+def _guidance_change(kind: HostKind, scope: Scope, root: Path, rel: str, uninstall: bool) -> Change:
     path = files.project_path(root, rel)
     before = files.read(path, rel)
     note = ""
     if uninstall:
-        users = [k for k in _installed_hosts(root) if k != kind and guidance_file(HOSTS[k], root) == rel]
+        users = list(dict.fromkeys(k for k, s in _installed_hosts(root)
+                                   if (k, s) != (kind, scope) and guidance_file(HOSTS[k], root) == rel))
         if before is None or GUIDANCE_MARKERS.span(before, rel) is None:
             after: str | None = before
         elif users:
@@ -470,19 +471,23 @@ def _guidance_change(kind: HostKind, root: Path, rel: str, uninstall: bool) -> C
     return Change(path, rel, "guidance", "project", before, after, _action(before, after, note), note)
 
 
-def _installed_hosts(root: Path) -> list[HostKind]:
-    """Hosts whose project-level config holds this workspace's server (the ones a guidance block serves)."""
-    found: list[HostKind] = []
+def _installed_hosts(root: Path) -> list[tuple[HostKind, Scope]]:
+    """Hosts whose config, the project's or the user-level one (Codex's `--user` entry reads AGENTS.md too),
+    holds this workspace's server: the ones a guidance block serves."""
+    found: list[tuple[HostKind, Scope]] = []
     for kind in HOST_KINDS:
         spec = HOSTS[kind]
-        if spec.config is None or spec.config.project is None:
+        if spec.config is None:
             continue
-        try:
-            state = server_state(kind, root, "project", PROJECT_NAME).state
-        except (ConfigError, RefusedError):
-            continue
-        if state in ("installed", "stale"):
-            found.append(kind)
+        scopes: list[Scope] = ["project"] if spec.config.project is not None else []
+        scopes += ["user"] if spec.config.user else []
+        for scope in scopes:
+            try:
+                state = server_state(kind, root, scope, default_name(root, scope)).state
+            except (ConfigError, RefusedError):
+                continue
+            if state in ("installed", "stale"):
+                found.append((kind, scope))
     return found
 
 
