@@ -601,3 +601,25 @@ def test_shared_guidance_stays_while_a_user_level_codex_entry_uses_it(ws: Repo, 
     assert r.json()["files"][1]["note"] == "still used by Codex", r.json()
     assert cli("bootstrap-host", "--host-kind", "codex", "--uninstall", cwd=ws.path).code == 0
     assert "<!-- >>> vivary" not in (ws.path / "AGENTS.md").read_text()
+
+
+@pytest.mark.parametrize("pinned", ["{root}/", ".", "{root}/./sub/.."])
+def test_the_workspace_pin_is_compared_as_a_folder(ws: Repo, cli: Any, pinned: str) -> None:
+    (ws.path / "sub").mkdir()
+    assert cli("bootstrap-host", "--host-kind", "cursor", cwd=ws.path).code == 0
+    _edit_json(ws.path / ".cursor" / "mcp.json", "vivary",
+               lambda e: e.update(args=["mcp", "-C", pinned.format(root=ws.path)]))
+    code, server = _status(ws, cli, "cursor")
+    assert (code, server["state"]) == (0, "installed"), server
+    r = cli("bootstrap-host", "--host-kind", "cursor", "--json", cwd=ws.path)
+    assert r.code == 0 and r.json()["files"][0]["action"] == "update", r.err
+    entry = load(ws.path / ".cursor" / "mcp.json")["mcpServers"]["vivary"]
+    assert entry["args"] == ["mcp", "-C", str(ws.path)]
+
+
+def test_a_relative_pin_in_a_user_level_file_is_no_one_workspace_s(ws: Repo, cli: Any) -> None:
+    path = home() / ".codex" / "config.toml"
+    path.parent.mkdir()
+    path.write_text('[mcp_servers.vivary-ws]\ncommand = "git-vivary"\nargs = ["mcp", "-C", "."]\n')
+    r = cli("bootstrap-host", "--host-kind", "codex", "--user", cwd=ws.path)
+    assert r.code == 3 and "not this workspace's" in r.err

@@ -118,14 +118,33 @@ def default_name(root: Path, scope: Scope) -> str:
     return f"vivary-{slug}"
 
 
-def pins(value: Any, root: Path) -> bool:
-    """Whether a server entry is one of ours for this workspace: its args hold `-C <root>`."""
+def pins(value: Any, root: Path, *, project: bool = True) -> bool:
+    """Whether a server entry is one of ours for this workspace: its args hold `-C <root>`, compared as
+    resolved folders (`-C /ws/`, `-C /ws/../ws`). A relative one (`-C .`) is taken from the workspace, where
+    the host starts a project's servers, in a project's own file; in a user-level file (`project` False)
+    it names whichever folder the host starts in, so no one workspace."""
     if not isinstance(value, dict):
         return False
     args = value.get("args")
     if not isinstance(args, list):
         return False
-    return any(a == "-C" and b == str(root) for a, b in itertools.pairwise(args))
+    return any(a == "-C" and _names(b, root, project) for a, b in itertools.pairwise(args))
+
+
+def _names(arg: Any, root: Path, project: bool) -> bool:
+    if not isinstance(arg, str) or not arg:
+        return False
+    if arg == str(root):
+        return True
+    path = Path(arg)
+    if not path.is_absolute():
+        if not project:
+            return False
+        path = root / path
+    try:
+        return path.resolve() == root
+    except (OSError, RuntimeError, ValueError):  # a loop of links, a NUL: not this folder
+        return False
 
 
 def merged_entry(current: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
@@ -216,7 +235,7 @@ def _container(tree: jsonedit.Node, text: str, spec: ConfigSpec, shown: str) -> 
 
 
 def json_install(text: str | None, spec: ConfigSpec, name: str, entry: dict[str, Any], root: Path,
-                 shown: str) -> str:
+                 shown: str, *, project: bool = True) -> str:
     if text is None:
         unit, nl = "  ", "\n"
         inner = jsonedit.created_container(name, entry, unit, unit, nl)
@@ -232,7 +251,7 @@ def json_install(text: str | None, spec: ConfigSpec, name: str, entry: dict[str,
     if current is None:
         return jsonedit.insert_member(text, container.value, name, value=entry, unit=unit, nl=nl)
     value = jsonedit.to_python(current.value)
-    if not pins(value, root):
+    if not pins(value, root, project=project):
         raise _taken(shown, spec, name)
     merged = merged_entry(value, entry)
     for key, want in merged.items():  # member by member: the user's layout and comments inside it stay
@@ -250,14 +269,15 @@ def _entry_node(text: str, spec: ConfigSpec, name: str) -> jsonedit.Node:
     return member.value
 
 
-def json_uninstall(text: str, spec: ConfigSpec, name: str, root: Path, shown: str) -> tuple[str | None, str]:
+def json_uninstall(text: str, spec: ConfigSpec, name: str, root: Path, shown: str, *,
+                   project: bool = True) -> tuple[str | None, str]:
     """The text without our entry (None: delete the file), and a note when something is left."""
     tree = _json_tree(text, spec, shown)
     container = _container(tree, text, spec, shown)
     current = None if container is None else jsonedit.find(container.value, name)
     if container is None or current is None:
         return text, ""
-    if not pins(jsonedit.to_python(current.value), root):
+    if not pins(jsonedit.to_python(current.value), root, project=project):
         return text, f"{name!r} there is not this workspace's server; left alone"
     nl = jsonedit.newline_of(text)
     after = jsonedit.remove_member(text, container.value, name)
@@ -299,19 +319,20 @@ def _toml_servers(data: dict[str, Any], shown: str) -> dict[str, Any]:
 
 
 def toml_install(text: str | None, name: str, entry: dict[str, Any], root: Path,
-                 shown: str) -> tuple[str, str]:
+                 shown: str, *, project: bool = True) -> tuple[str, str]:
     import tomlkit
 
     data = _toml_data(text or "", shown)
     servers = _toml_servers(data, shown)
     markers = _toml_markers(name)
     current = servers.get(name)
-    merged = merged_entry(current, entry) if isinstance(current, dict) and pins(current, root) else entry
+    ours = isinstance(current, dict) and pins(current, root, project=project)
+    merged = merged_entry(current, entry) if ours and isinstance(current, dict) else entry
     inner = None if text is None else markers.inner(text, shown)
     if text is not None and inner is None and current is not None:
         if current == merged:
             return text, "written by hand, as bootstrap-host would"
-        if pins(current, root):
+        if ours:
             return text, (f"[mcp_servers.{name}] was written by hand; left as it is (edit it, or remove it and "
                           "run again)")
         raise _taken(shown, None, name)
@@ -341,12 +362,12 @@ def _block_server(inner: str, name: str) -> dict[str, Any]:
     return held if isinstance(held, dict) else {}
 
 
-def toml_uninstall(text: str, name: str, root: Path, shown: str) -> tuple[str | None, str]:
+def toml_uninstall(text: str, name: str, root: Path, shown: str, *, project: bool = True) -> tuple[str | None, str]:
     data = _toml_data(text, shown)
     servers = _toml_servers(data, shown)
     markers = _toml_markers(name)
     if markers.span(text, shown) is None:
-        if name in servers and pins(servers[name], root):
+        if name in servers and pins(servers[name], root, project=project):
             return text, f"[mcp_servers.{name}] was written by hand (no bootstrap-host markers); left alone"
         return text, ""
     after = blocks.remove(text, markers, shown)
@@ -440,15 +461,17 @@ def _server_change(spec: HostSpec, root: Path, scope: Scope, name: str, entry: d
     path, shown = _config_location(spec, root, scope)
     before = files.read(path, shown)
     note = ""
+    project = scope == "project"
     if spec.config.format == "toml":
         if uninstall:
-            after, note = (None, "") if before is None else toml_uninstall(before, name, root, shown)
+            after, note = (None, "") if before is None else toml_uninstall(before, name, root, shown, project=project)
         else:
-            after, note = toml_install(before, name, entry, root, shown)
+            after, note = toml_install(before, name, entry, root, shown, project=project)
     elif uninstall:
-        after, note = (None, "") if before is None else json_uninstall(before, spec.config, name, root, shown)
+        after, note = (None, "") if before is None else json_uninstall(before, spec.config, name, root, shown,
+                                                                        project=project)
     else:
-        after = json_install(before, spec.config, name, entry, root, shown)
+        after = json_install(before, spec.config, name, entry, root, shown, project=project)
     return Change(path, shown, "server", scope, before, after, _action(before, after, note), note)
 
 
@@ -561,7 +584,7 @@ def server_state(kind: HostKind, root: Path, scope: Scope, name: str) -> ServerS
         return ServerState(shown, scope, name, "unreadable", detail=str(err))
     if value is None:
         return ServerState(shown, scope, name, "absent")
-    if not pins(value, root):
+    if not pins(value, root, project=scope == "project"):
         return ServerState(shown, scope, name, "other", detail=f"{name!r} there is not this workspace's server")
     command = value.get("command")
     missing = _missing_command(command, value.get("args"), root)
