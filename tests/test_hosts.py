@@ -260,9 +260,11 @@ def test_a_name_taken_by_another_server_is_refused(ws: Repo, cli: Any) -> None:
     assert cli("bootstrap-host", "--host-kind", "claude-code", "--name", "notes", cwd=ws.path).code == 0
     data = json.loads((ws.path / ".mcp.json").read_text())
     assert set(data["mcpServers"]) == {"vivary", "notes"}
-    r = cli("bootstrap-host", "--host-kind", "claude-code", "--uninstall", "--json", cwd=ws.path)
+    r = cli("bootstrap-host", "--host-kind", "claude-code", "--uninstall", "--name", "vivary", "--json", cwd=ws.path)
     assert r.code == 0 and "not this workspace's server" in r.json()["files"][0]["note"]
-    assert "vivary" in json.loads((ws.path / ".mcp.json").read_text())["mcpServers"]
+    r = cli("bootstrap-host", "--host-kind", "claude-code", "--uninstall", "--json", cwd=ws.path)
+    assert r.code == 0 and r.json()["server"]["name"] == "notes"  # this workspace's, whatever its name
+    assert set(json.loads((ws.path / ".mcp.json").read_text())["mcpServers"]) == {"vivary"}
 
 
 def test_a_moved_installation_is_updated_in_place(ws: Repo, cli: Any) -> None:
@@ -623,3 +625,19 @@ def test_a_relative_pin_in_a_user_level_file_is_no_one_workspace_s(ws: Repo, cli
     path.write_text('[mcp_servers.vivary-ws]\ncommand = "git-vivary"\nargs = ["mcp", "-C", "."]\n')
     r = cli("bootstrap-host", "--host-kind", "codex", "--user", cwd=ws.path)
     assert r.code == 3 and "not this workspace's" in r.err
+
+
+def test_the_workspace_s_entry_is_found_whatever_its_name(ws: Repo, cli: Any) -> None:
+    start = snapshot(ws.path)
+    assert cli("bootstrap-host", "--host-kind", "cursor", "--name", "mymem", cwd=ws.path).code == 0
+    code, server = _status(ws, cli, "cursor")
+    assert (code, server["state"], server["name"]) == (0, "installed", "mymem"), server
+    r = cli("bootstrap-host", "--host-kind", "cursor", "--json", cwd=ws.path)  # no second entry
+    assert r.code == 0 and r.json()["server"]["name"] == "mymem", r.err
+    assert {f["action"] for f in r.json()["files"]} == {"unchanged"}
+    assert list(load(ws.path / ".cursor" / "mcp.json")["mcpServers"]) == ["mymem"]
+    r = cli("bootstrap-host", "--host-kind", "cursor", "--name", "other", cwd=ws.path)
+    assert r.code == 3 and "named 'mymem'" in r.err
+    r = cli("bootstrap-host", "--host-kind", "cursor", "--uninstall", cwd=ws.path)
+    assert r.code == 0, r.err
+    assert snapshot(ws.path) == start  # mymem gone, and with it the guidance block and .cursor/

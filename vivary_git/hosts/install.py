@@ -424,13 +424,16 @@ def plan(kind: HostKind, root: Path, *, uninstall: bool = False, user: bool = Fa
                              "workspace: pass --user to write it")
     if name is not None and not _NAME.match(name):
         raise UsageError(f"--name {name!r}: use 1-64 letters, digits, '-' or '_'")
-    server = name or default_name(root, scope)
     entry = server_entry(root, spec.config) if spec.config is not None else None
-    p = Plan(kind, root, uninstall, server if spec.config is not None else None, entry)
+    p = Plan(kind, root, uninstall, None, entry)
     if spec.config is not None and entry is not None:
         if not uninstall:
             _check_strings(entry, spec.config, kind)
-        p.changes.append(_server_change(spec, root, scope, server, entry, uninstall))
+        change, p.name, others = _server_change(spec, root, scope, name, entry, uninstall)
+        p.changes.append(change)
+        if others:
+            p.notes.append(f"{change.shown} has this workspace's server under another name too: "
+                           f"{', '.join(map(repr, others))}; remove it with --uninstall --name NAME")
         if scope == "project" and not uninstall:
             p.notes.append(f"the entry in {spec.config.project} holds this machine's paths (the command and the "
                            "workspace): commit it only where everyone shares them")
@@ -455,13 +458,21 @@ def _quote(arg: str) -> str:
     return shlex.quote(arg)
 
 
-def _server_change(spec: HostSpec, root: Path, scope: Scope, name: str, entry: dict[str, Any],
-                   uninstall: bool) -> Change:
+def _server_change(spec: HostSpec, root: Path, scope: Scope, given: str | None, entry: dict[str, Any],
+                   uninstall: bool) -> tuple[Change, str, list[str]]:
+    """The change to the host's file, the server's name in it, and other names this workspace's server has
+    there (an entry should have one)."""
     assert spec.config is not None
     path, shown = _config_location(spec, root, scope)
     before = files.read(path, shown)
     note = ""
     project = scope == "project"
+    found = [] if before is None else workspace_servers(_servers(before, spec.config, shown), root, project=project)
+    name = given or _pick(found, default_name(root, scope))
+    if given is not None and not uninstall and found and given not in found:
+        raise RefusedError(f"{shown} already has this workspace's server, named {found[0]!r}; a second one would "
+                           f"start a second server on the same memory: run with --name {found[0]} (or without "
+                           f"--name), or remove it first (--uninstall --name {found[0]}); nothing was written")
     if spec.config.format == "toml":
         if uninstall:
             after, note = (None, "") if before is None else toml_uninstall(before, name, root, shown, project=project)
@@ -472,7 +483,28 @@ def _server_change(spec: HostSpec, root: Path, scope: Scope, name: str, entry: d
                                                                         project=project)
     else:
         after = json_install(before, spec.config, name, entry, root, shown, project=project)
-    return Change(path, shown, "server", scope, before, after, _action(before, after, note), note)
+    change = Change(path, shown, "server", scope, before, after, _action(before, after, note), note)
+    return change, name, [n for n in found if n != name]
+
+
+def _servers(text: str, spec: ConfigSpec, shown: str) -> dict[str, Any]:
+    """The servers table of a host's file, as data."""
+    if spec.format == "toml":
+        return _toml_servers(_toml_data(text, shown), shown)
+    container = _container(_json_tree(text, spec, shown), text, spec, shown)
+    servers = {} if container is None else jsonedit.to_python(container.value)
+    return servers if isinstance(servers, dict) else {}
+
+
+def workspace_servers(servers: dict[str, Any], root: Path, *, project: bool = True) -> list[str]:
+    """The names under which the file holds this workspace's server, whatever they are (`--name`): an
+    entry running `mcp` pinned to this root."""
+    return [n for n, v in servers.items()
+            if pins(v, root, project=project) and "mcp" in split_args(v.get("args"))[0]]
+
+
+def _pick(found: list[str], default: str) -> str:
+    return default if default in found or not found else found[0]
 
 
 def _guidance_change(kind: HostKind, scope: Scope, root: Path, rel: str, uninstall: bool) -> Change:
@@ -506,7 +538,7 @@ def _installed_hosts(root: Path) -> list[tuple[HostKind, Scope]]:
         scopes += ["user"] if spec.config.user else []
         for scope in scopes:
             try:
-                state = server_state(kind, root, scope, default_name(root, scope)).state
+                state = server_state(kind, root, scope).state
             except (ConfigError, RefusedError):
                 continue
             if state in ("installed", "stale"):
@@ -561,10 +593,12 @@ class ServerState:
     detail: str = ""
 
 
-def server_state(kind: HostKind, root: Path, scope: Scope, name: str) -> ServerState:
-    """Is this workspace's server in the host's file, as bootstrap-host would write it now?"""
+def server_state(kind: HostKind, root: Path, scope: Scope, name: str | None = None) -> ServerState:
+    """Is this workspace's server in the host's file (under `name`; None: whatever its name), and can the host
+    start it?"""
     spec = HOSTS[kind]
     assert spec.config is not None
+    given, name = name, name or default_name(root, scope)
     try:
         path, shown = _config_location(spec, root, scope)
     except (RefusedError, UsageError) as err:  # a symlink in the workspace, a relative CODEX_HOME
@@ -573,15 +607,12 @@ def server_state(kind: HostKind, root: Path, scope: Scope, name: str) -> ServerS
         text = files.read(path, shown)
         if text is None:
             return ServerState(shown, scope, name, "absent")
-        if spec.config.format == "toml":
-            value = _toml_servers(_toml_data(text, shown), shown).get(name)
-        else:
-            tree = _json_tree(text, spec.config, shown)
-            container = _container(tree, text, spec.config, shown)
-            member = None if container is None else jsonedit.find(container.value, name)
-            value = None if member is None else jsonedit.to_python(member.value)
+        servers = _servers(text, spec.config, shown)
     except ConfigError as err:
         return ServerState(shown, scope, name, "unreadable", detail=str(err))
+    if given is None:
+        name = _pick(workspace_servers(servers, root, project=scope == "project"), name)
+    value = servers.get(name)
     if value is None:
         return ServerState(shown, scope, name, "absent")
     if not pins(value, root, project=scope == "project"):
