@@ -641,3 +641,30 @@ def test_the_workspace_s_entry_is_found_whatever_its_name(ws: Repo, cli: Any) ->
     r = cli("bootstrap-host", "--host-kind", "cursor", "--uninstall", cwd=ws.path)
     assert r.code == 0, r.err
     assert snapshot(ws.path) == start  # mymem gone, and with it the guidance block and .cursor/
+
+
+@pytest.mark.parametrize("extra", ['\n[mcp_servers.vivary.env]\nFOO = "1"\n',
+                                   '\n[mcp_servers.vivary.env]\nFOO = "1"\n\n[profile]\nmodel = "x"\n'])
+def test_a_codex_env_table_of_the_user_s_is_theirs(ws: Repo, cli: Any, extra: str) -> None:
+    start = snapshot(ws.path)
+    assert cli("bootstrap-host", "--host-kind", "codex", cwd=ws.path).code == 0
+    path = ws.path / ".codex" / "config.toml"
+    path.write_text(path.read_text("utf-8") + extra, "utf-8")
+    code, server = _status(ws, cli, "codex")
+    assert (code, server["state"]) == (0, "installed") and "'env'" in server["detail"], server
+    r = cli("bootstrap-host", "--host-kind", "codex", "--json", cwd=ws.path)
+    assert r.code == 0 and {f["action"] for f in r.json()["files"]} == {"unchanged"}, r.err
+    r = cli("bootstrap-host", "--host-kind", "codex", "--uninstall", "--json", cwd=ws.path)
+    assert r.code == 0, r.err
+    assert "[mcp_servers.vivary.env]" in r.json()["files"][0]["note"]
+    left = tomllib.loads(path.read_text("utf-8")) if path.exists() else {}
+    assert "mcp_servers" not in left and left.get("profile", {"model": "x"}) == {"model": "x"}
+    if "profile" not in extra:
+        assert snapshot(ws.path) == start
+
+
+def test_a_codex_block_that_cannot_be_added_prints_lines_not_escapes(ws: Repo, cli: Any) -> None:
+    ws.write({".codex/config.toml": 'mcp_servers = { other = { command = "x" } }\n'})
+    r = cli("bootstrap-host", "--host-kind", "codex", cwd=ws.path)
+    assert r.code == 2 and "inline table" in r.err and "\\n" not in r.err, r.err
+    assert "\n  [mcp_servers.vivary]\n" in r.err

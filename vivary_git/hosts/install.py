@@ -347,8 +347,10 @@ def toml_install(text: str | None, name: str, entry: dict[str, Any], root: Path,
     except (tomllib.TOMLDecodeError, RecursionError):
         got = None
     if got != expected:
-        raise ConfigError(f"{shown}: adding a [mcp_servers.{name}] table would not add just this server (is "
-                          "`mcp_servers` an inline table?); nothing was written; add this by hand:\n" + body)
+        why = ("`mcp_servers` is an inline table, which no table can add to" if re.search(
+            r"^\s*mcp_servers\s*=", text or "", re.MULTILINE) else "was the server's table edited by hand?")
+        raise ConfigError(f"{shown}: adding a [mcp_servers.{name}] table would not add just this server ({why}); "
+                          "nothing was written; add this by hand:", detail=body.splitlines())
     return after, ""
 
 
@@ -371,6 +373,15 @@ def toml_uninstall(text: str, name: str, root: Path, shown: str, *, project: boo
             return text, f"[mcp_servers.{name}] was written by hand (no bootstrap-host markers); left alone"
         return text, ""
     after = blocks.remove(text, markers, shown)
+    note = ""
+    left = _toml_servers(_toml_data(after or "", shown), shown).get(name)
+    if after is not None and isinstance(left, dict) and left and pins(servers.get(name), root, project=project):
+        # Members the user added outside the block ([mcp_servers.NAME.env], Codex's way to pass variables)
+        # belong to this server: left behind, they would make a server with no command.
+        after = _drop_server_table(after, name) or None  # nothing else there: the file was ours
+        note = ("with your own " + ", ".join(
+            f"[mcp_servers.{name}.{k}]" if isinstance(v, dict) else f"{k} of [mcp_servers.{name}]"
+            for k, v in left.items()))
     rest = {k: v for k, v in servers.items() if k != name}
     expected = {k: v for k, v in data.items() if k != "mcp_servers"}
     if rest:
@@ -381,7 +392,21 @@ def toml_uninstall(text: str, name: str, root: Path, shown: str, *, project: boo
     if got != expected:
         raise ConfigError(f"{shown}: removing the managed block would change more than this server (was it edited "
                           f"by hand?); nothing was written; remove [mcp_servers.{name}] by hand")
-    return after, ""
+    return after, note
+
+
+def _drop_server_table(text: str, name: str) -> str:
+    """`text` without what is left of `[mcp_servers.NAME]` (tomlkit keeps every other byte as it is)."""
+    import tomlkit
+
+    doc = tomlkit.parse(text)
+    servers = doc["mcp_servers"]
+    assert isinstance(servers, dict)
+    del servers[name]
+    if not servers and isinstance(servers, tomlkit.items.Table) and servers.is_super_table():
+        del doc["mcp_servers"]  # implied by [mcp_servers.NAME.env] alone: it goes with it
+    out = tomlkit.dumps(doc)
+    return "" if out.strip() == "" else out
 
 
 def _taken(shown: str, spec: ConfigSpec | None, name: str) -> RefusedError:
