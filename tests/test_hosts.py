@@ -260,9 +260,11 @@ def test_a_name_taken_by_another_server_is_refused(ws: Repo, cli: Any) -> None:
     assert cli("bootstrap-host", "--host-kind", "claude-code", "--name", "notes", cwd=ws.path).code == 0
     data = json.loads((ws.path / ".mcp.json").read_text())
     assert set(data["mcpServers"]) == {"vivary", "notes"}
-    r = cli("bootstrap-host", "--host-kind", "claude-code", "--uninstall", "--json", cwd=ws.path)
+    r = cli("bootstrap-host", "--host-kind", "claude-code", "--uninstall", "--name", "vivary", "--json", cwd=ws.path)
     assert r.code == 0 and "not this workspace's server" in r.json()["files"][0]["note"]
-    assert "vivary" in json.loads((ws.path / ".mcp.json").read_text())["mcpServers"]
+    r = cli("bootstrap-host", "--host-kind", "claude-code", "--uninstall", "--json", cwd=ws.path)
+    assert r.code == 0 and r.json()["server"]["name"] == "notes"  # this workspace's, whatever its name
+    assert set(json.loads((ws.path / ".mcp.json").read_text())["mcpServers"]) == {"vivary"}
 
 
 def test_a_moved_installation_is_updated_in_place(ws: Repo, cli: Any) -> None:
@@ -448,3 +450,221 @@ def test_through_git_as_a_real_subprocess(ws: Repo) -> None:
     assert run_git_vivary(["bootstrap-host", "--host-kind", "cursor", "--uninstall"], cwd=ws.path).returncode == 0
     assert snapshot(ws.path) == start
     assert run_git_vivary(["bootstrap-host", "-h"], cwd=ws.path).returncode == 0
+
+
+def _edit_json(path: Path, name: str, edit: Any) -> None:
+    data = load_jsonc(path.read_text("utf-8"))
+    edit(data["mcpServers"][name])
+    path.write_text(json.dumps(data, indent=2) + "\n", "utf-8")
+
+
+@pytest.mark.parametrize(("kind", "dest"), [("cursor", ".cursor/mcp.json"), ("claude-code", ".mcp.json")])
+def test_a_second_run_keeps_what_the_user_added_to_the_entry(ws: Repo, cli: Any, kind: str, dest: str) -> None:
+    """A read-only profile given to an untrusted host must survive a re-run (the tester's repro)."""
+    assert cli("bootstrap-host", "--host-kind", kind, cwd=ws.path).code == 0
+    path = ws.path / dest
+
+    def add(entry: dict[str, Any]) -> None:
+        entry["args"] += ["--profile", "read-only"]
+        entry["env"] = {"FOO": "1"}
+        entry["disabled"] = False
+        entry["command"] = "/old/venv/bin/git-vivary"  # and the installation moved: ours to update
+    _edit_json(path, "vivary", add)
+    r = cli("bootstrap-host", "--host-kind", kind, "--json", cwd=ws.path)
+    assert r.code == 0, r.err
+    assert r.json()["files"][0]["action"] == "update"
+    entry = load_jsonc(path.read_text("utf-8"))["mcpServers"]["vivary"]
+    assert entry["args"] == ["mcp", "-C", str(ws.path), "--profile", "read-only"]
+    assert entry["env"] == {"FOO": "1"} and entry["disabled"] is False
+    assert entry["command"] == r.json()["server"]["command"] != "/old/venv/bin/git-vivary"
+    again = cli("bootstrap-host", "--host-kind", kind, "--json", cwd=ws.path)
+    assert {f["action"] for f in again.json()["files"]} == {"unchanged"}
+
+
+def test_a_second_run_keeps_the_codex_entry_s_additions(ws: Repo, cli: Any) -> None:
+    assert cli("bootstrap-host", "--host-kind", "codex", cwd=ws.path).code == 0
+    path = ws.path / ".codex" / "config.toml"
+    text = path.read_text("utf-8")
+    args = f'args = ["mcp", "-C", {json.dumps(str(ws.path))}]'
+    assert args in text
+    path.write_text(text.replace(args, args[:-1] + ', "--profile", "read-only"]\nenv = { FOO = "1" }'), "utf-8")
+    r = cli("bootstrap-host", "--host-kind", "codex", cwd=ws.path)
+    assert r.code == 0, r.err
+    entry = tomllib.loads(path.read_text("utf-8"))["mcp_servers"]["vivary"]
+    assert entry["args"][-2:] == ["--profile", "read-only"] and entry["env"] == {"FOO": "1"}
+
+
+def _status(ws: Repo, cli: Any, kind: str) -> tuple[int, dict[str, Any]]:
+    r = cli("host-status", "--host-kind", kind, "--json", cwd=ws.path)
+    return r.code, r.json()["hosts"][0]["servers"][0]
+
+
+@pytest.mark.parametrize(("kind", "dest", "edit", "said"), [
+    ("cursor", ".cursor/mcp.json", lambda e: e.update(env={"FOO": "1"}), "'env'"),
+    ("cursor", ".cursor/mcp.json", lambda e: e.update(disabled=True), "'disabled'"),
+    ("cursor", ".cursor/mcp.json", lambda e: e["args"].extend(["--profile", "read-only"]), "--profile read-only"),
+    ("cursor", ".cursor/mcp.json", lambda e: e.update(type="stdio"), ""),
+    ("claude-code", ".mcp.json", lambda e: e.pop("type"), ""),
+])
+def test_host_status_calls_a_working_entry_with_the_user_s_settings_installed(
+        ws: Repo, cli: Any, kind: str, dest: str, edit: Any, said: str) -> None:
+    assert cli("bootstrap-host", "--host-kind", kind, cwd=ws.path).code == 0
+    _edit_json(ws.path / dest, "vivary", edit)
+    code, server = _status(ws, cli, kind)
+    assert (code, server["state"]) == (0, "installed"), server
+    assert said in server["detail"]
+
+
+def test_host_status_looks_bare_commands_up_on_path(ws: Repo, cli: Any, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    script = bin_ / "git-vivary"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_}{os.pathsep}{os.environ['PATH']}")
+    for command, args in (("git", ["vivary", "mcp", "-C", str(ws.path)]), ("git-vivary", ["mcp", "-C", str(ws.path)])):
+        ws.write({".cursor/mcp.json": json.dumps({"mcpServers": {"vivary": {"command": command, "args": args}}})})
+        code, server = _status(ws, cli, "cursor")
+        assert (code, server["state"], server["command_found"]) == (0, "installed", True), server
+        assert f"starts {command!r}" in server["detail"]
+    ws.write({".cursor/mcp.json": json.dumps({"mcpServers": {"vivary": {
+        "command": "no-such-vivary-command", "args": ["mcp", "-C", str(ws.path)]}}})})
+    code, server = _status(ws, cli, "cursor")
+    assert (code, server["state"]) == (1, "stale") and "not on PATH" in server["detail"]
+
+
+@pytest.mark.parametrize("command", [["bootstrap-host", "--host-kind", "cursor"], ["host-status"],
+                                     ["onboard", "--answer", "name=Ada"]])
+def test_a_root_outside_the_work_tree_is_a_usage_error(ws: Repo, cli: Any, tmp_path: Path,
+                                                       command: list[str]) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    r = cli(*command, "--root", str(outside), cwd=ws.path)
+    assert r.code == 2 and f"is not inside {ws.path}" in r.err, r.err
+    assert list(outside.iterdir()) == []
+    (ws.path / "sub").mkdir()
+    r = cli("bootstrap-host", "--host-kind", "cursor", "--root", "sub", "--json", cwd=ws.path)
+    assert r.code == 0 and r.json()["workspace"] == str(ws.path / "sub"), r.err
+
+
+def test_relative_config_homes_never_put_user_files_in_the_workspace(ws: Repo, cli: Any,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    start = snapshot(ws.path)
+    monkeypatch.setenv("CODEX_HOME", "relative/dir")
+    r = cli("bootstrap-host", "--host-kind", "codex", "--user", cwd=ws.path)
+    assert r.code == 2 and "CODEX_HOME=relative/dir is a relative path" in r.err, r.err
+    assert snapshot(ws.path) == start
+    status = cli("host-status", "--host-kind", "codex", "--json", cwd=ws.path)
+    assert status.code == 1 and status.json()["hosts"][0]["servers"][1]["state"] == "unreadable"
+    monkeypatch.delenv("CODEX_HOME")
+    monkeypatch.setenv("XDG_CONFIG_HOME", "rel")
+    r = cli("bootstrap-host", "--host-kind", "claude-desktop", "--user", cwd=ws.path)
+    assert r.code == 0, r.err
+    assert snapshot(ws.path) == start
+    assert (home() / ".config" / "Claude" / "claude_desktop_config.json").is_file()
+
+
+def test_a_dangling_user_level_symlink_is_refused(ws: Repo, cli: Any, tmp_path: Path) -> None:
+    link = home() / ".config" / "Claude" / "claude_desktop_config.json"
+    link.parent.mkdir(parents=True)
+    target = tmp_path / "nonexistent" / "x.json"
+    link.symlink_to(target)
+    r = cli("bootstrap-host", "--host-kind", "claude-desktop", "--user", cwd=ws.path)
+    assert r.code == 3 and str(link) in r.err and str(target) in r.err and "does not exist" in r.err, r.err
+    assert not target.parent.exists() and link.is_symlink()
+    status = cli("host-status", "--host-kind", "claude-desktop", "--json", cwd=ws.path)
+    assert status.code == 1 and status.json()["hosts"][0]["servers"][0]["state"] == "unreadable"
+
+
+def test_a_read_only_config_is_refused_not_replaced(ws: Repo, cli: Any) -> None:
+    ws.write({".cursor/mcp.json": '{"mcpServers": {}}\n'})
+    config = ws.path / ".cursor" / "mcp.json"
+    config.chmod(0o444)
+    start = snapshot(ws.path)
+    r = cli("bootstrap-host", "--host-kind", "cursor", cwd=ws.path)
+    assert r.code == 3 and ".cursor/mcp.json is read-only (mode 0444)" in r.err and "chmod u+w" in r.err, r.err
+    assert snapshot(ws.path) == start  # nor the guidance block: nothing is written when one file is refused
+    assert config.stat().st_mode & 0o777 == 0o444
+    config.chmod(0o644)
+    assert cli("bootstrap-host", "--host-kind", "cursor", cwd=ws.path).code == 0
+
+
+def test_shared_guidance_stays_while_a_user_level_codex_entry_uses_it(ws: Repo, cli: Any) -> None:
+    assert cli("bootstrap-host", "--host-kind", "codex", "--user", cwd=ws.path).code == 0
+    assert cli("bootstrap-host", "--host-kind", "cursor", cwd=ws.path).code == 0
+    r = cli("bootstrap-host", "--host-kind", "cursor", "--uninstall", "--json", cwd=ws.path)
+    agents = r.json()["files"][1]
+    assert agents["action"] == "kept" and agents["note"] == "still used by Codex", agents
+    assert "<!-- >>> vivary" in (ws.path / "AGENTS.md").read_text()
+    # Codex's own project entry keeps it too when its user-level one goes.
+    assert cli("bootstrap-host", "--host-kind", "codex", cwd=ws.path).code == 0
+    r = cli("bootstrap-host", "--host-kind", "codex", "--user", "--uninstall", "--json", cwd=ws.path)
+    assert r.json()["files"][1]["note"] == "still used by Codex", r.json()
+    assert cli("bootstrap-host", "--host-kind", "codex", "--uninstall", cwd=ws.path).code == 0
+    assert "<!-- >>> vivary" not in (ws.path / "AGENTS.md").read_text()
+
+
+@pytest.mark.parametrize("pinned", ["{root}/", ".", "{root}/./sub/.."])
+def test_the_workspace_pin_is_compared_as_a_folder(ws: Repo, cli: Any, pinned: str) -> None:
+    (ws.path / "sub").mkdir()
+    assert cli("bootstrap-host", "--host-kind", "cursor", cwd=ws.path).code == 0
+    _edit_json(ws.path / ".cursor" / "mcp.json", "vivary",
+               lambda e: e.update(args=["mcp", "-C", pinned.format(root=ws.path)]))
+    code, server = _status(ws, cli, "cursor")
+    assert (code, server["state"]) == (0, "installed"), server
+    r = cli("bootstrap-host", "--host-kind", "cursor", "--json", cwd=ws.path)
+    assert r.code == 0 and r.json()["files"][0]["action"] == "update", r.err
+    entry = load(ws.path / ".cursor" / "mcp.json")["mcpServers"]["vivary"]
+    assert entry["args"] == ["mcp", "-C", str(ws.path)]
+
+
+def test_a_relative_pin_in_a_user_level_file_is_no_one_workspace_s(ws: Repo, cli: Any) -> None:
+    path = home() / ".codex" / "config.toml"
+    path.parent.mkdir()
+    path.write_text('[mcp_servers.vivary-ws]\ncommand = "git-vivary"\nargs = ["mcp", "-C", "."]\n')
+    r = cli("bootstrap-host", "--host-kind", "codex", "--user", cwd=ws.path)
+    assert r.code == 3 and "not this workspace's" in r.err
+
+
+def test_the_workspace_s_entry_is_found_whatever_its_name(ws: Repo, cli: Any) -> None:
+    start = snapshot(ws.path)
+    assert cli("bootstrap-host", "--host-kind", "cursor", "--name", "mymem", cwd=ws.path).code == 0
+    code, server = _status(ws, cli, "cursor")
+    assert (code, server["state"], server["name"]) == (0, "installed", "mymem"), server
+    r = cli("bootstrap-host", "--host-kind", "cursor", "--json", cwd=ws.path)  # no second entry
+    assert r.code == 0 and r.json()["server"]["name"] == "mymem", r.err
+    assert {f["action"] for f in r.json()["files"]} == {"unchanged"}
+    assert list(load(ws.path / ".cursor" / "mcp.json")["mcpServers"]) == ["mymem"]
+    r = cli("bootstrap-host", "--host-kind", "cursor", "--name", "other", cwd=ws.path)
+    assert r.code == 3 and "named 'mymem'" in r.err
+    r = cli("bootstrap-host", "--host-kind", "cursor", "--uninstall", cwd=ws.path)
+    assert r.code == 0, r.err
+    assert snapshot(ws.path) == start  # mymem gone, and with it the guidance block and .cursor/
+
+
+@pytest.mark.parametrize("extra", ['\n[mcp_servers.vivary.env]\nFOO = "1"\n',
+                                   '\n[mcp_servers.vivary.env]\nFOO = "1"\n\n[profile]\nmodel = "x"\n'])
+def test_a_codex_env_table_of_the_user_s_is_theirs(ws: Repo, cli: Any, extra: str) -> None:
+    start = snapshot(ws.path)
+    assert cli("bootstrap-host", "--host-kind", "codex", cwd=ws.path).code == 0
+    path = ws.path / ".codex" / "config.toml"
+    path.write_text(path.read_text("utf-8") + extra, "utf-8")
+    code, server = _status(ws, cli, "codex")
+    assert (code, server["state"]) == (0, "installed") and "'env'" in server["detail"], server
+    r = cli("bootstrap-host", "--host-kind", "codex", "--json", cwd=ws.path)
+    assert r.code == 0 and {f["action"] for f in r.json()["files"]} == {"unchanged"}, r.err
+    r = cli("bootstrap-host", "--host-kind", "codex", "--uninstall", "--json", cwd=ws.path)
+    assert r.code == 0, r.err
+    assert "[mcp_servers.vivary.env]" in r.json()["files"][0]["note"]
+    left = tomllib.loads(path.read_text("utf-8")) if path.exists() else {}
+    assert "mcp_servers" not in left and left.get("profile", {"model": "x"}) == {"model": "x"}
+    if "profile" not in extra:
+        assert snapshot(ws.path) == start
+
+
+def test_a_codex_block_that_cannot_be_added_prints_lines_not_escapes(ws: Repo, cli: Any) -> None:
+    ws.write({".codex/config.toml": 'mcp_servers = { other = { command = "x" } }\n'})
+    r = cli("bootstrap-host", "--host-kind", "codex", cwd=ws.path)
+    assert r.code == 2 and "inline table" in r.err and "\\n" not in r.err, r.err
+    assert "\n  [mcp_servers.vivary]\n" in r.err

@@ -323,6 +323,26 @@ def open_source(
     )
 
 
+def root_folder(start: Path, root: str) -> Path:
+    """The folder on disk `--root` names, checked as the commands that read the working tree check it: a
+    folder inside the work tree of the repository Git finds from `start` (a usage error otherwise, exit 2),
+    or, outside any repository, a folder in none. For the commands that write files there (bootstrap-host,
+    onboard): a folder outside the work tree would be written with this workspace's paths."""
+    start = start.resolve()
+    repo = git.try_open(start)
+    if repo is None:
+        return _plain_root(start, root, None)
+    top = repo.workdir
+    if top is None:
+        raise UsageError(f"--root {root}: this is a bare repository, with no work tree to hold the folder; run "
+                         "the command in a clone with a working tree")
+    folder = (top / _root_prefix(repo, start, root, None)).resolve()
+    if folder != top and top not in folder.parents:  # a symbolic link in the work tree that leads out of it
+        raise UsageError(f"--root {root}: {folder} is not inside {top}, the work tree of the repository Git finds "
+                         "here (a symbolic link leads out of it); name a folder inside it")
+    return folder
+
+
 def _root_prefix(repo: git.Repo, start: Path, root: str, rev: str | None) -> str:
     """The folder `--root` names, as a path in the repository's tree: `root` is taken relative to `start`
     (the current directory or -C) and must lie inside the repository's work tree. It is read from the tree

@@ -21,7 +21,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "is stale or a file is unreadable; 2 on a usage error. See docs/hosts.md.",
     )
     p.add_argument("--host-kind", choices=KINDS, metavar="KIND", help="only this host: " + ", ".join(KINDS))
-    p.add_argument("--name", metavar="NAME", help="the server's name, when bootstrap-host was given --name")
+    p.add_argument("--name", metavar="NAME",
+                   help="only a server of this name (default: this workspace's server, whatever its name)")
     add_json_arg(p)
     add_workspace_args(p)
     p.set_defaults(run=run)
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
             if spec.config.user:
                 scopes.append("user")
             for scope in scopes:
-                s = install.server_state(kind, root, scope, args.name or install.default_name(root, scope))
+                s = install.server_state(kind, root, scope, args.name)
                 bad = bad or s.state in ("stale", "unreadable")
                 servers.append({"path": s.path, "scope": s.scope, "name": s.name, "state": s.state,
                                 "command": s.command, "command_found": s.command_found, "detail": s.detail})

@@ -33,8 +33,16 @@ def project_path(root: Path, rel: str) -> Path:
 
 
 def user_path(path: Path) -> Path:
-    """The file a user-level path names: its symlink's target when it is one."""
-    return Path(os.path.realpath(path)) if path.is_symlink() else path
+    """The file a user-level path names: its symlink's target when it is one. A link to nothing is refused:
+    writing through it would create its target, and the folders to it, wherever the link points."""
+    if not path.is_symlink():
+        return path
+    target = Path(os.path.realpath(path))
+    if not target.exists():
+        raise RefusedError(f"{path} is a symlink to {os.readlink(path)}, which does not exist; bootstrap-host edits "
+                           "the file a link points to but does not create it: create that file (or remove the "
+                           "link) and run again; nothing was written")
+    return target
 
 
 def read(path: Path, shown: str) -> str | None:
@@ -76,6 +84,7 @@ def write(path: Path, shown: str, text: str | None, *, before: str | None, priva
                            "the link with the file and run again")
     if read(path, shown) != before:
         raise RefusedError(f"{shown} changed while this command ran; nothing was written to it; run again")
+    check_writable(path, shown)
     if before is not None:
         backups.keep(path, shown, before.encode("utf-8"))  # `read` decoded these very bytes as UTF-8
     if text is None:
@@ -99,6 +108,19 @@ def write(path: Path, shown: str, text: str | None, *, before: str | None, priva
             os.unlink(tmp)
         raise
     _sync_folder(path.parent)
+
+
+def check_writable(path: Path, shown: str) -> None:
+    """Refuse a file its owner made read-only: the atomic rename would replace it all the same (it asks
+    only the folder), silently undoing a `chmod a-w` meant to keep the file as it is."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return
+    if not st.st_mode & 0o222 or not os.access(path, os.W_OK):
+        raise RefusedError(f"{shown} is read-only (mode {stat.S_IMODE(st.st_mode):04o}); nothing was written to it; "
+                           f"make it writable (chmod u+w {path}) and run again, or make the change by hand "
+                           "(--dry-run prints it)")
 
 
 def _sync_folder(folder: Path) -> None:

@@ -14,6 +14,7 @@ import importlib.resources
 import importlib.util
 import itertools
 import re
+import shutil
 import sys
 import tomllib
 from dataclasses import dataclass, field
@@ -77,10 +78,9 @@ def find_root(cwd: str | None, root: str | None) -> Path:
     if not start.is_dir():
         raise UsageError(f"-C {cwd}: no such directory")
     if root is not None:
-        pinned = (start / root).resolve()
-        if not pinned.is_dir():
-            raise UsageError(f"--root {root}: no such directory")
-        return pinned
+        from vivary_git.source import root_folder
+
+        return root_folder(start, root)  # inside the work tree, as every command checks it (exit 2)
     top = next((d for d in (start, *start.parents) if (d / ".git").exists()), None)
     for d in (start, *start.parents):
         if any((d / m).is_file() for m in ROOT_MARKERS):
@@ -118,14 +118,66 @@ def default_name(root: Path, scope: Scope) -> str:
     return f"vivary-{slug}"
 
 
-def pins(value: Any, root: Path) -> bool:
-    """Whether a server entry is one of ours for this workspace: its args hold `-C <root>`."""
+def pins(value: Any, root: Path, *, project: bool = True) -> bool:
+    """Whether a server entry is one of ours for this workspace: its args hold `-C <root>`, compared as
+    resolved folders (`-C /ws/`, `-C /ws/../ws`). A relative one (`-C .`) is taken from the workspace, where
+    the host starts a project's servers, in a project's own file; in a user-level file (`project` False)
+    it names whichever folder the host starts in, so no one workspace."""
     if not isinstance(value, dict):
         return False
     args = value.get("args")
     if not isinstance(args, list):
         return False
-    return any(a == "-C" and b == str(root) for a, b in itertools.pairwise(args))
+    return any(a == "-C" and _names(b, root, project) for a, b in itertools.pairwise(args))
+
+
+def _names(arg: Any, root: Path, project: bool) -> bool:
+    if not isinstance(arg, str) or not arg:
+        return False
+    if arg == str(root):
+        return True
+    path = Path(arg)
+    if not path.is_absolute():
+        if not project:
+            return False
+        path = root / path
+    try:
+        return path.resolve() == root
+    except (OSError, RuntimeError, ValueError):  # a loop of links, a NUL: not this folder
+        return False
+
+
+def merged_entry(current: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
+    """`entry`, with what the user added to this workspace's entry already there: their own members (`env`,
+    `disabled`, …, in their order) and the arguments after ours (`--profile read-only`). The command, our
+    arguments and the host's fixed members are ours and are set as `entry` has them. Dropping the user's
+    additions would undo choices such as a read-only profile for a host they do not trust."""
+    merged = {**current, **entry}
+    merged["args"] = [*entry["args"], *user_args(current.get("args"))]
+    return merged
+
+
+def user_args(args: Any) -> list[Any]:
+    """The arguments the user added to one of our entries: those after `mcp`, but for `-C DIR`."""
+    return split_args(args)[1]
+
+
+def split_args(args: Any) -> tuple[list[Any], list[Any]]:
+    """An entry's arguments as (ours: up to `mcp` and `-C DIR`, the user's: the others after `mcp`)."""
+    if not isinstance(args, list) or "mcp" not in args:
+        return (args if isinstance(args, list) else []), []
+    at = args.index("mcp") + 1
+    ours, theirs = list(args[:at]), []
+    rest = args[at:]
+    i = 0
+    while i < len(rest):
+        if rest[i] == "-C" and i + 1 < len(rest):
+            ours += rest[i:i + 2]
+            i += 2
+            continue
+        theirs.append(rest[i])
+        i += 1
+    return ours, theirs
 
 
 def _check_strings(entry: dict[str, Any], spec: ConfigSpec, kind: HostKind) -> None:
@@ -183,7 +235,7 @@ def _container(tree: jsonedit.Node, text: str, spec: ConfigSpec, shown: str) -> 
 
 
 def json_install(text: str | None, spec: ConfigSpec, name: str, entry: dict[str, Any], root: Path,
-                 shown: str) -> str:
+                 shown: str, *, project: bool = True) -> str:
     if text is None:
         unit, nl = "  ", "\n"
         inner = jsonedit.created_container(name, entry, unit, unit, nl)
@@ -199,21 +251,33 @@ def json_install(text: str | None, spec: ConfigSpec, name: str, entry: dict[str,
     if current is None:
         return jsonedit.insert_member(text, container.value, name, value=entry, unit=unit, nl=nl)
     value = jsonedit.to_python(current.value)
-    if value == entry:
-        return text
-    if not pins(value, root):
+    if not pins(value, root, project=project):
         raise _taken(shown, spec, name)
-    return jsonedit.replace_value(text, current, entry, unit=unit, nl=nl)
+    merged = merged_entry(value, entry)
+    for key, want in merged.items():  # member by member: the user's layout and comments inside it stay
+        if key not in value or value[key] != want:
+            text = jsonedit.set_member(text, _entry_node(text, spec, name), key, want, unit=unit, nl=nl)
+    return text
 
 
-def json_uninstall(text: str, spec: ConfigSpec, name: str, root: Path, shown: str) -> tuple[str | None, str]:
+def _entry_node(text: str, spec: ConfigSpec, name: str) -> jsonedit.Node:
+    """The object of server `name` in a file already read (and found to hold it)."""
+    container = jsonedit.find(jsonedit.parse(text, comments=True), spec.container)
+    assert container is not None
+    member = jsonedit.find(container.value, name)
+    assert member is not None and member.value.kind == "object"
+    return member.value
+
+
+def json_uninstall(text: str, spec: ConfigSpec, name: str, root: Path, shown: str, *,
+                   project: bool = True) -> tuple[str | None, str]:
     """The text without our entry (None: delete the file), and a note when something is left."""
     tree = _json_tree(text, spec, shown)
     container = _container(tree, text, spec, shown)
     current = None if container is None else jsonedit.find(container.value, name)
     if container is None or current is None:
         return text, ""
-    if not pins(jsonedit.to_python(current.value), root):
+    if not pins(jsonedit.to_python(current.value), root, project=project):
         return text, f"{name!r} there is not this workspace's server; left alone"
     nl = jsonedit.newline_of(text)
     after = jsonedit.remove_member(text, container.value, name)
@@ -255,41 +319,69 @@ def _toml_servers(data: dict[str, Any], shown: str) -> dict[str, Any]:
 
 
 def toml_install(text: str | None, name: str, entry: dict[str, Any], root: Path,
-                 shown: str) -> tuple[str, str]:
+                 shown: str, *, project: bool = True) -> tuple[str, str]:
     import tomlkit
 
     data = _toml_data(text or "", shown)
     servers = _toml_servers(data, shown)
     markers = _toml_markers(name)
-    body = tomlkit.dumps({"mcp_servers": {name: entry}})
-    if text is not None and markers.span(text, shown) is None and name in servers:
-        if servers[name] == entry:
+    current = servers.get(name)
+    ours = isinstance(current, dict) and pins(current, root, project=project)
+    merged = merged_entry(current, entry) if ours and isinstance(current, dict) else entry
+    inner = None if text is None else markers.inner(text, shown)
+    if text is not None and inner is None and current is not None:
+        if current == merged:
             return text, "written by hand, as bootstrap-host would"
-        if pins(servers[name], root):
+        if ours:
             return text, (f"[mcp_servers.{name}] was written by hand; left as it is (edit it, or remove it and "
                           "run again)")
         raise _taken(shown, None, name)
+    # The block is rewritten with what it held, merged: a member of the user's outside it (an
+    # [mcp_servers.NAME.env] table after the block) stays where it is, outside.
+    held = _block_server(inner, name) if inner is not None else {}
+    body = tomlkit.dumps({"mcp_servers": {name: {k: v for k, v in merged.items() if k in entry or k in held}}})
     after = blocks.put(text, markers, body, shown)
-    expected = {**data, "mcp_servers": {**servers, name: entry}}
+    expected = {**data, "mcp_servers": {**servers, name: merged}}
     try:
         got: dict[str, Any] | None = tomllib.loads(after)
     except (tomllib.TOMLDecodeError, RecursionError):
         got = None
     if got != expected:
-        raise ConfigError(f"{shown}: adding a [mcp_servers.{name}] table would not add just this server (is "
-                          "`mcp_servers` an inline table?); nothing was written; add this by hand:\n" + body)
+        why = ("`mcp_servers` is an inline table, which no table can add to" if re.search(
+            r"^\s*mcp_servers\s*=", text or "", re.MULTILINE) else "was the server's table edited by hand?")
+        raise ConfigError(f"{shown}: adding a [mcp_servers.{name}] table would not add just this server ({why}); "
+                          "nothing was written; add this by hand:", detail=body.splitlines())
     return after, ""
 
 
-def toml_uninstall(text: str, name: str, root: Path, shown: str) -> tuple[str | None, str]:
+def _block_server(inner: str, name: str) -> dict[str, Any]:
+    """The server's members the managed block itself holds ({} when it cannot be read alone: the check of
+    the result then finds what would be lost)."""
+    try:
+        held = tomllib.loads(inner).get("mcp_servers", {}).get(name, {})
+    except (tomllib.TOMLDecodeError, RecursionError, AttributeError):
+        return {}
+    return held if isinstance(held, dict) else {}
+
+
+def toml_uninstall(text: str, name: str, root: Path, shown: str, *, project: bool = True) -> tuple[str | None, str]:
     data = _toml_data(text, shown)
     servers = _toml_servers(data, shown)
     markers = _toml_markers(name)
     if markers.span(text, shown) is None:
-        if name in servers and pins(servers[name], root):
+        if name in servers and pins(servers[name], root, project=project):
             return text, f"[mcp_servers.{name}] was written by hand (no bootstrap-host markers); left alone"
         return text, ""
     after = blocks.remove(text, markers, shown)
+    note = ""
+    left = _toml_servers(_toml_data(after or "", shown), shown).get(name)
+    if after is not None and isinstance(left, dict) and left and pins(servers.get(name), root, project=project):
+        # Members the user added outside the block ([mcp_servers.NAME.env], Codex's way to pass variables)
+        # belong to this server: left behind, they would make a server with no command.
+        after = _drop_server_table(after, name) or None  # nothing else there: the file was ours
+        note = ("with your own " + ", ".join(
+            f"[mcp_servers.{name}.{k}]" if isinstance(v, dict) else f"{k} of [mcp_servers.{name}]"
+            for k, v in left.items()))
     rest = {k: v for k, v in servers.items() if k != name}
     expected = {k: v for k, v in data.items() if k != "mcp_servers"}
     if rest:
@@ -300,7 +392,21 @@ def toml_uninstall(text: str, name: str, root: Path, shown: str) -> tuple[str | 
     if got != expected:
         raise ConfigError(f"{shown}: removing the managed block would change more than this server (was it edited "
                           f"by hand?); nothing was written; remove [mcp_servers.{name}] by hand")
-    return after, ""
+    return after, note
+
+
+def _drop_server_table(text: str, name: str) -> str:
+    """`text` without what is left of `[mcp_servers.NAME]` (tomlkit keeps every other byte as it is)."""
+    import tomlkit
+
+    doc = tomlkit.parse(text)
+    servers = doc["mcp_servers"]
+    assert isinstance(servers, dict)
+    del servers[name]
+    if not servers and isinstance(servers, tomlkit.items.Table) and servers.is_super_table():
+        del doc["mcp_servers"]  # implied by [mcp_servers.NAME.env] alone: it goes with it
+    out = tomlkit.dumps(doc)
+    return "" if out.strip() == "" else out
 
 
 def _taken(shown: str, spec: ConfigSpec | None, name: str) -> RefusedError:
@@ -343,13 +449,16 @@ def plan(kind: HostKind, root: Path, *, uninstall: bool = False, user: bool = Fa
                              "workspace: pass --user to write it")
     if name is not None and not _NAME.match(name):
         raise UsageError(f"--name {name!r}: use 1-64 letters, digits, '-' or '_'")
-    server = name or default_name(root, scope)
     entry = server_entry(root, spec.config) if spec.config is not None else None
-    p = Plan(kind, root, uninstall, server if spec.config is not None else None, entry)
+    p = Plan(kind, root, uninstall, None, entry)
     if spec.config is not None and entry is not None:
         if not uninstall:
             _check_strings(entry, spec.config, kind)
-        p.changes.append(_server_change(spec, root, scope, server, entry, uninstall))
+        change, p.name, others = _server_change(spec, root, scope, name, entry, uninstall)
+        p.changes.append(change)
+        if others:
+            p.notes.append(f"{change.shown} has this workspace's server under another name too: "
+                           f"{', '.join(map(repr, others))}; remove it with --uninstall --name NAME")
         if scope == "project" and not uninstall:
             p.notes.append(f"the entry in {spec.config.project} holds this machine's paths (the command and the "
                            "workspace): commit it only where everyone shares them")
@@ -364,7 +473,7 @@ def plan(kind: HostKind, root: Path, *, uninstall: bool = False, user: bool = Fa
         p.notes.append("configure your host to start this stdio server: " + " ".join(_quote(a) for a in argv))
     target = guidance_file(spec, root)
     if target is not None:
-        p.changes.append(_guidance_change(kind, root, target, uninstall))
+        p.changes.append(_guidance_change(kind, scope, root, target, uninstall))
     return p
 
 
@@ -374,30 +483,62 @@ def _quote(arg: str) -> str:
     return shlex.quote(arg)
 
 
-def _server_change(spec: HostSpec, root: Path, scope: Scope, name: str, entry: dict[str, Any],
-                   uninstall: bool) -> Change:
+def _server_change(spec: HostSpec, root: Path, scope: Scope, given: str | None, entry: dict[str, Any],
+                   uninstall: bool) -> tuple[Change, str, list[str]]:
+    """The change to the host's file, the server's name in it, and other names this workspace's server has
+    there (an entry should have one)."""
     assert spec.config is not None
     path, shown = _config_location(spec, root, scope)
     before = files.read(path, shown)
     note = ""
+    project = scope == "project"
+    found = [] if before is None else workspace_servers(_servers(before, spec.config, shown), root, project=project)
+    name = given or _pick(found, default_name(root, scope))
+    if given is not None and not uninstall and found and given not in found:
+        raise RefusedError(f"{shown} already has this workspace's server, named {found[0]!r}; a second one would "
+                           f"start a second server on the same memory: run with --name {found[0]} (or without "
+                           f"--name), or remove it first (--uninstall --name {found[0]}); nothing was written")
     if spec.config.format == "toml":
         if uninstall:
-            after, note = (None, "") if before is None else toml_uninstall(before, name, root, shown)
+            after, note = (None, "") if before is None else toml_uninstall(before, name, root, shown, project=project)
         else:
-            after, note = toml_install(before, name, entry, root, shown)
+            after, note = toml_install(before, name, entry, root, shown, project=project)
     elif uninstall:
-        after, note = (None, "") if before is None else json_uninstall(before, spec.config, name, root, shown)
+        after, note = (None, "") if before is None else json_uninstall(before, spec.config, name, root, shown,
+                                                                        project=project)
     else:
-        after = json_install(before, spec.config, name, entry, root, shown)
-    return Change(path, shown, "server", scope, before, after, _action(before, after, note), note)
+        after = json_install(before, spec.config, name, entry, root, shown, project=project)
+    change = Change(path, shown, "server", scope, before, after, _action(before, after, note), note)
+    return change, name, [n for n in found if n != name]
 
 
-def _guidance_change(kind: HostKind, root: Path, rel: str, uninstall: bool) -> Change:
+def _servers(text: str, spec: ConfigSpec, shown: str) -> dict[str, Any]:
+    """The servers table of a host's file, as data."""
+    if spec.format == "toml":
+        return _toml_servers(_toml_data(text, shown), shown)
+    container = _container(_json_tree(text, spec, shown), text, spec, shown)
+    servers = {} if container is None else jsonedit.to_python(container.value)
+    return servers if isinstance(servers, dict) else {}
+
+
+def workspace_servers(servers: dict[str, Any], root: Path, *, project: bool = True) -> list[str]:
+    """The names under which the file holds this workspace's server, whatever they are (`--name`): an
+    entry running `mcp` pinned to this root."""
+    return [n for n, v in servers.items()
+            if pins(v, root, project=project) and "mcp" in split_args(v.get("args"))[0]]
+
+
+def _pick(found: list[str], default: str) -> str:
+    return default if default in found or not found else found[0]
+
+
+def _guidance_change(kind: HostKind, scope: Scope, root: Path, rel: str, uninstall: bool) -> Change:
     path = files.project_path(root, rel)
     before = files.read(path, rel)
     note = ""
     if uninstall:
-        users = [k for k in _installed_hosts(root) if k != kind and guidance_file(HOSTS[k], root) == rel]
+        users = list(dict.fromkeys(k for k, s in _installed_hosts(root)
+                                   if (k, s) != (kind, scope) and guidance_file(HOSTS[k], root) == rel))
         if before is None or GUIDANCE_MARKERS.span(before, rel) is None:
             after: str | None = before
         elif users:
@@ -410,19 +551,23 @@ def _guidance_change(kind: HostKind, root: Path, rel: str, uninstall: bool) -> C
     return Change(path, rel, "guidance", "project", before, after, _action(before, after, note), note)
 
 
-def _installed_hosts(root: Path) -> list[HostKind]:
-    """Hosts whose project-level config holds this workspace's server (the ones a guidance block serves)."""
-    found: list[HostKind] = []
+def _installed_hosts(root: Path) -> list[tuple[HostKind, Scope]]:
+    """Hosts whose config, the project's or the user-level one (Codex's `--user` entry reads AGENTS.md too),
+    holds this workspace's server: the ones a guidance block serves."""
+    found: list[tuple[HostKind, Scope]] = []
     for kind in HOST_KINDS:
         spec = HOSTS[kind]
-        if spec.config is None or spec.config.project is None:
+        if spec.config is None:
             continue
-        try:
-            state = server_state(kind, root, "project", PROJECT_NAME).state
-        except (ConfigError, RefusedError):
-            continue
-        if state in ("installed", "stale"):
-            found.append(kind)
+        scopes: list[Scope] = ["project"] if spec.config.project is not None else []
+        scopes += ["user"] if spec.config.user else []
+        for scope in scopes:
+            try:
+                state = server_state(kind, root, scope).state
+            except (ConfigError, RefusedError):
+                continue
+            if state in ("installed", "stale"):
+                found.append((kind, scope))
     return found
 
 
@@ -439,6 +584,9 @@ def _action(before: str | None, after: str | None, note: str) -> Action:
 
 
 def apply(p: Plan) -> None:
+    for c in p.changes:  # every file first: a read-only one stops the run before anything is written
+        if c.before != c.after:
+            files.check_writable(c.path, c.shown)
     for c in p.changes:
         if c.before == c.after:
             continue
@@ -470,38 +618,73 @@ class ServerState:
     detail: str = ""
 
 
-def server_state(kind: HostKind, root: Path, scope: Scope, name: str) -> ServerState:
-    """Is this workspace's server in the host's file, as bootstrap-host would write it now?"""
+def server_state(kind: HostKind, root: Path, scope: Scope, name: str | None = None) -> ServerState:
+    """Is this workspace's server in the host's file (under `name`; None: whatever its name), and can the host
+    start it?"""
     spec = HOSTS[kind]
     assert spec.config is not None
+    given, name = name, name or default_name(root, scope)
     try:
         path, shown = _config_location(spec, root, scope)
-    except RefusedError as err:
+    except (RefusedError, UsageError) as err:  # a symlink in the workspace, a relative CODEX_HOME
         return ServerState(spec.config.project or "", scope, name, "unreadable", detail=str(err))
     try:
         text = files.read(path, shown)
         if text is None:
             return ServerState(shown, scope, name, "absent")
-        if spec.config.format == "toml":
-            value = _toml_servers(_toml_data(text, shown), shown).get(name)
-        else:
-            tree = _json_tree(text, spec.config, shown)
-            container = _container(tree, text, spec.config, shown)
-            member = None if container is None else jsonedit.find(container.value, name)
-            value = None if member is None else jsonedit.to_python(member.value)
+        servers = _servers(text, spec.config, shown)
     except ConfigError as err:
         return ServerState(shown, scope, name, "unreadable", detail=str(err))
+    if given is None:
+        name = _pick(workspace_servers(servers, root, project=scope == "project"), name)
+    value = servers.get(name)
     if value is None:
         return ServerState(shown, scope, name, "absent")
-    if not pins(value, root):
+    if not pins(value, root, project=scope == "project"):
         return ServerState(shown, scope, name, "other", detail=f"{name!r} there is not this workspace's server")
-    command = value.get("command") if isinstance(value, dict) else None
-    found = isinstance(command, str) and Path(command).is_file()
-    want = server_entry(root, spec.config)
-    state: Literal["installed", "stale"] = "installed" if value == want and found else "stale"
-    detail = "" if state == "installed" else (
-        f"the command {command!r} is not there any more" if not found else "written for another installation")
-    return ServerState(shown, scope, name, state, command if isinstance(command, str) else None, found, detail)
+    command = value.get("command")
+    missing = _missing_command(command, value.get("args"), root)
+    if missing:
+        return ServerState(shown, scope, name, "stale", command if isinstance(command, str) else None, False,
+                           missing)
+    return ServerState(shown, scope, name, "installed", command, True, _differences(value, server_entry(root, None)))
+
+
+def _missing_command(command: Any, args: Any, root: Path) -> str:
+    """Why the host could not start the entry's command ("" when it can): an absolute path that is not a
+    file, a bare name not on PATH (looked up as the host would, with this PATH), `git vivary` without
+    `git-vivary` on PATH."""
+    if not isinstance(command, str) or not command:
+        return "the entry has no command"
+    if Path(command).is_absolute():
+        return "" if Path(command).is_file() else f"the command {command!r} is not there any more"
+    if "/" in command or "\\" in command:
+        return "" if (root / command).is_file() else f"the command {command!r} is not there (from {root})"
+    if shutil.which(command) is None:
+        return f"the command {command!r} is not on PATH"
+    if Path(command).stem == "git" and isinstance(args, list) and args[:1] == ["vivary"] \
+            and shutil.which("git-vivary") is None:
+        return "`git vivary` needs `git-vivary` on PATH, and it is not there"
+    return ""
+
+
+def _differences(value: dict[str, Any], ours: dict[str, Any]) -> str:
+    """What a working entry of this workspace has that bootstrap-host would not write: another command,
+    the user's own members and arguments. Notes, not faults: the host starts it."""
+    said = []
+    base, theirs = split_args(value.get("args"))
+    if value.get("command") != ours["command"]:
+        said.append(f"starts {value.get('command')!r}, not this installation's {ours['command']!r}; "
+                    "bootstrap-host would pin this one")
+    elif base != ours["args"]:
+        said.append(f"arguments {' '.join(map(str, base))!r}, where bootstrap-host writes "
+                    f"{' '.join(ours['args'])!r}")
+    own = [repr(k) for k in value if k not in ("command", "args", "type")]
+    if theirs:
+        own.append(repr(" ".join(map(str, theirs))))
+    if own:
+        said.append("with your own settings: " + ", ".join(own))
+    return "; ".join(said)
 
 
 def guidance_state(kind: HostKind, root: Path) -> tuple[str | None, str]:

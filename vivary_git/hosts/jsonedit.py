@@ -282,6 +282,18 @@ def replace_value(text: str, member: Member, value: Any, *, unit: str, nl: str) 
     return text[:v.start] + render(value, base, unit, nl) + text[v.end:]
 
 
+def set_member(text: str, obj: Node, key: str, value: Any, *, unit: str, nl: str) -> str:
+    """`text` with member `key` of `obj` set to `value`: its value's bytes replaced (on one line when they
+    were on one line), or the member added last. Every other byte of `obj`, comments included, stays."""
+    member = find(obj, key)
+    if member is None:
+        return insert_member(text, obj, key, value=value, unit=unit, nl=nl)
+    v = member.value
+    if "\n" not in text[v.start:v.end]:
+        return text[:v.start] + json.dumps(value, ensure_ascii=False) + text[v.end:]
+    return replace_value(text, member, value, unit=unit, nl=nl)
+
+
 def remove_member(text: str, obj: Node, key: str) -> str:
     """`text` without member `key` of `obj` (the inverse of `insert_member`)."""
     index = next(i for i, m in enumerate(obj.members) if m.key == key)

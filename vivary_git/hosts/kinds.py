@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from vivary_git.errors import UsageError
+
 HostKind = Literal["generic", "claude-code", "codex", "cursor", "gemini-cli", "claude-desktop"]
 HOST_KINDS: tuple[HostKind, ...] = ("generic", "claude-code", "codex", "cursor", "gemini-cli", "claude-desktop")
 Format = Literal["json", "jsonc", "toml"]
@@ -60,6 +62,12 @@ def user_config_path(kind: HostKind, *, platform: str | None = None, env: dict[s
     home = Path(env.get("HOME") or env.get("USERPROFILE") or Path.home())
     if kind == "codex":
         codex_home = env.get("CODEX_HOME")
+        if codex_home and not Path(codex_home).is_absolute():
+            # Taken from the current folder, it would put a user-level file (this machine's paths) in the
+            # workspace, and Codex, started elsewhere, would not read it.
+            raise UsageError(f"CODEX_HOME={codex_home} is a relative path, so which folder it names depends on "
+                             "where a program starts; set it to an absolute path (or unset it for ~/.codex) and "
+                             "run again")
         return (Path(codex_home) if codex_home else home / ".codex") / "config.toml"
     if kind == "claude-desktop":
         if platform == "darwin":
@@ -68,6 +76,7 @@ def user_config_path(kind: HostKind, *, platform: str | None = None, env: dict[s
             appdata = env.get("APPDATA")
             base = Path(appdata) if appdata else home / "AppData" / "Roaming"
             return base / "Claude" / "claude_desktop_config.json"
-        xdg = env.get("XDG_CONFIG_HOME")
-        return (Path(xdg) if xdg else home / ".config") / "Claude" / "claude_desktop_config.json"
+        xdg = env.get("XDG_CONFIG_HOME")  # a relative value is ignored, as the XDG Base Directory spec says
+        base = Path(xdg) if xdg and Path(xdg).is_absolute() else home / ".config"
+        return base / "Claude" / "claude_desktop_config.json"
     raise ValueError(f"{kind} has no user-level config file that bootstrap-host writes")
