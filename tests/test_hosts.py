@@ -172,6 +172,7 @@ def test_generic_writes_agents_md_and_prints_the_command(repo: Repo, cli: Any) -
     "{}", "{ }", "{\n}", '{"mcpServers": {}}', '{"mcpServers": {  }, "x": 1}', '{"mcpServers":{"a":1,}}',
     '{\n\t"mcpServers": {\n\t\t"a": {"command": "x"}\n\t}\n}', '\ufeff{"a": [1, 2, {"b": null}]}\r\n',
     '{"a": 1 // note\n}', '/* head */ {"mcpServers": /* none yet */ {}}',
+    '{"a": 1e400, "b": -2E+999, "mcpServers": {}}',  # JSON all the same: a host's JavaScript reads Infinity
 ])
 def test_json_insert_then_remove_is_the_identity(text: str) -> None:
     from vivary_git.hosts.install import json_install, json_uninstall
@@ -185,6 +186,12 @@ def test_json_insert_then_remove_is_the_identity(text: str) -> None:
     assert load_jsonc(added)["mcpServers"]["vivary"] == entry
     assert json_install(added, spec, "vivary", entry, root, "f") == added
     assert json_uninstall(added, spec, "vivary", root, "f") == (text, "")
+
+
+def test_a_container_of_the_wrong_kind_is_named_with_its_article(repo: Repo, cli: Any) -> None:
+    repo.write({"tropo.toml": TROPO, ".mcp.json": '{"mcpServers": []}'})
+    r = cli("bootstrap-host", "--host-kind", "claude-code", cwd=repo.path)
+    assert r.code == 2 and "'mcpServers' is an array, not an object" in r.err, r.err
 
 
 def test_an_emptied_file_laid_out_as_created_is_deleted() -> None:

@@ -229,8 +229,9 @@ def _container(tree: jsonedit.Node, text: str, spec: ConfigSpec, shown: str) -> 
     member = jsonedit.find(tree, spec.container)
     if member is not None and member.value.kind != "object":
         line = text.count("\n", 0, member.key_start) + 1
-        raise ConfigError(f"{shown}: line {line}: {spec.container!r} is a {member.value.kind}, not an object; "
-                          "fix the file and run again (nothing was written)")
+        kind = member.value.kind
+        raise ConfigError(f"{shown}: line {line}: {spec.container!r} is {'an' if kind[0] in 'aeiou' else 'a'} {kind}, "
+                          "not an object; fix the file and run again (nothing was written)")
     return member
 
 

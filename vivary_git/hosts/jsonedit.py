@@ -25,8 +25,11 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
+
+_NUMBER_START = re.compile(r"-?[0-9]")
 
 
 class JsonSyntaxError(ValueError):
@@ -130,8 +133,11 @@ class _Parser:
         except json.JSONDecodeError:
             raise self.fail("expected a value") from None
         kind = "null" if v is None else "true" if v is True else "false" if v is False else "number"
-        if isinstance(v, (dict, list, str)) or (isinstance(v, float) and not math.isfinite(v)):
-            raise self.fail("expected a value")  # NaN and Infinity: raw_decode takes them, JSON does not
+        # NaN and Infinity: raw_decode takes them, JSON does not. A number too large for a double (`1e400`) is
+        # JSON all the same (a host's JavaScript reads it as Infinity): kept, as its text is.
+        written_number = _NUMBER_START.match(self.text, start) is not None
+        if isinstance(v, (dict, list, str)) or (isinstance(v, float) and not math.isfinite(v) and not written_number):
+            raise self.fail("expected a value")
         self.pos = end
         return Node(kind, start, end, scalar=v)
 
