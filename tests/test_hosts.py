@@ -236,6 +236,12 @@ def test_unparsable_config_is_exit_2_with_its_line_and_never_written(
     assert snapshot(ws.path) == start  # nothing written, not even the guidance block
 
 
+def test_a_config_cut_short_says_so(ws: Repo, cli: Any) -> None:
+    ws.write({".mcp.json": "{"})
+    r = cli("bootstrap-host", "--host-kind", "claude-code", cwd=ws.path)
+    assert r.code == 2 and "unexpected end of file" in r.err, r.err
+
+
 def test_non_utf8_and_non_file_configs_are_exit_2(ws: Repo, cli: Any) -> None:
     ws.write({".mcp.json": b'{\n  "x": "\xff"\n}\n'})
     r = cli("bootstrap-host", "--host-kind", "claude-code", cwd=ws.path)
