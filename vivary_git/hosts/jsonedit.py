@@ -159,7 +159,8 @@ class _Parser:
                         raise self.fail("trailing comma (the host reads strict JSON)", self.pos)
                     break
             if not self.at('"'):
-                raise self.fail("unexpected end of file" if self.pos >= len(self.text) else "expected a quoted member name")
+                cut = self.pos >= len(self.text)
+                raise self.fail("unexpected end of file" if cut else "expected a quoted member name")
             key_start = self.pos
             key = self.string()
             if key in seen:
