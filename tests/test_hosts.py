@@ -681,3 +681,13 @@ def test_a_codex_block_that_cannot_be_added_prints_lines_not_escapes(ws: Repo, c
     r = cli("bootstrap-host", "--host-kind", "codex", cwd=ws.path)
     assert r.code == 2 and "inline table" in r.err and "\\n" not in r.err, r.err
     assert "\n  [mcp_servers.vivary]\n" in r.err
+
+
+def test_a_workspace_outside_git_is_set_up_with_a_note_that_writes_need_git(tmp_path: Path, cli: Any) -> None:
+    """The server then searches and reads, and refuses every memory write (a write is a commit): said at set-up
+    rather than at the agent's first `add`."""
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    r = cli("bootstrap-host", "--host-kind", "cursor", "--json", cwd=folder)
+    assert r.code == 0, r.err
+    assert any("is not in a Git work tree" in n and "git init" in n for n in r.json()["notes"]), r.out

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from vivary_git.errors import ConfigError, RefusedError, UsageError
+from vivary_git.errors import ConfigError, RefusedError, UsageError, VivaryError
 from vivary_git.hosts import blocks, files, jsonedit
 from vivary_git.hosts.kinds import HOST_KINDS, HOSTS, ConfigSpec, HostKind, HostSpec, user_config_path
 
@@ -435,6 +435,17 @@ def guidance_file(spec: HostSpec, root: Path) -> str | None:
 
 # -- plans -----------------------------------------------------------------------------------------------
 
+def _outside_git(root: Path) -> bool:
+    """Whether `root` is in no Git work tree (a repository Git cannot open is another command's error to name)."""
+    from vivary_git import git
+
+    try:
+        repo = git.try_open(root)
+    except VivaryError:
+        return False
+    return repo is None or repo.workdir is None
+
+
 def plan(kind: HostKind, root: Path, *, uninstall: bool = False, user: bool = False,
          name: str | None = None) -> Plan:
     spec = HOSTS[kind]
@@ -472,6 +483,9 @@ def plan(kind: HostKind, root: Path, *, uninstall: bool = False, user: bool = Fa
     else:
         argv = [*server_command(), "mcp", "-C", str(root)]
         p.notes.append("configure your host to start this stdio server: " + " ".join(_quote(a) for a in argv))
+    if not uninstall and _outside_git(root):
+        p.notes.append(f"{root} is not in a Git work tree: the server can search and read, but every memory it writes "
+                       "is a commit, so `add`, `update` and the rest are refused until you run `git init` there")
     target = guidance_file(spec, root)
     if target is not None:
         p.changes.append(_guidance_change(kind, scope, root, target, uninstall))
