@@ -294,6 +294,37 @@ def test_expired_ephemeral_memories_leave_search_and_are_removed_by_dream(repo: 
     assert repo.git("status", "--porcelain") == ""
 
 
+def test_dream_counts_only_the_expired_memories_its_commit_removes(repo: Repo, cli: Any) -> None:
+    # The count came from the expired list, not the commit: a memory the user had edited was left alone (rightly)
+    # and still counted as removed ("removed 4", the commit "removes 2").
+    _seed(repo)
+    expired = "---\ntype: memory\ndurability: ephemeral\nexpires: \"2020-01-01\"\n---\n"
+    repo.commit("memories", {f"memories/e{i}.md": f"{expired}old {i}\n" for i in range(1, 5)})
+    with (repo.path / "memories/e2.md").open("a") as f:
+        f.write("edit\n")
+    repo.write({"memories/e5.md": f"{expired}never committed\n"})
+    r = cli("dream", "--force", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert "removed 3 expired memories in" in r.out
+    assert ("memories/e2.md: expired, left in place: has changes of yours that are not committed: commit or stash "
+            "them") in r.out
+    assert "memories/e5.md: expired, left in place: not committed: delete the file" in r.out
+    assert repo.git("log", "-1", "--format=%s") == "vivary: dream removes 3 expired memories\n"
+    assert repo.git("diff", "--name-only", "HEAD~1", "HEAD").split() == [f"memories/e{i}.md" for i in (1, 3, 4)]
+    assert (repo.path / "memories/e2.md").read_text().endswith("edit\n")
+    with (repo.path / "memories/e2.md").open("a") as f:
+        f.write("more\n")
+    run = cli("dream", "--force", "--json", cwd=repo.path).json()["run"]
+    assert "expired" not in run and "expire_commit" not in run
+    assert [(k["id"], k["path"]) for k in run["expired_kept"]] == [("memories/e2", "memories/e2.md"),
+                                                                   ("memories/e5", "memories/e5.md")]
+    (repo.path / "memories/e5.md").unlink()
+    repo.git("checkout", "--", "memories/e2.md")
+    r = cli("dream", "--force", cwd=repo.path)
+    assert "removed 1 expired memory in" in r.out and "left in place" not in r.out
+    assert repo.git("log", "-1", "--format=%s") == "vivary: dream removes 1 expired memory\n"
+
+
 def test_pinned_memories_are_never_compacted(repo: Repo, cli: Any) -> None:
     _seed(repo)
     for text in DEPLOY:
