@@ -392,6 +392,28 @@ def test_the_digest_is_bounded_and_most_important_first(repo: Repo, cli: Any) ->
     assert "Second pinned rule" in after and after.endswith("\nMy own line.\n")
 
 
+def test_the_digest_names_the_memories_whose_frontmatter_could_not_be_read(repo: Repo, cli: Any) -> None:
+    # Their fields were read as empty, so a pinned one was silently "working" and left out: ok, 0 entries, no hint.
+    canary = "canary-77b2-frontmatter"
+    repo.commit("memories", {"memories/a.md": f"---\ntitle: [unclosed {canary}\ndurability: pinned\n---\nbody\n",
+                             "memories/b.md": _memory("Readable rule", "pinned")})
+    r = cli("digest", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    got = r.json()
+    assert got["entries"] == 1 and got["unreadable"] == [{"path": "memories/a.md", "line": 2}]
+    r = cli("digest", cwd=repo.path)
+    assert r.code == 0
+    assert ("memories/a.md:2: frontmatter could not be read, so this memory is not in the digest (it may be pinned "
+            "or durable); `git vivary check` names the problem") in r.err
+    r = cli("digest", "--check", cwd=repo.path)
+    assert r.code == 0 and "memories/a.md:2: frontmatter could not be read" in r.err
+    for r in (cli("digest", "--json", cwd=repo.path), cli("digest", "--check", cwd=repo.path)):
+        assert canary not in r.out + r.err  # where, never what the file says
+    repo.commit("fixed", {"memories/a.md": f"---\ntitle: closed {canary}\ndurability: pinned\n---\nbody\n"})
+    got = cli("digest", "--json", cwd=repo.path).json()
+    assert got["entries"] == 2 and got["unreadable"] == []
+
+
 def test_a_tracked_memory_md_is_refused(repo: Repo, cli: Any) -> None:
     repo.commit("init", {"MEMORY.md": "# mine\n", "memories/a.md": _memory("A", "pinned")})
     r = cli("digest", cwd=repo.path)

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from typing import TYPE_CHECKING
 
 from vivary_git.commands._common import add_json_arg, add_workspace_args, emit_json
 from vivary_git.errors import EXIT_FINDINGS, EXIT_OK
+from vivary_git.escape import text as shown
+
+if TYPE_CHECKING:
+    from vivary_git.memory.dream.digest import DigestReport
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -44,4 +50,14 @@ def run(args: argparse.Namespace) -> int:
               + (", with your profile" if report.profile else "") + f"; {report.lines} lines, {report.bytes} bytes)")
         if report.excluded:
             print(f"vivary digest: added {report.path} to .git/info/exclude so Git ignores it")
+    if not args.json:
+        _unreadable(report)
     return EXIT_OK if report.ok else EXIT_FINDINGS
+
+
+def _unreadable(report: DigestReport) -> None:
+    """Each memory left out because its frontmatter could not be read: where, never what it says."""
+    for u in report.unreadable:
+        print(f"vivary digest: {shown(u.path)}:{u.line}: frontmatter could not be read, so this memory is not in "
+              "the digest (it may be pinned or durable); `git vivary check` names the problem, fix it and run "
+              "`git vivary digest` again", file=sys.stderr)
