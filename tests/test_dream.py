@@ -419,6 +419,35 @@ def test_a_tracked_memory_md_is_refused(repo: Repo, cli: Any) -> None:
     r = cli("digest", cwd=repo.path)
     assert r.code == 3 and "tracked" in r.err
     assert (repo.path / "MEMORY.md").read_text() == "# mine\n"
+    # --check said "missing … run `git vivary digest` to write it" (exit 1), sending the user to that refusal.
+    for args in (["--check"], ["--check", "--json"]):
+        r = cli("digest", *args, cwd=repo.path)
+        assert r.code == 3 and r.out == "", r.out
+        assert ("MEMORY.md is tracked by Git, so the digest (your pinned and durable memories and your profile) "
+                "would reach the next commit and `git vivary digest` refuses to write it; untrack it "
+                "(`git rm --cached -- MEMORY.md`, and keep it ignored), then run `git vivary digest`") in r.err
+        assert "missing" not in r.err
+    repo.git("rm", "-q", "--cached", "MEMORY.md")
+    r = cli("digest", "--check", cwd=repo.path)
+    assert r.code == 1 and "holds no digest block" in r.out
+
+
+def test_digest_check_tells_a_memory_md_of_yours_without_a_digest_from_a_missing_one(repo: Repo, cli: Any) -> None:
+    repo.commit("init", {".gitignore": "MEMORY.md\n", "memories/a.md": _memory("A", "pinned")})
+    r = cli("digest", "--check", "--json", cwd=repo.path)
+    assert r.code == 1 and r.json()["state"] == "missing"
+    assert "MEMORY.md is missing (1 memories); run `git vivary digest` to write it" in cli(
+        "digest", "--check", cwd=repo.path).out
+    (repo.path / "MEMORY.md").write_text("# My own notes\n")
+    r = cli("digest", "--check", "--json", cwd=repo.path)
+    assert r.code == 1 and r.json()["state"] == "no-block"
+    r = cli("digest", "--check", cwd=repo.path)
+    assert r.code == 1
+    assert r.out == ("vivary digest: MEMORY.md holds no digest block, only text of yours (1 memories); run "
+                     "`git vivary digest` to add it (your text is kept)\n")
+    assert cli("digest", cwd=repo.path).code == 0
+    assert (repo.path / "MEMORY.md").read_text().startswith("# My own notes\n")
+    assert cli("digest", "--check", cwd=repo.path).out.startswith("vivary digest: MEMORY.md is fresh (1 memories)")
 
 
 def test_the_profile_is_in_the_digest_and_nowhere_else(repo: Repo, cli: Any) -> None:

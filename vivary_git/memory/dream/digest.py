@@ -56,7 +56,8 @@ class Unreadable(msgspec.Struct, frozen=True):
 class DigestReport(msgspec.Struct, frozen=True):
     ok: bool
     path: str  # workspace-relative
-    state: str  # "fresh" | "stale" | "missing" (before writing) / "written" | "unchanged"
+    state: str  # --check: "fresh" | "stale" | "missing" (no file) | "no-block" (a file of yours without the digest);
+    # written: "written" | "unchanged"
     entries: int  # memories in the digest
     omitted: int  # pinned/durable memories that did not fit
     profile: bool  # the onboarding profile is in it
@@ -183,32 +184,54 @@ def current(root: Path) -> str | None:
     return _read(files.project_path(root, DIGEST_FILE))
 
 
+def _tracked(root: Path, path: Path) -> str | None:
+    """MEMORY.md's path from the top of the work tree when Git tracks it (None: it does not)."""
+    from vivary_git.hosts.onboard import _repo_top
+
+    top = _repo_top(root)
+    if top is None:
+        return None
+    rel = path.relative_to(top).as_posix()
+    if git.run(["ls-files", "--error-unmatch", "--", rel], cwd=top, check=False).returncode == 0:
+        return rel
+    return None
+
+
+def _refuse_tracked(rel: str, *, checking: bool) -> RefusedError:
+    fix = "then run `git vivary digest` to write it" if checking else "and run again; nothing was written"
+    return RefusedError(f"{rel} is tracked by Git, so the digest (your pinned and durable memories and your "
+                        f"profile) would reach the next commit and `git vivary digest` refuses to write it; untrack "
+                        f"it (`git rm --cached -- {rel}`, and keep it ignored), {fix}")
+
+
 def check(ws: Workspace, cfg: MemoryConfig, memories: Sequence[Mem] | None = None) -> DigestReport:
-    """Is MEMORY.md's digest what `write` would write now? Writes nothing."""
+    """Is MEMORY.md's digest what `write` would write now? Writes nothing. Refused, as `write` is, while Git
+    tracks MEMORY.md: "missing" would send the user to a `digest` that refuses."""
     from vivary_git.hosts import files
 
     path = files.project_path(ws.source.root, DIGEST_FILE)
+    tracked = _tracked(ws.source.root, path)
+    if tracked is not None:
+        raise _refuse_tracked(tracked, checking=True)
     composed = compose(ws, cfg, memories)
     before = _read(path)
     inner = None if before is None else MARKERS.inner(before, DIGEST_FILE)
-    return _report(composed, "missing" if inner is None else "fresh" if inner == composed.body else "stale")
+    state = "missing" if before is None else "no-block" if inner is None else "fresh" if inner == composed.body \
+        else "stale"
+    return _report(composed, state)
 
 
 def write(ws: Workspace, cfg: MemoryConfig, memories: Sequence[Mem] | None = None) -> DigestReport:
     """Regenerate the digest block of MEMORY.md at the workspace root (the rest of the file kept)."""
     from vivary_git.hosts import files
-    from vivary_git.hosts.onboard import _keep_out_of_git, _repo_top
+    from vivary_git.hosts.onboard import _keep_out_of_git
 
     root = ws.source.root
     path = files.project_path(root, DIGEST_FILE)
     composed = compose(ws, cfg, memories)
-    top = _repo_top(root)
-    if top is not None:
-        rel = path.relative_to(top).as_posix()
-        if git.run(["ls-files", "--error-unmatch", "--", rel], cwd=top, check=False).returncode == 0:
-            raise RefusedError(f"{rel} is tracked by Git, so the digest (your pinned and durable memories and your "
-                               f"profile) would reach the next commit; untrack it (`git rm --cached -- {rel}`, and "
-                               "keep it ignored) and run again; nothing was written")
+    tracked = _tracked(root, path)
+    if tracked is not None:
+        raise _refuse_tracked(tracked, checking=False)
     before = _read(path)
     after = _full(before, composed.body)
     excluded = _keep_out_of_git(root, path)
