@@ -432,6 +432,21 @@ def test_a_tracked_memory_md_is_refused(repo: Repo, cli: Any) -> None:
     assert r.code == 1 and "holds no digest block" in r.out
 
 
+def test_a_symlinked_memory_md_is_refused_naming_digest_and_its_fix(repo: Repo, cli: Any, tmp_path: Path) -> None:
+    # It said "bootstrap-host edits only real files … (… or configure this host by hand)": another command's fix.
+    target = tmp_path / "elsewhere.md"
+    target.write_text("# not mine to change\n")
+    repo.commit("init", {".gitignore": "MEMORY.md\n", "memories/a.md": _memory("A", "pinned")})
+    (repo.path / "MEMORY.md").symlink_to(target)
+    for args in ([], ["--check"]):
+        r = cli("digest", *args, cwd=repo.path)
+        assert r.code == 3
+        assert r.err == (f"git vivary digest: {repo.path / 'MEMORY.md'} is a symlink; digest edits only real files "
+                         "inside the workspace (a link could point anywhere); remove the link (its target is kept) "
+                         "and run `git vivary digest` again: it writes a new MEMORY.md\n")
+    assert target.read_text() == "# not mine to change\n"
+
+
 def test_digest_check_tells_a_memory_md_of_yours_without_a_digest_from_a_missing_one(repo: Repo, cli: Any) -> None:
     repo.commit("init", {".gitignore": "MEMORY.md\n", "memories/a.md": _memory("A", "pinned")})
     r = cli("digest", "--check", "--json", cwd=repo.path)

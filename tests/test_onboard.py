@@ -83,6 +83,22 @@ def test_a_tracked_user_md_is_refused(ws: Repo, cli: Any) -> None:
     assert (ws.path / "USER.md").read_text() == "# Me\n"
 
 
+def test_a_symlinked_user_md_is_refused_naming_onboard_and_its_fix(ws: Repo, cli: Any, tmp_path: Path) -> None:
+    # It said "bootstrap-host edits only real files … (… or configure this host by hand)": another command's fix.
+    target = tmp_path / "elsewhere.md"
+    target.write_text("# not mine to change\n")
+    (ws.path / "USER.md").symlink_to(target)
+    r = cli("onboard", "--answer", "name=Ada", cwd=ws.path)
+    assert r.code == 3
+    assert r.err == (f"git vivary onboard: {ws.path / 'USER.md'} is a symlink; onboard edits only real files inside "
+                     "the workspace (a link could point anywhere); remove the link (its target is kept) and run "
+                     "onboard again: it writes a new USER.md\n")
+    assert "bootstrap-host" not in r.err and "configure this host" not in r.err
+    assert target.read_text() == "# not mine to change\n"
+    (ws.path / "USER.md").unlink()
+    assert cli("onboard", "--answer", "name=Ada", cwd=ws.path).code == 0
+
+
 def test_unknown_key_is_a_usage_error(ws: Repo, cli: Any) -> None:
     r = cli("onboard", "--answer", "shoe=42", cwd=ws.path)
     assert r.code == 2 and "name, role, language, style, goal" in r.err

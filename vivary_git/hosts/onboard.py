@@ -112,8 +112,13 @@ def check_answers(given: Mapping[str, str], *, what: str = "answer") -> dict[str
     return answers
 
 
+def _user_path(root: Path) -> Path:
+    return files.project_path(root, USER_FILE, by="onboard", fix=f"remove the link (its target is kept) and run "
+                              f"onboard again: it writes a new {USER_FILE}")
+
+
 def read_profile(root: Path) -> dict[str, str]:
-    text = files.read(files.project_path(root, USER_FILE), USER_FILE)
+    text = files.read(_user_path(root), USER_FILE)
     inner = None if text is None else MARKERS.inner(text, USER_FILE)
     profile: dict[str, str] = {}
     for line in (inner or "").splitlines():
@@ -132,7 +137,7 @@ def status(root: Path) -> Onboarding:
 def record(root: Path, answers: dict[str, str]) -> Onboarding:
     """Merge `answers` into the profile (an empty answer removes one) and write USER.md."""
     _refuse_unfit(answers)
-    path = files.project_path(root, USER_FILE)
+    path = _user_path(root)
     _refuse_tracked(root, path)
     before = files.read(path, USER_FILE)
     profile = read_profile(root)

@@ -165,6 +165,13 @@ def _report(c: _Composed, state: str, *, excluded: bool = False) -> DigestReport
                         unreadable=c.unreadable)
 
 
+def _path(root: Path) -> Path:
+    from vivary_git.hosts import files
+
+    return files.project_path(root, DIGEST_FILE, by="digest", fix=f"remove the link (its target is kept) and run "
+                              f"`git vivary digest` again: it writes a new {DIGEST_FILE}")
+
+
 def _read(path: Path) -> str | None:
     from vivary_git.hosts import files
 
@@ -179,9 +186,7 @@ def _full(before: str | None, body: str) -> str:
 
 def current(root: Path) -> str | None:
     """MEMORY.md as it is on disk (None when there is none)."""
-    from vivary_git.hosts import files
-
-    return _read(files.project_path(root, DIGEST_FILE))
+    return _read(_path(root))
 
 
 def _tracked(root: Path, path: Path) -> str | None:
@@ -207,9 +212,7 @@ def _refuse_tracked(rel: str, *, checking: bool) -> RefusedError:
 def check(ws: Workspace, cfg: MemoryConfig, memories: Sequence[Mem] | None = None) -> DigestReport:
     """Is MEMORY.md's digest what `write` would write now? Writes nothing. Refused, as `write` is, while Git
     tracks MEMORY.md: "missing" would send the user to a `digest` that refuses."""
-    from vivary_git.hosts import files
-
-    path = files.project_path(ws.source.root, DIGEST_FILE)
+    path = _path(ws.source.root)
     tracked = _tracked(ws.source.root, path)
     if tracked is not None:
         raise _refuse_tracked(tracked, checking=True)
@@ -227,7 +230,7 @@ def write(ws: Workspace, cfg: MemoryConfig, memories: Sequence[Mem] | None = Non
     from vivary_git.hosts.onboard import _keep_out_of_git
 
     root = ws.source.root
-    path = files.project_path(root, DIGEST_FILE)
+    path = _path(root)
     composed = compose(ws, cfg, memories)
     tracked = _tracked(root, path)
     if tracked is not None:
@@ -245,11 +248,10 @@ def served(ws: Workspace, cfg: MemoryConfig, memories: Sequence[Mem] | None = No
     would write it now (a read writes nothing). Only the block: text of the user's own outside the markers is
     never served."""
     from vivary_git.errors import VivaryError
-    from vivary_git.hosts import files
 
     body = compose(ws, cfg, memories).body
     try:
-        before = _read(files.project_path(ws.source.root, DIGEST_FILE))
+        before = _read(_path(ws.source.root))
         inner = None if before is None else MARKERS.inner(before, DIGEST_FILE)
     except VivaryError:
         inner = None  # a MEMORY.md that is not a readable file, or not one block: the digest as it would be written
