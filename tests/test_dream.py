@@ -325,6 +325,46 @@ def test_dream_counts_only_the_expired_memories_its_commit_removes(repo: Repo, c
     assert repo.git("log", "-1", "--format=%s") == "vivary: dream removes 1 expired memory\n"
 
 
+def test_each_surface_names_its_own_dream_options(repo: Repo, cli: Any) -> None:
+    # The MCP tool answered with the CLI's flags ("--title and --content…, --use-heuristic, or --use-chat"):
+    # its arguments are `title`, `content` and `use_heuristic`, and it has no chat.
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    import asyncio
+
+    from mcp import Client
+
+    from vivary_git.mcp.server import build_server
+    from vivary_git.mcp.service import MemoryService
+
+    _seed(repo)
+    tid = "t-000000000000"
+
+    async def session() -> list[Any]:
+        async with Client(build_server(MemoryService(repo.path))) as client:
+            return [await client.call_tool("dream", args) for args in (
+                {"task_id": tid}, {"task_id": tid, "title": "T"}, {"task_id": tid, "title": "T", "content": "C"},
+                {})]
+
+    no_way, half, unknown, deferred = asyncio.run(session())
+    said = [" ".join(getattr(c, "text", "") for c in r.content) for r in (no_way, half, unknown)]
+    assert no_way.is_error and half.is_error and unknown.is_error
+    assert "resolve a task one way: `title` and `content` (your own summary) or `use_heuristic: true`" in said[0]
+    assert "give both `title` and `content` (your compacted memory), or `use_heuristic: true`" in said[1]
+    assert f"no dream task '{tid}' (see the `dream` tool with `inspect: \"tasks\"`)" in said[2]
+    assert deferred.structured_content["message"].endswith("(run with `force: true` to dream now)")
+    for text in [*said, deferred.structured_content["message"]]:
+        assert "--" not in text and "chat" not in text, text
+
+    r = cli("dream", "--task-id", tid, cwd=repo.path)
+    assert r.code == 2
+    assert ("resolve a task one way: `--title` and `--content` (your own summary), `--use-heuristic` or "
+            "`--use-chat`") in r.err
+    r = cli("dream", "--task-id", tid, "--title", "T", "--content", "C", cwd=repo.path)
+    assert r.code == 2 and "(see `git vivary dream --inspect tasks`)" in r.err
+    r = cli("dream", "--json", cwd=repo.path)
+    assert r.json()["message"].endswith("(run with `--force` to dream now)")
+
+
 def test_pinned_memories_are_never_compacted(repo: Repo, cli: Any) -> None:
     _seed(repo)
     for text in DEPLOY:

@@ -46,6 +46,7 @@ from vivary_git.memory.dream import durability
 from vivary_git.memory.dream.accesslog import Due, Log, log_for
 from vivary_git.memory.dream.corpus import Mem
 from vivary_git.memory.writes import commits
+from vivary_git.memory.writes.surface import arg, call, flag
 
 if TYPE_CHECKING:
     from vivary_git.memory.writes.remember import View
@@ -553,7 +554,8 @@ def run(view: View, *, force: bool = False, now: float | None = None, source: st
     records = Records(log)
     due = log.due(now)
     if not due.due and not force:
-        return DreamAnswer(ok=True, action="deferred", due=due, message=due.reason + " (run with --force to dream now)")
+        return DreamAnswer(ok=True, action="deferred", due=due,
+                           message=f"{due.reason} (run with {flag(source, 'force')} to dream now)")
     started = durability.now()
     when = started if now is None else _dt(now)
     mems = from_view(view)
@@ -845,27 +847,32 @@ def resolve(view: View, task_id: str, *, title: str | None = None, content: str 
     # Before anything can echo them: a refusal names the field, never the text.
     refuse_secrets([("task id", task_id if isinstance(task_id, str) else None), ("title", title),
                     ("content", content)])
+    # Each surface names its own options: the MCP tool has `title`, `content` and `use_heuristic`, and no chat.
+    listed = call(source, "dream", inspect="tasks")
+    fresh = call(source, "dream", force=True)
+    both = f"{arg(source, 'title')} and {arg(source, 'content')}"
     if not isinstance(task_id, str) or not _TASK_ID.match(task_id.strip()):
-        raise UsageError(f"task id {task_id!r} is not a dream task id (t- and 12 hex digits, from "
-                         "`git vivary dream --inspect tasks`)")
+        raise UsageError(f"task id {task_id!r} is not a dream task id (t- and 12 hex digits, from {listed})")
     task_id = task_id.strip()
     modes = [use_heuristic, use_chat, title is not None or content is not None]
     if sum(bool(m) for m in modes) != 1:
-        raise UsageError("resolve a task one way: --title and --content (your own summary), --use-heuristic, "
-                         "or --use-chat")
+        ways = [f"{both} (your own summary)", flag(source, "use_heuristic")]
+        if source == "cli":
+            ways.append(flag(source, "use_chat"))
+        raise UsageError(f"resolve a task one way: {', '.join(ways[:-1])} or {ways[-1]}")
     if not use_heuristic and not use_chat and (title is None or content is None):
-        raise UsageError("give both --title and --content (your compacted memory), or --use-heuristic")
+        raise UsageError(f"give both {both} (your compacted memory), or {flag(source, 'use_heuristic')}")
     log = log_for(view.ws)
     records = Records(log)
     found = next((t for t in tasks(view) if t.id == task_id), None)
     if found is None:
-        raise UsageError(f"no dream task {task_id!r} (see `git vivary dream --inspect tasks`)")
+        raise UsageError(f"no dream task {task_id!r} (see {listed})")
     if found.status == "resolved":
         done = found.resolution.commit[:12] if found.resolution else "?"
         raise RefusedError(f"task {task_id} is already resolved (commit {done}); nothing was written")
     if found.status == "stale":
         raise RefusedError(f"task {task_id} is stale: one of its memories changed or is gone since the run that "
-                           "proposed it; run `git vivary dream --force` for a fresh task; nothing was written")
+                           f"proposed it; run {fresh} for a fresh task; nothing was written")
     by = "host"
     if use_heuristic:
         title, content, _ = heuristic(found.sources)
@@ -879,7 +886,7 @@ def resolve(view: View, task_id: str, *, title: str | None = None, content: str 
         title, content = summarise(view.cfg, found.prompt, [(s.title, s.text) for s in found.sources], approved)
         by = "chat"
     if title is None or content is None:
-        raise UsageError("give both --title and --content (the host's compacted memory)")
+        raise UsageError(f"give both {both} (the host's compacted memory)")
     title = " ".join(_check_text(title, "the title", MAX_TITLE).split())
     content = _check_text(content, "the content", MAX_TEXT)
     refuse_secrets([("title", title), ("content", content)])
@@ -917,8 +924,8 @@ def resolve(view: View, task_id: str, *, title: str | None = None, content: str 
 
             entry = base.entry(path)
             if entry is None or entry[0] != s.blob:
-                raise RefusedError(f"{s.id!r} changed since task {task_id} was proposed; run `git vivary dream "
-                                   "--force` for a fresh task; nothing was written")
+                raise RefusedError(f"{s.id!r} changed since task {task_id} was proposed; run {fresh} for a fresh "
+                                   "task; nothing was written")
             fields_now = parse_blob(data).fields
             edited = notefile.set_field(data, durability.ARCHIVED, stamp, what=s.path)
             if durability.tier(fields_now) == "durable":
