@@ -294,6 +294,77 @@ def test_expired_ephemeral_memories_leave_search_and_are_removed_by_dream(repo: 
     assert repo.git("status", "--porcelain") == ""
 
 
+def test_dream_counts_only_the_expired_memories_its_commit_removes(repo: Repo, cli: Any) -> None:
+    # The count came from the expired list, not the commit: a memory the user had edited was left alone (rightly)
+    # and still counted as removed ("removed 4", the commit "removes 2").
+    _seed(repo)
+    expired = "---\ntype: memory\ndurability: ephemeral\nexpires: \"2020-01-01\"\n---\n"
+    repo.commit("memories", {f"memories/e{i}.md": f"{expired}old {i}\n" for i in range(1, 5)})
+    with (repo.path / "memories/e2.md").open("a") as f:
+        f.write("edit\n")
+    repo.write({"memories/e5.md": f"{expired}never committed\n"})
+    r = cli("dream", "--force", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert "removed 3 expired memories in" in r.out
+    assert ("memories/e2.md: expired, left in place: has changes of yours that are not committed: commit or stash "
+            "them") in r.out
+    assert "memories/e5.md: expired, left in place: not committed: delete the file" in r.out
+    assert repo.git("log", "-1", "--format=%s") == "vivary: dream removes 3 expired memories\n"
+    assert repo.git("diff", "--name-only", "HEAD~1", "HEAD").split() == [f"memories/e{i}.md" for i in (1, 3, 4)]
+    assert (repo.path / "memories/e2.md").read_text().endswith("edit\n")
+    with (repo.path / "memories/e2.md").open("a") as f:
+        f.write("more\n")
+    run = cli("dream", "--force", "--json", cwd=repo.path).json()["run"]
+    assert "expired" not in run and "expire_commit" not in run
+    assert [(k["id"], k["path"]) for k in run["expired_kept"]] == [("memories/e2", "memories/e2.md"),
+                                                                   ("memories/e5", "memories/e5.md")]
+    (repo.path / "memories/e5.md").unlink()
+    repo.git("checkout", "--", "memories/e2.md")
+    r = cli("dream", "--force", cwd=repo.path)
+    assert "removed 1 expired memory in" in r.out and "left in place" not in r.out
+    assert repo.git("log", "-1", "--format=%s") == "vivary: dream removes 1 expired memory\n"
+
+
+def test_each_surface_names_its_own_dream_options(repo: Repo, cli: Any) -> None:
+    # The MCP tool answered with the CLI's flags ("--title and --content…, --use-heuristic, or --use-chat"):
+    # its arguments are `title`, `content` and `use_heuristic`, and it has no chat.
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    import asyncio
+
+    from mcp import Client
+
+    from vivary_git.mcp.server import build_server
+    from vivary_git.mcp.service import MemoryService
+
+    _seed(repo)
+    tid = "t-000000000000"
+
+    async def session() -> list[Any]:
+        async with Client(build_server(MemoryService(repo.path))) as client:
+            return [await client.call_tool("dream", args) for args in (
+                {"task_id": tid}, {"task_id": tid, "title": "T"}, {"task_id": tid, "title": "T", "content": "C"},
+                {})]
+
+    no_way, half, unknown, deferred = asyncio.run(session())
+    said = [" ".join(getattr(c, "text", "") for c in r.content) for r in (no_way, half, unknown)]
+    assert no_way.is_error and half.is_error and unknown.is_error
+    assert "resolve a task one way: `title` and `content` (your own summary) or `use_heuristic: true`" in said[0]
+    assert "give both `title` and `content` (your compacted memory), or `use_heuristic: true`" in said[1]
+    assert f"no dream task '{tid}' (see the `dream` tool with `inspect: \"tasks\"`)" in said[2]
+    assert deferred.structured_content["message"].endswith("(run with `force: true` to dream now)")
+    for text in [*said, deferred.structured_content["message"]]:
+        assert "--" not in text and "chat" not in text, text
+
+    r = cli("dream", "--task-id", tid, cwd=repo.path)
+    assert r.code == 2
+    assert ("resolve a task one way: `--title` and `--content` (your own summary), `--use-heuristic` or "
+            "`--use-chat`") in r.err
+    r = cli("dream", "--task-id", tid, "--title", "T", "--content", "C", cwd=repo.path)
+    assert r.code == 2 and "(see `git vivary dream --inspect tasks`)" in r.err
+    r = cli("dream", "--json", cwd=repo.path)
+    assert r.json()["message"].endswith("(run with `--force` to dream now)")
+
+
 def test_pinned_memories_are_never_compacted(repo: Repo, cli: Any) -> None:
     _seed(repo)
     for text in DEPLOY:
@@ -361,11 +432,77 @@ def test_the_digest_is_bounded_and_most_important_first(repo: Repo, cli: Any) ->
     assert "Second pinned rule" in after and after.endswith("\nMy own line.\n")
 
 
+def test_the_digest_names_the_memories_whose_frontmatter_could_not_be_read(repo: Repo, cli: Any) -> None:
+    # Their fields were read as empty, so a pinned one was silently "working" and left out: ok, 0 entries, no hint.
+    canary = "canary-77b2-frontmatter"
+    repo.commit("memories", {"memories/a.md": f"---\ntitle: [unclosed {canary}\ndurability: pinned\n---\nbody\n",
+                             "memories/b.md": _memory("Readable rule", "pinned")})
+    r = cli("digest", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    got = r.json()
+    assert got["entries"] == 1 and got["unreadable"] == [{"path": "memories/a.md", "line": 2}]
+    r = cli("digest", cwd=repo.path)
+    assert r.code == 0
+    assert ("memories/a.md:2: frontmatter could not be read, so this memory is not in the digest (it may be pinned "
+            "or durable); `git vivary check` names the problem") in r.err
+    r = cli("digest", "--check", cwd=repo.path)
+    assert r.code == 0 and "memories/a.md:2: frontmatter could not be read" in r.err
+    for r in (cli("digest", "--json", cwd=repo.path), cli("digest", "--check", cwd=repo.path)):
+        assert canary not in r.out + r.err  # where, never what the file says
+    repo.commit("fixed", {"memories/a.md": f"---\ntitle: closed {canary}\ndurability: pinned\n---\nbody\n"})
+    got = cli("digest", "--json", cwd=repo.path).json()
+    assert got["entries"] == 2 and got["unreadable"] == []
+
+
 def test_a_tracked_memory_md_is_refused(repo: Repo, cli: Any) -> None:
     repo.commit("init", {"MEMORY.md": "# mine\n", "memories/a.md": _memory("A", "pinned")})
     r = cli("digest", cwd=repo.path)
     assert r.code == 3 and "tracked" in r.err
     assert (repo.path / "MEMORY.md").read_text() == "# mine\n"
+    # --check said "missing … run `git vivary digest` to write it" (exit 1), sending the user to that refusal.
+    for args in (["--check"], ["--check", "--json"]):
+        r = cli("digest", *args, cwd=repo.path)
+        assert r.code == 3 and r.out == "", r.out
+        assert ("MEMORY.md is tracked by Git, so the digest (your pinned and durable memories and your profile) "
+                "would reach the next commit and `git vivary digest` refuses to write it; untrack it "
+                "(`git rm --cached -- MEMORY.md`, and keep it ignored), then run `git vivary digest`") in r.err
+        assert "missing" not in r.err
+    repo.git("rm", "-q", "--cached", "MEMORY.md")
+    r = cli("digest", "--check", cwd=repo.path)
+    assert r.code == 1 and "holds no digest block" in r.out
+
+
+def test_a_symlinked_memory_md_is_refused_naming_digest_and_its_fix(repo: Repo, cli: Any, tmp_path: Path) -> None:
+    # It said "bootstrap-host edits only real files … (… or configure this host by hand)": another command's fix.
+    target = tmp_path / "elsewhere.md"
+    target.write_text("# not mine to change\n")
+    repo.commit("init", {".gitignore": "MEMORY.md\n", "memories/a.md": _memory("A", "pinned")})
+    (repo.path / "MEMORY.md").symlink_to(target)
+    for args in ([], ["--check"]):
+        r = cli("digest", *args, cwd=repo.path)
+        assert r.code == 3
+        assert r.err == (f"git vivary digest: {repo.path / 'MEMORY.md'} is a symlink; digest edits only real files "
+                         "inside the workspace (a link could point anywhere); remove the link (its target is kept) "
+                         "and run `git vivary digest` again: it writes a new MEMORY.md\n")
+    assert target.read_text() == "# not mine to change\n"
+
+
+def test_digest_check_tells_a_memory_md_of_yours_without_a_digest_from_a_missing_one(repo: Repo, cli: Any) -> None:
+    repo.commit("init", {".gitignore": "MEMORY.md\n", "memories/a.md": _memory("A", "pinned")})
+    r = cli("digest", "--check", "--json", cwd=repo.path)
+    assert r.code == 1 and r.json()["state"] == "missing"
+    assert "MEMORY.md is missing (1 memories); run `git vivary digest` to write it" in cli(
+        "digest", "--check", cwd=repo.path).out
+    (repo.path / "MEMORY.md").write_text("# My own notes\n")
+    r = cli("digest", "--check", "--json", cwd=repo.path)
+    assert r.code == 1 and r.json()["state"] == "no-block"
+    r = cli("digest", "--check", cwd=repo.path)
+    assert r.code == 1
+    assert r.out == ("vivary digest: MEMORY.md holds no digest block, only text of yours (1 memories); run "
+                     "`git vivary digest` to add it (your text is kept)\n")
+    assert cli("digest", cwd=repo.path).code == 0
+    assert (repo.path / "MEMORY.md").read_text().startswith("# My own notes\n")
+    assert cli("digest", "--check", cwd=repo.path).out.startswith("vivary digest: MEMORY.md is fresh (1 memories)")
 
 
 def test_the_profile_is_in_the_digest_and_nowhere_else(repo: Repo, cli: Any) -> None:

@@ -115,6 +115,22 @@ def test_onboard_refuses_as_the_cli_does_with_a_tool_error(repo: Repo, tmp_path:
     assert "Traceback" not in _text(tracked)
 
 
+def test_onboard_over_mcp_reports_only_what_changed(repo: Repo) -> None:
+    _seed(repo)
+
+    async def session() -> list[Any]:
+        async with Client(build_server(MemoryService(repo.path))) as client:
+            return [_data(await client.call_tool("onboard", {"answers": answers})) for answers in (
+                {"name": "Ada"}, {"name": "Ada"}, {"goal": ""}, {"name": ""})]
+
+    first, same, absent, last = _run(session)
+    assert first["written"] == ["name"] and first["removed"] == []
+    assert same["written"] == [] and same["removed"] == [] and same["answered"] == ["name"]
+    assert absent["written"] == [] and absent["removed"] == []
+    assert last["written"] == [] and last["removed"] == ["name"] and last["answered"] == []
+    assert not (repo.path / "USER.md").exists()
+
+
 def test_onboard_bounds_and_cleans_values_as_the_cli_does(repo: Repo, tmp_path: Path, cli: Any) -> None:
     _seed(repo)
     twin = _twin(tmp_path, "twin")

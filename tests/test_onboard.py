@@ -49,6 +49,32 @@ def test_answers_are_written_as_a_pinned_profile_and_never_echoed(ws: Repo, cli:
     assert set(onboard.read_profile(ws.path)) == {"name", "role", "language", "style"}
 
 
+def test_onboard_reports_only_what_changed_and_the_last_answer_takes_its_block(ws: Repo, cli: Any) -> None:
+    # The same answer again said written:["name"] though nothing changed; taking back an answer that was not
+    # there said written too; and an empty profile block stayed in USER.md after the last answer went.
+    gone = cli("onboard", "--answer", "goal=", "--json", cwd=ws.path).json()
+    assert gone["written"] == [] and gone["removed"] == [] and not (ws.path / "USER.md").exists()
+    assert cli("onboard", "--answer", "name=Ada", "--json", cwd=ws.path).json()["written"] == ["name"]
+    text = (ws.path / "USER.md").read_text()
+    mtime = (ws.path / "USER.md").stat().st_mtime_ns
+    again = cli("onboard", "--answer", "name=Ada", "--answer", "goal=", "--json", cwd=ws.path).json()
+    assert again["written"] == [] and again["removed"] == [] and again["answered"] == ["name"]
+    said = cli("onboard", "--answer", "name=  Ada ", cwd=ws.path).out
+    assert "wrote" not in said and "USER.md unchanged: the profile was already as given" in said
+    assert (ws.path / "USER.md").read_text() == text and (ws.path / "USER.md").stat().st_mtime_ns == mtime
+    changed = cli("onboard", "--answer", "name=Grace", "--answer", "role=engineer", "--json", cwd=ws.path).json()
+    assert changed["written"] == ["name", "role"] and changed["removed"] == []
+    r = cli("onboard", "--answer", "role=", cwd=ws.path)
+    assert "removed role from USER.md" in r.out and "wrote" not in r.out
+    assert cli("onboard", "--answer", "name=", "--json", cwd=ws.path).json()["removed"] == ["name"]
+    assert not (ws.path / "USER.md").exists()  # it held only what onboard wrote: adding then removing is no change
+    mine = "# Me\n\nI like tea.\n"
+    ws.write({"USER.md": mine})
+    assert cli("onboard", "--answer", "name=Ada", cwd=ws.path).code == 0
+    assert cli("onboard", "--answer", "name=", cwd=ws.path).code == 0
+    assert (ws.path / "USER.md").read_text() == mine  # no empty profile block left behind
+
+
 def test_an_existing_user_md_keeps_its_text(ws: Repo, cli: Any) -> None:
     mine = "# Me\n\nI like tea and short answers.\n"
     ws.write({"USER.md": mine, ".gitignore": "USER.md\n"})
@@ -81,6 +107,22 @@ def test_a_tracked_user_md_is_refused(ws: Repo, cli: Any) -> None:
     r = cli("onboard", "--answer", "name=Ada", cwd=ws.path)
     assert r.code == 3 and "git rm --cached" in r.err
     assert (ws.path / "USER.md").read_text() == "# Me\n"
+
+
+def test_a_symlinked_user_md_is_refused_naming_onboard_and_its_fix(ws: Repo, cli: Any, tmp_path: Path) -> None:
+    # It said "bootstrap-host edits only real files … (… or configure this host by hand)": another command's fix.
+    target = tmp_path / "elsewhere.md"
+    target.write_text("# not mine to change\n")
+    (ws.path / "USER.md").symlink_to(target)
+    r = cli("onboard", "--answer", "name=Ada", cwd=ws.path)
+    assert r.code == 3
+    assert r.err == (f"git vivary onboard: {ws.path / 'USER.md'} is a symlink; onboard edits only real files inside "
+                     "the workspace (a link could point anywhere); remove the link (its target is kept) and run "
+                     "onboard again: it writes a new USER.md\n")
+    assert "bootstrap-host" not in r.err and "configure this host" not in r.err
+    assert target.read_text() == "# not mine to change\n"
+    (ws.path / "USER.md").unlink()
+    assert cli("onboard", "--answer", "name=Ada", cwd=ws.path).code == 0
 
 
 def test_unknown_key_is_a_usage_error(ws: Repo, cli: Any) -> None:

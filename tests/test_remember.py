@@ -131,6 +131,27 @@ def test_exact_duplicate_is_blocked_unless_forced(repo: Repo, cli) -> None:
     assert forced.code == 0 and forced.json()["id"] == "memories/rotate-the-signing-key-every-90-days-2"
 
 
+def test_a_refused_add_names_the_option_as_its_caller_spells_it(repo: Repo, cli) -> None:
+    # The CLI said "add with force" / "add with supersede": the flags are `--force` and `--supersede`; the MCP
+    # `add` (and the Python API) take `force: true` and `supersede: true`.
+    mcp = pytest.importorskip("vivary_git.mcp.service")
+    _seed(repo)
+    assert cli("remember", "Deploys happen on Tuesdays and never on Fridays.", cwd=repo.path).code == 0
+    dup = cli("remember", "Deploys happen on Tuesdays and never on Fridays.", cwd=repo.path)
+    assert dup.code == 3 and "update that one, or add with `--force` to keep both" in dup.out
+    other = cli("remember", "Deploys happen on Thursdays and never on Fridays.", cwd=repo.path)
+    assert other.code == 3 and "or add with `--supersede` to archive it and keep this one" in other.out
+    service = mcp.MemoryService(repo.path)
+    try:
+        dup_msg = service.add("Deploys happen on Tuesdays and never on Fridays.").message or ""
+        other_msg = service.add("Deploys happen on Thursdays and never on Fridays.").message or ""
+    finally:
+        service.close()
+    assert "update that one, or add with `force: true` to keep both" in dup_msg
+    assert "or add with `supersede: true` to archive it and keep this one" in other_msg
+    assert "--" not in dup_msg + other_msg
+
+
 def test_a_duplicates_text_is_shown_inert(repo: Repo, cli) -> None:
     """The memory a refused add repeats is a note anyone who can commit wrote: its text is shown escaped, so a line
     of it cannot start a CI workflow command (`::error::`) in the log `remember` prints to."""

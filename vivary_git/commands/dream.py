@@ -72,7 +72,10 @@ def _print(a: object) -> None:
         print(f"{say} run {r.id} ({r.method}): {r.considered} live memories, {r.seeds} recently touched; "
               f"{len(r.tasks)} task(s)" + (f", {len(r.skipped)} already open" if r.skipped else ""))
         if r.expired:
-            print(f"{say} removed {len(r.expired)} expired memories in {(r.expire_commit or '')[:12]}")
+            n = len(r.expired)
+            print(f"{say} removed {n} expired memor{'y' if n == 1 else 'ies'} in {(r.expire_commit or '')[:12]}")
+        for k in r.expired_kept:
+            print(f"{say} {shown(k.path)}: expired, left in place: {shown(k.reason)}")
     if a.action == "resolve" and a.resolution is not None:
         res = a.resolution
         print(f"{say} {shown(res.super_node)} ({shown(res.path)}) compacts {len(res.archived)} memories, "

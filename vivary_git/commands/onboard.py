@@ -36,12 +36,17 @@ def run(args: argparse.Namespace) -> int:
     report = onboard.record(root, answers) if answers else onboard.status(root)
     if args.json:
         emit_json({"ok": True, "file": report.file, "done": report.done, "written": report.written,
-                   "answered": report.answered, "missing": report.missing, "excluded": report.excluded,
+                   "removed": report.removed, "answered": report.answered, "missing": report.missing,
+                   "excluded": report.excluded,
                    "questions": [{"key": k, "question": onboard.QUESTIONS[k]} for k in report.missing]})
         return EXIT_OK
     w = sys.stdout.write
     if report.written:
         w(f"wrote {', '.join(report.written)} to {report.file} (private: never committed, never indexed)\n")
+    if report.removed:
+        w(f"removed {', '.join(report.removed)} from {report.file}\n")
+    if answers and not report.written and not report.removed:
+        w(f"{report.file} unchanged: the profile was already as given\n")
     if report.excluded:
         w(f"added {report.file} to .git/info/exclude so Git ignores it\n")
     if report.done:

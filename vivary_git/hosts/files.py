@@ -21,14 +21,18 @@ from vivary_git.hosts import backups
 MAX_BYTES = 4 * 1024 * 1024  # a host config or guidance file is a few KiB; a bigger one is not one we edit
 
 
-def project_path(root: Path, rel: str) -> Path:
-    """`root/rel`, refused when any part of it below the root is a symlink."""
+HOST_FIX = "replace the link with the file, or configure this host by hand"
+
+
+def project_path(root: Path, rel: str, *, by: str = "bootstrap-host", fix: str = HOST_FIX) -> Path:
+    """`root/rel`, refused when any part of it below the root is a symlink: `by` names the command that
+    refuses (it writes these files) and `fix` what to do about the link, in that command's terms."""
     path = root
     for part in Path(rel).parts:
         path = path / part
         if path.is_symlink():
-            raise RefusedError(f"{path} is a symlink; bootstrap-host edits only real files inside the workspace "
-                               "(replace the link with the file, or configure this host by hand)")
+            raise RefusedError(f"{path} is a symlink; {by} edits only real files inside the workspace (a link "
+                               f"could point anywhere); {fix}")
     return path
 
 
@@ -56,8 +60,8 @@ def read(path: Path, shown: str) -> str | None:
     if not stat.S_ISREG(st.st_mode):
         raise ConfigError(f"{shown} is not a regular file; move it aside and run again")
     if st.st_size > MAX_BYTES:
-        raise ConfigError(f"{shown} is {st.st_size} bytes, more than {MAX_BYTES}: not a config file bootstrap-host "
-                          "edits; check it is the right file")
+        raise ConfigError(f"{shown} is {st.st_size} bytes, more than {MAX_BYTES}: not a file vivary edits (a host "
+                          "config, a guidance file, USER.md or MEMORY.md is a few KiB); check it is the right file")
     try:
         data = path.read_bytes()
     except OSError as err:

@@ -39,7 +39,8 @@ _HEAD = "### Profile (pinned)\n\n"
 @dataclass
 class Onboarding:
     file: str
-    written: list[str] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)  # answers set or changed by this call
+    removed: list[str] = field(default_factory=list)  # answers taken back by this call (they were there)
     answered: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     excluded: bool = False  # USER.md was added to .git/info/exclude
@@ -112,8 +113,13 @@ def check_answers(given: Mapping[str, str], *, what: str = "answer") -> dict[str
     return answers
 
 
+def _user_path(root: Path) -> Path:
+    return files.project_path(root, USER_FILE, by="onboard", fix=f"remove the link (its target is kept) and run "
+                              f"onboard again: it writes a new {USER_FILE}")
+
+
 def read_profile(root: Path) -> dict[str, str]:
-    text = files.read(files.project_path(root, USER_FILE), USER_FILE)
+    text = files.read(_user_path(root), USER_FILE)
     inner = None if text is None else MARKERS.inner(text, USER_FILE)
     profile: dict[str, str] = {}
     for line in (inner or "").splitlines():
@@ -130,31 +136,49 @@ def status(root: Path) -> Onboarding:
 
 
 def record(root: Path, answers: dict[str, str]) -> Onboarding:
-    """Merge `answers` into the profile (an empty answer removes one) and write USER.md."""
+    """Merge `answers` into the profile (an empty answer removes one) and write USER.md. Only what changes is
+    reported (`written`, `removed`); when nothing does, the file is not touched. The last answer taken back
+    takes the block with it, and a USER.md holding nothing but what onboard wrote goes too."""
     _refuse_unfit(answers)
-    path = files.project_path(root, USER_FILE)
+    path = _user_path(root)
     _refuse_tracked(root, path)
     before = files.read(path, USER_FILE)
-    profile = read_profile(root)
+    old = read_profile(root)
+    profile = dict(old)
     for key, value in answers.items():
         v = clean(value)
         if v:
             profile[key] = _unescape(v)
         else:
             profile.pop(key, None)
-    body = _HEAD + "".join(f"- {k}: {clean(profile[k])}\n" for k in QUESTIONS if k in profile)
-    if before is None:
-        intro = importlib.resources.files("vivary_git.scaffold").joinpath("templates/USER.md").read_text("utf-8")
-        after = intro + "\n" + blocks.render(MARKERS, body, "\n")
-    else:
-        after = blocks.put(before, MARKERS, body, USER_FILE)
-    excluded = _keep_out_of_git(root, path)
+    written = [k for k in QUESTIONS if k in profile and old.get(k) != profile[k]]
+    removed = [k for k in QUESTIONS if k in old and k not in profile]
+    after = _with_profile(before, profile) if written or removed else before
+    excluded = _keep_out_of_git(root, path) if after is not None else False
     if after != before:
         files.write(path, USER_FILE, after, before=before, private=True)
     report = status(root)
-    report.written = [k for k in QUESTIONS if k in answers]
+    report.written, report.removed = written, removed
     report.excluded = excluded
     return report
+
+
+def _intro() -> str:
+    return importlib.resources.files("vivary_git.scaffold").joinpath("templates/USER.md").read_text("utf-8")
+
+
+def _with_profile(before: str | None, profile: dict[str, str]) -> str | None:
+    """USER.md with the profile block set to `profile` (None: no file). An empty profile is no block: removing it
+    is the exact inverse of adding it, so a file that then holds only the intro onboard wrote is removed."""
+    if not profile:
+        if before is None:
+            return None
+        rest = blocks.remove(before, MARKERS, USER_FILE)
+        return None if rest is None or rest == _intro() else rest
+    body = _HEAD + "".join(f"- {k}: {clean(profile[k])}\n" for k in QUESTIONS if k in profile)
+    if before is None:
+        return _intro() + "\n" + blocks.render(MARKERS, body, "\n")
+    return blocks.put(before, MARKERS, body, USER_FILE)
 
 
 def _repo_top(root: Path) -> Path | None:

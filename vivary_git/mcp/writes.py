@@ -37,7 +37,8 @@ class Onboarded(msgspec.Struct, frozen=True):
     ok: bool
     file: str  # the profile, relative to the workspace root: private, never committed, never indexed
     done: bool
-    written: list[str]
+    written: list[str]  # answers set or changed by this call
+    removed: list[str]  # answers taken back by this call (they were there)
     answered: list[str]
     missing: list[str]
     excluded: bool  # USER.md was added to .git/info/exclude just now
@@ -84,7 +85,8 @@ class Writes(Warm):
             report = onboard.record(root, checked) if checked else onboard.status(root)
             answered = set(report.answered)
             return Onboarded(ok=True, file=report.file, done=report.done, written=report.written,
-                             answered=report.answered, missing=report.missing, excluded=report.excluded,
+                             removed=report.removed, answered=report.answered, missing=report.missing,
+                             excluded=report.excluded,
                              questions=[Question(k, q, k in answered) for k, q in onboard.QUESTIONS.items()])
 
     def _fresh(self) -> State:

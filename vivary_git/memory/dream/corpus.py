@@ -29,13 +29,15 @@ class Mem(msgspec.Struct, frozen=True):
     blob: str
     fields: dict[str, Any]
     text: str  # the body without its `# title` line
+    unreadable: int = 0  # the line of a frontmatter that could not be read (its fields are then empty)
 
 
 def _mem(id: str, path: str, title: str, blob: str, note: Note) -> Mem:
     from vivary_git.memory.writes.probe import memory_text
 
-    fields = note.fields if note.problem is None else {}
-    return Mem(id, path, title, blob, fields, memory_text(note))
+    if note.problem is not None:
+        return Mem(id, path, title, blob, {}, memory_text(note), unreadable=max(note.problem.line, 1))
+    return Mem(id, path, title, blob, note.fields, memory_text(note))
 
 
 def public_memories(ws: Workspace, cfg: MemoryConfig) -> list[Mem]:

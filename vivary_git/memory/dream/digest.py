@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from vivary_git.memory.config import MemoryConfig
     from vivary_git.workspace import Workspace
 
-__all__ = ["DIGEST_FILE", "MARKERS", "MAX_BYTES", "MAX_LINES", "DigestReport", "check", "render", "write"]
+__all__ = ["DIGEST_FILE", "MARKERS", "MAX_BYTES", "MAX_LINES", "DigestReport", "Unreadable", "check", "render",
+           "write"]
 
 DIGEST_FILE = "MEMORY.md"
 MAX_LINES = 200
@@ -44,16 +45,26 @@ MARKERS = blocks.Markers(
 )
 
 
+class Unreadable(msgspec.Struct, frozen=True):
+    """A memory whose frontmatter could not be read: it may be pinned or durable, and is not in the digest.
+    Only where (never what the file says: the parse error may quote it); `git vivary check` names the problem."""
+
+    path: str  # workspace-relative
+    line: int
+
+
 class DigestReport(msgspec.Struct, frozen=True):
     ok: bool
     path: str  # workspace-relative
-    state: str  # "fresh" | "stale" | "missing" (before writing) / "written" | "unchanged"
+    state: str  # --check: "fresh" | "stale" | "missing" (no file) | "no-block" (a file of yours without the digest);
+    # written: "written" | "unchanged"
     entries: int  # memories in the digest
     omitted: int  # pinned/durable memories that did not fit
     profile: bool  # the onboarding profile is in it
     lines: int
     bytes: int
     excluded: bool = False  # a rule was added to .git/info/exclude so Git ignores MEMORY.md
+    unreadable: list[Unreadable] = []  # memories left out because their frontmatter could not be read
 
 
 def _one_line(text: str, limit: int) -> str:
@@ -129,13 +140,36 @@ def _intro() -> str:
     return importlib.resources.files("vivary_git.scaffold").joinpath("templates/MEMORY.md").read_text("utf-8")
 
 
-def compose(ws: Workspace, cfg: MemoryConfig, memories: Sequence[Mem] | None = None) -> tuple[str, int, int, bool]:
+class _Composed(msgspec.Struct, frozen=True):
+    body: str
+    shown: int
+    omitted: int
+    profile: bool
+    unreadable: list[Unreadable]
+
+
+def compose(ws: Workspace, cfg: MemoryConfig, memories: Sequence[Mem] | None = None) -> _Composed:
     from vivary_git.memory.dream.corpus import public_memories
 
     mems = public_memories(ws, cfg) if memories is None else memories
     profile = _profile(ws.source.root)
     body, shown, omitted = render(mems, profile)
-    return body, shown, omitted, bool(profile)
+    unreadable = [Unreadable(m.path, m.unreadable) for m in mems if m.unreadable]
+    return _Composed(body, shown, omitted, bool(profile), unreadable)
+
+
+def _report(c: _Composed, state: str, *, excluded: bool = False) -> DigestReport:
+    return DigestReport(ok=state in ("fresh", "written", "unchanged"), path=DIGEST_FILE, state=state,
+                        entries=c.shown, omitted=c.omitted, profile=c.profile, lines=c.body.count("\n") + 2,
+                        bytes=len(c.body.encode()) + len(MARKERS.begin) + len(MARKERS.end) + 2, excluded=excluded,
+                        unreadable=c.unreadable)
+
+
+def _path(root: Path) -> Path:
+    from vivary_git.hosts import files
+
+    return files.project_path(root, DIGEST_FILE, by="digest", fix=f"remove the link (its target is kept) and run "
+                              f"`git vivary digest` again: it writes a new {DIGEST_FILE}")
 
 
 def _read(path: Path) -> str | None:
@@ -152,48 +186,61 @@ def _full(before: str | None, body: str) -> str:
 
 def current(root: Path) -> str | None:
     """MEMORY.md as it is on disk (None when there is none)."""
-    from vivary_git.hosts import files
+    return _read(_path(root))
 
-    return _read(files.project_path(root, DIGEST_FILE))
+
+def _tracked(root: Path, path: Path) -> str | None:
+    """MEMORY.md's path from the top of the work tree when Git tracks it (None: it does not)."""
+    from vivary_git.hosts.onboard import _repo_top
+
+    top = _repo_top(root)
+    if top is None:
+        return None
+    rel = path.relative_to(top).as_posix()
+    if git.run(["ls-files", "--error-unmatch", "--", rel], cwd=top, check=False).returncode == 0:
+        return rel
+    return None
+
+
+def _refuse_tracked(rel: str, *, checking: bool) -> RefusedError:
+    fix = "then run `git vivary digest` to write it" if checking else "and run again; nothing was written"
+    return RefusedError(f"{rel} is tracked by Git, so the digest (your pinned and durable memories and your "
+                        f"profile) would reach the next commit and `git vivary digest` refuses to write it; untrack "
+                        f"it (`git rm --cached -- {rel}`, and keep it ignored), {fix}")
 
 
 def check(ws: Workspace, cfg: MemoryConfig, memories: Sequence[Mem] | None = None) -> DigestReport:
-    """Is MEMORY.md's digest what `write` would write now? Writes nothing."""
-    from vivary_git.hosts import files
-
-    path = files.project_path(ws.source.root, DIGEST_FILE)
-    body, shown, omitted, profile = compose(ws, cfg, memories)
+    """Is MEMORY.md's digest what `write` would write now? Writes nothing. Refused, as `write` is, while Git
+    tracks MEMORY.md: "missing" would send the user to a `digest` that refuses."""
+    path = _path(ws.source.root)
+    tracked = _tracked(ws.source.root, path)
+    if tracked is not None:
+        raise _refuse_tracked(tracked, checking=True)
+    composed = compose(ws, cfg, memories)
     before = _read(path)
     inner = None if before is None else MARKERS.inner(before, DIGEST_FILE)
-    state = "missing" if inner is None else "fresh" if inner == body else "stale"
-    return DigestReport(ok=state == "fresh", path=DIGEST_FILE, state=state, entries=shown, omitted=omitted,
-                        profile=profile, lines=body.count("\n") + 2, bytes=len(body.encode()) + len(MARKERS.begin)
-                        + len(MARKERS.end) + 2)
+    state = "missing" if before is None else "no-block" if inner is None else "fresh" if inner == composed.body \
+        else "stale"
+    return _report(composed, state)
 
 
 def write(ws: Workspace, cfg: MemoryConfig, memories: Sequence[Mem] | None = None) -> DigestReport:
     """Regenerate the digest block of MEMORY.md at the workspace root (the rest of the file kept)."""
     from vivary_git.hosts import files
-    from vivary_git.hosts.onboard import _keep_out_of_git, _repo_top
+    from vivary_git.hosts.onboard import _keep_out_of_git
 
     root = ws.source.root
-    path = files.project_path(root, DIGEST_FILE)
-    body, shown, omitted, profile = compose(ws, cfg, memories)
-    top = _repo_top(root)
-    if top is not None:
-        rel = path.relative_to(top).as_posix()
-        if git.run(["ls-files", "--error-unmatch", "--", rel], cwd=top, check=False).returncode == 0:
-            raise RefusedError(f"{rel} is tracked by Git, so the digest (your pinned and durable memories and your "
-                               f"profile) would reach the next commit; untrack it (`git rm --cached -- {rel}`, and "
-                               "keep it ignored) and run again; nothing was written")
+    path = _path(root)
+    composed = compose(ws, cfg, memories)
+    tracked = _tracked(root, path)
+    if tracked is not None:
+        raise _refuse_tracked(tracked, checking=False)
     before = _read(path)
-    after = _full(before, body)
+    after = _full(before, composed.body)
     excluded = _keep_out_of_git(root, path)
     if after != before:
         files.write(path, DIGEST_FILE, after, before=before, private=True)
-    return DigestReport(ok=True, path=DIGEST_FILE, state="unchanged" if after == before else "written",
-                        entries=shown, omitted=omitted, profile=profile, lines=body.count("\n") + 2,
-                        bytes=len(body.encode()) + len(MARKERS.begin) + len(MARKERS.end) + 2, excluded=excluded)
+    return _report(composed, "unchanged" if after == before else "written", excluded=excluded)
 
 
 def served(ws: Workspace, cfg: MemoryConfig, memories: Sequence[Mem] | None = None) -> str:
@@ -201,11 +248,10 @@ def served(ws: Workspace, cfg: MemoryConfig, memories: Sequence[Mem] | None = No
     would write it now (a read writes nothing). Only the block: text of the user's own outside the markers is
     never served."""
     from vivary_git.errors import VivaryError
-    from vivary_git.hosts import files
 
-    body, _, _, _ = compose(ws, cfg, memories)
+    body = compose(ws, cfg, memories).body
     try:
-        before = _read(files.project_path(ws.source.root, DIGEST_FILE))
+        before = _read(_path(ws.source.root))
         inner = None if before is None else MARKERS.inner(before, DIGEST_FILE)
     except VivaryError:
         inner = None  # a MEMORY.md that is not a readable file, or not one block: the digest as it would be written

@@ -46,11 +46,12 @@ from vivary_git.memory.dream import durability
 from vivary_git.memory.dream.accesslog import Due, Log, log_for
 from vivary_git.memory.dream.corpus import Mem
 from vivary_git.memory.writes import commits
+from vivary_git.memory.writes.surface import arg, call, flag
 
 if TYPE_CHECKING:
     from vivary_git.memory.writes.remember import View
 
-__all__ = ["DreamAnswer", "Resolution", "Run", "Task", "TaskSource", "heuristic", "inspect", "resolve", "run"]
+__all__ = ["DreamAnswer", "Kept", "Resolution", "Run", "Task", "TaskSource", "heuristic", "inspect", "resolve", "run"]
 
 MIN_CLUSTER = 3
 MAX_CLUSTER = 12
@@ -106,6 +107,14 @@ class Task(msgspec.Struct, frozen=True):
     reopens: str | None = None  # the reverted resolution's commit this proposal follows (proposed once per revert)
 
 
+class Kept(msgspec.Struct, frozen=True):
+    """An expired memory a run left in place, and why (the fix is in `reason`)."""
+
+    id: str
+    path: str  # workspace-relative
+    reason: str
+
+
 class Run(msgspec.Struct, frozen=True, omit_defaults=True):
     id: str
     started: str
@@ -115,8 +124,9 @@ class Run(msgspec.Struct, frozen=True, omit_defaults=True):
     considered: int  # live memories
     seeds: int
     tasks: list[Task]
-    expired: list[str] = []  # ephemeral memories past their date, removed by this run
+    expired: list[str] = []  # ephemeral memories past their date, removed by this run (in expire_commit)
     expire_commit: str | None = None
+    expired_kept: list[Kept] = []  # expired memories left in place (uncommitted, or changed by the user)
     skipped: list[str] = []  # clusters already open as a task (their ids)
 
 
@@ -544,13 +554,13 @@ def run(view: View, *, force: bool = False, now: float | None = None, source: st
     records = Records(log)
     due = log.due(now)
     if not due.due and not force:
-        return DreamAnswer(ok=True, action="deferred", due=due, message=due.reason + " (run with --force to dream now)")
+        return DreamAnswer(ok=True, action="deferred", due=due,
+                           message=f"{due.reason} (run with {flag(source, 'force')} to dream now)")
     started = durability.now()
     when = started if now is None else _dt(now)
     mems = from_view(view)
     expired = [m for m in mems if durability.hidden(m.fields, when) == "expired"]
-    expire_commit = _remove_expired(view, expired, source) if expired else None
-    gone = {m.id for m in expired} if expire_commit is not None else set()
+    expire_commit, gone, kept = _remove_expired(view, expired, source) if expired else (None, set(), [])
     live = [m for m in mems if m.id not in gone and durability.hidden(m.fields, when) is None
             and durability.tier(m.fields) != "pinned" and m.fields.get(durability.KIND) not in durability.ANCHOR_KINDS]
     index = {m.id: i for i, m in enumerate(live)}
@@ -613,14 +623,15 @@ def run(view: View, *, force: bool = False, now: float | None = None, source: st
     finished = durability.now()
     record = Run(id=run_id, started=durability.stamp(started), finished=durability.stamp(finished), method=method,
                  due=due.reason, considered=len(live), seeds=len(seeds), tasks=found,
-                 expired=sorted(gone), expire_commit=expire_commit, skipped=skipped)
+                 expired=sorted(gone), expire_commit=expire_commit, expired_kept=kept, skipped=skipped)
     commits._pause("dream-record")
     records.save_run(record)
     log.completed(now)
     digest_state = _digest(view) if write_digest else None
     return DreamAnswer(ok=True, action="run", due=log.due(now), run=record, digest=digest_state,
                        message=f"{len(found)} compaction task(s) to resolve" + (
-                           f"; removed {len(gone)} expired memories" if gone else ""))
+                           f"; removed {_memories(len(gone), 'expired')}" if gone else "") + (
+                           f"; left {_memories(len(kept), 'expired')} in place (see expired_kept)" if kept else ""))
 
 
 def _row(seeds: list[int], a: int) -> int | None:
@@ -659,30 +670,43 @@ def _fresh(view: View) -> Any:
     return open_workspace(src.root, root=str(src.root))
 
 
-def _remove_expired(view: View, expired: list[Mem], source: str) -> str | None:
+def _memories(n: int, what: str) -> str:
+    return f"{n} {what} memor{'y' if n == 1 else 'ies'}"
+
+
+_UNCOMMITTED = "not committed: delete the file, or commit it and the next dream removes it"
+_USER_CHANGED = ("has changes of yours that are not committed: commit or stash them and the next dream removes it "
+                 "(or give it a later `expires`)")
+
+
+def _remove_expired(view: View, expired: list[Mem], source: str) -> tuple[str | None, set[str], list[Kept]]:
+    """Remove the expired memories in one commit: (the commit, the ids it removed, those left in place and why).
+    The counts come from the commit's own changes: a memory the user changed is left alone, and is no removal."""
+    kept: list[Kept] = []
+    by_path = {view.repo_path(m.path): m for m in expired}
+
     def plan(base: commits.Base) -> list[commits.Change] | None:
+        kept.clear()  # planned again on a new tip: only the last plan's verdicts stand
         out = []
-        for m in expired:
-            path = view.repo_path(m.path)
-            if base.entry(path) is None or base.user_changed(path):
-                continue  # not committed, or edited by the user: left alone
-            out.append(commits.Change(path, None))
+        for path, m in by_path.items():
+            if base.entry(path) is None:
+                kept.append(Kept(m.id, m.path, _UNCOMMITTED))
+            elif base.user_changed(path):
+                kept.append(Kept(m.id, m.path, _USER_CHANGED))
+            else:
+                out.append(commits.Change(path, None))
         return out or None
 
     def message(changes: list[commits.Change]) -> str:
-        subject = commits.one_line(f"vivary: dream removes {len(changes)} expired memories", 72)
-        trailers = "".join(f"{commits.TRAILER_NODE}: {commits.one_line(_id_of(view, c.path), 200)}\n"
+        subject = commits.one_line(f"vivary: dream removes {_memories(len(changes), 'expired')}", 72)
+        trailers = "".join(f"{commits.TRAILER_NODE}: {commits.one_line(by_path[c.path].id, 200)}\n"
                            for c in changes[:50])
         return f"{subject}\n\n{commits.TRAILER_OP}: expire\n{trailers}{commits.TRAILER_SOURCE}: {source}\n"
 
     result = _commit_many(view, plan, message)
-    return None if result is None else result.commit
-
-
-def _id_of(view: View, repo_path: str) -> str:
-    prefix = f"{view.ws.source.prefix}/" if view.ws.source.prefix else ""
-    node = view.by_path.get(repo_path.removeprefix(prefix))
-    return node.id if node is not None else repo_path
+    if result is None:
+        return None, set(), sorted(kept, key=lambda k: k.id)
+    return result.commit, {by_path[p].id for p in result.blobs}, sorted(kept, key=lambda k: k.id)
 
 
 # --- inspect ------------------------------------------------------------------------------------
@@ -823,27 +847,32 @@ def resolve(view: View, task_id: str, *, title: str | None = None, content: str 
     # Before anything can echo them: a refusal names the field, never the text.
     refuse_secrets([("task id", task_id if isinstance(task_id, str) else None), ("title", title),
                     ("content", content)])
+    # Each surface names its own options: the MCP tool has `title`, `content` and `use_heuristic`, and no chat.
+    listed = call(source, "dream", inspect="tasks")
+    fresh = call(source, "dream", force=True)
+    both = f"{arg(source, 'title')} and {arg(source, 'content')}"
     if not isinstance(task_id, str) or not _TASK_ID.match(task_id.strip()):
-        raise UsageError(f"task id {task_id!r} is not a dream task id (t- and 12 hex digits, from "
-                         "`git vivary dream --inspect tasks`)")
+        raise UsageError(f"task id {task_id!r} is not a dream task id (t- and 12 hex digits, from {listed})")
     task_id = task_id.strip()
     modes = [use_heuristic, use_chat, title is not None or content is not None]
     if sum(bool(m) for m in modes) != 1:
-        raise UsageError("resolve a task one way: --title and --content (your own summary), --use-heuristic, "
-                         "or --use-chat")
+        ways = [f"{both} (your own summary)", flag(source, "use_heuristic")]
+        if source == "cli":
+            ways.append(flag(source, "use_chat"))
+        raise UsageError(f"resolve a task one way: {', '.join(ways[:-1])} or {ways[-1]}")
     if not use_heuristic and not use_chat and (title is None or content is None):
-        raise UsageError("give both --title and --content (your compacted memory), or --use-heuristic")
+        raise UsageError(f"give both {both} (your compacted memory), or {flag(source, 'use_heuristic')}")
     log = log_for(view.ws)
     records = Records(log)
     found = next((t for t in tasks(view) if t.id == task_id), None)
     if found is None:
-        raise UsageError(f"no dream task {task_id!r} (see `git vivary dream --inspect tasks`)")
+        raise UsageError(f"no dream task {task_id!r} (see {listed})")
     if found.status == "resolved":
         done = found.resolution.commit[:12] if found.resolution else "?"
         raise RefusedError(f"task {task_id} is already resolved (commit {done}); nothing was written")
     if found.status == "stale":
         raise RefusedError(f"task {task_id} is stale: one of its memories changed or is gone since the run that "
-                           "proposed it; run `git vivary dream --force` for a fresh task; nothing was written")
+                           f"proposed it; run {fresh} for a fresh task; nothing was written")
     by = "host"
     if use_heuristic:
         title, content, _ = heuristic(found.sources)
@@ -857,7 +886,7 @@ def resolve(view: View, task_id: str, *, title: str | None = None, content: str 
         title, content = summarise(view.cfg, found.prompt, [(s.title, s.text) for s in found.sources], approved)
         by = "chat"
     if title is None or content is None:
-        raise UsageError("give both --title and --content (the host's compacted memory)")
+        raise UsageError(f"give both {both} (the host's compacted memory)")
     title = " ".join(_check_text(title, "the title", MAX_TITLE).split())
     content = _check_text(content, "the content", MAX_TEXT)
     refuse_secrets([("title", title), ("content", content)])
@@ -895,8 +924,8 @@ def resolve(view: View, task_id: str, *, title: str | None = None, content: str 
 
             entry = base.entry(path)
             if entry is None or entry[0] != s.blob:
-                raise RefusedError(f"{s.id!r} changed since task {task_id} was proposed; run `git vivary dream "
-                                   "--force` for a fresh task; nothing was written")
+                raise RefusedError(f"{s.id!r} changed since task {task_id} was proposed; run {fresh} for a fresh "
+                                   "task; nothing was written")
             fields_now = parse_blob(data).fields
             edited = notefile.set_field(data, durability.ARCHIVED, stamp, what=s.path)
             if durability.tier(fields_now) == "durable":

@@ -9,6 +9,7 @@ Public modules (what `commands/` and `mcp/` may import):
   `recent`: the memory commits of a time window;
 - `probe`, `probe_loader`: the near-duplicate probe run before every add, and the one a workspace asks for.
 
-Its own: `notefile` (the smallest edit of a note's bytes), `renames` (the links to a moved note, rewritten) and
-`secrets` (the secret scan every write passes).
+Its own: `notefile` (the smallest edit of a note's bytes), `renames` (the links to a moved note, rewritten),
+`secrets` (the secret scan every write passes) and `surface` (an option named as the caller spells it: a CLI
+flag, or an MCP tool's argument).
 """

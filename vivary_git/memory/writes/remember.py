@@ -354,7 +354,7 @@ def add(
     probe = probe or Probe(view.cfg.memory.remember.similarity)
     seen = None if force else _folder_blobs(view, folder)
     found = None if force else probe.check(text, _candidates(view))
-    refused = _refusal(found, supersede)
+    refused = _refusal(found, supersede, source)
     if refused is not None:
         return _logged(view, refused, [])
     old: MemoryNode | None = None
@@ -392,7 +392,7 @@ def add(
         if seen is not None:  # under the write lock: a memory another process committed since the probe
             landed = _landed(view, base, folder, seen)
             again = probe.check(text, landed) if landed else None
-            late = _refusal(again, supersede=False) if again is not None else None
+            late = _refusal(again, False, source) if again is not None else None
             if late is not None:
                 raise _Refused(late)
         n = 1
@@ -483,8 +483,11 @@ def _landed(view: View, base: commits.Base, folder: str, seen: frozenset[str]) -
     return out
 
 
-def _refusal(found: Verdict | None, supersede: bool) -> Remembered | None:
-    """The answer to an add the probe refuses, or None when it goes ahead."""
+def _refusal(found: Verdict | None, supersede: bool, source: str) -> Remembered | None:
+    """The answer to an add the probe refuses, or None when it goes ahead; its options named as `source`'s caller
+    spells them (`--force` on the command line, `force: true` for the MCP `add`)."""
+    from vivary_git.memory.writes.surface import flag
+
     top = found.top if found is not None else None
     if found is None or top is None:
         return None
@@ -493,14 +496,14 @@ def _refusal(found: Verdict | None, supersede: bool) -> Remembered | None:
         return Remembered(ok=False, op="add", changed=False, probe=found.method, verdict="duplicate", duplicate=top,
                           matches=found.matches, message=(
                               f"not added: memory {top.id!r} already says this ({how}); update that one, or add "
-                              "with force to keep both"))
+                              f"with {flag(source, 'force')} to keep both"))
     if found.verdict == "update" and not supersede:
         why = "; ".join(top.evidence)
         return Remembered(ok=False, op="add", changed=False, probe=found.method, verdict="update",
                           matches=found.matches, message=(
                               f"not added: memory {top.id!r} is about the same thing but says otherwise ({why}; "
-                              f"{how}); update {top.id} instead, or add with supersede to archive it and keep "
-                              "this one"))
+                              f"{how}); update {top.id} instead, or add with {flag(source, 'supersede')} to archive "
+                              "it and keep this one"))
     return None
 
 
