@@ -108,6 +108,20 @@ def test_the_same_values_in_other_words_are_a_duplicate_below_the_duplicate_cosi
     assert got.matches[0].evidence == ["number: 12 -> 14"]
 
 
+def test_a_phrasal_after_is_no_order_of_two_things(cosine: Probe) -> None:
+    """"Looks after" is takes care of, not later than: the same claim turned into the passive is a duplicate, not
+    an order turned around."""
+    memories = [
+        Candidate("swim", "swim.md", "swim", "The twins' swimming lessons are on Saturday mornings at the leisure "
+                  "centre."),
+        Candidate("nursery", "nursery.md", "nursery", "Grandpa Tomás picks the twins up from nursery on Fridays."),
+        Candidate("sitter", "sitter.md", "sitter", "The user's neighbour, Mrs Okafor, looks after the twins on "
+                  "Thursdays."),
+    ]
+    got = cosine.check("On Thursdays the twins are looked after by Mrs Okafor, the user's neighbour.", memories)
+    assert (got.verdict, got.matches[0].id) == ("duplicate", "sitter"), got
+
+
 def test_a_related_add_lists_every_related_memory_best_first(cosine: Probe) -> None:
     got = cosine.check("Survey tablets need a charging cable in the field kit.", _candidates())
     assert got.verdict == "related"
@@ -320,6 +334,9 @@ def test_without_a_model_the_same_text_is_a_duplicate_and_a_changed_value_an_upd
     ("The nightly job starts thirty minutes before the backup.",
      "Half an hour ahead of the backup, the nightly job starts.", []),
     ("Each script is named after its hook.", "A hook's script takes the hook's name.", []),
+    # "looks after" takes care of: no order of two things, and turned around in the passive it says the same
+    ("The user's neighbour looks after the dog at weekends.",
+     "At weekends the dog is looked after by the user's neighbour.", []),
     # "one of" is some of them, where the other said both or all; "each one of" is each
     ("Both of Ana's brothers work in Porto.", "Just one of Ana's brothers works in Porto.",
      ["quantifier: all -> some"]),
@@ -441,7 +458,7 @@ BELOW_GOAL = {"probe_holdout5.jsonl": (0.865, 0.019, 0.019), "probe_holdout6.jso
               "probe_holdout8.jsonl": (0.923, 0.038, 0.019), "probe_holdout9.jsonl": (0.942, 0.038, 0.029),
               "probe_holdout10.jsonl": (0.885, 0.115, 0.0), "probe_holdout11.jsonl": (0.885, 0.115, 0.010),
               "probe_holdout12.jsonl": (0.904, 0.096, 0.087), "probe_holdout13.jsonl": (0.962, 0.038, 0.010),
-              "probe_holdout14.jsonl": (0.865, 0.096, 0.029)}
+              "probe_holdout14.jsonl": (0.885, 0.096, 0.029)}
 
 
 @pytest.mark.parametrize("name", HELD_OUT)

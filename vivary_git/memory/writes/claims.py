@@ -222,6 +222,9 @@ _MORE_LESS = {w: (measure, way) for measure, more, less in (
     ("sound", ("louder",), ("quieter",)), ("width", ("wider",), ("narrower",)), ("depth", ("deeper",), ("shallower",)),
     ("quality", ("better",), ("worse",)), ("distance", ("further", "farther"), ("nearer", "closer")),
 ) for words, way in ((more, 1), (less, -1)) for w in words}
+# Verbs whose "after" orders nothing: "named after its id", "looks after the twins" (takes care of them; "are
+# looked after by" says the same turned around).
+_NOT_ORDERS = frozenset({"named", "called", "look", "looks", "looked", "looking"})
 _COMPARED_WITHIN = 4  # words between a comparative and its "than" at most, and content words read after "than"
 
 
@@ -570,8 +573,8 @@ def _order(claim: Claim) -> tuple[frozenset[str], tuple[str, int], frozenset[str
         return None
     at = found[0]
     near = shown[max(0, at - 2):at]
-    if shown[at - 1] in ("named", "called") or any(_number(w) or w in _DURATIONS or w == "half" for w in near):
-        return None  # "named after its id"; "thirty minutes before breakfast" is when, not an order of two things
+    if shown[at - 1] in _NOT_ORDERS or any(_number(w) or w in _DURATIONS or w == "half" for w in near):
+        return None  # "named after its id", "looks after the twins"; "thirty minutes before breakfast" is when
     nxt = at + 2 if shown[at] == "ahead" else at + 1
     if nxt >= len(shown) or _number(shown[nxt]) or shown[nxt][:1].isdigit() or shown[nxt] in _WHEN:
         return None
