@@ -122,6 +122,20 @@ def test_a_phrasal_after_is_no_order_of_two_things(cosine: Probe) -> None:
     assert (got.verdict, got.matches[0].id) == ("duplicate", "sitter"), got
 
 
+def test_a_denial_with_unless_says_what_is_needed(cosine: Probe) -> None:
+    """"Can't X unless Y" is "X needs Y": a duplicate of the memory that says so; a plain denial of it is still its
+    update."""
+    memories = [
+        Candidate("notes", "notes.md", "notes", "Release notes are written by whoever cuts the release."),
+        Candidate("cut", "cut.md", "cut", "A release is cut from the main branch every second Tuesday."),
+        Candidate("sign", "sign.md", "sign", "To sign a release, your GPG key must be on the company keyserver."),
+    ]
+    got = cosine.check("You can't sign a release unless your GPG key is on the company keyserver.", memories)
+    assert (got.verdict, got.matches[0].id) == ("duplicate", "sign"), got
+    got = cosine.check("You can sign a release even if your GPG key is not on the company keyserver.", memories)
+    assert (got.verdict, got.matches[0].id) == ("update", "sign"), got
+
+
 def test_a_related_add_lists_every_related_memory_best_first(cosine: Probe) -> None:
     got = cosine.check("Survey tablets need a charging cable in the field kit.", _candidates())
     assert got.verdict == "related"
@@ -306,6 +320,11 @@ def test_without_a_model_the_same_text_is_a_duplicate_and_a_changed_value_an_upd
      ['negation: "isn\'t can\'t" only in the new text']),
     ("Mira isn't on the lease, so she can't sign for parcels.",
      "Since Mira is not on the lease, she cannot sign for parcels.", []),
+    # "can't ... unless" says what is needed: it denies nothing; a fronted "unless" leaves the next clause's denial
+    ("To sign a release, your GPG key must be on the keyserver.",
+     "You can't sign a release unless your GPG key is on the keyserver.", []),
+    ("Build logs are kept for a week.", "Unless a build fails, its logs aren't kept for a week.",
+     ['negation: "aren\'t" only in the new text']),
     # a negation of something else leaves an opposed sense standing; one that denies the sense turns it around
     ("The user drinks strong tea and never adds sugar.", "The user never adds sugar to the weak tea they drink.",
      ["opposite: strong -> weak"]),
@@ -458,7 +477,7 @@ BELOW_GOAL = {"probe_holdout5.jsonl": (0.865, 0.019, 0.019), "probe_holdout6.jso
               "probe_holdout8.jsonl": (0.923, 0.038, 0.019), "probe_holdout9.jsonl": (0.942, 0.038, 0.029),
               "probe_holdout10.jsonl": (0.885, 0.115, 0.0), "probe_holdout11.jsonl": (0.885, 0.115, 0.010),
               "probe_holdout12.jsonl": (0.904, 0.096, 0.087), "probe_holdout13.jsonl": (0.962, 0.038, 0.010),
-              "probe_holdout14.jsonl": (0.885, 0.096, 0.029)}
+              "probe_holdout14.jsonl": (0.904, 0.096, 0.029)}
 
 
 @pytest.mark.parametrize("name", HELD_OUT)

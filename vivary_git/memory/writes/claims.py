@@ -12,7 +12,8 @@ Numbers are read however written ("25", "twenty-five", "two hundred and fifty", 
 "14th" and "fourteenth"), durations in minutes ("48 hours" is "two days"), and a count, a duration and a rank
 are never one slot; "twice a day" is two times. "Rather than" and "forbidden" deny as "not" does, within their
 clause: a text denies when one of its clauses holds an odd count of negations, so two clauses that each deny do
-not cancel ("Mira isn't on the lease, so she can't sign"). A denial counts only between two texts
+not cancel ("Mira isn't on the lease, so she can't sign"), and "unless" in a clause that denies says what is
+needed ("can't publish unless Python is installed" denies nothing). A denial counts only between two texts
 that say mostly the same words, and so does a denial that moved ("is not backed up, because it can be recreated"
 / "is backed up, because it can't be recreated": each denies words the other says). "Used to" says what is no
 longer; what need not be done is optional and what has to be done required, and those two senses, "on" and "off",
@@ -387,6 +388,8 @@ class Claim:
             seq.append(low)
             shown.append(low)
             acronym = raw.isupper() and len(raw) > 1  # "NO" in `NO_COLOR` denies nothing, "the IT team" names IT
+            if low == "unless" and in_clause % 2:
+                in_clause += 1  # "can't publish unless Python is installed" says Python is needed, it denies nothing
             if (low in _NEGATIONS or low.endswith("n't")) and not acronym:
                 negations.append(low)
                 negated = at
