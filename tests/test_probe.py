@@ -136,6 +136,19 @@ def test_a_denial_with_unless_says_what_is_needed(cosine: Probe) -> None:
     assert (got.verdict, got.matches[0].id) == ("update", "sign"), got
 
 
+def test_another_count_of_one_thing_is_an_update_though_its_number_is_said_elsewhere(cosine: Probe) -> None:
+    """"Three times a day, two tablets each time" changes "twice a day, two tablets each time": the 2 it drops is
+    still said of the tablets, so only numbers read with what they count tell the change."""
+    memories = [
+        Candidate("walks", "walks.md", "walks", "The dog is walked before breakfast and after dinner."),
+        Candidate("vet", "vet.md", "vet", "The dog's vet is in Brixton."),
+        Candidate("tablet", "tablet.md", "tablet", "The dog gets its joint tablet twice a day, two tablets each time."),
+    ]
+    got = cosine.check("The dog gets its joint tablet three times a day, two tablets each time.", memories)
+    assert (got.verdict, got.matches[0].id) == ("update", "tablet"), got
+    assert got.matches[0].evidence == ["number: 2 -> 3"]
+
+
 def test_a_related_add_lists_every_related_memory_best_first(cosine: Probe) -> None:
     got = cosine.check("Survey tablets need a charging cable in the field kit.", _candidates())
     assert got.verdict == "related"
@@ -341,6 +354,10 @@ def test_without_a_model_the_same_text_is_a_duplicate_and_a_changed_value_an_upd
     # "twice a day" counts times; "once the build passes" does not
     ("The cat is fed twice a day.", "The cat is fed once a day.", ["number: 2 -> 1"]),
     ("The cat is fed twice a day.", "The cat gets fed two times a day.", []),
+    # a count is read with what it counts: the old number still said of something else hides no change
+    ("The cat gets two treats twice a day.", "The cat gets two treats three times a day.", ["number: 2 -> 3"]),
+    ("The team has 4 engineers and 2 designers.", "The team has 2 engineers and 2 designers.", ["number: 4 -> 2"]),
+    ("The cat gets two treats twice a day.", "Twice a day the cat gets 2 treats.", []),
     ("Once the build passes, the image is pushed.", "The image is pushed when the build passes.", []),
     # "never" is how often; "at all" stresses a negation, it is no quantifier
     ("Ines never takes calls after 6pm.", "Ines sometimes takes a call after 6pm.",
@@ -477,7 +494,7 @@ BELOW_GOAL = {"probe_holdout5.jsonl": (0.865, 0.019, 0.019), "probe_holdout6.jso
               "probe_holdout8.jsonl": (0.923, 0.038, 0.019), "probe_holdout9.jsonl": (0.942, 0.038, 0.029),
               "probe_holdout10.jsonl": (0.885, 0.115, 0.0), "probe_holdout11.jsonl": (0.885, 0.115, 0.010),
               "probe_holdout12.jsonl": (0.904, 0.096, 0.087), "probe_holdout13.jsonl": (0.962, 0.038, 0.010),
-              "probe_holdout14.jsonl": (0.904, 0.096, 0.029)}
+              "probe_holdout14.jsonl": (0.904, 0.077, 0.029)}
 
 
 @pytest.mark.parametrize("name", HELD_OUT)

@@ -10,7 +10,9 @@ text has one the other lacks.
 
 Numbers are read however written ("25", "twenty-five", "two hundred and fifty", "25%" and "25 per cent",
 "14th" and "fourteenth"), durations in minutes ("48 hours" is "two days"), and a count, a duration and a rank
-are never one slot; "twice a day" is two times. "Rather than" and "forbidden" deny as "not" does, within their
+are never one slot; "twice a day" is two times. A count is read with what it counts too, so another number of
+the same thing shows though the old number is still said of something else ("twice a day, two puffs" / "three
+times a day, two puffs"). "Rather than" and "forbidden" deny as "not" does, within their
 clause: a text denies when one of its clauses holds an odd count of negations, so two clauses that each deny do
 not cancel ("Mira isn't on the lease, so she can't sign"), and "unless" in a clause that denies says what is
 needed ("can't publish unless Python is installed" denies nothing). A denial counts only between two texts
@@ -340,6 +342,7 @@ class Claim:
     marks: frozenset[str] = frozenset()  # what it names verbatim (`_MARKS`: code, #channel, address, path), lowercase
     said: str = ""  # the text, lowercase
     denials: int = 0  # clauses with an odd count of negations
+    counted: frozenset[tuple[str, str]] = frozenset()  # (number, the content word it counts: "puff" in "2 puffs")
 
     @classmethod
     def of(cls, text: str) -> Claim:
@@ -355,6 +358,7 @@ class Claim:
         shown: list[str] = []
         quantity: set[str] = set()
         kinds: set[tuple[str, str]] = set()
+        counted: set[tuple[str, str]] = set()
         text = re.sub(r"(?<=\d)\s+(am|pm)\b", r"\1", text, flags=re.I)  # "2 pm" is one time
         text = _NOT_NEGATED.sub(" ", text)
         text = _TIMES.sub(lambda m: _TIMES_SAID[m.group(1).lower()], text)
@@ -412,6 +416,8 @@ class Claim:
                 numbers.update(nums)
                 kind = _kind(raw, cardinal, unit is not None)
                 kinds.update((n, kind) for n in nums)
+                if kind == "count" and after and after not in _STOP and not _number(after):
+                    counted.update((n, _stem(after)) for n in nums)
                 if raw.endswith("%") and len(nums) == 1:
                     share = float(nums[0])  # a share of the whole is a quantifier too: "95%" is "most"
                     quantity.add("all" if share >= 100 else "most" if share >= 50 else "some" if share >= 15
@@ -445,7 +451,7 @@ class Claim:
         return cls(frozenset(words), frozenset(numbers), frozenset(when), names, tuple(negations), frozenset(lows),
                    frozenset(raws), tuple(seq), tuple(shown), frozenset(quantity), frozenset(kinds),
                    _senses(tuple(shown)), frozenset(denied), frozenset(affirmed - denied), marks, said,
-                   denials + in_clause % 2)
+                   denials + in_clause % 2, frozenset(counted))
 
 
 def overlap(a: Claim, b: Claim) -> float:
@@ -490,6 +496,8 @@ def mismatches(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | 
     gone_numbers, came_numbers = old.numbers - new.numbers, new.numbers - old.numbers
     if {k for x, k in old.kinds if x in gone_numbers} & {k for x, k in new.kinds if x in came_numbers}:
         out.append(f"number: {', '.join(sorted(gone_numbers))} -> {', '.join(sorted(came_numbers))}")
+    elif recounted := _recounted(old, new):
+        out.append(f"number: {recounted}")
     if old.when - new.when and new.when - old.when:
         out.append(f"date: {', '.join(sorted(old.when - new.when))} -> {', '.join(sorted(new.when - old.when))}")
     # A value named verbatim (a path, a #channel, a `code` span) that each text has and the other does not say
@@ -530,6 +538,18 @@ def mismatches(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | 
     if turned:
         out.append(f"comparison: {turned}")
     return out
+
+
+def _recounted(old: Claim, new: Claim) -> str:
+    """Another number of the same thing, where the numbers as a set hide it because the old one is still said of
+    something else ("twice a day, two puffs each time" / "three times a day, two puffs each time"; "4 engineers and
+    2 designers" / "2 engineers and 2 designers"): "2 -> 3", or ""."""
+    for unit in sorted({u for _, u in old.counted} & {u for _, u in new.counted}):
+        gone = {n for n, u in old.counted if u == unit} - {n for n, u in new.counted if u == unit}
+        came = {n for n, u in new.counted if u == unit} - {n for n, u in old.counted if u == unit}
+        if gone and came:
+            return f"{', '.join(sorted(gone))} -> {', '.join(sorted(came))}"
+    return ""
 
 
 def _denies_sense(claim: Claim) -> bool:
