@@ -149,6 +149,20 @@ def test_another_count_of_one_thing_is_an_update_though_its_number_is_said_elsew
     assert got.matches[0].evidence == ["number: 2 -> 3"]
 
 
+def test_short_and_long_are_opposed_wherever_they_stand(cosine: Probe) -> None:
+    """"Kept short" / "long, detailed": the opposite sense in another place of a reworded sentence, which the
+    embedding puts close enough for a duplicate (0.94)."""
+    memories = [
+        Candidate("when", "when.md", "when", "The user reviews pull requests every morning."),
+        Candidate("where", "where.md", "where", "The user's team uses GitHub for code review."),
+        Candidate("length", "length.md", "length", "The user wants code reviews kept short, with blocking issues "
+                  "listed first."),
+    ]
+    got = cosine.check("The user wants long, detailed code reviews, with blocking issues listed first.", memories)
+    assert (got.verdict, got.matches[0].id) == ("update", "length"), got
+    assert got.matches[0].evidence == ["opposite: short -> long"]
+
+
 def test_a_related_add_lists_every_related_memory_best_first(cosine: Probe) -> None:
     got = cosine.check("Survey tablets need a charging cable in the field kit.", _candidates())
     assert got.verdict == "related"
@@ -349,6 +363,8 @@ def test_without_a_model_the_same_text_is_a_duplicate_and_a_changed_value_an_upd
     ("The flat's boiler is serviced early in the year.", "The boiler in the flat gets its service late in the year.",
      ["opposite: early -> late"]),
     ("The mortgage has a fixed rate.", "The mortgage rate is variable.", ["opposite: fixed -> variable"]),
+    ("The user wants code reviews kept short.", "The user wants long, detailed code reviews.",
+     ["opposite: short -> long"]),
     ("The legend sits at the top of the map.", "At the bottom of the map sits the legend.",
      ["opposite: top -> bottom"]),
     # "twice a day" counts times; "once the build passes" does not
@@ -494,7 +510,7 @@ BELOW_GOAL = {"probe_holdout5.jsonl": (0.865, 0.019, 0.019), "probe_holdout6.jso
               "probe_holdout8.jsonl": (0.923, 0.038, 0.019), "probe_holdout9.jsonl": (0.942, 0.038, 0.029),
               "probe_holdout10.jsonl": (0.885, 0.115, 0.0), "probe_holdout11.jsonl": (0.885, 0.115, 0.010),
               "probe_holdout12.jsonl": (0.904, 0.096, 0.087), "probe_holdout13.jsonl": (0.962, 0.038, 0.010),
-              "probe_holdout14.jsonl": (0.904, 0.077, 0.029)}
+              "probe_holdout14.jsonl": (0.904, 0.038, 0.029)}
 
 
 @pytest.mark.parametrize("name", HELD_OUT)

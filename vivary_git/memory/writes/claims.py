@@ -8,26 +8,25 @@ has; `mismatches(a, b)` lists what one says that the other says otherwise, as ev
 different things; one that only leaves a value out (a paraphrase) does not, so a value counts only when each
 text has one the other lacks.
 
-Numbers are read however written ("25", "twenty-five", "two hundred and fifty", "25%" and "25 per cent",
-"14th" and "fourteenth"), durations in minutes ("48 hours" is "two days"), and a count, a duration and a rank
-are never one slot; "twice a day" is two times. A count is read with what it counts too, so another number of
-the same thing shows though the old number is still said of something else ("twice a day, two puffs" / "three
-times a day, two puffs"). "Rather than" and "forbidden" deny as "not" does, within their
-clause: a text denies when one of its clauses holds an odd count of negations, so two clauses that each deny do
-not cancel ("Mira isn't on the lease, so she can't sign"), and "unless" in a clause that denies says what is
-needed ("can't publish unless Python is installed" denies nothing). A denial counts only between two texts
-that say mostly the same words, and so does a denial that moved ("is not backed up, because it can be recreated"
-/ "is backed up, because it can't be recreated": each denies words the other says). "Used to" says what is no
-longer; what need not be done is optional and what has to be done required, and those two senses, "on" and "off",
-"public" and "private" and a few more (`_SENSES`) are opposed wherever they stand, unless a negation turns one
-of them around ("not required"; a negation of something else, "with no sugar", leaves them). "Never" is how
-often, as "sometimes" is. A comparison is read as its two sides, and so is an order ("X after Y" is X later
-than Y, "before" and "ahead of" earlier): the same sides with the opposite comparative, or the sides turned
-around with the same one, is another claim ("Berlin ships more than Poznań" / "Poznań ships more than Berlin"),
-when both measure the same thing (a time is longer or later, shorter or faster). A value named verbatim (a
-`code` span, a #channel, a path) that each text has and the other does not is another value, between texts that
-say mostly the same words. A sentence's first word is a name only when it looks like one ("GitHub", "Visual
-Studio"); "May" is the month inside a sentence or beside a date's words.
+Numbers are read however written ("25", "twenty-five", "two hundred and fifty", "25%" and "25 per cent", "14th" and
+"fourteenth"), durations in minutes ("48 hours" is "two days"), and a count, a duration and a rank are never one
+slot; "twice a day" is two times. A count is read with what it counts too, so another number of the same thing shows
+though the old number is still said of something else ("twice a day, two puffs" / "three times a day, two puffs").
+"Rather than" and "forbidden" deny as "not" does, within their clause: a text denies when one of its clauses holds
+an odd count of negations, so two clauses that each deny do not cancel ("Mira isn't on the lease, so she can't
+sign"), and "unless" in a clause that denies says what is needed ("can't publish unless Python is installed" denies
+nothing). A denial counts only between two texts that say mostly the same words, and so does a denial that moved
+("is not backed up, because it can be recreated" / "is backed up, because it can't be recreated": each denies words
+the other says). "Used to" says what is no longer; what need not be done is optional and what has to be done
+required, and those two senses, "on" and "off", "public" and "private", "short" and "long" and a few more
+(`_SENSES`) are opposed wherever they stand, unless a negation turns one of them around ("not required"; a negation
+of something else, "with no sugar", leaves them). "Never" is how often, as "sometimes" is. A comparison is read as
+its two sides, and so is an order ("X after Y" is X later than Y, "before" and "ahead of" earlier): the same sides
+with the opposite comparative, or the sides turned around with the same one, is another claim ("Berlin ships more
+than Poznań" / "Poznań ships more than Berlin"), when both measure the same thing (a time is longer or later,
+shorter or faster). A value named verbatim (a `code` span, a #channel, a path) that each text has and the other does
+not is another value, between texts that say mostly the same words. A sentence's first word is a name only when it
+looks like one ("GitHub", "Visual Studio"); "May" is the month inside a sentence or beside a date's words.
 
 Beyond the closed classes (negations, numbers, days and months, quantifiers), any content word can be the
 changed value: two texts whose content words line up but for one or two short spans put in each other's place
@@ -201,12 +200,13 @@ _SENSES = {"must": "required", "require": "required", "requires": "required", "r
            "temporary": "temporary", "temporarily": "temporary", "permanent": "permanent",
            "permanently": "permanent", "strong": "strong", "weak": "weak", "high": "high", "low": "low",
            "early": "early", "late": "late", "top": "top", "bottom": "bottom", "fixed": "fixed",
-           "variable": "variable"}
+           "variable": "variable", "short": "short", "long": "long"}
 _SENSES_WORDS = frozenset(w for k in _SENSES for w in k.split())
 _SENSE_OPPOSITE = {w: o for a, b in (("required", "optional"), ("on", "off"), ("public", "private"),
                                      ("ascending", "descending"), ("visible", "hidden"), ("valid", "invalid"),
                                      ("temporary", "permanent"), ("strong", "weak"), ("high", "low"),
-                                     ("early", "late"), ("top", "bottom"), ("fixed", "variable"))
+                                     ("early", "late"), ("top", "bottom"), ("fixed", "variable"),
+                                     ("short", "long"))
                    for w, o in ((a, b), (b, a))}
 _COLOURS = frozenset({"red", "blue", "green", "yellow", "orange", "purple", "violet", "pink", "brown", "grey", "gray",
                       "black", "white", "turquoise", "teal", "magenta", "beige", "gold", "silver"})
