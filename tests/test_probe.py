@@ -163,6 +163,20 @@ def test_short_and_long_are_opposed_wherever_they_stand(cosine: Probe) -> None:
     assert got.matches[0].evidence == ["opposite: short -> long"]
 
 
+def test_a_denial_followed_by_its_reason_is_an_update(cosine: Probe) -> None:
+    """The sentence that denies restates the memory; the reason after it adds words of its own, which must not
+    hide the denial (a duplicate at 0.86 otherwise)."""
+    memories = [
+        Candidate("engine", "engine.md", "engine", "The staging database runs Postgres 16."),
+        Candidate("reset", "reset.md", "reset", "The staging database is reset every Sunday."),
+        Candidate("backup", "backup.md", "backup", "The staging database is backed up."),
+    ]
+    got = cosine.check("The staging database is not backed up. Its data comes from the seed scripts every morning "
+                       "at six.", memories)
+    assert (got.verdict, got.matches[0].id) == ("update", "backup"), got
+    assert got.matches[0].evidence == ['negation: "not" only in the new text']
+
+
 def test_a_related_add_lists_every_related_memory_best_first(cosine: Probe) -> None:
     got = cosine.check("Survey tablets need a charging cable in the field kit.", _candidates())
     assert got.verdict == "related"
@@ -352,6 +366,12 @@ def test_without_a_model_the_same_text_is_a_duplicate_and_a_changed_value_an_upd
      "You can't sign a release unless your GPG key is on the keyserver.", []),
     ("Build logs are kept for a week.", "Unless a build fails, its logs aren't kept for a week.",
      ['negation: "aren\'t" only in the new text']),
+    # a denial whose own sentence restates the claim turns it around, whatever the text goes on to say; a denial
+    # in a sentence about something else does not
+    ("The user's cat is allergic to chicken.", "The user's cat isn't allergic to chicken; the itching it had in "
+     "spring turned out to be caused by fleas.", ['negation: "isn\'t" only in the new text']),
+    ("The staging database is backed up.", "The staging database runs Postgres 16. It does not accept outside "
+     "connections.", []),
     # a negation of something else leaves an opposed sense standing; one that denies the sense turns it around
     ("The user drinks strong tea and never adds sugar.", "The user never adds sugar to the weak tea they drink.",
      ["opposite: strong -> weak"]),
@@ -510,7 +530,7 @@ BELOW_GOAL = {"probe_holdout5.jsonl": (0.865, 0.019, 0.019), "probe_holdout6.jso
               "probe_holdout8.jsonl": (0.923, 0.038, 0.019), "probe_holdout9.jsonl": (0.942, 0.038, 0.029),
               "probe_holdout10.jsonl": (0.885, 0.115, 0.0), "probe_holdout11.jsonl": (0.885, 0.115, 0.010),
               "probe_holdout12.jsonl": (0.904, 0.096, 0.087), "probe_holdout13.jsonl": (0.962, 0.038, 0.010),
-              "probe_holdout14.jsonl": (0.904, 0.038, 0.029)}
+              "probe_holdout14.jsonl": (0.904, 0.019, 0.029)}
 
 
 @pytest.mark.parametrize("name", HELD_OUT)

@@ -15,18 +15,19 @@ though the old number is still said of something else ("twice a day, two puffs" 
 "Rather than" and "forbidden" deny as "not" does, within their clause: a text denies when one of its clauses holds
 an odd count of negations, so two clauses that each deny do not cancel ("Mira isn't on the lease, so she can't
 sign"), and "unless" in a clause that denies says what is needed ("can't publish unless Python is installed" denies
-nothing). A denial counts only between two texts that say mostly the same words, and so does a denial that moved
-("is not backed up, because it can be recreated" / "is backed up, because it can't be recreated": each denies words
-the other says). "Used to" says what is no longer; what need not be done is optional and what has to be done
-required, and those two senses, "on" and "off", "public" and "private", "short" and "long" and a few more
-(`_SENSES`) are opposed wherever they stand, unless a negation turns one of them around ("not required"; a negation
-of something else, "with no sugar", leaves them). "Never" is how often, as "sometimes" is. A comparison is read as
-its two sides, and so is an order ("X after Y" is X later than Y, "before" and "ahead of" earlier): the same sides
-with the opposite comparative, or the sides turned around with the same one, is another claim ("Berlin ships more
-than Poznań" / "Poznań ships more than Berlin"), when both measure the same thing (a time is longer or later,
-shorter or faster). A value named verbatim (a `code` span, a #channel, a path) that each text has and the other does
-not is another value, between texts that say mostly the same words. A sentence's first word is a name only when it
-looks like one ("GitHub", "Visual Studio"); "May" is the month inside a sentence or beside a date's words.
+nothing). A denial counts only between two texts that say mostly the same words (or where the sentence that denies
+does: "isn't allergic to penicillin; the rash turned out to be viral"), and so does a denial that moved ("is not
+backed up, because it can be recreated" / "is backed up, because it can't be recreated": each denies words the other
+says). "Used to" says what is no longer; what need not be done is optional and what has to be done required, and
+those two senses, "on" and "off", "public" and "private", "short" and "long" and a few more (`_SENSES`) are opposed
+wherever they stand, unless a negation turns one of them around ("not required"; a negation of something else, "with
+no sugar", leaves them). "Never" is how often, as "sometimes" is. A comparison is read as its two sides, and so is
+an order ("X after Y" is X later than Y, "before" and "ahead of" earlier): the same sides with the opposite
+comparative, or the sides turned around with the same one, is another claim ("Berlin ships more than Poznań" /
+"Poznań ships more than Berlin"), when both measure the same thing (a time is longer or later, shorter or faster). A
+value named verbatim (a `code` span, a #channel, a path) that each text has and the other does not is another value,
+between texts that say mostly the same words. A sentence's first word is a name only when it looks like one
+("GitHub", "Visual Studio"); "May" is the month inside a sentence or beside a date's words.
 
 Beyond the closed classes (negations, numbers, days and months, quantifiers), any content word can be the
 changed value: two texts whose content words line up but for one or two short spans put in each other's place
@@ -343,6 +344,7 @@ class Claim:
     said: str = ""  # the text, lowercase
     denials: int = 0  # clauses with an odd count of negations
     counted: frozenset[tuple[str, str]] = frozenset()  # (number, the content word it counts: "puff" in "2 puffs")
+    denying: frozenset[str] = frozenset()  # content words of the sentences that deny (`denials`)
 
     @classmethod
     def of(cls, text: str) -> Claim:
@@ -380,6 +382,9 @@ class Claim:
         denied: set[str] = set()
         affirmed: set[str] = set()
         denials = in_clause = 0
+        sentence: set[str] = set()  # the content words of the sentence read so far
+        denying: set[str] = set()
+        sentence_from = 0  # `denials` when the sentence started
         for at, raw in enumerate(raws):
             low = raw.lower()
             before = raws[at - 1].lower() if at else ""
@@ -388,6 +393,9 @@ class Claim:
                 negated = -1  # a comma, a full stop: what a negation denies ends there
             if low in _CLAUSE_WORDS or _CLAUSE_MARKS.search(between):
                 denials, in_clause = denials + in_clause % 2, 0
+            if at in starts and at:
+                denying.update(sentence if denials > sentence_from else ())
+                sentence, sentence_from = set(), denials
             lows.add(low)
             seq.append(low)
             shown.append(low)
@@ -439,6 +447,7 @@ class Claim:
                 continue
             stem = low[:-1] if _ACRONYM_PLURAL.match(raw) else _stem(low)  # "IDs" is "ID"s
             words.add(stem)
+            sentence.add(stem)
             seq[-1] = stem
             if negated >= 0 and at - negated <= _DENIES:
                 denied.add(stem)  # the first content words after a negation, a word or two on ("no colour set")
@@ -448,10 +457,12 @@ class Claim:
             if any(c.isupper() for c in raw[1:]) or (raw[:1].isupper() and (
                     at not in starts or (after[:1] != "" and raws[at + 1].istitle() and at + 1 not in starts))):
                 names[stem] = raw  # a first word is a name's too when the next word is ("Visual Studio Code")
+        denials += in_clause % 2
+        denying.update(sentence if denials > sentence_from else ())
         return cls(frozenset(words), frozenset(numbers), frozenset(when), names, tuple(negations), frozenset(lows),
                    frozenset(raws), tuple(seq), tuple(shown), frozenset(quantity), frozenset(kinds),
-                   _senses(tuple(shown)), frozenset(denied), frozenset(affirmed - denied), marks, said,
-                   denials + in_clause % 2, frozenset(counted))
+                   _senses(tuple(shown)), frozenset(denied), frozenset(affirmed - denied), marks, said, denials,
+                   frozenset(counted), frozenset(denying))
 
 
 def overlap(a: Claim, b: Claim) -> float:
@@ -479,7 +490,7 @@ def mismatches(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | 
         side = "the new text" if any(w in _CHANGES for w in new.negations) else "the existing memory"
         out.append(f'negation: "{changed[0]}" only in {side}')
     elif bool(old.denials) != bool(new.denials) \
-            and _repeats(new if new.denials else old, old if new.denials else new):
+            and _restates(new if new.denials else old, old if new.denials else new):
         only_new = [w for w in new.negations if w not in old.negations]
         only_old = [w for w in old.negations if w not in new.negations]
         if only_new:
@@ -664,8 +675,19 @@ def _repeats(denying: Claim, other: Claim) -> bool:
     those both have)? A denial restates the claim it turns around ("must not be charged" / "must be charged"); a
     "not" in a sentence about something else ("does not support shortcuts yet" beside "is still
     experimental") denies that, not the memory."""
-    shared = len(denying.words & other.words)
-    return len(denying.words - other.words) + len(other.words - denying.words) <= shared
+    return _mostly_same(denying.words, other.words)
+
+
+def _mostly_same(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Are the words only one of `a` and `b` has no more than those both have?"""
+    return len(a - b) + len(b - a) <= len(a & b)
+
+
+def _restates(denying: Claim, other: Claim) -> bool:
+    """Does a denial turn `other`'s claim around: the two texts say mostly the same words (`_repeats`), or the
+    sentence that denies does, whatever else the text goes on to say ("The user isn't allergic to penicillin; the
+    rash turned out to be viral" / "The user is allergic to penicillin")?"""
+    return _repeats(denying, other) or _mostly_same(denying.denying, other.words)
 
 
 def _swaps(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | None) -> list[tuple[str, str]]:
