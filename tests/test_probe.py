@@ -177,6 +177,21 @@ def test_a_denial_followed_by_its_reason_is_an_update(cosine: Probe) -> None:
     assert got.matches[0].evidence == ['negation: "not" only in the new text']
 
 
+def test_the_same_words_both_ways_are_a_duplicate_below_the_duplicate_cosine(cosine: Probe) -> None:
+    """The same content words, both ways, and no value changed: the same claim, though the wording puts the cosine
+    at 0.70; another quantifier in the same words is still an update."""
+    memories = [
+        Candidate("bay", "bay.md", "bay", "The depot's loading bay opens at 06:00."),
+        Candidate("heat", "heat.md", "heat", "The depot is heated by a heat pump."),
+        Candidate("glazing", "glazing.md", "glazing", "All the windows at the depot are double-glazed."),
+    ]
+    got = cosine.check("Every window at the depot has double glazing.", memories)
+    assert (got.verdict, got.matches[0].id) == ("duplicate", "glazing"), got
+    assert 0.65 <= got.matches[0].score < 0.75, got
+    got = cosine.check("Only some windows at the depot have double glazing.", memories)
+    assert (got.verdict, got.matches[0].id) == ("update", "glazing"), got
+
+
 def test_a_related_add_lists_every_related_memory_best_first(cosine: Probe) -> None:
     got = cosine.check("Survey tablets need a charging cable in the field kit.", _candidates())
     assert got.verdict == "related"
@@ -530,7 +545,7 @@ BELOW_GOAL = {"probe_holdout5.jsonl": (0.865, 0.019, 0.019), "probe_holdout6.jso
               "probe_holdout8.jsonl": (0.923, 0.038, 0.019), "probe_holdout9.jsonl": (0.942, 0.038, 0.029),
               "probe_holdout10.jsonl": (0.885, 0.115, 0.0), "probe_holdout11.jsonl": (0.885, 0.115, 0.010),
               "probe_holdout12.jsonl": (0.904, 0.096, 0.087), "probe_holdout13.jsonl": (0.962, 0.038, 0.010),
-              "probe_holdout14.jsonl": (0.904, 0.019, 0.029)}
+              "probe_holdout14.jsonl": (0.923, 0.019, 0.029)}
 
 
 @pytest.mark.parametrize("name", HELD_OUT)
