@@ -8,23 +8,26 @@ has; `mismatches(a, b)` lists what one says that the other says otherwise, as ev
 different things; one that only leaves a value out (a paraphrase) does not, so a value counts only when each
 text has one the other lacks.
 
-Numbers are read however written ("25", "twenty-five", "two hundred and fifty", "25%" and "25 per cent",
-"14th" and "fourteenth"), durations in minutes ("48 hours" is "two days"), and a count, a duration and a rank
-are never one slot; "twice a day" is two times. "Rather than" and "forbidden" deny as "not" does, within their
-clause: a text denies when one of its clauses holds an odd count of negations, so two clauses that each deny do
-not cancel ("Mira isn't on the lease, so she can't sign"). A denial counts only between two texts
-that say mostly the same words, and so does a denial that moved ("is not backed up, because it can be recreated"
-/ "is backed up, because it can't be recreated": each denies words the other says). "Used to" says what is no
-longer; what need not be done is optional and what has to be done required, and those two senses, "on" and "off",
-"public" and "private" and a few more (`_SENSES`) are opposed wherever they stand, unless a negation turns one
-of them around ("not required"; a negation of something else, "with no sugar", leaves them). "Never" is how
-often, as "sometimes" is. A comparison is read as its two sides, and so is an order ("X after Y" is X later
-than Y, "before" and "ahead of" earlier): the same sides with the opposite comparative, or the sides turned
-around with the same one, is another claim ("Berlin ships more than Poznań" / "Poznań ships more than Berlin"),
-when both measure the same thing (a time is longer or later, shorter or faster). A value named verbatim (a
-`code` span, a #channel, a path) that each text has and the other does not is another value, between texts that
-say mostly the same words. A sentence's first word is a name only when it looks like one ("GitHub", "Visual
-Studio"); "May" is the month inside a sentence or beside a date's words.
+Numbers are read however written ("25", "twenty-five", "two hundred and fifty", "25%" and "25 per cent", "14th" and
+"fourteenth"), durations in minutes ("48 hours" is "two days"), and a count, a duration and a rank are never one
+slot; "twice a day" is two times. A count is read with what it counts too, so another number of the same thing shows
+though the old number is still said of something else ("twice a day, two puffs" / "three times a day, two puffs").
+"Rather than" and "forbidden" deny as "not" does, within their clause: a text denies when one of its clauses holds
+an odd count of negations, so two clauses that each deny do not cancel ("Mira isn't on the lease, so she can't
+sign"), and "unless" in a clause that denies says what is needed ("can't publish unless Python is installed" denies
+nothing). A denial counts only between two texts that say mostly the same words (or where the sentence that denies
+does: "isn't allergic to penicillin; the rash turned out to be viral"), and so does a denial that moved ("is not
+backed up, because it can be recreated" / "is backed up, because it can't be recreated": each denies words the other
+says). "Used to" says what is no longer; what need not be done is optional and what has to be done required, and
+those two senses, "on" and "off", "public" and "private", "short" and "long" and a few more (`_SENSES`) are opposed
+wherever they stand, unless a negation turns one of them around ("not required"; a negation of something else, "with
+no sugar", leaves them). "Never" is how often, as "sometimes" is. A comparison is read as its two sides, and so is
+an order ("X after Y" is X later than Y, "before" and "ahead of" earlier): the same sides with the opposite
+comparative, or the sides turned around with the same one, is another claim ("Berlin ships more than Poznań" /
+"Poznań ships more than Berlin"), when both measure the same thing (a time is longer or later, shorter or faster). A
+value named verbatim (a `code` span, a #channel, a path) that each text has and the other does not is another value,
+between texts that say mostly the same words. A sentence's first word is a name only when it looks like one
+("GitHub", "Visual Studio"); "May" is the month inside a sentence or beside a date's words.
 
 Beyond the closed classes (negations, numbers, days and months, quantifiers), any content word can be the
 changed value: two texts whose content words line up but for one or two short spans put in each other's place
@@ -198,12 +201,13 @@ _SENSES = {"must": "required", "require": "required", "requires": "required", "r
            "temporary": "temporary", "temporarily": "temporary", "permanent": "permanent",
            "permanently": "permanent", "strong": "strong", "weak": "weak", "high": "high", "low": "low",
            "early": "early", "late": "late", "top": "top", "bottom": "bottom", "fixed": "fixed",
-           "variable": "variable"}
+           "variable": "variable", "short": "short", "long": "long"}
 _SENSES_WORDS = frozenset(w for k in _SENSES for w in k.split())
 _SENSE_OPPOSITE = {w: o for a, b in (("required", "optional"), ("on", "off"), ("public", "private"),
                                      ("ascending", "descending"), ("visible", "hidden"), ("valid", "invalid"),
                                      ("temporary", "permanent"), ("strong", "weak"), ("high", "low"),
-                                     ("early", "late"), ("top", "bottom"), ("fixed", "variable"))
+                                     ("early", "late"), ("top", "bottom"), ("fixed", "variable"),
+                                     ("short", "long"))
                    for w, o in ((a, b), (b, a))}
 _COLOURS = frozenset({"red", "blue", "green", "yellow", "orange", "purple", "violet", "pink", "brown", "grey", "gray",
                       "black", "white", "turquoise", "teal", "magenta", "beige", "gold", "silver"})
@@ -222,6 +226,9 @@ _MORE_LESS = {w: (measure, way) for measure, more, less in (
     ("sound", ("louder",), ("quieter",)), ("width", ("wider",), ("narrower",)), ("depth", ("deeper",), ("shallower",)),
     ("quality", ("better",), ("worse",)), ("distance", ("further", "farther"), ("nearer", "closer")),
 ) for words, way in ((more, 1), (less, -1)) for w in words}
+# Verbs whose "after" orders nothing: "named after its id", "looks after the twins" (takes care of them; "are
+# looked after by" says the same turned around).
+_NOT_ORDERS = frozenset({"named", "called", "look", "looks", "looked", "looking"})
 _COMPARED_WITHIN = 4  # words between a comparative and its "than" at most, and content words read after "than"
 
 
@@ -336,6 +343,8 @@ class Claim:
     marks: frozenset[str] = frozenset()  # what it names verbatim (`_MARKS`: code, #channel, address, path), lowercase
     said: str = ""  # the text, lowercase
     denials: int = 0  # clauses with an odd count of negations
+    counted: frozenset[tuple[str, str]] = frozenset()  # (number, the content word it counts: "puff" in "2 puffs")
+    denying: frozenset[str] = frozenset()  # content words of the sentences that deny (`denials`)
 
     @classmethod
     def of(cls, text: str) -> Claim:
@@ -351,6 +360,7 @@ class Claim:
         shown: list[str] = []
         quantity: set[str] = set()
         kinds: set[tuple[str, str]] = set()
+        counted: set[tuple[str, str]] = set()
         text = re.sub(r"(?<=\d)\s+(am|pm)\b", r"\1", text, flags=re.I)  # "2 pm" is one time
         text = _NOT_NEGATED.sub(" ", text)
         text = _TIMES.sub(lambda m: _TIMES_SAID[m.group(1).lower()], text)
@@ -372,6 +382,9 @@ class Claim:
         denied: set[str] = set()
         affirmed: set[str] = set()
         denials = in_clause = 0
+        sentence: set[str] = set()  # the content words of the sentence read so far
+        denying: set[str] = set()
+        sentence_from = 0  # `denials` when the sentence started
         for at, raw in enumerate(raws):
             low = raw.lower()
             before = raws[at - 1].lower() if at else ""
@@ -380,10 +393,15 @@ class Claim:
                 negated = -1  # a comma, a full stop: what a negation denies ends there
             if low in _CLAUSE_WORDS or _CLAUSE_MARKS.search(between):
                 denials, in_clause = denials + in_clause % 2, 0
+            if at in starts and at:
+                denying.update(sentence if denials > sentence_from else ())
+                sentence, sentence_from = set(), denials
             lows.add(low)
             seq.append(low)
             shown.append(low)
             acronym = raw.isupper() and len(raw) > 1  # "NO" in `NO_COLOR` denies nothing, "the IT team" names IT
+            if low == "unless" and in_clause % 2:
+                in_clause += 1  # "can't publish unless Python is installed" says Python is needed, it denies nothing
             if (low in _NEGATIONS or low.endswith("n't")) and not acronym:
                 negations.append(low)
                 negated = at
@@ -406,6 +424,8 @@ class Claim:
                 numbers.update(nums)
                 kind = _kind(raw, cardinal, unit is not None)
                 kinds.update((n, kind) for n in nums)
+                if kind == "count" and after and after not in _STOP and not _number(after):
+                    counted.update((n, _stem(after)) for n in nums)
                 if raw.endswith("%") and len(nums) == 1:
                     share = float(nums[0])  # a share of the whole is a quantifier too: "95%" is "most"
                     quantity.add("all" if share >= 100 else "most" if share >= 50 else "some" if share >= 15
@@ -427,6 +447,7 @@ class Claim:
                 continue
             stem = low[:-1] if _ACRONYM_PLURAL.match(raw) else _stem(low)  # "IDs" is "ID"s
             words.add(stem)
+            sentence.add(stem)
             seq[-1] = stem
             if negated >= 0 and at - negated <= _DENIES:
                 denied.add(stem)  # the first content words after a negation, a word or two on ("no colour set")
@@ -436,10 +457,12 @@ class Claim:
             if any(c.isupper() for c in raw[1:]) or (raw[:1].isupper() and (
                     at not in starts or (after[:1] != "" and raws[at + 1].istitle() and at + 1 not in starts))):
                 names[stem] = raw  # a first word is a name's too when the next word is ("Visual Studio Code")
+        denials += in_clause % 2
+        denying.update(sentence if denials > sentence_from else ())
         return cls(frozenset(words), frozenset(numbers), frozenset(when), names, tuple(negations), frozenset(lows),
                    frozenset(raws), tuple(seq), tuple(shown), frozenset(quantity), frozenset(kinds),
-                   _senses(tuple(shown)), frozenset(denied), frozenset(affirmed - denied), marks, said,
-                   denials + in_clause % 2)
+                   _senses(tuple(shown)), frozenset(denied), frozenset(affirmed - denied), marks, said, denials,
+                   frozenset(counted), frozenset(denying))
 
 
 def overlap(a: Claim, b: Claim) -> float:
@@ -467,7 +490,7 @@ def mismatches(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | 
         side = "the new text" if any(w in _CHANGES for w in new.negations) else "the existing memory"
         out.append(f'negation: "{changed[0]}" only in {side}')
     elif bool(old.denials) != bool(new.denials) \
-            and _repeats(new if new.denials else old, old if new.denials else new):
+            and _restates(new if new.denials else old, old if new.denials else new):
         only_new = [w for w in new.negations if w not in old.negations]
         only_old = [w for w in old.negations if w not in new.negations]
         if only_new:
@@ -484,6 +507,8 @@ def mismatches(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | 
     gone_numbers, came_numbers = old.numbers - new.numbers, new.numbers - old.numbers
     if {k for x, k in old.kinds if x in gone_numbers} & {k for x, k in new.kinds if x in came_numbers}:
         out.append(f"number: {', '.join(sorted(gone_numbers))} -> {', '.join(sorted(came_numbers))}")
+    elif recounted := _recounted(old, new):
+        out.append(f"number: {recounted}")
     if old.when - new.when and new.when - old.when:
         out.append(f"date: {', '.join(sorted(old.when - new.when))} -> {', '.join(sorted(new.when - old.when))}")
     # A value named verbatim (a path, a #channel, a `code` span) that each text has and the other does not say
@@ -524,6 +549,18 @@ def mismatches(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | 
     if turned:
         out.append(f"comparison: {turned}")
     return out
+
+
+def _recounted(old: Claim, new: Claim) -> str:
+    """Another number of the same thing, where the numbers as a set hide it because the old one is still said of
+    something else ("twice a day, two puffs each time" / "three times a day, two puffs each time"; "4 engineers and
+    2 designers" / "2 engineers and 2 designers"): "2 -> 3", or ""."""
+    for unit in sorted({u for _, u in old.counted} & {u for _, u in new.counted}):
+        gone = {n for n, u in old.counted if u == unit} - {n for n, u in new.counted if u == unit}
+        came = {n for n, u in new.counted if u == unit} - {n for n, u in old.counted if u == unit}
+        if gone and came:
+            return f"{', '.join(sorted(gone))} -> {', '.join(sorted(came))}"
+    return ""
 
 
 def _denies_sense(claim: Claim) -> bool:
@@ -570,8 +607,8 @@ def _order(claim: Claim) -> tuple[frozenset[str], tuple[str, int], frozenset[str
         return None
     at = found[0]
     near = shown[max(0, at - 2):at]
-    if shown[at - 1] in ("named", "called") or any(_number(w) or w in _DURATIONS or w == "half" for w in near):
-        return None  # "named after its id"; "thirty minutes before breakfast" is when, not an order of two things
+    if shown[at - 1] in _NOT_ORDERS or any(_number(w) or w in _DURATIONS or w == "half" for w in near):
+        return None  # "named after its id", "looks after the twins"; "thirty minutes before breakfast" is when
     nxt = at + 2 if shown[at] == "ahead" else at + 1
     if nxt >= len(shown) or _number(shown[nxt]) or shown[nxt][:1].isdigit() or shown[nxt] in _WHEN:
         return None
@@ -638,8 +675,19 @@ def _repeats(denying: Claim, other: Claim) -> bool:
     those both have)? A denial restates the claim it turns around ("must not be charged" / "must be charged"); a
     "not" in a sentence about something else ("does not support shortcuts yet" beside "is still
     experimental") denies that, not the memory."""
-    shared = len(denying.words & other.words)
-    return len(denying.words - other.words) + len(other.words - denying.words) <= shared
+    return _mostly_same(denying.words, other.words)
+
+
+def _mostly_same(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Are the words only one of `a` and `b` has no more than those both have?"""
+    return len(a - b) + len(b - a) <= len(a & b)
+
+
+def _restates(denying: Claim, other: Claim) -> bool:
+    """Does a denial turn `other`'s claim around: the two texts say mostly the same words (`_repeats`), or the
+    sentence that denies does, whatever else the text goes on to say ("The user isn't allergic to penicillin; the
+    rash turned out to be viral" / "The user is allergic to penicillin")?"""
+    return _repeats(denying, other) or _mostly_same(denying.denying, other.words)
 
 
 def _swaps(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | None) -> list[tuple[str, str]]:

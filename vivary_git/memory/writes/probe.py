@@ -16,8 +16,8 @@ contradiction changes (claims.py). A memory is about the same subject at cosine 
 `SUBJECT_WORDS` with most words shared); it is an update when the two claims differ in a value (a swapped word
 counts unless the two words embed at `SYNONYM` or more), else a duplicate at `[memory.remember] similarity`
 (default 0.75) with most words shared, or at `SURE`, or at `SAME_VALUES` with most words and the same numbers, days
-and months; related at `RELATED` or more. The thresholds were set on
-half of a labelled set of pairs and measured on the other half (tests/data/probe_pairs.jsonl), and the probe
+and months or with the same content words both ways; related at `RELATED` or more. The thresholds were set on half
+of a labelled set of pairs and measured on the other half (tests/data/probe_pairs.jsonl), and the probe
 is measured on a held-out set written before its last change (tests/data/probe_holdout*.jsonl, the newest one;
 bench/bench_probe.py, docs/remember.md). The closest memory that is the same claim or changes one of its
 values decides between `duplicate` and `update`. Memory texts' vectors are cached by text digest and model, in
@@ -60,7 +60,9 @@ SAME_WORDS = 0.6
 SURE = 0.83
 # Below the duplicate cosine, two texts with most words in common that give the same numbers, days and months (at
 # least one) make the same claim from this cosine up ("Twelve people have confirmed for Ayşe's fortieth" / "12
-# guests have said yes to Ayşe's 40th": 0.74).
+# guests have said yes to Ayşe's 40th": 0.74), and so do two texts with the same content words both ways, which
+# nothing tells apart ("All the windows at the depot are double-glazed" / "Every window at the depot has double
+# glazing": 0.70).
 SAME_VALUES = 0.65
 RELATED = 0.45  # cosine at or above which a memory is related: linked to the new one
 # Cosine of two swapped spans' embeddings at or above which they mean the same ("buy" / "purchase" 0.87,
@@ -250,6 +252,12 @@ def _same_values(a: Claim, b: Claim) -> bool:
     return bool(values) and values == b.numbers | b.when
 
 
+def _same_words(a: Claim, b: Claim) -> bool:
+    """The same content words, numbers, days and months, both ways ("All the windows are double-glazed" / "Every
+    window has double glazing")."""
+    return a.words | a.numbers | a.when == b.words | b.numbers | b.when
+
+
 def _decide(claim: Claim, candidates: Sequence[Candidate], scores: list[float] | None, method: str,
             threshold: float, same_sense: Callable[[str, str], bool] | None = None) -> Verdict:
     """Each candidate's verdict, then the add's: a duplicate over an update over related ones, the closest
@@ -272,7 +280,8 @@ def _decide(claim: Claim, candidates: Sequence[Candidate], scores: list[float] |
             subject = cosine >= SUBJECT or (cosine >= SUBJECT_WORDS and words >= SAME_WORDS)
             score, how = cosine, "cosine"
             same = (cosine >= threshold and (words >= SAME_WORDS or cosine >= SURE)) or \
-                (cosine >= SAME_VALUES and words >= SAME_WORDS and _same_values(other, claim))
+                (cosine >= SAME_VALUES and words >= SAME_WORDS and _same_values(other, claim)) or \
+                (cosine >= SAME_VALUES and _same_words(other, claim))
         evidence = mismatches(other, claim, same_sense) if subject else []
         if evidence:
             found["update"].append((score, _match(c, score, how, words, evidence)))
