@@ -177,6 +177,22 @@ def test_a_denial_followed_by_its_reason_is_an_update(cosine: Probe) -> None:
     assert got.matches[0].evidence == ['negation: "not" only in the new text']
 
 
+def test_a_word_on_both_sides_of_a_comparison_tells_neither_side(cosine: Probe) -> None:
+    """"The user's brother is older than the user": "user" before the comparative is the brother's owner, not a
+    side, so the opposite comparative is an update and the same one, reworded, a duplicate (turned around by that
+    "user" before)."""
+    memories = [
+        Candidate("city", "city.md", "city", "The user's brother Tomasz lives in Gdańsk with his wife."),
+        Candidate("job", "job.md", "job", "The user's brother Tomasz works night shifts as a nurse."),
+        Candidate("age", "age.md", "age", "The user's brother Tomasz is two years older than the user."),
+    ]
+    got = cosine.check("Tomasz, the user's brother, is two years younger than the user.", memories)
+    assert (got.verdict, got.matches[0].id) == ("update", "age"), got
+    assert got.matches[0].evidence == ["comparison: the opposite comparative, the same way round"]
+    got = cosine.check("Tomasz, the user's brother, is two years older than the user.", memories)
+    assert (got.verdict, got.matches[0].id) == ("duplicate", "age"), got
+
+
 def test_the_same_words_both_ways_are_a_duplicate_below_the_duplicate_cosine(cosine: Probe) -> None:
     """The same content words, both ways, and no value changed: the same claim, though the wording puts the cosine
     at 0.70; another quantifier in the same words is still an update."""
@@ -545,7 +561,7 @@ BELOW_GOAL = {"probe_holdout5.jsonl": (0.865, 0.019, 0.019), "probe_holdout6.jso
               "probe_holdout8.jsonl": (0.923, 0.038, 0.019), "probe_holdout9.jsonl": (0.942, 0.038, 0.029),
               "probe_holdout10.jsonl": (0.885, 0.115, 0.0), "probe_holdout11.jsonl": (0.885, 0.115, 0.010),
               "probe_holdout12.jsonl": (0.904, 0.096, 0.087), "probe_holdout13.jsonl": (0.962, 0.038, 0.010),
-              "probe_holdout14.jsonl": (0.923, 0.019, 0.029), "probe_holdout15.jsonl": (0.904, 0.135, 0.019)}
+              "probe_holdout14.jsonl": (0.923, 0.019, 0.029), "probe_holdout15.jsonl": (0.904, 0.115, 0.019)}
 
 
 @pytest.mark.parametrize("name", HELD_OUT)

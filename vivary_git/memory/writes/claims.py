@@ -631,6 +631,9 @@ def _compared(old: Claim, new: Claim) -> str:
     if a[2] & old.names.keys() and b[2] & new.names.keys():  # names tell the sides apart best ("the English one")
         a = (a[0] & old.names.keys(), a[1], a[2] & old.names.keys())
         b = (b[0] & new.names.keys(), b[1], b[2] & new.names.keys())
+    # A word before the comparative that is also what it is compared with tells neither side: "the user's sister
+    # is younger than the user" puts "user" first as the sister's owner.
+    a, b = (a[0] - a[2], a[1], a[2]), (b[0] - b[2], b[1], b[2])
     kept = len(a[2] & b[2])
     swapped = len(a[2] & b[0]) + len(b[2] & a[0])
     if kept == swapped:
