@@ -193,6 +193,22 @@ def test_a_word_on_both_sides_of_a_comparison_tells_neither_side(cosine: Probe) 
     assert (got.verdict, got.matches[0].id) == ("duplicate", "age"), got
 
 
+def test_another_quantifier_of_one_thing_is_an_update_though_the_old_one_is_said_elsewhere(cosine: Probe) -> None:
+    """"Few of the books are paperbacks; most of them are hardbacks" changes "most of the books are paperbacks":
+    the "most" it drops is still said of the hardbacks, so only quantifiers read with what they are said of tell
+    the change."""
+    memories = [
+        Candidate("shelf", "shelf.md", "shelf", "The user keeps their books on an oak shelf in the hallway."),
+        Candidate("club", "club.md", "club", "The user's book club meets on the first Monday of the month."),
+        Candidate("kind", "kind.md", "kind", "Most of the user's books are second-hand paperbacks."),
+    ]
+    got = cosine.check("Few of the user's books are second-hand paperbacks; most of them are hardbacks.", memories)
+    assert (got.verdict, got.matches[0].id) == ("update", "kind"), got
+    assert got.matches[0].evidence == ["quantifier: most -> few"]
+    got = cosine.check("Most of the books the user owns are paperbacks bought second-hand.", memories)
+    assert (got.verdict, got.matches[0].id) == ("duplicate", "kind"), got
+
+
 def test_the_same_words_both_ways_are_a_duplicate_below_the_duplicate_cosine(cosine: Probe) -> None:
     """The same content words, both ways, and no value changed: the same claim, though the wording puts the cosine
     at 0.70; another quantifier in the same words is still an update."""
@@ -561,7 +577,7 @@ BELOW_GOAL = {"probe_holdout5.jsonl": (0.865, 0.019, 0.019), "probe_holdout6.jso
               "probe_holdout8.jsonl": (0.923, 0.038, 0.019), "probe_holdout9.jsonl": (0.942, 0.038, 0.029),
               "probe_holdout10.jsonl": (0.885, 0.115, 0.0), "probe_holdout11.jsonl": (0.885, 0.115, 0.010),
               "probe_holdout12.jsonl": (0.904, 0.096, 0.087), "probe_holdout13.jsonl": (0.962, 0.038, 0.010),
-              "probe_holdout14.jsonl": (0.923, 0.019, 0.029), "probe_holdout15.jsonl": (0.904, 0.115, 0.019)}
+              "probe_holdout14.jsonl": (0.923, 0.019, 0.029), "probe_holdout15.jsonl": (0.904, 0.096, 0.019)}
 
 
 @pytest.mark.parametrize("name", HELD_OUT)

@@ -11,7 +11,8 @@ text has one the other lacks.
 Numbers are read however written ("25", "twenty-five", "two hundred and fifty", "25%" and "25 per cent", "14th" and
 "fourteenth"), durations in minutes ("48 hours" is "two days"), and a count, a duration and a rank are never one
 slot; "twice a day" is two times. A count is read with what it counts too, so another number of the same thing shows
-though the old number is still said of something else ("twice a day, two puffs" / "three times a day, two puffs").
+though the old number is still said of something else ("twice a day, two puffs" / "three times a day, two puffs"),
+and a quantifier with what it is said of ("most of the plants" / "few of the plants; most of them are ferns").
 "Rather than" and "forbidden" deny as "not" does, within their clause: a text denies when one of its clauses holds
 an odd count of negations, so two clauses that each deny do not cancel ("Mira isn't on the lease, so she can't
 sign"), and "unless" in a clause that denies says what is needed ("can't publish unless Python is installed" denies
@@ -229,6 +230,7 @@ _MORE_LESS = {w: (measure, way) for measure, more, less in (
 # Verbs whose "after" orders nothing: "named after its id", "looks after the twins" (takes care of them; "are
 # looked after by" says the same turned around).
 _NOT_ORDERS = frozenset({"named", "called", "look", "looks", "looked", "looking"})
+_QUANTIFIED_WITHIN = 4  # words after a quantifier within which its first content word is what it is said of
 _COMPARED_WITHIN = 4  # words between a comparative and its "than" at most, and content words read after "than"
 
 
@@ -345,6 +347,7 @@ class Claim:
     denials: int = 0  # clauses with an odd count of negations
     counted: frozenset[tuple[str, str]] = frozenset()  # (number, the content word it counts: "puff" in "2 puffs")
     denying: frozenset[str] = frozenset()  # content words of the sentences that deny (`denials`)
+    quantified: frozenset[tuple[str, str]] = frozenset()  # (quantifier class, the content word it is said of)
 
     @classmethod
     def of(cls, text: str) -> Claim:
@@ -361,6 +364,8 @@ class Claim:
         quantity: set[str] = set()
         kinds: set[tuple[str, str]] = set()
         counted: set[tuple[str, str]] = set()
+        quantified: set[tuple[str, str]] = set()
+        said_of = ("", -1)  # the last quantifier's class and where, till the word it is said of
         text = re.sub(r"(?<=\d)\s+(am|pm)\b", r"\1", text, flags=re.I)  # "2 pm" is one time
         text = _NOT_NEGATED.sub(" ", text)
         text = _TIMES.sub(lambda m: _TIMES_SAID[m.group(1).lower()], text)
@@ -440,7 +445,8 @@ class Claim:
             if low == "one" and after == "of" and before not in ("each", "every", "any", "no"):
                 quantity.add("some")  # "just one of the grandparents", where the other said "both"
             if low in _QUANTIFIERS and not (before == "at" and low in ("most", "all")):
-                quantity.add("some" if low == "few" and before == "a" else _QUANTIFIERS[low])  # "a few" are some
+                said_of = ("some" if low == "few" and before == "a" else _QUANTIFIERS[low], at)  # "a few" are some
+                quantity.add(said_of[0])
             if (low in _STOP and not acronym) or at == used:
                 if negated >= 0 and seq[negated] in words:
                     negated = -1  # the words it denied end here
@@ -448,6 +454,9 @@ class Claim:
             stem = low[:-1] if _ACRONYM_PLURAL.match(raw) else _stem(low)  # "IDs" is "ID"s
             words.add(stem)
             sentence.add(stem)
+            if 0 <= said_of[1] < at <= said_of[1] + _QUANTIFIED_WITHIN and not low.endswith("'s"):
+                quantified.add((said_of[0], stem))  # "most of the user's plants": the plants, not the user
+                said_of = ("", -1)
             seq[-1] = stem
             if negated >= 0 and at - negated <= _DENIES:
                 denied.add(stem)  # the first content words after a negation, a word or two on ("no colour set")
@@ -462,7 +471,7 @@ class Claim:
         return cls(frozenset(words), frozenset(numbers), frozenset(when), names, tuple(negations), frozenset(lows),
                    frozenset(raws), tuple(seq), tuple(shown), frozenset(quantity), frozenset(kinds),
                    _senses(tuple(shown)), frozenset(denied), frozenset(affirmed - denied), marks, said, denials,
-                   frozenset(counted), frozenset(denying))
+                   frozenset(counted), frozenset(denying), frozenset(quantified))
 
 
 def overlap(a: Claim, b: Claim) -> float:
@@ -532,6 +541,8 @@ def mismatches(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | 
                    f"{', '.join(sorted(colours[1] - colours[0]))}")
     if old.quantity and new.quantity and not old.quantity & new.quantity:
         out.append(f"quantifier: {', '.join(sorted(old.quantity))} -> {', '.join(sorted(new.quantity))}")
+    elif requantified := _requantified(old, new):
+        out.append(f"quantifier: {requantified}")
     if not out:
         swapped = _swaps(old, new, same_sense)
         if swapped:
@@ -559,6 +570,18 @@ def _recounted(old: Claim, new: Claim) -> str:
         gone = {n for n, u in old.counted if u == unit} - {n for n, u in new.counted if u == unit}
         came = {n for n, u in new.counted if u == unit} - {n for n, u in old.counted if u == unit}
         if gone and came:
+            return f"{', '.join(sorted(gone))} -> {', '.join(sorted(came))}"
+    return ""
+
+
+def _requantified(old: Claim, new: Claim) -> str:
+    """Another quantifier of the same thing, where the quantifiers as a set hide it because the old one is still
+    said of something else ("most of the plants are succulents" / "few of the plants are succulents; most are
+    ferns"): "most -> few", or ""."""
+    for word in sorted({w for _, w in old.quantified} & {w for _, w in new.quantified}):
+        gone = {q for q, w in old.quantified if w == word}
+        came = {q for q, w in new.quantified if w == word}
+        if not gone & came:
             return f"{', '.join(sorted(gone))} -> {', '.join(sorted(came))}"
     return ""
 
