@@ -13,22 +13,23 @@ Numbers are read however written ("25", "twenty-five", "two hundred and fifty", 
 slot; "twice a day" is two times. A count is read with what it counts too, so another number of the same thing shows
 though the old number is still said of something else ("twice a day, two puffs" / "three times a day, two puffs"),
 and a quantifier with what it is said of ("most of the plants" / "few of the plants; most of them are ferns").
-"Rather than" and "forbidden" deny as "not" does, within their clause: a text denies when one of its clauses holds
-an odd count of negations, so two clauses that each deny do not cancel ("Mira isn't on the lease, so she can't
-sign"), and "unless" in a clause that denies says what is needed ("can't publish unless Python is installed" denies
-nothing). A denial counts only between two texts that say mostly the same words (or where the sentence that denies
-does: "isn't allergic to penicillin; the rash turned out to be viral"), and so does a denial that moved ("is not
-backed up, because it can be recreated" / "is backed up, because it can't be recreated": each denies words the other
-says). "Used to" says what is no longer; what need not be done is optional and what has to be done required, and
-those two senses, "on" and "off", "public" and "private", "short" and "long" and a few more (`_SENSES`) are opposed
-wherever they stand, unless a negation turns one of them around ("not required"; a negation of something else, "with
-no sugar", leaves them). "Never" is how often, as "sometimes" is. A comparison is read as its two sides, and so is
-an order ("X after Y" is X later than Y, "before" and "ahead of" earlier): the same sides with the opposite
-comparative, or the sides turned around with the same one, is another claim ("Berlin ships more than Poznań" /
-"Poznań ships more than Berlin"), when both measure the same thing (a time is longer or later, shorter or faster). A
-value named verbatim (a `code` span, a #channel, a path) that each text has and the other does not is another value,
-between texts that say mostly the same words. A sentence's first word is a name only when it looks like one
-("GitHub", "Visual Studio"); "May" is the month inside a sentence or beside a date's words.
+"Rather than" and "forbidden" deny as "not" does, within their clause: a text denies when one of its clauses holds an
+odd count of negations, so two clauses that each deny do not cancel ("Mira isn't on the lease, so she can't sign"),
+and "unless" in a clause that denies says what is needed ("can't publish unless Python is installed" denies nothing).
+A denial counts only between two texts that say mostly the same words (or where the sentence that denies does: "isn't
+allergic to penicillin; the rash turned out to be viral"), and so does a denial that moved ("is not backed up,
+because it can be recreated" / "is backed up, because it can't be recreated": each denies words the other says).
+"Used to" says what is no longer, and so does "was switched off" ("was replaced", "has been shut down"); what need
+not be done is optional and what has to be done required, and those two senses, "on" and "off", "public" and
+"private", "short" and "long" and a few more (`_SENSES`) are opposed wherever they stand, unless a negation turns one
+of them around ("not required"; a negation of something else, "with no sugar", leaves them). "Never" is how often, as
+"sometimes" is. A comparison is read as its two sides, and so is an order ("X after Y" is X later than Y, "before"
+and "ahead of" earlier): the same sides with the opposite comparative, or the sides turned around with the same one,
+is another claim ("Berlin ships more than Poznań" / "Poznań ships more than Berlin"), when both measure the same
+thing (a time is longer or later, shorter or faster). A value named verbatim (a `code` span, a #channel, a path) that
+each text has and the other does not is another value, between texts that say mostly the same words. A sentence's
+first word is a name only when it looks like one ("GitHub", "Visual Studio"); "May" is the month inside a sentence or
+beside a date's words.
 
 Beyond the closed classes (negations, numbers, days and months, quantifiers), any content word can be the
 changed value: two texts whose content words line up but for one or two short spans put in each other's place
@@ -156,7 +157,9 @@ _TIMES = re.compile(r"\b(once|twice|thrice)(?=\s+(?:a|an|per|every|each|daily|we
 _TIMES_SAID = {"once": "1 times", "twice": "2 times", "thrice": "3 times"}
 _NOT_NEGATED = re.compile(r"\b(?:no|not) (?:later|earlier|more|less|fewer|sooner) than\b|\bnot only\b", re.I)
 _NO_LONGER = re.compile(r"\b(?:no|not any) longer\b|\bnot anymore\b", re.I)
-_REPLACED = re.compile(r"\b(?:was|were|has been|have been|had been|got|gets|is being|are being) replaced\b", re.I)
+# What was replaced, switched off or shut down is no longer: "the nightly export was switched off in May".
+_REPLACED = re.compile(r"\b(?:was|were|has been|have been|had been|got|gets|is being|are being) (?:replaced|"
+                       r"switched off|turned off|shut down|discontinued|decommissioned)\b", re.I)
 # What a text names verbatim: a `code` span, a #channel, an e-mail address, a path with a folder or a file's
 # extension.
 _MARKS = re.compile(r"`([^`\n]{1,200})`|(?<![\w#])(#[\w][\w.-]*)|(?<![\w.+-])([\w.+-]+@[\w-]+(?:\.[\w-]+)+)|"
