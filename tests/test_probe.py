@@ -226,6 +226,21 @@ def test_what_was_switched_off_or_shut_down_is_no_longer(cosine: Probe) -> None:
     assert (got.verdict, got.matches[0].id) == ("duplicate", "sync"), got
 
 
+def test_what_rather_than_turns_down_is_denied_in_a_reworded_text(cosine: Probe) -> None:
+    """"Keeps it mirrored, rather than copying it once": a memory that says it makes a one-off copy is turned
+    down, though the rest of the text rewords too much for a denial of the same claim (related otherwise)."""
+    memories = [
+        Candidate("phone", "phone.md", "phone", "The user's new phone is a Pixel 8 bought in March."),
+        Candidate("shared", "shared.md", "shared", "The user shares their work calendar with their manager."),
+        Candidate("copy", "copy.md", "copy", "The calendar migration tool is a cut-down version of the backup "
+                  "wizard, made for a one-off copy of the user's old calendar."),
+    ]
+    got = cosine.check("The calendar migration tool keeps the user's old calendar continuously mirrored into the new "
+                       "account, rather than copying it once.", memories)
+    assert (got.verdict, got.matches[0].id) == ("update", "copy"), got
+    assert got.matches[0].evidence == ["negation: copy turned down in the new text"]
+
+
 def test_the_same_words_both_ways_are_a_duplicate_below_the_duplicate_cosine(cosine: Probe) -> None:
     """The same content words, both ways, and no value changed: the same claim, though the wording puts the cosine
     at 0.70; another quantifier in the same words is still an update."""
@@ -594,7 +609,7 @@ BELOW_GOAL = {"probe_holdout5.jsonl": (0.865, 0.019, 0.019), "probe_holdout6.jso
               "probe_holdout8.jsonl": (0.923, 0.038, 0.019), "probe_holdout9.jsonl": (0.942, 0.038, 0.029),
               "probe_holdout10.jsonl": (0.885, 0.115, 0.0), "probe_holdout11.jsonl": (0.885, 0.115, 0.010),
               "probe_holdout12.jsonl": (0.904, 0.096, 0.087), "probe_holdout13.jsonl": (0.962, 0.038, 0.010),
-              "probe_holdout14.jsonl": (0.923, 0.019, 0.029), "probe_holdout15.jsonl": (0.904, 0.077, 0.019)}
+              "probe_holdout14.jsonl": (0.923, 0.019, 0.029), "probe_holdout15.jsonl": (0.904, 0.058, 0.019)}
 
 
 @pytest.mark.parametrize("name", HELD_OUT)

@@ -18,18 +18,19 @@ odd count of negations, so two clauses that each deny do not cancel ("Mira isn't
 and "unless" in a clause that denies says what is needed ("can't publish unless Python is installed" denies nothing).
 A denial counts only between two texts that say mostly the same words (or where the sentence that denies does: "isn't
 allergic to penicillin; the rash turned out to be viral"), and so does a denial that moved ("is not backed up,
-because it can be recreated" / "is backed up, because it can't be recreated": each denies words the other says).
-"Used to" says what is no longer, and so does "was switched off" ("was replaced", "has been shut down"); what need
-not be done is optional and what has to be done required, and those two senses, "on" and "off", "public" and
-"private", "short" and "long" and a few more (`_SENSES`) are opposed wherever they stand, unless a negation turns one
-of them around ("not required"; a negation of something else, "with no sugar", leaves them). "Never" is how often, as
-"sometimes" is. A comparison is read as its two sides, and so is an order ("X after Y" is X later than Y, "before"
-and "ahead of" earlier): the same sides with the opposite comparative, or the sides turned around with the same one,
-is another claim ("Berlin ships more than Poznań" / "Poznań ships more than Berlin"), when both measure the same
-thing (a time is longer or later, shorter or faster). A value named verbatim (a `code` span, a #channel, a path) that
-each text has and the other does not is another value, between texts that say mostly the same words. A sentence's
-first word is a name only when it looks like one ("GitHub", "Visual Studio"); "May" is the month inside a sentence or
-beside a date's words.
+because it can be recreated" / "is backed up, because it can't be recreated": each denies words the other says). What
+"rather than" turns down is denied however much else is reworded ("in sync, rather than importing once" / "a one-time
+import"). "Used to" says what is no longer, and so does "was switched off" ("was replaced", "has been shut down");
+what need not be done is optional and what has to be done required, and those two senses, "on" and "off", "public"
+and "private", "short" and "long" and a few more (`_SENSES`) are opposed wherever they stand, unless a negation turns
+one of them around ("not required"; a negation of something else, "with no sugar", leaves them). "Never" is how
+often, as "sometimes" is. A comparison is read as its two sides, and so is an order ("X after Y" is X later than Y,
+"before" and "ahead of" earlier): the same sides with the opposite comparative, or the sides turned around with the
+same one, is another claim ("Berlin ships more than Poznań" / "Poznań ships more than Berlin"), when both measure the
+same thing (a time is longer or later, shorter or faster). A value named verbatim (a `code` span, a #channel, a path)
+that each text has and the other does not is another value, between texts that say mostly the same words. A
+sentence's first word is a name only when it looks like one ("GitHub", "Visual Studio"); "May" is the month inside a
+sentence or beside a date's words.
 
 Beyond the closed classes (negations, numbers, days and months, quantifiers), any content word can be the
 changed value: two texts whose content words line up but for one or two short spans put in each other's place
@@ -68,7 +69,7 @@ _NEGATIONS = frozenset([
     "not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "cannot", "can't", "won't", "don't",
     "doesn't", "didn't", "isn't", "aren't", "wasn't", "weren't", "hasn't", "haven't", "hadn't", "shouldn't",
     "wouldn't", "couldn't", "mustn't", "without", "nolonger", "anymore", "stopped", "ceased", "forbidden",
-    "prohibited", "banned", "disallowed"
+    "prohibited", "banned", "disallowed", "rathernot"
 ])
 _ANTONYMS = (("always", "never"), ("enabled", "disabled"), ("enable", "disable"), ("allowed", "forbidden"),
              ("allow", "forbid"), ("required", "optional"), ("include", "exclude"),
@@ -351,6 +352,7 @@ class Claim:
     counted: frozenset[tuple[str, str]] = frozenset()  # (number, the content word it counts: "puff" in "2 puffs")
     denying: frozenset[str] = frozenset()  # content words of the sentences that deny (`denials`)
     quantified: frozenset[tuple[str, str]] = frozenset()  # (quantifier class, the content word it is said of)
+    passed_over: frozenset[str] = frozenset()  # content words "rather than" or "instead of" turns down
 
     @classmethod
     def of(cls, text: str) -> Claim:
@@ -368,11 +370,13 @@ class Claim:
         kinds: set[tuple[str, str]] = set()
         counted: set[tuple[str, str]] = set()
         quantified: set[tuple[str, str]] = set()
+        passed_over: set[str] = set()
+        rather = False  # the last negation is "rather than" or "instead of"
         said_of = ("", -1)  # the last quantifier's class and where, till the word it is said of
         text = re.sub(r"(?<=\d)\s+(am|pm)\b", r"\1", text, flags=re.I)  # "2 pm" is one time
         text = _NOT_NEGATED.sub(" ", text)
         text = _TIMES.sub(lambda m: _TIMES_SAID[m.group(1).lower()], text)
-        text = _INSTEAD.sub(" not ", text)
+        text = _INSTEAD.sub(" rathernot ", text)
         text = _MUST.sub(" must ", _NEEDLESS.sub(" optional ", text))
         text = _dates(_OCLOCK.sub(_oclock, text))
         text = _PERCENT.sub(r"\1%", _SPELLED.sub(_spelled, _A_HUNDRED.sub(r"one \1", text)))
@@ -395,6 +399,11 @@ class Claim:
         sentence_from = 0  # `denials` when the sentence started
         for at, raw in enumerate(raws):
             low = raw.lower()
+            if low == "rathernot":
+                low = "not"  # "pnpm rather than npm" is "pnpm, not npm" ...
+                rather = True  # ... and turns npm down (`mismatches`)
+            elif low in _NEGATIONS or low.endswith("n't"):
+                rather = False
             before = raws[at - 1].lower() if at else ""
             between = text[found[at - 1].end():found[at].start()] if at else ""
             if negated >= 0 and between.strip():
@@ -463,6 +472,8 @@ class Claim:
             seq[-1] = stem
             if negated >= 0 and at - negated <= _DENIES:
                 denied.add(stem)  # the first content words after a negation, a word or two on ("no colour set")
+                if rather:
+                    passed_over.add(stem)
                 negated = at  # the next word too, if it is one
             else:
                 affirmed.add(stem)
@@ -474,7 +485,7 @@ class Claim:
         return cls(frozenset(words), frozenset(numbers), frozenset(when), names, tuple(negations), frozenset(lows),
                    frozenset(raws), tuple(seq), tuple(shown), frozenset(quantity), frozenset(kinds),
                    _senses(tuple(shown)), frozenset(denied), frozenset(affirmed - denied), marks, said, denials,
-                   frozenset(counted), frozenset(denying), frozenset(quantified))
+                   frozenset(counted), frozenset(denying), frozenset(quantified), frozenset(passed_over))
 
 
 def overlap(a: Claim, b: Claim) -> float:
@@ -514,6 +525,13 @@ def mismatches(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | 
         # "is backed up, because it can't be recreated").
         out.append(f"negation: {', '.join(sorted(old.denied & new.affirmed))} denied only in the existing memory, "
                    f"{', '.join(sorted(new.denied & old.affirmed))} only in the new text")
+    elif not old.denials and (new.passed_over & old.affirmed):
+        # What the memory says is what the new text turns down, whatever else it rewords ("imports your notes
+        # once" / "keeps your notes in sync rather than importing them once").
+        out.append(f"negation: {', '.join(sorted(new.passed_over & old.affirmed))} turned down in the new text")
+    elif not new.denials and (old.passed_over & new.affirmed):
+        out.append(f"negation: {', '.join(sorted(old.passed_over & new.affirmed))} turned down in the existing "
+                   "memory")
     # A count, a duration and an ordinal are never the same slot: "500 requests" is not changed by "every 90
     # days", nor "its first run" by "=0".
     gone_numbers, came_numbers = old.numbers - new.numbers, new.numbers - old.numbers
