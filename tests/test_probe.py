@@ -136,6 +136,21 @@ def test_a_denial_with_unless_says_what_is_needed(cosine: Probe) -> None:
     assert (got.verdict, got.matches[0].id) == ("update", "sign"), got
 
 
+def test_a_denial_with_until_says_what_comes_first(cosine: Probe) -> None:
+    """"No invoice is paid until the lead has approved it" is "every invoice is approved before it is paid": a
+    duplicate of the memory that says so; a plain denial of it is still its update."""
+    memories = [
+        Candidate("tool", "tool.md", "tool", "Invoices are paid through the accounts payable module of the ERP."),
+        Candidate("terms", "terms.md", "terms", "Suppliers are paid within 30 days of the invoice date."),
+        Candidate("approve", "approve.md", "approve", "Every invoice over 5000 euros is approved by the finance lead "
+                  "before it is paid."),
+    ]
+    got = cosine.check("No invoice over 5000 euros is paid until the finance lead has approved it.", memories)
+    assert (got.verdict, got.matches[0].id) == ("duplicate", "approve"), got
+    got = cosine.check("Invoices over 5000 euros are not approved by the finance lead before they are paid.", memories)
+    assert (got.verdict, got.matches[0].id) == ("update", "approve"), got
+
+
 def test_another_count_of_one_thing_is_an_update_though_its_number_is_said_elsewhere(cosine: Probe) -> None:
     """"Three times a day, two tablets each time" changes "twice a day, two tablets each time": the 2 it drops is
     still said of the tablets, so only numbers read with what they count tell the change."""
@@ -609,7 +624,7 @@ BELOW_GOAL = {"probe_holdout5.jsonl": (0.865, 0.019, 0.019), "probe_holdout6.jso
               "probe_holdout8.jsonl": (0.923, 0.038, 0.019), "probe_holdout9.jsonl": (0.942, 0.038, 0.029),
               "probe_holdout10.jsonl": (0.885, 0.115, 0.0), "probe_holdout11.jsonl": (0.885, 0.115, 0.010),
               "probe_holdout12.jsonl": (0.904, 0.096, 0.087), "probe_holdout13.jsonl": (0.962, 0.038, 0.010),
-              "probe_holdout14.jsonl": (0.923, 0.019, 0.029), "probe_holdout15.jsonl": (0.904, 0.058, 0.019)}
+              "probe_holdout14.jsonl": (0.923, 0.019, 0.029), "probe_holdout15.jsonl": (0.923, 0.058, 0.019)}
 
 
 @pytest.mark.parametrize("name", HELD_OUT)

@@ -15,22 +15,22 @@ though the old number is still said of something else ("twice a day, two puffs" 
 and a quantifier with what it is said of ("most of the plants" / "few of the plants; most of them are ferns").
 "Rather than" and "forbidden" deny as "not" does, within their clause: a text denies when one of its clauses holds an
 odd count of negations, so two clauses that each deny do not cancel ("Mira isn't on the lease, so she can't sign"),
-and "unless" in a clause that denies says what is needed ("can't publish unless Python is installed" denies nothing).
-A denial counts only between two texts that say mostly the same words (or where the sentence that denies does: "isn't
-allergic to penicillin; the rash turned out to be viral"), and so does a denial that moved ("is not backed up,
-because it can be recreated" / "is backed up, because it can't be recreated": each denies words the other says). What
-"rather than" turns down is denied however much else is reworded ("in sync, rather than importing once" / "a one-time
-import"). "Used to" says what is no longer, and so does "was switched off" ("was replaced", "has been shut down");
-what need not be done is optional and what has to be done required, and those two senses, "on" and "off", "public"
-and "private", "short" and "long" and a few more (`_SENSES`) are opposed wherever they stand, unless a negation turns
-one of them around ("not required"; a negation of something else, "with no sugar", leaves them). "Never" is how
-often, as "sometimes" is. A comparison is read as its two sides, and so is an order ("X after Y" is X later than Y,
-"before" and "ahead of" earlier): the same sides with the opposite comparative, or the sides turned around with the
-same one, is another claim ("Berlin ships more than Poznań" / "Poznań ships more than Berlin"), when both measure the
-same thing (a time is longer or later, shorter or faster). A value named verbatim (a `code` span, a #channel, a path)
-that each text has and the other does not is another value, between texts that say mostly the same words. A
-sentence's first word is a name only when it looks like one ("GitHub", "Visual Studio"); "May" is the month inside a
-sentence or beside a date's words.
+and "unless" in a clause that denies says what is needed ("can't publish unless Python is installed" denies nothing),
+as "until" does ("no article goes live until it is reviewed"). A denial counts only between two texts that say mostly
+the same words (or where the sentence that denies does: "isn't allergic to penicillin; the rash turned out to be
+viral"), and so does a denial that moved ("is not backed up, because it can be recreated" / "is backed up, because it
+can't be recreated": each denies words the other says). What "rather than" turns down is denied however much else is
+reworded ("in sync, rather than importing once" / "a one-time import"). "Used to" says what is no longer, and so does
+"was switched off" ("was replaced", "has been shut down"); what need not be done is optional and what has to be done
+required, and those two senses, "on" and "off", "public" and "private", "short" and "long" and a few more (`_SENSES`)
+are opposed wherever they stand, unless a negation turns one of them around ("not required"; a negation of something
+else, "with no sugar", leaves them). "Never" is how often, as "sometimes" is. A comparison is read as its two sides,
+and so is an order ("X after Y" is X later than Y, "before" and "ahead of" earlier): the same sides with the opposite
+comparative, or the sides turned around with the same one, is another claim ("Berlin ships more than Poznań" /
+"Poznań ships more than Berlin"), when both measure the same thing (a time is longer or later, shorter or faster). A
+value named verbatim (a `code` span, a #channel, a path) that each text has and the other does not is another value,
+between texts that say mostly the same words. A sentence's first word is a name only when it looks like one
+("GitHub", "Visual Studio"); "May" is the month inside a sentence or beside a date's words.
 
 Beyond the closed classes (negations, numbers, days and months, quantifiers), any content word can be the
 changed value: two texts whose content words line up but for one or two short spans put in each other's place
@@ -417,8 +417,10 @@ class Claim:
             seq.append(low)
             shown.append(low)
             acronym = raw.isupper() and len(raw) > 1  # "NO" in `NO_COLOR` denies nothing, "the IT team" names IT
-            if low == "unless" and in_clause % 2:
-                in_clause += 1  # "can't publish unless Python is installed" says Python is needed, it denies nothing
+            if low in ("unless", "until") and in_clause % 2:
+                # "can't publish unless Python is installed" says Python is needed, it denies nothing; so does "no
+                # article goes live until a reviewer has read it"
+                in_clause += 1
             if (low in _NEGATIONS or low.endswith("n't")) and not acronym:
                 negations.append(low)
                 negated = at
