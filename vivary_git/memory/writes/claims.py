@@ -11,18 +11,21 @@ text has one the other lacks.
 Numbers are read however written ("25", "twenty-five", "two hundred and fifty", "25%" and "25 per cent", "14th" and
 "fourteenth"), durations in minutes ("48 hours" is "two days"), and a count, a duration and a rank are never one
 slot; "twice a day" is two times. A count is read with what it counts too, so another number of the same thing shows
-though the old number is still said of something else ("twice a day, two puffs" / "three times a day, two puffs").
-"Rather than" and "forbidden" deny as "not" does, within their clause: a text denies when one of its clauses holds
-an odd count of negations, so two clauses that each deny do not cancel ("Mira isn't on the lease, so she can't
-sign"), and "unless" in a clause that denies says what is needed ("can't publish unless Python is installed" denies
-nothing). A denial counts only between two texts that say mostly the same words (or where the sentence that denies
-does: "isn't allergic to penicillin; the rash turned out to be viral"), and so does a denial that moved ("is not
-backed up, because it can be recreated" / "is backed up, because it can't be recreated": each denies words the other
-says). "Used to" says what is no longer; what need not be done is optional and what has to be done required, and
-those two senses, "on" and "off", "public" and "private", "short" and "long" and a few more (`_SENSES`) are opposed
-wherever they stand, unless a negation turns one of them around ("not required"; a negation of something else, "with
-no sugar", leaves them). "Never" is how often, as "sometimes" is. A comparison is read as its two sides, and so is
-an order ("X after Y" is X later than Y, "before" and "ahead of" earlier): the same sides with the opposite
+though the old number is still said of something else ("twice a day, two puffs" / "three times a day, two puffs"),
+and a quantifier with what it is said of ("most of the plants" / "few of the plants; most of them are ferns").
+"Rather than" and "forbidden" deny as "not" does, within their clause: a text denies when one of its clauses holds an
+odd count of negations, so two clauses that each deny do not cancel ("Mira isn't on the lease, so she can't sign"),
+and "unless" in a clause that denies says what is needed ("can't publish unless Python is installed" denies nothing),
+as "until" does ("no article goes live until it is reviewed"). A denial counts only between two texts that say mostly
+the same words (or where the sentence that denies does: "isn't allergic to penicillin; the rash turned out to be
+viral"), and so does a denial that moved ("is not backed up, because it can be recreated" / "is backed up, because it
+can't be recreated": each denies words the other says). What "rather than" turns down is denied however much else is
+reworded ("in sync, rather than importing once" / "a one-time import"). "Used to" says what is no longer, and so does
+"was switched off" ("was replaced", "has been shut down"); what need not be done is optional and what has to be done
+required, and those two senses, "on" and "off", "public" and "private", "short" and "long" and a few more (`_SENSES`)
+are opposed wherever they stand, unless a negation turns one of them around ("not required"; a negation of something
+else, "with no sugar", leaves them). "Never" is how often, as "sometimes" is. A comparison is read as its two sides,
+and so is an order ("X after Y" is X later than Y, "before" and "ahead of" earlier): the same sides with the opposite
 comparative, or the sides turned around with the same one, is another claim ("Berlin ships more than Poznań" /
 "Poznań ships more than Berlin"), when both measure the same thing (a time is longer or later, shorter or faster). A
 value named verbatim (a `code` span, a #channel, a path) that each text has and the other does not is another value,
@@ -66,7 +69,7 @@ _NEGATIONS = frozenset([
     "not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "cannot", "can't", "won't", "don't",
     "doesn't", "didn't", "isn't", "aren't", "wasn't", "weren't", "hasn't", "haven't", "hadn't", "shouldn't",
     "wouldn't", "couldn't", "mustn't", "without", "nolonger", "anymore", "stopped", "ceased", "forbidden",
-    "prohibited", "banned", "disallowed"
+    "prohibited", "banned", "disallowed", "rathernot"
 ])
 _ANTONYMS = (("always", "never"), ("enabled", "disabled"), ("enable", "disable"), ("allowed", "forbidden"),
              ("allow", "forbid"), ("required", "optional"), ("include", "exclude"),
@@ -155,7 +158,9 @@ _TIMES = re.compile(r"\b(once|twice|thrice)(?=\s+(?:a|an|per|every|each|daily|we
 _TIMES_SAID = {"once": "1 times", "twice": "2 times", "thrice": "3 times"}
 _NOT_NEGATED = re.compile(r"\b(?:no|not) (?:later|earlier|more|less|fewer|sooner) than\b|\bnot only\b", re.I)
 _NO_LONGER = re.compile(r"\b(?:no|not any) longer\b|\bnot anymore\b", re.I)
-_REPLACED = re.compile(r"\b(?:was|were|has been|have been|had been|got|gets|is being|are being) replaced\b", re.I)
+# What was replaced, switched off or shut down is no longer: "the nightly export was switched off in May".
+_REPLACED = re.compile(r"\b(?:was|were|has been|have been|had been|got|gets|is being|are being) (?:replaced|"
+                       r"switched off|turned off|shut down|discontinued|decommissioned)\b", re.I)
 # What a text names verbatim: a `code` span, a #channel, an e-mail address, a path with a folder or a file's
 # extension.
 _MARKS = re.compile(r"`([^`\n]{1,200})`|(?<![\w#])(#[\w][\w.-]*)|(?<![\w.+-])([\w.+-]+@[\w-]+(?:\.[\w-]+)+)|"
@@ -229,6 +234,7 @@ _MORE_LESS = {w: (measure, way) for measure, more, less in (
 # Verbs whose "after" orders nothing: "named after its id", "looks after the twins" (takes care of them; "are
 # looked after by" says the same turned around).
 _NOT_ORDERS = frozenset({"named", "called", "look", "looks", "looked", "looking"})
+_QUANTIFIED_WITHIN = 4  # words after a quantifier within which its first content word is what it is said of
 _COMPARED_WITHIN = 4  # words between a comparative and its "than" at most, and content words read after "than"
 
 
@@ -345,6 +351,8 @@ class Claim:
     denials: int = 0  # clauses with an odd count of negations
     counted: frozenset[tuple[str, str]] = frozenset()  # (number, the content word it counts: "puff" in "2 puffs")
     denying: frozenset[str] = frozenset()  # content words of the sentences that deny (`denials`)
+    quantified: frozenset[tuple[str, str]] = frozenset()  # (quantifier class, the content word it is said of)
+    passed_over: frozenset[str] = frozenset()  # content words "rather than" or "instead of" turns down
 
     @classmethod
     def of(cls, text: str) -> Claim:
@@ -361,10 +369,14 @@ class Claim:
         quantity: set[str] = set()
         kinds: set[tuple[str, str]] = set()
         counted: set[tuple[str, str]] = set()
+        quantified: set[tuple[str, str]] = set()
+        passed_over: set[str] = set()
+        rather = False  # the last negation is "rather than" or "instead of"
+        said_of = ("", -1)  # the last quantifier's class and where, till the word it is said of
         text = re.sub(r"(?<=\d)\s+(am|pm)\b", r"\1", text, flags=re.I)  # "2 pm" is one time
         text = _NOT_NEGATED.sub(" ", text)
         text = _TIMES.sub(lambda m: _TIMES_SAID[m.group(1).lower()], text)
-        text = _INSTEAD.sub(" not ", text)
+        text = _INSTEAD.sub(" rathernot ", text)
         text = _MUST.sub(" must ", _NEEDLESS.sub(" optional ", text))
         text = _dates(_OCLOCK.sub(_oclock, text))
         text = _PERCENT.sub(r"\1%", _SPELLED.sub(_spelled, _A_HUNDRED.sub(r"one \1", text)))
@@ -387,6 +399,11 @@ class Claim:
         sentence_from = 0  # `denials` when the sentence started
         for at, raw in enumerate(raws):
             low = raw.lower()
+            if low == "rathernot":
+                low = "not"  # "pnpm rather than npm" is "pnpm, not npm" ...
+                rather = True  # ... and turns npm down (`mismatches`)
+            elif low in _NEGATIONS or low.endswith("n't"):
+                rather = False
             before = raws[at - 1].lower() if at else ""
             between = text[found[at - 1].end():found[at].start()] if at else ""
             if negated >= 0 and between.strip():
@@ -400,8 +417,10 @@ class Claim:
             seq.append(low)
             shown.append(low)
             acronym = raw.isupper() and len(raw) > 1  # "NO" in `NO_COLOR` denies nothing, "the IT team" names IT
-            if low == "unless" and in_clause % 2:
-                in_clause += 1  # "can't publish unless Python is installed" says Python is needed, it denies nothing
+            if low in ("unless", "until") and in_clause % 2:
+                # "can't publish unless Python is installed" says Python is needed, it denies nothing; so does "no
+                # article goes live until a reviewer has read it"
+                in_clause += 1
             if (low in _NEGATIONS or low.endswith("n't")) and not acronym:
                 negations.append(low)
                 negated = at
@@ -440,7 +459,8 @@ class Claim:
             if low == "one" and after == "of" and before not in ("each", "every", "any", "no"):
                 quantity.add("some")  # "just one of the grandparents", where the other said "both"
             if low in _QUANTIFIERS and not (before == "at" and low in ("most", "all")):
-                quantity.add("some" if low == "few" and before == "a" else _QUANTIFIERS[low])  # "a few" are some
+                said_of = ("some" if low == "few" and before == "a" else _QUANTIFIERS[low], at)  # "a few" are some
+                quantity.add(said_of[0])
             if (low in _STOP and not acronym) or at == used:
                 if negated >= 0 and seq[negated] in words:
                     negated = -1  # the words it denied end here
@@ -448,9 +468,14 @@ class Claim:
             stem = low[:-1] if _ACRONYM_PLURAL.match(raw) else _stem(low)  # "IDs" is "ID"s
             words.add(stem)
             sentence.add(stem)
+            if 0 <= said_of[1] < at <= said_of[1] + _QUANTIFIED_WITHIN and not low.endswith("'s"):
+                quantified.add((said_of[0], stem))  # "most of the user's plants": the plants, not the user
+                said_of = ("", -1)
             seq[-1] = stem
             if negated >= 0 and at - negated <= _DENIES:
                 denied.add(stem)  # the first content words after a negation, a word or two on ("no colour set")
+                if rather:
+                    passed_over.add(stem)
                 negated = at  # the next word too, if it is one
             else:
                 affirmed.add(stem)
@@ -462,7 +487,7 @@ class Claim:
         return cls(frozenset(words), frozenset(numbers), frozenset(when), names, tuple(negations), frozenset(lows),
                    frozenset(raws), tuple(seq), tuple(shown), frozenset(quantity), frozenset(kinds),
                    _senses(tuple(shown)), frozenset(denied), frozenset(affirmed - denied), marks, said, denials,
-                   frozenset(counted), frozenset(denying))
+                   frozenset(counted), frozenset(denying), frozenset(quantified), frozenset(passed_over))
 
 
 def overlap(a: Claim, b: Claim) -> float:
@@ -502,6 +527,13 @@ def mismatches(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | 
         # "is backed up, because it can't be recreated").
         out.append(f"negation: {', '.join(sorted(old.denied & new.affirmed))} denied only in the existing memory, "
                    f"{', '.join(sorted(new.denied & old.affirmed))} only in the new text")
+    elif not old.denials and (new.passed_over & old.affirmed):
+        # What the memory says is what the new text turns down, whatever else it rewords ("imports your notes
+        # once" / "keeps your notes in sync rather than importing them once").
+        out.append(f"negation: {', '.join(sorted(new.passed_over & old.affirmed))} turned down in the new text")
+    elif not new.denials and (old.passed_over & new.affirmed):
+        out.append(f"negation: {', '.join(sorted(old.passed_over & new.affirmed))} turned down in the existing "
+                   "memory")
     # A count, a duration and an ordinal are never the same slot: "500 requests" is not changed by "every 90
     # days", nor "its first run" by "=0".
     gone_numbers, came_numbers = old.numbers - new.numbers, new.numbers - old.numbers
@@ -532,6 +564,8 @@ def mismatches(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | 
                    f"{', '.join(sorted(colours[1] - colours[0]))}")
     if old.quantity and new.quantity and not old.quantity & new.quantity:
         out.append(f"quantifier: {', '.join(sorted(old.quantity))} -> {', '.join(sorted(new.quantity))}")
+    elif requantified := _requantified(old, new):
+        out.append(f"quantifier: {requantified}")
     if not out:
         swapped = _swaps(old, new, same_sense)
         if swapped:
@@ -559,6 +593,18 @@ def _recounted(old: Claim, new: Claim) -> str:
         gone = {n for n, u in old.counted if u == unit} - {n for n, u in new.counted if u == unit}
         came = {n for n, u in new.counted if u == unit} - {n for n, u in old.counted if u == unit}
         if gone and came:
+            return f"{', '.join(sorted(gone))} -> {', '.join(sorted(came))}"
+    return ""
+
+
+def _requantified(old: Claim, new: Claim) -> str:
+    """Another quantifier of the same thing, where the quantifiers as a set hide it because the old one is still
+    said of something else ("most of the plants are succulents" / "few of the plants are succulents; most are
+    ferns"): "most -> few", or ""."""
+    for word in sorted({w for _, w in old.quantified} & {w for _, w in new.quantified}):
+        gone = {q for q, w in old.quantified if w == word}
+        came = {q for q, w in new.quantified if w == word}
+        if not gone & came:
             return f"{', '.join(sorted(gone))} -> {', '.join(sorted(came))}"
     return ""
 
@@ -631,6 +677,9 @@ def _compared(old: Claim, new: Claim) -> str:
     if a[2] & old.names.keys() and b[2] & new.names.keys():  # names tell the sides apart best ("the English one")
         a = (a[0] & old.names.keys(), a[1], a[2] & old.names.keys())
         b = (b[0] & new.names.keys(), b[1], b[2] & new.names.keys())
+    # A word before the comparative that is also what it is compared with tells neither side: "the user's sister
+    # is younger than the user" puts "user" first as the sister's owner.
+    a, b = (a[0] - a[2], a[1], a[2]), (b[0] - b[2], b[1], b[2])
     kept = len(a[2] & b[2])
     swapped = len(a[2] & b[0]) + len(b[2] & a[0])
     if kept == swapped:
