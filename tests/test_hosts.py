@@ -334,7 +334,11 @@ def test_symlinks_in_the_workspace_are_refused(ws: Repo, cli: Any, tmp_path: Pat
     assert status.code == 1, status.err  # reported, not raised
     host = status.json()["hosts"][0]
     assert host["servers"][0]["state"] == "unreadable" and "symlink" in host["servers"][0]["detail"]
-    assert host["guidance"] == {"path": "AGENTS.md", "state": "unreadable"}
+    guidance = host["guidance"]
+    assert guidance["path"] == "AGENTS.md" and guidance["state"] == "unreadable"
+    assert "AGENTS.md" in guidance["detail"] and "symlink" in guidance["detail"]  # why, not only that
+    shown = cli("host-status", "--host-kind", "cursor", cwd=ws.path).out
+    assert "guidance  unreadable AGENTS.md  (" in shown and "symlink" in shown.split("guidance", 1)[1], shown
 
 
 def test_user_level_symlink_is_followed_and_kept(ws: Repo, cli: Any, tmp_path: Path) -> None:
@@ -426,7 +430,7 @@ def test_host_status_reports_what_is_where(ws: Repo, cli: Any) -> None:
     after = cli("host-status", "--host-kind", "claude-code", "--json", cwd=ws.path).json()
     host = after["hosts"][0]
     assert host["servers"][0]["state"] == "installed" and host["servers"][0]["path"] == ".mcp.json"
-    assert host["guidance"] == {"path": "CLAUDE.md", "state": "present"}
+    assert host["guidance"] == {"path": "CLAUDE.md", "state": "present", "detail": None}
     text = cli("host-status", "--host-kind", "claude-code", cwd=ws.path)
     assert "installed" in text.out and ".mcp.json" in text.out and "onboarding" in text.out
     desktop = cli("host-status", "--host-kind", "claude-desktop", "--json", cwd=ws.path).json()
@@ -691,3 +695,15 @@ def test_a_workspace_outside_git_is_set_up_with_a_note_that_writes_need_git(tmp_
     r = cli("bootstrap-host", "--host-kind", "cursor", "--json", cwd=folder)
     assert r.code == 0, r.err
     assert any("is not in a Git work tree" in n and "git init" in n for n in r.json()["notes"]), r.out
+
+
+def test_host_status_shows_a_planted_server_name_inert(ws: Repo, cli: Any) -> None:
+    """A cloned workspace's `.mcp.json` may hold any name for an entry that starts this workspace's server: the
+    text output shows it escaped (docs/output.md), never as a line a CI runner reads as a command."""
+    assert cli("bootstrap-host", "--host-kind", "claude-code", cwd=ws.path).code == 0
+    data = json.loads((ws.path / ".mcp.json").read_text("utf-8"))
+    data["mcpServers"] = {"x\n::error file=a.md::forged": data["mcpServers"]["vivary"]}
+    (ws.path / ".mcp.json").write_text(json.dumps(data), "utf-8")
+    out = cli("host-status", "--host-kind", "claude-code", cwd=ws.path).out
+    assert not any(line.lstrip().startswith("::") for line in out.splitlines()), out
+    assert "x\\n::error file=a.md::forged" in out, out

@@ -8,6 +8,7 @@ import sys
 from vivary_git.commands._common import add_json_arg, add_workspace_args, emit_json
 from vivary_git.commands.bootstrap_host import KINDS
 from vivary_git.errors import EXIT_FINDINGS, EXIT_OK
+from vivary_git.escape import text
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -51,9 +52,9 @@ def run(args: argparse.Namespace) -> int:
                 bad = bad or s.state in ("stale", "unreadable")
                 servers.append({"path": s.path, "scope": s.scope, "name": s.name, "state": s.state,
                                 "command": s.command, "command_found": s.command_found, "detail": s.detail})
-        guide, guide_state = install.guidance_state(kind, root)
+        guide, guide_state, why = install.guidance_state(kind, root)
         hosts.append({"host_kind": kind, "label": spec.label, "servers": servers,
-                      "guidance": None if guide is None else {"path": guide, "state": guide_state}})
+                      "guidance": None if guide is None else {"path": guide, "state": guide_state, "detail": why}})
     ob = onboard.status(root)
     out = {
         "workspace": str(root), "mcp_extra": importlib.util.find_spec("mcp") is not None, "hosts": hosts,
@@ -73,11 +74,13 @@ def _print(out: dict[str, object]) -> None:
     assert isinstance(hosts, list)
     for h in hosts:
         w(f"{h['host_kind']} ({h['label']})\n")
-        for s in h["servers"]:
-            detail = f"  ({s['detail']})" if s["detail"] else ""
-            w(f"  server    {s['state']:<10} {s['path']} [{s['name']}]{detail}\n")
-        if h["guidance"] is not None:
-            w(f"  guidance  {h['guidance']['state']:<10} {h['guidance']['path']}\n")
+        for s in h["servers"]:  # (names and details come from files a clone may hold: escaped, docs/output.md)
+            detail = f"  ({text(s['detail'])})" if s["detail"] else ""
+            w(f"  server    {s['state']:<10} {text(s['path'])} [{text(s['name'])}]{detail}\n")
+        g = h["guidance"]
+        if g is not None:
+            detail = f"  ({text(g['detail'])})" if g["detail"] else ""
+            w(f"  guidance  {g['state']:<10} {text(g['path'])}{detail}\n")
     if not out["mcp_extra"]:
         w("note: the MCP SDK is not installed, so hosts cannot start the server: pip install 'vivary-git[mcp]'\n")
     ob = out["onboarding"]

@@ -702,17 +702,17 @@ def _differences(value: dict[str, Any], ours: dict[str, Any]) -> str:
     return "; ".join(said)
 
 
-def guidance_state(kind: HostKind, root: Path) -> tuple[str | None, str]:
-    """(file, present | outdated | absent | unreadable) for the host's guidance block."""
+def guidance_state(kind: HostKind, root: Path) -> tuple[str | None, str, str | None]:
+    """(file, present | outdated | absent | unreadable, why it is unreadable) for the host's guidance block."""
     try:
         rel = guidance_file(HOSTS[kind], root)
         if rel is None:
-            return None, "absent"
+            return None, "absent", None
         text = files.read(files.project_path(root, rel), rel)
         inner = None if text is None else GUIDANCE_MARKERS.inner(text, rel)
-    except (ConfigError, RefusedError):
-        return HOSTS[kind].guidance, "unreadable"
+    except (ConfigError, RefusedError) as err:
+        return HOSTS[kind].guidance, "unreadable", str(err)
     if inner is None:
-        return rel, "absent"
+        return rel, "absent", None
     want = guidance_text()
-    return rel, "present" if inner.replace("\r\n", "\n") == want else "outdated"
+    return rel, "present" if inner.replace("\r\n", "\n") == want else "outdated", None
