@@ -707,3 +707,13 @@ def test_host_status_shows_a_planted_server_name_inert(ws: Repo, cli: Any) -> No
     out = cli("host-status", "--host-kind", "claude-code", cwd=ws.path).out
     assert not any(line.lstrip().startswith("::") for line in out.splitlines()), out
     assert "x\\n::error file=a.md::forged" in out, out
+
+
+def test_a_dry_run_shows_a_planted_line_of_the_file_inert(ws: Repo, cli: Any) -> None:
+    """`--dry-run` prints each file's diff: a context line ` ::error ...` of a cloned AGENTS.md would be a workflow
+    command in a CI log (a runner reads `::` after spaces). Each diff line is escaped (docs/output.md)."""
+    ws.write({"AGENTS.md": "# Agents\n::error file=a.md::forged\n\tindented\n"})
+    r = cli("bootstrap-host", "--host-kind", "cursor", "--dry-run", cwd=ws.path)
+    assert r.code == 0, r.err
+    assert not any(line.lstrip().startswith("::") for line in r.out.splitlines()), r.out
+    assert "\\x3a:error file=a.md::forged" in r.out and "+<!--" in r.out, r.out

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from vivary_git.commands._common import add_json_arg, add_workspace_args, emit_json
 from vivary_git.errors import EXIT_OK
+from vivary_git.escape import text
 
 if TYPE_CHECKING:
     from vivary_git.hosts.install import Plan
@@ -78,22 +79,24 @@ _DONE = {"create": "created", "update": "updated", "delete": "deleted", "remove"
 
 
 def _print(p: Plan, *, dry_run: bool) -> None:
+    """The plan as lines, every value escaped (docs/output.md): names, notes and the files' own lines in a diff come
+    from configs a cloned workspace may hold, and a diff's context line ` ::error ...` would be a CI command."""
     out = sys.stdout
     verb = "uninstall" if p.uninstall else "install"
     out.write(f"{'dry run: nothing was written' + chr(10) if dry_run else ''}"
-              f"bootstrap-host {p.kind} ({verb}) for {p.root}\n")
+              f"bootstrap-host {p.kind} ({verb}) for {text(p.root)}\n")
     if p.entry is not None and not p.uninstall:
-        out.write(f"  server {p.name!r}: {p.entry['command']} {' '.join(p.entry['args'])}\n")
+        out.write(f"  server {text(repr(p.name))}: {text(p.entry['command'])} {text(' '.join(p.entry['args']))}\n")
     for c in p.changes:
         action = c.action if dry_run else _DONE.get(c.action, c.action)
         if dry_run and c.action in _DONE:
             action = "would " + c.action
         what = "MCP server entry" if c.role == "server" else "guidance block"
-        note = f"  ({c.note})" if c.note else ""
-        out.write(f"  {action:<16} {c.shown}  {what}{note}\n")
+        note = f"  ({text(c.note)})" if c.note else ""
+        out.write(f"  {action:<16} {text(c.shown)}  {what}{note}\n")
     for n in p.notes:
-        out.write(f"note: {n}\n")
+        out.write(f"note: {text(n)}\n")
     if dry_run:
         for c in p.changes:
             if c.before != c.after:
-                out.write("\n" + c.diff())
+                out.write("\n" + "".join(text(line) + "\n" for line in c.diff().split("\n")[:-1]))
