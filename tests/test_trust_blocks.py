@@ -220,7 +220,9 @@ def test_host_status_says_unreadable_and_writes_nothing(ws: Repo, cli: Any) -> N
     (ws.path / "AGENTS.md").write_text(text)
     r = cli("host-status", "--host-kind", "generic", "--json", cwd=ws.path)
     assert r.code == 0, r.err
-    assert r.json()["hosts"][0]["guidance"] == {"path": "AGENTS.md", "state": "unreadable"}
+    guidance = r.json()["hosts"][0]["guidance"]
+    assert guidance["path"] == "AGENTS.md" and guidance["state"] == "unreadable"
+    assert guidance["detail"].startswith("AGENTS.md:2: "), guidance  # where and why, not only that
     assert (ws.path / "AGENTS.md").read_text() == text
 
 
