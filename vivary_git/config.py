@@ -182,6 +182,10 @@ class At(NamedTuple):
         """`message` (which names the place itself) as the error about this value."""
         return ConfigError(message, file=self.file, key=self.key)
 
+    def inside(self, *key: str, text: str = "") -> At:
+        """The place of `key` inside this one (a field of a type's `required` table), named `text`."""
+        return At(self.file, (*self.key, *key), text)
+
 
 def at(file: str, *key: str, text: str | None = None) -> At:
     """The place of `key` in `file`, named "FILE: a.b" unless `text` says otherwise."""
@@ -212,7 +216,7 @@ def _specs(raw: object, where: At) -> dict[str, FieldSpec]:
         return {}
     if not isinstance(raw, Mapping):
         raise where.error(f"{where} must be a table of `field = \"spec\"`, got {type(raw).__name__}")
-    return {str(k): parse_spec(v, At(where.file, (*where.key, str(k)), f"{where}.{k}")) for k, v in raw.items()}
+    return {str(k): parse_spec(v, where.inside(str(k), text=f"{where}.{k}")) for k, v in raw.items()}
 
 
 def _str_list(raw: object, where: At) -> tuple[str, ...]:
@@ -442,20 +446,19 @@ def build_config(tropo: dict[str, Any] | None, graph: dict[str, Any] | None, nam
     types: dict[str, TypeDef] = {}
     seen_folders: dict[str, str] = {}
     for tname, traw in types_raw.items():
-        where = f"{name}: [types.{tname}]"
+        where = at(name, "types", tname, text=f"{name}: [types.{tname}]")
         if not isinstance(traw, Mapping):
-            raise at(name, "types", tname).error(f"{where} must be a table")
-        folders = _str_list(traw.get("folder", tname), at(name, "types", tname, "folder", text=f"{where} folder")) \
-            or (tname,)
+            raise where.error(f"{where} must be a table")
+        folders = _str_list(traw.get("folder", tname), where.inside("folder", text=f"{where} folder")) or (tname,)
         for folder in folders:
             if folder in seen_folders:
-                raise at(name, "types", tname, "folder").error(
+                raise where.inside("folder").error(
                     f"{where}: folder {folder!r} is already the folder of type {seen_folders[folder]!r}; "
                     "give each type its own folder"
                 )
             seen_folders[folder] = tname
-        required = _specs(traw.get("required"), at(name, "types", tname, "required", text=f"{where} required"))
-        optional = _specs(traw.get("optional"), at(name, "types", tname, "optional", text=f"{where} optional"))
+        required = _specs(traw.get("required"), where.inside("required", text=f"{where} required"))
+        optional = _specs(traw.get("optional"), where.inside("optional", text=f"{where} optional"))
         types[tname] = TypeDef(tname, folders, required, {k: v for k, v in optional.items() if k not in required})
     return _with_memory_type(Config(
         source=name,

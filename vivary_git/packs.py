@@ -173,7 +173,7 @@ def merge(current: dict[str, Any], add: dict[str, Any], *, source: str) -> dict[
     for tname, traw_any in types_add.items():
         where = at(source, "types", tname, text=f"{source}: [types.{tname}]")
         traw = _table(traw_any, where)
-        folders = _strings(traw.get("folder"), at(source, "types", tname, "folder", text=f"{where} folder"))
+        folders = _strings(traw.get("folder"), where.inside("folder", text=f"{where} folder"))
         tdef: dict[str, Any] | None = out["types"].get(tname)
         if tdef is None:
             tdef = {"folder": [], "required": {}, "optional": {}}
@@ -189,14 +189,14 @@ def merge(current: dict[str, Any], add: dict[str, Any], *, source: str) -> dict[
 def _merge_fields(
     target: dict[str, Any], add: Mapping[str, Any], *, source: str, label: str, where: At
 ) -> None:
-    required = _specs(add.get("required"), At(where.file, (*where.key, "required"), f"{where} required"))
-    optional = _specs(add.get("optional"), At(where.file, (*where.key, "optional"), f"{where} optional"))
+    required = _specs(add.get("required"), where.inside("required", text=f"{where} required"))
+    optional = _specs(add.get("optional"), where.inside("optional", text=f"{where} optional"))
     for field, spec in required.items():
         old = target["optional"].pop(field, None)  # optional → required is a tightening...
         if old is None:
             old = target["required"].get(field)
         if old is not None and not _tightens(old, spec, where):  # ...unless the spec loosens too
-            raise At(where.file, (*where.key, "required", field), "").error(
+            raise where.inside("required", field).error(
                 f"E120: {source}: {label} field {field!r}: {spec!r} loosens {old!r}; {_TIGHTEN}: "
                 f"keep {old!r}" + (" or a subset of its values" if old.startswith("enum:") else "")
             )
@@ -206,14 +206,14 @@ def _merge_fields(
             continue  # listed both ways in one file: required wins, as build_config reads one file
         if field in target["required"]:
             old = target["required"][field]
-            raise At(where.file, (*where.key, "optional", field), "").error(
+            raise where.inside("optional", field).error(
                 f"E120: {source}: {label} field {field!r}: optional {spec!r} loosens required {old!r} "
                 f"(required->optional); {_TIGHTEN}: remove {field!r} from this optional table "
                 "(it stays required) or list it under required"
             )
         old = target["optional"].get(field)
         if old is not None and not _tightens(old, spec, where):
-            raise At(where.file, (*where.key, "optional", field), "").error(
+            raise where.inside("optional", field).error(
                 f"E120: {source}: {label} field {field!r}: {spec!r} loosens {old!r}; {_TIGHTEN}: "
                 f"keep {old!r}" + (" or a subset of its values" if old.startswith("enum:") else "")
             )
@@ -235,7 +235,7 @@ def _specs(raw: object, where: At) -> dict[str, str]:
     table = _table(raw, where)
     out: dict[str, str] = {}
     for field, spec in table.items():
-        parse_spec(spec, At(where.file, (*where.key, str(field)), f"{where}.{field}"))  # names file and field
+        parse_spec(spec, where.inside(str(field), text=f"{where}.{field}"))  # names file and field
         out[str(field)] = spec.strip()
     return out
 
