@@ -14,9 +14,9 @@ import functools
 import os
 import shutil
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -141,15 +141,13 @@ class Source:
 
         graph_bytes = self._read_file(GRAPH_FILE)
         graph = load_toml(graph_bytes, GRAPH_FILE) if graph_bytes is not None else None
-        merged = _located(functools.partial(overlay_configs, self._raw, overlay_files, self._read_file),
-                          self._read_file)
         excluders: list[tuple[str, Callable[[str], bool]]] = []
-        for d in sorted(merged, key=len, reverse=True):
-            name = f"{d}/{CONFIG_FILE}"
-            self._overlays[d] = _located(
-                functools.partial(build_config, merged[d], graph, name=name,
-                                  memory_folder=_memory_folder(self._read_file)), self._read_file)
-            excluders.append((d + "/", excluder_for(merged[d])))
+        with _lines_of(self._read_file):
+            merged = overlay_configs(self._raw, overlay_files, self._read_file)
+            for d in sorted(merged, key=len, reverse=True):
+                self._overlays[d] = build_config(merged[d], graph, name=f"{d}/{CONFIG_FILE}",
+                                                 memory_folder=_memory_folder(self._read_file))
+                excluders.append((d + "/", excluder_for(merged[d])))
 
         def keep(path: str) -> bool:
             for prefix, excluded in excluders:
@@ -213,33 +211,33 @@ def load_config(read_file: Callable[[str], bytes | None],
             named = (graph or {}).get("dialect")
             dialect = named if isinstance(named, str) else name
             detected = Detected(name, reason, dialects.template_folders(probe, dialect))
-        return _located(lambda: build_config(None, graph, detected=detected, memory_folder=folder), read_file), None
+        with _lines_of(read_file):
+            return build_config(None, graph, detected=detected, memory_folder=folder), None
     from vivary_git.packs import merge, merge_packs
 
-    def merged() -> dict[str, Any]:
+    with _lines_of(read_file):
         if thin is not None:
             # A thin workspace file is the root config; a tropo.toml beside it is an overlay on it.
             raw = merge_packs(thin, read_file, source=THIN_FILE)
             if tropo_bytes is not None:
                 raw = merge(raw, load_toml(tropo_bytes, CONFIG_FILE), source=CONFIG_FILE)
-            return raw
-        assert tropo_bytes is not None
-        return merge_packs(load_toml(tropo_bytes, CONFIG_FILE), read_file)
-
-    raw = _located(merged, read_file)
-    name = THIN_FILE if thin is not None else CONFIG_FILE
-    return _located(lambda: build_config(raw, graph, name=name, memory_folder=folder), read_file), raw
-
-
-T = TypeVar("T")
+            name = THIN_FILE
+        else:
+            assert tropo_bytes is not None
+            raw = merge_packs(load_toml(tropo_bytes, CONFIG_FILE), read_file)
+            name = CONFIG_FILE
+        return build_config(raw, graph, name=name, memory_folder=folder), raw
 
 
-def _located(build: Callable[[], T], read_file: Callable[[str], bytes | None]) -> T:
-    """`build()`, its error about one value of a config file given that value's line (`config.located`)."""
+@contextlib.contextmanager
+def _lines_of(read_file: Callable[[str], bytes | None]) -> Iterator[None]:
+    """A config error about one value of a file `read_file` reads, given that value's line (`config.located`)."""
     try:
-        return build()
+        yield
     except ConfigError as err:
         raise located(err, read_file) from err.__cause__
+
+
 def _memory_folder(read_file: Callable[[str], bytes | None]) -> str:
     """Where agent memories live (`[memory.remember] folder`): their notes are typed `memory`."""
     return memory_folder(read_file(MEMORY_FILE))
