@@ -122,7 +122,7 @@ def recover(repo: git.Repo) -> list[str]:
     if pending is not None and _published(repo, pending):
         idx = repo.repo.index
         idx.read(True)
-        wait = 1.0 if (repo.git_dir / "index.lock").exists() else None
+        wait = _sync_wait(repo)
         last = {rel: i for i, (rel, _, _) in enumerate(pending.paths)}  # a path written twice: its last write
         for i, (rel, new_blob, old_blob) in enumerate(pending.paths):
             if last[rel] != i:
@@ -190,8 +190,7 @@ def _publish(repo: git.Repo, ref: str, new: str, old: str | None, text: str, che
         return False
     if checked_out:
         _pause("before-index")
-        # A lock that outlasted the wait above is likely a stale one (a crashed git): no second long wait.
-        wait = 1.0 if (repo.git_dir / "index.lock").exists() else _INDEX_WAIT
+        wait = _sync_wait(repo)
         try:
             for planned, blob, _ in syncs:
                 _sync_user(repo, planned, blob, wait)
@@ -519,9 +518,16 @@ def _commit_tree(repo: git.Repo, tree: str, parent: str | None, text: str, sign:
         raise GitError(f"could not commit the memory: {err}") from None
 
 
-def _sync_user(repo: git.Repo, planned: Planned, blob: str | None, wait: float | None = None) -> None:
+def _sync_wait(repo: git.Repo) -> float:
+    """How long putting a path into the user's index waits for another program's `index.lock`: a lock there
+    already has outlasted `_wait_for_index` (or a write's start) and is likely a stale one of a crashed git, so no
+    second long wait."""
+    return 1.0 if (repo.git_dir / "index.lock").exists() else _INDEX_WAIT
+
+
+def _sync_user(repo: git.Repo, planned: Planned, blob: str | None, wait: float) -> None:
     """Put the committed path into the user's work tree and index, and nothing else; another program's
-    `index.lock` is waited for `wait` seconds (`_INDEX_WAIT` when None)."""
+    `index.lock` is waited for `wait` seconds (`_sync_wait`)."""
     workdir = repo.workdir
     assert workdir is not None
     full = workdir / planned.path
@@ -544,7 +550,7 @@ def _sync_user(repo: git.Repo, planned: Planned, blob: str | None, wait: float |
             raise
         line = f"100644 {blob}\t{planned.path}\0"
     # Other writers (Git's own, other agents) hold index.lock briefly.
-    deadline = time.monotonic() + (_INDEX_WAIT if wait is None else wait)
+    deadline = time.monotonic() + wait
     while True:
         proc = repo.git(["update-index", "-z", "--index-info"], input=line.encode("utf-8", "surrogateescape"),
                         check=False)
