@@ -159,3 +159,27 @@ def test_vivary_workspace_names_are_slugged(repo: Repo, cli: Any) -> None:
     })
     assert blast_target(repo, cli, "0001 Use SQLite") == "0001-use-sqlite"
     assert blast_target(repo, cli, "decisions/0001-use-sqlite.md") == "0001-use-sqlite"
+
+
+def test_a_vivary_link_in_another_script_reaches_the_note_of_that_name_not_its_lossy_slug(repo: Repo, cli: Any) -> None:
+    """The contract's ids are ASCII slugs: `Über.md` is `ber` and `заметка.md` is `untitled`. A link
+    `[[Über]]` slugged the same way reached `ber.md`, another note, and `[[日本語]]` the Cyrillic one,
+    with no finding. A name its slug would lose letters of is looked for as a file's name."""
+    repo.commit(files={
+        "tropo.toml": "version = 1\n[base]\nallow_untyped = true\n",
+        "ber.md": "beer\n",
+        "заметка.md": "a note\n",
+        "links.md": "[[Über]] [[日本語]] [[ЗАМЕТКА]] [[ber]] [[Zettel|заметка]]\n",
+    })
+    r = cli("check", "--rev", "HEAD", "--json", cwd=repo.path)
+    broken = [(f["path"], f["code"], f["message"]) for f in r.json()["findings"]]
+    assert broken == [
+        ("links.md", "W221", "wikilink [[Über]] matches no document id (looked for 'Über')"),
+        ("links.md", "W221", "wikilink [[日本語]] matches no document id (looked for '日本語')"),
+    ], broken
+    g = cli("graph", "--rev", "HEAD", "--json", cwd=repo.path).json()
+    assert sorted((e["to"], e["broken"]) for e in g["edges"] if e["from"] == "links") == [
+        ("ber", False), ("untitled", False), ("Über", True), ("日本語", True),
+    ]
+    # The name a link writes names the note on the command line too.
+    assert blast_target(repo, cli, "заметка") == "untitled"

@@ -468,8 +468,3 @@ def _named(graph: Graph, name: str, by_path: Mapping[str, Node]) -> list[Node]:
                          graph.page_names)
     paths = dict.fromkeys(resolver.candidates(target))
     return [by_path[p] for p in paths if p in by_path]
-
-
-def wikilink_target(text: str, alias: str) -> tuple[str, ...]:
-    """Candidate ids of `[[text]]` under the contract's ids (see `dialects.vivary`)."""
-    return vivary.candidates(text, alias)

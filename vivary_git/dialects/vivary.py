@@ -7,7 +7,9 @@ of the same note and template placeholders left out."""
 from __future__ import annotations
 
 import functools
+import posixpath
 import re
+import unicodedata
 from collections.abc import Callable, Sequence
 
 from vivary_git.dialects import Resolution, Rules, Target
@@ -37,8 +39,9 @@ def _stem(name: str) -> str:
 
 
 @functools.lru_cache(maxsize=65536)
-def candidates(text: str, alias: str) -> tuple[str, ...]:
-    """Candidate ids of `[[text]]`, best first; empty when it points at no note (an asset, a heading)."""
+def names(text: str, alias: str) -> tuple[str, ...]:
+    """The names `[[text]]` may mean, best first, as written (each part's stem, without anchor, vault or
+    folders); empty when it points at no note (an asset, a heading of this note, a template placeholder)."""
     parts = [p.strip() for p in text.split("|")]
     if len(parts) == 1:
         ordered = parts
@@ -60,9 +63,24 @@ def candidates(text: str, alias: str) -> tuple[str, ...]:
         t = _ANCHOR.split(raw, maxsplit=1)[0].strip() if "#" in raw or "^" in raw else raw.strip()
         if not t or t.lower().endswith(_ASSET_SUFFIXES):
             continue
-        t = t.rstrip("/").rsplit("/", 1)[-1]
-        out.append(slug(_stem(t)))
+        out.append(_stem(t.rstrip("/").rsplit("/", 1)[-1]))
     return tuple(out)
+
+
+@functools.lru_cache(maxsize=65536)
+def candidates(text: str, alias: str) -> tuple[str, ...]:
+    """Candidate ids of `[[text]]`, best first; empty when it points at no note (an asset, a heading)."""
+    return tuple(slug(n) for n in names(text, alias))
+
+
+def lossy(name: str) -> bool:
+    """Whether slugging `name` drops a letter or digit: `Über` is `ber` and `日本語` is `untitled`, ids
+    that belong to other notes or to none. Such a name is looked for as a file's name instead."""
+    return not name.isascii() and any(ch.isalnum() and not ch.isascii() for ch in name)
+
+
+def _name_key(name: str) -> str:
+    return unicodedata.normalize("NFC", name).lower()
 
 
 def vault_of(text: str) -> str:
@@ -84,12 +102,39 @@ def read(link: Link, rules: Rules, field: str) -> Target | None:
 
 
 class Resolver:
-    def __init__(self, rules: Rules, ids: Callable[[], dict[str, str]]) -> None:
+    def __init__(self, rules: Rules, notes: Sequence[str], ids: Callable[[], dict[str, str]]) -> None:
         self.alias = rules.alias
+        self.notes = notes
         self.ids = ids()
+        self._by_name: dict[str, str] | None = None
         # A resolution depends on the text as written alone (when it has candidates): many notes link
         # the same note, and each text is resolved once per graph.
         self._resolved: dict[str, Resolution] = {}
+
+    def _path_named(self, name: str) -> str | None:
+        """The first note (in walk order) whose file is called `name` (any case, either Unicode form)."""
+        if self._by_name is None:
+            self._by_name = {}
+            for path in self.notes:
+                self._by_name.setdefault(_name_key(_stem(posixpath.basename(path))), path)
+        return self._by_name.get(_name_key(name))
+
+    def _lookup(self, written: str, found: Sequence[str]) -> Resolution:
+        """Each candidate in turn: an id, or, for a name its slug would lose letters of (a name in another
+        script), the note whose file has that name."""
+        named = names(written, self.alias) if not written.isascii() else ()
+        if len(named) != len(found) or not any(lossy(n) for n in named):
+            named = ()
+        for i, c in enumerate(found):
+            if named and lossy(named[i]):
+                path = self._path_named(named[i])
+                if path is not None:
+                    return Resolution(path, c)
+                continue
+            path = self.ids.get(c)
+            if path is not None:
+                return Resolution(path, c)
+        return Resolution(None, named[0] if named and lossy(named[0]) else found[0])
 
     def resolve(self, target: Target, source: str) -> Resolution:
         written = target.written
@@ -101,23 +146,14 @@ class Resolver:
         found = (target.name,) if target.name and "|" not in written else candidates(written, self.alias)
         if not found:
             return Resolution(None, target.name)
-        for c in found:
-            path = self.ids.get(c)
-            if path is not None:
-                got = Resolution(path, c)
-                break
-        else:
-            got = Resolution(None, found[0])
+        got = self._lookup(written, found)
         self._resolved[written] = got
         return got
 
     def candidates(self, target: Target) -> list[str]:
-        for c in candidates(target.written, self.alias):
-            path = self.ids.get(c)
-            if path is not None:
-                return [path]
-        return []
+        got = self._lookup(target.written, candidates(target.written, self.alias))
+        return [got.path] if got.path is not None else []
 
 
 def resolver(rules: Rules, notes: Sequence[str], files: Sequence[str], ids: Callable[[], dict[str, str]]) -> Resolver:
-    return Resolver(rules, ids)
+    return Resolver(rules, notes, ids)
