@@ -172,6 +172,20 @@ def test_attachments_that_exist_are_fine_and_missing_ones_are_reported(repo: Rep
     assert edges(repo, cli) == set()
 
 
+def test_files_obsidian_hands_to_the_system_are_attachments_and_dotted_names_stay_notes(repo: Repo, cli: Any) -> None:
+    """A design file, an office document, an archive or an e-book is linked like a picture: a missing one is a
+    missing file (W223), no broken edge. A dot alone does not make a file name: `[[Node.js]]` and `[[v1.2]]`
+    are notes, missing ones W221 with their edges."""
+    names = ["mock.psd", "logo.ai", "screen.sketch", "backup.zip", "spec.docx", "budget.xlsx", "talk.pptx",
+             "book.epub", "archive.7z", "data.tsv"]
+    home = "".join(f"[[{n}]]\n" for n in names) + "[[found.psd]]\n[[Node.js]] [[v1.2]]\n"
+    got = findings(repo, cli, {**OBSIDIAN, "found.psd": b"8BPS", "Home.md": home})
+    assert [(line, code) for _, line, code, _ in got] == \
+        [(i + 1, "W223") for i in range(len(names))] + [(12, "W221"), (12, "W221")], got
+    assert "wikilink [[mock.psd]] matches no file (looked for 'mock.psd' from Home.md)" in got[0][3]
+    assert edges(repo, cli) == {("Home", "wikilink", "Node.js", True), ("Home", "wikilink", "v1.2", True)}
+
+
 # --- what is not a link -----------------------------------------------------------------------------------
 
 def test_code_math_and_comments_hold_no_links(repo: Repo, cli: Any) -> None:
