@@ -241,7 +241,8 @@ def test_names_differing_only_in_case_link_the_one_spelt_as_the_link(repo: Repo,
 
 
 def test_a_true_duplicate_is_reported_and_both_stay(repo: Repo, cli: Any) -> None:
-    got = findings(repo, cli, {"a.md": "# one\n", "a.markdown": "# two\n"})
+    # Foam reads `.markdown` notes too (Obsidian does not: below).
+    got = findings(repo, cli, {".vivary/graph.toml": 'dialect = "foam"\n', "a.md": "# one\n", "a.markdown": "# two\n"})
     assert [(p, code) for p, _, code, _ in got] == [("a.md", "E130")]  # `a.markdown` sorts first
     assert "this one as 'a (2)'" in got[0][3]
     assert [n["id"] for n in graph(repo, cli)["nodes"]] == ["a", "a (2)"]
@@ -253,9 +254,26 @@ def test_one_name_in_two_unicode_forms_says_so(repo: Repo, cli: Any) -> None:
 
     got = findings(repo, cli, {unicodedata.normalize("NFC", "Café.md"): "# one\n",
                                unicodedata.normalize("NFD", "Café.md"): "# two\n", "Home.md": "[[café]]\n",
-                               "a.md": "# one\n", "a.markdown": "# two\n"})
+                               ".vivary/graph.toml": 'dialect = "foam"\n', "a.md": "# one\n", "a.markdown": "# two\n"})
     assert sorted((code, "in two Unicode forms" in msg) for _, _, code, msg in got) == \
         [("E130", False), ("E130", True)], got  # `a.md` beside `a.markdown` is another duplicate
+
+
+def test_obsidian_reads_only_md_files_as_notes(repo: Repo, cli: Any) -> None:
+    """Obsidian opens `.md` files as notes; a `.markdown` file is a file, named with its extension as a `.pdf` is:
+    no node, no duplicate of `a.md`, no edge to it, and `[[Notes]]` does not reach `Notes.markdown`."""
+    got = findings(repo, cli, {**OBSIDIAN, "a.md": "# one\n", "a.markdown": "# two [[nowhere]]\n",
+                               "Notes.markdown": "# Notes\n",
+                               "Home.md": "[[a]] [[Notes.markdown]] [x](Notes.markdown) ![[a.markdown]]\n[[Notes]]\n"})
+    assert [(p, line, code) for p, line, code, _ in got] == [("Home.md", 2, "W221")], got
+    assert "(looked for 'Notes' from Home.md)" in got[0][3]
+    g = graph(repo, cli)
+    assert sorted(n["id"] for n in g["nodes"]) == ["Home", "a"]
+    assert {(e["from"], e["to"], e["broken"]) for e in g["edges"]} == {("Home", "a", False), ("Home", "Notes", True)}
+    # A tropo.toml workspace's notes are the contract's: `.markdown` ones too, whatever dialect reads its links.
+    repo.commit(files={"tropo.toml": "version = 1\n", ".vivary/graph.toml": 'dialect = "obsidian"\n'})
+    ids = {n["id"] for n in graph(repo, cli)["nodes"]}
+    assert "Notes" in ids and "a (2)" in ids
 
 
 @pytest.mark.parametrize("name", ["内部链接", "Русский язык", "Anhänge", "Ελληνικά"])

@@ -100,7 +100,8 @@ def _ignored_paths(ws: Workspace) -> list[str]:
 def _targets(ws: Workspace, broken: Sequence[Finding], ignored: list[str]) -> dict[int, str]:
     """For each broken finding (by its index in `broken`) whose link an ignored file would answer: that file."""
     rules = ws.config.links
-    index = obsidian.Index([], ignored, rules.case)
+    index = obsidian.Index([], ignored, rules.case,
+                           obsidian.NOTE_SUFFIXES if rules.markdown_files else obsidian.OBSIDIAN_NOTE_SUFFIXES)
     slugs: dict[str, str] | None = None
     out: dict[int, str] = {}
     for n, f in enumerate(broken):

@@ -75,6 +75,9 @@ class Rules(msgspec.Struct, frozen=True):
     # Files and folders whose names start with `.` are part of the vault. Obsidian indexes none of them
     # (`.github/`, `.trash/`): false there, and `.vivary/graph.toml`'s `include` names those read anyway.
     dotfiles: bool = True
+    # `.markdown` files are notes beside `.md` ones. Obsidian reads only `.md` (false there): a `.markdown` file is
+    # a file a link names with its extension. A `tropo.toml` workspace's notes are the contract's: both.
+    markdown_files: bool = True
 
 
 def defaults(dialect: str, reason: str = "") -> Rules:
@@ -89,7 +92,7 @@ def defaults(dialect: str, reason: str = "") -> Rules:
         # A tropo.toml workspace: the contract's slug ids, and wikilinks read as vivary-git always has.
         return Rules("vivary", reason, alias="auto", ids="slug", markdown=False, properties=False,
                      attachments=False, templates=False)
-    return Rules("obsidian", reason, dotfiles=False)
+    return Rules("obsidian", reason, dotfiles=False, markdown_files=False)
 
 
 class Target(msgspec.Struct, frozen=True, array_like=True):
