@@ -247,3 +247,45 @@ def test_each_folders_rules_check_the_same_values_whichever_note_comes_first(rep
         "team/decisions/d.md:5: error E103: field 'related': expected a list, got str 'core'",
         "zz/e.md:3: error E103: field 'tags': expected a list, got str 'x'",
     ]
+
+
+def test_a_link_to_a_note_git_ignores_says_so_and_names_the_rule(repo: Repo, cli: Any) -> None:
+    """Obsidian does not read .gitignore, so it shows `[[Idea]]` resolved; the graph (what Git keeps) has no
+    such note. The W221 says the file is there and which rule ignores it, never a byte of it; a private file
+    (the floor) is not offered to be un-ignored; a link to nothing on disk keeps its plain message."""
+    repo.write({".obsidian/app.json": "{}\n", ".gitignore": "# drafts stay local\ndrafts/\nUSER.md\n",
+                "Home.md": "[[Idea]] [x](drafts/plan.md) ![[drafts/sketch.png]] [[USER]] [[Missing]]\n"})
+    repo.commit()
+    repo.write({"drafts/Idea.md": "# Idea\nsecret-canary-1\n", "drafts/plan.md": "secret-canary-2\n",
+                "drafts/sketch.png": b"\x89PNG secret-canary-3", "USER.md": "secret-canary-4\n"})
+    for where in ([], ["--staged"]):
+        r = cli("check", *where, cwd=repo.path)
+        assert r.code == 1, r.out
+        lines = {line.split("looked for ", 1)[1].split("'")[1]: line for line in r.out.splitlines()
+                 if "looked for" in line}
+        assert set(lines) == {"Idea", "drafts/plan.md", "drafts/sketch.png", "USER", "Missing"}, r.out
+        assert "W221" in lines["Idea"] and \
+            "'drafts/Idea.md' is on disk, but Git ignores it (.gitignore:2:drafts/)" in lines["Idea"], r.out
+        assert "un-ignore it" in lines["Idea"]
+        assert "'drafts/plan.md' is on disk, but Git ignores it (.gitignore:2:drafts/)" in lines["drafts/plan.md"]
+        assert "W223" in lines["drafts/sketch.png"] and "Git ignores it" in lines["drafts/sketch.png"]
+        assert "Git ignores it (.gitignore:3:USER.md) and it is private (floor: USER.md)" in lines["USER"]
+        assert "un-ignore" not in lines["USER"]
+        assert lines["Missing"].endswith("(looked for 'Missing' from Home.md)")
+        assert "canary" not in r.out + r.err
+    r = cli("check", "--json", cwd=repo.path)
+    assert any("Git ignores it" in f["message"] for f in r.json()["findings"])
+    r = cli("check", "--rev", "HEAD", cwd=repo.path)  # a commit's tree: the disk is not its neighbour
+    assert "Git ignores" not in r.out
+
+
+def test_a_ref_to_a_note_git_ignores_says_so(repo: Repo, cli: Any) -> None:
+    """In a tropo.toml workspace the W220 of a ref (and the W221 of a wikilink) to an ignored note says so too."""
+    repo.write(base_files(**{".gitignore": "private/\n", "notes/a.md": "# A\n[[plans]]\n",
+                             "decisions/use-git.md": GOOD_DECISION.replace("[core]", "[core, plans]")}))
+    repo.commit()
+    repo.write({"private/plans.md": "# Plans\n"})
+    r = cli("check", cwd=repo.path)
+    found = [line for line in r.out.splitlines() if "plans" in line]
+    assert len(found) == 2 and all("'private/plans.md' is on disk, but Git ignores it (.gitignore:1:private/)" in line
+                                   for line in found), r.out

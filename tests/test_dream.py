@@ -663,3 +663,34 @@ def test_a_reverted_resolution_opens_its_task_again_and_the_next_run_proposes_it
     assert tasks[first["id"]]["status"] == "resolved"
     assert tasks[first["id"]]["resolution"]["commit"] == redo.json()["resolution"]["commit"]
     assert tasks[first["id"]]["resolution"]["by"] == "heuristic"
+
+
+def test_dream_leaves_a_memory_whose_frontmatter_cannot_be_read_alone_and_names_it(repo: Repo, cli: Any) -> None:
+    """Its fields read as empty, so dream took it for `working`: a pinned memory was compacted and archived, and
+    the digest written after the run did not say it left it out. Now the run leaves it alone and names it (where,
+    never what it says), and so does the digest it writes."""
+    _seed(repo)
+    _remember_all(repo, cli, COFFEE)
+    canary = "canary-51c9-frontmatter"
+    broken = f"---\ntype: memory\ndurability: pinned\ntitle: [unclosed {canary}\n---\n# Coffee rule\n\n{COFFEE[0]}\n"
+    repo.commit("a pinned memory with broken frontmatter", {"memories/coffee-rule.md": broken})
+    r = cli("dream", "--force", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    got = r.json()
+    assert got["run"]["unreadable"] == [{"path": "memories/coffee-rule.md", "line": 4}]
+    assert got["run"]["considered"] == len(COFFEE)
+    assert all(s["path"] != "memories/coffee-rule.md" for t in got["run"]["tasks"] for s in t["sources"])
+    assert got["digest"] == "written" and got["digest_unreadable"] == [{"path": "memories/coffee-rule.md", "line": 4}]
+    assert "1 unreadable memory alone" in got["message"]
+    r = cli("dream", "--force", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert ("vivary dream: memories/coffee-rule.md:4: frontmatter could not be read, so dream leaves this memory "
+            "alone") in r.err and "`git vivary check` names the problem" in r.err
+    assert "vivary dream: memories/coffee-rule.md:4: frontmatter could not be read, so this memory is not in the " \
+        "digest" in r.err
+    task = got["run"]["tasks"][0]["id"]
+    r = cli("dream", "--task-id", task, "--use-heuristic", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert r.json()["digest_unreadable"] == [{"path": "memories/coffee-rule.md", "line": 4}]
+    assert (repo.path / "memories/coffee-rule.md").read_text() == broken  # never archived
+    assert canary not in r.out + r.err

@@ -456,6 +456,10 @@ def test_where_a_memory_may_move_to(repo: Repo) -> None:
         ("ops/v1.2.3", _NOT_MD.format(to="ops/v1.2.3")),  # what follows the last dot is the extension
         ("ops/a.bcdef.txt", _NOT_MD.format(to="ops/a.bcdef.txt")),
         ("v1.0/notes.txt", _NOT_MD.format(to="v1.0/notes.txt")),
+        # Obsidian reads only `.md` as notes: a `.markdown` memory would be a file, out of the graph and of recall
+        ("ops/f.markdown", "'ops/f.markdown': this vault is read as Obsidian reads it, and Obsidian reads only .md "
+                           "files as notes: a memory at memories/ops/f.markdown would be a file, not a note; name it "
+                           "f.md"),
         ("../notes/alpha", _BAD_PART.format(to="../notes/alpha", part="..")),
         ("ops/./x", _BAD_PART.format(to="ops/./x", part=".")),
         ("ops//x", _BAD_PART.format(to="ops//x", part="")),
@@ -473,7 +477,7 @@ def test_where_a_memory_may_move_to(repo: Repo) -> None:
             assert _refused(service.move, "memories/ops/a", to, kind=UsageError) == said, to
         assert repo.git("rev-parse", "HEAD").strip() == head
         moves = [("b", "memories/ops/b.md"), ("  c  ", "memories/ops/c.md"), ("team\\d", "memories/team/d.md"),
-                 ("memories/ops/e", "memories/ops/e.md"), ("ops/f.markdown", "memories/ops/f.markdown"),
+                 ("memories/ops/e", "memories/ops/e.md"),
                  ("ops/notes.about-it", "memories/ops/notes.about-it.md"), ("ops/g.abcdef", "memories/ops/g.abcdef.md"),
                  ("memoriesx/h", "memories/memoriesx/h.md"), ("deploy days", "memories/memoriesx/deploy days.md"),
                  (long_ok, f"memories/{long_ok}.md")]

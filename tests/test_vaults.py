@@ -172,6 +172,20 @@ def test_attachments_that_exist_are_fine_and_missing_ones_are_reported(repo: Rep
     assert edges(repo, cli) == set()
 
 
+def test_files_obsidian_hands_to_the_system_are_attachments_and_dotted_names_stay_notes(repo: Repo, cli: Any) -> None:
+    """A design file, an office document, an archive or an e-book is linked like a picture: a missing one is a
+    missing file (W223), no broken edge. A dot alone does not make a file name: `[[Node.js]]` and `[[v1.2]]`
+    are notes, missing ones W221 with their edges."""
+    names = ["mock.psd", "logo.ai", "screen.sketch", "backup.zip", "spec.docx", "budget.xlsx", "talk.pptx",
+             "book.epub", "archive.7z", "data.tsv"]
+    home = "".join(f"[[{n}]]\n" for n in names) + "[[found.psd]]\n[[Node.js]] [[v1.2]]\n"
+    got = findings(repo, cli, {**OBSIDIAN, "found.psd": b"8BPS", "Home.md": home})
+    assert [(line, code) for _, line, code, _ in got] == \
+        [(i + 1, "W223") for i in range(len(names))] + [(12, "W221"), (12, "W221")], got
+    assert "wikilink [[mock.psd]] matches no file (looked for 'mock.psd' from Home.md)" in got[0][3]
+    assert edges(repo, cli) == {("Home", "wikilink", "Node.js", True), ("Home", "wikilink", "v1.2", True)}
+
+
 # --- what is not a link -----------------------------------------------------------------------------------
 
 def test_code_math_and_comments_hold_no_links(repo: Repo, cli: Any) -> None:
@@ -227,7 +241,8 @@ def test_names_differing_only_in_case_link_the_one_spelt_as_the_link(repo: Repo,
 
 
 def test_a_true_duplicate_is_reported_and_both_stay(repo: Repo, cli: Any) -> None:
-    got = findings(repo, cli, {"a.md": "# one\n", "a.markdown": "# two\n"})
+    # Foam reads `.markdown` notes too (Obsidian does not: below).
+    got = findings(repo, cli, {".vivary/graph.toml": 'dialect = "foam"\n', "a.md": "# one\n", "a.markdown": "# two\n"})
     assert [(p, code) for p, _, code, _ in got] == [("a.md", "E130")]  # `a.markdown` sorts first
     assert "this one as 'a (2)'" in got[0][3]
     assert [n["id"] for n in graph(repo, cli)["nodes"]] == ["a", "a (2)"]
@@ -239,9 +254,26 @@ def test_one_name_in_two_unicode_forms_says_so(repo: Repo, cli: Any) -> None:
 
     got = findings(repo, cli, {unicodedata.normalize("NFC", "Café.md"): "# one\n",
                                unicodedata.normalize("NFD", "Café.md"): "# two\n", "Home.md": "[[café]]\n",
-                               "a.md": "# one\n", "a.markdown": "# two\n"})
+                               ".vivary/graph.toml": 'dialect = "foam"\n', "a.md": "# one\n", "a.markdown": "# two\n"})
     assert sorted((code, "in two Unicode forms" in msg) for _, _, code, msg in got) == \
         [("E130", False), ("E130", True)], got  # `a.md` beside `a.markdown` is another duplicate
+
+
+def test_obsidian_reads_only_md_files_as_notes(repo: Repo, cli: Any) -> None:
+    """Obsidian opens `.md` files as notes; a `.markdown` file is a file, named with its extension as a `.pdf` is:
+    no node, no duplicate of `a.md`, no edge to it, and `[[Notes]]` does not reach `Notes.markdown`."""
+    got = findings(repo, cli, {**OBSIDIAN, "a.md": "# one\n", "a.markdown": "# two [[nowhere]]\n",
+                               "Notes.markdown": "# Notes\n",
+                               "Home.md": "[[a]] [[Notes.markdown]] [x](Notes.markdown) ![[a.markdown]]\n[[Notes]]\n"})
+    assert [(p, line, code) for p, line, code, _ in got] == [("Home.md", 2, "W221")], got
+    assert "(looked for 'Notes' from Home.md)" in got[0][3]
+    g = graph(repo, cli)
+    assert sorted(n["id"] for n in g["nodes"]) == ["Home", "a"]
+    assert {(e["from"], e["to"], e["broken"]) for e in g["edges"]} == {("Home", "a", False), ("Home", "Notes", True)}
+    # A tropo.toml workspace's notes are the contract's: `.markdown` ones too, whatever dialect reads its links.
+    repo.commit(files={"tropo.toml": "version = 1\n", ".vivary/graph.toml": 'dialect = "obsidian"\n'})
+    ids = {n["id"] for n in graph(repo, cli)["nodes"]}
+    assert "Notes" in ids and "a (2)" in ids
 
 
 @pytest.mark.parametrize("name", ["内部链接", "Русский язык", "Anhänge", "Ελληνικά"])

@@ -24,7 +24,7 @@ BUILTIN_EXCLUDES = (".git", ".tropo", ".claude", "node_modules", ".obsidian")
 CONFIG_FILE = "tropo.toml"
 GRAPH_FILE = ".vivary/graph.toml"
 MEMORY_FILE = ".vivary/memory.toml"
-FORMAT_VERSION = 12  # bump when a parse or graph rule changes, so caches keyed by it are left behind
+FORMAT_VERSION = 13  # bump when a parse or graph rule changes, so caches keyed by it are left behind
 
 
 class FieldSpec(msgspec.Struct, frozen=True):
@@ -401,6 +401,8 @@ def _link_rules(graph: Mapping[str, Any], wl: Mapping[str, Any], tropo: bool,
             raise at(GRAPH_FILE, "wikilinks", "alias").error(
                 f"{GRAPH_FILE}: wikilinks.alias must be \"auto\", \"first\" or \"last\", got {alias!r}")
         changes["alias"] = alias
+    if tropo and not rules.markdown_files:
+        changes["markdown_files"] = True  # a tropo.toml workspace's notes are the contract's, `.markdown` too
     return msgspec.structs.replace(rules, **changes) if changes else rules
 
 
@@ -577,11 +579,12 @@ def is_guidance(path: str) -> bool:
 def leaves_out(config: Config) -> Callable[[str], bool] | None:
     """Notes left out of the graph though they stay files a link may name: the editor's template folders
     (zero-config), `.vivary/graph.toml`'s `exclude` globs (gitignore-style, e.g. `Templates/**`,
-    `drafts/*.md`) and host guidance files (`is_guidance`) unless it has `include_guidance = true`. None when
-    there are none.
+    `drafts/*.md`), host guidance files (`is_guidance`) unless it has `include_guidance = true`, and `.markdown`
+    files where the dialect reads only `.md` (Obsidian). None when there are none.
     Folders, globs and paths are compared in NFC, as names are (docs/vaults.md): a folder macOS wrote decomposed
     (`e` and a combining grave) is the `Modèles` a configuration names composed, and the reverse."""
     guidance = not config.include_guidance
+    markdown = not config.links.markdown_files  # Obsidian: a `.markdown` file is a file, not a note
     nfc = dialects.nfc
     folders = tuple(nfc(f.strip("/")) + "/" for f in config.templates if f.strip("/"))
     spec = None
@@ -592,12 +595,13 @@ def leaves_out(config: Config) -> Callable[[str], bool] | None:
             spec = pathspec.GitIgnoreSpec.from_lines([nfc(g) for g in config.graph_exclude])
         except (ValueError, TypeError) as err:
             raise ConfigError(f"{GRAPH_FILE}: exclude: {err}") from None
-    if not folders and spec is None and not guidance:
+    if not folders and spec is None and not guidance and not markdown:
         return None
 
     def left_out(path: str) -> bool:
         path = nfc(path)
         return (path.startswith(folders) or (guidance and is_guidance(path))
+                or (markdown and path[-9:].lower() == ".markdown")
                 or (spec is not None and spec.match_file(path)))
 
     return left_out

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from vivary_git.commands._common import add_json_arg, add_source_args, emit_json, gate_from_env, open_ws
 from vivary_git.errors import EXIT_FINDINGS, EXIT_OK, UsageError
 from vivary_git.escape import text as shown
@@ -58,6 +60,10 @@ def run(args: argparse.Namespace) -> int:
         # Outside Git nothing says this folder is a workspace: zero notes means the wrong folder, not a pass.
         raise UsageError(no_notes_message(ws.source.root, ws.source.nested_repos))
     verdict = new if new is not None else report
+    # A broken link whose file Git ignores says so (only the output: what is recorded and compared stays as found).
+    from vivary_git.ignoredlinks import explain
+
+    verdict = msgspec.structs.replace(verdict, findings=explain(ws, verdict.findings))
     if args.json:
         emit_json(verdict)
     else:

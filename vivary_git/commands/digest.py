@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from vivary_git.commands._common import add_json_arg, add_workspace_args, emit_json
@@ -11,7 +12,7 @@ from vivary_git.errors import EXIT_FINDINGS, EXIT_OK
 from vivary_git.escape import text as shown
 
 if TYPE_CHECKING:
-    from vivary_git.memory.dream.digest import DigestReport
+    from vivary_git.memory.dream.digest import DigestReport, Unreadable
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -63,8 +64,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _unreadable(report: DigestReport) -> None:
+    say_unreadable(report.unreadable)
+
+
+def say_unreadable(unreadable: Sequence[Unreadable], who: str = "vivary digest") -> None:
     """Each memory left out because its frontmatter could not be read: where, never what it says."""
-    for u in report.unreadable:
-        print(f"vivary digest: {shown(u.path)}:{u.line}: frontmatter could not be read, so this memory is not in "
+    for u in unreadable:
+        print(f"{who}: {shown(u.path)}:{u.line}: frontmatter could not be read, so this memory is not in "
               "the digest (it may be pinned or durable); `git vivary check` names the problem, fix it and run "
               "`git vivary digest` again", file=sys.stderr)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from vivary_git.commands._common import add_json_arg, add_workspace_args, emit_json
 from vivary_git.errors import EXIT_OK, UsageError
@@ -76,6 +77,10 @@ def _print(a: object) -> None:
             print(f"{say} removed {n} expired memor{'y' if n == 1 else 'ies'} in {(r.expire_commit or '')[:12]}")
         for k in r.expired_kept:
             print(f"{say} {shown(k.path)}: expired, left in place: {shown(k.reason)}")
+        for u in r.unreadable:
+            print(f"{say} {shown(u.path)}:{u.line}: frontmatter could not be read, so dream leaves this memory "
+                  "alone (it is not compacted, archived or expired; it may be pinned); `git vivary check` names the "
+                  "problem: fix it and dream again", file=sys.stderr)
     if a.action == "resolve" and a.resolution is not None:
         res = a.resolution
         print(f"{say} {shown(res.super_node)} ({shown(res.path)}) compacts {len(res.archived)} memories, "
@@ -89,6 +94,10 @@ def _print(a: object) -> None:
         print(f"  {r.id} {r.finished} {r.method}: {len(r.tasks)} task(s), {len(r.expired)} expired removed")
     if a.digest:
         print(f"{say} MEMORY.md {shown(a.digest)}")
+    if a.digest_unreadable:
+        from vivary_git.commands.digest import say_unreadable
+
+        say_unreadable(a.digest_unreadable, say[:-1])
     if a.action == "run" and a.run is not None and a.run.tasks:
         print(f"{say} resolve each: `git vivary dream --task-id ID --title T --content C` (your summary) or "
               "`--use-heuristic`; see `--inspect tasks --json` for sources, digest and prompt")

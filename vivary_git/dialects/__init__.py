@@ -30,13 +30,29 @@ DIALECTS = ("obsidian", "dendron", "foam", "logseq", "vivary")
 DEFAULT_REASON = ("no editor configuration found (.obsidian/, dendron.yml, .foam/, logseq/); "
                   "Obsidian's rules are the default")
 
-# Files a link may name that are not notes. A miss on a name with one of these extensions is a
-# missing attachment (W223), not a missing note.
+# Files a link may name that are not notes: a miss on a name with one of these extensions is a missing
+# attachment (W223), not a missing note. The formats Obsidian opens itself (its "Accepted file formats":
+# images, audio, video, PDF, canvas, base) and those people keep in a vault that Obsidian links to and hands
+# to the system (office documents, e-books, archives, design and data files). A closed list, not "any
+# extension": in a link a dot does not make a file name (`[[Node.js]]`, `[[v1.2]]`, Dendron's `[[dev.process.qa]]`
+# are notes; docs/vaults.md).
 ATTACHMENT_SUFFIXES = frozenset((
-    "png", "jpg", "jpeg", "gif", "svg", "webp", "bmp", "avif", "ico", "tif", "tiff", "heic",
-    "pdf", "mp3", "wav", "m4a", "ogg", "oga", "flac", "3gp", "webm", "mp4", "mov", "mkv", "ogv", "avi",
-    "canvas", "base", "excalidraw", "csv", "zip", "json", "txt", "drawio", "html", "htm", "epub", "docx",
-    "xlsx", "pptx", "key", "numbers", "pages",
+    # images
+    "png", "jpg", "jpeg", "gif", "svg", "webp", "bmp", "avif", "ico", "tif", "tiff", "heic", "heif", "jxl",
+    # audio and video
+    "mp3", "wav", "m4a", "ogg", "oga", "opus", "flac", "aac", "aiff", "3gp", "webm", "mp4", "m4v", "mov", "mkv",
+    "ogv", "avi", "wmv", "mpg", "mpeg",
+    # Obsidian's own formats and drawings
+    "canvas", "base", "excalidraw", "drawio",
+    # documents and e-books
+    "pdf", "doc", "docx", "odt", "rtf", "xls", "xlsx", "ods", "ppt", "pptx", "odp", "key", "numbers", "pages",
+    "epub", "mobi", "azw3", "djvu",
+    # design files
+    "psd", "ai", "eps", "sketch", "fig", "xd", "indd", "afdesign", "afphoto", "xcf", "kra",
+    # archives
+    "zip", "7z", "rar", "tar", "gz", "tgz",
+    # data and the web
+    "csv", "tsv", "json", "txt", "html", "htm", "ipynb", "ics", "vcf", "gpx", "kml", "geojson", "sqlite",
 ))
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
@@ -59,6 +75,9 @@ class Rules(msgspec.Struct, frozen=True):
     # Files and folders whose names start with `.` are part of the vault. Obsidian indexes none of them
     # (`.github/`, `.trash/`): false there, and `.vivary/graph.toml`'s `include` names those read anyway.
     dotfiles: bool = True
+    # `.markdown` files are notes beside `.md` ones. Obsidian reads only `.md` (false there): a `.markdown` file is
+    # a file a link names with its extension. A `tropo.toml` workspace's notes are the contract's: both.
+    markdown_files: bool = True
 
 
 def defaults(dialect: str, reason: str = "") -> Rules:
@@ -73,7 +92,7 @@ def defaults(dialect: str, reason: str = "") -> Rules:
         # A tropo.toml workspace: the contract's slug ids, and wikilinks read as vivary-git always has.
         return Rules("vivary", reason, alias="auto", ids="slug", markdown=False, properties=False,
                      attachments=False, templates=False)
-    return Rules("obsidian", reason, dotfiles=False)
+    return Rules("obsidian", reason, dotfiles=False, markdown_files=False)
 
 
 class Target(msgspec.Struct, frozen=True, array_like=True):

@@ -19,12 +19,15 @@ from collections.abc import Sequence
 from vivary_git.dialects import Resolution, Rules, Target, fold, is_placeholder, is_url, nfc, split_target
 from vivary_git.models import Link
 
-_NOTE_SUFFIXES = (".md", ".markdown")
+NOTE_SUFFIXES = (".md", ".markdown")
+# Obsidian reads only `.md` as notes (its accepted file formats): a `.markdown` file is a file, named with its
+# extension, as a `.pdf` is.
+OBSIDIAN_NOTE_SUFFIXES = (".md",)
 
 
-def strip_note_suffix(name: str) -> str:
+def strip_note_suffix(name: str, suffixes: tuple[str, ...] = NOTE_SUFFIXES) -> str:
     low = name.lower()
-    for s in _NOTE_SUFFIXES:
+    for s in suffixes:
         if low.endswith(s):
             return name[: -len(s)]
     return name
@@ -66,21 +69,23 @@ def read(link: Link, rules: Rules, field: str) -> Target | None:
 class Index:
     """Every note and file path of the tree, looked up by path and by name."""
 
-    def __init__(self, notes: Sequence[str], files: Sequence[str], case: str) -> None:
+    def __init__(self, notes: Sequence[str], files: Sequence[str], case: str,
+                 suffixes: tuple[str, ...] = NOTE_SUFFIXES) -> None:
         self.case = case
+        self.suffixes = suffixes  # the extensions of notes, which a link may leave out
         self.note_paths: dict[str, str] = {}  # folded path without its .md -> path
         self.note_names: dict[str, list[str]] = {}  # folded name without .md -> paths
         self.file_paths: dict[str, str] = {}  # folded path -> path (attachments, and notes with their .md)
         self.file_names: dict[str, list[str]] = {}
         for p in notes:
-            key = fold(strip_note_suffix(p), case)
+            key = fold(self._stem(p), case)
             self.note_paths.setdefault(key, p)
             self.note_names.setdefault(key.rsplit("/", 1)[-1], []).append(p)
             self.file_paths.setdefault(fold(p, case), p)
         for p in files:
             key = fold(p, case)
-            if key.endswith(_NOTE_SUFFIXES):  # a note left out of the graph (a template): still a note to link
-                stem = fold(strip_note_suffix(p), case)
+            if key.endswith(suffixes):  # a note left out of the graph (a template): still a note to link
+                stem = fold(self._stem(p), case)
                 self.note_paths.setdefault(stem, p)
                 self.note_names.setdefault(stem.rsplit("/", 1)[-1], []).append(p)
             self.file_paths.setdefault(key, p)
@@ -95,14 +100,17 @@ class Index:
         self._spelt: dict[str, str] | None = None
         self._notes, self._files = notes, files
 
+    def _stem(self, name: str) -> str:
+        return strip_note_suffix(name, self.suffixes)
+
     def exact(self, path: str) -> str | None:
         """The note at `path` (`.md` optional) or the file at `path` (its full name), from the root; of paths that
         differ only in case, the one spelt as `path`."""
         if not path or path.startswith("../") or path == "..":
             return None
         key = fold(path, self.case)
-        found = self.note_paths.get(fold(strip_note_suffix(path), self.case)) or self.file_paths.get(key)
-        if found is not None and found != path and strip_note_suffix(found) != path:
+        found = self.note_paths.get(fold(self._stem(path), self.case)) or self.file_paths.get(key)
+        if found is not None and found != path and self._stem(found) != path:
             return self._as_spelt(path) or found
         return found
 
@@ -111,12 +119,12 @@ class Index:
         if self._spelt is None:
             spelt: dict[str, str] = {}
             for p in self._notes:
-                spelt.setdefault(nfc(strip_note_suffix(p)), p)
+                spelt.setdefault(nfc(self._stem(p)), p)
             for p in self._files:
                 spelt.setdefault(nfc(p), p)
             self._spelt = spelt
         path = nfc(path)
-        return self._spelt.get(path) or self._spelt.get(strip_note_suffix(path))
+        return self._spelt.get(path) or self._spelt.get(self._stem(path))
 
     def named(self, name: str) -> list[str]:
         """Notes named `name` (`.md` optional; a `folder/name` matches paths ending so), else files."""
@@ -125,12 +133,12 @@ class Index:
     def _named(self, key: str) -> list[str]:
         base = key.rsplit("/", 1)[-1]
         if "/" not in key:
-            return self.note_names.get(fold(strip_note_suffix(base), self.case)) or self.file_names.get(base, [])
+            return self.note_names.get(fold(self._stem(base), self.case)) or self.file_names.get(base, [])
         note_tails, file_tails = self._tail_index()
         tail = "/" + key
-        t = fold(strip_note_suffix(tail), self.case)
+        t = fold(self._stem(tail), self.case)
         found = [p for p in note_tails.get(_last_two(t), ())
-                 if ("/" + fold(strip_note_suffix(p), self.case)).endswith(t)]
+                 if ("/" + fold(self._stem(p), self.case)).endswith(t)]
         if not found:
             found = [p for p in file_tails.get(_last_two(key), ()) if ("/" + fold(p, self.case)).endswith(tail)]
         return found
@@ -173,7 +181,7 @@ class Index:
             files: dict[str, list[str]] = {}
             for paths in self.note_names.values():
                 for p in paths:
-                    notes.setdefault(_last_two(fold(strip_note_suffix(p), self.case)), []).append(p)
+                    notes.setdefault(_last_two(fold(self._stem(p), self.case)), []).append(p)
             for paths in self.file_names.values():
                 for p in paths:
                     files.setdefault(_last_two(fold(p, self.case)), []).append(p)
@@ -216,7 +224,7 @@ def relative(source: str, name: str) -> str:
 
 class Resolver:
     def __init__(self, rules: Rules, notes: Sequence[str], files: Sequence[str]) -> None:
-        self.index = Index(notes, files, rules.case)
+        self.index = Index(notes, files, rules.case, NOTE_SUFFIXES if rules.markdown_files else OBSIDIAN_NOTE_SUFFIXES)
 
     def resolve(self, target: Target, source: str) -> Resolution:
         name = target.name

@@ -45,6 +45,7 @@ from vivary_git.errors import RefusedError, UsageError
 from vivary_git.memory.dream import durability
 from vivary_git.memory.dream.accesslog import Due, Log, log_for
 from vivary_git.memory.dream.corpus import Mem
+from vivary_git.memory.dream.digest import Unreadable
 from vivary_git.memory.writes import commits
 from vivary_git.memory.writes.surface import arg, call, flag
 
@@ -128,6 +129,8 @@ class Run(msgspec.Struct, frozen=True, omit_defaults=True):
     expire_commit: str | None = None
     expired_kept: list[Kept] = []  # expired memories left in place (uncommitted, or changed by the user)
     skipped: list[str] = []  # clusters already open as a task (their ids)
+    # memories whose frontmatter could not be read, left alone (neither compacted nor expired): where, never what
+    unreadable: list[Unreadable] = []
 
 
 class DreamAnswer(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -141,6 +144,8 @@ class DreamAnswer(msgspec.Struct, frozen=True, omit_defaults=True):
     digest: str | None = None  # what happened to MEMORY.md ("written", "unchanged", or why not)
     message: str | None = None
     dream_due: str | None = None
+    # memories the digest just written left out because their frontmatter could not be read (`digest`'s own list)
+    digest_unreadable: list[Unreadable] | None = None
 
 
 # --- records ------------------------------------------------------------------------------------
@@ -559,6 +564,10 @@ def run(view: View, *, force: bool = False, now: float | None = None, source: st
     started = durability.now()
     when = started if now is None else _dt(now)
     mems = from_view(view)
+    # A memory whose frontmatter cannot be read has no fields: not "working" (it may be pinned, or expire), so it
+    # is neither compacted nor expired, and the run names it (`git vivary check` says what to fix).
+    unreadable = [Unreadable(m.path, m.unreadable) for m in mems if m.unreadable]
+    mems = [m for m in mems if not m.unreadable]
     expired = [m for m in mems if durability.hidden(m.fields, when) == "expired"]
     expire_commit, gone, kept = _remove_expired(view, expired, source) if expired else (None, set(), [])
     live = [m for m in mems if m.id not in gone and durability.hidden(m.fields, when) is None
@@ -623,13 +632,17 @@ def run(view: View, *, force: bool = False, now: float | None = None, source: st
     finished = durability.now()
     record = Run(id=run_id, started=durability.stamp(started), finished=durability.stamp(finished), method=method,
                  due=due.reason, considered=len(live), seeds=len(seeds), tasks=found,
-                 expired=sorted(gone), expire_commit=expire_commit, expired_kept=kept, skipped=skipped)
+                 expired=sorted(gone), expire_commit=expire_commit, expired_kept=kept, skipped=skipped,
+                 unreadable=unreadable)
     commits._pause("dream-record")
     records.save_run(record)
     log.completed(now)
-    digest_state = _digest(view) if write_digest else None
+    digest_state, left_out = _digest(view) if write_digest else (None, None)
     return DreamAnswer(ok=True, action="run", due=log.due(now), run=record, digest=digest_state,
+                       digest_unreadable=left_out,
                        message=f"{len(found)} compaction task(s) to resolve" + (
+                           f"; left {_memories(len(unreadable), 'unreadable')} alone (see unreadable)"
+                           if unreadable else "") + (
                            f"; removed {_memories(len(gone), 'expired')}" if gone else "") + (
                            f"; left {_memories(len(kept), 'expired')} in place (see expired_kept)" if kept else ""))
 
@@ -647,17 +660,19 @@ def _dt(t: float) -> Any:
     return dt.datetime.fromtimestamp(t, dt.UTC)
 
 
-def _digest(view: View) -> str:
-    """Regenerate MEMORY.md after a change; a digest that cannot be written says why, and the change stands."""
+def _digest(view: View) -> tuple[str, list[Unreadable] | None]:
+    """Regenerate MEMORY.md after a change: its state and the memories it left out as unreadable (as `digest`
+    names them); a digest that cannot be written says why (and lists none), and the change stands."""
     from vivary_git.errors import VivaryError
     from vivary_git.memory.dream.corpus import public_memories
     from vivary_git.memory.dream.digest import write as write_digest
 
     try:
         ws = _fresh(view)
-        return write_digest(ws, view.cfg, public_memories(ws, view.cfg)).state
+        report = write_digest(ws, view.cfg, public_memories(ws, view.cfg))
+        return report.state, report.unreadable
     except VivaryError as err:
-        return f"not written: {err}"
+        return f"not written: {err}", None
 
 
 def _fresh(view: View) -> Any:
@@ -956,8 +971,8 @@ def resolve(view: View, task_id: str, *, title: str | None = None, content: str 
     res = Resolution(task=task_id, by=by, at=stamp, commit=result.commit, super_node=chosen["id"],
                      path=chosen["path"], archived=[s.id for s in found.sources])
     records.save_resolution(res)
-    digest_state = _digest(view) if write_digest else None
-    return DreamAnswer(ok=True, action="resolve", resolution=res, digest=digest_state,
+    digest_state, left_out = _digest(view) if write_digest else (None, None)
+    return DreamAnswer(ok=True, action="resolve", resolution=res, digest=digest_state, digest_unreadable=left_out,
                        message=f"{chosen['id']} compacts {len(found.sources)} memories (commit {result.commit[:12]})")
 
 

@@ -244,6 +244,10 @@ def _destination(view: View, node: MemoryNode, to: str) -> str:
         if "." in text.rsplit("/", 1)[-1] and text.rsplit(".", 1)[-1].isalnum() and len(text.rsplit(".", 1)[-1]) <= 5:
             raise UsageError(f"{to!r}: a memory is a Markdown note; its name ends in .md")
         text += ".md"
+    elif text.lower().endswith(".markdown") and not view.ws.config.links.markdown_files:
+        raise UsageError(f"{to!r}: this vault is read as Obsidian reads it, and Obsidian reads only .md files as "
+                         f"notes: a memory at {text} would be a file, not a note; name it "
+                         f"{text.rsplit('/', 1)[-1][:-9]}.md")
     parts = text.split("/")
     bad = [p for p in parts if p in ("", ".", "..") or p.startswith(".") or any(c in _BAD_NAME or c < " " for c in p)]
     if bad:

@@ -1,0 +1,170 @@
+"""Why a broken link is broken when the file it names is on disk: Git ignores that file.
+
+A link to a note `.gitignore` leaves out is `W221` (`W220` for a ref, `W223` for an attachment): the note
+is in no tree Git keeps, so it is in no graph. An editor shows that same link resolved (Obsidian does not
+read `.gitignore`), so the finding alone reads as a false alarm. `check` says, after such a finding, which
+file the link would reach and the ignore rule that leaves it out (`.gitignore:3:drafts/`), so the fix is
+plain: un-ignore it, or link something else.
+
+Only the links already broken are looked up, and only in a working-tree or staged check (the files on disk
+are that tree's neighbours; a `--rev` tree has none): one `git ls-files --others --ignored --directory` and
+one `git check-ignore -v` for the paths found, nothing at all when no link is broken. An ignored folder is
+walked for names, up to `WALK_BUDGET` entries (`node_modules/` is not a vault). Only paths and rules are
+named, never a byte of an ignored file; a file on the privacy floor (`USER.md`, `memory/**`) is said to be
+private, not offered to be un-ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from vivary_git.dialects import obsidian
+from vivary_git.errors import GitError, PrivacyError
+from vivary_git.models import Finding
+
+if TYPE_CHECKING:
+    from vivary_git.workspace import Workspace
+
+WALK_BUDGET = 20_000  # entries read below ignored folders, at most, per check
+_SKIPPED = frozenset((".git", "node_modules", "__pycache__"))
+_VAULT = re.compile(r"\(looked for '(.*)' from (.*)\)\Z")  # W221/W223 in a vault's dialect
+_ID = re.compile(r"matches no document id \(looked for '(.*)'\)\Z")  # W221 in a tropo.toml workspace
+_REF = re.compile(r"\Afield '.*': ref '(.*)' matches no document id\Z")  # W220
+
+
+def explain(ws: Workspace, findings: Sequence[Finding]) -> list[Finding]:
+    """`findings` with each broken link whose target Git ignores told so (the rest unchanged, in order).
+    Never fails the check: when Git cannot say, the findings are returned as they were."""
+    wanted = [i for i, f in enumerate(findings) if f.code in ("W220", "W221", "W223")]
+    source = ws.source
+    if not wanted or source.kind not in ("worktree", "staged") or source.repo is None \
+            or source.repo.workdir is None:
+        return list(findings)
+    try:
+        ignored = _ignored_paths(ws)
+        if not ignored:
+            return list(findings)
+        hits = _targets(ws, [findings[i] for i in wanted], ignored)
+        if not hits:
+            return list(findings)
+        rules = _rules(ws, sorted(set(hits.values())))
+    except (GitError, PrivacyError, OSError):
+        return list(findings)
+    out = list(findings)
+    for n, path in hits.items():
+        said = rules.get(path)
+        if said:
+            i = wanted[n]
+            out[i] = msgspec.structs.replace(out[i], message=f"{out[i].message}; {said}")
+    return out
+
+
+def _ignored_paths(ws: Workspace) -> list[str]:
+    """The files Git ignores in the workspace folder on disk (workspace-relative), those below an ignored
+    folder included as far as `WALK_BUDGET` goes."""
+    source = ws.source
+    repo = source.repo
+    assert repo is not None and repo.workdir is not None
+    top = repo.workdir
+    prefix = f"{source.prefix}/" if source.prefix else ""
+    spec = f":(top,literal){source.prefix}" if source.prefix else ":(top)"
+    proc = repo.git(["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory", "--", spec],
+                    check=False)
+    if proc.returncode != 0:
+        return []
+    files: list[str] = []
+    folders: list[str] = []
+    for raw in proc.stdout.split(b"\0"):
+        if raw:
+            path = os.fsdecode(raw)
+            if path.startswith(prefix):
+                (folders if path.endswith("/") else files).append(path[len(prefix):])
+    budget = WALK_BUDGET
+    for folder in folders:
+        for here, dirs, names in os.walk(top / prefix / folder):
+            budget -= len(dirs) + len(names)
+            if budget < 0:
+                return files
+            dirs[:] = sorted(d for d in dirs if d not in _SKIPPED)
+            rel = Path(here).relative_to(top / prefix).as_posix()
+            files += [f"{rel}/{n}" for n in sorted(names)]
+    return files
+
+
+def _targets(ws: Workspace, broken: Sequence[Finding], ignored: list[str]) -> dict[int, str]:
+    """For each broken finding (by its index in `broken`) whose link an ignored file would answer: that file."""
+    rules = ws.config.links
+    index = obsidian.Index([], ignored, rules.case,
+                           obsidian.NOTE_SUFFIXES if rules.markdown_files else obsidian.OBSIDIAN_NOTE_SUFFIXES)
+    slugs: dict[str, str] | None = None
+    out: dict[int, str] = {}
+    for n, f in enumerate(broken):
+        m = _VAULT.search(f.message)
+        if m is not None:
+            hit = _lookup(index, m.group(1), m.group(2))
+        else:
+            m = _ID.search(f.message) or _REF.match(f.message)
+            if m is None:
+                continue
+            if slugs is None:
+                from vivary_git.graph import node_id
+
+                slugs = {}
+                for p in ignored:
+                    if p.lower().endswith((".md", ".markdown")):
+                        slugs.setdefault(node_id(p, ws.root_name), p)
+            hit = slugs.get(m.group(1))
+        if hit is not None:
+            out[n] = hit
+    return out
+
+
+def _lookup(index: obsidian.Index, looked_for: str, source: str) -> str | None:
+    """The ignored file a link reaches as the vault's editor reads names: the path from the root, then
+    from the linking note, then by name anywhere."""
+    name = looked_for.strip()
+    if not name or name.startswith("../"):
+        return None
+    rooted = name.startswith(("/", "./"))
+    hit = index.exact(name.lstrip("/")) or index.exact(obsidian.relative(source, name))
+    return hit if hit is not None or rooted else index.nearest(name, source)
+
+
+def _rules(ws: Workspace, paths: list[str]) -> dict[str, str]:
+    """What to say of each ignored file (workspace-relative): the rule that ignores it, and, when it is
+    private by the floor or its name, that it stays out of the graph."""
+    from vivary_git.checkignore import display_source
+    from vivary_git.privacy import decide_without_git
+
+    source = ws.source
+    repo = source.repo
+    assert repo is not None and repo.workdir is not None
+    prefix = f"{source.prefix}/" if source.prefix else ""
+    asked = [prefix + p for p in paths]
+    proc = repo.git(["check-ignore", "-v", "-n", "-z", "--stdin"], check=False,
+                    input=b"".join(os.fsencode(p) + b"\0" for p in asked))
+    if proc.returncode not in (0, 1):
+        return {}
+    fields = proc.stdout.split(b"\0")
+    private = {d.path: d.reason for d in decide_without_git(repo.workdir, asked) if d.private}
+    out: dict[str, str] = {}
+    for k in range(0, len(fields) - 3, 4):
+        where, line, pattern, path = (os.fsdecode(x) for x in fields[k:k + 4])
+        if not where or pattern.startswith("!") or path not in asked:
+            continue
+        rule = f"{display_source(where, repo.workdir)}:{line}:{pattern}"
+        rel = path[len(prefix):]
+        if path in private:
+            out[rel] = (f"'{rel}' is on disk, but Git ignores it ({rule}) and it is private ({private[path]}): "
+                        "link another note")
+        else:
+            out[rel] = (f"'{rel}' is on disk, but Git ignores it ({rule}), so it is in no tree and no graph "
+                        "(an editor that does not read .gitignore shows the link resolved): un-ignore it, "
+                        "or link another note")
+    return out
