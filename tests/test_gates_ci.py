@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +156,51 @@ def test_shallow_clone_names_the_fetch(repo: Repo, tmp_path: Path) -> None:
     assert f"`git fetch --no-tags --depth=1 origin {base}`" in r.stderr and "fetch-depth: 0" in r.stderr
     git(clone, "fetch", "-q", "--no-tags", "--depth=1", "origin", base)
     assert run_git_vivary(["ci", "--base", base], cwd=clone).returncode == 1
+
+
+def diverged(repo: Repo, main_moves: int = 1) -> tuple[str, str]:
+    """main has a typo (`a` depends on `corr`); the branch `feature` adds `b`; then main fixes the typo and moves
+    on `main_moves` commits in all. The main tip is no ancestor of the feature tip: (main tip, feature tip)."""
+    repo.commit("base with typo", files={"tropo.toml": TROPO, "modules/core.md": "---\n---\n# Core\n",
+                                         "modules/a.md": "---\ndepends: [corr]\n---\n# A\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    head = repo.commit("pr adds b", files={"modules/b.md": "---\n---\nunrelated\n"})
+    repo.git("checkout", "-q", "main")
+    repo.commit("fix the typo", files={"modules/a.md": "---\ndepends: [core]\n---\n# A\n"})
+    for i in range(main_moves - 1):
+        repo.commit(f"main moves on {i}", files={f"notes/n{i}.md": f"# N{i}\n"})
+    return repo.git("rev-parse", "HEAD").strip(), head
+
+
+def test_shallow_clone_without_the_merge_base_refuses(repo: Repo, tmp_path: Path) -> None:
+    """Compared with main's tip, main's fix counted as the pull request's edit and its typo as the pull request's
+    new error (exit 1, for someone else's mistake). A depth-1 clone cannot find where the change starts: refuse,
+    say what to fetch, and once it is fetched compare with the merge base."""
+    base, head = diverged(repo)
+    clone = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth=1", "--branch", "feature", f"file://{repo.path}", str(clone))
+    git(clone, "fetch", "-q", "--no-tags", "--depth=1", "origin", base)  # what the docs said to run
+    r = run_git_vivary(["ci", "--base", base], cwd=clone)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    assert r.stdout == ""  # no verdict computed against the wrong tree
+    assert f"--base {base}: not an ancestor of HEAD, and their merge base is not in this shallow clone" in r.stderr
+    assert "fetch-depth: 0" in r.stderr
+    fetch = re.search(r"`(git fetch [^`]*)`", r.stderr)
+    assert fetch is not None and fetch.group(1) == f"git fetch --no-tags --deepen=100 origin {base} {head}"
+    git(clone, *shlex.split(fetch.group(1))[1:])  # the command the message names works
+    r = run_git_vivary(["ci", "--base", base], cwd=clone)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "added\tb\tmodule\tmodules/b.md" in r.stdout and "modified\ta" not in r.stdout
+    assert f"vivary: {base} is not an ancestor of HEAD: compared with their merge base" in r.stdout
+
+
+def test_histories_with_no_common_commit_say_so(repo: Repo, cli: Any) -> None:
+    one = repo.commit("one", files={"tropo.toml": TROPO, "modules/a.md": "---\n---\n# A\n"})
+    repo.git("checkout", "-q", "--orphan", "other")
+    repo.commit("unrelated", files={"modules/b.md": "---\n---\n# B\n"})
+    r = cli("ci", "--base", one, "--format", "json", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert r.json()["note"] == f"{one} and HEAD share no commit: compared with {one} as it is, not with a branch point"
 
 
 def test_bad_base_config_still_checks_head(repo: Repo, cli: Any) -> None:
