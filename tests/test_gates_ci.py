@@ -68,12 +68,33 @@ def test_caps_keep_the_most_important_annotations(repo: Repo, cli: Any) -> None:
     repo.commit("head", files={f"modules/new{i:02}.md": "---\ndepends: [ghost]\n---\n" for i in range(3)})
     r = cli("ci", "--base", "HEAD~1", "--format", "github", "--lenient", cwd=repo.path)
     annotations = [line for line in r.out.splitlines() if line.startswith("::")]
-    assert len(annotations) == 10
+    assert len(annotations) == 13  # the 3 new warnings, and 10 of the 12 old ones as notices
     assert [a.split(",")[0] for a in annotations[:3]] == [f"::warning file=modules/new{i:02}.md" for i in range(3)]
-    assert "vivary: 5 more finding(s) and notice(s) not annotated" in r.out
+    assert all(a.startswith("::notice ") and "(already in the base)::" in a for a in annotations[3:])
+    assert "vivary: 2 more finding(s) and notice(s) not annotated" in r.out
     assert r.code == 0  # --lenient: warnings do not fail
     few = cli("ci", "--base", "HEAD~1", "--format", "github", "--lenient", "--max-annotations", "2", cwd=repo.path)
     assert sum(line.startswith("::warning") for line in few.out.splitlines()) == 2
+
+
+def test_findings_the_base_had_are_marked_not_errors(repo: Repo, cli: Any) -> None:
+    """An error the base already had was an `::error` like any other on a green run: reviewers could not tell
+    old debt from what the change did. It is a notice saying so (an error still, when --fail-on all counts it),
+    after the change's own notices."""
+    repo.commit("base", files={"tropo.toml": TROPO, "modules/a.md": "---\n---\n# A\n",
+                               "modules/c.md": "---\nuses: a\n---\n# C\n", "old.md": "[[ghost]]\n"})
+    repo.commit("pr", files={"modules/a.md": "---\n---\n# A, edited\n", "new.md": "fine\n"})
+    old = ("file=old.md,line=1,title=vivary W221 (already in the base)::"
+           "wikilink [[ghost]] matches no document id (looked for 'ghost')")
+    r = cli("ci", "--base", "HEAD~1", "--format", "github", cwd=repo.path)
+    assert r.code == 0, r.err
+    lines = [line for line in r.out.splitlines() if line.startswith("::")]
+    assert lines == ["::notice file=modules/a.md,line=1,title=vivary%3A referenced note changed::1 note(s) reference "
+                     "'a' (modified): c. `git vivary blast a` lists everything that reaches it.", f"::notice {old}"]
+    r = cli("ci", "--base", "HEAD~1", "--format", "github", "--fail-on", "all", cwd=repo.path)
+    assert r.code == 1 and f"::error {old}" in r.out.splitlines()
+    r = cli("ci", "--format", "github", cwd=repo.path)  # without a base every finding is new
+    assert r.code == 1 and r.out.startswith("::error file=old.md,line=1,title=vivary W221::")
 
 
 def test_select_caps_each_type_separately() -> None:

@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "text":
         text = render_text(r)
     elif args.format == "github":
-        text = github.render_annotations(r, args.max_annotations)
+        text = github.render_annotations(r, args.max_annotations, args.fail_on)
     elif args.format == "json":
         text = json_text(r) + "\n"
     else:

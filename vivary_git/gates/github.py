@@ -15,10 +15,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from vivary_git.escape import name
 
 if TYPE_CHECKING:
-    from vivary_git.gates.review import Review
+    from vivary_git.gates.review import Annotation, Review
 
 # GitHub shows at most this many annotations of each type (error, warning, notice) per step, and 50
 # per job; anything beyond is dropped silently, so we choose which ones make it.
@@ -76,12 +78,27 @@ def append_text(path: Path, chunks: Iterable[str], *, inside: Path | None = None
             out.write(name(chunk))  # a file name that is not UTF-8 reads \xNN (docs/output.md)
 
 
-def render_annotations(r: Review, per_type: int = PER_TYPE_CAP) -> str:
+EXISTING_TITLE = " (already in the base)"
+
+
+def shown_as(annotations: Iterable[Annotation], fail_on: str = "new") -> list[Annotation]:
+    """The annotations as GitHub shows them. A finding the base tree already had says so in its title, and
+    when it cannot fail the run (`fail_on` "new") it is a notice, not an error or warning: reviewers tell old
+    debt from what this change did. Within each level, those come after everything else (ranking kept)."""
+    from vivary_git.gates.review import LEVEL_RANK, WHY_EXISTING
+
+    out = [msgspec.structs.replace(a, title=a.title + EXISTING_TITLE,
+                                   level="notice" if fail_on == "new" else a.level)
+           if a.why == WHY_EXISTING else a for a in annotations]
+    return sorted(out, key=lambda a: (LEVEL_RANK.get(a.level, 1), a.why == WHY_EXISTING))
+
+
+def render_annotations(r: Review, per_type: int = PER_TYPE_CAP, fail_on: str = "new") -> str:
     """The annotation lines for one step, most important first within GitHub's caps, then one plain
     log line per group left out (plain text: it must not cost an annotation slot)."""
     from vivary_git.gates.review import headline, select
 
-    chosen, left = select(r.annotations, min(per_type, PER_TYPE_CAP))
+    chosen, left = select(shown_as(r.annotations, fail_on), min(per_type, PER_TYPE_CAP))
     lines = [command(a.level, a.message, {"file": a.path, "line": a.line, "title": a.title}) for a in chosen]
     if left:
         lines.append(f"vivary: {left} more finding(s) and notice(s) not annotated (GitHub shows {PER_TYPE_CAP} "

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 # The picture in the job summary stays readable (and under GitHub's 50,000-character Mermaid limit).
 PICTURE_MAX_NODES = 40
-_LEVEL_RANK = {"error": 0, "warning": 1, "notice": 2}
+LEVEL_RANK = {"error": 0, "warning": 1, "notice": 2}
 WHY_CHANGED = "changed file"
 WHY_BROKEN = "broken by this change"
 WHY_ELSEWHERE = "not in this change"
@@ -319,7 +319,7 @@ def rank(
         else:
             tier, why = (1, WHY_BROKEN) if f.path in broke else (2, WHY_ELSEWHERE)
         a = Annotation(f.level, path, max(f.line, 1), f"vivary {f.code}", f.message, why)
-        out.append(((_LEVEL_RANK.get(f.level, 1), tier, path, f.line), a))
+        out.append(((LEVEL_RANK.get(f.level, 1), tier, path, f.line), a))
     if change is not None:
         referrers: dict[str, set[str]] = {}
         for e in edges:
