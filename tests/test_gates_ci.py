@@ -179,6 +179,28 @@ def test_shallow_clone_names_the_fetch(repo: Repo, tmp_path: Path) -> None:
     assert run_git_vivary(["ci", "--base", base], cwd=clone).returncode == 1
 
 
+def test_shallow_clone_names_a_fetch_that_works_for_a_remote_tracking_name(repo: Repo, tmp_path: Path) -> None:
+    """`--base origin/main` in a single-branch shallow clone: the fetch the message named (`git fetch … origin
+    origin/main`) failed, the remote has no such ref. It names the branch, into the remote-tracking ref, quoted."""
+    two_commits(repo)
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("feature", files={"notes/more.md": "# More\n"})
+    for remote in ("origin", "up$tream"):
+        clone = tmp_path / f"shallow-{len(remote)}"
+        git(tmp_path, "clone", "-q", "--depth=1", "--branch", "feature", f"file://{repo.path}", str(clone))
+        if remote != "origin":
+            git(clone, "remote", "rename", "origin", remote)
+        r = run_git_vivary(["ci", "--base", f"{remote}/main"], cwd=clone)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        fetch = re.search(r"`(git fetch [^`]*)`", r.stderr)
+        assert fetch is not None and fetch.group(1) == f"git fetch --no-tags --depth=1 {shlex.quote(remote)} " \
+            f"{shlex.quote(f'main:refs/remotes/{remote}/main')}", r.stderr
+        git(clone, *shlex.split(fetch.group(1))[1:])  # the command the message names works
+        r = run_git_vivary(["ci", "--base", f"{remote}/main"], cwd=clone)
+        assert r.returncode == 0, r.stdout + r.stderr  # every error is main's own
+        assert f"already in {remote}/main (not counted against this change):" in r.stdout
+
+
 def diverged(repo: Repo, main_moves: int = 1) -> tuple[str, str]:
     """main has a typo (`a` depends on `corr`); the branch `feature` adds `b`; then main fixes the typo and moves
     on `main_moves` commits in all. The main tip is no ancestor of the feature tip: (main tip, feature tip)."""

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import msgspec
@@ -146,7 +145,7 @@ def review(
                     "change starts")
             base = point
         try:
-            base_ws = _open_base(cwd, base, root, cache, repo.common_dir)
+            base_ws = _open_base(cwd, base, root, cache, repo)
             base_graph = base_ws.graph()
         except GitError:
             raise  # a base that does not resolve is a usage error
@@ -263,20 +262,38 @@ def _records_ancestor(repo: Repo, start: Oid, target: Oid) -> bool:
     return False
 
 
-def _open_base(cwd: str | os.PathLike[str] | None, base: str, root: str | None, cache: bool,
-               common_dir: Path) -> Workspace:
+def _open_base(cwd: str | os.PathLike[str] | None, base: str, root: str | None, cache: bool, repo: Repo) -> Workspace:
     try:
         ws = open_workspace(cwd, rev=base, root=root, cache=cache, gate=True, rev_option="--base")
         lifetime.keep_until_exit(ws)
     except GitError as err:
-        if (common_dir / "shallow").exists():
+        if (repo.common_dir / "shallow").exists():
             raise GitError(
-                f"--base {base}: not in this shallow clone. Fetch it with "
-                f"`git fetch --no-tags --depth=1 origin {base}`, or check out with full history "
-                "(actions/checkout: `fetch-depth: 0`)"
+                f"--base {base}: not in this shallow clone. Fetch it with `{_fetch_command(repo, base)}`, or "
+                "check out with full history (actions/checkout: `fetch-depth: 0`)"
             ) from None
         raise err from None
     return ws
+
+
+def _fetch_command(repo: Repo, base: str) -> str:
+    """The fetch that brings `base` into a shallow clone, quoted for a shell. A remote-tracking name
+    (`origin/main`, `refs/remotes/origin/main`, of a configured remote) is fetched into that very ref: the
+    remote has no ref `origin/main`, and a fetch of `main` alone would land in FETCH_HEAD, not in `origin/main`.
+    Anything else (a commit id) is asked of `origin` as it is."""
+    import shlex
+
+    name = next((base[len(p):] for p in ("refs/remotes/", "remotes/") if base.startswith(p)), base)
+    try:
+        remotes = list(repo.repo.remotes.names())
+    except repo.pygit2.GitError:
+        remotes = []
+    for remote in sorted((r for r in remotes if r and name.startswith(f"{r}/")), key=len, reverse=True):
+        branch = name[len(remote) + 1:]
+        if branch:
+            return (f"git fetch --no-tags --depth=1 {'-- ' if remote.startswith('-') else ''}{shlex.quote(remote)} "
+                    f"{shlex.quote(f'{branch}:refs/remotes/{remote}/{branch}')}")
+    return f"git fetch --no-tags --depth=1 origin {shlex.quote(base)}"
 
 
 def _changed_files(repo: Repo, base_tree: str, head_tree: str | None) -> list[str]:
