@@ -75,6 +75,17 @@ def test_caps_keep_the_most_important_annotations(repo: Repo, cli: Any) -> None:
     assert r.code == 0  # --lenient: warnings do not fail
     few = cli("ci", "--base", "HEAD~1", "--format", "github", "--lenient", "--max-annotations", "2", cwd=repo.path)
     assert sum(line.startswith("::warning") for line in few.out.splitlines()) == 2
+    # The log line names the cap that left them out, and a job summary only when one is written.
+    assert "vivary: 11 more finding(s) and notice(s) not annotated (at most 2 of each type: --max-annotations 2)\n" \
+        in few.out
+    assert ("vivary: 2 more finding(s) and notice(s) not annotated (at most 10 of each type: GitHub shows 10 of "
+            "each type per step)\n") in r.out
+    summary = repo.path.parent / "summary.md"
+    many = cli("ci", "--base", "HEAD~1", "--format", "github", "--lenient", "--max-annotations", "11", "--summary",
+               str(summary), cwd=repo.path)
+    assert sum(line.startswith("::notice") for line in many.out.splitlines()) == 10
+    assert ("vivary: 2 more finding(s) and notice(s) not annotated (at most 10 of each type: GitHub shows 10 of "
+            "each type per step, so --max-annotations 11 annotates 10); the job summary lists them all\n") in many.out
 
 
 def test_findings_the_base_had_are_marked_not_errors(repo: Repo, cli: Any) -> None:

@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    "(on GitHub: \"$GITHUB_OUTPUT\")")
     p.add_argument("--max-annotations", type=at_least(0), default=10, metavar="N",
                    help="annotations per type (error, warning, notice) with --format github; GitHub shows at "
-                   "most 10 per step (default: 10)")
+                   "most 10 per step, so a larger N annotates 10 (default: 10)")
     p.add_argument("--depth", type=depth_arg, default=DEFAULT_DEPTH, metavar="N|all",
                    help=f"impact: stop after N hops; `all` for no limit (default: {DEFAULT_DEPTH})")
     p.add_argument("--fail-on", choices=("new", "all"), default="new",
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "text":
         text = render_text(r)
     elif args.format == "github":
-        text = github.render_annotations(r, args.max_annotations, args.fail_on)
+        text = github.render_annotations(r, args.max_annotations, args.fail_on, summary=bool(args.summary))
     elif args.format == "json":
         text = json_text(r) + "\n"
     else:

@@ -93,16 +93,21 @@ def shown_as(annotations: Iterable[Annotation], fail_on: str = "new") -> list[An
     return sorted(out, key=lambda a: (LEVEL_RANK.get(a.level, 1), a.why == WHY_EXISTING))
 
 
-def render_annotations(r: Review, per_type: int = PER_TYPE_CAP, fail_on: str = "new") -> str:
+def render_annotations(r: Review, per_type: int = PER_TYPE_CAP, fail_on: str = "new", summary: bool = False) -> str:
     """The annotation lines for one step, most important first within GitHub's caps, then one plain
-    log line per group left out (plain text: it must not cost an annotation slot)."""
+    log line for those left out (plain text: it must not cost an annotation slot), naming the cap that
+    left them out and the job summary only when one is written (`summary`)."""
     from vivary_git.gates.review import headline, select
 
-    chosen, left = select(shown_as(r.annotations, fail_on), min(per_type, PER_TYPE_CAP))
+    cap = min(per_type, PER_TYPE_CAP)
+    chosen, left = select(shown_as(r.annotations, fail_on), cap)
     lines = [command(a.level, a.message, {"file": a.path, "line": a.line, "title": a.title}) for a in chosen]
     if left:
-        lines.append(f"vivary: {left} more finding(s) and notice(s) not annotated (GitHub shows {PER_TYPE_CAP} "
-                     "of each type per step); the job summary lists them all")
+        why = (f"--max-annotations {per_type}" if per_type < PER_TYPE_CAP else
+               f"GitHub shows {PER_TYPE_CAP} of each type per step"
+               + (f", so --max-annotations {per_type} annotates {PER_TYPE_CAP}" if per_type > PER_TYPE_CAP else ""))
+        lines.append(f"vivary: {left} more finding(s) and notice(s) not annotated (at most {cap} of each type: "
+                     f"{why}){'; the job summary lists them all' if summary else ''}")
     lines.append(escape_data(headline(r)))
     if r.note:
         lines.append(command("warning", r.note, {"title": "vivary"}))
