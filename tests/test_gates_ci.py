@@ -265,6 +265,29 @@ def test_bad_base_config_still_checks_head(repo: Repo, cli: Any) -> None:
     assert "blast radius not computed: the base tree HEAD~1 cannot be read" in r.out
 
 
+def test_a_config_error_at_the_head_is_annotated_on_its_file(repo: Repo, cli: Any, tmp_path: Path) -> None:
+    """A pull request that broke tropo.toml got exit 2 and a line on stderr only: nothing on the pull request's
+    file. With --format github it is an ::error on that file and line (repository-relative), escaped."""
+    repo.commit("base", files={"tropo.toml": TROPO, "docs/tropo.toml": TROPO, "modules/a.md": "---\n---\n# A\n",
+                               "docs/a.md": "# A\n"})
+    repo.commit("broken", files={"tropo.toml": "version = 1\nbase = [\n"})
+    r = cli("ci", "--base", "HEAD~1", "--format", "github", cwd=repo.path)
+    assert r.code == 2
+    assert r.out == ("::error file=tropo.toml,line=2,title=vivary%3A config error::git vivary ci: tropo.toml: "
+                     "invalid TOML: Invalid value (at end of document)\n")
+    assert r.err == "git vivary ci: tropo.toml: invalid TOML: Invalid value (at end of document)\n"
+    assert cli("ci", "--base", "HEAD~1", cwd=repo.path).out == ""  # other formats: stderr only, as before
+    repo.commit("hostile", files={"docs/tropo.toml": 'version = 1\n[types.x]\nfolder = "x"\n'
+                                  'required = { a = "x%0A::warning::pwned" }\n'})
+    out = tmp_path / "annotations.txt"
+    r = cli("ci", "--base", "HEAD~1", "--root", "docs", "--format", "github", "--output", str(out), cwd=repo.path)
+    assert r.code == 2 and r.out == ""
+    line = out.read_text()
+    assert line.startswith("::error file=docs/tropo.toml,line=4,title=vivary%3A config error::git vivary ci: "
+                           "tropo.toml:4: [types.x] required.a: unknown field spec 'x%250A::warning::pwned'")
+    assert line.count("\n") == 1
+
+
 def test_usage_errors_exit_2(repo: Repo, cli: Any, tmp_path: Path) -> None:
     two_commits(repo)
     assert cli("ci", "--format", "xml", cwd=repo.path).code == 2

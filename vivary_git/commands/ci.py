@@ -10,7 +10,7 @@ from pathlib import Path
 from vivary_git.blast import DEFAULT_DEPTH
 from vivary_git.commands._common import at_least, write_out
 from vivary_git.commands.blast import depth_arg
-from vivary_git.errors import EXIT_FINDINGS, EXIT_OK, RefusedError, UsageError
+from vivary_git.errors import EXIT_FINDINGS, EXIT_OK, ConfigError, RefusedError, UsageError
 
 FORMATS = ("text", "github", "json", "sarif")
 
@@ -69,8 +69,17 @@ def run(args: argparse.Namespace) -> int:
         _guard("--sarif", args.sarif, lambda: remove_output(args.sarif, inside=inside))
     for option, name in outputs:  # refused before the review runs, and again as each is opened
         _guard(option, name, functools.partial(check_output, name, inside=inside))
-    r = review(args.cwd, base=args.base, head=args.head, root=args.root, cache=not args.no_cache,
-               depth=args.depth, strict=args.strict)
+    try:
+        r = review(args.cwd, base=args.base, head=args.head, root=args.root, cache=not args.no_cache,
+                   depth=args.depth, strict=args.strict)
+    except ConfigError as err:
+        if args.format == "github":  # on the pull request's file too, not only in the log (still exit 2)
+            annotation = github.config_annotation(err, f"git vivary {args.command}")
+            if args.output:
+                _write("--output", args.output, annotation, inside)
+            else:
+                write_out(annotation)
+        raise
     if args.format == "text":
         text = render_text(r)
     elif args.format == "github":

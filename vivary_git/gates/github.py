@@ -20,6 +20,7 @@ import msgspec
 from vivary_git.escape import name
 
 if TYPE_CHECKING:
+    from vivary_git.errors import ConfigError
     from vivary_git.gates.review import Annotation, Review
 
 # GitHub shows at most this many annotations of each type (error, warning, notice) per step, and 50
@@ -112,6 +113,17 @@ def render_annotations(r: Review, per_type: int = PER_TYPE_CAP, fail_on: str = "
     if r.note:
         lines.append(command("warning", r.note, {"title": "vivary"}))
     return "\n".join(lines) + "\n"
+
+
+def config_annotation(err: ConfigError, who: str) -> str:
+    """The `::error` line for a config error that stopped the review: on its file and line (repository-relative)
+    when the error names them, else on the run. `who` leads the message as on stderr (`git vivary ci`)."""
+    from vivary_git.gates.review import repo_path
+
+    where: dict[str, str | int | None] = {}
+    if err.file is not None:
+        where = {"file": repo_path(err.prefix or "", err.file), "line": err.line}
+    return command("error", f"{who}: {err}", {**where, "title": "vivary: config error"}) + "\n"
 
 
 def outputs(r: Review) -> dict[str, str | int]:

@@ -15,7 +15,7 @@ import msgspec
 from vivary_git import lifetime
 from vivary_git.blast import ChangeReport, change_impact
 from vivary_git.check import new_findings
-from vivary_git.errors import GitError, VivaryError
+from vivary_git.errors import ConfigError, GitError, VivaryError
 from vivary_git.escape import text
 from vivary_git.git import Repo
 from vivary_git.graph import Graph
@@ -122,8 +122,13 @@ def review(
     # A gate: computed from the trees' blobs and this machine's caches, never a fetched cache (docs/cache.md).
     head_ws = open_workspace(cwd, rev=head, root=root, cache=cache, gate=True, rev_option="--head")
     lifetime.keep_until_exit(head_ws)  # freed by the system at exit, not object by object
-    report = head_ws.check(strict=strict)
-    head_graph = head_ws.graph()
+    try:
+        report = head_ws.check(strict=strict)
+        head_graph = head_ws.graph()
+    except ConfigError as err:  # a nested tropo.toml: its file is the workspace's
+        if err.prefix is None:
+            err.prefix = head_ws.source.prefix
+        raise
     prefix = head_ws.source.prefix
     change: ChangeReport | None = None
     note = ""
