@@ -43,6 +43,33 @@ for rev in "$base" "$head"; do
     fi
 done
 
+# A base that is not an ancestor of the head is read as their merge base (docs/ci.md), which a shallow
+# checkout may lack; `git vivary ci` then refuses rather than compare with the base's tip. Deepen the history
+# in growing steps (10, 100, 1000 commits) until Git finds it, then fetch all of it. Nothing is fetched when
+# the head records the base as a parent (the merge commit a pull_request checks out, a push of one commit).
+base_id= head_id=
+if [ -n "$base" ] && [ "$(git rev-parse --is-shallow-repository)" = true ]; then
+    base_id=$(git rev-parse --verify --end-of-options "$base^{commit}" 2>/dev/null) || base_id=
+    head_id=$(git rev-parse --verify --end-of-options "${head:-HEAD}^{commit}" 2>/dev/null) || head_id=
+fi
+if [ -n "$base_id" ] && [ -n "$head_id" ]; then
+    related() {
+        local parents
+        git merge-base --end-of-options "$base_id" "$head_id" >/dev/null 2>&1 && return 0
+        parents=$(git cat-file commit "$head_id" | sed -n '1,/^$/s/^parent //p')  # as recorded, not as cut
+        grep -qxF -- "$base_id" <<<"$parents"
+    }
+    deepen() {  # the head's history too: a head the remote lacks (a local commit) leaves the base's alone
+        git fetch --no-tags "$1" origin -- "$base_id" "$head_id" || git fetch --no-tags "$1" origin -- "$base_id"
+    }
+    for how in --deepen=10 --deepen=100 --deepen=1000 --unshallow; do
+        if related || [ "$(git rev-parse --is-shallow-repository)" != true ]; then break; fi
+        echo "vivary: the merge base of $(esc "$base") and $(esc "${head:-HEAD}") is not in this checkout; fetching with $how"
+        # A fetch that fails leaves the clone shallow: `git vivary ci` then says what is missing and exits 2.
+        deepen "$how" || break
+    done
+fi
+
 args=(ci --head="$head" --format github --github-output="$GITHUB_OUTPUT" --max-annotations="${VIVARY_ANNOTATIONS:-10}"
       --fail-on="${VIVARY_FAIL_ON:-new}")
 [ -z "$base" ] || args+=(--base="$base")

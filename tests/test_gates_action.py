@@ -243,6 +243,24 @@ def test_shallow_checkout_fetches_the_base(repo: Repo, tmp_path: Path) -> None:
     r = run_action(clone, tmp_path, tool_inputs(), pr_event(base, head))
     assert f"vivary: {base} is not in this checkout; fetching it" in r.log
     assert r.outputs["impacted"] == "2", r.log
+    assert "fetching with --deepen" not in r.log  # the head records the base as its parent: nothing to deepen
+
+
+def test_shallow_checkout_deepens_to_the_merge_base(repo: Repo, tmp_path: Path) -> None:
+    """A base that moved on after the branch point is read as their merge base, which a depth-1 checkout lacks:
+    the action deepens the history in steps until Git finds it, so the pull request is not blamed for the typo
+    the base fixed since (and `git vivary ci` never compares with the base's tip)."""
+    from test_gates_ci import diverged
+
+    base, head = diverged(repo, main_moves=12)  # the branch point is 12 commits below the base's tip
+    clone = tmp_path / "checkout"
+    git(tmp_path, "clone", "-q", "--depth=1", "--branch", "feature", f"file://{repo.path}", str(clone))
+    r = run_action(clone, tmp_path, tool_inputs(), pr_event(base, head))
+    assert r.code == 0, r.log
+    assert f"vivary: the merge base of {base} and HEAD is not in this checkout; fetching with --deepen=10" in r.log
+    assert "fetching with --deepen=100\n" in r.log and "--deepen=1000" not in r.log and "--unshallow" not in r.log
+    assert f"::warning title=vivary::{base} is not an ancestor of HEAD: compared with their merge base" in r.log
+    assert r.outputs["changed"] == "1", r.log  # only b: main's fix is not the pull request's edit
 
 
 def test_unfetchable_base_says_what_to_set(repo: Repo, tmp_path: Path) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -66,12 +68,44 @@ def test_caps_keep_the_most_important_annotations(repo: Repo, cli: Any) -> None:
     repo.commit("head", files={f"modules/new{i:02}.md": "---\ndepends: [ghost]\n---\n" for i in range(3)})
     r = cli("ci", "--base", "HEAD~1", "--format", "github", "--lenient", cwd=repo.path)
     annotations = [line for line in r.out.splitlines() if line.startswith("::")]
-    assert len(annotations) == 10
+    assert len(annotations) == 13  # the 3 new warnings, and 10 of the 12 old ones as notices
     assert [a.split(",")[0] for a in annotations[:3]] == [f"::warning file=modules/new{i:02}.md" for i in range(3)]
-    assert "vivary: 5 more finding(s) and notice(s) not annotated" in r.out
+    assert all(a.startswith("::notice ") and "(already in the base)::" in a for a in annotations[3:])
+    assert "vivary: 2 more finding(s) and notice(s) not annotated" in r.out
     assert r.code == 0  # --lenient: warnings do not fail
     few = cli("ci", "--base", "HEAD~1", "--format", "github", "--lenient", "--max-annotations", "2", cwd=repo.path)
     assert sum(line.startswith("::warning") for line in few.out.splitlines()) == 2
+    # The log line names the cap that left them out, and a job summary only when one is written.
+    assert "vivary: 11 more finding(s) and notice(s) not annotated (at most 2 of each type: --max-annotations 2)\n" \
+        in few.out
+    assert ("vivary: 2 more finding(s) and notice(s) not annotated (at most 10 of each type: GitHub shows 10 of "
+            "each type per step)\n") in r.out
+    summary = repo.path.parent / "summary.md"
+    many = cli("ci", "--base", "HEAD~1", "--format", "github", "--lenient", "--max-annotations", "11", "--summary",
+               str(summary), cwd=repo.path)
+    assert sum(line.startswith("::notice") for line in many.out.splitlines()) == 10
+    assert ("vivary: 2 more finding(s) and notice(s) not annotated (at most 10 of each type: GitHub shows 10 of "
+            "each type per step, so --max-annotations 11 annotates 10); the job summary lists them all\n") in many.out
+
+
+def test_findings_the_base_had_are_marked_not_errors(repo: Repo, cli: Any) -> None:
+    """An error the base already had was an `::error` like any other on a green run: reviewers could not tell
+    old debt from what the change did. It is a notice saying so (an error still, when --fail-on all counts it),
+    after the change's own notices."""
+    repo.commit("base", files={"tropo.toml": TROPO, "modules/a.md": "---\n---\n# A\n",
+                               "modules/c.md": "---\nuses: a\n---\n# C\n", "old.md": "[[ghost]]\n"})
+    repo.commit("pr", files={"modules/a.md": "---\n---\n# A, edited\n", "new.md": "fine\n"})
+    old = ("file=old.md,line=1,title=vivary W221 (already in the base)::"
+           "wikilink [[ghost]] matches no document id (looked for 'ghost')")
+    r = cli("ci", "--base", "HEAD~1", "--format", "github", cwd=repo.path)
+    assert r.code == 0, r.err
+    lines = [line for line in r.out.splitlines() if line.startswith("::")]
+    assert lines == ["::notice file=modules/a.md,line=1,title=vivary%3A referenced note changed::1 note(s) reference "
+                     "'a' (modified): c. `git vivary blast a` lists everything that reaches it.", f"::notice {old}"]
+    r = cli("ci", "--base", "HEAD~1", "--format", "github", "--fail-on", "all", cwd=repo.path)
+    assert r.code == 1 and f"::error {old}" in r.out.splitlines()
+    r = cli("ci", "--format", "github", cwd=repo.path)  # without a base every finding is new
+    assert r.code == 1 and r.out.startswith("::error file=old.md,line=1,title=vivary W221::")
 
 
 def test_select_caps_each_type_separately() -> None:
@@ -156,12 +190,102 @@ def test_shallow_clone_names_the_fetch(repo: Repo, tmp_path: Path) -> None:
     assert run_git_vivary(["ci", "--base", base], cwd=clone).returncode == 1
 
 
+def test_shallow_clone_names_a_fetch_that_works_for_a_remote_tracking_name(repo: Repo, tmp_path: Path) -> None:
+    """`--base origin/main` in a single-branch shallow clone: the fetch the message named (`git fetch … origin
+    origin/main`) failed, the remote has no such ref. It names the branch, into the remote-tracking ref, quoted."""
+    two_commits(repo)
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("feature", files={"notes/more.md": "# More\n"})
+    for remote in ("origin", "up$tream"):
+        clone = tmp_path / f"shallow-{len(remote)}"
+        git(tmp_path, "clone", "-q", "--depth=1", "--branch", "feature", f"file://{repo.path}", str(clone))
+        if remote != "origin":
+            git(clone, "remote", "rename", "origin", remote)
+        r = run_git_vivary(["ci", "--base", f"{remote}/main"], cwd=clone)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        fetch = re.search(r"`(git fetch [^`]*)`", r.stderr)
+        assert fetch is not None and fetch.group(1) == f"git fetch --no-tags --depth=1 {shlex.quote(remote)} " \
+            f"{shlex.quote(f'main:refs/remotes/{remote}/main')}", r.stderr
+        git(clone, *shlex.split(fetch.group(1))[1:])  # the command the message names works
+        r = run_git_vivary(["ci", "--base", f"{remote}/main"], cwd=clone)
+        assert r.returncode == 0, r.stdout + r.stderr  # every error is main's own
+        assert f"already in {remote}/main (not counted against this change):" in r.stdout
+
+
+def diverged(repo: Repo, main_moves: int = 1) -> tuple[str, str]:
+    """main has a typo (`a` depends on `corr`); the branch `feature` adds `b`; then main fixes the typo and moves
+    on `main_moves` commits in all. The main tip is no ancestor of the feature tip: (main tip, feature tip)."""
+    repo.commit("base with typo", files={"tropo.toml": TROPO, "modules/core.md": "---\n---\n# Core\n",
+                                         "modules/a.md": "---\ndepends: [corr]\n---\n# A\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    head = repo.commit("pr adds b", files={"modules/b.md": "---\n---\nunrelated\n"})
+    repo.git("checkout", "-q", "main")
+    repo.commit("fix the typo", files={"modules/a.md": "---\ndepends: [core]\n---\n# A\n"})
+    for i in range(main_moves - 1):
+        repo.commit(f"main moves on {i}", files={f"notes/n{i}.md": f"# N{i}\n"})
+    return repo.git("rev-parse", "HEAD").strip(), head
+
+
+def test_shallow_clone_without_the_merge_base_refuses(repo: Repo, tmp_path: Path) -> None:
+    """Compared with main's tip, main's fix counted as the pull request's edit and its typo as the pull request's
+    new error (exit 1, for someone else's mistake). A depth-1 clone cannot find where the change starts: refuse,
+    say what to fetch, and once it is fetched compare with the merge base."""
+    base, head = diverged(repo)
+    clone = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth=1", "--branch", "feature", f"file://{repo.path}", str(clone))
+    git(clone, "fetch", "-q", "--no-tags", "--depth=1", "origin", base)  # what the docs said to run
+    r = run_git_vivary(["ci", "--base", base], cwd=clone)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    assert r.stdout == ""  # no verdict computed against the wrong tree
+    assert f"--base {base}: not an ancestor of HEAD, and their merge base is not in this shallow clone" in r.stderr
+    assert "fetch-depth: 0" in r.stderr
+    fetch = re.search(r"`(git fetch [^`]*)`", r.stderr)
+    assert fetch is not None and fetch.group(1) == f"git fetch --no-tags --deepen=100 origin {base} {head}"
+    git(clone, *shlex.split(fetch.group(1))[1:])  # the command the message names works
+    r = run_git_vivary(["ci", "--base", base], cwd=clone)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "added\tb\tmodule\tmodules/b.md" in r.stdout and "modified\ta" not in r.stdout
+    assert f"vivary: {base} is not an ancestor of HEAD: compared with their merge base" in r.stdout
+
+
+def test_histories_with_no_common_commit_say_so(repo: Repo, cli: Any) -> None:
+    one = repo.commit("one", files={"tropo.toml": TROPO, "modules/a.md": "---\n---\n# A\n"})
+    repo.git("checkout", "-q", "--orphan", "other")
+    repo.commit("unrelated", files={"modules/b.md": "---\n---\n# B\n"})
+    r = cli("ci", "--base", one, "--format", "json", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert r.json()["note"] == f"{one} and HEAD share no commit: compared with {one} as it is, not with a branch point"
+
+
 def test_bad_base_config_still_checks_head(repo: Repo, cli: Any) -> None:
     repo.commit("base", files={"tropo.toml": "version = [", "modules/a.md": "# A\n"})
     repo.commit("head", files={"tropo.toml": TROPO})
     r = cli("ci", "--base", "HEAD~1", cwd=repo.path)
     assert r.code == 0, r.err
     assert "blast radius not computed: the base tree HEAD~1 cannot be read" in r.out
+
+
+def test_a_config_error_at_the_head_is_annotated_on_its_file(repo: Repo, cli: Any, tmp_path: Path) -> None:
+    """A pull request that broke tropo.toml got exit 2 and a line on stderr only: nothing on the pull request's
+    file. With --format github it is an ::error on that file and line (repository-relative), escaped."""
+    repo.commit("base", files={"tropo.toml": TROPO, "docs/tropo.toml": TROPO, "modules/a.md": "---\n---\n# A\n",
+                               "docs/a.md": "# A\n"})
+    repo.commit("broken", files={"tropo.toml": "version = 1\nbase = [\n"})
+    r = cli("ci", "--base", "HEAD~1", "--format", "github", cwd=repo.path)
+    assert r.code == 2
+    assert r.out == ("::error file=tropo.toml,line=2,title=vivary%3A config error::git vivary ci: tropo.toml: "
+                     "invalid TOML: Invalid value (at end of document)\n")
+    assert r.err == "git vivary ci: tropo.toml: invalid TOML: Invalid value (at end of document)\n"
+    assert cli("ci", "--base", "HEAD~1", cwd=repo.path).out == ""  # other formats: stderr only, as before
+    repo.commit("hostile", files={"docs/tropo.toml": 'version = 1\n[types.x]\nfolder = "x"\n'
+                                  'required = { a = "x%0A::warning::pwned" }\n'})
+    out = tmp_path / "annotations.txt"
+    r = cli("ci", "--base", "HEAD~1", "--root", "docs", "--format", "github", "--output", str(out), cwd=repo.path)
+    assert r.code == 2 and r.out == ""
+    line = out.read_text()
+    assert line.startswith("::error file=docs/tropo.toml,line=4,title=vivary%3A config error::git vivary ci: "
+                           "tropo.toml:4: [types.x] required.a: unknown field spec 'x%250A::warning::pwned'")
+    assert line.count("\n") == 1
 
 
 def test_usage_errors_exit_2(repo: Repo, cli: Any, tmp_path: Path) -> None:

@@ -243,9 +243,15 @@ def load_toml(text: bytes, name: str) -> dict[str, Any]:
     except UnicodeDecodeError as err:
         raise ConfigError(f"{name}: not valid UTF-8 ({err.reason}); re-save it as UTF-8") from err
     except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"{name}: invalid TOML: {err}") from err
+        at = _TOML_AT.search(str(err))
+        line = int(at.group(1)) if at else max(1, len(text.splitlines()))  # else: "(at end of document)"
+        raise ConfigError(f"{name}: invalid TOML: {err}", file=name, line=line) from err
     except RecursionError:
-        raise ConfigError(f"{name}: invalid TOML: arrays or tables are nested too deeply; flatten them") from None
+        raise ConfigError(f"{name}: invalid TOML: arrays or tables are nested too deeply; flatten them",
+                          file=name) from None
+
+
+_TOML_AT = re.compile(r"\(at line (\d+), column \d+\)")
 
 
 _KEY_PART = re.compile(r'\s*(?:([A-Za-z0-9_-]+)|"((?:[^"\\\n]|\\.)*)"|\'([^\'\n]*)\')\s*')
@@ -333,7 +339,7 @@ def located(err: ConfigError, read_file: Callable[[str], bytes | None]) -> Confi
         return err
     end = at + len(prefix)
     return ConfigError(f"{message[:at]}{err.file}:{line}: {message[end:]}", detail=err.detail, file=err.file,
-                       key=err.key)
+                       key=err.key, line=line)
 
 
 _KNOWN_TOP = {"version", "exclude", "base", "types", "packs", "pack", "overlays", "workspace", "name"}

@@ -36,13 +36,16 @@ class UsageError(VivaryError):
 class ConfigError(VivaryError):
     """`tropo.toml`, a pack or `.vivary/*.toml` is invalid (includes E120, loosening a rule). `file` and
     `key` (the TOML key path, `("links", "case")`) say where, when it is one value: whoever holds the
-    file's text puts its line in the message (`config.located`)."""
+    file's text puts its line in the message (`config.located`) and in `line`. `file` is relative to the
+    workspace; `prefix`, once known, is the workspace's folder in the repository (`ci` annotates the file)."""
 
     def __init__(self, message: str, *, detail: Sequence[str] = (), file: str | None = None,
-                 key: tuple[str, ...] = ()) -> None:
+                 key: tuple[str, ...] = (), line: int | None = None) -> None:
         super().__init__(message, detail=detail)
         self.file = file
         self.key = key
+        self.line = line
+        self.prefix: str | None = None
 
 
 class GitError(VivaryError):

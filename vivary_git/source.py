@@ -312,7 +312,11 @@ def open_source(
         oid = _lookup(repo, sub_id, path) if sub_id is not None else None
         return None if oid is None else read_config_blob(repo, oid, f"{prefix}/{path}" if prefix else path)
 
-    config, raw = load_config(read_file, _TreeProbe(repo, sub_id, read_file))
+    try:
+        config, raw = load_config(read_file, _TreeProbe(repo, sub_id, read_file))
+    except ConfigError as err:
+        err.prefix = prefix  # the file is the workspace's: where it is in the repository
+        raise
     return Source(
         kind=kind, label=label, root=(top / prefix) if top is not None else Path(prefix or "."), prefix=prefix,
         tree_id=sub_id, repo=repo, reader=functools.partial(repo.read_blob, limit=NOTE_MAX_BYTES), config=config,

@@ -10,7 +10,7 @@ from pathlib import Path
 from vivary_git.blast import DEFAULT_DEPTH
 from vivary_git.commands._common import at_least, write_out
 from vivary_git.commands.blast import depth_arg
-from vivary_git.errors import EXIT_FINDINGS, EXIT_OK, RefusedError, UsageError
+from vivary_git.errors import EXIT_FINDINGS, EXIT_OK, ConfigError, RefusedError, UsageError
 
 FORMATS = ("text", "github", "json", "sarif")
 
@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    "(on GitHub: \"$GITHUB_OUTPUT\")")
     p.add_argument("--max-annotations", type=at_least(0), default=10, metavar="N",
                    help="annotations per type (error, warning, notice) with --format github; GitHub shows at "
-                   "most 10 per step (default: 10)")
+                   "most 10 per step, so a larger N annotates 10 (default: 10)")
     p.add_argument("--depth", type=depth_arg, default=DEFAULT_DEPTH, metavar="N|all",
                    help=f"impact: stop after N hops; `all` for no limit (default: {DEFAULT_DEPTH})")
     p.add_argument("--fail-on", choices=("new", "all"), default="new",
@@ -69,12 +69,21 @@ def run(args: argparse.Namespace) -> int:
         _guard("--sarif", args.sarif, lambda: remove_output(args.sarif, inside=inside))
     for option, name in outputs:  # refused before the review runs, and again as each is opened
         _guard(option, name, functools.partial(check_output, name, inside=inside))
-    r = review(args.cwd, base=args.base, head=args.head, root=args.root, cache=not args.no_cache,
-               depth=args.depth, strict=args.strict)
+    try:
+        r = review(args.cwd, base=args.base, head=args.head, root=args.root, cache=not args.no_cache,
+                   depth=args.depth, strict=args.strict)
+    except ConfigError as err:
+        if args.format == "github":  # on the pull request's file too, not only in the log (still exit 2)
+            annotation = github.config_annotation(err, f"git vivary {args.command}")
+            if args.output:
+                _write("--output", args.output, annotation, inside)
+            else:
+                write_out(annotation)
+        raise
     if args.format == "text":
         text = render_text(r)
     elif args.format == "github":
-        text = github.render_annotations(r, args.max_annotations)
+        text = github.render_annotations(r, args.max_annotations, args.fail_on, summary=bool(args.summary))
     elif args.format == "json":
         text = json_text(r) + "\n"
     else:

@@ -15,10 +15,13 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from vivary_git.escape import name
 
 if TYPE_CHECKING:
-    from vivary_git.gates.review import Review
+    from vivary_git.errors import ConfigError
+    from vivary_git.gates.review import Annotation, Review
 
 # GitHub shows at most this many annotations of each type (error, warning, notice) per step, and 50
 # per job; anything beyond is dropped silently, so we choose which ones make it.
@@ -76,20 +79,51 @@ def append_text(path: Path, chunks: Iterable[str], *, inside: Path | None = None
             out.write(name(chunk))  # a file name that is not UTF-8 reads \xNN (docs/output.md)
 
 
-def render_annotations(r: Review, per_type: int = PER_TYPE_CAP) -> str:
+EXISTING_TITLE = " (already in the base)"
+
+
+def shown_as(annotations: Iterable[Annotation], fail_on: str = "new") -> list[Annotation]:
+    """The annotations as GitHub shows them. A finding the base tree already had says so in its title, and
+    when it cannot fail the run (`fail_on` "new") it is a notice, not an error or warning: reviewers tell old
+    debt from what this change did. Within each level, those come after everything else (ranking kept)."""
+    from vivary_git.gates.review import LEVEL_RANK, WHY_EXISTING
+
+    out = [msgspec.structs.replace(a, title=a.title + EXISTING_TITLE,
+                                   level="notice" if fail_on == "new" else a.level)
+           if a.why == WHY_EXISTING else a for a in annotations]
+    return sorted(out, key=lambda a: (LEVEL_RANK.get(a.level, 1), a.why == WHY_EXISTING))
+
+
+def render_annotations(r: Review, per_type: int = PER_TYPE_CAP, fail_on: str = "new", summary: bool = False) -> str:
     """The annotation lines for one step, most important first within GitHub's caps, then one plain
-    log line per group left out (plain text: it must not cost an annotation slot)."""
+    log line for those left out (plain text: it must not cost an annotation slot), naming the cap that
+    left them out and the job summary only when one is written (`summary`)."""
     from vivary_git.gates.review import headline, select
 
-    chosen, left = select(r.annotations, min(per_type, PER_TYPE_CAP))
+    cap = min(per_type, PER_TYPE_CAP)
+    chosen, left = select(shown_as(r.annotations, fail_on), cap)
     lines = [command(a.level, a.message, {"file": a.path, "line": a.line, "title": a.title}) for a in chosen]
     if left:
-        lines.append(f"vivary: {left} more finding(s) and notice(s) not annotated (GitHub shows {PER_TYPE_CAP} "
-                     "of each type per step); the job summary lists them all")
+        why = (f"--max-annotations {per_type}" if per_type < PER_TYPE_CAP else
+               f"GitHub shows {PER_TYPE_CAP} of each type per step"
+               + (f", so --max-annotations {per_type} annotates {PER_TYPE_CAP}" if per_type > PER_TYPE_CAP else ""))
+        lines.append(f"vivary: {left} more finding(s) and notice(s) not annotated (at most {cap} of each type: "
+                     f"{why}){'; the job summary lists them all' if summary else ''}")
     lines.append(escape_data(headline(r)))
     if r.note:
         lines.append(command("warning", r.note, {"title": "vivary"}))
     return "\n".join(lines) + "\n"
+
+
+def config_annotation(err: ConfigError, who: str) -> str:
+    """The `::error` line for a config error that stopped the review: on its file and line (repository-relative)
+    when the error names them, else on the run. `who` leads the message as on stderr (`git vivary ci`)."""
+    from vivary_git.gates.review import repo_path
+
+    where: dict[str, str | int | None] = {}
+    if err.file is not None:
+        where = {"file": repo_path(err.prefix or "", err.file), "line": err.line}
+    return command("error", f"{who}: {err}", {**where, "title": "vivary: config error"}) + "\n"
 
 
 def outputs(r: Review) -> dict[str, str | int]:

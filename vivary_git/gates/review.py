@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
 from vivary_git import lifetime
 from vivary_git.blast import ChangeReport, change_impact
 from vivary_git.check import new_findings
-from vivary_git.errors import GitError, VivaryError
+from vivary_git.errors import ConfigError, GitError, VivaryError
 from vivary_git.escape import text
 from vivary_git.git import Repo
 from vivary_git.graph import Graph
@@ -23,9 +23,12 @@ from vivary_git.models import Edge, Finding, Node
 from vivary_git.source import Source, rev_tree
 from vivary_git.workspace import CheckReport, Workspace, open_workspace
 
+if TYPE_CHECKING:
+    from pygit2 import Oid
+
 # The picture in the job summary stays readable (and under GitHub's 50,000-character Mermaid limit).
 PICTURE_MAX_NODES = 40
-_LEVEL_RANK = {"error": 0, "warning": 1, "notice": 2}
+LEVEL_RANK = {"error": 0, "warning": 1, "notice": 2}
 WHY_CHANGED = "changed file"
 WHY_BROKEN = "broken by this change"
 WHY_ELSEWHERE = "not in this change"
@@ -119,8 +122,13 @@ def review(
     # A gate: computed from the trees' blobs and this machine's caches, never a fetched cache (docs/cache.md).
     head_ws = open_workspace(cwd, rev=head, root=root, cache=cache, gate=True, rev_option="--head")
     lifetime.keep_until_exit(head_ws)  # freed by the system at exit, not object by object
-    report = head_ws.check(strict=strict)
-    head_graph = head_ws.graph()
+    try:
+        report = head_ws.check(strict=strict)
+        head_graph = head_ws.graph()
+    except ConfigError as err:  # a nested tropo.toml: its file is the workspace's
+        if err.prefix is None:
+            err.prefix = head_ws.source.prefix
+        raise
     prefix = head_ws.source.prefix
     change: ChangeReport | None = None
     note = ""
@@ -130,7 +138,11 @@ def review(
         repo = head_ws.source.repo
         assert repo is not None  # a --rev source always has one
         point = _branch_point(repo, base, head)
-        if point is not None:
+        if point is False:
+            # Two histories with no commit in common (a full clone: the shallow case was refused): there is no
+            # branch point to start from, so the change is read as everything from the base tree to the head's.
+            note = f"{base} and {head} share no commit: compared with {base} as it is, not with a branch point"
+        elif point is not None:
             # The base moved on after the branch point (pull_request_target checks the head itself, and `ci --base
             # main` on a branch main has gone past): compared with the base's tip, what main did since would
             # count as the change's, a finding main fixed as one the change made. The change is branch point..head.
@@ -138,7 +150,7 @@ def review(
                     "change starts")
             base = point
         try:
-            base_ws = _open_base(cwd, base, root, cache, repo.common_dir)
+            base_ws = _open_base(cwd, base, root, cache, repo)
             base_graph = base_ws.graph()
         except GitError:
             raise  # a base that does not resolve is a usage error
@@ -196,35 +208,97 @@ def _new_in_head(findings: list[Finding], base_graph: Graph, base_source: Source
     return new_findings(findings, base_graph.findings, renamed)
 
 
-def _branch_point(repo: Repo, base: str, head: str) -> str | None:
-    """The merge base of `base` and `head` when `base` is a commit that is not an ancestor of `head` (and they have
-    one); None when `base` is an ancestor (the usual pull request), a tree, or unrelated to `head`."""
+_WALK_LIMIT = 100_000  # commits _records_ancestor reads before it gives up (then: not known)
+
+
+def _branch_point(repo: Repo, base: str, head: str) -> str | Literal[False] | None:
+    """The merge base of `base` and `head` when `base` is a commit that is not an ancestor of `head`; None when
+    `base` is an ancestor (the usual pull request) or a tree; False when the two histories share no commit.
+    A shallow clone may lack the commits that say which: when it cannot tell, this refuses (GitError), since
+    compared with the base's tip what the base did since the branch point would count as the change's."""
     pygit2 = repo.pygit2
     try:
         b = repo.repo.revparse_single(base).peel(pygit2.Commit).id
         h = repo.repo.revparse_single(head).peel(pygit2.Commit).id
         if b == h or repo.repo.descendant_of(h, b):
             return None
-        found = repo.repo.merge_base(b, h)
+        shallow = repo.repo.is_shallow
+        # In a shallow clone libgit2 reads the cut commits as parentless, so a base fetched at depth 1 is no
+        # ancestor of a head checked out at depth 1 even when it is the head's parent: their own records say.
+        if shallow and _records_ancestor(repo, h, b):
+            return None
+        found: Oid | None = repo.repo.merge_base(b, h)  # None when they share no commit (not in the stub)
     except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
         return None
-    return str(found) if found is not None and found != b else None
+    if found is not None:
+        return str(found) if found != b else None
+    if not shallow:
+        return False
+    raise GitError(
+        f"--base {base}: not an ancestor of {head}, and their merge base is not in this shallow clone, so the "
+        f"change cannot be told from what {base} did since the branch point. Fetch more history with "
+        f"`git fetch --no-tags --deepen=100 origin {b} {h}` until `git merge-base {b} {h}` names a commit, "
+        "or check out with full history (actions/checkout: `fetch-depth: 0`)"
+    )
 
 
-def _open_base(cwd: str | os.PathLike[str] | None, base: str, root: str | None, cache: bool,
-               common_dir: Path) -> Workspace:
+def _records_ancestor(repo: Repo, start: Oid, target: Oid) -> bool:
+    """Whether `target` is `start` or an ancestor of it as the commits themselves record their parents, over the
+    commits this clone has (a shallow clone's cut hides those parents from libgit2's own walk). False when the
+    walk reaches a commit the clone lacks or `_WALK_LIMIT` commits first without meeting `target`."""
+    pygit2 = repo.pygit2
+    seen = {start}
+    todo = [start]
+    while todo and len(seen) <= _WALK_LIMIT:
+        oid = todo.pop()
+        if oid == target:
+            return True
+        obj = repo.repo.get(oid)
+        if obj is None or obj.type != pygit2.GIT_OBJECT_COMMIT:
+            continue
+        for line in obj.read_raw().split(b"\n"):
+            if not line:
+                break  # the headers end at the first empty line
+            if line.startswith(b"parent "):
+                parent = pygit2.Oid(hex=line[7:].decode("ascii", "replace").strip())
+                if parent not in seen:
+                    seen.add(parent)
+                    todo.append(parent)
+    return False
+
+
+def _open_base(cwd: str | os.PathLike[str] | None, base: str, root: str | None, cache: bool, repo: Repo) -> Workspace:
     try:
         ws = open_workspace(cwd, rev=base, root=root, cache=cache, gate=True, rev_option="--base")
         lifetime.keep_until_exit(ws)
     except GitError as err:
-        if (common_dir / "shallow").exists():
+        if (repo.common_dir / "shallow").exists():
             raise GitError(
-                f"--base {base}: not in this shallow clone. Fetch it with "
-                f"`git fetch --no-tags --depth=1 origin {base}`, or check out with full history "
-                "(actions/checkout: `fetch-depth: 0`)"
+                f"--base {base}: not in this shallow clone. Fetch it with `{_fetch_command(repo, base)}`, or "
+                "check out with full history (actions/checkout: `fetch-depth: 0`)"
             ) from None
         raise err from None
     return ws
+
+
+def _fetch_command(repo: Repo, base: str) -> str:
+    """The fetch that brings `base` into a shallow clone, quoted for a shell. A remote-tracking name
+    (`origin/main`, `refs/remotes/origin/main`, of a configured remote) is fetched into that very ref: the
+    remote has no ref `origin/main`, and a fetch of `main` alone would land in FETCH_HEAD, not in `origin/main`.
+    Anything else (a commit id) is asked of `origin` as it is."""
+    import shlex
+
+    name = next((base[len(p):] for p in ("refs/remotes/", "remotes/") if base.startswith(p)), base)
+    try:
+        remotes = list(repo.repo.remotes.names())
+    except repo.pygit2.GitError:
+        remotes = []
+    for remote in sorted((r for r in remotes if r and name.startswith(f"{r}/")), key=len, reverse=True):
+        branch = name[len(remote) + 1:]
+        if branch:
+            return (f"git fetch --no-tags --depth=1 {'-- ' if remote.startswith('-') else ''}{shlex.quote(remote)} "
+                    f"{shlex.quote(f'{branch}:refs/remotes/{remote}/{branch}')}")
+    return f"git fetch --no-tags --depth=1 origin {shlex.quote(base)}"
 
 
 def _changed_files(repo: Repo, base_tree: str, head_tree: str | None) -> list[str]:
@@ -267,7 +341,7 @@ def rank(
         else:
             tier, why = (1, WHY_BROKEN) if f.path in broke else (2, WHY_ELSEWHERE)
         a = Annotation(f.level, path, max(f.line, 1), f"vivary {f.code}", f.message, why)
-        out.append(((_LEVEL_RANK.get(f.level, 1), tier, path, f.line), a))
+        out.append(((LEVEL_RANK.get(f.level, 1), tier, path, f.line), a))
     if change is not None:
         referrers: dict[str, set[str]] = {}
         for e in edges:
