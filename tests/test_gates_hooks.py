@@ -249,3 +249,73 @@ def test_post_commit_docs_name_the_command_the_hook_runs() -> None:
     row = next(line for line in (ROOT / "docs" / "hooks.md").read_text().splitlines()
                if line.startswith("| `vivary-index`"))
     assert runs in row and "index --yes" not in row
+
+
+SUB_TROPO = """version = 1
+[base]
+derive = ["id"]
+[types.module]
+folder = "modules"
+required = { owner = "string" }
+optional = { depends = "ref-list" }
+"""
+
+
+def test_install_root_checks_a_workspace_in_a_subfolder(repo: Repo, cli: Any, tmp_path: Path) -> None:
+    """A workspace in `docs/`: the hook ran from the top, read a zero-config vault there and passed every commit,
+    and doctor said ok. `install` and `doctor` now name docs/tropo.toml and `--root docs`; with it the commit that
+    breaks a reference is refused; a second install keeps the folder; two workspaces are both checked."""
+    repo.commit("base", files={
+        "docs/tropo.toml": SUB_TROPO,
+        "docs/modules/core.md": "---\nowner: t\n---\n",
+        "docs/modules/a.md": "---\nowner: t\ndepends: [core]\n---\n",
+    })
+    fix = "git vivary hooks install --root docs"
+    r = cli("hooks", "install", cwd=repo.path)
+    assert r.code == 0 and "docs/tropo.toml configures a workspace the hooks do not check" in r.out
+    assert f"`{fix}`" in r.out
+    doctor = cli("doctor", cwd=repo.path)
+    assert "warning: hooks: docs/tropo.toml configures a workspace the hooks do not check" in doctor.out
+    assert f"fix: {fix}" in doctor.out
+    assert "note: docs/tropo.toml" in cli("hooks", "status", cwd=repo.path).out
+
+    r = cli("hooks", "install", "--root", "docs", cwd=repo.path)
+    assert r.code == 0 and "checks docs (was the top)" in r.out and "note:" not in r.out, r.out
+    status = cli("hooks", "status", "--json", cwd=repo.path).json()
+    assert [h["roots"] for h in status["hooks"]] == [["docs"], ["docs"], []] and status["unchecked"] is None
+    assert "checks docs" in cli("hooks", "status", cwd=repo.path).out
+    assert "hooks: " not in cli("doctor", cwd=repo.path).out
+    repo.git("rm", "-q", "docs/modules/core.md")
+    refused = commit(repo)
+    assert refused.returncode == 1, refused.stdout
+    assert "modules/a.md:3: error W220: field 'depends': ref 'core' matches no document id" in refused.stdout
+    assert "vivary: workspace docs/" in refused.stdout
+    repo.git("reset", "-q", "--hard")
+
+    # Installing again without --root keeps the folder; `--root .` is the top; a folder from a subfolder.
+    assert "checks docs as before" in cli("hooks", "install", cwd=repo.path).out
+    assert "--root docs " in (repo.path / ".git" / "hooks" / "pre-commit").read_text()
+    # Checked as --root is everywhere: no such folder, a file, outside the work tree, another repository.
+    repo.write({"notes/tropo.toml": SUB_TROPO, "notes/modules/x.md": "---\nowner: t\n---\n", "file.md": "x\n"})
+    git(repo.path, "init", "-q", "nested")
+    for bad, said in (("nope", "no such directory"), ("file.md", "is a file"),
+                      (str(tmp_path), "is not inside"), ("nested", "is another repository")):
+        r = cli("hooks", "install", "--root", bad, cwd=repo.path)
+        assert r.code == 2 and said in r.err and "Traceback" not in r.err, (bad, r.err)
+    assert "--root docs " in (repo.path / ".git" / "hooks" / "pre-commit").read_text()  # unchanged
+    (repo.path / "nested").rename(tmp_path / "nested-away")
+
+    # Two workspaces: one named from a subfolder (relative to it, as --root is everywhere).
+    r = cli("hooks", "install", "--root", "../docs", "--root", "../notes", cwd=repo.path / "notes")
+    assert r.code == 0 and "checks docs, notes" in r.out, r.out + r.err
+    repo.git("add", "-A")
+    assert commit(repo).returncode == 0
+    repo.write({"notes/modules/y.md": "---\nowner: t\ndepends: [gone]\n---\n"})
+    repo.git("add", "-A")
+    refused = commit(repo)
+    assert refused.returncode == 1 and "modules/y.md:3: error W220" in refused.stdout, refused.stdout
+    assert "vivary: workspace docs/" in refused.stdout and "vivary: workspace notes/" in refused.stdout
+    assert "(was docs, notes)" in cli("hooks", "install", "--root", ".", cwd=repo.path).out
+    assert "--root" not in (repo.path / ".git" / "hooks" / "pre-commit").read_text().split("exec", 1)[1]
+    r = cli("hooks", "uninstall", cwd=repo.path)
+    assert not (repo.path / ".git" / "hooks" / "pre-commit").exists(), r.out
