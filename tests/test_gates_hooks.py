@@ -152,7 +152,7 @@ def test_existing_hook_is_chained_and_restored(repo: Repo, cli: Any) -> None:
     assert "your previous hook is now pre-commit.local and runs first" in r.out
     assert (hooks / "pre-commit.local").read_text() == mine
     status = cli("hooks", "status", cwd=repo.path).out
-    assert "pre-commit   vivary (python " in status and "runs pre-commit.local first" in status
+    assert "pre-commit        vivary (python " in status and "runs pre-commit.local first" in status
     got = cli("hooks", "status", "--json", cwd=repo.path).json()["hooks"][0]
     assert got["state"] == "vivary" and got["chained"].endswith("pre-commit.local") and got["python_ok"]
     repo.write({"modules/c.md": "---\n---\n# C\n"})
@@ -353,3 +353,14 @@ def test_a_rebase_passes_the_hook_by_and_the_documented_exec_stops_it(repo: Repo
     assert "modules/c.md:2: error W220: field 'depends': ref 'a' matches no document id" in stopped.stdout
     assert (repo.path / ".git" / "rebase-merge").is_dir()  # stopped there, to be fixed and continued
     repo.git("rebase", "--abort")
+
+
+def test_status_lines_up_every_hook_name(repo: Repo, cli: Any) -> None:
+    """`pre-merge-commit vivary (python …)` stood one column off the others: the names were padded to 12."""
+    workspace(repo)
+    cli("hooks", "install", cwd=repo.path)
+    rows = [line for line in cli("hooks", "status", cwd=repo.path).out.splitlines() if line.startswith("  ")]
+    assert [row.split()[0] for row in rows] == ["pre-commit", "pre-merge-commit", "post-commit"]
+    columns = {len(row) - len(row[2:].split(maxsplit=1)[1]) for row in rows}
+    assert len(columns) == 1, rows
+    assert rows[1].startswith("  pre-merge-commit  vivary (python ")

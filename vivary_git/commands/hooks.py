@@ -257,7 +257,9 @@ def _status(cwd: Path, as_json: bool) -> int:
         name = {"husky": "husky", "pre-commit": "the pre-commit framework",
                 "shared-folder": "a shared hooks folder"}.get(m.kind, m.kind)
         print(f"managed by {name} ({m.detail}): vivary writes none of its files")
+    width = max(len(h.hook) for h in report.hooks)  # one column for every hook name (pre-merge-commit)
     for h in report.hooks:
+        name = f"{h.hook:<{width}}"
         gate = "runs vivary" if h.vivary_runs else "does not run vivary"
         note = f"; {h.note}" if h.note else ""
         if h.state == "vivary":
@@ -266,19 +268,19 @@ def _status(cwd: Path, as_json: bool) -> int:
                 py = f"python {h.python} is gone: falls back to git-vivary on PATH; run install again"
             chained = f"; runs {Path(h.chained).name} first" if h.chained else ""
             checks = f"; checks {shown(install.named(h.roots))}" if h.roots else ""
-            print(f"  {h.hook:<12} vivary ({py}{checks}{chained}){note}")
+            print(f"  {name}  vivary ({py}{checks}{chained}){note}")
         elif h.state == "absent":
-            print(f"  {h.hook:<12} not installed{note}")
+            print(f"  {name}  not installed{note}")
         elif h.state == "pre-commit-framework":
-            print(f"  {h.hook:<12} the pre-commit framework's hook: {h.runs} {gate}{note}")
+            print(f"  {name}  the pre-commit framework's hook: {h.runs} {gate}{note}")
         elif h.state == "husky":
-            print(f"  {h.hook:<12} husky's hook: runs {h.runs}, which {gate}{note}")
+            print(f"  {name}  husky's hook: runs {h.runs}, which {gate}{note}")
         elif m is not None and m.kind == "shared-folder":
-            print(f"  {h.hook:<12} your hook ({h.runs}), which {gate}{note}")
+            print(f"  {name}  your hook ({h.runs}), which {gate}{note}")
         elif m is not None:
-            print(f"  {h.hook:<12} another hook (not vivary's){note}")
+            print(f"  {name}  another hook (not vivary's){note}")
         else:
-            print(f"  {h.hook:<12} another hook (not vivary's); `install` would keep it as {h.hook}.local")
+            print(f"  {name}  another hook (not vivary's); `install` would keep it as {h.hook}.local")
     if report.unchecked:
         print(f"note: {shown(report.unchecked)}")
     return EXIT_OK
