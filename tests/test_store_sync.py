@@ -698,3 +698,30 @@ def test_sync_fetch_writes_only_into_its_own_repository(repo: Repo, tmp_path: Pa
     assert r.returncode == 0 and "refs/vivary/cache: adopted from" in r.stdout, r.stderr
     assert tip(me) == tip(repo.path)
     assert _fetch_refs(other) == ""
+
+
+def test_a_cache_ref_naming_a_blob_is_said_in_plain_words(repo: Repo, tmp_path: Path) -> None:
+    """A cache ref set to a blob: "commit 45b983be36b7 cannot be read (the git_object of id '…' can not be
+    successfully peeled into a tree (git_object_t=2).)" was libgit2's text. It says what the ref names and the fix."""
+    repo.commit("notes", NOTES)
+    run_git_vivary(["check", "--rev", "HEAD"], repo.path)
+    (tmp_path / "not-a-cache").write_text("hi\n")
+    blob = git(repo.path, "hash-object", "-w", "--", str(tmp_path / "not-a-cache")).strip()
+    origin = bare(tmp_path, "origin.git")
+    repo.git("push", "-q", f"file://{origin}", "main", f"{blob}:refs/vivary/cache")
+    repo.git("update-ref", "refs/vivary/cache", blob)
+    said = f"it names a blob ({blob[:12]}), not a commit"
+    for args, code in ((["cache", "verify"], 1), (["cache", "status"], 0), (["sync", "push"], 3)):
+        r = run_git_vivary(args, repo.path)
+        out = r.stdout + r.stderr
+        assert r.returncode == code and said in out, (args, out)
+        assert "git_object" not in out and "peeled" not in out and "Traceback" not in out, (args, out)
+    assert "`git vivary cache drop` removes it" in run_git_vivary(["cache", "status"], repo.path).stdout
+    me = tmp_path / "me"
+    git(tmp_path, "clone", "-q", f"file://{origin}", str(me))
+    fetched = run_git_vivary(["sync", "fetch"], me)
+    assert fetched.returncode == 3 and said in fetched.stderr and "git_object" not in fetched.stderr
+    assert "`git vivary sync push --force origin`" in fetched.stderr
+    assert run_git_vivary(["cache", "drop"], repo.path).returncode == 0
+    run_git_vivary(["check", "--rev", "HEAD"], repo.path)
+    assert run_git_vivary(["cache", "verify"], repo.path).returncode == 0

@@ -91,7 +91,8 @@ def status(repo: Repo) -> CacheStatus:
     try:
         snap = Snapshot.load(repo)
     except StoreDamaged as err:
-        return CacheStatus(ref=CACHE_REF, exists=True, notes=notes, problem=err.what)
+        return CacheStatus(ref=CACHE_REF, exists=True, notes=notes,
+                           problem=f"{err.what}; `git vivary cache drop` removes it")
     if snap is None:
         exists = _tip(repo, CACHE_REF) is not None
         return CacheStatus(ref=CACHE_REF, exists=exists, notes=notes,
