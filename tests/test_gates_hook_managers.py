@@ -134,7 +134,7 @@ def test_husky_9_keeps_its_files_and_gets_the_line_to_add(repo: Repo, cli: Any, 
     assert snapshot(repo.path / ".husky") == before  # nothing renamed, nothing written
     status = cli("hooks", "status", cwd=repo.path).out
     assert "managed by husky (core.hooksPath = .husky/_)" in status
-    assert "pre-commit   husky's hook: runs .husky/pre-commit, which does not run vivary" in status
+    assert "pre-commit        husky's hook: runs .husky/pre-commit, which does not run vivary" in status
 
     with (repo.path / ".husky" / "pre-commit").open("a") as f:
         f.write(advice(r.out))
@@ -144,7 +144,7 @@ def test_husky_9_keeps_its_files_and_gets_the_line_to_add(repo: Repo, cli: Any, 
     assert refused.returncode == 1, refused.stdout
     assert "user-hook-ran" in refused.stdout  # the user's hook still runs
     assert "modules/b.md:2: error W220: field 'depends': ref 'a' matches no document id" in refused.stdout
-    assert "pre-commit   husky's hook: runs .husky/pre-commit, which runs vivary" in \
+    assert "pre-commit        husky's hook: runs .husky/pre-commit, which runs vivary" in \
         cli("hooks", "status", cwd=repo.path).out
 
     husky(repo.path)  # the next `npm install`: nothing of vivary's to overwrite, the gate stays
@@ -169,7 +169,7 @@ def test_uninstall_after_husky_rewrote_an_earlier_install(repo: Repo, cli: Any, 
     (d / "pre-commit").rename(d / "pre-commit.local")  # what that earlier install did
     (d / "pre-commit").write_text(script("pre-commit", sys.executable))
     (d / "pre-commit").chmod(0o755)
-    assert "pre-commit   vivary (python " in cli("hooks", "status", cwd=repo.path).out
+    assert "pre-commit        vivary (python " in cli("hooks", "status", cwd=repo.path).out
     assert cli("hooks", "install", cwd=repo.path).code == 3  # it says: uninstall first
     husky(repo.path)
     r = cli("hooks", "uninstall", cwd=repo.path)
@@ -228,7 +228,7 @@ def test_pre_commit_framework_keeps_its_script_and_gets_a_config_entry(repo: Rep
     assert re.search(r"^hello\.+Passed$", refused.stdout, re.M)  # the user's own hook still runs
     assert "ref 'a' matches no document id" in refused.stdout and "migration mode" not in refused.stdout
     status = cli("hooks", "status", cwd=repo.path).out
-    assert "pre-commit   the pre-commit framework's hook: .pre-commit-config.yaml runs vivary" in status
+    assert "pre-commit        the pre-commit framework's hook: .pre-commit-config.yaml runs vivary" in status
     assert cli("hooks", "install", cwd=repo.path).code == 0
     assert cli("hooks", "install", "post-commit", cwd=repo.path).code == 3  # not in the config yet
 
@@ -283,7 +283,7 @@ def test_tracked_hooks_folder_is_not_rewritten(repo: Repo, cli: Any) -> None:
     with (repo.path / ".githooks" / "pre-commit").open("a") as f:
         f.write("git vivary hooks run pre-commit || exit $?\n")
     status = cli("hooks", "status", cwd=repo.path).out
-    assert "pre-commit   your hook (.githooks/pre-commit), which runs vivary" in status
+    assert "pre-commit        your hook (.githooks/pre-commit), which runs vivary" in status
     break_reference(repo)
     refused = commit(repo)
     assert refused.returncode == 1 and "team-hook-ran" in refused.stdout

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import shutil
@@ -157,3 +158,36 @@ def test_errors_name_the_option_the_user_typed(repo: Repo, cli: Any, tmp_path: P
         r = cli(*args, cwd=plain)
         assert r.code == 2 and r.err.startswith(f"git vivary {args[0]}: {named}"), r.err
         assert "not inside a Git repository" in r.err and "--rev/--staged" not in r.err
+
+
+def _every_command(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...],
+                                                                                          list[str]]]:
+    """(command path, arguments that satisfy its required positionals) for every command and nested subcommand."""
+    out: list[tuple[tuple[str, ...], list[str]]] = []
+    needed: list[str] = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                out += _every_command(child, (*path, name))
+        elif not action.option_strings and action.nargs not in ("?", "*", argparse.SUPPRESS):
+            needed.append(str(next(iter(action.choices))) if action.choices else "x")
+        elif action.option_strings and action.required:
+            needed += [action.option_strings[0], str(next(iter(action.choices))) if action.choices else "x"]
+    if path and not any(isinstance(a, argparse._SubParsersAction) for a in parser._actions):
+        out.append((path, needed))
+    return out
+
+
+def test_an_unknown_option_is_said_by_the_subcommand_it_was_given_to(cli: Any, tmp_path: Path) -> None:
+    """`git vivary sync setup -x` printed the top-level usage and `git vivary: error: unrecognized arguments`:
+    argparse says it from the top parser. Every command, nested or not, says it with its own usage."""
+    from vivary_git.main import build_parser
+
+    commands = _every_command(build_parser())
+    assert (("sync", "setup"), []) in commands and any(p == ("hooks", "run") for p, _ in commands)
+    for path, needed in commands:
+        r = cli(*path, *needed, "--no-such-option", cwd=tmp_path)
+        prog = " ".join(("git vivary", *path))
+        assert r.code == 2, (path, r.err)
+        assert r.err.startswith(f"usage: {prog} "), (path, r.err)
+        assert f"\n{prog}: error: unrecognized arguments: --no-such-option\n" in r.err, (path, r.err)

@@ -118,6 +118,66 @@ def test_a_tampered_remote_cache_is_not_adopted(repo: Repo, tmp_path: Path) -> N
     assert out.returncode == 1 and "Traceback" not in out.stderr
 
 
+def test_a_damaged_remote_cache_names_the_push_that_replaces_it(repo: Repo, tmp_path: Path) -> None:
+    """`sync push` met a damaged remote cache and said "run `git vivary cache drop` and push a fresh one": doing that
+    met the same remote cache, exit 3 again, for ever. It names `sync push --force REMOTE` (ours verified; the
+    lease holds it to the commit it refused), which works; `cache verify --ref` of the staged copy no longer
+    names `cache drop` (which deletes our good cache and leaves the remote's as it was)."""
+    repo.commit("notes", NOTES)
+    run_git_vivary(["check", "--rev", "HEAD"], repo.path)
+    origin = bare(tmp_path, "origin.git")
+    repo.git("remote", "add", "origin", f"file://{origin}")
+    assert run_git_vivary(["sync", "push"], repo.path).returncode == 0
+    r = GitRepo(repo.path)
+    snap = Snapshot.load(r)
+    assert snap is not None
+    good = snap.commit
+    truncated = r.repo[snap.tree["manifest.msgpack"].id].data[:10]
+    tree = _update_tree(r, snap.tree, {"manifest.msgpack": str(r.repo.create_blob(truncated))})
+    bad = _create_commit(r, tree, [good], "damaged")
+    repo.git("push", "-q", "--force", "origin", f"{bad}:refs/vivary/cache")
+
+    pushed = run_git_vivary(["sync", "push"], repo.path)
+    assert pushed.returncode == 3 and "Traceback" not in pushed.stderr
+    assert f"origin's cache ({bad[:12]}, fetched into refs/vivary-fetch/origin/cache) is damaged" in pushed.stderr
+    assert "`git vivary sync push --force origin` replaces it with ours" in pushed.stderr
+    assert f"only while origin holds {bad[:12]} or a cache this clone has seen" in pushed.stderr
+    assert "cache drop" not in pushed.stderr, pushed.stderr
+    fetched = run_git_vivary(["sync", "fetch"], repo.path)
+    assert fetched.returncode == 3 and "`git vivary sync push --force origin`" in fetched.stderr
+    assert "should run `git vivary cache drop`" not in fetched.stderr
+    verify = run_git_vivary(["cache", "verify", "--ref", "refs/vivary-fetch/origin/cache"], repo.path)
+    assert verify.returncode == 1 and "Fix: `git vivary cache drop`" not in verify.stderr
+    assert "this is origin's cache as `git vivary sync fetch` staged it" in verify.stderr
+    assert "`git vivary sync push --force origin`" in verify.stderr
+    mine = run_git_vivary(["cache", "verify"], repo.path)
+    assert mine.returncode == 0, mine.stdout + mine.stderr
+    repo.git("update-ref", "refs/other/cache", bad)
+    other = run_git_vivary(["cache", "verify", "--ref", "refs/other/cache"], repo.path)
+    assert other.returncode == 1 and "`git update-ref -d refs/other/cache` removes it" in other.stderr
+
+    # A cache pushed there since, which this clone has never seen, is not replaced blind: fetch looks at it first.
+    other_clone = tmp_path / "other"
+    git(tmp_path, "clone", "-q", f"file://{origin}", str(other_clone))
+    git(other_clone, "fetch", "-q", "origin", "refs/vivary/cache")
+    sound = git(other_clone, "commit-tree", f"{good}^{{tree}}", "-m", "sound").strip()
+    git(other_clone, "push", "-q", "--force", "origin", f"{sound}:refs/vivary/cache")
+    blind = run_git_vivary(["sync", "push", "--force", "origin"], repo.path)
+    assert blind.returncode == 3 and f"origin's cache is now {sound[:12]}, which this clone has never seen" in \
+        blind.stderr and "`git vivary sync fetch origin` looks at it first" in blind.stderr, blind.stderr
+    assert git(tmp_path, "--git-dir", str(origin), "rev-parse", "refs/vivary/cache").strip() == sound
+    git(other_clone, "push", "-q", "--force", "origin", f"{bad}:refs/vivary/cache")
+
+    # What it names fixes it: the remote holds ours again, and a fresh clone adopts it.
+    forced = run_git_vivary(["sync", "push", "--force", "origin"], repo.path)
+    assert forced.returncode == 0, forced.stderr
+    assert git(tmp_path, "--git-dir", str(origin), "rev-parse", "refs/vivary/cache").strip() == tip(repo.path)
+    assert run_git_vivary(["sync", "push"], repo.path).returncode == 0
+    me = tmp_path / "me"
+    git(tmp_path, "clone", "-q", f"file://{origin}", str(me))
+    assert run_git_vivary(["sync", "fetch"], me).returncode == 0
+
+
 WRITER = textwrap.dedent("""
     import sys
     from pathlib import Path
@@ -638,3 +698,30 @@ def test_sync_fetch_writes_only_into_its_own_repository(repo: Repo, tmp_path: Pa
     assert r.returncode == 0 and "refs/vivary/cache: adopted from" in r.stdout, r.stderr
     assert tip(me) == tip(repo.path)
     assert _fetch_refs(other) == ""
+
+
+def test_a_cache_ref_naming_a_blob_is_said_in_plain_words(repo: Repo, tmp_path: Path) -> None:
+    """A cache ref set to a blob: "commit 45b983be36b7 cannot be read (the git_object of id '…' can not be
+    successfully peeled into a tree (git_object_t=2).)" was libgit2's text. It says what the ref names and the fix."""
+    repo.commit("notes", NOTES)
+    run_git_vivary(["check", "--rev", "HEAD"], repo.path)
+    (tmp_path / "not-a-cache").write_text("hi\n")
+    blob = git(repo.path, "hash-object", "-w", "--", str(tmp_path / "not-a-cache")).strip()
+    origin = bare(tmp_path, "origin.git")
+    repo.git("push", "-q", f"file://{origin}", "main", f"{blob}:refs/vivary/cache")
+    repo.git("update-ref", "refs/vivary/cache", blob)
+    said = f"it names a blob ({blob[:12]}), not a commit"
+    for args, code in ((["cache", "verify"], 1), (["cache", "status"], 0), (["sync", "push"], 3)):
+        r = run_git_vivary(args, repo.path)
+        out = r.stdout + r.stderr
+        assert r.returncode == code and said in out, (args, out)
+        assert "git_object" not in out and "peeled" not in out and "Traceback" not in out, (args, out)
+    assert "`git vivary cache drop` removes it" in run_git_vivary(["cache", "status"], repo.path).stdout
+    me = tmp_path / "me"
+    git(tmp_path, "clone", "-q", f"file://{origin}", str(me))
+    fetched = run_git_vivary(["sync", "fetch"], me)
+    assert fetched.returncode == 3 and said in fetched.stderr and "git_object" not in fetched.stderr
+    assert "`git vivary sync push --force origin`" in fetched.stderr
+    assert run_git_vivary(["cache", "drop"], repo.path).returncode == 0
+    run_git_vivary(["check", "--rev", "HEAD"], repo.path)
+    assert run_git_vivary(["cache", "verify"], repo.path).returncode == 0

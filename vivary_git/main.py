@@ -60,7 +60,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     first = args_list[0] if args_list else None
     parser = build_parser(first if first in COMMANDS else None)
     try:
-        args = parser.parse_args(args_list)
+        args, extra = parser.parse_known_args(args_list)
+        if extra:  # said by the (sub)command they were given to, with its usage: not the top-level one
+            _chosen(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exit_:  # argparse's own exits: -h/--version (0) and usage errors (2)
         return int(exit_.code or 0)
     if args.command is None:
@@ -100,6 +102,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if writes is not None:  # a memory write committed, and another program kept it out of the user's index
         _say(*(f"git vivary {args.command}: warning: {text(said)}" for said in writes.unsynced()))
     return code
+
+
+def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The innermost subcommand's parser the command line chose (`git vivary sync setup` → `sync setup`'s)."""
+    while True:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        name = getattr(args, subs[0].dest, None) if subs and subs[0].dest else None
+        if name is None or name not in subs[0].choices:
+            return parser
+        parser = subs[0].choices[name]
 
 
 def _say(*lines: str) -> None:

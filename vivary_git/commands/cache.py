@@ -91,7 +91,8 @@ def status(repo: Repo) -> CacheStatus:
     try:
         snap = Snapshot.load(repo)
     except StoreDamaged as err:
-        return CacheStatus(ref=CACHE_REF, exists=True, notes=notes, problem=err.what)
+        return CacheStatus(ref=CACHE_REF, exists=True, notes=notes,
+                           problem=f"{err.what}; `git vivary cache drop` removes it")
     if snap is None:
         exists = _tip(repo, CACHE_REF) is not None
         return CacheStatus(ref=CACHE_REF, exists=exists, notes=notes,
@@ -147,14 +148,34 @@ def _verify(repo: Repo, ref: str | None) -> int:
     if problems:
         for p in problems:
             print(f"{shown(ref)}: {shown(p)}")
-        print(f"{shown(ref)}: damaged; it is ignored by every command. Fix: `git vivary cache drop` "
-              "(or `git vivary cache gc`), then a run records a fresh one", file=sys.stderr)
+        print(f"{shown(ref)}: damaged; it is ignored by every command. Fix: {shown(_verify_fix(ref))}",
+              file=sys.stderr)
         return EXIT_FINDINGS
     assert snap is not None
     m = snap.manifest
     print(f"{shown(ref)}: ok: {len(m.chunks)} chunk(s), {len(m.states)} state file(s), {len(m.trees)} tree(s) verified")
     print(f"{shown(ref)}: {shown(_trust_line(repo, ref))}")
     return EXIT_OK
+
+
+def _verify_fix(ref: str) -> str:
+    """What fixes the damaged `ref` that was verified: `cache drop` removes our own refs/vivary/cache only, and does
+    nothing to a remote's cache staged by `sync fetch` (refs/vivary-fetch/REMOTE/cache), which lives on the remote."""
+    from vivary_git.refnames import CACHE_REF, STAGING_PREFIX
+
+    if ref == CACHE_REF:
+        return "`git vivary cache drop` (or `git vivary cache gc`), then a run records a fresh one"
+    if ref.startswith(STAGING_PREFIX) and ref.endswith("/cache"):
+        name = ref.removeprefix(STAGING_PREFIX).removesuffix("/cache")
+        remote = "URL" if name.startswith("url-") else name  # a URL's staging name is a digest of it
+        where = " (the URL it was fetched from)" if remote == "URL" else ""
+        return (f"this is {remote}'s cache{where} as `git vivary sync fetch` staged it; it was not adopted, and "
+                f"our {CACHE_REF} is not affected (`git vivary cache drop` would delete ours as well as this copy, "
+                "and the next fetch stages the remote's again). "
+                f"`git vivary sync push --force {remote}`{where}, from a clone whose own cache verifies, replaces "
+                f"the remote's; the next fetch stages that one here")
+    return (f"it is not {CACHE_REF}, so no command reads it; `git update-ref -d {ref}` removes it "
+            f"(`git vivary cache drop` removes {CACHE_REF} only)")
 
 
 def _trust_line(repo: Repo, ref: str) -> str:

@@ -34,6 +34,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     i.add_argument("hooks", nargs="*", metavar="HOOK",
                    help="pre-commit, pre-merge-commit and/or post-commit (default: pre-commit and pre-merge-commit)")
     i.add_argument("--python", metavar="PATH", help="the Python the hooks run vivary-git with (default: this one)")
+    i.add_argument("--root", action="append", metavar="DIR",
+                   help="a workspace folder the hooks check (repeat for several; `.` is the top; default: what an "
+                   "earlier install chose, else the top)")
     u = hs.add_parser("uninstall", help="remove vivary's hooks and restore the ones they replaced")
     u.add_argument("hooks", nargs="*", metavar="HOOK",
                    help="pre-commit, pre-merge-commit and/or post-commit (default: all three)")
@@ -41,6 +44,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     s.add_argument("--json", action="store_true", help="print JSON for programs and agents")
     r = hs.add_parser("run", help="what an installed hook runs (the line to put in a husky or shared hook file)")
     r.add_argument("hook", choices=names)
+    r.add_argument("--root", action="append", default=[], metavar="DIR",
+                   help="a workspace folder to check, relative to the top of the work tree (repeatable; default: "
+                   "the top)")
     r.add_argument("hook_args", nargs="*", help=argparse.SUPPRESS)
     g = hs.add_parser("privacy-guard", help="refuse staged private files and literal secrets in .vivary/memory.toml",
                   description="Check the files staged for commit: refuse any that the privacy floor or a "
@@ -67,8 +73,9 @@ def run(args: argparse.Namespace) -> int:
         managed = not args.hooks and install.detect_manager(cwd) is not None
         names = install.check_hook_names(list(dict.fromkeys(args.hooks or (["pre-commit"] if managed
                                                                              else list(install.GATES)))))
+        roots = hook_roots(cwd, args.root) if args.root else None
         try:
-            lines = install.install(cwd, names, args.python)
+            lines = install.install(cwd, names, args.python, roots)
             if managed:
                 lines.append("merges: Git runs pre-merge-commit, not pre-commit, for a `git merge` that commits by "
                              "itself; `git vivary hooks install pre-merge-commit` prints what to add for it")
@@ -77,6 +84,10 @@ def run(args: argparse.Namespace) -> int:
                 sys.stdout.write(err.snippet)
                 sys.stdout.flush()
             raise
+        if not managed and any(n in install.GATES for n in names):
+            hint = install.status(cwd).unchecked
+            if hint:
+                lines.append(f"note: {hint}")
         for line in lines:
             print(f"vivary: {shown(line)}")
         return EXIT_OK
@@ -91,19 +102,65 @@ def run(args: argparse.Namespace) -> int:
         return _status(cwd, args.json)
     if action == "privacy-guard":
         return privacy_guard(cwd, args.allow)
+    workspaces = _run_roots(cwd, args.root) if action == "run" else []
     if action == "post-commit" or (action == "run" and args.hook == "post-commit"):
-        return post_commit()
+        return post_commit(workspaces)
     # `run pre-commit` (and `run pre-merge-commit`, the same for a merge): both gates in one process (one
     # interpreter start per commit), both reported. For a merge the index holds the merged tree, and HEAD is the
-    # branch merged into: what the merge brings in is what is new.
+    # branch merged into: what the merge brings in is what is new. The guard reads the whole repository (every
+    # workspace's private paths); the graph check runs once per workspace the hook names (`--root`).
     guard_code = privacy_guard(cwd)
     from vivary_git.main import main
 
-    check_code = main(["check", "--staged", "--gate", "--new-since", "HEAD"])
+    check_code = EXIT_OK
+    for where in [["-C", str(top), "--root", rel] for top, rel in workspaces] or [[]]:
+        if where:
+            print(f"vivary: workspace {shown(where[-1])}/ (paths below are relative to it)", flush=True)
+        check_code = max(check_code, main(["check", "--staged", "--gate", "--new-since", "HEAD", *where]))
     if check_code == EXIT_FINDINGS:
         print("vivary: commit refused: fix the findings above (`git commit --no-verify` skips the hook once)",
               file=sys.stderr)
     return max(guard_code, check_code)
+
+
+def hook_roots(cwd: Path, roots: list[str]) -> list[str]:
+    """`hooks install --root DIR...`: each DIR checked as `--root` is everywhere (a folder inside the work tree of
+    the repository Git finds here, exit 2 otherwise), and not another repository inside it; returned relative to
+    the top of the work tree ("." for the top), as the installed script passes them."""
+    from vivary_git.errors import UsageError
+    from vivary_git.gates.install import _toplevel
+    from vivary_git.source import root_folder
+
+    top = _toplevel(cwd)
+    if top is None:
+        raise UsageError("--root: this repository has no work tree, so there is no workspace folder to check; "
+                         "install the hooks from a clone with a working tree")
+    out: list[str] = []
+    for root in roots:
+        folder = root_folder(cwd, root)
+        rel = folder.relative_to(top.resolve()).as_posix() if folder != top.resolve() else "."
+        if any(ord(c) < 32 or ord(c) == 127 for c in rel):
+            raise UsageError(f"--root {root}: a folder name with a control character cannot be written into a hook "
+                             "script; rename the folder")
+        if rel != "." and (folder / ".git").exists():
+            raise UsageError(f"--root {root}: {rel} is another repository (a submodule, or a clone inside this work "
+                             f"tree), whose commits this repository's hooks never see; install its hooks there "
+                             f"(git vivary hooks install -C {root})")
+        out.append(rel)
+    return list(dict.fromkeys(out))
+
+
+def _run_roots(cwd: Path, roots: list[str]) -> list[tuple[Path, str]]:
+    """`hooks run HOOK --root DIR...`: each DIR is relative to the top of the work tree (where Git runs hooks)."""
+    if not roots:
+        return []
+    from vivary_git.errors import UsageError
+    from vivary_git.gates.install import _toplevel
+
+    top = _toplevel(cwd)
+    if top is None:
+        raise UsageError("--root: this repository has no work tree, so there is no workspace folder to check")
+    return [(top, r) for r in dict.fromkeys(roots)]
 
 
 def privacy_guard(cwd: Path, allow: list[str] | None = None) -> int:
@@ -125,7 +182,7 @@ INDEX_LOG = "index.log"  # in .git/vivary/: what the background index of the pos
 _LOG_LIMIT = 1 << 20
 
 
-def post_commit() -> int:
+def post_commit(roots: list[tuple[Path, str]] | None = None) -> int:
     """Refresh the memory index for the commit just made, when the user asked for that, in the background.
 
     `index --auto` indexes only when `[memory.local] auto_index = true` (which counts as approval) and
@@ -140,10 +197,10 @@ def post_commit() -> int:
     if "--auto" not in options:
         print("vivary: post-commit: nothing to do (this vivary-git has no `index --auto`)")
         return EXIT_OK
-    return _index_in_background()
+    return _index_in_background(roots or [])
 
 
-def _index_in_background() -> int:
+def _index_in_background(roots: list[tuple[Path, str]]) -> int:
     import os
     import subprocess
 
@@ -166,10 +223,12 @@ def _index_in_background() -> int:
     args = [*POST_COMMIT[:-1], commit] if POST_COMMIT[-1] == "HEAD" else list(POST_COMMIT)
     # The commit's temporary index (`git commit -a`, `git commit PATH`) is gone once the hook returns.
     env = {k: v for k, v in os.environ.items() if k != "GIT_INDEX_FILE"}
+    runs = [[*args, "-C", str(top), "--root", rel] for top, rel in roots] or [args]
     with log:
         try:
-            subprocess.Popen([sys.executable, "-m", "vivary_git.main", *args], stdin=subprocess.DEVNULL, stdout=log,
-                             stderr=log, env=env, start_new_session=True, close_fds=True)
+            for run_args in runs:  # one run per workspace the hook names; they queue on the index lock
+                subprocess.Popen([sys.executable, "-m", "vivary_git.main", *run_args], stdin=subprocess.DEVNULL,
+                                 stdout=log, stderr=log, env=env, start_new_session=True, close_fds=True)
         except OSError as err:
             print(f"vivary: post-commit: could not start the memory index ({err.strerror or err})", file=sys.stderr)
     return EXIT_OK
@@ -198,7 +257,9 @@ def _status(cwd: Path, as_json: bool) -> int:
         name = {"husky": "husky", "pre-commit": "the pre-commit framework",
                 "shared-folder": "a shared hooks folder"}.get(m.kind, m.kind)
         print(f"managed by {name} ({m.detail}): vivary writes none of its files")
+    width = max(len(h.hook) for h in report.hooks)  # one column for every hook name (pre-merge-commit)
     for h in report.hooks:
+        name = f"{h.hook:<{width}}"
         gate = "runs vivary" if h.vivary_runs else "does not run vivary"
         note = f"; {h.note}" if h.note else ""
         if h.state == "vivary":
@@ -206,17 +267,20 @@ def _status(cwd: Path, as_json: bool) -> int:
             if h.python and not h.python_ok:
                 py = f"python {h.python} is gone: falls back to git-vivary on PATH; run install again"
             chained = f"; runs {Path(h.chained).name} first" if h.chained else ""
-            print(f"  {h.hook:<12} vivary ({py}{chained}){note}")
+            checks = f"; checks {shown(install.named(h.roots))}" if h.roots else ""
+            print(f"  {name}  vivary ({py}{checks}{chained}){note}")
         elif h.state == "absent":
-            print(f"  {h.hook:<12} not installed{note}")
+            print(f"  {name}  not installed{note}")
         elif h.state == "pre-commit-framework":
-            print(f"  {h.hook:<12} the pre-commit framework's hook: {h.runs} {gate}{note}")
+            print(f"  {name}  the pre-commit framework's hook: {h.runs} {gate}{note}")
         elif h.state == "husky":
-            print(f"  {h.hook:<12} husky's hook: runs {h.runs}, which {gate}{note}")
+            print(f"  {name}  husky's hook: runs {h.runs}, which {gate}{note}")
         elif m is not None and m.kind == "shared-folder":
-            print(f"  {h.hook:<12} your hook ({h.runs}), which {gate}{note}")
+            print(f"  {name}  your hook ({h.runs}), which {gate}{note}")
         elif m is not None:
-            print(f"  {h.hook:<12} another hook (not vivary's){note}")
+            print(f"  {name}  another hook (not vivary's){note}")
         else:
-            print(f"  {h.hook:<12} another hook (not vivary's); `install` would keep it as {h.hook}.local")
+            print(f"  {name}  another hook (not vivary's); `install` would keep it as {h.hook}.local")
+    if report.unchecked:
+        print(f"note: {shown(report.unchecked)}")
     return EXIT_OK

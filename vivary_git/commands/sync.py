@@ -50,7 +50,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        help="remote name or URL (default origin)")
         if name == "push":
             a.add_argument("--force", action="store_true",
-                           help="replace the remote's cache with ours instead of merging its entries in (after gc)")
+                           help="replace the remote's cache with ours instead of merging its entries in (after gc, or "
+                           "when the remote's cannot be merged: damaged); only a remote cache this clone has seen is "
+                           "replaced")
     p.set_defaults(run=run)
 
 
@@ -268,21 +270,18 @@ def _adopt_cache(repo: Repo, remote: str, staged: str, *, quiet: bool, head: set
     except StoreDamaged as err:
         theirs, problems = None, [err.what]
     if problems:
-        raise RefusedError(
+        raise RemoteCacheRefused(
             f"the cache fetched from {remote} into {staged} is damaged ({problems[0]}); ours is unchanged. "
-            f"`git vivary cache verify --ref {staged}` lists every problem; whoever writes {remote}'s cache "
-            f"should run `git vivary cache drop` and push a fresh one"
-        )
+            f"`git vivary cache verify --ref {staged}` lists every problem. {replace_hint(remote)}",
+            remote, staged, f"damaged ({problems[0]})")
     if theirs is None:
         print(f"vivary: {shown(remote)}'s cache was written by another vivary-git format; not adopted", file=sys.stderr)
         return
     foreign = _not_derived(repo, theirs, _head_blobs(repo) if head is None else head)
     if foreign:
-        raise RefusedError(
+        raise RemoteCacheRefused(
             f"the cache fetched from {remote} into {staged} holds {foreign}; ours is unchanged. A shared cache "
-            f"holds parses, facts and vectors only; whoever writes {remote}'s cache should run `git vivary cache drop` "
-            "and push a fresh one"
-        )
+            f"holds parses, facts and vectors only. {replace_hint(remote)}", remote, staged, f"holds {foreign}")
     ours_tip = _tip(repo, CACHE_REF)
     new = theirs.commit
     how = "adopted"
@@ -359,6 +358,24 @@ def _head_blobs(repo: Repo) -> set[str]:
     return ours
 
 
+class RemoteCacheRefused(RefusedError):
+    """A remote's cache that `fetch` will not adopt (damaged, or holding what is not a derived entry)."""
+
+    def __init__(self, message: str, remote: str, staged: str, what: str) -> None:
+        super().__init__(message)
+        self.remote, self.staged, self.what = remote, staged, what
+
+
+def replace_hint(remote: str) -> str:
+    """What fixes a remote's cache that cannot be adopted. Dropping our own cache does not: the next push meets the
+    same remote cache, and the one after. Replacing it does, and risks nothing: `push --force` publishes only a
+    cache that verifies here, only the cache refs move, and its lease fails if the remote's cache changes after
+    we looked: a remote cache this clone has never seen is never replaced (a sound cache pushed meanwhile)."""
+    return (f"It stays there until replaced: `git vivary sync push --force {remote}`, from a clone whose own cache "
+            "verifies (`git vivary cache verify`), publishes that one in its place (only the cache refs move, and "
+            "only a remote cache that clone has seen is replaced); `git vivary cache drop` does not fix it")
+
+
 def _descends(repo: Repo, commit: str, ancestor: str) -> bool:
     pygit2 = repo.pygit2
     try:
@@ -425,8 +442,24 @@ def push(repo: Repo, remote: str, *, force: bool = False) -> None:
                                "`git vivary cache drop` and a fresh run make a sound one")
         remote_refs = _ls_remote(repo, remote)
         theirs = remote_refs.get(CACHE_REF)
+        if force and theirs is not None and theirs != ours and theirs not in repo.repo:
+            # The lease of --force is what this clone has seen: a cache pushed since (perhaps the sound one that
+            # replaced a damaged one) is looked at first, never overwritten blind.
+            raise RefusedError(
+                f"{remote}'s cache is now {theirs[:12]}, which this clone has never seen, so --force does not replace "
+                f"it; nothing was pushed. `git vivary sync fetch {remote}` looks at it first (it adopts a sound cache, "
+                "or says what is wrong with it); then push again")
         if theirs is not None and theirs != ours and not force and not _descends(repo, ours, theirs):
-            fetch(repo, remote, quiet=True)  # folds the remote's entries into ours first
+            try:
+                fetch(repo, remote, quiet=True)  # folds the remote's entries into ours first
+            except RemoteCacheRefused as err:
+                # Ours verified above: replacing theirs is the fix, and a stranger's cache has no say in it.
+                raise RefusedError(
+                    f"{remote}'s cache ({theirs[:12]}, fetched into {err.staged}) is {err.what}, so it cannot be "
+                    f"merged into ours; nothing was pushed. `git vivary sync push --force {remote}` replaces it "
+                    f"with ours ({CACHE_REF} {ours[:12]}, which verifies): only the cache refs move, and only "
+                    f"while {remote} holds {theirs[:12]} or a cache this clone has seen. `git vivary cache verify "
+                    f"--ref {err.staged}` lists what is wrong with it") from None
             ours = _tip(repo, CACHE_REF)
             assert ours is not None
             snap = Snapshot.load(repo)

@@ -50,10 +50,10 @@ if [ -x "$here/$hook.local" ]; then
     "$here/$hook.local" "$@" || exit $?
 fi
 if [ -n "$vivary_python" ] && [ -x "$vivary_python" ]; then
-    exec "$vivary_python" -m vivary_git.main hooks run "$hook" "$@"
+    exec "$vivary_python" -m vivary_git.main hooks run "$hook"{roots} "$@"
 fi
 if command -v git-vivary >/dev/null 2>&1; then
-    exec git-vivary hooks run "$hook" "$@"
+    exec git-vivary hooks run "$hook"{roots} "$@"
 fi
 echo "vivary: git-vivary is not on PATH and the Python that installed this hook is gone." >&2
 echo "vivary: reinstall vivary-git and run \\`git vivary hooks install\\`, or remove the hook with" >&2
@@ -69,11 +69,79 @@ _PURPOSE = {
 _MISSING_EXIT = {"pre-commit": 1, "pre-merge-commit": 1, "post-commit": 0}
 
 
-def script(hook: str, python: str | None) -> str:
-    """The hook script; `python=None` gives the copy in the repository's `hooks/` folder."""
+def script(hook: str, python: str | None, roots: list[str] | None = None) -> str:
+    """The hook script; `python=None` gives the copy in the repository's `hooks/` folder. `roots`: the workspaces
+    (folders relative to the top of the work tree) the hook checks, each passed as `--root DIR`; none: the top."""
     line = _PYTHON_LINE if python is None else f"vivary_python={shlex.quote(python)}"
+    args = "".join(f" --root {shlex.quote(r)}" for r in roots or ())
     return _TEMPLATE.format(marker=MARKER, hook=hook, purpose=_PURPOSE[hook], python_line=line,
-                            missing_exit=_MISSING_EXIT[hook])
+                            missing_exit=_MISSING_EXIT[hook], roots=args)
+
+
+def pinned_roots(text: str) -> list[str]:
+    """The `--root` folders an installed script of ours passes (repository-relative); [] when it checks the top."""
+    for line in text.splitlines():
+        if 'hooks run "$hook"' in line:
+            try:
+                words = shlex.split(line)
+            except ValueError:
+                return []
+            return [words[i + 1] for i, w in enumerate(words[:-1]) if w == "--root"]
+    return []
+
+
+def workspace_folders(top: Path) -> list[str]:
+    """The folders of the work tree (repository-relative, "." for the top) holding a workspace's config
+    (`tropo.toml`, `.vivary/workspace.toml`) that Git tracks or would add."""
+    proc = git.run(["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--",
+                    ":(glob)**/tropo.toml", ":(glob)**/.vivary/workspace.toml"], cwd=top, env=git.pinned_env(top),
+                   check=False)
+    if proc.returncode != 0:
+        return []
+    found: set[str] = set()
+    for raw in proc.stdout.split(b"\0"):
+        if not raw:
+            continue
+        path = os.fsdecode(raw)
+        folder = path.removesuffix("tropo.toml").removesuffix(".vivary/workspace.toml").rstrip("/") or "."
+        found.add(folder)
+    return sorted(found)
+
+
+def unchecked_workspaces(top: Path, roots: list[str]) -> list[str]:
+    """The workspace folders below the top that a hook checking `roots` ([]: the top) leaves out: their
+    tropo.toml is never applied, since a check from the top reads its own config (or none) only."""
+    checked = set(roots or ["."])
+    return [f for f in workspace_folders(top) if f != "." and f not in checked]
+
+
+def named(roots: list[str]) -> str:
+    """The workspaces a hook checks, for people."""
+    return ", ".join("the top" if r == "." else r for r in roots) if roots else "the top"
+
+
+def unchecked_hint(top: Path, roots: list[str]) -> tuple[str, str] | None:
+    """(what is wrong, the command that fixes it) when a workspace config below the top is checked by no hook of
+    ours that checks `roots`; the command keeps the workspaces already checked."""
+    missing = unchecked_workspaces(top, roots)
+    if not missing:
+        return None
+    keep = [r for r in roots or ["."] if r != "." or "." in workspace_folders(top)]
+    command = "git vivary hooks install" + "".join(f" --root {shlex.quote(r)}" for r in [*keep, *missing])
+    files = ", ".join(f"{f}/{_config_file(top / f)}" for f in missing)
+    one = len(missing) == 1
+    return (f"{files} configure{'s' if one else ''} {'a workspace' if one else 'workspaces'} the hooks do not check "
+            f"(they check {named(roots)}), so {'its' if one else 'their'} rules are never applied to a commit", command)
+
+
+def root_hint(top: Path, roots: list[str]) -> str | None:
+    """`unchecked_hint` as one line."""
+    hint = unchecked_hint(top, roots)
+    return None if hint is None else f"{hint[0]}; fix: `{hint[1]}`"
+
+
+def _config_file(folder: Path) -> str:
+    return "tropo.toml" if (folder / "tropo.toml").is_file() else ".vivary/workspace.toml"
 
 
 class Manager(msgspec.Struct, frozen=True):
@@ -96,6 +164,7 @@ class HookStatus(msgspec.Struct, frozen=True):
     # (.husky/NAME, .pre-commit-config.yaml, .githooks/NAME)
     vivary_runs: bool = False  # vivary's gate runs when Git runs this hook
     note: str | None = None  # what needs doing, when something does
+    roots: list[str] = []  # vivary's script: the workspaces it checks (`--root`, repository-relative); []: the top
 
 
 class HooksReport(msgspec.Struct, frozen=True):
@@ -103,6 +172,7 @@ class HooksReport(msgspec.Struct, frozen=True):
     hooks_path_config: str | None
     hooks: list[HookStatus]
     manager: Manager | None = None
+    unchecked: str | None = None  # workspace configs below the top that no hook of ours checks, and the fix
 
 
 class ManagedHooks(RefusedError):
@@ -277,8 +347,9 @@ _LOCAL_HOOK = {"pre-commit": ("vivary", "vivary (privacy guard + staged graph ch
                "post-commit": ("vivary-index", "vivary index (post-commit)")}
 
 
-def snippet(top: Path, m: Manager, hooks: list[str]) -> str:
-    """Exactly what to add to the manager's own file(s) so that it runs vivary's gate."""
+def snippet(top: Path, m: Manager, hooks: list[str], roots: list[str] | None = None) -> str:
+    """Exactly what to add to the manager's own file(s) so that it runs vivary's gate (on `roots`)."""
+    args = "".join(f" --root {shlex.quote(r)}" for r in roots or () if roots != ["."])
     if m.kind == "pre-commit":
         lines = ["# .pre-commit-config.yaml, under `repos:`",
                  "  - repo: local",
@@ -287,7 +358,7 @@ def snippet(top: Path, m: Manager, hooks: list[str]) -> str:
             hook_id, name = _LOCAL_HOOK[hook]
             lines += [f"      - id: {hook_id}",
                       f"        name: {name}",
-                      f"        entry: git-vivary hooks run {hook}",
+                      f"        entry: git-vivary hooks run {hook}{args}",
                       "        language: system",
                       "        pass_filenames: false",
                       "        always_run: true",
@@ -301,12 +372,12 @@ def snippet(top: Path, m: Manager, hooks: list[str]) -> str:
         rel = _rel(top, f)
         if m.kind == "husky":
             # husky runs the file with `sh -e`: a failing line stops the commit with its exit code.
-            blocks.append([f"# {rel}" + ("" if f.is_file() else " (a new file)"), f"git vivary hooks run {hook}"])
+            blocks.append([f"# {rel}" + ("" if f.is_file() else " (a new file)"), f"git vivary hooks run {hook}{args}"])
         elif f.is_file():
-            blocks.append([f"# {rel}: add this line", f"git vivary hooks run {hook} || exit $?"])
+            blocks.append([f"# {rel}: add this line", f"git vivary hooks run {hook}{args} || exit $?"])
         else:
             blocks.append([f"# {rel} (a new file; then `chmod +x {rel}` and commit it)", "#!/bin/sh",
-                           f"exec git vivary hooks run {hook}"])
+                           f"exec git vivary hooks run {hook}{args}"])
     return "\n\n".join("\n".join(b) for b in blocks) + "\n"
 
 
@@ -329,7 +400,7 @@ def status(cwd: Path) -> HooksReport:
                 note = (f"{m.kind} manages these hooks ({m.detail}): run `git vivary hooks uninstall`, then "
                         "`git vivary hooks install` prints what to add to its file")
             out.append(HookStatus(hook, str(path), "vivary", chained, py, py is not None and os.access(py, os.X_OK),
-                                  None, True, note))
+                                  None, True, note, pinned_roots(_read(path))))
         elif _exists(path) and _FRAMEWORK_MARKER in _read(path):
             note = None
             if _is_ours(legacy):
@@ -350,12 +421,16 @@ def status(cwd: Path) -> HooksReport:
             if m is not None and in_manager and not _manager_installed(d, m, hook):
                 note = f"{runs} runs vivary, but Git does not run it for {hook} yet: run {_install_command(m, hook)}"
             out.append(HookStatus(hook, str(path), "absent", None, None, False, runs, False, note))
-    return HooksReport(str(d), _hooks_path_config(cwd), out, m)
+    gates = [h.roots for h in out if h.state == "vivary" and h.hook in GATES]
+    hint = root_hint(top, gates[0]) if gates and top is not None else None
+    return HooksReport(str(d), _hooks_path_config(cwd), out, m, hint)
 
 
-def install(cwd: Path, hooks: list[str], python: str | None = None) -> list[str]:
+def install(cwd: Path, hooks: list[str], python: str | None = None, roots: list[str] | None = None) -> list[str]:
     """Install `hooks`; returns one line per action for the user. Raises `ManagedHooks` (exit 3) with the
-    lines to add when a hook manager owns the hooks, having written nothing."""
+    lines to add when a hook manager owns the hooks, having written nothing. `roots`: the workspaces the hooks
+    check (repository-relative folders, checked by the caller; ["."] for the top); None keeps what an earlier
+    install of ours chose."""
     d = hooks_dir(cwd)
     m = detect_manager(cwd, d)
     if m is not None:
@@ -369,13 +444,14 @@ def install(cwd: Path, hooks: list[str], python: str | None = None) -> list[str]
             raise ManagedHooks(
                 f"{name} manages this repository's hooks ({m.detail}), and an earlier `hooks install` left "
                 f"vivary's script among them ({', '.join(ours)}); run `git vivary hooks uninstall` first, which "
-                "restores your hooks as they were", snippet(top, m, missing or hooks))
+                "restores your hooks as they were", snippet(top, m, missing or hooks, roots))
         if missing:
             where = {"husky": "the file(s) they name", "pre-commit": ".pre-commit-config.yaml",
                      "shared-folder": "the file(s) they name, and commit them"}[m.kind]
             raise ManagedHooks(
                 f"{name} manages this repository's hooks ({m.detail}); vivary does not write into its files. "
-                f"Add the lines printed above to {where} (docs/hooks.md#hook-managers)", snippet(top, m, missing))
+                f"Add the lines printed above to {where} (docs/hooks.md#hook-managers)",
+                snippet(top, m, missing, roots))
         idle = [h for h in hooks if not _manager_installed(d, m, h)]
         if idle:
             raise ManagedHooks(f"{name} already runs vivary, but Git does not run its {' and '.join(idle)} hook "
@@ -395,15 +471,22 @@ def install(cwd: Path, hooks: list[str], python: str | None = None) -> list[str]
             )
     for hook in hooks:
         path, local = d / hook, d / f"{hook}.local"
+        before = pinned_roots(_read(path)) if _is_ours(path) else []
+        chosen = before if roots is None else [] if roots == ["."] else roots
+        checks = f"; checks {named(chosen)}" if chosen else ""
+        if roots is None and before:
+            checks += " as before (`--root .` checks the top instead)"
+        elif _is_ours(path) and before != chosen:
+            checks += f" (was {named(before)})"
         if _is_ours(path):
-            action = f"{hook}: updated {path}"
+            action = f"{hook}: updated {path}{checks}"
         elif _exists(path):
             path.rename(local)
-            action = f"{hook}: installed {path}; your previous hook is now {local.name} and runs first"
+            action = f"{hook}: installed {path}{checks}; your previous hook is now {local.name} and runs first"
         else:
-            action = f"{hook}: installed {path}"
+            action = f"{hook}: installed {path}{checks}"
         tmp = path.with_name(f".{hook}.vivary-tmp")
-        tmp.write_text(script(hook, text_python), encoding="utf-8")
+        tmp.write_text(script(hook, text_python, chosen), encoding="utf-8")
         tmp.chmod(0o755)
         os.replace(tmp, path)  # atomic: a commit running now sees the old hook or the new one
         done.append(action)

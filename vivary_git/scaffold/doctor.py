@@ -324,7 +324,7 @@ def _privacy(ws_root: Path, top: Path, root: str | None, problems: list[Problem]
 
 
 def _hooks(start: Path, top: Path, problems: list[Problem]) -> HooksInfo:
-    from vivary_git.gates.install import runs_vivary
+    from vivary_git.gates.install import GATES, _is_ours, pinned_roots, runs_vivary, unchecked_hint
 
     code, out = _git(["rev-parse", "--path-format=absolute", "--git-path", "hooks"], start)
     hooks_dir = Path(_text(out)) if code == 0 else None
@@ -341,6 +341,11 @@ def _hooks(start: Path, top: Path, problems: list[Problem]) -> HooksInfo:
     config = top / ".pre-commit-config.yaml"
     in_config = config.is_file() and "vivary-check" in _head(config, 1 << 20)
     installed = bool(ours) or (in_config and framework)
+    gates = [hooks_dir / g for g in GATES if g in ours and hooks_dir is not None and _is_ours(hooks_dir / g)]
+    hint = unchecked_hint(top, pinned_roots(_head(gates[0]))) if gates else None
+    if hint is not None:  # the hook checks the top (or other folders), and a workspace below has its own rules
+        problems.append(Problem("hooks", "warning", hint[0],
+                                f"{hint[1]}   # checks that workspace before every commit"))
     if not installed:
         fix = ("pre-commit install   # .pre-commit-config.yaml names vivary-check, but the framework's hook is not "
                "installed") if in_config else "git vivary hooks install   # check the graph before every commit"

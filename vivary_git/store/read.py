@@ -62,9 +62,17 @@ class Snapshot:
                 return None
         try:
             obj = repo.repo[commit]
+        except (KeyError, ValueError, pygit2.GitError):
+            raise StoreDamaged(ref, f"commit {commit[:12]} is not in this repository (fetched shallowly or "
+                               "partially, or removed)") from None
+        try:
             tree = obj.peel(pygit2.Tree)
-        except (KeyError, ValueError, pygit2.GitError) as err:
-            raise StoreDamaged(ref, f"commit {commit[:12]} cannot be read ({err})") from None
+        except (ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+            # libgit2 says "can not be successfully peeled into a tree (git_object_t=2)": say what it is.
+            kind = getattr(obj, "type_str", "") or "object"
+            raise StoreDamaged(ref, f"it names a {kind} ({commit[:12]}), not a commit: a cache is a commit whose "
+                               "tree holds the manifest and the chunks, and this ref was set to something else") \
+                from None
         data = _blob_at(repo, ref, tree, "manifest.msgpack", MAX_MANIFEST_BYTES)
         if data is None:
             raise StoreDamaged(ref, "manifest.msgpack is missing")
