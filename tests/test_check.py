@@ -75,6 +75,19 @@ def test_malformed_frontmatter_is_e001_with_the_line(repo: Repo, cli: Any) -> No
     assert "Traceback" not in r.err
 
 
+def test_line_separators_in_frontmatter_move_no_finding(repo: Repo, cli: Any) -> None:
+    """U+2028 (LS) is no line break for GitHub, editors or YAML 1.2 (Obsidian): a finding after one keeps the
+    line `grep -n` gives, and a comment holding one is still a comment."""
+    repo.commit(files=base_files(**{
+        "modules/m.md": '---\nstatus: "act\u2028ive"\ndepends: [ghost]\n---\n',
+        "modules/c.md": "---\nstatus: active # c\u2028omment\ndepends: [ghost2]\n---\n",
+    }))
+    r = cli("check", "--rev", "HEAD", cwd=repo.path)
+    assert "modules/m.md:3: error W220: field 'depends': ref 'ghost' matches no document id" in r.out, r.out
+    assert "modules/c.md:3: error W220: field 'depends': ref 'ghost2' matches no document id" in r.out, r.out
+    assert "E001" not in r.out, r.out
+
+
 def test_unreadable_content_is_e000_never_a_traceback(repo: Repo, cli: Any) -> None:
     repo.commit(files=base_files(**{
         "notes/latin1.md": b"---\ntitle: caf\xe9\n---\n",

@@ -102,6 +102,46 @@ def test_bom_and_crlf() -> None:
     assert note.fields == {"status": "ok"} and note.title == "Title" and note.key_lines == {"status": 2}
 
 
+@pytest.mark.parametrize("sep", ["\x85", "\u2028", "\u2029"])
+def test_nel_ls_ps_are_characters_not_line_breaks(sep: str) -> None:
+    """YAML 1.2 (js-yaml: Obsidian), editors and GitHub do not break lines at NEL, LS or PS; PyYAML (YAML 1.1)
+    does. They are read as characters: kept in strings, a comment holding one stays a comment, and no key or
+    E001 after one moves to another line."""
+    quoted = parse_blob(f'---\nowner: "te{sep}am"\n\'k{sep}\': [\'v{sep}\', x]\ndepends: [ghost]\n---\n'.encode())
+    assert quoted.problem is None
+    assert quoted.fields == {"owner": f"te{sep}am", f"k{sep}": [f"v{sep}", "x"], "depends": ["ghost"]}
+    assert quoted.key_lines == {"owner": 2, f"k{sep}": 3, "depends": 4}
+    comment = parse_blob(f"---\nowner: team # c{sep}omment\ndepends: [x]\n---\n".encode())
+    assert (comment.problem, comment.fields, comment.key_lines) == (
+        None, {"owner": "team", "depends": ["x"]}, {"owner": 2, "depends": 3})
+    for text, line in ((f'---\nowner: "a{sep}b"\nx: @\n---\n', 3), (f'---\no: "a{sep}{sep}b"\nbad: [1\nc: 2\n---\n', 3),
+                       (f'---\no: "a{sep}b"\no: 2\n---\n', 3)):
+        problem = parse_blob(text.encode()).problem
+        assert problem is not None and (problem.code, problem.line) == ("E001", line), (text, problem)
+
+
+def test_placeholders_for_nel_ls_ps_never_change_a_value() -> None:
+    """The stand-in a line separator is read through is a character the text neither holds nor writes as an
+    escape: those come back as written."""
+    note = parse_blob('---\na: "\\ue000 \ue001 \\U0000E002 \u2028"\n---\n'.encode())
+    assert note.problem is None and note.fields == {"a": "\ue000 \ue001 \ue002 \u2028"}
+
+
+def test_a_lone_cr_in_frontmatter_moves_no_line() -> None:
+    """Lines end at "\n" (GitHub's and editors' numbering); libyaml also breaks at a lone "\r"."""
+    problem = parse_blob(b'---\na: "x\ry"\nb: 1\nc: @\n---\n').problem
+    assert problem is not None and (problem.code, problem.line) == ("E001", 4)
+    assert parse_blob(b'---\na: "x\ry"\nb: 1\nb: 2\n---\n').problem == parse.ParseProblem(
+        "E001", 4, "frontmatter is not valid YAML: duplicate key 'b'")
+
+
+@pytest.mark.parametrize("sep", ["\x85", "\u2028", "\u2029", "\r", "\x0b", "\x0c", "\x1c"])
+def test_body_links_after_a_separator_keep_githubs_line(sep: str) -> None:
+    for body in (f"a{sep}b [[x]]\n\n[[y]]\n", f"a{sep}b [[x]]\n\n`c`\n[[y]]\n"):  # whole-text scan, line scan
+        note = parse_blob(f"---\na: 1\n---\n{body}".encode())
+        assert [(link.text, link.line) for link in note.links][::2] == [("x", 4), ("y", 6 + body.count("`c`"))][::2]
+
+
 @pytest.mark.parametrize("data,code,line", [
     (b"---\na: [1\nb: 2\n---\n", "E001", 2),
     (b"---\na: 1\na: 2\n---\n", "E001", 3),

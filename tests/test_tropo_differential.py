@@ -426,10 +426,11 @@ KNOWN_DIFFERENCES = [
           graph={"tropo": [("dup", "rl", "a", False), ("dup", "rl", "dup", False)],
                  "ours": [("dup", "rl", "a", False)]}),
     Known("yaml-cannot-parse-line", "docs/check.md (Frontmatter is real YAML): a line YAML cannot parse is "
-          "reported where libyaml notices it (often the next line), in libyaml's words",
+          "reported where libyaml notices it (often the next line; here, the frontmatter's last, that line), "
+          "in libyaml's words",
           spec("just a string"),
           [E("E001", 3, "frontmatter is not valid YAML: cannot parse line: 'just a string'")], 1,
-          [E("E001", 4, "frontmatter is not valid YAML: could not find expected ':'")], 1),
+          [E("E001", 3, "frontmatter is not valid YAML: could not find expected ':'")], 1),
     Known("h1-indented", "docs/check.md: an H1 indented by up to three spaces counts (CommonMark); tropo needs "
           "`#` in column 1, so its title falls back to the ID and `title: Ind` is no W210 there",
           {X: fm("s: a\ntitle: Ind", "   # Ind\n")}, [], 0,

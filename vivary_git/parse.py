@@ -338,7 +338,8 @@ def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str
             )
     import yaml
 
-    loader = loader_class()(source)
+    shielded, restore = _shield_breaks(source)
+    loader = loader_class()(shielded)
     try:
         node = loader.get_single_node()
         if node is None:
@@ -346,9 +347,14 @@ def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str
         if not isinstance(node, yaml.MappingNode):
             return {}, {}, ParseProblem("E001", first_line, "frontmatter must be a mapping of key: value")
         key_lines: dict[str, int] = {}
-        for key_node, _ in node.value:
+        line, at = first_line, 0
+        for key_node, _ in node.value:  # (in document order: each key's line counted on from the last)
             key = _key_text(key_node)
-            line = first_line + key_node.start_mark.line
+            if restore is not None:
+                key = key.translate(restore)
+            index = key_node.start_mark.index
+            line += source.count("\n", at, index)
+            at = index
             if key in key_lines:
                 return {}, {}, ParseProblem("E001", line, f"frontmatter is not valid YAML: duplicate key '{key}'")
             key_lines[key] = line
@@ -358,7 +364,7 @@ def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str
         # where the flow collection opened, which libyaml keeps as the context mark.
         opened_flow = err.context is not None and "flow" in err.context and err.context_mark is not None
         mark = err.context_mark if opened_flow else (err.problem_mark or err.context_mark)
-        line = first_line + (mark.line if mark is not None else 0)
+        line = first_line + (_line_of(source, mark.index) if mark is not None else 0)
         what = _with_character((err.problem or err.context or "invalid YAML").strip(), source, err.problem_mark)
         placeholder = _placeholder_line(source, first_line)
         if placeholder is not None:
@@ -375,9 +381,9 @@ def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str
     budget = [MAX_VALUES, len(source) + MAX_EXTRA_CHARS]
     fields: dict[str, Any] = {}
     for k, v in data.items():
-        key = str(k)
+        key = str(k) if restore is None else str(k).translate(restore)
         try:
-            fields[key] = _jsonable(v, 0, budget)
+            fields[key] = _jsonable(v, 0, budget) if restore is None else _restored(_jsonable(v, 0, budget), restore)
         except _TooBig as err:
             what = f"{MAX_VALUES:,} values" if err.values else f"{MAX_EXTRA_CHARS:,} more characters than it holds"
             return {}, {}, ParseProblem(
@@ -386,6 +392,51 @@ def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str
                 "what their anchor holds); write the values out, or move them out of the frontmatter",
             )
     return fields, key_lines, None
+
+
+# YAML 1.1 (PyYAML and libyaml follow it) reads NEL, LS and PS (U+0085, U+2028, U+2029) as line breaks;
+# YAML 1.2 (js-yaml: Obsidian) reads them as ordinary characters, as the fast path does and as every
+# editor and GitHub number lines (at "\n" only). So the full parser is handed the text with each of them
+# replaced by a private-use character that neither the text holds nor an escape in it (`\uE000`) writes,
+# one character for one (every offset stays), and the values it reads get the originals back: a string
+# keeps its LS, a comment holding one stays a comment, and no line after it moves.
+_ODD_BREAKS = ("\x85", "\u2028", "\u2029")
+_ESCAPED_CODE = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8}))")
+_PRIVATE_USE = (range(0xE000, 0xF900), range(0xF0000, 0xFFFFE), range(0x100000, 0x10FFFE))
+
+
+def _shield_breaks(source: str) -> tuple[str, dict[int, str] | None]:
+    """(`source` with NEL, LS and PS replaced by placeholders, the table that restores them), or
+    (`source`, None) when it holds none of them."""
+    odd = [c for c in _ODD_BREAKS if c in source]
+    if not odd:
+        return source, None
+    taken = set(source)
+    for short, long in _ESCAPED_CODE.findall(source):
+        code = int(short or long, 16)
+        if code <= 0x10FFFF:
+            taken.add(chr(code))
+    # At most len(taken) + 3 candidates are looked at: bounded by the text's length.
+    free = (ch for ch in map(chr, chain.from_iterable(_PRIVATE_USE)) if ch not in taken)
+    shield = {c: next(free) for c in odd}
+    return source.translate({ord(c): p for c, p in shield.items()}), {ord(p): c for c, p in shield.items()}
+
+
+def _restored(value: Any, restore: dict[int, str]) -> Any:
+    """A JSON-safe value (`_jsonable`'s) with the placeholders of `_shield_breaks` turned back."""
+    if isinstance(value, str):
+        return value.translate(restore)
+    if isinstance(value, dict):
+        return {k.translate(restore): _restored(v, restore) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_restored(v, restore) for v in value]
+    return value
+
+
+def _line_of(source: str, index: int) -> int:
+    """The 0-based line of character `index` of `source`, lines ending at "\n" (libyaml's own line
+    count also breaks at a lone "\r")."""
+    return source.count("\n", 0, index)
 
 
 _PLACEHOLDER = re.compile(r"\{\{[^{}\n]*\}\}|<%[^\n]*?%>")
@@ -422,12 +473,10 @@ def _with_character(what: str, source: str, mark: yaml.Mark | None) -> str:
     not say which (PyYAML's own parser does: `found character '@' that cannot start any token`)."""
     if mark is None or "character" not in what:
         return what
-    lines = source.split("\n")
-    line = lines[mark.line] if mark.line < len(lines) else ""
-    at = mark.column + (1 if what.startswith("found unknown escape") else 0)  # the mark is on the backslash
-    if not 0 <= at < len(line):
+    at = mark.index + (1 if what.startswith("found unknown escape") else 0)  # the mark is on the backslash
+    if not 0 <= at < len(source) or source[at] == "\n":
         return what
-    ch = line[at]
+    ch = source[at]
     shown = f"'{ch}'" if ch.isprintable() and ch != "'" else repr(ch)
     if what.startswith("found unknown escape"):
         shown = f"'\\{ch}'" if ch.isprintable() and ch != "'" else repr("\\" + ch)
