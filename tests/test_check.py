@@ -88,6 +88,19 @@ def test_line_separators_in_frontmatter_move_no_finding(repo: Repo, cli: Any) ->
     assert "E001" not in r.out, r.out
 
 
+def test_a_control_character_in_frontmatter_is_one_plain_line(repo: Repo, cli: Any) -> None:
+    repo.commit(files=base_files(**{"modules/k.md": "---\nstatus: team # c\x0comment\ndepends: [x]\n---\n"}))
+    for fmt in ("text", "github"):
+        r = cli("check", "--rev", "HEAD", cwd=repo.path) if fmt == "text" else \
+            cli("ci", "--head", "HEAD", "--format", "github", cwd=repo.path)
+        line = next(x for x in r.out.splitlines() if "modules/k.md" in x)
+        assert line.endswith("E001::frontmatter is not valid YAML: control character U+000C (form feed) in "
+                             "column 17 is not allowed in YAML; remove it" if fmt == "github" else
+                             "modules/k.md:2: error E001: frontmatter is not valid YAML: control character U+000C "
+                             "(form feed) in column 17 is not allowed in YAML; remove it"), line
+        assert fmt == "text" or "file=modules/k.md,line=2," in line, line
+
+
 def test_unreadable_content_is_e000_never_a_traceback(repo: Repo, cli: Any) -> None:
     repo.commit(files=base_files(**{
         "notes/latin1.md": b"---\ntitle: caf\xe9\n---\n",

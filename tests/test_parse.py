@@ -135,6 +135,43 @@ def test_a_lone_cr_in_frontmatter_moves_no_line() -> None:
         "E001", 4, "frontmatter is not valid YAML: duplicate key 'b'")
 
 
+def test_a_control_character_is_named_at_its_line_and_column() -> None:
+    """PyYAML names a control character by an offset in bytes from the frontmatter's start, after a line break
+    and `in "<unicode string>"`: the finding says which character, on the file's line, in which column."""
+    problem = parse_blob(b"---\nowner: team # c\x0comment\ndepends: [x]\n---\n").problem
+    assert problem == parse.ParseProblem("E001", 2, "frontmatter is not valid YAML: control character U+000C (form "
+                                                    "feed) in column 16 is not allowed in YAML; remove it")
+    later = parse_blob("---\nowner: \"é\u2028\"\nnote: 'ü \x1b[31m'\n---\n".encode()).problem
+    assert later is not None and later.line == 3 and "U+001B (escape) in column 10" in later.message, later
+    # The fast path reads no character YAML refuses: the same E001 whichever path a note takes.
+    for text in ("---\na: te\x0bam\n---\n", "---\na: [x, y\x7f]\n---\n", "---\n# c\x1b\na: 1\n---\n",
+                 "---\na: \ufffe\n---\n"):
+        got = parse_blob(text.encode()).problem
+        assert got is not None and (got.code, got.line) == ("E001", 2), (text, got)
+        assert "is not allowed in YAML; remove it" in got.message, got
+
+
+@pytest.mark.parametrize("yaml_text", [
+    "a: 'x\x0cy'", "a: \"\\q\"", "a: *nope", "a: &x 1\nb: &x 2", "? [a]\n: b", "a: !foo!bar x", "a: [1", "a: {b: 1",
+    "%YAML 1.1\n---\na: 1", "a: b: c", "a: !!python/object:os.system x", "a: !!map [a]", "- a",
+])
+def test_e001_says_what_in_plain_words_on_one_line(yaml_text: str) -> None:
+    problem = parse_blob(f"---\n{yaml_text}\n---\n".encode()).problem
+    assert problem is not None and problem.code == "E001", problem
+    said = problem.message
+    assert "\n" not in said and "<unicode string>" not in said and "position" not in said and "#x" not in said, said
+    assert len(said.removeprefix("frontmatter is not valid YAML: ")) > 10, said
+
+
+def test_aliases_and_anchors_libyaml_does_not_name_are_named() -> None:
+    assert parse_blob(b"---\na: 1\nb: *nope\n---\n").problem == parse.ParseProblem(
+        "E001", 3, "frontmatter is not valid YAML: found undefined alias '*nope': define the anchor `&nope` before "
+        "it, or quote the value")
+    assert parse_blob(b"---\na: &x 1\nb: &x 2\n---\n").problem == parse.ParseProblem(
+        "E001", 3, "frontmatter is not valid YAML: found duplicate anchor (first on line 2): rename one of the two "
+        "anchors")
+
+
 @pytest.mark.parametrize("sep", ["\x85", "\u2028", "\u2029", "\r", "\x0b", "\x0c", "\x1c"])
 def test_body_links_after_a_separator_keep_githubs_line(sep: str) -> None:
     for body in (f"a{sep}b [[x]]\n\n[[y]]\n", f"a{sep}b [[x]]\n\n`c`\n[[y]]\n"):  # whole-text scan, line scan

@@ -245,7 +245,7 @@ def suppress(findings: Sequence[Finding], ignores: Sequence[Ignore]) -> list[Fin
 
 # --- a baseline: which findings a tree already had (`check --new-since`, `ci`, the pre-commit hook) ---------
 
-_NUMBERED = re.compile(r"\b(line|lines|offset) [0-9]+")
+_NUMBERED = re.compile(r"\b(line|lines|offset|column) [0-9]+")
 
 BaselineKey = tuple[str, str, str]  # (code, path, message without line numbers)
 

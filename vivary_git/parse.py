@@ -260,8 +260,8 @@ def _fast_scalar(text: str) -> tuple[bool, Any]:
 
 
 def _resolve_scalar(text: str) -> tuple[bool, Any]:
-    if not (_SIMPLE_PLAIN.fullmatch(text) or _FAST_PLAIN.fullmatch(text)):
-        return False, None
+    if not (_SIMPLE_PLAIN.fullmatch(text) or _FAST_PLAIN.fullmatch(text)) or _NOT_YAML.search(text):
+        return False, None  # (a control character: the full parser says where it is)
     # Text that starts as no null, bool, int, float, merge or value does (a ref, a word) is a string.
     kind = "str" if text[0] not in _RESOLVED_STARTS else plain_kind(text)
     if kind == "str":
@@ -298,6 +298,8 @@ def _fast_frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dic
     for i, raw in enumerate(source.split("\n")):
         line = raw.rstrip("\r").rstrip(" ") if "\r" in raw else raw.rstrip(" ")
         if not line or line[0] == "#":
+            if line and _NOT_YAML.search(line):
+                return None
             continue
         key, sep, rest = line.partition(": ")
         if not sep or key in fields or (tabbed and "\t" in line) or not (keys.get(key) or _fast_key(key)):
@@ -337,6 +339,7 @@ def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str
                 "E001", first_line + i, "frontmatter is not valid YAML: tab character used for indentation"
             )
     import yaml
+    import yaml.reader
 
     shielded, restore = _shield_breaks(source)
     loader = loader_class()(shielded)
@@ -365,17 +368,22 @@ def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str
         opened_flow = err.context is not None and "flow" in err.context and err.context_mark is not None
         mark = err.context_mark if opened_flow else (err.problem_mark or err.context_mark)
         line = first_line + (_line_of(source, mark.index) if mark is not None else 0)
-        what = _with_character((err.problem or err.context or "invalid YAML").strip(), source, err.problem_mark)
         placeholder = _placeholder_line(source, first_line)
         if placeholder is not None:
             return {}, {}, placeholder
-        return {}, {}, ParseProblem("E001", line, f"frontmatter is not valid YAML: {what}")
+        said = _marked_words(err, source, first_line)
+        return {}, {}, ParseProblem("E001", line, f"frontmatter is not valid YAML: {said}")
     except RecursionError:
         return {}, {}, ParseProblem(
             "E001", first_line, "frontmatter is nested too deeply to read; flatten its lists and mappings"
         )
-    except (yaml.YAMLError, ValueError, TypeError) as err:
-        return {}, {}, ParseProblem("E001", first_line, f"frontmatter is not valid YAML: {err}")
+    except yaml.reader.ReaderError as err:  # a character YAML does not allow in a stream: no mark, an offset in bytes
+        return {}, {}, _bad_character(source, first_line, err.character)
+    except (yaml.YAMLError, ValueError, TypeError, LookupError, AttributeError, ArithmeticError) as err:
+        # None is expected here (each known shape is handled above or in the loader's constructors): the
+        # first line of what was said, without the parser's "in <unicode string>, position N".
+        said = (str(err).split("\n", 1)[0].split(' in "<unicode string>"', 1)[0].strip() or type(err).__name__)[:200]
+        return {}, {}, ParseProblem("E001", first_line, f"frontmatter is not valid YAML: {said}")
     finally:
         loader.dispose()
     budget = [MAX_VALUES, len(source) + MAX_EXTRA_CHARS]
@@ -466,6 +474,54 @@ def _placeholder_line(source: str, first_line: int) -> ParseProblem | None:
                 ".vivary/graph.toml)", template=True,
             )
     return None
+
+
+# What YAML allows in a stream (YAML 1.2's c-printable, as PyYAML's reader and libyaml check it).
+_NOT_YAML = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_CONTROL_NAMES = {
+    "\x00": "NUL", "\x07": "bell", "\x08": "backspace", "\x0b": "vertical tab", "\x0c": "form feed",
+    "\x1b": "escape", "\x7f": "delete", "\ufffe": "not a character", "\uffff": "not a character",
+}
+
+
+def _bad_character(source: str, first_line: int, character: object) -> ParseProblem:
+    """E001 for a character YAML does not allow anywhere (a control character, U+FFFE), at its line and
+    column: PyYAML names it with an offset in bytes from the frontmatter's start, which no editor shows."""
+    m = _NOT_YAML.search(source)
+    at = m.start() if m is not None else -1
+    if at == -1 and isinstance(character, int) and 0 <= character <= 0x10FFFF:
+        at = source.find(chr(character))
+    if at == -1:
+        return ParseProblem("E001", first_line, "frontmatter is not valid YAML: it holds a character YAML does not "
+                            "allow; remove it")
+    ch = source[at]
+    column = at - (source.rfind("\n", 0, at) + 1) + 1
+    kind = "control character" if ch < "\xa0" else "character"
+    name = _CONTROL_NAMES.get(ch)
+    shown = f"U+{ord(ch):04X}" + (f" ({name})" if name else "")
+    return ParseProblem("E001", first_line + _line_of(source, at),
+                        f"frontmatter is not valid YAML: {kind} {shown} in column {column} is not allowed in YAML; "
+                        "remove it")
+
+
+_ALIAS = re.compile(r"\*([^\s,\[\]{}]+)")
+
+
+def _marked_words(err: yaml.MarkedYAMLError, source: str, first_line: int) -> str:
+    """What a parser error says, in plain words on one line: its problem (or its context), the character it
+    names, and for the two libyaml says least about, the name (an undefined alias) or the other line (a
+    duplicate anchor)."""
+    what = " ".join((err.problem or err.context or "invalid YAML").split())
+    mark = err.problem_mark
+    if what == "found undefined alias" and mark is not None:
+        alias = _ALIAS.match(source, mark.index)
+        if alias is not None:
+            return (f"found undefined alias '*{alias.group(1)[:80]}': define the anchor `&{alias.group(1)[:80]}` "
+                    "before it, or quote the value")
+    if what == "second occurrence" and err.context_mark is not None:
+        first = first_line + _line_of(source, err.context_mark.index)
+        return f"found duplicate anchor (first on line {first}): rename one of the two anchors"
+    return _with_character(what, source, mark)
 
 
 def _with_character(what: str, source: str, mark: yaml.Mark | None) -> str:
