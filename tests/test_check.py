@@ -101,6 +101,19 @@ def test_a_control_character_in_frontmatter_is_one_plain_line(repo: Repo, cli: A
         assert fmt == "text" or "file=modules/k.md,line=2," in line, line
 
 
+def test_frontmatter_not_recognised_or_conflicted_is_e001_not_e101(repo: Repo, cli: Any) -> None:
+    repo.commit(files=base_files(**{
+        "modules/cm.md": "---\nstatus: a\n<<<<<<< HEAD\ndepends: [a]\n=======\ndepends: [b]\n>>>>>>> branch\n---\n",
+        "modules/cr.md": b"---\rstatus: a\rdepends: [core]\r---\rbody\r",
+        "modules/bl.md": "\n\n---\nstatus: a\n---\n",
+    }))
+    r = cli("check", "--rev", "HEAD", cwd=repo.path)
+    assert "E101" not in r.out and "modules/cr.md" not in r.out, r.out  # old Mac line ends: read as line ends
+    for expected in ("modules/cm.md:3: error E001: merge conflict markers left in the frontmatter (line 3): resolve",
+                     "modules/bl.md:1: error E001: frontmatter not recognised: its opening `---` is on line 3"):
+        assert expected in r.out, (expected, r.out)
+
+
 def test_unreadable_content_is_e000_never_a_traceback(repo: Repo, cli: Any) -> None:
     repo.commit(files=base_files(**{
         "notes/latin1.md": b"---\ntitle: caf\xe9\n---\n",

@@ -172,6 +172,39 @@ def test_aliases_and_anchors_libyaml_does_not_name_are_named() -> None:
         "anchors")
 
 
+def test_merge_conflict_markers_in_frontmatter_are_named_at_their_line() -> None:
+    said = ("merge conflict markers left in the frontmatter (line {}): resolve the conflict (keep one side, delete "
+            "the `<<<<<<<`, `=======` and `>>>>>>>` lines)")
+    for text, line in (("---\nowner: t\n<<<<<<< HEAD\ndepends: [a]\n=======\ndepends: [b]\n>>>>>>> branch\n---\n", 3),
+                       ("---\ntags:\n<<<<<<< HEAD\n  - a\n||||||| base\n=======\n  - b\n>>>>>>> x\n---\n", 3),
+                       ("---\r\na: 1\r\n=======\r\nb: 2\r\n>>>>>>> x\r\n---\r\n", 3)):
+        assert parse_blob(text.encode()).problem == parse.ParseProblem("E001", line, said.format(line)), text
+    start = parse_blob(b"<<<<<<< HEAD\n---\na: 1\n---\n=======\n---\na: 2\n---\n>>>>>>> x\n").problem
+    assert start is not None and (start.code, start.line) == ("E001", 1) and "merge conflict markers" in start.message
+    assert parse_blob(b"---\na: '<<<<<<< not a marker'\n---\n").problem is None
+
+
+def test_frontmatter_where_it_is_not_read_is_named_not_missing() -> None:
+    """Frontmatter after blank lines (tropo and Obsidian do not read it either), or with old Mac line ends (a lone
+    CR) in a file whose other lines end with LF, is not read: E001 says so and how to fix it, rather than each
+    required field being reported missing."""
+    blank = parse_blob(b"\n\n---\nowner: team\n---\n# T\n").problem
+    assert blank == parse.ParseProblem("E001", 1, "frontmatter not recognised: its opening `---` is on line 3, and "
+                                                  "frontmatter is read only when `---` is the file's first line; "
+                                                  "remove the blank lines above it")
+    assert parse_blob(b" \r\n---\r\nowner: team\r\n---\r\n").problem == parse.ParseProblem(
+        "E001", 1, blank.message.replace("line 3", "line 2"))
+    cr = parse_blob(b"---\rowner: team\rdepends: [x]\r---\r# T\r\nmore\n").problem
+    assert cr is not None and (cr.code, cr.line) == ("E001", 1) and "lone CR" in cr.message and "LF" in cr.message
+    # Old Mac line ends throughout: read as line ends, as tropo (universal newlines) and js-yaml read them.
+    mac = parse_blob(b"---\rowner: team\rdepends: [x]\r---\r# T\r\r[[y]]\r")
+    assert (mac.problem, mac.fields, mac.key_lines, mac.title) == (
+        None, {"owner": "team", "depends": ["x"]}, {"owner": 2, "depends": 3}, "T")
+    assert [(link.text, link.line) for link in mac.links] == [("y", 7)]
+    for text in (b"\n---\n\nA paragraph.\n---\n", b"\n# T\n", b"\n---\n", b"<<<<<<< x\n# T\n"):
+        assert parse_blob(text).problem is None, text  # a thematic break, no frontmatter at all
+
+
 @pytest.mark.parametrize("sep", ["\x85", "\u2028", "\u2029", "\r", "\x0b", "\x0c", "\x1c"])
 def test_body_links_after_a_separator_keep_githubs_line(sep: str) -> None:
     for body in (f"a{sep}b [[x]]\n\n[[y]]\n", f"a{sep}b [[x]]\n\n`c`\n[[y]]\n"):  # whole-text scan, line scan

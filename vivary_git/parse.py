@@ -148,6 +148,10 @@ def parse_blob(data: bytes) -> Note:
     has_frontmatter = False
     body_start = 0  # the body's first line, 0-based
     body = text
+    if text.startswith("---\r") and text[4:5] != "\n" and "\n" not in text:
+        # Old Mac line ends (a lone CR) throughout: read as line ends, as tropo (Python's universal newlines),
+        # js-yaml and the editors that open such a file read them.
+        text = text.replace("\r", "\n")
     split = _split_frontmatter(text) if text.startswith("---") else None
     if split is not None:
         has_frontmatter = True
@@ -158,6 +162,8 @@ def parse_blob(data: bytes) -> Note:
             )
         else:
             fields, key_lines, problem = _frontmatter(source, first_line=2)
+    elif text and text[0] in _UNRECOGNISED_STARTS:
+        problem = _unrecognised_frontmatter(text)
     title, links, anchors = _scan_body(body, first_line=body_start + 1)
     return Note(
         fields=fields,
@@ -212,6 +218,69 @@ def _split_frontmatter(text: str) -> tuple[str | None, int, str] | None:
                 return text[eol + 1:at], body_start, ("" if end == -1 else text[end + 1:])
             at += 1
     return None, text.count("\n") + 1, ""
+
+
+# Frontmatter that is there but not where it is read (line 1, lines ending at "\n"): what a file that
+# does not open with a `---` line starts with when it may be one of those.
+_UNRECOGNISED_STARTS = frozenset("-\n\r \t<")
+_CR_OPENING = re.compile(r"---[ \t]*\r(?!\n)")
+_CR_CLOSING = re.compile(r"\r(?:---|\.\.\.)[ \t]*(?:\r|$)")
+_BLANK_LINES_THEN_OPENING = re.compile(r"(?:[ \t]*\r?\n)+(?=---[ \t]*\r?\n)")
+_KEY_LINE = re.compile(r"[ \t]*(?:[^\s#:\-][^:\n]*|\"[^\"\n]*\"|'[^'\n]*'):(?:[ \t\r]|$)")
+_CONFLICT_START = re.compile(r"<{7}(?: [^\n]*)?\r?\n---[ \t]*\r?\n")
+
+
+def _unrecognised_frontmatter(text: str) -> ParseProblem | None:
+    """E001 for a file that holds frontmatter where no reader looks for it (Obsidian, tropo and we read it only
+    from a `---` first line, lines ending at "\n"): after blank lines, with old Mac line ends (a lone CR, which
+    Git, GitHub and tropo read as no line end), or after a merge conflict's first marker. Its fields would
+    otherwise be read as missing (`E101`), which says nothing about why."""
+    if text[0] == "-":
+        eol = text.find("\n")
+        first = text if eol == -1 else text[:eol]
+        if _CR_OPENING.match(first) and _CR_CLOSING.search(first):  # (a file with no LF at all is read as CR lines)
+            return ParseProblem(
+                "E001", 1, "frontmatter not recognised: its lines end with a lone CR (old Mac line ends) while the "
+                "file's other lines end with LF; convert its line ends to LF (`mac2unix FILE`, or the editor's "
+                "line-ending setting)")
+        return None
+    if text[0] == "<":
+        m = _CONFLICT_START.match(text)
+        if m is not None:
+            return ParseProblem(
+                "E001", 1, "merge conflict markers left in the file (line 1), before its frontmatter: resolve the "
+                "conflict (keep one side, delete the `<<<<<<<`, `=======` and `>>>>>>>` lines)")
+        return None
+    m = _BLANK_LINES_THEN_OPENING.match(text)
+    if m is None:
+        return None
+    split = _split_frontmatter(text[m.end():])
+    if split is None or split[0] is None:
+        return None
+    content = next((line for line in split[0].split("\n") if line.strip() and not line.lstrip().startswith("#")), "")
+    if not _KEY_LINE.match(content):
+        return None  # a thematic break and a paragraph, not frontmatter
+    opening = text.count("\n", 0, m.end()) + 1
+    return ParseProblem(
+        "E001", 1, f"frontmatter not recognised: its opening `---` is on line {opening}, and frontmatter is read "
+        "only when `---` is the file's first line; remove the blank lines above it")
+
+
+_CONFLICT_MARKER = re.compile(r"^(?:<{7}|>{7}|\|{7})(?:[ \r]|$)|^={7}\r?$", re.MULTILINE)
+
+
+def _conflict_line(source: str, first_line: int) -> ParseProblem | None:
+    """E001 for merge conflict markers in frontmatter, at the first one's line (Git writes them at a line's
+    start; YAML would stop at the line after, in its own words)."""
+    if "<<<<<<<" not in source and ">>>>>>>" not in source:
+        return None
+    m = _CONFLICT_MARKER.search(source)
+    if m is None:
+        return None
+    line = first_line + _line_of(source, m.start())
+    return ParseProblem(
+        "E001", line, f"merge conflict markers left in the frontmatter (line {line}): resolve the conflict (keep "
+        "one side, delete the `<<<<<<<`, `=======` and `>>>>>>>` lines)")
 
 
 def _split_lines(text: str) -> tuple[str | None, int, str] | None:
@@ -332,6 +401,9 @@ def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str
     fast = _fast_frontmatter(source, first_line)
     if fast is not None:
         return fast[0], fast[1], None
+    conflict = _conflict_line(source, first_line)
+    if conflict is not None:
+        return {}, {}, conflict
     for i, raw in enumerate(source.split("\n")):
         stripped = raw.lstrip(" ")
         if stripped.startswith("\t") and stripped.strip():
