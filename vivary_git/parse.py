@@ -431,7 +431,7 @@ def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str
             line += source.count("\n", at, index)
             at = index
             if key in key_lines:
-                return {}, {}, ParseProblem("E001", line, f"frontmatter is not valid YAML: duplicate key '{key}'")
+                return {}, {}, ParseProblem("E001", line, f"frontmatter is not valid YAML: duplicate key {key!r}")
             key_lines[key] = line
         data = loader.construct_document(node)
     except yaml.MarkedYAMLError as err:
@@ -468,7 +468,7 @@ def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str
             what = f"{MAX_VALUES:,} values" if err.values else f"{MAX_EXTRA_CHARS:,} more characters than it holds"
             return {}, {}, ParseProblem(
                 "E001", key_lines.get(key, first_line),
-                f"frontmatter expands to more than {what} at key '{key[:80]}' (YAML aliases like `*name` repeat "
+                f"frontmatter expands to more than {what} at key {key[:80]!r} (YAML aliases like `*name` repeat "
                 "what their anchor holds); write the values out, or move them out of the frontmatter",
             )
     return fields, key_lines, None
