@@ -75,6 +75,45 @@ def test_malformed_frontmatter_is_e001_with_the_line(repo: Repo, cli: Any) -> No
     assert "Traceback" not in r.err
 
 
+def test_line_separators_in_frontmatter_move_no_finding(repo: Repo, cli: Any) -> None:
+    """U+2028 (LS) is no line break for GitHub, editors or YAML 1.2 (Obsidian): a finding after one keeps the
+    line `grep -n` gives, and a comment holding one is still a comment."""
+    repo.commit(files=base_files(**{
+        "modules/m.md": '---\nstatus: "act\u2028ive"\ndepends: [ghost]\n---\n',
+        "modules/c.md": "---\nstatus: active # c\u2028omment\ndepends: [ghost2]\n---\n",
+    }))
+    r = cli("check", "--rev", "HEAD", cwd=repo.path)
+    assert "modules/m.md:3: error W220: field 'depends': ref 'ghost' matches no document id" in r.out, r.out
+    assert "modules/c.md:3: error W220: field 'depends': ref 'ghost2' matches no document id" in r.out, r.out
+    assert "E001" not in r.out, r.out
+
+
+def test_a_control_character_in_frontmatter_is_one_plain_line(repo: Repo, cli: Any) -> None:
+    repo.commit(files=base_files(**{"modules/k.md": "---\nstatus: team # c\x0comment\ndepends: [x]\n---\n"}))
+    for fmt in ("text", "github"):
+        r = cli("check", "--rev", "HEAD", cwd=repo.path) if fmt == "text" else \
+            cli("ci", "--head", "HEAD", "--format", "github", cwd=repo.path)
+        line = next(x for x in r.out.splitlines() if "modules/k.md" in x)
+        assert line.endswith("E001::frontmatter is not valid YAML: control character U+000C (form feed) in "
+                             "column 17 is not allowed in YAML; remove it" if fmt == "github" else
+                             "modules/k.md:2: error E001: frontmatter is not valid YAML: control character U+000C "
+                             "(form feed) in column 17 is not allowed in YAML; remove it"), line
+        assert fmt == "text" or "file=modules/k.md,line=2," in line, line
+
+
+def test_frontmatter_not_recognised_or_conflicted_is_e001_not_e101(repo: Repo, cli: Any) -> None:
+    repo.commit(files=base_files(**{
+        "modules/cm.md": "---\nstatus: a\n<<<<<<< HEAD\ndepends: [a]\n=======\ndepends: [b]\n>>>>>>> branch\n---\n",
+        "modules/cr.md": b"---\rstatus: a\rdepends: [core]\r---\rbody\r",
+        "modules/bl.md": "\n\n---\nstatus: a\n---\n",
+    }))
+    r = cli("check", "--rev", "HEAD", cwd=repo.path)
+    assert "E101" not in r.out and "modules/cr.md" not in r.out, r.out  # old Mac line ends: read as line ends
+    for expected in ("modules/cm.md:3: error E001: merge conflict markers left in the frontmatter (line 3): resolve",
+                     "modules/bl.md:1: error E001: frontmatter not recognised: its opening `---` is on line 3"):
+        assert expected in r.out, (expected, r.out)
+
+
 def test_unreadable_content_is_e000_never_a_traceback(repo: Repo, cli: Any) -> None:
     repo.commit(files=base_files(**{
         "notes/latin1.md": b"---\ntitle: caf\xe9\n---\n",

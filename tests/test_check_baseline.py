@@ -275,3 +275,13 @@ def test_vivary_ignore_comments_and_key(repo: Repo, cli: Any) -> None:
     repo.git("add", "-A")
     staged = found(check_json(cli, repo, "--staged")[1])
     assert ("notes/b.md", 3, "W221") not in staged and ("notes/a.md", 7, "W221") in staged
+
+
+def test_a_column_is_no_part_of_what_makes_a_finding_the_same() -> None:
+    """An E001 names the column of a control character: text added before it on its line does not make it new."""
+    from vivary_git.check import baseline_key
+    from vivary_git.models import Finding
+
+    said = "frontmatter is not valid YAML: control character U+000C (form feed) in column {} is not allowed in YAML"
+    assert baseline_key(Finding("a.md", 2, "error", "E001", said.format(16))) == \
+        baseline_key(Finding("a.md", 5, "error", "E001", said.format(3)))

@@ -238,3 +238,28 @@ def test_an_annotation_is_one_line_wherever_it_is_shown() -> None:
     head, _, message = line.partition("::")[2].partition("::")
     assert head == "error file=a\u2029b.md,line=3" and "\n" not in line, line  # the file as it is named
     assert message == "ref 'a\\u2028::error::x\\x85y'", repr(message)
+
+
+def test_a_value_is_shown_the_same_way_by_every_code_in_every_format(repo: Repo, cli: Any) -> None:
+    """A value with a line break or `::` in it is shown as tropo shows it, a Python literal (`'x\\n::y'`), by every
+    code: the message is one line, the same in text, JSON and annotations; the annotation's own `%0A` never
+    appears inside a value."""
+    repo.commit(files={"tropo.toml": TROPO, "modules/core.md": "---\nstatus: a\n---\n",
+                       "modules/v.md": '---\nstatus: [x]\ndepends: ["a\\n::error::b"]\n"k\\n::warning::z": 1\n---\n',
+                       "modules/d.md": '---\nstatus: a\n"q\\n::x": 1\n"q\\n::x": 2\n---\n'})
+    found = cli("check", "--rev", "HEAD", "--json", cwd=repo.path).json()["findings"]
+    messages = sorted((f["path"], f["code"], f["message"]) for f in found)
+    assert messages == [
+        ("modules/d.md", "E001", "frontmatter is not valid YAML: duplicate key 'q\\n::x'"),
+        ("modules/v.md", "E103", "field 'depends': expected a list of refs (slugs), got item 'a\\n::error::b'"),
+        ("modules/v.md", "E103", "field 'status': expected a string, got a list"),
+        ("modules/v.md", "W202", "unknown field 'k\\n::warning::z' for type 'module'"),
+        ("modules/v.md", "W220", "field 'depends': ref 'a\\n::error::b' matches no document id"),
+    ], messages
+    text = cli("check", "--rev", "HEAD", cwd=repo.path).out
+    annotations = cli("ci", "--head", "HEAD", "--format", "github", cwd=repo.path).out
+    assert_inert(annotations, own_commands=len(found))
+    for _, code, message in messages:
+        assert f"{code}: {message}" in text, (message, text)
+        assert f"title=vivary {code}::{message}" in annotations, (message, annotations)
+    assert "%0A" not in annotations

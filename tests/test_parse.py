@@ -102,6 +102,116 @@ def test_bom_and_crlf() -> None:
     assert note.fields == {"status": "ok"} and note.title == "Title" and note.key_lines == {"status": 2}
 
 
+@pytest.mark.parametrize("sep", ["\x85", "\u2028", "\u2029"])
+def test_nel_ls_ps_are_characters_not_line_breaks(sep: str) -> None:
+    """YAML 1.2 (js-yaml: Obsidian), editors and GitHub do not break lines at NEL, LS or PS; PyYAML (YAML 1.1)
+    does. They are read as characters: kept in strings, a comment holding one stays a comment, and no key or
+    E001 after one moves to another line."""
+    quoted = parse_blob(f'---\nowner: "te{sep}am"\n\'k{sep}\': [\'v{sep}\', x]\ndepends: [ghost]\n---\n'.encode())
+    assert quoted.problem is None
+    assert quoted.fields == {"owner": f"te{sep}am", f"k{sep}": [f"v{sep}", "x"], "depends": ["ghost"]}
+    assert quoted.key_lines == {"owner": 2, f"k{sep}": 3, "depends": 4}
+    comment = parse_blob(f"---\nowner: team # c{sep}omment\ndepends: [x]\n---\n".encode())
+    assert (comment.problem, comment.fields, comment.key_lines) == (
+        None, {"owner": "team", "depends": ["x"]}, {"owner": 2, "depends": 3})
+    for text, line in ((f'---\nowner: "a{sep}b"\nx: @\n---\n', 3), (f'---\no: "a{sep}{sep}b"\nbad: [1\nc: 2\n---\n', 3),
+                       (f'---\no: "a{sep}b"\no: 2\n---\n', 3)):
+        problem = parse_blob(text.encode()).problem
+        assert problem is not None and (problem.code, problem.line) == ("E001", line), (text, problem)
+
+
+def test_placeholders_for_nel_ls_ps_never_change_a_value() -> None:
+    """The stand-in a line separator is read through is a character the text neither holds nor writes as an
+    escape: those come back as written."""
+    note = parse_blob('---\na: "\\ue000 \ue001 \\U0000E002 \u2028"\n---\n'.encode())
+    assert note.problem is None and note.fields == {"a": "\ue000 \ue001 \ue002 \u2028"}
+
+
+def test_a_lone_cr_in_frontmatter_moves_no_line() -> None:
+    """Lines end at "\n" (GitHub's and editors' numbering); libyaml also breaks at a lone "\r"."""
+    problem = parse_blob(b'---\na: "x\ry"\nb: 1\nc: @\n---\n').problem
+    assert problem is not None and (problem.code, problem.line) == ("E001", 4)
+    assert parse_blob(b'---\na: "x\ry"\nb: 1\nb: 2\n---\n').problem == parse.ParseProblem(
+        "E001", 4, "frontmatter is not valid YAML: duplicate key 'b'")
+
+
+def test_a_control_character_is_named_at_its_line_and_column() -> None:
+    """PyYAML names a control character by an offset in bytes from the frontmatter's start, after a line break
+    and `in "<unicode string>"`: the finding says which character, on the file's line, in which column."""
+    problem = parse_blob(b"---\nowner: team # c\x0comment\ndepends: [x]\n---\n").problem
+    assert problem == parse.ParseProblem("E001", 2, "frontmatter is not valid YAML: control character U+000C (form "
+                                                    "feed) in column 16 is not allowed in YAML; remove it")
+    later = parse_blob("---\nowner: \"é\u2028\"\nnote: 'ü \x1b[31m'\n---\n".encode()).problem
+    assert later is not None and later.line == 3 and "U+001B (escape) in column 10" in later.message, later
+    # The fast path reads no character YAML refuses: the same E001 whichever path a note takes.
+    for text in ("---\na: te\x0bam\n---\n", "---\na: [x, y\x7f]\n---\n", "---\n# c\x1b\na: 1\n---\n",
+                 "---\na: \ufffe\n---\n"):
+        got = parse_blob(text.encode()).problem
+        assert got is not None and (got.code, got.line) == ("E001", 2), (text, got)
+        assert "is not allowed in YAML; remove it" in got.message, got
+
+
+@pytest.mark.parametrize("yaml_text", [
+    "a: 'x\x0cy'", "a: \"\\q\"", "a: *nope", "a: &x 1\nb: &x 2", "? [a]\n: b", "a: !foo!bar x", "a: [1", "a: {b: 1",
+    "%YAML 1.1\n---\na: 1", "a: b: c", "a: !!python/object:os.system x", "a: !!map [a]", "- a",
+])
+def test_e001_says_what_in_plain_words_on_one_line(yaml_text: str) -> None:
+    problem = parse_blob(f"---\n{yaml_text}\n---\n".encode()).problem
+    assert problem is not None and problem.code == "E001", problem
+    said = problem.message
+    assert "\n" not in said and "<unicode string>" not in said and "position" not in said and "#x" not in said, said
+    assert len(said.removeprefix("frontmatter is not valid YAML: ")) > 10, said
+
+
+def test_aliases_and_anchors_libyaml_does_not_name_are_named() -> None:
+    assert parse_blob(b"---\na: 1\nb: *nope\n---\n").problem == parse.ParseProblem(
+        "E001", 3, "frontmatter is not valid YAML: found undefined alias '*nope': define the anchor `&nope` before "
+        "it, or quote the value")
+    assert parse_blob(b"---\na: &x 1\nb: &x 2\n---\n").problem == parse.ParseProblem(
+        "E001", 3, "frontmatter is not valid YAML: found duplicate anchor (first on line 2): rename one of the two "
+        "anchors")
+
+
+def test_merge_conflict_markers_in_frontmatter_are_named_at_their_line() -> None:
+    said = ("merge conflict markers left in the frontmatter (line {}): resolve the conflict (keep one side, delete "
+            "the `<<<<<<<`, `=======` and `>>>>>>>` lines)")
+    for text, line in (("---\nowner: t\n<<<<<<< HEAD\ndepends: [a]\n=======\ndepends: [b]\n>>>>>>> branch\n---\n", 3),
+                       ("---\ntags:\n<<<<<<< HEAD\n  - a\n||||||| base\n=======\n  - b\n>>>>>>> x\n---\n", 3),
+                       ("---\r\na: 1\r\n=======\r\nb: 2\r\n>>>>>>> x\r\n---\r\n", 3)):
+        assert parse_blob(text.encode()).problem == parse.ParseProblem("E001", line, said.format(line)), text
+    start = parse_blob(b"<<<<<<< HEAD\n---\na: 1\n---\n=======\n---\na: 2\n---\n>>>>>>> x\n").problem
+    assert start is not None and (start.code, start.line) == ("E001", 1) and "merge conflict markers" in start.message
+    assert parse_blob(b"---\na: '<<<<<<< not a marker'\n---\n").problem is None
+
+
+def test_frontmatter_where_it_is_not_read_is_named_not_missing() -> None:
+    """Frontmatter after blank lines (tropo and Obsidian do not read it either), or with old Mac line ends (a lone
+    CR) in a file whose other lines end with LF, is not read: E001 says so and how to fix it, rather than each
+    required field being reported missing."""
+    blank = parse_blob(b"\n\n---\nowner: team\n---\n# T\n").problem
+    assert blank == parse.ParseProblem("E001", 1, "frontmatter not recognised: its opening `---` is on line 3, and "
+                                                  "frontmatter is read only when `---` is the file's first line; "
+                                                  "remove the blank lines above it")
+    assert parse_blob(b" \r\n---\r\nowner: team\r\n---\r\n").problem == parse.ParseProblem(
+        "E001", 1, blank.message.replace("line 3", "line 2"))
+    cr = parse_blob(b"---\rowner: team\rdepends: [x]\r---\r# T\r\nmore\n").problem
+    assert cr is not None and (cr.code, cr.line) == ("E001", 1) and "lone CR" in cr.message and "LF" in cr.message
+    # Old Mac line ends throughout: read as line ends, as tropo (universal newlines) and js-yaml read them.
+    mac = parse_blob(b"---\rowner: team\rdepends: [x]\r---\r# T\r\r[[y]]\r")
+    assert (mac.problem, mac.fields, mac.key_lines, mac.title) == (
+        None, {"owner": "team", "depends": ["x"]}, {"owner": 2, "depends": 3}, "T")
+    assert [(link.text, link.line) for link in mac.links] == [("y", 7)]
+    for text in (b"\n---\n\nA paragraph.\n---\n", b"\n# T\n", b"\n---\n", b"<<<<<<< x\n# T\n"):
+        assert parse_blob(text).problem is None, text  # a thematic break, no frontmatter at all
+
+
+@pytest.mark.parametrize("sep", ["\x85", "\u2028", "\u2029", "\r", "\x0b", "\x0c", "\x1c"])
+def test_body_links_after_a_separator_keep_githubs_line(sep: str) -> None:
+    for body in (f"a{sep}b [[x]]\n\n[[y]]\n", f"a{sep}b [[x]]\n\n`c`\n[[y]]\n"):  # whole-text scan, line scan
+        note = parse_blob(f"---\na: 1\n---\n{body}".encode())
+        assert [(link.text, link.line) for link in note.links][::2] == [("x", 4), ("y", 6 + body.count("`c`"))][::2]
+
+
 @pytest.mark.parametrize("data,code,line", [
     (b"---\na: [1\nb: 2\n---\n", "E001", 2),
     (b"---\na: 1\na: 2\n---\n", "E001", 3),

@@ -226,8 +226,8 @@ PARITY = [
     # frontmatter block detection
     Case("bom", raw("\ufeff---\ns: a\nzz: 1\n---\n# T\n"), ("W202",)),
     Case("crlf", raw("---\r\ns: a\r\nzz: 1\r\nd: 2026/1/2\r\n---\r\n# T\r\n"), ("W202", "E103")),
+    Case("cr-line-ends", raw("---\rs: a\rzz: 1\rd: 2026/1/2\r---\r# T\r"), ("W202", "E103")),
     Case("trailing-blanks-no-eol", raw("--- \ns: a\nzz: 1\n---  "), ("W202",)),
-    Case("leading-blank-line-no-frontmatter", raw("\n---\ns: a\n---\n"), ("E101",)),
     # walk order of findings: files before subfolders, code-point order
     Case("document-order", {
         "specs/z.md": fm("zz: 1"), "specs/a/b2.md": fm("zz: 1"), "specs/B.md": fm("zz: 1"), "specs/_x.md": fm("zz: 1"),
@@ -426,10 +426,16 @@ KNOWN_DIFFERENCES = [
           graph={"tropo": [("dup", "rl", "a", False), ("dup", "rl", "dup", False)],
                  "ours": [("dup", "rl", "a", False)]}),
     Known("yaml-cannot-parse-line", "docs/check.md (Frontmatter is real YAML): a line YAML cannot parse is "
-          "reported where libyaml notices it (often the next line), in libyaml's words",
+          "reported where libyaml notices it (often the next line; here, the frontmatter's last, that line), "
+          "in libyaml's words",
           spec("just a string"),
           [E("E001", 3, "frontmatter is not valid YAML: cannot parse line: 'just a string'")], 1,
-          [E("E001", 4, "frontmatter is not valid YAML: could not find expected ':'")], 1),
+          [E("E001", 3, "frontmatter is not valid YAML: could not find expected ':'")], 1),
+    Known("frontmatter-after-blank-line", "docs/check.md (E001): frontmatter that is there but not read (after a "
+          "blank line) is named as such; tropo reports each required field missing",
+          {X: "\n---\ns: a\n---\n"}, [E("E101", 1, "missing required field 's' for type 'spec'")], 1,
+          [E("E001", 1, "frontmatter not recognised: its opening `---` is on line 2, and frontmatter is read only "
+                        "when `---` is the file's first line; remove the blank lines above it")], 1),
     Known("h1-indented", "docs/check.md: an H1 indented by up to three spaces counts (CommonMark); tropo needs "
           "`#` in column 1, so its title falls back to the ID and `title: Ind` is no W210 there",
           {X: fm("s: a\ntitle: Ind", "   # Ind\n")}, [], 0,

@@ -1,6 +1,8 @@
 """Field and structure rules for one node: pure, returns `Finding`s.
 
-Messages follow the published tropo word for word where tropo is right (scripts parse them); the
+Messages follow the published tropo word for word where tropo is right (scripts parse them), values from a
+note shown as tropo shows them, as Python literals (`'x'`; a line break as `\n`): so a message is one line,
+the same in text, JSON and annotations, whatever a value holds. The
 codes it lacks (E130 duplicate IDs, W221 broken wikilinks) and its fixes (real calendar dates,
 E000 for unreadable bytes, E001 for a malformed inline list) are documented in docs/check.md.
 """
@@ -57,10 +59,9 @@ def validate_local(
         required.update(tdef.required)
     for name in required:
         if name not in fields:
-            out.append(Finding(path, 1, "error", "E101", f"missing required field '{name}' for type '{node.type}'"
-                               if node.type is not None else f"missing required field '{name}' for type None"))
+            out.append(Finding(path, 1, "error", "E101", f"missing required field {name!r} for type {node.type!r}"))
         elif fields[name] is None or fields[name] == "":
-            out.append(Finding(path, lines.get(name, 1), "error", "E102", f"required field '{name}' is empty"))
+            out.append(Finding(path, lines.get(name, 1), "error", "E102", f"required field {name!r} is empty"))
     refs: list[Ref] = []
     for name, value in fields.items():
         if name == IGNORE_KEY:
@@ -69,12 +70,12 @@ def validate_local(
         if name in config.derive:
             derived = _derived(name, node, dates)
             if value == derived and (typed or not config.allow_untyped):
-                out.append(Finding(path, line, "warning", "W210", f"field '{name}' equals its derived value (noise)"))
+                out.append(Finding(path, line, "warning", "W210", f"field {name!r} equals its derived value (noise)"))
             continue
         spec = config.field_spec(node.type, name)
         if spec is None:
             if typed and not (tdef is not None and tdef.open):
-                out.append(Finding(path, line, "warning", "W202", f"unknown field '{name}' for type '{node.type}'"))
+                out.append(Finding(path, line, "warning", "W202", f"unknown field {name!r} for type {node.type!r}"))
             continue
         if spec.is_ref and value is not None:
             refs += [(name, line, target) for target in _refs(value)]
@@ -82,13 +83,13 @@ def validate_local(
             continue
         problem = spec_problem(spec, value)
         if problem is not None:
-            out.append(Finding(path, line, "error", "E103", f"field '{name}': {problem}"))
+            out.append(Finding(path, line, "error", "E103", f"field {name!r}: {problem}"))
     return out, refs
 
 
 def broken_ref(path: str, ref: Ref) -> Finding:
     name, line, target = ref
-    return Finding(path, line, "warning", "W220", f"field '{name}': ref '{target}' matches no document id")
+    return Finding(path, line, "warning", "W220", f"field {name!r}: ref {target!r} matches no document id")
 
 
 def broken_link(path: str, target: Target, looked_for: str, dialect: str) -> Finding:
@@ -245,7 +246,7 @@ def suppress(findings: Sequence[Finding], ignores: Sequence[Ignore]) -> list[Fin
 
 # --- a baseline: which findings a tree already had (`check --new-since`, `ci`, the pre-commit hook) ---------
 
-_NUMBERED = re.compile(r"\b(line|lines|offset) [0-9]+")
+_NUMBERED = re.compile(r"\b(line|lines|offset|column) [0-9]+")
 
 BaselineKey = tuple[str, str, str]  # (code, path, message without line numbers)
 

@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 import msgspec
 
-from vivary_git import check, dialects
+from vivary_git import check, dialects, escape
 from vivary_git.config import Config
 from vivary_git.dialects import Target, logseq, registry, vivary
 from vivary_git.errors import UsageError
@@ -191,7 +191,8 @@ def build(
                 # Both names print alike: say why they are two (a file written on macOS is decomposed).
                 fix = f"the same name in two Unicode forms (composed and decomposed, as macOS writes it); {fix}"
             findings.append(Finding(
-                path, 1, "error", "E130", f"duplicate document id '{f.id}': {first_path} has it already; {fix}",
+                path, 1, "error", "E130",
+                f"duplicate document id {f.id!r}: {escape.text(first_path)} has it already; {fix}",
             ))
         sink = outgoing.setdefault(nid, set()) if own else unused
         _contribute(path, nid, f, own, owner, by_path, resolver, homes, config, sink, findings, anchors, same)

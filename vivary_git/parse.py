@@ -148,6 +148,10 @@ def parse_blob(data: bytes) -> Note:
     has_frontmatter = False
     body_start = 0  # the body's first line, 0-based
     body = text
+    if text.startswith("---\r") and text[4:5] != "\n" and "\n" not in text:
+        # Old Mac line ends (a lone CR) throughout: read as line ends, as tropo (Python's universal newlines),
+        # js-yaml and the editors that open such a file read them.
+        text = text.replace("\r", "\n")
     split = _split_frontmatter(text) if text.startswith("---") else None
     if split is not None:
         has_frontmatter = True
@@ -158,6 +162,8 @@ def parse_blob(data: bytes) -> Note:
             )
         else:
             fields, key_lines, problem = _frontmatter(source, first_line=2)
+    elif text and text[0] in _UNRECOGNISED_STARTS:
+        problem = _unrecognised_frontmatter(text)
     title, links, anchors = _scan_body(body, first_line=body_start + 1)
     return Note(
         fields=fields,
@@ -214,6 +220,69 @@ def _split_frontmatter(text: str) -> tuple[str | None, int, str] | None:
     return None, text.count("\n") + 1, ""
 
 
+# Frontmatter that is there but not where it is read (line 1, lines ending at "\n"): what a file that
+# does not open with a `---` line starts with when it may be one of those.
+_UNRECOGNISED_STARTS = frozenset("-\n\r \t<")
+_CR_OPENING = re.compile(r"---[ \t]*\r(?!\n)")
+_CR_CLOSING = re.compile(r"\r(?:---|\.\.\.)[ \t]*(?:\r|$)")
+_BLANK_LINES_THEN_OPENING = re.compile(r"(?:[ \t]*\r?\n)+(?=---[ \t]*\r?\n)")
+_KEY_LINE = re.compile(r"[ \t]*(?:[^\s#:\-][^:\n]*|\"[^\"\n]*\"|'[^'\n]*'):(?:[ \t\r]|$)")
+_CONFLICT_START = re.compile(r"<{7}(?: [^\n]*)?\r?\n---[ \t]*\r?\n")
+
+
+def _unrecognised_frontmatter(text: str) -> ParseProblem | None:
+    """E001 for a file that holds frontmatter where no reader looks for it (Obsidian, tropo and we read it only
+    from a `---` first line, lines ending at "\n"): after blank lines, with old Mac line ends (a lone CR, which
+    Git, GitHub and tropo read as no line end), or after a merge conflict's first marker. Its fields would
+    otherwise be read as missing (`E101`), which says nothing about why."""
+    if text[0] == "-":
+        eol = text.find("\n")
+        first = text if eol == -1 else text[:eol]
+        if _CR_OPENING.match(first) and _CR_CLOSING.search(first):  # (a file with no LF at all is read as CR lines)
+            return ParseProblem(
+                "E001", 1, "frontmatter not recognised: its lines end with a lone CR (old Mac line ends) while the "
+                "file's other lines end with LF; convert its line ends to LF (`mac2unix FILE`, or the editor's "
+                "line-ending setting)")
+        return None
+    if text[0] == "<":
+        m = _CONFLICT_START.match(text)
+        if m is not None:
+            return ParseProblem(
+                "E001", 1, "merge conflict markers left in the file (line 1), before its frontmatter: resolve the "
+                "conflict (keep one side, delete the `<<<<<<<`, `=======` and `>>>>>>>` lines)")
+        return None
+    m = _BLANK_LINES_THEN_OPENING.match(text)
+    if m is None:
+        return None
+    split = _split_frontmatter(text[m.end():])
+    if split is None or split[0] is None:
+        return None
+    content = next((line for line in split[0].split("\n") if line.strip() and not line.lstrip().startswith("#")), "")
+    if not _KEY_LINE.match(content):
+        return None  # a thematic break and a paragraph, not frontmatter
+    opening = text.count("\n", 0, m.end()) + 1
+    return ParseProblem(
+        "E001", 1, f"frontmatter not recognised: its opening `---` is on line {opening}, and frontmatter is read "
+        "only when `---` is the file's first line; remove the blank lines above it")
+
+
+_CONFLICT_MARKER = re.compile(r"^(?:<{7}|>{7}|\|{7})(?:[ \r]|$)|^={7}\r?$", re.MULTILINE)
+
+
+def _conflict_line(source: str, first_line: int) -> ParseProblem | None:
+    """E001 for merge conflict markers in frontmatter, at the first one's line (Git writes them at a line's
+    start; YAML would stop at the line after, in its own words)."""
+    if "<<<<<<<" not in source and ">>>>>>>" not in source:
+        return None
+    m = _CONFLICT_MARKER.search(source)
+    if m is None:
+        return None
+    line = first_line + _line_of(source, m.start())
+    return ParseProblem(
+        "E001", line, f"merge conflict markers left in the frontmatter (line {line}): resolve the conflict (keep "
+        "one side, delete the `<<<<<<<`, `=======` and `>>>>>>>` lines)")
+
+
 def _split_lines(text: str) -> tuple[str | None, int, str] | None:
     """`_split_frontmatter` by splitting `text` into lines: the reference it is tested against."""
     lines = text.split("\n")
@@ -260,8 +329,8 @@ def _fast_scalar(text: str) -> tuple[bool, Any]:
 
 
 def _resolve_scalar(text: str) -> tuple[bool, Any]:
-    if not (_SIMPLE_PLAIN.fullmatch(text) or _FAST_PLAIN.fullmatch(text)):
-        return False, None
+    if not (_SIMPLE_PLAIN.fullmatch(text) or _FAST_PLAIN.fullmatch(text)) or _NOT_YAML.search(text):
+        return False, None  # (a control character: the full parser says where it is)
     # Text that starts as no null, bool, int, float, merge or value does (a ref, a word) is a string.
     kind = "str" if text[0] not in _RESOLVED_STARTS else plain_kind(text)
     if kind == "str":
@@ -298,6 +367,8 @@ def _fast_frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dic
     for i, raw in enumerate(source.split("\n")):
         line = raw.rstrip("\r").rstrip(" ") if "\r" in raw else raw.rstrip(" ")
         if not line or line[0] == "#":
+            if line and _NOT_YAML.search(line):
+                return None
             continue
         key, sep, rest = line.partition(": ")
         if not sep or key in fields or (tabbed and "\t" in line) or not (keys.get(key) or _fast_key(key)):
@@ -330,6 +401,9 @@ def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str
     fast = _fast_frontmatter(source, first_line)
     if fast is not None:
         return fast[0], fast[1], None
+    conflict = _conflict_line(source, first_line)
+    if conflict is not None:
+        return {}, {}, conflict
     for i, raw in enumerate(source.split("\n")):
         stripped = raw.lstrip(" ")
         if stripped.startswith("\t") and stripped.strip():
@@ -337,8 +411,10 @@ def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str
                 "E001", first_line + i, "frontmatter is not valid YAML: tab character used for indentation"
             )
     import yaml
+    import yaml.reader
 
-    loader = loader_class()(source)
+    shielded, restore = _shield_breaks(source)
+    loader = loader_class()(shielded)
     try:
         node = loader.get_single_node()
         if node is None:
@@ -346,11 +422,16 @@ def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str
         if not isinstance(node, yaml.MappingNode):
             return {}, {}, ParseProblem("E001", first_line, "frontmatter must be a mapping of key: value")
         key_lines: dict[str, int] = {}
-        for key_node, _ in node.value:
+        line, at = first_line, 0
+        for key_node, _ in node.value:  # (in document order: each key's line counted on from the last)
             key = _key_text(key_node)
-            line = first_line + key_node.start_mark.line
+            if restore is not None:
+                key = key.translate(restore)
+            index = key_node.start_mark.index
+            line += source.count("\n", at, index)
+            at = index
             if key in key_lines:
-                return {}, {}, ParseProblem("E001", line, f"frontmatter is not valid YAML: duplicate key '{key}'")
+                return {}, {}, ParseProblem("E001", line, f"frontmatter is not valid YAML: duplicate key {key!r}")
             key_lines[key] = line
         data = loader.construct_document(node)
     except yaml.MarkedYAMLError as err:
@@ -358,34 +439,84 @@ def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str
         # where the flow collection opened, which libyaml keeps as the context mark.
         opened_flow = err.context is not None and "flow" in err.context and err.context_mark is not None
         mark = err.context_mark if opened_flow else (err.problem_mark or err.context_mark)
-        line = first_line + (mark.line if mark is not None else 0)
-        what = _with_character((err.problem or err.context or "invalid YAML").strip(), source, err.problem_mark)
+        line = first_line + (_line_of(source, mark.index) if mark is not None else 0)
         placeholder = _placeholder_line(source, first_line)
         if placeholder is not None:
             return {}, {}, placeholder
-        return {}, {}, ParseProblem("E001", line, f"frontmatter is not valid YAML: {what}")
+        said = _marked_words(err, source, first_line)
+        return {}, {}, ParseProblem("E001", line, f"frontmatter is not valid YAML: {said}")
     except RecursionError:
         return {}, {}, ParseProblem(
             "E001", first_line, "frontmatter is nested too deeply to read; flatten its lists and mappings"
         )
-    except (yaml.YAMLError, ValueError, TypeError) as err:
-        return {}, {}, ParseProblem("E001", first_line, f"frontmatter is not valid YAML: {err}")
+    except yaml.reader.ReaderError as err:  # a character YAML does not allow in a stream: no mark, an offset in bytes
+        return {}, {}, _bad_character(source, first_line, err.character)
+    except (yaml.YAMLError, ValueError, TypeError, LookupError, AttributeError, ArithmeticError) as err:
+        # None is expected here (each known shape is handled above or in the loader's constructors): the
+        # first line of what was said, without the parser's "in <unicode string>, position N".
+        said = (str(err).split("\n", 1)[0].split(' in "<unicode string>"', 1)[0].strip() or type(err).__name__)[:200]
+        return {}, {}, ParseProblem("E001", first_line, f"frontmatter is not valid YAML: {said}")
     finally:
         loader.dispose()
     budget = [MAX_VALUES, len(source) + MAX_EXTRA_CHARS]
     fields: dict[str, Any] = {}
     for k, v in data.items():
-        key = str(k)
+        key = str(k) if restore is None else str(k).translate(restore)
         try:
-            fields[key] = _jsonable(v, 0, budget)
+            fields[key] = _jsonable(v, 0, budget) if restore is None else _restored(_jsonable(v, 0, budget), restore)
         except _TooBig as err:
             what = f"{MAX_VALUES:,} values" if err.values else f"{MAX_EXTRA_CHARS:,} more characters than it holds"
             return {}, {}, ParseProblem(
                 "E001", key_lines.get(key, first_line),
-                f"frontmatter expands to more than {what} at key '{key[:80]}' (YAML aliases like `*name` repeat "
+                f"frontmatter expands to more than {what} at key {key[:80]!r} (YAML aliases like `*name` repeat "
                 "what their anchor holds); write the values out, or move them out of the frontmatter",
             )
     return fields, key_lines, None
+
+
+# YAML 1.1 (PyYAML and libyaml follow it) reads NEL, LS and PS (U+0085, U+2028, U+2029) as line breaks;
+# YAML 1.2 (js-yaml: Obsidian) reads them as ordinary characters, as the fast path does and as every
+# editor and GitHub number lines (at "\n" only). So the full parser is handed the text with each of them
+# replaced by a private-use character that neither the text holds nor an escape in it (`\uE000`) writes,
+# one character for one (every offset stays), and the values it reads get the originals back: a string
+# keeps its LS, a comment holding one stays a comment, and no line after it moves.
+_ODD_BREAKS = ("\x85", "\u2028", "\u2029")
+_ESCAPED_CODE = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8}))")
+_PRIVATE_USE = (range(0xE000, 0xF900), range(0xF0000, 0xFFFFE), range(0x100000, 0x10FFFE))
+
+
+def _shield_breaks(source: str) -> tuple[str, dict[int, str] | None]:
+    """(`source` with NEL, LS and PS replaced by placeholders, the table that restores them), or
+    (`source`, None) when it holds none of them."""
+    odd = [c for c in _ODD_BREAKS if c in source]
+    if not odd:
+        return source, None
+    taken = set(source)
+    for short, long in _ESCAPED_CODE.findall(source):
+        code = int(short or long, 16)
+        if code <= 0x10FFFF:
+            taken.add(chr(code))
+    # At most len(taken) + 3 candidates are looked at: bounded by the text's length.
+    free = (ch for ch in map(chr, chain.from_iterable(_PRIVATE_USE)) if ch not in taken)
+    shield = {c: next(free) for c in odd}
+    return source.translate({ord(c): p for c, p in shield.items()}), {ord(p): c for c, p in shield.items()}
+
+
+def _restored(value: Any, restore: dict[int, str]) -> Any:
+    """A JSON-safe value (`_jsonable`'s) with the placeholders of `_shield_breaks` turned back."""
+    if isinstance(value, str):
+        return value.translate(restore)
+    if isinstance(value, dict):
+        return {k.translate(restore): _restored(v, restore) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_restored(v, restore) for v in value]
+    return value
+
+
+def _line_of(source: str, index: int) -> int:
+    """The 0-based line of character `index` of `source`, lines ending at "\n" (libyaml's own line
+    count also breaks at a lone "\r")."""
+    return source.count("\n", 0, index)
 
 
 _PLACEHOLDER = re.compile(r"\{\{[^{}\n]*\}\}|<%[^\n]*?%>")
@@ -417,17 +548,63 @@ def _placeholder_line(source: str, first_line: int) -> ParseProblem | None:
     return None
 
 
+# What YAML allows in a stream (YAML 1.2's c-printable, as PyYAML's reader and libyaml check it).
+_NOT_YAML = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_CONTROL_NAMES = {
+    "\x00": "NUL", "\x07": "bell", "\x08": "backspace", "\x0b": "vertical tab", "\x0c": "form feed",
+    "\x1b": "escape", "\x7f": "delete", "\ufffe": "not a character", "\uffff": "not a character",
+}
+
+
+def _bad_character(source: str, first_line: int, character: object) -> ParseProblem:
+    """E001 for a character YAML does not allow anywhere (a control character, U+FFFE), at its line and
+    column: PyYAML names it with an offset in bytes from the frontmatter's start, which no editor shows."""
+    m = _NOT_YAML.search(source)
+    at = m.start() if m is not None else -1
+    if at == -1 and isinstance(character, int) and 0 <= character <= 0x10FFFF:
+        at = source.find(chr(character))
+    if at == -1:
+        return ParseProblem("E001", first_line, "frontmatter is not valid YAML: it holds a character YAML does not "
+                            "allow; remove it")
+    ch = source[at]
+    column = at - (source.rfind("\n", 0, at) + 1) + 1
+    kind = "control character" if ch < "\xa0" else "character"
+    name = _CONTROL_NAMES.get(ch)
+    shown = f"U+{ord(ch):04X}" + (f" ({name})" if name else "")
+    return ParseProblem("E001", first_line + _line_of(source, at),
+                        f"frontmatter is not valid YAML: {kind} {shown} in column {column} is not allowed in YAML; "
+                        "remove it")
+
+
+_ALIAS = re.compile(r"\*([^\s,\[\]{}]+)")
+
+
+def _marked_words(err: yaml.MarkedYAMLError, source: str, first_line: int) -> str:
+    """What a parser error says, in plain words on one line: its problem (or its context), the character it
+    names, and for the two libyaml says least about, the name (an undefined alias) or the other line (a
+    duplicate anchor)."""
+    what = " ".join((err.problem or err.context or "invalid YAML").split())
+    mark = err.problem_mark
+    if what == "found undefined alias" and mark is not None:
+        alias = _ALIAS.match(source, mark.index)
+        if alias is not None:
+            return (f"found undefined alias '*{alias.group(1)[:80]}': define the anchor `&{alias.group(1)[:80]}` "
+                    "before it, or quote the value")
+    if what == "second occurrence" and err.context_mark is not None:
+        first = first_line + _line_of(source, err.context_mark.index)
+        return f"found duplicate anchor (first on line {first}): rename one of the two anchors"
+    return _with_character(what, source, mark)
+
+
 def _with_character(what: str, source: str, mark: yaml.Mark | None) -> str:
     """libyaml's message with the character it names: "found character that cannot start any token" does
     not say which (PyYAML's own parser does: `found character '@' that cannot start any token`)."""
     if mark is None or "character" not in what:
         return what
-    lines = source.split("\n")
-    line = lines[mark.line] if mark.line < len(lines) else ""
-    at = mark.column + (1 if what.startswith("found unknown escape") else 0)  # the mark is on the backslash
-    if not 0 <= at < len(line):
+    at = mark.index + (1 if what.startswith("found unknown escape") else 0)  # the mark is on the backslash
+    if not 0 <= at < len(source) or source[at] == "\n":
         return what
-    ch = line[at]
+    ch = source[at]
     shown = f"'{ch}'" if ch.isprintable() and ch != "'" else repr(ch)
     if what.startswith("found unknown escape"):
         shown = f"'\\{ch}'" if ch.isprintable() and ch != "'" else repr("\\" + ch)
