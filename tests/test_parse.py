@@ -450,3 +450,30 @@ def test_a_blob_refused_unread_is_the_e000_its_bytes_would_be() -> None:
 
     assert parse.parse_read(refuse, "ab" * 20) == parse_blob(b"x" * size)
     assert parse.parse_read(lambda oid: b"# T\n", "ab" * 20) == parse_blob(b"# T\n")
+
+
+@pytest.mark.parametrize("written", ["99999999999999999999999", "-9223372036854775809", "1" * 5000,
+                                     "18_446_744_073_709_551_616"])
+def test_a_whole_number_past_64_bits_is_kept_as_written(written: str) -> None:
+    """Python refuses int() of over 4,300 digits and the caches any integer past 64 bits: both were a
+    traceback for the whole check. Such a value is the text written, on both parsing paths."""
+    for text in (f"---\nbig: {written}\n---\n", f"---\nbig: {written}\nflow: {{a: 1}}\n---\n"):
+        note = parse_blob(text.encode())
+        assert note.problem is None and note.fields["big"] == written, (text[:60], note.problem)
+
+
+@pytest.mark.parametrize("written", ["18446744073709551615", "-9223372036854775808", "0"])
+def test_a_whole_number_within_64_bits_is_a_number(written: str) -> None:
+    note = parse_blob(f"---\nn: {written}\nflow: {{a: 1}}\n---\n".encode())
+    assert note.fields["n"] == int(written)
+
+
+@pytest.mark.parametrize(("value", "tag"), [("!!bool x", "bool"), ("!!int x", "int"), ("!!timestamp soon", "timestamp"),
+                                            ("[1, !!float nope]", "float")])
+def test_a_value_its_tag_cannot_read_is_named_at_its_line(value: str, tag: str) -> None:
+    """PyYAML's constructors failed with Python's own words (`'x'`, a KeyError) at the frontmatter's first line,
+    or raised past the parser (`!!timestamp`: a traceback)."""
+    note = parse_blob(f"---\nok: 1\nv: {value}\n---\n".encode())
+    assert note.problem is not None and note.problem.code == "E001"
+    assert note.problem.line == 3
+    assert f"cannot be read as the tag `!!{tag}` says" in note.problem.message, note.problem.message

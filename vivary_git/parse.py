@@ -62,6 +62,22 @@ def plain_kind(text: str) -> str:
     return "str"
 
 
+# The whole numbers a note's value may hold as a number: what msgpack (the caches) and msgspec hold. A longer
+# one (a 25-digit identifier, 5,000 nines) is kept as the text written: Python refuses int() of over 4,300
+# digits, and the caches any integer past 64 bits.
+_WHOLE_MIN, _WHOLE_MAX = -(2**63), 2**64 - 1
+
+
+def whole_number(text: str) -> int | str:
+    """A YAML integer (`_INT`) as a number, or as the text written when it is outside 64 bits."""
+    if len(text) > 24:  # (no 64-bit number takes more, with sign and underscores)
+        digits = text.lstrip("+-").replace("_", "")
+        if len(digits.lstrip("0")) > 20:
+            return text
+    value = int(text)
+    return value if _WHOLE_MIN <= value <= _WHOLE_MAX else text
+
+
 @functools.cache
 def loader_class() -> type[yaml.SafeLoader]:
     """PyYAML's SafeLoader (the C one when libyaml is there, ~7x faster) with the rules above."""
@@ -70,11 +86,24 @@ def loader_class() -> type[yaml.SafeLoader]:
     base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
     class Loader(base):  # type: ignore[valid-type,misc]
-        def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
-            return int(self.construct_scalar(node))
+        def construct_yaml_int(self, node: yaml.ScalarNode) -> int | str:
+            return whole_number(self.construct_scalar(node))
 
         def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
             return float(self.construct_scalar(node))
+
+        def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+            # A value its explicit tag cannot read (`!!bool maybe`, `!!int x`, `!!timestamp soon`): PyYAML's
+            # constructors fail with Python's own errors and no place; this names the value, the tag and its line.
+            try:
+                return super().construct_object(node, deep)
+            except (ValueError, LookupError, TypeError, AttributeError, ArithmeticError):
+                tag = str(node.tag).rsplit(":", 1)[-1]
+                value = node.value if isinstance(node.value, str) else "this value"
+                raise yaml.constructor.ConstructorError(
+                    None, None,
+                    f"{value[:80]!r} cannot be read as the tag `!!{tag}` says; remove the tag or fix the value",
+                    node.start_mark) from None
 
     Loader.add_constructor("tag:yaml.org,2002:int", Loader.construct_yaml_int)
     Loader.add_constructor("tag:yaml.org,2002:float", Loader.construct_yaml_float)
@@ -340,7 +369,7 @@ def _resolve_scalar(text: str) -> tuple[bool, Any]:
     if kind == "bool":
         return True, text[0] in "tT"
     if kind == "int":
-        return True, int(text)
+        return True, whole_number(text)
     return False, None  # floats (NaN/inf need the slow path's JSON-safe handling), merge/value keys
 
 
