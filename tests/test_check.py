@@ -318,6 +318,21 @@ def test_a_link_to_a_note_git_ignores_says_so_and_names_the_rule(repo: Repo, cli
     assert "Git ignores" not in r.out
 
 
+def test_a_workspace_with_private_paths_keeps_the_ignored_link_hint(repo: Repo, cli: Any) -> None:
+    """Any `private_paths` in `.vivary/memory.toml` turned the hint off: privacy was decided as in a folder
+    outside Git, which refuses `private_paths` (only Git matches them exactly), and the refusal hid the hint."""
+    repo.write({".gitignore": "ign.md\ndrafts/\n", "Home.md": "[[ign]] [[drafts/plan]]\n",
+                ".vivary/memory.toml": '[memory]\nenabled = false\n[memory.privacy]\nprivate_paths = ["drafts/**"]\n'})
+    repo.commit()
+    repo.write({"ign.md": "# I\n", "drafts/plan.md": "secret-canary\n"})
+    r = cli("check", cwd=repo.path)
+    lines = {line.split("looked for ", 1)[1].split("'")[1]: line for line in r.out.splitlines() if "looked for" in line}
+    assert "'ign.md' is on disk, but Git ignores it (.gitignore:1:ign.md)" in lines["ign"], r.out
+    assert "un-ignore it" in lines["ign"]
+    assert "and it is private (config: drafts/**)" in lines["drafts/plan"], r.out
+    assert "un-ignore" not in lines["drafts/plan"] and "canary" not in r.out + r.err
+
+
 def test_a_ref_to_a_note_git_ignores_says_so(repo: Repo, cli: Any) -> None:
     """In a tropo.toml workspace the W220 of a ref (and the W221 of a wikilink) to an ignored note says so too."""
     repo.write(base_files(**{".gitignore": "private/\n", "notes/a.md": "# A\n[[plans]]\n",

@@ -140,7 +140,7 @@ def _rules(ws: Workspace, paths: list[str]) -> dict[str, str]:
     """What to say of each ignored file (workspace-relative): the rule that ignores it, and, when it is
     private by the floor or its name, that it stays out of the graph."""
     from vivary_git.checkignore import display_source
-    from vivary_git.privacy import decide_without_git
+    from vivary_git.privacy import decide_scoped, scopes_on_disk
 
     source = ws.source
     repo = source.repo
@@ -152,7 +152,13 @@ def _rules(ws: Workspace, paths: list[str]) -> dict[str, str]:
     if proc.returncode not in (0, 1):
         return {}
     fields = proc.stdout.split(b"\0")
-    private = {d.path: d.reason for d in decide_without_git(repo.workdir, asked) if d.private}
+    # Private by the floor, a workspace's `private_paths` or a sensitive name (Git's ignore rules aside: every
+    # path here is ignored): decided as the commit guard and `doctor` decide files on disk, with Git matching
+    # `private_paths` (deciding without Git refuses a workspace that lists them, and the hint was lost).
+    top = repo.workdir
+    private = {d.path: d.reason for d in decide_scoped(top, asked, scopes_on_disk(top, asked), trees=(),
+                                                          gitignore=False, git_dir=repo.pinned_git_dir)
+               if d.private}
     out: dict[str, str] = {}
     for k in range(0, len(fields) - 3, 4):
         where, line, pattern, path = (os.fsdecode(x) for x in fields[k:k + 4])
