@@ -271,6 +271,22 @@ def test_the_same_words_both_ways_are_a_duplicate_below_the_duplicate_cosine(cos
     assert (got.verdict, got.matches[0].id) == ("update", "glazing"), got
 
 
+def test_a_number_beside_a_month_is_a_day_of_the_month(cosine: Probe) -> None:
+    """"On 12 June" is a date: another day of the month, however written ("the 19th of June"), is an update, and a
+    count of something else ("40 stalls") changes no date."""
+    memories = [
+        Candidate("beds", "beds.md", "beds", "The community garden has 24 raised beds, shared by 30 households."),
+        Candidate("compost", "compost.md", "compost", "The community garden's compost bays are turned every "
+                  "fortnight."),
+        Candidate("sale", "sale.md", "sale", "The community garden's seedling sale is on 12 June."),
+    ]
+    got = cosine.check("The community garden's seedling sale is on the 19th of June.", memories)
+    assert (got.verdict, got.matches[0].id) == ("update", "sale"), got
+    assert got.matches[0].evidence == ["number: 12 -> 19"]
+    got = cosine.check("Around 40 stalls are booked for the community garden's seedling sale.", memories)
+    assert (got.verdict, got.matches[0].id) == ("related", "sale"), got
+
+
 def test_a_related_add_lists_every_related_memory_best_first(cosine: Probe) -> None:
     got = cosine.check("Survey tablets need a charging cable in the field kit.", _candidates())
     assert got.verdict == "related"

@@ -9,8 +9,8 @@ different things; one that only leaves a value out (a paraphrase) does not, so a
 text has one the other lacks.
 
 Numbers are read however written ("25", "twenty-five", "two hundred and fifty", "25%" and "25 per cent", "14th" and
-"fourteenth"), durations in minutes ("48 hours" is "two days"), and a count, a duration and a rank are never one
-slot; "twice a day" is two times. A count is read with what it counts too, so another number of the same thing shows
+"fourteenth"), durations in minutes ("48 hours" is "two days"), and a count, a duration, a rank and a day of a month
+("28 April", "the 14th of November") are never one slot; "twice a day" is two times. A count is read with what it counts too, so another number of the same thing shows
 though the old number is still said of something else ("twice a day, two puffs" / "three times a day, two puffs"),
 and a quantifier with what it is said of ("most of the plants" / "few of the plants; most of them are ferns").
 "Rather than" and "forbidden" deny as "not" does, within their clause: a text denies when one of its clauses holds an
@@ -441,7 +441,7 @@ class Claim:
                     nums = [_in_minutes(nums[0], unit)]  # "48 hours" and "two days" are one duration
                     used = at + 1
                 numbers.update(nums)
-                kind = _kind(raw, cardinal, unit is not None)
+                kind = "day" if unit is None and _dated(raws, at) else _kind(raw, cardinal, unit is not None)
                 kinds.update((n, kind) for n in nums)
                 if kind == "count" and after and after not in _STOP and not _number(after):
                     counted.update((n, _stem(after)) for n in nums)
@@ -689,6 +689,19 @@ def _compared(old: Claim, new: Claim) -> str:
     if swapped > kept and a[1] == b[1]:
         return "the same comparative, the other way round"
     return ""
+
+
+def _dated(raws: list[str], at: int) -> bool:
+    """Is the number at `at` a day of a month: beside a month's name ("28 April", "April 28", "the 14th of
+    November")? A date, not a count of things: "due on 28 April" is not changed by "2,500 words"."""
+    def month(i: int) -> bool:
+        if not 0 <= i < len(raws):
+            return False
+        word = raws[i].lower()
+        return word in _MONTHS and (word != "may" or raws[i] == "May" or raws[at][:1].isdigit())
+
+    of = at + 2 < len(raws) and raws[at + 1].lower() == "of"
+    return month(at - 1) or month(at + 1) or (of and month(at + 2))
 
 
 def _kind(raw: str, cardinal: bool, duration: bool) -> str:
