@@ -287,6 +287,24 @@ def test_a_number_beside_a_month_is_a_day_of_the_month(cosine: Probe) -> None:
     assert (got.verdict, got.matches[0].id) == ("related", "sale"), got
 
 
+def test_a_name_put_in_the_place_of_another_is_an_update_though_the_memory_names_it_elsewhere(cosine: Probe) -> None:
+    """"Under Events" for "under Clients", in a memory that also names "Events" in a path: the name check sees no
+    new name, so the swap of one name for the other tells the change (a duplicate at 0.97 otherwise)."""
+    memories = [
+        Candidate("backup", "backup.md", "backup", "The photo archive is copied to the NAS every night."),
+        Candidate("edit", "edit.md", "edit", "Wedding shoots are edited in Lightroom within two weeks."),
+        Candidate("files", "files.md", "files", "The photo archive files each wedding under Clients and keeps its "
+                  "raw images in the `Events/Raw` folder."),
+    ]
+    got = cosine.check("The photo archive files each wedding under Events and keeps its raw images in the "
+                       "`Events/Raw` folder.", memories)
+    assert (got.verdict, got.matches[0].id) == ("update", "files"), got
+    assert got.matches[0].evidence == ["word: clients -> events"]
+    got = cosine.check("Each wedding is filed under Clients in the photo archive, with its raw images kept in the "
+                       "`Events/Raw` folder.", memories)
+    assert (got.verdict, got.matches[0].id) == ("duplicate", "files"), got
+
+
 def test_a_related_add_lists_every_related_memory_best_first(cosine: Probe) -> None:
     got = cosine.check("Survey tablets need a charging cable in the field kit.", _candidates())
     assert got.verdict == "related"

@@ -10,9 +10,10 @@ text has one the other lacks.
 
 Numbers are read however written ("25", "twenty-five", "two hundred and fifty", "25%" and "25 per cent", "14th" and
 "fourteenth"), durations in minutes ("48 hours" is "two days"), and a count, a duration, a rank and a day of a month
-("28 April", "the 14th of November") are never one slot; "twice a day" is two times. A count is read with what it counts too, so another number of the same thing shows
-though the old number is still said of something else ("twice a day, two puffs" / "three times a day, two puffs"),
-and a quantifier with what it is said of ("most of the plants" / "few of the plants; most of them are ferns").
+("28 April", "the 14th of November") are never one slot; "twice a day" is two times. A count is read with what it
+counts too, so another number of the same thing shows though the old number is still said of something else ("twice
+a day, two puffs" / "three times a day, two puffs"), and a quantifier with what it is said of ("most of the plants" /
+"few of the plants; most of them are ferns").
 "Rather than" and "forbidden" deny as "not" does, within their clause: a text denies when one of its clauses holds an
 odd count of negations, so two clauses that each deny do not cancel ("Mira isn't on the lease, so she can't sign"),
 and "unless" in a clause that denies says what is needed ("can't publish unless Python is installed" denies nothing),
@@ -787,8 +788,12 @@ def _swaps(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | None
         if op != "replace" or not content_a or not content_b or spans > _SWAP_SPANS \
                 or len(content_a) > _SWAP_SPAN or len(content_b) > _SWAP_SPAN:
             return []  # a word added or left out, or a rewording: not one value for another
-        if any(w in old.names for w in content_a) and any(w in new.names for w in content_b):
-            continue  # one name for another: the name check's (it knows acronyms)
+        if any(w in old.names for w in content_a) and any(w in new.names for w in content_b) \
+                and not any(old.names[w] in new.cased for w in content_a if w in old.names) \
+                and not any(new.names[w] in old.cased for w in content_b if w in new.names):
+            continue  # one name for another: the name check's (it knows acronyms), unless one is said elsewhere
+            # in the other text, where the name check cannot see it ("under Companies ... `Games.base`" / "under
+            # Games ... `Games.base`")
         if same_sense is None or not same_sense(said_a, said_b):
             out.append((said_a, said_b))
     return out
