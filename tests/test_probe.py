@@ -305,6 +305,24 @@ def test_a_name_put_in_the_place_of_another_is_an_update_though_the_memory_names
     assert (got.verdict, got.matches[0].id) == ("duplicate", "files"), got
 
 
+def test_any_more_at_the_end_of_a_clause_is_no_longer(cosine: Probe) -> None:
+    """"Doesn't go ... any more", written as two words, says what is no longer so, as "anymore" does, though the
+    sentence that denies says little of the memory's words (a duplicate otherwise); "any more" before what it
+    counts is no such thing."""
+    memories = [
+        Candidate("flat", "flat.md", "flat", "The user's aunt lives in a flat above the pharmacy in Leith."),
+        Candidate("cats", "cats.md", "cats", "The user's aunt has two cats, Pip and Moss."),
+        Candidate("choir", "choir.md", "choir", "The user's aunt sings in the church choir on Thursday evenings."),
+    ]
+    got = cosine.check("The user's aunt has left the church choir; since her hip operation last winter she doesn't "
+                       "go to its Thursday evening rehearsals any more.", memories)
+    assert (got.verdict, got.matches[0].id) == ("update", "choir"), got
+    assert got.matches[0].evidence == ['negation: "anymore" only in the new text']
+    got = cosine.check("The user's aunt sings in the church choir on Thursday evenings, which could do with any more "
+                       "altos it can find.", memories)
+    assert got.verdict != "update", got
+
+
 def test_a_related_add_lists_every_related_memory_best_first(cosine: Probe) -> None:
     got = cosine.check("Survey tablets need a charging cable in the field kit.", _candidates())
     assert got.verdict == "related"

@@ -10,28 +10,28 @@ text has one the other lacks.
 
 Numbers are read however written ("25", "twenty-five", "two hundred and fifty", "25%" and "25 per cent", "14th" and
 "fourteenth"), durations in minutes ("48 hours" is "two days"), and a count, a duration, a rank and a day of a month
-("28 April", "the 14th of November") are never one slot; "twice a day" is two times. A count is read with what it
-counts too, so another number of the same thing shows though the old number is still said of something else ("twice
-a day, two puffs" / "three times a day, two puffs"), and a quantifier with what it is said of ("most of the plants" /
-"few of the plants; most of them are ferns").
-"Rather than" and "forbidden" deny as "not" does, within their clause: a text denies when one of its clauses holds an
-odd count of negations, so two clauses that each deny do not cancel ("Mira isn't on the lease, so she can't sign"),
-and "unless" in a clause that denies says what is needed ("can't publish unless Python is installed" denies nothing),
-as "until" does ("no article goes live until it is reviewed"). A denial counts only between two texts that say mostly
-the same words (or where the sentence that denies does: "isn't allergic to penicillin; the rash turned out to be
-viral"), and so does a denial that moved ("is not backed up, because it can be recreated" / "is backed up, because it
-can't be recreated": each denies words the other says). What "rather than" turns down is denied however much else is
-reworded ("in sync, rather than importing once" / "a one-time import"). "Used to" says what is no longer, and so does
-"was switched off" ("was replaced", "has been shut down"); what need not be done is optional and what has to be done
-required, and those two senses, "on" and "off", "public" and "private", "short" and "long" and a few more (`_SENSES`)
-are opposed wherever they stand, unless a negation turns one of them around ("not required"; a negation of something
-else, "with no sugar", leaves them). "Never" is how often, as "sometimes" is. A comparison is read as its two sides,
-and so is an order ("X after Y" is X later than Y, "before" and "ahead of" earlier): the same sides with the opposite
-comparative, or the sides turned around with the same one, is another claim ("Berlin ships more than Poznań" /
-"Poznań ships more than Berlin"), when both measure the same thing (a time is longer or later, shorter or faster). A
-value named verbatim (a `code` span, a #channel, a path) that each text has and the other does not is another value,
-between texts that say mostly the same words. A sentence's first word is a name only when it looks like one
-("GitHub", "Visual Studio"); "May" is the month inside a sentence or beside a date's words.
+("28 April", "the 14th of November") are never one slot; "twice a day" is two times. A count is read with what it counts
+too, so another number of the same thing shows though the old number is still said of something else ("twice a day, two
+puffs" / "three times a day, two puffs"), and a quantifier with what it is said of ("most of the plants" / "few of the
+plants; most of them are ferns"). "Rather than" and "forbidden" deny as "not" does, within their clause: a text denies
+when one of its clauses holds an odd count of negations, so two clauses that each deny do not cancel ("Mira isn't on the
+lease, so she can't sign"), and "unless" in a clause that denies says what is needed ("can't publish unless Python is
+installed" denies nothing), as "until" does ("no article goes live until it is reviewed"). A denial counts only between
+two texts that say mostly the same words (or where the sentence that denies does: "isn't allergic to penicillin; the
+rash turned out to be viral"), and so does a denial that moved ("is not backed up, because it can be recreated" / "is
+backed up, because it can't be recreated": each denies words the other says). What "rather than" turns down is denied
+however much else is reworded ("in sync, rather than importing once" / "a one-time import"). "Used to" says what is no
+longer, as "any more" at the end of a clause does ("doesn't go on Sundays any more"), and so does "was switched off"
+("was replaced", "has been shut down"); what need not be done is optional and what has to be done required, and those
+two senses, "on" and "off", "public" and "private", "short" and "long" and a few more (`_SENSES`) are opposed wherever
+they stand, unless a negation turns one of them around ("not required"; a negation of something else, "with no sugar",
+leaves them). "Never" is how often, as "sometimes" is. A comparison is read as its two sides, and so is an order ("X
+after Y" is X later than Y, "before" and "ahead of" earlier): the same sides with the opposite comparative, or the sides
+turned around with the same one, is another claim ("Berlin ships more than Poznań" / "Poznań ships more than Berlin"),
+when both measure the same thing (a time is longer or later, shorter or faster). A value named verbatim (a `code` span,
+a #channel, a path) that each text has and the other does not is another value, between texts that say mostly the same
+words. A sentence's first word is a name only when it looks like one ("GitHub", "Visual Studio"); "May" is the month
+inside a sentence or beside a date's words.
 
 Beyond the closed classes (negations, numbers, days and months, quantifiers), any content word can be the
 changed value: two texts whose content words line up but for one or two short spans put in each other's place
@@ -159,6 +159,9 @@ _TIMES = re.compile(r"\b(once|twice|thrice)(?=\s+(?:a|an|per|every|each|daily|we
 _TIMES_SAID = {"once": "1 times", "twice": "2 times", "thrice": "3 times"}
 _NOT_NEGATED = re.compile(r"\b(?:no|not) (?:later|earlier|more|less|fewer|sooner) than\b|\bnot only\b", re.I)
 _NO_LONGER = re.compile(r"\b(?:no|not any) longer\b|\bnot anymore\b", re.I)
+# "Any more" at the end of a clause is "anymore" ("doesn't go on Sundays any more"), not "any more than" or "any
+# more questions".
+_ANY_MORE = re.compile(r"\bany more\b(?=\s*(?:[.,;:!?)\u2013\u2014]|\s-\s|$))", re.I)
 # What was replaced, switched off or shut down is no longer: "the nightly export was switched off in May".
 _REPLACED = re.compile(r"\b(?:was|were|has been|have been|had been|got|gets|is being|are being) (?:replaced|"
                        r"switched off|turned off|shut down|discontinued|decommissioned)\b", re.I)
@@ -381,7 +384,8 @@ class Claim:
         text = _MUST.sub(" must ", _NEEDLESS.sub(" optional ", text))
         text = _dates(_OCLOCK.sub(_oclock, text))
         text = _PERCENT.sub(r"\1%", _SPELLED.sub(_spelled, _A_HUNDRED.sub(r"one \1", text)))
-        text = _REPLACED.sub(" nolonger ", _USED_TO.sub(" nolonger ", _NO_LONGER.sub(" nolonger ", text)))
+        text = _NO_LONGER.sub(" nolonger ", _ANY_MORE.sub("anymore", text))
+        text = _REPLACED.sub(" nolonger ", _USED_TO.sub(" nolonger ", text))
         text = text.replace("’", "'")
         found = list(_TOKEN.finditer(text))
         raws = [m.group() for m in found]
