@@ -323,6 +323,25 @@ def test_any_more_at_the_end_of_a_clause_is_no_longer(cosine: Probe) -> None:
     assert got.verdict != "update", got
 
 
+def test_a_comparative_in_two_words_measures_what_the_one_word_would(cosine: Probe) -> None:
+    """"Types more slowly than" is "types slower than": the opposite of "faster than", the same two things the same
+    way round, is an update (a duplicate at 0.87 otherwise); "more quickly" is "faster", and "less quickly" turned
+    around says the same."""
+    memories = [
+        Candidate("swim", "swim.md", "swim", "The user's son Idris swims at the leisure centre on Tuesdays."),
+        Candidate("violin", "violin.md", "violin", "The user's son Idris is learning the violin."),
+        Candidate("typing", "typing.md", "typing", "The user's son Idris types faster on a laptop than on a tablet."),
+    ]
+    got = cosine.check("Idris types more slowly on a laptop than on a tablet, since he has only just been given one.",
+                       memories)
+    assert (got.verdict, got.matches[0].id) == ("update", "typing"), got
+    assert got.matches[0].evidence == ["comparison: the opposite comparative, the same way round"]
+    for text in ("Idris, the user's son, types more quickly on a laptop than on a tablet.",
+                 "On a tablet, the user's son Idris types less quickly than on a laptop."):
+        got = cosine.check(text, memories)
+        assert (got.verdict, got.matches[0].id) == ("duplicate", "typing"), got
+
+
 def test_a_related_add_lists_every_related_memory_best_first(cosine: Probe) -> None:
     got = cosine.check("Survey tablets need a charging cable in the field kit.", _candidates())
     assert got.verdict == "related"

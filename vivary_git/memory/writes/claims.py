@@ -25,13 +25,13 @@ longer, as "any more" at the end of a clause does ("doesn't go on Sundays any mo
 ("was replaced", "has been shut down"); what need not be done is optional and what has to be done required, and those
 two senses, "on" and "off", "public" and "private", "short" and "long" and a few more (`_SENSES`) are opposed wherever
 they stand, unless a negation turns one of them around ("not required"; a negation of something else, "with no sugar",
-leaves them). "Never" is how often, as "sometimes" is. A comparison is read as its two sides, and so is an order ("X
-after Y" is X later than Y, "before" and "ahead of" earlier): the same sides with the opposite comparative, or the sides
-turned around with the same one, is another claim ("Berlin ships more than Poznań" / "Poznań ships more than Berlin"),
-when both measure the same thing (a time is longer or later, shorter or faster). A value named verbatim (a `code` span,
-a #channel, a path) that each text has and the other does not is another value, between texts that say mostly the same
-words. A sentence's first word is a name only when it looks like one ("GitHub", "Visual Studio"); "May" is the month
-inside a sentence or beside a date's words.
+leaves them). "Never" is how often, as "sometimes" is. A comparison is read as its two sides ("more slowly than" as
+"slower than"), and so is an order ("X after Y" is X later than Y, "before" and "ahead of" earlier): the same sides with
+the opposite comparative, or the sides turned around with the same one, is another claim ("Berlin ships more than
+Poznań" / "Poznań ships more than Berlin"), when both measure the same thing (a time is longer or later, shorter or
+faster). A value named verbatim (a `code` span, a #channel, a path) that each text has and the other does not is another
+value, between texts that say mostly the same words. A sentence's first word is a name only when it looks like one
+("GitHub", "Visual Studio"); "May" is the month inside a sentence or beside a date's words.
 
 Beyond the closed classes (negations, numbers, days and months, quantifiers), any content word can be the
 changed value: two texts whose content words line up but for one or two short spans put in each other's place
@@ -642,8 +642,21 @@ def _comparison(claim: Claim) -> tuple[frozenset[str], tuple[str, int], frozense
         return None
     for back in range(at - 1, max(-1, at - 1 - _COMPARED_WITHIN), -1):
         way = _MORE_LESS.get(shown[back])
+        if back and shown[back - 1] in ("more", "less") and (said := _comparative(shown[back])):
+            back, way = back - 1, (said[0], said[1] * _MORE_LESS[shown[back - 1]][1])  # "more slowly" is slower
         if way is not None:
             return frozenset(w for w in seq[:back] if w in claim.words), way, frozenset(after)
+    return None
+
+
+def _comparative(word: str) -> tuple[str, int] | None:
+    """The measure of the comparative an adjective or adverb makes ("slowly" and "slow": "slower", "easily":
+    "easier", "big": "bigger"), read after "more" or "less": a comparison said in two words measures what the one
+    word would ("reads more slowly than" / "reads faster than")."""
+    base = word[:-2] if word.endswith("ly") and len(word) > 4 else word
+    for form in (base + "er", base + "r", base[:-1] + "ier", base + base[-1:] + "er"):
+        if form in _MORE_LESS and form not in ("more", "less"):
+            return _MORE_LESS[form]
     return None
 
 
