@@ -342,6 +342,21 @@ def test_a_comparative_in_two_words_measures_what_the_one_word_would(cosine: Pro
         assert (got.verdict, got.matches[0].id) == ("duplicate", "typing"), got
 
 
+def test_not_as_good_as_is_a_comparison_not_a_denial(cosine: Probe) -> None:
+    """"Isn't as good at draughts as" is "worse at draughts than": the same comparison turned around is a duplicate
+    of the memory (an update for its "isn't" otherwise); the sides kept with "worse" turn it around."""
+    memories = [
+        Candidate("cello", "cello.md", "cello", "The user's niece Leila plays the cello in the school orchestra."),
+        Candidate("city", "city.md", "city", "The user's niece Leila lives in Bristol with her mother."),
+        Candidate("skill", "skill.md", "skill", "The user's niece Leila is better at chess than at draughts."),
+    ]
+    got = cosine.check("At draughts, the user's niece Leila isn't as good as at chess.", memories)
+    assert (got.verdict, got.matches[0].id) == ("duplicate", "skill"), got
+    got = cosine.check("Leila, the user's niece, is worse at chess than at draughts.", memories)
+    assert (got.verdict, got.matches[0].id) == ("update", "skill"), got
+    assert got.matches[0].evidence == ["comparison: the opposite comparative, the same way round"]
+
+
 def test_a_related_add_lists_every_related_memory_best_first(cosine: Probe) -> None:
     got = cosine.check("Survey tablets need a charging cable in the field kit.", _candidates())
     assert got.verdict == "related"

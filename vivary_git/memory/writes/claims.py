@@ -177,6 +177,8 @@ _NEEDLESS = re.compile(r"\b(?:(?:do|does|did)(?: not|n't)|need not|needn't) (?:h
                        r"\bneedn't\b|\b(?:is|are|was|were|be)(?: not|n't) (?:required|mandatory|compulsory)\b|"
                        r"\bnot (?:required|mandatory|compulsory)\b", re.I)
 _MUST = re.compile(r"\b(?:has|have|had) to\b", re.I)  # "has to be at the top" is "must be"
+# "Isn't as good as" is "less good than", a comparison (`_comparative`: "worse than"), not a denial of one.
+_NOT_AS = re.compile(r"\b(?:[a-z]+n't|not)\s+(?:quite\s+|nearly\s+|half\s+)?(?:as|so)\s+([a-z]+)\s+as\b", re.I)
 _INSTEAD = re.compile(r"\binstead of\b|\brather than\b", re.I)  # "pnpm rather than npm" is "pnpm, not npm"
 # A number written in words ("twenty-five", "two hundred and fifty"): read as its digits. A word alone is read
 # as it is (`_NUMBER_WORDS`); "one or two", "two three-day sprints" are not one number.
@@ -235,6 +237,7 @@ _MORE_LESS = {w: (measure, way) for measure, more, less in (
     ("sound", ("louder",), ("quieter",)), ("width", ("wider",), ("narrower",)), ("depth", ("deeper",), ("shallower",)),
     ("quality", ("better",), ("worse",)), ("distance", ("further", "farther"), ("nearer", "closer")),
 ) for words, way in ((more, 1), (less, -1)) for w in words}
+_IRREGULAR = {"good": "better", "well": "better", "bad": "worse", "far": "further"}  # comparatives not made with -er
 # Verbs whose "after" orders nothing: "named after its id", "looks after the twins" (takes care of them; "are
 # looked after by" says the same turned around).
 _NOT_ORDERS = frozenset({"named", "called", "look", "looks", "looked", "looking"})
@@ -378,7 +381,7 @@ class Claim:
         rather = False  # the last negation is "rather than" or "instead of"
         said_of = ("", -1)  # the last quantifier's class and where, till the word it is said of
         text = re.sub(r"(?<=\d)\s+(am|pm)\b", r"\1", text, flags=re.I)  # "2 pm" is one time
-        text = _NOT_NEGATED.sub(" ", text)
+        text = _NOT_AS.sub(r"less \1 than", _NOT_NEGATED.sub(" ", text.replace("’", "'")))
         text = _TIMES.sub(lambda m: _TIMES_SAID[m.group(1).lower()], text)
         text = _INSTEAD.sub(" rathernot ", text)
         text = _MUST.sub(" must ", _NEEDLESS.sub(" optional ", text))
@@ -654,7 +657,8 @@ def _comparative(word: str) -> tuple[str, int] | None:
     "easier", "big": "bigger"), read after "more" or "less": a comparison said in two words measures what the one
     word would ("reads more slowly than" / "reads faster than")."""
     base = word[:-2] if word.endswith("ly") and len(word) > 4 else word
-    for form in (base + "er", base + "r", base[:-1] + "ier", base + base[-1:] + "er"):
+    base = _IRREGULAR.get(base, base)
+    for form in (base, base + "er", base + "r", base[:-1] + "ier", base + base[-1:] + "er"):
         if form in _MORE_LESS and form not in ("more", "less"):
             return _MORE_LESS[form]
     return None
