@@ -26,12 +26,13 @@ longer, as "any more" at the end of a clause does ("doesn't go on Sundays any mo
 two senses, "on" and "off", "public" and "private", "short" and "long" and a few more (`_SENSES`) are opposed wherever
 they stand, unless a negation turns one of them around ("not required"; a negation of something else, "with no sugar",
 leaves them). "Never" is how often, as "sometimes" is. A comparison is read as its two sides ("more slowly than" as
-"slower than"), and so is an order ("X after Y" is X later than Y, "before" and "ahead of" earlier): the same sides with
-the opposite comparative, or the sides turned around with the same one, is another claim ("Berlin ships more than
-Poznań" / "Poznań ships more than Berlin"), when both measure the same thing (a time is longer or later, shorter or
-faster). A value named verbatim (a `code` span, a #channel, a path) that each text has and the other does not is another
-value, between texts that say mostly the same words. A sentence's first word is a name only when it looks like one
-("GitHub", "Visual Studio"); "May" is the month inside a sentence or beside a date's words.
+"slower than", "isn't as good as" as "worse than", no denial), and so is an order ("X after Y" is X later than Y,
+"before" and "ahead of" earlier): the same sides with the opposite comparative, or the sides turned around with the same
+one, is another claim ("Berlin ships more than Poznań" / "Poznań ships more than Berlin"), when both measure the same
+thing (a time is longer or later, shorter or faster). A value named verbatim (a `code` span, a #channel, a path) that
+each text has and the other does not is another value, between texts that say mostly the same words. A sentence's first
+word is a name only when it looks like one ("GitHub", "Visual Studio"); "May" is the month inside a sentence or beside a
+date's words.
 
 Beyond the closed classes (negations, numbers, days and months, quantifiers), any content word can be the
 changed value: two texts whose content words line up but for one or two short spans put in each other's place
