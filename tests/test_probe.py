@@ -357,6 +357,22 @@ def test_not_as_good_as_is_a_comparison_not_a_denial(cosine: Probe) -> None:
     assert got.matches[0].evidence == ["comparison: the opposite comparative, the same way round"]
 
 
+def test_a_place_and_its_adjective_are_one_name(cosine: Probe) -> None:
+    """"Mexico" and "Mexican" share their root: a paraphrase that names the place where the memory names its
+    pottery is a duplicate (an update for "another name" otherwise); another country's word is still an update."""
+    memories = [
+        Candidate("job", "job.md", "job", "The user's cousin Rafael teaches maths at a school in Porto."),
+        Candidate("run", "run.md", "run", "The user's cousin Rafael is training for the Lisbon marathon."),
+        Candidate("pottery", "pottery.md", "pottery", "The user's cousin Rafael collects Mexican pottery from the "
+                  "1950s."),
+    ]
+    got = cosine.check("Pottery made in Mexico in the 1950s is what the user's cousin Rafael collects.", memories)
+    assert (got.verdict, got.matches[0].id) == ("duplicate", "pottery"), got
+    got = cosine.check("The user's cousin Rafael collects Peruvian pottery from the 1950s.", memories)
+    assert (got.verdict, got.matches[0].id) == ("update", "pottery"), got
+    assert got.matches[0].evidence == ["name: Mexican -> Peruvian"]
+
+
 def test_a_related_add_lists_every_related_memory_best_first(cosine: Probe) -> None:
     got = cosine.check("Survey tablets need a charging cable in the field kit.", _candidates())
     assert got.verdict == "related"

@@ -200,6 +200,7 @@ _ENDS = (".", "!", "?", ":", ";", "\n")  # what ends a sentence (or a list item'
 _CLAUSE_MARKS = re.compile(r"[,;:.!?()\u2013\u2014]|\s-\s")
 _CLAUSE_WORDS = frozenset({"so", "because", "but", "while", "whereas", "although", "though", "since", "therefore"})
 _OPENERS = " \t\"'([*_`-"  # what may stand between a sentence's end and its next word
+_ROOT, _ROOT_ENDING = 5, 3  # a name's root and ending ("Byzanti-um" / "Byzanti-ne"), in letters
 _NAME_REST = 0.8  # the share of the other words two claims naming different names must have in common
 _DURATIONS = {u + s: m for u, m in (("minute", 1), ("min", 1), ("hour", 60), ("hr", 60), ("day", 1440),
                                        ("week", 10080), ("second", 1 / 60), ("sec", 1 / 60)) for s in ("", "s")}
@@ -749,10 +750,19 @@ def _kind(raw: str, cardinal: bool, duration: bool) -> str:
 
 def _named_in(stem: str, claim: Claim) -> bool:
     """Does `claim` name `stem`, or a name one starts the other ("Brazil" / "Brazilian") or ends ("vCPUs" /
-    "CPUs")?"""
+    "CPUs"), or a name of the same root with another ending ("Byzantium" / "Byzantine", "Canada" / "Canadian": a
+    place and its people's or its things' word)?"""
     return stem in claim.names or any(
         (len(min(stem, n, key=len)) >= 4 and (n.startswith(stem) or stem.startswith(n)))
-        or (len(min(stem, n, key=len)) >= 3 and (n.endswith(stem) or stem.endswith(n))) for n in claim.names)
+        or (len(min(stem, n, key=len)) >= 3 and (n.endswith(stem) or stem.endswith(n)))
+        or _same_root(stem, n) for n in claim.names)
+
+
+def _same_root(a: str, b: str) -> bool:
+    """Do two names share a root of `_ROOT` letters or more, each with at most `_ROOT_ENDING` letters after it?"""
+    a, b = a.lower(), b.lower()
+    root = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    return root >= _ROOT and len(a) - root <= _ROOT_ENDING and len(b) - root <= _ROOT_ENDING
 
 
 def _repeats(denying: Claim, other: Claim) -> bool:
