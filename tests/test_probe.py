@@ -373,6 +373,23 @@ def test_a_place_and_its_adjective_are_one_name(cosine: Probe) -> None:
     assert got.matches[0].evidence == ["name: Mexican -> Peruvian"]
 
 
+def test_a_unit_spelled_out_is_its_symbol(cosine: Probe) -> None:
+    """"Sixty kilograms" says "60 kg": the words in common make the paraphrase a duplicate (related otherwise, at
+    0.78 with four of seven words shared); another number of the same unit is an update."""
+    memories = [
+        Candidate("frame", "frame.md", "frame", "The user's road bike has a carbon frame and disc brakes."),
+        Candidate("service", "service.md", "service", "The user's road bike was last serviced in March."),
+        Candidate("load", "load.md", "load", "The user's cargo bike carries up to 60 kg of shopping."),
+    ]
+    for text in ("Groceries up to sixty kilograms fit in the box of the user's cargo bike.",
+                 "Sixty kilograms of groceries is the load limit of the cargo bike the user owns."):
+        got = cosine.check(text, memories)
+        assert (got.verdict, got.matches[0].id) == ("duplicate", "load"), got
+    got = cosine.check("The user's cargo bike carries up to 80 kilos of shopping.", memories)
+    assert (got.verdict, got.matches[0].id) == ("update", "load"), got
+    assert got.matches[0].evidence == ["number: 60 -> 80"]
+
+
 def test_a_related_add_lists_every_related_memory_best_first(cosine: Probe) -> None:
     got = cosine.check("Survey tablets need a charging cable in the field kit.", _candidates())
     assert got.verdict == "related"

@@ -201,6 +201,15 @@ _CLAUSE_MARKS = re.compile(r"[,;:.!?()\u2013\u2014]|\s-\s")
 _CLAUSE_WORDS = frozenset({"so", "because", "but", "while", "whereas", "although", "though", "since", "therefore"})
 _OPENERS = " \t\"'([*_`-"  # what may stand between a sentence's end and its next word
 _ROOT, _ROOT_ENDING = 5, 3  # a name's root and ending ("Byzanti-um" / "Byzanti-ne"), in letters
+# Units of measure, a closed class: each spelled-out name (singular, plural, British and American) is its symbol,
+# so "8 kg" and "eight kilos" say the same words.
+_UNIT_NAMES = {f"{name}{end}": symbol for symbol, names in (
+    ("kg", ("kilo", "kilogram", "kilogramme")), ("g", ("gram", "gramme")), ("mg", ("milligram",)),
+    ("km", ("kilometre", "kilometer")), ("m", ("metre", "meter")), ("cm", ("centimetre", "centimeter")),
+    ("mm", ("millimetre", "millimeter")), ("l", ("litre", "liter")), ("ml", ("millilitre", "milliliter")),
+    ("kb", ("kilobyte",)), ("mb", ("megabyte",)), ("gb", ("gigabyte",)), ("tb", ("terabyte",)),
+) for name in names for end in ("", "s")} | {s: s for s in ("kg", "mg", "km", "cm", "mm", "ml", "kb", "mb", "gb",
+                                                            "tb")}
 _NAME_REST = 0.8  # the share of the other words two claims naming different names must have in common
 _DURATIONS = {u + s: m for u, m in (("minute", 1), ("min", 1), ("hour", 60), ("hr", 60), ("day", 1440),
                                        ("week", 10080), ("second", 1 / 60), ("sec", 1 / 60)) for s in ("", "s")}
@@ -475,7 +484,7 @@ class Claim:
                 if negated >= 0 and seq[negated] in words:
                     negated = -1  # the words it denied end here
                 continue
-            stem = low[:-1] if _ACRONYM_PLURAL.match(raw) else _stem(low)  # "IDs" is "ID"s
+            stem = _UNIT_NAMES.get(low) or (low[:-1] if _ACRONYM_PLURAL.match(raw) else _stem(low))  # "IDs": "ID"s
             words.add(stem)
             sentence.add(stem)
             if 0 <= said_of[1] < at <= said_of[1] + _QUANTIFIED_WITHIN and not low.endswith("'s"):
