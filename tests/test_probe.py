@@ -390,6 +390,27 @@ def test_a_unit_spelled_out_is_its_symbol(cosine: Probe) -> None:
     assert got.matches[0].evidence == ["number: 60 -> 80"]
 
 
+def test_a_preference_is_an_order(cosine: Probe) -> None:
+    """"Prioritises outage reports over billing questions" puts outage reports first: the other way round (with
+    "over" or with "ahead of") is an update, a duplicate at 0.93 and more otherwise; the same order in other words
+    is a duplicate."""
+    memories = [
+        Candidate("hours", "hours.md", "hours", "The support desk answers tickets from 8am to 6pm on weekdays."),
+        Candidate("tool", "tool.md", "tool", "The support desk tracks its tickets in Zendesk."),
+        Candidate("order", "order.md", "order", "The support desk prioritises outage reports over billing "
+                  "questions."),
+    ]
+    for text in ("The support desk puts billing questions ahead of outage reports.",
+                 "The support desk prioritises billing questions over outage reports."):
+        got = cosine.check(text, memories)
+        assert (got.verdict, got.matches[0].id) == ("update", "order"), got
+        assert got.matches[0].evidence == ["comparison: the same comparative, the other way round"]
+    for text in ("The support desk deals with outage reports before billing questions.",
+                 "Outage reports come before billing questions at the support desk."):
+        got = cosine.check(text, memories)
+        assert (got.verdict, got.matches[0].id) == ("duplicate", "order"), got
+
+
 def test_a_related_add_lists_every_related_memory_best_first(cosine: Probe) -> None:
     got = cosine.check("Survey tablets need a charging cable in the field kit.", _candidates())
     assert got.verdict == "related"

@@ -249,6 +249,11 @@ _MORE_LESS = {w: (measure, way) for measure, more, less in (
     ("quality", ("better",), ("worse",)), ("distance", ("further", "farther"), ("nearer", "closer")),
 ) for words, way in ((more, 1), (less, -1)) for w in words}
 _IRREGULAR = {"good": "better", "well": "better", "bad": "worse", "far": "further"}  # comparatives not made with -er
+# Verbs of preference, whose "over" puts what they name first: "prioritises hierarchical links over edges".
+_PREFERS = frozenset({"prioritise", "prioritises", "prioritised", "prioritising", "prioritize", "prioritizes",
+                      "prioritized", "prioritizing", "favour", "favours", "favoured", "favouring", "favor", "favors",
+                      "favored", "favoring", "prefer", "prefers", "preferred", "preferring", "choose", "chooses",
+                      "chose", "choosing"})
 # Verbs whose "after" orders nothing: "named after its id", "looks after the twins" (takes care of them; "are
 # looked after by" says the same turned around).
 _NOT_ORDERS = frozenset({"named", "called", "look", "looks", "looked", "looking"})
@@ -677,11 +682,13 @@ def _comparative(word: str) -> tuple[str, int] | None:
 
 def _order(claim: Claim) -> tuple[frozenset[str], tuple[str, int], frozenset[str]] | None:
     """An order as a comparison of times: "X comes after Y" says X is later than Y, "X before Y" and "X ahead of
-    Y" earlier. Only with one such word, not first (a fronted "Before Y, X" is left alone), followed by what X is
-    ordered against: "after 2pm" and "before Friday" bound a time, they order two things no more than "at 2pm"."""
+    Y" earlier, and so does a preference ("prioritises X over Y", "prefers X over Y": X goes first). Only with one
+    such word, not first (a fronted "Before Y, X" is left alone), followed by what X is ordered against: "after
+    2pm" and "before Friday" bound a time, they order two things no more than "at 2pm"."""
     shown, seq = claim.shown, claim.seq
     found = [i for i, w in enumerate(shown) if w in ("before", "after")
-             or (w == "ahead" and i + 1 < len(shown) and shown[i + 1] == "of")]
+             or (w == "ahead" and i + 1 < len(shown) and shown[i + 1] == "of")
+             or (w == "over" and any(p in _PREFERS for p in shown[max(0, i - 1 - _COMPARED_WITHIN):i]))]
     if len(found) != 1 or found[0] == 0:
         return None
     at = found[0]
