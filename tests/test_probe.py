@@ -411,6 +411,24 @@ def test_a_preference_is_an_order(cosine: Probe) -> None:
         assert (got.verdict, got.matches[0].id) == ("duplicate", "order"), got
 
 
+def test_brief_and_detailed_are_short_and_long(cosine: Probe) -> None:
+    """"Concise" and "brief" are the short sense of a text's length, "lengthy" and "detailed" the long one: opposed
+    wherever they stand (a duplicate at 0.93 otherwise), and the same sense in other words is a duplicate."""
+    memories = [
+        Candidate("when", "when.md", "when", "The user's manager reads status updates on Monday mornings."),
+        Candidate("where", "where.md", "where", "The user's manager is based in the Leeds office."),
+        Candidate("summaries", "summaries.md", "summaries", "The user's manager wants incident summaries kept "
+                  "concise, in plain prose."),
+    ]
+    for text in ("The user's manager wants lengthy incident summaries in plain prose.",
+                 "The user's manager wants detailed incident summaries in plain prose."):
+        got = cosine.check(text, memories)
+        assert (got.verdict, got.matches[0].id) == ("update", "summaries"), got
+        assert got.matches[0].evidence == ["opposite: short -> long"]
+    got = cosine.check("In plain prose and brief: that is how the user's manager wants incident summaries.", memories)
+    assert (got.verdict, got.matches[0].id) == ("duplicate", "summaries"), got
+
+
 def test_a_related_add_lists_every_related_memory_best_first(cosine: Probe) -> None:
     got = cosine.check("Survey tablets need a charging cable in the field kit.", _candidates())
     assert got.verdict == "related"

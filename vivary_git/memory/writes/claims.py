@@ -223,7 +223,8 @@ _SENSES = {"must": "required", "require": "required", "requires": "required", "r
            "temporary": "temporary", "temporarily": "temporary", "permanent": "permanent",
            "permanently": "permanent", "strong": "strong", "weak": "weak", "high": "high", "low": "low",
            "early": "early", "late": "late", "top": "top", "bottom": "bottom", "fixed": "fixed",
-           "variable": "variable", "short": "short", "long": "long"}
+           "variable": "variable", "short": "short", "long": "long", "brief": "short", "concise": "short",
+           "lengthy": "long", "detailed": "long"}
 _SENSES_WORDS = frozenset(w for k in _SENSES for w in k.split())
 _SENSE_OPPOSITE = {w: o for a, b in (("required", "optional"), ("on", "off"), ("public", "private"),
                                      ("ascending", "descending"), ("visible", "hidden"), ("valid", "invalid"),
