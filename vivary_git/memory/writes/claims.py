@@ -190,6 +190,9 @@ _A_HUNDRED = re.compile(r"\ba (hundred|thousand)\b", re.I)  # "a hundred and twe
 _OCLOCK = re.compile(r"\b(\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve) o'clock"
                      r"(?: in the (morning|afternoon|evening))?", re.I)
 _ISO_DATE = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
+_YEAR_MONTH = re.compile(r"\b(\d{4})-(\d{1,2})\b(?!-\d)")  # "2022-04" is April 2022
+# "3 p.m.": the time, its full stop kept where it also ends the sentence
+_DOTTED_TIME = re.compile(r"(?<=\d)\s*([ap])\.m\.(\s+(?=[A-Z])|\s*$)?", re.I)
 _DOT_DATE = re.compile(r"\b(\d{1,2})\.(\d{1,2})\.(\d{4})\b")
 _SLASH_DATE = re.compile(r"\b(\d{1,2})/(\d{1,2})(?:/(\d{4}))?\b")
 _PERCENT = re.compile(r"(\d)\s*per ?cent\b", re.I)
@@ -320,7 +323,11 @@ def _dates(text: str) -> str:
         readings = [(a, b)] if b <= 12 < a else [(b, a)] if a <= 12 < b else [(a, b), (b, a)]
         return " ".join(f"{day} {_MONTHS[month - 1]}" for day, month in readings) + (f" {year}" if year else "")
 
-    return _SLASH_DATE.sub(slash, _DOT_DATE.sub(dot, _ISO_DATE.sub(iso, text)))
+    def year_month(m: re.Match[str]) -> str:
+        month = _month(m.group(2))
+        return f"{month} {m.group(1)}" if month else m.group()
+
+    return _SLASH_DATE.sub(slash, _DOT_DATE.sub(dot, _YEAR_MONTH.sub(year_month, _ISO_DATE.sub(iso, text))))
 
 
 def _spelled(match: re.Match[str]) -> str:
@@ -377,6 +384,7 @@ class Claim:
     denying: frozenset[str] = frozenset()  # content words of the sentences that deny (`denials`)
     quantified: frozenset[tuple[str, str]] = frozenset()  # (quantifier class, the content word it is said of)
     passed_over: frozenset[str] = frozenset()  # content words "rather than" or "instead of" turns down
+    digits: frozenset[str] = frozenset()  # those of `numbers` written in digits ("28", "2,500"), not in words
 
     @classmethod
     def of(cls, text: str) -> Claim:
@@ -395,8 +403,10 @@ class Claim:
         counted: set[tuple[str, str]] = set()
         quantified: set[tuple[str, str]] = set()
         passed_over: set[str] = set()
+        digits: set[str] = set()
         rather = False  # the last negation is "rather than" or "instead of"
         said_of = ("", -1)  # the last quantifier's class and where, till the word it is said of
+        text = _DOTTED_TIME.sub(lambda m: f"{m.group(1)}m{'.' if m.group(2) is not None else ''}", text)  # 3pm
         text = re.sub(r"(?<=\d)\s+(am|pm)\b", r"\1", text, flags=re.I)  # "2 pm" is one time
         text = _NOT_AS.sub(r"less \1 than", _NOT_NEGATED.sub(" ", text.replace("’", "'")))
         text = _TIMES.sub(lambda m: _TIMES_SAID[m.group(1).lower()], text)
@@ -466,6 +476,8 @@ class Claim:
                     nums = [_in_minutes(nums[0], unit)]  # "48 hours" and "two days" are one duration
                     used = at + 1
                 numbers.update(nums)
+                if raw[:1].isdigit():
+                    digits.update(nums)
                 kind = "day" if unit is None and _dated(raws, at) else _kind(raw, cardinal, unit is not None)
                 kinds.update((n, kind) for n in nums)
                 if kind == "count" and after and after not in _STOP and not _number(after):
@@ -512,7 +524,8 @@ class Claim:
         return cls(frozenset(words), frozenset(numbers), frozenset(when), names, tuple(negations), frozenset(lows),
                    frozenset(raws), tuple(seq), tuple(shown), frozenset(quantity), frozenset(kinds),
                    _senses(tuple(shown)), frozenset(denied), frozenset(affirmed - denied), marks, said, denials,
-                   frozenset(counted), frozenset(denying), frozenset(quantified), frozenset(passed_over))
+                   frozenset(counted), frozenset(denying), frozenset(quantified), frozenset(passed_over),
+                   frozenset(digits))
 
 
 def overlap(a: Claim, b: Claim) -> float:
