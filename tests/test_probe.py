@@ -798,11 +798,11 @@ def test_the_labelled_pairs_meet_the_goals(cosine: Probe) -> None:
 # bench_probe's 0.096 plus its one "update(other)".)
 GOALS = (0.90, 0.05, 0.02)
 BELOW_GOAL = {"probe_holdout5.jsonl": (0.865, 0.019, 0.019), "probe_holdout6.jsonl": (0.923, 0.0, 0.029),
-              "probe_holdout8.jsonl": (0.923, 0.038, 0.019), "probe_holdout9.jsonl": (0.942, 0.038, 0.029),
+              "probe_holdout8.jsonl": (0.923, 0.038, 0.010), "probe_holdout9.jsonl": (0.942, 0.038, 0.029),
               "probe_holdout10.jsonl": (0.885, 0.115, 0.0), "probe_holdout11.jsonl": (0.885, 0.115, 0.010),
-              "probe_holdout12.jsonl": (0.904, 0.096, 0.087), "probe_holdout13.jsonl": (0.962, 0.038, 0.010),
-              "probe_holdout14.jsonl": (0.923, 0.019, 0.029), "probe_holdout15.jsonl": (0.923, 0.058, 0.019),
-              "probe_holdout16.jsonl": (0.827, 0.173, 0.058)}
+              "probe_holdout12.jsonl": (0.942, 0.096, 0.087), "probe_holdout13.jsonl": (0.962, 0.038, 0.010),
+              "probe_holdout14.jsonl": (0.923, 0.019, 0.029), "probe_holdout15.jsonl": (0.923, 0.058, 0.010),
+              "probe_holdout16.jsonl": (0.885, 0.077, 0.038)}
 
 
 @pytest.mark.parametrize("name", HELD_OUT)
