@@ -9,28 +9,30 @@ different things; one that only leaves a value out (a paraphrase) does not, so a
 text has one the other lacks.
 
 Numbers are read however written ("25", "twenty-five", "two hundred and fifty", "25%" and "25 per cent", "14th" and
-"fourteenth"), durations in minutes ("48 hours" is "two days"), and a count, a duration and a rank are never one
-slot; "twice a day" is two times. A count is read with what it counts too, so another number of the same thing shows
-though the old number is still said of something else ("twice a day, two puffs" / "three times a day, two puffs"),
-and a quantifier with what it is said of ("most of the plants" / "few of the plants; most of them are ferns").
-"Rather than" and "forbidden" deny as "not" does, within their clause: a text denies when one of its clauses holds an
-odd count of negations, so two clauses that each deny do not cancel ("Mira isn't on the lease, so she can't sign"),
-and "unless" in a clause that denies says what is needed ("can't publish unless Python is installed" denies nothing),
-as "until" does ("no article goes live until it is reviewed"). A denial counts only between two texts that say mostly
-the same words (or where the sentence that denies does: "isn't allergic to penicillin; the rash turned out to be
-viral"), and so does a denial that moved ("is not backed up, because it can be recreated" / "is backed up, because it
-can't be recreated": each denies words the other says). What "rather than" turns down is denied however much else is
-reworded ("in sync, rather than importing once" / "a one-time import"). "Used to" says what is no longer, and so does
-"was switched off" ("was replaced", "has been shut down"); what need not be done is optional and what has to be done
-required, and those two senses, "on" and "off", "public" and "private", "short" and "long" and a few more (`_SENSES`)
-are opposed wherever they stand, unless a negation turns one of them around ("not required"; a negation of something
-else, "with no sugar", leaves them). "Never" is how often, as "sometimes" is. A comparison is read as its two sides,
-and so is an order ("X after Y" is X later than Y, "before" and "ahead of" earlier): the same sides with the opposite
-comparative, or the sides turned around with the same one, is another claim ("Berlin ships more than Poznań" /
-"Poznań ships more than Berlin"), when both measure the same thing (a time is longer or later, shorter or faster). A
-value named verbatim (a `code` span, a #channel, a path) that each text has and the other does not is another value,
-between texts that say mostly the same words. A sentence's first word is a name only when it looks like one
-("GitHub", "Visual Studio"); "May" is the month inside a sentence or beside a date's words.
+"fourteenth"), durations in minutes ("48 hours" is "two days"), and a count, a duration, a rank and a day of a month
+("28 April", "the 14th of November") are never one slot; "twice a day" is two times. A count is read with what it counts
+too, so another number of the same thing shows though the old number is still said of something else ("twice a day, two
+puffs" / "three times a day, two puffs"), and a quantifier with what it is said of ("most of the plants" / "few of the
+plants; most of them are ferns"). "Rather than" and "forbidden" deny as "not" does, within their clause: a text denies
+when one of its clauses holds an odd count of negations, so two clauses that each deny do not cancel ("Mira isn't on the
+lease, so she can't sign"), and "unless" in a clause that denies says what is needed ("can't publish unless Python is
+installed" denies nothing), as "until" does ("no article goes live until it is reviewed"). A denial counts only between
+two texts that say mostly the same words (or where the sentence that denies does: "isn't allergic to penicillin; the
+rash turned out to be viral"), and so does a denial that moved ("is not backed up, because it can be recreated" / "is
+backed up, because it can't be recreated": each denies words the other says). What "rather than" turns down is denied
+however much else is reworded ("in sync, rather than importing once" / "a one-time import"). "Used to" says what is no
+longer, as "any more" at the end of a clause does ("doesn't go on Sundays any more"), and so does "was switched off"
+("was replaced", "has been shut down"); what need not be done is optional and what has to be done required, and those
+two senses, "on" and "off", "public" and "private", "short" and "long" and a few more (`_SENSES`) are opposed wherever
+they stand, unless a negation turns one of them around ("not required"; a negation of something else, "with no sugar",
+leaves them). "Never" is how often, as "sometimes" is. A comparison is read as its two sides ("more slowly than" as
+"slower than", "isn't as good as" as "worse than", no denial), and so is an order ("X after Y" is X later than Y,
+"before" and "ahead of" earlier): the same sides with the opposite comparative, or the sides turned around with the same
+one, is another claim ("Berlin ships more than Poznań" / "Poznań ships more than Berlin"), when both measure the same
+thing (a time is longer or later, shorter or faster). A value named verbatim (a `code` span, a #channel, a path) that
+each text has and the other does not is another value, between texts that say mostly the same words. A sentence's first
+word is a name only when it looks like one ("GitHub", "Visual Studio"); "May" is the month inside a sentence or beside a
+date's words.
 
 Beyond the closed classes (negations, numbers, days and months, quantifiers), any content word can be the
 changed value: two texts whose content words line up but for one or two short spans put in each other's place
@@ -158,6 +160,9 @@ _TIMES = re.compile(r"\b(once|twice|thrice)(?=\s+(?:a|an|per|every|each|daily|we
 _TIMES_SAID = {"once": "1 times", "twice": "2 times", "thrice": "3 times"}
 _NOT_NEGATED = re.compile(r"\b(?:no|not) (?:later|earlier|more|less|fewer|sooner) than\b|\bnot only\b", re.I)
 _NO_LONGER = re.compile(r"\b(?:no|not any) longer\b|\bnot anymore\b", re.I)
+# "Any more" at the end of a clause is "anymore" ("doesn't go on Sundays any more"), not "any more than" or "any
+# more questions".
+_ANY_MORE = re.compile(r"\bany more\b(?=\s*(?:[.,;:!?)\u2013\u2014]|\s-\s|$))", re.I)
 # What was replaced, switched off or shut down is no longer: "the nightly export was switched off in May".
 _REPLACED = re.compile(r"\b(?:was|were|has been|have been|had been|got|gets|is being|are being) (?:replaced|"
                        r"switched off|turned off|shut down|discontinued|decommissioned)\b", re.I)
@@ -173,6 +178,8 @@ _NEEDLESS = re.compile(r"\b(?:(?:do|does|did)(?: not|n't)|need not|needn't) (?:h
                        r"\bneedn't\b|\b(?:is|are|was|were|be)(?: not|n't) (?:required|mandatory|compulsory)\b|"
                        r"\bnot (?:required|mandatory|compulsory)\b", re.I)
 _MUST = re.compile(r"\b(?:has|have|had) to\b", re.I)  # "has to be at the top" is "must be"
+# "Isn't as good as" is "less good than", a comparison (`_comparative`: "worse than"), not a denial of one.
+_NOT_AS = re.compile(r"\b(?:[a-z]+n't|not)\s+(?:quite\s+|nearly\s+|half\s+)?(?:as|so)\s+([a-z]+)\s+as\b", re.I)
 _INSTEAD = re.compile(r"\binstead of\b|\brather than\b", re.I)  # "pnpm rather than npm" is "pnpm, not npm"
 # A number written in words ("twenty-five", "two hundred and fifty"): read as its digits. A word alone is read
 # as it is (`_NUMBER_WORDS`); "one or two", "two three-day sprints" are not one number.
@@ -183,6 +190,9 @@ _A_HUNDRED = re.compile(r"\ba (hundred|thousand)\b", re.I)  # "a hundred and twe
 _OCLOCK = re.compile(r"\b(\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve) o'clock"
                      r"(?: in the (morning|afternoon|evening))?", re.I)
 _ISO_DATE = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
+_YEAR_MONTH = re.compile(r"\b(\d{4})-(\d{1,2})\b(?!-\d)")  # "2022-04" is April 2022
+# "3 p.m.": the time, its full stop kept where it also ends the sentence
+_DOTTED_TIME = re.compile(r"(?<=\d)\s*([ap])\.m\.(\s+(?=[A-Z])|\s*$)?", re.I)
 _DOT_DATE = re.compile(r"\b(\d{1,2})\.(\d{1,2})\.(\d{4})\b")
 _SLASH_DATE = re.compile(r"\b(\d{1,2})/(\d{1,2})(?:/(\d{4}))?\b")
 _PERCENT = re.compile(r"(\d)\s*per ?cent\b", re.I)
@@ -193,6 +203,16 @@ _ENDS = (".", "!", "?", ":", ";", "\n")  # what ends a sentence (or a list item'
 _CLAUSE_MARKS = re.compile(r"[,;:.!?()\u2013\u2014]|\s-\s")
 _CLAUSE_WORDS = frozenset({"so", "because", "but", "while", "whereas", "although", "though", "since", "therefore"})
 _OPENERS = " \t\"'([*_`-"  # what may stand between a sentence's end and its next word
+_ROOT, _ROOT_ENDING = 5, 3  # a name's root and ending ("Byzanti-um" / "Byzanti-ne"), in letters
+# Units of measure, a closed class: each spelled-out name (singular, plural, British and American) is its symbol,
+# so "8 kg" and "eight kilos" say the same words.
+_UNIT_NAMES = {f"{name}{end}": symbol for symbol, names in (
+    ("kg", ("kilo", "kilogram", "kilogramme")), ("g", ("gram", "gramme")), ("mg", ("milligram",)),
+    ("km", ("kilometre", "kilometer")), ("m", ("metre", "meter")), ("cm", ("centimetre", "centimeter")),
+    ("mm", ("millimetre", "millimeter")), ("l", ("litre", "liter")), ("ml", ("millilitre", "milliliter")),
+    ("kb", ("kilobyte",)), ("mb", ("megabyte",)), ("gb", ("gigabyte",)), ("tb", ("terabyte",)),
+) for name in names for end in ("", "s")} | {s: s for s in ("kg", "mg", "km", "cm", "mm", "ml", "kb", "mb", "gb",
+                                                            "tb")}
 _NAME_REST = 0.8  # the share of the other words two claims naming different names must have in common
 _DURATIONS = {u + s: m for u, m in (("minute", 1), ("min", 1), ("hour", 60), ("hr", 60), ("day", 1440),
                                        ("week", 10080), ("second", 1 / 60), ("sec", 1 / 60)) for s in ("", "s")}
@@ -206,7 +226,8 @@ _SENSES = {"must": "required", "require": "required", "requires": "required", "r
            "temporary": "temporary", "temporarily": "temporary", "permanent": "permanent",
            "permanently": "permanent", "strong": "strong", "weak": "weak", "high": "high", "low": "low",
            "early": "early", "late": "late", "top": "top", "bottom": "bottom", "fixed": "fixed",
-           "variable": "variable", "short": "short", "long": "long"}
+           "variable": "variable", "short": "short", "long": "long", "brief": "short", "concise": "short",
+           "lengthy": "long", "detailed": "long"}
 _SENSES_WORDS = frozenset(w for k in _SENSES for w in k.split())
 _SENSE_OPPOSITE = {w: o for a, b in (("required", "optional"), ("on", "off"), ("public", "private"),
                                      ("ascending", "descending"), ("visible", "hidden"), ("valid", "invalid"),
@@ -231,6 +252,12 @@ _MORE_LESS = {w: (measure, way) for measure, more, less in (
     ("sound", ("louder",), ("quieter",)), ("width", ("wider",), ("narrower",)), ("depth", ("deeper",), ("shallower",)),
     ("quality", ("better",), ("worse",)), ("distance", ("further", "farther"), ("nearer", "closer")),
 ) for words, way in ((more, 1), (less, -1)) for w in words}
+_IRREGULAR = {"good": "better", "well": "better", "bad": "worse", "far": "further"}  # comparatives not made with -er
+# Verbs of preference, whose "over" puts what they name first: "prioritises hierarchical links over edges".
+_PREFERS = frozenset({"prioritise", "prioritises", "prioritised", "prioritising", "prioritize", "prioritizes",
+                      "prioritized", "prioritizing", "favour", "favours", "favoured", "favouring", "favor", "favors",
+                      "favored", "favoring", "prefer", "prefers", "preferred", "preferring", "choose", "chooses",
+                      "chose", "choosing"})
 # Verbs whose "after" orders nothing: "named after its id", "looks after the twins" (takes care of them; "are
 # looked after by" says the same turned around).
 _NOT_ORDERS = frozenset({"named", "called", "look", "looks", "looked", "looking"})
@@ -296,7 +323,11 @@ def _dates(text: str) -> str:
         readings = [(a, b)] if b <= 12 < a else [(b, a)] if a <= 12 < b else [(a, b), (b, a)]
         return " ".join(f"{day} {_MONTHS[month - 1]}" for day, month in readings) + (f" {year}" if year else "")
 
-    return _SLASH_DATE.sub(slash, _DOT_DATE.sub(dot, _ISO_DATE.sub(iso, text)))
+    def year_month(m: re.Match[str]) -> str:
+        month = _month(m.group(2))
+        return f"{month} {m.group(1)}" if month else m.group()
+
+    return _SLASH_DATE.sub(slash, _DOT_DATE.sub(dot, _YEAR_MONTH.sub(year_month, _ISO_DATE.sub(iso, text))))
 
 
 def _spelled(match: re.Match[str]) -> str:
@@ -353,6 +384,7 @@ class Claim:
     denying: frozenset[str] = frozenset()  # content words of the sentences that deny (`denials`)
     quantified: frozenset[tuple[str, str]] = frozenset()  # (quantifier class, the content word it is said of)
     passed_over: frozenset[str] = frozenset()  # content words "rather than" or "instead of" turns down
+    digits: frozenset[str] = frozenset()  # those of `numbers` written in digits ("28", "2,500"), not in words
 
     @classmethod
     def of(cls, text: str) -> Claim:
@@ -371,16 +403,19 @@ class Claim:
         counted: set[tuple[str, str]] = set()
         quantified: set[tuple[str, str]] = set()
         passed_over: set[str] = set()
+        digits: set[str] = set()
         rather = False  # the last negation is "rather than" or "instead of"
         said_of = ("", -1)  # the last quantifier's class and where, till the word it is said of
+        text = _DOTTED_TIME.sub(lambda m: f"{m.group(1)}m{'.' if m.group(2) is not None else ''}", text)  # 3pm
         text = re.sub(r"(?<=\d)\s+(am|pm)\b", r"\1", text, flags=re.I)  # "2 pm" is one time
-        text = _NOT_NEGATED.sub(" ", text)
+        text = _NOT_AS.sub(r"less \1 than", _NOT_NEGATED.sub(" ", text.replace("’", "'")))
         text = _TIMES.sub(lambda m: _TIMES_SAID[m.group(1).lower()], text)
         text = _INSTEAD.sub(" rathernot ", text)
         text = _MUST.sub(" must ", _NEEDLESS.sub(" optional ", text))
         text = _dates(_OCLOCK.sub(_oclock, text))
         text = _PERCENT.sub(r"\1%", _SPELLED.sub(_spelled, _A_HUNDRED.sub(r"one \1", text)))
-        text = _REPLACED.sub(" nolonger ", _USED_TO.sub(" nolonger ", _NO_LONGER.sub(" nolonger ", text)))
+        text = _NO_LONGER.sub(" nolonger ", _ANY_MORE.sub("anymore", text))
+        text = _REPLACED.sub(" nolonger ", _USED_TO.sub(" nolonger ", text))
         text = text.replace("’", "'")
         found = list(_TOKEN.finditer(text))
         raws = [m.group() for m in found]
@@ -441,7 +476,9 @@ class Claim:
                     nums = [_in_minutes(nums[0], unit)]  # "48 hours" and "two days" are one duration
                     used = at + 1
                 numbers.update(nums)
-                kind = _kind(raw, cardinal, unit is not None)
+                if raw[:1].isdigit():
+                    digits.update(nums)
+                kind = "day" if unit is None and _dated(raws, at) else _kind(raw, cardinal, unit is not None)
                 kinds.update((n, kind) for n in nums)
                 if kind == "count" and after and after not in _STOP and not _number(after):
                     counted.update((n, _stem(after)) for n in nums)
@@ -465,7 +502,7 @@ class Claim:
                 if negated >= 0 and seq[negated] in words:
                     negated = -1  # the words it denied end here
                 continue
-            stem = low[:-1] if _ACRONYM_PLURAL.match(raw) else _stem(low)  # "IDs" is "ID"s
+            stem = _UNIT_NAMES.get(low) or (low[:-1] if _ACRONYM_PLURAL.match(raw) else _stem(low))  # "IDs": "ID"s
             words.add(stem)
             sentence.add(stem)
             if 0 <= said_of[1] < at <= said_of[1] + _QUANTIFIED_WITHIN and not low.endswith("'s"):
@@ -487,7 +524,8 @@ class Claim:
         return cls(frozenset(words), frozenset(numbers), frozenset(when), names, tuple(negations), frozenset(lows),
                    frozenset(raws), tuple(seq), tuple(shown), frozenset(quantity), frozenset(kinds),
                    _senses(tuple(shown)), frozenset(denied), frozenset(affirmed - denied), marks, said, denials,
-                   frozenset(counted), frozenset(denying), frozenset(quantified), frozenset(passed_over))
+                   frozenset(counted), frozenset(denying), frozenset(quantified), frozenset(passed_over),
+                   frozenset(digits))
 
 
 def overlap(a: Claim, b: Claim) -> float:
@@ -637,18 +675,34 @@ def _comparison(claim: Claim) -> tuple[frozenset[str], tuple[str, int], frozense
         return None
     for back in range(at - 1, max(-1, at - 1 - _COMPARED_WITHIN), -1):
         way = _MORE_LESS.get(shown[back])
+        if back and shown[back - 1] in ("more", "less") and (said := _comparative(shown[back])):
+            back, way = back - 1, (said[0], said[1] * _MORE_LESS[shown[back - 1]][1])  # "more slowly" is slower
         if way is not None:
             return frozenset(w for w in seq[:back] if w in claim.words), way, frozenset(after)
     return None
 
 
+def _comparative(word: str) -> tuple[str, int] | None:
+    """The measure of the comparative an adjective or adverb makes ("slowly" and "slow": "slower", "easily":
+    "easier", "big": "bigger"), read after "more" or "less": a comparison said in two words measures what the one
+    word would ("reads more slowly than" / "reads faster than")."""
+    base = word[:-2] if word.endswith("ly") and len(word) > 4 else word
+    base = _IRREGULAR.get(base, base)
+    for form in (base, base + "er", base + "r", base[:-1] + "ier", base + base[-1:] + "er"):
+        if form in _MORE_LESS and form not in ("more", "less"):
+            return _MORE_LESS[form]
+    return None
+
+
 def _order(claim: Claim) -> tuple[frozenset[str], tuple[str, int], frozenset[str]] | None:
     """An order as a comparison of times: "X comes after Y" says X is later than Y, "X before Y" and "X ahead of
-    Y" earlier. Only with one such word, not first (a fronted "Before Y, X" is left alone), followed by what X is
-    ordered against: "after 2pm" and "before Friday" bound a time, they order two things no more than "at 2pm"."""
+    Y" earlier, and so does a preference ("prioritises X over Y", "prefers X over Y": X goes first). Only with one
+    such word, not first (a fronted "Before Y, X" is left alone), followed by what X is ordered against: "after
+    2pm" and "before Friday" bound a time, they order two things no more than "at 2pm"."""
     shown, seq = claim.shown, claim.seq
     found = [i for i, w in enumerate(shown) if w in ("before", "after")
-             or (w == "ahead" and i + 1 < len(shown) and shown[i + 1] == "of")]
+             or (w == "ahead" and i + 1 < len(shown) and shown[i + 1] == "of")
+             or (w == "over" and any(p in _PREFERS for p in shown[max(0, i - 1 - _COMPARED_WITHIN):i]))]
     if len(found) != 1 or found[0] == 0:
         return None
     at = found[0]
@@ -691,6 +745,19 @@ def _compared(old: Claim, new: Claim) -> str:
     return ""
 
 
+def _dated(raws: list[str], at: int) -> bool:
+    """Is the number at `at` a day of a month: beside a month's name ("28 April", "April 28", "the 14th of
+    November")? A date, not a count of things: "due on 28 April" is not changed by "2,500 words"."""
+    def month(i: int) -> bool:
+        if not 0 <= i < len(raws):
+            return False
+        word = raws[i].lower()
+        return word in _MONTHS and (word != "may" or raws[i] == "May" or raws[at][:1].isdigit())
+
+    of = at + 2 < len(raws) and raws[at + 1].lower() == "of"
+    return month(at - 1) or month(at + 1) or (of and month(at + 2))
+
+
 def _kind(raw: str, cardinal: bool, duration: bool) -> str:
     """What a number counts, as written: a duration, a rank, a time of day, a year, a share, a version or
     decimal, or things. Two claims' numbers differ only in one of these: "in 2026" is not changed by "3.9 to
@@ -713,10 +780,19 @@ def _kind(raw: str, cardinal: bool, duration: bool) -> str:
 
 def _named_in(stem: str, claim: Claim) -> bool:
     """Does `claim` name `stem`, or a name one starts the other ("Brazil" / "Brazilian") or ends ("vCPUs" /
-    "CPUs")?"""
+    "CPUs"), or a name of the same root with another ending ("Byzantium" / "Byzantine", "Canada" / "Canadian": a
+    place and its people's or its things' word)?"""
     return stem in claim.names or any(
         (len(min(stem, n, key=len)) >= 4 and (n.startswith(stem) or stem.startswith(n)))
-        or (len(min(stem, n, key=len)) >= 3 and (n.endswith(stem) or stem.endswith(n))) for n in claim.names)
+        or (len(min(stem, n, key=len)) >= 3 and (n.endswith(stem) or stem.endswith(n)))
+        or _same_root(stem, n) for n in claim.names)
+
+
+def _same_root(a: str, b: str) -> bool:
+    """Do two names share a root of `_ROOT` letters or more, each with at most `_ROOT_ENDING` letters after it?"""
+    a, b = a.lower(), b.lower()
+    root = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    return root >= _ROOT and len(a) - root <= _ROOT_ENDING and len(b) - root <= _ROOT_ENDING
 
 
 def _repeats(denying: Claim, other: Claim) -> bool:
@@ -774,8 +850,12 @@ def _swaps(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | None
         if op != "replace" or not content_a or not content_b or spans > _SWAP_SPANS \
                 or len(content_a) > _SWAP_SPAN or len(content_b) > _SWAP_SPAN:
             return []  # a word added or left out, or a rewording: not one value for another
-        if any(w in old.names for w in content_a) and any(w in new.names for w in content_b):
-            continue  # one name for another: the name check's (it knows acronyms)
+        if any(w in old.names for w in content_a) and any(w in new.names for w in content_b) \
+                and not any(old.names[w] in new.cased for w in content_a if w in old.names) \
+                and not any(new.names[w] in old.cased for w in content_b if w in new.names):
+            continue  # one name for another: the name check's (it knows acronyms), unless one is said elsewhere
+            # in the other text, where the name check cannot see it ("under Companies ... `Games.base`" / "under
+            # Games ... `Games.base`")
         if same_sense is None or not same_sense(said_a, said_b):
             out.append((said_a, said_b))
     return out
