@@ -369,6 +369,24 @@ def test_answers_follow_the_working_tree(repo: Repo) -> None:
     service.close()
 
 
+def test_a_note_whose_file_name_is_not_utf8_is_searched_read_and_followed(repo: Repo) -> None:
+    """The view names such a note in its text form (`bad\\xff`), the warm state by its raw name: `search` left it
+    out, and `read` / `context` of the id `graph` prints failed with an unexpected tool error."""
+    _seed(repo)
+    with open(os.path.join(os.fsencode(repo.path), b"notes", b"bad\xff\xfe.md"), "wb") as f:
+        f.write(b"# Walrus\n\nA walrus note; see [[deploy]].\n")
+    repo.git("add", "-A")
+    repo.git("commit", "-qm", "walrus")
+    service = MemoryService(repo.path)
+    hits = service.search("walrus").results
+    assert [h.id for h in hits] == ["notes/bad\\xff\\xfe"], hits
+    packet = service.read(hits[0].id)
+    assert packet.path == "notes/bad\\xff\\xfe.md" and packet.title == "Walrus"
+    assert [(e.field, e.to) for e in packet.outbound] == [("wikilink", "notes/deploy")]
+    assert [n.id for n in service.context(hits[0].id).nodes] == ["notes/bad\\xff\\xfe", "notes/deploy"]
+    service.close()
+
+
 def test_update_refuses_a_memory_the_user_is_editing(repo: Repo) -> None:
     _seed(repo)
     service = MemoryService(repo.path)

@@ -72,6 +72,19 @@ def _without(edges: list[Edge], ids: set[str]) -> list[Edge]:
     return out
 
 
+def _text_form(nodes: list[Node], edges: list[Edge]) -> tuple[list[Node], list[Edge]]:
+    """A graph's nodes and edges with every id, path and title in its text form (`escape.name`), as the
+    view (`memory.snapshot`) has them; the lists themselves when every name is its own text form."""
+    from vivary_git import escape
+
+    name = escape.name
+    if all(name(n.id) == n.id and name(n.path) == n.path and name(n.title) == n.title for n in nodes):
+        return nodes, edges
+    shown = [msgspec.structs.replace(n, id=name(n.id), path=name(n.path), title=name(n.title)) for n in nodes]
+    moved = [msgspec.structs.replace(e, from_=name(e.from_), to=name(e.to)) for e in edges]
+    return sorted(shown, key=lambda n: n.id), sorted(moved)
+
+
 class State:
     """One tree's warm answers: the view (privacy-filtered), the public graph and its search index,
     and the nodes changed since that index was built (`delta`, searched directly beside it; `gone`,
@@ -87,10 +100,14 @@ class State:
         ws = view.ws
         full = ws.graph()
         admitted = view.nodes
+        # The view names every node in its text form (a file name that is not UTF-8 has `\xNN` for each such
+        # byte: no other form goes into JSON); so does this state, or such a note was in neither its search
+        # nor its reads (`read` of the id `search` gave failed).
+        nodes, edges = _text_form(full.nodes, full.edges)
         current: Graph = graph_mod.Graph(
             root=full.root, tree=full.tree, config=full.config, findings=[],
-            nodes=[n for n in full.nodes if n.id in admitted],
-            edges=[e for e in full.edges if not e.broken and e.from_ in admitted and e.to in admitted],
+            nodes=[n for n in nodes if n.id in admitted],
+            edges=[e for e in edges if not e.broken and e.from_ in admitted and e.to in admitted],
         )
         self.nodes: dict[str, Node] = {n.id: n for n in current.nodes}
         self.out: dict[str, list[tuple[str, str]]] = {}
