@@ -438,6 +438,17 @@ def test_a_folder_is_classed_by_its_markers_and_file_types(repo: Repo, cli: Any,
     assert _note(repo, r.json())[0]["anchor_class"] == klass
 
 
+def test_a_private_marker_is_counted_not_named(repo: Repo, cli: Any) -> None:
+    """`.vivary/` is on the privacy floor: a folder's summary named it among its markers, where every other
+    private entry is counted and never named (docs/remember.md)."""
+    _seed(repo, {"box/tropo.toml": "version = 1\n", "box/notes.md": "# N\n", "box/.vivary/graph.toml": ""})
+    r = cli("remember", "--folder", "box", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    fields, text = _note(repo, r.json())
+    assert fields["anchor_markers"] == ["tropo.toml"] and fields["anchor_class"] == "workspace bundle"
+    assert ".vivary" not in text and "1 private entry is not listed" in text, text
+
+
 def test_a_nested_repository_folder_is_a_repository_and_its_files_are_not_anchored_one_by_one(
         repo: Repo, cli: Any) -> None:
     _seed(repo)

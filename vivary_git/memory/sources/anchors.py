@@ -564,6 +564,10 @@ def _folder_data(view: View, rel: str, full: Path, display: str) -> _Data:
         counts[key] = counts.get(key, 0) + 1
     files = [n for n, d in public if not d]
     klass = _classify(markers, files)
+    # A marker is named only when it is a public entry (or `.git`, never an entry): a private one (`.vivary`, on
+    # the floor) is counted with the others, as every private entry is (it still tells the folder's class).
+    listed = {n for n, _ in public}
+    markers = {m for m in markers if m == ".git" or m in listed}
     digest = hashlib.sha256(json.dumps([[n, d] for n, d in public] + [sorted(markers), held, more])
                             .encode("utf-8", "surrogateescape")).hexdigest()
     ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
