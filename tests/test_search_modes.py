@@ -156,12 +156,18 @@ def test_signals_of_field_values_dates_and_sequences() -> None:
              "abstracts/4984.md", "journal/2023-05-08.md", "journal/2023-05-09.md", "talk/call-D2-1.md"]
     fields: list[dict[str, Any]] = [
         {"speaker": "Caroline", "date": dt.date(2023, 5, 8)}, {"speaker": "Melanie", "date": "2023-05-08"},
-        {"speaker": "Caroline", "tags": ["Pottery Class", "it"]}, {}, {}, {"status": "done"}, {}, {}]
+        {"speaker": "Caroline", "tags": ["Pottery Class", "it"]}, {}, {}, {"status": "done"},
+        {"status": "approved", "tags": ["hook", "INC-42"], "owner": "Ада"}, {}]
     sig = Signals(paths, [p.removesuffix(".md") for p in paths], fields)
     assert sig.named("What did Caroline paint?") == [("speaker", frozenset({0, 2}))]
     assert sig.named("when was the pottery class") == [("tags", frozenset({2}))]
     assert sig.named("pottery") == []  # a value is named whole
     assert sig.named("is it done") == []  # values of only common words name nothing
+    # A value all in lower case is the vault's vocabulary (a status, a tag): a query using the word names
+    # nothing. Names and ids (a capital letter, a digit) are named, whatever the query's case.
+    assert sig.named("Invoices are approved by Marta") == [] and sig.named("the pump on the hook") == []
+    assert sig.named("is inc-42 fixed") == [("tags", frozenset({6}))]
+    assert sig.named("what did ада write") == [("owner", frozenset({6}))]
     assert sig.dated("What happened in May 2023?") == {0, 1}
     assert sig.dated("what may happen in 2024") == set()
     assert month_years("in June, 2022 or 2023") == {(6, 2022), (6, 2023)}
@@ -171,6 +177,54 @@ def test_signals_of_field_values_dates_and_sequences() -> None:
     linked = Signals(["a.md", "b.md"], ["a", "b"], [{"next": "b", "owner": "Ada"}, {}], [("a", "next", "b")])
     assert linked.neighbours(0) == {1} and linked.neighbours(1) == {0}
     assert linked.named("what did Ada write before b") == [("owner", frozenset({0}))]  # a reference is no value
+
+
+@needs_index
+def test_a_note_first_in_both_lists_stays_first_and_only_names_are_named(repo: Any, cli: Any,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A memory's own sentence comes first in hybrid and semantic search, ahead of the many notes whose
+    status or tag is one word of it; a field value still puts the named speaker's turn first in a near tie."""
+    from vivary_git import open_workspace
+    from vivary_git.mcp.service import MemoryService
+    from vivary_git.memory.local import recall
+    from vivary_git.memory.local.provider import LocalMemory
+
+    files = {"tropo.toml": TROPO, ".vivary/memory.toml": MEMORY,
+             "memories/invoices.md": "Invoices are approved by Marta in finance.\n",
+             "memories/pump.md": "Mateo keeps the bike pump on the garage hook.\n",
+             "talk/c1.md": "---\nspeaker: Caroline\n---\nI painted a sunrise over the lake last week.\n",
+             "talk/c2.md": "---\nspeaker: Caroline\n---\nThanks! The support group was great yesterday.\n",
+             "talk/m1.md": "---\nspeaker: Melanie\n---\nCaroline, that is lovely! I painted too.\n",
+             "talk/m2.md": "---\nspeaker: Melanie\n---\nI painted my kids playing in the garden.\n"}
+    for i in range(30):
+        files[f"gates/g{i:02d}.md"] = (f"---\nstatus: approved\ntags: [hook, review]\n---\n# Gate {i}\n\nThe "
+                                       f"release gate {i} was approved after review; the hook runs before merge.\n")
+        files[f"checks/c{i:02d}.md"] = (f"---\nstate: Approved\n---\n# Check {i}\n\nCheck {i} of the budget was "
+                                        f"approved by the board.\n")
+    repo.commit("init", files)
+    assert cli("index", "--yes", cwd=repo.path).code == 0
+    service = MemoryService(repo.path)
+    try:
+        for text, own in (("Invoices are approved by Marta in finance.", "invoices"),
+                          ("Mateo keeps the bike pump on the garage hook.", "pump")):
+            for mode in ("hybrid", "semantic"):
+                got = service.search(text, top_k=10, mode=mode, budget=0).results
+                assert got[0].id == own, (mode, [(h.id, h.reason) for h in got])
+            reasons = [h.reason for h in service.search(text, top_k=40, mode="hybrid", budget=0).results]
+            # `status: approved`, `tags: [hook, review]`: words, not names.
+            assert not [r for r in reasons if "names its status" in r or "names its tags" in r], reasons
+        # `state: Approved` is written as a name, so counted, but cannot pass the note both lists put first.
+        got = service.search("Invoices are approved by Marta in finance.", top_k=3, mode="hybrid", budget=0)
+        assert got.results[0].reason.endswith("first in both lists"), got.results[0].reason
+        assert all("the query names its state" in h.reason for h in got.results[1:])
+    finally:
+        service.close()
+    # The named speaker's turn, second in the fused lists, comes first; without the nudge it would not.
+    session = LocalMemory(open_workspace(repo.path)).open()
+    hits = session.recall("What did Caroline paint?", k=3, mode="hybrid")
+    assert hits[0].node_id == "c1" and hits[0].reason.endswith("the query names its speaker"), hits
+    monkeypatch.setattr(recall, "FIELD_NUDGE", 0.0)
+    assert session.recall("What did Caroline paint?", k=1, mode="hybrid")[0].node_id == "m1"
 
 
 GUIDANCE = {

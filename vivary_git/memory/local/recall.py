@@ -401,10 +401,11 @@ class RecallSession:
         else:
             assert vector is not None
             depth = max(k, FUSION_DEPTH)
-            ranked = fuse(self._lexical_ranking(query, depth, scope), self._vector_ranking(vector, depth, scope),
-                          weights=FUSION, k=RRF_K)
+            lexical, vectors = self._lexical_ranking(query, depth, scope), self._vector_ranking(vector, depth, scope)
+            ranked = fuse(lexical, vectors, weights=FUSION, k=RRF_K)
             if FIELD_NUDGE or DATE_NUDGE or NEXT_NUDGE:
-                ranked = self._nudged(query, ranked, scope)
+                lead = lexical[0][0] if lexical and vectors and lexical[0][0] == vectors[0][0] else None
+                ranked = self._nudged(query, ranked, scope, lead)
         hits: list[RecallHit] = []
         for doc, score, reason in ranked:
             entry = self._entries[doc]
@@ -434,9 +435,11 @@ class RecallSession:
                                     ((e.source_id, e.field, e.target_id) for e in self.snapshot.edges))
         return self._signals
 
-    def _nudged(self, query: str, ranked: list[tuple[int, float, str]],
-                scope: _Scope | None) -> list[tuple[int, float, str]]:
-        """The fused ranking with the signals' nudges added (files.py: FIELD_NUDGE, DATE_NUDGE, NEXT_NUDGE)."""
+    def _nudged(self, query: str, ranked: list[tuple[int, float, str]], scope: _Scope | None,
+                lead: int | None = None) -> list[tuple[int, float, str]]:
+        """The fused ranking with the signals' nudges added (files.py: FIELD_NUDGE, DATE_NUDGE, NEXT_NUDGE).
+        `lead`: the note first in both the keyword and the vector list, if one is; it stays first: the
+        signals reorder what both lists left open, never a note both put first."""
         if not ranked:
             return ranked
         sig = self.signals()
@@ -466,6 +469,11 @@ class RecallSession:
                     why[doc].append("next to a hit in its sequence")
                 else:
                     why[doc] = ["hybrid: next to a hit in its sequence"]
+        if lead is not None and lead in score:
+            best = max(score.values())
+            if best > score[lead]:
+                score[lead] = best  # ties go to the fused place: the lead's is the first
+                why[lead].append("first in both lists")
         out = sorted(score, key=lambda d: (-score[d], place.get(d, 1 << 30), d))
         return [(d, score[d], "; ".join(why[d])) for d in out]
 

@@ -3,10 +3,12 @@
 Three signals, each generic (nothing here knows one dataset's fields), each measured on its own on LoCoMo
 and SciFact (docs/memory.md, "Conversational memory"):
 
-* a field value the query names (`named`): a string value of a note's frontmatter (`speaker: Caroline`,
-  `project: Apollo`, a tag; not a reference to another note) whose words occur, in order and whole, in the
-  query. A note holding a value
-  the query names gains a share of the best fused score; a value every candidate holds changes nothing.
+* a field value the query names (`named`): a string value of a note's frontmatter written as a name or an
+  id (`speaker: Caroline`, `project: Apollo`, a tag `INC-42`; not a reference to another note, not a value
+  all in lower case such as `status: approved` or a tag `hook`) whose words occur, in order and whole, in
+  the query. A note holding a value the query names gains a share of the best fused score; a value every
+  candidate holds changes nothing. The signals never lift a note past the one first in both the keyword
+  and the vector list (recall.py).
 * a date the query names (`dated`): a frontmatter date (`date: 2023-05-08`, YAML's date or an ISO string)
   in a month or year the query names ("in May 2023", "last June", "in 2022").
 * a sequence (`neighbours`): notes the workspace says follow one another: in the same folder, with names
@@ -44,6 +46,13 @@ a about after all also an and any are as at be been but by can did do does done 
 his how i if in into is it its just me my no not of off on or our out she so than that the their them then there
 they this to too up us was we were what when where which who why will with yes you your
 """.split())  # noqa: SIM905
+
+
+def _a_name(text: str) -> bool:
+    """Whether a value is written as a name or an id: with a capital letter or a digit (`Caroline`, `Apollo`,
+    `INC-42`), or in a script without case. A value all in lower case (`approved`, `hook`, `review`) is the
+    vault's vocabulary (a status, a tag, a kind); a query using the word uses a word, it names nothing."""
+    return not text.islower() or any(c.isdigit() for c in text)
 
 
 def month_years(query: str) -> set[tuple[int | None, int | None]]:
@@ -104,7 +113,7 @@ class Signals:
                     self._dates.setdefault(doc, []).append(day)
                     continue
                 for text in _strings(value):
-                    if len(text) > MAX_VALUE_CHARS:
+                    if len(text) > MAX_VALUE_CHARS or not _a_name(text):
                         continue
                     got = tuple(words(fold(text)))
                     if not got or len(got) > MAX_VALUE_WORDS or all(w in _WEAK or w.isdigit() for w in got):
