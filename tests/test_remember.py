@@ -234,6 +234,25 @@ def test_a_sensitive_title_is_refused_naming_the_title_not_the_folder(repo: Repo
     assert cli("remember", "Where the vault keys are kept.", "--title", "Vault keys", cwd=repo.path).code == 0
 
 
+def test_a_memory_the_workspace_would_not_read_is_refused(repo: Repo, cli) -> None:
+    """A title whose file name an `exclude` leaves out, or a memory folder it leaves out, would be a memory nothing
+    finds: refused, naming the rule and what to change, before anything is committed."""
+    _seed(repo)
+    repo.commit("cfg", {".vivary/graph.toml": 'exclude = ["memories/draft-*.md"]\n'})
+    head = repo.git("rev-parse", "HEAD").strip()
+    r = cli("remember", "The plan is still open.", "--title", "Draft plan", cwd=repo.path)
+    assert r.code == 3, r.err
+    assert r.err == ("git vivary remember: memories/draft-plan.md would not be read as a note (`exclude` in "
+                     ".vivary/graph.toml has 'memories/draft-*.md'), so a memory written there could never be "
+                     "found: its file name comes from the title; give it another title (--title, or `title` over "
+                     "MCP); nothing was committed\n"), r.err
+    assert repo.git("rev-parse", "HEAD").strip() == head
+    repo.commit("cfg2", {".vivary/graph.toml": 'exclude = ["memories/**"]\n'})
+    r = cli("remember", "The plan is still open.", cwd=repo.path)
+    assert r.code == 3 and "set [memory.remember] folder" in r.err, r.err
+    assert "`exclude` in .vivary/graph.toml has 'memories/**'" in r.err, r.err
+
+
 def test_detached_head_is_refused_with_the_fix(repo: Repo, cli) -> None:
     _seed(repo)
     repo.git("checkout", "-q", "--detach")

@@ -213,7 +213,8 @@ def _check_expires(value: str | None, durability: str | None) -> str | None:
 
 
 def _refuse_private_target(view: View, path: str) -> None:
-    """The note being written must be public, or it could never be searched (nor should it exist)."""
+    """The note being written must be public, and a note the workspace reads (no `exclude` or other rule
+    leaves it out), or it could never be searched, read or moved again (nor should it exist)."""
     from vivary_git.memory.snapshot import decide_for_source
 
     folder = path.rpartition("/")[0]
@@ -232,6 +233,23 @@ def _refuse_private_target(view: View, path: str) -> None:
             f"{path} would be private ({verdict.reason}), so a memory written there could never be found; set "
             "[memory.remember] folder in .vivary/memory.toml to a public folder (default \"memories\")"
         )
+    why = view.ws.source.left_out_because(path)
+    if why is None:
+        return
+    if view.ws.source.left_out_because(f"{folder}/note.md" if folder else "note.md") is None:
+        raise RefusedError(
+            f"{path} would not be read as a note ({why}), so a memory written there could never be found: its "
+            "file name comes from the title; give it another title (--title, or `title` over MCP); nothing was "
+            "committed")
+    raise RefusedError(
+        f"{path} would not be read as a note ({why}), so a memory written there could never be found; set "
+        "[memory.remember] folder in .vivary/memory.toml (or the type's folder) to a folder the workspace reads; "
+        "nothing was committed")
+
+
+def unread_because(view: View, path: str) -> str | None:
+    """Why a note written at `path` would be no node (an `exclude`, a template folder, …), or None."""
+    return view.ws.source.left_out_because(path)
 
 
 _TEXTS: dict[str, str] = {}  # blob id -> memory text ("" when archived): a blob's text never changes
