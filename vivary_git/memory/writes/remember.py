@@ -451,15 +451,14 @@ class _Refused(Exception):
 
 
 def _folder_blobs(view: View, folder: str) -> frozenset[str] | None:
-    """The notes' blobs in the memory folder at the tip of the branch memories go to, as the probe runs: none
-    when that branch is the checked-out one (the view holds what it held), None outside a work tree (there is
-    no commit to make)."""
+    """The notes' blobs in the memory folder at the tip of the branch memories go to, as the probe runs; None
+    outside a work tree (there is no commit to make). On the checked-out branch too: the view is the working
+    tree, where the user may have deleted or changed a committed memory, and a memory the read tools no longer
+    show is no duplicate (only one committed after this, by another process, is taken as landed)."""
     repo = view.ws.source.repo
     if repo is None or repo.workdir is None:
         return None
-    ref, checked_out = commits.target_ref(repo, view.cfg.memory.remember.branch)
-    if checked_out:
-        return frozenset()
+    ref, _ = commits.target_ref(repo, view.cfg.memory.remember.branch)
     at = commits.tip(repo, ref)
     return frozenset(b for _, b in _folder_notes(commits.Base(repo, at, False), view.repo_path(folder)))
 
@@ -479,7 +478,8 @@ def _folder_notes(base: commits.Base, folder: str) -> list[tuple[str, str]]:
 def _landed(view: View, base: commits.Base, folder: str, seen: frozenset[str]) -> list[Candidate]:
     """The public memories in `folder` on the tip a write is planned on that its probe did not see: committed
     by another process meanwhile (two agents adding one fact at once both probe before either commits). The
-    probe saw the view's notes and, on a branch that is not checked out, the blobs `seen` as it ran."""
+    probe saw the view's notes, and the blobs `seen` at the tip as it ran are not new (the user may have deleted
+    one from the working tree the view reads)."""
     from vivary_git.graph import node_id
     from vivary_git.memory.snapshot import decide_for_source
 
