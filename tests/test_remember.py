@@ -199,6 +199,27 @@ def test_subject_and_trailers_cannot_be_forged_by_the_text(repo: Repo, cli) -> N
     assert "\n" not in subject.strip() and len(subject.strip()) <= 72
 
 
+def test_a_long_memory_s_commit_subject_says_what_it_is(repo: Repo, cli) -> None:
+    """Its title, cut at a word, and the id cut at a dash (the trailers keep the whole id); a move says from
+    where to where, also when the id stays the same (a slug workspace: `from keys` said nothing)."""
+    repo.commit("init", {"tropo.toml": "version = 1\n", "notes/deploy.md": NOTE})
+    fact = "The staging database is rebuilt every Sunday at 02:00 UTC before the weekly sync with production."
+    r = cli("remember", fact, "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    mid = r.json()["id"]
+    assert mid == "the-staging-database-is-rebuilt-every-sunday-at-02-00-utc-be"
+    assert repo.git("log", "-1", "--format=%s").strip() == (
+        "vivary: add the-staging-database-is…: The staging database is rebuilt…")
+    assert _trailers(repo) == f"Vivary-Op: add\nVivary-Node: {mid}\nVivary-Source: cli\n"
+    assert cli("move", mid, f"ops/{mid}", cwd=repo.path).code == 0
+    assert repo.git("log", "-1", "--format=%s").strip() == (
+        "vivary: move the-staging-database-is…: from memories/the-staging…")
+    short = cli("remember", "Keys.", "--json", cwd=repo.path).json()
+    assert cli("move", short["id"], "ops/keys", cwd=repo.path).code == 0
+    assert repo.git("log", "-1", "--format=%s").strip() == (
+        "vivary: move keys: from memories/keys.md to memories/ops/keys.md")
+
+
 def test_the_memory_folder_is_configurable_and_never_the_private_floor(repo: Repo, cli) -> None:
     _seed(repo)
     repo.commit("cfg", {".vivary/memory.toml": '[memory.remember]\nfolder = "agent/notes"\n'})

@@ -336,7 +336,8 @@ def move(view: View, ref: str, to: str, *, rewrite_user_links: bool | None = Non
         return changes
 
     def message(changes: list[commits.Change]) -> str:
-        return commits.message("move", new_id, f"from {node.id}", source, extra=((commits.TRAILER_FROM, node.id),))
+        return commits.message("move", new_id, f"from {node.path} to {dest}", source,
+                               extra=((commits.TRAILER_FROM, node.id),))
 
     repo = ws.source.repo
     if repo is None or repo.workdir is None:
