@@ -220,6 +220,18 @@ def test_a_long_memory_s_commit_subject_says_what_it_is(repo: Repo, cli) -> None
         "vivary: move keys: from memories/keys.md to memories/ops/keys.md")
 
 
+def test_a_slug_folds_accents(repo: Repo, cli) -> None:
+    """`Tomás` is `tomas`, not `tom-s`; letters NFKD keeps whole are spelt in ASCII; letters of other scripts are
+    still left out (a vault keeps them all: test_a_memory_in_another_script_keeps_its_words...)."""
+    repo.commit("init", {"tropo.toml": "version = 1\n", "notes/deploy.md": NOTE})
+    r = cli("remember", "Tomás descales the coffee machine on Fridays.", "--json", cwd=repo.path)
+    assert r.code == 0 and r.json()["path"] == "memories/tomas-descales-the-coffee-machine-on-fridays.md", r.out
+    assert r.json()["id"] == "tomas-descales-the-coffee-machine-on-fridays"
+    r = cli("remember", "Straße und Łódź: Ключи Ærø", "--json", cwd=repo.path)
+    assert r.code == 0 and r.json()["path"] == "memories/strasse-und-lodz-aero.md", r.out
+    assert cli("check", cwd=repo.path).code == 0
+
+
 def test_the_memory_folder_is_configurable_and_never_the_private_floor(repo: Repo, cli) -> None:
     _seed(repo)
     repo.commit("cfg", {".vivary/memory.toml": '[memory.remember]\nfolder = "agent/notes"\n'})

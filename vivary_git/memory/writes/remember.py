@@ -286,16 +286,30 @@ def _title_of(text: str) -> str:
     return title or first[:80] or "Memory"
 
 
+_LATIN_LETTERS = str.maketrans({"ß": "ss", "æ": "ae", "œ": "oe", "ø": "o", "ł": "l", "đ": "d", "ð": "d",
+                                "þ": "th", "ı": "i"})
+
+
+def _ascii_letters(low: str) -> str:
+    """Lowercase `low` with accents folded (NFKD, combining marks dropped) and the Latin letters NFKD keeps
+    whole spelt in ASCII: what a slug keeps of `Tomás`, `Ærø`, `Łódź` instead of a dash."""
+    if low.isascii():
+        return low
+    folded = unicodedata.normalize("NFKD", low.translate(_LATIN_LETTERS))
+    return "".join(c for c in folded if not unicodedata.combining(c))
+
+
 def _stem(title: str, ids: str) -> str:
     """The file name (without `.md`) of a note titled `title`: its lowercase words joined by `-`.
-    Where ids are the contract's slugs (`ids = "slug"`), ASCII letters and digits only. Where the id
+    Where ids are the contract's slugs (`ids = "slug"`), ASCII letters and digits only, a Latin letter's
+    accent dropped (`Tomás` is `tomas`, `Straße` `strasse`; letters of other scripts are left out). Where the id
     is the path (a vault), the letters, marks and digits of every script stay, in NFC: a memory
     titled `Деплой по вторникам` is `деплой-по-вторникам.md`, not `memory-3.md`, since a vault's
     file names are what its editor shows. At most 60 characters and 180 bytes; "memory" when none
     are left (`🚀🚀🚀`)."""
     low = title.lower()
     if ids != "path" or low.isascii():
-        stem = _STEM.sub("-", low)
+        stem = _STEM.sub("-", _ascii_letters(low))
     else:
         low = unicodedata.normalize("NFC", low)
         stem = _DASHES.sub("-", "".join(
