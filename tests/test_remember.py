@@ -232,6 +232,14 @@ def test_a_slug_folds_accents(repo: Repo, cli) -> None:
     assert cli("check", cwd=repo.path).code == 0
 
 
+def test_a_text_opening_with_a_rule_is_titled_by_its_first_line_with_words(repo: Repo, cli) -> None:
+    _seed(repo)
+    r = cli("remember", "---\n---\nThe kettle is in the cupboard.", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert r.json()["title"] == "The kettle is in the cupboard."
+    assert r.json()["path"] == "memories/the-kettle-is-in-the-cupboard.md"
+
+
 def test_the_memory_folder_is_configurable_and_never_the_private_floor(repo: Repo, cli) -> None:
     _seed(repo)
     repo.commit("cfg", {".vivary/memory.toml": '[memory.remember]\nfolder = "agent/notes"\n'})

@@ -276,7 +276,10 @@ def _candidates(view: View) -> list[Candidate]:
 
 
 def _title_of(text: str) -> str:
-    first = next((line.strip().lstrip("#").strip() for line in text.splitlines() if line.strip()), "")
+    """The first line of `text` that has a word in it (a `---` rule or a line of `***` names nothing), its
+    `#` marks dropped, cut at a word within 80 characters."""
+    lines = [line.strip().lstrip("#").strip() for line in text.splitlines()]
+    first = next((line for line in lines if any(c.isalnum() for c in line)), next((x for x in lines if x), ""))
     words = first.split()
     title = ""
     for w in words:
