@@ -8,7 +8,7 @@ import subprocess
 from typing import Any
 
 import pytest
-from conftest import Repo
+from conftest import TROPO, Repo
 
 RUNBOOK = "# Deploy runbook\n\nHow we deploy.\n"
 
@@ -250,6 +250,38 @@ def test_move_refuses_a_taken_name_a_path_out_of_the_folder_and_a_private_one(re
     r = cli("move", a["id"], "secret/alpha", cwd=repo.path)
     assert r.code == 3 and "private" in r.err, r.err
     assert repo.git("rev-parse", "HEAD").strip() == head
+
+
+@pytest.mark.parametrize(("files", "to", "rule", "works"), [
+    ({"tropo.toml": TROPO.replace('exclude = ["README.md"]', 'exclude = ["README.md", "memory"]')},
+     "memory/coffee", "`exclude` in tropo.toml has 'memory', a bare name", "memories/coffee"),
+    ({"tropo.toml": TROPO.replace('exclude = ["README.md"]', 'exclude = ["README.md", "memories/old/**"]')},
+     "old/coffee", "`exclude` in tropo.toml has 'memories/old/**'", "memories/coffee"),
+    ({".vivary/graph.toml": 'exclude = ["memories/drafts/**"]\n'},
+     "drafts/coffee", "`exclude` in .vivary/graph.toml has 'memories/drafts/**'", "memories/coffee"),
+    ({}, "AGENTS", "AGENTS.md is an agent host's guidance file", "memories/AGENTS-2"),
+    ({".obsidian/app.json": "{}\n", ".obsidian/templates.json": '{"folder": "memories/tpl"}\n'},
+     "tpl/coffee", "memories/tpl/ is the editor's template folder", "memories/coffee"),
+    ({"tropo.toml": TROPO, "memories/ops/tropo.toml": 'exclude = ["hidden"]\n'},
+     "ops/hidden/coffee", "`exclude` in memories/ops/tropo.toml leaves it out", "memories/coffee"),
+])
+def test_move_refuses_a_destination_the_workspace_does_not_read(repo: Repo, cli: Any, files: dict[str, str], to: str,
+                                                                 rule: str, works: str) -> None:
+    """A memory moved where an `exclude` (or a template folder, a guidance name) leaves notes out would be
+    committed and then found by nothing, not even `move` back: refused like a private destination, naming the
+    rule and a destination that is read."""
+    _seed(repo, files)
+    a = _remember(repo, cli, "The coffee machine is descaled on Fridays.")
+    head = repo.git("rev-parse", "HEAD").strip()
+    r = cli("move", a["id"], to, cwd=repo.path)
+    assert r.code == 3, r.err
+    assert rule in r.err and "would not be read as a note" in r.err, r.err
+    assert f"e.g. {works!r}; nothing was committed" in r.err, r.err
+    assert repo.git("rev-parse", "HEAD").strip() == head
+    done = cli("move", a["id"], works, "--json", cwd=repo.path)
+    assert done.code == 0, done.err
+    moved = done.json()["id"]
+    assert moved in {n["id"] for n in cli("graph", "--json", cwd=repo.path).json()["nodes"]}
 
 
 # --- recent and context ----------------------------------------------------------------------------------------

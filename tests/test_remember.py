@@ -199,6 +199,47 @@ def test_subject_and_trailers_cannot_be_forged_by_the_text(repo: Repo, cli) -> N
     assert "\n" not in subject.strip() and len(subject.strip()) <= 72
 
 
+def test_a_long_memory_s_commit_subject_says_what_it_is(repo: Repo, cli) -> None:
+    """Its title, cut at a word, and the id cut at a dash (the trailers keep the whole id); a move says from
+    where to where, also when the id stays the same (a slug workspace: `from keys` said nothing)."""
+    repo.commit("init", {"tropo.toml": "version = 1\n", "notes/deploy.md": NOTE})
+    fact = "The staging database is rebuilt every Sunday at 02:00 UTC before the weekly sync with production."
+    r = cli("remember", fact, "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    mid = r.json()["id"]
+    assert mid == "the-staging-database-is-rebuilt-every-sunday-at-02-00-utc-be"
+    assert repo.git("log", "-1", "--format=%s").strip() == (
+        "vivary: add the-staging-database-is…: The staging database is rebuilt…")
+    assert _trailers(repo) == f"Vivary-Op: add\nVivary-Node: {mid}\nVivary-Source: cli\n"
+    assert cli("move", mid, f"ops/{mid}", cwd=repo.path).code == 0
+    assert repo.git("log", "-1", "--format=%s").strip() == (
+        "vivary: move the-staging-database-is…: from memories/the-staging…")
+    short = cli("remember", "Keys.", "--json", cwd=repo.path).json()
+    assert cli("move", short["id"], "ops/keys", cwd=repo.path).code == 0
+    assert repo.git("log", "-1", "--format=%s").strip() == (
+        "vivary: move keys: from memories/keys.md to memories/ops/keys.md")
+
+
+def test_a_slug_folds_accents(repo: Repo, cli) -> None:
+    """`Tomás` is `tomas`, not `tom-s`; letters NFKD keeps whole are spelt in ASCII; letters of other scripts are
+    still left out (a vault keeps them all: test_a_memory_in_another_script_keeps_its_words...)."""
+    repo.commit("init", {"tropo.toml": "version = 1\n", "notes/deploy.md": NOTE})
+    r = cli("remember", "Tomás descales the coffee machine on Fridays.", "--json", cwd=repo.path)
+    assert r.code == 0 and r.json()["path"] == "memories/tomas-descales-the-coffee-machine-on-fridays.md", r.out
+    assert r.json()["id"] == "tomas-descales-the-coffee-machine-on-fridays"
+    r = cli("remember", "Straße und Łódź: Ключи Ærø", "--json", cwd=repo.path)
+    assert r.code == 0 and r.json()["path"] == "memories/strasse-und-lodz-aero.md", r.out
+    assert cli("check", cwd=repo.path).code == 0
+
+
+def test_a_text_opening_with_a_rule_is_titled_by_its_first_line_with_words(repo: Repo, cli) -> None:
+    _seed(repo)
+    r = cli("remember", "---\n---\nThe kettle is in the cupboard.", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert r.json()["title"] == "The kettle is in the cupboard."
+    assert r.json()["path"] == "memories/the-kettle-is-in-the-cupboard.md"
+
+
 def test_the_memory_folder_is_configurable_and_never_the_private_floor(repo: Repo, cli) -> None:
     _seed(repo)
     repo.commit("cfg", {".vivary/memory.toml": '[memory.remember]\nfolder = "agent/notes"\n'})
@@ -232,6 +273,25 @@ def test_a_sensitive_title_is_refused_naming_the_title_not_the_folder(repo: Repo
     assert r.code == 3 and "memories/secrets.md would be private" in r.err, r.err
     assert "give it another title" in r.err and "[memory.remember] folder" not in r.err, r.err
     assert cli("remember", "Where the vault keys are kept.", "--title", "Vault keys", cwd=repo.path).code == 0
+
+
+def test_a_memory_the_workspace_would_not_read_is_refused(repo: Repo, cli) -> None:
+    """A title whose file name an `exclude` leaves out, or a memory folder it leaves out, would be a memory nothing
+    finds: refused, naming the rule and what to change, before anything is committed."""
+    _seed(repo)
+    repo.commit("cfg", {".vivary/graph.toml": 'exclude = ["memories/draft-*.md"]\n'})
+    head = repo.git("rev-parse", "HEAD").strip()
+    r = cli("remember", "The plan is still open.", "--title", "Draft plan", cwd=repo.path)
+    assert r.code == 3, r.err
+    assert r.err == ("git vivary remember: memories/draft-plan.md would not be read as a note (`exclude` in "
+                     ".vivary/graph.toml has 'memories/draft-*.md'), so a memory written there could never be "
+                     "found: its file name comes from the title; give it another title (--title, or `title` over "
+                     "MCP); nothing was committed\n"), r.err
+    assert repo.git("rev-parse", "HEAD").strip() == head
+    repo.commit("cfg2", {".vivary/graph.toml": 'exclude = ["memories/**"]\n'})
+    r = cli("remember", "The plan is still open.", cwd=repo.path)
+    assert r.code == 3 and "set [memory.remember] folder" in r.err, r.err
+    assert "`exclude` in .vivary/graph.toml has 'memories/**'" in r.err, r.err
 
 
 def test_detached_head_is_refused_with_the_fix(repo: Repo, cli) -> None:

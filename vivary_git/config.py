@@ -555,6 +555,64 @@ def excluder(config: Config) -> Excluder:
     return Excluder(names, prefixes, hidden, config.include if hidden else ())
 
 
+def left_out_because(config: Config, path: str) -> str | None:
+    """Why the note at workspace-relative `path` is no node of the graph, naming the rule (None: it is one):
+    the decision `excluder` and `leaves_out` make for a tree walk, said in words, for a write that must
+    not put a note where nothing reads it (a memory moved into a folder `exclude` names)."""
+    if excluder(config)(path):
+        return _excluded_because(config, path)
+    left_out = leaves_out(config)
+    if left_out is None or not left_out(path):
+        return None
+    nfc = dialects.nfc
+    name, folder = path.rsplit("/", 1)[-1], nfc(path)
+    for f in config.templates:
+        if f.strip("/") and folder.startswith(nfc(f.strip("/")) + "/"):
+            return f"{f.strip('/')}/ is the editor's template folder, whose notes are templates, not notes"
+    if not config.include_guidance and is_guidance(path):
+        return (f"{name} is an agent host's guidance file, which is not read as a note unless {GRAPH_FILE} "
+                "has `include_guidance = true`")
+    if not config.links.markdown_files and path[-9:].lower() == ".markdown":
+        return "this vault is read as Obsidian reads it, where a .markdown file is not a note"
+    hit = _matching_glob(config.graph_exclude, folder)
+    return f"`exclude` in {GRAPH_FILE} has {hit!r}" if hit else f"`exclude` in {GRAPH_FILE} leaves it out"
+
+
+def _excluded_because(config: Config, path: str) -> str:
+    where = CONFIG_FILE if config.source != "zero-config" else "the workspace's rules"
+    for seg in path.split("/"):
+        if seg in BUILTIN_EXCLUDES:
+            return f"{seg!r} is a name vivary always leaves out, at any depth"
+        for raw in config.exclude:
+            pat = raw.strip()
+            pat = pat[:-3] if pat.endswith("/**") else pat
+            if "/" not in pat.strip("/") and pat.rstrip("/") == seg:
+                return (f"`exclude` in {where} has {raw!r}, a bare name, which leaves out every file and folder "
+                        "of that name at any depth")
+    for raw in config.exclude:
+        pat = raw.strip()
+        pat = (pat[:-3] if pat.endswith("/**") else pat).strip("/")
+        if "/" in pat and (path == pat or path.startswith(pat + "/")):
+            return f"`exclude` in {where} has {raw!r}"
+    return "a file or folder named with a leading `.`, which this vault leaves out unless `include` in " \
+           f"{GRAPH_FILE} names it"
+
+
+def _matching_glob(globs: tuple[str, ...], path: str) -> str | None:
+    """The last of `.vivary/graph.toml`'s exclude globs that matches `path` (as Git reads them, the last
+    match decides); None when a negation or none decides it."""
+    import pathspec
+
+    hit = None
+    for g in globs:
+        try:
+            if not g.startswith("!") and pathspec.GitIgnoreSpec.from_lines([dialects.nfc(g)]).match_file(path):
+                hit = g
+        except (ValueError, TypeError):
+            return None
+    return hit
+
+
 def _include(raw: str) -> str:
     """An `include` entry as a path from the vault root: `.github/**` and `/.github/` are `.github`."""
     pat = raw.strip()

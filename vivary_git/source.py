@@ -95,6 +95,7 @@ class Source:
         self._others: list[str] = []
         self._problems: list[Finding] = list(problems or ())  # files that cannot be notes at all
         self._overlays: dict[str, Config] = {}
+        self._keep: Callable[[str], bool] = lambda path: True  # what the overlays keep (`_apply_overlays`)
         # A plain folder's walk stops at nested Git repositories, as Git's does: their folders, root-relative.
         self.nested_repos: list[str] = []
 
@@ -104,6 +105,7 @@ class Source:
             self._entries = []
             notes, overlay_files, others = self._list_files()
             keep = self._apply_overlays(overlay_files)
+            self._keep = keep
             left_out = leaves_out(self.config)
             self._others = others
             for entry in sorted(notes):
@@ -156,6 +158,26 @@ class Source:
             return True
 
         return keep
+
+    def left_out_because(self, path: str) -> str | None:
+        """Why a note at workspace-relative `path` would be no node of this tree's graph, naming the rule;
+        None when it would be one. The decisions the walk and `_scan` make: `exclude` (tropo.toml, a
+        nested tropo.toml's, the built-in names, a vault's dot-folders), then `leaves_out` (template
+        folders, `.vivary/graph.toml` excludes, guidance files, `.markdown` in an Obsidian vault)."""
+        from vivary_git.config import left_out_because
+
+        if not is_note(path):
+            return "it is not a Markdown note (a note's name ends in .md)"
+        why = left_out_because(self.config, path)
+        if why is not None:
+            return why
+        self._scan()
+        for folder in sorted(self._overlays, key=len, reverse=True):
+            if path.startswith(folder + "/"):
+                if not self._keep(path):
+                    return f"`exclude` in {folder}/{CONFIG_FILE} leaves it out"
+                break
+        return None
 
     @property
     def overlays(self) -> dict[str, Config]:

@@ -15,9 +15,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "host-status", help="what bootstrap-host installed where, and whether onboarding is done",
         description="For each agent host (or --host-kind): whether its config holds this workspace's MCP server "
-        "(installed, stale: written for a command that moved, other: the name is another server's, absent, "
-        "unreadable), where, and whether the guidance block is there and current; user-level files (the "
-        "desktop app's, ~/.codex/config.toml) are read, never written. Then which onboarding questions are "
+        "(installed, stale: written for a command that moved or for another workspace, other: the name is another "
+        "server's, absent, unreadable), where, and whether the guidance block is there and current; user-level files "
+        "(the desktop app's, ~/.codex/config.toml) are read, never written. Then which onboarding questions are "
         "answered (never the answers: they stay in USER.md). Reads only. Exit 0; 1 when an installed entry "
         "is stale or a file is unreadable; 2 on a usage error. See docs/hosts.md.",
     )

@@ -17,7 +17,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "rename\" does; your own notes are left as they are and listed, unless --rewrite-user-links (or "
         "rewrite_user_links = true under [memory.remember] in .vivary/memory.toml). `git vivary log` follows "
         "the memory across the move. Exit 0; 2 usage error or unknown memory; 3 refused (not a memory, the "
-        "name taken or private, a link that cannot be rewritten safely, your changes on a path). docs/remember.md.",
+        "name taken, private or where no note is read (an exclude names it), a link that cannot be rewritten "
+        "safely, your changes on a path). docs/remember.md.",
     )
     p.add_argument("id", metavar="ID", help="the memory's id (or its path)")
     p.add_argument("to", metavar="TO", help="its new name, or its path in the memory folder")

@@ -102,12 +102,62 @@ def server_command() -> list[str]:
     return [str(python), "-m", "vivary_git.main"]
 
 
+def server_args(root: Path) -> list[str]:
+    """The server's arguments after the command: `mcp -C <root>`, and `--root .` when the server would not
+    find this workspace from that folder by itself (a folder chosen with `--root`, with no tropo.toml or
+    .vivary/workspace.toml of its own: from it, the server would serve the top of the work tree)."""
+    args = ["mcp", "-C", str(root)]
+    try:
+        found = find_root(str(root), None)
+    except VivaryError:
+        found = None
+    return args if found == root else [*args, "--root", "."]
+
+
 def server_entry(root: Path, spec: ConfigSpec | None) -> dict[str, Any]:
     command = server_command()
     entry: dict[str, Any] = dict(spec.extra) if spec is not None else {}
     entry["command"] = command[0]
-    entry["args"] = [*command[1:], "mcp", "-C", str(root)]
+    entry["args"] = [*command[1:], *server_args(root)]
     return entry
+
+
+def served(value: Any, root: Path, *, project: bool = True) -> Path | None:
+    """The workspace a server entry serves, resolved as `git vivary mcp` resolves it: its `-C` folder (a
+    relative one from `root`, the workspace, in a project's own file; no one folder in a user-level file),
+    then its `--root` from there, else the nearest workspace marker from that folder up. None when that
+    cannot be told (no `-C`, a folder that is not there, a `--root` outside the work tree)."""
+    if not isinstance(value, dict):
+        return None
+    cwd, pinned = _pinned_args(value.get("args"))
+    if cwd is None:
+        return None
+    path = Path(cwd)
+    if not path.is_absolute():
+        if not project:
+            return None
+        path = root / path
+    try:
+        return find_root(str(path), pinned)
+    except (VivaryError, OSError, RuntimeError, ValueError):
+        return None
+
+
+def _pinned_args(args: Any) -> tuple[str | None, str | None]:
+    """The `-C` and `--root` values after `mcp` in an entry's arguments (None when not given)."""
+    if not isinstance(args, list) or "mcp" not in args:
+        return None, None
+    cwd = pinned = None
+    rest = args[args.index("mcp") + 1:]
+    for a, b in itertools.pairwise(rest):
+        if a == "-C" and isinstance(b, str) and b:
+            cwd = b
+        elif a == "--root" and isinstance(b, str) and b:
+            pinned = b
+    for a in rest:
+        if isinstance(a, str) and a.startswith("--root="):
+            pinned = a.removeprefix("--root=")
+    return cwd, pinned
 
 
 def default_name(root: Path, scope: Scope) -> str:
@@ -120,14 +170,17 @@ def default_name(root: Path, scope: Scope) -> str:
 
 def pins(value: Any, root: Path, *, project: bool = True) -> bool:
     """Whether a server entry is one of ours for this workspace: its args hold `-C <root>`, compared as
-    resolved folders (`-C /ws/`, `-C /ws/../ws`). A relative one (`-C .`) is taken from the workspace, where
-    the host starts a project's servers, in a project's own file; in a user-level file (`project` False)
-    it names whichever folder the host starts in, so no one workspace."""
+    resolved folders (`-C /ws/`, `-C /ws/../ws`); with `--root R`, when R from that folder is this
+    workspace. A relative one (`-C .`) is taken from the workspace, where the host starts a project's
+    servers, in a project's own file; in a user-level file (`project` False) it names whichever folder the
+    host starts in, so no one workspace."""
     if not isinstance(value, dict):
         return False
     args = value.get("args")
     if not isinstance(args, list):
         return False
+    if _pinned_args(args)[1] is not None:  # `-C DIR --root R`: the folder R names from DIR
+        return served(value, root, project=project) == root
     return any(a == "-C" and _names(b, root, project) for a, b in itertools.pairwise(args))
 
 
@@ -158,12 +211,14 @@ def merged_entry(current: dict[str, Any], entry: dict[str, Any]) -> dict[str, An
 
 
 def user_args(args: Any) -> list[Any]:
-    """The arguments the user added to one of our entries: those after `mcp`, but for `-C DIR`."""
+    """The arguments the user added to one of our entries: those after `mcp`, but for `-C DIR` and
+    `--root DIR`."""
     return split_args(args)[1]
 
 
 def split_args(args: Any) -> tuple[list[Any], list[Any]]:
-    """An entry's arguments as (ours: up to `mcp` and `-C DIR`, the user's: the others after `mcp`)."""
+    """An entry's arguments as (ours: up to `mcp`, `-C DIR` and `--root DIR`, the user's: the others after
+    `mcp`)."""
     if not isinstance(args, list) or "mcp" not in args:
         return (args if isinstance(args, list) else []), []
     at = args.index("mcp") + 1
@@ -171,7 +226,7 @@ def split_args(args: Any) -> tuple[list[Any], list[Any]]:
     rest = args[at:]
     i = 0
     while i < len(rest):
-        if rest[i] == "-C" and i + 1 < len(rest):
+        if rest[i] in ("-C", "--root") and i + 1 < len(rest):
             ours += rest[i:i + 2]
             i += 2
             continue
@@ -481,7 +536,7 @@ def plan(kind: HostKind, root: Path, *, uninstall: bool = False, user: bool = Fa
         if not uninstall and importlib.util.find_spec("mcp") is None:
             p.notes.append("the server needs the MCP SDK, which is not installed here: pip install 'vivary-git[mcp]'")
     else:
-        argv = [*server_command(), "mcp", "-C", str(root)]
+        argv = [*server_command(), *server_args(root)]
         p.notes.append("configure your host to start this stdio server: " + " ".join(_quote(a) for a in argv))
     if not uninstall and _outside_git(root):
         p.notes.append(f"{root} is not in a Git work tree: the server can search and read, but every memory it writes "
@@ -658,6 +713,12 @@ def server_state(kind: HostKind, root: Path, scope: Scope, name: str | None = No
     if not pins(value, root, project=scope == "project"):
         return ServerState(shown, scope, name, "other", detail=f"{name!r} there is not this workspace's server")
     command = value.get("command")
+    serves = served(value, root, project=scope == "project")
+    if serves != root:
+        said = "no workspace it can open" if serves is None else f"the workspace {serves}"
+        return ServerState(shown, scope, name, "stale", command if isinstance(command, str) else None, None,
+                           f"the entry starts the server on {said}, not on this one ({root}); run "
+                           f"`git vivary bootstrap-host --root {_quote(str(root))}` again to pin it")
     missing = _missing_command(command, value.get("args"), root)
     if missing:
         return ServerState(shown, scope, name, "stale", command if isinstance(command, str) else None, False,

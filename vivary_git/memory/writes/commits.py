@@ -264,10 +264,30 @@ def one_line(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: max(limit - 1, 1)].rstrip() + "…"
 
 
+_NODE_SHOWN = 28  # the most of a long id a subject shows when it has a summary to show too
+
+
+def _cut(text: str, width: int, breaks: str) -> str:
+    """`text` in at most `width` characters, cut after the last of `breaks` that fits, with `…`: whole words
+    (or whole parts of an id), unless the first one is longer than that."""
+    if len(text) <= width:
+        return text
+    room = text[: max(width - 1, 1)]
+    at = max(room.rfind(b) for b in breaks)
+    if at < len(room) * 2 // 3:  # one long word (a path) would leave little: cut it at one of its parts
+        at = max(at, *(room.rfind(b) for b in "-/_."))
+    return (room[:at] if at > 0 else room).rstrip(" ,;:.-/_") + "…"
+
+
 def message(op: str, node: str, summary: str, source: str, *, extra: Sequence[tuple[str, str]] = ()) -> str:
     """The commit message of a memory write: a bounded subject, then the trailers (`extra`: more of them,
     e.g. `Vivary-From`, `Vivary-Reason`, `Vivary-Supersedes`), each value one bounded line."""
     subject = one_line(f"vivary: {op} {node}" + (f": {summary}" if summary else ""), 72)
+    if subject.endswith("…") and summary and len(one_line(node, 200)) > _NODE_SHOWN:
+        # A long id (a slug of a long title) would fill the subject on its own: shortened at a dash, so that
+        # what was done is read too (the whole id is in the Vivary-Node trailer).
+        head = f"vivary: {one_line(op, 16)} {_cut(one_line(node, 200), _NODE_SHOWN, '-/_.')}: "
+        subject = head + _cut(one_line(summary, 200), 72 - len(head), " ")
     more = "".join(f"{key}: {one_line(value, 200)}\n" for key, value in extra)
     return (f"{subject}\n\n{TRAILER_OP}: {one_line(op, 16)}\n{TRAILER_NODE}: {one_line(node, 200)}\n"
             f"{TRAILER_SOURCE}: {one_line(source, 16)}\n{more}")

@@ -258,6 +258,33 @@ def _destination(view: View, node: MemoryNode, to: str) -> str:
     return text
 
 
+def _refuse_unread_destination(view: View, node: MemoryNode, dest: str, to: str) -> None:
+    """A memory moved where the workspace reads no note (an `exclude`, a template folder, …) could never be
+    read, searched or moved back: refused, naming the rule and a destination that is read."""
+    from vivary_git.graph import node_id
+    from vivary_git.memory.writes.remember import unread_because
+
+    why = unread_because(view, dest)
+    if why is None:
+        return
+    folder = view.cfg.memory.remember.folder
+    stem = dest.rsplit("/", 1)[-1][:-3]
+    ws = view.ws
+    works = None
+    for n in range(1, 10):
+        candidate = f"{folder}/{stem}.md" if n == 1 else f"{folder}/{stem}-{n}.md"
+        if candidate == node.path:
+            continue
+        cid = node_id(candidate, ws.root_name, ws.config.links.ids)
+        if unread_because(view, candidate) is None and (cid == node.id or cid not in view.ids):
+            works = candidate[:-3]
+            break
+    hint = (f"choose another, e.g. {works!r}" if works is not None
+            else "choose a name and folder none of those rules leave out")
+    raise RefusedError(f"{to!r}: {dest} would not be read as a note ({why}), so the memory could never be found "
+                       f"there again (not by read, search or move); {hint}; nothing was committed")
+
+
 def move(view: View, ref: str, to: str, *, rewrite_user_links: bool | None = None, source: str = "agent") -> Moved:
     """Rename or move a memory within the memory folder, rewriting the links to it in one commit: in other
     memories always, in your notes when `rewrite_user_links` (default: `[memory.remember] rewrite_user_links`,
@@ -275,6 +302,7 @@ def move(view: View, ref: str, to: str, *, rewrite_user_links: bool | None = Non
     new_id = node_id(dest, ws.root_name, ws.config.links.ids)
     if new_id != node.id and new_id in view.ids:
         raise RefusedError(f"{dest} would be the node {new_id!r}, which is taken; choose another name")
+    _refuse_unread_destination(view, node, dest, to)
     _refuse_private_target(view, dest)
     users = view.cfg.memory.remember.rewrite_user_links if rewrite_user_links is None else rewrite_user_links
     folder = view.cfg.memory.remember.folder
@@ -308,7 +336,8 @@ def move(view: View, ref: str, to: str, *, rewrite_user_links: bool | None = Non
         return changes
 
     def message(changes: list[commits.Change]) -> str:
-        return commits.message("move", new_id, f"from {node.id}", source, extra=((commits.TRAILER_FROM, node.id),))
+        return commits.message("move", new_id, f"from {node.path} to {dest}", source,
+                               extra=((commits.TRAILER_FROM, node.id),))
 
     repo = ws.source.repo
     if repo is None or repo.workdir is None:

@@ -213,7 +213,8 @@ def _check_expires(value: str | None, durability: str | None) -> str | None:
 
 
 def _refuse_private_target(view: View, path: str) -> None:
-    """The note being written must be public, or it could never be searched (nor should it exist)."""
+    """The note being written must be public, and a note the workspace reads (no `exclude` or other rule
+    leaves it out), or it could never be searched, read or moved again (nor should it exist)."""
     from vivary_git.memory.snapshot import decide_for_source
 
     folder = path.rpartition("/")[0]
@@ -232,6 +233,23 @@ def _refuse_private_target(view: View, path: str) -> None:
             f"{path} would be private ({verdict.reason}), so a memory written there could never be found; set "
             "[memory.remember] folder in .vivary/memory.toml to a public folder (default \"memories\")"
         )
+    why = view.ws.source.left_out_because(path)
+    if why is None:
+        return
+    if view.ws.source.left_out_because(f"{folder}/note.md" if folder else "note.md") is None:
+        raise RefusedError(
+            f"{path} would not be read as a note ({why}), so a memory written there could never be found: its "
+            "file name comes from the title; give it another title (--title, or `title` over MCP); nothing was "
+            "committed")
+    raise RefusedError(
+        f"{path} would not be read as a note ({why}), so a memory written there could never be found; set "
+        "[memory.remember] folder in .vivary/memory.toml (or the type's folder) to a folder the workspace reads; "
+        "nothing was committed")
+
+
+def unread_because(view: View, path: str) -> str | None:
+    """Why a note written at `path` would be no node (an `exclude`, a template folder, …), or None."""
+    return view.ws.source.left_out_because(path)
 
 
 _TEXTS: dict[str, str] = {}  # blob id -> memory text ("" when archived): a blob's text never changes
@@ -258,7 +276,10 @@ def _candidates(view: View) -> list[Candidate]:
 
 
 def _title_of(text: str) -> str:
-    first = next((line.strip().lstrip("#").strip() for line in text.splitlines() if line.strip()), "")
+    """The first line of `text` that has a word in it (a `---` rule or a line of `***` names nothing), its
+    `#` marks dropped, cut at a word within 80 characters."""
+    lines = [line.strip().lstrip("#").strip() for line in text.splitlines()]
+    first = next((line for line in lines if any(c.isalnum() for c in line)), next((x for x in lines if x), ""))
     words = first.split()
     title = ""
     for w in words:
@@ -268,16 +289,30 @@ def _title_of(text: str) -> str:
     return title or first[:80] or "Memory"
 
 
+_LATIN_LETTERS = str.maketrans({"ß": "ss", "æ": "ae", "œ": "oe", "ø": "o", "ł": "l", "đ": "d", "ð": "d",
+                                "þ": "th", "ı": "i"})
+
+
+def _ascii_letters(low: str) -> str:
+    """Lowercase `low` with accents folded (NFKD, combining marks dropped) and the Latin letters NFKD keeps
+    whole spelt in ASCII: what a slug keeps of `Tomás`, `Ærø`, `Łódź` instead of a dash."""
+    if low.isascii():
+        return low
+    folded = unicodedata.normalize("NFKD", low.translate(_LATIN_LETTERS))
+    return "".join(c for c in folded if not unicodedata.combining(c))
+
+
 def _stem(title: str, ids: str) -> str:
     """The file name (without `.md`) of a note titled `title`: its lowercase words joined by `-`.
-    Where ids are the contract's slugs (`ids = "slug"`), ASCII letters and digits only. Where the id
+    Where ids are the contract's slugs (`ids = "slug"`), ASCII letters and digits only, a Latin letter's
+    accent dropped (`Tomás` is `tomas`, `Straße` `strasse`; letters of other scripts are left out). Where the id
     is the path (a vault), the letters, marks and digits of every script stay, in NFC: a memory
     titled `Деплой по вторникам` is `деплой-по-вторникам.md`, not `memory-3.md`, since a vault's
     file names are what its editor shows. At most 60 characters and 180 bytes; "memory" when none
     are left (`🚀🚀🚀`)."""
     low = title.lower()
     if ids != "path" or low.isascii():
-        stem = _STEM.sub("-", low)
+        stem = _STEM.sub("-", _ascii_letters(low))
     else:
         low = unicodedata.normalize("NFC", low)
         stem = _DASHES.sub("-", "".join(
@@ -433,15 +468,14 @@ class _Refused(Exception):
 
 
 def _folder_blobs(view: View, folder: str) -> frozenset[str] | None:
-    """The notes' blobs in the memory folder at the tip of the branch memories go to, as the probe runs: none
-    when that branch is the checked-out one (the view holds what it held), None outside a work tree (there is
-    no commit to make)."""
+    """The notes' blobs in the memory folder at the tip of the branch memories go to, as the probe runs; None
+    outside a work tree (there is no commit to make). On the checked-out branch too: the view is the working
+    tree, where the user may have deleted or changed a committed memory, and a memory the read tools no longer
+    show is no duplicate (only one committed after this, by another process, is taken as landed)."""
     repo = view.ws.source.repo
     if repo is None or repo.workdir is None:
         return None
-    ref, checked_out = commits.target_ref(repo, view.cfg.memory.remember.branch)
-    if checked_out:
-        return frozenset()
+    ref, _ = commits.target_ref(repo, view.cfg.memory.remember.branch)
     at = commits.tip(repo, ref)
     return frozenset(b for _, b in _folder_notes(commits.Base(repo, at, False), view.repo_path(folder)))
 
@@ -461,7 +495,8 @@ def _folder_notes(base: commits.Base, folder: str) -> list[tuple[str, str]]:
 def _landed(view: View, base: commits.Base, folder: str, seen: frozenset[str]) -> list[Candidate]:
     """The public memories in `folder` on the tip a write is planned on that its probe did not see: committed
     by another process meanwhile (two agents adding one fact at once both probe before either commits). The
-    probe saw the view's notes and, on a branch that is not checked out, the blobs `seen` as it ran."""
+    probe saw the view's notes, and the blobs `seen` at the tip as it ran are not new (the user may have deleted
+    one from the working tree the view reads)."""
     from vivary_git.graph import node_id
     from vivary_git.memory.snapshot import decide_for_source
 
