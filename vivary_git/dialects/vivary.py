@@ -38,7 +38,6 @@ def _stem(name: str) -> str:
     return name
 
 
-@functools.lru_cache(maxsize=65536)
 def names(text: str, alias: str) -> tuple[str, ...]:
     """The names `[[text]]` may mean, best first, as written (each part's stem, without anchor, vault or
     folders); empty when it points at no note (an asset, a heading of this note, a template placeholder)."""
