@@ -477,3 +477,38 @@ def test_a_value_its_tag_cannot_read_is_named_at_its_line(value: str, tag: str) 
     assert note.problem is not None and note.problem.code == "E001"
     assert note.problem.line == 3
     assert f"cannot be read as the tag `!!{tag}` says" in note.problem.message, note.problem.message
+
+
+def test_a_key_is_the_text_written() -> None:
+    """PyYAML made `~`, `true` and `1e999` keys None, True and inf, and `str()` of those the field names "None",
+    "True", "inf": a key is the text written, at every depth, as Obsidian shows a property."""
+    note = parse_blob(b"---\n~: a\ntrue: b\n1.0: c\n1e999: d\n-0: e\nn:\n  Null: f\n  False: g\nl: [{~: h}]\n---\n")
+    assert note.problem is None, note.problem
+    assert note.fields == {"~": "a", "true": "b", "1.0": "c", "1e999": "d", "-0": "e", "n": {"Null": "f", "False": "g"},
+                           "l": [{"~": "h"}]}
+    assert note.key_lines == {"~": 2, "true": 3, "1.0": 4, "1e999": 5, "-0": 6, "n": 7, "l": 10}
+
+
+@pytest.mark.parametrize(("first", "second"), [("~", "null"), ("0", "-0"), ("1e999", "2e999"), ("true", "True"),
+                                               ("1.0", "1"), ("1_000", "1000"), ("FALSE", "false"), ("1", '"1"')])
+def test_two_spellings_of_one_key_are_a_duplicate_at_the_second(first: str, second: str) -> None:
+    """Keys YAML reads as one (the same null, boolean or number) were merged silently, one value lost: a
+    duplicate key at the second one's line, at the top and nested, in block and flow mappings."""
+    for text, line, first_line in ((f"---\n{first}: a\n{second}: b\n---\n", 3, 2),
+                                   (f"---\nx: 1\nouter:\n  {first}: a\n  {second}: b\n---\n", 5, 4),
+                                   (f"---\nouter: {{{first}: a, {second}: b}}\n---\n", 2, 2)):
+        problem = parse_blob(text.encode()).problem
+        assert problem is not None and (problem.code, problem.line) == ("E001", line), (text, problem)
+        shown = second.strip('"')
+        said = (f"duplicate key {shown!r}" if shown == first else  # (tropo's words for a key written twice)
+                f"duplicate key {shown!r}: YAML reads it as the same key as {first!r} on line {first_line}; "
+                "remove one of them")
+        assert problem.message == f"frontmatter is not valid YAML: {said}", problem.message
+
+
+def test_keys_of_different_kinds_are_different_keys() -> None:
+    """Python's True == 1 and False == 0 are no YAML equality: `true` and `1` are two keys (as js-yaml reads them);
+    so are a merged key and the one written after it, which overrides it."""
+    note = parse_blob(b"---\ntrue: a\n1: b\nfalse: c\n0: d\nx: &x {k: 1, j: 2}\ny:\n  <<: *x\n  k: 3\n---\n")
+    assert note.problem is None, note.problem
+    assert note.fields == {"true": "a", "1": "b", "false": "c", "0": "d", "x": {"k": 1, "j": 2}, "y": {"k": 3, "j": 2}}

@@ -105,6 +105,34 @@ def loader_class() -> type[yaml.SafeLoader]:
                     f"{value[:80]!r} cannot be read as the tag `!!{tag}` says; remove the tag or fix the value",
                     node.start_mark) from None
 
+        def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[str, Any]:
+            # A key is the text written (`~`, `true`, `1.0` stay those words; PyYAML would make them None, True
+            # and 1.0, and `str()` of those "None", "True", "1.0"), as Obsidian shows a property. Two keys YAML
+            # reads as one (the same text, or the same null, boolean or number: `~` and `null`, `0` and `-0`,
+            # `1.0` and `1`) are a duplicate, at the second (a dict would keep one value and drop the other).
+            if not isinstance(node, yaml.MappingNode):
+                return dict(super().construct_mapping(node, deep))  # (raises, saying what it found instead)
+            seen: dict[Any, yaml.Node] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                for same in {("str", key_node.value), _key_identity(key_node)}:
+                    first = seen.get(same)
+                    if first is not None:
+                        err = yaml.constructor.ConstructorError(
+                            None, first.start_mark, "duplicate key", key_node.start_mark)
+                        err.duplicate = (first.value, key_node.value)  # type: ignore[attr-defined]  # (said by `_marked_words`)
+                        raise err
+                    seen[same] = key_node
+            self.flatten_mapping(node)
+            mapping: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark, "found unhashable key", key_node.start_mark)
+                mapping[key_node.value] = self.construct_object(value_node, deep=deep)
+            return mapping
+
     Loader.add_constructor("tag:yaml.org,2002:int", Loader.construct_yaml_int)
     Loader.add_constructor("tag:yaml.org,2002:float", Loader.construct_yaml_float)
     replaced = {
@@ -118,6 +146,21 @@ def loader_class() -> type[yaml.SafeLoader]:
     Loader.add_implicit_resolver("tag:yaml.org,2002:int", _INT, list("-+0123456789"))
     Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
     return Loader
+
+
+def _key_identity(node: yaml.ScalarNode) -> tuple[str, Any]:
+    """What a scalar key is to YAML: the null, the boolean, the number (`1.0` and `1` are one), else its text."""
+    tag, text = node.tag, node.value
+    if tag == "tag:yaml.org,2002:null":
+        return ("null", None)
+    if tag == "tag:yaml.org,2002:bool" and _BOOL.match(text):
+        return ("bool", text[0] in "tT")
+    if tag == "tag:yaml.org,2002:int" and _INT.match(text):
+        number = whole_number(text)
+        return ("number", number) if isinstance(number, int) else ("str", text)
+    if tag == "tag:yaml.org,2002:float" and _FLOAT.match(text):
+        return ("number", float(text))
+    return ("str", text)
 
 
 # An ATX heading read where a line starts (`$` is that line's end): `_headings` tries it only on lines
@@ -459,9 +502,7 @@ def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str
             index = key_node.start_mark.index
             line += source.count("\n", at, index)
             at = index
-            if key in key_lines:
-                return {}, {}, ParseProblem("E001", line, f"frontmatter is not valid YAML: duplicate key {key!r}")
-            key_lines[key] = line
+            key_lines.setdefault(key, line)  # (a duplicate is said by the loader's construct_mapping)
         data = loader.construct_document(node)
     except yaml.MarkedYAMLError as err:
         # An unclosed `[1` is reported by libyaml where the file ends; the line the user must fix is
@@ -473,6 +514,8 @@ def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str
         if placeholder is not None:
             return {}, {}, placeholder
         said = _marked_words(err, source, first_line)
+        if restore is not None:
+            said = said.translate(restore)
         return {}, {}, ParseProblem("E001", line, f"frontmatter is not valid YAML: {said}")
     except RecursionError:
         return {}, {}, ParseProblem(
@@ -619,6 +662,15 @@ def _marked_words(err: yaml.MarkedYAMLError, source: str, first_line: int) -> st
         if alias is not None:
             return (f"found undefined alias '*{alias.group(1)[:80]}': define the anchor `&{alias.group(1)[:80]}` "
                     "before it, or quote the value")
+    duplicate = getattr(err, "duplicate", None)
+    if duplicate is not None and err.context_mark is not None:
+        # A key written twice, or two spellings YAML reads as one key (`~` and `null`, `1.0` and `1`).
+        first, second = duplicate
+        line = first_line + _line_of(source, err.context_mark.index)
+        if first == second:
+            return f"duplicate key {second!r}"  # (tropo's words, kept)
+        return (f"duplicate key {second[:80]!r}: YAML reads it as the same key as {first[:80]!r} on line {line}; "
+                "remove one of them")
     if what == "second occurrence" and err.context_mark is not None:
         first = first_line + _line_of(source, err.context_mark.index)
         return f"found duplicate anchor (first on line {first}): rename one of the two anchors"
