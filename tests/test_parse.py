@@ -127,12 +127,35 @@ def test_placeholders_for_nel_ls_ps_never_change_a_value() -> None:
     assert note.problem is None and note.fields == {"a": "\ue000 \ue001 \ue002 \u2028"}
 
 
-def test_a_lone_cr_in_frontmatter_moves_no_line() -> None:
-    """Lines end at "\n" (GitHub's and editors' numbering); libyaml also breaks at a lone "\r"."""
-    problem = parse_blob(b'---\na: "x\ry"\nb: 1\nc: @\n---\n').problem
-    assert problem is not None and (problem.code, problem.line) == ("E001", 4)
-    assert parse_blob(b'---\na: "x\ry"\nb: 1\nb: 2\n---\n').problem == parse.ParseProblem(
-        "E001", 4, "frontmatter is not valid YAML: duplicate key 'b'")
+@pytest.mark.parametrize(("text", "line", "column"), [
+    ('---\na: "x\ry"\nb: 1\nc: @\n---\n', 2, 6),  # in a quoted value
+    ("---\ntitle: a\rb: c\n---\n", 2, 9),  # libyaml read two keys
+    ("---\ntitle: te\ram\n---\n", 2, 10),  # the fast path read 'te\ram', libyaml 'te am'
+    ("---\na: 1\n# c\rd: 2\n---\n", 3, 4),  # in a comment: YAML would read a key after it
+    ("---\r\na: 1\r\r\n---\r\n", 2, 5),  # in a CRLF file
+    ("---\ntitle: a\ntags: [x]\r---\nbody\n", 3, 10),  # before the closing `---`: not "never closed"
+    ("---\ntitle: a\rtags: [x]\r---\r\nbody\n", 2, 9),
+])
+def test_a_lone_cr_in_frontmatter_is_e001_at_its_line(text: str, line: int, column: int) -> None:
+    """Lines end at "\n" for Git, GitHub and editors; YAML (libyaml, js-yaml) and tropo also end one at a lone CR:
+    the same frontmatter reads as one line here and two there, and the fast and full paths read it apart. It is
+    E001 on its line, naming the lone CR, its column and the fix, on both paths, wherever it stands."""
+    problem = parse_blob(text.encode()).problem
+    assert problem == parse.ParseProblem(
+        "E001", line, f"frontmatter holds a lone CR (an old Mac line end) in column {column}, in a file whose lines "
+        "end with LF: YAML would end a line there, Git and editors do not; convert its line ends to LF "
+        "(`mac2unix FILE`, or the editor's line-ending setting)"), problem
+    split = parse._split_frontmatter(text)
+    assert split is not None
+    if split[0] is not None:
+        assert parse._fast_frontmatter(split[0], 2) is None  # (it said nothing, and read `te\ram` as written)
+
+
+def test_crlf_and_an_unclosed_block_with_a_lone_cr_are_as_before() -> None:
+    assert parse_blob(b"---\r\na: x\r\nb: 1\r\n---\r\n").fields == {"a": "x", "b": 1}
+    assert parse._fast_frontmatter("a: x\r\nb: 1\r", 2) == ({"a": "x", "b": 1}, {"a": 2, "b": 3})
+    problem = parse_blob(b"---\na: 1\rb: 2\nbody\n").problem  # no `---` after it either: never closed
+    assert problem is not None and (problem.line, "never closed" in problem.message) == (1, True)
 
 
 def test_a_control_character_is_named_at_its_line_and_column() -> None:

@@ -229,7 +229,9 @@ def parse_blob(data: bytes) -> Note:
         has_frontmatter = True
         source, body_start, body = split
         if source is None:
-            problem = ParseProblem(
+            # A `---` after a lone CR closes it for YAML, tropo and js-yaml, not for Git, editors and us: that CR
+            # is what to fix, not a missing `---`.
+            problem = (_lone_cr(text, 1) if "\r" in text and _CLOSING_AFTER_CR.search(text) else None) or ParseProblem(
                 "E001", 1, "frontmatter opened with `---` on line 1 is never closed; add a `---` line after it"
             )
         else:
@@ -338,6 +340,27 @@ def _unrecognised_frontmatter(text: str) -> ParseProblem | None:
         "only when `---` is the file's first line; remove the blank lines above it")
 
 
+# A CR that ends no line: not followed by "\n" (and not the last character of frontmatter, which a "\n" follows).
+_LONE_CR = re.compile(r"\r(?!\n|\Z)")
+_CLOSING_AFTER_CR = re.compile(r"\r(?:---|\.\.\.)[ \t]*(?:\r|\n|$)")
+
+
+def _lone_cr(text: str, first_line: int) -> ParseProblem | None:
+    """E001 for a lone CR (an old Mac line end) in frontmatter whose lines end with LF, at its line and column:
+    YAML (libyaml, PyYAML, js-yaml) and tropo end a line there, while Git, GitHub, editors and our line numbers
+    do not, so the same text would read as one line here and two there. None when `text` holds none."""
+    m = _LONE_CR.search(text)
+    if m is None:
+        return None
+    at = m.start()
+    column = at - (text.rfind("\n", 0, at) + 1) + 1
+    return ParseProblem(
+        "E001", first_line + _line_of(text, at),
+        f"frontmatter holds a lone CR (an old Mac line end) in column {column}, in a file whose lines end with LF: "
+        "YAML would end a line there, Git and editors do not; convert its line ends to LF (`mac2unix FILE`, or the "
+        "editor's line-ending setting)")
+
+
 _CONFLICT_MARKER = re.compile(r"^(?:<{7}|>{7}|\|{7})(?:[ \r]|$)|^={7}\r?$", re.MULTILINE)
 
 
@@ -437,7 +460,12 @@ def _fast_frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dic
     values = 0
     keys, scalars = _KEYS, _SCALARS  # (the memos looked up here first: most keys and values are there)
     for i, raw in enumerate(source.split("\n")):
-        line = raw.rstrip("\r").rstrip(" ") if "\r" in raw else raw.rstrip(" ")
+        if "\r" in raw:
+            if "\r" in raw[:-1]:
+                return None  # a lone CR: the full path says where
+            line = raw[:-1].rstrip(" ")
+        else:
+            line = raw.rstrip(" ")
         if not line or line[0] == "#":
             if line and _NOT_YAML.search(line):
                 return None
@@ -473,6 +501,10 @@ def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str
     fast = _fast_frontmatter(source, first_line)
     if fast is not None:
         return fast[0], fast[1], None
+    if "\r" in source:
+        lone = _lone_cr(source, first_line)
+        if lone is not None:
+            return {}, {}, lone
     conflict = _conflict_line(source, first_line)
     if conflict is not None:
         return {}, {}, conflict
