@@ -18,7 +18,7 @@ FAST_CASES = [
     "a: x\r", "a: [x, ]", "a: [x,,y]", "a: é", "a: [é]", "a: <<", "a: =", "a: x\n# c\nb: 2", "a: !x", "a: ? x",
     "a: x]", "a: [.nan]", "a: 1e3", "a: [x]y", "a: a#b", "a: a #b", "a: 'a' b", "on: x", "a.b-c_d: 1", "-a: 1",
     "a: nope", "a: Nullx", "a: ~x", "a: tRuE", "a: fals", "a: +x", "a: .x", "a: <x", "a: =x", "a: x-1:2", "a: 1-2",
-    "a: [nope, Nul, tr, fa, .x, =x]", "# a\tb\na: c", "a: b\tc",
+    "a: [nope, Nul, tr, fa, .x, =x]", "# a\tb\na: c", "a: b\tc", "a: x\\ud83d\\ude00", "a: [\\ud83d]",
 ]
 
 
@@ -535,3 +535,32 @@ def test_keys_of_different_kinds_are_different_keys() -> None:
     note = parse_blob(b"---\ntrue: a\n1: b\nfalse: c\n0: d\nx: &x {k: 1, j: 2}\ny:\n  <<: *x\n  k: 3\n---\n")
     assert note.problem is None, note.problem
     assert note.fields == {"true": "a", "1": "b", "false": "c", "0": "d", "x": {"k": 1, "j": 2}, "y": {"k": 3, "j": 2}}
+
+
+@pytest.mark.parametrize(("written", "read"), [
+    ('"\\ud83d\\ude00 smile"', "\U0001F600 smile"), ('"\\uD83D\\uDE00\\ud83d\\ude01"', "\U0001F600\U0001F601"),
+    ('"a\\\\ud83d"', "a\\ud83d"), ("x\\ud83d\\ude00", "x\\ud83d\\ude00"), ("'\\ud83d'", "\\ud83d"),
+    ('[a, "\\ud83d\\ude00"]', ["a", "\U0001F600"]), ('"\\ud83d\\ude00\u2028"', "\U0001F600\u2028"),
+    ('"\\ud83d\\ude00\\U0001F600\\u00e9"', "\U0001F600\U0001F600\u00e9"),
+])
+def test_a_surrogate_pair_escape_is_the_character_it_spells(written: str, read: object) -> None:
+    """YAML 1.2 (js-yaml) and JSON write a character past U+FFFF as its UTF-16 surrogate pair; libyaml refused each
+    half ("found invalid Unicode character 'd' escape code"). In a plain or single-quoted scalar a backslash is
+    text, on both paths; so is an escaped backslash's `u` after it."""
+    note = parse_blob(f'---\nv: {written}\n"\\ud83d\\ude01": 1\nn: 2\n---\n'.encode())
+    assert note.problem is None, note.problem
+    assert note.fields == {"v": read, "\U0001F601": 1, "n": 2}
+    assert note.key_lines == {"v": 2, "\U0001F601": 3, "n": 4}
+
+
+@pytest.mark.parametrize(("written", "line", "column"), [
+    ('a: "\\ud83d x"', 3, 5), ('a: "ok \\uDE00"', 3, 8), ('a: ["x", "\\ud83d\\ud83d"]', 3, 11),
+    ('a: "\\U0000D83D"', 3, 5), ('a: "x\n  \\ude00\\ud83d"', 4, 3), ('"\\udbff": 1', 3, 2),
+])
+def test_a_lone_surrogate_escape_is_e001_at_its_line_and_column(written: str, line: int, column: int) -> None:
+    note = parse_blob(f"---\nok: 1\n{written}\n---\n".encode())
+    escape = written[written.index("\\"):][:10 if written[written.index("\\") + 1] == "U" else 6]
+    assert note.problem == parse.ParseProblem(
+        "E001", line, f"frontmatter is not valid YAML: the escape `{escape}` in column {column} is a lone surrogate "
+        "(half of a UTF-16 pair, no character on its own); write the character itself, or its `\\UXXXXXXXX` escape"
+    ), note.problem

@@ -517,6 +517,10 @@ def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str
     import yaml
     import yaml.reader
 
+    if "\\" in source and _SURROGATE_ESCAPE.search(source):
+        source, lone = _join_surrogates(source, first_line)
+        if lone is not None:
+            return {}, {}, lone
     shielded, restore = _shield_breaks(source)
     loader = loader_class()(shielded)
     try:
@@ -604,6 +608,53 @@ def _shield_breaks(source: str) -> tuple[str, dict[int, str] | None]:
     free = (ch for ch in map(chr, chain.from_iterable(_PRIVATE_USE)) if ch not in taken)
     shield = {c: next(free) for c in odd}
     return source.translate({ord(c): p for c, p in shield.items()}), {ord(p): c for c, p in shield.items()}
+
+
+# YAML 1.2 (js-yaml) and JSON write a character past U+FFFF in a double-quoted scalar as its UTF-16 surrogate pair,
+# `\uD83D\uDE00` for 😀; libyaml refuses each half ("found invalid Unicode character escape code").
+_SURROGATE_ESCAPE = re.compile(r"\\(?:u|U0000)[dD][89a-fA-F][0-9a-fA-F]{2}")
+_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|.)", re.DOTALL)
+
+
+def _join_surrogates(source: str, first_line: int) -> tuple[str, ParseProblem | None]:
+    """(`source` with each surrogate pair escaped in a double-quoted scalar written as the one `\\UXXXXXXXX`
+    escape it spells, None), or (`source`, E001 for the first lone surrogate escape, at its line and column).
+    Lines stay where they are. In a plain or single-quoted scalar, or a comment, a backslash is text: the
+    double-quoted scalars are found by libyaml's scanner, over a copy with each surrogate escape made a letter's
+    (as long), up to the first thing it cannot read (the full parse then says what that is)."""
+    import yaml
+
+    copy = _SURROGATE_ESCAPE.sub(lambda m: m.group(0)[:-4] + "0041", source)
+    copy = copy.translate({ord(c): "x" for c in _ODD_BREAKS})  # (characters, as the full parse reads them)
+    spans: list[tuple[int, int]] = []
+    try:
+        for token in yaml.scan(copy, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+            if isinstance(token, yaml.ScalarToken) and token.style == '"':
+                spans.append((token.start_mark.index, token.end_mark.index))
+    except (yaml.YAMLError, ValueError, RecursionError):
+        pass
+    out: list[str] = []
+    at = 0
+    for start, end in spans:
+        escapes = list(_ESCAPE.finditer(source, start, end))
+        for i, m in enumerate(escapes):
+            code = int(m.group(1) or m.group(2) or "0", 16)
+            if not 0xD800 <= code <= 0xDFFF or m.start() < at:
+                continue
+            after = escapes[i + 1] if i + 1 < len(escapes) else None
+            low = int(after.group(1), 16) if after is not None and after.group(1) else 0
+            if code <= 0xDBFF and after is not None and after.start() == m.end() and 0xDC00 <= low <= 0xDFFF:
+                out += (source[at:m.start()], f"\\U{0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00):08X}")
+                at = after.end()
+                continue
+            column = m.start() - (source.rfind("\n", 0, m.start()) + 1) + 1
+            return source, ParseProblem(
+                "E001", first_line + _line_of(source, m.start()),
+                f"frontmatter is not valid YAML: the escape `{m.group(0)}` in column {column} is a lone surrogate "
+                "(half of a UTF-16 pair, no character on its own); write the character itself, or its `\\UXXXXXXXX` "
+                "escape")
+    out.append(source[at:])
+    return "".join(out), None
 
 
 def _restored(value: Any, restore: dict[int, str]) -> Any:
