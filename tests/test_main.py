@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from conftest import Repo
 
@@ -166,3 +167,20 @@ def test_a_long_ci_report_cut_short_by_head_fails_the_pipeline(repo: Repo) -> No
         env=dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", "")),
     )
     assert proc.stdout.splitlines()[-1] == "status=141", proc.stdout[-300:] + proc.stderr
+
+
+def test_minus_c_naming_a_file_or_nothing_is_a_usage_error_for_every_command(repo: Repo, cli: Any) -> None:
+    """`-C a.md` ran silently on the repository the command started in (so did `-C gone` inside a repository),
+    exit 0: Git says "Not a directory". It is a usage error, exit 2, for every command that takes -C."""
+    repo.write({"a.md": "---\ntitle: A\n---\n"})
+    commands = [["check"], ["graph"], ["query", "x"], ["doctor"], ["hooks", "status"], ["ci"], ["mcp"],
+                ["cache", "-C", "{}", "status"], ["sync", "-C", "{}", "fetch"], ["onboard"], ["remember", "x"]]
+    for command in commands:
+        for where, said in (("a.md", "not a directory"), ("gone", "no such directory")):
+            args = [a.replace("{}", where) for a in command]
+            if "-C" not in args:
+                args += ["-C", where]
+            r = cli(*args, cwd=repo.path)
+            assert r.code == 2 and f"-C {where}: {said}" in r.err and "usage:" in r.err, (args, r.code, r.err)
+            assert "Traceback" not in r.err
+    assert cli("check", "-C", "", cwd=repo.path).code == 0  # `-C ""` is where it started, as in Git

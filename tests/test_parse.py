@@ -18,7 +18,7 @@ FAST_CASES = [
     "a: x\r", "a: [x, ]", "a: [x,,y]", "a: é", "a: [é]", "a: <<", "a: =", "a: x\n# c\nb: 2", "a: !x", "a: ? x",
     "a: x]", "a: [.nan]", "a: 1e3", "a: [x]y", "a: a#b", "a: a #b", "a: 'a' b", "on: x", "a.b-c_d: 1", "-a: 1",
     "a: nope", "a: Nullx", "a: ~x", "a: tRuE", "a: fals", "a: +x", "a: .x", "a: <x", "a: =x", "a: x-1:2", "a: 1-2",
-    "a: [nope, Nul, tr, fa, .x, =x]", "# a\tb\na: c", "a: b\tc",
+    "a: [nope, Nul, tr, fa, .x, =x]", "# a\tb\na: c", "a: b\tc", "a: x\\ud83d\\ude00", "a: [\\ud83d]",
 ]
 
 
@@ -127,12 +127,35 @@ def test_placeholders_for_nel_ls_ps_never_change_a_value() -> None:
     assert note.problem is None and note.fields == {"a": "\ue000 \ue001 \ue002 \u2028"}
 
 
-def test_a_lone_cr_in_frontmatter_moves_no_line() -> None:
-    """Lines end at "\n" (GitHub's and editors' numbering); libyaml also breaks at a lone "\r"."""
-    problem = parse_blob(b'---\na: "x\ry"\nb: 1\nc: @\n---\n').problem
-    assert problem is not None and (problem.code, problem.line) == ("E001", 4)
-    assert parse_blob(b'---\na: "x\ry"\nb: 1\nb: 2\n---\n').problem == parse.ParseProblem(
-        "E001", 4, "frontmatter is not valid YAML: duplicate key 'b'")
+@pytest.mark.parametrize(("text", "line", "column"), [
+    ('---\na: "x\ry"\nb: 1\nc: @\n---\n', 2, 6),  # in a quoted value
+    ("---\ntitle: a\rb: c\n---\n", 2, 9),  # libyaml read two keys
+    ("---\ntitle: te\ram\n---\n", 2, 10),  # the fast path read 'te\ram', libyaml 'te am'
+    ("---\na: 1\n# c\rd: 2\n---\n", 3, 4),  # in a comment: YAML would read a key after it
+    ("---\r\na: 1\r\r\n---\r\n", 2, 5),  # in a CRLF file
+    ("---\ntitle: a\ntags: [x]\r---\nbody\n", 3, 10),  # before the closing `---`: not "never closed"
+    ("---\ntitle: a\rtags: [x]\r---\r\nbody\n", 2, 9),
+])
+def test_a_lone_cr_in_frontmatter_is_e001_at_its_line(text: str, line: int, column: int) -> None:
+    """Lines end at "\n" for Git, GitHub and editors; YAML (libyaml, js-yaml) and tropo also end one at a lone CR:
+    the same frontmatter reads as one line here and two there, and the fast and full paths read it apart. It is
+    E001 on its line, naming the lone CR, its column and the fix, on both paths, wherever it stands."""
+    problem = parse_blob(text.encode()).problem
+    assert problem == parse.ParseProblem(
+        "E001", line, f"frontmatter holds a lone CR (an old Mac line end) in column {column}, in a file whose lines "
+        "end with LF: YAML would end a line there, Git and editors do not; convert its line ends to LF "
+        "(`mac2unix FILE`, or the editor's line-ending setting)"), problem
+    split = parse._split_frontmatter(text)
+    assert split is not None
+    if split[0] is not None:
+        assert parse._fast_frontmatter(split[0], 2) is None  # (it said nothing, and read `te\ram` as written)
+
+
+def test_crlf_and_an_unclosed_block_with_a_lone_cr_are_as_before() -> None:
+    assert parse_blob(b"---\r\na: x\r\nb: 1\r\n---\r\n").fields == {"a": "x", "b": 1}
+    assert parse._fast_frontmatter("a: x\r\nb: 1\r", 2) == ({"a": "x", "b": 1}, {"a": 2, "b": 3})
+    problem = parse_blob(b"---\na: 1\rb: 2\nbody\n").problem  # no `---` after it either: never closed
+    assert problem is not None and (problem.line, "never closed" in problem.message) == (1, True)
 
 
 def test_a_control_character_is_named_at_its_line_and_column() -> None:
@@ -477,3 +500,67 @@ def test_a_value_its_tag_cannot_read_is_named_at_its_line(value: str, tag: str) 
     assert note.problem is not None and note.problem.code == "E001"
     assert note.problem.line == 3
     assert f"cannot be read as the tag `!!{tag}` says" in note.problem.message, note.problem.message
+
+
+def test_a_key_is_the_text_written() -> None:
+    """PyYAML made `~`, `true` and `1e999` keys None, True and inf, and `str()` of those the field names "None",
+    "True", "inf": a key is the text written, at every depth, as Obsidian shows a property."""
+    note = parse_blob(b"---\n~: a\ntrue: b\n1.0: c\n1e999: d\n-0: e\nn:\n  Null: f\n  False: g\nl: [{~: h}]\n---\n")
+    assert note.problem is None, note.problem
+    assert note.fields == {"~": "a", "true": "b", "1.0": "c", "1e999": "d", "-0": "e", "n": {"Null": "f", "False": "g"},
+                           "l": [{"~": "h"}]}
+    assert note.key_lines == {"~": 2, "true": 3, "1.0": 4, "1e999": 5, "-0": 6, "n": 7, "l": 10}
+
+
+@pytest.mark.parametrize(("first", "second"), [("~", "null"), ("0", "-0"), ("1e999", "2e999"), ("true", "True"),
+                                               ("1.0", "1"), ("1_000", "1000"), ("FALSE", "false"), ("1", '"1"')])
+def test_two_spellings_of_one_key_are_a_duplicate_at_the_second(first: str, second: str) -> None:
+    """Keys YAML reads as one (the same null, boolean or number) were merged silently, one value lost: a
+    duplicate key at the second one's line, at the top and nested, in block and flow mappings."""
+    for text, line, first_line in ((f"---\n{first}: a\n{second}: b\n---\n", 3, 2),
+                                   (f"---\nx: 1\nouter:\n  {first}: a\n  {second}: b\n---\n", 5, 4),
+                                   (f"---\nouter: {{{first}: a, {second}: b}}\n---\n", 2, 2)):
+        problem = parse_blob(text.encode()).problem
+        assert problem is not None and (problem.code, problem.line) == ("E001", line), (text, problem)
+        shown = second.strip('"')
+        said = (f"duplicate key {shown!r}" if shown == first else  # (tropo's words for a key written twice)
+                f"duplicate key {shown!r}: YAML reads it as the same key as {first!r} on line {first_line}; "
+                "remove one of them")
+        assert problem.message == f"frontmatter is not valid YAML: {said}", problem.message
+
+
+def test_keys_of_different_kinds_are_different_keys() -> None:
+    """Python's True == 1 and False == 0 are no YAML equality: `true` and `1` are two keys (as js-yaml reads them);
+    so are a merged key and the one written after it, which overrides it."""
+    note = parse_blob(b"---\ntrue: a\n1: b\nfalse: c\n0: d\nx: &x {k: 1, j: 2}\ny:\n  <<: *x\n  k: 3\n---\n")
+    assert note.problem is None, note.problem
+    assert note.fields == {"true": "a", "1": "b", "false": "c", "0": "d", "x": {"k": 1, "j": 2}, "y": {"k": 3, "j": 2}}
+
+
+@pytest.mark.parametrize(("written", "read"), [
+    ('"\\ud83d\\ude00 smile"', "\U0001F600 smile"), ('"\\uD83D\\uDE00\\ud83d\\ude01"', "\U0001F600\U0001F601"),
+    ('"a\\\\ud83d"', "a\\ud83d"), ("x\\ud83d\\ude00", "x\\ud83d\\ude00"), ("'\\ud83d'", "\\ud83d"),
+    ('[a, "\\ud83d\\ude00"]', ["a", "\U0001F600"]), ('"\\ud83d\\ude00\u2028"', "\U0001F600\u2028"),
+    ('"\\ud83d\\ude00\\U0001F600\\u00e9"', "\U0001F600\U0001F600\u00e9"),
+])
+def test_a_surrogate_pair_escape_is_the_character_it_spells(written: str, read: object) -> None:
+    """YAML 1.2 (js-yaml) and JSON write a character past U+FFFF as its UTF-16 surrogate pair; libyaml refused each
+    half ("found invalid Unicode character 'd' escape code"). In a plain or single-quoted scalar a backslash is
+    text, on both paths; so is an escaped backslash's `u` after it."""
+    note = parse_blob(f'---\nv: {written}\n"\\ud83d\\ude01": 1\nn: 2\n---\n'.encode())
+    assert note.problem is None, note.problem
+    assert note.fields == {"v": read, "\U0001F601": 1, "n": 2}
+    assert note.key_lines == {"v": 2, "\U0001F601": 3, "n": 4}
+
+
+@pytest.mark.parametrize(("written", "line", "column"), [
+    ('a: "\\ud83d x"', 3, 5), ('a: "ok \\uDE00"', 3, 8), ('a: ["x", "\\ud83d\\ud83d"]', 3, 11),
+    ('a: "\\U0000D83D"', 3, 5), ('a: "x\n  \\ude00\\ud83d"', 4, 3), ('"\\udbff": 1', 3, 2),
+])
+def test_a_lone_surrogate_escape_is_e001_at_its_line_and_column(written: str, line: int, column: int) -> None:
+    note = parse_blob(f"---\nok: 1\n{written}\n---\n".encode())
+    escape = written[written.index("\\"):][:10 if written[written.index("\\") + 1] == "U" else 6]
+    assert note.problem == parse.ParseProblem(
+        "E001", line, f"frontmatter is not valid YAML: the escape `{escape}` in column {column} is a lone surrogate "
+        "(half of a UTF-16 pair, no character on its own); write the character itself, or its `\\UXXXXXXXX` escape"
+    ), note.problem

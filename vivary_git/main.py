@@ -6,6 +6,7 @@ import argparse
 import gc
 import importlib
 import importlib.util
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -63,6 +64,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args, extra = parser.parse_known_args(args_list)
         if extra:  # said by the (sub)command they were given to, with its usage: not the top-level one
             _chosen(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
+        cwd = getattr(args, "cwd", None)
+        if cwd and not os.path.isdir(cwd):  # (`-C ""` is where it started, as in Git)
+            # `-C a.md` (or a folder that is not there) inside a repository ran on the repository Git found from
+            # where the command started, silently: Git itself says "Not a directory" / "No such file or directory".
+            said = "not a directory" if os.path.exists(cwd) else "no such directory"
+            _chosen(parser, args).error(f"-C {cwd}: {said}; -C names the folder to run in")
     except SystemExit as exit_:  # argparse's own exits: -h/--version (0) and usage errors (2)
         return int(exit_.code or 0)
     if args.command is None:

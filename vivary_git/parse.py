@@ -105,6 +105,34 @@ def loader_class() -> type[yaml.SafeLoader]:
                     f"{value[:80]!r} cannot be read as the tag `!!{tag}` says; remove the tag or fix the value",
                     node.start_mark) from None
 
+        def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[str, Any]:
+            # A key is the text written (`~`, `true`, `1.0` stay those words; PyYAML would make them None, True
+            # and 1.0, and `str()` of those "None", "True", "1.0"), as Obsidian shows a property. Two keys YAML
+            # reads as one (the same text, or the same null, boolean or number: `~` and `null`, `0` and `-0`,
+            # `1.0` and `1`) are a duplicate, at the second (a dict would keep one value and drop the other).
+            if not isinstance(node, yaml.MappingNode):
+                return dict(super().construct_mapping(node, deep))  # (raises, saying what it found instead)
+            seen: dict[Any, yaml.Node] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                for same in {("str", key_node.value), _key_identity(key_node)}:
+                    first = seen.get(same)
+                    if first is not None:
+                        err = yaml.constructor.ConstructorError(
+                            None, first.start_mark, "duplicate key", key_node.start_mark)
+                        err.duplicate = (first.value, key_node.value)  # type: ignore[attr-defined]  # (said by `_marked_words`)
+                        raise err
+                    seen[same] = key_node
+            self.flatten_mapping(node)
+            mapping: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark, "found unhashable key", key_node.start_mark)
+                mapping[key_node.value] = self.construct_object(value_node, deep=deep)
+            return mapping
+
     Loader.add_constructor("tag:yaml.org,2002:int", Loader.construct_yaml_int)
     Loader.add_constructor("tag:yaml.org,2002:float", Loader.construct_yaml_float)
     replaced = {
@@ -118,6 +146,21 @@ def loader_class() -> type[yaml.SafeLoader]:
     Loader.add_implicit_resolver("tag:yaml.org,2002:int", _INT, list("-+0123456789"))
     Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
     return Loader
+
+
+def _key_identity(node: yaml.ScalarNode) -> tuple[str, Any]:
+    """What a scalar key is to YAML: the null, the boolean, the number (`1.0` and `1` are one), else its text."""
+    tag, text = node.tag, node.value
+    if tag == "tag:yaml.org,2002:null":
+        return ("null", None)
+    if tag == "tag:yaml.org,2002:bool" and _BOOL.match(text):
+        return ("bool", text[0] in "tT")
+    if tag == "tag:yaml.org,2002:int" and _INT.match(text):
+        number = whole_number(text)
+        return ("number", number) if isinstance(number, int) else ("str", text)
+    if tag == "tag:yaml.org,2002:float" and _FLOAT.match(text):
+        return ("number", float(text))
+    return ("str", text)
 
 
 # An ATX heading read where a line starts (`$` is that line's end): `_headings` tries it only on lines
@@ -186,7 +229,9 @@ def parse_blob(data: bytes) -> Note:
         has_frontmatter = True
         source, body_start, body = split
         if source is None:
-            problem = ParseProblem(
+            # A `---` after a lone CR closes it for YAML, tropo and js-yaml, not for Git, editors and us: that CR
+            # is what to fix, not a missing `---`.
+            problem = (_lone_cr(text, 1) if "\r" in text and _CLOSING_AFTER_CR.search(text) else None) or ParseProblem(
                 "E001", 1, "frontmatter opened with `---` on line 1 is never closed; add a `---` line after it"
             )
         else:
@@ -295,6 +340,27 @@ def _unrecognised_frontmatter(text: str) -> ParseProblem | None:
         "only when `---` is the file's first line; remove the blank lines above it")
 
 
+# A CR that ends no line: not followed by "\n" (and not the last character of frontmatter, which a "\n" follows).
+_LONE_CR = re.compile(r"\r(?!\n|\Z)")
+_CLOSING_AFTER_CR = re.compile(r"\r(?:---|\.\.\.)[ \t]*(?:\r|\n|$)")
+
+
+def _lone_cr(text: str, first_line: int) -> ParseProblem | None:
+    """E001 for a lone CR (an old Mac line end) in frontmatter whose lines end with LF, at its line and column:
+    YAML (libyaml, PyYAML, js-yaml) and tropo end a line there, while Git, GitHub, editors and our line numbers
+    do not, so the same text would read as one line here and two there. None when `text` holds none."""
+    m = _LONE_CR.search(text)
+    if m is None:
+        return None
+    at = m.start()
+    column = at - (text.rfind("\n", 0, at) + 1) + 1
+    return ParseProblem(
+        "E001", first_line + _line_of(text, at),
+        f"frontmatter holds a lone CR (an old Mac line end) in column {column}, in a file whose lines end with LF: "
+        "YAML would end a line there, Git and editors do not; convert its line ends to LF (`mac2unix FILE`, or the "
+        "editor's line-ending setting)")
+
+
 _CONFLICT_MARKER = re.compile(r"^(?:<{7}|>{7}|\|{7})(?:[ \r]|$)|^={7}\r?$", re.MULTILINE)
 
 
@@ -394,7 +460,12 @@ def _fast_frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dic
     values = 0
     keys, scalars = _KEYS, _SCALARS  # (the memos looked up here first: most keys and values are there)
     for i, raw in enumerate(source.split("\n")):
-        line = raw.rstrip("\r").rstrip(" ") if "\r" in raw else raw.rstrip(" ")
+        if "\r" in raw:
+            if "\r" in raw[:-1]:
+                return None  # a lone CR: the full path says where
+            line = raw[:-1].rstrip(" ")
+        else:
+            line = raw.rstrip(" ")
         if not line or line[0] == "#":
             if line and _NOT_YAML.search(line):
                 return None
@@ -430,6 +501,10 @@ def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str
     fast = _fast_frontmatter(source, first_line)
     if fast is not None:
         return fast[0], fast[1], None
+    if "\r" in source:
+        lone = _lone_cr(source, first_line)
+        if lone is not None:
+            return {}, {}, lone
     conflict = _conflict_line(source, first_line)
     if conflict is not None:
         return {}, {}, conflict
@@ -442,6 +517,10 @@ def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str
     import yaml
     import yaml.reader
 
+    if "\\" in source and _SURROGATE_ESCAPE.search(source):
+        source, lone = _join_surrogates(source, first_line)
+        if lone is not None:
+            return {}, {}, lone
     shielded, restore = _shield_breaks(source)
     loader = loader_class()(shielded)
     try:
@@ -459,9 +538,7 @@ def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str
             index = key_node.start_mark.index
             line += source.count("\n", at, index)
             at = index
-            if key in key_lines:
-                return {}, {}, ParseProblem("E001", line, f"frontmatter is not valid YAML: duplicate key {key!r}")
-            key_lines[key] = line
+            key_lines.setdefault(key, line)  # (a duplicate is said by the loader's construct_mapping)
         data = loader.construct_document(node)
     except yaml.MarkedYAMLError as err:
         # An unclosed `[1` is reported by libyaml where the file ends; the line the user must fix is
@@ -473,6 +550,8 @@ def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str
         if placeholder is not None:
             return {}, {}, placeholder
         said = _marked_words(err, source, first_line)
+        if restore is not None:
+            said = said.translate(restore)
         return {}, {}, ParseProblem("E001", line, f"frontmatter is not valid YAML: {said}")
     except RecursionError:
         return {}, {}, ParseProblem(
@@ -529,6 +608,53 @@ def _shield_breaks(source: str) -> tuple[str, dict[int, str] | None]:
     free = (ch for ch in map(chr, chain.from_iterable(_PRIVATE_USE)) if ch not in taken)
     shield = {c: next(free) for c in odd}
     return source.translate({ord(c): p for c, p in shield.items()}), {ord(p): c for c, p in shield.items()}
+
+
+# YAML 1.2 (js-yaml) and JSON write a character past U+FFFF in a double-quoted scalar as its UTF-16 surrogate pair,
+# `\uD83D\uDE00` for 😀; libyaml refuses each half ("found invalid Unicode character escape code").
+_SURROGATE_ESCAPE = re.compile(r"\\(?:u|U0000)[dD][89a-fA-F][0-9a-fA-F]{2}")
+_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|.)", re.DOTALL)
+
+
+def _join_surrogates(source: str, first_line: int) -> tuple[str, ParseProblem | None]:
+    """(`source` with each surrogate pair escaped in a double-quoted scalar written as the one `\\UXXXXXXXX`
+    escape it spells, None), or (`source`, E001 for the first lone surrogate escape, at its line and column).
+    Lines stay where they are. In a plain or single-quoted scalar, or a comment, a backslash is text: the
+    double-quoted scalars are found by libyaml's scanner, over a copy with each surrogate escape made a letter's
+    (as long), up to the first thing it cannot read (the full parse then says what that is)."""
+    import yaml
+
+    copy = _SURROGATE_ESCAPE.sub(lambda m: m.group(0)[:-4] + "0041", source)
+    copy = copy.translate({ord(c): "x" for c in _ODD_BREAKS})  # (characters, as the full parse reads them)
+    spans: list[tuple[int, int]] = []
+    try:
+        for token in yaml.scan(copy, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+            if isinstance(token, yaml.ScalarToken) and token.style == '"':
+                spans.append((token.start_mark.index, token.end_mark.index))
+    except (yaml.YAMLError, ValueError, RecursionError):
+        pass
+    out: list[str] = []
+    at = 0
+    for start, end in spans:
+        escapes = list(_ESCAPE.finditer(source, start, end))
+        for i, m in enumerate(escapes):
+            code = int(m.group(1) or m.group(2) or "0", 16)
+            if not 0xD800 <= code <= 0xDFFF or m.start() < at:
+                continue
+            after = escapes[i + 1] if i + 1 < len(escapes) else None
+            low = int(after.group(1), 16) if after is not None and after.group(1) else 0
+            if code <= 0xDBFF and after is not None and after.start() == m.end() and 0xDC00 <= low <= 0xDFFF:
+                out += (source[at:m.start()], f"\\U{0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00):08X}")
+                at = after.end()
+                continue
+            column = m.start() - (source.rfind("\n", 0, m.start()) + 1) + 1
+            return source, ParseProblem(
+                "E001", first_line + _line_of(source, m.start()),
+                f"frontmatter is not valid YAML: the escape `{m.group(0)}` in column {column} is a lone surrogate "
+                "(half of a UTF-16 pair, no character on its own); write the character itself, or its `\\UXXXXXXXX` "
+                "escape")
+    out.append(source[at:])
+    return "".join(out), None
 
 
 def _restored(value: Any, restore: dict[int, str]) -> Any:
@@ -619,6 +745,15 @@ def _marked_words(err: yaml.MarkedYAMLError, source: str, first_line: int) -> st
         if alias is not None:
             return (f"found undefined alias '*{alias.group(1)[:80]}': define the anchor `&{alias.group(1)[:80]}` "
                     "before it, or quote the value")
+    duplicate = getattr(err, "duplicate", None)
+    if duplicate is not None and err.context_mark is not None:
+        # A key written twice, or two spellings YAML reads as one key (`~` and `null`, `1.0` and `1`).
+        first, second = duplicate
+        line = first_line + _line_of(source, err.context_mark.index)
+        if first == second:
+            return f"duplicate key {second!r}"  # (tropo's words, kept)
+        return (f"duplicate key {second[:80]!r}: YAML reads it as the same key as {first[:80]!r} on line {line}; "
+                "remove one of them")
     if what == "second occurrence" and err.context_mark is not None:
         first = first_line + _line_of(source, err.context_mark.index)
         return f"found duplicate anchor (first on line {first}): rename one of the two anchors"
