@@ -725,3 +725,58 @@ def test_a_cache_ref_naming_a_blob_is_said_in_plain_words(repo: Repo, tmp_path: 
     assert run_git_vivary(["cache", "drop"], repo.path).returncode == 0
     run_git_vivary(["check", "--rev", "HEAD"], repo.path)
     assert run_git_vivary(["cache", "verify"], repo.path).returncode == 0
+
+
+@pytest.mark.parametrize("kind", ["tree", "tag"])
+def test_a_cache_ref_naming_a_tree_or_a_tag_is_damaged_and_no_writer_crashes(repo: Repo, tmp_path: Path,
+                                                                              kind: str) -> None:
+    """A cache ref set to its own commit's tree, or to an annotated tag of a cache commit, was read as the cache
+    (peeled), so `sync fetch` adopted it, `cache verify` said ok, and every recording run then made it the parent
+    of a commit: a traceback (`NotFoundError: the requested type does not match the type in the ODB`), exit 1.
+    Every read requires a commit exactly: fetch refuses it (exit 3), verify and status say what it names, and a
+    writer says so once and carries on without the shared cache."""
+    repo.commit("notes", NOTES)
+    run_git_vivary(["check", "--rev", "HEAD"], repo.path)
+    good = tip(repo.path)
+    if kind == "tree":
+        bad = repo.git("rev-parse", f"{good}^{{tree}}").strip()
+        said = f"it names a tree ({bad[:12]}), not a commit"
+    else:
+        tag = f"object {good}\ntype commit\ntag c\ntagger t <t@t> 0 +0000\n\nc\n"
+        bad = subprocess.run(["git", "mktag"], cwd=repo.path, input=tag.encode(), check=True,
+                             capture_output=True).stdout.decode().strip()
+        said = f"it names an annotated tag ({bad[:12]}), not a commit"
+    origin = bare(tmp_path, "origin.git")
+    repo.git("push", "-q", f"file://{origin}", "main", f"{bad}:refs/vivary/cache")
+    me = tmp_path / "me"
+    git(tmp_path, "clone", "-q", f"file://{origin}", str(me))
+    fetched = run_git_vivary(["sync", "fetch"], me)
+    assert fetched.returncode == 3 and said in fetched.stderr, fetched.stdout + fetched.stderr
+    assert "`git vivary sync push --force origin`" in fetched.stderr
+    assert tip(me) == "", "not adopted"
+    # Our own ref set so: reads say what it names, writers carry on without it.
+    repo.git("update-ref", "refs/vivary/cache", bad)
+    for args, code in ((["cache", "verify"], 1), (["cache", "status"], 0), (["sync", "push", "origin"], 3)):
+        r = run_git_vivary(args, repo.path)
+        out = r.stdout + r.stderr
+        assert r.returncode == code and said in out and "Traceback" not in out, (args, out)
+    repo.commit("two", {"notes/two.md": "# Two\n"})
+    git(repo.path, "config", "vivary.cacheTrust", "any")
+    for args in (["check", "--rev", "HEAD"], ["check"], ["ci"], ["graph"], ["query", "type:decision"]):
+        r = run_git_vivary(args, repo.path)
+        assert r.returncode in (0, 1) and "Traceback" not in r.stderr, (args, r.stderr)  # 1: NOTES' findings
+        assert r.stderr.count(said) == 1 and "`git vivary cache drop` removes it" in r.stderr, (args, r.stderr)
+    assert repo.git("rev-parse", "refs/vivary/cache").strip() == bad, "a damaged cache is not written on"
+    assert run_git_vivary(["cache", "drop"], repo.path).returncode == 0
+    run_git_vivary(["check", "--rev", "HEAD"], repo.path)
+    assert run_git_vivary(["cache", "verify"], repo.path).returncode == 0
+
+
+def test_a_cache_ref_naming_a_tree_that_is_no_cache_says_so(repo: Repo) -> None:
+    """A ref set to any tree (here the notes' own) was 'manifest.msgpack is missing': it names a tree, not a commit."""
+    repo.commit("notes", NOTES)
+    tree = repo.git("rev-parse", "HEAD^{tree}").strip()
+    repo.git("update-ref", "refs/vivary/cache", tree)
+    r = run_git_vivary(["cache", "verify"], repo.path)
+    assert r.returncode == 1 and f"it names a tree ({tree[:12]}), not a commit" in r.stdout, r.stdout + r.stderr
+    assert "manifest.msgpack is missing" not in r.stdout

@@ -65,14 +65,18 @@ class Snapshot:
         except (KeyError, ValueError, pygit2.GitError):
             raise StoreDamaged(ref, f"commit {commit[:12]} is not in this repository (fetched shallowly or "
                                "partially, or removed)") from None
+        # A commit exactly: never peeled. A tree (or a tag of a commit) would be read as a cache here, and a
+        # writer would then make it the parent of its commit, which Git refuses (a traceback in every run).
+        kind = getattr(obj, "type_str", "") or "object"
+        if kind != "commit":
+            what = "an annotated tag" if kind == "tag" else f"a {kind}"
+            raise StoreDamaged(ref, f"it names {what} ({commit[:12]}), not a commit: a cache is a commit whose "
+                               "tree holds the manifest and the chunks, and this ref was set to something else")
         try:
-            tree = obj.peel(pygit2.Tree)
-        except (ValueError, pygit2.GitError, pygit2.InvalidSpecError):
-            # libgit2 says "can not be successfully peeled into a tree (git_object_t=2)": say what it is.
-            kind = getattr(obj, "type_str", "") or "object"
-            raise StoreDamaged(ref, f"it names a {kind} ({commit[:12]}), not a commit: a cache is a commit whose "
-                               "tree holds the manifest and the chunks, and this ref was set to something else") \
-                from None
+            tree = obj.tree
+        except (ValueError, pygit2.GitError):
+            raise StoreDamaged(ref, f"the tree of commit {commit[:12]} is not in this repository (fetched shallowly "
+                               "or partially, or removed)") from None
         data = _blob_at(repo, ref, tree, "manifest.msgpack", MAX_MANIFEST_BYTES)
         if data is None:
             raise StoreDamaged(ref, "manifest.msgpack is missing")
