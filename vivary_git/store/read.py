@@ -56,9 +56,8 @@ class Snapshot:
         """The cache at `ref` (None when there is none, or it has another format)."""
         pygit2 = repo.pygit2
         if commit is None:
-            try:
-                commit = str(repo.repo.references[ref].resolve().target)
-            except (KeyError, pygit2.InvalidSpecError, pygit2.GitError):
+            commit = ref_tip(repo, ref)  # StoreDamaged when the ref itself does not parse
+            if commit is None:
                 return None
         try:
             obj = repo.repo[commit]
@@ -311,7 +310,23 @@ def _walk(tree: Any, prefix: str = "") -> Iterable[str]:
 
 
 def _tip(repo: Repo, ref: str) -> str | None:
+    """What `ref` names; None when there is no such ref, or it does not parse (`ref_tip` tells the two apart)."""
     try:
         return str(repo.repo.references[ref].resolve().target)
     except (KeyError, repo.pygit2.GitError, repo.pygit2.InvalidSpecError):
         return None
+
+
+def ref_tip(repo: Repo, ref: str) -> str | None:
+    """What `ref` names; None when there is no such ref. Raises `StoreDamaged` when it exists but does not parse (a
+    loose ref file holding no object id, a symbolic ref that loops): Git ignores such a ref when reading and refuses
+    to update or delete it (`reference broken`), so it is damage to say, never "no cache" (`cache drop` removes it)."""
+    pygit2 = repo.pygit2
+    try:
+        return str(repo.repo.references[ref].resolve().target)
+    except (KeyError, pygit2.InvalidSpecError):
+        return None
+    except pygit2.GitError as err:
+        said = str(err).replace(f"{ref}: ", "", 1) or "it does not parse"
+        raise StoreDamaged(ref, f"the ref itself is unreadable ({said}): it names no object, and Git refuses to "
+                           "update it") from None

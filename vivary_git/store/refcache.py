@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from vivary_git import escape
 from vivary_git.refnames import CACHE_REF
 from vivary_git.store.format import StoreBusy, StoreDamaged, damaged_message
-from vivary_git.store.read import Snapshot, _tip
+from vivary_git.store.read import Snapshot, ref_tip
 from vivary_git.store.trust import SigningError, _config_bool, newest_verified, signing, trust, verified
 from vivary_git.store.write import Changes, Staged, WriteResult, stage, write
 
@@ -96,7 +96,7 @@ class RefCache:
             self._base_loaded = True
             self._base = None
             try:
-                tip = _tip(self.repo, self.ref)
+                tip = ref_tip(self.repo, self.ref)  # StoreDamaged when the ref does not parse
                 if tip is not None and (not self.sign or verified(self.repo, tip)):
                     self._base = Snapshot.load(self.repo, self.ref, commit=tip)
             except StoreDamaged as err:
