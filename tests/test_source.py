@@ -643,3 +643,98 @@ def test_the_staged_tree_with_unmerged_paths_is_refused_by_name(repo: Repo, cli:
     assert "UU modules/a.md" in repo.git("status", "--porcelain")
     r = cli("check", "--staged", cwd=repo.path)
     assert r.code == 2 and "unmerged paths" in r.err and "Traceback" not in r.err
+
+
+def _with_full_scratch(cwd: Path, args: list[str]) -> Any:
+    """`git vivary ARGS` whose scratch index in `.git/vivary/tmp/` lands on a full disk: the file it copies the index to
+    (named by its pid, which `exec` keeps) is a symbolic link to /dev/full, where every write is ENOSPC."""
+    import subprocess
+    import sys
+
+    script = ('mkdir -p .git/vivary/tmp && ln -sf /dev/full .git/vivary/tmp/index.$$ && '
+              'exec "$0" -m vivary_git.main "$@"')
+    return subprocess.run(["sh", "-c", script, sys.executable, *args], cwd=cwd, capture_output=True, text=True,
+                          check=False)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_scratch_index_that_cannot_be_written_in_git_vivary_is_made_elsewhere(repo: Repo) -> None:
+    """A read-only repository or a full disk: copying the index to `.git/vivary/tmp/` was a traceback (`OSError:
+    [Errno 28] No space left on device`, or 30, read-only) and exit 1 for every command reading the working tree.
+    The copy is made in a private folder of the system's temporary directory instead, and the run goes on."""
+    repo.commit("a", {"notes/a.md": "# A\n\nSee [[b]].\n"})
+    repo.write({"notes/b.md": "# B\n"})  # a new file: the snapshot is the working tree's, not the index's
+    for args in (["check"], ["graph"], ["query", "id:b"], ["find", "B"]):
+        want = run_git_vivary(args, repo.path)
+        got = _with_full_scratch(repo.path, args)
+        assert "Traceback" not in got.stderr and got.returncode == want.returncode == 0, (args, got.stderr)
+        assert got.stdout == want.stdout, args
+        assert not list((repo.path / ".git" / "vivary" / "tmp").iterdir())
+
+
+def test_no_place_for_a_scratch_index_is_one_line_naming_both(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Neither `.git/vivary/tmp/` nor the system's temporary directory can hold the copy: a `GitError` (exit 2)
+    naming both and the fix."""
+    import errno
+    import tempfile
+
+    from vivary_git import source
+    from vivary_git.errors import GitError
+    from vivary_git.git import Repo as GitRepo
+
+    repo.commit("a", {"notes/a.md": "# A\n"})
+    r = GitRepo(repo.path)
+    tmp = r.vivary_dir / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    (tmp / f"index.{os.getpid()}").symlink_to("/dev/full")
+
+    def full(*_: Any, **__: Any) -> str:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(tempfile, "mkdtemp", full)
+    with pytest.raises(GitError) as err:
+        source._worktree_tree(r)
+    said = str(err.value)
+    assert str(tmp) in said and "No space left on device" in said and "Free some space" in said, said
+    assert "--rev" in said and "\n" not in said and err.value.exit_code == 2
+
+
+def _read_only_git_dir_works() -> bool:
+    import subprocess
+
+    if shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", "mount --bind / /mnt 2>/dev/null || exit 1"],
+                           capture_output=True, check=False)
+    return probe.returncode == 0
+
+
+@pytest.mark.skipif(not _read_only_git_dir_works(), reason="needs a mount namespace (unshare -m) for a read-only .git")
+def test_a_read_only_repository_is_read_or_refused_in_one_line(repo: Repo) -> None:
+    """`.git` mounted read-only (a mount namespace of the test's own): every working-tree command was a traceback.
+    Now the caches are skipped with a line each; a working tree with a file Git cannot store (it cannot write its
+    object database) is refused in one line naming the folder, exit 2, instead of being read without that file."""
+    import subprocess
+    import sys
+
+    repo.commit("a", {"notes/a.md": "# A\n"})
+    # Files as old as the index are "racily clean": Git hashes them again, and cannot even freshen the objects it has.
+    for path in repo.path.rglob("*"):
+        if ".git" not in path.relative_to(repo.path).parts:
+            os.utime(path, (1_600_000_000, 1_600_000_000))
+    repo.git("update-index", "--refresh")
+    gitdir = repo.path / ".git"
+
+    def ro(args: list[str]) -> Any:
+        script = ('mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && shift && cd "$1" && shift && '
+                  'exec "$0" -m vivary_git.main "$@"')
+        return subprocess.run(["unshare", "-m", "sh", "-c", script, sys.executable, str(gitdir), str(repo.path),
+                               *args], capture_output=True, text=True, check=False)
+
+    for args in (["check"], ["graph"], ["query", "id:a"], ["find", "A"], ["check", "--staged"], ["ci"]):
+        got = ro(args)
+        assert got.returncode == 0 and "Traceback" not in got.stderr, (args, got.stderr)
+    repo.write({"notes/b.md": "# B, never stored\n"})
+    got = ro(["check"])
+    assert got.returncode == 2 and "Traceback" not in got.stderr, got.stderr
+    assert f"Git cannot write its object database {gitdir / 'objects'}" in got.stderr, got.stderr

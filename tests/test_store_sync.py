@@ -725,3 +725,119 @@ def test_a_cache_ref_naming_a_blob_is_said_in_plain_words(repo: Repo, tmp_path: 
     assert run_git_vivary(["cache", "drop"], repo.path).returncode == 0
     run_git_vivary(["check", "--rev", "HEAD"], repo.path)
     assert run_git_vivary(["cache", "verify"], repo.path).returncode == 0
+
+
+@pytest.mark.parametrize("kind", ["tree", "tag"])
+def test_a_cache_ref_naming_a_tree_or_a_tag_is_damaged_and_no_writer_crashes(repo: Repo, tmp_path: Path,
+                                                                              kind: str) -> None:
+    """A cache ref set to its own commit's tree, or to an annotated tag of a cache commit, was read as the cache
+    (peeled), so `sync fetch` adopted it, `cache verify` said ok, and every recording run then made it the parent
+    of a commit: a traceback (`NotFoundError: the requested type does not match the type in the ODB`), exit 1.
+    Every read requires a commit exactly: fetch refuses it (exit 3), verify and status say what it names, and a
+    writer says so once and carries on without the shared cache."""
+    repo.commit("notes", NOTES)
+    run_git_vivary(["check", "--rev", "HEAD"], repo.path)
+    good = tip(repo.path)
+    if kind == "tree":
+        bad = repo.git("rev-parse", f"{good}^{{tree}}").strip()
+        said = f"it names a tree ({bad[:12]}), not a commit"
+    else:
+        tag = f"object {good}\ntype commit\ntag c\ntagger t <t@t> 0 +0000\n\nc\n"
+        bad = subprocess.run(["git", "mktag"], cwd=repo.path, input=tag.encode(), check=True,
+                             capture_output=True).stdout.decode().strip()
+        said = f"it names an annotated tag ({bad[:12]}), not a commit"
+    origin = bare(tmp_path, "origin.git")
+    repo.git("push", "-q", f"file://{origin}", "main", f"{bad}:refs/vivary/cache")
+    me = tmp_path / "me"
+    git(tmp_path, "clone", "-q", f"file://{origin}", str(me))
+    fetched = run_git_vivary(["sync", "fetch"], me)
+    assert fetched.returncode == 3 and said in fetched.stderr, fetched.stdout + fetched.stderr
+    assert "`git vivary sync push --force origin`" in fetched.stderr
+    assert tip(me) == "", "not adopted"
+    # Our own ref set so: reads say what it names, writers carry on without it.
+    repo.git("update-ref", "refs/vivary/cache", bad)
+    for args, code in ((["cache", "verify"], 1), (["cache", "status"], 0), (["sync", "push", "origin"], 3)):
+        r = run_git_vivary(args, repo.path)
+        out = r.stdout + r.stderr
+        assert r.returncode == code and said in out and "Traceback" not in out, (args, out)
+    repo.commit("two", {"notes/two.md": "# Two\n"})
+    git(repo.path, "config", "vivary.cacheTrust", "any")
+    for args in (["check", "--rev", "HEAD"], ["check"], ["ci"], ["graph"], ["query", "type:decision"]):
+        r = run_git_vivary(args, repo.path)
+        assert r.returncode in (0, 1) and "Traceback" not in r.stderr, (args, r.stderr)  # 1: NOTES' findings
+        assert r.stderr.count(said) == 1 and "`git vivary cache drop` removes it" in r.stderr, (args, r.stderr)
+    assert repo.git("rev-parse", "refs/vivary/cache").strip() == bad, "a damaged cache is not written on"
+    assert run_git_vivary(["cache", "drop"], repo.path).returncode == 0
+    run_git_vivary(["check", "--rev", "HEAD"], repo.path)
+    assert run_git_vivary(["cache", "verify"], repo.path).returncode == 0
+
+
+def test_a_cache_ref_naming_a_tree_that_is_no_cache_says_so(repo: Repo) -> None:
+    """A ref set to any tree (here the notes' own) was 'manifest.msgpack is missing': it names a tree, not a commit."""
+    repo.commit("notes", NOTES)
+    tree = repo.git("rev-parse", "HEAD^{tree}").strip()
+    repo.git("update-ref", "refs/vivary/cache", tree)
+    r = run_git_vivary(["cache", "verify"], repo.path)
+    assert r.returncode == 1 and f"it names a tree ({tree[:12]}), not a commit" in r.stdout, r.stdout + r.stderr
+    assert "manifest.msgpack is missing" not in r.stdout
+
+
+@pytest.mark.parametrize("how", ["garbage", "loop"])
+def test_a_cache_ref_that_does_not_parse_is_called_damaged_and_cache_drop_removes_it(repo: Repo, tmp_path: Path,
+                                                                                   how: str) -> None:
+    """A `refs/vivary/cache` file that holds no object id (or a symbolic ref to itself): every recording run said
+    "refs/vivary/cache moved 8 times while this run was recording" (nothing moved: Git refuses to update a ref it
+    cannot read), `cache status` "none yet", `cache verify` "no such ref" (exit 0), `cache drop` "none; nothing to
+    drop", leaving it, and `sync push` "there is no refs/vivary/cache". It is damage, said with its fix, and `cache
+    drop` removes it (Git's `update-ref -d` refuses a broken ref)."""
+    repo.commit("notes", NOTES)
+    run_git_vivary(["check", "--rev", "HEAD"], repo.path)
+    origin = bare(tmp_path, "origin.git")
+    repo.git("push", "-q", f"file://{origin}", "main", "refs/vivary/cache:refs/vivary/cache")
+    loose = repo.path / ".git" / "refs" / "vivary" / "cache"
+    if how == "garbage":
+        loose.write_text("garbage\n")
+    else:
+        repo.git("symbolic-ref", "refs/vivary/cache", "refs/vivary/cache")
+    said = "the ref itself is unreadable"
+    r = run_git_vivary(["check", "--rev", "HEAD"], repo.path)
+    assert "moved" not in r.stderr and r.stderr.count(said) == 1, r.stderr
+    assert "`git vivary cache drop` removes it" in r.stderr and "Traceback" not in r.stderr
+    for args, code in ((["cache", "status"], 0), (["cache", "verify"], 1), (["sync", "push", "origin"], 3),
+                       (["cache", "gc"], 2)):
+        r = run_git_vivary(args, repo.path)
+        out = r.stdout + r.stderr
+        assert r.returncode == code and said in out and "Traceback" not in out, (args, out)
+    if how == "loop":
+        # Git fetches past a symbolic ref that loops: the remote's sound cache replaces our damaged one.
+        r = run_git_vivary(["sync", "fetch", f"file://{origin}"], repo.path)
+        assert r.returncode == 0 and "refs/vivary/cache: adopted from" in r.stdout, r.stdout + r.stderr
+        assert run_git_vivary(["cache", "verify"], repo.path).returncode == 0
+        repo.git("symbolic-ref", "refs/vivary/cache", "refs/vivary/cache")
+    else:
+        # Git's fetch stops at a ref file it cannot read: the message says so, and names the fix.
+        r = run_git_vivary(["sync", "fetch", f"file://{origin}"], repo.path)
+        assert r.returncode == 2 and said in r.stderr and "`git vivary cache drop` removes it" in r.stderr, r.stderr
+    r = run_git_vivary(["cache", "drop"], repo.path)
+    assert r.returncode == 0 and "dropped refs/vivary/cache" in r.stdout, r.stdout + r.stderr
+    assert not loose.exists() and not repo.git("for-each-ref", "refs/vivary/").strip()
+    assert run_git_vivary(["sync", "fetch", f"file://{origin}"], repo.path).returncode == 0
+    assert run_git_vivary(["cache", "verify"], repo.path).returncode == 0
+
+
+def test_a_cache_ref_line_git_cannot_read_in_packed_refs_is_named(repo: Repo) -> None:
+    """A `packed-refs` line Git cannot read stops Git itself (`fatal: unexpected line in .git/packed-refs`); libgit2
+    reads the ref as absent. A run said the ref "moved 8 times"; `cache drop` was a traceback (libgit2's "corrupted
+    packed references file"). Both name the file now, and nothing is a traceback."""
+    repo.commit("notes", NOTES)
+    run_git_vivary(["check", "--rev", "HEAD"], repo.path)
+    repo.git("pack-refs", "--all")
+    packed = repo.path / ".git" / "packed-refs"
+    lines = [("zzzz refs/vivary/cache" if line.endswith(" refs/vivary/cache") else line)
+             for line in packed.read_text().splitlines()]
+    packed.write_text("\n".join(lines) + "\n")
+    r = run_git_vivary(["check", "--rev", "HEAD"], repo.path)
+    assert "moved" not in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert "Git refused to move refs/vivary/cache" in r.stderr and "packed-refs" in r.stderr, r.stderr
+    r = run_git_vivary(["cache", "drop"], repo.path)
+    assert r.returncode == 2 and "packed-refs" in r.stderr and "Traceback" not in r.stderr, r.stderr

@@ -538,28 +538,82 @@ def _worktree_tree(repo: git.Repo) -> str:
     index = Path(repo.git(["rev-parse", "--git-path", "index"]).stdout.decode("utf-8", "surrogateescape").strip())
     if not index.is_absolute():
         index = repo.workdir / index
+    with _scratch_index(repo, index) as scratch:
+        env = {**os.environ, **repo.pins, "GIT_INDEX_FILE": str(scratch)}
+        _add_all(repo, env)
+        return repo.git([*BOUNDED_HASH, "write-tree"], env=env).stdout.decode().strip()
+
+
+@contextlib.contextmanager
+def _scratch_index(repo: git.Repo, index: Path) -> Iterator[Path]:
+    """A copy of the index to `git add -A` into (the real one is never touched), removed afterwards: in
+    `.git/vivary/tmp/`, or, when that cannot be written (a read-only repository, a full disk, no permission),
+    in a private folder of the system's temporary directory. Neither: a `GitError` naming both and the fix."""
+    import tempfile
+
     scratch_dir = repo.vivary_dir / "tmp"
     try:
         scratch_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
+    except (FileExistsError, NotADirectoryError) as err:
         raise GitError(
             f"{scratch_dir}: cannot be made a folder for the working tree's snapshot ({err.strerror or err}): "
             f"a file is in the place of {scratch_dir if scratch_dir.parent.is_dir() else scratch_dir.parent}; "
             "remove it (vivary keeps only rebuildable data there)"
         ) from None
-    scratch = scratch_dir / f"index.{os.getpid()}"
+    except OSError as err:
+        first: OSError | None = err
+    else:
+        first = None
+    if first is None:
+        scratch = scratch_dir / f"index.{os.getpid()}"
+        try:
+            _copy_index(index, scratch)
+        except OSError as err:
+            first = err
+        else:
+            try:
+                yield scratch
+            finally:
+                with contextlib.suppress(OSError):
+                    scratch.unlink()
+            return
+    try:
+        elsewhere = Path(tempfile.mkdtemp(prefix="vivary-index-"))
+    except OSError as err:
+        raise GitError(_no_scratch(scratch_dir, first, Path(tempfile.gettempdir()), err)) from None
+    try:
+        scratch = elsewhere / "index"
+        try:
+            _copy_index(index, scratch)
+        except OSError as err:
+            raise GitError(_no_scratch(scratch_dir, first, elsewhere, err)) from None
+        yield scratch
+    finally:
+        shutil.rmtree(elsewhere, ignore_errors=True)
+
+
+def _copy_index(index: Path, scratch: Path) -> None:
+    """`index` copied to `scratch` (none there: an empty place for Git to write one, checked writable). A partial copy
+    is removed."""
     try:
         if index.is_file():
             # copy2 keeps the index's mtime: Git trusts a file's cached stat only when the file is older
             # than the index (racy-Git). A copy stamped "now" would make a note rewritten to the same size
             # in the second of the last commit look unchanged, and its old text would be read.
             shutil.copy2(index, scratch)
-        env = {**os.environ, **repo.pins, "GIT_INDEX_FILE": str(scratch)}
-        _add_all(repo, env)
-        return repo.git([*BOUNDED_HASH, "write-tree"], env=env).stdout.decode().strip()
-    finally:
-        with contextlib.suppress(FileNotFoundError):
+        else:
+            scratch.touch()
             scratch.unlink()
+    except OSError:
+        with contextlib.suppress(OSError):
+            scratch.unlink()
+        raise
+
+
+def _no_scratch(scratch_dir: Path, first: OSError, other: Path, err: OSError) -> str:
+    return (f"cannot read the working tree: its snapshot needs a copy of the index, and neither {scratch_dir} "
+            f"({first.strerror or first}) nor {other} ({err.strerror or err}) can hold one. Free some space or make "
+            f"{scratch_dir} writable, or read a commit with --rev")
 
 
 def refuse_foreign(repo: git.Repo) -> None:
@@ -612,6 +666,8 @@ def _add_all(repo: git.Repo, env: dict[str, str]) -> None:
         if proc.returncode not in (0, 1):
             text = said.decode("utf-8", "replace").strip() or f"exit code {proc.returncode}"
             raise GitError(f"could not read the working tree (`git add -A` into a scratch index): {text}")
+        if proc.returncode == 1:
+            _objects_writable(repo)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -622,6 +678,36 @@ def _add_all(repo: git.Repo, env: dict[str, str]) -> None:
     new = _hashed(repo, env, seen)
     if new or len(standins) != len(remembered):
         _Oversized.save(repo, [*standins, *new])
+
+
+def _objects_writable(repo: git.Repo) -> None:
+    """After `git add -A --ignore-errors` left files out: if that is because Git cannot write its object database
+    (a read-only repository, a full disk), every new or changed file was left out, and the snapshot would be the
+    index's old text, not the working tree's; raise a `GitError` naming the folder and the fix. A file Git cannot
+    read is still left out (the point of --ignore-errors)."""
+    import tempfile
+
+    objects = Path(repo.git(["rev-parse", "--git-path", "objects"]).stdout.decode("utf-8", "surrogateescape").strip())
+    if not objects.is_absolute():
+        objects = (repo.workdir or repo.git_dir) / objects
+    try:
+        fd, probe = tempfile.mkstemp(prefix="vivary_probe_", dir=objects)
+    except OSError as err:
+        problem: OSError | None = err
+    else:
+        problem = None
+        try:
+            os.write(fd, b"\0" * 4096)
+        except OSError as err:
+            problem = err
+        finally:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(probe)
+    if problem is not None:
+        raise GitError(f"cannot read the working tree: Git cannot write its object database {objects} "
+                       f"({problem.strerror or problem}), so new and changed files would be left out. Free some space "
+                       "or make it writable, or read a commit with --rev")
 
 
 _OVERSIZED_FILE = "oversized.json"

@@ -134,13 +134,14 @@ def _status(repo: Repo, args: argparse.Namespace) -> int:
 def _verify(repo: Repo, ref: str | None) -> int:
     from vivary_git.refnames import CACHE_REF
     from vivary_git.store.format import StoreDamaged
-    from vivary_git.store.read import Snapshot, _tip
+    from vivary_git.store.read import Snapshot, ref_tip
 
     ref = ref or CACHE_REF
-    if _tip(repo, ref) is None:
-        print(f"{shown(ref)}: no such ref; nothing to verify")
-        return EXIT_OK
+    snap = None
     try:
+        if ref_tip(repo, ref) is None:
+            print(f"{shown(ref)}: no such ref; nothing to verify")
+            return EXIT_OK
         snap = Snapshot.load(repo, ref)
         problems = snap.verify() if snap is not None else ["written by another vivary-git format (not read)"]
     except StoreDamaged as err:
@@ -200,15 +201,15 @@ def _gc(repo: Repo, args: argparse.Namespace) -> int:
     from vivary_git.errors import VivaryError
     from vivary_git.refnames import CACHE_REF
     from vivary_git.store.format import StoreDamaged
-    from vivary_git.store.read import Snapshot, _tip
+    from vivary_git.store.read import Snapshot, ref_tip
     from vivary_git.store.write import rebuild, update_ref
     from vivary_git.workspace import open_workspace
 
-    tip = _tip(repo, CACHE_REF)
-    if tip is None:
-        print(f"{CACHE_REF}: none; nothing to collect")
-        return EXIT_OK
     try:
+        tip = ref_tip(repo, CACHE_REF)
+        if tip is None:
+            print(f"{CACHE_REF}: none; nothing to collect")
+            return EXIT_OK
         snap = Snapshot.load(repo)
     except StoreDamaged as err:
         raise UsageError(f"{CACHE_REF} is damaged ({err.what}); `git vivary cache drop` removes it") from None
@@ -286,12 +287,27 @@ def _vector_keys(ws: Workspace) -> set[str]:
 
 def _drop(repo: Repo) -> int:
     from vivary_git.refnames import CACHE_REF, STAGING_PREFIX
-    from vivary_git.store.read import _tip
-    from vivary_git.store.write import delete_ref
+    from vivary_git.store.format import StoreDamaged
+    from vivary_git.store.read import ref_tip
+    from vivary_git.store.write import delete_ref, delete_unreadable_ref
 
+    try:
+        staged = [str(r) for r in repo.repo.references if str(r).startswith(STAGING_PREFIX)]
+    except repo.pygit2.GitError as err:  # libgit2: "corrupted packed references file"; Git itself cannot list refs
+        raise UsageError(f"cannot list this repository's refs ({err}): {repo.common_dir / 'packed-refs'} (or a ref "
+                         "file) does not parse, and Git cannot read it either (`git for-each-ref` says where); "
+                         f"remove or fix the line it names, then run `git vivary cache drop` again") from None
     dropped = []
-    for ref in [CACHE_REF, *(str(r) for r in repo.repo.references if str(r).startswith(STAGING_PREFIX))]:
-        tip = _tip(repo, ref)
+    for ref in [CACHE_REF, *staged]:
+        try:
+            tip = ref_tip(repo, ref)
+        except StoreDamaged:  # a ref file that does not parse: Git's `update-ref -d` refuses it
+            if not delete_unreadable_ref(repo, ref):
+                raise UsageError(f"{ref} does not parse and could not be removed; Git refused. Remove the file "
+                                 f"{repo.common_dir / ref} (or its line in {repo.common_dir / 'packed-refs'}) by hand, "
+                                 "then run `git vivary cache drop` again") from None
+            dropped.append(ref)
+            continue
         if tip is not None and delete_ref(repo, ref, tip):
             dropped.append(ref)
     print(f"dropped {', '.join(shown(d) for d in dropped)}" if dropped else f"{CACHE_REF}: none; nothing to drop")

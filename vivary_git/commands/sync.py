@@ -99,7 +99,7 @@ def _fetch_command(start: Path, remote: str) -> int:
         # repositories: then again.
         if at is not None and at == (_At.of(repo).cwd, repo.git_dir):
             if isinstance(got, GitError):
-                raise got
+                raise _with_unreadable_ours(repo, got)
             staged = got
     fetch(repo, remote, staged=staged, head=head)
     return EXIT_OK
@@ -244,7 +244,10 @@ def fetch(repo: Repo, remote: str, *, quiet: bool = False, staged: _Staged | Non
     what `_stage` did already, if it did; `head`: `_head_blobs`, if it was read already."""
     from vivary_git.refnames import CACHE_REF, NOTES_REF
 
-    remote_refs, staging, fetched = staged if staged is not None else _stage(_At.of(repo), remote)
+    try:
+        remote_refs, staging, fetched = staged if staged is not None else _stage(_At.of(repo), remote)
+    except GitError as err:
+        raise _with_unreadable_ours(repo, err) from None
     if not fetched:
         if not quiet:
             print(f"{shown(remote)} has no vivary cache yet; after a run, `git vivary sync push {shown(remote)}` "
@@ -257,12 +260,26 @@ def fetch(repo: Repo, remote: str, *, quiet: bool = False, staged: _Staged | Non
     return remote_refs
 
 
+def _with_unreadable_ours(repo: Repo, err: GitError) -> GitError:
+    """`err` (Git's fetch failed), saying so when our own cache ref does not parse: Git's fetch reads every local ref
+    and stops at that one ("bad object refs/vivary/cache"), so `cache drop` is the fix."""
+    from vivary_git.store.format import StoreDamaged
+    from vivary_git.store.read import ref_tip
+
+    try:
+        ref_tip(repo, CACHE_REF)
+    except StoreDamaged as damaged:
+        return GitError(f"{CACHE_REF} is damaged ({damaged.what}), and Git's fetch stops at it; "
+                        "`git vivary cache drop` removes it, then fetch again. Git said:", detail=err.detail)
+    return err
+
+
 def _adopt_cache(repo: Repo, remote: str, staged: str, *, quiet: bool, head: set[str] | None = None) -> None:
     from vivary_git.refnames import CACHE_REF
     from vivary_git.store.format import StoreDamaged
-    from vivary_git.store.read import Snapshot, _tip
+    from vivary_git.store.read import Snapshot, ref_tip
     from vivary_git.store.trust import TRUST_KEY, newest_verified, trust
-    from vivary_git.store.write import merge_into, update_ref
+    from vivary_git.store.write import delete_unreadable_ref, merge_into, update_ref
 
     try:
         theirs = Snapshot.load(repo, staged)
@@ -282,7 +299,15 @@ def _adopt_cache(repo: Repo, remote: str, staged: str, *, quiet: bool, head: set
         raise RemoteCacheRefused(
             f"the cache fetched from {remote} into {staged} holds {foreign}; ours is unchanged. A shared cache "
             f"holds parses, facts and vectors only. {replace_hint(remote)}", remote, staged, f"holds {foreign}")
-    ours_tip = _tip(repo, CACHE_REF)
+    try:
+        ours_tip = ref_tip(repo, CACHE_REF)
+    except StoreDamaged:
+        # Ours does not even parse (Git refuses to update it): a damaged copy of our own, which theirs replaces
+        # (as below), once it is removed.
+        if not delete_unreadable_ref(repo, CACHE_REF):
+            raise GitError(f"{CACHE_REF} does not parse and Git would not remove it, so {shown(remote)}'s cache was "
+                           "not adopted; `git vivary cache drop` removes it (or says what to remove by hand)") from None
+        ours_tip = None
     new = theirs.commit
     how = "adopted"
     if ours_tip == theirs.commit:
@@ -424,12 +449,16 @@ def push(repo: Repo, remote: str, *, force: bool = False) -> None:
     """Publish refs/vivary/cache (and verdict notes) to REMOTE."""
     from vivary_git.refnames import CACHE_REF, NOTES_REF
     from vivary_git.store.format import StoreDamaged
-    from vivary_git.store.read import Snapshot, _tip
+    from vivary_git.store.read import Snapshot, _tip, ref_tip
     from vivary_git.store.write import chain_states, publishable
 
     said: list[str] = []
     for _attempt in range(_PUSH_ATTEMPTS):
-        ours = _tip(repo, CACHE_REF)
+        try:
+            ours = ref_tip(repo, CACHE_REF)
+        except StoreDamaged as err:
+            raise RefusedError(f"{CACHE_REF} is damaged ({err.what}); not pushed. "
+                               "`git vivary cache drop` and a fresh run make a sound one") from None
         if ours is None:
             raise UsageError(f"there is no {CACHE_REF} to push; `git vivary check --rev HEAD` records one")
         try:

@@ -56,23 +56,26 @@ class Snapshot:
         """The cache at `ref` (None when there is none, or it has another format)."""
         pygit2 = repo.pygit2
         if commit is None:
-            try:
-                commit = str(repo.repo.references[ref].resolve().target)
-            except (KeyError, pygit2.InvalidSpecError, pygit2.GitError):
+            commit = ref_tip(repo, ref)  # StoreDamaged when the ref itself does not parse
+            if commit is None:
                 return None
         try:
             obj = repo.repo[commit]
         except (KeyError, ValueError, pygit2.GitError):
             raise StoreDamaged(ref, f"commit {commit[:12]} is not in this repository (fetched shallowly or "
                                "partially, or removed)") from None
+        # A commit exactly: never peeled. A tree (or a tag of a commit) would be read as a cache here, and a
+        # writer would then make it the parent of its commit, which Git refuses (a traceback in every run).
+        kind = getattr(obj, "type_str", "") or "object"
+        if kind != "commit":
+            what = "an annotated tag" if kind == "tag" else f"a {kind}"
+            raise StoreDamaged(ref, f"it names {what} ({commit[:12]}), not a commit: a cache is a commit whose "
+                               "tree holds the manifest and the chunks, and this ref was set to something else")
         try:
-            tree = obj.peel(pygit2.Tree)
-        except (ValueError, pygit2.GitError, pygit2.InvalidSpecError):
-            # libgit2 says "can not be successfully peeled into a tree (git_object_t=2)": say what it is.
-            kind = getattr(obj, "type_str", "") or "object"
-            raise StoreDamaged(ref, f"it names a {kind} ({commit[:12]}), not a commit: a cache is a commit whose "
-                               "tree holds the manifest and the chunks, and this ref was set to something else") \
-                from None
+            tree = obj.tree
+        except (ValueError, pygit2.GitError):
+            raise StoreDamaged(ref, f"the tree of commit {commit[:12]} is not in this repository (fetched shallowly "
+                               "or partially, or removed)") from None
         data = _blob_at(repo, ref, tree, "manifest.msgpack", MAX_MANIFEST_BYTES)
         if data is None:
             raise StoreDamaged(ref, "manifest.msgpack is missing")
@@ -307,7 +310,23 @@ def _walk(tree: Any, prefix: str = "") -> Iterable[str]:
 
 
 def _tip(repo: Repo, ref: str) -> str | None:
+    """What `ref` names; None when there is no such ref, or it does not parse (`ref_tip` tells the two apart)."""
     try:
         return str(repo.repo.references[ref].resolve().target)
     except (KeyError, repo.pygit2.GitError, repo.pygit2.InvalidSpecError):
         return None
+
+
+def ref_tip(repo: Repo, ref: str) -> str | None:
+    """What `ref` names; None when there is no such ref. Raises `StoreDamaged` when it exists but does not parse (a
+    loose ref file holding no object id, a symbolic ref that loops): Git ignores such a ref when reading and refuses
+    to update or delete it (`reference broken`), so it is damage to say, never "no cache" (`cache drop` removes it)."""
+    pygit2 = repo.pygit2
+    try:
+        return str(repo.repo.references[ref].resolve().target)
+    except (KeyError, pygit2.InvalidSpecError):
+        return None
+    except pygit2.GitError as err:
+        said = str(err).replace(f"{ref}: ", "", 1) or "it does not parse"
+        raise StoreDamaged(ref, f"the ref itself is unreadable ({said}): it names no object, and Git refuses to "
+                           "update it") from None

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from vivary_git import escape
 from vivary_git.refnames import CACHE_REF
 from vivary_git.store.format import StoreBusy, StoreDamaged, damaged_message
-from vivary_git.store.read import Snapshot, _tip
+from vivary_git.store.read import Snapshot, ref_tip
 from vivary_git.store.trust import SigningError, _config_bool, newest_verified, signing, trust, verified
 from vivary_git.store.write import Changes, Staged, WriteResult, stage, write
 
@@ -70,6 +70,7 @@ class RefCache:
         self._base: Snapshot | None = None
         self._base_loaded = False
         self.damaged = False
+        self.unwritable = False  # the object store refused a write (`_unwritable`)
 
     def reads(self) -> bool:
         """Whether this run may take entries from the shared cache at all."""
@@ -96,7 +97,7 @@ class RefCache:
             self._base_loaded = True
             self._base = None
             try:
-                tip = _tip(self.repo, self.ref)
+                tip = ref_tip(self.repo, self.ref)  # StoreDamaged when the ref does not parse
                 if tip is not None and (not self.sign or verified(self.repo, tip)):
                     self._base = Snapshot.load(self.repo, self.ref, commit=tip)
             except StoreDamaged as err:
@@ -130,7 +131,7 @@ class RefCache:
     def stage(self, changes: Changes) -> Staged | None:
         """Write the objects of `changes`' entries ahead of `write` (store/write.py `stage`); None when the
         cache is damaged or a signature cannot be checked (then `write` does it all, or says why not)."""
-        if self.damaged or changes.empty():
+        if self.damaged or self.unwritable or changes.empty():
             return None
         try:
             return stage(self.repo, changes, ref=self.ref, sign=self.sign)
@@ -139,9 +140,20 @@ class RefCache:
             return None
         except SigningError:
             return None
+        except (OSError, self.repo.pygit2.GitError) as err:
+            self._unwritable(err)
+            return None
+
+    def _unwritable(self, err: Exception) -> None:
+        """Git's object store cannot be written (a read-only repository, a full disk): said once; results are
+        unaffected, and nothing more is tried this run."""
+        if not self.unwritable:
+            print(f"vivary: could not write to {self.ref} ({escape.text(str(err))}); this tree was not recorded; "
+                  "results are unaffected", file=sys.stderr)
+        self.unwritable = True
 
     def write(self, changes: Changes, message: str, staged: Staged | None = None) -> WriteResult | None:
-        if self.damaged or changes.empty():
+        if self.damaged or self.unwritable or changes.empty():
             return None
         try:
             result = write(self.repo, changes, message=message, ref=self.ref, sign=self.sign, staged=staged)
@@ -153,6 +165,9 @@ class RefCache:
             return None
         except SigningError as err:
             print(f"vivary: {err}; this tree was not recorded", file=sys.stderr)
+            return None
+        except (OSError, self.repo.pygit2.GitError) as err:
+            self._unwritable(err)
             return None
         self._loaded = self._base_loaded = False  # the next read sees our commit
         return result

@@ -37,7 +37,7 @@ from vivary_git.store.format import (
     _sha256,
     _state_path,
 )
-from vivary_git.store.read import Snapshot, _blob_at, _tip
+from vivary_git.store.read import Snapshot, _blob_at, _tip, ref_tip
 from vivary_git.store.trust import _signed_commit, signing, verified
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ def stage(repo: Repo, changes: Changes, *, ref: str = CACHE_REF, sign: bool = Fa
     of the cache as it is: `write` given them, while the ref has not moved, only adds the manifest and
     commits (a cold run writes them while the graph is still being built, record.alongside). Objects
     only: nothing points at them until `write` moves the ref. Raises `StoreDamaged` as `write` does."""
-    tip = _tip(repo, ref)
+    tip = ref_tip(repo, ref)
     return Staged(tip, *_objects_on(repo, ref, tip, changes, sign=sign))
 
 
@@ -92,21 +92,30 @@ def write(repo: Repo, changes: Changes, *, message: str = "vivary cache", ref: s
     `staged`: `stage(changes)`'s objects, used while the ref is still where they were staged on.
     Raises `StoreDamaged` (the current cache is unreadable: nothing is written on top of it) or
     `StoreBusy` (the ref kept moving under us for `retries` attempts)."""
+    moved, said = 0, ""
     for attempt in range(1, retries + 1):
-        tip = _tip(repo, ref)
+        tip = ref_tip(repo, ref)
         made = _commit_on(repo, ref, tip, changes, message, sign=sign,
                           staged=staged if staged is not None and staged.tip == tip else None)
         if made is None:
             return None
         commit, parent, chunks = made
         _test_pause()
-        if update_ref(repo, ref, commit, tip):
+        proc = repo.git(["update-ref", "-m", "vivary cache", ref, commit, tip or ZERO], check=False)
+        if proc.returncode == 0:
             return WriteResult(commit, parent, chunks, attempt)
-        # Lost the race: the winner's commit is the new base; our entries are re-applied on it.
+        said = proc.stderr.decode("utf-8", "replace").strip()
+        if ref_tip(repo, ref) != tip:
+            moved += 1
+        # Lost the race: the winner's commit is the new base; our entries are re-applied on it. (A ref that did not
+        # move may be locked by a writer about to move it: tried again too.)
         import random
 
         time.sleep(random.uniform(0.01, 0.05) * attempt)
-    raise StoreBusy(f"{ref} moved {retries} times while this run was recording; its entries were not recorded")
+    if not moved:  # Git refused every time, and nothing moved: not a race, and "moved" would be false
+        first = next((line for line in said.splitlines() if line.strip()), "no reason given")
+        raise StoreBusy(f"Git refused to move {ref} ({first}); this run's entries were not recorded")
+    raise StoreBusy(f"{ref} moved {moved} times while this run was recording; its entries were not recorded")
 
 
 def _test_pause() -> None:
@@ -124,6 +133,23 @@ def update_ref(repo: Repo, ref: str, new: str, old: str | None) -> bool:
 
 def delete_ref(repo: Repo, ref: str, old: str) -> bool:
     return repo.git(["update-ref", "-d", ref, old], check=False).returncode == 0
+
+
+def delete_unreadable_ref(repo: Repo, ref: str) -> bool:
+    """Delete `ref` when it does not parse (`read.ref_tip` raises): Git refuses `update-ref -d` on it ("reference
+    broken"), but `symbolic-ref` writes a ref without reading its old value. So, through Git and its ref lock: make
+    it a symbolic ref to itself (which no writer can update: it resolves to nothing), then delete that. True when
+    the ref is gone; a ref that parses is left alone."""
+    try:
+        ref_tip(repo, ref)
+        return False
+    except StoreDamaged:
+        pass
+    for args in (["symbolic-ref", "-m", "vivary cache: unreadable ref removed", ref, ref],
+                 ["symbolic-ref", "--delete", ref]):
+        if repo.git(args, check=False).returncode != 0:
+            return False
+    return _tip(repo, ref) is None
 
 
 def _writer() -> str:
