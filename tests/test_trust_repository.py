@@ -304,6 +304,22 @@ def test_outputs_outside_a_work_tree_follow_links(tmp_path: Path, repo: Repo) ->
     assert r.returncode == 1 and "W221" in (real / "out.txt").read_text(), r.stderr
 
 
+def test_an_output_inside_the_git_folder_is_refused(repo: Repo) -> None:
+    """`ci --output .git/HEAD` replaced HEAD, and `--sarif` removed it first: no repository was left. Only Git
+    writes its folder (`.git/hooks/...` would be a hook)."""
+    repo.commit(files={"tropo.toml": TROPO, "c.md": BROKEN})
+    head = (repo.path / ".git" / "HEAD").read_bytes()
+    for option in OUTPUTS:
+        for name in (".git/HEAD", ".git/hooks/post-checkout"):
+            r = run_git_vivary(["ci", f"{option}={name}"], repo.path)
+            assert r.returncode == 2, (option, name, r.stderr)
+            assert "is inside the Git folder of" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert (repo.path / ".git" / "HEAD").read_bytes() == head
+    assert not (repo.path / ".git" / "hooks" / "post-checkout").exists()
+    r = run_git_vivary(["ci", "--output=.github-report.txt"], repo.path)  # a name merely like it is fine
+    assert r.returncode == 1 and (repo.path / ".github-report.txt").exists(), r.stderr
+
+
 def test_the_action_never_writes_or_removes_through_a_committed_symlink(hostile: Hostile, tmp_path: Path) -> None:
     """The Action's `sarif:` input into a committed link: the step fails (exit 3), names no SARIF file for
     upload, and neither writes nor removes anything outside the checkout (it used to `rm -f` the path)."""

@@ -207,6 +207,11 @@ class _Place:
             if self.top is None and _is_top(self.fd, mark):
                 self.top = walked
             self.shown = os.path.join(walked, self.name)
+            if self.top is not None:
+                below = os.path.relpath(self.shown, self.top).split(os.sep)
+                if any(p.casefold() == ".git" for p in below):
+                    # `--output .git/HEAD` replaced HEAD (no repository was left), `.git/hooks/...` would be a hook
+                    raise FileRefused(f"is inside the Git folder of {self.top}, which only Git writes")
         except BaseException:
             os.close(self.fd)
             raise
@@ -233,6 +238,8 @@ def _check_links(path: Path | str, inside: Path | None, *, file_too: bool = True
     tops = [d for d in full.parents if os.path.lexists(d / ".git") or d == inside_abs]
     if not tops:
         return
+    if any(p.casefold() == ".git" for p in full.relative_to(tops[-1]).parts):
+        raise FileRefused(f"is inside the Git folder of {tops[-1]}, which only Git writes")
     for d in (full, *full.parents) if file_too else full.parents:
         if d == tops[-1]:
             break
