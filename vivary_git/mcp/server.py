@@ -422,30 +422,35 @@ def serve_stdio(service: MemoryService) -> None:
 
 
 async def _stdio(server: MCPServer[Any]) -> None:
-    """`server.run("stdio")`, with each line the SDK could not read mended or answered (`wire.py`) instead of
-    dropped: a tool call whose text was cut in the middle of an emoji got no answer, and the host waited."""
+    """`server.run("stdio")`, with each line the SDK could not read, or read as what it is not, mended or answered
+    (`wire.py`) instead of dropped: a tool call whose text was cut in the middle of an emoji, a request without a
+    method or with an object for its id, a batch got no answer, and the host waited."""
+    from typing import cast
+
     import anyio
     from mcp.server.stdio import stdio_server
     from mcp.shared.message import SessionMessage
 
     from vivary_git.mcp import wire
 
-    async with stdio_server() as (read_stream, write_stream):
-        send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    with wire.claimed_stdin() as stdin:
+        lines = wire.Lines(stdin)
+        async with stdio_server(stdin=cast(Any, lines)) as (read_stream, write_stream):
+            send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
 
-        async def forward() -> None:
-            async with send:
-                async for item in read_stream:
-                    mended = wire.mended(item) if isinstance(item, Exception) else None
-                    if mended is not None and wire.is_answer(mended):
-                        await write_stream.send(mended)
-                    else:
-                        await send.send(mended or item)
+            async def forward() -> None:
+                async with send:
+                    async for item in read_stream:
+                        served, answers = wire.screened(lines.next(), item)
+                        for answer in answers:
+                            await write_stream.send(answer)
+                        if served is not None:
+                            await send.send(served)
 
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(forward)
-            lowlevel = server._lowlevel_server  # what `run_stdio_async` runs, given the mended stream
-            await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(forward)
+                lowlevel = server._lowlevel_server  # what `run_stdio_async` runs, given the screened stream
+                await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())
 
 
 # Names a request's Host header may carry whatever the bind: `localhost` and the loopback addresses are
