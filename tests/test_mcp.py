@@ -591,3 +591,35 @@ def test_every_json_rpc_line_on_stdio_gets_its_answer(repo: Repo) -> None:
     assert served["id"] == 16 and "search" in {t["name"] for t in served["result"]["tools"]}
     assert proc.returncode == 0
 
+
+def test_a_symlinked_note_at_start_is_refused_by_each_tool_not_by_the_start(repo: Repo, tmp_path: Any) -> None:
+    """A note that is a symbolic link stopped the server at start: the host saw only "Connection closed", the
+    reason went to stderr. The server starts now and each tool, `status` too, answers the refusal naming the
+    link and what to do, as when the link appears while it runs; once the link is gone it serves. The link's
+    target is never read."""
+    _seed(repo)
+    secret = tmp_path / "outside" / "secret.md"
+    secret.parent.mkdir()
+    secret.write_text("# Secret\n\nThe vault password is quokka-aubergine-42.\n")
+    (repo.path / "linked-secret.md").symlink_to(secret)
+
+    async def session() -> dict[str, Any]:
+        got: dict[str, Any] = {}
+        async with Client(_stdio(repo)) as client:
+            for tool, args in (("status", {}), ("search", {"query": "vault password"}),
+                               ("read", {"id": "notes/deploy"}),
+                               ("add", {"text": "The cafeteria closes at 3pm on Fridays."})):
+                answer = await client.call_tool(tool, args)
+                got[tool] = (answer.is_error, _text(answer))
+            (repo.path / "linked-secret.md").unlink()
+            got["after"] = _data(await client.call_tool("search", {"query": "deploy runbook"}))
+        return got
+
+    got = _run(session)
+    for tool in ("status", "search", "read", "add"):
+        is_error, text = got[tool]
+        assert is_error, (tool, text)
+        assert "refusing 'linked-secret.md': it is a symbolic link" in text, (tool, text)
+        assert "replace it with the file itself" in text and "quokka" not in text
+    assert got["after"]["results"][0]["id"] == "notes/deploy"
+    assert repo.git("log", "--format=%s").count("\n") == 1  # the refused add committed nothing

@@ -7,9 +7,10 @@ import importlib.util
 import ipaddress
 import os
 import re
+import sys
 
 from vivary_git.commands._common import add_workspace_args, between
-from vivary_git.errors import EXIT_OK, RefusedError, UsageError
+from vivary_git.errors import EXIT_OK, PrivacyError, RefusedError, UsageError
 
 _LOOPBACK_NAMES = ("localhost",)
 _HOST_NAME = re.compile(r"(?i)[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?)*\.?")
@@ -106,7 +107,14 @@ def run(args: argparse.Namespace) -> int:
     from vivary_git.mcp.service import MemoryService
 
     service = MemoryService(args.cwd, root=args.root, profile=args.profile)
-    service.state()  # a workspace or config error is said now, as a usage error, not at the first request
+    try:
+        service.state()  # a workspace or config error is said now, as a usage error, not at the first request
+    except PrivacyError as err:
+        # Something in the tree the snapshot refuses (a note that is a symbolic link, say): the user fixes it while
+        # the server runs, so it starts, and every tool and resource answers with this refusal until it is fixed,
+        # as when it appears while the server runs. Stopping here left a host only "Connection closed".
+        print(f"vivary mcp: {err}; serving anyway: every tool answers this refusal until it is fixed",
+              file=sys.stderr, flush=True)
     service.usermem().announce()  # a configured user memory that cannot be used: one line, and served without it
     try:
         if args.transport == "stdio":

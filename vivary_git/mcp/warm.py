@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from vivary_git import git
-from vivary_git.errors import UsageError, VivaryError
+from vivary_git.errors import PrivacyError, UsageError, VivaryError
 
 if TYPE_CHECKING:
     from vivary_git.graph import Graph
@@ -455,5 +455,8 @@ class Warm:
         return self._embedder
 
     def warm_up(self) -> None:
-        """Build the state and the search index now (server start), not on the first question."""
-        self.state().index()
+        """Build the state and the search index now (server start), not on the first question. A tree the snapshot
+        refuses (`PrivacyError`: a note that is a symbolic link, say) is no reason not to serve: each call answers
+        the refusal until the tree is fixed, and then is served as usual."""
+        with contextlib.suppress(PrivacyError):
+            self.state().index()
