@@ -196,6 +196,49 @@ def test_out_of_range_and_unknown_values_are_refused_by_the_schema(repo: Repo) -
     assert repo.git("rev-parse", "HEAD") == head  # nothing was written
 
 
+def test_arguments_are_strict_and_refused_in_words(repo: Repo) -> None:
+    """Arguments were loose: an unknown one was ignored (a mistyped `k` got `top_k`'s default in silence),
+    `"top_k": true` read as 1, `"top_k": "5"` as 5, and a refusal was pydantic's report ending in a link to its
+    documentation. Every tool's schema now says `additionalProperties: false`, and a call is refused naming
+    the argument, what was given and what is expected (an unknown one: the arguments the tool takes)."""
+    repo.commit("init", NOTES)
+    head = repo.git("rev-parse", "HEAD")
+
+    async def session() -> tuple[dict[str, Any], list[str], Any]:
+        async with Client(_stdio(repo), mode="legacy") as client:
+            schemas = {t.name: t.input_schema for t in (await client.list_tools()).tools}
+            said = []
+            for name, args in [("search", {"query": "deploy", "k": 2}),
+                               ("search", {"query": "deploy", "top_k": True}),
+                               ("search", {"query": "deploy", "top_k": "5"}),
+                               ("read", {"id": "notes/d0", "include_content": "yes"}),
+                               ("search", {"query": 42}),
+                               ("search", {}),
+                               ("add", {"text": "Deploys on Tuesdays.", "tag": ["ops"]}),
+                               ("status", {"verbose": True}),
+                               ("search", {"query": "deploy", "path": ["notes/*", 7]})]:
+                result = await client.call_tool(name, args)
+                assert result.is_error, (name, args)
+                said.append(" ".join(getattr(c, "text", "") for c in result.content))
+            fine = await client.call_tool("search", {"query": "deploy", "top_k": 2})
+            return schemas, said, fine
+
+    schemas, said, fine = _run(session)
+    assert {name: schema.get("additionalProperties") for name, schema in schemas.items()} == \
+        dict.fromkeys(schemas, False)
+    assert said[0].startswith("search: unknown argument 'k'; search takes query, top_k, type, path, ")
+    assert said[1] == "search: 'top_k' should be a valid integer, given true (a boolean)"
+    assert said[2] == "search: 'top_k' should be a valid integer, given \"5\" (a string)"
+    assert said[3] == "read: 'include_content' should be a valid boolean, given \"yes\" (a string)"
+    assert said[4] == "search: 'query' should be a valid string, given 42"
+    assert said[5] == "search: the argument 'query' is required"
+    assert said[6].startswith("add: unknown argument 'tag'; add takes text, title, tags, ")
+    assert said[7] == "status: unknown argument 'verbose'; status takes no arguments"
+    assert said[8] == "search: 'path[1]' should be a valid string, given 7"
+    assert not [s for s in said if "pydantic" in s or "validation error" in s or "http" in s]
+    assert not fine.is_error and len(fine.structured_content["results"]) == 2
+    assert repo.git("rev-parse", "HEAD") == head  # nothing was written
+
 def test_search_budget_counts_the_text_the_host_receives(repo: Repo) -> None:
     repo.commit("init", NOTES)
 

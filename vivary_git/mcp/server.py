@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hmac
 import os
+import re
 import socket
 import sys
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
@@ -27,7 +28,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, ResourceListChangedNotification, TextContent, ToolAnnotations
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vivary_git import __version__
 from vivary_git.errors import UsageError, VivaryError
@@ -171,8 +172,76 @@ def _capabilities(server: MCPServer[Any]) -> None:
                                                           *args, **kwargs))
 
 
+class _Server(MCPServer[Any]):
+    """The SDK's server, with a tool's arguments checked before the call and refused in a sentence of our own
+    (`_refusal`) rather than pydantic's report, which ends in a link to pydantic's documentation."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Context[Any, Any] | None = None) -> Any:
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None:
+            try:
+                tool.fn_metadata.validate_arguments(arguments)
+            except ValidationError as err:
+                # `from err`: the SDK logs the names of the arguments refused, never the values given
+                raise ToolError(_refusal(name, err, tool.fn_metadata.arg_model)) from err
+        return await super().call_tool(name, arguments, context)
+
+
+def _strict(server: MCPServer[Any], name: str) -> None:
+    """Make tool `name`'s arguments strict, in its input schema and in the check of each call: an unknown
+    argument is refused (a mistyped `k` no longer gets `top_k`'s default in silence; the schema says
+    `additionalProperties: false`), and no value is coerced (`true` is no integer, `"5"` no number)."""
+    tool = server._tool_manager.get_tool(name)
+    assert tool is not None
+    loose = tool.fn_metadata.arg_model
+    strict: type[Any] = type(loose.__name__, (loose,), {"__module__": __name__, "model_config": ConfigDict(
+        extra="forbid", strict=True, arbitrary_types_allowed=True)})
+    tool.fn_metadata.arg_model = strict
+    tool.parameters = strict.model_json_schema(by_alias=True)
+
+
+MAX_REFUSED = 5  # wrong arguments said in one refusal
+_SUBJECT = re.compile(r"\A(?:Input|String|List|Dictionary|Object|Value error,)\s+")  # pydantic's, as the argument
+
+
+def _refusal(tool: str, err: ValidationError, model: type[BaseModel]) -> str:
+    """Each wrong argument of a call to `tool` in words: which argument, what was given, what is expected."""
+    known = ", ".join(f.alias or n for n, f in model.model_fields.items()) or "no arguments"
+    said = []
+    for e in err.errors(include_url=False):
+        where = "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p))
+                        for i, p in enumerate(e.get("loc", ())))
+        if e["type"] == "extra_forbidden":
+            said.append(f"unknown argument {where!r}; {tool} takes {known}")
+        elif e["type"] == "missing":
+            said.append(f"the argument {where!r} is required")
+        else:
+            wanted = _SUBJECT.sub("", str(e.get("msg", "")), count=1)
+            said.append(f"{where!r} {wanted}, given {_given(e.get('input'))}")
+    more = len(said) - MAX_REFUSED
+    return f"{tool}: " + "; ".join(said[:MAX_REFUSED]) + (f"; and {more} more" if more > 0 else "")
+
+
+def _given(value: Any) -> str:
+    """A value a caller gave, as a refusal says it: short, never the whole of a long one."""
+    if isinstance(value, bool) or value is None:
+        return f"{msgspec.json.encode(value).decode()} ({'a boolean' if value is not None else 'null'})"
+    if isinstance(value, str):
+        return f"{msgspec.json.encode(value).decode()} (a string)" if len(value) <= 40 else \
+            f"a string of {len(value)} characters"
+    if isinstance(value, int | float):
+        text = repr(value)
+        return text if len(text) <= 40 else f"a number of {len(text)} digits"
+    if isinstance(value, list):
+        return f"a list of {len(value)} item{'s' if len(value) != 1 else ''}"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
 def build_server(service: MemoryService) -> MCPServer[Any]:
-    server: MCPServer[Any] = MCPServer("vivary-git", version=__version__, instructions=INSTRUCTIONS)
+    server: MCPServer[Any] = _Server("vivary-git", version=__version__, instructions=INSTRUCTIONS)
     tools = PROFILES[service.profile]
     _capabilities(server)
 
@@ -396,6 +465,7 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
             notes = TOOLS[fn.__name__]
             server.add_tool(fn, name=fn.__name__, title=notes.title, description=cleandoc(fn.__doc__ or ""),
                             annotations=notes, structured_output=True)
+            _strict(server, fn.__name__)
 
     @server.resource("vivary://node/{+id}", name="node", mime_type="application/json",
                      description="A public node: its packet, edges and body")
