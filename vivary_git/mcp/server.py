@@ -335,10 +335,14 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         text: Annotated[str | None, Field(description="its new text")] = None,
         tags: Annotated[Names | None, Field(description="its new tags (replaces them)")] = None,
         durability: Annotated[Durability | None, Field(description="how long it matters")] = None,
+        title: Annotated[str | None, Field(description="its new title (the `# title` line); without it the title "
+                                                       "stays as it was, even when the text changes")] = None,
         ctx: Ctx | None = None,
     ) -> Answer:
-        """Revise a memory's text, tags or durability (one commit; the rest of the file unchanged)."""
-        return _call(lambda: service.update(id, text=text, tags=tags, durability=durability), ctx)
+        """Revise a memory's text, title, tags or durability (one commit; the rest of the file unchanged). The
+        title stays as it was unless title is given, even when new text contradicts it: when the text changes
+        what the title says, pass the new title too. The id stays (move renames)."""
+        return _call(lambda: service.update(id, text=text, tags=tags, durability=durability, title=title), ctx)
 
     def edit(
         id: Annotated[Name, Field(description="the memory's id")],
