@@ -31,10 +31,10 @@ from npm_tools import inspector_cli
 from vivary_git.config import DURABILITY
 from vivary_git.errors import UsageError
 from vivary_git.mcp import server as server_mod
+from vivary_git.mcp.profiles import PROFILES
 from vivary_git.mcp.reads import estimate_tokens
 from vivary_git.mcp.server import build_server
 from vivary_git.mcp.service import MemoryService
-from vivary_git.mcp.warm import PROFILES
 from vivary_git.memory.writes.history import OPS
 
 DOCS = Path(__file__).resolve().parents[1]
@@ -238,6 +238,38 @@ def test_arguments_are_strict_and_refused_in_words(repo: Repo) -> None:
     assert not [s for s in said if "pydantic" in s or "validation error" in s or "http" in s]
     assert not fine.is_error and len(fine.structured_content["results"]) == 2
     assert repo.git("rev-parse", "HEAD") == head  # nothing was written
+
+def test_mcp_help_lists_the_tools_each_profile_serves(repo: Repo) -> None:
+    """`git vivary mcp -h` listed 9 tools and a read-only profile of "search, read and status only" while the
+    server served 15 and 5: the help is made from the profiles now, and is held here to what the SDK's client
+    is served. And `search`'s include_archived names every way a memory is archived, not only a dream."""
+    repo.commit("init", NOTES)
+
+    async def served(profile: str) -> dict[str, Any]:
+        async with Client(build_server(MemoryService(repo.path, profile=profile))) as client:
+            return {t.name: t for t in (await client.list_tools()).tools}
+
+    tools = {profile: _run(lambda profile=profile: served(profile)) for profile in ("host-core", "read-only")}
+
+    def helped(*args: str) -> str:
+        out = subprocess.run([sys.executable, "-m", "vivary_git.main", *args], capture_output=True, text=True,
+                             env={**os.environ, "COLUMNS": "4000"}, check=True).stdout
+        return " ".join(out.split())
+
+    def names(sentence: str) -> set[str]:
+        return set(re.split(r", | and ", sentence))
+
+    page = helped("mcp", "-h")
+    said = re.search(r"tools (.+?) \(profile host-core\), or (.+?) only \(read-only\)", page)
+    assert said is not None, page
+    assert names(said.group(1)) == set(tools["host-core"])
+    assert names(said.group(2)) == set(tools["read-only"])
+    option = re.search(r"read-only: (.+?), and no private", page)
+    assert option is not None and names(option.group(1)) == set(tools["read-only"])
+    listed = re.search(r"mcp MCP server for agent hosts: ([a-z]+(?:, [a-z]+)*)", helped("-h"))
+    assert listed is not None and set(listed.group(1).split(", ")) == set(tools["host-core"])
+    archived = tools["host-core"]["search"].input_schema["properties"]["include_archived"]["description"]
+    assert all(way in archived for way in ("retire", "supersede", "dream")), archived
 
 def test_search_budget_counts_the_text_the_host_receives(repo: Repo) -> None:
     repo.commit("init", NOTES)

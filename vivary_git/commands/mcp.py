@@ -11,6 +11,7 @@ import sys
 
 from vivary_git.commands._common import add_workspace_args, between
 from vivary_git.errors import EXIT_OK, PrivacyError, RefusedError, UsageError
+from vivary_git.mcp.profiles import PROFILES, listed
 
 _LOOPBACK_NAMES = ("localhost",)
 _HOST_NAME = re.compile(r"(?i)[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?)*\.?")
@@ -18,11 +19,12 @@ TOKEN_ENV = "VIVARY_MCP_TOKEN"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    host_core, read_only = PROFILES["host-core"], PROFILES["read-only"]
     p = sub.add_parser(
-        "mcp", help="MCP server for agent hosts: search, read, add, update, link, unlink, dream, status, onboard",
-        description="Serve the workspace over the Model Context Protocol (docs/mcp.md): tools search, read, add, "
-        "update, link, unlink, dream, status and onboard (profile host-core), or search, read and status only "
-        "(read-only); resources vivary://node/{id} and, for host-core, vivary://memory/digest. Every memory "
+        "mcp", help=f"MCP server for agent hosts: {', '.join(host_core)}",
+        description="Serve the workspace over the Model Context Protocol (docs/mcp.md): tools "
+        f"{listed(host_core)} (profile host-core), or {listed(read_only)} only (read-only); resources "
+        "vivary://node/{id} and, for host-core, vivary://memory/digest. Every memory "
         "write is a Git commit (onboard's answers go to the private USER.md, never committed); private files are "
         "never shown. "
         "Needs the mcp extra: pip install 'vivary-git[mcp]'. Exit 2 on a usage error or a missing extra; 3 when "
@@ -38,8 +40,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="HTTP port (default 8765; 0: any free port)")
     p.add_argument("--path", default="/mcp", help="HTTP path of the endpoint (default /mcp)")
     p.add_argument("--profile", choices=("host-core", "read-only"), default="host-core",
-                   help="host-core (default): all tools; read-only: search, read, status, and no private file's "
-                   "content (CI, untrusted hosts)")
+                   help=f"host-core (default): all tools; read-only: {listed(read_only)}, and no private "
+                   "file's content (CI, untrusted hosts)")
     p.add_argument("--allow-remote", action="store_true",
                    help=f"allow binding an address other than loopback (needs a bearer token in ${TOKEN_ENV})")
     p.add_argument("--allow-host", action="append", default=[], metavar="NAME",

@@ -32,9 +32,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vivary_git import __version__
 from vivary_git.errors import UsageError, VivaryError
+from vivary_git.mcp.profiles import PROFILES, RESOURCES
 from vivary_git.mcp.reads import DEFAULT_BUDGET, MAX_BUDGET, MAX_HOPS, MAX_QUERY, MAX_TOP_K, answer_text
 from vivary_git.mcp.service import MemoryService
-from vivary_git.mcp.warm import PROFILES, RESOURCES
 
 # Names (ids, paths, globs, fields, dates, cursors) and lists of them are bounded before anything reads them: a
 # 5 MB glob came back whole in the answer's filters, and a 10 MB id in the error and on stderr.
@@ -260,7 +260,9 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         mode: Annotated[Mode, Field(description="auto (hybrid when the semantic index is fresh), text (keywords), "
                                                 "semantic, hybrid")]
         = "auto",
-        include_archived: Annotated[bool, Field(description="also memories a dream archived into a super node")]
+        include_archived: Annotated[bool, Field(description="also archived memories: retired (retire), "
+                                                            "superseded (add with supersede) or compacted by a "
+                                                            "dream into a super node")]
         = False,
         since: Annotated[Name | None, Field(description="only nodes dated from then: an ISO date or date-time, or an "
                                                        "age such as 24h, 7d, 2w")] = None,

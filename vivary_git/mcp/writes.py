@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from vivary_git.errors import RefusedError, UsageError
-from vivary_git.mcp.warm import PROFILES, State, Warm
+from vivary_git.mcp.profiles import PROFILES
+from vivary_git.mcp.warm import State, Warm
 from vivary_git.memory.writes.remember import Remembered
 
 if TYPE_CHECKING:
