@@ -530,3 +530,96 @@ def test_a_line_the_sdk_cannot_read_is_answered_not_dropped(repo: Repo) -> None:
     assert got["cut"]["error"] == {"code": -32700, "message": "the request is not valid JSON"}
     assert got[4]["result"]["structuredContent"]["results"][0]["id"] == "notes/deploy"
     assert proc.returncode == 0
+
+
+def test_every_json_rpc_line_on_stdio_gets_its_answer(repo: Repo) -> None:
+    """Lines the SDK reads as something they are not got no answer (a host's call waited for ever) or the wrong
+    one: no method, a batch, an object for the id (read as a notification), params a string and jsonrpc "1.0"
+    (both answered "not valid JSON" with id null). Each gets a -32600 error now, with the request's id when it
+    is an MCP id (a string or an integer), and the server goes on serving. Raw lines: no SDK client sends them."""
+    import select
+
+    _seed(repo)
+    # unbuffered: two answers to one line (a batch) must not wait in a buffer that select() cannot see
+    proc = subprocess.Popen([sys.executable, "-m", "vivary_git.main", "mcp"], cwd=repo.path, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0)
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def send(line: str) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(line.encode() + b"\n")
+        proc.stdin.flush()
+
+    def answer() -> Any:
+        ready, _, _ = select.select([proc.stdout], [], [], 120)  # a failure mode, not a time limit
+        assert ready, "no answer"
+        return json.loads(proc.stdout.readline())  # type: ignore[union-attr]
+
+    try:
+        send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
+        answer()
+        send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        got = []
+        for line in ('{"jsonrpc":"2.0","id":13}',
+                     '[{"jsonrpc":"2.0","id":12,"method":"tools/list"},{"jsonrpc":"2.0","id":"b","method":"ping"},'
+                     '{"jsonrpc":"2.0","method":"notifications/initialized"}]',
+                     '[]',
+                     '{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}',
+                     '{"jsonrpc":"2.0","id":null,"method":"tools/list"}',
+                     '{"jsonrpc":"2.0","id":15,"method":"tools/call","params":"search"}',
+                     '{"jsonrpc":"1.0","id":14,"method":"tools/list"}',
+                     '{"jsonrpc":"2.0","id":16,"method":"tools/list"}'):
+            send(line)
+            got.append(answer())
+            if line.startswith("[{"):
+                got.append(answer())  # a batch: one error for each request in it with an id
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    *errors, served = got
+    assert [(e["id"], e["error"]["code"]) for e in errors] == [
+        (13, -32600), (12, -32600), ("b", -32600), (None, -32600), (None, -32600), (None, -32600), (15, -32600),
+        (14, -32600)]
+    said = [e["error"]["message"] for e in errors]
+    assert 'no "method"' in said[0]
+    assert all("batches are not supported" in m for m in said[1:4])
+    assert 'the request\'s "id" is an object' in said[4] and "string or an integer" in said[4]
+    assert 'the request\'s "id" is null' in said[5]
+    assert said[6] == 'the request\'s "params" must be an object, not a string'
+    assert said[7] == 'the request\'s "jsonrpc" must be "2.0" (got "1.0")'
+    assert served["id"] == 16 and "search" in {t["name"] for t in served["result"]["tools"]}
+    assert proc.returncode == 0
+
+
+def test_a_symlinked_note_at_start_is_refused_by_each_tool_not_by_the_start(repo: Repo, tmp_path: Any) -> None:
+    """A note that is a symbolic link stopped the server at start: the host saw only "Connection closed", the
+    reason went to stderr. The server starts now and each tool, `status` too, answers the refusal naming the
+    link and what to do, as when the link appears while it runs; once the link is gone it serves. The link's
+    target is never read."""
+    _seed(repo)
+    secret = tmp_path / "outside" / "secret.md"
+    secret.parent.mkdir()
+    secret.write_text("# Secret\n\nThe vault password is quokka-aubergine-42.\n")
+    (repo.path / "linked-secret.md").symlink_to(secret)
+
+    async def session() -> dict[str, Any]:
+        got: dict[str, Any] = {}
+        async with Client(_stdio(repo)) as client:
+            for tool, args in (("status", {}), ("search", {"query": "vault password"}),
+                               ("read", {"id": "notes/deploy"}),
+                               ("add", {"text": "The cafeteria closes at 3pm on Fridays."})):
+                answer = await client.call_tool(tool, args)
+                got[tool] = (answer.is_error, _text(answer))
+            (repo.path / "linked-secret.md").unlink()
+            got["after"] = _data(await client.call_tool("search", {"query": "deploy runbook"}))
+        return got
+
+    got = _run(session)
+    for tool in ("status", "search", "read", "add"):
+        is_error, text = got[tool]
+        assert is_error, (tool, text)
+        assert "refusing 'linked-secret.md': it is a symbolic link" in text, (tool, text)
+        assert "replace it with the file itself" in text and "quokka" not in text
+    assert got["after"]["results"][0]["id"] == "notes/deploy"
+    assert repo.git("log", "--format=%s").count("\n") == 1  # the refused add committed nothing

@@ -13,6 +13,7 @@ from conftest import Repo
 from mcp import Client
 from test_mcp import _data, _run, _stdio, _text
 
+from vivary_git.mcp.server import build_server
 from vivary_git.mcp.service import MemoryService
 
 NOTES = {
@@ -149,3 +150,46 @@ def test_forget_and_move_keep_to_memories_and_say_what_they_left(repo: Repo, cli
     old = cli("log", mem, "--json", cwd=repo.path).json()
     assert [e["op"] for e in old] == ["move", "add"]
     assert "Vivary-Reason: the walrus left" in repo.git("log", "-1", "--format=%B")
+
+
+def test_update_keeps_the_title_unless_given_one(repo: Repo) -> None:
+    """`update` kept the note's `# title`, which may state the old claim: new text saying "03:00 (moved from
+    02:00)" left the title "... at 02:00 UTC". The title stays unless `title` is given (the tool says so), and
+    `title` sets the `# title` line and a `title:` field, checked like `add`'s; the id stays."""
+    repo.commit("init", NOTES)
+
+    async def session() -> dict[str, Any]:
+        got: dict[str, Any] = {}
+        async with Client(build_server(MemoryService(repo.path))) as client:
+            async def call(tool: str, **args: Any) -> Any:
+                return _data(await client.call_tool(tool, args))
+
+            listed = {t.name: t for t in (await client.list_tools()).tools}
+            got["described"] = listed["update"].description
+            got["schema"] = listed["update"].input_schema["properties"]["title"]
+            mem = (await call("add", text="Backups run every Saturday at 02:00 UTC."))["id"]
+            await call("update", id=mem, text="Backups run every Saturday at 03:00 UTC (moved from 02:00).")
+            got["kept"] = (await call("read", id=mem, include_content=True))
+            got["update"] = await call("update", id=mem, title="Backups run every Saturday at 03:00 UTC")
+            got["titled"] = (await call("read", id=mem, include_content=True))
+            for bad in ("", "x" * 201):
+                refused = await client.call_tool("update", {"id": mem, "title": bad})
+                got.setdefault("refused", []).append((refused.is_error, _text(refused)))
+            got["mem"] = mem
+        return got
+
+    got = _run(session)
+    assert "title stays as it was unless title is given" in " ".join(got["described"].split())
+    assert "title stays" in got["schema"]["description"]
+    assert got["kept"]["title"] == "Backups run every Saturday at 02:00 UTC."
+    assert "03:00 UTC (moved from 02:00)" in got["kept"]["content"]
+    assert got["update"]["changed"] is True and got["update"]["title"] == "Backups run every Saturday at 03:00 UTC"
+    assert got["update"]["id"] == got["mem"]
+    assert got["titled"]["title"] == "Backups run every Saturday at 03:00 UTC"
+    body = (repo.path / got["titled"]["path"]).read_text()
+    assert "# Backups run every Saturday at 03:00 UTC\n" in body and "02:00 UTC.\n" not in body
+    assert "03:00 UTC (moved from 02:00)." in body
+    assert 'title: "Backups run every Saturday at 03:00 UTC"\n' in body  # the frontmatter's title too
+    assert got["refused"][0][0] and "the title is empty" in got["refused"][0][1]
+    assert got["refused"][1][0] and "the title is 201 characters, over 200" in got["refused"][1][1]
+    assert repo.git("log", "-1", "--format=%s") == f"vivary: update {got['mem']}: title\n"

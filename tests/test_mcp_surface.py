@@ -31,10 +31,10 @@ from npm_tools import inspector_cli
 from vivary_git.config import DURABILITY
 from vivary_git.errors import UsageError
 from vivary_git.mcp import server as server_mod
+from vivary_git.mcp.profiles import PROFILES
 from vivary_git.mcp.reads import estimate_tokens
 from vivary_git.mcp.server import build_server
 from vivary_git.mcp.service import MemoryService
-from vivary_git.mcp.warm import PROFILES
 from vivary_git.memory.writes.history import OPS
 
 DOCS = Path(__file__).resolve().parents[1]
@@ -195,6 +195,81 @@ def test_out_of_range_and_unknown_values_are_refused_by_the_schema(repo: Repo) -
     assert not [s for s in said if "Traceback" in s[1]]
     assert repo.git("rev-parse", "HEAD") == head  # nothing was written
 
+
+def test_arguments_are_strict_and_refused_in_words(repo: Repo) -> None:
+    """Arguments were loose: an unknown one was ignored (a mistyped `k` got `top_k`'s default in silence),
+    `"top_k": true` read as 1, `"top_k": "5"` as 5, and a refusal was pydantic's report ending in a link to its
+    documentation. Every tool's schema now says `additionalProperties: false`, and a call is refused naming
+    the argument, what was given and what is expected (an unknown one: the arguments the tool takes)."""
+    repo.commit("init", NOTES)
+    head = repo.git("rev-parse", "HEAD")
+
+    async def session() -> tuple[dict[str, Any], list[str], Any]:
+        async with Client(_stdio(repo), mode="legacy") as client:
+            schemas = {t.name: t.input_schema for t in (await client.list_tools()).tools}
+            said = []
+            for name, args in [("search", {"query": "deploy", "k": 2}),
+                               ("search", {"query": "deploy", "top_k": True}),
+                               ("search", {"query": "deploy", "top_k": "5"}),
+                               ("read", {"id": "notes/d0", "include_content": "yes"}),
+                               ("search", {"query": 42}),
+                               ("search", {}),
+                               ("add", {"text": "Deploys on Tuesdays.", "tag": ["ops"]}),
+                               ("status", {"verbose": True}),
+                               ("search", {"query": "deploy", "path": ["notes/*", 7]})]:
+                result = await client.call_tool(name, args)
+                assert result.is_error, (name, args)
+                said.append(" ".join(getattr(c, "text", "") for c in result.content))
+            fine = await client.call_tool("search", {"query": "deploy", "top_k": 2})
+            return schemas, said, fine
+
+    schemas, said, fine = _run(session)
+    assert {name: schema.get("additionalProperties") for name, schema in schemas.items()} == \
+        dict.fromkeys(schemas, False)
+    assert said[0].startswith("search: unknown argument 'k'; search takes query, top_k, type, path, ")
+    assert said[1] == "search: 'top_k' should be a valid integer, given true (a boolean)"
+    assert said[2] == "search: 'top_k' should be a valid integer, given \"5\" (a string)"
+    assert said[3] == "read: 'include_content' should be a valid boolean, given \"yes\" (a string)"
+    assert said[4] == "search: 'query' should be a valid string, given 42"
+    assert said[5] == "search: the argument 'query' is required"
+    assert said[6].startswith("add: unknown argument 'tag'; add takes text, title, tags, ")
+    assert said[7] == "status: unknown argument 'verbose'; status takes no arguments"
+    assert said[8] == "search: 'path[1]' should be a valid string, given 7"
+    assert not [s for s in said if "pydantic" in s or "validation error" in s or "http" in s]
+    assert not fine.is_error and len(fine.structured_content["results"]) == 2
+    assert repo.git("rev-parse", "HEAD") == head  # nothing was written
+
+def test_mcp_help_lists_the_tools_each_profile_serves(repo: Repo) -> None:
+    """`git vivary mcp -h` listed 9 tools and a read-only profile of "search, read and status only" while the
+    server served 15 and 5: the help is made from the profiles now, and is held here to what the SDK's client
+    is served. And `search`'s include_archived names every way a memory is archived, not only a dream."""
+    repo.commit("init", NOTES)
+
+    async def served(profile: str) -> dict[str, Any]:
+        async with Client(build_server(MemoryService(repo.path, profile=profile))) as client:
+            return {t.name: t for t in (await client.list_tools()).tools}
+
+    tools = {profile: _run(lambda profile=profile: served(profile)) for profile in ("host-core", "read-only")}
+
+    def helped(*args: str) -> str:
+        out = subprocess.run([sys.executable, "-m", "vivary_git.main", *args], capture_output=True, text=True,
+                             env={**os.environ, "COLUMNS": "4000"}, check=True).stdout
+        return " ".join(out.split())
+
+    def names(sentence: str) -> set[str]:
+        return set(re.split(r", | and ", sentence))
+
+    page = helped("mcp", "-h")
+    said = re.search(r"tools (.+?) \(profile host-core\), or (.+?) only \(read-only\)", page)
+    assert said is not None, page
+    assert names(said.group(1)) == set(tools["host-core"])
+    assert names(said.group(2)) == set(tools["read-only"])
+    option = re.search(r"read-only: (.+?), and no private", page)
+    assert option is not None and names(option.group(1)) == set(tools["read-only"])
+    listed = re.search(r"mcp MCP server for agent hosts: ([a-z]+(?:, [a-z]+)*)", helped("-h"))
+    assert listed is not None and set(listed.group(1).split(", ")) == set(tools["host-core"])
+    archived = tools["host-core"]["search"].input_schema["properties"]["include_archived"]["description"]
+    assert all(way in archived for way in ("retire", "supersede", "dream")), archived
 
 def test_search_budget_counts_the_text_the_host_receives(repo: Repo) -> None:
     repo.commit("init", NOTES)

@@ -26,9 +26,9 @@ from mcp import Client
 from test_mcp import _start_http, _stop
 
 from vivary_git.errors import RefusedError, UsageError
+from vivary_git.mcp.profiles import PROFILES
 from vivary_git.mcp.server import build_server
 from vivary_git.mcp.service import MemoryService
-from vivary_git.mcp.warm import PROFILES
 
 NOTES = {
     "notes/deploy.md": "# Deploy runbook\n\nHow we deploy: blue green, smoke tests first.\n",

@@ -7,9 +7,11 @@ import importlib.util
 import ipaddress
 import os
 import re
+import sys
 
 from vivary_git.commands._common import add_workspace_args, between
-from vivary_git.errors import EXIT_OK, RefusedError, UsageError
+from vivary_git.errors import EXIT_OK, PrivacyError, RefusedError, UsageError
+from vivary_git.mcp.profiles import PROFILES, listed
 
 _LOOPBACK_NAMES = ("localhost",)
 _HOST_NAME = re.compile(r"(?i)[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?)*\.?")
@@ -17,11 +19,12 @@ TOKEN_ENV = "VIVARY_MCP_TOKEN"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    host_core, read_only = PROFILES["host-core"], PROFILES["read-only"]
     p = sub.add_parser(
-        "mcp", help="MCP server for agent hosts: search, read, add, update, link, unlink, dream, status, onboard",
-        description="Serve the workspace over the Model Context Protocol (docs/mcp.md): tools search, read, add, "
-        "update, link, unlink, dream, status and onboard (profile host-core), or search, read and status only "
-        "(read-only); resources vivary://node/{id} and, for host-core, vivary://memory/digest. Every memory "
+        "mcp", help=f"MCP server for agent hosts: {', '.join(host_core)}",
+        description="Serve the workspace over the Model Context Protocol (docs/mcp.md): tools "
+        f"{listed(host_core)} (profile host-core), or {listed(read_only)} only (read-only); resources "
+        "vivary://node/{id} and, for host-core, vivary://memory/digest. Every memory "
         "write is a Git commit (onboard's answers go to the private USER.md, never committed); private files are "
         "never shown. "
         "Needs the mcp extra: pip install 'vivary-git[mcp]'. Exit 2 on a usage error or a missing extra; 3 when "
@@ -37,8 +40,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="HTTP port (default 8765; 0: any free port)")
     p.add_argument("--path", default="/mcp", help="HTTP path of the endpoint (default /mcp)")
     p.add_argument("--profile", choices=("host-core", "read-only"), default="host-core",
-                   help="host-core (default): all tools; read-only: search, read, status, and no private file's "
-                   "content (CI, untrusted hosts)")
+                   help=f"host-core (default): all tools; read-only: {listed(read_only)}, and no private "
+                   "file's content (CI, untrusted hosts)")
     p.add_argument("--allow-remote", action="store_true",
                    help=f"allow binding an address other than loopback (needs a bearer token in ${TOKEN_ENV})")
     p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
@@ -106,7 +109,14 @@ def run(args: argparse.Namespace) -> int:
     from vivary_git.mcp.service import MemoryService
 
     service = MemoryService(args.cwd, root=args.root, profile=args.profile)
-    service.state()  # a workspace or config error is said now, as a usage error, not at the first request
+    try:
+        service.state()  # a workspace or config error is said now, as a usage error, not at the first request
+    except PrivacyError as err:
+        # Something in the tree the snapshot refuses (a note that is a symbolic link, say): the user fixes it while
+        # the server runs, so it starts, and every tool and resource answers with this refusal until it is fixed,
+        # as when it appears while the server runs. Stopping here left a host only "Connection closed".
+        print(f"vivary mcp: {err}; serving anyway: every tool answers this refusal until it is fixed",
+              file=sys.stderr, flush=True)
     service.usermem().announce()  # a configured user memory that cannot be used: one line, and served without it
     try:
         if args.transport == "stdio":

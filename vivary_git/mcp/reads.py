@@ -20,8 +20,9 @@ import msgspec
 
 from vivary_git.context import with_own_size
 from vivary_git.errors import RefusedError, UsageError, VivaryError
+from vivary_git.mcp.profiles import PROFILES, RESOURCES
 from vivary_git.mcp.usermem import UserStatus
-from vivary_git.mcp.warm import PROFILES, RESOURCES, State, Warm
+from vivary_git.mcp.warm import State, Warm
 from vivary_git.memory.writes.remember import EdgeRef
 
 if TYPE_CHECKING:

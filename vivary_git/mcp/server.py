@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hmac
 import os
+import re
 import socket
 import sys
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
@@ -27,13 +28,13 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, ResourceListChangedNotification, TextContent, ToolAnnotations
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vivary_git import __version__
 from vivary_git.errors import UsageError, VivaryError
+from vivary_git.mcp.profiles import PROFILES, RESOURCES
 from vivary_git.mcp.reads import DEFAULT_BUDGET, MAX_BUDGET, MAX_HOPS, MAX_QUERY, MAX_TOP_K, answer_text
 from vivary_git.mcp.service import MemoryService
-from vivary_git.mcp.warm import PROFILES, RESOURCES
 
 # Names (ids, paths, globs, fields, dates, cursors) and lists of them are bounded before anything reads them: a
 # 5 MB glob came back whole in the answer's filters, and a 10 MB id in the error and on stderr.
@@ -171,8 +172,76 @@ def _capabilities(server: MCPServer[Any]) -> None:
                                                           *args, **kwargs))
 
 
+class _Server(MCPServer[Any]):
+    """The SDK's server, with a tool's arguments checked before the call and refused in a sentence of our own
+    (`_refusal`) rather than pydantic's report, which ends in a link to pydantic's documentation."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Context[Any, Any] | None = None) -> Any:
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None:
+            try:
+                tool.fn_metadata.validate_arguments(arguments)
+            except ValidationError as err:
+                # `from err`: the SDK logs the names of the arguments refused, never the values given
+                raise ToolError(_refusal(name, err, tool.fn_metadata.arg_model)) from err
+        return await super().call_tool(name, arguments, context)
+
+
+def _strict(server: MCPServer[Any], name: str) -> None:
+    """Make tool `name`'s arguments strict, in its input schema and in the check of each call: an unknown
+    argument is refused (a mistyped `k` no longer gets `top_k`'s default in silence; the schema says
+    `additionalProperties: false`), and no value is coerced (`true` is no integer, `"5"` no number)."""
+    tool = server._tool_manager.get_tool(name)
+    assert tool is not None
+    loose = tool.fn_metadata.arg_model
+    strict: type[Any] = type(loose.__name__, (loose,), {"__module__": __name__, "model_config": ConfigDict(
+        extra="forbid", strict=True, arbitrary_types_allowed=True)})
+    tool.fn_metadata.arg_model = strict
+    tool.parameters = strict.model_json_schema(by_alias=True)
+
+
+MAX_REFUSED = 5  # wrong arguments said in one refusal
+_SUBJECT = re.compile(r"\A(?:Input|String|List|Dictionary|Object|Value error,)\s+")  # pydantic's, as the argument
+
+
+def _refusal(tool: str, err: ValidationError, model: type[BaseModel]) -> str:
+    """Each wrong argument of a call to `tool` in words: which argument, what was given, what is expected."""
+    known = ", ".join(f.alias or n for n, f in model.model_fields.items()) or "no arguments"
+    said = []
+    for e in err.errors(include_url=False):
+        where = "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p))
+                        for i, p in enumerate(e.get("loc", ())))
+        if e["type"] == "extra_forbidden":
+            said.append(f"unknown argument {where!r}; {tool} takes {known}")
+        elif e["type"] == "missing":
+            said.append(f"the argument {where!r} is required")
+        else:
+            wanted = _SUBJECT.sub("", str(e.get("msg", "")), count=1)
+            said.append(f"{where!r} {wanted}, given {_given(e.get('input'))}")
+    more = len(said) - MAX_REFUSED
+    return f"{tool}: " + "; ".join(said[:MAX_REFUSED]) + (f"; and {more} more" if more > 0 else "")
+
+
+def _given(value: Any) -> str:
+    """A value a caller gave, as a refusal says it: short, never the whole of a long one."""
+    if isinstance(value, bool) or value is None:
+        return f"{msgspec.json.encode(value).decode()} ({'a boolean' if value is not None else 'null'})"
+    if isinstance(value, str):
+        return f"{msgspec.json.encode(value).decode()} (a string)" if len(value) <= 40 else \
+            f"a string of {len(value)} characters"
+    if isinstance(value, int | float):
+        text = repr(value)
+        return text if len(text) <= 40 else f"a number of {len(text)} digits"
+    if isinstance(value, list):
+        return f"a list of {len(value)} item{'s' if len(value) != 1 else ''}"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
 def build_server(service: MemoryService) -> MCPServer[Any]:
-    server: MCPServer[Any] = MCPServer("vivary-git", version=__version__, instructions=INSTRUCTIONS)
+    server: MCPServer[Any] = _Server("vivary-git", version=__version__, instructions=INSTRUCTIONS)
     tools = PROFILES[service.profile]
     _capabilities(server)
 
@@ -191,7 +260,9 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         mode: Annotated[Mode, Field(description="auto (hybrid when the semantic index is fresh), text (keywords), "
                                                 "semantic, hybrid")]
         = "auto",
-        include_archived: Annotated[bool, Field(description="also memories a dream archived into a super node")]
+        include_archived: Annotated[bool, Field(description="also archived memories: retired (retire), "
+                                                            "superseded (add with supersede) or compacted by a "
+                                                            "dream into a super node")]
         = False,
         since: Annotated[Name | None, Field(description="only nodes dated from then: an ISO date or date-time, or an "
                                                        "age such as 24h, 7d, 2w")] = None,
@@ -266,10 +337,14 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         text: Annotated[str | None, Field(description="its new text")] = None,
         tags: Annotated[Names | None, Field(description="its new tags (replaces them)")] = None,
         durability: Annotated[Durability | None, Field(description="how long it matters")] = None,
+        title: Annotated[str | None, Field(description="its new title (the `# title` line); without it the title "
+                                                       "stays as it was, even when the text changes")] = None,
         ctx: Ctx | None = None,
     ) -> Answer:
-        """Revise a memory's text, tags or durability (one commit; the rest of the file unchanged)."""
-        return _call(lambda: service.update(id, text=text, tags=tags, durability=durability), ctx)
+        """Revise a memory's text, title, tags or durability (one commit; the rest of the file unchanged). The
+        title stays as it was unless title is given, even when new text contradicts it: when the text changes
+        what the title says, pass the new title too. The id stays (move renames)."""
+        return _call(lambda: service.update(id, text=text, tags=tags, durability=durability, title=title), ctx)
 
     def edit(
         id: Annotated[Name, Field(description="the memory's id")],
@@ -396,6 +471,7 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
             notes = TOOLS[fn.__name__]
             server.add_tool(fn, name=fn.__name__, title=notes.title, description=cleandoc(fn.__doc__ or ""),
                             annotations=notes, structured_output=True)
+            _strict(server, fn.__name__)
 
     @server.resource("vivary://node/{+id}", name="node", mime_type="application/json",
                      description="A public node: its packet, edges and body")
@@ -422,30 +498,35 @@ def serve_stdio(service: MemoryService) -> None:
 
 
 async def _stdio(server: MCPServer[Any]) -> None:
-    """`server.run("stdio")`, with each line the SDK could not read mended or answered (`wire.py`) instead of
-    dropped: a tool call whose text was cut in the middle of an emoji got no answer, and the host waited."""
+    """`server.run("stdio")`, with each line the SDK could not read, or read as what it is not, mended or answered
+    (`wire.py`) instead of dropped: a tool call whose text was cut in the middle of an emoji, a request without a
+    method or with an object for its id, a batch got no answer, and the host waited."""
+    from typing import cast
+
     import anyio
     from mcp.server.stdio import stdio_server
     from mcp.shared.message import SessionMessage
 
     from vivary_git.mcp import wire
 
-    async with stdio_server() as (read_stream, write_stream):
-        send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    with wire.claimed_stdin() as stdin:
+        lines = wire.Lines(stdin)
+        async with stdio_server(stdin=cast(Any, lines)) as (read_stream, write_stream):
+            send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
 
-        async def forward() -> None:
-            async with send:
-                async for item in read_stream:
-                    mended = wire.mended(item) if isinstance(item, Exception) else None
-                    if mended is not None and wire.is_answer(mended):
-                        await write_stream.send(mended)
-                    else:
-                        await send.send(mended or item)
+            async def forward() -> None:
+                async with send:
+                    async for item in read_stream:
+                        served, answers = wire.screened(lines.next(), item)
+                        for answer in answers:
+                            await write_stream.send(answer)
+                        if served is not None:
+                            await send.send(served)
 
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(forward)
-            lowlevel = server._lowlevel_server  # what `run_stdio_async` runs, given the mended stream
-            await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(forward)
+                lowlevel = server._lowlevel_server  # what `run_stdio_async` runs, given the screened stream
+                await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())
 
 
 # Names a request's Host header may carry whatever the bind: `localhost` and the loopback addresses are

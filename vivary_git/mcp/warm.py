@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from vivary_git import git
-from vivary_git.errors import UsageError, VivaryError
+from vivary_git.errors import PrivacyError, UsageError, VivaryError
+from vivary_git.mcp.profiles import PROFILES
 
 if TYPE_CHECKING:
     from vivary_git.graph import Graph
@@ -40,18 +41,6 @@ if TYPE_CHECKING:
     from vivary_git.searchindex import Ranker, SearchIndex
 
 
-# Tool names by profile (CognitiveOS's host-core: search, read, add, update, link, unlink, dream).
-PROFILES: dict[str, tuple[str, ...]] = {
-    "host-core": ("search", "read", "add", "update", "link", "unlink", "dream", "status", "onboard", "edit", "retire",
-                  "forget", "move", "recent", "context"),
-    "read-only": ("search", "read", "status", "recent", "context"),
-}
-# Resources by profile. The digest holds the private MEMORY.md's block and USER.md's profile (name, role):
-# a read-only host (a CI runner, an untrusted host) is served no private file's content.
-RESOURCES: dict[str, tuple[str, ...]] = {
-    "host-core": ("node", "memory-digest"),
-    "read-only": ("node",),
-}
 # Notes changed since the search index was built that are searched directly, beside it; past this
 # many the state is rebuilt (with a new index) instead.
 MAX_DELTA = 256
@@ -455,5 +444,8 @@ class Warm:
         return self._embedder
 
     def warm_up(self) -> None:
-        """Build the state and the search index now (server start), not on the first question."""
-        self.state().index()
+        """Build the state and the search index now (server start), not on the first question. A tree the snapshot
+        refuses (`PrivacyError`: a note that is a symbolic link, say) is no reason not to serve: each call answers
+        the refusal until the tree is fixed, and then is served as usual."""
+        with contextlib.suppress(PrivacyError):
+            self.state().index()

@@ -1,21 +1,32 @@
-"""A request the SDK cannot read is answered, not dropped.
+"""Every line on stdio is answered or served, never dropped.
 
-The SDK's stdio transport hands a line it cannot validate to the server as an exception, and the server
-only logs it: the host's request then waits for an answer that never comes. Two such lines are common
-and harmless: a string cut in the middle of an emoji (a host's JavaScript writes the lone surrogate half
-as `\\ud83d`, which the SDK's JSON parser refuses), and arguments nested deeper than its parser goes.
-`mended` reads the line with Python's own parser, puts U+FFFD for each lone surrogate (as undecodable
-bytes already are on this transport), cuts what is nested deeper than `MAX_DEPTH` to null, and hands the
-request on; a line that is still no message is answered with a JSON-RPC error carrying the request's id
-when it can be found, so the host's call ends.
+The SDK's stdio transport reads each line itself: a line it cannot validate reaches the server as an exception,
+which it only logs, and a request whose `id` is not a string or an integer (`{"a": 1}`, `null`, `true`) reads as
+a notification, which gets no answer: the host's request then waits for an answer that never comes. So the
+server reads stdin through `Lines`, which keeps each raw line, and `screened` looks at the line again wherever
+the SDK's reading of it is not a plain request:
+
+- a line the SDK's parser refuses but Python's reads is mended and served: a string cut in the middle of an
+  emoji (a host's JavaScript writes the lone surrogate half as `\\ud83d`) gets U+FFFD for each lone half (as
+  undecodable bytes already do on this transport), arguments nested deeper than `MAX_DEPTH` are cut to null;
+- a line that is still no request is answered with a JSON-RPC error: -32700 when it is not JSON, -32600 when
+  it is JSON but no request (no `method`, `jsonrpc` not "2.0", `params` not an object, an `id` of the wrong
+  type), carrying the request's id when it is a string or an integer (an MCP id), else null;
+- a batch (a JSON array: MCP 2025-06-18 removed JSON-RPC batching) is served in no part: each request in it
+  with an MCP id gets its own -32600 error saying so, so no call waits; a batch with none gets one, id null.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Callable
-from typing import Any
+import sys
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
+from io import TextIOWrapper
+from typing import IO, Any
 
 from mcp import types
 from mcp.shared.message import SessionMessage
@@ -24,37 +35,137 @@ MAX_DEPTH = 64  # nesting kept in a request's JSON; deeper values read as null (
 MAX_LINE = 1 << 24  # characters of a line read again: a larger one is answered as unreadable, not parsed twice
 _LONE = re.compile(r"[\ud800-\udfff]")
 _ID = re.compile(r'\A\s*\{.{0,4096}?"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\\n]|\\.){0,256}")', re.DOTALL)
+BATCH = ("batches are not supported (MCP 2025-06-18 removed JSON-RPC batching): send each request as its own "
+         "JSON object on its own line")
+
+Served = tuple[SessionMessage | None, list[SessionMessage]]
 
 
-def mended(err: Exception) -> SessionMessage | None:
-    """What the server should get for a line the SDK could not read (`err`, its validation error): the
-    request mended, or an error answer to send back (`is_answer`), or None when no line is known."""
-    line = _line_of(err)
+@contextmanager
+def claimed_stdin() -> Iterator[IO[bytes]]:
+    """The process's stdin as a binary file of its own, with fd 0 pointed at the null device meanwhile (as the
+    SDK's `stdio_server` does for the stdin it reads): a handler or a child that reads stdin reads EOF, never the
+    host's requests. Where fd 0 cannot be moved, stdin itself."""
+    try:
+        private = os.dup(0)
+    except OSError:
+        yield sys.stdin.buffer
+        return
+    try:
+        null = os.open(os.devnull, os.O_RDONLY)
+        try:
+            os.dup2(null, 0)
+        finally:
+            os.close(null)
+    except OSError:
+        os.close(private)
+        yield sys.stdin.buffer
+        return
+    try:
+        # closefd=False: a worker thread may still block reading it when the server exits
+        yield os.fdopen(private, "rb", closefd=False)
+    finally:
+        os.dup2(private, 0)
+
+
+class Lines:
+    """The lines of `stream` as the SDK's stdio transport reads them (UTF-8, an undecodable byte U+FFFD), each
+    kept until `next` takes it: the transport turns every line into exactly one message or exception, in order,
+    so `next` is the line of the item the server receives next."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        import anyio
+
+        self._file = anyio.wrap_file(TextIOWrapper(stream, encoding="utf-8", errors="replace"))
+        self._read: deque[str] = deque()
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        async for line in self._file:
+            self._read.append(line)
+            yield line
+
+    def next(self) -> str | None:
+        return self._read.popleft() if self._read else None
+
+
+def screened(line: str | None, item: SessionMessage | Exception) -> Served:
+    """What the server serves for one line (`item`, the SDK's reading of it) and the answers to write back
+    for it: the SDK's message when it is one, else the request mended, else a JSON-RPC error."""
+    if isinstance(item, SessionMessage):
+        if isinstance(item.message, types.JSONRPCNotification) and line is not None and len(line) <= MAX_LINE:
+            try:
+                data = json.loads(line)
+            except (ValueError, RecursionError):
+                return item, []
+            if isinstance(data, dict) and "id" in data:  # an id the SDK could not read: a request, not served
+                return None, [_bad_id(data["id"])]
+        return item, []
     if line is None:
-        return None
+        line = _line_of(item)
+    if line is None:
+        return None, [_answer(None, types.INVALID_REQUEST, "the request could not be read: send one JSON-RPC "
+                                                           "request as a JSON object on one line")]
     if len(line) > MAX_LINE:
-        return _answer(_found_id(line), types.INVALID_REQUEST, "the request is too large to read")
+        return None, [_answer(_found_id(line), types.INVALID_REQUEST,
+                              f"the request is too large to read (over {MAX_LINE} characters)")]
     try:
         data = json.loads(line)
     except (ValueError, RecursionError):
-        return _answer(_found_id(line), types.PARSE_ERROR, "the request is not valid JSON")
+        return None, [_answer(_found_id(line), types.PARSE_ERROR, "the request is not valid JSON")]
+    if isinstance(data, list):
+        said = [_answer(rid, types.INVALID_REQUEST, BATCH) for rid in
+                (_mcp_id(e.get("id")) for e in data if isinstance(e, dict) and "method" in e) if rid is not None]
+        return None, said or [_answer(None, types.INVALID_REQUEST, BATCH)]
     if not isinstance(data, dict):
-        return _answer(None, types.INVALID_REQUEST, "a request must be a JSON object")
+        return None, [_answer(None, types.INVALID_REQUEST, f"a request must be a JSON object, not {_kind(data)}")]
     fixed = _plain(data, 0)
+    if "id" in fixed and _mcp_id(fixed["id"]) is None:
+        return None, [_bad_id(fixed["id"])]
     try:
-        return SessionMessage(types.jsonrpc_message_adapter.validate_python(fixed, by_name=False))
+        return SessionMessage(types.jsonrpc_message_adapter.validate_python(fixed, by_name=False)), []
     except ValueError as again:
-        rid = fixed.get("id")
-        return _answer(rid if isinstance(rid, int | str) and not isinstance(rid, bool) else None,
-                       types.INVALID_REQUEST, f"the request is not a JSON-RPC message ({_first(again)})")
+        return None, [_answer(_mcp_id(fixed.get("id")), types.INVALID_REQUEST, _why(fixed, again))]
 
 
 def is_answer(message: SessionMessage) -> bool:
-    """Whether `mended` gave an error answer (to write back) rather than a request (to serve)."""
+    """Whether a message is a JSON-RPC error (to write back) rather than a request (to serve)."""
     return isinstance(message.message, types.JSONRPCError)
 
 
+def _mcp_id(value: Any) -> int | str | None:
+    """`value` when it is an id MCP allows (a string or an integer), else None."""
+    return value if isinstance(value, int | str) and not isinstance(value, bool) else None
+
+
+def _bad_id(value: Any) -> SessionMessage:
+    return _answer(None, types.INVALID_REQUEST, f'the request\'s "id" is {_kind(value)}; an MCP request id is a '
+                                                "string or an integer (a notification has no id)")
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return {dict: "an object", list: "an array", str: "a string", float: "a number with a fraction"}.get(
+        type(value), "a number")
+
+
+def _why(data: dict[str, Any], err: ValueError) -> str:
+    """What is wrong with a JSON object that is no JSON-RPC message, and what it should be."""
+    if data.get("jsonrpc") != "2.0":
+        return f'the request\'s "jsonrpc" must be "2.0" (got {json.dumps(data.get("jsonrpc"))[:40]})'
+    if not any(k in data for k in ("method", "result", "error")):
+        return 'the request has no "method": a JSON-RPC request names the method it calls'
+    if not isinstance(data.get("method", ""), str):
+        return f'the request\'s "method" must be a string, not {_kind(data["method"])}'
+    if "params" in data and not isinstance(data["params"], dict):
+        return f'the request\'s "params" must be an object, not {_kind(data["params"])}'
+    return f"the request is not a JSON-RPC message ({_first(err)})"
+
+
 def _line_of(err: Exception) -> str | None:
+    """The line a validation error was raised for, when the SDK's parser could not read it as JSON."""
     errors: Callable[[], list[dict[str, Any]]] | None = getattr(err, "errors", None)
     if errors is None:
         return None
@@ -62,7 +173,7 @@ def _line_of(err: Exception) -> str | None:
         found = errors()
     except Exception:  # not a validation error after all
         return None
-    got = found[0].get("input") if found else None
+    got = found[0].get("input") if found and found[0].get("type") == "json_invalid" else None
     return got if isinstance(got, str) else None
 
 
@@ -97,9 +208,11 @@ def _answer(rid: int | str | None, code: int, message: str) -> SessionMessage:
 
 
 def _first(err: ValueError) -> str:
+    """The first thing pydantic found wrong, without the name of the union member it tried."""
     errors = getattr(err, "errors", None)
     if errors is not None:
         found = errors()
         if found:
-            return f"{'.'.join(str(p) for p in found[0].get('loc', ()))}: {found[0].get('msg', '')}".strip(": ")
+            loc = [str(p) for p in found[0].get("loc", ()) if not str(p).startswith("JSONRPC")]
+            return f"{'.'.join(loc)}: {found[0].get('msg', '')}".strip(": ")
     return str(err).splitlines()[0][:200]

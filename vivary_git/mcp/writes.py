@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from vivary_git.errors import RefusedError, UsageError
-from vivary_git.mcp.warm import PROFILES, State, Warm
+from vivary_git.mcp.profiles import PROFILES
+from vivary_git.mcp.warm import State, Warm
 from vivary_git.memory.writes.remember import Remembered
 
 if TYPE_CHECKING:
@@ -142,13 +143,14 @@ class Writes(Warm):
                                          commit=result.commit, ref=result.ref, blob=blob))
 
     def update(self, id: str, *, text: str | None = None, tags: Sequence[str] | None = None,
-               durability: str | None = None) -> Remembered:
+               durability: str | None = None, title: str | None = None) -> Remembered:
         from vivary_git.memory.writes import remember
 
         self._writable("update")
         with self._lock:
             st = self.state()
-            result = remember.update(st.view, id, text=text, tags=tags, durability=durability, source=self.source)
+            result = remember.update(st.view, id, text=text, tags=tags, durability=durability, title=title,
+                                     source=self.source)
             if result.commit is not None:
                 self._after_write(st, result)
                 self._written(st)

@@ -170,6 +170,26 @@ def replace_body(data: bytes, body: str, *, what: str) -> bytes:
     return after
 
 
+def set_title(data: bytes, title: str, *, what: str) -> bytes:
+    """`data` with its `# title` line (the body's first line after blank ones) saying `title`, or such a line put
+    there when the body has none; the frontmatter's `title:` too when it has one. Nothing else changed."""
+    bom, head, body, nl = _body(data, what)
+    i = 0
+    while i < len(body) and not body[i].strip():
+        i += 1
+    line = f"# {_one_line(title)}{nl}"
+    if i < len(body) and body[i].startswith("# "):
+        body = [*body[:i], line, *body[i + 1:]]
+    else:
+        body = [*body[:i], line, *([nl] if i < len(body) else []), *body[i:]]
+    after = (bom + "".join(head) + "".join(body)).encode("utf-8")
+    if head:
+        _verify(data, after, what, None, None, False)
+        if any(_is_key_line(h, "title") for h in head[1:-1]):
+            after = set_field(after, "title", _one_line(title), what=what)
+    return after
+
+
 _FENCE = re.compile(r"\A {0,3}(`{3,}|~{3,})")
 _ATX = re.compile(r"\A {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*\r?\n?\Z")
 _LIST_ITEM = re.compile(r"\A\s*(?:[-*+]|\d+[.)])\s")

@@ -674,18 +674,29 @@ def update(
     text: str | None = None,
     tags: Sequence[str] | None = None,
     durability: str | None = None,
+    title: str | None = None,
     source: str = "agent",
 ) -> Remembered:
-    """Revise a memory's text, tags or durability: one commit, the rest of the file byte for byte."""
-    refuse_secrets([("id", ref), ("text", text), *(("tag", t) for t in tags or ()), ("durability", durability)])
+    """Revise a memory's text, title, tags or durability: one commit, the rest of the file byte for byte. The
+    `# title` line (and a `title:` field) stays as it was unless `title` is given: new text does not change it.
+    The id and the file name stay too (`move` renames)."""
+    refuse_secrets([("id", ref), ("text", text), ("title", title), *(("tag", t) for t in tags or ()),
+                    ("durability", durability)])
     node = view.require(ref, "memory")
     if node.type != MEMORY_TYPE:
         raise RefusedError(f"{node.id!r} is a {node.type or 'untyped'} note, not a memory; update edits only "
                            "memories (notes in the memory folder), so your own notes stay yours")
-    if text is None and tags is None and durability is None:
-        raise UsageError("nothing to update: give the new text, tags or durability")
+    if text is None and tags is None and durability is None and title is None:
+        raise UsageError("nothing to update: give the new text, title, tags or durability")
     if text is not None:
         text = _check_text(text, "the memory text", MAX_TEXT)
+    if title is not None:
+        title = " ".join(title.split())
+        if not title:
+            raise UsageError("the title is empty: give the memory's new title in words, or leave title out to "
+                             "keep the one it has")
+        if len(title) > MAX_TITLE:
+            raise UsageError(f"the title is {len(title)} characters, over {MAX_TITLE}")
     tag_list = _check_tags(tags) if tags is not None else None
     _check_durability(durability)
     what = node.path
@@ -698,13 +709,17 @@ def update(
             data = notefile.set_field(data, "durability", durability, what=what)
         if text is not None:
             data = notefile.replace_body(data, text, what=what)
+        if title is not None:
+            data = notefile.set_title(data, title, what=what)
         if data == before:
             return None
         return commits.Planned(view.repo_path(node.path), data)
 
-    changes = ", ".join(k for k, v in (("text", text), ("tags", tags), ("durability", durability)) if v is not None)
+    changes = ", ".join(k for k, v in (("text", text), ("title", title), ("tags", tags), ("durability", durability))
+                        if v is not None)
     result = _commit(view, plan, lambda p: commits.message("update", node.id, changes, source))
-    return _answered(view, "update", node, result)
+    answer = _answered(view, "update", node, result)
+    return msgspec.structs.replace(answer, title=title) if title is not None and result is not None else answer
 
 
 def _spec(view: View, node: MemoryNode | _FakeNode, field: str) -> Any:
