@@ -63,6 +63,7 @@ def _package_data() -> set[str]:
             if path.is_file() and rel in tracked:
                 found.add(rel)
     assert "vivary_git/memory/data/all-MiniLM-L6-v2.tokenizer.json" in found
+    assert "vivary_git/memory/data/antonyms.txt" in found
     assert "vivary_git/scaffold/templates/tropo.toml" in found and "vivary_git/py.typed" in found
     return found
 

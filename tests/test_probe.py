@@ -429,6 +429,32 @@ def test_brief_and_detailed_are_short_and_long(cosine: Probe) -> None:
     assert (got.verdict, got.matches[0].id) == ("duplicate", "summaries"), got
 
 
+def test_wordnet_antonyms_are_opposed(cosine: Probe) -> None:
+    """WordNet's direct antonyms (data/antonyms.txt), in no hand-made list: "uppercase" in the place of "lowercase"
+    (which embed at 0.90, as synonyms would) is a changed claim, and "unfriendly" said in other words too; the same
+    sense in other words is still a duplicate."""
+    memories = [
+        Candidate("bikes", "bikes.md", "bikes", "The user's bikes hang on hooks in the garden shed."),
+        Candidate("tags", "tags.md", "tags", "Release tags in the firmware repo start with the letter v."),
+        Candidate("branches", "branches.md", "branches", "Branch names in the firmware repo are written in "
+                  "lowercase, with hyphens between words."),
+    ]
+    got = cosine.check("Branch names in the firmware repo are written in uppercase, with hyphens between words.",
+                       memories)
+    assert (got.verdict, got.matches[0].id) == ("update", "branches"), got
+    assert "word: lowercase -> uppercase" in got.matches[0].evidence
+    got = cosine.check("In the firmware repo, branch names are lowercase and words are joined by hyphens.", memories)
+    assert (got.verdict, got.matches[0].id) == ("duplicate", "branches"), got
+    memories[2] = Candidate("cat", "cat.md", "cat", "The neighbours' grey cat is friendly with visitors and lets "
+                            "them stroke her.")
+    got = cosine.check("The neighbours' grey cat is unfriendly to visitors; she hisses if anyone tries to stroke "
+                       "her.", memories)
+    assert (got.verdict, got.matches[0].id, got.matches[0].evidence) == \
+        ("update", "cat", ["opposite: friendly -> unfriendly"]), got
+    got = cosine.check("Visitors find the neighbours' grey cat friendly: she lets them stroke her.", memories)
+    assert (got.verdict, got.matches[0].id) == ("duplicate", "cat"), got
+
+
 def test_values_of_other_things_in_digits_are_no_duplicate(cosine: Probe) -> None:
     """A text that gives a value in digits the memory does not give, where the memory gives one it does not, says
     something else of the same subject ("120 members" beside "17:00"): related, not a duplicate (at 0.79 with most

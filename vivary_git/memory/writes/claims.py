@@ -39,14 +39,19 @@ changed value: two texts whose content words line up but for one or two short sp
 ("the banner is orange" / "the banner is purple", "faster than" / "slower than", "save money" / "cost money")
 make two claims about one slot, unless the swapped spans mean the same (`same_sense`, the probe's embedding of
 the two spans; without it only the same stem). Words of opposite sense (`_SWAP_OPPOSITES`: "on" / "off",
-"faster" / "slower", "local" / "remote") are a changed claim whatever their embedding, which puts them close;
-only as a swap, since a comparison turned around ("Y is slower than X") says the same. A span only added or
+"faster" / "slower", "local" / "remote"; and Princeton WordNet 3.0's direct antonyms of adjectives, data/antonyms.txt,
+in every regular inflection) are a changed claim whatever their embedding, which puts them close ("lowercase" /
+"uppercase" 0.90); only as a swap, since a comparison turned around ("Y is slower than X") says the same. WordNet's
+antonyms count wherever they stand too, as `_ANTONYMS` do ("is furnished" / "is let unfurnished"), but for small
+words, quantifiers, negations and comparatives. A span only added or
 left out is a paraphrase's liberty, not a swap. Plain Python, no model: the probe (probe.py) combines it with
 cosine similarity when the embedder is there, and stands on it alone when it is not.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.resources
 import itertools
 import re
 from collections.abc import Callable
@@ -608,8 +613,8 @@ def mismatches(old: Claim, new: Claim, same_sense: Callable[[str, str], bool] | 
         swapped = _swaps(old, new, same_sense)
         if swapped:
             out.append("word: " + "; ".join(f"{a} -> {b}" for a, b in swapped))
-    flips = sorted(f"{w} -> {o}" for w in old.lows
-                   if (o := _OPPOSITE.get(w)) is not None and o in new.lows and w not in new.lows and o not in old.lows)
+    flips = sorted(f"{w} -> {o}" for w in old.lows for o in _opposite().get(w, ())
+                   if o in new.lows and w not in new.lows and o not in old.lows)
     if not flips and not out and not _denies_sense(old) and not _denies_sense(new):
         # Said anywhere ("requires signed commits" / "makes signed commits optional", "has versioning turned
         # on" / "versioning is turned off"), when neither text denies anything ("not required" is "optional").
@@ -867,7 +872,52 @@ def _content_len(span: tuple[str, ...], claim: Claim) -> int:
 
 def _opposed(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     """Does a word of one span have its opposite (`_SWAP_OPPOSITES`) in the other, and not in its own?"""
-    return any((x, y) in _SWAP_OPPOSED and y not in a and x not in b for x in a for y in b)
+    opposed = _swap_opposed()
+    return any((x, y) in opposed and y not in a and x not in b for x in a for y in b)
+
+
+def _inflections(word: str) -> tuple[str, ...]:
+    """`word` and its regular inflections, for a pair of WordNet's base forms to meet the words a sentence says:
+    "-s"/"-es", "-ed"/"-d", "-ing", "-er", "-est" (a final "e" dropped, "y" after a consonant "i"), and the stem
+    `Claim.seq` holds ("raise", "raised" and "raises" are "rais")."""
+    base = word[:-1] if word.endswith("e") else word
+    yi = word[:-1] + "i" if word.endswith("y") and len(word) > 2 and word[-2] not in "aeiou" else word
+    e = word.endswith("e")
+    return (word, yi + ("es" if word.endswith(("s", "x", "z", "ch", "sh")) else "s"), word + "d" if e else yi + "ed",
+            base + "ing", word + "r" if e else yi + "er", word + "st" if e else yi + "est", _stem(word))
+
+
+@functools.cache
+def _wordnet() -> tuple[tuple[str, str], ...]:
+    """WordNet 3.0's direct antonyms (data/antonyms.txt, written by scripts/wordnet_antonyms.py), read once."""
+    text = importlib.resources.files("vivary_git.memory").joinpath("data", "antonyms.txt").read_text("utf-8")
+    return tuple((a, b) for a, b in (line.split() for line in text.splitlines() if line and not line.startswith("#")))
+
+
+@functools.cache
+def _swap_opposed() -> frozenset[tuple[str, str]]:
+    """`_SWAP_OPPOSED` and WordNet's antonyms, each in every regular inflection ("raised" / "lowered")."""
+    out = set(_SWAP_OPPOSED)
+    for a, b in _wordnet():
+        out.update(pair for x, y in zip(_inflections(a), _inflections(b), strict=True) if x != y
+                   for pair in ((x, y), (y, x)))
+    return frozenset(out)
+
+
+@functools.cache
+def _opposite() -> dict[str, frozenset[str]]:
+    """Words of opposite sense wherever they stand: `_ANTONYMS`, and WordNet's antonyms as written (no inflection)
+    but for small words, quantifiers, negations and comparatives, which a paraphrase turns around ("X is lighter
+    than Y" / "Y is heavier than X", "all of them" / "none of them left out")."""
+    out: dict[str, set[str]] = {}
+    for w, o in _OPPOSITE.items():
+        out.setdefault(w, set()).add(o)
+    skip = _STOP | _QUANTIFIERS.keys() | _NEGATIONS | _MORE_LESS.keys()
+    for a, b in _wordnet():
+        if not {a, b} & skip and not a.endswith(("er", "est")) and not b.endswith(("er", "est")):
+            out.setdefault(a, set()).add(b)
+            out.setdefault(b, set()).add(a)
+    return {w: frozenset(o) for w, o in out.items()}
 
 
 def _acronyms(long: dict[str, str], short: dict[str, str]) -> bool:
