@@ -7,7 +7,7 @@ cloned once into $TMPDIR/vivary-bench-corpora/ and every `.md`/`.markdown` blob 
 Each round, for each corpus in turn (interleaved, so load from other processes hits every column
 alike): **read** every blob from Git (pygit2, the object database the commands read from), then
 **parse** every blob (`parse.parse_blob`: frontmatter, title, links, anchors), then **scan** every
-body alone (`parse._scan_body`, the CommonMark-aware link scan). Figures are per-note microseconds,
+body alone (`body.scan_body`, the CommonMark-aware link scan). Figures are per-note microseconds,
 the median over the rounds (the first round, which warms caches and memos, is left out), with each
 column's ratio to reading. `--against DIR` also times another revision's `vivary_git/parse.py` (unpacked
 in DIR: `git archive REV vivary_git | tar -x -C DIR`) in the same rounds, alternating which goes
@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared/corpora"
 NAMES = ("dendron-vault", "kepano-obsidian", "foam-docs")
@@ -66,16 +67,23 @@ def main() -> int:
     ap.add_argument("--against", type=Path, metavar="DIR", help="also time DIR/vivary_git/parse.py, interleaved")
     ap.add_argument("--profile", metavar="NAME", help="cProfile parsing this corpus and print the top functions")
     args = ap.parse_args()
-    from vivary_git import parse
+    from vivary_git import body, parse
 
-    modules = [("", parse)]
+    modules: list[tuple[str, Any, Any]] = [("", parse.parse_blob, body.scan_body)]
     if args.against is not None:
         spec = importlib.util.spec_from_file_location("vivary_parse_against", args.against / "vivary_git/parse.py")
         if spec is None or spec.loader is None:
             ap.error(f"--against {args.against}: no vivary_git/parse.py there")
         other = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(other)
-        modules.append(("'", other))
+        scan = getattr(other, "_scan_body", None)  # (before the body scan had its own module, body.py)
+        if scan is None:
+            spec = importlib.util.spec_from_file_location("vivary_body_against", args.against / "vivary_git/body.py")
+            assert spec is not None and spec.loader is not None
+            other_body = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(other_body)
+            scan = other_body.scan_body
+        modules.append(("'", other.parse_blob, scan))
 
     paths = [Path(c) for c in args.corpus] or [clone(n) for n in NAMES]
     corpora = []
@@ -111,14 +119,14 @@ def main() -> int:
                 repo[o].read_raw()  # type: ignore[index]
             read = time.perf_counter() - t
             measured = [("read", read)]
-            for mark, mod in modules if r % 2 == 0 else modules[::-1]:
+            for mark, parse_blob, scan_body in modules if r % 2 == 0 else modules[::-1]:
                 t = time.perf_counter()
                 for d in data:
-                    mod.parse_blob(d)
+                    parse_blob(d)
                 measured.append(("parse" + mark, time.perf_counter() - t))
                 t = time.perf_counter()
                 for b, first in zip(bodies, firsts, strict=True):
-                    mod._scan_body(b, first)
+                    scan_body(b, first)
                 measured.append(("scan" + mark, time.perf_counter() - t))
             if r == 0 and args.rounds > 1:
                 continue  # warm-up: memos, page cache

@@ -1,7 +1,7 @@
 """What is not a link, held to the CommonMark spec's own examples (0.31.2; tests/data, CC-BY-SA 4.0).
 
 For every example of the spec's sections on tabs, block quotes, list items, indented code, fenced
-code and code spans, the words our link scan reads as prose (`parse.prose`) must be exactly the
+code and code spans, the words our link scan reads as prose (`body.prose`) must be exactly the
 words the spec's HTML shows outside `<code>`: then a `[[link]]` anywhere in those examples is read
 or skipped as a CommonMark reader would.
 """
@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from vivary_git import parse
+from vivary_git.body import prose
 
 SPEC = json.loads((Path(__file__).parent / "data" / "commonmark-code.json").read_text(encoding="utf-8"))
 
@@ -31,7 +32,7 @@ def _spec_words(expected: str) -> list[str]:
 
 
 def _our_words(markdown: str) -> list[str]:
-    return sorted(re.findall(r"\w+", " ".join(parse.prose(markdown.rstrip("\n")))))
+    return sorted(re.findall(r"\w+", " ".join(prose(markdown.rstrip("\n")))))
 
 
 @pytest.mark.parametrize("example", SPEC, ids=lambda x: f"{x['example']}-{x['section'].replace(' ', '-')}")

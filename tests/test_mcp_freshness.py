@@ -1,5 +1,5 @@
 """`mcp/freshness.py`: the working tree kept as a tree id by a long-lived process. Every step is held
-equal to the snapshot every command takes (`source._worktree_tree`: `git add -A` into a fresh copy
+equal to the snapshot every command takes (`worktree.worktree_tree`: `git add -A` into a fresh copy
 of the index), with folder watches (inotify) and without them (`git add -A` each time)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from conftest import Repo
 
 from vivary_git import git
 from vivary_git.mcp.freshness import WorkTree, watching_available
-from vivary_git.source import _worktree_tree
+from vivary_git.worktree import worktree_tree
 
 MODES = ["watch", "poll"]
 
@@ -44,7 +44,7 @@ def keeper(repo: Repo, mode: str) -> Iterator[Callable[[], tuple[WorkTree, git.R
 
 def _same(wt: WorkTree, r: git.Repo) -> str:
     got = wt.tree()
-    assert got == _worktree_tree(r)
+    assert got == worktree_tree(r)
     return got
 
 
@@ -242,7 +242,7 @@ def test_this_process_own_write_needs_no_git_add(repo: Repo) -> None:
     assert added.ok and added.id is not None
     assert [h.id for h in service.search("memories keyed tree").results] == [added.id]
     assert (wt.full_snapshots, wt.partial_updates) == before
-    assert wt.tree() == _worktree_tree(git.Repo(repo.path))
+    assert wt.tree() == worktree_tree(git.Repo(repo.path))
     # an edit right after is still seen
     repo.write({"a.md": "# A\n\nokapi\n"})
     assert [h.id for h in service.search("okapi").results] == ["a"]

@@ -7,6 +7,7 @@ import itertools
 import pytest
 import yaml
 
+from vivary_git import body as note_body
 from vivary_git import parse
 from vivary_git.parse import parse_blob
 
@@ -230,9 +231,9 @@ def test_frontmatter_where_it_is_not_read_is_named_not_missing() -> None:
 
 @pytest.mark.parametrize("sep", ["\x85", "\u2028", "\u2029", "\r", "\x0b", "\x0c", "\x1c"])
 def test_body_links_after_a_separator_keep_githubs_line(sep: str) -> None:
-    for body in (f"a{sep}b [[x]]\n\n[[y]]\n", f"a{sep}b [[x]]\n\n`c`\n[[y]]\n"):  # whole-text scan, line scan
-        note = parse_blob(f"---\na: 1\n---\n{body}".encode())
-        assert [(link.text, link.line) for link in note.links][::2] == [("x", 4), ("y", 6 + body.count("`c`"))][::2]
+    for text in (f"a{sep}b [[x]]\n\n[[y]]\n", f"a{sep}b [[x]]\n\n`c`\n[[y]]\n"):  # whole-text scan, line scan
+        note = parse_blob(f"---\na: 1\n---\n{text}".encode())
+        assert [(link.text, link.line) for link in note.links][::2] == [("x", 4), ("y", 6 + text.count("`c`"))][::2]
 
 
 @pytest.mark.parametrize("data,code,line", [
@@ -271,8 +272,8 @@ BODIES = [
 def test_whole_text_scan_equals_the_line_scan(body: str) -> None:
     """Bodies without code take a whole-text path; it must read titles and links as the line scan does."""
     assert "`" not in body and "~~~" not in body
-    fast = parse._scan_body(body, 5)
-    slow = parse._scan_lines(body.split("\n"), 5)
+    fast = note_body.scan_body(body, 5)
+    slow = note_body._scan_lines(body.split("\n"), 5)
     assert fast == slow
 
 
@@ -366,7 +367,7 @@ def test_frontmatter_is_found_as_splitting_into_lines_finds_it(text: str) -> Non
 @pytest.mark.parametrize("body", [*BODIES, "a ~~ b", "a ~~~ b", "<! --", "<!-- x", "% %", "%%", "   x", "    x",
                                   "\tx", "$", "`", "~", "<", "%"])
 def test_not_plain_is_any_marker(body: str) -> None:
-    assert parse._not_plain(body) == any(marker in body for marker in parse._NOT_PLAIN)
+    assert note_body._not_plain(body) == any(marker in body for marker in note_body._NOT_PLAIN)
 
 
 TAG_TEXTS = [
@@ -381,11 +382,11 @@ def test_tags_are_those_a_whole_text_search_finds(text: str) -> None:
     """Tags are looked for only where a `#` starts the text or follows a space: the same as searching
     the whole text for the tag pattern and keeping those matches."""
     expected = []
-    for m in parse._TAG.finditer(text):
+    for m in note_body._TAG.finditer(text):
         at = m.start()
         if (at == 0 or text[at - 1] in " \t\n") and m.group(1).rstrip(".:"):
             expected.append((text.count("\n", 0, at) + 1, m.group(1).rstrip(".:")))
-    got = [(link.line, link.text) for link in parse._links(text, 1) if link.kind == "t"]
+    got = [(link.line, link.text) for link in note_body._links(text, 1) if link.kind == "t"]
     assert got == expected
 
 
@@ -394,7 +395,7 @@ def test_tags_are_those_a_whole_text_search_finds(text: str) -> None:
 def test_headings_give_up_where_a_heading_is_indented(body: str) -> None:
     """The whole-text path leaves a body to the block scan when a line's `#` follows one to three
     spaces (it may sit in a list item), as `_INDENTED_HEADING` says."""
-    assert (parse._headings(body) is None) == bool(parse._INDENTED_HEADING.search(body))
+    assert (note_body._headings(body) is None) == bool(note_body._INDENTED_HEADING.search(body))
 
 
 def _within_bounds_by_value(fields: dict[str, object]) -> bool:

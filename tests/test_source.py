@@ -523,7 +523,7 @@ def test_a_huge_note_git_was_slow_to_hash_is_not_hashed_again_while_unchanged(
     """A snapshot's `git add -A` that takes a while notes the notes over the limit it is hashing, with their
     `lstat`; while a file keeps it, later snapshots leave it out of `git add` and enter its blob themselves:
     the same tree, the same E000, the file unread. Changed, or ignored since, it is Git's again."""
-    from vivary_git import source
+    from vivary_git import worktree
     from vivary_git.source import open_source
 
     repo.commit(files={"a.md": "# A\n"})
@@ -533,7 +533,7 @@ def test_a_huge_note_git_was_slow_to_hash_is_not_hashed_again_while_unchanged(
     first = open_source(repo.path).tree_id  # fast: Git hashes it, and it is not remembered
     assert not (repo.path / ".git" / "vivary" / "oversized.json").exists() and ":(top" not in _adds(trace)[0]
     with monkeypatch.context() as slow:
-        slow.setattr(source, "_WATCH_AFTER", 0)  # as if `git add` took long
+        slow.setattr(worktree, "_WATCH_AFTER", 0)  # as if `git add` took long
         assert open_source(repo.path).tree_id == first
     _adds(trace)
     r = cli("check", "--json", "--no-cache", cwd=repo.path)
@@ -548,7 +548,7 @@ def test_a_huge_note_git_was_slow_to_hash_is_not_hashed_again_while_unchanged(
     assert not (repo.path / ".git" / "vivary" / "oversized.json").exists()
     _huge(repo.path / "huge.md")
     with monkeypatch.context() as slow:
-        slow.setattr(source, "_WATCH_AFTER", 0)
+        slow.setattr(worktree, "_WATCH_AFTER", 0)
         assert open_source(repo.path).tree_id == first
     (repo.path / ".gitignore").write_text("huge.md\n")
     assert cli("check", "--json", "--no-cache", cwd=repo.path).json()["findings"] == []
@@ -611,7 +611,7 @@ def test_the_staged_tree_is_the_one_git_write_tree_names(repo: Repo, scenario: s
     write-tree`, which rewrites the whole index): every kind of change gives Git's own tree id, and what the
     patch does not take (a submodule) goes to `git write-tree`."""
     from vivary_git import git as vgit
-    from vivary_git import source
+    from vivary_git import worktree
 
     repo.commit(files={"tropo.toml": TROPO, "modules/a.md": NOTE, "decisions/d.md": NOTE, "decisions/e/f.md": NOTE,
                        "plain": "a file\n"})
@@ -624,7 +624,7 @@ def test_the_staged_tree_is_the_one_git_write_tree_names(repo: Repo, scenario: s
         return real_git(self, args, **kwargs)
 
     monkeypatch.setattr(vgit.Repo, "git", spy)
-    tree = source._staged_tree(vgit.Repo(repo.path))
+    tree = worktree.staged_tree(vgit.Repo(repo.path))
     monkeypatch.undo()
     assert tree == repo.git("write-tree").strip()
     assert repo.git("cat-file", "-t", tree).strip() == "tree"
@@ -678,7 +678,7 @@ def test_no_place_for_a_scratch_index_is_one_line_naming_both(repo: Repo, monkey
     import errno
     import tempfile
 
-    from vivary_git import source
+    from vivary_git import worktree
     from vivary_git.errors import GitError
     from vivary_git.git import Repo as GitRepo
 
@@ -693,7 +693,7 @@ def test_no_place_for_a_scratch_index_is_one_line_naming_both(repo: Repo, monkey
 
     monkeypatch.setattr(tempfile, "mkdtemp", full)
     with pytest.raises(GitError) as err:
-        source._worktree_tree(r)
+        worktree.worktree_tree(r)
     said = str(err.value)
     assert str(tmp) in said and "No space left on device" in said and "Free some space" in said, said
     assert "--rev" in said and "\n" not in said and err.value.exit_code == 2

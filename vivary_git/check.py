@@ -215,7 +215,7 @@ def apply_strictness(findings: Sequence[Finding], strict: bool) -> list[Finding]
     return [f if f.level == "error" else Finding(f.path, f.line, "error", f.code, f.message) for f in findings]
 
 
-# --- suppression: `<!-- vivary-ignore CODE -->` (parse.ignore_comments) and the `vivary-ignore` key -----------
+# --- suppression: `<!-- vivary-ignore CODE -->` (body.ignore_comments) and the `vivary-ignore` key -----------
 
 IGNORE_KEY = "vivary-ignore"
 _CODE = re.compile(r"^[EW][0-9]{3}$")

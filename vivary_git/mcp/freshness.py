@@ -289,7 +289,7 @@ class WorkTree:
     would write it, kept current incrementally while folders can be watched."""
 
     def __init__(self, repo: git.Repo, *, watch: bool | None = None) -> None:
-        from vivary_git.source import refuse_foreign
+        from vivary_git.worktree import refuse_foreign
 
         refuse_foreign(repo)
         assert repo.workdir is not None
@@ -386,7 +386,7 @@ class WorkTree:
 
     def _full(self) -> str:
         """`git add -A` of the whole work tree into a fresh copy of the index (as `source.py` does)."""
-        from vivary_git.source import _add_all
+        from vivary_git.worktree import add_all
 
         if self._watcher is not None:
             self._watcher.drain()  # what happened until now is in the snapshot about to be taken
@@ -395,7 +395,7 @@ class WorkTree:
         self._index_tree = self._tree_of(self._scratch_path()) if self._index_id is not None else self._empty()
         self._pending.clear()
         self._dirty.clear()
-        _add_all(self.repo, self._env(literal=False))  # `:/`: the whole work tree
+        add_all(self.repo, self._env(literal=False))  # `:/`: the whole work tree
         self._tree = self._scratch_tree = self._write_tree()
         self.full_snapshots += 1
         return self._tree
