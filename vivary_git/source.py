@@ -43,11 +43,6 @@ MAX_CONFIG_BYTES = 16 << 20
 _MD_SUFFIXES = (".md", ".markdown")
 _LINK_MODE = 0o120000
 _TARGET_SHOWN = 4096  # PATH_MAX: a longer symbolic link target resolves nowhere
-# Git reads a file of up to core.bigFileThreshold (512 MiB) whole into memory to hash it: `git add`, and any
-# command that writes an index (`write-tree`, `update-index`), which compares a racily clean entry's file
-# with its blob. A file over the note limit is streamed instead (and `add` writes it into a pack, as Git
-# stores any big file): hashing a 2 GB `.md` costs Git a pass over it, not its size in memory.
-BOUNDED_HASH = ("-c", f"core.bigFileThreshold={NOTE_MAX_BYTES}")
 
 
 class Entry(NamedTuple):

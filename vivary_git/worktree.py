@@ -16,20 +16,10 @@ from typing import Any
 import msgspec
 
 from vivary_git import git
-from vivary_git.config import (
-    CONFIG_FILE,
-)
 from vivary_git.errors import GitError, RefusedError
 from vivary_git.models import NOTE_MAX_BYTES
 from vivary_git.safeio import FileRefused, read_regular
 
-THIN_FILE = ".vivary/workspace.toml"
-ROOT_MARKERS = (CONFIG_FILE, THIN_FILE)
-# Largest config file read (tropo.toml, a pack, an overlay, .vivary/*.toml): 200,000 excludes are ~4 MB.
-MAX_CONFIG_BYTES = 16 << 20
-_MD_SUFFIXES = (".md", ".markdown")
-_LINK_MODE = 0o120000
-_TARGET_SHOWN = 4096  # PATH_MAX: a longer symbolic link target resolves nowhere
 # Git reads a file of up to core.bigFileThreshold (512 MiB) whole into memory to hash it: `git add`, and any
 # command that writes an index (`write-tree`, `update-index`), which compares a racily clean entry's file
 # with its blob. A file over the note limit is streamed instead (and `add` writes it into a pack, as Git

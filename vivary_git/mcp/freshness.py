@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from vivary_git import git
-from vivary_git.source import BOUNDED_HASH
+from vivary_git.worktree import BOUNDED_HASH
 
 __all__ = ["WorkTree", "watching_available"]
 
