@@ -4,12 +4,12 @@
 
 Builds (or, with an existing --dest, reuses) a workspace with /work/shared/bench/make_vault.py (`--notes N
 --wikilinks --commits 3`, as bench_graph.py does), then times `git vivary check --rev HEAD --json` cold
-(`.git/vivary`, `refs/vivary/*` and `refs/notes/vivary` removed before every run) with VIVARY_JOBS=n for each n
-of --jobs (default 1, 2 and the usable cores), interleaved round by round (1, 2, all, 1, 2, all, ...), and
-fits the medians to Amdahl's T(n) = s + p/n by least squares. It prints each n's median wall, CPU (user +
-system of the command and its children) and peak RSS (the largest single process: getrusage of a wrapper's
-children), then s (serial seconds), p (parallel seconds, on one core), the serial share s / (s + p), the
-floor (`git cat-file --batch-all-objects --batch > /dev/null`: reading every object once) and each
+(`.git/vivary`, `refs/vivary/*` and `refs/notes/vivary` removed before every run, and the objects only they
+reached) with VIVARY_JOBS=n for each n of --jobs (default 1, 2 and the usable cores), interleaved round by round
+(1, 2, all, 1, 2, all, ...), and fits the medians to Amdahl's T(n) = s + p/n by least squares. It prints each n's
+median wall, CPU (user + system of the command and its children) and peak RSS (the largest single process:
+getrusage of a wrapper's children), then s (serial seconds), p (parallel seconds, on one core), the serial share
+s / (s + p), the floor (`git cat-file --batch-all-objects --batch > /dev/null`: reading every object once) and each
 median's ratio to it, with the load average before and after and how the objects are stored. The floor depends
 on that storage as much as on the machine: loose objects cost the floor one file each (on this project's
 machines 1.3 s one day and 4.6 s another for the same 100,000 notes, most of it system time), a packed
@@ -57,9 +57,14 @@ def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float,
 
 
 def cold(ws: Path) -> None:
+    """As a fresh clone has it: no `.git/vivary`, no `refs/vivary/*` or `refs/notes/vivary`, and none of the
+    objects an earlier run's caches wrote. Left loose, those objects made the next run's cache write find them
+    written (libgit2 writes no object it has) and the floor read them too: on 2026-12-06, with 1,112 of them
+    from earlier runs, the floor was 1.57 s and a 2-job run 4.5x it; pruned, 1.27 s and 6.1x."""
     shutil.rmtree(ws / ".git" / "vivary", ignore_errors=True)
     for ref in git(ws, "for-each-ref", "--format=%(refname)", "refs/vivary", "refs/notes/vivary").split():
         git(ws, "update-ref", "-d", ref)
+    git(ws, "prune", "--expire=now")  # only objects no ref reaches: the workspace's own commits stay
 
 
 def fit(points: dict[int, float]) -> tuple[float, float]:
