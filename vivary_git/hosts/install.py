@@ -130,13 +130,9 @@ def served(value: Any, root: Path, *, project: bool = True) -> Path | None:
     if not isinstance(value, dict):
         return None
     cwd, pinned = _pinned_args(value.get("args"))
-    if cwd is None:
+    path = _folder(cwd, root, project) if cwd is not None else None
+    if path is None:
         return None
-    path = Path(cwd)
-    if not path.is_absolute():
-        if not project:
-            return None
-        path = root / path
     try:
         return find_root(str(path), pinned)
     except (VivaryError, OSError, RuntimeError, ValueError):
@@ -158,6 +154,15 @@ def _pinned_args(args: Any) -> tuple[str | None, str | None]:
         if isinstance(a, str) and a.startswith("--root="):
             pinned = a.removeprefix("--root=")
     return cwd, pinned
+
+
+def _folder(arg: str, root: Path, project: bool) -> Path | None:
+    """An entry's `-C` folder: an absolute one as it is; a relative one from the workspace, where the host starts a
+    project's servers, in a project's own file; in a user-level file a relative one names no one folder (None)."""
+    path = Path(arg)
+    if path.is_absolute():
+        return path
+    return root / path if project else None
 
 
 def default_name(root: Path, scope: Scope) -> str:
@@ -189,11 +194,9 @@ def _names(arg: Any, root: Path, project: bool) -> bool:
         return False
     if arg == str(root):
         return True
-    path = Path(arg)
-    if not path.is_absolute():
-        if not project:
-            return False
-        path = root / path
+    path = _folder(arg, root, project)
+    if path is None:
+        return False
     try:
         return path.resolve() == root
     except (OSError, RuntimeError, ValueError):  # a loop of links, a NUL: not this folder
