@@ -312,8 +312,8 @@ def _walk(tree: Any, prefix: str = "") -> Iterable[str]:
 def _tip(repo: Repo, ref: str) -> str | None:
     """What `ref` names; None when there is no such ref, or it does not parse (`ref_tip` tells the two apart)."""
     try:
-        return str(repo.repo.references[ref].resolve().target)
-    except (KeyError, repo.pygit2.GitError, repo.pygit2.InvalidSpecError):
+        return ref_tip(repo, ref)
+    except StoreDamaged:
         return None
 
 
