@@ -10,11 +10,13 @@ reached) with VIVARY_JOBS=n for each n of --jobs (default 1, 2 and the usable co
 median wall, CPU (user + system of the command and its children) and peak RSS (the largest single process:
 getrusage of a wrapper's children), then s (serial seconds), p (parallel seconds, on one core), the serial share
 s / (s + p), the floor (`git cat-file --batch-all-objects --batch > /dev/null`: reading every object once) and each
-median's ratio to it, with the load average before and after and how the objects are stored. The floor depends
-on that storage as much as on the machine: loose objects cost the floor one file each (on this project's
-machines 1.3 s one day and 4.6 s another for the same 100,000 notes, most of it system time), a packed
-repository's floor opens one file; `--repack` measures what a clone has. With 2 cores the fit has exactly two
-points.
+median's ratio to it, with the load average before and after and how the objects are stored. Objects no ref
+reaches (an earlier run's caches, packed by a repack while their refs stood) are counted and warned of: the floor
+reads them and a clone would not have them (on 2026-12-06, 517 such objects, 77 MB of cache chunks, took a
+100,000-note vault's floor from 1.07 to 1.43 s). The floor depends on that storage as much as on the machine:
+loose objects cost the floor one file each (on this project's machines 1.3 s one day and 4.6 s another for the
+same 100,000 notes, most of it system time), a packed repository's floor opens one file; `--repack` measures what
+a clone has (and leaves out what no ref reaches). With 2 cores the fit has exactly two points.
 CPU / wall below the job count means the command waited for a core: on a machine shared with other work
 the wall figures, and so the fit, measure the sharing as much as the code.
 """
@@ -23,14 +25,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from bench_graph import GIT_ENV, build, git
+from bench_graph import GIT_ENV, build, git, make_cold, unreachable
 
 from vivary_git.parallel import usable_cores  # what `git vivary` itself counts
 
@@ -54,17 +55,6 @@ def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float,
     if int(rc) not in (0, 1):
         raise SystemExit(f"{' '.join(cmd)} failed ({rc}):\n{proc.stderr}")
     return float(wall), float(cpu), int(rss)
-
-
-def cold(ws: Path) -> None:
-    """As a fresh clone has it: no `.git/vivary`, no `refs/vivary/*` or `refs/notes/vivary`, and none of the
-    objects an earlier run's caches wrote. Left loose, those objects made the next run's cache write find them
-    written (libgit2 writes no object it has) and the floor read them too: on 2026-12-06, with 1,112 of them
-    from earlier runs, the floor was 1.57 s and a 2-job run 4.5x it; pruned, 1.27 s and 6.1x."""
-    shutil.rmtree(ws / ".git" / "vivary", ignore_errors=True)
-    for ref in git(ws, "for-each-ref", "--format=%(refname)", "refs/vivary", "refs/notes/vivary").split():
-        git(ws, "update-ref", "-d", ref)
-    git(ws, "prune", "--expire=now")  # only objects no ref reaches: the workspace's own commits stay
 
 
 def fit(points: dict[int, float]) -> tuple[float, float]:
@@ -104,12 +94,23 @@ def main() -> int:
     build(dest, a.notes, a.seed)
     ws = dest
     git(ws, "reset", "-q", "--hard", "HEAD")
+    make_cold(ws)  # first: a repack while an earlier run's cache refs stood would pack their objects in for good
     if a.repack:
-        git(ws, "repack", "-adq")
+        git(ws, "repack", "-adq")  # what no ref reaches is left out of the one pack, as a clone leaves it out
     counted = dict(line.split(": ", 1) for line in git(ws, "count-objects", "-v").splitlines() if ": " in line)
+    stray = unreachable(ws)
     storage = f"{int(counted.get('count', 0)):,} loose object(s), {int(counted.get('in-pack', 0)):,} in " \
-              f"{counted.get('packs', '0')} pack(s)"
+              f"{counted.get('packs', '0')} pack(s), {stray:,} no ref reaches"
+    if stray:
+        print(f"warning: {stray:,} object(s) no ref reaches are packed (an earlier run's caches?): the floor reads "
+              "them and a clone would not have them; --repack leaves them out", file=sys.stderr)
     ours = a.vivary.split()
+    # Exit 1 means findings to the timing loop, so a missing command (`git vivary` off PATH: git exits 1) would
+    # pass for a fast one.
+    probe = subprocess.run([*ours, "--version"], capture_output=True, text=True, check=False)
+    if probe.returncode != 0:
+        raise SystemExit(f"`{a.vivary} --version` failed: {(probe.stderr or probe.stdout).strip()}; activate the "
+                         "environment that has vivary-git (scripts/test makes .venv/test) or pass --vivary")
     env = dict(os.environ, **GIT_ENV)
     env.pop("VIVARY_JOBS", None)
     started = load()
@@ -125,7 +126,7 @@ def main() -> int:
         floors.append(timed(floor_cmd, ws, env)[0])
         # Alternate the order round by round, so that neither end of a round always gets the quieter moment.
         for n in jobs if round_ % 2 == 0 else reversed(jobs):
-            cold(ws)
+            make_cold(ws)
             wall, cpu, peak = timed([*ours, "check", "--rev", "HEAD", "--json"], ws, dict(env, VIVARY_JOBS=str(n)))
             walls[n].append(wall)
             cpus[n].append(cpu)
