@@ -212,6 +212,27 @@ def test_shallow_clone_names_a_fetch_that_works_for_a_remote_tracking_name(repo:
         assert f"already in {remote}/main (not counted against this change):" in r.stdout
 
 
+def test_shallow_clone_names_a_fetch_that_works_for_a_branch_name(repo: Repo, tmp_path: Path) -> None:
+    """`--base main` in a single-branch shallow clone with no local `main`: the fetch the message named (`git fetch
+    … origin main`) landed in FETCH_HEAD, `main` stayed unknown and the same message came back. It names a fetch
+    into `origin/main` and the `--base` to pass after it."""
+    two_commits(repo)
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("feature", files={"notes/more.md": "# More\n"})
+    clone = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth=1", "--branch", "feature", f"file://{repo.path}", str(clone))
+    for base in ("main", "refs/heads/main"):
+        r = run_git_vivary(["ci", "--base", base], cwd=clone)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        fetch = re.search(r"`(git fetch [^`]*)` \(then pass `--base ([^`]*)`\)", r.stderr)
+        assert fetch is not None and fetch.group(1) == "git fetch --no-tags --depth=1 origin " \
+            "main:refs/remotes/origin/main" and fetch.group(2) == "origin/main", r.stderr
+    git(clone, *shlex.split(fetch.group(1))[1:])  # the command the message names works
+    assert run_git_vivary(["ci", "--base", "main"], cwd=clone).returncode == 2  # still no local `main`
+    r = run_git_vivary(["ci", "--base", fetch.group(2)], cwd=clone)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
 def diverged(repo: Repo, main_moves: int = 1) -> tuple[str, str]:
     """main has a typo (`a` depends on `corr`); the branch `feature` adds `b`; then main fixes the typo and moves
     on `main_moves` commits in all. The main tip is no ancestor of the feature tip: (main tip, feature tip)."""

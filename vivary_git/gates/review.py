@@ -273,32 +273,46 @@ def _open_base(cwd: str | os.PathLike[str] | None, base: str, root: str | None, 
         lifetime.keep_until_exit(ws)
     except GitError as err:
         if (repo.common_dir / "shallow").exists():
+            fetch, then = _fetch_command(repo, base)
             raise GitError(
-                f"--base {base}: not in this shallow clone. Fetch it with `{_fetch_command(repo, base)}`, or "
+                f"--base {base}: not in this shallow clone. Fetch it with `{fetch}`{then}, or "
                 "check out with full history (actions/checkout: `fetch-depth: 0`)"
             ) from None
         raise err from None
     return ws
 
 
-def _fetch_command(repo: Repo, base: str) -> str:
-    """The fetch that brings `base` into a shallow clone, quoted for a shell. A remote-tracking name
-    (`origin/main`, `refs/remotes/origin/main`, of a configured remote) is fetched into that very ref: the
-    remote has no ref `origin/main`, and a fetch of `main` alone would land in FETCH_HEAD, not in `origin/main`.
-    Anything else (a commit id) is asked of `origin` as it is."""
+def _fetch_command(repo: Repo, base: str) -> tuple[str, str]:
+    """The fetch that brings `base` into a shallow clone, quoted for a shell, and what to pass as `--base` after
+    it when that is not `base` (" (then ...)", or ""). A remote-tracking name (`origin/main`,
+    `refs/remotes/origin/main`, of a configured remote) is fetched into that very ref: the remote has no ref
+    `origin/main`, and a fetch of `main` alone would land in FETCH_HEAD, not in `origin/main`. A branch name
+    (`main`, `refs/heads/main`) is fetched from `origin` (or the one remote there is) into its remote-tracking ref,
+    and `--base` then names that: a fetch of `main` alone would leave `main` unknown. A commit id is asked of the
+    remote as it is: fetched, it is found."""
+    import re
     import shlex
 
     name = next((base[len(p):] for p in ("refs/remotes/", "remotes/") if base.startswith(p)), base)
     try:
-        remotes = list(repo.repo.remotes.names())
+        remotes = sorted(r for r in repo.repo.remotes.names() if r)
     except repo.pygit2.GitError:
         remotes = []
-    for remote in sorted((r for r in remotes if r and name.startswith(f"{r}/")), key=len, reverse=True):
+
+    def into(remote: str, branch: str) -> str:
+        return (f"git fetch --no-tags --depth=1 {'-- ' if remote.startswith('-') else ''}{shlex.quote(remote)} "
+                f"{shlex.quote(f'{branch}:refs/remotes/{remote}/{branch}')}")
+
+    for remote in sorted((r for r in remotes if name.startswith(f"{r}/")), key=len, reverse=True):
         branch = name[len(remote) + 1:]
         if branch:
-            return (f"git fetch --no-tags --depth=1 {'-- ' if remote.startswith('-') else ''}{shlex.quote(remote)} "
-                    f"{shlex.quote(f'{branch}:refs/remotes/{remote}/{branch}')}")
-    return f"git fetch --no-tags --depth=1 origin {shlex.quote(base)}"
+            return into(remote, branch), ""
+    source = "origin" if "origin" in remotes or len(remotes) != 1 else remotes[0]
+    branch = base.removeprefix("refs/heads/")
+    if re.fullmatch(r"[0-9a-fA-F]{7,64}", branch) is None and not branch.startswith(("refs/", "-")) \
+            and all(ch not in branch for ch in "~^:@{ \\") and source in remotes:
+        return into(source, branch), f" (then pass `--base {shlex.quote(f'{source}/{branch}')}`)"
+    return f"git fetch --no-tags --depth=1 {shlex.quote(source)} {shlex.quote(base)}", ""
 
 
 def _changed_files(repo: Repo, base_tree: str, head_tree: str | None) -> list[str]:
