@@ -438,6 +438,20 @@ def _lock_waiters(lock: Path) -> int:
     return sum(1 for line in Path("/proc/locks").read_text().splitlines() if "->" in line and inode in line)
 
 
+def test_a_memory_write_refuses_when_a_file_is_in_the_place_of_the_locks_folder(repo: Repo, cli) -> None:
+    """The write lock could not be made there, and the write went on without it (another writer could then take
+    the memory for a change of the user's): it refuses (exit 2), naming the file, and changes nothing."""
+    _seed(repo)
+    locks = repo.path / ".git" / "vivary" / "locks"
+    locks.parent.mkdir(parents=True, exist_ok=True)
+    locks.write_text("not a folder\n")
+    head = repo.git("rev-parse", "HEAD")
+    r = cli("remember", "The loading dock closes at 6pm on Fridays.", cwd=repo.path)
+    assert r.code == 2 and r.err.startswith(f"git vivary remember: {locks}: ") and "remove it" in r.err, r.err
+    assert repo.git("rev-parse", "HEAD") == head and repo.git("status", "--porcelain=v1") == ""
+    locks.unlink()
+    assert cli("remember", "The loading dock closes at 6pm on Fridays.", cwd=repo.path).code == 0
+
 @pytest.mark.parametrize("branch", ["", "vivary/memory"])
 def test_two_processes_adding_the_same_fact_at_once_commit_it_once(repo: Repo, branch: str) -> None:
     """Both probe before either holds the write lock (the test holds it until both wait for it): the one that
