@@ -187,6 +187,21 @@ def test_local_memory_configured_healthy_and_stale(ws: Repo, cli: Any) -> None:
     assert any(p["fix"].startswith("git vivary index --yes") for p in d["problems"])
 
 
+def test_a_file_in_the_place_of_the_memory_folder_is_named_not_no_index_yet(ws: Repo, cli: Any) -> None:
+    """Doctor said "no index yet" (ok) while `.git/vivary/memory` was a file; it names the file and the fix, as
+    `index` and `recall` do (tests/test_memory_local.py), and leaves it alone."""
+    if importlib.util.find_spec("hnswlib") is None or importlib.util.find_spec("onnxruntime") is None:
+        pytest.skip("needs the [embed] extra: without it doctor stops at `unavailable`")
+    ws.commit("enable memory", {".vivary/memory.toml": ENABLE_LOCAL})
+    memory = ws.path / ".git" / "vivary" / "memory"
+    memory.parent.mkdir(parents=True, exist_ok=True)
+    memory.write_text("not a folder\n")
+    code, d = doctor(cli, ws.path)
+    assert code == 1 and d["memory"]["status"] == "misconfigured", d["memory"]
+    assert d["memory"]["detail"].startswith(f"{memory}: a file is in the place of a folder")
+    assert any(p["area"] == "memory" and "remove it" in p["message"] for p in d["problems"])
+    assert memory.read_text() == "not a folder\n"
+
 def test_local_memory_without_the_extra_is_unavailable(ws: Repo, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     ws.commit("enable memory", {".vivary/memory.toml": ENABLE_LOCAL})
     # An install without the [embed] extra, as test_memory_local simulates it: find_spec says the runtime

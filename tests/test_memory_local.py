@@ -407,11 +407,21 @@ def test_state_directories_replaced_by_files_are_clear_errors(ws: Any, cli: Any)
     where = state_dir(ws.path)
     shutil.rmtree(where)
     where.write_text("not a folder\n")
-    r = _run(["recall", "vault"], ws.path)
-    assert r.returncode == 3 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
-    r = _run(["index", "--yes"], ws.path)
-    assert r.returncode == 2 and r.stderr.count("\n") == 1 and str(where) in r.stderr, r.stderr
+    for args in (["recall", "vault"], ["index", "--yes"]):
+        r = _run(args, ws.path)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and f": {where}: a file" in r.stderr, (args, r.stderr)
     where.unlink()
+    # `.git/vivary/memory` itself: recall and forget said "no index yet" (exit 3 and 0), as if it held none.
+    memory = where.parent
+    memory.rmdir()
+    memory.write_text("not a folder\n")
+    for args in (["recall", "vault"], ["query", "--mode", "semantic", "vault"], ["index", "--yes"],
+                 ["forget", "--yes"]):
+        r = _run(args, ws.path)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, (args, r.stderr)
+        assert f": {memory}: a file is in the place of a folder" in r.stderr and "remove it" in r.stderr, r.stderr
+    assert memory.read_text() == "not a folder\n"  # named, never removed by a command
+    memory.unlink()
     vivary = ws.path / ".git" / "vivary"
     shutil.rmtree(vivary)
     vivary.write_text("not a folder\n")

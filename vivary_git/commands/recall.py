@@ -39,9 +39,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Ask the semantic memory (vivary-local or Cognee, docs/recall.md) for the notes that best match "
         "a question by meaning. Returns typed leads (node id, type, path, score, reason, edges) for notes of the "
         "current snapshot only: read the files before acting. Exit 0; 2 on a usage or config error (memory not "
-        "enabled, the [embed] or [cognee] extra missing, Cognee failed); 3 when refused: no index yet, or the "
-        "index is stale (notes changed since `git vivary index --yes`), a Cognee gate closed, or privacy cannot "
-        "be decided.",
+        "enabled, the [embed] or [cognee] extra missing, Cognee failed, a file in the place of a folder of "
+        ".git/vivary); 3 when refused: no index yet, or the index is stale (notes changed since `git vivary index "
+        "--yes`), a Cognee gate closed, or privacy cannot be decided.",
     )
     p.add_argument("text", nargs="*", metavar="QUERY", help="the question (words are joined by spaces)")
     p.add_argument("--k", type=at_least(1), default=10, metavar="N", help="how many hits (default 10, at most 250)")

@@ -454,7 +454,7 @@ def _local_memory(info: Callable[..., MemoryInfo], cfg: MemoryConfig, ws_root: P
                     f"{INSTALL_HINT}   # a human gate")
     try:
         manifest = _find_manifest(cfg, ws_root, common_dir, ws)
-    except RefusedError as err:
+    except (RefusedError, GitError) as err:
         return info("misconfigured", str(err), "fix the state folder as the detail says (docs/memory.md#where-the-"
                     "state-lives); then `git vivary index --yes`")
     if manifest is None:
@@ -480,7 +480,7 @@ def _find_manifest(cfg: MemoryConfig, ws_root: Path, common_dir: Path,
     """(where, fingerprint) of the manifest `git vivary index --yes` wrote for this workspace (memory/provider.py's
     `state_store`: `<state_path>/<dataset>/` when `[memory.local] state_path` is set, read only as this machine
     wrote it, else `.git/vivary/memory/<dataset>/`); None when there is none. `RefusedError` when the state folder
-    may not be used."""
+    may not be used, `GitError` when a file is in the place of a folder on the way to it."""
     from vivary_git.memory.snapshot import dataset_name
 
     dataset = dataset_name(ws_root, cfg.dataset_label)
@@ -496,7 +496,9 @@ def _find_manifest(cfg: MemoryConfig, ws_root: Path, common_dir: Path,
         if data is None:
             return (str(candidate), "") if candidate.exists() or candidate.is_symlink() else None
     else:
-        candidate = common_dir / "vivary" / "memory" / dataset / "manifest.json"
+        from vivary_git.memory.state import git_dir_store
+
+        candidate = git_dir_store(common_dir / "vivary", dataset).directory / "manifest.json"
         if candidate.is_symlink() or not candidate.is_file():
             return None
         try:
