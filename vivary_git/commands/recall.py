@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     from vivary_git.memory.config import load_memory_config
     from vivary_git.memory.local.provider import LocalMemory
     from vivary_git.memory.local.runtime import preload_runtime
-    from vivary_git.memory.provider import RecallFilters, normalise_k
+    from vivary_git.memory.provider import RecallFilters, normalise_k, require_local
 
     preload_runtime()  # a fresh `recall` per agent turn: the runtime imports overlap opening the workspace
 
@@ -141,10 +141,12 @@ def run(args: argparse.Namespace) -> int:
     k = normalise_k(args.k)
     batch = _read_queries(args.queries) if args.queries is not None else None
     ws = open_ws(args)
+    cfg = load_memory_config(ws)
+    if cfg.provider != "cognee":
+        require_local(cfg, "recall")  # before --edge builds the graph: memory off writes no cache
     # Without --edge the graph is left to the memory snapshot, which builds it beside the privacy decisions.
     filters = RecallFilters(types=args.type, paths=args.path,
                             edges=ws.resolve_edge_specs(args.edge) if args.edge else [])
-    cfg = load_memory_config(ws)
     session: RecallSession | CogneeMemory
     if cfg.provider == "cognee":
         from vivary_git.memory.cognee import CogneeMemory
