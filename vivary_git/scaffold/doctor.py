@@ -168,7 +168,7 @@ def doctor(path: str | os.PathLike[str] | None = None, *, rev: str = "HEAD", roo
     ws_root, config_name, graph, ws = _graph(start, rev, root, head, problems)
     privacy = _privacy(ws_root, top, root, problems)
     hooks = _hooks(start, top, problems)
-    cache = _cache(start)
+    cache = _cache(start, problems)
     memory = _memory(ws_root, Path(git_dir), privacy, ws, problems)
     rules = ws.config.links if ws is not None else None
     report_ws = WorkspaceInfo(str(ws_root), config_name, rev if graph is not None else None,
@@ -361,9 +361,28 @@ def _head(path: Path, limit: int = 64 * 1024) -> str:
         return ""
 
 
-def _cache(start: Path) -> CacheInfo:
-    code, out = _git(["rev-parse", "-q", "--verify", f"{CACHE_REF}^{{commit}}"], start)
-    return CacheInfo(CACHE_REF, code == 0, _text(out) if code == 0 else None)
+def _cache(start: Path, problems: list[Problem]) -> CacheInfo:
+    """Whether `refs/vivary/cache` exists and the commit it names, read as every command reads it (store/read.py):
+    the ref itself, never peeled (`REF^{commit}` took a tag of a commit for a cache), and the manifest it holds.
+    Damage is a problem naming `cache drop`; `commit` is then none."""
+    from vivary_git.store.format import StoreDamaged
+    from vivary_git.store.read import Snapshot, _tip
+
+    try:
+        repo = git.try_open(start)
+    except GitError:
+        repo = None  # the repo section says why
+    if repo is None:
+        return CacheInfo(CACHE_REF, False, None)
+    try:
+        snap = Snapshot.load(repo, CACHE_REF)
+    except StoreDamaged as err:
+        problems.append(Problem("cache", "error", f"{CACHE_REF} is damaged: {err.what}; every command ignores it "
+                                "and records nothing on it",
+                                "git vivary cache drop   # the next check/graph/query run records a fresh cache"))
+        return CacheInfo(CACHE_REF, True, None)
+    tip = snap.commit if snap is not None else _tip(repo, CACHE_REF)  # none: another vivary-git format's cache
+    return CacheInfo(CACHE_REF, tip is not None, tip)
 
 
 def _memory(ws_root: Path, common_dir: Path, privacy: PrivacyInfo, ws: Workspace | None,
