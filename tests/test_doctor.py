@@ -187,6 +187,21 @@ def test_local_memory_configured_healthy_and_stale(ws: Repo, cli: Any) -> None:
     assert any(p["fix"].startswith("git vivary index --yes") for p in d["problems"])
 
 
+def test_a_file_in_the_place_of_the_memory_folder_is_named_not_no_index_yet(ws: Repo, cli: Any) -> None:
+    """Doctor said "no index yet" (ok) while `.git/vivary/memory` was a file; it names the file and the fix, as
+    `index` and `recall` do (tests/test_memory_local.py), and leaves it alone."""
+    if importlib.util.find_spec("hnswlib") is None or importlib.util.find_spec("onnxruntime") is None:
+        pytest.skip("needs the [embed] extra: without it doctor stops at `unavailable`")
+    ws.commit("enable memory", {".vivary/memory.toml": ENABLE_LOCAL})
+    memory = ws.path / ".git" / "vivary" / "memory"
+    memory.parent.mkdir(parents=True, exist_ok=True)
+    memory.write_text("not a folder\n")
+    code, d = doctor(cli, ws.path)
+    assert code == 1 and d["memory"]["status"] == "misconfigured", d["memory"]
+    assert d["memory"]["detail"].startswith(f"{memory}: a file is in the place of a folder")
+    assert any(p["area"] == "memory" and "remove it" in p["message"] for p in d["problems"])
+    assert memory.read_text() == "not a folder\n"
+
 def test_local_memory_without_the_extra_is_unavailable(ws: Repo, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     ws.commit("enable memory", {".vivary/memory.toml": ENABLE_LOCAL})
     # An install without the [embed] extra, as test_memory_local simulates it: find_spec says the runtime
@@ -201,6 +216,31 @@ def test_local_memory_without_the_extra_is_unavailable(ws: Repo, cli: Any, monke
     assert code == 1 and d["memory"]["status"] == "unavailable"
     assert any("vivary-git[embed]" in p["fix"] for p in d["problems"])
 
+
+
+@pytest.mark.parametrize("damage", ["tag", "garbage"])
+def test_a_cache_ref_every_command_reads_as_damaged_is_damaged_in_doctor(ws: Repo, cli: Any, damage: str) -> None:
+    """Doctor read the cache ref as `refs/vivary/cache^{commit}`, which peels an annotated tag: a ref naming a tag was
+    "at <commit>" and ok, while every other command calls it damage (store/read.py never peels); a ref file that
+    does not parse was "absent". Both are now the damage `cache status` names, with `cache drop` as the fix."""
+    assert cli("check", "--rev", "HEAD", cwd=ws.path).code == 0
+    if damage == "tag":
+        ws.git("tag", "-a", "-m", "not a cache", "cachetag", "refs/vivary/cache")
+        ws.git("update-ref", "refs/vivary/cache", ws.git("rev-parse", "cachetag").strip())
+        said = "it names an annotated tag"
+    else:
+        (ws.path / ".git" / "refs" / "vivary" / "cache").write_text("garbage\n")
+        said = "the ref itself is unreadable"
+    assert said in cli("cache", "status", cwd=ws.path).out  # the store's reading, which doctor agrees with
+    code, d = doctor(cli, ws.path)
+    assert code == 1 and d["cache"] == {"ref": "refs/vivary/cache", "present": True, "commit": None}, d["cache"]
+    problem = next(p for p in d["problems"] if p["area"] == "cache")
+    assert problem["level"] == "error" and said in problem["message"] and "git vivary cache drop" in problem["fix"]
+    r = cli("doctor", cwd=ws.path)
+    assert "cache      refs/vivary/cache damaged" in r.out, r.out
+    assert cli("cache", "drop", cwd=ws.path).code == 0
+    code, d = doctor(cli, ws.path)
+    assert d["cache"]["present"] is False and not any(p["area"] == "cache" for p in d["problems"])
 
 def test_findings_and_hooks(ws: Repo, cli: Any) -> None:
     ws.commit("broken ref", {"changes/oops.md": "---\nproject: x\nstatus: planned\nslice: s\n"

@@ -93,6 +93,24 @@ def test_disabled_memory_is_a_config_error(repo: Any, cli: Any) -> None:
     assert not (repo.path / ".git" / "vivary" / "memory").exists()
 
 
+
+def test_a_command_refused_because_memory_is_off_leaves_no_state(repo: Any, cli: Any) -> None:
+    """Reading the working tree made `.git/vivary/tmp` for its scratch index and left it, and `query --mode
+    semantic` (or `--edge`) built and cached the graph before it found memory off: a command that only reads and
+    refuses leaves `.git/vivary` as it was (here: absent). A command that reads the graph keeps its caches there,
+    but no scratch folder."""
+    repo.commit(files={"tropo.toml": TROPO, "a.md": "---\nid: a\n---\n# A\n"})
+    vivary = repo.path / ".git" / "vivary"
+    for args in (("recall", "anything"), ("recall", "--edge", "related:a", "anything"),
+                 ("query", "--mode", "semantic", "anything"), ("query", "--mode", "hybrid", "--edge", "related:a", "x"),
+                 ("index", "--yes"), ("index", "--auto")):
+        r = cli(*args, cwd=repo.path)
+        assert r.code == (0 if "--auto" in args else 2), (args, r.err)
+        assert not vivary.exists(), (args, sorted(p.name for p in vivary.iterdir()))
+    for args in (("graph",), ("query", "A"), ("find", "A"), ("blast", "a"), ("doctor",), ("cache", "status")):
+        assert cli(*args, cwd=repo.path).code in (0, 1), args
+        assert not (vivary / "tmp").exists(), args
+
 def test_stale_gating_and_incremental_index(ws: Any, cli: Any) -> None:
     r = cli("recall", "rotate keys", cwd=ws.path)
     assert r.code == 3 and "git vivary index --yes" in r.err  # no index yet
@@ -407,11 +425,21 @@ def test_state_directories_replaced_by_files_are_clear_errors(ws: Any, cli: Any)
     where = state_dir(ws.path)
     shutil.rmtree(where)
     where.write_text("not a folder\n")
-    r = _run(["recall", "vault"], ws.path)
-    assert r.returncode == 3 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
-    r = _run(["index", "--yes"], ws.path)
-    assert r.returncode == 2 and r.stderr.count("\n") == 1 and str(where) in r.stderr, r.stderr
+    for args in (["recall", "vault"], ["index", "--yes"]):
+        r = _run(args, ws.path)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and f": {where}: a file" in r.stderr, (args, r.stderr)
     where.unlink()
+    # `.git/vivary/memory` itself: recall and forget said "no index yet" (exit 3 and 0), as if it held none.
+    memory = where.parent
+    memory.rmdir()
+    memory.write_text("not a folder\n")
+    for args in (["recall", "vault"], ["query", "--mode", "semantic", "vault"], ["index", "--yes"],
+                 ["forget", "--yes"]):
+        r = _run(args, ws.path)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, (args, r.stderr)
+        assert f": {memory}: a file is in the place of a folder" in r.stderr and "remove it" in r.stderr, r.stderr
+    assert memory.read_text() == "not a folder\n"  # named, never removed by a command
+    memory.unlink()
     vivary = ws.path / ".git" / "vivary"
     shutil.rmtree(vivary)
     vivary.write_text("not a folder\n")

@@ -706,6 +706,33 @@ def test_a_killed_index_run_releases_the_lock(ws: Repo, cli: Any) -> None:
     assert r.code == 0 and r.json()["embedded"] == len(PUBLIC) and "waiting" not in r.err
 
 
+
+@pytest.mark.parametrize("damage", ["file", "folder"])
+def test_an_index_run_refuses_when_its_lock_cannot_be_taken_for_damage(ws: Repo, cli: Any, damage: str) -> None:
+    """A file in the place of `.git/vivary/locks` (or a folder in the place of the lock file) made the run say
+    "indexing without it" and go on unlocked, so two runs could overwrite each other's state: it refuses (exit 2,
+    as for any file in the place of `.git/vivary`'s folders), naming the thing to remove, and writes nothing."""
+    from vivary_git.memory.local.provider import LocalMemory
+
+    mem = LocalMemory(open_workspace(ws.path))
+    repo = mem.ws.source.repo
+    assert repo is not None
+    locks = repo.vivary_dir / "locks"
+    locks.parent.mkdir(parents=True, exist_ok=True)
+    if damage == "file":
+        locks.write_text("not a folder\n")
+        named = locks
+    else:
+        named = locks / f"index-{mem.dataset}.lock"
+        named.mkdir(parents=True)
+    r = cli("index", "--yes", cwd=ws.path)
+    assert r.code == 2, r.err
+    assert r.err.startswith(f"git vivary index: {named}: ") and "remove it" in r.err and r.err.count("\n") == 1
+    assert "without it" not in r.err and "Traceback" not in r.err
+    assert mem.store.local_path("manifest.json") is None
+    (locks.unlink() if damage == "file" else named.rmdir())
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+
 # --- 7. the post-commit hook indexes in the background ----------------------------------------------------
 
 

@@ -207,7 +207,7 @@ def test_a_long_memory_s_commit_subject_says_what_it_is(repo: Repo, cli) -> None
     r = cli("remember", fact, "--json", cwd=repo.path)
     assert r.code == 0, r.err
     mid = r.json()["id"]
-    assert mid == "the-staging-database-is-rebuilt-every-sunday-at-02-00-utc-be"
+    assert mid == "the-staging-database-is-rebuilt-every-sunday-at-02-00-utc"  # whole words
     assert repo.git("log", "-1", "--format=%s").strip() == (
         "vivary: add the-staging-database-is…: The staging database is rebuilt…")
     assert _trailers(repo) == f"Vivary-Op: add\nVivary-Node: {mid}\nVivary-Source: cli\n"
@@ -231,6 +231,32 @@ def test_a_slug_folds_accents(repo: Repo, cli) -> None:
     assert r.code == 0 and r.json()["path"] == "memories/strasse-und-lodz-aero.md", r.out
     assert cli("check", cwd=repo.path).code == 0
 
+
+
+def test_a_long_titles_file_name_ends_with_a_whole_word(repo: Repo, cli) -> None:
+    """The name was cut at 60 characters wherever that fell (`...-always-happens-o.md`): it ends after the last whole
+    word that fits (`memory-2` and so on when that is taken; in any script; one word longer than the limit is still
+    cut, and a word that ends exactly at the limit stays whole)."""
+    _seed(repo)
+    text = "The quarterly infrastructure review meeting always happens on the second Thursday afternoon."
+    names = []
+    for args in ((text,), (text, "--force"), ("Деплой только по вторникам и четвергам, никогда не по пятницам, даже "
+                                              "в праздники.",), ("a" * 55 + " bcde fg",), ("x" * 70,)):
+        r = cli("remember", *args, "--json", cwd=repo.path)
+        assert r.code == 0, r.err
+        names.append(r.json()["path"])
+    assert names == [
+        "memories/the-quarterly-infrastructure-review-meeting-always-happens.md",
+        "memories/the-quarterly-infrastructure-review-meeting-always-happens-2.md",  # taken: the next number
+        "memories/деплой-только-по-вторникам-и-четвергам-никогда-не-по.md",
+        "memories/" + "a" * 55 + "-bcde.md",  # 60 characters, ending with a word
+        "memories/" + "x" * 60 + ".md",
+    ]
+    repo.commit("tropo", {"tropo.toml": "version = 1\n"})
+    r = cli("remember", "Tomás reviews the quarterly infrastructure budget with the finance team.", "--json",
+            cwd=repo.path)
+    assert r.code == 0 and r.json()["id"] == "tomas-reviews-the-quarterly-infrastructure-budget-with-the", r.out
+    assert cli("check", cwd=repo.path).code == 0
 
 def test_a_text_opening_with_a_rule_is_titled_by_its_first_line_with_words(repo: Repo, cli) -> None:
     _seed(repo)
@@ -437,6 +463,20 @@ def _lock_waiters(lock: Path) -> int:
     inode = f":{lock.stat().st_ino} "
     return sum(1 for line in Path("/proc/locks").read_text().splitlines() if "->" in line and inode in line)
 
+
+def test_a_memory_write_refuses_when_a_file_is_in_the_place_of_the_locks_folder(repo: Repo, cli) -> None:
+    """The write lock could not be made there, and the write went on without it (another writer could then take
+    the memory for a change of the user's): it refuses (exit 2), naming the file, and changes nothing."""
+    _seed(repo)
+    locks = repo.path / ".git" / "vivary" / "locks"
+    locks.parent.mkdir(parents=True, exist_ok=True)
+    locks.write_text("not a folder\n")
+    head = repo.git("rev-parse", "HEAD")
+    r = cli("remember", "The loading dock closes at 6pm on Fridays.", cwd=repo.path)
+    assert r.code == 2 and r.err.startswith(f"git vivary remember: {locks}: ") and "remove it" in r.err, r.err
+    assert repo.git("rev-parse", "HEAD") == head and repo.git("status", "--porcelain=v1") == ""
+    locks.unlink()
+    assert cli("remember", "The loading dock closes at 6pm on Fridays.", cwd=repo.path).code == 0
 
 @pytest.mark.parametrize("branch", ["", "vivary/memory"])
 def test_two_processes_adding_the_same_fact_at_once_commit_it_once(repo: Repo, branch: str) -> None:

@@ -825,6 +825,30 @@ def test_a_cache_ref_that_does_not_parse_is_called_damaged_and_cache_drop_remove
     assert run_git_vivary(["cache", "verify"], repo.path).returncode == 0
 
 
+
+def test_cache_drop_removes_staged_refs_that_do_not_parse_and_never_a_branch(repo: Repo) -> None:
+    """A staged ref under refs/vivary-fetch/ whose file holds no object id is left out of every listing (Git's
+    "ignoring broken ref", libgit2's too): `cache drop` left it for good. A staged ref made a symbolic ref to a
+    branch was deleted through it, branch and all, and one leading to no ref stayed. Drop removes each staged ref
+    itself, says which and why, and leaves the branch."""
+    repo.commit("notes", NOTES)
+    run_git_vivary(["check", "--rev", "HEAD"], repo.path)
+    repo.git("branch", "keep")
+    keep = repo.git("rev-parse", "keep").strip()
+    staged = repo.path / ".git" / "refs" / "vivary-fetch"
+    (staged / "origin").mkdir(parents=True)
+    (staged / "origin" / "cache").write_text("garbage\n")
+    repo.git("symbolic-ref", "refs/vivary-fetch/linked/cache", "refs/heads/keep")
+    repo.git("symbolic-ref", "refs/vivary-fetch/gone/cache", "refs/heads/gone")
+    r = run_git_vivary(["cache", "drop"], repo.path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout == ("dropped refs/vivary/cache, refs/vivary-fetch/gone/cache (a symbolic ref to no ref), "
+                        "refs/vivary-fetch/linked/cache, refs/vivary-fetch/origin/cache (it did not parse)\n")
+    assert not (staged / "origin" / "cache").exists() and not repo.git("for-each-ref", "refs/vivary-fetch/").strip()
+    assert repo.git("rev-parse", "--verify", "refs/heads/keep").strip() == keep  # the branch is not the cache's
+    r = run_git_vivary(["cache", "drop"], repo.path)
+    assert r.returncode == 0 and r.stdout == "refs/vivary/cache: none; nothing to drop\n", r.stdout + r.stderr
+
 def test_a_cache_ref_line_git_cannot_read_in_packed_refs_is_named(repo: Repo) -> None:
     """A `packed-refs` line Git cannot read stops Git itself (`fatal: unexpected line in .git/packed-refs`); libgit2
     reads the ref as absent. A run said the ref "moved 8 times"; `cache drop` was a traceback (libgit2's "corrupted

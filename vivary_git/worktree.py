@@ -136,10 +136,12 @@ def worktree_tree(repo: git.Repo) -> str:
 def _scratch_index(repo: git.Repo, index: Path) -> Iterator[Path]:
     """A copy of the index to `git add -A` into (the real one is never touched), removed afterwards: in
     `.git/vivary/tmp/`, or, when that cannot be written (a read-only repository, a full disk, no permission),
-    in a private folder of the system's temporary directory. Neither: a `GitError` naming both and the fix."""
+    in a private folder of the system's temporary directory. Neither: a `GitError` naming both and the fix. The
+    folders made for it go with it: a command that only reads (`recall` with memory off) leaves no state behind."""
     import tempfile
 
     scratch_dir = repo.vivary_dir / "tmp"
+    made = [p for p in (scratch_dir, repo.vivary_dir) if not os.path.lexists(p)]  # deepest first
     try:
         scratch_dir.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError) as err:
@@ -164,7 +166,9 @@ def _scratch_index(repo: git.Repo, index: Path) -> Iterator[Path]:
             finally:
                 with contextlib.suppress(OSError):
                     scratch.unlink()
+                _remove_empty(made)
             return
+    _remove_empty(made)  # none could be made, or the copy could not be written there
     try:
         elsewhere = Path(tempfile.mkdtemp(prefix="vivary-index-"))
     except OSError as err:
@@ -178,6 +182,15 @@ def _scratch_index(repo: git.Repo, index: Path) -> Iterator[Path]:
         yield scratch
     finally:
         shutil.rmtree(elsewhere, ignore_errors=True)
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove these folders (deepest first) while they are empty: one another process writes in stays."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
 
 
 def _copy_index(index: Path, scratch: Path) -> None:

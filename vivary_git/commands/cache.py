@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -289,7 +290,7 @@ def _drop(repo: Repo) -> int:
     from vivary_git.refnames import CACHE_REF, STAGING_PREFIX
     from vivary_git.store.format import StoreDamaged
     from vivary_git.store.read import ref_tip
-    from vivary_git.store.write import delete_ref, delete_unreadable_ref
+    from vivary_git.store.write import delete_dangling_ref, delete_ref, delete_unreadable_ref
 
     try:
         staged = [str(r) for r in repo.repo.references if str(r).startswith(STAGING_PREFIX)]
@@ -297,24 +298,51 @@ def _drop(repo: Repo) -> int:
         raise UsageError(f"cannot list this repository's refs ({err}): {repo.common_dir / 'packed-refs'} (or a ref "
                          "file) does not parse, and Git cannot read it either (`git for-each-ref` says where); "
                          f"remove or fix the line it names, then run `git vivary cache drop` again") from None
-    dropped = []
-    for ref in [CACHE_REF, *staged]:
+    staged += [ref for ref in _loose_refs(repo, STAGING_PREFIX) if ref not in staged]
+    dropped: list[str] = []
+    stuck: list[str] = []
+    for ref in [CACHE_REF, *sorted(staged)]:
         try:
             tip = ref_tip(repo, ref)
         except StoreDamaged:  # a ref file that does not parse: Git's `update-ref -d` refuses it
-            if not delete_unreadable_ref(repo, ref):
-                raise UsageError(f"{ref} does not parse and could not be removed; Git refused. Remove the file "
-                                 f"{repo.common_dir / ref} (or its line in {repo.common_dir / 'packed-refs'}) by hand, "
-                                 "then run `git vivary cache drop` again") from None
-            dropped.append(ref)
+            if delete_unreadable_ref(repo, ref):
+                dropped.append(f"{shown(ref)} (it did not parse)")
+            else:
+                stuck.append(ref)
             continue
-        if tip is not None and delete_ref(repo, ref, tip):
-            dropped.append(ref)
-    print(f"dropped {', '.join(shown(d) for d in dropped)}" if dropped else f"{CACHE_REF}: none; nothing to drop")
+        if tip is None:
+            if delete_dangling_ref(repo, ref):
+                dropped.append(f"{shown(ref)} (a symbolic ref to no ref)")
+        elif delete_ref(repo, ref, tip):
+            dropped.append(shown(ref))
+    if dropped or not stuck:
+        print(f"dropped {', '.join(dropped)}" if dropped else f"{CACHE_REF}: none; nothing to drop")
     if dropped:
         print("  the next check/graph/query run records a fresh cache; the remote's copy is untouched "
               "(`git vivary sync push --force` replaces it)", file=sys.stderr)
+    if stuck:
+        ref = stuck[0]
+        more = f" (and {len(stuck) - 1} more: {', '.join(shown(r) for r in stuck[1:])})" if len(stuck) > 1 else ""
+        raise UsageError(f"{shown(ref)} does not parse and could not be removed{more}; Git refused (a "
+                         f"{shown(ref)}.lock file of a Git command at work, or left by one that died?). Remove the "
+                         f"file {shown(str(repo.common_dir / ref))} (or its line in "
+                         f"{shown(str(repo.common_dir / 'packed-refs'))}) by hand, then run `git vivary cache drop` "
+                         "again")
     return EXIT_OK
+
+
+def _loose_refs(repo: Repo, prefix: str) -> list[str]:
+    """The loose refs under `prefix` (`refs/vivary-fetch/`) by their files, those that do not parse included: Git
+    and libgit2 leave such a ref out of every listing (`warning: ignoring broken ref`), so `cache drop` left one
+    there for good. Only names Git could give a ref (never a `.lock` file of a writer at work)."""
+    top = repo.common_dir
+    found = []
+    for folder, _, files in os.walk(top / prefix):
+        for name in files:
+            ref = (Path(folder) / name).relative_to(top).as_posix()
+            if repo.pygit2.reference_is_valid_name(ref):
+                found.append(ref)
+    return found
 
 
 def _notes(repo: Repo, state: str) -> int:

@@ -59,7 +59,8 @@ def _print(r: DoctorReport) -> None:
     out.write(f"privacy    {privacy}\n")
     hooks = ", ".join(t(h) for h in r.hooks.vivary_hooks or ["pre-commit framework"])
     out.write(f"hooks      {f'installed ({hooks})' if r.hooks.installed else 'not installed'}\n")
-    cache = f"at {r.cache.commit[:12]}" if r.cache.commit else "absent (optional)"
+    cache = f"at {r.cache.commit[:12]}" if r.cache.commit else "damaged (below)" if r.cache.present \
+        else "absent (optional)"
     out.write(f"cache      {r.cache.ref} {cache}\n")
     m = r.memory
     out.write(f"memory     {t(m.status)} (provider {t(m.provider)})" + (f": {t(m.detail)}" if m.detail else "") + "\n")

@@ -89,16 +89,20 @@ def run_semantic(args: argparse.Namespace) -> int:
     """The same provider as `git vivary recall`, with query's filters and output framing."""
     import msgspec
 
+    from vivary_git.memory.config import load_memory_config
     from vivary_git.memory.local.provider import LocalMemory
-    from vivary_git.memory.provider import RecallFilters, normalise_k
+    from vivary_git.memory.provider import RecallFilters, normalise_k, require_local
     from vivary_git.query import QueryFilters
 
     text = " ".join(args.text)
     k = normalise_k(args.k)
     ws = open_ws(args)
-    edges = ws.resolve_edge_specs(args.edge)
-    hits = LocalMemory(ws).recall(text, k=k, filters=RecallFilters(types=args.type, paths=args.path,
-                                                                  edges=edges), mode=args.mode)
+    cfg = load_memory_config(ws)
+    require_local(cfg, "recall")  # before anything builds the graph: memory off writes no cache
+    # Without --edge the graph is left to the memory snapshot, which builds it beside the privacy decisions.
+    edges = ws.resolve_edge_specs(args.edge) if args.edge else []
+    hits = LocalMemory(ws, cfg).recall(text, k=k, filters=RecallFilters(types=args.type, paths=args.path,
+                                                                       edges=edges), mode=args.mode)
     ws.report_stats()
     if args.json:
         emit_json({"query": text, "k": k, "mode": args.mode,

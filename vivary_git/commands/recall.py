@@ -39,9 +39,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Ask the semantic memory (vivary-local or Cognee, docs/recall.md) for the notes that best match "
         "a question by meaning. Returns typed leads (node id, type, path, score, reason, edges) for notes of the "
         "current snapshot only: read the files before acting. Exit 0; 2 on a usage or config error (memory not "
-        "enabled, the [embed] or [cognee] extra missing, Cognee failed); 3 when refused: no index yet, or the "
-        "index is stale (notes changed since `git vivary index --yes`), a Cognee gate closed, or privacy cannot "
-        "be decided.",
+        "enabled, the [embed] or [cognee] extra missing, Cognee failed, a file in the place of a folder of "
+        ".git/vivary); 3 when refused: no index yet, or the index is stale (notes changed since `git vivary index "
+        "--yes`), a Cognee gate closed, or privacy cannot be decided.",
     )
     p.add_argument("text", nargs="*", metavar="QUERY", help="the question (words are joined by spaces)")
     p.add_argument("--k", type=at_least(1), default=10, metavar="N", help="how many hits (default 10, at most 250)")
@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     from vivary_git.memory.config import load_memory_config
     from vivary_git.memory.local.provider import LocalMemory
     from vivary_git.memory.local.runtime import preload_runtime
-    from vivary_git.memory.provider import RecallFilters, normalise_k
+    from vivary_git.memory.provider import RecallFilters, normalise_k, require_local
 
     preload_runtime()  # a fresh `recall` per agent turn: the runtime imports overlap opening the workspace
 
@@ -141,10 +141,12 @@ def run(args: argparse.Namespace) -> int:
     k = normalise_k(args.k)
     batch = _read_queries(args.queries) if args.queries is not None else None
     ws = open_ws(args)
+    cfg = load_memory_config(ws)
+    if cfg.provider != "cognee":
+        require_local(cfg, "recall")  # before --edge builds the graph: memory off writes no cache
     # Without --edge the graph is left to the memory snapshot, which builds it beside the privacy decisions.
     filters = RecallFilters(types=args.type, paths=args.path,
                             edges=ws.resolve_edge_specs(args.edge) if args.edge else [])
-    cfg = load_memory_config(ws)
     session: RecallSession | CogneeMemory
     if cfg.provider == "cognee":
         from vivary_git.memory.cognee import CogneeMemory

@@ -355,9 +355,11 @@ class WorkTree:
         return self._tree
 
     def _scratch_path(self) -> Path:
+        tmp = self.repo.vivary_dir / "tmp"
+        # Made again when it is gone: a command that made the folder for its own scratch index removes it once
+        # done when it is empty (worktree.py), which it is until this server has copied the index there.
+        tmp.mkdir(parents=True, exist_ok=True)
         if self._scratch is None:
-            tmp = self.repo.vivary_dir / "tmp"
-            tmp.mkdir(parents=True, exist_ok=True)
             _sweep_scratch(tmp)
             self._scratch = tmp / f"mcp-index.{os.getpid()}.{id(self)}"
         return self._scratch

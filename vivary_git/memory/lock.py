@@ -8,22 +8,30 @@ only what is still missing (usually nothing).
 
 The lock is `flock` on a file: the kernel releases it when its holder exits, however it exits (a killed
 run never leaves a stale lock behind). The file holds the holder's pid, for the message. Where `fcntl`
-does not exist (Windows) there is no lock and runs behave as before.
+does not exist (Windows) there is no lock and runs behave as before. Where the lock cannot be taken because
+`.git/vivary` cannot be written (a read-only repository), the run goes on without it, saying so; where something
+else is in the place of the locks folder or a lock file (a file, a symbolic link), it refuses (exit 2, naming
+it): going on would let two writers race.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from vivary_git.errors import GitError
 from vivary_git.escape import text as shown
 
 __all__ = ["index_lock", "write_lock"]
 
 LOCKS = "locks"
+# What a damaged `.git/vivary` gives (a file where a folder is, or the reverse, a symbolic link): refused, never
+# worked around. Any other error (a read-only repository) leaves the run unlocked, as it would be without fcntl.
+_DAMAGED = (errno.ENOTDIR, errno.EEXIST, errno.EISDIR, errno.ELOOP)
 
 
 @contextlib.contextmanager
@@ -58,6 +66,8 @@ def _flock(vivary_dir: Path, name: str, *, what: str, quiet: bool, waiting: str)
         folder.mkdir(parents=True, exist_ok=True)
         fd = os.open(folder / name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     except OSError as err:
+        if err.errno in _DAMAGED:
+            raise _damaged(vivary_dir, folder / name, what, err) from None
         # Cannot lock (a read-only .git?): go on as before rather than refuse; say so once.
         if not quiet:
             print(f"vivary: cannot take the lock {shown(name)} in {shown(str(folder))} ({err.strerror or err}); "
@@ -77,6 +87,26 @@ def _flock(vivary_dir: Path, name: str, *, what: str, quiet: bool, waiting: str)
         yield
     finally:
         os.close(fd)  # releases the lock
+
+
+def _damaged(vivary_dir: Path, path: Path, what: str, err: OSError) -> GitError:
+    """The error for the lock file `path` that cannot be taken because something is in the place of a folder on
+    its way (`.git/vivary`, its locks folder) or of the lock file itself: it names the first such thing."""
+    here = vivary_dir.parent
+    for part in path.relative_to(here).parts:
+        here = here / part
+        if here.is_symlink():
+            break
+        if here != path and here.exists() and not here.is_dir():
+            break
+        if here == path and here.is_dir():
+            break
+    kind = "a symbolic link" if here.is_symlink() else "a folder" if here.is_dir() else "a file"
+    needed = "its lock file" if here == path else f"a folder for its lock {shown(str(path))}"
+    return GitError(
+        f"{shown(str(here))}: {kind} is where vivary needs {needed} ({err.strerror or err}), so it cannot make "
+        f"sure only one process is {what} at a time; remove it (vivary keeps only rebuildable data there)"
+    )
 
 
 def _holder(fd: int) -> str:

@@ -150,7 +150,7 @@ def state_store(ws: Workspace, cfg: MemoryConfig, dataset: str) -> LocalStateSto
     pushed), or `<[memory.local] state_path>/<dataset>/` when that is set: a folder in the work tree, used only
     when memory/statefolder.py allows it (Git ignores it and no file in it is tracked, else exit 3), whose
     files are read back only as this machine wrote them."""
-    from vivary_git.memory.state import LocalStateStore
+    from vivary_git.memory.state import git_dir_store
 
     configured = cfg.memory.local.state_path
     if configured:
@@ -163,7 +163,7 @@ def state_store(ws: Workspace, cfg: MemoryConfig, dataset: str) -> LocalStateSto
             f"{ws.source.root} is not in a Git repository: the local memory keeps its state under .git/vivary/ "
             "and decides privacy with Git; run `git init` first"
         )
-    return LocalStateStore(repo.vivary_dir / "memory" / dataset)
+    return git_dir_store(repo.vivary_dir, dataset)
 
 
 def outbound_map(snap: MemorySnapshot) -> dict[str, list[MemoryEdge]]:

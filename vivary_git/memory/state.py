@@ -31,7 +31,10 @@ from vivary_git.errors import GitError
 from vivary_git.escape import text as shown
 from vivary_git.safeio import FileRefused, read_regular, read_regular_stat
 
-__all__ = ["MAX_STATE_FILE_BYTES", "Data", "LocalStateStore", "Staged", "StateStore", "Written", "check_name", "stamp"]
+__all__ = ["MAX_STATE_FILE_BYTES", "MEMORY", "Data", "LocalStateStore", "Staged", "StateStore", "Written", "check_name",
+           "git_dir_store", "stamp"]
+
+MEMORY = "memory"  # under .git/vivary/: one folder per dataset
 
 # What a state file's bytes may be given as: a numpy array's memory (`a.data.cast("B")`) is written without
 # a copy.
@@ -270,6 +273,25 @@ class LocalStateStore:
         with contextlib.suppress(OSError):
             parent.rmdir()
         return True
+
+
+def git_dir_store(vivary_dir: Path, dataset: str) -> LocalStateStore:
+    """The store of `dataset` in its default place, `.git/vivary/memory/<dataset>/`. A file (or a symbolic link
+    that leads to no folder) in the place of a folder on the way is a `GitError` (exit 2) naming it, as for the
+    rest of `.git/vivary`: read as a folder that holds nothing, it made recall say there was no index yet and
+    `index` fail on a folder it could not make."""
+    folder = vivary_dir / MEMORY / check_name(dataset)
+    here = vivary_dir.parent
+    for part in folder.relative_to(here).parts:
+        here = here / part
+        if os.path.lexists(here) and not here.is_dir():
+            kind = "a symbolic link" if here.is_symlink() else "a file"
+            raise GitError(
+                f"{shown(str(here))}: {kind} is in the place of a folder of the memory index {shown(str(folder))}; "
+                "remove it (vivary keeps only rebuildable data there), then `git vivary index --yes` builds the "
+                "index again"
+            )
+    return LocalStateStore(folder)
 
 
 # --- what this machine wrote in a work-tree folder --------------------------------------------------------

@@ -168,7 +168,7 @@ def doctor(path: str | os.PathLike[str] | None = None, *, rev: str = "HEAD", roo
     ws_root, config_name, graph, ws = _graph(start, rev, root, head, problems)
     privacy = _privacy(ws_root, top, root, problems)
     hooks = _hooks(start, top, problems)
-    cache = _cache(start)
+    cache = _cache(start, problems)
     memory = _memory(ws_root, Path(git_dir), privacy, ws, problems)
     rules = ws.config.links if ws is not None else None
     report_ws = WorkspaceInfo(str(ws_root), config_name, rev if graph is not None else None,
@@ -361,9 +361,28 @@ def _head(path: Path, limit: int = 64 * 1024) -> str:
         return ""
 
 
-def _cache(start: Path) -> CacheInfo:
-    code, out = _git(["rev-parse", "-q", "--verify", f"{CACHE_REF}^{{commit}}"], start)
-    return CacheInfo(CACHE_REF, code == 0, _text(out) if code == 0 else None)
+def _cache(start: Path, problems: list[Problem]) -> CacheInfo:
+    """Whether `refs/vivary/cache` exists and the commit it names, read as every command reads it (store/read.py):
+    the ref itself, never peeled (`REF^{commit}` took a tag of a commit for a cache), and the manifest it holds.
+    Damage is a problem naming `cache drop`; `commit` is then none."""
+    from vivary_git.store.format import StoreDamaged
+    from vivary_git.store.read import Snapshot, _tip
+
+    try:
+        repo = git.try_open(start)
+    except GitError:
+        repo = None  # the repo section says why
+    if repo is None:
+        return CacheInfo(CACHE_REF, False, None)
+    try:
+        snap = Snapshot.load(repo, CACHE_REF)
+    except StoreDamaged as err:
+        problems.append(Problem("cache", "error", f"{CACHE_REF} is damaged: {err.what}; every command ignores it "
+                                "and records nothing on it",
+                                "git vivary cache drop   # the next check/graph/query run records a fresh cache"))
+        return CacheInfo(CACHE_REF, True, None)
+    tip = snap.commit if snap is not None else _tip(repo, CACHE_REF)  # none: another vivary-git format's cache
+    return CacheInfo(CACHE_REF, tip is not None, tip)
 
 
 def _memory(ws_root: Path, common_dir: Path, privacy: PrivacyInfo, ws: Workspace | None,
@@ -454,7 +473,7 @@ def _local_memory(info: Callable[..., MemoryInfo], cfg: MemoryConfig, ws_root: P
                     f"{INSTALL_HINT}   # a human gate")
     try:
         manifest = _find_manifest(cfg, ws_root, common_dir, ws)
-    except RefusedError as err:
+    except (RefusedError, GitError) as err:
         return info("misconfigured", str(err), "fix the state folder as the detail says (docs/memory.md#where-the-"
                     "state-lives); then `git vivary index --yes`")
     if manifest is None:
@@ -480,7 +499,7 @@ def _find_manifest(cfg: MemoryConfig, ws_root: Path, common_dir: Path,
     """(where, fingerprint) of the manifest `git vivary index --yes` wrote for this workspace (memory/provider.py's
     `state_store`: `<state_path>/<dataset>/` when `[memory.local] state_path` is set, read only as this machine
     wrote it, else `.git/vivary/memory/<dataset>/`); None when there is none. `RefusedError` when the state folder
-    may not be used."""
+    may not be used, `GitError` when a file is in the place of a folder on the way to it."""
     from vivary_git.memory.snapshot import dataset_name
 
     dataset = dataset_name(ws_root, cfg.dataset_label)
@@ -496,7 +515,9 @@ def _find_manifest(cfg: MemoryConfig, ws_root: Path, common_dir: Path,
         if data is None:
             return (str(candidate), "") if candidate.exists() or candidate.is_symlink() else None
     else:
-        candidate = common_dir / "vivary" / "memory" / dataset / "manifest.json"
+        from vivary_git.memory.state import git_dir_store
+
+        candidate = git_dir_store(common_dir / "vivary", dataset).directory / "manifest.json"
         if candidate.is_symlink() or not candidate.is_file():
             return None
         try:

@@ -132,7 +132,16 @@ def update_ref(repo: Repo, ref: str, new: str, old: str | None) -> bool:
 
 
 def delete_ref(repo: Repo, ref: str, old: str) -> bool:
-    return repo.git(["update-ref", "-d", ref, old], check=False).returncode == 0
+    """Delete `ref` if it still names `old`. `--no-deref`: a symbolic ref goes itself; Git's plain `update-ref -d`
+    deletes the ref it leads to instead (`cache drop` of a staged ref made a symbolic ref to a branch deleted the
+    branch)."""
+    return repo.git(["update-ref", "--no-deref", "-d", ref, old], check=False).returncode == 0
+
+
+def delete_dangling_ref(repo: Repo, ref: str) -> bool:
+    """Delete `ref` when it is a symbolic ref to a ref that does not exist (`read.ref_tip` reads it as none): only a
+    symbolic ref, never what it would lead to. True when one was deleted."""
+    return repo.git(["symbolic-ref", "--delete", ref], check=False).returncode == 0
 
 
 def delete_unreadable_ref(repo: Repo, ref: str) -> bool:

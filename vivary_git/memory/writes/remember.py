@@ -302,14 +302,18 @@ def _ascii_letters(low: str) -> str:
     return "".join(c for c in folded if not unicodedata.combining(c))
 
 
+_STEM_CHARS = 60  # a memory's file name, without `.md`: at most this many characters
+_STEM_BYTES = 180  # and bytes in UTF-8 (file systems count bytes: 255 at most)
+
+
 def _stem(title: str, ids: str) -> str:
     """The file name (without `.md`) of a note titled `title`: its lowercase words joined by `-`.
     Where ids are the contract's slugs (`ids = "slug"`), ASCII letters and digits only, a Latin letter's
     accent dropped (`Tomás` is `tomas`, `Straße` `strasse`; letters of other scripts are left out). Where the id
     is the path (a vault), the letters, marks and digits of every script stay, in NFC: a memory
     titled `Деплой по вторникам` is `деплой-по-вторникам.md`, not `memory-3.md`, since a vault's
-    file names are what its editor shows. At most 60 characters and 180 bytes; "memory" when none
-    are left (`🚀🚀🚀`)."""
+    file names are what its editor shows. At most 60 characters and 180 bytes, cut after the last whole word
+    that fits (a single word longer than that is cut); "memory" when none are left (`🚀🚀🚀`)."""
     low = title.lower()
     if ids != "path" or low.isascii():
         stem = _STEM.sub("-", _ascii_letters(low))
@@ -318,10 +322,14 @@ def _stem(title: str, ids: str) -> str:
         stem = _DASHES.sub("-", "".join(
             c if ("a" <= c <= "z" or "0" <= c <= "9") or (not c.isascii() and unicodedata.category(c)[0] in "LMN")
             else "-" for c in low))
-    stem = stem.strip("-")[:60]
-    while len(stem.encode("utf-8")) > 180:
-        stem = stem[:-1]
-    return stem.strip("-") or "memory"
+    stem = stem.strip("-")
+    end = min(len(stem), _STEM_CHARS)
+    while len(stem[:end].encode("utf-8")) > _STEM_BYTES:
+        end -= 1
+    if end < len(stem) and stem[end] != "-":
+        # Mid-word (`...-always-happens-o`): back to the last word's end, unless the first word alone is longer.
+        end = stem.rfind("-", 0, end) if stem.rfind("-", 0, end) > 0 else end
+    return stem[:end].strip("-") or "memory"
 
 
 def _folder_for(view: View, type_name: str) -> str:
