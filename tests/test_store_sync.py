@@ -849,6 +849,21 @@ def test_cache_drop_removes_staged_refs_that_do_not_parse_and_never_a_branch(rep
     r = run_git_vivary(["cache", "drop"], repo.path)
     assert r.returncode == 0 and r.stdout == "refs/vivary/cache: none; nothing to drop\n", r.stdout + r.stderr
 
+
+def test_a_symbolic_cache_ref_to_no_branch_is_replaced_never_followed(repo: Repo) -> None:
+    """refs/vivary/cache made a symbolic ref to a branch that does not exist reads as no cache; the recording run
+    then moved it from "none" with Git's `update-ref`, which follows a symbolic ref: it made that branch, holding a
+    cache commit. The cache ref itself is written now, and no branch appears."""
+    repo.commit("notes", NOTES)
+    repo.git("symbolic-ref", "refs/vivary/cache", "refs/heads/nowhere")
+    r = run_git_vivary(["check", "--rev", "HEAD"], repo.path)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stdout + r.stderr  # NOTES have findings
+    assert not repo.git("for-each-ref", "refs/heads/nowhere").strip()
+    assert repo.git("symbolic-ref", "-q", "refs/vivary/cache", check=False).strip() == ""  # a plain ref now
+    r = run_git_vivary(["cache", "status"], repo.path)
+    assert r.returncode == 0 and "damaged" not in r.stdout + r.stderr, r.stdout + r.stderr
+
+
 def test_a_cache_ref_line_git_cannot_read_in_packed_refs_is_named(repo: Repo) -> None:
     """A `packed-refs` line Git cannot read stops Git itself (`fatal: unexpected line in .git/packed-refs`); libgit2
     reads the ref as absent. A run said the ref "moved 8 times"; `cache drop` was a traceback (libgit2's "corrupted

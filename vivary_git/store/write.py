@@ -101,7 +101,9 @@ def write(repo: Repo, changes: Changes, *, message: str = "vivary cache", ref: s
             return None
         commit, parent, chunks = made
         _test_pause()
-        proc = repo.git(["update-ref", "-m", "vivary cache", ref, commit, tip or ZERO], check=False)
+        # --no-deref: a symbolic ref in the cache ref's place (to a branch that does not exist: read as no cache)
+        # is replaced, never followed: Git would have made that branch, holding a cache commit.
+        proc = repo.git(["update-ref", "--no-deref", "-m", "vivary cache", ref, commit, tip or ZERO], check=False)
         if proc.returncode == 0:
             return WriteResult(commit, parent, chunks, attempt)
         said = proc.stderr.decode("utf-8", "replace").strip()
@@ -126,8 +128,9 @@ def _test_pause() -> None:
 
 
 def update_ref(repo: Repo, ref: str, new: str, old: str | None) -> bool:
-    """Compare-and-swap: move `ref` to `new` only if it still points at `old` (None: does not exist)."""
-    proc = repo.git(["update-ref", "-m", "vivary cache", ref, new, old or ZERO], check=False)
+    """Compare-and-swap: move `ref` to `new` only if it still points at `old` (None: does not exist). The ref
+    itself, never what a symbolic ref in its place leads to (`commit`)."""
+    proc = repo.git(["update-ref", "--no-deref", "-m", "vivary cache", ref, new, old or ZERO], check=False)
     return proc.returncode == 0
 
 
