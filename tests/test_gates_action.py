@@ -263,6 +263,39 @@ def test_shallow_checkout_deepens_to_the_merge_base(repo: Repo, tmp_path: Path) 
     assert r.outputs["changed"] == "1", r.log  # only b: main's fix is not the pull request's edit
 
 
+def _move_on(repo: Repo, branch: str, commits: int) -> str:
+    """`commits` more commits on `branch` (no file changes), written by `git fast-import` in one go: a history
+    deep enough for the action's last deepening steps costs a second, not a thousand `git commit`s."""
+    stream = "".join(
+        f"commit refs/heads/{branch}\ncommitter Dev <dev@example.com> {1_700_000_000 + i} +0000\ndata 9\nmoves on\n"
+        + (f"from refs/heads/{branch}^0\n" if i == 0 else "") + "\n"
+        for i in range(commits)
+    )
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=repo.path, input=stream.encode(), check=True)
+    return repo.git("rev-parse", f"refs/heads/{branch}").strip()
+
+
+@pytest.mark.parametrize(("moves", "last_step"), [(150, "--deepen=1000"), (1_200, "--unshallow")])
+def test_a_long_way_to_the_merge_base_takes_the_last_steps(repo: Repo, tmp_path: Path, moves: int,
+                                                          last_step: str) -> None:
+    """The steps after --deepen=100: a base 150 commits past the branch point needs --deepen=1000, one 1,200 past it
+    (more than the 1,110 the steps fetch) the whole history; each is logged and the change is still read against
+    the merge base."""
+    from test_gates_ci import diverged
+
+    _, head = diverged(repo)
+    base = _move_on(repo, "main", moves)
+    clone = tmp_path / "checkout"
+    git(tmp_path, "clone", "-q", "--depth=1", "--branch", "feature", f"file://{repo.path}", str(clone))
+    r = run_action(clone, tmp_path, tool_inputs(), pr_event(base, head))
+    assert r.code == 0, r.log
+    steps = re.findall(r"fetching with (--deepen=\d+|--unshallow)", r.log)
+    assert steps == ["--deepen=10", "--deepen=100", "--deepen=1000", "--unshallow"][:steps.index(last_step) + 1], r.log
+    assert steps[-1] == last_step
+    assert git(clone, "merge-base", base, head).strip(), r.log
+    assert r.outputs["changed"] == "1", r.log  # only b: main's fix is not the pull request's edit
+
+
 def test_unfetchable_base_says_what_to_set(repo: Repo, tmp_path: Path) -> None:
     _, head = pr_repo(repo)
     missing = "0123456789abcdef0123456789abcdef01234567"
