@@ -117,6 +117,26 @@ def test_a_notes_vector_does_not_depend_on_the_order_it_is_indexed_in(repo: Any,
         assert np.abs(in_steps[text] - vector).max() < 1e-5
 
 
+def test_an_index_embeds_only_with_the_graph_index_yes_loads(repo: Any, cli: Any) -> None:
+    # The model without graph optimisation (recall's, for queries) gives the same vectors to ~2e-7, not the same
+    # bits: after the int8 round trip about 1 note in 120 stores another code than `index --yes` stores. So a
+    # model handed to an index run (the MCP server's write-through) must be the optimised one, or it is refused
+    # before anything is written; the optimised one writes what `index --yes` writes, bit for bit.
+    import numpy as np
+
+    write_notes(repo, [f"n-{i}" for i in range(5)])
+    with pytest.raises(EmbedderError, match="without graph optimisation"):
+        LocalMemory(open_workspace(repo.path)).index(approved=True, embedder=load_embedder(optimize=False))
+    assert LocalMemory(open_workspace(repo.path)).manifest() is None
+    LocalMemory(open_workspace(repo.path)).index(approved=True, embedder=load_embedder())
+    handed = vectors_by_text(repo.path)
+    assert cli("forget", "--yes", cwd=repo.path).code == 0
+    assert cli("index", "--yes", cwd=repo.path).code == 0
+    own = vectors_by_text(repo.path)
+    assert handed.keys() == own.keys() and len(own) == 5
+    assert all(np.array_equal(handed[text], own[text]) for text in own)
+
+
 def test_embed_pending_reports_progress_and_checkpoints(monkeypatch: pytest.MonkeyPatch,
                                                        small_windows: None) -> None:
     import numpy as np

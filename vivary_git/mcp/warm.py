@@ -398,7 +398,8 @@ class Warm:
                 self._write_through(st, memory)
             else:
                 try:
-                    st.hybrid = RecallSession(memory, embedder=self._embedder)
+                    # Loaded graph optimised, as `index --yes` loads it: this model also writes the index through.
+                    st.hybrid = RecallSession(memory, embedder=self._embedder, optimize=True)
                     self._embedder = st.hybrid.embedder
                 except VivaryError as err:
                     st.hybrid_reason = f"the semantic index cannot be used ({err})"
@@ -431,14 +432,18 @@ class Warm:
         st.hybrid_note = f"the index is fresh: {count} note(s) embedded as they changed"
 
     def _semantic_model(self, st: State) -> Embedder | None:
-        """The index's model, loaded once for this process (None, with the reason on `st`, when it cannot be)."""
+        """The index's model, loaded once for this process (None, with the reason on `st`, when it cannot be).
+        Loaded as `git vivary index --yes` loads it, graph optimised: the vectors it writes through are then the
+        very bits that command writes (the unoptimised graph, recall's, rounds a note in ~120 to another int8
+        code: embed.py `load_embedder`), and a long-lived process gains more from its faster runs than it
+        loses to its ~0.1 s longer load."""
         if self._embedder is None:
             from vivary_git.memory.local.embed import EmbedderError
             from vivary_git.memory.local.runtime import _load_embedder, require_extra
 
             try:
                 require_extra()
-                self._embedder = _load_embedder(st.view.cfg.memory.local.model, optimize=False)
+                self._embedder = _load_embedder(st.view.cfg.memory.local.model)
             except EmbedderError as err:
                 st.hybrid_reason = f"the embedding model is unavailable ({err})"
         return self._embedder

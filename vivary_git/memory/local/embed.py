@@ -373,11 +373,14 @@ class _OnnxEmbedder:
     """
 
     def __init__(self, spec: _OnnxSpec, session: Any, tokenizer: Any, input_names: frozenset[str], *,
-                 lanes: int = 1) -> None:
+                 lanes: int = 1, optimized: bool = True) -> None:
         self.model_id = _model_id(spec)
         self.dim = spec.dim
         self.max_tokens = spec.max_tokens
         self.lanes = lanes
+        # Whether onnxruntime optimised the graph (`load_embedder`'s `optimize`): only such a model's vectors are
+        # stored in an index (index.py `_PendingEmbedder.use`).
+        self.optimized = optimized
         self.session = session
         self._tokenizer = tokenizer
         self._input_names = input_names
@@ -538,8 +541,13 @@ def load_embedder(
     side by side beat one run on two threads:
     a run's operators are too small to split well, and idle intra-op threads spin, which costs most when
     other processes share the cores. A single run (a recall query) still uses one core.
-    `optimize=False` skips onnxruntime's graph optimisation: ~0.2 s less to load, slightly slower per
-    batch, the same vectors to ~1e-7 — the right trade for a process that embeds one query.
+    `optimize=False` skips onnxruntime's graph optimisation: ~0.1 s less to load, ~1.5x slower per run, the
+    same vectors to ~2e-7 — the right trade for a process that embeds one query. Not the same bits, though
+    (its fused operators round otherwise), and a vector an index stores is the int8 round trip
+    (vectors.py `roundtrip`): where a component lies that close to a rounding boundary its code differs,
+    for about 1 text in 120. So only an optimised model's vectors are ever stored (index.py
+    `_PendingEmbedder.use`): the unoptimised graph embeds queries, never notes. Batching, padding and lanes
+    change no bits (tests/test_embed.py).
 
     Raises EmbedderError naming `pip install 'vivary-git[embed]'` when a runtime package or the model
     package is missing, and naming the package to reinstall when a file does not match its digest.
@@ -609,4 +617,4 @@ def load_embedder(
     # padding is done per batch in embed() (to the longest text of that batch).
     tokenizer.enable_truncation(max_length=spec.max_tokens)
     tokenizer.no_padding()
-    return _OnnxEmbedder(spec, session, tokenizer, input_names, lanes=lanes)
+    return _OnnxEmbedder(spec, session, tokenizer, input_names, lanes=lanes, optimized=optimize)

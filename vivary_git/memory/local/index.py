@@ -209,7 +209,14 @@ class _PendingEmbedder:
         return self._dim
 
     def use(self, embedder: Embedder) -> None:
-        """Use a model already loaded (a long-lived process's, memory/local/writethrough.py) instead of loading one."""
+        """Use a model already loaded (a long-lived process's, memory/local/writethrough.py) instead of loading one.
+
+        It must be loaded as `start` loads it, graph optimised: the unoptimised graph (recall's, for a query) gives
+        the same vectors to ~2e-7 but not the same bits, and about 1 note in 120 would then store another int8 code
+        than `index --yes` stores for it (embed.py `load_embedder`). Refused, so that is never written."""
+        if getattr(embedder, "optimized", True) is False:
+            raise EmbedderError("the model was loaded without graph optimisation, for queries: the vectors an "
+                                "index stores are the optimised model's")
         self._loading = Background(lambda: embedder, name="vivary-model")
 
     def start(self) -> None:

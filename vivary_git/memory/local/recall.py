@@ -101,12 +101,13 @@ class Memory(Protocol):
     def _lock(self, *, quiet: bool) -> contextlib.AbstractContextManager[None]: ...
 
 
-def _load_and_ask(name: str, queries: tuple[str, ...], asked: dict[tuple[str, ...], Any]) -> Embedder:
-    """Recall's model, loaded without graph optimisation (it embeds short queries: ~0.2 s faster to load,
-    little slower to run), and the first `queries` embedded with it at once, into `asked`, exactly as
+def _load_and_ask(name: str, queries: tuple[str, ...], asked: dict[tuple[str, ...], Any], *,
+                  optimize: bool = False) -> Embedder:
+    """Recall's model, loaded without graph optimisation unless `optimize` (it embeds short queries: ~0.1 s
+    faster to load, slower to run), and the first `queries` embedded with it at once, into `asked`, exactly as
     `RecallSession.recall_many` would embed them. A query it cannot embed is left to `recall_many`, which
     says why."""
-    embedder = runtime._load_embedder(name, optimize=False)
+    embedder = runtime._load_embedder(name, optimize=optimize)
     if queries and all(q.strip() for q in queries):
         with contextlib.suppress(Exception):
             asked[queries] = embedder.embed(list(queries))
@@ -157,7 +158,11 @@ def _graph_is_shared(ws: Workspace) -> bool:
 class RecallSession:
     """A verified, loaded index for many queries (`recall --queries`); refuses when stale or damaged."""
 
-    def __init__(self, memory: Memory, queries: Sequence[str] = (), *, embedder: Embedder | None = None) -> None:
+    def __init__(self, memory: Memory, queries: Sequence[str] = (), *, embedder: Embedder | None = None,
+                 optimize: bool = False) -> None:
+        """`embedder`: the model, already loaded; else it loads in a thread, graph optimised only with `optimize`:
+        for a process that will also index with it (the MCP server's write-through, which stores only an
+        optimised model's vectors: embed.py `load_embedder`)."""
         cfg = memory.cfg
         require_local(cfg, "recall")
         self.memory = memory
@@ -179,7 +184,8 @@ class RecallSession:
             self._asked: dict[tuple[str, ...], Any] = {}
             loaded = embedder
             loading: Background[Embedder] = Background(
-                functools.partial(_load_and_ask, cfg.memory.local.model, tuple(queries), self._asked)
+                functools.partial(_load_and_ask, cfg.memory.local.model, tuple(queries), self._asked,
+                                  optimize=optimize)
             ) if loaded is None else Background(lambda: loaded)
             snap = memory.snapshot()
             manifest = memory.manifest()
