@@ -492,8 +492,12 @@ def test_a_line_the_sdk_cannot_read_is_answered_not_dropped(repo: Repo) -> None:
     import select
 
     _seed(repo)
-    proc = subprocess.Popen([sys.executable, "-m", "vivary_git.main", "mcp"], cwd=repo.path, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # Unbuffered, and stderr to a file: answers that arrive together must not wait in a buffer select() cannot see
+    # (the test then sat until some later write woke it: 394 s once under load), nor the server on a full pipe.
+    log = repo.path.parent / "mcp-stderr.log"
+    with log.open("wb") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "vivary_git.main", "mcp"], cwd=repo.path,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, bufsize=0)
     assert proc.stdin is not None and proc.stdout is not None
 
     def send(line: str) -> None:
@@ -505,7 +509,7 @@ def test_a_line_the_sdk_cannot_read_is_answered_not_dropped(repo: Repo) -> None:
         got: dict[Any, Any] = {}
         while len(got) < count:
             ready, _, _ = select.select([proc.stdout], [], [], 600)  # a failure mode (no answer ever), not a time limit
-            assert ready, f"no answer; got {sorted(map(str, got))}"
+            assert ready, f"no answer; got {sorted(map(str, got))}; server said: {log.read_text(errors='replace')}"
             message = json.loads(proc.stdout.readline())  # type: ignore[union-attr]
             got[message.get("id")] = message
         return got
@@ -551,7 +555,7 @@ def test_every_json_rpc_line_on_stdio_gets_its_answer(repo: Repo) -> None:
         proc.stdin.flush()
 
     def answer() -> Any:
-        ready, _, _ = select.select([proc.stdout], [], [], 120)  # a failure mode, not a time limit
+        ready, _, _ = select.select([proc.stdout], [], [], 600)  # a failure mode, not a time limit
         assert ready, "no answer"
         return json.loads(proc.stdout.readline())  # type: ignore[union-attr]
 
