@@ -865,7 +865,7 @@ def test_recall_embeds_its_questions_while_it_reads_the_index(ws: Repo, cli: Any
     assert runs == [("vivary-background", 1 if how == "one" else 2)]
     runs.clear()
     real_ask = recall._load_and_ask
-    monkeypatch.setattr(recall, "_load_and_ask", lambda name, queries, asked: real_ask(name, (), asked))
+    monkeypatch.setattr(recall, "_load_and_ask", lambda name, queries, asked, **kw: real_ask(name, (), asked, **kw))
     plain = cli(*args, cwd=ws.path)
     assert runs == [("MainThread", 1 if how == "one" else 2)]
     assert (plain.code, plain.out, plain.err) == (asked.code, asked.out, asked.err)
