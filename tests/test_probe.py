@@ -45,6 +45,22 @@ def cosine() -> Probe:
     return Probe(0.75, lambda: embedder)
 
 
+def test_a_full_span_cache_starts_again_without_losing_the_span_it_held(cosine: Probe,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Swapped spans' vectors are kept up to `_SPANS`, then the cache starts again. When one of the two spans was
+    kept and the other was not, starting again dropped the kept one and the lookup raised KeyError: in a
+    long-running process (the MCP server), an add after some 4,096 spans failed."""
+    from vivary_git.memory.writes import probe
+
+    embedder = cosine._get_embedder()
+    assert embedder is not None
+    monkeypatch.setattr(probe, "_SPANS", 1)
+    monkeypatch.setattr(cosine, "_spans", {})
+    assert cosine._same_sense(embedder, "Tuesday", "Tuesday")
+    cosine._same_sense(embedder, "red", "crimson")  # two kept now: over the bound
+    assert cosine._same_sense(embedder, "crimson", "scarlet") in (True, False)  # "crimson" kept, "scarlet" not
+
+
 @pytest.mark.parametrize(("text", "verdict", "target", "evidence"), [
     ("Before every Thursday field trip, the survey tablets need a full charge.", "duplicate", "tablet-charge", ""),
     ("Survey tablets must not be fully charged before each Thursday field trip.", "update", "tablet-charge",

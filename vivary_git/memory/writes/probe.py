@@ -182,6 +182,7 @@ class Probe:
             if missing:
                 if len(self._spans) > _SPANS:
                     self._spans.clear()
+                    missing = list(dict.fromkeys((a, b)))  # the one already kept went with the rest
                 self._spans.update(zip(missing, embedder.embed(missing), strict=True))
             return float(self._spans[a] @ self._spans[b]) >= SYNONYM
 
