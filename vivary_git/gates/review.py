@@ -299,20 +299,21 @@ def _fetch_command(repo: Repo, base: str) -> tuple[str, str]:
     except repo.pygit2.GitError:
         remotes = []
 
-    def into(remote: str, branch: str) -> str:
+    def fetch(remote: str, what: str) -> str:
         return (f"git fetch --no-tags --depth=1 {'-- ' if remote.startswith('-') else ''}{shlex.quote(remote)} "
-                f"{shlex.quote(f'{branch}:refs/remotes/{remote}/{branch}')}")
+                f"{shlex.quote(what)}")
 
     for remote in sorted((r for r in remotes if name.startswith(f"{r}/")), key=len, reverse=True):
         branch = name[len(remote) + 1:]
         if branch:
-            return into(remote, branch), ""
+            return fetch(remote, f"{branch}:refs/remotes/{remote}/{branch}"), ""
     source = "origin" if "origin" in remotes or len(remotes) != 1 else remotes[0]
     branch = base.removeprefix("refs/heads/")
-    if re.fullmatch(r"[0-9a-fA-F]{7,64}", branch) is None and not branch.startswith(("refs/", "-")) \
-            and all(ch not in branch for ch in "~^:@{ \\") and source in remotes:
-        return into(source, branch), f" (then pass `--base {shlex.quote(f'{source}/{branch}')}`)"
-    return f"git fetch --no-tags --depth=1 {shlex.quote(source)} {shlex.quote(base)}", ""
+    if source in remotes and re.fullmatch(r"[0-9a-fA-F]{7,64}", branch) is None \
+            and not branch.startswith(("refs/", "-")) and repo.pygit2.reference_is_valid_name(f"refs/heads/{branch}"):
+        return fetch(source, f"{branch}:refs/remotes/{source}/{branch}"), \
+            f" (then pass `--base {shlex.quote(f'{source}/{branch}')}`)"
+    return fetch(source, base), ""
 
 
 def _changed_files(repo: Repo, base_tree: str, head_tree: str | None) -> list[str]:
