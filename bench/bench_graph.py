@@ -113,11 +113,27 @@ def make_cold(ws: Path) -> None:
     git(ws, "prune", "--expire=now")  # only objects no ref reaches: the workspace's own commits stay
 
 
-def unreachable(ws: Path) -> int:
-    """Objects the repository holds that no ref reaches: a fresh clone has none."""
+def unreachable(ws: Path, fix: str) -> int:
+    """Objects the repository holds that no ref reaches (a fresh clone has none), warned of on stderr with `fix`:
+    the floor reads every object, so they would inflate it."""
     held = len(git(ws, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)").split())
     reached = len(git(ws, "rev-list", "--objects", "--all").splitlines())
-    return max(0, held - reached)
+    stray = max(0, held - reached)
+    if stray:
+        print(f"warning: {stray:,} packed object(s) no ref reaches (an earlier run's caches?): the floor reads them "
+              f"and a clone would not have them; {fix}", file=sys.stderr)
+    return stray
+
+
+def runnable(vivary: str) -> list[str]:
+    """`--vivary` as a command, once `--version` has run: exit 1 means findings to the timing loops, so a missing
+    command (`git vivary` off PATH: git exits 1) would pass for a fast one."""
+    ours = vivary.split()
+    probe = subprocess.run([*ours, "--version"], capture_output=True, text=True, check=False)
+    if probe.returncode != 0:
+        raise SystemExit(f"`{vivary} --version` failed: {(probe.stderr or probe.stdout).strip()}; activate the "
+                         "environment that has vivary-git (scripts/test makes .venv/test) or pass --vivary")
+    return ours
 
 
 def build(dest: Path, notes: int, seed: int) -> None:
@@ -169,22 +185,14 @@ def main() -> int:
     dest = a.dest or Path(tempfile.gettempdir()) / f"vivary-bench-{a.notes}-s{a.seed}"
     build(dest.resolve(), a.notes, a.seed)
     ws = dest.resolve()
-    ours = a.vivary.split()
-    # Exit 1 means findings to the timing loop, so a missing command would pass for a fast one.
-    probe = subprocess.run([*ours, "--version"], capture_output=True, text=True, check=False)
-    if probe.returncode != 0:
-        raise SystemExit(f"`{a.vivary} --version` failed: {probe.stderr.strip()}; activate the environment "
-                         "that has vivary-git (scripts/test makes .venv/test) or pass --vivary")
+    ours = runnable(a.vivary)
     rng = random.Random(a.seed)
     runs = max(1, a.runs)
     scale = max(1.0, a.notes / 10_000)
     only_cold = a.notes > 20_000 and not a.all_steps
     git(ws, "reset", "-q", "--hard", "HEAD")
     make_cold(ws)  # the floor reads every object: none an earlier run's caches left
-    stray = unreachable(ws)
-    if stray:
-        print(f"warning: {stray:,} packed object(s) no ref reaches (an earlier run's caches?): the floor reads them "
-              "and a clone would not have them; `git repack -ad` leaves them out", file=sys.stderr)
+    unreachable(ws, "`git repack -ad` leaves them out")
     rows: list[Row] = []
 
     def best_of(name: str, cmd: list[str], target: float | None, *, cold: bool = False, warm_up: bool = True,

@@ -31,7 +31,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench_graph import GIT_ENV, build, git, make_cold, unreachable
+from bench_graph import GIT_ENV, build, git, make_cold, runnable, unreachable
 
 from vivary_git.parallel import usable_cores  # what `git vivary` itself counts
 
@@ -98,19 +98,10 @@ def main() -> int:
     if a.repack:
         git(ws, "repack", "-adq")  # what no ref reaches is left out of the one pack, as a clone leaves it out
     counted = dict(line.split(": ", 1) for line in git(ws, "count-objects", "-v").splitlines() if ": " in line)
-    stray = unreachable(ws)
+    stray = unreachable(ws, "--repack leaves them out")
     storage = f"{int(counted.get('count', 0)):,} loose object(s), {int(counted.get('in-pack', 0)):,} in " \
               f"{counted.get('packs', '0')} pack(s), {stray:,} no ref reaches"
-    if stray:
-        print(f"warning: {stray:,} object(s) no ref reaches are packed (an earlier run's caches?): the floor reads "
-              "them and a clone would not have them; --repack leaves them out", file=sys.stderr)
-    ours = a.vivary.split()
-    # Exit 1 means findings to the timing loop, so a missing command (`git vivary` off PATH: git exits 1) would
-    # pass for a fast one.
-    probe = subprocess.run([*ours, "--version"], capture_output=True, text=True, check=False)
-    if probe.returncode != 0:
-        raise SystemExit(f"`{a.vivary} --version` failed: {(probe.stderr or probe.stdout).strip()}; activate the "
-                         "environment that has vivary-git (scripts/test makes .venv/test) or pass --vivary")
+    ours = runnable(a.vivary)
     env = dict(os.environ, **GIT_ENV)
     env.pop("VIVARY_JOBS", None)
     started = load()
