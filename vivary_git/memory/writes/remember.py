@@ -326,9 +326,9 @@ def _stem(title: str, ids: str) -> str:
     end = min(len(stem), _STEM_CHARS)
     while len(stem[:end].encode("utf-8")) > _STEM_BYTES:
         end -= 1
-    if end < len(stem) and stem[end] != "-":
-        # Mid-word (`...-always-happens-o`): back to the last word's end, unless the first word alone is longer.
-        end = stem.rfind("-", 0, end) if stem.rfind("-", 0, end) > 0 else end
+    # Mid-word (`...-always-happens-o`): back to the last word's end, unless the first word alone is longer.
+    if end < len(stem) and stem[end] != "-" and (cut := stem.rfind("-", 0, end)) > 0:
+        end = cut
     return stem[:end].strip("-") or "memory"
 
 
