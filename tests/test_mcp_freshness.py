@@ -317,3 +317,75 @@ def test_a_killed_servers_scratch_index_is_swept_by_the_next(repo: Repo,
     wt, r = keeper()
     _same(wt, r)
     assert not dead.exists() and alive.exists()
+
+
+def _racing_cli(monkeypatch: pytest.MonkeyPatch, repo: Repo, target: str, times: int) -> list[str]:
+    """Another command's end, `times` times, just before the server's `target` step runs: a command that made
+    `.git/vivary/tmp` for its own scratch index removes it once done while it is empty (`worktree.py`), which it
+    is until the server has put its scratch index there."""
+    from vivary_git import worktree
+    from vivary_git.mcp import freshness
+
+    tmp = repo.path / ".git" / "vivary" / "tmp"
+    removed: list[str] = []
+    owner, name = (freshness.shutil, "copy2") if target == "copy" else (worktree, "add_all")
+    real = getattr(owner, name)
+
+    def step(*args: object, **kwargs: object) -> object:
+        if len(removed) < times and tmp.is_dir() and not any(tmp.iterdir()):
+            worktree._remove_empty([tmp])
+            removed.append(str(tmp))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, step)
+    return removed
+
+
+def _search_over_a_session(repo: Repo, query: str) -> tuple[bool, str]:
+    import asyncio
+
+    from mcp import Client
+
+    from vivary_git.mcp.server import build_server
+    from vivary_git.mcp.service import MemoryService
+
+    async def session() -> tuple[bool, str]:
+        async with Client(build_server(MemoryService(repo.path))) as client:
+            got = await client.call_tool("search", {"query": query})
+            return got.is_error, " ".join(getattr(c, "text", "") for c in got.content)
+
+    return asyncio.run(session())
+
+
+@pytest.mark.parametrize("target", ["copy", "add"])
+def test_a_scratch_folder_another_command_removes_is_made_again(repo: Repo, monkeypatch: pytest.MonkeyPatch,
+                                                                 target: str) -> None:
+    """Between the server making `.git/vivary/tmp` and putting its scratch index there, a `git vivary check` ending
+    in another process removed the folder: the copy of the index (or, with no index yet, Git's `git add -A`) failed
+    and so did the search ("Error executing tool search"). The folder is made again and the search answers."""
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    if target == "copy":
+        _seed(repo)
+    else:  # a repository whose index Git has not written yet: nothing to copy, Git writes the first one
+        repo.write({"a.md": "# A\n\nzebra\n"})
+        assert not (repo.path / ".git" / "index").exists()
+    removed = _racing_cli(monkeypatch, repo, target, times=1)
+    failed, text = _search_over_a_session(repo, "zebra" if target == "add" else "anything")
+    assert removed, "the folder was never empty before the step"
+    assert not failed, text
+    assert len(list((repo.path / ".git" / "vivary" / "tmp").glob("mcp-index.*"))) == 1  # made again, and used
+    if target == "add":
+        assert '"id":"a"' in text
+
+
+def test_a_scratch_folder_removed_every_time_is_a_sentence_not_a_crash(repo: Repo,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Made again a bounded number of times: a folder that goes every time is named, with the fix, in the tool's
+    error."""
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    _seed(repo)
+    _racing_cli(monkeypatch, repo, "copy", times=1000)
+    failed, text = _search_over_a_session(repo, "anything")
+    assert failed
+    assert f"{repo.path / '.git' / 'vivary' / 'tmp'}: removed 5 times in a row" in text
+    assert "stop whatever removes it" in text

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from vivary_git import git
+from vivary_git.errors import GitError
 from vivary_git.worktree import BOUNDED_HASH
 
 __all__ = ["WorkTree", "watching_available"]
@@ -66,6 +67,8 @@ _EVENT = struct.Struct("iIII")
 # Files whose change alters what `git add -A` would make of files that did not change themselves.
 _RULE_NAMES = frozenset((b".gitignore", b".gitattributes"))
 _COARSE_NS = 2_000_000_000  # the coarsest file timestamps in use (FAT: 2 s)
+# How many times the scratch folder may be found gone (and made again) before one snapshot gives up.
+_ATTEMPTS = 5
 _ADD = ["-c", "advice.addEmbeddedRepo=false", "-c", "advice.addIgnoredFile=false", "-c", "core.safecrlf=false",
         *BOUNDED_HASH, "add", "-A", "--ignore-errors"]
 
@@ -373,34 +376,58 @@ class WorkTree:
         return env
 
     def _copy_index(self) -> tuple[Any, ...] | None:
-        """Copy the user's index over the scratch index; returns the identity of what was copied."""
-        scratch = self._scratch_path()
-        self._index_read_ns = time.time_ns()
-        before = _file_id(self._index)
-        if before is None:
-            with contextlib.suppress(FileNotFoundError):
-                scratch.unlink()
-            return None
-        shutil.copy2(self._index, scratch)  # the index's own mtime: Git's racy-file check needs it (source.py)
-        if _file_id(self._index) != before:
-            return ("unknown", time.time_ns())  # written meanwhile: the next look finds it changed
-        return before
+        """Copy the user's index over the scratch index; returns the identity of what was copied. The scratch
+        folder can go between its making and the copy (a command that made it removes it once done while it is
+        empty, `worktree.py`): it is made again and the copy taken again, a bounded number of times."""
+        for _ in range(_ATTEMPTS):
+            scratch = self._scratch_path()
+            self._index_read_ns = time.time_ns()
+            before = _file_id(self._index)
+            if before is None:
+                with contextlib.suppress(FileNotFoundError):
+                    scratch.unlink()
+                return None
+            try:
+                shutil.copy2(self._index, scratch)  # the index's own mtime: Git's racy-file check needs it (source.py)
+            except FileNotFoundError:
+                continue  # the scratch folder went (made again), or the index did (the next look says so)
+            if _file_id(self._index) != before:
+                return ("unknown", time.time_ns())  # written meanwhile: the next look finds it changed
+            return before
+        raise GitError(self._vanishing())
+
+    def _vanishing(self) -> str:
+        """Why a snapshot gave up: its scratch folder went every time it was made again."""
+        return (f"{self.repo.vivary_dir / 'tmp'}: removed {_ATTEMPTS} times in a row while this server put its "
+                "scratch index there; stop whatever removes it (vivary keeps only rebuildable data there) and ask "
+                "again")
 
     def _full(self) -> str:
         """`git add -A` of the whole work tree into a fresh copy of the index (as `source.py` does)."""
         from vivary_git.worktree import add_all
 
-        if self._watcher is not None:
-            self._watcher.drain()  # what happened until now is in the snapshot about to be taken
-        self._rules = self._rule_files()
-        self._index_id = self._copy_index()
-        self._index_tree = self._tree_of(self._scratch_path()) if self._index_id is not None else self._empty()
-        self._pending.clear()
-        self._dirty.clear()
-        add_all(self.repo, self._env(literal=False))  # `:/`: the whole work tree
-        self._tree = self._scratch_tree = self._write_tree()
-        self.full_snapshots += 1
-        return self._tree
+        for _ in range(_ATTEMPTS):
+            if self._watcher is not None:
+                self._watcher.drain()  # what happened until now is in the snapshot about to be taken
+            self._rules = self._rule_files()
+            self._index_id = self._copy_index()
+            self._index_tree = self._tree_of(self._scratch_path()) if self._index_id is not None else self._empty()
+            self._pending.clear()
+            self._dirty.clear()
+            try:
+                add_all(self.repo, self._env(literal=False))  # `:/`: the whole work tree
+                tree = self._write_tree()
+            except GitError:
+                # Without an index to copy, the scratch folder stays empty until Git writes there, and can go
+                # meanwhile as it can before a copy: made again, and the snapshot taken again.
+                assert self._scratch is not None
+                if self._scratch.parent.is_dir():
+                    raise
+                continue
+            self._tree = self._scratch_tree = tree
+            self.full_snapshots += 1
+            return tree
+        raise GitError(self._vanishing())
 
     def _write_tree(self) -> str:
         return self.repo.git([*BOUNDED_HASH, "write-tree"], env=self._env()).stdout.decode().strip()
