@@ -596,6 +596,67 @@ def test_every_json_rpc_line_on_stdio_gets_its_answer(repo: Repo) -> None:
     assert proc.returncode == 0
 
 
+def test_every_request_id_json_rpc_allows_is_answered_with_that_id(repo: Repo) -> None:
+    """JSON-RPC wants an answer's id the same as its request's: the host's call waits for that id. A number MCP does
+    not allow (`1.5`, `2.0`, `1e400`) was answered with id null, so the call waited for ever; a line cut short had
+    `"id":1.5` answered as request 1 (another call's id) and a 30-digit id as its first 18 digits; a batch left its
+    `1.5` call unanswered. Each is answered now with the id as the request spelled it; an id that cannot be read (an
+    object, an array, a boolean, a number the cut may have shortened) with null. Raw lines: no SDK client sends them."""
+    import select
+
+    _seed(repo)
+    proc = subprocess.Popen([sys.executable, "-m", "vivary_git.main", "mcp"], cwd=repo.path, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0)
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def send(line: str) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(line.encode() + b"\n")
+        proc.stdin.flush()
+
+    def answer() -> tuple[str, Any]:
+        """The answer's id as written (its JSON text), and the answer."""
+        ready, _, _ = select.select([proc.stdout], [], [], 600)  # a failure mode (no answer ever), not a time limit
+        assert ready, "no answer"
+        line = proc.stdout.readline().decode()  # type: ignore[union-attr]
+        got = json.loads(line, parse_float=lambda text: ("spelled", text))
+        rid = got.get("id")
+        return (rid[1] if isinstance(rid, tuple) else json.dumps(rid)), got
+
+    big = "123456789012345678901234567890"
+    ping = '{"jsonrpc":"2.0","id":%s,"method":"ping"}'
+    try:
+        send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
+        answer()
+        send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        got = []
+        for rid in ("1.5", "2.0", "1e2", "-1.5e-7", "1.0e400", "-3", "0", big, "-" + big, '"s"', "true", "[1]"):
+            send(ping % rid)
+            got.append((rid, *answer()))
+        for line in ('{"jsonrpc":"2.0","id":1.5,"method":"tools/ca', '{"jsonrpc":"2.0","id":%s,"method":"tools/' % big,
+                     '{"jsonrpc":"2.0","id":12'):
+            send(line)
+            got.append((line, *answer()))
+        send("[%s,%s]" % (ping % "2.5", ping % "7"))
+        batch = [answer(), answer()]
+        send(ping % "16")
+        last = answer()
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    assert [(sent, rid) for sent, rid, _ in got] == [
+        ("1.5", "1.5"), ("2.0", "2.0"), ("1e2", "1e2"), ("-1.5e-7", "-1.5e-7"), ("1.0e400", "1.0e400"), ("-3", "-3"),
+        ("0", "0"), (big, big), ("-" + big, "-" + big), ('"s"', '"s"'), ("true", "null"), ("[1]", "null"),
+        (got[12][0], "1.5"), (got[13][0], big), (got[14][0], "null")]
+    codes = [a.get("error", {}).get("code") for _, _, a in got]
+    assert codes == [-32600] * 5 + [None] * 5 + [-32600] * 2 + [-32700] * 3
+    assert 'the request\'s "id" is a number with a fraction or an exponent' in got[1][2]["error"]["message"]
+    assert [(rid, a["error"]["code"]) for rid, a in batch] == [("2.5", -32600), ("7", -32600)]
+    assert last[0] == "16" and last[1]["result"] == {}
+    assert proc.returncode == 0
+
+
 def test_a_symlinked_note_at_start_is_refused_by_each_tool_not_by_the_start(repo: Repo, tmp_path: Any) -> None:
     """A note that is a symbolic link stopped the server at start: the host saw only "Connection closed", the
     reason went to stderr. The server starts now and each tool, `status` too, answers the refusal naming the

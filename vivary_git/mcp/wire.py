@@ -11,13 +11,17 @@ the SDK's reading of it is not a plain request:
   undecodable bytes already do on this transport), arguments nested deeper than `MAX_DEPTH` are cut to null;
 - a line that is still no request is answered with a JSON-RPC error: -32700 when it is not JSON, -32600 when
   it is JSON but no request (no `method`, `jsonrpc` not "2.0", `params` not an object, an `id` of the wrong
-  type), carrying the request's id when it is a string or an integer (an MCP id), else null;
+  type), carrying the request's id when it has one JSON-RPC allows: a string or an integer (an MCP id), or a
+  number MCP does not allow (`1.5`, `2.0`, `1e400`), written back as the request spelled it, since JSON-RPC
+  wants the answer's id the same as the request's and the call waits for that id; else (an object, an array,
+  a boolean, null, or an id that cannot be found) null;
 - a batch (a JSON array: MCP 2025-06-18 removed JSON-RPC batching) is served in no part: each request in it
-  with an MCP id gets its own -32600 error saying so, so no call waits; a batch with none gets one, id null.
+  with such an id gets its own -32600 error saying so, so no call waits; a batch with none gets one, id null.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -34,7 +38,11 @@ from mcp.shared.message import SessionMessage
 MAX_DEPTH = 64  # nesting kept in a request's JSON; deeper values read as null (the tools take flat arguments)
 MAX_LINE = 1 << 24  # characters of a line read again: a larger one is answered as unreadable, not parsed twice
 _LONE = re.compile(r"[\ud800-\udfff]")
-_ID = re.compile(r'\A\s*\{.{0,4096}?"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\\n]|\\.){0,256}")', re.DOTALL)
+# A request's id near the start of a line that is no JSON: a string, or a whole JSON number (one the line goes on
+# after: a number at the end of a line cut short may be cut too, and a wrong id could answer another call).
+_ID = re.compile(r'\A\s*\{.{0,4096}?"id"\s*:\s*(-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?(?=\s*[,}])'
+                 r'|"(?:[^"\\\n]|\\.){0,256}")', re.DOTALL)
+_INTEGER = re.compile(r"-?\d+")
 BATCH = ("batches are not supported (MCP 2025-06-18 removed JSON-RPC batching): send each request as its own "
          "JSON object on its own line")
 
@@ -98,7 +106,7 @@ def screened(line: str | None, item: SessionMessage | Exception) -> Served:
             except (ValueError, RecursionError):
                 return item, []
             if isinstance(data, dict) and "id" in data:  # an id the SDK could not read: a request, not served
-                return None, [_bad_id(data["id"])]
+                return None, [_bad_id(data["id"], line)]
         return item, []
     if line is None:
         line = _line_of(item)
@@ -113,14 +121,16 @@ def screened(line: str | None, item: SessionMessage | Exception) -> Served:
     except (ValueError, RecursionError):
         return None, [_answer(_found_id(line), types.PARSE_ERROR, "the request is not valid JSON")]
     if isinstance(data, list):
+        spelled = _numbers(line) if any(isinstance(e, dict) and isinstance(e.get("id"), float) for e in data) else data
         said = [_answer(rid, types.INVALID_REQUEST, BATCH) for rid in
-                (_mcp_id(e.get("id")) for e in data if isinstance(e, dict) and "method" in e) if rid is not None]
+                (_reply_id(e.get("id"), r.get("id")) for e, r in zip(data, spelled, strict=True)
+                 if isinstance(e, dict) and "method" in e) if rid is not None]
         return None, said or [_answer(None, types.INVALID_REQUEST, BATCH)]
     if not isinstance(data, dict):
         return None, [_answer(None, types.INVALID_REQUEST, f"a request must be a JSON object, not {_kind(data)}")]
     fixed = _plain(data, 0)
     if "id" in fixed and _mcp_id(fixed["id"]) is None:
-        return None, [_bad_id(fixed["id"])]
+        return None, [_bad_id(fixed["id"], line)]
     try:
         return SessionMessage(types.jsonrpc_message_adapter.validate_python(fixed, by_name=False)), []
     except ValueError as again:
@@ -137,9 +147,38 @@ def _mcp_id(value: Any) -> int | str | None:
     return value if isinstance(value, int | str) and not isinstance(value, bool) else None
 
 
-def _bad_id(value: Any) -> SessionMessage:
-    return _answer(None, types.INVALID_REQUEST, f'the request\'s "id" is {_kind(value)}; an MCP request id is a '
-                                                "string or an integer (a notification has no id)")
+class _Number(str):
+    """A JSON number as a request wrote it (`1.5`, `2.0`, `1e400`, an integer of more digits than Python reads):
+    an id JSON-RPC allows and MCP does not, written back in the answer exactly so."""
+
+
+class _Echoed(types.JSONRPCError):
+    """A JSON-RPC error whose id is a `_Number`: the SDK's models hold only MCP ids, so it is written in here."""
+
+    _spelled: str = ""
+
+    def model_dump_json(self, **kwargs: Any) -> str:
+        return f'{{"jsonrpc":"2.0","id":{self._spelled},"error":{self.error.model_dump_json(**kwargs)}}}'
+
+
+def _numbers(line: str) -> Any:
+    """`line` read again (it was read once already) with each number that is not an integer kept as its text."""
+    return json.loads(line, parse_float=_Number)
+
+
+def _reply_id(value: Any, spelled: Any) -> int | str | None:
+    """The id to answer a request with: an MCP id as it is; a number that is none (`value`, a float) as the request
+    wrote it (`spelled`: the same id read by `_numbers`); anything else (an object, an array, a boolean, null)
+    None, as JSON-RPC says when the id cannot be read."""
+    if isinstance(value, float) and isinstance(spelled, _Number):
+        return spelled
+    return _mcp_id(value)
+
+
+def _bad_id(value: Any, line: str) -> SessionMessage:
+    rid = _reply_id(value, _numbers(line).get("id")) if isinstance(value, float) else None
+    return _answer(rid, types.INVALID_REQUEST, f'the request\'s "id" is {_kind(value)}; an MCP request id is a '
+                                               "string or an integer (a notification has no id)")
 
 
 def _kind(value: Any) -> str:
@@ -147,8 +186,8 @@ def _kind(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "a boolean"
-    return {dict: "an object", list: "an array", str: "a string", float: "a number with a fraction"}.get(
-        type(value), "a number")
+    return {dict: "an object", list: "an array", str: "a string",
+            float: "a number with a fraction or an exponent"}.get(type(value), "a number")
 
 
 def _why(data: dict[str, Any], err: ValueError) -> str:
@@ -196,15 +235,25 @@ def _found_id(line: str) -> int | str | None:
     if m is None:
         return None
     raw = m.group(1)
+    if not raw.startswith('"'):  # a whole JSON number (the pattern's): an integer Python reads, else as spelled
+        if _INTEGER.fullmatch(raw):
+            with contextlib.suppress(ValueError):  # more digits than Python reads (4,300)
+                return int(raw)
+        return _Number(raw)
     try:
         got = json.loads(raw)
     except ValueError:
         return None
-    return got if isinstance(got, int | str) else None
+    return got if isinstance(got, str) else None
 
 
 def _answer(rid: int | str | None, code: int, message: str) -> SessionMessage:
-    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=message)))
+    error = types.ErrorData(code=code, message=message)
+    if isinstance(rid, _Number):
+        echoed = _Echoed(jsonrpc="2.0", id=None, error=error)
+        echoed._spelled = str(rid)
+        return SessionMessage(echoed)
+    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=rid, error=error))
 
 
 def _first(err: ValueError) -> str:
