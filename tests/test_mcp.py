@@ -464,6 +464,36 @@ def test_a_memory_branch_is_read_as_an_overlay(repo: Repo) -> None:
     fresh.close()
 
 
+@pytest.mark.parametrize("target", ["release", "elsewhere"])
+def test_a_memory_branch_that_is_a_symbolic_ref_is_neither_followed_nor_a_crash(repo: Repo, target: str) -> None:
+    """The memory branch made a symbolic ref by someone else: a write followed it onto the branch it named, and one
+    to no branch (`elsewhere`) made every answer after the first fail ("Error executing tool"). Over a real server
+    session: searches answer, from the working tree alone (the ref is not followed to read either), and `add` is
+    refused with the ref, where it points and the fix; no branch moves."""
+    repo.commit("init", {**NOTES, ".vivary/memory.toml": '[memory.remember]\nbranch = "vivary/memory"\n'})
+    repo.commit("release", {"memories/from-release.md": "---\ntype: memory\n---\n# Release memory\n\nokapi\n"})
+    repo.git("branch", "release")
+    repo.git("reset", "-q", "--hard", "HEAD~1")
+    repo.git("symbolic-ref", "refs/heads/vivary/memory", f"refs/heads/{target}")
+    refs = repo.git("for-each-ref", "--format=%(refname) %(symref) %(objectname)", "refs/heads")
+
+    async def session() -> list[Any]:
+        async with Client(build_server(MemoryService(repo.path))) as client:
+            return [await client.call_tool("search", {"query": "deploy"}),
+                    await client.call_tool("add", {"text": "The loading dock closes at six."}),
+                    await client.call_tool("search", {"query": "okapi"})]
+
+    first, add, okapi = _run(session)
+    assert _data(first)["results"][0]["id"] == "notes/deploy"
+    assert add.is_error
+    assert (f"refs/heads/vivary/memory is a symbolic ref to refs/heads/{target}, so Git would move that branch "
+            "instead") in _text(add)
+    assert "`git symbolic-ref --delete refs/heads/vivary/memory`" in _text(add)
+    assert _data(okapi)["results"] == []  # release's memories are not laid over the working tree
+    assert repo.git("for-each-ref", "--format=%(refname) %(symref) %(objectname)", "refs/heads") == refs
+    assert repo.git("status", "--porcelain") == ""
+
+
 def test_hybrid_when_the_semantic_index_is_fresh_and_a_cosine_probe(repo: Repo, cli: Any) -> None:
     pytest.importorskip("hnswlib", reason="the embed extra is not installed")
     repo.commit("init", {**NOTES, ".vivary/memory.toml": '[memory]\nenabled = true\nprovider = "vivary-local"\n',

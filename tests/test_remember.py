@@ -341,6 +341,49 @@ def test_a_dedicated_memory_branch_leaves_head_and_work_tree_alone(repo: Repo, c
     assert _trailers(repo, "vivary/memory").startswith("Vivary-Op: add\n")
 
 
+@pytest.mark.parametrize("target", ["main", "release", "elsewhere"])
+def test_a_memory_branch_that_is_a_symbolic_ref_is_refused(repo: Repo, cli, target: str) -> None:
+    """`refs/heads/vivary/memory` made a symbolic ref by someone else: `git update-ref` followed it and the memory
+    commit landed on the branch it named (the checked-out `main`, whose index then showed the memory as staged for
+    deletion; a `release` branch), while the answer said `refs/heads/vivary/memory`; a symbolic ref to no branch
+    was a traceback. The write is refused, naming the ref, where it points and the fix, and no branch moves."""
+    _seed(repo)
+    repo.commit("cfg", {".vivary/memory.toml": '[memory.remember]\nbranch = "vivary/memory"\n'})
+    repo.git("branch", "release")
+    repo.git("symbolic-ref", "refs/heads/vivary/memory", f"refs/heads/{target}")
+    refs = repo.git("for-each-ref", "--format=%(refname) %(symref) %(objectname)", "refs/heads")
+    r = cli("remember", "The loading dock closes at six.", cwd=repo.path)
+    assert r.code == 3, r.err
+    assert r.err == (
+        f"git vivary remember: refs/heads/vivary/memory is a symbolic ref to refs/heads/{target}, so Git would move "
+        "that branch instead and the memory would land there; memories go to their own branch: remove the symbolic "
+        "ref (`git symbolic-ref --delete refs/heads/vivary/memory`), or name the branch to use in [memory.remember] "
+        "branch in .vivary/memory.toml; nothing was committed\n")
+    assert repo.git("for-each-ref", "--format=%(refname) %(symref) %(objectname)", "refs/heads") == refs
+    assert repo.git("status", "--porcelain") == ""
+    repo.git("symbolic-ref", "--delete", "refs/heads/vivary/memory")  # the fix the message names
+    r = cli("remember", "The loading dock closes at six.", "--json", cwd=repo.path)
+    assert r.code == 0 and r.json()["ref"] == "refs/heads/vivary/memory", r.err
+    assert repo.git("ls-tree", "-r", "--name-only", "vivary/memory", "memories").split() == [
+        "memories/the-loading-dock-closes-at-six.md"]
+    assert repo.git("for-each-ref", "--format=%(refname) %(symref) %(objectname)", "refs/heads/main",
+                    "refs/heads/release") == "".join(line + "\n" for line in refs.splitlines()
+                                                    if not line.startswith("refs/heads/vivary/"))
+
+
+def test_the_checked_out_branch_is_followed_as_git_commit_follows_it(repo: Repo, cli) -> None:
+    """With no memory branch of its own, a memory goes where `git commit` would put it: HEAD followed to the branch
+    it names, through a branch alias too (`master` a symbolic ref to `main`), and the index and work tree hold it."""
+    _seed(repo)
+    repo.git("symbolic-ref", "refs/heads/master", "refs/heads/main")
+    repo.git("symbolic-ref", "HEAD", "refs/heads/master")
+    r = cli("remember", "Aliases lead to the same branch.", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert repo.git("rev-parse", "main").strip() == r.json()["commit"]
+    assert repo.git("symbolic-ref", "refs/heads/master").strip() == "refs/heads/main"
+    assert repo.git("status", "--porcelain") == ""
+
+
 def test_log_shows_a_nodes_memory_history(repo: Repo, cli) -> None:
     _seed(repo)
     mid = cli("remember", "Log me", "--json", cwd=repo.path).json()["id"]

@@ -235,8 +235,9 @@ class Warm:
         state = self._state
         branch = state.view.cfg.memory.remember.branch if state is not None else ""
         if branch:
-            ref = repo.repo.references.get(f"refs/heads/{branch}")
-            tip = str(ref.resolve().target) if ref is not None else None
+            from vivary_git.memory.writes.commits import branch_tip
+
+            tip = branch_tip(repo, f"refs/heads/{branch}")
         tree = self._worktree_tree(repo)
         assert self._worktree is not None
         # Git's config and excludes outside the work tree decide privacy too: a change rebuilds.
@@ -344,14 +345,14 @@ class Warm:
         repo = self._repo
         if not branch or repo is None or ws.source.root_tree is None:
             return None
-        from vivary_git.memory.writes.commits import _tree_with
+        from vivary_git.memory.writes.commits import _tree_with, branch_tip
 
-        ref = repo.repo.references.get(f"refs/heads/{branch}")
-        if ref is None:
+        tip = branch_tip(repo, f"refs/heads/{branch}")  # a symbolic ref is not followed: no overlay
+        if tip is None:
             return None
         prefix = f"{ws.source.prefix}/{folder}" if ws.source.prefix else folder
         try:
-            sub = repo.repo[ref.resolve().target].peel(repo.pygit2.Tree)[prefix]
+            sub = repo.repo[tip].peel(repo.pygit2.Tree)[prefix]
         except (KeyError, ValueError):
             return None
         tree = repo.repo[ws.source.root_tree]

@@ -42,8 +42,8 @@ import msgspec
 from vivary_git import git
 from vivary_git.errors import GitError, RefusedError
 
-__all__ = ["Base", "Change", "ChangesResult", "CommitResult", "Planned", "commit_changes", "commit_note", "message",
-           "one_line", "recover", "recover_now", "target_ref", "tip"]
+__all__ = ["Base", "Change", "ChangesResult", "CommitResult", "Planned", "branch_tip", "commit_changes", "commit_note",
+           "message", "one_line", "recover", "recover_now", "target_ref", "tip"]
 
 _ZERO = "0" * 40
 _ATTEMPTS = 64
@@ -180,7 +180,8 @@ def _publish(repo: git.Repo, ref: str, new: str, old: str | None, text: str, che
     if checked_out:
         _write_pending(pending, _Pending(ref, new, [*left, *((p.path, blob, was) for p, blob, was in syncs)]))
     _pause("before-ref")
-    cas = repo.git(["update-ref", "-m", f"vivary: {one_line(text, 100)}", ref, new, old or _ZERO], check=False)
+    cas = repo.git(["update-ref", "-m", f"vivary: {one_line(text, 100)}", "--end-of-options", ref, new, old or _ZERO],
+                   check=False)
     if cas.returncode != 0:
         if earlier is not None:
             _write_pending(pending, earlier)
@@ -380,6 +381,7 @@ def target_ref(repo: git.Repo, branch: str) -> tuple[str, bool]:
         if proc.returncode != 0:
             raise RefusedError(f"`{branch}` is not a valid branch name; fix [memory.remember] branch in "
                                ".vivary/memory.toml")
+        _refuse_symbolic(repo, ref)
         return ref, head_target == ref and repo.workdir is not None
     if head_target is None:
         raise RefusedError(
@@ -388,6 +390,29 @@ def target_ref(repo: git.Repo, branch: str) -> tuple[str, bool]:
             "\"vivary/memory\" in .vivary/memory.toml"
         )
     return head_target, repo.workdir is not None
+
+
+def _refuse_symbolic(repo: git.Repo, ref: str) -> None:
+    """Refuse a memory branch that is a symbolic ref: `git update-ref` would follow it and put the memory on the
+    branch it names (the checked-out one, a release branch), behind the user's back. HEAD is followed, as `git
+    commit` follows it (a branch alias checked out included): that is the branch the user is on."""
+    got = repo.repo.references.get(ref)
+    if got is None or not isinstance(got.target, str):  # none yet, or a branch (its target a commit id)
+        return
+    raise RefusedError(
+        f"{ref} is a symbolic ref to {got.target}, so Git would move that branch instead and the memory would land "
+        f"there; memories go to their own branch: remove the symbolic ref (`git symbolic-ref --delete {ref}`), or "
+        "name the branch to use in [memory.remember] branch in .vivary/memory.toml; nothing was committed"
+    )
+
+
+def branch_tip(repo: git.Repo, ref: str) -> str | None:
+    """The commit a memory branch of its own points at; None when there is none, or when it is a symbolic ref: never
+    followed, to read it either (`_refuse_symbolic` says why and what to do when a memory is written)."""
+    got = repo.repo.references.get(ref)
+    if got is None or isinstance(got.target, str):
+        return None
+    return str(got.target)
 
 
 def tip(repo: git.Repo, ref: str) -> str | None:
