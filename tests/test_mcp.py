@@ -664,11 +664,12 @@ def test_every_request_id_json_rpc_allows_is_answered_with_that_id(repo: Repo) -
         for rid in ("1.5", "2.0", "1e2", "-1.5e-7", "1.0e400", "-3", "0", big, "-" + big, '"s"', "true", "[1]"):
             send(ping % rid)
             got.append((rid, *answer()))
-        for line in ('{"jsonrpc":"2.0","id":1.5,"method":"tools/ca', '{"jsonrpc":"2.0","id":%s,"method":"tools/' % big,
+        for line in ('{"jsonrpc":"2.0","id":1.5,"method":"tools/ca',
+                     '{"jsonrpc":"2.0","id":' + big + ',"method":"tools/',
                      '{"jsonrpc":"2.0","id":12'):
             send(line)
             got.append((line, *answer()))
-        send("[%s,%s]" % (ping % "2.5", ping % "7"))
+        send(f"[{ping % '2.5'},{ping % '7'}]")
         batch = [answer(), answer()]
         send(ping % "16")
         last = answer()
