@@ -78,7 +78,7 @@ def validate_local(
                 out.append(Finding(path, line, "warning", "W202", f"unknown field {name!r} for type {node.type!r}"))
             continue
         if spec.is_ref and value is not None:
-            refs += [(name, line, target) for target in _refs(value)]
+            refs += [(name, line, target) for target in ref_targets(value)]
         if value is None:
             continue
         problem = spec_problem(spec, value)
@@ -120,7 +120,8 @@ def _derived(name: str, node: Node, dates: DateLookup | None) -> Any:
     return None
 
 
-def _refs(value: Any) -> list[str]:
+def ref_targets(value: Any) -> list[str]:
+    """The targets a ref field's value names: the string, or each string of a list."""
     if isinstance(value, str):
         return [value]
     if isinstance(value, list):

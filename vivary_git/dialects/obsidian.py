@@ -16,8 +16,7 @@ import posixpath
 import urllib.parse
 from collections.abc import Sequence
 
-from vivary_git.dialects import (Resolution, Rules, Target, fold, is_placeholder, is_url, missing_code, nfc,
-                                 split_target)
+from vivary_git.dialects import Resolution, Rules, Target, fold, is_placeholder, is_url, missing_code, nfc, split_target
 from vivary_git.models import Link
 
 NOTE_SUFFIXES = (".md", ".markdown")
