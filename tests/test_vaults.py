@@ -204,6 +204,19 @@ def test_dendron_missing_dotted_names_are_notes_it_would_create(repo: Repo, cli:
                                  "missing.pdf")}
 
 
+def test_logseq_missing_names_with_a_file_extension_are_pages_it_would_create(repo: Repo, cli: Any) -> None:
+    """In Logseq `[[report.pdf]]` is a page reference like any other: Logseq makes the page when it is linked, so
+    a missing one is no finding but an edge to a page without a file, as `[[Not yet written]]` is. Its assets
+    are Markdown links: a missing one of those is a missing file (W223)."""
+    got = findings(repo, cli, {"logseq/config.edn": "{}", "pages/Home.md":
+                               "- [[deck.key]] [[proj.data.csv]] [[report.pdf]] #[[slides.pptx]]\n"
+                               "- ![report](../assets/gone.pdf)\n"})
+    assert got == [("pages/Home.md", 2, "W223",
+                    "image (../assets/gone.pdf) matches no file (looked for 'assets/gone.pdf' from pages/Home.md)")]
+    assert edges(repo, cli) == {("pages/Home", "wikilink", n, True)
+                                for n in ("deck.key", "proj.data.csv", "report.pdf", "slides.pptx")}
+
+
 @pytest.mark.parametrize("config", [OBSIDIAN, {".foam/x": ""}], ids=["obsidian", "foam"])
 def test_obsidian_and_foam_missing_names_with_a_file_extension_are_files(repo: Repo, cli: Any,
                                                                         config: dict[str, str]) -> None:

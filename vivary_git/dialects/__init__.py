@@ -214,7 +214,8 @@ def anchor_keys(anchors: Sequence[str]) -> list[str]:
 
 def missing_code(target: Target) -> str:
     """W223 for a missing attachment, W221 for a missing note, by the name's extension (`ATTACHMENT_SUFFIXES`):
-    how Obsidian, Foam and Logseq tell a file from a note. A dialect's `Resolver.missing_code` decides."""
+    how Obsidian and Foam tell a file from a note (Dendron and Logseq, only in Markdown links: their wikilinks name
+    notes and pages). A dialect's `Resolver.missing_code` decides."""
     return "W223" if is_attachment_name(target.name) else "W221"
 
 
