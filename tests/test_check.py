@@ -318,6 +318,25 @@ def test_a_link_to_a_note_git_ignores_says_so_and_names_the_rule(repo: Repo, cli
     assert "Git ignores" not in r.out
 
 
+def test_the_ignored_link_hint_holds_for_notes_named_like_its_message(repo: Repo, cli: Any) -> None:
+    """The hint was found by reading the finding's message back (`looked for '…' from …`): a note whose name
+    holds `' from ` or a whole `(looked for '…' from …)` was read as another target and source, and its
+    broken link to an ignored note lost the hint. The link is now found again in the note itself."""
+    names = ["notes/Quote' from Dad.md", "notes/x (looked for 'y' from z).md", "Home.md"]
+    repo.write({".obsidian/app.json": "{}\n", ".gitignore": "drafts/\n", **{n: "# N\n\n[[Idea]]\n" for n in names}})
+    repo.commit()
+    repo.write({"drafts/Idea.md": "# Idea\n"})
+    for where in ([], ["--staged"]):
+        r = cli("check", "--lenient", *where, cwd=repo.path)
+        assert r.code == 0, r.err
+        lines = [line for line in r.out.splitlines() if "W221" in line]
+        assert sorted(line.split(":3: ", 1)[0] for line in lines) == sorted(names), r.out
+        for line in lines:
+            assert line.endswith("; 'drafts/Idea.md' is on disk, but Git ignores it (.gitignore:1:drafts/), so it is "
+                                 "in no tree and no graph (an editor that does not read .gitignore shows the link "
+                                 "resolved): un-ignore it, or link another note"), line
+
+
 def test_a_workspace_with_private_paths_keeps_the_ignored_link_hint(repo: Repo, cli: Any) -> None:
     """Any `private_paths` in `.vivary/memory.toml` turned the hint off: privacy was decided as in a folder
     outside Git, which refuses `private_paths` (only Git matches them exactly), and the refusal hid the hint."""

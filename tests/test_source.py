@@ -223,14 +223,16 @@ def test_wikilinks_people_would_not_call_broken(repo: Repo, cli: Any) -> None:
         "dendron.yml": "version: 5\n",
         "a.md": "[[remote vaults|#remote]] [[journal.{{CURRENT_DAY}}]]\n"
                 "[[Other|dendron://other.vault/x.y]] [[ok|dendron://home.vault/b]]\n"
-                "[[gone|dendron://home.vault/c.d]] ![[img.png]]\n",
+                "[[gone|dendron://home.vault/c.d]] ![[assets/img.png]]\n",
         "b.md": "# B\n",
     })
     r = cli("check", "--rev", "HEAD", "--lenient", cwd=repo.path)
     assert r.out.count("W221") == 1
     assert "a.md:3: warning W221: wikilink [[gone|dendron://home.vault/c.d]]" in r.out
-    # The image is not in the vault: a missing attachment has its own code.
-    assert "a.md:3: warning W223: embed ![[img.png]] matches no file (looked for 'img.png' from a.md)" in r.out
+    # The image (a file link: Dendron names files by their path) is not in the vault: a missing attachment has
+    # its own code. (`![[img.png]]` would be a reference to the note `img.png`: W221, docs/vaults.md#dendron.)
+    assert "a.md:3: warning W223: embed ![[assets/img.png]] matches no file (looked for 'assets/img.png' from a.md)" \
+        in r.out
     edges = cli("graph", "--json", "--rev", "HEAD", cwd=repo.path).json()["edges"]
     assert [(e["to"], e["broken"]) for e in edges] == [("b", False), ("c.d", True)]
 

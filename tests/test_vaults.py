@@ -186,6 +186,50 @@ def test_files_obsidian_hands_to_the_system_are_attachments_and_dotted_names_sta
     assert edges(repo, cli) == {("Home", "wikilink", "Node.js", True), ("Home", "wikilink", "v1.2", True)}
 
 
+DOTTED = "[[deck.key]]\n[[proj.data.csv]]\n![[deck.slides.pdf]]\n[[Slides|deck.talk.pptx]]\n[[lang.python]]\n" \
+    "[[missing.pdf]]\n[[assets/plan.pdf]]\n![gone](assets/none.png)\n"
+
+
+def test_dendron_missing_dotted_names_are_notes_it_would_create(repo: Repo, cli: Any) -> None:
+    """Dendron's names are dotted hierarchies: `[[deck.key]]`, `[[proj.data.csv]]` and `![[deck.slides.pdf]]`
+    name notes, and a missing one is a note Dendron's Go to Note creates (W221, with its broken edge), not a
+    missing file. Its file links are paths (`[[assets/plan.pdf]]`), and images Markdown links: those stay W223."""
+    got = findings(repo, cli, {"dendron.yml": "version: 5\n", "deck.md": DOTTED})
+    assert [(line, code) for _, line, code, _ in got] == \
+        [(1, "W221"), (2, "W221"), (3, "W221"), (4, "W221"), (5, "W221"), (6, "W221"), (7, "W223"), (8, "W223")], got
+    assert got[0][3] == "wikilink [[deck.key]] matches no note (looked for 'deck.key' from deck.md)"
+    assert got[6][3] == "wikilink [[assets/plan.pdf]] matches no file (looked for 'assets/plan.pdf' from deck.md)"
+    assert edges(repo, cli) == {("deck", "wikilink", n, True) for n in
+                                ("deck.key", "proj.data.csv", "deck.slides.pdf", "deck.talk.pptx", "lang.python",
+                                 "missing.pdf")}
+
+
+def test_logseq_missing_names_with_a_file_extension_are_pages_it_would_create(repo: Repo, cli: Any) -> None:
+    """In Logseq `[[report.pdf]]` is a page reference like any other: Logseq makes the page when it is linked, so
+    a missing one is no finding but an edge to a page without a file, as `[[Not yet written]]` is. Its assets
+    are Markdown links: a missing one of those is a missing file (W223)."""
+    got = findings(repo, cli, {"logseq/config.edn": "{}", "pages/Home.md":
+                               "- [[deck.key]] [[proj.data.csv]] [[report.pdf]] #[[slides.pptx]]\n"
+                               "- ![report](../assets/gone.pdf)\n"})
+    assert got == [("pages/Home.md", 2, "W223",
+                    "image (../assets/gone.pdf) matches no file (looked for 'assets/gone.pdf' from pages/Home.md)")]
+    assert edges(repo, cli) == {("pages/Home", "wikilink", n, True)
+                                for n in ("deck.key", "proj.data.csv", "report.pdf", "slides.pptx")}
+
+
+@pytest.mark.parametrize("config", [OBSIDIAN, {".foam/x": ""}], ids=["obsidian", "foam"])
+def test_obsidian_and_foam_missing_names_with_a_file_extension_are_files(repo: Repo, cli: Any,
+                                                                        config: dict[str, str]) -> None:
+    """The same links in Obsidian (and Foam, which reads names as it does): a name ending in a file format's
+    extension is a file, a missing one W223 with no edge; `[[lang.python]]` is a note, and so is `Slides` (the
+    target before the `|`)."""
+    got = findings(repo, cli, {**config, "deck.md": DOTTED})
+    assert [(line, code) for _, line, code, _ in got] == \
+        [(1, "W223"), (2, "W223"), (3, "W223"), (4, "W221"), (5, "W221"), (6, "W223"), (7, "W223"), (8, "W223")], got
+    assert got[5][3] == "wikilink [[missing.pdf]] matches no file (looked for 'missing.pdf' from deck.md)"
+    assert edges(repo, cli) == {("deck", "wikilink", "lang.python", True), ("deck", "wikilink", "Slides", True)}
+
+
 # --- what is not a link -----------------------------------------------------------------------------------
 
 def test_code_math_and_comments_hold_no_links(repo: Repo, cli: Any) -> None:

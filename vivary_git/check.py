@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from vivary_git.config import Config, FieldSpec
-from vivary_git.dialects import Target, describe, missing_code
+from vivary_git.dialects import Target, describe
 from vivary_git.models import Finding, Ignore, Node, Note
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -78,7 +78,7 @@ def validate_local(
                 out.append(Finding(path, line, "warning", "W202", f"unknown field {name!r} for type {node.type!r}"))
             continue
         if spec.is_ref and value is not None:
-            refs += [(name, line, target) for target in _refs(value)]
+            refs += [(name, line, target) for target in ref_targets(value)]
         if value is None:
             continue
         problem = spec_problem(spec, value)
@@ -92,13 +92,12 @@ def broken_ref(path: str, ref: Ref) -> Finding:
     return Finding(path, line, "warning", "W220", f"field {name!r}: ref {target!r} matches no document id")
 
 
-def broken_link(path: str, target: Target, looked_for: str, dialect: str) -> Finding:
-    """W221 (no such note) or W223 (no such attachment), naming the link as written and where it was
-    looked for, and from which note."""
+def broken_link(path: str, target: Target, looked_for: str, dialect: str, code: str) -> Finding:
+    """`code`, W221 (no such note) or W223 (no such attachment) as the dialect's resolver decided
+    (`Resolver.missing_code`), naming the link as written and where it was looked for, and from which note."""
     if dialect == "vivary":  # the contract's ids: tropo-era wording, kept for scripts that parse it
         return Finding(path, target.line, "warning", "W221",
                        f"wikilink [[{target.written}]] matches no document id (looked for '{looked_for}')")
-    code = missing_code(target)
     what = "file" if code == "W223" else "note"
     return Finding(path, target.line, "warning", code,
                    f"{describe(target)} matches no {what} (looked for '{looked_for}' from {path})")
@@ -121,7 +120,8 @@ def _derived(name: str, node: Node, dates: DateLookup | None) -> Any:
     return None
 
 
-def _refs(value: Any) -> list[str]:
+def ref_targets(value: Any) -> list[str]:
+    """The targets a ref field's value names: the string, or each string of a list."""
     if isinstance(value, str):
         return [value]
     if isinstance(value, list):

@@ -312,9 +312,10 @@ def _contribute(path: str, nid: str, f: Facts, own: bool, known: Mapping[str, ob
             continue
         if t.vault and t.vault not in homes:
             continue  # a link into another Dendron vault: outside this repository
-        attachment = rules.attachments and dialects.missing_code(t) == "W223"
+        code = resolver.missing_code(t)  # a missing note or a missing file, as the dialect's editor reads the name
+        attachment = rules.attachments and code == "W223"
         if attachment or rules.unresolved:  # (bad frontmatter too: the editor reads its body's links all the same)
-            findings.append(check.broken_link(path, t, res.looked_for, rules.dialect))
+            findings.append(check.broken_link(path, t, res.looked_for, rules.dialect, code))
         if own and not attachment and res.looked_for != nid:
             add((one(t.field, t.field), res.looked_for, True))
     if f.ignores:

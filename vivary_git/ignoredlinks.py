@@ -8,23 +8,23 @@ plain: un-ignore it, or link something else.
 
 Only the links already broken are looked up, and only in a working-tree or staged check (the files on disk
 are that tree's neighbours; a `--rev` tree has none): one `git ls-files --others --ignored --directory` and
-one `git check-ignore -v` for the paths found, nothing at all when no link is broken. An ignored folder is
-walked for names, up to `WALK_BUDGET` entries (`node_modules/` is not a vault). Only paths and rules are
-named, never a byte of an ignored file; a file on the privacy floor (`USER.md`, `memory/**`) is said to be
-private, not offered to be un-ignored.
+one `git check-ignore -v` for the paths found, nothing at all when no link is broken. What a broken link looked
+for is found again in its note (parsed, or from the parse cache), never read back out of the finding's message.
+An ignored folder is walked for names, up to `WALK_BUDGET` entries (`node_modules/` is not a vault). Only
+paths and rules are named, never a byte of an ignored file; a file on the privacy floor (`USER.md`,
+`memory/**`) is said to be private, not offered to be un-ignored.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import msgspec
 
-from vivary_git.dialects import obsidian
+from vivary_git.dialects import Target, obsidian
 from vivary_git.errors import GitError, PrivacyError
 from vivary_git.models import Finding
 
@@ -33,9 +33,6 @@ if TYPE_CHECKING:
 
 WALK_BUDGET = 20_000  # entries read below ignored folders, at most, per check
 _SKIPPED = frozenset((".git", "node_modules", "__pycache__"))
-_VAULT = re.compile(r"\(looked for '(.*)' from (.*)\)\Z")  # W221/W223 in a vault's dialect
-_ID = re.compile(r"matches no document id \(looked for '(.*)'\)\Z")  # W221 in a tropo.toml workspace
-_REF = re.compile(r"\Afield '.*': ref '(.*)' matches no document id\Z")  # W220
 
 
 def explain(ws: Workspace, findings: Sequence[Finding]) -> list[Finding]:
@@ -104,14 +101,10 @@ def _targets(ws: Workspace, broken: Sequence[Finding], ignored: list[str]) -> di
                            obsidian.NOTE_SUFFIXES if rules.markdown_files else obsidian.OBSIDIAN_NOTE_SUFFIXES)
     slugs: dict[str, str] | None = None
     out: dict[int, str] = {}
-    for n, f in enumerate(broken):
-        m = _VAULT.search(f.message)
-        if m is not None:
-            hit = _lookup(index, m.group(1), m.group(2))
+    for n, (by_id, looked_for) in _looked_for(ws, broken).items():
+        if not by_id:
+            hit = _lookup(index, looked_for, broken[n].path)
         else:
-            m = _ID.search(f.message) or _REF.match(f.message)
-            if m is None:
-                continue
             if slugs is None:
                 from vivary_git.graph import node_id
 
@@ -119,9 +112,58 @@ def _targets(ws: Workspace, broken: Sequence[Finding], ignored: list[str]) -> di
                 for p in ignored:
                     if p.lower().endswith((".md", ".markdown")):
                         slugs.setdefault(node_id(p, ws.root_name), p)
-            hit = slugs.get(m.group(1))
+            hit = slugs.get(looked_for)
         if hit is not None:
             out[n] = hit
+    return out
+
+
+def _looked_for(ws: Workspace, broken: Sequence[Finding]) -> dict[int, tuple[bool, str]]:
+    """What each broken finding's link or ref looked for (by its index in `broken`), and whether it looked for a
+    document id (a ref, or a link in a `tropo.toml` workspace's own dialect) rather than a name: found again from
+    its note (the link as its dialect reads it, resolved in this tree) and recognised by the finding it makes,
+    never read back out of a message, which a note's name or a link's text could make say anything."""
+    from vivary_git import check
+    from vivary_git.dialects import registry
+    from vivary_git.graph import node_id
+
+    config, source = ws.config, ws.source
+    rules = config.links
+    wanted = {f.path for f in broken}
+    entries = source.entries
+    blobs = {e.path: e.oid for e in entries if e.path in wanted}
+    notes = ws.notes_for(sorted(set(blobs.values())))
+    root = ws.root_name
+
+    def ids() -> dict[str, str]:
+        found: dict[str, str] = {}
+        for e in entries:
+            found.setdefault(node_id(e.path, root, rules.ids), e.path)
+        return found
+
+    resolver = registry.resolver(rules, [e.path for e in entries], source.others, ids)
+    by_id = rules.dialect == "vivary"
+    targets: dict[str, list[Target]] = {}
+    out: dict[int, tuple[bool, str]] = {}
+    for n, f in enumerate(broken):
+        note = notes.get(blobs.get(f.path, ""))
+        if note is None:
+            continue
+        if f.code == "W220":
+            out.update((n, (True, target)) for key, value in note.fields.items() if note.key_lines.get(key, 1) == f.line
+                       for target in check.ref_targets(value)
+                       if check.broken_ref(f.path, (key, f.line, target)).message == f.message)
+            continue
+        if f.path not in targets:  # every wikilink read, whatever the folder's `wikilinks`: a match is by finding
+            targets[f.path] = registry.read_links(note, rules, config.wikilink_field, True)
+        for t in targets[f.path]:
+            if t.line != f.line:
+                continue
+            res = resolver.resolve(t, f.path)
+            if res.path is None and check.broken_link(f.path, t, res.looked_for, rules.dialect,
+                                                      resolver.missing_code(t)).message == f.message:
+                out[n] = (by_id, res.looked_for)
+                break
     return out
 
 

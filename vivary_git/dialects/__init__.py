@@ -10,7 +10,9 @@ interface, and nothing else in the code branches on the dialect:
 - `Resolver.resolve(target, source_path) -> Resolution`: the vault path it reaches, or a miss and
   what was looked for (built once per graph from every path in the tree);
 - `Resolver.candidates(target) -> paths`: every path it could mean, written at the root, before the
-  editor's tie-break (how a name a person types is looked up: `graph.resolve_node`).
+  editor's tie-break (how a name a person types is looked up: `graph.resolve_node`);
+- `Resolver.missing_code(target) -> code`: what a link that reaches nothing names as its editor reads it:
+  a missing note (W221, which the editor offers to create) or a missing file (W223).
 
 `detect` picks the dialect a zero-config vault is written in; docs/vaults.md is the reference for
 each dialect's rules, written from the editors' own documentation and behaviour.
@@ -121,6 +123,11 @@ class Resolver(Protocol):
         tie-break picks one (a name a person types: `graph.resolve_node`)."""
         ...
 
+    def missing_code(self, target: Target) -> str:
+        """W221 when `target`, reaching nothing, names a note the editor would create; W223 when it names a file
+        (an attachment) that is not there."""
+        ...
+
 
 def nfc(text: str) -> str:
     return text if text.isascii() else unicodedata.normalize("NFC", text)
@@ -206,7 +213,9 @@ def anchor_keys(anchors: Sequence[str]) -> list[str]:
 
 
 def missing_code(target: Target) -> str:
-    """W223 for a missing attachment, W221 for a missing note."""
+    """W223 for a missing attachment, W221 for a missing note, by the name's extension (`ATTACHMENT_SUFFIXES`):
+    how Obsidian and Foam tell a file from a note (Dendron and Logseq, only in Markdown links: their wikilinks name
+    notes and pages). A dialect's `Resolver.missing_code` decides."""
     return "W223" if is_attachment_name(target.name) else "W221"
 
 

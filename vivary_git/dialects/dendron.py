@@ -6,6 +6,11 @@ case-insensitively. In `[[shown|target]]` the target comes *last*. `#heading`, `
 `dendron://VAULT/target` names another vault: a link into a vault that is not this one points
 outside the repository and is not checked. Markdown links are read as Obsidian reads
 them (relative to the note, then from the root).
+
+A wikilink that reaches nothing names a note, whatever its last dotted part: `[[deck.key]]`,
+`[[proj.data.csv]]` and `![[deck.slides.pdf]]` are hierarchy names, and Dendron's Go to Note creates
+them. Dendron's file links are written as the file's path (`[[assets/plan.pdf]]`): a missing one of those is
+a missing file as in Obsidian.
 """
 
 from __future__ import annotations
@@ -51,3 +56,11 @@ class Resolver(obsidian.Resolver):
         if target.name.lower().endswith(".md"):
             return self.index.named(target.name + ".md")
         return super().candidates(target)
+
+    def missing_code(self, target: Target) -> str:
+        """A wikilink's (an embed's, a property's) name without a `/` is a hierarchy name: a missing note (W221),
+        even when its last part is a file format's extension (`[[deck.key]]`, `[[proj.data.csv]]`). A path and a
+        Markdown link name files as in Obsidian."""
+        if target.kind in ("w", "e", "p") and "/" not in target.name:
+            return "W221"
+        return super().missing_code(target)

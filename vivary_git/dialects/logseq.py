@@ -7,8 +7,9 @@ the file name, with `___` (or the older `%2F`) for the `/` of a namespace (`a___
 `#[[two words]]` all link a page; so do the comma-separated values of `tags::` (and a property's
 `[[links]]` and `#tags` are edges named by the property). A `[[page]]` with no file is not broken:
 Logseq creates that page when it is first linked, so it is an edge to a page without a file, not a
-finding. Page properties are the `key:: value` lines a file starts with (its first block), or its
-YAML front matter.
+finding, whatever its name: `[[report.pdf]]` and `[[deck.key]]` are pages (Logseq links its assets with
+Markdown links, `![report](../assets/report.pdf)`, and a missing one of those is a missing file). Page
+properties are the `key:: value` lines a file starts with (its first block), or its YAML front matter.
 """
 
 from __future__ import annotations
@@ -177,5 +178,13 @@ class Resolver(obsidian.Resolver):
             if hit is not None:
                 return [hit]
         return super().candidates(target)
+
+    def missing_code(self, target: Target) -> str:
+        """A `[[page]]`, `#tag` or property link that reaches nothing names a page, whatever its extension (W221,
+        which `unresolved = false` leaves unreported: an edge to a page without a file); Markdown links name
+        files as in Obsidian."""
+        if target.kind in ("w", "e", "p", "t"):
+            return "W221"
+        return super().missing_code(target)
 
 

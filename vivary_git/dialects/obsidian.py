@@ -16,7 +16,7 @@ import posixpath
 import urllib.parse
 from collections.abc import Sequence
 
-from vivary_git.dialects import Resolution, Rules, Target, fold, is_placeholder, is_url, nfc, split_target
+from vivary_git.dialects import Resolution, Rules, Target, fold, is_placeholder, is_url, missing_code, nfc, split_target
 from vivary_git.models import Link
 
 NOTE_SUFFIXES = (".md", ".markdown")
@@ -263,3 +263,8 @@ class Resolver:
             if hit is not None:
                 return [hit]
         return index.named(name)
+
+    def missing_code(self, target: Target) -> str:
+        """A name with the extension of a file format (`[[paper.pdf]]`, `![[missing.png]]`) is a file; any other
+        name is a note, which Obsidian creates when the link is followed (`[[Node.js]]`)."""
+        return missing_code(target)

@@ -12,7 +12,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Sequence
 
-from vivary_git.dialects import Resolution, Rules, Target
+from vivary_git.dialects import Resolution, Rules, Target, missing_code
 from vivary_git.models import Link
 
 _ID_RUNS = re.compile(r"[^a-z0-9._-]+")
@@ -152,6 +152,12 @@ class Resolver:
     def candidates(self, target: Target) -> list[str]:
         got = self._lookup(target.written, candidates(target.written, self.alias))
         return [got.path] if got.path is not None else []
+
+    def missing_code(self, target: Target) -> str:
+        """The contract's links name documents (links to assets are left out when read), and a miss is worded as
+        W221 in any case (`check.broken_link`); with `[links] attachments = true`, a name with a file format's
+        extension makes no broken edge, as elsewhere."""
+        return missing_code(target)
 
 
 def resolver(rules: Rules, notes: Sequence[str], files: Sequence[str], ids: Callable[[], dict[str, str]]) -> Resolver:
