@@ -576,6 +576,15 @@ def test_without_a_model_the_same_text_is_a_duplicate_and_a_changed_value_an_upd
      "within 15 minutes.", []),
     # negations written otherwise
     ("Packages are installed with pnpm, not npm.", "We install packages using pnpm rather than npm.", []),
+    # a correction ("X, not Y") turns Y down as "rather than" does, and a number it turns down is not one it gives
+    ("The `billing-export` job is maintained by Dara Okafor on the finance tools team.",
+     "Kwame Mensah, not Dara Okafor, is the maintainer of the `billing-export` job.",
+     ["negation: dara, okafor turned down in the new text"]),
+    ("The quarterly review happens on 3 June in the Lisbon office.",
+     "The quarterly review is on 10 June, not the 3rd; it is still in the Lisbon office.",
+     ['negation: "not" only in the new text', "number: 3 -> 10"]),
+    ("The meeting is on Tuesday.", "The meeting is on Tuesday, not because it suits us but because the room is free.",
+     []),
     ("Force-pushing to release branches is forbidden.", "Nobody may force-push to release branches.", []),
     ("Pickup in Rotterdam is an hour earlier than in Lyon.", "Pickup in Lyon is an hour later than in Rotterdam.", []),
     ("Pickup in Rotterdam is an hour earlier than in Lyon.", "Pickup in Rotterdam is an hour later than in Lyon.",
