@@ -476,7 +476,7 @@ class Claim:
             nums = _number(raw)
             if low == "one" and (after in _NOT_ONE_BEFORE or (at and raws[at - 1].lower() in _NOT_ONE_AFTER)):
                 nums = []
-            if nums and rather and 0 <= negated and at - negated <= _DENIES:
+            if nums and rather and negated >= 0 and at - negated <= _DENIES:
                 continue  # "on 17 October, not the 14th": a number turned down is not one the text gives
             if nums:
                 cardinal = low not in _ORDINAL_WORDS and not low.endswith(("st", "nd", "rd", "th"))
