@@ -1,7 +1,7 @@
 """The similarity probe's verdicts on a labelled set of pairs: duplicates caught, contradictions refused as
 duplicates, new facts refused.
 
-    python bench/bench_probe.py [--half tune|test|holdout|holdout2 ... holdout18|all]
+    python bench/bench_probe.py [--half tune|test|holdout|holdout2 ... holdout19|all]
                                 [--similarity 0.80] [--misses] [--exact]
 
 Each pair of tests/data/probe_pairs.jsonl and tests/data/probe_holdout*.jsonl (provenance:
@@ -15,9 +15,9 @@ when it names `a`: a duplicate or update of another memory is wrong. Goals: para
 or update) <= 0.02.
 
 The thresholds (probe.py) were set on the `tune` half (even groups) and checked on the `test` half (odd
-groups). The held-out sets `holdout`, `holdout2` ... `holdout18` were each written before the probe change
-they measure, by a writer who had not seen the probe, measured once, then read: the newest (`holdout18`) is
-the figure that counts. Each runs by itself (`--half holdout18`); `all` is tune, test and holdout.
+groups). The held-out sets `holdout`, `holdout2` ... `holdout19` were each written before the probe change
+they measure, by a writer who had not seen the probe, measured once, then read: the newest (`holdout19`) is
+the figure that counts. Each runs by itself (`--half holdout19`); `all` is tune, test and holdout.
 `--exact`: without the embedder (the probe of a workspace without the local memory).
 """
 
@@ -34,7 +34,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 PAIRS = ROOT / "tests/data/probe_pairs.jsonl"
 # Each held-out set by its name: tests/data/probe_holdout.jsonl, then probe_holdout2.jsonl, ... (the newest last).
-HELD_OUT = {f"holdout{n}": ROOT / f"tests/data/probe_holdout{n}.jsonl" for n in ("", *range(2, 19))}
+HELD_OUT = {f"holdout{n}": ROOT / f"tests/data/probe_holdout{n}.jsonl" for n in ("", *range(2, 20))}
 LABELS = ("paraphrase", "contradiction", "related", "unrelated")
 VERDICTS = ("duplicate", "update", "related", "new")
 

@@ -17,7 +17,7 @@ from vivary_git.memory.writes.probe import Candidate, Probe
 
 PAIRS = Path(__file__).parent / "data" / "probe_pairs.jsonl"
 # The held-out sets in the order written: each before the probe change measured on it (tests/data/probe_pairs.md)
-HELD_OUT = ["probe_holdout.jsonl", *(f"probe_holdout{n}.jsonl" for n in range(2, 19))]
+HELD_OUT = ["probe_holdout.jsonl", *(f"probe_holdout{n}.jsonl" for n in range(2, 20))]
 LOCAL = '[memory]\nenabled = true\nprovider = "vivary-local"\n'
 
 # Several memories of one subject and of others: the one a verdict must name is never the first.
@@ -576,6 +576,15 @@ def test_without_a_model_the_same_text_is_a_duplicate_and_a_changed_value_an_upd
      "within 15 minutes.", []),
     # negations written otherwise
     ("Packages are installed with pnpm, not npm.", "We install packages using pnpm rather than npm.", []),
+    # a correction ("X, not Y") turns Y down as "rather than" does, and a number it turns down is not one it gives
+    ("The `billing-export` job is maintained by Dara Okafor on the finance tools team.",
+     "Kwame Mensah, not Dara Okafor, is the maintainer of the `billing-export` job.",
+     ["negation: dara, okafor turned down in the new text"]),
+    ("The quarterly review happens on 3 June in the Lisbon office.",
+     "The quarterly review is on 10 June, not the 3rd; it is still in the Lisbon office.",
+     ['negation: "not" only in the new text', "number: 3 -> 10"]),
+    ("The meeting is on Tuesday.", "The meeting is on Tuesday, not because it suits us but because the room is free.",
+     []),
     ("Force-pushing to release branches is forbidden.", "Nobody may force-push to release branches.", []),
     ("Pickup in Rotterdam is an hour earlier than in Lyon.", "Pickup in Lyon is an hour later than in Rotterdam.", []),
     ("Pickup in Rotterdam is an hour earlier than in Lyon.", "Pickup in Rotterdam is an hour later than in Lyon.",
@@ -845,7 +854,8 @@ BELOW_GOAL = {"probe_holdout5.jsonl": (0.865, 0.019, 0.019), "probe_holdout6.jso
               "probe_holdout12.jsonl": (0.942, 0.096, 0.087), "probe_holdout13.jsonl": (0.962, 0.038, 0.010),
               "probe_holdout14.jsonl": (0.923, 0.019, 0.029), "probe_holdout15.jsonl": (0.923, 0.058, 0.010),
               "probe_holdout16.jsonl": (0.885, 0.077, 0.038),
-              "probe_holdout17.jsonl": (0.846, 0.212, 0.0), "probe_holdout18.jsonl": (0.865, 0.192, 0.0)}
+              "probe_holdout17.jsonl": (0.846, 0.212, 0.0), "probe_holdout18.jsonl": (0.865, 0.096, 0.0),
+              "probe_holdout19.jsonl": (0.885, 0.269, 0.058)}
 
 
 @pytest.mark.parametrize("name", HELD_OUT)

@@ -185,7 +185,11 @@ _NEEDLESS = re.compile(r"\b(?:(?:do|does|did)(?: not|n't)|need not|needn't) (?:h
 _MUST = re.compile(r"\b(?:has|have|had) to\b", re.I)  # "has to be at the top" is "must be"
 # "Isn't as good as" is "less good than", a comparison (`_comparative`: "worse than"), not a denial of one.
 _NOT_AS = re.compile(r"\b(?:[a-z]+n't|not)\s+(?:quite\s+|nearly\s+|half\s+)?(?:as|so)\s+([a-z]+)\s+as\b", re.I)
-_INSTEAD = re.compile(r"\binstead of\b|\brather than\b", re.I)  # "pnpm rather than npm" is "pnpm, not npm"
+# "pnpm rather than npm" is "pnpm, not npm": both turn npm down. A "not" that opens a clause of its own after a comma,
+# a dash or a bracket and denies a word or a name there ("Ingrid Solheim, not Matías Olivera, owns it"; "on 17
+# October, not the 14th") is that correction too; one that a verb or a clause follows is a denial like any other.
+_INSTEAD = re.compile(r"\binstead of\b|\brather than\b|(?<=[,;(\u2013\u2014])\s*not\b(?=\s+(?:the\s+|a\s+|an\s+)?"
+                      r"(?:[\w`\"'@#.-]+\s+){0,2}[\w`\"'@#.-]+\s*(?:[,;:.)\u2013\u2014]|$))", re.I)
 # A number written in words ("twenty-five", "two hundred and fifty"): read as its digits. A word alone is read
 # as it is (`_NUMBER_WORDS`); "one or two", "two three-day sprints" are not one number.
 _SPELLED = re.compile(r"\b(?:(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|"
@@ -472,6 +476,8 @@ class Claim:
             nums = _number(raw)
             if low == "one" and (after in _NOT_ONE_BEFORE or (at and raws[at - 1].lower() in _NOT_ONE_AFTER)):
                 nums = []
+            if nums and rather and negated >= 0 and at - negated <= _DENIES:
+                continue  # "on 17 October, not the 14th": a number turned down is not one the text gives
             if nums:
                 cardinal = low not in _ORDINAL_WORDS and not low.endswith(("st", "nd", "rd", "th"))
                 if not cardinal:
