@@ -148,3 +148,20 @@ def test_the_mcp_servers_snapshot_refuses_the_scratch_folder_alike(ws: Repo, dam
     finally:
         keeper.close()
     assert list(outside.iterdir()) == []
+
+
+@needs_embed
+@pytest.mark.parametrize("damage", DAMAGE)
+def test_the_probes_cache_is_left_off_where_it_may_not_be_written(ws: Repo, cli: Any, damage: str) -> None:
+    """The similarity probe of an add caches memory vectors in `.git/vivary/probe-vN/`: a cache like the others,
+    left off (said once) where `derived.py` says no, never written through a link out of the Git folder."""
+    from vivary_git.memory.writes.probe import _FORMAT
+
+    assert cli("remember", "The loading dock closes at 6pm on Fridays.", cwd=ws.path).code == 0
+    where, outside = _damage(ws, f"vivary/probe-v{_FORMAT}", damage)
+    r = cli("remember", "Visitors sign in at reception and wear a badge.", cwd=ws.path)
+    assert r.code == 0, r.err
+    assert f"vivary: {where}: {SAID[damage]}" in r.err and "continuing without the cache" in r.err, r.err
+    assert list(outside.iterdir()) == [] and os.path.lexists(where)
+    if damage == "file":
+        assert where.read_text() == "not a folder\n"

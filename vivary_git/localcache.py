@@ -55,12 +55,12 @@ def _note(message: str) -> None:
 _SAID: set[str] = set()  # the cache folders said to be left off, once per process (the MCP server opens many)
 
 
-def _folder(directory: Path | None, kind: str) -> Path | None:
-    """The folder of the cache `kind` under `directory` (`.git/vivary/`), or None (no cache) when `derived.py`
+def cache_folder(directory: Path | None, name: str) -> Path | None:
+    """The folder `name` of a cache under `directory` (`.git/vivary/`), or None (no cache) when `derived.py`
     says it may not be written: said once on stderr, with what is in the way and the fix."""
     if directory is None:
         return None
-    folder = directory / f"{kind}-v{FORMAT_VERSION}"
+    folder = directory / name
     why = derived.damage(directory, folder, needs="of the cache")
     if why is None:
         return folder
@@ -221,7 +221,7 @@ class SegmentCache(Generic[T]):
     compacted now and then. A run reads every segment once, on first use, and writes one new one."""
 
     def __init__(self, directory: Path | None, kind: str, value_type: type[T]) -> None:
-        self.dir = _folder(directory, kind)
+        self.dir = cache_folder(directory, f"{kind}-v{FORMAT_VERSION}")
         self._decoder = msgspec.msgpack.Decoder(list[tuple[str, value_type]])  # type: ignore[valid-type]
         self._value_type = value_type
         self._values: dict[str, T] | None = None
@@ -468,7 +468,7 @@ class ObjectCache:
     """Whole results (a graph, a history) keyed by tree or commit id, a bounded number and size kept."""
 
     def __init__(self, directory: Path | None, kind: str, keep: int = _MAX_GRAPHS, budget: int = _MAX_BYTES) -> None:
-        self.dir = _folder(directory, kind)
+        self.dir = cache_folder(directory, f"{kind}-v{FORMAT_VERSION}")
         self.keep = keep
         self.budget = budget
 

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from vivary_git.localcache import cache_folder
 from vivary_git.memory.writes.claims import Claim, mismatches, overlap
 from vivary_git.models import Note
 
@@ -147,6 +148,8 @@ class Probe:
         self._embedder: Embedder | None = None
         self._loaded = False
         self._dir = cache_dir
+        self._folder: Path | None = None  # the cache's folder, once looked at (`_looked`); None: none may be written
+        self._looked = False
         self._cache: _Vectors | None = None
         self._dirty = False
         self._lock = threading.Lock()
@@ -232,9 +235,13 @@ class Probe:
         return self._cache
 
     def _path(self, model: str) -> Path | None:
-        if self._dir is None:
+        if not self._looked:
+            # Where `.git/vivary` may be written, as for every cache there (localcache.py, derived.py); else none.
+            self._folder = cache_folder(self._dir, f"probe-v{_FORMAT}")
+            self._looked = True
+        if self._folder is None:
             return None
-        return self._dir / f"probe-v{_FORMAT}" / (hashlib.sha256(model.encode()).hexdigest()[:16] + ".msgpack")
+        return self._folder / (hashlib.sha256(model.encode()).hexdigest()[:16] + ".msgpack")
 
     def _save(self) -> None:
         if not self._dirty or self._cache is None:
