@@ -9,7 +9,11 @@ file" to one command, "a symbolic link" to another, and named at a different pla
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -165,3 +169,39 @@ def test_the_probes_cache_is_left_off_where_it_may_not_be_written(ws: Repo, cli:
     assert list(outside.iterdir()) == [] and os.path.lexists(where)
     if damage == "file":
         assert where.read_text() == "not a folder\n"
+
+
+def _read_only(git_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`git vivary ARGS` with `git_dir` mounted read-only (a private mount namespace: as root, `chmod` stops no
+    write), through `git vivary`'s own `-m` entry point."""
+    script = 'mount --bind -o ro "$1" "$1" && shift && exec "$@"'
+    return subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", str(git_dir), sys.executable, "-m",
+                           "vivary_git.main", *args], cwd=git_dir.parent, capture_output=True, text=True, check=False)
+
+
+def _can_mount_read_only(where: Path) -> bool:
+    if shutil.which("unshare") is None:
+        return False
+    done = subprocess.run(["unshare", "-m", "sh", "-c", 'mount --bind -o ro "$1" "$1"', "sh", str(where)],
+                          capture_output=True, check=False)
+    return done.returncode == 0
+
+
+@needs_embed
+def test_a_read_only_git_folder_is_no_damage(ws: Repo, cli: Any) -> None:
+    """Only what stands in the way is refused, never a Git folder that cannot be written: a commit is still read
+    (the caches left off, an index run unlocked, each saying so) and recalled from an index made before."""
+    git_dir = ws.path / ".git"
+    if not _can_mount_read_only(git_dir):
+        pytest.skip("no read-only bind mount here (needs unshare and mount in a private namespace)")
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    before = _listing(ws)
+    checked = _read_only(git_dir, "check", "--rev", "HEAD")
+    assert checked.returncode == 0, checked.stderr
+    recalled = _read_only(git_dir, "recall", "--rev", "HEAD", "vault", "--json")
+    assert recalled.returncode == 0, recalled.stderr
+    assert json.loads(recalled.stdout)[0]["path"] == "notes/vault.md", recalled.stdout
+    indexed = _read_only(git_dir, "index", "--rev", "HEAD", "--yes")
+    assert indexed.returncode == 0 and "without it" in indexed.stderr, indexed.stderr
+    assert "in the place of" not in checked.stderr + recalled.stderr + indexed.stderr
+    assert _listing(ws) == before
