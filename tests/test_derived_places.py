@@ -205,3 +205,13 @@ def test_a_read_only_git_folder_is_no_damage(ws: Repo, cli: Any) -> None:
     assert indexed.returncode == 0 and "without it" in indexed.stderr, indexed.stderr
     assert "in the place of" not in checked.stderr + recalled.stderr + indexed.stderr
     assert _listing(ws) == before
+
+
+def test_the_memory_access_log_is_left_off_where_it_may_not_be_written(ws: Repo, cli: Any) -> None:
+    """An add and a recall append to `.git/vivary/dream/<workspace>/events.log` (docs/dream.md): never through a link
+    out of the Git folder; the log is left off, said once, and the add goes through."""
+    where, outside = _damage(ws, "vivary/dream", "link out")
+    r = cli("remember", "The loading dock closes at 6pm on Fridays.", cwd=ws.path)
+    assert r.code == 0, r.err
+    assert f"vivary: {where}: {SAID['link out']}" in r.err and "continuing without the memory access log" in r.err
+    assert list(outside.iterdir()) == []

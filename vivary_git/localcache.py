@@ -55,18 +55,19 @@ def _note(message: str) -> None:
 _SAID: set[str] = set()  # the cache folders said to be left off, once per process (the MCP server opens many)
 
 
-def cache_folder(directory: Path | None, name: str) -> Path | None:
-    """The folder `name` of a cache under `directory` (`.git/vivary/`), or None (no cache) when `derived.py`
-    says it may not be written: said once on stderr, with what is in the way and the fix."""
+def cache_folder(directory: Path | None, name: str, what: str = "the cache") -> Path | None:
+    """The folder `name` of `what` (a cache, or other optional state) under `directory` (`.git/vivary/`), or None
+    (going without it) when `derived.py` says it may not be written: said once on stderr, with what is in the way
+    and the fix."""
     if directory is None:
         return None
     folder = directory / name
-    why = derived.damage(directory, folder, needs="of the cache")
+    why = derived.damage(directory, folder, needs=f"of {what}")
     if why is None:
         return folder
     if why not in _SAID:
         _SAID.add(why)
-        print(f"vivary: {why}; continuing without the cache", file=sys.stderr)
+        print(f"vivary: {why}; continuing without {what}", file=sys.stderr)
     return None
 
 
