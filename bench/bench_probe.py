@@ -75,9 +75,9 @@ def main(argv: list[str] | None = None) -> int:
 
     loader = None
     if not args.exact:
-        from vivary_git.memory.local.embed import load_embedder
+        from vivary_git.memory.local.runtime import _load_embedder
 
-        embedder = load_embedder("minilm-l6-int8", optimize=False)
+        embedder = _load_embedder("minilm-l6-int8", use="probe")  # the build an add's probe loads
 
         def loader() -> Any:
             return embedder

@@ -217,6 +217,25 @@ def test_post_commit_is_silent_unless_auto_index(repo: Repo, cli: Any) -> None:
     assert not (repo.path / ".git" / "vivary" / "memory").exists()
 
 
+def test_post_commit_never_writes_its_log_through_a_link_out_of_the_git_folder(repo: Repo, cli: Any,
+                                                                                tmp_path: Path) -> None:
+    """The hook keeps what its background index says in `.git/vivary/index.log`, opened after every commit: a link
+    at `.git/vivary` had it written wherever it led. The commit goes through; the hook says what is in the way."""
+    workspace(repo)
+    cli("hooks", "install", "post-commit", cwd=repo.path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    link = repo.path / ".git" / "vivary"
+    link.symlink_to(outside)
+    repo.write({"modules/c.md": "---\n---\n# C\n"})
+    repo.git("add", "-A")
+    r = commit(repo)
+    assert r.returncode == 0 and repo.git("log", "-1", "--format=%s").strip() == "change"
+    assert "post-commit: the memory index was not refreshed" in r.stdout, r.stdout
+    assert f"{link}: a symbolic link that leads out of the Git folder" in r.stdout and "remove it" in r.stdout
+    assert list(outside.iterdir()) == []
+
+
 def test_hook_without_vivary_fails_closed(repo: Repo, tmp_path: Path, cli: Any) -> None:
     workspace(repo)
     cli("hooks", "install", "--python", str(tmp_path / "gone" / "python"), cwd=repo.path)

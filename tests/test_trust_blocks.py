@@ -322,6 +322,24 @@ def test_a_backup_that_cannot_be_kept_stops_the_write(ws: Repo, cli: Any) -> Non
     assert (ws.path / "USER.md").read_text() == "# Me\n"
 
 
+@pytest.mark.parametrize("place", ["vivary", "vivary/backups", "vivary/backups/USER.md"])
+def test_a_backup_is_never_written_through_a_link_out_of_the_git_folder(ws: Repo, cli: Any, tmp_path: Path,
+                                                                       place: str) -> None:
+    """A link at `.git/vivary` had the copy of USER.md (a private profile) written wherever it led; the folders on
+    the way are what derived.py allows for all of `.git/vivary/`, and the write stops (exit 3) before any is kept."""
+    (ws.path / "USER.md").write_text("# Me\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    link = ws.path / ".git" / place
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(outside)
+    r = cli("onboard", "--answer", "name=Ada", cwd=ws.path)
+    assert r.code == 3 and r.err.count("\n") == 1, r.err
+    assert "USER.md: cannot keep a copy" in r.err
+    assert f"{link}: a symbolic link that leads out of the Git folder" in r.err
+    assert (ws.path / "USER.md").read_text() == "# Me\n" and list(outside.iterdir()) == []
+
+
 def test_a_file_turned_into_a_symlink_is_never_replaced(ws: Repo, tmp_path: Path) -> None:
     """`files.write` is handed a path it read; a symlink put there since is refused, not written through and
     not replaced by a regular file."""

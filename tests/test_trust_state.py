@@ -300,6 +300,29 @@ def test_an_ignored_untracked_state_folder_keeps_working(repo: Repo, cli: Any) -
 
 
 @needs_model
+@pytest.mark.parametrize("place", ["written", "written/DIGEST"])
+def test_the_record_of_a_state_folder_is_never_kept_through_a_link_out_of_the_git_folder(
+        repo: Repo, cli: Any, tmp_path: Path, place: str) -> None:
+    """What this machine wrote in a work-tree state folder is recorded under `.git/vivary/written/`, and only what
+    the record vouches for is read back: a link there out of the Git folder had the record kept (and read) wherever
+    it led. It is refused as everything under `.git/vivary` is (derived.py), before anything is written."""
+    repo.commit("notes", {"tropo.toml": TROPO, ".vivary/memory.toml": IN_TREE, ".gitignore": IGNORED, **PUBLIC})
+    assert cli("index", "--yes", cwd=repo.path).code == 0
+    written = repo.path / ".git" / "vivary" / "written"
+    (digest,) = [p.name for p in written.iterdir()]
+    shutil.rmtree(written)
+    shutil.rmtree(repo.path / STATE)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    link = written.parent / place.replace("DIGEST", digest)
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(outside)
+    r = cli("index", "--yes", cwd=repo.path)
+    assert r.code == 2 and r.err.startswith(f"git vivary index: {link}: a symbolic link that leads out"), r.err
+    assert list(outside.iterdir()) == [] and not (repo.path / STATE).exists()
+
+
+@needs_model
 def test_a_file_put_in_an_ignored_state_folder_later_is_not_loaded(repo: Repo, cli: Any, loads: list[str]) -> None:
     repo.commit("notes", {"tropo.toml": TROPO, ".vivary/memory.toml": IN_TREE, ".gitignore": IGNORED, **PUBLIC})
     assert cli("index", "--yes", cwd=repo.path).code == 0

@@ -3,7 +3,9 @@
 Never inside the work tree, never pushed. Files are written whole to a temporary name and renamed
 into place, so a reader sees an old file or a new one, never half of one; a damaged or foreign file
 is ignored (and removed) and its contents recomputed. Two processes writing at once each add their
-own segment; nothing is lost, at worst a blob is parsed twice.
+own segment; nothing is lost, at worst a blob is parsed twice. A cache whose folder may not be written
+(`derived.py`: a file in its place or on its way, a symbolic link out of the Git folder) is left off, saying so
+once, never read or written there.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any, BinaryIO, Generic, TypeVar
 
 import msgspec
 
+from vivary_git import derived
 from vivary_git.config import FORMAT_VERSION
 from vivary_git.models import Note
 from vivary_git.safeio import FileRefused, read_regular
@@ -47,6 +50,25 @@ def _note(message: str) -> None:
     from vivary_git.escape import text
 
     print(f"vivary: {text(message)}", file=sys.stderr)
+
+
+_SAID: set[str] = set()  # the cache folders said to be left off, once per process (the MCP server opens many)
+
+
+def cache_folder(directory: Path | None, name: str, what: str = "the cache") -> Path | None:
+    """The folder `name` of `what` (a cache, or other optional state) under `directory` (`.git/vivary/`), or None
+    (going without it) when `derived.py` says it may not be written: said once on stderr, with what is in the way
+    and the fix."""
+    if directory is None:
+        return None
+    folder = directory / name
+    why = derived.damage(directory, folder, needs=f"of {what}")
+    if why is None:
+        return folder
+    if why not in _SAID:
+        _SAID.add(why)
+        print(f"vivary: {why}; continuing without {what}", file=sys.stderr)
+    return None
 
 
 def write_atomic(path: Path, *parts: bytes) -> None:
@@ -200,7 +222,7 @@ class SegmentCache(Generic[T]):
     compacted now and then. A run reads every segment once, on first use, and writes one new one."""
 
     def __init__(self, directory: Path | None, kind: str, value_type: type[T]) -> None:
-        self.dir = directory / f"{kind}-v{FORMAT_VERSION}" if directory is not None else None
+        self.dir = cache_folder(directory, f"{kind}-v{FORMAT_VERSION}")
         self._decoder = msgspec.msgpack.Decoder(list[tuple[str, value_type]])  # type: ignore[valid-type]
         self._value_type = value_type
         self._values: dict[str, T] | None = None
@@ -447,7 +469,7 @@ class ObjectCache:
     """Whole results (a graph, a history) keyed by tree or commit id, a bounded number and size kept."""
 
     def __init__(self, directory: Path | None, kind: str, keep: int = _MAX_GRAPHS, budget: int = _MAX_BYTES) -> None:
-        self.dir = directory / f"{kind}-v{FORMAT_VERSION}" if directory is not None else None
+        self.dir = cache_folder(directory, f"{kind}-v{FORMAT_VERSION}")
         self.keep = keep
         self.budget = budget
 

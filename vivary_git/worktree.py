@@ -15,8 +15,9 @@ from typing import Any
 
 import msgspec
 
-from vivary_git import git
+from vivary_git import derived, git
 from vivary_git.errors import GitError, RefusedError
+from vivary_git.escape import text as shown
 from vivary_git.models import NOTE_MAX_BYTES
 from vivary_git.safeio import FileRefused, read_regular
 
@@ -141,15 +142,15 @@ def _scratch_index(repo: git.Repo, index: Path) -> Iterator[Path]:
     import tempfile
 
     scratch_dir = repo.vivary_dir / "tmp"
+    needs = "for the working tree's snapshot"
+    derived.refuse(repo.vivary_dir, scratch_dir, needs=needs)  # a file, or a link out of the Git folder
     made = [p for p in (scratch_dir, repo.vivary_dir) if not os.path.lexists(p)]  # deepest first
     try:
         scratch_dir.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError) as err:
-        raise GitError(
-            f"{scratch_dir}: cannot be made a folder for the working tree's snapshot ({err.strerror or err}): "
-            f"a file is in the place of {scratch_dir if scratch_dir.parent.is_dir() else scratch_dir.parent}; "
-            "remove it (vivary keeps only rebuildable data there)"
-        ) from None
+    except (FileExistsError, NotADirectoryError) as err:  # put in the way since `refuse` looked
+        raise GitError(derived.damage(repo.vivary_dir, scratch_dir, needs=needs) or (
+            f"{shown(str(scratch_dir))}: cannot be made a folder {needs} ({err.strerror or err}); {derived.FIX}"
+        )) from None
     except OSError as err:
         first: OSError | None = err
     else:

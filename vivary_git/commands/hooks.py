@@ -204,6 +204,7 @@ def _index_in_background(roots: list[tuple[Path, str]]) -> int:
     import os
     import subprocess
 
+    from vivary_git import derived
     from vivary_git.errors import VivaryError
     from vivary_git.git import Repo
 
@@ -213,8 +214,10 @@ def _index_in_background(roots: list[tuple[Path, str]]) -> int:
             return EXIT_OK
         commit = str(repo.repo.head.target)
         folder = repo.vivary_dir
-        folder.mkdir(parents=True, exist_ok=True)
         log_path = folder / INDEX_LOG
+        # Never a log written where a link out of the Git folder leads (derived.py, as for all of .git/vivary).
+        derived.refuse(folder, log_path, file=True, needs="of the background index's messages")
+        folder.mkdir(parents=True, exist_ok=True)
         mode = "wb" if log_path.is_file() and log_path.stat().st_size > _LOG_LIMIT else "ab"
         log = open(log_path, mode)  # noqa: SIM115 - handed to the child, closed here once it has it
     except (VivaryError, OSError) as err:

@@ -11,6 +11,9 @@ where <path> is the file's path in the work tree with `%`, `/` and `@` spelled `
 `USER.md@feature`). The newest `KEEP` of each file are kept. The folders are 0700 and the copies 0600
 (USER.md is a profile): local, never in the work tree, never pushed.
 
+Nothing stands on the way there but folders, and symbolic links to folders inside the Git folder (`derived.py`,
+as for everything under `.git/vivary/`): a copy is never written where a link out of the Git folder leads.
+
 A file in no Git work tree (a plain folder, a user-level config outside any repository) gets no backup:
 the only places for one would be the folder itself or the user's home, where nothing of ours belongs.
 """
@@ -22,7 +25,7 @@ import datetime as dt
 import os
 from pathlib import Path
 
-from vivary_git import git
+from vivary_git import derived, git
 from vivary_git.errors import RefusedError
 
 KEEP = 5
@@ -50,6 +53,9 @@ def keep(path: Path, shown: str, data: bytes) -> Path | None:
     where = folder(path)
     if where is None:
         return None
+    why = derived.damage(where.parent.parent, where, needs="for its backups")
+    if why is not None:
+        raise RefusedError(f"{shown}: cannot keep a copy of it before rewriting it, so nothing was written: {why}")
     try:
         _private_dir(where.parent)
         _private_dir(where)

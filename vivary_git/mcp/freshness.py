@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from vivary_git import git
+from vivary_git import derived, git
 from vivary_git.errors import GitError
 from vivary_git.worktree import BOUNDED_HASH
 
@@ -359,6 +359,7 @@ class WorkTree:
 
     def _scratch_path(self) -> Path:
         tmp = self.repo.vivary_dir / "tmp"
+        derived.refuse(self.repo.vivary_dir, tmp, needs="for the working tree's snapshot")  # as worktree.py does
         # Made again when it is gone: a command that made the folder for its own scratch index removes it once
         # done when it is empty (worktree.py), which it is until this server has copied the index there.
         tmp.mkdir(parents=True, exist_ok=True)

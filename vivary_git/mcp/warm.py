@@ -399,8 +399,8 @@ class Warm:
                 self._write_through(st, memory)
             else:
                 try:
-                    # Loaded graph optimised, as `index --yes` loads it: this model also writes the index through.
-                    st.hybrid = RecallSession(memory, embedder=self._embedder, optimize=True)
+                    # The server's one model (`_model`), in its build: it also writes the index through.
+                    st.hybrid = RecallSession(memory, embedder=self._embedder, use="server")
                     self._embedder = st.hybrid.embedder
                 except VivaryError as err:
                     st.hybrid_reason = f"the semantic index cannot be used ({err})"
@@ -433,20 +433,25 @@ class Warm:
         st.hybrid_note = f"the index is fresh: {count} note(s) embedded as they changed"
 
     def _semantic_model(self, st: State) -> Embedder | None:
-        """The index's model, loaded once for this process (None, with the reason on `st`, when it cannot be).
-        Loaded as `git vivary index --yes` loads it, graph optimised: the vectors it writes through are then the
-        very bits that command writes (the unoptimised graph, recall's, rounds a note in ~120 to another int8
-        code: embed.py `load_embedder`), and a long-lived process gains more from its faster runs than it
-        loses to its ~0.1 s longer load."""
+        """The server's model (`_model`); None, with the reason on `st`, when it cannot be loaded."""
+        from vivary_git.memory.local.embed import EmbedderError
+
+        try:
+            return self._model(st)
+        except EmbedderError as err:
+            st.hybrid_reason = f"the embedding model is unavailable ({err})"
+            return None
+
+    def _model(self, st: State) -> Embedder:
+        """The one model of this process, loaded once, for its searches, its write-through and the similarity
+        probe of its adds: in the build `runtime.BUILDS` gives the server, the one `git vivary index --yes` and
+        `git vivary remember` load, so the vectors it writes through and the probe vectors it caches are the very
+        bits those commands make. Raises `EmbedderError` when it cannot be loaded."""
         if self._embedder is None:
-            from vivary_git.memory.local.embed import EmbedderError
             from vivary_git.memory.local.runtime import _load_embedder, require_extra
 
-            try:
-                require_extra()
-                self._embedder = _load_embedder(st.view.cfg.memory.local.model)
-            except EmbedderError as err:
-                st.hybrid_reason = f"the embedding model is unavailable ({err})"
+            require_extra()
+            self._embedder = _load_embedder(st.view.cfg.memory.local.model, use="server")
         return self._embedder
 
     def warm_up(self) -> None:

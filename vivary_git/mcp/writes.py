@@ -106,7 +106,7 @@ class Writes(Warm):
         if self._probe is None:
             from vivary_git.memory.writes.probe_loader import probe_for
 
-            self._probe = probe_for(st.view)
+            self._probe = probe_for(st.view, lambda: self._model(st))  # the server's one model
         return self._probe
 
     def add(self, text: str, *, title: str | None = None, tags: Sequence[str] = (),

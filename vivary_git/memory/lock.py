@@ -10,8 +10,9 @@ The lock is `flock` on a file: the kernel releases it when its holder exits, how
 run never leaves a stale lock behind). The file holds the holder's pid, for the message. Where `fcntl`
 does not exist (Windows) there is no lock and runs behave as before. Where the lock cannot be taken because
 `.git/vivary` cannot be written (a read-only repository), the run goes on without it, saying so; where something
-else is in the place of the locks folder or a lock file (a file, a symbolic link), it refuses (exit 2, naming
-it): going on would let two writers race.
+else is in the place of the locks folder or a lock file (a file, a symbolic link that leads out of the Git folder
+or to no folder), it refuses (exit 2, naming it): going on would let two writers race, or write outside the Git
+folder. What may stand on the way is `derived.py`'s decision, the same as for the memory index and the snapshot.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from vivary_git import derived
 from vivary_git.errors import GitError
 from vivary_git.escape import text as shown
 
@@ -62,6 +64,7 @@ def _flock(vivary_dir: Path, name: str, *, what: str, quiet: bool, waiting: str)
         yield
         return
     folder = vivary_dir / LOCKS
+    derived.refuse(vivary_dir, folder / name, file=True, needs=_needs(folder / name, what))
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd = os.open(folder / name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
@@ -89,24 +92,17 @@ def _flock(vivary_dir: Path, name: str, *, what: str, quiet: bool, waiting: str)
         os.close(fd)  # releases the lock
 
 
+def _needs(path: Path, what: str) -> str:
+    return f"of the lock {shown(str(path))} that keeps a second process from {what} at the same time"
+
+
 def _damaged(vivary_dir: Path, path: Path, what: str, err: OSError) -> GitError:
-    """The error for the lock file `path` that cannot be taken because something is in the place of a folder on
-    its way (`.git/vivary`, its locks folder) or of the lock file itself: it names the first such thing."""
-    here = vivary_dir.parent
-    for part in path.relative_to(here).parts:
-        here = here / part
-        if here.is_symlink():
-            break
-        if here != path and here.exists() and not here.is_dir():
-            break
-        if here == path and here.is_dir():
-            break
-    kind = "a symbolic link" if here.is_symlink() else "a folder" if here.is_dir() else "a file"
-    needed = "its lock file" if here == path else f"a folder for its lock {shown(str(path))}"
-    return GitError(
-        f"{shown(str(here))}: {kind} is where vivary needs {needed} ({err.strerror or err}), so it cannot make "
-        f"sure only one process is {what} at a time; remove it (vivary keeps only rebuildable data there)"
-    )
+    """The error for the lock file `path` that could not be taken because something is in the place of a folder
+    on its way or of the lock file itself (put there since `derived.refuse` looked): it names the first such
+    thing, as `derived.damage` decides, or the lock file when nothing is left in the way."""
+    why = derived.damage(vivary_dir, path, file=True, needs=_needs(path, what))
+    return GitError(why or f"{shown(str(path))}: cannot be made the file {_needs(path, what)} "
+                           f"({err.strerror or err}); {derived.FIX}")
 
 
 def _holder(fd: int) -> str:

@@ -27,6 +27,7 @@ from typing import Protocol
 
 import msgspec
 
+from vivary_git import derived
 from vivary_git.errors import GitError
 from vivary_git.escape import text as shown
 from vivary_git.safeio import FileRefused, read_regular, read_regular_stat
@@ -276,21 +277,14 @@ class LocalStateStore:
 
 
 def git_dir_store(vivary_dir: Path, dataset: str) -> LocalStateStore:
-    """The store of `dataset` in its default place, `.git/vivary/memory/<dataset>/`. A file (or a symbolic link
-    that leads to no folder) in the place of a folder on the way is a `GitError` (exit 2) naming it, as for the
-    rest of `.git/vivary`: read as a folder that holds nothing, it made recall say there was no index yet and
-    `index` fail on a folder it could not make."""
+    """The store of `dataset` in its default place, `.git/vivary/memory/<dataset>/`. Something in the place of a
+    folder on the way (a file; a symbolic link that leads to no folder, or out of the Git folder) is a `GitError`
+    (exit 2) naming it, as `derived.py` decides for the rest of `.git/vivary`: read as a folder that holds
+    nothing, a file made recall say there was no index yet and `index` fail on a folder it could not make; a
+    link out of the Git folder had the index written wherever it led."""
     folder = vivary_dir / MEMORY / check_name(dataset)
-    here = vivary_dir.parent
-    for part in folder.relative_to(here).parts:
-        here = here / part
-        if os.path.lexists(here) and not here.is_dir():
-            kind = "a symbolic link" if here.is_symlink() else "a file"
-            raise GitError(
-                f"{shown(str(here))}: {kind} is in the place of a folder of the memory index {shown(str(folder))}; "
-                "remove it (vivary keeps only rebuildable data there), then `git vivary index --yes` builds the "
-                "index again"
-            )
+    derived.refuse(vivary_dir, folder, needs=f"of the memory index {shown(str(folder))}",
+                   then=", then `git vivary index --yes` builds the index again")
     return LocalStateStore(folder)
 
 

@@ -26,6 +26,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from vivary_git import derived
 from vivary_git.errors import GitError, RefusedError
 from vivary_git.escape import text as shown
 from vivary_git.memory.state import LocalStateStore, Written
@@ -87,7 +88,10 @@ def state_folder(ws: Workspace, configured: str, key: str) -> tuple[Path, Writte
         )
     # The record is the folder's, by its path from the (resolved) top: the same folder however it was reached.
     digest = hashlib.sha256(os.fsencode(str(top / rel))).hexdigest()[:32]
-    return top / rel, Written(repo.vivary_dir / WRITTEN / digest)
+    record = repo.vivary_dir / WRITTEN / digest
+    # The record decides what is read back: never kept where a link out of the Git folder leads (derived.py).
+    derived.refuse(repo.vivary_dir, record, needs=f"of the record of what this machine wrote in {shown(rel)}")
+    return top / rel, Written(record)
 
 
 def work_tree_store(ws: Workspace, configured: str, key: str) -> LocalStateStore:

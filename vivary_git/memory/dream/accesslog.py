@@ -231,7 +231,11 @@ def log_for(ws: Workspace) -> Log:
     if repo is None:
         return Log(None)
     with contextlib.suppress(Exception):
-        return Log(repo.vivary_dir / "dream" / workspace_key(ws.source.prefix))
+        from vivary_git.localcache import cache_folder
+
+        # Never written where a link out of the Git folder leads (derived.py): then no log, said once.
+        return Log(cache_folder(repo.vivary_dir, f"dream/{workspace_key(ws.source.prefix)}",
+                                "the memory access log"))
     return Log(None)
 
 

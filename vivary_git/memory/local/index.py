@@ -223,7 +223,7 @@ class _PendingEmbedder:
         if self._loading is None:
             name = self.name
             model_environment()  # here, not in the thread (see model_environment)
-            self._loading = Background(lambda: runtime._load_embedder(name), name="vivary-model")
+            self._loading = Background(lambda: runtime._load_embedder(name, use="index"), name="vivary-model")
 
     def loaded(self) -> Embedder:
         self.start()

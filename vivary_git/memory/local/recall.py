@@ -102,12 +102,11 @@ class Memory(Protocol):
 
 
 def _load_and_ask(name: str, queries: tuple[str, ...], asked: dict[tuple[str, ...], Any], *,
-                  optimize: bool = False) -> Embedder:
-    """Recall's model, loaded without graph optimisation unless `optimize` (it embeds short queries: ~0.1 s
-    faster to load, slower to run), and the first `queries` embedded with it at once, into `asked`, exactly as
-    `RecallSession.recall_many` would embed them. A query it cannot embed is left to `recall_many`, which
-    says why."""
-    embedder = runtime._load_embedder(name, optimize=optimize)
+                  use: runtime.Use = "recall") -> Embedder:
+    """The model, in the build `runtime.BUILDS` gives `use` (recall's own: unoptimised, for short queries),
+    and the first `queries` embedded with it at once, into `asked`, exactly as `RecallSession.recall_many`
+    would embed them. A query it cannot embed is left to `recall_many`, which says why."""
+    embedder = runtime._load_embedder(name, use=use)
     if queries and all(q.strip() for q in queries):
         with contextlib.suppress(Exception):
             asked[queries] = embedder.embed(list(queries))
@@ -159,10 +158,9 @@ class RecallSession:
     """A verified, loaded index for many queries (`recall --queries`); refuses when stale or damaged."""
 
     def __init__(self, memory: Memory, queries: Sequence[str] = (), *, embedder: Embedder | None = None,
-                 optimize: bool = False) -> None:
-        """`embedder`: the model, already loaded; else it loads in a thread, graph optimised only with `optimize`:
-        for a process that will also index with it (the MCP server's write-through, which stores only an
-        optimised model's vectors: embed.py `load_embedder`)."""
+                 use: runtime.Use = "recall") -> None:
+        """`embedder`: the model, already loaded; else it loads in a thread, in the build `runtime.BUILDS` gives
+        `use`: `"server"` for the MCP server, whose one model also writes the index through."""
         cfg = memory.cfg
         require_local(cfg, "recall")
         self.memory = memory
@@ -184,8 +182,7 @@ class RecallSession:
             self._asked: dict[tuple[str, ...], Any] = {}
             loaded = embedder
             loading: Background[Embedder] = Background(
-                functools.partial(_load_and_ask, cfg.memory.local.model, tuple(queries), self._asked,
-                                  optimize=optimize)
+                functools.partial(_load_and_ask, cfg.memory.local.model, tuple(queries), self._asked, use=use)
             ) if loaded is None else Background(lambda: loaded)
             snap = memory.snapshot()
             manifest = memory.manifest()

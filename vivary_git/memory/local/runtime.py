@@ -3,14 +3,15 @@
 numpy, hnswlib, onnxruntime and the stemmer are imported inside functions: `git vivary recall` runs in
 every agent turn, and the embedder's ~0.3 s model load runs in a thread while the snapshot is built.
 `preload_runtime` starts those imports before the workspace is even opened; `_load_embedder` is the one
-place the index (index.py), recall (recall.py) and the similarity probe load the model.
+place the index (index.py), recall (recall.py), the similarity probe (memory/writes/probe_loader.py) and the
+MCP server (mcp/warm.py) load the model, and `BUILDS` the one place that decides which build each loads.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from vivary_git.memory.local.embed import INSTALL_HINT, EmbedderError, model_environment, module_present
 from vivary_git.parallel import Background
@@ -64,10 +65,22 @@ def _wait_for_preload() -> None:
             _PRELOADING.result()
 
 
-def _load_embedder(name: str, *, optimize: bool = True) -> Embedder:
+Use = Literal["index", "probe", "server", "recall"]
+# Which build of the model each use loads (embed.py `load_embedder`'s `optimize`): the graph-optimised one wherever
+# a vector is kept or the model is shared, for the two builds' vectors differ by ~2e-7 and a kept vector must be
+# the one every other path would have made: an index run (`index --yes`, the post-commit hook), the similarity
+# probe of an add (it caches memory texts' vectors under `.git/vivary/probe-vN/`, read by every later add, the MCP
+# server's and `dream`'s too), the MCP server (one model for its searches, its write-through and its probe). Only
+# `recall` in a process of its own, which embeds a few questions and keeps nothing, loads the unoptimised build:
+# ~0.1 s less to load.
+BUILDS: dict[str, bool] = {"index": True, "probe": True, "server": True, "recall": False}
+
+
+def _load_embedder(name: str, *, use: Use) -> Embedder:
+    """The model `name`, in the build `BUILDS` gives `use`."""
     # numpy is imported here, in the loader's thread, so the main thread does not wait for it.
     import numpy  # noqa: F401
 
     from vivary_git.memory.local.embed import load_embedder
 
-    return load_embedder(name, optimize=optimize)
+    return load_embedder(name, optimize=BUILDS[use])

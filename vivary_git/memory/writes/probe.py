@@ -21,8 +21,9 @@ other does not; related at `RELATED` or more. The thresholds were set on half
 of a labelled set of pairs and measured on the other half (tests/data/probe_pairs.jsonl), and the probe
 is measured on a held-out set written before its last change (tests/data/probe_holdout*.jsonl, the newest one;
 bench/bench_probe.py, docs/remember.md). The closest memory that is the same claim or changes one of its
-values decides between `duplicate` and `update`. Memory texts' vectors are cached by text digest and model, in
-this process and under `.git/vivary/probe-vN/` (public memories only: the candidates come from the
+values decides between `duplicate` and `update`. Memory texts' vectors are cached by text digest, model and build
+(`build`: the graph-optimised and the unoptimised model give vectors ~2e-7 apart, and a cache read by both would
+mix them), in this process and under `.git/vivary/probe-vN/` (public memories only: the candidates come from the
 privacy-filtered snapshot). Without an embedder, the same normalised text (case, punctuation and spacing
 ignored) is a duplicate, and shared words with a changed value an update.
 """
@@ -38,16 +39,17 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from vivary_git.localcache import cache_folder
 from vivary_git.memory.writes.claims import Claim, mismatches, overlap
 from vivary_git.models import Note
 
 if TYPE_CHECKING:
     from vivary_git.memory.local.embed import Embedder
 
-__all__ = ["Candidate", "Duplicate", "Match", "Probe", "Verdict", "memory_text", "normalise"]
+__all__ = ["Candidate", "Duplicate", "Match", "Probe", "Verdict", "build", "memory_text", "normalise"]
 
 _WORDS = re.compile(r"[^\w]+")
-_FORMAT = 1
+_FORMAT = 2  # 2: keyed by the model's build too (`build`); version 1's files hold the unoptimised build's vectors
 _SHOWN = 2000  # characters of a matching memory's text put in the answer
 _SPANS = 4096  # swapped spans' vectors kept in a process before the cache starts again
 # Cosine at or above which two memories are about the same subject (an update when their values differ);
@@ -124,9 +126,15 @@ def memory_text(note: Note) -> str:
     return body.strip()
 
 
+def build(embedder: Embedder) -> str:
+    """What the cached vectors of `embedder` are keyed by: the model and its build (embed.py `load_embedder`'s
+    `optimize`; `runtime.BUILDS` decides which a product path loads)."""
+    return f"{embedder.model_id} {'optimised' if getattr(embedder, 'optimized', True) else 'unoptimised'}"
+
+
 class _Vectors(msgspec.Struct):
     format: int
-    model: str
+    model: str  # `build`
     vectors: dict[str, bytes]  # sha256 of the text -> float32 row
 
 
@@ -140,6 +148,8 @@ class Probe:
         self._embedder: Embedder | None = None
         self._loaded = False
         self._dir = cache_dir
+        self._folder: Path | None = None  # the cache's folder, once looked at (`_looked`); None: none may be written
+        self._looked = False
         self._cache: _Vectors | None = None
         self._dirty = False
         self._lock = threading.Lock()
@@ -199,7 +209,7 @@ class Probe:
     def _vectors(self, embedder: Embedder, texts: list[str]) -> Any:
         import numpy as np
 
-        cache = self._loaded_cache(embedder.model_id)
+        cache = self._loaded_cache(build(embedder))
         keys = [hashlib.sha256(t.encode("utf-8", "surrogateescape")).hexdigest() for t in texts]
         missing = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in cache.vectors}.items())
         if missing:
@@ -225,9 +235,13 @@ class Probe:
         return self._cache
 
     def _path(self, model: str) -> Path | None:
-        if self._dir is None:
+        if not self._looked:
+            # Where `.git/vivary` may be written, as for every cache there (localcache.py, derived.py); else none.
+            self._folder = cache_folder(self._dir, f"probe-v{_FORMAT}")
+            self._looked = True
+        if self._folder is None:
             return None
-        return self._dir / f"probe-v{_FORMAT}" / (hashlib.sha256(model.encode()).hexdigest()[:16] + ".msgpack")
+        return self._folder / (hashlib.sha256(model.encode()).hexdigest()[:16] + ".msgpack")
 
     def _save(self) -> None:
         if not self._dirty or self._cache is None:
