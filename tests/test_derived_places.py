@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Repo
 
-from tests.conftest import Repo
 from vivary_git.memory.local.embed import embedder_status
 
 needs_embed = pytest.mark.skipif(

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import Repo
 
-from tests.conftest import Repo
 from vivary_git.memory.local import embed
 from vivary_git.memory.local.embed import embedder_status
 
