@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from vivary_git.commands._common import add_json_arg, add_workspace_args, between, emit_json
 from vivary_git.errors import EXIT_OK
@@ -41,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(got)
         return EXIT_OK
+    if got.note:
+        print(f"vivary recent: {shown(got.note)}", file=sys.stderr)
     if not got.entries:
         print("vivary recent: no memory commits in that window")
     for e in got.entries:

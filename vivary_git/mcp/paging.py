@@ -59,13 +59,15 @@ def outside(st: State, win: Window) -> frozenset[str]:
     """The public nodes the window leaves out."""
     view = st.view
     if win.date == "commit":
+        from vivary_git.memory.writes.commits import read_from
         from vivary_git.memory.writes.history import commit_dates
 
         repo = view.ws.source.repo
         dates = commit_dates(repo, "HEAD", view.ws.source.prefix) if repo is not None else {}
-        branch = view.cfg.memory.remember.branch
-        if branch and repo is not None and repo.repo.references.get(f"refs/heads/{branch}") is not None:
-            dates = {**dates, **commit_dates(repo, f"refs/heads/{branch}", view.ws.source.prefix)}
+        if repo is not None:  # the memory branch's dates over HEAD's, when it is a branch of its own: not followed
+            _, rev, _ = read_from(repo, view.cfg.memory.remember.branch)
+            if rev != "HEAD":
+                dates = {**dates, **commit_dates(repo, rev, view.ws.source.prefix)}
         now = time.time()
         return frozenset(n.id for n in st.nodes.values() if not win.holds(dates.get(n.path, now)))
     from vivary_git.memory.writes.history import note_date

@@ -588,6 +588,11 @@ class Reads(Warm):
                     branch = head.target.removeprefix("refs/heads/")
             _, reason = self._hybrid(st)
             remember = cfg.memory.remember
+            note = None
+            if repo is not None and remember.branch:
+                from vivary_git.memory.writes.commits import read_from
+
+                note = read_from(repo, remember.branch)[2]  # a symbolic ref: not read, and the fix
             return Status(
                 ok=True,
                 workspace={"root": str(ws.source.root), "config": ws.config.source, "dialect": ws.config.dialect,
@@ -599,7 +604,7 @@ class Reads(Warm):
                 memory={"enabled": cfg.enabled, "provider": cfg.provider,
                         "search": "hybrid" if st.hybrid is not None else "text", "search_reason": reason,
                         "folder": remember.folder, "branch": remember.branch or branch,
-                        "similarity": remember.similarity},
+                        "similarity": remember.similarity, **({"branch_note": note} if note else {})},
                 profile=self.profile, tools=list(PROFILES[self.profile]), dream=_dream_status(view),
                 onboarding=self._onboarding(ws.source.root) if "onboard" in PROFILES[self.profile] else None,
                 user_memory=self.usermem().status(),

@@ -739,8 +739,7 @@ def resolved_in_history(view: View) -> dict[str, Resolution]:
     repo = view.ws.source.repo
     if repo is None:
         return {}
-    branch = view.cfg.memory.remember.branch
-    ref = f"refs/heads/{branch}" if branch and repo.repo.references.get(f"refs/heads/{branch}") else "HEAD"
+    _, ref, _ = commits.read_from(repo, view.cfg.memory.remember.branch)  # a symbolic ref is not followed
     tip = repo.git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"], check=False)
     head = tip.stdout.decode().strip()
     if tip.returncode != 0 or not head:

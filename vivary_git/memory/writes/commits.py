@@ -43,7 +43,7 @@ from vivary_git import git
 from vivary_git.errors import GitError, RefusedError
 
 __all__ = ["Base", "Change", "ChangesResult", "CommitResult", "Planned", "branch_tip", "commit_changes", "commit_note",
-           "message", "one_line", "recover", "recover_now", "target_ref", "tip"]
+           "message", "one_line", "read_from", "recover", "recover_now", "target_ref", "tip"]
 
 _ZERO = "0" * 40
 _ATTEMPTS = 64
@@ -413,6 +413,27 @@ def branch_tip(repo: git.Repo, ref: str) -> str | None:
     if got is None or isinstance(got.target, str):
         return None
     return str(got.target)
+
+
+def read_from(repo: git.Repo, branch: str) -> tuple[str, str, str | None]:
+    """Where memories and their history are read: (the ref, the commit or "HEAD" to read, a note or None).
+    The configured memory branch when it is a branch of its own; else HEAD: none is configured or it does not
+    exist yet, or it is a symbolic ref, never followed to read as none is written through one (`_refuse_symbolic`);
+    the note then says so, where it points and the fix."""
+    if not branch:
+        return "HEAD", "HEAD", None
+    ref = f"refs/heads/{branch}"
+    at = branch_tip(repo, ref)
+    if at is not None:
+        return ref, at, None  # the commit itself: a ref made symbolic meanwhile is not followed either
+    got = repo.repo.references.get(ref)
+    if got is None:
+        return "HEAD", "HEAD", None
+    return "HEAD", "HEAD", (
+        f"{ref} is a symbolic ref to {got.target} and is not followed: memories are read from HEAD; remove the "
+        f"symbolic ref (`git symbolic-ref --delete {ref}`), or name the branch to use in [memory.remember] branch in "
+        ".vivary/memory.toml"
+    )
 
 
 def tip(repo: git.Repo, ref: str) -> str | None:

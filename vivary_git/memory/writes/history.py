@@ -28,6 +28,7 @@ from vivary_git.memory.writes.commits import (
     TRAILER_REASON,
     TRAILER_SOURCE,
     one_line,
+    read_from,
 )
 
 if TYPE_CHECKING:
@@ -81,6 +82,7 @@ class Recent(msgspec.Struct, frozen=True, omit_defaults=True):
     ref: str
     entries: list[RecentEntry]
     more: bool = False  # more commits matched than `limit`
+    note: str | None = None  # why the configured memory branch was not read (a symbolic ref), and the fix
 
 
 class _Commit(msgspec.Struct, frozen=True):
@@ -357,15 +359,6 @@ def _memory_history(view: View, repo: git.Repo, ref: str, found: str | None, rev
 # --- recent -------------------------------------------------------------------------------------------------
 
 
-def _history_ref(view: View) -> str:
-    """The branch memories are committed on: `[memory.remember] branch` when it exists, else HEAD."""
-    repo = view.ws.source.repo
-    branch = view.cfg.memory.remember.branch
-    if branch and repo is not None and repo.repo.references.get(f"refs/heads/{branch}") is not None:
-        return f"refs/heads/{branch}"
-    return "HEAD"
-
-
 def recent(view: View, *, since: str | None = "7d", until: str | None = None, ops: Sequence[str] = (),
            limit: int = 50) -> Recent:
     """The memory commits between `since` and `until` (committer dates; default the last 7 days), newest first:
@@ -379,14 +372,15 @@ def recent(view: View, *, since: str | None = "7d", until: str | None = None, op
     repo = view.ws.source.repo
     if repo is None:
         raise UsageError(f"{view.ws.source.root} is not in a Git repository: memory history is Git history")
-    ref = _history_ref(view)
+    # The branch memories are committed on: `[memory.remember] branch` when it is a branch of its own, else HEAD.
+    ref, rev, note = read_from(repo, view.cfg.memory.remember.branch)
     extra = [f"--since={start.strftime('%Y-%m-%d %H:%M:%S +0000')}"] if start is not None else []
     if end is not None:
         extra.append(f"--until={end.strftime('%Y-%m-%d %H:%M:%S +0000')}")
     folder = view.repo_path(view.cfg.memory.remember.folder)
     id_of = _Ids(view.ws)
     picked: list[_Commit] = []
-    for c in _walk(repo, ref, [], extra):
+    for c in _walk(repo, rev, [], extra):
         when = dt.datetime.fromisoformat(c.committed)
         if (start is not None and when < start) or (end is not None and when >= end):
             continue
@@ -410,7 +404,8 @@ def recent(view: View, *, since: str | None = "7d", until: str | None = None, op
                                    source=c.source or None, reason=c.reason or None,
                                    moved_from=c.moved_from[0] if c.op == "move" and c.moved_from else None))
     stamp = _stamp
-    return Recent(since=stamp(start), until=stamp(end), ref=ref, entries=entries[:limit], more=len(entries) > limit)
+    return Recent(since=stamp(start), until=stamp(end), ref=ref, entries=entries[:limit], more=len(entries) > limit,
+                  note=note)
 
 
 def _stamp(when: dt.datetime | None) -> str | None:

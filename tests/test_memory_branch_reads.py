@@ -1,0 +1,120 @@
+"""A `[memory.remember] branch` that is a symbolic ref is read as writes treat it: never followed.
+
+Writes refuse such a branch (`test_remember.py::test_a_memory_branch_that_is_a_symbolic_ref_is_refused`): Git would
+move the branch it names. Reads followed it: `recent` listed another branch's history as the memory branch's,
+`dream` took another branch's resolutions for its own, and a search by commit date took another branch's dates.
+Each now reads HEAD, as when the branch does not exist, and `recent` and the MCP `status` say why, with the fix."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from conftest import Repo
+
+CONFIG = {".vivary/memory.toml": '[memory.remember]\nbranch = "vivary/memory"\n'}
+NOTE = "---\ntags: [ops]\n---\n# Deploy runbook\n\nHow we deploy.\n"
+RELEASE = "---\ntype: memory\n---\n# Release memory\n\nThe okapi lives on the release branch.\n"
+
+
+def _note(target: str) -> str:
+    return (f"refs/heads/vivary/memory is a symbolic ref to refs/heads/{target} and is not followed: memories are "
+            "read from HEAD; remove the symbolic ref (`git symbolic-ref --delete refs/heads/vivary/memory`), or "
+            "name the branch to use in [memory.remember] branch in .vivary/memory.toml")
+
+
+def _release_and_link(repo: Repo, target: str) -> None:
+    """main holds the notes and the config; `release` a memory of its own; vivary/memory a symbolic ref."""
+    repo.commit("init", {"notes/deploy.md": NOTE, **CONFIG})
+    repo.git("switch", "-q", "-c", "release")
+    repo.commit("release memory", {"memories/from-release.md": RELEASE})
+    repo.git("switch", "-q", "main")
+    repo.git("symbolic-ref", "refs/heads/vivary/memory", f"refs/heads/{target}")
+
+
+@pytest.mark.parametrize("target", ["release", "nowhere"])
+def test_recent_never_follows_a_symbolic_memory_branch(repo: Repo, cli: Any, target: str) -> None:
+    """`recent` listed the history of the branch the symbolic ref names (`release`) as the memory branch's, under
+    `ref: refs/heads/vivary/memory`. It reads HEAD, as when the branch does not exist, and says why and the fix."""
+    _release_and_link(repo, target)
+    r = cli("recent", "--since", "2000-01-01", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert r.json() == {"since": "2000-01-01T00:00:00Z", "until": None, "ref": "HEAD", "entries": [],
+                        "note": _note(target)}
+    text = cli("recent", "--since", "2000-01-01", cwd=repo.path)
+    assert text.code == 0
+    assert text.out == "vivary recent: no memory commits in that window\n"
+    assert text.err == f"vivary recent: {_note(target)}\n"
+    repo.git("symbolic-ref", "--delete", "refs/heads/vivary/memory")  # the fix the note names
+    repo.git("branch", "vivary/memory", "release")
+    fixed = cli("recent", "--since", "2000-01-01", "--json", cwd=repo.path).json()
+    assert fixed["ref"] == "refs/heads/vivary/memory" and "note" not in fixed
+    assert [e["nodes"] for e in fixed["entries"]] == [["memories/from-release"]]
+
+
+def test_dream_takes_no_resolution_from_the_branch_a_symbolic_memory_branch_names(repo: Repo, cli: Any) -> None:
+    """A task resolved on `release` only, read from main: `dream --inspect tasks` said it was resolved when
+    vivary/memory was a symbolic ref to `release`. It is open, as main's history says."""
+    repo.commit("init", {"notes/deploy.md": NOTE, ".gitignore": "USER.md\n"})
+    for text in ("Deploys happen on Tuesdays, never on Fridays, so the release train leaves Tuesday morning.",
+                 "The deploy pipeline runs smoke tests before switching blue green traffic on Tuesday.",
+                 "A failed Tuesday deploy is rolled back with the release rollback script.",
+                 "Deploy freezes start two days before a holiday release train.",
+                 "Only the release captain may approve a production deploy on Tuesday.",
+                 "Canary deploys get ten percent of traffic for an hour before the full release train."):
+        assert cli("remember", text, "--json", cwd=repo.path).code == 0
+    run = cli("dream", "--force", "--json", cwd=repo.path)
+    assert run.code == 0, run.err
+    task = run.json()["run"]["tasks"][0]["id"]
+    repo.git("switch", "-q", "-c", "release")
+    resolved = cli("dream", "--task-id", task, "--use-heuristic", "--json", cwd=repo.path)
+    assert resolved.code == 0, resolved.err
+    repo.git("switch", "-q", "main")
+
+    def status() -> str:
+        tasks = cli("dream", "--inspect", "tasks", "--json", cwd=repo.path).json()["tasks"]
+        return next(t["status"] for t in tasks if t["id"] == task)
+
+    assert status() == "open"
+    repo.commit("memory branch", CONFIG)
+    repo.git("symbolic-ref", "refs/heads/vivary/memory", "refs/heads/release")
+    assert status() == "open"
+    repo.git("symbolic-ref", "refs/heads/vivary/memory", "refs/heads/nowhere")
+    assert status() == "open"
+
+
+@pytest.mark.parametrize("target", ["release", "nowhere"])
+def test_the_mcp_reads_never_follow_a_symbolic_memory_branch(repo: Repo, monkeypatch: pytest.MonkeyPatch,
+                                                             target: str) -> None:
+    """Over an in-process MCP session: `recent` and `status` say the branch is not followed and why; a search by
+    commit date takes main's dates (the branch `release` changed the deploy note later: that date was taken)."""
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    from mcp import Client
+
+    from vivary_git.mcp.server import build_server
+    from vivary_git.mcp.service import MemoryService
+
+    repo.commit("init", {"notes/deploy.md": NOTE, **CONFIG})
+    repo.git("switch", "-q", "-c", "release")
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2026-12-02T12:00:00Z")
+    repo.commit("release", {"notes/deploy.md": NOTE + "\nOn release too.\n"})
+    repo.git("switch", "-q", "main")
+    repo.git("symbolic-ref", "refs/heads/vivary/memory", f"refs/heads/{target}")
+
+    async def session() -> list[Any]:
+        async with Client(build_server(MemoryService(repo.path))) as client:
+            return [await client.call_tool("recent", {"since": "2000-01-01"}),
+                    await client.call_tool("status", {}),
+                    await client.call_tool("search", {"query": "deploy", "since": "2026-12-01", "date": "commit"}),
+                    await client.call_tool("search", {"query": "deploy", "until": "2026-12-01", "date": "commit"})]
+
+    recent, status, later, earlier = asyncio.run(session())
+    for got in (recent, status, later, earlier):
+        assert not got.is_error, got.content
+    assert recent.structured_content["ref"] == "HEAD" and recent.structured_content["note"] == _note(target)
+    assert recent.structured_content["entries"] == []
+    memory = status.structured_content["memory"]
+    assert memory["branch"] == "vivary/memory" and memory["branch_note"] == _note(target)
+    assert later.structured_content["results"] == []
+    assert [h["id"] for h in earlier.structured_content["results"]] == ["notes/deploy"]
