@@ -4,7 +4,9 @@ the right one is not the first; `remember --supersede`; the labelled pairs' goal
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -919,3 +921,34 @@ def test_a_related_add_is_linked_to_the_related_memories(repo: Repo, cli: Any) -
     assert linked == [m["id"] for m in got["matches"]][:len(linked)]
     text = (repo.path / got["path"]).read_text()
     assert "related: [" in text and cli("check", cwd=repo.path).code == 0
+
+
+@pytest.mark.parametrize("planted", ["fifo", "link"])
+def test_a_fifo_or_a_link_in_the_vector_caches_place_is_left_off(repo: Repo, cli: Any, planted: str) -> None:
+    """The probe's vector cache under `.git/vivary/probe-v2/` was read with `is_file()` and `read_bytes()`: through a
+    symbolic link (here to a copy of the cache outside the Git folder), and a FIFO swapped in between the two would
+    block the add forever. Neither is read nor written now: the add goes ahead without the cache, saying so once.
+    The timeout only turns a hang into a failure."""
+    pytest.importorskip("hnswlib", reason="the embed extra is not installed")
+    repo.commit("init", {".vivary/memory.toml": LOCAL, "notes/home.md": "# Home\n"})
+    for _, text in EXISTING[:2]:
+        assert cli("remember", text, cwd=repo.path).code == 0
+    (cache,) = (repo.path / ".git" / "vivary" / "probe-v2").glob("*.msgpack")
+    outside = repo.path.parent / "vectors.msgpack"
+    outside.write_bytes(cache.read_bytes())
+    cache.unlink()
+    if planted == "fifo":
+        os.mkfifo(cache)
+    else:
+        cache.symlink_to(outside)
+    r = subprocess.run([sys.executable, "-m", "vivary_git.main", "remember", EXISTING[2][1]], cwd=repo.path,
+                       capture_output=True, text=True, timeout=600, check=False)
+    assert r.returncode == 0, r.stderr
+    kind = "a FIFO (named pipe)" if planted == "fifo" else "a symbolic link"
+    assert r.stderr == (f"vivary: the probe's vector cache {cache} is {kind}, not a regular file; continuing without "
+                        "it (remove it to have it rebuilt)\n")
+    assert r.stdout.startswith("remembered memories/requests-over-the-api-rate-limit")
+    assert cache.is_fifo() if planted == "fifo" else os.readlink(cache) == str(outside)  # left as it was
+    cache.unlink()  # the fix the message names: the next add writes the cache again
+    assert cli("remember", EXISTING[3][1], cwd=repo.path).code == 0
+    assert cache.is_file() and not cache.is_symlink()

@@ -30,8 +30,10 @@ ignored) is a duplicate, and shared words with a changed value an update.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -39,9 +41,11 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from vivary_git.localcache import cache_folder
+from vivary_git.escape import text as shown
+from vivary_git.localcache import cache_folder, write_atomic
 from vivary_git.memory.writes.claims import Claim, mismatches, overlap
 from vivary_git.models import Note
+from vivary_git.safeio import FileRefused, read_regular
 
 if TYPE_CHECKING:
     from vivary_git.memory.local.embed import Embedder
@@ -52,6 +56,7 @@ _WORDS = re.compile(r"[^\w]+")
 _FORMAT = 2  # 2: keyed by the model's build too (`build`); version 1's files hold the unoptimised build's vectors
 _SHOWN = 2000  # characters of a matching memory's text put in the answer
 _SPANS = 4096  # swapped spans' vectors kept in a process before the cache starts again
+_SAID: set[str] = set()  # the cache files said to be left off, once per process (`Probe._leave_off`)
 # Cosine at or above which two memories are about the same subject (an update when their values differ);
 # with at least `SAME_WORDS` of the shorter one's content words shared, `SUBJECT_WORDS` is enough.
 SUBJECT = 0.72
@@ -224,15 +229,32 @@ class Probe:
             return self._cache
         found: _Vectors | None = None
         path = self._path(model)
-        if path is not None and path.is_file():
+        raw: bytes | None = None
+        if path is not None:
+            try:  # a regular file only, its link not followed: a FIFO put there must not block the add
+                raw = read_regular(path, None, follow_symlinks=False)
+            except FileRefused as err:
+                self._leave_off(f"{path} {err}")
+            except OSError:
+                pass  # none yet (or unreadable): embedded again, and written when it can be
+        if raw is not None:
             try:
-                found = msgspec.msgpack.decode(path.read_bytes(), type=_Vectors)
-            except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+                found = msgspec.msgpack.decode(raw, type=_Vectors)
+            except (msgspec.DecodeError, msgspec.ValidationError):
                 found = None
             if found is not None and (found.format != _FORMAT or found.model != model):
                 found = None
         self._cache = found or _Vectors(_FORMAT, model, {})
         return self._cache
+
+    def _leave_off(self, what: str) -> None:
+        """The cache is optional: with something other than a file of ours in its place (a symbolic link, a FIFO, a
+        folder) it is neither read nor written by this probe, said once a process, as `cache_folder` says it."""
+        self._folder = None
+        if what not in _SAID:
+            _SAID.add(what)
+            print(f"vivary: the probe's vector cache {shown(what)}; continuing without it (remove it to have it "
+                  "rebuilt)", file=sys.stderr)
 
     def _path(self, model: str) -> Path | None:
         if not self._looked:
@@ -250,13 +272,8 @@ class Probe:
         self._dirty = False
         if path is None:
             return
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f"{path.name}.{threading.get_ident()}.tmp")
-            tmp.write_bytes(msgspec.msgpack.encode(self._cache))
-            tmp.replace(path)
-        except OSError:
-            pass  # a cache: the next probe embeds again
+        with contextlib.suppress(OSError):  # a cache: the next probe embeds again
+            write_atomic(path, msgspec.msgpack.encode(self._cache))  # a new file renamed in place: no link followed
 
 
 def _match(c: Candidate, score: float, method: str, words: float, evidence: list[str]) -> Match:
