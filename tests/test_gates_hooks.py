@@ -236,6 +236,52 @@ def test_post_commit_never_writes_its_log_through_a_link_out_of_the_git_folder(r
     assert list(outside.iterdir()) == []
 
 
+def test_hooks_status_shows_a_pinned_python_escaped_once_and_install_refuses_a_line_break(repo: Repo, cli: Any,
+                                                                                        tmp_path: Path) -> None:
+    """`hooks status` printed the path of a pinned Python that is gone as it was (a right-to-left override reversed
+    the rest of the line on a terminal), while a Python still there went through the escaping. A path with a line
+    break was written into the hook, where the status read half a quoted value: a traceback. The first is escaped
+    once like every value; the second is refused at install, and a hook holding such a line is read without one."""
+    workspace(repo)
+    gone = tmp_path / "gone\u202e" / "python"
+    assert cli("hooks", "install", "--python", str(gone), cwd=repo.path).code == 0
+    out = cli("hooks", "status", cwd=repo.path).out
+    assert f"vivary (python {tmp_path}/gone\\u202e/python is gone: falls back to git-vivary on PATH" in out, out
+    assert "\u202e" not in out
+    broken = f"{tmp_path}/gone\n::error::x/python"
+    r = cli("hooks", "install", "--python", broken, cwd=repo.path)
+    assert r.code == 2 and r.out == ""
+    assert r.err == (f"git vivary hooks: --python {tmp_path}/gone\\n::error::x/python: a path with a control "
+                     "character cannot be written into a hook script; give the path of a Python whose path has "
+                     "none\n")
+    hook = repo.path / ".git" / "hooks" / "pre-commit"
+    assert str(gone) in hook.read_text()  # the refused install wrote nothing
+    hook.write_text(hook.read_text().replace(str(gone), broken))  # such a line, written by another hand
+    status = cli("hooks", "status", cwd=repo.path)
+    assert status.code == 0 and "  pre-commit        vivary (git-vivary on PATH)\n" in status.out, status.err
+
+
+def test_the_post_commit_hook_shows_a_path_escaped_once(tmp_path: Path, cli: Any) -> None:
+    """The hook's word on a log it may not write is a message built with the path already escaped, shown through
+    the escaping again: the escaping leaves an escaped value as it is, so a line break in the path shows as `\\n`,
+    once, never `\\\\n`, and starts no line of its own."""
+    repo = Repo(tmp_path / "ws\nx")
+    repo.path.mkdir()
+    repo.git("init", "-q", "-b", "main")
+    workspace(repo)
+    cli("hooks", "install", "post-commit", cwd=repo.path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (repo.path / ".git" / "vivary").symlink_to(outside)
+    repo.write({"modules/c.md": "---\n---\n# C\n"})
+    repo.git("add", "-A")
+    r = commit(repo)
+    assert r.returncode == 0
+    assert r.stdout == (f"vivary: post-commit: the memory index was not refreshed ({tmp_path}/ws\\nx/.git/vivary: a "
+                        f"symbolic link that leads out of the Git folder (to {outside}) is in the place of a folder "
+                        "of the background index's messages; remove it (vivary keeps only rebuildable data there))\n")
+
+
 def test_hook_without_vivary_fails_closed(repo: Repo, tmp_path: Path, cli: Any) -> None:
     workspace(repo)
     cli("hooks", "install", "--python", str(tmp_path / "gone" / "python"), cwd=repo.path)

@@ -74,6 +74,11 @@ def run(args: argparse.Namespace) -> int:
         names = install.check_hook_names(list(dict.fromkeys(args.hooks or (["pre-commit"] if managed
                                                                              else list(install.GATES)))))
         roots = hook_roots(cwd, args.root) if args.root else None
+        if args.python is not None and any(ord(c) < 32 or ord(c) == 127 for c in args.python):
+            from vivary_git.errors import UsageError
+
+            raise UsageError(f"--python {shown(args.python)}: a path with a control character cannot be written "
+                             "into a hook script; give the path of a Python whose path has none")
         try:
             lines = install.install(cwd, names, args.python, roots)
             if managed:
@@ -253,33 +258,35 @@ def _status(cwd: Path, as_json: bool) -> int:
 
         emit_json(report)
         return EXIT_OK
-    where = f" (core.hooksPath = {report.hooks_path_config})" if report.hooks_path_config else ""
-    print(f"hooks folder: {report.hooks_dir}{where}")
+    # Every value once through `shown`: a pinned Python, a hook folder or a manager's file may hold any character.
+    where = f" (core.hooksPath = {shown(report.hooks_path_config)})" if report.hooks_path_config else ""
+    print(f"hooks folder: {shown(report.hooks_dir)}{where}")
     m = report.manager
     if m is not None:
         name = {"husky": "husky", "pre-commit": "the pre-commit framework",
                 "shared-folder": "a shared hooks folder"}.get(m.kind, m.kind)
-        print(f"managed by {name} ({m.detail}): vivary writes none of its files")
+        print(f"managed by {shown(name)} ({shown(m.detail)}): vivary writes none of its files")
     width = max(len(h.hook) for h in report.hooks)  # one column for every hook name (pre-merge-commit)
     for h in report.hooks:
         name = f"{h.hook:<{width}}"
         gate = "runs vivary" if h.vivary_runs else "does not run vivary"
-        note = f"; {h.note}" if h.note else ""
+        note = f"; {shown(h.note)}" if h.note else ""
+        runs = shown(h.runs)
         if h.state == "vivary":
             py = f"python {shown(h.python)}" if h.python else "git-vivary on PATH"
             if h.python and not h.python_ok:
-                py = f"python {h.python} is gone: falls back to git-vivary on PATH; run install again"
-            chained = f"; runs {Path(h.chained).name} first" if h.chained else ""
+                py = f"python {shown(h.python)} is gone: falls back to git-vivary on PATH; run install again"
+            chained = f"; runs {shown(Path(h.chained).name)} first" if h.chained else ""
             checks = f"; checks {shown(install.named(h.roots))}" if h.roots else ""
             print(f"  {name}  vivary ({py}{checks}{chained}){note}")
         elif h.state == "absent":
             print(f"  {name}  not installed{note}")
         elif h.state == "pre-commit-framework":
-            print(f"  {name}  the pre-commit framework's hook: {h.runs} {gate}{note}")
+            print(f"  {name}  the pre-commit framework's hook: {runs} {gate}{note}")
         elif h.state == "husky":
-            print(f"  {name}  husky's hook: runs {h.runs}, which {gate}{note}")
+            print(f"  {name}  husky's hook: runs {runs}, which {gate}{note}")
         elif m is not None and m.kind == "shared-folder":
-            print(f"  {name}  your hook ({h.runs}), which {gate}{note}")
+            print(f"  {name}  your hook ({runs}), which {gate}{note}")
         elif m is not None:
             print(f"  {name}  another hook (not vivary's){note}")
         else:

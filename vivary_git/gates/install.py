@@ -242,7 +242,10 @@ def _exists(path: Path) -> bool:
 def _pinned_python(text: str) -> str | None:
     for line in text.splitlines():
         if line.startswith("vivary_python="):
-            value = shlex.split(line.removeprefix("vivary_python="))
+            try:
+                value = shlex.split(line.removeprefix("vivary_python="))
+            except ValueError:  # a quote left open (a line break in the path, by another hand): none we can name
+                return None
             return value[0] if value and value[0] else None
     return None
 
