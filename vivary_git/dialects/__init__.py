@@ -80,6 +80,9 @@ class Rules(msgspec.Struct, frozen=True):
     # `.markdown` files are notes beside `.md` ones. Obsidian reads only `.md` (false there): a `.markdown` file is
     # a file a link names with its extension. A `tropo.toml` workspace's notes are the contract's: both.
     markdown_files: bool = True
+    # Dendron's vaults (`dendron.yml`): (name, the folder its notes are in), in the file's order; empty: the
+    # workspace folder is the one vault. Read from the tree, never from `.vivary/graph.toml`.
+    vaults: tuple[tuple[str, str], ...] = ()
 
 
 def defaults(dialect: str, reason: str = "") -> Rules:

@@ -7,17 +7,20 @@ case-insensitively. In `[[shown|target]]` the target comes *last*. `#heading`, `
 outside the repository and is not checked. Markdown links are read as Obsidian reads
 them (relative to the note, then from the root).
 
-A wikilink that reaches nothing names a note, whatever its last dotted part: `[[deck.key]]`,
-`[[proj.data.csv]]` and `![[deck.slides.pdf]]` are hierarchy names, and Dendron's Go to Note creates
-them. Dendron's file links are written as the file's path (`[[assets/plan.pdf]]`): a missing one of those is
-a missing file as in Obsidian.
+A name is looked for in a vault's folder only (`dendron.yml`'s vaults; the workspace folder without them),
+never anywhere in the tree; a name no note has is a file link, a path (`[[assets/plan.pdf]]`), never a file
+found by name elsewhere. A wikilink that reaches nothing names a note, whatever its last dotted part:
+`[[deck.key]]`, `[[proj.data.csv]]` and `![[deck.slides.pdf]]` are hierarchy names, and Dendron's Go to Note
+creates them; a missing path with a file format's extension is a missing file as in Obsidian.
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
+from collections.abc import Sequence
 
-from vivary_git.dialects import Resolution, Rules, Target, obsidian
+from vivary_git.dialects import Resolution, Rules, Target, fold, nfc, obsidian
 from vivary_git.models import Link
 
 _VAULT = re.compile(r"^dendron://([^/]*)/")
@@ -42,25 +45,137 @@ def read(link: Link, rules: Rules, field: str) -> Target | None:
     return Target(t.line, t.kind, t.field, t.written, name.strip(), anchor, vault)
 
 
+def vaults(config: bytes | None) -> tuple[tuple[str, str], ...]:
+    """The vaults `dendron.yml` lists (`workspace.vaults`, or the older top-level `vaults`): (name, the folder
+    its notes are in), in the file's order. A vault's name is its `name`, else its folder's last part; a
+    self-contained vault (`selfContained: true`) keeps its notes in its `notes/` folder. Empty when the file
+    lists none or cannot be read: the workspace folder is then the one vault."""
+    if config is None or len(config) > 1 << 20:
+        return ()
+    import yaml
+
+    try:
+        data = yaml.safe_load(config.decode("utf-8", "replace"))
+    except (yaml.YAMLError, RecursionError, ValueError):
+        return ()
+    if not isinstance(data, dict):
+        return ()
+    workspace = data.get("workspace")
+    listed = workspace.get("vaults") if isinstance(workspace, dict) else None
+    if not isinstance(listed, list):
+        listed = data.get("vaults")
+    out: dict[str, str] = {}
+    for vault in listed if isinstance(listed, list) else ():
+        fs_path = vault.get("fsPath") if isinstance(vault, dict) else None
+        if not isinstance(fs_path, str):
+            continue
+        folder = posixpath.normpath(fs_path.replace("\\", "/").strip("/") or ".")
+        if folder == ".." or folder.startswith("../"):
+            continue  # a vault outside the workspace folder: not in this tree
+        folder = "" if folder == "." else folder
+        name = vault.get("name")
+        name = name if isinstance(name, str) and name else posixpath.basename(folder)
+        if vault.get("selfContained") is True:
+            folder = posixpath.join(folder, "notes")
+        out.setdefault(nfc(name), nfc(folder))
+    return tuple(out.items())
+
+
 class Resolver(obsidian.Resolver):
-    """By hierarchy name anywhere in the vault (a vault in a subfolder too); Markdown links by path.
-    A Dendron name has no folders, so Obsidian's name lookup is Dendron's, except that a name is
-    the whole file name less `.md`: `[[a.b.md]]` names the note `a.b.md`, which is not `a.b`."""
+    """Dendron's own lookup: a wikilink names a note by its whole file name less `.md` (its `fname`), in a
+    vault's folder only (the workspace folder when `dendron.yml` lists no vaults): `[[proj]]` is `proj.md`
+    there, never `deep/folder/proj.md`. `dendron://VAULT/` narrows that to the vault so named. A name no
+    note has is a file link: a path (`assets/…` in each vault's folder, then from the linking note's vault,
+    then from the workspace folder), never a file found by name elsewhere. Markdown links as in Obsidian."""
+
+    def __init__(self, rules: Rules, notes: Sequence[str], files: Sequence[str]) -> None:
+        super().__init__(rules, notes, files)
+        self.case = rules.case
+        self.vaults: tuple[tuple[str, str], ...] = rules.vaults or (("", ""),)
+        self._by_name: dict[str, str] = {fold(name, rules.case): folder for name, folder in self.vaults}
+        # The vaults `dendron.yml` lists whose folder holds a note in this tree: a `dendron://` link into one
+        # that reaches nothing is a broken link here (a listed vault without notes is cloned elsewhere).
+        held = {posixpath.dirname(p) for p in notes}
+        self.vaults_here = frozenset(name for name, folder in rules.vaults if folder in held)
 
     def resolve(self, target: Target, source: str) -> Resolution:
-        if target.kind in ("w", "e", "p") and target.name.lower().endswith(".md"):
-            return Resolution(self.index.nearest(target.name + ".md", source), target.name)
-        return super().resolve(target, source)
+        if target.kind not in ("w", "e", "p") or not target.name:
+            return super().resolve(target, source)
+        name = target.name
+        notes = self._notes(name, target.vault)
+        if notes:
+            home = self._vault_of(source)
+            return Resolution(next((p for p in notes if posixpath.dirname(p) == home), notes[0]), name)
+        path = self._path(name)
+        if path.startswith("../") or path == "..":
+            return Resolution(source, path)  # leaves the workspace folder: not ours to check
+        return Resolution(self._file(path, self._vault_of(source)), name)
 
     def candidates(self, target: Target) -> list[str]:
-        if target.name.lower().endswith(".md"):
-            return self.index.named(target.name + ".md")
-        return super().candidates(target)
+        if target.kind not in ("w", "e", "p") or not target.name:
+            return super().candidates(target)
+        notes = self._notes(target.name, target.vault)
+        if notes:
+            return notes
+        hit = self._file(self._path(target.name), None)
+        return [hit] if hit is not None else []
+
+    def _notes(self, name: str, vault: str) -> list[str]:
+        """The notes whose name is `name`: `name.md` in each vault's folder (only `vault`'s, when it names a
+        vault `dendron.yml` lists), in the order the vaults are listed."""
+        if "/" in name or "\\" in name:
+            return []  # a Dendron name has no folders: a path is a file link
+        folder = self._by_name.get(fold(vault, self.case)) if vault else None
+        folders = (folder,) if folder is not None else tuple(f for _, f in self.vaults)
+        found = []
+        for f in folders:
+            hit = self.index.note_paths.get(fold(posixpath.join(f, name), self.case))
+            if hit is not None and hit.endswith(".md") and hit not in found:
+                found.append(hit)
+        return found
+
+    def _file(self, path: str, home: str | None) -> str | None:
+        """The file a file link's `path` names, as Dendron looks for it: `assets/…` in each vault's folder (the
+        last listed first), then from the linking note's vault, then from the workspace folder."""
+        tries: list[str] = []
+        if path.startswith("assets"):
+            tries += [posixpath.join(f, path) for _, f in reversed(self.vaults)]
+        if home:
+            tries.append(posixpath.join(home, path))
+        tries.append(path)
+        for p in tries:
+            hit = self.index.file_paths.get(fold(p, self.case))
+            if hit is not None and not self._is_note(hit):
+                return hit
+        return None
+
+    def _is_note(self, path: str) -> bool:
+        """A note of a vault (`a.b.md` in a vault's folder): named by its name (`[[a.b]]`), never by its file name
+        (`[[a.b.md]]` names the note `a.b.md`, docs/vaults.md)."""
+        return path.endswith(".md") and any(posixpath.dirname(path) == f for _, f in self.vaults)
+
+    @staticmethod
+    def _path(name: str) -> str:
+        """A file link's path from its vault (a leading `/` is no absolute path here: Dendron reads `/assets` as
+        `assets`)."""
+        path = posixpath.normpath(name.replace("\\", "/").strip("/"))
+        return "" if path == "." else path
+
+    def _vault_of(self, source: str) -> str:
+        """The folder of the vault the note at `source` is in (the deepest that holds it), "" for none."""
+        folder = posixpath.dirname(source)
+        best = ""
+        for _, f in self.vaults:
+            if (folder == f or folder.startswith(f + "/") or not f) and len(f) >= len(best):
+                best = f
+        return best
 
     def missing_code(self, target: Target) -> str:
         """A wikilink's (an embed's, a property's) name without a `/` is a hierarchy name: a missing note (W221),
         even when its last part is a file format's extension (`[[deck.key]]`, `[[proj.data.csv]]`). A path and a
-        Markdown link name files as in Obsidian."""
+        Markdown link name files as in Obsidian: a missing path without a file format's extension
+        (`[[assets/example]]`) is a missing note too, as Dendron shows it (a broken wikilink, which its Go to Note
+        creates as a note)."""
         if target.kind in ("w", "e", "p") and "/" not in target.name:
             return "W221"
         return super().missing_code(target)

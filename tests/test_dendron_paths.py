@@ -1,0 +1,80 @@
+"""Dendron finds a note by its whole name in a vault's folder and a file by its path, never by name anywhere
+(docs/vaults.md#dendron): what its editor shows, in one vault and in a workspace of several."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conftest import Repo
+
+FIVE = "version: 5\n"
+VAULTS = """version: 5
+workspace:
+  vaults:
+    - fsPath: notes
+      name: main
+    - fsPath: other/vault
+      name: other
+    - fsPath: sc
+      selfContained: true
+    - fsPath: remote
+      name: remote
+"""
+
+
+def check(repo: Repo, cli: Any, files: dict[str, str | bytes]) -> list[tuple[str, int, str, str]]:
+    repo.commit(files=files)
+    r = cli("check", "--rev", "HEAD", "--json", "--lenient", cwd=repo.path)
+    assert r.code in (0, 1), r.err
+    return [(f["path"], f["line"], f["code"], f["message"]) for f in r.json()["findings"]]
+
+
+def edges(repo: Repo, cli: Any) -> set[tuple[str, str, bool]]:
+    r = cli("graph", "--json", "--rev", "HEAD", cwd=repo.path)
+    assert r.code == 0, r.err
+    return {(e["from"], e["to"], e["broken"]) for e in r.json()["edges"]}
+
+
+def test_a_note_is_its_name_in_the_vault_folder_not_a_file_of_that_name_elsewhere(repo: Repo, cli: Any) -> None:
+    """`[[proj]]` is `proj.md` in the vault's folder: `deep/folder/proj.md` is no note of that name to Dendron,
+    and `[[example.py]]` is no file link to `assets/example.py` (a file link is its path)."""
+    got = check(repo, cli, {
+        "dendron.yml": FIVE, "deep/folder/proj.md": "x\n", "assets/example.py": "print()\n",
+        "root.md": "[[proj]]\n[[example.py]]\n[[assets/example.py]]\n[[/assets/example.py]]\n",
+    })
+    assert [(p, line, code) for p, line, code, _ in got] == [("root.md", 1, "W221"), ("root.md", 2, "W221")], got
+    assert got[0][3] == "wikilink [[proj]] matches no note (looked for 'proj' from root.md)"
+    assert edges(repo, cli) == {("root", "proj", True), ("root", "example.py", True)}
+
+
+def test_a_missing_path_without_a_file_format_is_a_note_dendron_would_create(repo: Repo, cli: Any) -> None:
+    """Dendron shows `[[assets/example]]` with nothing there as any broken wikilink, and its Go to Note creates
+    it as a note: W221. A file without an extension is reached by its path (`[[assets/scripts/build]]`); a path
+    with a file format's extension that is not there is a missing file (W223)."""
+    got = check(repo, cli, {
+        "dendron.yml": FIVE, "assets/scripts/build": "#!/bin/sh\n",
+        "root.md": "[[assets/example]]\n[[assets/scripts/build]]\n[[assets/plan.pdf]]\n",
+    })
+    assert [(line, code) for _, line, code, _ in got] == [(1, "W221"), (3, "W223")], got
+    assert got[0][3] == "wikilink [[assets/example]] matches no note (looked for 'assets/example' from root.md)"
+
+
+def test_a_name_ending_in_a_note_extension_is_the_whole_name(repo: Repo, cli: Any) -> None:
+    """`[[dendron.topic.markdown]]` is the note `dendron.topic.markdown.md`, not `dendron.topic.md` with its
+    `.markdown` taken for a file extension (the shared Dendron docs link it so from 20 notes)."""
+    check(repo, cli, {"dendron.yml": FIVE, "dendron.topic.md": "x\n", "dendron.topic.markdown.md": "x\n",
+                      "root.md": "[[dendron.topic.markdown]]\n"})
+    assert edges(repo, cli) == {("root", "dendron.topic.markdown", False)}
+
+
+def test_a_file_link_is_a_path_from_the_vaults_assets_the_note_s_vault_or_the_workspace(repo: Repo,
+                                                                                        cli: Any) -> None:
+    """`[[assets/…]]` is looked for in each vault's folder, another path from the linking note's vault, then
+    from the folder `dendron.yml` is in; nowhere else."""
+    files: dict[str, str | bytes] = {
+        "dendron.yml": FIVE, "assets/pic.png": b"", "local.txt": "x\n", "src/index.js": "x\n",
+        "deep/far.txt": "x\n",
+        "a.md": "![[assets/pic.png]]\n[[local.txt]]\n[[src/index.js]]\n[[far.txt]]\n[[index.js]]\n",
+    }
+    got = check(repo, cli, files)
+    assert [(line, code) for _, line, code, _ in got] == [(4, "W221"), (5, "W221")], got
