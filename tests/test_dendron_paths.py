@@ -67,14 +67,33 @@ def test_a_name_ending_in_a_note_extension_is_the_whole_name(repo: Repo, cli: An
     assert edges(repo, cli) == {("root", "dendron.topic.markdown", False)}
 
 
+def test_each_vault_of_dendron_yml_holds_its_notes(repo: Repo, cli: Any) -> None:
+    """A name is looked for in each vault's folder (a self-contained vault's `notes/`), the linking note's own
+    vault first; `dendron://VAULT/` picks the vault. A note in a vault's subfolder is no note of that name."""
+    files: dict[str, str | bytes] = {
+        "dendron.yml": VAULTS,
+        "notes/a.md": "[[b]]\n[[dendron://other/b]]\n[[dendron://main/b]]\n[[c]]\n[[stray]]\n[[dup]]\n"
+                      "[[dendron://remote/x]]\n[[dendron://elsewhere/y]]\n[[dendron://sc/c]]\n",
+        "notes/dup.md": "x\n", "notes/sub/stray.md": "x\n",
+        "other/vault/b.md": "[[dup]]\n", "other/vault/dup.md": "x\n",
+        "sc/notes/c.md": "x\n", "sc/root.md": "no note of the vault: its notes are in notes/\n",
+    }
+    got = check(repo, cli, files)
+    assert [(p, line, code) for p, line, code, _ in got] == [("notes/a.md", 3, "W221"), ("notes/a.md", 5, "W221")]
+    assert got[0][3] == "wikilink [[dendron://main/b]] matches no note (looked for 'b' from notes/a.md)"
+    assert edges(repo, cli) == {
+        ("notes/a", "other/vault/b", False), ("notes/a", "sc/notes/c", False), ("notes/a", "notes/dup", False),
+        ("notes/a", "b", True), ("notes/a", "stray", True), ("other/vault/b", "other/vault/dup", False)}
+
+
 def test_a_file_link_is_a_path_from_the_vaults_assets_the_note_s_vault_or_the_workspace(repo: Repo,
                                                                                         cli: Any) -> None:
     """`[[assets/…]]` is looked for in each vault's folder, another path from the linking note's vault, then
     from the folder `dendron.yml` is in; nowhere else."""
     files: dict[str, str | bytes] = {
-        "dendron.yml": FIVE, "assets/pic.png": b"", "local.txt": "x\n", "src/index.js": "x\n",
-        "deep/far.txt": "x\n",
-        "a.md": "![[assets/pic.png]]\n[[local.txt]]\n[[src/index.js]]\n[[far.txt]]\n[[index.js]]\n",
+        "dendron.yml": VAULTS, "other/vault/assets/pic.png": b"", "notes/local.txt": "x\n", "src/index.js": "x\n",
+        "notes/deep/far.txt": "x\n",
+        "notes/a.md": "![[assets/pic.png]]\n[[local.txt]]\n[[src/index.js]]\n[[far.txt]]\n[[index.js]]\n",
     }
     got = check(repo, cli, files)
     assert [(line, code) for _, line, code, _ in got] == [(4, "W221"), (5, "W221")], got

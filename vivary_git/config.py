@@ -351,6 +351,7 @@ class Detected(msgspec.Struct, frozen=True):
     dialect: str
     reason: str
     templates: tuple[str, ...] = ()
+    vaults: tuple[tuple[str, str], ...] = ()  # Dendron's vaults in `dendron.yml`: (name, notes folder)
 
 
 _LINK_KEYS: dict[str, tuple[type, tuple[str, ...]]] = {
@@ -407,6 +408,8 @@ def _link_rules(graph: Mapping[str, Any], wl: Mapping[str, Any], tropo: bool,
             raise at(GRAPH_FILE, "wikilinks", "alias").error(
                 f"{GRAPH_FILE}: wikilinks.alias must be \"auto\", \"first\" or \"last\", got {alias!r}")
         changes["alias"] = alias
+    if rules.dialect == "dendron" and detected is not None and detected.vaults:
+        changes["vaults"] = detected.vaults
     if tropo and not rules.markdown_files:
         changes["markdown_files"] = True  # a tropo.toml workspace's notes are the contract's, `.markdown` too
     return msgspec.structs.replace(rules, **changes) if changes else rules

@@ -405,8 +405,9 @@ def patch_findings(findings: Sequence[Finding], ids_by_path: Mapping[str, str], 
 
 def _homes(docs: Iterable[tuple[str, list[Target]]], resolver: dialects.Resolver) -> frozenset[str]:
     """Vault names whose `dendron://` links resolve here: this workspace is (one of) those vaults.
-    An unresolved link into any other vault points outside this repository and is not reported."""
-    homes: set[str] = set()
+    An unresolved link into any other vault points outside this repository and is not reported. A vault
+    `dendron.yml` lists whose folder holds notes here is one too (`Resolver.vaults_here`)."""
+    homes: set[str] = set(getattr(resolver, "vaults_here", ()))
     for path, links in docs:
         for t in links:
             if t.vault and t.vault not in homes and resolver.resolve(t, path).path is not None:

@@ -31,6 +31,7 @@ from vivary_git.config import (
     located,
     memory_folder,
 )
+from vivary_git.dialects import dendron
 from vivary_git.errors import ConfigError, GitError, UsageError
 from vivary_git.models import NOTE_MAX_BYTES, Finding
 from vivary_git.safeio import FileRefused, describe_size, read_regular
@@ -224,7 +225,8 @@ def load_config(read_file: Callable[[str], bytes | None],
             name, reason = dialects.detect(probe)
             named = (graph or {}).get("dialect")
             dialect = named if isinstance(named, str) else name
-            detected = Detected(name, reason, dialects.template_folders(probe, dialect))
+            vaults = dendron.vaults(probe.read("dendron.yml")) if dialect == "dendron" else ()
+            detected = Detected(name, reason, dialects.template_folders(probe, dialect), vaults)
         with _lines_of(read_file):
             return build_config(None, graph, detected=detected, memory_folder=folder), None
     from vivary_git.packs import merge, merge_packs
