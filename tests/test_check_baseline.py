@@ -103,6 +103,9 @@ def test_a_rev_that_does_not_resolve_is_a_git_error(repo: Repo, cli: Any) -> Non
     debt(repo)
     r = cli("check", "--new-since", "no-such-branch", cwd=repo.path)
     assert r.code == 2 and "--new-since no-such-branch: no such revision" in r.err
+    r = cli("check", "--new-since", "HEAD:tropo.toml", cwd=repo.path)  # a file's blob is no tree to compare with
+    assert r.code == 2 and "--new-since HEAD:tropo.toml: names a file's content (blob " in r.err, r.err
+    assert "git_object" not in r.err
     code, doc = check_json(cli, repo, "--new-since", "HEAD^{tree}")  # a tree, not a commit, will do
     assert (code, doc["findings"], doc["existing_errors"]) == (0, [], 4)
 

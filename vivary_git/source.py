@@ -416,10 +416,16 @@ def _plain_root(start: Path, root: str, rev: str | None) -> Path:
 def rev_tree(repo: git.Repo, rev: str, option: str = "--rev") -> str:
     """The tree id REV names (through libgit2: a revision never reaches a `git` command line as typed);
     errors name it as `option`, the command-line option it came from."""
+    return str(rev_object(repo, rev, option)[1].id)
+
+
+def rev_object(repo: git.Repo, rev: str, option: str) -> tuple[Any, Any]:
+    """The object REV names and the tree it peels to; a GitError naming `option` and the fix when there
+    is none, said in plain words (libgit2's own text names object types by number)."""
     pygit2 = repo.pygit2
+    fix = "name a commit, branch, tag or tree"
     try:
         obj = repo.repo.revparse_single(rev)
-        tree = obj.peel(pygit2.Tree)
     except KeyError:
         if repo.repo.head_is_unborn and rev.split("~")[0].split("^")[0] in ("HEAD", "@"):
             raise GitError(
@@ -427,9 +433,20 @@ def rev_tree(repo: git.Repo, rev: str, option: str = "--rev") -> str:
                 "or the index (--staged)"
             ) from None
         raise GitError(f"{option} {rev}: no such revision in {repo.workdir or repo.git_dir}") from None
+    except pygit2.InvalidSpecError:
+        what = (f"{rev}: not one revision (a malformed name, or a range such as A..B)" if rev
+                else "'': an empty revision")
+        raise GitError(f"{option} {what}; {fix}") from None
+    except (ValueError, pygit2.GitError) as err:
+        raise GitError(f"{option} {rev}: {err}; {fix}") from None
+    try:
+        return obj, obj.peel(pygit2.Tree)
     except (ValueError, pygit2.GitError, pygit2.InvalidSpecError) as err:
-        raise GitError(f"{option} {rev}: {err}; name a commit, branch, tag or tree") from None
-    return str(tree.id)
+        with contextlib.suppress(ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+            blob = obj.peel(pygit2.Blob)
+            raise GitError(f"{option} {rev}: names a file's content (blob {str(blob.id)[:12]}), not a commit or "
+                           f"tree; {fix}") from None
+        raise GitError(f"{option} {rev}: {err}; {fix}") from None
 
 
 def _find_root(repo: git.Repo, tree_id: str, rel: str) -> str:
