@@ -253,8 +253,13 @@ def _lines_of(read_file: Callable[[str], bytes | None]) -> Iterator[None]:
 
 
 def _memory_folder(read_file: Callable[[str], bytes | None]) -> str:
-    """Where agent memories live (`[memory.remember] folder`): their notes are typed `memory`."""
-    return memory_folder(read_file(MEMORY_FILE))
+    """Where agent memories live (`[memory.remember] folder`): their notes are typed `memory`. Read leniently:
+    a `.vivary/memory.toml` that is a symbolic link is refused where memory is used (`memory/config.py`)."""
+    try:
+        data = read_file(MEMORY_FILE)
+    except LinkedConfig:
+        data = None
+    return memory_folder(data)
 
 
 def is_note(path: str) -> bool:
@@ -323,11 +328,18 @@ def open_source(
         raise UsageError(f"--root {root}: there is no folder {prefix or '.'!r} in {label}; name a folder of that tree")
 
     def read_file(path: str) -> bytes | None:
-        oid = _lookup(repo, sub_id, path) if sub_id is not None else None
-        return None if oid is None else read_config_blob(repo, oid, f"{prefix}/{path}" if prefix else path)
+        name = f"{prefix}/{path}" if prefix else path
+        oid = config_blob_id(repo, sub_id, path, name) if sub_id is not None else None
+        return None if oid is None else read_config_blob(repo, oid, name)
+
+    def probe_file(path: str) -> bytes | None:  # an editor's files, a note: any blob, a link's too, as before
+        entry = _entry(repo, sub_id, path) if sub_id is not None else None
+        if entry is None or entry.type_str != "blob":
+            return None
+        return read_config_blob(repo, str(entry.id), f"{prefix}/{path}" if prefix else path)
 
     try:
-        config, raw = load_config(read_file, _TreeProbe(repo, sub_id, read_file))
+        config, raw = load_config(read_file, _TreeProbe(repo, sub_id, probe_file))
     except ConfigError as err:
         err.prefix = prefix  # the file is the workspace's: where it is in the repository
         raise
@@ -454,7 +466,8 @@ def _find_root(repo: git.Repo, tree_id: str, rel: str) -> str:
     for n in range(len(parts), -1, -1):
         prefix = "/".join(parts[:n])
         for marker in ROOT_MARKERS:
-            blob = _lookup(repo, tree_id, f"{prefix}/{marker}" if prefix else marker)
+            name = f"{prefix}/{marker}" if prefix else marker
+            blob = config_blob_id(repo, tree_id, name, name)
             if blob is None:
                 continue
             if marker == CONFIG_FILE:
@@ -463,6 +476,24 @@ def _find_root(repo: git.Repo, tree_id: str, rel: str) -> str:
             if data.get("contract") == "thin-v0.3":
                 return prefix
     return ""
+
+
+class LinkedConfig(ConfigError):
+    """A config file that is a symbolic link in the tree."""
+
+
+def config_blob_id(repo: git.Repo, tree_id: str, path: str, name: str) -> str | None:
+    """The blob id of the config file at `path` in the tree, from its tree entry; None when there is none,
+    and when a folder or a submodule has that name (no config file, as for `.vivary/memory.toml`). A
+    symbolic link is a `ConfigError` naming `name`: its blob holds the path it points to, not the rules."""
+    entry = _entry(repo, tree_id, path)
+    if entry is None:
+        return None
+    if entry.filemode == 0o120000:
+        raise LinkedConfig(f"{name}: is a symbolic link in the tree; commit the file itself instead", file=path)
+    if entry.type_str != "blob":
+        return None
+    return str(entry.id)
 
 
 def read_config_blob(repo: git.Repo, oid: str, name: str) -> bytes:
@@ -475,8 +506,9 @@ def read_config_blob(repo: git.Repo, oid: str, name: str) -> bytes:
 
 
 def read_config_file(path: Path, name: str) -> bytes | None:
-    """A config file in a plain folder: None when there is none (or it is a symbolic link, which a tree
-    would not follow either); `ConfigError` for a FIFO, a device or a file over `MAX_CONFIG_BYTES`."""
+    """A file in a plain folder, read as a config file: None when there is none (or it is a symbolic link:
+    the workspace's own config files are refused before, `LinkedConfig`); `ConfigError` for a FIFO, a device
+    or a file over `MAX_CONFIG_BYTES`."""
     if path.is_symlink() or not os.path.lexists(path) or path.is_dir():
         return None
     try:
@@ -500,14 +532,19 @@ def _subtree(repo: git.Repo, tree_id: str, prefix: str) -> str | None:
     return sub
 
 
+def _entry(repo: git.Repo, tree_id: str, path: str) -> Any:
+    """The tree entry at `path` (a pygit2 object: its `filemode`, `type_str` and `id`), or None."""
+    try:
+        return repo.repo[tree_id][path]  # type: ignore[index]
+    except (KeyError, ValueError, TypeError):
+        return None
+
+
 def _entry_type(repo: git.Repo, tree_id: str, path: str) -> str | None:
     """What the tree holds at `path`: "tree", "blob" (a file or a symbolic link), "commit" (a submodule, whose
     commit this repository need not have), or None. From the tree entry, never by loading the object."""
-    try:
-        entry = repo.repo[tree_id][path]  # type: ignore[index]
-    except (KeyError, ValueError, TypeError):
-        return None
-    kind: str = entry.type_str
+    entry = _entry(repo, tree_id, path)
+    kind: str | None = entry.type_str if entry is not None else None
     return kind
 
 
@@ -602,9 +639,14 @@ def _folder_source(start: Path, *, pinned: bool) -> Source:
     contents: dict[str, bytes] = {}
 
     def read_file(path: str) -> bytes | None:
+        if (root / path).is_symlink():
+            raise LinkedConfig(f"{path}: is a symbolic link; replace it with the file itself", file=path)
         return read_config_file(root / path, path)
 
-    config, raw = load_config(read_file, _FolderProbe(root, read_file))
+    def probe_file(path: str) -> bytes | None:  # an editor's files, a note: a link is no file here
+        return read_config_file(root / path, path)
+
+    config, raw = load_config(read_file, _FolderProbe(root, probe_file))
     excluded = excluder(config)
     files: list[Entry] = []
     overlays: list[str] = []
