@@ -168,6 +168,17 @@ def test_a_config_file_that_is_a_link_or_a_submodule_is_said_so(repo: Repo, cli:
         assert cli("graph", "--json", "--rev", "HEAD", cwd=repo.path).json()["counts"]["nodes"] == 1
         repo.git("rm", "-q", "--cached", "--", name)
         repo.commit(f"drop {name}")
+    # A folder of config files that is a link is refused by name too: the tree does not follow it to the files.
+    (repo.path / "real" / "packs").mkdir()
+    (repo.path / "real" / "packs" / "mine.toml").write_text('[types.x]\nfolder = "x"\n')
+    for folder, target in ((".vivary", "real"), (".tropo", "real")):
+        os.symlink(target, repo.path / folder)
+        repo.commit(f"link {folder}", {"tropo.toml": 'version = 1\npacks = ["mine"]\n'} if folder == ".tropo" else {})
+        r = cli("check", "--rev", "HEAD", cwd=repo.path)
+        assert r.code == 2 and r.err == (f"git vivary check: {folder}: is a symbolic link in the tree, so no config "
+                                         "file in it can be read; commit the folder itself instead\n"), r.err
+        repo.git("rm", "-q", "--", folder, *(["tropo.toml"] if folder == ".tropo" else []))
+        repo.commit(f"unlink {folder}")
     repo.commit("a folder", {"tropo.toml/x": "x\n"})
     assert cli("check", "--rev", "HEAD", cwd=repo.path).code == 0
     # An editor's settings file may be a link (to a dotfiles repository): it is read as before, not refused.

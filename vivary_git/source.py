@@ -485,9 +485,18 @@ class LinkedConfig(ConfigError):
 def config_blob_id(repo: git.Repo, tree_id: str, path: str, name: str) -> str | None:
     """The blob id of the config file at `path` in the tree, from its tree entry; None when there is none,
     and when a folder or a submodule has that name (no config file, as for `.vivary/memory.toml`). A
-    symbolic link is a `ConfigError` naming `name`: its blob holds the path it points to, not the rules."""
+    symbolic link is a `ConfigError` naming `name`: its blob holds the path it points to, not the rules; so is
+    a folder on its way that is one (`.vivary` -> elsewhere), which the tree does not follow to the file."""
     entry = _entry(repo, tree_id, path)
     if entry is None:
+        folder = path
+        while "/" in folder:
+            folder = folder.rsplit("/", 1)[0]
+            above = _entry(repo, tree_id, folder)
+            if above is not None and above.filemode == 0o120000:
+                shown = name[: len(name) - len(path) + len(folder)]
+                raise LinkedConfig(f"{shown}: is a symbolic link in the tree, so no config file in it can be read; "
+                                   "commit the folder itself instead", file=path)
         return None
     if entry.filemode == 0o120000:
         raise LinkedConfig(f"{name}: is a symbolic link in the tree; commit the file itself instead", file=path)
