@@ -197,6 +197,28 @@ def test_usage_errors_exit_2(repo: Repo, cli: Any) -> None:
     assert r.code == 2
 
 
+def test_a_revision_that_names_no_tree_is_said_in_plain_words(repo: Repo, cli: Any) -> None:
+    """A file's blob (`HEAD:notes/x.md`, or a tag of one), an empty name or a range is not a tree: each is exit 2
+    saying what was named and the fix, not libgit2's "can not be successfully peeled into a tree
+    (git_object_t=2)" or "failed to parse revision specifier"."""
+    repo.commit(files=base_files())
+    blob = repo.git("rev-parse", "HEAD:tropo.toml").strip()
+    repo.git("tag", "config-blob", blob)
+    said = f"names a file's content (blob {blob[:12]}), not a commit or tree; name a commit, branch, tag or tree"
+    for args in (["check", "--rev", "HEAD:tropo.toml"], ["check", "--rev", "config-blob"],
+                 ["graph", "--rev", "config-blob"], ["blast", "--base", "HEAD", "--head", "HEAD:tropo.toml"],
+                 ["ci", "--base", "config-blob"]):
+        r = cli(*args, cwd=repo.path)
+        option = "--head" if "--head" in args else args[-2]
+        assert r.code == 2 and f"{option} {args[-1]}: {said}" in r.err, (args, r.err)
+        assert "git_object" not in r.err and "peeled" not in r.err, r.err
+    r = cli("check", "--rev", "", cwd=repo.path)
+    assert r.code == 2 and "--rev '': an empty revision; name a commit" in r.err, r.err
+    r = cli("check", "--rev", "HEAD..HEAD", cwd=repo.path)
+    assert r.code == 2 and "--rev HEAD..HEAD: not one revision (a malformed name, or a range such as A..B)" in r.err
+    assert "failed to parse" not in r.err
+
+
 def test_same_tree_gives_byte_identical_output(repo: Repo, cli: Any) -> None:
     repo.commit(files=base_files(**{"modules/x.md": "---\nstatus: ok\ndepends: [ghost]\n---\n"}))
     first = cli("check", "--rev", "HEAD", "--json", cwd=repo.path).out

@@ -91,6 +91,30 @@ def test_a_renamed_note_keeps_its_findings(repo: Repo, cli: Any) -> None:
     assert {f["path"] for f in everything["findings"]} == {"notes/c.md", "notes/d.md", "modules/m.md"}
 
 
+def test_a_renamed_note_in_a_vault_keeps_its_findings(repo: Repo, cli: Any) -> None:
+    """A vault's W221 and W223 name the note they were resolved from (`… from notes/a.md)`), which a rename
+    changes: the renamed note's broken links were all new, and `ci` failed a change that only moved a note.
+    Odd names (a tab, a byte that is not UTF-8) are renamed the same way."""
+    a = "# A\n\nA note long enough to be found again: [[gone]], ![[gone.png]].\n"
+    base = repo.commit("vault", {"notes/a.md": a,
+                                 "b.md": "# B\n\nAnother note with [[nowhere]] in it, renamed to an odd name.\n"})
+    (repo.path / "notes" / "moved").mkdir()
+    repo.git("mv", "notes/a.md", "notes/moved/z.md")
+    (repo.path / "b.md").rename(repo.path / "b\tn\udcff.md".encode("utf-8", "surrogateescape").decode(
+        "utf-8", "surrogateescape"))
+    repo.git("add", "-A")
+    code, doc = check_json(cli, repo, "--staged", "--new-since", "HEAD")
+    assert (code, doc["findings"], doc["existing_errors"]) == (0, [], 3), doc
+    repo.commit("rename")
+    r = cli("ci", "--base", base, "--format", "json", cwd=repo.path)
+    assert r.code == 0 and r.json()["new"]["errors"] == 0, r.out
+    # A link broken by the change is still new, in the renamed note too.
+    repo.commit("break", {"notes/moved/z.md": a + "\n[[fresh]]\n"})
+    code, doc = check_json(cli, repo, "--new-since", base)
+    new = [f["message"].split(" (")[0] for f in doc["findings"]]
+    assert code == 1 and new == ["wikilink [[fresh]] matches no note"], new
+
+
 def test_a_repository_without_commits_has_everything_new(repo: Repo, cli: Any) -> None:
     repo.write(DEBT)
     repo.git("add", "-A")
@@ -103,6 +127,9 @@ def test_a_rev_that_does_not_resolve_is_a_git_error(repo: Repo, cli: Any) -> Non
     debt(repo)
     r = cli("check", "--new-since", "no-such-branch", cwd=repo.path)
     assert r.code == 2 and "--new-since no-such-branch: no such revision" in r.err
+    r = cli("check", "--new-since", "HEAD:tropo.toml", cwd=repo.path)  # a file's blob is no tree to compare with
+    assert r.code == 2 and "--new-since HEAD:tropo.toml: names a file's content (blob " in r.err, r.err
+    assert "git_object" not in r.err
     code, doc = check_json(cli, repo, "--new-since", "HEAD^{tree}")  # a tree, not a commit, will do
     assert (code, doc["findings"], doc["existing_errors"]) == (0, [], 4)
 

@@ -133,3 +133,64 @@ def test_a_bad_spec_in_tropo_toml_names_its_line(repo: Repo, cli: Any) -> None:
     r = cli("check", "--rev", "HEAD", cwd=repo.path)
     assert r.code == 2 and r.err.startswith("git vivary check: tropo.toml:5: [types.note] required.title: unknown "
                                             "field spec 'strnig'"), r.err
+
+
+def test_a_config_file_that_is_a_link_or_a_submodule_is_said_so(repo: Repo, cli: Any, tmp_path: Any) -> None:
+    """A tree holds a symbolic link as a blob of the path it points to: `tropo.toml -> real/tropo.toml` was read
+    as TOML ("invalid TOML: Expected '=' after a key"), and a submodule entry named `tropo.toml` or
+    `.vivary/graph.toml` (a commit this repository need not have) was a traceback. A link is refused by name, as
+    `.vivary/memory.toml` is; a folder or submodule of a config file's name is no config file."""
+    import os
+
+    repo.commit(files={"a.md": "# A\n", "real/tropo.toml": "version = 1\n", "real/graph.toml": "dialect = 5\n"})
+    link = "is a symbolic link in the tree; commit the file itself instead"
+    for name, target in (("tropo.toml", "real/tropo.toml"), (".vivary/graph.toml", "../real/graph.toml"),
+                         ("sub/tropo.toml", "../real/tropo.toml")):
+        (repo.path / name).parent.mkdir(exist_ok=True)
+        os.symlink(target, repo.path / name)
+        if name.startswith("sub/"):
+            repo.write({"tropo.toml": "version = 1\n", "sub/s.md": "# S\n"})
+        repo.commit(f"link {name}")
+        for where in (("--rev", "HEAD"), ("--staged",), ()):
+            r = cli("check", *where, cwd=repo.path)
+            assert r.code == 2 and r.err == f"git vivary check: {name}: {link}\n", (name, where, r.err)
+        repo.git("rm", "-q", "-r", "--", name, *(["tropo.toml", "sub"] if name.startswith("sub/") else []))
+        repo.commit(f"unlink {name}")
+    # A submodule (gitlink) or a folder where a config file would be: not one, and no traceback.
+    fake = "1234567890123456789012345678901234567890"
+    for name in ("tropo.toml", ".vivary/graph.toml"):
+        repo.git("update-index", "--add", "--cacheinfo", f"160000,{fake},{name}")
+        repo.git("commit", "-q", "-m", f"submodule {name}")
+        for args in (("check", "--rev", "HEAD"), ("check", "--staged"), ("graph", "--json", "--rev", "HEAD"),
+                     ("ci",), ("doctor",)):
+            r = cli(*args, cwd=repo.path)
+            assert r.code in (0, 1) and "Traceback" not in r.err, (name, args, r.err)
+        assert cli("graph", "--json", "--rev", "HEAD", cwd=repo.path).json()["counts"]["nodes"] == 1
+        repo.git("rm", "-q", "--cached", "--", name)
+        repo.commit(f"drop {name}")
+    # A folder of config files that is a link is refused by name too: the tree does not follow it to the files.
+    (repo.path / "real" / "packs").mkdir()
+    (repo.path / "real" / "packs" / "mine.toml").write_text('[types.x]\nfolder = "x"\n')
+    for folder, target in ((".vivary", "real"), (".tropo", "real")):
+        os.symlink(target, repo.path / folder)
+        repo.commit(f"link {folder}", {"tropo.toml": 'version = 1\npacks = ["mine"]\n'} if folder == ".tropo" else {})
+        r = cli("check", "--rev", "HEAD", cwd=repo.path)
+        assert r.code == 2 and r.err == (f"git vivary check: {folder}: is a symbolic link in the tree, so no config "
+                                         "file in it can be read; commit the folder itself instead\n"), r.err
+        repo.git("rm", "-q", "--", folder, *(["tropo.toml"] if folder == ".tropo" else []))
+        repo.commit(f"unlink {folder}")
+    repo.commit("a folder", {"tropo.toml/x": "x\n"})
+    assert cli("check", "--rev", "HEAD", cwd=repo.path).code == 0
+    # An editor's settings file may be a link (to a dotfiles repository): it is read as before, not refused.
+    (repo.path / ".vscode").mkdir()
+    os.symlink("/nonexistent/settings.json", repo.path / ".vscode" / "settings.json")
+    repo.commit("settings link")
+    assert cli("check", "--rev", "HEAD", cwd=repo.path).code == 0
+    # In a plain folder, the same link is refused too, not read as zero-config.
+    plain = tmp_path / "plain"
+    (plain / "real").mkdir(parents=True)
+    (plain / "a.md").write_text("# A\n")
+    (plain / "real" / "tropo.toml").write_text("version = 1\n")
+    os.symlink("real/tropo.toml", plain / "tropo.toml")
+    r = cli("check", cwd=plain)
+    assert r.code == 2 and "git vivary check: tropo.toml: is a symbolic link; replace it with the file itself" in r.err

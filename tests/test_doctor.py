@@ -331,6 +331,28 @@ def test_leaks_are_decided_by_the_privacy_boundary(repo: Repo, cli: Any) -> None
                                           "detail": ""}
 
 
+def test_a_repository_nested_in_the_work_tree_is_one_path_to_the_privacy_check(repo: Repo, cli: Any) -> None:
+    """Git lists an untracked repository inside the work tree as its folder, `emb/`, without looking inside
+    (`git add` would add it as one gitlink, `emb`): doctor decides privacy for that path as the commit guard
+    would, not "privacy cannot be decided" over the slash."""
+    repo.commit("notes", {"a.md": "# A\n", ".gitignore": "USER.md\nMEMORY.md\n/memory/\n"})
+    for folder in ("emb", "notes/clone"):
+        nested = repo.path / folder
+        nested.mkdir(parents=True)
+        git(nested, "init", "-q")
+        (nested / "USER.md").write_text("not ours\n")
+        git(nested, "add", "-A")
+        git(nested, "commit", "-q", "-m", "nested")
+    code, d = doctor(cli, repo.path)
+    assert d["privacy"]["status"] == "ok", d["problems"]
+    assert not [p for p in d["problems"] if p["area"] == "privacy"]
+    assert code == 0
+    # A private file beside them is still found.
+    repo.write({"journal/USER.markdown": "me\n"})
+    code, d = doctor(cli, repo.path)
+    assert code == 1 and d["privacy"]["leaks"] == ["journal/USER.markdown"]
+
+
 def test_unguarded_probes_come_from_the_floor(repo: Repo, cli: Any) -> None:
     repo.commit("notes", {"a.md": "# A\n", ".gitignore": "USER.md\nMEMORY.md\n/memory/\n"})
     repo.write({"memory/.keep": ""})  # a private folder exists: doctor probes where new files would land

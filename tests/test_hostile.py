@@ -473,3 +473,58 @@ def test_a_huge_note_is_not_edited(repo: Repo) -> None:
         assert service.link("deploy", "related", "huge").ok  # a link *to* it is the small note's edit
     finally:
         service.close()
+
+
+# --- deep Markdown nesting ------------------------------------------------------------------------------------
+
+
+def _scan_work(body: str) -> int:
+    """Lines of `vivary_git/body.py` run to read `body`'s block structure (`body.prose`): a count of work that
+    does not depend on the machine's speed."""
+    import sys
+
+    from vivary_git import body as scanner
+
+    count = 0
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal count
+        if frame.f_code.co_filename != scanner.__file__:
+            return None
+        if event == "line":
+            count += 1
+        return trace
+
+    sys.settrace(trace)
+    try:
+        scanner.prose(body)
+    finally:
+        sys.settrace(None)
+    return count
+
+
+def test_deep_nesting_is_read_in_bounded_work_and_its_links_still_count(repo: Repo, cli: Any) -> None:
+    """Every open list item or quote was tested again by each later line, and each level of `- - - … x` ran a
+    regular expression over the rest of its line: a 200 kB note of nested items, or a staircase of them,
+    took minutes in every command. Containers now nest at most `MAX_NESTING` deep (markdown-it's bound),
+    deeper markers are text, and a line is followed through its containers by position."""
+    from vivary_git.body import MAX_NESTING
+
+    def staircase(n: int) -> str:
+        return "`code`\n" + "\n".join("  " * i + f"- [[s{i}]]" for i in range(n)) + "\n"
+
+    def one_line(n: int) -> str:
+        return "`code`\n" + "- " * n + "[[deep]]\n"
+
+    # Work grows with the text, not with its square: twice the staircase is about twice the work.
+    assert _scan_work(staircase(800)) < 2.5 * _scan_work(staircase(400))
+    assert _scan_work(one_line(2 * MAX_NESTING * 10)) < 1.1 * _scan_work(one_line(MAX_NESTING * 10))
+    # Through the CLI, the links of a hostile note are still read, on their lines.
+    note = ("# Deep\n\n`code`\n" + "- " * 50_000 + "[[nested]]\n" + "> " * 50_000 + "[[quoted]]\n"
+            + "\n".join("  " * i + f"- [[step{i}]]" for i in range(MAX_NESTING + 20)) + "\n")
+    repo.commit(files={"deep.md": note})
+    r = cli("check", "--rev", "HEAD", "--json", cwd=repo.path)
+    assert r.code == 1, r.err
+    found = {(f["line"], f["message"].split(" matches")[0]) for f in r.json()["findings"]}
+    assert {(4, "wikilink [[nested]]"), (5, "wikilink [[quoted]]"), (6, "wikilink [[step0]]"),
+            (6 + MAX_NESTING - 1, f"wikilink [[step{MAX_NESTING - 1}]]")} <= found, sorted(found)[:5]

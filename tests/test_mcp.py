@@ -719,3 +719,23 @@ def test_a_symlinked_note_at_start_is_refused_by_each_tool_not_by_the_start(repo
         assert "replace it with the file itself" in text and "quokka" not in text
     assert got["after"]["results"][0]["id"] == "notes/deploy"
     assert repo.git("log", "--format=%s").count("\n") == 1  # the refused add committed nothing
+
+
+def test_a_refusal_of_gits_reaches_the_agent_with_gits_own_words(repo: Repo) -> None:
+    """A tool error carries the lines Git said under vivary's message, as the CLI prints them: a clean filter that
+    fails stops the working tree from being read, and the agent is told which file and why."""
+    _seed(repo)
+
+    async def session() -> Any:
+        async with Client(_stdio(repo)) as client:
+            _data(await client.call_tool("search", {"query": "anything"}))
+            repo.git("config", "filter.boom.clean", "false")
+            repo.git("config", "filter.boom.required", "true")
+            repo.write({".gitattributes": "*.md filter=boom\n", "fresh.md": "# Fresh\n"})
+            return await client.call_tool("search", {"query": "anything"})
+
+    answer = _run(session)
+    assert answer.is_error
+    said = _text(answer)
+    assert "could not read the working tree" in said and "Git said:" in said, said
+    assert "clean filter 'boom' failed" in said, said

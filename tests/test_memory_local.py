@@ -247,6 +247,12 @@ def test_queries_batch_keeps_order(ws: Any, cli: Any, tmp_path: Path) -> None:
     bad.write_text('{"id": 1, "query": "ok"}\n{"query": 3}\n')
     r = cli("recall", "--queries", str(bad), cwd=ws.path)
     assert r.code == 2 and "bad.jsonl:2" in r.err
+    # An empty question is refused on its line too (it was refused only once the index was read, unnamed).
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text('{"id": 1, "query": "ok"}\n{"id": 2, "query": " "}\n')
+    r = cli("recall", "--queries", str(empty), cwd=ws.path)
+    assert r.code == 2 and r.err == (f"git vivary recall: {empty}:2: the query is empty; write the question, or "
+                                     "remove that line\n"), r.err
 
 
 def test_filters_k_and_modes(ws: Any, cli: Any) -> None:

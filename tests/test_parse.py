@@ -309,6 +309,17 @@ def test_alias_bomb_is_e001_on_the_key_that_crosses_the_limit() -> None:
     assert note.fields == {} and note.title == "Laughs"
 
 
+def test_frontmatter_of_many_values_without_aliases_is_not_blamed_on_aliases() -> None:
+    """Over 10,000 values written out (`k: [[link]]` is a list in a list: three values a key) crosses the same
+    bound as an alias bomb, but "write the values out" is no fix for values already written out."""
+    data = ("---\n" + "".join(f"k{i}: [[z{i}]]\n" for i in range(4000)) + "---\n# Many\n").encode()
+    note = parse_blob(data)
+    assert note.problem is not None and note.problem.code == "E001" and note.problem.line == 3335
+    assert note.problem.message == ("frontmatter holds more than 10,000 values at key 'k3333'; move them out of "
+                                    "the frontmatter (into the body, or a note of their own)")
+    assert "alias" not in note.problem.message and note.fields == {}
+
+
 def test_aliases_of_long_text_are_bounded_by_characters() -> None:
     big = "x" * 200_000
     data = ("---\ns: &s " + big + "\nt: [" + ", ".join(["*s"] * 9) + "]\n---\n").encode()

@@ -740,3 +740,20 @@ def test_a_read_only_repository_is_read_or_refused_in_one_line(repo: Repo) -> No
     got = ro(["check"])
     assert got.returncode == 2 and "Traceback" not in got.stderr, got.stderr
     assert f"Git cannot write its object database {gitdir / 'objects'}" in got.stderr, got.stderr
+
+
+def test_git_refusing_to_read_the_working_tree_is_said_with_its_own_lines(repo: Repo, cli: Any) -> None:
+    """A clean filter that fails (`filter.NAME.required`) stops `git add -A` of the working tree. Git's own
+    lines were folded into ours with literal `\\n`s; they follow it, each indented, as for every refusal of Git's."""
+    repo.commit(files={"a.md": "# A\n"})
+    repo.git("config", "filter.boom.clean", "false")
+    repo.git("config", "filter.boom.required", "true")
+    repo.write({".gitattributes": "*.md filter=boom\n", "a.md": "# A, edited\n"})
+    r = cli("check", cwd=repo.path)
+    assert r.code == 2, r.err
+    head, *said = r.err.splitlines()
+    assert head == ("git vivary check: could not read the working tree: `git add -A` into a scratch index failed "
+                    "(exit code 128); fix what Git names, then run it again. Git said:")
+    assert said and all(line.startswith("  ") for line in said), said
+    assert "  fatal: a.md: clean filter 'boom' failed" in said and "\\n" not in r.err
+    assert cli("check", "--rev", "HEAD", cwd=repo.path).code == 0  # a commit is read without the filter

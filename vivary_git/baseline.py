@@ -36,13 +36,10 @@ def load(ws: Workspace, rev: str) -> Baseline:
     pygit2 = repo.pygit2
     if repo.repo.head_is_unborn and rev.split("~")[0].split("^")[0] in ("HEAD", "@"):
         return Baseline(rev, [], {}, "no commits yet: every finding is new")
-    try:
-        obj = repo.repo.revparse_single(rev)
-        tree = str(obj.peel(pygit2.Tree).id)
-    except KeyError:
-        raise GitError(f"--new-since {rev}: no such revision in {repo.workdir or repo.git_dir}") from None
-    except (ValueError, pygit2.GitError, pygit2.InvalidSpecError) as err:
-        raise GitError(f"--new-since {rev}: {err}; name a commit, branch, tag or tree") from None
+    from vivary_git.source import rev_object
+
+    obj, peeled = rev_object(repo, rev, "--new-since")
+    tree = str(peeled.id)
     try:  # a commit keeps its identity (created/updated dates derive from its history); a tree is a tree
         oid = str(obj.peel(pygit2.Commit).id)
     except (ValueError, pygit2.GitError, pygit2.InvalidSpecError):

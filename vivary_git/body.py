@@ -146,6 +146,7 @@ def _links(text: str, first_line: int) -> list[Link]:
 
 _FENCE_OPEN = re.compile(r" {0,3}(`{3,}(?=[^`]*$)|~{3,})")
 _QUOTE = re.compile(r" {0,3}> ?")
+_SPACES = re.compile(r" *")
 _LIST_ITEM = re.compile(r"( {0,3})([-+*]|[0-9]{1,9}[.)])( *)")
 _THEMATIC = re.compile(r" {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
 _SETEXT = re.compile(r" {0,3}(?:=+|-+)[ \t]*$")
@@ -161,6 +162,10 @@ _COMMENTS = re.compile(r"<!--.*?-->|%%.*?%%", re.DOTALL)
 # paragraph text (a `$$` line too: its math is paired with the others in `_math_after`).
 _BLOCK_STARTS = frozenset(">-+*0123456789#`~_=<%")
 _LIST_STARTS = frozenset("-+*0123456789")
+# Containers (quotes, list items) open inside one another at most this deep, as markdown-it's `maxNesting`:
+# deeper markers are read as the text of the innermost. Every open container is tested again by each line
+# after it, so without a bound a note of 200 kB of `- - - …` (or a staircase of nested items) took minutes.
+MAX_NESTING = 100
 
 
 # A line's indentation and container markers (`>`, `-`, `1.`): where a tab counts as spaces to the next stop of 4.
@@ -227,19 +232,24 @@ def _scan_lines(lines: list[str], first_line: int,
             line = _expand_lead(line)
         rest = line
         matched = 0
-        for c in stack:  # which open containers does this line continue?
-            if c.quote:
-                q = _QUOTE.match(rest)
-                if q is None:
-                    break
-                rest = rest[q.end():]
-            elif not rest.strip():
-                rest = ""
-            elif len(rest) - len(rest.lstrip(" ")) >= c.width:
-                rest = rest[c.width:]
-            else:
-                break
-            matched += 1
+        if stack:  # which open containers does this line continue? By position: no copy of the line per container
+            pos, spaces, blank_from = 0, -1, len(line.rstrip())  # spaces: leading spaces at pos, once counted
+            for c in stack:
+                if c.quote:
+                    q = _QUOTE.match(line, pos)
+                    if q is None:
+                        break
+                    pos, spaces = q.end(), -1
+                elif pos >= blank_from:
+                    pos = len(line)
+                else:
+                    if spaces < 0:
+                        spaces = _SPACES.match(line, pos).end() - pos  # type: ignore[union-attr]
+                    if spaces < c.width:
+                        break
+                    pos, spaces = pos + c.width, spaces - c.width
+                matched += 1
+            rest = line[pos:] if pos else line
         if matched < len(stack):
             lazy = para and fence is None and closer is None and rest.strip() and not _starts_block(rest)
             if lazy:
@@ -270,9 +280,12 @@ def _scan_lines(lines: list[str], first_line: int,
                 flush()
             continue
         plain = False
+        tails: dict[str, int] = {}  # marker -> where the line's last run of that marker, spaces and tabs starts
         while rest:  # new containers opened on this line
             if rest[0] not in _BLOCK_STARTS and not rest[0].isspace():
                 plain = True  # most lines: text that opens no block, so paragraph text
+                break
+            if len(stack) >= MAX_NESTING:
                 break
             lead = rest.lstrip(" ")
             if len(rest) - len(lead) >= 4 or not lead:
@@ -288,8 +301,15 @@ def _scan_lines(lines: list[str], first_line: int,
             if lead[0] not in _LIST_STARTS:
                 break
             m = _LIST_ITEM.match(rest)
-            if m is None or _THEMATIC.match(rest):
+            if m is None:
                 break
+            mark = m.group(2)
+            if mark in ("-", "*"):  # a thematic break (`- - -`) is no list item: the rest of the line is that run
+                start = tails.get(mark)
+                if start is None:
+                    start = tails[mark] = len(line.rstrip(mark + " \t"))
+                if len(line) - len(rest) >= start and _THEMATIC.match(rest):
+                    break
             after = rest[m.end():]
             empty = not after.strip()
             if para and (empty or (m.group(2)[0].isdigit() and m.group(2)[:-1] != "1")):

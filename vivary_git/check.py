@@ -254,8 +254,14 @@ BaselineKey = tuple[str, str, str]  # (code, path, message without line numbers)
 def baseline_key(f: Finding, path: str | None = None) -> BaselineKey:
     """What makes a finding the same one in another tree: its code, its note's path and its target. A
     target (the ref, the wikilink, the field) is in the message, which the same code writes in both
-    trees; line numbers are not part of it, so an edit above a finding does not make it new."""
-    return f.code, f.path if path is None else path, _NUMBERED.sub(r"\1 N", f.message)
+    trees; line numbers are not part of it, so an edit above a finding does not make it new. Nor is the note's own
+    path, which a vault's W221 and W223 name (`from PATH`): a rename changes it, and a renamed note keeps its
+    findings."""
+    message = f.message
+    own = f" from {f.path})"
+    if message.endswith(own):
+        message = message[: -len(own)] + ")"
+    return f.code, f.path if path is None else path, _NUMBERED.sub(r"\1 N", message)
 
 
 def new_findings(findings: Sequence[Finding], baseline: Sequence[Finding],

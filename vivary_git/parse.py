@@ -539,9 +539,14 @@ def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str
         try:
             fields[key] = _jsonable(v, 0, budget) if restore is None else _restored(_jsonable(v, 0, budget), restore)
         except _TooBig as err:
+            line = key_lines.get(key, first_line)
+            if err.values and not ("&" in source and "*" in source):  # no alias (`*name` names an `&name`)
+                return {}, {}, ParseProblem(
+                    "E001", line, f"frontmatter holds more than {MAX_VALUES:,} values at key {key[:80]!r}; move "
+                    "them out of the frontmatter (into the body, or a note of their own)")
             what = f"{MAX_VALUES:,} values" if err.values else f"{MAX_EXTRA_CHARS:,} more characters than it holds"
             return {}, {}, ParseProblem(
-                "E001", key_lines.get(key, first_line),
+                "E001", line,
                 f"frontmatter expands to more than {what} at key {key[:80]!r} (YAML aliases like `*name` repeat "
                 "what their anchor holds); write the values out, or move them out of the frontmatter",
             )

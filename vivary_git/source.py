@@ -255,8 +255,13 @@ def _lines_of(read_file: Callable[[str], bytes | None]) -> Iterator[None]:
 
 
 def _memory_folder(read_file: Callable[[str], bytes | None]) -> str:
-    """Where agent memories live (`[memory.remember] folder`): their notes are typed `memory`."""
-    return memory_folder(read_file(MEMORY_FILE))
+    """Where agent memories live (`[memory.remember] folder`): their notes are typed `memory`. Read leniently:
+    a `.vivary/memory.toml` that is a symbolic link is refused where memory is used (`memory/config.py`)."""
+    try:
+        data = read_file(MEMORY_FILE)
+    except LinkedConfig:
+        data = None
+    return memory_folder(data)
 
 
 def is_note(path: str) -> bool:
@@ -325,11 +330,18 @@ def open_source(
         raise UsageError(f"--root {root}: there is no folder {prefix or '.'!r} in {label}; name a folder of that tree")
 
     def read_file(path: str) -> bytes | None:
-        oid = _lookup(repo, sub_id, path) if sub_id is not None else None
-        return None if oid is None else read_config_blob(repo, oid, f"{prefix}/{path}" if prefix else path)
+        name = f"{prefix}/{path}" if prefix else path
+        oid = config_blob_id(repo, sub_id, path, name) if sub_id is not None else None
+        return None if oid is None else read_config_blob(repo, oid, name)
+
+    def probe_file(path: str) -> bytes | None:  # an editor's files, a note: any blob, a link's too, as before
+        entry = _entry(repo, sub_id, path) if sub_id is not None else None
+        if entry is None or entry.type_str != "blob":
+            return None
+        return read_config_blob(repo, str(entry.id), f"{prefix}/{path}" if prefix else path)
 
     try:
-        config, raw = load_config(read_file, _TreeProbe(repo, sub_id, read_file))
+        config, raw = load_config(read_file, _TreeProbe(repo, sub_id, probe_file))
     except ConfigError as err:
         err.prefix = prefix  # the file is the workspace's: where it is in the repository
         raise
@@ -418,10 +430,16 @@ def _plain_root(start: Path, root: str, rev: str | None) -> Path:
 def rev_tree(repo: git.Repo, rev: str, option: str = "--rev") -> str:
     """The tree id REV names (through libgit2: a revision never reaches a `git` command line as typed);
     errors name it as `option`, the command-line option it came from."""
+    return str(rev_object(repo, rev, option)[1].id)
+
+
+def rev_object(repo: git.Repo, rev: str, option: str) -> tuple[Any, Any]:
+    """The object REV names and the tree it peels to; a GitError naming `option` and the fix when there
+    is none, said in plain words (libgit2's own text names object types by number)."""
     pygit2 = repo.pygit2
+    fix = "name a commit, branch, tag or tree"
     try:
         obj = repo.repo.revparse_single(rev)
-        tree = obj.peel(pygit2.Tree)
     except KeyError:
         if repo.repo.head_is_unborn and rev.split("~")[0].split("^")[0] in ("HEAD", "@"):
             raise GitError(
@@ -429,9 +447,20 @@ def rev_tree(repo: git.Repo, rev: str, option: str = "--rev") -> str:
                 "or the index (--staged)"
             ) from None
         raise GitError(f"{option} {rev}: no such revision in {repo.workdir or repo.git_dir}") from None
+    except pygit2.InvalidSpecError:
+        what = (f"{rev}: not one revision (a malformed name, or a range such as A..B)" if rev
+                else "'': an empty revision")
+        raise GitError(f"{option} {what}; {fix}") from None
+    except (ValueError, pygit2.GitError) as err:
+        raise GitError(f"{option} {rev}: {err}; {fix}") from None
+    try:
+        return obj, obj.peel(pygit2.Tree)
     except (ValueError, pygit2.GitError, pygit2.InvalidSpecError) as err:
-        raise GitError(f"{option} {rev}: {err}; name a commit, branch, tag or tree") from None
-    return str(tree.id)
+        with contextlib.suppress(ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+            blob = obj.peel(pygit2.Blob)
+            raise GitError(f"{option} {rev}: names a file's content (blob {str(blob.id)[:12]}), not a commit or "
+                           f"tree; {fix}") from None
+        raise GitError(f"{option} {rev}: {err}; {fix}") from None
 
 
 def _find_root(repo: git.Repo, tree_id: str, rel: str) -> str:
@@ -439,7 +468,8 @@ def _find_root(repo: git.Repo, tree_id: str, rel: str) -> str:
     for n in range(len(parts), -1, -1):
         prefix = "/".join(parts[:n])
         for marker in ROOT_MARKERS:
-            blob = _lookup(repo, tree_id, f"{prefix}/{marker}" if prefix else marker)
+            name = f"{prefix}/{marker}" if prefix else marker
+            blob = config_blob_id(repo, tree_id, name, name)
             if blob is None:
                 continue
             if marker == CONFIG_FILE:
@@ -448,6 +478,33 @@ def _find_root(repo: git.Repo, tree_id: str, rel: str) -> str:
             if data.get("contract") == "thin-v0.3":
                 return prefix
     return ""
+
+
+class LinkedConfig(ConfigError):
+    """A config file that is a symbolic link in the tree."""
+
+
+def config_blob_id(repo: git.Repo, tree_id: str, path: str, name: str) -> str | None:
+    """The blob id of the config file at `path` in the tree, from its tree entry; None when there is none,
+    and when a folder or a submodule has that name (no config file, as for `.vivary/memory.toml`). A
+    symbolic link is a `ConfigError` naming `name`: its blob holds the path it points to, not the rules; so is
+    a folder on its way that is one (`.vivary` -> elsewhere), which the tree does not follow to the file."""
+    entry = _entry(repo, tree_id, path)
+    if entry is None:
+        folder = path
+        while "/" in folder:
+            folder = folder.rsplit("/", 1)[0]
+            above = _entry(repo, tree_id, folder)
+            if above is not None and above.filemode == 0o120000:
+                shown = name[: len(name) - len(path) + len(folder)]
+                raise LinkedConfig(f"{shown}: is a symbolic link in the tree, so no config file in it can be read; "
+                                   "commit the folder itself instead", file=path)
+        return None
+    if entry.filemode == 0o120000:
+        raise LinkedConfig(f"{name}: is a symbolic link in the tree; commit the file itself instead", file=path)
+    if entry.type_str != "blob":
+        return None
+    return str(entry.id)
 
 
 def read_config_blob(repo: git.Repo, oid: str, name: str) -> bytes:
@@ -460,8 +517,9 @@ def read_config_blob(repo: git.Repo, oid: str, name: str) -> bytes:
 
 
 def read_config_file(path: Path, name: str) -> bytes | None:
-    """A config file in a plain folder: None when there is none (or it is a symbolic link, which a tree
-    would not follow either); `ConfigError` for a FIFO, a device or a file over `MAX_CONFIG_BYTES`."""
+    """A file in a plain folder, read as a config file: None when there is none (or it is a symbolic link:
+    the workspace's own config files are refused before, `LinkedConfig`); `ConfigError` for a FIFO, a device
+    or a file over `MAX_CONFIG_BYTES`."""
     if path.is_symlink() or not os.path.lexists(path) or path.is_dir():
         return None
     try:
@@ -485,14 +543,19 @@ def _subtree(repo: git.Repo, tree_id: str, prefix: str) -> str | None:
     return sub
 
 
+def _entry(repo: git.Repo, tree_id: str, path: str) -> Any:
+    """The tree entry at `path` (a pygit2 object: its `filemode`, `type_str` and `id`), or None."""
+    try:
+        return repo.repo[tree_id][path]  # type: ignore[index]
+    except (KeyError, ValueError, TypeError):
+        return None
+
+
 def _entry_type(repo: git.Repo, tree_id: str, path: str) -> str | None:
     """What the tree holds at `path`: "tree", "blob" (a file or a symbolic link), "commit" (a submodule, whose
     commit this repository need not have), or None. From the tree entry, never by loading the object."""
-    try:
-        entry = repo.repo[tree_id][path]  # type: ignore[index]
-    except (KeyError, ValueError, TypeError):
-        return None
-    kind: str = entry.type_str
+    entry = _entry(repo, tree_id, path)
+    kind: str | None = entry.type_str if entry is not None else None
     return kind
 
 
@@ -587,9 +650,14 @@ def _folder_source(start: Path, *, pinned: bool) -> Source:
     contents: dict[str, bytes] = {}
 
     def read_file(path: str) -> bytes | None:
+        if (root / path).is_symlink():
+            raise LinkedConfig(f"{path}: is a symbolic link; replace it with the file itself", file=path)
         return read_config_file(root / path, path)
 
-    config, raw = load_config(read_file, _FolderProbe(root, read_file))
+    def probe_file(path: str) -> bytes | None:  # an editor's files, a note: a link is no file here
+        return read_config_file(root / path, path)
+
+    config, raw = load_config(read_file, _FolderProbe(root, probe_file))
     excluded = excluder(config)
     files: list[Entry] = []
     overlays: list[str] = []

@@ -265,9 +265,11 @@ def add_all(repo: git.Repo, env: dict[str, str]) -> None:
             _, said = proc.communicate()
         # --ignore-errors: a file Git cannot add is left out (exit code 1) and the rest is added. A fatal
         # error (128) leaves the scratch index as it was, whose tree is not the working tree's: never use it.
-        if proc.returncode not in (0, 1):
-            text = said.decode("utf-8", "replace").strip() or f"exit code {proc.returncode}"
-            raise GitError(f"could not read the working tree (`git add -A` into a scratch index): {text}")
+        if proc.returncode not in (0, 1):  # Git's lines under ours, one each, as every message Git refused
+            lines = [line.rstrip() for line in said.decode("utf-8", "replace").splitlines() if line.strip()]
+            raise GitError(f"could not read the working tree: `git add -A` into a scratch index failed (exit code "
+                           f"{proc.returncode}); fix what Git names, then run it again. Git said:",
+                           detail=lines or ["(no message)"])
         if proc.returncode == 1:
             _objects_writable(repo)
     finally:

@@ -80,11 +80,14 @@ def _read_queries(name: str) -> list[BatchQuery]:
         if not line.strip():
             continue
         try:
-            out.append(decoder.decode(line))
+            asked = decoder.decode(line)
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as err:
             why = "nested too deeply" if isinstance(err, RecursionError) else str(err)
             raise UsageError(f'{name}:{n}: not a {{"id": ..., "query": "..."}} line ({why}); fix that line') \
                 from None
+        if not asked.query.strip():  # refused by recall too, where it could no longer say which line
+            raise UsageError(f"{name}:{n}: the query is empty; write the question, or remove that line")
+        out.append(asked)
     return out
 
 

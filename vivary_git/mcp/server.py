@@ -128,7 +128,7 @@ def _call(fn: Callable[[], Any], ctx: Ctx | None = None) -> CallToolResult:
     try:
         value = fn()
     except VivaryError as err:
-        raise ToolError(" ".join([str(err), *commits.unsynced()])) from None
+        raise ToolError(" ".join([str(err), *err.detail, *commits.unsynced()])) from None  # detail: Git's lines
     said = commits.unsynced()
     if said:
         value = _out(value)
@@ -479,7 +479,7 @@ def build_server(service: MemoryService) -> MCPServer[Any]:
         try:
             return service.node_resource(id)
         except VivaryError as err:
-            raise ResourceError(str(err)) from None
+            raise ResourceError(" ".join([str(err), *err.detail])) from None
 
     if "memory-digest" in RESOURCES[service.profile]:
         @server.resource("vivary://memory/digest", name="memory-digest", mime_type="text/markdown",

@@ -289,7 +289,9 @@ def _privacy(ws_root: Path, top: Path, root: str | None, problems: list[Problem]
         problems.append(Problem("privacy", "error", "Git could not list the working tree, so privacy is unproven",
                                 "git status   # shows what Git cannot read"))
         return PrivacyInfo("unknown", [], [], "git ls-files failed")
-    listed = sorted({os.fsdecode(p) for p in out.split(b"\0") if p})
+    # An untracked repository inside the work tree is listed as its folder, `emb/`: Git does not look
+    # inside it, and `git add` would add it as one gitlink at `emb`, the path the guard would then decide.
+    listed = sorted({os.fsdecode(p).removesuffix("/") for p in out.split(b"\0") if p})
     try:
         private = _private_listed(top, ws_root, listed, root)
     except VivaryError as err:
