@@ -194,3 +194,42 @@ def test_a_config_file_that_is_a_link_or_a_submodule_is_said_so(repo: Repo, cli:
     os.symlink("real/tropo.toml", plain / "tropo.toml")
     r = cli("check", cwd=plain)
     assert r.code == 2 and "git vivary check: tropo.toml: is a symbolic link; replace it with the file itself" in r.err
+
+
+_THIN_RULES = '[types.decision]\nfolder = "decisions"\nrequired = { status = "enum:proposed|accepted" }\n'
+
+
+def test_a_thin_workspace_is_known_by_its_contract_where_vivary_writes_it(repo: Repo, cli: Any) -> None:
+    """The published Vivary tools write the contract in the `[workspace]` table; such a workspace was read as
+    zero-config (its types and rules ignored, its root not found from a subfolder)."""
+    repo.commit(files={"ws/.vivary/workspace.toml": f'version = 1\n[workspace]\ncontract = "thin-v0.3"\n{_THIN_RULES}',
+                       "ws/decisions/a.md": "---\nstatus: maybe\n---\n# A\n"})
+    for cwd in (repo.path / "ws", repo.path / "ws" / "decisions"):
+        r = cli("check", "--rev", "HEAD", cwd=cwd)
+        assert r.code == 1 and "decisions/a.md:2: error E103: field 'status'" in r.out, (cwd, r.out, r.err)
+    # A file that names no contract marks no workspace, as before.
+    repo.commit(files={"ws/.vivary/workspace.toml": f"version = 1\n{_THIN_RULES}"})
+    assert cli("check", "--rev", "HEAD", cwd=repo.path / "ws").code == 0
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    (f"version = 1\ncontract = 5\n{_THIN_RULES}", ":2: contract = 5 (not a string) is not a Vivary workspace contract"),
+    (f'version = 1\n\n[workspace]\ncontract = "thin-v3"\n{_THIN_RULES}',
+     ":4: [workspace] contract = 'thin-v3' is not a Vivary workspace contract"),
+])
+def test_a_contract_no_workspace_has_is_a_config_error(repo: Repo, cli: Any, tmp_path: Any, text: str,
+                                                       said: str) -> None:
+    """`contract = 5` or an unknown contract was read as no contract at all: zero-config, every rule of the file
+    silently dropped. It names the file, the line and the contracts that exist, wherever the file is found from."""
+    fix = '; the contracts that exist: "thin-v0.3"; write contract = "thin-v0.3"'
+    repo.commit(files={"ws/.vivary/workspace.toml": text, "ws/decisions/a.md": "---\nstatus: maybe\n---\n# A\n"})
+    for cwd in (repo.path / "ws", repo.path / "ws" / "decisions"):
+        for where in (("--rev", "HEAD"), ("--staged",), ()):
+            r = cli("check", *where, cwd=cwd)
+            assert r.code == 2 and r.err.startswith(f"git vivary check: ws/.vivary/workspace.toml{said}{fix}"), \
+                (cwd, where, r.err)
+    plain = tmp_path / "plain"
+    (plain / ".vivary").mkdir(parents=True)
+    (plain / ".vivary" / "workspace.toml").write_text(text)
+    r = cli("check", cwd=plain)
+    assert r.code == 2 and r.err.startswith(f"git vivary check: .vivary/workspace.toml{said}{fix}"), r.err

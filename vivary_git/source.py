@@ -24,6 +24,7 @@ from vivary_git.config import (
     Config,
     Detected,
     Excluder,
+    at,
     build_config,
     excluder,
     leaves_out,
@@ -38,6 +39,7 @@ from vivary_git.safeio import FileRefused, describe_size, read_regular
 from vivary_git.worktree import staged_tree, worktree_tree
 
 THIN_FILE = ".vivary/workspace.toml"
+THIN_CONTRACTS = ("thin-v0.3",)  # the workspace contracts a `.vivary/workspace.toml` may name
 ROOT_MARKERS = (CONFIG_FILE, THIN_FILE)
 # Largest config file read (tropo.toml, a pack, an overlay, .vivary/*.toml): 200,000 excludes are ~4 MB.
 MAX_CONFIG_BYTES = 16 << 20
@@ -217,8 +219,9 @@ def load_config(read_file: Callable[[str], bytes | None],
     tropo_bytes = read_file(CONFIG_FILE)
     thin_bytes = read_file(THIN_FILE)
     thin = load_toml(thin_bytes, THIN_FILE) if thin_bytes is not None else None
-    if thin is not None and thin.get("contract") != "thin-v0.3":
-        thin = None
+    with _lines_of(read_file):
+        if thin is not None and not thin_contract(thin, THIN_FILE):
+            thin = None
     if tropo_bytes is None and thin is None:
         detected = None
         if probe is not None:
@@ -474,10 +477,42 @@ def _find_root(repo: git.Repo, tree_id: str, rel: str) -> str:
                 continue
             if marker == CONFIG_FILE:
                 return prefix
-            data = load_toml(read_config_blob(repo, blob, marker), marker)
-            if data.get("contract") == "thin-v0.3":
-                return prefix
+            text = read_config_blob(repo, blob, name)
+            try:
+                if thin_contract(load_toml(text, name), name):
+                    return prefix
+            except ConfigError as err:
+                raise located(err, lambda _: text) from None
     return ""
+
+
+def thin_contract(data: dict[str, Any], name: str) -> bool:
+    """Whether a `.vivary/workspace.toml` (`data`, the file `name`) marks a thin workspace root: its `contract`
+    names one of `THIN_CONTRACTS`, at the top (`contract = "thin-v0.3"`) or in its `[workspace]` table (as the
+    published Vivary tools write it). A file that names no contract marks nothing, as before. A contract that is
+    no contract's name (a number, a misspelling, one this version does not know) cannot mean zero-config: it is a
+    `ConfigError` at that key (`config.located` adds its line)."""
+    workspace = data.get("workspace")
+    places = [("contract",), ("workspace", "contract")] if isinstance(workspace, dict) else [("contract",)]
+    named = False
+    for key in places:
+        value = data.get(key[0]) if len(key) == 1 else data[key[0]].get(key[1])
+        if value is None:
+            continue
+        if not isinstance(value, str) or value not in THIN_CONTRACTS:
+            known = ", ".join(f'"{c}"' for c in THIN_CONTRACTS)
+            where = "contract" if len(key) == 1 else "[workspace] contract"
+            raise at(name, *key).error(
+                f"{name}: {where} = {_shown(value)} is not a Vivary workspace contract; the contracts that exist: "
+                f"{known}; write contract = \"{THIN_CONTRACTS[-1]}\" (or remove the key: then the file marks no "
+                "workspace)")
+        named = True
+    return named
+
+
+def _shown(value: object) -> str:
+    """A TOML value as a message shows it: a string quoted, anything else by its type."""
+    return repr(value) if isinstance(value, str) else f"{value!r} (not a string)"
 
 
 class LinkedConfig(ConfigError):
