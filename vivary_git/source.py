@@ -482,7 +482,7 @@ def _find_root(repo: git.Repo, tree_id: str, rel: str) -> str:
                 if thin_contract(load_toml(text, name), name):
                     return prefix
             except ConfigError as err:
-                raise located(err, lambda _: text) from None
+                raise located(err, {name: text}.get) from None
     return ""
 
 
