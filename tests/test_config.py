@@ -233,3 +233,35 @@ def test_a_contract_no_workspace_has_is_a_config_error(repo: Repo, cli: Any, tmp
     (plain / ".vivary" / "workspace.toml").write_text(text)
     r = cli("check", cwd=plain)
     assert r.code == 2 and r.err.startswith(f"git vivary check: .vivary/workspace.toml{said}{fix}"), r.err
+
+
+@pytest.mark.parametrize(("file", "text", "said"), [
+    ("tropo.toml", 'version = 1\n\n[types.note]\nfolder = "/"\n',
+     "tropo.toml:4: [types.note]: folder '/' is absolute, so no folder has that name"),
+    ("tropo.toml", 'version = 1\n[types.note]\nfolder = ["notes", "../notes"]\n',
+     "tropo.toml:3: [types.note]: folder '../notes' leaves the workspace through `..`"),
+    ("tropo.toml", 'version = 1\nexclude = ["drafts", "../.."]\n',
+     "tropo.toml:2: exclude: '../..' leaves the workspace through `..`, so it names nothing in it; write a path "
+     "from the workspace root"),
+    (".vivary/graph.toml", 'exclude = ["Templates/**", "a/../../b/*.md"]\n',
+     ".vivary/graph.toml:1: exclude: 'a/../../b/*.md' leaves the workspace through `..`"),
+])
+def test_a_path_out_of_the_workspace_is_a_config_error(repo: Repo, cli: Any, file: str, text: str, said: str) -> None:
+    """`folder = "/"` or `exclude = ["../.."]` was taken and matched nothing: a rule silently doing nothing. A
+    path that is absolute or leaves the workspace names nothing in it: the file, the line and the fix."""
+    repo.commit(files={file: text, "notes/a.md": "# A\n"})
+    for where in (("--rev", "HEAD"), ()):
+        r = cli("check", *where, cwd=repo.path)
+        assert r.code == 2 and r.err.startswith(f"git vivary check: {said}"), (where, r.err)
+
+
+def test_paths_from_the_workspace_root_are_kept(repo: Repo, cli: Any) -> None:
+    """What a path rule does mean is not refused: a leading `/` is the workspace root in an exclude (and a
+    gitignore glob), a bare name may start with `~` or hold dots."""
+    repo.commit(files={"tropo.toml": 'version = 1\nexclude = ["/archive/2024", "~tmp", "a..b"]\n'
+                                     '[types.note]\nfolder = "notes"\n',
+                       ".vivary/graph.toml": 'exclude = ["/drafts/**"]\n',
+                       "notes/a.md": "# A\n", "archive/2024/b.md": "# B\n", "drafts/c.md": "# C\n",
+                       "~tmp/d.md": "# D\n"})
+    nodes = cli("graph", "--json", "--rev", "HEAD", cwd=repo.path).json()["nodes"]
+    assert [(n["id"], n["type"]) for n in nodes] == [("a", "note")]

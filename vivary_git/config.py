@@ -58,10 +58,23 @@ DEFAULT_MEMORY_FOLDER = "memories"
 _FLOOR_FOLDERS = ("memory", "heartbeat-reports", ".strato", ".vivary", ".git")
 
 
+def outside_workspace(path: str) -> str | None:
+    """Why a path a config file names from the workspace root can name nothing in the workspace, or None: it is
+    absolute (`/`, `/etc`, `C:/x`), or it leaves through a `..` part (`../..`, `a/../../b`). The one
+    rule for every path-valued key: a Git tree holds no such path. `\\` counts as `/`, as Windows writes it."""
+    text = path.strip().replace("\\", "/")
+    if text.startswith("/") or re.match(r"[A-Za-z]:/", text):
+        return "is absolute"
+    if ".." in text.split("/"):
+        return "leaves the workspace through `..`"
+    return None
+
+
 def folder_problem(folder: str) -> str | None:
     """Why `folder` cannot hold memories, or None. Pure: the graph config reads it too."""
     parts = folder.split("/")
-    if not folder or folder.startswith("/") or "\\" in folder or any(p in ("", ".", "..") for p in parts):
+    if (not folder or outside_workspace(folder) is not None or "\\" in folder
+            or any(p in ("", ".", "..") for p in parts)):
         return "must be a relative folder inside the workspace, such as \"memories\" (no `..`, no leading `/`)"
     if any(c in folder for c in "\n\r\0*?[]") or not folder.isprintable():
         return "must be a plain folder name (no line breaks, control characters or glob characters)"
@@ -227,6 +240,17 @@ def _str_list(raw: object, where: At) -> tuple[str, ...]:
     if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
         raise where.error(f"{where} must be a list of strings")
     return tuple(raw)
+
+
+def _paths(raw: object, where: At, shape: str) -> tuple[str, ...]:
+    """A list of paths from the workspace root; one that leaves it (`../..`) can name nothing there. A leading
+    `/` is the workspace root in these lists (tropo's excludes, gitignore's globs), not the file system's."""
+    paths = _str_list(raw, where)
+    for path in paths:
+        why = outside_workspace(path.strip().lstrip("/"))
+        if why is not None:
+            raise where.error(f"{where}: {path!r} {why}, so it names nothing in it; write {shape}, or remove it")
+    return paths
 
 
 def _bool(raw: object, where: At, default: bool) -> bool:
@@ -437,7 +461,8 @@ def build_config(tropo: dict[str, Any] | None, graph: dict[str, Any] | None, nam
         "wikilinks": _bool(wl.get("enabled"), at(GRAPH_FILE, "wikilinks", "enabled"), True),
         "wikilink_field": field,
         "links": rules,
-        "graph_exclude": _str_list(graph.get("exclude"), at(GRAPH_FILE, "exclude")),
+        "graph_exclude": _paths(graph.get("exclude"), at(GRAPH_FILE, "exclude"),
+                                "a glob from the vault root, such as \"Templates/**\""),
         "include_guidance": _bool(graph.get("include_guidance"), at(GRAPH_FILE, "include_guidance"), False),
         "templates": templates,
         # The memory folder is read wherever it is: memories written to `.memories/` must stay notes.
@@ -462,6 +487,11 @@ def build_config(tropo: dict[str, Any] | None, graph: dict[str, Any] | None, nam
             raise where.error(f"{where} must be a table")
         folders = _str_list(traw.get("folder", tname), where.inside("folder", text=f"{where} folder")) or (tname,)
         for folder in folders:
+            why = outside_workspace(folder)
+            if why is not None:
+                raise where.inside("folder").error(
+                    f"{where}: folder {folder!r} {why}, so no folder has that name; a type's folder is the name of "
+                    "folders in the workspace, such as \"decisions\": write that name")
             if folder in seen_folders:
                 raise where.inside("folder").error(
                     f"{where}: folder {folder!r} is already the folder of type {seen_folders[folder]!r}; "
@@ -473,7 +503,8 @@ def build_config(tropo: dict[str, Any] | None, graph: dict[str, Any] | None, nam
         types[tname] = TypeDef(tname, folders, required, {k: v for k, v in optional.items() if k not in required})
     return _with_memory_type(Config(
         source=name,
-        exclude=_str_list(tropo.get("exclude"), at(name, "exclude")),
+        exclude=_paths(tropo.get("exclude"), at(name, "exclude"), "a path from the workspace root (a leading `/` "
+                       "is that root), such as \"drafts\" or \"archive/2024\""),
         derive=_str_list(base.get("derive"), at(name, "base", "derive")),
         allow_untyped=_bool(base.get("allow_untyped"), at(name, "base", "allow_untyped"), True),
         strict=_bool(base.get("strict"), at(name, "base", "strict"), True),
@@ -622,7 +653,8 @@ def _include(raw: str) -> str:
     if pat.endswith("/**"):
         pat = pat[:-3]
     pat = pat.strip("/")
-    if not pat or any(p in ("", ".", "..") for p in pat.split("/")) or any(c in pat for c in "*?[\\"):
+    if (not pat or outside_workspace(pat) is not None or any(p in ("", ".") for p in pat.split("/"))
+            or any(c in pat for c in "*?[\\")):
         raise ConfigError(f"{GRAPH_FILE}: include: {raw!r} is not a path from the vault root; name a folder or file "
                           "like \".github\" or \"docs/.drafts\" (no globs, no `..`)")
     return pat
