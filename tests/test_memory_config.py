@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from conftest import Repo
 
 from vivary_git import open_workspace
 from vivary_git.errors import ConfigError
@@ -190,3 +191,29 @@ def test_cli_reports_a_bad_config_with_exit_2(repo: Any, cli: Any) -> None:
     assert r.code == 2 and r.out == ""
     assert r.err.startswith("git vivary index: .vivary/memory.toml:2: `memory.cognee.api_key` holds a literal secret")
     assert "sk-live-123" not in r.err and "Traceback" not in r.err
+
+
+def test_a_memory_toml_submodule_is_no_config_file_in_the_working_tree_either(repo: Repo, cli: Any) -> None:
+    """A submodule (or a folder) named `.vivary/memory.toml` is no config file, as for `tropo.toml`: memory is
+    not enabled, in every tree. In the working tree its checkout folder was taken for an ignored memory.toml
+    ("exists but Git ignores it ... `git add -f`"), a refusal naming a fix that does not apply."""
+    import os
+
+    repo.commit(files={"a.md": "# A\n"})
+    repo.git("update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},.vivary/memory.toml")
+    repo.git("commit", "-q", "-m", "submodule")
+    (repo.path / ".vivary" / "memory.toml").mkdir(parents=True)  # where Git checks the submodule out
+    for where in (("--rev", "HEAD"), ("--staged",), ()):
+        r = cli("index", "--dry-run", "--json", *where, cwd=repo.path)
+        assert r.code == 0 and r.json()["enabled"] is False, (where, r.err)
+        r = cli("recall", "x", *where, cwd=repo.path)
+        assert r.code == 2 and "semantic memory is disabled" in r.err and "ignores" not in r.err, (where, r.err)
+    # A symbolic link of that name is refused by the rule every config file in a tree is read by.
+    repo.git("rm", "-q", "--cached", ".vivary/memory.toml")
+    (repo.path / ".vivary" / "memory.toml").rmdir()
+    os.symlink("../a.md", repo.path / ".vivary" / "memory.toml")
+    repo.commit("link")
+    for where in (("--rev", "HEAD"), ("--staged",), ()):
+        r = cli("index", "--dry-run", *where, cwd=repo.path)
+        assert r.code == 2 and r.err == ("git vivary index: .vivary/memory.toml: is a symbolic link in the tree; "
+                                         "commit the file itself instead\n"), (where, r.err)

@@ -481,16 +481,24 @@ def find_scopes(
             data = repo[entry.id].read_raw()
             out.append(read(folder, data) if read is not None else _read_scope(folder, name, data))
             continue
-        if work_tree is not None and os.path.lexists(work_tree / name):
-            from vivary_git.errors import ConfigError
-
-            raise ConfigError(
-                f"{name}: exists but Git ignores it, so it is not part of the tree vivary reads; memory "
-                f"policy must be visible to Git: un-ignore it (add `!{MEMORY_CONFIG}` to .gitignore after the rule "
-                f"that ignores it) or `git add -f {name}`"
-            )
+        if work_tree is not None:
+            refuse_ignored_policy(work_tree / name, name)
         out.append(Scope(folder))
     return out
+
+
+def refuse_ignored_policy(path: Path, name: str) -> None:
+    """`ConfigError` when the working tree's tree holds no memory.toml `name` but the disk holds a file `path` of
+    that name: Git ignores it, and running without its `private_paths` would admit files the user meant private.
+    A folder there (a submodule's checkout, an empty folder) is no config file, on disk as in the tree."""
+    if os.path.lexists(path) and not path.is_dir():
+        from vivary_git.errors import ConfigError
+
+        raise ConfigError(
+            f"{name}: exists but Git ignores it, so it is not part of the tree vivary reads; memory "
+            f"policy must be visible to Git: un-ignore it (add `!{MEMORY_CONFIG}` to .gitignore after the rule "
+            f"that ignores it) or `git add -f {name}`"
+        )
 
 
 def _entry(root: Any, path: str) -> Any:

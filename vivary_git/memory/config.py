@@ -390,14 +390,12 @@ def load_memory_config(ws: Opened) -> MemoryConfig:
     data: bytes | None
     if source.repo is not None and source.tree_id is not None:
         data = _read_tree_file(ws, display)
-        if data is None and source.kind == "worktree" and (source.root / MEMORY_FILE).exists():
+        if data is None and source.kind == "worktree":
             # The working tree's tree holds only what `git add -A` would: an ignored memory.toml is left
             # out, and silently running without its private_paths would admit files the user meant private.
-            raise ConfigError(
-                f"{display}: exists but Git ignores it, so it is not part of the tree vivary reads; memory "
-                f"policy must be visible to Git: un-ignore it (add `!{MEMORY_FILE}` to .gitignore after the rule "
-                f"that ignores it) or `git add -f {display}`"
-            )
+            from vivary_git.privacy import refuse_ignored_policy
+
+            refuse_ignored_policy(source.root / MEMORY_FILE, display)
     elif source.repo is None:
         data = _read_plain(source.root / MEMORY_FILE, display)
     else:
@@ -408,19 +406,14 @@ def load_memory_config(ws: Opened) -> MemoryConfig:
 
 
 def _read_tree_file(ws: Opened, display: str) -> bytes | None:
+    """The memory.toml blob, by the rule every config file in a tree is read by (`source.config_blob_id`): a
+    symbolic link (or a `.vivary` folder that is one) is refused, a folder or a submodule of its name is none."""
+    from vivary_git.source import config_blob_id, read_config_blob
+
     repo, tree_id = ws.source.repo, ws.source.tree_id
     assert repo is not None and tree_id is not None
-    try:
-        entry = repo.repo[tree_id][MEMORY_FILE]  # type: ignore[index]
-    except (KeyError, ValueError, TypeError):
-        return None
-    if entry.filemode == 0o120000:
-        raise ConfigError(f"{display}: is a symbolic link in the tree; commit the file itself instead")
-    if entry.type_str != "blob":
-        return None  # a directory or submodule of that name is not a config file
-    from vivary_git.source import read_config_blob
-
-    return read_config_blob(repo, str(entry.id), display)
+    oid = config_blob_id(repo, tree_id, MEMORY_FILE, display)
+    return None if oid is None else read_config_blob(repo, oid, display)
 
 
 def _read_plain(path: Path, display: str) -> bytes | None:
