@@ -96,6 +96,20 @@ def test_query_scores_and_explains(repo: Repo, cli: Any) -> None:
     assert [x["id"] for x in paths["results"]] == ["free"]
 
 
+@pytest.mark.parametrize("spec", ["", ":", " : "])
+def test_an_edge_filter_naming_neither_field_nor_target_is_a_usage_error(repo: Repo, cli: Any, spec: str) -> None:
+    """`--edge ''` or `--edge ':'` names no field and no target: rather than quietly keep every node with any edge,
+    it is exit 2 naming the option and its form, in each command that takes it. `FIELD:` and `:TARGET` still work."""
+    chain(repo)
+    for command in ("query", "find"):
+        r = cli(command, "auth", "--edge", spec, "--json", "--rev", "HEAD", cwd=repo.path)
+        assert r.code == 2 and r.out == "", (command, r.out)
+        assert f"argument --edge: expected FIELD, FIELD:TARGET or :TARGET, got {spec!r}" in r.err, r.err
+    for ok, ids in (("depends:", {"b", "c", "d"}), (":a", {"b", "c", "free"})):
+        r = cli("query", "auth", "--edge", ok, "--json", "--rev", "HEAD", cwd=repo.path)
+        assert r.code == 0 and {x["id"] for x in r.json()["results"]} == ids, (ok, r.err)
+
+
 def test_untyped_is_spelt_either_way_and_an_unknown_type_is_named(repo: Repo, cli: Any) -> None:
     """`graph --type untyped` and `query --type ''` (each command's own spelling) select the same notes in all three
     commands; a type no note has and the config does not declare selects nothing, and stderr says which types

@@ -282,6 +282,20 @@ def test_the_post_commit_hook_shows_a_path_escaped_once(tmp_path: Path, cli: Any
                         "of the background index's messages; remove it (vivary keeps only rebuildable data there))\n")
 
 
+def test_the_post_commit_hook_names_a_python_it_cannot_start_escaped(repo: Repo, cli: Any, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hook starts the index with the Python running it; when that cannot be run (moved or removed since), the
+    system's error was printed as it came, the one message of the hook not escaped. It names the program, escaped
+    as every value is, and the commit is not held up."""
+    workspace(repo)
+    gone = tmp_path / "py\u202e\n::error::x" / "python"  # a path that is not there: the spawn fails
+    monkeypatch.setattr(sys, "executable", str(gone))
+    r = cli("hooks", "run", "post-commit", cwd=repo.path)
+    assert r.code == 0 and r.out == ""
+    assert r.err == (f"vivary: post-commit: could not start the memory index ({tmp_path}/py\\u202e\\n::error::x/"
+                     "python: No such file or directory)\n")
+
+
 def test_hook_without_vivary_fails_closed(repo: Repo, tmp_path: Path, cli: Any) -> None:
     workspace(repo)
     cli("hooks", "install", "--python", str(tmp_path / "gone" / "python"), cwd=repo.path)

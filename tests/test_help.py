@@ -90,6 +90,7 @@ def test_dash_h_and_direct_help_print_usage(repo: Repo) -> None:
 
 
 def _numeric_options() -> list[tuple[str, str]]:
+    from vivary_git.commands._common import edge_spec
     from vivary_git.main import build_parser
 
     sub = manpage._subparsers(build_parser())
@@ -97,7 +98,7 @@ def _numeric_options() -> list[tuple[str, str]]:
     found = []
     for name, parser in sub.choices.items():
         for action in parser._actions:
-            if action.option_strings and action.type is not None and action.type is not str:
+            if action.option_strings and action.type not in (None, str, edge_spec):  # edge_spec: a text form
                 found.append((name, action.option_strings[-1]))
     return found
 

@@ -177,6 +177,27 @@ def test_privacy_undecidable_records_nothing(repo: Repo, cli: Any) -> None:
     assert not tip(repo.path)
 
 
+def test_a_tree_not_recorded_is_said_once_per_command(repo: Repo, cli: Any) -> None:
+    """`ci` checks the head tree and then builds its graph; once both are in the local cache, each asked to record
+    the tree, and a symlinked `.vivary/memory.toml` (privacy cannot be decided) was said twice. Once is enough, in
+    every run; the tree is not recorded."""
+    import os
+
+    repo.commit("base", NOTES)
+    repo.write({"real.toml": "[memory]\nenabled = true\n"})
+    (repo.path / ".vivary").mkdir()
+    os.symlink("../real.toml", repo.path / ".vivary" / "memory.toml")
+    repo.commit("head", {"modules/m3.md": "---\nstatus: live\ndepends: [m1]\n---\n# Module three\n"})
+    said = "vivary: not recording this tree in refs/vivary/cache: .vivary/memory.toml: is a symbolic link in the tree"
+    for args in (["ci", "--base", "HEAD~1"], ["ci", "--base", "HEAD~1"], ["check", "--rev", "HEAD"],
+                 ["blast", "--base", "HEAD~1"]):
+        r = cli(*args, cwd=repo.path)
+        assert r.code in (0, 1) and r.err.count(said) == 1, (args, r.err)
+    snap = Snapshot.load(GitRepo(repo.path)) if tip(repo.path) else None
+    recorded = {t.tree for t in snap.manifest.trees.values()} if snap is not None else set()
+    assert repo.git("rev-parse", "HEAD^{tree}").strip() not in recorded
+
+
 # --- untrusted reads --------------------------------------------------------------------------------------
 
 

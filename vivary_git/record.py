@@ -136,8 +136,8 @@ def recording(ws: Workspace) -> tuple[RefCache, str, str] | None:
     from vivary_git.store.format import tree_key
 
     tkey = tree_key(tree, ws.config.digest())
-    if ref.has_tree(tkey) or ref.damaged:
-        return None
+    if ref.has_tree(tkey) or ref.damaged or tkey in ref.refused:
+        return None  # recorded already, or not recordable this run (and said so once: `_refuse`)
     return ref, tkey, root
 
 
@@ -187,7 +187,6 @@ def prepare(ws: Workspace, keyed: Keyed | None) -> Pending | None:
     ref, tkey, root = got
     from vivary_git.errors import VivaryError
     from vivary_git.parallel import Background
-    from vivary_git.refnames import CACHE_REF
     from vivary_git.store.format import encode_entries
     from vivary_git.store.write import Changes
 
@@ -198,7 +197,7 @@ def prepare(ws: Workspace, keyed: Keyed | None) -> Pending | None:
     try:
         found = scopes(ws, paths, root) if paths else []
     except VivaryError as err:
-        print(f"vivary: not recording this tree in {CACHE_REF}: {text(str(err))}", file=sys.stderr)
+        _refuse(ref, tkey, err)
         return None
     # Git decides privacy (a few subprocesses, ~0.07 s at 10,000 notes) in a thread while this one
     # encodes every candidate entry; only the admitted ones are then kept. Nothing is written
@@ -213,7 +212,7 @@ def prepare(ws: Workspace, keyed: Keyed | None) -> Pending | None:
     try:
         private = deciding.result()
     except VivaryError as err:
-        print(f"vivary: not recording this tree in {CACHE_REF}: {text(str(err))}", file=sys.stderr)
+        _refuse(ref, tkey, err)
         return None
     # A blob is admitted only if every path holding it is public.
     private_blobs = {keyed[i][0].oid for i in private}
@@ -223,6 +222,15 @@ def prepare(ws: Workspace, keyed: Keyed | None) -> Pending | None:
         facts={k: data for k, data in encoded_facts.items() if k in admitted},
     )
     return Pending(ref, tkey, changes, len(keyed) - len(admitted))
+
+
+def _refuse(ref: RefCache, tkey: str, err: Exception) -> None:
+    """Privacy could not be decided for this tree: say why, once. A command that reads the tree twice (`ci`
+    checks it, then builds its graph) does not try again, nor say it twice."""
+    from vivary_git.refnames import CACHE_REF
+
+    ref.refused.add(tkey)
+    print(f"vivary: not recording this tree in {CACHE_REF}: {text(str(err))}", file=sys.stderr)
 
 
 def finish(ws: Workspace, pending: Pending, counts: Counts) -> None:

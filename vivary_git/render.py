@@ -26,11 +26,20 @@ def dot(nodes: Sequence[Node], edges: Iterable[Edge], name: str = "vivary") -> s
     return "\n".join(lines) + "\n"
 
 
-_MERMAID_UNSAFE = re.compile(r'["<>{}\[\]()|`#;]')
+# Mermaid's own escaping: `#NNN;` (a decimal character code) is drawn as that character. Each ASCII character
+# that means something inside a label is written so: `"` (ends it), `#` (starts a code), `&` `<` `>` (HTML),
+# `$` (maths), `%` `{` `}` (directives), `` ` `` (Markdown strings; a fence around the picture), `\` (Mermaid
+# draws `\n` as a line break), `|` `[` `]` `(` `)` `;` (syntax). `:` too, so no `::` (a workflow command at a
+# line's start) is ever in the picture, and `##[` cannot be either.
+_MERMAID_SPECIAL = re.compile(r'["#$%&():;<>\[\\\]`{|}]')
 
 
 def _mermaid_label(value: str) -> str:
-    return _MERMAID_UNSAFE.sub(" ", text(value)).strip() or "?"
+    """A value as Mermaid draws it, exactly as written: its special characters as `#NNN;` codes, then escaped as
+    all text output (docs/output.md), which leaves nothing else to change (no `:` or `#` remains) but a line break
+    and the control characters. Each becomes a backslash escape, the only `\\` left: Mermaid draws `\\n` as the
+    line break it stands for, the others (`\\t`, `\\xNN`, `\\u202e`) as they read."""
+    return text(_MERMAID_SPECIAL.sub(lambda m: f"#{ord(m.group())};", value)) or "?"
 
 
 def mermaid(nodes: Sequence[Node], edges: Iterable[Edge], highlight: Iterable[str] = ()) -> str:
@@ -39,8 +48,8 @@ def mermaid(nodes: Sequence[Node], edges: Iterable[Edge], highlight: Iterable[st
     lines = ["flowchart LR"]
     for i, n in enumerate(nodes):
         key[n.id] = f"n{i}"
-        label = n.id if n.type is None else f"{n.id}<br/>{n.type}"
-        lines.append(f'  n{i}["{_mermaid_label(label).replace(" br/ ", "<br/>")}"]')
+        label = _mermaid_label(n.id) if n.type is None else f"{_mermaid_label(n.id)}<br/>{_mermaid_label(n.type)}"
+        lines.append(f'  n{i}["{label}"]')
     missing = 0
     for e in edges:
         if e.to not in key:

@@ -47,6 +47,15 @@ def between(low: int, high: int) -> Callable[[str], int]:
     return convert
 
 
+def edge_spec(spec: str) -> str:
+    """An argparse `type` for `--edge FIELD[:TARGET]`: a field, a target or both. One that names neither (`''`,
+    `':'`, spaces) would filter on nothing: a usage error (exit 2) that names the option and the form."""
+    field, _, target = spec.partition(":")
+    if not field.strip() and not target.strip():
+        raise argparse.ArgumentTypeError(f"expected FIELD, FIELD:TARGET or :TARGET, got {spec!r}")
+    return spec
+
+
 def add_workspace_args(p: argparse.ArgumentParser) -> None:
     """`--root` and `-C`, for commands that read the working tree only."""
     p.add_argument("--root", metavar="DIR", help="workspace directory (default: nearest folder with tropo.toml)")
@@ -70,7 +79,7 @@ def add_filter_args(p: argparse.ArgumentParser, title: str, *, snippet: bool = T
                    help="only nodes of this type; repeat for any of several; '' for untyped")
     g.add_argument("--path", action="append", default=[], metavar="GLOB",
                    help="only paths matching this glob (fnmatch, case-sensitive, * crosses /); repeatable")
-    g.add_argument("--edge", action="append", default=[], metavar="FIELD[:TARGET]",
+    g.add_argument("--edge", action="append", default=[], type=edge_spec, metavar="FIELD[:TARGET]",
                    help="only nodes with an outbound edge of FIELD (to TARGET: an ID, or a note as a link names it); "
                    "repeat to require all")
     if snippet:

@@ -237,8 +237,9 @@ def _index_in_background(roots: list[tuple[Path, str]]) -> int:
             for run_args in runs:  # one run per workspace the hook names; they queue on the index lock
                 subprocess.Popen([sys.executable, "-m", "vivary_git.main", *run_args], stdin=subprocess.DEVNULL,
                                  stdout=log, stderr=log, env=env, start_new_session=True, close_fds=True)
-        except OSError as err:
-            print(f"vivary: post-commit: could not start the memory index ({err.strerror or err})", file=sys.stderr)
+        except OSError as err:  # the Python running this cannot be run again (moved, no longer executable)
+            why = f"{err.filename}: {err.strerror}" if err.filename and err.strerror else str(err)
+            print(f"vivary: post-commit: could not start the memory index ({shown(why)})", file=sys.stderr)
     return EXIT_OK
 
 

@@ -71,6 +71,8 @@ class RefCache:
         self._base_loaded = False
         self.damaged = False
         self.unwritable = False  # the object store refused a write (`_unwritable`)
+        # trees (summary keys) that privacy could not be decided for this run: said once, not tried again (record.py)
+        self.refused: set[str] = set()
 
     def reads(self) -> bool:
         """Whether this run may take entries from the shared cache at all."""
