@@ -64,6 +64,13 @@ def text(value: object) -> str:
     return s
 
 
+def controls(value: str) -> str:
+    """Only `text()`'s escaping of control and invisible characters (and bytes that are not UTF-8), a line
+    break kept: for a format that quotes values its own way and draws a line break as one (DOT)."""
+    return _CONTROL.sub(lambda m: m.group() if m.group() == "\n" else _NAMED.get(m.group()) or _byte_or_code(m.group()),
+                        value)
+
+
 def _valid(obj: Any) -> Any:
     if isinstance(obj, str):
         return name(obj)

@@ -5,22 +5,35 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from vivary_git.escape import text
+from vivary_git.escape import controls, text
 from vivary_git.models import Edge, Node
+
+# DOT's quoted strings: `\"` is a quote, `\\` a backslash, `\n` a line break (Graphviz reads `\N`, `\G`, `\l`…
+# in a label as its own codes, so every backslash is doubled). Graphviz also reads `&name;` / `&#NNN;` in a label as
+# the character, so `&` is written `&amp;`, and `##[` (a legacy CI command anywhere in a line) as `#&#35;[`. Every
+# value is inside quotes on a line that starts with spaces and a quote, so `::` never starts a line.
+_DOT_SPECIAL = re.compile(r'["\\&\n]|##\[')
+_DOT_CODES = {'"': '\\"', "\\": "\\\\", "&": "&amp;", "\n": "\\n", "##[": "#&#35;["}
 
 
 def _dot_quote(value: str) -> str:
-    # Escaped as all text output (docs/output.md) before DOT's own quoting: no value can end a line.
-    return '"' + text(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """A value in DOT's quoting, drawn by Graphviz exactly as written: a line break is drawn as one; other controls
+    (and bytes that are not UTF-8) are shown as all text output shows them (docs/output.md), `\\xNN` and so on."""
+    return '"' + _DOT_SPECIAL.sub(lambda m: _DOT_CODES[m.group()], controls(value)) + '"'
 
 
 def dot(nodes: Sequence[Node], edges: Iterable[Edge], name: str = "vivary") -> str:
     lines = [f"digraph {_dot_quote(name)} {{", "  rankdir=LR;", "  node [shape=box, fontsize=10];"]
+    known = {n.id for n in nodes}
     for n in nodes:
-        label = n.id if n.type is None else f"{n.id}\\n({n.type})"
-        lines.append(f"  {_dot_quote(n.id)} [label={_dot_quote(label).replace(chr(92) * 2 + 'n', chr(92) + 'n')}];")
+        label = n.id if n.type is None else f"{n.id}\n({n.type})"
+        lines.append(f"  {_dot_quote(n.id)} [label={_dot_quote(label)}];")
     for e in edges:
         style = ", style=dashed, color=red" if e.broken else ""
+        for end in (e.from_, e.to):  # a broken reference's target: labelled with the reference as written
+            if end not in known:
+                known.add(end)
+                lines.append(f"  {_dot_quote(end)} [label={_dot_quote(end)}];")
         lines.append(f"  {_dot_quote(e.from_)} -> {_dot_quote(e.to)} [label={_dot_quote(e.field)}{style}];")
     lines.append("}")
     return "\n".join(lines) + "\n"
