@@ -739,3 +739,21 @@ def test_a_refusal_of_gits_reaches_the_agent_with_gits_own_words(repo: Repo) -> 
     said = _text(answer)
     assert "could not read the working tree" in said and "Git said:" in said, said
     assert "clean filter 'boom' failed" in said, said
+
+
+def test_search_refuses_an_edge_that_names_neither_field_nor_target(repo: Repo) -> None:
+    """`edge` is checked as the CLI's `--edge` is: `''` or `':'` would match every edge, so it is a tool error that
+    names the argument and the forms it takes, and a well-formed edge next to it does not make it pass."""
+    _seed(repo)
+
+    async def session() -> list[Any]:
+        async with Client(build_server(MemoryService(repo.path))) as client:
+            return [await client.call_tool("search", {"query": "deploy", "edge": edge})
+                    for edge in ([""], [":"], [" : "], ["related", ":"], ["related"], [":notes/deploy"])]
+
+    *refused, field, target = _run(session)
+    for answer in refused:
+        assert answer.is_error, answer.content
+        said = _text(answer)
+        assert "edge: expected FIELD, FIELD:TARGET or :TARGET, got " in said, said
+    assert _data(field)["results"] == [] and _data(target) is not None

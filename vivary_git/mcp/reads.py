@@ -50,6 +50,18 @@ _WHY = {
 }
 
 
+def _edge(spec: str) -> str:
+    """One `edge` filter of search, checked as the CLI's `--edge` is: one naming neither a field nor a target
+    (`''`, `':'`) would match every edge, so it is refused, naming the argument and the forms it takes."""
+    import argparse
+
+    from vivary_git.commands._common import edge_spec
+
+    try:
+        return edge_spec(spec)
+    except argparse.ArgumentTypeError as err:
+        raise UsageError(f"edge: {err}") from None
+
 class Neighbor(msgspec.Struct, frozen=True):
     id: str
     type: str | None
@@ -300,7 +312,7 @@ class Reads(Warm):
             raise UsageError(f"scope must be all, workspace or user (got {scope!r})")
         if not 0 <= budget <= MAX_BUDGET:
             raise UsageError(f"budget must be 0 (none) to {MAX_BUDGET:,} tokens (got {budget})")
-        types, paths, edges = list(type), list(path), list(edge)
+        types, paths, edges = list(type), list(path), [_edge(e) for e in edge]
         win = paging.window_of(since, until, date)
         question = (query, types, paths, edges, since, until, date, mode, include_archived,
                     *((scope,) if scope != "all" else ()))
