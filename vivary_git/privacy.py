@@ -69,7 +69,7 @@ from vivary_git.checkignore import (
     locate,
 )
 from vivary_git.errors import PrivacyError
-from vivary_git.memory.config import PrivacyPolicy
+from vivary_git.memory.config import PrivacyPolicy, refuse_ignored_policy
 
 __all__ = [
     "FLOOR",
@@ -485,20 +485,6 @@ def find_scopes(
             refuse_ignored_policy(work_tree / name, name)
         out.append(Scope(folder))
     return out
-
-
-def refuse_ignored_policy(path: Path, name: str) -> None:
-    """`ConfigError` when the working tree's tree holds no memory.toml `name` but the disk holds a file `path` of
-    that name: Git ignores it, and running without its `private_paths` would admit files the user meant private.
-    A folder there (a submodule's checkout, an empty folder) is no config file, on disk as in the tree."""
-    if os.path.lexists(path) and not path.is_dir():
-        from vivary_git.errors import ConfigError
-
-        raise ConfigError(
-            f"{name}: exists but Git ignores it, so it is not part of the tree vivary reads; memory "
-            f"policy must be visible to Git: un-ignore it (add `!{MEMORY_CONFIG}` to .gitignore after the rule "
-            f"that ignores it) or `git add -f {name}`"
-        )
 
 
 def _entry(root: Any, path: str) -> Any:

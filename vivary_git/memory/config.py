@@ -9,6 +9,7 @@ or a CI log.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -393,8 +394,6 @@ def load_memory_config(ws: Opened) -> MemoryConfig:
         if data is None and source.kind == "worktree":
             # The working tree's tree holds only what `git add -A` would: an ignored memory.toml is left
             # out, and silently running without its private_paths would admit files the user meant private.
-            from vivary_git.privacy import refuse_ignored_policy
-
             refuse_ignored_policy(source.root / MEMORY_FILE, display)
     elif source.repo is None:
         data = _read_plain(source.root / MEMORY_FILE, display)
@@ -422,3 +421,15 @@ def _read_plain(path: Path, display: str) -> bytes | None:
     from vivary_git.source import read_config_file
 
     return read_config_file(path, display)  # a FIFO or a device is an error, not "no policy"
+
+
+def refuse_ignored_policy(path: Path, name: str) -> None:
+    """`ConfigError` when the working tree's tree holds no memory.toml `name` but the disk holds a file `path` of
+    that name: Git ignores it, and running without its `private_paths` would admit files the user meant private.
+    A folder there (a submodule's checkout, an empty folder) is no config file, on disk as in the tree."""
+    if os.path.lexists(path) and not path.is_dir():
+        raise ConfigError(
+            f"{name}: exists but Git ignores it, so it is not part of the tree vivary reads; memory "
+            f"policy must be visible to Git: un-ignore it (add `!{MEMORY_FILE}` to .gitignore after the rule "
+            f"that ignores it) or `git add -f {name}`"
+        )
