@@ -4,12 +4,14 @@ an independent client (the MCP Inspector CLI) where it installs."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
+import select
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -514,56 +516,74 @@ def test_hybrid_when_the_semantic_index_is_fresh_and_a_cosine_probe(repo: Repo, 
     service.close()
 
 
+class _RawPipe:
+    """The stdio server spoken to in raw lines (no SDK client sends what these tests send). Unbuffered, stderr to a
+    file: answers that arrive together must not wait in a buffer select() cannot see (a test once sat 394 s under
+    load until some later write woke it), nor the server on a full pipe."""
+
+    def __init__(self, repo: Repo) -> None:
+        self.log = repo.path.parent / "mcp-stderr.log"
+        with self.log.open("wb") as err:
+            self.proc = subprocess.Popen([sys.executable, "-m", "vivary_git.main", "mcp"], cwd=repo.path,
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, bufsize=0)
+
+    def send(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line.encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def line(self) -> str:
+        """The next answer's line, as the server wrote it."""
+        ready, _, _ = select.select([self.proc.stdout], [], [], 600)  # a failure mode (no answer), not a time limit
+        assert ready, f"no answer; server said: {self.log.read_text(errors='replace')}"
+        return self.proc.stdout.readline().decode()  # type: ignore[union-attr]
+
+    def initialise(self) -> None:
+        self.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
+        self.line()
+        self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+
+
+@contextlib.contextmanager
+def _raw_pipe(repo: Repo) -> Iterator[_RawPipe]:
+    """A `_RawPipe` to a server on `repo`, initialised; its input closed and the server waited for on leaving."""
+    pipe = _RawPipe(repo)
+    try:
+        pipe.initialise()
+        yield pipe
+    finally:
+        assert pipe.proc.stdin is not None
+        pipe.proc.stdin.close()
+        pipe.proc.wait(timeout=60)
+
+
 def test_a_line_the_sdk_cannot_read_is_answered_not_dropped(repo: Repo) -> None:
     """Over stdio, a request the SDK's parser refuses got no answer and the host waited for ever: a query cut in
     the middle of an emoji (JavaScript writes the lone half as `\\ud83d`), arguments nested 300 deep, a line cut
     short. Each is answered now: mended and served (U+FFFD for the lone half; the deep value a wrong argument),
     or a JSON-RPC error carrying the request's id. Raw lines on a pipe: no SDK client can send them."""
-    import select
-
     _seed(repo)
-    # Unbuffered, and stderr to a file: answers that arrive together must not wait in a buffer select() cannot see
-    # (the test then sat until some later write woke it: 394 s once under load), nor the server on a full pipe.
-    log = repo.path.parent / "mcp-stderr.log"
-    with log.open("wb") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "vivary_git.main", "mcp"], cwd=repo.path,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, bufsize=0)
-    assert proc.stdin is not None and proc.stdout is not None
+    with _raw_pipe(repo) as pipe:
+        def answers(count: int) -> dict[Any, Any]:
+            got: dict[Any, Any] = {}
+            while len(got) < count:
+                message = json.loads(pipe.line())
+                got[message.get("id")] = message
+            return got
 
-    def send(line: str) -> None:
-        assert proc.stdin is not None
-        proc.stdin.write(line.encode() + b"\n")
-        proc.stdin.flush()
-
-    def answers(count: int) -> dict[Any, Any]:
-        got: dict[Any, Any] = {}
-        while len(got) < count:
-            ready, _, _ = select.select([proc.stdout], [], [], 600)  # a failure mode (no answer ever), not a time limit
-            assert ready, f"no answer; got {sorted(map(str, got))}; server said: {log.read_text(errors='replace')}"
-            message = json.loads(proc.stdout.readline())  # type: ignore[union-attr]
-            got[message.get("id")] = message
-        return got
-
-    try:
-        send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
-        answers(1)
-        send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
         call = '{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"search","arguments":{"query":%s}}}'
-        send(call % (2, '"deploy \\ud83d"'))
-        send(call % (3, "[" * 300 + "]" * 300))
-        send('{"jsonrpc":"2.0","id":"cut","method":"tools/ca')
-        send(call % (4, '"deploy"'))
+        pipe.send(call % (2, '"deploy \\ud83d"'))
+        pipe.send(call % (3, "[" * 300 + "]" * 300))
+        pipe.send('{"jsonrpc":"2.0","id":"cut","method":"tools/ca')
+        pipe.send(call % (4, '"deploy"'))
         got = answers(4)
-    finally:
-        proc.stdin.close()
-        proc.wait(timeout=60)
     assert got[2]["result"]["structuredContent"]["query"] == "deploy \ufffd"
     assert got[2]["result"]["structuredContent"]["results"][0]["id"] == "notes/deploy"
     assert got[3]["result"]["isError"] and "query" in got[3]["result"]["content"][0]["text"]
     assert got["cut"]["error"] == {"code": -32700, "message": "the request is not valid JSON"}
     assert got[4]["result"]["structuredContent"]["results"][0]["id"] == "notes/deploy"
-    assert proc.returncode == 0
+    assert pipe.proc.returncode == 0
 
 
 def test_every_json_rpc_line_on_stdio_gets_its_answer(repo: Repo) -> None:
@@ -571,29 +591,8 @@ def test_every_json_rpc_line_on_stdio_gets_its_answer(repo: Repo) -> None:
     one: no method, a batch, an object for the id (read as a notification), params a string and jsonrpc "1.0"
     (both answered "not valid JSON" with id null). Each gets a -32600 error now, with the request's id when it
     is an MCP id (a string or an integer), and the server goes on serving. Raw lines: no SDK client sends them."""
-    import select
-
     _seed(repo)
-    # unbuffered: two answers to one line (a batch) must not wait in a buffer that select() cannot see
-    proc = subprocess.Popen([sys.executable, "-m", "vivary_git.main", "mcp"], cwd=repo.path, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0)
-    assert proc.stdin is not None and proc.stdout is not None
-
-    def send(line: str) -> None:
-        assert proc.stdin is not None
-        proc.stdin.write(line.encode() + b"\n")
-        proc.stdin.flush()
-
-    def answer() -> Any:
-        ready, _, _ = select.select([proc.stdout], [], [], 600)  # a failure mode, not a time limit
-        assert ready, "no answer"
-        return json.loads(proc.stdout.readline())  # type: ignore[union-attr]
-
-    try:
-        send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
-        answer()
-        send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    with _raw_pipe(repo) as pipe:
         got = []
         for line in ('{"jsonrpc":"2.0","id":13}',
                      '[{"jsonrpc":"2.0","id":12,"method":"tools/list"},{"jsonrpc":"2.0","id":"b","method":"ping"},'
@@ -604,13 +603,10 @@ def test_every_json_rpc_line_on_stdio_gets_its_answer(repo: Repo) -> None:
                      '{"jsonrpc":"2.0","id":15,"method":"tools/call","params":"search"}',
                      '{"jsonrpc":"1.0","id":14,"method":"tools/list"}',
                      '{"jsonrpc":"2.0","id":16,"method":"tools/list"}'):
-            send(line)
-            got.append(answer())
+            pipe.send(line)
+            got.append(json.loads(pipe.line()))
             if line.startswith("[{"):
-                got.append(answer())  # a batch: one error for each request in it with an id
-    finally:
-        proc.stdin.close()
-        proc.wait(timeout=60)
+                got.append(json.loads(pipe.line()))  # a batch: one error for each request in it with an id
     *errors, served = got
     assert [(e["id"], e["error"]["code"]) for e in errors] == [
         (13, -32600), (12, -32600), ("b", -32600), (None, -32600), (None, -32600), (None, -32600), (15, -32600),
@@ -623,7 +619,7 @@ def test_every_json_rpc_line_on_stdio_gets_its_answer(repo: Repo) -> None:
     assert said[6] == 'the request\'s "params" must be an object, not a string'
     assert said[7] == 'the request\'s "jsonrpc" must be "2.0" (got "1.0")'
     assert served["id"] == 16 and "search" in {t["name"] for t in served["result"]["tools"]}
-    assert proc.returncode == 0
+    assert pipe.proc.returncode == 0
 
 
 def test_every_request_id_json_rpc_allows_is_answered_with_that_id(repo: Repo) -> None:
@@ -632,50 +628,30 @@ def test_every_request_id_json_rpc_allows_is_answered_with_that_id(repo: Repo) -
     `"id":1.5` answered as request 1 (another call's id) and a 30-digit id as its first 18 digits; a batch left its
     `1.5` call unanswered. Each is answered now with the id as the request spelled it; an id that cannot be read (an
     object, an array, a boolean, a number the cut may have shortened) with null. Raw lines: no SDK client sends them."""
-    import select
-
     _seed(repo)
-    proc = subprocess.Popen([sys.executable, "-m", "vivary_git.main", "mcp"], cwd=repo.path, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0)
-    assert proc.stdin is not None and proc.stdout is not None
-
-    def send(line: str) -> None:
-        assert proc.stdin is not None
-        proc.stdin.write(line.encode() + b"\n")
-        proc.stdin.flush()
 
     def answer() -> tuple[str, Any]:
         """The answer's id as written (its JSON text), and the answer."""
-        ready, _, _ = select.select([proc.stdout], [], [], 600)  # a failure mode (no answer ever), not a time limit
-        assert ready, "no answer"
-        line = proc.stdout.readline().decode()  # type: ignore[union-attr]
-        got = json.loads(line, parse_float=lambda text: ("spelled", text))
+        got = json.loads(pipe.line(), parse_float=lambda text: ("spelled", text))
         rid = got.get("id")
         return (rid[1] if isinstance(rid, tuple) else json.dumps(rid)), got
 
     big = "123456789012345678901234567890"
     ping = '{"jsonrpc":"2.0","id":%s,"method":"ping"}'
-    try:
-        send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
-        answer()
-        send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    with _raw_pipe(repo) as pipe:
         got = []
         for rid in ("1.5", "2.0", "1e2", "-1.5e-7", "1.0e400", "-3", "0", big, "-" + big, '"s"', "true", "[1]"):
-            send(ping % rid)
+            pipe.send(ping % rid)
             got.append((rid, *answer()))
         for line in ('{"jsonrpc":"2.0","id":1.5,"method":"tools/ca',
                      '{"jsonrpc":"2.0","id":' + big + ',"method":"tools/',
                      '{"jsonrpc":"2.0","id":12'):
-            send(line)
+            pipe.send(line)
             got.append((line, *answer()))
-        send(f"[{ping % '2.5'},{ping % '7'}]")
+        pipe.send(f"[{ping % '2.5'},{ping % '7'}]")
         batch = [answer(), answer()]
-        send(ping % "16")
+        pipe.send(ping % "16")
         last = answer()
-    finally:
-        proc.stdin.close()
-        proc.wait(timeout=60)
     assert [(sent, rid) for sent, rid, _ in got] == [
         ("1.5", "1.5"), ("2.0", "2.0"), ("1e2", "1e2"), ("-1.5e-7", "-1.5e-7"), ("1.0e400", "1.0e400"), ("-3", "-3"),
         ("0", "0"), (big, big), ("-" + big, "-" + big), ('"s"', '"s"'), ("true", "null"), ("[1]", "null"),
@@ -685,7 +661,7 @@ def test_every_request_id_json_rpc_allows_is_answered_with_that_id(repo: Repo) -
     assert 'the request\'s "id" is a number with a fraction or an exponent' in got[1][2]["error"]["message"]
     assert [(rid, a["error"]["code"]) for rid, a in batch] == [("2.5", -32600), ("7", -32600)]
     assert last[0] == "16" and last[1]["result"] == {}
-    assert proc.returncode == 0
+    assert pipe.proc.returncode == 0
 
 
 def test_a_symlinked_note_at_start_is_refused_by_each_tool_not_by_the_start(repo: Repo, tmp_path: Any) -> None:
