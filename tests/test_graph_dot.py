@@ -5,7 +5,6 @@ are type and field names in tropo.toml."""
 from __future__ import annotations
 
 import html
-import json
 import re
 import shutil
 import subprocess
@@ -14,12 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import Repo
-
-TROPO = """version = 1
-[types.'a::b "q"']
-folder = "modules"
-optional = { depends = "ref-list", '::x|y' = "ref" }
-"""
+from graph_labels import hostile
 
 # What authors wrote: broken references, each drawn as a node labelled with the reference itself.
 WRITTEN = [
@@ -37,21 +31,13 @@ WRITTEN = [
 QUOTED = r'"((?:[^"\\]|\\.)*)"'
 
 
-def hostile(repo: Repo) -> None:
-    repo.commit(files={
-        "tropo.toml": TROPO,
-        "modules/a.md": "---\ndepends: " + json.dumps(WRITTEN) + "\n'::x|y': b\n---\n# A\n",
-        "modules/b.md": "---\ndepends: ['  ::lead']\n---\n# B\n",
-    })
-
-
 def drawn(quoted: str) -> str:
     """A label as Graphviz draws it: its backslash escapes, then its character entities."""
     return html.unescape(re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), quoted))
 
 
 def test_dot_labels_are_the_values_as_written_in_dots_quoting(repo: Repo, cli: Any) -> None:
-    hostile(repo)
+    hostile(repo, WRITTEN)
     r = cli("graph", "--format", "dot", "--rev", "HEAD", cwd=repo.path)
     assert r.code == 0, r.err
     lines = r.out.splitlines()
@@ -80,7 +66,7 @@ def test_graphviz_draws_each_label_as_written(repo: Repo, cli: Any) -> None:
     graphviz = shutil.which("dot")
     if graphviz is None:
         pytest.skip("Graphviz is not installed, so it cannot draw the picture")
-    hostile(repo)
+    hostile(repo, WRITTEN)
     picture = cli("graph", "--format", "dot", "--rev", "HEAD", cwd=repo.path).out
     proc = subprocess.run([graphviz, "-Tsvg"], input=picture, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr

@@ -13,13 +13,8 @@ from typing import Any
 
 import pytest
 from conftest import Repo
+from graph_labels import hostile
 from npm_tools import npm_home, npm_install
-
-TROPO = """version = 1
-[types.'a::b "q"']
-folder = "modules"
-optional = { depends = "ref-list", '::x|y' = "ref" }
-"""
 
 # What authors wrote: broken references, each drawn as a `(missing)` node labelled with the reference itself.
 WRITTEN = [
@@ -36,21 +31,13 @@ WRITTEN = [
 ]
 
 
-def hostile(repo: Repo) -> None:
-    repo.commit(files={
-        "tropo.toml": TROPO,
-        "modules/a.md": "---\ndepends: " + json.dumps(WRITTEN) + "\n'::x|y': b\n---\n# A\n",
-        "modules/b.md": "---\ndepends: ['  ::lead']\n---\n# B\n",
-    })
-
-
 def drawn(label: str) -> str:
     """A label as Mermaid draws it: `#NNN;` is that character, `\\n` a line break (`<br/>` one too)."""
     return re.sub(r"#(\d+);", lambda m: chr(int(m.group(1))), label.replace("<br/>", "\n").replace("\\n", "\n"))
 
 
 def test_mermaid_labels_are_the_values_as_written_in_mermaids_escaping(repo: Repo, cli: Any) -> None:
-    hostile(repo)
+    hostile(repo, WRITTEN)
     r = cli("graph", "--format", "mermaid", "--rev", "HEAD", cwd=repo.path)
     assert r.code == 0, r.err
     lines = r.out.splitlines()
@@ -113,7 +100,7 @@ def mermaid_render(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
 
 
 def test_mermaid_draws_each_label_as_written(repo: Repo, cli: Any, mermaid_render: list[str], tmp_path: Path) -> None:
-    hostile(repo)
+    hostile(repo, WRITTEN)
     picture = cli("graph", "--format", "mermaid", "--rev", "HEAD", cwd=repo.path).out
     proc = subprocess.run(mermaid_render, input=picture, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
