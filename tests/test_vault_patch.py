@@ -168,3 +168,72 @@ def test_notes_with_odd_names_are_patched_as_a_full_build_reads_them(vault: Repo
     assert fast == full
     assert patched
     assert fast.count("wikilink [[gone]] matches no note") == 3  # one for each odd name
+
+
+DENDRON_VAULTS = """version: 5
+workspace:
+  vaults:
+    - fsPath: notes
+      name: main
+    - fsPath: other
+      name: other
+"""
+
+
+def dendron_note(rng: random.Random) -> str:
+    """Links within the vault, across vaults with `dendron://`, to a vault outside the repository, and
+    to notes nobody wrote."""
+    near = ["a", "b.c", "b", "x", "nowhere"]
+    far = ["dendron://other/x", "dendron://other/gone", "dendron://main/a", "dendron://elsewhere/y"]
+    return "# T\n" + "".join(f"[[{rng.choice(far if rng.random() < 0.15 else near)}]]\n"
+                              for _ in range(rng.randint(0, 3)))
+
+
+def test_a_dendron_workspace_whose_vaults_dendron_yml_lists_is_patched(repo: Repo, cli: Any,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Home vaults named in `dendron.yml` are homes whatever a note links to, so an edit keeps them: the
+    staged check is patched, and equals a full build (a link into `elsewhere`, no vault here, stays unreported)."""
+    rng = random.Random(3)
+    notes = ["notes/a.md", "notes/b.c.md", "notes/b.md", "other/x.md", "other/y.z.md"]
+    repo.commit(files={"dendron.yml": DENDRON_VAULTS, **{n: dendron_note(rng) for n in notes}})
+    monkeypatch.setenv("VIVARY_STATS", "1")
+    cli("check", "--staged", cwd=repo.path)
+    patched_steps = 0
+    for step in range(20):
+        edits = {rng.choice(notes): dendron_note(rng) for _ in range(rng.randint(1, 2))}
+        cross = any("dendron://" in text for text in edits.values())
+        repo.write(edits)
+        repo.git("add", "-A")
+        fast, full, patched = staged(repo, cli)
+        assert fast == full, step
+        g_fast = cli("graph", "--staged", "--json", cwd=repo.path).out
+        g_full = cli("graph", "--staged", "--json", "--no-cache", cwd=repo.path).out
+        assert g_fast == g_full, step
+        if not cross:
+            assert patched, step  # an edit with no cross-vault link, in vaults dendron.yml lists
+            patched_steps += 1
+    assert patched_steps >= 8, patched_steps
+
+
+def test_a_home_vault_a_link_made_is_patched_until_that_link_is_edited(repo: Repo, cli: Any,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`dendron://site/...` resolving here makes `site` a home vault (its broken links are reported): an edit
+    elsewhere keeps it one (patched); the edit that removes the only such link makes it none, and the broken
+    `dendron://site/gone` in another note is then a link outside the repository, not reported."""
+    repo.commit(files={"dendron.yml": "version: 5\n", "a.md": "[[dendron://site/b]]\n", "b.md": "# B\n",
+                       "c.md": "[[dendron://site/gone]]\n", "d.md": "# D\n"})
+    monkeypatch.setenv("VIVARY_STATS", "1")
+    before, _, _ = staged(repo, cli)
+    assert "dendron://site/gone" in before
+    repo.write({"d.md": "# D\n[[b]] [[nowhere]]\n"})  # another note's edit keeps a.md's link, and `site` a home
+    repo.git("add", "-A")
+    fast, full, patched = staged(repo, cli)
+    assert fast == full
+    assert "dendron://site/gone" in fast and "nowhere" in fast
+    assert patched
+    repo.write({"a.md": "no links now\n"})
+    repo.git("add", "-A")
+    fast, full, patched = staged(repo, cli)
+    assert fast == full
+    assert "dendron://site/gone" not in fast
+    assert not patched

@@ -81,6 +81,9 @@ class Graph(msgspec.Struct):
     # (`files_reach`). None: not known (an older cache), so any such file counts.
     names: list[str] | None = None
     page_names: dict[str, list[str]] = {}  # path -> the names it answers to besides its path (Facts.names)
+    # Each home vault `dendron.yml` does not list -> the first documents whose links made it one (`_homes`): while
+    # one of them is unedited, an edit keeps it a home (`patch`). Empty in an older cache: then none is known.
+    home_links: dict[str, list[str]] = {}
 
     def by_id(self) -> dict[str, Node]:
         return {n.id: n for n in self.nodes}
@@ -174,7 +177,7 @@ def build(
     anchors = {path: f.anchors for path, _, f in ordered} if config.links.anchors else {}
     page_names = {path: list(f.names) for path, _, f in ordered if f.names}
     resolver = _resolver(config, [p for p, _, _ in ordered], others, by_path, page_names)
-    homes = _homes([(p, f.links) for (p, _, f), own in zip(ordered, owned, strict=True) if own], resolver)
+    homes, home_links = _homes([(p, f.links) for (p, _, f), own in zip(ordered, owned, strict=True) if own], resolver)
     # Every edge starts at the node of the one document owning that ID: collected per source as
     # (field, to, broken) tuples, deduplicated and sorted per source (cheap tuple hashing and
     # comparison), the whole list comes out in order and each Edge is made once.
@@ -201,7 +204,8 @@ def build(
     edges = [Edge(n.id, fld, to, broken) for n in nodes for fld, to, broken in sorted(outgoing.get(n.id, ()))]
     return Graph(root=root_name, tree=tree, config=config, nodes=nodes, edges=edges, findings=findings,
                  checked=len(docs) + len(unreadable), homes=sorted(homes), others=list(others),
-                 names=link_names((f for _, _, f in ordered), config), page_names=page_names)
+                 names=link_names((f for _, _, f in ordered), config), page_names=page_names,
+                 home_links=home_links)
 
 
 def _name_key(name: str, case: str) -> str:
@@ -337,12 +341,12 @@ def patch(base: Graph, tree: str | None, changed: Mapping[str, tuple[str, Facts]
     document's ID resolution, edges and findings unchanged. `others`: the tree's other files when
     they differ from the base's, by files no link names (`files_reach`)."""
     others = base.others if others is None else others
-    if base.homes or len(base.nodes) != base.checked or any(f.code == "E130" for f in base.findings):
-        return None  # dendron home vaults or duplicates/unreadable files: ownership could shift
+    if len(base.nodes) != base.checked or any(f.code == "E130" for f in base.findings):
+        return None  # duplicates/unreadable files: ownership could shift
     owner = {n.id: n for n in base.nodes}
     outgoing: dict[str, set[_Out]] = {}
     merged = patch_findings(base.findings, {n.path: n.id for n in base.nodes}, owner, base.config, changed,
-                            outgoing, others, base.page_names)
+                            outgoing, others, base.page_names, homes=base.homes, home_links=base.home_links)
     if merged is None:
         return None
     for path, (blob, f) in changed.items():
@@ -365,32 +369,40 @@ def patch(base: Graph, tree: str | None, changed: Mapping[str, tuple[str, Facts]
     if names is not None:  # names of links now gone stay: a superset only makes `files_reach` more careful
         names = sorted(set(names).union(link_names((f for _, f in changed.values()), base.config) or ()))
     return Graph(root=base.root, tree=tree, config=base.config, nodes=list(owner.values()), edges=all_edges,
-                 findings=merged, checked=base.checked, homes=[], rules=base.rules, others=list(others),
-                 names=names, page_names=base.page_names)
+                 findings=merged, checked=base.checked, homes=base.homes, rules=base.rules, others=list(others),
+                 names=names, page_names=base.page_names, home_links=base.home_links)
 
 
 def patch_findings(findings: Sequence[Finding], ids_by_path: Mapping[str, str], owner: Mapping[str, object],
                    config: Config, changed: Mapping[str, tuple[str, Facts]],
                    outgoing: dict[str, set[_Out]] | None = None, others: Sequence[str] = (),
                    page_names: Mapping[str, Sequence[str]] | None = None,
-                   paths_by_id: dict[str, str] | None = None) -> list[Finding] | None:
+                   paths_by_id: dict[str, str] | None = None, homes: Sequence[str] = (),
+                   home_links: Mapping[str, Sequence[str]] | None = None) -> list[Finding] | None:
     """A graph's findings with the documents at `changed` paths re-derived (see `patch`), from just
     its findings and its documents' IDs: what `check --staged` needs, without the graph's edges.
     None when patching could differ from a full build. With `outgoing`, the edited documents'
     outgoing edges are collected there too. `paths_by_id`, when the caller has it: each ID's path (the
-    last document's, in `ids_by_path` order), which links resolve to."""
+    last document's, in `ids_by_path` order), which links resolve to. `homes`, `home_links`: the graph's
+    Dendron home vaults and, for those `dendron.yml` does not list, the documents whose links made them homes
+    (`_homes`): patched only while each such home keeps one of those unedited (an edited document with a
+    `dendron://` link is never patched), so the homes, and every link into them, stay as they were."""
     if config.links.anchors:
         return None  # anchors of the other notes are not at hand
     page_names = page_names or {}
     new: list[Finding] = []
     resolver = _resolver(config, list(ids_by_path), others, ids_by_path, page_names, paths_by_id)
+    listed: frozenset[str] = getattr(resolver, "vaults_here", frozenset())
+    links = home_links or {}
+    if any(h not in listed and all(p in changed for p in links.get(h, ())) for h in homes):
+        return None  # a home only edited documents' links made one: the edit may have taken those links away
     for path, (_, f) in changed.items():
         if ids_by_path.get(path) != f.id or any(t.vault for t in f.links):
             return None
         if tuple(page_names.get(path, ())) != f.names:
             return None  # its title:: or alias:: changed: other documents' links may now find it, or not
         sink = outgoing.setdefault(f.id, set()) if outgoing is not None else set()
-        _contribute(path, f.id, f, True, owner, ids_by_path, resolver, frozenset(), config, sink, new, {})
+        _contribute(path, f.id, f, True, owner, ids_by_path, resolver, frozenset(homes), config, sink, new, {})
     kept = [x for x in findings if x.path not in changed]
     order: dict[str, str] = {}
 
@@ -403,16 +415,24 @@ def patch_findings(findings: Sequence[Finding], ids_by_path: Mapping[str, str], 
     return sorted(kept + new, key=key)  # stable: rule order within a document is kept
 
 
-def _homes(docs: Iterable[tuple[str, list[Target]]], resolver: dialects.Resolver) -> frozenset[str]:
+def _homes(docs: Iterable[tuple[str, list[Target]]],
+           resolver: dialects.Resolver) -> tuple[frozenset[str], dict[str, list[str]]]:
     """Vault names whose `dendron://` links resolve here: this workspace is (one of) those vaults.
     An unresolved link into any other vault points outside this repository and is not reported. A vault
-    `dendron.yml` lists whose folder holds notes here is one too (`Resolver.vaults_here`)."""
-    homes: set[str] = set(getattr(resolver, "vaults_here", ()))
+    `dendron.yml` lists whose folder holds notes here is one too (`Resolver.vaults_here`). With, for each
+    home only links made, the first two documents whose links did (`Graph.home_links`)."""
+    listed: frozenset[str] = getattr(resolver, "vaults_here", frozenset())
+    made: dict[str, list[str]] = {}
     for path, links in docs:
         for t in links:
-            if t.vault and t.vault not in homes and resolver.resolve(t, path).path is not None:
-                homes.add(t.vault)
-    return frozenset(homes)
+            if not t.vault or t.vault in listed:
+                continue
+            by = made.get(t.vault)
+            if by is not None and (len(by) == 2 or by[-1] == path):
+                continue
+            if resolver.resolve(t, path).path is not None:
+                made.setdefault(t.vault, []).append(path)
+    return listed | frozenset(made), made
 
 
 _LISTED = 10  # candidates named in an ambiguity error
