@@ -627,14 +627,13 @@ def test_every_request_id_json_rpc_allows_is_answered_with_that_id(repo: Repo) -
     not allow (`1.5`, `2.0`, `1e400`) was answered with id null, so the call waited for ever; a line cut short had
     `"id":1.5` answered as request 1 (another call's id) and a 30-digit id as its first 18 digits; a batch left its
     `1.5` call unanswered. Each is answered now with the id as the request spelled it; an id that cannot be read (an
-    object, an array, a boolean, a number the cut may have shortened) with null. Raw lines: no SDK client sends them."""
+    object, an array, a boolean, a number the cut may have shortened) with null. An id of 5,000 digits (more than
+    Python reads) was answered "not valid JSON": it is valid, and now said to be too long, with that id.
+    Raw lines: no SDK client sends them."""
     _seed(repo)
 
     def answer() -> tuple[str, Any]:
-        """The answer's id as written (its JSON text), and the answer."""
-        got = json.loads(pipe.line(), parse_float=lambda text: ("spelled", text))
-        rid = got.get("id")
-        return (rid[1] if isinstance(rid, tuple) else json.dumps(rid)), got
+        return _spelled(pipe.line())
 
     big = "123456789012345678901234567890"
     ping = '{"jsonrpc":"2.0","id":%s,"method":"ping"}'
@@ -650,6 +649,10 @@ def test_every_request_id_json_rpc_allows_is_answered_with_that_id(repo: Repo) -
             got.append((line, *answer()))
         pipe.send(f"[{ping % '2.5'},{ping % '7'}]")
         batch = [answer(), answer()]
+        pipe.send(ping % HUGE)
+        huge = answer()
+        pipe.send(_SEARCH % ("17", HUGE))
+        argument = answer()
         pipe.send(ping % "16")
         last = answer()
     assert [(sent, rid) for sent, rid, _ in got] == [
@@ -660,8 +663,30 @@ def test_every_request_id_json_rpc_allows_is_answered_with_that_id(repo: Repo) -
     assert codes == [-32600] * 5 + [None] * 5 + [-32600] * 2 + [-32700] * 3
     assert 'the request\'s "id" is a number with a fraction or an exponent' in got[1][2]["error"]["message"]
     assert [(rid, a["error"]["code"]) for rid, a in batch] == [("2.5", -32600), ("7", -32600)]
+    assert huge[0] == HUGE and huge[1]["error"] == {"code": -32600, "message": _TOO_LONG_ID}
+    assert argument[0] == "17" and argument[1]["error"] == {"code": -32600, "message": _TOO_LONG_ARGUMENT}
     assert last[0] == "16" and last[1]["result"] == {}
     assert pipe.proc.returncode == 0
+
+
+HUGE = "9" * 5000  # an integer of more digits than Python reads (4,300): valid JSON all the same
+_SEARCH = '{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"search","arguments":{"query":"deploy",' \
+          '"top_k":%s}}}'
+_TOO_LONG_ID = ('the request\'s "id" is an integer of 5,000 digits, more than the 4,300 this server reads; send a '
+                "shorter one, or a string")
+_TOO_LONG_ARGUMENT = ("the request holds an integer of 5,000 digits, more than the 4,300 this server reads: send a "
+                      "shorter number")
+
+
+def _spelled(text: str) -> tuple[str, Any]:
+    """An answer's id as written (its JSON text: `1.5` is not `1.50`, nor 5,000 digits anything Python reads), and
+    the answer. No answer at all (HTTP 202's empty body) is "no answer"."""
+    if not text:
+        return "no answer", {}
+    got = json.loads(text, parse_float=lambda t: ("spelled", t),
+                     parse_int=lambda t: ("spelled", t) if len(t) > 18 else int(t))
+    rid = got.get("id")
+    return (rid[1] if isinstance(rid, tuple) else json.dumps(rid)), got
 
 
 def test_a_symlinked_note_at_start_is_refused_by_each_tool_not_by_the_start(repo: Repo, tmp_path: Any) -> None:
