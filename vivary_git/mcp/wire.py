@@ -1,4 +1,4 @@
-"""Every line on stdio is answered or served, never dropped.
+"""Every request is answered or served, never dropped: each line on stdio, each POST over streamable HTTP.
 
 The SDK's stdio transport reads each line itself: a line it cannot validate reaches the server as an exception,
 which it only logs, and a request whose `id` is not a string or an integer (`{"a": 1}`, `null`, `true`) reads as
@@ -18,6 +18,10 @@ the SDK's reading of it is not a plain request:
   be found) null;
 - a batch (a JSON array: MCP 2025-06-18 removed JSON-RPC batching) is served in no part: each request in it
   with such an id gets its own -32600 error saying so, so no call waits; a batch with none gets one, id null.
+
+Over HTTP the SDK reads each POST's body itself and makes the same mistake: a request whose id is `1.5` or
+`true` is a notification to it, answered 202 with no body. `answering` puts the same question, `refusal`, to
+each body before the SDK reads it, and answers the ones it refuses with their -32600 error.
 """
 
 from __future__ import annotations
@@ -34,7 +38,9 @@ from io import TextIOWrapper
 from typing import IO, Any
 
 from mcp import types
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.message import SessionMessage
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 MAX_DEPTH = 64  # nesting kept in a request's JSON; deeper values read as null (the tools take flat arguments)
 MAX_LINE = 1 << 24  # characters of a line read again: a larger one is answered as unreadable, not parsed twice
@@ -145,7 +151,7 @@ def refusal(data: Any, text: str) -> SessionMessage | None:
     the SDK reads as a notification (served, never answered) or cannot read at all for a number in it: an id MCP
     does not accept (not a string nor an integer, or an integer of more digits than Python reads), or such an
     integer anywhere else. None for anything else, and for an error answering a request whose id could not be
-    read (`"id": null` is JSON-RPC's own word for that)."""
+    read (`"id": null` is JSON-RPC's own word for that). One decision for both transports."""
     if not isinstance(data, dict):
         return None
     if "id" in data and _mcp_id(data["id"]) is None and not (data["id"] is None and "error" in data
@@ -329,3 +335,66 @@ def _first(err: ValueError) -> str:
             return f"{'.'.join(loc)}: {found[0].get('msg', '')}".strip(": ")
     return str(err).splitlines()[0][:200]
 
+
+def answering(app: ASGIApp, path: str, security: TransportSecuritySettings) -> ASGIApp:
+    """`app` (the SDK's streamable HTTP app) with each POST to `path` that `refusal` refuses answered with that
+    JSON-RPC error (HTTP 400) instead of passed on: the SDK reads a request whose id is `1.5` or `true` as a
+    notification, answers 202 with no body and serves it, and the client waits for ever. Only after the checks
+    the SDK makes before it reads a body, with its settings, which answer first as they did: a body over its
+    size limit 413, a Host or Origin it refuses 421 or 403 (DNS rebinding), a Content-Type that is not JSON
+    400; a client that does not accept JSON is left to the SDK (406). A session's id is not needed for the
+    error, as for the SDK's own answer to a body that is not JSON."""
+    from mcp.server.streamable_http import check_accept_headers
+    from mcp.server.transport_security import (
+        DEFAULT_MAX_REQUEST_BODY_SIZE,
+        RequestBodyLimitMiddleware,
+        TransportSecurityMiddleware,
+    )
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+    checks = TransportSecurityMiddleware(security)
+
+    async def screen(scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        refused = await checks.validate_request(request, is_post=True)
+        if refused is not None:
+            await refused(scope, receive, send)
+            return
+        if not check_accept_headers(request)[0]:
+            await app(scope, receive, send)
+            return
+        body = await request.body()
+        said = None
+        with contextlib.suppress(ValueError, RecursionError):  # no UTF-8, no JSON: the SDK says so
+            text = body.decode("utf-8")
+            said = refusal(_read(text), text)
+        if said is None:
+            await app(scope, _replayed(body, receive), send)
+            return
+        answer = said.message.model_dump_json(by_alias=True, exclude_unset=True)
+        await Response(answer, status_code=400, media_type="application/json")(scope, receive, send)
+
+    limited = RequestBodyLimitMiddleware(screen, DEFAULT_MAX_REQUEST_BODY_SIZE)  # the SDK's limit, before the read
+
+    async def served(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == path:
+            await limited(scope, receive, send)
+        else:
+            await app(scope, receive, send)
+
+    return served
+
+
+def _replayed(body: bytes, receive: Receive) -> Receive:
+    """`receive` with the body already read from it given once more, first."""
+    told = False
+
+    async def again() -> Message:
+        nonlocal told
+        if told:
+            return await receive()
+        told = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return again
