@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import http.client
 import json
 import os
 import re
 import select
 import subprocess
 import sys
+import urllib.parse
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
@@ -627,14 +629,13 @@ def test_every_request_id_json_rpc_allows_is_answered_with_that_id(repo: Repo) -
     not allow (`1.5`, `2.0`, `1e400`) was answered with id null, so the call waited for ever; a line cut short had
     `"id":1.5` answered as request 1 (another call's id) and a 30-digit id as its first 18 digits; a batch left its
     `1.5` call unanswered. Each is answered now with the id as the request spelled it; an id that cannot be read (an
-    object, an array, a boolean, a number the cut may have shortened) with null. Raw lines: no SDK client sends them."""
+    object, an array, a boolean, a number the cut may have shortened) with null. An id of 5,000 digits (more than
+    Python reads) was answered "not valid JSON": it is valid, and now said to be too long, with that id.
+    Raw lines: no SDK client sends them."""
     _seed(repo)
 
     def answer() -> tuple[str, Any]:
-        """The answer's id as written (its JSON text), and the answer."""
-        got = json.loads(pipe.line(), parse_float=lambda text: ("spelled", text))
-        rid = got.get("id")
-        return (rid[1] if isinstance(rid, tuple) else json.dumps(rid)), got
+        return _spelled(pipe.line())
 
     big = "123456789012345678901234567890"
     ping = '{"jsonrpc":"2.0","id":%s,"method":"ping"}'
@@ -650,6 +651,10 @@ def test_every_request_id_json_rpc_allows_is_answered_with_that_id(repo: Repo) -
             got.append((line, *answer()))
         pipe.send(f"[{ping % '2.5'},{ping % '7'}]")
         batch = [answer(), answer()]
+        pipe.send(ping % HUGE)
+        huge = answer()
+        pipe.send(_SEARCH % ("17", HUGE))
+        argument = answer()
         pipe.send(ping % "16")
         last = answer()
     assert [(sent, rid) for sent, rid, _ in got] == [
@@ -660,8 +665,104 @@ def test_every_request_id_json_rpc_allows_is_answered_with_that_id(repo: Repo) -
     assert codes == [-32600] * 5 + [None] * 5 + [-32600] * 2 + [-32700] * 3
     assert 'the request\'s "id" is a number with a fraction or an exponent' in got[1][2]["error"]["message"]
     assert [(rid, a["error"]["code"]) for rid, a in batch] == [("2.5", -32600), ("7", -32600)]
+    assert huge[0] == HUGE and huge[1]["error"] == {"code": -32600, "message": _TOO_LONG_ID}
+    assert argument[0] == "17" and argument[1]["error"] == {"code": -32600, "message": _TOO_LONG_ARGUMENT}
     assert last[0] == "16" and last[1]["result"] == {}
     assert pipe.proc.returncode == 0
+
+
+HUGE = "9" * 5000  # an integer of more digits than Python reads (4,300): valid JSON all the same
+_SEARCH = '{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"search","arguments":{"query":"deploy",' \
+          '"top_k":%s}}}'
+_TOO_LONG_ID = ('the request\'s "id" is an integer of 5,000 digits, more than the 4,300 this server reads; send a '
+                "shorter one, or a string")
+_TOO_LONG_ARGUMENT = ("the request holds an integer of 5,000 digits, more than the 4,300 this server reads: send a "
+                      "shorter number")
+
+
+def _spelled(text: str) -> tuple[str, Any]:
+    """An answer's id as written (its JSON text: `1.5` is not `1.50`, nor 5,000 digits anything Python reads), and
+    the answer. No answer at all (HTTP 202's empty body) is "no answer"."""
+    if not text:
+        return "no answer", {}
+    got = json.loads(text, parse_float=lambda t: ("spelled", t),
+                     parse_int=lambda t: ("spelled", t) if len(t) > 18 else int(t))
+    rid = got.get("id")
+    return (rid[1] if isinstance(rid, tuple) else json.dumps(rid)), got
+
+
+def _http(url: str, body: str, headers: dict[str, str] | None = None) -> tuple[int, str]:
+    """POST `body` to the server at `url` on loopback as a client writes it: the status and the body (an SSE
+    stream's one message, or JSON). A session's id, when the answer opens one, is kept in `headers`."""
+    parts = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=600)  # a failure mode, no limit
+    try:
+        conn.request("POST", parts.path, body=body.encode(), headers={
+            "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **(headers or {})})
+        resp = conn.getresponse()
+        said = resp.read().decode()
+    finally:
+        conn.close()
+    if headers is not None and resp.headers["Mcp-Session-Id"]:
+        headers["Mcp-Session-Id"] = resp.headers["Mcp-Session-Id"]
+    data = [line[len("data: "):] for line in said.splitlines() if line.startswith("data: ")]
+    return resp.status, data[0] if data else said
+
+
+def test_over_http_too_every_request_id_json_rpc_allows_is_answered_with_that_id(repo: Repo) -> None:
+    """Over streamable HTTP the SDK took a request whose id MCP does not allow (`1.5`, `true`, null) for a
+    notification: 202, no body, and the client waited for ever; an id of 5,000 digits was "Parse error: number
+    out of range" with id null. Each gets stdio's answer now (`wire.refusal`, one decision): 400 and a -32600
+    error with the id as written, null where it cannot be; a session's requests, the SDK's 2026 single POSTs and
+    an error a client posts with id null (JSON-RPC's own) are served as before. The token, Host, Origin,
+    Content-Type and the SDK's body limit are checked first. Raw POSTs on loopback: no SDK client sends them."""
+    _seed(repo)
+    token = "t0ken-for-the-id-tests-0123456789"
+    proc, url = _start_http(repo, {"VIVARY_MCP_TOKEN": token})
+    auth = {"Authorization": f"Bearer {token}"}
+    try:
+        session = {**auth, "Mcp-Protocol-Version": "2025-06-18"}
+        status, said = _http(url, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+            session)
+        assert status == 200 and "Mcp-Session-Id" in session, said
+        assert _http(url, '{"jsonrpc":"2.0","method":"notifications/initialized"}', session)[0] == 202
+        ping = '{"jsonrpc":"2.0","id":%s,"method":"ping"}'
+        long = "8" * 4300  # as many digits as Python reads: served
+        got = []
+        for rid in ("1.5", "2.0", "1e2", "-1.5e-7", "1.0e400", HUGE, "-" + HUGE, "true", "null", '{"a":1}', "[1]",
+                    "7", '"s"', long):
+            status, said = _http(url, ping % rid, session)
+            got.append((rid, status, *_spelled(said)))
+        status, said = _http(url, _SEARCH % ("17", HUGE), session)
+        argument = (status, *_spelled(said))
+        modern = _http(url, ping % "1.5", {**auth, "Mcp-Protocol-Version": "2026-07-28"})
+        posted_error = _http(url, '{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"no JSON"}}', session)
+        first = [_http(url, ping % "1.5", headers)[0] for headers in (
+            {}, {**session, "Host": "attacker.example"}, {**session, "Origin": "http://attacker.example"},
+            {**session, "Content-Type": "text/plain"})]
+        padded = '{"jsonrpc":"2.0","id":1.5,"method":"ping","params":{"pad":"%s"}}' % ("x" * (5 << 20))
+        first.append(_http(url, padded, session)[0])
+        last = _http(url, ping % "16", session)
+    finally:
+        _stop(proc)
+    assert [(sent, status, rid) for sent, status, rid, _ in got] == [
+        ("1.5", 400, "1.5"), ("2.0", 400, "2.0"), ("1e2", 400, "1e2"), ("-1.5e-7", 400, "-1.5e-7"),
+        ("1.0e400", 400, "1.0e400"), (HUGE, 400, HUGE), ("-" + HUGE, 400, "-" + HUGE), ("true", 400, "null"),
+        ("null", 400, "null"), ('{"a":1}', 400, "null"), ("[1]", 400, "null"), ("7", 200, "7"), ('"s"', 200, '"s"'),
+        (long, 200, long)]
+    codes = [a.get("error", {}).get("code") for *_, a in got]
+    assert codes == [-32600] * 11 + [None] * 3
+    said = [a["error"]["message"] for *_, a in got[:11]]
+    assert said[0] == ('the request\'s "id" is a number with a fraction or an exponent; an MCP request id is a '
+                       "string or an integer (a notification has no id)")
+    assert said[5] == _TOO_LONG_ID and said[7].startswith('the request\'s "id" is a boolean')
+    assert argument == (400, "17", {"jsonrpc": "2.0", "id": 17,
+                                    "error": {"code": -32600, "message": _TOO_LONG_ARGUMENT}})
+    assert modern[0] == 400 and _spelled(modern[1])[0] == "1.5" and '"code":-32600' in modern[1]
+    assert posted_error == (202, "")
+    assert first == [401, 421, 403, 400, 413]  # no token, a rebound Host or Origin, no JSON, over 4 MiB: as before
+    assert last[0] == 200 and _spelled(last[1]) == ("16", {"jsonrpc": "2.0", "id": 16, "result": {}})
 
 
 def test_a_symlinked_note_at_start_is_refused_by_each_tool_not_by_the_start(repo: Repo, tmp_path: Any) -> None:

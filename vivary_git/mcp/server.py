@@ -623,12 +623,16 @@ def serve_http(service: MemoryService, *, host: str, port: int, path: str, token
     import anyio
     import uvicorn
 
+    from vivary_git.mcp import wire
+
     token = os.environ.get(token_env, "") if token_env else ""
     socks = _listen(host, port)
     bound = socks[0].getsockname()[1]
     server = build_server(service)
-    app: Any = server.streamable_http_app(streamable_http_path=path, host=host,
-                                          transport_security=transport_security(allowed_hosts(host, allow_hosts)))
+    security = transport_security(allowed_hosts(host, allow_hosts))
+    # each request the SDK would read as a notification for its id (`1.5`, `true`) answered, not met with 202
+    app: Any = wire.answering(server.streamable_http_app(streamable_http_path=path, host=host,
+                                                         transport_security=security), path, security)
     if token:
         app = _bearer(app, token)
     try:

@@ -1,4 +1,4 @@
-"""Every line on stdio is answered or served, never dropped.
+"""Every request is answered or served, never dropped: each line on stdio, each POST over streamable HTTP.
 
 The SDK's stdio transport reads each line itself: a line it cannot validate reaches the server as an exception,
 which it only logs, and a request whose `id` is not a string or an integer (`{"a": 1}`, `null`, `true`) reads as
@@ -11,12 +11,17 @@ the SDK's reading of it is not a plain request:
   undecodable bytes already do on this transport), arguments nested deeper than `MAX_DEPTH` are cut to null;
 - a line that is still no request is answered with a JSON-RPC error: -32700 when it is not JSON, -32600 when
   it is JSON but no request (no `method`, `jsonrpc` not "2.0", `params` not an object, an `id` of the wrong
-  type), carrying the request's id when it has one JSON-RPC allows: a string or an integer (an MCP id), or a
-  number MCP does not allow (`1.5`, `2.0`, `1e400`), written back as the request spelled it, since JSON-RPC
-  wants the answer's id the same as the request's and the call waits for that id; else (an object, an array,
-  a boolean, null, or an id that cannot be found) null;
+  type, an integer of more digits than Python reads), carrying the request's id when it has one JSON-RPC
+  allows: a string or an integer (an MCP id), or a number MCP does not allow (`1.5`, `2.0`, `1e400`, 5,000
+  digits), written back as the request spelled it, since JSON-RPC wants the answer's id the same as the
+  request's and the call waits for that id; else (an object, an array, a boolean, null, or an id that cannot
+  be found) null;
 - a batch (a JSON array: MCP 2025-06-18 removed JSON-RPC batching) is served in no part: each request in it
   with such an id gets its own -32600 error saying so, so no call waits; a batch with none gets one, id null.
+
+Over HTTP the SDK reads each POST's body itself and makes the same mistake: a request whose id is `1.5` or
+`true` is a notification to it, answered 202 with no body. `answering` puts the same question, `refusal`, to
+each body before the SDK reads it, and answers the ones it refuses with their -32600 error.
 """
 
 from __future__ import annotations
@@ -33,7 +38,9 @@ from io import TextIOWrapper
 from typing import IO, Any
 
 from mcp import types
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.message import SessionMessage
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 MAX_DEPTH = 64  # nesting kept in a request's JSON; deeper values read as null (the tools take flat arguments)
 MAX_LINE = 1 << 24  # characters of a line read again: a larger one is answered as unreadable, not parsed twice
@@ -102,11 +109,12 @@ def screened(line: str | None, item: SessionMessage | Exception) -> Served:
     if isinstance(item, SessionMessage):
         if isinstance(item.message, types.JSONRPCNotification) and line is not None and len(line) <= MAX_LINE:
             try:
-                data = json.loads(line)
+                data = _read(line)
             except (ValueError, RecursionError):
                 return item, []
-            if isinstance(data, dict) and "id" in data:  # an id the SDK could not read: a request, not served
-                return None, [_bad_id(data["id"], line)]
+            refused = refusal(data, line)  # an id the SDK could not read: a request, not served
+            if refused is not None:
+                return None, [refused]
         return item, []
     if line is None:
         line = _line_of(item)
@@ -117,7 +125,7 @@ def screened(line: str | None, item: SessionMessage | Exception) -> Served:
         return None, [_answer(_found_id(line), types.INVALID_REQUEST,
                               f"the request is too large to read (over {MAX_LINE} characters)")]
     try:
-        data = json.loads(line)
+        data = _read(line)
     except (ValueError, RecursionError):
         return None, [_answer(_found_id(line), types.PARSE_ERROR, "the request is not valid JSON")]
     if isinstance(data, list):
@@ -128,13 +136,32 @@ def screened(line: str | None, item: SessionMessage | Exception) -> Served:
         return None, said or [_answer(None, types.INVALID_REQUEST, BATCH)]
     if not isinstance(data, dict):
         return None, [_answer(None, types.INVALID_REQUEST, f"a request must be a JSON object, not {_kind(data)}")]
+    refused = refusal(data, line)
+    if refused is not None:
+        return None, [refused]
     fixed = _plain(data, 0)
-    if "id" in fixed and _mcp_id(fixed["id"]) is None:
-        return None, [_bad_id(fixed["id"], line)]
     try:
         return SessionMessage(types.jsonrpc_message_adapter.validate_python(fixed, by_name=False)), []
     except ValueError as again:
         return None, [_answer(_mcp_id(fixed.get("id")), types.INVALID_REQUEST, _why(fixed, again))]
+
+
+def refusal(data: Any, text: str) -> SessionMessage | None:
+    """The -32600 answer to a JSON object (`data`, read by `_read` from `text`: one line, or one HTTP body) that
+    the SDK reads as a notification (served, never answered) or cannot read at all for a number in it: an id MCP
+    does not accept (not a string nor an integer, or an integer of more digits than Python reads), or such an
+    integer anywhere else. None for anything else, and for an error answering a request whose id could not be
+    read (`"id": null` is JSON-RPC's own word for that). One decision for both transports."""
+    if not isinstance(data, dict):
+        return None
+    if "id" in data and _mcp_id(data["id"]) is None and not (data["id"] is None and "error" in data
+                                                               and "method" not in data):
+        return _bad_id(data["id"], text)
+    long = _long_in(data)
+    if long is not None:
+        return _answer(_mcp_id(data.get("id")), types.INVALID_REQUEST,
+                       f"the request holds {_kind(long)}: send a shorter number")
+    return None
 
 
 def is_answer(message: SessionMessage) -> bool:
@@ -143,13 +170,18 @@ def is_answer(message: SessionMessage) -> bool:
 
 
 def _mcp_id(value: Any) -> int | str | None:
-    """`value` when it is an id MCP allows (a string or an integer), else None."""
-    return value if isinstance(value, int | str) and not isinstance(value, bool) else None
+    """`value` when it is an id MCP allows (a string or an integer Python reads), else None."""
+    return value if isinstance(value, int | str) and not isinstance(value, bool | _Number) else None
 
 
 class _Number(str):
     """A JSON number as a request wrote it (`1.5`, `2.0`, `1e400`, an integer of more digits than Python reads):
     an id JSON-RPC allows and MCP does not, written back in the answer exactly so."""
+
+
+class _Long(_Number):
+    """A JSON integer of more digits than Python reads (`sys.get_int_max_str_digits()`, 4,300), as written: the
+    SDK's parser refuses it as out of range, Python's as no JSON, though the JSON is valid."""
 
 
 class _Echoed(types.JSONRPCError):
@@ -161,27 +193,64 @@ class _Echoed(types.JSONRPCError):
         return f'{{"jsonrpc":"2.0","id":{self._spelled},"error":{self.error.model_dump_json(**kwargs)}}}'
 
 
+def _read(text: str) -> Any:
+    """`text` as JSON, each integer of more digits than Python reads as a `_Long`; ValueError when it is no JSON."""
+    try:
+        return json.loads(text)
+    except ValueError:  # no JSON, or an integer too long to read: read again to tell which
+        return json.loads(text, parse_int=_integer)
+
+
+def _integer(text: str) -> int | _Long:
+    try:
+        return int(text)
+    except ValueError:
+        return _Long(text)
+
+
+def _long_in(data: Any) -> _Long | None:
+    """The first integer in `data` too long for Python to read, if any (looked for without recursion: `data` may
+    be nested as deep as `json` reads)."""
+    todo = [data]
+    while todo:
+        value = todo.pop()
+        if isinstance(value, _Long):
+            return value
+        if isinstance(value, dict):
+            todo.extend(value.values())
+        elif isinstance(value, list):
+            todo.extend(value)
+    return None
+
+
 def _numbers(line: str) -> Any:
-    """`line` read again (it was read once already) with each number that is not an integer kept as its text."""
-    return json.loads(line, parse_float=_Number)
+    """`line` read again (it was read once already) with each number that is not an integer Python reads kept as
+    its text."""
+    return json.loads(line, parse_float=_Number, parse_int=_integer)
 
 
 def _reply_id(value: Any, spelled: Any) -> int | str | None:
     """The id to answer a request with: an MCP id as it is; a number that is none (`value`, a float) as the request
     wrote it (`spelled`: the same id read by `_numbers`); anything else (an object, an array, a boolean, null)
-    None, as JSON-RPC says when the id cannot be read."""
+    None, as JSON-RPC says when the id cannot be read. An integer too long to read (a `_Long`) is its own spelling."""
+    if isinstance(value, _Long):
+        return value
     if isinstance(value, float) and isinstance(spelled, _Number):
         return spelled
     return _mcp_id(value)
 
 
 def _bad_id(value: Any, line: str) -> SessionMessage:
-    rid = _reply_id(value, _numbers(line).get("id")) if isinstance(value, float) else None
-    return _answer(rid, types.INVALID_REQUEST, f'the request\'s "id" is {_kind(value)}; an MCP request id is a '
-                                               "string or an integer (a notification has no id)")
+    rid = _reply_id(value, _numbers(line).get("id")) if isinstance(value, float) else _reply_id(value, None)
+    fix = ("send a shorter one, or a string" if isinstance(value, _Long)
+           else "an MCP request id is a string or an integer (a notification has no id)")
+    return _answer(rid, types.INVALID_REQUEST, f'the request\'s "id" is {_kind(value)}; {fix}')
 
 
 def _kind(value: Any) -> str:
+    if isinstance(value, _Long):
+        digits = len(value.lstrip("-"))
+        return f"an integer of {digits:,} digits, more than the {sys.get_int_max_str_digits():,} this server reads"
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -265,3 +334,67 @@ def _first(err: ValueError) -> str:
             loc = [str(p) for p in found[0].get("loc", ()) if not str(p).startswith("JSONRPC")]
             return f"{'.'.join(loc)}: {found[0].get('msg', '')}".strip(": ")
     return str(err).splitlines()[0][:200]
+
+
+def answering(app: ASGIApp, path: str, security: TransportSecuritySettings) -> ASGIApp:
+    """`app` (the SDK's streamable HTTP app) with each POST to `path` that `refusal` refuses answered with that
+    JSON-RPC error (HTTP 400) instead of passed on: the SDK reads a request whose id is `1.5` or `true` as a
+    notification, answers 202 with no body and serves it, and the client waits for ever. Only after the checks
+    the SDK makes before it reads a body, with its settings, which answer first as they did: a body over its
+    size limit 413, a Host or Origin it refuses 421 or 403 (DNS rebinding), a Content-Type that is not JSON
+    400; a client that does not accept JSON is left to the SDK (406). A session's id is not needed for the
+    error, as for the SDK's own answer to a body that is not JSON."""
+    from mcp.server.streamable_http import check_accept_headers
+    from mcp.server.transport_security import (
+        DEFAULT_MAX_REQUEST_BODY_SIZE,
+        RequestBodyLimitMiddleware,
+        TransportSecurityMiddleware,
+    )
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+    checks = TransportSecurityMiddleware(security)
+
+    async def screen(scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        refused = await checks.validate_request(request, is_post=True)
+        if refused is not None:
+            await refused(scope, receive, send)
+            return
+        if not check_accept_headers(request)[0]:
+            await app(scope, receive, send)
+            return
+        body = await request.body()
+        said = None
+        with contextlib.suppress(ValueError, RecursionError):  # no UTF-8, no JSON: the SDK says so
+            text = body.decode("utf-8")
+            said = refusal(_read(text), text)
+        if said is None:
+            await app(scope, _replayed(body, receive), send)
+            return
+        answer = said.message.model_dump_json(by_alias=True, exclude_unset=True)
+        await Response(answer, status_code=400, media_type="application/json")(scope, receive, send)
+
+    limited = RequestBodyLimitMiddleware(screen, DEFAULT_MAX_REQUEST_BODY_SIZE)  # the SDK's limit, before the read
+
+    async def served(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == path:
+            await limited(scope, receive, send)
+        else:
+            await app(scope, receive, send)
+
+    return served
+
+
+def _replayed(body: bytes, receive: Receive) -> Receive:
+    """`receive` with the body already read from it given once more, first."""
+    told = False
+
+    async def again() -> Message:
+        nonlocal told
+        if told:
+            return await receive()
+        told = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return again
