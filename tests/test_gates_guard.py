@@ -97,3 +97,25 @@ def test_the_allow_list_never_opens_the_floor(repo: Repo, cli: Any) -> None:
     repo.git("add", "-A")
     r = cli("hooks", "privacy-guard", "--allow", "memory/token-log.md", cwd=repo.path)
     assert _refused(r.out) == {"memory/token-log.md": "P101"}
+
+
+def test_a_gitlink_is_decided_by_its_name_whatever_the_submodule_settings(repo: Repo, cli: Any) -> None:
+    """A submodule (a gitlink) has no bytes in this repository, but its name is committed: the guard refuses
+    a gitlink the floor or a sensitive name matches, as doctor calls it a leak, even when `.gitmodules` or
+    `diff.ignoreSubmodules` tells `git diff` to look away from submodules."""
+    repo.commit("start", {"tropo.toml": TROPO, "notes/a.md": "# A\n"})
+    head = repo.git("rev-parse", "HEAD").strip()
+    for path in ("USER.md", "notes/secrets"):
+        repo.git("update-index", "--add", "--cacheinfo", f"160000,{head},{path}")
+    want = {"USER.md": "P101", "notes/secrets": "P104"}
+    assert _refused(cli("hooks", "privacy-guard", cwd=repo.path).out) == want
+    repo.write({".gitmodules": '[submodule "u"]\n\tpath = USER.md\n\turl = ../u\n\tignore = all\n'
+                               '[submodule "s"]\n\tpath = notes/secrets\n\turl = ../s\n\tignore = all\n'})
+    repo.git("add", ".gitmodules")
+    r = cli("hooks", "privacy-guard", cwd=repo.path)
+    assert r.code == 1 and _refused(r.out) == want, r.out
+    repo.git("config", "diff.ignoreSubmodules", "all")
+    assert _refused(cli("hooks", "privacy-guard", cwd=repo.path).out) == want
+    # doctor, reading what Git tracks, calls the same two paths leaks.
+    d = cli("doctor", "--json", cwd=repo.path).json()
+    assert sorted(d["privacy"]["leaks"]) == sorted(want), d["problems"]

@@ -16,6 +16,9 @@ stays out of the semantic memory and the shared cache). The floor's `.vivary/**`
 folder holds the workspace's committed config (`workspace.toml`, `graph.toml`, `memory.toml`),
 private only in the sense that it is never embedded.
 
+A submodule (a gitlink) is decided by its name, like a file: it has no bytes here, but the name is
+committed (doctor calls the same path a leak).
+
 Everything is read from the index Git hands the hook (`GIT_INDEX_FILE` included, as `git commit -a`
 uses a temporary one), so the guard judges exactly what the commit would contain.
 """
@@ -52,8 +55,10 @@ _SECRET_VALUE = re.compile(
 )
 
 
-# ACMR: added, copied, modified, renamed; a deletion stages nothing private.
-_STAGED = ["diff", "--cached", "--name-only", "-z", "--diff-filter=ACMR", "--no-ext-diff"]
+# ACMR: added, copied, modified, renamed; a deletion stages nothing private. A submodule (a gitlink) has no
+# bytes here but its name is committed, so it is decided like a file: `--ignore-submodules=none`, or an
+# `ignore = all` in .gitmodules (any commit can write one) or `diff.ignoreSubmodules` would hide it.
+_STAGED = ["diff", "--cached", "--name-only", "-z", "--diff-filter=ACMR", "--no-ext-diff", "--ignore-submodules=none"]
 # Unquoted pathspec `*` matches across `/`: every workspace's config, at any depth.
 _CONFIGS = ["ls-files", "-z", "--cached", "--", MEMORY_TOML, f"*/{MEMORY_TOML}"]
 
