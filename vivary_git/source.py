@@ -326,7 +326,7 @@ def open_source(
         prefix = _find_root(repo, tree_id, rel)
     sub_id = _subtree(repo, tree_id, prefix)
     if sub_id is None and root is not None:
-        if _entry_type(repo, tree_id, prefix) == "commit":
+        if entry_type(repo, tree_id, prefix) == "commit":
             raise UsageError(f"--root {root}: {prefix!r} is another repository (a submodule, or a clone inside this "
                              "work tree), which Git does not read into from here; run the command inside it "
                              f"(-C {root})")
@@ -573,7 +573,7 @@ def _subtree(repo: git.Repo, tree_id: str, prefix: str) -> str | None:
     if not prefix:
         return tree_id
     sub = _lookup(repo, tree_id, prefix)
-    if sub is None or _entry_type(repo, tree_id, prefix) != "tree":
+    if sub is None or entry_type(repo, tree_id, prefix) != "tree":
         return None
     return sub
 
@@ -586,7 +586,7 @@ def _entry(repo: git.Repo, tree_id: str, path: str) -> Any:
         return None
 
 
-def _entry_type(repo: git.Repo, tree_id: str, path: str) -> str | None:
+def entry_type(repo: git.Repo, tree_id: str, path: str) -> str | None:
     """What the tree holds at `path`: "tree", "blob" (a file or a symbolic link), "commit" (a submodule, whose
     commit this repository need not have), or None. From the tree entry, never by loading the object."""
     entry = _entry(repo, tree_id, path)
