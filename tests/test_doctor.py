@@ -390,3 +390,24 @@ def test_doctor_and_index_agree_about_a_leak(repo: Repo, cli: Any) -> None:
     assert r.json()["indexed"] == 1 and r.json()["private"] == 1  # notes/a.md in; USER.md held back
     hits = cli("recall", "zqxleakcanary me", "--json", cwd=repo.path).json()
     assert [h["path"] for h in hits] == ["notes/a.md"]
+
+
+def test_a_rev_that_names_no_commit_is_said_to_name_what_it_does(repo: Repo, cli: Any) -> None:
+    """`--rev` with a tag that points at a file's content (or at a tree) said "no such commit", as if nothing
+    were there: it names what the revision is instead. A name that is nowhere is still "no such commit"."""
+    repo.commit("notes", {"notes/a.md": "# A\n"})
+    blob = repo.git("rev-parse", "HEAD:notes/a.md").strip()
+    tree = repo.git("rev-parse", "HEAD^{tree}").strip()
+    notes = repo.git("rev-parse", "HEAD:notes").strip()
+    repo.git("tag", "blobtag", blob)
+    repo.git("tag", "-a", "-m", "a file", "annotated", blob)
+    repo.git("tag", "treetag", tree)
+    for rev, what in (("blobtag", f"a file's content (blob {blob[:12]})"),
+                      ("annotated", f"a file's content (blob {blob[:12]})"),
+                      ("treetag", f"a tree ({tree[:12]})"), ("HEAD:notes", f"a tree ({notes[:12]})"), ("nope", "")):
+        r = cli("doctor", "--json", "--rev", rev, cwd=repo.path)
+        said = [p["message"] for p in r.json()["problems"] if p["area"] == "graph"]
+        want = f"--rev {rev}: names {what}, not a commit, and doctor reports a commit" if what else \
+            f"--rev {rev}: no such commit"
+        assert r.code == 1, (rev, r.out)
+        assert said == [want], rev

@@ -97,3 +97,65 @@ def test_the_allow_list_never_opens_the_floor(repo: Repo, cli: Any) -> None:
     repo.git("add", "-A")
     r = cli("hooks", "privacy-guard", "--allow", "memory/token-log.md", cwd=repo.path)
     assert _refused(r.out) == {"memory/token-log.md": "P101"}
+
+
+def test_a_gitlink_is_decided_by_its_name_whatever_the_submodule_settings(repo: Repo, cli: Any) -> None:
+    """A submodule (a gitlink) has no bytes in this repository, but its name is committed: the guard refuses
+    a gitlink the floor or a sensitive name matches, as doctor calls it a leak, even when `.gitmodules` or
+    `diff.ignoreSubmodules` tells `git diff` to look away from submodules."""
+    repo.commit("start", {"tropo.toml": TROPO, "notes/a.md": "# A\n"})
+    head = repo.git("rev-parse", "HEAD").strip()
+    for path in ("USER.md", "notes/secrets"):
+        repo.git("update-index", "--add", "--cacheinfo", f"160000,{head},{path}")
+    want = {"USER.md": "P101", "notes/secrets": "P104"}
+    assert _refused(cli("hooks", "privacy-guard", cwd=repo.path).out) == want
+    repo.write({".gitmodules": '[submodule "u"]\n\tpath = USER.md\n\turl = ../u\n\tignore = all\n'
+                               '[submodule "s"]\n\tpath = notes/secrets\n\turl = ../s\n\tignore = all\n'})
+    repo.git("add", ".gitmodules")
+    r = cli("hooks", "privacy-guard", cwd=repo.path)
+    assert r.code == 1 and _refused(r.out) == want, r.out
+    repo.git("config", "diff.ignoreSubmodules", "all")
+    assert _refused(cli("hooks", "privacy-guard", cwd=repo.path).out) == want
+    # doctor, reading what Git tracks, calls the same two paths leaks.
+    d = cli("doctor", "--json", cwd=repo.path).json()
+    assert sorted(d["privacy"]["leaks"]) == sorted(want), d["problems"]
+
+
+def test_the_guard_reads_a_staged_memory_toml_as_every_reader_does(repo: Repo, cli: Any) -> None:
+    """The guard reads each staged `.vivary/memory.toml` by the rule every config file in a tree is read by
+    (`source.config_blob_id`): a submodule there is no config file (it was `git show` failing, exit 2), and a
+    `.vivary` folder that is a symbolic link (it passed, its private_paths unread) or a file over the size
+    limit (it was read whole) is refused as `privacy explain --staged` refuses it: P103, the commit refused."""
+    import os
+
+    from vivary_git.source import MAX_CONFIG_BYTES
+
+    repo.commit("start", {"tropo.toml": TROPO, "notes/a.md": "# A\n"})
+    head = repo.git("rev-parse", "HEAD").strip()
+    policy = '[memory.privacy]\nprivate_paths = ["drafts/**"]\n'
+    repo.write({"drafts/d.md": "# D\n"})
+    repo.git("add", "drafts/d.md")
+    repo.git("update-index", "--add", "--cacheinfo", f"160000,{head},.vivary/memory.toml")
+    r = cli("hooks", "privacy-guard", cwd=repo.path)
+    assert r.code == 0 and r.out == "", (r.out, r.err)
+    assert cli("privacy", "explain", "--staged", "drafts/d.md", cwd=repo.path).out == "public   drafts/d.md\n"
+    repo.git("rm", "-q", "--cached", ".vivary/memory.toml")
+
+    repo.write({"conf/memory.toml": policy})
+    os.symlink("conf", repo.path / ".vivary")
+    repo.git("add", "-A")
+    r = cli("hooks", "privacy-guard", cwd=repo.path)
+    assert r.code == 1 and r.out.splitlines()[0] == (
+        ".vivary:1: error P103: is a symbolic link in the tree, so no config file in it can be read; commit the "
+        "folder itself instead"), r.out
+    explained = cli("privacy", "explain", "--staged", "drafts/d.md", cwd=repo.path)
+    assert explained.code == 2 and "is a symbolic link in the tree" in explained.err
+    repo.git("rm", "-q", "--cached", ".vivary")
+    (repo.path / ".vivary").unlink()
+
+    repo.write({".vivary/memory.toml": policy + "#" * MAX_CONFIG_BYTES + "\n"})
+    repo.git("add", "-A")
+    r = cli("hooks", "privacy-guard", cwd=repo.path)
+    assert r.code == 1 and _refused(r.out) == {".vivary/memory.toml": "P103"}, r.out
+    assert "over the 16 MiB limit for a config file; shorten it" in r.out
+    assert cli("privacy", "explain", "--staged", "drafts/d.md", cwd=repo.path).code == 2

@@ -193,6 +193,33 @@ def test_cli_reports_a_bad_config_with_exit_2(repo: Any, cli: Any) -> None:
     assert "sk-live-123" not in r.err and "Traceback" not in r.err
 
 
+def test_recall_says_a_submodule_stands_where_the_memory_toml_would_be(repo: Repo, cli: Any) -> None:
+    """A submodule at `.vivary/memory.toml` is no config file (docs/config.md), and recall said "no
+    .vivary/memory.toml", a fix (write the file) that cannot be done with the submodule there: it names what is
+    there and how to clear it, for every tree and for `--root`."""
+    repo.commit(files={"a.md": "# A\n", "vault/tropo.toml": "version = 1\n", "vault/b.md": "# B\n"})
+    head = repo.git("rev-parse", "HEAD").strip()
+    for cfg in (".vivary/memory.toml", "vault/.vivary/memory.toml"):
+        repo.git("update-index", "--add", "--cacheinfo", f"160000,{head},{cfg}")
+        (repo.path / cfg).mkdir(parents=True)  # where Git checks the submodule out
+    repo.git("commit", "-q", "-m", "submodules")
+    enable = ('write [memory] enabled = true and provider = "vivary-local" in {0} (docs/memory.md) and run '
+              "`git vivary index --yes`")
+    for root, cfg in (([], ".vivary/memory.toml"), (["--root", "vault"], "vault/.vivary/memory.toml")):
+        said = (f"semantic memory is disabled ({cfg} is a submodule, not a config file); to enable the local "
+                f"provider, remove the submodule (`git rm -- {cfg}` at the top of the repository), then "
+                + enable.format(cfg))
+        for where in (("--rev", "HEAD"), ("--staged",), ()):
+            r = cli("recall", "x", *root, *where, cwd=repo.path)
+            assert r.code == 2 and r.err == f"git vivary recall: {said}\n", (root, where, r.err)
+        r = cli("index", "--yes", *root, cwd=repo.path)
+        assert r.code == 2 and f"({cfg} is a submodule, not a config file); remove the submodule" in r.err, r.err
+    # With nothing there, the message is as before.
+    repo.git("rm", "-q", "--cached", ".vivary/memory.toml")
+    r = cli("recall", "x", "--staged", cwd=repo.path)
+    assert r.code == 2 and "semantic memory is disabled (no .vivary/memory.toml)" in r.err, r.err
+
+
 def test_a_memory_toml_submodule_is_no_config_file_in_the_working_tree_either(repo: Repo, cli: Any) -> None:
     """A submodule (or a folder) named `.vivary/memory.toml` is no config file, as for `tropo.toml`: memory is
     not enabled, in every tree. In the working tree its checkout folder was taken for an ignored memory.toml

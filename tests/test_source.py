@@ -392,6 +392,31 @@ def test_root_that_is_not_in_the_tree_is_a_usage_error(repo: Repo, cli: Any) -> 
     assert r.code == 2 and "--root later" in r.err
 
 
+def test_root_naming_a_symbolic_link_says_so_and_names_the_folder(repo: Repo, cli: Any) -> None:
+    """A tree holds a symbolic link as the path it points to, so `--root linked` (or a folder through it) is
+    no folder of the tree; it was "there is no folder 'linked'" beside a folder one can see. It says what
+    is there and which folder to name instead, from where the command runs."""
+    repo.commit(files={"vault/tropo.toml": TROPO, "vault/sub/a.md": NOTE})
+    os.symlink("vault", repo.path / "linked")
+    os.symlink("/", repo.path / "outside")
+    repo.commit("links")
+    for where, label in (([], "working tree"), (["--rev", "HEAD"], "HEAD"), (["--staged"], "staged")):
+        said = (f"a symbolic link to 'vault' in {label}, not a folder, and a tree is read as Git keeps it, without "
+                "following links; name the folder itself: --root")
+        r = cli("check", "--root", "linked", *where, cwd=repo.path)
+        assert r.code == 2 and r.err == f"git vivary check: --root linked: 'linked' is {said} vault\n", r.err
+        r = cli("check", "--root", "../linked/sub", *where, cwd=repo.path / "vault")
+        assert r.code == 2 and r.err == (f"git vivary check: --root ../linked/sub: 'linked', on the way to "
+                                         f"'linked/sub', is {said} sub\n"), r.err
+        r = cli("check", "--root", "outside", *where, cwd=repo.path)
+        assert r.code == 2 and "'outside' is a symbolic link to '/'" in r.err, r.err
+        assert r.err.endswith("; name a folder of that tree instead\n"), r.err
+    os.symlink("nowhere", repo.path / "dangling")  # on disk it is no folder at all: said before the tree is read
+    r = cli("check", "--root", "dangling", cwd=repo.path)
+    assert r.code == 2 and "--root dangling: is a symbolic link to 'nowhere', which is no folder" in r.err, r.err
+    assert cli("check", "--root", "vault", cwd=repo.path).code == 0
+
+
 def test_patched_graph_equals_a_full_build(repo: Repo, cli: Any, monkeypatch: Any) -> None:
     """After small edits the graph is patched from the last one computed; it must equal a full build
     whatever the edit does: fields, refs, links, titles, broken and fixed references, adds, removals,

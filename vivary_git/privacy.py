@@ -51,7 +51,7 @@ import threading
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -70,6 +70,9 @@ from vivary_git.checkignore import (
 )
 from vivary_git.errors import PrivacyError
 from vivary_git.memory.config import PrivacyPolicy, refuse_ignored_policy
+
+if TYPE_CHECKING:
+    from vivary_git import git
 
 __all__ = [
     "FLOOR",
@@ -442,7 +445,7 @@ MEMORY_CONFIG = ".vivary/memory.toml"
 
 
 def find_scopes(
-    repo: Any,
+    repo: git.Repo,
     tree: str,
     paths: Iterable[str],
     *,
@@ -450,18 +453,23 @@ def find_scopes(
     read: Callable[[str, bytes], Scope] | None = None,
     work_tree: Path | None = None,
 ) -> list[Scope]:
-    """The workspaces that hold any of `paths` in `tree` (a pygit2 repository and a tree id): the top,
-    every folder on the way to a path that holds `tropo.toml` or `.vivary/`, and the folders in `also`
-    (a `--root`), each with the rules of its own `.vivary/memory.toml` in that tree. The answer depends
-    on the tree and the paths, never on the folder a command runs from.
+    """The workspaces that hold any of `paths` in `tree` (a tree id): the top, every folder on the way to a
+    path that holds `tropo.toml` or `.vivary/`, and the folders in `also` (a `--root`), each with the rules
+    of its own `.vivary/memory.toml` in that tree. The answer depends on the tree and the paths, never on
+    the folder a command runs from.
 
-    `read(prefix, data)` turns a memory.toml into a `Scope` (default: the strict memory config
-    parser, raising `ConfigError`). With `work_tree`, a memory.toml that is on disk but not in the
-    tree (Git ignores it) is refused rather than skipped: its `private_paths` would silently not apply."""
+    Each memory.toml is read by the rule every config file in a tree is read by (`source.config_blob_id`,
+    `source.read_config_blob`): a symbolic link, or a `.vivary` folder that is one, is a `ConfigError`, as is
+    a file over the size limit; a folder or a submodule of its name is no config file. `read(prefix, data)`
+    turns a memory.toml into a `Scope` (default: the strict memory config parser, raising `ConfigError`).
+    With `work_tree`, a memory.toml that is on disk but not in the tree (Git ignores it) is refused rather
+    than skipped: its `private_paths` would silently not apply."""
     import pygit2
 
+    from vivary_git.source import config_blob_id, read_config_blob
+
     try:
-        root = repo[tree]
+        root = repo.repo[tree]
     except (KeyError, ValueError, pygit2.GitError) as err:
         raise PrivacyError(f"cannot decide privacy: {tree!r} does not name a tree ({err})") from err
     dirs = leading_dirs(paths)
@@ -472,13 +480,9 @@ def find_scopes(
         if folder and folder not in wanted and not any(_entry(root, base + m) is not None for m in WORKSPACE_MARKERS):
             continue
         name = base + MEMORY_CONFIG
-        entry = _entry(root, name)
-        if entry is not None and entry.filemode == 0o120000:
-            from vivary_git.errors import ConfigError
-
-            raise ConfigError(f"{name}: is a symbolic link in the tree; commit the file itself instead")
-        if entry is not None and entry.type_str == "blob":
-            data = repo[entry.id].read_raw()
+        oid = config_blob_id(repo, tree, name, name)
+        if oid is not None:
+            data = read_config_blob(repo, oid, name)
             out.append(read(folder, data) if read is not None else _read_scope(folder, name, data))
             continue
         if work_tree is not None:

@@ -156,7 +156,7 @@ def scopes(ws: Workspace, paths: list[str], root: str) -> list[privacy.Scope]:
 
     repo = ws.source.repo
     assert repo is not None
-    return privacy.find_scopes(repo.repo, root, paths, also=[ws.source.prefix])
+    return privacy.find_scopes(repo, root, paths, also=[ws.source.prefix])
 
 
 def private_paths(ws: Workspace, paths: list[str], root: str, found: list[privacy.Scope], *,

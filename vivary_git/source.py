@@ -326,10 +326,13 @@ def open_source(
         prefix = _find_root(repo, tree_id, rel)
     sub_id = _subtree(repo, tree_id, prefix)
     if sub_id is None and root is not None:
-        if _entry_type(repo, tree_id, prefix) == "commit":
+        if entry_type(repo, tree_id, prefix) == "commit":
             raise UsageError(f"--root {root}: {prefix!r} is another repository (a submodule, or a clone inside this "
                              "work tree), which Git does not read into from here; run the command inside it "
                              f"(-C {root})")
+        link = _link_on_the_way(repo, tree_id, prefix)
+        if link is not None:
+            raise UsageError(_root_is_a_link(repo, tree_id, root, prefix, link, label, start))
         raise UsageError(f"--root {root}: there is no folder {prefix or '.'!r} in {label}; name a folder of that tree")
 
     def read_file(path: str) -> bytes | None:
@@ -404,7 +407,37 @@ def _root_prefix(repo: git.Repo, start: Path, root: str, rev: str | None) -> str
     return "" if rel == "." else rel
 
 
+def _link_on_the_way(repo: git.Repo, tree_id: str, prefix: str) -> str | None:
+    """The symbolic link in the tree at `prefix` or at a folder on the way to it, if there is one."""
+    parts = prefix.split("/") if prefix else []
+    for n in range(1, len(parts) + 1):
+        entry = _entry(repo, tree_id, "/".join(parts[:n]))
+        if entry is None or entry.filemode == 0o120000:
+            return "/".join(parts[:n]) if entry is not None else None
+    return None
+
+
+def _root_is_a_link(repo: git.Repo, tree_id: str, root: str, prefix: str, link: str, label: str, start: Path) -> str:
+    """What `--root` names when it is (or goes through) a symbolic link in the tree, and the folder to name
+    instead: the tree holds the link as the path it points to, and Git never reads through it."""
+    target = repo.read_blob(str(_entry(repo, tree_id, link).id)).decode("utf-8", "surrogateescape")
+    what = f"{link!r}" if link == prefix else f"{link!r}, on the way to {prefix!r},"
+    what += " is a symbolic link"
+    said = (f"--root {root}: {what} to {target!r} in {label}, not a folder, and a tree is read as Git keeps it, "
+            "without following links")
+    inside = os.path.normpath(os.path.join(os.path.dirname(link), target)).replace(os.sep, "/")
+    real = inside + prefix[len(link):] if inside != "." else prefix[len(link) + 1:]
+    top = repo.workdir
+    if (os.path.isabs(target) or inside == ".." or inside.startswith("../") or top is None
+            or (real and entry_type(repo, tree_id, real) != "tree")):
+        return f"{said}; name a folder of that tree instead"
+    return f"{said}; name the folder itself: --root {os.path.relpath(top / real, start)}"
+
+
 def _not_a_folder(root: str, path: Path) -> str:
+    if path.is_symlink():
+        return (f"--root {root}: is a symbolic link to {os.readlink(path)!r}, which is no folder; name the folder "
+                "the workspace is in")
     if path.exists():
         return f"--root {root}: is a file, not a folder; --root names the folder the workspace is in"
     return f"--root {root}: no such directory"
@@ -573,7 +606,7 @@ def _subtree(repo: git.Repo, tree_id: str, prefix: str) -> str | None:
     if not prefix:
         return tree_id
     sub = _lookup(repo, tree_id, prefix)
-    if sub is None or _entry_type(repo, tree_id, prefix) != "tree":
+    if sub is None or entry_type(repo, tree_id, prefix) != "tree":
         return None
     return sub
 
@@ -586,7 +619,7 @@ def _entry(repo: git.Repo, tree_id: str, path: str) -> Any:
         return None
 
 
-def _entry_type(repo: git.Repo, tree_id: str, path: str) -> str | None:
+def entry_type(repo: git.Repo, tree_id: str, path: str) -> str | None:
     """What the tree holds at `path`: "tree", "blob" (a file or a symbolic link), "commit" (a submodule, whose
     commit this repository need not have), or None. From the tree entry, never by loading the object."""
     entry = _entry(repo, tree_id, path)

@@ -120,6 +120,12 @@ def _write(args: argparse.Namespace) -> int:
     cfg = load_memory_config(ws)
     if args.auto and not (cfg.provider == "vivary-local" and cfg.memory.local.auto_index):
         return EXIT_OK  # a hook on every commit: silence unless the user asked for auto-indexing
+    there, clear = cfg.in_the_way_fix()
+    if there:
+        raise ConfigError(
+            f"semantic memory is disabled ({there}); {clear}enable it with [memory] enabled = true and provider = "
+            f"\"vivary-local\" in {cfg.path} (docs/memory.md) and run `git vivary index --yes`"
+        )
     if cfg.provider == "none":
         raise ConfigError(
             "semantic memory is disabled (no .vivary/memory.toml, or `enabled = false`, or provider = \"none\"); "

@@ -9,12 +9,17 @@ folder holding `tropo.toml` or `.vivary/`) getting the floor at its root and its
 * `P104`: a file with a sensitive name (`.env*`, `*.pem`, `*.key`, `id_rsa*`, `secrets.*`,
   `credentials.*`, …: `privacy.SENSITIVE_NAMES`), unless its exact path is allowed (`git config --add
   vivary.guardAllow PATH`, or `--allow PATH`): a novel's chapter called `secrets.md` is one line of config away;
-* `P102`/`P103`: a staged `.vivary/memory.toml` holding a literal secret, or one that cannot be read.
+* `P102`/`P103`: a staged `.vivary/memory.toml` holding a literal secret, or one that cannot be read (read
+  from the index's tree as every config file is, `source.config_blob_id`: a symbolic link refused, a
+  submodule of that name no config file).
 
 Git ignore rules are left out on purpose: a force-added ignored file is a deliberate commit (it still
 stays out of the semantic memory and the shared cache). The floor's `.vivary/**` is exempt too: that
 folder holds the workspace's committed config (`workspace.toml`, `graph.toml`, `memory.toml`),
 private only in the sense that it is never embedded.
+
+A submodule (a gitlink) is decided by its name, like a file: it has no bytes here, but the name is
+committed (doctor calls the same path a leak).
 
 Everything is read from the index Git hands the hook (`GIT_INDEX_FILE` included, as `git commit -a`
 uses a temporary one), so the guard judges exactly what the commit would contain.
@@ -52,8 +57,10 @@ _SECRET_VALUE = re.compile(
 )
 
 
-# ACMR: added, copied, modified, renamed; a deletion stages nothing private.
-_STAGED = ["diff", "--cached", "--name-only", "-z", "--diff-filter=ACMR", "--no-ext-diff"]
+# ACMR: added, copied, modified, renamed; a deletion stages nothing private. A submodule (a gitlink) has no
+# bytes here but its name is committed, so it is decided like a file: `--ignore-submodules=none`, or an
+# `ignore = all` in .gitmodules (any commit can write one) or `diff.ignoreSubmodules` would hide it.
+_STAGED = ["diff", "--cached", "--name-only", "-z", "--diff-filter=ACMR", "--no-ext-diff", "--ignore-submodules=none"]
 # Unquoted pathspec `*` matches across `/`: every workspace's config, at any depth.
 _CONFIGS = ["ls-files", "-z", "--cached", "--", MEMORY_TOML, f"*/{MEMORY_TOML}"]
 
@@ -78,23 +85,39 @@ def guard(top: Path, allow: Sequence[str] = ()) -> list[Finding]:
     if not staged:
         return []
     allowed = set(allow) | set(allowed_proc.stdout.decode("utf-8", "surrogateescape").splitlines())
-    findings: list[Finding] = []
-    patterns: dict[str, tuple[str, ...]] = {}
-    staged_set = set(staged)
-    for cfg in sorted(_names(configs_proc.stdout)):
-        data = git.run(["show", f":{cfg}"], cwd=top).stdout
-        private, problems = read_memory_config(cfg, data, cfg in staged_set)
-        patterns[cfg.removesuffix(MEMORY_TOML).rstrip("/")] = tuple(private)
-        findings += problems
     tree = git.run(["write-tree"], cwd=top, check=False)
     if tree.returncode != 0:
         said = tree.stderr.decode("utf-8", "replace").strip()
         raise GitError(f"the privacy guard cannot write the index as a tree: {said}; resolve conflicts first")
+    tree_id = tree.stdout.decode().strip()
     from vivary_git.git import Repo
+    from vivary_git.source import config_blob_id, read_config_blob
 
     repo = Repo(top)
-    scopes = find_scopes(repo.repo, tree.stdout.decode().strip(), staged,
-                         read=lambda folder, _data: Scope(folder, patterns.get(folder, ())))
+    findings: list[Finding] = []
+    patterns: dict[str, tuple[str, ...]] = {}
+    staged_set = set(staged)
+    # Each memory.toml is read from the index's tree by the rule every reader of a config file follows
+    # (`source.config_blob_id`): a symbolic link is refused, a submodule of that name is no config file.
+    for cfg in sorted(_names(configs_proc.stdout)):
+        try:
+            oid = config_blob_id(repo, tree_id, cfg, cfg)
+            data = None if oid is None else read_config_blob(repo, oid, cfg)
+        except ConfigError as err:
+            findings.append(_unreadable(cfg, err))
+            continue
+        if data is None:
+            continue
+        private, problems = read_memory_config(cfg, data, cfg in staged_set)
+        patterns[cfg.removesuffix(MEMORY_TOML).rstrip("/")] = tuple(private)
+        findings += problems
+    try:
+        scopes = find_scopes(repo, tree_id, staged,
+                             read=lambda folder, _data: Scope(folder, patterns.get(folder, ())))
+    except ConfigError as err:
+        # A config on the way the listing above does not name (in a `.vivary` that is a symbolic link): which
+        # paths are private is unknown, so the commit is refused for it alone.
+        return sorted({*findings, _unreadable(err.file or MEMORY_TOML, err)})
     for d in decide_scoped(top, staged, scopes, trees=(), gitignore=False, git_dir=repo.pinned_git_dir):
         if not d.private or d.reason.startswith("floor: .vivary/**"):
             continue
@@ -110,6 +133,14 @@ def guard(top: Path, allow: Sequence[str] = ()) -> list[Finding]:
                                     f"`git restore --staged -- {where}`, or, if it holds no secret, allow this "
                                     f"path: `git config --add {ALLOW_KEY} {where}`"))
     return sorted(findings)
+
+
+def _unreadable(name: str, err: ConfigError) -> Finding:
+    """P103 for a memory.toml the shared reader refused, at the file or the folder its message names."""
+    said = str(err)
+    where = [name, *(name[:i] for i in range(len(name)) if name[i] == "/")]
+    shown = next((w for w in where if said.startswith(f"{w}: ")), "")
+    return Finding(shown or name, 1, "error", CODE_CONFIG, said[len(shown) + 2:] if shown else said)
 
 
 def read_memory_config(name: str, data: bytes, staged: bool) -> tuple[list[str], list[Finding]]:

@@ -151,6 +151,10 @@ class MemoryConfig(msgspec.Struct, frozen=True):
 
     memory: MemorySection
     source: str | None = None
+    # When there is no file: what stands at its path instead ("a submodule", "a folder"; docs/config.md#limits),
+    # and that path in the repository, for a message that says so.
+    in_the_way: str = ""
+    path: str = ""
 
     @property
     def enabled(self) -> bool:
@@ -171,6 +175,16 @@ class MemoryConfig(msgspec.Struct, frozen=True):
     @property
     def dataset_label(self) -> str:
         return self.memory.cognee.dataset if self.provider == "cognee" else ""
+
+    def in_the_way_fix(self) -> tuple[str, str]:
+        """When a submodule or a folder stands where the file would be: what is there (`X is a submodule, not a
+        config file`) and the first step of the fix (`remove the submodule (...), then `); empty otherwise."""
+        if not self.in_the_way:
+            return "", ""
+        what = f"{self.path} is {self.in_the_way}, not a config file"
+        if self.in_the_way == "a submodule":
+            return what, f"remove the submodule (`git rm -- {self.path}` at the top of the repository), then "
+        return what, f"move the folder {self.path} out of the way, then "
 
     def policy(self) -> PrivacyPolicy:
         p = self.memory.privacy
@@ -400,8 +414,22 @@ def load_memory_config(ws: Opened) -> MemoryConfig:
     else:
         data = None  # the workspace root is not in this tree at all
     if data is None:
-        return DISABLED
+        in_the_way = _in_the_way(ws)
+        return MemoryConfig(memory=MemorySection(), in_the_way=in_the_way, path=display) if in_the_way else DISABLED
     return parse_memory_config(data, display)
+
+
+def _in_the_way(ws: Opened) -> str:
+    """What the workspace holds where its memory.toml would be, when that is no config file: a submodule (a
+    gitlink) or a folder; "" when nothing is there."""
+    source = ws.source
+    if source.repo is not None and source.tree_id is not None:
+        from vivary_git.source import entry_type
+
+        return {"commit": "a submodule", "tree": "a folder"}.get(entry_type(source.repo, source.tree_id, MEMORY_FILE)
+                                                                 or "", "")
+    path = source.root / MEMORY_FILE
+    return "a folder" if source.repo is None and not path.is_symlink() and path.is_dir() else ""
 
 
 def _read_tree_file(ws: Opened, display: str) -> bytes | None:

@@ -138,6 +138,12 @@ def require_local(cfg: MemoryConfig, what: str) -> None:
             f"{where}: provider = \"cognee\" is served by the Cognee provider (memory/cognee.py, which "
             f"`git vivary {what}` uses), not by vivary-local"
         )
+    there, clear = cfg.in_the_way_fix()
+    if there:
+        raise ConfigError(
+            f"semantic memory is disabled ({there}); to enable the local provider, {clear}write [memory] enabled = "
+            f"true and provider = \"vivary-local\" in {cfg.path} (docs/memory.md) and run `git vivary index --yes`"
+        )
     raise ConfigError(
         f"semantic memory is disabled ({'no ' + where if cfg.source is None else where + ' does not enable it'}); "
         "to enable the local provider, write [memory] enabled = true and provider = \"vivary-local\" in "

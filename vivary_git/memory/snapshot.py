@@ -170,7 +170,7 @@ def deciding_for_source(ws: Workspace, paths: Sequence[str], policy: PrivacyPoli
     assert source.repo is not None
     root = _root_tree(ws)
     trees: tuple[str | None, ...] = {"worktree": (None,), "rev": (root,)}.get(source.kind, (root, None))
-    scopes = privacy.find_scopes(source.repo.repo, root, paths, also=[source.prefix],
+    scopes = privacy.find_scopes(source.repo, root, paths, also=[source.prefix],
                                  work_tree=top if source.kind == "worktree" else None)
     if policy is not None:
         scopes = [privacy.Scope(s.prefix, tuple(policy.private_paths), policy.respect_gitignore)

@@ -4,8 +4,8 @@ Read-only is a promise, not a habit: doctor writes nothing to the work tree or t
 the graph is read from a commit (`HEAD` by default) with every cache off: reading the *working* tree
 would mean `git add -A` into a scratch index, which writes blobs into the object database. Uncommitted
 changes are counted (`git --no-optional-locks status`, which does not even refresh the index) and
-pointed at `git vivary check`. Git commands used: `rev-parse`, `ls-files`, `check-ignore`, `status`,
-`config` — all readers. No provider runtime is imported and no model is called: the local embedder is
+pointed at `git vivary check`. Git commands used: `rev-parse`, `cat-file -t`, `ls-files`, `check-ignore`,
+`status`, `config` — all readers. No provider runtime is imported and no model is called: the local embedder is
 probed by `embedder_status()`, Cognee by `find_spec` (memory/cognee.py `status`).
 
 Privacy is proved with Git: a path that `git ls-files --cached --others --exclude-standard` lists is one
@@ -203,7 +203,8 @@ def _graph(start: Path, rev: str, root: str | None, head: str | None,
                 "git vivary check   # checks the working tree now; commit the workspace, then run doctor again",
             ))
         else:
-            problems.append(Problem("graph", "error", f"--rev {rev}: no such commit", "name a commit, branch or tag"))
+            problems.append(Problem("graph", "error", f"--rev {rev}: {_not_a_commit(rev, start)}",
+                                    "name a commit, branch or tag"))
         return ws_root, _config_name(ws_root), None, None
     try:
         ws = open_workspace(start, rev=rev, root=root, cache=False)
@@ -229,6 +230,19 @@ def _graph(start: Path, rev: str, root: str | None, head: str | None,
         problems.append(Problem("graph", "warning", f"{changes} path(s) in the working tree differ from {rev}; "
                                 "this report describes the commit", "git vivary check   # checks the working tree"))
     return ws_root, _config_name(ws_root), graph, ws
+
+
+def _not_a_commit(rev: str, start: Path) -> str:
+    """What `rev` names when it names no commit (a tag can point at a tree or at a file's content): said, not
+    "no such commit" for an object that is there."""
+    code, out = _git(["rev-parse", "-q", "--verify", "--end-of-options", rev], start)
+    oid = _text(out)
+    if code == 0 and _text(_git(["cat-file", "-t", oid], start)[1]) == "tag":
+        code, out = _git(["rev-parse", "-q", "--verify", "--end-of-options", f"{oid}^{{}}"], start)
+        oid = _text(out)
+    kind = _text(_git(["cat-file", "-t", oid], start)[1]) if code == 0 else ""
+    what = {"blob": f"a file's content (blob {oid[:12]})", "tree": f"a tree ({oid[:12]})"}.get(kind)
+    return f"names {what}, not a commit, and doctor reports a commit" if what else "no such commit"
 
 
 def _config_name(ws_root: Path) -> str:
