@@ -97,3 +97,64 @@ def test_a_file_link_is_a_path_from_the_vaults_assets_the_note_s_vault_or_the_wo
     }
     got = check(repo, cli, files)
     assert [(line, code) for _, line, code, _ in got] == [(4, "W221"), (5, "W221")], got
+
+
+def nodes(repo: Repo, cli: Any) -> list[str]:
+    r = cli("graph", "--json", "--rev", "HEAD", cwd=repo.path)
+    assert r.code == 0, r.err
+    return [n["path"] for n in r.json()["nodes"]]
+
+
+def test_only_the_md_files_directly_in_a_vault_s_folder_are_notes(repo: Repo, cli: Any) -> None:
+    """Dendron reads as notes the `*.md` files directly in a vault's folder, none named with a leading `.`: a
+    Markdown file in a subfolder, outside every vault, or named `.x.md` is a file a link names by its path, with
+    no node, no edges and no findings of its own; `include` in graph.toml (and the memory folder) read a folder as
+    notes anyway."""
+    files: dict[str, str | bytes] = {
+        "dendron.yml": "version: 5\nworkspace:\n  vaults:\n    - fsPath: vault\n",
+        "vault/root.md": "[[docs/guide.md]]\n[[guide]]\n[[.hidden]]\n[[proj]]\n",
+        "vault/proj.md": "x\n", "vault/.hidden.md": "[[gone.one]]\n",
+        "vault/docs/guide.md": "[[gone.two]]\n", "README.md": "[[gone.three]]\n",
+        "memories/m.md": "# A memory\n[[gone.four]]\n", "kept/k.md": "[[gone.five]]\n",
+    }
+    got = check(repo, cli, files)
+    assert [(p, line, code) for p, line, code, _ in got] == [
+        ("memories/m.md", 2, "W221"), ("vault/root.md", 2, "W221"), ("vault/root.md", 3, "W221")], got
+    assert nodes(repo, cli) == ["memories/m.md", "vault/proj.md", "vault/root.md"]
+    assert edges(repo, cli) == {("vault/root", "vault/proj", False), ("vault/root", "guide", True),
+                                ("vault/root", ".hidden", True), ("memories/m", "gone.four", True)}
+    files[".vivary/graph.toml"] = 'include = ["kept"]\n'
+    assert [(p, code) for p, _, code, _ in check(repo, cli, files)][:2] == [("kept/k.md", "W221"),
+                                                                          ("memories/m.md", "W221")]
+    assert "kept/k.md" in nodes(repo, cli)
+
+
+def test_a_markdown_file_is_no_note_in_dendron(repo: Repo, cli: Any) -> None:
+    """Dendron reads only `*.md` as notes: `old.style.markdown` is a file, named by its whole file name, and the
+    note `old.style` that `[[old.style]]` names is missing."""
+    got = check(repo, cli, {"dendron.yml": FIVE, "old.style.markdown": "[[gone]]\n",
+                            "root.md": "[[old.style]]\n[[old.style.markdown]]\n"})
+    assert [(p, line, code) for p, line, code, _ in got] == [("root.md", 1, "W221")], got
+    assert nodes(repo, cli) == ["root.md"]
+
+
+def test_a_tropo_workspace_read_with_dendron_links_keeps_its_notes(repo: Repo, cli: Any) -> None:
+    """A `tropo.toml` workspace's notes are the contract's, in any folder and `.markdown` too, whichever dialect
+    reads its links."""
+    repo.commit(files={"tropo.toml": "version = 1\n", ".vivary/graph.toml": 'dialect = "dendron"\n',
+                       "a.md": "x\n", "decisions/b.md": "x\n", "c.markdown": "x\n"})
+    assert sorted(nodes(repo, cli)) == ["a.md", "c.markdown", "decisions/b.md"]
+
+
+def test_a_memory_is_a_note_outside_the_vault_s_folder(repo: Repo, cli: Any) -> None:
+    """The memory folder is read wherever it is: `remember` in a Dendron workspace writes a note the graph holds,
+    and a move to a `.markdown` name, which Dendron reads as a file, is refused naming the `.md` name."""
+    repo.commit(files={"dendron.yml": "version: 5\nworkspace:\n  vaults:\n    - fsPath: vault\n",
+                       "vault/root.md": "# Root\n"})
+    r = cli("remember", "The coffee machine is descaled on Fridays.", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    made = r.json()["id"]
+    assert made.startswith("memories/") and made in {n["id"] for n in cli("graph", "--json", cwd=repo.path).json()
+                                                     ["nodes"]}
+    r = cli("move", made, "ops/f.markdown", cwd=repo.path)
+    assert r.code == 2 and "read as Dendron reads it, and Dendron reads only .md files as notes" in r.err, r.err

@@ -80,6 +80,10 @@ class Rules(msgspec.Struct, frozen=True):
     # `.markdown` files are notes beside `.md` ones. Obsidian reads only `.md` (false there): a `.markdown` file is
     # a file a link names with its extension. A `tropo.toml` workspace's notes are the contract's: both.
     markdown_files: bool = True
+    # `.md` files in any folder are notes. Dendron's notes are the `.md` files directly in a vault's folder, not
+    # named with a leading `.` (false there): a Markdown file elsewhere is a file a link names by its path. A
+    # `tropo.toml` workspace's notes are the contract's: any folder.
+    nested_notes: bool = True
     # Dendron's vaults (`dendron.yml`): (name, the folder its notes are in), in the file's order; empty: the
     # workspace folder is the one vault. Read from the tree, never from `.vivary/graph.toml`.
     vaults: tuple[tuple[str, str], ...] = ()
@@ -88,7 +92,7 @@ class Rules(msgspec.Struct, frozen=True):
 def defaults(dialect: str, reason: str = "") -> Rules:
     """Each dialect's own rules (docs/vaults.md)."""
     if dialect == "dendron":
-        return Rules("dendron", reason, alias="last", properties=False)
+        return Rules("dendron", reason, alias="last", properties=False, markdown_files=False, nested_notes=False)
     if dialect == "foam":
         return Rules("foam", reason, properties=False)
     if dialect == "logseq":

@@ -123,8 +123,8 @@ class Resolver(obsidian.Resolver):
     def _notes(self, name: str, vault: str) -> list[str]:
         """The notes whose name is `name`: `name.md` in each vault's folder (only `vault`'s, when it names a
         vault `dendron.yml` lists), in the order the vaults are listed."""
-        if "/" in name or "\\" in name:
-            return []  # a Dendron name has no folders: a path is a file link
+        if "/" in name or "\\" in name or name.startswith("."):
+            return []  # a Dendron name has no folders (a path is a file link), and no note's starts with `.`
         folder = self._by_name.get(fold(vault, self.case)) if vault else None
         folders = (folder,) if folder is not None else tuple(f for _, f in self.vaults)
         found = []
