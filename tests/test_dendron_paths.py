@@ -158,3 +158,13 @@ def test_a_memory_is_a_note_outside_the_vault_s_folder(repo: Repo, cli: Any) -> 
                                                      ["nodes"]}
     r = cli("move", made, "ops/f.markdown", cwd=repo.path)
     assert r.code == 2 and "read as Dendron reads it, and Dendron reads only .md files as notes" in r.err, r.err
+
+
+def test_a_file_link_is_spelt_as_the_file_system_spells_it(repo: Repo, cli: Any) -> None:
+    """Dendron opens a file link's path on the file system: in a checkout on Linux (CI), `[[assets/Data.CSV]]`
+    does not open `assets/data.csv`. Note names stay case-insensitive (`[[Proj]]` is `proj.md`)."""
+    got = check(repo, cli, {"dendron.yml": FIVE, "assets/data.csv": "a,b\n", "src/Index.js": "x\n", "proj.md": "x\n",
+                            "root.md": "[[assets/Data.CSV]]\n[[assets/data.csv]]\n[[src/index.js]]\n"
+                                       "[[src/Index.js]]\n[[Proj]]\n"})
+    assert [(line, code) for _, line, code, _ in got] == [(1, "W223"), (3, "W221")], got
+    assert got[0][3] == "wikilink [[assets/Data.CSV]] matches no file (looked for 'assets/Data.CSV' from root.md)"

@@ -97,6 +97,11 @@ class Resolver(obsidian.Resolver):
         # that reaches nothing is a broken link here (a listed vault without notes is cloned elsewhere).
         held = {posixpath.dirname(p) for p in notes}
         self.vaults_here = frozenset(name for name, folder in rules.vaults if folder in held)
+        # Every path as spelt (NFC): a file link is a path the file system opens, and the tree's, like Linux's, tells
+        # `Data.csv` from `data.csv`.
+        self._spelt: dict[str, str] = {}
+        for p in (*notes, *files):
+            self._spelt.setdefault(nfc(p), p)
 
     def resolve(self, target: Target, source: str) -> Resolution:
         if target.kind not in ("w", "e", "p") or not target.name:
@@ -136,7 +141,9 @@ class Resolver(obsidian.Resolver):
 
     def _file(self, path: str, home: str | None) -> str | None:
         """The file a file link's `path` names, as Dendron looks for it: `assets/…` in each vault's folder (the
-        last listed first), then from the linking note's vault, then from the workspace folder."""
+        last listed first), then from the linking note's vault, then from the workspace folder. Spelt as the tree
+        spells it: Dendron asks the file system, which on Linux (and in a checkout on CI) opens `data.csv` for
+        `[[assets/data.csv]]` only, never for `[[assets/Data.CSV]]`."""
         tries: list[str] = []
         if path.startswith("assets"):
             tries += [posixpath.join(f, path) for _, f in reversed(self.vaults)]
@@ -144,7 +151,7 @@ class Resolver(obsidian.Resolver):
             tries.append(posixpath.join(home, path))
         tries.append(path)
         for p in tries:
-            hit = self.index.file_paths.get(fold(p, self.case))
+            hit = self._spelt.get(nfc(p))
             if hit is not None and not self._is_note(hit):
                 return hit
         return None
