@@ -168,3 +168,17 @@ def test_a_file_link_is_spelt_as_the_file_system_spells_it(repo: Repo, cli: Any)
                                        "[[src/Index.js]]\n[[Proj]]\n"})
     assert [(line, code) for _, line, code, _ in got] == [(1, "W223"), (3, "W221")], got
     assert got[0][3] == "wikilink [[assets/Data.CSV]] matches no file (looked for 'assets/Data.CSV' from root.md)"
+
+
+def test_an_absolute_path_the_tree_does_not_have_is_a_file_on_the_writer_s_machine(repo: Repo, cli: Any) -> None:
+    """Dendron opens an absolute path on the file system before reading it from the workspace: `[[/home/me/f.txt]]`
+    names a file outside the repository (not checked, as `[[/src/gone.txt]]` is: the writer's machine may have
+    `/src`), unless the tree has `home/me/f.txt`. `/assets/…` is `assets/…`, and a name at the file system's top
+    (`[[/gone.txt]]`) is read from the workspace: both checked."""
+    got = check(repo, cli, {
+        "dendron.yml": FIVE, "src/index.js": "x\n",
+        "root.md": "[[/home/me/f.txt]]\n[[C:\\Users\\me\\f.txt]]\n[[C:/Users/me/f.txt]]\n[[/src/index.js]]\n"
+                   "[[/assets/gone.png]]\n[[/gone.txt]]\n[[/src/gone.txt]]\n",
+    })
+    assert [(line, code) for _, line, code, _ in got] == [(5, "W223"), (6, "W223")], got
+    assert edges(repo, cli) == set()

@@ -24,6 +24,7 @@ from vivary_git.dialects import Resolution, Rules, Target, fold, nfc, obsidian
 from vivary_git.models import Link
 
 _VAULT = re.compile(r"^dendron://([^/]*)/")
+_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
 
 
 def read(link: Link, rules: Rules, field: str) -> Target | None:
@@ -114,7 +115,10 @@ class Resolver(obsidian.Resolver):
         path = self._path(name)
         if path.startswith("../") or path == "..":
             return Resolution(source, path)  # leaves the workspace folder: not ours to check
-        return Resolution(self._file(path, self._vault_of(source)), name)
+        hit = self._file(path, self._vault_of(source))
+        if hit is None and _on_the_machine(name, path):
+            return Resolution(source, path)  # a file on the writer's machine, outside the repository
+        return Resolution(hit, name)
 
     def candidates(self, target: Target) -> list[str]:
         if target.kind not in ("w", "e", "p") or not target.name:
@@ -163,8 +167,8 @@ class Resolver(obsidian.Resolver):
 
     @staticmethod
     def _path(name: str) -> str:
-        """A file link's path from its vault (a leading `/` is no absolute path here: Dendron reads `/assets` as
-        `assets`)."""
+        """A file link's path from its vault, a leading `/` dropped (Dendron reads `/assets` as `assets`, and any
+        absolute path the writer's machine does not have as one from the workspace)."""
         path = posixpath.normpath(name.replace("\\", "/").strip("/"))
         return "" if path == "." else path
 
@@ -186,3 +190,13 @@ class Resolver(obsidian.Resolver):
         if target.kind in ("w", "e", "p") and "/" not in target.name:
             return "W221"
         return super().missing_code(target)
+
+
+def _on_the_machine(name: str, path: str) -> bool:
+    """Whether a file link the tree does not have names a file outside the repository: an absolute path into a
+    folder (`/home/me/f.txt`, `C:\\Users\\me\\f.txt`), which Dendron opens on the writer's machine when it is there,
+    so no checkout can tell it broken. Not `/assets/…` (to Dendron `/assets` and `assets` are one place), nor a
+    name at the file system's top (`[[/proj]]`), which no machine has."""
+    if _DRIVE.match(name):
+        return True
+    return name.startswith(("/", "\\")) and "/" in path and not path.startswith("assets")
