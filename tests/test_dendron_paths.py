@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from conftest import Repo
 
 FIVE = "version: 5\n"
@@ -182,3 +183,48 @@ def test_an_absolute_path_the_tree_does_not_have_is_a_file_on_the_writer_s_machi
     })
     assert [(line, code) for _, line, code, _ in got] == [(5, "W223"), (6, "W223")], got
     assert edges(repo, cli) == set()
+
+
+CODE_WORKSPACE = """{
+    // Dendron's workspace file: VS Code's JSON, with comments and trailing commas
+    "folders": [
+        {"path": "vault", "name": "Notes", /* shown in VS Code */},
+        {"path": "other"},
+    ],
+    "settings": {"dendron.rootDir": "."},
+}
+"""
+
+
+def test_a_code_workspace_without_vaults_in_dendron_yml_opens_its_first_folder_as_the_vault(repo: Repo,
+                                                                                          cli: Any) -> None:
+    """Dendron takes the first folder `dendron.code-workspace` opens as the vault when `dendron.yml` lists none (or
+    is missing): its notes are that folder's, and `[[proj]]` is `vault/proj.md`. Vaults `dendron.yml` lists win."""
+    files: dict[str, str | bytes] = {"dendron.code-workspace": CODE_WORKSPACE, "README.md": "[[gone]]\n",
+                                     "vault/root.md": "[[proj]]\n[[other]]\n", "vault/proj.md": "x\n",
+                                     "other/other.md": "x\n"}
+    assert [(p, line, code) for p, line, code, _ in check(repo, cli, files)] == [("vault/root.md", 2, "W221")]
+    assert nodes(repo, cli) == ["vault/proj.md", "vault/root.md"]
+    assert edges(repo, cli) == {("vault/root", "vault/proj", False), ("vault/root", "other", True)}
+    r = cli("check", "--rev", "HEAD", "--verbose", "--lenient", cwd=repo.path)
+    assert r.err.startswith("vivary: dialect dendron: dendron.code-workspace found\n"), r.err
+    files["dendron.yml"] = FIVE
+    assert len(check(repo, cli, files)) == 1
+    assert nodes(repo, cli) == ["vault/proj.md", "vault/root.md"]
+    files["dendron.yml"] = "version: 5\nworkspace:\n  vaults:\n    - fsPath: other\n"
+    check(repo, cli, files)
+    assert nodes(repo, cli) == ["other/other.md"]
+
+
+@pytest.mark.parametrize("text", [
+    "[" * 100_000, '{"folders": [{"path": "vault"}', '{"folders": "vault"}', '{"folders": [{"path": "/abs"}]}',
+    '{"folders": [{"path": "../up"}]}', '{"folders": [{"path": "C:\\\\notes"}]}', "/* open", '"\\"' * 50_000,
+])
+def test_a_code_workspace_dendron_cannot_read_opens_no_vault(repo: Repo, cli: Any, text: str) -> None:
+    """A committed `dendron.code-workspace` is a stranger's input: one that is not VS Code's JSON, nests past any
+    parser's depth, or names a folder outside this tree leaves the workspace folder the vault, without a
+    traceback."""
+    got = check(repo, cli, {"dendron.code-workspace": text, "root.md": "[[proj]]\n", "proj.md": "x\n",
+                            "vault/proj.md": "x\n"})
+    assert got == []
+    assert edges(repo, cli) == {("root", "proj", False)}

@@ -256,8 +256,10 @@ class Probe(Protocol):
 def detect(probe: Probe) -> tuple[str, str]:
     """(dialect, reason) of a vault without a `tropo.toml`, from its editor's configuration, else
     from the notes' own shape, else Obsidian (the most common vault)."""
-    if probe.read("dendron.yml") is not None or probe.read("dendron.code-workspace") is not None:
+    if probe.read("dendron.yml") is not None:
         return "dendron", "dendron.yml found"
+    if probe.read("dendron.code-workspace") is not None:
+        return "dendron", "dendron.code-workspace found"
     if probe.read("logseq/config.edn") is not None:
         return "logseq", "logseq/config.edn found"
     if probe.exists(".obsidian"):

@@ -7,11 +7,12 @@ case-insensitively. In `[[shown|target]]` the target comes *last*. `#heading`, `
 outside the repository and is not checked. Markdown links are read as Obsidian reads
 them (relative to the note, then from the root).
 
-A name is looked for in a vault's folder only (`dendron.yml`'s vaults; the workspace folder without them),
-never anywhere in the tree; a name no note has is a file link, a path (`[[assets/plan.pdf]]`), never a file
-found by name elsewhere. A wikilink that reaches nothing names a note, whatever its last dotted part:
-`[[deck.key]]`, `[[proj.data.csv]]` and `![[deck.slides.pdf]]` are hierarchy names, and Dendron's Go to Note
-creates them; a missing path with a file format's extension is a missing file as in Obsidian.
+A name is looked for in a vault's folder only (`dendron.yml`'s vaults, else `dendron.code-workspace`'s first
+folder, else the workspace folder), never anywhere in the tree; a name no note has is a file link, a path
+(`[[assets/plan.pdf]]`), never a file found by name elsewhere. A wikilink that reaches nothing names a note,
+whatever its last dotted part: `[[deck.key]]`, `[[proj.data.csv]]` and `![[deck.slides.pdf]]` are hierarchy
+names, and Dendron's Go to Note creates them; a missing path with a file format's extension is a missing file as
+in Obsidian.
 """
 
 from __future__ import annotations
@@ -46,29 +47,18 @@ def read(link: Link, rules: Rules, field: str) -> Target | None:
     return Target(t.line, t.kind, t.field, t.written, name.strip(), anchor, vault)
 
 
-def vaults(config: bytes | None) -> tuple[tuple[str, str], ...]:
+def vaults(config: bytes | None, workspace: bytes | None = None) -> tuple[tuple[str, str], ...]:
     """The vaults `dendron.yml` lists (`workspace.vaults`, or the older top-level `vaults`): (name, the folder
     its notes are in), in the file's order. A vault's name is its `name`, else its folder's last part; a
-    self-contained vault (`selfContained: true`) keeps its notes in its `notes/` folder. Empty when the file
-    lists none or cannot be read: the workspace folder is then the one vault."""
-    if config is None or len(config) > 1 << 20:
-        return ()
-    import yaml
-
-    try:
-        data = yaml.safe_load(config.decode("utf-8", "replace"))
-    except (yaml.YAMLError, RecursionError, ValueError):
-        return ()
-    if not isinstance(data, dict):
-        return ()
-    workspace = data.get("workspace")
-    listed = workspace.get("vaults") if isinstance(workspace, dict) else None
-    if not isinstance(listed, list):
-        listed = data.get("vaults")
+    self-contained vault (`selfContained: true`) keeps its notes in its `notes/` folder. When the file lists
+    none, is missing or cannot be read, Dendron takes the first of the folders `dendron.code-workspace`
+    (`workspace`) opens as the one vault (and writes it to `dendron.yml`); without that, the workspace folder is
+    the one vault (empty)."""
+    listed = _listed(config) or _first_folder(workspace)
     out: dict[str, str] = {}
-    for vault in listed if isinstance(listed, list) else ():
+    for vault in listed:
         fs_path = vault.get("fsPath") if isinstance(vault, dict) else None
-        if not isinstance(fs_path, str):
+        if not isinstance(vault, dict) or not isinstance(fs_path, str):
             continue
         folder = posixpath.normpath(fs_path.replace("\\", "/").strip("/") or ".")
         if folder == ".." or folder.startswith("../"):
@@ -80,6 +70,76 @@ def vaults(config: bytes | None) -> tuple[tuple[str, str], ...]:
             folder = posixpath.join(folder, "notes")
         out.setdefault(nfc(name), nfc(folder))
     return tuple(out.items())
+
+
+def _listed(config: bytes | None) -> list[object]:
+    """The vault entries `dendron.yml` lists; empty when it lists none or cannot be read."""
+    if config is None or len(config) > 1 << 20:
+        return []
+    import yaml
+
+    try:
+        data = yaml.safe_load(config.decode("utf-8", "replace"))
+    except (yaml.YAMLError, RecursionError, ValueError):
+        return []
+    if not isinstance(data, dict):
+        return []
+    workspace = data.get("workspace")
+    listed = workspace.get("vaults") if isinstance(workspace, dict) else None
+    if not isinstance(listed, list):
+        listed = data.get("vaults")
+    return listed if isinstance(listed, list) else []
+
+
+def _first_folder(workspace: bytes | None) -> list[object]:
+    """The first folder `dendron.code-workspace` opens (`folders[0].path`, from the file's folder), as the vault
+    Dendron makes of it; empty without one, or when it is an absolute path (no folder of this tree)."""
+    data = _json_with_comments(workspace) if workspace is not None and len(workspace) <= 1 << 20 else None
+    folders = data.get("folders") if isinstance(data, dict) else None
+    first = folders[0] if isinstance(folders, list) and folders else None
+    path = first.get("path") if isinstance(first, dict) else None
+    if not isinstance(path, str) or path.startswith(("/", "\\", "~")) or _DRIVE.match(path):
+        return []
+    return [{"fsPath": path}]
+
+
+def _json_with_comments(data: bytes) -> object:
+    """A `.code-workspace` file as VS Code reads it: JSON with `//` and `/* */` comments and trailing commas. None
+    when it is not that. One pass over the text: its size bounds the time, whatever it holds."""
+    text = data.decode("utf-8-sig", "replace")
+    out: list[str] = []
+    at, end = 0, len(text)
+    while at < end:
+        c = text[at]
+        if c == '"':
+            close = at + 1
+            while close < end and text[close] != '"':
+                close += 2 if text[close] == "\\" else 1
+            out.append(text[at:close + 1])
+            at = close + 1
+            continue
+        if text.startswith("//", at):
+            close = text.find("\n", at)
+            at = end if close < 0 else close
+            continue
+        if text.startswith("/*", at):
+            close = text.find("*/", at + 2)
+            at = end if close < 0 else close + 2
+            continue
+        if c in "]}":
+            back = len(out) - 1
+            while back >= 0 and out[back].isspace():
+                back -= 1
+            if back >= 0 and out[back] == ",":
+                del out[back]  # a trailing comma
+        out.append(c)
+        at += 1
+    import json
+
+    try:
+        return json.loads("".join(out))
+    except (ValueError, RecursionError):
+        return None
 
 
 class Resolver(obsidian.Resolver):
