@@ -84,8 +84,9 @@ class Rules(msgspec.Struct, frozen=True):
     # named with a leading `.` (false there): a Markdown file elsewhere is a file a link names by its path. A
     # `tropo.toml` workspace's notes are the contract's: any folder.
     nested_notes: bool = True
-    # Dendron's vaults (`dendron.yml`): (name, the folder its notes are in), in the file's order; empty: the
-    # workspace folder is the one vault. Read from the tree, never from `.vivary/graph.toml`.
+    # Dendron's vaults (`dendron.yml`, else `dendron.code-workspace`'s first folder): (name, the folder its notes
+    # are in), in the file's order; empty: the workspace folder is the one vault. Read from the tree, never from
+    # `.vivary/graph.toml`.
     vaults: tuple[tuple[str, str], ...] = ()
 
 
