@@ -110,10 +110,10 @@ def test_only_the_md_files_directly_in_a_vault_s_folder_are_notes(repo: Repo, cl
     """Dendron reads as notes the `*.md` files directly in a vault's folder, none named with a leading `.`: a
     Markdown file in a subfolder, outside every vault, or named `.x.md` is a file a link names by its path, with
     no node, no edges and no findings of its own; `include` in graph.toml (and the memory folder) read a folder as
-    notes anyway."""
+    notes anyway; `[[.hidden.md]]` is that file by its name."""
     files: dict[str, str | bytes] = {
         "dendron.yml": "version: 5\nworkspace:\n  vaults:\n    - fsPath: vault\n",
-        "vault/root.md": "[[docs/guide.md]]\n[[guide]]\n[[.hidden]]\n[[proj]]\n",
+        "vault/root.md": "[[docs/guide.md]]\n[[guide]]\n[[.hidden]]\n[[proj]]\n[[.hidden.md]]\n",
         "vault/proj.md": "x\n", "vault/.hidden.md": "[[gone.one]]\n",
         "vault/docs/guide.md": "[[gone.two]]\n", "README.md": "[[gone.three]]\n",
         "memories/m.md": "# A memory\n[[gone.four]]\n", "kept/k.md": "[[gone.five]]\n",

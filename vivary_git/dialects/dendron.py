@@ -221,9 +221,10 @@ class Resolver(obsidian.Resolver):
         return None
 
     def _is_note(self, path: str) -> bool:
-        """A note of a vault (`a.b.md` in a vault's folder): named by its name (`[[a.b]]`), never by its file name
-        (`[[a.b.md]]` names the note `a.b.md`, docs/vaults.md)."""
-        return path.endswith(".md") and any(posixpath.dirname(path) == f for _, f in self.vaults)
+        """A note of a vault (`a.b.md` in a vault's folder, not named with a leading `.`): named by its name
+        (`[[a.b]]`), never by its file name (`[[a.b.md]]` names the note `a.b.md`, docs/vaults.md)."""
+        folder, _, name = path.rpartition("/")
+        return name.endswith(".md") and not name.startswith(".") and any(folder == f for _, f in self.vaults)
 
     @staticmethod
     def _path(name: str) -> str:
