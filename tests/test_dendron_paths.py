@@ -228,3 +228,15 @@ def test_a_code_workspace_dendron_cannot_read_opens_no_vault(repo: Repo, cli: An
                             "vault/proj.md": "x\n"})
     assert got == []
     assert edges(repo, cli) == {("root", "proj", False)}
+
+
+def test_check_verbose_says_which_files_are_notes(repo: Repo, cli: Any) -> None:
+    """A Markdown file that is no note leaves the graph silently otherwise: `--verbose` names the vaults' folders
+    and counts the Markdown files that are only files."""
+    repo.commit(files={"dendron.yml": "version: 5\nworkspace:\n  vaults:\n    - fsPath: vault\n    - fsPath: b\n",
+                       "vault/a.md": "x\n", "vault/docs/g.md": "x\n", "README.md": "x\n", "b/c.markdown": "x\n",
+                       "memories/m.md": "x\n"})
+    r = cli("check", "--rev", "HEAD", "--verbose", cwd=repo.path)
+    assert r.err.splitlines()[:2] == [
+        "vivary: dialect dendron: dendron.yml found",
+        "vivary: notes are the .md files directly in vault/, b/; 3 other Markdown file(s) are files, not notes"], r.err

@@ -614,7 +614,7 @@ def left_out_because(config: Config, path: str) -> str | None:
     editor = config.links.dialect.capitalize()
     if not config.links.markdown_files and path[-9:].lower() == ".markdown":
         return f"this vault is read as {editor} reads it, where a .markdown file is not a note"
-    if not config.links.nested_notes and _outside_vaults(config)(folder):
+    if not config.links.nested_notes and outside_vaults(config)(folder):
         where = ", ".join(f"{f}/" if f else "the workspace folder" for _, f in config.links.vaults) \
             or "the workspace folder"
         return (f"this vault is read as {editor} reads it, where only the .md files directly in a vault's folder "
@@ -692,12 +692,12 @@ def leaves_out(config: Config) -> Callable[[str], bool] | None:
     (zero-config), `.vivary/graph.toml`'s `exclude` globs (gitignore-style, e.g. `Templates/**`,
     `drafts/*.md`), host guidance files (`is_guidance`) unless it has `include_guidance = true`, `.markdown`
     files where the dialect reads only `.md` (Obsidian, Dendron), and in Dendron every Markdown file not directly
-    in a vault's folder (`_outside_vaults`). None when there are none.
+    in a vault's folder (`outside_vaults`). None when there are none.
     Folders, globs and paths are compared in NFC, as names are (docs/vaults.md): a folder macOS wrote decomposed
     (`e` and a combining grave) is the `Modèles` a configuration names composed, and the reverse."""
     guidance = not config.include_guidance
     markdown = not config.links.markdown_files  # Obsidian: a `.markdown` file is a file, not a note
-    outside = None if config.links.nested_notes else _outside_vaults(config)
+    outside = None if config.links.nested_notes else outside_vaults(config)
     nfc = dialects.nfc
     folders = tuple(nfc(f.strip("/")) + "/" for f in config.templates if f.strip("/"))
     spec = None
@@ -720,10 +720,10 @@ def leaves_out(config: Config) -> Callable[[str], bool] | None:
     return left_out
 
 
-def _outside_vaults(config: Config) -> Callable[[str], bool]:
-    """Dendron reads as notes the `*.md` files directly in each vault's folder (`dendron.yml`'s vaults, else the
-    workspace folder), none named with a leading `.`: whether the Markdown file at `path` (NFC) is not one of
-    those, nor in a folder `include` names (the memory folder is one)."""
+def outside_vaults(config: Config) -> Callable[[str], bool]:
+    """Dendron (`nested_notes` false) reads as notes the `*.md` files directly in each vault's folder
+    (`dendron.yml`'s vaults, else the workspace folder), none named with a leading `.`: whether the Markdown file
+    at `path` (NFC) is not one of those, nor in a folder `include` names (the memory folder is one)."""
     nfc = dialects.nfc
     folders = frozenset(f for _, f in config.links.vaults) or frozenset(("",))
     named = frozenset(nfc(p.strip("/")) for p in config.include if p.strip("/"))
