@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from conftest import Repo
 
 FIVE = "version: 5\n"
@@ -97,3 +98,145 @@ def test_a_file_link_is_a_path_from_the_vaults_assets_the_note_s_vault_or_the_wo
     }
     got = check(repo, cli, files)
     assert [(line, code) for _, line, code, _ in got] == [(4, "W221"), (5, "W221")], got
+
+
+def nodes(repo: Repo, cli: Any) -> list[str]:
+    r = cli("graph", "--json", "--rev", "HEAD", cwd=repo.path)
+    assert r.code == 0, r.err
+    return [n["path"] for n in r.json()["nodes"]]
+
+
+def test_only_the_md_files_directly_in_a_vault_s_folder_are_notes(repo: Repo, cli: Any) -> None:
+    """Dendron reads as notes the `*.md` files directly in a vault's folder, none named with a leading `.`: a
+    Markdown file in a subfolder, outside every vault, or named `.x.md` is a file a link names by its path, with
+    no node, no edges and no findings of its own; `include` in graph.toml (and the memory folder) read a folder as
+    notes anyway; `[[.hidden.md]]` is that file by its name."""
+    files: dict[str, str | bytes] = {
+        "dendron.yml": "version: 5\nworkspace:\n  vaults:\n    - fsPath: vault\n",
+        "vault/root.md": "[[docs/guide.md]]\n[[guide]]\n[[.hidden]]\n[[proj]]\n[[.hidden.md]]\n",
+        "vault/proj.md": "x\n", "vault/.hidden.md": "[[gone.one]]\n",
+        "vault/docs/guide.md": "[[gone.two]]\n", "README.md": "[[gone.three]]\n",
+        "memories/m.md": "# A memory\n[[gone.four]]\n", "kept/k.md": "[[gone.five]]\n",
+    }
+    got = check(repo, cli, files)
+    assert [(p, line, code) for p, line, code, _ in got] == [
+        ("memories/m.md", 2, "W221"), ("vault/root.md", 2, "W221"), ("vault/root.md", 3, "W221")], got
+    assert nodes(repo, cli) == ["memories/m.md", "vault/proj.md", "vault/root.md"]
+    assert edges(repo, cli) == {("vault/root", "vault/proj", False), ("vault/root", "guide", True),
+                                ("vault/root", ".hidden", True), ("memories/m", "gone.four", True)}
+    files[".vivary/graph.toml"] = 'include = ["kept"]\n'
+    assert [(p, code) for p, _, code, _ in check(repo, cli, files)][:2] == [("kept/k.md", "W221"),
+                                                                          ("memories/m.md", "W221")]
+    assert "kept/k.md" in nodes(repo, cli)
+
+
+def test_a_markdown_file_is_no_note_in_dendron(repo: Repo, cli: Any) -> None:
+    """Dendron reads only `*.md` as notes: `old.style.markdown` is a file, named by its whole file name, and the
+    note `old.style` that `[[old.style]]` names is missing."""
+    got = check(repo, cli, {"dendron.yml": FIVE, "old.style.markdown": "[[gone]]\n",
+                            "root.md": "[[old.style]]\n[[old.style.markdown]]\n"})
+    assert [(p, line, code) for p, line, code, _ in got] == [("root.md", 1, "W221")], got
+    assert nodes(repo, cli) == ["root.md"]
+
+
+def test_a_tropo_workspace_read_with_dendron_links_keeps_its_notes(repo: Repo, cli: Any) -> None:
+    """A `tropo.toml` workspace's notes are the contract's, in any folder and `.markdown` too, whichever dialect
+    reads its links."""
+    repo.commit(files={"tropo.toml": "version = 1\n", ".vivary/graph.toml": 'dialect = "dendron"\n',
+                       "a.md": "x\n", "decisions/b.md": "x\n", "c.markdown": "x\n"})
+    assert sorted(nodes(repo, cli)) == ["a.md", "c.markdown", "decisions/b.md"]
+
+
+def test_a_memory_is_a_note_outside_the_vault_s_folder(repo: Repo, cli: Any) -> None:
+    """The memory folder is read wherever it is: `remember` in a Dendron workspace writes a note the graph holds,
+    and a move to a `.markdown` name, which Dendron reads as a file, is refused naming the `.md` name."""
+    repo.commit(files={"dendron.yml": "version: 5\nworkspace:\n  vaults:\n    - fsPath: vault\n",
+                       "vault/root.md": "# Root\n"})
+    r = cli("remember", "The coffee machine is descaled on Fridays.", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    made = r.json()["id"]
+    assert made.startswith("memories/") and made in {n["id"] for n in cli("graph", "--json", cwd=repo.path).json()
+                                                     ["nodes"]}
+    r = cli("move", made, "ops/f.markdown", cwd=repo.path)
+    assert r.code == 2 and "read as Dendron reads it, and Dendron reads only .md files as notes" in r.err, r.err
+
+
+def test_a_file_link_is_spelt_as_the_file_system_spells_it(repo: Repo, cli: Any) -> None:
+    """Dendron opens a file link's path on the file system: in a checkout on Linux (CI), `[[assets/Data.CSV]]`
+    does not open `assets/data.csv`. Note names stay case-insensitive (`[[Proj]]` is `proj.md`)."""
+    got = check(repo, cli, {"dendron.yml": FIVE, "assets/data.csv": "a,b\n", "src/Index.js": "x\n", "proj.md": "x\n",
+                            "root.md": "[[assets/Data.CSV]]\n[[assets/data.csv]]\n[[src/index.js]]\n"
+                                       "[[src/Index.js]]\n[[Proj]]\n"})
+    assert [(line, code) for _, line, code, _ in got] == [(1, "W223"), (3, "W221")], got
+    assert got[0][3] == "wikilink [[assets/Data.CSV]] matches no file (looked for 'assets/Data.CSV' from root.md)"
+
+
+def test_an_absolute_path_the_tree_does_not_have_is_a_file_on_the_writer_s_machine(repo: Repo, cli: Any) -> None:
+    """Dendron opens an absolute path on the file system before reading it from the workspace: `[[/home/me/f.txt]]`
+    names a file outside the repository (not checked, as `[[/src/gone.txt]]` is: the writer's machine may have
+    `/src`), unless the tree has `home/me/f.txt`. `/assets/…` is `assets/…`, and a name at the file system's top
+    (`[[/gone.txt]]`) is read from the workspace: both checked."""
+    got = check(repo, cli, {
+        "dendron.yml": FIVE, "src/index.js": "x\n",
+        "root.md": "[[/home/me/f.txt]]\n[[C:\\Users\\me\\f.txt]]\n[[C:/Users/me/f.txt]]\n[[/src/index.js]]\n"
+                   "[[/assets/gone.png]]\n[[/gone.txt]]\n[[/src/gone.txt]]\n",
+    })
+    assert [(line, code) for _, line, code, _ in got] == [(5, "W223"), (6, "W223")], got
+    assert edges(repo, cli) == set()
+
+
+CODE_WORKSPACE = """{
+    // Dendron's workspace file: VS Code's JSON, with comments and trailing commas
+    "folders": [
+        {"path": "vault", "name": "Notes", /* shown in VS Code */},
+        {"path": "other"},
+    ],
+    "settings": {"dendron.rootDir": "."},
+}
+"""
+
+
+def test_a_code_workspace_without_vaults_in_dendron_yml_opens_its_first_folder_as_the_vault(repo: Repo,
+                                                                                          cli: Any) -> None:
+    """Dendron takes the first folder `dendron.code-workspace` opens as the vault when `dendron.yml` lists none (or
+    is missing): its notes are that folder's, and `[[proj]]` is `vault/proj.md`. Vaults `dendron.yml` lists win."""
+    files: dict[str, str | bytes] = {"dendron.code-workspace": CODE_WORKSPACE, "README.md": "[[gone]]\n",
+                                     "vault/root.md": "[[proj]]\n[[other]]\n", "vault/proj.md": "x\n",
+                                     "other/other.md": "x\n"}
+    assert [(p, line, code) for p, line, code, _ in check(repo, cli, files)] == [("vault/root.md", 2, "W221")]
+    assert nodes(repo, cli) == ["vault/proj.md", "vault/root.md"]
+    assert edges(repo, cli) == {("vault/root", "vault/proj", False), ("vault/root", "other", True)}
+    r = cli("check", "--rev", "HEAD", "--verbose", "--lenient", cwd=repo.path)
+    assert r.err.startswith("vivary: dialect dendron: dendron.code-workspace found\n"), r.err
+    files["dendron.yml"] = FIVE
+    assert len(check(repo, cli, files)) == 1
+    assert nodes(repo, cli) == ["vault/proj.md", "vault/root.md"]
+    files["dendron.yml"] = "version: 5\nworkspace:\n  vaults:\n    - fsPath: other\n"
+    check(repo, cli, files)
+    assert nodes(repo, cli) == ["other/other.md"]
+
+
+@pytest.mark.parametrize("text", [
+    "[" * 100_000, '{"folders": [{"path": "vault"}', '{"folders": "vault"}', '{"folders": [{"path": "/abs"}]}',
+    '{"folders": [{"path": "../up"}]}', '{"folders": [{"path": "C:\\\\notes"}]}', "/* open", '"\\"' * 50_000,
+])
+def test_a_code_workspace_dendron_cannot_read_opens_no_vault(repo: Repo, cli: Any, text: str) -> None:
+    """A committed `dendron.code-workspace` is a stranger's input: one that is not VS Code's JSON, nests past any
+    parser's depth, or names a folder outside this tree leaves the workspace folder the vault, without a
+    traceback."""
+    got = check(repo, cli, {"dendron.code-workspace": text, "root.md": "[[proj]]\n", "proj.md": "x\n",
+                            "vault/proj.md": "x\n"})
+    assert got == []
+    assert edges(repo, cli) == {("root", "proj", False)}
+
+
+def test_check_verbose_says_which_files_are_notes(repo: Repo, cli: Any) -> None:
+    """A Markdown file that is no note leaves the graph silently otherwise: `--verbose` names the vaults' folders
+    and counts the Markdown files that are only files."""
+    repo.commit(files={"dendron.yml": "version: 5\nworkspace:\n  vaults:\n    - fsPath: vault\n    - fsPath: b\n",
+                       "vault/a.md": "x\n", "vault/docs/g.md": "x\n", "README.md": "x\n", "b/c.markdown": "x\n",
+                       "memories/m.md": "x\n"})
+    r = cli("check", "--rev", "HEAD", "--verbose", cwd=repo.path)
+    assert r.err.splitlines()[:2] == [
+        "vivary: dialect dendron: dendron.yml found",
+        "vivary: notes are the .md files directly in vault/, b/; 3 other Markdown file(s) are files, not notes"], r.err

@@ -237,3 +237,37 @@ def test_a_home_vault_a_link_made_is_patched_until_that_link_is_edited(repo: Rep
     assert fast == full
     assert "dendron://site/gone" not in fast
     assert not patched
+
+
+def dendron_file_links(rng: random.Random) -> str:
+    """Notes' links to files: by path, spelt in another case, absolute, and to Markdown files that are no notes."""
+    links = ["a", "sub/s.md", "old.markdown", "assets/data.csv", "assets/Data.CSV", "/home/me/f.txt", "/assets/x.png",
+             "notes/sub/s.md", "s", "old"]
+    return "# T\n" + "".join(f"[[{rng.choice(links)}]]\n" for _ in range(rng.randint(0, 3)))
+
+
+def test_a_dendron_workspace_s_files_outside_its_vault_are_patched_as_a_full_build_reads_them(
+        repo: Repo, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Markdown files that are no notes to Dendron (in a subfolder, beside `dendron.yml`, `.markdown`), edited,
+    added and removed beside file links spelt in another case or from `/`: each staged check equals a full build."""
+    rng = random.Random(5)
+    texts = ["notes/a.md", "notes/b.md", "notes/sub/s.md", "README.md", "notes/old.markdown"]
+    repo.commit(files={"dendron.yml": DENDRON_VAULTS, "notes/assets/data.csv": "a\n",
+                       **{n: dendron_file_links(rng) for n in texts}})
+    monkeypatch.setenv("VIVARY_STATS", "1")
+    cli("check", "--staged", cwd=repo.path)
+    patched = 0
+    for step in range(16):
+        repo.write({rng.choice(texts): dendron_file_links(rng) for _ in range(rng.randint(1, 2))})
+        extra = rng.choice(["home/me/f.txt", "notes/assets/x.png", "notes/sub/t.md"])
+        if (repo.path / extra).exists():
+            (repo.path / extra).unlink()
+        elif rng.random() < 0.5:
+            repo.write({extra: "x\n"})
+        repo.git("add", "-A")
+        fast, full, was = staged(repo, cli)
+        assert fast == full, step
+        assert cli("graph", "--staged", "--json", cwd=repo.path).out == \
+            cli("graph", "--staged", "--json", "--no-cache", cwd=repo.path).out, step
+        patched += was
+    assert patched >= 4, patched  # edits to files that are no notes are patched, not built again

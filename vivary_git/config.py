@@ -24,7 +24,7 @@ BUILTIN_EXCLUDES = (".git", ".tropo", ".claude", "node_modules", ".obsidian")
 CONFIG_FILE = "tropo.toml"
 GRAPH_FILE = ".vivary/graph.toml"
 MEMORY_FILE = ".vivary/memory.toml"
-FORMAT_VERSION = 20  # bump when a parse or graph rule changes, so caches keyed by it are left behind
+FORMAT_VERSION = 21  # bump when a parse or graph rule changes, so caches keyed by it are left behind
 
 
 class FieldSpec(msgspec.Struct, frozen=True):
@@ -144,8 +144,9 @@ class Config(msgspec.Struct, frozen=True):
     links: dialects.Rules = dialects.Rules()  # the vault dialect's link and id rules (docs/vaults.md)
     graph_exclude: tuple[str, ...] = ()  # `.vivary/graph.toml` exclude globs (gitignore-style)
     templates: tuple[str, ...] = ()  # the editor's template folders, left out of the graph
-    # Paths with a `.`-named folder or file that are read though the dialect leaves such names out
-    # (`.vivary/graph.toml` `include`, and the memory folder).
+    # Paths with a `.`-named folder or file that are read though the dialect leaves such names out, and folders
+    # whose Markdown files are notes outside a Dendron vault's folder (`.vivary/graph.toml` `include`, and the
+    # memory folder).
     include: tuple[str, ...] = ()
     # Host guidance files (AGENTS.md, CLAUDE.md, ...: `GUIDANCE`) as notes; left out by default (graph.toml
     # `include_guidance`).
@@ -436,6 +437,8 @@ def _link_rules(graph: Mapping[str, Any], wl: Mapping[str, Any], tropo: bool,
         changes["vaults"] = detected.vaults
     if tropo and not rules.markdown_files:
         changes["markdown_files"] = True  # a tropo.toml workspace's notes are the contract's, `.markdown` too
+    if tropo and not rules.nested_notes:
+        changes["nested_notes"] = True  # and in any folder
     return msgspec.structs.replace(rules, **changes) if changes else rules
 
 
@@ -465,8 +468,10 @@ def build_config(tropo: dict[str, Any] | None, graph: dict[str, Any] | None, nam
                                 "a glob from the vault root, such as \"Templates/**\""),
         "include_guidance": _bool(graph.get("include_guidance"), at(GRAPH_FILE, "include_guidance"), False),
         "templates": templates,
-        # The memory folder is read wherever it is: memories written to `.memories/` must stay notes.
-        "include": (*include, memory_folder) if any(p.startswith(".") for p in memory_folder.split("/")) else include,
+        # The memory folder is read wherever it is: memories written to `.memories/`, or outside a Dendron vault's
+        # folder, must stay notes.
+        "include": (*include, memory_folder)
+        if not rules.nested_notes or any(p.startswith(".") for p in memory_folder.split("/")) else include,
     }
     if tropo is None:
         return _with_memory_type(Config(source="zero-config", **common), memory_folder)
@@ -606,8 +611,15 @@ def left_out_because(config: Config, path: str) -> str | None:
     if not config.include_guidance and is_guidance(path):
         return (f"{name} is an agent host's guidance file, which is not read as a note unless {GRAPH_FILE} "
                 "has `include_guidance = true`")
+    editor = config.links.dialect.capitalize()
     if not config.links.markdown_files and path[-9:].lower() == ".markdown":
-        return "this vault is read as Obsidian reads it, where a .markdown file is not a note"
+        return f"this vault is read as {editor} reads it, where a .markdown file is not a note"
+    if not config.links.nested_notes and outside_vaults(config)(folder):
+        where = ", ".join(f"{f}/" if f else "the workspace folder" for _, f in config.links.vaults) \
+            or "the workspace folder"
+        return (f"this vault is read as {editor} reads it, where only the .md files directly in a vault's folder "
+                f"({where}), not named with a leading `.`, are notes; `include` in {GRAPH_FILE} names folders "
+                "read as notes anyway")
     hit = _matching_glob(config.graph_exclude, folder)
     return f"`exclude` in {GRAPH_FILE} has {hit!r}" if hit else f"`exclude` in {GRAPH_FILE} leaves it out"
 
@@ -678,12 +690,14 @@ def is_guidance(path: str) -> bool:
 def leaves_out(config: Config) -> Callable[[str], bool] | None:
     """Notes left out of the graph though they stay files a link may name: the editor's template folders
     (zero-config), `.vivary/graph.toml`'s `exclude` globs (gitignore-style, e.g. `Templates/**`,
-    `drafts/*.md`), host guidance files (`is_guidance`) unless it has `include_guidance = true`, and `.markdown`
-    files where the dialect reads only `.md` (Obsidian). None when there are none.
+    `drafts/*.md`), host guidance files (`is_guidance`) unless it has `include_guidance = true`, `.markdown`
+    files where the dialect reads only `.md` (Obsidian, Dendron), and in Dendron every Markdown file not directly
+    in a vault's folder (`outside_vaults`). None when there are none.
     Folders, globs and paths are compared in NFC, as names are (docs/vaults.md): a folder macOS wrote decomposed
     (`e` and a combining grave) is the `Modèles` a configuration names composed, and the reverse."""
     guidance = not config.include_guidance
     markdown = not config.links.markdown_files  # Obsidian: a `.markdown` file is a file, not a note
+    outside = None if config.links.nested_notes else outside_vaults(config)
     nfc = dialects.nfc
     folders = tuple(nfc(f.strip("/")) + "/" for f in config.templates if f.strip("/"))
     spec = None
@@ -694,13 +708,31 @@ def leaves_out(config: Config) -> Callable[[str], bool] | None:
             spec = pathspec.GitIgnoreSpec.from_lines([nfc(g) for g in config.graph_exclude])
         except (ValueError, TypeError) as err:
             raise ConfigError(f"{GRAPH_FILE}: exclude: {err}") from None
-    if not folders and spec is None and not guidance and not markdown:
+    if not folders and spec is None and not guidance and not markdown and outside is None:
         return None
 
     def left_out(path: str) -> bool:
         path = nfc(path)
         return (path.startswith(folders) or (guidance and is_guidance(path))
-                or (markdown and path[-9:].lower() == ".markdown")
+                or (markdown and path[-9:].lower() == ".markdown") or (outside is not None and outside(path))
                 or (spec is not None and spec.match_file(path)))
 
     return left_out
+
+
+def outside_vaults(config: Config) -> Callable[[str], bool]:
+    """Dendron (`nested_notes` false) reads as notes the `*.md` files directly in each vault's folder
+    (`dendron.yml`'s vaults, else the workspace folder), none named with a leading `.`: whether the Markdown file
+    at `path` (NFC) is not one of those, nor in a folder `include` names (the memory folder is one)."""
+    nfc = dialects.nfc
+    folders = frozenset(f for _, f in config.links.vaults) or frozenset(("",))
+    named = frozenset(nfc(p.strip("/")) for p in config.include if p.strip("/"))
+    included = tuple(p + "/" for p in named)
+
+    def outside(path: str) -> bool:
+        folder, _, name = path.rpartition("/")
+        if folder in folders and name.endswith(".md") and not name.startswith("."):
+            return False
+        return path not in named and not path.startswith(included)
+
+    return outside

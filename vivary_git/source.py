@@ -228,7 +228,8 @@ def load_config(read_file: Callable[[str], bytes | None],
             name, reason = dialects.detect(probe)
             named = (graph or {}).get("dialect")
             dialect = named if isinstance(named, str) else name
-            vaults = dendron.vaults(probe.read("dendron.yml")) if dialect == "dendron" else ()
+            vaults = dendron.vaults(probe.read("dendron.yml"), probe.read("dendron.code-workspace")) \
+                if dialect == "dendron" else ()
             detected = Detected(name, reason, dialects.template_folders(probe, dialect), vaults)
         with _lines_of(read_file):
             return build_config(None, graph, detected=detected, memory_folder=folder), None

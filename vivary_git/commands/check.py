@@ -9,12 +9,14 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from vivary_git import dialects
 from vivary_git.commands._common import add_json_arg, add_source_args, emit_json, gate_from_env, open_ws
 from vivary_git.errors import EXIT_FINDINGS, EXIT_OK, UsageError
 from vivary_git.escape import text as shown
 
 if TYPE_CHECKING:
     from vivary_git.baseline import NewReport
+    from vivary_git.workspace import Workspace
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -36,7 +38,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("-q", "--quiet", action="store_true",
                    help="hide W-coded findings in text output (counts and exit code are unchanged)")
     p.add_argument("-v", "--verbose", action="store_true",
-                   help="also say (on stderr) which vault dialect links are read in, and why (docs/vaults.md)")
+                   help="also say (on stderr) which vault dialect links are read in, and why, and in Dendron "
+                   "which files are notes (docs/vaults.md)")
     p.add_argument("--new-since", metavar="REV",
                    help="report only findings REV did not have (matched by code, path and target, not by line; "
                    "a renamed note keeps its findings); exit 1 only for a new error. The pre-commit hook "
@@ -49,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
     if args.verbose:
         rules = ws.config.links
         sys.stderr.write(f"vivary: dialect {shown(rules.dialect)}: {shown(rules.reason)}\n")
+        if not rules.nested_notes:
+            sys.stderr.write(_vault_notes(ws))
     report = ws.check(strict=args.strict)
     new: NewReport | None = None
     if args.new_since is not None:
@@ -97,3 +102,15 @@ def no_notes_message(root: Path, nested: list[str]) -> str:
     else:
         said += "; run it in your notes folder, or `-C PATH`"
     return said
+
+
+def _vault_notes(ws: Workspace) -> str:
+    """Where a Dendron workspace's notes are, and how many Markdown files are only files (docs/vaults.md#dendron)."""
+    from vivary_git.config import outside_vaults
+    from vivary_git.source import is_note
+
+    folders = ", ".join(f"{shown(f)}/" if f else "the workspace folder" for _, f in ws.config.links.vaults)
+    outside = outside_vaults(ws.config)
+    files = sum(1 for p in ws.source.others if is_note(p) and outside(dialects.nfc(p)))
+    return (f"vivary: notes are the .md files directly in {folders or 'the workspace folder'}; {files} other "
+            "Markdown file(s) are files, not notes\n")

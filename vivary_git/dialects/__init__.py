@@ -80,15 +80,20 @@ class Rules(msgspec.Struct, frozen=True):
     # `.markdown` files are notes beside `.md` ones. Obsidian reads only `.md` (false there): a `.markdown` file is
     # a file a link names with its extension. A `tropo.toml` workspace's notes are the contract's: both.
     markdown_files: bool = True
-    # Dendron's vaults (`dendron.yml`): (name, the folder its notes are in), in the file's order; empty: the
-    # workspace folder is the one vault. Read from the tree, never from `.vivary/graph.toml`.
+    # `.md` files in any folder are notes. Dendron's notes are the `.md` files directly in a vault's folder, not
+    # named with a leading `.` (false there): a Markdown file elsewhere is a file a link names by its path. A
+    # `tropo.toml` workspace's notes are the contract's: any folder.
+    nested_notes: bool = True
+    # Dendron's vaults (`dendron.yml`, else `dendron.code-workspace`'s first folder): (name, the folder its notes
+    # are in), in the file's order; empty: the workspace folder is the one vault. Read from the tree, never from
+    # `.vivary/graph.toml`.
     vaults: tuple[tuple[str, str], ...] = ()
 
 
 def defaults(dialect: str, reason: str = "") -> Rules:
     """Each dialect's own rules (docs/vaults.md)."""
     if dialect == "dendron":
-        return Rules("dendron", reason, alias="last", properties=False)
+        return Rules("dendron", reason, alias="last", properties=False, markdown_files=False, nested_notes=False)
     if dialect == "foam":
         return Rules("foam", reason, properties=False)
     if dialect == "logseq":
@@ -252,8 +257,10 @@ class Probe(Protocol):
 def detect(probe: Probe) -> tuple[str, str]:
     """(dialect, reason) of a vault without a `tropo.toml`, from its editor's configuration, else
     from the notes' own shape, else Obsidian (the most common vault)."""
-    if probe.read("dendron.yml") is not None or probe.read("dendron.code-workspace") is not None:
+    if probe.read("dendron.yml") is not None:
         return "dendron", "dendron.yml found"
+    if probe.read("dendron.code-workspace") is not None:
+        return "dendron", "dendron.code-workspace found"
     if probe.read("logseq/config.edn") is not None:
         return "logseq", "logseq/config.edn found"
     if probe.exists(".obsidian"):

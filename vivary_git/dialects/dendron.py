@@ -7,11 +7,12 @@ case-insensitively. In `[[shown|target]]` the target comes *last*. `#heading`, `
 outside the repository and is not checked. Markdown links are read as Obsidian reads
 them (relative to the note, then from the root).
 
-A name is looked for in a vault's folder only (`dendron.yml`'s vaults; the workspace folder without them),
-never anywhere in the tree; a name no note has is a file link, a path (`[[assets/plan.pdf]]`), never a file
-found by name elsewhere. A wikilink that reaches nothing names a note, whatever its last dotted part:
-`[[deck.key]]`, `[[proj.data.csv]]` and `![[deck.slides.pdf]]` are hierarchy names, and Dendron's Go to Note
-creates them; a missing path with a file format's extension is a missing file as in Obsidian.
+A name is looked for in a vault's folder only (`dendron.yml`'s vaults, else `dendron.code-workspace`'s first
+folder, else the workspace folder), never anywhere in the tree; a name no note has is a file link, a path
+(`[[assets/plan.pdf]]`), never a file found by name elsewhere. A wikilink that reaches nothing names a note,
+whatever its last dotted part: `[[deck.key]]`, `[[proj.data.csv]]` and `![[deck.slides.pdf]]` are hierarchy
+names, and Dendron's Go to Note creates them; a missing path with a file format's extension is a missing file as
+in Obsidian.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from vivary_git.dialects import Resolution, Rules, Target, fold, nfc, obsidian
 from vivary_git.models import Link
 
 _VAULT = re.compile(r"^dendron://([^/]*)/")
+_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
 
 
 def read(link: Link, rules: Rules, field: str) -> Target | None:
@@ -45,29 +47,18 @@ def read(link: Link, rules: Rules, field: str) -> Target | None:
     return Target(t.line, t.kind, t.field, t.written, name.strip(), anchor, vault)
 
 
-def vaults(config: bytes | None) -> tuple[tuple[str, str], ...]:
+def vaults(config: bytes | None, workspace: bytes | None = None) -> tuple[tuple[str, str], ...]:
     """The vaults `dendron.yml` lists (`workspace.vaults`, or the older top-level `vaults`): (name, the folder
     its notes are in), in the file's order. A vault's name is its `name`, else its folder's last part; a
-    self-contained vault (`selfContained: true`) keeps its notes in its `notes/` folder. Empty when the file
-    lists none or cannot be read: the workspace folder is then the one vault."""
-    if config is None or len(config) > 1 << 20:
-        return ()
-    import yaml
-
-    try:
-        data = yaml.safe_load(config.decode("utf-8", "replace"))
-    except (yaml.YAMLError, RecursionError, ValueError):
-        return ()
-    if not isinstance(data, dict):
-        return ()
-    workspace = data.get("workspace")
-    listed = workspace.get("vaults") if isinstance(workspace, dict) else None
-    if not isinstance(listed, list):
-        listed = data.get("vaults")
+    self-contained vault (`selfContained: true`) keeps its notes in its `notes/` folder. When the file lists
+    none, is missing or cannot be read, Dendron takes the first of the folders `dendron.code-workspace`
+    (`workspace`) opens as the one vault (and writes it to `dendron.yml`); without that, the workspace folder is
+    the one vault (empty)."""
+    listed = _listed(config) or _first_folder(workspace)
     out: dict[str, str] = {}
-    for vault in listed if isinstance(listed, list) else ():
+    for vault in listed:
         fs_path = vault.get("fsPath") if isinstance(vault, dict) else None
-        if not isinstance(fs_path, str):
+        if not isinstance(vault, dict) or not isinstance(fs_path, str):
             continue
         folder = posixpath.normpath(fs_path.replace("\\", "/").strip("/") or ".")
         if folder == ".." or folder.startswith("../"):
@@ -79,6 +70,76 @@ def vaults(config: bytes | None) -> tuple[tuple[str, str], ...]:
             folder = posixpath.join(folder, "notes")
         out.setdefault(nfc(name), nfc(folder))
     return tuple(out.items())
+
+
+def _listed(config: bytes | None) -> list[object]:
+    """The vault entries `dendron.yml` lists; empty when it lists none or cannot be read."""
+    if config is None or len(config) > 1 << 20:
+        return []
+    import yaml
+
+    try:
+        data = yaml.safe_load(config.decode("utf-8", "replace"))
+    except (yaml.YAMLError, RecursionError, ValueError):
+        return []
+    if not isinstance(data, dict):
+        return []
+    workspace = data.get("workspace")
+    listed = workspace.get("vaults") if isinstance(workspace, dict) else None
+    if not isinstance(listed, list):
+        listed = data.get("vaults")
+    return listed if isinstance(listed, list) else []
+
+
+def _first_folder(workspace: bytes | None) -> list[object]:
+    """The first folder `dendron.code-workspace` opens (`folders[0].path`, from the file's folder), as the vault
+    Dendron makes of it; empty without one, or when it is an absolute path (no folder of this tree)."""
+    data = _json_with_comments(workspace) if workspace is not None and len(workspace) <= 1 << 20 else None
+    folders = data.get("folders") if isinstance(data, dict) else None
+    first = folders[0] if isinstance(folders, list) and folders else None
+    path = first.get("path") if isinstance(first, dict) else None
+    if not isinstance(path, str) or path.startswith(("/", "\\", "~")) or _DRIVE.match(path):
+        return []
+    return [{"fsPath": path}]
+
+
+def _json_with_comments(data: bytes) -> object:
+    """A `.code-workspace` file as VS Code reads it: JSON with `//` and `/* */` comments and trailing commas. None
+    when it is not that. One pass over the text: its size bounds the time, whatever it holds."""
+    text = data.decode("utf-8-sig", "replace")
+    out: list[str] = []
+    at, end = 0, len(text)
+    while at < end:
+        c = text[at]
+        if c == '"':
+            close = at + 1
+            while close < end and text[close] != '"':
+                close += 2 if text[close] == "\\" else 1
+            out.append(text[at:close + 1])
+            at = close + 1
+            continue
+        if text.startswith("//", at):
+            close = text.find("\n", at)
+            at = end if close < 0 else close
+            continue
+        if text.startswith("/*", at):
+            close = text.find("*/", at + 2)
+            at = end if close < 0 else close + 2
+            continue
+        if c in "]}":
+            back = len(out) - 1
+            while back >= 0 and out[back].isspace():
+                back -= 1
+            if back >= 0 and out[back] == ",":
+                del out[back]  # a trailing comma
+        out.append(c)
+        at += 1
+    import json
+
+    try:
+        return json.loads("".join(out))
+    except (ValueError, RecursionError):
+        return None
 
 
 class Resolver(obsidian.Resolver):
@@ -97,6 +158,11 @@ class Resolver(obsidian.Resolver):
         # that reaches nothing is a broken link here (a listed vault without notes is cloned elsewhere).
         held = {posixpath.dirname(p) for p in notes}
         self.vaults_here = frozenset(name for name, folder in rules.vaults if folder in held)
+        # Every path as spelt (NFC): a file link is a path the file system opens, and the tree's, like Linux's, tells
+        # `Data.csv` from `data.csv`.
+        self._spelt: dict[str, str] = {}
+        for p in (*notes, *files):
+            self._spelt.setdefault(nfc(p), p)
 
     def resolve(self, target: Target, source: str) -> Resolution:
         if target.kind not in ("w", "e", "p") or not target.name:
@@ -109,7 +175,10 @@ class Resolver(obsidian.Resolver):
         path = self._path(name)
         if path.startswith("../") or path == "..":
             return Resolution(source, path)  # leaves the workspace folder: not ours to check
-        return Resolution(self._file(path, self._vault_of(source)), name)
+        hit = self._file(path, self._vault_of(source))
+        if hit is None and _on_the_machine(name, path):
+            return Resolution(source, path)  # a file on the writer's machine, outside the repository
+        return Resolution(hit, name)
 
     def candidates(self, target: Target) -> list[str]:
         if target.kind not in ("w", "e", "p") or not target.name:
@@ -123,8 +192,8 @@ class Resolver(obsidian.Resolver):
     def _notes(self, name: str, vault: str) -> list[str]:
         """The notes whose name is `name`: `name.md` in each vault's folder (only `vault`'s, when it names a
         vault `dendron.yml` lists), in the order the vaults are listed."""
-        if "/" in name or "\\" in name:
-            return []  # a Dendron name has no folders: a path is a file link
+        if "/" in name or "\\" in name or name.startswith("."):
+            return []  # a Dendron name has no folders (a path is a file link), and no note's starts with `.`
         folder = self._by_name.get(fold(vault, self.case)) if vault else None
         folders = (folder,) if folder is not None else tuple(f for _, f in self.vaults)
         found = []
@@ -136,7 +205,9 @@ class Resolver(obsidian.Resolver):
 
     def _file(self, path: str, home: str | None) -> str | None:
         """The file a file link's `path` names, as Dendron looks for it: `assets/…` in each vault's folder (the
-        last listed first), then from the linking note's vault, then from the workspace folder."""
+        last listed first), then from the linking note's vault, then from the workspace folder. Spelt as the tree
+        spells it: Dendron asks the file system, which on Linux (and in a checkout on CI) opens `data.csv` for
+        `[[assets/data.csv]]` only, never for `[[assets/Data.CSV]]`."""
         tries: list[str] = []
         if path.startswith("assets"):
             tries += [posixpath.join(f, path) for _, f in reversed(self.vaults)]
@@ -144,20 +215,21 @@ class Resolver(obsidian.Resolver):
             tries.append(posixpath.join(home, path))
         tries.append(path)
         for p in tries:
-            hit = self.index.file_paths.get(fold(p, self.case))
+            hit = self._spelt.get(nfc(p))
             if hit is not None and not self._is_note(hit):
                 return hit
         return None
 
     def _is_note(self, path: str) -> bool:
-        """A note of a vault (`a.b.md` in a vault's folder): named by its name (`[[a.b]]`), never by its file name
-        (`[[a.b.md]]` names the note `a.b.md`, docs/vaults.md)."""
-        return path.endswith(".md") and any(posixpath.dirname(path) == f for _, f in self.vaults)
+        """A note of a vault (`a.b.md` in a vault's folder, not named with a leading `.`): named by its name
+        (`[[a.b]]`), never by its file name (`[[a.b.md]]` names the note `a.b.md`, docs/vaults.md)."""
+        folder, _, name = path.rpartition("/")
+        return name.endswith(".md") and not name.startswith(".") and any(folder == f for _, f in self.vaults)
 
     @staticmethod
     def _path(name: str) -> str:
-        """A file link's path from its vault (a leading `/` is no absolute path here: Dendron reads `/assets` as
-        `assets`)."""
+        """A file link's path from its vault, a leading `/` dropped (Dendron reads `/assets` as `assets`, and any
+        absolute path the writer's machine does not have as one from the workspace)."""
         path = posixpath.normpath(name.replace("\\", "/").strip("/"))
         return "" if path == "." else path
 
@@ -179,3 +251,13 @@ class Resolver(obsidian.Resolver):
         if target.kind in ("w", "e", "p") and "/" not in target.name:
             return "W221"
         return super().missing_code(target)
+
+
+def _on_the_machine(name: str, path: str) -> bool:
+    """Whether a file link the tree does not have names a file outside the repository: an absolute path into a
+    folder (`/home/me/f.txt`, `C:\\Users\\me\\f.txt`), which Dendron opens on the writer's machine when it is there,
+    so no checkout can tell it broken. Not `/assets/…` (to Dendron `/assets` and `assets` are one place), nor a
+    name at the file system's top (`[[/proj]]`), which no machine has."""
+    if _DRIVE.match(name):
+        return True
+    return name.startswith(("/", "\\")) and "/" in path and not path.startswith("assets")

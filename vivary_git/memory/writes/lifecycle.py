@@ -245,7 +245,8 @@ def _destination(view: View, node: MemoryNode, to: str) -> str:
             raise UsageError(f"{to!r}: a memory is a Markdown note; its name ends in .md")
         text += ".md"
     elif text.lower().endswith(".markdown") and not view.ws.config.links.markdown_files:
-        raise UsageError(f"{to!r}: this vault is read as Obsidian reads it, and Obsidian reads only .md files as "
+        editor = view.ws.config.links.dialect.capitalize()
+        raise UsageError(f"{to!r}: this vault is read as {editor} reads it, and {editor} reads only .md files as "
                          f"notes: a memory at {text} would be a file, not a note; name it "
                          f"{text.rsplit('/', 1)[-1][:-9]}.md")
     parts = text.split("/")
