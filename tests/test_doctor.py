@@ -411,3 +411,18 @@ def test_a_rev_that_names_no_commit_is_said_to_name_what_it_does(repo: Repo, cli
             f"--rev {rev}: no such commit"
         assert r.code == 1, (rev, r.out)
         assert said == [want], rev
+
+
+def test_a_root_that_is_a_symbolic_link_in_the_commit_alone_is_refused_as_check_refuses_it(repo: Repo,
+                                                                                            cli: Any) -> None:
+    """Doctor decides `--root` as every command does: the folder on disk, then the commit it reports. A link the
+    commit holds where the working tree has the folder was a `workspace` problem whose fix was to fix a file."""
+    repo.commit("notes", {"vault/a.md": "# A\n"})
+    os.symlink("vault", repo.path / "linked")
+    repo.commit("link")
+    os.remove(repo.path / "linked")
+    shutil.copytree(repo.path / "vault", repo.path / "linked")
+    r = cli("doctor", "--root", "linked", cwd=repo.path)
+    assert r.code == 2 and r.out == "", r.out
+    assert r.err == cli("check", "--rev", "HEAD", "--root", "linked", cwd=repo.path).err.replace("check", "doctor")
+    assert "'linked' is a symbolic link to 'vault' in HEAD" in r.err and r.err.endswith("--root vault\n"), r.err

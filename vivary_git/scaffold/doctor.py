@@ -165,7 +165,12 @@ def doctor(path: str | os.PathLike[str] | None = None, *, rev: str = "HEAD", roo
     branch_code, branch_out = _git(["symbolic-ref", "-q", "--short", "HEAD"], start)
     repo = RepoInfo(str(top), git_dir, head, _text(branch_out) if branch_code == 0 else None)
 
-    ws_root, config_name, graph, ws = _graph(start, rev, root, head, problems)
+    # `--root` decided as every command decides it (source.root_folder): a folder of the work tree, never a
+    # symbolic link followed to one; a usage error otherwise, as there.
+    from vivary_git.source import root_folder
+
+    pinned = root_folder(start, root) if root is not None else None
+    ws_root, config_name, graph, ws = _graph(start, rev, root, pinned, head, problems)
     privacy = _privacy(ws_root, top, root, problems)
     hooks = _hooks(start, top, problems)
     cache = _cache(start, problems)
@@ -189,13 +194,14 @@ def _find_root_on_disk(start: Path, top: Path) -> Path:
         here = here.parent
 
 
-def _graph(start: Path, rev: str, root: str | None, head: str | None,
+def _graph(start: Path, rev: str, root: str | None, pinned: Path | None, head: str | None,
            problems: list[Problem]) -> tuple[Path, str | None, GraphInfo | None, Workspace | None]:
+    from vivary_git.source import LinkedRoot
     from vivary_git.workspace import open_workspace
 
     top = Path(_text(_git(["rev-parse", "--show-toplevel"], start)[1]))
     if head is None:
-        ws_root = (start / root).resolve() if root else _find_root_on_disk(start.resolve(), top)
+        ws_root = pinned or _find_root_on_disk(start.resolve(), top)
         if rev == "HEAD":
             problems.append(Problem(
                 "graph", "warning",
@@ -210,8 +216,10 @@ def _graph(start: Path, rev: str, root: str | None, head: str | None,
         ws = open_workspace(start, rev=rev, root=root, cache=False)
         report = ws.check()
         g = ws.graph()
+    except LinkedRoot:
+        raise  # a link in the commit where the working tree has the folder: refused as `check --rev` refuses it
     except VivaryError as err:
-        ws_root = (start / root).resolve() if root else _find_root_on_disk(start.resolve(), top)
+        ws_root = pinned or _find_root_on_disk(start.resolve(), top)
         problems.append(Problem("workspace", "error", str(err), "fix the file it names, then `git vivary check`"))
         return ws_root, _config_name(ws_root), None, None
     ws_root = ws.source.root
