@@ -424,6 +424,8 @@ def _memory(ws_root: Path, common_dir: Path, privacy: PrivacyInfo, ws: Workspace
         return MemoryInfo(enabled=False, provider="unknown", mode="unknown", status="misconfigured", config=display,
                           privacy="unknown", detail=detail)
 
+    if path.is_dir() and not path.is_symlink():  # a submodule's checkout, a folder: no config file, memory is off
+        return _in_the_way(ws_root)
     if path.is_symlink() or not path.is_file():
         return bad(f"{display} is not a regular file", f"replace {display} with the file itself")
     code, _ = _git(["check-ignore", "-q", "--", MEMORY_FILE], ws_root)
@@ -461,6 +463,19 @@ def _memory(ws_root: Path, common_dir: Path, privacy: PrivacyInfo, ws: Workspace
     if section.provider == "cognee":
         return _cognee_memory(info, cfg, ws_root, ws)
     return _local_memory(info, cfg, ws_root, common_dir, ws, problems)
+
+
+def _in_the_way(ws_root: Path) -> MemoryInfo:
+    """Memory with a submodule or a folder where the workspace's memory.toml would be: off, said as `recall` says
+    it (`MemoryConfig.in_the_way_said`). Which of the two, from what the index holds there."""
+    from vivary_git.memory.config import MemoryConfig, MemorySection
+
+    code, out = _git(["rev-parse", "--show-prefix"], ws_root)
+    name = (_text(out) if code == 0 else "") + MEMORY_FILE
+    code, out = _git(["ls-files", "-s", "--", MEMORY_FILE], ws_root)
+    what = "a submodule" if code == 0 and out.startswith(b"160000 ") else "a folder"
+    said = MemoryConfig(memory=MemorySection(), in_the_way=what, path=name).in_the_way_said()
+    return msgspec.structs.replace(_NO_MEMORY, config=MEMORY_FILE, detail=said)
 
 
 def _cognee_memory(info: Callable[..., MemoryInfo], cfg: MemoryConfig, ws_root: Path,
