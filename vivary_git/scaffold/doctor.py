@@ -161,7 +161,8 @@ def doctor(path: str | os.PathLike[str] | None = None, *, rev: str = "HEAD", roo
     top = Path(_text(out))
     git_dir = _text(_git(["rev-parse", "--path-format=absolute", "--git-common-dir"], start)[1])
     head_code, head_out = _git(["rev-parse", "-q", "--verify", "--end-of-options", f"{rev}^{{commit}}"], start)
-    head = _text(head_out) if head_code == 0 else None
+    # `^A` passes `--verify` as the negative revision `^<id>`: a range's side, not a commit to report.
+    head = _text(head_out) if head_code == 0 and not head_out.startswith(b"^") else None
     branch_code, branch_out = _git(["symbolic-ref", "-q", "--short", "HEAD"], start)
     repo = RepoInfo(str(top), git_dir, head, _text(branch_out) if branch_code == 0 else None)
 
@@ -210,7 +211,7 @@ def _graph(start: Path, rev: str, root: str | None, pinned: Path | None, head: s
             ))
         else:
             problems.append(Problem("graph", "error", f"--rev {rev}: {_not_a_commit(rev, start)}",
-                                    "name a commit, branch or tag"))
+                                    _one_commit(rev, start)))
         return ws_root, _config_name(ws_root), None, None
     try:
         ws = open_workspace(start, rev=rev, root=root, cache=False)
@@ -240,9 +241,28 @@ def _graph(start: Path, rev: str, root: str | None, pinned: Path | None, head: s
     return ws_root, _config_name(ws_root), graph, ws
 
 
+def _is_a_range(rev: str, start: Path) -> bool:
+    """Whether `rev` names several revisions, as Git reads it: `A..B` is `B ^A`, `A...B` adds their merge base,
+    `^A` is one side of a range."""
+    code, out = _git(["rev-parse", "--revs-only", "--end-of-options", rev], start)
+    names = out.split()
+    return code == 0 and (len(names) > 1 or any(n.startswith(b"^") for n in names))
+
+
+def _one_commit(rev: str, start: Path) -> str:
+    """The fix for a `--rev` that names no commit: for a range, the commit at its end."""
+    if not _is_a_range(rev, start):
+        return "name a commit, branch or tag"
+    end = (rev.rsplit("..", 1)[1].lstrip(".") or "HEAD") if ".." in rev else None  # `A..` ends at HEAD
+    return f"git vivary doctor --rev {end}   # the commit at the end of the range" if end else \
+        "name one commit, branch or tag"
+
+
 def _not_a_commit(rev: str, start: Path) -> str:
-    """What `rev` names when it names no commit (a tag can point at a tree or at a file's content): said, not
-    "no such commit" for an object that is there."""
+    """What `rev` names when it names no commit (a tag can point at a tree or at a file's content, `A..B` is a
+    range): said, not "no such commit" for an object that is there."""
+    if _is_a_range(rev, start):
+        return "names a range of commits, not one revision, and doctor reports one commit"
     code, out = _git(["rev-parse", "-q", "--verify", "--end-of-options", rev], start)
     oid = _text(out)
     if code == 0 and _text(_git(["cat-file", "-t", oid], start)[1]) == "tag":
