@@ -411,3 +411,34 @@ def test_a_rev_that_names_no_commit_is_said_to_name_what_it_does(repo: Repo, cli
             f"--rev {rev}: no such commit"
         assert r.code == 1, (rev, r.out)
         assert said == [want], rev
+
+
+def test_a_root_that_is_a_symbolic_link_in_the_commit_alone_is_refused_as_check_refuses_it(repo: Repo,
+                                                                                            cli: Any) -> None:
+    """Doctor decides `--root` as every command does: the folder on disk, then the commit it reports. A link the
+    commit holds where the working tree has the folder was a `workspace` problem whose fix was to fix a file."""
+    repo.commit("notes", {"vault/a.md": "# A\n"})
+    os.symlink("vault", repo.path / "linked")
+    repo.commit("link")
+    os.remove(repo.path / "linked")
+    shutil.copytree(repo.path / "vault", repo.path / "linked")
+    r = cli("doctor", "--root", "linked", cwd=repo.path)
+    assert r.code == 2 and r.out == "", r.out
+    assert r.err == cli("check", "--rev", "HEAD", "--root", "linked", cwd=repo.path).err.replace("check", "doctor")
+    assert "'linked' is a symbolic link to 'vault' in HEAD" in r.err and r.err.endswith("--root vault\n"), r.err
+
+
+def test_a_rev_that_is_a_range_is_said_to_be_one(repo: Repo, cli: Any) -> None:
+    """`--rev A..B` said "no such commit" (and `^A` passed Git's check, to fail later as a workspace problem whose
+    fix was to fix a file): a range is said to be one, not one revision, with the commit to name instead."""
+    repo.commit("one", {"notes/a.md": "# A\n"})
+    repo.commit("two", {"notes/b.md": "# B\n"})
+    for rev, end in (("HEAD~1..HEAD", "HEAD"), ("HEAD~1...main", "main"), ("HEAD~1..", "HEAD"), ("^HEAD~1", None)):
+        r = cli("doctor", "--json", "--rev", rev, cwd=repo.path)
+        problems = [p for p in r.json()["problems"] if p["level"] == "error"]
+        assert r.code == 1 and [p["area"] for p in problems] == ["graph"], (rev, r.out)
+        assert problems[0]["message"] == (f"--rev {rev}: names a range of commits, not one revision, and doctor "
+                                          "reports one commit"), rev
+        assert problems[0]["fix"] == (f"git vivary doctor --rev {end}   # the commit at the end of the range"
+                                      if end else "name one commit, branch or tag"), rev
+    assert cli("doctor", "--rev", "HEAD~1", cwd=repo.path).code == 0

@@ -244,3 +244,38 @@ def test_a_memory_toml_submodule_is_no_config_file_in_the_working_tree_either(re
         r = cli("index", "--dry-run", *where, cwd=repo.path)
         assert r.code == 2 and r.err == ("git vivary index: .vivary/memory.toml: is a symbolic link in the tree; "
                                          "commit the file itself instead\n"), (where, r.err)
+
+
+def test_index_dry_run_and_doctor_say_a_submodule_stands_where_the_memory_toml_would_be(repo: Repo,
+                                                                                         cli: Any) -> None:
+    """recall says a submodule (or a folder) stands at `.vivary/memory.toml`; `index --dry-run` said "no
+    .vivary/memory.toml, or …", and doctor said the file was "not a regular file" (its fix: replace it with the
+    file) and that privacy could not be decided. Both say what recall says; privacy is decided, as by every reader
+    of a tree (a submodule there is no config file)."""
+    repo.commit(files={"a.md": "# A\n", "vault/tropo.toml": "version = 1\n", "vault/b.md": "# B\n"})
+    head = repo.git("rev-parse", "HEAD").strip()
+    for cfg in (".vivary/memory.toml", "vault/.vivary/memory.toml"):
+        repo.git("update-index", "--add", "--cacheinfo", f"160000,{head},{cfg}")
+        (repo.path / cfg).mkdir(parents=True)  # where Git checks the submodule out
+    repo.git("commit", "-q", "-m", "submodules")
+    for root, cfg in (([], ".vivary/memory.toml"), (["--root", "vault"], "vault/.vivary/memory.toml")):
+        said = (f"{cfg} is a submodule, not a config file; to enable the local provider, remove the submodule "
+                f"(`git rm -- {cfg}` at the top of the repository), then write [memory] enabled = true and "
+                f"provider = \"vivary-local\" in {cfg} (docs/memory.md)")
+        r = cli("index", "--dry-run", *root, cwd=repo.path)
+        assert r.code == 0 and (f"provider     none (memory is disabled: {said}; this is what an index would hold "
+                                "once it is enabled)\n") in r.out, r.out
+        r = cli("doctor", *root, cwd=repo.path)
+        assert f"memory     disabled (provider none): {said}\n" in r.out, r.out
+        assert "privacy    ok" in r.out and "\nerror:" not in r.out, r.out
+        assert r.code == 0, r.out
+    # A folder there (no submodule): moved out of the way first.
+    repo.git("rm", "-q", "--cached", ".vivary/memory.toml")
+    repo.write({".vivary/memory.toml/x.txt": "x\n"})
+    repo.git("add", "-A")
+    repo.git("commit", "-q", "-m", "a folder")
+    r = cli("doctor", cwd=repo.path)
+    assert ("memory     disabled (provider none): .vivary/memory.toml is a folder, not a config file; to enable the "
+            "local provider, move the folder .vivary/memory.toml out of the way, then write") in r.out, r.out
+    r = cli("index", "--dry-run", cwd=repo.path)
+    assert "memory is disabled: .vivary/memory.toml is a folder, not a config file;" in r.out, r.out

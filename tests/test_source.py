@@ -417,6 +417,70 @@ def test_root_naming_a_symbolic_link_says_so_and_names_the_folder(repo: Repo, cl
     assert cli("check", "--root", "vault", cwd=repo.path).code == 0
 
 
+# Every command that takes `--root`, with what else it needs, the tree it reads and who says the refusal (`hooks run`
+# hands `--root` to `check --staged`). The commands that work on the folder on disk (doctor, hooks install, onboard,
+# bootstrap-host, host-status, cache gc) followed the link and took the folder it leads to, or reported its own way.
+ROOT_COMMANDS = [
+    (["check"], "working tree", "check"), (["graph"], "working tree", "graph"),
+    (["blast", "a"], "working tree", "blast"),
+    (["query", "type:module"], "working tree", "query"), (["find", "core"], "working tree", "find"),
+    (["recall", "core"], "working tree", "recall"), (["index", "--dry-run"], "working tree", "index"),
+    (["forget"], "working tree", "forget"), (["privacy", "explain", "vault/a.md"], "working tree", "privacy"),
+    (["doctor"], "working tree", "doctor"), (["hooks", "install"], "working tree", "hooks"),
+    (["hooks", "run", "pre-commit"], "staged", "check"), (["ci"], "HEAD", "ci"),
+    (["cache", "gc", "--dry-run"], "working tree", "cache"), (["mcp"], "working tree", "mcp"),
+    (["remember", "a fact"], "working tree", "remember"), (["log", "a"], "HEAD", "log"),
+    (["bootstrap-host", "--host-kind", "generic"], "working tree", "bootstrap-host"),
+    (["host-status"], "working tree", "host-status"), (["onboard"], "working tree", "onboard"),
+    (["dream"], "working tree", "dream"), (["digest"], "working tree", "digest"),
+    (["refresh", "a"], "working tree", "refresh"), (["edit", "a", "--append", "more"], "working tree", "edit"),
+    (["retire", "a", "--reason", "gone"], "working tree", "retire"), (["move", "a", "b"], "working tree", "move"),
+    (["recent"], "working tree", "recent"), (["context", "a"], "working tree", "context"),
+]
+
+
+def test_every_command_that_takes_root_is_in_the_list_below() -> None:
+    import argparse
+
+    from vivary_git.main import build_parser
+
+    def taking_root(parser: argparse.ArgumentParser, path: list[str]) -> list[str]:
+        found = [" ".join(path)] if any("--root" in a.option_strings for a in parser._actions) else []
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    found += taking_root(sub, [*path, name])
+        return found
+
+    listed = {" ".join(args[:2] if args[0] in ("hooks", "cache", "privacy") else args[:1])
+              for args, _, _ in ROOT_COMMANDS}
+    assert set(taking_root(build_parser(), [])) == listed
+
+
+@pytest.mark.parametrize(("args", "label", "said_by"), ROOT_COMMANDS, ids=lambda v: " ".join(v)
+                         if isinstance(v, list) else None)
+def test_every_command_refuses_a_root_that_is_a_symbolic_link_in_the_same_words(
+        repo: Repo, cli: Any, args: list[str], label: str, said_by: str) -> None:
+    """One function decides what `--root` names: a symbolic link to the folder (or a folder through one) is refused
+    by every command in the same words, with the folder to name instead, and exit 2; nothing is written."""
+    repo.commit(files={"vault/tropo.toml": TROPO, "vault/a.md": NOTE, "vault/sub/b.md": NOTE})
+    os.symlink("vault", repo.path / "linked")
+    repo.commit("link")
+    hooks = sorted(p.name for p in (repo.path / ".git" / "hooks").iterdir())
+    said = (f"is a symbolic link to 'vault' in {label}, not a folder, and a tree is read as Git keeps it, without "
+            "following links; name the folder itself: --root")
+    r = cli(*args, "--root", "linked", cwd=repo.path)
+    assert r.code == 2 and r.err.endswith(f"git vivary {said_by}: --root linked: 'linked' {said} vault\n"), r.err
+    # From a folder below the top (`hooks run` is given folders relative to the top, where Git runs hooks).
+    through, cwd, real = (("linked/sub", repo.path, "vault/sub") if args[:2] == ["hooks", "run"] else
+                          ("../linked/sub", repo.path / "vault", "sub"))
+    r = cli(*args, "--root", through, cwd=cwd)
+    assert r.code == 2 and r.err.endswith(f"git vivary {said_by}: --root {through}: 'linked', on the way to "
+                                          f"'linked/sub', {said} {real}\n"), r.err
+    assert repo.git("status", "--porcelain") == "" and not (repo.path / "vault" / "USER.md").exists()
+    assert sorted(p.name for p in (repo.path / ".git" / "hooks").iterdir()) == hooks
+
+
 def test_patched_graph_equals_a_full_build(repo: Repo, cli: Any, monkeypatch: Any) -> None:
     """After small edits the graph is patched from the last one computed; it must equal a full build
     whatever the edit does: fields, refs, links, titles, broken and fixed references, adds, removals,

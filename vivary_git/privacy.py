@@ -423,7 +423,8 @@ def scopes_on_disk(folder: Path, paths: Iterable[str], *, also: Iterable[str] = 
             continue
         config = base / MEMORY_CONFIG
         name = f"{d}/{MEMORY_CONFIG}" if d else MEMORY_CONFIG
-        if not os.path.lexists(config):
+        # A folder there (a submodule's checkout) is no config file, as in a tree (`find_scopes`).
+        if not os.path.lexists(config) or (config.is_dir() and not config.is_symlink()):
             out.append(Scope(d))
             continue
         if config.is_symlink() or not config.is_file():

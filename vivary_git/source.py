@@ -333,7 +333,9 @@ def open_source(
                              f"(-C {root})")
         link = _link_on_the_way(repo, tree_id, prefix)
         if link is not None:
-            raise UsageError(_root_is_a_link(repo, tree_id, root, prefix, link, label, start))
+            target = repo.read_blob(str(_entry(repo, tree_id, link).id)).decode("utf-8", "surrogateescape")
+            raise LinkedRoot(_root_is_a_link(root, prefix, link, target, label, repo.workdir, start,
+                                             lambda path: entry_type(repo, tree_id, path) == "tree"))
         raise UsageError(f"--root {root}: there is no folder {prefix or '.'!r} in {label}; name a folder of that tree")
 
     def read_file(path: str) -> bytes | None:
@@ -363,8 +365,9 @@ def open_source(
 def root_folder(start: Path, root: str) -> Path:
     """The folder on disk `--root` names, checked as the commands that read the working tree check it: a
     folder inside the work tree of the repository Git finds from `start` (a usage error otherwise, exit 2),
-    or, outside any repository, a folder in none. For the commands that write files there (bootstrap-host,
-    onboard): a folder outside the work tree would be written with this workspace's paths."""
+    or, outside any repository, a folder in none; a symbolic link there (or on the way) is refused in the words
+    the tree readers use (`LinkedRoot`). For the commands that write files there (bootstrap-host, onboard): a
+    folder outside the work tree would be written with this workspace's paths."""
     start = start.resolve()
     repo = git.try_open(start)
     if repo is None:
@@ -373,11 +376,14 @@ def root_folder(start: Path, root: str) -> Path:
     if top is None:
         raise UsageError(f"--root {root}: this is a bare repository, with no work tree to hold the folder; run "
                          "the command in a clone with a working tree")
-    folder = (top / _root_prefix(repo, start, root, None)).resolve()
-    if folder != top and top not in folder.parents:  # a symbolic link in the work tree that leads out of it
-        raise UsageError(f"--root {root}: {folder} is not inside {top}, the work tree of the repository Git finds "
-                         "here (a symbolic link leads out of it); name a folder inside it")
-    return folder
+    prefix = _root_prefix(repo, start, root, None)
+    # Refused as the commands that read a tree refuse it, with the same words: the working tree holds a link
+    # there, which the hook's `check --staged` and the server's reads never follow.
+    link = _link_on_disk(top, prefix)
+    if link is not None:
+        raise LinkedRoot(_root_is_a_link(root, prefix, link, os.readlink(top / link), "working tree", top, start,
+                                         lambda path: _link_on_disk(top, path) is None and (top / path).is_dir()))
+    return (top / prefix).resolve()
 
 
 def _root_prefix(repo: git.Repo, start: Path, root: str, rev: str | None) -> str:
@@ -418,19 +424,33 @@ def _link_on_the_way(repo: git.Repo, tree_id: str, prefix: str) -> str | None:
     return None
 
 
-def _root_is_a_link(repo: git.Repo, tree_id: str, root: str, prefix: str, link: str, label: str, start: Path) -> str:
-    """What `--root` names when it is (or goes through) a symbolic link in the tree, and the folder to name
-    instead: the tree holds the link as the path it points to, and Git never reads through it."""
-    target = repo.read_blob(str(_entry(repo, tree_id, link).id)).decode("utf-8", "surrogateescape")
+def _link_on_disk(top: Path, prefix: str) -> str | None:
+    """The symbolic link in the work tree at `prefix` or at a folder on the way to it, if there is one."""
+    parts = prefix.split("/") if prefix else []
+    for n in range(1, len(parts) + 1):
+        if (top / "/".join(parts[:n])).is_symlink():
+            return "/".join(parts[:n])
+    return None
+
+
+class LinkedRoot(UsageError):
+    """`--root` is, or goes through, a symbolic link (`_root_is_a_link` says it): every command that takes `--root`
+    refuses it, doctor too, which reports most other problems of the workspace instead of refusing."""
+
+
+def _root_is_a_link(root: str, prefix: str, link: str, target: str, label: str, top: Path | None, start: Path,
+                    is_folder: Callable[[str], bool]) -> str:
+    """What `--root` names when it is (or goes through) a symbolic link to `target` in the tree `label` names,
+    and the folder to name instead (`is_folder` says whether a path of that tree is one): the tree holds the
+    link as the path it points to, and Git never reads through it."""
     what = f"{link!r}" if link == prefix else f"{link!r}, on the way to {prefix!r},"
     what += " is a symbolic link"
     said = (f"--root {root}: {what} to {target!r} in {label}, not a folder, and a tree is read as Git keeps it, "
             "without following links")
     inside = os.path.normpath(os.path.join(os.path.dirname(link), target)).replace(os.sep, "/")
     real = inside + prefix[len(link):] if inside != "." else prefix[len(link) + 1:]
-    top = repo.workdir
     if (os.path.isabs(target) or inside == ".." or inside.startswith("../") or top is None
-            or (real and entry_type(repo, tree_id, real) != "tree")):
+            or (real and not is_folder(real))):
         return f"{said}; name a folder of that tree instead"
     return f"{said}; name the folder itself: --root {os.path.relpath(top / real, start)}"
 

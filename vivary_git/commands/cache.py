@@ -206,6 +206,12 @@ def _gc(repo: Repo, args: argparse.Namespace) -> int:
     from vivary_git.store.write import rebuild, update_ref
     from vivary_git.workspace import open_workspace
 
+    if args.root is not None and repo.workdir is not None:
+        from vivary_git.source import root_folder
+
+        # Decided as every command decides it, before any branch is read: a `--root` each branch is skipped for
+        # (a symbolic link to the folder) would keep none of the workspace's entries.
+        root_folder(Path(args.cwd or ".").resolve(), args.root)
     try:
         tip = ref_tip(repo, CACHE_REF)
         if tip is None:

@@ -89,6 +89,8 @@ def dry_run(ws: Workspace) -> IndexReport:
 
 
 def run(args: argparse.Namespace) -> int:
+    from vivary_git.memory.config import load_memory_config
+
     if not args.dry_run:
         return _write(args)
     ws = open_ws(args)
@@ -101,6 +103,9 @@ def run(args: argparse.Namespace) -> int:
     out.write("dry run: nothing was written\n")
     if report.enabled:
         out.write(f"provider     {shown(report.provider)}\n")
+    elif said := load_memory_config(ws).in_the_way_said():
+        out.write(f"provider     none (memory is disabled: {shown(said)}; this is what an index would hold once it "
+                  "is enabled)\n")
     else:
         out.write("provider     none (memory is disabled: no .vivary/memory.toml, or `enabled = false`, or "
                   "provider = \"none\"; this is what an index would hold once it is enabled)\n")

@@ -186,6 +186,13 @@ class MemoryConfig(msgspec.Struct, frozen=True):
             return what, f"remove the submodule (`git rm -- {self.path}` at the top of the repository), then "
         return what, f"move the folder {self.path} out of the way, then "
 
+    def in_the_way_said(self) -> str:
+        """What stands where the file would be and how to enable memory anyway, in the words `recall` uses
+        (`provider.require_local`): for the reports that say memory is off (`index --dry-run`, doctor)."""
+        there, clear = self.in_the_way_fix()
+        return (f"{there}; to enable the local provider, {clear}write [memory] enabled = true and provider = "
+                f"\"vivary-local\" in {self.path} (docs/memory.md)") if there else ""
+
     def policy(self) -> PrivacyPolicy:
         p = self.memory.privacy
         return PrivacyPolicy(private_paths=tuple(p.private_paths), respect_gitignore=p.respect_gitignore)

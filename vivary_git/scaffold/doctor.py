@@ -161,11 +161,17 @@ def doctor(path: str | os.PathLike[str] | None = None, *, rev: str = "HEAD", roo
     top = Path(_text(out))
     git_dir = _text(_git(["rev-parse", "--path-format=absolute", "--git-common-dir"], start)[1])
     head_code, head_out = _git(["rev-parse", "-q", "--verify", "--end-of-options", f"{rev}^{{commit}}"], start)
-    head = _text(head_out) if head_code == 0 else None
+    # `^A` passes `--verify` as the negative revision `^<id>`: a range's side, not a commit to report.
+    head = _text(head_out) if head_code == 0 and not head_out.startswith(b"^") else None
     branch_code, branch_out = _git(["symbolic-ref", "-q", "--short", "HEAD"], start)
     repo = RepoInfo(str(top), git_dir, head, _text(branch_out) if branch_code == 0 else None)
 
-    ws_root, config_name, graph, ws = _graph(start, rev, root, head, problems)
+    # `--root` decided as every command decides it (source.root_folder): a folder of the work tree, never a
+    # symbolic link followed to one; a usage error otherwise, as there.
+    from vivary_git.source import root_folder
+
+    pinned = root_folder(start, root) if root is not None else None
+    ws_root, config_name, graph, ws = _graph(start, rev, root, pinned, head, problems)
     privacy = _privacy(ws_root, top, root, problems)
     hooks = _hooks(start, top, problems)
     cache = _cache(start, problems)
@@ -189,13 +195,14 @@ def _find_root_on_disk(start: Path, top: Path) -> Path:
         here = here.parent
 
 
-def _graph(start: Path, rev: str, root: str | None, head: str | None,
+def _graph(start: Path, rev: str, root: str | None, pinned: Path | None, head: str | None,
            problems: list[Problem]) -> tuple[Path, str | None, GraphInfo | None, Workspace | None]:
+    from vivary_git.source import LinkedRoot
     from vivary_git.workspace import open_workspace
 
     top = Path(_text(_git(["rev-parse", "--show-toplevel"], start)[1]))
     if head is None:
-        ws_root = (start / root).resolve() if root else _find_root_on_disk(start.resolve(), top)
+        ws_root = pinned or _find_root_on_disk(start.resolve(), top)
         if rev == "HEAD":
             problems.append(Problem(
                 "graph", "warning",
@@ -204,14 +211,16 @@ def _graph(start: Path, rev: str, root: str | None, head: str | None,
             ))
         else:
             problems.append(Problem("graph", "error", f"--rev {rev}: {_not_a_commit(rev, start)}",
-                                    "name a commit, branch or tag"))
+                                    _one_commit(rev, start)))
         return ws_root, _config_name(ws_root), None, None
     try:
         ws = open_workspace(start, rev=rev, root=root, cache=False)
         report = ws.check()
         g = ws.graph()
+    except LinkedRoot:
+        raise  # a link in the commit where the working tree has the folder: refused as `check --rev` refuses it
     except VivaryError as err:
-        ws_root = (start / root).resolve() if root else _find_root_on_disk(start.resolve(), top)
+        ws_root = pinned or _find_root_on_disk(start.resolve(), top)
         problems.append(Problem("workspace", "error", str(err), "fix the file it names, then `git vivary check`"))
         return ws_root, _config_name(ws_root), None, None
     ws_root = ws.source.root
@@ -232,9 +241,28 @@ def _graph(start: Path, rev: str, root: str | None, head: str | None,
     return ws_root, _config_name(ws_root), graph, ws
 
 
+def _is_a_range(rev: str, start: Path) -> bool:
+    """Whether `rev` names several revisions, as Git reads it: `A..B` is `B ^A`, `A...B` adds their merge base,
+    `^A` is one side of a range."""
+    code, out = _git(["rev-parse", "--revs-only", "--end-of-options", rev], start)
+    names = out.split()
+    return code == 0 and (len(names) > 1 or any(n.startswith(b"^") for n in names))
+
+
+def _one_commit(rev: str, start: Path) -> str:
+    """The fix for a `--rev` that names no commit: for a range, the commit at its end."""
+    if not _is_a_range(rev, start):
+        return "name a commit, branch or tag"
+    end = (rev.rsplit("..", 1)[1].lstrip(".") or "HEAD") if ".." in rev else None  # `A..` ends at HEAD
+    return f"git vivary doctor --rev {end}   # the commit at the end of the range" if end else \
+        "name one commit, branch or tag"
+
+
 def _not_a_commit(rev: str, start: Path) -> str:
-    """What `rev` names when it names no commit (a tag can point at a tree or at a file's content): said, not
-    "no such commit" for an object that is there."""
+    """What `rev` names when it names no commit (a tag can point at a tree or at a file's content, `A..B` is a
+    range): said, not "no such commit" for an object that is there."""
+    if _is_a_range(rev, start):
+        return "names a range of commits, not one revision, and doctor reports one commit"
     code, out = _git(["rev-parse", "-q", "--verify", "--end-of-options", rev], start)
     oid = _text(out)
     if code == 0 and _text(_git(["cat-file", "-t", oid], start)[1]) == "tag":
@@ -416,6 +444,8 @@ def _memory(ws_root: Path, common_dir: Path, privacy: PrivacyInfo, ws: Workspace
         return MemoryInfo(enabled=False, provider="unknown", mode="unknown", status="misconfigured", config=display,
                           privacy="unknown", detail=detail)
 
+    if path.is_dir() and not path.is_symlink():  # a submodule's checkout, a folder: no config file, memory is off
+        return _in_the_way(ws_root)
     if path.is_symlink() or not path.is_file():
         return bad(f"{display} is not a regular file", f"replace {display} with the file itself")
     code, _ = _git(["check-ignore", "-q", "--", MEMORY_FILE], ws_root)
@@ -453,6 +483,19 @@ def _memory(ws_root: Path, common_dir: Path, privacy: PrivacyInfo, ws: Workspace
     if section.provider == "cognee":
         return _cognee_memory(info, cfg, ws_root, ws)
     return _local_memory(info, cfg, ws_root, common_dir, ws, problems)
+
+
+def _in_the_way(ws_root: Path) -> MemoryInfo:
+    """Memory with a submodule or a folder where the workspace's memory.toml would be: off, said as `recall` says
+    it (`MemoryConfig.in_the_way_said`). Which of the two, from what the index holds there."""
+    from vivary_git.memory.config import MemoryConfig, MemorySection
+
+    code, out = _git(["rev-parse", "--show-prefix"], ws_root)
+    name = (_text(out) if code == 0 else "") + MEMORY_FILE
+    code, out = _git(["ls-files", "-s", "--", MEMORY_FILE], ws_root)
+    what = "a submodule" if code == 0 and out.startswith(b"160000 ") else "a folder"
+    said = MemoryConfig(memory=MemorySection(), in_the_way=what, path=name).in_the_way_said()
+    return msgspec.structs.replace(_NO_MEMORY, config=MEMORY_FILE, detail=said)
 
 
 def _cognee_memory(info: Callable[..., MemoryInfo], cfg: MemoryConfig, ws_root: Path,
