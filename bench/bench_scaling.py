@@ -129,7 +129,9 @@ def main() -> int:
     floor = statistics.median(floors)
     medians = {n: statistics.median(walls[n]) for n in jobs}
     s, p = fit(medians)
-    print(f"cold `check --rev HEAD --json`, {a.notes:,} notes ({ws}), median of {a.runs} interleaved run(s); "
+    notes = sum(1 for path in git(ws, "ls-tree", "-r", "-z", "--name-only", "HEAD").split("\0")
+                if path.endswith(".md"))  # what is there: a reused --dest was built with its own --notes
+    print(f"cold `check --rev HEAD --json`, {notes:,} Markdown files ({ws}), median of {a.runs} interleaved run(s); "
           f"{cores} usable core(s); load {started} -> {ended}; {storage}")
     print()
     print("| VIVARY_JOBS | wall s median [min-max] | CPU s median | CPU / wall | fit s + p/n | x floor "
