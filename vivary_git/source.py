@@ -336,7 +336,7 @@ def open_source(
             target = repo.read_blob(str(_entry(repo, tree_id, link).id)).decode("utf-8", "surrogateescape")
             raise LinkedRoot(_root_is_a_link(root, prefix, link, target, label, repo.workdir, start,
                                              lambda path: entry_type(repo, tree_id, path) == "tree"))
-        raise UsageError(f"--root {root}: there is no folder {prefix or '.'!r} in {label}; name a folder of that tree")
+        raise MissingRoot(root, prefix, label)
 
     def read_file(path: str) -> bytes | None:
         name = f"{prefix}/{path}" if prefix else path
@@ -431,6 +431,15 @@ def _link_on_disk(top: Path, prefix: str) -> str | None:
         if (top / "/".join(parts[:n])).is_symlink():
             return "/".join(parts[:n])
     return None
+
+
+class MissingRoot(UsageError):
+    """The tree `label` names holds no folder at `prefix`, the folder `--root ROOT` names: `cache gc` tells a branch
+    that lacks the workspace (it needs none of its entries) from one it could not read."""
+
+    def __init__(self, root: str, prefix: str, label: str) -> None:
+        super().__init__(f"--root {root}: there is no folder {prefix or '.'!r} in {label}; name a folder of that tree")
+        self.root, self.prefix, self.label = root, prefix, label
 
 
 class LinkedRoot(UsageError):

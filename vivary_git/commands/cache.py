@@ -7,7 +7,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import msgspec
 
@@ -199,12 +199,10 @@ def _trust_line(repo: Repo, ref: str) -> str:
 
 
 def _gc(repo: Repo, args: argparse.Namespace) -> int:
-    from vivary_git.errors import VivaryError
     from vivary_git.refnames import CACHE_REF
     from vivary_git.store.format import StoreDamaged
     from vivary_git.store.read import Snapshot, ref_tip
     from vivary_git.store.write import rebuild, update_ref
-    from vivary_git.workspace import open_workspace
 
     if args.root is not None and repo.workdir is not None:
         from vivary_git.source import root_folder
@@ -212,6 +210,7 @@ def _gc(repo: Repo, args: argparse.Namespace) -> int:
         # Decided as every command decides it, before any branch is read: a `--root` each branch is skipped for
         # (a symbolic link to the folder) would keep none of the workspace's entries.
         root_folder(Path(args.cwd or ".").resolve(), args.root)
+    heads = _branches(repo)  # first: a packed-refs file that does not parse is not a damaged cache
     try:
         tip = ref_tip(repo, CACHE_REF)
         if tip is None:
@@ -222,28 +221,46 @@ def _gc(repo: Repo, args: argparse.Namespace) -> int:
         raise UsageError(f"{CACHE_REF} is damaged ({err.what}); `git vivary cache drop` removes it") from None
     if snap is None:
         raise UsageError(f"{CACHE_REF} was written by another vivary-git format; `git vivary cache drop`")
-    heads = [str(r) for r in repo.repo.references if str(r).startswith("refs/heads/")]
-    if repo.repo.head_is_detached:  # a CI checkout: the commit under test is no branch
-        heads.append("HEAD")
     keep: dict[str, set[str]] = {"parse": set(), "facts": set(), "vectors": set()}
     trees: set[str] = set()
     tree_ids: set[str] = set()
-    for head in sorted(set(heads)):
+    read: list[str] = []  # the branches whose needs are kept
+    skipped: dict[str, _Skip] = {}
+    unreadable: list[_Unreadable] = []
+    for head in heads:
         try:
-            ws = open_workspace(args.cwd, rev=head, root=args.root)
-            tkey, blobs, facts = ws.cache_keys()
-        except VivaryError as err:
-            print(f"vivary: gc: skipped {shown(head)}: {shown(str(err))}", file=sys.stderr)
+            needs = _needs(repo, args, head)
+        except _Unreadable as err:
+            unreadable.append(err)
             continue
+        if isinstance(needs, _Skip):
+            skipped[head] = needs
+            continue
+        read.append(head)
+        tkey, blobs, facts, vectors = needs
         keep["parse"] |= blobs
         keep["facts"] |= facts
-        try:
-            keep["vectors"] |= _vector_keys(ws)
-        except VivaryError as err:
-            print(f"vivary: gc: kept no vectors for {shown(head)}: {shown(str(err))}", file=sys.stderr)
+        keep["vectors"] |= vectors
         if tkey is not None:
             trees.add(tkey)
             tree_ids.add(tkey.split("-")[0])
+    if unreadable:
+        # A branch whose needs are unknown is never taken as needing nothing: a real run would drop its entries,
+        # which CI built and every clone fetched.
+        names = ", ".join(e.head for e in unreadable)
+        raise UsageError(f"gc cannot tell which entries {names} need{'s' if len(unreadable) == 1 else ''}, and "
+                         f"would drop them; nothing was written. Fix or delete "
+                         f"{'that branch' if len(unreadable) == 1 else 'those branches'}, then run `git vivary cache "
+                         "gc` again:", detail=[f"{e.head}: {e.why}; {e.fix}" for e in unreadable])
+    lacking = {head: skip.folder for head, skip in skipped.items() if skip.folder is not None}
+    if lacking and not read:
+        folder = next(iter(lacking.values()))
+        raise UsageError(f"--root {args.root}: no branch gc reads holds a folder {folder!r} ({', '.join(lacking)}), "
+                         f"so gc would keep none of {CACHE_REF}; nothing was written. Name the workspace folder as "
+                         "the branches hold it (a folder only in the working tree has nothing recorded until it is "
+                         "committed); `git vivary cache drop` removes the whole cache, if that is what you want")
+    for head, skip in skipped.items():
+        print(f"vivary: gc: skipped {shown(head)}: {shown(skip.said)}", file=sys.stderr)
     # A provider's state is kept for the kept trees, and its newest state whatever its tree.
     states = {p for p in snap.manifest.states if p.split("/")[2].split("-")[0] in tree_ids}
     newest: dict[str, tuple[int, str]] = {}
@@ -257,7 +274,7 @@ def _gc(repo: Repo, args: argparse.Namespace) -> int:
               sum(c.count for p, c in m.chunks.items() if p.startswith("facts/")), len(m.trees), len(m.states),
               sum(c.count for p, c in m.chunks.items() if p.startswith("vectors/")))
     if args.dry_run:
-        print(f"gc would keep entries for {len(heads)} head(s): of {before[0]} parses, {before[1]} facts, "
+        print(f"gc would keep entries for {len(read)} head(s): of {before[0]} parses, {before[1]} facts, "
               f"{before[2]} trees, {before[3]} state files, {before[4]} vectors, at most {len(keep['parse'])}, "
               f"{len(keep['facts'])}, {len(trees)}, {len(states)}, {len(keep['vectors'])}")
         return EXIT_OK
@@ -265,12 +282,98 @@ def _gc(repo: Repo, args: argparse.Namespace) -> int:
     if not update_ref(repo, CACHE_REF, commit, tip):
         raise UsageError(f"{CACHE_REF} changed while gc ran (another writer); run `git vivary cache gc` again")
     after = status(repo)
+    without = "".join(f"; {shown(h)} holds no folder {shown(f)!r}" for h, f in lacking.items())
     print(f"{CACHE_REF}: new chain {commit[:12]}: {after.blobs} of {before[0]} parses, {after.facts} of "
           f"{before[1]} facts, {after.trees} of {before[2]} trees, {after.states} of {before[3]} state files, "
           f"{after.vectors} of {before[4]} vectors kept "
-          f"(for {', '.join(shown(h) for h in sorted(set(heads)))})")
+          f"(for {', '.join(shown(h) for h in read) or 'no branch'}{without})")
     print("  to shrink the shared copy too: `git vivary sync push --force`", file=sys.stderr)
     return EXIT_OK
+
+
+class _Unreadable(Exception):
+    """A branch `cache gc` cannot tell the needs of: `why`, and the `fix` for that branch."""
+
+    def __init__(self, head: str, why: str, fix: str) -> None:
+        super().__init__(f"{head}: {why}")
+        self.head, self.why, self.fix = head, why, fix
+
+
+def _branches(repo: Repo) -> list[str]:
+    """The refs whose trees `gc` keeps entries for: every branch (`refs/heads/*`), those that do not parse included
+    (Git and libgit2 leave them out of every listing, and what they need is unknown), plus `HEAD` when detached (a
+    CI checkout: the commit under test is no branch)."""
+    try:
+        heads = [str(r) for r in repo.repo.references if str(r).startswith("refs/heads/")]
+        if repo.repo.head_is_detached:
+            heads.append("HEAD")
+    except repo.pygit2.GitError as err:  # libgit2: "corrupted packed references file"; Git itself cannot list refs
+        raise UsageError(f"cannot list this repository's branches ({err}): {repo.common_dir / 'packed-refs'} (or a "
+                         "ref file) does not parse, and Git cannot read it either (`git for-each-ref` says where); "
+                         "fix or remove the line it names, then run `git vivary cache gc` again; nothing was written"
+                         ) from None
+    return sorted(set(heads) | set(_loose_refs(repo, "refs/heads/")))
+
+
+_Needs = tuple["str | None", set[str], set[str], set[str]]
+
+
+class _Skip(NamedTuple):
+    """A branch that needs nothing, and why: it leads to no commit, or holds no `folder` where `--root` names one."""
+
+    said: str
+    folder: str | None = None
+
+
+def _needs(repo: Repo, args: argparse.Namespace, head: str) -> _Needs | _Skip:
+    """What the tree `head` names needs of the cache: its summary key, blob ids, fact keys and vector keys; a
+    `_Skip` when it needs none of them. Raises `_Unreadable` when that cannot be told."""
+    from vivary_git.errors import VivaryError
+    from vivary_git.source import MissingRoot
+    from vivary_git.workspace import open_workspace
+
+    pygit2 = repo.pygit2
+    name = head.removeprefix("refs/heads/")
+    delete = "check out a branch (`git switch BRANCH`)" if head == "HEAD" else f"delete it (`git branch -D {name}`)"
+    missing = f"`git fsck` names what is missing: fetch it again, or {delete}"
+    unparsed = (f"remove the file {repo.common_dir / head} by hand (Git neither reads nor deletes a ref that does not "
+                "parse), or write a commit id in it")
+    try:
+        ref = repo.repo.references.get(head)
+    except pygit2.GitError as err:
+        said = str(err).replace(f"{head}: ", "", 1)
+        raise _Unreadable(head, f"it does not parse ({said})", unparsed) from None
+    if ref is None:
+        return _Skip("it is gone")  # since it was listed
+    try:
+        oid = ref.resolve().target
+    except KeyError:  # a symbolic ref to no branch (pygit2's NotFoundError): it holds nothing
+        return _Skip(f"a symbolic ref to {ref.target}, which is no branch")
+    except pygit2.GitError as err:  # a symbolic ref that loops
+        raise _Unreadable(head, f"it does not parse ({err})", unparsed) from None
+    obj = repo.repo.get(oid)
+    if obj is None:
+        raise _Unreadable(head, f"it names {str(oid)[:12]}, which is not in this repository", missing)
+    if obj.type_str not in ("commit", "tag", "tree"):
+        raise _Unreadable(head, f"it names a {obj.type_str} ({str(oid)[:12]}), not a commit",
+                          f"delete it (`git update-ref -d {head}`)")
+    try:
+        obj.peel(pygit2.Tree)
+    except (KeyError, ValueError, pygit2.GitError):  # libgit2's words name object types by number
+        raise _Unreadable(head, f"it names {obj.type_str} {str(oid)[:12]}, whose tree is not in this repository",
+                          missing) from None
+    try:
+        ws = open_workspace(args.cwd, rev=head, root=args.root, rev_option="branch")
+        tkey, blobs, facts = ws.cache_keys()
+        vectors = _vector_keys(ws)
+    except MissingRoot as err:
+        return _Skip(f"--root {err.root}: there is no folder {err.prefix or '.'!r} in {head}: it needs none of that "
+                     "workspace's entries", err.prefix or ".")
+    except VivaryError as err:
+        raise _Unreadable(head, str(err), f"fix that on the branch, or {delete}") from None
+    except pygit2.GitError as err:  # an object of its tree is missing (NotFoundError), or does not parse
+        raise _Unreadable(head, f"an object of its tree cannot be read ({err})", missing) from None
+    return tkey, blobs, facts, vectors
 
 
 def _vector_keys(ws: Workspace) -> set[str]:
