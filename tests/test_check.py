@@ -359,6 +359,28 @@ def test_the_ignored_link_hint_holds_for_notes_named_like_its_message(repo: Repo
                                  "resolved): un-ignore it, or link another note"), line
 
 
+def test_the_ignored_link_hint_reads_a_link_as_the_graph_does(repo: Repo, cli: Any) -> None:
+    """In a Logseq graph a page with `title:: Foo` is the page Foo, not `bar`: the graph finds `[[bar]]` broken.
+    The hint looked the link up again with a resolver of its own, without page names, which took `[[bar]]` to
+    pages/bar.md, so the ignored drafts/bar.md went unsaid. It asks the graph's resolver now: in a first check,
+    a warm one (its findings cached) and a staged one."""
+    repo.write({"logseq/config.edn": "{}\n", ".vivary/graph.toml": "[links]\nunresolved = true\n",
+                ".gitignore": "drafts/\n", "pages/bar.md": "title:: Foo\n\n- the page called Foo\n",
+                "journals/2024_01_01.md": "- see [[bar]] and [[Foo]]\n"})
+    repo.commit()
+    repo.write({"drafts/bar.md": "- a draft\n"})
+    for where in ([], [], ["--staged"]):
+        r = cli("check", "--lenient", *where, cwd=repo.path)
+        assert r.code == 0, r.err
+        assert r.out.splitlines()[0] == (
+            "journals/2024_01_01.md:1: warning W221: wikilink [[bar]] matches no note (looked for 'bar' from "
+            "journals/2024_01_01.md); 'drafts/bar.md' is on disk, but Git ignores it (.gitignore:1:drafts/), so it "
+            "is in no tree and no graph (an editor that does not read .gitignore shows the link resolved): "
+            "un-ignore it, or link another note"), r.out
+    edges = cli("graph", "--json", cwd=repo.path).json()["edges"]
+    assert {(e["to"], e["broken"]) for e in edges} == {("bar", True), ("pages/bar", False)}
+
+
 def test_a_workspace_with_private_paths_keeps_the_ignored_link_hint(repo: Repo, cli: Any) -> None:
     """Any `private_paths` in `.vivary/memory.toml` turned the hint off: privacy was decided as in a folder
     outside Git, which refuses `private_paths` (only Git matches them exactly), and the refusal hid the hint."""

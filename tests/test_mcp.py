@@ -765,6 +765,32 @@ def test_over_http_too_every_request_id_json_rpc_allows_is_answered_with_that_id
     assert last[0] == 200 and _spelled(last[1]) == ("16", {"jsonrpc": "2.0", "id": 16, "result": {}})
 
 
+def test_a_number_id_is_kept_from_the_one_reading_of_a_deep_line(repo: Repo) -> None:
+    """A request with an id MCP does not allow (`1.5`) was read twice, the second time to keep the id's spelling, one
+    call deeper: params nested just short of what Python reads (976 deep over stdio) passed the first reading and
+    raised out of the second, and the stdio server stopped. The spelling is kept from the one reading now: every
+    depth is answered with id 1.5 (-32600, or -32700 past what Python reads) and the server goes on serving."""
+    from vivary_git.mcp import wire
+
+    _seed(repo)
+    line = '{"jsonrpc":"2.0","id":1.5,"method":"ping","params":{"a":%s}}'
+    for depth in range(1, sys.getrecursionlimit() + 50):  # in process first: where the depth falls here, at once
+        served, answers = wire.screened(line % ("[" * depth + "]" * depth), ValueError("not read"))
+        said = [a.message.model_dump_json() for a in answers]
+        assert served is None and len(said) == 1 and said[0].startswith('{"jsonrpc":"2.0","id":1.5,"error":'), depth
+    with _raw_pipe(repo) as pipe:
+        codes = set()
+        for depth in range(1, sys.getrecursionlimit() + 50):
+            pipe.send(line % ("[" * depth + "]" * depth))
+            said = pipe.line()
+            assert said.startswith('{"jsonrpc":"2.0","id":1.5,"error":{"code":-32'), (depth, said[:200])
+            codes.add(json.loads(said)["error"]["code"])
+        pipe.send('{"jsonrpc":"2.0","id":16,"method":"ping"}')
+        assert json.loads(pipe.line()) == {"jsonrpc": "2.0", "id": 16, "result": {}}
+    assert codes == {-32600, -32700}
+    assert pipe.proc.returncode == 0
+
+
 def test_a_symlinked_note_at_start_is_refused_by_each_tool_not_by_the_start(repo: Repo, tmp_path: Any) -> None:
     """A note that is a symbolic link stopped the server at start: the host saw only "Connection closed", the
     reason went to stderr. The server starts now and each tool, `status` too, answers the refusal naming the

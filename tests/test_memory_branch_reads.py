@@ -118,3 +118,43 @@ def test_the_mcp_reads_never_follow_a_symbolic_memory_branch(repo: Repo, monkeyp
     assert memory["branch"] == "vivary/memory" and memory["branch_note"] == _note(target)
     assert later.structured_content["results"] == []
     assert [h["id"] for h in earlier.structured_content["results"]] == ["notes/deploy"]
+
+
+def _point(repo: Repo, state: str) -> None:
+    """Make refs/heads/vivary/memory one of the ways a memory branch can stand (`release` exists, `nowhere` not)."""
+    loose = repo.path / ".git" / "refs" / "heads" / "vivary" / "memory"
+    if state == "a branch":
+        repo.git("branch", "vivary/memory", "release")
+    elif state == "an alias":  # a symbolic ref to a symbolic ref: the first one it names is the one said
+        repo.git("symbolic-ref", "refs/heads/alias", "refs/heads/release")
+        repo.git("symbolic-ref", "refs/heads/vivary/memory", "refs/heads/alias")
+    elif state in ("itself", "HEAD"):  # `git symbolic-ref` makes neither; Git reads both
+        loose.parent.mkdir(parents=True, exist_ok=True)
+        loose.write_text(f"ref: {'refs/heads/vivary/memory' if state == 'itself' else 'HEAD'}\n")
+    elif state != "none":
+        repo.git("symbolic-ref", "refs/heads/vivary/memory", f"refs/heads/{state}")
+
+
+@pytest.mark.parametrize("state", ["none", "a branch", "release", "nowhere", "an alias", "itself", "HEAD"])
+def test_a_read_does_not_follow_exactly_the_memory_branch_a_write_refuses(repo: Repo, cli: Any, state: str) -> None:
+    """Writes and reads look the memory branch up in one place: a write is refused exactly when a read does not
+    follow the branch and reads HEAD instead, and both name the same ref it points to; else both take the branch."""
+    _release_and_link(repo, "release")
+    repo.git("symbolic-ref", "--delete", "refs/heads/vivary/memory")
+    _point(repo, state)
+    before = repo.git("for-each-ref", "--format=%(refname) %(symref) %(objectname)", "refs/heads")
+    read = cli("recent", "--since", "2000-01-01", "--json", cwd=repo.path)
+    assert read.code == 0, read.err
+    write = cli("remember", "The loading dock closes at six.", "--json", cwd=repo.path)
+    if state in ("none", "a branch"):
+        assert write.code == 0, write.err
+        assert read.json()["ref"] == ("HEAD" if state == "none" else "refs/heads/vivary/memory")
+        assert "note" not in read.json() and write.json()["ref"] == "refs/heads/vivary/memory"
+        return
+    to = {"an alias": "refs/heads/alias", "itself": "refs/heads/vivary/memory", "HEAD": "HEAD"}.get(
+        state, f"refs/heads/{state}")
+    assert write.code == 3, write.out
+    assert write.err.startswith(f"git vivary remember: refs/heads/vivary/memory is a symbolic ref to {to}, ")
+    assert read.json()["ref"] == "HEAD"
+    assert read.json()["note"].startswith(f"refs/heads/vivary/memory is a symbolic ref to {to} and is not followed")
+    assert repo.git("for-each-ref", "--format=%(refname) %(symref) %(objectname)", "refs/heads") == before

@@ -270,6 +270,16 @@ def _resolver(config: Config, notes: Sequence[str], others: Sequence[str], by_pa
     return registry.resolver(config.links, notes, others, ids, page_names)
 
 
+def link_resolver(graph: Graph) -> dialects.Resolver:
+    """The resolver `build` resolved `graph`'s links with, made again from what the graph keeps: the same notes (its
+    nodes' and those of duplicates that own no id, in document order), other files, ids and Logseq page names.
+    Whatever looks a link up again (`check`'s hint on a link to an ignored file) asks it, so it cannot name another
+    note than the graph did."""
+    by_path = {n.path: n.id for n in graph.nodes}
+    notes = sorted(by_path.keys() | {f.path for f in graph.findings if f.code == "E130"}, key=walk_key)
+    return _resolver(graph.config, notes, graph.others, by_path, graph.page_names)
+
+
 def _contribute(path: str, nid: str, f: Facts, own: bool, known: Mapping[str, object], by_path: Mapping[str, str],
                 resolver: dialects.Resolver, homes: frozenset[str], config: Config, edges: set[_Out],
                 findings: list[Finding], anchors: Mapping[str, list[str]], same: _Same | None = None) -> None:

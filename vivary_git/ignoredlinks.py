@@ -9,7 +9,8 @@ plain: un-ignore it, or link something else.
 Only the links already broken are looked up, and only in a working-tree or staged check (the files on disk
 are that tree's neighbours; a `--rev` tree has none): one `git ls-files --others --ignored --directory` and
 one `git check-ignore -v` for the paths found, nothing at all when no link is broken. What a broken link looked
-for is found again in its note (parsed, or from the parse cache), never read back out of the finding's message.
+for is found again in its note (parsed, or from the parse cache) and resolved by the graph's own resolver, never
+read back out of the finding's message.
 An ignored folder is walked for names, up to `WALK_BUDGET` entries (`node_modules/` is not a vault). Only
 paths and rules are named, never a byte of an ignored file; a file on the privacy floor (`USER.md`,
 `memory/**`) is said to be private, not offered to be un-ignored.
@@ -125,23 +126,14 @@ def _looked_for(ws: Workspace, broken: Sequence[Finding]) -> dict[int, tuple[boo
     never read back out of a message, which a note's name or a link's text could make say anything."""
     from vivary_git import check
     from vivary_git.dialects import registry
-    from vivary_git.graph import node_id
+    from vivary_git.graph import link_resolver
 
-    config, source = ws.config, ws.source
+    config = ws.config
     rules = config.links
     wanted = {f.path for f in broken}
-    entries = source.entries
-    blobs = {e.path: e.oid for e in entries if e.path in wanted}
+    blobs = {e.path: e.oid for e in ws.source.entries if e.path in wanted}
     notes = ws.notes_for(sorted(set(blobs.values())))
-    root = ws.root_name
-
-    def ids() -> dict[str, str]:
-        found: dict[str, str] = {}
-        for e in entries:
-            found.setdefault(node_id(e.path, root, rules.ids), e.path)
-        return found
-
-    resolver = registry.resolver(rules, [e.path for e in entries], source.others, ids)
+    resolver = link_resolver(ws.graph())  # the graph's own: a link it found broken is looked up as it was
     by_id = rules.dialect == "vivary"
     targets: dict[str, list[Target]] = {}
     out: dict[int, tuple[bool, str]] = {}

@@ -112,7 +112,7 @@ def screened(line: str | None, item: SessionMessage | Exception) -> Served:
                 data = _read(line)
             except (ValueError, RecursionError):
                 return item, []
-            refused = refusal(data, line)  # an id the SDK could not read: a request, not served
+            refused = refusal(data)  # an id the SDK could not read: a request, not served
             if refused is not None:
                 return None, [refused]
         return item, []
@@ -129,14 +129,12 @@ def screened(line: str | None, item: SessionMessage | Exception) -> Served:
     except (ValueError, RecursionError):
         return None, [_answer(_found_id(line), types.PARSE_ERROR, "the request is not valid JSON")]
     if isinstance(data, list):
-        spelled = _numbers(line) if any(isinstance(e, dict) and isinstance(e.get("id"), float) for e in data) else data
         said = [_answer(rid, types.INVALID_REQUEST, BATCH) for rid in
-                (_reply_id(e.get("id"), r.get("id")) for e, r in zip(data, spelled, strict=True)
-                 if isinstance(e, dict) and "method" in e) if rid is not None]
+                (_reply_id(e.get("id")) for e in data if isinstance(e, dict) and "method" in e) if rid is not None]
         return None, said or [_answer(None, types.INVALID_REQUEST, BATCH)]
     if not isinstance(data, dict):
         return None, [_answer(None, types.INVALID_REQUEST, f"a request must be a JSON object, not {_kind(data)}")]
-    refused = refusal(data, line)
+    refused = refusal(data)
     if refused is not None:
         return None, [refused]
     fixed = _plain(data, 0)
@@ -146,8 +144,8 @@ def screened(line: str | None, item: SessionMessage | Exception) -> Served:
         return None, [_answer(_mcp_id(fixed.get("id")), types.INVALID_REQUEST, _why(fixed, again))]
 
 
-def refusal(data: Any, text: str) -> SessionMessage | None:
-    """The -32600 answer to a JSON object (`data`, read by `_read` from `text`: one line, or one HTTP body) that
+def refusal(data: Any) -> SessionMessage | None:
+    """The -32600 answer to a JSON object (`data`, read by `_read` from one line, or one HTTP body) that
     the SDK reads as a notification (served, never answered) or cannot read at all for a number in it: an id MCP
     does not accept (not a string nor an integer, or an integer of more digits than Python reads), or such an
     integer anywhere else. None for anything else, and for an error answering a request whose id could not be
@@ -156,7 +154,7 @@ def refusal(data: Any, text: str) -> SessionMessage | None:
         return None
     if "id" in data and _mcp_id(data["id"]) is None and not (data["id"] is None and "error" in data
                                                                and "method" not in data):
-        return _bad_id(data["id"], text)
+        return _bad_id(data["id"])
     long = _long_in(data)
     if long is not None:
         return _answer(_mcp_id(data.get("id")), types.INVALID_REQUEST,
@@ -184,6 +182,18 @@ class _Long(_Number):
     SDK's parser refuses it as out of range, Python's as no JSON, though the JSON is valid."""
 
 
+class _Float(float):
+    """A JSON number with a fraction or an exponent (`1.5`, `2.0`, `1e400`) as Python reads it, keeping the text the
+    request wrote it with (`_read`): an id MCP does not allow is answered with that text (`_reply_id`)."""
+
+    text: str
+
+    def __new__(cls, text: str) -> _Float:
+        number = super().__new__(cls, text)
+        number.text = text
+        return number
+
+
 class _Echoed(types.JSONRPCError):
     """A JSON-RPC error whose id is a `_Number`: the SDK's models hold only MCP ids, so it is written in here."""
 
@@ -194,11 +204,14 @@ class _Echoed(types.JSONRPCError):
 
 
 def _read(text: str) -> Any:
-    """`text` as JSON, each integer of more digits than Python reads as a `_Long`; ValueError when it is no JSON."""
+    """`text` as JSON, each number with a fraction or an exponent a `_Float` (its spelling kept for an answer's id,
+    with no second reading: one nested just short of what Python reads at the first had a second one, deeper,
+    raise out of the stdio server) and each integer of more digits than Python reads a `_Long`; ValueError when it
+    is no JSON."""
     try:
-        return json.loads(text)
+        return json.loads(text, parse_float=_Float)
     except ValueError:  # no JSON, or an integer too long to read: read again to tell which
-        return json.loads(text, parse_int=_integer)
+        return json.loads(text, parse_float=_Float, parse_int=_integer)
 
 
 def _integer(text: str) -> int | _Long:
@@ -223,25 +236,19 @@ def _long_in(data: Any) -> _Long | None:
     return None
 
 
-def _numbers(line: str) -> Any:
-    """`line` read again (it was read once already) with each number that is not an integer Python reads kept as
-    its text."""
-    return json.loads(line, parse_float=_Number, parse_int=_integer)
-
-
-def _reply_id(value: Any, spelled: Any) -> int | str | None:
-    """The id to answer a request with: an MCP id as it is; a number that is none (`value`, a float) as the request
-    wrote it (`spelled`: the same id read by `_numbers`); anything else (an object, an array, a boolean, null)
-    None, as JSON-RPC says when the id cannot be read. An integer too long to read (a `_Long`) is its own spelling."""
+def _reply_id(value: Any) -> int | str | None:
+    """The id to answer a request with (`value`, as `_read` read it): an MCP id as it is; a number that is none (a
+    `_Float`, a `_Long`) as the request wrote it; anything else (an object, an array, a boolean, null) None, as
+    JSON-RPC says when the id cannot be read."""
     if isinstance(value, _Long):
         return value
-    if isinstance(value, float) and isinstance(spelled, _Number):
-        return spelled
+    if isinstance(value, _Float):
+        return _Number(value.text)
     return _mcp_id(value)
 
 
-def _bad_id(value: Any, line: str) -> SessionMessage:
-    rid = _reply_id(value, _numbers(line).get("id")) if isinstance(value, float) else _reply_id(value, None)
+def _bad_id(value: Any) -> SessionMessage:
+    rid = _reply_id(value)
     fix = ("send a shorter one, or a string" if isinstance(value, _Long)
            else "an MCP request id is a string or an integer (a notification has no id)")
     return _answer(rid, types.INVALID_REQUEST, f'the request\'s "id" is {_kind(value)}; {fix}')
@@ -255,8 +262,10 @@ def _kind(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "a boolean"
-    return {dict: "an object", list: "an array", str: "a string",
-            float: "a number with a fraction or an exponent"}.get(type(value), "a number")
+    if isinstance(value, float):  # a `_Float` too
+        return "a number with a fraction or an exponent"
+    kinds: dict[type, str] = {dict: "an object", list: "an array", str: "a string"}
+    return kinds.get(type(value), "a number")
 
 
 def _why(data: dict[str, Any], err: ValueError) -> str:
@@ -286,7 +295,10 @@ def _line_of(err: Exception) -> str | None:
 
 
 def _plain(value: Any, depth: int) -> Any:
-    """`value` with each lone surrogate as U+FFFD and what is nested deeper than MAX_DEPTH as None."""
+    """`value` with each lone surrogate as U+FFFD, what is nested deeper than MAX_DEPTH as None and each `_Float` a
+    plain float (what is served holds the numbers as Python reads them)."""
+    if isinstance(value, _Float):
+        return float(value)
     if isinstance(value, str):
         return _LONE.sub("\ufffd", value) if _LONE.search(value) else value
     if isinstance(value, dict | list) and depth >= MAX_DEPTH:
@@ -368,7 +380,7 @@ def answering(app: ASGIApp, path: str, security: TransportSecuritySettings) -> A
         said = None
         with contextlib.suppress(ValueError, RecursionError):  # no UTF-8, no JSON: the SDK says so
             text = body.decode("utf-8")
-            said = refusal(_read(text), text)
+            said = refusal(_read(text))
         if said is None:
             await app(scope, _replayed(body, receive), send)
             return

@@ -392,15 +392,26 @@ def target_ref(repo: git.Repo, branch: str) -> tuple[str, bool]:
     return head_target, repo.workdir is not None
 
 
+def _memory_branch(repo: git.Repo, ref: str) -> tuple[str | None, str | None]:
+    """(the commit a memory branch points at, the ref it names when it is a symbolic ref): at most one of the two,
+    (None, None) when there is none yet. The one reading of the memory branch that writes (`_refuse_symbolic`) and
+    reads (`branch_tip`, `read_from`) decide by, so they cannot part: a symbolic ref is never followed."""
+    got = repo.repo.references.get(ref)
+    if got is None:
+        return None, None
+    target = got.target
+    return (None, target) if isinstance(target, str) else (str(target), None)
+
+
 def _refuse_symbolic(repo: git.Repo, ref: str) -> None:
     """Refuse a memory branch that is a symbolic ref: `git update-ref` would follow it and put the memory on the
     branch it names (the checked-out one, a release branch), behind the user's back. HEAD is followed, as `git
     commit` follows it (a branch alias checked out included): that is the branch the user is on."""
-    got = repo.repo.references.get(ref)
-    if got is None or not isinstance(got.target, str):  # none yet, or a branch (its target a commit id)
+    _, to = _memory_branch(repo, ref)
+    if to is None:  # none yet, or a branch (its target a commit id)
         return
     raise RefusedError(
-        f"{ref} is a symbolic ref to {got.target}, so Git would move that branch instead and the memory would land "
+        f"{ref} is a symbolic ref to {to}, so Git would move that branch instead and the memory would land "
         f"there; memories go to their own branch: remove the symbolic ref (`git symbolic-ref --delete {ref}`), or "
         "name the branch to use in [memory.remember] branch in .vivary/memory.toml; nothing was committed"
     )
@@ -409,10 +420,7 @@ def _refuse_symbolic(repo: git.Repo, ref: str) -> None:
 def branch_tip(repo: git.Repo, ref: str) -> str | None:
     """The commit a memory branch of its own points at; None when there is none, or when it is a symbolic ref: never
     followed, to read it either (`_refuse_symbolic` says why and what to do when a memory is written)."""
-    got = repo.repo.references.get(ref)
-    if got is None or isinstance(got.target, str):
-        return None
-    return str(got.target)
+    return _memory_branch(repo, ref)[0]
 
 
 def read_from(repo: git.Repo, branch: str) -> tuple[str, str, str | None]:
@@ -423,14 +431,13 @@ def read_from(repo: git.Repo, branch: str) -> tuple[str, str, str | None]:
     if not branch:
         return "HEAD", "HEAD", None
     ref = f"refs/heads/{branch}"
-    at = branch_tip(repo, ref)
+    at, to = _memory_branch(repo, ref)
     if at is not None:
         return ref, at, None  # the commit itself: a ref made symbolic meanwhile is not followed either
-    got = repo.repo.references.get(ref)
-    if got is None:
+    if to is None:
         return "HEAD", "HEAD", None
     return "HEAD", "HEAD", (
-        f"{ref} is a symbolic ref to {got.target} and is not followed: memories are read from HEAD; remove the "
+        f"{ref} is a symbolic ref to {to} and is not followed: memories are read from HEAD; remove the "
         f"symbolic ref (`git symbolic-ref --delete {ref}`), or name the branch to use in [memory.remember] branch in "
         ".vivary/memory.toml"
     )
