@@ -240,3 +240,22 @@ def test_check_verbose_says_which_files_are_notes(repo: Repo, cli: Any) -> None:
     assert r.err.splitlines()[:2] == [
         "vivary: dialect dendron: dendron.yml found",
         "vivary: notes are the .md files directly in vault/, b/; 3 other Markdown file(s) are files, not notes"], r.err
+
+
+def test_a_markdown_link_is_a_path_from_the_note_as_vs_code_opens_it(repo: Repo, cli: Any) -> None:
+    """Dendron records no Markdown link of its own and leaves `[x](dest)` to VS Code, which opens `dest` on the
+    file system: relative to the linking note (`.md` may be left out), a leading `/` from the workspace folder,
+    spelt as the tree spells it, and never found by name elsewhere (as Obsidian does)."""
+    got = check(repo, cli, {
+        "dendron.yml": "version: 5\nworkspace:\n  vaults:\n    - fsPath: vault\n",
+        "vault/proj.md": "x\n", "vault/Data.md": "x\n", "docs/guide.md": "x\n", "vault/assets/a.png": b"",
+        "vault/root.md": "[rel](proj.md)\n[no extension](proj)\n[case](data.md)\n[slash](/proj.md)\n"
+                         "[by name](guide.md)\n[from the workspace](/vault/proj.md)\n[up](../docs/guide.md)\n"
+                         "![img](assets/a.png)\n![img case](assets/A.png)\n[ref]: ./Data.md\n",
+    })
+    assert [(line, code) for _, line, code, _ in got] == [(3, "W221"), (4, "W221"), (5, "W221"), (9, "W223")], got
+    assert got[0][3] == "link (data.md) matches no note (looked for 'vault/data.md' from vault/root.md)"
+    assert got[2][3] == "link (guide.md) matches no note (looked for 'vault/guide.md' from vault/root.md)"
+    assert edges(repo, cli) == {("vault/root", "vault/proj", False), ("vault/root", "vault/Data", False),
+                                ("vault/root", "vault/data.md", True), ("vault/root", "proj.md", True),
+                                ("vault/root", "vault/guide.md", True)}

@@ -4,8 +4,9 @@ A note's name is its dotted hierarchy (`dendron.topic.links` is `dendron.topic.l
 case-insensitively. In `[[shown|target]]` the target comes *last*. `#heading`, `#^block` (and
 `^block`) point inside a note; a wildcard reference (`![[tags.*]]`) names a pattern, not a note.
 `dendron://VAULT/target` names another vault: a link into a vault that is not this one points
-outside the repository and is not checked. Markdown links are read as Obsidian reads
-them (relative to the note, then from the root).
+outside the repository and is not checked. A Markdown link `[x](dest)` is no link to Dendron, which leaves it
+to VS Code: a path from the linking note (a leading `/` from the workspace folder), `.md` optional, spelt as the
+tree spells it, never a name looked for elsewhere.
 
 A name is looked for in a vault's folder only (`dendron.yml`'s vaults, else `dendron.code-workspace`'s first
 folder, else the workspace folder), never anywhere in the tree; a name no note has is a file link, a path
@@ -147,7 +148,8 @@ class Resolver(obsidian.Resolver):
     vault's folder only (the workspace folder when `dendron.yml` lists no vaults): `[[proj]]` is `proj.md`
     there, never `deep/folder/proj.md`. `dendron://VAULT/` narrows that to the vault so named. A name no
     note has is a file link: a path (`assets/…` in each vault's folder, then from the linking note's vault,
-    then from the workspace folder), never a file found by name elsewhere. Markdown links as in Obsidian."""
+    then from the workspace folder), never a file found by name elsewhere. A Markdown link is a path VS Code opens
+    (`_opened`)."""
 
     def __init__(self, rules: Rules, notes: Sequence[str], files: Sequence[str]) -> None:
         super().__init__(rules, notes, files)
@@ -165,6 +167,8 @@ class Resolver(obsidian.Resolver):
             self._spelt.setdefault(nfc(p), p)
 
     def resolve(self, target: Target, source: str) -> Resolution:
+        if target.kind in ("m", "i", "r") and target.name:
+            return self._opened(target.name, source)
         if target.kind not in ("w", "e", "p") or not target.name:
             return super().resolve(target, source)
         name = target.name
@@ -188,6 +192,19 @@ class Resolver(obsidian.Resolver):
             return notes
         hit = self._file(self._path(target.name), None)
         return [hit] if hit is not None else []
+
+    def _opened(self, name: str, source: str) -> Resolution:
+        """A Markdown link's destination as VS Code opens it (Dendron records no Markdown link and hands its click
+        to VS Code): a path from the linking note's folder, a leading `/` from the workspace folder, `name.md` when
+        `name` has no extension and is not there, spelt as the tree spells it (the file system on Linux, as on CI).
+        Never a name looked for elsewhere."""
+        path = obsidian.relative(source, name)
+        if path.startswith("../") or path == "..":
+            return Resolution(source, path)  # leaves the workspace folder: not ours to check
+        hit = self._spelt.get(nfc(path))
+        if hit is None and "." not in posixpath.basename(path):
+            hit = self._spelt.get(nfc(path + ".md"))
+        return Resolution(hit, path)
 
     def _notes(self, name: str, vault: str) -> list[str]:
         """The notes whose name is `name`: `name.md` in each vault's folder (only `vault`'s, when it names a
