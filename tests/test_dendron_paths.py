@@ -259,3 +259,32 @@ def test_a_markdown_link_is_a_path_from_the_note_as_vs_code_opens_it(repo: Repo,
     assert edges(repo, cli) == {("vault/root", "vault/proj", False), ("vault/root", "vault/Data", False),
                                 ("vault/root", "vault/data.md", True), ("vault/root", "proj.md", True),
                                 ("vault/root", "vault/guide.md", True)}
+
+
+def test_vault_folders_that_hold_no_notes_are_named_with_the_fix(repo: Repo, cli: Any) -> None:
+    """A `dendron.yml` whose vault folders the tree does not have (or holds no note in) reads as an empty graph:
+    correct, but silent. `check --verbose` names the folders and the fix; `doctor` warns when no vault holds a
+    note (one vault kept in its own repository is a usual multi-vault workspace: `--verbose` alone names it).
+    Exit codes are unchanged."""
+    files: dict[str, str | bytes] = {
+        "dendron.yml": "version: 5\nworkspace:\n  vaults:\n    - fsPath: notes\n    - fsPath: work/vault\n"
+                       "      name: work\n",
+        "elsewhere/a.md": "[[b]]\n", "README.md": "x\n", "work/vault/sub/deep.md": "x\n",
+    }
+    assert check(repo, cli, files) == []
+    said = ("vivary: vault folder(s) notes/, work/vault/ hold no note in this tree (missing, or no .md file "
+            "directly in them); fix: set each vault's fsPath in dendron.yml to the folder its notes are in, or "
+            "commit the vault folders")
+    r = cli("check", "--rev", "HEAD", "--verbose", cwd=repo.path)
+    assert r.code == 0 and said in r.err.splitlines(), r.err
+    r = cli("doctor", cwd=repo.path)
+    assert r.code == 0, r.out
+    assert ("warning: workspace: Dendron's vault folder(s) notes/, work/vault/ hold no note in this tree (missing, "
+            "or no .md file directly in them), so the graph holds none of their notes") in r.out, r.out
+    assert ("  fix: set each vault's fsPath in dendron.yml to the folder its notes are in, or commit the vault "
+            "folders") in r.out
+    files["notes/a.md"] = "x\n"
+    check(repo, cli, files)
+    r = cli("check", "--rev", "HEAD", "--verbose", cwd=repo.path)
+    assert "vivary: vault folder(s) work/vault/ hold no note in this tree" in r.err, r.err
+    assert "vault folder(s)" not in cli("doctor", cwd=repo.path).out

@@ -73,6 +73,21 @@ def vaults(config: bytes | None, workspace: bytes | None = None) -> tuple[tuple[
     return tuple(out.items())
 
 
+def without_notes(vaults: Sequence[tuple[str, str]], notes: Sequence[str]) -> list[str]:
+    """The folders of `vaults` (`Rules.vaults`) no note of `notes` (the graph's note paths) is directly in: missing
+    from the tree, or holding no `.md` file of their own (a vault kept in its own repository)."""
+    held = {posixpath.dirname(p) for p in notes}
+    return [folder for _, folder in vaults if folder not in held]
+
+
+def without_notes_said(folders: Sequence[str]) -> tuple[str, str]:
+    """(what, fix) for vault folders that hold no note here (`without_notes`), as `check --verbose` and `doctor`
+    say it."""
+    named = ", ".join(f"{f}/" if f else "the workspace folder" for f in folders)
+    return (f"vault folder(s) {named} hold no note in this tree (missing, or no .md file directly in them)",
+            "set each vault's fsPath in dendron.yml to the folder its notes are in, or commit the vault folders")
+
+
 def _listed(config: bytes | None) -> list[object]:
     """The vault entries `dendron.yml` lists; empty when it lists none or cannot be read."""
     if config is None or len(config) > 1 << 20:
@@ -158,8 +173,8 @@ class Resolver(obsidian.Resolver):
         self._by_name: dict[str, str] = {fold(name, rules.case): folder for name, folder in self.vaults}
         # The vaults `dendron.yml` lists whose folder holds a note in this tree: a `dendron://` link into one
         # that reaches nothing is a broken link here (a listed vault without notes is cloned elsewhere).
-        held = {posixpath.dirname(p) for p in notes}
-        self.vaults_here = frozenset(name for name, folder in rules.vaults if folder in held)
+        empty = set(without_notes(rules.vaults, notes))
+        self.vaults_here = frozenset(name for name, folder in rules.vaults if folder not in empty)
         # Every path as spelt (NFC): a file link is a path the file system opens, and the tree's, like Linux's, tells
         # `Data.csv` from `data.csv`.
         self._spelt: dict[str, str] = {}
