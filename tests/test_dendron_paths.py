@@ -240,3 +240,51 @@ def test_check_verbose_says_which_files_are_notes(repo: Repo, cli: Any) -> None:
     assert r.err.splitlines()[:2] == [
         "vivary: dialect dendron: dendron.yml found",
         "vivary: notes are the .md files directly in vault/, b/; 3 other Markdown file(s) are files, not notes"], r.err
+
+
+def test_a_markdown_link_is_a_path_from_the_note_as_vs_code_opens_it(repo: Repo, cli: Any) -> None:
+    """Dendron records no Markdown link of its own and leaves `[x](dest)` to VS Code, which opens `dest` on the
+    file system: relative to the linking note (`.md` may be left out), a leading `/` from the workspace folder,
+    spelt as the tree spells it, and never found by name elsewhere (as Obsidian does)."""
+    got = check(repo, cli, {
+        "dendron.yml": "version: 5\nworkspace:\n  vaults:\n    - fsPath: vault\n",
+        "vault/proj.md": "x\n", "vault/Data.md": "x\n", "docs/guide.md": "x\n", "vault/assets/a.png": b"",
+        "vault/root.md": "[rel](proj.md)\n[no extension](proj)\n[case](data.md)\n[slash](/proj.md)\n"
+                         "[by name](guide.md)\n[from the workspace](/vault/proj.md)\n[up](../docs/guide.md)\n"
+                         "![img](assets/a.png)\n![img case](assets/A.png)\n[ref]: ./Data.md\n",
+    })
+    assert [(line, code) for _, line, code, _ in got] == [(3, "W221"), (4, "W221"), (5, "W221"), (9, "W223")], got
+    assert got[0][3] == "link (data.md) matches no note (looked for 'vault/data.md' from vault/root.md)"
+    assert got[2][3] == "link (guide.md) matches no note (looked for 'vault/guide.md' from vault/root.md)"
+    assert edges(repo, cli) == {("vault/root", "vault/proj", False), ("vault/root", "vault/Data", False),
+                                ("vault/root", "vault/data.md", True), ("vault/root", "proj.md", True),
+                                ("vault/root", "vault/guide.md", True)}
+
+
+def test_vault_folders_that_hold_no_notes_are_named_with_the_fix(repo: Repo, cli: Any) -> None:
+    """A `dendron.yml` whose vault folders the tree does not have (or holds no note in) reads as an empty graph:
+    correct, but silent. `check --verbose` names the folders and the fix; `doctor` warns when no vault holds a
+    note (one vault kept in its own repository is a usual multi-vault workspace: `--verbose` alone names it).
+    Exit codes are unchanged."""
+    files: dict[str, str | bytes] = {
+        "dendron.yml": "version: 5\nworkspace:\n  vaults:\n    - fsPath: notes\n    - fsPath: work/vault\n"
+                       "      name: work\n",
+        "elsewhere/a.md": "[[b]]\n", "README.md": "x\n", "work/vault/sub/deep.md": "x\n",
+    }
+    assert check(repo, cli, files) == []
+    said = ("vivary: vault folder(s) notes/, work/vault/ hold no note in this tree (missing, or no .md file "
+            "directly in them); fix: set each vault's fsPath in dendron.yml to the folder its notes are in, or "
+            "commit the vault folders")
+    r = cli("check", "--rev", "HEAD", "--verbose", cwd=repo.path)
+    assert r.code == 0 and said in r.err.splitlines(), r.err
+    r = cli("doctor", cwd=repo.path)
+    assert r.code == 0, r.out
+    assert ("warning: workspace: Dendron's vault folder(s) notes/, work/vault/ hold no note in this tree (missing, "
+            "or no .md file directly in them), so the graph holds none of their notes") in r.out, r.out
+    assert ("  fix: set each vault's fsPath in dendron.yml to the folder its notes are in, or commit the vault "
+            "folders") in r.out
+    files["notes/a.md"] = "x\n"
+    check(repo, cli, files)
+    r = cli("check", "--rev", "HEAD", "--verbose", cwd=repo.path)
+    assert "vivary: vault folder(s) work/vault/ hold no note in this tree" in r.err, r.err
+    assert "vault folder(s)" not in cli("doctor", cwd=repo.path).out

@@ -381,6 +381,25 @@ def test_a_dialect_named_in_graph_toml_is_kept_too(repo: Repo, cli: Any) -> None
     assert not (repo.path / "tropo.toml").exists()
 
 
+@pytest.mark.parametrize("files", [
+    {"dendron.yml": "version: 5\nworkspace:\n  vaults:\n    - fsPath: vault\n", "vault/a.md": "# A\n",
+     "vault/a.b.md": "# B\n", "vault/docs/g.md": "x\n", "vault/.draft.md": "x\n", "vault/old.markdown": "x\n",
+     "README.md": "x\n"},
+    OBSIDIAN_VAULT,
+], ids=["dendron", "obsidian"])
+def test_init_in_a_vault_counts_the_notes_check_reads(repo: Repo, cli: Any, files: dict[str, str]) -> None:
+    """The notes init says stay visible are the graph's, by the vault's own rules: not a Dendron vault's Markdown
+    files outside its vault's folder, `.`-named or `.markdown`, nor an Obsidian template."""
+    repo.commit("vault", files)
+    nodes = len(cli("graph", "--json", cwd=repo.path).json()["nodes"])
+    assert nodes == (2 if "dendron.yml" in files else 3)
+    r = init(cli, repo.path, ".", "--no-wizard", "--dry-run", "--json")
+    assert r.code == 0, r.err
+    assert r.json()["existing_notes"]["count"] == nodes
+    text = init(cli, repo.path, ".", "--no-wizard", "--dry-run").out
+    assert f"\n{nodes} note(s) already here stay visible to `git vivary check`\n" in text, text
+
+
 def test_init_says_when_it_raises_the_findings(repo: Repo, cli: Any) -> None:
     """A folder no editor names becomes a typed workspace, as before; a note already in a type folder now
     owes that type's fields, and init says so instead of raising the count silently."""

@@ -787,6 +787,9 @@ DENDRON_RULES = [
     _rule("^block after the name points inside it", "root.md", "[[a^blk]]", "a", "a.md", "blk.md"),
     _rule("a wildcard reference names no note", "root.md", "![[a.*]]", "", "a.b.md"),
     _rule("a link into another vault is not checked", "root.md", "[[dendron://other/a]]", "", "b.md"),
+    _rule("a Markdown link is a path, never a name found elsewhere", "root.md", "[x](b.md)", None, "far/b.md"),
+    _rule("a Markdown link is spelt as the tree spells it", "root.md", "[x](Data.md)", None, "data.md"),
+    _rule("a Markdown link may leave out .md", "root.md", "[x](a)", "a", "a.md", "a.b.md"),
 ]
 FOAM_RULES = [
     _rule("an identifier is any path suffix; the first alphabetically wins", "A.md", "[[wikilinks]]",

@@ -107,10 +107,16 @@ def no_notes_message(root: Path, nested: list[str]) -> str:
 def _vault_notes(ws: Workspace) -> str:
     """Where a Dendron workspace's notes are, and how many Markdown files are only files (docs/vaults.md#dendron)."""
     from vivary_git.config import outside_vaults
+    from vivary_git.dialects import dendron
     from vivary_git.source import is_note
 
     folders = ", ".join(f"{shown(f)}/" if f else "the workspace folder" for _, f in ws.config.links.vaults)
     outside = outside_vaults(ws.config)
     files = sum(1 for p in ws.source.others if is_note(p) and outside(dialects.nfc(p)))
-    return (f"vivary: notes are the .md files directly in {folders or 'the workspace folder'}; {files} other "
+    said = (f"vivary: notes are the .md files directly in {folders or 'the workspace folder'}; {files} other "
             "Markdown file(s) are files, not notes\n")
+    empty = dendron.without_notes(ws.config.links.vaults, [n.path for n in ws.graph().nodes])
+    if empty:
+        what, fix = dendron.without_notes_said(empty)
+        said += f"vivary: {shown(what)}; fix: {shown(fix)}\n"
+    return said

@@ -4,8 +4,9 @@ A note's name is its dotted hierarchy (`dendron.topic.links` is `dendron.topic.l
 case-insensitively. In `[[shown|target]]` the target comes *last*. `#heading`, `#^block` (and
 `^block`) point inside a note; a wildcard reference (`![[tags.*]]`) names a pattern, not a note.
 `dendron://VAULT/target` names another vault: a link into a vault that is not this one points
-outside the repository and is not checked. Markdown links are read as Obsidian reads
-them (relative to the note, then from the root).
+outside the repository and is not checked. A Markdown link `[x](dest)` is no link to Dendron, which leaves it
+to VS Code: a path from the linking note (a leading `/` from the workspace folder), `.md` optional, spelt as the
+tree spells it, never a name looked for elsewhere.
 
 A name is looked for in a vault's folder only (`dendron.yml`'s vaults, else `dendron.code-workspace`'s first
 folder, else the workspace folder), never anywhere in the tree; a name no note has is a file link, a path
@@ -70,6 +71,21 @@ def vaults(config: bytes | None, workspace: bytes | None = None) -> tuple[tuple[
             folder = posixpath.join(folder, "notes")
         out.setdefault(nfc(name), nfc(folder))
     return tuple(out.items())
+
+
+def without_notes(vaults: Sequence[tuple[str, str]], notes: Sequence[str]) -> list[str]:
+    """The folders of `vaults` (`Rules.vaults`) no note of `notes` (the graph's note paths) is directly in: missing
+    from the tree, or holding no `.md` file of their own (a vault kept in its own repository)."""
+    held = {posixpath.dirname(p) for p in notes}
+    return [folder for _, folder in vaults if folder not in held]
+
+
+def without_notes_said(folders: Sequence[str]) -> tuple[str, str]:
+    """(what, fix) for vault folders that hold no note here (`without_notes`), as `check --verbose` and `doctor`
+    say it."""
+    named = ", ".join(f"{f}/" if f else "the workspace folder" for f in folders)
+    return (f"vault folder(s) {named} hold no note in this tree (missing, or no .md file directly in them)",
+            "set each vault's fsPath in dendron.yml to the folder its notes are in, or commit the vault folders")
 
 
 def _listed(config: bytes | None) -> list[object]:
@@ -147,7 +163,8 @@ class Resolver(obsidian.Resolver):
     vault's folder only (the workspace folder when `dendron.yml` lists no vaults): `[[proj]]` is `proj.md`
     there, never `deep/folder/proj.md`. `dendron://VAULT/` narrows that to the vault so named. A name no
     note has is a file link: a path (`assets/…` in each vault's folder, then from the linking note's vault,
-    then from the workspace folder), never a file found by name elsewhere. Markdown links as in Obsidian."""
+    then from the workspace folder), never a file found by name elsewhere. A Markdown link is a path VS Code opens
+    (`_opened`)."""
 
     def __init__(self, rules: Rules, notes: Sequence[str], files: Sequence[str]) -> None:
         super().__init__(rules, notes, files)
@@ -156,8 +173,8 @@ class Resolver(obsidian.Resolver):
         self._by_name: dict[str, str] = {fold(name, rules.case): folder for name, folder in self.vaults}
         # The vaults `dendron.yml` lists whose folder holds a note in this tree: a `dendron://` link into one
         # that reaches nothing is a broken link here (a listed vault without notes is cloned elsewhere).
-        held = {posixpath.dirname(p) for p in notes}
-        self.vaults_here = frozenset(name for name, folder in rules.vaults if folder in held)
+        empty = set(without_notes(rules.vaults, notes))
+        self.vaults_here = frozenset(name for name, folder in rules.vaults if folder not in empty)
         # Every path as spelt (NFC): a file link is a path the file system opens, and the tree's, like Linux's, tells
         # `Data.csv` from `data.csv`.
         self._spelt: dict[str, str] = {}
@@ -165,6 +182,8 @@ class Resolver(obsidian.Resolver):
             self._spelt.setdefault(nfc(p), p)
 
     def resolve(self, target: Target, source: str) -> Resolution:
+        if target.kind in ("m", "i", "r") and target.name:
+            return self._opened(target.name, source)
         if target.kind not in ("w", "e", "p") or not target.name:
             return super().resolve(target, source)
         name = target.name
@@ -188,6 +207,19 @@ class Resolver(obsidian.Resolver):
             return notes
         hit = self._file(self._path(target.name), None)
         return [hit] if hit is not None else []
+
+    def _opened(self, name: str, source: str) -> Resolution:
+        """A Markdown link's destination as VS Code opens it (Dendron records no Markdown link and hands its click
+        to VS Code): a path from the linking note's folder, a leading `/` from the workspace folder, `name.md` when
+        `name` has no extension and is not there, spelt as the tree spells it (the file system on Linux, as on CI).
+        Never a name looked for elsewhere."""
+        path = obsidian.relative(source, name)
+        if path.startswith("../") or path == "..":
+            return Resolution(source, path)  # leaves the workspace folder: not ours to check
+        hit = self._spelt.get(nfc(path))
+        if hit is None and "." not in posixpath.basename(path):
+            hit = self._spelt.get(nfc(path + ".md"))
+        return Resolution(hit, path)
 
     def _notes(self, name: str, vault: str) -> list[str]:
         """The notes whose name is `name`: `name.md` in each vault's folder (only `vault`'s, when it names a

@@ -31,6 +31,7 @@ from vivary_git.errors import GitError, RefusedError, VivaryError
 from vivary_git.privacy import FLOOR
 
 if TYPE_CHECKING:
+    from vivary_git.graph import Graph
     from vivary_git.memory.config import MemoryConfig
     from vivary_git.workspace import Workspace
 
@@ -235,10 +236,25 @@ def _graph(start: Path, rev: str, root: str | None, pinned: Path | None, head: s
     if report.errors:
         problems.append(Problem("graph", "error", f"{report.errors} finding(s) at level error in {rev}",
                                 "git vivary check   # lists each as path:line: level CODE: message"))
+    _empty_vaults(ws, g, problems)
     if changes:
         problems.append(Problem("graph", "warning", f"{changes} path(s) in the working tree differ from {rev}; "
                                 "this report describes the commit", "git vivary check   # checks the working tree"))
     return ws_root, _config_name(ws_root), graph, ws
+
+
+def _empty_vaults(ws: Workspace, g: Graph, problems: list[Problem]) -> None:
+    """A Dendron workspace none of whose vault folders holds a note here reads as an empty graph, without a
+    finding: say which folders, and the fix (one vault of several without notes is usually kept in its own
+    repository: `check --verbose` names it)."""
+    from vivary_git.dialects import dendron
+
+    vaults = ws.config.links.vaults
+    empty = dendron.without_notes(vaults, [n.path for n in g.nodes]) if vaults else []
+    if empty and len(empty) == len(vaults):
+        what, fix = dendron.without_notes_said(empty)
+        problems.append(Problem("workspace", "warning", f"Dendron's {what}, so the graph holds none of their notes",
+                                fix))
 
 
 def _is_a_range(rev: str, start: Path) -> bool:

@@ -308,8 +308,7 @@ def _notes_in(target: Path, skip: set[str]) -> list[str]:
     return sorted(found)
 
 
-def _existing_notes(target: Path, scaffold_paths: set[str]) -> ExistingNotes:
-    notes = _notes_in(target, scaffold_paths)
+def _existing_notes(notes: list[str]) -> ExistingNotes:
     dropped: dict[str, int] = {}
     for entry in EXCLUDE:
         hidden = sum(1 for n in notes if Excluder({entry}, [])(n))
@@ -321,6 +320,24 @@ def _existing_notes(target: Path, scaffold_paths: set[str]) -> ExistingNotes:
         if inside:
             typed[folder] = inside
     return ExistingNotes(count=len(notes), typed=typed, exclude_dropped=dropped)
+
+
+def _read_as_notes(target: Path, found: list[str]) -> int:
+    """How many of the Markdown files `found` in the vault at `target` its graph reads as notes, by the vault's own
+    rules as `check` applies them (`excluder`, `leaves_out`): not a Dendron vault's Markdown files outside its
+    vaults' folders, nor `.markdown` files, `.`-named folders or templates where the editor reads none. All of
+    them when its configuration cannot be read (`check` says why)."""
+    from vivary_git.config import excluder, leaves_out
+    from vivary_git.errors import VivaryError
+    from vivary_git.source import load_config
+
+    probe = _DiskProbe(target)
+    try:
+        config, _ = load_config(probe.read, probe)
+        skip, left_out = excluder(config), leaves_out(config)
+    except VivaryError:
+        return len(found)
+    return sum(1 for p in found if not skip(p) and (left_out is None or not left_out(p)))
 
 
 def plan_scaffold(target: Path, choices: Choices, *, force: bool = False, today: str | None = None) -> ScaffoldPlan:
@@ -336,14 +353,15 @@ def plan_scaffold(target: Path, choices: Choices, *, force: bool = False, today:
     day = today or datetime.date.today().isoformat()
     rendered = _render(choices, day)
     non_empty = st is not None and any(p.name != ".git" for p in target.iterdir())
-    notes = _existing_notes(target, set(rendered)) if non_empty else ExistingNotes(0, {}, {})
+    markdown = _notes_in(target, set(rendered)) if non_empty else []
+    notes = _existing_notes(markdown)
     kept = vault_dialect(target) if notes.count else None
     if kept is not None:
         # A tropo.toml would switch the vault to the `vivary` dialect (slug ids, other link rules): its notes
         # would read differently, and its findings change. The vault keeps its editor's reading instead.
         seed = _typed_seed(choices)
         rendered = {path: v for path, v in rendered.items() if path not in seed}
-        notes = ExistingNotes(notes.count, {}, {})
+        notes = ExistingNotes(_read_as_notes(target, markdown), {}, {})
     elif notes.exclude_dropped:
         rendered = _render(choices, day, tuple(e for e in EXCLUDE if e not in notes.exclude_dropped))
     files: list[PlannedFile] = []
