@@ -158,3 +158,32 @@ def test_a_read_does_not_follow_exactly_the_memory_branch_a_write_refuses(repo: 
     assert read.json()["ref"] == "HEAD"
     assert read.json()["note"].startswith(f"refs/heads/vivary/memory is a symbolic ref to {to} and is not followed")
     assert repo.git("for-each-ref", "--format=%(refname) %(symref) %(objectname)", "refs/heads") == before
+
+
+def test_a_memory_branch_whose_ref_does_not_parse_is_said_and_never_written_over(repo: Repo, cli: Any) -> None:
+    """A damaged ref file at the memory branch was a traceback in `recent` and `remember` (libgit2's "corrupted
+    loose reference file"). A write is refused, exit 3, nothing committed (starting the branch again would lose the
+    memories on it); a read says so and reads HEAD. Both name the commit the branch's reflog last gave it, and the
+    fix, which works."""
+    repo.commit("init", {"notes/deploy.md": NOTE, **CONFIG})
+    repo.git("switch", "-q", "-c", "vivary/memory")
+    repo.commit("a memory", {"memories/kept.md": RELEASE})
+    repo.git("switch", "-q", "main")
+    held = repo.git("rev-parse", "vivary/memory").strip()
+    head = repo.git("rev-parse", "HEAD").strip()
+    ref_file = repo.path / ".git/refs/heads/vivary/memory"
+    ref_file.write_text("garbage\n")
+    fix = (f"its reflog says it last pointed at {held[:12]}: remove the file {ref_file.resolve()} by hand, then "
+           f"`git branch -- vivary/memory {held}`")
+    w = cli("remember", "The okapi lives in the forest", cwd=repo.path)
+    assert w.code == 3, w.err
+    assert w.err == ("git vivary remember: refs/heads/vivary/memory does not parse (corrupted loose reference file: "
+                     f"refs/heads/vivary/memory), so Git can neither read nor move it and the memories on it cannot be "
+                     f"found; {fix}; nothing was committed\n")
+    assert ref_file.read_text() == "garbage\n" and repo.git("rev-parse", "HEAD").strip() == head
+    r = cli("recent", "--since", "2000-01-01", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert r.json()["ref"] == "HEAD" and fix in r.json()["note"]
+    ref_file.unlink()  # the fix the message names
+    repo.git("branch", "--", "vivary/memory", held)
+    assert cli("remember", "The okapi lives in the forest", cwd=repo.path).code == 0

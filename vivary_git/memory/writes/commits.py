@@ -392,22 +392,66 @@ def target_ref(repo: git.Repo, branch: str) -> tuple[str, bool]:
     return head_target, repo.workdir is not None
 
 
+class BrokenBranch(RefusedError):
+    """The memory branch's ref does not parse (a damaged ref file): Git can neither read nor move it, so the memories
+    on it cannot be found. A write is refused (exit 3, nothing committed), a read says so and reads HEAD."""
+
+
 def _memory_branch(repo: git.Repo, ref: str) -> tuple[str | None, str | None]:
     """(the commit a memory branch points at, the ref it names when it is a symbolic ref): at most one of the two,
     (None, None) when there is none yet. The one reading of the memory branch that writes (`_refuse_symbolic`) and
-    reads (`branch_tip`, `read_from`) decide by, so they cannot part: a symbolic ref is never followed."""
-    got = repo.repo.references.get(ref)
+    reads (`branch_tip`, `read_from`) decide by, so they cannot part: a symbolic ref is never followed. A ref that
+    does not parse is `BrokenBranch`, never taken for none (a write would start the branch again without its
+    memories)."""
+    try:
+        got = repo.repo.references.get(ref)
+    except repo.pygit2.GitError as err:  # libgit2: "corrupted loose reference file"
+        raise BrokenBranch(_broken_said(repo, ref, str(err))) from None
     if got is None:
         return None, None
     target = got.target
     return (None, target) if isinstance(target, str) else (str(target), None)
 
 
+_REFLOG_TAIL = 1 << 16  # bytes of a reflog read for its last entry
+
+
+def _broken_said(repo: git.Repo, ref: str, why: str) -> str:
+    """What is wrong with a memory branch whose ref does not parse, and the fix: the commit it last pointed at, when
+    its reflog names one this repository has (Git itself will not show the reflog of a broken ref)."""
+    from vivary_git.escape import text
+
+    path = repo.common_dir / ref
+    last = None
+    with contextlib.suppress(OSError):
+        with open(repo.common_dir / "logs" / ref, "rb") as log:
+            log.seek(max(0, os.fstat(log.fileno()).st_size - _REFLOG_TAIL))
+            lines = log.read(_REFLOG_TAIL).splitlines()
+        for line in reversed(lines):
+            fields = line.split(b" ", 2)
+            if len(fields) > 1 and re.fullmatch(rb"[0-9a-f]{40}|[0-9a-f]{64}", fields[1]):
+                oid = fields[1].decode()
+                if repo.repo.get(oid) is not None:
+                    last = oid
+                break
+    branch = ref.removeprefix("refs/heads/")
+    said = (f"{ref} does not parse ({text(why.replace(f'{ref}: ', '', 1))}), so Git can neither read nor move it and "
+            "the memories on it cannot be found; ")
+    if last is not None:
+        return (said + f"its reflog says it last pointed at {last[:12]}: remove the file {text(str(path))} by hand, "
+                f"then `git branch -- {branch} {last}`")
+    return (said + f"remove the file {text(str(path))} by hand, then `git branch -- {branch} COMMIT` with the commit "
+            "it held (`git fsck --lost-found` lists commits no ref reaches)")
+
+
 def _refuse_symbolic(repo: git.Repo, ref: str) -> None:
     """Refuse a memory branch that is a symbolic ref: `git update-ref` would follow it and put the memory on the
     branch it names (the checked-out one, a release branch), behind the user's back. HEAD is followed, as `git
     commit` follows it (a branch alias checked out included): that is the branch the user is on."""
-    _, to = _memory_branch(repo, ref)
+    try:
+        _, to = _memory_branch(repo, ref)
+    except BrokenBranch as err:
+        raise BrokenBranch(f"{err}; nothing was committed") from None
     if to is None:  # none yet, or a branch (its target a commit id)
         return
     raise RefusedError(
@@ -419,8 +463,12 @@ def _refuse_symbolic(repo: git.Repo, ref: str) -> None:
 
 def branch_tip(repo: git.Repo, ref: str) -> str | None:
     """The commit a memory branch of its own points at; None when there is none, or when it is a symbolic ref: never
-    followed, to read it either (`_refuse_symbolic` says why and what to do when a memory is written)."""
-    return _memory_branch(repo, ref)[0]
+    followed, to read it either (`_refuse_symbolic` says why and what to do when a memory is written); None too when
+    its ref does not parse (`BrokenBranch`: `read_from` says so)."""
+    try:
+        return _memory_branch(repo, ref)[0]
+    except BrokenBranch:
+        return None
 
 
 def read_from(repo: git.Repo, branch: str) -> tuple[str, str, str | None]:
@@ -431,7 +479,10 @@ def read_from(repo: git.Repo, branch: str) -> tuple[str, str, str | None]:
     if not branch:
         return "HEAD", "HEAD", None
     ref = f"refs/heads/{branch}"
-    at, to = _memory_branch(repo, ref)
+    try:
+        at, to = _memory_branch(repo, ref)
+    except BrokenBranch as err:
+        return "HEAD", "HEAD", f"{err}; memories are read from HEAD meanwhile"
     if at is not None:
         return ref, at, None  # the commit itself: a ref made symbolic meanwhile is not followed either
     if to is None:
