@@ -231,9 +231,10 @@ def _gc(repo: Repo, args: argparse.Namespace) -> int:
     skipped: dict[str, _Skip] = {}
     lacking: dict[str, str] = {}  # branch -> the `--root` folder it does not hold
     unreadable: list[_Unreadable] = []
+    known: dict[str, _Needs] = {}  # by tree id: branches at one tree (new ones, merged ones) need the same
     for head in [*heads, *worktrees]:
         try:
-            needs = _needs(repo, args, head, worktrees.get(head))
+            needs = _needs(repo, args, head, worktrees.get(head), known)
         except _Unreadable as err:
             unreadable.append(err)
             continue
@@ -367,15 +368,17 @@ class _Skip(NamedTuple):
 
 
 # The most workspaces gc opens in one tree. Finding them is cheap (a walk of the tree's folders, two lookups each);
-# each one opened walks its own files again. Past this, gc cannot tell what the tree needs without a run as long as
-# a cold check of every workspace, and refuses rather than keep some: 256, as many tree summaries as a cache holds.
+# each one opened loads its rules and lists its files again (no parsing). Past this gc refuses rather than read some
+# and drop the others' entries. 256: as many tree summaries as a cache holds (the oldest go past that).
 MAX_WORKSPACES = 256
 
 
-def _needs(repo: Repo, args: argparse.Namespace, head: str, commit: str | None = None) -> _Needs | _Skip:
+def _needs(repo: Repo, args: argparse.Namespace, head: str, commit: str | None = None,
+           known: dict[str, _Needs] | None = None) -> _Needs | _Skip:
     """What the tree `head` names (a ref; or, with `commit`, another worktree's detached HEAD at that commit) needs
     of the cache: the entries of every workspace it holds (`_workspaces`) and of the folder `--root` names; a
-    `_Skip` when it needs none. Raises `_Unreadable` when that cannot be told."""
+    `_Skip` when it needs none. Raises `_Unreadable` when that cannot be told. `known`: the needs of the trees
+    read so far, by tree id, looked up and added to."""
     from vivary_git.errors import VivaryError
     from vivary_git.source import MissingRoot
     from vivary_git.workspace import open_workspace
@@ -416,6 +419,9 @@ def _needs(repo: Repo, args: argparse.Namespace, head: str, commit: str | None =
     except (KeyError, ValueError, pygit2.GitError):  # libgit2's words name object types by number
         raise _Unreadable(head, f"it names {obj.type_str} {str(oid)[:12]}, whose tree is not in this repository",
                           missing) from None
+    known = {} if known is None else known
+    if str(tree.id) in known:
+        return known[str(tree.id)]
     rev = commit or head
     needs = _Needs(set(), set(), set(), set(), None)
     where = ""  # the workspace being read, for the message when it cannot be
@@ -453,6 +459,7 @@ def _needs(repo: Repo, args: argparse.Namespace, head: str, commit: str | None =
         raise _Unreadable(head, f"{where}{err}", f"fix that on the branch, or {delete}") from None
     except (KeyError, ValueError, pygit2.GitError) as err:  # an object of its tree is missing, or does not parse
         raise _Unreadable(head, f"an object of its tree cannot be read ({err})", missing) from None
+    known[str(tree.id)] = needs
     return needs
 
 
