@@ -58,12 +58,13 @@ def refused(repo: Repo, cli: Any, *args: str, cwd: Path | None = None) -> str:
 
 def test_a_root_that_no_branch_holds_is_refused(ws: Repo, cli: Any) -> None:
     """A folder only in the working tree (or a typo of one that is there): every branch was skipped, and gc kept
-    none of the entries: a new chain with an empty manifest."""
+    none of the entries: a new chain with an empty manifest. Now that gc keeps every workspace it finds, such a
+    --root would still lose the entries of the folder meant, when it has no tropo.toml or .vivary/."""
     ws.write({"scratch/s.md": "# Scratch\n"})
     err = refused(ws, cli, "--root", "scratch")
     assert "--root scratch: no branch gc reads holds a folder 'scratch' (refs/heads/main, refs/heads/side)" in err
-    assert "gc would keep none of refs/vivary/cache" in err, err
-    assert "Name the workspace folder as the branches hold it" in err and "`git vivary cache drop`" in err, err
+    assert "gc would keep none of the entries of the workspace it names; nothing was written" in err, err
+    assert "Name the workspace folder as the branches hold it" in err and "or leave --root out" in err, err
     assert counts(ws, cli) == (2, 4, 4)
     (ws.path / "vault" / "scratch").mkdir()
     err = refused(ws, cli, "--root", "scratch", cwd=ws.path / "vault")  # relative to where it runs
@@ -73,16 +74,17 @@ def test_a_root_that_no_branch_holds_is_refused(ws: Repo, cli: Any) -> None:
 
 
 def test_a_root_some_branches_lack_keeps_what_the_others_need(ws: Repo, cli: Any) -> None:
-    """A branch without the workspace folder (a site branch, an old one) needs none of its entries: said, and
-    skipped, as before; the folder the other branches hold keeps theirs."""
+    """A branch without the workspace folder (a site branch, an old one) needs none of its entries: said; the folder
+    the other branches hold keeps theirs."""
     ws.git("checkout", "-q", "--orphan", "pages")
     ws.git("rm", "-rqf", ".")
     ws.commit("site", {"index.html": "<p>site</p>\n"})
     ws.git("checkout", "-q", "main")
     r = cli("cache", "gc", "--root", "vault", cwd=ws.path)
     assert r.code == 0, r.err
-    assert "vivary: gc: skipped refs/heads/pages: --root vault: there is no folder 'vault' in refs/heads/pages" in r.err
-    assert "(for refs/heads/main, refs/heads/side; refs/heads/pages holds no folder 'vault')" in r.out, r.out
+    assert "vivary: gc: refs/heads/pages holds no folder 'vault' (--root vault): it needs none of" in r.err, r.err
+    out = "(for refs/heads/main, refs/heads/pages, refs/heads/side; refs/heads/pages holds no folder 'vault')"
+    assert out in r.out, r.out  # pages is read all the same: its top is a workspace too
     assert counts(ws, cli) == (2, 4, 4)
     ws.git("branch", "-D", "side")
     assert cli("cache", "gc", "--root", "vault", cwd=ws.path).code == 0
@@ -174,3 +176,110 @@ def test_a_packed_refs_file_that_does_not_parse_is_named(ws: Repo, cli: Any) -> 
         assert "cannot list this repository's branches" in r.err and str(packed) in r.err, r.err
     packed.write_text(sound)
     assert counts(ws, cli) == (2, 4, 4)
+
+
+WIKI = {
+    "wiki/.vivary/workspace.toml": 'contract = "thin-v0.3"\n',
+    "wiki/pages/a.md": "# Page A\n\nlinks [[b]]\n",
+    "wiki/pages/b.md": "# Page B\n",
+}
+
+
+def test_gc_from_the_top_keeps_a_subfolder_workspace(ws: Repo, cli: Any) -> None:
+    """Run from the top, gc read the top as a zero-config workspace and dropped every fact and tree summary of
+    `vault` (exit 0): every clone then ran cold."""
+    r = cli("cache", "gc", cwd=ws.path)
+    assert r.code == 0, r.err
+    assert counts(ws, cli) == (2, 4, 4)
+    assert "4 of 4 parses, 4 of 4 facts, 2 of 2 trees" in r.out, r.out
+
+
+def test_gc_keeps_every_workspace_a_branch_holds(ws: Repo, cli: Any) -> None:
+    """Two workspaces in one repository (a folder with tropo.toml, one with .vivary/): gc run in either, or at the
+    top, kept only one workspace's entries."""
+    ws.git("checkout", "-q", "side")
+    ws.commit("wiki", WIKI)
+    assert cli("check", "--rev", "side", cwd=ws.path / "wiki").code == 0
+    assert counts(ws, cli) == (3, 6, 6)
+    for where in (ws.path / "vault", ws.path / "wiki", ws.path, ws.path / "vault" / "notes"):
+        r = cli("cache", "gc", cwd=where)
+        assert r.code == 0, (where, r.err)
+        assert counts(ws, cli) == (3, 6, 6), where
+    ws.git("checkout", "-q", "main")
+    ws.git("branch", "-D", "side")  # the wiki was on side only: its entries go, main's stay
+    assert cli("cache", "gc", cwd=ws.path).code == 0
+    assert counts(ws, cli) == (1, 3, 3)
+
+
+def test_a_folder_with_dot_vivary_is_a_workspace_gc_keeps(ws: Repo, cli: Any) -> None:
+    """A folder holding `.vivary/` (only a memory.toml, say) is a workspace, as the privacy boundary knows it
+    (docs/privacy.md): what `check --root` recorded for it is kept wherever gc runs."""
+    ws.commit("journal", {"journal/.vivary/memory.toml": "", "journal/day.md": "# Day one\n"})
+    assert cli("check", "--rev", "main", "--root", "journal", cwd=ws.path).code == 0
+    assert counts(ws, cli) == (3, 5, 5)
+    assert cli("cache", "gc", cwd=ws.path / "vault").code == 0
+    assert counts(ws, cli) == (3, 5, 5)
+
+
+def test_root_adds_a_folder_gc_cannot_find(ws: Repo, cli: Any) -> None:
+    """A folder with no tropo.toml or .vivary/ is a workspace only where `--root` names it: gc cannot find it, so
+    `--root` keeps its entries, and never narrows gc to it (the other workspaces' entries stay)."""
+    ws.commit("docs", {"docs/guide.md": "# Guide\n"})
+    assert cli("check", "--rev", "main", "--root", "docs", cwd=ws.path).code == 0
+    assert counts(ws, cli) == (3, 5, 5)
+    r = cli("cache", "gc", "--root", "docs", cwd=ws.path)
+    assert r.code == 0, r.err
+    assert counts(ws, cli) == (3, 5, 5)
+    assert cli("cache", "gc", cwd=ws.path).code == 0  # without it, docs' fact and summary go
+    assert counts(ws, cli) == (2, 5, 4)
+
+
+def test_a_detached_head_of_another_worktree_is_read(ws: Repo, cli: Any, tmp_path: Path) -> None:
+    """A commit checked out in another worktree is under work, branch or not."""
+    ws.git("worktree", "add", "-q", "--detach", str(tmp_path / "other"), "side")
+    ws.git("branch", "-D", "side")
+    r = cli("cache", "gc", cwd=ws.path / "vault")
+    assert r.code == 0, r.err
+    assert counts(ws, cli) == (2, 4, 4)
+    assert f"HEAD of worktree {tmp_path / 'other'}" in r.out, r.out
+    ws.git("worktree", "remove", str(tmp_path / "other"))
+    assert cli("cache", "gc", cwd=ws.path / "vault").code == 0
+    assert counts(ws, cli) == (1, 3, 3)
+
+
+def test_the_workspaces_gc_opens_in_one_tree_are_bounded(ws: Repo, cli: Any) -> None:
+    """Folders are many and cheap to look through; only those with tropo.toml or .vivary/ are opened, and past
+    MAX_WORKSPACES in one tree gc refuses rather than keep some workspaces' entries and drop the rest's."""
+    from vivary_git.commands.cache import MAX_WORKSPACES
+
+    ws.commit("folders", {f"plain/f{i}/n.md": f"# Plain {i}\n" for i in range(MAX_WORKSPACES + 50)})
+    r = cli("cache", "gc", cwd=ws.path)
+    assert r.code == 0, r.err
+    assert counts(ws, cli) == (2, 4, 4)
+    ws.git("checkout", "-q", "side")
+    ws.commit("fixtures", {f"fixtures/f{i}/tropo.toml": "version = 1\n" for i in range(MAX_WORKSPACES)})  # + top, vault
+    ws.git("checkout", "-q", "main")
+    err = refused(ws, cli)
+    assert (f"refs/heads/side: it holds {MAX_WORKSPACES + 2:,} workspaces (folders with tropo.toml or .vivary/), "
+            f"more than gc reads in one tree ({MAX_WORKSPACES})") in err, err
+    assert "`git vivary cache drop` removes the whole cache instead" in err, err
+
+
+def test_a_nested_workspace_whose_rules_do_not_load_is_named(ws: Repo, cli: Any) -> None:
+    ws.git("checkout", "-q", "side")
+    ws.commit("wiki", {**WIKI, "wiki/tropo.toml": "version = [\n"})
+    ws.git("checkout", "-q", "main")
+    err = refused(ws, cli, cwd=ws.path / "vault")
+    assert "gc cannot tell which entries refs/heads/side needs" in err, err
+    assert "refs/heads/side: workspace wiki/: " in err and "tropo.toml" in err, err
+
+
+def test_a_detached_head_of_another_worktree_that_cannot_be_read_is_refused(ws: Repo, cli: Any,
+                                                                             tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    ws.git("worktree", "add", "-q", "--detach", str(other), "side")
+    ws.git("branch", "-D", "side")
+    missing_object(ws, f"{git(other, 'rev-parse', 'HEAD').strip()}^{{tree}}")
+    err = refused(ws, cli)
+    assert f"gc cannot tell which entries HEAD of worktree {other} needs" in err, err
+    assert f"`git worktree remove {other}`" in err, err

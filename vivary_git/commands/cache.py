@@ -53,7 +53,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ve.add_argument("--ref", default=None, metavar="REF",
                     help="another cache ref, e.g. a fetched one in refs/vivary-fetch/")
     gc = actions.add_parser("gc", help="restart the chain with only the entries current branches' trees need")
-    gc.add_argument("--root", metavar="DIR", help="workspace directory (default: nearest folder with tropo.toml)")
+    gc.add_argument("--root", metavar="DIR",
+                    help="also keep this folder's entries, read as a workspace (as `check --root DIR` reads it); "
+                         "gc keeps every workspace it finds anyway (folders with tropo.toml or .vivary/, and the top)")
     gc.add_argument("--dry-run", action="store_true", help="say what would be kept, write nothing")
     actions.add_parser("drop", help="delete refs/vivary/cache (and fetched copies in refs/vivary-fetch/)")
     no = actions.add_parser("notes", help="write verdict notes on `check --rev COMMIT` runs (on) or not (off)")
@@ -211,6 +213,7 @@ def _gc(repo: Repo, args: argparse.Namespace) -> int:
         # (a symbolic link to the folder) would keep none of the workspace's entries.
         root_folder(Path(args.cwd or ".").resolve(), args.root)
     heads = _branches(repo)  # first: a packed-refs file that does not parse is not a damaged cache
+    worktrees = _worktree_heads(repo)
     try:
         tip = ref_tip(repo, CACHE_REF)
         if tip is None:
@@ -226,10 +229,12 @@ def _gc(repo: Repo, args: argparse.Namespace) -> int:
     tree_ids: set[str] = set()
     read: list[str] = []  # the branches whose needs are kept
     skipped: dict[str, _Skip] = {}
+    lacking: dict[str, str] = {}  # branch -> the `--root` folder it does not hold
     unreadable: list[_Unreadable] = []
-    for head in heads:
+    known: dict[str, _Needs] = {}  # by tree id: branches at one tree (new ones, merged ones) need the same
+    for head in [*heads, *worktrees]:
         try:
-            needs = _needs(repo, args, head)
+            needs = _needs(repo, args, head, worktrees.get(head), known)
         except _Unreadable as err:
             unreadable.append(err)
             continue
@@ -237,13 +242,13 @@ def _gc(repo: Repo, args: argparse.Namespace) -> int:
             skipped[head] = needs
             continue
         read.append(head)
-        tkey, blobs, facts, vectors = needs
-        keep["parse"] |= blobs
-        keep["facts"] |= facts
-        keep["vectors"] |= vectors
-        if tkey is not None:
-            trees.add(tkey)
-            tree_ids.add(tkey.split("-")[0])
+        if needs.lacking is not None:
+            lacking[head] = needs.lacking
+        keep["parse"] |= needs.blobs
+        keep["facts"] |= needs.facts
+        keep["vectors"] |= needs.vectors
+        trees |= needs.trees
+        tree_ids |= {t.split("-")[0] for t in needs.trees}
     if unreadable:
         # A branch whose needs are unknown is never taken as needing nothing: a real run would drop its entries,
         # which CI built and every clone fetched.
@@ -252,15 +257,18 @@ def _gc(repo: Repo, args: argparse.Namespace) -> int:
                          f"would drop them; nothing was written. Fix or delete "
                          f"{'that branch' if len(unreadable) == 1 else 'those branches'}, then run `git vivary cache "
                          "gc` again:", detail=[f"{e.head}: {e.why}; {e.fix}" for e in unreadable])
-    lacking = {head: skip.folder for head, skip in skipped.items() if skip.folder is not None}
-    if lacking and not read:
+    if lacking and len(lacking) == len(read):
         folder = next(iter(lacking.values()))
         raise UsageError(f"--root {args.root}: no branch gc reads holds a folder {folder!r} ({', '.join(lacking)}), "
-                         f"so gc would keep none of {CACHE_REF}; nothing was written. Name the workspace folder as "
-                         "the branches hold it (a folder only in the working tree has nothing recorded until it is "
-                         "committed); `git vivary cache drop` removes the whole cache, if that is what you want")
+                         "so gc would keep none of the entries of the workspace it names; nothing was written. "
+                         "Name the workspace folder as the branches hold it (a folder only in the working tree has "
+                         "nothing recorded until it is committed), or leave --root out: gc keeps every workspace "
+                         "with tropo.toml or .vivary/ it finds anyway")
     for head, skip in skipped.items():
         print(f"vivary: gc: skipped {shown(head)}: {shown(skip.said)}", file=sys.stderr)
+    for head, folder in lacking.items():
+        print(f"vivary: gc: {shown(head)} holds no folder {shown(folder)!r} (--root {shown(args.root)}): it needs "
+              "none of that workspace's entries", file=sys.stderr)
     # A provider's state is kept for the kept trees, and its newest state whatever its tree.
     states = {p for p in snap.manifest.states if p.split("/")[2].split("-")[0] in tree_ids}
     newest: dict[str, tuple[int, str]] = {}
@@ -315,42 +323,91 @@ def _branches(repo: Repo) -> list[str]:
     return sorted(set(heads) | set(_loose_refs(repo, "refs/heads/")))
 
 
-_Needs = tuple["str | None", set[str], set[str], set[str]]
+_OTHER_HEAD = "HEAD of worktree "
+
+
+def _worktree_heads(repo: Repo) -> dict[str, str]:
+    """The detached HEADs of the other worktrees (`git worktree list`), named `HEAD of worktree PATH`, with the
+    commit each is at: commits under work, branch or not (a rebase stopped half-way, a bisect, a CI checkout).
+    A worktree on a branch is read as that branch; one whose folder is gone (`prunable`) is no work."""
+    proc = repo.git(["worktree", "list", "--porcelain"], check=False)
+    if proc.returncode != 0:
+        said = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise UsageError(f"cannot list this repository's worktrees (`git worktree list`: "
+                         f"{said[0] if said else 'it failed'}); fix what Git names, then run `git vivary cache gc` "
+                         "again; nothing was written")
+    here = {repo.workdir, repo.git_dir}
+    found: dict[str, str] = {}
+    for record in proc.stdout.decode("utf-8", "surrogateescape").split("\n\n"):
+        lines = record.splitlines()
+        fields = dict(line.partition(" ")[::2] for line in lines[1:])
+        path = lines[0].removeprefix("worktree ") if lines and lines[0].startswith("worktree ") else ""
+        if not path or "detached" not in fields or "prunable" in fields or Path(path).resolve() in here:
+            continue
+        commit = fields.get("HEAD", "")
+        if len(commit) in (40, 64) and commit.strip("0"):
+            found[_OTHER_HEAD + path] = commit
+    return found
+
+
+class _Needs(NamedTuple):
+    """What one branch's tree needs of the cache, summed over its workspaces: tree summary keys, blob ids, fact
+    keys and vector keys; `lacking`, the `--root` folder it does not hold (None when it holds it, or no --root)."""
+
+    trees: set[str]
+    blobs: set[str]
+    facts: set[str]
+    vectors: set[str]
+    lacking: str | None
 
 
 class _Skip(NamedTuple):
-    """A branch that needs nothing, and why: it leads to no commit, or holds no `folder` where `--root` names one."""
+    """A branch that needs nothing, and why: it leads to no commit."""
 
     said: str
-    folder: str | None = None
 
 
-def _needs(repo: Repo, args: argparse.Namespace, head: str) -> _Needs | _Skip:
-    """What the tree `head` names needs of the cache: its summary key, blob ids, fact keys and vector keys; a
-    `_Skip` when it needs none of them. Raises `_Unreadable` when that cannot be told."""
+# The most workspaces gc opens in one tree. Finding them is cheap (a walk of the tree's folders, two lookups each);
+# each one opened loads its rules and lists its files again (no parsing). Past this gc refuses rather than read some
+# and drop the others' entries. 256: as many tree summaries as a cache holds (the oldest go past that).
+MAX_WORKSPACES = 256
+
+
+def _needs(repo: Repo, args: argparse.Namespace, head: str, commit: str | None = None,
+           known: dict[str, _Needs] | None = None) -> _Needs | _Skip:
+    """What the tree `head` names (a ref; or, with `commit`, another worktree's detached HEAD at that commit) needs
+    of the cache: the entries of every workspace it holds (`_workspaces`) and of the folder `--root` names; a
+    `_Skip` when it needs none. Raises `_Unreadable` when that cannot be told. `known`: the needs of the trees
+    read so far, by tree id, looked up and added to."""
     from vivary_git.errors import VivaryError
     from vivary_git.source import MissingRoot
     from vivary_git.workspace import open_workspace
 
     pygit2 = repo.pygit2
     name = head.removeprefix("refs/heads/")
-    delete = "check out a branch (`git switch BRANCH`)" if head == "HEAD" else f"delete it (`git branch -D {name}`)"
+    worktree = head.removeprefix(_OTHER_HEAD)
+    delete = ("check out a branch (`git switch BRANCH`)" if head == "HEAD"
+              else f"check out a branch there, or remove it (`git worktree remove {worktree}`)" if commit is not None
+              else f"delete it (`git branch -D {name}`)")
     missing = f"`git fsck` names what is missing: fetch it again, or {delete}"
     unparsed = (f"remove the file {repo.common_dir / head} by hand (Git neither reads nor deletes a ref that does not "
                 "parse), or write a commit id in it")
-    try:
-        ref = repo.repo.references.get(head)
-    except pygit2.GitError as err:
-        said = str(err).replace(f"{head}: ", "", 1)
-        raise _Unreadable(head, f"it does not parse ({said})", unparsed) from None
-    if ref is None:
-        return _Skip("it is gone")  # since it was listed
-    try:
-        oid = ref.resolve().target
-    except KeyError:  # a symbolic ref to no branch (pygit2's NotFoundError): it holds nothing
-        return _Skip(f"a symbolic ref to {ref.target}, which is no branch")
-    except pygit2.GitError as err:  # a symbolic ref that loops
-        raise _Unreadable(head, f"it does not parse ({err})", unparsed) from None
+    if commit is not None:
+        oid = pygit2.Oid(hex=commit)
+    else:
+        try:
+            ref = repo.repo.references.get(head)
+        except pygit2.GitError as err:
+            said = str(err).replace(f"{head}: ", "", 1)
+            raise _Unreadable(head, f"it does not parse ({said})", unparsed) from None
+        if ref is None:
+            return _Skip("it is gone")  # since it was listed
+        try:
+            oid = ref.resolve().target
+        except KeyError:  # a symbolic ref to no branch (pygit2's NotFoundError): it holds nothing
+            return _Skip(f"a symbolic ref to {ref.target}, which is no branch")
+        except pygit2.GitError as err:  # a symbolic ref that loops
+            raise _Unreadable(head, f"it does not parse ({err})", unparsed) from None
     obj = repo.repo.get(oid)
     if obj is None:
         raise _Unreadable(head, f"it names {str(oid)[:12]}, which is not in this repository", missing)
@@ -358,22 +415,73 @@ def _needs(repo: Repo, args: argparse.Namespace, head: str) -> _Needs | _Skip:
         raise _Unreadable(head, f"it names a {obj.type_str} ({str(oid)[:12]}), not a commit",
                           f"delete it (`git update-ref -d {head}`)")
     try:
-        obj.peel(pygit2.Tree)
+        tree = obj.peel(pygit2.Tree)
     except (KeyError, ValueError, pygit2.GitError):  # libgit2's words name object types by number
         raise _Unreadable(head, f"it names {obj.type_str} {str(oid)[:12]}, whose tree is not in this repository",
                           missing) from None
+    known = {} if known is None else known
+    if str(tree.id) in known:
+        return known[str(tree.id)]
+    rev = commit or head
+    needs = _Needs(set(), set(), set(), set(), None)
+    where = ""  # the workspace being read, for the message when it cannot be
     try:
-        ws = open_workspace(args.cwd, rev=head, root=args.root, rev_option="branch")
-        tkey, blobs, facts = ws.cache_keys()
-        vectors = _vector_keys(ws)
-    except MissingRoot as err:
-        return _Skip(f"--root {err.root}: there is no folder {err.prefix or '.'!r} in {head}: it needs none of that "
-                     "workspace's entries", err.prefix or ".")
+        folders = _workspaces(repo, str(tree.id))
+        if len(folders) > MAX_WORKSPACES:
+            raise _Unreadable(head, f"it holds {len(folders):,} workspaces (folders with tropo.toml or .vivary/), "
+                              f"more than gc reads in one tree ({MAX_WORKSPACES})",
+                              "gc would have to leave some out and drop their entries; `git vivary cache drop` "
+                              "removes the whole cache instead (the next runs record afresh)")
+        opened = []
+        if args.root is not None:
+            where = f"--root {args.root}: "
+            try:
+                opened.append(open_workspace(args.cwd, rev=rev, root=args.root, rev_option="branch"))
+            except MissingRoot as err:
+                needs = needs._replace(lacking=err.prefix or ".")
+        held = {ws.source.prefix for ws in opened}
+        for folder in folders:
+            if folder in held:
+                continue
+            where = f"workspace {folder}/: " if folder else ""
+            # By its place in the tree, pinned as `--root` pins it: the folder a command runs in plays no part.
+            root = str(repo.workdir / folder) if repo.workdir is not None else folder or "."
+            opened.append(open_workspace(args.cwd, rev=rev, root=root, rev_option="branch"))
+        for ws in opened:
+            where = f"workspace {ws.source.prefix}/: " if ws.source.prefix else ""
+            tkey, blobs, facts = ws.cache_keys()
+            needs.blobs.update(blobs)
+            needs.facts.update(facts)
+            needs.vectors.update(_vector_keys(ws))
+            if tkey is not None:
+                needs.trees.add(tkey)
     except VivaryError as err:
-        raise _Unreadable(head, str(err), f"fix that on the branch, or {delete}") from None
-    except pygit2.GitError as err:  # an object of its tree is missing (NotFoundError), or does not parse
+        raise _Unreadable(head, f"{where}{err}", f"fix that on the branch, or {delete}") from None
+    except (KeyError, ValueError, pygit2.GitError) as err:  # an object of its tree is missing, or does not parse
         raise _Unreadable(head, f"an object of its tree cannot be read ({err})", missing) from None
-    return tkey, blobs, facts, vectors
+    known[str(tree.id)] = needs
+    return needs
+
+
+def _workspaces(repo: Repo, tree: str) -> list[str]:
+    """The workspace folders of `tree`, as the privacy boundary finds them (`privacy.find_scopes`): the top (read
+    zero-config when it has no tropo.toml) and every folder holding `tropo.toml` or `.vivary/`."""
+    from vivary_git.privacy import Scope, find_scopes
+    from vivary_git.source import _entry_name
+
+    tree_type = repo.pygit2.GIT_OBJECT_TREE
+    paths: list[str] = []
+    todo = [(repo.repo[tree], "")]
+    while todo:
+        folder, base = todo.pop()
+        for entry in folder:  # type: ignore[attr-defined]
+            path = base + _entry_name(entry)
+            if entry.type == tree_type:
+                todo.append((entry, path + "/"))
+            else:  # a file, a link or a submodule: every folder has one below it
+                paths.append(path)
+    # Which folders are workspaces is all gc asks: their memory.toml is read when each is opened.
+    return [s.prefix for s in find_scopes(repo, tree, paths, read=lambda folder, _data: Scope(folder))]
 
 
 def _vector_keys(ws: Workspace) -> set[str]:
