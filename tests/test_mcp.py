@@ -769,7 +769,8 @@ def test_a_number_id_is_kept_from_the_one_reading_of_a_deep_line(repo: Repo) -> 
     """A request with an id MCP does not allow (`1.5`) was read twice, the second time to keep the id's spelling, one
     call deeper: params nested just short of what Python reads (976 deep over stdio) passed the first reading and
     raised out of the second, and the stdio server stopped. The spelling is kept from the one reading now: every
-    depth is answered with id 1.5 (-32600, or -32700 past what Python reads) and the server goes on serving."""
+    depth is answered -32600 with id 1.5 (past what Python reads, said to be nested too deep) and the server goes
+    on serving."""
     from vivary_git.mcp import wire
 
     _seed(repo)
@@ -784,11 +785,84 @@ def test_a_number_id_is_kept_from_the_one_reading_of_a_deep_line(repo: Repo) -> 
             pipe.send(line % ("[" * depth + "]" * depth))
             said = pipe.line()
             assert said.startswith('{"jsonrpc":"2.0","id":1.5,"error":{"code":-32'), (depth, said[:200])
-            codes.add(json.loads(said)["error"]["code"])
+            codes.add((json.loads(said)["error"]["code"], json.loads(said)["error"]["message"] == _TOO_DEEP))
         pipe.send('{"jsonrpc":"2.0","id":16,"method":"ping"}')
         assert json.loads(pipe.line()) == {"jsonrpc": "2.0", "id": 16, "result": {}}
-    assert codes == {-32600, -32700}
+    assert codes == {(-32600, False), (-32600, True)}
     assert pipe.proc.returncode == 0
+
+
+_BATCH = ('[{"jsonrpc":"2.0","id":12,"method":"ping"},{"jsonrpc":"2.0","id":"b","method":"tools/list"},'
+          '{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":2.5,"method":"ping"},'
+          '{"jsonrpc":"2.0","id":true,"method":"ping"}]')
+_DEEP = ('{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"search","arguments":{"query":'
+         + "[" * 5000 + "]" * 5000 + "}}}")  # valid JSON, deeper than Python's reader goes
+_TOO_DEEP = ("the request is nested too deep to read: Python reads JSON to about 1,000 levels of arrays and objects "
+             "(its recursion limit), and this server's tools take arguments nested at most 64: send it nested less "
+             "deep")
+
+
+def test_over_http_a_batch_gets_the_errors_stdio_gives_it_as_one_json_array(repo: Repo) -> None:
+    """A batch (MCP 2025-06-18 removed JSON-RPC batching) got stdio's answer on stdio, an error for each request in it
+    with an id, so no call waits; over HTTP the SDK's `-32602 "Validation error: 4 validation errors for union[...]"`,
+    id null, for the whole batch. It gets stdio's errors now (`wire.batch_refusal`, one decision), 400 and, as
+    JSON-RPC answers a batch, one JSON array of them; a batch with no request with an id (`[]`, notifications only)
+    gets the one error, id null, as JSON-RPC answers an empty batch. Raw lines and POSTs: no SDK client sends them."""
+    _seed(repo)
+    with _raw_pipe(repo) as pipe:
+        pipe.send(_BATCH)
+        stdio = [pipe.line().strip() for _ in range(3)]
+        pipe.send("[]")
+        stdio_empty = pipe.line().strip()
+    proc, url = _start_http(repo)
+    try:
+        session = {"Mcp-Protocol-Version": "2025-06-18"}
+        assert _http(url, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+            session)[0] == 200
+        batch = _http(url, _BATCH, session)
+        empty = _http(url, "[]", session)
+        notes = _http(url, '[{"jsonrpc":"2.0","method":"notifications/initialized"}]', session)
+        last = _http(url, '{"jsonrpc":"2.0","id":16,"method":"ping"}', session)
+    finally:
+        _stop(proc)
+    assert batch == (400, "[" + ",".join(stdio) + "]")
+    assert [(_spelled(line)[0], _spelled(line)[1]["error"]["code"]) for line in stdio] == [
+        ("12", -32600), ('"b"', -32600), ("2.5", -32600)]
+    said = json.loads(batch[1])[0]["error"]["message"]
+    assert said.startswith("batches are not supported (MCP 2025-06-18 removed JSON-RPC batching)"), said
+    assert empty == notes == (400, stdio_empty)
+    assert json.loads(stdio_empty)["id"] is None and json.loads(stdio_empty)["error"]["code"] == -32600
+    assert last[0] == 200 and json.loads(last[1]) == {"jsonrpc": "2.0", "id": 16, "result": {}}
+
+
+def test_json_nested_deeper_than_python_reads_is_said_to_be_too_deep_not_invalid(repo: Repo) -> None:
+    """Valid JSON nested deeper than Python's reader goes (its RecursionError) was answered -32700 "the request is
+    not valid JSON" on stdio and the SDK's "-32700 Parse error: recursion limit exceeded", id null, over HTTP. It is
+    valid, and on both transports now answered -32600, said to be nested too deep and the limit given, with the
+    request's id when it stands near the line's start; the server goes on serving. Raw lines and POSTs."""
+    _seed(repo)
+    lost_id = '{"jsonrpc":"2.0","method":"ping","params":{"a":%s},"id":3}' % ("[" * 5000 + "]" * 5000)
+    with _raw_pipe(repo) as pipe:
+        stdio = []
+        for line in (_DEEP % "7", _DEEP % '"s"', lost_id, '{"jsonrpc":"2.0","id":16,"method":"ping"}'):
+            pipe.send(line)
+            stdio.append(json.loads(pipe.line()))
+    proc, url = _start_http(repo)
+    try:
+        session = {"Mcp-Protocol-Version": "2025-06-18"}
+        assert _http(url, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+            session)[0] == 200
+        http = [_http(url, body, session) for body in (
+            _DEEP % "7", _DEEP % '"s"', lost_id, '{"jsonrpc":"2.0","id":16,"method":"ping"}')]
+    finally:
+        _stop(proc)
+    assert [status for status, _ in http] == [400, 400, 400, 200]
+    assert [json.loads(said) for _, said in http] == stdio
+    deep = {"code": -32600, "message": _TOO_DEEP}
+    assert stdio[:3] == [{"jsonrpc": "2.0", "id": rid, "error": deep} for rid in (7, "s", None)]
+    assert stdio[3] == {"jsonrpc": "2.0", "id": 16, "result": {}}
 
 
 def test_a_symlinked_note_at_start_is_refused_by_each_tool_not_by_the_start(repo: Repo, tmp_path: Any) -> None:

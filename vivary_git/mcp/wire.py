@@ -10,18 +10,21 @@ the SDK's reading of it is not a plain request:
   emoji (a host's JavaScript writes the lone surrogate half as `\\ud83d`) gets U+FFFD for each lone half (as
   undecodable bytes already do on this transport), arguments nested deeper than `MAX_DEPTH` are cut to null;
 - a line that is still no request is answered with a JSON-RPC error: -32700 when it is not JSON, -32600 when
-  it is JSON but no request (no `method`, `jsonrpc` not "2.0", `params` not an object, an `id` of the wrong
-  type, an integer of more digits than Python reads), carrying the request's id when it has one JSON-RPC
-  allows: a string or an integer (an MCP id), or a number MCP does not allow (`1.5`, `2.0`, `1e400`, 5,000
-  digits), written back as the request spelled it, since JSON-RPC wants the answer's id the same as the
-  request's and the call waits for that id; else (an object, an array, a boolean, null, or an id that cannot
-  be found) null;
-- a batch (a JSON array: MCP 2025-06-18 removed JSON-RPC batching) is served in no part: each request in it
-  with such an id gets its own -32600 error saying so, so no call waits; a batch with none gets one, id null.
+  it is JSON nested deeper than Python reads (`too_deep`: valid JSON all the same) or JSON but no request (no
+  `method`, `jsonrpc` not "2.0", `params` not an object, an `id` of the wrong type, an integer of more digits
+  than Python reads), carrying the request's id when it has one JSON-RPC allows: a string or an integer (an
+  MCP id), or a number MCP does not allow (`1.5`, `2.0`, `1e400`, 5,000 digits), written back as the request
+  spelled it, since JSON-RPC wants the answer's id the same as the request's and the call waits for that id;
+  else (an object, an array, a boolean, null, or an id that cannot be found) null;
+- a batch (a JSON array: MCP 2025-06-18 removed JSON-RPC batching) is served in no part (`batch_refusal`):
+  each request in it with such an id gets its own -32600 error saying so, so no call waits; a batch with none
+  gets one, id null.
 
 Over HTTP the SDK reads each POST's body itself and makes the same mistake: a request whose id is `1.5` or
-`true` is a notification to it, answered 202 with no body. `answering` puts the same question, `refusal`, to
-each body before the SDK reads it, and answers the ones it refuses with their -32600 error.
+`true` is a notification to it, answered 202 with no body; a batch and a body nested deeper than Python reads
+got its -32602 and -32700, id null. `answering` puts the same questions (`refusal`, `batch_refusal`,
+`too_deep`) to each body before the SDK reads it, and answers the ones they refuse with their -32600 errors:
+400, and a batch's errors as one JSON array, as JSON-RPC answers a batch.
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ _ID = re.compile(r'\A\s*\{.{0,4096}?"id"\s*:\s*(-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE
                  r'|"(?:[^"\\\n]|\\.){0,256}")', re.DOTALL)
 _INTEGER = re.compile(r"-?\d+")
 BATCH = ("batches are not supported (MCP 2025-06-18 removed JSON-RPC batching): send each request as its own "
-         "JSON object on its own line")
+         "JSON object (on its own line on stdio, in its own POST over HTTP)")
 
 Served = tuple[SessionMessage | None, list[SessionMessage]]
 
@@ -126,12 +129,13 @@ def screened(line: str | None, item: SessionMessage | Exception) -> Served:
                               f"the request is too large to read (over {MAX_LINE} characters)")]
     try:
         data = _read(line)
-    except (ValueError, RecursionError):
+    except RecursionError:
+        return None, [too_deep(line)]
+    except ValueError:
         return None, [_answer(_found_id(line), types.PARSE_ERROR, "the request is not valid JSON")]
     if isinstance(data, list):
-        said = [_answer(rid, types.INVALID_REQUEST, BATCH) for rid in
-                (_reply_id(e.get("id")) for e in data if isinstance(e, dict) and "method" in e) if rid is not None]
-        return None, said or [_answer(None, types.INVALID_REQUEST, BATCH)]
+        said = batch_refusal(data)
+        return None, said if isinstance(said, list) else [said]
     if not isinstance(data, dict):
         return None, [_answer(None, types.INVALID_REQUEST, f"a request must be a JSON object, not {_kind(data)}")]
     refused = refusal(data)
@@ -160,6 +164,27 @@ def refusal(data: Any) -> SessionMessage | None:
         return _answer(_mcp_id(data.get("id")), types.INVALID_REQUEST,
                        f"the request holds {_kind(long)}: send a shorter number")
     return None
+
+
+def batch_refusal(batch: list[Any]) -> list[SessionMessage] | SessionMessage:
+    """The answer to a batch (`batch`, a JSON array read by `_read`), served in no part: a -32600 error for each
+    request in it with an id JSON-RPC allows, so no call waits, as a list (JSON-RPC answers a batch with an array
+    of its answers); one error with id null when it holds no such request (`[]`, notifications only), as
+    JSON-RPC answers an empty batch. One decision for both transports: stdio writes each error on its own line,
+    HTTP writes the list as one JSON array."""
+    said = [_answer(rid, types.INVALID_REQUEST, BATCH) for rid in
+            (_reply_id(e.get("id")) for e in batch if isinstance(e, dict) and "method" in e) if rid is not None]
+    return said or _answer(None, types.INVALID_REQUEST, BATCH)
+
+
+def too_deep(text: str) -> SessionMessage:
+    """The -32600 answer to a request (`text`) that is JSON nested deeper than Python's reader goes (it raised
+    RecursionError): valid JSON, not a parse error. With the request's id when it stands near the start."""
+    # Python's reader counts each level against the recursion limit, less the calls the server is inside
+    return _answer(_found_id(text), types.INVALID_REQUEST,
+                   f"the request is nested too deep to read: Python reads JSON to about {sys.getrecursionlimit():,} "
+                   f"levels of arrays and objects (its recursion limit), and this server's tools take arguments "
+                   f"nested at most {MAX_DEPTH}: send it nested less deep")
 
 
 def is_answer(message: SessionMessage) -> bool:
@@ -349,9 +374,11 @@ def _first(err: ValueError) -> str:
 
 
 def answering(app: ASGIApp, path: str, security: TransportSecuritySettings) -> ASGIApp:
-    """`app` (the SDK's streamable HTTP app) with each POST to `path` that `refusal` refuses answered with that
-    JSON-RPC error (HTTP 400) instead of passed on: the SDK reads a request whose id is `1.5` or `true` as a
-    notification, answers 202 with no body and serves it, and the client waits for ever. Only after the checks
+    """`app` (the SDK's streamable HTTP app) with each POST to `path` that stdio would refuse answered with the
+    same JSON-RPC error (HTTP 400) instead of passed on: the SDK reads a request whose id is `1.5` or `true` as a
+    notification, answers 202 with no body and serves it, and the client waits for ever; it answers a batch with
+    a -32602 validation error and JSON nested deeper than Python reads as not JSON, both with id null. A batch's
+    errors are one JSON array (one error object when it holds no request with an id). Only after the checks
     the SDK makes before it reads a body, with its settings, which answer first as they did: a body over its
     size limit 413, a Host or Origin it refuses 421 or 403 (DNS rebinding), a Content-Type that is not JSON
     400; a client that does not accept JSON is left to the SDK (406). A session's id is not needed for the
@@ -377,14 +404,19 @@ def answering(app: ASGIApp, path: str, security: TransportSecuritySettings) -> A
             await app(scope, receive, send)
             return
         body = await request.body()
-        said = None
-        with contextlib.suppress(ValueError, RecursionError):  # no UTF-8, no JSON: the SDK says so
+        said: list[SessionMessage] | SessionMessage | None = None
+        with contextlib.suppress(ValueError):  # no UTF-8, no JSON: the SDK says so
             text = body.decode("utf-8")
-            said = refusal(_read(text))
+            try:
+                data = _read(text)
+            except RecursionError:
+                said = too_deep(text)
+            else:
+                said = batch_refusal(data) if isinstance(data, list) else refusal(data)
         if said is None:
             await app(scope, _replayed(body, receive), send)
             return
-        answer = said.message.model_dump_json(by_alias=True, exclude_unset=True)
+        answer = ("[" + ",".join(_written(s) for s in said) + "]" if isinstance(said, list) else _written(said))
         await Response(answer, status_code=400, media_type="application/json")(scope, receive, send)
 
     limited = RequestBodyLimitMiddleware(screen, DEFAULT_MAX_REQUEST_BODY_SIZE)  # the SDK's limit, before the read
@@ -396,6 +428,10 @@ def answering(app: ASGIApp, path: str, security: TransportSecuritySettings) -> A
             await app(scope, receive, send)
 
     return served
+
+
+def _written(answer: SessionMessage) -> str:
+    return answer.message.model_dump_json(by_alias=True, exclude_unset=True)
 
 
 def _replayed(body: bytes, receive: Receive) -> Receive:
