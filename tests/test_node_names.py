@@ -226,3 +226,21 @@ def test_a_name_a_duplicate_answers_to_is_not_taken_for_the_note_that_owns_its_i
     assert blast_target(repo, cli, "Notes/foo") == "foo"
     assert blast_target(repo, cli, "some-note") == "some-note"
     assert blast_target(repo, cli, "a/c/Some Note") == "some-note"
+
+
+def test_a_logseq_file_name_that_is_no_page_name_names_nothing(repo: Repo, cli: Any) -> None:
+    """pages/bar.md with `title:: Foo` is the page Foo: `[[bar]]` is broken (Logseq makes a new page `bar`). The
+    command line still found `bar` by its file name and answered with the page Foo. Its name, its path and its id
+    still name it."""
+    repo.commit(files={
+        "logseq/config.edn": "{}\n", ".vivary/graph.toml": "[links]\nunresolved = true\n",
+        "pages/bar.md": "title:: Foo\n\n- the page called Foo\n",
+        "journals/2024_01_01.md": "- see [[bar]] and [[Foo]]\n",
+    })
+    g = cli("graph", "--rev", "HEAD", "--json", cwd=repo.path).json()
+    assert sorted((e["to"], e["broken"]) for e in g["edges"]) == [("bar", True), ("pages/bar", False)]
+    r = cli("blast", "bar", "--rev", "HEAD", cwd=repo.path)
+    assert (r.code, r.out) == (2, "")
+    assert "no node named 'bar'" in r.err
+    for name in ("Foo", "foo", "pages/bar", "Pages/Bar", "pages/bar.md"):
+        assert blast_target(repo, cli, name) == "pages/bar", name
