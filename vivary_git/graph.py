@@ -462,10 +462,11 @@ def resolve_node(graph: Graph, name: str, *, prefix: str = "") -> Node:
     by_path = {n.path: n for n in graph.nodes}
     resolver = link_resolver(graph)
     paths = _named(graph, name, by_path, resolver)
-    if not paths and prefix and name.startswith(prefix.rstrip("/") + "/"):
-        paths = _named(graph, name[len(prefix.rstrip("/")) + 1:], by_path, resolver)
+    if prefix and name.startswith(prefix.rstrip("/") + "/") and not any(p in by_path for p in paths):
+        paths = _named(graph, name[len(prefix.rstrip("/")) + 1:], by_path, resolver) or paths
     found = [by_path[p] for p in paths if p in by_path]
-    unowned = sorted(p for p in paths if p not in by_path and p in _duplicates(graph))
+    others = [p for p in paths if p not in by_path]  # attachments, templates, and duplicates that own no id
+    unowned = sorted(_duplicates(graph).intersection(others)) if others else []
     if len(found) == 1 and not unowned:
         return found[0]
     if not found and not unowned:
