@@ -406,3 +406,27 @@ def test_a_ref_to_a_note_git_ignores_says_so(repo: Repo, cli: Any) -> None:
     found = [line for line in r.out.splitlines() if "plans" in line]
     assert len(found) == 2 and all("'private/plans.md' is on disk, but Git ignores it (.gitignore:1:private/)" in line
                                    for line in found), r.out
+
+
+def test_the_ignored_note_hint_reads_ids_as_the_workspace_derives_them(repo: Repo, cli: Any) -> None:
+    """With `ids = "path"` a note's id is its path without the extension. The hint derived the ids of ignored
+    notes as slugs of their names whatever the setting: the ref `drafts/idea` (what the ignored drafts/idea.md would
+    be) went unsaid, and `[[plans]]` was told to un-ignore private/plans.md, whose id would be `private/plans`,
+    which leaves the link as broken as it was."""
+    repo.write(base_files(**{".vivary/graph.toml": '[links]\nids = "path"\n', ".gitignore": "private/\ndrafts/\n",
+                             "notes/a.md": "# A\n[[plans]]\n",
+                             "decisions/use-git.md": GOOD_DECISION.replace("[core]", "[drafts/idea]")}))
+    repo.commit()
+    repo.write({"private/plans.md": "# Plans\n", "drafts/idea.md": "# Idea\n"})
+    for where in ([], ["--staged"]):
+        r = cli("check", "--lenient", *where, cwd=repo.path)
+        lines = {line.split(":", 1)[0]: line for line in r.out.splitlines() if " W22" in line}
+        assert lines["decisions/use-git.md"].endswith(
+            "warning W220: field 'related': ref 'drafts/idea' matches no document id; 'drafts/idea.md' is on disk, "
+            "but Git ignores it (.gitignore:2:drafts/), so it is in no tree and no graph (an editor that does not "
+            "read .gitignore shows the link resolved): un-ignore it, or link another note"), r.out
+        assert lines["notes/a.md"] == \
+            "notes/a.md:2: warning W221: wikilink [[plans]] matches no document id (looked for 'plans')", r.out
+    repo.git("add", "-f", "private/plans.md", "drafts/idea.md")  # un-ignored: the ref resolves, the link not
+    r = cli("check", "--lenient", "--staged", cwd=repo.path)
+    assert "ref 'drafts/idea'" not in r.out and "wikilink [[plans]] matches no document id" in r.out, r.out

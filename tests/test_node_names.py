@@ -5,6 +5,7 @@ refuses a name that means several notes, listing them (docs/vaults.md, "Naming a
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 import pytest
@@ -183,3 +184,63 @@ def test_a_vivary_link_in_another_script_reaches_the_note_of_that_name_not_its_l
     ]
     # The name a link writes names the note on the command line too.
     assert blast_target(repo, cli, "заметка") == "untitled"
+
+
+def test_a_name_reaches_the_note_a_link_to_it_reaches(repo: Repo, cli: Any) -> None:
+    """A vivary link in another script reaches the first note of that name in document order: `a/Über.md`,
+    written decomposed as macOS writes names (its id `u-ber`), before `b/Über.md` (`ber`). The command line looked
+    names up among the nodes in id order, and `blast Über` answered `ber`, a note the link never reaches."""
+    decomposed = unicodedata.normalize("NFD", "Über")
+    repo.commit(files={
+        "tropo.toml": "version = 1\n[base]\nallow_untyped = true\n",
+        f"a/{decomposed}.md": "# Über, written on a Mac\n",
+        "b/Über.md": "# Über\n",
+        "notes/home.md": "[[Über]]\n",
+    })
+    g = cli("graph", "--rev", "HEAD", "--json", cwd=repo.path).json()
+    assert [(e["from"], e["to"]) for e in g["edges"]] == [("home", "u-ber")]
+    assert blast_target(repo, cli, "Über") == "u-ber"
+
+
+def test_a_name_a_duplicate_answers_to_is_not_taken_for_the_note_that_owns_its_id(repo: Repo, cli: Any) -> None:
+    """With the contract's ids two notes of one name are one id (E130): the first in document order keeps it and
+    the other is in no graph. A link still reaches the other one where the editor picks it (the shorter path, or
+    the one spelt as the link), and the command line silently answered with the note that owns the id. It says
+    what the name names now: both notes, or the duplicate alone, each with how to settle it."""
+    repo.commit(files={
+        ".obsidian/app.json": "{}\n", ".vivary/graph.toml": '[links]\nids = "slug"\n',
+        "a/c/Some Note.md": "# Some Note, filed deep\n", "b/Some Note.md": "# Some Note\n",
+        "Notes/foo.md": "# Foo\n", "notes/foo.md": "# foo\n",
+        "home.md": "[[Some Note]] [[notes/foo]] [[Notes/foo]]\n",
+    })
+    g = cli("graph", "--rev", "HEAD", "--json", cwd=repo.path).json()
+    assert [(e["from"], e["to"]) for e in g["edges"]] == [("home", "foo")]  # [[Notes/foo]]; the others reach duplicates
+    r = cli("blast", "Some Note", "--rev", "HEAD", cwd=repo.path)
+    assert (r.code, r.out) == (2, "")
+    assert r.err == ("git vivary blast: 'Some Note' names 2 notes: 'some-note', 'b/Some Note.md' (its id is another "
+                     "note's, E130: in no graph); give one of these IDs (or its path)\n")
+    r = cli("blast", "notes/foo", "--rev", "HEAD", cwd=repo.path)
+    assert (r.code, r.out) == (2, "")
+    assert r.err == ("git vivary blast: 'notes/foo' names 'notes/foo.md', whose id another note has (E130), so it "
+                     "is in no graph: rename one of the two files (`git vivary check` names them)\n")
+    assert blast_target(repo, cli, "Notes/foo") == "foo"
+    assert blast_target(repo, cli, "some-note") == "some-note"
+    assert blast_target(repo, cli, "a/c/Some Note") == "some-note"
+
+
+def test_a_logseq_file_name_that_is_no_page_name_names_nothing(repo: Repo, cli: Any) -> None:
+    """pages/bar.md with `title:: Foo` is the page Foo: `[[bar]]` is broken (Logseq makes a new page `bar`). The
+    command line still found `bar` by its file name and answered with the page Foo. Its name, its path and its id
+    still name it."""
+    repo.commit(files={
+        "logseq/config.edn": "{}\n", ".vivary/graph.toml": "[links]\nunresolved = true\n",
+        "pages/bar.md": "title:: Foo\n\n- the page called Foo\n",
+        "journals/2024_01_01.md": "- see [[bar]] and [[Foo]]\n",
+    })
+    g = cli("graph", "--rev", "HEAD", "--json", cwd=repo.path).json()
+    assert sorted((e["to"], e["broken"]) for e in g["edges"]) == [("bar", True), ("pages/bar", False)]
+    r = cli("blast", "bar", "--rev", "HEAD", cwd=repo.path)
+    assert (r.code, r.out) == (2, "")
+    assert "no node named 'bar'" in r.err
+    for name in ("Foo", "foo", "pages/bar", "Pages/Bar", "pages/bar.md"):
+        assert blast_target(repo, cli, name) == "pages/bar", name

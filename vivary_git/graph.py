@@ -450,27 +450,35 @@ _LISTED = 10  # candidates named in an ambiguity error
 
 def resolve_node(graph: Graph, name: str, *, prefix: str = "") -> Node:
     """The node a person means by `name`: its id, else whatever a wikilink `[[name]]` written at the
-    vault root names in the graph's dialect (a note's name, a path with or without its extension,
-    case-insensitively where the dialect is), else a path from the repository's top when the
-    workspace is the folder `prefix`. Every command and API that takes a node id looks it up here.
-    Raises `UsageError` (exit 2) when it names no node, or several (listing them: the editor would
-    pick one silently, a command must not)."""
+    vault root names, looked up by the graph's own resolver (`link_resolver`: a name reaches the note a link
+    to it reaches), else a path from the repository's top when the workspace is the folder `prefix`. Every
+    command and API that takes a node id looks it up here. Raises `UsageError` (exit 2) when it names no
+    node, or several notes (listing them: the editor would pick one silently, a command must not), or a
+    duplicate that owns no id (E130: a link to that name reaches a note the graph leaves out)."""
     nodes = graph.by_id()
     got = nodes.get(name)
     if got is not None:
         return got
     by_path = {n.path: n for n in graph.nodes}
-    found = _named(graph, name, by_path)
-    if not found and prefix and name.startswith(prefix.rstrip("/") + "/"):
-        found = _named(graph, name[len(prefix.rstrip("/")) + 1:], by_path)
-    if len(found) == 1:
+    resolver = link_resolver(graph)
+    paths = _named(graph, name, by_path, resolver)
+    if prefix and name.startswith(prefix.rstrip("/") + "/") and not any(p in by_path for p in paths):
+        paths = _named(graph, name[len(prefix.rstrip("/")) + 1:], by_path, resolver) or paths
+    found = [by_path[p] for p in paths if p in by_path]
+    others = [p for p in paths if p not in by_path]  # attachments, templates, and duplicates that own no id
+    unowned = sorted(_duplicates(graph).intersection(others)) if others else []
+    if len(found) == 1 and not unowned:
         return found[0]
-    if not found:
+    if not found and not unowned:
         raise UsageError(f"no node named {name!r} in this tree (an id, a path, or a name as a wikilink writes "
                          "it); `git vivary graph` lists the IDs")
-    ids = sorted(n.id for n in found)
+    if not found:
+        raise UsageError(f"{name!r} names {', '.join(repr(p) for p in unowned)}, whose id another note has (E130), "
+                         "so it is in no graph: rename one of the two files (`git vivary check` names them)")
+    ids = [repr(i) for i in sorted(n.id for n in found)] + [f"{p!r} (its id is another note's, E130: in no graph)"
+                                                             for p in unowned]
     more = f" and {len(ids) - _LISTED} more" if len(ids) > _LISTED else ""
-    raise UsageError(f"{name!r} names {len(ids)} notes: {', '.join(repr(i) for i in ids[:_LISTED])}{more}; "
+    raise UsageError(f"{name!r} names {len(ids)} notes: {', '.join(ids[:_LISTED])}{more}; "
                      "give one of these IDs (or its path)")
 
 
@@ -486,18 +494,21 @@ def resolve_edge_specs(graph: Graph, specs: Iterable[str], *, prefix: str = "") 
     return out
 
 
-def _named(graph: Graph, name: str, by_path: Mapping[str, Node]) -> list[Node]:
+def _named(graph: Graph, name: str, by_path: Mapping[str, Node], resolver: dialects.Resolver) -> list[str]:
+    """The paths `name` names: a node's path, else every path `[[name]]` written at the root could mean."""
     text = name.strip()
     if not text:
         return []
-    got = by_path.get(text)
-    if got is not None:
-        return [got]
+    if text in by_path:
+        return [text]
     rules = graph.config.links
     target = registry.reader(rules.dialect)(Link(text, 1, "w"), rules, graph.config.wikilink_field)
     if target is None:
         return []
-    resolver = _resolver(graph.config, list(by_path), graph.others, {p: n.id for p, n in by_path.items()},
-                         graph.page_names)
-    paths = dict.fromkeys(resolver.candidates(target))
-    return [by_path[p] for p in paths if p in by_path]
+    return list(dict.fromkeys(resolver.candidates(target)))
+
+
+def _duplicates(graph: Graph) -> set[str]:
+    """The paths of documents whose id another document has (E130) and that own none: with the contract's ids
+    they are in no graph, though a link may reach them."""
+    return {f.path for f in graph.findings if f.code == "E130"} - {n.path for n in graph.nodes}

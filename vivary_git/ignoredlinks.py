@@ -100,20 +100,20 @@ def _targets(ws: Workspace, broken: Sequence[Finding], ignored: list[str]) -> di
     rules = ws.config.links
     index = obsidian.Index([], ignored, rules.case,
                            obsidian.NOTE_SUFFIXES if rules.markdown_files else obsidian.OBSIDIAN_NOTE_SUFFIXES)
-    slugs: dict[str, str] | None = None
+    ids: dict[str, str] | None = None  # id -> the ignored note that would have it, were it not ignored
     out: dict[int, str] = {}
     for n, (by_id, looked_for) in _looked_for(ws, broken).items():
         if not by_id:
             hit = _lookup(index, looked_for, broken[n].path)
         else:
-            if slugs is None:
+            if ids is None:
                 from vivary_git.graph import node_id
 
-                slugs = {}
+                ids = {}
                 for p in ignored:
                     if p.lower().endswith((".md", ".markdown")):
-                        slugs.setdefault(node_id(p, ws.root_name), p)
-            hit = slugs.get(looked_for)
+                        ids.setdefault(node_id(p, ws.root_name, rules.ids), p)
+            hit = ids.get(looked_for)
         if hit is not None:
             out[n] = hit
     return out

@@ -173,10 +173,16 @@ class Resolver(obsidian.Resolver):
         return super().resolve(target, source)
 
     def candidates(self, target: Target) -> list[str]:
+        """The page `target` names; a name with a `/` that names no page may be a path (`pages/bar`); any other
+        name of no page names nothing, as its link does (Logseq makes a new page of it), not the file of that name
+        whose `title::` is another."""
         if target.name:
             hit = self.pages.get(fold(target.name, self.case))
             if hit is not None:
                 return [hit]
+            if target.kind in ("w", "e", "p", "t") and "/" not in target.name \
+                    and not is_attachment_name(target.name):
+                return []
         return super().candidates(target)
 
     def missing_code(self, target: Target) -> str:
