@@ -430,3 +430,33 @@ def test_the_ignored_note_hint_reads_ids_as_the_workspace_derives_them(repo: Rep
     repo.git("add", "-f", "private/plans.md", "drafts/idea.md")  # un-ignored: the ref resolves, the link not
     r = cli("check", "--lenient", "--staged", cwd=repo.path)
     assert "ref 'drafts/idea'" not in r.out and "wikilink [[plans]] matches no document id" in r.out, r.out
+
+
+def test_a_note_lists_at_most_max_link_findings_then_one_w224_says_how_many_more(repo: Repo, cli: Any) -> None:
+    """A generated note of 1.3 million broken links was 1.3 million findings (120 MB of text) and took a check
+    to a gigabyte of memory. A note now lists its first `MAX_LINK_FINDINGS` link findings, then one W224 on the
+    line of the first left out, with their number; links it silences do not count, and every edge is kept."""
+    from vivary_git.check import MAX_LINK_FINDINGS
+
+    more = 25
+    gone = [f"[[gone{i}]]" for i in range(MAX_LINK_FINDINGS + more)]  # on lines 4, 5, …
+    repo.commit(files={"a.md": "# A\n", "big.md": "# Big\n\n[[quiet]] <!-- vivary-ignore W221 -->\n"
+                       + "\n".join(gone) + "\n[[a]]\n"})
+    r = cli("check", "--rev", "HEAD", "--json", "--lenient", cwd=repo.path)
+    assert r.code == 0, r.err
+    doc = r.json()
+    codes = [f["code"] for f in doc["findings"]]
+    assert codes == ["W221"] * MAX_LINK_FINDINGS + ["W224"] and doc["warnings"] == MAX_LINK_FINDINGS + 1
+    assert doc["findings"][-2]["line"] == 3 + MAX_LINK_FINDINGS
+    first_cut = 4 + MAX_LINK_FINDINGS
+    assert doc["findings"][-1] == {
+        "path": "big.md", "line": first_cut, "level": "warning", "code": "W224",
+        "message": f"{more} more link finding(s) (W221, W222, W223) from line {first_cut} on are not listed: at "
+                   f"most {MAX_LINK_FINDINGS:,} are listed a note; fix or remove those links, or split the note"}
+    counts = cli("graph", "--json", "--rev", "HEAD", cwd=repo.path).json()["counts"]
+    assert counts == {"nodes": 2, "edges": len(gone) + 2, "broken": len(gone) + 1}
+    # One more broken link past the cap is a new finding for the hook: the W224 that counts it.
+    repo.commit(files={"big.md": (repo.path / "big.md").read_text() + "[[one-more]]\n"})
+    r = cli("check", "--rev", "HEAD", "--new-since", "HEAD~1", "--json", cwd=repo.path)
+    assert r.code == 1, r.err
+    assert [(f["code"], f["message"].split(" more")[0]) for f in r.json()["findings"]] == [("W224", str(more + 1))]

@@ -401,6 +401,43 @@ def test_tags_are_those_a_whole_text_search_finds(text: str) -> None:
     assert got == expected
 
 
+MIXED_LINKS = [
+    "[[a]] ![[b.png]] [t](c.md) ![i](d.png) #tag\n[r]: e.md\n[[a]][[a]] #tag [x](<f g.md>)",
+    "#t [[w]]\n\n\n[m](x.md)#no [[w|shown]] ![[w#h]]\n   [ref]: <y z.md>\n#end",
+    "[[x]](not-md) [y]([[z]]) ![[e]](f.md) [[#h]]\n[d]: [[u]]",
+    *TAG_TEXTS,
+]
+
+
+@pytest.mark.parametrize("big", [False, True])
+@pytest.mark.parametrize("text", MIXED_LINKS)
+def test_links_of_every_kind_come_in_document_order_with_their_lines(text: str, big: bool,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each kind of link is searched for on its own; in a big note the searches are merged as they run (a note of
+    a million links no longer holds a sorted list of them all) and repeated texts kept once: the same links, in the
+    same order, as one sort of every match."""
+    if big:
+        monkeypatch.setattr(note_body, "_BIG", 0)
+    found = []
+    for m in note_body._WIKILINK.finditer(text):
+        bang = m.start() > 0 and text[m.start() - 1] == "!"
+        found.append((m.start() - bang, m.group(1), "e" if bang else "w"))
+    for m in note_body._MDLINK.finditer(text):
+        dest = m.group(1) if m.group(1) is not None else m.group(2)
+        if dest and "[[" not in dest and not text.startswith("[[", m.start()):
+            bang = m.start() > 0 and text[m.start() - 1] == "!"
+            found.append((m.start() - bang, dest, "i" if bang else "m"))
+    for m in note_body._TAG.finditer(text):
+        if (m.start() == 0 or text[m.start() - 1] in " \t\n") and m.group(1).rstrip(".:"):
+            found.append((m.start(), m.group(1).rstrip(".:"), "t"))
+    for m in note_body._REFDEF.finditer(text):
+        dest = m.group(1) if m.group(1) is not None else m.group(2)
+        if dest:
+            found.append((m.start(), dest, "r"))
+    expected = [(dest, text.count("\n", 0, at) + 3, kind) for at, dest, kind in sorted(found)]
+    assert [(link.text, link.line, link.kind) for link in note_body._links(text, 3)] == expected
+
+
 @pytest.mark.parametrize("body", [*BODIES, " #a", "  # a\n", "   #", "    # code", "x\n # y", "a # b\n  ## c",
                                   "# a\n\t# b", "#\n #", "\n\n   ### Deep ###\r\n", "a\r\n # b", "# one\n## two"])
 def test_headings_give_up_where_a_heading_is_indented(body: str) -> None:

@@ -5,8 +5,10 @@ values out; `parse.parse_blob` reads the frontmatter and hands the rest here."""
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from vivary_git.models import Ignore, Link
 
@@ -98,25 +100,70 @@ def _block_ids(text: str) -> list[str]:
     return ["^" + m.group(1) for m in _BLOCK_ID.finditer(text) if m.start() == 0 or text[m.start() - 1] in " \t\n"]
 
 
+# A note of more characters than this may hold many thousand links: its searches for each kind of link are merged
+# as they run rather than sorted together once (which holds every link's position, text and kind at once, ~100
+# bytes a link), and the texts its links repeat are kept once. A smaller note saves its ~1 µs.
+_BIG = 1 << 16
+
+
 def _links(text: str, first_line: int) -> list[Link]:
-    """Every wikilink, embed, Markdown link and reference definition in `text` (prose only), in order."""
-    found: list[tuple[int, str, str]] = []
+    """Every wikilink, embed, Markdown link and reference definition in `text` (prose only), in order.
+
+    Each kind is found in order by its own search, and a link's line is counted on from the one before (the
+    links of a line share its number): an 8 MiB note can hold 1.6 million links, and a number object of its
+    own for each link's line, a copy of each repeated text and one sorted list of them all (`_BIG`) doubled
+    what holding them costs."""
+    streams: list[Iterator[tuple[int, str, str]]] = []
     if "[[" in text:
-        for m in _WIKILINK.finditer(text):
-            at = m.start()
-            if at and text[at - 1] == "!":
-                found.append((at - 1, m.group(1), "e"))
-            else:
-                found.append((at, m.group(1), "w"))
+        streams.append(_wikilinks(text))
     if "(" in text and "](" in text:  # (a one-character search first: several times faster)
-        for m in _MDLINK.finditer(text):
-            dest = m.group(1) if m.group(1) is not None else m.group(2)
-            at = m.start()
-            if dest and "[[" not in dest and not text.startswith("[[", at):
-                if at and text[at - 1] == "!":
-                    found.append((at - 1, dest, "i"))
-                else:
-                    found.append((at, dest, "m"))
+        streams.append(_markdown_links(text))
+    if "#" in text:
+        streams.append(_tags(text))
+    if ":" in text and "]:" in text:
+        streams.append(_refdefs(text))
+    if not streams:
+        return []
+    big = len(text) > _BIG
+    if len(streams) == 1:
+        found: Iterable[tuple[int, str, str]] = streams[0]
+    elif big:
+        found = heapq.merge(*streams)
+    else:
+        found = sorted(itertools.chain.from_iterable(streams))  # (faster for the few links of most notes)
+    same: dict[str, str] | None = {} if big else None  # one string for each link text a big note repeats
+    out: list[Link] = []
+    line, at = first_line, 0
+    for pos, dest, kind in found:
+        n = text.count("\n", at, pos)
+        if n:
+            line += n
+        at = pos
+        out.append(Link(dest if same is None else same.setdefault(dest, dest), line, kind))
+    return out
+
+
+def _wikilinks(text: str) -> Iterator[tuple[int, str, str]]:
+    for m in _WIKILINK.finditer(text):
+        at = m.start()
+        if at and text[at - 1] == "!":
+            yield at - 1, m.group(1), "e"
+        else:
+            yield at, m.group(1), "w"
+
+
+def _markdown_links(text: str) -> Iterator[tuple[int, str, str]]:
+    for m in _MDLINK.finditer(text):
+        dest = m.group(1) if m.group(1) is not None else m.group(2)
+        at = m.start()
+        if dest and "[[" not in dest and not text.startswith("[[", at):
+            if at and text[at - 1] == "!":
+                yield at - 1, dest, "i"
+            else:
+                yield at, dest, "m"
+
+
+def _tags(text: str) -> Iterator[tuple[int, str, str]]:
     at = text.find("#")
     tag: re.Match[str] | None
     while at != -1:  # most `#`s open headings: the pattern is tried only where a tag may start
@@ -124,24 +171,16 @@ def _links(text: str, first_line: int) -> list[Link]:
         if tag is not None:
             name = tag.group(1).rstrip(".:")
             if name:
-                found.append((at, name, "t"))
+                yield at, name, "t"
             at = tag.end()  # (a match holds no `#`: the next one is at or after its end)
         at = text.find("#", at + 1 if tag is None else at)
-    if ":" in text and "]:" in text:
-        for m in _REFDEF.finditer(text):
-            dest = m.group(1) if m.group(1) is not None else m.group(2)
-            if dest:
-                found.append((m.start(), dest, "r"))
-    if not found:
-        return []
-    found.sort()
-    out: list[Link] = []
-    line, at = first_line, 0
-    for pos, dest, kind in found:
-        line += text.count("\n", at, pos)
-        at = pos
-        out.append(Link(dest, line, kind))
-    return out
+
+
+def _refdefs(text: str) -> Iterator[tuple[int, str, str]]:
+    for m in _REFDEF.finditer(text):
+        dest = m.group(1) if m.group(1) is not None else m.group(2)
+        if dest:
+            yield m.start(), dest, "r"
 
 
 _FENCE_OPEN = re.compile(r" {0,3}(`{3,}(?=[^`]*$)|~{3,})")

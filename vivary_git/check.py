@@ -92,15 +92,57 @@ def broken_ref(path: str, ref: Ref) -> Finding:
     return Finding(path, line, "warning", "W220", f"field {name!r}: ref {target!r} matches no document id")
 
 
+def broken_link_code(dialect: str, code: str) -> str:
+    """The code `broken_link` reports a link with, given the code its dialect's resolver decided."""
+    return "W221" if dialect == "vivary" else code
+
+
 def broken_link(path: str, target: Target, looked_for: str, dialect: str, code: str) -> Finding:
     """`code`, W221 (no such note) or W223 (no such attachment) as the dialect's resolver decided
     (`Resolver.missing_code`), naming the link as written and where it was looked for, and from which note."""
     if dialect == "vivary":  # the contract's ids: tropo-era wording, kept for scripts that parse it
-        return Finding(path, target.line, "warning", "W221",
+        return Finding(path, target.line, "warning", broken_link_code(dialect, code),
                        f"wikilink [[{target.written}]] matches no document id (looked for '{looked_for}')")
     what = "file" if code == "W223" else "note"
     return Finding(path, target.line, "warning", code,
                    f"{describe(target)} matches no {what} (looked for '{looked_for}' from {path})")
+
+
+# A note lists at most this many link findings (W221, W222, W223: those its `vivary-ignore` silences do not
+# count); past it, one W224 says how many more there are and from which line. An 8 MiB note can hold 1.6
+# million links, generated or pasted: a finding for each (~200 bytes, 120 MB of text for 1.3 million) took a
+# check to a gigabyte of memory, and no one reads them. Links and edges are all kept: only findings are cut.
+MAX_LINK_FINDINGS = 10_000
+
+
+class LinkFindings:
+    """Which of one note's link findings are listed: those its `ignores` do not silence, up to
+    `MAX_LINK_FINDINGS`; the rest are counted (`cut`, the first of them on `cut_line`) and never made."""
+
+    __slots__ = ("cut", "cut_line", "left", "silences")
+
+    def __init__(self, ignores: Sequence[Ignore]) -> None:
+        self.silences = silencer(ignores) if ignores else None
+        self.left = MAX_LINK_FINDINGS
+        self.cut = self.cut_line = 0
+
+    def room(self, code: str, line: int) -> bool:
+        """Whether to list a finding of `code` on `line` (else it is silenced, or counted as cut)."""
+        if self.silences is not None and self.silences(code, line):
+            return False
+        if self.left:
+            self.left -= 1
+            return True
+        self.cut += 1
+        self.cut_line = self.cut_line or line
+        return False
+
+
+def links_cut(path: str, line: int, more: int) -> Finding:
+    """W224: the note's link findings past `MAX_LINK_FINDINGS`, the first of them on `line`, are not listed."""
+    return Finding(path, line, "warning", "W224",
+                   f"{more:,} more link finding(s) (W221, W222, W223) from line {line} on are not listed: at most "
+                   f"{MAX_LINK_FINDINGS:,} are listed a note; fix or remove those links, or split the note")
 
 
 def missing_anchor(path: str, target: Target, resolved: str) -> Finding:
@@ -234,14 +276,23 @@ def ignores_of(note: Note) -> tuple[Ignore, ...]:
     return (Ignore(0, codes), *note.ignores) if codes else note.ignores
 
 
-def suppress(findings: Sequence[Finding], ignores: Sequence[Ignore]) -> list[Finding]:
-    """`findings` of one note without those its `ignores` silence (line 0 silences on every line)."""
+def silencer(ignores: Sequence[Ignore]) -> Callable[[str, int], bool]:
+    """Whether one note's `ignores` silence a finding of this code on this line (line 0 silences on every line)."""
     silenced: dict[int, set[str]] = {}
     for ig in ignores:
         silenced.setdefault(ig.line, set()).update(ig.codes)
     everywhere = silenced.get(0, set())
-    return [f for f in findings if f.code in UNSUPPRESSIBLE
-            or (f.code not in everywhere and f.code not in silenced.get(f.line, ()))]
+
+    def silences(code: str, line: int) -> bool:
+        return code not in UNSUPPRESSIBLE and (code in everywhere or code in silenced.get(line, ()))
+
+    return silences
+
+
+def suppress(findings: Sequence[Finding], ignores: Sequence[Ignore]) -> list[Finding]:
+    """`findings` of one note without those its `ignores` silence."""
+    silences = silencer(ignores)
+    return [f for f in findings if not silences(f.code, f.line)]
 
 
 # --- a baseline: which findings a tree already had (`check --new-since`, `ci`, the pre-commit hook) ---------

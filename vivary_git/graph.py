@@ -311,6 +311,7 @@ def _contribute(path: str, nid: str, f: Facts, own: bool, known: Mapping[str, ob
     rules = config.links
     anchored = rules.anchors
     resolve = resolver.resolve
+    listing = check.LinkFindings(f.ignores)
     for t in f.links:
         res = resolve(t, path)
         reached = res.path
@@ -319,7 +320,8 @@ def _contribute(path: str, nid: str, f: Facts, own: bool, known: Mapping[str, ob
             if to is None:
                 continue  # an attachment, a template, an excluded note: a file, not a node
             checked = anchored and t.anchor and (reached != path or not t.name)  # (leaving: itself)
-            if checked and dialects.anchor_key(t.anchor) not in anchors.get(reached, ()):
+            if checked and dialects.anchor_key(t.anchor) not in anchors.get(reached, ()) and \
+                    listing.room("W222", t.line):
                 findings.append(check.missing_anchor(path, t, reached))
             if own and to != nid:
                 add((one(t.field, t.field), to, False))
@@ -328,10 +330,13 @@ def _contribute(path: str, nid: str, f: Facts, own: bool, known: Mapping[str, ob
             continue  # a link into another Dendron vault: outside this repository
         code = resolver.missing_code(t)  # a missing note or a missing file, as the dialect's editor reads the name
         attachment = rules.attachments and code == "W223"
-        if attachment or rules.unresolved:  # (bad frontmatter too: the editor reads its body's links all the same)
+        # (bad frontmatter too: the editor reads its body's links all the same)
+        if (attachment or rules.unresolved) and listing.room(check.broken_link_code(rules.dialect, code), t.line):
             findings.append(check.broken_link(path, t, res.looked_for, rules.dialect, code))
         if own and not attachment and res.looked_for != nid:
             add((one(t.field, t.field), res.looked_for, True))
+    if listing.cut:
+        findings.append(check.links_cut(path, listing.cut_line, listing.cut))
     if f.ignores:
         findings[start:] = check.suppress(findings[start:], f.ignores)
 

@@ -53,7 +53,9 @@ class Edge(msgspec.Struct, frozen=True, order=True):
     broken: bool = False
 
 
-class Link(msgspec.Struct, frozen=True, array_like=True):
+# gc=False: a link holds only text and numbers, so it can be in no reference cycle; untracked, it has no
+# collector's header (16 of its 56 bytes), and a note may hold 1.6 million links (tests/test_hostile.py).
+class Link(msgspec.Struct, frozen=True, array_like=True, gc=False):
     """A link as written in a body: its raw text, its 1-based line and its kind. For a `[[wikilink]]`
     (`kind` "w") or an embed `![[…]]` ("e") the text is what is inside the brackets; for a Markdown
     link `[t](dest)` ("m"), an image `![t](dest)` ("i") or a reference definition `[t]: dest` ("r")
