@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 from pathlib import Path
@@ -20,9 +21,10 @@ import pytest
 from conftest import Repo
 from npm_tools import npm_home, npm_install
 
-from vivary_git.gates.sarif import uri
+from vivary_git.gates.sarif import RULES, uri
 
 DATA = Path(__file__).resolve().parent / "data"
+ROOT = Path(__file__).resolve().parent.parent
 TROPO = """version = 1
 [types.module]
 folder = "modules"
@@ -90,6 +92,44 @@ def test_sarif_in_a_subfolder_workspace_has_its_own_category(repo: Repo, cli: An
     assert s["runs"][0]["automationDetails"]["id"] == "vivary/docs/"
     loc = s["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
     assert loc == {"uri": "docs/modules/a%20b.md", "uriBaseId": "%SRCROOT%"}
+
+
+def test_the_rules_are_the_codes_check_documents_and_emits() -> None:
+    """One SARIF rule a finding code: the codes of docs/check.md's table, and every code the package
+    writes. A code without its rule got a generic one ("vivary finding W224.") in code scanning."""
+    text = (ROOT / "docs" / "check.md").read_text(encoding="utf-8")
+    table = text.split("\n## Findings\n", 1)[1].split("\n## ", 1)[0]
+    documented = set(re.findall(r"^\| `([EW]\d{3})` \|", table, re.MULTILINE))
+    emitted = {code for py in (ROOT / "vivary_git").rglob("*.py") if py.name != "sarif.py"
+               for code in re.findall(r"[\"']([EW]\d{3})[\"']", py.read_text(encoding="utf-8"))}
+    assert sorted(RULES) == sorted(documented)
+    assert emitted == documented, f"written, not documented: {sorted(emitted - documented)}; " \
+                                  f"documented, never written: {sorted(documented - emitted)}"
+
+
+def test_link_findings_of_a_vault_have_their_own_rules(repo: Repo, cli: Any, tmp_path: Path) -> None:
+    """W222 (a heading the note lacks), W223 (an attachment not in the vault) and W224 (link findings past
+    the ones a note lists) each name a rule of their own, with the words of docs/check.md."""
+    from vivary_git.check import MAX_LINK_FINDINGS
+
+    gone = "\n".join(f"[[gone{i}]]" for i in range(MAX_LINK_FINDINGS + 1))
+    repo.commit("vault", files={".vivary/graph.toml": "[links]\nanchors = true\n",
+                                "A.md": "# A\n[[B#Nowhere]] ![[missing.png]]\n", "B.md": "## Intro\n",
+                                "Big.md": f"# Big\n{gone}\n"})
+    _, s = sarif_of(repo, cli, tmp_path)
+    run = s["runs"][0]
+    rules = run["tool"]["driver"]["rules"]
+    used = {r["ruleId"] for r in run["results"]}
+    assert {"W221", "W222", "W223", "W224"} <= used
+    for result in run["results"]:
+        assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
+    by_id = {r["id"]: r for r in rules}
+    assert by_id["W222"]["name"] == "BrokenAnchor"
+    assert by_id["W223"]["help"]["text"].endswith(
+        "Fix: Add the file, or fix its name (attachments are named with their extension).")
+    assert "this one finding counts the rest" in by_id["W224"]["fullDescription"]["text"]
+    for code in used:
+        assert by_id[code]["name"] == RULES[code].name and "vivary finding" not in by_id[code]["help"]["text"]
 
 
 @pytest.fixture(scope="session")

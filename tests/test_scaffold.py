@@ -400,6 +400,34 @@ def test_init_in_a_vault_counts_the_notes_check_reads(repo: Repo, cli: Any, file
     assert f"\n{nodes} note(s) already here stay visible to `git vivary check`\n" in text, text
 
 
+GUIDED = {"notes/a.md": "# A\n", "docs/guide.md": "# Guide\n", "CLAUDE.md": "Be brief.\n",
+          "team/GEMINI.md": "Run the tests.\n", ".cursor/rules/style.md": "Tabs.\n"}
+
+
+@pytest.mark.parametrize("include_guidance", [False, True])
+def test_init_outside_a_vault_counts_the_notes_its_graph_reads(repo: Repo, cli: Any, include_guidance: bool) -> None:
+    """Where init writes a tropo.toml, the notes it says stay visible are those the graph reads, by the same rule:
+    agent guidance files (AGENTS.md, CLAUDE.md, GEMINI.md, .cursor/rules) are left out of the graph unless
+    `.vivary/graph.toml` says `include_guidance = true`, so they are no notes to keep visible either."""
+    files = dict(GUIDED, **{".vivary/graph.toml": "include_guidance = true\n"} if include_guidance else {})
+    repo.commit("notes and guidance", files)
+    r = init(cli, repo.path, ".", "--no-wizard", "--yes", "--json")
+    assert r.code == 0, r.err
+    existing = r.json()["existing_notes"]
+    read = {n["path"] for n in cli("graph", "--json", cwd=repo.path).json()["nodes"]} & set(files)
+    assert existing["count"] == len(read)
+    if include_guidance:
+        assert read == set(GUIDED)
+        assert existing["exclude_dropped"] == {".cursor": 1, "docs": 1, "CLAUDE.md": 1, "GEMINI.md": 1}
+    else:
+        assert read == {"notes/a.md", "docs/guide.md"}
+        assert existing["exclude_dropped"] == {"docs": 1}
+        assert {".cursor", "AGENTS.md", "CLAUDE.md", "GEMINI.md"} <= set(
+            tomllib.loads((repo.path / "tropo.toml").read_text())["exclude"])
+    text = init(cli, repo.path, ".", "--no-wizard", "--dry-run").out
+    assert f"\n{len(read)} note(s) already here stay visible to `git vivary check`\n" in text, text
+
+
 def test_init_says_when_it_raises_the_findings(repo: Repo, cli: Any) -> None:
     """A folder no editor names becomes a typed workspace, as before; a note already in a type folder now
     owes that type's fields, and init says so instead of raising the count silently."""

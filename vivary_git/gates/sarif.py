@@ -26,7 +26,8 @@ class Rule(NamedTuple):
     fix: str
 
 
-# The same words as docs/check.md: short for a tooltip, full for the rule page, help says the fix.
+# The same words as docs/check.md: short for a tooltip, full for the rule page, help says the fix. One rule
+# a code `check` can emit, no more: tests/test_gates_sarif.py holds these codes to the table in check.md.
 RULES: dict[str, Rule] = {
     "E000": Rule("NotANote", "The file cannot be a note.",
                  "The file is not valid UTF-8, is binary (a NUL byte in its first 8000 bytes), is larger than "
@@ -65,9 +66,24 @@ RULES: dict[str, Rule] = {
                  "A `ref` or `ref-list` field names a document ID that no note in the tree has: the note was "
                  "deleted or renamed, or the ID is mistyped.",
                  "Fix the ID (IDs are lowercase file stems) or create the missing note."),
-    "W221": Rule("BrokenWikilink", "A [[wikilink]] resolves to no document ID.",
-                 "A `[[wikilink]]` in the body names a note that does not exist in the tree.",
+    "W221": Rule("BrokenWikilink", "A link resolves to no note.",
+                 "A link names a note that does not exist in the tree: a `[[wikilink]]`, an embed `![[...]]`, a "
+                 "Markdown link or reference definition, or a `[[link]]` in a frontmatter property.",
                  "Fix the link target, create the note, or turn wikilinks off in .vivary/graph.toml."),
+    "W222": Rule("BrokenAnchor", "A link points at a heading or block the note does not have.",
+                 "A link names a heading or block (`[[Note#Part]]`, `[[Note#^id]]`, `[[#Part]]`) that the note "
+                 "does not have. Off by default: `[links] anchors = true` in .vivary/graph.toml turns it on.",
+                 "Fix the heading text or block id, or add the `^id` to the block."),
+    "W223": Rule("MissingAttachment", "A link names an attachment that is not in the vault.",
+                 "A link names an attachment (a file that is not a note, named with the extension of a file "
+                 "format: `.png`, `.pdf`, `.canvas`, ...) that is not in the vault.",
+                 "Add the file, or fix its name (attachments are named with their extension)."),
+    "W224": Rule("TooManyLinkFindings", "A note has more link findings than are listed.",
+                 "A note has more link findings (W221, W222, W223) than the 10,000 one note lists: the first "
+                 "10,000 are listed and this one finding counts the rest. Every link is still read and every "
+                 "edge kept.",
+                 "Fix or remove those links (a generated list: generate links that resolve), split the note, or "
+                 "add it to `exclude`."),
 }
 
 # RFC 3986 unreserved characters, plus "/" between segments; every other byte is percent-encoded.

@@ -322,22 +322,28 @@ def _existing_notes(notes: list[str]) -> ExistingNotes:
     return ExistingNotes(count=len(notes), typed=typed, exclude_dropped=dropped)
 
 
-def _read_as_notes(target: Path, found: list[str]) -> int:
-    """How many of the Markdown files `found` in the vault at `target` its graph reads as notes, by the vault's own
-    rules as `check` applies them (`excluder`, `leaves_out`): not a Dendron vault's Markdown files outside its
-    vaults' folders, nor `.markdown` files, `.`-named folders or templates where the editor reads none. All of
+def _read_as_notes(target: Path, found: list[str], written: dict[str, bytes] | None = None) -> list[str]:
+    """The Markdown files `found` in the folder at `target` that its graph reads as notes once `written` (path ->
+    content) is there beside them, by the rules `check` applies (`excluder`, `leaves_out`): not host guidance
+    files (`AGENTS.md`, `CLAUDE.md`, `.cursor/rules/…`), nor in a vault a Dendron vault's Markdown files outside
+    its vaults' folders, `.markdown` files, `.`-named folders or templates where the editor reads none. All of
     them when its configuration cannot be read (`check` says why)."""
     from vivary_git.config import excluder, leaves_out
     from vivary_git.errors import VivaryError
     from vivary_git.source import load_config
 
     probe = _DiskProbe(target)
+    ours = written or {}
+
+    def read(path: str) -> bytes | None:
+        return ours[path] if path in ours else probe.read(path)
+
     try:
-        config, _ = load_config(probe.read, probe)
+        config, _ = load_config(read, probe)
         skip, left_out = excluder(config), leaves_out(config)
     except VivaryError:
-        return len(found)
-    return sum(1 for p in found if not skip(p) and (left_out is None or not left_out(p)))
+        return found
+    return [p for p in found if not skip(p) and (left_out is None or not left_out(p))]
 
 
 def plan_scaffold(target: Path, choices: Choices, *, force: bool = False, today: str | None = None) -> ScaffoldPlan:
@@ -354,16 +360,22 @@ def plan_scaffold(target: Path, choices: Choices, *, force: bool = False, today:
     rendered = _render(choices, day)
     non_empty = st is not None and any(p.name != ".git" for p in target.iterdir())
     markdown = _notes_in(target, set(rendered)) if non_empty else []
-    notes = _existing_notes(markdown)
-    kept = vault_dialect(target) if notes.count else None
+    kept = vault_dialect(target) if markdown else None
     if kept is not None:
         # A tropo.toml would switch the vault to the `vivary` dialect (slug ids, other link rules): its notes
         # would read differently, and its findings change. The vault keeps its editor's reading instead.
         seed = _typed_seed(choices)
         rendered = {path: v for path, v in rendered.items() if path not in seed}
-        notes = ExistingNotes(_read_as_notes(target, markdown), {}, {})
-    elif notes.exclude_dropped:
-        rendered = _render(choices, day, tuple(e for e in EXCLUDE if e not in notes.exclude_dropped))
+        notes = ExistingNotes(len(_read_as_notes(target, markdown)), {}, {})
+    elif markdown:
+        # The notes the graph reads under the scaffold's files with no `exclude` of ours (guidance files are
+        # none of them): an entry of EXCLUDE that would hide one of those is left out.
+        bare = {path: text.encode() for path, (text, _) in _render(choices, day, ()).items()}
+        notes = _existing_notes(_read_as_notes(target, markdown, bare))
+        if notes.exclude_dropped:
+            rendered = _render(choices, day, tuple(e for e in EXCLUDE if e not in notes.exclude_dropped))
+    else:
+        notes = ExistingNotes(0, {}, {})
     files: list[PlannedFile] = []
     contents: dict[str, bytes] = {}
     for rel, (text, private) in rendered.items():
