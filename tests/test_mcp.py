@@ -934,3 +934,48 @@ def test_search_refuses_an_edge_that_names_neither_field_nor_target(repo: Repo) 
         said = _text(answer)
         assert "edge: expected FIELD, FIELD:TARGET or :TARGET, got " in said, said
     assert _data(field)["results"] == [] and _data(target) is not None
+
+
+def test_over_http_a_body_only_python_reads_is_mended_and_served_and_no_request_is_answered_as_on_stdio(
+        repo: Repo) -> None:
+    """Over stdio a line the SDK's parser refuses but Python's reads is mended and served (arguments nested 300
+    deep cut to null at 64, a lone surrogate half U+FFFD) and JSON that is no request is answered -32600 saying
+    what is wrong; over HTTP the SDK answered the first `-32700 "Parse error: recursion limit exceeded ..."` and
+    `"... unexpected end of hex escape ..."` and the second `-32602 "Validation error: ..."`, all with id null.
+    Each POST gets stdio's answer now (`wire.mended`, one decision): the mended request is served (the SDK given
+    it re-encoded), the rest 400 with stdio's error and id. Raw lines and POSTs: no SDK client sends them."""
+    _seed(repo)
+    call = '{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"search","arguments":{"query":%s}}}'
+    sent = (call % (3, "[" * 300 + "]" * 300), call % (4, '"deploy \\ud83d"'), "42", '"x"', "null",
+            '{"jsonrpc":"2.0","id":13}', '{"jsonrpc":"2.0","id":"p","method":"ping","params":"x"}',
+            '{"jsonrpc":"2.0","id":16,"method":"ping"}')
+    with _raw_pipe(repo) as pipe:
+        stdio = []
+        for line in sent:
+            pipe.send(line)
+            stdio.append(json.loads(pipe.line()))
+    proc, url = _start_http(repo)
+    try:
+        session = {"Mcp-Protocol-Version": "2025-06-18"}
+        assert _http(url, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+            session)[0] == 200
+        http = [_http(url, body, session) for body in sent]
+        # 3.5 MB as sent, over the SDK's 4 MiB mended (each 1e15 written 1000000000000000.0): said, not served
+        numbers = ",".join(["1e15"] * 700_000)
+        grown = _http(url, call % (9, '{"n":[' + numbers + '],"deep":' + "[" * 300 + "]" * 300 + "}"), session)
+    finally:
+        _stop(proc)
+    assert [status for status, _ in http] == [200, 200, 400, 400, 400, 400, 400, 200]
+    assert [json.loads(said) for _, said in http] == stdio
+    assert stdio[0]["result"]["isError"] and "query" in stdio[0]["result"]["content"][0]["text"]
+    assert stdio[1]["result"]["structuredContent"]["query"] == "deploy \ufffd"
+    assert [(a["id"], a["error"]["code"], a["error"]["message"]) for a in stdio[2:7]] == [
+        (None, -32600, "a request must be a JSON object, not a number"),
+        (None, -32600, "a request must be a JSON object, not a string"),
+        (None, -32600, "a request must be a JSON object, not null"),
+        (13, -32600, 'the request has no "method": a JSON-RPC request names the method it calls'),
+        ("p", -32600, 'the request\'s "params" must be an object, not a string')]
+    assert stdio[7] == {"jsonrpc": "2.0", "id": 16, "result": {}}
+    assert grown[0] == 400 and json.loads(grown[1])["id"] == 9, grown
+    assert json.loads(grown[1])["error"]["message"].startswith("the request is too large to serve mended"), grown

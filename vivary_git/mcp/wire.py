@@ -20,11 +20,13 @@ the SDK's reading of it is not a plain request:
   each request in it with such an id gets its own -32600 error saying so, so no call waits; a batch with none
   gets one, id null.
 
-Over HTTP the SDK reads each POST's body itself and makes the same mistake: a request whose id is `1.5` or
-`true` is a notification to it, answered 202 with no body; a batch and a body nested deeper than Python reads
-got its -32602 and -32700, id null. `answering` puts the same questions (`refusal`, `batch_refusal`,
-`too_deep`) to each body before the SDK reads it, and answers the ones they refuse with their -32600 errors:
-400, and a batch's errors as one JSON array, as JSON-RPC answers a batch.
+Over HTTP the SDK reads each POST's body itself and makes the same mistakes: a request whose id is `1.5` or
+`true` is a notification to it, answered 202 with no body; a batch, JSON that is no object and an object that
+is no request got its -32602, a body nested deeper than its parser goes (about 200 levels) or holding a lone
+surrogate half its -32700, id null. `answering` puts the same questions (`refusal`, `batch_refusal`,
+`too_deep`, `mended`) to each body before the SDK reads it: a body only Python reads is mended and given to
+the SDK written again; the ones they refuse are answered with their -32600 errors: 400, and a batch's errors
+as one JSON array, as JSON-RPC answers a batch.
 """
 
 from __future__ import annotations
@@ -133,6 +135,14 @@ def screened(line: str | None, item: SessionMessage | Exception) -> Served:
         return None, [too_deep(line)]
     except ValueError:
         return None, [_answer(_found_id(line), types.PARSE_ERROR, "the request is not valid JSON")]
+    return mended(data)
+
+
+def mended(data: Any) -> Served:
+    """What is served for JSON the SDK could not read as a message (`data`, read by `_read` from one line or one
+    HTTP body), and the answers to write back for it: the request mended (`_plain`) when it is one, else its
+    -32600 error(s): a batch's, one for JSON that is no object, one saying what is wrong with an object that is
+    no request. One decision for both transports."""
     if isinstance(data, list):
         said = batch_refusal(data)
         return None, said if isinstance(said, list) else [said]
@@ -375,10 +385,11 @@ def _first(err: ValueError) -> str:
 
 def answering(app: ASGIApp, path: str, security: TransportSecuritySettings) -> ASGIApp:
     """`app` (the SDK's streamable HTTP app) with each POST to `path` that stdio would refuse answered with the
-    same JSON-RPC error (HTTP 400) instead of passed on: the SDK reads a request whose id is `1.5` or `true` as a
-    notification, answers 202 with no body and serves it, and the client waits for ever; it answers a batch with
-    a -32602 validation error and JSON nested deeper than Python reads as not JSON, both with id null. A batch's
-    errors are one JSON array (one error object when it holds no request with an id). Only after the checks
+    same JSON-RPC error (HTTP 400) instead of passed on, and each that stdio would mend passed on mended: the SDK
+    reads a request whose id is `1.5` or `true` as a notification, answers 202 with no body and serves it, and
+    the client waits for ever; it answers a batch or JSON that is no request with a -32602 validation error and
+    JSON nested deeper than its parser goes as not JSON, all with id null. A batch's errors are one JSON array
+    (one error object when it holds no request with an id). Only after the checks
     the SDK makes before it reads a body, with its settings, which answer first as they did: a body over its
     size limit 413, a Host or Origin it refuses 421 or 403 (DNS rebinding), a Content-Type that is not JSON
     400; a client that does not accept JSON is left to the SDK (406). A session's id is not needed for the
@@ -404,7 +415,7 @@ def answering(app: ASGIApp, path: str, security: TransportSecuritySettings) -> A
             await app(scope, receive, send)
             return
         body = await request.body()
-        said: list[SessionMessage] | SessionMessage | None = None
+        said: list[SessionMessage] | SessionMessage | bytes = body
         with contextlib.suppress(ValueError):  # no UTF-8, no JSON: the SDK says so
             text = body.decode("utf-8")
             try:
@@ -412,14 +423,15 @@ def answering(app: ASGIApp, path: str, security: TransportSecuritySettings) -> A
             except RecursionError:
                 said = too_deep(text)
             else:
-                said = batch_refusal(data) if isinstance(data, list) else refusal(data)
-        if said is None:
-            await app(scope, _replayed(body, receive), send)
+                said = batch_refusal(data) if isinstance(data, list) else _posted(body, data, limit)
+        if isinstance(said, bytes):
+            await app(_sized(scope, said) if said is not body else scope, _replayed(said, receive), send)
             return
         answer = ("[" + ",".join(_written(s) for s in said) + "]" if isinstance(said, list) else _written(said))
         await Response(answer, status_code=400, media_type="application/json")(scope, receive, send)
 
-    limited = RequestBodyLimitMiddleware(screen, DEFAULT_MAX_REQUEST_BODY_SIZE)  # the SDK's limit, before the read
+    limit = DEFAULT_MAX_REQUEST_BODY_SIZE  # the SDK's, which it checks again on a body mended here
+    limited = RequestBodyLimitMiddleware(screen, limit)  # before the read
 
     async def served(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == path:
@@ -428,6 +440,38 @@ def answering(app: ASGIApp, path: str, security: TransportSecuritySettings) -> A
             await app(scope, receive, send)
 
     return served
+
+
+def _posted(body: bytes, data: Any, limit: int) -> bytes | SessionMessage:
+    """What to give the SDK for a POST's `body` (read by `_read` as `data`, no batch), or the answer to send instead,
+    as stdio decides for a line: the body as it came when the SDK reads it as a message (`refusal` still asked:
+    the SDK reads a request whose id MCP does not allow as a notification); else `mended`'s answer, or its
+    mended request written again as JSON for the SDK to read (nested at most MAX_DEPTH, no lone surrogate). A
+    mended request can be longer than the body (`[]` cut to `null`, `1e15` written as Python writes it): one
+    over the SDK's `limit` would be refused 413 though the client sent less, so it gets a -32600 error saying so."""
+    import pydantic_core
+
+    try:  # the SDK's own reading of a POST, as `StreamableHTTPServerTransport` does it
+        types.jsonrpc_message_adapter.validate_python(pydantic_core.from_json(body), by_name=False)
+    except ValueError:
+        served, said = mended(data)
+        if served is None:
+            return said[0]
+        message = served.message.model_dump(by_alias=True, exclude_unset=True)
+        written = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+        if len(written) > limit:
+            return _answer(_mcp_id(data.get("id")), types.INVALID_REQUEST,
+                           f"the request is too large to serve mended: with what is nested deeper than {MAX_DEPTH} "
+                           f"levels cut to null and its numbers as Python writes them it is over the {limit:,} "
+                           f"bytes a POST may hold: send it nested less deep")
+        return written
+    return refusal(data) or body
+
+
+def _sized(scope: Scope, body: bytes) -> Scope:
+    """`scope` with its Content-Length that of `body`, the body given in place of the one the client sent."""
+    headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-length"]
+    return {**scope, "headers": [*headers, (b"content-length", str(len(body)).encode())]}
 
 
 def _written(answer: SessionMessage) -> str:
