@@ -274,6 +274,27 @@ def test_a_nested_workspace_whose_rules_do_not_load_is_named(ws: Repo, cli: Any)
     assert "refs/heads/side: workspace wiki/: " in err and "tropo.toml" in err, err
 
 
+def test_an_overlay_that_leans_on_its_workspace_is_kept_with_it_not_refused(repo: Repo, cli: Any) -> None:
+    """A nested tropo.toml that names a pack of the workspace above it (`.tropo/packs` there) is an overlay that
+    loads only as one; gc opened it as a workspace of its own and refused the branch, advising to delete it. The
+    workspace above read it, so its notes' entries are kept there; a line on stderr says so."""
+    repo.commit("overlay", {
+        "vault/tropo.toml": TROPO,
+        "vault/.tropo/packs/strict.toml": "[types.module]\nrequired = { owner = \"string\" }\n",
+        "vault/modules/m1.md": "---\nstatus: live\n---\n# Module one\n",
+        "vault/team/tropo.toml": 'packs = ["strict"]\n',
+        "vault/team/modules/m2.md": "---\nstatus: live\nowner: ana\n---\n# Module two\n",
+    })
+    assert cli("check", "--rev", "HEAD", cwd=repo.path / "vault").code == 0
+    assert cli("check", "--rev", "HEAD", cwd=repo.path / "vault" / "team").code == 2  # not a workspace on its own
+    before = counts(repo, cli)
+    r = cli("cache", "gc", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert counts(repo, cli) == before
+    assert ("vivary: gc: refs/heads/main: vault/team/ is an overlay of workspace vault/, whose entries are kept (as "
+            "a workspace of its own its rules do not load: tropo.toml: pack 'strict' not found") in r.err, r.err
+
+
 def test_a_detached_head_of_another_worktree_that_cannot_be_read_is_refused(ws: Repo, cli: Any,
                                                                              tmp_path: Path) -> None:
     other = tmp_path / "other"

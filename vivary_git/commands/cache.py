@@ -379,7 +379,7 @@ def _needs(repo: Repo, args: argparse.Namespace, head: str, commit: str | None =
     of the cache: the entries of every workspace it holds (`_workspaces`) and of the folder `--root` names; a
     `_Skip` when it needs none. Raises `_Unreadable` when that cannot be told. `known`: the needs of the trees
     read so far, by tree id, looked up and added to."""
-    from vivary_git.errors import VivaryError
+    from vivary_git.errors import ConfigError, VivaryError
     from vivary_git.source import MissingRoot
     from vivary_git.workspace import open_workspace
 
@@ -440,13 +440,19 @@ def _needs(repo: Repo, args: argparse.Namespace, head: str, commit: str | None =
             except MissingRoot as err:
                 needs = needs._replace(lacking=err.prefix or ".")
         held = {ws.source.prefix for ws in opened}
+        failed: dict[str, tuple[str, ConfigError]] = {}
         for folder in folders:
             if folder in held:
                 continue
             where = f"workspace {folder}/: " if folder else ""
             # By its place in the tree, pinned as `--root` pins it: the folder a command runs in plays no part.
             root = str(repo.workdir / folder) if repo.workdir is not None else folder or "."
-            opened.append(open_workspace(args.cwd, rev=rev, root=root, rev_option="branch"))
+            try:
+                opened.append(open_workspace(args.cwd, rev=rev, root=root, rev_option="branch"))
+            except ConfigError as err:
+                if not folder:
+                    raise
+                failed[folder] = (where, err)  # an overlay of a workspace above it, or refused: told below
         for ws in opened:
             where = f"workspace {ws.source.prefix}/: " if ws.source.prefix else ""
             tkey, blobs, facts = ws.cache_keys()
@@ -455,12 +461,30 @@ def _needs(repo: Repo, args: argparse.Namespace, head: str, commit: str | None =
             needs.vectors.update(_vector_keys(ws))
             if tkey is not None:
                 needs.trees.add(tkey)
+        for folder, (said, problem) in failed.items():
+            # A nested `tropo.toml` is also an overlay of the workspace above it, whose rules it may lean on (a pack
+            # in that workspace's `.tropo/packs`). When that workspace read it as one, its notes' entries are that
+            # workspace's, kept above, and rules that do not load on their own recorded nothing of their own.
+            above = [ws for ws in opened if _overlay_of(ws, folder)]
+            if not above:
+                where = said
+                raise problem
+            print(f"vivary: gc: {shown(head)}: {shown(folder)}/ is an overlay of workspace "
+                  f"{shown(above[0].source.prefix or '.')}/, whose entries are kept (as a workspace of its own its "
+                  f"rules do not load: {shown(str(problem))})", file=sys.stderr)
     except VivaryError as err:
         raise _Unreadable(head, f"{where}{err}", f"fix that on the branch, or {delete}") from None
     except (KeyError, ValueError, pygit2.GitError) as err:  # an object of its tree is missing, or does not parse
         raise _Unreadable(head, f"an object of its tree cannot be read ({err})", missing) from None
     known[str(tree.id)] = needs
     return needs
+
+
+def _overlay_of(ws: Workspace, folder: str) -> bool:
+    """Whether `ws` read the nested `tropo.toml` of `folder` (from the repository's top) as one of its overlays."""
+    prefix = ws.source.prefix
+    inside = folder[len(prefix) + 1:] if prefix else folder
+    return (not prefix or folder.startswith(prefix + "/")) and inside in ws.source.overlays
 
 
 def _workspaces(repo: Repo, tree: str) -> list[str]:
