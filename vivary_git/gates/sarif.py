@@ -31,12 +31,17 @@ class Rule(NamedTuple):
 RULES: dict[str, Rule] = {
     "E000": Rule("NotANote", "The file cannot be a note.",
                  "The file is not valid UTF-8, is binary (a NUL byte in its first 8000 bytes), is larger than "
-                 "8 MiB, or is a symbolic link.",
+                 "8 MiB (refused by its size, unread), is a symbolic link, or (in a plain folder) is a FIFO or a "
+                 "device.",
                  "Re-save it as UTF-8, split a huge file, commit the file itself instead of a link, or add it to "
                  "`exclude` (in tropo.toml; in a vault, .vivary/graph.toml)."),
     "E001": Rule("InvalidFrontmatter", "The frontmatter is not valid YAML or not a mapping.",
                  "The YAML between the opening and closing `---` cannot be read as a mapping: a malformed inline "
-                 "list, a duplicate key, a tab used for indentation, or an opening `---` that is never closed.",
+                 "list (`a: [1`), a duplicate key, a tab used for indentation, an opening `---` that is never "
+                 "closed, merge conflict markers left in it, frontmatter that is there but not read (its `---` "
+                 "after blank lines), a lone CR inside it in a file whose lines end with LF, a control character "
+                 "YAML allows nowhere, nesting too deep to read, or YAML aliases that expand past 10,000 values "
+                 "or 1 MiB of text (or more than 10,000 values written out).",
                  "Fix the YAML at the line given (the message says what YAML found there)."),
     "E101": Rule("MissingRequiredField", "A required field is missing.",
                  "A field required by `[base] required` or by the note's type is not in its frontmatter.",
