@@ -387,8 +387,10 @@ def answering(app: ASGIApp, path: str, security: TransportSecuritySettings) -> A
     """`app` (the SDK's streamable HTTP app) with each POST to `path` that stdio would refuse answered with the
     same JSON-RPC error (HTTP 400) instead of passed on, and each that stdio would mend passed on mended: the SDK
     reads a request whose id is `1.5` or `true` as a notification, answers 202 with no body and serves it, and
-    the client waits for ever; it answers a batch or JSON that is no request with a -32602 validation error and
-    JSON nested deeper than its parser goes as not JSON, all with id null. A batch's errors are one JSON array
+    the client waits for ever; it answers a batch or JSON that is no request with a -32602 validation error, and
+    JSON nested deeper than its parser goes, a body cut short and one with a byte that is not UTF-8 as not JSON,
+    all with id null. A body is read as `Lines` reads a stdio line (U+FFFD for a byte that is not UTF-8), and
+    answered as that line is; the SDK given it so read. A batch's errors are one JSON array
     (one error object when it holds no request with an id). Only after the checks
     the SDK makes before it reads a body, with its settings, which answer first as they did: a body over its
     size limit 413, a Host or Origin it refuses 421 or 403 (DNS rebinding), a Content-Type that is not JSON
@@ -415,15 +417,17 @@ def answering(app: ASGIApp, path: str, security: TransportSecuritySettings) -> A
             await app(scope, receive, send)
             return
         body = await request.body()
-        said: list[SessionMessage] | SessionMessage | bytes = body
-        with contextlib.suppress(ValueError):  # no UTF-8, no JSON: the SDK says so
-            text = body.decode("utf-8")
-            try:
-                data = _read(text)
-            except RecursionError:
-                said = too_deep(text)
-            else:
-                said = batch_refusal(data) if isinstance(data, list) else _posted(body, data, limit)
+        text = body.decode("utf-8", errors="replace")  # as `Lines` reads a stdio line
+        said: list[SessionMessage] | SessionMessage | bytes
+        try:
+            data = _read(text)
+        except RecursionError:
+            said = too_deep(text)
+        except ValueError:
+            said = _answer(_found_id(text), types.PARSE_ERROR, "the request is not valid JSON")
+        else:
+            read = body if text.encode() == body else text.encode()  # each byte that is not UTF-8 given as U+FFFD
+            said = batch_refusal(data) if isinstance(data, list) else _posted(read, data, limit)
         if isinstance(said, bytes):
             await app(_sized(scope, said) if said is not body else scope, _replayed(said, receive), send)
             return
@@ -448,7 +452,8 @@ def _posted(body: bytes, data: Any, limit: int) -> bytes | SessionMessage:
     the SDK reads a request whose id MCP does not allow as a notification); else `mended`'s answer, or its
     mended request written again as JSON for the SDK to read (nested at most MAX_DEPTH, no lone surrogate). A
     mended request can be longer than the body (`[]` cut to `null`, `1e15` written as Python writes it): one
-    over the SDK's `limit` would be refused 413 though the client sent less, so it gets a -32600 error saying so."""
+    over the SDK's `limit` would be refused 413 though the client sent less, so it gets a -32600 error saying so;
+    as does a `body` over it for the U+FFFD (3 bytes) written for each byte the client sent that is not UTF-8."""
     import pydantic_core
 
     try:  # the SDK's own reading of a POST, as `StreamableHTTPServerTransport` does it
@@ -465,7 +470,14 @@ def _posted(body: bytes, data: Any, limit: int) -> bytes | SessionMessage:
                            f"levels cut to null and its numbers as Python writes them it is over the {limit:,} "
                            f"bytes a POST may hold: send it nested less deep")
         return written
-    return refusal(data) or body
+    refused = refusal(data)
+    if refused is not None:
+        return refused
+    if len(body) > limit:  # grown by the U+FFFD (3 bytes) written for each byte that was not UTF-8
+        return _answer(_mcp_id(data.get("id")), types.INVALID_REQUEST,
+                       f"the request is too large to serve: with each byte that is not UTF-8 written as U+FFFD it is "
+                       f"over the {limit:,} bytes a POST may hold: send it as UTF-8")
+    return body
 
 
 def _sized(scope: Scope, body: bytes) -> Scope:
