@@ -13,7 +13,7 @@ import select
 import subprocess
 import sys
 import urllib.parse
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -518,6 +518,11 @@ def test_hybrid_when_the_semantic_index_is_fresh_and_a_cosine_probe(repo: Repo, 
     service.close()
 
 
+# The initialize request every raw client here sends first (a session of MCP 2025-06-18).
+_INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+
+
 class _RawPipe:
     """The stdio server spoken to in raw lines (no SDK client sends what these tests send). Unbuffered, stderr to a
     file: answers that arrive together must not wait in a buffer select() cannot see (a test once sat 394 s under
@@ -529,9 +534,10 @@ class _RawPipe:
             self.proc = subprocess.Popen([sys.executable, "-m", "vivary_git.main", "mcp"], cwd=repo.path,
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, bufsize=0)
 
-    def send(self, line: str) -> None:
+    def send(self, line: str | bytes) -> None:
+        """One line: text as UTF-8, bytes as they are."""
         assert self.proc.stdin is not None
-        self.proc.stdin.write(line.encode() + b"\n")
+        self.proc.stdin.write((line.encode() if isinstance(line, str) else line) + b"\n")
         self.proc.stdin.flush()
 
     def line(self) -> str:
@@ -541,8 +547,7 @@ class _RawPipe:
         return self.proc.stdout.readline().decode()  # type: ignore[union-attr]
 
     def initialise(self) -> None:
-        self.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
+        self.send(_INITIALIZE)
         self.line()
         self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
 
@@ -691,13 +696,14 @@ def _spelled(text: str) -> tuple[str, Any]:
     return (rid[1] if isinstance(rid, tuple) else json.dumps(rid)), got
 
 
-def _http(url: str, body: str, headers: dict[str, str] | None = None) -> tuple[int, str]:
-    """POST `body` to the server at `url` on loopback as a client writes it: the status and the body (an SSE
-    stream's one message, or JSON). A session's id, when the answer opens one, is kept in `headers`."""
+def _http(url: str, body: str | bytes, headers: dict[str, str] | None = None) -> tuple[int, str]:
+    """POST `body` (text as UTF-8, bytes as they are) to the server at `url` on loopback as a client writes it: the
+    status and the body (an SSE stream's one message, or JSON). A session's id, when the answer opens one, is kept
+    in `headers`."""
     parts = urllib.parse.urlsplit(url)
     conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=600)  # a failure mode, no limit
     try:
-        conn.request("POST", parts.path, body=body.encode(), headers={
+        conn.request("POST", parts.path, body=body.encode() if isinstance(body, str) else body, headers={
             "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **(headers or {})})
         resp = conn.getresponse()
         said = resp.read().decode()
@@ -707,6 +713,29 @@ def _http(url: str, body: str, headers: dict[str, str] | None = None) -> tuple[i
         headers["Mcp-Session-Id"] = resp.headers["Mcp-Session-Id"]
     data = [line[len("data: "):] for line in said.splitlines() if line.startswith("data: ")]
     return resp.status, data[0] if data else said
+
+
+def _stdio_answers(repo: Repo, lines: Sequence[str | bytes]) -> list[Any]:
+    """What a stdio server on `repo` answers each of `lines`, sent one at a time, each answer read as JSON."""
+    with _raw_pipe(repo) as pipe:
+        answers = []
+        for line in lines:
+            pipe.send(line)
+            answers.append(json.loads(pipe.line()))
+    return answers
+
+
+@contextlib.contextmanager
+def _http_session(repo: Repo) -> Iterator[Callable[[str | bytes], tuple[int, str]]]:
+    """A streamable HTTP server on `repo` with a session open (initialised, MCP 2025-06-18): what POSTs a body in
+    that session (`_http`); the server stopped on leaving."""
+    proc, url = _start_http(repo)
+    try:
+        session = {"Mcp-Protocol-Version": "2025-06-18"}
+        assert _http(url, _INITIALIZE, session)[0] == 200
+        yield lambda body: _http(url, body, session)
+    finally:
+        _stop(proc)
 
 
 def test_over_http_too_every_request_id_json_rpc_allows_is_answered_with_that_id(repo: Repo) -> None:
@@ -722,9 +751,7 @@ def test_over_http_too_every_request_id_json_rpc_allows_is_answered_with_that_id
     auth = {"Authorization": f"Bearer {token}"}
     try:
         session = {**auth, "Mcp-Protocol-Version": "2025-06-18"}
-        status, said = _http(url, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
-            session)
+        status, said = _http(url, _INITIALIZE, session)
         assert status == 200 and "Mcp-Session-Id" in session, said
         assert _http(url, '{"jsonrpc":"2.0","method":"notifications/initialized"}', session)[0] == 202
         ping = '{"jsonrpc":"2.0","id":%s,"method":"ping"}'
@@ -814,18 +841,11 @@ def test_over_http_a_batch_gets_the_errors_stdio_gives_it_as_one_json_array(repo
         stdio = [pipe.line().strip() for _ in range(3)]
         pipe.send("[]")
         stdio_empty = pipe.line().strip()
-    proc, url = _start_http(repo)
-    try:
-        session = {"Mcp-Protocol-Version": "2025-06-18"}
-        assert _http(url, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
-            session)[0] == 200
-        batch = _http(url, _BATCH, session)
-        empty = _http(url, "[]", session)
-        notes = _http(url, '[{"jsonrpc":"2.0","method":"notifications/initialized"}]', session)
-        last = _http(url, '{"jsonrpc":"2.0","id":16,"method":"ping"}', session)
-    finally:
-        _stop(proc)
+    with _http_session(repo) as post:
+        batch = post(_BATCH)
+        empty = post("[]")
+        notes = post('[{"jsonrpc":"2.0","method":"notifications/initialized"}]')
+        last = post('{"jsonrpc":"2.0","id":16,"method":"ping"}')
     assert batch == (400, "[" + ",".join(stdio) + "]")
     assert [(_spelled(line)[0], _spelled(line)[1]["error"]["code"]) for line in stdio] == [
         ("12", -32600), ('"b"', -32600), ("2.5", -32600)]
@@ -843,21 +863,10 @@ def test_json_nested_deeper_than_python_reads_is_said_to_be_too_deep_not_invalid
     request's id when it stands near the line's start; the server goes on serving. Raw lines and POSTs."""
     _seed(repo)
     lost_id = '{"jsonrpc":"2.0","method":"ping","params":{"a":%s},"id":3}' % ("[" * 5000 + "]" * 5000)
-    with _raw_pipe(repo) as pipe:
-        stdio = []
-        for line in (_DEEP % "7", _DEEP % '"s"', lost_id, '{"jsonrpc":"2.0","id":16,"method":"ping"}'):
-            pipe.send(line)
-            stdio.append(json.loads(pipe.line()))
-    proc, url = _start_http(repo)
-    try:
-        session = {"Mcp-Protocol-Version": "2025-06-18"}
-        assert _http(url, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
-            session)[0] == 200
-        http = [_http(url, body, session) for body in (
-            _DEEP % "7", _DEEP % '"s"', lost_id, '{"jsonrpc":"2.0","id":16,"method":"ping"}')]
-    finally:
-        _stop(proc)
+    sent = (_DEEP % "7", _DEEP % '"s"', lost_id, '{"jsonrpc":"2.0","id":16,"method":"ping"}')
+    stdio = _stdio_answers(repo, sent)
+    with _http_session(repo) as post:
+        http = [post(body) for body in sent]
     assert [status for status, _ in http] == [400, 400, 400, 200]
     assert [json.loads(said) for _, said in http] == stdio
     deep = {"code": -32600, "message": _TOO_DEEP}
@@ -949,23 +958,12 @@ def test_over_http_a_body_only_python_reads_is_mended_and_served_and_no_request_
     sent = (call % (3, "[" * 300 + "]" * 300), call % (4, '"deploy \\ud83d"'), "42", '"x"', "null",
             '{"jsonrpc":"2.0","id":13}', '{"jsonrpc":"2.0","id":"p","method":"ping","params":"x"}',
             '{"jsonrpc":"2.0","id":16,"method":"ping"}')
-    with _raw_pipe(repo) as pipe:
-        stdio = []
-        for line in sent:
-            pipe.send(line)
-            stdio.append(json.loads(pipe.line()))
-    proc, url = _start_http(repo)
-    try:
-        session = {"Mcp-Protocol-Version": "2025-06-18"}
-        assert _http(url, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
-            session)[0] == 200
-        http = [_http(url, body, session) for body in sent]
+    stdio = _stdio_answers(repo, sent)
+    with _http_session(repo) as post:
+        http = [post(body) for body in sent]
         # 3.5 MB as sent, over the SDK's 4 MiB mended (each 1e15 written 1000000000000000.0): said, not served
         numbers = ",".join(["1e15"] * 700_000)
-        grown = _http(url, call % (9, '{"n":[' + numbers + '],"deep":' + "[" * 300 + "]" * 300 + "}"), session)
-    finally:
-        _stop(proc)
+        grown = post(call % (9, '{"n":[' + numbers + '],"deep":' + "[" * 300 + "]" * 300 + "}"))
     assert [status for status, _ in http] == [200, 200, 400, 400, 400, 400, 400, 200]
     assert [json.loads(said) for _, said in http] == stdio
     assert stdio[0]["result"]["isError"] and "query" in stdio[0]["result"]["content"][0]["text"]

@@ -3,46 +3,10 @@ short, one that is not UTF-8. Raw POSTs on loopback and raw lines, since no SDK 
 
 from __future__ import annotations
 
-import http.client
 import json
-import urllib.parse
-from typing import Any
 
 from conftest import Repo
-from test_mcp import _raw_pipe, _seed, _start_http, _stop
-
-_INIT = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode()
-
-
-def _post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, str]:
-    """POST `body`, bytes as they are, to the server at `url`: the status and the answer (an SSE stream's one
-    message, or JSON). A session's id, when the answer opens one, is kept in `headers`."""
-    parts = urllib.parse.urlsplit(url)
-    conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=600)  # a failure mode, no limit
-    try:
-        conn.request("POST", parts.path, body=body, headers={
-            "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers})
-        resp = conn.getresponse()
-        said = resp.read().decode()
-    finally:
-        conn.close()
-    if resp.headers["Mcp-Session-Id"]:
-        headers["Mcp-Session-Id"] = resp.headers["Mcp-Session-Id"]
-    data = [line[len("data: "):] for line in said.splitlines() if line.startswith("data: ")]
-    return resp.status, data[0] if data else said
-
-
-def _stdio(repo: Repo, sent: list[bytes]) -> list[Any]:
-    """What a stdio server on `repo` answers each of `sent`, bytes as they are, each on its own line."""
-    with _raw_pipe(repo) as pipe:
-        stdio = []
-        assert pipe.proc.stdin is not None
-        for line in sent:
-            pipe.proc.stdin.write(line + b"\n")
-            pipe.proc.stdin.flush()
-            stdio.append(json.loads(pipe.line()))
-    return stdio
+from test_mcp import _http_session, _seed, _stdio_answers
 
 
 def test_a_body_cut_short_is_answered_as_the_same_stdio_line(repo: Repo) -> None:
@@ -54,14 +18,9 @@ def test_a_body_cut_short_is_answered_as_the_same_stdio_line(repo: Repo) -> None
             b'{"jsonrpc":"2.0","method":"ping","id":12',  # a number it ends on may be cut too: null
             b'{"jsonrpc":"2.0","id":16,"method":"ping"}']
     _seed(repo)
-    stdio = _stdio(repo, sent)
-    session = {"Mcp-Protocol-Version": "2025-06-18"}
-    proc, url = _start_http(repo)
-    try:
-        assert _post(url, _INIT, session)[0] == 200
-        said = [_post(url, body, session) for body in sent]
-    finally:
-        _stop(proc)
+    stdio = _stdio_answers(repo, sent)
+    with _http_session(repo) as post:
+        said = [post(body) for body in sent]
     assert [status for status, _ in said] == [400, 400, 400, 200]
     assert [json.loads(answer) for _, answer in said] == stdio
     not_json = {"code": -32700, "message": "the request is not valid JSON"}
@@ -81,17 +40,11 @@ def test_a_body_not_utf8_is_read_as_stdio_reads_the_line(repo: Repo) -> None:
             b'{"jsonrpc":"2.0","id":\xff1,"method":"ping"}',  # no JSON with the byte read as U+FFFD
             b'{"jsonrpc":"2.0","id":16,"method":"ping"}']
     _seed(repo)
-    stdio = _stdio(repo, sent)
-    session = {"Mcp-Protocol-Version": "2025-06-18"}
-    proc, url = _start_http(repo)
-    try:
-        assert _post(url, _INIT, session)[0] == 200
-        said = [_post(url, body, session) for body in sent]
+    stdio = _stdio_answers(repo, sent)
+    with _http_session(repo) as post:
+        said = [post(body) for body in sent]
         # 1.5 MB as sent, over the SDK's 4 MiB with each byte written as U+FFFD (3 bytes): said, not refused 413
-        grown = _post(url, b'{"jsonrpc":"2.0","id":9,"method":"ping","params":{"pad":"' + b"\xff" * 1_500_000
-                      + b'"}}', session)
-    finally:
-        _stop(proc)
+        grown = post(b'{"jsonrpc":"2.0","id":9,"method":"ping","params":{"pad":"' + b"\xff" * 1_500_000 + b'"}}')
     assert [status for status, _ in said] == [200, 200, 400, 400, 200]
     assert [json.loads(answer) for _, answer in said] == stdio
     assert stdio[0] == {"jsonrpc": "2.0", "id": "bad\ufffd", "result": {}}
