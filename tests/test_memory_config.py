@@ -193,16 +193,22 @@ def test_cli_reports_a_bad_config_with_exit_2(repo: Any, cli: Any) -> None:
     assert "sk-live-123" not in r.err and "Traceback" not in r.err
 
 
-def test_recall_says_a_submodule_stands_where_the_memory_toml_would_be(repo: Repo, cli: Any) -> None:
-    """A submodule at `.vivary/memory.toml` is no config file (docs/config.md), and recall said "no
-    .vivary/memory.toml", a fix (write the file) that cannot be done with the submodule there: it names what is
-    there and how to clear it, for every tree and for `--root`."""
+def _submodules_at_memory_toml(repo: Repo) -> None:
+    """A workspace at the top and one in `vault/`, each with a submodule (and its checkout folder) committed where
+    its `.vivary/memory.toml` would be."""
     repo.commit(files={"a.md": "# A\n", "vault/tropo.toml": "version = 1\n", "vault/b.md": "# B\n"})
     head = repo.git("rev-parse", "HEAD").strip()
     for cfg in (".vivary/memory.toml", "vault/.vivary/memory.toml"):
         repo.git("update-index", "--add", "--cacheinfo", f"160000,{head},{cfg}")
         (repo.path / cfg).mkdir(parents=True)  # where Git checks the submodule out
     repo.git("commit", "-q", "-m", "submodules")
+
+
+def test_recall_says_a_submodule_stands_where_the_memory_toml_would_be(repo: Repo, cli: Any) -> None:
+    """A submodule at `.vivary/memory.toml` is no config file (docs/config.md), and recall said "no
+    .vivary/memory.toml", a fix (write the file) that cannot be done with the submodule there: it names what is
+    there and how to clear it, for every tree and for `--root`."""
+    _submodules_at_memory_toml(repo)
     enable = ('write [memory] enabled = true and provider = "vivary-local" in {0} (docs/memory.md) and run '
               "`git vivary index --yes`")
     for root, cfg in (([], ".vivary/memory.toml"), (["--root", "vault"], "vault/.vivary/memory.toml")):
@@ -252,12 +258,7 @@ def test_index_dry_run_and_doctor_say_a_submodule_stands_where_the_memory_toml_w
     .vivary/memory.toml, or …", and doctor said the file was "not a regular file" (its fix: replace it with the
     file) and that privacy could not be decided. Both say what recall says; privacy is decided, as by every reader
     of a tree (a submodule there is no config file)."""
-    repo.commit(files={"a.md": "# A\n", "vault/tropo.toml": "version = 1\n", "vault/b.md": "# B\n"})
-    head = repo.git("rev-parse", "HEAD").strip()
-    for cfg in (".vivary/memory.toml", "vault/.vivary/memory.toml"):
-        repo.git("update-index", "--add", "--cacheinfo", f"160000,{head},{cfg}")
-        (repo.path / cfg).mkdir(parents=True)  # where Git checks the submodule out
-    repo.git("commit", "-q", "-m", "submodules")
+    _submodules_at_memory_toml(repo)
     for root, cfg in (([], ".vivary/memory.toml"), (["--root", "vault"], "vault/.vivary/memory.toml")):
         said = (f"{cfg} is a submodule, not a config file; to enable the local provider, remove the submodule "
                 f"(`git rm -- {cfg}` at the top of the repository), then write [memory] enabled = true and "
