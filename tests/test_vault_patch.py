@@ -29,6 +29,17 @@ def staged(repo: Repo, cli: Any) -> tuple[str, str, bool]:
     return fast.out, full.out, '"patched":true' in fast.err
 
 
+def staged_as_built(repo: Repo, cli: Any, step: int) -> bool:
+    """`check --staged` and `graph --staged` each equal a full build (`--no-cache`) at `step`; whether the check was
+    patched."""
+    fast, full, patched = staged(repo, cli)
+    assert fast == full, step
+    g_fast = cli("graph", "--staged", "--json", cwd=repo.path).out
+    g_full = cli("graph", "--staged", "--json", "--no-cache", cwd=repo.path).out
+    assert g_fast == g_full, step
+    return patched
+
+
 @pytest.fixture
 def vault(repo: Repo, cli: Any, monkeypatch: pytest.MonkeyPatch) -> Repo:
     repo.commit(files=VAULT)
@@ -128,11 +139,7 @@ def test_patched_vault_equals_a_full_build(repo: Repo, cli: Any, monkeypatch: py
             else:
                 repo.write({path: bytes([step])})
         repo.git("add", "-A")
-        fast, full, patched = staged(repo, cli)
-        assert fast == full, step
-        g_fast = cli("graph", "--staged", "--json", cwd=repo.path).out
-        g_full = cli("graph", "--staged", "--json", "--no-cache", cwd=repo.path).out
-        assert g_fast == g_full, step
+        patched = staged_as_built(repo, cli, step)
         if touched and not touched & set(linked):
             unnamed_only += 1
             assert patched, step  # only files no link names came and went
@@ -204,11 +211,7 @@ def test_a_dendron_workspace_whose_vaults_dendron_yml_lists_is_patched(repo: Rep
         cross = any("dendron://" in text for text in edits.values())
         repo.write(edits)
         repo.git("add", "-A")
-        fast, full, patched = staged(repo, cli)
-        assert fast == full, step
-        g_fast = cli("graph", "--staged", "--json", cwd=repo.path).out
-        g_full = cli("graph", "--staged", "--json", "--no-cache", cwd=repo.path).out
-        assert g_fast == g_full, step
+        patched = staged_as_built(repo, cli, step)
         if not cross:
             assert patched, step  # an edit with no cross-vault link, in vaults dendron.yml lists
             patched_steps += 1
