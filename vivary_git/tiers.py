@@ -183,8 +183,8 @@ class Tiers:
         self._graph_cache.put(key, g)
         self._graph_cache.put(_LAST_SHARED if self._shared_graph else _LAST, key)
         self._check_cache.put(key, _Checked(g.findings, counts or record.counts_of(g), g.root, g.tree, g.rules,
-                                            bool(g.homes), [(n.id, n.path) for n in g.nodes], g.others, g.names,
-                                            g.page_names, g.homes, g.home_links))
+                                            g.homes, [(n.id, n.path) for n in g.nodes], g.others, g.names,
+                                            g.page_names, g.home_links))
 
     def _patched(self, key: str | None) -> graph_mod.Graph | None:
         """The graph of this tree as the last graph computed here (often HEAD's, or the previous staged
@@ -346,7 +346,7 @@ class Tiers:
                 or (not any_kind and record.recordable_root(self.source) is not None):
             return None
         base = self._check_cache.get(last, msgspec.msgpack.Decoder(_Checked))
-        if base is None or base.tree is None or base.root != self.root_name or (base.homes and not base.vaults) \
+        if base is None or base.tree is None or base.root != self.root_name \
                 or base.rules != _rules_digest(self.config, {}) or len(base.nodes) != base.counts.checked:
             return None
         diff = self._changed_facts(base.tree, _CACHE_STAGED_AFTER, base.names, base.others)
@@ -356,7 +356,7 @@ class Tiers:
         paths_by_id = dict(base.nodes)  # whose ID is whose (links resolve to them): built in C, one pass
         findings = graph_mod.patch_findings(base.findings, {path: nid for nid, path in base.nodes}, paths_by_id,
                                             self.config, changed, None, others, base.page_names, paths_by_id,
-                                            base.vaults, base.home_links)
+                                            base.homes, base.home_links)
         if findings is None:
             return None
         self.stats.reused += base.counts.checked - len(changed)
@@ -437,12 +437,11 @@ class _Checked(msgspec.Struct, frozen=True, array_like=True):
     root: str
     tree: str | None
     rules: str
-    homes: bool
+    homes: list[str]  # graph.Graph.homes
     nodes: list[tuple[str, str]]  # (id, path) of every node
     others: list[str] = []  # the other files a link may name (graph.Graph.others)
     names: list[str] | None = None  # what links look for (graph.Graph.names)
     page_names: dict[str, list[str]] = {}  # graph.Graph.page_names
-    vaults: list[str] = []  # graph.Graph.homes, by name (`homes` above says only whether there are any)
     home_links: dict[str, list[str]] = {}  # graph.Graph.home_links
 
 
