@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import functools
 import posixpath
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
@@ -465,7 +466,7 @@ def resolve_node(graph: Graph, name: str, *, prefix: str = "") -> Node:
     if got is not None:
         return got
     by_path = {n.path: n for n in graph.nodes}
-    resolver = link_resolver(graph)
+    resolver = functools.cache(lambda: link_resolver(graph))  # made once, and only for a name that is no path
     paths = _named(graph, name, by_path, resolver)
     if prefix and name.startswith(prefix.rstrip("/") + "/") and not any(p in by_path for p in paths):
         paths = _named(graph, name[len(prefix.rstrip("/")) + 1:], by_path, resolver) or paths
@@ -499,7 +500,8 @@ def resolve_edge_specs(graph: Graph, specs: Iterable[str], *, prefix: str = "") 
     return out
 
 
-def _named(graph: Graph, name: str, by_path: Mapping[str, Node], resolver: dialects.Resolver) -> list[str]:
+def _named(graph: Graph, name: str, by_path: Mapping[str, Node],
+           resolver: Callable[[], dialects.Resolver]) -> list[str]:
     """The paths `name` names: a node's path, else every path `[[name]]` written at the root could mean."""
     text = name.strip()
     if not text:
@@ -510,7 +512,7 @@ def _named(graph: Graph, name: str, by_path: Mapping[str, Node], resolver: diale
     target = registry.reader(rules.dialect)(Link(text, 1, "w"), rules, graph.config.wikilink_field)
     if target is None:
         return []
-    return list(dict.fromkeys(resolver.candidates(target)))
+    return list(dict.fromkeys(resolver().candidates(target)))
 
 
 def _duplicates(graph: Graph) -> set[str]:
