@@ -211,8 +211,9 @@ def _graph(start: Path, rev: str, root: str | None, pinned: Path | None, head: s
                 "git vivary check   # checks the working tree now; commit the workspace, then run doctor again",
             ))
         else:
-            problems.append(Problem("graph", "error", f"--rev {rev}: {_not_a_commit(rev, start)}",
-                                    _one_commit(rev, start)))
+            ranged = _is_a_range(rev, start)
+            problems.append(Problem("graph", "error", f"--rev {rev}: {_not_a_commit(rev, start, ranged)}",
+                                    _one_commit(rev, ranged)))
         return ws_root, _config_name(ws_root), None, None
     try:
         ws = open_workspace(start, rev=rev, root=root, cache=False)
@@ -265,19 +266,19 @@ def _is_a_range(rev: str, start: Path) -> bool:
     return code == 0 and (len(names) > 1 or any(n.startswith(b"^") for n in names))
 
 
-def _one_commit(rev: str, start: Path) -> str:
-    """The fix for a `--rev` that names no commit: for a range, the commit at its end."""
-    if not _is_a_range(rev, start):
+def _one_commit(rev: str, ranged: bool) -> str:
+    """The fix for a `--rev` that names no commit: for a range (`_is_a_range`), the commit at its end."""
+    if not ranged:
         return "name a commit, branch or tag"
     end = (rev.rsplit("..", 1)[1].lstrip(".") or "HEAD") if ".." in rev else None  # `A..` ends at HEAD
     return f"git vivary doctor --rev {end}   # the commit at the end of the range" if end else \
         "name one commit, branch or tag"
 
 
-def _not_a_commit(rev: str, start: Path) -> str:
+def _not_a_commit(rev: str, start: Path, ranged: bool) -> str:
     """What `rev` names when it names no commit (a tag can point at a tree or at a file's content, `A..B` is a
-    range): said, not "no such commit" for an object that is there."""
-    if _is_a_range(rev, start):
+    range, `ranged`): said, not "no such commit" for an object that is there."""
+    if ranged:
         return "names a range of commits, not one revision, and doctor reports one commit"
     code, out = _git(["rev-parse", "-q", "--verify", "--end-of-options", rev], start)
     oid = _text(out)
