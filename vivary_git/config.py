@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from vivary_git import dialects
+from vivary_git.dialects import dendron
 from vivary_git.errors import ConfigError
 
 FIELD_KINDS = (
@@ -615,8 +616,7 @@ def left_out_because(config: Config, path: str) -> str | None:
     if not config.links.markdown_files and path[-9:].lower() == ".markdown":
         return f"this vault is read as {editor} reads it, where a .markdown file is not a note"
     if not config.links.nested_notes and outside_vaults(config)(folder):
-        where = ", ".join(f"{f}/" if f else "the workspace folder" for _, f in config.links.vaults) \
-            or "the workspace folder"
+        where = dendron.folders_said([f for _, f in config.links.vaults])
         return (f"this vault is read as {editor} reads it, where only the .md files directly in a vault's folder "
                 f"({where}), not named with a leading `.`, are notes; `include` in {GRAPH_FILE} names folders "
                 "read as notes anyway")

@@ -110,10 +110,10 @@ def _vault_notes(ws: Workspace) -> str:
     from vivary_git.dialects import dendron
     from vivary_git.source import is_note
 
-    folders = ", ".join(f"{shown(f)}/" if f else "the workspace folder" for _, f in ws.config.links.vaults)
+    folders = dendron.folders_said([shown(f) for _, f in ws.config.links.vaults])
     outside = outside_vaults(ws.config)
     files = sum(1 for p in ws.source.others if is_note(p) and outside(dialects.nfc(p)))
-    said = (f"vivary: notes are the .md files directly in {folders or 'the workspace folder'}; {files} other "
+    said = (f"vivary: notes are the .md files directly in {folders}; {files} other "
             "Markdown file(s) are files, not notes\n")
     empty = dendron.without_notes(ws.config.links.vaults, [n.path for n in ws.graph().nodes])
     if empty:

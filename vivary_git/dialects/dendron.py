@@ -80,10 +80,15 @@ def without_notes(vaults: Sequence[tuple[str, str]], notes: Sequence[str]) -> li
     return [folder for _, folder in vaults if folder not in held]
 
 
+def folders_said(folders: Sequence[str]) -> str:
+    """Vault folders as messages name them: `notes/, work/vault/`, the workspace folder for "" (and for none)."""
+    return ", ".join(f"{f}/" if f else "the workspace folder" for f in folders) or "the workspace folder"
+
+
 def without_notes_said(folders: Sequence[str]) -> tuple[str, str]:
     """(what, fix) for vault folders that hold no note here (`without_notes`), as `check --verbose` and `doctor`
     say it."""
-    named = ", ".join(f"{f}/" if f else "the workspace folder" for f in folders)
+    named = folders_said(folders)
     return (f"vault folder(s) {named} hold no note in this tree (missing, or no .md file directly in them)",
             "set each vault's fsPath in dendron.yml to the folder its notes are in, or commit the vault folders")
 
