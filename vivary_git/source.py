@@ -228,9 +228,13 @@ def load_config(read_file: Callable[[str], bytes | None],
             name, reason = dialects.detect(probe)
             named = (graph or {}).get("dialect")
             dialect = named if isinstance(named, str) else name
-            vaults = dendron.vaults(probe.read("dendron.yml"), probe.read("dendron.code-workspace")) \
-                if dialect == "dendron" else ()
-            detected = Detected(name, reason, dialects.template_folders(probe, dialect), vaults)
+            vaults: tuple[tuple[str, str], ...] = ()
+            folders: tuple[str, ...] = ()
+            if dialect == "dendron":
+                code_workspace = probe.read("dendron.code-workspace")
+                vaults = dendron.vaults(probe.read("dendron.yml"), code_workspace)
+                folders = dendron.folders(code_workspace)
+            detected = Detected(name, reason, dialects.template_folders(probe, dialect), vaults, folders)
         with _lines_of(read_file):
             return build_config(None, graph, detected=detected, memory_folder=folder), None
     from vivary_git.packs import merge, merge_packs
