@@ -335,11 +335,7 @@ def open_source(
             raise UsageError(f"--root {root}: {prefix!r} is another repository (a submodule, or a clone inside this "
                              "work tree), which Git does not read into from here; run the command inside it "
                              f"(-C {root})")
-        link = _link_on_the_way(repo, tree_id, prefix)
-        if link is not None:
-            target = repo.read_blob(str(_entry(repo, tree_id, link).id)).decode("utf-8", "surrogateescape")
-            raise LinkedRoot(_root_is_a_link(root, prefix, link, target, label, repo.workdir, start,
-                                             lambda path: entry_type(repo, tree_id, path) == "tree"))
+        _refuse_a_link(repo, tree_id, label, root, prefix, start)
         raise MissingRoot(root, prefix, label)
 
     def read_file(path: str) -> bytes | None:
@@ -366,12 +362,13 @@ def open_source(
     )
 
 
-def root_folder(start: Path, root: str) -> Path:
+def root_folder(start: Path, root: str, rev: str | None = None) -> Path:
     """The folder on disk `--root` names, checked as the commands that read the working tree check it: a
     folder inside the work tree of the repository Git finds from `start` (a usage error otherwise, exit 2),
     or, outside any repository, a folder in none; a symbolic link there (or on the way) is refused in the words
     the tree readers use (`LinkedRoot`). For the commands that write files there (bootstrap-host, onboard): a
-    folder outside the work tree would be written with this workspace's paths."""
+    folder outside the work tree would be written with this workspace's paths. With `rev`, the commit a command
+    reads besides the folder (doctor): a link that commit holds too is named in it, as `check --rev` names it."""
     start = start.resolve()
     repo = git.try_open(start)
     if repo is None:
@@ -385,6 +382,9 @@ def root_folder(start: Path, root: str) -> Path:
     # there, which the hook's `check --staged` and the server's reads never follow.
     link = _link_on_disk(top, prefix)
     if link is not None:
+        if rev is not None:
+            with contextlib.suppress(GitError):  # a revision that names no tree is the reader's to report
+                _refuse_a_link(repo, rev_tree(repo, rev), rev, root, prefix, start)
         raise LinkedRoot(_root_is_a_link(root, prefix, link, os.readlink(top / link), "working tree", top, start,
                                          lambda path: _link_on_disk(top, path) is None and (top / path).is_dir()))
     return (top / prefix).resolve()
@@ -435,6 +435,16 @@ def _link_on_disk(top: Path, prefix: str) -> str | None:
         if (top / "/".join(parts[:n])).is_symlink():
             return "/".join(parts[:n])
     return None
+
+
+def _refuse_a_link(repo: git.Repo, tree_id: str, label: str, root: str, prefix: str, start: Path) -> None:
+    """A `LinkedRoot` when the tree `label` names holds a symbolic link at `prefix` (the folder `--root ROOT` names)
+    or on the way to it."""
+    link = _link_on_the_way(repo, tree_id, prefix)
+    if link is not None:
+        target = repo.read_blob(str(_entry(repo, tree_id, link).id)).decode("utf-8", "surrogateescape")
+        raise LinkedRoot(_root_is_a_link(root, prefix, link, target, label, repo.workdir, start,
+                                         lambda path: entry_type(repo, tree_id, path) == "tree"))
 
 
 class MissingRoot(UsageError):
