@@ -420,21 +420,19 @@ def _root_prefix(repo: git.Repo, start: Path, root: str, rev: str | None) -> str
 
 def _link_on_the_way(repo: git.Repo, tree_id: str, prefix: str) -> str | None:
     """The symbolic link in the tree at `prefix` or at a folder on the way to it, if there is one."""
-    parts = prefix.split("/") if prefix else []
-    for n in range(1, len(parts) + 1):
-        entry = _entry(repo, tree_id, "/".join(parts[:n]))
-        if entry is None or entry.filemode == 0o120000:
-            return "/".join(parts[:n]) if entry is not None else None
-    return None
+    return next((p for p in _on_the_way(prefix)
+                 if (entry := _entry(repo, tree_id, p)) is not None and entry.filemode == _LINK_MODE), None)
 
 
 def _link_on_disk(top: Path, prefix: str) -> str | None:
     """The symbolic link in the work tree at `prefix` or at a folder on the way to it, if there is one."""
+    return next((p for p in _on_the_way(prefix) if (top / p).is_symlink()), None)
+
+
+def _on_the_way(prefix: str) -> Iterator[str]:
+    """The folders on the way to `prefix`, from the top, then `prefix`: `a`, `a/b`, `a/b/c`."""
     parts = prefix.split("/") if prefix else []
-    for n in range(1, len(parts) + 1):
-        if (top / "/".join(parts[:n])).is_symlink():
-            return "/".join(parts[:n])
-    return None
+    return ("/".join(parts[:n]) for n in range(1, len(parts) + 1))
 
 
 def _refuse_a_link(repo: git.Repo, tree_id: str, label: str, root: str, prefix: str, start: Path) -> None:
