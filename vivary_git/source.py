@@ -617,6 +617,12 @@ def config_blob_id(repo: git.Repo, tree_id: str, path: str, name: str) -> str | 
     return str(entry.id)
 
 
+def tree_config(repo: git.Repo, tree_id: str, path: str) -> bytes | None:
+    """The config file at `path` in the tree, named by its path: `config_blob_id`, then `read_config_blob`."""
+    oid = config_blob_id(repo, tree_id, path, path)
+    return None if oid is None else read_config_blob(repo, oid, path)
+
+
 def read_config_blob(repo: git.Repo, oid: str, name: str) -> bytes:
     """A config file's blob, refused (`ConfigError`) past `MAX_CONFIG_BYTES` before it is inflated."""
     _, size = repo.repo.odb.read_header(repo.pygit2.Oid(hex=oid))
