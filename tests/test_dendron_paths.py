@@ -261,6 +261,32 @@ def test_a_markdown_link_is_a_path_from_the_note_as_vs_code_opens_it(repo: Repo,
                                 ("vault/root", "vault/guide.md", True)}
 
 
+def test_a_markdown_link_s_leading_slash_is_the_code_workspace_folder_that_holds_the_note(repo: Repo,
+                                                                                          cli: Any) -> None:
+    """In a code workspace VS Code has one workspace folder per vault (`dendron.code-workspace`'s `folders`) and
+    reads `[x](/plan.md)` from the one that holds the note: `work/plan.md` from `work/`, nothing from `personal/`.
+    Without that file VS Code opens the workspace folder alone, and `/` is its top."""
+    files: dict[str, str | bytes] = {
+        "dendron.yml": "version: 5\nworkspace:\n  vaults:\n    - fsPath: work\n    - fsPath: personal\n",
+        "dendron.code-workspace": '{"folders": [{"path": "work"}, {"path": "./personal/"},],}\n',
+        "work/plan.md": "x\n", "personal/other.md": "x\n",
+        "work/root.md": "[plan](/plan.md)\n[across](/personal/other.md)\n",
+        "personal/home.md": "[plan](/plan.md)\n[own](/other)\n",
+    }
+    got = check(repo, cli, files)
+    assert [(p, line, code) for p, line, code, _ in got] == [("personal/home.md", 1, "W221"),
+                                                             ("work/root.md", 2, "W221")], got
+    assert got[1][3] == ("link (/personal/other.md) matches no note (looked for 'work/personal/other.md' from "
+                         "work/root.md)")
+    assert edges(repo, cli) == {("work/root", "work/plan", False), ("work/root", "work/personal/other.md", True),
+                                ("personal/home", "personal/plan.md", True),
+                                ("personal/home", "personal/other", False)}
+    (repo.path / "dendron.code-workspace").unlink()
+    repo.commit()
+    assert edges(repo, cli) == {("work/root", "plan.md", True), ("work/root", "personal/other", False),
+                                ("personal/home", "plan.md", True), ("personal/home", "other", True)}
+
+
 def test_vault_folders_that_hold_no_notes_are_named_with_the_fix(repo: Repo, cli: Any) -> None:
     """A `dendron.yml` whose vault folders the tree does not have (or holds no note in) reads as an empty graph:
     correct, but silent. `check --verbose` names the folders and the fix; `doctor` warns when no vault holds a

@@ -428,6 +428,24 @@ def test_a_root_that_is_a_symbolic_link_in_the_commit_alone_is_refused_as_check_
     assert "'linked' is a symbolic link to 'vault' in HEAD" in r.err and r.err.endswith("--root vault\n"), r.err
 
 
+def test_a_root_that_is_a_symbolic_link_is_named_in_the_tree_that_holds_it(repo: Repo, cli: Any) -> None:
+    """A link committed (and checked out) is refused in the commit doctor reports, in `check --rev`'s words: it
+    said "in working tree" for it. One only on disk is the working tree's, whatever the commit holds there."""
+    repo.commit("notes", {"vault/a.md": "# A\n"})
+    os.symlink("vault", repo.path / "linked")
+    repo.commit("link")
+    os.symlink("vault", repo.path / "loose")
+    for rev in ((), ("--rev", "HEAD"), ("--rev", "main")):
+        r = cli("doctor", *rev, "--root", "linked", cwd=repo.path)
+        label = rev[1] if rev else "HEAD"
+        assert r.code == 2 and f"'linked' is a symbolic link to 'vault' in {label}, not a folder" in r.err, r.err
+        assert r.err == cli("check", "--rev", label, "--root", "linked", cwd=repo.path).err.replace("check", "doctor")
+        r = cli("doctor", *rev, "--root", "loose", cwd=repo.path)
+        assert r.code == 2 and "'loose' is a symbolic link to 'vault' in working tree, not a folder" in r.err, r.err
+    r = cli("doctor", "--rev", "HEAD~1", "--root", "linked", cwd=repo.path)
+    assert r.code == 2 and "'linked' is a symbolic link to 'vault' in working tree, not a folder" in r.err, r.err
+
+
 def test_a_rev_that_is_a_range_is_said_to_be_one(repo: Repo, cli: Any) -> None:
     """`--rev A..B` said "no such commit" (and `^A` passed Git's check, to fail later as a workspace problem whose
     fix was to fix a file): a range is said to be one, not one revision, with the commit to name instead."""

@@ -159,3 +159,36 @@ def test_the_guard_reads_a_staged_memory_toml_as_every_reader_does(repo: Repo, c
     assert r.code == 1 and _refused(r.out) == {".vivary/memory.toml": "P103"}, r.out
     assert "over the 16 MiB limit for a config file; shorten it" in r.out
     assert cli("privacy", "explain", "--staged", "drafts/d.md", cwd=repo.path).code == 2
+
+
+def test_the_guard_reads_each_memory_toml_once(repo: Repo, cli: Any, monkeypatch: Any) -> None:
+    """The guard reads every workspace's memory.toml for its findings, and the privacy boundary needs the same
+    files for the staged paths' workspaces: it read each twice (an oversized one up to the limit twice). One
+    read now, the same findings (a nested one that cannot be read still refused where it was)."""
+    from collections import Counter
+
+    from vivary_git import source
+    from vivary_git.source import MAX_CONFIG_BYTES
+
+    reads: Counter[str] = Counter()
+    real = source.read_config_blob
+
+    def counting(repo_: Any, oid: str, name: str) -> bytes:
+        reads[name] += 1
+        return real(repo_, oid, name)
+
+    monkeypatch.setattr(source, "read_config_blob", counting)
+    repo.commit("start", {"tropo.toml": TROPO, ".vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["d/**"]\n',
+                          "docs/tropo.toml": TROPO, "docs/.vivary/memory.toml": "",
+                          "other/tropo.toml": TROPO, "other/.vivary/memory.toml": "", "notes/a.md": "# A\n"})
+    repo.write({"d/x.md": "# X\n", "docs/notes/b.md": "# B\n", "docs/.vivary/memory.toml": "[memory.privacy\n"})
+    repo.git("add", "-A")
+    r = cli("hooks", "privacy-guard", cwd=repo.path)
+    assert r.code == 1 and _refused(r.out) == {"d/x.md": "P101", "docs/.vivary/memory.toml": "P103"}, r.out
+    assert reads == {".vivary/memory.toml": 1, "docs/.vivary/memory.toml": 1, "other/.vivary/memory.toml": 1}
+    reads.clear()
+    repo.write({"docs/.vivary/memory.toml": "#" * (MAX_CONFIG_BYTES + 1) + "\n"})
+    repo.git("add", "-A")
+    r = cli("hooks", "privacy-guard", cwd=repo.path)
+    assert r.code == 1 and "docs/.vivary/memory.toml:1: error P103: is 16,777,218 bytes" in r.out, r.out
+    assert reads == {".vivary/memory.toml": 1, "docs/.vivary/memory.toml": 1, "other/.vivary/memory.toml": 1}

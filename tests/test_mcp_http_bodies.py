@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+pytest.importorskip("mcp", reason="the mcp extra is not installed")
+
 from conftest import Repo
-from test_mcp import _http_session, _seed, _stdio_answers
+from mcp_servers import _http_session, _seed, _stdio_answers
 
 
 def test_a_body_cut_short_is_answered_as_the_same_stdio_line(repo: Repo) -> None:

@@ -406,7 +406,7 @@ def test_a_commit_tells_the_host_its_resources_changed(repo: Repo) -> None:
 
 def test_over_http_too(repo: Repo) -> None:
     """Streamable HTTP opens its sessions another way than stdio: the capabilities and the notification hold."""
-    from test_mcp import _start_http, _stop
+    from mcp_servers import _start_http, _stop
 
     repo.commit("init", NOTES)
     seen: list[str] = []

@@ -426,7 +426,7 @@ ROOT_COMMANDS = [
     (["query", "type:module"], "working tree", "query"), (["find", "core"], "working tree", "find"),
     (["recall", "core"], "working tree", "recall"), (["index", "--dry-run"], "working tree", "index"),
     (["forget"], "working tree", "forget"), (["privacy", "explain", "vault/a.md"], "working tree", "privacy"),
-    (["doctor"], "working tree", "doctor"), (["hooks", "install"], "working tree", "hooks"),
+    (["doctor"], "HEAD", "doctor"), (["hooks", "install"], "working tree", "hooks"),
     (["hooks", "run", "pre-commit"], "staged", "check"), (["ci"], "HEAD", "ci"),
     (["cache", "gc", "--dry-run"], "working tree", "cache"), (["mcp"], "working tree", "mcp"),
     (["remember", "a fact"], "working tree", "remember"), (["log", "a"], "HEAD", "log"),

@@ -23,7 +23,7 @@ pytest.importorskip("mcp", reason="the mcp extra is not installed")
 
 from conftest import Repo
 from mcp import Client
-from test_mcp import _start_http, _stop
+from mcp_servers import _start_http, _stop
 
 from vivary_git.errors import RefusedError, UsageError
 from vivary_git.mcp.profiles import PROFILES

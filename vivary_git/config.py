@@ -25,7 +25,7 @@ BUILTIN_EXCLUDES = (".git", ".tropo", ".claude", "node_modules", ".obsidian")
 CONFIG_FILE = "tropo.toml"
 GRAPH_FILE = ".vivary/graph.toml"
 MEMORY_FILE = ".vivary/memory.toml"
-FORMAT_VERSION = 23  # bump when a parse or graph rule changes, so caches keyed by it are left behind
+FORMAT_VERSION = 24  # bump when a parse or graph rule changes, so caches keyed by it are left behind
 
 
 class FieldSpec(msgspec.Struct, frozen=True):
@@ -378,6 +378,7 @@ class Detected(msgspec.Struct, frozen=True):
     reason: str
     templates: tuple[str, ...] = ()
     vaults: tuple[tuple[str, str], ...] = ()  # Dendron's vaults in `dendron.yml`: (name, notes folder)
+    folders: tuple[str, ...] = ()  # the folders `dendron.code-workspace` opens (VS Code's workspace folders)
 
 
 _LINK_KEYS: dict[str, tuple[type, tuple[str, ...]]] = {
@@ -436,6 +437,8 @@ def _link_rules(graph: Mapping[str, Any], wl: Mapping[str, Any], tropo: bool,
         changes["alias"] = alias
     if rules.dialect == "dendron" and detected is not None and detected.vaults:
         changes["vaults"] = detected.vaults
+    if rules.dialect == "dendron" and detected is not None and detected.folders:
+        changes["folders"] = detected.folders
     if tropo and not rules.markdown_files:
         changes["markdown_files"] = True  # a tropo.toml workspace's notes are the contract's, `.markdown` too
     if tropo and not rules.nested_notes:

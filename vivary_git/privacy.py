@@ -452,6 +452,7 @@ def find_scopes(
     *,
     also: Iterable[str] = (),
     read: Callable[[str, bytes], Scope] | None = None,
+    read_config: Callable[[str], bytes | None] | None = None,
     work_tree: Path | None = None,
 ) -> list[Scope]:
     """The workspaces that hold any of `paths` in `tree` (a tree id): the top, every folder on the way to a
@@ -459,15 +460,17 @@ def find_scopes(
     of its own `.vivary/memory.toml` in that tree. The answer depends on the tree and the paths, never on
     the folder a command runs from.
 
-    Each memory.toml is read by the rule every config file in a tree is read by (`source.config_blob_id`,
-    `source.read_config_blob`): a symbolic link, or a `.vivary` folder that is one, is a `ConfigError`, as is
-    a file over the size limit; a folder or a submodule of its name is no config file. `read(prefix, data)`
-    turns a memory.toml into a `Scope` (default: the strict memory config parser, raising `ConfigError`).
-    With `work_tree`, a memory.toml that is on disk but not in the tree (Git ignores it) is refused rather
-    than skipped: its `private_paths` would silently not apply."""
+    Each memory.toml is read by the rule every config file in a tree is read by (`source.tree_config`:
+    `source.config_blob_id`, `source.read_config_blob`): a symbolic link, or a `.vivary` folder that is one, is a
+    `ConfigError`, as is a file over the size limit; a folder or a submodule of its name is no config file.
+    `read(prefix, data)` turns a memory.toml into a `Scope` (default: the strict memory config parser, raising
+    `ConfigError`). `read_config(path)` reads a memory.toml by that rule for a caller that has read them already
+    (the privacy guard): its bytes, None for none, the same `ConfigError` when it cannot be read. With `work_tree`,
+    a memory.toml that is on disk but not in the tree (Git ignores it) is refused rather than skipped: its
+    `private_paths` would silently not apply."""
     import pygit2
 
-    from vivary_git.source import config_blob_id, read_config_blob
+    from vivary_git.source import tree_config
 
     try:
         root = repo.repo[tree]
@@ -481,9 +484,8 @@ def find_scopes(
         if folder and folder not in wanted and not any(_entry(root, base + m) is not None for m in WORKSPACE_MARKERS):
             continue
         name = base + MEMORY_CONFIG
-        oid = config_blob_id(repo, tree, name, name)
-        if oid is not None:
-            data = read_config_blob(repo, oid, name)
+        data = read_config(name) if read_config is not None else tree_config(repo, tree, name)
+        if data is not None:
             out.append(read(folder, data) if read is not None else _read_scope(folder, name, data))
             continue
         if work_tree is not None:

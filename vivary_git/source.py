@@ -228,9 +228,13 @@ def load_config(read_file: Callable[[str], bytes | None],
             name, reason = dialects.detect(probe)
             named = (graph or {}).get("dialect")
             dialect = named if isinstance(named, str) else name
-            vaults = dendron.vaults(probe.read("dendron.yml"), probe.read("dendron.code-workspace")) \
-                if dialect == "dendron" else ()
-            detected = Detected(name, reason, dialects.template_folders(probe, dialect), vaults)
+            vaults: tuple[tuple[str, str], ...] = ()
+            folders: tuple[str, ...] = ()
+            if dialect == "dendron":
+                code_workspace = probe.read("dendron.code-workspace")
+                vaults = dendron.vaults(probe.read("dendron.yml"), code_workspace)
+                folders = dendron.folders(code_workspace)
+            detected = Detected(name, reason, dialects.template_folders(probe, dialect), vaults, folders)
         with _lines_of(read_file):
             return build_config(None, graph, detected=detected, memory_folder=folder), None
     from vivary_git.packs import merge, merge_packs
@@ -331,11 +335,7 @@ def open_source(
             raise UsageError(f"--root {root}: {prefix!r} is another repository (a submodule, or a clone inside this "
                              "work tree), which Git does not read into from here; run the command inside it "
                              f"(-C {root})")
-        link = _link_on_the_way(repo, tree_id, prefix)
-        if link is not None:
-            target = repo.read_blob(str(_entry(repo, tree_id, link).id)).decode("utf-8", "surrogateescape")
-            raise LinkedRoot(_root_is_a_link(root, prefix, link, target, label, repo.workdir, start,
-                                             lambda path: entry_type(repo, tree_id, path) == "tree"))
+        _refuse_a_link(repo, tree_id, label, root, prefix, start)
         raise MissingRoot(root, prefix, label)
 
     def read_file(path: str) -> bytes | None:
@@ -362,12 +362,13 @@ def open_source(
     )
 
 
-def root_folder(start: Path, root: str) -> Path:
+def root_folder(start: Path, root: str, rev: str | None = None) -> Path:
     """The folder on disk `--root` names, checked as the commands that read the working tree check it: a
     folder inside the work tree of the repository Git finds from `start` (a usage error otherwise, exit 2),
     or, outside any repository, a folder in none; a symbolic link there (or on the way) is refused in the words
     the tree readers use (`LinkedRoot`). For the commands that write files there (bootstrap-host, onboard): a
-    folder outside the work tree would be written with this workspace's paths."""
+    folder outside the work tree would be written with this workspace's paths. With `rev`, the commit a command
+    reads besides the folder (doctor): a link that commit holds too is named in it, as `check --rev` names it."""
     start = start.resolve()
     repo = git.try_open(start)
     if repo is None:
@@ -381,6 +382,9 @@ def root_folder(start: Path, root: str) -> Path:
     # there, which the hook's `check --staged` and the server's reads never follow.
     link = _link_on_disk(top, prefix)
     if link is not None:
+        if rev is not None:
+            with contextlib.suppress(GitError):  # a revision that names no tree is the reader's to report
+                _refuse_a_link(repo, rev_tree(repo, rev), rev, root, prefix, start)
         raise LinkedRoot(_root_is_a_link(root, prefix, link, os.readlink(top / link), "working tree", top, start,
                                          lambda path: _link_on_disk(top, path) is None and (top / path).is_dir()))
     return (top / prefix).resolve()
@@ -416,21 +420,29 @@ def _root_prefix(repo: git.Repo, start: Path, root: str, rev: str | None) -> str
 
 def _link_on_the_way(repo: git.Repo, tree_id: str, prefix: str) -> str | None:
     """The symbolic link in the tree at `prefix` or at a folder on the way to it, if there is one."""
-    parts = prefix.split("/") if prefix else []
-    for n in range(1, len(parts) + 1):
-        entry = _entry(repo, tree_id, "/".join(parts[:n]))
-        if entry is None or entry.filemode == 0o120000:
-            return "/".join(parts[:n]) if entry is not None else None
-    return None
+    return next((p for p in _on_the_way(prefix)
+                 if (entry := _entry(repo, tree_id, p)) is not None and entry.filemode == _LINK_MODE), None)
 
 
 def _link_on_disk(top: Path, prefix: str) -> str | None:
     """The symbolic link in the work tree at `prefix` or at a folder on the way to it, if there is one."""
+    return next((p for p in _on_the_way(prefix) if (top / p).is_symlink()), None)
+
+
+def _on_the_way(prefix: str) -> Iterator[str]:
+    """The folders on the way to `prefix`, from the top, then `prefix`: `a`, `a/b`, `a/b/c`."""
     parts = prefix.split("/") if prefix else []
-    for n in range(1, len(parts) + 1):
-        if (top / "/".join(parts[:n])).is_symlink():
-            return "/".join(parts[:n])
-    return None
+    return ("/".join(parts[:n]) for n in range(1, len(parts) + 1))
+
+
+def _refuse_a_link(repo: git.Repo, tree_id: str, label: str, root: str, prefix: str, start: Path) -> None:
+    """A `LinkedRoot` when the tree `label` names holds a symbolic link at `prefix` (the folder `--root ROOT` names)
+    or on the way to it."""
+    link = _link_on_the_way(repo, tree_id, prefix)
+    if link is not None:
+        target = repo.read_blob(str(_entry(repo, tree_id, link).id)).decode("utf-8", "surrogateescape")
+        raise LinkedRoot(_root_is_a_link(root, prefix, link, target, label, repo.workdir, start,
+                                         lambda path: entry_type(repo, tree_id, path) == "tree"))
 
 
 class MissingRoot(UsageError):
@@ -603,6 +615,12 @@ def config_blob_id(repo: git.Repo, tree_id: str, path: str, name: str) -> str | 
     if entry.type_str != "blob":
         return None
     return str(entry.id)
+
+
+def tree_config(repo: git.Repo, tree_id: str, path: str) -> bytes | None:
+    """The config file at `path` in the tree, named by its path: `config_blob_id`, then `read_config_blob`."""
+    oid = config_blob_id(repo, tree_id, path, path)
+    return None if oid is None else read_config_blob(repo, oid, path)
 
 
 def read_config_blob(repo: git.Repo, oid: str, name: str) -> bytes:

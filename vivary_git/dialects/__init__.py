@@ -88,6 +88,10 @@ class Rules(msgspec.Struct, frozen=True):
     # are in), in the file's order; empty: the workspace folder is the one vault. Read from the tree, never from
     # `.vivary/graph.toml`.
     vaults: tuple[tuple[str, str], ...] = ()
+    # The folders `dendron.code-workspace` opens (VS Code's workspace folders; `..` for one outside this tree), in
+    # its order: a Dendron Markdown link's leading `/` is read from the one that holds the note. Empty: the workspace
+    # folder alone. Read from the tree, never from `.vivary/graph.toml`.
+    folders: tuple[str, ...] = ()
 
 
 def defaults(dialect: str, reason: str = "") -> Rules:

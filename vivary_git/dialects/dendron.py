@@ -5,8 +5,8 @@ case-insensitively. In `[[shown|target]]` the target comes *last*. `#heading`, `
 `^block`) point inside a note; a wildcard reference (`![[tags.*]]`) names a pattern, not a note.
 `dendron://VAULT/target` names another vault: a link into a vault that is not this one points
 outside the repository and is not checked. A Markdown link `[x](dest)` is no link to Dendron, which leaves it
-to VS Code: a path from the linking note (a leading `/` from the workspace folder), `.md` optional, spelt as the
-tree spells it, never a name looked for elsewhere.
+to VS Code: a path from the linking note (a leading `/` from the workspace folder that holds it: in a code
+workspace, the note's vault), `.md` optional, spelt as the tree spells it, never a name looked for elsewhere.
 
 A name is looked for in a vault's folder only (`dendron.yml`'s vaults, else `dendron.code-workspace`'s first
 folder, else the workspace folder), never anywhere in the tree; a name no note has is a file link, a path
@@ -112,16 +112,53 @@ def _listed(config: bytes | None) -> list[object]:
     return listed if isinstance(listed, list) else []
 
 
+def folders(workspace: bytes | None) -> tuple[str, ...]:
+    """The folders `dendron.code-workspace` opens (`folders[].path`, from the file's folder), in its order: VS Code's
+    workspace folders, a Markdown link's leading `/` read from the one that holds the note. `..` for a folder
+    outside this tree (an absolute path, one that leaves the workspace folder, a `uri`). Empty without the file (or
+    when it cannot be read): VS Code opens the workspace folder alone."""
+    out = []
+    for entry in _opened_folders(workspace):
+        path = entry.get("path") if isinstance(entry, dict) else None
+        if isinstance(path, str):
+            out.append(_in_tree(path))
+        elif isinstance(entry, dict) and isinstance(entry.get("uri"), str):
+            out.append("..")  # a folder VS Code opens by URI (a remote one): not in this tree
+    return tuple(out)
+
+
 def _first_folder(workspace: bytes | None) -> list[object]:
     """The first folder `dendron.code-workspace` opens (`folders[0].path`, from the file's folder), as the vault
     Dendron makes of it; empty without one, or when it is an absolute path (no folder of this tree)."""
-    data = _json_with_comments(workspace) if workspace is not None and len(workspace) <= 1 << 20 else None
-    folders = data.get("folders") if isinstance(data, dict) else None
-    first = folders[0] if isinstance(folders, list) and folders else None
+    listed = _opened_folders(workspace)
+    first = listed[0] if listed else None
     path = first.get("path") if isinstance(first, dict) else None
-    if not isinstance(path, str) or path.startswith(("/", "\\", "~")) or _DRIVE.match(path):
+    if not isinstance(path, str) or _absolute(path):
         return []
     return [{"fsPath": path}]
+
+
+def _opened_folders(workspace: bytes | None) -> list[object]:
+    """The entries of `dendron.code-workspace`'s `folders`; empty when it has none or cannot be read."""
+    data = _json_with_comments(workspace) if workspace is not None and len(workspace) <= 1 << 20 else None
+    listed = data.get("folders") if isinstance(data, dict) else None
+    return listed if isinstance(listed, list) else []
+
+
+def _absolute(path: str) -> bool:
+    """Whether a folder's path names it on the writer's machine (`/home/me/notes`, `~/notes`, `C:\\notes`)."""
+    return path.startswith(("/", "\\", "~")) or _DRIVE.match(path) is not None
+
+
+def _in_tree(path: str) -> str:
+    """A folder's path from the workspace folder, as the tree spells it (NFC, "" for the top); `..` when the folder
+    is not in this tree."""
+    if _absolute(path):
+        return ".."
+    folder = posixpath.normpath(path.replace("\\", "/").strip("/") or ".")
+    if folder == ".." or folder.startswith("../"):
+        return ".."
+    return "" if folder == "." else nfc(folder)
 
 
 def _json_with_comments(data: bytes) -> object:
@@ -175,6 +212,7 @@ class Resolver(obsidian.Resolver):
         super().__init__(rules, notes, files)
         self.case = rules.case
         self.vaults: tuple[tuple[str, str], ...] = rules.vaults or (("", ""),)
+        self.folders = rules.folders
         self._by_name: dict[str, str] = {fold(name, rules.case): folder for name, folder in self.vaults}
         # The vaults `dendron.yml` lists whose folder holds a note in this tree: a `dendron://` link into one
         # that reaches nothing is a broken link here (a listed vault without notes is cloned elsewhere).
@@ -215,12 +253,19 @@ class Resolver(obsidian.Resolver):
 
     def _opened(self, name: str, source: str) -> Resolution:
         """A Markdown link's destination as VS Code opens it (Dendron records no Markdown link and hands its click
-        to VS Code): a path from the linking note's folder, a leading `/` from the workspace folder, `name.md` when
-        `name` has no extension and is not there, spelt as the tree spells it (the file system on Linux, as on CI).
-        Never a name looked for elsewhere."""
-        path = obsidian.relative(source, name)
+        to VS Code): a path from the linking note's folder, a leading `/` from the workspace folder that holds the
+        note (`dendron.code-workspace`'s `folders`, else the top), `name.md` when `name` has no extension and is not
+        there, spelt as the tree spells it (the file system on Linux, as on CI). Never a name looked for elsewhere."""
+        if name.startswith("/") and self.folders:
+            # VS Code reads a leading `/` from the workspace folder that holds the note (the deepest), else its first:
+            # in a Dendron code workspace, the note's vault.
+            root = _holding(self.folders, source)
+            root = self.folders[0] if root is None else root
+            path = posixpath.normpath(posixpath.join(root, name.lstrip("/")))
+        else:
+            path = obsidian.relative(source, name)
         if path.startswith("../") or path == "..":
-            return Resolution(source, path)  # leaves the workspace folder: not ours to check
+            return Resolution(source, path)  # leaves the workspace folder (or is outside this tree): not ours to check
         hit = self._spelt.get(nfc(path))
         if hit is None and "." not in posixpath.basename(path):
             hit = self._spelt.get(nfc(path + ".md"))
@@ -272,12 +317,7 @@ class Resolver(obsidian.Resolver):
 
     def _vault_of(self, source: str) -> str:
         """The folder of the vault the note at `source` is in (the deepest that holds it), "" for none."""
-        folder = posixpath.dirname(source)
-        best = ""
-        for _, f in self.vaults:
-            if (folder == f or folder.startswith(f + "/") or not f) and len(f) >= len(best):
-                best = f
-        return best
+        return _holding([f for _, f in self.vaults], source) or ""
 
     def missing_code(self, target: Target) -> str:
         """A wikilink's (an embed's, a property's) name without a `/` is a hierarchy name: a missing note (W221),
@@ -288,6 +328,12 @@ class Resolver(obsidian.Resolver):
         if target.kind in ("w", "e", "p") and "/" not in target.name:
             return "W221"
         return super().missing_code(target)
+
+
+def _holding(folders: Sequence[str], path: str) -> str | None:
+    """The deepest of `folders` (tree paths, "" for the top) that holds the file at `path`; None for none."""
+    held = [f for f in folders if not f or path.startswith(f + "/")]
+    return max(held, key=len) if held else None
 
 
 def _on_the_machine(name: str, path: str) -> bool:

@@ -91,18 +91,31 @@ def guard(top: Path, allow: Sequence[str] = ()) -> list[Finding]:
         raise GitError(f"the privacy guard cannot write the index as a tree: {said}; resolve conflicts first")
     tree_id = tree.stdout.decode().strip()
     from vivary_git.git import Repo
-    from vivary_git.source import config_blob_id, read_config_blob
+    from vivary_git.source import tree_config
 
     repo = Repo(top)
     findings: list[Finding] = []
     patterns: dict[str, tuple[str, ...]] = {}
     staged_set = set(staged)
     # Each memory.toml is read from the index's tree by the rule every reader of a config file follows
-    # (`source.config_blob_id`): a symbolic link is refused, a submodule of that name is no config file.
+    # (`source.config_blob_id`): a symbolic link is refused, a submodule of that name is no config file. Once:
+    # `find_scopes` below is handed what this loop read (or the error it met), not left to read it again.
+    read: dict[str, bytes | ConfigError | None] = {}
+
+    def read_config(name: str) -> bytes | None:
+        if name not in read:
+            try:
+                read[name] = tree_config(repo, tree_id, name)
+            except ConfigError as err:
+                read[name] = err
+        got = read[name]
+        if isinstance(got, ConfigError):
+            raise got
+        return got
+
     for cfg in sorted(_names(configs_proc.stdout)):
         try:
-            oid = config_blob_id(repo, tree_id, cfg, cfg)
-            data = None if oid is None else read_config_blob(repo, oid, cfg)
+            data = read_config(cfg)
         except ConfigError as err:
             findings.append(_unreadable(cfg, err))
             continue
@@ -112,8 +125,8 @@ def guard(top: Path, allow: Sequence[str] = ()) -> list[Finding]:
         patterns[cfg.removesuffix(MEMORY_TOML).rstrip("/")] = tuple(private)
         findings += problems
     try:
-        scopes = find_scopes(repo, tree_id, staged,
-                             read=lambda folder, _data: Scope(folder, patterns.get(folder, ())))
+        scopes = find_scopes(repo, tree_id, staged, read=lambda folder, _data: Scope(folder, patterns.get(folder, ())),
+                             read_config=read_config)
     except ConfigError as err:
         # A config on the way the listing above does not name (in a `.vivary` that is a symbolic link): which
         # paths are private is unknown, so the commit is refused for it alone.

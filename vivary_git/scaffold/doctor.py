@@ -171,7 +171,7 @@ def doctor(path: str | os.PathLike[str] | None = None, *, rev: str = "HEAD", roo
     # symbolic link followed to one; a usage error otherwise, as there.
     from vivary_git.source import root_folder
 
-    pinned = root_folder(start, root) if root is not None else None
+    pinned = root_folder(start, root, rev if head is not None else None) if root is not None else None
     ws_root, config_name, graph, ws = _graph(start, rev, root, pinned, head, problems)
     privacy = _privacy(ws_root, top, root, problems)
     hooks = _hooks(start, top, problems)
