@@ -121,12 +121,13 @@ def refusal(
             f"{said}, which is not a partial clone: the repository is damaged (blob {oid[:12]} is gone). `git fsck` "
             "lists what else is missing; copy the objects back from another clone, or clone the repository again"
         ), paths=paths)
-    then = (" (they are outside the sparse checkout: or run with `--root` on a folder inside it)" if sparse
-            else " (in CI: actions/checkout without `filter:`, docs/action.md)")
+    then = (" (or check a folder inside the sparse checkout, which needs none of the missing files, with "
+            "`--root DIR`)" if sparse else " (in CI: check out without `filter:`, docs/action.md)")
+    them = "it" if count == 1 else "them"
     return MissingBlob(oid, message=(
-        f"{said}: it is a partial clone, and vivary does not fetch from its promisor remote `{remote}` (Git does so "
-        f"only for its own commands). Fetch them in one batch with `{fetch_command(tree_id, remote)}`, then run "
-        f"this again{then}"
+        f"{said}: it is a partial clone, whose promisor remote `{remote}` has {them}, and vivary reads objects "
+        f"itself, never fetching (Git does, for its own commands). Fetch {them} in one batch with "
+        f"`{fetch_command(tree_id, remote)}`, then run this again{then}"
     ), paths=paths)
 
 
