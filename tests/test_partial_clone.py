@@ -79,6 +79,38 @@ def test_a_revision_a_partial_clone_lacks_is_refused_with_the_fetch_that_brings_
     assert again.code in (0, 1) and "not in this clone" not in again.err, again.err
 
 
+def test_new_since_names_its_option(partial: Repo, cli: Any) -> None:
+    r = cli("check", "--new-since", "HEAD~1", cwd=partial.path)
+    assert r.code == 2
+    base = partial.git("rev-parse", "HEAD~1").strip()
+    assert r.err.startswith(f"git vivary check: --new-since {base}: notes/a.md is not in this clone"), r.err
+
+
+def test_doctor_lists_the_refusal_with_its_fix(repo: Repo, tmp_path: Path, cli: Any) -> None:
+    _source(repo, [{"notes/in/i.md": "# I\n", "notes/out/o.md": "# O\n"}])
+    clone = _clone(repo, tmp_path / "clone", "--sparse")
+    clone.git("sparse-checkout", "set", "notes/in")
+    r = cli("doctor", cwd=clone.path)
+    assert r.code == 1
+    assert "error: workspace: --rev HEAD: notes/out/o.md is not in this clone" in r.out, r.out
+    assert "fix: run the `git` command it names, then `git vivary doctor` again" in r.out, r.out
+
+
+def test_index_and_recall_of_a_revision_the_clone_lacks_are_refused(repo: Repo, tmp_path: Path, cli: Any) -> None:
+    from vivary_git.memory.local.embed import embedder_status
+
+    if embedder_status() != "available":
+        pytest.skip("needs the [embed] extra")
+    memory = '[memory]\nenabled = true\nprovider = "vivary-local"\n'
+    first = {"tropo.toml": "version = 1\n", ".vivary/memory.toml": memory, "notes/keys.md": "# Keys\n\nrotate\n"}
+    _source(repo, [first, {"notes/keys.md": "# Keys\n\nrotate often\n"}])
+    clone = _clone(repo, tmp_path / "clone")
+    for args in (("index", "--yes", "--rev", "HEAD~1"), ("recall", "--rev", "HEAD~1", "rotate")):
+        r = cli(*args, cwd=clone.path)
+        assert r.code == 2, (args, r.out, r.err)
+        assert r.err.startswith(f"git vivary {args[0]}: --rev HEAD~1: notes/keys.md is not in this clone"), r.err
+
+
 def test_the_fetch_is_one_batch_for_every_missing_file_and_only_those_of_the_workspace(
         repo: Repo, tmp_path: Path, cli: Any) -> None:
     old = {f"vault/n{i}.md": f"# N{i}\n\none\n" for i in range(5)}
