@@ -79,6 +79,18 @@ def test_a_revision_a_partial_clone_lacks_is_refused_with_the_fetch_that_brings_
     assert again.code in (0, 1) and "not in this clone" not in again.err, again.err
 
 
+def test_nothing_is_fetched(partial: Repo, cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    url = partial.git("remote", "get-url", "origin").strip()
+    partial.git("remote", "set-url", "origin", f"file://{tmp_path}/nowhere")  # a fetch would fail loudly
+    trace = tmp_path / "trace"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    for args in (("check", "--rev", "HEAD~1"), ("ci", "--base", "HEAD~1"), ("find", "--rev", "HEAD~1", "see")):
+        r = cli(*args, cwd=partial.path)
+        assert r.code == 2 and "is not in this clone" in r.err, r.err
+    assert trace.exists() and "fetch" not in trace.read_text()
+    partial.git("remote", "set-url", "origin", url)
+
+
 def test_new_since_names_its_option(partial: Repo, cli: Any) -> None:
     r = cli("check", "--new-since", "HEAD~1", cwd=partial.path)
     assert r.code == 2
