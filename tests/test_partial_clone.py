@@ -142,6 +142,21 @@ def test_the_fetch_is_one_batch_for_every_missing_file_and_only_those_of_the_wor
     assert cli("check", "--rev", "HEAD~1", cwd=clone.path / "vault").code == 0
 
 
+@pytest.mark.parametrize("tree_filter", ["tree:0", "tree:1"])
+def test_a_treeless_clone_fetches_the_tree_with_its_files_in_one_batch(
+        repo: Repo, tmp_path: Path, cli: Any, tree_filter: str) -> None:
+    _source(repo, [{"notes/a.md": A1, "notes/b.md": "hi\n"}, {"notes/a.md": A2}])
+    git(tmp_path, "clone", "-q", "--no-local", f"--filter={tree_filter}", f"file://{repo.path}", "clone")
+    clone = Repo(tmp_path / "clone")
+    r = cli("check", "--rev", "HEAD~1", cwd=clone.path)
+    assert r.code == 2, (r.out, r.err)
+    said = ("--rev HEAD~1: its tree (the list of its files) is not in this clone" if tree_filter == "tree:0"
+            else "--rev HEAD~1: 1 file or folder (none named")
+    assert r.err.startswith(f"git vivary check: {said}"), r.err
+    _paste(clone, _fetch_named(r.err))
+    assert cli("check", "--rev", "HEAD~1", cwd=clone.path).code == 0
+
+
 def test_a_missing_config_file_is_named(repo: Repo, tmp_path: Path, cli: Any) -> None:
     _source(repo, [{"tropo.toml": "version = 1\n", "a.md": "# A\n"}, {"tropo.toml": "version = 1\n\n"}])
     clone = _clone(repo, tmp_path / "clone")
@@ -159,8 +174,8 @@ def test_a_private_note_missing_is_counted_never_named(repo: Repo, tmp_path: Pat
     for args in (("check", "--rev", "HEAD~1"), ("find", "--rev", "HEAD~1", "secret")):
         r = cli(*args, cwd=clone.path)
         assert r.code == 2
-        assert "--rev HEAD~1: 2 files (not named: private, or privacy could not be decided) are not in this clone" \
-            in r.err, r.err
+        said = "--rev HEAD~1: 2 files (none named: only a note the privacy boundary admits is) are not in this clone"
+        assert said in r.err, r.err
         assert "USER" not in r.err and "memory/" not in r.err and "secret" not in r.err
 
 

@@ -108,7 +108,7 @@ def _split(
     try:
         results = here(shares[0])
     except BaseException:
-        # Refused here (a blob the clone lacks, `git.MissingBlob`) or interrupted: the children's shares are not
+        # Refused here (a blob the clone lacks, `git.MissingObject`) or interrupted: the children's shares are not
         # wanted, and a long-lived caller (the MCP server) must not keep them waiting on a pipe nobody reads.
         _stop(children)
         raise

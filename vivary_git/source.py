@@ -102,8 +102,11 @@ class Source:
     def _scan(self) -> list[Entry]:
         # Lazy: when the graph for this tree id is cached, the tree is never walked at all.
         if self._entries is None:
+            try:
+                notes, overlay_files, others = self._list_files()
+            except git.MissingObject as err:
+                raise self.unfetched(err.oid) from None
             self._entries = []
-            notes, overlay_files, others = self._list_files()
             keep = self._apply_overlays(overlay_files)
             self._keep = keep
             left_out = leaves_out(self.config)
@@ -132,7 +135,7 @@ class Source:
         than any path a system resolves is named by its size, never read into a message."""
         try:
             size = git.blob_size(self.repo.repo.odb, self.repo.pygit2.Oid(hex=oid)) if self.repo is not None else 0
-        except git.MissingBlob as err:
+        except git.MissingObject as err:
             raise self.unfetched(err.oid) from None
         if size > _TARGET_SHOWN:
             return f"a target of {size:,} bytes"
@@ -213,19 +216,19 @@ class Source:
     def read(self, oid: str) -> bytes:
         """A note's bytes. In a repository a blob over `NOTE_MAX_BYTES` is `git.BlobTooLarge`, refused
         unread (`parse.parse_read` makes it E000); a plain folder never holds one (it is a problem). A blob the
-        clone lacks (a partial clone's) is `git.MissingBlob`, saying which files and how to fetch them."""
+        clone lacks (a partial clone's) is `git.MissingObject`, saying which files and how to fetch them."""
         try:
             return self._reader(oid)
-        except git.MissingBlob as err:
+        except git.MissingObject as err:
             raise self.unfetched(err.oid) from None
 
-    def unfetched(self, oid: str) -> git.MissingBlob:
+    def unfetched(self, oid: str) -> git.MissingObject:
         """The refusal of this tree, whose blob `oid` the clone lacks: every missing file counted, the first
         the privacy boundary admits named (`public`), and the fetch that brings them all (partial.py)."""
         from vivary_git import partial
 
         if self.repo is None or self.tree_id is None:
-            return git.MissingBlob(oid)
+            return git.MissingObject(oid)
         public = self.public
 
         def named(paths: Sequence[str]) -> list[bool]:  # a note the boundary admits: notes are what is read
@@ -378,7 +381,7 @@ def open_source(
 
     where = f"{rev_option} {rev}" if rev is not None else "--staged" if staged else "the working tree"
 
-    def unfetched(err: git.MissingBlob, path: str | None) -> git.MissingBlob:
+    def unfetched(err: git.MissingObject, path: str | None) -> git.MissingObject:
         from vivary_git import partial
 
         assert sub_id is not None
@@ -390,7 +393,7 @@ def open_source(
         oid = config_blob_id(repo, sub_id, path, name) if sub_id is not None else None
         try:
             return None if oid is None else read_config_blob(repo, oid, name)
-        except git.MissingBlob as err:
+        except git.MissingObject as err:
             raise unfetched(err, path) from None
 
     def probe_file(path: str) -> bytes | None:  # an editor's files, a note: any blob, a link's too, as before
@@ -399,7 +402,7 @@ def open_source(
             return None
         try:
             return read_config_blob(repo, str(entry.id), f"{prefix}/{path}" if prefix else path)
-        except git.MissingBlob as err:  # a note (which may be private) is not named: a config file is
+        except git.MissingObject as err:  # a note (which may be private) is not named: a config file is
             raise unfetched(err, None if is_note(path) else path) from None
 
     try:
@@ -587,11 +590,27 @@ def rev_object(repo: git.Repo, rev: str, option: str) -> tuple[Any, Any]:
     try:
         return obj, obj.peel(pygit2.Tree)
     except (ValueError, pygit2.GitError, pygit2.InvalidSpecError) as err:
+        lacked = _lacked_tree(repo, obj)
+        if lacked is not None:
+            from vivary_git import partial
+
+            raise partial.refusal(repo.repo, tree_id=lacked, where=f"{option} {rev}", oid=lacked) from None
         with contextlib.suppress(ValueError, pygit2.GitError, pygit2.InvalidSpecError):
             blob = obj.peel(pygit2.Blob)
             raise GitError(f"{option} {rev}: names a file's content (blob {str(blob.id)[:12]}), not a commit or "
                            f"tree; {fix}") from None
         raise GitError(f"{option} {rev}: {err}; {fix}") from None
+
+
+def _lacked_tree(repo: git.Repo, obj: Any) -> str | None:
+    """The id of the tree of commit `obj` (or of the commit a tag names) when the clone lacks it (a treeless
+    clone's, `--filter=tree:0`), else None."""
+    pygit2 = repo.pygit2
+    try:
+        tree = obj.peel(pygit2.Commit).tree_id
+    except (ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+        return None
+    return None if tree in repo.repo.odb else str(tree)
 
 
 def _find_root(repo: git.Repo, tree_id: str, rel: str) -> str:
@@ -792,7 +811,13 @@ def _walk_tree(repo: git.Repo, tree_id: str, excluded: Excluder) -> tuple[list[E
                     if not skip(name, path):
                         others.append(path)
 
-    walk(repo.repo[tree_id], "")
+    try:
+        walk(repo.repo[tree_id], "")
+    except KeyError:  # pygit2.NotFoundError: a folder's tree a partial clone lacks (`--filter=tree:1`)
+        from vivary_git.partial import missing_blobs
+
+        lacked = [oid for path, oid in missing_blobs(repo.repo, tree_id) if path.endswith("/") or not path]
+        raise git.MissingObject(lacked[0] if lacked else tree_id) from None
     return found, overlays, others
 
 
