@@ -157,6 +157,21 @@ def test_a_treeless_clone_fetches_the_tree_with_its_files_in_one_batch(
     assert cli("check", "--rev", "HEAD~1", cwd=clone.path).code == 0
 
 
+def test_ci_in_a_shallow_partial_clone_fetches_the_base_then_its_files(repo: Repo, tmp_path: Path, cli: Any) -> None:
+    _source(repo, [{"tropo.toml": "version = 1\n", "a.md": "# A\n"}, {"tropo.toml": "version = 1\n\n"}])
+    base = repo.git("rev-parse", "HEAD~1").strip()
+    clone = _clone(repo, tmp_path / "clone", "--depth=1")
+    r = cli("ci", "--base", base, cwd=clone.path)
+    assert r.code == 2 and "not in this shallow clone" in r.err, r.err
+    clone.git("fetch", "-q", "--no-tags", "--depth=1", "origin", base)
+    r = cli("ci", "--base", base, cwd=clone.path)
+    assert r.code == 2
+    # The commit is here now, its files are not: not a deeper history to fetch, but them.
+    assert r.err.startswith(f"git vivary ci: --base {base}: tropo.toml is not in this clone"), r.err
+    _paste(clone, _fetch_named(r.err))
+    assert cli("ci", "--base", base, cwd=clone.path).code == 0
+
+
 def test_a_missing_config_file_is_named(repo: Repo, tmp_path: Path, cli: Any) -> None:
     _source(repo, [{"tropo.toml": "version = 1\n", "a.md": "# A\n"}, {"tropo.toml": "version = 1\n\n"}])
     clone = _clone(repo, tmp_path / "clone")
