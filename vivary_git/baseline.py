@@ -52,8 +52,8 @@ def load(ws: Workspace, rev: str) -> Baseline:
 
     start = repo.workdir if repo.workdir is not None else repo.git_dir
     try:
-        base = Workspace(open_source(start, rev=oid, root=prefix or "."), cache=ws.cache_enabled, gate=ws.gate,
-                         shared_cache=False)
+        base = Workspace(open_source(start, rev=oid, root=prefix or ".", rev_option="--new-since"),
+                         cache=ws.cache_enabled, gate=ws.gate, shared_cache=False)
         findings = base.baseline_findings()
     except GitError:
         raise

@@ -285,8 +285,14 @@ def _materialise_gitignores(info: Located, tree: str, paths: Sequence[str], work
             continue  # a symlink (Git will not follow it), a directory or a submodule
         target = work / name
         try:
+            data = repo.odb.read(entry.id)[1]
+        except KeyError:  # pygit2.NotFoundError: a partial clone's, not fetched (or a damaged repository's)
+            from vivary_git.partial import refusal
+
+            raise refusal(repo, tree_id=str(root.id), where=f"tree {root.id}", oid=str(entry.id), path=name) from None
+        try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(repo[entry.id].read_raw())
+            target.write_bytes(data)
         except OSError as err:
             raise PrivacyError(f"cannot decide privacy: could not stage {name!r} from {tree}: {err}") from err
 

@@ -49,7 +49,8 @@ class ConfigError(VivaryError):
 
 
 class GitError(VivaryError):
-    """Git could not answer: not a repository, a bad revision, an unmerged index."""
+    """Git could not answer: not a repository, a bad revision, an unmerged index, a tree whose files the clone
+    lacks (`git.MissingObject`: a partial clone's, or a damaged repository's)."""
 
 
 class RefusedError(VivaryError):

@@ -44,15 +44,45 @@ class BlobTooLarge(Exception):
         self.size = size
 
 
-def read_blob(odb: Any, oid: Any, limit: int | None) -> bytes:
-    """The bytes of blob `oid` (a pygit2 Oid) in `odb`; over `limit` bytes, `BlobTooLarge`. The size comes
-    from the object's header (libgit2 inflates only its first bytes, and reads a packed delta's result size
-    from the delta): a 2 GB note committed by mistake costs a lookup, not 2 GB of memory in every reader."""
-    if limit is not None:
+class MissingObject(GitError):
+    """A blob (or a folder's tree) a tree names that the object store lacks: a partial clone's (`git clone
+    --filter=blob:none`, `--filter=tree:0`), which Git fetches from the promisor remote when a `git` command reads
+    it and libgit2 never does, or a damaged repository's. `oid` is its hex id. A workspace's reader names the file
+    and the fetch that brings every missing one (`partial.refusal`); this message is for a reader that cannot."""
+
+    def __init__(self, oid: str, *, message: str | None = None, paths: Sequence[str] = ()) -> None:
+        super().__init__(message or (
+            f"object {oid} is not in this repository: a partial clone has not fetched it (`git -c "
+            f"fetch.negotiationAlgorithm=noop fetch --no-tags --no-write-fetch-head --no-filter origin {oid}` does), "
+            "or the "
+            "repository is damaged (`git fsck` says what else is missing)"
+        ))
+        self.oid = oid
+        self.paths = tuple(paths)  # every file missing under the tree read, when a reader looked (tree-relative)
+
+
+def blob_size(odb: Any, oid: Any) -> int:
+    """The size blob `oid` (a pygit2 Oid) says it has, from its header; `MissingObject` when `odb` lacks it."""
+    try:
         size: int = odb.read_header(oid)[1]
+    except KeyError:  # pygit2.NotFoundError
+        raise MissingObject(str(oid)) from None
+    return size
+
+
+def read_blob(odb: Any, oid: Any, limit: int | None) -> bytes:
+    """The bytes of blob `oid` (a pygit2 Oid) in `odb`; over `limit` bytes, `BlobTooLarge`; `MissingObject` when
+    `odb` lacks it (never fetched: libgit2 does not). The size comes from the object's header (libgit2 inflates
+    only its first bytes, and reads a packed delta's result size from the delta): a 2 GB note committed by
+    mistake costs a lookup, not 2 GB of memory in every reader."""
+    if limit is not None:
+        size = blob_size(odb, oid)
         if size > limit:
             raise BlobTooLarge(size)
-    data: bytes = odb.read(oid)[1]
+    try:
+        data: bytes = odb.read(oid)[1]
+    except KeyError:  # pygit2.NotFoundError
+        raise MissingObject(str(oid)) from None
     return data
 
 

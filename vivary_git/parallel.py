@@ -105,8 +105,14 @@ def _split(
 
     # No process to be had (limits, sandbox), or a child that fails: this process does that share.
     children = [_child(work(share)) or (-1, -1) for share in shares[1:]]
-    results = here(shares[0])
-    for (pid, r), share in zip(children, shares[1:], strict=True):
+    try:
+        results = here(shares[0])
+    except BaseException:
+        # Refused here (a blob the clone lacks, `git.MissingObject`) or interrupted: the children's shares are not
+        # wanted, and a long-lived caller (the MCP server) must not keep them waiting on a pipe nobody reads.
+        _stop(children)
+        raise
+    for n, ((pid, r), share) in enumerate(zip(children, shares[1:], strict=True)):
         data = b""
         if pid > 0:
             with os.fdopen(r, "rb") as pipe:
@@ -122,9 +128,24 @@ def _split(
         if got is None or len(got) != len(share):
             if redone is not None:
                 redone(len(share))
-            got = here(share)
+            try:
+                got = here(share)
+            except BaseException:
+                _stop(children[n + 1:])
+                raise
         results.extend(got)
     return results
+
+
+def _stop(children: Sequence[tuple[int, int]]) -> None:
+    """Kill and reap forked children (pid, pipe) whose work is not wanted, closing their pipes."""
+    for pid, r in children:
+        if pid > 0:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.close(r)
+            reap(pid)
 
 
 def _child(produce: Callable[[], Iterable[bytes]]) -> tuple[int, int] | None:

@@ -73,6 +73,7 @@ from vivary_git.memory.config import PrivacyPolicy, refuse_ignored_policy
 
 if TYPE_CHECKING:
     from vivary_git import git
+    from vivary_git.source import Source
 
 __all__ = [
     "FLOOR",
@@ -84,10 +85,12 @@ __all__ = [
     "decide",
     "decide_scoped",
     "decide_without_git",
+    "deciding_for_tree",
     "find_scopes",
     "git_ignores",
     "scopes_on_disk",
     "sensitive_name",
+    "source_work_tree",
 ]
 
 FLOOR: tuple[str, ...] = (
@@ -346,6 +349,47 @@ def decide_scoped(
             reason = _sensitive_reason(path)
         decisions.append(PrivacyDecision(path=path, private=bool(reason), reason=reason))
     return decisions
+
+
+def source_work_tree(source: Source) -> Path:
+    """The top of the work tree privacy is decided in for `source`'s tree; `PrivacyError` when there is none."""
+    repo = source.repo
+    if repo is None or repo.workdir is None:
+        where = source.root if repo is None else repo.git_dir
+        raise PrivacyError(
+            f"cannot decide privacy for {where}: semantic memory needs a Git work tree, because Git's own ignore "
+            "rules decide what is private; run it inside a clone (`git init` for a plain folder)"
+        )
+    return repo.workdir
+
+
+def deciding_for_tree(source: Source, paths: Sequence[str], policy: PrivacyPolicy | None = None, *,
+                      memo: PrivacyMemo | None = None) -> Callable[[], list[PrivacyDecision]]:
+    """What decides privacy for repository-relative `paths` against `source`'s tree: the one decision every
+    consumer makes (`decide_scoped`), with every workspace on the way to a path (its floor, its anchored
+    `private_paths`) found in that tree, plus the source's root. Raises `PrivacyError` (or `ConfigError` for an
+    unreadable memory.toml).
+
+    Git's ignore rules: the working tree's for a working-tree source, the tree's own for `--rev`, both
+    for `--staged` (see memory/snapshot.py). `policy`, when given, stands for the root workspace's
+    memory.toml (the caller read it from the same tree).
+
+    The workspaces' rules are read now (through this thread's repository handle); the returned call asks
+    only Git, so it may run in another thread while this one goes on."""
+    import functools
+
+    top = source_work_tree(source)
+    assert source.repo is not None
+    root = source.root_tree
+    assert root is not None  # a Git source: rev, staged or the working tree
+    trees: tuple[str | None, ...] = {"worktree": (None,), "rev": (root,)}.get(source.kind, (root, None))
+    scopes = find_scopes(source.repo, root, paths, also=[source.prefix],
+                         work_tree=top if source.kind == "worktree" else None)
+    if policy is not None:
+        scopes = [Scope(s.prefix, tuple(policy.private_paths), policy.respect_gitignore)
+                  if s.prefix == source.prefix else s for s in scopes]
+    return functools.partial(decide_scoped, top, list(paths), scopes, trees=trees, memo=memo,
+                             git_dir=source.repo.pinned_git_dir)
 
 
 def git_ignores(repo: Path, folders: Sequence[str], *, git_dir: Path | None = None) -> list[str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -73,6 +73,7 @@ class Source:
         read_file: Callable[[str], bytes | None] | None = None,
         root_tree: str | None = None,
         problems: list[Finding] | None = None,
+        where: str = "",
     ) -> None:
         self.kind = kind  # "rev" | "staged" | "worktree" | "folder"
         self.label = label
@@ -82,6 +83,10 @@ class Source:
         self.root_tree = root_tree  # the whole repository tree it came from (--rev, the index, the work tree)
         self.repo = repo
         self.config = config
+        self.where = where or label  # the tree as messages name it: `--rev HEAD~1`, `the working tree`
+        # Which of some workspace-relative paths a message may name (the privacy boundary's verdict), set by
+        # whoever can decide (`Workspace`); without it no note is named where naming is a choice.
+        self.public: Callable[[Sequence[str]], list[bool]] | None = None
         self._reader = reader
         self._list_files = files
         self._raw = raw
@@ -97,8 +102,11 @@ class Source:
     def _scan(self) -> list[Entry]:
         # Lazy: when the graph for this tree id is cached, the tree is never walked at all.
         if self._entries is None:
+            try:
+                notes, overlay_files, others = self._list_files()
+            except git.MissingObject as err:
+                raise self.unfetched(err.oid) from None
             self._entries = []
-            notes, overlay_files, others = self._list_files()
             keep = self._apply_overlays(overlay_files)
             self._keep = keep
             left_out = leaves_out(self.config)
@@ -125,7 +133,10 @@ class Source:
     def _link_target(self, oid: str) -> str:
         """A symbolic link's target as a finding shows it. Git stores a target of any length: one longer
         than any path a system resolves is named by its size, never read into a message."""
-        size = self.repo.repo.odb.read_header(self.repo.pygit2.Oid(hex=oid))[1] if self.repo is not None else 0
+        try:
+            size = git.blob_size(self.repo.repo.odb, self.repo.pygit2.Oid(hex=oid)) if self.repo is not None else 0
+        except git.MissingObject as err:
+            raise self.unfetched(err.oid) from None
         if size > _TARGET_SHOWN:
             return f"a target of {size:,} bytes"
         return repr(self._reader(oid).decode("utf-8", "replace"))
@@ -204,8 +215,29 @@ class Source:
 
     def read(self, oid: str) -> bytes:
         """A note's bytes. In a repository a blob over `NOTE_MAX_BYTES` is `git.BlobTooLarge`, refused
-        unread (`parse.parse_read` makes it E000); a plain folder never holds one (it is a problem)."""
-        return self._reader(oid)
+        unread (`parse.parse_read` makes it E000); a plain folder never holds one (it is a problem). A blob the
+        clone lacks (a partial clone's) is `git.MissingObject`, saying which files and how to fetch them."""
+        try:
+            return self._reader(oid)
+        except git.MissingObject as err:
+            raise self.unfetched(err.oid) from None
+
+    def unfetched(self, oid: str) -> git.MissingObject:
+        """The refusal of this tree, whose blob `oid` the clone lacks: every missing file counted, the first
+        the privacy boundary admits named (`public`), and the fetch that brings them all (partial.py)."""
+        from vivary_git import partial
+
+        if self.repo is None or self.tree_id is None:
+            return git.MissingObject(oid)
+        public = self.public
+
+        def named(paths: Sequence[str]) -> list[bool]:  # a note the boundary admits: notes are what is read
+            notes = [p for p in paths if is_note(p)]
+            admitted = dict(zip(notes, public(notes), strict=True)) if notes and public is not None else {}
+            return [admitted.get(p, False) for p in paths]
+
+        return partial.refusal(self.repo.repo, tree_id=self.tree_id, where=self.where, oid=oid, prefix=self.prefix,
+                               public=named, sparse=self.kind == "worktree" and _sparse(self.repo))
 
 
 def load_config(read_file: Callable[[str], bytes | None],
@@ -270,6 +302,15 @@ def _memory_folder(read_file: Callable[[str], bytes | None]) -> str:
     except LinkedConfig:
         data = None
     return memory_folder(data)
+
+
+def _sparse(repo: git.Repo) -> bool:
+    """Whether the work tree is a sparse checkout (`core.sparseCheckout`): a partial clone then lacks the blobs of
+    the files outside it, which the working tree's tree still names."""
+    try:
+        return bool(repo.repo.config.get_bool("core.sparseCheckout"))
+    except (KeyError, ValueError, repo.pygit2.GitError):
+        return False
 
 
 def is_note(path: str) -> bool:
@@ -338,16 +379,31 @@ def open_source(
         _refuse_a_link(repo, tree_id, label, root, prefix, start)
         raise MissingRoot(root, prefix, label)
 
+    where = f"{rev_option} {rev}" if rev is not None else "--staged" if staged else "the working tree"
+
+    def unfetched(err: git.MissingObject, path: str | None) -> git.MissingObject:
+        from vivary_git import partial
+
+        assert sub_id is not None
+        return partial.refusal(repo.repo, tree_id=sub_id, where=where, oid=err.oid, path=path, prefix=prefix,
+                               sparse=kind == "worktree" and _sparse(repo))
+
     def read_file(path: str) -> bytes | None:
         name = f"{prefix}/{path}" if prefix else path
         oid = config_blob_id(repo, sub_id, path, name) if sub_id is not None else None
-        return None if oid is None else read_config_blob(repo, oid, name)
+        try:
+            return None if oid is None else read_config_blob(repo, oid, name)
+        except git.MissingObject as err:
+            raise unfetched(err, path) from None
 
     def probe_file(path: str) -> bytes | None:  # an editor's files, a note: any blob, a link's too, as before
         entry = _entry(repo, sub_id, path) if sub_id is not None else None
         if entry is None or entry.type_str != "blob":
             return None
-        return read_config_blob(repo, str(entry.id), f"{prefix}/{path}" if prefix else path)
+        try:
+            return read_config_blob(repo, str(entry.id), f"{prefix}/{path}" if prefix else path)
+        except git.MissingObject as err:  # a note (which may be private) is not named: a config file is
+            raise unfetched(err, None if is_note(path) else path) from None
 
     try:
         config, raw = load_config(read_file, _TreeProbe(repo, sub_id, probe_file))
@@ -357,7 +413,7 @@ def open_source(
     return Source(
         kind=kind, label=label, root=(top / prefix) if top is not None else Path(prefix or "."), prefix=prefix,
         tree_id=sub_id, repo=repo, reader=functools.partial(repo.read_blob, limit=NOTE_MAX_BYTES), config=config,
-        raw=raw, read_file=read_file, root_tree=tree_id,
+        raw=raw, read_file=read_file, root_tree=tree_id, where=where,
         files=lambda: _walk_tree(repo, sub_id, excluder(config)) if sub_id is not None else ([], [], []),
     )
 
@@ -534,11 +590,27 @@ def rev_object(repo: git.Repo, rev: str, option: str) -> tuple[Any, Any]:
     try:
         return obj, obj.peel(pygit2.Tree)
     except (ValueError, pygit2.GitError, pygit2.InvalidSpecError) as err:
+        lacked = _lacked_tree(repo, obj)
+        if lacked is not None:
+            from vivary_git import partial
+
+            raise partial.refusal(repo.repo, tree_id=lacked, where=f"{option} {rev}", oid=lacked) from None
         with contextlib.suppress(ValueError, pygit2.GitError, pygit2.InvalidSpecError):
             blob = obj.peel(pygit2.Blob)
             raise GitError(f"{option} {rev}: names a file's content (blob {str(blob.id)[:12]}), not a commit or "
                            f"tree; {fix}") from None
         raise GitError(f"{option} {rev}: {err}; {fix}") from None
+
+
+def _lacked_tree(repo: git.Repo, obj: Any) -> str | None:
+    """The id of the tree of commit `obj` (or of the commit a tag names) when the clone lacks it (a treeless
+    clone's, `--filter=tree:0`), else None."""
+    pygit2 = repo.pygit2
+    try:
+        tree = obj.peel(pygit2.Commit).tree_id
+    except (ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+        return None
+    return None if tree in repo.repo.odb else str(tree)
 
 
 def _find_root(repo: git.Repo, tree_id: str, rel: str) -> str:
@@ -625,7 +697,7 @@ def tree_config(repo: git.Repo, tree_id: str, path: str) -> bytes | None:
 
 def read_config_blob(repo: git.Repo, oid: str, name: str) -> bytes:
     """A config file's blob, refused (`ConfigError`) past `MAX_CONFIG_BYTES` before it is inflated."""
-    _, size = repo.repo.odb.read_header(repo.pygit2.Oid(hex=oid))
+    size = git.blob_size(repo.repo.odb, repo.pygit2.Oid(hex=oid))
     if size > MAX_CONFIG_BYTES:
         raise ConfigError(f"{name}: is {size:,} bytes, over the {describe_size(MAX_CONFIG_BYTES)} limit for a "
                           "config file; shorten it")
@@ -739,7 +811,13 @@ def _walk_tree(repo: git.Repo, tree_id: str, excluded: Excluder) -> tuple[list[E
                     if not skip(name, path):
                         others.append(path)
 
-    walk(repo.repo[tree_id], "")
+    try:
+        walk(repo.repo[tree_id], "")
+    except KeyError:  # pygit2.NotFoundError: a folder's tree a partial clone lacks (`--filter=tree:1`)
+        from vivary_git.partial import missing_blobs
+
+        lacked = [oid for path, oid in missing_blobs(repo.repo, tree_id) if path.endswith("/") or not path]
+        raise git.MissingObject(lacked[0] if lacked else tree_id) from None
     return found, overlays, others
 
 

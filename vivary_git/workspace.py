@@ -14,9 +14,10 @@ the shared cache, or parsed across forked children) is parses.py's.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -51,6 +52,9 @@ class Workspace:
 
     def __init__(self, source: Source, *, cache: bool = True, gate: bool = False, shared_cache: bool = True) -> None:
         self.source = source
+        if source.repo is not None and source.public is None:
+            # A file a tree lacks (a partial clone's) is named in the refusal only when it is no private note.
+            source.public = functools.partial(_public, source)
         self.gate = gate
         self.config = source.config
         self.cache_enabled = cache and source.caching
@@ -225,3 +229,11 @@ def open_workspace(
     return Workspace(open_source(start, rev=rev, staged=staged, root=root, rev_option=rev_option,
                                  worktree=worktree), cache=cache,
                      gate=gate, shared_cache=shared_cache)
+
+
+def _public(source: Source, paths: Sequence[str]) -> list[bool]:
+    """Which of `source`'s workspace-relative `paths` the privacy boundary admits (`privacy.deciding_for_tree`)."""
+    from vivary_git import privacy
+
+    prefix = f"{source.prefix}/" if source.prefix else ""
+    return [not d.private for d in privacy.deciding_for_tree(source, [prefix + p for p in paths])()]

@@ -17,7 +17,7 @@ from vivary_git.blast import ChangeReport, change_impact
 from vivary_git.check import new_findings
 from vivary_git.errors import ConfigError, GitError, VivaryError
 from vivary_git.escape import text
-from vivary_git.git import Repo
+from vivary_git.git import MissingObject, Repo
 from vivary_git.graph import Graph
 from vivary_git.models import Edge, Finding, Node
 from vivary_git.source import Source, rev_tree
@@ -271,6 +271,8 @@ def _open_base(cwd: str | os.PathLike[str] | None, base: str, root: str | None, 
     try:
         ws = open_workspace(cwd, rev=base, root=root, cache=cache, gate=True, rev_option="--base")
         lifetime.keep_until_exit(ws)
+    except MissingObject:
+        raise  # the commit is here, a file of it is not (a partial clone's): its own fetch, not a deeper history
     except GitError as err:
         if (repo.common_dir / "shallow").exists():
             fetch, then = _fetch_command(repo, base)

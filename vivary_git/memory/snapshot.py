@@ -21,7 +21,6 @@ The fingerprint (`fingerprint`) identifies exactly what a provider would be give
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import itertools
 import operator
@@ -136,53 +135,20 @@ def fingerprint(provider: str, model: str, nodes: Iterable[MemoryNode], edges: I
 
 def work_tree(ws: Workspace) -> Path:
     """The top of the work tree privacy is decided in; `PrivacyError` when there is none."""
-    repo = ws.source.repo
-    if repo is None or repo.workdir is None:
-        where = ws.source.root if repo is None else repo.git_dir
-        raise PrivacyError(
-            f"cannot decide privacy for {where}: semantic memory needs a Git work tree, because Git's own ignore "
-            "rules decide what is private; run it inside a clone (`git init` for a plain folder)"
-        )
-    return repo.workdir
+    return privacy.source_work_tree(ws.source)
 
 
 def decide_for_source(ws: Workspace, paths: Sequence[str], policy: PrivacyPolicy | None = None, *,
                       memo: privacy.PrivacyMemo | None = None) -> list[PrivacyDecision]:
-    """Privacy verdicts for repository-relative `paths`; see `deciding_for_source`."""
+    """Privacy verdicts for repository-relative `paths`; see `privacy.deciding_for_tree`."""
     return deciding_for_source(ws, paths, policy, memo=memo)()
 
 
 def deciding_for_source(ws: Workspace, paths: Sequence[str], policy: PrivacyPolicy | None = None, *,
                         memo: privacy.PrivacyMemo | None = None) -> Callable[[], list[PrivacyDecision]]:
-    """What decides privacy for repository-relative `paths` against the workspace's source tree: the one
-    decision every consumer makes (`privacy.decide_scoped`), with every workspace on the way to a path
-    (its floor, its anchored `private_paths`) found in that tree, plus this workspace's root. Raises
-    `PrivacyError` (or `ConfigError` for an unreadable memory.toml).
-
-    Git's ignore rules: the working tree's for a working-tree source, the tree's own for `--rev`, both
-    for `--staged` (see the module docstring). `policy`, when given, stands for this workspace's
-    memory.toml (the caller read it from the same tree).
-
-    The workspaces' rules are read now (through this thread's repository handle); the returned call asks
-    only Git, so it may run in another thread while this one goes on."""
-    source = ws.source
-    top = work_tree(ws)
-    assert source.repo is not None
-    root = _root_tree(ws)
-    trees: tuple[str | None, ...] = {"worktree": (None,), "rev": (root,)}.get(source.kind, (root, None))
-    scopes = privacy.find_scopes(source.repo, root, paths, also=[source.prefix],
-                                 work_tree=top if source.kind == "worktree" else None)
-    if policy is not None:
-        scopes = [privacy.Scope(s.prefix, tuple(policy.private_paths), policy.respect_gitignore)
-                  if s.prefix == source.prefix else s for s in scopes]
-    return functools.partial(privacy.decide_scoped, top, list(paths), scopes, trees=trees, memo=memo,
-                             git_dir=source.repo.pinned_git_dir)
-
-
-def _root_tree(ws: Workspace) -> str:
-    root = ws.source.root_tree
-    assert root is not None  # a Git source: rev or staged
-    return root
+    """What decides privacy for repository-relative `paths` against the workspace's source tree:
+    `privacy.deciding_for_tree` (the one decision every consumer makes)."""
+    return privacy.deciding_for_tree(ws.source, paths, policy, memo=memo)
 
 
 def build_snapshot(

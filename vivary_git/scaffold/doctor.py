@@ -223,7 +223,9 @@ def _graph(start: Path, rev: str, root: str | None, pinned: Path | None, head: s
         raise  # a link in the commit where the working tree has the folder: refused as `check --rev` refuses it
     except VivaryError as err:
         ws_root = pinned or _find_root_on_disk(start.resolve(), top)
-        problems.append(Problem("workspace", "error", str(err), "fix the file it names, then `git vivary check`"))
+        fix = ("run the `git` command it names, then `git vivary doctor` again" if isinstance(err, git.MissingObject)
+               else "fix the file it names, then `git vivary check`")
+        problems.append(Problem("workspace", "error", str(err), fix))
         return ws_root, _config_name(ws_root), None, None
     ws_root = ws.source.root
     codes: dict[str, int] = {}
