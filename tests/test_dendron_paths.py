@@ -314,3 +314,21 @@ def test_vault_folders_that_hold_no_notes_are_named_with_the_fix(repo: Repo, cli
     r = cli("check", "--rev", "HEAD", "--verbose", cwd=repo.path)
     assert "vivary: vault folder(s) work/vault/ hold no note in this tree" in r.err, r.err
     assert "vault folder(s)" not in cli("doctor", cwd=repo.path).out
+
+
+@pytest.mark.parametrize("fs_path", ["/home/me/private", "C:\\\\Users\\\\me\\\\private", "../private"])
+def test_a_vault_outside_the_workspace_folder_is_no_vault_here(repo: Repo, cli: Any, fs_path: str) -> None:
+    """A vault whose `fsPath` names a folder on the writer's machine (or leaves the workspace folder) is not in this
+    tree: no vault here, so never a folder "with no note" (an absolute path once read as `home/me/private/`), and a
+    `dendron://` link into it is not checked; the vaults here keep their notes and links."""
+    files: dict[str, str | bytes] = {
+        "dendron.yml": f'version: 5\nworkspace:\n  vaults:\n    - fsPath: notes\n    - fsPath: "{fs_path}"\n'
+                       "      name: priv\n",
+        "notes/a.md": "see [[b]] and [[dendron://priv/x]]\n", "notes/b.md": "x\n",
+        "home/me/private/x.md": "a folder of that name in the tree is no vault\n",
+    }
+    assert check(repo, cli, files) == []
+    assert edges(repo, cli) == {("notes/a", "notes/b", False)}
+    r = cli("check", "--rev", "HEAD", "--verbose", cwd=repo.path)
+    assert r.code == 0 and "hold no note" not in r.err, r.err
+    assert "notes are the .md files directly in notes/;" in r.err, r.err

@@ -62,8 +62,8 @@ def vaults(config: bytes | None, workspace: bytes | None = None) -> tuple[tuple[
         if not isinstance(vault, dict) or not isinstance(fs_path, str):
             continue
         folder = posixpath.normpath(fs_path.replace("\\", "/").strip("/") or ".")
-        if folder == ".." or folder.startswith("../"):
-            continue  # a vault outside the workspace folder: not in this tree
+        if folder == ".." or folder.startswith("../") or _absolute(fs_path):
+            continue  # a vault outside the workspace folder (`../x`, `/home/me/x`, `C:\\x`): not in this tree
         folder = "" if folder == "." else folder
         name = vault.get("name")
         name = name if isinstance(name, str) and name else posixpath.basename(folder)
