@@ -23,6 +23,14 @@ if TYPE_CHECKING:
 
 MAX_BYTES = NOTE_MAX_BYTES
 _BINARY_SNIFF = 8000
+# A Git LFS pointer (https://github.com/git-lfs/git-lfs/blob/main/docs/spec.md) is what Git holds for a file
+# stored in LFS: under 1024 bytes, its first line exactly this, then sorted `key value` lines, `oid` and `size`
+# among them. Only a blob that small and starting so is looked at further, so other notes pay one comparison.
+_LFS_MAX = 1024
+_LFS_VERSION = b"version https://git-lfs.github.com/spec/v1\n"
+_LFS_LINE = re.compile(rb"([a-z0-9.-]+) ([^\r\n]*)")
+_LFS_VALUES = {b"oid": re.compile(rb"sha256:[0-9a-f]{64}"), b"size": re.compile(rb"[0-9]+")}
+_EXCLUDE_HINT = "add it to `exclude` (in tropo.toml; in a vault, .vivary/graph.toml)"
 # A YAML alias (`*name`) repeats what its anchor holds without repeating its text: nine lines of
 # anchors and aliases expand to 9^9 values (the "billion laughs"). One frontmatter may expand to at
 # most MAX_VALUES values (every scalar, list and mapping below the top-level keys counts one) and to at
@@ -171,6 +179,12 @@ def parse_blob(data: bytes) -> Note:
         return too_large(len(data))
     if b"\x00" in data[:_BINARY_SNIFF]:
         return _unreadable(1, "file looks binary (it contains NUL bytes); exclude it or give it another extension")
+    if len(data) < _LFS_MAX and data.startswith(_LFS_VERSION) and is_lfs_pointer(data):
+        return _unreadable(
+            1, "file is a Git LFS pointer: the note's text is in LFS storage, which vivary does not read (it is not "
+            "in the Git tree, and vivary does not fetch it); keep Markdown out of LFS (`git lfs untrack '*.md'`, "
+            "then `git lfs migrate export --include='*.md' --everything`, which rewrites history), or " + _EXCLUDE_HINT
+        )
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     try:
@@ -232,8 +246,25 @@ def too_large(size: int) -> Note:
     """The note a file of `size` bytes, over `MAX_BYTES`, is: E000 on line 1, nothing else read."""
     return _unreadable(
         1, f"file is {size:,} bytes, over the {MAX_BYTES // (1024 * 1024)} MiB limit for a note; "
-        "split it, or add it to `exclude` (in tropo.toml; in a vault, .vivary/graph.toml)"
+        "split it, or " + _EXCLUDE_HINT
     )
+
+
+def is_lfs_pointer(data: bytes) -> bool:
+    """Whether `data` is a Git LFS pointer, by the spec's rules: under 1024 bytes, the v1 version line first,
+    then `key value` lines (keys of `a-z 0-9 . -`, sorted, each once) ending in a newline, among them
+    `oid sha256:<64 hex>` and `size <digits>`. A note that quotes a pointer has other lines, so stays a note."""
+    if len(data) >= _LFS_MAX or not data.startswith(_LFS_VERSION) or not data.endswith(b"\n"):
+        return False
+    values: dict[bytes, bytes] = {}
+    last = b""
+    for line in data[len(_LFS_VERSION):-1].split(b"\n"):
+        m = _LFS_LINE.fullmatch(line)
+        if m is None or m[1] <= last or m[1] == b"version":
+            return False
+        last = m[1]
+        values[last] = m[2]
+    return all(key in values and rule.fullmatch(values[key]) for key, rule in _LFS_VALUES.items())
 
 
 def _split_frontmatter(text: str) -> tuple[str | None, int, str] | None:

@@ -31,10 +31,10 @@ class Rule(NamedTuple):
 RULES: dict[str, Rule] = {
     "E000": Rule("NotANote", "The file cannot be a note.",
                  "The file is not valid UTF-8, is binary (a NUL byte in its first 8000 bytes), is larger than "
-                 "8 MiB (refused by its size, unread), is a symbolic link, or (in a plain folder) is a FIFO or a "
-                 "device.",
-                 "Re-save it as UTF-8, split a huge file, commit the file itself instead of a link, or add it to "
-                 "`exclude` (in tropo.toml; in a vault, .vivary/graph.toml)."),
+                 "8 MiB (refused by its size, unread), is a Git LFS pointer (its text is in LFS storage, which "
+                 "vivary does not read), is a symbolic link, or (in a plain folder) is a FIFO or a device.",
+                 "Re-save it as UTF-8, split a huge file, keep Markdown out of Git LFS, commit the file itself "
+                 "instead of a link, or add it to `exclude` (in tropo.toml; in a vault, .vivary/graph.toml)."),
     "E001": Rule("InvalidFrontmatter", "The frontmatter is not valid YAML or not a mapping.",
                  "The YAML between the opening and closing `---` cannot be read as a mapping: a malformed inline "
                  "list (`a: [1`), a duplicate key, a tab used for indentation, an opening `---` that is never "
