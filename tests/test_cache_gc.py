@@ -319,9 +319,9 @@ def test_gc_finds_the_workspaces_without_reading_their_memory_toml(ws: Repo, cli
     reads: list[str] = []
     real = source.read_config_blob
 
-    def counting(repo_: Any, oid: str, name: str) -> bytes:
+    def counting(repo_: Any, oid: str, name: str, **kw: Any) -> bytes:
         reads.append(name)
-        return real(repo_, oid, name)
+        return real(repo_, oid, name, **kw)
 
     monkeypatch.setattr(source, "read_config_blob", counting)
     ws.git("checkout", "-q", "side")

@@ -173,9 +173,9 @@ def test_the_guard_reads_each_memory_toml_once(repo: Repo, cli: Any, monkeypatch
     reads: Counter[str] = Counter()
     real = source.read_config_blob
 
-    def counting(repo_: Any, oid: str, name: str) -> bytes:
+    def counting(repo_: Any, oid: str, name: str, **kw: Any) -> bytes:
         reads[name] += 1
-        return real(repo_, oid, name)
+        return real(repo_, oid, name, **kw)
 
     monkeypatch.setattr(source, "read_config_blob", counting)
     repo.commit("start", {"tropo.toml": TROPO, ".vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["d/**"]\n',
