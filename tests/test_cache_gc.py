@@ -304,3 +304,51 @@ def test_a_detached_head_of_another_worktree_that_cannot_be_read_is_refused(ws: 
     err = refused(ws, cli)
     assert f"gc cannot tell which entries HEAD of worktree {other} needs" in err, err
     assert f"`git worktree remove {other}`" in err, err
+
+
+def test_gc_finds_the_workspaces_without_reading_their_memory_toml(ws: Repo, cli: Any, monkeypatch: Any) -> None:
+    """gc found a tree's workspaces by reading (and size-checking, and refusing as a symbolic link) every
+    memory.toml there, only to throw it away: one read more of each, and one that cannot be read refused the branch
+    without naming its workspace, or even when nothing gc keeps depends on it (in a folder the workspace above
+    reads as an overlay, whose entries are that workspace's). Finding them reads nothing now: a workspace's own
+    memory.toml is read only when it is opened, and one that cannot be read still refuses its branch, named."""
+    import os
+
+    from vivary_git import source
+
+    reads: list[str] = []
+    real = source.read_config_blob
+
+    def counting(repo_: Any, oid: str, name: str, **kw: Any) -> bytes:
+        reads.append(name)
+        return real(repo_, oid, name, **kw)
+
+    monkeypatch.setattr(source, "read_config_blob", counting)
+    ws.git("checkout", "-q", "side")
+    ws.commit("wiki", {**WIKI, "wiki/.vivary/memory.toml": ""})
+    assert cli("cache", "gc", "--dry-run", cwd=ws.path).code == 0
+    # Only as the workspace is opened: its memory folder (`source.load_config`), then its memory settings.
+    assert reads.count("wiki/.vivary/memory.toml") == 2
+
+    (ws.path / "wiki" / ".vivary" / "memory.toml").unlink()
+    os.symlink("../pages/a.md", ws.path / "wiki" / ".vivary" / "memory.toml")
+    ws.commit("link the wiki's memory settings")
+    ws.git("checkout", "-q", "main")
+    err = refused(ws, cli)
+    assert ("refs/heads/side: workspace wiki/: wiki/.vivary/memory.toml: is a symbolic link in the tree; commit the "
+            "file itself instead; fix that on the branch, or delete it (`git branch -D side`)") in err, err
+
+    ws.git("checkout", "-q", "side")
+    ws.git("rm", "-q", "-r", "wiki")
+    ws.commit("an overlay of the vault that cannot stand alone, its memory.toml a link", {
+        "vault/.tropo/packs/strict.toml": "[types.module]\nrequired = { owner = \"string\" }\n",
+        "vault/team/tropo.toml": 'packs = ["strict"]\n',
+        "vault/team/modules/m3.md": "---\nstatus: live\nowner: ana\n---\n# Module three\n",
+    })
+    (ws.path / "vault" / "team" / ".vivary").mkdir()
+    os.symlink("../modules/m3.md", ws.path / "vault" / "team" / ".vivary" / "memory.toml")
+    ws.commit("link")
+    ws.git("checkout", "-q", "main")
+    r = cli("cache", "gc", "--dry-run", cwd=ws.path)
+    assert r.code == 0, r.err
+    assert "vivary: gc: refs/heads/side: vault/team/ is an overlay of workspace vault/, whose entries are kept" in r.err

@@ -309,6 +309,20 @@ def test_a_config_error_at_the_head_is_annotated_on_its_file(repo: Repo, cli: An
     assert line.count("\n") == 1
 
 
+
+def test_a_config_file_over_the_size_limit_is_annotated_on_its_file(repo: Repo, cli: Any) -> None:
+    """A tropo.toml over the size limit stopped the review with an ::error on the run only: the size refusal named
+    no file, where a symbolic link in its place did. It is on the file now, repository-relative."""
+    from vivary_git.source import MAX_CONFIG_BYTES
+
+    repo.commit("base", files={"docs/tropo.toml": TROPO, "docs/a.md": "# A\n"})
+    repo.commit("huge", files={"docs/tropo.toml": TROPO + "#" * MAX_CONFIG_BYTES + "\n"})
+    r = cli("ci", "--base", "HEAD~1", "--root", "docs", "--format", "github", cwd=repo.path)
+    assert r.code == 2
+    assert r.out.startswith("::error file=docs/tropo.toml,title=vivary%3A config error::git vivary ci: "
+                            "docs/tropo.toml: is "), r.out
+    assert r.out.endswith(" bytes, over the 16 MiB limit for a config file; shorten it\n"), r.out
+
 def test_usage_errors_exit_2(repo: Repo, cli: Any, tmp_path: Path) -> None:
     two_commits(repo)
     assert cli("ci", "--format", "xml", cwd=repo.path).code == 2

@@ -173,9 +173,9 @@ def test_the_guard_reads_each_memory_toml_once(repo: Repo, cli: Any, monkeypatch
     reads: Counter[str] = Counter()
     real = source.read_config_blob
 
-    def counting(repo_: Any, oid: str, name: str) -> bytes:
+    def counting(repo_: Any, oid: str, name: str, **kw: Any) -> bytes:
         reads[name] += 1
-        return real(repo_, oid, name)
+        return real(repo_, oid, name, **kw)
 
     monkeypatch.setattr(source, "read_config_blob", counting)
     repo.commit("start", {"tropo.toml": TROPO, ".vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["d/**"]\n',
@@ -192,3 +192,35 @@ def test_the_guard_reads_each_memory_toml_once(repo: Repo, cli: Any, monkeypatch
     r = cli("hooks", "privacy-guard", cwd=repo.path)
     assert r.code == 1 and "docs/.vivary/memory.toml:1: error P103: is 16,777,218 bytes" in r.out, r.out
     assert reads == {".vivary/memory.toml": 1, "docs/.vivary/memory.toml": 1, "other/.vivary/memory.toml": 1}
+
+
+def test_a_memory_toml_that_cannot_be_read_is_one_p103_at_its_own_file(repo: Repo, cli: Any) -> None:
+    """A workspace's memory.toml that cannot be read (over the size limit) was refused twice: once at its file, and
+    once more at the top's `.vivary/memory.toml` with its message, when the privacy boundary met it again. One P103
+    now, at its file. When the top's cannot be read either, and a `.vivary` folder the listing cannot look into is
+    a symbolic link, each is a P103 at its own file, and the staged files are still decided beside them (they
+    were dropped: the first config the boundary met stood alone)."""
+    import os
+
+    from vivary_git.source import MAX_CONFIG_BYTES
+
+    too_big = "#" * (MAX_CONFIG_BYTES + 1) + "\n"
+    repo.commit("start", {"tropo.toml": TROPO, "docs/tropo.toml": TROPO, "docs/a.md": "# A\n",
+                          "notes/tropo.toml": TROPO, "notes/a.md": "# A\n", "elsewhere/memory.toml": ""})
+    repo.write({"docs/.vivary/memory.toml": too_big, "docs/b.md": "# B\n"})
+    repo.git("add", "-A")
+    r = cli("hooks", "privacy-guard", cwd=repo.path)
+    errors = [line for line in r.out.splitlines() if ": error " in line]
+    assert r.code == 1 and errors == [
+        "docs/.vivary/memory.toml:1: error P103: is 16,777,218 bytes, over the 16 MiB limit for a config file; "
+        "shorten it"], r.out
+
+    repo.write({".vivary/memory.toml": too_big, ".env": "x\n", "USER.md": "# U\n", "notes/b.md": "# B\n"})
+    os.symlink("../elsewhere", repo.path / "notes" / ".vivary")
+    repo.git("add", "-A")
+    r = cli("hooks", "privacy-guard", cwd=repo.path)
+    errors = [line for line in r.out.splitlines() if ": error " in line]
+    assert r.code == 1 and len(errors) == 5 and _refused(r.out) == {
+        ".vivary/memory.toml": "P103", "docs/.vivary/memory.toml": "P103", "notes/.vivary": "P103",
+        ".env": "P104", "USER.md": "P101"}, r.out
+    assert "notes/.vivary:1: error P103: is a symbolic link in the tree, so no config file in it can be read" in r.out

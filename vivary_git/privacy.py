@@ -87,6 +87,7 @@ __all__ = [
     "decide_without_git",
     "deciding_for_tree",
     "find_scopes",
+    "find_workspaces",
     "git_ignores",
     "scopes_on_disk",
     "sensitive_name",
@@ -512,22 +513,11 @@ def find_scopes(
     (the privacy guard): its bytes, None for none, the same `ConfigError` when it cannot be read. With `work_tree`,
     a memory.toml that is on disk but not in the tree (Git ignores it) is refused rather than skipped: its
     `private_paths` would silently not apply."""
-    import pygit2
-
     from vivary_git.source import tree_config
 
-    try:
-        root = repo.repo[tree]
-    except (KeyError, ValueError, pygit2.GitError) as err:
-        raise PrivacyError(f"cannot decide privacy: {tree!r} does not name a tree ({err})") from err
-    dirs = leading_dirs(paths)
-    wanted = set(also)
     out: list[Scope] = []
-    for folder in sorted(dirs | wanted, key=lambda d: (d.count("/") + bool(d), d)):
-        base = folder + "/" if folder else ""
-        if folder and folder not in wanted and not any(_entry(root, base + m) is not None for m in WORKSPACE_MARKERS):
-            continue
-        name = base + MEMORY_CONFIG
+    for folder in find_workspaces(repo, tree, paths, also=also):
+        name = f"{folder}/{MEMORY_CONFIG}" if folder else MEMORY_CONFIG
         data = read_config(name) if read_config is not None else tree_config(repo, tree, name)
         if data is not None:
             out.append(read(folder, data) if read is not None else _read_scope(folder, name, data))
@@ -536,6 +526,23 @@ def find_scopes(
             refuse_ignored_policy(work_tree / name, name)
         out.append(Scope(folder))
     return out
+
+
+def find_workspaces(repo: git.Repo, tree: str, paths: Iterable[str], *, also: Iterable[str] = ()) -> list[str]:
+    """The folders `find_scopes` reads the rules of, found without reading them: the top, every folder on the way
+    to one of `paths` that holds `tropo.toml` or `.vivary/` in `tree` (a tree id), and the folders in `also`;
+    shallowest first. Two lookups a folder, no file read: for a caller that only needs to know where the
+    workspaces are (`cache gc`, which reads each workspace's rules when it opens it)."""
+    import pygit2
+
+    try:
+        root = repo.repo[tree]
+    except (KeyError, ValueError, pygit2.GitError) as err:
+        raise PrivacyError(f"cannot decide privacy: {tree!r} does not name a tree ({err})") from err
+    wanted = set(also)
+    return [folder for folder in sorted(leading_dirs(paths) | wanted, key=lambda d: (d.count("/") + bool(d), d))
+            if not folder or folder in wanted
+            or any(_entry(root, f"{folder}/{m}") is not None for m in WORKSPACE_MARKERS)]
 
 
 def _entry(root: Any, path: str) -> Any:

@@ -392,7 +392,7 @@ def open_source(
         name = f"{prefix}/{path}" if prefix else path
         oid = config_blob_id(repo, sub_id, path, name) if sub_id is not None else None
         try:
-            return None if oid is None else read_config_blob(repo, oid, name)
+            return None if oid is None else read_config_blob(repo, oid, name, file=path)
         except git.MissingObject as err:
             raise unfetched(err, path) from None
 
@@ -401,7 +401,7 @@ def open_source(
         if entry is None or entry.type_str != "blob":
             return None
         try:
-            return read_config_blob(repo, str(entry.id), f"{prefix}/{path}" if prefix else path)
+            return read_config_blob(repo, str(entry.id), f"{prefix}/{path}" if prefix else path, file=path)
         except git.MissingObject as err:  # a note (which may be private) is not named: a config file is
             raise unfetched(err, None if is_note(path) else path) from None
 
@@ -624,7 +624,7 @@ def _find_root(repo: git.Repo, tree_id: str, rel: str) -> str:
                 continue
             if marker == CONFIG_FILE:
                 return prefix
-            text = read_config_blob(repo, blob, name)
+            text = read_config_blob(repo, blob, name, file=name)
             try:
                 if thin_contract(load_toml(text, name), name):
                     return prefix
@@ -692,15 +692,17 @@ def config_blob_id(repo: git.Repo, tree_id: str, path: str, name: str) -> str | 
 def tree_config(repo: git.Repo, tree_id: str, path: str) -> bytes | None:
     """The config file at `path` in the tree, named by its path: `config_blob_id`, then `read_config_blob`."""
     oid = config_blob_id(repo, tree_id, path, path)
-    return None if oid is None else read_config_blob(repo, oid, path)
+    return None if oid is None else read_config_blob(repo, oid, path, file=path)
 
 
-def read_config_blob(repo: git.Repo, oid: str, name: str) -> bytes:
-    """A config file's blob, refused (`ConfigError`) past `MAX_CONFIG_BYTES` before it is inflated."""
+def read_config_blob(repo: git.Repo, oid: str, name: str, *, file: str) -> bytes:
+    """A config file's blob, refused (`ConfigError`) past `MAX_CONFIG_BYTES` before it is inflated. `name` is the
+    file as the message names it, `file` its path in the tree it was found in (`ConfigError.file`), as for
+    `config_blob_id`: the refusal is annotated on the file, as a symbolic link there is."""
     size = git.blob_size(repo.repo.odb, repo.pygit2.Oid(hex=oid))
     if size > MAX_CONFIG_BYTES:
         raise ConfigError(f"{name}: is {size:,} bytes, over the {describe_size(MAX_CONFIG_BYTES)} limit for a "
-                          "config file; shorten it")
+                          "config file; shorten it", file=file)
     return repo.read_blob(oid)
 
 

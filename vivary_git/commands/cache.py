@@ -488,9 +488,9 @@ def _overlay_of(ws: Workspace, folder: str) -> bool:
 
 
 def _workspaces(repo: Repo, tree: str) -> list[str]:
-    """The workspace folders of `tree`, as the privacy boundary finds them (`privacy.find_scopes`): the top (read
-    zero-config when it has no tropo.toml) and every folder holding `tropo.toml` or `.vivary/`."""
-    from vivary_git.privacy import Scope, find_scopes
+    """The workspace folders of `tree`, as the privacy boundary finds them (`privacy.find_workspaces`): the top
+    (read zero-config when it has no tropo.toml) and every folder holding `tropo.toml` or `.vivary/`."""
+    from vivary_git.privacy import find_workspaces
     from vivary_git.source import _entry_name
 
     tree_type = repo.pygit2.GIT_OBJECT_TREE
@@ -504,8 +504,9 @@ def _workspaces(repo: Repo, tree: str) -> list[str]:
                 todo.append((entry, path + "/"))
             else:  # a file, a link or a submodule: every folder has one below it
                 paths.append(path)
-    # Which folders are workspaces is all gc asks: their memory.toml is read when each is opened.
-    return [s.prefix for s in find_scopes(repo, tree, paths, read=lambda folder, _data: Scope(folder))]
+    # Which folders are workspaces is all gc asks here, so no memory.toml is read (nor refused) yet: each is read
+    # when its workspace is opened (`_vector_keys`), and one that cannot be read refuses the branch there, named.
+    return find_workspaces(repo, tree, paths)
 
 
 def _vector_keys(ws: Workspace) -> set[str]:

@@ -11,7 +11,8 @@ folder holding `tropo.toml` or `.vivary/`) getting the floor at its root and its
   vivary.guardAllow PATH`, or `--allow PATH`): a novel's chapter called `secrets.md` is one line of config away;
 * `P102`/`P103`: a staged `.vivary/memory.toml` holding a literal secret, or one that cannot be read (read
   from the index's tree as every config file is, `source.config_blob_id`: a symbolic link refused, a
-  submodule of that name no config file).
+  submodule of that name no config file): one P103 at each such file, the staged files still decided
+  beside it (its workspace without its `private_paths`, as the commit is refused anyway).
 
 Git ignore rules are left out on purpose: a force-added ignored file is a deliberate commit (it still
 stays out of the semantic memory and the shared cache). The floor's `.vivary/**` is exempt too: that
@@ -99,38 +100,30 @@ def guard(top: Path, allow: Sequence[str] = ()) -> list[Finding]:
     staged_set = set(staged)
     # Each memory.toml is read from the index's tree by the rule every reader of a config file follows
     # (`source.config_blob_id`): a symbolic link is refused, a submodule of that name is no config file. Once:
-    # `find_scopes` below is handed what this loop read (or the error it met), not left to read it again.
-    read: dict[str, bytes | ConfigError | None] = {}
+    # `find_scopes` below is handed what this loop read, not left to read it again. One that cannot be read
+    # (including one the listing cannot name, in a `.vivary` that is a symbolic link) is one P103 at its own
+    # file, and its workspace is decided without its private_paths, as for one that is not valid TOML: the
+    # commit is refused either way, with every other finding beside it.
+    read: dict[str, bytes | None] = {}
 
     def read_config(name: str) -> bytes | None:
         if name not in read:
             try:
                 read[name] = tree_config(repo, tree_id, name)
             except ConfigError as err:
-                read[name] = err
-        got = read[name]
-        if isinstance(got, ConfigError):
-            raise got
-        return got
+                read[name] = None
+                findings.append(_unreadable(name, err))
+        return read[name]
 
     for cfg in sorted(_names(configs_proc.stdout)):
-        try:
-            data = read_config(cfg)
-        except ConfigError as err:
-            findings.append(_unreadable(cfg, err))
-            continue
+        data = read_config(cfg)
         if data is None:
             continue
         private, problems = read_memory_config(cfg, data, cfg in staged_set)
         patterns[cfg.removesuffix(MEMORY_TOML).rstrip("/")] = tuple(private)
         findings += problems
-    try:
-        scopes = find_scopes(repo, tree_id, staged, read=lambda folder, _data: Scope(folder, patterns.get(folder, ())),
-                             read_config=read_config)
-    except ConfigError as err:
-        # A config on the way the listing above does not name (in a `.vivary` that is a symbolic link): which
-        # paths are private is unknown, so the commit is refused for it alone.
-        return sorted({*findings, _unreadable(err.file or MEMORY_TOML, err)})
+    scopes = find_scopes(repo, tree_id, staged, read=lambda folder, _data: Scope(folder, patterns.get(folder, ())),
+                         read_config=read_config)
     for d in decide_scoped(top, staged, scopes, trees=(), gitignore=False, git_dir=repo.pinned_git_dir):
         if not d.private or d.reason.startswith("floor: .vivary/**"):
             continue

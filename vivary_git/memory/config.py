@@ -447,7 +447,7 @@ def _read_tree_file(ws: Opened, display: str) -> bytes | None:
     repo, tree_id = ws.source.repo, ws.source.tree_id
     assert repo is not None and tree_id is not None
     oid = config_blob_id(repo, tree_id, MEMORY_FILE, display)
-    return None if oid is None else read_config_blob(repo, oid, display)
+    return None if oid is None else read_config_blob(repo, oid, display, file=MEMORY_FILE)
 
 
 def _read_plain(path: Path, display: str) -> bytes | None:
