@@ -551,7 +551,7 @@ def _fetches(trace: Path) -> list[str]:
     return [line.split("built-in: ", 1)[1] for line in trace.read_text().splitlines() if "built-in: git fetch" in line]
 
 
-@pytest.mark.parametrize("tree_filter", ["blob:none"])
+@pytest.mark.parametrize("tree_filter", ["blob:none", "tree:0"])
 def test_a_partial_checkout_fetches_what_the_review_reads_in_one_batch(repo: Repo, tmp_path: Path,
                                                                        tree_filter: str) -> None:
     """actions/checkout with `filter: blob:none` (or `tree:0`): the commits the action fetches come without their
@@ -595,7 +595,8 @@ def test_a_partial_checkout_fetches_what_the_review_reads_in_one_batch(repo: Rep
     folders = ({git(repo.path, "rev-parse", f"{c}^{{tree}}").strip() for c in commits} if tree_filter == "tree:0"
                else {oid for oid, kind in everywhere.items() if kind == "tree"})
     docs = _objects(repo.path, *(f"{c}:docs" for c in commits))
-    other = _objects(repo.path, *(f"{c}:other" for c in commits)).keys() - folders - _objects(repo.path, f"{head}:other").keys()
+    other = (_objects(repo.path, *(f"{c}:other" for c in commits)).keys() - folders
+             - _objects(repo.path, f"{head}:other").keys())
     assert other and not other & _objects(clone).keys()
     came = (_objects(clone).keys() - before) & everywhere.keys()  # not what the review wrote (refs/vivary/cache)
     assert came <= set(commits) | folders | docs.keys()
