@@ -95,17 +95,19 @@ fetch_ids() {  # REMOTE FILTER-OPTION: the object ids on stdin, in one request, 
     git -c fetch.negotiationAlgorithm=noop fetch --no-tags --no-write-fetch-head --recurse-submodules=no "$2" \
         --stdin -- "$1"
 }
-folder_parts() {  # the workspace folder as path components from the repository's top, or nothing for the top
-    local part parts=() split=()
-    IFS=/ read -r -a split <<<"$(git rev-parse --show-prefix)${VIVARY_ROOT:-}"
-    for part in "${split[@]}"; do
+workspace_folder() {  # the workspace folder from the repository's top, as Git names it (`./a/../b/` is `b`)
+    local part folder='' rest
+    rest="$(git rev-parse --show-prefix)${VIVARY_ROOT:-}/"
+    while [ -n "$rest" ]; do
+        part=${rest%%/*} rest=${rest#*/}
         case $part in
             ''|.) ;;
-            ..) [ ${#parts[@]} -gt 0 ] || return 1; unset 'parts[-1]' ;;  # above the top: ci says so itself
-            *) parts+=("$part") ;;
+            ..) [ -n "$folder" ] || return 1  # above the top: ci says so itself
+                case $folder in */*) folder=${folder%/*} ;; *) folder='' ;; esac ;;
+            *) folder=${folder:+$folder/}$part ;;
         esac
     done
-    [ ${#parts[@]} -eq 0 ] || printf '%s\n' "${parts[@]}"
+    printf '%s' "$folder"
 }
 subfolder() {  # TREE NAME: the id of folder NAME in TREE, which the clone has; its entry only, never its objects
     local entry
@@ -114,26 +116,29 @@ subfolder() {  # TREE NAME: the id of folder NAME in TREE, which the clone has; 
     case $entry in "040000 tree "*$'\t'"$2") entry=${entry#040000 tree }; echo "${entry%%$'\t'*}" ;; *) return 1 ;; esac
 }
 fetch_workspace() {  # REMOTE REV...
-    local remote=$1 rev id part missing list text
-    local trees=() next=() have_them=() parts=()
+    local remote=$1 rev id part missing list folder rest
+    local trees=() next=() have_them=()
     for rev in "${@:2}"; do  # each tree as its commit records it: reading the tree itself could fetch it
         id=$(git rev-parse --verify --quiet --end-of-options "$rev^{commit}") || continue
         trees+=("$(git cat-file commit "$id" | sed -n '/^$/q;s/^tree //p')")
     done
-    text=$(folder_parts) || return 0
-    [ -z "$text" ] || mapfile -t parts <<<"$text"
-    for part in "${parts[@]}"; do  # down to the folder; a treeless clone lacks the trees on the way: only those
+    folder=$(workspace_folder) || return 0
+    rest=${folder:+$folder/}
+    while [ -n "$rest" ] && [ ${#trees[@]} -gt 0 ]; do  # down to the folder; a treeless clone lacks the trees
+        part=${rest%%/*} rest=${rest#*/}                   # on the way: those alone, a level at a time
         missing=$(for id in "${trees[@]}"; do have "$id" || echo "$id"; done | LC_ALL=C sort -u)
         if [ -n "$missing" ]; then
             echo "vivary: this checkout is a partial clone that lacks $(wc -l <<<"$missing" | tr -d ' ') folder(s) on the" \
-                 "way to $(esc "${VIVARY_ROOT:-}"); fetching them alone, without what is under them"
+                 "way to $(esc "$folder"); fetching them alone, without what is under them"
             fetch_ids "$remote" --filter=tree:0 <<<"$missing" || return 0
         fi
         next=()
         for id in "${trees[@]}"; do
             id=$(subfolder "$id" "$part") && next+=("$id")
         done
-        trees=("${next[@]}")  # a revision without the folder is left out: ci says so, or reads no such folder
+        # A revision without the folder is left out: ci says so, or reads no such folder.
+        [ ${#next[@]} -gt 0 ] || return 0
+        trees=("${next[@]}")
     done
     [ ${#trees[@]} -gt 0 ] || return 0
     # A folder the clone lacks is listed itself, to come with everything under it (`--no-filter`); of one it has,
@@ -146,7 +151,7 @@ fetch_workspace() {  # REMOTE REV...
     fi
     list=$(grep . <<<"$list" | LC_ALL=C sort -u) || return 0  # nothing missing
     echo "vivary: this checkout is a partial clone that lacks $(wc -l <<<"$list" | tr -d ' ') file(s) or folder(s)" \
-         "the review reads${VIVARY_ROOT:+ under $(esc "$VIVARY_ROOT")}; fetching them from $(esc "$remote") in one batch"
+         "the review reads${folder:+ under $(esc "$folder")}; fetching them from $(esc "$remote") in one batch"
     # A fetch that fails leaves them missing: `git vivary ci` then says which and exits 2.
     fetch_ids "$remote" --no-filter <<<"$list" || true
 }
