@@ -620,3 +620,21 @@ def test_a_partial_checkout_fetches_the_base_alone_not_its_history(repo: Repo, t
     assert f"vivary: {base} is not in this checkout; fetching it" in r.log
     history = set(git(repo.path, "rev-list", "--all").split())
     assert history & _objects(clone).keys() == {base, head}, "none of the 31 commits below the base came"
+
+
+def test_a_partial_checkout_whose_fetch_fails_is_refused_by_ci_naming_what_is_missing(repo: Repo,
+                                                                                      tmp_path: Path) -> None:
+    """The files cannot be fetched (here the remote is gone): the step goes on, and `git vivary ci` says what is
+    missing and how to fetch it, with exit 2, never a verdict on a tree it could not read."""
+    repo.git("config", "uploadpack.allowFilter", "true")
+    base, head = pr_repo(repo)
+    clone = tmp_path / "checkout"
+    git(tmp_path, "clone", "-q", "--no-local", "--filter=blob:none", f"file://{repo.path}", str(clone))
+    repo.path.rename(tmp_path / "gone")
+    r = run_action(clone, tmp_path, tool_inputs(), pr_event(base, head))
+    assert r.code == 2, r.log
+    assert "vivary: this checkout is a partial clone that lacks 2 file(s) or folder(s) the review reads; fetching " \
+           "them from origin in one batch" in r.log
+    assert f"git vivary ci: --base {base}: modules/a.md and 1 other file are not in this clone: it is a partial " \
+           "clone" in r.log
+    assert "Traceback" not in r.log and r.outputs["errors"] == ""
