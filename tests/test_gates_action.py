@@ -517,3 +517,124 @@ def test_sign_cache_refuses_what_it_cannot_use(repo: Repo, tmp_path: Path, input
     r = run_action(repo.path, tmp_path, {**tool_inputs(), **inputs}, pr_event(base, head))
     assert r.code == 2 and f"::error title=vivary::{says}" in r.log, r.log
     assert "BEGIN OPENSSH" not in r.log
+
+
+def _monorepo(repo: Repo) -> tuple[str, str, str]:
+    """A workspace in `docs/` next to another team's `other/`; the pull request edits a note of the branch point and
+    the other folder, and main moves on (a fix in docs/, an edit in other/): the base is no ancestor of the head.
+    (base, head, their merge base), with the source serving partial clones."""
+    repo.git("config", "uploadpack.allowFilter", "true")
+    point = repo.commit("branch point", files={
+        "docs/tropo.toml": TROPO, "docs/modules/core.md": "---\n---\n# Core\n",
+        "docs/modules/a.md": "---\ndepends: [corr]\n---\n# A\n", "other/x.md": "x0\n", "other/deep/y.md": "y0\n",
+    })
+    repo.git("checkout", "-q", "-b", "feature")
+    head = repo.commit("pr", files={"docs/modules/core.md": "---\ndepends: [gone]\n---\n# Core 2\n",
+                                    "docs/modules/b.md": "---\ndepends: [a]\n---\n# B\n", "other/x.md": "x1\n"})
+    repo.git("checkout", "-q", "main")
+    base = repo.commit("main moves on", files={"docs/modules/a.md": "---\ndepends: [core]\n---\n# A\n",
+                                               "other/x.md": "x2\n", "other/deep/y.md": "y2\n"})
+    return base, head, point
+
+
+def _objects(where: Path, *revs: str) -> dict[str, str]:
+    """Every object the repository at `where` has (no rev), or the objects of `revs` there: id -> type."""
+    listed = (git(where, "rev-list", "--objects", "--no-walk", *revs) if revs else
+              git(where, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)"))
+    out = subprocess.run(["git", "cat-file", "--batch-check=%(objectname) %(objecttype)"], cwd=where, text=True,
+                         input="".join(line.split()[0] + "\n" for line in listed.splitlines()), capture_output=True,
+                         check=True).stdout
+    return dict(line.split() for line in out.splitlines())
+
+
+def _fetches(trace: Path) -> list[str]:
+    return [line.split("built-in: ", 1)[1] for line in trace.read_text().splitlines() if "built-in: git fetch" in line]
+
+
+@pytest.mark.parametrize("tree_filter", ["blob:none", "tree:0"])
+def test_a_partial_checkout_fetches_what_the_review_reads_in_one_batch(repo: Repo, tmp_path: Path,
+                                                                       tree_filter: str) -> None:
+    """actions/checkout with `filter: blob:none` (or `tree:0`): the commits the action fetches come without their
+    files, which `git vivary ci` reads and never fetches. The action fetches, in one batch, the files of the workspace
+    folder of the head and of the merge base it is compared with, and nothing of the other folders: the review is the
+    full clone's."""
+    base, head, point = _monorepo(repo)
+    runs: dict[str, Run] = {}
+    before: set[str] = set()
+    for kind in ("full", "partial"):
+        clone, run = tmp_path / kind, tmp_path / f"run-{kind}"
+        run.mkdir()
+        extra = [f"--filter={tree_filter}"] if kind == "partial" else []
+        git(tmp_path, "clone", "-q", "--no-local", "--depth=1", *extra, "--branch", "feature", f"file://{repo.path}",
+            str(clone))
+        before = set(_objects(clone))
+        runs[kind] = run_action(clone, run, {**tool_inputs(), "root": "docs"}, pr_event(base, head),
+                                env_extra={"GIT_TRACE": str(run / "trace")})
+    full, partial = runs["full"], runs["partial"]
+    assert partial.code == full.code == 1, partial.log
+    assert [a for a in partial.log.splitlines() if a.startswith("::")] == \
+           [a for a in full.log.splitlines() if a.startswith("::")]
+    assert partial.outputs == full.outputs and partial.summary == full.summary
+    assert f"compared with their merge base {point[:12]}" in partial.log
+    assert "is a partial clone" not in full.log and "Traceback" not in partial.log
+    said = re.findall(r"vivary: this checkout is a partial clone that lacks (\d+) file\(s\) or folder\(s\) the review "
+                      r"reads under docs; fetching them from origin in one batch", partial.log)
+    assert len(said) == 1 and int(said[0]) > 0, partial.log
+    # The full clone's fetches (the base, the deepening), then one for the files (a treeless clone's first asks for
+    # the folders on the way to docs/, alone), and it is the last: `git vivary ci` started no lazy fetch of Git's.
+    fetches, before_ours = _fetches(tmp_path / "run-partial" / "trace"), _fetches(tmp_path / "run-full" / "trace")
+    assert fetches[:len(before_ours)] == before_ours and any("--deepen=10" in f for f in before_ours), fetches
+    ours = fetches[len(before_ours):]
+    assert [f.split(" --stdin")[0].rsplit(" ", 1)[1] for f in ours] == \
+           ["--filter=tree:0", "--no-filter"][tree_filter == "blob:none":], fetches
+    # Nothing outside docs/: what came is commits, folders (a treeless clone's: only those on the way to docs/) and
+    # what docs/ holds; none of other/'s files (nor, in a treeless clone, its folders), which differ from the head's.
+    clone = tmp_path / "partial"
+    commits = git(repo.path, "rev-list", "--all").split()
+    everywhere = _objects(repo.path, *commits)
+    folders = ({git(repo.path, "rev-parse", f"{c}^{{tree}}").strip() for c in commits} if tree_filter == "tree:0"
+               else {oid for oid, kind in everywhere.items() if kind == "tree"})
+    docs = _objects(repo.path, *(f"{c}:docs" for c in commits))
+    other = (_objects(repo.path, *(f"{c}:other" for c in commits)).keys() - folders
+             - _objects(repo.path, f"{head}:other").keys())
+    assert other and not other & _objects(clone).keys()
+    came = (_objects(clone).keys() - before) & everywhere.keys()  # not what the review wrote (refs/vivary/cache)
+    assert came <= set(commits) | folders | docs.keys()
+    for rev in (head, point):  # as `git rev-list --objects --missing=print` sees them: nothing of docs/ missing
+        assert not [line for line in git(clone, "rev-list", "--objects", "--missing=print", f"{rev}:docs").splitlines()
+                    if line.startswith("?")], rev
+
+
+def test_a_partial_checkout_fetches_the_base_alone_not_its_history(repo: Repo, tmp_path: Path) -> None:
+    """Asked whether it has a commit, `git cat-file -e` in a partial clone fetches the commit it lacks with the whole
+    history below it (every commit and folder): the action asks without fetching, and fetches the base at depth 1."""
+    repo.git("config", "uploadpack.allowFilter", "true")
+    repo.commit("start", files={"README.md": "hi\n"})
+    _move_on(repo, "main", 30)
+    repo.git("reset", "-q", "--hard")
+    base, head = pr_repo(repo)
+    clone = tmp_path / "checkout"
+    git(tmp_path, "clone", "-q", "--no-local", "--depth=1", "--filter=blob:none", f"file://{repo.path}", str(clone))
+    r = run_action(clone, tmp_path, tool_inputs(), pr_event(base, head))
+    assert r.code == 1 and r.outputs["impacted"] == "2", r.log
+    assert f"vivary: {base} is not in this checkout; fetching it" in r.log
+    history = set(git(repo.path, "rev-list", "--all").split())
+    assert history & _objects(clone).keys() == {base, head}, "none of the 31 commits below the base came"
+
+
+def test_a_partial_checkout_whose_fetch_fails_is_refused_by_ci_naming_what_is_missing(repo: Repo,
+                                                                                      tmp_path: Path) -> None:
+    """The files cannot be fetched (here the remote is gone): the step goes on, and `git vivary ci` says what is
+    missing and how to fetch it, with exit 2, never a verdict on a tree it could not read."""
+    repo.git("config", "uploadpack.allowFilter", "true")
+    base, head = pr_repo(repo)
+    clone = tmp_path / "checkout"
+    git(tmp_path, "clone", "-q", "--no-local", "--filter=blob:none", f"file://{repo.path}", str(clone))
+    repo.path.rename(tmp_path / "gone")
+    r = run_action(clone, tmp_path, tool_inputs(), pr_event(base, head))
+    assert r.code == 2, r.log
+    assert "vivary: this checkout is a partial clone that lacks 2 file(s) or folder(s) the review reads; fetching " \
+           "them from origin in one batch" in r.log
+    assert f"git vivary ci: --base {base}: modules/a.md and 1 other file are not in this clone: it is a partial " \
+           "clone" in r.log
+    assert "Traceback" not in r.log and r.outputs["errors"] == ""

@@ -87,7 +87,7 @@ class Review(msgspec.Struct, frozen=True):
     prefix: str  # the workspace root, relative to the repository root ("" at the top)
     check: CheckReport
     change: ChangeReport | None
-    changed_files: list[str]  # repository-relative, base..head
+    changed_files: list[str]  # repository-relative, base..head, under the workspace folder
     annotations: list[Annotation]  # every finding and notice, most important first
     picture: Picture | None
     note: str = ""  # why there is no blast radius, when there is none
@@ -161,7 +161,7 @@ def review(
         else:
             change = change_impact(base_graph, head_graph, base, head, depth)
             is_new = _new_in_head(report.findings, base_graph, base_ws.source, head_ws)
-        changed_files = _changed_files(repo, rev_tree(repo, base), head_ws.source.root_tree)
+        changed_files = _changed_files(repo, rev_tree(repo, base), head_ws.source.root_tree, prefix)
     ranked = rank(report.findings, change, head_graph.nodes, head_graph.edges, prefix, changed_files, is_new)
     picture = neighbourhood(change, head_graph.nodes, head_graph.edges) if change is not None else None
     broke = what_broke(change, head_graph.nodes, prefix) if change is not None else []
@@ -318,12 +318,17 @@ def _fetch_command(repo: Repo, base: str) -> tuple[str, str]:
     return fetch(source, base), ""
 
 
-def _changed_files(repo: Repo, base_tree: str, head_tree: str | None) -> list[str]:
+def _changed_files(repo: Repo, base_tree: str, head_tree: str | None, prefix: str = "") -> list[str]:
+    """The repository-relative paths under the workspace folder `prefix` that differ between the two trees."""
     # Tree ids, never the revisions as typed: a ref named `--output=x` would be an option to Git.
     # --no-renames: a renamed file is its new path (annotated) plus its old one (gone).
+    # Only the workspace's folder, whose files are all that is ranked: Git then reads no other folder's tree, which a
+    # treeless clone (`--filter=tree:0`) lacks and Git would fetch, a request at a time, outside the workspace.
     if head_tree is None:
         return []
-    proc = repo.git(["diff-tree", "-r", "--name-only", "-z", "--no-renames", base_tree, head_tree], check=False)
+    folder = ["--", f":(top,literal){prefix}"] if prefix else []
+    proc = repo.git(["diff-tree", "-r", "--name-only", "-z", "--no-renames", base_tree, head_tree, *folder],
+                    check=False)
     if proc.returncode != 0:
         return []
     return sorted(p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p)
