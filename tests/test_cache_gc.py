@@ -18,6 +18,7 @@ VAULT = {
     "vault/modules/m2.md": "---\nstatus: live\n---\n# Module two\n",
     "vault/notes/free.md": "# Free note\n\nlinks [[m1]]\n",
 }
+MEMORY = '[memory]\nenabled = true\nmode = "semantic-provider"\nprovider = "vivary-local"\n'
 
 
 @pytest.fixture
@@ -352,3 +353,32 @@ def test_gc_finds_the_workspaces_without_reading_their_memory_toml(ws: Repo, cli
     r = cli("cache", "gc", "--dry-run", cwd=ws.path)
     assert r.code == 0, r.err
     assert "vivary: gc: refs/heads/side: vault/team/ is an overlay of workspace vault/, whose entries are kept" in r.err
+
+
+def test_gc_records_nothing_in_the_cache_while_it_reads_the_branches(ws: Repo, cli: Any) -> None:
+    """A workspace with vivary-local on is opened down to its graph (for the vectors gc keeps), and building a graph
+    recorded its tree: `--dry-run` wrote to refs/vivary/cache, a real gc then found the ref moved under it and
+    refused ("changed while gc ran", gc itself the other writer), and a tree whose privacy could not be decided
+    printed "not recording this tree in refs/vivary/cache" just before gc's own refusal, though gc records nothing."""
+    import os
+
+    ws.git("checkout", "-q", "side")
+    ws.commit("memory on", {"vault/.vivary/memory.toml": MEMORY})
+    ws.git("checkout", "-q", "main")
+    before = refs(ws)
+    r = cli("cache", "gc", "--dry-run", cwd=ws.path)
+    assert r.code == 0 and "not recording" not in r.err, r.err
+    assert refs(ws) == before
+    r = cli("cache", "gc", cwd=ws.path)
+    assert r.code == 0 and "new chain" in r.out, r.err
+    assert counts(ws, cli)[0] == 1  # main's summary; side's new tree was never recorded, by gc least of all
+
+    ws.git("checkout", "-q", "side")
+    ws.commit("a team folder", {"vault/team/notes/t.md": "# Team\n"})
+    (ws.path / "vault" / "team" / ".vivary").mkdir()
+    os.symlink("../notes/t.md", ws.path / "vault" / "team" / ".vivary" / "memory.toml")
+    ws.commit("link the team's memory settings")
+    ws.git("checkout", "-q", "main")
+    err = refused(ws, cli)
+    assert "not recording" not in err, err
+    assert err.count("vault/team/.vivary/memory.toml: is a symbolic link in the tree") == 1, err

@@ -423,6 +423,13 @@ def _needs(repo: Repo, args: argparse.Namespace, head: str, commit: str | None =
     if str(tree.id) in known:
         return known[str(tree.id)]
     rev = commit or head
+
+    def opening(root: str) -> Workspace:
+        # Without the shared cache, neither read nor recorded in: building a tree's graph (for its vectors) recorded
+        # that tree, so `--dry-run` wrote to the ref, a real gc found the ref moved under it ("changed while gc
+        # ran"), and a tree whose privacy could not be decided printed "not recording this tree" before gc's refusal.
+        return open_workspace(args.cwd, rev=rev, root=root, rev_option="branch", shared_cache=False)
+
     needs = _Needs(set(), set(), set(), set(), None)
     where = ""  # the workspace being read, for the message when it cannot be
     try:
@@ -436,7 +443,7 @@ def _needs(repo: Repo, args: argparse.Namespace, head: str, commit: str | None =
         if args.root is not None:
             where = f"--root {args.root}: "
             try:
-                opened.append(open_workspace(args.cwd, rev=rev, root=args.root, rev_option="branch"))
+                opened.append(opening(root=args.root))
             except MissingRoot as err:
                 needs = needs._replace(lacking=err.prefix or ".")
         held = {ws.source.prefix for ws in opened}
@@ -448,7 +455,7 @@ def _needs(repo: Repo, args: argparse.Namespace, head: str, commit: str | None =
             # By its place in the tree, pinned as `--root` pins it: the folder a command runs in plays no part.
             root = str(repo.workdir / folder) if repo.workdir is not None else folder or "."
             try:
-                opened.append(open_workspace(args.cwd, rev=rev, root=root, rev_option="branch"))
+                opened.append(opening(root=root))
             except ConfigError as err:
                 if not folder:
                     raise
