@@ -41,6 +41,7 @@ import msgspec
 
 from vivary_git import git
 from vivary_git.errors import GitError, RefusedError
+from vivary_git.memory.writes import states
 
 __all__ = ["Base", "Change", "ChangesResult", "CommitResult", "Planned", "branch_tip", "commit_changes", "commit_note",
            "message", "one_line", "read_from", "recover", "recover_now", "target_ref", "tip"]
@@ -382,13 +383,17 @@ def target_ref(repo: git.Repo, branch: str) -> tuple[str, bool]:
             raise RefusedError(f"`{branch}` is not a valid branch name; fix [memory.remember] branch in "
                                ".vivary/memory.toml")
         _refuse_symbolic(repo, ref)
+        if head_target != ref:
+            held = states.held_elsewhere(repo, ref)
+            if held is not None:
+                raise RefusedError(held)
         return ref, head_target == ref and repo.workdir is not None
     if head_target is None:
-        raise RefusedError(
+        raise RefusedError(states.detached_by(repo) or (
             "HEAD is detached, so there is no branch to add this memory to; check out a branch "
             "(`git switch NAME`), or send memories to their own branch with [memory.remember] branch = "
             "\"vivary/memory\" in .vivary/memory.toml"
-        )
+        ))
     return head_target, repo.workdir is not None
 
 
