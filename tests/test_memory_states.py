@@ -101,3 +101,27 @@ def test_a_memory_branch_checked_out_in_another_work_tree_is_written_from_there(
     r = cli("remember", "Tea is kept on floor two.", cwd=linked)
     assert r.code == 0, r.err
     assert repo.git("log", "--format=%s", "vivary/memory").startswith("vivary: add")
+
+
+def test_a_sparse_checkout_that_leaves_the_notes_and_memories_out_is_written_to(repo: Repo, cli: Any) -> None:
+    """Notes outside the cone are not on disk (Git keeps their index blobs): they are no file to refuse, and a
+    memory outside it is no change of the user's. Each write is one commit, and `git status` stays clean."""
+    _seed(repo)
+    repo.commit("other", {"other/o.md": "# Other\n"})
+    assert cli("remember", "The coffee machine is on floor three.", cwd=repo.path).code == 0
+    repo.git("update-index", "-q", "--refresh")  # else Git keeps the new file, whose index entry has no stat yet
+    repo.git("sparse-checkout", "set", "other")
+    assert not (repo.path / "notes").exists() and not (repo.path / "memories").exists()
+
+    r = cli("remember", "Tea is kept on floor two.", cwd=repo.path)
+    assert r.code == 0, r.err
+    r = cli("move", "memories/the-coffee-machine-is-on-floor-three", "coffee", cwd=repo.path)
+    assert r.code == 0, r.err
+    r = cli("retire", "memories/tea-is-kept-on-floor-two", "--reason", "moved out", "--delete", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert repo.git("ls-tree", "-r", "--name-only", "HEAD", "memories") == "memories/coffee.md\n"
+    assert repo.git("status", "--porcelain") == ""
+    assert repo.git("log", "--format=%s", "-3") == (
+        "vivary: forget memories/tea-is-kept-on-floor-two: moved out\n"
+        "vivary: move memories/coffee: from memories/the-coffee-machine-is-on-fl…\n"
+        "vivary: add memories/tea-is-kept-on-floor-two: Tea is kept on floor two.\n")

@@ -42,6 +42,7 @@ import msgspec
 from vivary_git import git
 from vivary_git.errors import GitError, RefusedError
 from vivary_git.memory.writes import states
+from vivary_git.worktree import skip_worktree
 
 __all__ = ["Base", "Change", "ChangesResult", "CommitResult", "Planned", "branch_tip", "commit_changes", "commit_note",
            "message", "one_line", "read_from", "recover", "recover_now", "target_ref", "tip"]
@@ -369,7 +370,11 @@ class Base:
         full = workdir / path
         if base is None:
             return os.path.lexists(full)
-        return not self.repo.holds(full, base[0])  # read no further than the base blob's size
+        if self.repo.holds(full, base[0]):  # read no further than the base blob's size
+            return False
+        # Not on disk as committed: changed, unless Git keeps it off the disk (a sparse checkout's file outside
+        # its cone), which `git status` calls unchanged too.
+        return os.path.lexists(full) or path not in skip_worktree(self.repo, path)
 
 
 def target_ref(repo: git.Repo, branch: str) -> tuple[str, bool]:
