@@ -121,6 +121,17 @@ def _patch_tree(r: Any, base: Any, changes: dict[str, tuple[int, str] | None]) -
     return builder.write() if len(builder) else None
 
 
+def skip_worktree(repo: git.Repo, *paths: str) -> set[str]:
+    """The paths the index marks skip-worktree (a sparse checkout's files outside its cone, or `git update-index
+    --skip-worktree`), of `paths` when given: Git neither writes them to the work tree nor reads them from it, so
+    the working tree's tree holds their index blobs. Empty when Git cannot list them."""
+    proc = repo.git(["--literal-pathspecs", "ls-files", "-z", "-t", "--full-name", "--", *paths], check=False)
+    if proc.returncode != 0:
+        return set()
+    return {entry[2:].decode("utf-8", "surrogateescape") for entry in proc.stdout.split(b"\0")
+            if entry.startswith(b"S ")}
+
+
 def worktree_tree(repo: git.Repo) -> str:
     refuse_foreign(repo)
     assert repo.workdir is not None

@@ -219,8 +219,19 @@ def build_snapshot(
     left_out = _left_out(graph, public[:n_nodes], dups, public[n_asked:]) if dups else []
     if source.kind == "worktree" and admitted:
         assert source.repo is not None and source.repo.workdir is not None
-        privacy.check_snapshot_files(source.repo.workdir,
-                                     [p for p in (prefix + n.path for n in admitted) if not known or p not in known])
+        on_disk = [p for p in (prefix + n.path for n in admitted) if not known or p not in known]
+        try:
+            privacy.check_snapshot_files(source.repo.workdir, on_disk)
+        except PrivacyError:
+            # A sparse checkout leaves the files outside its cone off the disk, and the working tree's tree keeps
+            # their index blobs (`git add -A` does not touch a skip-worktree entry): no file of theirs is read, so
+            # there is none to check. Asked only when the check fails, so a full checkout pays nothing for it.
+            from vivary_git.worktree import skip_worktree
+
+            outside = skip_worktree(source.repo)
+            if not outside.intersection(on_disk):
+                raise
+            privacy.check_snapshot_files(source.repo.workdir, [p for p in on_disk if p not in outside])
     notes = ws.notes() if with_fields else {}
     # Privacy was decided on the exact name above; memory keeps the name's text form (docs/output.md), as a
     # name that is not UTF-8 has no other form in JSON, msgpack or an embedding.

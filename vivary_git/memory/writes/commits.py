@@ -41,6 +41,8 @@ import msgspec
 
 from vivary_git import git
 from vivary_git.errors import GitError, RefusedError
+from vivary_git.memory.writes import states
+from vivary_git.worktree import skip_worktree
 
 __all__ = ["Base", "Change", "ChangesResult", "CommitResult", "Planned", "branch_tip", "commit_changes", "commit_note",
            "message", "one_line", "read_from", "recover", "recover_now", "target_ref", "tip"]
@@ -368,7 +370,11 @@ class Base:
         full = workdir / path
         if base is None:
             return os.path.lexists(full)
-        return not self.repo.holds(full, base[0])  # read no further than the base blob's size
+        if self.repo.holds(full, base[0]):  # read no further than the base blob's size
+            return False
+        # Not on disk as committed: changed, unless Git keeps it off the disk (a sparse checkout's file outside
+        # its cone), which `git status` calls unchanged too.
+        return os.path.lexists(full) or path not in skip_worktree(self.repo, path)
 
 
 def target_ref(repo: git.Repo, branch: str) -> tuple[str, bool]:
@@ -382,13 +388,17 @@ def target_ref(repo: git.Repo, branch: str) -> tuple[str, bool]:
             raise RefusedError(f"`{branch}` is not a valid branch name; fix [memory.remember] branch in "
                                ".vivary/memory.toml")
         _refuse_symbolic(repo, ref)
+        if head_target != ref:
+            held = states.held_elsewhere(repo, ref)
+            if held is not None:
+                raise RefusedError(held)
         return ref, head_target == ref and repo.workdir is not None
     if head_target is None:
-        raise RefusedError(
+        raise RefusedError(states.detached_by(repo) or (
             "HEAD is detached, so there is no branch to add this memory to; check out a branch "
             "(`git switch NAME`), or send memories to their own branch with [memory.remember] branch = "
             "\"vivary/memory\" in .vivary/memory.toml"
-        )
+        ))
     return head_target, repo.workdir is not None
 
 
