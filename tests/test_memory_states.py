@@ -125,3 +125,19 @@ def test_a_sparse_checkout_that_leaves_the_notes_and_memories_out_is_written_to(
         "vivary: forget memories/tea-is-kept-on-floor-two: moved out\n"
         "vivary: move memories/coffee: from memories/the-coffee-machine-is-on-fl…\n"
         "vivary: add memories/tea-is-kept-on-floor-two: Tea is kept on floor two.\n")
+
+
+def test_a_repository_without_a_git_identity_is_told_how_to_set_one(repo: Repo, cli: Any, monkeypatch: Any) -> None:
+    """A memory commit is the user's, made with their identity as `git commit` would: without one, Git's own
+    complaint is followed by the two commands that set it, and nothing is committed."""
+    before = _seed(repo)
+    for name in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "EMAIL"):
+        monkeypatch.delenv(name, raising=False)
+    repo.git("config", "user.useConfigOnly", "true")  # no identity made up from the host name, on any machine
+    r = cli("remember", "The coffee machine is on floor three.", cwd=repo.path)
+    assert (r.code, r.out) == (2, ""), r.err
+    assert r.err.startswith("git vivary remember: could not commit the memory: `git commit-tree` failed:"), r.err
+    assert ("set it with `git config user.name \"Your Name\"` and `git config user.email you@example.com` (add "
+            "--global for every repository), then write it again; nothing was committed\n") in r.err, r.err
+    assert repo.git("rev-parse", "HEAD").strip() == before
+    assert repo.git("status", "--porcelain") == ""

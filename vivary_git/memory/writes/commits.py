@@ -649,7 +649,18 @@ def _commit_tree(repo: git.Repo, tree: str, parent: str | None, text: str, sign:
             "gpg.ssh.program) until `git commit --allow-empty -S -m test` works, or set commit.gpgSign false "
             "for this repository") from None
     except GitError as err:
-        raise GitError(f"could not commit the memory: {err}") from None
+        said = str(err)
+        if any(sign in said for sign in _NO_IDENTITY):
+            said += ("; a memory commit is yours, made with your Git identity, as `git commit` would: set it with `git "
+                     "config user.name \"Your Name\"` and `git config user.email you@example.com` (add --global for "
+                     "every repository), then write it again; nothing was committed")
+        raise GitError(f"could not commit the memory: {said}") from None
+
+
+# What Git says when it has no identity to write a commit with (ident.c): no user.name / user.email, and none it
+# could make up from the system (or `user.useConfigOnly` forbids making one up).
+_NO_IDENTITY = ("Please tell me who you are", "unable to auto-detect email address", "empty ident name",
+                "auto-detection is disabled")
 
 
 def _sync_wait(repo: git.Repo) -> float:
