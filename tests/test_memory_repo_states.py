@@ -1,0 +1,61 @@
+"""Semantic memory in the repository states people are really in: a sparse checkout, a linked work tree, a
+branch switched under the index, a merge stopped on a conflict. What is indexed and recalled there is what
+the same commands give in a plain clone, and privacy is decided by the rules Git applies to that tree."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import pytest
+from conftest import Repo
+
+from vivary_git.memory.local.embed import embedder_status
+
+pytestmark = pytest.mark.skipif(
+    embedder_status() != "available" or importlib.util.find_spec("hnswlib") is None,
+    reason="the [embed] extra (model package, onnxruntime, tokenizers, hnswlib) is not installed",
+)
+
+CANARY = "CANARYOTTERSPARSE"
+MEMORY = '[memory]\nenabled = true\nprovider = "vivary-local"\n'
+
+
+def _state_holds(repo: Repo, token: str) -> list[str]:
+    """The files under the memory state folders that hold `token` (any case: terms are stemmed lower case)."""
+    found = []
+    for path in (repo.path / ".git" / "vivary" / "memory").rglob("*"):
+        if path.is_file() and token.lower().encode() in path.read_bytes().lower():
+            found.append(str(path))
+    return found
+
+
+def test_a_note_ignored_by_a_gitignore_outside_the_sparse_checkout_stays_private(repo: Repo, cli: Any) -> None:
+    """A sparse checkout leaves `research/.gitignore` off the disk, but its rule still makes the force-added note
+    under it private: the note's text (its index blob) must not be embedded because the rule is not on disk."""
+    repo.write({
+        ".vivary/memory.toml": MEMORY,
+        "decisions/keys.md": "# Rotate keys\n\nWe rotate the signing keys every quarter.\n",
+        "research/survey.md": "# Survey\n\nOtters and beavers build near the river.\n",
+        "research/.gitignore": "hidden-*.md\n",
+        "research/hidden-otter.md": f"# Hidden\n\n{CANARY} otter dens by the river are secret.\n",
+    })
+    repo.git("add", "-A")
+    repo.git("add", "-f", "research/hidden-otter.md")
+    repo.git("commit", "-qm", "init")
+    full = cli("index", "--dry-run", "--json", cwd=repo.path).json()
+    assert (full["would_index"], full["private"]) == (2, 1)
+
+    repo.git("sparse-checkout", "set", "decisions")
+    assert not (repo.path / "research").exists()
+    r = cli("privacy", "explain", "research/hidden-otter.md", cwd=repo.path)
+    assert r.out.startswith("private"), r.out
+    dry = cli("index", "--dry-run", "--json", cwd=repo.path).json()
+    assert (dry["would_index"], dry["private"]) == (2, 1)
+    r = cli("index", "--yes", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert (r.json()["indexed"], r.json()["private"]) == (2, 1)
+    assert _state_holds(repo, CANARY) == []
+    r = cli("recall", "otter dens by the river", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert [h["path"] for h in r.json()] == ["research/survey.md", "decisions/keys.md"]
