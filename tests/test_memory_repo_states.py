@@ -59,3 +59,15 @@ def test_a_note_ignored_by_a_gitignore_outside_the_sparse_checkout_stays_private
     r = cli("recall", "otter dens by the river", "--json", cwd=repo.path)
     assert r.code == 0, r.err
     assert [h["path"] for h in r.json()] == ["research/survey.md", "decisions/keys.md"]
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    from vivary_git.mcp.service import MemoryService
+
+    server = MemoryService(repo.path)
+    try:
+        for mode in ("hybrid", "semantic", "text"):
+            answer = server.search("otter dens by the river", top_k=5, mode=mode, include_content=True)
+            assert answer.mode == mode, answer.mode_reason
+            assert "research/hidden-otter.md" not in [h.path for h in answer.results], mode
+            assert CANARY not in repr(answer), mode
+    finally:
+        server.close()
