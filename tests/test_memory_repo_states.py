@@ -5,6 +5,7 @@ the same commands give in a plain clone, and privacy is decided by the rules Git
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ from conftest import Repo
 
 from vivary_git.memory.local.embed import embedder_status
 
-pytestmark = pytest.mark.skipif(
+needs_model = pytest.mark.skipif(
     embedder_status() != "available" or importlib.util.find_spec("hnswlib") is None,
     reason="the [embed] extra (model package, onnxruntime, tokenizers, hnswlib) is not installed",
 )
@@ -30,6 +31,7 @@ def _state_holds(repo: Repo, token: str) -> list[str]:
     return found
 
 
+@needs_model
 def test_a_note_ignored_by_a_gitignore_outside_the_sparse_checkout_stays_private(repo: Repo, cli: Any) -> None:
     """A sparse checkout leaves `research/.gitignore` off the disk, but its rule still makes the force-added note
     under it private: the note's text (its index blob) must not be embedded because the rule is not on disk."""
@@ -71,3 +73,39 @@ def test_a_note_ignored_by_a_gitignore_outside_the_sparse_checkout_stays_private
             assert CANARY not in repr(answer), mode
     finally:
         server.close()
+
+
+def _merge_stopped_on_a_conflict(repo: Repo, path: str, ours: str, theirs: str) -> None:
+    repo.git("switch", "-q", "-c", "side")
+    repo.commit("side", {path: theirs})
+    repo.git("switch", "-q", "main")
+    repo.commit("ours", {path: ours})
+    merge = subprocess.run(["git", "merge", "-q", "side"], cwd=repo.path, capture_output=True, text=True)
+    assert merge.returncode == 1, merge.stderr
+    assert repo.git("status", "--porcelain", "--", path) == f"UU {path}\n"
+
+
+CONFLICT_FIX = ("merge conflict markers left in it (line {line}): resolve the conflict (keep one side, or combine "
+                "them, and delete the `<<<<<<<`, `=======` and `>>>>>>>` lines)\n")
+
+
+def test_a_memory_policy_a_merge_left_conflicted_is_named_with_its_fix(repo: Repo, cli: Any) -> None:
+    """Both branches added a private path: the markers are named as what they are, not as an invalid statement."""
+    base = MEMORY + "\n[memory.privacy]\n"
+    repo.commit("init", {".vivary/memory.toml": base + 'private_paths = ["drafts/**"]\n', "notes/a.md": "# A\n"})
+    _merge_stopped_on_a_conflict(repo, ".vivary/memory.toml", base + 'private_paths = ["drafts/**", "diary/**"]\n',
+                                 base + 'private_paths = ["drafts/**", "journal/**"]\n')
+    for args in (("index", "--dry-run"), ("index", "--yes"), ("recall", "what is a?")):
+        r = cli(*args, cwd=repo.path)
+        assert (r.code, r.out) == (2, ""), args
+        assert r.err == f"git vivary {args[0]}: .vivary/memory.toml: {CONFLICT_FIX.format(line=6)}", args
+
+
+def test_a_tropo_toml_a_merge_left_conflicted_is_named_with_its_fix(repo: Repo, cli: Any) -> None:
+    head = "version = 1\n"
+    repo.commit("init", {"tropo.toml": head + 'exclude = ["drafts"]\n', "notes/a.md": "# A\n"})
+    _merge_stopped_on_a_conflict(repo, "tropo.toml", head + 'exclude = ["drafts", "diary"]\n',
+                                 head + 'exclude = ["drafts", "journal"]\n')
+    r = cli("check", cwd=repo.path)
+    assert (r.code, r.out) == (2, "")
+    assert r.err == f"git vivary check: tropo.toml: {CONFLICT_FIX.format(line=2)}"
