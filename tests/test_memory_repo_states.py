@@ -109,3 +109,21 @@ def test_a_tropo_toml_a_merge_left_conflicted_is_named_with_its_fix(repo: Repo, 
     r = cli("check", cwd=repo.path)
     assert (r.code, r.out) == (2, "")
     assert r.err == f"git vivary check: tropo.toml: {CONFLICT_FIX.format(line=2)}"
+
+
+def test_a_revision_behind_a_shallow_clones_cut_names_the_fetch(repo: Repo, cli: Any, tmp_path: Any) -> None:
+    """A CI checkout at depth 1 holds no `HEAD~1`: the message says why and how to fetch it, not only that it is
+    missing."""
+    repo.commit("init", {".vivary/memory.toml": MEMORY, "notes/a.md": "# A\n"})
+    repo.commit("second", {"notes/b.md": "# B\n"})
+    shallow = tmp_path / "shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{repo.path}", str(shallow)], check=True)
+    for args in (("index", "--dry-run"), ("recall", "what is b?"), ("check",)):
+        r = cli(*args, "--rev", "HEAD~1", cwd=shallow)
+        assert (r.code, r.out) == (2, ""), args
+        assert r.err == (
+            f"git vivary {args[0]}: --rev HEAD~1: no such revision in {shallow.resolve()}, a shallow clone whose "
+            "history stops at the commits in .git/shallow; if HEAD~1 is older, fetch more history (`git fetch "
+            "--deepen=N`, or `git fetch --unshallow`) and run this again\n"), args
+    r = cli("check", "--rev", "HEAD~1", cwd=repo.path)
+    assert r.code == 0, r.err

@@ -580,7 +580,16 @@ def rev_object(repo: git.Repo, rev: str, option: str) -> tuple[Any, Any]:
                 f"{option} {rev}: this repository has no commits yet; check the working tree (no flag) "
                 "or the index (--staged)"
             ) from None
-        raise GitError(f"{option} {rev}: no such revision in {repo.workdir or repo.git_dir}") from None
+        where = repo.workdir or repo.git_dir
+        if repo.repo.is_shallow:
+            # A CI checkout (`actions/checkout`'s default depth 1) or a `git clone --depth N` has no commit
+            # behind its cut: `HEAD~1` there is a revision Git knows of but this clone does not hold.
+            raise GitError(
+                f"{option} {rev}: no such revision in {where}, a shallow clone whose history stops at the commits "
+                f"in .git/shallow; if {rev} is older, fetch more history (`git fetch --deepen=N`, or "
+                "`git fetch --unshallow`) and run this again"
+            ) from None
+        raise GitError(f"{option} {rev}: no such revision in {where}") from None
     except pygit2.InvalidSpecError:
         what = (f"{rev}: not one revision (a malformed name, or a range such as A..B)" if rev
                 else "'': an empty revision")
