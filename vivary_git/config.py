@@ -271,6 +271,9 @@ def load_toml(text: bytes, name: str) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as err:
         at = _TOML_AT.search(str(err))
         line = int(at.group(1)) if at else max(1, len(text.splitlines()))  # else: "(at end of document)"
+        conflict = conflict_marker_line(text.decode("utf-8-sig"))
+        if conflict is not None:
+            raise ConfigError(toml_conflict(name, conflict), file=name, line=conflict) from err
         raise ConfigError(f"{name}: invalid TOML: {err}", file=name, line=line) from err
     except RecursionError:
         raise ConfigError(f"{name}: invalid TOML: arrays or tables are nested too deeply; flatten them",
@@ -278,6 +281,23 @@ def load_toml(text: bytes, name: str) -> dict[str, Any]:
 
 
 _TOML_AT = re.compile(r"\(at line (\d+), column \d+\)")
+# Git writes a conflict's markers at a line's start; `|||||||` opens the base of a diff3 conflict.
+_CONFLICT_MARKER = re.compile(r"^(?:<{7}|>{7}|\|{7})(?:[ \r]|$)|^={7}\r?$", re.MULTILINE)
+
+
+def conflict_marker_line(text: str) -> int | None:
+    """The line of the first merge conflict marker in a config file's `text`, None when it holds none: a merge
+    stopped on a conflict in it leaves both sides there, which TOML reads as an invalid statement."""
+    if "<<<<<<<" not in text and ">>>>>>>" not in text:
+        return None
+    m = _CONFLICT_MARKER.search(text)
+    return None if m is None else text.count("\n", 0, m.start()) + 1
+
+
+def toml_conflict(name: str, line: int) -> str:
+    """The message for a config file a merge left its conflict markers in (`conflict_marker_line`)."""
+    return (f"{name}: merge conflict markers left in it (line {line}): resolve the conflict (keep one side, or "
+            "combine them, and delete the `<<<<<<<`, `=======` and `>>>>>>>` lines)")
 
 
 _KEY_PART = re.compile(r'\s*(?:([A-Za-z0-9_-]+)|"((?:[^"\\\n]|\\.)*)"|\'([^\'\n]*)\')\s*')

@@ -237,7 +237,7 @@ class Source:
             return [admitted.get(p, False) for p in paths]
 
         return partial.refusal(self.repo.repo, tree_id=self.tree_id, where=self.where, oid=oid, prefix=self.prefix,
-                               public=named, sparse=self.kind == "worktree" and _sparse(self.repo))
+                               public=named, sparse=self.kind == "worktree" and sparse_checkout(self.repo))
 
 
 def load_config(read_file: Callable[[str], bytes | None],
@@ -304,7 +304,7 @@ def _memory_folder(read_file: Callable[[str], bytes | None]) -> str:
     return memory_folder(data)
 
 
-def _sparse(repo: git.Repo) -> bool:
+def sparse_checkout(repo: git.Repo) -> bool:
     """Whether the work tree is a sparse checkout (`core.sparseCheckout`): a partial clone then lacks the blobs of
     the files outside it, which the working tree's tree still names."""
     try:
@@ -386,7 +386,7 @@ def open_source(
 
         assert sub_id is not None
         return partial.refusal(repo.repo, tree_id=sub_id, where=where, oid=err.oid, path=path, prefix=prefix,
-                               sparse=kind == "worktree" and _sparse(repo))
+                               sparse=kind == "worktree" and sparse_checkout(repo))
 
     def read_file(path: str) -> bytes | None:
         name = f"{prefix}/{path}" if prefix else path
@@ -580,7 +580,16 @@ def rev_object(repo: git.Repo, rev: str, option: str) -> tuple[Any, Any]:
                 f"{option} {rev}: this repository has no commits yet; check the working tree (no flag) "
                 "or the index (--staged)"
             ) from None
-        raise GitError(f"{option} {rev}: no such revision in {repo.workdir or repo.git_dir}") from None
+        where = repo.workdir or repo.git_dir
+        if repo.repo.is_shallow:
+            # A CI checkout (`actions/checkout`'s default depth 1) or a `git clone --depth N` has no commit
+            # behind its cut: `HEAD~1` there is a revision Git knows of but this clone does not hold.
+            raise GitError(
+                f"{option} {rev}: no such revision in {where}, a shallow clone whose history stops at the commits "
+                f"in .git/shallow; if {rev} is older, fetch more history (`git fetch --deepen=N`, or "
+                "`git fetch --unshallow`) and run this again"
+            ) from None
+        raise GitError(f"{option} {rev}: no such revision in {where}") from None
     except pygit2.InvalidSpecError:
         what = (f"{rev}: not one revision (a malformed name, or a range such as A..B)" if rev
                 else "'': an empty revision")

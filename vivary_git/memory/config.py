@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import msgspec
 
-from vivary_git.config import DEFAULT_MEMORY_FOLDER, MEMORY_FILE, folder_problem
+from vivary_git.config import DEFAULT_MEMORY_FOLDER, MEMORY_FILE, conflict_marker_line, folder_problem, toml_conflict
 from vivary_git.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -274,7 +274,9 @@ def parse_memory_config(data: bytes, name: str = MEMORY_FILE) -> MemoryConfig:
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"{name}: invalid TOML: {err}") from None
+        conflict = conflict_marker_line(text)
+        raise ConfigError(toml_conflict(name, conflict) if conflict is not None
+                          else f"{name}: invalid TOML: {err}") from None
     except RecursionError:
         raise ConfigError(f"{name}: invalid TOML: arrays or tables are nested too deeply; flatten them") from None
     hit = _find_secret(raw, [])
