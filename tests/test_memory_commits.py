@@ -361,8 +361,12 @@ def test_a_commit_git_cannot_make_is_an_error_in_gits_words(repo: Repo, monkeypa
     monkeypatch.setenv("GIT_AUTHOR_NAME", "")
     with pytest.raises(GitError) as err:
         _write(repo, "memories/x.md", b"# X\n")
-    assert str(err.value) == ("could not commit the memory: `git commit-tree` failed: fatal: empty ident name (for "
-                              "<test@example.invalid>) not allowed")
+    assert str(err.value) == (
+        "could not commit the memory: `git commit-tree` failed: fatal: empty ident name (for <test@example.invalid>) "
+        "not allowed; a memory commit is yours, made with your Git identity, as `git commit` would: set it with `git "
+        "config user.name \"Your Name\"` and `git config user.email you@example.com` (add --global for every "
+        "repository; GIT_AUTHOR_NAME, GIT_AUTHOR_EMAIL and the GIT_COMMITTER_ pair, when set, win over them), then "
+        "write it again; nothing was committed")
     assert repo.git("rev-parse", "HEAD").strip() == head
 
 

@@ -138,6 +138,7 @@ def test_a_repository_without_a_git_identity_is_told_how_to_set_one(repo: Repo, 
     assert (r.code, r.out) == (2, ""), r.err
     assert r.err.startswith("git vivary remember: could not commit the memory: `git commit-tree` failed:"), r.err
     assert ("set it with `git config user.name \"Your Name\"` and `git config user.email you@example.com` (add "
-            "--global for every repository), then write it again; nothing was committed\n") in r.err, r.err
+            "--global for every repository; GIT_AUTHOR_NAME, GIT_AUTHOR_EMAIL and the GIT_COMMITTER_ pair, when set, "
+            "win over them), then write it again; nothing was committed\n") in r.err, r.err
     assert repo.git("rev-parse", "HEAD").strip() == before
     assert repo.git("status", "--porcelain") == ""

@@ -653,7 +653,8 @@ def _commit_tree(repo: git.Repo, tree: str, parent: str | None, text: str, sign:
         if any(sign in said for sign in _NO_IDENTITY):
             said += ("; a memory commit is yours, made with your Git identity, as `git commit` would: set it with `git "
                      "config user.name \"Your Name\"` and `git config user.email you@example.com` (add --global for "
-                     "every repository), then write it again; nothing was committed")
+                     "every repository; GIT_AUTHOR_NAME, GIT_AUTHOR_EMAIL and the GIT_COMMITTER_ pair, when set, win "
+                     "over them), then write it again; nothing was committed")
         raise GitError(f"could not commit the memory: {said}") from None
 
 
