@@ -124,6 +124,35 @@ def test_past_max_unindexed_notes_changed_outside_the_answer_is_keywords_and_say
     service.close()
 
 
+def test_the_answer_counts_what_the_write_through_embedded_and_dropped(repo: Repo, cli: Any) -> None:
+    # Enough other notes that the two changed ones' old vectors stay in the cache (it is compacted past a
+    # quarter of dead rows).
+    repo.write({f"more/m{i}.md": f"# Fact {i}\n\nThe {i}th fact about lighthouses.\n" for i in range(6)})
+    _indexed(repo, cli)
+    repo.git("switch", "-q", "-c", "other")
+    repo.commit("other", {"notes/keys.md": "# Key rotation\n\nThe sommelier keeps the wine cellar key.\n",
+                          "notes/deploy.md": "# Deploy runbook\n\nCanary first, then the rest.\n"})
+    repo.git("switch", "-q", "main")
+    service = MemoryService(repo.path)
+    assert service.search("signing keys").mode_reason.endswith("(the index is fresh)")
+    repo.git("switch", "-q", "other")
+    got = service.search("who looks after the wine")
+    assert got.mode == "hybrid" and "the index is fresh: 2 note(s) embedded as they changed)" in got.mode_reason
+    # Back on the branch the index was built on: the notes differ from the index again, but their vectors are
+    # cached, so nothing is embedded (it said "2 note(s) embedded").
+    repo.git("switch", "-q", "main")
+    got = service.search("signing keys")
+    assert got.mode == "hybrid", got.mode_reason
+    assert "the index is fresh: brought up to this tree from cached vectors, no note embedded)" in got.mode_reason
+    # A privacy change holds back notes no one edited: dropped, not embedded (it said "0 note(s) embedded").
+    repo.write({".vivary/memory.toml": LOCAL + '\n[memory.privacy]\nprivate_paths = ["notes/"]\n'})
+    got = service.search("deploy")
+    assert got.mode == "hybrid", got.mode_reason
+    assert "the index is fresh: 2 note(s) dropped from it)" in got.mode_reason
+    assert not any(h.id.startswith("notes/") for h in got.results)
+    service.close()
+
+
 def test_supersede_over_mcp_archives_the_old_memory_and_search_follows(repo: Repo, cli: Any) -> None:
     _indexed(repo, cli)
     service = MemoryService(repo.path)

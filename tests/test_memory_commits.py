@@ -238,7 +238,8 @@ def test_the_branch_a_memory_goes_to(repo: Repo, tmp_path: Path) -> None:
     with pytest.raises(RefusedError) as err:
         commits.target_ref(detached, "")
     assert str(err.value) == (
-        "HEAD is detached, so there is no branch to add this memory to; check out a branch (`git switch NAME`), or "
+        "HEAD is detached, so there is no branch to commit this memory write to; check out a branch (`git switch "
+        "NAME`), or "
         "send memories to their own branch with [memory.remember] branch = \"vivary/memory\" in .vivary/memory.toml")
     assert commits.target_ref(detached, "main") == ("refs/heads/main", False)
     # a bare repository has no work tree to bring up to date

@@ -75,6 +75,42 @@ def test_a_note_ignored_by_a_gitignore_outside_the_sparse_checkout_stays_private
         server.close()
 
 
+@needs_model
+def test_a_lead_outside_the_sparse_checkout_says_how_to_read_it(repo: Repo, cli: Any) -> None:
+    """Recall's hits outside a sparse checkout's cone are read from their index blobs, so their files are not on
+    disk: the text answer says so and names `git show :PATH` (the repository's path, for a workspace in a folder
+    too); the MCP `read` gives their text, from the tree, not the disk."""
+    repo.write({
+        "vault/.vivary/memory.toml": MEMORY,
+        "vault/decisions/keys.md": "# Rotate keys\n\nWe rotate the signing keys every quarter.\n",
+        "vault/research/otters.md": "# Otters\n\nOtters and beavers build near the river.\n",
+    })
+    repo.git("add", "-A")
+    repo.git("commit", "-qm", "init")
+    repo.git("sparse-checkout", "set", "vault/decisions", "vault/.vivary")
+    assert not (repo.path / "vault/research").exists()
+    vault = ("--root", "vault")
+    assert cli("index", "--yes", *vault, cwd=repo.path).code == 0
+    r = cli("recall", "otters by the river", "--k", "2", *vault, cwd=repo.path)
+    assert r.code == 0, r.err
+    leads = [line for line in r.out.splitlines() if line[:3] in (" 1.", " 2.")]
+    assert leads[0].startswith(" 1. research/otters - research/otters.md (not checked out: `git show "
+                               ":vault/research/otters.md`)  (score "), r.out
+    assert leads[1].startswith(" 2. decisions/keys - decisions/keys.md  (score "), r.out
+    assert repo.git("show", ":vault/research/otters.md").startswith("# Otters")
+    r = cli("recall", "otters by the river", "--rev", "HEAD", *vault, cwd=repo.path)  # a revision's files: its own
+    assert r.code == 0 and "research/otters.md" in r.out and "not checked out" not in r.out, r.out + r.err
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    from vivary_git.mcp.service import MemoryService
+
+    server = MemoryService(repo.path, root="vault")
+    try:
+        packet = server.read("research/otters", include_content=True)
+        assert packet.path == "research/otters.md" and "Otters and beavers" in (packet.content or "")
+    finally:
+        server.close()
+
+
 def _merge_stopped_on_a_conflict(repo: Repo, path: str, ours: str, theirs: str) -> None:
     repo.git("switch", "-q", "-c", "side")
     repo.commit("side", {path: theirs})

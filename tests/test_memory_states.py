@@ -48,6 +48,32 @@ def test_a_rebase_or_bisect_under_way_is_named_with_its_own_way_out(repo: Repo, 
     assert repo.git("log", "--format=%s", "main") == "third\nsecond\ninit\n"
 
 
+def test_a_detached_head_refusal_names_the_write_being_made(repo: Repo, cli: Any) -> None:
+    """`move`, `retire`, `retire --delete` and `edit` said there was "no branch to add this memory to"."""
+    repo.commit("memory", {"memories/deploy-days.md": "---\ntype: memory\n---\n# Deploy days\n\nTuesdays.\n"})
+    _seed(repo)
+    writes = {("move", "memories/deploy-days", "memories/deploy-weekdays"): "commit this move to",
+              ("retire", "memories/deploy-days", "--reason", "stale"): "commit this retirement to",
+              ("retire", "memories/deploy-days", "--reason", "stale", "--delete"): "delete this memory from",
+              ("edit", "memories/deploy-days", "--append", "Not Fridays."): "commit this edit to"}
+    repo.git("checkout", "-q", "--detach")
+    for args, write in writes.items():
+        r = cli(*args, cwd=repo.path)
+        assert (r.code, r.out) == (3, "")
+        assert r.err == (
+            f"git vivary {args[0]}: HEAD is detached, so there is no branch to {write}; check out a branch (`git "
+            "switch NAME`), or send memories to their own branch with [memory.remember] branch = \"vivary/memory\" "
+            "in .vivary/memory.toml\n")
+    repo.git("switch", "-q", "main")
+    _stop_rebase_at_edit(repo)
+    r = cli("retire", "memories/deploy-days", "--reason", "stale", cwd=repo.path)
+    assert r.code == 3 and r.err.startswith(
+        "git vivary retire: a rebase of main is in progress, so HEAD is detached and there is no branch to commit "
+        "this retirement to; finish it"), r.err
+    repo.git("rebase", "--abort")
+    assert repo.git("log", "--format=%s", "main") == "third\nsecond\ninit\nmemory\n"
+
+
 def test_a_memory_branch_being_rebased_is_left_to_the_rebase(repo: Repo, cli: Any) -> None:
     """Committed under a rebase of that branch, the memory would make `git rebase --continue` fail to move the branch
     (and `--abort` put the branch back without it): refused, and the rebase finishes as it would have."""

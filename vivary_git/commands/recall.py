@@ -7,6 +7,8 @@ index or it is stale; `--queries FILE.jsonl` answers many queries with one loade
 from __future__ import annotations
 
 import argparse
+import os
+import shlex
 import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -128,6 +130,25 @@ def _without_hidden(ws: Any, session: Any, text: str, hits: list[Any], k: int, f
     return kept
 
 
+def _kept_off_disk(ws: Any, hits: list[Any]) -> dict[str, str]:
+    """The hits' paths a sparse checkout keeps off the disk (outside its cone: skip-worktree), each with its
+    repository path: read from their index blobs, they are leads the user cannot open, but `git show :PATH`
+    prints. Only when the working tree or the index is read (a revision's files are its own); Git is asked
+    only about the paths not on disk."""
+    source = ws.source
+    repo = source.repo
+    if source.kind not in ("worktree", "staged") or repo is None or repo.workdir is None:
+        return {}
+    full = {h.path: f"{source.prefix}/{h.path}" if source.prefix else h.path for h in hits}
+    missing = {p: r for p, r in full.items() if not os.path.lexists(repo.workdir / r)}
+    if not missing:
+        return {}
+    from vivary_git.worktree import skip_worktree
+
+    off = skip_worktree(repo, *missing.values())
+    return {p: r for p, r in missing.items() if r in off}
+
+
 def run(args: argparse.Namespace) -> int:
     from vivary_git.memory.config import load_memory_config
     from vivary_git.memory.local.provider import LocalMemory
@@ -179,9 +200,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"vivary recall: no hits for {shown(repr(text))}")
         return EXIT_OK
     print(f"vivary recall: {len(hits)} lead(s) for {shown(repr(text))} (read the files before acting on them)")
+    off_disk = _kept_off_disk(ws, hits)
     for i, hit in enumerate(hits, 1):
         kind = f"[{shown(hit.type)}] " if hit.type else ""
-        print(f"{i:2d}. {kind}{shown(hit.node_id)} - {shown(hit.path)}  (score {hit.score:.4f})")
+        where = shown(hit.path)
+        if hit.path in off_disk:
+            where += f" (not checked out: `git show {shown(shlex.quote(':' + off_disk[hit.path]))}`)"
+        print(f"{i:2d}. {kind}{shown(hit.node_id)} - {where}  (score {hit.score:.4f})")
         print(f"    why: {shown(hit.reason)}")
         if hit.edge_context:
             edges = ", ".join(f"{shown(e.source_id)} -{shown(e.field)}-> {shown(e.target_id)}"

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from vivary_git.memory.local.embed import Embedder
     from vivary_git.memory.local.provider import LocalMemory
     from vivary_git.memory.local.recall import RecallSession
+    from vivary_git.memory.provider import IndexReport
     from vivary_git.memory.writes.probe import Probe
     from vivary_git.memory.writes.remember import View
     from vivary_git.models import Edge, Node
@@ -72,6 +73,20 @@ def _text_form(nodes: list[Node], edges: list[Edge]) -> tuple[list[Node], list[E
     shown = [msgspec.structs.replace(n, id=name(n.id), path=name(n.path), title=name(n.title)) for n in nodes]
     moved = [msgspec.structs.replace(e, from_=name(e.from_), to=name(e.to)) for e in edges]
     return sorted(shown, key=lambda n: n.id), sorted(moved)
+
+
+def _brought_up(report: IndexReport) -> str:
+    """What a write-through did, in its run's own counts: a note whose vectors were cached (on switching back to
+    the branch the index was built on) is not embedded again, and a note that left the snapshot (deleted, or held
+    back by a privacy change) is dropped, not embedded."""
+    done: list[str] = []
+    if report.embedded:
+        done.append(f"{report.embedded} note(s) embedded as they changed")
+    if report.removed:
+        done.append(f"{report.removed} note(s) dropped from it")
+    if done:
+        return " and ".join(done)
+    return "brought up to this tree from cached vectors, no note embedded" if report.reused else "no note embedded"
 
 
 class State:
@@ -425,12 +440,12 @@ class Warm:
         if embedder is None:
             return
         try:
-            st.hybrid = write_through(memory, embedder)
+            st.hybrid, report = write_through(memory, embedder)
         except VivaryError as err:
             st.hybrid_reason = (f"the semantic index could not be brought up to date ({err}); run "
                                 "`git vivary index --yes`")
             return
-        st.hybrid_note = f"the index is fresh: {count} note(s) embedded as they changed"
+        st.hybrid_note = f"the index is fresh: {_brought_up(report)}"
 
     def _semantic_model(self, st: State) -> Embedder | None:
         """The server's model (`_model`); None, with the reason on `st`, when it cannot be loaded."""

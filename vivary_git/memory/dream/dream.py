@@ -718,7 +718,7 @@ def _remove_expired(view: View, expired: list[Mem], source: str) -> tuple[str | 
                            for c in changes[:50])
         return f"{subject}\n\n{commits.TRAILER_OP}: expire\n{trailers}{commits.TRAILER_SOURCE}: {source}\n"
 
-    result = _commit_many(view, plan, message)
+    result = _commit_many(view, plan, message, write="remove the expired memories from")
     if result is None:
         return None, set(), sorted(kept, key=lambda k: k.id)
     return result.commit, {by_path[p].id for p in result.blobs}, sorted(kept, key=lambda k: k.id)
@@ -964,7 +964,7 @@ def resolve(view: View, task_id: str, *, title: str | None = None, content: str 
         lines += [f"{TRAILER_COMPACTS}: {commits.one_line(s.id, 200)}" for s in found.sources[:MAX_CLUSTER]]
         return "\n".join(lines) + "\n"
 
-    result = _commit_many(view, plan, message)
+    result = _commit_many(view, plan, message, write="commit this compaction to")
     if result is None:
         raise RefusedError(f"task {task_id}: nothing to commit")
     res = Resolution(task=task_id, by=by, at=stamp, commit=result.commit, super_node=chosen["id"],
@@ -976,12 +976,12 @@ def resolve(view: View, task_id: str, *, title: str | None = None, content: str 
 
 
 def _commit_many(view: View, plan: Callable[[commits.Base], list[commits.Change] | None],
-                 make_message: Callable[[list[commits.Change]], str]) -> commits.ChangesResult | None:
+                 make_message: Callable[[list[commits.Change]], str], *, write: str) -> commits.ChangesResult | None:
     repo = view.ws.source.repo
     if repo is None or repo.workdir is None:
         raise RefusedError(f"{view.ws.source.root} is not in a Git work tree: dream changes are commits; run "
                            "`git init`")
-    ref, checked_out = commits.target_ref(repo, view.cfg.memory.remember.branch)
+    ref, checked_out = commits.target_ref(repo, view.cfg.memory.remember.branch, write=write)
     from vivary_git.memory.writes.remember import check_note
 
     def checked(base: commits.Base) -> list[commits.Change] | None:

@@ -720,7 +720,8 @@ def _add(view: View, data: _Data, *, title: str | None, description: str | None,
             n += 1
 
     summary = f"{data.anchor} {data.target}"
-    result = _commit(view, plan, lambda p: commits.message("add", chosen["id"], summary, source))
+    result = _commit(view, plan, lambda p: commits.message("add", chosen["id"], summary, source),
+                     write="add this memory to")
     assert result is not None
     return _result(data, "add", chosen["id"], chosen["path"], title, changed=True, commit=result.commit,
                    ref=result.ref, blob=result.blob, links=[EdgeRef(chosen["id"], f, t) for f, t in targets] or None)
@@ -751,7 +752,7 @@ def _rewrite(view: View, node: MemoryNode, data: _Data, source: str) -> Anchored
         return None if raw == before else commits.Planned(view.repo_path(node.path), raw)
 
     result = _commit(view, plan, lambda p: commits.message("update", node.id, f"refresh {data.anchor} {data.target}",
-                                                         source))
+                                                         source), write="commit this refresh to")
     if result is None:
         return _result(data, "refresh", node.id, node.path, title, changed=False,
                        message="unchanged: the source reads as it did; nothing was committed")

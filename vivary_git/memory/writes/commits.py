@@ -377,8 +377,10 @@ class Base:
         return os.path.lexists(full) or path not in skip_worktree(self.repo, path)
 
 
-def target_ref(repo: git.Repo, branch: str) -> tuple[str, bool]:
-    """(full ref name the memory commit goes to, whether that branch is the checked-out one)."""
+def target_ref(repo: git.Repo, branch: str, *, write: str = "commit this memory write to") -> tuple[str, bool]:
+    """(full ref name the memory commit goes to, whether that branch is the checked-out one). `write` says what the
+    write does, as "there is no branch to ..." ends when HEAD is detached: "add this memory to", "commit this move
+    to"."""
     head = repo.repo.references.get("HEAD")
     head_target = head.target if head is not None and isinstance(head.target, str) else None
     if branch:
@@ -394,8 +396,8 @@ def target_ref(repo: git.Repo, branch: str) -> tuple[str, bool]:
                 raise RefusedError(held)
         return ref, head_target == ref and repo.workdir is not None
     if head_target is None:
-        raise RefusedError(states.detached_by(repo) or (
-            "HEAD is detached, so there is no branch to add this memory to; check out a branch "
+        raise RefusedError(states.detached_by(repo, write) or (
+            f"HEAD is detached, so there is no branch to {write}; check out a branch "
             "(`git switch NAME`), or send memories to their own branch with [memory.remember] branch = "
             "\"vivary/memory\" in .vivary/memory.toml"
         ))

@@ -175,7 +175,8 @@ def edit(
 
     changes = ", ".join(k for k, v in (("append", append), ("replace", replace), ("expires", expires),
                                        ("durability", durability), ("tags", tags)) if v is not None)
-    result = _commit(view, plan, lambda p: commits.message("edit", node.id, changes, source))
+    result = _commit(view, plan, lambda p: commits.message("edit", node.id, changes, source),
+                     write="commit this edit to")
     return _answered(view, "edit", node, result)
 
 
@@ -199,7 +200,8 @@ def retire(view: View, ref: str, *, reason: str, source: str = "agent") -> Remem
         return commits.Planned(view.repo_path(node.path), edited)
 
     result = _commit(view, plan, lambda p: commits.message("retire", node.id, why, source,
-                                                           extra=((commits.TRAILER_REASON, why),)))
+                                                           extra=((commits.TRAILER_REASON, why),)),
+                     write="commit this retirement to")
     return _answered(view, "retire", node, result, "already archived")
 
 
@@ -215,7 +217,8 @@ def forget(view: View, ref: str, *, reason: str, source: str = "agent") -> Remem
         return commits.Planned(path, b"")
 
     result = _commit(view, plan, lambda p: commits.message("forget", node.id, why, source,
-                                                           extra=((commits.TRAILER_REASON, why),)), remove=True)
+                                                           extra=((commits.TRAILER_REASON, why),)),
+                     write="delete this memory from", remove=True)
     assert result is not None
     from vivary_git.memory.writes.renames import sources
 
@@ -343,7 +346,7 @@ def move(view: View, ref: str, to: str, *, rewrite_user_links: bool | None = Non
     repo = ws.source.repo
     if repo is None or repo.workdir is None:
         raise RefusedError(f"{ws.source.root} is not in a Git work tree: memories are commits; run `git init`")
-    target, checked_out = commits.target_ref(repo, view.cfg.memory.remember.branch)
+    target, checked_out = commits.target_ref(repo, view.cfg.memory.remember.branch, write="commit this move to")
     result = commits.commit_changes(repo, ref=target, checked_out=checked_out, plan=plan, make_message=message)
     assert result is not None
     said = (f"{len(left)} note(s) of yours still link to the old name (rewrite them with rewrite_user_links): "

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["EdgeRef", "Remembered", "View", "add", "link", "open_view", "unlink", "update"]
 
 MAX_TEXT = 20_000
+ADD = "add this memory to"  # an add's `write` (`commits.target_ref`)
 MAX_TITLE = 200
 MAX_TAGS = 32
 MAX_TAG = 64
@@ -450,7 +451,8 @@ def add(
 
     try:
         if old is None:
-            result = _commit(view, place, lambda p: commits.message("add", chosen["id"], title, source))
+            result = _commit(view, place, lambda p: commits.message("add", chosen["id"], title, source),
+                             write=ADD)
             assert result is not None
             commit, ref, blob = result.commit, result.ref, result.blob
         else:
@@ -483,7 +485,7 @@ def _folder_blobs(view: View, folder: str) -> frozenset[str] | None:
     repo = view.ws.source.repo
     if repo is None or repo.workdir is None:
         return None
-    ref, _ = commits.target_ref(repo, view.cfg.memory.remember.branch)
+    ref, _ = commits.target_ref(repo, view.cfg.memory.remember.branch, write=ADD)
     at = commits.tip(repo, ref)
     return frozenset(b for _, b in _folder_notes(commits.Base(repo, at, False), view.repo_path(folder)))
 
@@ -575,7 +577,7 @@ def _supersede(view: View, old: MemoryNode, place: Callable[[commits.Base], comm
     repo = view.ws.source.repo
     if repo is None or repo.workdir is None:
         raise RefusedError(f"{view.ws.source.root} is not in a Git work tree: memories are commits; run `git init`")
-    ref, checked_out = commits.target_ref(repo, view.cfg.memory.remember.branch)
+    ref, checked_out = commits.target_ref(repo, view.cfg.memory.remember.branch, write=ADD)
     result = commits.commit_changes(
         repo, ref=ref, checked_out=checked_out, plan=plan,
         make_message=lambda changes: commits.message("add", chosen["id"], title, source,
@@ -615,11 +617,14 @@ class _FakeNode:
 
 
 def _commit(view: View, plan: Callable[[commits.Base], commits.Planned | None],
-            make_message: Callable[[commits.Planned], str], *, remove: bool = False) -> commits.CommitResult | None:
+            make_message: Callable[[commits.Planned], str], *, write: str,
+            remove: bool = False) -> commits.CommitResult | None:
+    """Commit the one note `plan` writes; `write` says what that is, as a refusal's "there is no branch to ..."
+    ends (`commits.target_ref`)."""
     repo = view.ws.source.repo
     if repo is None or repo.workdir is None:
         raise RefusedError(f"{view.ws.source.root} is not in a Git work tree: memories are commits; run `git init`")
-    ref, checked_out = commits.target_ref(repo, view.cfg.memory.remember.branch)
+    ref, checked_out = commits.target_ref(repo, view.cfg.memory.remember.branch, write=write)
 
     def checked(base: commits.Base) -> commits.Planned | None:
         planned = plan(base)
@@ -725,7 +730,8 @@ def update(
 
     changes = ", ".join(k for k, v in (("text", text), ("title", title), ("tags", tags), ("durability", durability))
                         if v is not None)
-    result = _commit(view, plan, lambda p: commits.message("update", node.id, changes, source))
+    result = _commit(view, plan, lambda p: commits.message("update", node.id, changes, source),
+                     write="commit this update to")
     answer = _answered(view, "update", node, result)
     return msgspec.structs.replace(answer, title=title) if title is not None and result is not None else answer
 
@@ -841,7 +847,8 @@ def _relink(view: View, source_ref: str, field: str, target_ref: str, *, add: bo
                                     remove=not kept or single)
         return commits.Planned(view.repo_path(node.path), edited)
 
-    result = _commit(view, plan, lambda p: commits.message(op, node.id, f"{field} -> {target.id}", source))
+    result = _commit(view, plan, lambda p: commits.message(op, node.id, f"{field} -> {target.id}", source),
+                     write="add this link to" if add else "remove this link from")
     edge = EdgeRef(node.id, field, target.id)
     if result is None:
         return _logged(view, Remembered(ok=True, op=op, changed=False, id=node.id, path=node.path, edge=edge,

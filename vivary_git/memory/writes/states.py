@@ -89,17 +89,18 @@ def held_elsewhere(repo: git.Repo, ref: str) -> str | None:
     return None
 
 
-def detached_by(repo: git.Repo) -> str | None:
+def detached_by(repo: git.Repo, write: str = "commit this memory write to") -> str | None:
     """What to do about a HEAD detached by a rebase or bisect in this work tree, or None when neither is under way:
-    `git switch` is no answer there (Git refuses it during a rebase, and it would end a bisect's checkout)."""
+    `git switch` is no answer there (Git refuses it during a rebase, and it would end a bisect's checkout). `write`
+    as for `commits.target_ref`."""
     state = in_progress(repo.git_dir)
     if state is None:
         return None
     of = f" of {state.branch.removeprefix('refs/heads/')}" if state.branch else ""
     if state.op == "rebase":
-        return (f"a rebase{of} is in progress, so HEAD is detached and there is no branch to add this memory to; "
+        return (f"a rebase{of} is in progress, so HEAD is detached and there is no branch to {write}; "
                 "finish it (`git rebase --continue`, or `git rebase --abort`) and write it again, or send memories "
                 "to their own branch with [memory.remember] branch = \"vivary/memory\" in .vivary/memory.toml")
-    return (f"a bisect{of} is in progress, so HEAD is detached and there is no branch to add this memory to; end "
+    return (f"a bisect{of} is in progress, so HEAD is detached and there is no branch to {write}; end "
             "it (`git bisect reset`) and write it again, or send memories to their own branch with "
             "[memory.remember] branch = \"vivary/memory\" in .vivary/memory.toml")
