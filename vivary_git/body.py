@@ -10,7 +10,7 @@ import itertools
 import re
 from collections.abc import Iterable, Iterator, Sequence
 
-from vivary_git.models import Ignore, Link
+from vivary_git.models import Conflict, Ignore, Link
 
 # An ATX heading read where a line starts (`$` is that line's end): `_headings` tries it only on lines
 # whose first `#` follows at most three spaces, rather than a `^` search trying every position.
@@ -551,3 +551,85 @@ def ignore_comments(body: str, first_line: int) -> tuple[Ignore, ...]:
             if not _IGNORE.sub("", line).strip():
                 out.append(Ignore(first_line + i + 1, codes))
     return tuple(out)
+
+
+# Git's merge conflict markers: seven characters at a line's start, as Git writes them by default (a
+# `conflict-marker-size` attribute, which is read by path, is not: a note is a function of its bytes alone).
+CONFLICT_MARK = "<<<<<<<"
+_MARKS = {"<": "<<<<<<<", "|": "|||||||", "=": "=======", ">": ">>>>>>>"}
+# The only lines that can open or close a conflict or fenced code: the scan jumps from one to the next.
+_CONFLICT_OR_FENCE = re.compile(r"^(?:<{7}|\|{7}|={7}|>{7}| {0,3}(?:`{3}|~{3}))", re.MULTILINE)
+# A note lists at most this many conflicts; one more is where they stop being listed (`check.conflicts_cut`). An
+# 8 MiB note of three-line conflicts is 350,000 of them: as many findings (80 MB of JSON) that no one reads.
+MAX_CONFLICTS = 1_000
+
+
+def _mark(line: str) -> str:
+    """Which conflict marker `line` is (its first character), or "": `<<<<<<<`, `|||||||` and `>>>>>>>` alone
+    or followed by a space and a label, `=======` alone on its line."""
+    mark = _MARKS.get(line[:1])
+    if mark is None or not line.startswith(mark):
+        return ""
+    rest = line[7:]
+    if mark[0] == "=":
+        return "=" if not rest.strip(" \t") else ""
+    return mark[0] if not rest or rest[0] == " " else ""
+
+
+def conflict_blocks(body: str, first_line: int) -> tuple[Conflict, ...]:
+    """The merge conflicts Git left in `body` (at most `MAX_CONFLICTS` + 1), as `git diff --check` finds their
+    markers but each conflict whole: a `<<<<<<<` line, later a `=======` line (after a `|||||||` line of the base,
+    in diff3 and zdiff3 style), later a `>>>>>>>` line. A lone `=======` (a Setext heading's underline) or
+    `>>>>>>>` is no conflict; nor are markers in fenced code (a note showing what Git writes) or indented
+    (indented code: Git writes them at a line's start). The two sides are alternatives, not text: only the
+    first (`HEAD`'s) opens or closes fenced code, so after a conflict over a fence's opening line the code is
+    as that side has it."""
+    out: list[Conflict] = []
+    fence: tuple[str, int] | None = None  # (character, length) of the open fenced code block
+    opened = -1  # the `<<<<<<<` line of the open conflict, -1 when none is open
+    side = 0  # where the open conflict is: 0 the first side, 1 the base (diff3), 2 the second side
+    i, at = 0, 0  # the 0-based line at offset `at`
+    for m in _CONFLICT_OR_FENCE.finditer(body):
+        start = m.start()
+        i += body.count("\n", at, start)
+        at = start
+        end = body.find("\n", start)
+        line = body[start:] if end == -1 else body[start:end]
+        if line.endswith("\r"):
+            line = line[:-1]
+        mark = _mark(line) if line[0] in _MARKS else ""
+        if opened >= 0:
+            if mark == "<":  # a new conflict: the one open had no `=======` and `>>>>>>>` of its own
+                opened, side, fence = i, 0, None
+            elif mark == "|" and side == 0:
+                side = 1
+            elif mark == "=" and side < 2:
+                side = 2
+            elif mark == ">":
+                if side == 2:
+                    out.append(Conflict(first_line + opened, first_line + i))
+                    if len(out) > MAX_CONFLICTS:
+                        break
+                else:
+                    fence = None  # no conflict after all: its lines are as they were before it
+                opened = -1
+            elif side == 0:
+                fence = _fence_after(line, fence)
+            continue
+        if mark == "<" and fence is None:
+            opened, side = i, 0
+            continue
+        fence = _fence_after(line, fence)
+    return tuple(out)
+
+
+def _fence_after(line: str, fence: tuple[str, int] | None) -> tuple[str, int] | None:
+    """The fenced code block open after `line`, given the one open before it (CommonMark's fences, at most three
+    spaces in: a closing fence as long as its opening or longer, with nothing after it)."""
+    m = _FENCE_OPEN.match(line)
+    if m is None:
+        return fence
+    run = m.group(1)
+    if fence is None:
+        return run[0], len(run)
+    return None if run[0] == fence[0] and len(run) >= fence[1] and not line[m.end():].strip() else fence

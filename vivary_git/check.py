@@ -15,9 +15,10 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from vivary_git.body import MAX_CONFLICTS
 from vivary_git.config import Config, FieldSpec
 from vivary_git.dialects import Target, describe
-from vivary_git.models import Finding, Ignore, Node, Note
+from vivary_git.models import Conflict, Finding, Ignore, Node, Note
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -42,12 +43,13 @@ def validate_local(
     dates: DateLookup | None = None,
 ) -> tuple[list[Finding], list[Ref]]:
     """Every rule that needs no other document, in tropo's per-document order (W201, E101/E102, then
-    per key W210/W202/E103), and the refs whose targets the caller resolves (W220 and edges)."""
+    per key W210/W202/E103) after the merge conflicts left in the body (W225, which tropo lacks), and the refs
+    whose targets the caller resolves (W220 and edges)."""
     path = node.path
+    out = merge_conflicts(path, note.conflicts) if note.conflicts else []
     if note.problem is not None:
         p = note.problem
-        return [Finding(path, p.line, "error", p.code, p.message)], []
-    out: list[Finding] = []
+        return [Finding(path, p.line, "error", p.code, p.message), *out], []
     fields = note.fields
     lines = note.key_lines
     tdef = config.types.get(node.type) if node.type is not None else None
@@ -85,6 +87,23 @@ def validate_local(
         if problem is not None:
             out.append(Finding(path, line, "error", "E103", f"field {name!r}: {problem}"))
     return out, refs
+
+
+def merge_conflicts(path: str, conflicts: Sequence[Conflict]) -> list[Finding]:
+    """W225 for each merge conflict Git left in the note's body, from its `<<<<<<<` line to its `>>>>>>>` line;
+    past `MAX_CONFLICTS` (the parse stops at the first conflict past them), one W225 says where they stop being
+    listed."""
+    out = [Finding(path, c.line, "warning", "W225",
+                   f"merge conflict markers left in the note from line {c.line} to line {c.end}: resolve the "
+                   "conflict: keep one side or combine them, and delete the marker lines")
+           for c in conflicts[:MAX_CONFLICTS]]
+    if len(conflicts) > MAX_CONFLICTS:
+        line = conflicts[MAX_CONFLICTS].line
+        out.append(Finding(path, line, "warning", "W225",
+                           f"more merge conflict markers left in the note from line {line} on are not listed: at "
+                           f"most {MAX_CONFLICTS:,} conflicts are listed a note; resolve them, and delete the "
+                           "marker lines"))
+    return out
 
 
 def broken_ref(path: str, ref: Ref) -> Finding:

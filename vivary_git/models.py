@@ -81,6 +81,13 @@ class Ignore(msgspec.Struct, frozen=True, array_like=True):
     codes: tuple[str, ...]
 
 
+class Conflict(msgspec.Struct, frozen=True, array_like=True):
+    """A merge conflict Git left in a note's body: the 1-based lines of its `<<<<<<<` and its `>>>>>>>`."""
+
+    line: int
+    end: int
+
+
 class Note(msgspec.Struct, frozen=True, array_like=True):
     """Everything a blob's bytes say, independent of path and config: a pure function of the blob id."""
 
@@ -93,3 +100,4 @@ class Note(msgspec.Struct, frozen=True, array_like=True):
     has_frontmatter: bool = False
     anchors: tuple[str, ...] = ()  # heading texts, and `^id` block ids (with their `^`), outside code
     ignores: tuple[Ignore, ...] = ()  # `vivary-ignore` comments in the body
+    conflicts: tuple[Conflict, ...] = ()  # merge conflicts left in the body (W225), in order

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
-from vivary_git.body import IGNORE_MARK, ignore_comments, scan_body
+from vivary_git.body import CONFLICT_MARK, IGNORE_MARK, conflict_blocks, ignore_comments, scan_body
 from vivary_git.git import BlobTooLarge
 from vivary_git.models import NOTE_MAX_BYTES, Note, ParseProblem
 
@@ -219,6 +219,9 @@ def parse_blob(data: bytes) -> Note:
     elif text and text[0] in _UNRECOGNISED_STARTS:
         problem = _unrecognised_frontmatter(text)
     title, links, anchors = scan_body(body, first_line=body_start + 1)
+    conflicts = conflict_blocks(body, body_start + 1) if CONFLICT_MARK in body else ()
+    if conflicts and problem is not None and conflicts[0].line == problem.line:
+        conflicts = conflicts[1:]  # markers before the frontmatter: its E001 names that conflict already
     return Note(
         fields=fields,
         key_lines=key_lines,
@@ -229,6 +232,7 @@ def parse_blob(data: bytes) -> Note:
         has_frontmatter=has_frontmatter,
         anchors=anchors,
         ignores=ignore_comments(body, first_line=body_start + 1) if IGNORE_MARK in body else (),
+        conflicts=conflicts,
     )
 
 

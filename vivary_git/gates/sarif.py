@@ -89,6 +89,13 @@ RULES: dict[str, Rule] = {
                  "edge kept.",
                  "Fix or remove those links (a generated list: generate links that resolve), split the note, or "
                  "add it to `exclude`."),
+    "W225": Rule("MergeConflictLeft", "A merge conflict is left in the note.",
+                 "A merge conflict's markers are left in the note's body, as Git writes them when a merge, rebase, "
+                 "pull or stash cannot combine two edits of the same lines: a `<<<<<<<` line, the first side, "
+                 "optionally a `|||||||` line and the base, a `=======` line, the second side and a `>>>>>>>` line. "
+                 "Markers in fenced code, a lone `=======` (a heading's underline) and a lone `>>>>>>>` are not "
+                 "a conflict. At most 1,000 conflicts are listed a note.",
+                 "Resolve the conflict: keep one side or combine them, and delete the marker lines."),
 }
 
 # RFC 3986 unreserved characters, plus "/" between segments; every other byte is percent-encoded.

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from vivary_git.config import FORMAT_VERSION
-from vivary_git.models import Ignore, Link, Note, ParseProblem
+from vivary_git.models import Conflict, Ignore, Link, Note, ParseProblem
 
 if TYPE_CHECKING:
     from vivary_git.graph import Facts
@@ -95,11 +95,12 @@ class SharedNote(msgspec.Struct, frozen=True, array_like=True):
     has_frontmatter: bool = False
     anchors: tuple[str, ...] = ()
     ignores: tuple[Ignore, ...] = ()
+    conflicts: tuple[Conflict, ...] = ()
 
 
 def share(note: Note) -> SharedNote:
     return SharedNote(note.fields, note.key_lines, note.title, len(note.body), note.links, note.problem,
-                      note.has_frontmatter, note.anchors, note.ignores)
+                      note.has_frontmatter, note.anchors, note.ignores, note.conflicts)
 
 
 _ENCODE = msgspec.msgpack.Encoder().encode
@@ -109,7 +110,7 @@ def encode_shared(note: Note) -> bytes:
     """`share(note)` encoded, without building the struct: an array_like struct is a msgpack array
     of its fields in order, which is what this tuple encodes to (a test holds the bytes equal)."""
     return _ENCODE((note.fields, note.key_lines, note.title, len(note.body), note.links, note.problem,
-                    note.has_frontmatter, note.anchors, note.ignores))
+                    note.has_frontmatter, note.anchors, note.ignores, note.conflicts))
 
 
 _NOTE_PARTS = msgspec.msgpack.Decoder(list[msgspec.Raw])
@@ -150,7 +151,7 @@ def unshare(shared: SharedNote, read: Callable[[], bytes]) -> Note | None:
             return None
         body = text[len(text) - shared.body_chars:]
     return Note(shared.fields, shared.key_lines, shared.title, body, shared.links, shared.problem,
-                shared.has_frontmatter, shared.anchors, shared.ignores)
+                shared.has_frontmatter, shared.anchors, shared.ignores, shared.conflicts)
 
 
 class Manifest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
