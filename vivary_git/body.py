@@ -559,7 +559,7 @@ CONFLICT_MARK = "<<<<<<<"
 _MARKS = {"<": "<<<<<<<", "|": "|||||||", "=": "=======", ">": ">>>>>>>"}
 # The only lines that can open or close a conflict or fenced code: the scan jumps from one to the next.
 _CONFLICT_OR_FENCE = re.compile(r"^(?:<{7}|\|{7}|={7}|>{7}| {0,3}(?:`{3}|~{3}))", re.MULTILINE)
-# A note lists at most this many conflicts; one more is where they stop being listed (`check.conflicts_cut`). An
+# A note lists at most this many conflicts; one more is where they stop being listed (`check.merge_conflicts`). An
 # 8 MiB note of three-line conflicts is 350,000 of them: as many findings (80 MB of JSON) that no one reads.
 MAX_CONFLICTS = 1_000
 
