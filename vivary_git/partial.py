@@ -138,7 +138,8 @@ def refusal(
             "lists what else is missing; copy the objects back from another clone, or clone the repository again"
         ), paths=paths)
     then = (" (or check a folder inside the sparse checkout, which needs none of the missing files, with "
-            "`--root DIR`)" if sparse else " (in CI: check out without `filter:`, docs/action.md)")
+            "`--root DIR`)" if sparse else
+            " (in CI: the vivary Action fetches them itself; other steps, check out without `filter:`)")
     them = "it" if count == 1 else "them"
     return MissingObject(oid, message=(
         f"{said}: it is a partial clone, whose promisor remote `{remote}` has {them}, and vivary reads objects "
