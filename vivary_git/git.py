@@ -44,6 +44,14 @@ class BlobTooLarge(Exception):
         self.size = size
 
 
+# The fetch Git itself makes for a partial clone's missing objects (promisor-remote.c): one request for the object
+# ids that follow (or, with `--stdin`, are read from stdin), with no negotiation over the clone's history.
+# `--no-filter`: a folder's tree the clone lacks (`--filter=tree:0`) comes with everything under it; a blob is itself
+# either way. The commands vivary names for a clone that lacks objects (`partial.fetch_command`) start with it.
+PROMISOR_FETCH = ("git -c fetch.negotiationAlgorithm=noop fetch --no-tags --no-write-fetch-head "
+                  "--recurse-submodules=no --no-filter")
+
+
 class MissingObject(GitError):
     """A blob (or a folder's tree) a tree names that the object store lacks: a partial clone's (`git clone
     --filter=blob:none`, `--filter=tree:0`), which Git fetches from the promisor remote when a `git` command reads
@@ -52,10 +60,8 @@ class MissingObject(GitError):
 
     def __init__(self, oid: str, *, message: str | None = None, paths: Sequence[str] = ()) -> None:
         super().__init__(message or (
-            f"object {oid} is not in this repository: a partial clone has not fetched it (`git -c "
-            f"fetch.negotiationAlgorithm=noop fetch --no-tags --no-write-fetch-head --no-filter origin {oid}` does), "
-            "or the "
-            "repository is damaged (`git fsck` says what else is missing)"
+            f"object {oid} is not in this repository: a partial clone has not fetched it (`{PROMISOR_FETCH} origin "
+            f"{oid}` does), or the repository is damaged (`git fsck` says what else is missing)"
         ))
         self.oid = oid
         self.paths = tuple(paths)  # every file missing under the tree read, when a reader looked (tree-relative)

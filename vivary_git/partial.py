@@ -19,13 +19,8 @@ import shlex
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from vivary_git.git import PROMISOR_FETCH as _FETCH
 from vivary_git.git import MissingObject
-
-# The fetch Git itself makes for a partial clone's missing objects (promisor-remote.c): one request for every
-# object id read from stdin, with no negotiation over the clone's history. `--no-filter`: a folder's tree the
-# clone lacks (`--filter=tree:0`) comes with everything under it; a blob is itself either way.
-_FETCH = ("git -c fetch.negotiationAlgorithm=noop fetch --no-tags --no-write-fetch-head --recurse-submodules=no "
-          "--no-filter")
 
 
 def missing_blobs(repo: Any, tree_id: str) -> list[tuple[str, str]]:
