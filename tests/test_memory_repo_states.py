@@ -76,6 +76,53 @@ def test_a_note_ignored_by_a_gitignore_outside_the_sparse_checkout_stays_private
 
 
 @needs_model
+def test_a_note_ignored_by_a_skip_worktree_gitignore_missing_from_the_disk_stays_private(repo: Repo, cli: Any) -> None:
+    """Not a sparse checkout: `git update-index --skip-worktree research/.gitignore`, then the file deleted. Git
+    reads a skip-worktree `.gitignore` missing from the disk from its index blob (an untracked `hidden-*.md` there
+    is still ignored), so the force-added note under it stays private: its text must not be embedded, recalled or
+    answered because the rule is not on disk."""
+    repo.write({
+        ".vivary/memory.toml": MEMORY,
+        "decisions/keys.md": "# Rotate keys\n\nWe rotate the signing keys every quarter.\n",
+        "research/survey.md": "# Survey\n\nOtters and beavers build near the river.\n",
+        "research/.gitignore": "hidden-*.md\n",
+        "research/hidden-otter.md": f"# Hidden\n\n{CANARY} otter dens by the river are secret.\n",
+    })
+    repo.git("add", "-A")
+    repo.git("add", "-f", "research/hidden-otter.md")
+    repo.git("commit", "-qm", "init")
+    repo.git("update-index", "--skip-worktree", "research/.gitignore")
+    (repo.path / "research" / ".gitignore").unlink()
+    assert repo.git("status", "--porcelain") == ""
+    (repo.path / "research" / "hidden-new.md").write_text("# New\n")
+    assert "research/hidden-new.md" in repo.git("status", "--porcelain", "--ignored")  # Git: ignored ("!!")
+    r = cli("privacy", "explain", "research/hidden-otter.md", cwd=repo.path)
+    assert r.out.startswith("private"), r.out
+    dry = cli("index", "--dry-run", "--json", cwd=repo.path).json()
+    assert (dry["would_index"], dry["private"]) == (2, 1)
+    r = cli("index", "--yes", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert (r.json()["indexed"], r.json()["private"]) == (2, 1)
+    assert _state_holds(repo, CANARY) == []
+    r = cli("recall", "otter dens by the river", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert "research/hidden-otter.md" not in [h["path"] for h in r.json()]
+    assert CANARY not in r.out + r.err
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    from vivary_git.mcp.service import MemoryService
+
+    server = MemoryService(repo.path)
+    try:
+        for mode in ("hybrid", "semantic", "text"):
+            answer = server.search("otter dens by the river", top_k=5, mode=mode, include_content=True)
+            assert answer.mode == mode, answer.mode_reason
+            assert "research/hidden-otter.md" not in [h.path for h in answer.results], mode
+            assert CANARY not in repr(answer), mode
+    finally:
+        server.close()
+
+
+@needs_model
 def test_a_lead_outside_the_sparse_checkout_says_how_to_read_it(repo: Repo, cli: Any) -> None:
     """Recall's hits outside a sparse checkout's cone are read from their index blobs, so their files are not on
     disk: the text answer says so and names `git show :PATH` (the repository's path, for a workspace in a folder

@@ -371,9 +371,9 @@ def deciding_for_tree(source: Source, paths: Sequence[str], policy: PrivacyPolic
     `private_paths`) found in that tree, plus the source's root. Raises `PrivacyError` (or `ConfigError` for an
     unreadable memory.toml).
 
-    Git's ignore rules: the working tree's for a working-tree source (and its tree's too in a sparse checkout,
-    whose `.gitignore` files outside the cone are not on disk), the tree's own for `--rev`, both for `--staged`
-    (see memory/snapshot.py). `policy`, when given, stands for the root workspace's
+    Git's ignore rules: the working tree's for a working-tree source (and its tree's too when Git may read a
+    `.gitignore` from the index: a sparse checkout's outside the cone, a skip-worktree one), the tree's own for
+    `--rev`, both for `--staged` (see memory/snapshot.py). `policy`, when given, stands for the root workspace's
     memory.toml (the caller read it from the same tree).
 
     The workspaces' rules are read now (through this thread's repository handle); the returned call asks
@@ -386,12 +386,13 @@ def deciding_for_tree(source: Source, paths: Sequence[str], policy: PrivacyPolic
     assert root is not None  # a Git source: rev, staged or the working tree
     trees: tuple[str | None, ...] = {"worktree": (None,), "rev": (root,)}.get(source.kind, (root, None))
     if source.kind == "worktree":
-        from vivary_git.source import sparse_checkout
+        from vivary_git.worktree import ignore_rules_off_disk
 
-        if sparse_checkout(source.repo):
-            # Outside its cone a sparse checkout leaves the `.gitignore` files off the disk too, while the
-            # working tree's tree keeps their index blobs and the notes under them: their rules must still apply
-            # (a force-added ignored note there was embedded), so that tree's rules are asked as well.
+        if ignore_rules_off_disk(source.repo):
+            # Outside its cone a sparse checkout leaves the `.gitignore` files off the disk too (and `git update-index
+            # --skip-worktree` may), while the working tree's tree keeps their index blobs and the notes under them:
+            # Git still applies their rules, so must we (a force-added ignored note there was embedded): that tree's
+            # rules are asked as well.
             trees = (root, None)
     scopes = find_scopes(source.repo, root, paths, also=[source.prefix],
                          work_tree=top if source.kind == "worktree" else None)

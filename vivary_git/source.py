@@ -36,7 +36,7 @@ from vivary_git.dialects import dendron
 from vivary_git.errors import ConfigError, GitError, UsageError
 from vivary_git.models import NOTE_MAX_BYTES, Finding
 from vivary_git.safeio import FileRefused, describe_size, read_regular
-from vivary_git.worktree import staged_tree, worktree_tree
+from vivary_git.worktree import sparse_checkout, staged_tree, worktree_tree
 
 THIN_FILE = ".vivary/workspace.toml"
 THIN_CONTRACTS = ("thin-v0.3",)  # the workspace contracts a `.vivary/workspace.toml` may name
@@ -302,15 +302,6 @@ def _memory_folder(read_file: Callable[[str], bytes | None]) -> str:
     except LinkedConfig:
         data = None
     return memory_folder(data)
-
-
-def sparse_checkout(repo: git.Repo) -> bool:
-    """Whether the work tree is a sparse checkout (`core.sparseCheckout`): a partial clone then lacks the blobs of
-    the files outside it, which the working tree's tree still names."""
-    try:
-        return bool(repo.repo.config.get_bool("core.sparseCheckout"))
-    except (KeyError, ValueError, repo.pygit2.GitError):
-        return False
 
 
 def is_note(path: str) -> bool:

@@ -132,6 +132,26 @@ def skip_worktree(repo: git.Repo, *paths: str) -> set[str]:
             if entry.startswith(b"S ")}
 
 
+def sparse_checkout(repo: git.Repo) -> bool:
+    """Whether the work tree is a sparse checkout (`core.sparseCheckout`): a partial clone then lacks the blobs of
+    the files outside it, which the working tree's tree still names."""
+    try:
+        return bool(repo.repo.config.get_bool("core.sparseCheckout"))
+    except (KeyError, ValueError, repo.pygit2.GitError):
+        return False
+
+
+def ignore_rules_off_disk(repo: git.Repo) -> bool:
+    """Whether Git may read some `.gitignore` of the work tree from its index blob rather than the disk: in a sparse
+    checkout (outside the cone it is not written) or when one is marked `git update-index --skip-worktree`. Git reads
+    a skip-worktree `.gitignore` missing from the disk from the index (dir.c), so its rules still apply there; the
+    working tree's tree holds that blob. A listing Git refuses counts as yes (the caller then asks both)."""
+    if sparse_checkout(repo):
+        return True
+    proc = repo.git(["ls-files", "-z", "-t", "--", ":(glob).gitignore", ":(glob)**/.gitignore"], check=False)
+    return proc.returncode != 0 or any(entry.startswith(b"S ") for entry in proc.stdout.split(b"\0"))
+
+
 def worktree_tree(repo: git.Repo) -> str:
     refuse_foreign(repo)
     assert repo.workdir is not None
