@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import Repo
 
 UTF16 = "memories/*.md text working-tree-encoding=UTF-16LE-BOM eol=crlf\n"
@@ -153,4 +154,33 @@ def test_the_memory_branch_of_its_own_is_filtered_too(repo: Repo, cli: Any, tmp_
     got = r.json()
     assert got["ref"] == "refs/heads/vivary/memory" and not (repo.path / got["path"]).exists()
     assert CANARY.encode() not in _blob(repo, f"vivary/memory:{got['path']}")
+    _clean(repo)
+
+
+def test_mcp_writes_and_reads_a_utf16_memory_as_git_stores_it(repo: Repo) -> None:
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    from mcp import Client
+    from test_mcp import _data, _run, _stdio
+
+    repo.commit("init", {".gitattributes": UTF16, "README.md": "# Home\n"})
+
+    async def session() -> dict[str, Any]:
+        got: dict[str, Any] = {}
+        async with Client(_stdio(repo)) as client:
+            async def call(tool: str, **args: Any) -> Any:
+                return _data(await client.call_tool(tool, args))
+
+            mem = (await call("add", text="Deploys happen on Tuesdays."))["id"]
+            got["edit"] = await call("edit", id=mem, append="Never on Fridays: the quokka freeze.")
+            got["read"] = await call("read", id=mem, include_content=True)
+            got["found"] = [r["id"] for r in (await call("search", query="quokka freeze", top_k=3))["results"]]
+            got["id"] = mem
+        return got
+
+    got = _run(session)
+    path = f"{got['id']}.md"
+    blob = _blob(repo, f"HEAD:{path}")
+    assert blob.endswith(b"Never on Fridays: the quokka freeze.\n") and b"\r" not in blob
+    assert (repo.path / path).read_bytes() == _utf16_crlf(blob.decode())
+    assert got["read"]["content"].endswith("the quokka freeze.\n") and got["found"][0] == got["id"]
     _clean(repo)
