@@ -184,3 +184,24 @@ def test_mcp_writes_and_reads_a_utf16_memory_as_git_stores_it(repo: Repo) -> Non
     assert (repo.path / path).read_bytes() == _utf16_crlf(blob.decode())
     assert got["read"]["content"].endswith("the quokka freeze.\n") and got["found"][0] == got["id"]
     _clean(repo)
+
+
+def test_mcp_reads_and_searches_an_encrypted_note_as_its_ciphertext(repo: Repo) -> None:
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    from mcp import Client
+    from test_mcp import _data, _run, _stdio
+
+    _encrypting(repo)
+
+    async def session() -> dict[str, Any]:
+        async with Client(_stdio(repo)) as client:
+            async def call(tool: str, **args: Any) -> Any:
+                return _data(await client.call_tool(tool, args))
+
+            return {"read": await call("read", id="secret/plan", include_content=True),
+                    "search": await call("search", query=CANARY, top_k=5)}
+
+    got = _run(session)
+    assert got["read"]["path"] == "secret/plan.md" and CANARY not in str(got["read"])
+    assert CANARY not in str(got["search"]["results"])
+    assert CANARY.encode() not in _reachable_text(repo, "--glob=refs/vivary/*")
