@@ -316,6 +316,17 @@ class Repo:
             return False
         return str(pygit2.hash(data)) == oid
 
+    def stores(self, path: Path, rel: str, oid: str) -> bool:
+        """Whether the file at `path` (the work tree's `rel`) is what `git status` reads as blob `oid`: its bytes
+        (`holds`), or, when they differ, what Git makes of them at `rel` (`git hash-object --path`: an `eol=crlf`
+        note's CRLF, a `working-tree-encoding` note's UTF-16, a `filter` note's plaintext on disk)."""
+        if self.holds(path, oid):
+            return True
+        if path.is_symlink() or not path.is_file():
+            return False
+        proc = self.git(["hash-object", f"--path={rel}", "--", str(path)], check=False)
+        return proc.returncode == 0 and proc.stdout.decode().strip() == oid
+
     def lookup(self, tree_id: str, path: str) -> str | None:
         """The id of the entry at `path` inside tree `tree_id`, or None."""
         try:
@@ -426,3 +437,49 @@ def try_open(start: Path) -> Repo | None:
         return Repo(start)
     except NotARepository:
         return None
+
+
+# --- a note as Git stores it, and as Git checks it out: .gitattributes conversions --------------------------
+
+
+def _filter_failed(rel: str, action: str, proc: subprocess.CompletedProcess[bytes]) -> GitError | None:
+    """Git's own words when a filter or conversion of `rel` failed; None when it did not. A filter that is not
+    `required` fails with an `error:` line and exit 0, and Git then keeps the text unfiltered: a failure too."""
+    said = proc.stderr.decode("utf-8", "replace").splitlines()
+    if proc.returncode == 0 and not any(line.startswith(("error:", "fatal:")) for line in said):
+        return None
+    return GitError(f"{rel}: Git could not make {action} with the attributes .gitattributes gives it (a `filter` "
+                    "whose program failed or is missing, or a `working-tree-encoding` the text is not in), so "
+                    f"nothing was written; fix the filter in your Git config (`git check-attr -a -- {rel}` names "
+                    f"it; `git add {rel}` fails the same way until it works), then write it again",
+                    detail=said or (f"exit code {proc.returncode}",))
+
+
+def filtered(repo: Repo, rel: str) -> bool:
+    """Does .gitattributes put `rel` behind a `filter` (`filter=NAME`): its blob is what that filter's clean
+    command made of the file (git-crypt's ciphertext, git-lfs's pointer), not the note's text?"""
+    return isinstance(repo.repo.get_attr(rel, "filter"), str)
+
+
+def blob_of(repo: Repo, rel: str, text: bytes) -> str:
+    """Write `text`, a note as vivary reads notes (UTF-8, as the tree holds it), as the blob Git would store at
+    `rel`: itself, unless `rel` is behind a `filter` (an encrypting one, git-crypt's or transcrypt's: `text` is
+    then its plaintext), which Git runs as `git add` would (`hash-object --path`), so the blob is what the filter
+    makes and the plaintext never reaches a commit."""
+    if not filtered(repo, rel):
+        return str(repo.repo.create_blob(text))
+    proc = repo.git(["hash-object", "-w", "--stdin", f"--path={rel}"], input=text, check=False)
+    failed = _filter_failed(rel, "the blob it commits", proc)
+    if failed is not None:
+        raise failed
+    return proc.stdout.decode().strip()
+
+
+def checkout_bytes(repo: Repo, rel: str, oid: str) -> bytes:
+    """Blob `oid` as `git checkout` would put it on disk at `rel`: with its `eol`, `working-tree-encoding`,
+    `ident` and `filter` (smudge) applied (`git cat-file --filters`)."""
+    proc = repo.git(["cat-file", "--filters", f"--path={rel}", oid], check=False)
+    failed = _filter_failed(rel, "the file it checks out", proc)
+    if failed is not None:
+        raise failed
+    return proc.stdout

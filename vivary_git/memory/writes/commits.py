@@ -134,11 +134,11 @@ def recover(repo: git.Repo) -> list[str]:
             if now == new_blob or now != old_blob:
                 continue  # in already, or the user's since: theirs
             full = repo.workdir / rel
-            before = not os.path.lexists(full) if old_blob is None else repo.holds(full, old_blob)
-            after = not os.path.lexists(full) if new_blob is None else repo.holds(full, new_blob)
+            before = not os.path.lexists(full) if old_blob is None else repo.stores(full, rel, old_blob)
+            after = not os.path.lexists(full) if new_blob is None else repo.stores(full, rel, new_blob)
             if not (before or after):
                 continue  # the user changed the file since
-            content = repo.read_blob(new_blob) if new_blob is not None else b""
+            content = git.checkout_bytes(repo, rel, new_blob) if new_blob is not None else b""
             _sync_user(repo, Planned(rel, content), new_blob, wait)
             fixed.append(rel)
     with contextlib.suppress(FileNotFoundError):
@@ -324,7 +324,9 @@ class Base:
 
     def read(self, path: str) -> bytes | None:
         """The note at `path` in the base tree (None when there is none): never one over `NOTE_MAX_BYTES`,
-        which is refused unread (it is E000 to `check`, and nothing here edits it)."""
+        which is refused unread (it is E000 to `check`, and nothing here edits it). A note behind a `filter` is
+        read as the filter checks it out (the plaintext of an encrypted one), as `git.blob_of` stores it: an edit
+        changes the text, never the ciphertext."""
         from vivary_git.models import NOTE_MAX_BYTES
         from vivary_git.safeio import describe_size
 
@@ -332,11 +334,12 @@ class Base:
         if got is None or got[1] not in (0o100644, 0o100755):
             return None
         try:
-            return self.repo.read_blob(got[0], NOTE_MAX_BYTES)
+            data = self.repo.read_blob(got[0], NOTE_MAX_BYTES)
         except git.BlobTooLarge as err:
             raise RefusedError(f"{path}: is {err.size:,} bytes, over the {describe_size(NOTE_MAX_BYTES)} limit "
                                "for a note, so it is not edited; split it, or add it to `exclude` (in tropo.toml; "
                                "in a vault, .vivary/graph.toml)") from None
+        return git.checkout_bytes(self.repo, path, got[0]) if git.filtered(self.repo, path) else data
 
     def _user_index(self) -> Any:
         if self._index is None:
@@ -370,7 +373,7 @@ class Base:
         full = workdir / path
         if base is None:
             return os.path.lexists(full)
-        if self.repo.holds(full, base[0]):  # read no further than the base blob's size
+        if self.repo.stores(full, path, base[0]):  # as committed, or as Git checks it out (.gitattributes)
             return False
         # Not on disk as committed: changed, unless Git keeps it off the disk (a sparse checkout's file outside
         # its cone), which `git status` calls unchanged too.
@@ -577,11 +580,12 @@ def commit_note(
                     f"{planned.path} has changes of yours that are not committed (staged or in the working tree); "
                     "commit or stash them first, then try again: a memory write never overwrites your work"
                 )
-            blob = None if remove else str(repo.repo.create_blob(planned.content))
+            blob = None if remove else git.blob_of(repo, planned.path, planned.content)
+            on_disk = _on_disk(repo, planned.path, blob, checked_out)
             tree = _tree_with(repo, base.tree, planned.path.split("/"), blob) or _empty_tree(repo)
             new = _commit_tree(repo, tree, old, make_message(planned), sign)
             if not _publish(repo, ref, new, old, make_message(planned), checked_out,
-                            [(planned, blob, base.blob(planned.path))]):
+                            [(Planned(planned.path, on_disk), blob, base.blob(planned.path))]):
                 # The tip moved (or its lock was held) since we read it: plan again on the new tip.
                 time.sleep(random.uniform(0.001, 0.02) * min(attempt, 8))
                 continue
@@ -623,19 +627,29 @@ def commit_changes(
             tree = base.tree
             blobs: dict[str, str | None] = {}
             for change in changes:
-                blob = None if change.content is None else str(repo.repo.create_blob(change.content))
+                blob = None if change.content is None else git.blob_of(repo, change.path, change.content)
                 blobs[change.path] = blob
                 tree_id = _tree_with(repo, tree, change.path.split("/"), blob) or _empty_tree(repo)
                 tree = repo.repo[tree_id]
             text = make_message(changes)
             new = _commit_tree(repo, str(tree.id) if tree is not None else _empty_tree(repo), old, text, sign)
-            syncs = [(Planned(c.path, c.content or b""), blobs[c.path], base.blob(c.path)) for c in changes]
+            syncs = [(Planned(c.path, _on_disk(repo, c.path, blobs[c.path], checked_out)), blobs[c.path],
+                      base.blob(c.path)) for c in changes]
             if not _publish(repo, ref, new, old, text, checked_out, syncs):
                 time.sleep(random.uniform(0.001, 0.02) * min(attempt, 8))
                 continue
             return ChangesResult(commit=new, parent=old, ref=ref, blobs=blobs, checked_out=checked_out,
                                  attempts=attempt)
     raise GitError(f"{ref} kept moving while the memory change was being committed ({_ATTEMPTS} attempts); try again")
+
+
+def _on_disk(repo: git.Repo, path: str, blob: str | None, checked_out: bool) -> bytes:
+    """What goes into the user's work tree for `blob` at `path`: the bytes `git checkout` would write there (a
+    UTF-16 or CRLF note stays one, a filtered note is smudged), made before anything is committed so that a
+    failing filter commits nothing."""
+    if blob is None or not checked_out:
+        return b""
+    return git.checkout_bytes(repo, path, blob)
 
 
 def _commit_tree(repo: git.Repo, tree: str, parent: str | None, text: str, sign: bool) -> str:
