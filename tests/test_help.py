@@ -88,6 +88,19 @@ def test_dash_h_and_direct_help_print_usage(repo: Repo) -> None:
     assert direct.returncode == 0 and "COMMAND" in direct.stdout
 
 
+def test_python_dash_m_runs_the_command(repo: Repo) -> None:
+    """`python -m vivary_git`, for an environment whose scripts folder is not on PATH: the same command, exit codes
+    included."""
+    repo.commit(files={"a.md": "# A\n\nSee [[nowhere]].\n"})
+    env = {**os.environ, "PYTHONPATH": str(PROJECT)}
+    usage = subprocess.run([sys.executable, "-m", "vivary_git", "-h"], capture_output=True, text=True, check=False,
+                           env=env)
+    assert usage.returncode == 0 and usage.stdout.startswith("usage: git vivary"), usage.stderr
+    r = subprocess.run([sys.executable, "-m", "vivary_git", "check", "--rev", "HEAD"], cwd=repo.path,
+                       capture_output=True, text=True, check=False, env=env)
+    assert r.returncode == 1 and "a.md:3: error W221" in r.stdout, r.stdout + r.stderr
+
+
 
 def _numeric_options() -> list[tuple[str, str]]:
     from vivary_git.commands._common import edge_spec
