@@ -3,7 +3,8 @@
 Run by action/review.sh with the runner's Python (standard library only). Values are validated
 here (commit ids are 40 or 64 hex digits) so that nothing from the payload reaches a shell unchecked.
 
-    base=<sha or empty>   the tree the change starts from (empty: just check the head)
+    base=<sha or empty>   the tree the change starts from (empty: just check the head): a pull request's base,
+                          a push's commit before, a merge queue's (`merge_group`) base
     head=<sha or HEAD>    the tree to check
     fork=true|false       the pull request comes from another repository (read-only token)
     default=true|false    a push to the repository's default branch
@@ -42,6 +43,11 @@ def revisions(event_name: str, payload: dict[str, object], repository: str) -> d
         fork = "true" if isinstance(repo, str) and repo != repository else "false"
     elif event_name == "push":
         base = _sha(payload.get("before"))  # all zeros for a new branch: nothing to compare with
+    elif event_name == "merge_group":
+        # A merge queue checks the queued merge (checked out: HEAD) against the branch it will land on. Without
+        # this base every error that branch has already would fail the queue, which the pull request's run passed.
+        group = payload.get("merge_group")
+        base = _sha(group.get("base_sha")) if isinstance(group, dict) else ""
     default = "false"
     branch = (payload.get("repository") or {}).get("default_branch") \
         if isinstance(payload.get("repository"), dict) else None

@@ -638,3 +638,20 @@ def test_a_partial_checkout_whose_fetch_fails_is_refused_by_ci_naming_what_is_mi
     assert f"git vivary ci: --base {base}: modules/a.md and 1 other file are not in this clone: it is a partial " \
            "clone" in r.log
     assert "Traceback" not in r.log and r.outputs["errors"] == ""
+
+
+def test_merge_group_event_reviews_the_queued_change_against_its_base(repo: Repo, tmp_path: Path) -> None:
+    """A merge queue (GitHub's `merge_group` event) runs the required checks on the queued merge: a base that had
+    errors already must not fail a change that adds none, as the pull request's own run passed it."""
+    old = repo.commit("base", files={
+        "tropo.toml": TROPO,
+        "modules/a.md": "---\ndepends: [gone]\n---\n# A\n",  # an error the base has already
+    })
+    queued = repo.commit("queued", files={"modules/b.md": "---\ndepends: [a]\n---\n# B\n"})
+    event = {"merge_group": {"head_sha": queued, "head_ref": "refs/heads/gh-readonly-queue/main/pr-7-" + old,
+                             "base_sha": old, "base_ref": "refs/heads/main"}}
+    r = run_action(repo.path, tmp_path, tool_inputs(), event, event_name="merge_group")
+    assert r.code == 0, r.log
+    assert f"new since {old}" in r.log, r.log
+    assert r.outputs["changed"] == "1" and r.outputs["errors"] == "1"
+    assert "::notice file=modules/a.md,line=2,title=vivary W220 (already in the base)::" in r.log, r.log
