@@ -39,7 +39,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         description="A typed knowledge graph (and optional private semantic memory) derived from the Markdown "
         "in a Git tree. Every command reads one tree: --rev REV, --staged, or the working tree (default).",
         epilog="Exit codes: 0 clean, 1 findings, 2 usage or config error, 3 refused. "
-        "Run `git vivary COMMAND -h` for a command's options; docs/ has a page per command.",
+        "Run `git vivary COMMAND -h` for a command's options and the page of docs/ that documents it.",
     )
     parser.add_argument("--version", action="version", version=f"vivary-git {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)

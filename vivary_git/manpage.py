@@ -114,7 +114,7 @@ def render(parser: argparse.ArgumentParser | None = None) -> str:
         _esc(parser.description or ""),
         ".PP",
         _esc("`git vivary COMMAND -h` prints one command's options; `git vivary --help` and `git help vivary` "
-             "show this page. The project's docs/ folder has a page per command."),
+             "show this page. Each command's -h names the page of the project's docs/ folder that documents it."),
         ".SH COMMANDS",
     ]
     for name in sub.choices:
