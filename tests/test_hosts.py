@@ -305,12 +305,11 @@ def test_strangers_paths_are_escaped_not_concatenated(repo: Repo, cli: Any, name
     root = repo.path / name
     root.mkdir()
     (root / "tropo.toml").write_text(TROPO)
-    for kind, dest in (("claude-code", ".mcp.json"), ("codex", ".codex/config.toml"), ("cursor", ".cursor/mcp.json")):
+    for kind, dest in (("claude-code", ".mcp.json"), ("codex", ".codex/config.toml"), ("cursor", ".cursor/mcp.json"),
+                       ("vscode", ".vscode/mcp.json")):
         r = cli("bootstrap-host", "--host-kind", kind, cwd=root)
         assert r.code == 0, r.err
-        data = load(root / dest)
-        container = data.get("mcpServers") or data.get("mcp_servers")
-        assert container["vivary"]["args"] == ["mcp", "-C", str(root)]
+        assert load(root / dest)[_container(kind)]["vivary"]["args"] == ["mcp", "-C", str(root)]
 
 
 @pytest.mark.parametrize(("kind", "folder", "code"), [
