@@ -16,7 +16,7 @@ import pytest
 from conftest import TROPO, Repo, run_git_vivary
 
 from vivary_git.hosts import blocks, jsonedit
-from vivary_git.hosts.kinds import user_config_path
+from vivary_git.hosts.kinds import HOSTS, user_config_path
 
 DATA = Path(__file__).parent / "data" / "hosts"
 
@@ -73,6 +73,7 @@ CASES = [
     ("codex", "codex.config.toml", ".codex/config.toml", [], "vivary", "AGENTS.md"),
     ("cursor", "cursor.mcp.json", ".cursor/mcp.json", [], "vivary", "AGENTS.md"),
     ("gemini-cli", "gemini.settings.json", ".gemini/settings.json", [], "vivary", "GEMINI.md"),
+    ("vscode", "vscode.mcp.json", ".vscode/mcp.json", [], "vivary", ".github/copilot-instructions.md"),
     ("claude-desktop", "claude-desktop.json", "~/.config/Claude/claude_desktop_config.json", ["--user"],
      "vivary-ws", None),
     ("claude-desktop", "claude-desktop.windows.json", "~/.config/Claude/claude_desktop_config.json", ["--user"],
@@ -107,7 +108,7 @@ def test_round_trip_keeps_every_byte(ws: Repo, cli: Any, kind: str, fixture: str
 
     # As data: the user's servers and settings exactly as they were, plus ours.
     data = load(config)
-    container = "mcp_servers" if config.suffix == ".toml" else "mcpServers"
+    container = _container(kind)
     ours = data[container].pop(name)
     assert ours == {k: v for k, v in server.items() if k != "name"}
     if container not in original:
@@ -131,13 +132,20 @@ def test_round_trip_keeps_every_byte(ws: Repo, cli: Any, kind: str, fixture: str
     assert snapshot(ws.path, home()) == start
 
 
+def _container(kind: str) -> str:
+    """The table of servers in the host's file: `mcpServers`, VS Code's `servers`, Codex's `mcp_servers`."""
+    config = HOSTS[kind].config
+    assert config is not None
+    return config.container
+
+
 def _guidance_markers() -> tuple[str, str]:
     from vivary_git.hosts.install import GUIDANCE_MARKERS
 
     return GUIDANCE_MARKERS.begin, GUIDANCE_MARKERS.end
 
 
-@pytest.mark.parametrize("kind", ["claude-code", "codex", "cursor", "gemini-cli", "generic"])
+@pytest.mark.parametrize("kind", ["claude-code", "codex", "cursor", "gemini-cli", "vscode", "generic"])
 def test_fresh_workspace_round_trip_removes_what_it_created(repo: Repo, cli: Any, kind: str) -> None:
     repo.write({"tropo.toml": TROPO})
     start = snapshot(repo.path)
@@ -147,7 +155,7 @@ def test_fresh_workspace_round_trip_removes_what_it_created(repo: Repo, cli: Any
     assert created  # a config file and/or a guidance file
     assert cli("bootstrap-host", "--host-kind", kind, cwd=repo.path).code == 0
     assert cli("bootstrap-host", "--host-kind", kind, "--uninstall", cwd=repo.path).code == 0
-    assert snapshot(repo.path) == start  # files and the .cursor/ .gemini/ .codex/ folders gone
+    assert snapshot(repo.path) == start  # files and the .cursor/ .gemini/ .codex/ .vscode/ .github/ folders gone
 
 
 def test_fresh_json_file_is_plain_json_the_host_reads(repo: Repo, cli: Any) -> None:
@@ -297,17 +305,17 @@ def test_strangers_paths_are_escaped_not_concatenated(repo: Repo, cli: Any, name
     root = repo.path / name
     root.mkdir()
     (root / "tropo.toml").write_text(TROPO)
-    for kind, dest in (("claude-code", ".mcp.json"), ("codex", ".codex/config.toml"), ("cursor", ".cursor/mcp.json")):
+    for kind, dest in (("claude-code", ".mcp.json"), ("codex", ".codex/config.toml"), ("cursor", ".cursor/mcp.json"),
+                       ("vscode", ".vscode/mcp.json")):
         r = cli("bootstrap-host", "--host-kind", kind, cwd=root)
         assert r.code == 0, r.err
-        data = load(root / dest)
-        container = data.get("mcpServers") or data.get("mcp_servers")
-        assert container["vivary"]["args"] == ["mcp", "-C", str(root)]
+        assert load(root / dest)[_container(kind)]["vivary"]["args"] == ["mcp", "-C", str(root)]
 
 
 @pytest.mark.parametrize(("kind", "folder", "code"), [
     ("claude-code", "a${HOME}b", 3), ("cursor", "x${env:HOME}", 3), ("gemini-cli", "cost$HOME", 3),
     ("gemini-cli", "price 5$", 0), ("codex", "a${HOME}b", 0), ("claude-code", "price $5", 0),
+    ("vscode", "x${workspaceFolder}", 3), ("vscode", "${input:who}", 3), ("vscode", "price $5", 0),
 ])
 def test_paths_the_host_would_expand_are_refused(repo: Repo, cli: Any, kind: str, folder: str, code: int) -> None:
     root = repo.path / folder
@@ -422,7 +430,7 @@ def test_host_status_reports_what_is_where(ws: Repo, cli: Any) -> None:
     assert before.code == 0, before.err
     rep = before.json()
     assert {h["host_kind"] for h in rep["hosts"]} == {"generic", "claude-code", "codex", "cursor", "gemini-cli",
-                                                      "claude-desktop"}
+                                                      "vscode", "claude-desktop"}
     assert all(s["state"] == "absent" for h in rep["hosts"] for s in h["servers"])
     assert rep["onboarding"] == {"file": "USER.md", "done": False, "answered": [],
                                  "missing": ["name", "role", "language", "style", "goal"]}
@@ -469,13 +477,14 @@ def test_through_git_as_a_real_subprocess(ws: Repo) -> None:
     assert run_git_vivary(["bootstrap-host", "-h"], cwd=ws.path).returncode == 0
 
 
-def _edit_json(path: Path, name: str, edit: Any) -> None:
+def _edit_json(path: Path, name: str, edit: Any, container: str = "mcpServers") -> None:
     data = load_jsonc(path.read_text("utf-8"))
-    edit(data["mcpServers"][name])
+    edit(data[container][name])
     path.write_text(json.dumps(data, indent=2) + "\n", "utf-8")
 
 
-@pytest.mark.parametrize(("kind", "dest"), [("cursor", ".cursor/mcp.json"), ("claude-code", ".mcp.json")])
+@pytest.mark.parametrize(("kind", "dest"), [("cursor", ".cursor/mcp.json"), ("claude-code", ".mcp.json"),
+                                           ("vscode", ".vscode/mcp.json")])
 def test_a_second_run_keeps_what_the_user_added_to_the_entry(ws: Repo, cli: Any, kind: str, dest: str) -> None:
     """A read-only profile given to an untrusted host must survive a re-run (the tester's repro)."""
     assert cli("bootstrap-host", "--host-kind", kind, cwd=ws.path).code == 0
@@ -486,11 +495,11 @@ def test_a_second_run_keeps_what_the_user_added_to_the_entry(ws: Repo, cli: Any,
         entry["env"] = {"FOO": "1"}
         entry["disabled"] = False
         entry["command"] = "/old/venv/bin/git-vivary"  # and the installation moved: ours to update
-    _edit_json(path, "vivary", add)
+    _edit_json(path, "vivary", add, _container(kind))
     r = cli("bootstrap-host", "--host-kind", kind, "--json", cwd=ws.path)
     assert r.code == 0, r.err
     assert r.json()["files"][0]["action"] == "update"
-    entry = load_jsonc(path.read_text("utf-8"))["mcpServers"]["vivary"]
+    entry = load_jsonc(path.read_text("utf-8"))[_container(kind)]["vivary"]
     assert entry["args"] == ["mcp", "-C", str(ws.path), "--profile", "read-only"]
     assert entry["env"] == {"FOO": "1"} and entry["disabled"] is False
     assert entry["command"] == r.json()["server"]["command"] != "/old/venv/bin/git-vivary"

@@ -89,3 +89,17 @@ def test_host_status_says_an_entry_for_the_wrong_workspace_is_stale(repo: Repo, 
     assert _entry(repo.path / "notes")["args"] == ["mcp", "-C", str(repo.path / "notes"), "--root", "."]
     state = cli("host-status", "--host-kind", "claude-code", "--root", "notes", "--json", cwd=repo.path)
     assert state.code == 0 and state.json()["hosts"][0]["servers"][0]["state"] == "installed"
+
+
+def test_vs_code_s_entry_starts_the_server_on_its_workspace(repo: Repo, cli: Any, tmp_path: Path) -> None:
+    """VS Code starts `servers.vivary` of `.vscode/mcp.json` (`type: stdio`) as every other host starts its entry."""
+    repo.commit("init", {"README.md": "# top\n", "notes/plants.md": "# Plants\n\nThe fern needs water weekly.\n"})
+    done = cli("bootstrap-host", "--host-kind", "vscode", "--json", cwd=repo.path)
+    assert done.code == 0, done.err
+    entry = json.loads((repo.path / ".vscode" / "mcp.json").read_text("utf-8"))["servers"]["vivary"]
+    assert entry.pop("type") == "stdio"
+
+    status, added = _as_a_host(entry, started_in=tmp_path)
+    assert status["workspace"]["root"] == str(repo.path)
+    assert added["ok"] is True, added
+    assert repo.git("show", "--name-only", "--format=", "HEAD").split() == [added["path"]]

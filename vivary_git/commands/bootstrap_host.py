@@ -9,21 +9,23 @@ from typing import TYPE_CHECKING
 from vivary_git.commands._common import add_json_arg, add_workspace_args, emit_json
 from vivary_git.errors import EXIT_OK
 from vivary_git.escape import text
+from vivary_git.hosts.kinds import HOST_KINDS
 
 if TYPE_CHECKING:
     from vivary_git.hosts.install import Plan
 
-KINDS = ("generic", "claude-code", "codex", "cursor", "gemini-cli", "claude-desktop")
+KINDS = HOST_KINDS  # one list: a host added in `hosts/kinds.py` is a choice here and in host-status
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "bootstrap-host", help="set up an agent host: the MCP server entry and the memory guidance block",
         description="Write the `git vivary mcp` server entry, pinned to this workspace, into the host's own config "
-        "file (.mcp.json, .codex/config.toml, .cursor/mcp.json, .gemini/settings.json, or the desktop app's "
-        "config with --user), and a managed block telling the agent how to use the memory into AGENTS.md, "
-        "CLAUDE.md or GEMINI.md. Files are merged, never overwritten: other servers, comments and layout are "
-        "kept byte for byte; a second run changes nothing; --uninstall removes exactly what was added. "
+        "file (.mcp.json, .codex/config.toml, .cursor/mcp.json, .gemini/settings.json, .vscode/mcp.json, or the "
+        "desktop app's config with --user), and a managed block telling the agent how to use the memory into "
+        "AGENTS.md, CLAUDE.md, GEMINI.md or .github/copilot-instructions.md. Files are merged, never overwritten: "
+        "other servers, comments and layout are kept byte for byte; a second run changes nothing; --uninstall "
+        "removes exactly what was added. "
         "Exit 0; 2 on a usage error or a config file it cannot parse (named with its line; never written); "
         "3 when refused (a server of that name that is not this workspace's, a symlink in the workspace, marker "
         "lines that make no one block). "

@@ -478,8 +478,9 @@ def guidance_text() -> str:
 
 
 def guidance_file(spec: HostSpec, root: Path) -> str | None:
-    """The host's instructions file; AGENTS.md when that file only imports AGENTS.md (as `init` writes it)."""
-    if spec.guidance is None or spec.guidance == "AGENTS.md":
+    """The host's instructions file; AGENTS.md when that file only imports AGENTS.md (as `init` writes it), in a
+    host that reads such an import (a `@AGENTS.md` line in `.github/copilot-instructions.md` is only text)."""
+    if spec.guidance is None or not spec.imports:
         return spec.guidance
     own = files.read(files.project_path(root, spec.guidance), spec.guidance)
     if own is None or not _IMPORTS_AGENTS.search(own):
@@ -536,6 +537,9 @@ def plan(kind: HostKind, root: Path, *, uninstall: bool = False, user: bool = Fa
             p.notes.append("Codex reads .codex/config.toml only in a project you marked trusted")
         if kind == "claude-code" and not uninstall:
             p.notes.append("Claude Code asks once before it starts a server from a project's .mcp.json")
+        if kind == "vscode" and not uninstall:
+            p.notes.append("VS Code asks you to trust the server before it first starts it (and again when the entry "
+                           "changes); its tools are offered in the Chat view's agent mode")
         if not uninstall and importlib.util.find_spec("mcp") is None:
             p.notes.append("the server needs the MCP SDK, which is not installed here: pip install 'vivary-git[mcp]'")
     else:

@@ -11,20 +11,23 @@ from typing import Literal
 
 from vivary_git.errors import UsageError
 
-HostKind = Literal["generic", "claude-code", "codex", "cursor", "gemini-cli", "claude-desktop"]
-HOST_KINDS: tuple[HostKind, ...] = ("generic", "claude-code", "codex", "cursor", "gemini-cli", "claude-desktop")
+HostKind = Literal["generic", "claude-code", "codex", "cursor", "gemini-cli", "vscode", "claude-desktop"]
+HOST_KINDS: tuple[HostKind, ...] = ("generic", "claude-code", "codex", "cursor", "gemini-cli", "vscode",
+                                    "claude-desktop")
 Format = Literal["json", "jsonc", "toml"]
 
 # Hosts expand environment variables inside the strings of their config: a workspace path holding such a
 # pattern would be rewritten by the host, and none of them has an escape for it.
-_BRACE = re.compile(r"\$\{")  # Claude Code: ${VAR}, ${VAR:-default}; Cursor: ${env:NAME}, ${workspaceFolder}
+# Claude Code: ${VAR}, ${VAR:-default}; Cursor: ${env:NAME}, ${workspaceFolder}; VS Code: ${workspaceFolder},
+# ${userHome}, ${env:NAME}, ${input:ID}, ${config:NAME}, ${command:ID}, ${/} ...
+_BRACE = re.compile(r"\$\{")
 _DOLLAR = re.compile(r"\$(?:\w|\{)")  # Gemini CLI: $VAR and ${VAR}
 
 
 @dataclass(frozen=True)
 class ConfigSpec:
     format: Format
-    container: str  # the table of servers: mcpServers / mcp_servers
+    container: str  # the table of servers: mcpServers / servers (VS Code) / mcp_servers
     project: str | None  # path under the workspace root, when the host reads a project-level file
     user: bool  # the host (also) reads a user-level file, written only with --user
     expands: re.Pattern[str] | None = None
@@ -37,19 +40,26 @@ class HostSpec:
     label: str
     config: ConfigSpec | None
     guidance: str | None  # the file the host reads its instructions from
+    imports: bool = False  # the guidance file can import AGENTS.md (`@AGENTS.md`), so it may only point there
 
 
 HOSTS: dict[HostKind, HostSpec] = {
     "generic": HostSpec("generic", "any MCP host (AGENTS.md only; configure the server by hand)", None, "AGENTS.md"),
     "claude-code": HostSpec(
         "claude-code", "Claude Code",
-        ConfigSpec("json", "mcpServers", ".mcp.json", False, _BRACE, {"type": "stdio"}), "CLAUDE.md"),
+        ConfigSpec("json", "mcpServers", ".mcp.json", False, _BRACE, {"type": "stdio"}), "CLAUDE.md", True),
     "codex": HostSpec("codex", "Codex", ConfigSpec("toml", "mcp_servers", ".codex/config.toml", True), "AGENTS.md"),
     "cursor": HostSpec("cursor", "Cursor", ConfigSpec("jsonc", "mcpServers", ".cursor/mcp.json", False, _BRACE),
                        "AGENTS.md"),
     "gemini-cli": HostSpec(
         "gemini-cli", "Gemini CLI", ConfigSpec("jsonc", "mcpServers", ".gemini/settings.json", False, _DOLLAR),
-        "GEMINI.md"),
+        "GEMINI.md", True),
+    # VS Code's own format (`servers`, not `mcpServers`), read by Copilot's agent mode; the profile's mcp.json
+    # is per profile (and per edition: Insiders, VSCodium), so no one user-level file is the user's.
+    "vscode": HostSpec(
+        "vscode", "VS Code",
+        ConfigSpec("jsonc", "servers", ".vscode/mcp.json", False, _BRACE, {"type": "stdio"}),
+        ".github/copilot-instructions.md"),
     "claude-desktop": HostSpec("claude-desktop", "Claude Desktop",
                                ConfigSpec("json", "mcpServers", None, True), None),
 }
