@@ -49,6 +49,7 @@ _HOST_FILES: dict[Host, tuple[tuple[str, str], ...]] = {
     "gemini-cli": (("GEMINI.md", "GEMINI.md"),),
     "cursor": ((".cursor/rules/vivary.mdc", "cursor-rule.mdc"),),
     "codex": (),
+    "vscode": (),
     "generic": (),
 }
 _HOST_NOTE: dict[Host, str] = {
@@ -56,6 +57,7 @@ _HOST_NOTE: dict[Host, str] = {
     "gemini-cli": "Gemini CLI reads this file through `GEMINI.md`.",
     "cursor": "Cursor reads this file, and `.cursor/rules/vivary.mdc` points here.",
     "codex": "Codex reads this file directly.",
+    "vscode": "VS Code's agent mode reads this file directly (its `chat.useAgentsMdFile` setting, on by default).",
     "generic": "",
 }
 _INSTALL_STEP: dict[Memory, str] = {
