@@ -263,3 +263,32 @@ def test_a_value_is_shown_the_same_way_by_every_code_in_every_format(repo: Repo,
         assert f"{code}: {message}" in text, (message, text)
         assert f"title=vivary {code}::{message}" in annotations, (message, annotations)
     assert "%0A" not in annotations
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "cp1252", "latin-1"])
+def test_a_stream_that_cannot_spell_a_name_gets_its_escape_not_a_traceback(repo: Repo, encoding: str) -> None:
+    """Output redirected on Windows is in the code page, a Linux box may run `LANG=en_US.ISO-8859-1`: names in
+    other scripts (and an emoji) printed there raised UnicodeEncodeError, a traceback, from every command. What
+    the stream cannot spell is written as its JSON escape: `--json` still reads back the exact names, text
+    output shows `\\u0414`, and the exit codes are those of a UTF-8 terminal."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo.commit(files={"Дневник/запись 😀.md": "# День\n\nСм. [[нет-такой]].\n"})
+
+    def run(*args: str, io: str) -> subprocess.CompletedProcess[bytes]:
+        env = {**os.environ, "PYTHONIOENCODING": io, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+        return subprocess.run([sys.executable, "-m", "vivary_git", *args], cwd=repo.path, env=env,
+                              capture_output=True, check=False)
+
+    for args in (["check"], ["check", "--json"], ["graph", "--format", "mermaid"], ["find", "день"],
+                 ["query", "день", "--json"], ["check", "--nope", "Дневник"]):
+        utf8, narrow = run(*args, io="utf-8"), run(*args, io=encoding)
+        assert b"Traceback" not in narrow.stderr, (args, narrow.stderr.decode(encoding))
+        assert narrow.returncode == utf8.returncode, args
+        if "--json" in args:
+            assert json.loads(narrow.stdout.decode(encoding)) == json.loads(utf8.stdout.decode()), args
+    shown = run("check", io=encoding).stdout.decode(encoding)
+    assert "\\u0414\\u043d\\u0435\\u0432\\u043d\\u0438\\u043a/" in shown and "\\ud83d\\ude00" in shown, shown

@@ -105,3 +105,46 @@ def json_text(value: Any) -> str:
             or (not data.isascii() and any(t in data for t in _JSON_TRIGGERS)):
         data = _JSON_UNSAFE.sub(_json_escape, data)
     return data.decode()
+
+
+_SPELLS_ALL = ("utf-8", "utf-8-sig", "utf-16", "utf-32", "gb18030")
+_ESCAPES = "vivary-json-escapes"
+
+
+def _json_escapes(err: UnicodeError) -> tuple[str, int]:
+    """A character the stream's encoding cannot spell, as its JSON escape: `\\u0414`, an emoji as a surrogate
+    pair. Inside a JSON string that is the same character to a JSON reader; on a line of text it is readable."""
+    if not isinstance(err, UnicodeEncodeError):
+        raise err
+    out = []
+    for ch in err.object[err.start:err.end]:
+        code = ord(ch)
+        if code > 0xFFFF:
+            code -= 0x10000
+            out.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
+        else:
+            out.append(f"\\u{code:04x}")
+    return "".join(out), err.end
+
+
+def spell_everything(*streams: Any) -> None:
+    """Let each text stream write any character: one whose encoding cannot spell them all (a Windows code page when
+    output is redirected, `LANG=en_US.ISO-8859-1`, `PYTHONIOENCODING=ascii`) writes what it cannot as a JSON escape
+    (`_json_escapes`) instead of raising: a note named in another script is normal input, never a traceback, and
+    `--json` output stays valid JSON that reads back the same names."""
+    import codecs
+
+    for stream in streams:
+        encoding = getattr(stream, "encoding", None)
+        if not encoding or not hasattr(stream, "reconfigure"):
+            continue
+        try:
+            if codecs.lookup(encoding).name in _SPELLS_ALL:
+                continue
+        except LookupError:
+            pass
+        try:
+            codecs.lookup_error(_ESCAPES)
+        except LookupError:
+            codecs.register_error(_ESCAPES, _json_escapes)
+        stream.reconfigure(errors=_ESCAPES)

@@ -53,6 +53,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from vivary_git.escape import spell_everything
+
+    spell_everything(sys.stdout, sys.stderr)  # before anything is said: a usage error may quote a name in any script
     if argv is None and hasattr(signal, "SIGCHLD"):
         # A parent that ignores SIGCHLD passes that on through exec, and then the system reaps our
         # git subprocesses and forked children itself: their exit codes would all read 0.
