@@ -30,7 +30,8 @@ def _hermetic_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     for k, v in GIT_ENV.items():
         monkeypatch.setenv(k, v)
-    for k in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "VIVARY_STATS", "CI"):
+    for k in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "VIVARY_STATS", "CI", "PRE_COMMIT_FROM_REF",
+              "PRE_COMMIT_TO_REF", "PRE_COMMIT_LOCAL_BRANCH", "PRE_COMMIT_REMOTE_NAME"):
         monkeypatch.delenv(k, raising=False)
 
 

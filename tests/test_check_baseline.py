@@ -312,3 +312,42 @@ def test_a_column_is_no_part_of_what_makes_a_finding_the_same() -> None:
     said = "frontmatter is not valid YAML: control character U+000C (form feed) in column {} is not allowed in YAML"
     assert baseline_key(Finding("a.md", 2, "error", "E001", said.format(16))) == \
         baseline_key(Finding("a.md", 5, "error", "E001", said.format(3)))
+
+
+HOOK = ("check", "--staged", "--gate", "--new-since", "HEAD", "--pre-commit-range")  # .pre-commit-hooks.yaml's
+
+
+def test_the_hook_judges_the_range_pre_commit_names(repo: Repo, cli: Any, monkeypatch: Any) -> None:
+    """`pre-commit run --from-ref A --to-ref B` and the pre-push stage: B's tree against A, whatever the index
+    holds (in CI it equals HEAD, and `new since HEAD` found nothing). Without the variables: the staged tree."""
+    base = debt(repo)
+    repo.commit("break", files={"modules/n.md": "---\nstatus: done\ndepends: [nowhere]\n---\n# N\n"})
+    r = cli(*HOOK, cwd=repo.path)
+    assert r.code == 0, r.out  # a commit with nothing staged adds nothing
+    monkeypatch.setenv("PRE_COMMIT_FROM_REF", base)
+    monkeypatch.setenv("PRE_COMMIT_TO_REF", "HEAD")
+    r = cli(*HOOK, cwd=repo.path)
+    assert r.code == 1, r.out
+    assert "modules/n.md:3: error W220: field 'depends': ref 'nowhere' matches no document id" in r.out
+    assert f"1 new error(s), 0 new warning(s) in HEAD since {base}; 4 error(s)" in r.out
+    monkeypatch.setenv("PRE_COMMIT_TO_REF", base)  # the range's end is the tree judged, not the checkout
+    assert cli(*HOOK, cwd=repo.path).code == 0
+
+
+def test_a_range_pre_commit_could_not_have_named_is_a_usage_error(repo: Repo, cli: Any, monkeypatch: Any) -> None:
+    debt(repo)
+    monkeypatch.setenv("PRE_COMMIT_TO_REF", "HEAD")
+    r = cli(*HOOK, cwd=repo.path)
+    assert r.code == 2 and "PRE_COMMIT_TO_REF is set but PRE_COMMIT_FROM_REF is not" in r.err, r.err
+    for bad, said in (("--output=x", "--output=x"), ("HEAD\n::error::x", "HEAD\\n::error::x"), (" HEAD", " HEAD")):
+        monkeypatch.setenv("PRE_COMMIT_FROM_REF", bad)
+        r = cli(*HOOK, cwd=repo.path)
+        assert r.code == 2 and f"PRE_COMMIT_FROM_REF={said}: not a revision" in r.err, r.err
+        assert "Traceback" not in r.err
+    monkeypatch.setenv("PRE_COMMIT_FROM_REF", "no-such-branch")
+    r = cli(*HOOK, cwd=repo.path)
+    assert r.code == 2 and "PRE_COMMIT_FROM_REF no-such-branch: no such revision" in r.err, r.err
+    monkeypatch.setenv("PRE_COMMIT_FROM_REF", "HEAD")
+    monkeypatch.setenv("PRE_COMMIT_TO_REF", "no-such-branch")
+    r = cli(*HOOK, cwd=repo.path)
+    assert r.code == 2 and "PRE_COMMIT_TO_REF no-such-branch: no such revision" in r.err, r.err

@@ -154,3 +154,115 @@ def test_the_local_recipe_of_docs_hooks_gates_real_commits(repo: Repo, tmp_path:
     private = commit()
     assert private.returncode == 1, private.stdout
     assert "USER.md:1: error P101: private file staged (floor: USER.md)" in private.stdout
+
+
+def _ci_workspace(repo: Repo, config: str) -> None:
+    """A `main` with the hooks configured, and a branch `topic` whose commit, made with `--no-verify` as any
+    commit in CI may have been, deletes the note `modules/b.md` depends on."""
+    workspace(repo)
+    repo.commit("config", files={".pre-commit-config.yaml": config})
+    repo.git("checkout", "-q", "-b", "topic")
+    repo.git("rm", "-q", "modules/a.md")
+    repo.git("commit", "-q", "--no-verify", "-m", "drop a")
+
+
+def _local_recipe() -> str:
+    text = (ROOT / "docs" / "hooks.md").read_text(encoding="utf-8")
+    blocks = [b.split("```", 1)[0] for b in text.split("```yaml\n")[1:]]
+    return next(b for b in blocks if "repo: local" in b and "id: vivary-privacy" in b)
+
+
+def _system_env(home: Path) -> dict[str, str]:
+    """pre-commit running the `git-vivary` of this environment (the local recipe's `language: system`)."""
+    return dict(os.environ, PRE_COMMIT_HOME=str(home), PRE_COMMIT_COLOR="never",
+                PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+
+
+def _run(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          check=False, timeout=600)
+
+
+def test_ci_run_from_ref_to_ref_judges_the_change_not_the_empty_index(repo: Repo, tmp_path: Path) -> None:
+    """In CI the index equals HEAD: `new since HEAD` passed every pull request. With the range pre-commit names,
+    the gate judges TO_REF's tree against FROM_REF, as `git vivary ci --base` does."""
+    _ci_workspace(repo, _local_recipe())
+    env = _system_env(tmp_path / "pre-commit-home")
+    assert PRE_COMMIT is not None
+    r = _run(repo.path, env, PRE_COMMIT, "run", "--from-ref", "main", "--to-ref", "HEAD")
+    assert r.returncode == 1, r.stdout
+    assert "modules/b.md:2: error W220: field 'depends': ref 'a' matches no document id" in r.stdout
+    assert "1 new error(s), 0 new warning(s) in HEAD since main" in r.stdout
+    # --all-files names no range: the staged tree against HEAD, as in a commit (docs/hooks.md#pre-commit-in-ci).
+    r = _run(repo.path, env, PRE_COMMIT, "run", "--all-files", "vivary-check")
+    assert r.returncode == 0, r.stdout
+    # A range that ends where it starts adds nothing.
+    r = _run(repo.path, env, PRE_COMMIT, "run", "--from-ref", "HEAD", "--to-ref", "HEAD", "vivary-check")
+    assert r.returncode == 0, r.stdout
+
+
+def test_ci_run_reads_a_base_that_moved_on_as_the_merge_base(repo: Repo, tmp_path: Path) -> None:
+    """`--from-ref main` after main fixed a broken link the branch still has: compared with main's tip, that
+    old link would count as the branch's own; compared with their merge base it is debt the change kept."""
+    workspace(repo)
+    repo.commit("debt", files={".pre-commit-config.yaml": _local_recipe(),
+                               "modules/c.md": "---\ndepends: [ghost]\n---\n# C\n"})
+    repo.git("checkout", "-q", "-b", "topic")
+    repo.commit("edit b", files={"modules/b.md": "---\ndepends: [a]\n---\n# B, edited\n"})
+    repo.git("checkout", "-q", "main")
+    repo.commit("fix c", files={"modules/c.md": "---\n---\n# C\n"})
+    repo.git("checkout", "-q", "topic")
+    env = _system_env(tmp_path / "pre-commit-home")
+    assert PRE_COMMIT is not None
+    r = _run(repo.path, env, PRE_COMMIT, "run", "--from-ref", "main", "--to-ref", "HEAD", "vivary-check")
+    assert r.returncode == 0, r.stdout
+    r = _run(repo.path, env, PRE_COMMIT, "run", "--verbose", "--from-ref", "main", "--to-ref", "HEAD",
+             "vivary-check")
+    assert "vivary: main: not an ancestor of HEAD: compared with their merge base" in r.stdout, r.stdout
+    assert "1 error(s) and 0 warning(s) it already had are not shown" in r.stdout
+
+
+def test_a_users_pre_push_stage_refuses_a_push_that_breaks_a_reference(
+        repo: Repo, hook_repo: tuple[Path, str], pre_commit_home: Path, tmp_path: Path) -> None:
+    """`.pre-commit-hooks.yaml` lists pre-commit and pre-merge-commit, but a user's `stages:` replaces that
+    list (pre-commit checks no subset); pre-push names the range pushed: the remote's commit to the local one."""
+    path, rev = hook_repo
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    _ci_workspace(repo, f"repos:\n  - repo: {path}\n    rev: {rev}\n    hooks:\n"
+                        "      - id: vivary-check\n        stages: [pre-push]\n")
+    repo.git("remote", "add", "origin", str(remote))
+    env = dict(os.environ, PRE_COMMIT_HOME=str(pre_commit_home), PRE_COMMIT_COLOR="never")
+    assert PRE_COMMIT is not None
+    r = _run(repo.path, env, PRE_COMMIT, "install", "--hook-type", "pre-push")
+    assert r.returncode == 0, r.stdout
+    r = _run(repo.path, env, "git", "push", "-q", "origin", "main")
+    assert r.returncode == 0, r.stdout
+    refused = _run(repo.path, env, "git", "push", "-q", "origin", "topic")
+    assert refused.returncode == 1, refused.stdout
+    assert "vivary check (staged tree)" in refused.stdout and "Failed" in refused.stdout
+    assert "modules/b.md:2: error W220: field 'depends': ref 'a' matches no document id" in refused.stdout
+    assert not git(remote, "branch", "--list", "topic").strip()  # nothing pushed
+    repo.commit("fix b", files={"modules/b.md": "---\n---\n# B\n"})
+    pushed = _run(repo.path, env, "git", "push", "-q", "origin", "topic")
+    assert pushed.returncode == 0, pushed.stdout
+
+
+def test_a_first_push_to_an_empty_remote_judges_the_whole_tree(
+        repo: Repo, hook_repo: tuple[Path, str], pre_commit_home: Path, tmp_path: Path) -> None:
+    """A push the remote has none of the commits of names no range: pre-commit runs it as `--all-files`, naming
+    only the pushed ref. Nothing to compare with, so every finding is the push's, as in a first commit."""
+    path, rev = hook_repo
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    _ci_workspace(repo, f"repos:\n  - repo: {path}\n    rev: {rev}\n    hooks:\n"
+                        "      - id: vivary-check\n        stages: [pre-push]\n")
+    repo.git("remote", "add", "origin", str(remote))
+    env = dict(os.environ, PRE_COMMIT_HOME=str(pre_commit_home), PRE_COMMIT_COLOR="never")
+    assert PRE_COMMIT is not None
+    assert _run(repo.path, env, PRE_COMMIT, "install", "--hook-type", "pre-push").returncode == 0
+    refused = _run(repo.path, env, "git", "push", "-q", "origin", "topic")
+    assert refused.returncode == 1, refused.stdout
+    assert "modules/b.md:2: error W220: field 'depends': ref 'a' matches no document id" in refused.stdout
+    assert "vivary: 1 document(s), 1 error(s), 0 warning(s) in refs/heads/topic" in refused.stdout
+    assert _run(repo.path, env, "git", "push", "-q", "origin", "main").returncode == 0

@@ -99,12 +99,12 @@ def gate_from_env() -> bool:
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
-def open_ws(args: argparse.Namespace, *, gate: bool = False) -> Workspace:
+def open_ws(args: argparse.Namespace, *, gate: bool = False, rev_option: str = "--rev") -> Workspace:
     from vivary_git import lifetime
     from vivary_git.workspace import open_workspace
 
     ws = open_workspace(args.cwd, rev=args.rev, staged=args.staged, root=args.root, cache=not args.no_cache,
-                        gate=gate)
+                        gate=gate, rev_option=rev_option)
     lifetime.keep_until_exit(ws)  # freed by the system at exit, not object by object
     if not ws.source.caching:
         print(f"vivary: {text(str(ws.source.root))} is not in a Git repository: reading files directly, caching is "

@@ -16,6 +16,7 @@ from vivary_git.escape import text as shown
 
 if TYPE_CHECKING:
     from vivary_git.baseline import NewReport
+    from vivary_git.gates.precommit import Range
     from vivary_git.workspace import Workspace
 
 
@@ -44,11 +45,25 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="report only findings REV did not have (matched by code, path and target, not by line; "
                    "a renamed note keeps its findings); exit 1 only for a new error. The pre-commit hook "
                    "runs `check --staged --gate --new-since HEAD`")
+    p.add_argument("--pre-commit-range", action="store_true",
+                   help="when the pre-commit framework names a range (PRE_COMMIT_FROM_REF and PRE_COMMIT_TO_REF: "
+                   "`pre-commit run --from-ref A --to-ref B`, the pre-push stage), check B's tree and report only "
+                   "the findings A (their merge base when A is not an ancestor of B) did not have, instead of "
+                   "--rev/--staged and --new-since (a push the remote has none of: the pushed ref's tree, every "
+                   "finding new); without them, as given (docs/hooks.md#pre-commit-in-ci)")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    ws = open_ws(args, gate=args.gate or gate_from_env())
+    span: Range | None = None
+    rev_option = "--rev"
+    if args.pre_commit_range:
+        from vivary_git.gates.precommit import from_env
+
+        span = from_env()
+        if span is not None:  # the range replaces the tree and the baseline the hook's command line names
+            args.rev, args.staged, args.new_since, rev_option = span.to_ref, False, None, span.to_var
+    ws = open_ws(args, gate=args.gate or gate_from_env(), rev_option=rev_option)
     if args.verbose:
         rules = ws.config.links
         sys.stderr.write(f"vivary: dialect {shown(rules.dialect)}: {shown(rules.reason)}\n")
@@ -56,7 +71,11 @@ def run(args: argparse.Namespace) -> int:
             sys.stderr.write(_vault_notes(ws))
     report = ws.check(strict=args.strict)
     new: NewReport | None = None
-    if args.new_since is not None:
+    if span is not None:
+        from vivary_git.gates.precommit import new_in_range
+
+        new = new_in_range(ws, report, span)
+    elif args.new_since is not None:
         from vivary_git.baseline import new_since
 
         new = new_since(ws, report, args.new_since)

@@ -4,6 +4,7 @@
   apart from reading the two trees; `github`, `sarif` and `summary` render it for CI.
 - `install`: plain Git hook scripts, installed next to (never over) hooks a repository already has.
 - `guard`: the staged-files privacy guard run by the pre-commit hook.
+- `precommit`: the range the pre-commit framework names (CI, pre-push), for `check --pre-commit-range`.
 
 Everything here imports lazily: the hook runs on every commit.
 """

@@ -137,7 +137,7 @@ def review(
     if base is not None:
         repo = head_ws.source.repo
         assert repo is not None  # a --rev source always has one
-        point = _branch_point(repo, base, head)
+        point = branch_point(repo, base, head)
         if point is False:
             # Two histories with no commit in common (a full clone: the shallow case was refused): there is no
             # branch point to start from, so the change is read as everything from the base tree to the head's.
@@ -211,7 +211,7 @@ def _new_in_head(findings: list[Finding], base_graph: Graph, base_source: Source
 _WALK_LIMIT = 100_000  # commits _records_ancestor reads before it gives up (then: not known)
 
 
-def _branch_point(repo: Repo, base: str, head: str) -> str | Literal[False] | None:
+def branch_point(repo: Repo, base: str, head: str, *, option: str = "--base") -> str | Literal[False] | None:
     """The merge base of `base` and `head` when `base` is a commit that is not an ancestor of `head`; None when
     `base` is an ancestor (the usual pull request) or a tree; False when the two histories share no commit.
     A shallow clone may lack the commits that say which: when it cannot tell, this refuses (GitError), since
@@ -235,7 +235,7 @@ def _branch_point(repo: Repo, base: str, head: str) -> str | Literal[False] | No
     if not shallow:
         return False
     raise GitError(
-        f"--base {base}: not an ancestor of {head}, and their merge base is not in this shallow clone, so the "
+        f"{option} {base}: not an ancestor of {head}, and their merge base is not in this shallow clone, so the "
         f"change cannot be told from what {base} did since the branch point. Fetch more history with "
         f"`git fetch --no-tags --deepen=100 origin {b} {h}` until `git merge-base {b} {h}` names a commit, "
         "or check out with full history (actions/checkout: `fetch-depth: 0`)"
