@@ -13,6 +13,10 @@ A folder a commit laid out as a Git directory (`docs/HEAD`, `docs/config`, `docs
 the repository that tracks it, never a repository: Git's discovery from inside it would take it for one,
 and run the commands its config names (`core.fsmonitor`, filters). Callers never look for a repository from
 a folder the user named (`--root`): see `source.open_source`.
+
+Every look for a repository goes through `discover`, which stops where Git stops: at a folder of
+`GIT_CEILING_DIRECTORIES`, and at a file-system boundary unless `GIT_DISCOVERY_ACROSS_FILESYSTEM` is set
+(libgit2 reads neither from the environment).
 """
 
 from __future__ import annotations
@@ -90,6 +94,46 @@ def read_blob(odb: Any, oid: Any, limit: int | None) -> bytes:
     except KeyError:  # pygit2.NotFoundError
         raise MissingObject(str(oid)) from None
     return data
+
+
+def discover(start: Path | str) -> str | None:
+    """The Git directory Git would find looking up from `start` (a `.git` folder or file, or a bare repository),
+    or None: the search stops below a folder `GIT_CEILING_DIRECTORIES` names and at a file-system boundary
+    unless `GIT_DISCOVERY_ACROSS_FILESYSTEM` is true, as in Git (setup.c). A value of the latter Git cannot
+    read as a boolean is a GitError, as Git refuses it too."""
+    import pygit2
+
+    return pygit2.discover_repository(str(start), _across_filesystems(), _ceilings())
+
+
+def _ceilings() -> str:
+    """`GIT_CEILING_DIRECTORIES` as Git reads it, for libgit2 (which resolves each entry's symbolic links):
+    relative entries are ignored, and after an empty entry symbolic links are no longer resolved, so an entry
+    that goes through one can never be above the (resolved) current directory and is left out."""
+    kept: list[str] = []
+    literal = False
+    for entry in os.environ.get("GIT_CEILING_DIRECTORIES", "").split(os.pathsep):
+        if not entry:
+            literal = True
+        elif os.path.isabs(entry) and (not literal or os.path.realpath(entry) == os.path.normpath(entry)):
+            kept.append(entry)
+    return os.pathsep.join(kept)
+
+
+def _across_filesystems() -> bool:
+    value = os.environ.get("GIT_DISCOVERY_ACROSS_FILESYSTEM")
+    if value is None:
+        return False
+    word = value.strip().lower()
+    if word in ("true", "yes", "on"):
+        return True
+    if word in ("", "false", "no", "off"):
+        return False
+    try:
+        return int(word, 0) != 0
+    except ValueError:
+        raise GitError(f"GIT_DISCOVERY_ACROSS_FILESYSTEM={value!r} is not a boolean Git reads (true or false); "
+                       "set it to one of those, or unset it") from None
 
 
 def git_executable() -> str:
@@ -245,11 +289,11 @@ class Repo:
             self.bare: bool = top is None
             self.workdir: Path | None = top
             self.pins = {"GIT_DIR": git_dir, **({"GIT_WORK_TREE": str(top)} if top is not None else {})}
-            own = pygit2.discover_repository(str(top)) if top is not None else None
+            own = discover(top) if top is not None else None
             if own is not None and Path(own).resolve() != Path(git_dir).resolve():
                 self.foreign = Path(own).resolve()
         else:
-            found = pygit2.discover_repository(str(start))
+            found = discover(start)
             if found is None:
                 raise NotARepository(f"{start} is not inside a Git repository")
             opened_from = start
@@ -273,7 +317,7 @@ class Repo:
             if self.workdir is not None:
                 # A work tree set elsewhere (core.worktree): Git run there would find whatever repository
                 # holds that folder, or none, so every `git` run for this one names it.
-                own = pygit2.discover_repository(str(self.workdir))
+                own = discover(self.workdir)
                 if own is None or Path(own).resolve() != Path(found).resolve():
                     self.pins = {"GIT_DIR": str(Path(found).resolve()), "GIT_WORK_TREE": str(self.workdir)}
         self.git_dir = Path(self.repo.path).resolve()
@@ -369,7 +413,7 @@ def _committed_git_dir(found: Path, start: Path) -> tuple[str, Path] | None:
     for holder in here.parents:
         if not os.path.lexists(holder / ".git"):
             continue
-        outer = pygit2.discover_repository(str(holder))
+        outer = discover(holder)
         try:
             repo = pygit2.Repository(str(holder))
         except pygit2.GitError:

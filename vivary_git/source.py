@@ -545,14 +545,12 @@ def _plain_root(start: Path, root: str, rev: str | None) -> Path:
     """The folder `--root` names outside any repository (read as a plain folder). One inside a repository
     the current directory is not in is refused: whether it is one is looked up only to say so, since reading
     it as a plain folder would read what Git ignores, and opening it would let the folder choose."""
-    import pygit2
-
     folder = (start / root).resolve()
     if not folder.is_dir():
         if rev is not None:
             return folder
         raise UsageError(_not_a_folder(root, folder))
-    found = pygit2.discover_repository(str(folder))
+    found = git.discover(folder)
     if found is not None:
         held = Path(found).resolve()
         raise UsageError(f"--root {root}: {folder} is inside the Git repository "

@@ -1,0 +1,80 @@
+"""Finding the repository as Git finds it (vivary_git/git.py `discover`, `Repo`), in the set-ups people have:
+`GIT_CEILING_DIRECTORIES`, objects kept elsewhere (`GIT_OBJECT_DIRECTORY`, `GIT_ALTERNATE_OBJECT_DIRECTORIES`),
+through the CLI and Git's own command dispatch on real repositories."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import git, run_git_vivary
+
+NOTE = "---\ntitle: A\n---\n# A\n\n[[nowhere]]\n"
+
+
+@pytest.fixture
+def outer(tmp_path: Path) -> Path:
+    """A repository at a home folder (the dotfiles kind), whose commit holds a note, with a folder of notes
+    below it that it does not track."""
+    home = tmp_path / "home"
+    home.mkdir()
+    git(home, "init", "-q", "-b", "main")
+    (home / "tracked.md").write_text(NOTE)
+    git(home, "add", "tracked.md")
+    git(home, "commit", "-q", "-m", "home")
+    (home / "notes" / "sub").mkdir(parents=True)
+    (home / "notes" / "here.md").write_text(NOTE)
+    return home
+
+
+def test_no_repository_is_found_above_a_ceiling_directory(outer: Path) -> None:
+    """GIT_CEILING_DIRECTORIES: Git does not look for a repository in or above a folder it names, so below one
+    the folder is no repository's. vivary found the repository above it (libgit2 ignores the variable), read its
+    files and wrote its caches into that repository's `.git`."""
+    notes = outer / "notes"
+    env = {"GIT_CEILING_DIRECTORIES": str(outer)}
+    assert run_git_vivary(["--version"], notes, env=env).returncode == 0  # Git runs vivary there, as any command
+    said = git(notes, "rev-parse", "--git-dir", check=False, env=env)
+    assert said == ""  # Git finds no repository here
+    r = run_git_vivary(["check", "--json"], notes, env=env)
+    assert r.returncode == 1, r.stderr
+    assert [f["path"] for f in json.loads(r.stdout)["findings"]] == ["here.md"], r.stdout  # the folder, read as one
+    assert "is not in a Git repository: reading files directly" in r.stderr, r.stderr
+    staged = run_git_vivary(["check", "--staged"], notes / "sub", env=env)
+    assert staged.returncode == 2 and "is not inside a Git repository" in staged.stderr, staged.stderr
+    assert not (outer / ".git" / "vivary").exists()
+    # Without the ceiling, the repository above is the one read, as for Git.
+    r = run_git_vivary(["check", "--json"], notes)
+    assert r.returncode == 1 and "reading files directly" not in r.stderr, r.stderr
+    assert (outer / ".git" / "vivary").is_dir()
+
+
+@pytest.mark.parametrize("ceiling", ["here", "relative", "after-empty-through-link"])
+def test_a_ceiling_git_does_not_stop_at_does_not_stop_vivary(outer: Path, ceiling: str) -> None:
+    """Git's own rules for the entries: a ceiling that is the current folder itself is not above it, a relative
+    entry is ignored, and after an empty entry a path through a symbolic link is taken as spelled (so never above
+    the current folder's real path)."""
+    notes = outer / "notes"
+    (outer.parent / "link").symlink_to(outer)
+    value = {"here": str(notes), "relative": "home", "after-empty-through-link": f"{os.pathsep}{outer.parent / 'link'}"}
+    env = {"GIT_CEILING_DIRECTORIES": value[ceiling]}
+    assert git(notes, "rev-parse", "--absolute-git-dir", env=env).strip() == str(outer / ".git")
+    r = run_git_vivary(["check", "--staged", "--json"], notes, env=env)
+    assert r.returncode == 1, r.stderr
+    assert [f["path"] for f in json.loads(r.stdout)["findings"]] == ["tracked.md"], r.stdout
+
+
+def test_a_discovery_setting_git_cannot_read_is_said(outer: Path, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """GIT_DISCOVERY_ACROSS_FILESYSTEM (Git looks past a file-system boundary when true): a value Git refuses
+    ("bad boolean config value") is refused with the fix, not read as false; Git's own words for the values it
+    takes."""
+    monkeypatch.setenv("GIT_DISCOVERY_ACROSS_FILESYSTEM", "maybe")
+    r = cli("check", cwd=outer / "notes")
+    assert r.code == 2 and r.err.count("\n") == 1, r.err
+    assert "GIT_DISCOVERY_ACROSS_FILESYSTEM='maybe' is not a boolean Git reads (true or false)" in r.err, r.err
+    for value in ("1", "yes", "On", "0", "off", ""):
+        monkeypatch.setenv("GIT_DISCOVERY_ACROSS_FILESYSTEM", value)
+        assert cli("check", "--staged", cwd=outer / "notes").code == 1
