@@ -78,3 +78,55 @@ def test_a_discovery_setting_git_cannot_read_is_said(outer: Path, cli: Any, monk
     for value in ("1", "yes", "On", "0", "off", ""):
         monkeypatch.setenv("GIT_DISCOVERY_ACROSS_FILESYSTEM", value)
         assert cli("check", "--staged", cwd=outer / "notes").code == 1
+
+
+def _objects(folder: Path) -> set[str]:
+    return {p.parent.name + p.name for p in folder.glob("??/*")}
+
+
+@pytest.mark.parametrize("where", ["GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES"])
+def test_objects_kept_elsewhere_are_read_and_written_where_git_keeps_them(tmp_path: Path, where: str) -> None:
+    """GIT_OBJECT_DIRECTORY (Git reads and writes objects there instead of `.git/objects`) and
+    GIT_ALTERNATE_OBJECT_DIRECTORIES (objects borrowed, read only): libgit2 ignores both, so every read of a
+    commit, the index or the working tree was a traceback (KeyError on a tree id) or "no such revision". Now
+    the notes are read, in children too (VIVARY_JOBS, 1,500 notes), and the cache's objects are written where
+    Git writes."""
+    store = tmp_path / "objects"
+    store.mkdir()
+    tree = tmp_path / "ws"
+    tree.mkdir()
+    git(tree, "init", "-q", "-b", "main")
+    git(tree, "config", "gc.auto", "0")
+    for n in range(1500):
+        (tree / "notes" / f"n{n}.md").parent.mkdir(exist_ok=True)
+        (tree / "notes" / f"n{n}.md").write_text(f"# N{n}\n")
+    (tree / "notes" / "a.md").write_text(NOTE)
+    env = {"GIT_OBJECT_DIRECTORY": str(store)}
+    git(tree, "add", "-A", env=env)
+    git(tree, "commit", "-q", "-m", "notes", env=env)
+    if where == "GIT_ALTERNATE_OBJECT_DIRECTORIES":
+        env = {where: str(store)}  # borrowed: this repository's own objects/ holds none of them
+    own = _objects(tree / ".git" / "objects")
+    assert own == set()
+    (tree / "notes" / "b.md").write_text("# B\n")
+    for args in (["check", "--rev", "HEAD"], ["check", "--staged"], ["check"]):
+        r = run_git_vivary([*args, "--json"], tree, env={**env, "VIVARY_JOBS": "2", "VIVARY_STATS": "1"})
+        assert r.returncode == 1 and "Traceback" not in r.stderr, (args, r.stderr)
+        assert '"redone":0' in r.stderr, r.stderr  # no child failed to read its share
+        assert [f["path"] for f in json.loads(r.stdout)["findings"]] == ["notes/a.md"], (args, r.stdout)
+    cache = git(tree, "rev-parse", "refs/vivary/cache").strip()
+    assert git(tree, "cat-file", "-t", cache, env=env).strip() == "commit"
+    if where == "GIT_OBJECT_DIRECTORY":
+        assert cache in _objects(store) and _objects(tree / ".git" / "objects") == set()
+    else:
+        assert cache in _objects(tree / ".git" / "objects") and cache not in _objects(store)
+
+
+def test_an_object_folder_that_is_not_there_is_said(outer: Path) -> None:
+    """Git finds no repository while GIT_OBJECT_DIRECTORY names a folder that is not there; vivary says which
+    setting and its fix, never a traceback."""
+    r = run_git_vivary(["check"], outer, env={"GIT_OBJECT_DIRECTORY": str(outer / "gone")})
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.startswith(f"git vivary check: GIT_OBJECT_DIRECTORY={outer / 'gone'} is not a folder Git can "
+                               "keep objects in"), r.stderr
+    assert r.stderr.rstrip().endswith("point it at one, or unset it"), r.stderr

@@ -136,6 +136,41 @@ def _across_filesystems() -> bool:
                        "set it to one of those, or unset it") from None
 
 
+ObjectDirs = tuple[str | None, tuple[str, ...]]
+
+
+def object_dirs() -> ObjectDirs | None:
+    """Where Git reads and writes objects when the environment says (else None: the repository's own
+    `objects/`): `GIT_OBJECT_DIRECTORY`, in place of `objects/` (its `info/alternates` included), and the
+    folders `GIT_ALTERNATE_OBJECT_DIRECTORIES` adds, read only. A relative path is the current folder's."""
+    own = os.environ.get("GIT_OBJECT_DIRECTORY") or None
+    alternates = tuple(os.path.abspath(entry)
+                       for entry in os.environ.get("GIT_ALTERNATE_OBJECT_DIRECTORIES", "").split(os.pathsep) if entry)
+    if own is None and not alternates:
+        return None
+    return (os.path.abspath(own) if own else None), alternates
+
+
+def with_objects(handle: Any, objects: ObjectDirs | None) -> Any:
+    """The libgit2 repository `handle` reading (and writing) objects where Git would (`object_dirs`)."""
+    if objects is None:
+        return handle
+    import pygit2
+
+    own, alternates = objects
+    if own is not None:
+        try:
+            handle.set_odb(pygit2.Odb(own))
+        except pygit2.GitError as err:
+            # Git finds no repository at all then ("not a git repository").
+            raise GitError(f"GIT_OBJECT_DIRECTORY={own} is not a folder Git can keep objects in ({err}); point it "
+                           "at one, or unset it") from None
+    odb = handle.odb
+    for folder in alternates:
+        odb.add_disk_alternate(folder)
+    return handle
+
+
 def git_executable() -> str:
     exe = shutil.which("git")
     if exe is None:
@@ -320,6 +355,9 @@ class Repo:
                 own = discover(self.workdir)
                 if own is None or Path(own).resolve() != Path(found).resolve():
                     self.pins = {"GIT_DIR": str(Path(found).resolve()), "GIT_WORK_TREE": str(self.workdir)}
+        # Objects kept elsewhere (GIT_OBJECT_DIRECTORY, GIT_ALTERNATE_OBJECT_DIRECTORIES): libgit2 ignores both.
+        self.objects = object_dirs() if environment else None
+        self.repo = with_objects(self.repo, self.objects)
         self.git_dir = Path(self.repo.path).resolve()
         # Linked worktrees share objects and refs with the main repository: keep our cache there.
         common = Path(self.repo.path)
@@ -328,6 +366,11 @@ class Repo:
             common = (self.git_dir / commondir_file.read_text().strip()).resolve()
         self.common_dir = common.resolve()
         self.cwd = start
+
+    def reopen(self) -> Any:
+        """A new libgit2 handle on this repository (a forked child's: one must not be shared across a fork),
+        reading and writing objects where this one does."""
+        return with_objects(self.pygit2.Repository(str(self.git_dir)), self.objects)
 
     @property
     def pinned_git_dir(self) -> Path | None:
