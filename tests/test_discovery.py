@@ -130,3 +130,45 @@ def test_an_object_folder_that_is_not_there_is_said(outer: Path) -> None:
     assert r.stderr.startswith(f"git vivary check: GIT_OBJECT_DIRECTORY={outer / 'gone'} is not a folder Git can "
                                "keep objects in"), r.stderr
     assert r.stderr.rstrip().endswith("point it at one, or unset it"), r.stderr
+
+
+@pytest.fixture
+def superproject(tmp_path: Path) -> Path:
+    """A repository whose `vault` folder is a submodule (its `.git` a file naming `.git/modules/vault`)."""
+    lib = tmp_path / "vault-src"
+    lib.mkdir()
+    git(lib, "init", "-q", "-b", "main")
+    (lib / "notes").mkdir()
+    (lib / "notes" / "a.md").write_text(NOTE)
+    git(lib, "add", "-A")
+    git(lib, "commit", "-q", "-m", "vault")
+    top = tmp_path / "super"
+    top.mkdir()
+    git(top, "init", "-q", "-b", "main")
+    (top / "README.md").write_text("# Top\n")
+    git(top, "add", "-A")
+    git(top, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "vault")
+    git(top, "commit", "-q", "-m", "vault as a submodule")
+    return top
+
+
+@pytest.mark.parametrize("root", ["vault", "vault/notes"])
+def test_root_naming_a_submodule_is_refused_by_every_command_that_takes_it(superproject: Path, root: str) -> None:
+    """A submodule's files are its own repository's, which Git run in the superproject does not read into: `--root`
+    naming it (or a folder inside it) is a usage error that says to run inside it, for every command. `check
+    --root vault/notes` said there was no such folder; `doctor` read the submodule's memory config from disk and
+    reported the superproject's privacy for it; `cache gc` told to delete branch main (`git branch -D main`)."""
+    for args in (["check"], ["check", "--staged"], ["check", "--rev", "HEAD"], ["doctor"], ["cache", "gc"],
+                 ["cache", "gc", "--dry-run"]):
+        r = run_git_vivary([*args, "--root", root], superproject)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, (args, r.stderr)
+        assert (f"--root {root}: 'vault' is another repository (a submodule, or a clone inside this work tree), "
+                "which Git does not read into from here; run the command inside it (-C vault)") in r.stderr, r.stderr
+    r = run_git_vivary(["hooks", "install", "--root", root], superproject)
+    assert r.returncode == 2 and "install its hooks there (git vivary hooks install -C vault)" in r.stderr, r.stderr
+    assert not (superproject / ".git" / "hooks" / "pre-commit").exists()
+    # Inside it, it is the repository: its derived state goes to its own Git folder, none to the superproject's.
+    r = run_git_vivary(["check", "--json"], superproject / "vault" / "notes")
+    assert r.returncode == 1 and [f["path"] for f in json.loads(r.stdout)["findings"]] == ["notes/a.md"], r.stdout
+    assert (superproject / ".git" / "modules" / "vault" / "vivary").is_dir()
+    assert not (superproject / ".git" / "vivary").exists() and not (superproject / "vault" / ".git").is_dir()
