@@ -172,3 +172,33 @@ def test_root_naming_a_submodule_is_refused_by_every_command_that_takes_it(super
     assert r.returncode == 1 and [f["path"] for f in json.loads(r.stdout)["findings"]] == ["notes/a.md"], r.stdout
     assert (superproject / ".git" / "modules" / "vault" / "vivary").is_dir()
     assert not (superproject / ".git" / "vivary").exists() and not (superproject / "vault" / ".git").is_dir()
+
+
+def test_a_dotfiles_repository_reads_the_home_folder_git_is_told_of(tmp_path: Path) -> None:
+    """The dotfiles set-up: a bare repository used as `git --git-dir=~/.dotfiles --work-tree=~` (Git exports both to
+    `git vivary`), and the same repository with core.worktree set. With core.bare still true Git uses no work tree
+    ("core.bare and core.worktree do not make sense"), and neither does vivary: it says which setting to change
+    instead of calling the repository plainly bare."""
+    home = tmp_path / "home"
+    (home / "notes").mkdir(parents=True)
+    dot = tmp_path / "dotfiles"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(dot))
+    (home / "notes" / "a.md").write_text(NOTE)
+    named = ["--git-dir", str(dot), "--work-tree", str(home)]
+    git(home, *named, "add", "notes/a.md")
+    git(home, *named, "commit", "-q", "-m", "notes")
+    for args in (["check"], ["check", "--staged"]):
+        r = run_git_vivary([*args, "--json"], home / "notes", env={"GIT_DIR": str(dot), "GIT_WORK_TREE": str(home)})
+        assert r.returncode == 1, r.stderr
+        assert [f["path"] for f in json.loads(r.stdout)["findings"]] == ["notes/a.md"], r.stdout
+    assert (dot / "vivary").is_dir() and not (home / ".git").exists()
+    git(tmp_path, "--git-dir", str(dot), "config", "core.worktree", str(home))
+    r = run_git_vivary(["check"], home, env={"GIT_DIR": str(dot)})
+    assert git(home, "rev-parse", "--is-bare-repository", env={"GIT_DIR": str(dot)}).strip() == "true"
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert (f"this repository is bare (core.bare = true), so Git uses no work tree, although core.worktree names "
+            f"{home}: to use that folder as its work tree, `git --git-dir={dot} config core.bare false`") in r.stderr
+    assert run_git_vivary(["check", "--rev", "HEAD"], home, env={"GIT_DIR": str(dot)}).returncode == 1
+    git(tmp_path, "--git-dir", str(dot), "config", "core.bare", "false")  # the fix it names
+    r = run_git_vivary(["check", "--json"], tmp_path, env={"GIT_DIR": str(dot)})
+    assert r.returncode == 1 and [f["path"] for f in json.loads(r.stdout)["findings"]] == ["notes/a.md"], r.stderr

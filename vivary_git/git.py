@@ -373,6 +373,18 @@ class Repo:
         return with_objects(self.pygit2.Repository(str(self.git_dir)), self.objects)
 
     @property
+    def unused_worktree(self) -> str | None:
+        """The folder `core.worktree` names in a repository that is bare all the same (`core.bare = true`, as a
+        bare clone made for dotfiles keeps): Git uses no work tree then ("core.bare and core.worktree do not make
+        sense"), and neither does vivary. None otherwise."""
+        if not self.bare:
+            return None
+        try:
+            return str(self.repo.config["core.worktree"])
+        except (KeyError, ValueError, self.pygit2.GitError):
+            return None
+
+    @property
     def pinned_git_dir(self) -> Path | None:
         """The Git directory every `git` for this work tree must be told (`pins`), or None when Git run in the
         work tree finds it: what `privacy.decide_scoped(git_dir=…)` needs for a work tree set elsewhere."""

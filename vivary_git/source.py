@@ -351,6 +351,12 @@ def open_source(
         tree_id, label = rev_tree(repo, rev, rev_option), rev
         kind = "rev"
     elif repo.bare:
+        unused = repo.unused_worktree
+        if unused is not None:
+            raise UsageError(f"this repository is bare (core.bare = true), so Git uses no work tree, although "
+                             f"core.worktree names {unused}: to use that folder as its work tree, `git --git-dir="
+                             f"{repo.git_dir} config core.bare false` (or run `git --work-tree={unused} vivary ...`); "
+                             "--rev REV reads a commit meanwhile")
         raise UsageError("this is a bare repository (no working tree): check, graph, query, find, index and recall "
                          "read a tree named with --rev REV (blast with --base/--head); the other commands need a "
                          "clone with a working tree")
