@@ -1,11 +1,14 @@
-"""Finding the repository as Git finds it (vivary_git/git.py `discover`, `Repo`), in the set-ups people have:
-`GIT_CEILING_DIRECTORIES`, objects kept elsewhere (`GIT_OBJECT_DIRECTORY`, `GIT_ALTERNATE_OBJECT_DIRECTORIES`),
-through the CLI and Git's own command dispatch on real repositories."""
+"""Finding the repository, and reading its settings, as Git does (vivary_git/git.py `discover`, `Repo`), in the
+set-ups people have: `GIT_CEILING_DIRECTORIES`, objects kept elsewhere (`GIT_OBJECT_DIRECTORY`,
+`GIT_ALTERNATE_OBJECT_DIRECTORIES`), a submodule, the dotfiles repository, `git -c`; through the CLI and Git's own
+command dispatch on real repositories."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -202,3 +205,26 @@ def test_a_dotfiles_repository_reads_the_home_folder_git_is_told_of(tmp_path: Pa
     git(tmp_path, "--git-dir", str(dot), "config", "core.bare", "false")  # the fix it names
     r = run_git_vivary(["check", "--json"], tmp_path, env={"GIT_DIR": str(dot)})
     assert r.returncode == 1 and [f["path"] for f in json.loads(r.stdout)["findings"]] == ["notes/a.md"], r.stderr
+
+
+def test_vivary_settings_given_with_git_c_are_read_as_git_reads_them(outer: Path) -> None:
+    """`git -c vivary.cache=false vivary …` (GIT_CONFIG_PARAMETERS) and GIT_CONFIG_COUNT/KEY/VALUE: Git reads them
+    for that command, and the settings vivary reads with `git config` honoured them; those read through libgit2
+    (vivary.cache, vivary.notes, vivary.cacheTrust, vivary.cacheSign) did not, so `-c vivary.cache=false` still
+    wrote the shared cache."""
+    bindir = str(Path(sys.executable).parent)
+    env = dict(os.environ, PATH=bindir + os.pathsep + os.environ["PATH"])
+    r = subprocess.run(["git", "-c", "vivary.cache=false", "vivary", "check", "--rev", "HEAD"], cwd=outer, env=env,
+                       capture_output=True, text=True)
+    assert r.returncode == 1, r.stderr
+    assert git(outer, "for-each-ref", "refs/vivary/") == ""  # nothing recorded, as asked
+    assert run_git_vivary(["check", "--rev", "HEAD"], outer).returncode == 1
+    assert git(outer, "for-each-ref", "--format=%(refname)", "refs/vivary/") == "refs/vivary/cache\n"
+    counted = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "vivary.notes", "GIT_CONFIG_VALUE_0": "yes"}
+    for extra, said in (({}, "notes     off"), (counted, "notes     on")):
+        r = run_git_vivary(["cache", "status"], outer, env=extra)
+        assert said in r.stdout, (extra, r.stdout, r.stderr)
+    r = subprocess.run(["git", "-c", "vivary.cacheTrust=bogus", "vivary", "check"], cwd=outer, env=env,
+                       capture_output=True, text=True)
+    assert "vivary.cacheTrust = 'bogus' is not one of none, signed, any" in r.stderr, r.stderr
+

@@ -372,6 +372,28 @@ class Repo:
         reading and writing objects where this one does."""
         return with_objects(self.pygit2.Repository(str(self.git_dir)), self.objects)
 
+    def setting(self, key: str, *, boolean: bool = False) -> str | None:
+        """`key` as Git reads it for this repository, or None when it is not set. libgit2 reads the config files
+        (their includes too) but not what `git -c` gave the command (GIT_CONFIG_PARAMETERS, GIT_CONFIG_COUNT): with
+        either set, Git itself is asked. With `boolean`, "true" or "false"; a value that is no boolean is a
+        ValueError."""
+        if os.environ.get("GIT_CONFIG_PARAMETERS") or os.environ.get("GIT_CONFIG_COUNT"):
+            proc = self.git(["config", *(["--type=bool"] if boolean else []), "--get", key], check=False)
+            if proc.returncode == 1:
+                return None
+            if proc.returncode != 0:
+                raise ValueError(proc.stderr.decode("utf-8", "replace").strip())
+            return proc.stdout.decode("utf-8", "surrogateescape").rstrip("\n")
+        config = self.repo.config
+        try:
+            if boolean:
+                return "true" if config.get_bool(key) else "false"
+            return str(config[key])
+        except KeyError:
+            return None
+        except self.pygit2.GitError as err:
+            raise ValueError(str(err)) from None
+
     @property
     def unused_worktree(self) -> str | None:
         """The folder `core.worktree` names in a repository that is bare all the same (`core.bare = true`, as a
