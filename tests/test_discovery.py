@@ -5,6 +5,7 @@ command dispatch on real repositories."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -14,6 +15,8 @@ from typing import Any
 
 import pytest
 from conftest import git, run_git_vivary
+
+from vivary_git.memory.local.embed import embedder_status
 
 NOTE = "---\ntitle: A\n---\n# A\n\n[[nowhere]]\n"
 
@@ -228,3 +231,31 @@ def test_vivary_settings_given_with_git_c_are_read_as_git_reads_them(outer: Path
                        capture_output=True, text=True)
     assert "vivary.cacheTrust = 'bogus' is not one of none, signed, any" in r.stderr, r.stderr
 
+
+@pytest.mark.skipif(importlib.util.find_spec("hnswlib") is None or embedder_status() != "available",
+                    reason="needs the [embed] extra")
+def test_each_linked_worktree_has_its_own_memory_index_in_the_common_git_dir(tmp_path: Path) -> None:
+    """docs/memory.md: a linked worktree is a workspace of its own, with an index of its own kept in the common
+    Git directory (never in its `.git/worktrees/NAME` or its work tree): `index` in the main worktree builds none for
+    the linked one, whose `recall` says to run `index` (exit 3)."""
+    main = tmp_path / "main"
+    main.mkdir()
+    git(main, "init", "-q", "-b", "main")
+    (main / ".vivary").mkdir()
+    (main / ".vivary" / "memory.toml").write_text('[memory]\nenabled = true\nprovider = "vivary-local"\n')
+    (main / "notes").mkdir()
+    (main / "notes" / "a.md").write_text("# Apples\n\nApples are red.\n")
+    git(main, "add", "-A")
+    git(main, "commit", "-q", "-m", "notes")
+    linked = tmp_path / "linked"
+    git(main, "worktree", "add", "-q", "-b", "other", str(linked))
+    assert run_git_vivary(["index", "--yes"], main).returncode == 0
+    r = run_git_vivary(["recall", "apples"], linked / "notes")
+    assert r.returncode == 3 and "there is no memory index for this workspace yet" in r.stderr, r.stderr
+    assert "run `git vivary index --yes`" in r.stderr
+    assert run_git_vivary(["index", "--yes"], linked).returncode == 0
+    r = run_git_vivary(["recall", "apples", "--json"], linked / "notes")
+    assert r.returncode == 0 and "notes/a.md" in r.stdout, r.stderr
+    datasets = sorted(p.name.split("-")[1] for p in (main / ".git" / "vivary" / "memory").iterdir())
+    assert datasets == ["linked", "main"]
+    assert not (main / ".git" / "worktrees" / "linked" / "vivary").exists() and not (linked / ".vivary" / "memory").exists()
