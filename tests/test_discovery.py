@@ -51,7 +51,10 @@ def test_no_repository_is_found_above_a_ceiling_directory(outer: Path) -> None:
     assert "is not in a Git repository: reading files directly" in r.stderr, r.stderr
     staged = run_git_vivary(["check", "--staged"], notes / "sub", env=env)
     assert staged.returncode == 2 and "is not inside a Git repository" in staged.stderr, staged.stderr
-    assert not (outer / ".git" / "vivary").exists()
+    hooks = run_git_vivary(["hooks", "install"], notes, env=env)
+    assert hooks.returncode == 2 and hooks.stderr.count("\n") == 1, hooks.stderr
+    assert f"{notes} is not inside a Git repository, and hooks are a repository's" in hooks.stderr, hooks.stderr
+    assert not (outer / ".git" / "vivary").exists() and not (outer / ".git" / "hooks" / "pre-commit").exists()
     # Without the ceiling, the repository above is the one read, as for Git.
     r = run_git_vivary(["check", "--json"], notes)
     assert r.returncode == 1 and "reading files directly" not in r.stderr, r.stderr
