@@ -270,7 +270,7 @@ def _materialise_gitignores(info: Located, tree: str, paths: Sequence[str], work
 
     try:
         # From the top, libgit2 would find another repository, or none, when the work tree is set elsewhere.
-        repo = pygit2.Repository(str(info.git_dir if info.named else info.top))
+        repo = git.with_objects(pygit2.Repository(str(info.git_dir if info.named else info.top)), git.object_dirs())
         root = repo.revparse_single(tree).peel(pygit2.Tree)
     except (KeyError, ValueError, TypeError, pygit2.GitError) as err:
         raise PrivacyError(f"cannot decide privacy: {tree!r} does not name a tree ({err})") from err

@@ -13,6 +13,10 @@ A folder a commit laid out as a Git directory (`docs/HEAD`, `docs/config`, `docs
 the repository that tracks it, never a repository: Git's discovery from inside it would take it for one,
 and run the commands its config names (`core.fsmonitor`, filters). Callers never look for a repository from
 a folder the user named (`--root`): see `source.open_source`.
+
+Every look for a repository goes through `discover`, which stops where Git stops: at a folder of
+`GIT_CEILING_DIRECTORIES`, and at a file-system boundary unless `GIT_DISCOVERY_ACROSS_FILESYSTEM` is set
+(libgit2 reads neither from the environment).
 """
 
 from __future__ import annotations
@@ -90,6 +94,81 @@ def read_blob(odb: Any, oid: Any, limit: int | None) -> bytes:
     except KeyError:  # pygit2.NotFoundError
         raise MissingObject(str(oid)) from None
     return data
+
+
+def discover(start: Path | str) -> str | None:
+    """The Git directory Git would find looking up from `start` (a `.git` folder or file, or a bare repository),
+    or None: the search stops below a folder `GIT_CEILING_DIRECTORIES` names and at a file-system boundary
+    unless `GIT_DISCOVERY_ACROSS_FILESYSTEM` is true, as in Git (setup.c). A value of the latter Git cannot
+    read as a boolean is a GitError, as Git refuses it too."""
+    import pygit2
+
+    return pygit2.discover_repository(str(start), _across_filesystems(), _ceilings())
+
+
+def _ceilings() -> str:
+    """`GIT_CEILING_DIRECTORIES` as Git reads it, for libgit2 (which resolves each entry's symbolic links):
+    relative entries are ignored, and after an empty entry symbolic links are no longer resolved, so an entry
+    that goes through one can never be above the (resolved) current directory and is left out."""
+    kept: list[str] = []
+    literal = False
+    for entry in os.environ.get("GIT_CEILING_DIRECTORIES", "").split(os.pathsep):
+        if not entry:
+            literal = True
+        elif os.path.isabs(entry) and (not literal or os.path.realpath(entry) == os.path.normpath(entry)):
+            kept.append(entry)
+    return os.pathsep.join(kept)
+
+
+def _across_filesystems() -> bool:
+    value = os.environ.get("GIT_DISCOVERY_ACROSS_FILESYSTEM")
+    if value is None:
+        return False
+    word = value.strip().lower()
+    if word in ("true", "yes", "on"):
+        return True
+    if word in ("", "false", "no", "off"):
+        return False
+    try:
+        return int(word, 0) != 0
+    except ValueError:
+        raise GitError(f"GIT_DISCOVERY_ACROSS_FILESYSTEM={value!r} is not a boolean Git reads (true or false); "
+                       "set it to one of those, or unset it") from None
+
+
+ObjectDirs = tuple[str | None, tuple[str, ...]]
+
+
+def object_dirs() -> ObjectDirs | None:
+    """Where Git reads and writes objects when the environment says (else None: the repository's own
+    `objects/`): `GIT_OBJECT_DIRECTORY`, in place of `objects/` (its `info/alternates` included), and the
+    folders `GIT_ALTERNATE_OBJECT_DIRECTORIES` adds, read only. A relative path is the current folder's."""
+    own = os.environ.get("GIT_OBJECT_DIRECTORY") or None
+    alternates = tuple(os.path.abspath(entry)
+                       for entry in os.environ.get("GIT_ALTERNATE_OBJECT_DIRECTORIES", "").split(os.pathsep) if entry)
+    if own is None and not alternates:
+        return None
+    return (os.path.abspath(own) if own else None), alternates
+
+
+def with_objects(handle: Any, objects: ObjectDirs | None) -> Any:
+    """The libgit2 repository `handle` reading (and writing) objects where Git would (`object_dirs`)."""
+    if objects is None:
+        return handle
+    import pygit2
+
+    own, alternates = objects
+    if own is not None:
+        try:
+            handle.set_odb(pygit2.Odb(own))
+        except pygit2.GitError as err:
+            # Git finds no repository at all then ("not a git repository").
+            raise GitError(f"GIT_OBJECT_DIRECTORY={own} is not a folder Git can keep objects in ({err}); point it "
+                           "at one, or unset it") from None
+    odb = handle.odb
+    for folder in alternates:
+        odb.add_disk_alternate(folder)
+    return handle
 
 
 def git_executable() -> str:
@@ -245,11 +324,11 @@ class Repo:
             self.bare: bool = top is None
             self.workdir: Path | None = top
             self.pins = {"GIT_DIR": git_dir, **({"GIT_WORK_TREE": str(top)} if top is not None else {})}
-            own = pygit2.discover_repository(str(top)) if top is not None else None
+            own = discover(top) if top is not None else None
             if own is not None and Path(own).resolve() != Path(git_dir).resolve():
                 self.foreign = Path(own).resolve()
         else:
-            found = pygit2.discover_repository(str(start))
+            found = discover(start)
             if found is None:
                 raise NotARepository(f"{start} is not inside a Git repository")
             opened_from = start
@@ -273,9 +352,12 @@ class Repo:
             if self.workdir is not None:
                 # A work tree set elsewhere (core.worktree): Git run there would find whatever repository
                 # holds that folder, or none, so every `git` run for this one names it.
-                own = pygit2.discover_repository(str(self.workdir))
+                own = discover(self.workdir)
                 if own is None or Path(own).resolve() != Path(found).resolve():
                     self.pins = {"GIT_DIR": str(Path(found).resolve()), "GIT_WORK_TREE": str(self.workdir)}
+        # Objects kept elsewhere (GIT_OBJECT_DIRECTORY, GIT_ALTERNATE_OBJECT_DIRECTORIES): libgit2 ignores both.
+        self.objects = object_dirs() if environment else None
+        self.repo = with_objects(self.repo, self.objects)
         self.git_dir = Path(self.repo.path).resolve()
         # Linked worktrees share objects and refs with the main repository: keep our cache there.
         common = Path(self.repo.path)
@@ -284,6 +366,45 @@ class Repo:
             common = (self.git_dir / commondir_file.read_text().strip()).resolve()
         self.common_dir = common.resolve()
         self.cwd = start
+
+    def reopen(self) -> Any:
+        """A new libgit2 handle on this repository (a forked child's: one must not be shared across a fork),
+        reading and writing objects where this one does."""
+        return with_objects(self.pygit2.Repository(str(self.git_dir)), self.objects)
+
+    def setting(self, key: str, *, boolean: bool = False) -> str | None:
+        """`key` as Git reads it for this repository, or None when it is not set. libgit2 reads the config files
+        (their includes too) but not what `git -c` gave the command (GIT_CONFIG_PARAMETERS, GIT_CONFIG_COUNT): with
+        either set, Git itself is asked. With `boolean`, "true" or "false"; a value that is no boolean is a
+        ValueError."""
+        if os.environ.get("GIT_CONFIG_PARAMETERS") or os.environ.get("GIT_CONFIG_COUNT"):
+            proc = self.git(["config", *(["--type=bool"] if boolean else []), "--get", key], check=False)
+            if proc.returncode == 1:
+                return None
+            if proc.returncode != 0:
+                raise ValueError(proc.stderr.decode("utf-8", "replace").strip())
+            return proc.stdout.decode("utf-8", "surrogateescape").rstrip("\n")
+        config = self.repo.config
+        try:
+            if boolean:
+                return "true" if config.get_bool(key) else "false"
+            return str(config[key])
+        except KeyError:
+            return None
+        except self.pygit2.GitError as err:
+            raise ValueError(str(err)) from None
+
+    @property
+    def unused_worktree(self) -> str | None:
+        """The folder `core.worktree` names in a repository that is bare all the same (`core.bare = true`, as a
+        bare clone made for dotfiles keeps): Git uses no work tree then ("core.bare and core.worktree do not make
+        sense"), and neither does vivary. None otherwise."""
+        if not self.bare:
+            return None
+        try:
+            return str(self.repo.config["core.worktree"])
+        except (KeyError, ValueError, self.pygit2.GitError):
+            return None
 
     @property
     def pinned_git_dir(self) -> Path | None:
@@ -380,7 +501,7 @@ def _committed_git_dir(found: Path, start: Path) -> tuple[str, Path] | None:
     for holder in here.parents:
         if not os.path.lexists(holder / ".git"):
             continue
-        outer = pygit2.discover_repository(str(holder))
+        outer = discover(holder)
         try:
             repo = pygit2.Repository(str(holder))
         except pygit2.GitError:

@@ -67,7 +67,7 @@ def _shares(count: int) -> int:
     return n
 
 
-def _blob_reader(repo_path: str) -> Callable[[str], bytes]:
+def _blob_reader(reopen: Callable[[], Any]) -> Callable[[str], bytes]:
     """A reader on a fresh repository handle (in a child: never the parent's), bounded as the parent's
     (`Source.read`): a blob over `NOTE_MAX_BYTES` is `git.BlobTooLarge`, never inflated here either."""
     import pygit2
@@ -76,7 +76,7 @@ def _blob_reader(repo_path: str) -> Callable[[str], bytes]:
     from vivary_git.models import NOTE_MAX_BYTES
 
     pygit2.settings.enable_strict_hash_verification(False)  # as in git.Repo
-    odb = pygit2.Repository(repo_path).odb
+    odb = reopen().odb  # `git.Repo.reopen`: objects read where the parent reads them
 
     def read(oid: str) -> bytes:
         return read_blob(odb, pygit2.Oid(hex=oid), NOTE_MAX_BYTES)
@@ -242,7 +242,7 @@ def _decoder(plain: msgspec.msgpack.Decoder[Any], spelled: Any) -> Callable[[byt
     return decode
 
 
-def parse_many(repo_path: str, oids: Sequence[str], read: Callable[[str], bytes],
+def parse_many(reopen: Callable[[], Any], oids: Sequence[str], read: Callable[[str], bytes],
                redone: Callable[[int], None] | None = None) -> list[tuple[str, Note]] | None:
     """Parse `oids` across processes (`read` reads a blob in this one); None when parallelism does
     not pay or is unavailable. `redone` as in `_split`."""
@@ -257,13 +257,13 @@ def parse_many(repo_path: str, oids: Sequence[str], read: Callable[[str], bytes]
         return each(share, read)
 
     def there(share: Sequence[str]) -> bytes:
-        return _encode(each(share, _blob_reader(repo_path)))
+        return _encode(each(share, _blob_reader(reopen)))
 
     return _split(oids, here, there, _decoder(decoder, list[tuple[str, Note]]), redone)
 
 
 def derive_many(
-    repo_path: str,
+    reopen: Callable[[], Any],
     items: Sequence[T],
     read: Callable[[str], bytes],
     work: Callable[[Callable[[str], bytes], Sequence[T]], list[R]],
@@ -283,7 +283,7 @@ def derive_many(
         return work(read, share)
 
     def there(share: Sequence[T]) -> bytes:
-        return _encode(work(_blob_reader(repo_path), share))
+        return _encode(work(_blob_reader(reopen), share))
 
     return _split(items, here, there, _decoder(decoder, spelled_type), redone)
 

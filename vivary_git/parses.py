@@ -195,7 +195,7 @@ class Parses:
         if todo and repo is not None:
             from vivary_git.parallel import parse_many
 
-            parsed = parse_many(str(repo.git_dir), todo, self.source.read, self._count_redone)
+            parsed = parse_many(repo.reopen, todo, self.source.read, self._count_redone)
         if parsed is None:
             from vivary_git.parse import parse_read  # YAML is imported only when something is parsed
 
@@ -297,7 +297,7 @@ class Parses:
 
             facts_t = graph_mod.Facts
             kept = (Note | bytes) if streamed else msgspec.Raw
-            results = derive_many(str(repo.git_dir), rest, self.source.read, work,
+            results = derive_many(repo.reopen, rest, self.source.read, work,
                                   list[tuple[kept, facts_t]], list[tuple[Note | bytes, facts_t]],  # type: ignore[valid-type]
                                   self._count_redone)
         if results is None:

@@ -342,6 +342,12 @@ def open_source(
         tree_id, label = rev_tree(repo, rev, rev_option), rev
         kind = "rev"
     elif repo.bare:
+        unused = repo.unused_worktree
+        if unused is not None:
+            raise UsageError(f"this repository is bare (core.bare = true), so Git uses no work tree, although "
+                             f"core.worktree names {unused}: to use that folder as its work tree, `git --git-dir="
+                             f"{repo.git_dir} config core.bare false` (or run `git --work-tree={unused} vivary ...`); "
+                             "--rev REV reads a commit meanwhile")
         raise UsageError("this is a bare repository (no working tree): check, graph, query, find, index and recall "
                          "read a tree named with --rev REV (blast with --base/--head); the other commands need a "
                          "clone with a working tree")
@@ -363,10 +369,11 @@ def open_source(
         prefix = _find_root(repo, tree_id, rel)
     sub_id = _subtree(repo, tree_id, prefix)
     if sub_id is None and root is not None:
-        if entry_type(repo, tree_id, prefix) == "commit":
-            raise UsageError(f"--root {root}: {prefix!r} is another repository (a submodule, or a clone inside this "
-                             "work tree), which Git does not read into from here; run the command inside it "
-                             f"(-C {root})")
+        parts = prefix.split("/")
+        nested = next((lead for lead in ("/".join(parts[:n]) for n in range(1, len(parts) + 1))
+                       if entry_type(repo, tree_id, lead) == "commit"), None)
+        if nested is not None:  # the folder, or one on the way to it (`--root vault/notes`)
+            raise NestedRoot(root, nested, os.path.relpath(top / nested, start) if top is not None else nested)
         _refuse_a_link(repo, tree_id, label, root, prefix, start)
         raise MissingRoot(root, prefix, label)
 
@@ -434,7 +441,21 @@ def root_folder(start: Path, root: str, rev: str | None = None) -> Path:
                 _refuse_a_link(repo, rev_tree(repo, rev), rev, root, prefix, start)
         raise LinkedRoot(_root_is_a_link(root, prefix, link, os.readlink(top / link), "working tree", top, start,
                                          lambda path: _link_on_disk(top, path) is None and (top / path).is_dir()))
+    nested = _nested_on_disk(top, prefix)
+    if nested is not None:
+        raise NestedRoot(root, nested, os.path.relpath(top / nested, start))
     return (top / prefix).resolve()
+
+
+def _nested_on_disk(top: Path, prefix: str) -> str | None:
+    """The first folder on the way to `prefix` (itself included) that holds a `.git`: a submodule's checkout or a
+    clone kept inside the work tree, whose files are another repository's; None when there is none."""
+    parts = prefix.split("/") if prefix else []
+    for n in range(1, len(parts) + 1):
+        folder = "/".join(parts[:n])
+        if os.path.lexists(top / folder / ".git"):
+            return folder
+    return None
 
 
 def _root_prefix(repo: git.Repo, start: Path, root: str, rev: str | None) -> str:
@@ -501,6 +522,18 @@ class MissingRoot(UsageError):
         self.root, self.prefix, self.label = root, prefix, label
 
 
+class NestedRoot(UsageError):
+    """`--root` names a folder of another repository (a submodule, a clone inside the work tree), or one inside
+    it, which Git run here does not read into: in the tree read (`open_source`), or on disk (`root_folder`, for
+    the commands that work on the folder). `folder` is that repository's path in this tree, `where` the path to
+    give `-C`."""
+
+    def __init__(self, root: str, folder: str, where: str) -> None:
+        super().__init__(f"--root {root}: {folder!r} is another repository (a submodule, or a clone inside this work "
+                         f"tree), which Git does not read into from here; run the command inside it (-C {where})")
+        self.folder, self.where = folder, where
+
+
 class LinkedRoot(UsageError):
     """`--root` is, or goes through, a symbolic link (`_root_is_a_link` says it): every command that takes `--root`
     refuses it, doctor too, which reports most other problems of the workspace instead of refusing."""
@@ -536,14 +569,12 @@ def _plain_root(start: Path, root: str, rev: str | None) -> Path:
     """The folder `--root` names outside any repository (read as a plain folder). One inside a repository
     the current directory is not in is refused: whether it is one is looked up only to say so, since reading
     it as a plain folder would read what Git ignores, and opening it would let the folder choose."""
-    import pygit2
-
     folder = (start / root).resolve()
     if not folder.is_dir():
         if rev is not None:
             return folder
         raise UsageError(_not_a_folder(root, folder))
-    found = pygit2.discover_repository(str(folder))
+    found = git.discover(folder)
     if found is not None:
         held = Path(found).resolve()
         raise UsageError(f"--root {root}: {folder} is inside the Git repository "

@@ -175,7 +175,7 @@ class Workspace:
         local cache writes (the parent writes what is pending; a second copy would only waste time)."""
         repo = self.source.repo
         if repo is not None:
-            repo.repo = repo.pygit2.Repository(str(repo.git_dir))
+            repo.repo = repo.reopen()
         self._ref, self._ref_checked = None, False
         self._parses.discard_writes()
 

@@ -380,7 +380,7 @@ def _needs(repo: Repo, args: argparse.Namespace, head: str, commit: str | None =
     `_Skip` when it needs none. Raises `_Unreadable` when that cannot be told. `known`: the needs of the trees
     read so far, by tree id, looked up and added to."""
     from vivary_git.errors import ConfigError, VivaryError
-    from vivary_git.source import MissingRoot
+    from vivary_git.source import MissingRoot, NestedRoot
     from vivary_git.workspace import open_workspace
 
     pygit2 = repo.pygit2
@@ -446,6 +446,8 @@ def _needs(repo: Repo, args: argparse.Namespace, head: str, commit: str | None =
                 opened.append(opening(root=args.root))
             except MissingRoot as err:
                 needs = needs._replace(lacking=err.prefix or ".")
+            except NestedRoot as err:  # a submodule there: none of this repository's folders
+                needs = needs._replace(lacking=err.folder)
         held = {ws.source.prefix for ws in opened}
         failed: dict[str, tuple[str, ConfigError]] = {}
         for folder in folders:

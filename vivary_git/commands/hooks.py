@@ -134,7 +134,7 @@ def hook_roots(cwd: Path, roots: list[str]) -> list[str]:
     the top of the work tree ("." for the top), as the installed script passes them."""
     from vivary_git.errors import UsageError
     from vivary_git.gates.install import _toplevel
-    from vivary_git.source import root_folder
+    from vivary_git.source import NestedRoot, root_folder
 
     top = _toplevel(cwd)
     if top is None:
@@ -142,15 +142,16 @@ def hook_roots(cwd: Path, roots: list[str]) -> list[str]:
                          "install the hooks from a clone with a working tree")
     out: list[str] = []
     for root in roots:
-        folder = root_folder(cwd, root)
+        try:
+            folder = root_folder(cwd, root)
+        except NestedRoot as err:
+            raise UsageError(f"--root {root}: {err.folder} is another repository (a submodule, or a clone inside this "
+                             f"work tree), whose commits this repository's hooks never see; install its hooks there "
+                             f"(git vivary hooks install -C {err.where})") from None
         rel = folder.relative_to(top.resolve()).as_posix() if folder != top.resolve() else "."
         if any(ord(c) < 32 or ord(c) == 127 for c in rel):
             raise UsageError(f"--root {root}: a folder name with a control character cannot be written into a hook "
                              "script; rename the folder")
-        if rel != "." and (folder / ".git").exists():
-            raise UsageError(f"--root {root}: {rel} is another repository (a submodule, or a clone inside this work "
-                             f"tree), whose commits this repository's hooks never see; install its hooks there "
-                             f"(git vivary hooks install -C {root})")
         out.append(rel)
     return list(dict.fromkeys(out))
 

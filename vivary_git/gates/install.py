@@ -186,7 +186,11 @@ class ManagedHooks(RefusedError):
 # Every `git` here runs on the repository `git.Repo` finds from `cwd` (`git.pinned_env`): a folder a commit laid out
 # as a Git directory, with a `core.hooksPath` of its own, is never the repository whose hooks are installed.
 def hooks_dir(cwd: Path) -> Path:
-    out = git.out(["rev-parse", "--path-format=absolute", "--git-path", "hooks"], cwd=cwd, env=git.pinned_env(cwd))
+    env = git.pinned_env(cwd)
+    if "GIT_DIR" not in env:  # no repository Git finds from here (none above, or a GIT_CEILING_DIRECTORIES between)
+        raise git.NotARepository(f"{cwd} is not inside a Git repository, and hooks are a repository's: run this "
+                                 "inside one (cd there, or -C PATH), or `git init` first")
+    out = git.out(["rev-parse", "--path-format=absolute", "--git-path", "hooks"], cwd=cwd, env=env)
     return Path(out)
 
 

@@ -260,7 +260,7 @@ class Snapshot:
     def _reopened(self) -> Snapshot:
         """This snapshot on a repository handle of its own: in a forked child (a libgit2 handle must not
         be shared across a fork)."""
-        self.repo.repo = self.repo.pygit2.Repository(str(self.repo.git_dir))
+        self.repo.repo = self.repo.reopen()
         self.tree = self.repo.repo[self.tree.id]
         self._chunks = {}
         self._folders = {}

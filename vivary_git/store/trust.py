@@ -35,9 +35,12 @@ def trust(repo: Repo) -> str:
     signature verification accepts) or `any` (they read whatever the ref holds). An unknown value is
     `none`, said once on stderr."""
     try:
-        value = str(repo.repo.config[TRUST_KEY]).strip().lower()
-    except (KeyError, ValueError, repo.pygit2.GitError):
+        said = repo.setting(TRUST_KEY)
+    except ValueError:
         return "none"
+    if said is None:
+        return "none"
+    value = said.strip().lower()
     if value not in TRUST_LEVELS:
         print(f"vivary: {TRUST_KEY} = {value[:40]!r} is not one of {', '.join(TRUST_LEVELS)}; the shared cache is "
               "not read (`git config vivary.cacheTrust signed|any` to read it)", file=sys.stderr)
@@ -109,6 +112,7 @@ def _signed_commit(repo: Repo, tree: str, parents: list[str], message: str) -> s
 
 def _config_bool(repo: Repo, key: str, *, default: bool) -> bool:
     try:
-        return bool(repo.repo.config.get_bool(key))
-    except (KeyError, ValueError, repo.pygit2.GitError):
+        value = repo.setting(key, boolean=True)
+    except ValueError:
         return default
+    return default if value is None else value == "true"
