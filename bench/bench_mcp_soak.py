@@ -5,16 +5,18 @@
 Builds (or reuses, with an existing --dest) a memory-enabled workspace from /work/shared/bench/make_vault.py
 (`--notes N --wikilinks`, `.vivary/memory.toml` with the vivary-local provider, `git vivary index --yes`),
 then drives ONE server process through the MCP SDK's own client over stdio (as a host starts it) with --ops
-operations mixed as an agent would: `add` (new memories, near-duplicates, supersedes), `search` in each mode
+operations mixed as an agent would: `add` (new memories and near-duplicates), `search` in each mode
 (auto, text, semantic, hybrid), `read`, `update`, `edit`, `retire`, `link`, `status`, and now and then a note
-edited on disk and committed with git outside the server, as the user would.
+edited on disk and committed with git outside the server, as the user would (--no-user: none, an agent alone;
+then only the server's own writes can start Git's `gc --auto`).
 
 Every --every operations it records the server's RSS (/proc/PID/status VmRSS), open file descriptors
 (/proc/PID/fd), threads, child processes (and zombies among them), each tool's p50/p95 over the window, the
-size of .git/vivary, the loose objects (`git count-objects -v`), temporary files (in .git/vivary and in the
-server's own TMPDIR), and whether `git fsck --no-dangling` and `git status --porcelain` stay clean. It prints
-the table (one row per window) and the end against the start, with the ratio. The server gets a TMPDIR of its
-own so that files it leaves there are counted and nothing else's are.
+size of .git/vivary, the loose objects and packs (`git count-objects -v`; the workspace keeps Git's default
+`gc.auto`, which make_vault.py turns off), temporary files (in .git/vivary and in the server's own TMPDIR),
+and whether `git fsck --no-dangling` and `git status --porcelain` stay clean. It prints the table (one row
+per window) and the end against the start, with the ratio. The server gets a TMPDIR of its own so that files
+it leaves there are counted and nothing else's are.
 """
 
 from __future__ import annotations
@@ -55,6 +57,9 @@ def _vault(dest: Path, notes: int, index: bool) -> None:
         return
     subprocess.run([sys.executable, str(MAKE_VAULT), str(dest), "--notes", str(notes), "--wikilinks"], check=True,
                    stdout=subprocess.DEVNULL)
+    # make_vault.py turns `gc.auto` off; a user's repository has Git's default (6700), and whether Git ever
+    # packs what the memory writes leave loose is part of what a soak measures.
+    _git(dest, "config", "--unset", "gc.auto")
     (dest / ".vivary").mkdir(exist_ok=True)
     (dest / ".vivary/memory.toml").write_text('[memory]\nenabled = true\nprovider = "vivary-local"\n')
     _git(dest, "add", "-A")
@@ -130,8 +135,9 @@ def _sample(dest: Path, pid: int, tmp: Path) -> dict[str, Any]:
 class Agent:
     """The operations of one long session, chosen by a seeded random mix."""
 
-    def __init__(self, client: Any, dest: Path, seed: int) -> None:
+    def __init__(self, client: Any, dest: Path, seed: int, user: bool = True) -> None:
         self.client = client
+        self.user = user
         self.dest = dest
         self.rng = random.Random(seed)
         self.notes = sorted(str(p.relative_to(dest).with_suffix("")) for p in (dest / "modules").rglob("*.md"))
@@ -184,7 +190,7 @@ class Agent:
         if r < 0.88:
             return "link", (await self.call("link", {"source": self.rng.choice(live), "field": "related",
                                                      "target": self.rng.choice(self.notes)}))[0]
-        if r < 0.94:
+        if r < 0.94 or not self.user:
             return "status", (await self.call("status", {}))[0]
         note = self.dest / (self.rng.choice(self.notes) + ".md")  # the user, outside the server
         with note.open("a", encoding="utf-8") as fh:
@@ -195,7 +201,8 @@ class Agent:
         return "user commit", time.perf_counter() - t
 
 
-async def _soak(dest: Path, ops: int, every: int, seed: int) -> tuple[list[dict[str, Any]], dict[str, int]]:
+async def _soak(dest: Path, ops: int, every: int, seed: int,
+                user: bool = True) -> tuple[list[dict[str, Any]], dict[str, int]]:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
@@ -209,7 +216,7 @@ async def _soak(dest: Path, ops: int, every: int, seed: int) -> tuple[list[dict[
             first = await client.call_tool("status", {})
             assert not first.is_error, first.content
             pid = _server_pid(os.getpid())
-            agent = Agent(client, dest, seed)
+            agent = Agent(client, dest, seed, user)
             rows.append({"ops": 0, **_sample(dest, pid, tmp), "lat": {}})
             lat: dict[str, list[float]] = defaultdict(list)
             for i in range(1, ops + 1):
@@ -239,16 +246,18 @@ def main() -> None:
     ap.add_argument("--ops", type=int, default=600)
     ap.add_argument("--every", type=int, default=50)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--no-user", action="store_true", help="no notes edited and committed by the user between calls")
     ap.add_argument("--no-index", action="store_true", help="skip `git vivary index --yes` (search stays text)")
     args = ap.parse_args()
     dest = args.dest or Path(os.environ.get("TMPDIR", "/tmp")) / f"vivary-bench-soak-{args.notes}"
     _vault(dest, args.notes, not args.no_index)
     head = _git(dest, "rev-parse", "HEAD").strip()
     load = os.getloadavg()
-    print(f"# {args.notes} notes at {dest}; {args.ops} operations in one server; {os.cpu_count()} CPU(s); "
+    print(f"# {args.notes} notes at {dest}; {args.ops} operations in one server"
+          f"{' (no user commits)' if args.no_user else ''}; {os.cpu_count()} CPU(s); "
           f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     started = time.perf_counter()
-    rows, errors = asyncio.run(_soak(dest, args.ops, args.every, args.seed))
+    rows, errors = asyncio.run(_soak(dest, args.ops, args.every, args.seed, not args.no_user))
     print(f"# {time.perf_counter() - started:.0f} s; tool errors (refusals included): {errors or 'none'}")
     print("| " + " | ".join(COLUMNS) + " |")
     print("|" + "---|" * len(COLUMNS))
