@@ -126,7 +126,7 @@ def _sample(dest: Path, pid: int, tmp: Path) -> dict[str, Any]:
         "rss_mb": int(status["VmRSS"].split()[0]) / 1024, "fds": len(os.listdir(f"/proc/{pid}/fd")),
         "threads": int(status["Threads"]), "children": kids, "zombies": zombies,
         "loose": int(counts["count"]), "packs": int(counts["packs"]), "vivary_mb": vsize / 2**20,
-        "temps": vtemps + sum(1 for _ in tmp.rglob("*")),
+        "temps": vtemps + sum(1 for _ in tmp.rglob("*")), "tmp_names": sorted(p.name for p in tmp.rglob("*")),
         "fsck": "ok" if fsck.returncode == 0 and not fsck.stdout.strip() else "BAD",
         "status": "ok" if not _git(dest, "status", "--porcelain").strip() else "DIRTY",
     }
@@ -282,6 +282,7 @@ def main() -> None:
             early, late = rows[1]["lat"].get(t), rows[-1]["lat"].get(t)
             if early and late:
                 print(f"  {t:<14} p50 {statistics.median(early) * 1000:.0f} -> {statistics.median(late) * 1000:.0f} ms")
+    print(f"# in the server's TMPDIR at the end: {last['tmp_names'] or 'nothing'}")
     print(f"# memories written are left in {dest} (HEAD was {head[:12]})")
 
 
