@@ -3,6 +3,9 @@ by the MCP SDK's own client over stdio (`git vivary mcp`, as a host starts it) i
 
 from __future__ import annotations
 
+import contextlib
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -193,3 +196,85 @@ def test_update_keeps_the_title_unless_given_one(repo: Repo) -> None:
     assert got["refused"][0][0] and "the title is empty" in got["refused"][0][1]
     assert got["refused"][1][0] and "the title is 201 characters, over 200" in got["refused"][1][1]
     assert repo.git("log", "-1", "--format=%s") == f"vivary: update {got['mem']}: title\n"
+
+
+def _server(parent: int) -> int:
+    """The `git vivary mcp` process the SDK's client started for this test."""
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and _parent_of(proc) == parent:
+            with contextlib.suppress(OSError):
+                if b"vivary_git.main" in (proc / "cmdline").read_bytes():
+                    return int(proc.name)
+    raise AssertionError("no server process")
+
+
+def _figures(pid: int, repo: Repo, tmp: Path) -> dict[str, Any]:
+    status = dict(line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
+    kids = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _parent_of(p) == pid]  # zombies too
+    counts = dict(line.split(": ") for line in repo.git("count-objects", "-v").splitlines())
+    vivary = repo.path / ".git/vivary"
+    return {"fds": len(list(Path(f"/proc/{pid}/fd").iterdir())), "threads": int(status["Threads"]),
+            "children": len(kids), "tmp": sorted(p.name for p in tmp.rglob("*")),
+            "vivary_tmp": sorted(str(p.relative_to(vivary)) for p in vivary.rglob("*") if p.is_file() and (
+                "tmp" in p.relative_to(vivary).parts or ".tmp" in p.name or "tmp." in p.name)),
+            "packs": int(counts["packs"])}
+
+
+def _parent_of(proc: Path) -> int | None:
+    try:
+        return int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads the server's figures from /proc")
+def test_a_hundred_calls_leave_the_server_and_the_repository_as_they_were(repo: Repo, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """One server through 100 writes and reads, with the user committing between them: its fds, threads and
+    children, the temporary files in its TMPDIR and in .git/vivary are what they were after the first 10 calls;
+    fsck and status are clean; and Git's housekeeping ran as after `git commit` (here: over the pack limit)."""
+    repo.commit("init", NOTES)
+    repo.git("repack", "-d", "-q")
+    repo.commit("more", {"notes/more.md": "# More\n\nAnother note.\n"})
+    repo.git("repack", "-d", "-q")
+    for key, value in (("gc.auto", "6700"), ("gc.autoPackLimit", "1"), ("gc.autoDetach", "false")):
+        repo.git("config", key, value)
+    tmp = tmp_path / "server-tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+
+    async def session() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with Client(_stdio(repo)) as client:
+            async def call(tool: str, **args: Any) -> Any:
+                return _data(await client.call_tool(tool, args))
+
+            mems = [(await call("add", text=f"The {w} shift starts at {h} o'clock on the {w} dock.",
+                                force=True))["id"] for h, w in ((6, "walrus"), (7, "heron"), (8, "otter"))]
+            pid = _server(os.getpid())
+            start: dict[str, Any] = {}
+            for i in range(110):
+                if i == 10:  # each kind of call made once: what the server keeps from here on is the baseline
+                    start = _figures(pid, repo, tmp)
+                mem = mems[i % 3]
+                if i % 10 == 9:
+                    repo.commit(f"user {i}", {"notes/more.md": f"# More\n\nEdited by the user, {i}.\n"})
+                elif i % 4 == 0:
+                    await call("edit", id=mem, append=f"Moved by {i} minutes.")
+                elif i % 4 == 1:
+                    await call("search", query="shift dock", top_k=3)
+                elif i % 4 == 2:
+                    await call("link" if i % 8 == 2 else "unlink", source=mem, field="related", target="notes/deploy")
+                else:
+                    await call("read", id=mem)
+            return start, _figures(pid, repo, tmp)
+
+    start, end = _run(session)
+    assert {k: end[k] for k in ("fds", "children", "tmp", "vivary_tmp")} == {
+        k: start[k] for k in ("fds", "children", "tmp", "vivary_tmp")}
+    # The SDK runs each tool in a worker thread of anyio's pool, which lets an idle one go: one more or fewer
+    # between two samples; one left per call would be 100.
+    assert end["threads"] <= start["threads"] + 1
+    assert end["children"] == 0
+    assert end["packs"] == 1  # the first write's housekeeping packed the two packs (and everything) into one
+    assert repo.git("fsck", "--no-dangling", "--no-progress") == ""
+    assert repo.git("status", "--porcelain") == ""

@@ -622,3 +622,52 @@ def test_a_write_kept_out_of_the_index_by_a_held_lock_is_a_success_with_a_warnin
     assert main(["remember", "The recycling goes out on Thursday nights.", "-C", str(repo.path)]) == 0
     assert repo.git("status", "--porcelain") == ""  # all three memories in the index and committed
     assert len(repo.git("log", "--format=%s").splitlines()) == 4
+
+
+def _objects(repo: Repo) -> tuple[int, int]:
+    """(loose objects, packs), as `git count-objects -v` counts them."""
+    counts = dict(line.split(": ") for line in repo.git("count-objects", "-v").splitlines())
+    return int(counts["count"]), int(counts["packs"])
+
+
+def _two_packs(repo: Repo) -> None:
+    """A repository one pack over `gc.autoPackLimit`, where `git gc --auto` packs everything into one (in the
+    foreground: `gc.autoDetach` false), as `git commit` would have it done."""
+    _seed(repo)
+    repo.git("repack", "-d", "-q")
+    repo.commit("more", {"notes/more.md": "# More\n"})
+    repo.git("repack", "-d", "-q")
+    for key, value in (("gc.auto", "6700"), ("gc.autoPackLimit", "1"), ("gc.autoDetach", "false")):
+        repo.git("config", key, value)
+    assert _objects(repo) == (0, 2)
+
+
+@pytest.mark.parametrize("write", ["one note", "several paths"])
+def test_a_memory_write_runs_gits_automatic_housekeeping_as_git_commit_does(repo: Repo, write: str) -> None:
+    """Memory commits are made with plumbing, which never runs `git gc --auto`: an MCP server writing all day
+    left thousands of loose objects that nothing packed. Each write now ends as `git commit` does, with
+    `git maintenance run --auto`: here over the pack limit, so everything, the memory too, is in one pack."""
+    _two_packs(repo)
+    if write == "one note":
+        got: Any = _write(repo, "memories/new.md", b"# New\n")
+    else:
+        got = _changes(repo, [Change("memories/new.md", b"# New\n"), Change("memories/old.md", None)])
+    assert got is not None and got.commit == repo.git("rev-parse", "HEAD").strip()
+    assert _objects(repo)[1] == 1
+    (idx,) = (repo.path / ".git/objects/pack").glob("*.idx")
+    with idx.open("rb") as fh:
+        listed = subprocess.run(["git", "show-index"], stdin=fh, capture_output=True, text=True, check=True).stdout
+    packed = {line.split()[1] for line in listed.splitlines()}
+    reachable = {line.split()[0] for line in repo.git("rev-list", "--objects", "--all").splitlines()}
+    assert got.commit in packed and reachable <= packed  # left loose (several paths): trees between two paths
+    assert repo.git("fsck", "--no-dangling", "--no-progress") == ""
+    assert repo.git("status", "--porcelain") == ""
+
+
+def test_maintenance_auto_false_keeps_the_housekeeping_off(repo: Repo) -> None:
+    """`maintenance.auto = false` turns it off for `git commit`, and for memory writes as well."""
+    _two_packs(repo)
+    repo.git("config", "maintenance.auto", "false")
+    assert _write(repo, "memories/new.md", b"# New\n") is not None
+    loose, packs = _objects(repo)
+    assert packs == 2 and loose >= 3  # the memory's blob, tree(s) and commit, left loose as Git would leave them

@@ -45,7 +45,7 @@ from vivary_git.memory.writes import states
 from vivary_git.worktree import skip_worktree
 
 __all__ = ["Base", "Change", "ChangesResult", "CommitResult", "Planned", "branch_tip", "commit_changes", "commit_note",
-           "message", "one_line", "read_from", "recover", "recover_now", "target_ref", "tip"]
+           "housekeep", "message", "one_line", "read_from", "recover", "recover_now", "target_ref", "tip"]
 
 _ZERO = "0" * 40
 _ATTEMPTS = 64
@@ -589,9 +589,13 @@ def commit_note(
                 # The tip moved (or its lock was held) since we read it: plan again on the new tip.
                 time.sleep(random.uniform(0.001, 0.02) * min(attempt, 8))
                 continue
-            return CommitResult(commit=new, parent=old, ref=ref, path=planned.path, blob=blob,
-                                checked_out=checked_out, attempts=attempt)
-    raise GitError(f"{ref} kept moving while the memory was being committed ({_ATTEMPTS} attempts); try again")
+            result = CommitResult(commit=new, parent=old, ref=ref, path=planned.path, blob=blob,
+                                  checked_out=checked_out, attempts=attempt)
+            break
+        else:
+            raise GitError(f"{ref} kept moving while the memory was being committed ({_ATTEMPTS} attempts); try again")
+    housekeep(repo)
+    return result
 
 
 def commit_changes(
@@ -638,9 +642,31 @@ def commit_changes(
             if not _publish(repo, ref, new, old, text, checked_out, syncs):
                 time.sleep(random.uniform(0.001, 0.02) * min(attempt, 8))
                 continue
-            return ChangesResult(commit=new, parent=old, ref=ref, blobs=blobs, checked_out=checked_out,
+            done = ChangesResult(commit=new, parent=old, ref=ref, blobs=blobs, checked_out=checked_out,
                                  attempts=attempt)
-    raise GitError(f"{ref} kept moving while the memory change was being committed ({_ATTEMPTS} attempts); try again")
+            break
+        else:
+            raise GitError(f"{ref} kept moving while the memory change was being committed ({_ATTEMPTS} attempts); "
+                           "try again")
+    housekeep(repo)
+    return done
+
+
+def housekeep(repo: git.Repo) -> None:
+    """What `git commit` does once it has committed: `git maintenance run --auto --quiet`, unless
+    `maintenance.auto` is false (run_auto_maintenance, Git's run-command.c). Git packs the loose objects when
+    `gc.auto` says there are too many (or too many packs, `gc.autoPackLimit`), in the background unless
+    `gc.autoDetach` is false. Memory commits are made with plumbing (`commit-tree`, `update-ref`), which never
+    does this: an agent's server writing all day left thousands of loose objects that no `git gc --auto` would
+    ever pack. Run after the write's locks are let go, as Git runs it after the commit; its failure (another
+    maintenance holding the lock, say) is Git's to report next time, as `git commit` ignores it."""
+    try:
+        if repo.setting("maintenance.auto", boolean=True) == "false":
+            return
+    except ValueError:
+        return  # Git says so at the user's next `git commit`; a memory write already done is not refused for it
+    with contextlib.suppress(GitError):
+        repo.git(["maintenance", "run", "--auto", "--quiet"], check=False)
 
 
 def _on_disk(repo: git.Repo, path: str, blob: str | None, checked_out: bool) -> bytes:
