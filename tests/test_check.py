@@ -75,6 +75,23 @@ def test_malformed_frontmatter_is_e001_with_the_line(repo: Repo, cli: Any) -> No
     assert "Traceback" not in r.err
 
 
+def test_an_unclosed_quote_is_e001_where_it_opened(repo: Repo, cli: Any) -> None:
+    """A quoted value may run over lines, so YAML stops only at the end of the frontmatter; the line to fix
+    is the one where the quote opened, and the message says to close it."""
+    repo.commit(files=base_files(**{
+        "notes/dq.md": '---\ntitle: x\nsummary: "Draft of the plan\ntags: [a]\nstatus: open\n---\n# Dq\n',
+        "notes/sq.md": "---\nsummary: 'it''s\n  still open\n---\n",
+        "notes/ok.md": "---\nsummary: \"runs over\n  two lines\"\n---\n",
+    }))
+    r = cli("check", "--rev", "HEAD", cwd=repo.path)
+    assert r.code == 1
+    assert ("notes/dq.md:3: error E001: frontmatter is not valid YAML: the quoted value opened by `\"` in column 10 "
+            "is never closed (found unexpected end of stream): add the closing `\"`") in r.out, r.out
+    assert "notes/sq.md:2: error E001: frontmatter is not valid YAML: the quoted value opened by `'` in column 10" \
+        in r.out, r.out
+    assert "notes/ok.md" not in r.out, r.out
+
+
 def test_line_separators_in_frontmatter_move_no_finding(repo: Repo, cli: Any) -> None:
     """U+2028 (LS) is no line break for GitHub, editors or YAML 1.2 (Obsidian): a finding after one keeps the
     line `grep -n` gives, and a comment holding one is still a comment."""
