@@ -477,3 +477,24 @@ def test_a_note_lists_at_most_max_link_findings_then_one_w224_says_how_many_more
     r = cli("check", "--rev", "HEAD", "--new-since", "HEAD~1", "--json", cwd=repo.path)
     assert r.code == 1, r.err
     assert [(f["code"], f["message"].split(" more")[0]) for f in r.json()["findings"]] == [("W224", str(more + 1))]
+
+
+def test_a_vaults_links_to_notes_not_written_yet_say_how_to_allow_them(repo: Repo, cli: Any) -> None:
+    """In Obsidian a link to a note not written yet is a way of working; `check` fails on it by default
+    (`base.strict`), and says where that is turned off, on stderr so the findings stay as they are."""
+    repo.commit(files={"Home.md": "# Home\n[[Someday]] and ![[gone.png]]\n", "Someday later.md": "# S\n"})
+    r = cli("check", cwd=repo.path)
+    assert r.code == 1
+    assert r.err == ("vivary: 1 error(s) are links to notes that do not exist (W221). If they are notes you mean to "
+                     "write, as an editor's unresolved links are, `[links] unresolved = false` in .vivary/graph.toml "
+                     "stops reporting them, and `check --lenient` reports them as warnings "
+                     "(docs/config.md#vivarygraphtoml)\n"), r.err
+    for args in (("--lenient",), ("--strict",), ("--json",)):
+        assert cli("check", *args, cwd=repo.path).err == "", args
+    repo.commit(files={".vivary/graph.toml": "[links]\nunresolved = false\n"})
+    r = cli("check", cwd=repo.path)
+    assert r.code == 1 and "W223" in r.out and "W221" not in r.out and r.err == "", r.out + r.err
+    repo.git("rm", "-q", ".vivary/graph.toml")
+    repo.commit(files=base_files(**{"modules/m.md": "---\nstatus: active\n---\n# M\n[[ghost]]\n"}))
+    r = cli("check", cwd=repo.path)
+    assert r.code == 1 and "W221" in r.out and r.err == "", r.out + r.err  # a tropo.toml workspace's own rules
