@@ -75,6 +75,23 @@ def test_malformed_frontmatter_is_e001_with_the_line(repo: Repo, cli: Any) -> No
     assert "Traceback" not in r.err
 
 
+def test_an_unclosed_quote_is_e001_where_it_opened(repo: Repo, cli: Any) -> None:
+    """A quoted value may run over lines, so YAML stops only at the end of the frontmatter; the line to fix
+    is the one where the quote opened, and the message says to close it."""
+    repo.commit(files=base_files(**{
+        "notes/dq.md": '---\ntitle: x\nsummary: "Draft of the plan\ntags: [a]\nstatus: open\n---\n# Dq\n',
+        "notes/sq.md": "---\nsummary: 'it''s\n  still open\n---\n",
+        "notes/ok.md": "---\nsummary: \"runs over\n  two lines\"\n---\n",
+    }))
+    r = cli("check", "--rev", "HEAD", cwd=repo.path)
+    assert r.code == 1
+    assert ("notes/dq.md:3: error E001: frontmatter is not valid YAML: the quoted value opened by `\"` in column 10 "
+            "is never closed (found unexpected end of stream): add the closing `\"`") in r.out, r.out
+    assert "notes/sq.md:2: error E001: frontmatter is not valid YAML: the quoted value opened by `'` in column 10" \
+        in r.out, r.out
+    assert "notes/ok.md" not in r.out, r.out
+
+
 def test_line_separators_in_frontmatter_move_no_finding(repo: Repo, cli: Any) -> None:
     """U+2028 (LS) is no line break for GitHub, editors or YAML 1.2 (Obsidian): a finding after one keeps the
     line `grep -n` gives, and a comment holding one is still a comment."""
@@ -460,3 +477,24 @@ def test_a_note_lists_at_most_max_link_findings_then_one_w224_says_how_many_more
     r = cli("check", "--rev", "HEAD", "--new-since", "HEAD~1", "--json", cwd=repo.path)
     assert r.code == 1, r.err
     assert [(f["code"], f["message"].split(" more")[0]) for f in r.json()["findings"]] == [("W224", str(more + 1))]
+
+
+def test_a_vaults_links_to_notes_not_written_yet_say_how_to_allow_them(repo: Repo, cli: Any) -> None:
+    """In Obsidian a link to a note not written yet is a way of working; `check` fails on it by default
+    (`base.strict`), and says where that is turned off, on stderr so the findings stay as they are."""
+    repo.commit(files={"Home.md": "# Home\n[[Someday]] and ![[gone.png]]\n", "Someday later.md": "# S\n"})
+    r = cli("check", cwd=repo.path)
+    assert r.code == 1
+    assert r.err == ("vivary: 1 error(s) are links to notes that do not exist (W221). If they are notes you mean to "
+                     "write, as an editor's unresolved links are, `[links] unresolved = false` in .vivary/graph.toml "
+                     "stops reporting them, and `check --lenient` reports them as warnings "
+                     "(docs/config.md#vivarygraphtoml)\n"), r.err
+    for args in (("--lenient",), ("--strict",), ("--json",)):
+        assert cli("check", *args, cwd=repo.path).err == "", args
+    repo.commit(files={".vivary/graph.toml": "[links]\nunresolved = false\n"})
+    r = cli("check", cwd=repo.path)
+    assert r.code == 1 and "W223" in r.out and "W221" not in r.out and r.err == "", r.out + r.err
+    repo.git("rm", "-q", ".vivary/graph.toml")
+    repo.commit(files=base_files(**{"modules/m.md": "---\nstatus: active\n---\n# M\n[[ghost]]\n"}))
+    r = cli("check", cwd=repo.path)
+    assert r.code == 1 and "W221" in r.out and r.err == "", r.out + r.err  # a tropo.toml workspace's own rules

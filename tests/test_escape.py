@@ -180,7 +180,9 @@ def test_a_name_that_is_not_utf8_is_shown_with_its_byte_escaped(latin1_name: Rep
     for run in ("cold", "warm"):  # the second run reads what the first one cached
         r = cli(*args, cwd=latin1_name.path)
         assert r.code in (0, 1), (run, r.err)
-        assert "Traceback" not in r.err and r.err == "", (run, r.err)
+        # (`check` in a vault says on stderr where links to notes not written yet are allowed)
+        err = "".join(line for line in r.err.splitlines(keepends=True) if "(W221). If they are notes" not in line)
+        assert "Traceback" not in r.err and err == "", (run, r.err)
         if args[0] not in ("index", "graph"):  # graph's text lists IDs (`n-ame`), not paths
             assert "n\\xffame.md" in r.out, (run, r.out)
 

@@ -124,6 +124,26 @@ def test_privacy_guard_refuses_private_files_and_literal_secrets(repo: Repo, cli
     assert commit(repo).returncode == 0
 
 
+
+def test_a_private_file_git_ignores_is_not_sent_to_gitignore_again(repo: Repo, cli: Any) -> None:
+    """`git vivary init` lists USER.md in .gitignore; staging it anyway takes `git add -f`. The fix names
+    the unstaging, not a .gitignore line that is already there."""
+    workspace(repo)
+    repo.commit("ignore", {".gitignore": "USER.md\n/memory/\n"})
+    cli("hooks", "install", cwd=repo.path)
+    repo.write({"USER.md": "# me\n", "memory/log.md": "x\n", "drafts/plan.md": "# plan\n",
+                ".vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["drafts/**"]\n'})
+    repo.git("add", "-f", "USER.md", "memory/log.md")
+    repo.git("add", "drafts/plan.md", ".vivary/memory.toml")
+    r = commit(repo)
+    assert r.returncode == 1
+    for path, rule in (("USER.md", "floor: USER.md"), ("memory/log.md", "floor: memory/**")):
+        assert (f"{path}:1: error P101: private file staged ({rule}); unstage it with "
+                f"`git restore --staged -- {path}` (Git already ignores it; `git add -f` stages it anyway)\n"
+                ) in r.stdout, r.stdout
+    assert ("drafts/plan.md:1: error P101: private file staged (private_paths: drafts/**); unstage it with "
+            "`git restore --staged -- drafts/plan.md` and list it in .gitignore\n") in r.stdout, r.stdout
+
 def test_minimal_memory_config_reading_without_the_memory_module() -> None:
     text = b'[memory.cognee]\napi_key_env = "K"\ntoken = "abc"\n[memory.privacy]\nprivate_paths = ["d/**"]\n'
     private, findings = _read_minimal(".vivary/memory.toml", text, staged=True)

@@ -116,6 +116,37 @@ def test_a_link_in_a_vault_is_a_property_link_the_graph_reads(repo: Repo, cli) -
     assert {"from": mid, "field": "related", "to": "notes/deploy", "broken": False} in edges
 
 
+def test_a_link_names_its_note_as_a_wikilink_does(repo: Repo, cli) -> None:
+    """In a vault a person names a note as they link it, `[[Деплой]]`, not by its path: `--link` takes what
+    `blast` takes, and writes the note's id. A private note is no target, named or not, and its name is not
+    shown back."""
+    _seed(repo)
+    repo.commit("more", {"Заметки/Деплой.md": "# Деплой\n", "MEMORY.md": "private canary-memory\n"})
+    r = cli("remember", "Deploys need a green CI", "--link", "related:деплой", "--link", "about:Deploy",
+            "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    mid = r.json()["id"]
+    edges = cli("graph", "--json", cwd=repo.path).json()["edges"]
+    assert {"from": mid, "field": "related", "to": "Заметки/Деплой", "broken": False} in edges
+    assert {"from": mid, "field": "about", "to": "notes/deploy", "broken": False} in edges
+    for name in ("USER", "MEMORY", "no such note"):
+        r = cli("remember", f"Something about {name}", "--link", f"related:{name}", cwd=repo.path)
+        assert r.code == 2 and f"no public link target {name!r} in this workspace: give its id" in r.err, r.err
+        assert "canary" not in r.out + r.err
+
+
+def test_a_memory_says_recall_needs_an_index_run_when_memory_is_on(repo: Repo, cli) -> None:
+    """A memory is committed without `git commit`, so no post-commit hook indexes it, and `recall` refuses the
+    stale index it leaves: the line after `remembered` says what to run. Without memory on there is no index."""
+    _seed(repo)
+    r = cli("remember", "Deploys need a green CI", cwd=repo.path)
+    assert r.code == 0 and "index" not in r.out, r.out
+    repo.commit("memory on", {".vivary/memory.toml": '[memory]\nenabled = true\nprovider = "vivary-local"\n'})
+    r = cli("remember", "Releases are tagged on Mondays", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert r.out.splitlines()[1:] == ["    recall finds it after `git vivary index --yes`"], r.out
+
+
 def test_exact_duplicate_is_blocked_unless_forced(repo: Repo, cli) -> None:
     _seed(repo)
     assert cli("remember", "Rotate the signing key every 90 days.", cwd=repo.path).code == 0

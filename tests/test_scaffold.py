@@ -360,8 +360,17 @@ def test_init_in_a_vault_keeps_its_dialect_and_its_findings(repo: Repo, cli: Any
     repo.commit("vault", OBSIDIAN_VAULT)
     dialect, codes = _check_counts(cli, repo.path)
     assert dialect == "vivary: dialect obsidian: .obsidian/ found" and codes == {"W221": 1}
+    nodes = cli("graph", "--json", cwd=repo.path).json()["nodes"]
     r = init(cli, repo.path, ".", "--no-wizard", "--yes", "--memory", "local")
     assert r.code == 0, r.err
+    # How to turn the memory on is a page about vivary-git, no note of the vault's: not in its graph or search.
+    assert cli("graph", "--json", cwd=repo.path).json()["nodes"] == nodes
+    assert not (repo.path / "docs").exists() and (repo.path / ".vivary/memory.md").is_file()
+    assert (repo.path / ".vivary/memory.toml").read_text().startswith(
+        "# Semantic memory policy for this workspace; see .vivary/memory.md.\n")
+    assert ".vivary/memory.md explains activation, install and index as separate steps" in r.out, r.out
+    said = cli("doctor", cwd=repo.path).out
+    assert "policy is written but disabled; .vivary/memory.md explains activation" in said, said
     assert "kept the obsidian dialect (.obsidian/ found): no tropo.toml and no typed seed graph" in r.out
     assert "findings of the notes here: 1 error(s), 0 warning(s) before init, 1 error(s), 0 warning(s) after" in r.out
     assert "warning: init raised" not in r.err

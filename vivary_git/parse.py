@@ -545,12 +545,20 @@ def _frontmatter(source: str, first_line: int) -> tuple[dict[str, Any], dict[str
         # An unclosed `[1` is reported by libyaml where the file ends; the line the user must fix is
         # where the flow collection opened, which libyaml keeps as the context mark.
         opened_flow = err.context is not None and "flow" in err.context and err.context_mark is not None
-        mark = err.context_mark if opened_flow else (err.problem_mark or err.context_mark)
+        # So is a quote never closed (`title: "Draft`): a quoted value may run over lines, so libyaml reads
+        # on to the end of the frontmatter and names that line, where nothing is wrong.
+        unclosed_quote = (err.context == "while scanning a quoted scalar" and err.context_mark is not None
+                          and err.problem == "found unexpected end of stream")
+        mark = err.context_mark if opened_flow or unclosed_quote else (err.problem_mark or err.context_mark)
         line = first_line + (_line_of(source, mark.index) if mark is not None else 0)
         placeholder = _placeholder_line(source, first_line)
         if placeholder is not None:
             return {}, {}, placeholder
         said = _marked_words(err, source, first_line)
+        if unclosed_quote and mark is not None:
+            quote = source[mark.index] if mark.index < len(source) else '"'
+            said = (f"the quoted value opened by `{quote}` in column {mark.column + 1} is never closed "
+                    f"(found unexpected end of stream): add the closing `{quote}`")
         if restore is not None:
             said = said.translate(restore)
         return {}, {}, ParseProblem("E001", line, f"frontmatter is not valid YAML: {said}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,7 @@ from vivary_git.escape import text as shown
 if TYPE_CHECKING:
     from vivary_git.baseline import NewReport
     from vivary_git.gates.precommit import Range
+    from vivary_git.models import Finding
     from vivary_git.workspace import Workspace
 
 
@@ -108,7 +110,24 @@ def run(args: argparse.Namespace) -> int:
                           "are not shown\n")
             if new is not None and new.note:
                 out.write(f"vivary: {shown(new.new_since)}: {shown(new.note)}\n")
+        if args.strict is None:
+            hint = _unresolved_hint(ws, verdict.findings)
+            if hint:  # (not flushing stdout first: a reader gone by then must not change the exit code)
+                sys.stderr.write(hint)
     return EXIT_FINDINGS if verdict.errors else EXIT_OK
+
+
+def _unresolved_hint(ws: Workspace, findings: Sequence[Finding]) -> str:
+    """In a vault whose only errors are links to notes not written yet (Obsidian shows them as unresolved
+    links, a way of working, not a mistake), where to say that they are fine: the default `base.strict`
+    fails `check`, and so the hook, on each of them."""
+    unresolved = sum(1 for f in findings if f.level == "error" and f.code == "W221")
+    if not ws.config.zero_config or not unresolved:
+        return ""
+    return (f"vivary: {unresolved} error(s) are links to notes that do not exist (W221). If they are notes "
+            "you mean to write, as an editor's unresolved links are, `[links] unresolved = false` in "
+            ".vivary/graph.toml stops reporting them, and `check --lenient` reports them as warnings "
+            "(docs/config.md#vivarygraphtoml)\n")
 
 
 def no_notes_message(root: Path, nested: list[str]) -> str:

@@ -251,7 +251,10 @@ def _next_steps(args: argparse.Namespace, plan: ScaffoldPlan, committed: str | N
         steps.append("some files were kept as they were; --force overwrites them (see the list above)")
     steps.append("git vivary hooks install   # optional: check the graph before every commit (a human gate)")
     if c.memory != "none":
-        steps.append(f"memory policy ({c.memory}) is written DISABLED; docs/memory.md explains activation, "
+        from vivary_git.scaffold.plan import MEMORY_DOC, VAULT_MEMORY_DOC
+
+        doc = VAULT_MEMORY_DOC if plan.kept_dialect is not None else MEMORY_DOC
+        steps.append(f"memory policy ({c.memory}) is written DISABLED; {doc} explains activation, "
                      "install and index as separate steps")
     steps.append("git vivary doctor")
     return steps

@@ -90,6 +90,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"    supersedes {shown(old)}, now archived")
         if result.verdict == "related":
             print(f"    related: {shown(', '.join(m.id for m in result.matches or ()))}")
+        if view.cfg.enabled and args.scope != "user":
+            # The memory is a commit made without `git commit`: no post-commit hook indexes it, and recall
+            # refuses a stale index until someone does (the MCP server embeds its own adds).
+            print("    recall finds it after `git vivary index --yes`")
     else:
         print(f"vivary remember: {shown(result.message)}")
         if result.matches:

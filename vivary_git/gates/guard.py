@@ -124,21 +124,38 @@ def guard(top: Path, allow: Sequence[str] = ()) -> list[Finding]:
         findings += problems
     scopes = find_scopes(repo, tree_id, staged, read=lambda folder, _data: Scope(folder, patterns.get(folder, ())),
                          read_config=read_config)
-    for d in decide_scoped(top, staged, scopes, trees=(), gitignore=False, git_dir=repo.pinned_git_dir):
-        if not d.private or d.reason.startswith("floor: .vivary/**"):
-            continue
+    decided = [d for d in decide_scoped(top, staged, scopes, trees=(), gitignore=False, git_dir=repo.pinned_git_dir)
+               if d.private and not d.reason.startswith("floor: .vivary/**")]
+    ignored = _ignored(top, [d.path for d in decided if d.reason.startswith(("floor:", "config:"))])
+    for d in decided:
         where = _sh_quote(d.path)
         if d.reason.startswith(("floor:", "config:")):
             rule = d.reason if d.reason.startswith("floor:") else d.reason.replace("config:", "private_paths:", 1)
+            # Telling someone whose .gitignore already lists it to list it there sends them looking for a
+            # rule that is not missing: it was staged with `git add -f`.
+            then = (" (Git already ignores it; `git add -f` stages it anyway)" if d.path in ignored
+                    else " and list it in .gitignore")
             findings.append(Finding(d.path, 1, "error", CODE_PRIVATE,
                                     f"private file staged ({rule}); unstage it with "
-                                    f"`git restore --staged -- {where}` and list it in .gitignore"))
+                                    f"`git restore --staged -- {where}`{then}"))
         elif d.reason.startswith("sensitive name:") and d.path not in allowed:
             findings.append(Finding(d.path, 1, "error", CODE_SENSITIVE,
                                     f"file with a sensitive name staged ({d.reason}); unstage it with "
                                     f"`git restore --staged -- {where}`, or, if it holds no secret, allow this "
                                     f"path: `git config --add {ALLOW_KEY} {where}`"))
     return sorted(findings)
+
+
+def _ignored(top: Path, paths: Sequence[str]) -> set[str]:
+    """Which of `paths` Git's ignore rules match (`--no-index`: staged ones too), for the fix a finding
+    names. Only a hint: when Git cannot answer, none."""
+    if not paths:
+        return set()
+    asked = "".join(f"./{p}\0" for p in paths).encode("utf-8", "surrogateescape")
+    proc = git.run(["check-ignore", "--no-index", "-z", "--stdin"], cwd=top, input=asked, check=False)
+    if proc.returncode not in (0, 1):
+        return set()
+    return {p.removeprefix("./") for p in _names(proc.stdout)}
 
 
 def _unreadable(name: str, err: ConfigError) -> Finding:

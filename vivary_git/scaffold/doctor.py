@@ -487,8 +487,11 @@ def _memory(ws_root: Path, common_dir: Path, privacy: PrivacyInfo, ws: Workspace
                           config=display, privacy=shown, detail=detail)
 
     if not cfg.enabled:
+        from vivary_git.scaffold.plan import MEMORY_DOC, VAULT_MEMORY_DOC
+
+        guide = VAULT_MEMORY_DOC if (ws_root / VAULT_MEMORY_DOC).is_file() else MEMORY_DOC  # where init wrote it
         return info("disabled", "" if section.provider == "none" else (
-            f"{section.provider} policy is written but disabled; docs/memory.md explains activation, install and "
+            f"{section.provider} policy is written but disabled; {guide} explains activation, install and "
             "index as separate steps"))
     # Say what `index` and `recall` do meanwhile, and no more: a leak is Git's (the files get committed and
     # pushed); the privacy boundary still holds every private file back from the index.

@@ -35,6 +35,9 @@ Action = Literal["create", "overwrite", "append", "update", "same", "keep"]
 GITIGNORE_START = "# >>> vivary private >>>"
 GITIGNORE_END = "# <<< vivary private <<<"
 DECISION_ID = "0001-typed-graph-is-the-truth"
+MEMORY_TOML = ".vivary/memory.toml"
+MEMORY_DOC = "docs/memory.md"  # how to turn the memory on; in a vault, VAULT_MEMORY_DOC
+VAULT_MEMORY_DOC = ".vivary/memory.md"
 # Files the scaffold writes that must stay out of Git; `verify_private` proves it for each.
 PRIVATE_FILES = ("USER.md", "MEMORY.md", "memory/README.md", "heartbeat-reports/README.md")
 # The generated tropo.toml's `exclude`: the scaffold's own non-notes and private files. An entry that would
@@ -171,8 +174,8 @@ def _render(choices: Choices, today: str, exclude: tuple[str, ...] = EXCLUDE) ->
     for path, template in _HOST_FILES[choices.host]:
         files[path] = (t(template), False)
     if choices.memory != "none":
-        files[".vivary/memory.toml"] = (t(f"memory-{choices.memory}.toml"), False)
-        files["docs/memory.md"] = (t("memory-doc.md"), False)
+        files[MEMORY_TOML] = (t(f"memory-{choices.memory}.toml"), False)
+        files[MEMORY_DOC] = (t("memory-doc.md"), False)
     if choices.storage == "git-cache":
         files["docs/cache.md"] = (t("cache-doc.md"), False)
     for path, template in (("USER.md", "USER.md"), ("MEMORY.md", "MEMORY.md"),
@@ -368,6 +371,12 @@ def plan_scaffold(target: Path, choices: Choices, *, force: bool = False, today:
         # would read differently, and its findings change. The vault keeps its editor's reading instead.
         seed = _typed_seed(choices)
         rendered = {path: v for path, v in rendered.items() if path not in seed}
+        if MEMORY_DOC in rendered:
+            # A page about vivary-git is no note of the vault's: in `docs/` it would be one (in the graph, first
+            # in a search for "memory", in the editor's file list); `.vivary/` is read by no editor, nor indexed.
+            rendered[VAULT_MEMORY_DOC] = rendered.pop(MEMORY_DOC)
+            policy, private = rendered[MEMORY_TOML]
+            rendered[MEMORY_TOML] = (policy.replace(f"see {MEMORY_DOC}.", f"see {VAULT_MEMORY_DOC}.", 1), private)
         notes = ExistingNotes(len(_read_as_notes(target, markdown)), {}, {})
     elif markdown:
         # The notes the graph reads under the scaffold's files with no `exclude` of ours (guidance files are

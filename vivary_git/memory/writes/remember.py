@@ -127,7 +127,26 @@ class View:
                 return got
         return None
 
+    def named(self, name: str) -> MemoryNode | None:
+        """The admitted node a wikilink `[[name]]` written at the vault root reaches (`graph.resolve_node`, as
+        `blast` and `--edge` read a name), or None. A name of several notes, or of a private one, is None too:
+        the ids `resolve_node` would list may be private ones."""
+        from vivary_git.graph import resolve_node
+
+        try:
+            node = resolve_node(self.graph, name, prefix=self.ws.source.prefix)
+        except UsageError:
+            return None
+        return self.nodes.get(node.id)
+
     def require(self, ref: str, role: str = "node") -> MemoryNode:
+        if role == "link target":  # written as a person names the note, as in the `[[link]]` it becomes
+            got = self.find(ref) or self.named(ref)
+            if got is None:
+                raise UsageError(f"no public link target {ref!r} in this workspace: give its id, its path or its "
+                                 "name as a wikilink writes it (`git vivary query` or the MCP `search` finds them; "
+                                 "private notes are never shown)")
+            return got
         got = self.find(ref)
         if got is None:
             raise UsageError(f"no public {role} {ref!r} in this workspace (ids come from `search`; private notes "
