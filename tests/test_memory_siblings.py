@@ -129,3 +129,18 @@ def test_a_row_the_sibling_took_from_the_shared_cache_keeps_its_trust(ws: Repo, 
     git(careful, "config", "vivary.cacheTrust", "none")
     rep = cli("index", "--yes", "--json", cwd=careful).json()
     assert (rep["embedded"], rep["borrowed"]) == (len(PUBLIC), 0)
+
+
+def test_a_copied_work_tree_state_folder_is_not_read_and_says_nothing(ws: Repo, cli: Any, tmp_path: Path) -> None:
+    """With `state_path`, what the copy's folder holds was recorded for the original's path, not the copy's: it is
+    not this machine's writing there, so it is passed over without a word (no "ignored ... writes it again")."""
+    ws.write({".vivary/memory.toml": MEMORY + '\n[memory.local]\nstate_path = ".vivary/memory/local"\n',
+              ".gitignore": "ignored/\n/.vivary/memory/\n"})
+    ws.git("commit", "-qam", "state in the work tree")
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    copy = _copy(ws.path, tmp_path / "moved")
+    r = cli("index", "--yes", "--json", cwd=copy)
+    assert r.code == 0, r.err
+    assert (r.json()["embedded"], r.json()["borrowed"]) == (len(PUBLIC), 0)
+    assert "ignored" not in r.err, r.err
+    assert _hits(cli, copy) == _hits(cli, ws.path)

@@ -5,14 +5,15 @@ label must never aim at another workspace's data), so a repository moved or copi
 work tree (whose `.git/vivary/` is the common one), starts an empty folder beside the ones the repository already
 has under the memory state root. Their vector caches are keyed by packet digest like this one's: a row stored
 under the same model and embed format (`VectorMeta.key`) for a packet this run needs is the vector the model
-would give, and `index` takes it instead of computing it (`borrow`).
+would give, and `index` takes it instead of computing it (vectors.py `borrow`).
 
 A sibling is read as the index's own cache is (vectors.py `local_rows`): its key and dimension, the size of its
 vectors file and their sha256 must agree, or none of its rows is used (a damaged or half-written sibling, or one
 of another model, costs model time, never a wrong vector). A folder that is a symbolic link is not followed, and
-in a work-tree state folder only what this machine wrote there is read (state.py `Written`). A row the sibling
-took from the shared cache keeps the `vivary.cacheTrust` it was taken under and is used only while the trust in
-force allows that level; a sibling whose record of such rows is damaged is not used at all.
+in a work-tree state folder (`state_path`) only what this machine wrote there, at that path, is read (state.py
+`Written`): a folder it wrote nothing in (the copy of one written at the original's path) is not read at all.
+A row the sibling took from the shared cache keeps the `vivary.cacheTrust` it was taken under and is used only
+while the trust in force allows that level; a sibling whose record of such rows is damaged is not used at all.
 
 Privacy: a packet digest identifies the packet's content, and a row is only ever taken for a digest this run asks
 for, which are those of the notes this workspace's privacy boundary admits. No other row of a sibling is read
@@ -21,18 +22,14 @@ into this index: a note private here never gets a vector from there, whatever th
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from vivary_git.memory.state import LocalStateStore, Written, check_name
 
 if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-
     from vivary_git.memory.state import StateStore
 
-__all__ = ["borrow", "siblings"]
+__all__ = ["siblings"]
 
 
 def siblings(store: StateStore) -> list[LocalStateStore]:
@@ -53,31 +50,11 @@ def siblings(store: StateStore) -> list[LocalStateStore]:
             continue  # a temporary file or a name no index is kept under
         if path.is_symlink() or not path.is_dir():
             continue
-        written = Written(store.written.folder.parent / name) if store.written is not None else None
+        written = None
+        if store.written is not None:
+            written = Written(store.written.folder.parent / name)
+            if not written.folder.is_dir():
+                continue  # this machine wrote nothing in that folder at this path (a copy of another's): not read
         out.append(LocalStateStore(path, written))
     return out
 
-
-def borrow(store: StateStore, wanted: Collection[str], *, model_id: str, dim: int, embed_format: int,
-           trust: str) -> dict[str, tuple[npt.NDArray[np.float32], str | None]]:
-    """The rows of `wanted` packet digests that the state folders beside `store`'s hold under this model and
-    embed format, each with the trust level it was taken from the shared cache under (None: embedded on this
-    machine); a row whose level `trust` (the `vivary.cacheTrust` in force) does not allow is left out."""
-    from vivary_git.memory.local.vectors import adopted, allows, local_rows
-
-    left = set(wanted)
-    found: dict[str, tuple[npt.NDArray[np.float32], str | None]] = {}
-    for sibling in siblings(store) if left else []:
-        levels = adopted(sibling)
-        if levels is None:
-            continue  # which of its rows came from the shared cache is not known: none of them is taken
-        row_of, rows = local_rows(sibling, model_id, dim, embed_format)
-        for digest in sorted(left & row_of.keys()):
-            level = levels.get(digest)
-            if level is not None and not allows(trust, level):
-                continue
-            found[digest] = (rows[row_of[digest]].copy(), level)
-            left.discard(digest)
-        if not left:
-            break
-    return found

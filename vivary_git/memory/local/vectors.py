@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -408,8 +408,6 @@ class IndexSharing:
         if rest:
             # This repository's other state folders (a moved or copied folder, another work tree): rows of the
             # same packet under the same model, for admitted notes only (`todo`), checked as the own cache is.
-            from vivary_git.memory.local.siblings import borrow
-
             near = borrow(self.store, {digests[i] for i in rest}, model_id=self.embedder.model_id,
                           dim=self.embedder.dim, embed_format=self.embed_format, trust=self.trust)
             for i in rest:
@@ -507,6 +505,34 @@ class IndexSharing:
         """What was remembered; None when that record is damaged (then nothing local is recorded in the shared
         cache this run, and the record starts afresh from what this run saw)."""
         return _read_sharing(self.store)
+
+
+def borrow(store: StateStore, wanted: Collection[str], *, model_id: str, dim: int, embed_format: int,
+           trust: str) -> dict[str, tuple[npt.NDArray[np.float32], str | None]]:
+    """The rows of `wanted` packet digests that this repository's other state folders (siblings.py: a moved or
+    copied folder, another work tree) hold under this model and embed format, each with the trust level it was
+    taken from the shared cache under (None: embedded on this machine). Each folder is checked as the own cache
+    is (`local_rows`); a row whose level `trust` (the `vivary.cacheTrust` in force) does not allow is left out,
+    and so is every row of a folder whose record of such rows is damaged. `wanted` must be digests of notes
+    this workspace admits: a digest identifies a packet's content, and no other row is read."""
+    from vivary_git.memory.local.siblings import siblings
+
+    left = set(wanted)
+    found: dict[str, tuple[npt.NDArray[np.float32], str | None]] = {}
+    for sibling in siblings(store) if left else []:
+        levels = adopted(sibling)
+        if levels is None:
+            continue  # which of its rows came from the shared cache is not known: none of them is taken
+        row_of, rows = local_rows(sibling, model_id, dim, embed_format)
+        for digest in sorted(left & row_of.keys()):
+            level = levels.get(digest)
+            if level is not None and not allows(trust, level):
+                continue
+            found[digest] = (rows[row_of[digest]].copy(), level)
+            left.discard(digest)
+        if not left:
+            break
+    return found
 
 
 def local_rows(store: StateStore, model_id: str, dim: int, embed_format: int, *,
