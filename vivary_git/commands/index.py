@@ -161,7 +161,9 @@ def _write(args: argparse.Namespace) -> int:
         out.write("up to date: the index already matches this snapshot; nothing was written\n")
     else:
         out.write(f"indexed      {report.indexed} note(s), {report.edges} edge(s) in {report.seconds:.1f}s\n")
-        out.write(f"embedded     {report.embedded} note(s) new or changed; {report.reused} reused from the cache\n")
+        near = f" ({report.borrowed} from this repository's other index folders)" if report.borrowed else ""
+        out.write(f"embedded     {report.embedded} note(s) new or changed; {report.reused} reused from the "
+                  f"cache{near}\n")
         if report.removed:
             out.write(f"removed      {report.removed} note(s) no longer in the snapshot\n")
     out.write(f"private      {report.private} note(s) held back (never embedded)\n")

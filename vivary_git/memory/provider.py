@@ -73,13 +73,15 @@ class IndexReport(msgspec.Struct, frozen=True):
     fingerprint: str
     enabled: bool
     embedded: int = 0  # packets embedded this run: the incremental cost
-    reused: int = 0  # packets whose vectors came from the cache (`fetched` of them from refs/vivary/cache)
+    reused: int = 0  # packets whose vectors came from a cache (`fetched`, `borrowed` of them: below)
     removed: int = 0  # nodes dropped from the index since the last run
     rebuilt: bool = False  # the HNSW graph was built from scratch rather than updated
     unchanged: bool = False  # the index already matched the snapshot; nothing was written
     state: str = ""  # where the state lives
     seconds: float = 0.0
     fetched: int = 0  # vectors taken from the shared cache (refs/vivary/cache) instead of embedded
+    # vectors taken from this repository's other local indexes (a moved or copied folder, another work tree)
+    borrowed: int = 0
     recorded: int = 0  # vectors this run added to refs/vivary/cache
     left_out: list[LeftOut] = []  # public notes not indexed because another note has their id (E130)
 

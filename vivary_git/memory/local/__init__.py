@@ -12,7 +12,8 @@ Public modules (what `commands/` and `mcp/` may import):
 - `vectorvalue`: a stored vector's value and its check, for the shared cache's own checks.
 
 Its own: `index` (an index run), `assemble` (recall of a tree the index was not built from), `bm25` and
-`lexical_update` (the keyword index), `signals` (what the notes' frontmatter and names add to hybrid's fused
+`lexical_update` (the keyword index), `siblings` (this repository's other state folders, whose vectors `index`
+takes), `signals` (what the notes' frontmatter and names add to hybrid's fused
 ranking). Like every provider it imports only the seam (`memory/`'s own
 modules) and the package's shared modules. Nothing here imports numpy, hnswlib or onnxruntime at the top.
 """

@@ -162,8 +162,8 @@ class LocalMemory:
         # The model's session (0.03-0.1 s to tear down), the snapshot and the packets are left for the system to
         # take back when the command exits (lifetime.py), not freed one by one before it answers.
         lifetime.keep_until_exit((self, embedder, builder, rendered))
-        return msgspec.structs.replace(report, state=store.location, fetched=sharing.adopted, recorded=recorded,
-                                       seconds=round(time.perf_counter() - started, 3))
+        return msgspec.structs.replace(report, state=store.location, fetched=sharing.adopted, borrowed=sharing.borrowed,
+                                       recorded=recorded, seconds=round(time.perf_counter() - started, 3))
 
     def _tree_changed(self, store: StateStore) -> bool:
         """Whether the stored index was built from another tree than this one (or cannot be read): a cheap

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -316,9 +316,10 @@ def index_level(store: StateStore, digests: Iterable[str]) -> str:
 class IndexSharing:
     """What `index` does beyond its own vector cache (which is keyed by packet digest, so by node id and path
     too): before embedding, take for each packet the cache lacks a row of this clone under the same vector
-    key (a renamed or moved note), else the shared cache's vector (`adopt`, as far as `vivary.cacheTrust`
-    allows); afterwards, record the vectors this clone computed that the shared cache lacks (`record`,
-    committed trees only).
+    key (a renamed or moved note), else the row of the same packet and model in another state folder of this
+    repository (a moved or copied folder, another work tree: siblings.py), else the shared cache's vector
+    (`adopt`, as far as `vivary.cacheTrust` allows); afterwards, record the vectors this clone computed that
+    the shared cache lacks (`record`, committed trees only).
 
     Which local rows came from the shared cache, and under which `vivary.cacheTrust`, is remembered
     (`shared.msgpack`), so they are never recorded again as this clone's work (record.py's rule: only what was
@@ -337,6 +338,7 @@ class IndexSharing:
         self.embed_format = embed_format
         self.shared = SharedVectors(ws)
         self.adopted = 0  # rows taken from the shared cache
+        self.borrowed = 0  # rows taken from this repository's other state folders (siblings.py)
         self.appended = 0  # rows added without embedding (adopted, or copied from a row under the same key)
         self._keys: dict[str, str] = {}  # packet digest -> vector key, computed this run
         self.trust = self.shared.trust
@@ -403,6 +405,19 @@ class IndexSharing:
             if level is not None:
                 self._fetched[digests[i]] = level
         rest = [i for i in todo if keys[i] not in mine]
+        if rest:
+            # This repository's other state folders (a moved or copied folder, another work tree): rows of the
+            # same packet under the same model, for admitted notes only (`todo`), checked as the own cache is.
+            near = borrow(self.store, {digests[i] for i in rest}, model_id=self.embedder.model_id,
+                          dim=self.embedder.dim, embed_format=self.embed_format, trust=self.trust)
+            for i in rest:
+                row, level = near.get(digests[i], (None, None))
+                if row is not None:
+                    taken.append((i, row))
+                    if level is not None:  # taken from the shared cache there: it stays one here
+                        self._fetched[digests[i]] = level
+            self.borrowed = len(near)
+            rest = [i for i in rest if digests[i] not in near]
         if rest and self.shared.readable():
             got = self.shared.get([keys[i] for i in rest], self.embedder.dim)
             fetched = [(i, got[keys[i]]) for i in rest if keys[i] in got]
@@ -490,6 +505,34 @@ class IndexSharing:
         """What was remembered; None when that record is damaged (then nothing local is recorded in the shared
         cache this run, and the record starts afresh from what this run saw)."""
         return _read_sharing(self.store)
+
+
+def borrow(store: StateStore, wanted: Collection[str], *, model_id: str, dim: int, embed_format: int,
+           trust: str) -> dict[str, tuple[npt.NDArray[np.float32], str | None]]:
+    """The rows of `wanted` packet digests that this repository's other state folders (siblings.py: a moved or
+    copied folder, another work tree) hold under this model and embed format, each with the trust level it was
+    taken from the shared cache under (None: embedded on this machine). Each folder is checked as the own cache
+    is (`local_rows`); a row whose level `trust` (the `vivary.cacheTrust` in force) does not allow is left out,
+    and so is every row of a folder whose record of such rows is damaged. `wanted` must be digests of notes
+    this workspace admits: a digest identifies a packet's content, and no other row is read."""
+    from vivary_git.memory.local.siblings import siblings
+
+    left = set(wanted)
+    found: dict[str, tuple[npt.NDArray[np.float32], str | None]] = {}
+    for sibling in siblings(store) if left else []:
+        levels = adopted(sibling)
+        if levels is None:
+            continue  # which of its rows came from the shared cache is not known: none of them is taken
+        row_of, rows = local_rows(sibling, model_id, dim, embed_format)
+        for digest in sorted(left & row_of.keys()):
+            level = levels.get(digest)
+            if level is not None and not allows(trust, level):
+                continue
+            found[digest] = (rows[row_of[digest]].copy(), level)
+            left.discard(digest)
+        if not left:
+            break
+    return found
 
 
 def local_rows(store: StateStore, model_id: str, dim: int, embed_format: int, *,

@@ -1,0 +1,146 @@
+"""A moved or copied repository, or a new linked work tree, takes the vectors this repository already embedded in
+its other state folders (memory/local/siblings.py) instead of running the model over every note again: only
+rows of the same packet and model, checked as the own cache is, for notes this workspace admits."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from conftest import Repo, git, run_git_vivary
+from test_memory_local import MEMORY, PRIVATE, PUBLIC, TROPO
+from test_memory_vectors import clone, model_runs, publish  # noqa: F401  (model_runs: a fixture)
+
+from vivary_git.memory.local.embed import embedder_status
+from vivary_git.memory.local.files import VECTOR_META, VECTORS, VectorMeta
+
+pytestmark = pytest.mark.skipif(
+    embedder_status() != "available" or importlib.util.find_spec("hnswlib") is None,
+    reason="needs the [embed] extra",
+)
+
+QUESTION = "how often are signing keys rotated?"
+
+
+@pytest.fixture
+def ws(repo: Repo) -> Repo:
+    repo.write({"tropo.toml": TROPO, ".vivary/memory.toml": MEMORY, ".gitignore": "ignored/\n", **PUBLIC, **PRIVATE})
+    repo.git("add", "-A")
+    repo.git("add", "-f", "ignored/hidden.md")
+    repo.git("commit", "-qm", "init")
+    return repo
+
+
+def _copy(repo: Path, dest: Path) -> Path:
+    """`cp -a`: the repository, its `.git/vivary/memory/` state folders included, in another folder."""
+    shutil.copytree(repo, dest, symlinks=True)
+    return dest
+
+
+def _folders(path: Path) -> list[Path]:
+    return sorted(p for p in (path / ".git" / "vivary" / "memory").iterdir() if p.is_dir())
+
+
+def _hits(cli: Any, path: Path) -> list[str]:
+    r = cli("recall", QUESTION, "--json", cwd=path)
+    assert r.code == 0, r.err
+    return [h["node_id"] for h in r.json()]
+
+
+def test_a_copied_repository_embeds_nothing_and_recalls_the_same(
+        ws: Repo, cli: Any, tmp_path: Path, model_runs: list[int]) -> None:  # noqa: F811
+    first = cli("index", "--yes", "--json", cwd=ws.path).json()
+    assert (first["embedded"], first["borrowed"]) == (len(PUBLIC), 0)
+    copy = _copy(ws.path, tmp_path / "moved")
+    model_runs.clear()
+    r = cli("index", "--yes", "--json", cwd=copy)
+    assert r.code == 0, r.err
+    rep = r.json()
+    assert (rep["embedded"], rep["reused"], rep["borrowed"], rep["fetched"]) == (0, len(PUBLIC), len(PUBLIC), 0)
+    assert model_runs == []  # not one note through the model
+    assert len(_folders(copy)) == 2  # the old folder is read, never renamed or changed
+    assert _hits(cli, copy) == _hits(cli, ws.path)
+    text = cli("index", "--yes", cwd=copy).out  # the same again: nothing to do
+    assert text.startswith("up to date"), text
+
+
+def test_a_new_linked_work_tree_embeds_nothing(ws: Repo, cli: Any, tmp_path: Path) -> None:
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    other = tmp_path / "second"
+    ws.git("worktree", "add", "-q", str(other))
+    r = cli("index", "--yes", cwd=other)
+    assert r.code == 0, r.err
+    assert f"0 note(s) new or changed; {len(PUBLIC)} reused from the cache ({len(PUBLIC)} from this " \
+           "repository's other index folders)" in r.out, r.out
+    assert _hits(cli, other) == _hits(cli, ws.path)
+
+
+def test_only_notes_this_workspace_admits_take_a_row(ws: Repo, cli: Any, tmp_path: Path) -> None:
+    """A note public where it was indexed but private in the copy gets no vector from there."""
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    copy = _copy(ws.path, tmp_path / "moved")
+    (copy / ".vivary" / "memory.toml").write_text(MEMORY.replace('"drafts/**"', '"drafts/**", "notes/garden.md"'))
+    rep = cli("index", "--yes", "--json", cwd=copy).json()
+    assert (rep["indexed"], rep["embedded"], rep["borrowed"]) == (len(PUBLIC) - 1, 0, len(PUBLIC) - 1)
+    mine = [p for p in _folders(copy) if p.name == rep["dataset"]]
+    meta = msgspec.msgpack.decode((mine[0] / VECTOR_META).read_bytes(), type=VectorMeta)
+    assert len(meta.digests) == len(PUBLIC) - 1
+    assert not any(b"tomato" in p.read_bytes().lower() for p in mine[0].rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("damage", ["truncated", "another model"])
+def test_a_damaged_or_foreign_sibling_is_not_used(ws: Repo, cli: Any, tmp_path: Path, damage: str) -> None:
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    copy = _copy(ws.path, tmp_path / "moved")
+    [old] = _folders(copy)
+    if damage == "truncated":
+        data = (old / VECTORS).read_bytes()
+        (old / VECTORS).write_bytes(data[: len(data) // 2])
+    else:
+        meta = msgspec.msgpack.decode((old / VECTOR_META).read_bytes(), type=VectorMeta)
+        (old / VECTOR_META).write_bytes(msgspec.msgpack.encode(msgspec.structs.replace(meta, key="another-model/e1")))
+    r = cli("index", "--yes", "--json", cwd=copy)
+    assert r.code == 0, r.err
+    rep = r.json()
+    assert (rep["embedded"], rep["borrowed"]) == (len(PUBLIC), 0)
+    assert _hits(cli, copy) == _hits(cli, ws.path)
+
+
+def test_a_row_the_sibling_took_from_the_shared_cache_keeps_its_trust(ws: Repo, cli: Any, tmp_path: Path) -> None:
+    """A row the old folder fetched under `vivary.cacheTrust any` is taken only while the setting still allows it,
+    and stays a fetched row here (never recorded as this clone's work, dropped once the trust is lowered)."""
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    other = clone(publish(ws, tmp_path), tmp_path / "clone")
+    assert run_git_vivary(["sync", "fetch"], other).returncode == 0
+    rep = cli("index", "--yes", "--json", cwd=other).json()
+    assert (rep["embedded"], rep["fetched"]) == (0, len(PUBLIC))
+    trusting = _copy(other, tmp_path / "trusting")
+    rep = cli("index", "--yes", "--json", cwd=trusting).json()
+    assert (rep["embedded"], rep["borrowed"], rep["recorded"]) == (0, len(PUBLIC), 0)
+    git(trusting, "config", "vivary.cacheTrust", "none")
+    r = cli("index", "--yes", "--json", cwd=trusting)  # the rows it borrowed were fetched ones: dropped
+    assert r.code == 0, r.err
+    assert (r.json()["embedded"], r.json()["borrowed"]) == (len(PUBLIC), 0), r.err
+    careful = _copy(other, tmp_path / "careful")
+    git(careful, "config", "vivary.cacheTrust", "none")
+    rep = cli("index", "--yes", "--json", cwd=careful).json()
+    assert (rep["embedded"], rep["borrowed"]) == (len(PUBLIC), 0)
+
+
+def test_a_copied_work_tree_state_folder_is_not_read_and_says_nothing(ws: Repo, cli: Any, tmp_path: Path) -> None:
+    """With `state_path`, what the copy's folder holds was recorded for the original's path, not the copy's: it is
+    not this machine's writing there, so it is passed over without a word (no "ignored ... writes it again")."""
+    ws.write({".vivary/memory.toml": MEMORY + '\n[memory.local]\nstate_path = ".vivary/memory/local"\n',
+              ".gitignore": "ignored/\n/.vivary/memory/\n"})
+    ws.git("commit", "-qam", "state in the work tree")
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    copy = _copy(ws.path, tmp_path / "moved")
+    r = cli("index", "--yes", "--json", cwd=copy)
+    assert r.code == 0, r.err
+    assert (r.json()["embedded"], r.json()["borrowed"]) == (len(PUBLIC), 0)
+    assert "ignored" not in r.err, r.err
+    assert _hits(cli, copy) == _hits(cli, ws.path)
