@@ -425,6 +425,16 @@ def test_shared_guidance_stays_while_another_host_uses_it(ws: Repo, cli: Any) ->
     assert snapshot(ws.path) == start
 
 
+def test_host_status_says_whether_an_absent_block_lacks_its_file_or_only_the_block(ws: Repo, cli: Any) -> None:
+    """`init` writes AGENTS.md without vivary's block: "guidance absent AGENTS.md" read as if the file were missing."""
+    ws.write({"AGENTS.md": "# Agents\n\nBe brief.\n"})
+    shown = cli("host-status", "--host-kind", "codex", cwd=ws.path).out
+    assert "guidance  absent     AGENTS.md  (the file has no vivary block: `git vivary bootstrap-host --host-kind " \
+           "codex` adds it)" in shown, shown
+    shown = cli("host-status", "--host-kind", "claude-code", cwd=ws.path).out
+    assert "CLAUDE.md  (no such file: `git vivary bootstrap-host --host-kind claude-code` adds it)" in shown, shown
+
+
 def test_host_status_reports_what_is_where(ws: Repo, cli: Any) -> None:
     before = cli("host-status", "--json", cwd=ws.path)
     assert before.code == 0, before.err

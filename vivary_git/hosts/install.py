@@ -771,7 +771,8 @@ def _differences(value: dict[str, Any], ours: dict[str, Any]) -> str:
 
 
 def guidance_state(kind: HostKind, root: Path) -> tuple[str | None, str, str | None]:
-    """(file, present | outdated | absent | unreadable, why it is unreadable) for the host's guidance block."""
+    """(file, present | outdated | absent | unreadable, what to know) for the host's guidance block: why it is
+    unreadable, or, when absent, whether the file itself is there (`init` writes AGENTS.md without the block)."""
     try:
         rel = guidance_file(HOSTS[kind], root)
         if rel is None:
@@ -781,6 +782,7 @@ def guidance_state(kind: HostKind, root: Path) -> tuple[str | None, str, str | N
     except (ConfigError, RefusedError) as err:
         return HOSTS[kind].guidance, "unreadable", str(err)
     if inner is None:
-        return rel, "absent", None
+        said = "no such file" if text is None else "the file has no vivary block"
+        return rel, "absent", f"{said}: `git vivary bootstrap-host --host-kind {kind}` adds it"
     want = guidance_text()
     return rel, "present" if inner.replace("\r\n", "\n") == want else "outdated", None
