@@ -151,6 +151,14 @@ def object_dirs() -> ObjectDirs | None:
     return (os.path.abspath(own) if own else None), alternates
 
 
+def quarantined() -> bool:
+    """Whether Git runs us inside a push's quarantine (a `pre-receive` hook: GIT_QUARANTINE_PATH). The pushed
+    objects are readable there, but Git forbids ref updates and discards whatever else is written into the
+    quarantine when the push is refused, so nothing derived is written at all: the one place that decides it
+    (`workspace.Workspace`, as `--no-cache` does)."""
+    return bool(os.environ.get("GIT_QUARANTINE_PATH"))
+
+
 def with_objects(handle: Any, objects: ObjectDirs | None) -> Any:
     """The libgit2 repository `handle` reading (and writing) objects where Git would (`object_dirs`)."""
     if objects is None:
