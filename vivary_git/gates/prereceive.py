@@ -103,7 +103,10 @@ def plan(cwd: Path, update: Update) -> Plan:
     if target is None or target.name == update.ref:
         return Plan(update, None, None, "a new branch, and no default branch to compare with: every error counts")
     default = target.name.removeprefix("refs/heads/")
-    found = repo.repo.merge_base(target.target, pygit2.Oid(hex=update.new))
+    try:
+        found = repo.repo.merge_base(target.target, pygit2.Oid(hex=update.new))
+    except (KeyError, ValueError, pygit2.GitError):
+        return Plan(update, None, None, "a new branch, not found in this repository")  # `check` says so, exit 2
     if found is None:
         return Plan(update, None, None, f"a new branch sharing no commit with {default}: every error counts")
     return Plan(update, None, str(found),
