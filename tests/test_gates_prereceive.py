@@ -146,3 +146,19 @@ def test_every_line_is_checked_before_anything_is(server: tuple[Path, Repo], lin
     assert proc.stdout == b""  # the valid line before it was not acted on either
     assert said in err and "stdin line 2" in err and "Traceback" not in err, err
     assert len(err.splitlines()) == 1 and "\x1b" not in err
+
+
+def test_a_repository_this_libgit2_cannot_read_refuses_the_push_in_words(tmp_path: Path) -> None:
+    """A SHA-256 repository: Git runs the hook with GIT_DIR set, where opening it used to be a traceback."""
+    bare = tmp_path / "server.git"
+    git(tmp_path, "init", "-q", "--bare", "--object-format=sha256", "-b", "main", str(bare))
+    _hook(bare, f"exec {_vivary()} hooks run pre-receive")
+    clone = Repo(tmp_path / "clone")
+    git(tmp_path, "init", "-q", "--object-format=sha256", "-b", "main", str(clone.path))
+    clone.git("remote", "add", "origin", str(bare))
+    clone.commit("start", files={"a.md": "# A\n"})
+    pushed = push(clone, "main")
+    assert "Traceback" not in pushed.stdout, pushed.stdout
+    if pushed.returncode != 0:  # refused, saying why, unless this libgit2 reads SHA-256
+        assert "remote: git vivary hooks: cannot open the Git repository" in pushed.stdout, pushed.stdout
+        assert "unknown object format 'sha256'" in pushed.stdout

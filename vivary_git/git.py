@@ -328,7 +328,10 @@ class Repo:
             # `git --work-tree=…` sets GIT_WORK_TREE alone: Git then finds the repository as usual, but not
             # the work tree, which libgit2 would not know of. Git says what both are.
             git_dir, top = _from_environment(start)
-            self.repo = pygit2.Repository(git_dir)
+            try:
+                self.repo = pygit2.Repository(git_dir)
+            except pygit2.GitError as err:  # a SHA-256 repository, say, which this libgit2 cannot read
+                raise GitError(f"cannot open the Git repository {git_dir} ({err}); check it with `git status`") from None
             self.bare: bool = top is None
             self.workdir: Path | None = top
             self.pins = {"GIT_DIR": git_dir, **({"GIT_WORK_TREE": str(top)} if top is not None else {})}
