@@ -92,6 +92,12 @@ def test_new_branches_are_compared_with_the_default_branch_tags_and_deletions_pa
     bad = push(repo, "bad")
     assert bad.returncode == 1 and "modules/d.md:2: error W220" in bad.stdout, bad.stdout
     assert "ref 'gone'" not in bad.stdout
+    repo.git("checkout", "-q", "--orphan", "alone")  # no commit in common with main: every error is its own
+    repo.commit("alone", files={"modules/e.md": "---\ndepends: [elsewhere]\n---\n# E\n"})
+    alone = push(repo, "alone")
+    assert alone.returncode == 1 and "a new branch sharing no commit with main: every error counts" in alone.stdout
+    assert "modules/e.md:2: error W220" in alone.stdout and "ref 'gone'" in alone.stdout, alone.stdout
+    repo.git("checkout", "-q", "bad")
     repo.git("tag", "-a", "-m", "release", "v1")  # a tag on the commit the gate refused on a branch
     tag = push(repo, "v1")
     assert tag.returncode == 0 and "vivary: refs/tags/v1: a tag: not checked (branches are)" in tag.stdout

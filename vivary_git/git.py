@@ -331,7 +331,8 @@ class Repo:
             try:
                 self.repo = pygit2.Repository(git_dir)
             except pygit2.GitError as err:  # a SHA-256 repository, say, which this libgit2 cannot read
-                raise GitError(f"cannot open the Git repository {git_dir} ({err}); check it with `git status`") from None
+                raise GitError(f"cannot open the Git repository {git_dir} ({err}); check it with `git status`"
+                               ) from None
             self.bare: bool = top is None
             self.workdir: Path | None = top
             self.pins = {"GIT_DIR": git_dir, **({"GIT_WORK_TREE": str(top)} if top is not None else {})}

@@ -20,10 +20,13 @@ import re
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from vivary_git.errors import UsageError
 from vivary_git.escape import text as shown
+
+if TYPE_CHECKING:
+    from pygit2 import Oid
 
 _ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _MAX_LINES = 10_000  # refs one push may update before the hook refuses to read on
@@ -104,7 +107,7 @@ def plan(cwd: Path, update: Update) -> Plan:
         return Plan(update, None, None, "a new branch, and no default branch to compare with: every error counts")
     default = target.name.removeprefix("refs/heads/")
     try:
-        found = repo.repo.merge_base(target.target, pygit2.Oid(hex=update.new))
+        found: Oid | None = repo.repo.merge_base(target.target, pygit2.Oid(hex=update.new))  # None: no shared commit
     except (KeyError, ValueError, pygit2.GitError):
         return Plan(update, None, None, "a new branch, not found in this repository")  # `check` says so, exit 2
     if found is None:
