@@ -131,6 +131,17 @@ def test_a_check_inside_the_quarantine_writes_nothing(server: tuple[Path, Repo])
     _nothing_written(bare, {"refs/heads/main"})
 
 
+def test_a_branch_that_cannot_be_checked_is_refused_in_words(server: tuple[Path, Repo]) -> None:
+    bare, repo = server
+    repo.commit("bad config", files={"tropo.toml": "version = oops\n"})
+    refused = push(repo, "main")
+    assert refused.returncode == 1, refused.stdout
+    assert "remote: git vivary check: tropo.toml: invalid TOML" in refused.stdout
+    assert "remote: vivary: push refused: refs/heads/main could not be checked" in refused.stdout
+    assert "Traceback" not in refused.stdout
+    _nothing_written(bare, {"refs/heads/main"})
+
+
 @pytest.mark.parametrize(("line", "said"), [
     (b"abc def refs/heads/x\n", "OLD abc: not an object id"),
     (f"{ZERO} {'1' * 40} refs/heads/a..b\n".encode(), "refs/heads/a..b: not a ref name Git accepts"),

@@ -124,6 +124,7 @@ def run(cwd: Path, lines: Iterable[bytes], roots: Sequence[str] = ()) -> int:
 
     code = EXIT_OK
     refused: list[str] = []
+    unchecked: list[str] = []
     for step in [plan(cwd, u) for u in read_updates(lines)]:
         name = step.update.ref
         if step.skip is not None:
@@ -140,8 +141,13 @@ def run(cwd: Path, lines: Iterable[bytes], roots: Sequence[str] = ()) -> int:
                                            *where]))
         if ref_code == EXIT_FINDINGS:
             refused.append(name)
+        elif ref_code != EXIT_OK:
+            unchecked.append(name)
         code = max(code, ref_code)
     if refused:
         print(f"vivary: push refused: {', '.join(shown(r) for r in refused)} would gain the errors above; fix "
               "them and push again", file=sys.stderr)
+    if unchecked:  # a gate that cannot run lets nothing through
+        print(f"vivary: push refused: {', '.join(shown(r) for r in unchecked)} could not be checked (the error "
+              "above says why)", file=sys.stderr)
     return code
