@@ -151,6 +151,7 @@ def test_a_branch_that_cannot_be_checked_is_refused_in_words(server: tuple[Path,
     (f"{ZERO} {'1' * 64} refs/heads/x\n".encode(), "not a pair of ids"),
     (f"{ZERO} {ZERO} refs/heads/x\n".encode(), "not a pair of ids"),
     (b"\xff\n", "not UTF-8"),
+    (f"{ZERO} {'1' * 40} refs/heads/{'x' * 100_000}".encode(), "bytes, longer than any line Git writes"),
 ])
 def test_every_line_is_checked_before_anything_is(server: tuple[Path, Repo], line: bytes, said: str) -> None:
     bare, _ = server

@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         from vivary_git.gates import prereceive
 
         # On the server, in a bare repository: the pushed refs on stdin, the tree top of each is where --root starts.
-        return prereceive.run(cwd, sys.stdin.buffer, list(dict.fromkeys(args.root)))
+        return prereceive.run(cwd, prereceive.bounded_lines(sys.stdin.buffer), list(dict.fromkeys(args.root)))
     workspaces = _run_roots(cwd, args.root) if action == "run" else []
     if action == "post-commit" or (action == "run" and args.hook == "post-commit"):
         return post_commit(workspaces)

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from vivary_git.errors import UsageError
 from vivary_git.escape import text as shown
@@ -42,6 +42,11 @@ class Update(NamedTuple):
 
 def _absent(oid: str) -> bool:
     return set(oid) == {"0"}
+
+
+def bounded_lines(stream: BinaryIO) -> Iterator[bytes]:
+    """`stream`'s lines, none read past `_MAX_LINE + 1` bytes (a longer one is then refused by its length)."""
+    return iter(lambda: stream.readline(_MAX_LINE + 1), b"")
 
 
 def read_updates(lines: Iterable[bytes]) -> list[Update]:
