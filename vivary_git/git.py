@@ -151,6 +151,14 @@ def object_dirs() -> ObjectDirs | None:
     return (os.path.abspath(own) if own else None), alternates
 
 
+def quarantined() -> bool:
+    """Whether Git runs us inside a push's quarantine (a `pre-receive` hook: GIT_QUARANTINE_PATH). The pushed
+    objects are readable there, but Git forbids ref updates and discards whatever else is written into the
+    quarantine when the push is refused, so nothing derived is written at all: the one place that decides it
+    (`workspace.Workspace`, as `--no-cache` does)."""
+    return bool(os.environ.get("GIT_QUARANTINE_PATH"))
+
+
 def with_objects(handle: Any, objects: ObjectDirs | None) -> Any:
     """The libgit2 repository `handle` reading (and writing) objects where Git would (`object_dirs`)."""
     if objects is None:
@@ -320,7 +328,11 @@ class Repo:
             # `git --work-tree=…` sets GIT_WORK_TREE alone: Git then finds the repository as usual, but not
             # the work tree, which libgit2 would not know of. Git says what both are.
             git_dir, top = _from_environment(start)
-            self.repo = pygit2.Repository(git_dir)
+            try:
+                self.repo = pygit2.Repository(git_dir)
+            except pygit2.GitError as err:  # a SHA-256 repository, say, which this libgit2 cannot read
+                raise GitError(f"cannot open the Git repository {git_dir} ({err}); check it with `git status`"
+                               ) from None
             self.bare: bool = top is None
             self.workdir: Path | None = top
             self.pins = {"GIT_DIR": git_dir, **({"GIT_WORK_TREE": str(top)} if top is not None else {})}

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from vivary_git import check as check_mod
+from vivary_git import git
 from vivary_git import graph as graph_mod
 from vivary_git.models import Finding, Node, Note
 from vivary_git.parses import Parses, Stats
@@ -57,7 +58,9 @@ class Workspace:
             source.public = functools.partial(_public, source)
         self.gate = gate
         self.config = source.config
-        self.cache_enabled = cache and source.caching
+        # Inside a push's quarantine (a pre-receive hook) every cache is off, read and write, as with --no-cache:
+        # derived state is never written where Git forbids refs and throws away what was written (git.py).
+        self.cache_enabled = cache and source.caching and not git.quarantined()
         vdir = source.repo.vivary_dir if (self.cache_enabled and source.repo is not None) else None
         self.stats = Stats()
         # --- issue 4: the shared ref cache (store/), second level behind the local hot cache ---

@@ -42,11 +42,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="pre-commit, pre-merge-commit and/or post-commit (default: all three)")
     s = hs.add_parser("status", help="say which hooks are installed and what they run")
     s.add_argument("--json", action="store_true", help="print JSON for programs and agents")
-    r = hs.add_parser("run", help="what an installed hook runs (the line to put in a husky or shared hook file)")
-    r.add_argument("hook", choices=names)
+    r = hs.add_parser("run", help="what an installed hook runs (the line to put in a husky or shared hook file, "
+                      "or in a bare repository's pre-receive hook: docs/hooks.md)")
+    r.add_argument("hook", choices=(*names, "pre-receive"))
     r.add_argument("--root", action="append", default=[], metavar="DIR",
-                   help="a workspace folder to check, relative to the top of the work tree (repeatable; default: "
-                   "the top)")
+                   help="a workspace folder to check, relative to the top of the work tree, or for pre-receive of "
+                   "each tree pushed (repeatable; default: the top)")
     r.add_argument("hook_args", nargs="*", help=argparse.SUPPRESS)
     g = hs.add_parser("privacy-guard", help="refuse staged private files and literal secrets in .vivary/memory.toml",
                   description="Check the files staged for commit: refuse any that the privacy floor or a "
@@ -107,6 +108,11 @@ def run(args: argparse.Namespace) -> int:
         return _status(cwd, args.json)
     if action == "privacy-guard":
         return privacy_guard(cwd, args.allow)
+    if action == "run" and args.hook == "pre-receive":
+        from vivary_git.gates import prereceive
+
+        # On the server, in a bare repository: the pushed refs on stdin, the tree top of each is where --root starts.
+        return prereceive.run(cwd, prereceive.bounded_lines(sys.stdin.buffer), list(dict.fromkeys(args.root)))
     workspaces = _run_roots(cwd, args.root) if action == "run" else []
     if action == "post-commit" or (action == "run" and args.hook == "post-commit"):
         return post_commit(workspaces)

@@ -1,10 +1,12 @@
-"""The gates Git already has, wired to the graph: hooks (pre-commit, post-commit) and CI review.
+"""The gates Git already has, wired to the graph: hooks (pre-commit, post-commit, a server's
+pre-receive) and CI review.
 
 - `review`: base..head → one `Review` (the head tree's check plus the change's blast radius), pure
   apart from reading the two trees; `github`, `sarif` and `summary` render it for CI.
 - `install`: plain Git hook scripts, installed next to (never over) hooks a repository already has.
 - `guard`: the staged-files privacy guard run by the pre-commit hook.
 - `precommit`: the range the pre-commit framework names (CI, pre-push), for `check --pre-commit-range`.
+- `prereceive`: the server's gate, a bare repository's pre-receive hook: the pushed refs read from stdin.
 
 Everything here imports lazily: the hook runs on every commit.
 """
