@@ -31,10 +31,8 @@ def _state_holds(repo: Repo, token: str) -> list[str]:
     return found
 
 
-@needs_model
-def test_a_note_ignored_by_a_gitignore_outside_the_sparse_checkout_stays_private(repo: Repo, cli: Any) -> None:
-    """A sparse checkout leaves `research/.gitignore` off the disk, but its rule still makes the force-added note
-    under it private: the note's text (its index blob) must not be embedded because the rule is not on disk."""
+def _force_added_under_a_gitignore(repo: Repo) -> None:
+    """A memory workspace whose `research/.gitignore` ignores `hidden-*.md`, and a canary note there force-added."""
     repo.write({
         ".vivary/memory.toml": MEMORY,
         "decisions/keys.md": "# Rotate keys\n\nWe rotate the signing keys every quarter.\n",
@@ -45,11 +43,11 @@ def test_a_note_ignored_by_a_gitignore_outside_the_sparse_checkout_stays_private
     repo.git("add", "-A")
     repo.git("add", "-f", "research/hidden-otter.md")
     repo.git("commit", "-qm", "init")
-    full = cli("index", "--dry-run", "--json", cwd=repo.path).json()
-    assert (full["would_index"], full["private"]) == (2, 1)
 
-    repo.git("sparse-checkout", "set", "decisions")
-    assert not (repo.path / "research").exists()
+
+def _indexed_without_the_hidden_note(repo: Repo, cli: Any) -> None:
+    """`privacy explain`, `index --dry-run` and `index --yes` hold the force-added note back, and no state file
+    holds its canary."""
     r = cli("privacy", "explain", "research/hidden-otter.md", cwd=repo.path)
     assert r.out.startswith("private"), r.out
     dry = cli("index", "--dry-run", "--json", cwd=repo.path).json()
@@ -58,9 +56,10 @@ def test_a_note_ignored_by_a_gitignore_outside_the_sparse_checkout_stays_private
     assert r.code == 0, r.err
     assert (r.json()["indexed"], r.json()["private"]) == (2, 1)
     assert _state_holds(repo, CANARY) == []
-    r = cli("recall", "otter dens by the river", "--json", cwd=repo.path)
-    assert r.code == 0, r.err
-    assert [h["path"] for h in r.json()] == ["research/survey.md", "decisions/keys.md"]
+
+
+def _searched_without_the_hidden_note(repo: Repo) -> None:
+    """MCP `search` in every mode neither finds the force-added note nor answers with its canary."""
     pytest.importorskip("mcp", reason="the mcp extra is not installed")
     from vivary_git.mcp.service import MemoryService
 
@@ -73,6 +72,23 @@ def test_a_note_ignored_by_a_gitignore_outside_the_sparse_checkout_stays_private
             assert CANARY not in repr(answer), mode
     finally:
         server.close()
+
+
+@needs_model
+def test_a_note_ignored_by_a_gitignore_outside_the_sparse_checkout_stays_private(repo: Repo, cli: Any) -> None:
+    """A sparse checkout leaves `research/.gitignore` off the disk, but its rule still makes the force-added note
+    under it private: the note's text (its index blob) must not be embedded because the rule is not on disk."""
+    _force_added_under_a_gitignore(repo)
+    full = cli("index", "--dry-run", "--json", cwd=repo.path).json()
+    assert (full["would_index"], full["private"]) == (2, 1)
+
+    repo.git("sparse-checkout", "set", "decisions")
+    assert not (repo.path / "research").exists()
+    _indexed_without_the_hidden_note(repo, cli)
+    r = cli("recall", "otter dens by the river", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert [h["path"] for h in r.json()] == ["research/survey.md", "decisions/keys.md"]
+    _searched_without_the_hidden_note(repo)
 
 
 @needs_model
@@ -81,45 +97,18 @@ def test_a_note_ignored_by_a_skip_worktree_gitignore_missing_from_the_disk_stays
     reads a skip-worktree `.gitignore` missing from the disk from its index blob (an untracked `hidden-*.md` there
     is still ignored), so the force-added note under it stays private: its text must not be embedded, recalled or
     answered because the rule is not on disk."""
-    repo.write({
-        ".vivary/memory.toml": MEMORY,
-        "decisions/keys.md": "# Rotate keys\n\nWe rotate the signing keys every quarter.\n",
-        "research/survey.md": "# Survey\n\nOtters and beavers build near the river.\n",
-        "research/.gitignore": "hidden-*.md\n",
-        "research/hidden-otter.md": f"# Hidden\n\n{CANARY} otter dens by the river are secret.\n",
-    })
-    repo.git("add", "-A")
-    repo.git("add", "-f", "research/hidden-otter.md")
-    repo.git("commit", "-qm", "init")
+    _force_added_under_a_gitignore(repo)
     repo.git("update-index", "--skip-worktree", "research/.gitignore")
     (repo.path / "research" / ".gitignore").unlink()
     assert repo.git("status", "--porcelain") == ""
     (repo.path / "research" / "hidden-new.md").write_text("# New\n")
     assert "research/hidden-new.md" in repo.git("status", "--porcelain", "--ignored")  # Git: ignored ("!!")
-    r = cli("privacy", "explain", "research/hidden-otter.md", cwd=repo.path)
-    assert r.out.startswith("private"), r.out
-    dry = cli("index", "--dry-run", "--json", cwd=repo.path).json()
-    assert (dry["would_index"], dry["private"]) == (2, 1)
-    r = cli("index", "--yes", "--json", cwd=repo.path)
-    assert r.code == 0, r.err
-    assert (r.json()["indexed"], r.json()["private"]) == (2, 1)
-    assert _state_holds(repo, CANARY) == []
+    _indexed_without_the_hidden_note(repo, cli)
     r = cli("recall", "otter dens by the river", "--json", cwd=repo.path)
     assert r.code == 0, r.err
     assert "research/hidden-otter.md" not in [h["path"] for h in r.json()]
     assert CANARY not in r.out + r.err
-    pytest.importorskip("mcp", reason="the mcp extra is not installed")
-    from vivary_git.mcp.service import MemoryService
-
-    server = MemoryService(repo.path)
-    try:
-        for mode in ("hybrid", "semantic", "text"):
-            answer = server.search("otter dens by the river", top_k=5, mode=mode, include_content=True)
-            assert answer.mode == mode, answer.mode_reason
-            assert "research/hidden-otter.md" not in [h.path for h in answer.results], mode
-            assert CANARY not in repr(answer), mode
-    finally:
-        server.close()
+    _searched_without_the_hidden_note(repo)
 
 
 @needs_model
