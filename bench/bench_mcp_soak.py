@@ -35,14 +35,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-MAKE_VAULT = ROOT.parent / "shared/bench/make_vault.py"
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-    "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid",
-}
-WORDS = ["graph", "memory", "module", "decision", "change", "gate", "verification", "cache", "index", "deploy",
-         "privacy", "review", "release", "schema", "parser", "budget", "token", "search", "recall", "hook"]
+from bench_mcp import GIT_ENV, MAKE_VAULT, WORDS, _pct  # a sibling script: one vault recipe, one percentile
+
 ANIMALS = ["quokka", "wombat", "walrus", "heron", "otter", "lynx", "ibis", "marmot", "tapir", "okapi"]
 TEMP_MARKS = (".tmp", "tmp.", ".partial", ".new")
 
@@ -67,11 +61,6 @@ def _vault(dest: Path, notes: int, index: bool) -> None:
     if index:
         subprocess.run([sys.executable, "-m", "vivary_git.main", "index", "--yes"], cwd=dest, check=True,
                        stdout=subprocess.DEVNULL, env=dict(os.environ, **GIT_ENV))
-
-
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def _server_pid(parent: int) -> int:
