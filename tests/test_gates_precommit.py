@@ -222,10 +222,10 @@ def test_ci_run_reads_a_base_that_moved_on_as_the_merge_base(repo: Repo, tmp_pat
     assert "1 error(s) and 0 warning(s) it already had are not shown" in r.stdout
 
 
-def test_a_users_pre_push_stage_refuses_a_push_that_breaks_a_reference(
-        repo: Repo, hook_repo: tuple[Path, str], pre_commit_home: Path, tmp_path: Path) -> None:
-    """`.pre-commit-hooks.yaml` lists pre-commit and pre-merge-commit, but a user's `stages:` replaces that
-    list (pre-commit checks no subset); pre-push names the range pushed: the remote's commit to the local one."""
+def _pre_push(repo: Repo, hook_repo: tuple[Path, str], pre_commit_home: Path,
+              tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """The CI workspace with vivary-check at the user's `stages: [pre-push]`, pre-commit's pre-push hook installed and
+    an empty bare `origin`: (the remote, pre-commit's environment)."""
     path, rev = hook_repo
     remote = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", str(remote))
@@ -236,6 +236,14 @@ def test_a_users_pre_push_stage_refuses_a_push_that_breaks_a_reference(
     assert PRE_COMMIT is not None
     r = _run(repo.path, env, PRE_COMMIT, "install", "--hook-type", "pre-push")
     assert r.returncode == 0, r.stdout
+    return remote, env
+
+
+def test_a_users_pre_push_stage_refuses_a_push_that_breaks_a_reference(
+        repo: Repo, hook_repo: tuple[Path, str], pre_commit_home: Path, tmp_path: Path) -> None:
+    """`.pre-commit-hooks.yaml` lists pre-commit and pre-merge-commit, but a user's `stages:` replaces that
+    list (pre-commit checks no subset); pre-push names the range pushed: the remote's commit to the local one."""
+    remote, env = _pre_push(repo, hook_repo, pre_commit_home, tmp_path)
     r = _run(repo.path, env, "git", "push", "-q", "origin", "main")
     assert r.returncode == 0, r.stdout
     refused = _run(repo.path, env, "git", "push", "-q", "origin", "topic")
@@ -252,15 +260,7 @@ def test_a_first_push_to_an_empty_remote_judges_the_whole_tree(
         repo: Repo, hook_repo: tuple[Path, str], pre_commit_home: Path, tmp_path: Path) -> None:
     """A push the remote has none of the commits of names no range: pre-commit runs it as `--all-files`, naming
     only the pushed ref. Nothing to compare with, so every finding is the push's, as in a first commit."""
-    path, rev = hook_repo
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    _ci_workspace(repo, f"repos:\n  - repo: {path}\n    rev: {rev}\n    hooks:\n"
-                        "      - id: vivary-check\n        stages: [pre-push]\n")
-    repo.git("remote", "add", "origin", str(remote))
-    env = dict(os.environ, PRE_COMMIT_HOME=str(pre_commit_home), PRE_COMMIT_COLOR="never")
-    assert PRE_COMMIT is not None
-    assert _run(repo.path, env, PRE_COMMIT, "install", "--hook-type", "pre-push").returncode == 0
+    _, env = _pre_push(repo, hook_repo, pre_commit_home, tmp_path)
     refused = _run(repo.path, env, "git", "push", "-q", "origin", "topic")
     assert refused.returncode == 1, refused.stdout
     assert "modules/b.md:2: error W220: field 'depends': ref 'a' matches no document id" in refused.stdout
