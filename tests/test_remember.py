@@ -136,15 +136,17 @@ def test_a_link_names_its_note_as_a_wikilink_does(repo: Repo, cli) -> None:
 
 
 def test_a_memory_says_recall_needs_an_index_run_when_memory_is_on(repo: Repo, cli) -> None:
-    """A memory is committed without `git commit`, so no post-commit hook indexes it, and `recall` refuses the
-    stale index it leaves: the line after `remembered` says what to run. Without memory on there is no index."""
+    """A memory is committed without `git commit`, so no post-commit hook indexes it; with no index built yet
+    (nobody approved one) the line after `remembered` says what to run. Without memory on there is no index.
+    With one built, the write brings it up to date (tests/test_cli_writethrough.py)."""
     _seed(repo)
     r = cli("remember", "Deploys need a green CI", cwd=repo.path)
     assert r.code == 0 and "index" not in r.out, r.out
     repo.commit("memory on", {".vivary/memory.toml": '[memory]\nenabled = true\nprovider = "vivary-local"\n'})
     r = cli("remember", "Releases are tagged on Mondays", cwd=repo.path)
     assert r.code == 0, r.err
-    assert r.out.splitlines()[1:] == ["    recall finds it after `git vivary index --yes`"], r.out
+    assert r.out.splitlines()[1:] == ["    recall finds it after `git vivary index --yes` (there is no semantic "
+                                      "index yet)"], r.out
 
 
 def test_exact_duplicate_is_blocked_unless_forced(repo: Repo, cli) -> None:

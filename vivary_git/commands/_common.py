@@ -143,3 +143,16 @@ def write_out(data: str) -> None:
 def emit_json(value: Any) -> None:
     """`--json` output: one line, escaped as docs/output.md says (a file name that is not UTF-8 as `\\xNN`)."""
     write_out(json_text(value) + "\n")
+
+
+def index_after_write(args: argparse.Namespace, command: str, loaded: Any = None) -> None:
+    """After a memory write on the command line, bring the semantic index up to the new tree as the MCP server
+    does after its own (memory/local/writethrough.py), and say what happened: on stdout, or on stderr under
+    `--json` (whose stdout is the write's result alone). The write is committed either way."""
+    from vivary_git.memory.local.writethrough import after_write
+    from vivary_git.workspace import open_workspace
+
+    said = after_write(open_workspace(args.cwd, root=args.root), loaded)
+    if said:
+        print(f"vivary {command}: {text(said)}" if args.json else f"    {text(said)}",
+              file=sys.stderr if args.json else sys.stdout)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from vivary_git.commands._common import add_json_arg, add_workspace_args, emit_json
+from vivary_git.commands._common import add_json_arg, add_workspace_args, emit_json, index_after_write
 from vivary_git.errors import EXIT_OK
 
 
@@ -51,4 +51,6 @@ def run(args: argparse.Namespace) -> int:
               f"{(result.commit or '-')[:12]} on {result.ref}")
     else:
         print(f"vivary edit: {shown(result.message or '')}")
+    if result.changed:
+        index_after_write(args, "edit")
     return EXIT_OK

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from vivary_git.commands._common import add_json_arg, add_workspace_args, emit_json
+from vivary_git.commands._common import add_json_arg, add_workspace_args, emit_json, index_after_write
 from vivary_git.errors import EXIT_OK
 
 
@@ -39,10 +39,14 @@ def run(args: argparse.Namespace) -> int:
                             source="cli")
     if args.json:
         emit_json(result)
+        if result.changed:
+            index_after_write(args, "move")
         return EXIT_OK
     if result.changed:
         print(f"moved {shown(result.moved_from)} to {shown(result.id)} ({shown(result.path)}) in "
               f"{(result.commit or '-')[:12]} on {result.ref}; links rewritten in {len(result.rewritten)} note(s)")
     if result.message:
         print(f"vivary move: {shown(result.message)}")
+    if result.changed:
+        index_after_write(args, "move")
     return EXIT_OK

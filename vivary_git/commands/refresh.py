@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from vivary_git.commands._common import add_json_arg, add_workspace_args, emit_json
+from vivary_git.commands._common import add_json_arg, add_workspace_args, emit_json, index_after_write
 from vivary_git.errors import EXIT_FINDINGS, EXIT_OK
 
 
@@ -70,4 +70,6 @@ def run(args: argparse.Namespace) -> int:
                 print(f"unchanged {shown(result.id)} ({result.anchor} {shown(result.target)})")
     if args.json:
         emit_json(results)
+    if any(r.changed for r in results):
+        index_after_write(args, "refresh")
     return EXIT_OK

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from vivary_git.commands._common import add_json_arg, add_workspace_args, emit_json
+from vivary_git.commands._common import add_json_arg, add_workspace_args, emit_json, index_after_write
 from vivary_git.errors import EXIT_OK, EXIT_REFUSED
 
 
@@ -18,7 +18,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "about the same thing (update: another number, date, name, a negation), unless --force; with --supersede an "
         "update is added and the old memory archived in the same commit. A related memory is linked. Exit 0 added; "
         "2 usage or config error; 3 refused (duplicate, update, secret, the note's path changed by you). "
-        "docs/remember.md. "
+        "With the semantic memory on and an index built, the index is brought up to the new tree before it returns "
+        "(within [memory] max_unindexed), so recall finds the memory at once. docs/remember.md. "
         "With --file, --folder or --url the memory is a source anchor: where something is, not a copy (a file's "
         "path, blob id and bounded text; a folder's top-level summary; a web page's readable text, fetched only with "
         "allow_network = true under [memory.sources] and --allow-network). TEXT is then an optional description. "
@@ -71,10 +72,11 @@ def run(args: argparse.Namespace) -> int:
     ws = open_workspace(_user_memory(args), root=None) if args.scope == "user" else open_workspace(args.cwd,
                                                                                                   root=args.root)
     view = remember.open_view(ws)
+    probe = probe_for(view)
     result = remember.add(
         view, " ".join(args.text), title=args.title, tags=args.tag, type_name=args.type,
         durability=args.durability, links=args.link, force=args.force, supersede=args.supersede, source="cli",
-        probe=probe_for(view), expires=args.expires,
+        probe=probe, expires=args.expires,
     )
     from vivary_git.escape import text as shown
 
@@ -90,14 +92,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"    supersedes {shown(old)}, now archived")
         if result.verdict == "related":
             print(f"    related: {shown(', '.join(m.id for m in result.matches or ()))}")
-        if view.cfg.enabled and args.scope != "user":
-            # The memory is a commit made without `git commit`: no post-commit hook indexes it, and recall
-            # refuses a stale index until someone does (the MCP server embeds its own adds).
-            print("    recall finds it after `git vivary index --yes`")
     else:
         print(f"vivary remember: {shown(result.message)}")
         if result.matches:
             print(f"    {shown(result.matches[0].text[:200])}")
+    if result.ok and args.scope != "user":
+        index_after_write(args, "remember", probe.loaded)
     if result.dream_due and not args.json:
         print(f"vivary remember: {shown(result.dream_due)}")
     return EXIT_OK if result.ok else EXIT_REFUSED
@@ -160,4 +160,6 @@ def _anchor(args: argparse.Namespace) -> int:
               f"{result.commit[:12] if result.commit else '-'} on {result.ref}")
     elif result.message:
         print(f"vivary remember: {shown(result.message)}")
+    if result.changed:
+        index_after_write(args, "remember")
     return EXIT_OK

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from vivary_git.commands._common import add_json_arg, add_workspace_args, emit_json
+from vivary_git.commands._common import add_json_arg, add_workspace_args, emit_json, index_after_write
 from vivary_git.errors import EXIT_OK
 
 
@@ -37,6 +37,8 @@ def run(args: argparse.Namespace) -> int:
     result = do(view, args.id, reason=args.reason, source="cli")
     if args.json:
         emit_json(result)
+        if result.changed:
+            index_after_write(args, "retire")
         return EXIT_OK
     if result.changed:
         verb = "forgot" if args.delete else "retired"
@@ -44,4 +46,6 @@ def run(args: argparse.Namespace) -> int:
               f"on {result.ref}")
     if result.message:
         print(f"vivary retire: {shown(result.message)}")
+    if result.changed:
+        index_after_write(args, "retire")
     return EXIT_OK

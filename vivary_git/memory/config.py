@@ -131,8 +131,9 @@ class MemorySection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     enabled: bool = False
     mode: Mode = "none"
     provider: Provider = "none"
-    # Notes changed outside the MCP server since the index was built that it embeds itself (write-through); past
-    # this many its hybrid search answers with keywords and says so (docs/mcp.md).
+    # Notes changed since the index was built that the MCP server, and a memory write on the command line, embed
+    # themselves (write-through); past this many the server's hybrid search answers with keywords and a write
+    # leaves the index to `index --yes`, and both say so (docs/mcp.md, docs/remember.md).
     max_unindexed: int = DEFAULT_MAX_UNINDEXED
     privacy: PrivacyConfig = PrivacyConfig()
     local: LocalConfig = LocalConfig()

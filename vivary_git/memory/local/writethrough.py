@@ -9,6 +9,11 @@ built from and the memory's tree: the server writes through only while that is a
 so a vault changed wholesale outside it (a checkout, a pull) is not embedded inside a search: the answer says so
 and names `index --yes`. That count bounds the work; it is not what was embedded (a note whose vectors are cached
 is not embedded again).
+
+`after_write(ws, loaded)` is the same for a memory written on the command line (`remember`, `edit`, `retire`,
+`move`, `refresh`): the write is a commit made without `git commit`, so no post-commit hook indexes it, and without
+this a `recall` right after it would refuse the index as stale. It writes through only an index that exists (a
+person approved indexing once) and within `max_unindexed`, as the server does, and says what it did.
 """
 
 from __future__ import annotations
@@ -20,8 +25,9 @@ if TYPE_CHECKING:
     from vivary_git.memory.local.provider import LocalMemory
     from vivary_git.memory.local.recall import RecallSession
     from vivary_git.memory.provider import IndexReport
+    from vivary_git.workspace import Workspace
 
-__all__ = ["unindexed", "write_through"]
+__all__ = ["after_write", "unindexed", "write_through"]
 
 
 def unindexed(memory: LocalMemory) -> int | None:
@@ -48,3 +54,34 @@ def write_through(memory: LocalMemory, embedder: Embedder) -> tuple[RecallSessio
     `embedder`), then open it for recall; with the run's report (what was embedded, what was dropped)."""
     report = memory.index(approved=True, embedder=embedder)
     return memory.open(embedder=embedder), report
+
+
+def after_write(ws: Workspace, loaded: Embedder | None = None) -> str | None:
+    """Bring `ws`'s semantic index up to its tree after a memory write on the command line, as the MCP server
+    does after its own (`loaded`: the model the write's similarity probe loaded, if any). Returns the line to show
+    the user, or None when there is nothing to say (memory not on, or the index already holds this tree)."""
+    from vivary_git.errors import VivaryError
+    from vivary_git.memory.config import load_memory_config
+    from vivary_git.memory.local.provider import LocalMemory
+
+    cfg = load_memory_config(ws)
+    if cfg.provider != "vivary-local":
+        return None
+    later = "recall finds it after `git vivary index --yes`"
+    memory = LocalMemory(ws, cfg)
+    if memory.manifest() is None:
+        return f"{later} (there is no semantic index yet)"
+    count = unindexed(memory)
+    limit = cfg.memory.max_unindexed
+    if count == 0:
+        return None
+    if count is None or count > limit:
+        many = "the notes" if count is None else f"{count} note(s)"
+        return (f"{later}: {many} changed since the index was built, more than [memory] max_unindexed = {limit} "
+                "a write embeds itself")
+    try:
+        report = memory.index(approved=True, embedder=loaded)
+    except VivaryError as err:
+        return f"{later}: the semantic index could not be brought up to date ({err})"
+    return (f"the semantic index is up to date ({report.embedded} note(s) embedded, {report.removed} removed): "
+            "recall finds it now")

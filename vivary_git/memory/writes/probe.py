@@ -164,6 +164,12 @@ class Probe:
     def method(self) -> str:
         return "cosine" if self._get_embedder() is not None else "exact"
 
+    @property
+    def loaded(self) -> Embedder | None:
+        """The model this probe has loaded, if it has (never loads one): a CLI write hands it on to the
+        write-through of the semantic index, which then loads no second copy."""
+        return self._embedder
+
     def _get_embedder(self) -> Embedder | None:
         if not self._loaded:
             self._embedder = self._load() if self._load is not None else None
