@@ -90,3 +90,19 @@ def test_past_max_unindexed_the_write_does_not_embed_and_names_the_limit(repo: R
     stale = cli("recall", "server room key", cwd=repo.path)
     assert stale.code != 0 and "stale" in stale.err
 
+
+
+def test_a_dream_resolved_on_the_command_line_leaves_the_index_current(repo: Repo, cli: Any) -> None:
+    _indexed(repo, cli)
+    for text in ("The espresso machine in the office kitchen needs descaling every Monday.",
+                 "Office coffee beans are ordered from the roaster on the first of the month.",
+                 "Oat milk for the office coffee lives in the second fridge.",
+                 "The kitchen espresso grinder is set to fine grind for office coffee."):
+        assert cli("remember", text, cwd=repo.path).code == 0
+    tasks = cli("dream", "--force", "--json", cwd=repo.path).json()["run"]["tasks"]
+    assert len(tasks) == 1 and len(tasks[0]["sources"]) == 4
+    r = cli("dream", "--task-id", tasks[0]["id"], "--use-heuristic", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert "vivary dream: the semantic index is up to date (5 note(s) embedded" in r.err  # the node + 4 archived
+    assert _top(cli, repo, "office coffee") == r.json()["resolution"]["super_node"]
+    assert cli("index", "--yes", cwd=repo.path).out.startswith("up to date")

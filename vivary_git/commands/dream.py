@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from vivary_git.commands._common import add_json_arg, add_workspace_args, emit_json
+from vivary_git.commands._common import add_json_arg, add_workspace_args, emit_json, index_after_write
 from vivary_git.errors import EXIT_OK, UsageError
 from vivary_git.escape import text as shown
 
@@ -56,8 +56,12 @@ def run(args: argparse.Namespace) -> int:
         answer = dream.run(view, force=args.force, source="cli")
     if args.json:
         emit_json(answer)
-        return EXIT_OK
-    _print(answer)
+    else:
+        _print(answer)
+    wrote = (answer.run is not None and answer.run.expire_commit) or \
+        (answer.resolution is not None and answer.resolution.commit)
+    if wrote:
+        index_after_write(args, "dream")
     return EXIT_OK
 
 
