@@ -53,6 +53,8 @@ _HOST_FILES: dict[Host, tuple[tuple[str, str], ...]] = {
     "cursor": ((".cursor/rules/vivary.mdc", "cursor-rule.mdc"),),
     "codex": (),
     "vscode": (),
+    "kiro": (),
+    "roo-code": (),
     "generic": (),
 }
 _HOST_NOTE: dict[Host, str] = {
@@ -61,6 +63,8 @@ _HOST_NOTE: dict[Host, str] = {
     "cursor": "Cursor reads this file, and `.cursor/rules/vivary.mdc` points here.",
     "codex": "Codex reads this file directly.",
     "vscode": "VS Code's agent mode reads this file directly (its `chat.useAgentsMdFile` setting, on by default).",
+    "kiro": "Kiro reads this file directly (its steering supports `AGENTS.md`).",
+    "roo-code": "Roo Code reads this file directly (its `roo-cline.useAgentRules` setting, on by default).",
     "generic": "",
 }
 _INSTALL_STEP: dict[Memory, str] = {
