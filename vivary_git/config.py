@@ -697,7 +697,8 @@ def _include(raw: str) -> str:
 
 # Files agent hosts read their instructions from (docs/hosts.md): written for a host, not as knowledge, so not
 # notes unless `.vivary/graph.toml` says `include_guidance = true`. By file name in any folder, and by path.
-GUIDANCE_NAMES = frozenset({"AGENTS.md", "AGENTS.override.md", "CLAUDE.md", "CLAUDE.local.md", "GEMINI.md"})
+GUIDANCE_NAMES = frozenset({"AGENTS.md", "AGENTS.override.md", "AGENT.md", "CLAUDE.md", "CLAUDE.local.md",
+                            "GEMINI.md"})
 GUIDANCE_PATHS = (".cursor/rules/", ".github/copilot-instructions.md", ".github/instructions/", ".kiro/steering/",
                   ".roo/rules/")
 
