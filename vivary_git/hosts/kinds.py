@@ -11,10 +11,10 @@ from typing import Literal
 
 from vivary_git.errors import UsageError
 
-HostKind = Literal["generic", "claude-code", "codex", "cursor", "gemini-cli", "vscode", "kiro", "roo-code",
+HostKind = Literal["generic", "claude-code", "codex", "cursor", "gemini-cli", "vscode", "kiro", "roo-code", "zed",
                    "claude-desktop"]
 HOST_KINDS: tuple[HostKind, ...] = ("generic", "claude-code", "codex", "cursor", "gemini-cli", "vscode", "kiro",
-                                    "roo-code", "claude-desktop")
+                                    "roo-code", "zed", "claude-desktop")
 Format = Literal["json", "jsonc", "toml"]
 
 # Hosts expand environment variables inside the strings of their config: a workspace path holding such a
@@ -43,6 +43,14 @@ class HostSpec:
     config: ConfigSpec | None
     guidance: str | None  # the file the host reads its instructions from
     imports: bool = False  # the guidance file can import AGENTS.md (`@AGENTS.md`), so it may only point there
+    # The host reads only the first of these files at the workspace root that is a file (a folder of that name is
+    # passed over); `guidance` is where the block goes when there is none.
+    reads_first: tuple[str, ...] = ()
+
+
+# Zed's RULES_FILE_NAMES (crates/prompt_store/src/prompts.rs), in its order.
+ZED_RULES = (".rules", ".cursorrules", ".windsurfrules", ".clinerules", ".github/copilot-instructions.md", "AGENT.md",
+             "AGENTS.md", "CLAUDE.md", "GEMINI.md")
 
 
 HOSTS: dict[HostKind, HostSpec] = {
@@ -70,6 +78,10 @@ HOSTS: dict[HostKind, HostSpec] = {
     # storage (one per editor and edition), so no one user-level file is the user's.
     "roo-code": HostSpec("roo-code", "Roo Code", ConfigSpec("json", "mcpServers", ".roo/mcp.json", False, _BRACE),
                          "AGENTS.md"),
+    # Zed's project settings: `context_servers`, each custom server a flat {command, args, env}. Neither its docs
+    # nor its settings types show variables expanded there. The user's settings.json is Zed's settings UI's file too: not written.
+    "zed": HostSpec("zed", "Zed", ConfigSpec("jsonc", "context_servers", ".zed/settings.json", False), "AGENTS.md",
+                    reads_first=ZED_RULES),
     "claude-desktop": HostSpec("claude-desktop", "Claude Desktop",
                                ConfigSpec("json", "mcpServers", None, True), None),
 }
