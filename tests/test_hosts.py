@@ -74,6 +74,10 @@ CASES = [
     ("cursor", "cursor.mcp.json", ".cursor/mcp.json", [], "vivary", "AGENTS.md"),
     ("gemini-cli", "gemini.settings.json", ".gemini/settings.json", [], "vivary", "GEMINI.md"),
     ("vscode", "vscode.mcp.json", ".vscode/mcp.json", [], "vivary", ".github/copilot-instructions.md"),
+    ("kiro", "kiro.mcp.json", ".kiro/settings/mcp.json", [], "vivary", "AGENTS.md"),
+    ("kiro", "kiro.mcp.json", "~/.kiro/settings/mcp.json", ["--user"], "vivary-ws", "AGENTS.md"),
+    ("roo-code", "roo.mcp.json", ".roo/mcp.json", [], "vivary", "AGENTS.md"),
+    ("zed", "zed.settings.json", ".zed/settings.json", [], "vivary", "AGENTS.md"),
     ("claude-desktop", "claude-desktop.json", "~/.config/Claude/claude_desktop_config.json", ["--user"],
      "vivary-ws", None),
     ("claude-desktop", "claude-desktop.windows.json", "~/.config/Claude/claude_desktop_config.json", ["--user"],
@@ -145,7 +149,8 @@ def _guidance_markers() -> tuple[str, str]:
     return GUIDANCE_MARKERS.begin, GUIDANCE_MARKERS.end
 
 
-@pytest.mark.parametrize("kind", ["claude-code", "codex", "cursor", "gemini-cli", "vscode", "generic"])
+@pytest.mark.parametrize("kind", ["claude-code", "codex", "cursor", "gemini-cli", "vscode", "kiro", "roo-code",
+                                  "zed", "generic"])
 def test_fresh_workspace_round_trip_removes_what_it_created(repo: Repo, cli: Any, kind: str) -> None:
     repo.write({"tropo.toml": TROPO})
     start = snapshot(repo.path)
@@ -155,7 +160,8 @@ def test_fresh_workspace_round_trip_removes_what_it_created(repo: Repo, cli: Any
     assert created  # a config file and/or a guidance file
     assert cli("bootstrap-host", "--host-kind", kind, cwd=repo.path).code == 0
     assert cli("bootstrap-host", "--host-kind", kind, "--uninstall", cwd=repo.path).code == 0
-    assert snapshot(repo.path) == start  # files and the .cursor/ .gemini/ .codex/ .vscode/ .github/ folders gone
+    assert snapshot(repo.path) == start  # files and the .cursor/ .gemini/ .codex/ .vscode/ .github/ .kiro/ .roo/
+    # .zed/ folders gone
 
 
 def test_fresh_json_file_is_plain_json_the_host_reads(repo: Repo, cli: Any) -> None:
@@ -306,7 +312,8 @@ def test_strangers_paths_are_escaped_not_concatenated(repo: Repo, cli: Any, name
     root.mkdir()
     (root / "tropo.toml").write_text(TROPO)
     for kind, dest in (("claude-code", ".mcp.json"), ("codex", ".codex/config.toml"), ("cursor", ".cursor/mcp.json"),
-                       ("vscode", ".vscode/mcp.json")):
+                       ("vscode", ".vscode/mcp.json"), ("kiro", ".kiro/settings/mcp.json"),
+                       ("roo-code", ".roo/mcp.json"), ("zed", ".zed/settings.json")):
         r = cli("bootstrap-host", "--host-kind", kind, cwd=root)
         assert r.code == 0, r.err
         assert load(root / dest)[_container(kind)]["vivary"]["args"] == ["mcp", "-C", str(root)]
@@ -316,6 +323,8 @@ def test_strangers_paths_are_escaped_not_concatenated(repo: Repo, cli: Any, name
     ("claude-code", "a${HOME}b", 3), ("cursor", "x${env:HOME}", 3), ("gemini-cli", "cost$HOME", 3),
     ("gemini-cli", "price 5$", 0), ("codex", "a${HOME}b", 0), ("claude-code", "price $5", 0),
     ("vscode", "x${workspaceFolder}", 3), ("vscode", "${input:who}", 3), ("vscode", "price $5", 0),
+    ("kiro", "a${HOME}b", 3), ("kiro", "price $5", 0), ("roo-code", "x${workspaceFolder}", 3),
+    ("roo-code", "${env:HOME}", 3), ("roo-code", "price $5", 0), ("zed", "a${HOME}b", 0), ("zed", "cost$HOME", 0),
 ])
 def test_paths_the_host_would_expand_are_refused(repo: Repo, cli: Any, kind: str, folder: str, code: int) -> None:
     root = repo.path / folder
@@ -440,7 +449,7 @@ def test_host_status_reports_what_is_where(ws: Repo, cli: Any) -> None:
     assert before.code == 0, before.err
     rep = before.json()
     assert {h["host_kind"] for h in rep["hosts"]} == {"generic", "claude-code", "codex", "cursor", "gemini-cli",
-                                                      "vscode", "claude-desktop"}
+                                                      "vscode", "kiro", "roo-code", "zed", "claude-desktop"}
     assert all(s["state"] == "absent" for h in rep["hosts"] for s in h["servers"])
     assert rep["onboarding"] == {"file": "USER.md", "done": False, "answered": [],
                                  "missing": ["name", "role", "language", "style", "goal"]}

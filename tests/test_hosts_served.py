@@ -103,3 +103,27 @@ def test_vs_code_s_entry_starts_the_server_on_its_workspace(repo: Repo, cli: Any
     assert status["workspace"]["root"] == str(repo.path)
     assert added["ok"] is True, added
     assert repo.git("show", "--name-only", "--format=", "HEAD").split() == [added["path"]]
+
+
+@pytest.mark.parametrize(("kind", "extra", "config", "container"), [
+    ("kiro", [], ".kiro/settings/mcp.json", "mcpServers"),
+    ("kiro", ["--user"], "~/.kiro/settings/mcp.json", "mcpServers"),
+    ("roo-code", [], ".roo/mcp.json", "mcpServers"),
+    ("zed", [], ".zed/settings.json", "context_servers"),
+])
+def test_kiro_s_roo_code_s_and_zed_s_entries_start_the_server_on_their_workspace(
+        repo: Repo, cli: Any, tmp_path: Path, kind: str, extra: list[str], config: str, container: str) -> None:
+    """Kiro, Roo Code and Zed start the entry of their file (`command`, `args`) as every other host starts its
+    entry, Kiro's user-level one included."""
+    repo.commit("init", {"README.md": "# top\n", "notes/plants.md": "# Plants\n\nThe fern needs water weekly.\n"})
+    done = cli("bootstrap-host", "--host-kind", kind, *extra, "--json", cwd=repo.path)
+    assert done.code == 0, done.err
+    name = done.json()["server"]["name"]
+    path = Path(os.environ["HOME"]) / config[2:] if config.startswith("~/") else repo.path / config
+    entry = json.loads(path.read_text("utf-8"))[container][name]
+    assert set(entry) == {"command", "args"}
+
+    status, added = _as_a_host(entry, started_in=tmp_path)
+    assert status["workspace"]["root"] == str(repo.path)
+    assert added["ok"] is True, added
+    assert repo.git("show", "--name-only", "--format=", "HEAD").split() == [added["path"]]

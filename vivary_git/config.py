@@ -697,17 +697,20 @@ def _include(raw: str) -> str:
 
 # Files agent hosts read their instructions from (docs/hosts.md): written for a host, not as knowledge, so not
 # notes unless `.vivary/graph.toml` says `include_guidance = true`. By file name in any folder, and by path.
-GUIDANCE_NAMES = frozenset({"AGENTS.md", "AGENTS.override.md", "CLAUDE.md", "CLAUDE.local.md", "GEMINI.md"})
-GUIDANCE_PATHS = (".cursor/rules/", ".github/copilot-instructions.md", ".github/instructions/")
+GUIDANCE_NAMES = frozenset({"AGENTS.md", "AGENTS.override.md", "AGENT.md", "CLAUDE.md", "CLAUDE.local.md",
+                            "GEMINI.md"})
+GUIDANCE_PATHS = (".cursor/rules/", ".github/copilot-instructions.md", ".github/instructions/", ".kiro/steering/",
+                  ".roo/rules/")
 
 
-_GUIDANCE_BELOW = tuple(f"/{p}" for p in GUIDANCE_PATHS)  # each in a `.cursor` or `.github` folder
+_GUIDANCE_BELOW = tuple(f"/{p}" for p in GUIDANCE_PATHS)
+_GUIDANCE_DIRS = tuple(dict.fromkeys(f"/{p.split('/', 1)[0]}/" for p in GUIDANCE_PATHS))  # `/.cursor/`, `/.github/`, …
 
 
 def is_guidance(path: str) -> bool:
     """Whether a workspace-relative path is a host guidance file (`GUIDANCE_NAMES`, `GUIDANCE_PATHS`)."""
     return path.rsplit("/", 1)[-1] in GUIDANCE_NAMES or path.startswith(GUIDANCE_PATHS) or (
-        ("/.cursor/" in path or "/.github/" in path) and any(p in path for p in _GUIDANCE_BELOW))
+        any(d in path for d in _GUIDANCE_DIRS) and any(p in path for p in _GUIDANCE_BELOW))
 
 
 def leaves_out(config: Config) -> Callable[[str], bool] | None:

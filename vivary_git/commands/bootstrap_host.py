@@ -21,11 +21,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "bootstrap-host", help="set up an agent host: the MCP server entry and the memory guidance block",
         description="Write the `git vivary mcp` server entry, pinned to this workspace, into the host's own config "
-        "file (.mcp.json, .codex/config.toml, .cursor/mcp.json, .gemini/settings.json, .vscode/mcp.json, or the "
-        "desktop app's config with --user), and a managed block telling the agent how to use the memory into "
-        "AGENTS.md, CLAUDE.md, GEMINI.md or .github/copilot-instructions.md. Files are merged, never overwritten: "
-        "other servers, comments and layout are kept byte for byte; a second run changes nothing; --uninstall "
-        "removes exactly what was added. "
+        "file (.mcp.json, .codex/config.toml, .cursor/mcp.json, .gemini/settings.json, .vscode/mcp.json, "
+        ".kiro/settings/mcp.json, .roo/mcp.json, .zed/settings.json, or the desktop app's config with --user), and "
+        "a managed block telling the agent how to use the memory into AGENTS.md, CLAUDE.md, GEMINI.md, "
+        ".github/copilot-instructions.md or the rules file Zed reads. Files are merged, never overwritten: other "
+        "servers, comments and layout are kept byte for byte; a second run changes nothing; --uninstall removes "
+        "exactly what was added. "
         "Exit 0; 2 on a usage error or a config file it cannot parse (named with its line; never written); "
         "3 when refused (a server of that name that is not this workspace's, a symlink in the workspace, marker "
         "lines that make no one block). "
@@ -37,7 +38,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--uninstall", action="store_true", help="remove the server entry and the guidance block")
     p.add_argument("--user", action="store_true",
                    help="write the user-level config outside the workspace (needed for claude-desktop; "
-                   "for codex, ~/.codex/config.toml instead of the project's .codex/config.toml)")
+                   "for codex, ~/.codex/config.toml instead of the project's .codex/config.toml; for kiro, "
+                   "~/.kiro/settings/mcp.json)")
     p.add_argument("--name", metavar="NAME",
                    help="the server's name in the host (default: vivary; vivary-FOLDER in a user-level file)")
     p.add_argument("--dry-run", action="store_true", help="write nothing; print the diff it would apply")

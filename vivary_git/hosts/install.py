@@ -479,7 +479,13 @@ def guidance_text() -> str:
 
 def guidance_file(spec: HostSpec, root: Path) -> str | None:
     """The host's instructions file; AGENTS.md when that file only imports AGENTS.md (as `init` writes it), in a
-    host that reads such an import (a `@AGENTS.md` line in `.github/copilot-instructions.md` is only text)."""
+    host that reads such an import (a `@AGENTS.md` line in `.github/copilot-instructions.md` is only text). For a
+    host that reads only the first of several files (Zed), the first of them there is: a block in a later one
+    would never reach it, and a new file ahead of the user's would hide theirs."""
+    if spec.reads_first:
+        # A link counts as there (its file is refused where it is edited), a folder does not (Zed skips it).
+        return next((rel for rel in spec.reads_first if (root / rel).is_symlink() or (root / rel).is_file()),
+                    spec.guidance)
     if spec.guidance is None or not spec.imports:
         return spec.guidance
     own = files.read(files.project_path(root, spec.guidance), spec.guidance)
@@ -540,6 +546,8 @@ def plan(kind: HostKind, root: Path, *, uninstall: bool = False, user: bool = Fa
         if kind == "vscode" and not uninstall:
             p.notes.append("VS Code asks you to trust the server before it first starts it (and again when the entry "
                            "changes); its tools are offered in the Chat view's agent mode")
+        if kind == "zed" and not uninstall:
+            p.notes.append("Zed starts a project's MCP servers only in a worktree you trust")
         if not uninstall and importlib.util.find_spec("mcp") is None:
             p.notes.append("the server needs the MCP SDK, which is not installed here: pip install 'vivary-git[mcp]'")
     else:
@@ -551,6 +559,9 @@ def plan(kind: HostKind, root: Path, *, uninstall: bool = False, user: bool = Fa
     target = guidance_file(spec, root)
     if target is not None:
         p.changes.append(_guidance_change(kind, scope, root, target, uninstall))
+        if spec.reads_first and not uninstall:
+            p.notes.append(f"{spec.label} reads only the first of {', '.join(spec.reads_first)} that is a file at the "
+                           f"workspace root, so the guidance block is in {target}")
     return p
 
 

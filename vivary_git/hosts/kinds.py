@@ -11,15 +11,17 @@ from typing import Literal
 
 from vivary_git.errors import UsageError
 
-HostKind = Literal["generic", "claude-code", "codex", "cursor", "gemini-cli", "vscode", "claude-desktop"]
-HOST_KINDS: tuple[HostKind, ...] = ("generic", "claude-code", "codex", "cursor", "gemini-cli", "vscode",
-                                    "claude-desktop")
+HostKind = Literal["generic", "claude-code", "codex", "cursor", "gemini-cli", "vscode", "kiro", "roo-code", "zed",
+                   "claude-desktop"]
+HOST_KINDS: tuple[HostKind, ...] = ("generic", "claude-code", "codex", "cursor", "gemini-cli", "vscode", "kiro",
+                                    "roo-code", "zed", "claude-desktop")
 Format = Literal["json", "jsonc", "toml"]
 
 # Hosts expand environment variables inside the strings of their config: a workspace path holding such a
 # pattern would be rewritten by the host, and none of them has an escape for it.
 # Claude Code: ${VAR}, ${VAR:-default}; Cursor: ${env:NAME}, ${workspaceFolder}; VS Code: ${workspaceFolder},
-# ${userHome}, ${env:NAME}, ${input:ID}, ${config:NAME}, ${command:ID}, ${/} ...
+# ${userHome}, ${env:NAME}, ${input:ID}, ${config:NAME}, ${command:ID}, ${/} ...; Kiro: ${VAR}; Roo Code:
+# ${workspaceFolder}, ${env:NAME}, replaced in the whole entry.
 _BRACE = re.compile(r"\$\{")
 _DOLLAR = re.compile(r"\$(?:\w|\{)")  # Gemini CLI: $VAR and ${VAR}
 
@@ -41,6 +43,14 @@ class HostSpec:
     config: ConfigSpec | None
     guidance: str | None  # the file the host reads its instructions from
     imports: bool = False  # the guidance file can import AGENTS.md (`@AGENTS.md`), so it may only point there
+    # The host reads only the first of these files at the workspace root that is a file (a folder of that name is
+    # passed over); `guidance` is where the block goes when there is none.
+    reads_first: tuple[str, ...] = ()
+
+
+# Zed's RULES_FILE_NAMES (crates/prompt_store/src/prompts.rs), in its order.
+ZED_RULES = (".rules", ".cursorrules", ".windsurfrules", ".clinerules", ".github/copilot-instructions.md", "AGENT.md",
+             "AGENTS.md", "CLAUDE.md", "GEMINI.md")
 
 
 HOSTS: dict[HostKind, HostSpec] = {
@@ -60,6 +70,18 @@ HOSTS: dict[HostKind, HostSpec] = {
         "vscode", "VS Code",
         ConfigSpec("jsonc", "servers", ".vscode/mcp.json", False, _BRACE, {"type": "stdio"}),
         ".github/copilot-instructions.md"),
+    # Kiro's IDE reads comments in mcp.json, its CLI (which reads the same file) does not: we never add one, and
+    # keep the user's. One user-level file, ~/.kiro/settings/mcp.json, merged under the workspace's.
+    "kiro": HostSpec("kiro", "Kiro", ConfigSpec("jsonc", "mcpServers", ".kiro/settings/mcp.json", True, _BRACE),
+                     "AGENTS.md"),
+    # Roo Code parses .roo/mcp.json with JSON.parse; its global mcp_settings.json lives in the editor's extension
+    # storage (one per editor and edition), so no one user-level file is the user's.
+    "roo-code": HostSpec("roo-code", "Roo Code", ConfigSpec("json", "mcpServers", ".roo/mcp.json", False, _BRACE),
+                         "AGENTS.md"),
+    # Zed's project settings: `context_servers`, each custom server a flat {command, args, env}. Neither its docs
+    # nor its settings types show variables expanded there. The user's settings.json is Zed's settings UI's file too: not written.
+    "zed": HostSpec("zed", "Zed", ConfigSpec("jsonc", "context_servers", ".zed/settings.json", False), "AGENTS.md",
+                    reads_first=ZED_RULES),
     "claude-desktop": HostSpec("claude-desktop", "Claude Desktop",
                                ConfigSpec("json", "mcpServers", None, True), None),
 }
@@ -79,6 +101,8 @@ def user_config_path(kind: HostKind, *, platform: str | None = None, env: dict[s
                              "where a program starts; set it to an absolute path (or unset it for ~/.codex) and "
                              "run again")
         return (Path(codex_home) if codex_home else home / ".codex") / "config.toml"
+    if kind == "kiro":
+        return home / ".kiro" / "settings" / "mcp.json"  # on every platform, as Kiro's docs give it
     if kind == "claude-desktop":
         if platform == "darwin":
             return home / "Library" / "Application Support" / "Claude" / "claude_desktop_config.json"

@@ -53,6 +53,9 @@ _HOST_FILES: dict[Host, tuple[tuple[str, str], ...]] = {
     "cursor": ((".cursor/rules/vivary.mdc", "cursor-rule.mdc"),),
     "codex": (),
     "vscode": (),
+    "kiro": (),
+    "roo-code": (),
+    "zed": (),
     "generic": (),
 }
 _HOST_NOTE: dict[Host, str] = {
@@ -61,6 +64,10 @@ _HOST_NOTE: dict[Host, str] = {
     "cursor": "Cursor reads this file, and `.cursor/rules/vivary.mdc` points here.",
     "codex": "Codex reads this file directly.",
     "vscode": "VS Code's agent mode reads this file directly (its `chat.useAgentsMdFile` setting, on by default).",
+    "kiro": "Kiro reads this file directly (its steering supports `AGENTS.md`).",
+    "roo-code": "Roo Code reads this file directly (its `roo-cline.useAgentRules` setting, on by default).",
+    "zed": "Zed reads this file directly, unless the workspace has a file it reads first (`.rules`, `.cursorrules`, "
+    "`.windsurfrules`, `.clinerules`, `.github/copilot-instructions.md`, `AGENT.md`): it reads only one.",
     "generic": "",
 }
 _INSTALL_STEP: dict[Memory, str] = {

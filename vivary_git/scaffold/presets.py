@@ -15,12 +15,13 @@ import msgspec
 Preset = Literal["second-brain", "knowledge-work", "writing", "coding"]
 Memory = Literal["none", "local", "cognee"]
 Storage = Literal["file", "git-cache"]
-Host = Literal["claude-code", "codex", "cursor", "gemini-cli", "vscode", "generic"]
+Host = Literal["claude-code", "codex", "cursor", "gemini-cli", "vscode", "kiro", "roo-code", "zed", "generic"]
 
 PRESETS: tuple[Preset, ...] = ("second-brain", "knowledge-work", "writing", "coding")
 MEMORY_CHOICES: tuple[Memory, ...] = ("none", "local", "cognee")
 STORAGE_CHOICES: tuple[Storage, ...] = ("file", "git-cache")
-HOSTS: tuple[Host, ...] = ("claude-code", "codex", "cursor", "gemini-cli", "vscode", "generic")
+HOSTS: tuple[Host, ...] = ("claude-code", "codex", "cursor", "gemini-cli", "vscode", "kiro", "roo-code", "zed",
+                           "generic")
 
 DEFAULT_PRESET: Preset = "second-brain"
 DEFAULT_MEMORY: Memory = "none"
