@@ -129,6 +129,15 @@ def test_with_git_depth_zero_the_job_runs_at_once(repo: Repo, tmp_path: Path) ->
     jsonschema.Draft202012Validator(CODEQUALITY_SCHEMA).validate(json.loads(r.stdout))
 
 
+def test_deepening_the_head_alone_reaches_the_diff_base(repo: Repo, tmp_path: Path) -> None:
+    """What docs/ci.md says to run in the script to keep GitLab's shallow fetch: the diff base is an ancestor of the
+    head, so more of the head's history brings it."""
+    mr = merge_request(repo, tmp_path)
+    git(mr.job, "fetch", "-q", "--no-tags", "--deepen=200", "origin", mr.head)
+    r = run_git_vivary(["ci", "--base", mr.diff_base, "--head", "HEAD"], mr.job)
+    assert r.returncode == 1 and "W220" in r.stdout, r.stderr
+
+
 def test_a_merge_request_within_git_depth_needs_no_fetch(repo: Repo, tmp_path: Path) -> None:
     mr = merge_request(repo, tmp_path, commits=3)
     r = run_git_vivary(["ci", "--base", mr.diff_base, "--head", "HEAD"], mr.job)
