@@ -258,8 +258,9 @@ def test_shallow_clone_without_the_merge_base_refuses(repo: Repo, tmp_path: Path
     r = run_git_vivary(["ci", "--base", base], cwd=clone)
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stdout + r.stderr
     assert r.stdout == ""  # no verdict computed against the wrong tree
-    assert f"--base {base}: not an ancestor of HEAD, and their merge base is not in this shallow clone" in r.stderr
-    assert "fetch-depth: 0" in r.stderr
+    assert f"--base {base}: the history of HEAD in this shallow clone reaches neither {base} nor their merge " \
+        "base" in r.stderr
+    assert "fetch-depth: 0" in r.stderr and "GIT_DEPTH: 0" in r.stderr
     fetch = re.search(r"`(git fetch [^`]*)`", r.stderr)
     assert fetch is not None and fetch.group(1) == f"git fetch --no-tags --deepen=100 origin {base} {head}"
     git(clone, *shlex.split(fetch.group(1))[1:])  # the command the message names works

@@ -193,7 +193,7 @@ def test_ci_outputs_refuse_fifos_devices_and_kernel_files(repo: Repo) -> None:
     repo.commit(files={"a.md": "# A\n"})
     fifo = repo.path.parent / "fifo"
     os.mkfifo(fifo)
-    for option in ("--summary", "--output", "--sarif", "--github-output"):
+    for option in ("--summary", "--output", "--sarif", "--codequality", "--github-output"):
         for target, what in ((str(fifo), "FIFO"), ("/proc/self/mem", "kernel interface"),
                              ("/dev/null", "character device")):
             r = _run(["ci", option, target], repo.path)

@@ -253,7 +253,7 @@ def test_onboard_keeps_the_profile_out_of_the_clone_not_of_a_planted_folder(tmp_
 
 # --- output paths ------------------------------------------------------------------------------------------
 
-OUTPUTS = ("--sarif", "--output", "--summary", "--github-output")
+OUTPUTS = ("--sarif", "--codequality", "--output", "--summary", "--github-output")
 
 
 def _link_reports(hostile: Hostile) -> None:
@@ -285,12 +285,19 @@ def test_ci_never_writes_through_a_committed_symlink(hostile: Hostile) -> None:
         r = run_git_vivary(["ci", "--root", "docs", f"{option}=stale.sarif"], hostile.clone)
         assert r.returncode == 3 and "stale.sarif is a symbolic link" in r.stderr, (option, r.stderr)
         _outside_untouched(hostile)
-    # --sarif removes what is in its place first (a stale file must never pass for this run's): the link
-    # itself, never what it names; then it writes a file of its own.
+    # --sarif and --codequality remove what is in their place first (a stale file must never pass for this run's):
+    # the link itself, never what it names; then they write a file of their own.
     r = run_git_vivary(["ci", "--root", "docs", "--sarif=stale.sarif"], hostile.clone)
     assert r.returncode == 1, r.stderr
     assert not (hostile.clone / "stale.sarif").is_symlink()
     assert json.loads((hostile.clone / "stale.sarif").read_text())["version"] == "2.1.0"
+    _outside_untouched(hostile)
+    git(hostile.clone, "checkout", "-q", "--", "stale.sarif")  # the committed link again
+    assert (hostile.clone / "stale.sarif").is_symlink()
+    r = run_git_vivary(["ci", "--root", "docs", "--codequality=stale.sarif"], hostile.clone)
+    assert r.returncode == 1, r.stderr
+    assert not (hostile.clone / "stale.sarif").is_symlink()
+    assert isinstance(json.loads((hostile.clone / "stale.sarif").read_text()), list)
     _outside_untouched(hostile)
 
 

@@ -594,6 +594,15 @@ def rev_object(repo: git.Repo, rev: str, option: str) -> tuple[Any, Any]:
     is none, said in plain words (libgit2's own text names object types by number)."""
     pygit2 = repo.pygit2
     fix = "name a commit, branch, tag or tree"
+    if rev.strip("0") == "" and len(rev) in (40, 64):
+        # What CI passes for "before" when there was none: GitLab's CI_COMMIT_BEFORE_SHA in a new branch's first
+        # pipeline (and in every merge-request pipeline), a push event's `before` on GitHub.
+        raise GitError(
+            f"{option} {rev}: the all-zero commit id, which CI systems pass as the commit before a push that "
+            "created the branch: there is no such commit to compare with; name the commit the change starts from "
+            "(in a GitLab merge request, $CI_MERGE_REQUEST_DIFF_BASE_SHA; on a new branch, the branch it starts "
+            "from, such as origin/main), or leave the option out"
+        )
     try:
         obj = repo.repo.revparse_single(rev)
     except KeyError:

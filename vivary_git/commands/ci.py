@@ -12,7 +12,7 @@ from vivary_git.commands._common import at_least, write_out
 from vivary_git.commands.blast import depth_arg
 from vivary_git.errors import EXIT_FINDINGS, EXIT_OK, ConfigError, RefusedError, UsageError
 
-FORMATS = ("text", "github", "json", "sarif")
+FORMATS = ("text", "github", "json", "sarif", "codequality")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -21,7 +21,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Check the head tree and, with --base, compute the change's blast radius (changed notes, "
         "broken and fixed edges, impacted notes). --format github prints workflow-command annotations ranked "
         "to fit GitHub's caps (errors on changed files first); --summary appends a Markdown report with a "
-        "Mermaid picture. Findings the base tree already had are reported apart. Exit 0 when the head tree has "
+        "Mermaid picture; --sarif and --codequality (GitLab's merge-request report) write files for other CI "
+        "systems. Findings the base tree already had are reported apart. Exit 0 when the head tree has "
         "no new error (--fail-on all: no error), 1 when it has, 2 on a usage or config error (docs/ci.md).",
     )
     p.add_argument("--base", metavar="REV", help="the tree the change starts from (the PR base); omit to only check")
@@ -31,6 +32,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--summary", metavar="FILE",
                    help="append a Markdown report to FILE (on GitHub: \"$GITHUB_STEP_SUMMARY\")")
     p.add_argument("--sarif", metavar="FILE", help="also write SARIF 2.1.0 to FILE")
+    p.add_argument("--codequality", metavar="FILE",
+                   help="also write GitLab's Code Quality report to FILE (artifacts:reports:codequality)")
     p.add_argument("--github-output", metavar="FILE",
                    help="append outputs errors, warnings, impacted, changed, broken-edges to FILE "
                    "(on GitHub: \"$GITHUB_OUTPUT\")")
@@ -55,6 +58,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     from vivary_git.escape import json_text
     from vivary_git.gates import github
+    from vivary_git.gates.codequality import render_codequality
     from vivary_git.gates.review import fails, render_text, review
     from vivary_git.gates.sarif import render_sarif
     from vivary_git.gates.summary import render_summary
@@ -62,11 +66,12 @@ def run(args: argparse.Namespace) -> int:
 
     inside = _work_tree(args.cwd)
     outputs = [(f"--{opt.replace('_', '-')}", getattr(args, opt))
-               for opt in ("output", "sarif", "summary", "github_output") if getattr(args, opt)]
-    if args.sarif:
-        # A SARIF file left from before (or committed) must never be taken for this run's: a run that stops
-        # early leaves none.
-        _guard("--sarif", args.sarif, lambda: remove_output(args.sarif, inside=inside))
+               for opt in ("output", "sarif", "codequality", "summary", "github_output") if getattr(args, opt)]
+    for option, name in outputs:
+        if option in ("--sarif", "--codequality"):
+            # A report left from before (or committed) must never be taken for this run's: a run that stops
+            # early leaves none for the CI system to read.
+            _guard(option, name, functools.partial(remove_output, name, inside=inside))
     for option, name in outputs:  # refused before the review runs, and again as each is opened
         _guard(option, name, functools.partial(check_output, name, inside=inside))
     try:
@@ -86,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
         text = github.render_annotations(r, args.max_annotations, args.fail_on, summary=bool(args.summary))
     elif args.format == "json":
         text = json_text(r) + "\n"
+    elif args.format == "codequality":
+        text = json_text(render_codequality(r, args.fail_on)) + "\n"
     else:
         text = json_text(render_sarif(r)) + "\n"
     if args.output:
@@ -94,6 +101,8 @@ def run(args: argparse.Namespace) -> int:
         write_out(text)
     if args.sarif:
         _write("--sarif", args.sarif, json_text(render_sarif(r)) + "\n", inside)
+    if args.codequality:
+        _write("--codequality", args.codequality, json_text(render_codequality(r, args.fail_on)) + "\n", inside)
     if args.summary:
         _guard("--summary", args.summary, lambda: github.append_text(Path(args.summary), [render_summary(r)],
                                                                      inside=inside))

@@ -33,6 +33,8 @@ WHY_CHANGED = "changed file"
 WHY_BROKEN = "broken by this change"
 WHY_ELSEWHERE = "not in this change"
 WHY_EXISTING = "already in the base"
+# The fix for a shallow clone in the CI systems whose checkout is one by default.
+FULL_HISTORY = "check out with full history (actions/checkout: `fetch-depth: 0`; GitLab CI: `GIT_DEPTH: 0`)"
 
 
 class Annotation(msgspec.Struct, frozen=True):
@@ -234,11 +236,13 @@ def branch_point(repo: Repo, base: str, head: str, *, option: str = "--base") ->
         return str(found) if found != b else None
     if not shallow:
         return False
+    # Not "not an ancestor": a GitLab merge request's CI_MERGE_REQUEST_DIFF_BASE_SHA is one, deeper than GIT_DEPTH.
     raise GitError(
-        f"{option} {base}: not an ancestor of {head}, and their merge base is not in this shallow clone, so the "
-        f"change cannot be told from what {base} did since the branch point. Fetch more history with "
+        f"{option} {base}: the history of {head} in this shallow clone reaches neither {base} nor their merge base, "
+        f"so where the change starts cannot be told (compared with {base} itself, what {base} did since the "
+        f"branch point would count as the change's). Fetch more history with "
         f"`git fetch --no-tags --deepen=100 origin {b} {h}` until `git merge-base {b} {h}` names a commit, "
-        "or check out with full history (actions/checkout: `fetch-depth: 0`)"
+        f"or {FULL_HISTORY}"
     )
 
 
@@ -277,8 +281,7 @@ def _open_base(cwd: str | os.PathLike[str] | None, base: str, root: str | None, 
         if (repo.common_dir / "shallow").exists():
             fetch, then = _fetch_command(repo, base)
             raise GitError(
-                f"--base {base}: not in this shallow clone. Fetch it with `{fetch}`{then}, or "
-                "check out with full history (actions/checkout: `fetch-depth: 0`)"
+                f"--base {base}: not in this shallow clone. Fetch it with `{fetch}`{then}, or {FULL_HISTORY}"
             ) from None
         raise err from None
     return ws

@@ -1,4 +1,4 @@
-"""SARIF 2.1.0 for code-scanning tools (GitHub's `upload-sarif`, GitLab, Azure DevOps).
+"""SARIF 2.1.0 for code-scanning tools (GitHub's `upload-sarif`, Azure DevOps' SARIF SAST Scans Tab).
 
 Checked by the OASIS schema and by Microsoft's SARIF Multitool `validate` with GitHub's rules
 (tests/test_gates_sarif.py): file names are percent-encoded URIs (SARIF1002: Obsidian vaults are full
@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, NamedTuple
 
-from vivary_git.gates.review import Review
+from vivary_git.gates.review import Annotation, Review
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://pypi.org/project/vivary-git/"
@@ -123,6 +123,19 @@ def _rule(code: str) -> dict[str, Any]:
     }
 
 
+def fingerprints(findings: list[Annotation]) -> dict[int, str]:
+    """Each finding's fingerprint, by `id()`: a digest of its code, path and message, never its line, so a
+    finding that moves within its file keeps it; identical findings in one file are told apart by their order
+    there. The base tree's run gives an unchanged finding the same value, whatever its `why`."""
+    out: dict[int, str] = {}
+    seen: dict[str, int] = {}
+    for a in sorted(findings, key=lambda a: (a.path, a.line, a.title, a.message)):
+        key = "\0".join((a.title.removeprefix("vivary "), a.path, a.message))
+        seen[key] = seen.get(key, 0) + 1
+        out[id(a)] = hashlib.sha256(f"{key}\0{seen[key]}".encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    return out
+
+
 def render_sarif(r: Review) -> dict[str, Any]:
     from vivary_git.version import __version__
 
@@ -130,14 +143,9 @@ def render_sarif(r: Review) -> dict[str, Any]:
     codes = sorted(set(RULES) | {a.title.removeprefix("vivary ") for a in findings})
     index = {code: i for i, code in enumerate(codes)}
     results = []
-    seen: dict[str, int] = {}
-    # Fingerprints name the finding, not its line; identical findings in one file are told apart by
-    # their order there.
-    for a in sorted(findings, key=lambda a: (a.path, a.line, a.title, a.message)):
+    prints = fingerprints(findings)
+    for a in findings:
         code = a.title.removeprefix("vivary ")
-        key = "\0".join((code, a.path, a.message))
-        seen[key] = seen.get(key, 0) + 1
-        digest = hashlib.sha256(f"{key}\0{seen[key]}".encode("utf-8", "surrogateescape")).hexdigest()[:32]
         results.append((a, {
             "ruleId": code,
             "ruleIndex": index[code],
@@ -147,11 +155,9 @@ def render_sarif(r: Review) -> dict[str, Any]:
                 "artifactLocation": {"uri": uri(a.path), "uriBaseId": "%SRCROOT%"},
                 "region": {"startLine": a.line},
             }}],
-            "partialFingerprints": {FINGERPRINT: digest},
+            "partialFingerprints": {FINGERPRINT: prints[id(a)]},
             "properties": {"why": a.why},
         }))
-    order = {id(a): i for i, a in enumerate(findings)}  # keep the ranked order of the review
-    results.sort(key=lambda t: order[id(t[0])])
     run: dict[str, Any] = {
         "tool": {"driver": {"name": "vivary-git", "version": __version__, "semanticVersion": __version__,
                             "informationUri": INFORMATION_URI, "rules": [_rule(c) for c in codes]}},
