@@ -112,3 +112,16 @@ def test_status_reports_gitlab_custom_hooks_and_install_refuses_a_mix(tmp_path: 
     assert bad_root.returncode == 2 and "--root '../x': for pre-receive, a folder of each pushed tree" \
         in bad_root.stderr, bad_root.stderr
     assert not (bare / "hooks" / "pre-receive").exists()
+
+
+def test_a_server_hook_whose_vivary_is_gone_refuses_every_push_in_words(tmp_path: Path, repo: Repo) -> None:
+    bare = _bare(tmp_path, repo)
+    installed = run_git_vivary(["hooks", "install", "--python", str(tmp_path / "gone" / "python")], bare)
+    assert installed.returncode == 0, installed.stderr
+    env = dict(os.environ, PATH=os.pathsep.join(("/usr/bin", "/bin")))  # no git-vivary on the server's PATH
+    refused = push(repo, "main", env=env)
+    assert refused.returncode == 1, refused.stdout
+    assert "remote: vivary: git-vivary is not on the server's PATH and the Python that installed this hook is " \
+        "gone" in refused.stdout
+    assert "[remote rejected] main -> main (pre-receive hook declined)" in refused.stdout
+    assert git(bare, "for-each-ref") == ""
