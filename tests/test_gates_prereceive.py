@@ -74,7 +74,7 @@ def test_a_push_that_breaks_a_reference_is_refused_and_its_fix_accepted(server: 
     _nothing_written(bare, {"refs/heads/main"})
 
 
-def test_new_branches_are_compared_with_the_default_branch_tags_and_deletions_pass(
+def test_new_branches_and_tags_are_compared_with_the_default_branch_and_deletions_pass(
         server: tuple[Path, Repo]) -> None:
     bare, repo = server
     # Debt main already has is no new branch's: b's link to `gone` is on main before the branch leaves it.
@@ -98,9 +98,18 @@ def test_new_branches_are_compared_with_the_default_branch_tags_and_deletions_pa
     assert alone.returncode == 1 and "a new branch sharing no commit with main: every error counts" in alone.stdout
     assert "modules/e.md:2: error W220" in alone.stdout and "ref 'gone'" in alone.stdout, alone.stdout
     repo.git("checkout", "-q", "bad")
-    repo.git("tag", "-a", "-m", "release", "v1")  # a tag on the commit the gate refused on a branch
+    # A tag on the commit the gate refused on a branch: it used to get in unchecked, under the tag's name.
+    repo.git("tag", "-a", "-m", "release", "v1")
     tag = push(repo, "v1")
-    assert tag.returncode == 0 and "vivary: refs/tags/v1: a tag: not checked (branches are)" in tag.stdout
+    assert tag.returncode == 1, tag.stdout
+    assert "remote: vivary: refs/tags/v1: checking " in tag.stdout and "the commit tag " in tag.stdout
+    assert "a new tag: compared with where it leaves main" in tag.stdout and "modules/d.md:2: error W220" in tag.stdout
+    assert "remote: vivary: push refused: refs/tags/v1 would gain the errors above" in tag.stdout
+    assert "(or point the tag at a commit without them)" in tag.stdout
+    repo.git("tag", "-f", "-a", "-m", "release", "v1", "main")  # the tag on a commit main has: nothing new
+    moved = push(repo, "v1")
+    assert moved.returncode == 0, moved.stdout
+    assert "vivary: refs/tags/v1: the commit tag " in moved.stdout and "main already has: nothing new" in moved.stdout
     gone = push(repo, "--delete", "ok")
     assert gone.returncode == 0 and "vivary: refs/heads/ok: deleted: nothing to check" in gone.stdout
     _nothing_written(bare, {"refs/heads/main", "refs/tags/v1"})
@@ -180,3 +189,69 @@ def test_a_repository_this_libgit2_cannot_read_refuses_the_push_in_words(tmp_pat
     if pushed.returncode != 0:  # refused, saying why, unless this libgit2 reads SHA-256
         assert "remote: git vivary hooks: cannot open the Git repository" in pushed.stdout, pushed.stdout
         assert "unknown object format 'sha256'" in pushed.stdout
+
+
+def test_every_name_a_commit_enters_under_is_judged_but_data_refs_and_trees(server: tuple[Path, Repo]) -> None:
+    """Lightweight tags, a tag moved by force, a pull-request-like ref: each is checked. Notes and what `sync`
+    pushes (`refs/vivary/*`) are data, accepted unread (a broken Markdown file in them is nobody's document),
+    and so is a tag naming a tree."""
+    bare, repo = server
+    repo.git("checkout", "-q", "--detach")
+    repo.commit("d", files={"modules/d.md": "---\ndepends: [nowhere]\n---\n# D\n"})
+    repo.git("tag", "light")
+    pulled = push(repo, "HEAD:refs/pull/7/head", "light")
+    assert pulled.returncode == 1, pulled.stdout
+    assert "remote: vivary: refs/pull/7/head: checking " in pulled.stdout and "a new ref: compared" in pulled.stdout
+    assert "remote: vivary: refs/tags/light: " in pulled.stdout and "as checked for refs/pull/7/head above" \
+        in pulled.stdout
+    assert pulled.stdout.count("error W220") == 1  # one check for the two names of one commit
+    assert "refs/pull/7/head, refs/tags/light would gain the errors above" in pulled.stdout
+    repo.git("notes", "add", "-m", "a note")
+    repo.git("update-ref", "refs/vivary/memory/x", "HEAD")
+    tree = repo.git("rev-parse", "HEAD^{tree}").strip()
+    repo.git("tag", "-a", "-m", "a tree", "snapshot", tree)
+    data = push(repo, "refs/notes/commits", "refs/vivary/memory/x", "snapshot")
+    assert data.returncode == 0, data.stdout
+    assert "vivary: refs/notes/commits: notes or vivary's own data, not documents: accepted unread" in data.stdout
+    assert "vivary: refs/vivary/memory/x: notes or vivary's own data" in data.stdout
+    assert "vivary: refs/tags/snapshot: names a tree, not a commit" in data.stdout
+    assert "error W220" not in data.stdout
+    repo.git("tag", "release", "main")
+    assert push(repo, "release").returncode == 0
+    repo.git("tag", "-f", "release", "HEAD")  # a tag moved by force is compared with the commit it named
+    moved = push(repo, "--force", "release")
+    assert moved.returncode == 1 and "modules/d.md:2: error W220" in moved.stdout, moved.stdout
+    assert "refs/tags/release: checking" in moved.stdout and "a new tag" not in moved.stdout
+    refs = set(git(bare, "for-each-ref", "--format=%(refname)").split())
+    assert refs == {"refs/heads/main", "refs/notes/commits", "refs/vivary/memory/x", "refs/tags/snapshot",
+                    "refs/tags/release"}, refs
+    assert git(bare, "rev-parse", "release").strip() == git(bare, "rev-parse", "main").strip()
+
+
+def test_pushes_of_many_refs_and_push_options(server: tuple[Path, Repo]) -> None:
+    """`--all` and `--atomic` are judged ref by ref (atomic: one refused ref keeps every ref where it was),
+    `--mirror` checks each distinct commit once, and a push option asks nothing of the gate."""
+    bare, repo = server
+    git(bare, "config", "receive.advertisePushOptions", "true")
+    repo.git("checkout", "-q", "-b", "good")
+    repo.commit("c", files={"modules/c.md": "---\ndepends: [a]\n---\n# C\n"})
+    repo.git("checkout", "-q", "-b", "bad")
+    repo.commit("d", files={"modules/d.md": "---\ndepends: [nowhere]\n---\n# D\n"})
+    every = push(repo, "--all")
+    assert every.returncode == 1 and "[remote rejected] bad -> bad (pre-receive hook declined)" in every.stdout
+    assert "[remote rejected] good -> good" in every.stdout, every.stdout  # a failing hook refuses the whole push
+    assert "remote: vivary: refs/heads/good passed; Git takes or refuses a push whole: push it without " \
+        "refs/heads/bad" in every.stdout
+    atomic = push(repo, "--atomic", "good", "bad")
+    assert atomic.returncode == 1 and "refs/heads/bad would gain" in atomic.stdout, atomic.stdout
+    assert set(git(bare, "for-each-ref", "--format=%(refname)").split()) == {"refs/heads/main"}
+    option = push(repo, "-o", "vivary.skip", "-o", "ci.skip", "bad")
+    assert option.returncode == 1 and "refs/heads/bad would gain" in option.stdout, option.stdout
+    repo.git("checkout", "-q", "good")
+    repo.git("branch", "-D", "bad")
+    repo.git("update-ref", "refs/remotes/origin/good", "good")
+    mirror = push(repo, "--mirror")
+    assert mirror.returncode == 0, mirror.stdout
+    assert "vivary: refs/remotes/origin/good: " in mirror.stdout and "as checked for refs/heads/good above" \
+        in mirror.stdout
+    assert git(bare, "rev-parse", "refs/heads/good").strip() == repo.git("rev-parse", "good").strip()

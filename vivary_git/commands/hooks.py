@@ -20,26 +20,30 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "looks (core.hooksPath and worktrees respected) and keeps an existing hook as NAME.local, run first; "
         "`uninstall` restores it byte for byte. Where husky, the pre-commit framework or a core.hooksPath folder "
         "inside the work tree owns the hooks, `install` writes nothing: it prints the lines to add to that "
-        "manager's file and exits 3. Exit 0 ok, 1 refused commit (run, privacy-guard), 2 usage error, "
-        "3 refused install (docs/hooks.md).",
+        "manager's file and exits 3. On a server, `install pre-receive` (the default in a bare repository) "
+        "writes the hook that checks every push. Exit 0 ok, 1 refused commit or push (run, privacy-guard), "
+        "2 usage error, 3 refused install (docs/hooks.md).",
     )
     hs = p.add_subparsers(dest="hooks_command", metavar="ACTION", required=True)
     names = ("pre-commit", "pre-merge-commit", "post-commit")
     i = hs.add_parser("install", help="install the hooks (default: pre-commit and pre-merge-commit; post-commit is "
-                      "opt-in)",
+                      "opt-in; in a bare repository: pre-receive)",
                       description="Install plain Git hooks. pre-commit checks the staged tree and refuses "
                       "private files, and pre-merge-commit does the same for a merge that commits by itself (Git "
                       "runs that one, not pre-commit, for `git merge`); post-commit (opt-in) refreshes the memory "
-                      "index.")
+                      "index. pre-receive, for the repository a server takes pushes into, refuses a push that "
+                      "gives a branch or a tag a graph error: hooks/pre-receive, or hooks/pre-receive.d/vivary where "
+                      "that folder is (Gitea, Forgejo).")
     i.add_argument("hooks", nargs="*", metavar="HOOK",
-                   help="pre-commit, pre-merge-commit and/or post-commit (default: pre-commit and pre-merge-commit)")
+                   help="pre-commit, pre-merge-commit, post-commit and/or pre-receive (default: pre-commit and "
+                   "pre-merge-commit; in a bare repository: pre-receive)")
     i.add_argument("--python", metavar="PATH", help="the Python the hooks run vivary-git with (default: this one)")
     i.add_argument("--root", action="append", metavar="DIR",
                    help="a workspace folder the hooks check (repeat for several; `.` is the top; default: what an "
-                   "earlier install chose, else the top)")
+                   "earlier install chose, else the top); for pre-receive a folder of each pushed tree")
     u = hs.add_parser("uninstall", help="remove vivary's hooks and restore the ones they replaced")
     u.add_argument("hooks", nargs="*", metavar="HOOK",
-                   help="pre-commit, pre-merge-commit and/or post-commit (default: all three)")
+                   help="pre-commit, pre-merge-commit, post-commit and/or pre-receive (default: all of them)")
     s = hs.add_parser("status", help="say which hooks are installed and what they run")
     s.add_argument("--json", action="store_true", help="print JSON for programs and agents")
     r = hs.add_parser("run", help="what an installed hook runs (the line to put in a husky or shared hook file, "
@@ -67,8 +71,10 @@ def run(args: argparse.Namespace) -> int:
     cwd = Path(getattr(args, "cwd", None) or ".").resolve()
     action = args.hooks_command
     if action == "install":
-        from vivary_git.gates import install
+        from vivary_git.gates import install, serverhook
 
+        if (args.hooks and serverhook.HOOK in args.hooks) or (not args.hooks and serverhook.bare(cwd)):
+            return _install_server(cwd, args)
         # By default both gates; where a hook manager owns the hooks, pre-commit as before, and a word on merges
         # (adding pre-merge-commit there is the user's edit of the manager's file).
         managed = not args.hooks and install.detect_manager(cwd) is not None
@@ -98,10 +104,14 @@ def run(args: argparse.Namespace) -> int:
             print(f"vivary: {shown(line)}")
         return EXIT_OK
     if action == "uninstall":
-        from vivary_git.gates import install
+        from vivary_git.gates import install, serverhook
 
-        names = install.check_hook_names(list(dict.fromkeys(args.hooks or list(install.HOOKS))))
-        for line in install.uninstall(cwd, names):
+        names = install.check_hook_names(list(dict.fromkeys(args.hooks or [*install.HOOKS, serverhook.HOOK])))
+        client = [n for n in names if n != serverhook.HOOK]
+        lines = install.uninstall(cwd, client) if client else []
+        if serverhook.HOOK in names:
+            lines += serverhook.uninstall_hook(cwd)
+        for line in lines:
             print(f"vivary: {shown(line)}")
         return EXIT_OK
     if action == "status":
@@ -132,6 +142,25 @@ def run(args: argparse.Namespace) -> int:
         print("vivary: commit refused: fix the findings above (`git commit --no-verify` skips the hook once)",
               file=sys.stderr)
     return max(guard_code, check_code)
+
+
+def _install_server(cwd: Path, args: argparse.Namespace) -> int:
+    """`hooks install pre-receive`: the server's hook alone (a client hook never runs where pushes land)."""
+    from vivary_git.errors import UsageError
+    from vivary_git.gates import install, serverhook
+
+    names = install.check_hook_names(list(dict.fromkeys(args.hooks or [serverhook.HOOK])))
+    if names != [serverhook.HOOK]:
+        raise UsageError(f"install {' '.join(names)}: pre-receive runs where pushes land and the others where "
+                         "commits are made; install them apart (`git vivary hooks install pre-receive` on the "
+                         "server)")
+    if args.python is not None and any(ord(c) < 32 or ord(c) == 127 for c in args.python):
+        raise UsageError(f"--python {shown(args.python)}: a path with a control character cannot be written into a "
+                         "hook script; give the path of a Python whose path has none")
+    roots = serverhook.check_roots(args.root) if args.root else None
+    for line in serverhook.install_hook(cwd, args.python, roots):
+        print(f"vivary: {shown(line)}")
+    return EXIT_OK
 
 
 def hook_roots(cwd: Path, roots: list[str]) -> list[str]:
@@ -258,9 +287,9 @@ def _index_options(parser: argparse.ArgumentParser) -> set[str]:
 
 
 def _status(cwd: Path, as_json: bool) -> int:
-    from vivary_git.gates import install
+    from vivary_git.gates import install, serverhook
 
-    report = install.status(cwd)
+    report = serverhook.report(cwd)
     if as_json:
         from vivary_git.commands._common import emit_json
 
@@ -286,7 +315,8 @@ def _status(cwd: Path, as_json: bool) -> int:
                 py = f"python {shown(h.python)} is gone: falls back to git-vivary on PATH; run install again"
             chained = f"; runs {shown(Path(h.chained).name)} first" if h.chained else ""
             checks = f"; checks {shown(install.named(h.roots))}" if h.roots else ""
-            print(f"  {name}  vivary ({py}{checks}{chained}){note}")
+            at = f"; {shown(h.path)}" if h.hook == "pre-receive" else ""  # hooks/ or a pre-receive.d/ folder
+            print(f"  {name}  vivary ({py}{checks}{chained}{at}){note}")
         elif h.state == "absent":
             print(f"  {name}  not installed{note}")
         elif h.state == "pre-commit-framework":
@@ -296,6 +326,10 @@ def _status(cwd: Path, as_json: bool) -> int:
         elif m is not None and m.kind == "shared-folder":
             print(f"  {name}  your hook ({runs}), which {gate}{note}")
         elif m is not None:
+            print(f"  {name}  another hook (not vivary's){note}")
+        elif h.vivary_runs:
+            print(f"  {name}  your hook ({shown(h.path)}), which runs vivary{note}")
+        elif h.state == "other" and h.note:
             print(f"  {name}  another hook (not vivary's){note}")
         else:
             print(f"  {name}  another hook (not vivary's); `install` would keep it as {h.hook}.local")

@@ -539,8 +539,11 @@ def uninstall(cwd: Path, hooks: list[str]) -> list[str]:
     return done
 
 
+SERVER_HOOKS = ("pre-receive",)  # gates/serverhook.py: where pushes land
+
+
 def check_hook_names(names: list[str]) -> list[str]:
     for n in names:
-        if n not in HOOKS:
-            raise UsageError(f"unknown hook {n!r}; choose from {', '.join(HOOKS)}")
+        if n not in HOOKS and n not in SERVER_HOOKS:
+            raise UsageError(f"unknown hook {n!r}; choose from {', '.join((*HOOKS, *SERVER_HOOKS))}")
     return names

@@ -3,14 +3,20 @@
 Git runs the hook before any ref moves, with one `OLD NEW REFNAME` line per ref pushed on stdin and the pushed
 objects in a quarantine (docs/hooks.md, "On the server: pre-receive"). Every line comes from whoever pushed:
 it is read within bounds and checked (ids of 40 or 64 hex digits, a ref name Git accepts) before anything is
-done with it, and a line that is not is refused, the push with it. For each branch pushed:
+done with it, and a line that is not is refused, the push with it. Every commit that enters the repository under
+a name is judged, whatever the name, except data refs; for each ref pushed:
 
-* an update (a fast-forward or a force push) is checked against what the branch had (OLD): the push is refused
-  when NEW has an error OLD did not have;
-* a new branch is checked against the repository's default branch (HEAD), from where the two histories meet
-  (their merge base), or, when there is none, with nothing to compare with: every error counts;
-* a deletion, a tag and any other ref (notes, `refs/vivary/*`, a pull request's) are not checked.
+* a branch, a tag (an annotated tag peeled to the commit it names) or any other ref (`refs/pull/*`,
+  `refs/remotes/*` of a `--mirror` push) that is updated (a fast-forward, a force push, a tag moved) is
+  checked against what it named before (OLD, peeled): the push is refused when NEW has an error OLD did not have;
+* a new one is checked against the repository's default branch (HEAD), from where the two histories meet
+  (their merge base: a tag on a commit the default branch already has gains nothing), or, when there is none,
+  with nothing to compare with: every error counts;
+* a deletion, a ref naming a tree or a blob (no commit, no history), and data refs (`refs/notes/*`, and
+  `refs/vivary/*` that `git vivary sync` pushes) are not checked: accepted unread, never parsed as notes.
 
+Push options (`git push -o`) and who pushes (`GL_USERNAME`, `GITEA_PUSHER_NAME`) decide nothing: the gate reads
+only the ref lines and the repository. Refs naming the same commit from the same base are checked once.
 Inside the quarantine nothing derived is written (`git.quarantined`).
 """
 
@@ -81,77 +87,156 @@ def read_updates(lines: Iterable[bytes]) -> list[Update]:
     return out
 
 
+# Refs whose commits are data, not a tree of documents: Git's notes (`git notes`, vivary's verdict notes) and what
+# `git vivary sync` pushes (`refs/vivary/*`). They are accepted unread: never parsed as a workspace, never as notes.
+DATA_REFS = ("refs/notes/", "refs/vivary/")
+
+
 class Plan(NamedTuple):
-    """What the gate does with one update: `skip` says why nothing is checked; else NEW against `base` (None:
-    against nothing), and `note`, how that base was chosen."""
+    """What the gate does with one update: `skip` says why nothing is checked; else `commit` (NEW, a tag peeled to
+    the commit it names) against `base` (None: against nothing), and `note`, how that base was chosen."""
     update: Update
     skip: str | None
     base: str | None
     note: str
+    commit: str = ""
 
 
-def plan(cwd: Path, update: Update) -> Plan:
-    """The check one pushed ref gets (module docstring)."""
+def kind(ref: str) -> str:
+    """What a ref is, in the words the gate prints."""
+    if ref.startswith("refs/heads/"):
+        return "branch"
+    if ref.startswith("refs/tags/"):
+        return "tag"
+    return "ref"
+
+
+class _Peeled(NamedTuple):
+    commit: str | None  # the commit the object names (a tag peeled, through tags of tags); None: it names none
+    what: str  # "commit", "tag", or the type it ends at ("tree", "blob"); "missing": not in this repository
+
+
+def _peel(repo: object, oid: str) -> _Peeled:
+    import pygit2
+
+    handle: pygit2.Repository = repo  # type: ignore[assignment]
+    try:
+        obj = handle[oid]
+    except (KeyError, ValueError, pygit2.GitError):
+        return _Peeled(None, "missing")
+    first = obj.type_str
+    for _ in range(64):  # a chain of tags is bounded: a pusher's objects decide its length
+        if not isinstance(obj, pygit2.Tag):
+            break
+        try:
+            obj = handle[obj.target]
+        except (KeyError, ValueError, pygit2.GitError):
+            return _Peeled(None, "missing")
+    else:
+        return _Peeled(None, "missing")  # deeper than any tag a person makes: left to `check`, which refuses it
+    if obj.type_str != "commit":
+        return _Peeled(None, obj.type_str)
+    return _Peeled(str(obj.id), first)
+
+
+def plan(cwd: Path, update: Update, repo: object | None = None) -> Plan:
+    """The check one pushed ref gets (module docstring). `repo`: the `git.Repo` of `cwd`, opened once per push."""
     if _absent(update.new):
         return Plan(update, "deleted: nothing to check", None, "")
-    if not update.ref.startswith("refs/heads/"):
-        kind = "a tag" if update.ref.startswith("refs/tags/") else "not a branch"
-        return Plan(update, f"{kind}: not checked (branches are)", None, "")
-    if not _absent(update.old):
-        return Plan(update, None, update.old, "")
+    if update.ref.startswith(DATA_REFS):
+        return Plan(update, "notes or vivary's own data, not documents: accepted unread", None, "")
     from vivary_git.git import Repo
 
-    repo = Repo(cwd)
-    pygit2 = repo.pygit2
+    opened: Repo = repo if isinstance(repo, Repo) else Repo(cwd)
+    pygit2 = opened.pygit2
+    name = kind(update.ref)
+    new = _peel(opened.repo, update.new)
+    if new.what == "missing":  # `check` says so in its words, and the push is refused (exit 2)
+        return Plan(update, None, None, f"a {name} whose commit is not in this repository", update.new)
+    if new.commit is None:
+        return Plan(update, f"names a {new.what}, not a commit: no history of documents to check", None, "")
+    via = f"the commit tag {update.new[:12]} names; " if new.what == "tag" else ""
+    if not _absent(update.old):
+        old = _peel(opened.repo, update.old)
+        if old.commit is not None:
+            return Plan(update, None, old.commit, via.removesuffix("; "), new.commit)
     try:
-        head = repo.repo.references.get("HEAD")
+        head = opened.repo.references.get("HEAD")
         target = head.resolve() if head is not None else None
     except (KeyError, pygit2.GitError):
         target = None
     if target is None or target.name == update.ref:
-        return Plan(update, None, None, "a new branch, and no default branch to compare with: every error counts")
+        return Plan(update, None, None,
+                    f"{via}a new {name}, and no default branch to compare with: every error counts", new.commit)
     default = target.name.removeprefix("refs/heads/")
     try:
-        found: Oid | None = repo.repo.merge_base(target.target, pygit2.Oid(hex=update.new))  # None: no shared commit
+        found: Oid | None = opened.repo.merge_base(target.target, pygit2.Oid(hex=new.commit))  # None: no shared commit
     except (KeyError, ValueError, pygit2.GitError):
-        return Plan(update, None, None, "a new branch, not found in this repository")  # `check` says so, exit 2
+        return Plan(update, None, None, f"{via}a new {name}, not found in this repository", new.commit)
     if found is None:
-        return Plan(update, None, None, f"a new branch sharing no commit with {default}: every error counts")
+        return Plan(update, None, None, f"{via}a new {name} sharing no commit with {default}: every error counts",
+                    new.commit)
+    if str(found) == new.commit:  # a tag on a commit the default branch has (`git push --tags` of old releases)
+        return Plan(update, f"{via}a new {name} on a commit {default} already has: nothing new to check", None, "")
     return Plan(update, None, str(found),
-                f"a new branch: compared with where it leaves {default} ({str(found)[:12]})")
+                f"{via}a new {name}: compared with where it leaves {default} ({str(found)[:12]})", new.commit)
 
 
 def run(cwd: Path, lines: Iterable[bytes], roots: Sequence[str] = ()) -> int:
-    """Check every branch a push updates (module docstring); exit 1 when any gains an error, 2 for a line that
-    is not a ref update (the whole push refused: nothing is checked until every line is read and valid)."""
+    """Check every branch and tag a push updates (module docstring); exit 1 when any gains an error, 2 for a line
+    that is not a ref update (the whole push refused: nothing is checked until every line is read and valid).
+    The cost is one check per distinct (commit, base) pushed, never one per commit: refs that name the same
+    commit from the same base (`git push --mirror`, a tag on a branch's tip) share one check."""
     from vivary_git.errors import EXIT_FINDINGS, EXIT_OK
     from vivary_git.main import main
 
+    updates = read_updates(lines)
+    repo = None
+    if any(not _absent(u.new) and not u.ref.startswith(DATA_REFS) for u in updates):
+        from vivary_git.git import Repo
+
+        repo = Repo(cwd)
     code = EXIT_OK
     refused: list[str] = []
     unchecked: list[str] = []
-    for step in [plan(cwd, u) for u in read_updates(lines)]:
+    results: list[tuple[Update, int]] = []  # each ref checked, and its exit
+    done: dict[tuple[str, str | None], tuple[str, int]] = {}  # (commit, base) -> the first ref checked, its exit
+    for step in [plan(cwd, u, repo) for u in updates]:
         name = step.update.ref
         if step.skip is not None:
             print(f"vivary: {shown(name)}: {shown(step.skip)}", flush=True)
             continue
-        print(f"vivary: {shown(name)}: checking {step.update.new[:12]}"
-              + (f"; {shown(step.note)}" if step.note else ""), flush=True)
-        since = ["--new-since", step.base] if step.base is not None else []
-        ref_code = EXIT_OK
-        for where in [["--root", r] for r in roots] or [[]]:
-            if where:
-                print(f"vivary: workspace {shown(where[-1])}/ (paths below are relative to it)", flush=True)
-            ref_code = max(ref_code, main(["check", "--rev", step.update.new, "--gate", *since, "-C", str(cwd),
-                                           *where]))
+        key = (step.commit, step.base)
+        if key in done:
+            first, ref_code = done[key]
+            print(f"vivary: {shown(name)}: {step.commit[:12]}, as checked for {shown(first)} above", flush=True)
+        else:
+            print(f"vivary: {shown(name)}: checking {step.commit[:12]}"
+                  + (f"; {shown(step.note)}" if step.note else ""), flush=True)
+            since = ["--new-since", step.base] if step.base is not None else []
+            ref_code = EXIT_OK
+            for where in [["--root", r] for r in roots] or [[]]:
+                if where:
+                    print(f"vivary: workspace {shown(where[-1])}/ (paths below are relative to it)", flush=True)
+                ref_code = max(ref_code, main(["check", "--rev", step.commit, "--gate", *since, "-C", str(cwd),
+                                               *where]))
+            done[key] = (name, ref_code)
+        results.append((step.update, ref_code))
         if ref_code == EXIT_FINDINGS:
             refused.append(name)
         elif ref_code != EXIT_OK:
             unchecked.append(name)
         code = max(code, ref_code)
     if refused:
-        print(f"vivary: push refused: {', '.join(shown(r) for r in refused)} would gain the errors above; fix "
-              "them and push again", file=sys.stderr)
+        print(f"vivary: push refused: {', '.join(shown(r) for r in refused)} would gain the errors above (each "
+              "under the ref's `checking` line, as path:line); fix them in a new commit"
+              + (" (or point the tag at a commit without them)" if any(kind(r) == "tag" for r in refused) else "")
+              + " and push again", file=sys.stderr)
+    passed = [u.ref for u, c in results if c == EXIT_OK]
+    if passed and (refused or unchecked):
+        print(f"vivary: {', '.join(shown(r) for r in passed)} passed; Git takes or refuses a push whole: push "
+              f"{'it' if len(passed) == 1 else 'them'} without {', '.join(shown(r) for r in refused + unchecked)}",
+              file=sys.stderr)
     if unchecked:  # a gate that cannot run lets nothing through
         print(f"vivary: push refused: {', '.join(shown(r) for r in unchecked)} could not be checked (the error "
               "above says why)", file=sys.stderr)

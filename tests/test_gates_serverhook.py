@@ -1,0 +1,127 @@
+"""`git vivary hooks install pre-receive` on a server: real bare repositories, real `git push`es into them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from conftest import Repo, git, run_git_vivary
+
+TROPO = """version = 1
+[types.module]
+folder = "modules"
+optional = { depends = "ref-list" }
+"""
+# A dispatcher as Gitea and Forgejo write it in hooks/pre-receive: every script in pre-receive.d gets the refs.
+DISPATCHER = """#!/bin/sh
+data=$(cat)
+for hook in "$(dirname "$0")/pre-receive.d"/*; do
+    test -x "$hook" && test -f "$hook" || continue
+    printf '%s\\n' "$data" | "$hook" || exit $?
+done
+"""
+
+
+def _bare(tmp_path: Path, repo: Repo) -> Path:
+    bare = tmp_path / "server.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    repo.git("remote", "add", "origin", str(bare))
+    repo.commit("start", files={"tropo.toml": TROPO, "modules/a.md": "---\n---\n# A\n",
+                                "modules/b.md": "---\ndepends: [a]\n---\n# B\n"})
+    return bare
+
+
+def _executable(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o755)
+
+
+def push(repo: Repo, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "push", "origin", *args], cwd=repo.path, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, env=env or dict(os.environ), check=False)
+
+
+def test_install_in_a_bare_repository_keeps_the_hook_there_and_guards_every_push(tmp_path: Path,
+                                                                                 repo: Repo) -> None:
+    bare = _bare(tmp_path, repo)
+    seen = tmp_path / "seen"
+    mine = f"#!/bin/sh\ncat >> '{seen}'\n"
+    _executable(bare / "hooks" / "pre-receive", mine)
+    installed = run_git_vivary(["hooks", "install"], bare)  # a bare repository: the server's hook by default
+    assert installed.returncode == 0, installed.stderr
+    assert "vivary: pre-receive: installed " in installed.stdout and "pre-receive.local and runs first" \
+        in installed.stdout
+    status = run_git_vivary(["hooks", "status"], bare).stdout
+    assert "pre-receive       vivary (python " in status and "runs pre-receive.local first" in status, status
+    # The server's hook runs with no HOME, and with who pushed in its environment: neither decides anything.
+    env = {k: v for k, v in os.environ.items() if k not in ("HOME", "XDG_CONFIG_HOME")}
+    env.update(GL_ID="user-1", GL_USERNAME="root", GITEA_PUSHER_NAME="admin", GITEA_PUSHER_ID="1")
+    first = push(repo, "main", env=env)
+    assert first.returncode == 0, first.stdout
+    assert "remote: vivary: refs/heads/main: checking " in first.stdout
+    repo.git("rm", "-q", "modules/a.md")
+    repo.commit("drop a")
+    refused = push(repo, "main", env=env)
+    assert refused.returncode == 1, refused.stdout
+    assert "remote: modules/b.md:2: error W220: field 'depends': ref 'a' matches no document id" in refused.stdout
+    assert "remote: vivary: push refused: refs/heads/main would gain the errors above" in refused.stdout
+    assert "[remote rejected] main -> main (pre-receive hook declined)" in refused.stdout
+    lines = seen.read_text().splitlines()  # the hook kept got every push's refs, whole
+    assert len(lines) == 2 and all(line.endswith(" refs/heads/main") for line in lines), lines
+    removed = run_git_vivary(["hooks", "uninstall", "pre-receive"], bare)
+    assert "restored your previous hook from pre-receive.local" in removed.stdout, removed.stdout
+    assert (bare / "hooks" / "pre-receive").read_text() == mine
+    assert not (bare / "hooks" / "pre-receive.local").exists()
+    assert push(repo, "main").returncode == 0
+
+
+def test_gitea_and_forgejo_get_a_script_in_pre_receive_d(tmp_path: Path, repo: Repo) -> None:
+    bare = _bare(tmp_path, repo)
+    hooks = bare / "hooks"
+    _executable(hooks / "pre-receive", DISPATCHER)
+    _executable(hooks / "pre-receive.d" / "gitea", "#!/bin/sh\ncat >/dev/null\necho gitea-ran\n")
+    installed = run_git_vivary(["hooks", "install", "pre-receive"], bare)
+    assert installed.returncode == 0, installed.stderr
+    assert f"installed {hooks / 'pre-receive.d' / 'vivary'} (pre-receive.d/ is there" in installed.stdout
+    assert (hooks / "pre-receive").read_text() == DISPATCHER  # the server's own file is the server's
+    assert "pre-receive.d/vivary)" in run_git_vivary(["hooks", "status"], bare).stdout
+    assert push(repo, "main").returncode == 0
+    repo.commit("d", files={"modules/d.md": "---\ndepends: [nowhere]\n---\n# D\n"})
+    repo.git("tag", "v1")
+    refused = push(repo, "v1")
+    assert refused.returncode == 1 and "remote: gitea-ran" in refused.stdout, refused.stdout
+    assert "remote: modules/d.md:2: error W220" in refused.stdout and "refs/tags/v1 would gain" in refused.stdout
+    removed = run_git_vivary(["hooks", "uninstall"], bare)
+    assert f"pre-receive: removed {hooks / 'pre-receive.d' / 'vivary'}" in removed.stdout, removed.stdout
+    assert sorted(p.name for p in (hooks / "pre-receive.d").iterdir()) == ["gitea"]
+    assert (hooks / "pre-receive").read_text() == DISPATCHER
+
+
+def test_status_reports_gitlab_custom_hooks_and_install_refuses_a_mix(tmp_path: Path, repo: Repo) -> None:
+    bare = _bare(tmp_path, repo)
+    _executable(bare / "custom_hooks" / "pre-receive.d" / "vivary",
+                "#!/bin/sh\nexec /opt/vivary/bin/git-vivary hooks run pre-receive\n")
+    status = run_git_vivary(["hooks", "status"], bare)
+    assert "GitLab's server hooks (" in status.stdout and "custom_hooks/pre-receive.d/vivary) run vivary" \
+        in status.stdout, status.stdout
+    mixed = run_git_vivary(["hooks", "install", "pre-commit", "pre-receive"], bare)
+    assert mixed.returncode == 2 and "install them apart" in mixed.stderr, mixed.stderr
+    bad_root = run_git_vivary(["hooks", "install", "pre-receive", "--root", "../x"], bare)
+    assert bad_root.returncode == 2 and "--root '../x': for pre-receive, a folder of each pushed tree" \
+        in bad_root.stderr, bad_root.stderr
+    assert not (bare / "hooks" / "pre-receive").exists()
+
+
+def test_a_server_hook_whose_vivary_is_gone_refuses_every_push_in_words(tmp_path: Path, repo: Repo) -> None:
+    bare = _bare(tmp_path, repo)
+    installed = run_git_vivary(["hooks", "install", "--python", str(tmp_path / "gone" / "python")], bare)
+    assert installed.returncode == 0, installed.stderr
+    env = dict(os.environ, PATH=os.pathsep.join(("/usr/bin", "/bin")))  # no git-vivary on the server's PATH
+    refused = push(repo, "main", env=env)
+    assert refused.returncode == 1, refused.stdout
+    assert "remote: vivary: git-vivary is not on the server's PATH and the Python that installed this hook is " \
+        "gone" in refused.stdout
+    assert "[remote rejected] main -> main (pre-receive hook declined)" in refused.stdout
+    assert git(bare, "for-each-ref") == ""
