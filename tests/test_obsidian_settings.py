@@ -84,13 +84,17 @@ def test_a_templates_setting_that_is_not_json_is_a_warning(repo: Repo, cli: Any)
 
 
 def test_entries_that_cannot_be_used_are_named_and_the_rest_apply(repo: Repo, cli: Any) -> None:
-    # `(a+)+$` against a path of many a's backtracks for ever in a naive matcher: refused, not run
-    _vault(repo, ["/(a+)+$/", "/(x|xy)*z/", "/[/", 3, "", "Archive/", "Zebra draft.md", "Drafts/"],
+    # `(a+)+$` against a path of many a's backtracks for ever in a backtracking matcher, `.*.*.*.*x` for the fifth
+    # power of its length: refused, not run
+    _vault(repo, ["/(a+)+$/", "/(x|xy)*z/", "/.*.*.*.*x/", "/(a)\\1/", "/[/", 3, "", "Archive/", "Zebra draft.md",
+                  "/^drafts\\//i"],
            **{"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab.md": "# Zebra aaa\n"})
     got = cli("query", "zebra", "--json", cwd=repo.path)
     assert _ids(got) == ["Current", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab"]
-    for entry, why in (("'/(a+)+$/'", "repeats a repeat or an alternative"),
-                       ("'/(x|xy)*z/'", "repeats a repeat or an alternative"),
+    for entry, why in (("'/(a+)+$/'", "repeats a repeat, so it could take very long to match"),
+                       ("'/(x|xy)*z/'", "repeats an alternative"),
+                       ("'/.*.*.*.*x/'", "has more than one open-ended repeat"),
+                       ("'/(a)\\\\1/'", "has a back reference"),
                        ("'/[/'", "is not a regular expression Python reads"), ("'3'", "is not a string"),
                        ("''", "is empty")):
         assert f"userIgnoreFilters entry {entry} {why}" in got.err, got.err

@@ -122,36 +122,49 @@ def _entry_problem(entry: object) -> str:
     except re.error as err:
         return f"is not a regular expression Python reads ({err})"
     assert regex is not None
-    if _may_backtrack(regex):
-        # A stranger's pattern is matched against every path: one like `/(a+)+$/` takes exponential time.
-        return "repeats a repeat or an alternative (it could take exponential time)"
+    why = _backtracks(regex)
+    if why:
+        # A stranger's pattern is matched against every path: `/(a+)+$/` takes exponential time in the path's
+        # length, `/.*.*.*x/` its fourth power (seconds on a path of a few hundred characters).
+        return f"{why}, so it could take very long to match"
     return ""
 
 
-def _may_backtrack(regex: re.Pattern[str]) -> bool:
-    """A repeat (`*`, `+`, `{2,}`) of something that itself repeats or alternates, or a back reference."""
+_OPEN = 100  # a repeat that may match more than this many times is open-ended (`*`, `+`, `{2,}`, `{1,1000}`)
+
+
+def _backtracks(regex: re.Pattern[str]) -> str:
+    """Why matching `regex` may backtrack for long ("" when it may not): a repeat of something that itself
+    repeats or alternates, more than one open-ended repeat, or a back reference."""
     from re import _parser  # type: ignore[attr-defined]
 
-    def walk(items: Any, inside: bool) -> bool:
+    open_ended = 0
+
+    def walk(items: Any, inside: bool) -> str:
+        nonlocal open_ended
         for op, av in items:
             name = str(op)
-            if name == "GROUPREF" or name == "GROUPREF_EXISTS":
-                return True
-            if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            why = ""
+            if name in ("GROUPREF", "GROUPREF_EXISTS"):
+                why = "has a back reference"
+            elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
                 _lo, hi, sub = av
-                many = hi > 1
-                if many and inside:
-                    return True
-                if walk(sub, inside or many):
-                    return True
+                open_ended += hi > _OPEN
+                if hi > 1 and inside:
+                    why = "repeats a repeat"
+                elif open_ended > 1:
+                    why = "has more than one open-ended repeat (`*`, `+`, `{n,}`)"
+                else:
+                    why = walk(sub, inside or hi > 1)
             elif name == "BRANCH":
-                if inside:
-                    return True
-                if any(walk(b, inside) for b in av[1]):
-                    return True
-            elif (name == "SUBPATTERN" and walk(av[-1], inside)) \
-                    or (name in ("ASSERT", "ASSERT_NOT") and walk(av[1], inside)):
-                return True
-        return False
+                why = "repeats an alternative" if inside else next(
+                    (w for w in (walk(b, inside) for b in av[1]) if w), "")
+            elif name == "SUBPATTERN":
+                why = walk(av[-1], inside)
+            elif name in ("ASSERT", "ASSERT_NOT"):
+                why = walk(av[1], inside)
+            if why:
+                return why
+        return ""
 
     return walk(_parser.parse(regex.pattern, regex.flags), False)
