@@ -28,8 +28,8 @@ def _ids(result: Any) -> list[str]:
 
 
 def test_excluded_files_are_left_out_of_find_and_query_but_stay_link_targets(repo: Repo, cli: Any) -> None:
-    # A folder (as Obsidian's picker writes it), a prefix of a file name, and a regular expression
-    _vault(repo, ["Archive/", "Zebra dr", "/^drafts//i"])
+    # A folder (as Obsidian's picker writes it), a prefix of a file name, and a regular expression (any case)
+    _vault(repo, ["Archive/", "Zebra dr", "/^drafts\\//"])
     for command in ("query", "find"):
         got = cli(command, "zebra", "--json", cwd=repo.path)
         assert got.code == 0, got.err
@@ -48,12 +48,14 @@ def test_excluded_files_are_left_out_of_find_and_query_but_stay_link_targets(rep
 
 
 def test_an_entry_is_a_prefix_of_the_path_as_obsidian_matches_it(repo: Repo, cli: Any) -> None:
-    # `Archive` without a slash is a prefix: `Archive/…` and `Archived.md`; it is matched from the vault root,
-    # in the case written, so `old/Archive/…` and `archive/…` stay.
+    # `Archive` without a slash is a prefix, in any case: `Archive/…`, `archive/…` and `Archived.md`; it is
+    # matched from the vault root, so `old/Archive/…` stays. `/^Old/i` is no regular expression to Obsidian (it
+    # does not end with `/`): a prefix no path has. A regular expression is searched anywhere in the path.
     repo.commit("vault", {
         "Archive/a.md": "# Zebra a\n", "Archived.md": "# Zebra b\n", "old/Archive/c.md": "# Zebra c\n",
-        "archive/d.md": "# Zebra d\n", ".obsidian/app.json": '{"userIgnoreFilters": ["Archive"]}'})
-    assert set(_ids(cli("query", "zebra", "--json", cwd=repo.path))) == {"old/Archive/c", "archive/d"}
+        "archive/d.md": "# Zebra d\n", "notes/zebra.excalidraw.md": "# Zebra e\n", "notes/f.md": "# Zebra f\n",
+        ".obsidian/app.json": json.dumps({"userIgnoreFilters": ["Archive", "/^Old/i", "/\\.EXCALIDRAW\\.md$/"]})})
+    assert set(_ids(cli("query", "zebra", "--json", cwd=repo.path))) == {"old/Archive/c", "notes/f"}
 
 
 @pytest.mark.parametrize(("content", "said"), [
@@ -87,7 +89,7 @@ def test_entries_that_cannot_be_used_are_named_and_the_rest_apply(repo: Repo, cl
     # `(a+)+$` against a path of many a's backtracks for ever in a backtracking matcher, `.*.*.*.*x` for the fifth
     # power of its length: refused, not run
     _vault(repo, ["/(a+)+$/", "/(x|xy)*z/", "/.*.*.*.*x/", "/(a)\\1/", "/[/", 3, "", "Archive/", "Zebra draft.md",
-                  "/^drafts\\//i"],
+                  "/^drafts\\//"],
            **{"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab.md": "# Zebra aaa\n"})
     got = cli("query", "zebra", "--json", cwd=repo.path)
     assert _ids(got) == ["Current", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab"]

@@ -9,13 +9,13 @@ MCP `read` tool reads it), and the privacy boundary (`vivary_git/privacy.py`) do
 
 An entry is matched as Obsidian matches it: written `/…/` it is a regular expression searched in the note's
 path from the vault root; otherwise that path must start with it (`Archive/` is the folder; `Archive` is also
-`Archive 2023.md`). Both compared in Unicode NFC, case as written.
+`Archive 2023.md`). Both ignore case (Obsidian compiles each with JavaScript's `i` flag) and compare in Unicode
+NFC.
 """
 
 from __future__ import annotations
 
 import functools
-import re
 import unicodedata
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Protocol
@@ -41,19 +41,11 @@ def matcher(filters: tuple[str, ...]) -> Callable[[str], bool] | None:
 
     if not filters:
         return None
-    prefixes: list[str] = []
-    regexes: list[re.Pattern[str]] = []
-    for entry in filters:
-        regex = regex_of(entry)
-        if regex is None:
-            prefixes.append(unicodedata.normalize("NFC", entry))
-        else:
-            regexes.append(regex)
-    starts = tuple(prefixes)
+    patterns = [regex_of(unicodedata.normalize("NFC", entry)) for entry in filters]
 
     def excluded(path: str) -> bool:
         path = unicodedata.normalize("NFC", path)
-        return path.startswith(starts) or any(r.search(path) for r in regexes)
+        return any(p.search(path) for p in patterns)
 
     return excluded
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["MAX_BYTES", "MAX_FILTERS", "Settings", "read_settings", "regex_of"]
+__all__ = ["MAX_BYTES", "MAX_FILTERS", "Settings", "is_regex", "read_settings", "regex_of"]
 
 MAX_BYTES = 1 << 20  # Obsidian's own settings files are a few KiB; a plugin's data.json rarely reaches 100 KiB
 MAX_FILTERS = 1000  # Excluded files entries read; more are left out with a warning
@@ -93,18 +93,18 @@ def _shown(entry: object) -> str:
     return repr(text[:80] + ("…" if len(text) > 80 else ""))
 
 
-_REGEX = re.compile(r"^/(.*)/([a-z]*)$", re.DOTALL)
+def regex_of(entry: str) -> re.Pattern[str]:
+    """The pattern an Excluded files entry is, as Obsidian compiles it: written `/…/` (two characters or more), the
+    regular expression between the slashes; otherwise the path must start with it. Both ignore case (JavaScript's
+    `i` flag), and both are searched in the path (`RegExp.test`). Only an entry `_entry_problem` accepted is asked
+    about."""
+    if is_regex(entry):
+        return re.compile(entry[1:-1], re.IGNORECASE)
+    return re.compile("^" + re.escape(entry), re.IGNORECASE)
 
 
-def regex_of(entry: str) -> re.Pattern[str] | None:
-    """The regular expression an entry written `/…/flags` is (Obsidian's form for one), else None (a path prefix).
-    Only an entry `_entry_problem` accepted is asked about."""
-    m = _REGEX.match(entry)
-    if m is None:
-        return None
-    flags = (re.IGNORECASE if "i" in m[2] else 0) | (re.MULTILINE if "m" in m[2] else 0) \
-        | (re.DOTALL if "s" in m[2] else 0)
-    return re.compile(m[1], flags)
+def is_regex(entry: str) -> bool:
+    return len(entry) > 1 and entry.startswith("/") and entry.endswith("/")
 
 
 def _entry_problem(entry: object) -> str:
@@ -115,13 +115,12 @@ def _entry_problem(entry: object) -> str:
         return "is empty"
     if len(entry) > MAX_PATTERN:
         return f"is longer than {MAX_PATTERN:,} characters"
-    if _REGEX.match(entry) is None:
+    if not is_regex(entry):
         return ""
     try:
         regex = regex_of(entry)
     except re.error as err:
         return f"is not a regular expression Python reads ({err})"
-    assert regex is not None
     why = _backtracks(regex)
     if why:
         # A stranger's pattern is matched against every path: `/(a+)+$/` takes exponential time in the path's
