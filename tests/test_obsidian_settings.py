@@ -35,8 +35,9 @@ def test_excluded_files_are_left_out_of_find_and_query_but_stay_link_targets(rep
         assert got.code == 0, got.err
         assert _ids(got) == ["Current"], command
     # Still notes, and what Current links to (Obsidian resolves a link to an excluded file)
-    check = cli("check", cwd=repo.path)
+    check = cli("check", "--verbose", cwd=repo.path)
     assert check.code == 0 and "W221" not in check.out, check.out
+    assert "vivary: 3 note(s) match Obsidian's Excluded files (.obsidian/app.json userIgnoreFilters)" in check.err
     graph = cli("graph", "--json", cwd=repo.path).json()
     assert {n["id"] for n in graph["nodes"]} == {"Current", "Archive/Old zebra", "Zebra draft", "Drafts/zebra"}
     assert {(e["to"], e["broken"]) for e in graph["edges"]} == {("Archive/Old zebra", False), ("Zebra draft", False)}
