@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 import pytest
-from conftest import Repo
+from conftest import Repo, run_git_vivary
 
 NOTES = {
     "Current.md": "# Zebra plans\n\nZebra migration notes. See [[Old zebra]] and [[Zebra draft]].\n",
@@ -122,24 +122,34 @@ def test_an_alias_is_no_link_target_as_in_obsidian(repo: Repo, cli: Any) -> None
 
 
 EMBED = importlib.util.find_spec("hnswlib") is not None and importlib.util.find_spec("onnxruntime") is not None
+MEMORY = '[memory]\nenabled = true\nprovider = "vivary-local"\n'
 
 
-@pytest.mark.skipif(not EMBED, reason="needs the [embed] extra")
-def test_recall_semantic_query_and_mcp_search_leave_excluded_files_out(repo: Repo, cli: Any) -> None:
+def _indexed(repo: Repo) -> None:
     from vivary_git.memory.local.embed import embedder_status
 
-    if embedder_status() != "available":
+    if not EMBED or embedder_status() != "available":
         pytest.skip("needs the [embed] extra")
-    _vault(repo, ["Archive/", "Zebra draft.md", "Drafts/"],
-           **{".vivary/memory.toml": '[memory]\nenabled = true\nprovider = "vivary-local"\n'})
-    assert cli("index", "--yes", cwd=repo.path).code == 0
+    _vault(repo, ["Archive/", "Zebra draft.md", "Drafts/"], **{".vivary/memory.toml": MEMORY})
+    done = run_git_vivary(["index", "--yes"], repo.path)
+    assert done.returncode == 0, done.stderr
+
+
+def test_recall_and_semantic_query_leave_excluded_files_out(repo: Repo, cli: Any) -> None:
+    _indexed(repo)
     recall = cli("recall", "zebra", "--json", cwd=repo.path)
     assert [h["node_id"] for h in recall.json()] == ["Current"], recall.out
     for mode in ("semantic", "hybrid"):
         assert _ids(cli("query", "zebra", "--mode", mode, "--json", cwd=repo.path)) == ["Current"]
+
+
+def test_mcp_search_leaves_excluded_files_out_and_reads_them(repo: Repo) -> None:
+    # No `cli` fixture here: the MCP SDK, imported under pytest's capsys, would keep its stand-in stderr for later
+    # tests' servers (a stream with no file number to hand a process).
     pytest.importorskip("mcp", reason="the mcp extra is not installed")
     from vivary_git.mcp.service import MemoryService
 
+    _indexed(repo)
     service = MemoryService(repo.path)
     for mode in ("text", "hybrid"):
         assert [h.id for h in service.search("zebra", mode=mode).results] == ["Current"], mode
