@@ -152,6 +152,10 @@ class Config(msgspec.Struct, frozen=True):
     # Host guidance files (AGENTS.md, CLAUDE.md, ...: `GUIDANCE`) as notes; left out by default (graph.toml
     # `include_guidance`).
     include_guidance: bool = False
+    # Obsidian's Excluded files (`.obsidian/app.json` userIgnoreFilters): notes search leaves out, still nodes and
+    # link targets (vivary_git/excluded.py); empty when graph.toml says `search_excluded = true`.
+    excluded_files: tuple[str, ...] = ()
+    settings_warnings: tuple[str, ...] = ()  # the editor's settings files (or entries) left unused, and why
 
     @property
     def alias(self) -> str:
@@ -399,6 +403,8 @@ class Detected(msgspec.Struct, frozen=True):
     templates: tuple[str, ...] = ()
     vaults: tuple[tuple[str, str], ...] = ()  # Dendron's vaults in `dendron.yml`: (name, notes folder)
     folders: tuple[str, ...] = ()  # the folders `dendron.code-workspace` opens (VS Code's workspace folders)
+    excluded: tuple[str, ...] = ()  # Obsidian's Excluded files (`.obsidian/app.json` userIgnoreFilters)
+    warnings: tuple[str, ...] = ()  # editor settings left unused, and why (dialects/obsidian_settings.py)
 
 
 _LINK_KEYS: dict[str, tuple[type, tuple[str, ...]]] = {
@@ -408,7 +414,7 @@ _LINK_KEYS: dict[str, tuple[type, tuple[str, ...]]] = {
 }
 
 
-_GRAPH_KEYS = ("dialect", "exclude", "include", "include_guidance", "links", "wikilinks")
+_GRAPH_KEYS = ("dialect", "exclude", "include", "include_guidance", "links", "search_excluded", "wikilinks")
 _WIKILINK_KEYS = ("alias", "enabled", "field")
 
 
@@ -484,6 +490,7 @@ def build_config(tropo: dict[str, Any] | None, graph: dict[str, Any] | None, nam
     rules = _link_rules(graph, wl, tropo is not None, detected)
     templates = detected.templates if detected is not None and rules.templates else ()
     include = tuple(_include(p) for p in _str_list(graph.get("include"), at(GRAPH_FILE, "include")))
+    search_excluded = _bool(graph.get("search_excluded"), at(GRAPH_FILE, "search_excluded"), False)
     common: dict[str, Any] = {
         "wikilinks": _bool(wl.get("enabled"), at(GRAPH_FILE, "wikilinks", "enabled"), True),
         "wikilink_field": field,
@@ -491,6 +498,8 @@ def build_config(tropo: dict[str, Any] | None, graph: dict[str, Any] | None, nam
         "graph_exclude": _paths(graph.get("exclude"), at(GRAPH_FILE, "exclude"),
                                 "a glob from the vault root, such as \"Templates/**\""),
         "include_guidance": _bool(graph.get("include_guidance"), at(GRAPH_FILE, "include_guidance"), False),
+        "excluded_files": () if search_excluded or detected is None else detected.excluded,
+        "settings_warnings": detected.warnings if detected is not None else (),
         "templates": templates,
         # The memory folder is read wherever it is: memories written to `.memories/`, or outside a Dendron vault's
         # folder, must stay notes.

@@ -142,7 +142,7 @@ def search(
     not edge text that scores another node. Required, so that no caller forgets it.
 
     `exclude`: nodes that are never hits but stay what they are to the others (archived or expired
-    memories, docs/dream.md).
+    memories, docs/dream.md; the vault's Excluded files, `excluded.excluded_ids`).
 
     `outgoing`, when a caller asking many questions of one graph has it, is `outgoing_edges(graph)`;
     `ranker`, such a caller's `searchindex.Ranker` of the index (it keeps each term's scores between
@@ -374,14 +374,16 @@ def find(
     snippet: int = DEFAULT_SNIPPET,
     index: SearchIndex | None = None,
     hidden: Hidden,
+    exclude: AbstractSet[str] = frozenset(),
 ) -> FindResult:
     """Context for a task within a token budget: drop snippets, then edges, then trailing hits, then reasons.
-    `hidden` as in `search`: for an agent, always `hidden.PrivateNodes(ws)` (or `hidden.hidden_ids(ws)`)."""
+    `hidden` as in `search`: for an agent, always `hidden.PrivateNodes(ws)` (or `hidden.hidden_ids(ws)`);
+    `exclude` as in `search`."""
     if k < 1 or budget < 1:
         raise UsageError(f"find needs k ≥ 1 and budget ≥ 1 (got k={k}, budget={budget})")
     # `query`'s best (its filters and privacy boundary applied), ordered again for a question (findrank.py).
     q = search(graph, notes, text, k=findrank.pool_size(k), types=types, paths=paths, edges=edges, snippet=0,
-               explain=True, index=index, hidden=hidden)
+               explain=True, index=index, hidden=hidden, exclude=exclude)
     by_id = graph.by_id()
     pool = [by_id[h.id] for h in q.results]
     ranked = findrank.order(pool, notes, [[Edge(h.id, e.field, e.to) for e in h.edges or ()] for h in q.results],

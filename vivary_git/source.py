@@ -266,7 +266,15 @@ def load_config(read_file: Callable[[str], bytes | None],
                 code_workspace = probe.read("dendron.code-workspace")
                 vaults = dendron.vaults(probe.read("dendron.yml"), code_workspace)
                 folders = dendron.folders(code_workspace)
-            detected = Detected(name, reason, dialects.template_folders(probe, dialect), vaults, folders)
+            excluded: tuple[str, ...] = ()
+            warnings: tuple[str, ...] = ()
+            if dialect == "obsidian":
+                from vivary_git.dialects.obsidian_settings import read_settings
+
+                settings = read_settings(probe.read)
+                excluded, warnings = settings.excluded, settings.warnings
+            detected = Detected(name, reason, dialects.template_folders(probe, dialect), vaults, folders, excluded,
+                                warnings)
         with _lines_of(read_file):
             return build_config(None, graph, detected=detected, memory_folder=folder), None
     from vivary_git.packs import merge, merge_packs

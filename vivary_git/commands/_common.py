@@ -109,6 +109,8 @@ def open_ws(args: argparse.Namespace, *, gate: bool = False, rev_option: str = "
     if not ws.source.caching:
         print(f"vivary: {text(str(ws.source.root))} is not in a Git repository: reading files directly, caching is "
               "off", file=sys.stderr)
+    for warning in ws.config.settings_warnings:  # the editor's settings are the vault's data: never a failure
+        print(f"vivary: warning: {text(warning)}", file=sys.stderr)
     return ws
 
 

@@ -71,6 +71,13 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"vivary: dialect {shown(rules.dialect)}: {shown(rules.reason)}\n")
         if not rules.nested_notes:
             sys.stderr.write(_vault_notes(ws))
+        if ws.config.excluded_files:
+            from vivary_git.excluded import excluded_ids
+
+            left = len(excluded_ids(ws.config, ws.graph().nodes))
+            sys.stderr.write(f"vivary: {left} note(s) match Obsidian's Excluded files (.obsidian/app.json "
+                             "userIgnoreFilters): checked, and left out of search (`search_excluded = true` in "
+                             ".vivary/graph.toml searches them)\n")
     report = ws.check(strict=args.strict)
     new: NewReport | None = None
     if span is not None:

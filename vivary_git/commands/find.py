@@ -37,14 +37,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from vivary_git.excluded import excluded_ids
     from vivary_git.hidden import PrivateNodes
     from vivary_git.query import find
 
     ws = open_ws(args)
     text = " ".join(args.text)
+    graph = ws.graph()
     result = find(
-        ws.graph(), ws.lazy_notes(), text, k=args.k, budget=args.budget, types=args.type, paths=args.path,
+        graph, ws.lazy_notes(), text, k=args.k, budget=args.budget, types=args.type, paths=args.path,
         edges=ws.resolve_edge_specs(args.edge), snippet=args.snippet, index=ws.search_index(), hidden=PrivateNodes(ws),
+        exclude=excluded_ids(ws.config, graph.nodes),
     )
     ws.report_stats()
     note_unknown_types(ws, args.type)

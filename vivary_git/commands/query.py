@@ -49,13 +49,15 @@ def run(args: argparse.Namespace) -> int:
 
     ws = open_ws(args)
     text = " ".join(args.text)
+    from vivary_git.excluded import excluded_ids
     from vivary_git.hidden import PrivateNodes
 
     hidden: frozenset[str] | PrivateNodes = frozenset() if args.include_private else PrivateNodes(ws)
+    graph = ws.graph()
     result = search(
-        ws.graph(), ws.lazy_notes(), text, k=args.k, types=args.type, paths=args.path,
+        graph, ws.lazy_notes(), text, k=args.k, types=args.type, paths=args.path,
         edges=ws.resolve_edge_specs(args.edge), snippet=args.snippet, explain=args.explain, index=ws.search_index(),
-        hidden=hidden,
+        hidden=hidden, exclude=excluded_ids(ws.config, graph.nodes),
     )
     ws.report_stats()
     note_unknown_types(ws, args.type)
@@ -89,6 +91,7 @@ def run_semantic(args: argparse.Namespace) -> int:
     """The same provider as `git vivary recall`, with query's filters and output framing."""
     import msgspec
 
+    from vivary_git.excluded import excluded_ids
     from vivary_git.memory.config import load_memory_config
     from vivary_git.memory.local.provider import LocalMemory
     from vivary_git.memory.provider import RecallFilters, normalise_k, require_local
@@ -101,8 +104,9 @@ def run_semantic(args: argparse.Namespace) -> int:
     require_local(cfg, "recall")  # before anything builds the graph: memory off writes no cache
     # Without --edge the graph is left to the memory snapshot, which builds it beside the privacy decisions.
     edges = ws.resolve_edge_specs(args.edge) if args.edge else []
-    hits = LocalMemory(ws, cfg).recall(text, k=k, filters=RecallFilters(types=args.type, paths=args.path,
-                                                                       edges=edges), mode=args.mode)
+    session = LocalMemory(ws, cfg).open([text])
+    hits = session.recall(text, k=k, filters=RecallFilters(types=args.type, paths=args.path, edges=edges),
+                          mode=args.mode, exclude=excluded_ids(ws.config, session.snapshot.nodes))
     ws.report_stats()
     if args.json:
         emit_json({"query": text, "k": k, "mode": args.mode,

@@ -100,7 +100,8 @@ def _lines(answers: Iterator[BatchAnswer]) -> Iterator[bytes]:
         yield json_text(a).encode() + b"\n"
 
 
-def _without_hidden(ws: Any, session: Any, text: str, hits: list[Any], k: int, filters: Any, mode: str) -> list[Any]:
+def _without_hidden(ws: Any, session: Any, text: str, hits: list[Any], k: int, filters: Any, mode: str,
+                    exclude: frozenset[str]) -> list[Any]:
     """Recall's hits without archived or expired memories (docs/dream.md), asking for more when some were
     left out; the memories returned count as memory events toward the next dream, and a due dream is said on
     stderr (the JSON answer keeps its shape)."""
@@ -119,7 +120,7 @@ def _without_hidden(ws: Any, session: Any, text: str, hits: list[Any], k: int, f
     kept = [h for h in hits if keep(h)]
     while len(kept) < k and len(hits) == ask and ask < 250:
         ask = min(ask * 2 + (k - len(kept)), 250)
-        hits = session.recall(text, k=ask, filters=filters, mode=mode)
+        hits = session.recall(text, k=ask, filters=filters, mode=mode, **({"exclude": exclude} if exclude else {}))
         kept = [h for h in hits if keep(h)]
     kept = kept[:k]
     log = log_for(ws)
@@ -150,6 +151,7 @@ def _kept_off_disk(ws: Any, hits: list[Any]) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from vivary_git.excluded import excluded_ids
     from vivary_git.memory.config import load_memory_config
     from vivary_git.memory.local.provider import LocalMemory
     from vivary_git.memory.local.runtime import preload_runtime
@@ -172,26 +174,30 @@ def run(args: argparse.Namespace) -> int:
     filters = RecallFilters(types=args.type, paths=args.path,
                             edges=ws.resolve_edge_specs(args.edge) if args.edge else [])
     session: RecallSession | CogneeMemory
+    exclude: frozenset[str] = frozenset()
     if cfg.provider == "cognee":
         from vivary_git.memory.cognee import CogneeMemory
 
         session = CogneeMemory(ws, cfg)
     else:
         session = LocalMemory(ws, cfg).open([q.query for q in batch] if batch is not None else [text])
+        # The vault's Excluded files (Obsidian's userIgnoreFilters) are no answers (docs/vaults.md#obsidian-settings)
+        exclude = excluded_ids(ws.config, session.snapshot.nodes)
     # The model's runtime, the vectors and the keyword index: freed by the system at exit, not one by one
     # (an onnxruntime session takes ~0.2 s to tear down).
     lifetime.keep_until_exit(session)
+    excluding: dict[str, Any] = {"exclude": exclude} if exclude else {}
     if batch is not None:
-        answers = session.recall_many([q.query for q in batch], k=k, filters=filters, mode=args.mode)
+        answers = session.recall_many([q.query for q in batch], k=k, filters=filters, mode=args.mode, **excluding)
         ws.report_stats()
         out = sys.stdout.buffer
         for line in _lines(BatchAnswer(q.id, hits) for q, hits in zip(batch, answers, strict=True)):
             out.write(line)
         out.flush()
         return EXIT_OK
-    hits = session.recall(text, k=k, filters=filters, mode=args.mode)
+    hits = session.recall(text, k=k, filters=filters, mode=args.mode, **excluding)
     if any(h.type == "memory" for h in hits):
-        hits = _without_hidden(ws, session, text, hits, k, filters, args.mode)
+        hits = _without_hidden(ws, session, text, hits, k, filters, args.mode, exclude)
     ws.report_stats()
     if args.json:
         emit_json(hits)

@@ -286,22 +286,11 @@ def template_folders(probe: Probe, dialect: str) -> tuple[str, ...]:
     Obsidian's core Templates plugin (`.obsidian/templates.json` "folder"), Templater
     (`.obsidian/plugins/templater-obsidian/data.json` "templates_folder"), Foam's `.foam/templates`,
     Logseq's `logseq/` (its backups), and Obsidian's `.trash/`."""
-    import json
-
     found: list[str] = []
     if dialect == "obsidian":
-        for path, key in ((".obsidian/templates.json", "folder"),
-                          (".obsidian/plugins/templater-obsidian/data.json", "templates_folder")):
-            data = probe.read(path)
-            if data is None or len(data) > 1 << 20:
-                continue
-            try:
-                value = json.loads(data.decode("utf-8", "replace"))
-            except (ValueError, RecursionError):
-                continue
-            folder = value.get(key) if isinstance(value, dict) else None
-            if isinstance(folder, str) and folder.strip("/ "):
-                found.append(folder.strip("/ "))
+        from vivary_git.dialects.obsidian_settings import read_settings
+
+        found += read_settings(probe.read).templates
         found.append(".trash")
     elif dialect == "foam":
         found.append(".foam/templates")

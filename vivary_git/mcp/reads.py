@@ -410,6 +410,7 @@ class Reads(Warm):
         """This workspace's top `k` hits among the memories search may show now (not expired, archived only when
         asked for, inside `window`), the mode used and why, and how many memories were left out (archived,
         expired). Without `rank`, only the count (the hits are another repository's)."""
+        from vivary_git.excluded import excluded_ids
         from vivary_git.mcp import paging
 
         hidden = _hidden_memories(st.view, include_archived)
@@ -418,6 +419,8 @@ class Reads(Warm):
             return [], "text", "", left_out
         if window is not None:
             hidden |= paging.outside(st, window)
+        # The vault's Excluded files (Obsidian's userIgnoreFilters) are no hits; not counted as memories left out
+        hidden |= excluded_ids(st.view.ws.config, st.nodes.values())
         hits, used, why = self._ranked(st, query, k, types, paths, edges, hidden, mode)
         return hits, used, why, left_out
 
