@@ -79,7 +79,8 @@ HOSTS: dict[HostKind, HostSpec] = {
     "roo-code": HostSpec("roo-code", "Roo Code", ConfigSpec("json", "mcpServers", ".roo/mcp.json", False, _BRACE),
                          "AGENTS.md"),
     # Zed's project settings: `context_servers`, each custom server a flat {command, args, env}. Neither its docs
-    # nor its settings types show variables expanded there. The user's settings.json is Zed's settings UI's file too: not written.
+    # nor its settings types show variables expanded there. The user's settings.json is Zed's settings UI's file
+    # too: not written.
     "zed": HostSpec("zed", "Zed", ConfigSpec("jsonc", "context_servers", ".zed/settings.json", False), "AGENTS.md",
                     reads_first=ZED_RULES),
     "claude-desktop": HostSpec("claude-desktop", "Claude Desktop",
