@@ -68,6 +68,39 @@ def test_a_copied_repository_embeds_nothing_and_recalls_the_same(
     assert text.startswith("up to date"), text
 
 
+@pytest.fixture
+def model_loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The models this process loaded (`runtime._load_embedder`, wrapped, not mocked)."""
+    from vivary_git.memory.local import runtime
+
+    loads: list[str] = []
+    real = runtime._load_embedder
+
+    def counting(name: str, **kwargs: Any) -> Any:
+        loads.append(name)
+        return real(name, **kwargs)
+
+    monkeypatch.setattr(runtime, "_load_embedder", counting)
+    return loads
+
+
+def test_a_moved_repository_whose_vectors_are_all_borrowed_loads_no_model(
+        ws: Repo, cli: Any, tmp_path: Path, model_loads: list[str]) -> None:
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    moved = tmp_path / "moved"
+    shutil.move(ws.path, moved)
+    model_loads.clear()
+    rep = cli("index", "--yes", "--json", cwd=moved).json()
+    assert (rep["embedded"], rep["borrowed"]) == (0, len(PUBLIC))
+    assert model_loads == []  # every vector was there to take: the model is not even loaded
+    # A note left to embed still loads it, once.
+    (moved / "notes" / "new.md").write_text("# Lunch\n\nThe canteen opens at noon.\n")
+    git(moved, "add", "-A")
+    git(moved, "commit", "-qm", "lunch")
+    rep = cli("index", "--yes", "--json", cwd=moved).json()
+    assert rep["embedded"] == 1 and len(model_loads) == 1
+
+
 def test_a_new_linked_work_tree_embeds_nothing(ws: Repo, cli: Any, tmp_path: Path) -> None:
     assert cli("index", "--yes", cwd=ws.path).code == 0
     other = tmp_path / "second"
