@@ -177,3 +177,56 @@ def test_a_copied_work_tree_state_folder_is_not_read_and_says_nothing(ws: Repo, 
     assert (r.json()["embedded"], r.json()["borrowed"]) == (len(PUBLIC), 0)
     assert "ignored" not in r.err, r.err
     assert _hits(cli, copy) == _hits(cli, ws.path)
+
+
+def _gc(cwd: Path, *args: str) -> tuple[int, str, str]:
+    r = run_git_vivary(["cache", "gc", *args], cwd)
+    return r.returncode, r.stdout, r.stderr
+
+
+def test_cache_gc_removes_the_state_folders_of_gone_workspaces_and_no_live_one(ws: Repo, cli: Any,
+                                                                                 tmp_path: Path) -> None:
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    second = tmp_path / "second"
+    ws.git("worktree", "add", "-q", str(second))
+    assert cli("index", "--yes", cwd=second).code == 0
+    legacy = ws.path / ".git" / "vivary" / "memory" / "vivary-old-0123456789ab"  # names no workspace: kept
+    shutil.copytree(_folders(ws.path)[0], legacy)
+    (legacy / "workspace.path").unlink()
+    moved = tmp_path / "moved"
+    shutil.move(ws.path, moved)
+    assert cli("index", "--yes", cwd=moved).code == 0
+    # The work tree's link still names the old place: whether it is live cannot be told, so it is kept.
+    code, out, err = _gc(moved, "--dry-run")
+    assert code == 0, err
+    assert out.count("gc would remove") == 1 and f"the index of {ws.path}: that folder is gone" in out, out
+    assert "kept 1 memory state folder(s) that name no workspace" in err and str(legacy.name) in err
+    assert len(_folders(moved)) == 4  # a dry run removes nothing
+    git(moved, "worktree", "repair", str(second))
+    code, out, err = _gc(moved)
+    assert code == 0, err
+    assert out.count("removed ") == 1 and f"the index of {ws.path}: that folder is gone" in out, out
+    left = {p.name.rsplit("-", 1)[0] for p in _folders(moved)}
+    assert left == {"vivary-moved", "vivary-second", "vivary-old"}
+    assert _hits(cli, moved) and _hits(cli, second)  # both live indexes still answer
+    # In a copy, the original's folders are another repository's: all go; its own (none yet) is made by index.
+    copy = _copy(moved, tmp_path / "copy")
+    code, out, err = _gc(copy)
+    assert code == 0, err
+    assert out.count("removed ") == 2 and "another repository's" in out, out
+    assert [p.name.rsplit("-", 1)[0] for p in _folders(copy)] == ["vivary-old"]
+    assert len(_folders(moved)) == 3  # the original is untouched
+    # The work tree removed: its folder is dead now.
+    git(moved, "worktree", "remove", "--force", str(second))
+    code, out, err = _gc(moved)
+    assert out.count("removed ") == 1 and f"the index of {second}: that folder is gone" in out, out
+
+
+def test_reading_or_indexing_never_removes_a_state_folder(ws: Repo, cli: Any, tmp_path: Path) -> None:
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    moved = tmp_path / "moved"
+    shutil.move(ws.path, moved)
+    assert cli("index", "--yes", cwd=moved).code == 0
+    assert _hits(cli, moved)
+    assert cli("doctor", cwd=moved).code in (0, 1)
+    assert len(_folders(moved)) == 2

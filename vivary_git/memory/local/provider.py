@@ -140,6 +140,10 @@ class LocalMemory:
         # most likely this tree's, whose graph is cached (no parsing on every core to keep threads out of).
         snap = self.snapshot(overlap=True)
         store.ready()  # a folder that cannot be written fails now, not after the notes are embedded
+        if self.store.written is None:  # under .git/vivary/memory/: `cache gc` tells by it when the folder is dead
+            from vivary_git.memory.folders import claim
+
+            claim(self.store, self.ws.source.root)
         builder = _IndexBuilder(store, snap, embedder, tree=self.ws.source.tree_id, label=self.ws.source.label,
                                 progress=progress)
         from vivary_git.memory.local.vectors import IndexSharing
