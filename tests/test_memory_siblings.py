@@ -222,6 +222,16 @@ def test_cache_gc_removes_the_state_folders_of_gone_workspaces_and_no_live_one(w
     assert out.count("removed ") == 1 and f"the index of {second}: that folder is gone" in out, out
 
 
+def test_a_gc_that_refuses_removes_no_state_folder(ws: Repo, cli: Any, tmp_path: Path) -> None:
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    moved = tmp_path / "moved"
+    shutil.move(ws.path, moved)
+    git(moved, "update-ref", "refs/vivary/cache", "HEAD")  # no cache commit: gc says `cache drop`, writes nothing
+    code, out, err = _gc(moved)
+    assert code == 2 and "cache drop" in err, err
+    assert len(_folders(moved)) == 1 and "removed" not in out
+
+
 def test_reading_or_indexing_never_removes_a_state_folder(ws: Repo, cli: Any, tmp_path: Path) -> None:
     assert cli("index", "--yes", cwd=ws.path).code == 0
     moved = tmp_path / "moved"

@@ -203,6 +203,13 @@ def _trust_line(repo: Repo, ref: str) -> str:
 
 
 def _gc(repo: Repo, args: argparse.Namespace) -> int:
+    """The shared cache's gc, then the memory state folders': a gc that refuses (nothing written) removes none."""
+    code = _gc_ref(repo, args)
+    _gc_state_folders(repo, dry_run=args.dry_run)
+    return code
+
+
+def _gc_ref(repo: Repo, args: argparse.Namespace) -> int:
     from vivary_git.refnames import CACHE_REF
     from vivary_git.store.format import StoreDamaged
     from vivary_git.store.read import Snapshot, ref_tip
@@ -216,7 +223,6 @@ def _gc(repo: Repo, args: argparse.Namespace) -> int:
         root_folder(Path(args.cwd or ".").resolve(), args.root)
     heads = _branches(repo)  # first: a packed-refs file that does not parse is not a damaged cache
     worktrees = _worktree_heads(repo)
-    _gc_state_folders(repo, dry_run=args.dry_run)
     try:
         tip = ref_tip(repo, CACHE_REF)
         if tip is None:
