@@ -202,6 +202,9 @@ def test_cache_gc_removes_the_state_folders_of_gone_workspaces_and_no_live_one(w
     assert out.count("gc would remove") == 1 and f"the index of {ws.path}: that folder is gone" in out, out
     assert "kept 1 memory state folder(s) that name no workspace" in err and str(legacy.name) in err
     assert len(_folders(moved)) == 4  # a dry run removes nothing
+    said = cli("doctor", "--json", cwd=moved).json()["problems"]
+    assert [p["fix"] for p in said if "of workspaces that are gone" in p["message"]] == [
+        "git vivary cache gc   # removes them; --dry-run names them"], said
     git(moved, "worktree", "repair", str(second))
     code, out, err = _gc(moved)
     assert code == 0, err

@@ -312,12 +312,12 @@ def _gc_state_folders(repo: Repo, *, dry_run: bool) -> None:
     """Remove the memory state folders whose workspace is gone (memory/folders.py), saying which and why."""
     from vivary_git.memory.folders import dead_folders, remove, unowned
 
-    for dead in dead_folders(repo):
+    for dead in dead_folders(repo.common_dir):
         if dry_run:
             print(f"gc would remove {shown(dead.folder)} (the index of {shown(dead.workspace)}: {shown(dead.why)})")
-        elif remove(repo, dead):
+        elif remove(repo.common_dir, dead):
             print(f"removed {shown(dead.folder)} (the index of {shown(dead.workspace)}: {shown(dead.why)})")
-    kept = unowned(repo)
+    kept = unowned(repo.common_dir)
     if kept:
         print(f"vivary: gc: kept {len(kept)} memory state folder(s) that name no workspace (written before "
               f"vivary-git recorded it; the next `git vivary index` in a live one records it): "

@@ -23,14 +23,10 @@ import hashlib
 import os
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import msgspec
 
 from vivary_git.memory.state import MEMORY, LocalStateStore, check_name
-
-if TYPE_CHECKING:
-    from vivary_git.git import Repo
 
 __all__ = ["OWNER", "DeadFolder", "claim", "dead_folders", "remove", "unowned"]
 
@@ -52,8 +48,8 @@ def claim(store: LocalStateStore, root: Path) -> None:
         store.put(OWNER, want, sync=False)
 
 
-def _folders(repo: Repo) -> list[Path]:
-    top = repo.vivary_dir / MEMORY
+def _folders(common_dir: Path) -> list[Path]:
+    top = common_dir / "vivary" / MEMORY
     try:
         found = sorted(top.iterdir())
     except OSError:
@@ -78,18 +74,20 @@ def _owner(folder: Path) -> str | None:
     return os.fsdecode(raw) if folder.name.endswith(f"-{digest}") else None
 
 
-def unowned(repo: Repo) -> list[str]:
+def unowned(common_dir: Path) -> list[str]:
     """The state folders that name no workspace (written before it was recorded): kept, for they may be live."""
-    return [str(f) for f in _folders(repo) if _owner(f) is None]
+    return [str(f) for f in _folders(common_dir) if _owner(f) is None]
 
 
-def dead_folders(repo: Repo) -> list[DeadFolder]:
-    """The state folders under this repository's `.git/vivary/memory/` whose workspace is gone."""
+def dead_folders(common_dir: Path) -> list[DeadFolder]:
+    """The state folders under `.git/vivary/memory/` of the repository whose common Git directory is `common_dir`
+    whose workspace is gone. Reads only."""
     from vivary_git import git
     from vivary_git.errors import GitError
 
     out: list[DeadFolder] = []
-    for folder in _folders(repo):
+    common_dir = common_dir.resolve()
+    for folder in _folders(common_dir):
         owner = _owner(folder)
         if owner is None:
             continue
@@ -106,18 +104,18 @@ def dead_folders(repo: Repo) -> list[DeadFolder]:
             continue
         except GitError:
             continue  # a repository that cannot be opened now may be this one: kept
-        if there.common_dir != repo.common_dir:
+        if there.common_dir != common_dir:
             out.append(DeadFolder(str(folder), owner, f"that folder is another repository's ({there.common_dir})"))
     return out
 
 
-def remove(repo: Repo, dead: DeadFolder) -> bool:
+def remove(common_dir: Path, dead: DeadFolder) -> bool:
     """Remove a dead state folder, under its index lock (an index run of it, if any, finishes first). False when it
     is not there any more, or has become a symbolic link."""
     from vivary_git.memory.lock import index_lock
 
     folder = Path(dead.folder)
-    with index_lock(repo.vivary_dir, folder.name, quiet=True):
+    with index_lock(common_dir / "vivary", folder.name, quiet=True):
         if folder.is_symlink() or not folder.is_dir():
             return False
         shutil.rmtree(folder)
