@@ -2,7 +2,7 @@
 
 A folder is named by its workspace's absolute path (snapshot.py `dataset_name`), so a repository moved or copied
 to another folder, or a linked work tree, starts a new one beside the old (siblings.py reads them for vectors).
-Nothing removes the old one as the repository moves: each is a whole index (~4 MB at 300 notes). So `index`
+Nothing removes the old one as the repository moves: each is a whole index (~1.5 MB at 300 notes). So `index`
 writes, in the folder it keeps, the workspace path it was written for (`OWNER`), and `cache gc` removes a folder
 whose workspace is dead:
 
@@ -14,7 +14,7 @@ A folder is kept when that cannot be told: no `OWNER` (written before it was rec
 the path the folder's name was made from, a symbolic link, a repository that cannot be opened, or a work tree
 whose link to its repository is broken (a `.git` that leads nowhere: `git worktree repair` mends it). Only an
 explicit command removes anything (`git vivary cache gc`, `--dry-run` to see), never a read; a work tree that
-exists and shares this repository's Git directory is live, whichever branch it is on.
+exists and shares this repository's Git directory is live, whichever branch it is on; `doctor` warns of dead ones.
 """
 
 from __future__ import annotations
