@@ -12,7 +12,8 @@ then only the server's own writes can start Git's `gc --auto`).
 
 Every --every operations it records the server's RSS (/proc/PID/status VmRSS), open file descriptors
 (/proc/PID/fd), threads, child processes (and zombies among them), each tool's p50/p95 over the window, the
-size of .git/vivary, the loose objects and packs (`git count-objects -v`; the workspace keeps Git's default
+size of .git/vivary, the loose objects and packs (`git count-objects -v`), the unreachable objects (`git fsck
+--unreachable --no-reflogs`) and the length of the `refs/vivary/cache` chain (the workspace keeps Git's default
 `gc.auto`, which make_vault.py turns off), temporary files (in .git/vivary and in the server's own TMPDIR),
 and whether `git fsck --no-dangling` and `git status --porcelain` stay clean. It prints the table (one row
 per window) and the end against the start, with the ratio. The server gets a TMPDIR of its own so that files
@@ -111,10 +112,15 @@ def _sample(dest: Path, pid: int, tmp: Path) -> dict[str, Any]:
     vsize, vtemps = _du(dest / ".git/vivary")
     fsck = subprocess.run(["git", "fsck", "--no-dangling", "--no-progress"], cwd=dest, capture_output=True,
                           text=True, check=False)
+    # What nothing reaches (the replaced commits of refs/vivary/cache were): loose until `gc.pruneExpire`.
+    unreachable = _git(dest, "fsck", "--unreachable", "--no-reflogs", "--no-progress").count("\n")
+    chain = subprocess.run(["git", "rev-list", "--count", "refs/vivary/cache"], cwd=dest, capture_output=True,
+                           text=True, check=False).stdout.strip()
     return {
         "rss_mb": int(status["VmRSS"].split()[0]) / 1024, "fds": len(os.listdir(f"/proc/{pid}/fd")),
         "threads": int(status["Threads"]), "children": kids, "zombies": zombies,
-        "loose": int(counts["count"]), "packs": int(counts["packs"]), "vivary_mb": vsize / 2**20,
+        "loose": int(counts["count"]), "unreachable": unreachable, "cache_chain": int(chain or 0),
+        "packs": int(counts["packs"]), "vivary_mb": vsize / 2**20,
         "temps": vtemps + sum(1 for _ in tmp.rglob("*")), "tmp_names": sorted(p.name for p in tmp.rglob("*")),
         "fsck": "ok" if fsck.returncode == 0 and not fsck.stdout.strip() else "BAD",
         "status": "ok" if not _git(dest, "status", "--porcelain").strip() else "DIRTY",
@@ -220,8 +226,8 @@ async def _soak(dest: Path, ops: int, every: int, seed: int,
     return rows, errors
 
 
-COLUMNS = ["ops", "rss_mb", "fds", "threads", "children", "zombies", "loose", "packs", "vivary_mb", "temps", "fsck",
-           "status"]
+COLUMNS = ["ops", "rss_mb", "fds", "threads", "children", "zombies", "loose", "unreachable", "cache_chain", "packs",
+           "vivary_mb", "temps", "fsck", "status"]
 
 
 def _fmt(v: Any) -> str:

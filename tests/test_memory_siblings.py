@@ -68,6 +68,39 @@ def test_a_copied_repository_embeds_nothing_and_recalls_the_same(
     assert text.startswith("up to date"), text
 
 
+@pytest.fixture
+def model_loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The models this process loaded (`runtime._load_embedder`, wrapped, not mocked)."""
+    from vivary_git.memory.local import runtime
+
+    loads: list[str] = []
+    real = runtime._load_embedder
+
+    def counting(name: str, **kwargs: Any) -> Any:
+        loads.append(name)
+        return real(name, **kwargs)
+
+    monkeypatch.setattr(runtime, "_load_embedder", counting)
+    return loads
+
+
+def test_a_moved_repository_whose_vectors_are_all_borrowed_loads_no_model(
+        ws: Repo, cli: Any, tmp_path: Path, model_loads: list[str]) -> None:
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    moved = tmp_path / "moved"
+    shutil.move(ws.path, moved)
+    model_loads.clear()
+    rep = cli("index", "--yes", "--json", cwd=moved).json()
+    assert (rep["embedded"], rep["borrowed"]) == (0, len(PUBLIC))
+    assert model_loads == []  # every vector was there to take: the model is not even loaded
+    # A note left to embed still loads it, once.
+    (moved / "notes" / "new.md").write_text("# Lunch\n\nThe canteen opens at noon.\n")
+    git(moved, "add", "-A")
+    git(moved, "commit", "-qm", "lunch")
+    rep = cli("index", "--yes", "--json", cwd=moved).json()
+    assert rep["embedded"] == 1 and len(model_loads) == 1
+
+
 def test_a_new_linked_work_tree_embeds_nothing(ws: Repo, cli: Any, tmp_path: Path) -> None:
     assert cli("index", "--yes", cwd=ws.path).code == 0
     other = tmp_path / "second"
@@ -144,3 +177,69 @@ def test_a_copied_work_tree_state_folder_is_not_read_and_says_nothing(ws: Repo, 
     assert (r.json()["embedded"], r.json()["borrowed"]) == (len(PUBLIC), 0)
     assert "ignored" not in r.err, r.err
     assert _hits(cli, copy) == _hits(cli, ws.path)
+
+
+def _gc(cwd: Path, *args: str) -> tuple[int, str, str]:
+    r = run_git_vivary(["cache", "gc", *args], cwd)
+    return r.returncode, r.stdout, r.stderr
+
+
+def test_cache_gc_removes_the_state_folders_of_gone_workspaces_and_no_live_one(ws: Repo, cli: Any,
+                                                                                 tmp_path: Path) -> None:
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    second = tmp_path / "second"
+    ws.git("worktree", "add", "-q", str(second))
+    assert cli("index", "--yes", cwd=second).code == 0
+    legacy = ws.path / ".git" / "vivary" / "memory" / "vivary-old-0123456789ab"  # names no workspace: kept
+    shutil.copytree(_folders(ws.path)[0], legacy)
+    (legacy / "workspace.path").unlink()
+    moved = tmp_path / "moved"
+    shutil.move(ws.path, moved)
+    assert cli("index", "--yes", cwd=moved).code == 0
+    # The work tree's link still names the old place: whether it is live cannot be told, so it is kept.
+    code, out, err = _gc(moved, "--dry-run")
+    assert code == 0, err
+    assert out.count("gc would remove") == 1 and f"the index of {ws.path}: that folder is gone" in out, out
+    assert "kept 1 memory state folder(s) that name no workspace" in err and str(legacy.name) in err
+    assert len(_folders(moved)) == 4  # a dry run removes nothing
+    said = cli("doctor", "--json", cwd=moved).json()["problems"]
+    assert [p["fix"] for p in said if "of workspaces that are gone" in p["message"]] == [
+        "git vivary cache gc   # removes them; --dry-run names them"], said
+    git(moved, "worktree", "repair", str(second))
+    code, out, err = _gc(moved)
+    assert code == 0, err
+    assert out.count("removed ") == 1 and f"the index of {ws.path}: that folder is gone" in out, out
+    left = {p.name.rsplit("-", 1)[0] for p in _folders(moved)}
+    assert left == {"vivary-moved", "vivary-second", "vivary-old"}
+    assert _hits(cli, moved) and _hits(cli, second)  # both live indexes still answer
+    # In a copy, the original's folders are another repository's: all go; its own (none yet) is made by index.
+    copy = _copy(moved, tmp_path / "copy")
+    code, out, err = _gc(copy)
+    assert code == 0, err
+    assert out.count("removed ") == 2 and "another repository's" in out, out
+    assert [p.name.rsplit("-", 1)[0] for p in _folders(copy)] == ["vivary-old"]
+    assert len(_folders(moved)) == 3  # the original is untouched
+    # The work tree removed: its folder is dead now.
+    git(moved, "worktree", "remove", "--force", str(second))
+    code, out, err = _gc(moved)
+    assert out.count("removed ") == 1 and f"the index of {second}: that folder is gone" in out, out
+
+
+def test_a_gc_that_refuses_removes_no_state_folder(ws: Repo, cli: Any, tmp_path: Path) -> None:
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    moved = tmp_path / "moved"
+    shutil.move(ws.path, moved)
+    git(moved, "update-ref", "refs/vivary/cache", "HEAD")  # no cache commit: gc says `cache drop`, writes nothing
+    code, out, err = _gc(moved)
+    assert code == 2 and "cache drop" in err, err
+    assert len(_folders(moved)) == 1 and "removed" not in out
+
+
+def test_reading_or_indexing_never_removes_a_state_folder(ws: Repo, cli: Any, tmp_path: Path) -> None:
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    moved = tmp_path / "moved"
+    shutil.move(ws.path, moved)
+    assert cli("index", "--yes", cwd=moved).code == 0
+    assert _hits(cli, moved)
+    assert cli("doctor", cwd=moved).code in (0, 1)
+    assert len(_folders(moved)) == 2

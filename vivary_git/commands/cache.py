@@ -43,7 +43,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "cache", help="the shared cache in refs/vivary/cache: status, verify, gc, drop, notes",
         description="Commands that write a graph record what they computed in refs/vivary/cache (docs/cache.md). "
         "`status` sizes it, `verify` reads every part of it, `gc` keeps only what the current branches "
-        "need (a new chain), `drop` deletes it, `notes on|off` switches verdict notes (refs/notes/vivary).",
+        "need (a new chain) and removes the memory state folders of workspaces that are gone, `drop` deletes it, "
+        "`notes on|off` switches verdict notes (refs/notes/vivary).",
     )
     p.add_argument("-C", dest="cwd", metavar="PATH", help="run as if started in PATH")
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -52,11 +53,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ve = actions.add_parser("verify", help="check every chunk against the manifest (exit 1 when damaged)")
     ve.add_argument("--ref", default=None, metavar="REF",
                     help="another cache ref, e.g. a fetched one in refs/vivary-fetch/")
-    gc = actions.add_parser("gc", help="restart the chain with only the entries current branches' trees need")
+    gc = actions.add_parser("gc", help="restart the chain with only the entries current branches' trees need, and "
+                                       "remove the memory state folders of workspaces that are gone")
     gc.add_argument("--root", metavar="DIR",
                     help="also keep this folder's entries, read as a workspace (as `check --root DIR` reads it); "
                          "gc keeps every workspace it finds anyway (folders with tropo.toml or .vivary/, and the top)")
-    gc.add_argument("--dry-run", action="store_true", help="say what would be kept, write nothing")
+    gc.add_argument("--dry-run", action="store_true", help="say what would be kept and removed, change nothing")
     actions.add_parser("drop", help="delete refs/vivary/cache (and fetched copies in refs/vivary-fetch/)")
     no = actions.add_parser("notes", help="write verdict notes on `check --rev COMMIT` runs (on) or not (off)")
     no.add_argument("state", choices=("on", "off", "show"), help="on, off, or show the current setting")
@@ -201,6 +203,13 @@ def _trust_line(repo: Repo, ref: str) -> str:
 
 
 def _gc(repo: Repo, args: argparse.Namespace) -> int:
+    """The shared cache's gc, then the memory state folders': a gc that refuses (nothing written) removes none."""
+    code = _gc_ref(repo, args)
+    _gc_state_folders(repo, dry_run=args.dry_run)
+    return code
+
+
+def _gc_ref(repo: Repo, args: argparse.Namespace) -> int:
     from vivary_git.refnames import CACHE_REF
     from vivary_git.store.format import StoreDamaged
     from vivary_git.store.read import Snapshot, ref_tip
@@ -297,6 +306,22 @@ def _gc(repo: Repo, args: argparse.Namespace) -> int:
           f"(for {', '.join(shown(h) for h in read) or 'no branch'}{without})")
     print("  to shrink the shared copy too: `git vivary sync push --force`", file=sys.stderr)
     return EXIT_OK
+
+
+def _gc_state_folders(repo: Repo, *, dry_run: bool) -> None:
+    """Remove the memory state folders whose workspace is gone (memory/folders.py), saying which and why."""
+    from vivary_git.memory.folders import dead_folders, remove, unowned
+
+    for dead in dead_folders(repo.common_dir):
+        if dry_run:
+            print(f"gc would remove {shown(dead.folder)} (the index of {shown(dead.workspace)}: {shown(dead.why)})")
+        elif remove(repo.common_dir, dead):
+            print(f"removed {shown(dead.folder)} (the index of {shown(dead.workspace)}: {shown(dead.why)})")
+    kept = unowned(repo.common_dir)
+    if kept:
+        print(f"vivary: gc: kept {len(kept)} memory state folder(s) that name no workspace (written before "
+              f"vivary-git recorded it; the next `git vivary index` in a live one records it): "
+              f"{', '.join(shown(k) for k in kept)}", file=sys.stderr)
 
 
 class _Unreadable(Exception):

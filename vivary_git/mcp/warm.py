@@ -316,7 +316,12 @@ class Warm:
         from vivary_git.memory.writes.remember import open_view
         from vivary_git.workspace import open_workspace
 
-        ws = open_workspace(self._cwd, root=self._root, worktree=key[0])
+        # Not recorded in refs/vivary/cache: a tree patched in is this server's write (or the user's edit of a few
+        # notes), superseded by the next one within seconds. Recorded, each cost two cache commits (~12 objects),
+        # unreachable once the chain restarted, so loose for two weeks: ~4 a call, Git's "too many unreachable
+        # loose objects" past ~2,000 calls. The next command that reads the tree (`check`, `index`, a hook)
+        # records what the cache lacks, this session's parses and vectors included.
+        ws = open_workspace(self._cwd, root=self._root, worktree=key[0], shared_cache=False)
         if ws.source.prefix != old.ws.source.prefix or ws.source.tree_id is None:
             return None
         prefix = f"{ws.source.prefix}/" if ws.source.prefix else ""

@@ -177,12 +177,26 @@ def doctor(path: str | os.PathLike[str] | None = None, *, rev: str = "HEAD", roo
     hooks = _hooks(start, top, problems)
     cache = _cache(start, problems)
     memory = _memory(ws_root, Path(git_dir), privacy, ws, problems)
+    _dead_state_folders(Path(git_dir), problems)
     rules = ws.config.links if ws is not None else None
     report_ws = WorkspaceInfo(str(ws_root), config_name, rev if graph is not None else None,
                               rules.dialect if rules else None, rules.reason if rules else None)
     ok = not any(p.level == "error" for p in problems)
     return DoctorReport(ok=ok, repo=repo, workspace=report_ws, graph=graph, privacy=privacy, hooks=hooks,
                         cache=cache, memory=memory, problems=problems)
+
+
+def _dead_state_folders(common_dir: Path, problems: list[Problem]) -> None:
+    """A warning naming the memory state folders of workspaces that are gone (memory/folders.py), if any."""
+    from vivary_git.memory.folders import dead_folders
+
+    dead = dead_folders(common_dir)
+    if dead:
+        size = sum(p.stat().st_size for d in dead for p in Path(d.folder).rglob("*") if p.is_file())
+        problems.append(Problem(
+            "memory", "warning", f"{len(dead)} memory state folder(s) under .git/vivary/memory/ are of workspaces "
+            f"that are gone ({size / 2**20:.1f} MiB), {dead[0].workspace} first",
+            "git vivary cache gc   # removes them; --dry-run names them"))
 
 
 def _find_root_on_disk(start: Path, top: Path) -> Path:

@@ -128,7 +128,11 @@ class LocalMemory:
         embedder = _PendingEmbedder(self.cfg.memory.local.model)
         if loaded is not None:
             embedder.use(loaded)
-        if self._tree_changed(store):
+        # A first index beside this repository's other state folders (a moved or copied folder, another work tree)
+        # most likely takes every vector from them (vectors.py `borrow`): the model is then loaded only if a note is
+        # left to embed, not ahead (~0.45 s and ~290 MB for nothing at 100 notes).
+        borrowing = _first_beside_others(store.inner)
+        if self._tree_changed(store) and not borrowing:
             # Most likely something is to be embedded: load the model (~0.5 s) while the snapshot is built.
             # An index that is already this tree's never needs it (the unchanged case below).
             embedder.start()
@@ -136,6 +140,10 @@ class LocalMemory:
         # most likely this tree's, whose graph is cached (no parsing on every core to keep threads out of).
         snap = self.snapshot(overlap=True)
         store.ready()  # a folder that cannot be written fails now, not after the notes are embedded
+        if self.store.written is None:  # under .git/vivary/memory/: `cache gc` tells by it when the folder is dead
+            from vivary_git.memory.folders import claim
+
+            claim(self.store, self.ws.source.root)
         builder = _IndexBuilder(store, snap, embedder, tree=self.ws.source.tree_id, label=self.ws.source.label,
                                 progress=progress)
         from vivary_git.memory.local.vectors import IndexSharing
@@ -155,7 +163,8 @@ class LocalMemory:
                 # ids, paths, types and edges).
                 report, digests = found
             else:
-                embedder.start()
+                if not borrowing:
+                    embedder.start()
                 digests = builder.digests(rendered)
                 report = builder.run(rendered, digests)
             recorded = sharing.record(snap, digests, lambda i: rendered[i][1])
@@ -205,3 +214,11 @@ class LocalMemory:
             )
         removed = store.delete_all()
         return ForgetReport(ok=True, provider=PROVIDER, dataset=self.dataset, removed=removed, state=store.location)
+
+
+def _first_beside_others(store: StateStore) -> bool:
+    """Whether `store` holds no index yet while this repository keeps others beside it (siblings.py): a first
+    index whose vectors are most likely all there to take."""
+    from vivary_git.memory.local.siblings import siblings
+
+    return store.get(MANIFEST) is None and bool(siblings(store))
