@@ -143,6 +143,32 @@ def test_foam_identifiers_are_path_suffixes_and_folders(repo: Repo, cli: Any) ->
     assert r.code == 2 and "'WikiLinks' names 2 notes: 'dev/wikilinks', 'user/features/wikilinks'" in r.err
 
 
+@pytest.mark.parametrize("editor", [{".obsidian/app.json": "{}\n"}, {".foam/config.json": "{}\n"}])
+def test_a_greek_name_ending_in_sigma_is_lowercased_with_its_md(repo: Repo, cli: Any, editor: dict[str, str]) -> None:
+    """Obsidian matches `(name + ".md").toLowerCase()` with `file.name.toLowerCase()`, and Foam its identifier plus
+    `.md` with the file's path alike: a capital `Σ` ending a name is `σ` there (`ΑΣ.md` is `ασ.md`), not the final
+    `ς` it is alone. So `[[ΑΣ]]` (and `blast ΑΣ`) is `Δ/ασ.md`, and `[[λογος]]` is not `ΛΟΓΟΣ.md` but a broken link,
+    as the editors show it; in a folder's name a `Σ` before `/` is final in both."""
+    repo.commit(files={**editor, "Δ/ασ.md": "# as\n", "ΛΟΓΟΣ.md": "# Logos\n", "ΟΔΟΣ/Χ.md": "# x\n",
+                       "Home.md": "[[ΑΣ]]\n[[λογος]]\n[[ΛΟΓΟΣ]]\n[[οδος/χ]]\n"})
+    assert blast_target(repo, cli, "ΑΣ") == "Δ/ασ"
+    assert blast_target(repo, cli, "λογοσ") == "ΛΟΓΟΣ"
+    r = cli("blast", "λογος", "--rev", "HEAD", cwd=repo.path)
+    assert r.code == 2 and "no node named 'λογος'" in r.err
+    r = cli("graph", "--json", "--rev", "HEAD", cwd=repo.path)
+    assert r.code == 0, r.err
+    got = {(e["to"], e["broken"]) for e in r.json()["edges"] if e["from"] == "Home"}
+    assert got == {("Δ/ασ", False), ("λογος", True), ("ΛΟΓΟΣ", False), ("ΟΔΟΣ/Χ", False)}
+
+
+def test_a_dendron_name_ending_in_sigma_is_lowercased_alone(repo: Repo, cli: Any) -> None:
+    """Dendron's names have no extension (`fname`), lowercased alone: `[[λογος]]` is `ΛΟΓΟΣ.md`."""
+    repo.commit(files={"dendron.yml": "version: 5\n", "ΛΟΓΟΣ.md": "# Logos\n", "root.md": "[[λογος]]\n"})
+    assert blast_target(repo, cli, "λογος") == "ΛΟΓΟΣ"
+    r = cli("check", "--rev", "HEAD", cwd=repo.path)
+    assert r.code == 0, r.out + r.err
+
+
 def test_logseq_page_names_keep_their_namespace(repo: Repo, cli: Any) -> None:
     repo.commit(files={
         "logseq/config.edn": "{}\n",

@@ -60,14 +60,18 @@ def test_names_are_not_normalised_into_other_notes(repo: Repo, cli: Any) -> None
     assert {("Index", "CSS-kodestykker"), ("Index", "C String")} <= {(f, t) for f, _, t, _ in edges(repo, cli)}
 
 
-# Pairs `str.casefold()` equates and JavaScript's `toLowerCase()` (Obsidian's match) does not: (file, link).
+# Pairs `str.casefold()` equates and Obsidian's match does not: (file, link). Obsidian lowercases a name with its
+# `.md` (`(link + ".md").toLowerCase()` against `file.name.toLowerCase()`), where a `Σ` ending the name is not final:
+# `ΛΟΓΟΣ.md` is `λογοσ.md`, which `[[λογος]]` is not, and `[[ΛΟΓΟΣ]]` is not `λόγος.md`.
 CASEFOLD_ONLY = [
-    ("Straße", "STRASSE"), ("file", "\ufb01le"), ("ff", "\ufb00"), ("οδος", "οδοσ"), ("ασ", "ΑΣ"),
-    ("μ-Meson", "\u00b5-Meson"), ("s-Laut", "\u017f-Laut"), ("β-Zerfall", "\u03d0-Zerfall"), ("մն", "\ufb13"),
+    ("Straße", "STRASSE"), ("file", "\ufb01le"), ("ff", "\ufb00"), ("οδος", "οδοσ"), ("ΛΟΓΟΣ", "λογος"),
+    ("λόγος", "ΛΌΓΟΣ"), ("μ-Meson", "\u00b5-Meson"), ("s-Laut", "\u017f-Laut"), ("β-Zerfall", "\u03d0-Zerfall"),
+    ("մն", "\ufb13"),
 ]
-# Pairs `toLowerCase()` matches (node v20): final sigma, ẞ, title-case digraphs, Cherokee, dotted I.
+# Pairs Obsidian's `toLowerCase()` with `.md` matches (node v20): `ΑΣ.md` is `ασ.md`, ẞ, title-case digraphs,
+# Cherokee, dotted I.
 LOWERCASE_SAME = [
-    ("ΛΟΓΟΣ", "λογος"), ("Straße", "STRA\u1e9eE"), ("\u01c4EMAL", "\u01c5emal"), ("\u13a0CHEROKEE", "\uab70cherokee"),
+    ("ασ", "ΑΣ"), ("Straße", "STRA\u1e9eE"), ("\u01c4EMAL", "\u01c5emal"), ("\u13a0CHEROKEE", "\uab70cherokee"),
     ("\u0130zmir", "i\u0307zmir"),
 ]
 

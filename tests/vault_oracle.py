@@ -20,6 +20,11 @@ def _key(s: str) -> str:
     return unicodedata.normalize("NFC", s).lower()
 
 
+def _stem_key(stem: str) -> str:
+    """A note's path without `.md` lowercased as the page says: with its `.md` after it."""
+    return _key(stem + ".md")[:-3]
+
+
 def _blank(text: str) -> str:
     return re.sub(r"[^\n]", " ", text)
 
@@ -75,18 +80,18 @@ def read(root: Path) -> Reading:
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
     files = [f for f in files if not _hidden(f)]
     notes = [f for f in files if f.endswith(".md")]
-    note_by_path = {_key(f[:-3]): f for f in notes}
+    note_by_path = {_stem_key(f[:-3]): f for f in notes}
     file_by_path = {_key(f): f for f in files if not f.endswith(".md")}
 
     def exact(path: str) -> str | None:
         """A note by its path from the root (`.md` optional), else another file by its full path."""
         stem = path[:-3] if path.lower().endswith(".md") else path
-        return note_by_path.get(_key(stem)) or file_by_path.get(_key(path))
+        return note_by_path.get(_stem_key(stem)) or file_by_path.get(_key(path))
 
     def named(name: str) -> list[str]:
         """Notes named so (any case, `.md` optional; `folder/name`: paths ending so), else other files."""
         stem = name[:-3] if name.lower().endswith(".md") else name
-        got = [f for f in notes if ("/" + _key(f[:-3])).endswith("/" + _key(stem))]
+        got = [f for f in notes if ("/" + _stem_key(f[:-3])).endswith("/" + _stem_key(stem))]
         return got or [f for f in files if not f.endswith(".md") and ("/" + _key(f)).endswith("/" + _key(name))]
 
     def pick(found: list[str], src: str) -> str | None:

@@ -166,6 +166,17 @@ def fold(text: str, case: str) -> str:
     return text.lower() if case == "insensitive" else text
 
 
+def fold_stem(stem: str, case: str) -> str:
+    """A note's name or path without its `.md` as it is matched where the editor lowercases it with its `.md`
+    (Obsidian compares `(link + ".md").toLowerCase()` with `file.name.toLowerCase()`, and Foam its identifier
+    plus `.md` with the file's path): `fold`, but for the final-sigma rule. A `Σ` ending a name lowercases to `ς`
+    alone and to `σ` before `.md`, so `[[ΑΣ]]` is `ασ.md`, and `[[λογος]]` is not `ΛΟΓΟΣ.md` (its name is
+    `λογοσ.md` lowercased). Dendron and Logseq lowercase names without an extension: `fold`."""
+    if case != "insensitive" or "\u03a3" not in stem:
+        return fold(stem, case)
+    return fold(stem + ".md", case)[:-3]
+
+
 def split_target(text: str, alias: str) -> tuple[str, str | None]:
     """(target, shown text) of `[[text]]`: split at the first `|` (written `\\|` in a table cell, where
     a bare `|` would end the cell), the target before it (`alias = "first"`) or after the last one
