@@ -270,3 +270,22 @@ def test_a_logseq_file_name_that_is_no_page_name_names_nothing(repo: Repo, cli: 
     assert "no node named 'bar'" in r.err
     for name in ("Foo", "foo", "pages/bar", "Pages/Bar", "pages/bar.md"):
         assert blast_target(repo, cli, name) == "pages/bar", name
+
+
+def test_mcp_read_takes_an_id_as_it_is_spelt_and_a_path_in_either_unicode_form(repo: Repo) -> None:
+    """An id is read as given: `Meeting ` (a file name with a trailing space, legal on Linux and macOS) is its own
+    note, not `Meeting` (the id with the space stripped off). A path is matched in NFC as names are: `Café.md`
+    typed composed is the note macOS committed decomposed (`Cafe\\u0301.md`), as its id `Café` already was."""
+    from vivary_git.mcp.service import MemoryService
+
+    decomposed = unicodedata.normalize("NFD", "Café.md")
+    repo.commit(files={".obsidian/app.json": "{}\n", "Meeting .md": "# The spaced one\n",
+                       "Meeting.md": "# The plain one\n", decomposed: "# Café\n"})
+    service = MemoryService(repo.path)
+    assert service.read("Meeting ").title == "The spaced one"
+    assert service.read("Meeting").title == "The plain one"
+    assert service.read(" Meeting\n").title == "The plain one"  # surrounding blanks no id has are still forgiven
+    for asked in ("Café", "Café.md", decomposed, unicodedata.normalize("NFC", "Café.md")):
+        got = service.read(asked)
+        assert (got.id, got.path) == ("Café", decomposed), asked
+    assert service.context("Meeting ").nodes[0].id == "Meeting "

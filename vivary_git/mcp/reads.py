@@ -543,8 +543,9 @@ class Reads(Warm):
 
     def _public_id(self, st: State, asked: str) -> str:
         """The id of the public node `asked` names (an id or a path); a private file is refused by name, anything
-        else as unknown."""
-        found = st.view.find(asked.strip())
+        else as unknown. The id as given first: `Meeting ` (a file name with a trailing space) is its own note, not
+        `Meeting`; blanks around an id no note has are then forgiven."""
+        found = st.view.find(asked) or st.view.find(asked.strip())
         if found is None:
             self._refuse_private_path(st, asked.strip())
             raise UsageError(f"no public node {asked!r} in this workspace (ids come from `search`; private notes "

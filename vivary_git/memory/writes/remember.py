@@ -89,6 +89,7 @@ class View:
         self.snapshot = snapshot
         self.nodes: dict[str, MemoryNode] = {n.id: n for n in snapshot.nodes}
         self.by_path: dict[str, MemoryNode] = {n.path: n for n in snapshot.nodes}
+        self._by_nfc_path: dict[str, MemoryNode] | None = None  # `by_path` in NFC, built on a miss that needs it
         self._ids: set[str] | None = None
 
     @property
@@ -109,6 +110,7 @@ class View:
             self.by_path.pop(old.path, None)
         self.nodes[node.id] = node
         self.by_path[node.path] = node
+        self._by_nfc_path = None
         self.ids.add(node.id)
 
     def repo_path(self, path: str) -> str:
@@ -116,13 +118,29 @@ class View:
         return f"{prefix}/{path}" if prefix else path
 
     def find(self, ref: str) -> MemoryNode | None:
-        """An admitted node by id, or by workspace-relative path (with or without `.md`)."""
+        """An admitted node by id, or by workspace-relative path (with or without `.md`), in either Unicode form:
+        ids are NFC, and a path typed composed (`Café.md`) is the one macOS committed decomposed."""
         got = self.nodes.get(ref)
         if got is not None:
             return got
         path = ref.lstrip("/")
         for candidate in (path, f"{path}.md", f"{path}.markdown"):
             got = self.by_path.get(candidate)
+            if got is not None:
+                return got
+        if ref.isascii():
+            return None
+        spelt = unicodedata.normalize("NFC", ref)
+        got = self.nodes.get(spelt)
+        if got is not None:
+            return got
+        if self._by_nfc_path is None:
+            self._by_nfc_path = {}
+            for p, node in self.by_path.items():
+                self._by_nfc_path.setdefault(unicodedata.normalize("NFC", p), node)
+        spelt = spelt.lstrip("/")
+        for candidate in (spelt, f"{spelt}.md", f"{spelt}.markdown"):
+            got = self._by_nfc_path.get(candidate)
             if got is not None:
                 return got
         return None
