@@ -49,6 +49,24 @@ def test_display_text_is_not_the_target(repo: Repo, cli: Any) -> None:
     assert ("Physics", "wikilink", "Voltage", False) not in edges(repo, cli)
 
 
+def test_a_note_titled_with_md_is_named_as_obsidian_links_it(repo: Repo, cli: Any) -> None:
+    """A note titled `README.md` in Obsidian is the file `README.md.md`, which Obsidian links `[[README.md]]`: it
+    looks a name up as written, then with `.md` after it. Where a file is named `x.md`, that one is the link's."""
+    files: dict[str, str | bytes] = {
+        **OBSIDIAN, "README.md.md": "# About the readme\n", "docs/CLAUDE.md.md": "# About CLAUDE.md\n",
+        "x.md": "# x\n", "x.md.md": "# x.md\n",
+        "Home.md": "[[README.md]]\n[about](README.md)\n![[CLAUDE.md#About CLAUDE.md]]\n[[docs/CLAUDE.md]]\n[[x.md]]\n"
+                   "[[gone.md]]\n",
+    }
+    got = findings(repo, cli, files)
+    assert [(p, line, code) for p, line, code, _ in got] == [("Home.md", 6, "W221")]
+    assert "looked for 'gone.md'" in got[0][3]
+    assert {(fld, t) for f, fld, t, broken in edges(repo, cli) if f == "Home" and not broken} == {
+        ("wikilink", "README.md"), ("link", "README.md"), ("wikilink", "docs/CLAUDE.md"), ("wikilink", "x")}
+    r = cli("blast", "claude.md", "--rev", "HEAD", "--json", cwd=repo.path)
+    assert r.code == 0 and r.json()["target"] == "docs/CLAUDE.md", r.err
+
+
 def test_names_are_not_normalised_into_other_notes(repo: Repo, cli: Any) -> None:
     got = findings(repo, cli, {
         "CSS-kodestykker.md": "x\n", "C String.md": "x\n",

@@ -106,6 +106,12 @@ def read(root: Path) -> Reading:
         return posixpath.normpath(posixpath.join(posixpath.dirname(src), name))
 
     def wikilink(name: str, src: str) -> str | None:
+        hit = _wikilink(name, src)
+        if hit is None and name.lower().endswith(".md"):
+            hit = _wikilink(name + ".md", src)  # looked for as written, then with `.md` after it
+        return hit
+
+    def _wikilink(name: str, src: str) -> str | None:
         if name.startswith("/"):
             return exact(name.lstrip("/"))
         if name.startswith(("./", "../")):
@@ -115,6 +121,12 @@ def read(root: Path) -> Reading:
         return pick(named(name), src)
 
     def markdown(path: str, src: str) -> str | None:
+        hit = _markdown(path, src)
+        if hit is None and path.lower().endswith(".md"):
+            hit = _markdown(path + ".md", src)
+        return hit
+
+    def _markdown(path: str, src: str) -> str | None:
         rel = posixpath.normpath(path.lstrip("/")) if path.startswith("/") else relative(src, path)
         hit = exact(rel) or (None if path.startswith("/") else exact(path))
         if hit is None and not path.startswith(("/", "./", "../")):

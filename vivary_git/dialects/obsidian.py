@@ -16,6 +16,8 @@ import posixpath
 import urllib.parse
 from collections.abc import Sequence
 
+import msgspec
+
 from vivary_git.dialects import (
     Resolution,
     Rules,
@@ -247,8 +249,19 @@ class Resolver:
     def __init__(self, rules: Rules, notes: Sequence[str], files: Sequence[str]) -> None:
         self.index = Index(notes, files, rules.case, NOTE_SUFFIXES if rules.markdown_files else OBSIDIAN_NOTE_SUFFIXES,
                            lowers_with_extension(rules))
+        # Obsidian looks a name up as written, then with `.md` after it: a note titled `README.md` is the file
+        # `README.md.md`, which Obsidian links as `[[README.md]]` (no file being named `README.md`).
+        self._md_again = rules.dialect == "obsidian"
 
     def resolve(self, target: Target, source: str) -> Resolution:
+        got = self._resolve(target, source)
+        if got.path is None and self._md_again and target.name.lower().endswith(".md"):
+            again = self._resolve(msgspec.structs.replace(target, name=target.name + ".md"), source)
+            if again.path is not None:
+                return Resolution(again.path, got.looked_for)
+        return got
+
+    def _resolve(self, target: Target, source: str) -> Resolution:
         name = target.name
         if not name:
             return Resolution(source, source)  # [[#heading]]: this same note
@@ -273,6 +286,12 @@ class Resolver:
         return Resolution(index.nearest(name, source), name)
 
     def candidates(self, target: Target) -> list[str]:
+        found = self._candidates(target)
+        if not found and self._md_again and target.name.lower().endswith(".md"):
+            return self._candidates(msgspec.structs.replace(target, name=target.name + ".md"))
+        return found
+
+    def _candidates(self, target: Target) -> list[str]:
         name = target.name
         if not name:
             return []
