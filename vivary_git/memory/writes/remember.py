@@ -40,6 +40,8 @@ _TAG = re.compile(r"\A[^\s\x00-\x1f,\[\]{}#\"'`]+\Z")
 _SLUG_ID = re.compile(r"\A[a-z0-9][a-z0-9._-]*\Z")
 _STEM = re.compile(r"[^a-z0-9]+")
 _DASHES = re.compile(r"-{2,}")
+# The device names Git for Windows refuses as a file name, with any extension (its `is_valid_win32_path`).
+_WINDOWS_DEVICE = re.compile(r"con|prn|aux|nul|com[1-9]|lpt[1-9]")
 _FIELD = re.compile(r"\A[A-Za-z_][A-Za-z0-9_.-]{0,63}\Z")
 _LINK_UNSAFE = re.compile(r"[\[\]|#^\x00-\x1f]")
 # Keys `link` and `unlink` never write, whatever a config types them as: what a note is, and whether it is
@@ -351,7 +353,8 @@ def _stem(title: str, ids: str) -> str:
     is the path (a vault), the letters, marks and digits of every script stay, in NFC: a memory
     titled `Деплой по вторникам` is `деплой-по-вторникам.md`, not `memory-3.md`, since a vault's
     file names are what its editor shows. At most 60 characters and 180 bytes, cut after the last whole word
-    that fits (a single word longer than that is cut); "memory" when none are left (`🚀🚀🚀`)."""
+    that fits (a single word longer than that is cut); "memory" when none are left (`🚀🚀🚀`), `-memory` after a
+    device name Windows reserves (`con-memory`)."""
     low = title.lower()
     if ids != "path" or low.isascii():
         stem = _STEM.sub("-", _ascii_letters(low))
@@ -367,7 +370,10 @@ def _stem(title: str, ids: str) -> str:
     # Mid-word (`...-always-happens-o`): back to the last word's end, unless the first word alone is longer.
     if end < len(stem) and stem[end] != "-" and (cut := stem.rfind("-", 0, end)) > 0:
         end = cut
-    return stem[:end].strip("-") or "memory"
+    stem = stem[:end].strip("-") or "memory"
+    # A device name Windows reserves (`con.md`, `aux.md`, `com1.md`) is a path Git for Windows will not check out:
+    # one such memory would stop every Windows clone of the repository.
+    return f"{stem}-memory" if _WINDOWS_DEVICE.fullmatch(stem) else stem
 
 
 def _folder_for(view: View, type_name: str) -> str:
