@@ -40,8 +40,9 @@ _TAG = re.compile(r"\A[^\s\x00-\x1f,\[\]{}#\"'`]+\Z")
 _SLUG_ID = re.compile(r"\A[a-z0-9][a-z0-9._-]*\Z")
 _STEM = re.compile(r"[^a-z0-9]+")
 _DASHES = re.compile(r"-{2,}")
-# The device names Git for Windows refuses as a file name, with any extension (its `is_valid_win32_path`).
-_WINDOWS_DEVICE = re.compile(r"con|prn|aux|nul|com[1-9]|lpt[1-9]")
+# The device names Git for Windows refuses as a file or folder name, with any extension (its
+# `is_valid_win32_path`): `con`, `aux.md`, `COM1 .txt`.
+_WINDOWS_DEVICE = re.compile(r"(con|prn|aux|nul|com[1-9]|lpt[1-9]|conin\$|conout\$) *(\..*)?", re.IGNORECASE)
 _FIELD = re.compile(r"\A[A-Za-z_][A-Za-z0-9_.-]{0,63}\Z")
 _LINK_UNSAFE = re.compile(r"[\[\]|#^\x00-\x1f]")
 # Keys `link` and `unlink` never write, whatever a config types them as: what a note is, and whether it is
@@ -374,6 +375,12 @@ def _stem(title: str, ids: str) -> str:
     # A device name Windows reserves (`con.md`, `aux.md`, `com1.md`) is a path Git for Windows will not check out:
     # one such memory would stop every Windows clone of the repository.
     return f"{stem}-memory" if _WINDOWS_DEVICE.fullmatch(stem) else stem
+
+
+def windows_refuses(part: str) -> bool:
+    """Whether Git for Windows refuses `part` as a file or folder name, so a commit holding it stops every Windows
+    checkout: a device name (`con`, `aux.md`) or a name ending in a dot or a space (Windows drops them)."""
+    return part.endswith((".", " ")) or bool(_WINDOWS_DEVICE.fullmatch(part))
 
 
 def _folder_for(view: View, type_name: str) -> str:
