@@ -499,8 +499,8 @@ class Reads(Warm):
             raise UsageError("give a node id (from search) or a note's path")
         if not 0 <= neighbors <= MAX_HOPS:
             raise UsageError(f"neighbors must be 0 to {MAX_HOPS} hops (got {neighbors})")
-        if self.usermem().owns(id.strip()):
-            packet: NodePacket = self.usermem().read(id.strip(), include_content=include_content, neighbors=neighbors)
+        if self.usermem().owns(id.lstrip()):  # a trailing blank may be the id's own (`user:Meeting `): kept
+            packet: NodePacket = self.usermem().read(id.lstrip(), include_content=include_content, neighbors=neighbors)
             return packet
         with self._lock:
             st = self.state()
