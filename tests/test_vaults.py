@@ -360,6 +360,26 @@ def test_decomposed_unicode_names_match_composed_links(repo: Repo, cli: Any) -> 
     assert ("Home", "wikilink", "Caf\u00e9", False) in edges(repo, cli)
 
 
+
+def test_no_break_spaces_in_a_name_are_the_spaces_obsidian_reads(repo: Repo, cli: Any) -> None:
+    """A screenshot macOS named `… at 9.41.12<U+202F>AM.png` (a narrow no-break space), or a title pasted with a
+    no-break space (U+00A0), is listed by Obsidian with a plain space (its `normalizePath`), which is how its links
+    name it. Each was a W223 or W221 whose message printed the very name of the file beside it."""
+    shot = "Attachments/Screenshot 2024-05-01 at 9.41.12\u202fAM.png"
+    files: dict[str, str | bytes] = {
+        **OBSIDIAN, shot: b"png", "Meeting\u00a0notes.md": "# Meeting\n",
+        "Home.md": "![[Screenshot 2024-05-01 at 9.41.12 AM.png]]\n[[meeting notes]]\n"
+                   "![shot](Attachments/Screenshot%202024-05-01%20at%209.41.12%20AM.png)\n"
+                   "[[Meeting\u202fnotes]]\n[[Meeting\u2009notes]]\n",
+    }
+    got = findings(repo, cli, files)
+    assert [(p, line, code) for p, line, code, _ in got] == [("Home.md", 5, "W221")]  # a thin space is no space
+    assert {(fld, t) for f, fld, t, broken in edges(repo, cli) if f == "Home" and not broken} == {
+        ("wikilink", "Meeting\u00a0notes")}
+    r = cli("blast", "Meeting notes", "--rev", "HEAD", "--json", cwd=repo.path)
+    assert r.code == 0 and r.json()["target"] == "Meeting\u00a0notes", r.err
+
+
 # --- every link kind is an edge ----------------------------------------------------------------------------
 
 def test_properties_are_edges_named_by_the_property(repo: Repo, cli: Any) -> None:

@@ -17,7 +17,8 @@ ATTACHMENT = {"png", "jpg", "jpeg", "gif", "svg", "webp", "pdf", "mp3", "mp4", "
 
 
 def _key(s: str) -> str:
-    return unicodedata.normalize("NFC", s).lower()
+    """A name as the page compares it: NFC, no-break spaces (U+00A0, U+202F) as spaces, lowercased."""
+    return unicodedata.normalize("NFC", s).replace("\u00a0", " ").replace("\u202f", " ").lower()
 
 
 def _stem_key(stem: str) -> str:
