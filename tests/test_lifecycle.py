@@ -341,6 +341,8 @@ _NOT_A_MEMORY = ("{id!r} is not a memory (a note of type memory in memories/); {
 _BAD_PART = ("{to!r}: {part!r} cannot be part of a memory's path (no empty, `.` or `..` parts, no leading dot, none "
              "of [ ] | # ^ \\ : * ? \" < > or control characters)")
 _NOT_MD = "{to!r}: a memory is a Markdown note; its name ends in .md"
+_WINDOWS = ("{to!r}: {part!r} is a name Windows refuses (a device name such as con, aux or com1, or a name ending in a "
+            "dot or a space), which Git for Windows cannot check out; choose another name")
 
 
 def _service(repo: Repo) -> Any:
@@ -500,6 +502,12 @@ def test_where_a_memory_may_move_to(repo: Repo) -> None:
         ("a|b", _BAD_PART.format(to="a|b", part="a|b.md")),
         ("a:b", _BAD_PART.format(to="a:b", part="a:b.md")),
         ("a\x01b", _BAD_PART.format(to="a\x01b", part="a\x01b.md")),
+        # Git for Windows refuses these names, so a commit holding one stops every Windows checkout
+        ("con", _WINDOWS.format(to="con", part="con.md")),
+        ("ops/AUX.md", _WINDOWS.format(to="ops/AUX.md", part="AUX.md")),
+        ("ops./x", _WINDOWS.format(to="ops./x", part="ops.")),
+        ("ops /x", _WINDOWS.format(to="ops /x", part="ops ")),
+        ("lpt1", _WINDOWS.format(to="lpt1", part="lpt1.md")),
         (long_ok + "b", f"{long_ok + 'b'!r} is too long for a path"),
         (accented, f"{accented!r} is too long for a path"),
     ]
@@ -512,7 +520,7 @@ def test_where_a_memory_may_move_to(repo: Repo) -> None:
                  ("memories/ops/e", "memories/ops/e.md"),
                  ("ops/notes.about-it", "memories/ops/notes.about-it.md"), ("ops/g.abcdef", "memories/ops/g.abcdef.md"),
                  ("memoriesx/h", "memories/memoriesx/h.md"), ("deploy days", "memories/memoriesx/deploy days.md"),
-                 (long_ok, f"memories/{long_ok}.md")]
+                 ("console", "memories/memoriesx/console.md"), (long_ok, f"memories/{long_ok}.md")]
         at, was = "memories/ops/a", "memories/ops/a.md"
         for to, path in moves:
             got = service.move(at, to)

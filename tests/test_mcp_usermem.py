@@ -420,3 +420,16 @@ def test_a_user_scoped_search_counts_only_the_user_memorys_left_out(repo: Repo, 
         assert svc.search("kettle").hidden == 2
     finally:
         svc.close()
+
+
+def test_a_user_memory_id_is_read_as_spelt(repo: Repo, tmp_path: Path) -> None:
+    """`user:Meeting ` (a note named with a trailing space) is that note, not `user:Meeting`: the id is read as
+    spelt, in the user memory as in the workspace."""
+    _user_memory(tmp_path, {"Meeting .md": "# The spaced one\n", "Meeting.md": "# The plain one\n"})
+    repo.commit("init", {"README.md": "# A project\n"})
+    service = MemoryService(repo.path)
+    try:
+        assert service.read("user:Meeting ").title == "The spaced one"
+        assert service.read(" user:Meeting").title == "The plain one"
+    finally:
+        service.close()

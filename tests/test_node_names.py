@@ -143,6 +143,32 @@ def test_foam_identifiers_are_path_suffixes_and_folders(repo: Repo, cli: Any) ->
     assert r.code == 2 and "'WikiLinks' names 2 notes: 'dev/wikilinks', 'user/features/wikilinks'" in r.err
 
 
+@pytest.mark.parametrize("editor", [{".obsidian/app.json": "{}\n"}, {".foam/config.json": "{}\n"}])
+def test_a_greek_name_ending_in_sigma_is_lowercased_with_its_md(repo: Repo, cli: Any, editor: dict[str, str]) -> None:
+    """Obsidian matches `(name + ".md").toLowerCase()` with `file.name.toLowerCase()`, and Foam its identifier plus
+    `.md` with the file's path alike: a capital `Σ` ending a name is `σ` there (`ΑΣ.md` is `ασ.md`), not the final
+    `ς` it is alone. So `[[ΑΣ]]` (and `blast ΑΣ`) is `Δ/ασ.md`, and `[[λογος]]` is not `ΛΟΓΟΣ.md` but a broken link,
+    as the editors show it; in a folder's name a `Σ` before `/` is final in both."""
+    repo.commit(files={**editor, "Δ/ασ.md": "# as\n", "ΛΟΓΟΣ.md": "# Logos\n", "ΟΔΟΣ/Χ.md": "# x\n",
+                       "Home.md": "[[ΑΣ]]\n[[λογος]]\n[[ΛΟΓΟΣ]]\n[[οδος/χ]]\n"})
+    assert blast_target(repo, cli, "ΑΣ") == "Δ/ασ"
+    assert blast_target(repo, cli, "λογοσ") == "ΛΟΓΟΣ"
+    r = cli("blast", "λογος", "--rev", "HEAD", cwd=repo.path)
+    assert r.code == 2 and "no node named 'λογος'" in r.err
+    r = cli("graph", "--json", "--rev", "HEAD", cwd=repo.path)
+    assert r.code == 0, r.err
+    got = {(e["to"], e["broken"]) for e in r.json()["edges"] if e["from"] == "Home"}
+    assert got == {("Δ/ασ", False), ("λογος", True), ("ΛΟΓΟΣ", False), ("ΟΔΟΣ/Χ", False)}
+
+
+def test_a_dendron_name_ending_in_sigma_is_lowercased_alone(repo: Repo, cli: Any) -> None:
+    """Dendron's names have no extension (`fname`), lowercased alone: `[[λογος]]` is `ΛΟΓΟΣ.md`."""
+    repo.commit(files={"dendron.yml": "version: 5\n", "ΛΟΓΟΣ.md": "# Logos\n", "root.md": "[[λογος]]\n"})
+    assert blast_target(repo, cli, "λογος") == "ΛΟΓΟΣ"
+    r = cli("check", "--rev", "HEAD", cwd=repo.path)
+    assert r.code == 0, r.out + r.err
+
+
 def test_logseq_page_names_keep_their_namespace(repo: Repo, cli: Any) -> None:
     repo.commit(files={
         "logseq/config.edn": "{}\n",
@@ -244,3 +270,22 @@ def test_a_logseq_file_name_that_is_no_page_name_names_nothing(repo: Repo, cli: 
     assert "no node named 'bar'" in r.err
     for name in ("Foo", "foo", "pages/bar", "Pages/Bar", "pages/bar.md"):
         assert blast_target(repo, cli, name) == "pages/bar", name
+
+
+def test_mcp_read_takes_an_id_as_it_is_spelt_and_a_path_in_either_unicode_form(repo: Repo) -> None:
+    """An id is read as given: `Meeting ` (a file name with a trailing space, legal on Linux and macOS) is its own
+    note, not `Meeting` (the id with the space stripped off). A path is matched in NFC as names are: `Café.md`
+    typed composed is the note macOS committed decomposed (`Cafe\\u0301.md`), as its id `Café` already was."""
+    from vivary_git.mcp.service import MemoryService
+
+    decomposed = unicodedata.normalize("NFD", "Café.md")
+    repo.commit(files={".obsidian/app.json": "{}\n", "Meeting .md": "# The spaced one\n",
+                       "Meeting.md": "# The plain one\n", decomposed: "# Café\n"})
+    service = MemoryService(repo.path)
+    assert service.read("Meeting ").title == "The spaced one"
+    assert service.read("Meeting").title == "The plain one"
+    assert service.read(" Meeting\n").title == "The plain one"  # surrounding blanks no id has are still forgiven
+    for asked in ("Café", "Café.md", decomposed, unicodedata.normalize("NFC", "Café.md")):
+        got = service.read(asked)
+        assert (got.id, got.path) == ("Café", decomposed), asked
+    assert service.context("Meeting ").nodes[0].id == "Meeting "

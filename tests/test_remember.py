@@ -107,6 +107,21 @@ def test_a_memory_in_another_script_keeps_its_words_as_its_file_name_in_a_vault(
     assert r.code == 0 and r.json()["path"] == "memories/memory-2.md", r.out + r.err
 
 
+def test_a_memory_is_not_named_as_a_device_windows_reserves(repo: Repo, cli) -> None:
+    """`memories/con.md` (or `aux.md`, `com1.md`, `nul.md`) is a path Git for Windows refuses to check out, with
+    any extension: one such memory stopped every Windows clone. Its name gets `-memory`; a longer one is kept."""
+    _seed(repo)
+    got = {}
+    for text in ("Con", "AUX", "com1.", "Nul", "Console cables", "com10"):
+        r = cli("remember", text, "--json", cwd=repo.path)
+        assert r.code == 0, r.err
+        got[text] = r.json()["path"]
+    assert got == {"Con": "memories/con-memory.md", "AUX": "memories/aux-memory.md", "com1.": "memories/com1-memory.md",
+                   "Nul": "memories/nul-memory.md", "Console cables": "memories/console-cables.md",
+                   "com10": "memories/com10.md"}
+    assert cli("check", cwd=repo.path).code == 0
+
+
 def test_a_link_in_a_vault_is_a_property_link_the_graph_reads(repo: Repo, cli) -> None:
     _seed(repo)
     r = cli("remember", "Deploys need a green CI", "--link", "related:notes/deploy", "--json", cwd=repo.path)

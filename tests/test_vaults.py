@@ -49,6 +49,24 @@ def test_display_text_is_not_the_target(repo: Repo, cli: Any) -> None:
     assert ("Physics", "wikilink", "Voltage", False) not in edges(repo, cli)
 
 
+def test_a_note_titled_with_md_is_named_as_obsidian_links_it(repo: Repo, cli: Any) -> None:
+    """A note titled `README.md` in Obsidian is the file `README.md.md`, which Obsidian links `[[README.md]]`: it
+    looks a name up as written, then with `.md` after it. Where a file is named `x.md`, that one is the link's."""
+    files: dict[str, str | bytes] = {
+        **OBSIDIAN, "README.md.md": "# About the readme\n", "docs/CLAUDE.md.md": "# About CLAUDE.md\n",
+        "x.md": "# x\n", "x.md.md": "# x.md\n",
+        "Home.md": "[[README.md]]\n[about](README.md)\n![[CLAUDE.md#About CLAUDE.md]]\n[[docs/CLAUDE.md]]\n[[x.md]]\n"
+                   "[[gone.md]]\n",
+    }
+    got = findings(repo, cli, files)
+    assert [(p, line, code) for p, line, code, _ in got] == [("Home.md", 6, "W221")]
+    assert "looked for 'gone.md'" in got[0][3]
+    assert {(fld, t) for f, fld, t, broken in edges(repo, cli) if f == "Home" and not broken} == {
+        ("wikilink", "README.md"), ("link", "README.md"), ("wikilink", "docs/CLAUDE.md"), ("wikilink", "x")}
+    r = cli("blast", "claude.md", "--rev", "HEAD", "--json", cwd=repo.path)
+    assert r.code == 0 and r.json()["target"] == "docs/CLAUDE.md", r.err
+
+
 def test_names_are_not_normalised_into_other_notes(repo: Repo, cli: Any) -> None:
     got = findings(repo, cli, {
         "CSS-kodestykker.md": "x\n", "C String.md": "x\n",
@@ -60,14 +78,18 @@ def test_names_are_not_normalised_into_other_notes(repo: Repo, cli: Any) -> None
     assert {("Index", "CSS-kodestykker"), ("Index", "C String")} <= {(f, t) for f, _, t, _ in edges(repo, cli)}
 
 
-# Pairs `str.casefold()` equates and JavaScript's `toLowerCase()` (Obsidian's match) does not: (file, link).
+# Pairs `str.casefold()` equates and Obsidian's match does not: (file, link). Obsidian lowercases a name with its
+# `.md` (`(link + ".md").toLowerCase()` against `file.name.toLowerCase()`), where a `Σ` ending the name is not final:
+# `ΛΟΓΟΣ.md` is `λογοσ.md`, which `[[λογος]]` is not, and `[[ΛΟΓΟΣ]]` is not `λόγος.md`.
 CASEFOLD_ONLY = [
-    ("Straße", "STRASSE"), ("file", "\ufb01le"), ("ff", "\ufb00"), ("οδος", "οδοσ"), ("ασ", "ΑΣ"),
-    ("μ-Meson", "\u00b5-Meson"), ("s-Laut", "\u017f-Laut"), ("β-Zerfall", "\u03d0-Zerfall"), ("մն", "\ufb13"),
+    ("Straße", "STRASSE"), ("file", "\ufb01le"), ("ff", "\ufb00"), ("οδος", "οδοσ"), ("ΛΟΓΟΣ", "λογος"),
+    ("λόγος", "ΛΌΓΟΣ"), ("μ-Meson", "\u00b5-Meson"), ("s-Laut", "\u017f-Laut"), ("β-Zerfall", "\u03d0-Zerfall"),
+    ("մն", "\ufb13"),
 ]
-# Pairs `toLowerCase()` matches (node v20): final sigma, ẞ, title-case digraphs, Cherokee, dotted I.
+# Pairs Obsidian's `toLowerCase()` with `.md` matches (node v20): `ΑΣ.md` is `ασ.md`, ẞ, title-case digraphs,
+# Cherokee, dotted I.
 LOWERCASE_SAME = [
-    ("ΛΟΓΟΣ", "λογος"), ("Straße", "STRA\u1e9eE"), ("\u01c4EMAL", "\u01c5emal"), ("\u13a0CHEROKEE", "\uab70cherokee"),
+    ("ασ", "ΑΣ"), ("Straße", "STRA\u1e9eE"), ("\u01c4EMAL", "\u01c5emal"), ("\u13a0CHEROKEE", "\uab70cherokee"),
     ("\u0130zmir", "i\u0307zmir"),
 ]
 
@@ -336,6 +358,26 @@ def test_decomposed_unicode_names_match_composed_links(repo: Repo, cli: Any) -> 
     got = findings(repo, cli, {"Cafe\u0301.md": "x\n", "Home.md": "[[Caf\u00e9]]\n"})
     assert got == []
     assert ("Home", "wikilink", "Caf\u00e9", False) in edges(repo, cli)
+
+
+
+def test_no_break_spaces_in_a_name_are_the_spaces_obsidian_reads(repo: Repo, cli: Any) -> None:
+    """A screenshot macOS named `… at 9.41.12<U+202F>AM.png` (a narrow no-break space), or a title pasted with a
+    no-break space (U+00A0), is listed by Obsidian with a plain space (its `normalizePath`), which is how its links
+    name it. Each was a W223 or W221 whose message printed the very name of the file beside it."""
+    shot = "Attachments/Screenshot 2024-05-01 at 9.41.12\u202fAM.png"
+    files: dict[str, str | bytes] = {
+        **OBSIDIAN, shot: b"png", "Meeting\u00a0notes.md": "# Meeting\n",
+        "Home.md": "![[Screenshot 2024-05-01 at 9.41.12 AM.png]]\n[[meeting notes]]\n"
+                   "![shot](Attachments/Screenshot%202024-05-01%20at%209.41.12%20AM.png)\n"
+                   "[[Meeting\u202fnotes]]\n[[Meeting\u2009notes]]\n",
+    }
+    got = findings(repo, cli, files)
+    assert [(p, line, code) for p, line, code, _ in got] == [("Home.md", 5, "W221")]  # a thin space is no space
+    assert {(fld, t) for f, fld, t, broken in edges(repo, cli) if f == "Home" and not broken} == {
+        ("wikilink", "Meeting\u00a0notes")}
+    r = cli("blast", "Meeting notes", "--rev", "HEAD", "--json", cwd=repo.path)
+    assert r.code == 0 and r.json()["target"] == "Meeting\u00a0notes", r.err
 
 
 # --- every link kind is an edge ----------------------------------------------------------------------------

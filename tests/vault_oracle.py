@@ -17,7 +17,13 @@ ATTACHMENT = {"png", "jpg", "jpeg", "gif", "svg", "webp", "pdf", "mp3", "mp4", "
 
 
 def _key(s: str) -> str:
-    return unicodedata.normalize("NFC", s).lower()
+    """A name as the page compares it: NFC, no-break spaces (U+00A0, U+202F) as spaces, lowercased."""
+    return unicodedata.normalize("NFC", s).replace("\u00a0", " ").replace("\u202f", " ").lower()
+
+
+def _stem_key(stem: str) -> str:
+    """A note's path without `.md` lowercased as the page says: with its `.md` after it."""
+    return _key(stem + ".md")[:-3]
 
 
 def _blank(text: str) -> str:
@@ -75,18 +81,18 @@ def read(root: Path) -> Reading:
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
     files = [f for f in files if not _hidden(f)]
     notes = [f for f in files if f.endswith(".md")]
-    note_by_path = {_key(f[:-3]): f for f in notes}
+    note_by_path = {_stem_key(f[:-3]): f for f in notes}
     file_by_path = {_key(f): f for f in files if not f.endswith(".md")}
 
     def exact(path: str) -> str | None:
         """A note by its path from the root (`.md` optional), else another file by its full path."""
         stem = path[:-3] if path.lower().endswith(".md") else path
-        return note_by_path.get(_key(stem)) or file_by_path.get(_key(path))
+        return note_by_path.get(_stem_key(stem)) or file_by_path.get(_key(path))
 
     def named(name: str) -> list[str]:
         """Notes named so (any case, `.md` optional; `folder/name`: paths ending so), else other files."""
         stem = name[:-3] if name.lower().endswith(".md") else name
-        got = [f for f in notes if ("/" + _key(f[:-3])).endswith("/" + _key(stem))]
+        got = [f for f in notes if ("/" + _stem_key(f[:-3])).endswith("/" + _stem_key(stem))]
         return got or [f for f in files if not f.endswith(".md") and ("/" + _key(f)).endswith("/" + _key(name))]
 
     def pick(found: list[str], src: str) -> str | None:
@@ -101,6 +107,12 @@ def read(root: Path) -> Reading:
         return posixpath.normpath(posixpath.join(posixpath.dirname(src), name))
 
     def wikilink(name: str, src: str) -> str | None:
+        hit = _wikilink(name, src)
+        if hit is None and name.lower().endswith(".md"):
+            hit = _wikilink(name + ".md", src)  # looked for as written, then with `.md` after it
+        return hit
+
+    def _wikilink(name: str, src: str) -> str | None:
         if name.startswith("/"):
             return exact(name.lstrip("/"))
         if name.startswith(("./", "../")):
@@ -110,6 +122,12 @@ def read(root: Path) -> Reading:
         return pick(named(name), src)
 
     def markdown(path: str, src: str) -> str | None:
+        hit = _markdown(path, src)
+        if hit is None and path.lower().endswith(".md"):
+            hit = _markdown(path + ".md", src)
+        return hit
+
+    def _markdown(path: str, src: str) -> str | None:
         rel = posixpath.normpath(path.lstrip("/")) if path.startswith("/") else relative(src, path)
         hit = exact(rel) or (None if path.startswith("/") else exact(path))
         if hit is None and not path.startswith(("/", "./", "../")):

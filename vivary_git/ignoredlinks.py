@@ -99,7 +99,8 @@ def _targets(ws: Workspace, broken: Sequence[Finding], ignored: list[str]) -> di
     """For each broken finding (by its index in `broken`) whose link an ignored file would answer: that file."""
     rules = ws.config.links
     index = obsidian.Index([], ignored, rules.case,
-                           obsidian.NOTE_SUFFIXES if rules.markdown_files else obsidian.OBSIDIAN_NOTE_SUFFIXES)
+                           obsidian.NOTE_SUFFIXES if rules.markdown_files else obsidian.OBSIDIAN_NOTE_SUFFIXES,
+                           obsidian.lowers_with_extension(rules))
     ids: dict[str, str] | None = None  # id -> the ignored note that would have it, were it not ignored
     out: dict[int, str] = {}
     for n, (by_id, looked_for) in _looked_for(ws, broken).items():

@@ -155,15 +155,35 @@ def path_matches(path: str, globs: Sequence[str]) -> bool:
     return any(fnmatchcase(name, nfc(glob)) for glob in globs)
 
 
+# Obsidian spells every vault path as its `normalizePath` does: in NFC, and with a no-break space (U+00A0) and a
+# narrow no-break space (U+202F, which macOS puts before AM/PM in a screenshot's name) as a plain space.
+_SPACES = str.maketrans({"\u00a0": " ", "\u202f": " "})
+
+
 def fold(text: str, case: str) -> str:
-    """A name as it is matched: NFC, and lowercased unless matching is case-sensitive.
+    """A name as it is matched: NFC, no-break spaces as spaces, and lowercased unless matching is case-sensitive.
 
     Lowercased, not case-folded: the editors (Obsidian, Foam, Dendron, Logseq: all JavaScript) match names by
     `toLowerCase()`, Unicode's full lowercase mapping with the final-sigma rule, which is `str.lower()`.
     `casefold()` equates more (`Masse` and `Maße`, `file` and `ﬁle`, `μ` and `µ`), so a link reached a note the
-    editor does not open, or resolved where the editor shows it unresolved."""
-    text = nfc(text)
+    editor does not open, or resolved where the editor shows it unresolved. The spaces: a screenshot macOS named
+    `… at 9.41.12<U+202F>AM.png` is the file `![[… at 9.41.12 AM.png]]` names, as Obsidian lists it."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFC", text)
+        if "\u00a0" in text or "\u202f" in text:
+            text = text.translate(_SPACES)
     return text.lower() if case == "insensitive" else text
+
+
+def fold_stem(stem: str, case: str) -> str:
+    """A note's name or path without its `.md` as it is matched where the editor lowercases it with its `.md`
+    (Obsidian compares `(link + ".md").toLowerCase()` with `file.name.toLowerCase()`, and Foam its identifier
+    plus `.md` with the file's path): `fold`, but for the final-sigma rule. A `Σ` ending a name lowercases to `ς`
+    alone and to `σ` before `.md`, so `[[ΑΣ]]` is `ασ.md`, and `[[λογος]]` is not `ΛΟΓΟΣ.md` (its name is
+    `λογοσ.md` lowercased). Dendron and Logseq lowercase names without an extension: `fold`."""
+    if case != "insensitive" or "\u03a3" not in stem:
+        return fold(stem, case)
+    return fold(stem + ".md", case)[:-3]
 
 
 def split_target(text: str, alias: str) -> tuple[str, str | None]:

@@ -16,7 +16,20 @@ import posixpath
 import urllib.parse
 from collections.abc import Sequence
 
-from vivary_git.dialects import Resolution, Rules, Target, fold, is_placeholder, is_url, missing_code, nfc, split_target
+import msgspec
+
+from vivary_git.dialects import (
+    Resolution,
+    Rules,
+    Target,
+    fold,
+    fold_stem,
+    is_placeholder,
+    is_url,
+    missing_code,
+    nfc,
+    split_target,
+)
 from vivary_git.models import Link
 
 NOTE_SUFFIXES = (".md", ".markdown")
@@ -70,22 +83,25 @@ class Index:
     """Every note and file path of the tree, looked up by path and by name."""
 
     def __init__(self, notes: Sequence[str], files: Sequence[str], case: str,
-                 suffixes: tuple[str, ...] = NOTE_SUFFIXES) -> None:
+                 suffixes: tuple[str, ...] = NOTE_SUFFIXES, with_extension: bool = False) -> None:
         self.case = case
         self.suffixes = suffixes  # the extensions of notes, which a link may leave out
+        # How a note's name without its `.md` is lowercased: with its `.md` after it where the editor lowercases
+        # names so (Obsidian, Foam: `fold_stem`), else alone (Dendron's and Logseq's names have no extension).
+        self._fold_stem = fold_stem if with_extension else fold
         self.note_paths: dict[str, str] = {}  # folded path without its .md -> path
         self.note_names: dict[str, list[str]] = {}  # folded name without .md -> paths
         self.file_paths: dict[str, str] = {}  # folded path -> path (attachments, and notes with their .md)
         self.file_names: dict[str, list[str]] = {}
         for p in notes:
-            key = fold(self._stem(p), case)
+            key = self._fold_stem(self._stem(p), case)
             self.note_paths.setdefault(key, p)
             self.note_names.setdefault(key.rsplit("/", 1)[-1], []).append(p)
             self.file_paths.setdefault(fold(p, case), p)
         for p in files:
             key = fold(p, case)
             if key.endswith(suffixes):  # a note left out of the graph (a template): still a note to link
-                stem = fold(self._stem(p), case)
+                stem = self._fold_stem(self._stem(p), case)
                 self.note_paths.setdefault(stem, p)
                 self.note_names.setdefault(stem.rsplit("/", 1)[-1], []).append(p)
             self.file_paths.setdefault(key, p)
@@ -109,7 +125,7 @@ class Index:
         if not path or path.startswith("../") or path == "..":
             return None
         key = fold(path, self.case)
-        found = self.note_paths.get(fold(self._stem(path), self.case)) or self.file_paths.get(key)
+        found = self.note_paths.get(self._fold_stem(self._stem(path), self.case)) or self.file_paths.get(key)
         if found is not None and found != path and self._stem(found) != path:
             return self._as_spelt(path) or found
         return found
@@ -128,17 +144,19 @@ class Index:
 
     def named(self, name: str) -> list[str]:
         """Notes named `name` (`.md` optional; a `folder/name` matches paths ending so), else files."""
-        return self._named(fold(name.strip("/"), self.case))
+        return self._named(name.strip("/"))
 
-    def _named(self, key: str) -> list[str]:
-        base = key.rsplit("/", 1)[-1]
+    def _named(self, name: str) -> list[str]:
+        """Notes named `name` (stripped of `/`s at its ends), else files; the name is folded here, not before: a
+        note's name is folded as its `.md` follows it (`fold_stem`)."""
+        key = fold(name, self.case)
+        stem = self._fold_stem(self._stem(name), self.case)
         if "/" not in key:
-            return self.note_names.get(fold(self._stem(base), self.case)) or self.file_names.get(base, [])
+            return self.note_names.get(stem) or self.file_names.get(key, [])
         note_tails, file_tails = self._tail_index()
-        tail = "/" + key
-        t = fold(self._stem(tail), self.case)
+        tail, t = "/" + key, "/" + stem
         found = [p for p in note_tails.get(_last_two(t), ())
-                 if ("/" + fold(self._stem(p), self.case)).endswith(t)]
+                 if ("/" + self._fold_stem(self._stem(p), self.case)).endswith(t)]
         if not found:
             found = [p for p in file_tails.get(_last_two(key), ()) if ("/" + fold(p, self.case)).endswith(tail)]
         return found
@@ -147,7 +165,7 @@ class Index:
         """Of the paths `name` names, the one in the folder of `source`, else the shortest (Obsidian);
         None when it names none."""
         key = fold(name.strip("/"), self.case)
-        found = self._named(key)
+        found = self._named(name.strip("/"))
         if len(found) < 2:
             return found[0] if found else None
         pick = self._group(key, found).nearest(source)
@@ -159,7 +177,7 @@ class Index:
     def first(self, name: str) -> str | None:
         """Of the paths `name` names, the first alphabetically (Foam); None when it names none."""
         key = fold(name.strip("/"), self.case)
-        found = self._named(key)
+        found = self._named(name.strip("/"))
         if len(found) < 2:
             return found[0] if found else None
         return self._group(key, found).first
@@ -181,7 +199,7 @@ class Index:
             files: dict[str, list[str]] = {}
             for paths in self.note_names.values():
                 for p in paths:
-                    notes.setdefault(_last_two(fold(self._stem(p), self.case)), []).append(p)
+                    notes.setdefault(_last_two(self._fold_stem(self._stem(p), self.case)), []).append(p)
             for paths in self.file_names.values():
                 for p in paths:
                     files.setdefault(_last_two(fold(p, self.case)), []).append(p)
@@ -222,11 +240,28 @@ def relative(source: str, name: str) -> str:
     return "" if joined == "." else joined
 
 
+def lowers_with_extension(rules: Rules) -> bool:
+    """Whether the editor lowercases a note's name with its `.md` after it (`fold_stem`): Obsidian and Foam do."""
+    return rules.dialect in ("obsidian", "foam")
+
+
 class Resolver:
     def __init__(self, rules: Rules, notes: Sequence[str], files: Sequence[str]) -> None:
-        self.index = Index(notes, files, rules.case, NOTE_SUFFIXES if rules.markdown_files else OBSIDIAN_NOTE_SUFFIXES)
+        self.index = Index(notes, files, rules.case, NOTE_SUFFIXES if rules.markdown_files else OBSIDIAN_NOTE_SUFFIXES,
+                           lowers_with_extension(rules))
+        # Obsidian looks a name up as written, then with `.md` after it: a note titled `README.md` is the file
+        # `README.md.md`, which Obsidian links as `[[README.md]]` (no file being named `README.md`).
+        self._md_again = rules.dialect == "obsidian"
 
     def resolve(self, target: Target, source: str) -> Resolution:
+        got = self._resolve(target, source)
+        if got.path is None and self._md_again and target.name.lower().endswith(".md"):
+            again = self._resolve(msgspec.structs.replace(target, name=target.name + ".md"), source)
+            if again.path is not None:
+                return Resolution(again.path, got.looked_for)
+        return got
+
+    def _resolve(self, target: Target, source: str) -> Resolution:
         name = target.name
         if not name:
             return Resolution(source, source)  # [[#heading]]: this same note
@@ -251,6 +286,12 @@ class Resolver:
         return Resolution(index.nearest(name, source), name)
 
     def candidates(self, target: Target) -> list[str]:
+        found = self._candidates(target)
+        if not found and self._md_again and target.name.lower().endswith(".md"):
+            return self._candidates(msgspec.structs.replace(target, name=target.name + ".md"))
+        return found
+
+    def _candidates(self, target: Target) -> list[str]:
         name = target.name
         if not name:
             return []

@@ -502,8 +502,8 @@ class Reads(Warm):
             raise UsageError("give a node id (from search) or a note's path")
         if not 0 <= neighbors <= MAX_HOPS:
             raise UsageError(f"neighbors must be 0 to {MAX_HOPS} hops (got {neighbors})")
-        if self.usermem().owns(id.strip()):
-            packet: NodePacket = self.usermem().read(id.strip(), include_content=include_content, neighbors=neighbors)
+        if self.usermem().owns(id.lstrip()):  # a trailing blank may be the id's own (`user:Meeting `): kept
+            packet: NodePacket = self.usermem().read(id.lstrip(), include_content=include_content, neighbors=neighbors)
             return packet
         with self._lock:
             st = self.state()
@@ -546,8 +546,9 @@ class Reads(Warm):
 
     def _public_id(self, st: State, asked: str) -> str:
         """The id of the public node `asked` names (an id or a path); a private file is refused by name, anything
-        else as unknown."""
-        found = st.view.find(asked.strip())
+        else as unknown. The id as given first: `Meeting ` (a file name with a trailing space) is its own note, not
+        `Meeting`; blanks around an id no note has are then forgiven."""
+        found = st.view.find(asked) or st.view.find(asked.strip())
         if found is None:
             self._refuse_private_path(st, asked.strip())
             raise UsageError(f"no public node {asked!r} in this workspace (ids come from `search`; private notes "

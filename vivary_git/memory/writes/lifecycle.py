@@ -40,6 +40,7 @@ from vivary_git.memory.writes.remember import (
     _logged,
     _refuse_private_target,
     check_note,
+    windows_refuses,
 )
 from vivary_git.memory.writes.secrets import refuse_secrets
 
@@ -257,6 +258,11 @@ def _destination(view: View, node: MemoryNode, to: str) -> str:
     if bad:
         raise UsageError(f"{to!r}: {bad[0]!r} cannot be part of a memory's path (no empty, `.` or `..` parts, no "
                          "leading dot, none of [ ] | # ^ \\ : * ? \" < > or control characters)")
+    refused = [p for p in parts if windows_refuses(p)]
+    if refused:
+        raise UsageError(f"{to!r}: {refused[0]!r} is a name Windows refuses (a device name such as con, aux or "
+                         "com1, or a name ending in a dot or a space), which Git for Windows cannot check out; "
+                         "choose another name")
     if len(text.encode("utf-8")) > 400:
         raise UsageError(f"{to!r} is too long for a path")
     return text

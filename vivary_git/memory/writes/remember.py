@@ -40,6 +40,9 @@ _TAG = re.compile(r"\A[^\s\x00-\x1f,\[\]{}#\"'`]+\Z")
 _SLUG_ID = re.compile(r"\A[a-z0-9][a-z0-9._-]*\Z")
 _STEM = re.compile(r"[^a-z0-9]+")
 _DASHES = re.compile(r"-{2,}")
+# The device names Git for Windows refuses as a file or folder name, with any extension (its
+# `is_valid_win32_path`): `con`, `aux.md`, `COM1 .txt`.
+_WINDOWS_DEVICE = re.compile(r"(con|prn|aux|nul|com[1-9]|lpt[1-9]|conin\$|conout\$) *(\..*)?", re.IGNORECASE)
 _FIELD = re.compile(r"\A[A-Za-z_][A-Za-z0-9_.-]{0,63}\Z")
 _LINK_UNSAFE = re.compile(r"[\[\]|#^\x00-\x1f]")
 # Keys `link` and `unlink` never write, whatever a config types them as: what a note is, and whether it is
@@ -89,6 +92,7 @@ class View:
         self.snapshot = snapshot
         self.nodes: dict[str, MemoryNode] = {n.id: n for n in snapshot.nodes}
         self.by_path: dict[str, MemoryNode] = {n.path: n for n in snapshot.nodes}
+        self._by_nfc_path: dict[str, MemoryNode] | None = None  # `by_path` in NFC, built on a miss that needs it
         self._ids: set[str] | None = None
 
     @property
@@ -109,6 +113,7 @@ class View:
             self.by_path.pop(old.path, None)
         self.nodes[node.id] = node
         self.by_path[node.path] = node
+        self._by_nfc_path = None
         self.ids.add(node.id)
 
     def repo_path(self, path: str) -> str:
@@ -116,13 +121,29 @@ class View:
         return f"{prefix}/{path}" if prefix else path
 
     def find(self, ref: str) -> MemoryNode | None:
-        """An admitted node by id, or by workspace-relative path (with or without `.md`)."""
+        """An admitted node by id, or by workspace-relative path (with or without `.md`), in either Unicode form:
+        ids are NFC, and a path typed composed (`Café.md`) is the one macOS committed decomposed."""
         got = self.nodes.get(ref)
         if got is not None:
             return got
         path = ref.lstrip("/")
         for candidate in (path, f"{path}.md", f"{path}.markdown"):
             got = self.by_path.get(candidate)
+            if got is not None:
+                return got
+        if ref.isascii():
+            return None
+        spelt = unicodedata.normalize("NFC", ref)
+        got = self.nodes.get(spelt)
+        if got is not None:
+            return got
+        if self._by_nfc_path is None:
+            self._by_nfc_path = {}
+            for p, node in self.by_path.items():
+                self._by_nfc_path.setdefault(unicodedata.normalize("NFC", p), node)
+        spelt = spelt.lstrip("/")
+        for candidate in (spelt, f"{spelt}.md", f"{spelt}.markdown"):
+            got = self._by_nfc_path.get(candidate)
             if got is not None:
                 return got
         return None
@@ -333,7 +354,8 @@ def _stem(title: str, ids: str) -> str:
     is the path (a vault), the letters, marks and digits of every script stay, in NFC: a memory
     titled `Деплой по вторникам` is `деплой-по-вторникам.md`, not `memory-3.md`, since a vault's
     file names are what its editor shows. At most 60 characters and 180 bytes, cut after the last whole word
-    that fits (a single word longer than that is cut); "memory" when none are left (`🚀🚀🚀`)."""
+    that fits (a single word longer than that is cut); "memory" when none are left (`🚀🚀🚀`), `-memory` after a
+    device name Windows reserves (`con-memory`)."""
     low = title.lower()
     if ids != "path" or low.isascii():
         stem = _STEM.sub("-", _ascii_letters(low))
@@ -349,7 +371,16 @@ def _stem(title: str, ids: str) -> str:
     # Mid-word (`...-always-happens-o`): back to the last word's end, unless the first word alone is longer.
     if end < len(stem) and stem[end] != "-" and (cut := stem.rfind("-", 0, end)) > 0:
         end = cut
-    return stem[:end].strip("-") or "memory"
+    stem = stem[:end].strip("-") or "memory"
+    # A device name Windows reserves (`con.md`, `aux.md`, `com1.md`) is a path Git for Windows will not check out:
+    # one such memory would stop every Windows clone of the repository.
+    return f"{stem}-memory" if _WINDOWS_DEVICE.fullmatch(stem) else stem
+
+
+def windows_refuses(part: str) -> bool:
+    """Whether Git for Windows refuses `part` as a file or folder name, so a commit holding it stops every Windows
+    checkout: a device name (`con`, `aux.md`) or a name ending in a dot or a space (Windows drops them)."""
+    return part.endswith((".", " ")) or bool(_WINDOWS_DEVICE.fullmatch(part))
 
 
 def _folder_for(view: View, type_name: str) -> str:
