@@ -190,6 +190,15 @@ class Written(msgspec.Struct, frozen=True):
         return (f"written by {age} vivary-git ({by}format {self.format}, store {self.store}; this one reads "
                 f"format {FORMAT_VERSION}, store {STORE_FORMAT})")
 
+    def fate(self) -> str:
+        """What happens to this cache here, as every message about one says it (docs/cache.md, "When versions
+        differ")."""
+        if self.newer():
+            return ("this one neither reads it nor records on it, and `sync push` leaves it on the remote; "
+                    "upgrade vivary-git to use it (this one's local cache in .git/vivary/ still works)")
+        return ("this one does not read it; the next run that records replaces it with this one's "
+                "(`git vivary check --rev HEAD`), and the next `sync push` publishes that")
+
 
 class StoreDamaged(Exception):
     """The cache at `ref` cannot be trusted: `str(err)` says which part and why."""
