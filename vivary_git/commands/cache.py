@@ -126,7 +126,7 @@ def _status(repo: Repo, args: argparse.Namespace) -> int:
         return EXIT_OK
     if not s.exists:
         print(f"{s.ref}: none yet (`git vivary check --rev HEAD` records one; `git vivary sync fetch` gets one)")
-    elif s.format:
+    elif s.problem and s.format:  # another vivary-git's cache
         print(f"{s.ref}: {s.commit}: not read: {shown(s.problem)}")
     elif s.problem:
         print(f"{s.ref}: unreadable: {shown(s.problem)}")
