@@ -82,7 +82,8 @@ def test_cache_commands_say_which_version_wrote_a_cache_and_call_it_no_damage(sh
                                                                                age: str) -> None:
     cli("check", "--rev", "HEAD", cwd=shared.path)
     theirs = as_written_by(shared.path, fields)
-    said = f"written by {'a' if age == 'newer' else 'an'} {age} vivary-git ({fields['writer']}, format {fields['format']}"
+    article = "a" if age == "newer" else "an"
+    said = f"written by {article} {age} vivary-git ({fields['writer']}, format {fields['format']}"
     status = cli("cache", "status", cwd=shared.path)
     assert status.code == 0 and said in status.out and theirs in status.out, status.out
     verify = cli("cache", "verify", cwd=shared.path)
@@ -139,3 +140,41 @@ def test_sync_push_of_another_versions_cache_here_is_no_damage(shared: Repo, tmp
     assert r.code == 0, r.err
     assert "written by an older vivary-git" in r.err and "nothing was pushed" in r.err and "damaged" not in r.err
     assert git(origin, "for-each-ref", CACHE_REF) == ""
+
+
+def verdict(repo: Repo, fmt: int, more: str = "") -> str:
+    """A verdict note on HEAD as the version of format `fmt` writes it."""
+    tree = repo.git("rev-parse", "HEAD^{tree}").strip()
+    return (f'{{"tree":"{tree}","checked":6,"errors":1,"warnings":0,"clean":5,"tool":"vivary-git",'
+            f'"format":{fmt}{more}}}')
+
+
+def notes_commits(path: Path) -> int:
+    return int(git(path, "rev-list", "--count", "refs/notes/vivary"))
+
+
+def test_a_verdict_note_is_written_once_per_commit_and_a_newer_versions_is_left(shared: Repo, cli: Any) -> None:
+    shared.git("config", "vivary.notes", "true")
+    for _ in range(3):
+        cli("check", "--rev", "HEAD", cwd=shared.path)
+    assert notes_commits(shared.path) == 1  # one commit of the notes ref per run made it grow without bound
+    newer = verdict(shared, FORMAT_VERSION + 1, ',"rules":"x"')  # a field this version's verdict does not have
+    shared.git("notes", "--ref", "vivary", "add", "-f", "-m", newer, "HEAD")
+    cli("check", "--rev", "HEAD", cwd=shared.path)
+    assert shared.git("notes", "--ref", "vivary", "show", "HEAD").strip() == newer
+    assert notes_commits(shared.path) == 2
+
+
+def test_an_adopted_verdict_keeps_the_format_it_was_written_with(shared: Repo, tmp_path: Path, cli: Any) -> None:
+    origin = bare(tmp_path, "origin.git")
+    shared.git("remote", "add", "origin", str(origin))
+    shared.git("push", "-q", "origin", "main")
+    older = verdict(shared, FORMAT_VERSION - 1)
+    shared.git("notes", "--ref", "vivary", "add", "-m", older, "HEAD")
+    shared.git("push", "-q", "origin", "refs/notes/vivary")
+    me = tmp_path / "me"
+    git(tmp_path, "clone", "-q", str(origin), str(me))
+    git(me, "config", "vivary.cacheTrust", "any")
+    assert cli("sync", "fetch", cwd=me).code == 0
+    noted = msgspec.json.decode(git(me, "notes", "--ref", "vivary", "show", "HEAD"))
+    assert noted["format"] == FORMAT_VERSION - 1  # it was said to be this version's

@@ -447,7 +447,7 @@ def _adopt_notes(repo: Repo, remote: str, staged: str, *, quiet: bool) -> None:
         if verdict is not None and verdict.tree == tree:
             write_note(repo, commit, Verdict(tree=verdict.tree, checked=verdict.checked,
                                                          errors=verdict.errors, warnings=verdict.warnings,
-                                                         clean=verdict.clean))
+                                                         clean=verdict.clean, format=verdict.format))
 
 
 def push(repo: Repo, remote: str, *, force: bool = False) -> None:
