@@ -178,3 +178,21 @@ def test_an_adopted_verdict_keeps_the_format_it_was_written_with(shared: Repo, t
     assert cli("sync", "fetch", cwd=me).code == 0
     noted = msgspec.json.decode(git(me, "notes", "--ref", "vivary", "show", "HEAD"))
     assert noted["format"] == FORMAT_VERSION - 1  # it was said to be this version's
+
+
+def test_an_upgrade_keeps_the_local_caches_of_two_other_formats_not_of_every_one(repo: Repo, cli: Any) -> None:
+    import os
+
+    repo.commit("notes", NOTES)
+    local = repo.path / ".git" / "vivary"
+    for age, fmt in enumerate(range(FORMAT_VERSION - 1, FORMAT_VERSION - 5, -1)):  # the older, the longer unused
+        folder = local / f"parse-v{fmt}"
+        folder.mkdir(parents=True)
+        (folder / "seg-1.msgpack").write_bytes(b"")
+        os.utime(folder, (1_700_000_000 - age * 86400, 1_700_000_000 - age * 86400))
+    (local / "graph-v1").mkdir()  # another kind: counted on its own
+    for _ in range(2):
+        assert cli("check", cwd=repo.path).code == 1
+        kept = sorted(p.name for p in local.iterdir() if p.name.startswith("parse-v"))
+        assert kept == sorted(f"parse-v{f}" for f in (FORMAT_VERSION, FORMAT_VERSION - 1, FORMAT_VERSION - 2))
+    assert (local / "graph-v1").is_dir()
