@@ -196,3 +196,20 @@ def test_an_upgrade_keeps_the_local_caches_of_two_other_formats_not_of_every_one
         kept = sorted(p.name for p in local.iterdir() if p.name.startswith("parse-v"))
         assert kept == sorted(f"parse-v{f}" for f in (FORMAT_VERSION, FORMAT_VERSION - 1, FORMAT_VERSION - 2))
     assert (local / "graph-v1").is_dir()
+
+
+def test_the_writer_a_cache_names_is_escaped_where_it_is_shown(shared: Repo, tmp_path: Path, cli: Any) -> None:
+    cli("check", "--rev", "HEAD", cwd=shared.path)
+    as_written_by(shared.path, {**NEWER, "writer": "ci\n::error file=x::forged\x1b[2J"})
+    origin = bare(tmp_path, "origin.git")
+    shared.git("remote", "add", "origin", str(origin))
+    shared.git("push", "-q", "origin", "main", f"{CACHE_REF}:{CACHE_REF}")
+    me = tmp_path / "me"
+    git(tmp_path, "clone", "-q", str(origin), str(me))
+    said = [cli("cache", "status", cwd=shared.path), cli("cache", "verify", cwd=shared.path),
+            cli("cache", "gc", cwd=shared.path), cli("doctor", cwd=shared.path), cli("sync", "push", cwd=shared.path),
+            cli("sync", "fetch", cwd=me)]
+    for r in said:
+        for line in (r.out + r.err).splitlines():
+            assert not line.startswith("::") and "\x1b" not in line, line
+    assert "forged" in said[0].out
