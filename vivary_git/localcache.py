@@ -41,6 +41,10 @@ _MAX_GRAPHS = 16
 # whatever their size (the entry just written, the one before it and a `last` pointer: a patch's base).
 _MAX_BYTES = 512 << 20
 _ALWAYS_KEPT = 3
+# Folders of other FORMAT_VERSIONs kept beside this one's, the most recently written: two installs on one machine (a
+# hook pinned to one release, the command line on another) both stay warm, and an upgrade does not leave a copy of
+# every cache behind for good (the format changed 17 times in three days of releases).
+_OTHER_FORMATS = 2
 # A temporary file this old is a killed writer's (a run writes a segment in seconds, ~160 MB at 100,000 notes):
 # removed by the next run that writes there.
 _STALE_AFTER = 3600.0
@@ -217,12 +221,38 @@ def _discard(path: Path, why: str) -> None:
         path.unlink()
 
 
+def format_folder(directory: Path | None, kind: str) -> Path | None:
+    """This format's folder of a cache `kind` (`cache_folder`). When it is not there yet (the first run after an
+    upgrade, or on a new clone), the folders of other formats beyond the `_OTHER_FORMATS` most recently written go."""
+    folder = cache_folder(directory, f"{kind}-v{FORMAT_VERSION}")
+    if folder is not None and not folder.exists():
+        _leave_other_formats(folder.parent, kind)
+    return folder
+
+
+def _leave_other_formats(directory: Path, kind: str) -> None:
+    import re
+    import shutil
+
+    named = re.compile(rf"{re.escape(kind)}-v([0-9]+)")
+    others: list[tuple[float, Path]] = []
+    try:
+        for entry in directory.iterdir():
+            found = named.fullmatch(entry.name)
+            if found and int(found.group(1)) != FORMAT_VERSION and entry.is_dir() and not entry.is_symlink():
+                others.append((entry.stat().st_mtime, entry))
+    except OSError:
+        return  # not listable: nothing is removed, as nothing would be read there either
+    for _, old in sorted(others, reverse=True)[_OTHER_FORMATS:]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
 class SegmentCache(Generic[T]):
     """Values keyed by content ids (blob ids, or digests of them), as append-only segment files
     compacted now and then. A run reads every segment once, on first use, and writes one new one."""
 
     def __init__(self, directory: Path | None, kind: str, value_type: type[T]) -> None:
-        self.dir = cache_folder(directory, f"{kind}-v{FORMAT_VERSION}")
+        self.dir = format_folder(directory, kind)
         self._decoder = msgspec.msgpack.Decoder(list[tuple[str, value_type]])  # type: ignore[valid-type]
         self._value_type = value_type
         self._values: dict[str, T] | None = None
@@ -469,7 +499,7 @@ class ObjectCache:
     """Whole results (a graph, a history) keyed by tree or commit id, a bounded number and size kept."""
 
     def __init__(self, directory: Path | None, kind: str, keep: int = _MAX_GRAPHS, budget: int = _MAX_BYTES) -> None:
-        self.dir = cache_folder(directory, f"{kind}-v{FORMAT_VERSION}")
+        self.dir = format_folder(directory, kind)
         self.keep = keep
         self.budget = budget
 

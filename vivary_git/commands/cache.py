@@ -36,6 +36,8 @@ class CacheStatus(msgspec.Struct, frozen=True):
     written: int = 0
     notes: bool = False  # `vivary.notes`: verdict notes on `check --rev COMMIT`
     problem: str = ""  # why the cache cannot be read, when it cannot
+    store: int = 0  # the layout (`STORE_FORMAT`) and parse format (`FORMAT_VERSION`) it was written with: another
+    format: int = 0  # vivary-git's cache is not read by this one, and is no damage (docs/cache.md)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -90,18 +92,21 @@ def status(repo: Repo) -> CacheStatus:
     from vivary_git.refnames import CACHE_REF
     from vivary_git.store.format import CHAIN_LIMIT, StoreDamaged
     from vivary_git.store.notes import notes_enabled
-    from vivary_git.store.read import Snapshot, _tip
+    from vivary_git.store.read import Snapshot, _tip, written_by
 
     notes = notes_enabled(repo)
     try:
         snap = Snapshot.load(repo)
+        other = written_by(repo) if snap is None else None
     except StoreDamaged as err:
         return CacheStatus(ref=CACHE_REF, exists=True, notes=notes,
                            problem=f"{err.what}; `git vivary cache drop` removes it")
     if snap is None:
-        exists = _tip(repo, CACHE_REF) is not None
-        return CacheStatus(ref=CACHE_REF, exists=exists, notes=notes,
-                           problem="written by another vivary-git format; `git vivary cache drop`" if exists else "")
+        if other is None:
+            return CacheStatus(ref=CACHE_REF, exists=False, notes=notes)
+        return CacheStatus(ref=CACHE_REF, exists=True, commit=_tip(repo, CACHE_REF), writer=other.writer,
+                           written=other.written, notes=notes, store=other.store, format=other.format,
+                           problem=f"{other.describe()}; {other.fate()}")
     m = snap.manifest
     size = sum(c.size for c in m.chunks.values()) + sum(s.size for s in m.states.values())
     return CacheStatus(
@@ -109,8 +114,9 @@ def status(repo: Repo) -> CacheStatus:
         bytes=size, trees=len(m.trees), blobs=sum(c.count for p, c in m.chunks.items() if p.startswith("parse/")),
         facts=sum(c.count for p, c in m.chunks.items() if p.startswith("facts/")), states=len(m.states),
         vectors=sum(c.count for p, c in m.chunks.items() if p.startswith("vectors/")),
-        writer=m.writer, written=m.written, notes=notes,
+        writer=m.writer, written=m.written, notes=notes, store=m.store, format=m.format,
     )
+
 
 
 def _status(repo: Repo, args: argparse.Namespace) -> int:
@@ -120,6 +126,8 @@ def _status(repo: Repo, args: argparse.Namespace) -> int:
         return EXIT_OK
     if not s.exists:
         print(f"{s.ref}: none yet (`git vivary check --rev HEAD` records one; `git vivary sync fetch` gets one)")
+    elif s.problem and s.format:  # another vivary-git's cache
+        print(f"{s.ref}: {s.commit}: not read: {shown(s.problem)}")
     elif s.problem:
         print(f"{s.ref}: unreadable: {shown(s.problem)}")
     else:
@@ -139,7 +147,7 @@ def _status(repo: Repo, args: argparse.Namespace) -> int:
 def _verify(repo: Repo, ref: str | None) -> int:
     from vivary_git.refnames import CACHE_REF
     from vivary_git.store.format import StoreDamaged
-    from vivary_git.store.read import Snapshot, ref_tip
+    from vivary_git.store.read import Snapshot, ref_tip, written_by
 
     ref = ref or CACHE_REF
     snap = None
@@ -148,7 +156,13 @@ def _verify(repo: Repo, ref: str | None) -> int:
             print(f"{shown(ref)}: no such ref; nothing to verify")
             return EXIT_OK
         snap = Snapshot.load(repo, ref)
-        problems = snap.verify() if snap is not None else ["written by another vivary-git format (not read)"]
+        if snap is None:
+            other = written_by(repo, ref)
+            assert other is not None  # the ref names a cache commit this one does not read
+            # Another version's layout is that version's to check: not damage, and nothing to drop.
+            print(f"{shown(ref)}: not verified: {shown(other.describe())}; {other.fate()}")
+            return EXIT_OK
+        problems = snap.verify()
     except StoreDamaged as err:
         problems = [err.what]
     if problems:
@@ -212,7 +226,7 @@ def _gc(repo: Repo, args: argparse.Namespace) -> int:
 def _gc_ref(repo: Repo, args: argparse.Namespace) -> int:
     from vivary_git.refnames import CACHE_REF
     from vivary_git.store.format import StoreDamaged
-    from vivary_git.store.read import Snapshot, ref_tip
+    from vivary_git.store.read import Snapshot, ref_tip, written_by
     from vivary_git.store.write import rebuild, update_ref
 
     if args.root is not None and repo.workdir is not None:
@@ -232,7 +246,10 @@ def _gc_ref(repo: Repo, args: argparse.Namespace) -> int:
     except StoreDamaged as err:
         raise UsageError(f"{CACHE_REF} is damaged ({err.what}); `git vivary cache drop` removes it") from None
     if snap is None:
-        raise UsageError(f"{CACHE_REF} was written by another vivary-git format; `git vivary cache drop`")
+        other = written_by(repo)
+        assert other is not None
+        print(f"{CACHE_REF}: not collected: {shown(other.describe())}; {other.fate()}")
+        return EXIT_OK
     keep: dict[str, set[str]] = {"parse": set(), "facts": set(), "vectors": set()}
     trees: set[str] = set()
     tree_ids: set[str] = set()

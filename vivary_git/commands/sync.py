@@ -277,7 +277,7 @@ def _with_unreadable_ours(repo: Repo, err: GitError) -> GitError:
 def _adopt_cache(repo: Repo, remote: str, staged: str, *, quiet: bool, head: set[str] | None = None) -> None:
     from vivary_git.refnames import CACHE_REF
     from vivary_git.store.format import StoreDamaged
-    from vivary_git.store.read import Snapshot, ref_tip
+    from vivary_git.store.read import Snapshot, ref_tip, written_by
     from vivary_git.store.trust import TRUST_KEY, newest_verified, trust
     from vivary_git.store.write import delete_unreadable_ref, merge_into, update_ref
 
@@ -292,7 +292,12 @@ def _adopt_cache(repo: Repo, remote: str, staged: str, *, quiet: bool, head: set
             f"`git vivary cache verify --ref {staged}` lists every problem. {replace_hint(remote)}",
             remote, staged, f"damaged ({problems[0]})")
     if theirs is None:
-        print(f"vivary: {shown(remote)}'s cache was written by another vivary-git format; not adopted", file=sys.stderr)
+        other = written_by(repo, staged)
+        if other is not None:
+            then = ("our `sync push` leaves it there; upgrade vivary-git to use it" if other.newer() else
+                    "our next `sync push` replaces it with ours")
+            print(f"vivary: {shown(remote)}'s cache was {shown(other.describe())}; not adopted, and {then}",
+                  file=sys.stderr)
         return
     foreign = _not_derived(repo, theirs, _head_blobs(repo) if head is None else head)
     if foreign:
@@ -442,14 +447,14 @@ def _adopt_notes(repo: Repo, remote: str, staged: str, *, quiet: bool) -> None:
         if verdict is not None and verdict.tree == tree:
             write_note(repo, commit, Verdict(tree=verdict.tree, checked=verdict.checked,
                                                          errors=verdict.errors, warnings=verdict.warnings,
-                                                         clean=verdict.clean))
+                                                         clean=verdict.clean, format=verdict.format))
 
 
 def push(repo: Repo, remote: str, *, force: bool = False) -> None:
     """Publish refs/vivary/cache (and verdict notes) to REMOTE."""
     from vivary_git.refnames import CACHE_REF, NOTES_REF
     from vivary_git.store.format import StoreDamaged
-    from vivary_git.store.read import Snapshot, _tip, ref_tip
+    from vivary_git.store.read import Snapshot, _tip, ref_tip, written_by
     from vivary_git.store.write import chain_states, publishable
 
     said: list[str] = []
@@ -461,11 +466,17 @@ def push(repo: Repo, remote: str, *, force: bool = False) -> None:
                                "`git vivary cache drop` and a fresh run make a sound one") from None
         if ours is None:
             raise UsageError(f"there is no {CACHE_REF} to push; `git vivary check --rev HEAD` records one")
+        written = None
         try:
             snap = Snapshot.load(repo)
-            problems = snap.verify() if snap is not None else ["written by another vivary-git format"]
+            written = written_by(repo) if snap is None else None
+            problems = snap.verify() if snap is not None else []
         except StoreDamaged as err:
             problems = [err.what]
+        if written is not None:  # another vivary-git's cache, in this clone: no damage, and not this one's to publish
+            print(f"vivary: {CACHE_REF} was {shown(written.describe())}; nothing was pushed: {written.fate()}",
+                  file=sys.stderr)
+            return
         if problems:
             raise RefusedError(f"{CACHE_REF} is damaged ({problems[0]}); not pushed. "
                                "`git vivary cache drop` and a fresh run make a sound one")
@@ -489,6 +500,12 @@ def push(repo: Repo, remote: str, *, force: bool = False) -> None:
                     f"with ours ({CACHE_REF} {ours[:12]}, which verifies): only the cache refs move, and only "
                     f"while {remote} holds {theirs[:12]} or a cache this clone has seen. `git vivary cache verify "
                     f"--ref {err.staged}` lists what is wrong with it") from None
+            other = written_by(repo, f"{_staging(repo, remote)}/cache")
+            if other is not None and other.newer():
+                # Newest wins: replacing it would leave the newer installs cold until they replace ours again.
+                print(f"vivary: {shown(remote)}'s cache was {shown(other.describe())}; left in place, nothing "
+                      "was pushed: upgrade vivary-git to publish to it (`--force` replaces it)", file=sys.stderr)
+                return
             ours = _tip(repo, CACHE_REF)
             assert ours is not None
             snap = Snapshot.load(repo)

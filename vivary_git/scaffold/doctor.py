@@ -443,7 +443,7 @@ def _cache(start: Path, problems: list[Problem]) -> CacheInfo:
     the ref itself, never peeled (`REF^{commit}` took a tag of a commit for a cache), and the manifest it holds.
     Damage is a problem naming `cache drop`; `commit` is then none."""
     from vivary_git.store.format import StoreDamaged
-    from vivary_git.store.read import Snapshot, _tip
+    from vivary_git.store.read import Snapshot, _tip, written_by
 
     try:
         repo = git.try_open(start)
@@ -458,7 +458,12 @@ def _cache(start: Path, problems: list[Problem]) -> CacheInfo:
                                 "and records nothing on it",
                                 "git vivary cache drop   # the next check/graph/query run records a fresh cache"))
         return CacheInfo(CACHE_REF, True, None)
-    tip = snap.commit if snap is not None else _tip(repo, CACHE_REF)  # none: another vivary-git format's cache
+    tip = snap.commit if snap is not None else _tip(repo, CACHE_REF)
+    other = written_by(repo, CACHE_REF) if snap is None and tip is not None else None
+    if other is not None:  # another vivary-git's cache: no damage, but said, with who wrote it
+        fix = ("upgrade vivary-git to the version that wrote it   # this one computes as if there were no cache"
+               if other.newer() else "git vivary check --rev HEAD   # records this version's cache in its place")
+        problems.append(Problem("cache", "warning", f"{CACHE_REF} was {other.describe()}; {other.fate()}", fix))
     return CacheInfo(CACHE_REF, tip is not None, tip)
 
 

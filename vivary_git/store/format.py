@@ -165,6 +165,41 @@ class Manifest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     states: dict[str, StateRef] = {}
 
 
+class Written(msgspec.Struct, frozen=True):
+    """Who wrote a cache, read from its manifest before anything else. Every vivary-git's manifest is a msgpack map
+    with `store` and `format`; the rest is that version's own (a newer one may add fields), so this decoder takes
+    those two (and the writer, for messages) and ignores the others: another version's cache is not damage."""
+
+    store: int
+    format: int
+    writer: str = ""
+    written: int = 0
+
+    def ours(self) -> bool:
+        return self.store == STORE_FORMAT and self.format == FORMAT_VERSION
+
+    def newer(self) -> bool:
+        """Written by a later vivary-git than this one (its store layout first, then its parse format)."""
+        return (self.store, self.format) > (STORE_FORMAT, FORMAT_VERSION)
+
+    def describe(self) -> str:
+        """`written by a newer vivary-git (ci (vivary-git 0.2.0), format 28, store 3; this one reads format 27,
+        store 3)`, for the line that says why a cache is not read."""
+        age = "a newer" if self.newer() else "an older"
+        by = f"{self.writer}, " if self.writer else ""
+        return (f"written by {age} vivary-git ({by}format {self.format}, store {self.store}; this one reads "
+                f"format {FORMAT_VERSION}, store {STORE_FORMAT})")
+
+    def fate(self) -> str:
+        """What happens to this cache here, as every message about one says it (docs/cache.md, "When versions
+        differ")."""
+        if self.newer():
+            return ("this one neither reads it nor records on it, and `sync push` leaves it on the remote; "
+                    "upgrade vivary-git to use it (this one's local cache in .git/vivary/ still works)")
+        return ("this one does not read it; the next run that records replaces it with this one's "
+                "(`git vivary check --rev HEAD`), and the next `sync push` publishes that")
+
+
 class StoreDamaged(Exception):
     """The cache at `ref` cannot be trusted: `str(err)` says which part and why."""
 
@@ -172,6 +207,12 @@ class StoreDamaged(Exception):
         super().__init__(f"{ref}: {what}")
         self.ref = ref
         self.what = what
+
+
+class StoreNewer(Exception):
+    """A newer vivary-git wrote the cache at the ref: this one neither reads it nor writes on top of it (writing would
+    start a chain of its own format in its place, which the newer one would then replace, each discarding the
+    other's entries on every run). `str(err)` is `Written.describe()`."""
 
 
 class StoreBusy(Exception):
@@ -207,6 +248,7 @@ def _sha256(data: bytes) -> str:
 
 
 _MANIFEST_DECODER = msgspec.msgpack.Decoder(Manifest)
+_WRITTEN_DECODER = msgspec.msgpack.Decoder(Written)
 _RAW_CHUNK = msgspec.msgpack.Decoder(list[tuple[str, msgspec.Raw]])
 
 

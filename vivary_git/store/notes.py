@@ -34,13 +34,24 @@ class Verdict(msgspec.Struct, frozen=True):
     format: int = FORMAT_VERSION
 
 
+class _Written(msgspec.Struct):
+    format: int = 0
+
+
 def write_note(repo: Repo, commit: str, verdict: Verdict, retries: int = 8) -> bool:
     """Attach (or replace) the verdict note on `commit`. libgit2 moves the notes ref only if it still
-    points at the commit it built on, so concurrent writers retry instead of losing a note."""
+    points at the commit it built on, so concurrent writers retry instead of losing a note.
+
+    Every note written is a commit of the notes ref, so the same verdict is not written again (each `check --rev`
+    of a commit added one), and a verdict a newer vivary-git noted is left to it (two versions replaced each
+    other's on every run): the notes ref grows with the commits noted, not with the runs."""
     pygit2 = repo.pygit2
     text = msgspec.json.encode(verdict).decode() + "\n"
     sig = pygit2.Signature("vivary-git", "vivary-git@localhost", int(time.time()), 0)
     for attempt in range(1, retries + 1):
+        there = _note_text(repo, commit)
+        if there == text or (there is not None and _format(there) > verdict.format):
+            return True
         try:
             repo.repo.create_note(text, sig, sig, commit, NOTES_REF, True)
             return True
@@ -49,6 +60,25 @@ def write_note(repo: Repo, commit: str, verdict: Verdict, retries: int = 8) -> b
 
             time.sleep(random.uniform(0.01, 0.05) * attempt)
     return False
+
+
+def _note_text(repo: Repo, commit: str) -> str | None:
+    try:
+        note = repo.repo.lookup_note(commit, NOTES_REF)
+    except (KeyError, repo.pygit2.GitError):
+        return None
+    message = note.message
+    return message if isinstance(message, str) else bytes(message).decode("utf-8", "replace")
+
+
+def _format(text: str) -> int:
+    """The `format` a verdict note says it was written with (0 when it says none, or is not one)."""
+    if len(text) > 65536:  # as read_note: no verdict is that long
+        return 0
+    try:
+        return msgspec.json.decode(text.encode(), type=_Written).format
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return 0
 
 
 def read_note(repo: Repo, commit: str, ref: str = NOTES_REF) -> Verdict | None:

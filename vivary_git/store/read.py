@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from vivary_git.config import FORMAT_VERSION
 from vivary_git.refnames import CACHE_REF
 from vivary_git.store import format as fmt  # its bounds read through the module: one value for every reader
 from vivary_git.store.format import (
@@ -22,11 +21,12 @@ from vivary_git.store.format import (
     _HEX40,
     _MANIFEST_DECODER,
     _RAW_CHUNK,
+    _WRITTEN_DECODER,
     MAX_MANIFEST_BYTES,
     MAX_STATE_BYTES,
-    STORE_FORMAT,
     Manifest,
     StoreDamaged,
+    Written,
     _check_manifest,
     _chunk_decoder,
     _keys_belong,
@@ -53,40 +53,19 @@ class Snapshot:
 
     @classmethod
     def load(cls, repo: Repo, ref: str = CACHE_REF, *, commit: str | None = None) -> Snapshot | None:
-        """The cache at `ref` (None when there is none, or it has another format)."""
-        pygit2 = repo.pygit2
-        if commit is None:
-            commit = ref_tip(repo, ref)  # StoreDamaged when the ref itself does not parse
-            if commit is None:
-                return None
-        try:
-            obj = repo.repo[commit]
-        except (KeyError, ValueError, pygit2.GitError):
-            raise StoreDamaged(ref, f"commit {commit[:12]} is not in this repository (fetched shallowly or "
-                               "partially, or removed)") from None
-        # A commit exactly: never peeled. A tree (or a tag of a commit) would be read as a cache here, and a
-        # writer would then make it the parent of its commit, which Git refuses (a traceback in every run).
-        kind = getattr(obj, "type_str", "") or "object"
-        if kind != "commit":
-            what = "an annotated tag" if kind == "tag" else f"a {kind}"
-            raise StoreDamaged(ref, f"it names {what} ({commit[:12]}), not a commit: a cache is a commit whose "
-                               "tree holds the manifest and the chunks, and this ref was set to something else")
-        try:
-            tree = obj.tree
-        except (ValueError, pygit2.GitError):
-            raise StoreDamaged(ref, f"the tree of commit {commit[:12]} is not in this repository (fetched shallowly "
-                               "or partially, or removed)") from None
-        data = _blob_at(repo, ref, tree, "manifest.msgpack", MAX_MANIFEST_BYTES)
-        if data is None:
-            raise StoreDamaged(ref, "manifest.msgpack is missing")
+        """The cache at `ref` (None when there is none, or another vivary-git wrote it: `written_by` says which)."""
+        found = _manifest_at(repo, ref, commit)
+        if found is None:
+            return None
+        commit, tree, data, written = found
+        if not written.ours():
+            return None  # another vivary-git wrote it; not damage, just not ours to read
         try:
             manifest = _MANIFEST_DECODER.decode(data)
         except (msgspec.DecodeError, msgspec.ValidationError) as err:
             raise StoreDamaged(ref, f"manifest.msgpack is not a valid manifest ({err})") from None
         except RecursionError:
             raise StoreDamaged(ref, "manifest.msgpack is nested too deeply to be a manifest") from None
-        if manifest.store != STORE_FORMAT or manifest.format != FORMAT_VERSION:
-            return None  # another vivary-git wrote it; not damage, just not ours to read
         _check_manifest(ref, manifest)
         return cls(repo, ref, commit, tree, manifest)
 
@@ -277,6 +256,51 @@ def _decoded_problems(data: bytes) -> list[str | None] | None:
         return _PROBLEMS.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
+
+
+def written_by(repo: Repo, ref: str = CACHE_REF, *, commit: str | None = None) -> Written | None:
+    """Which vivary-git wrote the cache at `ref` (store and parse format, writer); None when there is none. Raises
+    `StoreDamaged` as `Snapshot.load` does for a ref or manifest no version could have written."""
+    found = _manifest_at(repo, ref, commit)
+    return found[3] if found is not None else None
+
+
+def _manifest_at(repo: Repo, ref: str, commit: str | None) -> tuple[str, Any, bytes, Written] | None:
+    """The commit, its tree, the manifest's bytes and who wrote them, for the cache at `ref`; None when there is
+    none. Who wrote it is read first and leniently: another version's manifest may hold fields this one does not
+    know, and that is a cache this one does not read, not damage."""
+    pygit2 = repo.pygit2
+    if commit is None:
+        commit = ref_tip(repo, ref)  # StoreDamaged when the ref itself does not parse
+        if commit is None:
+            return None
+    try:
+        obj = repo.repo[commit]
+    except (KeyError, ValueError, pygit2.GitError):
+        raise StoreDamaged(ref, f"commit {commit[:12]} is not in this repository (fetched shallowly or "
+                           "partially, or removed)") from None
+    # A commit exactly: never peeled. A tree (or a tag of a commit) would be read as a cache here, and a
+    # writer would then make it the parent of its commit, which Git refuses (a traceback in every run).
+    kind = getattr(obj, "type_str", "") or "object"
+    if kind != "commit":
+        what = "an annotated tag" if kind == "tag" else f"a {kind}"
+        raise StoreDamaged(ref, f"it names {what} ({commit[:12]}), not a commit: a cache is a commit whose "
+                           "tree holds the manifest and the chunks, and this ref was set to something else")
+    try:
+        tree = obj.tree
+    except (ValueError, pygit2.GitError):
+        raise StoreDamaged(ref, f"the tree of commit {commit[:12]} is not in this repository (fetched shallowly "
+                           "or partially, or removed)") from None
+    data = _blob_at(repo, ref, tree, "manifest.msgpack", MAX_MANIFEST_BYTES)
+    if data is None:
+        raise StoreDamaged(ref, "manifest.msgpack is missing")
+    try:
+        written = _WRITTEN_DECODER.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as err:
+        raise StoreDamaged(ref, f"manifest.msgpack is not a valid manifest ({err})") from None
+    except RecursionError:
+        raise StoreDamaged(ref, "manifest.msgpack is nested too deeply to be a manifest") from None
+    return commit, tree, data, written
 
 
 def _blob_at(repo: Repo, ref: str, tree: Any, path: str, limit: int, *, shown: str | None = None) -> bytes | None:

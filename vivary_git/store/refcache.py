@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from vivary_git import escape
 from vivary_git.refnames import CACHE_REF
-from vivary_git.store.format import StoreBusy, StoreDamaged, damaged_message
-from vivary_git.store.read import Snapshot, ref_tip
+from vivary_git.store.format import StoreBusy, StoreDamaged, StoreNewer, damaged_message
+from vivary_git.store.read import Snapshot, ref_tip, written_by
 from vivary_git.store.trust import SigningError, _config_bool, newest_verified, signing, trust, verified
 from vivary_git.store.write import Changes, Staged, WriteResult, stage, write
 
@@ -70,6 +70,7 @@ class RefCache:
         self._base: Snapshot | None = None
         self._base_loaded = False
         self.damaged = False
+        self.newer = False  # a newer vivary-git wrote the cache: nothing is recorded on it this run (`base`)
         self.unwritable = False  # the object store refused a write (`_unwritable`)
         # trees (summary keys) that privacy could not be decided for this run: said once, not tried again (record.py)
         self.refused: set[str] = set()
@@ -102,6 +103,9 @@ class RefCache:
                 tip = ref_tip(self.repo, self.ref)  # StoreDamaged when the ref does not parse
                 if tip is not None and (not self.sign or verified(self.repo, tip)):
                     self._base = Snapshot.load(self.repo, self.ref, commit=tip)
+                if tip is not None and self._base is None:
+                    written = written_by(self.repo, self.ref, commit=tip)
+                    self.newer = written is not None and written.newer()
             except StoreDamaged as err:
                 self._fail(err)
         return self._base
@@ -123,8 +127,10 @@ class RefCache:
             return {}
 
     def has_tree(self, key: str) -> bool:
+        """Whether the tree is recorded already, as far as this run goes: a newer vivary-git's cache counts as
+        having it, since this one records nothing on that cache."""
         base = self.base()
-        return base is not None and key in base.manifest.trees
+        return self.newer or (base is not None and key in base.manifest.trees)
 
     def missing(self, kind: str, keys: Iterable[str]) -> list[str]:
         base = self.base()
@@ -133,12 +139,15 @@ class RefCache:
     def stage(self, changes: Changes) -> Staged | None:
         """Write the objects of `changes`' entries ahead of `write` (store/write.py `stage`); None when the
         cache is damaged or a signature cannot be checked (then `write` does it all, or says why not)."""
-        if self.damaged or self.unwritable or changes.empty():
+        if self.damaged or self.unwritable or self.newer or changes.empty():
             return None
         try:
             return stage(self.repo, changes, ref=self.ref, sign=self.sign)
         except StoreDamaged as err:
             self._fail(err)
+            return None
+        except StoreNewer:
+            self.newer = True
             return None
         except SigningError:
             return None
@@ -155,7 +164,7 @@ class RefCache:
         self.unwritable = True
 
     def write(self, changes: Changes, message: str, staged: Staged | None = None) -> WriteResult | None:
-        if self.damaged or self.unwritable or changes.empty():
+        if self.damaged or self.unwritable or self.newer or changes.empty():
             return None
         try:
             result = write(self.repo, changes, message=message, ref=self.ref, sign=self.sign, staged=staged)

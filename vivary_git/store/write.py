@@ -33,11 +33,12 @@ from vivary_git.store.format import (
     StateRef,
     StoreBusy,
     StoreDamaged,
+    StoreNewer,
     TreeSummary,
     _sha256,
     _state_path,
 )
-from vivary_git.store.read import Snapshot, _blob_at, _tip, ref_tip
+from vivary_git.store.read import Snapshot, _blob_at, _tip, ref_tip, written_by
 from vivary_git.store.trust import _signed_commit, signing, verified
 
 if TYPE_CHECKING:
@@ -81,22 +82,27 @@ def stage(repo: Repo, changes: Changes, *, ref: str = CACHE_REF, sign: bool = Fa
     """Write the objects of `changes`' entries (its chunks and states, not its tree summaries) now, on top
     of the cache as it is: `write` given them, while the ref has not moved, only adds the manifest and
     commits (a cold run writes them while the graph is still being built, record.alongside). Objects
-    only: nothing points at them until `write` moves the ref. Raises `StoreDamaged` as `write` does."""
+    only: nothing points at them until `write` moves the ref. Raises `StoreDamaged` as `write` does, and
+    `StoreNewer` when a newer vivary-git wrote the cache (`write` then records nothing)."""
     tip = ref_tip(repo, ref)
     return Staged(tip, *_objects_on(repo, ref, tip, changes, sign=sign))
 
 
 def write(repo: Repo, changes: Changes, *, message: str = "vivary cache", ref: str = CACHE_REF,
           retries: int = 8, sign: bool = False, staged: Staged | None = None) -> WriteResult | None:
-    """Add `changes` to the cache at `ref` in one commit; None when everything was there already.
+    """Add `changes` to the cache at `ref` in one commit; None when everything was there already, or when a
+    newer vivary-git wrote the cache (left to it: docs/cache.md "When versions differ").
     `staged`: `stage(changes)`'s objects, used while the ref is still where they were staged on.
     Raises `StoreDamaged` (the current cache is unreadable: nothing is written on top of it) or
     `StoreBusy` (the ref kept moving under us for `retries` attempts)."""
     moved, said = 0, ""
     for attempt in range(1, retries + 1):
         tip = ref_tip(repo, ref)
-        made = _commit_on(repo, ref, tip, changes, message, sign=sign,
-                          staged=staged if staged is not None and staged.tip == tip else None)
+        try:
+            made = _commit_on(repo, ref, tip, changes, message, sign=sign,
+                              staged=staged if staged is not None and staged.tip == tip else None)
+        except StoreNewer:
+            return None  # a newer vivary-git's cache is left as it is: nothing recorded, results unaffected
         if made is None:
             return None
         commit, parent, chunks = made
@@ -182,6 +188,10 @@ def _objects_on(repo: Repo, ref: str, tip: str | None, changes: Changes, *, sign
         tip = None
     if tip is not None:
         snap = Snapshot.load(repo, ref, commit=tip)  # StoreDamaged propagates: never build on damage
+        if snap is None:
+            written = written_by(repo, ref, commit=tip)
+            if written is not None and written.newer():
+                raise StoreNewer(written.describe())  # left to the version that wrote it (docs/cache.md)
     old = snap.manifest if snap is not None else None
     chunks = dict(old.chunks) if old else {}
     states = dict(old.states) if old else {}
