@@ -88,13 +88,23 @@ class Mask:
 def decide(head_ws: Workspace, head_graph: Graph, findings: Iterable[Finding], prefix: str,
            base_ws: Workspace | None = None, base_graph: Graph | None = None,
            change: ChangeReport | None = None) -> Mask:
-    """The mask for a review: the head tree's notes and the files its findings are in, decided under the head
+    """The mask for a review: the head tree's notes it names and the files its findings are in, decided under the head
     tree's rules; the notes the change removed, under the base tree's. Raises `PrivacyError` (exit 3) when
     privacy cannot be decided: `ci` then prints nothing it could not vouch for."""
     from vivary_git.gates.review import repo_path
     from vivary_git.hidden import private_paths
 
-    private = private_paths(head_ws, {n.path for n in head_graph.nodes} | {f.path for f in findings})
+    # Only what a review can name is decided (one batch the size of the change, not of the vault): the files with
+    # findings, the changed and impacted notes, the ends of broken and fixed edges, and the notes that reference a
+    # changed note (its notice, the picture).
+    named: set[str] = set()
+    if change is not None:
+        changed = {c.id for c in change.changed}
+        named = changed | {i.id for i in change.impacted}
+        named |= {x for e in (*change.broken_edges, *change.fixed_edges) for x in (e.from_, e.to)}
+        named |= {e.from_ for e in head_graph.edges if e.to in changed}
+    paths = {n.path for n in head_graph.nodes if n.id in named} | {f.path for f in findings}
+    private = private_paths(head_ws, paths)
     ids = {n.id: private_id(repo_path(prefix, n.path)) for n in head_graph.nodes if n.path in private}
     public = {n.id for n in head_graph.nodes}
     if base_ws is not None and base_graph is not None:
