@@ -91,8 +91,10 @@ def decide(head_ws: Workspace, head_graph: Graph, findings: Iterable[Finding], p
     """The mask for a review: the head tree's notes it names and the files its findings are in, decided under the head
     tree's rules; the notes the change removed, under the base tree's. Raises `PrivacyError` (exit 3) when
     privacy cannot be decided: `ci` then prints nothing it could not vouch for."""
-    from vivary_git.gates.review import repo_path
     from vivary_git.hidden import private_paths
+
+    def repo_path(prefix: str, path: str) -> str:  # as review.repo_path, which imports this module
+        return f"{prefix}/{path}" if prefix else path
 
     # Only what a review can name is decided (one batch the size of the change, not of the vault): the files with
     # findings, the changed and impacted notes, the ends of broken and fixed edges, and the notes that reference a
