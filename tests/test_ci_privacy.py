@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from conftest import Repo
+from test_gates_action import pr_event, run_action, tool_inputs
 
 from vivary_git.gates.private import PRIVATE_FINDING
 
@@ -110,3 +111,17 @@ def test_a_private_file_the_change_does_not_touch_gets_no_notice(repo: Repo, cli
     assert not CANARY.search(r.out)
     plain = json.loads(cli("ci", "--format", "json", cwd=repo.path).out)  # without --base: the check alone
     assert not CANARY.search(json.dumps(plain))
+
+
+def test_the_action_outputs_no_private_byte(repo: Repo, tmp_path: Path) -> None:
+    """The GitHub Action runs `ci`: its log (annotations), job summary, SARIF and step outputs follow."""
+    vault(repo, "vault")
+    base = repo.git("rev-parse", "HEAD~1").strip()
+    head = repo.git("rev-parse", "HEAD").strip()
+    sarif = tmp_path / "vivary.sarif"
+    r = run_action(repo.path, tmp_path, {**tool_inputs(), "root": "vault", "sarif": str(sarif)}, pr_event(base, head))
+    assert r.code == 1, r.log  # USER.md's new broken link fails the step
+    assert f"::error file=vault/USER.md,line=10,title=vivary W221::{PRIVATE_FINDING}" in r.log
+    assert r.outputs["errors"] == "2"  # and pub.md's link to the removed memory/old.md
+    everything = "\n".join([r.log, r.summary, sarif.read_text(), json.dumps(r.outputs), json.dumps(r.steps)])
+    assert not CANARY.search(everything), [line for line in everything.splitlines() if CANARY.search(line)][:5]
