@@ -27,8 +27,8 @@ def private_note(n: int) -> str:
 
 
 def vault(repo: Repo, ws: str) -> None:
-    """base: a public note links the private notes; head: the change edits USER.md (a new broken link), removes the
-    private memory/old.md, and edits target.md (which USER.md references)."""
+    """base: a public note links the private notes, drafts/ is private by `private_paths`; head: the change edits
+    USER.md (a new broken link), removes the private memory/old.md, and edits target.md (USER.md references it)."""
     at = f"{ws}/" if ws else ""
     repo.commit("base", files={
         f"{at}tropo.toml": TROPO,
@@ -36,6 +36,9 @@ def vault(repo: Repo, ws: str) -> None:
         f"{at}target.md": "# Target\n",
         f"{at}pub.md": "# Pub\n\nSee [[user]] and [[old]].\n",
         f"{at}memory/old.md": "# canary-old-heading\n\ncanary-old-body [[target]]\n",
+        # Private by the workspace's own rule, not by name: the same decision `find` and the index make.
+        f"{at}.vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["drafts/**"]\n',
+        f"{at}drafts/plan.md": "# canary-draft-heading\n\nSee [[canary-draft-link]].\n",
     })
     repo.write({f"{at}USER.md": private_note(1)})
     repo.git("add", "-f", f"{at}USER.md")
@@ -85,6 +88,8 @@ def test_no_private_byte_in_any_ci_output(repo: Repo, cli: Any, tmp_path: Path, 
     private = [f for f in r["check"]["findings"] if f["path"] == "USER.md" or f["path"].endswith("/USER.md")]
     assert {(f["level"], f["code"], f["line"]) for f in private} >= {("error", "W221", 10)}
     assert {f["message"] for f in private} == {PRIVATE_FINDING}
+    [draft] = [f for f in r["check"]["findings"] if f["path"] == "drafts/plan.md"]
+    assert (draft["level"], draft["code"], draft["line"], draft["message"]) == ("error", "W221", 3, PRIVATE_FINDING)
     assert r["check"]["errors"] == len([f for f in r["check"]["findings"] if f["level"] == "error"])
     assert r["new"]["errors"] >= 1
     gone = next(c for c in r["change"]["changed"] if c["change"] == "removed")
@@ -122,6 +127,17 @@ def test_the_action_outputs_no_private_byte(repo: Repo, tmp_path: Path) -> None:
     r = run_action(repo.path, tmp_path, {**tool_inputs(), "root": "vault", "sarif": str(sarif)}, pr_event(base, head))
     assert r.code == 1, r.log  # USER.md's new broken link fails the step
     assert f"::error file=vault/USER.md,line=10,title=vivary W221::{PRIVATE_FINDING}" in r.log
-    assert r.outputs["errors"] == "2"  # and pub.md's link to the removed memory/old.md
+    assert r.outputs["errors"] == "3"  # with pub.md's link to the removed memory/old.md and drafts/plan.md's
     everything = "\n".join([r.log, r.summary, sarif.read_text(), json.dumps(r.outputs), json.dumps(r.steps)])
     assert not CANARY.search(everything), [line for line in everything.splitlines() if CANARY.search(line)][:5]
+
+
+def test_a_head_whose_privacy_rules_cannot_be_read_prints_nothing_of_its_notes(repo: Repo, cli: Any) -> None:
+    """Without its `private_paths` ci cannot tell what to hide: it stops (exit 2) rather than guess."""
+    vault(repo, "")
+    repo.commit("broken rules", files={".vivary/memory.toml": "[memory.privacy]\nprivate_paths = [oops\n"})
+    r = cli("ci", "--base", "HEAD~1", "--format", "github", cwd=repo.path)
+    assert r.code == 2
+    assert r.out == ("::error title=vivary%3A config error::git vivary ci: .vivary/memory.toml: invalid TOML: "
+                     "Invalid value (at line 2, column 18)\n")
+    assert not CANARY.search(r.out + r.err)
