@@ -141,3 +141,17 @@ def test_a_head_whose_privacy_rules_cannot_be_read_prints_nothing_of_its_notes(r
     assert r.out == ("::error title=vivary%3A config error::git vivary ci: .vivary/memory.toml: invalid TOML: "
                      "Invalid value (at line 2, column 18)\n")
     assert not CANARY.search(r.out + r.err)
+
+
+def test_a_private_file_that_is_no_note_gets_the_notice_too(repo: Repo, cli: Any) -> None:
+    """`.env` is no note, so nothing else in the review names it; committing it is what the notice is for."""
+    repo.commit("base", files={"tropo.toml": TROPO, "a.md": "# A\n"})
+    repo.commit("head", files={".env": "TOKEN=canary-token\n", "config/secrets.yaml": "canary: 1\n", "b.md": "# B\n"})
+    repo.git("rm", "-q", "a.md")
+    repo.commit("a.md gone")
+    r = cli("ci", "--base", "HEAD~2", "--format", "github", cwd=repo.path)
+    assert r.code == 0, r.err
+    notices = [line.split("::")[1] for line in r.out.splitlines() if "private file committed" in line]
+    assert notices == ["notice file=.env,line=1,title=vivary%3A private file committed",
+                       "notice file=config/secrets.yaml,line=1,title=vivary%3A private file committed"]
+    assert not CANARY.search(r.out + r.err)

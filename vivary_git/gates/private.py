@@ -87,10 +87,11 @@ class Mask:
 
 def decide(head_ws: Workspace, head_graph: Graph, findings: Iterable[Finding], prefix: str,
            base_ws: Workspace | None = None, base_graph: Graph | None = None,
-           change: ChangeReport | None = None) -> Mask:
+           change: ChangeReport | None = None, files: Iterable[str] = ()) -> Mask:
     """The mask for a review: the head tree's notes it names and the files its findings are in, decided under the head
-    tree's rules; the notes the change removed, under the base tree's. Raises `PrivacyError` (exit 3) when
-    privacy cannot be decided: `ci` then prints nothing it could not vouch for."""
+    tree's rules, with the head tree's `files` (workspace-relative: the change's, notes or not); the notes the change
+    removed, under the base tree's. Raises `PrivacyError` (exit 3) when privacy cannot be decided: `ci` then prints
+    nothing it could not vouch for."""
     from vivary_git.hidden import private_paths
 
     def repo_path(prefix: str, path: str) -> str:  # as review.repo_path, which imports this module
@@ -105,7 +106,7 @@ def decide(head_ws: Workspace, head_graph: Graph, findings: Iterable[Finding], p
         named = changed | {i.id for i in change.impacted}
         named |= {x for e in (*change.broken_edges, *change.fixed_edges) for x in (e.from_, e.to)}
         named |= {e.from_ for e in head_graph.edges if e.to in changed}
-    paths = {n.path for n in head_graph.nodes if n.id in named} | {f.path for f in findings}
+    paths = {n.path for n in head_graph.nodes if n.id in named} | {f.path for f in findings} | set(files)
     private = private_paths(head_ws, paths)
     ids = {n.id: private_id(repo_path(prefix, n.path)) for n in head_graph.nodes if n.path in private}
     public = {n.id for n in head_graph.nodes}

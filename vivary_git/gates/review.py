@@ -171,7 +171,8 @@ def review(
             is_new = _new_in_head(report.findings, base_graph, base_ws.source, head_ws)
         changed_files = _changed_files(repo, rev_tree(repo, base), head_ws.source.root_tree, prefix)
     # Everything below is what leaves the machine: private notes are masked before it is built (docs/privacy.md).
-    mask = decide(head_ws, head_graph, report.findings, prefix, base_ws, base_graph, change)
+    mask = decide(head_ws, head_graph, report.findings, prefix, base_ws, base_graph, change,
+                  files=_in_tree(head_ws.source, changed_files))
     findings = [mask.finding(f) for f in report.findings]
     nodes = [mask.node(n) for n in head_graph.nodes]
     edges = [mask.edge(e) for e in head_graph.edges]
@@ -349,6 +350,20 @@ def _changed_files(repo: Repo, base_tree: str, head_tree: str | None, prefix: st
     if proc.returncode != 0:
         return []
     return sorted(p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p)
+
+
+def _in_tree(source: Source, paths: Iterable[str]) -> list[str]:
+    """Which of the repository-relative `paths` are files of the workspace's tree, workspace-relative (the
+    change's own files: a `.env` it adds is no note, and still private)."""
+    repo = source.repo
+    if repo is None or source.tree_id is None:
+        return []
+    lead = f"{source.prefix}/" if source.prefix else ""
+    try:
+        tree = repo.repo[source.tree_id].peel(repo.pygit2.Tree)
+        return [p[len(lead):] for p in paths if p.startswith(lead) and p[len(lead):] in tree]
+    except (KeyError, ValueError, repo.pygit2.GitError):
+        return []  # a tree the clone lacks: the notes are still decided, these files go without their notice
 
 
 def rank(
