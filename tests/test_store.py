@@ -192,7 +192,8 @@ def test_a_tree_not_recorded_is_said_once_per_command(repo: Repo, cli: Any) -> N
     for args in (["ci", "--base", "HEAD~1"], ["ci", "--base", "HEAD~1"], ["check", "--rev", "HEAD"],
                  ["blast", "--base", "HEAD~1"]):
         r = cli(*args, cwd=repo.path)
-        assert r.code in (0, 1) and r.err.count(said) == 1, (args, r.err)
+        # `ci` then stops (exit 2): without the rules it cannot tell which notes to keep out of what it prints.
+        assert r.code in ((2,) if args[0] == "ci" else (0, 1)) and r.err.count(said) == 1, (args, r.err)
     snap = Snapshot.load(GitRepo(repo.path)) if tip(repo.path) else None
     recorded = {t.tree for t in snap.manifest.trees.values()} if snap is not None else set()
     assert repo.git("rev-parse", "HEAD^{tree}").strip() not in recorded

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from vivary_git.workspace import Workspace
 
-__all__ = ["PrivateNodes", "hidden_ids"]
+__all__ = ["PrivateNodes", "hidden_ids", "private_paths"]
 
 
 class PrivateNodes:
@@ -51,6 +51,15 @@ def hidden_ids(ws: Workspace) -> frozenset[str]:
         return frozenset()
     verdicts = _private(ws, [n.path for n in graph.nodes])
     return frozenset(n.id for n, private in zip(graph.nodes, verdicts, strict=True) if private)
+
+
+def private_paths(ws: Workspace, paths: Collection[str]) -> frozenset[str]:
+    """Which of the workspace-relative `paths` are private (one privacy batch for all of them): `ci` hides what
+    these files hold from everything it prints. Raises `PrivacyError` (exit 3) when privacy cannot be decided."""
+    asked = sorted(set(paths))
+    if not asked:
+        return frozenset()
+    return frozenset(p for p, private in zip(asked, _private(ws, asked), strict=True) if private)
 
 
 def _private(ws: Workspace, paths: Sequence[str]) -> list[bool]:

@@ -7,7 +7,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+import shlex
+from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Literal
 
 import msgspec
@@ -17,6 +18,7 @@ from vivary_git.blast import ChangeReport, change_impact
 from vivary_git.check import new_findings
 from vivary_git.errors import ConfigError, GitError, VivaryError
 from vivary_git.escape import text
+from vivary_git.gates.private import decide
 from vivary_git.git import MissingObject, Repo
 from vivary_git.graph import Graph
 from vivary_git.models import Edge, Finding, Node
@@ -33,6 +35,7 @@ WHY_CHANGED = "changed file"
 WHY_BROKEN = "broken by this change"
 WHY_ELSEWHERE = "not in this change"
 WHY_EXISTING = "already in the base"
+PRIVATE_COMMITTED = "vivary: private file committed"
 # The fix for a shallow clone in the CI systems whose checkout is one by default.
 FULL_HISTORY = "check out with full history (actions/checkout: `fetch-depth: 0`; GitLab CI: `GIT_DEPTH: 0`)"
 
@@ -136,6 +139,8 @@ def review(
     note = ""
     changed_files: list[str] = []
     is_new: list[bool] | None = None
+    base_ws: Workspace | None = None
+    base_graph: Graph | None = None
     if base is not None:
         repo = head_ws.source.repo
         assert repo is not None  # a --rev source always has one
@@ -160,13 +165,24 @@ def review(
             # A base whose config no longer loads must not hide the head's findings.
             said = f"blast radius not computed: the base tree {base} cannot be read: {err}"
             note = f"{note}; {said}" if note else said
+            base_ws = base_graph = None
         else:
             change = change_impact(base_graph, head_graph, base, head, depth)
             is_new = _new_in_head(report.findings, base_graph, base_ws.source, head_ws)
         changed_files = _changed_files(repo, rev_tree(repo, base), head_ws.source.root_tree, prefix)
-    ranked = rank(report.findings, change, head_graph.nodes, head_graph.edges, prefix, changed_files, is_new)
-    picture = neighbourhood(change, head_graph.nodes, head_graph.edges) if change is not None else None
-    broke = what_broke(change, head_graph.nodes, prefix) if change is not None else []
+    # Everything below is what leaves the machine: private notes are masked before it is built (docs/privacy.md).
+    mask = decide(head_ws, head_graph, report.findings, prefix, base_ws, base_graph, change,
+                  files=_in_tree(head_ws.source, changed_files))
+    findings = [mask.finding(f) for f in report.findings]
+    nodes = [mask.node(n) for n in head_graph.nodes]
+    edges = [mask.edge(e) for e in head_graph.edges]
+    if change is not None:
+        change = mask.change(change)
+    report = msgspec.structs.replace(report, findings=findings)
+    ranked = rank(findings, change, nodes, edges, prefix, changed_files, is_new, hidden=mask.masked,
+                  private_files=[repo_path(prefix, p) for p in mask.paths])
+    picture = neighbourhood(change, nodes, edges) if change is not None else None
+    broke = what_broke(change, nodes, prefix) if change is not None else []
     new: NewFindings | None = None
     if is_new is not None:
         levels = [(f.level == "error", fresh) for f, fresh in zip(report.findings, is_new, strict=True)]
@@ -296,7 +312,6 @@ def _fetch_command(repo: Repo, base: str) -> tuple[str, str]:
     and `--base` then names that: a fetch of `main` alone would leave `main` unknown. A commit id is asked of the
     remote as it is: fetched, it is found."""
     import re
-    import shlex
 
     name = next((base[len(p):] for p in ("refs/remotes/", "remotes/") if base.startswith(p)), base)
     try:
@@ -337,6 +352,20 @@ def _changed_files(repo: Repo, base_tree: str, head_tree: str | None, prefix: st
     return sorted(p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p)
 
 
+def _in_tree(source: Source, paths: Iterable[str]) -> list[str]:
+    """Which of the repository-relative `paths` are files of the workspace's tree, workspace-relative (the
+    change's own files: a `.env` it adds is no note, and still private)."""
+    repo = source.repo
+    if repo is None or source.tree_id is None:
+        return []
+    lead = f"{source.prefix}/" if source.prefix else ""
+    try:
+        tree = repo.repo[source.tree_id].peel(repo.pygit2.Tree)
+        return [p[len(lead):] for p in paths if p.startswith(lead) and p[len(lead):] in tree]
+    except (KeyError, ValueError, repo.pygit2.GitError):
+        return []  # a tree the clone lacks: the notes are still decided, these files go without their notice
+
+
 def rank(
     findings: Iterable[Finding],
     change: ChangeReport | None,
@@ -345,12 +374,17 @@ def rank(
     prefix: str,
     changed_files: Iterable[str],
     is_new: Sequence[bool] | None = None,
+    *,
+    hidden: Collection[str] = (),
+    private_files: Collection[str] = (),
 ) -> list[Annotation]:
     """Every finding as an annotation plus a notice per changed note that others reference, ordered
     so that whatever fits GitHub's per-type cap is what a reviewer needs: within a level, findings
     on files this change touched first, then findings this change caused elsewhere (a reference
     broken by deleting or renaming its target), then findings in files it did not touch, then findings
-    the base already had (`is_new` False)."""
+    the base already had (`is_new` False). `hidden`: the IDs that stand for private notes (`gates.private`),
+    counted rather than named; `private_files` (repository-relative): a notice on each the change touched, first
+    among the notices, since a private file in a commit is in every clone of it."""
     changed = set(changed_files)
     by_id = {n.id: n for n in nodes}
     broke: set[str] = set()
@@ -374,17 +408,33 @@ def rank(
                 referrers.setdefault(e.to, set()).add(e.from_)
         notices: list[tuple[int, str, Annotation]] = []
         for c in change.changed:
-            who = sorted(referrers.get(c.id, ()))
-            if c.change == "removed" or not who:
+            everyone = referrers.get(c.id, set())
+            if c.change == "removed" or not everyone:
                 continue
+            who = sorted(everyone - set(hidden))
+            private = len(everyone) - len(who)
             shown = ", ".join(who[:8]) + (f" (+{len(who) - 8} more)" if len(who) > 8 else "")
-            message = (f"{len(who)} note(s) reference '{c.id}' ({c.change}): {shown}. "
-                       f"`git vivary blast {c.id}` lists everything that reaches it.")
+            if private:
+                shown += f"{' and ' if who else ''}{private} private note(s)"
+            if c.id in hidden:
+                message = (f"{len(everyone)} note(s) reference a private note ({c.change}): {shown}. "
+                           "`git vivary blast` on it, where the file is yours, lists everything that reaches it.")
+            else:
+                message = (f"{len(everyone)} note(s) reference '{c.id}' ({c.change}): {shown}. "
+                           f"`git vivary blast {c.id}` lists everything that reaches it.")
             path = repo_path(prefix, c.path)
             notices.append((len(who), path, Annotation("notice", path, 1, "vivary: referenced note changed",
                                                        message, WHY_CHANGED)))
         for i, (_, _path, a) in enumerate(sorted(notices, key=lambda t: (-t[0], t[1]))):
             out.append(((2, 0, "", i), a))
+    for path in sorted(changed.intersection(private_files)):
+        quoted = shlex.quote(path)
+        out.append(((2, -1, path, 0), Annotation(
+            "notice", path, 1, PRIVATE_COMMITTED,
+            f"{path} is private (docs/privacy.md) and this change commits it: every clone holds what it says. CI "
+            f"output shows none of its text. From the repository's top, `git vivary privacy explain {quoted}` says "
+            f"which rule makes it private; `git rm --cached {quoted}` keeps it out of the next commit (history "
+            "still has it); the `privacy-guard` hook refuses such a commit (docs/hooks.md).", WHY_CHANGED)))
     return [a for _, a in sorted(out, key=lambda t: t[0])]
 
 
