@@ -140,10 +140,6 @@ class LocalMemory:
         # most likely this tree's, whose graph is cached (no parsing on every core to keep threads out of).
         snap = self.snapshot(overlap=True)
         store.ready()  # a folder that cannot be written fails now, not after the notes are embedded
-        if self.store.written is None:  # under .git/vivary/memory/: `cache gc` tells by it when the folder is dead
-            from vivary_git.memory.folders import claim
-
-            claim(self.store, self.ws.source.root)
         builder = _IndexBuilder(store, snap, embedder, tree=self.ws.source.tree_id, label=self.ws.source.label,
                                 progress=progress)
         from vivary_git.memory.local.vectors import IndexSharing
@@ -156,6 +152,11 @@ class LocalMemory:
         # vector key this clone has not remembered), an edit only the packets whose inputs changed.
         rendered = Packets(self.ws, snap)
         with self._lock(quiet=progress is None):
+            if self.store.written is None:  # under .git/vivary/memory/: `cache gc` tells by it when it is dead
+                from vivary_git.memory.folders import claim
+
+                # Under the lock: a run the lock refuses (something in the way of `.git/vivary/locks`) writes nothing.
+                claim(self.store, self.ws.source.root)
             _sweep(store.inner)
             found = builder.unchanged()
             if found is not None:
