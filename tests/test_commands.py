@@ -171,7 +171,34 @@ def test_find_trims_in_the_documented_order(repo: Repo, cli: Any) -> None:
 def test_empty_query_is_a_usage_error(repo: Repo, cli: Any) -> None:
     chain(repo)
     r = cli("query", " ", "--rev", "HEAD", cwd=repo.path)
-    assert r.code == 2 and "provide a search query" in r.err
+    assert r.code == 2 and "provide a search query" not in r.err and "query needs TEXT to look for" in r.err
+    # --type and --path narrow a search and rank nothing alone (every node would score 0, which is dropped)
+    for args in ((), ("--type", "module"), ("--path", "modules/*")):
+        r = cli("query", *args, "--rev", "HEAD", cwd=repo.path)
+        assert r.code == 2 and "or an --edge FIELD[:TARGET] filter to list the nodes with that edge" in r.err, args
+        assert "Traceback" not in r.err and r.err.count("\n") == 1, r.err
+
+
+def test_query_with_an_edge_filter_and_no_text_lists_the_nodes_with_that_edge(repo: Repo, cli: Any) -> None:
+    """"Everything that links to a": no words to invent. Every node the filters pass scores the edge bonus, so they
+    come by path, then ID, as the published tropo answers `query "" --edge ...`."""
+    chain(repo)
+    got = cli("query", "--edge", ":a", "--json", "--rev", "HEAD", cwd=repo.path)
+    assert got.code == 0, got.err
+    doc = got.json()
+    assert doc["query"] == "" and doc["filters"]["edge"] == [":a"]
+    assert [(h["id"], h["score"]) for h in doc["results"]] == [("b", 20), ("c", 20), ("free", 20)]
+    assert [h["id"] for h in cli("query", "--edge", "depends", "--type", "module", "--json", "--rev", "HEAD",
+                                 cwd=repo.path).json()["results"]] == ["b", "c", "d"]
+    both = cli("query", "--edge", "depends:b", "--edge", "uses:a", "--json", "--rev", "HEAD", cwd=repo.path).json()
+    assert [(h["id"], h["score"]) for h in both["results"]] == [("c", 40)]
+    text = cli("query", "--edge", "depends:a", "--rev", "HEAD", cwd=repo.path)
+    assert text.out.splitlines()[:2] == ["vivary query: 1 result(s) with --edge depends:a",
+                                         " 1. [module] b - modules/b.md  (score 20)"], text.out
+    none = cli("query", "--edge", "uses:b", "--rev", "HEAD", cwd=repo.path)
+    assert none.code == 0 and none.out == "vivary query: no results with --edge uses:b\n", none.out
+    semantic = cli("query", "--edge", ":a", "--mode", "semantic", "--rev", "HEAD", cwd=repo.path)
+    assert semantic.code == 2 and "--mode semantic needs TEXT" in semantic.err, semantic.err
 
 
 def test_search_index_answers_exactly_like_the_direct_scan(repo: Repo) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -125,3 +126,23 @@ def test_a_server_hook_whose_vivary_is_gone_refuses_every_push_in_words(tmp_path
         "gone" in refused.stdout
     assert "[remote rejected] main -> main (pre-receive hook declined)" in refused.stdout
     assert git(bare, "for-each-ref") == ""
+
+
+def test_status_in_a_bare_repository_says_client_hooks_do_not_apply(tmp_path: Path, repo: Repo) -> None:
+    bare = _bare(tmp_path, repo)
+    status = run_git_vivary(["hooks", "status"], bare)
+    assert status.returncode == 0, status.stderr
+    # No commit is made on a server: a client hook that is not there is no news, so not three "not installed".
+    assert "not installed" not in status.stdout.replace("pre-receive       not installed", ""), status.stdout
+    assert "client hooks (pre-commit, pre-merge-commit, post-commit) do not apply" in status.stdout, status.stdout
+    assert "  pre-receive       not installed; `git vivary hooks install pre-receive` writes" in status.stdout
+    report = json.loads(run_git_vivary(["hooks", "status", "--json"], bare).stdout)
+    assert report["bare"] is True and [h["hook"] for h in report["hooks"]] == ["pre-receive"], report
+    # A client hook someone left there is still named (it is a file in the hooks folder), with the server's.
+    _executable(bare / "hooks" / "pre-commit", "#!/bin/sh\nexit 0\n")
+    report = json.loads(run_git_vivary(["hooks", "status", "--json"], bare).stdout)
+    assert [(h["hook"], h["state"]) for h in report["hooks"]] == [("pre-commit", "other"), ("pre-receive", "absent")]
+    # With a work tree nothing changes: the client hooks, each named.
+    here = json.loads(run_git_vivary(["hooks", "status", "--json"], repo.path).stdout)
+    assert here["bare"] is False and [h["hook"] for h in here["hooks"]] == ["pre-commit", "pre-merge-commit",
+                                                                           "post-commit"], here

@@ -225,6 +225,22 @@ def test_cache_gc_removes_the_state_folders_of_gone_workspaces_and_no_live_one(w
     assert out.count("removed ") == 1 and f"the index of {second}: that folder is gone" in out, out
 
 
+def test_cache_gc_removes_the_index_lock_of_a_folder_it_removes(ws: Repo, cli: Any, tmp_path: Path) -> None:
+    assert cli("index", "--yes", cwd=ws.path).code == 0
+    moved = tmp_path / "moved"
+    shutil.move(ws.path, moved)
+    assert cli("index", "--yes", cwd=moved).code == 0
+    locks = moved / ".git" / "vivary" / "locks"
+    names = {p.name.rsplit("-", 1)[0]: f"index-{p.name}.lock" for p in _folders(moved)}
+    live, dead = names["vivary-moved"], names["vivary-ws"]
+    assert sorted(p.name for p in locks.iterdir()) == sorted([dead, live])
+    code, out, err = _gc(moved)
+    assert code == 0 and out.count("removed ") == 1, (out, err)
+    # The removed folder's lock file goes with it (one more file left per move, before); the live one stays.
+    assert [p.name for p in locks.iterdir()] == [live]
+    assert cli("index", "--yes", cwd=moved).code == 0 and [p.name for p in locks.iterdir()] == [live]
+
+
 def test_a_gc_that_refuses_removes_no_state_folder(ws: Repo, cli: Any, tmp_path: Path) -> None:
     assert cli("index", "--yes", cwd=ws.path).code == 0
     moved = tmp_path / "moved"

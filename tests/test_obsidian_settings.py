@@ -157,3 +157,41 @@ def test_mcp_search_leaves_excluded_files_out_and_reads_them(repo: Repo) -> None
     packet = service.read("Archive/Old zebra")
     assert packet.title == "Old zebra" and packet.path == "Archive/Old zebra.md"
     service.close()
+
+
+BROKEN = {".obsidian/app.json": json.dumps({"userIgnoreFilters": ["Archive/", "/##[/"]}),
+          ".obsidian/templates.json": '{"folder": '}
+
+
+def test_doctor_names_the_settings_it_leaves_unused_once_each(repo: Repo, cli: Any) -> None:
+    # Doctor reads HEAD, not through the working tree's opening that warns on stderr: its report says it.
+    repo.commit("vault", {**NOTES, **BROKEN})
+    text = cli("doctor", cwd=repo.path)
+    assert "vivary: warning:" not in text.err, text.err
+    for said in (".obsidian/templates.json:1: not valid JSON (Expecting value at column 12)",
+                 ".obsidian/app.json: userIgnoreFilters entry '/##\\x5b/' is not a regular expression Python reads"):
+        assert text.out.count(f"warning: workspace: {said}") == 1, text.out
+    assert "  fix: correct the settings file it names, or let Obsidian write it again" in text.out
+    assert text.code == 0 and "##[" not in text.out  # a warning, never a failure; a CI runner's command stays inert
+    problems = [p for p in cli("doctor", "--json", cwd=repo.path).json()["problems"] if p["area"] == "workspace"]
+    assert [p["level"] for p in problems] == ["warning", "warning"], problems
+    assert {p["message"].split(":")[0] for p in problems} == {".obsidian/templates.json", ".obsidian/app.json"}
+
+
+def test_mcp_status_names_the_settings_it_leaves_unused(repo: Repo) -> None:
+    # No `cli` fixture: see test_mcp_search_leaves_excluded_files_out_and_reads_them.
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    from vivary_git.mcp.service import MemoryService
+
+    repo.commit("vault", {**NOTES, **BROKEN})
+    service = MemoryService(repo.path)
+    warnings = service.status().workspace["settings_warnings"]
+    assert len(warnings) == 2, warnings
+    assert warnings[0].startswith(".obsidian/templates.json:1: not valid JSON"), warnings
+    assert warnings[1] == ".obsidian/app.json: userIgnoreFilters entry '/##\\x5b/' is not a regular expression " \
+        "Python reads (unterminated character set at position 2); it excludes nothing", warnings
+    service.close()
+    repo.commit("fixed", {".obsidian/app.json": "{}", ".obsidian/templates.json": "{}"})
+    service = MemoryService(repo.path)
+    assert "settings_warnings" not in service.status().workspace  # none: the key is left out
+    service.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -234,6 +235,48 @@ def test_a_sparse_partial_clone_names_the_fetch_and_a_root_inside_the_checkout(
     _paste(clone, _fetch_named(r.err))
     assert cli("check", cwd=clone.path).code == 0
     assert not (clone.path / "notes" / "out").exists()  # fetched, still outside the sparse checkout
+
+
+def _vivary_with(setting: str, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`git -c SETTING vivary ARGS`, through Git's own dispatch (which hands `-c` on in GIT_CONFIG_PARAMETERS)."""
+    env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+    return subprocess.run(["git", "-c", setting, "vivary", *args], cwd=cwd, capture_output=True, text=True, env=env,
+                          check=False)
+
+
+def test_a_promisor_given_with_git_c_is_read_as_git_reads_it(partial: Repo) -> None:
+    # The clone's config no longer says it is partial; `git -c remote.origin.promisor=true` does, for Git and for us.
+    partial.git("config", "--unset", "remote.origin.promisor")
+    partial.git("config", "--unset", "remote.origin.partialclonefilter")  # Git takes this one alone as a promisor too
+    blob = partial.git("rev-parse", "HEAD~1:notes/a.md").strip()
+    # A `-c` of another setting: Git is asked, and says the clone is not partial.
+    plain = _vivary_with("core.quotePath=true", partial.path, "check", "--rev", "HEAD~1")
+    assert plain.returncode == 2 and "which is not a partial clone: the repository is damaged" in plain.stderr
+    given = _vivary_with("remote.origin.promisor=true", partial.path, "check", "--rev", "HEAD~1")
+    assert given.returncode == 2, given.stderr
+    assert "notes/a.md is not in this clone: it is a partial clone, whose promisor remote `origin` has it" \
+        in given.stderr, given.stderr
+    # Git reads `extensions.*` from the repository's config file alone: a `-c` of one is no partial clone to it.
+    older = _vivary_with("extensions.partialClone=origin", partial.path, "check", "--rev", "HEAD~1")
+    assert "which is not a partial clone" in older.stderr, older.stderr
+    assert subprocess.run(["git", "-c", "extensions.partialClone=origin", "cat-file", "-e", blob], cwd=partial.path,
+                          capture_output=True, check=False).returncode != 0
+    # And Git, given the same `-c`, fetches the blob from that promisor: after which the revision reads.
+    git(partial.path, "-c", "remote.origin.promisor=true", "cat-file", "-e", blob)
+    assert _vivary_with("core.quotePath=true", partial.path, "check", "--rev", "HEAD~1").returncode in (0, 1)
+
+
+def test_a_sparse_checkout_given_with_git_c_is_read_as_git_reads_it(repo: Repo, tmp_path: Path) -> None:
+    _source(repo, [{"notes/in/i.md": "# I\n", "notes/out/o.md": "# O\n"}])
+    clone = _clone(repo, tmp_path / "clone", "--sparse")
+    clone.git("sparse-checkout", "set", "notes/in")
+    clone.git("config", "--worktree", "core.sparseCheckout", "false")  # the files outside stay skip-worktree
+    off = _vivary_with("core.quotePath=true", clone.path, "check")
+    assert off.returncode == 2 and "not in this clone" in off.stderr and "`--root DIR`" not in off.stderr, off.stderr
+    on = _vivary_with("core.sparseCheckout=true", clone.path, "check")
+    assert on.returncode == 2, on.stderr
+    assert "(or check a folder inside the sparse checkout, which needs none of the missing files, with `--root " \
+        "DIR`)" in on.stderr, on.stderr
 
 
 def test_a_sparse_full_clone_reads_its_whole_tree(repo: Repo, tmp_path: Path, cli: Any) -> None:

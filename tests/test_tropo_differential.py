@@ -556,6 +556,23 @@ def test_vault_query_filters(flags: tuple[str, ...], plain_vault: Path, tropo: s
         [(r["reasons"], _unique(r.get("edges"))) for r in theirs["results"]]
 
 
+@pytest.mark.parametrize("flags", QUERY_FLAGS[2:], ids=["".join(f) for f in QUERY_FLAGS[2:]])
+def test_vault_query_with_edge_filters_and_no_text(flags: tuple[str, ...], plain_vault: Path, tropo: str,
+                                                   cli: Any) -> None:
+    """"Everything that links to X": tropo answers `query "" --edge ...` with every node the filters pass (the edge
+    bonus alone, ordered by path); we answer it, and the same with no TEXT at all."""
+    _, theirs = tropo_json(tropo, plain_vault, "query", "", *flags, "--k", "250", "--explain", "--json")
+    assert theirs["results"], theirs
+    for text in ([""], []):
+        ours = cli("query", *text, *flags, "--k", "250", "--explain", "--json", cwd=plain_vault)
+        assert ours.code == 0, ours.err
+        got = ours.json()
+        assert _hits(got) == _hits(theirs) and got["filters"] == theirs["filters"] and got["query"] == ""
+        assert [(r["reasons"], r.get("edges")) for r in got["results"]] == \
+            [(r["reasons"], _unique(r.get("edges"))) for r in theirs["results"]]
+        assert [r["snippet"] for r in got["results"]] == [r["snippet"] for r in theirs["results"]]
+
+
 def test_query_k_zero_is_a_usage_error(plain_vault: Path, tropo: str, cli: Any) -> None:
     """Documented in docs/query.md: `--k 0` asks for nothing; tropo answers no results (exit 0), we exit 2."""
     rc, theirs = tropo_json(tropo, plain_vault, "query", "graph", "memory", "--k", "0", "--json")

@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -385,26 +385,8 @@ class Repo:
         return with_objects(self.pygit2.Repository(str(self.git_dir)), self.objects)
 
     def setting(self, key: str, *, boolean: bool = False) -> str | None:
-        """`key` as Git reads it for this repository, or None when it is not set. libgit2 reads the config files
-        (their includes too) but not what `git -c` gave the command (GIT_CONFIG_PARAMETERS, GIT_CONFIG_COUNT): with
-        either set, Git itself is asked. With `boolean`, "true" or "false"; a value that is no boolean is a
-        ValueError."""
-        if os.environ.get("GIT_CONFIG_PARAMETERS") or os.environ.get("GIT_CONFIG_COUNT"):
-            proc = self.git(["config", *(["--type=bool"] if boolean else []), "--get", key], check=False)
-            if proc.returncode == 1:
-                return None
-            if proc.returncode != 0:
-                raise ValueError(proc.stderr.decode("utf-8", "replace").strip())
-            return proc.stdout.decode("utf-8", "surrogateescape").rstrip("\n")
-        config = self.repo.config
-        try:
-            if boolean:
-                return "true" if config.get_bool(key) else "false"
-            return str(config[key])
-        except KeyError:
-            return None
-        except self.pygit2.GitError as err:
-            raise ValueError(str(err)) from None
+        """`key` as Git reads it for this repository (`setting_of`)."""
+        return setting_of(self.repo, key, boolean=boolean, run_git=self.git)
 
     @property
     def unused_worktree(self) -> str | None:
@@ -540,6 +522,37 @@ def _config_value(git_dir: str, key: str) -> str | None:
     except (KeyError, ValueError, OSError, pygit2.GitError):
         return None
     return str(value)
+
+
+def setting_of(repo: Any, key: str, *, boolean: bool = False,
+               run_git: Callable[..., subprocess.CompletedProcess[bytes]] | None = None) -> str | None:
+    """`key` as Git reads it for pygit2 repository `repo`, or None when it is not set. libgit2 reads the config
+    files (their includes too) but not what `git -c` gave the command (GIT_CONFIG_PARAMETERS, GIT_CONFIG_COUNT):
+    with either set, Git itself is asked, through `run_git` (`Repo.git`; by default `git --git-dir=` the
+    repository's own). With `boolean`, "true" or "false"; a value that is no boolean is a ValueError. Not for
+    `extensions.*`, which Git reads from the repository's config file alone (a `git -c` of one is ignored)."""
+    import pygit2
+
+    if os.environ.get("GIT_CONFIG_PARAMETERS") or os.environ.get("GIT_CONFIG_COUNT"):
+        args = ["config", *(["--type=bool"] if boolean else []), "--get", key]
+        if run_git is None:
+            proc = run([f"--git-dir={repo.path}", *args], cwd=repo.path, check=False)
+        else:
+            proc = run_git(args, check=False)
+        if proc.returncode == 1:
+            return None
+        if proc.returncode != 0:
+            raise ValueError(proc.stderr.decode("utf-8", "replace").strip())
+        return proc.stdout.decode("utf-8", "surrogateescape").rstrip("\n")
+    config = repo.config
+    try:
+        if boolean:
+            return "true" if config.get_bool(key) else "false"
+        return str(config[key])
+    except KeyError:
+        return None
+    except pygit2.GitError as err:
+        raise ValueError(str(err)) from None
 
 
 def pinned_env(start: Path, env: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -47,9 +47,12 @@ def missing_blobs(repo: Any, tree_id: str) -> list[tuple[str, str]]:
 
 
 def promisor(repo: Any) -> str | None:
-    """The remote a partial clone fetches what it lacks from (`remote.NAME.promisor`, or the older
-    `extensions.partialClone`), or None for a clone that is not partial. With several, `origin` if it is one."""
+    """The remote a partial clone fetches what it lacks from (`remote.NAME.promisor`, `git -c` included as Git
+    reads it, or the older `extensions.partialClone`, which Git reads from the config file alone), or None for a
+    clone that is not partial. With several, `origin` if it is one."""
     import pygit2
+
+    from vivary_git.git import setting_of
 
     unread = (KeyError, ValueError, TypeError, pygit2.GitError)
     config = repo.config
@@ -60,9 +63,9 @@ def promisor(repo: Any) -> str | None:
         remotes = []
     for name in remotes:
         try:
-            if config.get_bool(f"remote.{name}.promisor"):
+            if setting_of(repo, f"remote.{name}.promisor", boolean=True) == "true":
                 names.append(name)
-        except unread:  # not set, or not a boolean Git would read as true
+        except unread:  # not a boolean Git would read as true
             continue
     try:
         older = str(config["extensions.partialClone"])

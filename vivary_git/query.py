@@ -147,10 +147,15 @@ def search(
     `outgoing`, when a caller asking many questions of one graph has it, is `outgoing_edges(graph)`;
     `ranker`, such a caller's `searchindex.Ranker` of the index (it keeps each term's scores between
     questions)."""
-    if not text.strip():
-        raise UsageError('provide a search query, e.g. `git vivary query "auth module"`')
+    if not text.strip() and not edges:
+        raise UsageError('provide a search query, e.g. `git vivary query "auth module"`, or an --edge filter to list '
+                         'the nodes that have that edge')
     edges = resolve_edge_specs(graph, edges)  # a TARGET may be a name as a link writes it
     phrase = fold(text).strip()
+    if not phrase:
+        # No text, only edge filters (the published tropo answers `query "" --edge F:T` so): every node that passes
+        # them scores the edge bonus alone, so the answer lists them by path, then ID. No note is read to score.
+        index = None
     terms = terms_of(text)
     weights = Counter(terms)  # a repeated term counts each time it is repeated
     # In ASCII text a term (`[a-z0-9]+` there) matches exactly where a whole \w+ run equals it, so
@@ -171,10 +176,10 @@ def search(
     bonus = EDGE_FILTER_BONUS * len(edges)
 
     def direct(node: Node, out: Sequence[Edge]) -> tuple[int, list[str]]:
-        sources = node_sources(node, notes[node.blob], out)
         score = 0
         reasons: list[str] = []
-        for (reason, w_phrase, w_term), source in zip(SOURCES, sources, strict=True):
+        sources = node_sources(node, notes[node.blob], out) if phrase else ()
+        for (reason, w_phrase, w_term), source in zip(SOURCES[:len(sources)], sources, strict=True):
             low = fold(source)
             got = w_phrase if phrase in low else 0
             if any(t in low for t in weights):
@@ -240,7 +245,7 @@ def search(
             edges=[EdgeRef(e.field, e.to) for e in out] if (explain or edges) else None,
         ))
     return QueryResult(
-        query=text, k=k, mode="text",
+        query=text if phrase else "", k=k, mode="text",
         filters=QueryFilters(type=list(types), path=list(paths), edge=list(edges)), results=hits,
     )
 

@@ -133,11 +133,11 @@ def skip_worktree(repo: git.Repo, *paths: str) -> set[str]:
 
 
 def sparse_checkout(repo: git.Repo) -> bool:
-    """Whether the work tree is a sparse checkout (`core.sparseCheckout`): a partial clone then lacks the blobs of
-    the files outside it, which the working tree's tree still names."""
+    """Whether the work tree is a sparse checkout (`core.sparseCheckout`, `git -c` included, as Git reads it): a
+    partial clone then lacks the blobs of the files outside it, which the working tree's tree still names."""
     try:
-        return bool(repo.repo.config.get_bool("core.sparseCheckout"))
-    except (KeyError, ValueError, repo.pygit2.GitError):
+        return repo.setting("core.sparseCheckout", boolean=True) == "true"
+    except ValueError:  # not a boolean: Git refuses every command then, and says so
         return False
 
 

@@ -303,7 +303,11 @@ def _status(cwd: Path, as_json: bool) -> int:
         name = {"husky": "husky", "pre-commit": "the pre-commit framework",
                 "shared-folder": "a shared hooks folder"}.get(m.kind, m.kind)
         print(f"managed by {shown(name)} ({shown(m.detail)}): vivary writes none of its files")
-    width = max(len(h.hook) for h in report.hooks)  # one column for every hook name (pre-merge-commit)
+    if report.bare:
+        print(f"a bare repository: client hooks ({', '.join(install.HOOKS)}) do not apply, since Git runs them "
+              "where commits are made; pre-receive checks every push")
+    # One column for every hook name (pre-merge-commit), in a bare repository as elsewhere.
+    width = max(len(n) for n in (*install.HOOKS, serverhook.HOOK))
     for h in report.hooks:
         name = f"{h.hook:<{width}}"
         gate = "runs vivary" if h.vivary_runs else "does not run vivary"

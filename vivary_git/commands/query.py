@@ -24,7 +24,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "path, body and outbound-edge text (docs/query.md has the weights). Private notes are not searched "
         "unless you pass --include-private (docs/privacy.md).",
     )
-    p.add_argument("text", nargs="+", metavar="TEXT", help="what to look for (words are joined by spaces)")
+    p.add_argument("text", nargs="*", metavar="TEXT",
+                   help="what to look for (words are joined by spaces); with --edge it may be left out, to list "
+                   "every node that has the edge")
     p.add_argument("--k", type=at_least(1), default=10, metavar="N",
                    help="how many results (default 10; with --mode semantic|hybrid at most 250)")
     add_filter_args(p, "filters (applied before ranking)")
@@ -40,6 +42,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not " ".join(args.text).strip():
+        if not args.edge:
+            raise UsageError('query needs TEXT to look for, e.g. `git vivary query "auth module"`, or an --edge '
+                             'FIELD[:TARGET] filter to list the nodes with that edge, e.g. `git vivary query --edge '
+                             'depends:auth`; --type and --path narrow either, and list nothing alone')
+        if args.mode != "text":
+            raise UsageError(f"--mode {args.mode} needs TEXT: it ranks notes by how near they are to it; to list "
+                             "the nodes with an edge, leave --mode out")
     if args.mode != "text":
         if args.include_private:
             raise UsageError("--include-private works with --mode text only: semantic memory never holds a private "
@@ -64,10 +74,13 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(result)
         return EXIT_OK
+    # No text: the edge filters are what was asked (their targets as resolved).
+    asked = f"for {shown(repr(text))}" if text.strip() else \
+        "with " + " ".join(f"--edge {shown(e)}" for e in result.filters.edge)
     if not result.results:
-        print(f"vivary query: no results for {shown(repr(text))}")
+        print(f"vivary query: no results {asked}")
         return EXIT_OK
-    print(f"vivary query: {len(result.results)} result(s) for {shown(repr(text))}")
+    print(f"vivary query: {len(result.results)} result(s) {asked}")
     for i, hit in enumerate(result.results, 1):
         kind = f"[{shown(hit.type)}] " if hit.type else ""
         print(f"{i:2d}. {kind}{shown(hit.id)} - {shown(hit.path)}  (score {hit.score})")

@@ -173,6 +173,9 @@ class HooksReport(msgspec.Struct, frozen=True):
     hooks: list[HookStatus]
     manager: Manager | None = None
     unchecked: str | None = None  # workspace configs below the top that no hook of ours checks, and the fix
+    # A bare repository (a server): no commit is made there, so the client hooks (HOOKS) never run and only the
+    # ones present are listed.
+    bare: bool = False
 
 
 class ManagedHooks(RefusedError):

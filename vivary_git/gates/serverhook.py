@@ -193,4 +193,6 @@ def report(cwd: Path) -> install.HooksReport:
 
     out = install.status(cwd)
     server = status(cwd)
+    if bare(cwd):  # Git makes no commit here, so runs no client hook: one that is absent is no news
+        out = msgspec.structs.replace(out, hooks=[h for h in out.hooks if h.state != "absent"], bare=True)
     return out if server is None else msgspec.structs.replace(out, hooks=[*out.hooks, server])

@@ -609,10 +609,15 @@ class Reads(Warm):
                 from vivary_git.memory.writes.commits import read_from
 
                 note = read_from(repo, remember.branch)[2]  # a symbolic ref: not read, and the fix
+            # The editor's settings left unused (as the CLI warns on stderr): why a note is not in search. They name
+            # committed files and entries, so each goes out inert (escape.text), once.
+            from vivary_git.escape import text
+
+            settings = [text(w) for w in dict.fromkeys(ws.config.settings_warnings)]
             return Status(
                 ok=True,
                 workspace={"root": str(ws.source.root), "config": ws.config.source, "dialect": ws.config.dialect,
-                           "ids": ws.config.links.ids},
+                           "ids": ws.config.links.ids, **({"settings_warnings": settings} if settings else {})},
                 tree={"id": st.root_tree, "head": st.key[1], "branch": branch, "source": ws.source.label},
                 nodes={"public": len(st.nodes), "private": view.snapshot.private_count,
                        "memories": len(view.memories()), "edges": sum(len(v) for v in st.out.values()),

@@ -110,13 +110,15 @@ def dead_folders(common_dir: Path) -> list[DeadFolder]:
 
 
 def remove(common_dir: Path, dead: DeadFolder) -> bool:
-    """Remove a dead state folder, under its index lock (an index run of it, if any, finishes first). False when it
-    is not there any more, or has become a symbolic link."""
-    from vivary_git.memory.lock import index_lock
+    """Remove a dead state folder, under its index lock (an index run of it, if any, finishes first), and that lock's
+    file (`.git/vivary/locks/index-<dataset>.lock`) while it is held: a run that waited on it then locks the file
+    at the path anew (memory/lock.py). False when the folder is not there any more, or has become a symbolic link."""
+    from vivary_git.memory.lock import removing_index_lock
 
     folder = Path(dead.folder)
-    with index_lock(common_dir / "vivary", folder.name, quiet=True):
+    with removing_index_lock(common_dir / "vivary", folder.name) as unlink_lock:
         if folder.is_symlink() or not folder.is_dir():
             return False
         shutil.rmtree(folder)
+        unlink_lock()
     return True

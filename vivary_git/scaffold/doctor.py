@@ -254,6 +254,7 @@ def _graph(start: Path, rev: str, root: str | None, pinned: Path | None, head: s
         problems.append(Problem("graph", "error", f"{report.errors} finding(s) at level error in {rev}",
                                 "git vivary check   # lists each as path:line: level CODE: message"))
     _empty_vaults(ws, g, problems)
+    _settings_warnings(ws, problems)
     if changes:
         problems.append(Problem("graph", "warning", f"{changes} path(s) in the working tree differ from {rev}; "
                                 "this report describes the commit", "git vivary check   # checks the working tree"))
@@ -272,6 +273,16 @@ def _empty_vaults(ws: Workspace, g: Graph, problems: list[Problem]) -> None:
         what, fix = dendron.without_notes_said(empty)
         problems.append(Problem("workspace", "warning", f"Dendron's {what}, so the graph holds none of their notes",
                                 fix))
+
+
+def _settings_warnings(ws: Workspace, problems: list[Problem]) -> None:
+    """The editor's settings files (or entries) the commit holds and that are left unused, as every command that
+    reads the working tree warns of them (`open_ws`): a note missing from search, or a template folder read as
+    notes, is explained there."""
+    for warning in dict.fromkeys(ws.config.settings_warnings):
+        problems.append(Problem("workspace", "warning", warning,
+                                "correct the settings file it names, or let Obsidian write it again, then commit "
+                                "it (until then its defaults apply, as in Obsidian)"))
 
 
 def _is_a_range(rev: str, start: Path) -> bool:
