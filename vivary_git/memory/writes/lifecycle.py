@@ -40,9 +40,9 @@ from vivary_git.memory.writes.remember import (
     _logged,
     _refuse_private_target,
     check_note,
-    windows_refuses,
 )
 from vivary_git.memory.writes.secrets import refuse_secrets
+from vivary_git.portable import windows_refuses
 
 if TYPE_CHECKING:
     from vivary_git.memory.snapshot import MemoryNode
