@@ -114,3 +114,20 @@ def test_an_edit_of_a_colliding_note_keeps_its_finding_in_a_warm_staged_check(re
 
 def test_each_code_has_its_sarif_rule() -> None:
     assert (RULES["W226"].name, RULES["W227"].name) == ("CaseCollision", "WindowsRefusedName")
+
+
+def test_the_whole_vault_answer_agrees_with_each_path_s() -> None:
+    """`findings` decides a vault with neither over all its paths at once; a name that is one of them, anywhere
+    among harmless ones, is found as path by path (a line break in a name, too)."""
+    from vivary_git import portable
+
+    harmless = ["a.md", "concepts/config.md", "com10.md", "x.y/z.md", "Ünïcode/σ.md", "nul-pointer.md"]
+    assert portable.findings(harmless) == []
+    for bad in ("aux", "b/Con.txt.md", "c/lpt9 .md", "d /e.md", "f./g.md", "h|i.md", "j\nk.md", "l\x1fm.md",
+                "conin$.md", "A.md", "Concepts/Config.md", "ünïcode/Σ.md", "Ünïcode/ς.md"):
+        for at in (0, 3, len(harmless)):
+            paths = [*harmless[:at], bad, *harmless[at:]]
+            got = portable.findings(paths)
+            one = [f for p in paths for f in portable.findings([p])]
+            assert got and all(bad in (f.path, *f.message.split("'")) for f in got), (bad, got)
+            assert [f for f in got if f.code == "W227"] == one, (bad, got)

@@ -219,7 +219,7 @@ def _names(config: Config, ordered: Sequence[tuple[str, str, Facts]], unreadable
     document's own findings; in one pass over the paths in document order."""
     if not (config.portable_collisions or config.portable_windows):
         return []
-    paths: Iterable[str] = [p for p, _, _ in ordered]
+    paths = [p for p, _, _ in ordered]
     if unreadable:
         paths = sorted({*paths, *(f.path for f in unreadable)}, key=order.__getitem__)
     return portable.findings(paths, collisions=config.portable_collisions, windows=config.portable_windows,
