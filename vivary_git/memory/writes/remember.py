@@ -94,7 +94,7 @@ class View:
         self.by_path: dict[str, MemoryNode] = {n.path: n for n in snapshot.nodes}
         self._by_nfc_path: dict[str, MemoryNode] | None = None  # `by_path` in NFC, built on a miss that needs it
         self._ids: set[str] | None = None
-        self._folded: set[str] | None = None
+        self._folded: dict[str, str] | None = None  # each note's path as macOS and Windows tell names apart -> it
 
     @property
     def graph(self) -> Graph:
@@ -117,16 +117,21 @@ class View:
         self._by_nfc_path = None
         self.ids.add(node.id)
         if self._folded is not None:
-            self._folded.add(portable.fold(node.path))
+            self._folded.setdefault(portable.fold(node.path), node.path)
+
+    def same_file(self, path: str) -> str | None:
+        """The note that `path` (workspace-relative) is the same file as on macOS and Windows, or None (W226:
+        `Deploy.md` for `deploy.md`, `λογος.md` for `λογοσ.md`; `path` itself when a note has it)."""
+        if self._folded is None:
+            self._folded = {}
+            for n in self.graph.nodes:
+                self._folded.setdefault(portable.fold(n.path), n.path)
+        return self._folded.get(portable.fold(path))
 
     def free(self, path: str, nid: str) -> bool:
         """Whether a new note may take `path` (workspace-relative) and its id `nid`: no note has the id, and none
-        is the same file on macOS and Windows (W226: `Deploy.md` for `deploy.md`, `λογος.md` for `λογοσ.md`)."""
-        if nid in self.ids:
-            return False
-        if self._folded is None:
-            self._folded = {portable.fold(n.path) for n in self.graph.nodes}
-        return portable.fold(path) not in self._folded
+        is the same file on macOS and Windows (`same_file`)."""
+        return nid not in self.ids and self.same_file(path) is None
 
     def repo_path(self, path: str) -> str:
         prefix = self.ws.source.prefix
