@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from conftest import Repo
 
+from vivary_git import escape
 from vivary_git.gates.sarif import RULES
 
 NFD = unicodedata.normalize("NFD", "Café.md")
@@ -45,7 +46,7 @@ def test_one_name_in_two_unicode_forms_is_one_finding(repo: Repo, cli: Any) -> N
     repo.commit("cafe", {"Café.md": "# composed\n", NFD: "# decomposed\n", "CAFÉ.md": "# upper\n"})
     got = findings(cli, repo)
     assert [(p, c) for p, c, _ in got] == [(NFD, "W226"), ("Café.md", "W226"), ("Café.md", "E130")], got
-    assert got[0][2].startswith(f"{NFD!r} and 'CAFÉ.md' are one file on macOS and Windows (names that differ in "
+    assert got[0][2].startswith(f"'{NFD}' and 'CAFÉ.md' are one file on macOS and Windows (names that differ in "
                                 "case and in Unicode form)")
     repo.git("rm", "-q", "CAFÉ.md")
     repo.commit("pair")
@@ -67,8 +68,8 @@ def test_a_pair_the_contract_ids_already_report_is_not_reported_twice(repo: Repo
     ("Meeting: Q3.md", "':' in 'Meeting: Q3.md' is a character Windows refuses in a name (Obsidian refuses it too, "
                        "and macOS Finder shows it as '/')", "Meeting: Q3.md"),
     ('a "quote".md', "'\"' in 'a \"quote\".md' is a character Windows refuses", 'a "quote".md'),
-    ("back\\slash.md", "'\\\\' in 'back\\\\slash.md' is a character Windows refuses", "back\\\\slash.md"),
-    ("tab\there.md", "'\\t' in 'tab\\there.md' is a character Windows refuses", "tab\\there.md"),
+    ("back\\slash.md", "'\\' in 'back\\slash.md' is a character Windows refuses", "back\\slash.md"),
+    ("tab\there.md", "'\t' in 'tab\there.md' is a character Windows refuses", "tab\there.md"),
     ("v1./notes.md", "'v1.' ends in a dot, which Windows drops from a name", "v1."),
     ("draft /notes.md", "'draft ' ends in a space, which Windows drops from a name", "draft "),
 ])
@@ -79,8 +80,10 @@ def test_a_name_git_for_windows_refuses_is_named_with_its_fix(repo: Repo, cli: A
     got = findings(cli, repo)
     assert [(p, c) for p, c, _ in got] == [(path, "W227")], got
     message = got[0][2]
-    assert message.startswith(f"Git for Windows cannot check out {path!r}: {problem}"), message
+    assert message.startswith(f"Git for Windows cannot check out '{path}': {problem}"), message
     assert message.endswith(f"every Windows clone stops at it: rename it (git mv '{rename}' NEW-NAME)"), message
+    text = cli("check", "--rev", "HEAD", "--lenient", cwd=repo.path).out  # a tab as `\t`: one line, inert
+    assert f"{escape.text(path)}:1: warning W227: {escape.text(message)}\n" in text, text
 
 
 def test_portable_in_graph_toml_turns_each_off(repo: Repo, cli: Any) -> None:

@@ -50,13 +50,13 @@ def windows_problem(path: str) -> tuple[str, str] | None:
         if bad is not None:
             char = bad.group()
             seen = " (Obsidian refuses it too, and macOS Finder shows it as '/')" if char == ":" else ""
-            return f"{char!r} in {part!r} is a character Windows refuses in a name{seen}", where
+            return f"'{char}' in '{part}' is a character Windows refuses in a name{seen}", where
         if _WINDOWS_DEVICE.fullmatch(part):
-            return (f"{part!r} is a device name Windows reserves (con, prn, aux, nul, com1-com9, lpt1-lpt9, with "
+            return (f"'{part}' is a device name Windows reserves (con, prn, aux, nul, com1-com9, lpt1-lpt9, with "
                     "any extension)"), where
         if part.endswith((".", " ")):
             end = "a dot" if part.endswith(".") else "a space"
-            return f"{part!r} ends in {end}, which Windows drops from a name", where
+            return f"'{part}' ends in {end}, which Windows drops from a name", where
     return None
 
 
@@ -104,8 +104,8 @@ def findings(paths: Sequence[str], *, collisions: bool = True, windows: bool = T
             if refused is not None:
                 problem, where = refused
                 out.append(Finding(path, 1, "warning", "W227",
-                                   f"Git for Windows cannot check out {path!r}: {problem}; every Windows clone "
-                                   f"stops at it: rename it (git mv {where!r} NEW-NAME)"))
+                                   f"Git for Windows cannot check out '{path}': {problem}; every Windows clone "
+                                   f"stops at it: rename it (git mv '{where}' NEW-NAME)"))
     return out
 
 
@@ -118,9 +118,9 @@ def collision(path: str, other: str) -> Finding:
     else:
         why = "names that differ only in case"
     return Finding(path, 1, "warning", "W226",
-                   f"{path!r} and {other!r} are one file on macOS and Windows ({why}): a checkout there keeps "
+                   f"'{path}' and '{other}' are one file on macOS and Windows ({why}): a checkout there keeps "
                    f"one of them, shows it in place of the other and reports it modified; rename one "
-                   f"(git mv {path!r} NEW-NAME)")
+                   f"(git mv '{path}' NEW-NAME)")
 
 
 def _nfc(text: str) -> str:
