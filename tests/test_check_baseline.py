@@ -96,7 +96,8 @@ def test_a_renamed_note_in_a_vault_keeps_its_findings(repo: Repo, cli: Any) -> N
     changes: the renamed note's broken links were all new, and `ci` failed a change that only moved a note.
     Odd names (a tab, a byte that is not UTF-8) are renamed the same way."""
     a = "# A\n\nA note long enough to be found again: [[gone]], ![[gone.png]].\n"
-    base = repo.commit("vault", {"notes/a.md": a,
+    # (A tab in a name is one Git for Windows refuses, W227: new with the rename, and not what this is about.)
+    base = repo.commit("vault", {"notes/a.md": a, ".vivary/graph.toml": "[portable]\nwindows = false\n",
                                  "b.md": "# B\n\nAnother note with [[nowhere]] in it, renamed to an odd name.\n"})
     (repo.path / "notes" / "moved").mkdir()
     repo.git("mv", "notes/a.md", "notes/moved/z.md")

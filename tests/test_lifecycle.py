@@ -252,6 +252,20 @@ def test_move_refuses_a_taken_name_a_path_out_of_the_folder_and_a_private_one(re
     assert repo.git("rev-parse", "HEAD").strip() == head
 
 
+def test_move_refuses_a_name_macos_and_windows_hold_as_another_note_s(repo: Repo, cli: Any) -> None:
+    """`memories/Beta-memory.md` beside `memories/beta-memory.md` is two files to Git and one on macOS and Windows
+    (W226): refused, naming the note. A memory renamed to its own name in another case is no clash."""
+    _seed(repo)
+    a = _remember(repo, cli, "Alpha memory.")
+    b = _remember(repo, cli, "Beta memory.")
+    head = repo.git("rev-parse", "HEAD").strip()
+    r = cli("move", a["id"], b["path"].rsplit("/", 1)[1][:-3].upper(), cwd=repo.path)
+    assert r.code == 3 and f"is the same file as {b['path']} on macOS and Windows" in r.err, r.err
+    assert repo.git("rev-parse", "HEAD").strip() == head
+    r = cli("move", a["id"], "Alpha-Memory", "--json", cwd=repo.path)
+    assert r.code == 0 and r.json()["path"] == "memories/Alpha-Memory.md", r.out + r.err
+
+
 @pytest.mark.parametrize(("files", "to", "rule", "works"), [
     ({"tropo.toml": TROPO.replace('exclude = ["README.md"]', 'exclude = ["README.md", "memory"]')},
      "memory/coffee", "`exclude` in tropo.toml has 'memory', a bare name", "memories/coffee"),

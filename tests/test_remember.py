@@ -122,6 +122,45 @@ def test_a_memory_is_not_named_as_a_device_windows_reserves(repo: Repo, cli) -> 
     assert cli("check", cwd=repo.path).code == 0
 
 
+def test_a_memory_titled_with_a_final_sigma_is_reached_by_a_link_to_its_title(repo: Repo, cli) -> None:
+    """Obsidian lowercases a link with its `.md`: `[[ΛΟΓΟΣ]]` looks for `λογοσ.md`, its Σ before `.md` no final
+    sigma. A memory titled `ΛΟΓΟΣ` was `λογος.md` (Python's lower of the title alone), which that link never
+    reached. A title typed with its final `ς` keeps it, and its own link reaches it; a Σ before a dash is `ς` to
+    the editor too."""
+    _seed(repo)
+    got = {}
+    said = {"ΛΟΓΟΣ": "The word means reason.", "μυθος": "A story told of the gods.",
+            "ΛΟΓΟΣ ΚΑΙ ΜΥΘΟΣ": "Plato set the two against each other."}
+    for text, body in said.items():
+        r = cli("remember", "--title", text, body, "--json", cwd=repo.path)
+        assert r.code == 0, r.err
+        got[text] = r.json()["path"]
+    assert got == {"ΛΟΓΟΣ": "memories/λογοσ.md", "μυθος": "memories/μυθος.md",
+                   "ΛΟΓΟΣ ΚΑΙ ΜΥΘΟΣ": "memories/λογος-και-μυθοσ.md"}
+    repo.commit("links", {"Home.md": "# Home\n\n[[ΛΟΓΟΣ]] [[μυθος]] [[ΛΟΓΟΣ-ΚΑΙ-ΜΥΘΟΣ]]\n"})
+    r = cli("check", "--rev", "HEAD", "--json", cwd=repo.path)
+    assert r.json()["findings"] == [], r.out
+    edges = {e["to"] for e in cli("graph", "--json", cwd=repo.path).json()["edges"] if e["from"] == "Home"}
+    assert edges == {"memories/λογοσ", "memories/μυθος", "memories/λογος-και-μυθοσ"}
+
+
+def test_a_memory_is_not_named_as_a_note_macos_and_windows_hold_as_the_same_file(repo: Repo, cli) -> None:
+    """`memories/deploy.md` beside a person's `memories/Deploy.md` is two files to Git and one on macOS and Windows
+    (W226): a checkout there shows one in place of the other. So is `λογος.md` beside `λογοσ.md` (`ς` and `σ` are
+    both `Σ` uppercased). A memory takes the next free name instead."""
+    _seed(repo)
+    repo.commit("mine", {"memories/Deploy.md": "# Deploy\n\nMy own deploy checklist.\n"})
+    got = []
+    for title, body in (("deploy", "Deploys need a green CI."), ("λογος", "Heraclitus wrote of it first."),
+                        ("ΛΟΓΟΣ", "The word means reason.")):
+        r = cli("remember", "--title", title, body, "--json", cwd=repo.path)
+        assert r.code == 0, r.err
+        got.append(r.json()["path"])
+    assert got == ["memories/deploy-2.md", "memories/λογος.md", "memories/λογοσ-2.md"]
+    r = cli("check", "--rev", "HEAD", "--json", cwd=repo.path)
+    assert [f["code"] for f in r.json()["findings"]] == [], r.out
+
+
 def test_a_link_in_a_vault_is_a_property_link_the_graph_reads(repo: Repo, cli) -> None:
     _seed(repo)
     r = cli("remember", "Deploys need a green CI", "--link", "related:notes/deploy", "--json", cwd=repo.path)

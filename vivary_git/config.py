@@ -25,7 +25,7 @@ BUILTIN_EXCLUDES = (".git", ".tropo", ".claude", "node_modules", ".obsidian")
 CONFIG_FILE = "tropo.toml"
 GRAPH_FILE = ".vivary/graph.toml"
 MEMORY_FILE = ".vivary/memory.toml"
-FORMAT_VERSION = 29  # bump when a parse or graph rule changes, so caches keyed by it are left behind
+FORMAT_VERSION = 30  # bump when a parse or graph rule changes, so caches keyed by it are left behind
 
 
 class FieldSpec(msgspec.Struct, frozen=True):
@@ -156,6 +156,10 @@ class Config(msgspec.Struct, frozen=True):
     # link targets (vivary_git/excluded.py); empty when graph.toml says `search_excluded = true`.
     excluded_files: tuple[str, ...] = ()
     settings_warnings: tuple[str, ...] = ()  # the editor's settings files (or entries) left unused, and why
+    # Names a checkout on another system cannot hold (vivary_git/portable.py): two notes that are one file on macOS
+    # and Windows (W226), a name Git for Windows refuses (W227); graph.toml `[portable]` turns each off.
+    portable_collisions: bool = True
+    portable_windows: bool = True
 
     @property
     def alias(self) -> str:
@@ -414,8 +418,10 @@ _LINK_KEYS: dict[str, tuple[type, tuple[str, ...]]] = {
 }
 
 
-_GRAPH_KEYS = ("dialect", "exclude", "include", "include_guidance", "links", "search_excluded", "wikilinks")
+_GRAPH_KEYS = ("dialect", "exclude", "include", "include_guidance", "links", "portable", "search_excluded",
+               "wikilinks")
 _WIKILINK_KEYS = ("alias", "enabled", "field")
+_PORTABLE_KEYS = ("collisions", "windows")
 
 
 def _known_keys(table: Mapping[str, Any], known: tuple[str, ...], prefix: str) -> None:
@@ -488,6 +494,10 @@ def build_config(tropo: dict[str, Any] | None, graph: dict[str, Any] | None, nam
         raise at(GRAPH_FILE, "wikilinks", "field").error(
             f"{GRAPH_FILE}: wikilinks.field must be a simple name like \"wikilink\"")
     rules = _link_rules(graph, wl, tropo is not None, detected)
+    portable = graph.get("portable", {})
+    if not isinstance(portable, Mapping):
+        raise at(GRAPH_FILE, "portable").error(f"{GRAPH_FILE}: [portable] must be a table")
+    _known_keys(portable, _PORTABLE_KEYS, "portable.")
     templates = detected.templates if detected is not None and rules.templates else ()
     include = tuple(_include(p) for p in _str_list(graph.get("include"), at(GRAPH_FILE, "include")))
     search_excluded = _bool(graph.get("search_excluded"), at(GRAPH_FILE, "search_excluded"), False)
@@ -498,6 +508,8 @@ def build_config(tropo: dict[str, Any] | None, graph: dict[str, Any] | None, nam
         "graph_exclude": _paths(graph.get("exclude"), at(GRAPH_FILE, "exclude"),
                                 "a glob from the vault root, such as \"Templates/**\""),
         "include_guidance": _bool(graph.get("include_guidance"), at(GRAPH_FILE, "include_guidance"), False),
+        "portable_collisions": _bool(portable.get("collisions"), at(GRAPH_FILE, "portable", "collisions"), True),
+        "portable_windows": _bool(portable.get("windows"), at(GRAPH_FILE, "portable", "windows"), True),
         "excluded_files": () if search_excluded or detected is None else detected.excluded,
         "settings_warnings": detected.warnings if detected is not None else (),
         "templates": templates,

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import msgspec
 
-from vivary_git import check, dialects, escape
+from vivary_git import check, dialects, escape, portable
 from vivary_git.config import Config
 from vivary_git.dialects import Target, logseq, registry, vivary
 from vivary_git.errors import UsageError
@@ -162,9 +162,12 @@ def build(
     owner: dict[str, Node] = {}
     owned: list[bool] = []
     ids: list[str] = []
+    duplicates: dict[str, str] = {}  # E130: a path -> the path that has its id already
     for path, blob, f in ordered:
         nid = f.id
         first = nid not in owner
+        if not first:
+            duplicates[path] = owner[nid].path
         if not first and keep_all:
             n = 2
             while f"{nid} ({n})" in owner:
@@ -186,6 +189,7 @@ def build(
     unused: set[_Out] = set()  # a duplicate's edges: it owns no ID, so it contributes none
     same = _Same({nid: nid for nid in owner}, {})
     findings: list[Finding] = sorted(unreadable, key=lambda f: order[f.path])
+    findings += _names(config, ordered, findings, duplicates, order)
     for (path, _, f), own, nid in zip(ordered, owned, ids, strict=True):
         if nid != f.id or not own:
             first_path = owner[f.id].path
@@ -207,6 +211,19 @@ def build(
                  checked=len(docs) + len(unreadable), homes=sorted(homes), others=list(others),
                  names=link_names((f for _, _, f in ordered), config), page_names=page_names,
                  home_links=home_links)
+
+
+def _names(config: Config, ordered: Sequence[tuple[str, str, Facts]], unreadable: Sequence[Finding],
+           duplicates: Mapping[str, str], order: Mapping[str, str]) -> list[Finding]:
+    """Each document's name that a checkout on macOS or Windows cannot hold (W226, W227: `portable`), before the
+    document's own findings; in one pass over the paths in document order."""
+    if not (config.portable_collisions or config.portable_windows):
+        return []
+    paths = [p for p, _, _ in ordered]
+    if unreadable:
+        paths = sorted({*paths, *(f.path for f in unreadable)}, key=order.__getitem__)
+    return portable.findings(paths, collisions=config.portable_collisions, windows=config.portable_windows,
+                             duplicates=duplicates)
 
 
 def _name_key(name: str, case: str) -> str:
@@ -419,7 +436,8 @@ def patch_findings(findings: Sequence[Finding], ids_by_path: Mapping[str, str], 
             return None  # its title:: or alias:: changed: other documents' links may now find it, or not
         sink = outgoing.setdefault(f.id, set()) if outgoing is not None else set()
         _contribute(path, f.id, f, True, owner, ids_by_path, resolver, frozenset(homes), config, sink, new, {})
-    kept = [x for x in findings if x.path not in changed]
+    # A name's findings (W226, W227) stay: an edit keeps the paths.
+    kept = [x for x in findings if x.path not in changed or x.code in portable.CODES]
     order: dict[str, str] = {}
 
     def key(x: Finding) -> str:

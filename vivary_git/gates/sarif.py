@@ -96,6 +96,18 @@ RULES: dict[str, Rule] = {
                  "Markers in fenced code, a lone `=======` (a heading's underline) and a lone `>>>>>>>` are not "
                  "a conflict. At most 1,000 conflicts are listed a note.",
                  "Resolve the conflict: keep one side or combine them, and delete the marker lines."),
+    "W226": Rule("CaseCollision", "Two notes are one file on macOS and Windows.",
+                 "Two paths differ only in case (`Note.md` and `note.md`) or in Unicode form (a name composed and "
+                 "decomposed): two files to Git, one on the case-insensitive, normalising file systems of macOS "
+                 "and Windows, where a checkout keeps one of them and reports it modified. Off with "
+                 "`[portable] collisions = false` in .vivary/graph.toml.",
+                 "Rename one of the two with `git mv`."),
+    "W227": Rule("WindowsRefusedName", "A name Git for Windows refuses to check out.",
+                 "A folder or file name is a device name Windows reserves (con, prn, aux, nul, com1-com9, "
+                 "lpt1-lpt9, with any extension), ends in a dot or a space, or holds one of `< > : \" | ? * \\` or "
+                 "a control character: Git for Windows refuses the path, and every Windows clone stops at it. Off "
+                 "with `[portable] windows = false` in .vivary/graph.toml.",
+                 "Rename the file or folder with `git mv`."),
 }
 
 # RFC 3986 unreserved characters, plus "/" between segments; every other byte is percent-encoded.

@@ -950,7 +950,7 @@ def resolve(view: View, task_id: str, *, title: str | None = None, content: str 
             name = stem if n == 1 else f"{stem}-{n}"
             path = f"{folder}/{name}.md"
             nid = node_id(path, view.ws.root_name, view.ws.config.links.ids)
-            if nid not in view.ids and not base.taken(view.repo_path(path)):
+            if view.free(path, nid) and not base.taken(view.repo_path(path)):
                 chosen.update(path=path, id=nid)
                 break
             n += 1

@@ -706,7 +706,6 @@ def _add(view: View, data: _Data, *, title: str | None, description: str | None,
     _add_links(view, MEMORY_TYPE, fields, targets)
     content = notefile.render_note(fields, title, data.body)
     chosen: dict[str, str] = {}
-    taken_ids = view.ids
 
     def plan(base: commits.Base) -> commits.Planned:
         n = 1
@@ -714,7 +713,7 @@ def _add(view: View, data: _Data, *, title: str | None, description: str | None,
             name = stem if n == 1 else f"{stem}-{n}"
             path = f"{folder}/{name}.md"
             nid = node_id(path, view.ws.root_name, cfg.links.ids)
-            if nid not in taken_ids and not base.taken(view.repo_path(path)):
+            if view.free(path, nid) and not base.taken(view.repo_path(path)):
                 chosen.update(path=path, id=nid)
                 return commits.Planned(view.repo_path(path), content)
             n += 1

@@ -40,9 +40,9 @@ from vivary_git.memory.writes.remember import (
     _logged,
     _refuse_private_target,
     check_note,
-    windows_refuses,
 )
 from vivary_git.memory.writes.secrets import refuse_secrets
+from vivary_git.portable import windows_refuses
 
 if TYPE_CHECKING:
     from vivary_git.memory.snapshot import MemoryNode
@@ -312,6 +312,10 @@ def move(view: View, ref: str, to: str, *, rewrite_user_links: bool | None = Non
     new_id = node_id(dest, ws.root_name, ws.config.links.ids)
     if new_id != node.id and new_id in view.ids:
         raise RefusedError(f"{dest} would be the node {new_id!r}, which is taken; choose another name")
+    other = view.same_file(dest)
+    if other is not None and other != node.path:
+        raise RefusedError(f"{dest} is the same file as {other} on macOS and Windows (their names differ only in "
+                           "case or Unicode form), so a checkout there could not hold both; choose another name")
     _refuse_unread_destination(view, node, dest, to)
     _refuse_private_target(view, dest)
     users = view.cfg.memory.remember.rewrite_user_links if rewrite_user_links is None else rewrite_user_links

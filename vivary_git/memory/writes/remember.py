@@ -16,11 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from vivary_git import portable
 from vivary_git.config import DURABILITY, MEMORY_EDGE_FIELDS, MEMORY_TYPE
+from vivary_git.dialects import fold_stem
 from vivary_git.errors import RefusedError, UsageError
 from vivary_git.memory.writes import commits, notefile
 from vivary_git.memory.writes.probe import MAX_RELATED, Candidate, Duplicate, Match, Probe, Verdict, memory_text
 from vivary_git.memory.writes.secrets import refuse_secrets
+from vivary_git.portable import windows_refuses
 
 if TYPE_CHECKING:
     from vivary_git.graph import Graph
@@ -40,9 +43,6 @@ _TAG = re.compile(r"\A[^\s\x00-\x1f,\[\]{}#\"'`]+\Z")
 _SLUG_ID = re.compile(r"\A[a-z0-9][a-z0-9._-]*\Z")
 _STEM = re.compile(r"[^a-z0-9]+")
 _DASHES = re.compile(r"-{2,}")
-# The device names Git for Windows refuses as a file or folder name, with any extension (its
-# `is_valid_win32_path`): `con`, `aux.md`, `COM1 .txt`.
-_WINDOWS_DEVICE = re.compile(r"(con|prn|aux|nul|com[1-9]|lpt[1-9]|conin\$|conout\$) *(\..*)?", re.IGNORECASE)
 _FIELD = re.compile(r"\A[A-Za-z_][A-Za-z0-9_.-]{0,63}\Z")
 _LINK_UNSAFE = re.compile(r"[\[\]|#^\x00-\x1f]")
 # Keys `link` and `unlink` never write, whatever a config types them as: what a note is, and whether it is
@@ -94,6 +94,7 @@ class View:
         self.by_path: dict[str, MemoryNode] = {n.path: n for n in snapshot.nodes}
         self._by_nfc_path: dict[str, MemoryNode] | None = None  # `by_path` in NFC, built on a miss that needs it
         self._ids: set[str] | None = None
+        self._folded: dict[str, str] | None = None  # each note's path as macOS and Windows tell names apart -> it
 
     @property
     def graph(self) -> Graph:
@@ -115,6 +116,22 @@ class View:
         self.by_path[node.path] = node
         self._by_nfc_path = None
         self.ids.add(node.id)
+        if self._folded is not None:
+            self._folded.setdefault(portable.fold(node.path), node.path)
+
+    def same_file(self, path: str) -> str | None:
+        """The note that `path` (workspace-relative) is the same file as on macOS and Windows, or None (W226:
+        `Deploy.md` for `deploy.md`, `λογος.md` for `λογοσ.md`; `path` itself when a note has it)."""
+        if self._folded is None:
+            self._folded = {}
+            for n in self.graph.nodes:
+                self._folded.setdefault(portable.fold(n.path), n.path)
+        return self._folded.get(portable.fold(path))
+
+    def free(self, path: str, nid: str) -> bool:
+        """Whether a new note may take `path` (workspace-relative) and its id `nid`: no note has the id, and none
+        is the same file on macOS and Windows (`same_file`)."""
+        return nid not in self.ids and self.same_file(path) is None
 
     def repo_path(self, path: str) -> str:
         prefix = self.ws.source.prefix
@@ -355,8 +372,11 @@ def _stem(title: str, ids: str) -> str:
     titled `Деплой по вторникам` is `деплой-по-вторникам.md`, not `memory-3.md`, since a vault's
     file names are what its editor shows. At most 60 characters and 180 bytes, cut after the last whole word
     that fits (a single word longer than that is cut); "memory" when none are left (`🚀🚀🚀`), `-memory` after a
-    device name Windows reserves (`con-memory`)."""
-    low = title.lower()
+    device name Windows reserves (`con-memory`). Lowercased as the editor lowercases a link with its `.md`
+    (`fold_stem`): a `Σ` ending the name is `σ`, so `[[ΛΟΓΟΣ]]` reaches the memory titled `ΛΟΓΟΣ`, `λογοσ.md`
+    (`str.lower` alone spells it `λογος.md`, which Obsidian's `[[ΛΟΓΟΣ]]`, `λογοσ.md` lowercased, does not reach)."""
+    # Σ is lowercased last, where the stem ends: whether it is final depends on what follows it there.
+    low = title.lower() if "\u03a3" not in title else "".join(c if c == "\u03a3" else c.lower() for c in title)
     if ids != "path" or low.isascii():
         stem = _STEM.sub("-", _ascii_letters(low))
     else:
@@ -372,15 +392,11 @@ def _stem(title: str, ids: str) -> str:
     if end < len(stem) and stem[end] != "-" and (cut := stem.rfind("-", 0, end)) > 0:
         end = cut
     stem = stem[:end].strip("-") or "memory"
+    if "\u03a3" in stem:
+        stem = fold_stem(stem, "insensitive")
     # A device name Windows reserves (`con.md`, `aux.md`, `com1.md`) is a path Git for Windows will not check out:
     # one such memory would stop every Windows clone of the repository.
-    return f"{stem}-memory" if _WINDOWS_DEVICE.fullmatch(stem) else stem
-
-
-def windows_refuses(part: str) -> bool:
-    """Whether Git for Windows refuses `part` as a file or folder name, so a commit holding it stops every Windows
-    checkout: a device name (`con`, `aux.md`) or a name ending in a dot or a space (Windows drops them)."""
-    return part.endswith((".", " ")) or bool(_WINDOWS_DEVICE.fullmatch(part))
+    return f"{stem}-memory" if windows_refuses(stem) else stem
 
 
 def _folder_for(view: View, type_name: str) -> str:
@@ -462,7 +478,6 @@ def add(
     cfg = view.ws.config
     from vivary_git.graph import node_id
 
-    taken_ids = view.ids
     stem = _stem(title, cfg.links.ids)
     _refuse_private_target(view, f"{folder}/{stem}.md")
     stamp = _now()
@@ -494,7 +509,7 @@ def add(
             name = stem if n == 1 else f"{stem}-{n}"
             path = f"{folder}/{name}.md"
             nid = node_id(path, view.ws.root_name, cfg.links.ids)
-            if nid not in taken_ids and not base.taken(view.repo_path(path)):
+            if view.free(path, nid) and not base.taken(view.repo_path(path)):
                 chosen.update(path=path, id=nid)
                 return commits.Planned(view.repo_path(path), content)
             n += 1

@@ -1,0 +1,136 @@
+"""Names a checkout on another system cannot hold (vivary_git/portable.py): two notes that are one file on macOS and
+Windows (W226), a name Git for Windows refuses (W227). Real commits in temp repos, checked through the CLI."""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Any
+
+import pytest
+from conftest import Repo
+
+from vivary_git import escape
+from vivary_git.gates.sarif import RULES
+
+NFD = unicodedata.normalize("NFD", "Café.md")
+
+
+def findings(cli: Any, repo: Repo, *args: str) -> list[tuple[str, str, str]]:
+    r = cli("check", "--rev", "HEAD", "--json", "--lenient", *args, cwd=repo.path)
+    assert r.code in (0, 1), r.err
+    return [(f["path"], f["code"], f["message"]) for f in r.json()["findings"]]
+
+
+def test_two_notes_that_are_one_file_on_macos_and_windows_are_named_both(repo: Repo, cli: Any) -> None:
+    """`Note.md` and `note.md` both resolve in the graph; only one survives a checkout on a case-insensitive file
+    system. The second in document order is reported, naming the first; a folder spelt in two cases collides only
+    where the whole path does."""
+    repo.commit("notes", {"Note.md": "# Upper\n", "note.md": "# lower\n\n[[Note]]\n",
+                          "Ideas/a.md": "# a\n", "ideas/A.md": "# A\n", "ideas/b.md": "# b\n",
+                          "Σοφία/ΛΟΓΟΣ.md": "# upper\n", "σοφία/λογος.md": "# lower\n"})
+    got = findings(cli, repo)
+    assert [(p, c) for p, c, _ in got] == [("note.md", "W226"), ("ideas/A.md", "W226"), ("σοφία/λογος.md", "W226")]
+    assert got[0][2] == ("'note.md' and 'Note.md' are one file on macOS and Windows (names that differ only in "
+                         "case): a checkout there keeps one of them, shows it in place of the other and reports it "
+                         "modified; rename one (git mv 'note.md' NEW-NAME)")
+    assert "'ideas/A.md' and 'Ideas/a.md' are one file" in got[1][2]
+    text = cli("check", "--rev", "HEAD", cwd=repo.path)
+    assert text.code == 1, text.out  # a warning, an error under `strict` (the default), as every W…
+    assert "note.md:1: error W226: 'note.md' and 'Note.md' are one file on macOS and Windows" in text.out
+
+
+def test_one_name_in_two_unicode_forms_is_one_finding(repo: Repo, cli: Any) -> None:
+    """`Café.md` composed and decomposed are two paths to Git and one file on macOS. In a vault that is already an
+    E130 naming both (ids are paths in NFC), so no W226 repeats it; a third spelling in another case is W226 for
+    each of them, naming it."""
+    repo.commit("cafe", {"Café.md": "# composed\n", NFD: "# decomposed\n", "CAFÉ.md": "# upper\n"})
+    got = findings(cli, repo)
+    assert [(p, c) for p, c, _ in got] == [(NFD, "W226"), ("Café.md", "W226"), ("Café.md", "E130")], got
+    assert got[0][2].startswith(f"'{NFD}' and 'CAFÉ.md' are one file on macOS and Windows (names that differ in "
+                                "case and in Unicode form)")
+    repo.git("rm", "-q", "CAFÉ.md")
+    repo.commit("pair")
+    assert [(p, c) for p, c, _ in findings(cli, repo)] == [("Café.md", "E130")]
+
+
+def test_a_pair_the_contract_ids_already_report_is_not_reported_twice(repo: Repo, cli: Any) -> None:
+    """With the contract's ids (`tropo.toml`) `Alpha.md` and `alpha.md` are one id: E130 names both."""
+    repo.commit("tropo", {"tropo.toml": "version = 1\n", "notes/Alpha.md": "# A\n", "notes/alpha.md": "# a\n"})
+    assert [c for _, c, _ in findings(cli, repo)] == ["E130"]
+
+
+@pytest.mark.parametrize(("path", "problem", "rename"), [
+    ("aux/a.md", "'aux' is a device name Windows reserves (con, prn, aux, nul, com1-com9, lpt1-lpt9, with any "
+                 "extension)", "aux"),
+    ("notes/Con.md", "'Con.md' is a device name Windows reserves", "notes/Con.md"),
+    ("notes/LPT1 .txt.md", "'LPT1 .txt.md' is a device name Windows reserves", "notes/LPT1 .txt.md"),
+    ("What?.md", "'?' in 'What?.md' is a character Windows refuses in a name", "What?.md"),
+    ("Meeting: Q3.md", "':' in 'Meeting: Q3.md' is a character Windows refuses in a name (Obsidian refuses it too, "
+                       "and macOS Finder shows it as '/')", "Meeting: Q3.md"),
+    ('a "quote".md', "'\"' in 'a \"quote\".md' is a character Windows refuses", 'a "quote".md'),
+    ("back\\slash.md", "'\\' in 'back\\slash.md' is a character Windows refuses", "back\\slash.md"),
+    ("tab\there.md", "'\t' in 'tab\there.md' is a character Windows refuses", "tab\there.md"),
+    ("v1./notes.md", "'v1.' ends in a dot, which Windows drops from a name", "v1."),
+    ("draft /notes.md", "'draft ' ends in a space, which Windows drops from a name", "draft "),
+])
+def test_a_name_git_for_windows_refuses_is_named_with_its_fix(repo: Repo, cli: Any, path: str, problem: str,
+                                                              rename: str) -> None:
+    repo.commit("names", {path: "# x\n", "console.md": "# fine\n", "com10.md": "# fine\n", "nul-pointer.md": "# ok\n",
+                          "a.b/c.md": "# fine\n"})
+    got = findings(cli, repo)
+    assert [(p, c) for p, c, _ in got] == [(path, "W227")], got
+    message = got[0][2]
+    assert message.startswith(f"Git for Windows cannot check out '{path}': {problem}"), message
+    assert message.endswith(f"every Windows clone stops at it: rename it (git mv '{rename}' NEW-NAME)"), message
+    text = cli("check", "--rev", "HEAD", "--lenient", cwd=repo.path).out  # a tab as `\t`: one line, inert
+    assert f"{escape.text(path)}:1: warning W227: {escape.text(message)}\n" in text, text
+
+
+def test_portable_in_graph_toml_turns_each_off(repo: Repo, cli: Any) -> None:
+    """A team whose clones are all on Linux may not care: `[portable]` turns each finding off for the vault;
+    `vivary-ignore` in the note does not (its name is no line of it, as E130)."""
+    repo.commit("names", {"Note.md": "# A\n", "note.md": "---\nvivary-ignore: [W226, W227]\n---\n# a\n",
+                          "aux.md": "<!-- vivary-ignore W227 -->\n# aux\n"})
+    assert sorted(c for _, c, _ in findings(cli, repo)) == ["W226", "W227"]
+    repo.commit("linux", {".vivary/graph.toml": "[portable]\ncollisions = false\n"})
+    assert [c for _, c, _ in findings(cli, repo)] == ["W227"]
+    repo.commit("linux", {".vivary/graph.toml": "[portable]\ncollisions = false\nwindows = false\n"})
+    assert findings(cli, repo) == []
+    repo.commit("bad", {".vivary/graph.toml": "[portable]\nwindows = \"no\"\n"})
+    r = cli("check", "--rev", "HEAD", cwd=repo.path)
+    assert r.code == 2 and ".vivary/graph.toml:2: portable.windows must be true or false, got 'no'" in r.err, r.err
+    repo.commit("typo", {".vivary/graph.toml": "[portable]\ncase = false\n"})
+    r = cli("check", "--rev", "HEAD", cwd=repo.path)
+    assert r.code == 2 and "unknown key portable.case; known: collisions, windows" in r.err, r.err
+
+
+def test_an_edit_of_a_colliding_note_keeps_its_finding_in_a_warm_staged_check(repo: Repo, cli: Any) -> None:
+    """`check --staged` re-derives only the edited notes from the cached graph: a name's findings stay with the
+    path, whose name an edit does not change."""
+    repo.commit("notes", {"Note.md": "# A\n", "note.md": "# a\n", "aux.md": "# aux\n", "Other.md": "# o\n"})
+    assert sorted(c for _, c, _ in findings(cli, repo)) == ["W226", "W227"]
+    repo.write({"note.md": "# a\n\nMore text, [[Other]].\n", "aux.md": "# aux\n\nEdited.\n"})
+    repo.git("add", "-A")
+    r = cli("check", "--staged", "--json", "--lenient", cwd=repo.path)
+    assert sorted((f["path"], f["code"]) for f in r.json()["findings"]) == [("aux.md", "W227"), ("note.md", "W226")]
+
+
+def test_each_code_has_its_sarif_rule() -> None:
+    assert (RULES["W226"].name, RULES["W227"].name) == ("CaseCollision", "WindowsRefusedName")
+
+
+def test_the_whole_vault_answer_agrees_with_each_path_s() -> None:
+    """`findings` decides a vault with neither over all its paths at once; a name that is one of them, anywhere
+    among harmless ones, is found as path by path (a line break in a name, too)."""
+    from vivary_git import portable
+
+    harmless = ["a.md", "concepts/config.md", "com10.md", "x.y/z.md", "Ünïcode/σ.md", "nul-pointer.md"]
+    assert portable.findings(harmless) == []
+    for bad in ("aux", "b/Con.txt.md", "c/lpt9 .md", "d /e.md", "f./g.md", "h|i.md", "j\nk.md", "l\x1fm.md",
+                "conin$.md", "A.md", "Concepts/Config.md", "ünïcode/Σ.md", "Ünïcode/ς.md"):
+        for at in (0, 3, len(harmless)):
+            paths = [*harmless[:at], bad, *harmless[at:]]
+            got = portable.findings(paths)
+            one = [f for p in paths for f in portable.findings([p])]
+            assert got and all(bad in (f.path, *f.message.split("'")) for f in got), (bad, got)
+            assert [f for f in got if f.code == "W227"] == one, (bad, got)
