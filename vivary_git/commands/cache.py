@@ -326,8 +326,8 @@ def _gc_ref(repo: Repo, args: argparse.Namespace) -> int:
 
 
 def _gc_state_folders(repo: Repo, *, dry_run: bool) -> None:
-    """Remove the memory state folders whose workspace is gone (memory/folders.py), saying which and why."""
-    from vivary_git.memory.folders import dead_folders, remove, unowned
+    """Remove the memory state folders whose workspace is gone (memory/local/folders.py), saying which and why."""
+    from vivary_git.memory.local.folders import dead_folders, remove, unowned
 
     for dead in dead_folders(repo.common_dir):
         if dry_run:

@@ -187,8 +187,8 @@ def doctor(path: str | os.PathLike[str] | None = None, *, rev: str = "HEAD", roo
 
 
 def _dead_state_folders(common_dir: Path, problems: list[Problem]) -> None:
-    """A warning naming the memory state folders of workspaces that are gone (memory/folders.py), if any."""
-    from vivary_git.memory.folders import dead_folders
+    """A warning naming the memory state folders of workspaces that are gone (memory/local/folders.py), if any."""
+    from vivary_git.memory.local.folders import dead_folders
 
     dead = dead_folders(common_dir)
     if dead:

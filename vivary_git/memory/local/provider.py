@@ -153,7 +153,7 @@ class LocalMemory:
         rendered = Packets(self.ws, snap)
         with self._lock(quiet=progress is None):
             if self.store.written is None:  # under .git/vivary/memory/: `cache gc` tells by it when it is dead
-                from vivary_git.memory.folders import claim
+                from vivary_git.memory.local.folders import claim
 
                 # Under the lock: a run the lock refuses (something in the way of `.git/vivary/locks`) writes nothing.
                 claim(self.store, self.ws.source.root)
