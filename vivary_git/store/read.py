@@ -10,7 +10,7 @@ line on stderr, and the caller recomputes. Whose commit may be read at all is tr
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
@@ -33,6 +33,8 @@ from vivary_git.store.format import (
     _sha256,
     _state_path,
 )
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from vivary_git.git import Repo
@@ -60,12 +62,7 @@ class Snapshot:
         commit, tree, data, written = found
         if not written.ours():
             return None  # another vivary-git wrote it; not damage, just not ours to read
-        try:
-            manifest = _MANIFEST_DECODER.decode(data)
-        except (msgspec.DecodeError, msgspec.ValidationError) as err:
-            raise StoreDamaged(ref, f"manifest.msgpack is not a valid manifest ({err})") from None
-        except RecursionError:
-            raise StoreDamaged(ref, "manifest.msgpack is nested too deeply to be a manifest") from None
+        manifest = _decode_manifest(ref, _MANIFEST_DECODER, data)
         _check_manifest(ref, manifest)
         return cls(repo, ref, commit, tree, manifest)
 
@@ -294,13 +291,17 @@ def _manifest_at(repo: Repo, ref: str, commit: str | None) -> tuple[str, Any, by
     data = _blob_at(repo, ref, tree, "manifest.msgpack", MAX_MANIFEST_BYTES)
     if data is None:
         raise StoreDamaged(ref, "manifest.msgpack is missing")
+    return commit, tree, data, _decode_manifest(ref, _WRITTEN_DECODER, data)
+
+
+def _decode_manifest(ref: str, decoder: msgspec.msgpack.Decoder[T], data: bytes) -> T:
+    """`data` as the manifest `decoder` reads (all of it, or who wrote it); what does not decode is damage."""
     try:
-        written = _WRITTEN_DECODER.decode(data)
+        return decoder.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError) as err:
         raise StoreDamaged(ref, f"manifest.msgpack is not a valid manifest ({err})") from None
     except RecursionError:
         raise StoreDamaged(ref, "manifest.msgpack is nested too deeply to be a manifest") from None
-    return commit, tree, data, written
 
 
 def _blob_at(repo: Repo, ref: str, tree: Any, path: str, limit: int, *, shown: str | None = None) -> bytes | None:
