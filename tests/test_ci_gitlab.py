@@ -76,13 +76,19 @@ def merge_request(repo: Repo, tmp_path: Path, commits: int = 25) -> MergeRequest
     server = tmp_path / "server.git"
     git(tmp_path, "clone", "-q", "--bare", str(repo.path), str(server))
     git(server, "update-ref", "refs/merge-requests/1/head", head)
-    job = tmp_path / "job"
-    git(tmp_path, "init", "-q", str(job))
+    return MergeRequest(runner_job(tmp_path / "job", server, "refs/merge-requests/1/head", head), diff_base, head,
+                        target)
+
+
+def runner_job(job: Path, server: Path, ref: str, sha: str) -> Path:
+    """A job's checkout as GitLab's runner makes it: a new repository, `ref` fetched GIT_DEPTH deep, `sha` checked
+    out detached."""
+    git(job.parent, "init", "-q", str(job))
     git(job, "remote", "add", "origin", f"file://{server}")
     git(job, "fetch", "-q", f"--depth={GIT_DEPTH}", "--no-tags", "origin",
-        "+refs/merge-requests/1/head:refs/remotes/origin/merge-requests/1/head")
-    git(job, "checkout", "-q", "-f", head)
-    return MergeRequest(job, diff_base, head, target)
+        f"+{ref}:refs/remotes/origin/{ref.removeprefix('refs/')}")
+    git(job, "checkout", "-q", "-f", sha)
+    return job
 
 
 def named_command(stderr: str, starting: str) -> str:
@@ -152,12 +158,7 @@ def test_a_merged_results_pipeline_compares_with_the_target_branch(repo: Repo, t
     repo.git("merge", "-q", "--no-ff", "-m", "merged result", mr.head)
     merged = repo.git("rev-parse", "HEAD").strip()
     git(tmp_path / "server.git", "fetch", "-q", str(repo.path), f"{merged}:refs/merge-requests/1/merge")
-    job = tmp_path / "merged-job"
-    git(tmp_path, "init", "-q", str(job))
-    git(job, "remote", "add", "origin", f"file://{tmp_path / 'server.git'}")
-    git(job, "fetch", "-q", f"--depth={GIT_DEPTH}", "--no-tags", "origin",
-        "+refs/merge-requests/1/merge:refs/remotes/origin/merge-requests/1/merge")
-    git(job, "checkout", "-q", "-f", merged)
+    job = runner_job(tmp_path / "merged-job", tmp_path / "server.git", "refs/merge-requests/1/merge", merged)
     r = run_git_vivary(["ci", "--base", mr.target, "--head", "HEAD"], job)
     assert r.returncode == 1, r.stderr
     assert "modified\tauth" in r.stdout and "notes/main.md" not in r.stdout  # main's own commit is not the change's
