@@ -115,6 +115,21 @@ def test_status_reports_gitlab_custom_hooks_and_install_refuses_a_mix(tmp_path: 
     assert not (bare / "hooks" / "pre-receive").exists()
 
 
+def test_install_writes_nothing_in_a_gitlab_repository(tmp_path: Path, repo: Repo) -> None:
+    # Gitaly runs its own hooks, never the repository's hooks/: a script there would refuse no push.
+    bare = _bare(tmp_path, repo)
+    (bare / "custom_hooks").mkdir()
+    refused = run_git_vivary(["hooks", "install"], bare)
+    assert refused.returncode == 3 and "cannot install: a GitLab repository (custom_hooks/ is there)" \
+        in refused.stderr and "`gitaly hooks set`" in refused.stderr, refused.stderr
+    (bare / "custom_hooks").rmdir()
+    git(bare, "config", "gitlab.fullpath", "group/notes")
+    refused = run_git_vivary(["hooks", "install", "pre-receive"], bare)
+    assert refused.returncode == 3 and "gitlab.fullpath = 'group/notes'" in refused.stderr, refused.stderr
+    assert sorted(p.name for p in (bare / "hooks").iterdir() if not p.name.endswith(".sample")) == []
+    assert push(repo, "main").returncode == 0
+
+
 def test_a_server_hook_whose_vivary_is_gone_refuses_every_push_in_words(tmp_path: Path, repo: Repo) -> None:
     bare = _bare(tmp_path, repo)
     installed = run_git_vivary(["hooks", "install", "--python", str(tmp_path / "gone" / "python")], bare)

@@ -60,9 +60,11 @@ def test_a_pair_the_contract_ids_already_report_is_not_reported_twice(repo: Repo
 
 
 @pytest.mark.parametrize(("path", "problem", "rename"), [
-    ("aux/a.md", "'aux' is a device name Windows reserves (con, prn, aux, nul, com1-com9, lpt1-lpt9, with any "
-                 "extension)", "aux"),
+    ("aux/a.md", "'aux' is a device name Windows reserves (con, prn, aux, nul, com1-com9, lpt1-lpt9, conin$, "
+                 "conout$, with any extension)", "aux"),
     ("notes/Con.md", "'Con.md' is a device name Windows reserves", "notes/Con.md"),
+    ("notes/CONOUT$.md", "'CONOUT$.md' is a device name Windows reserves (con, prn, aux, nul, com1-com9, lpt1-lpt9, "
+                         "conin$, conout$, with any extension)", "notes/CONOUT$.md"),
     ("notes/LPT1 .txt.md", "'LPT1 .txt.md' is a device name Windows reserves", "notes/LPT1 .txt.md"),
     ("What?.md", "'?' in 'What?.md' is a character Windows refuses in a name", "What?.md"),
     ("Meeting: Q3.md", "':' in 'Meeting: Q3.md' is a character Windows refuses in a name (Obsidian refuses it too, "

@@ -52,8 +52,8 @@ def windows_problem(path: str) -> tuple[str, str] | None:
             seen = " (Obsidian refuses it too, and macOS Finder shows it as '/')" if char == ":" else ""
             return f"'{char}' in '{part}' is a character Windows refuses in a name{seen}", where
         if _WINDOWS_DEVICE.fullmatch(part):
-            return (f"'{part}' is a device name Windows reserves (con, prn, aux, nul, com1-com9, lpt1-lpt9, with "
-                    "any extension)"), where
+            return (f"'{part}' is a device name Windows reserves (con, prn, aux, nul, com1-com9, lpt1-lpt9, conin$, "
+                    "conout$, with any extension)"), where
         if part.endswith((".", " ")):
             end = "a dot" if part.endswith(".") else "a space"
             return f"'{part}' ends in {end}, which Windows drops from a name", where

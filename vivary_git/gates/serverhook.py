@@ -11,7 +11,8 @@ Where the script goes (docs/hooks.md, "On the server: pre-receive"):
   hooks): `pre-receive.d/vivary`, beside the server's own script, which is left alone.
 
 GitLab keeps server hooks out of reach of a repository's files (an admin sets them with `gitaly hooks set`):
-`status` reports the `custom_hooks/` folder it finds next to the repository, and the docs give the steps.
+`status` reports the `custom_hooks/` folder it finds next to the repository, `install` refuses where it sees GitLab
+(that folder, or `gitlab.fullpath` in the config), and the docs give the steps.
 `uninstall pre-receive` removes exactly the script `install` wrote, and restores what it kept.
 """
 
@@ -97,7 +98,13 @@ def bare(cwd: Path) -> bool:
 
 def install_hook(cwd: Path, python: str | None = None, roots: list[str] | None = None) -> list[str]:
     """Write the pre-receive script (module docstring); one line per action for the user. `roots`: None keeps
-    what an earlier install chose, ["."] checks the top."""
+    what an earlier install chose, ["."] checks the top. In a GitLab repository nothing is written: Gitaly runs
+    its own hooks there, never the repository's `hooks/`, so a script there would refuse no push."""
+    sign = gitlab_sign(cwd)
+    if sign is not None:
+        raise RefusedError(f"{_common_dir(cwd)}: cannot install: a GitLab repository ({sign}), whose pushes run the "
+                           "server hooks an admin sets through Gitaly, never a script in hooks/; docs/hooks.md "
+                           "(\"Installing it on a server\") gives the steps (`gitaly hooks set`)")
     path, why = where(cwd)
     local = path.with_name(f"{HOOK}.local")
     ours = install._is_ours(path)
@@ -146,14 +153,29 @@ def uninstall_hook(cwd: Path) -> list[str]:
     return done
 
 
+def _common_dir(cwd: Path) -> Path:
+    from vivary_git import git
+
+    return Path(git.out(["rev-parse", "--path-format=absolute", "--git-common-dir"], cwd=cwd,
+                        env=git.pinned_env(cwd)))
+
+
+def gitlab_sign(cwd: Path) -> str | None:
+    """What shows the repository is GitLab's, for a message, or None: a `custom_hooks/` folder beside it (its
+    server hooks), or the project path GitLab writes into the repository's config (`gitlab.fullpath`)."""
+    from vivary_git import git
+
+    common = _common_dir(cwd)
+    if (common / "custom_hooks").is_dir():
+        return "custom_hooks/ is there"
+    fullpath = git._config_value(str(common), "gitlab.fullpath")
+    return None if fullpath is None else f"its config names the GitLab project: gitlab.fullpath = {fullpath!r}"
+
+
 def custom_hooks(cwd: Path) -> list[Path]:
     """GitLab's server hooks for this repository, when they sit beside it (`custom_hooks/pre-receive`,
     `custom_hooks/pre-receive.d/*`): reported, never written."""
-    from vivary_git import git
-
-    common = Path(git.out(["rev-parse", "--path-format=absolute", "--git-common-dir"], cwd=cwd,
-                          env=git.pinned_env(cwd)))
-    folder = common / "custom_hooks"
+    folder = _common_dir(cwd) / "custom_hooks"
     found = [folder / HOOK] if (folder / HOOK).is_file() else []
     drop_ins = folder / f"{HOOK}.d"
     if drop_ins.is_dir():
