@@ -2,9 +2,10 @@
 
 A wikilink names a file by name, anywhere in the vault, case-insensitively: `[[Kyoto]]` is
 `References/Kyoto.md`; `.md` may be left out, any other file is named with its extension
-(`![[Albums.base]]`, `[[paper.pdf]]`). `[[folder/name]]` narrows the name to paths ending so (or is
-a path from the vault root). When several files share the name, the one beside the linking note
-wins, else the one with the shortest path. The target is what stands before the first `|` that is
+(`![[Albums.base]]`, `[[paper.pdf]]`), a file's whole name before a note's. `[[folder/name]]` is a path
+from the vault root, else any path ending so as a string. When several files share the name, the one at
+the root wins, else the shortest under the linking note's folder, else the shortest (Obsidian's
+`getLinkpathDest`: `Index.linkpath`). The target is what stands before the first `|` that is
 not escaped (`\\|` in a table cell); a `#heading` or `#^block` suffix points inside it. A Markdown
 link's destination is URL-decoded and read relative to the linking note, then from the vault root,
 then by name, as Obsidian does.
@@ -168,8 +169,9 @@ class Index:
         return found
 
     def nearest(self, name: str, source: str) -> str | None:
-        """Of the paths `name` names, the one in the folder of `source`, else the shortest (Obsidian);
-        None when it names none."""
+        """Of the paths `name` names, the one in the folder of `source`, else the shortest (the path index's
+        tie-break, for the dialects built on it and for ignored files; Obsidian's own is `linkpath`); None when it
+        names none."""
         key = fold(name.strip("/"), self.case)
         found = self._named(name.strip("/"))
         if len(found) < 2:
@@ -278,7 +280,7 @@ def _last_two(path: str) -> str:
 
 class Group:
     """Several paths one name matches, with the editors' tie-breaks computed once: the first path in
-    each folder (Obsidian: the one beside the linking note), the shortest path, the first
+    each folder (`Index.nearest`: the one beside the linking note), the shortest path, the first
     alphabetically (Foam)."""
 
     __slots__ = ("by_folder", "first", "shortest")
@@ -354,7 +356,7 @@ class Resolver:
         self._md_again = rules.dialect == "obsidian"
         # A name that is no `/`, `./` or `../` path is looked up as Obsidian's `getLinkpathDest` does
         # (`Index.linkpath`); the dialects built on this one keep the path index's rules.
-        self._linkpath = rules.dialect == "obsidian"
+        self._obsidian_lookup = rules.dialect == "obsidian"
 
     def resolve(self, target: Target, source: str) -> Resolution:
         got = self._resolve(target, source)
@@ -377,12 +379,12 @@ class Resolver:
                 hit = index.exact(path)
                 if hit is not None:
                     return Resolution(hit, rel)
-            hit = self._by_name(name, source) if not name.startswith(("./", "../", "/")) else None
+            hit = self._reached_by_name(name, source) if not name.startswith(("./", "../", "/")) else None
             return Resolution(hit, rel)
         if name.startswith("/") or name.startswith("./") or name.startswith("../"):
             rel = relative(source, name)
             return Resolution(index.exact(rel), rel)
-        if self._linkpath:
+        if self._obsidian_lookup:
             return Resolution(index.linkpath(name, source), name)
         if "/" in name:
             hit = index.exact(name) or index.exact(relative(source, name))
@@ -390,8 +392,8 @@ class Resolver:
                 return Resolution(hit, name)
         return Resolution(index.nearest(name, source), name)
 
-    def _by_name(self, name: str, source: str) -> str | None:
-        return self.index.linkpath(name, source) if self._linkpath else self.index.nearest(name, source)
+    def _reached_by_name(self, name: str, source: str) -> str | None:
+        return self.index.linkpath(name, source) if self._obsidian_lookup else self.index.nearest(name, source)
 
     def candidates(self, target: Target) -> list[str]:
         found = self._candidates(target)
@@ -408,8 +410,8 @@ class Resolver:
             hit = index.exact(relative("", name))
             if hit is not None or name.startswith(("/", "./", "../")):
                 return [hit] if hit is not None else []
-            return index.linkpaths(name) if self._linkpath else index.named(name)
-        if self._linkpath:
+            return index.linkpaths(name) if self._obsidian_lookup else index.named(name)
+        if self._obsidian_lookup:
             return index.linkpaths(name)
         if "/" in name:
             hit = index.exact(name)
