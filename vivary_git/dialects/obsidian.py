@@ -185,12 +185,18 @@ class Index:
     def linkpath(self, name: str, source: str) -> str | None:
         """The note or file Obsidian opens for a wikilink's `name` written in `source` (no `/`, `./` or `../` in
         front: those are paths), or None: `name` looked up as written, then with a note's extension after it."""
-        for n in (name, *(name + s for s in self.suffixes)):
-            got = self._linkpath(fold(n, self.case), n)
-            if got is not None:
-                return got if isinstance(got, str) else self._spelt_beside(got.pick(fold(posixpath.dirname(source),
-                                                                                          self.case)), n, got)
-        return None
+        got = self._linkpath(fold(name, self.case), name)
+        if got is None:
+            for suffix in self.suffixes:
+                got = self._linkpath(fold(name + suffix, self.case), name + suffix)
+                if got is not None:
+                    name += suffix
+                    break
+            else:
+                return None
+        if isinstance(got, str):
+            return got
+        return self._spelt_beside(got.pick(fold(posixpath.dirname(source), self.case)), name, got)
 
     def linkpaths(self, name: str) -> list[str]:
         """Every path `linkpath` could open for `name`, as written at the vault root (the first first)."""
@@ -208,9 +214,12 @@ class Index:
             for p in (*self._notes, *self._files):
                 whole.setdefault(fold(p, self.case).rsplit("/", 1)[-1], []).append(p)
             self._whole_names = whole
-        paths = self._whole_names.get(key.rsplit("/", 1)[-1])
+        paths = self._whole_names.get(key if "/" not in key else key.rsplit("/", 1)[-1])
         if not paths:
             return None
+        if len(paths) == 1:  # most names: no tie to break, nor a twin spelt otherwise
+            only = paths[0]
+            return only if "/" not in key or fold(only, self.case).endswith(key) else None
         hit = self.file_paths.get(key)
         if hit is not None:
             spelt = self._as_spelt(name)
