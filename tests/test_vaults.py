@@ -789,6 +789,8 @@ OBSIDIAN_RULES = [
     _rule(".md may be written", "A.md", "[[Kyoto.md]]", "Kyoto", "Kyoto.md", "Kyoto md.md"),
     _rule("a name is a file's whole name before a note's", "A.md", "[[photo.png]]", "", "photo.png.md",
           **{"photo.png": ""}),
+    _rule("a name without a dot is a file's whole name first too", "A.md", "[[LICENSE]]", "", "LICENSE.md",
+          **{"LICENSE": ""}),
     _rule("a folder part's name is a file's whole name first too", "A.md", "[[x/photo.png]]", "",
           "x/photo.png.md", **{"y/x/photo.png": ""}),
     _rule("another file is named with its extension", "A.md", "![[Albums.base]]", "", "Albums.md",
