@@ -89,19 +89,31 @@ def read(root: Path) -> Reading:
         stem = path[:-3] if path.lower().endswith(".md") else path
         return note_by_path.get(_stem_key(stem)) or file_by_path.get(_key(path))
 
-    def named(name: str) -> list[str]:
-        """Notes named so (any case, `.md` optional; `folder/name`: paths ending so), else other files."""
-        stem = name[:-3] if name.lower().endswith(".md") else name
-        got = [f for f in notes if ("/" + _stem_key(f[:-3])).endswith("/" + _stem_key(stem))]
-        return got or [f for f in files if not f.endswith(".md") and ("/" + _key(f)).endswith("/" + _key(name))]
+    by_name: dict[str, list[str]] = {}
+    for f in files:
+        by_name.setdefault(_key(f).rsplit("/", 1)[-1], []).append(f)
 
-    def pick(found: list[str], src: str) -> str | None:
-        """One name, several files: the one beside the linking note, else fewest folders, then shortest
-        path, then the first alphabetically."""
-        here = [f for f in found if posixpath.dirname(f) == posixpath.dirname(src)]
-        if here:
-            return here[0]
-        return min(found, key=lambda f: (f.count("/"), len(f), f)) if found else None
+    def js_length(f: str) -> int:
+        return len(unicodedata.normalize("NFC", f).encode("utf-16-le")) // 2
+
+    def by_name_from(name: str, src: str) -> str | None:
+        """A name that is no `/`, `./` or `../` path: looked up as written, then with `.md` after it. Each time
+        the file whose path from the root it is; else, of the files whose lowercased path ends with it (as a
+        plain string), those whose path starts with the linking note's folder (as a string), shortest first,
+        then the others, shortest first (equal lengths: alphabetical)."""
+        for n in (name, name + ".md"):
+            key = _key(n)
+            found = by_name.get(key.rsplit("/", 1)[-1], [])
+            if not found:
+                continue
+            rooted = [f for f in found if _key(f) == key]
+            if rooted:
+                return rooted[0]
+            ending = [f for f in found if _key(f).endswith(key)]
+            if ending:
+                folder = _key(posixpath.dirname(src))
+                return min(ending, key=lambda f: (not _key(f).startswith(folder), js_length(f), f))
+        return None
 
     def relative(src: str, name: str) -> str:
         return posixpath.normpath(posixpath.join(posixpath.dirname(src), name))
@@ -117,9 +129,7 @@ def read(root: Path) -> Reading:
             return exact(name.lstrip("/"))
         if name.startswith(("./", "../")):
             return exact(relative(src, name))
-        if "/" in name:
-            return exact(name) or exact(relative(src, name)) or pick(named(name), src)
-        return pick(named(name), src)
+        return by_name_from(name, src)
 
     def markdown(path: str, src: str) -> str | None:
         hit = _markdown(path, src)
@@ -131,7 +141,7 @@ def read(root: Path) -> Reading:
         rel = posixpath.normpath(path.lstrip("/")) if path.startswith("/") else relative(src, path)
         hit = exact(rel) or (None if path.startswith("/") else exact(path))
         if hit is None and not path.startswith(("/", "./", "../")):
-            hit = pick(named(path), src)
+            hit = by_name_from(path, src)
         return hit
 
     out = Reading()

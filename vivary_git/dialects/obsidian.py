@@ -2,9 +2,10 @@
 
 A wikilink names a file by name, anywhere in the vault, case-insensitively: `[[Kyoto]]` is
 `References/Kyoto.md`; `.md` may be left out, any other file is named with its extension
-(`![[Albums.base]]`, `[[paper.pdf]]`). `[[folder/name]]` narrows the name to paths ending so (or is
-a path from the vault root). When several files share the name, the one beside the linking note
-wins, else the one with the shortest path. The target is what stands before the first `|` that is
+(`![[Albums.base]]`, `[[paper.pdf]]`), a file's whole name before a note's. `[[folder/name]]` is a path
+from the vault root, else any path ending so as a string. When several files share the name, the one at
+the root wins, else the shortest under the linking note's folder, else the shortest (Obsidian's
+`getLinkpathDest`: `Index.linkpath`). The target is what stands before the first `|` that is
 not escaped (`\\|` in a table cell); a `#heading` or `#^block` suffix points inside it. A Markdown
 link's destination is URL-decoded and read relative to the linking note, then from the vault root,
 then by name, as Obsidian does.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import posixpath
 import urllib.parse
+from bisect import bisect_left
 from collections.abc import Sequence
 
 import msgspec
@@ -115,6 +117,11 @@ class Index:
         # in case (`Foo.md` and `foo.md`, legal on Linux): the one spelt as the link is the one it names.
         self._spelt: dict[str, str] | None = None
         self._notes, self._files = notes, files
+        # Obsidian's own lookup (`linkpath`): every note and file by its whole name folded (`.md` included), and the
+        # tie-break of each link path, built on first use.
+        self._whole_names: dict[str, list[str]] | None = None
+        self._nearest: dict[str, Nearest] = {}
+        self._backwards: dict[str, tuple[list[str], list[str]]] = {}
 
     def _stem(self, name: str) -> str:
         return strip_note_suffix(name, self.suffixes)
@@ -162,8 +169,9 @@ class Index:
         return found
 
     def nearest(self, name: str, source: str) -> str | None:
-        """Of the paths `name` names, the one in the folder of `source`, else the shortest (Obsidian);
-        None when it names none."""
+        """Of the paths `name` names, the one in the folder of `source`, else the shortest (the path index's
+        tie-break, for the dialects built on it and for ignored files; Obsidian's own is `linkpath`); None when it
+        names none."""
         key = fold(name.strip("/"), self.case)
         found = self._named(name.strip("/"))
         if len(found) < 2:
@@ -173,6 +181,73 @@ class Index:
         # `Foo.md`, and from `Foo.md` it is no link to itself).
         twin = self._as_spelt(posixpath.join(posixpath.dirname(pick), posixpath.basename(name.strip("/"))))
         return twin if twin is not None and twin in found else pick
+
+    def linkpath(self, name: str, source: str) -> str | None:
+        """The note or file Obsidian opens for a wikilink's `name` written in `source` (no `/`, `./` or `../` in
+        front: those are paths), or None: `name` looked up as written, then with a note's extension after it."""
+        got = self._linkpath(fold(name, self.case), name)
+        if got is None:
+            for suffix in self.suffixes:
+                got = self._linkpath(fold(name + suffix, self.case), name + suffix)
+                if got is not None:
+                    name += suffix
+                    break
+            else:
+                return None
+        if isinstance(got, str):
+            return got
+        return self._spelt_beside(got.pick(fold(posixpath.dirname(source), self.case)), name, got)
+
+    def linkpaths(self, name: str) -> list[str]:
+        """Every path `linkpath` could open for `name`, as written at the vault root (the first first)."""
+        for n in (name, *(name + s for s in self.suffixes)):
+            got = self._linkpath(fold(n, self.case), n)
+            if got is not None:
+                return [got] if isinstance(got, str) else list(got.by_length)
+        return []
+
+    def _linkpath(self, key: str, name: str) -> str | Nearest | None:
+        """For one folded name: the path it is from the root, else the paths whose folded path ends with it (a
+        plain string test, as Obsidian's: `[[b/note]]` reaches `ab/note.md`), else None."""
+        if self._whole_names is None:
+            whole: dict[str, list[str]] = {}
+            for p in (*self._notes, *self._files):
+                whole.setdefault(fold(p, self.case).rsplit("/", 1)[-1], []).append(p)
+            self._whole_names = whole
+        paths = self._whole_names.get(key if "/" not in key else key.rsplit("/", 1)[-1])
+        if not paths:
+            return None
+        if len(paths) == 1:  # most names: no tie to break, nor a twin spelt otherwise
+            only = paths[0]
+            return only if "/" not in key or fold(only, self.case).endswith(key) else None
+        hit = self.file_paths.get(key)
+        if hit is not None:
+            spelt = self._as_spelt(name)
+            return spelt if spelt is not None and fold(spelt, self.case) == key else hit
+        got = self._nearest.get(key)
+        if got is None:
+            ending = paths if "/" not in key else self._ending(key, paths)
+            if not ending:
+                return None
+            got = self._nearest[key] = Nearest(ending, self.case)
+        return got
+
+    def _ending(self, key: str, paths: list[str]) -> list[str]:
+        """Of `paths` (one name's), those whose folded path ends with `key`: found by bisecting the name's paths
+        spelt backwards, not by testing each (a docs tree's 3,000 `index.md` linked as `[[d0007/index]]`)."""
+        base = key.rsplit("/", 1)[-1]
+        backwards = self._backwards.get(base)
+        if backwards is None:
+            pairs = sorted((fold(p, self.case)[::-1], p) for p in paths)
+            backwards = self._backwards[base] = ([b for b, _ in pairs], [p for _, p in pairs])
+        spelt, found = backwards
+        yek = key[::-1]
+        return found[bisect_left(spelt, yek):bisect_left(spelt, yek + "\U0010ffff")]
+
+    def _spelt_beside(self, pick: str, name: str, group: Nearest) -> str:
+        """Beside the one picked, a path differing only in case and spelt as the link: that one."""
+        twin = self._as_spelt(posixpath.join(posixpath.dirname(pick), posixpath.basename(name)))
+        return twin if twin is not None and twin in group.members else pick
 
     def first(self, name: str) -> str | None:
         """Of the paths `name` names, the first alphabetically (Foam); None when it names none."""
@@ -214,7 +289,7 @@ def _last_two(path: str) -> str:
 
 class Group:
     """Several paths one name matches, with the editors' tie-breaks computed once: the first path in
-    each folder (Obsidian: the one beside the linking note), the shortest path, the first
+    each folder (`Index.nearest`: the one beside the linking note), the shortest path, the first
     alphabetically (Foam)."""
 
     __slots__ = ("by_folder", "first", "shortest")
@@ -230,6 +305,42 @@ class Group:
         """The one in the linking note's folder, else the shortest (fewest folders, then shortest, then
         alphabetical)."""
         return self.by_folder.get(posixpath.dirname(source), self.shortest)
+
+
+class Nearest:
+    """The paths one link path reaches in Obsidian (`_getLinkpathDest`), with its tie-break: of those whose
+    lowercased path starts with the linking note's lowercased folder as a plain string (so its subfolders, and
+    `src2/` beside `src/`), the shortest path; else the shortest of all. Equal lengths: alphabetical (Obsidian
+    keeps the order it indexed the files in, which a tree does not tell)."""
+
+    __slots__ = ("by_length", "folded", "members", "paths", "picks")
+
+    def __init__(self, paths: list[str], case: str) -> None:
+        self.by_length = sorted(paths, key=_length)
+        self.members = frozenset(paths)
+        pairs = sorted((fold(p, case), p) for p in paths)
+        self.folded = [f for f, _ in pairs]
+        self.paths = [p for _, p in pairs]
+        self.picks: dict[str, str] = {}
+
+    def pick(self, folder: str) -> str:
+        """The one a link from a note in the (folded) `folder` opens."""
+        if not folder:
+            return self.by_length[0]
+        got = self.picks.get(folder)
+        if got is None:
+            # The paths starting with `folder` sit together in sorted order: look at those alone, not at every one
+            # (3,000 `index.md` each linking `[[index]]`).
+            under = self.paths[bisect_left(self.folded, folder):bisect_left(self.folded, folder + "\U0010ffff")]
+            got = self.picks[folder] = min(under, key=_length) if under else self.by_length[0]
+        return got
+
+
+def _length(path: str) -> tuple[int, str]:
+    """A path's length as JavaScript counts it (UTF-16 code units, of its NFC spelling), then the path."""
+    if path.isascii():
+        return len(path), path
+    return len(nfc(path).encode("utf-16-le")) // 2, path
 
 
 def relative(source: str, name: str) -> str:
@@ -252,6 +363,9 @@ class Resolver:
         # Obsidian looks a name up as written, then with `.md` after it: a note titled `README.md` is the file
         # `README.md.md`, which Obsidian links as `[[README.md]]` (no file being named `README.md`).
         self._md_again = rules.dialect == "obsidian"
+        # A name that is no `/`, `./` or `../` path is looked up as Obsidian's `getLinkpathDest` does
+        # (`Index.linkpath`); the dialects built on this one keep the path index's rules.
+        self._obsidian_lookup = rules.dialect == "obsidian"
 
     def resolve(self, target: Target, source: str) -> Resolution:
         got = self._resolve(target, source)
@@ -274,16 +388,21 @@ class Resolver:
                 hit = index.exact(path)
                 if hit is not None:
                     return Resolution(hit, rel)
-            hit = index.nearest(name, source) if not name.startswith(("./", "../", "/")) else None
+            hit = self._reached_by_name(name, source) if not name.startswith(("./", "../", "/")) else None
             return Resolution(hit, rel)
         if name.startswith("/") or name.startswith("./") or name.startswith("../"):
             rel = relative(source, name)
             return Resolution(index.exact(rel), rel)
+        if self._obsidian_lookup:
+            return Resolution(index.linkpath(name, source), name)
         if "/" in name:
             hit = index.exact(name) or index.exact(relative(source, name))
             if hit is not None:
                 return Resolution(hit, name)
         return Resolution(index.nearest(name, source), name)
+
+    def _reached_by_name(self, name: str, source: str) -> str | None:
+        return self.index.linkpath(name, source) if self._obsidian_lookup else self.index.nearest(name, source)
 
     def candidates(self, target: Target) -> list[str]:
         found = self._candidates(target)
@@ -298,7 +417,11 @@ class Resolver:
         index = self.index
         if name.startswith(("/", "./", "../")) or target.kind in ("m", "i", "r"):
             hit = index.exact(relative("", name))
-            return [hit] if hit is not None else ([] if name.startswith(("/", "./", "../")) else index.named(name))
+            if hit is not None or name.startswith(("/", "./", "../")):
+                return [hit] if hit is not None else []
+            return index.linkpaths(name) if self._obsidian_lookup else index.named(name)
+        if self._obsidian_lookup:
+            return index.linkpaths(name)
         if "/" in name:
             hit = index.exact(name)
             if hit is not None:
