@@ -100,12 +100,12 @@ def install_hook(cwd: Path, python: str | None = None, roots: list[str] | None =
     """Write the pre-receive script (module docstring); one line per action for the user. `roots`: None keeps
     what an earlier install chose, ["."] checks the top. In a GitLab repository nothing is written: Gitaly runs
     its own hooks there, never the repository's `hooks/`, so a script there would refuse no push."""
+    path, why = where(cwd)  # outside a repository: the hooks' own message, before Git is asked anything else
     sign = gitlab_sign(cwd)
     if sign is not None:
         raise RefusedError(f"{_common_dir(cwd)}: cannot install: a GitLab repository ({sign}), whose pushes run the "
                            "server hooks an admin sets through Gitaly, never a script in hooks/; docs/hooks.md "
                            "(\"Installing it on a server\") gives the steps (`gitaly hooks set`)")
-    path, why = where(cwd)
     local = path.with_name(f"{HOOK}.local")
     ours = install._is_ours(path)
     if not ours and install._exists(path) and path.name == DROP_IN:
