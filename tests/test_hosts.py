@@ -27,10 +27,15 @@ def _no_codex_home(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("APPDATA", raising=False)
 
 
+def plain_workspace(repo: Repo) -> Repo:
+    """A workspace of one note and no guidance file yet."""
+    repo.write({"tropo.toml": TROPO, "notes/a.md": "# A\n"})
+    return repo
+
+
 @pytest.fixture
 def ws(repo: Repo) -> Repo:
-    repo.write({"tropo.toml": TROPO, "notes/a.md": "# A\n"})
-    shutil.copy(DATA / "AGENTS.md", repo.path / "AGENTS.md")
+    shutil.copy(DATA / "AGENTS.md", plain_workspace(repo).path / "AGENTS.md")
     return repo
 
 

@@ -10,8 +10,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from conftest import TROPO, Repo
-from test_hosts import DATA, home, load_jsonc, snapshot
+from conftest import Repo
+from test_hosts import DATA, home, load_jsonc, plain_workspace, snapshot
 
 from vivary_git.hosts.install import GUIDANCE_MARKERS
 
@@ -19,13 +19,8 @@ KIRO = ".kiro/settings/mcp.json"
 ROO = ".roo/mcp.json"
 
 
-def _ws(repo: Repo) -> Repo:
-    repo.write({"tropo.toml": TROPO, "notes/a.md": "# A\n"})
-    return repo
-
-
 def test_kiro_s_entry_is_in_mcp_servers_and_the_guidance_in_agents_md(repo: Repo, cli: Any) -> None:
-    ws = _ws(repo)
+    ws = plain_workspace(repo)
     r = cli("bootstrap-host", "--host-kind", "kiro", "--json", cwd=ws.path)
     assert r.code == 0, r.err
     rep = r.json()
@@ -39,7 +34,7 @@ def test_kiro_s_entry_is_in_mcp_servers_and_the_guidance_in_agents_md(repo: Repo
 
 
 def test_roo_code_s_entry_is_in_mcp_servers_and_the_guidance_in_agents_md(repo: Repo, cli: Any) -> None:
-    ws = _ws(repo)
+    ws = plain_workspace(repo)
     r = cli("bootstrap-host", "--host-kind", "roo-code", "--json", cwd=ws.path)
     assert r.code == 0, r.err
     assert [(f["path"], f["action"]) for f in r.json()["files"]] == [(ROO, "create"), ("AGENTS.md", "create")]
@@ -48,7 +43,7 @@ def test_roo_code_s_entry_is_in_mcp_servers_and_the_guidance_in_agents_md(repo: 
 
 
 def test_dry_run_prints_both_diffs_and_writes_nothing(repo: Repo, cli: Any) -> None:
-    ws = _ws(repo)
+    ws = plain_workspace(repo)
     start = snapshot(ws.path, home())
     for kind, dest in (("kiro", KIRO), ("roo-code", ROO)):
         r = cli("bootstrap-host", "--host-kind", kind, "--dry-run", cwd=ws.path)
@@ -60,7 +55,7 @@ def test_dry_run_prints_both_diffs_and_writes_nothing(repo: Repo, cli: Any) -> N
 
 def test_a_commented_kiro_file_keeps_its_comments_and_servers_and_comes_back_byte_for_byte(
         repo: Repo, cli: Any) -> None:
-    ws = _ws(repo)
+    ws = plain_workspace(repo)
     (ws.path / ".kiro" / "settings").mkdir(parents=True)
     shutil.copy(DATA / "kiro.mcp.json", ws.path / KIRO)
     ws.write({"AGENTS.md": "# Agents\n\nRun the tests first.\n"})
@@ -81,7 +76,7 @@ def test_a_commented_kiro_file_keeps_its_comments_and_servers_and_comes_back_byt
 
 def test_a_comment_in_roo_code_s_strict_json_is_reported_and_nothing_is_written(repo: Repo, cli: Any) -> None:
     """Roo Code reads .roo/mcp.json with JSON.parse: a file with a comment fails there too."""
-    ws = _ws(repo)
+    ws = plain_workspace(repo)
     mine = '{\n  // my servers\n  "mcpServers": {}\n}\n'
     ws.write({ROO: mine})
     r = cli("bootstrap-host", "--host-kind", "roo-code", cwd=ws.path)
@@ -94,7 +89,7 @@ def test_a_comment_in_roo_code_s_strict_json_is_reported_and_nothing_is_written(
 
 def test_kiro_s_user_level_file_is_home_s_and_holds_the_workspace_s_server_by_folder_name(
         repo: Repo, cli: Any) -> None:
-    ws = _ws(repo)
+    ws = plain_workspace(repo)
     r = cli("bootstrap-host", "--host-kind", "kiro", "--user", "--json", cwd=ws.path)
     assert r.code == 0, r.err
     assert [(f["path"], f["scope"]) for f in r.json()["files"]] == [
@@ -123,7 +118,7 @@ def test_kiro_s_user_level_file_is_home_s_and_holds_the_workspace_s_server_by_fo
 
 def test_roo_code_s_global_settings_are_not_written(repo: Repo, cli: Any) -> None:
     """Roo Code's mcp_settings.json is in each editor's extension storage: no one file is the user's."""
-    ws = _ws(repo)
+    ws = plain_workspace(repo)
     r = cli("bootstrap-host", "--host-kind", "roo-code", "--user", cwd=ws.path)
     assert r.code == 2 and ROO in r.err and "without --user" in r.err
     assert snapshot(home()) == {} and not (ws.path / ".roo").exists()
@@ -132,7 +127,7 @@ def test_roo_code_s_global_settings_are_not_written(repo: Repo, cli: Any) -> Non
 
 
 def test_the_agents_md_block_stays_while_the_other_host_still_uses_it(repo: Repo, cli: Any) -> None:
-    ws = _ws(repo)
+    ws = plain_workspace(repo)
     start = snapshot(ws.path)
     assert cli("bootstrap-host", "--host-kind", "kiro", cwd=ws.path).code == 0
     both = cli("bootstrap-host", "--host-kind", "roo-code", "--json", cwd=ws.path).json()["files"]
@@ -145,7 +140,7 @@ def test_the_agents_md_block_stays_while_the_other_host_still_uses_it(repo: Repo
 
 
 def test_a_linked_kiro_or_roo_folder_is_refused_and_nothing_is_written(repo: Repo, cli: Any, tmp_path: Path) -> None:
-    ws = _ws(repo)
+    ws = plain_workspace(repo)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     for kind, folder in (("kiro", ".kiro"), ("roo-code", ".roo")):
@@ -159,7 +154,7 @@ def test_a_linked_kiro_or_roo_folder_is_refused_and_nothing_is_written(repo: Rep
 
 
 def test_a_vivary_server_of_someone_else_s_is_never_replaced(repo: Repo, cli: Any) -> None:
-    ws = _ws(repo)
+    ws = plain_workspace(repo)
     theirs = '{\n  "mcpServers": {\n    "vivary": {"command": "npx", "args": ["vivary-other"]}\n  }\n}\n'
     for kind, dest in (("kiro", KIRO), ("roo-code", ROO)):
         ws.write({dest: theirs})
@@ -169,7 +164,7 @@ def test_a_vivary_server_of_someone_else_s_is_never_replaced(repo: Repo, cli: An
 
 
 def test_host_status_says_a_moved_installation_is_stale_and_a_second_run_pins_it(repo: Repo, cli: Any) -> None:
-    ws = _ws(repo)
+    ws = plain_workspace(repo)
     for kind, dest in (("kiro", KIRO), ("roo-code", ROO)):
         assert cli("bootstrap-host", "--host-kind", kind, cwd=ws.path).code == 0
         config = ws.path / dest

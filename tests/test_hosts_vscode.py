@@ -9,8 +9,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from conftest import TROPO, Repo
-from test_hosts import DATA, home, load_jsonc, snapshot
+from conftest import Repo
+from test_hosts import DATA, home, load_jsonc, plain_workspace, snapshot
 
 from vivary_git.hosts import blocks
 from vivary_git.hosts.install import GUIDANCE_MARKERS
@@ -19,13 +19,8 @@ CONFIG = ".vscode/mcp.json"
 GUIDE = ".github/copilot-instructions.md"
 
 
-def _ws(repo: Repo) -> Repo:
-    repo.write({"tropo.toml": TROPO, "notes/a.md": "# A\n"})
-    return repo
-
-
 def test_the_entry_is_in_vs_code_s_format_and_the_guidance_where_copilot_reads_it(repo: Repo, cli: Any) -> None:
-    ws = _ws(repo)
+    ws = plain_workspace(repo)
     r = cli("bootstrap-host", "--host-kind", "vscode", "--json", cwd=ws.path)
     assert r.code == 0, r.err
     rep = r.json()
@@ -44,7 +39,7 @@ def test_the_entry_is_in_vs_code_s_format_and_the_guidance_where_copilot_reads_i
 
 def test_an_existing_file_keeps_its_comments_inputs_and_servers_and_comes_back_byte_for_byte(
         repo: Repo, cli: Any) -> None:
-    ws = _ws(repo)
+    ws = plain_workspace(repo)
     (ws.path / ".vscode").mkdir()
     shutil.copy(DATA / "vscode.mcp.json", ws.path / CONFIG)
     ws.write({GUIDE: "# Copilot\n\nUse tabs.\n"})
@@ -74,7 +69,7 @@ def test_an_existing_file_keeps_its_comments_inputs_and_servers_and_comes_back_b
 
 
 def test_dry_run_prints_the_diff_and_writes_nothing(repo: Repo, cli: Any) -> None:
-    ws = _ws(repo)
+    ws = plain_workspace(repo)
     start = snapshot(ws.path)
     r = cli("bootstrap-host", "--host-kind", "vscode", "--dry-run", cwd=ws.path)
     assert r.code == 0, r.err
@@ -85,7 +80,7 @@ def test_dry_run_prints_the_diff_and_writes_nothing(repo: Repo, cli: Any) -> Non
 
 def test_the_profile_s_mcp_json_is_not_written(repo: Repo, cli: Any) -> None:
     """One per profile and per edition (Insiders, VSCodium): no one file is the user's, so --user is refused."""
-    ws = _ws(repo)
+    ws = plain_workspace(repo)
     r = cli("bootstrap-host", "--host-kind", "vscode", "--user", cwd=ws.path)
     assert r.code == 2 and ".vscode/mcp.json" in r.err and "without --user" in r.err
     assert not (home() / ".config").exists() and not (ws.path / ".vscode").exists()
@@ -95,7 +90,7 @@ def test_the_profile_s_mcp_json_is_not_written(repo: Repo, cli: Any) -> None:
 
 def test_a_linked_vscode_or_github_folder_is_refused_and_nothing_is_written(repo: Repo, cli: Any,
                                                                             tmp_path: Path) -> None:
-    ws = _ws(repo)
+    ws = plain_workspace(repo)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (ws.path / ".vscode").symlink_to(elsewhere)
@@ -114,7 +109,7 @@ def test_a_linked_vscode_or_github_folder_is_refused_and_nothing_is_written(repo
 
 def test_an_at_agents_line_is_text_to_copilot_so_the_block_stays_in_its_own_file(repo: Repo, cli: Any) -> None:
     """Only CLAUDE.md and GEMINI.md import `@AGENTS.md`; a block moved to AGENTS.md would reach no one here."""
-    ws = _ws(repo)
+    ws = plain_workspace(repo)
     ws.write({GUIDE: "@AGENTS.md\n", "AGENTS.md": "# Agents\n"})
     r = cli("bootstrap-host", "--host-kind", "vscode", "--json", cwd=ws.path)
     assert [f["path"] for f in r.json()["files"]] == [CONFIG, GUIDE]
@@ -124,7 +119,7 @@ def test_an_at_agents_line_is_text_to_copilot_so_the_block_stays_in_its_own_file
 
 
 def test_a_vivary_server_of_someone_else_s_is_never_replaced(repo: Repo, cli: Any) -> None:
-    ws = _ws(repo)
+    ws = plain_workspace(repo)
     theirs = '{\n  "servers": {\n    "vivary": {"type": "stdio", "command": "npx", "args": ["vivary-other"]}\n  }\n}\n'
     ws.write({CONFIG: theirs})
     r = cli("bootstrap-host", "--host-kind", "vscode", cwd=ws.path)
@@ -138,7 +133,7 @@ def test_a_vivary_server_of_someone_else_s_is_never_replaced(repo: Repo, cli: An
 
 def test_an_mcp_servers_table_is_not_vs_code_s_and_is_left_alone(repo: Repo, cli: Any) -> None:
     """A file written for another host's format (`mcpServers`) gets VS Code's `servers` beside it."""
-    ws = _ws(repo)
+    ws = plain_workspace(repo)
     other = '{\n  "mcpServers": {\n    "x": {"command": "x"}\n  }\n}\n'
     ws.write({CONFIG: other})
     assert cli("bootstrap-host", "--host-kind", "vscode", cwd=ws.path).code == 0
@@ -149,7 +144,7 @@ def test_an_mcp_servers_table_is_not_vs_code_s_and_is_left_alone(repo: Repo, cli
 
 
 def test_host_status_reports_the_vscode_entry_and_its_guidance(repo: Repo, cli: Any) -> None:
-    ws = _ws(repo)
+    ws = plain_workspace(repo)
     assert cli("bootstrap-host", "--host-kind", "vscode", cwd=ws.path).code == 0
     r = cli("host-status", "--host-kind", "vscode", "--json", cwd=ws.path)
     assert r.code == 0, r.out

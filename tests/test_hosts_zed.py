@@ -8,17 +8,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from conftest import TROPO, Repo
-from test_hosts import DATA, home, load_jsonc, snapshot
+from conftest import Repo
+from test_hosts import DATA, home, load_jsonc, plain_workspace, snapshot
 
 from vivary_git.hosts.install import GUIDANCE_MARKERS
 
 CONFIG = ".zed/settings.json"
-
-
-def _ws(repo: Repo) -> Repo:
-    repo.write({"tropo.toml": TROPO, "notes/a.md": "# A\n"})
-    return repo
 
 
 def _has_block(path: Path, rel: str) -> bool:
@@ -26,7 +21,7 @@ def _has_block(path: Path, rel: str) -> bool:
 
 
 def test_the_entry_is_a_flat_context_server_and_the_guidance_goes_to_agents_md(repo: Repo, cli: Any) -> None:
-    ws = _ws(repo)
+    ws = plain_workspace(repo)
     r = cli("bootstrap-host", "--host-kind", "zed", "--json", cwd=ws.path)
     assert r.code == 0, r.err
     rep = r.json()
@@ -40,7 +35,7 @@ def test_the_entry_is_a_flat_context_server_and_the_guidance_goes_to_agents_md(r
 
 
 def test_settings_comments_and_other_servers_are_kept_and_come_back_byte_for_byte(repo: Repo, cli: Any) -> None:
-    ws = _ws(repo)
+    ws = plain_workspace(repo)
     (ws.path / ".zed").mkdir()
     shutil.copy(DATA / "zed.settings.json", ws.path / CONFIG)
     start = snapshot(ws.path)
@@ -59,7 +54,7 @@ def test_settings_comments_and_other_servers_are_kept_and_come_back_byte_for_byt
 
 
 def test_dry_run_prints_the_diff_and_writes_nothing(repo: Repo, cli: Any) -> None:
-    ws = _ws(repo)
+    ws = plain_workspace(repo)
     start = snapshot(ws.path)
     r = cli("bootstrap-host", "--host-kind", "zed", "--dry-run", cwd=ws.path)
     assert r.code == 0, r.err
@@ -72,7 +67,7 @@ def test_the_block_goes_into_the_first_rules_file_zed_reads_and_never_ahead_of_t
         repo: Repo, cli: Any) -> None:
     """Zed reads one rules file: a new `.rules` would hide the user's AGENTS.md from it, and a block in AGENTS.md
     would not reach it past a `.cursorrules`."""
-    ws = _ws(repo)
+    ws = plain_workspace(repo)
     ws.write({"AGENTS.md": "# Agents\n", "CLAUDE.md": "# Claude\n", ".cursorrules": "Use tabs.\n"})
     (ws.path / ".windsurfrules").mkdir()  # a folder of that name: Zed passes it over, and so do we
     start = snapshot(ws.path)
@@ -95,7 +90,7 @@ def test_the_block_goes_into_the_first_rules_file_zed_reads_and_never_ahead_of_t
 
 
 def test_a_rules_file_added_ahead_later_is_where_host_status_looks(repo: Repo, cli: Any) -> None:
-    ws = _ws(repo)
+    ws = plain_workspace(repo)
     assert cli("bootstrap-host", "--host-kind", "zed", cwd=ws.path).code == 0
     ws.write({".rules": "Be brief.\n"})
     status = cli("host-status", "--host-kind", "zed", "--json", cwd=ws.path).json()["hosts"][0]
@@ -106,7 +101,7 @@ def test_a_rules_file_added_ahead_later_is_where_host_status_looks(repo: Repo, c
 
 
 def test_the_copilot_file_zed_reads_is_shared_with_vs_code(repo: Repo, cli: Any) -> None:
-    ws = _ws(repo)
+    ws = plain_workspace(repo)
     assert cli("bootstrap-host", "--host-kind", "vscode", cwd=ws.path).code == 0
     r = cli("bootstrap-host", "--host-kind", "zed", "--json", cwd=ws.path)
     assert [(f["path"], f["action"]) for f in r.json()["files"]] == [
@@ -118,7 +113,7 @@ def test_the_copilot_file_zed_reads_is_shared_with_vs_code(repo: Repo, cli: Any)
 
 def test_a_linked_rules_file_or_zed_folder_is_refused_and_nothing_is_written(repo: Repo, cli: Any,
                                                                            tmp_path: Path) -> None:
-    ws = _ws(repo)
+    ws = plain_workspace(repo)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "rules.md").write_text("theirs\n")
@@ -134,14 +129,14 @@ def test_a_linked_rules_file_or_zed_folder_is_refused_and_nothing_is_written(rep
 
 
 def test_zed_s_user_settings_are_not_written(repo: Repo, cli: Any) -> None:
-    ws = _ws(repo)
+    ws = plain_workspace(repo)
     r = cli("bootstrap-host", "--host-kind", "zed", "--user", cwd=ws.path)
     assert r.code == 2 and CONFIG in r.err and "without --user" in r.err
     assert snapshot(home()) == {} and not (ws.path / ".zed").exists()
 
 
 def test_host_status_reports_zed_s_entry_installed_then_stale(repo: Repo, cli: Any) -> None:
-    ws = _ws(repo)
+    ws = plain_workspace(repo)
     assert cli("bootstrap-host", "--host-kind", "zed", cwd=ws.path).code == 0
     r = cli("host-status", "--host-kind", "zed", "--json", cwd=ws.path)
     assert r.code == 0, r.out
