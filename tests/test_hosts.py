@@ -88,6 +88,8 @@ CASES = [
     ("claude-desktop", "claude-desktop.windows.json", "~/.config/Claude/claude_desktop_config.json", ["--user"],
      "vivary-ws", None),
     ("codex", "codex.config.toml", "~/.codex/config.toml", ["--user"], "vivary-ws", "AGENTS.md"),
+    ("windsurf", "windsurf.mcp_config.json", "~/.codeium/windsurf/mcp_config.json", ["--user"], "vivary-ws",
+     "AGENTS.md"),
 ]
 
 
@@ -458,7 +460,7 @@ def test_host_status_reports_what_is_where(ws: Repo, cli: Any) -> None:
     rep = before.json()
     assert {h["host_kind"] for h in rep["hosts"]} == {"generic", "claude-code", "codex", "cursor", "gemini-cli",
                                                       "vscode", "kiro", "roo-code", "zed", "opencode", "continue",
-                                                      "claude-desktop"}
+                                                      "windsurf", "claude-desktop"}
     assert all(s["state"] == "absent" for h in rep["hosts"] for s in h["servers"])
     assert rep["onboarding"] == {"file": "USER.md", "done": False, "answered": [],
                                  "missing": ["name", "role", "language", "style", "goal"]}

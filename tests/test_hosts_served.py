@@ -111,11 +111,12 @@ def test_vs_code_s_entry_starts_the_server_on_its_workspace(repo: Repo, cli: Any
     ("roo-code", [], ".roo/mcp.json", "mcpServers"),
     ("zed", [], ".zed/settings.json", "context_servers"),
     ("continue", [], ".continue/mcpServers/vivary.json", "mcpServers"),
+    ("windsurf", ["--user"], "~/.codeium/windsurf/mcp_config.json", "mcpServers"),
 ])
 def test_kiro_s_roo_code_s_and_zed_s_entries_start_the_server_on_their_workspace(
         repo: Repo, cli: Any, tmp_path: Path, kind: str, extra: list[str], config: str, container: str) -> None:
-    """Kiro, Roo Code, Zed and Continue start the entry of their file (`command`, `args`) as every other host
-    starts its entry, Kiro's user-level one included."""
+    """Kiro, Roo Code, Zed, Continue and Windsurf start the entry of their file (`command`, `args`) as every other
+    host starts its entry, the user-level ones of Kiro and Windsurf included."""
     repo.commit("init", {"README.md": "# top\n", "notes/plants.md": "# Plants\n\nThe fern needs water weekly.\n"})
     done = cli("bootstrap-host", "--host-kind", kind, *extra, "--json", cwd=repo.path)
     assert done.code == 0, done.err

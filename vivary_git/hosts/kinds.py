@@ -12,9 +12,9 @@ from typing import Literal
 from vivary_git.errors import UsageError
 
 HostKind = Literal["generic", "claude-code", "codex", "cursor", "gemini-cli", "vscode", "kiro", "roo-code", "zed",
-                   "opencode", "continue", "claude-desktop"]
+                   "opencode", "continue", "windsurf", "claude-desktop"]
 HOST_KINDS: tuple[HostKind, ...] = ("generic", "claude-code", "codex", "cursor", "gemini-cli", "vscode", "kiro",
-                                    "roo-code", "zed", "opencode", "continue", "claude-desktop")
+                                    "roo-code", "zed", "opencode", "continue", "windsurf", "claude-desktop")
 Format = Literal["json", "jsonc", "toml"]
 
 # Hosts expand environment variables inside the strings of their config: a workspace path holding such a
@@ -103,6 +103,10 @@ HOSTS: dict[HostKind, HostSpec] = {
     "continue": HostSpec("continue", "Continue",
                          ConfigSpec("jsonc", "mcpServers", ".continue/mcpServers/vivary.json", False, _BRACE),
                          ".continue/rules/vivary.md"),
+    # Windsurf reads its servers from one user-level file only, every workspace's; it interpolates ${env:NAME} and
+    # ${file:PATH} in command, args and env. It reads a root AGENTS.md as an always-on rule. Whether it reads
+    # comments in mcp_config.json is not documented: strict JSON, so a commented file is reported, never guessed at.
+    "windsurf": HostSpec("windsurf", "Windsurf", ConfigSpec("json", "mcpServers", None, True, _BRACE), "AGENTS.md"),
     "claude-desktop": HostSpec("claude-desktop", "Claude Desktop",
                                ConfigSpec("json", "mcpServers", None, True), None),
 }
@@ -124,6 +128,8 @@ def user_config_path(kind: HostKind, *, platform: str | None = None, env: dict[s
         return (Path(codex_home) if codex_home else home / ".codex") / "config.toml"
     if kind == "kiro":
         return home / ".kiro" / "settings" / "mcp.json"  # on every platform, as Kiro's docs give it
+    if kind == "windsurf":
+        return home / ".codeium" / "windsurf" / "mcp_config.json"  # %USERPROFILE%\.codeium\windsurf on Windows
     if kind == "claude-desktop":
         if platform == "darwin":
             return home / "Library" / "Application Support" / "Claude" / "claude_desktop_config.json"

@@ -16,13 +16,13 @@ Preset = Literal["second-brain", "knowledge-work", "writing", "coding"]
 Memory = Literal["none", "local", "cognee"]
 Storage = Literal["file", "git-cache"]
 Host = Literal["claude-code", "codex", "cursor", "gemini-cli", "vscode", "kiro", "roo-code", "zed", "opencode",
-               "generic"]
+               "windsurf", "generic"]
 
 PRESETS: tuple[Preset, ...] = ("second-brain", "knowledge-work", "writing", "coding")
 MEMORY_CHOICES: tuple[Memory, ...] = ("none", "local", "cognee")
 STORAGE_CHOICES: tuple[Storage, ...] = ("file", "git-cache")
 HOSTS: tuple[Host, ...] = ("claude-code", "codex", "cursor", "gemini-cli", "vscode", "kiro", "roo-code", "zed",
-                           "opencode", "generic")
+                           "opencode", "windsurf", "generic")
 
 DEFAULT_PRESET: Preset = "second-brain"
 DEFAULT_MEMORY: Memory = "none"
