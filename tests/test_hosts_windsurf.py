@@ -75,3 +75,20 @@ def test_a_path_windsurf_would_interpolate_is_refused(repo: Repo, cli: Any) -> N
             assert snapshot(root) == {f"{root}/tropo.toml": TROPO.encode()}
         else:
             assert cli("bootstrap-host", "--host-kind", "windsurf", "--user", "--uninstall", cwd=root).code == 0
+
+
+def test_the_agents_md_block_stays_while_windsurf_s_user_level_entry_uses_it(repo: Repo, cli: Any) -> None:
+    """opencode and Windsurf share the AGENTS.md block: opencode's uninstall keeps it for Windsurf's user-level
+    entry, and Windsurf's takes it."""
+    ws = plain_workspace(repo)
+    _config().parent.mkdir(parents=True)
+    start = snapshot(ws.path, home())
+    assert cli("bootstrap-host", "--host-kind", "windsurf", "--user", cwd=ws.path).code == 0
+    both = cli("bootstrap-host", "--host-kind", "opencode", "--json", cwd=ws.path).json()["files"]
+    assert [f["action"] for f in both] == ["create", "unchanged"]
+    first = cli("bootstrap-host", "--host-kind", "opencode", "--uninstall", "--json", cwd=ws.path).json()["files"]
+    assert [(f["path"], f["action"], f["note"]) for f in first] == [
+        ("opencode.json", "delete", ""), ("AGENTS.md", "kept", "still used by Windsurf")]
+    last = cli("bootstrap-host", "--host-kind", "windsurf", "--user", "--uninstall", "--json", cwd=ws.path)
+    assert [f["action"] for f in last.json()["files"]] == ["delete", "delete"]
+    assert snapshot(ws.path, home()) == start
