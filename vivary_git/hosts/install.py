@@ -277,9 +277,10 @@ def _there(path: Path) -> bool:
     return path.is_symlink() or path.exists()  # a link is there: it is refused where the file is read
 
 
-def _as_split(value: Any) -> Any:
-    """An entry as `command` + `args`, from a host's `command: [cmd, *args]` (opencode); other values as they are."""
-    if not isinstance(value, dict) or not isinstance(value.get("command"), list):
+def _as_read(value: Any, spec: ConfigSpec) -> Any:
+    """An entry as `command` + `args`, from the `command: [cmd, *args]` of a host that takes one list (opencode);
+    other values, and other hosts' entries, as they are."""
+    if not spec.argv or not isinstance(value, dict) or not isinstance(value.get("command"), list):
         return value
     argv = value["command"]
     out: dict[str, Any] = {}
@@ -349,9 +350,9 @@ def json_install(text: str | None, spec: ConfigSpec, name: str, entry: dict[str,
     if current is None:
         return jsonedit.insert_member(text, container.value, name, value=written, unit=unit, nl=nl)
     value = jsonedit.to_python(current.value)
-    if not pins(_as_split(value) if spec.argv else value, root, project=project):
+    if not pins(_as_read(value, spec), root, project=project):
         raise _taken(shown, spec, name)
-    merged = _in_host_shape(merged_entry(_as_split(value) if spec.argv else value, entry), spec)
+    merged = _in_host_shape(merged_entry(_as_read(value, spec), entry), spec)
     for key, want in merged.items():  # member by member: the user's layout and comments inside it stay
         if key not in value or value[key] != want:
             text = jsonedit.set_member(text, _entry_node(text, spec, name), key, want, unit=unit, nl=nl)
@@ -375,8 +376,7 @@ def json_uninstall(text: str, spec: ConfigSpec, name: str, root: Path, shown: st
     current = None if container is None else jsonedit.find(container.value, name)
     if container is None or current is None:
         return text, ""
-    value = jsonedit.to_python(current.value)
-    if not pins(_as_split(value) if spec.argv else value, root, project=project):
+    if not pins(_as_read(jsonedit.to_python(current.value), spec), root, project=project):
         return text, f"{name!r} there is not this workspace's server; left alone"
     nl = jsonedit.newline_of(text)
     after = jsonedit.remove_member(text, container.value, name)
@@ -648,7 +648,7 @@ def _servers(text: str, spec: ConfigSpec, shown: str) -> dict[str, Any]:
     servers = {} if container is None else jsonedit.to_python(container.value)
     if not isinstance(servers, dict):
         return {}
-    return {n: _as_split(v) for n, v in servers.items()} if spec.argv else servers
+    return {n: _as_read(v, spec) for n, v in servers.items()}
 
 
 def workspace_servers(servers: dict[str, Any], root: Path, *, project: bool = True) -> list[str]:

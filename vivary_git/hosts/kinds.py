@@ -37,8 +37,8 @@ class ConfigSpec:
     user: bool  # the host (also) reads a user-level file, written only with --user
     expands: re.Pattern[str] | None = None
     extra: dict[str, str] = field(default_factory=dict)  # fixed members of the entry
-    # "argv": the host takes the command and its arguments as one list, `command: [cmd, *args]` (opencode);
-    # entries are read into, and merged as, the `command` + `args` form every other host has.
+    # The host takes the command and its arguments as one list, `command: [cmd, *args]` (opencode): entries are
+    # read into, and merged as, the `command` + `args` form every other host has.
     argv: bool = False
     # Another name the host reads the project's file under: written when it is a file and `project` is not.
     project_alt: str | None = None
