@@ -81,10 +81,11 @@ def test_guidance_files_are_known_by_name_and_by_path_at_any_depth() -> None:
     yes = ["AGENTS.md", "sub/CLAUDE.md", ".github/copilot-instructions.md", "sub/.github/copilot-instructions.md",
            ".cursor/rules/x.mdc", "a/b/.cursor/rules/x.md", ".github/instructions/x.md", "a/.github/instructions/y.md",
            ".kiro/steering/tech.md", "a/.kiro/steering/product.md", ".roo/rules/01-general.md", "a/.roo/rules/x.md",
-           "AGENT.md", "sub/AGENT.md"]
+           "AGENT.md", "sub/AGENT.md", ".continue/rules/vivary.md", "a/.continue/rules/x.md"]
     no = ["notes/agents.md", "my.github/copilot-instructions.md", "a/x.cursor/rules/x.md", "a/.github/other.md",
           "a/.cursor/x.md", ".github/instructionsx.md", "AGENTS.mdx", "a/github/instructions/x.md",
-          ".kiro/specs/x/requirements.md", "a/.kiro/steeringx.md", ".roo/notes.md", "a/roo/rules/x.md"]
+          ".kiro/specs/x/requirements.md", "a/.kiro/steeringx.md", ".roo/notes.md", "a/roo/rules/x.md",
+          ".continue/mcpServers/x.md", "a/continue/rules/x.md"]
     assert [p for p in yes if not is_guidance(p)] == []
     assert [p for p in no if is_guidance(p)] == []
 

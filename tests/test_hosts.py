@@ -88,6 +88,8 @@ CASES = [
     ("claude-desktop", "claude-desktop.windows.json", "~/.config/Claude/claude_desktop_config.json", ["--user"],
      "vivary-ws", None),
     ("codex", "codex.config.toml", "~/.codex/config.toml", ["--user"], "vivary-ws", "AGENTS.md"),
+    ("windsurf", "windsurf.mcp_config.json", "~/.codeium/windsurf/mcp_config.json", ["--user"], "vivary-ws",
+     "AGENTS.md"),
 ]
 
 
@@ -155,7 +157,7 @@ def _guidance_markers() -> tuple[str, str]:
 
 
 @pytest.mark.parametrize("kind", ["claude-code", "codex", "cursor", "gemini-cli", "vscode", "kiro", "roo-code",
-                                  "zed", "generic"])
+                                  "zed", "opencode", "continue", "generic"])
 def test_fresh_workspace_round_trip_removes_what_it_created(repo: Repo, cli: Any, kind: str) -> None:
     repo.write({"tropo.toml": TROPO})
     start = snapshot(repo.path)
@@ -330,6 +332,9 @@ def test_strangers_paths_are_escaped_not_concatenated(repo: Repo, cli: Any, name
     ("vscode", "x${workspaceFolder}", 3), ("vscode", "${input:who}", 3), ("vscode", "price $5", 0),
     ("kiro", "a${HOME}b", 3), ("kiro", "price $5", 0), ("roo-code", "x${workspaceFolder}", 3),
     ("roo-code", "${env:HOME}", 3), ("roo-code", "price $5", 0), ("zed", "a${HOME}b", 0), ("zed", "cost$HOME", 0),
+    ("opencode", "a{env:HOME}b", 3), ("opencode", "{file:x}", 3), ("opencode", "open {env:", 3),
+    ("opencode", "a${HOME}b", 0), ("opencode", "{envy}", 0), ("continue", "a${HOME}b", 3),
+    ("continue", "price $5", 0),
 ])
 def test_paths_the_host_would_expand_are_refused(repo: Repo, cli: Any, kind: str, folder: str, code: int) -> None:
     root = repo.path / folder
@@ -454,7 +459,8 @@ def test_host_status_reports_what_is_where(ws: Repo, cli: Any) -> None:
     assert before.code == 0, before.err
     rep = before.json()
     assert {h["host_kind"] for h in rep["hosts"]} == {"generic", "claude-code", "codex", "cursor", "gemini-cli",
-                                                      "vscode", "kiro", "roo-code", "zed", "claude-desktop"}
+                                                      "vscode", "kiro", "roo-code", "zed", "opencode", "continue",
+                                                      "windsurf", "claude-desktop"}
     assert all(s["state"] == "absent" for h in rep["hosts"] for s in h["servers"])
     assert rep["onboarding"] == {"file": "USER.md", "done": False, "answered": [],
                                  "missing": ["name", "role", "language", "style", "goal"]}

@@ -110,11 +110,13 @@ def test_vs_code_s_entry_starts_the_server_on_its_workspace(repo: Repo, cli: Any
     ("kiro", ["--user"], "~/.kiro/settings/mcp.json", "mcpServers"),
     ("roo-code", [], ".roo/mcp.json", "mcpServers"),
     ("zed", [], ".zed/settings.json", "context_servers"),
+    ("continue", [], ".continue/mcpServers/vivary.json", "mcpServers"),
+    ("windsurf", ["--user"], "~/.codeium/windsurf/mcp_config.json", "mcpServers"),
 ])
 def test_kiro_s_roo_code_s_and_zed_s_entries_start_the_server_on_their_workspace(
         repo: Repo, cli: Any, tmp_path: Path, kind: str, extra: list[str], config: str, container: str) -> None:
-    """Kiro, Roo Code and Zed start the entry of their file (`command`, `args`) as every other host starts its
-    entry, Kiro's user-level one included."""
+    """Kiro, Roo Code, Zed, Continue and Windsurf start the entry of their file (`command`, `args`) as every other
+    host starts its entry, the user-level ones of Kiro and Windsurf included."""
     repo.commit("init", {"README.md": "# top\n", "notes/plants.md": "# Plants\n\nThe fern needs water weekly.\n"})
     done = cli("bootstrap-host", "--host-kind", kind, *extra, "--json", cwd=repo.path)
     assert done.code == 0, done.err
@@ -124,6 +126,23 @@ def test_kiro_s_roo_code_s_and_zed_s_entries_start_the_server_on_their_workspace
     assert set(entry) == {"command", "args"}
 
     status, added = _as_a_host(entry, started_in=tmp_path)
+    assert status["workspace"]["root"] == str(repo.path)
+    assert added["ok"] is True, added
+    assert repo.git("show", "--name-only", "--format=", "HEAD").split() == [added["path"]]
+
+
+def test_opencode_s_entry_starts_the_server_on_its_workspace(repo: Repo, cli: Any, tmp_path: Path) -> None:
+    """opencode starts `mcp.vivary` of `opencode.json` (`type: local`) from its one `command` list: the program
+    first, its arguments after it."""
+    repo.commit("init", {"README.md": "# top\n", "notes/plants.md": "# Plants\n\nThe fern needs water weekly.\n"})
+    done = cli("bootstrap-host", "--host-kind", "opencode", "--json", cwd=repo.path)
+    assert done.code == 0, done.err
+    entry = json.loads((repo.path / "opencode.json").read_text("utf-8"))["mcp"]["vivary"]
+    assert entry.pop("type") == "local"
+    command, *args = entry.pop("command")
+    assert entry == {}
+
+    status, added = _as_a_host({"command": command, "args": args}, started_in=tmp_path)
     assert status["workspace"]["root"] == str(repo.path)
     assert added["ok"] is True, added
     assert repo.git("show", "--name-only", "--format=", "HEAD").split() == [added["path"]]

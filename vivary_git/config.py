@@ -721,7 +721,7 @@ def _include(raw: str) -> str:
 GUIDANCE_NAMES = frozenset({"AGENTS.md", "AGENTS.override.md", "AGENT.md", "CLAUDE.md", "CLAUDE.local.md",
                             "GEMINI.md"})
 GUIDANCE_PATHS = (".cursor/rules/", ".github/copilot-instructions.md", ".github/instructions/", ".kiro/steering/",
-                  ".roo/rules/")
+                  ".roo/rules/", ".continue/rules/")
 
 
 _GUIDANCE_BELOW = tuple(f"/{p}" for p in GUIDANCE_PATHS)

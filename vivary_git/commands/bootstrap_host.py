@@ -22,9 +22,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "bootstrap-host", help="set up an agent host: the MCP server entry and the memory guidance block",
         description="Write the `git vivary mcp` server entry, pinned to this workspace, into the host's own config "
         "file (.mcp.json, .codex/config.toml, .cursor/mcp.json, .gemini/settings.json, .vscode/mcp.json, "
-        ".kiro/settings/mcp.json, .roo/mcp.json, .zed/settings.json, or the desktop app's config with --user), and "
-        "a managed block telling the agent how to use the memory into AGENTS.md, CLAUDE.md, GEMINI.md, "
-        ".github/copilot-instructions.md or the rules file Zed reads. Files are merged, never overwritten: other "
+        ".kiro/settings/mcp.json, .roo/mcp.json, .zed/settings.json, opencode.json, .continue/mcpServers/vivary.json, "
+        "or, with --user, the desktop app's or Windsurf's config), and a managed block telling the agent how to use "
+        "the memory into AGENTS.md, CLAUDE.md, GEMINI.md, .github/copilot-instructions.md, the rules file Zed reads or "
+        ".continue/rules/vivary.md. Files are merged, never overwritten: other "
         "servers, comments and layout are kept byte for byte; a second run changes nothing; --uninstall removes "
         "exactly what was added. "
         "Exit 0; 2 on a usage error or a config file it cannot parse (named with its line; never written); "
@@ -37,7 +38,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--install", action="store_true", help="install or update (the default)")
     p.add_argument("--uninstall", action="store_true", help="remove the server entry and the guidance block")
     p.add_argument("--user", action="store_true",
-                   help="write the user-level config outside the workspace (needed for claude-desktop; "
+                   help="write the user-level config outside the workspace (needed for claude-desktop and windsurf; "
                    "for codex, ~/.codex/config.toml instead of the project's .codex/config.toml; for kiro, "
                    "~/.kiro/settings/mcp.json)")
     p.add_argument("--name", metavar="NAME",

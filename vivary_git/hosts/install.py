@@ -245,11 +245,13 @@ def _check_strings(entry: dict[str, Any], spec: ConfigSpec, kind: HostKind) -> N
         except UnicodeEncodeError:
             raise UsageError(f"{value!r} is not valid UTF-8, so no config file can hold it; rename the folder "
                              "and run again") from None
-        if spec.expands is not None and spec.expands.search(value):
+        found = spec.expands.search(value) if spec.expands is not None else None
+        if found is not None:
+            brace = found.group(0).startswith("{")  # opencode's {env:NAME} and {file:PATH}, the others' $
             raise RefusedError(
-                f"{value!r} holds a `$` that {HOSTS[kind].label} would expand as an environment variable, and "
-                "it has no escape for it; rename the folder (or the venv) so the path holds no `$`, or "
-                "configure the server by hand")
+                f"{value!r} holds a {'`{`' if brace else '`$`'} that {HOSTS[kind].label} would expand as an "
+                f"environment variable{' or a file' if brace else ''}, and it has no escape for it; rename the "
+                f"folder (or the venv) so the path holds no {found.group(0)!r}, or configure the server by hand")
 
 
 # -- one file each ---------------------------------------------------------------------------------------
@@ -257,14 +259,51 @@ def _check_strings(entry: dict[str, Any], spec: ConfigSpec, kind: HostKind) -> N
 def _config_location(spec: HostSpec, root: Path, scope: Scope) -> tuple[Path, str]:
     assert spec.config is not None
     if scope == "project":
-        assert spec.config.project is not None
-        return files.project_path(root, spec.config.project), spec.config.project
+        rel = spec.config.project
+        assert rel is not None
+        alt = spec.config.project_alt
+        if alt is not None and not _there(root / rel) and _there(root / alt):
+            rel = alt  # opencode.jsonc alone: the user's file, where the entry goes (a new opencode.json would do)
+        return files.project_path(root, rel), rel
     path = user_config_path(spec.kind)
     home = Path.home()
     shown = str(path)
     with contextlib.suppress(ValueError):
         shown = "~/" + path.relative_to(home).as_posix()
     return files.user_path(path), shown
+
+
+def _there(path: Path) -> bool:
+    return path.is_symlink() or path.exists()  # a link is there: it is refused where the file is read
+
+
+def _as_read(value: Any, spec: ConfigSpec) -> Any:
+    """An entry as `command` + `args`, from the `command: [cmd, *args]` of a host that takes one list (opencode);
+    other values, and other hosts' entries, as they are."""
+    if not spec.argv or not isinstance(value, dict) or not isinstance(value.get("command"), list):
+        return value
+    argv = value["command"]
+    out: dict[str, Any] = {}
+    for key, member in value.items():
+        if key == "command":
+            out["command"] = argv[0] if argv else None
+            out["args"] = argv[1:]
+        elif key != "args":
+            out[key] = member
+    return out
+
+
+def _in_host_shape(entry: dict[str, Any], spec: ConfigSpec) -> dict[str, Any]:
+    """`entry` (`command` + `args`) as the host's file holds it: for opencode one `command` list."""
+    if not spec.argv:
+        return entry
+    out: dict[str, Any] = {}
+    for key, member in entry.items():
+        if key == "command":
+            out["command"] = [member, *entry.get("args", [])]
+        elif key != "args":
+            out[key] = member
+    return out
 
 
 def _parse_error(shown: str, err: object) -> ConfigError:
@@ -295,24 +334,25 @@ def _container(tree: jsonedit.Node, text: str, spec: ConfigSpec, shown: str) -> 
 
 def json_install(text: str | None, spec: ConfigSpec, name: str, entry: dict[str, Any], root: Path,
                  shown: str, *, project: bool = True) -> str:
+    written = _in_host_shape(entry, spec)
     if text is None:
         unit, nl = "  ", "\n"
-        inner = jsonedit.created_container(name, entry, unit, unit, nl)
+        inner = jsonedit.created_container(name, written, unit, unit, nl)
         return "{" + nl + unit + '"' + spec.container + '": ' + inner + nl + "}" + nl
     tree = _json_tree(text, spec, shown)
     unit, nl = jsonedit.indent_unit(text, tree), jsonedit.newline_of(text)
     container = _container(tree, text, spec, shown)
     if container is None:
         outer = jsonedit._member_indent(text, tree, unit)
-        value_text = jsonedit.created_container(name, entry, outer, unit, nl)
+        value_text = jsonedit.created_container(name, written, outer, unit, nl)
         return jsonedit.insert_member(text, tree, spec.container, value_text, unit=unit, nl=nl)
     current = jsonedit.find(container.value, name)
     if current is None:
-        return jsonedit.insert_member(text, container.value, name, value=entry, unit=unit, nl=nl)
+        return jsonedit.insert_member(text, container.value, name, value=written, unit=unit, nl=nl)
     value = jsonedit.to_python(current.value)
-    if not pins(value, root, project=project):
+    if not pins(_as_read(value, spec), root, project=project):
         raise _taken(shown, spec, name)
-    merged = merged_entry(value, entry)
+    merged = _in_host_shape(merged_entry(_as_read(value, spec), entry), spec)
     for key, want in merged.items():  # member by member: the user's layout and comments inside it stay
         if key not in value or value[key] != want:
             text = jsonedit.set_member(text, _entry_node(text, spec, name), key, want, unit=unit, nl=nl)
@@ -336,7 +376,7 @@ def json_uninstall(text: str, spec: ConfigSpec, name: str, root: Path, shown: st
     current = None if container is None else jsonedit.find(container.value, name)
     if container is None or current is None:
         return text, ""
-    if not pins(jsonedit.to_python(current.value), root, project=project):
+    if not pins(_as_read(jsonedit.to_python(current.value), spec), root, project=project):
         return text, f"{name!r} there is not this workspace's server; left alone"
     nl = jsonedit.newline_of(text)
     after = jsonedit.remove_member(text, container.value, name)
@@ -537,7 +577,7 @@ def plan(kind: HostKind, root: Path, *, uninstall: bool = False, user: bool = Fa
             p.notes.append(f"{change.shown} has this workspace's server under another name too: "
                            f"{', '.join(map(repr, others))}; remove it with --uninstall --name NAME")
         if scope == "project" and not uninstall:
-            p.notes.append(f"the entry in {spec.config.project} holds this machine's paths (the command and the "
+            p.notes.append(f"the entry in {change.shown} holds this machine's paths (the command and the "
                            "workspace): commit it only where everyone shares them")
         if kind == "codex" and scope == "project" and not uninstall:
             p.notes.append("Codex reads .codex/config.toml only in a project you marked trusted")
@@ -606,7 +646,9 @@ def _servers(text: str, spec: ConfigSpec, shown: str) -> dict[str, Any]:
         return _toml_servers(_toml_data(text, shown), shown)
     container = _container(_json_tree(text, spec, shown), text, spec, shown)
     servers = {} if container is None else jsonedit.to_python(container.value)
-    return servers if isinstance(servers, dict) else {}
+    if not isinstance(servers, dict):
+        return {}
+    return {n: _as_read(v, spec) for n, v in servers.items()}
 
 
 def workspace_servers(servers: dict[str, Any], root: Path, *, project: bool = True) -> list[str]:

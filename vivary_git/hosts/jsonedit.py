@@ -17,8 +17,9 @@ bytes:
   deleted.
 
 JSONC (comments `//` and `/* */`, trailing commas) is accepted where the host accepts it (Cursor, Gemini
-CLI, VS Code, Kiro's IDE, Zed); Claude Code, Roo Code and the desktop app read strict JSON, so comments there
-are reported as the host would fail on them.
+CLI, VS Code, Kiro's IDE, Zed, opencode, Continue); Claude Code, Roo Code and the desktop app read strict JSON,
+so comments there are reported as the host would fail on them, and so are they in Windsurf's file, whose docs
+show none.
 """
 
 from __future__ import annotations

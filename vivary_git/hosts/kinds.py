@@ -12,9 +12,9 @@ from typing import Literal
 from vivary_git.errors import UsageError
 
 HostKind = Literal["generic", "claude-code", "codex", "cursor", "gemini-cli", "vscode", "kiro", "roo-code", "zed",
-                   "claude-desktop"]
+                   "opencode", "continue", "windsurf", "claude-desktop"]
 HOST_KINDS: tuple[HostKind, ...] = ("generic", "claude-code", "codex", "cursor", "gemini-cli", "vscode", "kiro",
-                                    "roo-code", "zed", "claude-desktop")
+                                    "roo-code", "zed", "opencode", "continue", "windsurf", "claude-desktop")
 Format = Literal["json", "jsonc", "toml"]
 
 # Hosts expand environment variables inside the strings of their config: a workspace path holding such a
@@ -24,6 +24,9 @@ Format = Literal["json", "jsonc", "toml"]
 # ${workspaceFolder}, ${env:NAME}, replaced in the whole entry.
 _BRACE = re.compile(r"\$\{")
 _DOLLAR = re.compile(r"\$(?:\w|\{)")  # Gemini CLI: $VAR and ${VAR}
+# opencode replaces {env:NAME} and {file:PATH} in the file's raw text before parsing it; `[^}]+` runs on past the
+# string to the next `}` of the file, so any `{env:` or `{file:` is refused, closed or not.
+_OPENCODE = re.compile(r"\{(?:env|file):")
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,11 @@ class ConfigSpec:
     user: bool  # the host (also) reads a user-level file, written only with --user
     expands: re.Pattern[str] | None = None
     extra: dict[str, str] = field(default_factory=dict)  # fixed members of the entry
+    # The host takes the command and its arguments as one list, `command: [cmd, *args]` (opencode): entries are
+    # read into, and merged as, the `command` + `args` form every other host has.
+    argv: bool = False
+    # Another name the host reads the project's file under: written when it is a file and `project` is not.
+    project_alt: str | None = None
 
 
 @dataclass(frozen=True)
@@ -83,6 +91,22 @@ HOSTS: dict[HostKind, HostSpec] = {
     # too: not written.
     "zed": HostSpec("zed", "Zed", ConfigSpec("jsonc", "context_servers", ".zed/settings.json", False), "AGENTS.md",
                     reads_first=ZED_RULES),
+    # opencode reads opencode.jsonc and opencode.json from the workspace up to the top of the work tree, each with
+    # jsonc-parser (comments, trailing commas), and merges them; a server is {type: "local", command: [..]}.
+    "opencode": HostSpec("opencode", "opencode",
+                         ConfigSpec("jsonc", "mcp", "opencode.json", False, _OPENCODE, {"type": "local"}, argv=True,
+                                    project_alt="opencode.jsonc"),
+                         "AGENTS.md"),
+    # Continue reads every *.json file of the workspace's .continue/mcpServers/ (comment-json) holding
+    # {mcpServers: {...}}: the file is ours alone, and so is the rule file of .continue/rules/ (a rule with no
+    # front matter is always applied). Its ~/.continue/mcpServers/ is every workspace's: not written.
+    "continue": HostSpec("continue", "Continue",
+                         ConfigSpec("jsonc", "mcpServers", ".continue/mcpServers/vivary.json", False, _BRACE),
+                         ".continue/rules/vivary.md"),
+    # Windsurf reads its servers from one user-level file only, every workspace's; it interpolates ${env:NAME} and
+    # ${file:PATH} in command, args and env. It reads a root AGENTS.md as an always-on rule. Whether it reads
+    # comments in mcp_config.json is not documented: strict JSON, so a commented file is reported, never guessed at.
+    "windsurf": HostSpec("windsurf", "Windsurf", ConfigSpec("json", "mcpServers", None, True, _BRACE), "AGENTS.md"),
     "claude-desktop": HostSpec("claude-desktop", "Claude Desktop",
                                ConfigSpec("json", "mcpServers", None, True), None),
 }
@@ -104,6 +128,8 @@ def user_config_path(kind: HostKind, *, platform: str | None = None, env: dict[s
         return (Path(codex_home) if codex_home else home / ".codex") / "config.toml"
     if kind == "kiro":
         return home / ".kiro" / "settings" / "mcp.json"  # on every platform, as Kiro's docs give it
+    if kind == "windsurf":
+        return home / ".codeium" / "windsurf" / "mcp_config.json"  # %USERPROFILE%\.codeium\windsurf on Windows
     if kind == "claude-desktop":
         if platform == "darwin":
             return home / "Library" / "Application Support" / "Claude" / "claude_desktop_config.json"

@@ -56,6 +56,8 @@ _HOST_FILES: dict[Host, tuple[tuple[str, str], ...]] = {
     "kiro": (),
     "roo-code": (),
     "zed": (),
+    "opencode": (),
+    "windsurf": (),
     "generic": (),
 }
 _HOST_NOTE: dict[Host, str] = {
@@ -68,6 +70,8 @@ _HOST_NOTE: dict[Host, str] = {
     "roo-code": "Roo Code reads this file directly (its `roo-cline.useAgentRules` setting, on by default).",
     "zed": "Zed reads this file directly, unless the workspace has a file it reads first (`.rules`, `.cursorrules`, "
     "`.windsurfrules`, `.clinerules`, `.github/copilot-instructions.md`, `AGENT.md`): it reads only one.",
+    "opencode": "opencode reads this file directly (and `CLAUDE.md` only in a folder without one).",
+    "windsurf": "Windsurf reads this file directly, as a rule that is always on.",
     "generic": "",
 }
 _INSTALL_STEP: dict[Memory, str] = {

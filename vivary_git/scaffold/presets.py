@@ -15,13 +15,14 @@ import msgspec
 Preset = Literal["second-brain", "knowledge-work", "writing", "coding"]
 Memory = Literal["none", "local", "cognee"]
 Storage = Literal["file", "git-cache"]
-Host = Literal["claude-code", "codex", "cursor", "gemini-cli", "vscode", "kiro", "roo-code", "zed", "generic"]
+Host = Literal["claude-code", "codex", "cursor", "gemini-cli", "vscode", "kiro", "roo-code", "zed", "opencode",
+               "windsurf", "generic"]
 
 PRESETS: tuple[Preset, ...] = ("second-brain", "knowledge-work", "writing", "coding")
 MEMORY_CHOICES: tuple[Memory, ...] = ("none", "local", "cognee")
 STORAGE_CHOICES: tuple[Storage, ...] = ("file", "git-cache")
 HOSTS: tuple[Host, ...] = ("claude-code", "codex", "cursor", "gemini-cli", "vscode", "kiro", "roo-code", "zed",
-                           "generic")
+                           "opencode", "windsurf", "generic")
 
 DEFAULT_PRESET: Preset = "second-brain"
 DEFAULT_MEMORY: Memory = "none"

@@ -1,0 +1,187 @@
+"""bootstrap-host --host-kind opencode and continue: opencode's `opencode.json` / `opencode.jsonc` (comments kept,
+a server is `{type: "local", command: [cmd, *args]}`, the guidance in AGENTS.md), Continue's
+`.continue/mcpServers/vivary.json` and `.continue/rules/vivary.md` (files of our own), and the refusals every
+host gets."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from conftest import Repo
+from test_hosts import DATA, home, load_jsonc, plain_workspace, snapshot
+
+from vivary_git.hosts.install import GUIDANCE_MARKERS
+
+OPENCODE = "opencode.json"
+CONTINUE = ".continue/mcpServers/vivary.json"
+RULE = ".continue/rules/vivary.md"
+
+
+def test_opencode_s_entry_is_one_command_list_and_the_guidance_in_agents_md(repo: Repo, cli: Any) -> None:
+    ws = plain_workspace(repo)
+    r = cli("bootstrap-host", "--host-kind", "opencode", "--json", cwd=ws.path)
+    assert r.code == 0, r.err
+    rep = r.json()
+    assert [(f["path"], f["scope"], f["action"]) for f in rep["files"]] == [
+        (OPENCODE, "project", "create"), ("AGENTS.md", "project", "create")]
+    entry = json.loads((ws.path / OPENCODE).read_text("utf-8"))["mcp"]["vivary"]
+    assert list(entry) == ["type", "command"] and entry["type"] == "local"
+    command = entry["command"]
+    assert Path(command[0]).is_file() and command[-3:] == ["mcp", "-C", str(ws.path)]
+    assert command == [rep["server"]["command"], *rep["server"]["args"]]
+    assert GUIDANCE_MARKERS.span((ws.path / "AGENTS.md").read_text("utf-8"), "AGENTS.md") is not None
+
+    status = cli("host-status", "--host-kind", "opencode", "--json", cwd=ws.path)
+    assert status.code == 0, status.out
+    host = status.json()["hosts"][0]
+    assert [(s["path"], s["state"], s["detail"]) for s in host["servers"]] == [(OPENCODE, "installed", "")]
+    assert host["guidance"] == {"path": "AGENTS.md", "state": "present", "detail": None}
+
+
+def test_a_commented_opencode_jsonc_takes_the_entry_keeps_every_byte_and_comes_back(repo: Repo, cli: Any) -> None:
+    """opencode reads opencode.jsonc as it reads opencode.json: a workspace with only the .jsonc gets the entry
+    there (no second file), its comments and trailing commas kept."""
+    ws = plain_workspace(repo)
+    shutil.copy(DATA / "opencode.jsonc", ws.path / "opencode.jsonc")
+    ws.write({"AGENTS.md": "# Agents\n\nRun the tests first.\n"})
+    start = snapshot(ws.path)
+
+    r = cli("bootstrap-host", "--host-kind", "opencode", "--json", cwd=ws.path)
+    assert r.code == 0, r.err
+    assert [(f["path"], f["action"]) for f in r.json()["files"]] == [("opencode.jsonc", "update"),
+                                                                    ("AGENTS.md", "update")]
+    assert not (ws.path / OPENCODE).exists()
+    text = (ws.path / "opencode.jsonc").read_text("utf-8")
+    for line in (DATA / "opencode.jsonc").read_text("utf-8").splitlines():
+        assert line in text
+    data = load_jsonc(text)
+    assert list(data["mcp"]) == ["my-local", "docs", "vivary"]
+    assert data["mcp"].pop("vivary")["command"][-3:] == ["mcp", "-C", str(ws.path)]
+    assert data == load_jsonc((DATA / "opencode.jsonc").read_text("utf-8"))
+    installed = snapshot(ws.path)
+
+    again = cli("bootstrap-host", "--host-kind", "opencode", "--json", cwd=ws.path)
+    assert [f["action"] for f in again.json()["files"]] == ["unchanged", "unchanged"]
+    assert snapshot(ws.path) == installed
+    gone = cli("bootstrap-host", "--host-kind", "opencode", "--uninstall", "--json", cwd=ws.path)
+    assert [f["action"] for f in gone.json()["files"]] == ["update", "update"]
+    assert snapshot(ws.path) == start
+
+
+def test_opencode_json_is_written_when_both_files_are_there(repo: Repo, cli: Any) -> None:
+    ws = plain_workspace(repo)
+    ws.write({"opencode.jsonc": '{\n  // theirs\n  "model": "x"\n}\n', OPENCODE: '{\n  "mcp": {}\n}\n'})
+    assert cli("bootstrap-host", "--host-kind", "opencode", cwd=ws.path).code == 0
+    assert (ws.path / "opencode.jsonc").read_text("utf-8") == '{\n  // theirs\n  "model": "x"\n}\n'
+    assert "vivary" in json.loads((ws.path / OPENCODE).read_text("utf-8"))["mcp"]
+
+
+def test_a_second_run_keeps_what_the_user_added_to_opencode_s_entry(repo: Repo, cli: Any) -> None:
+    """`enabled`, `environment` and arguments after ours (`--profile read-only`) are the user's: kept when the
+    command list is brought up to date."""
+    ws = plain_workspace(repo)
+    assert cli("bootstrap-host", "--host-kind", "opencode", cwd=ws.path).code == 0
+    config = ws.path / OPENCODE
+    data = json.loads(config.read_text("utf-8"))
+    entry = data["mcp"]["vivary"]
+    fresh = list(entry["command"])
+    entry["command"] = [os.fspath(ws.path / "gone" / "git-vivary"), *fresh[1:], "--profile", "read-only"]
+    entry["enabled"] = False
+    entry["environment"] = {"A": "1"}
+    config.write_text(json.dumps(data, indent=2) + "\n")
+
+    stale = cli("host-status", "--host-kind", "opencode", "--json", cwd=ws.path)
+    assert stale.code == 1 and stale.json()["hosts"][0]["servers"][0]["state"] == "stale"
+    assert cli("bootstrap-host", "--host-kind", "opencode", cwd=ws.path).code == 0
+    entry = json.loads(config.read_text("utf-8"))["mcp"]["vivary"]
+    assert entry == {"type": "local", "command": [*fresh, "--profile", "read-only"], "enabled": False,
+                     "environment": {"A": "1"}}
+    state = cli("host-status", "--host-kind", "opencode", "--json", cwd=ws.path)
+    assert state.code == 0
+    server = state.json()["hosts"][0]["servers"][0]
+    assert server["state"] == "installed"
+    assert "'enabled', 'environment', '--profile read-only'" in server["detail"]
+
+
+def test_a_vivary_server_of_someone_else_s_in_opencode_is_never_replaced(repo: Repo, cli: Any) -> None:
+    ws = plain_workspace(repo)
+    theirs = '{\n  "mcp": {\n    "vivary": {"type": "local", "command": ["npx", "vivary-other"]}\n  }\n}\n'
+    ws.write({OPENCODE: theirs})
+    r = cli("bootstrap-host", "--host-kind", "opencode", cwd=ws.path)
+    assert r.code == 3 and "--name" in r.err
+    assert (ws.path / OPENCODE).read_text("utf-8") == theirs and not (ws.path / "AGENTS.md").exists()
+    gone = cli("bootstrap-host", "--host-kind", "opencode", "--uninstall", cwd=ws.path)
+    assert gone.code == 0 and (ws.path / OPENCODE).read_text("utf-8") == theirs
+
+
+def test_dry_run_prints_both_diffs_and_writes_nothing(repo: Repo, cli: Any) -> None:
+    ws = plain_workspace(repo)
+    start = snapshot(ws.path, home())
+    for kind, dest, container, guide in (("opencode", OPENCODE, "mcp", "AGENTS.md"),
+                                         ("continue", CONTINUE, "mcpServers", RULE)):
+        r = cli("bootstrap-host", "--host-kind", kind, "--dry-run", cwd=ws.path)
+        assert r.code == 0, r.err
+        assert f"+++ b/{dest}" in r.out and f'+  "{container}": {{' in r.out and f"+++ b/{guide}" in r.out
+        assert "would create" in r.out
+    assert snapshot(ws.path, home()) == start
+
+
+def test_continue_s_files_are_its_own_and_go_with_the_uninstall(repo: Repo, cli: Any) -> None:
+    """Continue reads every JSON file of .continue/mcpServers/ and every rule of .continue/rules/: ours are two
+    files of our own beside the user's, which stay as they are."""
+    ws = plain_workspace(repo)
+    ws.write({".continue/mcpServers/mine.yaml": "name: mine\nversion: 0.0.1\nschema: v1\nmcpServers:\n"
+                                                "  - name: x\n    command: npx\n",
+              "AGENTS.md": "# Agents\n"})
+    start = snapshot(ws.path)
+    r = cli("bootstrap-host", "--host-kind", "continue", "--json", cwd=ws.path)
+    assert r.code == 0, r.err
+    assert [(f["path"], f["action"]) for f in r.json()["files"]] == [(CONTINUE, "create"), (RULE, "create")]
+    entry = json.loads((ws.path / CONTINUE).read_text("utf-8"))["mcpServers"]["vivary"]
+    assert set(entry) == {"command", "args"} and entry["args"][-3:] == ["mcp", "-C", str(ws.path)]
+    rule = (ws.path / RULE).read_text("utf-8")
+    assert GUIDANCE_MARKERS.span(rule, RULE) is not None
+    assert not rule.startswith("---")  # no front matter: Continue always applies the rule
+    assert (ws.path / "AGENTS.md").read_text("utf-8") == "# Agents\n"
+
+    status = cli("host-status", "--host-kind", "continue", "--json", cwd=ws.path)
+    assert status.code == 0, status.out
+    host = status.json()["hosts"][0]
+    assert [(s["path"], s["state"]) for s in host["servers"]] == [(CONTINUE, "installed")]
+    assert host["guidance"] == {"path": RULE, "state": "present", "detail": None}
+
+    assert {f["action"] for f in cli("bootstrap-host", "--host-kind", "continue", "--json",
+                                     cwd=ws.path).json()["files"]} == {"unchanged"}
+    gone = cli("bootstrap-host", "--host-kind", "continue", "--uninstall", "--json", cwd=ws.path)
+    assert [f["action"] for f in gone.json()["files"]] == ["delete", "delete"]
+    assert snapshot(ws.path) == start  # .continue/rules/ gone, the user's mcpServers/ file kept
+
+
+def test_continue_and_opencode_have_no_user_level_file_written(repo: Repo, cli: Any) -> None:
+    ws = plain_workspace(repo)
+    start = snapshot(ws.path)
+    for kind, dest in (("opencode", OPENCODE), ("continue", CONTINUE)):
+        r = cli("bootstrap-host", "--host-kind", kind, "--user", cwd=ws.path)
+        assert r.code == 2 and dest in r.err and "without --user" in r.err
+    assert snapshot(home()) == {} and snapshot(ws.path) == start
+
+
+def test_a_linked_continue_folder_or_opencode_file_is_refused(repo: Repo, cli: Any, tmp_path: Path) -> None:
+    ws = plain_workspace(repo)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "opencode.json").write_text("{}\n")
+    for kind, link, target in (("continue", ".continue", elsewhere), ("opencode", OPENCODE,
+                                                                     elsewhere / "opencode.json")):
+        (ws.path / link).symlink_to(target)
+        r = cli("bootstrap-host", "--host-kind", kind, cwd=ws.path)
+        assert r.code == 3 and link in r.err and "symlink" in r.err
+        assert sorted(p.name for p in elsewhere.iterdir()) == ["opencode.json"]
+        assert (elsewhere / "opencode.json").read_text() == "{}\n" and not (ws.path / "AGENTS.md").exists()
+        status = cli("host-status", "--host-kind", kind, "--json", cwd=ws.path)
+        assert status.code == 1 and status.json()["hosts"][0]["servers"][0]["state"] == "unreadable"
+        (ws.path / link).unlink()
