@@ -228,6 +228,26 @@ def test_codex_reads_the_user_level_entry(layout: str, cli: Any, tmp_path: Path,
     assert config.read_text("utf-8") == '[mcp_servers.mine]\ncommand = "/bin/true"\n'
 
 
+def test_codex_starts_both_names_of_one_workspace_and_bootstrap_host_says_so(cli: Any, tmp_path: Path,
+                                                                              codex: Path) -> None:
+    """Codex merges the project's `.codex/config.toml` with the user's by name: `vivary` there and `vivary-ws`
+    in ~/.codex are two servers on one memory; one name is one server."""
+    folder, _ = workspace(tmp_path, "memory off")
+    trust("codex", folder)
+    bootstrap(cli, "codex", folder)
+    notes = bootstrap(cli, "codex", folder, "--user")["notes"]
+    assert any(n.startswith("Codex also reads .codex/config.toml, where this workspace's server is 'vivary'")
+               for n in notes), notes
+    both = host_json(codex, "mcp", "list", "--json", cwd=folder)
+    assert sorted(s["name"] for s in both if s["transport"]["args"][:3] == ["mcp", "-C", str(folder)]) == [
+        "vivary", "vivary-ws"]
+
+    bootstrap(cli, "codex", folder, "--user", "--uninstall")
+    notes = bootstrap(cli, "codex", folder, "--user", "--name", "vivary")["notes"]
+    assert not any("also reads" in n for n in notes), notes
+    assert [s["name"] for s in host_json(codex, "mcp", "list", "--json", cwd=folder)] == ["vivary"]
+
+
 @pytest.mark.parametrize("kind, untrusted, note", [
     ("claude-code", "Pending approval", "Claude Code asks once before it starts a server"),
     ("codex", "No MCP servers configured", "Codex reads .codex/config.toml only in a project you marked trusted"),
