@@ -1,4 +1,5 @@
-"""npm packages the tests run for real (husky, the SARIF Multitool, the MCP Inspector), installed once per session.
+"""npm packages the tests run for real (husky, the SARIF Multitool, the MCP Inspector, the agent hosts' own CLIs),
+installed once per session.
 
 They come from the npm registry with the ordinary client, into a folder of their own (never the
 repository): a temporary one, or VIVARY_TEST_NPM_HOME to keep them across sessions. A test that
@@ -63,3 +64,26 @@ def inspector_cli(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     if node is None or not script.is_file():
         pytest.skip(f"{INSPECTOR} installed, but node or its CLI script is missing")
     return [node, str(script)]
+
+
+# The agent hosts' own command-line tools that test_hosts_real.py runs (`mcp list`, `mcp get`): the versions
+# docs/hosts.md says the set-up is proven against. Claude Code's package is a native binary: its `engines` asks for
+# Node 22, yet its install script and the binary run on Node 20 (seen with 2.1.332).
+CLAUDE_CODE = "@anthropic-ai/claude-code@2.1.332"
+CODEX = "@openai/codex@0.171.0"
+GEMINI_CLI = "@google/gemini-cli@0.61.0"
+
+
+def npm_bin(tmp_path_factory: pytest.TempPathFactory, spec: str, name: str) -> Path:
+    """The executable `name` of the npm package `spec` (installed once per session), checked to start."""
+    exe = npm_install(npm_home(tmp_path_factory), spec) / ".bin" / name
+    if not exe.is_file():
+        pytest.skip(f"{spec} installed, but without its {name} command (another platform?)")
+    home = tmp_path_factory.mktemp("home")  # a host's first start writes into its home: never the real one
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_") and k != "CODEX_HOME"}
+    proc = subprocess.run([str(exe), "--version"], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          env=dict(env, HOME=str(home)), timeout=300, check=False)
+    if proc.returncode != 0:
+        last = ((proc.stderr or proc.stdout).strip().splitlines() or ["no output"])[-1]
+        pytest.skip(f"{spec} installed, but `{name} --version` exits {proc.returncode}: {last}")
+    return exe

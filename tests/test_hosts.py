@@ -381,6 +381,26 @@ def test_user_level_symlink_is_followed_and_kept(ws: Repo, cli: Any, tmp_path: P
     assert dotfiles.read_bytes() == (DATA / "codex.config.toml").read_bytes()
 
 
+@pytest.mark.parametrize("kind, project", [("codex", ".codex/config.toml"), ("kiro", ".kiro/settings/mcp.json")])
+def test_a_second_name_for_the_workspace_in_the_other_file_is_said(kind: str, project: str, ws: Repo,
+                                                                   cli: Any) -> None:
+    """Codex and Kiro merge the project's servers with the user-level ones by name: this workspace's server as
+    `vivary` in one and `vivary-ws` in the other is two servers on the same memory (tests/test_hosts_real.py
+    shows Codex listing both)."""
+    assert cli("bootstrap-host", "--host-kind", kind, cwd=ws.path).code == 0
+    user = cli("bootstrap-host", "--host-kind", kind, "--user", "--json", cwd=ws.path).json()
+    assert any(n.startswith(f"{HOSTS[kind].label} also reads {project}, where this workspace's server is 'vivary': "
+                            "in this workspace it starts both") and n.endswith(f"--host-kind {kind} --uninstall`)")
+               for n in user["notes"]), user["notes"]
+    again = cli("bootstrap-host", "--host-kind", kind, "--json", cwd=ws.path).json()["notes"]
+    assert any("where this workspace's server is 'vivary-ws'" in n and f"{kind} --user --uninstall" in n
+               for n in again), again
+
+    assert cli("bootstrap-host", "--host-kind", kind, "--user", "--uninstall", cwd=ws.path).code == 0
+    same = cli("bootstrap-host", "--host-kind", kind, "--user", "--name", "vivary", "--json", cwd=ws.path).json()
+    assert not any("also reads" in n for n in same["notes"]), same["notes"]  # one name: the project's wins
+
+
 def test_user_level_files_need_the_flag(ws: Repo, cli: Any) -> None:
     r = cli("bootstrap-host", "--host-kind", "claude-desktop", cwd=ws.path)
     assert r.code == 2 and "--user" in r.err

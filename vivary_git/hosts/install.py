@@ -576,6 +576,9 @@ def plan(kind: HostKind, root: Path, *, uninstall: bool = False, user: bool = Fa
         if others:
             p.notes.append(f"{change.shown} has this workspace's server under another name too: "
                            f"{', '.join(map(repr, others))}; remove it with --uninstall --name NAME")
+        twin = None if uninstall else _twin(spec, root, scope, p.name)
+        if twin:
+            p.notes.append(twin)
         if scope == "project" and not uninstall:
             p.notes.append(f"the entry in {change.shown} holds this machine's paths (the command and the "
                            "workspace): commit it only where everyone shares them")
@@ -586,6 +589,9 @@ def plan(kind: HostKind, root: Path, *, uninstall: bool = False, user: bool = Fa
         if kind == "vscode" and not uninstall:
             p.notes.append("VS Code asks you to trust the server before it first starts it (and again when the entry "
                            "changes); its tools are offered in the Chat view's agent mode")
+        if kind == "gemini-cli" and not uninstall:
+            # Gemini CLI lists an untrusted folder's servers as "Disabled", and the user's own with them.
+            p.notes.append("Gemini CLI starts MCP servers only in a folder you trust")
         if kind == "zed" and not uninstall:
             p.notes.append("Zed starts a project's MCP servers only in a worktree you trust")
         if not uninstall and importlib.util.find_spec("mcp") is None:
@@ -638,6 +644,25 @@ def _server_change(spec: HostSpec, root: Path, scope: Scope, given: str | None, 
         after = json_install(before, spec.config, name, entry, root, shown, project=project)
     change = Change(path, shown, "server", scope, before, after, _action(before, after, note), note)
     return change, name, [n for n in found if n != name]
+
+
+def _twin(spec: HostSpec, root: Path, scope: Scope, name: str) -> str:
+    """A host that reads a project's file and a user-level one (Codex, Kiro) merges their servers by name: this
+    workspace's server under another name in the other file is a second server on the same memory there."""
+    other: Scope = "user" if scope == "project" else "project"
+    assert spec.config is not None
+    if not spec.config.user or spec.config.project is None:
+        return ""
+    try:
+        state = server_state(spec.kind, root, other)
+    except (ConfigError, RefusedError):  # that file is the other run's to report
+        return ""
+    if state.state not in ("installed", "stale") or state.name == name:
+        return ""
+    flag = " --user" if other == "user" else ""
+    return (f"{spec.label} also reads {state.path}, where this workspace's server is {state.name!r}: in this "
+            f"workspace it starts both, two servers on the same memory; keep one (remove that one with "
+            f"`git vivary bootstrap-host --host-kind {spec.kind}{flag} --uninstall`)")
 
 
 def _servers(text: str, spec: ConfigSpec, shown: str) -> dict[str, Any]:

@@ -1,0 +1,263 @@
+"""The agent hosts' own command-line tools read what bootstrap-host writes as we mean it: Claude Code (`claude mcp
+list` / `get`, which start each server to say "Connected"), Codex (`codex mcp get --json`, which does not start
+it: the test starts the command Codex reports) and Gemini CLI (`gemini mcp list`, which starts it), installed
+from the npm registry at the versions in npm_tools.py, each run in a home of its own with no credentials.
+
+Each finds our server under the name we wrote, with our command and arguments, and starts it: at the top of a
+workspace with memory off and on, for a workspace chosen with `--root`, in a path with a space and a non-ASCII
+letter, and (Codex) from the user-level file. After `--uninstall` the host lists it no more, and the user's own
+server stays. A host that starts a project's servers only once trusted (all three) is shown not starting ours
+before that, and bootstrap-host says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp", reason="the mcp extra is not installed (the server needs it to start)")
+
+from conftest import TROPO, git
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from npm_tools import CLAUDE_CODE, CODEX, GEMINI_CLI, npm_bin
+
+MEMORY_ON = '[memory]\nenabled = true\nprovider = "vivary-local"\n'
+HOSTS = ["claude-code", "codex", "gemini-cli"]
+LAYOUTS = ["memory off", "memory on", "--root notes", "a path with a space and ö"]
+
+
+@pytest.fixture(autouse=True)
+def _no_codex_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+
+
+@pytest.fixture(scope="session")
+def claude(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return npm_bin(tmp_path_factory, CLAUDE_CODE, "claude")
+
+
+@pytest.fixture(scope="session")
+def codex(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return npm_bin(tmp_path_factory, CODEX, "codex")
+
+
+@pytest.fixture(scope="session")
+def gemini(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return npm_bin(tmp_path_factory, GEMINI_CLI, "gemini")
+
+
+@pytest.fixture
+def host_cli(request: pytest.FixtureRequest) -> Callable[[str], Path]:
+    """The host's own CLI by `--host-kind`, installed only when a test asks for that host."""
+    return lambda kind: Path(request.getfixturevalue({"claude-code": "claude", "codex": "codex",
+                                                      "gemini-cli": "gemini"}[kind]))
+
+
+def home() -> Path:
+    return Path(os.environ["HOME"])  # a temporary folder (conftest)
+
+
+def run_host(exe: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The host's CLI in the test's home, with no credentials, asked not to phone home."""
+    env = dict(os.environ, XDG_DATA_HOME=str(home() / ".local" / "share"), XDG_CACHE_HOME=str(home() / ".cache"),
+               XDG_STATE_HOME=str(home() / ".local" / "state"), CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+               DISABLE_AUTOUPDATER="1", NO_COLOR="1")
+    proc = subprocess.run([str(exe), *args], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          env=env, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def host_text(exe: Path, *args: str, cwd: Path) -> str:
+    proc = run_host(exe, *args, cwd=cwd)
+    return proc.stdout + proc.stderr  # Gemini CLI prints its warnings and its list on either
+
+
+def host_json(exe: Path, *args: str, cwd: Path) -> Any:
+    """Codex's `--json` (on stdout; its warnings, such as no helper binaries under /tmp, go to stderr)."""
+    return json.loads(run_host(exe, *args, cwd=cwd).stdout)
+
+
+def trust(kind: str, folder: Path) -> None:
+    """What the user does once, by hand, before the host starts a project's servers."""
+    if kind == "claude-code":
+        settings = home() / ".claude" / "settings.json"
+        settings.parent.mkdir(parents=True, exist_ok=True)
+        settings.write_text(json.dumps({"enableAllProjectMcpServers": True}), "utf-8")
+    elif kind == "codex":
+        config = home() / ".codex" / "config.toml"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        with config.open("a", encoding="utf-8") as f:
+            f.write(f'\n[projects.{json.dumps(str(folder))}]\ntrust_level = "trusted"\n')
+    else:
+        trusted = home() / ".gemini" / "trustedFolders.json"
+        trusted.parent.mkdir(parents=True, exist_ok=True)
+        trusted.write_text(json.dumps({str(folder): "TRUST_FOLDER"}), "utf-8")
+
+
+def workspace(tmp_path: Path, layout: str) -> tuple[Path, list[str]]:
+    """A repository of notes laid out as `layout`: the workspace folder, and bootstrap-host's extra arguments."""
+    top = tmp_path / ("my wörk" if "space" in layout else "ws")
+    top.mkdir()
+    git(top, "init", "-q", "-b", "main")
+    files = {"README.md": "# top\n", "notes/plants.md": "# Plants\n\nThe fern needs water weekly.\n"}
+    if layout == "memory on":
+        files[".vivary/memory.toml"] = MEMORY_ON
+    if layout != "--root notes":
+        files["tropo.toml"] = TROPO
+    for rel, text in files.items():
+        (top / rel).parent.mkdir(parents=True, exist_ok=True)
+        (top / rel).write_text(text, "utf-8")
+    git(top, "add", "-A")
+    git(top, "commit", "-q", "-m", "init")
+    return (top / "notes", ["--root", "notes"]) if layout == "--root notes" else (top, [])
+
+
+def bootstrap(cli: Any, kind: str, cwd: Path, *extra: str) -> dict[str, Any]:
+    done = cli("bootstrap-host", "--host-kind", kind, *extra, "--json", cwd=cwd)
+    assert done.code == 0, done.err
+    report = done.json()
+    assert isinstance(report, dict)
+    return report
+
+
+def served_status(command: str, args: list[str], started_in: Path) -> dict[str, Any]:
+    """`status` from a server started as a host starts it: the given command and arguments, a bare PATH."""
+    params = StdioServerParameters(command=command, args=args, cwd=str(started_in),
+                                   env=dict(os.environ, PATH="/usr/bin:/bin"))
+
+    async def session() -> dict[str, Any]:
+        async with Client(params) as client:
+            status = await client.call_tool("status", {})
+            assert not status.is_error, status.content
+            return dict(status.structured_content or {})
+
+    return asyncio.run(session())
+
+
+def listed(kind: str, exe: Path, where: Path) -> dict[str, str]:
+    """The servers the host lists in `where`, each with its own line (Codex: its JSON), from one run."""
+    if kind == "codex":
+        return {s["name"]: json.dumps(s) for s in host_json(exe, "mcp", "list", "--json", cwd=where)}
+    lines = host_text(exe, "mcp", "list", cwd=where).splitlines()
+    return {line.lstrip("✓✗○ ").split(": ", 1)[0]: line for line in lines if ": " in line}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("kind", HOSTS)
+def test_the_host_finds_our_server_and_starts_it(kind: str, layout: str, cli: Any, tmp_path: Path,
+                                                 host_cli: Callable[[str], Path]) -> None:
+    exe = host_cli(kind)
+    folder, extra = workspace(tmp_path, layout)
+    top = folder.parent if extra else folder
+    entry = bootstrap(cli, kind, top, *extra)["server"]
+    assert entry["name"] == "vivary"
+    trust(kind, folder)
+    command, args = entry["command"], entry["args"]
+    assert args[:3] == ["mcp", "-C", str(folder)]
+
+    if kind == "claude-code":
+        line = listed(kind, exe, folder).get("vivary", "")
+        assert line.startswith(f"vivary: {command} {' '.join(args)} - ") and "Connected" in line, line
+        got = host_text(exe, "mcp", "get", "vivary", cwd=folder)
+        assert f"Command: {command}\n" in got and f"Args: {' '.join(args)}\n" in got, got
+        assert "Status: ✔ Connected" in got and "Scope: Project config" in got, got
+    elif kind == "codex":
+        server = host_json(exe, "mcp", "get", "vivary", "--json", cwd=folder)
+        assert server["enabled"] is True and server["transport"]["type"] == "stdio", server
+        assert [server["transport"]["command"], server["transport"]["args"]] == [command, args]
+        # Codex's `mcp list` does not start a server: start the one it would, from what it read.
+        status = served_status(server["transport"]["command"], server["transport"]["args"], tmp_path)
+        assert status["workspace"]["root"] == str(folder)
+    else:
+        line = listed(kind, exe, folder).get("vivary", "")
+        assert line.startswith(f"✓ vivary: {command} {' '.join(args)} (stdio) - Connected"), line
+
+
+@pytest.mark.parametrize("kind", HOSTS)
+def test_after_uninstall_the_host_lists_only_the_users_own_server(kind: str, cli: Any, tmp_path: Path,
+                                                                  host_cli: Callable[[str], Path]) -> None:
+    exe = host_cli(kind)
+    folder, _ = workspace(tmp_path, "memory off")
+    mine = {"claude-code": (".mcp.json", '{"mcpServers": {"mine": {"type": "stdio", "command": "/bin/true"}}}\n'),
+            "codex": (".codex/config.toml", '[mcp_servers.mine]\ncommand = "/bin/true"\n'),
+            "gemini-cli": (".gemini/settings.json",
+                           '{\n  // my own\n  "mcpServers": {"mine": {"command": "/bin/true"}}\n}\n')}
+    rel, text = mine[kind]
+    (folder / rel).parent.mkdir(exist_ok=True)
+    (folder / rel).write_text(text, "utf-8")
+    trust(kind, folder)
+    assert {"mine", "vivary"} & set(listed(kind, exe, folder)) == {"mine"}
+
+    bootstrap(cli, kind, folder)
+    assert {"mine", "vivary"} <= set(listed(kind, exe, folder))
+
+    bootstrap(cli, kind, folder, "--uninstall")
+    assert {"mine", "vivary"} & set(listed(kind, exe, folder)) == {"mine"}
+    assert (folder / rel).read_text("utf-8") == text
+
+
+@pytest.mark.parametrize("layout", ["memory off", "a path with a space and ö"])
+def test_codex_reads_the_user_level_entry(layout: str, cli: Any, tmp_path: Path, codex: Path) -> None:
+    """`--user` writes ~/.codex/config.toml, which Codex reads in any folder, trusted or not; the user's own
+    server there stays after `--uninstall`."""
+    folder, _ = workspace(tmp_path, layout)
+    config = home() / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('[mcp_servers.mine]\ncommand = "/bin/true"\n', "utf-8")
+    entry = bootstrap(cli, "codex", folder, "--user")["server"]
+    name = entry["name"]
+    assert name == ("vivary-my-w-rk" if "space" in layout else "vivary-ws")
+
+    server = host_json(codex, "mcp", "get", name, "--json", cwd=folder)
+    assert [server["transport"]["command"], server["transport"]["args"]] == [entry["command"], entry["args"]]
+    assert served_status(entry["command"], entry["args"], tmp_path)["workspace"]["root"] == str(folder)
+    assert {"mine", name} <= set(listed("codex", codex, tmp_path))  # user-level servers: listed from anywhere
+
+    bootstrap(cli, "codex", folder, "--user", "--uninstall")
+    assert {"mine", name} & set(listed("codex", codex, folder)) == {"mine"}
+    assert config.read_text("utf-8") == '[mcp_servers.mine]\ncommand = "/bin/true"\n'
+
+
+def test_codex_starts_both_names_of_one_workspace_and_bootstrap_host_says_so(cli: Any, tmp_path: Path,
+                                                                              codex: Path) -> None:
+    """Codex merges the project's `.codex/config.toml` with the user's by name: `vivary` there and `vivary-ws`
+    in ~/.codex are two servers on one memory; one name is one server."""
+    folder, _ = workspace(tmp_path, "memory off")
+    trust("codex", folder)
+    bootstrap(cli, "codex", folder)
+    notes = bootstrap(cli, "codex", folder, "--user")["notes"]
+    assert any(n.startswith("Codex also reads .codex/config.toml, where this workspace's server is 'vivary'")
+               for n in notes), notes
+    both = host_json(codex, "mcp", "list", "--json", cwd=folder)
+    assert sorted(s["name"] for s in both if s["transport"]["args"][:3] == ["mcp", "-C", str(folder)]) == [
+        "vivary", "vivary-ws"]
+
+    bootstrap(cli, "codex", folder, "--user", "--uninstall")
+    notes = bootstrap(cli, "codex", folder, "--user", "--name", "vivary")["notes"]
+    assert not any("also reads" in n for n in notes), notes
+    assert [s["name"] for s in host_json(codex, "mcp", "list", "--json", cwd=folder)] == ["vivary"]
+
+
+@pytest.mark.parametrize("kind, untrusted, note", [
+    ("claude-code", "Pending approval", "Claude Code asks once before it starts a server"),
+    ("codex", "No MCP servers configured", "Codex reads .codex/config.toml only in a project you marked trusted"),
+    ("gemini-cli", "Disabled", "Gemini CLI starts MCP servers only in a folder you trust"),
+])
+def test_an_untrusted_project_does_not_start_our_server_and_bootstrap_host_says_so(
+        kind: str, untrusted: str, note: str, cli: Any, tmp_path: Path, host_cli: Callable[[str], Path]) -> None:
+    exe = host_cli(kind)
+    folder, _ = workspace(tmp_path, "memory off")
+    notes = bootstrap(cli, kind, folder)["notes"]
+    assert any(n.startswith(note) for n in notes), notes
+    out = host_text(exe, "mcp", "list", cwd=folder)
+    assert untrusted in out, out
+    assert "Connected" not in out, out
