@@ -3,9 +3,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
 from conftest import Repo, git, run_git_vivary
 from test_store import NOTES
 
@@ -68,3 +74,71 @@ def test_sync_setup_replaces_the_refspecs_an_earlier_setup_wrote(repo: Repo, tmp
     again = run_git_vivary(["sync", "setup"], me)
     assert again.stdout.count("(already there)") == 2 and "replaces" not in again.stdout, again.stdout
     assert git(me, "config", "--get-all", "remote.origin.fetch").splitlines() == specs
+
+
+LOCAL_AUTO = '[memory]\nenabled = true\nprovider = "vivary-local"\n\n[memory.local]\nauto_index = true\n'
+MEMORY_NOTES = {
+    "notes/deploy.md": "# Deploy runbook\n\nHow we deploy: blue green, smoke tests first.\n",
+    "notes/keys.md": "# Key rotation\n\nSigning keys rotate every quarter.\n",
+    ".vivary/memory.toml": LOCAL_AUTO,
+}
+
+
+def test_a_post_commit_index_of_a_commit_since_replaced_leaves_the_index_of_head(repo: Repo, cli: Any) -> None:
+    # The post-commit hook starts `index --auto --rev C` for each commit; runs queue on the index lock, which hands
+    # it out in no promised order. After `git commit --amend` (or the commits of a rebase, in a row), the run of the
+    # commit replaced could take the lock last and leave the index at a tree nobody has checked out: recall then
+    # refused a working tree equal to HEAD as stale.
+    pytest.importorskip("hnswlib", reason="the embed extra is not installed")
+    first = repo.commit("notes", MEMORY_NOTES)
+    repo.write({"notes/keys.md": "# Key rotation\n\nSigning keys rotate every month, by the on-call.\n"})
+    repo.git("commit", "-q", "-a", "--amend", "--no-edit")
+    amended = repo.git("rev-parse", "HEAD").strip()
+    assert cli("index", "--auto", "--rev", amended, cwd=repo.path).code == 0  # the amended commit's run first
+    assert cli("index", "--auto", "--rev", first, cwd=repo.path).code == 0  # then the replaced one's
+    r = cli("recall", "signing keys", "--json", cwd=repo.path)
+    assert r.code == 0, r.err
+    assert r.json()[0]["node_id"] == "notes/keys"
+    # The run of the commit HEAD is at still indexes it.
+    repo.write({"notes/deploy.md": "# Deploy runbook\n\nHow we deploy: canary first.\n"})
+    repo.git("commit", "-q", "-a", "-m", "canary")
+    assert cli("recall", "canary", cwd=repo.path).code == 3  # stale until the commit's run
+    assert cli("index", "--auto", "--rev", repo.git("rev-parse", "HEAD").strip(), cwd=repo.path).code == 0
+    assert cli("recall", "canary", cwd=repo.path).code == 0
+
+
+def test_a_post_commit_index_waiting_on_the_lock_skips_a_commit_replaced_meanwhile(repo: Repo, cli: Any) -> None:
+    # The same, decided once the run holds the lock: the commit was HEAD when the run started and was amended while
+    # it waited for another run to finish.
+    pytest.importorskip("hnswlib", reason="the embed extra is not installed")
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("needs /proc to see the run wait on the lock")
+    repo.commit("notes", MEMORY_NOTES)
+    assert cli("index", "--yes", cwd=repo.path).code == 0
+    dataset = cli("index", "--dry-run", "--json", cwd=repo.path).json()["dataset"]
+    manifest = repo.path / ".git" / "vivary" / "memory" / dataset / "manifest.json"
+    before = manifest.read_bytes()
+    commit = repo.commit("keys", {"notes/keys.md": "# Key rotation\n\nSigning keys rotate every month.\n"})
+    lock = repo.path / ".git" / "vivary" / "locks" / f"index-{dataset}.lock"
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # another index run holds it
+        env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+        run = subprocess.Popen([sys.executable, "-m", "vivary_git.main", "index", "--auto", "--rev", commit],
+                               cwd=repo.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        while run.poll() is None and not _holds_open(run.pid, lock):
+            os.sched_yield()
+        assert run.poll() is None, run.communicate()
+        repo.git("commit", "-q", "--amend", "-m", "keys, monthly")
+    finally:
+        os.close(fd)
+    _, err = run.communicate()
+    assert run.returncode == 0, err
+    assert manifest.read_bytes() == before, "the run of the commit replaced left the index alone"
+
+
+def _holds_open(pid: int, path: Path) -> bool:
+    """Whether process `pid` has `path` open (it is waiting on the lock there)."""
+    with contextlib.suppress(OSError):
+        return any(os.readlink(fd) == str(path) for fd in Path(f"/proc/{pid}/fd").iterdir())
+    return False
