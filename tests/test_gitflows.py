@@ -142,3 +142,27 @@ def _holds_open(pid: int, path: Path) -> bool:
     with contextlib.suppress(OSError):
         return any(os.readlink(fd) == str(path) for fd in Path(f"/proc/{pid}/fd").iterdir())
     return False
+
+
+def test_bisect_run_finds_the_commit_that_broke_a_reference_past_one_it_cannot_read(repo: Repo) -> None:
+    # docs/check.md: `check` exits 2 on a commit it cannot read (a broken tropo.toml), never 125 or 128 and more,
+    # which `git bisect run` reads as skip and abort; the recipe there turns 2 into a skip.
+    good = repo.commit("notes", {**NOTES, "decisions/d2.md": "---\nstatus: accepted\ndate: 2026-01-03\n---\n# Ok\n"})
+    repo.commit("broken config", {"tropo.toml": "[[[\n"})
+    assert run_git_vivary(["check", "--rev", "HEAD"], repo.path).returncode == 2
+    for n in range(3):
+        repo.commit("config still broken", {f"notes/n{n}.md": f"# N{n}\n"})
+    repo.commit("fixed config", {"tropo.toml": NOTES["tropo.toml"]})
+    culprit = repo.commit("culprit", {"modules/m1.md": "---\nstatus: live\ndepends: [m2, gone]\n---\n# Module one\n"})
+    repo.commit("later", {"notes/later.md": "# Later\n"})
+    bin_dir = str(Path(sys.executable).parent)
+    env = {"PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+    repo.git("bisect", "start", "HEAD", good)
+    try:
+        out = git(repo.path, "bisect", "run", "sh", "-c",
+                  'git vivary check --rev HEAD; s=$?; [ "$s" -eq 2 ] && exit 125; exit "$s"', env=env)
+        log = repo.git("bisect", "log")
+    finally:
+        repo.git("bisect", "reset")
+    assert f"{culprit} is the first bad commit" in out, out
+    assert "# skip: " in log, log
