@@ -64,6 +64,11 @@ def test_sync_setup_replaces_the_refspecs_an_earlier_setup_wrote(repo: Repo, tmp
         git(me, "config", "--add", "remote.origin.fetch", old)
     assert "couldn't find remote ref" in subprocess.run(["git", "fetch"], cwd=me, capture_output=True,
                                                         text=True).stderr
+    fetched = run_git_vivary(["sync", "fetch"], me)
+    assert fetched.returncode == 0, fetched.stderr
+    assert ("vivary: remote.origin.fetch holds +refs/notes/vivary:refs/vivary-fetch/origin/notes, which an earlier "
+            "`git vivary sync setup` wrote: `git fetch origin` and `git pull` stop at it while origin has no "
+            "refs/notes/vivary; `git vivary sync setup origin` replaces it") in fetched.stderr, fetched.stderr
     r = run_git_vivary(["sync", "setup"], me)
     assert r.returncode == 0, r.stderr
     specs = git(me, "config", "--get-all", "remote.origin.fetch").splitlines()
@@ -71,6 +76,8 @@ def test_sync_setup_replaces_the_refspecs_an_earlier_setup_wrote(repo: Repo, tmp
                      "+refs/notes/vivary*:refs/vivary-fetch/origin/notes*"], specs
     assert "replaces +refs/notes/vivary:refs/vivary-fetch/origin/notes" in r.stdout, r.stdout
     git(me, "fetch", "-q")
+    fetched = run_git_vivary(["sync", "fetch"], me)
+    assert fetched.returncode == 0 and "earlier" not in fetched.stderr, fetched.stderr
     again = run_git_vivary(["sync", "setup"], me)
     assert again.stdout.count("(already there)") == 2 and "replaces" not in again.stdout, again.stdout
     assert git(me, "config", "--get-all", "remote.origin.fetch").splitlines() == specs

@@ -260,6 +260,8 @@ def fetch(repo: Repo, remote: str, *, quiet: bool = False, staged: _Staged | Non
         remote_refs, staging, fetched = staged if staged is not None else _stage(_At.of(repo), remote)
     except GitError as err:
         raise _with_unreadable_ours(repo, err) from None
+    if not quiet:
+        _say_old_refspecs(repo, remote, remote_refs, staging)
     if not fetched:
         if not quiet:
             print(f"{shown(remote)} has no vivary cache yet; after a run, `git vivary sync push {shown(remote)}` "
@@ -270,6 +272,19 @@ def fetch(repo: Repo, remote: str, *, quiet: bool = False, staged: _Staged | Non
     if NOTES_REF in remote_refs:
         _adopt_notes(repo, remote, f"{staging}/notes", quiet=quiet)
     return remote_refs
+
+
+def _say_old_refspecs(repo: Repo, remote: str, remote_refs: dict[str, str], staging: str) -> None:
+    """Say so when an earlier `setup` left a refspec naming a ref the remote lacks: Git's own `git fetch REMOTE` (and
+    `git pull`) stops at it (`fatal: couldn't find remote ref refs/notes/vivary`); `setup` replaces it."""
+    old = {f"+{CACHE_REF}:{staging}/cache": CACHE_REF, f"+{NOTES_REF}:{staging}/notes": NOTES_REF}
+    have = repo.git(["config", "--get-all", f"remote.{remote}.fetch"], check=False).stdout.decode().splitlines()
+    for spec in have:
+        ref = old.get(spec)
+        if ref is not None and ref not in remote_refs:
+            print(f"vivary: remote.{shown(remote)}.fetch holds {shown(spec)}, which an earlier `git vivary sync setup` "
+                  f"wrote: `git fetch {shown(remote)}` and `git pull` stop at it while {shown(remote)} has no "
+                  f"{ref}; `git vivary sync setup {shown(remote)}` replaces it", file=sys.stderr)
 
 
 def _with_unreadable_ours(repo: Repo, err: GitError) -> GitError:
