@@ -734,6 +734,19 @@ def test_the_staged_tree_with_unmerged_paths_is_refused_by_name(repo: Repo, cli:
     assert "UU modules/a.md" in repo.git("status", "--porcelain")
     r = cli("check", "--staged", cwd=repo.path)
     assert r.code == 2 and "unmerged paths" in r.err and "Traceback" not in r.err
+    # It names the file in conflict (a note deleted on one side and edited on the other too), and the way out.
+    assert "the index has unmerged paths (modules/a.md);" in r.err and "git merge --abort" in r.err, r.err
+    repo.git("merge", "--abort")
+    repo.git("rm", "-q", "modules/a.md")
+    repo.git("commit", "-q", "-m", "drop a")
+    repo.git("merge", "-q", first, check=False)
+    assert "DU modules/a.md" in repo.git("status", "--porcelain")  # deleted by us, edited by them
+    r = cli("check", "--staged", cwd=repo.path)
+    assert r.code == 2 and "the index has unmerged paths (modules/a.md);" in r.err, r.err
+    repo.git("merge", "--abort")
+    repo.git("rebase", "-q", first, check=False)
+    r = cli("check", "--staged", cwd=repo.path)
+    assert r.code == 2 and "or abort the rebase (`git rebase --abort`)" in r.err, r.err
 
 
 def _with_full_scratch(cwd: Path, args: list[str]) -> Any:

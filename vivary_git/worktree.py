@@ -43,9 +43,33 @@ def staged_tree(repo: git.Repo) -> str:
     if proc.returncode != 0:
         said = proc.stderr.decode("utf-8", "replace")
         if "unmerged" in said:
-            raise GitError("the index has unmerged paths; resolve the conflicts (`git status`) before --staged")
+            raise GitError(f"the index has unmerged paths{_unmerged(repo)}; resolve the conflicts (`git status` lists "
+                           f"them) and `git add` each{_abort(repo)}, before --staged")
         raise GitError(f"could not write the index as a tree: {said.strip()}")
     return proc.stdout.decode().strip()
+
+
+def _unmerged(repo: git.Repo, *, named: int = 3) -> str:
+    """` (PATH, PATH and N more)`: the paths a merge left in conflict, for the message; "" when Git cannot say."""
+    proc = repo.git(["ls-files", "--unmerged", "-z"], check=False)
+    paths = list(dict.fromkeys(entry.partition(b"\t")[2].decode("utf-8", "surrogateescape")
+                               for entry in proc.stdout.split(b"\0") if b"\t" in entry))
+    if proc.returncode != 0 or not paths:
+        return ""
+    more = f" and {len(paths) - named} more" if len(paths) > named else ""
+    return f" ({', '.join(shown(path) for path in paths[:named])}{more})"
+
+
+# What left the conflict, by the file Git keeps in the worktree's Git folder while it lasts, and how to undo it.
+_IN_PROGRESS = (("rebase-merge", "rebase"), ("rebase-apply", "rebase"), ("CHERRY_PICK_HEAD", "cherry-pick"),
+                ("REVERT_HEAD", "revert"), ("MERGE_HEAD", "merge"))
+
+
+def _abort(repo: git.Repo) -> str:
+    """`, or abort the merge (`git merge --abort`)`, naming what is in progress; "" for a conflict no command
+    undoes (`git stash pop`, `git checkout -m`)."""
+    doing = next((what for name, what in _IN_PROGRESS if (repo.git_dir / name).exists()), None)
+    return f", or abort the {doing} (`git {doing} --abort`)" if doing else ""
 
 
 def _staged_from_head(repo: git.Repo) -> str | None:

@@ -70,7 +70,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                       "incremental)")
     mode.add_argument("--auto", action="store_true",
                       help="post-commit hook path: index when [memory.local] auto_index = true (that is the "
-                      "approval), else exit 0 silently; prints nothing on success")
+                      "approval), else exit 0 silently; prints nothing on success. With --rev, a commit that is no "
+                      "longer HEAD when its turn comes (amended, or followed by the next of a rebase) is not indexed")
     p.set_defaults(run=run)
 
 
@@ -118,6 +119,34 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _moved_on(ws: Workspace, rev: str | None) -> Callable[[], bool] | None:
+    """For `index --auto --rev C`, the post-commit hook's run: whether C is no longer the commit checked out.
+
+    The hook starts one run per commit, and runs queue on the index lock (memory/lock.py), which hands it out in no
+    promised order. After `git commit --amend`, or the commits a rebase or a cherry-pick of several makes in a row,
+    the run of a commit already replaced could take the lock last and put the index back to a tree nobody has
+    checked out: recall then refused a working tree equal to HEAD as stale. Such a run does nothing: the commit
+    that replaced it has a run of its own (or, after a checkout or a reset, the index was not this tree's either).
+    None when there is nothing to ask (no `--rev`, or one that names no commit)."""
+    import pygit2
+
+    repo = ws.source.repo
+    if rev is None or repo is None:
+        return None
+    try:
+        wanted = repo.repo.revparse_single(rev).peel(pygit2.Commit).id
+    except (KeyError, ValueError, pygit2.GitError):
+        return None
+
+    def moved() -> bool:
+        try:
+            return bool(repo.repo.head.peel(pygit2.Commit).id != wanted)
+        except (KeyError, ValueError, pygit2.GitError):  # no HEAD to compare with: index as asked
+            return False
+
+    return moved
+
+
 def _write(args: argparse.Namespace) -> int:
     from vivary_git.memory.config import load_memory_config
 
@@ -142,11 +171,17 @@ def _write(args: argparse.Namespace) -> int:
 
         report = CogneeMemory(ws, cfg).index(approved=args.yes)
     else:
-        from vivary_git.memory.local.provider import LocalMemory
+        from vivary_git.memory.local.provider import LocalMemory, Superseded
 
+        moved = _moved_on(ws, args.rev) if args.auto else None
+        if moved is not None and moved():
+            return EXIT_OK
         with _first_interrupt_only():
-            report = LocalMemory(ws, cfg).index(approved=args.yes or args.auto,
-                                                progress=None if args.auto else EmbedProgress())
+            try:
+                report = LocalMemory(ws, cfg).index(approved=args.yes or args.auto, superseded=moved,
+                                                    progress=None if args.auto else EmbedProgress())
+            except Superseded:
+                return EXIT_OK
     ws.report_stats()
     if args.auto:
         return EXIT_OK

@@ -174,18 +174,30 @@ def _staging(repo: Repo, remote: str) -> str:
 
 def setup(repo: Repo, remote: str) -> int:
     """Make plain `git fetch REMOTE` stage the cache refs too. No push refspec is added: a
-    `remote.NAME.push` entry would change what a bare `git push` sends."""
+    `remote.NAME.push` entry would change what a bare `git push` sends.
+
+    The refspecs are patterns (`refs/vivary/cache*`), because Git dies on a configured refspec that names one
+    ref the remote lacks (`fatal: couldn't find remote ref refs/notes/vivary`), and most remotes lack one of the
+    two: one whose CI writes no verdict notes, one set up before CI pushed a cache. A pattern that matches nothing
+    fetches nothing. The exact refspecs an earlier setup wrote are replaced, each said once."""
     if remote not in repo.git(["remote"]).stdout.decode().split():
         raise UsageError(f"no remote named {remote!r}; `git remote -v` lists them (setup needs a name, not a URL)")
     staging = _staging(repo, remote)
-    want = [f"+{CACHE_REF}:{staging}/cache", f"+{NOTES_REF}:{staging}/notes"]
+    want = [f"+{CACHE_REF}*:{staging}/cache*", f"+{NOTES_REF}*:{staging}/notes*"]
+    old = [f"+{CACHE_REF}:{staging}/cache", f"+{NOTES_REF}:{staging}/notes"]
     key = f"remote.{remote}.fetch"
     have = repo.git(["config", "--get-all", key], check=False).stdout.decode().splitlines()
+    for spec in old:
+        if spec in have:
+            # As a regex (`--fixed-value` needs Git 2.30): every character that could mean more in one is in brackets.
+            pattern = "".join(f"[{c}]" if c in ".+*?[](){}|$" else c for c in spec)
+            repo.git(["config", "--unset-all", key, f"^{pattern}$"])
     added = [spec for spec in want if spec not in have]
     for spec in added:
         repo.git(["config", "--add", key, spec])
-    for spec in want:
-        print(f"{shown(key)} {shown(spec)}" + ("" if spec in added else "  (already there)"))
+    for spec, was in zip(want, old, strict=True):
+        said = "  (already there)" if spec not in added else f"  (replaces {shown(was)})" if was in have else ""
+        print(f"{shown(key)} {shown(spec)}{said}")
     r = shown(remote)
     print(f"`git fetch {r}` now stages the cache; `git vivary sync fetch {r}` verifies and adopts it, "
           f"`git vivary sync push {r}` publishes ours")
@@ -248,6 +260,8 @@ def fetch(repo: Repo, remote: str, *, quiet: bool = False, staged: _Staged | Non
         remote_refs, staging, fetched = staged if staged is not None else _stage(_At.of(repo), remote)
     except GitError as err:
         raise _with_unreadable_ours(repo, err) from None
+    if not quiet:
+        _say_old_refspecs(repo, remote, remote_refs, staging)
     if not fetched:
         if not quiet:
             print(f"{shown(remote)} has no vivary cache yet; after a run, `git vivary sync push {shown(remote)}` "
@@ -258,6 +272,19 @@ def fetch(repo: Repo, remote: str, *, quiet: bool = False, staged: _Staged | Non
     if NOTES_REF in remote_refs:
         _adopt_notes(repo, remote, f"{staging}/notes", quiet=quiet)
     return remote_refs
+
+
+def _say_old_refspecs(repo: Repo, remote: str, remote_refs: dict[str, str], staging: str) -> None:
+    """Say so when an earlier `setup` left a refspec naming a ref the remote lacks: Git's own `git fetch REMOTE` (and
+    `git pull`) stops at it (`fatal: couldn't find remote ref refs/notes/vivary`); `setup` replaces it."""
+    old = {f"+{CACHE_REF}:{staging}/cache": CACHE_REF, f"+{NOTES_REF}:{staging}/notes": NOTES_REF}
+    have = repo.git(["config", "--get-all", f"remote.{remote}.fetch"], check=False).stdout.decode().splitlines()
+    for spec in have:
+        ref = old.get(spec)
+        if ref is not None and ref not in remote_refs:
+            print(f"vivary: remote.{shown(remote)}.fetch holds {shown(spec)}, which an earlier `git vivary sync setup` "
+                  f"wrote: `git fetch {shown(remote)}` and `git pull` stop at it while {shown(remote)} has no "
+                  f"{ref}; `git vivary sync setup {shown(remote)}` replaces it", file=sys.stderr)
 
 
 def _with_unreadable_ours(repo: Repo, err: GitError) -> GitError:

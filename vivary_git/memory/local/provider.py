@@ -42,6 +42,11 @@ if TYPE_CHECKING:
     from vivary_git.workspace import Workspace
 
 
+class Superseded(Exception):
+    """The commit an `index --auto --rev` run was started for is no longer the one checked out (`LocalMemory.index`'s
+    `superseded`): the run ends without touching the index."""
+
+
 class LocalMemory:
     """The vivary-local provider for one workspace at one tree. Library form of index/recall/forget."""
 
@@ -98,22 +103,23 @@ class LocalMemory:
     # --- index ---------------------------------------------------------------------------------------
 
     def index(self, *, approved: bool, progress: Callable[[int, int], None] | None = None,
-              embedder: Embedder | None = None) -> IndexReport:
+              embedder: Embedder | None = None, superseded: Callable[[], bool] | None = None) -> IndexReport:
         """Bring the index up to date with the current snapshot (incrementally). `approved` is `--yes`
         (or `auto_index`); without it the configured gate (`require_explicit_index`) refuses with exit 3.
         `progress(done, total)` is called as packets are embedded. `embedder`: the configured model, already
-        loaded (a long-lived process's); else it is loaded when something is to be embedded."""
+        loaded (a long-lived process's); else it is loaded when something is to be embedded. `superseded`: asked
+        once the index lock is held; when it says yes, `Superseded` is raised and nothing is written."""
         # A privacy question asked for the snapshot, for recording the tree's parses and for recording its
         # vectors is asked of Git once in this run (`privacy.PrivacyMemo`).
         ws, kept = self.ws, self.ws.privacy_memo
         ws.privacy_memo = self._privacy
         try:
-            return self._index(approved=approved, progress=progress, loaded=embedder)
+            return self._index(approved=approved, progress=progress, loaded=embedder, superseded=superseded)
         finally:
             ws.privacy_memo = kept
 
     def _index(self, *, approved: bool, progress: Callable[[int, int], None] | None,
-               loaded: Embedder | None) -> IndexReport:
+               loaded: Embedder | None, superseded: Callable[[], bool] | None) -> IndexReport:
         started = time.perf_counter()
         require_local(self.cfg, "index")
         gate = self.cfg.memory.local
@@ -152,6 +158,8 @@ class LocalMemory:
         # vector key this clone has not remembered), an edit only the packets whose inputs changed.
         rendered = Packets(self.ws, snap)
         with self._lock(quiet=progress is None):
+            if superseded is not None and superseded():
+                raise Superseded
             if self.store.written is None:  # under .git/vivary/memory/: `cache gc` tells by it when it is dead
                 from vivary_git.memory.local.folders import claim
 
