@@ -460,3 +460,17 @@ def test_a_rev_that_is_a_range_is_said_to_be_one(repo: Repo, cli: Any) -> None:
         assert problems[0]["fix"] == (f"git vivary doctor --rev {end}   # the commit at the end of the range"
                                       if end else "name one commit, branch or tag"), rev
     assert cli("doctor", "--rev", "HEAD~1", cwd=repo.path).code == 0
+
+
+def test_an_exact_refspec_an_earlier_sync_setup_wrote_is_named_with_its_fix(ws: Repo, cli: Any) -> None:
+    # Git's own `git fetch origin` stops at a refspec naming one ref the remote lacks; `sync setup` once wrote two.
+    ws.git("remote", "add", "origin", str(ws.path))
+    ws.git("config", "--add", "remote.origin.fetch", "+refs/notes/vivary:refs/vivary-fetch/origin/notes")
+    _, d = doctor(cli, ws.path)
+    found = [p for p in d["problems"] if p["area"] == "cache"]
+    assert len(found) == 1 and found[0]["level"] == "warning"
+    assert "remote.origin.fetch holds +refs/notes/vivary:refs/vivary-fetch/origin/notes" in found[0]["message"]
+    assert found[0]["fix"].startswith("git vivary sync setup origin")
+    assert cli("sync", "setup", "origin", cwd=ws.path).code == 0  # the fix replaces it with a pattern
+    _, d = doctor(cli, ws.path)
+    assert [p for p in d["problems"] if p["area"] == "cache"] == []

@@ -176,6 +176,7 @@ def doctor(path: str | os.PathLike[str] | None = None, *, rev: str = "HEAD", roo
     privacy = _privacy(ws_root, top, root, problems)
     hooks = _hooks(start, top, problems)
     cache = _cache(start, problems)
+    _exact_refspecs(start, problems)
     memory = _memory(ws_root, Path(git_dir), privacy, ws, problems)
     _dead_state_folders(Path(git_dir), problems)
     rules = ws.config.links if ws is not None else None
@@ -447,6 +448,32 @@ def _head(path: Path, limit: int = 64 * 1024) -> str:
             return fh.read(limit).decode("utf-8", "replace")
     except OSError:
         return ""
+
+
+def _exact_refspecs(start: Path, problems: list[Problem]) -> None:
+    """A warning for each remote whose fetch refspecs an earlier `sync setup` wrote as exact refs
+    (`+refs/vivary/cache:refs/vivary-fetch/R/cache`): Git's own `git fetch R` and `git pull` stop at such a refspec
+    whenever R lacks that ref (`fatal: couldn't find remote ref refs/notes/vivary`). Read from the config only: no
+    remote is asked."""
+    from vivary_git.refnames import NOTES_REF, STAGING_PREFIX
+
+    code, out = _git(["config", "--get-regexp", r"^remote\..*\.fetch$"], start)
+    if code != 0:
+        return
+    ends = {f"+{CACHE_REF}": "/cache", f"+{NOTES_REF}": "/notes"}  # where `sync setup` put each, exact
+    for line in _text(out).splitlines():
+        key, _, spec = line.partition(" ")
+        source, sep, dest = spec.partition(":")
+        end = ends.get(source)
+        if not sep or end is None or not (dest.startswith(STAGING_PREFIX) and dest.endswith(end)):
+            continue
+        remote = key[len("remote."):-len(".fetch")]
+        problems.append(Problem(
+            "cache", "warning", f"remote.{remote}.fetch holds {spec}, written by an earlier "
+            f"`git vivary sync setup`: `git fetch {remote}` and `git pull` stop at it whenever "
+            f"{remote} has no {source[1:]}",
+            f"git vivary sync setup {remote}   # replaces it with a pattern that fetches nothing when nothing "
+            "matches"))
 
 
 def _cache(start: Path, problems: list[Problem]) -> CacheInfo:
