@@ -92,11 +92,11 @@ def add_json_arg(p: argparse.ArgumentParser) -> None:
 
 
 def gate_from_env() -> bool:
-    """CI runs `check` as a gate: `$CI` set to anything but "" / "0" / "false" (GitHub, GitLab and most
-    runners set CI=true)."""
-    import os
+    """CI runs `check` as a gate: one of the variables a CI runner sets (`gates.runner.CI_MARKERS`: `CI` and the
+    runners' own, `TF_BUILD`, `JENKINS_URL`) set to anything but "" / "0" / "false" / "no"."""
+    from vivary_git.gates.runner import marker
 
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+    return marker() is not None
 
 
 def open_ws(args: argparse.Namespace, *, gate: bool = False, rev_option: str = "--rev") -> Workspace:

@@ -37,7 +37,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     s.add_argument("--lenient", dest="strict", action="store_false", help="report warnings as warnings")
     p.add_argument("--gate", action="store_true",
                    help="decide as a gate: computed from the tree's own blobs and caches this machine wrote, never "
-                   "from a fetched cache (the default when $CI is set; the hooks pass it; docs/cache.md)")
+                   "from a fetched cache (the default in CI: $CI, $TF_BUILD, $JENKINS_URL, ...; the hooks pass it; "
+                   "docs/cache.md)")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="hide W-coded findings in text output (counts and exit code are unchanged)")
     p.add_argument("-v", "--verbose", action="store_true",
