@@ -1,6 +1,7 @@
 """Whether a CI runner runs us: the one list of the variables runners set in every job.
 
-`check --gate`'s default reads it: CI decides from the tree's own blobs (docs/cache.md#trust).
+Two decisions read it: `check --gate`'s default (CI decides from the tree's own blobs, docs/cache.md#trust), and
+whether `check`, `graph` and `blast` show what private files hold (a CI log is read by others: docs/privacy.md).
 
 What each runner sets (its own documentation): GitHub Actions `CI=true` and `GITHUB_ACTIONS=true`; GitLab
 `CI=true` and `GITLAB_CI=true`; Buildkite `CI=true` and `BUILDKITE=true`; CircleCI `CI=true` and `CIRCLECI=true`;
