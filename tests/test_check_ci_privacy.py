@@ -202,3 +202,15 @@ def test_graph_and_blast_in_ci_show_private_notes_by_path_alone(repo: Repo, cli:
     # At the owner's terminal every view of the graph shows everything (`--mask-private` masks it).
     assert [cli(*run, cwd=where).out for run in runs] == [r.out for r in own]
     assert not canaries(cli(*runs[1], "--mask-private", cwd=where).out)
+
+
+def test_masking_that_cannot_decide_privacy_prints_nothing(tmp_path: Path, cli: Any) -> None:
+    """Outside Git, `private_paths` cannot be matched exactly: a masked `check` stops (exit 3) rather than guess,
+    and says how to go on; the owner's own view still works."""
+    (tmp_path / ".vivary").mkdir()
+    (tmp_path / ".vivary" / "memory.toml").write_text('[memory.privacy]\nprivate_paths = ["drafts/**"]\n')
+    (tmp_path / "tropo.toml").write_text("version = 1\n")
+    (tmp_path / "a.md").write_text("# A\n\nSee [[gone]].\n")
+    r = cli("check", "--json", cwd=tmp_path)
+    assert (r.code, r.out) == (3, "") and "run `git init` there" in r.err
+    assert cli("check", "--json", "--show-private", cwd=tmp_path).code == 1
