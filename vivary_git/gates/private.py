@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from vivary_git.graph import Graph
     from vivary_git.workspace import Workspace
 
-PRIVATE_FINDING = ("a finding in a private file; its text is not shown in CI output "
-                   "(run `git vivary check` where the file is yours)")
+PRIVATE_FINDING = ("a finding in a private file; its text is not shown here "
+                   "(run `git vivary check --show-private` where the file is yours)")
 # A private note's reference that reaches no public note: its link text is the private file's.
 HIDDEN_LINK = "(a reference in a private note)"
 
