@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from vivary_git.gates.runner import CI_MARKERS
 from vivary_git.main import main
 
 GIT_ENV = {
@@ -30,7 +31,8 @@ def _hermetic_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     for k, v in GIT_ENV.items():
         monkeypatch.setenv(k, v)
-    for k in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "VIVARY_STATS", "CI", "PRE_COMMIT_FROM_REF",
+    # A CI runner's own variables too: run in CI, a test must see the owner's terminal unless it sets one.
+    for k in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "VIVARY_STATS", *CI_MARKERS, "PRE_COMMIT_FROM_REF",
               "PRE_COMMIT_TO_REF", "PRE_COMMIT_LOCAL_BRANCH", "PRE_COMMIT_REMOTE_NAME"):
         monkeypatch.delenv(k, raising=False)
 

@@ -481,9 +481,10 @@ def test_a_private_paths_entry_of_two_lines_is_refused_in_full_words(tmp_path: P
     repo = init(tmp_path / "r")
     with pytest.raises(PrivacyError) as err:
         decide_scoped(repo, ["vault/a.md"], [Scope("vault", ("drafts/**", "a\rb"))])
+    # Named by its place, never quoted: a pattern is a private file's text, and the message may reach a CI log.
     assert str(err.value) == (
-        "private_paths entry 'a\\rb' contains a line break or NUL; a gitignore pattern is one line: split it into"
-        " separate entries"
+        "vault/.vivary/memory.toml: private_paths[1] contains a line break or NUL; a gitignore pattern is one line:"
+        " split it into separate entries"
     )
 
 

@@ -130,6 +130,11 @@ def test_a_forged_cache_never_passes_a_gate(published: tuple[Path, str], tmp_pat
         r = run_git_vivary(args, me, env={**env, "VIVARY_STATS": "1"})
         assert r.returncode == 1, (args, env, r.stdout, r.stderr)
         assert "E103" in r.stdout or "error" in r.stdout
+    # Azure Pipelines and Jenkins set no `CI`: their own variables make `check` a gate too, from a cold cache.
+    for env in ({"TF_BUILD": "True"}, {"JENKINS_URL": "https://jenkins.example.invalid/"}):
+        shutil.rmtree(me / ".git" / "vivary")
+        r = run_git_vivary(["check", "--rev", "HEAD"], me, env=env)
+        assert r.returncode == 1, (env, r.stdout, r.stderr)
     shutil.rmtree(me / ".git" / "vivary")
     r = run_git_vivary(["ci", "--head", "HEAD"], me)
     assert r.returncode == 1, r.stdout

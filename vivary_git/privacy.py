@@ -271,11 +271,13 @@ def decide_scoped(
     if not ordered or ordered[0].prefix != "":
         ordered.insert(0, Scope(""))
     for scope in ordered:
-        for pattern in scope.private_paths:
+        for i, pattern in enumerate(scope.private_paths):
             if any(c in pattern for c in "\n\r\0"):
+                # Named by its place, not quoted: the pattern is the text of a private file (.vivary/**), and
+                # this message may reach a CI log.
                 raise PrivacyError(
-                    f"private_paths entry {pattern!r} contains a line break or NUL; a gitignore pattern is"
-                    " one line: split it into separate entries"
+                    f"{f'{scope.prefix}/' if scope.prefix else ''}.vivary/memory.toml: private_paths[{i}] "
+                    "contains a line break or NUL; a gitignore pattern is one line: split it into separate entries"
                 )
     if not paths:
         return []
@@ -380,7 +382,14 @@ def deciding_for_tree(source: Source, paths: Sequence[str], policy: PrivacyPolic
     only Git, so it may run in another thread while this one goes on."""
     import functools
 
-    top = source_work_tree(source)
+    git_dir = source.repo.pinned_git_dir if source.repo is not None else None
+    if source.kind == "rev" and source.repo is not None and source.repo.workdir is None:
+        # A bare repository (a server's, where the pre-receive gate reads a pushed commit): a tree's verdicts need
+        # no work tree, only its own `.gitignore` blobs (written into a scratch folder) and the repository's
+        # `info/exclude` and config, so Git is told the repository and given it as the (unread) work tree too.
+        top = git_dir = source.repo.git_dir
+    else:
+        top = source_work_tree(source)
     assert source.repo is not None
     root = source.root_tree
     assert root is not None  # a Git source: rev, staged or the working tree
@@ -399,8 +408,7 @@ def deciding_for_tree(source: Source, paths: Sequence[str], policy: PrivacyPolic
     if policy is not None:
         scopes = [Scope(s.prefix, tuple(policy.private_paths), policy.respect_gitignore)
                   if s.prefix == source.prefix else s for s in scopes]
-    return functools.partial(decide_scoped, top, list(paths), scopes, trees=trees, memo=memo,
-                             git_dir=source.repo.pinned_git_dir)
+    return functools.partial(decide_scoped, top, list(paths), scopes, trees=trees, memo=memo, git_dir=git_dir)
 
 
 def git_ignores(repo: Path, folders: Sequence[str], *, git_dir: Path | None = None) -> list[str]:
@@ -780,7 +788,7 @@ def _config_setup(info: Located, patterns: Sequence[str], scratch: Path, config_
 
 
 def _floor_or_config_reason(match: Match, floor_source: str, config_source: str, scope: Scope) -> str:
-    source, line, pattern = match
+    source, line, _ = match
     if not source:
         return UNNAMED_CONFIG  # the Python floor check came first, so it was a private_paths glob
     index = int(line) - 1
@@ -790,6 +798,6 @@ def _floor_or_config_reason(match: Match, floor_source: str, config_source: str,
         where = f" (in {scope.prefix}/.vivary/memory.toml)" if scope.prefix else ""
         return f"config: {scope.private_paths[index]}{where}"
     raise PrivacyError(
-        f"cannot decide privacy: the floor check matched an unexpected rule {source}:{line}:{pattern};"
+        f"cannot decide privacy: the floor check matched an unexpected rule ({source}:{line});"
         " nothing was admitted"
     )

@@ -92,11 +92,25 @@ def add_json_arg(p: argparse.ArgumentParser) -> None:
 
 
 def gate_from_env() -> bool:
-    """CI runs `check` as a gate: `$CI` set to anything but "" / "0" / "false" (GitHub, GitLab and most
-    runners set CI=true)."""
-    import os
+    """CI runs `check` as a gate: one of the variables a CI runner sets (`gates.runner.CI_MARKERS`: `CI` and the
+    runners' own, `TF_BUILD`, `JENKINS_URL`) set to anything but "" / "0" / "false" / "no"."""
+    from vivary_git.gates.runner import marker
 
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+    return marker() is not None
+
+
+def add_private_args(p: argparse.ArgumentParser, masked_by_default: str = "in CI ($CI, $TF_BUILD, $JENKINS_URL, ...)"
+                     ) -> None:
+    """`--show-private` / `--mask-private`: the owner's explicit choice over `gates.private.masking`'s default
+    (`masked_by_default` says where the command masks without one)."""
+    x = p.add_mutually_exclusive_group()
+    x.add_argument("--show-private", dest="show_private", action="store_true", default=None,
+                   help="show what private files hold (finding messages, IDs, link texts) even in CI or with "
+                   "--json: for output only you read")
+    x.add_argument("--mask-private", dest="show_private", action="store_false",
+                   help="mask what private files hold as `ci` does (paths, lines, codes and counts kept): the "
+                   f"default where others read the output, {masked_by_default} "
+                   "(docs/privacy.md#where-others-read-the-output)")
 
 
 def open_ws(args: argparse.Namespace, *, gate: bool = False, rev_option: str = "--rev") -> Workspace:

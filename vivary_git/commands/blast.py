@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 
 from vivary_git.blast import DEFAULT_DEPTH
-from vivary_git.commands._common import add_json_arg, add_source_args, at_least, emit_json, open_ws
+from vivary_git.commands._common import add_json_arg, add_private_args, add_source_args, at_least, emit_json, open_ws
 from vivary_git.errors import EXIT_OK, UsageError
 from vivary_git.escape import text as shown
 
@@ -45,11 +45,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--head", metavar="REV", help="... with this one (default: the tree chosen by --rev/--staged)")
     add_source_args(p)
     add_json_arg(p)
+    add_private_args(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from vivary_git.blast import blast, change_impact
+    from vivary_git.gates.private import masking
+
+    # A CI log: others read what a private note holds (its ID, type, link fields), so it is masked (docs/privacy.md).
+    masked = masking(args.show_private)
 
     if args.base is None:
         if args.id is None:
@@ -60,11 +65,19 @@ def run(args: argparse.Namespace) -> int:
         target = ws.resolve_node(args.id).id
         report = blast(ws.graph(), target, None if args.depth is NOT_GIVEN else args.depth)
         report = msgspec.structs.replace(report, root=str(ws.source.root))  # absolute, as graph --json
+        target_type = ws.graph().by_id()[report.target].type or "untyped"
+        if masked:
+            from vivary_git.gates.private import of_notes
+
+            mask = of_notes(ws, [report.target, *(i.id for i in report.impacted)])
+            if report.target in mask.ids:
+                target_type = "untyped"
+            report = msgspec.structs.replace(report, target=mask.id(report.target),
+                                             impacted=[mask.impacted(i) for i in report.impacted])
         ws.report_stats()
         if args.json:
             emit_json(report)
             return EXIT_OK
-        target_type = ws.graph().by_id()[report.target].type or "untyped"
         limit = f" (depth ≤ {report.depth})" if report.depth is not None else ""
         print(f"vivary blast: {shown(report.target)} [{shown(target_type)}] — {report.counts['impacted']} document(s) "
               f"depend on it{limit}")
@@ -87,6 +100,11 @@ def run(args: argparse.Namespace) -> int:
     head_label = head_rev or ("staged" if args.staged else "working tree")
     depth = DEFAULT_DEPTH if args.depth is NOT_GIVEN else args.depth
     change = change_impact(base_ws.graph(), head_ws.graph(), args.base, head_label, depth)
+    if masked:
+        from vivary_git.gates.private import decide
+
+        mask = decide(head_ws, head_ws.graph(), (), head_ws.source.prefix, base_ws, base_ws.graph(), change)
+        change = mask.change(change)
     if args.json:
         emit_json(change)
         return EXIT_OK

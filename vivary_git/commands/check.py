@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from vivary_git import dialects
-from vivary_git.commands._common import add_json_arg, add_source_args, emit_json, gate_from_env, open_ws
+from vivary_git.commands._common import (
+    add_json_arg,
+    add_private_args,
+    add_source_args,
+    emit_json,
+    gate_from_env,
+    open_ws,
+)
 from vivary_git.errors import EXIT_FINDINGS, EXIT_OK, UsageError
 from vivary_git.escape import text as shown
 
@@ -37,7 +44,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     s.add_argument("--lenient", dest="strict", action="store_false", help="report warnings as warnings")
     p.add_argument("--gate", action="store_true",
                    help="decide as a gate: computed from the tree's own blobs and caches this machine wrote, never "
-                   "from a fetched cache (the default when $CI is set; the hooks pass it; docs/cache.md)")
+                   "from a fetched cache (the default in CI: $CI, $TF_BUILD, $JENKINS_URL, ...; the hooks pass it; "
+                   "docs/cache.md)")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="hide W-coded findings in text output (counts and exit code are unchanged)")
     p.add_argument("-v", "--verbose", action="store_true",
@@ -53,6 +61,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    "the findings A (their merge base when A is not an ancestor of B) did not have, instead of "
                    "--rev/--staged and --new-since (a push the remote has none of: the pushed ref's tree, every "
                    "finding new); without them, as given (docs/hooks.md#pre-commit-in-ci)")
+    add_private_args(p, "in CI ($CI, $TF_BUILD, $JENKINS_URL, ...), with --json and for a pre-commit range")
     p.set_defaults(run=run)
 
 
@@ -97,6 +106,11 @@ def run(args: argparse.Namespace) -> int:
     from vivary_git.ignoredlinks import explain
 
     verdict = msgspec.structs.replace(verdict, findings=explain(ws, verdict.findings))
+    from vivary_git.gates.private import mask_findings, masking
+
+    # A CI log, a program, a pusher: others read what a private file's finding says (docs/privacy.md).
+    if verdict.findings and masking(args.show_private, machine=args.json or span is not None):
+        verdict = msgspec.structs.replace(verdict, findings=mask_findings(ws, verdict.findings))
     if args.json:
         emit_json(verdict)
     else:

@@ -7,7 +7,14 @@ import sys
 
 import msgspec
 
-from vivary_git.commands._common import add_source_args, emit_json, note_unknown_types, open_ws, write_out
+from vivary_git.commands._common import (
+    add_private_args,
+    add_source_args,
+    emit_json,
+    note_unknown_types,
+    open_ws,
+    write_out,
+)
 from vivary_git.errors import EXIT_OK
 from vivary_git.escape import text as shown
 from vivary_git.models import Edge
@@ -39,6 +46,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--format", choices=("text", "json", "dot", "mermaid"), default="text",
                    help="output format (default: text)")
     p.add_argument("--type", action="append", metavar="TYPE", help="only nodes of this type (repeatable)")
+    add_private_args(p)
     p.set_defaults(run=run)
 
 
@@ -54,6 +62,12 @@ def run(args: argparse.Namespace) -> int:
         nodes = [n for n in nodes if (n.type or "untyped") in wanted]
         keep = {n.id for n in nodes}
         edges = [e for e in edges if e.from_ in keep]
+    from vivary_git.gates.private import masking, of_notes
+
+    if masking(args.show_private):  # a CI log: others read it (docs/privacy.md)
+        mask = of_notes(ws)
+        if mask:
+            nodes, edges = [mask.node(n) for n in nodes], [mask.edge(e) for e in edges]
     ws.report_stats()
     note_unknown_types(ws, args.type)
     if args.format == "json":

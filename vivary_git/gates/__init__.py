@@ -7,6 +7,8 @@ pre-receive) and CI review.
 - `guard`: the staged-files privacy guard run by the pre-commit hook.
 - `precommit`: the range the pre-commit framework names (CI, pre-push), for `check --pre-commit-range`.
 - `prereceive`: the server's gate, a bare repository's pre-receive hook: the pushed refs read from stdin.
+- `private`: what `ci` (and `check`, `graph`, `blast` where others read them) may say about private files.
+- `runner`: whether a CI runner runs us (the one list of the variables runners set).
 - `serverhook`: installs that hook on a server (hooks/pre-receive, or pre-receive.d/ for Gitea and Forgejo),
   and reports GitLab's custom_hooks.
 

@@ -70,10 +70,11 @@ def _names(raw: bytes) -> list[str]:
     return [p for p in raw.decode("utf-8", "surrogateescape").split("\0") if p]
 
 
-def guard(top: Path, allow: Sequence[str] = ()) -> list[Finding]:
+def guard(top: Path, allow: Sequence[str] = (), *, masked: bool = False) -> list[Finding]:
     """Findings (all at level error) for what the index would commit; empty when the commit may go on.
     `allow`: exact repository-relative paths whose sensitive name is not a reason to refuse (added to
-    those in `git config vivary.guardAllow`)."""
+    those in `git config vivary.guardAllow`). `masked`: others read the findings (a CI job's log), so a
+    `private_paths` rule is named without its pattern, the text of a `.vivary/memory.toml`."""
     from vivary_git.privacy import Scope, decide_scoped, find_scopes
 
     staged_proc, configs_proc, allowed_proc = git.run_all(
@@ -130,7 +131,8 @@ def guard(top: Path, allow: Sequence[str] = ()) -> list[Finding]:
     for d in decided:
         where = _sh_quote(d.path)
         if d.reason.startswith(("floor:", "config:")):
-            rule = d.reason if d.reason.startswith("floor:") else d.reason.replace("config:", "private_paths:", 1)
+            rule = (d.reason if d.reason.startswith("floor:") else "private_paths" if masked
+                    else d.reason.replace("config:", "private_paths:", 1))
             # Telling someone whose .gitignore already lists it to list it there sends them looking for a
             # rule that is not missing: it was staged with `git add -f`.
             then = (" (Git already ignores it; `git add -f` stages it anyway)" if d.path in ignored

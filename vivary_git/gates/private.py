@@ -11,6 +11,9 @@ that Git tracks anyway (`git add -f USER.md`) is still checked, and its findings
 
 Which notes are private is the one decision every consumer makes (`hidden.private_paths`, the memory snapshot's),
 taken on the head tree for its notes and on the base tree for the notes the change removed.
+
+`check`, `graph` and `blast` mask the same way when their output is read by others (`masking`, the one decision:
+in CI, as machine output, for a pre-commit range, on a server), and show everything at the owner's terminal.
 """
 
 from __future__ import annotations
@@ -27,8 +30,8 @@ if TYPE_CHECKING:
     from vivary_git.graph import Graph
     from vivary_git.workspace import Workspace
 
-PRIVATE_FINDING = ("a finding in a private file; its text is not shown in CI output "
-                   "(run `git vivary check` where the file is yours)")
+PRIVATE_FINDING = ("a finding in a private file; its text is not shown here "
+                   "(run `git vivary check --show-private` where the file is yours)")
 # A private note's reference that reaches no public note: its link text is the private file's.
 HIDDEN_LINK = "(a reference in a private note)"
 
@@ -77,12 +80,48 @@ class Mask:
             return Changed(self.id(x.id), None if private else x.type, x.path, x.change,
                            self.id(x.renamed) if x.renamed is not None else None)
 
-        def impacted(i: Impacted) -> Impacted:
-            return Impacted(self.ids[i.id], None, i.distance, "") if i.id in self.ids else i
-
         return msgspec.structs.replace(
             c, changed=[changed(x) for x in c.changed], broken_edges=[self.edge(e) for e in c.broken_edges],
-            fixed_edges=[self.edge(e) for e in c.fixed_edges], impacted=[impacted(i) for i in c.impacted])
+            fixed_edges=[self.edge(e) for e in c.fixed_edges], impacted=[self.impacted(i) for i in c.impacted])
+
+    def impacted(self, i: Impacted) -> Impacted:
+        # `via` is the field of the private note's own edge: its text.
+        return Impacted(self.ids[i.id], None, i.distance, "") if i.id in self.ids else i
+
+
+def masking(show: bool | None, *, machine: bool = False) -> bool:
+    """Whether `check`, `graph` and `blast` mask what private files hold (docs/privacy.md#what-each-command-shows).
+    `show` is the owner's explicit choice (`--show-private`: True, `--mask-private`: False) and wins; without one
+    they mask when a CI runner runs them (`gates.runner.CI_MARKERS`: its log is read by others) or when `machine`
+    says the output is for programs or leaves the machine (`--json`, a range the pre-commit framework names)."""
+    if show is not None:
+        return not show
+    from vivary_git.gates.runner import marker
+
+    return machine or marker() is not None
+
+
+def mask_findings(ws: Workspace, found: Iterable[Finding]) -> list[Finding]:
+    """`found` with the message of each finding in a private file replaced (`Mask.finding`); one privacy batch,
+    the size of the files with findings. Raises `PrivacyError` (exit 3) when privacy cannot be decided."""
+    from vivary_git.hidden import private_paths
+
+    found = list(found)
+    mask = Mask(private_paths(ws, {f.path for f in found}), {}, ())
+    return [mask.finding(f) for f in found] if mask else found
+
+
+def of_notes(ws: Workspace, ids: Iterable[str] | None = None) -> Mask:
+    """The mask for the notes of `ws.graph()` with these IDs (None: every note, as `graph` shows them all), in one
+    privacy batch; a private note's ID stands as `(private: PATH)`, PATH from the repository's top as in `ci`.
+    Raises `PrivacyError` (exit 3) when privacy cannot be decided."""
+    from vivary_git.hidden import private_paths
+
+    nodes = ws.graph().nodes
+    wanted = None if ids is None else set(ids)
+    private = private_paths(ws, {n.path for n in nodes if wanted is None or n.id in wanted})
+    at = f"{ws.source.prefix}/" if ws.source.prefix else ""
+    return Mask(private, {n.id: private_id(at + n.path) for n in nodes if n.path in private}, {n.id for n in nodes})
 
 
 def decide(head_ws: Workspace, head_graph: Graph, findings: Iterable[Finding], prefix: str,

@@ -1,0 +1,216 @@
+"""`check` prints no byte of a private file where others read what it prints: in CI (a job log), as JSON (a
+program), for the range the pre-commit framework names (CI, pre-push), in the server's pre-receive gate (the pusher,
+the server's logs). The findings still count: same codes, paths, lines, exit code. At the owner's terminal, with
+no CI marker, it shows everything; `--show-private` / `--mask-private` choose explicitly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Repo, git
+from test_ci_privacy import CANARY, LAYOUTS, vault
+from test_gates_prereceive import _hook, _vivary, push
+
+from vivary_git.gates.private import PRIVATE_FINDING
+from vivary_git.gates.runner import CI_MARKERS, marker
+
+# What each runner sets in every job (gates/runner.py says where each is documented).
+RUNNERS = {"CI": "true", "GITHUB_ACTIONS": "true", "GITLAB_CI": "true", "BUILDKITE": "true", "CIRCLECI": "true",
+           "TF_BUILD": "True", "JENKINS_URL": "https://jenkins.example.invalid/"}
+
+
+def canaries(*texts: str) -> list[str]:
+    return [line for text in texts for line in text.splitlines() if CANARY.search(line)]
+
+
+def places(r: Any) -> list[tuple[str, int, str, str]]:
+    return [(f["path"], f["line"], f["level"], f["code"]) for f in r.json()["findings"]]
+
+
+def test_the_runner_list_is_the_one_the_tests_know() -> None:
+    assert set(RUNNERS) == set(CI_MARKERS)
+    assert marker({}) is None
+    assert marker({"CI": "false", "TF_BUILD": "0", "JENKINS_URL": ""}) is None
+    assert marker({"TF_BUILD": "True"}) == "TF_BUILD"
+    assert all(marker({name: value}) == name for name, value in RUNNERS.items())
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_check_in_ci_masks_private_findings_and_counts_them(repo: Repo, cli: Any, monkeypatch: pytest.MonkeyPatch,
+                                                            layout: str) -> None:
+    ws, cwd, extra = LAYOUTS[layout]
+    vault(repo, ws)
+    where = repo.path / cwd
+    own = cli("check", "--rev", "HEAD", *extra, cwd=where)
+    assert own.code == 1 and "canary-link-2" in own.out and "canary-draft-link" in own.out, own.out + own.err
+    own_json = cli("check", "--rev", "HEAD", "--json", "--show-private", *extra, cwd=where)
+    for name, value in RUNNERS.items():
+        monkeypatch.setenv(name, value)
+        r = cli("check", "--rev", "HEAD", *extra, cwd=where)
+        assert (r.code, canaries(r.out, r.err)) == (1, []), (name, r.out, r.err)
+        assert r.out.splitlines()[-1] == own.out.splitlines()[-1]  # `N document(s), N error(s), ...`
+        assert "USER.md:10: error W221: " + PRIVATE_FINDING in r.out
+        assert "drafts/plan.md:3: error W221: " + PRIVATE_FINDING in r.out
+        masked = cli("check", "--rev", "HEAD", "--json", *extra, cwd=where)
+        assert masked.code == 1 and not canaries(masked.out, masked.err)
+        assert places(masked) == places(own_json)
+        assert {k: v for k, v in masked.json().items() if k != "findings"} == \
+            {k: v for k, v in own_json.json().items() if k != "findings"}
+        # The owner chooses: their own CI, a log only they read.
+        shown = cli("check", "--rev", "HEAD", "--show-private", *extra, cwd=where)
+        assert shown.out == own.out
+        monkeypatch.delenv(name)
+    # A marker set to "false" (or "0", "no", "") is no CI.
+    monkeypatch.setenv("CI", "false")
+    assert cli("check", "--rev", "HEAD", *extra, cwd=where).out == own.out
+
+
+def test_json_is_masked_at_the_terminal_too_unless_the_owner_asks(repo: Repo, cli: Any) -> None:
+    vault(repo, "")
+    r = cli("check", "--rev", "HEAD", "--json", cwd=repo.path)
+    assert r.code == 1 and not canaries(r.out, r.err)
+    assert {f["message"] for f in r.json()["findings"] if f["path"] in ("USER.md", "drafts/plan.md")} == \
+        {PRIVATE_FINDING}
+    shown = cli("check", "--rev", "HEAD", "--json", "--show-private", cwd=repo.path)
+    assert "canary-link-2" in shown.out and places(shown) == places(r)
+    masked = cli("check", "--rev", "HEAD", "--mask-private", cwd=repo.path)
+    assert masked.code == 1 and not canaries(masked.out, masked.err)
+    both = cli("check", "--show-private", "--mask-private", cwd=repo.path)
+    assert both.code == 2 and "not allowed with" in both.err
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_a_pre_commit_range_is_masked(repo: Repo, cli: Any, monkeypatch: pytest.MonkeyPatch, layout: str) -> None:
+    """`pre-commit run --from-ref A --to-ref B` (the vivary-check hook's entry): CI or pre-push, no marker needed."""
+    ws, cwd, extra = LAYOUTS[layout]
+    vault(repo, ws)
+    where = repo.path / cwd
+    hook = ("check", "--staged", "--gate", "--new-since", "HEAD", "--pre-commit-range", *extra)
+    monkeypatch.setenv("PRE_COMMIT_FROM_REF", repo.git("rev-parse", "HEAD~2").strip())
+    monkeypatch.setenv("PRE_COMMIT_TO_REF", "HEAD")
+    r = cli(*hook, cwd=where)
+    assert r.code == 1 and not canaries(r.out, r.err), r.out + r.err
+    assert "USER.md:10: error W221: " + PRIVATE_FINDING in r.out
+    shown = cli(*hook, "--show-private", cwd=where)
+    assert shown.code == 1 and "canary-link-2" in shown.out
+    assert shown.out.splitlines()[-1] == r.out.splitlines()[-1]  # the same new errors counted
+
+
+def test_the_plain_pre_commit_hook_in_ci(repo: Repo, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A commit made in a CI job (a bot's): the hook's graph check prints what the job's log may show."""
+    vault(repo, "")
+    repo.write({"USER.md": "# Me\n\nSee [[canary-staged-link]].\n"})
+    repo.git("add", "-f", "USER.md")
+    own = cli("hooks", "run", "pre-commit", cwd=repo.path)
+    assert own.code == 1 and "canary-staged-link" in own.out
+    monkeypatch.setenv("CI", "true")
+    r = cli("hooks", "run", "pre-commit", cwd=repo.path)
+    assert r.code == 1 and not canaries(r.out, r.err), r.out + r.err
+    assert "USER.md:3: error W221: " + PRIVATE_FINDING in r.out
+    assert "commit refused" in r.err
+
+
+def test_the_privacy_guard_in_ci_names_a_private_paths_rule_without_its_pattern(repo: Repo, cli: Any,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pattern is the text of `.vivary/memory.toml` (private by the floor): a CI job's log gets the rule's name."""
+    repo.commit("rules", files={"tropo.toml": "version = 1\n",
+                                ".vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["**/[Mm]erger-*"]\n'})
+    repo.write({"deals/merger-acme.md": "# Deal\n"})
+    repo.git("add", "deals/merger-acme.md")
+    own = cli("hooks", "privacy-guard", cwd=repo.path)
+    assert own.code == 1 and "private_paths: **/[Mm]erger-*" in own.out, own.out
+    monkeypatch.setenv("BUILDKITE", "true")
+    r = cli("hooks", "privacy-guard", cwd=repo.path)
+    assert r.code == 1 and "[Mm]erger" not in r.out + r.err, r.out + r.err
+    assert "deals/merger-acme.md:1: error P101: private file staged (private_paths); unstage it" in r.out
+
+
+@pytest.mark.parametrize("layout", ["top", "subfolder"])
+def test_the_pre_receive_gate_masks_private_findings(tmp_path: Path, repo: Repo, layout: str) -> None:
+    """What the server's gate prints goes to whoever pushed and into the server's logs; it still refuses the push.
+    The bare repository has no work tree: privacy is decided from the pushed tree's own rules (its .gitignore,
+    its private_paths), as a clone's `check --rev` decides."""
+    ws = LAYOUTS[layout][0]
+    bare = tmp_path / "server.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    repo.git("remote", "add", "origin", str(bare))
+    vault(repo, ws)
+    repo.git("push", "-q", "origin", "HEAD~2:refs/heads/main")  # the base, with its own debt, before the gate
+    _hook(bare, f"exec {_vivary()} hooks run pre-receive" + (f" --root {ws}" if ws else ""))
+    r = push(repo, "main")
+    assert r.returncode == 1, r.stdout
+    assert not canaries(r.stdout), r.stdout
+    assert "remote: USER.md:10: error W221: " + PRIVATE_FINDING in r.stdout
+    assert "push refused: refs/heads/main would gain the errors above" in r.stdout
+    assert "[remote rejected] main -> main (pre-receive hook declined)" in r.stdout
+
+
+def test_pre_receive_decides_from_the_pushed_tree_alone(tmp_path: Path, repo: Repo) -> None:
+    """A public note's finding keeps its words on the server; a file private only by the pushed .gitignore (new in
+    the same push, still in quarantine) is masked."""
+    bare = tmp_path / "server.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    _hook(bare, f"exec {_vivary()} hooks run pre-receive")
+    repo.git("remote", "add", "origin", str(bare))
+    repo.commit("start", files={"tropo.toml": "version = 1\n", "a.md": "# A\n"})
+    assert push(repo, "main").returncode == 0
+    repo.commit("more", files={".gitignore": "journal.md\n", "pub.md": "# Pub\n\nSee [[public-gone]].\n"})
+    repo.write({"journal.md": "# J\n\nSee [[canary-journal]].\n"})
+    repo.git("add", "-f", "journal.md")
+    repo.commit("journal, tracked anyway")
+    r = push(repo, "main")
+    assert r.returncode == 1 and not canaries(r.stdout), r.stdout
+    assert "remote: journal.md:3: error W221: " + PRIVATE_FINDING in r.stdout
+    assert "remote: pub.md:3: error W221: wikilink [[public-gone]] matches no document id" in r.stdout
+    assert "2 new error(s)" in r.stdout
+
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_graph_and_blast_in_ci_show_private_notes_by_path_alone(repo: Repo, cli: Any, monkeypatch: pytest.MonkeyPatch,
+                                                                layout: str) -> None:
+    """A docs recipe runs `blast --base ... --json` in CI (docs/blast.md); `graph` can be run there too."""
+    ws, cwd, extra = LAYOUTS[layout]
+    vault(repo, ws)
+    where = repo.path / cwd
+    runs = [("graph", "--rev", "HEAD", *extra), *[("graph", "--rev", "HEAD", "--format", f, *extra)
+                                                  for f in ("json", "dot", "mermaid")],
+            ("blast", "target", "--rev", "HEAD", *extra), ("blast", "target", "--rev", "HEAD", "--json", *extra),
+            ("blast", "--base", "HEAD~1", "--head", "HEAD", *extra),
+            ("blast", "--base", "HEAD~1", "--head", "HEAD", "--json", *extra)]
+    own = [cli(*run, "--show-private", cwd=where) for run in runs]
+    assert all(r.code == 0 for r in own), [r.err for r in own]
+    assert all(canaries(r.out) for r in own[:4] + own[6:]), [r.out for r in own]
+    monkeypatch.setenv("GITLAB_CI", "true")
+    for run, shown in zip(runs, own, strict=True):
+        r = cli(*run, cwd=where)
+        assert r.code == 0 and not canaries(r.out, r.err), (run, r.out, r.err)
+        if run[run.index("--format") + 1] in ("dot", "mermaid") if "--format" in run else False:
+            continue  # a picture draws the links that reach nothing as one: how many is the private note's
+        assert r.out.count("\n") == shown.out.count("\n"), run  # the same nodes, edges and rows
+    graph = cli("graph", "--rev", "HEAD", "--json", *extra, cwd=where).json()
+    at = f"{ws}/" if ws else ""  # a private note's ID names its path from the repository's top, as in `ci`
+    assert {"id": f"(private: {at}USER.md)", "type": None, "path": "USER.md"} in graph["nodes"]
+    assert graph["counts"] == json.loads(own[1].out)["counts"]
+    change = cli("blast", "--base", "HEAD~1", "--head", "HEAD", "--json", *extra, cwd=where).json()
+    assert {"id": f"(private: {at}memory/old.md)", "type": None, "path": "memory/old.md", "change": "removed",
+            "renamed": None} in change["changed"]
+    monkeypatch.delenv("GITLAB_CI")
+    # At the owner's terminal every view of the graph shows everything (`--mask-private` masks it).
+    assert [cli(*run, cwd=where).out for run in runs] == [r.out for r in own]
+    assert not canaries(cli(*runs[1], "--mask-private", cwd=where).out)
+
+
+def test_masking_that_cannot_decide_privacy_prints_nothing(tmp_path: Path, cli: Any) -> None:
+    """Outside Git, `private_paths` cannot be matched exactly: a masked `check` stops (exit 3) rather than guess,
+    and says how to go on; the owner's own view still works."""
+    (tmp_path / ".vivary").mkdir()
+    (tmp_path / ".vivary" / "memory.toml").write_text('[memory.privacy]\nprivate_paths = ["drafts/**"]\n')
+    (tmp_path / "tropo.toml").write_text("version = 1\n")
+    (tmp_path / "a.md").write_text("# A\n\nSee [[gone]].\n")
+    r = cli("check", "--json", cwd=tmp_path)
+    assert (r.code, r.out) == (3, "") and "run `git init` there" in r.err
+    assert cli("check", "--json", "--show-private", cwd=tmp_path).code == 1
