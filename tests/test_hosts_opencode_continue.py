@@ -185,3 +185,33 @@ def test_a_linked_continue_folder_or_opencode_file_is_refused(repo: Repo, cli: A
         status = cli("host-status", "--host-kind", kind, "--json", cwd=ws.path)
         assert status.code == 1 and status.json()["hosts"][0]["servers"][0]["state"] == "unreadable"
         (ws.path / link).unlink()
+
+
+def test_opencode_s_own_user_files_are_merged_by_name_and_bootstrap_host_says_so(repo: Repo, cli: Any) -> None:
+    """opencode merges ~/.config/opencode/{config.json,opencode.json,opencode.jsonc} with the project's file by
+    server name, member by member (seen with opencode-ai 1.18.33): this workspace's server under a second name
+    there is a second server on the same memory, and a `vivary` there lends ours its `enabled: false`. Those
+    files are the user's: read, never written."""
+    ws = plain_workspace(repo)
+    argv = json.dumps(["/usr/bin/git-vivary", "mcp", "-C", str(ws.path)])
+    user = home() / ".config" / "opencode"
+    user.mkdir(parents=True)
+    (user / "opencode.jsonc").write_text(
+        '{\n  // mine\n  "mcp": {"vivary-old": {"type": "local", "command": ' + argv + '}},\n}\n', "utf-8")
+    (user / "config.json").write_text('{"mcp": {"vivary": {"type": "local", "command": ["/bin/true"], '
+                                      '"enabled": false}}}\n', "utf-8")
+    before = snapshot(home())
+
+    notes = cli("bootstrap-host", "--host-kind", "opencode", "--json", cwd=ws.path).json()["notes"]
+    assert ("opencode also reads ~/.config/opencode/opencode.jsonc, where this workspace's server is 'vivary-old': "
+            "in this workspace it starts both, two servers on the same memory; keep one (remove 'vivary-old' from "
+            "~/.config/opencode/opencode.jsonc by hand)") in notes, notes
+    assert ("opencode also reads ~/.config/opencode/config.json, which has a server named 'vivary' too, and merges "
+            "it into this one member by member, so its enabled applies here too (`enabled: false` there turns this "
+            "one off); rename one of them") in notes, notes
+    assert snapshot(home()) == before
+
+    (user / "opencode.jsonc").unlink()
+    (user / "config.json").write_text('{"mcp": {"vivary": {"type": "local", "command": ["/bin/true"]}}}\n')
+    notes = cli("bootstrap-host", "--host-kind", "opencode", "--json", cwd=ws.path).json()["notes"]
+    assert not any("also reads" in n for n in notes), notes  # a command alone: the project's wins whole

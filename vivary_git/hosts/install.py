@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from vivary_git.errors import ConfigError, RefusedError, UsageError, VivaryError
 from vivary_git.hosts import blocks, files, jsonedit
-from vivary_git.hosts.kinds import HOST_KINDS, HOSTS, ConfigSpec, HostKind, HostSpec, user_config_path
+from vivary_git.hosts.kinds import HOST_KINDS, HOSTS, ConfigSpec, HostKind, HostSpec, user_config_path, user_files_read
 
 Scope = Literal["project", "user"]
 Role = Literal["server", "guidance"]
@@ -579,6 +579,8 @@ def plan(kind: HostKind, root: Path, *, uninstall: bool = False, user: bool = Fa
         twin = None if uninstall else _twin(spec, root, scope, p.name)
         if twin:
             p.notes.append(twin)
+        if not uninstall and scope == "project":
+            p.notes.extend(_merged_from_user(spec, root, p.name))
         if scope == "project" and not uninstall:
             p.notes.append(f"the entry in {change.shown} holds this machine's paths (the command and the "
                            "workspace): commit it only where everyone shares them")
@@ -663,6 +665,35 @@ def _twin(spec: HostSpec, root: Path, scope: Scope, name: str) -> str:
     return (f"{spec.label} also reads {state.path}, where this workspace's server is {state.name!r}: in this "
             f"workspace it starts both, two servers on the same memory; keep one (remove that one with "
             f"`git vivary bootstrap-host --host-kind {spec.kind}{flag} --uninstall`)")
+
+
+def _merged_from_user(spec: HostSpec, root: Path, name: str) -> list[str]:
+    """What a host that merges the user's own files into the project's by server name (opencode), files
+    bootstrap-host never writes, makes of ours: this workspace's server under another name there is a second
+    server on the same memory; an entry of our name there lends ours its other members (`enabled: false`)."""
+    assert spec.config is not None
+    notes = []
+    for path in user_files_read(spec.kind):
+        shown = str(path)
+        with contextlib.suppress(ValueError):
+            shown = "~/" + path.relative_to(Path.home()).as_posix()
+        try:
+            servers = _servers(path.read_text("utf-8"), spec.config, shown)
+        except (OSError, UnicodeDecodeError, ConfigError):  # the host's to report: it reads no server from it
+            continue
+        others = [n for n in workspace_servers(servers, root, project=False) if n != name]
+        if others:
+            notes.append(f"{spec.label} also reads {shown}, where this workspace's server is {others[0]!r}: in "
+                         f"this workspace it starts both, two servers on the same memory; keep one (remove "
+                         f"{others[0]!r} from {shown} by hand)")
+        theirs = servers.get(name)
+        lent = [k for k in theirs if k not in ("type", "command", "args")] if isinstance(theirs, dict) else []
+        if lent:
+            notes.append(f"{spec.label} also reads {shown}, which has a server named {name!r} too, and merges it "
+                         f"into this one member by member, so its {', '.join(lent)} "
+                         f"{'applies' if len(lent) == 1 else 'apply'} here too (`enabled: false` there turns this "
+                         f"one off); rename one of them")
+    return notes
 
 
 def _servers(text: str, spec: ConfigSpec, shown: str) -> dict[str, Any]:

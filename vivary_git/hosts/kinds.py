@@ -141,3 +141,15 @@ def user_config_path(kind: HostKind, *, platform: str | None = None, env: dict[s
         base = Path(xdg) if xdg and Path(xdg).is_absolute() else home / ".config"
         return base / "Claude" / "claude_desktop_config.json"
     raise ValueError(f"{kind} has no user-level config file that bootstrap-host writes")
+
+
+def user_files_read(kind: HostKind, *, env: dict[str, str] | None = None) -> tuple[Path, ...]:
+    """User-level files a host merges into a project's by server name, which bootstrap-host never writes:
+    opencode's global config folder (xdg-basedir's, ~/.config on every platform), its three names all read."""
+    if kind != "opencode":
+        return ()
+    env = dict(os.environ) if env is None else env
+    home = Path(env.get("HOME") or env.get("USERPROFILE") or Path.home())
+    xdg = env.get("XDG_CONFIG_HOME")
+    base = (Path(xdg) if xdg else home / ".config") / "opencode"
+    return tuple(base / name for name in ("config.json", "opencode.json", "opencode.jsonc"))
