@@ -215,3 +215,32 @@ def test_opencode_s_own_user_files_are_merged_by_name_and_bootstrap_host_says_so
     (user / "config.json").write_text('{"mcp": {"vivary": {"type": "local", "command": ["/bin/true"]}}}\n')
     notes = cli("bootstrap-host", "--host-kind", "opencode", "--json", cwd=ws.path).json()["notes"]
     assert not any("also reads" in n for n in notes), notes  # a command alone: the project's wins whole
+
+
+def test_opencode_json_holds_opencode_s_schema_so_opencode_leaves_it_and_uninstall_removes_it(repo: Repo,
+                                                                                              cli: Any) -> None:
+    """opencode writes `"$schema": "https://opencode.ai/config.json"` first into every config file it reads
+    without one (seen with opencode-ai 1.18.33): ours has it from the start, and a file left holding only it,
+    ours or the host's, goes with our entry."""
+    ws = plain_workspace(repo)
+    start = snapshot(ws.path)
+    assert cli("bootstrap-host", "--host-kind", "opencode", cwd=ws.path).code == 0
+    text = (ws.path / OPENCODE).read_text("utf-8")
+    assert text.startswith('{\n  "$schema": "https://opencode.ai/config.json",\n  "mcp": {\n'), text
+    gone = cli("bootstrap-host", "--host-kind", "opencode", "--uninstall", "--json", cwd=ws.path)
+    assert [(f["path"], f["action"]) for f in gone.json()["files"]] == [(OPENCODE, "delete"), ("AGENTS.md", "delete")]
+    assert snapshot(ws.path) == start
+
+    # A file written without it (by an earlier bootstrap-host), then given it by opencode as opencode does:
+    # `original.replace(/^\s*\{/, '{\n  "$schema": "https://opencode.ai/config.json",')`.
+    entry = json.dumps({"type": "local", "command": ["/usr/bin/git-vivary", "mcp", "-C", str(ws.path)]}, indent=2)
+    older = '{\n  "mcp": {\n    "vivary": ' + entry.replace("\n", "\n    ") + "\n  }\n}\n"
+    (ws.path / OPENCODE).write_text(older.replace("{", '{\n  "$schema": "https://opencode.ai/config.json",', 1))
+    assert cli("bootstrap-host", "--host-kind", "opencode", "--uninstall", cwd=ws.path).code == 0
+    assert snapshot(ws.path) == start
+
+    kept = '{\n  "$schema": "https://opencode.ai/config.json",\n  "model": "x"\n}\n'
+    (ws.path / OPENCODE).write_text(kept)
+    assert cli("bootstrap-host", "--host-kind", "opencode", cwd=ws.path).code == 0
+    assert cli("bootstrap-host", "--host-kind", "opencode", "--uninstall", cwd=ws.path).code == 0
+    assert (ws.path / OPENCODE).read_text() == kept

@@ -13,6 +13,7 @@ import difflib
 import importlib.resources
 import importlib.util
 import itertools
+import json
 import re
 import shutil
 import sys
@@ -338,7 +339,9 @@ def json_install(text: str | None, spec: ConfigSpec, name: str, entry: dict[str,
     if text is None:
         unit, nl = "  ", "\n"
         inner = jsonedit.created_container(name, written, unit, unit, nl)
-        return "{" + nl + unit + '"' + spec.container + '": ' + inner + nl + "}" + nl
+        schema = _schema_member(spec)
+        head = "" if schema is None else unit + schema + "," + nl
+        return "{" + nl + head + unit + '"' + spec.container + '": ' + inner + nl + "}" + nl
     tree = _json_tree(text, spec, shown)
     unit, nl = jsonedit.indent_unit(text, tree), jsonedit.newline_of(text)
     container = _container(tree, text, spec, shown)
@@ -357,6 +360,11 @@ def json_install(text: str | None, spec: ConfigSpec, name: str, entry: dict[str,
         if key not in value or value[key] != want:
             text = jsonedit.set_member(text, _entry_node(text, spec, name), key, want, unit=unit, nl=nl)
     return text
+
+
+def _schema_member(spec: ConfigSpec) -> str | None:
+    """The `$schema` member as the host writes it into a file it reads without one (opencode)."""
+    return None if spec.schema is None else '"$schema": ' + json.dumps(spec.schema)
 
 
 def _entry_node(text: str, spec: ConfigSpec, name: str) -> jsonedit.Node:
@@ -387,8 +395,9 @@ def json_uninstall(text: str, spec: ConfigSpec, name: str, root: Path, shown: st
     emptied = after[container.value.start:container.value.end]
     if outer is not None and emptied == jsonedit.empty_created_container(outer, nl):
         after = jsonedit.remove_member(after, tree, spec.container)  # the container was ours too
-        if after == "{" + nl + "}" + nl:
-            return None, ""  # and so was the file
+        schema = _schema_member(spec)
+        if after == "{" + nl + "}" + nl or (schema is not None and after == "{" + nl + "  " + schema + nl + "}" + nl):
+            return None, ""  # and so was the file (its `$schema` written by us, or by the host on reading it)
     return after, ""
 
 

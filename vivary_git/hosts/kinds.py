@@ -42,6 +42,10 @@ class ConfigSpec:
     argv: bool = False
     # Another name the host reads the project's file under: written when it is a file and `project` is not.
     project_alt: str | None = None
+    # The `$schema` the host writes first into any file it reads without one (opencode: into the raw text, on
+    # every start). A file we create holds it already, so the host leaves the file as we wrote it; a file left
+    # holding only it once our entry is gone is deleted with the entry, as a file of ours alone would be.
+    schema: str | None = None
 
 
 @dataclass(frozen=True)
@@ -95,7 +99,7 @@ HOSTS: dict[HostKind, HostSpec] = {
     # jsonc-parser (comments, trailing commas), and merges them; a server is {type: "local", command: [..]}.
     "opencode": HostSpec("opencode", "opencode",
                          ConfigSpec("jsonc", "mcp", "opencode.json", False, _OPENCODE, {"type": "local"}, argv=True,
-                                    project_alt="opencode.jsonc"),
+                                    project_alt="opencode.jsonc", schema="https://opencode.ai/config.json"),
                          "AGENTS.md"),
     # Continue reads every *.json file of the workspace's .continue/mcpServers/ (comment-json) holding
     # {mcpServers: {...}}: the file is ours alone, and so is the rule file of .continue/rules/ (a rule with no
