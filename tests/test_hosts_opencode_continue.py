@@ -207,14 +207,36 @@ def test_opencode_s_own_user_files_are_merged_by_name_and_bootstrap_host_says_so
             "in this workspace it starts both, two servers on the same memory; keep one (remove 'vivary-old' from "
             "~/.config/opencode/opencode.jsonc by hand)") in notes, notes
     assert ("opencode also reads ~/.config/opencode/config.json, which has a server named 'vivary' too, and merges "
-            "it into this one member by member, so its enabled applies here too (`enabled: false` there turns this "
-            "one off); rename one of them") in notes, notes
+            "the two member by member: its enabled applies here (`enabled: false` there turns this one off); "
+            "rename one of them") in notes, notes
     assert snapshot(home()) == before
 
     (user / "opencode.jsonc").unlink()
     (user / "config.json").write_text('{"mcp": {"vivary": {"type": "local", "command": ["/bin/true"]}}}\n')
     notes = cli("bootstrap-host", "--host-kind", "opencode", "--json", cwd=ws.path).json()["notes"]
     assert not any("also reads" in n for n in notes), notes  # a command alone: the project's wins whole
+
+
+def test_opencode_s_project_files_merged_with_ours_by_name_are_named_too(repo: Repo, cli: Any) -> None:
+    """opencode also merges the opencode.json and opencode.jsonc of every folder above the workspace (up to the
+    top of the work tree: the nearer wins), an opencode.jsonc beside our opencode.json (which wins) and the
+    workspace's .opencode/ (which wins over all), seen with opencode-ai 1.18.33."""
+    ws = plain_workspace(repo)
+    sub = ws.path / "notes"
+    top_entry = cli("bootstrap-host", "--host-kind", "opencode", "--json", cwd=ws.path).json()["server"]
+    notes = cli("bootstrap-host", "--host-kind", "opencode", "--root", "notes", "--json", cwd=ws.path).json()["notes"]
+    assert not any("also reads" in n for n in notes), notes  # the top's `vivary` is its own, and ours wins it
+
+    argv = json.dumps([top_entry["command"], "mcp", "-C", str(sub), "--root", "."])
+    (sub / ".opencode").mkdir()
+    (sub / ".opencode" / "opencode.jsonc").write_text('{"mcp": {"vivary": {"type": "local", "command": ["/bin/x"]}}}')
+    ws.write({"opencode.jsonc": '{"mcp": {"vivary-notes": {"type": "local", "command": ' + argv + '}}}\n'})
+    notes = cli("bootstrap-host", "--host-kind", "opencode", "--root", "notes", "--json", cwd=ws.path).json()["notes"]
+    assert ("opencode also reads ../opencode.jsonc, where this workspace's server is 'vivary-notes': in this "
+            "workspace it starts both, two servers on the same memory; keep one (remove 'vivary-notes' from "
+            "../opencode.jsonc by hand)") in notes, notes
+    assert ("opencode also reads .opencode/opencode.jsonc, which has a server named 'vivary' too, and merges the two "
+            "member by member: its command, args apply here; rename one of them") in notes, notes
 
 
 def test_opencode_json_holds_opencode_s_schema_so_opencode_leaves_it_and_uninstall_removes_it(repo: Repo,

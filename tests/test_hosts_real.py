@@ -309,7 +309,7 @@ def test_opencode_merges_its_user_files_by_name_and_bootstrap_host_says_so(cli: 
     assert any(n.startswith("opencode also reads ~/.config/opencode/opencode.json, where this workspace's server "
                             "is 'vivary-ws': in this workspace it starts both") for n in notes), notes
     assert any(n.startswith("opencode also reads ~/.config/opencode/config.json, which has a server named 'vivary' "
-                            "too, and merges it into this one member by member") for n in notes), notes
+                            "too, and merges the two member by member") for n in notes), notes
     both = listed("opencode", opencode, folder)
     line = " ".join(argv)
     assert (both.get("vivary-ws"), both.get("vivary")) == (f"✓ vivary-ws connected\n{line}",

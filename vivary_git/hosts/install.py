@@ -14,6 +14,7 @@ import importlib.resources
 import importlib.util
 import itertools
 import json
+import os
 import re
 import shutil
 import sys
@@ -589,7 +590,7 @@ def plan(kind: HostKind, root: Path, *, uninstall: bool = False, user: bool = Fa
         if twin:
             p.notes.append(twin)
         if not uninstall and scope == "project":
-            p.notes.extend(_merged_from_user(spec, root, p.name))
+            p.notes.extend(_merged_by_name(spec, root, p.name, change.shown, entry))
         if scope == "project" and not uninstall:
             p.notes.append(f"the entry in {change.shown} holds this machine's paths (the command and the "
                            "workspace): commit it only where everyone shares them")
@@ -676,32 +677,55 @@ def _twin(spec: HostSpec, root: Path, scope: Scope, name: str) -> str:
             f"`git vivary bootstrap-host --host-kind {spec.kind}{flag} --uninstall`)")
 
 
-def _merged_from_user(spec: HostSpec, root: Path, name: str) -> list[str]:
-    """What a host that merges the user's own files into the project's by server name (opencode), files
-    bootstrap-host never writes, makes of ours: this workspace's server under another name there is a second
-    server on the same memory; an entry of our name there lends ours its other members (`enabled: false`)."""
-    assert spec.config is not None
-    notes = []
+def _merged_files(spec: HostSpec, root: Path, written: str) -> list[tuple[Path, str, bool, bool]]:
+    """The other files a host merges with the one we write, by server name (opencode): each as (path, shown,
+    project's, read after ours). Seen with opencode-ai 1.18.33: the user's own (~/.config/opencode), then
+    opencode.json and opencode.jsonc from the top of the work tree down to the folder it starts in (the nearer
+    wins; in one folder opencode.jsonc wins over opencode.json), then that folder's .opencode/."""
+    if spec.kind != "opencode":
+        return []
+    out = []
     for path in user_files_read(spec.kind):
         shown = str(path)
         with contextlib.suppress(ValueError):
             shown = "~/" + path.relative_to(Path.home()).as_posix()
+        out.append((path, shown, False, False))
+    top = next((d for d in (root, *root.parents) if (d / ".git").exists()), root)
+    above = list(itertools.takewhile(lambda d: d != top.parent, root.parents)) if top != root else []
+    for rel in (Path(os.path.relpath(d / n, root)).as_posix() for d in above
+                for n in ("opencode.json", "opencode.jsonc")):
+        out.append((root / rel, rel, True, False))
+    if written == "opencode.json":
+        out.append((root / "opencode.jsonc", "opencode.jsonc", True, True))
+    out += [(root / rel, rel, True, True) for rel in (".opencode/opencode.json", ".opencode/opencode.jsonc")]
+    return out
+
+
+def _merged_by_name(spec: HostSpec, root: Path, name: str, written: str, entry: dict[str, Any]) -> list[str]:
+    """What a host that merges other files with ours by server name (opencode) makes of our entry: this
+    workspace's server under another name there is a second server on the same memory; an entry of our name
+    there lends ours the members ours lacks (`enabled: false`), or, read after ours, replaces those it has."""
+    assert spec.config is not None
+    notes = []
+    for path, shown, project, after in _merged_files(spec, root, written):
         try:
             servers = _servers(path.read_text("utf-8"), spec.config, shown)
         except (OSError, UnicodeDecodeError, ConfigError):  # the host's to report: it reads no server from it
             continue
-        others = [n for n in workspace_servers(servers, root, project=False) if n != name]
+        others = [n for n in workspace_servers(servers, root, project=project) if n != name]
         if others:
             notes.append(f"{spec.label} also reads {shown}, where this workspace's server is {others[0]!r}: in "
                          f"this workspace it starts both, two servers on the same memory; keep one (remove "
                          f"{others[0]!r} from {shown} by hand)")
         theirs = servers.get(name)
-        lent = [k for k in theirs if k not in ("type", "command", "args")] if isinstance(theirs, dict) else []
+        if not isinstance(theirs, dict):
+            continue
+        lent = [k for k, v in theirs.items() if (entry.get(k) != v if after else k not in entry)]
         if lent:
-            notes.append(f"{spec.label} also reads {shown}, which has a server named {name!r} too, and merges it "
-                         f"into this one member by member, so its {', '.join(lent)} "
-                         f"{'applies' if len(lent) == 1 else 'apply'} here too (`enabled: false` there turns this "
-                         f"one off); rename one of them")
+            off = " (`enabled: false` there turns this one off)" if theirs.get("enabled") is False else ""
+            notes.append(f"{spec.label} also reads {shown}, which has a server named {name!r} too, and merges the "
+                         f"two member by member: its {', '.join(lent)} {'applies' if len(lent) == 1 else 'apply'} "
+                         f"here{off}; rename one of them")
     return notes
 
 
