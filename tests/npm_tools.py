@@ -68,10 +68,12 @@ def inspector_cli(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
 
 # The agent hosts' own command-line tools that test_hosts_real.py runs (`mcp list`, `mcp get`): the versions
 # docs/hosts.md says the set-up is proven against. Claude Code's package is a native binary: its `engines` asks for
-# Node 22, yet its install script and the binary run on Node 20 (seen with 2.1.332).
+# Node 22, yet its install script and the binary run on Node 20 (seen with 2.1.332). opencode's package is a native
+# binary too, chosen by its optional dependencies.
 CLAUDE_CODE = "@anthropic-ai/claude-code@2.1.332"
 CODEX = "@openai/codex@0.171.0"
 GEMINI_CLI = "@google/gemini-cli@0.61.0"
+OPENCODE = "opencode-ai@1.18.33"
 
 
 def npm_bin(tmp_path_factory: pytest.TempPathFactory, spec: str, name: str) -> Path:
@@ -80,7 +82,7 @@ def npm_bin(tmp_path_factory: pytest.TempPathFactory, spec: str, name: str) -> P
     if not exe.is_file():
         pytest.skip(f"{spec} installed, but without its {name} command (another platform?)")
     home = tmp_path_factory.mktemp("home")  # a host's first start writes into its home: never the real one
-    env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_") and k != "CODEX_HOME"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "OPENCODE_")) and k != "CODEX_HOME"}
     proc = subprocess.run([str(exe), "--version"], capture_output=True, text=True, stdin=subprocess.DEVNULL,
                           env=dict(env, HOME=str(home)), timeout=300, check=False)
     if proc.returncode != 0:

@@ -185,3 +185,84 @@ def test_a_linked_continue_folder_or_opencode_file_is_refused(repo: Repo, cli: A
         status = cli("host-status", "--host-kind", kind, "--json", cwd=ws.path)
         assert status.code == 1 and status.json()["hosts"][0]["servers"][0]["state"] == "unreadable"
         (ws.path / link).unlink()
+
+
+def test_opencode_s_own_user_files_are_merged_by_name_and_bootstrap_host_says_so(repo: Repo, cli: Any) -> None:
+    """opencode merges ~/.config/opencode/{config.json,opencode.json,opencode.jsonc} with the project's file by
+    server name, member by member (seen with opencode-ai 1.18.33): this workspace's server under a second name
+    there is a second server on the same memory, and a `vivary` there lends ours its `enabled: false`. Those
+    files are the user's: read, never written."""
+    ws = plain_workspace(repo)
+    argv = json.dumps(["/usr/bin/git-vivary", "mcp", "-C", str(ws.path)])
+    user = home() / ".config" / "opencode"
+    user.mkdir(parents=True)
+    (user / "opencode.jsonc").write_text(
+        '{\n  // mine\n  "mcp": {"vivary-old": {"type": "local", "command": ' + argv + '}},\n}\n', "utf-8")
+    (user / "config.json").write_text('{"mcp": {"vivary": {"type": "local", "command": ["/bin/true"], '
+                                      '"enabled": false}}}\n', "utf-8")
+    before = snapshot(home())
+
+    notes = cli("bootstrap-host", "--host-kind", "opencode", "--json", cwd=ws.path).json()["notes"]
+    assert ("opencode also reads ~/.config/opencode/opencode.jsonc, where this workspace's server is 'vivary-old': "
+            "in this workspace it starts both, two servers on the same memory; keep one (remove 'vivary-old' from "
+            "~/.config/opencode/opencode.jsonc by hand)") in notes, notes
+    assert ("opencode also reads ~/.config/opencode/config.json, which has a server named 'vivary' too, and merges "
+            "the two member by member: its enabled applies here (`enabled: false` there turns this one off); "
+            "rename one of them") in notes, notes
+    assert snapshot(home()) == before
+
+    (user / "opencode.jsonc").unlink()
+    (user / "config.json").write_text('{"mcp": {"vivary": {"type": "local", "command": ["/bin/true"]}}}\n')
+    notes = cli("bootstrap-host", "--host-kind", "opencode", "--json", cwd=ws.path).json()["notes"]
+    assert not any("also reads" in n for n in notes), notes  # a command alone: the project's wins whole
+
+
+def test_opencode_s_project_files_merged_with_ours_by_name_are_named_too(repo: Repo, cli: Any) -> None:
+    """opencode also merges the opencode.json and opencode.jsonc of every folder above the workspace (up to the
+    top of the work tree: the nearer wins), an opencode.jsonc beside our opencode.json (which wins) and the
+    workspace's .opencode/ (which wins over all), seen with opencode-ai 1.18.33."""
+    ws = plain_workspace(repo)
+    sub = ws.path / "notes"
+    top_entry = cli("bootstrap-host", "--host-kind", "opencode", "--json", cwd=ws.path).json()["server"]
+    notes = cli("bootstrap-host", "--host-kind", "opencode", "--root", "notes", "--json", cwd=ws.path).json()["notes"]
+    assert not any("also reads" in n for n in notes), notes  # the top's `vivary` is its own, and ours wins it
+
+    argv = json.dumps([top_entry["command"], "mcp", "-C", str(sub), "--root", "."])
+    (sub / ".opencode").mkdir()
+    (sub / ".opencode" / "opencode.jsonc").write_text('{"mcp": {"vivary": {"type": "local", "command": ["/bin/x"]}}}')
+    ws.write({"opencode.jsonc": '{"mcp": {"vivary-notes": {"type": "local", "command": ' + argv + '}}}\n'})
+    notes = cli("bootstrap-host", "--host-kind", "opencode", "--root", "notes", "--json", cwd=ws.path).json()["notes"]
+    assert ("opencode also reads ../opencode.jsonc, where this workspace's server is 'vivary-notes': in this "
+            "workspace it starts both, two servers on the same memory; keep one (remove 'vivary-notes' from "
+            "../opencode.jsonc by hand)") in notes, notes
+    assert ("opencode also reads .opencode/opencode.jsonc, which has a server named 'vivary' too, and merges the two "
+            "member by member: its command, args apply here; rename one of them") in notes, notes
+
+
+def test_opencode_json_holds_opencode_s_schema_so_opencode_leaves_it_and_uninstall_removes_it(repo: Repo,
+                                                                                              cli: Any) -> None:
+    """opencode writes `"$schema": "https://opencode.ai/config.json"` first into every config file it reads
+    without one (seen with opencode-ai 1.18.33): ours has it from the start, and a file left holding only it,
+    ours or the host's, goes with our entry."""
+    ws = plain_workspace(repo)
+    start = snapshot(ws.path)
+    assert cli("bootstrap-host", "--host-kind", "opencode", cwd=ws.path).code == 0
+    text = (ws.path / OPENCODE).read_text("utf-8")
+    assert text.startswith('{\n  "$schema": "https://opencode.ai/config.json",\n  "mcp": {\n'), text
+    gone = cli("bootstrap-host", "--host-kind", "opencode", "--uninstall", "--json", cwd=ws.path)
+    assert [(f["path"], f["action"]) for f in gone.json()["files"]] == [(OPENCODE, "delete"), ("AGENTS.md", "delete")]
+    assert snapshot(ws.path) == start
+
+    # A file written without it (by an earlier bootstrap-host), then given it by opencode as opencode does:
+    # `original.replace(/^\s*\{/, '{\n  "$schema": "https://opencode.ai/config.json",')`.
+    entry = json.dumps({"type": "local", "command": ["/usr/bin/git-vivary", "mcp", "-C", str(ws.path)]}, indent=2)
+    older = '{\n  "mcp": {\n    "vivary": ' + entry.replace("\n", "\n    ") + "\n  }\n}\n"
+    (ws.path / OPENCODE).write_text(older.replace("{", '{\n  "$schema": "https://opencode.ai/config.json",', 1))
+    assert cli("bootstrap-host", "--host-kind", "opencode", "--uninstall", cwd=ws.path).code == 0
+    assert snapshot(ws.path) == start
+
+    kept = '{\n  "$schema": "https://opencode.ai/config.json",\n  "model": "x"\n}\n'
+    (ws.path / OPENCODE).write_text(kept)
+    assert cli("bootstrap-host", "--host-kind", "opencode", cwd=ws.path).code == 0
+    assert cli("bootstrap-host", "--host-kind", "opencode", "--uninstall", cwd=ws.path).code == 0
+    assert (ws.path / OPENCODE).read_text() == kept

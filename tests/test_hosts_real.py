@@ -1,13 +1,16 @@
 """The agent hosts' own command-line tools read what bootstrap-host writes as we mean it: Claude Code (`claude mcp
 list` / `get`, which start each server to say "Connected"), Codex (`codex mcp get --json`, which does not start
-it: the test starts the command Codex reports) and Gemini CLI (`gemini mcp list`, which starts it), installed
-from the npm registry at the versions in npm_tools.py, each run in a home of its own with no credentials.
+it: the test starts the command Codex reports), Gemini CLI (`gemini mcp list`, which starts it) and opencode
+(`opencode mcp list`, which starts it), installed from the npm registry at the versions in npm_tools.py, each run
+in a home of its own with no credentials.
 
 Each finds our server under the name we wrote, with our command and arguments, and starts it: at the top of a
 workspace with memory off and on, for a workspace chosen with `--root`, in a path with a space and a non-ASCII
 letter, and (Codex) from the user-level file. After `--uninstall` the host lists it no more, and the user's own
-server stays. A host that starts a project's servers only once trusted (all three) is shown not starting ours
-before that, and bootstrap-host says so.
+server stays (opencode's in the user's commented opencode.jsonc, which takes our entry meanwhile). A host that
+starts a project's servers only once trusted (Claude Code, Codex, Gemini CLI) is shown not starting ours before
+that, and bootstrap-host says so; opencode asks nothing. A host that merges a user-level file with the project's
+by name (Codex, opencode) starts this workspace's server twice under two names, and bootstrap-host says so.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -27,16 +31,19 @@ pytest.importorskip("mcp", reason="the mcp extra is not installed (the server ne
 from conftest import TROPO, git
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-from npm_tools import CLAUDE_CODE, CODEX, GEMINI_CLI, npm_bin
+from npm_tools import CLAUDE_CODE, CODEX, GEMINI_CLI, OPENCODE, npm_bin
 
 MEMORY_ON = '[memory]\nenabled = true\nprovider = "vivary-local"\n'
-HOSTS = ["claude-code", "codex", "gemini-cli"]
+HOSTS = ["claude-code", "codex", "gemini-cli", "opencode"]
 LAYOUTS = ["memory off", "memory on", "--root notes", "a path with a space and ö"]
 
 
 @pytest.fixture(autouse=True)
-def _no_codex_home(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("CODEX_HOME", raising=False)
+def _no_config_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No host reads a config of the machine's: Codex's CODEX_HOME, opencode's OPENCODE_CONFIG and the rest."""
+    for name in ("CODEX_HOME", "OPENCODE_CONFIG", "OPENCODE_CONFIG_DIR", "OPENCODE_CONFIG_CONTENT",
+                 "OPENCODE_DISABLE_PROJECT_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture(scope="session")
@@ -54,11 +61,16 @@ def gemini(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return npm_bin(tmp_path_factory, GEMINI_CLI, "gemini")
 
 
+@pytest.fixture(scope="session")
+def opencode(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return npm_bin(tmp_path_factory, OPENCODE, "opencode")
+
+
 @pytest.fixture
 def host_cli(request: pytest.FixtureRequest) -> Callable[[str], Path]:
     """The host's own CLI by `--host-kind`, installed only when a test asks for that host."""
     return lambda kind: Path(request.getfixturevalue({"claude-code": "claude", "codex": "codex",
-                                                      "gemini-cli": "gemini"}[kind]))
+                                                      "gemini-cli": "gemini", "opencode": "opencode"}[kind]))
 
 
 def home() -> Path:
@@ -69,7 +81,8 @@ def run_host(exe: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[st
     """The host's CLI in the test's home, with no credentials, asked not to phone home."""
     env = dict(os.environ, XDG_DATA_HOME=str(home() / ".local" / "share"), XDG_CACHE_HOME=str(home() / ".cache"),
                XDG_STATE_HOME=str(home() / ".local" / "state"), CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-               DISABLE_AUTOUPDATER="1", NO_COLOR="1")
+               DISABLE_AUTOUPDATER="1", NO_COLOR="1", OPENCODE_DISABLE_AUTOUPDATE="1",
+               OPENCODE_DISABLE_MODELS_FETCH="1", OPENCODE_DISABLE_SHARE="1")
     proc = subprocess.run([str(exe), *args], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
                           env=env, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -97,10 +110,11 @@ def trust(kind: str, folder: Path) -> None:
         config.parent.mkdir(parents=True, exist_ok=True)
         with config.open("a", encoding="utf-8") as f:
             f.write(f'\n[projects.{json.dumps(str(folder))}]\ntrust_level = "trusted"\n')
-    else:
+    elif kind == "gemini-cli":
         trusted = home() / ".gemini" / "trustedFolders.json"
         trusted.parent.mkdir(parents=True, exist_ok=True)
         trusted.write_text(json.dumps({str(folder): "TRUST_FOLDER"}), "utf-8")
+    # opencode asks nothing: it starts the servers of every opencode.json it reads, in any folder.
 
 
 def workspace(tmp_path: Path, layout: str) -> tuple[Path, list[str]]:
@@ -143,10 +157,17 @@ def served_status(command: str, args: list[str], started_in: Path) -> dict[str, 
     return asyncio.run(session())
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
 def listed(kind: str, exe: Path, where: Path) -> dict[str, str]:
     """The servers the host lists in `where`, each with its own line (Codex: its JSON), from one run."""
     if kind == "codex":
         return {s["name"]: json.dumps(s) for s in host_json(exe, "mcp", "list", "--json", cwd=where)}
+    if kind == "opencode":  # `●  ✓ NAME connected`, then `│      COMMAND ARGS`; coloured whatever NO_COLOR says
+        lines = [line.lstrip("│ ") for line in _ANSI.sub("", host_text(exe, "mcp", "list", cwd=where)).splitlines()]
+        return {line.split()[2]: f"{' '.join(line.split()[1:])}\n{after}"
+                for line, after in zip(lines, [*lines[1:], ""], strict=True) if line.startswith("●")}
     lines = host_text(exe, "mcp", "list", cwd=where).splitlines()
     return {line.lstrip("✓✗○ ").split(": ", 1)[0]: line for line in lines if ": " in line}
 
@@ -177,9 +198,11 @@ def test_the_host_finds_our_server_and_starts_it(kind: str, layout: str, cli: An
         # Codex's `mcp list` does not start a server: start the one it would, from what it read.
         status = served_status(server["transport"]["command"], server["transport"]["args"], tmp_path)
         assert status["workspace"]["root"] == str(folder)
-    else:
+    elif kind == "gemini-cli":
         line = listed(kind, exe, folder).get("vivary", "")
         assert line.startswith(f"✓ vivary: {command} {' '.join(args)} (stdio) - Connected"), line
+    else:
+        assert listed(kind, exe, folder).get("vivary") == f"✓ vivary connected\n{command} {' '.join(args)}"
 
 
 @pytest.mark.parametrize("kind", HOSTS)
@@ -190,7 +213,10 @@ def test_after_uninstall_the_host_lists_only_the_users_own_server(kind: str, cli
     mine = {"claude-code": (".mcp.json", '{"mcpServers": {"mine": {"type": "stdio", "command": "/bin/true"}}}\n'),
             "codex": (".codex/config.toml", '[mcp_servers.mine]\ncommand = "/bin/true"\n'),
             "gemini-cli": (".gemini/settings.json",
-                           '{\n  // my own\n  "mcpServers": {"mine": {"command": "/bin/true"}}\n}\n')}
+                           '{\n  // my own\n  "mcpServers": {"mine": {"command": "/bin/true"}}\n}\n'),
+            # With its `$schema`, as opencode's docs show every file: opencode writes one into a file without.
+            "opencode": ("opencode.jsonc", '{\n  "$schema": "https://opencode.ai/config.json",\n  // my own\n'
+                                           '  "mcp": {"mine": {"type": "local", "command": ["/bin/true"]},},\n}\n')}
     rel, text = mine[kind]
     (folder / rel).parent.mkdir(exist_ok=True)
     (folder / rel).write_text(text, "utf-8")
@@ -198,7 +224,11 @@ def test_after_uninstall_the_host_lists_only_the_users_own_server(kind: str, cli
     assert {"mine", "vivary"} & set(listed(kind, exe, folder)) == {"mine"}
 
     bootstrap(cli, kind, folder)
-    assert {"mine", "vivary"} <= set(listed(kind, exe, folder))
+    both = listed(kind, exe, folder)
+    assert {"mine", "vivary"} <= set(both)
+    if kind == "opencode":  # the entry went into the user's opencode.jsonc, comments kept, and started
+        assert both["vivary"].startswith("✓ vivary connected\n"), both
+        assert "// my own" in (folder / rel).read_text("utf-8") and not (folder / "opencode.json").exists()
 
     bootstrap(cli, kind, folder, "--uninstall")
     assert {"mine", "vivary"} & set(listed(kind, exe, folder)) == {"mine"}
@@ -245,6 +275,45 @@ def test_codex_starts_both_names_of_one_workspace_and_bootstrap_host_says_so(cli
     notes = bootstrap(cli, "codex", folder, "--user", "--name", "vivary")["notes"]
     assert not any("also reads" in n for n in notes), notes
     assert [s["name"] for s in host_json(codex, "mcp", "list", "--json", cwd=folder)] == ["vivary"]
+
+
+def test_opencode_leaves_our_opencode_json_as_written_and_uninstall_removes_it(cli: Any, tmp_path: Path,
+                                                                               opencode: Path) -> None:
+    """opencode writes a `$schema` into a config file it reads without one: ours holds it from the start, so the
+    file is still what bootstrap-host wrote after opencode started our server, and `--uninstall` removes it."""
+    folder, _ = workspace(tmp_path, "memory off")
+    bootstrap(cli, "opencode", folder)
+    written = (folder / "opencode.json").read_bytes()
+    assert listed("opencode", opencode, folder)["vivary"].startswith("✓ vivary connected\n")
+    assert (folder / "opencode.json").read_bytes() == written
+    bootstrap(cli, "opencode", folder, "--uninstall")
+    assert not (folder / "opencode.json").exists()
+    assert git(folder, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_opencode_merges_its_user_files_by_name_and_bootstrap_host_says_so(cli: Any, tmp_path: Path,
+                                                                           opencode: Path) -> None:
+    """opencode merges ~/.config/opencode/opencode.json (and config.json, opencode.jsonc) with the project's file
+    by server name, member by member: this workspace's server under a second name there starts twice, and an
+    entry named `vivary` there lends ours its `enabled: false`. bootstrap-host writes neither, and says so."""
+    folder, _ = workspace(tmp_path, "memory off")
+    entry = bootstrap(cli, "opencode", folder)["server"]
+    argv = [entry["command"], *entry["args"]]
+    user = home() / ".config" / "opencode"
+    user.mkdir(parents=True)
+    (user / "opencode.json").write_text(json.dumps({"mcp": {"vivary-ws": {"type": "local", "command": argv}}}))
+    off = {"type": "local", "command": ["/bin/true"], "enabled": False}
+    (user / "config.json").write_text(json.dumps({"mcp": {"vivary": off}}))
+
+    notes = bootstrap(cli, "opencode", folder)["notes"]
+    assert any(n.startswith("opencode also reads ~/.config/opencode/opencode.json, where this workspace's server "
+                            "is 'vivary-ws': in this workspace it starts both") for n in notes), notes
+    assert any(n.startswith("opencode also reads ~/.config/opencode/config.json, which has a server named 'vivary' "
+                            "too, and merges the two member by member") for n in notes), notes
+    both = listed("opencode", opencode, folder)
+    line = " ".join(argv)
+    assert (both.get("vivary-ws"), both.get("vivary")) == (f"✓ vivary-ws connected\n{line}",
+                                                            f"○ vivary disabled\n{line}"), both
 
 
 @pytest.mark.parametrize("kind, untrusted, note", [

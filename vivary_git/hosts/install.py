@@ -13,6 +13,8 @@ import difflib
 import importlib.resources
 import importlib.util
 import itertools
+import json
+import os
 import re
 import shutil
 import sys
@@ -23,7 +25,7 @@ from typing import Any, Literal
 
 from vivary_git.errors import ConfigError, RefusedError, UsageError, VivaryError
 from vivary_git.hosts import blocks, files, jsonedit
-from vivary_git.hosts.kinds import HOST_KINDS, HOSTS, ConfigSpec, HostKind, HostSpec, user_config_path
+from vivary_git.hosts.kinds import HOST_KINDS, HOSTS, ConfigSpec, HostKind, HostSpec, user_config_path, user_files_read
 
 Scope = Literal["project", "user"]
 Role = Literal["server", "guidance"]
@@ -338,7 +340,9 @@ def json_install(text: str | None, spec: ConfigSpec, name: str, entry: dict[str,
     if text is None:
         unit, nl = "  ", "\n"
         inner = jsonedit.created_container(name, written, unit, unit, nl)
-        return "{" + nl + unit + '"' + spec.container + '": ' + inner + nl + "}" + nl
+        schema = _schema_member(spec)
+        head = "" if schema is None else unit + schema + "," + nl
+        return "{" + nl + head + unit + '"' + spec.container + '": ' + inner + nl + "}" + nl
     tree = _json_tree(text, spec, shown)
     unit, nl = jsonedit.indent_unit(text, tree), jsonedit.newline_of(text)
     container = _container(tree, text, spec, shown)
@@ -357,6 +361,11 @@ def json_install(text: str | None, spec: ConfigSpec, name: str, entry: dict[str,
         if key not in value or value[key] != want:
             text = jsonedit.set_member(text, _entry_node(text, spec, name), key, want, unit=unit, nl=nl)
     return text
+
+
+def _schema_member(spec: ConfigSpec) -> str | None:
+    """The `$schema` member as the host writes it into a file it reads without one (opencode)."""
+    return None if spec.schema is None else '"$schema": ' + json.dumps(spec.schema)
 
 
 def _entry_node(text: str, spec: ConfigSpec, name: str) -> jsonedit.Node:
@@ -387,8 +396,9 @@ def json_uninstall(text: str, spec: ConfigSpec, name: str, root: Path, shown: st
     emptied = after[container.value.start:container.value.end]
     if outer is not None and emptied == jsonedit.empty_created_container(outer, nl):
         after = jsonedit.remove_member(after, tree, spec.container)  # the container was ours too
-        if after == "{" + nl + "}" + nl:
-            return None, ""  # and so was the file
+        schema = _schema_member(spec)
+        if after == "{" + nl + "}" + nl or (schema is not None and after == "{" + nl + "  " + schema + nl + "}" + nl):
+            return None, ""  # and so was the file (its `$schema` written by us, or by the host on reading it)
     return after, ""
 
 
@@ -579,6 +589,8 @@ def plan(kind: HostKind, root: Path, *, uninstall: bool = False, user: bool = Fa
         twin = None if uninstall else _twin(spec, root, scope, p.name)
         if twin:
             p.notes.append(twin)
+        if not uninstall and scope == "project":
+            p.notes.extend(_merged_by_name(spec, root, p.name, change.shown, entry))
         if scope == "project" and not uninstall:
             p.notes.append(f"the entry in {change.shown} holds this machine's paths (the command and the "
                            "workspace): commit it only where everyone shares them")
@@ -663,6 +675,58 @@ def _twin(spec: HostSpec, root: Path, scope: Scope, name: str) -> str:
     return (f"{spec.label} also reads {state.path}, where this workspace's server is {state.name!r}: in this "
             f"workspace it starts both, two servers on the same memory; keep one (remove that one with "
             f"`git vivary bootstrap-host --host-kind {spec.kind}{flag} --uninstall`)")
+
+
+def _merged_files(spec: HostSpec, root: Path, written: str) -> list[tuple[Path, str, bool, bool]]:
+    """The other files a host merges with the one we write, by server name (opencode): each as (path, shown,
+    project's, read after ours). Seen with opencode-ai 1.18.33: the user's own (~/.config/opencode), then
+    opencode.json and opencode.jsonc from the top of the work tree down to the folder it starts in (the nearer
+    wins; in one folder opencode.jsonc wins over opencode.json), then that folder's .opencode/."""
+    if spec.kind != "opencode":
+        return []
+    out = []
+    for path in user_files_read(spec.kind):
+        shown = str(path)
+        with contextlib.suppress(ValueError):
+            shown = "~/" + path.relative_to(Path.home()).as_posix()
+        out.append((path, shown, False, False))
+    top = next((d for d in (root, *root.parents) if (d / ".git").exists()), root)
+    above = list(itertools.takewhile(lambda d: d != top.parent, root.parents)) if top != root else []
+    for rel in (Path(os.path.relpath(d / n, root)).as_posix() for d in above
+                for n in ("opencode.json", "opencode.jsonc")):
+        out.append((root / rel, rel, True, False))
+    if written == "opencode.json":
+        out.append((root / "opencode.jsonc", "opencode.jsonc", True, True))
+    out += [(root / rel, rel, True, True) for rel in (".opencode/opencode.json", ".opencode/opencode.jsonc")]
+    return out
+
+
+def _merged_by_name(spec: HostSpec, root: Path, name: str, written: str, entry: dict[str, Any]) -> list[str]:
+    """What a host that merges other files with ours by server name (opencode) makes of our entry: this
+    workspace's server under another name there is a second server on the same memory; an entry of our name
+    there lends ours the members ours lacks (`enabled: false`), or, read after ours, replaces those it has."""
+    assert spec.config is not None
+    notes = []
+    for path, shown, project, after in _merged_files(spec, root, written):
+        try:
+            servers = _servers(path.read_text("utf-8"), spec.config, shown)
+        except (OSError, UnicodeDecodeError, ConfigError):  # the host's to report: it reads no server from it
+            continue
+        others = [n for n in workspace_servers(servers, root, project=project) if n != name]
+        if others:
+            notes.append(f"{spec.label} also reads {shown}, where this workspace's server is {others[0]!r}: in "
+                         f"this workspace it starts both, two servers on the same memory; keep one (remove "
+                         f"{others[0]!r} from {shown} by hand)")
+        theirs = servers.get(name)
+        if not isinstance(theirs, dict):
+            continue
+        lent = [k for k, v in theirs.items() if (entry.get(k) != v if after else k not in entry)]
+        if lent:
+            off = " (`enabled: false` there turns this one off)" if theirs.get("enabled") is False else ""
+            notes.append(f"{spec.label} also reads {shown}, which has a server named {name!r} too, and merges the "
+                         f"two member by member: its {', '.join(lent)} {'applies' if len(lent) == 1 else 'apply'} "
+                         f"here{off}; rename one of them")
+    return notes
 
 
 def _servers(text: str, spec: ConfigSpec, shown: str) -> dict[str, Any]:

@@ -42,6 +42,10 @@ class ConfigSpec:
     argv: bool = False
     # Another name the host reads the project's file under: written when it is a file and `project` is not.
     project_alt: str | None = None
+    # The `$schema` the host writes first into any file it reads without one (opencode: into the raw text, on
+    # every start). A file we create holds it already, so the host leaves the file as we wrote it; a file left
+    # holding only it once our entry is gone is deleted with the entry, as a file of ours alone would be.
+    schema: str | None = None
 
 
 @dataclass(frozen=True)
@@ -95,7 +99,7 @@ HOSTS: dict[HostKind, HostSpec] = {
     # jsonc-parser (comments, trailing commas), and merges them; a server is {type: "local", command: [..]}.
     "opencode": HostSpec("opencode", "opencode",
                          ConfigSpec("jsonc", "mcp", "opencode.json", False, _OPENCODE, {"type": "local"}, argv=True,
-                                    project_alt="opencode.jsonc"),
+                                    project_alt="opencode.jsonc", schema="https://opencode.ai/config.json"),
                          "AGENTS.md"),
     # Continue reads every *.json file of the workspace's .continue/mcpServers/ (comment-json) holding
     # {mcpServers: {...}}: the file is ours alone, and so is the rule file of .continue/rules/ (a rule with no
@@ -141,3 +145,15 @@ def user_config_path(kind: HostKind, *, platform: str | None = None, env: dict[s
         base = Path(xdg) if xdg and Path(xdg).is_absolute() else home / ".config"
         return base / "Claude" / "claude_desktop_config.json"
     raise ValueError(f"{kind} has no user-level config file that bootstrap-host writes")
+
+
+def user_files_read(kind: HostKind, *, env: dict[str, str] | None = None) -> tuple[Path, ...]:
+    """User-level files a host merges into a project's by server name, which bootstrap-host never writes:
+    opencode's global config folder (xdg-basedir's, ~/.config on every platform), its three names all read."""
+    if kind != "opencode":
+        return ()
+    env = dict(os.environ) if env is None else env
+    home = Path(env.get("HOME") or env.get("USERPROFILE") or Path.home())
+    xdg = env.get("XDG_CONFIG_HOME")
+    base = (Path(xdg) if xdg else home / ".config") / "opencode"
+    return tuple(base / name for name in ("config.json", "opencode.json", "opencode.jsonc"))
