@@ -8,7 +8,6 @@ finding about that field, not a crash of the whole parse.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Mapping
 from itertools import chain
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from vivary_git.body import CONFLICT_MARK, IGNORE_MARK, conflict_blocks, ignore_comments, scan_body
 from vivary_git.git import BlobTooLarge
 from vivary_git.models import NOTE_MAX_BYTES, Note, ParseProblem
+from vivary_git.scalars import plain_kind, whole_number
 
 if TYPE_CHECKING:
     import yaml
@@ -40,137 +40,12 @@ MAX_VALUES = 10_000
 MAX_EXTRA_CHARS = 1 << 20
 MAX_DEPTH = 32  # nesting kept; deeper values read as null
 
-# How plain scalars resolve: YAML 1.2-style, as Vivary workspaces are written and read. Only
-# true/false are booleans (`yes`, `on` stay text), integers are decimal (`010` is 10, `1:30` and
-# `0x10` stay text), `.inf`/`.nan` stay text, and dates stay the strings the user wrote, so
-# `2026-13-45` is a finding about one field rather than a crash of the whole parse. The fast path
-# below applies these rules itself, so most notes are read without importing PyYAML at all (a
-# pre-commit hook then starts ~20 ms sooner); the loader gives PyYAML the same rules.
-_BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
-_INT = re.compile(r"^[-+]?[0-9](?:_?[0-9])*$")
-_FLOAT = re.compile(
-    r"^[-+]?(?:[0-9](?:_?[0-9])*(?:\.(?:[0-9](?:_?[0-9])*)?)?|\.[0-9](?:_?[0-9])*)(?:[eE][-+]?[0-9]+)?$"
-)
-_NULL = frozenset(("", "~", "null", "Null", "NULL"))  # PyYAML's null resolver, kept
-_YAML_ONLY = frozenset(("<<", "="))  # PyYAML's merge and value resolvers, kept: left to PyYAML
 
-
-def plain_kind(text: str) -> str:
-    """What a plain scalar resolves to under our loader: "null", "bool", "int", "float", "str", or
-    "yaml" (a merge/value key, for PyYAML to handle). The first matching resolver wins, as in PyYAML."""
-    if text in _NULL:
-        return "null"
-    if text in _YAML_ONLY:
-        return "yaml"
-    if _BOOL.match(text):
-        return "bool"
-    if _INT.match(text):
-        return "int"
-    if _FLOAT.match(text):
-        return "float"
-    return "str"
-
-
-# The whole numbers a note's value may hold as a number: what msgpack (the caches) and msgspec hold. A longer
-# one (a 25-digit identifier, 5,000 nines) is kept as the text written: Python refuses int() of over 4,300
-# digits, and the caches any integer past 64 bits.
-_WHOLE_MIN, _WHOLE_MAX = -(2**63), 2**64 - 1
-
-
-def whole_number(text: str) -> int | str:
-    """A YAML integer (`_INT`) as a number, or as the text written when it is outside 64 bits."""
-    if len(text) > 24:  # (no 64-bit number takes more, with sign and underscores)
-        digits = text.lstrip("+-").replace("_", "")
-        if len(digits.lstrip("0")) > 20:
-            return text
-    value = int(text)
-    return value if _WHOLE_MIN <= value <= _WHOLE_MAX else text
-
-
-@functools.cache
 def loader_class() -> type[yaml.SafeLoader]:
-    """PyYAML's SafeLoader (the C one when libyaml is there, ~7x faster) with the rules above."""
-    import yaml
+    """PyYAML's SafeLoader with the plain-scalar rules of scalars.py (imported on first use, with PyYAML)."""
+    from vivary_git.yamlloader import Loader
 
-    base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-    class Loader(base):  # type: ignore[valid-type,misc]
-        def construct_yaml_int(self, node: yaml.ScalarNode) -> int | str:
-            return whole_number(self.construct_scalar(node))
-
-        def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
-            return float(self.construct_scalar(node))
-
-        def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
-            # A value its explicit tag cannot read (`!!bool maybe`, `!!int x`, `!!timestamp soon`): PyYAML's
-            # constructors fail with Python's own errors and no place; this names the value, the tag and its line.
-            try:
-                return super().construct_object(node, deep)
-            except (ValueError, LookupError, TypeError, AttributeError, ArithmeticError):
-                tag = str(node.tag).rsplit(":", 1)[-1]
-                value = node.value if isinstance(node.value, str) else "this value"
-                raise yaml.constructor.ConstructorError(
-                    None, None,
-                    f"{value[:80]!r} cannot be read as the tag `!!{tag}` says; remove the tag or fix the value",
-                    node.start_mark) from None
-
-        def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[str, Any]:
-            # A key is the text written (`~`, `true`, `1.0` stay those words; PyYAML would make them None, True
-            # and 1.0, and `str()` of those "None", "True", "1.0"), as Obsidian shows a property. Two keys YAML
-            # reads as one (the same text, or the same null, boolean or number: `~` and `null`, `0` and `-0`,
-            # `1.0` and `1`) are a duplicate, at the second (a dict would keep one value and drop the other).
-            if not isinstance(node, yaml.MappingNode):
-                return dict(super().construct_mapping(node, deep))  # (raises, saying what it found instead)
-            seen: dict[Any, yaml.Node] = {}
-            for key_node, _ in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
-                    continue
-                for same in {("str", key_node.value), _key_identity(key_node)}:
-                    first = seen.get(same)
-                    if first is not None:
-                        err = yaml.constructor.ConstructorError(
-                            None, first.start_mark, "duplicate key", key_node.start_mark)
-                        err.duplicate = (first.value, key_node.value)  # type: ignore[attr-defined]  # (said by `_marked_words`)
-                        raise err
-                    seen[same] = key_node
-            self.flatten_mapping(node)
-            mapping: dict[str, Any] = {}
-            for key_node, value_node in node.value:
-                if not isinstance(key_node, yaml.ScalarNode):
-                    raise yaml.constructor.ConstructorError(
-                        "while constructing a mapping", node.start_mark, "found unhashable key", key_node.start_mark)
-                mapping[key_node.value] = self.construct_object(value_node, deep=deep)
-            return mapping
-
-    Loader.add_constructor("tag:yaml.org,2002:int", Loader.construct_yaml_int)
-    Loader.add_constructor("tag:yaml.org,2002:float", Loader.construct_yaml_float)
-    replaced = {
-        "tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:timestamp",
-    }
-    Loader.yaml_implicit_resolvers = {
-        first: [(tag, rx) for tag, rx in resolvers if tag not in replaced]
-        for first, resolvers in base.yaml_implicit_resolvers.items()
-    }
-    Loader.add_implicit_resolver("tag:yaml.org,2002:bool", _BOOL, list("tTfF"))
-    Loader.add_implicit_resolver("tag:yaml.org,2002:int", _INT, list("-+0123456789"))
-    Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
     return Loader
-
-
-def _key_identity(node: yaml.ScalarNode) -> tuple[str, Any]:
-    """What a scalar key is to YAML: the null, the boolean, the number (`1.0` and `1` are one), else its text."""
-    tag, text = node.tag, node.value
-    if tag == "tag:yaml.org,2002:null":
-        return ("null", None)
-    if tag == "tag:yaml.org,2002:bool" and _BOOL.match(text):
-        return ("bool", text[0] in "tT")
-    if tag == "tag:yaml.org,2002:int" and _INT.match(text):
-        number = whole_number(text)
-        return ("number", number) if isinstance(number, int) else ("str", text)
-    if tag == "tag:yaml.org,2002:float" and _FLOAT.match(text):
-        return ("number", float(text))
-    return ("str", text)
-
 
 
 def parse_blob(data: bytes) -> Note:

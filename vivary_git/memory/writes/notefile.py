@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from vivary_git.errors import RefusedError
-from vivary_git.parse import parse_blob, plain_kind
+from vivary_git.parse import parse_blob
+from vivary_git.scalars import plain_kind
 
 __all__ = ["NoteEditError", "append_text", "render_note", "replace_body", "replace_passage", "scalar", "set_field"]
 
