@@ -34,9 +34,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                       "private files, and pre-merge-commit does the same for a merge that commits by itself (Git "
                       "runs that one, not pre-commit, for `git merge`); post-commit (opt-in) refreshes the memory "
                       "index, and post-checkout, post-merge and post-rewrite, installed with it, refresh it when a "
-                      "switch, a pull, a merge or a rebase moves HEAD without a commit of its own. pre-receive, for the repository a server takes pushes into, refuses a push that "
-                      "gives a branch or a tag a graph error: hooks/pre-receive, or hooks/pre-receive.d/vivary where "
-                      "that folder is (Gitea, Forgejo).")
+                      "switch, a pull, a merge or a rebase moves HEAD without a commit of its own. pre-receive, "
+                      "for the repository a server takes pushes into, refuses a push that gives a branch or a tag "
+                      "a graph error: hooks/pre-receive, or hooks/pre-receive.d/vivary where that folder is (Gitea, "
+                      "Forgejo).")
     i.add_argument("hooks", nargs="*", metavar="HOOK",
                    help="pre-commit, pre-merge-commit, post-commit (with post-checkout, post-merge, post-rewrite) "
                    "and/or pre-receive (default: pre-commit and pre-merge-commit; in a bare repository: pre-receive)")
@@ -265,7 +266,7 @@ def moves_head(hook: str, hook_args: list[str]) -> bool:
 
     given = hook_args or [os.environ.get(name, "") for name in FOLLOW_ENV[hook]]
     if hook == "post-checkout":
-        old, new, branch = (given + ["", "", "1"])[:3]
+        old, new, branch = [*given, "", "", "1"][:3]
         return branch != "0" and not (old and old == new)
     if hook == "post-merge":
         return given[0] != "1"
