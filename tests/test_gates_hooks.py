@@ -464,3 +464,19 @@ def test_status_lines_up_every_hook_name(repo: Repo, cli: Any) -> None:
     columns = {len(row) - len(row[2:].split(maxsplit=1)[1]) for row in rows}
     assert len(columns) == 1, rows
     assert rows[1].startswith("  pre-merge-commit  vivary (python ")
+
+
+def test_status_says_a_post_commit_hook_alone_leaves_the_index_behind_a_checkout(repo: Repo, cli: Any) -> None:
+    """A post-commit hook installed before post-checkout, post-merge and post-rewrite came with it: the index follows
+    commits only, and a switch or a pull leaves recall refusing it as stale. status says how to add them."""
+    workspace(repo)
+    assert cli("hooks", "install", "post-commit", cwd=repo.path).code == 0
+    assert cli("hooks", "uninstall", "post-checkout", "post-merge", "post-rewrite", cwd=repo.path).code == 0
+    rows = {r.split()[0]: r for r in cli("hooks", "status", cwd=repo.path).out.splitlines() if r.startswith("  ")}
+    for hook in ("post-checkout", "post-merge", "post-rewrite"):
+        assert rows[hook].endswith("not installed; the index follows commits only: `git vivary hooks install "
+                                   "post-commit` adds this hook, so that it follows a switch, a pull, a merge and a "
+                                   "rebase too"), rows[hook]
+    assert rows["pre-commit"].strip() == "pre-commit        not installed"
+    assert cli("hooks", "install", "post-commit", cwd=repo.path).code == 0
+    assert "follows commits only" not in cli("hooks", "status", cwd=repo.path).out

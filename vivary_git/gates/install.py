@@ -444,6 +444,12 @@ def status(cwd: Path) -> HooksReport:
             if m is not None and in_manager and not _manager_installed(d, m, hook):
                 note = f"{runs} runs vivary, but Git does not run it for {hook} yet: run {_install_command(m, hook)}"
             out.append(HookStatus(hook, str(path), "absent", None, None, False, runs, False, note))
+    if any(h.hook == "post-commit" and h.state == "vivary" for h in out):
+        # A post-commit hook installed before these hooks came with it: the index follows commits only.
+        follow = ("the index follows commits only: `git vivary hooks install post-commit` adds this hook, so that it "
+                  "follows a switch, a pull, a merge and a rebase too")
+        out = [msgspec.structs.replace(h, note=follow) if h.hook in FOLLOW and h.state == "absent" and h.note is None
+               else h for h in out]
     gates = [h.roots for h in out if h.state == "vivary" and h.hook in GATES]
     hint = root_hint(top, gates[0]) if gates and top is not None else None
     return HooksReport(str(d), _hooks_path_config(cwd), out, m, hint)
