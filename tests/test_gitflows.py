@@ -238,6 +238,15 @@ def test_auto_index_follows_a_pull_a_switch_a_merge_and_a_rebase(repo: Repo, tmp
     git(me, "pull", "-q", "--no-rebase", "--no-edit")  # a merge commit: post-merge, not post-commit
     _recalls(me, "yerba mate gourd", "notes/mate")
     assert git(me, "rev-list", "--count", "--merges", "HEAD").strip() == "1"
+    # A burst of checkouts, none waited for: the runs queue on the index lock in no promised order, and each whose
+    # commit is no longer HEAD by its turn does nothing, so the index ends at the last one.
+    _upstream(repo, origin, "chai", "Masala chai with cardamom.")
+    _upstream(repo, origin, "matcha", "Matcha is whisked, never steeped.")
+    git(me, "fetch", "-q")
+    for start in ("origin/main~1", "origin/main", "origin/main~1"):
+        git(me, "switch", "-q", "--detach", start)
+    _recalls(me, "masala chai cardamom", "notes/chai")
+    assert not (me / "notes" / "matcha.md").exists()
 
 
 def test_the_checkout_hooks_index_nothing_without_auto_index(repo: Repo, tmp_path: Path) -> None:
