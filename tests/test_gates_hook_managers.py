@@ -276,7 +276,10 @@ def test_tracked_hooks_folder_is_not_rewritten(repo: Repo, cli: Any) -> None:
            "tracks)" in r.err
     assert r.out == ("# .githooks/pre-commit: add this line\ngit vivary hooks run pre-commit || exit $?\n\n"
                      "# .githooks/post-commit (a new file; then `chmod +x .githooks/post-commit` and commit it)\n"
-                     "#!/bin/sh\nexec git vivary hooks run post-commit\n")
+                     "#!/bin/sh\nexec git vivary hooks run post-commit\n"
+                     + "".join(f"\n# .githooks/{h} (a new file; then `chmod +x .githooks/{h}` and commit it)\n"
+                               f'#!/bin/sh\nexec git vivary hooks run {h} "$@"\n'
+                               for h in ("post-checkout", "post-merge", "post-rewrite")))
     assert snapshot(repo.path / ".githooks") == before and repo.git("status", "--porcelain") == ""
     assert sys.executable not in "".join(p.read_text() for p in (repo.path / ".githooks").iterdir())
 

@@ -12,7 +12,7 @@ import pytest
 from conftest import Repo, git
 
 from vivary_git.gates.guard import _read_minimal
-from vivary_git.gates.install import script
+from vivary_git.gates.install import HOOKS, script
 
 ROOT = Path(__file__).resolve().parents[1]
 TROPO = """version = 1
@@ -41,7 +41,7 @@ def commit(repo: Repo | Path, *args: str, path: str = "/usr/bin:/bin",
 
 
 def test_hook_files_in_the_repository_match_the_installer() -> None:
-    for hook in ("pre-commit", "pre-merge-commit", "post-commit"):
+    for hook in HOOKS:
         path = ROOT / "hooks" / hook
         assert path.read_text() == script(hook, None), f"regenerate {path} from vivary_git/gates/install.py"
         assert os.access(path, os.X_OK)
@@ -381,7 +381,7 @@ def test_install_root_checks_a_workspace_in_a_subfolder(repo: Repo, cli: Any, tm
     r = cli("hooks", "install", "--root", "docs", cwd=repo.path)
     assert r.code == 0 and "checks docs (was the top)" in r.out and "note:" not in r.out, r.out
     status = cli("hooks", "status", "--json", cwd=repo.path).json()
-    assert [h["roots"] for h in status["hooks"]] == [["docs"], ["docs"], []] and status["unchecked"] is None
+    assert [h["roots"] for h in status["hooks"]] == [["docs"], ["docs"], [], [], [], []] and status["unchecked"] is None
     assert "checks docs" in cli("hooks", "status", cwd=repo.path).out
     assert "hooks: " not in cli("doctor", cwd=repo.path).out
     repo.git("rm", "-q", "docs/modules/core.md")
@@ -459,7 +459,24 @@ def test_status_lines_up_every_hook_name(repo: Repo, cli: Any) -> None:
     workspace(repo)
     cli("hooks", "install", cwd=repo.path)
     rows = [line for line in cli("hooks", "status", cwd=repo.path).out.splitlines() if line.startswith("  ")]
-    assert [row.split()[0] for row in rows] == ["pre-commit", "pre-merge-commit", "post-commit"]
+    assert [row.split()[0] for row in rows] == ["pre-commit", "pre-merge-commit", "post-commit", "post-checkout",
+                                                "post-merge", "post-rewrite"]
     columns = {len(row) - len(row[2:].split(maxsplit=1)[1]) for row in rows}
     assert len(columns) == 1, rows
     assert rows[1].startswith("  pre-merge-commit  vivary (python ")
+
+
+def test_status_says_a_post_commit_hook_alone_leaves_the_index_behind_a_checkout(repo: Repo, cli: Any) -> None:
+    """A post-commit hook installed before post-checkout, post-merge and post-rewrite came with it: the index follows
+    commits only, and a switch or a pull leaves recall refusing it as stale. status says how to add them."""
+    workspace(repo)
+    assert cli("hooks", "install", "post-commit", cwd=repo.path).code == 0
+    assert cli("hooks", "uninstall", "post-checkout", "post-merge", "post-rewrite", cwd=repo.path).code == 0
+    rows = {r.split()[0]: r for r in cli("hooks", "status", cwd=repo.path).out.splitlines() if r.startswith("  ")}
+    for hook in ("post-checkout", "post-merge", "post-rewrite"):
+        assert rows[hook].endswith("not installed; the index follows commits only: `git vivary hooks install "
+                                   "post-commit` adds this hook, so that it follows a switch, a pull, a merge and a "
+                                   "rebase too"), rows[hook]
+    assert rows["pre-commit"].strip() == "pre-commit        not installed"
+    assert cli("hooks", "install", "post-commit", cwd=repo.path).code == 0
+    assert "follows commits only" not in cli("hooks", "status", cwd=repo.path).out

@@ -266,3 +266,48 @@ def test_a_first_push_to_an_empty_remote_judges_the_whole_tree(
     assert "modules/b.md:2: error W220: field 'depends': ref 'a' matches no document id" in refused.stdout
     assert "vivary: 1 document(s), 1 error(s), 0 warning(s) in refs/heads/topic" in refused.stdout
     assert _run(repo.path, env, "git", "push", "-q", "origin", "main").returncode == 0
+
+
+def test_the_local_recipe_keeps_the_auto_index_at_a_branch_checked_out(repo: Repo, tmp_path: Path) -> None:
+    """The recipe's vivary-index-checkout hook, run by the framework at post-checkout: the framework passes Git's
+    arguments in PRE_COMMIT_* variables, not as arguments, and the index follows the branch switched to."""
+    pytest.importorskip("hnswlib", reason="the embed extra is not installed")
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("needs /proc to see the background index finish")
+    text = (ROOT / "docs" / "hooks.md").read_text(encoding="utf-8")
+    blocks = [b.split("```", 1)[0] for b in text.split("```yaml\n")[1:]]
+    recipe = next(b for b in blocks if "repo: local" in b and "id: vivary-index-checkout" in b)
+    repo.commit("notes", files={
+        ".pre-commit-config.yaml": recipe,
+        ".vivary/memory.toml": '[memory]\nenabled = true\nprovider = "vivary-local"\n\n[memory.local]\n'
+                               'auto_index = true\n',
+        "notes/deploy.md": "# Deploy\n\nBlue green deploys.\n"})
+    repo.git("switch", "-q", "-c", "tea")
+    repo.commit("tea", files={"notes/tea.md": "# Tea\n\nGreen tea steeps at eighty degrees.\n"})
+    repo.git("switch", "-q", "main")
+    env = dict(os.environ, PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"), PRE_COMMIT_COLOR="never",
+               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    assert PRE_COMMIT is not None
+    r = subprocess.run([PRE_COMMIT, "install", "--hook-type", "post-checkout"], cwd=repo.path, env=env,
+                       capture_output=True, text=True, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert subprocess.run(["git", "vivary", "index", "--yes"], cwd=repo.path, env=env, capture_output=True,
+                          check=False).returncode == 0
+    switched = subprocess.run(["git", "switch", "tea"], cwd=repo.path, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, check=False)
+    assert switched.returncode == 0 and "vivary index (post-checkout)" in switched.stdout, switched.stdout
+    log = repo.path / ".git" / "vivary" / "index.log"
+    assert log.is_file(), "the hook started no index run"
+    while any(_holds_open(p, log) for p in Path("/proc").iterdir() if p.name.isdigit()):
+        os.sched_yield()
+    hit = subprocess.run(["git", "vivary", "recall", "green tea"], cwd=repo.path, env=env, capture_output=True,
+                         text=True, check=False)
+    assert hit.returncode == 0 and "notes/tea" in hit.stdout, hit.stderr + log.read_text()
+
+
+def _holds_open(proc: Path, path: Path) -> bool:
+    """Whether the process of /proc/PID `proc` has `path` open (a background index run writing its log)."""
+    try:
+        return any(os.readlink(fd) == str(path) for fd in (proc / "fd").iterdir())
+    except OSError:
+        return False

@@ -149,7 +149,8 @@ def test_status_in_a_bare_repository_says_client_hooks_do_not_apply(tmp_path: Pa
     assert status.returncode == 0, status.stderr
     # No commit is made on a server: a client hook that is not there is no news, so not three "not installed".
     assert "not installed" not in status.stdout.replace("pre-receive       not installed", ""), status.stdout
-    assert "client hooks (pre-commit, pre-merge-commit, post-commit) do not apply" in status.stdout, status.stdout
+    assert ("client hooks (pre-commit, pre-merge-commit, post-commit, post-checkout, post-merge, post-rewrite) do not "
+            "apply") in status.stdout, status.stdout
     assert "  pre-receive       not installed; `git vivary hooks install pre-receive` writes" in status.stdout
     report = json.loads(run_git_vivary(["hooks", "status", "--json"], bare).stdout)
     assert report["bare"] is True and [h["hook"] for h in report["hooks"]] == ["pre-receive"], report
@@ -160,4 +161,5 @@ def test_status_in_a_bare_repository_says_client_hooks_do_not_apply(tmp_path: Pa
     # With a work tree nothing changes: the client hooks, each named.
     here = json.loads(run_git_vivary(["hooks", "status", "--json"], repo.path).stdout)
     assert here["bare"] is False and [h["hook"] for h in here["hooks"]] == ["pre-commit", "pre-merge-commit",
-                                                                           "post-commit"], here
+                                                                           "post-commit", "post-checkout",
+                                                                           "post-merge", "post-rewrite"], here

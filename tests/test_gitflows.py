@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import subprocess
 import sys
@@ -173,3 +174,135 @@ def test_bisect_run_finds_the_commit_that_broke_a_reference_past_one_it_cannot_r
         repo.git("bisect", "reset")
     assert f"{culprit} is the first bad commit" in out, out
     assert "# skip: " in log, log
+
+
+def _background_index_done(repo: Path) -> None:
+    """Wait for the hooks' background index runs: each holds `.git/vivary/index.log` open (its output) until it
+    exits, and Git returns only once the hook that started it has."""
+    log = repo / ".git" / "vivary" / "index.log"
+    while any(_holds_open(int(p.name), log) for p in Path("/proc").iterdir() if p.name.isdigit()):
+        os.sched_yield()
+
+
+def _clone_with_auto_index(repo: Repo, tmp_path: Path, memory: str = LOCAL_AUTO) -> tuple[Path, Path]:
+    """origin (bare) with the notes, and a clone of it with the post-commit hooks installed and indexed."""
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("needs /proc to see the background index finish")
+    repo.commit("notes", {**MEMORY_NOTES, ".vivary/memory.toml": memory})
+    origin = _bare(tmp_path, "origin.git")
+    repo.git("push", "-q", f"file://{origin}", "main")
+    me = tmp_path / "me"
+    git(tmp_path, "clone", "-q", f"file://{origin}", str(me))
+    installed = run_git_vivary(["hooks", "install", "post-commit"], me)
+    assert installed.returncode == 0, installed.stderr
+    return origin, me
+
+
+def _upstream(repo: Repo, origin: Path, name: str, text: str) -> None:
+    repo.commit(name, {f"notes/{name}.md": f"# {name.title()}\n\n{text}\n"})
+    repo.git("push", "-q", f"file://{origin}", "main")
+
+
+def _recalls(me: Path, query: str, node: str) -> None:
+    _background_index_done(me)
+    r = run_git_vivary(["recall", query, "--json"], me)
+    log = me / ".git" / "vivary" / "index.log"
+    assert r.returncode == 0, r.stderr + (log.read_text() if log.is_file() else "(no background index ran)")
+    assert json.loads(r.stdout)[0]["node_id"] == node, r.stdout
+
+
+def test_auto_index_follows_a_pull_a_switch_a_merge_and_a_rebase(repo: Repo, tmp_path: Path) -> None:
+    # With auto_index = true only the post-commit hook indexed: a pull, a switch, a merge or a rebase that fast-forwards
+    # moves HEAD without a commit that hook sees, and the next recall refused the index as stale (exit 3) until
+    # `index --yes` by hand.
+    pytest.importorskip("hnswlib", reason="the embed extra is not installed")
+    origin, me = _clone_with_auto_index(repo, tmp_path)
+    assert run_git_vivary(["index", "--yes"], me).returncode == 0
+    _upstream(repo, origin, "tea", "Green tea steeps at eighty degrees.")
+    git(me, "pull", "-q", "--no-rebase")  # a fast-forward: post-merge
+    _recalls(me, "green tea", "notes/tea")
+    _upstream(repo, origin, "coffee", "Espresso needs a fine grind.")
+    git(me, "fetch", "-q")
+    git(me, "switch", "-q", "-c", "reading", "origin/main")  # post-checkout, flag 1
+    _recalls(me, "espresso grind", "notes/coffee")
+    git(me, "switch", "-q", "main")
+    _recalls(me, "green tea", "notes/tea")
+    _upstream(repo, origin, "cocoa", "Hot cocoa wants whole milk.")
+    git(me, "fetch", "-q")
+    git(me, "rebase", "-q", "origin/main")  # fast-forwards: post-checkout, and no commit
+    _recalls(me, "hot cocoa milk", "notes/cocoa")
+    (me / "notes" / "mine.md").write_text("# Mine\n\nMy own note on oolong.\n")
+    git(me, "add", "-A")
+    git(me, "commit", "-q", "-m", "mine")
+    _upstream(repo, origin, "mate", "Yerba mate in a gourd.")
+    git(me, "pull", "-q", "--no-rebase", "--no-edit")  # a merge commit: post-merge, not post-commit
+    _recalls(me, "yerba mate gourd", "notes/mate")
+    assert git(me, "rev-list", "--count", "--merges", "HEAD").strip() == "1"
+    # A burst of checkouts, none waited for: the runs queue on the index lock in no promised order, and each whose
+    # commit is no longer HEAD by its turn does nothing, so the index ends at the last one.
+    _upstream(repo, origin, "chai", "Masala chai with cardamom.")
+    _upstream(repo, origin, "matcha", "Matcha is whisked, never steeped.")
+    git(me, "fetch", "-q")
+    for start in ("origin/main~1", "origin/main", "origin/main~1"):
+        git(me, "switch", "-q", "--detach", start)
+    _recalls(me, "masala chai cardamom", "notes/chai")
+    assert not (me / "notes" / "matcha.md").exists()
+
+
+def test_the_checkout_hooks_index_nothing_without_auto_index(repo: Repo, tmp_path: Path) -> None:
+    off = '[memory]\nenabled = true\nprovider = "vivary-local"\n'
+    origin, me = _clone_with_auto_index(repo, tmp_path, off)
+    _upstream(repo, origin, "tea", "Green tea steeps at eighty degrees.")
+    pulled = subprocess.run(["git", "pull", "-q", "--no-rebase"], cwd=me, capture_output=True, text=True, check=False)
+    switched = subprocess.run(["git", "switch", "-q", "-c", "other", "HEAD~1"], cwd=me, capture_output=True,
+                              text=True, check=False)
+    assert (pulled.returncode, pulled.stdout + pulled.stderr) == (0, "")
+    assert (switched.returncode, switched.stdout + switched.stderr) == (0, "")
+    _background_index_done(me)
+    assert not (me / ".git" / "vivary" / "memory").exists()
+    log = me / ".git" / "vivary" / "index.log"
+    assert log.is_file(), "the hooks started their run, which said nothing"
+    assert log.read_text() == ""
+
+
+def test_a_users_own_post_checkout_hook_still_runs(repo: Repo, tmp_path: Path) -> None:
+    repo.commit("notes", {"notes/a.md": "# A\n"})
+    hook = repo.path / ".git" / "hooks" / "post-checkout"
+    hook.write_text('#!/bin/sh\necho "$@" >> "$(git rev-parse --git-dir)/mine.log"\n')
+    hook.chmod(0o755)
+    installed = run_git_vivary(["hooks", "install", "post-commit"], repo.path)
+    assert installed.returncode == 0, installed.stderr
+    assert "post-checkout: installed" in installed.stdout and "post-checkout.local and runs first" in installed.stdout
+    old = repo.git("rev-parse", "HEAD").strip()
+    repo.commit("b", {"notes/b.md": "# B\n"})
+    repo.git("switch", "-q", "--detach", old)
+    assert (repo.path / ".git" / "mine.log").read_text().split() == [repo.git("rev-parse", "main").strip(), old, "1"]
+    status = run_git_vivary(["hooks", "status"], repo.path).stdout
+    assert "post-checkout     vivary (python " in status and "runs post-checkout.local first" in status, status
+    removed = run_git_vivary(["hooks", "uninstall"], repo.path)
+    assert "post-checkout: removed; restored your previous hook from post-checkout.local" in removed.stdout
+    assert hook.read_text().startswith('#!/bin/sh\necho "$@"')
+
+
+@pytest.mark.parametrize(("hook", "args", "env", "moves"), [
+    ("post-checkout", ["a" * 40, "b" * 40, "1"], {}, True),
+    ("post-checkout", ["a" * 40, "a" * 40, "0"], {}, False),  # git checkout -- FILE: HEAD stays
+    ("post-checkout", ["a" * 40, "a" * 40, "1"], {}, False),  # a branch at the same commit: the same tree
+    ("post-checkout", ["0" * 40, "b" * 40, "1"], {}, True),  # git worktree add
+    ("post-merge", ["0"], {}, True),
+    ("post-merge", ["1"], {}, False),  # --squash makes no commit
+    ("post-rewrite", ["rebase"], {}, True),
+    ("post-rewrite", ["amend"], {}, False),  # post-commit follows an amend
+    # The pre-commit framework passes no arguments, only its variables.
+    ("post-checkout", [], {"PRE_COMMIT_FROM_REF": "a" * 40, "PRE_COMMIT_TO_REF": "a" * 40,
+                           "PRE_COMMIT_CHECKOUT_TYPE": "0"}, False),
+    ("post-merge", [], {"PRE_COMMIT_IS_SQUASH_MERGE": "1"}, False),
+    ("post-rewrite", [], {"PRE_COMMIT_REWRITE_COMMAND": "rebase"}, True),
+])
+def test_which_checkouts_move_head(hook: str, args: list[str], env: dict[str, str], moves: bool,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from vivary_git.commands.hooks import moves_head
+
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert moves_head(hook, args) is moves

@@ -25,25 +25,30 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "2 usage error, 3 refused install (docs/hooks.md).",
     )
     hs = p.add_subparsers(dest="hooks_command", metavar="ACTION", required=True)
-    names = ("pre-commit", "pre-merge-commit", "post-commit")
+    from vivary_git.gates.install import HOOKS as names
+
     i = hs.add_parser("install", help="install the hooks (default: pre-commit and pre-merge-commit; post-commit is "
-                      "opt-in; in a bare repository: pre-receive)",
+                      "opt-in and brings post-checkout, post-merge and post-rewrite; in a bare repository: "
+                      "pre-receive)",
                       description="Install plain Git hooks. pre-commit checks the staged tree and refuses "
                       "private files, and pre-merge-commit does the same for a merge that commits by itself (Git "
                       "runs that one, not pre-commit, for `git merge`); post-commit (opt-in) refreshes the memory "
-                      "index. pre-receive, for the repository a server takes pushes into, refuses a push that "
-                      "gives a branch or a tag a graph error: hooks/pre-receive, or hooks/pre-receive.d/vivary where "
-                      "that folder is (Gitea, Forgejo).")
+                      "index, and post-checkout, post-merge and post-rewrite, installed with it, refresh it when a "
+                      "switch, a pull, a merge or a rebase moves HEAD without a commit of its own. pre-receive, "
+                      "for the repository a server takes pushes into, refuses a push that gives a branch or a tag "
+                      "a graph error: hooks/pre-receive, or hooks/pre-receive.d/vivary where that folder is (Gitea, "
+                      "Forgejo).")
     i.add_argument("hooks", nargs="*", metavar="HOOK",
-                   help="pre-commit, pre-merge-commit, post-commit and/or pre-receive (default: pre-commit and "
-                   "pre-merge-commit; in a bare repository: pre-receive)")
+                   help="pre-commit, pre-merge-commit, post-commit (with post-checkout, post-merge, post-rewrite) "
+                   "and/or pre-receive (default: pre-commit and pre-merge-commit; in a bare repository: pre-receive)")
     i.add_argument("--python", metavar="PATH", help="the Python the hooks run vivary-git with (default: this one)")
     i.add_argument("--root", action="append", metavar="DIR",
                    help="a workspace folder the hooks check (repeat for several; `.` is the top; default: what an "
                    "earlier install chose, else the top); for pre-receive a folder of each pushed tree")
     u = hs.add_parser("uninstall", help="remove vivary's hooks and restore the ones they replaced")
     u.add_argument("hooks", nargs="*", metavar="HOOK",
-                   help="pre-commit, pre-merge-commit, post-commit and/or pre-receive (default: all of them)")
+                   help="pre-commit, pre-merge-commit, post-commit, post-checkout, post-merge, post-rewrite "
+                   "and/or pre-receive (default: all of them)")
     s = hs.add_parser("status", help="say which hooks are installed and what they run")
     s.add_argument("--json", action="store_true", help="print JSON for programs and agents")
     r = hs.add_parser("run", help="what an installed hook runs (the line to put in a husky or shared hook file, "
@@ -80,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
         managed = not args.hooks and install.detect_manager(cwd) is not None
         names = install.check_hook_names(list(dict.fromkeys(args.hooks or (["pre-commit"] if managed
                                                                              else list(install.GATES)))))
+        if "post-commit" in names:  # auto-indexing follows HEAD, which more than a commit moves
+            names = list(dict.fromkeys([*names, *install.FOLLOW]))
         roots = hook_roots(cwd, args.root) if args.root else None
         if args.python is not None and any(ord(c) < 32 or ord(c) == 127 for c in args.python):
             from vivary_git.errors import UsageError
@@ -126,6 +133,8 @@ def run(args: argparse.Namespace) -> int:
     workspaces = _run_roots(cwd, args.root) if action == "run" else []
     if action == "post-commit" or (action == "run" and args.hook == "post-commit"):
         return post_commit(workspaces)
+    if action == "run" and args.hook in FOLLOW_ENV:
+        return after_head_moved(args.hook, args.hook_args, workspaces)
     # `run pre-commit` (and `run pre-merge-commit`, the same for a merge): both gates in one process (one
     # interpreter start per commit), both reported. For a merge the index holds the merged tree, and HEAD is the
     # branch merged into: what the merge brings in is what is new. The guard reads the whole repository (every
@@ -242,7 +251,42 @@ def post_commit(roots: list[tuple[Path, str]] | None = None) -> int:
     return _index_in_background(roots or [])
 
 
-def _index_in_background(roots: list[tuple[Path, str]]) -> int:
+# Where the pre-commit framework puts what Git hands each hook (it passes no arguments to a hook's entry).
+FOLLOW_ENV = {"post-checkout": ("PRE_COMMIT_FROM_REF", "PRE_COMMIT_TO_REF", "PRE_COMMIT_CHECKOUT_TYPE"),
+              "post-merge": ("PRE_COMMIT_IS_SQUASH_MERGE",),
+              "post-rewrite": ("PRE_COMMIT_REWRITE_COMMAND",)}
+
+
+def moves_head(hook: str, hook_args: list[str]) -> bool:
+    """Whether what Git ran before `hook` (post-checkout, post-merge, post-rewrite) left HEAD at a commit the
+    post-commit hook did not see, so the auto-index has to follow it. Not: a file checkout (`git checkout -- FILE`,
+    flag 0) or a checkout that stays at the same commit, since the index is of HEAD's tree (recall of a working
+    tree that differs from HEAD is stale whatever the hooks do, and uncommitted edits are never indexed behind the
+    user's back); a squash merge, which makes no commit; an amend, whose post-commit run already follows it."""
+    import os
+
+    given = hook_args or [os.environ.get(name, "") for name in FOLLOW_ENV[hook]]
+    if hook == "post-checkout":
+        old, new, branch = [*given, "", "", "1"][:3]
+        return branch != "0" and not (old and old == new)
+    if hook == "post-merge":
+        return given[0] != "1"
+    return given[0] != "amend"
+
+
+def after_head_moved(hook: str, hook_args: list[str], roots: list[tuple[Path, str]] | None = None) -> int:
+    """post-checkout, post-merge, post-rewrite: the post-commit hook's background index, at the commit HEAD is at
+    now, when the Git command moved HEAD there (`moves_head`). The same approval (`auto_index = true`), the same
+    silence, the same rule: a run whose commit is no longer HEAD when its turn comes does nothing, so a burst of
+    checkouts leaves the work of the last one."""
+    from vivary_git.main import build_parser
+
+    if not moves_head(hook, hook_args) or "--auto" not in _index_options(build_parser()):
+        return EXIT_OK
+    return _index_in_background(roots or [], hook)
+
+
+def _index_in_background(roots: list[tuple[Path, str]], hook: str = "post-commit") -> int:
     import os
     import subprocess
 
@@ -263,7 +307,7 @@ def _index_in_background(roots: list[tuple[Path, str]]) -> int:
         mode = "wb" if log_path.is_file() and log_path.stat().st_size > _LOG_LIMIT else "ab"
         log = open(log_path, mode)  # noqa: SIM115 - handed to the child, closed here once it has it
     except (VivaryError, OSError) as err:
-        print(f"vivary: post-commit: the memory index was not refreshed ({shown(str(err))})", file=sys.stderr)
+        print(f"vivary: {hook}: the memory index was not refreshed ({shown(str(err))})", file=sys.stderr)
         return EXIT_OK
     args = [*POST_COMMIT[:-1], commit] if POST_COMMIT[-1] == "HEAD" else list(POST_COMMIT)
     # The commit's temporary index (`git commit -a`, `git commit PATH`) is gone once the hook returns.
@@ -276,7 +320,7 @@ def _index_in_background(roots: list[tuple[Path, str]]) -> int:
                                  stdout=log, stderr=log, env=env, start_new_session=True, close_fds=True)
         except OSError as err:  # the Python running this cannot be run again (moved, no longer executable)
             why = f"{err.filename}: {err.strerror}" if err.filename and err.strerror else str(err)
-            print(f"vivary: post-commit: could not start the memory index ({shown(why)})", file=sys.stderr)
+            print(f"vivary: {hook}: could not start the memory index ({shown(why)})", file=sys.stderr)
     return EXIT_OK
 
 
