@@ -3,7 +3,9 @@ installed once per session.
 
 They come from the npm registry with the ordinary client, into a folder of their own (never the
 repository): a temporary one, or VIVARY_TEST_NPM_HOME to keep them across sessions. A test that
-needs one skips, saying why, only when npm is missing or cannot install the package.
+needs one skips, saying why, only when npm is missing or cannot install the package. A registry that does not
+answer is waited for once: after one install runs out of time, every later one skips at once with the same
+reason, so a slow registry costs the suite one wait, not one per package.
 """
 
 from __future__ import annotations
@@ -11,9 +13,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
+
+_UNANSWERED: list[str] = []  # the install that ran out of time, once one has
 
 
 def npm_install(home: Path, spec: str) -> Path:
@@ -26,16 +31,23 @@ def npm_install(home: Path, spec: str) -> Path:
     name = spec.rsplit("@", 1)[0] if spec.count("@") > (1 if spec.startswith("@") else 0) else spec
     if (modules / name / "package.json").is_file():
         return modules
+    if _UNANSWERED:
+        pytest.skip(f"npm could not install {_UNANSWERED[0]} within 10 minutes, so {spec} is not tried "
+                    "(is the npm registry reachable?)")
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "package.json").write_text('{"name": "vivary-test-tools", "private": true}\n')
     # A registry mirror can be caught between two releases of a dependency (`ETARGET`: a version its index
-    # names is not there yet): seen here once, and the next install worked. So three tries before a skip.
+    # names is not there yet): seen here once, and the next install worked. So three tries before a skip, all
+    # within 10 minutes.
+    deadline = time.monotonic() + 600
     for _ in range(3):
         try:
             proc = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--no-save", spec], cwd=folder,
-                                  capture_output=True, text=True, timeout=600, check=False,
+                                  capture_output=True, text=True, timeout=max(1.0, deadline - time.monotonic()),
+                                  check=False,
                                   env=dict(os.environ, npm_config_cache=str(home / "npm-cache")))
         except subprocess.TimeoutExpired:
+            _UNANSWERED.append(spec)
             pytest.skip(f"npm could not install {spec} within 10 minutes (is the npm registry reachable?)")
         if proc.returncode == 0 and (modules / name / "package.json").is_file():
             break
