@@ -16,7 +16,6 @@ notes a question names go first, in the order the ranking gave them, and the res
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -25,12 +24,11 @@ from vivary_git.textsearch import fold
 __all__ = ["ALIAS_FIELDS", "Names", "first", "key", "names_of"]
 
 ALIAS_FIELDS = ("aliases", "alias")
-_SPACE = re.compile(r"\s+")
 
 
 def key(text: str) -> str:
     """`text` as names are compared: folded, white space collapsed and trimmed."""
-    return _SPACE.sub(" ", fold(text)).strip()
+    return " ".join(fold(text).split())
 
 
 def names_of(id: str, path: str, title: str, fields: Mapping[str, Any]) -> set[str]:
