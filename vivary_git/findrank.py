@@ -14,7 +14,9 @@ be shown and nothing else is read) and orders the pool by BM25F:
   (`repetition`) decide more than its common ones (`plugins`);
 - a term in the ID or title counts once more (`TITLED`);
 - English function words (`did`, `with`, `my`: `FUNCTION_WORDS`) are left out of the question, as
-  `query` leaves out its stopwords.
+  `query` leaves out its stopwords;
+- a note the question names (its title, file name, id or an alias, compared as titlematch.py compares
+  them) comes first: in any script, what the words' scores say of it.
 
 Everything is computed from the pool alone (public notes, their public edges), so a private note
 changes no public note's place, as in `query`. Ties keep `query`'s order (score, path, ID).
@@ -29,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from vivary_git.models import Edge, Node, Note
 from vivary_git.searchindex import node_sources
 from vivary_git.textsearch import fold, word_counts
+from vivary_git.titlematch import first, key, names_of
 
 # Per source, in `query.SOURCES` order (id+title, frontmatter, path, body, edge text): a hit's weight, and
 # how much the source's length normalises it (0: not at all, 1: fully).
@@ -60,9 +63,10 @@ def pool_size(k: int) -> int:
 
 
 def order(nodes: Sequence[Node], notes: Mapping[str, Note], edges: Sequence[Sequence[Edge]],
-          terms: Sequence[str]) -> list[int]:
+          terms: Sequence[str], asked: str = "") -> list[int]:
     """Positions of `nodes` (`query`'s order, each with its public outbound `edges`) best first for the
-    query `terms` (`query.terms_of`: repeated terms count each time)."""
+    query `terms` (`query.terms_of`: repeated terms count each time); the notes the question `asked` names
+    first."""
     weights = Counter(t for t in terms if t not in FUNCTION_WORDS) or Counter(terms)
     counts: list[list[Counter[str]]] = []
     lengths: list[list[int]] = []
@@ -84,7 +88,12 @@ def order(nodes: Sequence[Node], notes: Mapping[str, Note], edges: Sequence[Sequ
             if tf:
                 score += times * idf[t] * (tf / (K1 + tf) + (TITLED if doc[0][t] else 0.0))
         scores.append(score)
-    return sorted(range(n), key=lambda i: (-scores[i], i))
+    ranked = sorted(range(n), key=lambda i: (-scores[i], i))
+    wanted = key(asked)
+    if not wanted:
+        return ranked
+    return first(ranked, (i for i, node in enumerate(nodes)
+                          if wanted in names_of(node.id, node.path, node.title, notes[node.blob].fields)))
 
 
 def _counts(text: str, weights: Mapping[str, int]) -> Counter[str]:

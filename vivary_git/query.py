@@ -392,7 +392,7 @@ def find(
     by_id = graph.by_id()
     pool = [by_id[h.id] for h in q.results]
     ranked = findrank.order(pool, notes, [[Edge(h.id, e.field, e.to) for e in h.edges or ()] for h in q.results],
-                            terms_of(text))[:k]
+                            terms_of(text), text)[:k]
     phrase, terms = fold(text).strip(), terms_of(text)
     hits = []
     for i in ranked:

@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from vivary_git.memory.local.embed import Embedder
     from vivary_git.memory.local.signals import Signals
     from vivary_git.memory.state import LocalStateStore, StateStore
+    from vivary_git.titlematch import Names
     from vivary_git.workspace import Workspace
 
 
@@ -262,6 +263,8 @@ class RecallSession:
         self._complete = all(e.node_id in nodes for e in entries)
         self._scopes: dict[Any, _Scope] = {}
         self._signals: Signals | None = None
+        self._names: Names | None = None
+        self._frontmatter: list[dict[str, Any]] | None = None
         # Edge maps of the whole snapshot are built only when asked for: the outbound map for filters, the
         # map of every node's edges for a session's second batch of queries on (`_edge_context`).
         self._outbound: dict[str, list[MemoryEdge]] | None = None
@@ -409,6 +412,9 @@ class RecallSession:
             if FIELD_NUDGE or DATE_NUDGE or NEXT_NUDGE:
                 lead = lexical[0][0] if lexical and vectors and lexical[0][0] == vectors[0][0] else None
                 ranked = self._nudged(query, ranked, scope, lead)
+        named = self._named(query, scope)
+        if named:
+            ranked = named_first(ranked, named)
         hits: list[RecallHit] = []
         for doc, score, reason in ranked:
             entry = self._entries[doc]
@@ -423,18 +429,35 @@ class RecallSession:
                 break
         return hits
 
+    def _fields(self) -> list[dict[str, Any]]:
+        """Each entry's frontmatter ({} for a note of another snapshot or one that could not be parsed), its
+        notes read the first time: the snapshot recall loads leaves them out (provider.py)."""
+        if self._frontmatter is None:
+            nodes = [self._nodes.get(e.node_id) for e in self._entries]
+            blobs = [n.blob for n in nodes if n is not None]
+            notes = self.memory.ws.notes_for(blobs) if blobs else {}
+            self._frontmatter = [notes[n.blob].fields if n is not None and notes[n.blob].problem is None else {}
+                                 for n in nodes]
+        return self._frontmatter
+
+    def _named(self, query: str, scope: _Scope | None) -> list[int]:
+        """The entries in `scope` that `query` names (titlematch.py): their title, file name, id or an alias."""
+        if self._names is None:
+            from vivary_git.titlematch import Names, names_of
+
+            nodes = (self._nodes.get(e.node_id) for e in self._entries)
+            self._names = Names(names_of(n.id, n.path, n.title, fields) if n is not None else ()
+                                for n, fields in zip(nodes, self._fields(), strict=True))
+        return [d for d in self._names.named(query) if scope is None or scope.mask[d]]
+
     def signals(self) -> Signals:
         """The snapshot's signals (signals.py), numbered as the entries; its notes are read the first time."""
         if self._signals is None:
             from vivary_git.memory.local.signals import Signals
 
             nodes = [self._nodes.get(e.node_id) for e in self._entries]
-            blobs = [n.blob for n in nodes if n is not None]
-            notes = self.memory.ws.notes_for(blobs) if blobs else {}
-            fields = [notes[n.blob].fields if n is not None and notes[n.blob].problem is None else {}
-                      for n in nodes]
             self._signals = Signals([n.path if n is not None else "" for n in nodes],
-                                    [e.node_id for e in self._entries], fields,
+                                    [e.node_id for e in self._entries], self._fields(),
                                     ((e.source_id, e.field, e.target_id) for e in self.snapshot.edges))
         return self._signals
 
@@ -513,3 +536,20 @@ def fuse(lexical: Sequence[tuple[int, float]], vector: Sequence[tuple[int, float
         scored.append((doc, score, "hybrid: " + ", ".join(parts), vr or 1 << 30))
     scored.sort(key=lambda s: (-s[1], s[3], s[0]))
     return [(doc, score, reason) for doc, score, reason, _ in scored]
+
+
+def named_first(ranked: Sequence[tuple[int, float, str]], named: Sequence[int]) -> list[tuple[int, float, str]]:
+    """`ranked` with the `named` entries first, in the order it gave them (one it left out after those it
+    has), each scored at least the best score: a note asked for by its name comes first in every mode."""
+    place = {doc: i for i, (doc, _, _) in enumerate(ranked)}
+    top = ranked[0][1] if ranked else 1.0
+    lifted = []
+    for doc in sorted(set(named), key=lambda d: (place.get(d, 1 << 30), d)):
+        at = place.get(doc)
+        if at is None:
+            lifted.append((doc, top, "named by the query"))
+        else:
+            _, score, reason = ranked[at]
+            lifted.append((doc, max(score, top), f"{reason}; named by the query"))
+    lift = {doc for doc, _, _ in lifted}
+    return lifted + [r for r in ranked if r[0] not in lift]
