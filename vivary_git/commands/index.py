@@ -69,9 +69,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                       help="approve indexing: put the public notes into the provider's index (vivary-local: "
                       "incremental)")
     mode.add_argument("--auto", action="store_true",
-                      help="the hooks' path (post-commit, post-checkout, post-merge, post-rewrite): index when [memory.local] auto_index = true (that is the "
-                      "approval), else exit 0 silently; prints nothing on success. With --rev, a commit that is no "
-                      "longer HEAD when its turn comes (amended, or followed by the next of a rebase) is not indexed")
+                      help="the hooks' path (post-commit, post-checkout, post-merge, post-rewrite): index when "
+                      "[memory.local] auto_index = true (that is the approval), else exit 0 silently; prints "
+                      "nothing on success. With --rev, a commit that is no longer HEAD when its turn comes "
+                      "(amended, or followed by the next of a rebase) is not indexed")
     p.set_defaults(run=run)
 
 
