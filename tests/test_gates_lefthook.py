@@ -322,3 +322,16 @@ def test_lefthook_config_that_is_a_fifo_is_not_read(repo: Repo, cli: Any) -> Non
     _installed(repo)
     r = cli("hooks", "status", cwd=repo.path)
     assert r.code == 0 and "lefthook.yml does not run vivary" in r.out, r.out + r.err
+
+
+def test_snippet_quotes_a_root_yaml_would_misread_and_takes_a_free_name(repo: Repo, cli: Any) -> None:
+    # A folder named `my #docs` in a plain YAML value starts a comment: lefthook would run the check on the top.
+    repo.commit("start", {"my #docs/tropo.toml": TROPO, "lefthook.yml": CONFIG + "    vivary:\n      run: echo old\n"})
+    r = cli("hooks", "install", "pre-commit", "--root", "my #docs", cwd=repo.path)
+    assert r.code == 3, r.err
+    assert r.out == ("# lefthook.yml: under `pre-commit:`, in its `commands:`\n    vivary-2:\n"
+                     """      run: "git vivary hooks run pre-commit --root 'my #docs'"\n\n# then: lefthook install\n""")
+    with (repo.path / "lefthook.yml").open("a") as f:
+        f.write(advice(r.out))
+    _installed(repo)
+    assert "pre-commit        lefthook's hook: lefthook.yml runs vivary" in cli("hooks", "status", cwd=repo.path).out

@@ -98,14 +98,22 @@ def runs_vivary(top: Path, hook: str, pattern: re.Pattern[str]) -> bool:
     return False
 
 
-def _hook_entries(data: Any, hook: str) -> str | None:
-    """How the config lists `hook`'s entries already ("commands", "jobs"), or None when it has no such key."""
+def _hook_entries(data: Any, hook: str) -> tuple[str | None, set[str]]:
+    """How the config lists `hook`'s entries already ("commands", "jobs", None: it has no such key), and the
+    command names taken there."""
     entry = data.get(hook) if isinstance(data, dict) else None
     if not isinstance(entry, dict):
-        return None
+        return None, set()
     if isinstance(entry.get("jobs"), list):
-        return "jobs"
-    return "commands" if isinstance(entry.get("commands"), dict) else None
+        return "jobs", set()
+    commands = entry.get("commands")
+    return ("commands", {str(k) for k in commands}) if isinstance(commands, dict) else (None, set())
+
+
+def _scalar(text: str) -> str:
+    """`text` as a YAML value: plain when it is only words, paths and lefthook's {N}, else double-quoted (a root
+    named `a #b` would start a comment, one named `a: b` a mapping)."""
+    return text if re.fullmatch(r"[\w./{} -]+", text) else json.dumps(text)
 
 
 def snippet(top: Path, config: str, hooks: list[str], names: dict[str, str], args: str) -> str:
@@ -118,16 +126,21 @@ def snippet(top: Path, config: str, hooks: list[str], names: dict[str, str], arg
     blocks: list[str] = []
     for hook in hooks:
         run = f"git vivary hooks run {hook}{args}{ARGS.get(hook, '')}"
+        style, taken = _hook_entries(data, hook)
         name = names[hook]
-        style = _hook_entries(data, hook)
+        for n in range(2, 2 + len(taken)):  # a name the config has already would be a duplicate key
+            if name not in taken:
+                break
+            name = f"{names[hook]}-{n}"
         if toml:  # a TOML table adds to what is there whatever the file lists already
             fresh.append(f"[{hook}.commands.{name}]\nrun = {json.dumps(run)}")
         elif style == "jobs":
-            blocks.append(f"# {config}: under `{hook}:`, in its `jobs:` list\n    - name: {name}\n      run: {run}")
+            blocks.append(f"# {config}: under `{hook}:`, in its `jobs:` list\n    - name: {name}\n"
+                          f"      run: {_scalar(run)}")
         elif style == "commands":
-            blocks.append(f"# {config}: under `{hook}:`, in its `commands:`\n    {name}:\n      run: {run}")
+            blocks.append(f"# {config}: under `{hook}:`, in its `commands:`\n    {name}:\n      run: {_scalar(run)}")
         else:
-            fresh.append(f"{hook}:\n  commands:\n    {name}:\n      run: {run}")
+            fresh.append(f"{hook}:\n  commands:\n    {name}:\n      run: {_scalar(run)}")
     if fresh:
         new = "" if path.is_file() else " (a new file)"
         where = "" if toml or path.suffix in (".yml", ".yaml") or not path.is_file() else \
