@@ -2,9 +2,9 @@
 config runs vivary, and the lines to add to it.
 
 `lefthook install` writes one script per hook its config names into Git's hooks folder, each calling `lefthook run
-NAME`; a script already there is renamed `NAME.old`, and lefthook never runs that one. Its next install (every `npm
-install` runs one, and `lefthook run` re-installs when the config changed) would do that to a script of ours, and
-the gate would stop without a word. So vivary writes nothing there and says what to add to lefthook's config.
+NAME`; a script already there is renamed `NAME.old`, and lefthook never runs that one. Its next install (its npm
+package runs one when it is installed) would do that to a script of ours, and the gate would stop without a word
+(seen with lefthook 2.2.4). So vivary writes nothing there and says what to add to lefthook's config.
 
 The config is a committed file, a stranger's input: read up to a size limit, parsed by a safe loader, walked only
 along the few keys lefthook runs commands from, a bounded number of nodes, never executed.
