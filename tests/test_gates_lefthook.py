@@ -261,6 +261,11 @@ post-checkout:
   commands:
     other:
       run: echo checked out
+post-merge:
+  skip: true
+  commands:
+    index:
+      run: git vivary hooks run post-merge {1}
 """, "lefthook-local.yml": "post-rewrite:\n  commands:\n    v:\n      run: git vivary hooks run post-rewrite {1}\n"})
     _installed(repo, ("pre-commit", "post-commit", "post-checkout", "post-merge", "post-rewrite"))
     report = cli("hooks", "status", "--json", cwd=repo.path).json()
@@ -275,8 +280,9 @@ post-checkout:
                      "      run: git vivary hooks run post-commit\n\n"
                      "# lefthook.yml: under `post-checkout:`, in its `commands:`\n    vivary-index-checkout:\n"
                      "      run: git vivary hooks run post-checkout {1} {2} {3}\n\n"
-                     "# lefthook.yml: add at the top level\npost-merge:\n  commands:\n    vivary-index-merge:\n"
-                     "      run: git vivary hooks run post-merge {1}\n\n# then: lefthook install\n")
+                     "# lefthook.yml: under `post-merge:`, in its `commands:` (and remove its `skip: true`, which "
+                     "skips all of it)\n    vivary-index-merge:\n      run: git vivary hooks run post-merge {1}\n\n"
+                     "# then: lefthook install\n")
 
 
 def test_snippet_in_lefthooks_jobs_and_toml_styles(repo: Repo, cli: Any) -> None:

@@ -65,8 +65,9 @@ def _load(path: Path) -> tuple[Any, str]:
 
 
 def _runs(hook: Any, budget: list[int], depth: int = 0) -> Iterator[str]:
-    """The `run` lines of one hook's commands and jobs (groups of jobs included), skipping those marked `skip: true`."""
-    if not isinstance(hook, dict) or depth > 8:
+    """The `run` lines of one hook's commands and jobs (groups of jobs included), leaving out what `skip: true` marks
+    (a conditional `skip`, a list of when, still runs at other times)."""
+    if not isinstance(hook, dict) or depth > 8 or hook.get("skip") is True:  # a whole hook or group skipped
         return
     entries: list[Any] = []
     commands = hook.get("commands")
@@ -127,6 +128,9 @@ def snippet(top: Path, config: str, hooks: list[str], names: dict[str, str], arg
     for hook in hooks:
         run = f"git vivary hooks run {hook}{args}{ARGS.get(hook, '')}"
         style, taken = _hook_entries(data, hook)
+        entry = data.get(hook) if isinstance(data, dict) else None
+        skipped = " (and remove its `skip: true`, which skips all of it)" if isinstance(entry, dict) and \
+            entry.get("skip") is True else ""
         name = names[hook]
         for n in range(2, 2 + len(taken)):  # a name the config has already would be a duplicate key
             if name not in taken:
@@ -135,10 +139,11 @@ def snippet(top: Path, config: str, hooks: list[str], names: dict[str, str], arg
         if toml:  # a TOML table adds to what is there whatever the file lists already
             fresh.append(f"[{hook}.commands.{name}]\nrun = {json.dumps(run)}")
         elif style == "jobs":
-            blocks.append(f"# {config}: under `{hook}:`, in its `jobs:` list\n    - name: {name}\n"
+            blocks.append(f"# {config}: under `{hook}:`, in its `jobs:` list{skipped}\n    - name: {name}\n"
                           f"      run: {_scalar(run)}")
         elif style == "commands":
-            blocks.append(f"# {config}: under `{hook}:`, in its `commands:`\n    {name}:\n      run: {_scalar(run)}")
+            blocks.append(f"# {config}: under `{hook}:`, in its `commands:`{skipped}\n    {name}:\n"
+                          f"      run: {_scalar(run)}")
         else:
             fresh.append(f"{hook}:\n  commands:\n    {name}:\n      run: {_scalar(run)}")
     if fresh:
