@@ -18,10 +18,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "hooks", help="Git hooks: install/uninstall/status, and what the hooks run",
         description="Plain Git hooks for repositories without a hook manager. `install` puts them where Git "
         "looks (core.hooksPath and worktrees respected) and keeps an existing hook as NAME.local, run first; "
-        "`uninstall` restores it byte for byte. Where husky, the pre-commit framework or a core.hooksPath folder "
-        "inside the work tree owns the hooks, `install` writes nothing: it prints the lines to add to that "
-        "manager's file and exits 3. On a server, `install pre-receive` (the default in a bare repository) "
-        "writes the hook that checks every push. Exit 0 ok, 1 refused commit or push (run, privacy-guard), "
+        "`uninstall` restores it byte for byte. Where husky, the pre-commit framework, lefthook or a "
+        "core.hooksPath folder inside the work tree owns the hooks, `install` writes nothing: it prints the lines "
+        "to add to that manager's file and exits 3. On a server, `install pre-receive` (the default in a bare "
+        "repository) writes the hook that checks every push. Exit 0 ok, 1 refused commit or push (run, privacy-guard), "
         "2 usage error, 3 refused install (docs/hooks.md).",
     )
     hs = p.add_subparsers(dest="hooks_command", metavar="ACTION", required=True)
@@ -345,8 +345,7 @@ def _status(cwd: Path, as_json: bool) -> int:
     print(f"hooks folder: {shown(report.hooks_dir)}{where}")
     m = report.manager
     if m is not None:
-        name = {"husky": "husky", "pre-commit": "the pre-commit framework",
-                "shared-folder": "a shared hooks folder"}.get(m.kind, m.kind)
+        name = install.MANAGER_NAMES.get(m.kind, m.kind)
         print(f"managed by {shown(name)} ({shown(m.detail)}): vivary writes none of its files")
     if report.bare:
         print(f"a bare repository: client hooks ({', '.join(install.HOOKS)}) do not apply, since Git runs them "
@@ -370,6 +369,8 @@ def _status(cwd: Path, as_json: bool) -> int:
             print(f"  {name}  not installed{note}")
         elif h.state == "pre-commit-framework":
             print(f"  {name}  the pre-commit framework's hook: {runs} {gate}{note}")
+        elif h.state == "lefthook":
+            print(f"  {name}  lefthook's hook: {runs} {gate}{note}")
         elif h.state == "husky":
             print(f"  {name}  husky's hook: runs {runs}, which {gate}{note}")
         elif m is not None and m.kind == "shared-folder":

@@ -3,7 +3,8 @@ pre-receive) and CI review.
 
 - `review`: base..head → one `Review` (the head tree's check plus the change's blast radius), pure
   apart from reading the two trees; `github`, `sarif` and `summary` render it for CI.
-- `install`: plain Git hook scripts, installed next to (never over) hooks a repository already has.
+- `install`: plain Git hook scripts, installed next to (never over) hooks a repository already has; where a
+  hook manager owns the hooks, the lines to add to its file instead. `lefthook`: that manager's config and scripts.
 - `guard`: the staged-files privacy guard run by the pre-commit hook.
 - `precommit`: the range the pre-commit framework names (CI, pre-push), for `check --pre-commit-range`.
 - `prereceive`: the server's gate, a bare repository's pre-receive hook: the pushed refs read from stdin.

@@ -9,7 +9,8 @@ installed them, so a hook still finds vivary-git when Git runs it with a PATH th
 
 Where a hook manager owns the hooks we write nothing: husky (its dispatcher in `.husky/_` looks for
 `.husky/NAME` and is rewritten on every `npm install`), the pre-commit framework (its next `pre-commit
-install` would move our script to `NAME.legacy` and refuse every commit in "migration mode"), and a
+install` would move our script to `NAME.legacy` and refuse every commit in "migration mode"), lefthook (its next
+`lefthook install` would move our script to `NAME.old`, which nothing runs: gates/lefthook.py), and a
 `core.hooksPath` folder inside the work tree that is tracked or would be committed (our script pins a
 path of this machine). `install` prints the exact lines to add to the manager's own file instead and
 refuses (exit 3); `status` says what runs; `uninstall` also undoes what a manager did to an earlier
@@ -28,6 +29,7 @@ import msgspec
 
 from vivary_git import git
 from vivary_git.errors import RefusedError, UsageError
+from vivary_git.gates import lefthook
 
 MARKER = "# vivary-git hook:"
 # pre-merge-commit: Git runs it, not pre-commit, for a merge that commits by itself (`git merge` without
@@ -154,21 +156,22 @@ def _config_file(folder: Path) -> str:
 class Manager(msgspec.Struct, frozen=True):
     """A hook manager that owns this repository's hooks: vivary writes none of its files."""
 
-    kind: str  # "husky" | "pre-commit" | "shared-folder"
+    kind: str  # "husky" | "pre-commit" | "lefthook" | "shared-folder"
     detail: str  # how it was recognised, for people
-    installed: bool  # its hooks are where Git runs them (husky: core.hooksPath; pre-commit: its script)
-    folder: str  # husky: the .husky folder; shared-folder: the hooks folder (repository-relative)
+    installed: bool  # its hooks are where Git runs them (husky: core.hooksPath; pre-commit, lefthook: its script)
+    folder: str  # husky: the .husky folder; lefthook: its config file; shared-folder: the hooks folder
+    # (repository-relative)
 
 
 class HookStatus(msgspec.Struct, frozen=True):
     hook: str
     path: str
-    state: str  # "vivary" | "absent" | "other" | "pre-commit-framework" | "husky"
+    state: str  # "vivary" | "absent" | "other" | "pre-commit-framework" | "husky" | "lefthook"
     chained: str | None  # the NAME.local our hook runs first
     python: str | None  # the Python pinned in our hook
     python_ok: bool
     runs: str | None = None  # with a manager: the file that says what runs, repository-relative
-    # (.husky/NAME, .pre-commit-config.yaml, .githooks/NAME)
+    # (.husky/NAME, .pre-commit-config.yaml, lefthook.yml, .githooks/NAME)
     vivary_runs: bool = False  # vivary's gate runs when Git runs this hook
     note: str | None = None  # what needs doing, when something does
     roots: list[str] = []  # vivary's script: the workspaces it checks (`--root`, repository-relative); []: the top
@@ -183,6 +186,10 @@ class HooksReport(msgspec.Struct, frozen=True):
     # A bare repository (a server): no commit is made there, so the client hooks (HOOKS) never run and only the
     # ones present are listed.
     bare: bool = False
+
+
+MANAGER_NAMES = {"husky": "husky", "pre-commit": "the pre-commit framework", "lefthook": "lefthook",
+                 "shared-folder": "a shared hooks folder"}
 
 
 class ManagedHooks(RefusedError):
@@ -303,9 +310,16 @@ def detect_manager(cwd: Path, d: Path | None = None) -> Manager | None:
             f"{_rel(top, husky)}/ exists (husky sets core.hooksPath at `npm install`)"
         return Manager("husky", how, installed, _rel(top, husky))
     framework = [h for h in HOOKS if _FRAMEWORK_MARKER in _read(d / h)]
-    if framework or (top / ".pre-commit-config.yaml").is_file():
+    # Whose scripts Git runs decides, then whose config is there (a config alone: a clone before its install).
+    left = [h for h in HOOKS if lefthook.is_script(_read(d / h))]
+    configs = lefthook.config_files(top)
+    if framework or (not left and (top / ".pre-commit-config.yaml").is_file()):
         how = f"its script is {_rel(top, d / framework[0])}" if framework else ".pre-commit-config.yaml exists"
         return Manager("pre-commit", how, bool(framework), "")
+    if left or configs:
+        config = _rel(top, configs[0]) if configs else "lefthook.yml"
+        how = f"its script is {_rel(top, d / left[0])}" if left else f"{config} exists"
+        return Manager("lefthook", how, bool(left), config)
     env = git.pinned_env(cwd)
     if _inside(d, top) and not _inside(d, Path(git.out(["rev-parse", "--path-format=absolute",
                                                            "--git-common-dir"], cwd=cwd, env=env))):
@@ -341,24 +355,39 @@ _RUNS = {
 def _manager_file(top: Path, m: Manager, hook: str) -> Path:
     if m.kind == "pre-commit":
         return top / ".pre-commit-config.yaml"
+    if m.kind == "lefthook":
+        return top / m.folder
     return top / m.folder / hook
 
 
 def _manager_runs_vivary(top: Path, m: Manager, hook: str) -> bool:
+    if m.kind == "lefthook":  # its commands, read from its config, lefthook-local.yml included
+        return lefthook.runs_vivary(top, hook, _RUNS[hook])
     return bool(_RUNS[hook].search(_read(_manager_file(top, m, hook))))
 
 
 def _manager_installed(d: Path, m: Manager, hook: str) -> bool:
-    """Git runs the manager's script for this hook (pre-commit installs one script per hook type)."""
+    """Git runs the manager's script for this hook (pre-commit and lefthook install one script per hook)."""
     if m.kind == "pre-commit":
         return _FRAMEWORK_MARKER in _read(d / hook)
+    if m.kind == "lefthook":
+        return lefthook.is_script(_read(d / hook))
     return m.installed
 
 
 def _install_command(m: Manager, hook: str) -> str:
     if m.kind == "pre-commit":
         return "`pre-commit install`" if hook == "pre-commit" else f"`pre-commit install --hook-type {hook}`"
+    if m.kind == "lefthook":
+        return "`lefthook install`"
     return "`npm install` (husky sets core.hooksPath)"
+
+
+def _moved_aside(d: Path, m: Manager | None, hook: str) -> Path | None:
+    """Our script where a manager's install moved it (pre-commit: NAME.legacy, which it runs; lefthook: NAME.old,
+    which nothing runs)."""
+    names = [f"{hook}.legacy", *([f"{hook}.old"] if m is not None and m.kind == "lefthook" else [])]
+    return next((d / n for n in names if _is_ours(d / n)), None)
 
 
 _LOCAL_HOOK = {"pre-commit": ("vivary", "vivary (privacy guard + staged graph check)"),
@@ -370,6 +399,8 @@ _LOCAL_HOOK = {"pre-commit": ("vivary", "vivary (privacy guard + staged graph ch
 def snippet(top: Path, m: Manager, hooks: list[str], roots: list[str] | None = None) -> str:
     """Exactly what to add to the manager's own file(s) so that it runs vivary's gate (on `roots`)."""
     args = "".join(f" --root {shlex.quote(r)}" for r in roots or () if roots != ["."])
+    if m.kind == "lefthook":
+        return lefthook.snippet(top, m.folder, hooks, {h: _LOCAL_HOOK[h][0] for h in hooks}, args)
     if m.kind == "pre-commit":
         lines = ["# .pre-commit-config.yaml, under `repos:`",
                  "  - repo: local",
@@ -432,6 +463,13 @@ def status(cwd: Path) -> HooksReport:
                         ".pre-commit-config.yaml")
             out.append(HookStatus(hook, str(path), "pre-commit-framework", None, None, False, runs,
                                   in_manager or _is_ours(legacy), note))
+        elif m is not None and m.kind == "lefthook" and lefthook.is_script(_read(path)):
+            aside = _moved_aside(d, m, hook)
+            note = None
+            if aside is not None:
+                note = (f"`lefthook install` moved vivary's earlier hook to {aside.name}, which nothing runs; run "
+                        f"`git vivary hooks uninstall` to remove it, then add vivary to {runs}")
+            out.append(HookStatus(hook, str(path), "lefthook", None, None, False, runs, in_manager, note))
         elif m is not None and m.kind == "husky" and m.installed:
             assert top is not None
             note = None if (top / m.folder / hook).is_file() else "that file does not exist: husky runs nothing here"
@@ -466,16 +504,15 @@ def install(cwd: Path, hooks: list[str], python: str | None = None, roots: list[
         top = _toplevel(cwd)
         assert top is not None  # a manager is only ever found in a work tree
         missing = [h for h in hooks if not _manager_runs_vivary(top, m, h)]
-        ours = [h for h in hooks if _is_ours(d / h) or _is_ours(d / f"{h}.legacy")]
-        name = {"husky": "husky", "pre-commit": "the pre-commit framework",
-                "shared-folder": "a shared hooks folder"}[m.kind]
+        ours = [h for h in hooks if _is_ours(d / h) or _moved_aside(d, m, h) is not None]
+        name = MANAGER_NAMES[m.kind]
         if ours:
             raise ManagedHooks(
                 f"{name} manages this repository's hooks ({m.detail}), and an earlier `hooks install` left "
                 f"vivary's script among them ({', '.join(ours)}); run `git vivary hooks uninstall` first, which "
                 "restores your hooks as they were", snippet(top, m, missing or hooks, roots))
         if missing:
-            where = {"husky": "the file(s) they name", "pre-commit": ".pre-commit-config.yaml",
+            where = {"husky": "the file(s) they name", "pre-commit": ".pre-commit-config.yaml", "lefthook": m.folder,
                      "shared-folder": "the file(s) they name, and commit them"}[m.kind]
             raise ManagedHooks(
                 f"{name} manages this repository's hooks ({m.detail}); vivary does not write into its files. "
@@ -528,6 +565,7 @@ def uninstall(cwd: Path, hooks: list[str]) -> list[str]:
     d = hooks_dir(cwd)
     m = detect_manager(cwd, d)
     husky = m is not None and m.kind == "husky" and m.installed and d.name == "_"
+    by_lefthook = m is not None and m.kind == "lefthook"
     done: list[str] = []
     for hook in hooks:
         path, local, legacy = d / hook, d / f"{hook}.local", d / f"{hook}.legacy"
@@ -548,6 +586,16 @@ def uninstall(cwd: Path, hooks: list[str]) -> list[str]:
             else:
                 done.append(f"{hook}: removed vivary's script ({legacy.name}, where pre-commit had moved it); "
                             "pre-commit's hook stays")
+        elif by_lefthook and _is_ours(d / f"{hook}.old"):
+            # `lefthook install` moved our script to NAME.old (lefthook never runs it) and wrote its own; the copy
+            # of lefthook's script we had kept as NAME.local is one lefthook writes again at every install.
+            (d / f"{hook}.old").unlink()
+            extra = ""
+            if _exists(local) and lefthook.is_script(_read(local)):
+                local.unlink()
+                extra = f" and lefthook's earlier script {local.name}"
+            done.append(f"{hook}: removed vivary's script ({hook}.old, where lefthook had moved it){extra}; "
+                        "lefthook's hook stays")
         elif husky and _exists(local) and _exists(path) and _bytes(local) == _bytes(path):
             # `npx husky` wrote its dispatcher over our script: the copy we kept of it is the same file
             # again (husky generates that folder; anywhere else two equal files may both be the user's).

@@ -1,0 +1,154 @@
+"""lefthook (evilmartians/lefthook) as a hook manager: its config files, its scripts in the hooks folder, whether its
+config runs vivary, and the lines to add to it.
+
+`lefthook install` writes one script per hook its config names into Git's hooks folder, each calling `lefthook run
+NAME`; a script already there is renamed `NAME.old`, and lefthook never runs that one. Its next install (its npm
+package runs one when it is installed) would do that to a script of ours, and the gate would stop without a word
+(seen with lefthook 2.2.4). So vivary writes nothing there and says what to add to lefthook's config.
+
+The config is a committed file, a stranger's input: read up to a size limit, parsed by a safe loader, walked only
+along the few keys lefthook runs commands from, a bounded number of nodes, never executed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+# What `lefthook install` writes (lefthook 1.x and 2.x): a shell function that finds the binary, then this call.
+SCRIPT_MARKER = re.compile(r'^call_lefthook run "[\w-]+"', re.MULTILINE)
+_FORMATS = ("yml", "yaml", "toml", "json", "jsonc")
+# lefthook's own order does not matter here (it reads one and says which is unspecified): every file is looked at.
+MAIN = tuple(f"{stem}.{ext}" for stem in ("lefthook", ".lefthook", ".config/lefthook") for ext in _FORMATS)
+LOCAL = tuple(f"{stem}.{ext}" for stem in ("lefthook-local", ".lefthook-local", ".config/lefthook-local")
+              for ext in _FORMATS)
+_LIMIT = 1 << 20  # a hook manager's config is a page or two; a bigger file is not read
+_NODES = 10_000  # entries looked at per config, whatever aliases and nesting make of it
+# What lefthook hands `run` for what Git gave the hook: {1} {2} {3} are Git's arguments, each shell-quoted.
+ARGS = {"post-checkout": " {1} {2} {3}", "post-merge": " {1}", "post-rewrite": " {1}"}
+
+
+def config_files(top: Path) -> list[Path]:
+    """The lefthook config files at the top of the work tree: the main ones, then the `-local` ones."""
+    return [top / name for name in (*MAIN, *LOCAL) if (top / name).is_file()]
+
+
+def is_script(text: str) -> bool:
+    """Whether a hook script's text is one `lefthook install` wrote."""
+    return "call_lefthook" in text and bool(SCRIPT_MARKER.search(text))
+
+
+def _load(path: Path) -> tuple[Any, str]:
+    """(the parsed config, None when it cannot be parsed; its text, "" when it cannot be read)."""
+    from vivary_git.safeio import FileRefused, read_regular
+
+    try:
+        text = read_regular(path, _LIMIT).decode("utf-8", "replace")
+    except (OSError, FileRefused):
+        return None, ""
+    import yaml
+
+    try:
+        if path.suffix in (".yml", ".yaml"):
+            return yaml.safe_load(text), text
+        if path.suffix == ".toml":
+            return tomllib.loads(text), text
+        if path.suffix == ".json":
+            return json.loads(text), text
+    except (yaml.YAMLError, ValueError, RecursionError):  # (tomllib's and json's errors are ValueErrors)
+        return None, text
+    return None, text  # JSONC: comments json cannot read; its text is searched instead
+
+
+def _runs(hook: Any, budget: list[int], depth: int = 0) -> Iterator[str]:
+    """The `run` lines of one hook's commands and jobs (groups of jobs included), leaving out what `skip: true` marks
+    (a conditional `skip`, a list of when, still runs at other times)."""
+    if not isinstance(hook, dict) or depth > 8 or hook.get("skip") is True:  # a whole hook or group skipped
+        return
+    entries: list[Any] = []
+    commands = hook.get("commands")
+    if isinstance(commands, dict):
+        entries += list(commands.values())
+    jobs = hook.get("jobs")
+    if isinstance(jobs, list):
+        entries += jobs
+    for entry in entries:
+        budget[0] -= 1
+        if budget[0] < 0 or not isinstance(entry, dict) or entry.get("skip") is True:
+            continue
+        run = entry.get("run")
+        if isinstance(run, str):
+            yield run
+        yield from _runs(entry.get("group"), budget, depth + 1)
+
+
+def runs_vivary(top: Path, hook: str, pattern: re.Pattern[str]) -> bool:
+    """Whether a lefthook config at `top` runs a command matching `pattern` for `hook`."""
+    for path in config_files(top):
+        data, text = _load(path)
+        if data is None:
+            if pattern.search(text):  # a format we do not parse: a line that runs the gate
+                return True
+            continue
+        if isinstance(data, dict) and any(pattern.search(run) for run in _runs(data.get(hook), [_NODES])):
+            return True
+    return False
+
+
+def _hook_entries(data: Any, hook: str) -> tuple[str | None, set[str]]:
+    """How the config lists `hook`'s entries already ("commands", "jobs", None: it has no such key), and the
+    command names taken there."""
+    entry = data.get(hook) if isinstance(data, dict) else None
+    if not isinstance(entry, dict):
+        return None, set()
+    if isinstance(entry.get("jobs"), list):
+        return "jobs", set()
+    commands = entry.get("commands")
+    return ("commands", {str(k) for k in commands}) if isinstance(commands, dict) else (None, set())
+
+
+def _scalar(text: str) -> str:
+    """`text` as a YAML value: plain when it is only words, paths and lefthook's {N}, else double-quoted (a root
+    named `a #b` would start a comment, one named `a: b` a mapping)."""
+    return text if re.fullmatch(r"[\w./{} -]+", text) else json.dumps(text)
+
+
+def snippet(top: Path, config: str, hooks: list[str], names: dict[str, str], args: str) -> str:
+    """What to add to lefthook's config `config` (repository-relative) so that it runs vivary for `hooks`: under a
+    hook it lists already, an entry in its own style; else a hook of its own. `names`: the entry's name per hook."""
+    path = top / config
+    data, _ = _load(path) if path.is_file() else (None, "")
+    toml = path.suffix == ".toml"
+    fresh: list[str] = []
+    blocks: list[str] = []
+    for hook in hooks:
+        run = f"git vivary hooks run {hook}{args}{ARGS.get(hook, '')}"
+        style, taken = _hook_entries(data, hook)
+        entry = data.get(hook) if isinstance(data, dict) else None
+        skipped = " (and remove its `skip: true`, which skips all of it)" if isinstance(entry, dict) and \
+            entry.get("skip") is True else ""
+        name = names[hook]
+        for n in range(2, 2 + len(taken)):  # a name the config has already would be a duplicate key
+            if name not in taken:
+                break
+            name = f"{names[hook]}-{n}"
+        if toml:  # a TOML table adds to what is there whatever the file lists already
+            fresh.append(f"[{hook}.commands.{name}]\nrun = {json.dumps(run)}")
+        elif style == "jobs":
+            blocks.append(f"# {config}: under `{hook}:`, in its `jobs:` list{skipped}\n    - name: {name}\n"
+                          f"      run: {_scalar(run)}")
+        elif style == "commands":
+            blocks.append(f"# {config}: under `{hook}:`, in its `commands:`{skipped}\n    {name}:\n"
+                          f"      run: {_scalar(run)}")
+        else:
+            fresh.append(f"{hook}:\n  commands:\n    {name}:\n      run: {_scalar(run)}")
+    if fresh:
+        new = "" if path.is_file() else " (a new file)"
+        where = "" if toml or path.suffix in (".yml", ".yaml") or not path.is_file() else \
+            f" (in YAML; write the same in {path.suffix.lstrip('.').upper()})"
+        blocks.append(f"# {config}{new}: add at the top level{where}\n" + "\n".join(fresh))
+    return "\n\n".join(blocks) + "\n\n# then: lefthook install\n"
