@@ -313,10 +313,23 @@ def _parse_error(shown: str, err: object) -> ConfigError:
                        "(nothing was written)")
 
 
+def _reads_as_jsonc(text: str) -> bool:
+    try:
+        jsonedit.parse(text, comments=True)
+    except jsonedit.JsonSyntaxError:
+        return False
+    return True
+
+
 def _json_tree(text: str, spec: ConfigSpec, shown: str) -> jsonedit.Node:
     try:
         tree = jsonedit.parse(text, comments=spec.format == "jsonc")
     except jsonedit.JsonSyntaxError as err:
+        if spec.comments_unsaid and _reads_as_jsonc(text):
+            said = str(err).replace(" (the host reads strict JSON)", "")
+            raise ConfigError(f"{shown}: {said}: the host's docs show this file as plain JSON and do not say whether "
+                              "it reads comments or trailing commas, so that is not guessed at: remove them and run "
+                              "again, or add the entry by hand (nothing was written)") from None
         raise _parse_error(shown, err) from None
     if tree.kind != "object":
         raise ConfigError(f"{shown}: line 1: the file holds a JSON {tree.kind}, not an object; the host expects "

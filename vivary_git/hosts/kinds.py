@@ -46,6 +46,9 @@ class ConfigSpec:
     # every start). A file we create holds it already, so the host leaves the file as we wrote it; a file left
     # holding only it once our entry is gone is deleted with the entry, as a file of ours alone would be.
     schema: str | None = None
+    # The host's docs show the file as plain JSON without saying whether it reads comments (Windsurf): a file that
+    # holds them is still refused, but not with the claim that the host cannot read it.
+    comments_unsaid: bool = False
 
 
 @dataclass(frozen=True)
@@ -110,7 +113,8 @@ HOSTS: dict[HostKind, HostSpec] = {
     # Windsurf reads its servers from one user-level file only, every workspace's; it interpolates ${env:NAME} and
     # ${file:PATH} in command, args and env. It reads a root AGENTS.md as an always-on rule. Whether it reads
     # comments in mcp_config.json is not documented: strict JSON, so a commented file is reported, never guessed at.
-    "windsurf": HostSpec("windsurf", "Windsurf", ConfigSpec("json", "mcpServers", None, True, _BRACE), "AGENTS.md"),
+    "windsurf": HostSpec("windsurf", "Windsurf", ConfigSpec("json", "mcpServers", None, True, _BRACE,
+                                                        comments_unsaid=True), "AGENTS.md"),
     "claude-desktop": HostSpec("claude-desktop", "Claude Desktop",
                                ConfigSpec("json", "mcpServers", None, True), None),
 }
