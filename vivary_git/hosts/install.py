@@ -630,7 +630,11 @@ def plan(kind: HostKind, root: Path, *, uninstall: bool = False, user: bool = Fa
     target = guidance_file(spec, root)
     if target is not None:
         p.changes.append(_guidance_change(kind, scope, root, target, uninstall))
-        if spec.reads_first and not uninstall:
+        if kind == "opencode" and target != spec.guidance and not uninstall:
+            p.notes.append(f"opencode reads {target} only where there is no {spec.guidance} (from the workspace up to "
+                           f"the top of the work tree), so the guidance block is in your {target}: a new "
+                           f"{spec.guidance} would hide it from opencode")
+        elif spec.reads_first and kind != "opencode" and not uninstall:
             p.notes.append(f"{spec.label} reads only the first of {', '.join(spec.reads_first)} that is a file at the "
                            f"workspace root, so the guidance block is in {target}")
     return p

@@ -67,6 +67,10 @@ class HostSpec:
 ZED_RULES = (".rules", ".cursorrules", ".windsurfrules", ".clinerules", ".github/copilot-instructions.md", "AGENT.md",
              "AGENTS.md", "CLAUDE.md", "GEMINI.md")
 
+# opencode reads the first of these names found from the folder it starts in up to the top of the work tree
+# (packages/opencode/src/session/instruction.ts, FILES): a new AGENTS.md would hide the user's CLAUDE.md from it.
+OPENCODE_RULES = ("AGENTS.md", "CLAUDE.md")
+
 
 HOSTS: dict[HostKind, HostSpec] = {
     "generic": HostSpec("generic", "any MCP host (AGENTS.md only; configure the server by hand)", None, "AGENTS.md"),
@@ -103,7 +107,7 @@ HOSTS: dict[HostKind, HostSpec] = {
     "opencode": HostSpec("opencode", "opencode",
                          ConfigSpec("jsonc", "mcp", "opencode.json", False, _OPENCODE, {"type": "local"}, argv=True,
                                     project_alt="opencode.jsonc", schema="https://opencode.ai/config.json"),
-                         "AGENTS.md"),
+                         "AGENTS.md", reads_first=OPENCODE_RULES),
     # Continue reads every *.json file of the workspace's .continue/mcpServers/ (comment-json) holding
     # {mcpServers: {...}}: the file is ours alone, and so is the rule file of .continue/rules/ (a rule with no
     # front matter is always applied). Its ~/.continue/mcpServers/ is every workspace's: not written.
