@@ -9,6 +9,7 @@ install` writes by hand. Commits are real `git commit`s, run through lefthook's 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import stat
 import subprocess
@@ -341,3 +342,34 @@ def test_snippet_quotes_a_root_yaml_would_misread_and_takes_a_free_name(repo: Re
         f.write(advice(r.out))
     _installed(repo)
     assert "pre-commit        lefthook's hook: lefthook.yml runs vivary" in cli("hooks", "status", cwd=repo.path).out
+
+
+def test_snippet_for_a_json_config_is_json(repo: Repo, cli: Any) -> None:
+    # YAML lines pasted into lefthook.json, as the printed header told, would leave a file no one can read.
+    lint = '{"lint": {"run": "echo lint"}}'
+    jobs = '[{"run": "echo hi"}]'
+    config = f'{{"pre-commit": {{"commands": {lint}}}, "post-commit": {{"jobs": {jobs}}}}}\n'
+    repo.commit("start", {"lefthook.json": config})
+    r = cli("hooks", "install", "pre-commit", cwd=repo.path)
+    assert r.code == 3, r.err
+    assert r.out == ("# lefthook.json: in `pre-commit`'s `commands` object, after a comma\n"
+                     '"vivary": {"run": "git vivary hooks run pre-commit"}\n\n# then: lefthook install\n')
+    member = r.out.splitlines()[1]
+    r = cli("hooks", "install", "post-commit", cwd=repo.path)
+    assert r.code == 3, r.err
+    blocks = r.out.split("\n\n")
+    assert blocks[0] == ("# lefthook.json: in `post-commit`'s `jobs` list, after a comma\n"
+                         '{"name": "vivary-index", "run": "git vivary hooks run post-commit"}')
+    assert blocks[1].startswith("# lefthook.json: add at the top level, after a comma\n"
+                                '"post-checkout": {"commands": {"vivary-index-checkout": {"run": '
+                                '"git vivary hooks run post-checkout {1} {2} {3}"}}},\n')
+    job, top = blocks[0].splitlines()[1], "\n".join(blocks[1].splitlines()[1:])
+    text = (repo.path / "lefthook.json").read_text()
+    text = text.replace(lint, lint[:-1] + ", " + member + "}").replace(jobs, jobs[:-1] + ", " + job + "]")
+    text = text.rstrip()[:-1] + ", " + top + "}\n"
+    json.loads(text)  # what was printed, added where it says, is JSON
+    (repo.path / "lefthook.json").write_text(text)
+    _installed(repo, ("pre-commit", "post-commit", "post-checkout", "post-merge", "post-rewrite"))
+    runs = {h["hook"]: h["vivary_runs"] for h in cli("hooks", "status", "--json", cwd=repo.path).json()["hooks"]}
+    assert runs == {"pre-commit": True, "pre-merge-commit": False, "post-commit": True, "post-checkout": True,
+                    "post-merge": True, "post-rewrite": True}, runs

@@ -72,6 +72,25 @@ def test_a_commented_opencode_jsonc_takes_the_entry_keeps_every_byte_and_comes_b
     assert snapshot(ws.path) == start
 
 
+def test_opencode_s_guidance_goes_into_the_claude_md_it_reads_when_there_is_no_agents_md(repo: Repo, cli: Any) -> None:
+    """opencode reads CLAUDE.md only where no AGENTS.md is: a new AGENTS.md would hide the user's CLAUDE.md."""
+    ws = plain_workspace(repo)
+    ws.write({"CLAUDE.md": "# Rules\n\nAlways use tabs.\n"})
+    start = snapshot(ws.path)
+    r = cli("bootstrap-host", "--host-kind", "opencode", "--json", cwd=ws.path)
+    assert r.code == 0, r.err
+    assert [(f["path"], f["action"]) for f in r.json()["files"]] == [(OPENCODE, "create"), ("CLAUDE.md", "update")]
+    assert not (ws.path / "AGENTS.md").exists()
+    claude = (ws.path / "CLAUDE.md").read_text("utf-8")
+    assert claude.startswith("# Rules\n\nAlways use tabs.\n") and GUIDANCE_MARKERS.span(claude, "CLAUDE.md")
+    assert any("a new AGENTS.md would hide it from opencode" in n for n in r.json()["notes"]), r.json()["notes"]
+    host = cli("host-status", "--host-kind", "opencode", "--json", cwd=ws.path).json()["hosts"][0]
+    assert host["guidance"] == {"path": "CLAUDE.md", "state": "present", "detail": None}
+    gone = cli("bootstrap-host", "--host-kind", "opencode", "--uninstall", "--json", cwd=ws.path)
+    assert [(f["path"], f["action"]) for f in gone.json()["files"]] == [(OPENCODE, "delete"), ("CLAUDE.md", "update")]
+    assert snapshot(ws.path) == start
+
+
 def test_opencode_json_is_written_when_both_files_are_there(repo: Repo, cli: Any) -> None:
     ws = plain_workspace(repo)
     ws.write({"opencode.jsonc": '{\n  // theirs\n  "model": "x"\n}\n', OPENCODE: '{\n  "mcp": {}\n}\n'})

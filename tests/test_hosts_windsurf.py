@@ -61,6 +61,16 @@ def test_a_comment_in_windsurf_s_file_is_reported_and_nothing_is_written(repo: R
     r = cli("bootstrap-host", "--host-kind", "windsurf", "--user", cwd=ws.path)
     assert r.code == 2 and "line 2, column 3: comments are not allowed" in r.err
     assert _config().read_text("utf-8") == mine and not (ws.path / "AGENTS.md").exists()
+    # Nor is it claimed to be unreadable to Windsurf: its docs do not say.
+    for text in (mine, '{"mcpServers": {},}\n'):
+        _config().write_text(text)
+        for command in ("bootstrap-host", "host-status"):
+            said = cli(command, "--host-kind", "windsurf", *(["--user"] if command == "bootstrap-host" else []),
+                       cwd=ws.path)
+            said_all = said.err + said.out
+            assert "the host cannot read it" not in said_all and "strict JSON" not in said_all, said_all
+            assert "do not say whether it reads comments or trailing commas" in said_all, said_all
+        assert _config().read_text("utf-8") == text
 
 
 def test_a_path_windsurf_would_interpolate_is_refused(repo: Repo, cli: Any) -> None:

@@ -123,6 +123,7 @@ def snippet(top: Path, config: str, hooks: list[str], names: dict[str, str], arg
     path = top / config
     data, _ = _load(path) if path.is_file() else (None, "")
     toml = path.suffix == ".toml"
+    as_json = path.suffix == ".json" and isinstance(data, dict)  # (a .jsonc one is not parsed: YAML, said so)
     fresh: list[str] = []
     blocks: list[str] = []
     for hook in hooks:
@@ -138,6 +139,14 @@ def snippet(top: Path, config: str, hooks: list[str], names: dict[str, str], arg
             name = f"{names[hook]}-{n}"
         if toml:  # a TOML table adds to what is there whatever the file lists already
             fresh.append(f"[{hook}.commands.{name}]\nrun = {json.dumps(run)}")
+        elif as_json and style == "jobs":  # YAML lines pasted into a JSON file would break all of it
+            blocks.append(f"# {config}: in `{hook}`'s `jobs` list, after a comma{skipped}\n"
+                          f"{json.dumps({'name': name, 'run': run})}")
+        elif as_json and style == "commands":
+            blocks.append(f"# {config}: in `{hook}`'s `commands` object, after a comma{skipped}\n"
+                          f"{json.dumps(name)}: {json.dumps({'run': run})}")
+        elif as_json:
+            fresh.append(f"{json.dumps(hook)}: {json.dumps({'commands': {name: {'run': run}}})}")
         elif style == "jobs":
             blocks.append(f"# {config}: under `{hook}:`, in its `jobs:` list{skipped}\n    - name: {name}\n"
                           f"      run: {_scalar(run)}")
@@ -149,6 +158,6 @@ def snippet(top: Path, config: str, hooks: list[str], names: dict[str, str], arg
     if fresh:
         new = "" if path.is_file() else " (a new file)"
         where = "" if toml or path.suffix in (".yml", ".yaml") or not path.is_file() else \
-            f" (in YAML; write the same in {path.suffix.lstrip('.').upper()})"
-        blocks.append(f"# {config}{new}: add at the top level{where}\n" + "\n".join(fresh))
+            ", after a comma" if as_json else f" (in YAML; write the same in {path.suffix.lstrip('.').upper()})"
+        blocks.append(f"# {config}{new}: add at the top level{where}\n" + (",\n" if as_json else "\n").join(fresh))
     return "\n\n".join(blocks) + "\n\n# then: lefthook install\n"

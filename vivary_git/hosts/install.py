@@ -313,10 +313,23 @@ def _parse_error(shown: str, err: object) -> ConfigError:
                        "(nothing was written)")
 
 
+def _reads_as_jsonc(text: str) -> bool:
+    try:
+        jsonedit.parse(text, comments=True)
+    except jsonedit.JsonSyntaxError:
+        return False
+    return True
+
+
 def _json_tree(text: str, spec: ConfigSpec, shown: str) -> jsonedit.Node:
     try:
         tree = jsonedit.parse(text, comments=spec.format == "jsonc")
     except jsonedit.JsonSyntaxError as err:
+        if spec.comments_unsaid and _reads_as_jsonc(text):
+            said = str(err).replace(" (the host reads strict JSON)", "")
+            raise ConfigError(f"{shown}: {said}: the host's docs show this file as plain JSON and do not say whether "
+                              "it reads comments or trailing commas, so that is not guessed at: remove them and run "
+                              "again, or add the entry by hand (nothing was written)") from None
         raise _parse_error(shown, err) from None
     if tree.kind != "object":
         raise ConfigError(f"{shown}: line 1: the file holds a JSON {tree.kind}, not an object; the host expects "
@@ -617,7 +630,11 @@ def plan(kind: HostKind, root: Path, *, uninstall: bool = False, user: bool = Fa
     target = guidance_file(spec, root)
     if target is not None:
         p.changes.append(_guidance_change(kind, scope, root, target, uninstall))
-        if spec.reads_first and not uninstall:
+        if kind == "opencode" and target != spec.guidance and not uninstall:
+            p.notes.append(f"opencode reads {target} only where there is no {spec.guidance} (from the workspace up to "
+                           f"the top of the work tree), so the guidance block is in your {target}: a new "
+                           f"{spec.guidance} would hide it from opencode")
+        elif spec.reads_first and kind != "opencode" and not uninstall:
             p.notes.append(f"{spec.label} reads only the first of {', '.join(spec.reads_first)} that is a file at the "
                            f"workspace root, so the guidance block is in {target}")
     return p

@@ -46,6 +46,9 @@ class ConfigSpec:
     # every start). A file we create holds it already, so the host leaves the file as we wrote it; a file left
     # holding only it once our entry is gone is deleted with the entry, as a file of ours alone would be.
     schema: str | None = None
+    # The host's docs show the file as plain JSON without saying whether it reads comments (Windsurf): a file that
+    # holds them is still refused, but not with the claim that the host cannot read it.
+    comments_unsaid: bool = False
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,10 @@ class HostSpec:
 # Zed's RULES_FILE_NAMES (crates/prompt_store/src/prompts.rs), in its order.
 ZED_RULES = (".rules", ".cursorrules", ".windsurfrules", ".clinerules", ".github/copilot-instructions.md", "AGENT.md",
              "AGENTS.md", "CLAUDE.md", "GEMINI.md")
+
+# opencode reads the first of these names found from the folder it starts in up to the top of the work tree
+# (packages/opencode/src/session/instruction.ts, FILES): a new AGENTS.md would hide the user's CLAUDE.md from it.
+OPENCODE_RULES = ("AGENTS.md", "CLAUDE.md")
 
 
 HOSTS: dict[HostKind, HostSpec] = {
@@ -100,7 +107,7 @@ HOSTS: dict[HostKind, HostSpec] = {
     "opencode": HostSpec("opencode", "opencode",
                          ConfigSpec("jsonc", "mcp", "opencode.json", False, _OPENCODE, {"type": "local"}, argv=True,
                                     project_alt="opencode.jsonc", schema="https://opencode.ai/config.json"),
-                         "AGENTS.md"),
+                         "AGENTS.md", reads_first=OPENCODE_RULES),
     # Continue reads every *.json file of the workspace's .continue/mcpServers/ (comment-json) holding
     # {mcpServers: {...}}: the file is ours alone, and so is the rule file of .continue/rules/ (a rule with no
     # front matter is always applied). Its ~/.continue/mcpServers/ is every workspace's: not written.
@@ -110,7 +117,8 @@ HOSTS: dict[HostKind, HostSpec] = {
     # Windsurf reads its servers from one user-level file only, every workspace's; it interpolates ${env:NAME} and
     # ${file:PATH} in command, args and env. It reads a root AGENTS.md as an always-on rule. Whether it reads
     # comments in mcp_config.json is not documented: strict JSON, so a commented file is reported, never guessed at.
-    "windsurf": HostSpec("windsurf", "Windsurf", ConfigSpec("json", "mcpServers", None, True, _BRACE), "AGENTS.md"),
+    "windsurf": HostSpec("windsurf", "Windsurf", ConfigSpec("json", "mcpServers", None, True, _BRACE,
+                                                        comments_unsaid=True), "AGENTS.md"),
     "claude-desktop": HostSpec("claude-desktop", "Claude Desktop",
                                ConfigSpec("json", "mcpServers", None, True), None),
 }
