@@ -217,3 +217,14 @@ def test_a_finding_on_an_attachment_is_new_since_a_base_and_annotated_by_ci(repo
     gh = cli("ci", "--base", base, "--format", "github", cwd=repo.path)
     line = next(x for x in gh.out.splitlines() if "W227" in x)
     assert line.startswith("::error file=aux.png,line=1,") and "Git for Windows cannot check out" in line, gh.out
+
+
+def test_a_file_added_beside_a_pair_e130_names_repeats_nothing_in_a_staged_check(repo: Repo, cli: Any) -> None:
+    """A vault keeps both of `Café.md` composed and decomposed (E130 names the pair, so no W226 repeats it): a
+    staged check that adds an attachment does not report the pair again."""
+    repo.commit("cafe", {"Café.md": "# composed\n", NFD: "# decomposed\n", "index.md": "# i\n"})
+    assert [c for _, c, _ in findings(cli, repo)] == ["E130"]
+    repo.write({"pic.png": "x"})
+    repo.git("add", "-A")
+    r = cli("check", "--staged", "--json", "--lenient", cwd=repo.path)
+    assert [f["code"] for f in r.json()["findings"]] == ["E130"], r.out

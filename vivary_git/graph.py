@@ -241,10 +241,12 @@ def _portable(config: Config, paths: Sequence[str], duplicates: Mapping[str, str
 
 
 def names_anew(findings: Sequence[Finding], config: Config, notes: Iterable[str],
-               others: Sequence[str]) -> list[Finding]:
+               others: Sequence[str]) -> list[Finding] | None:
     """`findings` (in document order) with the names' findings (W226-W228) decided anew over these paths: files
-    added or removed beside the notes (an attachment) change which names collide. For a tree without duplicate
-    ids (E130), as `patch` is."""
+    added or removed beside the notes (an attachment) change which names collide. None when a duplicate id
+    (E130) is among them: which pair it names already is the full build's to decide (`duplicates`)."""
+    if any(f.code == "E130" for f in findings):
+        return None
     order: dict[str, str] = {}
     found = _portable(config, [*notes, *others], {}, order)
     return sorted(found + [f for f in findings if f.code not in portable.CODES],
@@ -409,6 +411,8 @@ def patch(base: Graph, tree: str | None, changed: Mapping[str, tuple[str, Facts]
         return None
     if others is not base.others and others != base.others:
         merged = names_anew(merged, base.config, [n.path for n in base.nodes], others)
+        if merged is None:
+            return None
     for path, (blob, f) in changed.items():
         owner[f.id] = Node(id=f.id, type=f.type, path=path, title=f.title, blob=blob)  # same ID, new content
     ids = {f.id for _, f in changed.values()}
