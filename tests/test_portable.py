@@ -136,3 +136,95 @@ def test_the_whole_vault_answer_agrees_with_each_path_s() -> None:
             one = [f for p in paths for f in portable.findings([p])]
             assert got and all(bad in (f.path, *f.message.split("'")) for f in got), (bad, got)
             assert [f for f in got if f.code == "W227"] == one, (bad, got)
+
+
+def test_attachments_and_a_file_named_as_a_folder_collide_and_are_refused_as_notes_are(repo: Repo, cli: Any) -> None:
+    """Every file a link may reach is checked out too: `Photo.png` beside `photo.png`, `aux.png` or `a:b.pdf`
+    stop a macOS or Windows checkout as a note's name does, and so does a file `Assets` beside a folder `assets/`.
+    `Notes.md` beside `notes/` is two names there too. A finding on a file that is no note carries its path and
+    line 1 and leaves the count of clean documents alone."""
+    repo.commit("vault", {"index.md": "# i\n\n![[Photo.png]] ![[a:b.pdf]]\n", "Photo.png": "p", "photo.png": "q",
+                          "aux.png": "x", "a:b.pdf": "x", "Assets": "x", "assets/pic.png": "x",
+                          "Notes.md": "# N\n", "notes/a.md": "# a\n", "Board.canvas": "{}", "board.canvas": "{}"})
+    r = cli("check", "--rev", "HEAD", "--json", "--lenient", cwd=repo.path)
+    doc = r.json()
+    got = [(f["path"], f["line"], f["code"]) for f in doc["findings"]]
+    assert got == [("Assets", 1, "W226"), ("a:b.pdf", 1, "W227"), ("aux.png", 1, "W227"),
+                   ("board.canvas", 1, "W226"), ("photo.png", 1, "W226")], got
+    assert (doc["checked"], doc["clean"]) == (3, 3), doc
+    messages = {f["path"]: f["message"] for f in doc["findings"]}
+    assert messages["Assets"] == ("'Assets' and the folder 'assets/' are one name on macOS and Windows: a checkout "
+                                  "there cannot hold both and leaves one out; rename one (git mv 'Assets' NEW-NAME)")
+    assert messages["photo.png"].startswith("'photo.png' and 'Photo.png' are one file on macOS and Windows")
+    repo.commit("linux", {".vivary/graph.toml": "[portable]\ncollisions = false\nwindows = false\n"})
+    assert findings(cli, repo) == []
+
+
+def test_a_folder_named_as_a_file_in_another_case_is_reported_on_the_file_wherever_it_sorts(repo: Repo,
+                                                                                             cli: Any) -> None:
+    repo.commit("vault", {"a/readme": "x", "a/README/b.md": "# b\n", "z.md": "# z\n"})
+    assert [(p, c) for p, c, _ in findings(cli, repo)] == [("a/readme", "W226")]
+
+
+@pytest.mark.parametrize(("path", "code"), [
+    ("a/" + "x" * 194 + ".md", None),  # 199 characters: the longest a path may have
+    ("a/" + "x" * 195 + ".md", "W228"),
+    ("a/" + "x" * 193 + "\U0001f600.md", "W228"),  # an emoji is two UTF-16 units: 200 to Windows
+    ("f" * 187 + "/a.png", None),  # a folder of 187 characters: the longest a folder may have
+    ("f" * 188 + "/a.png", "W228"),
+])
+def test_a_path_too_long_for_a_windows_checkout_is_w228(repo: Repo, cli: Any, path: str, code: str | None) -> None:
+    """Git for Windows writes a file only within MAX_PATH (260 with the NUL) and a folder within 248, counting the
+    checkout's own folder, unless core.longPaths is set: with 60 characters allowed that folder, a path over 199
+    or a folder over 187 is left out of a checkout."""
+    repo.commit("long", {path: "# x\n", "index.md": "# i\n"})
+    got = findings(cli, repo)
+    assert [c for _, c, _ in got] == ([code] if code else []), got
+    if code is None:
+        return
+    assert got[0][0] == path
+    folder = path.rpartition("/")[0]
+    shorten = folder if len(folder) > 187 else path
+    assert got[0][2].endswith(f"unless core.longPaths is set; shorten it (git mv '{shorten}' NEW-NAME) or set "
+                              "`git config core.longPaths true` in each Windows clone"), got
+    repo.commit("off", {".vivary/graph.toml": "[portable]\nwindows = false\n"})
+    assert findings(cli, repo) == []
+
+
+def test_an_attachment_added_beside_its_twin_is_found_in_a_warm_staged_check(repo: Repo, cli: Any) -> None:
+    """`check --staged` patches the cached graph when only files no link names were added: the names those files
+    make collide with are decided anew, and a removed twin takes its finding with it."""
+    repo.commit("vault", {"index.md": "# i\n", "Photo.png": "p", "Other.md": "# o\n"})
+    assert findings(cli, repo) == []
+    repo.write({"photo.png": "q"})
+    repo.git("add", "-A")
+    r = cli("check", "--staged", "--json", "--lenient", cwd=repo.path)
+    assert [(f["path"], f["code"]) for f in r.json()["findings"]] == [("photo.png", "W226")], r.out
+    repo.commit("twin")
+    repo.git("rm", "-q", "--cached", "Photo.png")
+    r = cli("check", "--staged", "--json", "--lenient", cwd=repo.path)
+    assert r.json()["findings"] == [], r.out
+
+
+def test_a_finding_on_an_attachment_is_new_since_a_base_and_annotated_by_ci(repo: Repo, cli: Any) -> None:
+    repo.commit("vault", {"index.md": "# i\n"})
+    base = repo.git("rev-parse", "HEAD").strip()
+    repo.commit("scan", {"aux.png": "x"})
+    r = cli("check", "--rev", "HEAD", "--new-since", base, "--json", "--lenient", cwd=repo.path)
+    assert [(f["path"], f["code"]) for f in r.json()["findings"]] == [("aux.png", "W227")], r.out
+    r = cli("check", "--rev", "HEAD", "--new-since", "HEAD", "--json", "--lenient", cwd=repo.path)
+    assert r.json()["findings"] == [], r.out
+    gh = cli("ci", "--base", base, "--format", "github", cwd=repo.path)
+    line = next(x for x in gh.out.splitlines() if "W227" in x)
+    assert line.startswith("::error file=aux.png,line=1,") and "Git for Windows cannot check out" in line, gh.out
+
+
+def test_a_file_added_beside_a_pair_e130_names_repeats_nothing_in_a_staged_check(repo: Repo, cli: Any) -> None:
+    """A vault keeps both of `Café.md` composed and decomposed (E130 names the pair, so no W226 repeats it): a
+    staged check that adds an attachment does not report the pair again."""
+    repo.commit("cafe", {"Café.md": "# composed\n", NFD: "# decomposed\n", "index.md": "# i\n"})
+    assert [c for _, c, _ in findings(cli, repo)] == ["E130"]
+    repo.write({"pic.png": "x"})
+    repo.git("add", "-A")
+    r = cli("check", "--staged", "--json", "--lenient", cwd=repo.path)
+    assert [f["code"] for f in r.json()["findings"]] == ["E130"], r.out

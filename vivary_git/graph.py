@@ -189,7 +189,7 @@ def build(
     unused: set[_Out] = set()  # a duplicate's edges: it owns no ID, so it contributes none
     same = _Same({nid: nid for nid in owner}, {})
     findings: list[Finding] = sorted(unreadable, key=lambda f: order[f.path])
-    findings += _names(config, ordered, findings, duplicates, order)
+    findings += _names(config, ordered, findings, duplicates, order, others)
     for (path, _, f), own, nid in zip(ordered, owned, ids, strict=True):
         if nid != f.id or not own:
             first_path = owner[f.id].path
@@ -214,16 +214,43 @@ def build(
 
 
 def _names(config: Config, ordered: Sequence[tuple[str, str, Facts]], unreadable: Sequence[Finding],
-           duplicates: Mapping[str, str], order: Mapping[str, str]) -> list[Finding]:
-    """Each document's name that a checkout on macOS or Windows cannot hold (W226, W227: `portable`), before the
-    document's own findings; in one pass over the paths in document order."""
+           duplicates: Mapping[str, str], order: dict[str, str], others: Sequence[str]) -> list[Finding]:
+    """Each file's name that a checkout on macOS or Windows cannot hold (W226, W227, W228: `portable`), notes and
+    the other files a link may reach (attachments, templates) alike, before the document's own findings; in one
+    pass over the paths. A finding on another file joins `order` (document order)."""
+    notes = [p for p, _, _ in ordered]
+    paths = [*notes, *(f.path for f in unreadable), *others] if unreadable or others else notes
+    if unreadable:  # a symbolic link is an unreadable note and one of the others
+        paths = list(dict.fromkeys(paths))
+    return _portable(config, paths, duplicates, order)
+
+
+def _portable(config: Config, paths: Sequence[str], duplicates: Mapping[str, str],
+              order: dict[str, str]) -> list[Finding]:
     if not (config.portable_collisions or config.portable_windows):
         return []
-    paths = [p for p, _, _ in ordered]
-    if unreadable:
-        paths = sorted({*paths, *(f.path for f in unreadable)}, key=order.__getitem__)
+
+    def key(path: str) -> str:
+        got = order.get(path)
+        if got is None:
+            got = order[path] = walk_key(path)
+        return got
+
     return portable.findings(paths, collisions=config.portable_collisions, windows=config.portable_windows,
-                             duplicates=duplicates)
+                             duplicates=duplicates, order=key)
+
+
+def names_anew(findings: Sequence[Finding], config: Config, notes: Iterable[str],
+               others: Sequence[str]) -> list[Finding] | None:
+    """`findings` (in document order) with the names' findings (W226-W228) decided anew over these paths: files
+    added or removed beside the notes (an attachment) change which names collide. None when a duplicate id
+    (E130) is among them: which pair it names already is the full build's to decide (`duplicates`)."""
+    if any(f.code == "E130" for f in findings):
+        return None
+    order: dict[str, str] = {}
+    found = _portable(config, [*notes, *others], {}, order)
+    return sorted(found + [f for f in findings if f.code not in portable.CODES],
+                  key=lambda f: order.get(f.path) or walk_key(f.path))
 
 
 def _name_key(name: str, case: str) -> str:
@@ -382,6 +409,10 @@ def patch(base: Graph, tree: str | None, changed: Mapping[str, tuple[str, Facts]
                             outgoing, others, base.page_names, homes=base.homes, home_links=base.home_links)
     if merged is None:
         return None
+    if others is not base.others and others != base.others:
+        merged = names_anew(merged, base.config, [n.path for n in base.nodes], others)
+        if merged is None:
+            return None
     for path, (blob, f) in changed.items():
         owner[f.id] = Node(id=f.id, type=f.type, path=path, title=f.title, blob=blob)  # same ID, new content
     ids = {f.id for _, f in changed.values()}

@@ -1,22 +1,24 @@
 """Names every checkout can hold: pure, returns `Finding`s.
 
 A vault shared between Linux, macOS and Windows holds, in Git, names one of those file systems cannot: two
-notes macOS and Windows see as one file (`Note.md` beside `note.md`, or one name composed and decomposed),
-W226; and a name Git for Windows refuses to check out (its `is_valid_win32_path`: a device name such as `aux`
-with any extension, a name ending in a dot or a space, the characters `< > : " | ? * \\` and control
-characters), W227, which stops every Windows clone. One pass over the paths the check already has; both are
-warnings (a Linux-only team may not care), off with `.vivary/graph.toml` `[portable]` (docs/config.md).
+files macOS and Windows see as one (`Note.md` beside `note.md`, `Photo.png` beside `photo.png`, one name composed
+and decomposed, or a file `Assets` beside a folder `assets/`), W226; a name Git for Windows refuses to check out
+(its `is_valid_win32_path`: a device name such as `aux` with any extension, a name ending in a dot or a space, the
+characters `< > : " | ? * \\` and control characters), W227, which stops every Windows clone; and a path too
+long for a Windows checkout without `core.longPaths`, W228. Every file a link may reach is looked at, notes and
+attachments alike, in one pass over the paths the check already has; all are warnings (a Linux-only team may not
+care), off with `.vivary/graph.toml` `[portable]` (docs/config.md).
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from vivary_git.models import Finding
 
-CODES = frozenset(("W226", "W227"))  # findings of a document's name, not of its content
+CODES = frozenset(("W226", "W227", "W228"))  # findings of a document's name, not of its content
 
 # The device names Git for Windows refuses as a file or folder name, with any extension and spaces before it
 # (its `is_valid_win32_path`): `con`, `aux.md`, `COM1 .txt`.
@@ -31,6 +33,12 @@ _WINDOWS_ANY = re.compile(r'[<>:"|?*\\\x01-\x1f]|[. ](?:/|$)|(?:^|/)(?:con|prn|a
 # searches, each quicker than one of their alternatives.
 _WINDOWS_LINES = (re.compile(r'[<>:"|?*\\\x01-\x09\x0b-\x1f]'), re.compile(r"[. ][/\n]"),
                   re.compile(r"[/\n](?:con|prn|aux|nul|com[1-9]|lpt[1-9]|conin\$|conout\$) *(?:\.[^/\n]*)?[/\n]"))
+
+def documents(findings: Iterable[Finding]) -> set[str]:
+    """The paths of these findings that are documents (a check's `clean` counts the others): a name's finding
+    (W226, W227, W228) may be on an attachment, which is no document."""
+    return {f.path for f in findings if f.code not in CODES or f.path.endswith((".md", ".markdown"))}  # is_note
+
 
 def windows_refuses(part: str) -> bool:
     """Whether Git for Windows refuses `part` as a file or folder name, so a commit holding it stops every Windows
@@ -71,34 +79,60 @@ def _fold_nonascii(text: str) -> str:
 
 
 def findings(paths: Sequence[str], *, collisions: bool = True, windows: bool = True,
-             duplicates: Mapping[str, str] | None = None) -> list[Finding]:
-    """W226 for each path that is the same file as an earlier one on macOS or Windows, naming that one; W227 for
-    each path Git for Windows refuses. `paths` in document order; `duplicates`: each path reported as a duplicate
-    id (E130) and the path that has the id, a pair that finding names already (`Café.md` in two Unicode forms in
-    a vault, `Alpha.md` and `alpha.md` with the contract's ids)."""
+             duplicates: Mapping[str, str] | None = None,
+             order: Callable[[str], str] | None = None) -> list[Finding]:
+    """W226 for each path that is the same file as an earlier one on macOS or Windows, naming that one, and for
+    each file whose name is a folder's there; W227 for each path Git for Windows refuses; W228 for each path too
+    long for a Windows checkout (`windows` turns both off). `paths`: every file a link may reach, notes and
+    attachments alike, in document order, or in any order with `order` its sort key (sorted only when there is a
+    finding); `duplicates`: each path reported as a duplicate id (E130) and the path that has the id, a pair
+    that finding names already (`Café.md` in two Unicode forms in a vault, `Alpha.md` and `alpha.md` with the
+    contract's ids)."""
     duplicates = duplicates or {}
-    # The common case, a vault with neither, is decided over all paths at once, joined by line breaks into one
+    lengths = windows
+    # The common case, a vault with none, is decided over all paths at once, joined by line breaks into one
     # string folded and searched whole (a path per call was 0.1 s of a 100,000-note check; this is a tenth of it).
     # A name holding a line break (W227 itself) is looked at path by path.
     joined = "\n".join(paths)
     keys: list[str] | None = None
+    folders = collisions
     if joined.count("\n") == len(paths) - 1:
         low = joined.lower() if joined.isascii() else _fold_nonascii(joined)
         if collisions and paths:
             keys = low.split("\n")
-            collisions = len(set(keys)) != len(keys)
+            unique = set(keys)
+            collisions = len(unique) != len(keys)
+            folders = not unique.isdisjoint(_folders(unique))
         if windows:
             lines = f"\n{low}\n"
             windows = any(r.search(lines) for r in _WINDOWS_LINES)
-    if not (collisions or windows):
-        return []
+    # A path is too long only when it has more characters than half a folder may: one pass over the lengths,
+    # and a look at those few.
+    limit = _LONGEST_FOLDER // 2
+    long = {} if not lengths or not paths or max(map(len, paths)) <= limit else \
+        {p: f for p in paths if len(p) > limit and (f := long_path(p)) is not None}
+    if not (collisions or folders or windows):
+        return sorted(long.values(), key=lambda f: order(f.path)) if order is not None else list(long.values())
+    if order is not None:
+        paths = sorted(paths, key=order)
+        keys = None
+    if (collisions or folders) and keys is None:
+        keys = [fold(p) for p in paths]
+    folder_of = _folder_names(paths, keys) if folders and keys is not None else {}
     out: list[Finding] = []
     first: dict[str, str] = {}
     for at, path in enumerate(paths):
-        if collisions:
-            seen = first.setdefault(keys[at] if keys is not None else fold(path), path)
+        if collisions and keys is not None:
+            seen = first.setdefault(keys[at], path)
             if seen != path and duplicates.get(path) != seen:
                 out.append(collision(path, seen))
+        if folder_of and keys is not None:
+            folder = folder_of.get(keys[at])
+            if folder is not None:
+                out.append(Finding(path, 1, "warning", "W226",
+                                   f"'{path}' and the folder '{folder}/' are one name on macOS and Windows: a "
+                                   f"checkout there cannot hold both and leaves one out; rename one "
+                                   f"(git mv '{path}' NEW-NAME)"))
         if windows:
             refused = windows_problem(path)
             if refused is not None:
@@ -106,6 +140,70 @@ def findings(paths: Sequence[str], *, collisions: bool = True, windows: bool = T
                 out.append(Finding(path, 1, "warning", "W227",
                                    f"Git for Windows cannot check out '{path}': {problem}; every Windows clone "
                                    f"stops at it: rename it (git mv '{where}' NEW-NAME)"))
+        if path in long:
+            out.append(long[path])
+    return out
+
+
+# Git for Windows writes a file only when the checkout's folder, a separator and the path make at most 259
+# UTF-16 units (MAX_PATH, 260, holds the closing NUL), and makes a folder only within 247 (CreateDirectoryW: 248),
+# unless `core.longPaths` is set (compat/mingw.c `handle_long_path`). A checkout's own folder is allowed 60 of
+# them with its separator: `C:\Users\name\Documents\vault\` is 30, a OneDrive folder of a company account 60.
+CHECKOUT_FOLDER = 60
+LONGEST_PATH = 259 - CHECKOUT_FOLDER  # 199
+_LONGEST_FOLDER = 247 - CHECKOUT_FOLDER  # 187
+
+
+def _units(text: str) -> int:
+    """`text`'s length in UTF-16 units, as Windows counts it: a character past U+FFFF (an emoji) is two."""
+    return len(text) if text.isascii() else len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def long_path(path: str) -> Finding | None:
+    """W228 when a checkout of `path` in a typical folder passes what Git for Windows writes without
+    `core.longPaths`: the file's path, or the folder holding it (named as the one to shorten)."""
+    if len(path) <= _LONGEST_FOLDER // 2:
+        return None
+    folder = path.rpartition("/")[0]
+    size, folder_size = _units(path), _units(folder)
+    if size <= LONGEST_PATH and folder_size <= _LONGEST_FOLDER:
+        return None
+    if folder_size > _LONGEST_FOLDER:
+        shorten = folder
+        why = f"its folder's path has {folder_size} characters, over the {_LONGEST_FOLDER} a folder's may have"
+    else:
+        shorten = path
+        why = f"it has {size} characters, over the {LONGEST_PATH} a path may have"
+    return Finding(path, 1, "warning", "W228",
+                   f"'{path}' is too long for a Windows checkout: {why} in a checkout folder of up to "
+                   f"{CHECKOUT_FOLDER} characters (Windows' MAX_PATH is 260), so Git for Windows leaves it out "
+                   f"unless core.longPaths is set; shorten it (git mv '{shorten}' NEW-NAME) or set "
+                   "`git config core.longPaths true` in each Windows clone")
+
+
+def _folders(keys: Iterable[str]) -> set[str]:
+    """Every folder of these paths and its parents."""
+    out: set[str] = set()
+    for parent in {k.rpartition("/")[0] for k in keys}:
+        while parent and parent not in out:
+            out.add(parent)
+            parent = parent.rpartition("/")[0]
+    return out
+
+
+def _folder_names(paths: Sequence[str], keys: Sequence[str]) -> dict[str, str]:
+    """The files whose folded path is a folder's, each (its key) to that folder as the first path holding it spells
+    it: `Assets` beside `assets/pic.png` -> {'assets': 'assets'}."""
+    files = set(keys)
+    out: dict[str, str] = {}
+    for path, key in zip(paths, keys, strict=True):
+        parts, folded = path.split("/"), key.split("/")
+        if len(parts) != len(folded):
+            continue  # folding changed a separator: no name to match
+        for depth in range(1, len(parts)):
+            at = "/".join(folded[:depth])
+            if at in files and at not in out:
+                out[at] = "/".join(parts[:depth])
     return out
 
 

@@ -359,6 +359,10 @@ class Tiers:
                                             base.homes, base.home_links)
         if findings is None:
             return None
+        if others is not base.others and others != base.others:
+            findings = graph_mod.names_anew(findings, self.config, (path for _, path in base.nodes), others)
+            if findings is None:
+                return None
         self.stats.reused += base.counts.checked - len(changed)
         self.stats.patched = True
         return findings, base.counts.checked

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from vivary_git import check as check_mod
-from vivary_git import git
+from vivary_git import git, portable
 from vivary_git import graph as graph_mod
 from vivary_git.models import Finding, Node, Note
 from vivary_git.parses import Parses, Stats
@@ -92,7 +92,7 @@ class Workspace:
         errors = sum(f.level == "error" for f in findings)
         report = CheckReport(
             checked=checked,
-            clean=checked - len({f.path for f in findings}),
+            clean=checked - len(portable.documents(findings)),
             errors=errors,
             warnings=len(findings) - errors,
             findings=findings,

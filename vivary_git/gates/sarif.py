@@ -108,6 +108,13 @@ RULES: dict[str, Rule] = {
                  "a control character: Git for Windows refuses the path, and every Windows clone stops at it. Off "
                  "with `[portable] windows = false` in .vivary/graph.toml.",
                  "Rename the file or folder with `git mv`."),
+    "W228": Rule("WindowsLongPath", "A path too long for a Windows checkout.",
+                 "Git for Windows writes a file only when the checkout's folder and its path make at most 259 "
+                 "characters (MAX_PATH), and a folder within 247, unless `core.longPaths` is set. A path over 199 "
+                 "characters, or in a folder over 187, is left out of a checkout in a folder of 60 characters "
+                 "(`C:\\Users\\name\\Documents\\vault\\` is 30). Off with `[portable] windows = false` in "
+                 ".vivary/graph.toml.",
+                 "Shorten the file's or folder's name with `git mv`, or set `core.longPaths` in each Windows clone."),
 }
 
 # RFC 3986 unreserved characters, plus "/" between segments; every other byte is percent-encoded.
