@@ -128,6 +128,27 @@ def test_the_privacy_guard_in_ci_names_a_private_paths_rule_without_its_pattern(
     assert "deals/merger-acme.md:1: error P101: private file staged (private_paths); unstage it" in r.out
 
 
+def test_a_link_to_an_ignored_private_file_names_its_rules_by_place_where_others_read(
+        repo: Repo, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`check` says which ignore rule leaves out the file a broken link names (ignoredlinks.py), and why it is
+    private. Where others read it, each rule is named by its place alone: a pattern is the text of
+    `.git/info/exclude` or of `.vivary/memory.toml`, both private by the floor."""
+    repo.commit("start", files={"a.md": "# A\n\nSee [[diary]].\n"})
+    repo.write({".vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["d*ary.md"]\n', "diary.md": "# D\n"})
+    (repo.path / ".git" / "info" / "exclude").write_text("di*ry.md\n")
+    own = cli("check", cwd=repo.path)
+    assert own.code == 1 and "(.git/info/exclude:1:di*ry.md) and it is private (config: d*ary.md)" in own.out, own.out
+    said = "'diary.md' is on disk, but Git ignores it (.git/info/exclude:1) and it is private (private_paths)"
+    masked = [cli("check", "--json", cwd=repo.path), cli("check", "--mask-private", cwd=repo.path)]
+    monkeypatch.setenv("CI", "true")
+    repo.write({"b.md": "# B\n\nSee [[diary]].\n"})
+    repo.git("add", "b.md")
+    masked += [cli("check", cwd=repo.path), cli("hooks", "run", "pre-commit", cwd=repo.path)]
+    for r in masked:
+        assert r.code == 1 and said in r.out, r.out + r.err
+        assert "di*ry" not in r.out + r.err and "d*ary" not in r.out + r.err, r.out + r.err
+
+
 @pytest.mark.parametrize("layout", ["top", "subfolder"])
 def test_the_pre_receive_gate_masks_private_findings(tmp_path: Path, repo: Repo, layout: str) -> None:
     """What the server's gate prints goes to whoever pushed and into the server's logs; it still refuses the push.

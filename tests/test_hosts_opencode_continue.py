@@ -258,6 +258,25 @@ def test_opencode_s_project_files_merged_with_ours_by_name_are_named_too(repo: R
             "member by member: its command, args apply here; rename one of them") in notes, notes
 
 
+def test_opencode_s_project_files_are_read_within_bounds_and_never_through_a_link(repo: Repo, cli: Any,
+                                                                                  tmp_path: Path) -> None:
+    """The project's files opencode merges with ours are committed ones, a stranger's: a symbolic link among them
+    (to a file out of the work tree, to /dev/zero) is named and not followed, and one bigger than a host's file
+    is left unread, as every host file bootstrap-host reads is."""
+    ws = plain_workspace(repo)
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text('{"mcp": {"vivary": {"canary_outside": 1}}}\n', "utf-8")
+    (ws.path / ".opencode").mkdir()
+    (ws.path / ".opencode" / "opencode.jsonc").symlink_to(elsewhere)
+    ws.write({"opencode.json": "{}\n", "opencode.jsonc": '{"mcp": {"vivary": {"canary_huge": 1}}}' + " " * (5 << 20)})
+    r = cli("bootstrap-host", "--host-kind", "opencode", "--dry-run", "--json", cwd=ws.path)
+    assert r.code == 0, r.out + r.err
+    notes = r.json()["notes"]
+    assert not any("canary" in n for n in notes), notes
+    assert ("opencode also reads .opencode/opencode.jsonc, a symbolic link, which bootstrap-host does not follow: "
+            "check by hand that it names no server 'vivary' nor this workspace's under another name") in notes, notes
+
+
 def test_opencode_json_holds_opencode_s_schema_so_opencode_leaves_it_and_uninstall_removes_it(repo: Repo,
                                                                                               cli: Any) -> None:
     """opencode writes `"$schema": "https://opencode.ai/config.json"` first into every config file it reads

@@ -36,9 +36,11 @@ WALK_BUDGET = 20_000  # entries read below ignored folders, at most, per check
 _SKIPPED = frozenset((".git", "node_modules", "__pycache__"))
 
 
-def explain(ws: Workspace, findings: Sequence[Finding]) -> list[Finding]:
+def explain(ws: Workspace, findings: Sequence[Finding], *, masked: bool = False) -> list[Finding]:
     """`findings` with each broken link whose target Git ignores told so (the rest unchanged, in order).
-    Never fails the check: when Git cannot say, the findings are returned as they were."""
+    Never fails the check: when Git cannot say, the findings are returned as they were. `masked`: others read
+    the findings (`gates.private.masking`), so each rule is named by its place alone: its pattern is the text of
+    `.git/info/exclude` or a `.vivary/memory.toml`'s `private_paths`, files on the privacy floor."""
     wanted = [i for i, f in enumerate(findings) if f.code in ("W220", "W221", "W223")]
     source = ws.source
     if not wanted or source.kind not in ("worktree", "staged") or source.repo is None \
@@ -51,7 +53,7 @@ def explain(ws: Workspace, findings: Sequence[Finding]) -> list[Finding]:
         hits = _targets(ws, [findings[i] for i in wanted], ignored)
         if not hits:
             return list(findings)
-        rules = _rules(ws, sorted(set(hits.values())))
+        rules = _rules(ws, sorted(set(hits.values())), masked)
     except (GitError, PrivacyError, OSError):
         return list(findings)
     out = list(findings)
@@ -171,7 +173,7 @@ def _lookup(index: obsidian.Index, looked_for: str, source: str) -> str | None:
     return hit if hit is not None or rooted else index.nearest(name, source)
 
 
-def _rules(ws: Workspace, paths: list[str]) -> dict[str, str]:
+def _rules(ws: Workspace, paths: list[str], masked: bool = False) -> dict[str, str]:
     """What to say of each ignored file (workspace-relative): the rule that ignores it, and, when it is
     private by the floor or its name, that it stays out of the graph."""
     from vivary_git.checkignore import display_source
@@ -199,10 +201,13 @@ def _rules(ws: Workspace, paths: list[str]) -> dict[str, str]:
         where, line, pattern, path = (os.fsdecode(x) for x in fields[k:k + 4])
         if not where or pattern.startswith("!") or path not in asked:
             continue
-        rule = f"{display_source(where, repo.workdir)}:{line}:{pattern}"
+        rule = f"{display_source(where, repo.workdir)}:{line}" + ("" if masked else f":{pattern}")
         rel = path[len(prefix):]
         if path in private:
-            out[rel] = (f"'{rel}' is on disk, but Git ignores it ({rule}) and it is private ({private[path]}): "
+            reason = private[path]
+            if masked and reason.startswith("config:"):
+                reason = "private_paths"  # as the commit guard names it where others read it (gates/guard.py)
+            out[rel] = (f"'{rel}' is on disk, but Git ignores it ({rule}) and it is private ({reason}): "
                         "link another note")
         else:
             out[rel] = (f"'{rel}' is on disk, but Git ignores it ({rule}), so it is in no tree and no graph "

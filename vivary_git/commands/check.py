@@ -102,14 +102,15 @@ def run(args: argparse.Namespace) -> int:
         # Outside Git nothing says this folder is a workspace: zero notes means the wrong folder, not a pass.
         raise UsageError(no_notes_message(ws.source.root, ws.source.nested_repos))
     verdict = new if new is not None else report
-    # A broken link whose file Git ignores says so (only the output: what is recorded and compared stays as found).
-    from vivary_git.ignoredlinks import explain
-
-    verdict = msgspec.structs.replace(verdict, findings=explain(ws, verdict.findings))
     from vivary_git.gates.private import mask_findings, masking
 
     # A CI log, a program, a pusher: others read what a private file's finding says (docs/privacy.md).
-    if verdict.findings and masking(args.show_private, machine=args.json or span is not None):
+    masked = masking(args.show_private, machine=args.json or span is not None)
+    # A broken link whose file Git ignores says so (only the output: what is recorded and compared stays as found).
+    from vivary_git.ignoredlinks import explain
+
+    verdict = msgspec.structs.replace(verdict, findings=explain(ws, verdict.findings, masked=masked))
+    if verdict.findings and masked:
         verdict = msgspec.structs.replace(verdict, findings=mask_findings(ws, verdict.findings))
     if args.json:
         emit_json(verdict)

@@ -726,8 +726,18 @@ def _merged_by_name(spec: HostSpec, root: Path, name: str, written: str, entry: 
     notes = []
     for path, shown, project, after in _merged_files(spec, root, written):
         try:
-            servers = _servers(path.read_text("utf-8"), spec.config, shown)
-        except (OSError, UnicodeDecodeError, ConfigError):  # the host's to report: it reads no server from it
+            # A project's file is committed, a stranger's input: a link is not followed (it could point out of the
+            # work tree, or at /dev/zero), and what is read is a small regular file (files.read).
+            text = files.read(files.project_path(root, shown) if project else path, shown)
+        except RefusedError:
+            notes.append(f"{spec.label} also reads {shown}, a symbolic link, which bootstrap-host does not follow: "
+                         f"check by hand that it names no server {name!r} nor this workspace's under another name")
+            continue
+        except (OSError, ConfigError):  # the host's to report: it reads no server from it
+            continue
+        try:
+            servers = {} if text is None else _servers(text, spec.config, shown)
+        except ConfigError:
             continue
         others = [n for n in workspace_servers(servers, root, project=project) if n != name]
         if others:
