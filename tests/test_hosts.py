@@ -401,6 +401,22 @@ def test_a_second_name_for_the_workspace_in_the_other_file_is_said(kind: str, pr
     assert not any("also reads" in n for n in same["notes"]), same["notes"]  # one name: the project's wins
 
 
+def test_host_status_says_codex_s_user_file_holds_a_second_server_for_the_workspace(ws: Repo, cli: Any) -> None:
+    """host-status names the twin bootstrap-host's note names, from each side (Codex starts both)."""
+    assert cli("bootstrap-host", "--host-kind", "codex", cwd=ws.path).code == 0
+    assert cli("bootstrap-host", "--host-kind", "codex", "--user", cwd=ws.path).code == 0
+    status = cli("host-status", "--host-kind", "codex", "--json", cwd=ws.path)
+    project, user = status.json()["hosts"][0]["servers"]
+    assert status.code == 0 and (project["state"], user["state"]) == ("installed", "installed")
+    assert [(m["path"], m["effect"], m["name"]) for m in project["merged"]] == [
+        (user["path"], "second", user["name"])], project
+    assert [(m["path"], m["effect"], m["name"]) for m in user["merged"]] == [
+        (".codex/config.toml", "second", "vivary")], user
+    assert "--host-kind codex --user --uninstall`" in project["merged"][0]["detail"]
+    text = cli("host-status", "--host-kind", "codex", cwd=ws.path).out
+    assert "    second     .codex/config.toml [vivary]" in text, text
+
+
 def test_user_level_files_need_the_flag(ws: Repo, cli: Any) -> None:
     r = cli("bootstrap-host", "--host-kind", "claude-desktop", cwd=ws.path)
     assert r.code == 2 and "--user" in r.err

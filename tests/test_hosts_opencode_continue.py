@@ -277,6 +277,74 @@ def test_opencode_s_project_files_are_read_within_bounds_and_never_through_a_lin
             "check by hand that it names no server 'vivary' nor this workspace's under another name") in notes, notes
 
 
+def _opencode_status(cli: Any, ws: Repo) -> tuple[int, dict[str, Any], str]:
+    status = cli("host-status", "--host-kind", "opencode", "--json", cwd=ws.path)
+    out = cli("host-status", "--host-kind", "opencode", cwd=ws.path)
+    assert out.code == status.code
+    return status.code, status.json()["hosts"][0]["servers"][0], out.out
+
+
+def test_host_status_says_a_user_file_of_opencode_s_turns_our_entry_off(repo: Repo, cli: Any) -> None:
+    """A `vivary` with `enabled: false` in ~/.config/opencode/config.json turns ours off (`opencode mcp list`:
+    `○ vivary disabled`, tests/test_hosts_real.py): host-status says `disabled`, names the file, exit 1."""
+    ws = plain_workspace(repo)
+    assert cli("bootstrap-host", "--host-kind", "opencode", cwd=ws.path).code == 0
+    assert _opencode_status(cli, ws)[1]["state"] == "installed"
+    user = home() / ".config" / "opencode"
+    user.mkdir(parents=True)
+    (user / "config.json").write_text('{"mcp": {"vivary": {"enabled": false}}}\n', "utf-8")
+    code, server, text = _opencode_status(cli, ws)
+    assert (code, server["state"]) == (1, "disabled"), server
+    assert [(m["path"], m["effect"], m["name"]) for m in server["merged"]] == [
+        ("~/.config/opencode/config.json", "disabled", "vivary")]
+    assert "`enabled: false` there turns this one off" in server["merged"][0]["detail"]
+    assert "server    disabled   opencode.json [vivary]" in text and "~/.config/opencode/config.json" in text
+
+    (user / "config.json").write_text('{"mcp": {"vivary": {"enabled": true}}}\n', "utf-8")
+    code, server, _ = _opencode_status(cli, ws)
+    assert (code, server["state"], server["merged"][0]["effect"]) == (0, "installed", "lent"), server
+
+
+def test_host_status_says_opencode_s_dot_opencode_folder_overrides_our_entry(repo: Repo, cli: Any) -> None:
+    """`.opencode/opencode.jsonc` is read after our opencode.json and wins member by member: a `vivary` there with
+    its own command is what opencode runs (`overridden`, exit 1); a link there is not followed, but said."""
+    ws = plain_workspace(repo)
+    assert cli("bootstrap-host", "--host-kind", "opencode", cwd=ws.path).code == 0
+    (ws.path / ".opencode").mkdir()
+    (ws.path / ".opencode" / "opencode.jsonc").write_text(
+        '{\n  // mine\n  "mcp": {"vivary": {"type": "local", "command": ["/bin/x"]}},\n}\n', "utf-8")
+    code, server, text = _opencode_status(cli, ws)
+    assert (code, server["state"]) == (1, "overridden"), server
+    assert [(m["path"], m["effect"]) for m in server["merged"]] == [(".opencode/opencode.jsonc", "overridden")]
+    assert "its command, args apply here" in server["merged"][0]["detail"]
+    assert "server    overridden opencode.json [vivary]" in text
+
+    elsewhere = repo.path.parent / "elsewhere.jsonc"
+    (ws.path / ".opencode" / "opencode.jsonc").rename(elsewhere)
+    (ws.path / ".opencode" / "opencode.jsonc").symlink_to(elsewhere)
+    code, server, _ = _opencode_status(cli, ws)
+    assert (code, server["state"]) == (0, "installed"), server
+    assert [(m["path"], m["effect"]) for m in server["merged"]] == [(".opencode/opencode.jsonc", "unread")]
+    assert "a symbolic link, which bootstrap-host does not follow" in server["merged"][0]["detail"]
+
+
+def test_host_status_says_opencode_s_user_file_holds_this_workspace_s_server_under_another_name(
+        repo: Repo, cli: Any) -> None:
+    """This workspace's server as `vivary-old` in ~/.config/opencode/opencode.jsonc is a second server on the same
+    memory: said in `merged` (`second`), the entry still `installed` (it runs), exit 0."""
+    ws = plain_workspace(repo)
+    assert cli("bootstrap-host", "--host-kind", "opencode", cwd=ws.path).code == 0
+    user = home() / ".config" / "opencode"
+    user.mkdir(parents=True)
+    argv = json.dumps(["/usr/bin/git-vivary", "mcp", "-C", str(ws.path)])
+    (user / "opencode.jsonc").write_text('{"mcp": {"vivary-old": {"type": "local", "command": ' + argv + '}}}\n')
+    code, server, text = _opencode_status(cli, ws)
+    assert (code, server["state"]) == (0, "installed"), server
+    assert [(m["path"], m["effect"], m["name"]) for m in server["merged"]] == [
+        ("~/.config/opencode/opencode.jsonc", "second", "vivary-old")]
+    assert "    second     ~/.config/opencode/opencode.jsonc [vivary-old]" in text
+
+
 def test_opencode_json_holds_opencode_s_schema_so_opencode_leaves_it_and_uninstall_removes_it(repo: Repo,
                                                                                               cli: Any) -> None:
     """opencode writes `"$schema": "https://opencode.ai/config.json"` first into every config file it reads

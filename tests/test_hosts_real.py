@@ -316,6 +316,28 @@ def test_opencode_merges_its_user_files_by_name_and_bootstrap_host_says_so(cli: 
                                                             f"○ vivary disabled\n{line}"), both
 
 
+def test_host_status_agrees_with_opencode_that_a_user_file_turns_our_entry_off(cli: Any, tmp_path: Path,
+                                                                              opencode: Path) -> None:
+    """Where `opencode mcp list` shows `○ vivary disabled` (a `vivary` with `enabled: false` in the user's
+    ~/.config/opencode/config.json), host-status says `disabled`, names that file, and exits 1; and where
+    opencode shows it connected again, host-status says `installed`."""
+    folder, _ = workspace(tmp_path, "memory off")
+    bootstrap(cli, "opencode", folder)
+    user = home() / ".config" / "opencode"
+    user.mkdir(parents=True)
+    (user / "config.json").write_text(json.dumps({"mcp": {"vivary": {"enabled": False}}}))
+    assert listed("opencode", opencode, folder)["vivary"].startswith("○ vivary disabled\n")
+    status = cli("host-status", "--host-kind", "opencode", "--json", cwd=folder)
+    server = status.json()["hosts"][0]["servers"][0]
+    assert (status.code, server["state"]) == (1, "disabled"), server
+    assert [(m["path"], m["effect"]) for m in server["merged"]] == [("~/.config/opencode/config.json", "disabled")]
+
+    (user / "config.json").unlink()
+    assert listed("opencode", opencode, folder)["vivary"].startswith("✓ vivary connected\n")
+    status = cli("host-status", "--host-kind", "opencode", "--json", cwd=folder)
+    assert (status.code, status.json()["hosts"][0]["servers"][0]["state"]) == (0, "installed")
+
+
 @pytest.mark.parametrize("kind, untrusted, note", [
     ("claude-code", "Pending approval", "Claude Code asks once before it starts a server"),
     ("codex", "No MCP servers configured", "Codex reads .codex/config.toml only in a project you marked trusted"),

@@ -15,11 +15,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "host-status", help="what bootstrap-host installed where, and whether onboarding is done",
         description="For each agent host (or --host-kind): whether its config holds this workspace's MCP server "
-        "(installed, stale: written for a command that moved or for another workspace, other: the name is another "
-        "server's, absent, unreadable), where, and whether the guidance block is there and current; user-level files "
-        "(the desktop app's, ~/.codex/config.toml) are read, never written. Then which onboarding questions are "
-        "answered (never the answers: they stay in USER.md). Reads only. Exit 0; 1 when an installed entry "
-        "is stale or a file is unreadable; 2 on a usage error. See docs/hosts.md.",
+        "(installed, stale: written for a command that moved or for another workspace, disabled or overridden: a "
+        "file the host merges with it by server name turns it off or replaces its command, other: the name is "
+        "another server's, absent, unreadable), where, what the files merged with it do to it (and this "
+        "workspace's server under another name there), and whether the guidance block is there and current; "
+        "user-level files (the desktop app's, ~/.codex/config.toml) are read, never written. Then which onboarding "
+        "questions are answered (never the answers: they stay in USER.md). Reads only. Exit 0; 1 when an installed "
+        "entry is stale, disabled or overridden, or a file is unreadable; 2 on a usage error. See docs/hosts.md.",
     )
     p.add_argument("--host-kind", choices=KINDS, metavar="KIND", help="only this host: " + ", ".join(KINDS))
     p.add_argument("--name", metavar="NAME",
@@ -49,9 +51,13 @@ def run(args: argparse.Namespace) -> int:
                 scopes.append("user")
             for scope in scopes:
                 s = install.server_state(kind, root, scope, args.name)
-                bad = bad or s.state in ("stale", "unreadable")
-                servers.append({"path": s.path, "scope": s.scope, "name": s.name, "state": s.state,
-                                "command": s.command, "command_found": s.command_found, "detail": s.detail})
+                merged = [] if s.entry is None else install.merged_over(kind, root, scope, s.name, s.entry, s.path)
+                state = _state(s.state, [m.effect for m in merged])
+                bad = bad or state in ("stale", "unreadable", "disabled", "overridden")
+                servers.append({"path": s.path, "scope": s.scope, "name": s.name, "state": state,
+                                "command": s.command, "command_found": s.command_found, "detail": s.detail,
+                                "merged": [{"path": m.path, "effect": m.effect, "name": m.name, "detail": m.note}
+                                           for m in merged]})
         guide, guide_state, why = install.guidance_state(kind, root)
         hosts.append({"host_kind": kind, "label": spec.label, "servers": servers,
                       "guidance": None if guide is None else {"path": guide, "state": guide_state, "detail": why}})
@@ -67,6 +73,14 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if bad else EXIT_OK
 
 
+def _state(state: str, effects: list[str]) -> str:
+    """An installed entry a file merged over it turns off is `disabled`, one whose command it replaces is
+    `overridden`: the host does not run what bootstrap-host wrote (a second server elsewhere is only a note)."""
+    if state != "installed":
+        return state
+    return next((e for e in ("disabled", "overridden") if e in effects), state)
+
+
 def _print(out: dict[str, object]) -> None:
     w = sys.stdout.write
     w(f"workspace {out['workspace']}\n")
@@ -77,6 +91,8 @@ def _print(out: dict[str, object]) -> None:
         for s in h["servers"]:  # (names and details come from files a clone may hold: escaped, docs/output.md)
             detail = f"  ({text(s['detail'])})" if s["detail"] else ""
             w(f"  server    {s['state']:<10} {text(s['path'])} [{text(s['name'])}]{detail}\n")
+            for m in s["merged"]:
+                w(f"    {m['effect']:<10} {text(m['path'])} [{text(m['name'])}]  ({text(m['detail'])})\n")
         g = h["guidance"]
         if g is not None:
             detail = f"  ({text(g['detail'])})" if g["detail"] else ""

@@ -19,7 +19,7 @@ import re
 import shutil
 import sys
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -599,11 +599,8 @@ def plan(kind: HostKind, root: Path, *, uninstall: bool = False, user: bool = Fa
         if others:
             p.notes.append(f"{change.shown} has this workspace's server under another name too: "
                            f"{', '.join(map(repr, others))}; remove it with --uninstall --name NAME")
-        twin = None if uninstall else _twin(spec, root, scope, p.name)
-        if twin:
-            p.notes.append(twin)
-        if not uninstall and scope == "project":
-            p.notes.extend(_merged_by_name(spec, root, p.name, change.shown, entry))
+        if not uninstall:
+            p.notes.extend(m.note for m in merged_over(kind, root, scope, p.name, entry, change.shown))
         if scope == "project" and not uninstall:
             p.notes.append(f"the entry in {change.shown} holds this machine's paths (the command and the "
                            "workspace): commit it only where everyone shares them")
@@ -675,23 +672,46 @@ def _server_change(spec: HostSpec, root: Path, scope: Scope, given: str | None, 
     return change, name, [n for n in found if n != name]
 
 
-def _twin(spec: HostSpec, root: Path, scope: Scope, name: str) -> str:
+@dataclass(frozen=True)
+class Merged:
+    """What a file the host merges with ours by server name makes of our entry: `disabled` (its `enabled: false`
+    turns ours off), `overridden` (read after ours, its command replaces ours), `lent` (other members of its
+    apply to ours), `second` (this workspace's server under another name there: two servers, one memory),
+    `unread` (a link in the workspace, not followed: the user checks it)."""
+    path: str  # as the user reads it
+    effect: Literal["disabled", "overridden", "lent", "second", "unread"]
+    name: str  # the server's name in that file
+    note: str  # what it does, and the fix
+
+
+def merged_over(kind: HostKind, root: Path, scope: Scope, name: str, entry: dict[str, Any] | None,
+                written: str) -> list[Merged]:
+    """What the files a host merges with `written` (ours, holding `entry` as `command` + `args` under `name`) do
+    to it: bootstrap-host's notes and host-status's states both come from here."""
+    spec = HOSTS[kind]
+    twin = _twin(spec, root, scope, name)
+    return ([twin] if twin else []) + (_merged_by_name(spec, root, name, written, entry or {})
+                                       if scope == "project" else [])
+
+
+def _twin(spec: HostSpec, root: Path, scope: Scope, name: str) -> Merged | None:
     """A host that reads a project's file and a user-level one (Codex, Kiro) merges their servers by name: this
     workspace's server under another name in the other file is a second server on the same memory there."""
     other: Scope = "user" if scope == "project" else "project"
     assert spec.config is not None
     if not spec.config.user or spec.config.project is None:
-        return ""
+        return None
     try:
         state = server_state(spec.kind, root, other)
     except (ConfigError, RefusedError):  # that file is the other run's to report
-        return ""
+        return None
     if state.state not in ("installed", "stale") or state.name == name:
-        return ""
+        return None
     flag = " --user" if other == "user" else ""
-    return (f"{spec.label} also reads {state.path}, where this workspace's server is {state.name!r}: in this "
-            f"workspace it starts both, two servers on the same memory; keep one (remove that one with "
-            f"`git vivary bootstrap-host --host-kind {spec.kind}{flag} --uninstall`)")
+    return Merged(state.path, "second", state.name, (
+        f"{spec.label} also reads {state.path}, where this workspace's server is {state.name!r}: in this "
+        f"workspace it starts both, two servers on the same memory; keep one (remove that one with "
+        f"`git vivary bootstrap-host --host-kind {spec.kind}{flag} --uninstall`)"))
 
 
 def _merged_files(spec: HostSpec, root: Path, written: str) -> list[tuple[Path, str, bool, bool]]:
@@ -718,20 +738,22 @@ def _merged_files(spec: HostSpec, root: Path, written: str) -> list[tuple[Path, 
     return out
 
 
-def _merged_by_name(spec: HostSpec, root: Path, name: str, written: str, entry: dict[str, Any]) -> list[str]:
+def _merged_by_name(spec: HostSpec, root: Path, name: str, written: str, entry: dict[str, Any]) -> list[Merged]:
     """What a host that merges other files with ours by server name (opencode) makes of our entry: this
     workspace's server under another name there is a second server on the same memory; an entry of our name
-    there lends ours the members ours lacks (`enabled: false`), or, read after ours, replaces those it has."""
+    there lends ours the members ours lacks (`enabled: false`), or, read after ours, replaces those it has;
+    a link in the workspace, not followed, is `unread`, for the user to check."""
     assert spec.config is not None
-    notes = []
+    out = []
     for path, shown, project, after in _merged_files(spec, root, written):
         try:
             # A project's file is committed, a stranger's input: a link is not followed (it could point out of the
             # work tree, or at /dev/zero), and what is read is a small regular file (files.read).
             text = files.read(files.project_path(root, shown) if project else path, shown)
         except RefusedError:
-            notes.append(f"{spec.label} also reads {shown}, a symbolic link, which bootstrap-host does not follow: "
-                         f"check by hand that it names no server {name!r} nor this workspace's under another name")
+            out.append(Merged(shown, "unread", name, (
+                f"{spec.label} also reads {shown}, a symbolic link, which bootstrap-host does not follow: check by "
+                f"hand that it names no server {name!r} nor this workspace's under another name")))
             continue
         except (OSError, ConfigError):  # the host's to report: it reads no server from it
             continue
@@ -741,19 +763,23 @@ def _merged_by_name(spec: HostSpec, root: Path, name: str, written: str, entry: 
             continue
         others = [n for n in workspace_servers(servers, root, project=project) if n != name]
         if others:
-            notes.append(f"{spec.label} also reads {shown}, where this workspace's server is {others[0]!r}: in "
-                         f"this workspace it starts both, two servers on the same memory; keep one (remove "
-                         f"{others[0]!r} from {shown} by hand)")
+            out.append(Merged(shown, "second", others[0], (
+                f"{spec.label} also reads {shown}, where this workspace's server is {others[0]!r}: in this "
+                f"workspace it starts both, two servers on the same memory; keep one (remove {others[0]!r} from "
+                f"{shown} by hand)")))
         theirs = servers.get(name)
         if not isinstance(theirs, dict):
             continue
         lent = [k for k, v in theirs.items() if (entry.get(k) != v if after else k not in entry)]
         if lent:
-            off = " (`enabled: false` there turns this one off)" if theirs.get("enabled") is False else ""
-            notes.append(f"{spec.label} also reads {shown}, which has a server named {name!r} too, and merges the "
-                         f"two member by member: its {', '.join(lent)} {'applies' if len(lent) == 1 else 'apply'} "
-                         f"here{off}; rename one of them")
-    return notes
+            off = "enabled" in lent and theirs.get("enabled") is False
+            effect: Literal["disabled", "overridden", "lent"] = (
+                "disabled" if off else "overridden" if {"command", "args"} & set(lent) else "lent")
+            out.append(Merged(shown, effect, name, (
+                f"{spec.label} also reads {shown}, which has a server named {name!r} too, and merges the two member "
+                f"by member: its {', '.join(lent)} {'applies' if len(lent) == 1 else 'apply'} here"
+                f"{' (`enabled: false` there turns this one off)' if off else ''}; rename one of them")))
+    return out
 
 
 def _servers(text: str, spec: ConfigSpec, shown: str) -> dict[str, Any]:
@@ -862,6 +888,7 @@ class ServerState:
     command: str | None = None
     command_found: bool | None = None
     detail: str = ""
+    entry: dict[str, Any] | None = None  # this workspace's entry as read (`command` + `args`), when it is there
 
 
 def server_state(kind: HostKind, root: Path, scope: Scope, name: str | None = None) -> ServerState:
@@ -889,17 +916,16 @@ def server_state(kind: HostKind, root: Path, scope: Scope, name: str | None = No
     if not pins(value, root, project=scope == "project"):
         return ServerState(shown, scope, name, "other", detail=f"{name!r} there is not this workspace's server")
     command = value.get("command")
+    found = ServerState(shown, scope, name, "installed", command if isinstance(command, str) else None, entry=value)
     serves = served(value, root, project=scope == "project")
     if serves != root:
         said = "no workspace it can open" if serves is None else f"the workspace {serves}"
-        return ServerState(shown, scope, name, "stale", command if isinstance(command, str) else None, None,
-                           f"the entry starts the server on {said}, not on this one ({root}); run "
-                           f"`git vivary bootstrap-host --root {_quote(str(root))}` again to pin it")
+        return replace(found, state="stale", detail=f"the entry starts the server on {said}, not on this one "
+                       f"({root}); run `git vivary bootstrap-host --root {_quote(str(root))}` again to pin it")
     missing = _missing_command(command, value.get("args"), root)
     if missing:
-        return ServerState(shown, scope, name, "stale", command if isinstance(command, str) else None, False,
-                           missing)
-    return ServerState(shown, scope, name, "installed", command, True, _differences(value, server_entry(root, None)))
+        return replace(found, state="stale", command_found=False, detail=missing)
+    return replace(found, command_found=True, detail=_differences(value, server_entry(root, None)))
 
 
 def _missing_command(command: Any, args: Any, root: Path) -> str:
