@@ -289,3 +289,21 @@ def test_mcp_read_takes_an_id_as_it_is_spelt_and_a_path_in_either_unicode_form(r
         got = service.read(asked)
         assert (got.id, got.path) == ("Café", decomposed), asked
     assert service.context("Meeting ").nodes[0].id == "Meeting "
+
+
+def test_a_name_two_root_notes_answer_to_in_other_cases_names_both(repo: Repo, cli: Any) -> None:
+    """`USER.md` (private by the floor, tracked) beside `user.md` at the root of a plain vault (legal on Linux):
+    each id and each path names its own note, and so does a name spelt as one of them. `blast User`, spelt as
+    neither, silently answered the private `USER` (the file Obsidian happens to index first), as `x/FOO` answered
+    `x/Foo` where `FOO` alone listed both. Such a name now names both notes, as a name several folders share does."""
+    repo.commit(files={
+        "USER.md": "# Me\n", "user.md": "# User guide\n", "x/Foo.md": "# F\n", "x/foo.md": "# f\n",
+        "a.md": "[[user]] [[USER]]\n",
+    })
+    for name, want in (("user", "user"), ("USER", "USER"), ("user.md", "user"), ("USER.md", "USER"),
+                       ("x/Foo", "x/Foo"), ("x/foo.md", "x/foo")):
+        assert blast_target(repo, cli, name) == want, name
+    for name, ids in (("User", "'USER', 'user'"), ("User.md", "'USER', 'user'"), ("x/FOO", "'x/Foo', 'x/foo'")):
+        r = cli("blast", name, "--rev", "HEAD", cwd=repo.path)
+        assert (r.code, r.out) == (2, ""), name
+        assert r.err == f"git vivary blast: {name!r} names 2 notes: {ids}; give one of these IDs (or its path)\n", name

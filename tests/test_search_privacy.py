@@ -157,3 +157,24 @@ def test_hiding_is_searching_the_graph_without_those_nodes(repo: Repo) -> None:
                 assert asked == want
         assert find(graph, notes, "auth graph", hidden=hidden, index=index) == find(pruned, notes, "auth graph",
                                                                                    hidden=frozenset())
+
+
+def test_an_edge_filter_naming_a_private_note_does_not_echo_its_id(repo: Repo, cli: Any) -> None:
+    """In a vault the id of `USER.md` is `USER`, so `--edge wikilink:user` resolved to it and the answer's filters
+    said `wikilink:USER`: a private note's ID in `find` and `query` output. The filter stays as written (nothing
+    passes it, as before); `query --include-private` still resolves it, for the owner."""
+    repo.write({".gitignore": "USER.md\n", "docs/USER.md": "# Me\n", "docs/a.md": "# A\n\nsee [[user]]\n",
+                "docs/b.md": "# B\n\nsee [[a]]\n"})
+    repo.git("add", "-A")
+    repo.git("add", "-f", "docs/USER.md")
+    repo.git("commit", "-q", "-m", "x")
+    for root in ([], ["--root", "docs"]):
+        at = "" if root else "docs/"  # the ids: paths in the vault read
+        for cmd, name in (("find", "user"), ("query", "user"), ("find", f"{at}USER.md"), ("query", "User")):
+            args = [cmd, "--edge", f"wikilink:{name}", *(["A"] if cmd == "find" else []), "--json", *root]
+            doc = cli(*args, cwd=repo.path).json()
+            assert (doc["filters"]["edge"], doc["results"]) == ([f"wikilink:{name}"], []), args
+        doc = cli("query", "--edge", "wikilink:a", "--json", *root, cwd=repo.path).json()
+        assert (doc["filters"]["edge"], [h["id"] for h in doc["results"]]) == ([f"wikilink:{at}a"], [f"{at}b"])
+        doc = cli("query", "--edge", "wikilink:user", "--include-private", "--json", *root, cwd=repo.path).json()
+        assert (doc["filters"]["edge"], [h["id"] for h in doc["results"]]) == ([f"wikilink:{at}USER"], [f"{at}a"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 import functools
 import posixpath
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence, Set
 from typing import NamedTuple
 
 import msgspec
@@ -537,14 +537,18 @@ def resolve_node(graph: Graph, name: str, *, prefix: str = "") -> Node:
                      "give one of these IDs (or its path)")
 
 
-def resolve_edge_specs(graph: Graph, specs: Iterable[str], *, prefix: str = "") -> list[str]:
+def resolve_edge_specs(graph: Graph, specs: Iterable[str], *, prefix: str = "",
+                       hidden: Callable[[Collection[str]], Set[str]] | None = None) -> list[str]:
     """`FIELD:TARGET` edge filters (query, find, recall) with each TARGET resolved by `resolve_node`
-    to its node's id; a bare `FIELD` (or `FIELD:`) is kept as it is."""
+    to its node's id; a bare `FIELD` (or `FIELD:`) is kept as it is. A TARGET naming a node `hidden` says is
+    hidden (a private note, for search) is kept as written: a search answer echoes its filters, and the
+    private note's ID (`USER` for a typed `user`) is no part of it; no edge to such a note passes anyway."""
     out: list[str] = []
     for spec in specs:
         field, sep, target = spec.partition(":")
         if target.strip():
-            target = resolve_node(graph, target.strip(), prefix=prefix).id
+            node_id = resolve_node(graph, target.strip(), prefix=prefix).id
+            target = target.strip() if hidden is not None and node_id in hidden([node_id]) else node_id
         out.append(f"{field.strip()}{sep}{target}")
     return out
 

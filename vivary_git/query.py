@@ -125,6 +125,7 @@ def search(
     types: Sequence[str] = (),
     paths: Sequence[str] = (),
     edges: Sequence[str] = (),
+    prefix: str = "",
     snippet: int = DEFAULT_SNIPPET,
     explain: bool = False,
     index: SearchIndex | None = None,
@@ -141,6 +142,10 @@ def search(
     never results, never listed as an edge's target, never match an `--edge` filter, and their IDs are
     not edge text that scores another node. Required, so that no caller forgets it.
 
+    `edges`: `FIELD:TARGET` filters, each TARGET a node's ID or a name as a link writes it (`graph.resolve_node`;
+    `prefix`: the workspace's folder, for a path from the repository's top). A TARGET naming a hidden note stays
+    as written in the answer's `filters`: its ID is not shown, and no edge to it passes anyway.
+
     `exclude`: nodes that are never hits but stay what they are to the others (archived or expired
     memories, docs/dream.md; the vault's Excluded files, `excluded.excluded_ids`).
 
@@ -150,7 +155,7 @@ def search(
     if not text.strip() and not edges:
         raise UsageError('provide a search query, e.g. `git vivary query "auth module"`, or an --edge filter to list '
                          'the nodes that have that edge')
-    edges = resolve_edge_specs(graph, edges)  # a TARGET may be a name as a link writes it
+    edges = resolve_edge_specs(graph, edges, prefix=prefix, hidden=_asker(hidden))
     phrase = fold(text).strip()
     if not phrase:
         # No text, only edge filters (the published tropo answers `query "" --edge F:T` so): every node that passes
@@ -376,6 +381,7 @@ def find(
     types: Sequence[str] = (),
     paths: Sequence[str] = (),
     edges: Sequence[str] = (),
+    prefix: str = "",
     snippet: int = DEFAULT_SNIPPET,
     index: SearchIndex | None = None,
     hidden: Hidden,
@@ -383,12 +389,12 @@ def find(
 ) -> FindResult:
     """Context for a task within a token budget: drop snippets, then edges, then trailing hits, then reasons.
     `hidden` as in `search`: for an agent, always `hidden.PrivateNodes(ws)` (or `hidden.hidden_ids(ws)`);
-    `exclude` as in `search`."""
+    `edges`, `prefix` and `exclude` as in `search`."""
     if k < 1 or budget < 1:
         raise UsageError(f"find needs k ≥ 1 and budget ≥ 1 (got k={k}, budget={budget})")
     # `query`'s best (its filters and privacy boundary applied), ordered again for a question (findrank.py).
-    q = search(graph, notes, text, k=findrank.pool_size(k), types=types, paths=paths, edges=edges, snippet=0,
-               explain=True, index=index, hidden=hidden, exclude=exclude)
+    q = search(graph, notes, text, k=findrank.pool_size(k), types=types, paths=paths, edges=edges, prefix=prefix,
+               snippet=0, explain=True, index=index, hidden=hidden, exclude=exclude)
     by_id = graph.by_id()
     pool = [by_id[h.id] for h in q.results]
     ranked = findrank.order(pool, notes, [[Edge(h.id, e.field, e.to) for e in h.edges or ()] for h in q.results],

@@ -46,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
     graph = ws.graph()
     result = find(
         graph, ws.lazy_notes(), text, k=args.k, budget=args.budget, types=args.type, paths=args.path,
-        edges=ws.resolve_edge_specs(args.edge), snippet=args.snippet, index=ws.search_index(), hidden=PrivateNodes(ws),
+        edges=args.edge, prefix=ws.source.prefix, snippet=args.snippet, index=ws.search_index(),
+        hidden=PrivateNodes(ws),
         exclude=excluded_ids(ws.config, graph.nodes),
     )
     ws.report_stats()

@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     graph = ws.graph()
     result = search(
         graph, ws.lazy_notes(), text, k=args.k, types=args.type, paths=args.path,
-        edges=ws.resolve_edge_specs(args.edge), snippet=args.snippet, explain=args.explain, index=ws.search_index(),
+        edges=args.edge, prefix=ws.source.prefix, snippet=args.snippet, explain=args.explain, index=ws.search_index(),
         hidden=hidden, exclude=excluded_ids(ws.config, graph.nodes),
     )
     ws.report_stats()

@@ -201,10 +201,23 @@ class Index:
     def linkpaths(self, name: str) -> list[str]:
         """Every path `linkpath` could open for `name`, as written at the vault root (the first first)."""
         for n in (name, *(name + s for s in self.suffixes)):
-            got = self._linkpath(fold(n, self.case), n)
+            key = fold(n, self.case)
+            got = self._linkpath(key, n)
+            if isinstance(got, str):
+                return self._case_twins(key, n, got)
             if got is not None:
-                return [got] if isinstance(got, str) else list(got.by_length)
+                return list(got.by_length)
         return []
+
+    def _case_twins(self, key: str, name: str, got: str) -> list[str]:
+        """`got`, the path `name` names from the root, with the paths that differ from it only in case (`USER.md`
+        beside `user.md`, legal on Linux) when `name` spells none of them: the editor opens whichever it indexed
+        first, so a command must not pick one (`blast User` answered the private `USER` for `user`)."""
+        spelt = self._as_spelt(name)
+        if spelt is not None and fold(spelt, self.case) == key:
+            return [spelt]
+        twins = [p for p in (self._whole_names or {}).get(key.rsplit("/", 1)[-1], ()) if fold(p, self.case) == key]
+        return sorted(twins) if len(twins) > 1 else [got]
 
     def _linkpath(self, key: str, name: str) -> str | Nearest | None:
         """For one folded name: the path it is from the root, else the paths whose folded path ends with it (a
