@@ -172,6 +172,12 @@ def _staging(repo: Repo, remote: str) -> str:
     return _staging_for(remote, repo.git(["remote"]).stdout.decode().split())
 
 
+def _exact_refspecs(staging: str) -> dict[str, str]:
+    """The exact fetch refspecs an earlier `setup` wrote, cache first, each with the ref it names: Git's own fetch
+    stops at one while the remote lacks that ref."""
+    return {f"+{CACHE_REF}:{staging}/cache": CACHE_REF, f"+{NOTES_REF}:{staging}/notes": NOTES_REF}
+
+
 def setup(repo: Repo, remote: str) -> int:
     """Make plain `git fetch REMOTE` stage the cache refs too. No push refspec is added: a
     `remote.NAME.push` entry would change what a bare `git push` sends.
@@ -184,7 +190,7 @@ def setup(repo: Repo, remote: str) -> int:
         raise UsageError(f"no remote named {remote!r}; `git remote -v` lists them (setup needs a name, not a URL)")
     staging = _staging(repo, remote)
     want = [f"+{CACHE_REF}*:{staging}/cache*", f"+{NOTES_REF}*:{staging}/notes*"]
-    old = [f"+{CACHE_REF}:{staging}/cache", f"+{NOTES_REF}:{staging}/notes"]
+    old = list(_exact_refspecs(staging))
     key = f"remote.{remote}.fetch"
     have = repo.git(["config", "--get-all", key], check=False).stdout.decode().splitlines()
     for spec in old:
@@ -277,7 +283,7 @@ def fetch(repo: Repo, remote: str, *, quiet: bool = False, staged: _Staged | Non
 def _say_old_refspecs(repo: Repo, remote: str, remote_refs: dict[str, str], staging: str) -> None:
     """Say so when an earlier `setup` left a refspec naming a ref the remote lacks: Git's own `git fetch REMOTE` (and
     `git pull`) stops at it (`fatal: couldn't find remote ref refs/notes/vivary`); `setup` replaces it."""
-    old = {f"+{CACHE_REF}:{staging}/cache": CACHE_REF, f"+{NOTES_REF}:{staging}/notes": NOTES_REF}
+    old = _exact_refspecs(staging)
     have = repo.git(["config", "--get-all", f"remote.{remote}.fetch"], check=False).stdout.decode().splitlines()
     for spec in have:
         ref = old.get(spec)
