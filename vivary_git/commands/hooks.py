@@ -233,7 +233,7 @@ INDEX_LOG = "index.log"  # in .git/vivary/: what the background index of the pos
 _LOG_LIMIT = 1 << 20
 
 
-def post_commit(roots: list[tuple[Path, str]] | None = None) -> int:
+def post_commit(roots: list[tuple[Path, str]] | None = None, hook: str = "post-commit") -> int:
     """Refresh the memory index for the commit just made, when the user asked for that, in the background.
 
     `index --auto` indexes only when `[memory.local] auto_index = true` (which counts as approval) and
@@ -246,9 +246,9 @@ def post_commit(roots: list[tuple[Path, str]] | None = None) -> int:
 
     options = _index_options(build_parser())
     if "--auto" not in options:
-        print("vivary: post-commit: nothing to do (this vivary-git has no `index --auto`)")
+        print(f"vivary: {hook}: nothing to do (this vivary-git has no `index --auto`)")
         return EXIT_OK
-    return _index_in_background(roots or [])
+    return _index_in_background(roots or [], hook)
 
 
 # Where the pre-commit framework puts what Git hands each hook (it passes no arguments to a hook's entry).
@@ -279,11 +279,7 @@ def after_head_moved(hook: str, hook_args: list[str], roots: list[tuple[Path, st
     now, when the Git command moved HEAD there (`moves_head`). The same approval (`auto_index = true`), the same
     silence, the same rule: a run whose commit is no longer HEAD when its turn comes does nothing, so a burst of
     checkouts leaves the work of the last one."""
-    from vivary_git.main import build_parser
-
-    if not moves_head(hook, hook_args) or "--auto" not in _index_options(build_parser()):
-        return EXIT_OK
-    return _index_in_background(roots or [], hook)
+    return post_commit(roots, hook) if moves_head(hook, hook_args) else EXIT_OK
 
 
 def _index_in_background(roots: list[tuple[Path, str]], hook: str = "post-commit") -> int:
