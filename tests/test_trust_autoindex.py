@@ -54,6 +54,8 @@ def global_hooks(tmp_path: Path) -> Path:
     git(tmp_path, "init", "-q", str(scratch))
     installed = run_git_vivary(["hooks", "install", "post-commit"], scratch)
     assert installed.returncode == 0 and "post-checkout: installed" in installed.stdout, installed.stderr
+    assert ("vivary: note: these hooks index a clone only where its .vivary/memory.toml sets auto_index = true and "
+            "you approve it: `git config vivary.autoIndex true` there") in installed.stdout, installed.stdout
     return folder
 
 
@@ -133,3 +135,23 @@ def test_the_hint_names_the_file_escaped(repo: Repo, tmp_path: Path, cli: Any) -
     r = cli("index", "--auto", cwd=clone)
     assert r.code == 0 and "\n::" not in r.err and r.err.count("\n") == 1, r.err
     assert "x\\n::error::y/.gitconfig, a file in the work tree" in r.err, r.err
+
+
+def test_the_mcp_server_a_host_starts_builds_no_index_on_a_committed_setting(repo: Repo) -> None:
+    """The server runs without the user typing a command: `auto_index = true` and `require_explicit_index = false`,
+    committed, are no approval to it. It answers by keywords and names `index --yes`; it writes through only an
+    index this machine already built (test_mcp_writethrough.py)."""
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    from vivary_git.mcp.service import MemoryService
+
+    repo.commit("notes", {**NOTES, ".vivary/memory.toml": AUTO.replace("auto_index = true\n", "auto_index = true\n"
+                                                                       "require_explicit_index = false\n")})
+    service = MemoryService(repo.path)
+    try:
+        ans = service.search("how do we deploy", mode="hybrid")
+        assert ans.mode != "hybrid" and "no semantic index yet (run `git vivary index --yes`)" in ans.mode_reason, ans
+        assert service.add("Deploys happen on Tuesdays.").ok
+        assert service.search("which weekday do we deploy", mode="hybrid").mode != "hybrid"
+    finally:
+        service.close()
+    assert not list((repo.path / ".git" / "vivary").rglob("manifest.json"))

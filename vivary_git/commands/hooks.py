@@ -108,6 +108,12 @@ def run(args: argparse.Namespace) -> int:
             hint = install.status(cwd).unchecked
             if hint:
                 lines.append(f"note: {hint}")
+        if "post-commit" in names:  # installing the hooks approves nothing: say what does
+            from vivary_git.memory.local.autoindex import APPROVE
+
+            lines.append("note: these hooks index a clone only where its .vivary/memory.toml sets auto_index = true "
+                         f"and you approve it: `{APPROVE}` there (with --global, in every clone of yours; "
+                         "docs/memory.md#5-auto-index-after-each-commit-optional)")
         for line in lines:
             print(f"vivary: {shown(line)}")
         return EXIT_OK
