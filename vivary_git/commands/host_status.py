@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     import importlib.util
 
-    from vivary_git.hosts import install, onboard
+    from vivary_git.hosts import install, merged, onboard
     from vivary_git.hosts.kinds import HOST_KINDS, HOSTS
 
     root = install.find_root(args.cwd, args.root)
@@ -51,13 +51,13 @@ def run(args: argparse.Namespace) -> int:
                 scopes.append("user")
             for scope in scopes:
                 s = install.server_state(kind, root, scope, args.name)
-                merged = [] if s.entry is None else install.merged_over(kind, root, scope, s.name, s.entry, s.path)
-                state = _state(s.state, [m.effect for m in merged])
+                over = [] if s.entry is None else merged.merged_over(kind, root, scope, s.name, s.entry, s.path)
+                state = _state(s.state, [m.effect for m in over])
                 bad = bad or state in ("stale", "unreadable", "disabled", "overridden")
                 servers.append({"path": s.path, "scope": s.scope, "name": s.name, "state": state,
                                 "command": s.command, "command_found": s.command_found, "detail": s.detail,
                                 "merged": [{"path": m.path, "effect": m.effect, "name": m.name, "detail": m.note}
-                                           for m in merged]})
+                                           for m in over]})
         guide, guide_state, why = install.guidance_state(kind, root)
         hosts.append({"host_kind": kind, "label": spec.label, "servers": servers,
                       "guidance": None if guide is None else {"path": guide, "state": guide_state, "detail": why}})
