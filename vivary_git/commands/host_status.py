@@ -15,13 +15,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "host-status", help="what bootstrap-host installed where, and whether onboarding is done",
         description="For each agent host (or --host-kind): whether its config holds this workspace's MCP server "
-        "(installed, stale: written for a command that moved or for another workspace, disabled or overridden: a "
-        "file the host merges with it by server name turns it off or replaces its command, other: the name is "
-        "another server's, absent, unreadable), where, what the files merged with it do to it (and this "
-        "workspace's server under another name there), and whether the guidance block is there and current; "
-        "user-level files (the desktop app's, ~/.codex/config.toml) are read, never written. Then which onboarding "
-        "questions are answered (never the answers: they stay in USER.md). Reads only. Exit 0; 1 when an installed "
-        "entry is stale, disabled or overridden, or a file is unreadable; 2 on a usage error. See docs/hosts.md.",
+        "(installed, stale: written for a command that moved or for another workspace, disabled or overridden: the "
+        "files the host merges with it by server name, taken together in the host's order, turn it off or replace "
+        "its command, other: the name is another server's, absent, unreadable), where, what the files merged with "
+        "it do to it (and this workspace's server under another name there), and whether the guidance block is "
+        "there and current; user-level files (the desktop app's, ~/.codex/config.toml) are read, never written. "
+        "Then which onboarding questions are answered (never the answers: they stay in USER.md). Reads only. "
+        "Exit 0; 1 when an installed entry is stale, disabled or overridden, or a file is unreadable; 2 on a usage "
+        "error. See docs/hosts.md.",
     )
     p.add_argument("--host-kind", choices=KINDS, metavar="KIND", help="only this host: " + ", ".join(KINDS))
     p.add_argument("--name", metavar="NAME",
