@@ -22,9 +22,10 @@ class Merged:
     """What a file the host merges with ours by server name makes of our entry, judged on the merged result: `disabled`
     (its `enabled: false` is what the host ends up with), `overridden` (its command is), `lent` (other members of its
     are), `second` (this workspace's server under another name there: two servers, one memory), `unread` (a link in
-    the workspace, not followed: the user checks it)."""
+    the workspace, not followed: the user checks it), `unreadable` (too big, not UTF-8, not parseable: the host cannot
+    read it either)."""
     path: str  # as the user reads it
-    effect: Literal["disabled", "overridden", "lent", "second", "unread"]
+    effect: Literal["disabled", "overridden", "lent", "second", "unread", "unreadable"]
     name: str  # the server's name in that file
     note: str  # what it does, and the fix
 
@@ -114,7 +115,8 @@ def _merged_by_name(spec: HostSpec, root: Path, scope: Scope, name: str, written
     our entry, judged on the result of the whole merge in the host's order: a member another file sets and no file
     read after it sets again is what the host runs (`enabled: false` there, then `enabled: true` in a file read
     later, is on). This workspace's server under another name in one of them is a second server on the same
-    memory; a link in the workspace, not followed, is `unread`, for the user to check."""
+    memory; a link in the workspace, not followed, is `unread`, for the user to check; a file that cannot be read
+    is `unreadable`."""
     assert spec.config is not None
     out: list[Merged] = []
     layers: list[tuple[_Layer | None, dict[str, Any]]] = []
@@ -134,7 +136,12 @@ def _merged_by_name(spec: HostSpec, root: Path, scope: Scope, name: str, written
                     f"{spec.label} also reads {layer.shown}, a symbolic link, which bootstrap-host does not follow: "
                     f"check by hand that it names no server {name!r} nor this workspace's under another name")))
             continue
-        except (OSError, ConfigError):  # the host's to report: it reads no server from it
+        except (OSError, ConfigError) as err:
+            if not layer.own_row:  # (Codex's other file is reported in its own row)
+                why = str(err).removesuffix(" (nothing was written)")
+                out.append(Merged(layer.shown, "unreadable", name, (
+                    f"{spec.label} also reads {layer.shown}, which could not be read, so what it does to this "
+                    f"server is not known: {why}")))
             continue
         others = [n for n in workspace_servers(servers, root, project=layer.project) if n != name]
         if others and not layer.own_row:  # (Codex's: `_twin`)
