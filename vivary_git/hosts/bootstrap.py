@@ -7,6 +7,7 @@ A plan is a list of `Change`s, each the whole text of one file before and after;
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib.util
 import re
@@ -237,9 +238,14 @@ def apply(p: Plan) -> None:
     for c in p.changes:
         if c.before == c.after:
             continue
+        made = _folders_to_make(c.path.parent) if c.scope == "user" and c.before is None else []
         files.write(c.path, c.shown, c.after, before=c.before)
+        if made:
+            _remember_made(p.root, made)
         if c.after is None and c.scope == "project":
             _drop_empty_dirs(c.path.parent, p.root)
+        elif c.after is None:
+            _drop_made_dirs(c.path.parent, p.root)
 
 
 def _drop_empty_dirs(folder: Path, root: Path) -> None:
@@ -251,3 +257,71 @@ def _drop_empty_dirs(folder: Path, root: Path) -> None:
             return
         folder = folder.parent
 
+
+# A user-level file's folders (~/.codeium/windsurf/, ~/.kiro/settings/) may be the user's own, made empty or
+# not by them: only those this workspace's bootstrap-host made, as its Git folder remembers, go with the file.
+
+def _folders_to_make(folder: Path) -> list[Path]:
+    """The folders `files.write` makes for a new file in `folder`, the outermost first."""
+    out = []
+    while not folder.exists() and not folder.is_symlink() and folder != folder.parent:
+        out.append(folder)
+        folder = folder.parent
+    return out[::-1]
+
+
+def _made_record(root: Path) -> Path | None:
+    """Where the workspace's Git folder keeps the user-level folders bootstrap-host made (none outside Git, or with
+    something other than a folder on the way there: those folders are then left, as if they were the user's)."""
+    from vivary_git import derived, git
+
+    try:
+        repo = git.try_open(root)
+    except VivaryError:
+        return None
+    if repo is None:
+        return None
+    record = repo.vivary_dir / "hosts" / "made-folders"
+    return None if derived.damage(repo.vivary_dir, record, needs="of bootstrap-host", file=True) else record
+
+
+def _read_made(record: Path) -> list[str]:
+    try:
+        return record.read_text("utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+
+
+def _remember_made(root: Path, made: list[Path]) -> None:
+    record = _made_record(root)
+    if record is None:
+        return
+    known = _read_made(record)
+    with contextlib.suppress(OSError):  # not remembered: the folders stay, as the user's would
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text("".join(f"{d}\n" for d in dict.fromkeys([*known, *map(str, made)])), "utf-8")
+
+
+def _drop_made_dirs(folder: Path, root: Path) -> None:
+    """The folders of a user-level file that bootstrap-host made, left empty by its uninstall, go too; one the user
+    had, or one with anything in it, stays."""
+    record = _made_record(root)
+    if record is None:
+        return
+    known = _read_made(record)
+    left = list(known)
+    while str(folder) in left:
+        try:
+            folder.rmdir()
+        except OSError:  # something in it: the user's now, and so are the folders around it
+            left = [d for d in left if d != str(folder) and Path(d) not in folder.parents]
+            break
+        left.remove(str(folder))
+        folder = folder.parent
+    if left == known:
+        return
+    with contextlib.suppress(OSError):
+        if left:
+            record.write_text("".join(f"{d}\n" for d in left), "utf-8")
+        else:
+            record.unlink()
