@@ -1,6 +1,7 @@
 """What the files a host merges with ours by server name do to our entry: Codex's and Kiro's other scope's
-file (this workspace's server under a second name there), opencode's user-level files, the files of the folders
-above and `.opencode/`. bootstrap-host's notes and host-status's states both come from here."""
+file (this workspace's server under a second name there; Codex's member by member too), opencode's user-level
+files, the files of the folders above and `.opencode/`, judged together in the host's order. bootstrap-host's
+notes and host-status's states both come from here."""
 
 from __future__ import annotations
 
