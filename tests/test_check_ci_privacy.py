@@ -235,3 +235,31 @@ def test_masking_that_cannot_decide_privacy_prints_nothing(tmp_path: Path, cli: 
     r = cli("check", "--json", cwd=tmp_path)
     assert (r.code, r.out) == (3, "") and "run `git init` there" in r.err
     assert cli("check", "--json", "--show-private", cwd=tmp_path).code == 1
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_a_name_of_several_notes_counts_the_private_ones_where_others_read(
+        repo: Repo, cli: Any, monkeypatch: pytest.MonkeyPatch, layout: str) -> None:
+    """`blast NAME` naming several notes lists them, as every command does; where others read it the private ones
+    are counted, not named (a vault's IDs are paths: `clients/acme-canary/plan`). At the owner's terminal, as
+    `check` there, all are named."""
+    ws, cwd, extra = LAYOUTS[layout]
+    at = f"{ws}/" if ws else ""
+    repo.commit("init", {  # a vault: no tropo.toml, so IDs are paths and `plan` is a name of both notes
+        f"{at}.vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["clients/acme-*"]\n',
+        f"{at}notes/plan.md": "# Plan\n", f"{at}clients/acme-canary/plan.md": "# Plan\n\ncanary\n"})
+    where = repo.path / cwd
+    ids = f"{at}" if layout == "subfolder" else ""  # run below a vault's top: its IDs are paths from the top
+    named = f"'plan' names 2 notes: '{ids}clients/acme-canary/plan', '{ids}notes/plan'; give one"
+    counted = f"'plan' names 2 notes: '{ids}notes/plan', and 1 private note(s), not named here; give one"
+    for run in ((), ("--json",)):
+        own = cli("blast", "plan", *run, *extra, cwd=where)
+        assert own.code == 2 and named in own.err, own.err
+        r = cli("blast", "plan", *run, "--mask-private", *extra, cwd=where)
+        assert (r.code, r.out) == (2, "") and counted in r.err and not canaries(r.err), r.err
+        monkeypatch.setenv("CI", "true")
+        r = cli("blast", "plan", *run, *extra, cwd=where)
+        assert (r.code, r.out) == (2, "") and counted in r.err and not canaries(r.err), r.err
+        assert named in cli("blast", "plan", *run, "--show-private", *extra, cwd=where).err
+        monkeypatch.delenv("CI")
+
