@@ -96,3 +96,13 @@ def test_index_and_doctor_in_ci_quote_no_private_rule(
     assert f"clients/acme-{FILE}/plan.md" in doctor.out  # tracked though private: its path, as `ci` names it
     for r in (dry, doctor):
         assert PATTERN not in r.out + r.err and TARGETS not in r.out + r.err, r.out + r.err
+
+
+def test_privacy_explain_names_the_rule_in_full_in_ci_too(
+        repo: Repo, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`privacy explain` is the owner's own question (the refusals above point to it): it answers in full wherever
+    it runs, as docs/privacy.md says, so it is no step for a job whose log others read."""
+    where, extra, given = workspace(repo, cli, "top")
+    monkeypatch.setenv("CI", "true")
+    r = cli("privacy", "explain", given, *extra, cwd=where)
+    assert r.code == 0 and r.out == f"private  {given}  (config: {PATTERN})\n", r.out + r.err
