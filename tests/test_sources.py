@@ -224,11 +224,16 @@ def test_a_private_file_is_refused_by_name_and_its_text_goes_nowhere(
     _seed(repo, setup)  # type: ignore[arg-type]
     repo.write({path: f"# Private\n\n{CANARY} password in here\n"})
     head = repo.git("rev-parse", "HEAD").strip()
-    r = cli("remember", "--file", path, "--json", cwd=repo.path)
+    r = cli("remember", "--file", path, cwd=repo.path)
     assert r.code == 3
     assert f"{path} is private ({reason})" in r.err
+    # For a program (--json), a rule of the user's by its place alone: its pattern names what they keep private.
+    placed = ("private_paths in .vivary/memory.toml" if reason.startswith("config:")
+              else reason.rsplit(":", 1)[0] if reason.startswith(".gitignore") else reason)
+    j = cli("remember", "--file", path, "--json", cwd=repo.path)
+    assert j.code == 3 and f"{path} is private ({placed}); a private file" in j.err, j.err
     assert repo.git("rev-parse", "HEAD").strip() == head
-    _assert_nowhere(repo, CANARY, r.out, r.err)
+    _assert_nowhere(repo, CANARY, r.out, r.err, j.out, j.err)
     s = cli("remember", "--folder", ".", "--json", cwd=repo.path)  # its folder: listed without it
     assert s.code == 0, s.err
     _assert_nowhere(repo, CANARY, s.out, s.err)

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     if args.inspect and (args.task_id or resolving or args.force):
         raise UsageError("--inspect lists; give it alone")
     ws = open_workspace(args.cwd, root=args.root)
-    view = open_view(ws)
+    view = open_view(ws, machine=args.json)
     if args.inspect:
         answer = dream.inspect(view, args.inspect)
     elif args.task_id:

@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     from vivary_git.memory.writes import lifecycle, remember
     from vivary_git.workspace import open_workspace
 
-    view = remember.open_view(open_workspace(args.cwd, root=args.root))
+    view = remember.open_view(open_workspace(args.cwd, root=args.root), machine=args.json)
     result = lifecycle.move(view, args.id, args.to, rewrite_user_links=True if args.rewrite_user_links else None,
                             source="cli")
     if args.json:

@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from vivary_git.memory.writes import remember
     from vivary_git.workspace import open_workspace
 
-    view = remember.open_view(open_workspace(args.cwd, root=args.root))
+    view = remember.open_view(open_workspace(args.cwd, root=args.root), machine=args.json)
     if args.check:
         states = anchors.check(view, args.ids, source="cli")
         if args.json:

@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("say what to remember (TEXT), or give --file, --folder or --url")
     ws = open_workspace(_user_memory(args), root=None) if args.scope == "user" else open_workspace(args.cwd,
                                                                                                   root=args.root)
-    view = remember.open_view(ws)
+    view = remember.open_view(ws, machine=args.json)
     probe = probe_for(view)
     result = remember.add(
         view, " ".join(args.text), title=args.title, tags=args.tag, type_name=args.type,
@@ -131,7 +131,7 @@ def _anchor(args: argparse.Namespace) -> int:
     from vivary_git.workspace import open_workspace
 
     ws = open_workspace(args.cwd, root=args.root)
-    view = remember.open_view(ws)
+    view = remember.open_view(ws, machine=args.json)
     base = Path(args.cwd or ".")
     common = {"title": args.title, "description": " ".join(args.text) or None, "tags": args.tag,
               "durability": args.durability, "links": args.link, "force": args.force, "source": "cli"}

@@ -13,7 +13,8 @@ Which notes are private is the one decision every consumer makes (`hidden.privat
 taken on the head tree for its notes and on the base tree for the notes the change removed.
 
 `check`, `graph` and `blast` mask the same way when their output is read by others (`masking`, the one decision:
-in CI, as machine output, for a pre-commit range, on a server), and show everything at the owner's terminal.
+in CI, as machine output, for a pre-commit range, on a server), and show everything at the owner's terminal; the
+memory commands' refusals (`remember`, `refresh`, `move`, `dream`) name a rule of the user's by its place alone there.
 """
 
 from __future__ import annotations

@@ -215,7 +215,7 @@ def _locate(view: View, given: str, base: Path, want: str) -> tuple[str, Path]:
 
 def _refuse_private(view: View, rel: str, want: str, display: str, *, source: str) -> None:
     """Refuse by name when the boundary holds `rel` back (a folder: also when everything in it is); a rule of the
-    user's in full at the owner's terminal (`source` "cli"), by its place alone to an agent."""
+    user's in full at the owner's terminal, by its place alone where others read it (`View.masks`)."""
     from vivary_git.memory.snapshot import decide_for_source
 
     if not rel:
@@ -224,7 +224,7 @@ def _refuse_private(view: View, rel: str, want: str, display: str, *, source: st
     for verdict in decide_for_source(view.ws, asked, view.cfg.policy()):
         if verdict.private:
             raise RefusedError(
-                f"{display} is private ({verdict.told(masked=source != 'cli')}); a private {want} is never "
+                f"{display} is private ({verdict.told(masked=view.masks(source))}); a private {want} is never "
                 "remembered, so none of it can reach a commit, an index or an agent: `git vivary privacy explain` "
                 "shows the rule"
             )

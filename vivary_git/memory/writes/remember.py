@@ -86,10 +86,13 @@ class Remembered(msgspec.Struct, frozen=True, omit_defaults=True):
 class View:
     """One workspace at one tree, as memory operations see it: only admitted nodes exist."""
 
-    def __init__(self, ws: Workspace, cfg: MemoryConfig, snapshot: MemorySnapshot) -> None:
+    def __init__(self, ws: Workspace, cfg: MemoryConfig, snapshot: MemorySnapshot, *,
+                 others_read: bool = False) -> None:
         self.ws = ws
         self.cfg = cfg
         self.snapshot = snapshot
+        # Whether others read what the owner's own command says (`gates.private.masking`: a CI job's log, --json).
+        self.others_read = others_read
         self.nodes: dict[str, MemoryNode] = {n.id: n for n in snapshot.nodes}
         self.by_path: dict[str, MemoryNode] = {n.path: n for n in snapshot.nodes}
         self._by_nfc_path: dict[str, MemoryNode] | None = None  # `by_path` in NFC, built on a miss that needs it
@@ -106,6 +109,11 @@ class View:
         if self._ids is None:
             self._ids = {n.id for n in self.graph.nodes}
         return self._ids
+
+    def masks(self, source: str) -> bool:
+        """Whether a refusal names a rule of the user's by its place alone (`PrivacyDecision.told`): always to an
+        agent; to the owner's own command (`source` "cli") only where others read it (`others_read`)."""
+        return source != "cli" or self.others_read
 
     def put(self, node: MemoryNode) -> None:
         """Record a node this process has just committed (the MCP server's view after its own write)."""
@@ -207,15 +215,18 @@ class View:
         return [n for n in self.nodes.values() if n.type == MEMORY_TYPE]
 
 
-def open_view(ws: Workspace, cfg: MemoryConfig | None = None, *, known: Mapping[str, bool] | None = None) -> View:
-    """`known`: privacy verdicts already decided for unchanged paths (`snapshot.build_snapshot`)."""
+def open_view(ws: Workspace, cfg: MemoryConfig | None = None, *, known: Mapping[str, bool] | None = None,
+              machine: bool = False) -> View:
+    """`known`: privacy verdicts already decided for unchanged paths (`snapshot.build_snapshot`). `machine`: the
+    command's output is for programs (`--json`); with a CI runner's log, others read it (`View.others_read`)."""
+    from vivary_git.gates.private import masking
     from vivary_git.memory.config import load_memory_config
     from vivary_git.memory.snapshot import build_snapshot
 
     cfg = cfg if cfg is not None else load_memory_config(ws)
     snap = build_snapshot(ws, cfg.policy(), provider=cfg.provider, model=cfg.model,
                           dataset_label=cfg.dataset_label, with_fields=False, known=known)
-    return View(ws, cfg, snap)
+    return View(ws, cfg, snap, others_read=masking(None, machine=machine))
 
 
 def _now() -> str:
@@ -273,7 +284,7 @@ def _check_expires(value: str | None, durability: str | None) -> str | None:
 def _refuse_private_target(view: View, path: str, *, source: str) -> None:
     """The note being written must be public, and a note the workspace reads (no `exclude` or other rule
     leaves it out), or it could never be searched, read or moved again (nor should it exist). A refusal names a
-    rule of the user's in full at the owner's terminal (`source` "cli"), by its place alone to an agent."""
+    rule of the user's in full at the owner's terminal, by its place alone where others read it (`View.masks`)."""
     from vivary_git.memory.snapshot import decide_for_source
     from vivary_git.privacy import PATTERN_NOT_SHOWN
 
@@ -281,7 +292,7 @@ def _refuse_private_target(view: View, path: str, *, source: str) -> None:
     beside = f"{folder}/memory.md" if folder else "memory.md"
     verdict, neighbour = decide_for_source(view.ws, [view.repo_path(path), view.repo_path(beside)],
                                            view.cfg.policy())
-    masked = source != "cli"
+    masked = view.masks(source)
     reason = verdict.told(masked=masked)
     hidden = PATTERN_NOT_SHOWN if masked and verdict.place else ""
     if verdict.private and not neighbour.private:
