@@ -228,3 +228,23 @@ def test_a_file_added_beside_a_pair_e130_names_repeats_nothing_in_a_staged_check
     repo.git("add", "-A")
     r = cli("check", "--staged", "--json", "--lenient", cwd=repo.path)
     assert [f["code"] for f in r.json()["findings"]] == ["E130"], r.out
+
+
+def test_a_template_left_out_of_the_graph_leaves_the_count_of_clean_documents_alone(repo: Repo, cli: Any) -> None:
+    """A template where templates are kept is no document (no node, not checked), as an attachment is: a name's
+    finding on it is reported and lowers no count of clean documents, in a check, a warm one and a --new-since."""
+    repo.commit("vault", {".obsidian/templates.json": '{"folder": "Templates"}', "index.md": "# i\n",
+                          "b.md": "# b\n"})
+    base = repo.git("rev-parse", "HEAD").strip()
+    repo.commit("templates", {"Templates/aux.md": "# {{title}}\n", "Templates/Day.md": "# day\n",
+                              "Templates/day.md": "# day\n"})
+    for _ in range(2):  # cold, then from the cached check
+        doc = cli("check", "--rev", "HEAD", "--json", "--lenient", cwd=repo.path).json()
+        assert [(f["path"], f["code"]) for f in doc["findings"]] == [("Templates/aux.md", "W227"),
+                                                                      ("Templates/day.md", "W226")], doc
+        assert (doc["checked"], doc["clean"]) == (2, 2), doc
+    new = cli("check", "--rev", "HEAD", "--new-since", base, "--json", "--lenient", cwd=repo.path).json()
+    assert (new["checked"], new["clean"], len(new["findings"])) == (2, 2, 2), new
+    repo.commit("note", {"aux.md": "# aux\n"})  # a note of that name is a document: it is not clean
+    doc = cli("check", "--rev", "HEAD", "--json", "--lenient", cwd=repo.path).json()
+    assert (doc["checked"], doc["clean"]) == (3, 2), doc

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from vivary_git.models import Finding
 
@@ -34,10 +34,21 @@ _WINDOWS_ANY = re.compile(r'[<>:"|?*\\\x01-\x1f]|[. ](?:/|$)|(?:^|/)(?:con|prn|a
 _WINDOWS_LINES = (re.compile(r'[<>:"|?*\\\x01-\x09\x0b-\x1f]'), re.compile(r"[. ][/\n]"),
                   re.compile(r"[/\n](?:con|prn|aux|nul|com[1-9]|lpt[1-9]|conin\$|conout\$) *(?:\.[^/\n]*)?[/\n]"))
 
-def documents(findings: Iterable[Finding]) -> set[str]:
+def documents(findings: Iterable[Finding], others: Collection[str] = ()) -> set[str]:
     """The paths of these findings that are documents (a check's `clean` counts the others): a name's finding
-    (W226, W227, W228) may be on an attachment, which is no document."""
-    return {f.path for f in findings if f.code not in CODES or f.path.endswith((".md", ".markdown"))}  # is_note
+    (W226, W227, W228) may be on an attachment, or on a note left out of the graph (a template, an excluded
+    draft: among `others`, the files that are no documents), which no check reads."""
+    out: set[str] = set()
+    names: list[str] = []
+    for f in findings:
+        if f.code not in CODES:
+            out.add(f.path)
+        elif f.path.endswith((".md", ".markdown")):  # is_note
+            names.append(f.path)
+    if names:
+        left_out = set(others)
+        out.update(p for p in names if p not in left_out)
+    return out
 
 
 def windows_refuses(part: str) -> bool:

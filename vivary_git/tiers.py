@@ -282,21 +282,22 @@ class Tiers:
 
     # --- the check ----------------------------------------------------------------------------------------
 
-    def findings(self) -> tuple[list[Finding], int]:
-        """This tree's findings (strictness not applied) and the documents checked, from the first tier that
-        has them."""
+    def findings(self) -> tuple[list[Finding], int, list[str]]:
+        """This tree's findings (strictness not applied), the documents checked and the other files (attachments,
+        and the templates and drafts left out of the graph: no documents, though a name's finding may be on one),
+        from the first tier that has them."""
         cached = self._cached_check()
         patched = self._patched_check() if cached is None else None
         if cached is not None:
-            return cached.findings, cached.counts.checked
+            return cached.findings, cached.counts.checked, cached.others
         if patched is not None:
-            found, checked = patched
+            found, checked, others = patched
             key = self.graph_key()
             if key is not None:  # once committed, this tree is HEAD: the hook's next baseline
                 self._findings_cache.put(key, found)
-            return found, checked
+            return found, checked, others
         g = self.graph()
-        return g.findings, g.checked
+        return g.findings, g.checked, g.others
 
     def _cached_check(self) -> _Checked | None:
         """This tree's findings and counts without decoding its graph (a warm `check` needs no
@@ -330,7 +331,7 @@ class Tiers:
             return patched[0]
         return self.graph().findings
 
-    def _patched_check(self, *, any_kind: bool = False) -> tuple[list[Finding], int] | None:
+    def _patched_check(self, *, any_kind: bool = False) -> tuple[list[Finding], int, list[str]] | None:
         """`check --staged` after a few edits: the last cached graph's findings with the edited notes
         re-derived, from its cached findings and IDs alone (no graph decoded, no graph written: the
         staged tree is checked once, then committed or replaced). None when the full way is needed:
@@ -365,7 +366,7 @@ class Tiers:
                 return None
         self.stats.reused += base.counts.checked - len(changed)
         self.stats.patched = True
-        return findings, base.counts.checked
+        return findings, base.counts.checked, others
 
     # --- the query index ----------------------------------------------------------------------------------
 
