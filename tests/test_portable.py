@@ -248,3 +248,28 @@ def test_a_template_left_out_of_the_graph_leaves_the_count_of_clean_documents_al
     repo.commit("note", {"aux.md": "# aux\n"})  # a note of that name is a document: it is not clean
     doc = cli("check", "--rev", "HEAD", "--json", "--lenient", cwd=repo.path).json()
     assert (doc["checked"], doc["clean"]) == (3, 2), doc
+
+
+def test_a_path_s_length_on_windows_counts_the_workspace_s_folder_from_the_repository_s_top(repo: Repo,
+                                                                                          cli: Any) -> None:
+    """A checkout writes every path from the repository's top: in a workspace in a subfolder (`--root`, or one a
+    `tropo.toml` marks) that folder's name counts. The same notes under a shorter folder are within the limit (and
+    that graph, of the same tree, is not taken for this one's); the message names the path from the workspace, as
+    every finding does."""
+    name = "x" * 190 + ".md"  # 193 characters in the workspace
+    folder = "f" * 180  # 186 characters with 'notes/', within the 187 a folder may have; 188 with 'a/notes/'
+    files = {name: "# x\n", "index.md": "# i\n", f"{folder}/b.png": "x"}
+    repo.commit("long", {f"{where}/{path}": text for where in ("notes", "a/notes") for path, text in files.items()})
+    assert findings(cli, repo, "--root", "notes") == []  # 199 characters: the longest a path may have
+    got = findings(cli, repo, "--root", "a/notes")
+    assert [(p, c) for p, c, _ in got] == [(name, "W228"), (f"{folder}/b.png", "W228")], got
+    assert (f"'{name}' is too long for a Windows checkout: it has 201 characters from the repository's top (the "
+            "workspace's folder 'a/notes/' counts), over the 199 a path may have") in got[0][2]
+    assert f"shorten it (git mv '{name}' NEW-NAME)" in got[0][2]
+    assert ("its folder's path has 188 characters from the repository's top (the workspace's folder 'a/notes/' "
+            "counts), over the 187 a folder's may have") in got[1][2]
+    assert got[1][2].endswith(f"shorten it (git mv '{folder}' NEW-NAME) or set `git config core.longPaths true` "
+                              "in each Windows clone")
+    repo.commit("marked", {"a/notes/tropo.toml": "version = 1\n"})
+    r = cli("check", "--rev", "HEAD", "--json", "--lenient", cwd=repo.path / "a" / "notes")
+    assert [f["path"] for f in r.json()["findings"] if f["code"] == "W228"] == [name, f"{folder}/b.png"], r.out

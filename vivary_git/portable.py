@@ -91,14 +91,15 @@ def _fold_nonascii(text: str) -> str:
 
 def findings(paths: Sequence[str], *, collisions: bool = True, windows: bool = True,
              duplicates: Mapping[str, str] | None = None,
-             order: Callable[[str], str] | None = None) -> list[Finding]:
+             order: Callable[[str], str] | None = None, prefix: str = "") -> list[Finding]:
     """W226 for each path that is the same file as an earlier one on macOS or Windows, naming that one, and for
     each file whose name is a folder's there; W227 for each path Git for Windows refuses; W228 for each path too
     long for a Windows checkout (`windows` turns both off). `paths`: every file a link may reach, notes and
     attachments alike, in document order, or in any order with `order` its sort key (sorted only when there is a
     finding); `duplicates`: each path reported as a duplicate id (E130) and the path that has the id, a pair
     that finding names already (`Café.md` in two Unicode forms in a vault, `Alpha.md` and `alpha.md` with the
-    contract's ids)."""
+    contract's ids); `prefix`: the workspace's folder in the repository ('' at its top), which a checkout writes
+    before each path (W228)."""
     duplicates = duplicates or {}
     lengths = windows
     # The common case, a vault with none, is decided over all paths at once, joined by line breaks into one
@@ -117,11 +118,11 @@ def findings(paths: Sequence[str], *, collisions: bool = True, windows: bool = T
         if windows:
             lines = f"\n{low}\n"
             windows = any(r.search(lines) for r in _WINDOWS_LINES)
-    # A path is too long only when it has more characters than half a folder may: one pass over the lengths,
-    # and a look at those few.
-    limit = _LONGEST_FOLDER // 2
+    # A path is too long only when it has more characters than half what a folder may have past the workspace's
+    # own folder: one pass over the lengths, and a look at those few.
+    limit = _shortest_long(prefix)
     long = {} if not lengths or not paths or max(map(len, paths)) <= limit else \
-        {p: f for p in paths if len(p) > limit and (f := long_path(p)) is not None}
+        {p: f for p in paths if len(p) > limit and (f := long_path(p, prefix)) is not None}
     if not (collisions or folders or windows):
         return sorted(long.values(), key=lambda f: order(f.path)) if order is not None else list(long.values())
     if order is not None:
@@ -170,25 +171,38 @@ def _units(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
-def long_path(path: str) -> Finding | None:
-    """W228 when a checkout of `path` in a typical folder passes what Git for Windows writes without
-    `core.longPaths`: the file's path, or the folder holding it (named as the one to shorten)."""
-    if len(path) <= _LONGEST_FOLDER // 2:
+def _shortest_long(prefix: str) -> int:
+    """The most characters a workspace-relative path may have and never be too long, whatever they are (each is
+    at most two UTF-16 units): half what a folder may have past the workspace's folder and its separator."""
+    lead = _units(prefix) + 1 if prefix else 0
+    return (_LONGEST_FOLDER - lead) // 2
+
+
+def long_path(path: str, prefix: str = "") -> Finding | None:
+    """W228 when a checkout of `path` (workspace-relative) in a typical folder passes what Git for Windows writes
+    without `core.longPaths`: the file's path, or the folder holding it (named as the one to shorten), counted
+    from the repository's top, where `prefix` is the workspace's folder ('' at the top): a checkout writes it
+    too (`--root notes`, or a workspace a `tropo.toml` marks in a subfolder)."""
+    if len(path) <= _shortest_long(prefix):
         return None
     folder = path.rpartition("/")[0]
-    size, folder_size = _units(path), _units(folder)
+    lead = _units(prefix) + 1 if prefix else 0
+    size = lead + _units(path)
+    folder_size = lead + _units(folder) if folder else max(lead - 1, 0)
     if size <= LONGEST_PATH and folder_size <= _LONGEST_FOLDER:
         return None
+    counted = f" from the repository's top (the workspace's folder '{prefix}/' counts)" if prefix else ""
     if folder_size > _LONGEST_FOLDER:
-        shorten = folder
-        why = f"its folder's path has {folder_size} characters, over the {_LONGEST_FOLDER} a folder's may have"
+        shorten = f"git mv '{folder}' NEW-NAME" if folder else \
+            f"git mv '{prefix}' NEW-NAME from the repository's top"
+        why = f"its folder's path has {folder_size} characters{counted}, over the {_LONGEST_FOLDER} a folder's may have"
     else:
-        shorten = path
-        why = f"it has {size} characters, over the {LONGEST_PATH} a path may have"
+        shorten = f"git mv '{path}' NEW-NAME"
+        why = f"it has {size} characters{counted}, over the {LONGEST_PATH} a path may have"
     return Finding(path, 1, "warning", "W228",
                    f"'{path}' is too long for a Windows checkout: {why} in a checkout folder of up to "
                    f"{CHECKOUT_FOLDER} characters (Windows' MAX_PATH is 260), so Git for Windows leaves it out "
-                   f"unless core.longPaths is set; shorten it (git mv '{shorten}' NEW-NAME) or set "
+                   f"unless core.longPaths is set; shorten it ({shorten}) or set "
                    "`git config core.longPaths true` in each Windows clone")
 
 

@@ -102,7 +102,8 @@ class Tiers:
         shared ref cache is filed apart, where a gate never looks (docs/cache.md, "Trust")."""
         if not self._enabled or self.source.tree_id is None:
             return None
-        salt = f"{__version__}\0{self.root_name}"
+        # The workspace's folder in the repository, not only its name: a path's length on Windows counts it (W228).
+        salt = f"{__version__}\0{self.root_name}\0{self.source.prefix}"
         if {"created", "updated"} & set(self.config.derive):
             # W210 on created/updated also depends on history (and, for new files, on today's date).
             from vivary_git.history import head_commit, today
@@ -158,9 +159,9 @@ class Tiers:
             record.write_flushes(flushes)
         self._graph = graph_mod.build(
             self.root_name, self.source.tree_id, self.config, [(e.path, e.oid, f) for e, _, f in keyed],
-            unreadable=self.source.problems, others=self.source.others,
+            unreadable=self.source.problems, others=self.source.others, prefix=self.source.prefix,
         )
-        self._graph.rules = _rules_digest(self.config, self.source.overlays)
+        self._graph.rules = _rules_digest(self.config, self.source.overlays, self.source.prefix)
         graph = self._graph
         counts = record.counts_of(graph)  # for the ref's summary and the check cache: one pass over the edges
 
@@ -195,7 +196,7 @@ class Tiers:
         for base, shared in self._patch_bases(key):
             # Only workspaces without nested overlays: then the rules are the root config's, known without
             # walking the tree, and any overlay appearing shows up in the diff below.
-            if base.rules != _rules_digest(self.config, {}):
+            if base.rules != _rules_digest(self.config, {}, self.source.prefix):
                 continue
             assert base.tree is not None
             diff = self._changed_facts(base.tree, _PATCH_AT_MOST, base.names, base.others)
@@ -348,7 +349,8 @@ class Tiers:
             return None
         base = self._check_cache.get(last, msgspec.msgpack.Decoder(_Checked))
         if base is None or base.tree is None or base.root != self.root_name \
-                or base.rules != _rules_digest(self.config, {}) or len(base.nodes) != base.counts.checked:
+                or base.rules != _rules_digest(self.config, {}, self.source.prefix) \
+                or len(base.nodes) != base.counts.checked:
             return None
         diff = self._changed_facts(base.tree, _CACHE_STAGED_AFTER, base.names, base.others)
         if diff is None:
@@ -361,7 +363,8 @@ class Tiers:
         if findings is None:
             return None
         if others is not base.others and others != base.others:
-            findings = graph_mod.names_anew(findings, self.config, (path for _, path in base.nodes), others)
+            findings = graph_mod.names_anew(findings, self.config, (path for _, path in base.nodes), others,
+                                            self.source.prefix)
             if findings is None:
                 return None
         self.stats.reused += base.counts.checked - len(changed)
@@ -496,7 +499,9 @@ def _counts_of_checked(checked: _Checked) -> record.Counts:
     return checked.counts
 
 
-def _rules_digest(config: Config, overlays: Mapping[str, Config]) -> str:
-    """Every rule source a graph depends on besides the notes: root config and nested overlays."""
-    parts = [config.digest(), *(f"{d}\0{c.digest()}" for d, c in sorted(overlays.items()))]
+def _rules_digest(config: Config, overlays: Mapping[str, Config], prefix: str) -> str:
+    """Every rule source a graph depends on besides the notes: root config, nested overlays, and the workspace's
+    folder in the repository (a path's length on Windows counts it: W228), so no graph of a workspace elsewhere
+    is patched into this one's."""
+    parts = [config.digest(), *(f"{d}\0{c.digest()}" for d, c in sorted(overlays.items())), f"prefix\0{prefix}"]
     return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:16]
