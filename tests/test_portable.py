@@ -42,12 +42,15 @@ def test_two_notes_that_are_one_file_on_macos_and_windows_are_named_both(repo: R
 def test_one_name_in_two_unicode_forms_is_one_finding(repo: Repo, cli: Any) -> None:
     """`Café.md` composed and decomposed are two paths to Git and one file on macOS. In a vault that is already an
     E130 naming both (ids are paths in NFC), so no W226 repeats it; a third spelling in another case is W226 for
-    each of them, naming it."""
+    each of them, naming it: on macOS and Windows for the composed one, on macOS alone for the decomposed one
+    (Windows normalises no name)."""
     repo.commit("cafe", {"Café.md": "# composed\n", NFD: "# decomposed\n", "CAFÉ.md": "# upper\n"})
     got = findings(cli, repo)
     assert [(p, c) for p, c, _ in got] == [(NFD, "W226"), ("Café.md", "W226"), ("Café.md", "E130")], got
-    assert got[0][2].startswith(f"'{NFD}' and 'CAFÉ.md' are one file on macOS and Windows (names that differ in "
-                                "case and in Unicode form)")
+    assert got[0][2].startswith(f"'{NFD}' and 'CAFÉ.md' are one file on macOS (names that differ in case and in "
+                                "Unicode form)")
+    assert got[1][2].startswith("'Café.md' and 'CAFÉ.md' are one file on macOS and Windows (names that differ only "
+                                "in case)")
     repo.git("rm", "-q", "CAFÉ.md")
     repo.commit("pair")
     assert [(p, c) for p, c, _ in findings(cli, repo)] == [("Café.md", "E130")]
@@ -273,3 +276,25 @@ def test_a_path_s_length_on_windows_counts_the_workspace_s_folder_from_the_repos
     repo.commit("marked", {"a/notes/tropo.toml": "version = 1\n"})
     r = cli("check", "--rev", "HEAD", "--json", "--lenient", cwd=repo.path / "a" / "notes")
     assert [f["path"] for f in r.json()["findings"] if f["code"] == "W228"] == [name, f"{folder}/b.png"], r.out
+
+
+def test_names_one_file_on_one_system_are_named_with_it_and_names_that_only_look_alike_are_not(repo: Repo,
+                                                                                                cli: Any) -> None:
+    """A Mac (APFS, case-insensitive as macOS formats it) compares names decomposed and case-folded; Windows (NTFS)
+    uppercases each character alone by its table and normalises nothing. So a name in two Unicode forms, `K` (the
+    Kelvin sign) beside `k`, `ẞ` beside `ß` and `straße` beside `STRASSE` are one file on macOS alone; `ı` (a dotless
+    i) beside `i` on Windows alone, and a file `ı` beside a folder `i/` too. Names that only look alike (a Cyrillic
+    `а`, a full-width `Ａ`, a dotted `İ`) are two files everywhere, and are not reported."""
+    pairs = [(unicodedata.normalize("NFD", "Résumé.png"), "Résumé.png", "macOS"), ("\u212a.png", "k.png", "macOS"),
+             ("\u1e9e.png", "\u00df.png", "macOS"), ("straße.png", "STRASSE.png", "macOS"),
+             ("\u0131.png", "i.png", "Windows"), ("Note.png", "note.png", "macOS and Windows")]
+    alike = ["\u0430.png", "a.png", "\uff21.png", "\u0130.png", "I.txt"]
+    files = {p: p for pair in pairs for p in pair[:2]} | {p: p for p in alike}
+    repo.commit("vault", {"index.md": "# i\n", **files, "\u0131": "file", "i/c.png": "x"})
+    got = {p: m for p, c, m in findings(cli, repo) if c == "W226"}
+    assert len(got) == len(pairs) + 1, got
+    for one, two, where in pairs:
+        path, other = (one, two) if one in got else (two, one)
+        assert got[path].startswith(f"'{path}' and '{other}' are one file on {where} ("), got[path]
+    assert got["\u0131"] == ("'\u0131' and the folder 'i/' are one name on Windows: a checkout there cannot hold "
+                             "both and leaves one out; rename one (git mv '\u0131' NEW-NAME)")

@@ -1,13 +1,14 @@
 """Names every checkout can hold: pure, returns `Finding`s.
 
 A vault shared between Linux, macOS and Windows holds, in Git, names one of those file systems cannot: two
-files macOS and Windows see as one (`Note.md` beside `note.md`, `Photo.png` beside `photo.png`, one name composed
-and decomposed, or a file `Assets` beside a folder `assets/`), W226; a name Git for Windows refuses to check out
-(its `is_valid_win32_path`: a device name such as `aux` with any extension, a name ending in a dot or a space, the
-characters `< > : " | ? * \\` and control characters), W227, which stops every Windows clone; and a path too
-long for a Windows checkout without `core.longPaths`, W228. Every file a link may reach is looked at, notes and
-attachments alike, in one pass over the paths the check already has; all are warnings (a Linux-only team may not
-care), off with `.vivary/graph.toml` `[portable]` (docs/config.md).
+files macOS or Windows sees as one (`Note.md` beside `note.md`, `Photo.png` beside `photo.png`, or a file `Assets`
+beside a folder `assets/`, on both; one name composed and decomposed on macOS alone, which compares names
+normalised, and `ı` beside `i` on Windows alone, which uppercases each character by itself), W226; a name Git
+for Windows refuses to check out (its `is_valid_win32_path`: a device name such as `aux` with any extension, a
+name ending in a dot or a space, the characters `< > : " | ? * \\` and control characters), W227, which stops
+every Windows clone; and a path too long for a Windows checkout without `core.longPaths`, W228. Every file a link
+may reach is looked at, notes and attachments alike, in one pass over the paths the check already has; all are
+warnings (a Linux-only team may not care), off with `.vivary/graph.toml` `[portable]` (docs/config.md).
 """
 
 from __future__ import annotations
@@ -79,10 +80,41 @@ def windows_problem(path: str) -> tuple[str, str] | None:
     return None
 
 
-def fold(path: str) -> str:
-    """`path` as a case-insensitive, normalising file system tells names apart: in NFC (macOS stores names
-    decomposed and matches either form), lowercased, with `ς` as `σ` (both are `Σ` uppercased)."""
-    return path.lower() if path.isascii() else _fold_nonascii(path)
+def keys(path: str) -> tuple[str, str]:
+    """`path` as macOS and as Windows tell names apart (`macos_key`, `windows_key`): two paths are one file on
+    a system whose key of them is one."""
+    return macos_key(path), windows_key(path)
+
+
+def macos_key(text: str) -> str:
+    """`text` as a Mac's file system (APFS, case-insensitive as macOS formats it) compares names: canonically
+    decomposed and case-folded, then decomposed again (Unicode's canonical caseless match), so a name composed
+    and decomposed is one, `ẞ`, `ß` and `ss` are one and `K` (the Kelvin sign) is `K`."""
+    return text.lower() if text.isascii() else _nfd(_nfd(text).casefold())
+
+
+def windows_key(text: str) -> str:
+    """`text` as NTFS compares names: each character of the Basic Multilingual Plane uppercased alone by the
+    volume's upcase table (one character for one: `ß` stays `ß` and `ı` is `I`, as `i` is), nothing normalised
+    (a name composed and decomposed is two), and a character past U+FFFF (an emoji) as it is."""
+    up = text.upper()
+    if len(up) == len(text) and (text.isascii() or max(text) <= "\uffff"):
+        return up  # every character uppercased to one: as the table does
+    return "".join(map(_upcase, text))
+
+
+def _upcase(char: str) -> str:
+    if char > "\uffff":
+        return char
+    up = char.upper()
+    if len(up) == 1:
+        return up
+    title = char.title()  # a Greek letter with ypogegrammeni: its one-character uppercase is its titlecase
+    return title if len(title) == 1 else char
+
+
+def _nfd(text: str) -> str:
+    return unicodedata.normalize("NFD", text)
 
 
 def _fold_nonascii(text: str) -> str:
@@ -106,15 +138,20 @@ def findings(paths: Sequence[str], *, collisions: bool = True, windows: bool = T
     # string folded and searched whole (a path per call was 0.1 s of a 100,000-note check; this is a tenth of it).
     # A name holding a line break (W227 itself) is looked at path by path.
     joined = "\n".join(paths)
-    keys: list[str] | None = None
+    macs: list[str] | None = None  # each path's `macos_key`
+    wins: list[str] | None = None  # and its `windows_key`
     folders = collisions
     if joined.count("\n") == len(paths) - 1:
-        low = joined.lower() if joined.isascii() else _fold_nonascii(joined)
+        plain = joined.isascii()
+        low = joined.lower() if plain else _fold_nonascii(joined)
         if collisions and paths:
-            keys = low.split("\n")
-            unique = set(keys)
-            collisions = len(unique) != len(keys)
-            folders = not unique.isdisjoint(_folders(unique))
+            macs = low.split("\n") if plain else macos_key(joined).split("\n")
+            wins = macs if plain else [windows_key(p) for p in paths]
+            collisions = folders = False
+            for got in ((macs,) if plain else (macs, wins)):
+                unique = set(got)
+                collisions = collisions or len(unique) != len(got)
+                folders = folders or not unique.isdisjoint(_folders(unique))
         if windows:
             lines = f"\n{low}\n"
             windows = any(r.search(lines) for r in _WINDOWS_LINES)
@@ -127,23 +164,26 @@ def findings(paths: Sequence[str], *, collisions: bool = True, windows: bool = T
         return sorted(long.values(), key=lambda f: order(f.path)) if order is not None else list(long.values())
     if order is not None:
         paths = sorted(paths, key=order)
-        keys = None
-    if (collisions or folders) and keys is None:
-        keys = [fold(p) for p in paths]
-    folder_of = _folder_names(paths, keys) if folders and keys is not None else {}
+        macs = wins = None
+    if (collisions or folders) and (macs is None or wins is None):
+        macs, wins = [macos_key(p) for p in paths], [windows_key(p) for p in paths]
+    # Each system's files named as a folder there, by key
+    folder_of = [_folder_names(paths, k) for k in (macs, wins)] if folders and macs and wins else []
     out: list[Finding] = []
-    first: dict[str, str] = {}
+    first: tuple[dict[str, str], dict[str, str]] = ({}, {})
     for at, path in enumerate(paths):
-        if collisions and keys is not None:
-            seen = first.setdefault(keys[at], path)
-            if seen != path and duplicates.get(path) != seen:
-                out.append(collision(path, seen))
-        if folder_of and keys is not None:
-            folder = folder_of.get(keys[at])
-            if folder is not None:
+        if collisions and macs is not None and wins is not None:
+            seen = (first[0].setdefault(macs[at], path), first[1].setdefault(wins[at], path))
+            for other in dict.fromkeys(seen):  # the earlier path each system takes it for, each once
+                if other != path and duplicates.get(path) != other:
+                    out.append(collision(path, other))
+        if folder_of and macs is not None and wins is not None:
+            named = (folder_of[0].get(macs[at]), folder_of[1].get(wins[at]))
+            for folder in dict.fromkeys(f for f in named if f is not None):
+                where = _systems(folder == named[0], folder == named[1])
                 out.append(Finding(path, 1, "warning", "W226",
-                                   f"'{path}' and the folder '{folder}/' are one name on macOS and Windows: a "
-                                   f"checkout there cannot hold both and leaves one out; rename one "
+                                   f"'{path}' and the folder '{folder}/' are one name on {where}: a checkout "
+                                   f"there cannot hold both and leaves one out; rename one "
                                    f"(git mv '{path}' NEW-NAME)"))
         if windows:
             refused = windows_problem(path)
@@ -232,8 +272,18 @@ def _folder_names(paths: Sequence[str], keys: Sequence[str]) -> dict[str, str]:
     return out
 
 
+def _systems(macos: bool, windows: bool) -> str:
+    return "macOS and Windows" if macos and windows else "macOS" if macos else "Windows"
+
+
+def systems(path: str, other: str) -> str:
+    """Where `path` and `other` are one file, in words: `macOS and Windows`, `macOS` or `Windows`."""
+    return _systems(macos_key(path) == macos_key(other), windows_key(path) == windows_key(other))
+
+
 def collision(path: str, other: str) -> Finding:
-    """W226: `path` and `other` are two paths to Git and one file on macOS and Windows."""
+    """W226: `path` and `other` are two paths to Git and one file on macOS, on Windows, or on both (named)."""
+    where = systems(path, other)
     if _nfc(path) == _nfc(other):
         why = "the same name in two Unicode forms (composed and decomposed, as macOS writes it)"
     elif (_nfc(path) == path) != (_nfc(other) == other):
@@ -241,7 +291,7 @@ def collision(path: str, other: str) -> Finding:
     else:
         why = "names that differ only in case"
     return Finding(path, 1, "warning", "W226",
-                   f"'{path}' and '{other}' are one file on macOS and Windows ({why}): a checkout there keeps "
+                   f"'{path}' and '{other}' are one file on {where} ({why}): a checkout there keeps "
                    f"one of them, shows it in place of the other and reports it modified; rename one "
                    f"(git mv '{path}' NEW-NAME)")
 
