@@ -298,3 +298,17 @@ def test_names_one_file_on_one_system_are_named_with_it_and_names_that_only_look
         assert got[path].startswith(f"'{path}' and '{other}' are one file on {where} ("), got[path]
     assert got["\u0131"] == ("'\u0131' and the folder 'i/' are one name on Windows: a checkout there cannot hold "
                              "both and leaves one out; rename one (git mv '\u0131' NEW-NAME)")
+
+
+def test_each_system_s_comparison_of_names() -> None:
+    """Windows uppercases each character of the Basic Multilingual Plane alone, as its table holds one character
+    for each, in a path of any length; macOS folds case in full and compares names decomposed."""
+    from vivary_git.portable import macos_key, windows_key
+
+    long = "x/" * 500 + "straße ᾀ ǰ ﬁ \U0001f600 \U00010428 ı ς.md"
+    assert windows_key(long) == "X/" * 500 + "STRAßE ᾈ ǰ ﬁ \U0001f600 \U00010428 I Σ.MD"
+    assert windows_key("ı") == windows_key("i") != windows_key("İ")
+    assert windows_key(NFD) != windows_key("Café.md") and windows_key("\u212a") != windows_key("k")
+    assert macos_key(NFD) == macos_key("CAFÉ.md") and macos_key("\u212a") == macos_key("k")
+    assert macos_key("ﬁ") == macos_key("FI") and macos_key("straße") == macos_key("STRASSE")
+    assert macos_key("ı") != macos_key("i") and macos_key("а") != macos_key("a")  # a Cyrillic а

@@ -13,6 +13,7 @@ warnings (a Linux-only team may not care), off with `.vivary/graph.toml` `[porta
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -100,10 +101,22 @@ def windows_key(text: str) -> str:
     up = text.upper()
     if len(up) == len(text) and (text.isascii() or max(text) <= "\uffff"):
         return up  # every character uppercased to one: as the table does
-    return "".join(map(_upcase, text))
+    parts = _otherwise().split(text)  # the characters the table keeps or uppercases otherwise, at odd places
+    parts[0::2] = [p.upper() for p in parts[0::2]]
+    parts[1::2] = [_upcase(c) for c in parts[1::2]]
+    return "".join(parts)
+
+
+@functools.cache
+def _otherwise() -> re.Pattern[str]:
+    """The characters NTFS uppercases otherwise than `str.upper` does: each one `str.upper` makes several (`ß`,
+    `ǰ`, `ﬁ`) and each past U+FFFF (the table holds none)."""
+    several = "".join(re.escape(chr(c)) for c in range(0x80, 0x10000) if len(chr(c).upper()) != 1)
+    return re.compile(f"([{several}\U00010000-\U0010ffff])")
 
 
 def _upcase(char: str) -> str:
+    """`char` as NTFS uppercases it alone (`windows_key`)."""
     if char > "\uffff":
         return char
     up = char.upper()
@@ -146,7 +159,7 @@ def findings(paths: Sequence[str], *, collisions: bool = True, windows: bool = T
         low = joined.lower() if plain else _fold_nonascii(joined)
         if collisions and paths:
             macs = low.split("\n") if plain else macos_key(joined).split("\n")
-            wins = macs if plain else [windows_key(p) for p in paths]
+            wins = macs if plain else windows_key(joined).split("\n")
             collisions = folders = False
             for got in ((macs,) if plain else (macs, wins)):
                 unique = set(got)
