@@ -281,7 +281,7 @@ def test_a_path_s_length_on_windows_counts_the_workspace_s_folder_from_the_repos
 def test_names_one_file_on_one_system_are_named_with_it_and_names_that_only_look_alike_are_not(repo: Repo,
                                                                                                 cli: Any) -> None:
     """A Mac (APFS, case-insensitive as macOS formats it) compares names decomposed and case-folded; Windows (NTFS)
-    uppercases each character alone by its table and normalises nothing. So a name in two Unicode forms, `K` (the
+    uppercases each character alone by its table and normalises nothing. So a name in two Unicode forms, `K` (the
     Kelvin sign) beside `k`, `ẞ` beside `ß` and `straße` beside `STRASSE` are one file on macOS alone; `ı` (a dotless
     i) beside `i` on Windows alone, and a file `ı` beside a folder `i/` too. Names that only look alike (a Cyrillic
     `а`, a full-width `Ａ`, a dotted `İ`) are two files everywhere, and are not reported."""

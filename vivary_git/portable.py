@@ -90,7 +90,7 @@ def keys(path: str) -> tuple[str, str]:
 def macos_key(text: str) -> str:
     """`text` as a Mac's file system (APFS, case-insensitive as macOS formats it) compares names: canonically
     decomposed and case-folded, then decomposed again (Unicode's canonical caseless match), so a name composed
-    and decomposed is one, `ẞ`, `ß` and `ss` are one and `K` (the Kelvin sign) is `K`."""
+    and decomposed is one, `ẞ`, `ß` and `ss` are one and `K` (the Kelvin sign) is `K`."""
     return text.lower() if text.isascii() else _nfd(_nfd(text).casefold())
 
 
