@@ -99,12 +99,15 @@ def windows_key(text: str) -> str:
     volume's upcase table (one character for one: `ß` stays `ß` and `ı` is `I`, as `i` is), nothing normalised
     (a name composed and decomposed is two), and a character past U+FFFF (an emoji) as it is."""
     up = text.upper()
-    if len(up) == len(text) and (text.isascii() or max(text) <= "\uffff"):
+    if len(up) == len(text) and (text.isascii() or _ASTRAL.search(text) is None):
         return up  # every character uppercased to one: as the table does
     parts = _otherwise().split(text)  # the characters the table keeps or uppercases otherwise, at odd places
     parts[0::2] = [p.upper() for p in parts[0::2]]
     parts[1::2] = [_upcase(c) for c in parts[1::2]]
     return "".join(parts)
+
+
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")  # a character past U+FFFF: an emoji, a Deseret letter
 
 
 @functools.cache
@@ -160,11 +163,13 @@ def findings(paths: Sequence[str], *, collisions: bool = True, windows: bool = T
         if collisions and paths:
             macs = low.split("\n") if plain else macos_key(joined).split("\n")
             wins = macs if plain else windows_key(joined).split("\n")
+            dirs = "\n".join(_folders(paths))  # every folder once, spelt by each system below
+            spelt = [(macs, dirs.lower())] if plain else [(macs, macos_key(dirs)), (wins, windows_key(dirs))]
             collisions = folders = False
-            for got in ((macs,) if plain else (macs, wins)):
+            for got, names in spelt:
                 unique = set(got)
                 collisions = collisions or len(unique) != len(got)
-                folders = folders or not unique.isdisjoint(_folders(unique))
+                folders = folders or (bool(dirs) and not unique.isdisjoint(names.split("\n")))
         if windows:
             lines = f"\n{low}\n"
             windows = any(r.search(lines) for r in _WINDOWS_LINES)
