@@ -14,7 +14,7 @@ from conftest import Repo, git
 from test_ci_privacy import CANARY, LAYOUTS, vault
 from test_gates_prereceive import _hook, _vivary, push
 
-from vivary_git.gates.private import PRIVATE_FINDING
+from vivary_git.gates.private import NAMES_PRIVATE, PRIVATE_FINDING
 from vivary_git.gates.runner import CI_MARKERS, marker
 
 # What each runner sets in every job (gates/runner.py says where each is documented).
@@ -235,3 +235,84 @@ def test_masking_that_cannot_decide_privacy_prints_nothing(tmp_path: Path, cli: 
     r = cli("check", "--json", cwd=tmp_path)
     assert (r.code, r.out) == (3, "") and "run `git init` there" in r.err
     assert cli("check", "--json", "--show-private", cwd=tmp_path).code == 1
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_a_name_of_several_notes_counts_the_private_ones_where_others_read(
+        repo: Repo, cli: Any, monkeypatch: pytest.MonkeyPatch, layout: str) -> None:
+    """`blast NAME` naming several notes lists them, as every command does; where others read it the private ones
+    are counted, not named (a vault's IDs are paths: `clients/acme-canary/plan`). At the owner's terminal, as
+    `check` there, all are named."""
+    ws, cwd, extra = LAYOUTS[layout]
+    at = f"{ws}/" if ws else ""
+    repo.commit("init", {  # a vault: no tropo.toml, so IDs are paths and `plan` is a name of both notes
+        f"{at}.vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["clients/acme-*"]\n',
+        f"{at}notes/plan.md": "# Plan\n", f"{at}clients/acme-canary/plan.md": "# Plan\n\ncanary\n"})
+    where = repo.path / cwd
+    ids = f"{at}" if layout == "subfolder" else ""  # run below a vault's top: its IDs are paths from the top
+    named = f"'plan' names 2 notes: '{ids}clients/acme-canary/plan', '{ids}notes/plan'; give one"
+    counted = f"'plan' names 2 notes: '{ids}notes/plan', and 1 private note(s), not named here; give one"
+    for run in ((), ("--json",)):
+        own = cli("blast", "plan", *run, *extra, cwd=where)
+        assert own.code == 2 and named in own.err, own.err
+        r = cli("blast", "plan", *run, "--mask-private", *extra, cwd=where)
+        assert (r.code, r.out) == (2, "") and counted in r.err and not canaries(r.err), r.err
+        monkeypatch.setenv("CI", "true")
+        r = cli("blast", "plan", *run, *extra, cwd=where)
+        assert (r.code, r.out) == (2, "") and counted in r.err and not canaries(r.err), r.err
+        assert named in cli("blast", "plan", *run, "--show-private", *extra, cwd=where).err
+        monkeypatch.delenv("CI")
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_a_public_files_finding_naming_a_private_file_is_masked(repo: Repo, cli: Any, monkeypatch: pytest.MonkeyPatch,
+                                                                layout: str) -> None:
+    """A name clash or a duplicate ID is reported on the public file of the pair, naming the other: a private
+    file's path (`clients/Acme-Canary/...`, spelt as only it spells it) or a private folder's. Where others read
+    it the message is in fixed words; the finding keeps its code, path and line, and counts as before."""
+    ws, cwd, extra = LAYOUTS[layout]
+    at = f"{ws}/" if ws else ""
+    repo.commit("init", {
+        f"{at}tropo.toml": "version = 1\n",
+        f"{at}.vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["clients/Acme-*", "data/Secret-*/"]\n',
+        f"{at}clients/Acme-Canary/Twin.md": "# T\n", f"{at}clients/acme-canary/twin.md": "# T\n",  # E130
+        f"{at}clients/Acme-Canary/plan.md": "# P\n", f"{at}notes/plan.md": "# P\n",  # E130
+        f"{at}data/Secret-Canary/n.md": "# S\n", f"{at}data/secret-canary": "x"})  # W226: a file, a folder's name
+    where = repo.path / cwd
+    own = cli("check", "--json", "--show-private", *extra, cwd=where)
+    assert {m for f in own.json()["findings"] for m in ("Acme-Canary", "Secret-Canary") if m in f["message"]} \
+        == {"Acme-Canary", "Secret-Canary"}, own.out
+    expected = [("clients/acme-canary/twin.md", 1, "error", "E130"), ("data/secret-canary", 1, "error", "W226"),
+                ("notes/plan.md", 1, "error", "E130")]
+    assert places(own) == expected
+
+    def clean(r: Any) -> None:
+        said = r.out + r.err
+        assert "Acme-Canary" not in said and "Secret-Canary" not in said, said
+
+    r = cli("check", "--json", *extra, cwd=where)
+    assert r.code == own.code == 1 and places(r) == expected
+    assert {f["message"] for f in r.json()["findings"]} == {NAMES_PRIVATE}
+    clean(r)
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    clean(r := cli("check", *extra, cwd=where))
+    assert r.code == 1 and r.out.count(NAMES_PRIVATE) == 3
+    clean(r := cli("ci", *extra, cwd=where))
+    assert r.code == 1 and r.out.count(NAMES_PRIVATE) == 3
+
+
+@pytest.mark.parametrize("layout", ["top", "subfolder", "root"])
+def test_case_twins_in_a_vault_name_no_private_twin_where_others_read(repo: Repo, cli: Any, layout: str) -> None:
+    """W226 in a vault (IDs are paths, so twins are two notes): the public twin's finding names the private
+    one as only it spells it."""
+    at = "" if layout == "top" else "vault/"
+    repo.commit("init", {f"{at}.vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["Acme-*"]\n',
+                         f"{at}Acme-Canary.md": "# A\n", f"{at}acme-canary.md": "# a\n"})
+    where = repo.path / "vault" if layout == "subfolder" else repo.path
+    extra = ["--root", "vault"] if layout == "root" else []
+    ids = at if layout == "subfolder" else ""  # run below a vault's top: paths from the top
+    own = cli("check", *extra, cwd=where)
+    assert own.code == 1 and f"'{ids}Acme-Canary.md' are one file on macOS and Windows" in own.out, own.out
+    r = cli("check", "--mask-private", *extra, cwd=where)
+    assert r.code == 1 and "Acme-Canary" not in r.out + r.err, r.out
+    assert f"{ids}acme-canary.md:1: error W226: {NAMES_PRIVATE}" in r.out, r.out  # a vault is strict

@@ -150,6 +150,7 @@ def test_lefthooks_post_checkout_keeps_the_auto_index_at_head(repo: Repo, cli: A
                                "auto_index = true\n",
         "lefthook.yml": CONFIG,
     })
+    repo.git("config", "vivary.autoIndex", "true")  # the user's approval; the committed file is the team's wish
     lefthook(repo.path)
     r = cli("hooks", "install", "post-commit", cwd=repo.path)
     assert r.code == 3, r.out + r.err

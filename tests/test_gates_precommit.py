@@ -282,6 +282,7 @@ def test_the_local_recipe_keeps_the_auto_index_at_a_branch_checked_out(repo: Rep
         ".vivary/memory.toml": '[memory]\nenabled = true\nprovider = "vivary-local"\n\n[memory.local]\n'
                                'auto_index = true\n',
         "notes/deploy.md": "# Deploy\n\nBlue green deploys.\n"})
+    repo.git("config", "vivary.autoIndex", "true")  # the user's approval; the committed file is the team's wish
     repo.git("switch", "-q", "-c", "tea")
     repo.commit("tea", files={"notes/tea.md": "# Tea\n\nGreen tea steeps at eighty degrees.\n"})
     repo.git("switch", "-q", "main")

@@ -99,6 +99,7 @@ def test_a_post_commit_index_of_a_commit_since_replaced_leaves_the_index_of_head
     # refused a working tree equal to HEAD as stale.
     pytest.importorskip("hnswlib", reason="the embed extra is not installed")
     first = repo.commit("notes", MEMORY_NOTES)
+    repo.git("config", "vivary.autoIndex", "true")  # the user's approval; the committed file is the team's wish
     repo.write({"notes/keys.md": "# Key rotation\n\nSigning keys rotate every month, by the on-call.\n"})
     repo.git("commit", "-q", "-a", "--amend", "--no-edit")
     amended = repo.git("rev-parse", "HEAD").strip()
@@ -122,6 +123,7 @@ def test_a_post_commit_index_waiting_on_the_lock_skips_a_commit_replaced_meanwhi
     if not Path("/proc/self/fd").is_dir():
         pytest.skip("needs /proc to see the run wait on the lock")
     repo.commit("notes", MEMORY_NOTES)
+    repo.git("config", "vivary.autoIndex", "true")
     assert cli("index", "--yes", cwd=repo.path).code == 0
     dataset = cli("index", "--dry-run", "--json", cwd=repo.path).json()["dataset"]
     manifest = repo.path / ".git" / "vivary" / "memory" / dataset / "manifest.json"
@@ -185,7 +187,8 @@ def _background_index_done(repo: Path) -> None:
 
 
 def _clone_with_auto_index(repo: Repo, tmp_path: Path, memory: str = LOCAL_AUTO) -> tuple[Path, Path]:
-    """origin (bare) with the notes, and a clone of it with the post-commit hooks installed and indexed."""
+    """origin (bare) with the notes, and a clone of it with the post-commit hooks installed and auto-indexing
+    approved in it (`vivary.autoIndex`, the user's own word; `memory` is the committed file, the team's wish)."""
     if not Path("/proc/self/fd").is_dir():
         pytest.skip("needs /proc to see the background index finish")
     repo.commit("notes", {**MEMORY_NOTES, ".vivary/memory.toml": memory})
@@ -195,6 +198,7 @@ def _clone_with_auto_index(repo: Repo, tmp_path: Path, memory: str = LOCAL_AUTO)
     git(tmp_path, "clone", "-q", f"file://{origin}", str(me))
     installed = run_git_vivary(["hooks", "install", "post-commit"], me)
     assert installed.returncode == 0, installed.stderr
+    git(me, "config", "vivary.autoIndex", "true")
     return origin, me
 
 

@@ -417,6 +417,32 @@ def test_host_status_says_codex_s_user_file_holds_a_second_server_for_the_worksp
     assert "    second     .codex/config.toml [vivary]" in text, text
 
 
+def test_host_status_judges_codex_s_two_files_merged_member_by_member(ws: Repo, cli: Any) -> None:
+    """Codex merges ~/.codex/config.toml and then the project's .codex/config.toml by server name, member by member
+    (seen with Codex 0.171.0, tests/test_hosts_real.py): an `enabled = false` of a `vivary` in the user's file turns
+    the project's `vivary` off; in the project's file, read last, it turns off the user-level entry of that name."""
+    assert cli("bootstrap-host", "--host-kind", "codex", cwd=ws.path).code == 0
+    config = home() / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('[mcp_servers.vivary]\ncommand = "/bin/true"\nenabled = false\n', "utf-8")
+    status = cli("host-status", "--host-kind", "codex", "--json", cwd=ws.path)
+    project = status.json()["hosts"][0]["servers"][0]
+    assert (status.code, project["state"]) == (1, "disabled"), project
+    assert [(m["path"], m["effect"], m["name"]) for m in project["merged"]] == [
+        ("~/.codex/config.toml", "disabled", "vivary")], project
+    assert "its enabled applies here (`enabled: false` there turns this one off); rename one of them" in \
+        project["merged"][0]["detail"]
+
+    config.unlink()
+    assert cli("bootstrap-host", "--host-kind", "codex", "--uninstall", cwd=ws.path).code == 0
+    assert cli("bootstrap-host", "--host-kind", "codex", "--user", "--name", "vivary", cwd=ws.path).code == 0
+    ws.write({".codex/config.toml": '[mcp_servers.vivary]\nenabled = false\n'})
+    status = cli("host-status", "--host-kind", "codex", "--json", cwd=ws.path)
+    user = status.json()["hosts"][0]["servers"][1]
+    assert (status.code, user["state"]) == (1, "disabled"), user
+    assert [(m["path"], m["effect"]) for m in user["merged"]] == [(".codex/config.toml", "disabled")], user
+
+
 def test_user_level_files_need_the_flag(ws: Repo, cli: Any) -> None:
     r = cli("bootstrap-host", "--host-kind", "claude-desktop", cwd=ws.path)
     assert r.code == 2 and "--user" in r.err

@@ -372,3 +372,59 @@ def test_opencode_json_holds_opencode_s_schema_so_opencode_leaves_it_and_uninsta
     assert cli("bootstrap-host", "--host-kind", "opencode", cwd=ws.path).code == 0
     assert cli("bootstrap-host", "--host-kind", "opencode", "--uninstall", cwd=ws.path).code == 0
     assert (ws.path / OPENCODE).read_text() == kept
+
+
+def test_host_status_judges_opencode_s_files_together_in_opencode_s_order(repo: Repo, cli: Any) -> None:
+    """opencode merges its files by server name, member by member, a later one winning each member it has (seen with
+    opencode-ai 1.18.33, tests/test_hosts_real.py): `enabled: false` in the user's file, then `enabled: true` in
+    .opencode/, is on; the other way round, off. The folders above are read from the top down, the nearer last."""
+    ws = plain_workspace(repo)
+    assert cli("bootstrap-host", "--host-kind", "opencode", cwd=ws.path).code == 0
+    user = home() / ".config" / "opencode"
+    user.mkdir(parents=True)
+    (ws.path / ".opencode").mkdir()
+    for first, last, want in ((False, True, (0, "installed", "lent")), (True, False, (1, "disabled", "disabled"))):
+        (user / "config.json").write_text(json.dumps({"mcp": {"vivary": {"enabled": first}}}), "utf-8")
+        (ws.path / ".opencode" / "opencode.json").write_text(json.dumps({"mcp": {"vivary": {"enabled": last}}}))
+        code, server, _ = _opencode_status(cli, ws)
+        assert (code, server["state"]) == want[:2], server
+        assert [(m["path"], m["effect"]) for m in server["merged"]] == [(".opencode/opencode.json", want[2])], server
+
+    (user / "config.json").unlink()
+    shutil.rmtree(ws.path / ".opencode")
+    deep = ws.path / "notes" / "deep"
+    deep.mkdir()
+    assert cli("bootstrap-host", "--host-kind", "opencode", "--root", "notes/deep", cwd=ws.path).code == 0
+    for top, near, want in ((False, True, (0, "installed", "lent")), (True, False, (1, "disabled", "disabled"))):
+        ws.write({"opencode.jsonc": json.dumps({"mcp": {"vivary": {"enabled": top}}}),
+                  "notes/opencode.jsonc": json.dumps({"mcp": {"vivary": {"enabled": near}}})})
+        status = cli("host-status", "--host-kind", "opencode", "--root", "notes/deep", "--json", cwd=ws.path)
+        server = status.json()["hosts"][0]["servers"][0]
+        assert (status.code, server["state"]) == want[:2], server
+        assert [(m["path"], m["effect"]) for m in server["merged"]] == [("../opencode.jsonc", want[2])], server
+
+
+def test_host_status_names_a_file_opencode_merges_that_it_cannot_read(repo: Repo, cli: Any) -> None:
+    """A file opencode merges with ours that cannot be read (not JSON: opencode stops on it too; over 4 MiB) is
+    named, with why and the fix, as `unreadable` (exit 1); the rest of the report is there all the same, and
+    bootstrap-host says it in a note."""
+    ws = plain_workspace(repo)
+    assert cli("bootstrap-host", "--host-kind", "opencode", cwd=ws.path).code == 0
+    user = home() / ".config" / "opencode"
+    user.mkdir(parents=True)
+    (user / "config.json").write_text('{"mcp": {"vivary": {"enabled": false}\n', "utf-8")
+    ws.write({"opencode.jsonc": '{"mcp": {}}' + " " * (5 << 20)})
+    code, server, text = _opencode_status(cli, ws)
+    assert (code, server["state"]) == (1, "installed"), server
+    assert [(m["path"], m["effect"]) for m in server["merged"]] == [
+        ("~/.config/opencode/config.json", "unreadable"), ("opencode.jsonc", "unreadable")], server
+    broken, big = (m["detail"] for m in server["merged"])
+    assert broken.startswith("opencode also reads ~/.config/opencode/config.json, which could not be read") and \
+        "~/.config/opencode/config.json: line 2" in broken and "fix the file" in broken, broken
+    assert "opencode.jsonc is 5242891 bytes, more than 4194304" in big and "check it is the right file" in big, big
+    assert "    unreadable ~/.config/opencode/config.json [vivary]" in text, text
+
+    every = cli("host-status", "--json", cwd=ws.path)
+    assert every.code == 1 and len(every.json()["hosts"]) > 1 and every.json()["onboarding"]["missing"]
+    notes = cli("bootstrap-host", "--host-kind", "opencode", "--json", cwd=ws.path).json()["notes"]
+    assert any(n.startswith("opencode also reads opencode.jsonc, which could not be read") for n in notes), notes

@@ -338,6 +338,38 @@ def test_host_status_agrees_with_opencode_that_a_user_file_turns_our_entry_off(c
     assert (status.code, status.json()["hosts"][0]["servers"][0]["state"]) == (0, "installed")
 
 
+def test_host_status_agrees_with_opencode_on_the_whole_merge(cli: Any, tmp_path: Path, opencode: Path) -> None:
+    """opencode takes `enabled: false` from the user's config.json and then `enabled: true` from the workspace's
+    .opencode/, read later: ours runs, and host-status says `installed`; the other way round, both say disabled."""
+    folder, _ = workspace(tmp_path, "memory off")
+    bootstrap(cli, "opencode", folder)
+    user = home() / ".config" / "opencode"
+    user.mkdir(parents=True)
+    (folder / ".opencode").mkdir()
+    for first, last, shown, state in ((False, True, "✓ vivary connected", "installed"),
+                                      (True, False, "○ vivary disabled", "disabled")):
+        (user / "config.json").write_text(json.dumps({"mcp": {"vivary": {"enabled": first}}}))
+        (folder / ".opencode" / "opencode.json").write_text(json.dumps({"mcp": {"vivary": {"enabled": last}}}))
+        assert listed("opencode", opencode, folder)["vivary"].startswith(shown + "\n")
+        status = cli("host-status", "--host-kind", "opencode", "--json", cwd=folder)
+        assert status.json()["hosts"][0]["servers"][0]["state"] == state, status.out
+
+
+def test_host_status_agrees_with_codex_that_the_user_file_turns_the_project_s_entry_off(cli: Any, tmp_path: Path,
+                                                                                       codex: Path) -> None:
+    """Codex merges ~/.codex/config.toml and the project's file by server name, member by member: a `vivary` with
+    `enabled = false` and a command of its own in the user's file leaves the project's command and turns it off."""
+    folder, _ = workspace(tmp_path, "memory off")
+    trust("codex", folder)
+    entry = bootstrap(cli, "codex", folder)["server"]
+    with (home() / ".codex" / "config.toml").open("a", encoding="utf-8") as f:
+        f.write('\n[mcp_servers.vivary]\ncommand = "/bin/true"\nenabled = false\n')
+    server = host_json(codex, "mcp", "get", "vivary", "--json", cwd=folder)
+    assert server["enabled"] is False and server["transport"]["command"] == entry["command"], server
+    status = cli("host-status", "--host-kind", "codex", "--json", cwd=folder)
+    assert (status.code, status.json()["hosts"][0]["servers"][0]["state"]) == (1, "disabled"), status.out
+
+
 @pytest.mark.parametrize("kind, untrusted, note", [
     ("claude-code", "Pending approval", "Claude Code asks once before it starts a server"),
     ("codex", "No MCP servers configured", "Codex reads .codex/config.toml only in a project you marked trusted"),

@@ -102,3 +102,28 @@ def test_the_agents_md_block_stays_while_windsurf_s_user_level_entry_uses_it(rep
     last = cli("bootstrap-host", "--host-kind", "windsurf", "--user", "--uninstall", "--json", cwd=ws.path)
     assert [f["action"] for f in last.json()["files"]] == ["delete", "delete"]
     assert snapshot(ws.path, home()) == start
+
+
+def test_uninstall_removes_the_folders_install_made_for_windsurf_s_file_and_no_other(repo: Repo, cli: Any) -> None:
+    """`--user` makes ~/.codeium/windsurf/ for mcp_config.json when it is not there; `--uninstall` that deletes the
+    file removes the folders it made, left empty, and never one the user had, nor one with anything in it."""
+    ws = plain_workspace(repo)
+    start = snapshot(home())
+    user = ["bootstrap-host", "--host-kind", "windsurf", "--user"]
+    assert cli(*user, cwd=ws.path).code == 0 and _config().is_file()
+    assert cli(*user, "--uninstall", cwd=ws.path).code == 0
+    assert not (home() / ".codeium").exists() and snapshot(home()) == start
+
+    (home() / ".codeium").mkdir()  # the user's own, empty
+    assert cli(*user, cwd=ws.path).code == 0
+    assert cli(*user, "--uninstall", cwd=ws.path).code == 0
+    assert (home() / ".codeium").is_dir() and not (home() / ".codeium" / "windsurf").exists()
+
+    assert cli(*user, cwd=ws.path).code == 0
+    (_config().parent / "installation_id").write_text("x\n")  # Windsurf's, since
+    assert cli(*user, "--uninstall", cwd=ws.path).code == 0
+    assert sorted(p.name for p in _config().parent.iterdir()) == ["installation_id"]
+    (_config().parent / "installation_id").unlink()
+    assert cli(*user, cwd=ws.path).code == 0  # the folder there: not made this time
+    assert cli(*user, "--uninstall", cwd=ws.path).code == 0
+    assert _config().parent.is_dir()  # made by this workspace once, then the user's: left as it is

@@ -224,6 +224,7 @@ def _privacy_canaries(repo: Repo, *, nested_from_root: bool) -> None:
             ("add", {"text": "remember the deploy plan", "links": ["related:USER"]}),
             ("add", {"text": "remember the deploy plan", "links": ["related:notes/deploy"]}),
             ("search", {"query": "deploy plan", "top_k": 50, "include_neighbors": 3, "include_content": True}),
+            ("read", {"id": "internal/notes.md"}), ("read", {"id": "team/internal/notes.md"}),
         ]
         for name, args in calls:
             result = await client.call_tool(name, args)
@@ -255,7 +256,11 @@ def _privacy_canaries(repo: Repo, *, nested_from_root: bool) -> None:
     assert "'USER.md' is private (floor: USER.md)" in joined
     assert "'memory/diary.md' is private (floor: memory/**)" in joined
     assert "'USER.md' is private (floor: USER.md" in joined
-    assert "'drafts/plan-b.md' is private (.gitignore:1:drafts/)" in joined
+    # A rule of the user's is named by its place: its pattern (the text of a file on the privacy floor) names
+    # private things.
+    assert "'drafts/plan-b.md' is private (.gitignore:1): vivary never shows" in joined
+    assert "'internal/notes.md' is private (private_paths in team/.vivary/memory.toml)" in joined
+    assert "drafts/)" not in joined and "internal/**" not in joined
     links = json.loads(said[len(said) // 2 + 3])  # the parent workspace's `read notes/links`
     assert links["outbound"] == [] and links["neighbors"] == []
 

@@ -205,7 +205,7 @@ def test_privacy_holds_both_ways_and_nothing_crosses_between_the_repositories(re
     _run(session)
     joined = "\n".join(said)
     assert WS not in joined and ME not in joined, joined
-    assert "'secret/plan.md' is private (.gitignore:1:secret/)" in joined
+    assert "'secret/plan.md' is private (.gitignore:1)" in joined and "secret/)" not in joined
     assert "remembered in the workspace only" in joined
     prefs = json.loads(said[2])
     assert prefs["scope"] == "user" and prefs["outbound"] == [] and prefs["neighbors"] == []
@@ -388,13 +388,17 @@ def test_privacy_holds_in_every_workspace_layout_of_both_repositories(repo: Repo
     leaks = [s[max(0, s.find(c) - 200):s.find(c) + 50] for s in said for c in (WS, ME) if c in s]
     assert not leaks, "\n".join(leaks)
     assert "kitchen" in joined and "the blue one" in joined and "Team kettle plan" in joined  # both were searched
+    # A rule of the user's by its place alone: its pattern is the text of a file on the privacy floor.
     for why in ("'memory/diary' is private (floor: memory/** (workspace ws/))",
-                "'internal/notes' is private (config: internal/** (in ws/.vivary/memory.toml))",
-                "'drafts/plan.md' is private (.gitignore:1:drafts/)", "'vault/keys' is private (config: vault/**)",
-                "'secret/plan.md' is private (.gitignore:1:secret/)",
+                "'internal/notes' is private (private_paths in ws/.vivary/memory.toml)",
+                "'drafts/plan.md' is private (.gitignore:1)",
+                "'vault/keys' is private (private_paths in .vivary/memory.toml)",
+                "'secret/plan.md' is private (.gitignore:1)",
                 "'team/memory/log' is private (floor: memory/** (workspace team/))",
-                "'team/internal/notes' is private (config: internal/** (in team/.vivary/memory.toml))"):
+                "'team/internal/notes' is private (private_paths in team/.vivary/memory.toml)"):
         assert why in joined, why
+    for pattern in ("internal/**", "vault/**", "drafts/)", "secret/)"):
+        assert pattern not in joined, pattern
     err = capsys.readouterr().err
     assert WS not in err and ME not in err, err
     for r in (repo, me):

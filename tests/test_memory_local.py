@@ -314,10 +314,16 @@ def test_auto_index(ws: Any, cli: Any) -> None:
     r = cli("index", "--auto", cwd=ws.path)
     assert (r.code, r.out, r.err) == (0, "", "") and not state_dir(ws.path).exists()
     ws.commit(files={".vivary/memory.toml": MEMORY + "\n[memory.local]\nauto_index = true\n"})
+    # The committed file asks for it; the approval is the user's own Git config (docs/memory.md, section 5).
+    r = cli("index", "--auto", cwd=ws.path)
+    assert (r.code, r.out) == (0, "") and not state_dir(ws.path).exists()
+    assert "not approved in this clone (vivary.autoIndex is not set)" in r.err, r.err
+    ws.git("config", "vivary.autoIndex", "true")
     r = cli("index", "--auto", cwd=ws.path)
     assert (r.code, r.out) == (0, "") and (state_dir(ws.path) / "manifest.json").is_file()
     assert recall(cli, ws.path, "vault")
-    # auto_index counts as approval for a plain `index` too.
+    # auto_index counts as approval for a plain `index` too, which a person types.
+    ws.git("config", "--unset", "vivary.autoIndex")
     ws.write({"notes/vault.md": "# Vault\n\nNow with audit logs.\n"})
     assert cli("index", cwd=ws.path).code == 0
 

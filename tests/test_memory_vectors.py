@@ -743,6 +743,7 @@ def test_post_commit_hook_indexes_the_commit_in_the_background(ws: Repo, cli: An
     from vivary_git.memory.lock import index_lock
 
     ws.commit(files={".vivary/memory.toml": MEMORY + "\n[memory.local]\nauto_index = true\n"})
+    ws.git("config", "vivary.autoIndex", "true")  # the user's approval; the committed file is the team's wish
     assert cli("hooks", "install", "post-commit", cwd=ws.path).code == 0
     mem = LocalMemory(open_workspace(ws.path))
     repo = mem.ws.source.repo

@@ -45,6 +45,22 @@ def init(cli: Any, cwd: Path, *args: str) -> Any:
 MATRIX = [(p, m, HOSTS[(i * 3 + j) % len(HOSTS)]) for i, p in enumerate(PRESETS) for j, m in enumerate(MEMORY_CHOICES)]
 
 
+def test_init_takes_every_host_kind_bootstrap_host_does(tmp_path: Path, cli: Any) -> None:
+    """One list: `init --host` accepts each `bootstrap-host --host-kind` (Continue and Claude Desktop too), and its
+    AGENTS.md says how that host reads it."""
+    from vivary_git.hosts.kinds import HOST_KINDS
+
+    for kind in HOST_KINDS:
+        r = init(cli, tmp_path, kind, "--host", kind, "--dry-run", "--json")
+        assert r.code == 0, (kind, r.err)
+        assert r.json()["choices"]["host"] == kind
+    for kind, said in (("continue", "Continue reads this file as a rule that is always applied"),
+                       ("claude-desktop", "Claude Desktop reads no instructions file of a workspace")):
+        r = init(cli, tmp_path, f"ws-{kind}", "--host", kind, "--yes", "--no-wizard")
+        assert r.code == 0, r.err
+        assert said in (tmp_path / f"ws-{kind}" / "AGENTS.md").read_text("utf-8")
+
+
 @pytest.mark.parametrize(("preset", "memory", "host"), MATRIX, ids=[f"{p}-{m}-{h}" for p, m, h in MATRIX])
 def test_scaffold_checks_commits_and_keeps_private(
     tmp_path: Path, cli: Any, tropo: str | None, preset: str, memory: str, host: str

@@ -178,3 +178,30 @@ def test_an_edge_filter_naming_a_private_note_does_not_echo_its_id(repo: Repo, c
         assert (doc["filters"]["edge"], [h["id"] for h in doc["results"]]) == ([f"wikilink:{at}a"], [f"{at}b"])
         doc = cli("query", "--edge", "wikilink:user", "--include-private", "--json", *root, cwd=repo.path).json()
         assert (doc["filters"]["edge"], [h["id"] for h in doc["results"]]) == ([f"wikilink:{at}USER"], [f"{at}a"])
+
+
+@pytest.mark.parametrize("layout", ["top", "subfolder", "root"])
+def test_an_edge_filter_naming_several_notes_counts_the_private_ones(repo: Repo, cli: Any, layout: str) -> None:
+    """`--edge FIELD:NAME` where NAME is a public note's name and a private one's is refused, as every name of
+    several notes is; the refusal names the public candidates and counts the private ones (their IDs are their
+    paths: `clients/acme-canary/plan`), in `find`, `query` and semantic search alike."""
+    at = "" if layout == "top" else "vault/"
+    memory = '[memory]\nenabled = true\nprovider = "vivary-local"\n'
+    repo.commit("init", {
+        ".vivary/memory.toml": memory,  # run from vault/, the workspace is the top; its rule is vault's own
+        f"{at}.vivary/memory.toml": f'{memory}[memory.privacy]\nprivate_paths = ["clients/acme-*"]\n',
+        f"{at}notes/plan.md": "# Plan\n", f"{at}notes/idea.md": "# Idea\n\nSee [[notes/plan]].\n",
+        f"{at}clients/acme-canary/plan.md": "# Plan\n\ncanary\n"})
+    cwd = repo.path / "vault" if layout == "subfolder" else repo.path
+    root = ["--root", "vault"] if layout == "root" else []
+    ids = "vault/" if layout == "subfolder" else ""  # a vault's IDs: paths from its top (the repository's, run below)
+    for cmd in (["find", "idea"], ["find", "idea", "--json"], ["query", "idea"], ["query", "idea", "--json"],
+                ["query", "idea", "--mode", "semantic"], ["recall", "idea"], ["recall", "idea", "--json"]):
+        r = cli(*cmd, "--edge", "related:plan", *root, cwd=cwd)
+        assert r.code == 2 and r.out == "", (cmd, r.out, r.err)
+        assert "canary" not in r.err.lower(), (cmd, r.err)
+        assert (f"'plan' names 2 notes: '{ids}notes/plan', and 1 private note(s), not named here; give one of "
+                "these IDs (or its path)") in r.err, (cmd, r.err)
+    # Either ID then resolves: the public one filters, the private one is kept as written (nothing passes it).
+    doc = cli("query", "--edge", f"related:{ids}notes/plan", "--json", *root, cwd=cwd).json()
+    assert doc["filters"]["edge"] == [f"related:{ids}notes/plan"]

@@ -540,7 +540,10 @@ def test_the_mcp_add_tool_takes_a_file_or_folder(repo: Repo) -> None:
     assert not folder.is_error and folder.structured_content["kind"] == "source_collection"
     assert private.is_error
     said = " ".join(getattr(c, "text", "") for c in private.content)
-    assert "drafts/plan.md is private (.gitignore:1:drafts/)" in said
+    # To an agent a rule of the user's is named by its place (its pattern names private things); at the owner's
+    # terminal (the tests above) in full.
+    assert "drafts/plan.md is private (.gitignore:1); a private file is never remembered" in said
+    assert "drafts/)" not in said
     _assert_nowhere(repo, CANARY, said, json.dumps(doc.structured_content), json.dumps(folder.structured_content))
 
 

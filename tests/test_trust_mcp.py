@@ -263,17 +263,59 @@ def test_a_read_only_host_is_served_no_private_files_content(repo: Repo) -> None
 @pytest.mark.parametrize("asked", ["X-files/plan.md", "/X-files/plan.md", "X-files/plan", "/X-files/plan"])
 def test_a_private_file_asked_for_by_path_is_named_private(repo: Repo, asked: str) -> None:
     """With or without a leading `/` (a host writing a path from the repository's top) or `.md`: told it is
-    private, and why, never that it does not exist."""
+    private, and by which rule (by its place: its pattern is the user's text), never that it does not exist."""
     repo.commit("init", {**NOTES, ".gitignore": "/X-files/plan.md\n"})
     repo.write({"X-files/plan.md": "# Plan\n\nThe acquisition closes in May.\n"})
     service = MemoryService(repo.path)
     try:
         with pytest.raises(RefusedError) as refused:
             service.read(asked)
-        assert str(refused.value) == (f"{asked!r} is private (.gitignore:1:/X-files/plan.md): "
-                                      "vivary never shows private files to agents")
+        assert str(refused.value) == (f"{asked!r} is private (.gitignore:1): vivary never shows private files to "
+                                      "agents; the rule's pattern is not shown here (run `git vivary privacy "
+                                      "explain` where the file is yours)")
     finally:
         service.close()
+
+
+PATTERN = "clients/acme-*"  # a private_paths pattern names private things: no answer may quote it
+
+
+@pytest.mark.parametrize("layout", ["top", "subfolder", "root"])
+def test_a_refusal_names_a_private_paths_rule_by_its_file_never_its_pattern(repo: Repo, layout: str) -> None:
+    """An agent asking for a file a `private_paths` pattern covers (to read it, to anchor it, to write a memory
+    under it) is told which file holds the rule, never the pattern: it is the text of `.vivary/memory.toml`, a
+    file on the privacy floor, and names what the user keeps private (`clients/acme-*`)."""
+    at = "" if layout == "top" else "vault/"
+    repo.commit("init", {f"{at}{k}": v for k, v in {
+        **NOTES, "tropo.toml": "version = 1\n",
+        ".vivary/memory.toml": f'[memory.privacy]\nprivate_paths = ["{PATTERN}", "drafts/"]\n',
+        "clients/acme-zq/plan.md": "# Plan\n\nThe acquisition closes in May.\n"}.items()})
+    top = {"top": MemoryService(repo.path), "subfolder": MemoryService(repo.path / "vault"),
+           "root": MemoryService(repo.path, root="vault")}[layout]
+    said: list[str] = []
+
+    async def session() -> None:
+        async with Client(build_server(top)) as client:
+            for name, args in (("read", {"id": "clients/acme-zq/plan.md"}), ("read", {"id": "clients/acme-zq/plan"}),
+                               ("context", {"id": "/clients/acme-zq/plan.md"}),
+                               ("add", {"file": f"{at}clients/acme-zq/plan.md"}),
+                               ("add", {"folder": f"{at}clients/acme-zq"})):
+                result = await client.call_tool(name, args)
+                assert result.is_error, (name, args)
+                said.append(" ".join(getattr(c, "text", "") for c in result.content))
+
+    try:
+        asyncio.run(session())
+    finally:
+        top.close()
+    joined = "\n".join(said)
+    assert PATTERN not in joined and "drafts/" not in joined, joined
+    rule = f"(private_paths in {at}.vivary/memory.toml)"
+    assert said[0].endswith(f"'clients/acme-zq/plan.md' is private {rule}: vivary never shows private files to "
+                            "agents; the rule's pattern is not shown here (run `git vivary privacy explain` where "
+                            "the file is yours)"), said[0]
+    assert all(rule in s for s in said), joined
+    assert f"{at}clients/acme-zq is private {rule}; a private folder is never remembered" in said[4]
 
 
 def test_a_private_rule_on_a_longer_name_never_refuses_a_path(repo: Repo) -> None:

@@ -509,13 +509,17 @@ def _homes(docs: Iterable[tuple[str, list[Target]]],
 _LISTED = 10  # candidates named in an ambiguity error
 
 
-def resolve_node(graph: Graph, name: str, *, prefix: str = "") -> Node:
+def resolve_node(graph: Graph, name: str, *, prefix: str = "",
+                 private: Callable[[Collection[str]], Set[str]] | None = None) -> Node:
     """The node a person means by `name`: its id, else whatever a wikilink `[[name]]` written at the
     vault root names, looked up by the graph's own resolver (`link_resolver`: a name reaches the note a link
     to it reaches), else a path from the repository's top when the workspace is the folder `prefix`. Every
     command and API that takes a node id looks it up here. Raises `UsageError` (exit 2) when it names no
     node, or several notes (listing them: the editor would pick one silently, a command must not), or a
-    duplicate that owns no id (E130: a link to that name reaches a note the graph leaves out)."""
+    duplicate that owns no id (E130: a link to that name reaches a note the graph leaves out). `private`, where
+    others read the refusal (search, a masked `blast`), says which of the workspace-relative paths it is asked
+    about are private: those notes are counted, not named (their ids are paths, or a private file's text).
+    Only a refusal asks it."""
     nodes = graph.by_id()
     got = nodes.get(name)
     if got is not None:
@@ -533,13 +537,20 @@ def resolve_node(graph: Graph, name: str, *, prefix: str = "") -> Node:
     if not found and not unowned:
         raise UsageError(f"no node named {name!r} in this tree (an id, a path, or a name as a wikilink writes "
                          "it); `git vivary graph` lists the IDs")
+    hidden = private([n.path for n in found] + unowned) if private is not None else frozenset()
+    found, unowned = [n for n in found if n.path not in hidden], [p for p in unowned if p not in hidden]
+    unnamed = f"{len(hidden)} private note(s), not named here" if hidden else ""
+    if not found and not unowned:
+        raise UsageError(f"{name!r} names {unnamed}; give the ID or path of the one you mean")
     if not found:
         raise UsageError(f"{name!r} names {', '.join(repr(p) for p in unowned)}, whose id another note has (E130), "
-                         "so it is in no graph: rename one of the two files (`git vivary check` names them)")
+                         f"{f'and {unnamed}, ' if unnamed else ''}so it is in no graph: rename one of the two files "
+                         "(`git vivary check` names them)")
     ids = [repr(i) for i in sorted(n.id for n in found)] + [f"{p!r} (its id is another note's, E130: in no graph)"
                                                              for p in unowned]
     more = f" and {len(ids) - _LISTED} more" if len(ids) > _LISTED else ""
-    raise UsageError(f"{name!r} names {len(ids)} notes: {', '.join(ids[:_LISTED])}{more}; "
+    also = f", and {unnamed}" if unnamed else ""
+    raise UsageError(f"{name!r} names {len(ids) + len(hidden)} notes: {', '.join(ids[:_LISTED])}{more}{also}; "
                      "give one of these IDs (or its path)")
 
 
@@ -548,12 +559,22 @@ def resolve_edge_specs(graph: Graph, specs: Iterable[str], *, prefix: str = "",
     """`FIELD:TARGET` edge filters (query, find, recall) with each TARGET resolved by `resolve_node`
     to its node's id; a bare `FIELD` (or `FIELD:`) is kept as it is. A TARGET naming a node `hidden` says is
     hidden (a private note, for search) is kept as written: a search answer echoes its filters, and the
-    private note's ID (`USER` for a typed `user`) is no part of it; no edge to such a note passes anyway."""
+    private note's ID (`USER` for a typed `user`) is no part of it; no edge to such a note passes anyway. A
+    TARGET naming several notes is refused naming none that `hidden` hides (nor a file that owns no id, which
+    `hidden`, asked by id, cannot vouch for)."""
+    private = None
+    if hidden is not None:
+        ask = hidden
+        by_path = {n.path: n.id for n in graph.nodes}
+
+        def private(paths: Collection[str]) -> Set[str]:
+            said = ask([by_path[p] for p in paths if p in by_path])
+            return {p for p in paths if p not in by_path or by_path[p] in said}
     out: list[str] = []
     for spec in specs:
         field, sep, target = spec.partition(":")
         if target.strip():
-            node_id = resolve_node(graph, target.strip(), prefix=prefix).id
+            node_id = resolve_node(graph, target.strip(), prefix=prefix, private=private).id
             target = target.strip() if hidden is not None and node_id in hidden([node_id]) else node_id
         out.append(f"{field.strip()}{sep}{target}")
     return out

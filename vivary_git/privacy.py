@@ -155,13 +155,26 @@ class Scope(msgspec.Struct, frozen=True):
     respect_gitignore: bool = True
 
 
+# Said after a verdict `told` by its place, as check's PRIVATE_FINDING says where the finding can be read.
+PATTERN_NOT_SHOWN = "; the rule's pattern is not shown here (run `git vivary privacy explain` where the file is yours)"
+
+
 class PrivacyDecision(msgspec.Struct, frozen=True):
     """One path's verdict. `reason` names the rule: "floor: memory/**", "config: drafts/**",
-    ".gitignore:3:*.log", "sensitive name: *.pem"; it is "" when the path is public."""
+    ".gitignore:3:*.log", "sensitive name: *.pem"; it is "" when the path is public. `place` names a rule of the
+    user's own by where it lives alone ("private_paths in .vivary/memory.toml", ".gitignore:3"), for wherever
+    others read the verdict (`told`); "" when `reason` quotes no pattern of the user's."""
 
     path: str
     private: bool
     reason: str
+    place: str = ""
+
+    def told(self, *, masked: bool) -> str:
+        """The reason as it may be said: in full at the owner's terminal; where others read it (an agent, a CI
+        log), a user's rule by its place alone, since its pattern names private things (`clients/acme-*`) and is
+        the text of `.vivary/memory.toml` or `.git/info/exclude`, files on the privacy floor."""
+        return (self.place or self.reason) if masked else self.reason
 
 
 def decide(
@@ -342,15 +355,20 @@ def decide_scoped(
         reason = _floor_reason(path, info.ignorecase)
         if not reason and len(under[i]) > 1:
             reason = _workspace_floor_reason(path, [ordered[k].prefix for k in under[i][1:]], info.ignorecase)
+        place = ""
         if not reason and i in config_hits:
             k, match = min(config_hits[i], key=lambda km: km[0])
             reason = _floor_or_config_reason(match, ".git/info/exclude", sources[f"config{k}"][1], ordered[k])
+            if not reason.startswith("floor:"):
+                at = f"{ordered[k].prefix}/" if ordered[k].prefix else ""
+                place = f"private_paths in {at}.vivary/memory.toml"
         if not reason and i in ignore_hits:
             source, line, pattern = ignore_hits[i]
             reason = f"{display_source(source, info.top)}:{line}:{pattern}" if source else UNNAMED_IGNORE
+            place = f"{display_source(source, info.top)}:{line}" if source else ""
         if not reason:
             reason = _sensitive_reason(path)
-        decisions.append(PrivacyDecision(path=path, private=bool(reason), reason=reason))
+        decisions.append(PrivacyDecision(path=path, private=bool(reason), reason=reason, place=place))
     return decisions
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence, Set
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -117,15 +117,19 @@ class Workspace:
         """The query index of this tree: built once from the graph and notes, then cached beside the graph."""
         return self._tiers.search_index()
 
-    def resolve_node(self, name: str) -> Node:
+    def resolve_node(self, name: str, *, private: Callable[[Collection[str]], Set[str]] | None = None) -> Node:
         """The node `name` means: its id, or the note's name or path as a link in this workspace's
         dialect writes it, or its path from the repository's top (`graph.resolve_node`). Raises
-        `UsageError` for a name that means no node or several (listing them)."""
-        return graph_mod.resolve_node(self.graph(), name, prefix=self.source.prefix)
+        `UsageError` for a name that means no node or several (listing them; those `private` says are private,
+        `hidden.private_paths` where others read the refusal, counted instead)."""
+        return graph_mod.resolve_node(self.graph(), name, prefix=self.source.prefix, private=private)
 
-    def resolve_edge_specs(self, specs: Iterable[str]) -> list[str]:
-        """`--edge FIELD:TARGET` filters with each TARGET resolved to its node's id (`resolve_node`)."""
-        return graph_mod.resolve_edge_specs(self.graph(), specs, prefix=self.source.prefix)
+    def resolve_edge_specs(self, specs: Iterable[str], *,
+                           hidden: Callable[[Collection[str]], Set[str]] | None = None) -> list[str]:
+        """`--edge FIELD:TARGET` filters with each TARGET resolved to its node's id (`resolve_node`); for search,
+        `hidden` (`hidden.PrivateNodes`) keeps a TARGET naming a private note as written and a refusal from
+        naming one (`graph.resolve_edge_specs`)."""
+        return graph_mod.resolve_edge_specs(self.graph(), specs, prefix=self.source.prefix, hidden=hidden)
 
     # --- notes --------------------------------------------------------------------------------------------
 

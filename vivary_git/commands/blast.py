@@ -62,7 +62,10 @@ def run(args: argparse.Namespace) -> int:
         if args.head is not None:
             raise UsageError("--head only makes sense with --base")
         ws = open_ws(args)
-        target = ws.resolve_node(args.id).id
+        from vivary_git.hidden import private_paths
+
+        # A name of several notes lists them: where others read it, not the private ones (their IDs are paths).
+        target = ws.resolve_node(args.id, private=(lambda paths: private_paths(ws, paths)) if masked else None).id
         report = blast(ws.graph(), target, None if args.depth is NOT_GIVEN else args.depth)
         report = msgspec.structs.replace(report, root=str(ws.source.root))  # absolute, as graph --json
         target_type = ws.graph().by_id()[report.target].type or "untyped"

@@ -12,7 +12,7 @@ from vivary_git.escape import text
 from vivary_git.hosts.kinds import HOST_KINDS
 
 if TYPE_CHECKING:
-    from vivary_git.hosts.install import Plan
+    from vivary_git.hosts.bootstrap import Plan
 
 KINDS = HOST_KINDS  # one list: a host added in `hosts/kinds.py` is a choice here and in host-status
 
@@ -51,14 +51,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from vivary_git.errors import UsageError
-    from vivary_git.hosts import install
+    from vivary_git.hosts import bootstrap, install
 
     if args.install and args.uninstall:
         raise UsageError("--install and --uninstall contradict each other; pass one of them")
     root = install.find_root(args.cwd, args.root)
-    p = install.plan(args.host_kind, root, uninstall=args.uninstall, user=args.user, name=args.name)
+    p = bootstrap.plan(args.host_kind, root, uninstall=args.uninstall, user=args.user, name=args.name)
     if not args.dry_run:
-        install.apply(p)
+        bootstrap.apply(p)
     if args.json:
         emit_json(report(p, dry_run=args.dry_run))
     else:

@@ -66,7 +66,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                   "when anything is refused.")
     g.add_argument("--allow", action="append", default=[], metavar="PATH",
                    help="a repository-relative path whose sensitive name is fine to commit (repeatable)")
-    hs.add_parser("post-commit", help="run `git vivary index --auto --rev HEAD` (indexes only when auto_index = true)")
+    hs.add_parser("post-commit", help="run `git vivary index --auto --rev HEAD` (indexes only when auto_index = true "
+                  "and your own Git config sets vivary.autoIndex = true)")
     for q in (i, u, s, r, g):
         q.add_argument("-C", dest="cwd", metavar="PATH", help="run as if started in PATH")
     p.set_defaults(run=run)
@@ -107,6 +108,12 @@ def run(args: argparse.Namespace) -> int:
             hint = install.status(cwd).unchecked
             if hint:
                 lines.append(f"note: {hint}")
+        if "post-commit" in names:  # installing the hooks approves nothing: say what does
+            from vivary_git.memory.local.autoindex import APPROVE
+
+            lines.append("note: these hooks index a clone only where its .vivary/memory.toml sets auto_index = true "
+                         f"and you approve it: `{APPROVE}` there (with --global, in every clone of yours; "
+                         "docs/memory.md#5-auto-index-after-each-commit-optional)")
         for line in lines:
             print(f"vivary: {shown(line)}")
         return EXIT_OK
@@ -236,12 +243,14 @@ _LOG_LIMIT = 1 << 20
 def post_commit(roots: list[tuple[Path, str]] | None = None, hook: str = "post-commit") -> int:
     """Refresh the memory index for the commit just made, when the user asked for that, in the background.
 
-    `index --auto` indexes only when `[memory.local] auto_index = true` (which counts as approval) and
-    is silent otherwise: the hook runs after every commit, and a refusal printed each time would teach
-    people to ignore it. It reads the tree just committed (`--rev` with the commit's id, so a second commit
-    made meanwhile does not change what this run indexes), not the working tree. It runs detached from
-    the commit, which returns at once; its messages go to `.git/vivary/index.log`. Index runs of one
-    workspace wait for each other (memory/lock.py), so commits in a row queue rather than embed twice."""
+    `index --auto` indexes only when `[memory.local] auto_index = true` asks for it and the user's own Git config
+    approves it (`vivary.autoIndex`: the committed file is anyone's word, memory/local/autoindex.py), and is
+    silent otherwise but for one line in the log saying what to run when only the first holds: the hook runs
+    after every commit, and a refusal printed each time would teach people to ignore it. It reads the tree just
+    committed (`--rev` with the commit's id, so a second commit made meanwhile does not change what this run
+    indexes), not the working tree. It runs detached from the commit, which returns at once; its messages go to
+    `.git/vivary/index.log`. Index runs of one workspace wait for each other (memory/lock.py), so commits in a
+    row queue rather than embed twice."""
     from vivary_git.main import build_parser
 
     options = _index_options(build_parser())
@@ -276,9 +285,9 @@ def moves_head(hook: str, hook_args: list[str]) -> bool:
 
 def after_head_moved(hook: str, hook_args: list[str], roots: list[tuple[Path, str]] | None = None) -> int:
     """post-checkout, post-merge, post-rewrite: the post-commit hook's background index, at the commit HEAD is at
-    now, when the Git command moved HEAD there (`moves_head`). The same approval (`auto_index = true`), the same
-    silence, the same rule: a run whose commit is no longer HEAD when its turn comes does nothing, so a burst of
-    checkouts leaves the work of the last one."""
+    now, when the Git command moved HEAD there (`moves_head`). The same approval (`auto_index = true` and the
+    user's `vivary.autoIndex`), the same silence, the same rule: a run whose commit is no longer HEAD when its
+    turn comes does nothing, so a burst of checkouts leaves the work of the last one."""
     return post_commit(roots, hook) if moves_head(hook, hook_args) else EXIT_OK
 
 

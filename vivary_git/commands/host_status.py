@@ -15,13 +15,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "host-status", help="what bootstrap-host installed where, and whether onboarding is done",
         description="For each agent host (or --host-kind): whether its config holds this workspace's MCP server "
-        "(installed, stale: written for a command that moved or for another workspace, disabled or overridden: a "
-        "file the host merges with it by server name turns it off or replaces its command, other: the name is "
-        "another server's, absent, unreadable), where, what the files merged with it do to it (and this "
-        "workspace's server under another name there), and whether the guidance block is there and current; "
-        "user-level files (the desktop app's, ~/.codex/config.toml) are read, never written. Then which onboarding "
-        "questions are answered (never the answers: they stay in USER.md). Reads only. Exit 0; 1 when an installed "
-        "entry is stale, disabled or overridden, or a file is unreadable; 2 on a usage error. See docs/hosts.md.",
+        "(installed, stale: written for a command that moved or for another workspace, disabled or overridden: the "
+        "files the host merges with it by server name, taken together in the host's order, turn it off or replace "
+        "its command, other: the name is another server's, absent, unreadable), where, what the files merged with "
+        "it do to it (this workspace's server under another name there, a file that cannot be read), and whether "
+        "the guidance block is there and current; user-level files (the desktop app's, ~/.codex/config.toml) are "
+        "read, never written. Then which onboarding questions are answered (never the answers: they stay in "
+        "USER.md). Reads only. Exit 0; 1 when an installed entry is stale, disabled or overridden, or a file "
+        "(merged ones too) is unreadable; 2 on a usage error. See docs/hosts.md.",
     )
     p.add_argument("--host-kind", choices=KINDS, metavar="KIND", help="only this host: " + ", ".join(KINDS))
     p.add_argument("--name", metavar="NAME",
@@ -34,7 +35,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     import importlib.util
 
-    from vivary_git.hosts import install, onboard
+    from vivary_git.hosts import install, merged, onboard
     from vivary_git.hosts.kinds import HOST_KINDS, HOSTS
 
     root = install.find_root(args.cwd, args.root)
@@ -51,13 +52,14 @@ def run(args: argparse.Namespace) -> int:
                 scopes.append("user")
             for scope in scopes:
                 s = install.server_state(kind, root, scope, args.name)
-                merged = [] if s.entry is None else install.merged_over(kind, root, scope, s.name, s.entry, s.path)
-                state = _state(s.state, [m.effect for m in merged])
-                bad = bad or state in ("stale", "unreadable", "disabled", "overridden")
+                over = [] if s.entry is None else merged.merged_over(kind, root, scope, s.name, s.entry, s.path)
+                state = _state(s.state, [m.effect for m in over])
+                bad = bad or state in ("stale", "unreadable", "disabled", "overridden") or any(
+                    m.effect == "unreadable" for m in over)
                 servers.append({"path": s.path, "scope": s.scope, "name": s.name, "state": state,
                                 "command": s.command, "command_found": s.command_found, "detail": s.detail,
                                 "merged": [{"path": m.path, "effect": m.effect, "name": m.name, "detail": m.note}
-                                           for m in merged]})
+                                           for m in over]})
         guide, guide_state, why = install.guidance_state(kind, root)
         hosts.append({"host_kind": kind, "label": spec.label, "servers": servers,
                       "guidance": None if guide is None else {"path": guide, "state": guide_state, "detail": why}})

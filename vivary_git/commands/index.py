@@ -3,8 +3,9 @@
 `--dry-run` builds the whole snapshot, exactly as an index would, and reports its counts and fingerprint
 without writing anything anywhere. `--yes` is the approval gate (`require_explicit_index`, on by default):
 it brings the vivary-local index up to date, embedding only packets it has not embedded before
-(memory/local/). `--auto` is the post-commit path: it does that only when `auto_index = true`, which
-counts as approval, and is otherwise a quiet no-op.
+(memory/local/). `--auto` is the hooks' path: it does that only when the committed `auto_index = true` asks
+for it and the user's own Git config approves it (`vivary.autoIndex`, memory/local/autoindex.py), says what to
+run when only the first holds, and is otherwise a quiet no-op.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from vivary_git.escape import text as shown
 from vivary_git.memory.snapshot import LeftOut
 
 if TYPE_CHECKING:
+    from vivary_git.memory.config import MemoryConfig
     from vivary_git.workspace import Workspace
 
 
@@ -70,7 +72,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                       "incremental)")
     mode.add_argument("--auto", action="store_true",
                       help="the hooks' path (post-commit, post-checkout, post-merge, post-rewrite): index when "
-                      "[memory.local] auto_index = true (that is the approval), else exit 0 silently; prints "
+                      "[memory.local] auto_index = true asks for it and your own Git config approves it "
+                      "(git config vivary.autoIndex true; a committed file is never the approval), else exit 0: "
+                      "silently, or with one line on stderr saying what to run when only auto_index is set; prints "
                       "nothing on success. With --rev, a commit that is no longer HEAD when its turn comes "
                       "(amended, or followed by the next of a rebase) is not indexed")
     p.set_defaults(run=run)
@@ -153,8 +157,8 @@ def _write(args: argparse.Namespace) -> int:
 
     ws = open_ws(args)
     cfg = load_memory_config(ws)
-    if args.auto and not (cfg.provider == "vivary-local" and cfg.memory.local.auto_index):
-        return EXIT_OK  # a hook on every commit: silence unless the user asked for auto-indexing
+    if args.auto and not _auto_approved(ws, cfg):
+        return EXIT_OK
     there, clear = cfg.in_the_way_fix()
     if there:
         raise ConfigError(
@@ -208,6 +212,23 @@ def _write(args: argparse.Namespace) -> int:
     out.write(f"fingerprint  {report.fingerprint}\n")
     _write_left_out(out, report.left_out)
     return EXIT_OK
+
+
+def _auto_approved(ws: Workspace, cfg: MemoryConfig) -> bool:
+    """Whether `index --auto` (what every hook runs) indexes: the committed `auto_index = true` asks for it, and
+    the user's own Git config approves it (memory/local/autoindex.py). Silent unless it was asked for (the hooks
+    run on every commit, checkout and pull) or the user declined it (`vivary.autoIndex = false`). Asked for and
+    not approved: one line on stderr (the background run's goes to .git/vivary/index.log) saying what to run."""
+    if not (cfg.provider == "vivary-local" and cfg.memory.local.auto_index):
+        return False
+    from vivary_git.memory.local.autoindex import APPROVE, approval
+
+    found = approval(ws.source.repo)
+    if not found.approved and not found.declined:
+        print(f"vivary: index --auto: {shown(cfg.source or cfg.path)} sets auto_index = true, but indexing is not "
+              f"approved in this clone ({shown(found.said)}), so nothing was indexed; to approve it, run "
+              f"`{APPROVE}` (docs/memory.md#5-auto-index-after-each-commit-optional)", file=sys.stderr)
+    return found.approved
 
 
 def _write_left_out(out: TextIO, left_out: list[LeftOut]) -> None:

@@ -105,6 +105,7 @@ def run_semantic(args: argparse.Namespace) -> int:
     import msgspec
 
     from vivary_git.excluded import excluded_ids
+    from vivary_git.hidden import PrivateNodes
     from vivary_git.memory.config import load_memory_config
     from vivary_git.memory.local.provider import LocalMemory
     from vivary_git.memory.provider import RecallFilters, normalise_k, require_local
@@ -116,7 +117,7 @@ def run_semantic(args: argparse.Namespace) -> int:
     cfg = load_memory_config(ws)
     require_local(cfg, "recall")  # before anything builds the graph: memory off writes no cache
     # Without --edge the graph is left to the memory snapshot, which builds it beside the privacy decisions.
-    edges = ws.resolve_edge_specs(args.edge) if args.edge else []
+    edges = ws.resolve_edge_specs(args.edge, hidden=PrivateNodes(ws)) if args.edge else []
     session = LocalMemory(ws, cfg).open([text])
     hits = session.recall(text, k=k, filters=RecallFilters(types=args.type, paths=args.path, edges=edges),
                           mode=args.mode, exclude=excluded_ids(ws.config, session.snapshot.nodes))

@@ -152,6 +152,7 @@ def _kept_off_disk(ws: Any, hits: list[Any]) -> dict[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     from vivary_git.excluded import excluded_ids
+    from vivary_git.hidden import PrivateNodes
     from vivary_git.memory.config import load_memory_config
     from vivary_git.memory.local.provider import LocalMemory
     from vivary_git.memory.local.runtime import preload_runtime
@@ -172,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
         require_local(cfg, "recall")  # before --edge builds the graph: memory off writes no cache
     # Without --edge the graph is left to the memory snapshot, which builds it beside the privacy decisions.
     filters = RecallFilters(types=args.type, paths=args.path,
-                            edges=ws.resolve_edge_specs(args.edge) if args.edge else [])
+                            edges=ws.resolve_edge_specs(args.edge, hidden=PrivateNodes(ws)) if args.edge else [])
     session: RecallSession | CogneeMemory
     exclude: frozenset[str] = frozenset()
     if cfg.provider == "cognee":

@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
 
     view = remember.open_view(open_workspace(args.cwd, root=args.root))
     if args.check:
-        states = anchors.check(view, args.ids)
+        states = anchors.check(view, args.ids, source="cli")
         if args.json:
             emit_json(states)
         else:
@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     if args.stale:
         if ids:
             raise UsageError("--stale refreshes every stale anchor; give no IDs with it (or drop --stale)")
-        ids = [s.id for s in anchors.check(view) if s.state == "stale"]
+        ids = [s.id for s in anchors.check(view, source="cli") if s.state == "stale"]
     elif not ids:
         raise UsageError("name the anchors to refresh (ids from `git vivary refresh --check`), or use --stale")
     results = []

@@ -32,6 +32,11 @@ if TYPE_CHECKING:
 
 PRIVATE_FINDING = ("a finding in a private file; its text is not shown here "
                    "(run `git vivary check --show-private` where the file is yours)")
+# A public file's finding whose message names a private file beside it (case twins, W226; a duplicate id, E130).
+NAMES_PRIVATE = ("a finding naming a private file beside this one; its text is not shown here "
+                 "(run `git vivary check --show-private` where the files are yours)")
+# The codes whose message names another file than the finding's own (portable.collision, graph's E130).
+NAMING = frozenset(("W226", "E130"))
 # A private note's reference that reaches no public note: its link text is the private file's.
 HIDDEN_LINK = "(a reference in a private note)"
 
@@ -44,20 +49,24 @@ def private_id(repo_path: str) -> str:
 class Mask:
     """Replaces what private notes hold in the values a review is rendered from."""
 
-    def __init__(self, paths: Iterable[str], ids: dict[str, str], public_ids: Iterable[str]) -> None:
+    def __init__(self, paths: Iterable[str], ids: dict[str, str], public_ids: Iterable[str],
+                 naming: Iterable[Finding] = ()) -> None:
         self.paths = frozenset(paths)  # workspace-relative paths of private files (findings are keyed by them)
         self.ids = ids  # a private note's ID -> what stands for it
         self.masked = frozenset(ids.values())
         self.public_ids = frozenset(public_ids) - ids.keys()
+        self.naming = frozenset(naming)  # public files' findings that name a private file (`naming_private`)
 
     def __bool__(self) -> bool:
-        return bool(self.paths or self.ids)
+        return bool(self.paths or self.ids or self.naming)
 
     def id(self, node_id: str) -> str:
         return self.ids.get(node_id, node_id)
 
     def finding(self, f: Finding) -> Finding:
-        return msgspec.structs.replace(f, message=PRIVATE_FINDING) if f.path in self.paths else f
+        if f.path in self.paths:
+            return msgspec.structs.replace(f, message=PRIVATE_FINDING)
+        return msgspec.structs.replace(f, message=NAMES_PRIVATE) if f in self.naming else f
 
     def node(self, n: Node) -> Node:
         if n.id not in self.ids:
@@ -107,8 +116,52 @@ def mask_findings(ws: Workspace, found: Iterable[Finding]) -> list[Finding]:
     from vivary_git.hidden import private_paths
 
     found = list(found)
-    mask = Mask(private_paths(ws, {f.path for f in found}), {}, ())
+    private = private_paths(ws, {f.path for f in found})
+    mask = Mask(private, {}, (), naming_private(ws, ws.graph(), [f for f in found if f.path not in private]))
     return [mask.finding(f) for f in found] if mask else found
+
+
+def naming_private(ws: Workspace, graph: Graph, found: Iterable[Finding]) -> frozenset[Finding]:
+    """The findings of `found` (public files' findings of `graph`) whose message names a private file beside their
+    own: a case twin or a file whose name is a private folder's (W226), the note that has the id already (E130).
+    One privacy batch over the files each may name, only when there is such a finding. Raises `PrivacyError`
+    (exit 3) when privacy cannot be decided."""
+    from vivary_git.hidden import private_paths
+
+    wanted = [f for f in found if f.code in NAMING]
+    if not wanted:
+        return frozenset()
+    from vivary_git.portable import keys
+
+    folded = [(p, keys(p)) for p in [n.path for n in graph.nodes] + list(graph.others)]
+    named = {f: _named_by(graph, folded, f) for f in wanted}
+    private = private_paths(ws, {p for paths in named.values() for p in paths})
+    return frozenset(f for f, paths in named.items() if not private.isdisjoint(paths))
+
+
+def _named_by(graph: Graph, folded: list[tuple[str, tuple[str, str]]], f: Finding) -> set[str]:
+    """The files `f`'s message may name besides its own (a superset: more only masks more), of the graph's files
+    `folded` (each path, and its names as macOS and as Windows tell names apart: `portable.keys`). W226: the files
+    one on macOS or on Windows with its path, and those in a folder of its name there; E130: the note whose id it
+    repeats."""
+    from vivary_git.escape import text
+    from vivary_git.portable import keys
+
+    if f.code == "E130":
+        head = "duplicate document id "
+        if not f.message.startswith(head):
+            return {p for p, _ in folded} - {f.path}  # not the message this reads: any file may be the one named
+        owners = {repr(n.id): n.path for n in graph.nodes}
+        at, out = len(head), set()
+        while (at := f.message.find(": ", at)) != -1:
+            owner = owners.get(f.message[len(head):at])
+            if owner is not None and f.message.startswith(f"{text(owner)} has it already", at + 2):
+                out.add(owner)
+            at += 2
+        return out
+    own = keys(f.path)
+    return {p for p, names in folded if p != f.path
+            and any(k == key or k.startswith(f"{key}/") for k, key in zip(names, own, strict=True))}
 
 
 def of_notes(ws: Workspace, ids: Iterable[str] | None = None) -> Mask:
@@ -145,8 +198,10 @@ def decide(head_ws: Workspace, head_graph: Graph, findings: Iterable[Finding], p
         named = changed | {i.id for i in change.impacted}
         named |= {x for e in (*change.broken_edges, *change.fixed_edges) for x in (e.from_, e.to)}
         named |= {e.from_ for e in head_graph.edges if e.to in changed}
+    findings = list(findings)
     paths = {n.path for n in head_graph.nodes if n.id in named} | {f.path for f in findings} | set(files)
     private = private_paths(head_ws, paths)
+    naming = naming_private(head_ws, head_graph, [f for f in findings if f.path not in private])
     ids = {n.id: private_id(repo_path(prefix, n.path)) for n in head_graph.nodes if n.path in private}
     public = {n.id for n in head_graph.nodes}
     if base_ws is not None and base_graph is not None:
@@ -156,4 +211,4 @@ def decide(head_ws: Workspace, head_graph: Graph, findings: Iterable[Finding], p
             gone = private_paths(base_ws, removed)
             base_prefix = base_ws.source.prefix
             ids.update({removed[p]: private_id(repo_path(base_prefix, p)) for p in sorted(gone)})
-    return Mask(private, ids, public)
+    return Mask(private, ids, public, naming)

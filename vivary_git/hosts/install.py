@@ -1,74 +1,40 @@
-"""Plan and apply a host's set-up: its MCP server entry and the guidance block, and their removal.
+"""One host's files: which entry in them is this workspace's server, that entry added or taken out as text,
+the guidance block's file and text, and what state they are in (`host-status`).
 
-A plan is a list of `Change`s, each the whole text of one file before and after; nothing is written until
-`apply`. Install, install again, uninstall gives back every file byte for byte (`jsonedit` and `blocks`
-say how); a file this module did not create is only ever merged into, and a file it cannot parse is
-reported with its line and left alone.
+Install, install again, uninstall gives back every file byte for byte (`jsonedit` and `blocks` say how); a file
+this module did not create is only ever merged into, and a file it cannot parse is reported with its line and left
+alone. `bootstrap` plans and applies a set-up with these; `merged` says what the files a host merges with ours do
+to our entry.
 """
 
 from __future__ import annotations
 
 import contextlib
-import difflib
 import importlib.resources
 import importlib.util
 import itertools
 import json
-import os
 import re
 import shutil
 import sys
 import tomllib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from vivary_git.errors import ConfigError, RefusedError, UsageError, VivaryError
 from vivary_git.hosts import blocks, files, jsonedit
-from vivary_git.hosts.kinds import HOST_KINDS, HOSTS, ConfigSpec, HostKind, HostSpec, user_config_path, user_files_read
+from vivary_git.hosts.kinds import HOSTS, ConfigSpec, HostKind, HostSpec, user_config_path
 
 Scope = Literal["project", "user"]
-Role = Literal["server", "guidance"]
-Action = Literal["create", "update", "unchanged", "remove", "delete", "absent", "kept"]
 
 PROJECT_NAME = "vivary"
-_NAME = re.compile(r"\A[A-Za-z0-9_-]{1,64}\Z")
 GUIDANCE_MARKERS = blocks.Markers(
     "<!-- >>> vivary: managed by `git vivary bootstrap-host`; edits between these lines are replaced >>> -->",
     "<!-- <<< vivary <<< -->",
 )
 _IMPORTS_AGENTS = re.compile(r"^@(?:\./)?AGENTS\.md\s*$", re.MULTILINE)
 ROOT_MARKERS = ("tropo.toml", ".vivary/workspace.toml")
-
-
-@dataclass
-class Change:
-    path: Path
-    shown: str  # the path as the user reads it: relative to the workspace, or ~/… for user files
-    role: Role
-    scope: Scope
-    before: str | None
-    after: str | None
-    action: Action
-    note: str = ""
-
-    def diff(self) -> str:
-        a = [] if self.before is None else self.before.splitlines(keepends=True)
-        b = [] if self.after is None else self.after.splitlines(keepends=True)
-        lines = difflib.unified_diff(a, b, "/dev/null" if self.before is None else f"a/{self.shown}",
-                                     "/dev/null" if self.after is None else f"b/{self.shown}")
-        return "".join(x if x.endswith("\n") else x + "\n\\ No newline at end of file\n" for x in lines)
-
-
-@dataclass
-class Plan:
-    kind: HostKind
-    root: Path
-    uninstall: bool
-    name: str | None
-    entry: dict[str, Any] | None
-    changes: list[Change] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
 
 
 # -- the workspace and the server entry ------------------------------------------------------------------
@@ -561,226 +527,7 @@ def guidance_file(spec: HostSpec, root: Path) -> str | None:
     return spec.guidance if own_block else "AGENTS.md"
 
 
-# -- plans -----------------------------------------------------------------------------------------------
-
-def _outside_git(root: Path) -> bool:
-    """Whether `root` is in no Git work tree (a repository Git cannot open is another command's error to name)."""
-    from vivary_git import git
-
-    try:
-        repo = git.try_open(root)
-    except VivaryError:
-        return False
-    return repo is None or repo.workdir is None
-
-
-def plan(kind: HostKind, root: Path, *, uninstall: bool = False, user: bool = False,
-         name: str | None = None) -> Plan:
-    spec = HOSTS[kind]
-    scope: Scope = "user" if user else "project"
-    if spec.config is None and user:
-        raise UsageError(f"--user: {kind} has no server config to write")
-    if spec.config is not None:
-        if user and not spec.config.user:
-            raise UsageError(f"--user: {spec.label} reads its servers from {spec.config.project} in the workspace; "
-                             "run without --user")
-        if not user and spec.config.project is None:
-            raise UsageError(f"{spec.label} has only a user-level config ({user_config_path(kind)}), outside the "
-                             "workspace: pass --user to write it")
-    if name is not None and not _NAME.match(name):
-        raise UsageError(f"--name {name!r}: use 1-64 letters, digits, '-' or '_'")
-    entry = server_entry(root, spec.config) if spec.config is not None else None
-    p = Plan(kind, root, uninstall, None, entry)
-    if spec.config is not None and entry is not None:
-        if not uninstall:
-            _check_strings(entry, spec.config, kind)
-        change, p.name, others = _server_change(spec, root, scope, name, entry, uninstall)
-        p.changes.append(change)
-        if others:
-            p.notes.append(f"{change.shown} has this workspace's server under another name too: "
-                           f"{', '.join(map(repr, others))}; remove it with --uninstall --name NAME")
-        if not uninstall:
-            p.notes.extend(m.note for m in merged_over(kind, root, scope, p.name, entry, change.shown))
-        if scope == "project" and not uninstall:
-            p.notes.append(f"the entry in {change.shown} holds this machine's paths (the command and the "
-                           "workspace): commit it only where everyone shares them")
-        if kind == "codex" and scope == "project" and not uninstall:
-            p.notes.append("Codex reads .codex/config.toml only in a project you marked trusted")
-        if kind == "claude-code" and not uninstall:
-            p.notes.append("Claude Code asks once before it starts a server from a project's .mcp.json")
-        if kind == "vscode" and not uninstall:
-            p.notes.append("VS Code asks you to trust the server before it first starts it (and again when the entry "
-                           "changes); its tools are offered in the Chat view's agent mode")
-        if kind == "gemini-cli" and not uninstall:
-            # Gemini CLI lists an untrusted folder's servers as "Disabled", and the user's own with them.
-            p.notes.append("Gemini CLI starts MCP servers only in a folder you trust")
-        if kind == "zed" and not uninstall:
-            p.notes.append("Zed starts a project's MCP servers only in a worktree you trust")
-        if not uninstall and importlib.util.find_spec("mcp") is None:
-            p.notes.append("the server needs the MCP SDK, which is not installed here: pip install 'vivary-git[mcp]'")
-    else:
-        argv = [*server_command(), *server_args(root)]
-        p.notes.append("configure your host to start this stdio server: " + " ".join(_quote(a) for a in argv))
-    if not uninstall and _outside_git(root):
-        p.notes.append(f"{root} is not in a Git work tree: the server can search and read, but every memory it writes "
-                       "is a commit, so `add`, `update` and the rest are refused until you run `git init` there")
-    target = guidance_file(spec, root)
-    if target is not None:
-        p.changes.append(_guidance_change(kind, scope, root, target, uninstall))
-        if kind == "opencode" and target != spec.guidance and not uninstall:
-            p.notes.append(f"opencode reads {target} only where there is no {spec.guidance} (from the workspace up to "
-                           f"the top of the work tree), so the guidance block is in your {target}: a new "
-                           f"{spec.guidance} would hide it from opencode")
-        elif spec.reads_first and kind != "opencode" and not uninstall:
-            p.notes.append(f"{spec.label} reads only the first of {', '.join(spec.reads_first)} that is a file at the "
-                           f"workspace root, so the guidance block is in {target}")
-    return p
-
-
-def _quote(arg: str) -> str:
-    import shlex
-
-    return shlex.quote(arg)
-
-
-def _server_change(spec: HostSpec, root: Path, scope: Scope, given: str | None, entry: dict[str, Any],
-                   uninstall: bool) -> tuple[Change, str, list[str]]:
-    """The change to the host's file, the server's name in it, and other names this workspace's server has
-    there (an entry should have one)."""
-    assert spec.config is not None
-    path, shown = _config_location(spec, root, scope)
-    before = files.read(path, shown)
-    note = ""
-    project = scope == "project"
-    found = [] if before is None else workspace_servers(_servers(before, spec.config, shown), root, project=project)
-    name = given or _pick(found, default_name(root, scope))
-    if given is not None and not uninstall and found and given not in found:
-        raise RefusedError(f"{shown} already has this workspace's server, named {found[0]!r}; a second one would "
-                           f"start a second server on the same memory: run with --name {found[0]} (or without "
-                           f"--name), or remove it first (--uninstall --name {found[0]}); nothing was written")
-    if spec.config.format == "toml":
-        if uninstall:
-            after, note = (None, "") if before is None else toml_uninstall(before, name, root, shown, project=project)
-        else:
-            after, note = toml_install(before, name, entry, root, shown, project=project)
-    elif uninstall:
-        after, note = (None, "") if before is None else json_uninstall(before, spec.config, name, root, shown,
-                                                                        project=project)
-    else:
-        after = json_install(before, spec.config, name, entry, root, shown, project=project)
-    change = Change(path, shown, "server", scope, before, after, _action(before, after, note), note)
-    return change, name, [n for n in found if n != name]
-
-
-@dataclass(frozen=True)
-class Merged:
-    """What a file the host merges with ours by server name makes of our entry: `disabled` (its `enabled: false`
-    turns ours off), `overridden` (read after ours, its command replaces ours), `lent` (other members of its
-    apply to ours), `second` (this workspace's server under another name there: two servers, one memory),
-    `unread` (a link in the workspace, not followed: the user checks it)."""
-    path: str  # as the user reads it
-    effect: Literal["disabled", "overridden", "lent", "second", "unread"]
-    name: str  # the server's name in that file
-    note: str  # what it does, and the fix
-
-
-def merged_over(kind: HostKind, root: Path, scope: Scope, name: str, entry: dict[str, Any] | None,
-                written: str) -> list[Merged]:
-    """What the files a host merges with `written` (ours, holding `entry` as `command` + `args` under `name`) do
-    to it: bootstrap-host's notes and host-status's states both come from here."""
-    spec = HOSTS[kind]
-    twin = _twin(spec, root, scope, name)
-    return ([twin] if twin else []) + (_merged_by_name(spec, root, name, written, entry or {})
-                                       if scope == "project" else [])
-
-
-def _twin(spec: HostSpec, root: Path, scope: Scope, name: str) -> Merged | None:
-    """A host that reads a project's file and a user-level one (Codex, Kiro) merges their servers by name: this
-    workspace's server under another name in the other file is a second server on the same memory there."""
-    other: Scope = "user" if scope == "project" else "project"
-    assert spec.config is not None
-    if not spec.config.user or spec.config.project is None:
-        return None
-    try:
-        state = server_state(spec.kind, root, other)
-    except (ConfigError, RefusedError):  # that file is the other run's to report
-        return None
-    if state.state not in ("installed", "stale") or state.name == name:
-        return None
-    flag = " --user" if other == "user" else ""
-    return Merged(state.path, "second", state.name, (
-        f"{spec.label} also reads {state.path}, where this workspace's server is {state.name!r}: in this "
-        f"workspace it starts both, two servers on the same memory; keep one (remove that one with "
-        f"`git vivary bootstrap-host --host-kind {spec.kind}{flag} --uninstall`)"))
-
-
-def _merged_files(spec: HostSpec, root: Path, written: str) -> list[tuple[Path, str, bool, bool]]:
-    """The other files a host merges with the one we write, by server name (opencode): each as (path, shown,
-    project's, read after ours). Seen with opencode-ai 1.18.33: the user's own (~/.config/opencode), then
-    opencode.json and opencode.jsonc from the top of the work tree down to the folder it starts in (the nearer
-    wins; in one folder opencode.jsonc wins over opencode.json), then that folder's .opencode/."""
-    if spec.kind != "opencode":
-        return []
-    out = []
-    for path in user_files_read(spec.kind):
-        shown = str(path)
-        with contextlib.suppress(ValueError):
-            shown = "~/" + path.relative_to(Path.home()).as_posix()
-        out.append((path, shown, False, False))
-    top = next((d for d in (root, *root.parents) if (d / ".git").exists()), root)
-    above = list(itertools.takewhile(lambda d: d != top.parent, root.parents)) if top != root else []
-    for rel in (Path(os.path.relpath(d / n, root)).as_posix() for d in above
-                for n in ("opencode.json", "opencode.jsonc")):
-        out.append((root / rel, rel, True, False))
-    if written == "opencode.json":
-        out.append((root / "opencode.jsonc", "opencode.jsonc", True, True))
-    out += [(root / rel, rel, True, True) for rel in (".opencode/opencode.json", ".opencode/opencode.jsonc")]
-    return out
-
-
-def _merged_by_name(spec: HostSpec, root: Path, name: str, written: str, entry: dict[str, Any]) -> list[Merged]:
-    """What a host that merges other files with ours by server name (opencode) makes of our entry: this
-    workspace's server under another name there is a second server on the same memory; an entry of our name
-    there lends ours the members ours lacks (`enabled: false`), or, read after ours, replaces those it has;
-    a link in the workspace, not followed, is `unread`, for the user to check."""
-    assert spec.config is not None
-    out = []
-    for path, shown, project, after in _merged_files(spec, root, written):
-        try:
-            # A project's file is committed, a stranger's input: a link is not followed (it could point out of the
-            # work tree, or at /dev/zero), and what is read is a small regular file (files.read).
-            text = files.read(files.project_path(root, shown) if project else path, shown)
-        except RefusedError:
-            out.append(Merged(shown, "unread", name, (
-                f"{spec.label} also reads {shown}, a symbolic link, which bootstrap-host does not follow: check by "
-                f"hand that it names no server {name!r} nor this workspace's under another name")))
-            continue
-        except (OSError, ConfigError):  # the host's to report: it reads no server from it
-            continue
-        try:
-            servers = {} if text is None else _servers(text, spec.config, shown)
-        except ConfigError:
-            continue
-        others = [n for n in workspace_servers(servers, root, project=project) if n != name]
-        if others:
-            out.append(Merged(shown, "second", others[0], (
-                f"{spec.label} also reads {shown}, where this workspace's server is {others[0]!r}: in this "
-                f"workspace it starts both, two servers on the same memory; keep one (remove {others[0]!r} from "
-                f"{shown} by hand)")))
-        theirs = servers.get(name)
-        if not isinstance(theirs, dict):
-            continue
-        lent = [k for k, v in theirs.items() if (entry.get(k) != v if after else k not in entry)]
-        if lent:
-            off = "enabled" in lent and theirs.get("enabled") is False
-            effect: Literal["disabled", "overridden", "lent"] = (
-                "disabled" if off else "overridden" if {"command", "args"} & set(lent) else "lent")
-            out.append(Merged(shown, effect, name, (
-                f"{spec.label} also reads {shown}, which has a server named {name!r} too, and merges the two member "
-                f"by member: its {', '.join(lent)} {'applies' if len(lent) == 1 else 'apply'} here"
-                f"{' (`enabled: false` there turns this one off)' if off else ''}; rename one of them")))
-    return out
-
+# -- the servers a file holds ---------------------------------------------------------------------------
 
 def _servers(text: str, spec: ConfigSpec, shown: str) -> dict[str, Any]:
     """The servers table of a host's file, as data."""
@@ -804,77 +551,10 @@ def _pick(found: list[str], default: str) -> str:
     return default if default in found or not found else found[0]
 
 
-def _guidance_change(kind: HostKind, scope: Scope, root: Path, rel: str, uninstall: bool) -> Change:
-    path = files.project_path(root, rel)
-    before = files.read(path, rel)
-    note = ""
-    if uninstall:
-        users = list(dict.fromkeys(k for k, s in _installed_hosts(root)
-                                   if (k, s) != (kind, scope) and guidance_file(HOSTS[k], root) == rel))
-        if before is None or GUIDANCE_MARKERS.span(before, rel) is None:
-            after: str | None = before
-        elif users:
-            after = before
-            note = "still used by " + ", ".join(HOSTS[k].label for k in users)
-        else:
-            after = blocks.remove(before, GUIDANCE_MARKERS, rel)
-    else:
-        after = blocks.put(before, GUIDANCE_MARKERS, guidance_text(), rel)
-    return Change(path, rel, "guidance", "project", before, after, _action(before, after, note), note)
+def _quote(arg: str) -> str:
+    import shlex
 
-
-def _installed_hosts(root: Path) -> list[tuple[HostKind, Scope]]:
-    """Hosts whose config, the project's or the user-level one (Codex's `--user` entry reads AGENTS.md too),
-    holds this workspace's server: the ones a guidance block serves."""
-    found: list[tuple[HostKind, Scope]] = []
-    for kind in HOST_KINDS:
-        spec = HOSTS[kind]
-        if spec.config is None:
-            continue
-        scopes: list[Scope] = ["project"] if spec.config.project is not None else []
-        scopes += ["user"] if spec.config.user else []
-        for scope in scopes:
-            try:
-                state = server_state(kind, root, scope).state
-            except (ConfigError, RefusedError):
-                continue
-            if state in ("installed", "stale"):
-                found.append((kind, scope))
-    return found
-
-
-def _action(before: str | None, after: str | None, note: str) -> Action:
-    if before == after:
-        if note:
-            return "kept"
-        return "absent" if before is None else "unchanged"
-    if before is None:
-        return "create"
-    if after is None:
-        return "delete"
-    return "update"
-
-
-def apply(p: Plan) -> None:
-    for c in p.changes:  # every file first: a read-only one stops the run before anything is written
-        if c.before != c.after:
-            files.check_writable(c.path, c.shown)
-    for c in p.changes:
-        if c.before == c.after:
-            continue
-        files.write(c.path, c.shown, c.after, before=c.before)
-        if c.after is None and c.scope == "project":
-            _drop_empty_dirs(c.path.parent, p.root)
-
-
-def _drop_empty_dirs(folder: Path, root: Path) -> None:
-    """`.cursor/`, `.gemini/`, `.codex/` left empty by an uninstall go too (nothing else can be in them)."""
-    while folder != root and root in folder.parents:
-        try:
-            folder.rmdir()
-        except OSError:
-            return
-        folder = folder.parent
+    return shlex.quote(arg)
 
 
 # -- status ----------------------------------------------------------------------------------------------

@@ -556,12 +556,14 @@ class Reads(Warm):
         return found.id
 
     def _refuse_private_path(self, st: State, asked: str) -> None:
-        """An agent naming a private file by path is told it is private, and why."""
+        """An agent naming a private file by path is told it is private, and by which rule: a rule of the user's
+        by its place alone (`PrivacyDecision.told`), as `check` masks where others read it."""
         path = asked.lstrip("/")
         if "\x00" in path or not path or any(p in ("", ".", "..") for p in path.split("/")):
             return
         from vivary_git.errors import PrivacyError
         from vivary_git.memory.snapshot import decide_for_source
+        from vivary_git.privacy import PATTERN_NOT_SHOWN
 
         view = st.view
         candidates = [path] if path.endswith((".md", ".markdown")) else [path, f"{path}.md"]
@@ -571,7 +573,8 @@ class Reads(Warm):
             return
         for v in verdicts:
             if v.private:
-                raise RefusedError(f"{asked!r} is private ({v.reason}): vivary never shows private files to agents")
+                raise RefusedError(f"{asked!r} is private ({v.told(masked=True)}): vivary never shows private files "
+                                   f"to agents{PATTERN_NOT_SHOWN if v.place else ''}")
 
     def node_resource(self, id: str) -> str:
         return msgspec.json.encode(self.read(id, include_content=True, neighbors=1)).decode()

@@ -561,7 +561,7 @@ def _memory(ws_root: Path, common_dir: Path, privacy: PrivacyInfo, ws: Workspace
                     "fix the privacy problem above: memory is no reason to keep private files in Git")
     if section.provider == "cognee":
         return _cognee_memory(info, cfg, ws_root, ws)
-    return _local_memory(info, cfg, ws_root, common_dir, ws, problems)
+    return _auto_index(_local_memory(info, cfg, ws_root, common_dir, ws, problems), cfg, ws_root, ws)
 
 
 def _in_the_way(ws_root: Path) -> MemoryInfo:
@@ -630,6 +630,28 @@ def _local_memory(info: Callable[..., MemoryInfo], cfg: MemoryConfig, ws_root: P
         return info("stale", f"the index ({where}) was built from other notes than the workspace holds now",
                     "git vivary index --yes   # rebuild it; recall refuses a stale index")
     return info("healthy", f"index matches the current snapshot ({current[:12]})")
+
+
+def _auto_index(found: MemoryInfo, cfg: MemoryConfig, ws_root: Path, ws: Workspace | None) -> MemoryInfo:
+    """The memory line, saying whether the hooks' auto-index runs here when the file asks for it: the committed
+    `auto_index = true` is the team's wish, the user's own `vivary.autoIndex` the approval
+    (memory/local/autoindex.py), so a clone that only has the first indexes nothing in the background."""
+    if not cfg.memory.local.auto_index:
+        return found
+    from vivary_git.memory.local.autoindex import APPROVE, approval
+
+    try:
+        repo = ws.source.repo if ws is not None else git.try_open(ws_root)
+    except GitError:
+        repo = None
+    got = approval(repo)
+    if got.approved:
+        said = f"auto-index approved here ({got.said})"
+    elif got.declined:
+        said = f"auto_index = true, declined here ({got.said}): the hooks index nothing"
+    else:
+        said = f"auto_index = true, not approved here ({got.said}): the hooks index nothing until `{APPROVE}`"
+    return msgspec.structs.replace(found, detail=f"{found.detail}; {said}" if found.detail else said)
 
 
 def _find_manifest(cfg: MemoryConfig, ws_root: Path, common_dir: Path,

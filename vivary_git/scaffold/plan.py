@@ -57,7 +57,9 @@ _HOST_FILES: dict[Host, tuple[tuple[str, str], ...]] = {
     "roo-code": (),
     "zed": (),
     "opencode": (),
+    "continue": (),
     "windsurf": (),
+    "claude-desktop": (),
     "generic": (),
 }
 _HOST_NOTE: dict[Host, str] = {
@@ -71,7 +73,11 @@ _HOST_NOTE: dict[Host, str] = {
     "zed": "Zed reads this file directly, unless the workspace has a file it reads first (`.rules`, `.cursorrules`, "
     "`.windsurfrules`, `.clinerules`, `.github/copilot-instructions.md`, `AGENT.md`): it reads only one.",
     "opencode": "opencode reads this file directly (and `CLAUDE.md` only in a folder without one).",
+    "continue": "Continue reads this file as a rule that is always applied (current versions; "
+    "`git vivary bootstrap-host --host-kind continue` adds its own rule file, `.continue/rules/vivary.md`).",
     "windsurf": "Windsurf reads this file directly, as a rule that is always on.",
+    "claude-desktop": "Claude Desktop reads no instructions file of a workspace: this file is for the agents that "
+    "open the folder.",
     "generic": "",
 }
 _INSTALL_STEP: dict[Memory, str] = {

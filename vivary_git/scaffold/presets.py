@@ -12,17 +12,18 @@ from typing import Literal
 
 import msgspec
 
+from vivary_git.hosts.kinds import HOST_KINDS, HostKind
+
 Preset = Literal["second-brain", "knowledge-work", "writing", "coding"]
 Memory = Literal["none", "local", "cognee"]
 Storage = Literal["file", "git-cache"]
-Host = Literal["claude-code", "codex", "cursor", "gemini-cli", "vscode", "kiro", "roo-code", "zed", "opencode",
-               "windsurf", "generic"]
+# One list: every host bootstrap-host sets up (hosts/kinds.py) is a choice of init's too.
+Host = HostKind
 
 PRESETS: tuple[Preset, ...] = ("second-brain", "knowledge-work", "writing", "coding")
 MEMORY_CHOICES: tuple[Memory, ...] = ("none", "local", "cognee")
 STORAGE_CHOICES: tuple[Storage, ...] = ("file", "git-cache")
-HOSTS: tuple[Host, ...] = ("claude-code", "codex", "cursor", "gemini-cli", "vscode", "kiro", "roo-code", "zed",
-                           "opencode", "windsurf", "generic")
+HOSTS: tuple[Host, ...] = HOST_KINDS
 
 DEFAULT_PRESET: Preset = "second-brain"
 DEFAULT_MEMORY: Memory = "none"

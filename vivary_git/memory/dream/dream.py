@@ -906,7 +906,7 @@ def resolve(view: View, task_id: str, *, title: str | None = None, content: str 
     refuse_secrets([("title", title), ("content", content)])
     folder = _folder_for(view, MEMORY_TYPE)
     stem = _stem(title, view.ws.config.links.ids)
-    _refuse_private_target(view, f"{folder}/{stem}.md")
+    _refuse_private_target(view, f"{folder}/{stem}.md", source=source)
     stamp = durability.stamp(durability.now())
     fake = _FakeNode(MEMORY_TYPE)
     compacts = [_edge_value(view, fake, durability.COMPACTS, s.id) for s in found.sources]

@@ -10,7 +10,8 @@ Public modules (what `commands/` and `mcp/` may import):
 - `files`: the index's files and formats, `embed_text` (what is embedded for a packet);
 - `vectors`: vectors keyed by content in `refs/vivary/cache`;
 - `vectorvalue`: a stored vector's value and its check, for the shared cache's own checks.
-- `folders`: which workspace each state folder under `.git/vivary/memory/` is for, and which are dead (`cache gc`).
+- `folders`: which workspace each state folder under `.git/vivary/memory/` is for, and which are dead (`cache gc`);
+- `autoindex`: whether auto-indexing is approved here (`vivary.autoIndex` in the user's own Git config).
 
 Its own: `index` (an index run), `assemble` (recall of a tree the index was not built from), `bm25` and
 `lexical_update` (the keyword index), `siblings` (this repository's other state folders, whose vectors `index`

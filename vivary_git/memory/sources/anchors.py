@@ -213,8 +213,9 @@ def _locate(view: View, given: str, base: Path, want: str) -> tuple[str, Path]:
     return "/".join(rel_parts), full
 
 
-def _refuse_private(view: View, rel: str, want: str, display: str) -> None:
-    """Refuse by name when the boundary holds `rel` back (a folder: also when everything in it is)."""
+def _refuse_private(view: View, rel: str, want: str, display: str, *, source: str) -> None:
+    """Refuse by name when the boundary holds `rel` back (a folder: also when everything in it is); a rule of the
+    user's in full at the owner's terminal (`source` "cli"), by its place alone to an agent."""
     from vivary_git.memory.snapshot import decide_for_source
 
     if not rel:
@@ -223,8 +224,9 @@ def _refuse_private(view: View, rel: str, want: str, display: str) -> None:
     for verdict in decide_for_source(view.ws, asked, view.cfg.policy()):
         if verdict.private:
             raise RefusedError(
-                f"{display} is private ({verdict.reason}); a private {want} is never remembered, so none of it can "
-                "reach a commit, an index or an agent: `git vivary privacy explain` shows the rule"
+                f"{display} is private ({verdict.told(masked=source != 'cli')}); a private {want} is never "
+                "remembered, so none of it can reach a commit, an index or an agent: `git vivary privacy explain` "
+                "shows the rule"
             )
 
 
@@ -331,7 +333,7 @@ def _text_body(intro: str, ex: Extracted, limit: int) -> str:
     return f"{intro}{cut}\n\n{_fence(ex.text)}"
 
 
-def _read_document(view: View, rel: str, display: str) -> _Data:
+def _read_document(view: View, rel: str, display: str, source: str) -> _Data:
     sources = view.cfg.memory.sources
     fmt_guess = format_of(rel, b"")
     keep = sources.max_fetch_bytes if fmt_guess in ("html", "pdf") else sources.max_text * 4 + 4
@@ -339,7 +341,7 @@ def _read_document(view: View, rel: str, display: str) -> _Data:
     blob, size, head = _read_file(view, rel, keep)
     fmt = format_of(rel, head)
     too_big = fmt in ("html", "pdf") and size > sources.max_fetch_bytes
-    sidecar = _sidecar(view, rel) if fmt in ("html", "markdown") else None
+    sidecar = _sidecar(view, rel, source) if fmt in ("html", "markdown") else None
     if too_big:
         ex = Extracted("", fmt, "none", True)
     else:
@@ -370,7 +372,7 @@ def _read_document(view: View, rel: str, display: str) -> _Data:
                  truncated=ex.truncated)
 
 
-def _sidecar(view: View, rel: str) -> dict[str, Any] | None:
+def _sidecar(view: View, rel: str, source: str) -> dict[str, Any] | None:
     """A browser export's `<stem>.source.json` beside `rel` (its URL and when it was saved), or None."""
     folder, _, name = rel.rpartition("/")
     stem = name.rsplit(".", 1)[0]
@@ -382,7 +384,7 @@ def _sidecar(view: View, rel: str) -> dict[str, Any] | None:
         return None
     if not stat.S_ISREG(st.st_mode):
         return None
-    _refuse_private(view, side, "file", side)
+    _refuse_private(view, side, "file", side, source=source)
     from vivary_git.safeio import FileRefused, read_regular
 
     try:
@@ -694,7 +696,7 @@ def _add(view: View, data: _Data, *, title: str | None, description: str | None,
             f"there would break its rules; rename that type's folder or set [memory.remember] folder in "
             ".vivary/memory.toml"
         )
-    _refuse_private_target(view, f"{folder}/{stem}.md")
+    _refuse_private_target(view, f"{folder}/{stem}.md", source=source)
     fields: list[tuple[str, Any]] = []
     for key, value in (("type", MEMORY_TYPE), ("kind", data.kind), ("title", title), ("description", desc),
                        ("tags", tag_list), ("durability", tier), ("observed_at", _now()), ("source", source)):
@@ -784,8 +786,8 @@ def remember_file(view: View, given: str, *, base: Path, title: str | None = Non
     `<stem>.source.json` sidecar is a saved web page: anchored as its URL."""
     _refuse_secrets_in_args("the path", given, title, description, tags, durability, links)
     rel, _full = _locate(view, given, base, "file")
-    _refuse_private(view, rel, "file", given)
-    data = _read_document(view, rel, given)
+    _refuse_private(view, rel, "file", given, source=source)
+    data = _read_document(view, rel, given, source)
     existing = _existing(view, data.anchor, data.target)
     if existing is not None:
         return _rewrite(view, existing, data, source) if force else _already(view, existing, data.anchor, data.target)
@@ -799,7 +801,7 @@ def remember_folder(view: View, given: str, *, base: Path, title: str | None = N
     """Anchor a folder of the repository: a summary of its top level, never a copy."""
     _refuse_secrets_in_args("the path", given, title, description, tags, durability, links)
     rel, full = _locate(view, given, base, "folder")
-    _refuse_private(view, rel, "folder", given)
+    _refuse_private(view, rel, "folder", given, source=source)
     existing = _existing(view, "folder", rel or ".")
     if existing is not None and not force:
         return _already(view, existing, "folder", rel or ".")
@@ -890,14 +892,14 @@ def refresh(view: View, ref: str, *, allow_network: bool = False, source: str = 
         raise RefusedError(f"{node.id}: {rel} is gone; restore it, or remove the anchor ({node.path})")
     want = "folder" if anchor == "folder" else "file"
     rel, full = _locate(view, rel or ".", top, want)
-    _refuse_private(view, rel, want, rel or ".")
-    data = _folder_data(view, rel, full, rel or ".") if anchor == "folder" else _read_document(view, rel, rel)
+    _refuse_private(view, rel, want, rel or ".", source=source)
+    data = _folder_data(view, rel, full, rel or ".") if anchor == "folder" else _read_document(view, rel, rel, source)
     if anchor == "url" and data.anchor != "url":
         raise RefusedError(f"{node.id}: {rel} no longer has its .source.json sidecar; restore it to refresh")
     return _rewrite(view, node, data, source)
 
 
-def check(view: View, refs: Sequence[str] = ()) -> list[AnchorState]:
+def check(view: View, refs: Sequence[str] = (), *, source: str = "agent") -> list[AnchorState]:
     """Which anchors are stale, without writing anything or reaching the network. A file is compared by
     its blob id, a folder by the digest of its top level; a web page is `unchecked` (its saved export
     file, when it came from one, is compared as a file)."""
@@ -913,12 +915,12 @@ def check(view: View, refs: Sequence[str] = ()) -> list[AnchorState]:
             continue
         key = "anchor_export" if anchor == "url" else "anchor_path"
         target = str(fields.get(key, ""))
-        out.append(_check_one(view, top, node, fields, anchor, key, target))
+        out.append(_check_one(view, top, node, fields, anchor, key, target, source))
     return out
 
 
 def _check_one(view: View, top: Path, node: MemoryNode, fields: dict[str, Any], anchor: str, key: str,
-               target: str) -> AnchorState:
+               target: str, source: str) -> AnchorState:
     def state(s: str, detail: str, current: str | None = None) -> AnchorState:
         recorded = fields.get("anchor_digest" if anchor == "folder" else "anchor_blob")
         return AnchorState(node.id, node.path, anchor, target, s, detail,
@@ -933,7 +935,7 @@ def _check_one(view: View, top: Path, node: MemoryNode, fields: dict[str, Any], 
     want = "folder" if anchor == "folder" else "file"
     try:
         rel, full = _locate(view, rel or ".", top, want)
-        _refuse_private(view, rel, want, rel or ".")
+        _refuse_private(view, rel, want, rel or ".", source=source)
     except RefusedError as err:
         return state("private" if "private" in str(err) else "missing", str(err))
     except UsageError as err:

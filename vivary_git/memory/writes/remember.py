@@ -279,26 +279,31 @@ def _check_expires(value: str | None, durability: str | None) -> str | None:
     return tiers.stamp(when)
 
 
-def _refuse_private_target(view: View, path: str) -> None:
+def _refuse_private_target(view: View, path: str, *, source: str) -> None:
     """The note being written must be public, and a note the workspace reads (no `exclude` or other rule
-    leaves it out), or it could never be searched, read or moved again (nor should it exist)."""
+    leaves it out), or it could never be searched, read or moved again (nor should it exist). A refusal names a
+    rule of the user's in full at the owner's terminal (`source` "cli"), by its place alone to an agent."""
     from vivary_git.memory.snapshot import decide_for_source
+    from vivary_git.privacy import PATTERN_NOT_SHOWN
 
     folder = path.rpartition("/")[0]
     beside = f"{folder}/memory.md" if folder else "memory.md"
     verdict, neighbour = decide_for_source(view.ws, [view.repo_path(path), view.repo_path(beside)],
                                            view.cfg.policy())
+    masked = source != "cli"
+    reason = verdict.told(masked=masked)
+    hidden = PATTERN_NOT_SHOWN if masked and verdict.place else ""
     if verdict.private and not neighbour.private:
         # The folder is public: the file name, made from the title, is one the privacy floor keeps out
         # (`secrets.md`, `credentials.md`).
         raise RefusedError(
-            f"{path} would be private ({verdict.reason}), so a memory written there could never be found: its "
-            "file name comes from the title; give it another title (--title, or `title` over MCP)"
+            f"{path} would be private ({reason}), so a memory written there could never be found: its "
+            f"file name comes from the title; give it another title (--title, or `title` over MCP){hidden}"
         )
     if verdict.private:
         raise RefusedError(
-            f"{path} would be private ({verdict.reason}), so a memory written there could never be found; set "
-            "[memory.remember] folder in .vivary/memory.toml to a public folder (default \"memories\")"
+            f"{path} would be private ({reason}), so a memory written there could never be found; set "
+            f"[memory.remember] folder in .vivary/memory.toml to a public folder (default \"memories\"){hidden}"
         )
     why = view.ws.source.left_out_because(path)
     if why is None:
@@ -488,7 +493,7 @@ def add(
     from vivary_git.graph import node_id
 
     stem = _stem(title, cfg.links.ids)
-    _refuse_private_target(view, f"{folder}/{stem}.md")
+    _refuse_private_target(view, f"{folder}/{stem}.md", source=source)
     stamp = _now()
     fields: list[tuple[str, Any]] = []
     for key, value in (("type", type_name), ("title", title), ("tags", tag_list), ("durability", tier),
