@@ -42,12 +42,15 @@ def test_two_notes_that_are_one_file_on_macos_and_windows_are_named_both(repo: R
 def test_one_name_in_two_unicode_forms_is_one_finding(repo: Repo, cli: Any) -> None:
     """`Café.md` composed and decomposed are two paths to Git and one file on macOS. In a vault that is already an
     E130 naming both (ids are paths in NFC), so no W226 repeats it; a third spelling in another case is W226 for
-    each of them, naming it."""
+    each of them, naming it: on macOS and Windows for the composed one, on macOS alone for the decomposed one
+    (Windows normalises no name)."""
     repo.commit("cafe", {"Café.md": "# composed\n", NFD: "# decomposed\n", "CAFÉ.md": "# upper\n"})
     got = findings(cli, repo)
     assert [(p, c) for p, c, _ in got] == [(NFD, "W226"), ("Café.md", "W226"), ("Café.md", "E130")], got
-    assert got[0][2].startswith(f"'{NFD}' and 'CAFÉ.md' are one file on macOS and Windows (names that differ in "
-                                "case and in Unicode form)")
+    assert got[0][2].startswith(f"'{NFD}' and 'CAFÉ.md' are one file on macOS (names that differ in case and in "
+                                "Unicode form)")
+    assert got[1][2].startswith("'Café.md' and 'CAFÉ.md' are one file on macOS and Windows (names that differ only "
+                                "in case)")
     repo.git("rm", "-q", "CAFÉ.md")
     repo.commit("pair")
     assert [(p, c) for p, c, _ in findings(cli, repo)] == [("Café.md", "E130")]
@@ -228,3 +231,84 @@ def test_a_file_added_beside_a_pair_e130_names_repeats_nothing_in_a_staged_check
     repo.git("add", "-A")
     r = cli("check", "--staged", "--json", "--lenient", cwd=repo.path)
     assert [f["code"] for f in r.json()["findings"]] == ["E130"], r.out
+
+
+def test_a_template_left_out_of_the_graph_leaves_the_count_of_clean_documents_alone(repo: Repo, cli: Any) -> None:
+    """A template where templates are kept is no document (no node, not checked), as an attachment is: a name's
+    finding on it is reported and lowers no count of clean documents, in a check, a warm one and a --new-since."""
+    repo.commit("vault", {".obsidian/templates.json": '{"folder": "Templates"}', "index.md": "# i\n",
+                          "b.md": "# b\n"})
+    base = repo.git("rev-parse", "HEAD").strip()
+    repo.commit("templates", {"Templates/aux.md": "# {{title}}\n", "Templates/Day.md": "# day\n",
+                              "Templates/day.md": "# day\n"})
+    for _ in range(2):  # cold, then from the cached check
+        doc = cli("check", "--rev", "HEAD", "--json", "--lenient", cwd=repo.path).json()
+        assert [(f["path"], f["code"]) for f in doc["findings"]] == [("Templates/aux.md", "W227"),
+                                                                      ("Templates/day.md", "W226")], doc
+        assert (doc["checked"], doc["clean"]) == (2, 2), doc
+    new = cli("check", "--rev", "HEAD", "--new-since", base, "--json", "--lenient", cwd=repo.path).json()
+    assert (new["checked"], new["clean"], len(new["findings"])) == (2, 2, 2), new
+    repo.commit("note", {"aux.md": "# aux\n"})  # a note of that name is a document: it is not clean
+    doc = cli("check", "--rev", "HEAD", "--json", "--lenient", cwd=repo.path).json()
+    assert (doc["checked"], doc["clean"]) == (3, 2), doc
+
+
+def test_a_path_s_length_on_windows_counts_the_workspace_s_folder_from_the_repository_s_top(repo: Repo,
+                                                                                          cli: Any) -> None:
+    """A checkout writes every path from the repository's top: in a workspace in a subfolder (`--root`, or one a
+    `tropo.toml` marks) that folder's name counts. The same notes under a shorter folder are within the limit (and
+    that graph, of the same tree, is not taken for this one's); the message names the path from the workspace, as
+    every finding does."""
+    name = "x" * 190 + ".md"  # 193 characters in the workspace
+    folder = "f" * 180  # 186 characters with 'notes/', within the 187 a folder may have; 188 with 'a/notes/'
+    files = {name: "# x\n", "index.md": "# i\n", f"{folder}/b.png": "x"}
+    repo.commit("long", {f"{where}/{path}": text for where in ("notes", "a/notes") for path, text in files.items()})
+    assert findings(cli, repo, "--root", "notes") == []  # 199 characters: the longest a path may have
+    got = findings(cli, repo, "--root", "a/notes")
+    assert [(p, c) for p, c, _ in got] == [(name, "W228"), (f"{folder}/b.png", "W228")], got
+    assert (f"'{name}' is too long for a Windows checkout: it has 201 characters from the repository's top (the "
+            "workspace's folder 'a/notes/' counts), over the 199 a path may have") in got[0][2]
+    assert f"shorten it (git mv '{name}' NEW-NAME)" in got[0][2]
+    assert ("its folder's path has 188 characters from the repository's top (the workspace's folder 'a/notes/' "
+            "counts), over the 187 a folder's may have") in got[1][2]
+    assert got[1][2].endswith(f"shorten it (git mv '{folder}' NEW-NAME) or set `git config core.longPaths true` "
+                              "in each Windows clone")
+    repo.commit("marked", {"a/notes/tropo.toml": "version = 1\n"})
+    r = cli("check", "--rev", "HEAD", "--json", "--lenient", cwd=repo.path / "a" / "notes")
+    assert [f["path"] for f in r.json()["findings"] if f["code"] == "W228"] == [name, f"{folder}/b.png"], r.out
+
+
+def test_names_one_file_on_one_system_are_named_with_it_and_names_that_only_look_alike_are_not(repo: Repo,
+                                                                                                cli: Any) -> None:
+    """A Mac (APFS, case-insensitive as macOS formats it) compares names decomposed and case-folded; Windows (NTFS)
+    uppercases each character alone by its table and normalises nothing. So a name in two Unicode forms, `K` (the
+    Kelvin sign) beside `k`, `ẞ` beside `ß` and `straße` beside `STRASSE` are one file on macOS alone; `ı` (a dotless
+    i) beside `i` on Windows alone, and a file `ı` beside a folder `i/` too. Names that only look alike (a Cyrillic
+    `а`, a full-width `Ａ`, a dotted `İ`) are two files everywhere, and are not reported."""
+    pairs = [(unicodedata.normalize("NFD", "Résumé.png"), "Résumé.png", "macOS"), ("\u212a.png", "k.png", "macOS"),
+             ("\u1e9e.png", "\u00df.png", "macOS"), ("straße.png", "STRASSE.png", "macOS"),
+             ("\u0131.png", "i.png", "Windows"), ("Note.png", "note.png", "macOS and Windows")]
+    alike = ["\u0430.png", "a.png", "\uff21.png", "\u0130.png", "I.txt"]
+    files = {p: p for pair in pairs for p in pair[:2]} | {p: p for p in alike}
+    repo.commit("vault", {"index.md": "# i\n", **files, "\u0131": "file", "i/c.png": "x"})
+    got = {p: m for p, c, m in findings(cli, repo) if c == "W226"}
+    assert len(got) == len(pairs) + 1, got
+    for one, two, where in pairs:
+        path, other = (one, two) if one in got else (two, one)
+        assert got[path].startswith(f"'{path}' and '{other}' are one file on {where} ("), got[path]
+    assert got["\u0131"] == ("'\u0131' and the folder 'i/' are one name on Windows: a checkout there cannot hold "
+                             "both and leaves one out; rename one (git mv '\u0131' NEW-NAME)")
+
+
+def test_each_system_s_comparison_of_names() -> None:
+    """Windows uppercases each character of the Basic Multilingual Plane alone, as its table holds one character
+    for each, in a path of any length; macOS folds case in full and compares names decomposed."""
+    from vivary_git.portable import macos_key, windows_key
+
+    long = "x/" * 500 + "straße ᾀ ǰ ﬁ \U0001f600 \U00010428 ı ς.md"
+    assert windows_key(long) == "X/" * 500 + "STRAßE ᾈ ǰ ﬁ \U0001f600 \U00010428 I Σ.MD"
+    assert windows_key("ı") == windows_key("i") != windows_key("İ")
+    assert windows_key(NFD) != windows_key("Café.md") and windows_key("\u212a") != windows_key("k")
+    assert macos_key(NFD) == macos_key("CAFÉ.md") and macos_key("\u212a") == macos_key("k")
+    assert macos_key("ﬁ") == macos_key("FI") and macos_key("straße") == macos_key("STRASSE")
+    assert macos_key("ı") != macos_key("i") and macos_key("а") != macos_key("a")  # a Cyrillic а

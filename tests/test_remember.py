@@ -161,6 +161,22 @@ def test_a_memory_is_not_named_as_a_note_macos_and_windows_hold_as_the_same_file
     assert [f["code"] for f in r.json()["findings"]] == [], r.out
 
 
+def test_a_memory_is_not_named_as_a_note_one_system_alone_holds_as_the_same_file(repo: Repo, cli) -> None:
+    """`memories/straße.md` beside `memories/STRASSE.md` is one file on macOS (which folds `ß` as `ss`), and
+    `memories/ıd.md` (a dotless i) beside `memories/id.md` one on Windows (which uppercases both to `I`): a memory
+    takes the next free name there too."""
+    _seed(repo)
+    repo.commit("mine", {"memories/STRASSE.md": "# Strasse\n\nMine.\n", "memories/id.md": "# id\n\nMine.\n"})
+    got = []
+    for title, body in (("straße", "Streets are named."), ("\u0131d", "Dotless.")):
+        r = cli("remember", "--title", title, body, "--json", cwd=repo.path)
+        assert r.code == 0, r.err
+        got.append(r.json()["path"])
+    assert got == ["memories/straße-2.md", "memories/\u0131d-2.md"], got
+    r = cli("check", "--rev", "HEAD", "--json", cwd=repo.path)
+    assert [f["code"] for f in r.json()["findings"]] == [], r.out
+
+
 def test_a_link_in_a_vault_is_a_property_link_the_graph_reads(repo: Repo, cli) -> None:
     _seed(repo)
     r = cli("remember", "Deploys need a green CI", "--link", "related:notes/deploy", "--json", cwd=repo.path)

@@ -97,3 +97,16 @@ def test_recall_and_search_put_the_note_a_question_names_first(repo: Repo, cli: 
     # A name lifts only within the filters: a scope without the note is ranked as before.
     r = cli("recall", "Москва", "--path", "Москва-*", "--json", cwd=repo.path)
     assert [h["path"] for h in r.json()] == ["Москва-река.md"]
+
+
+def test_aliases_written_as_one_string_are_split_at_commas_as_obsidian_reads_them(repo: Repo, cli: Any) -> None:
+    """`aliases: Big Apple, NYC` is two aliases in Obsidian (its quick switcher offers each), so either names the
+    note; an item of a list is one alias, commas and all."""
+    repo.commit("vault", {".obsidian/app.json": "{}",
+                          "New York.md": "---\naliases: Big Apple, NYC\n---\nA city on the Hudson.\n",
+                          "Other.md": "---\nalias: [\"Gotham, NJ\"]\n---\nBig Apple, Big Apple, NYC NYC, Gotham NJ.\n"})
+    for asked, note in (("NYC", "New York.md"), ("big apple", "New York.md"), ("Gotham, NJ", "Other.md")):
+        r = cli("find", asked, "--json", cwd=repo.path)
+        assert r.code == 0, r.err
+        assert [h["path"] for h in r.json()["results"]][:1] == [note], (asked, r.out)
+    assert names_of("a", "a.md", "A", {"aliases": " x ,, y,", "alias": ["p, q"]}) == {"a", "x", "y", "p, q"}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import msgspec
 
-from vivary_git import check, portable
+from vivary_git import check
 from vivary_git.errors import GitError, UsageError, VivaryError
 from vivary_git.models import Finding
 from vivary_git.workspace import CheckReport, Workspace
@@ -113,7 +113,7 @@ def new_since(ws: Workspace, report: CheckReport, rev: str) -> NewReport:
     errors = sum(f.level == "error" for f in fresh)
     old_errors = sum(f.level == "error" for f in existing)
     return NewReport(
-        checked=report.checked, clean=report.checked - len(portable.documents(fresh)), errors=errors,
+        checked=report.checked, clean=report.checked - len(ws.documents(fresh)), errors=errors,
         warnings=len(fresh) - errors, findings=fresh, new_since=rev, existing_errors=old_errors,
         existing_warnings=len(existing) - old_errors, note=base.note,
     )

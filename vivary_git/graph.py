@@ -85,6 +85,8 @@ class Graph(msgspec.Struct):
     # Each home vault `dendron.yml` does not list -> the first documents whose links made it one (`_homes`): while
     # one of them is unedited, an edit keeps it a home (`patch`). Empty in an older cache: then none is known.
     home_links: dict[str, list[str]] = {}
+    # The workspace's folder in the repository ('' at its top): a checkout writes it before every path (W228).
+    prefix: str = ""
 
     def by_id(self) -> dict[str, Node]:
         return {n.id: n for n in self.nodes}
@@ -149,12 +151,14 @@ def build(
     *,
     unreadable: Sequence[Finding] = (),
     others: Sequence[str] = (),
+    prefix: str = "",
 ) -> Graph:
     """Assemble the graph from each document's `Facts` ((path, blob, facts), any order): claim IDs in
     document order, resolve refs and links, and put findings in document order (`walk_key`) and rule
     order within a document, as tropo's JSON. With the contract's ids the first path keeps a
     duplicated ID (E130) and the other contributes nothing, as tropo; with path ids no note is
-    dropped: a true duplicate (`a.md` beside `a.markdown`) is reported and kept under `ID (2)`."""
+    dropped: a true duplicate (`a.md` beside `a.markdown`) is reported and kept under `ID (2)`. `prefix`: the
+    workspace's folder in the repository, which a path's length on Windows counts (W228)."""
     order = {path: walk_key(path) for path, _, _ in docs}
     order.update((f.path, walk_key(f.path)) for f in unreadable)
     ordered = sorted(docs, key=lambda d: order[d[0]])
@@ -189,7 +193,7 @@ def build(
     unused: set[_Out] = set()  # a duplicate's edges: it owns no ID, so it contributes none
     same = _Same({nid: nid for nid in owner}, {})
     findings: list[Finding] = sorted(unreadable, key=lambda f: order[f.path])
-    findings += _names(config, ordered, findings, duplicates, order, others)
+    findings += _names(config, ordered, findings, duplicates, order, others, prefix)
     for (path, _, f), own, nid in zip(ordered, owned, ids, strict=True):
         if nid != f.id or not own:
             first_path = owner[f.id].path
@@ -210,11 +214,12 @@ def build(
     return Graph(root=root_name, tree=tree, config=config, nodes=nodes, edges=edges, findings=findings,
                  checked=len(docs) + len(unreadable), homes=sorted(homes), others=list(others),
                  names=link_names((f for _, _, f in ordered), config), page_names=page_names,
-                 home_links=home_links)
+                 home_links=home_links, prefix=prefix)
 
 
 def _names(config: Config, ordered: Sequence[tuple[str, str, Facts]], unreadable: Sequence[Finding],
-           duplicates: Mapping[str, str], order: dict[str, str], others: Sequence[str]) -> list[Finding]:
+           duplicates: Mapping[str, str], order: dict[str, str], others: Sequence[str],
+           prefix: str) -> list[Finding]:
     """Each file's name that a checkout on macOS or Windows cannot hold (W226, W227, W228: `portable`), notes and
     the other files a link may reach (attachments, templates) alike, before the document's own findings; in one
     pass over the paths. A finding on another file joins `order` (document order)."""
@@ -222,11 +227,11 @@ def _names(config: Config, ordered: Sequence[tuple[str, str, Facts]], unreadable
     paths = [*notes, *(f.path for f in unreadable), *others] if unreadable or others else notes
     if unreadable:  # a symbolic link is an unreadable note and one of the others
         paths = list(dict.fromkeys(paths))
-    return _portable(config, paths, duplicates, order)
+    return _portable(config, paths, duplicates, order, prefix)
 
 
 def _portable(config: Config, paths: Sequence[str], duplicates: Mapping[str, str],
-              order: dict[str, str]) -> list[Finding]:
+              order: dict[str, str], prefix: str) -> list[Finding]:
     if not (config.portable_collisions or config.portable_windows):
         return []
 
@@ -237,18 +242,19 @@ def _portable(config: Config, paths: Sequence[str], duplicates: Mapping[str, str
         return got
 
     return portable.findings(paths, collisions=config.portable_collisions, windows=config.portable_windows,
-                             duplicates=duplicates, order=key)
+                             duplicates=duplicates, order=key, prefix=prefix)
 
 
 def names_anew(findings: Sequence[Finding], config: Config, notes: Iterable[str],
-               others: Sequence[str]) -> list[Finding] | None:
+               others: Sequence[str], prefix: str = "") -> list[Finding] | None:
     """`findings` (in document order) with the names' findings (W226-W228) decided anew over these paths: files
     added or removed beside the notes (an attachment) change which names collide. None when a duplicate id
-    (E130) is among them: which pair it names already is the full build's to decide (`duplicates`)."""
+    (E130) is among them: which pair it names already is the full build's to decide (`duplicates`). `prefix`:
+    the workspace's folder in the repository (W228)."""
     if any(f.code == "E130" for f in findings):
         return None
     order: dict[str, str] = {}
-    found = _portable(config, [*notes, *others], {}, order)
+    found = _portable(config, [*notes, *others], {}, order, prefix)
     return sorted(found + [f for f in findings if f.code not in portable.CODES],
                   key=lambda f: order.get(f.path) or walk_key(f.path))
 
@@ -410,7 +416,7 @@ def patch(base: Graph, tree: str | None, changed: Mapping[str, tuple[str, Facts]
     if merged is None:
         return None
     if others is not base.others and others != base.others:
-        merged = names_anew(merged, base.config, [n.path for n in base.nodes], others)
+        merged = names_anew(merged, base.config, [n.path for n in base.nodes], others, base.prefix)
         if merged is None:
             return None
     for path, (blob, f) in changed.items():
@@ -434,7 +440,7 @@ def patch(base: Graph, tree: str | None, changed: Mapping[str, tuple[str, Facts]
         names = sorted(set(names).union(link_names((f for _, f in changed.values()), base.config) or ()))
     return Graph(root=base.root, tree=tree, config=base.config, nodes=list(owner.values()), edges=all_edges,
                  findings=merged, checked=base.checked, homes=base.homes, rules=base.rules, others=list(others),
-                 names=names, page_names=base.page_names, home_links=base.home_links)
+                 names=names, page_names=base.page_names, home_links=base.home_links, prefix=base.prefix)
 
 
 def patch_findings(findings: Sequence[Finding], ids_by_path: Mapping[str, str], owner: Mapping[str, object],

@@ -102,7 +102,8 @@ class Tiers:
         shared ref cache is filed apart, where a gate never looks (docs/cache.md, "Trust")."""
         if not self._enabled or self.source.tree_id is None:
             return None
-        salt = f"{__version__}\0{self.root_name}"
+        # The workspace's folder in the repository, not only its name: a path's length on Windows counts it (W228).
+        salt = f"{__version__}\0{self.root_name}\0{self.source.prefix}"
         if {"created", "updated"} & set(self.config.derive):
             # W210 on created/updated also depends on history (and, for new files, on today's date).
             from vivary_git.history import head_commit, today
@@ -158,9 +159,9 @@ class Tiers:
             record.write_flushes(flushes)
         self._graph = graph_mod.build(
             self.root_name, self.source.tree_id, self.config, [(e.path, e.oid, f) for e, _, f in keyed],
-            unreadable=self.source.problems, others=self.source.others,
+            unreadable=self.source.problems, others=self.source.others, prefix=self.source.prefix,
         )
-        self._graph.rules = _rules_digest(self.config, self.source.overlays)
+        self._graph.rules = _rules_digest(self.config, self.source.overlays, self.source.prefix)
         graph = self._graph
         counts = record.counts_of(graph)  # for the ref's summary and the check cache: one pass over the edges
 
@@ -195,7 +196,7 @@ class Tiers:
         for base, shared in self._patch_bases(key):
             # Only workspaces without nested overlays: then the rules are the root config's, known without
             # walking the tree, and any overlay appearing shows up in the diff below.
-            if base.rules != _rules_digest(self.config, {}):
+            if base.rules != _rules_digest(self.config, {}, self.source.prefix):
                 continue
             assert base.tree is not None
             diff = self._changed_facts(base.tree, _PATCH_AT_MOST, base.names, base.others)
@@ -282,21 +283,22 @@ class Tiers:
 
     # --- the check ----------------------------------------------------------------------------------------
 
-    def findings(self) -> tuple[list[Finding], int]:
-        """This tree's findings (strictness not applied) and the documents checked, from the first tier that
-        has them."""
+    def findings(self) -> tuple[list[Finding], int, list[str]]:
+        """This tree's findings (strictness not applied), the documents checked and the other files (attachments,
+        and the templates and drafts left out of the graph: no documents, though a name's finding may be on one),
+        from the first tier that has them."""
         cached = self._cached_check()
         patched = self._patched_check() if cached is None else None
         if cached is not None:
-            return cached.findings, cached.counts.checked
+            return cached.findings, cached.counts.checked, cached.others
         if patched is not None:
-            found, checked = patched
+            found, checked, others = patched
             key = self.graph_key()
             if key is not None:  # once committed, this tree is HEAD: the hook's next baseline
                 self._findings_cache.put(key, found)
-            return found, checked
+            return found, checked, others
         g = self.graph()
-        return g.findings, g.checked
+        return g.findings, g.checked, g.others
 
     def _cached_check(self) -> _Checked | None:
         """This tree's findings and counts without decoding its graph (a warm `check` needs no
@@ -330,7 +332,7 @@ class Tiers:
             return patched[0]
         return self.graph().findings
 
-    def _patched_check(self, *, any_kind: bool = False) -> tuple[list[Finding], int] | None:
+    def _patched_check(self, *, any_kind: bool = False) -> tuple[list[Finding], int, list[str]] | None:
         """`check --staged` after a few edits: the last cached graph's findings with the edited notes
         re-derived, from its cached findings and IDs alone (no graph decoded, no graph written: the
         staged tree is checked once, then committed or replaced). None when the full way is needed:
@@ -347,7 +349,8 @@ class Tiers:
             return None
         base = self._check_cache.get(last, msgspec.msgpack.Decoder(_Checked))
         if base is None or base.tree is None or base.root != self.root_name \
-                or base.rules != _rules_digest(self.config, {}) or len(base.nodes) != base.counts.checked:
+                or base.rules != _rules_digest(self.config, {}, self.source.prefix) \
+                or len(base.nodes) != base.counts.checked:
             return None
         diff = self._changed_facts(base.tree, _CACHE_STAGED_AFTER, base.names, base.others)
         if diff is None:
@@ -360,12 +363,13 @@ class Tiers:
         if findings is None:
             return None
         if others is not base.others and others != base.others:
-            findings = graph_mod.names_anew(findings, self.config, (path for _, path in base.nodes), others)
+            findings = graph_mod.names_anew(findings, self.config, (path for _, path in base.nodes), others,
+                                            self.source.prefix)
             if findings is None:
                 return None
         self.stats.reused += base.counts.checked - len(changed)
         self.stats.patched = True
-        return findings, base.counts.checked
+        return findings, base.counts.checked, others
 
     # --- the query index ----------------------------------------------------------------------------------
 
@@ -495,7 +499,9 @@ def _counts_of_checked(checked: _Checked) -> record.Counts:
     return checked.counts
 
 
-def _rules_digest(config: Config, overlays: Mapping[str, Config]) -> str:
-    """Every rule source a graph depends on besides the notes: root config and nested overlays."""
-    parts = [config.digest(), *(f"{d}\0{c.digest()}" for d, c in sorted(overlays.items()))]
+def _rules_digest(config: Config, overlays: Mapping[str, Config], prefix: str) -> str:
+    """Every rule source a graph depends on besides the notes: root config, nested overlays, and the workspace's
+    folder in the repository (a path's length on Windows counts it: W228), so no graph of a workspace elsewhere
+    is patched into this one's."""
+    parts = [config.digest(), *(f"{d}\0{c.digest()}" for d, c in sorted(overlays.items())), f"prefix\0{prefix}"]
     return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:16]

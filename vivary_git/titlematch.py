@@ -3,7 +3,8 @@ semantic|hybrid` and the MCP server's `search` share (docs/find.md#a-note-asked-
 
 A question *names* a note when, compared as an editor compares names, it is the note's title, the name of
 its file (without `.md`), its id, or one of its aliases (the frontmatter's `aliases` or `alias`, as Obsidian
-keeps them). Both sides are compared folded (`textsearch.fold`: NFKC and case-folded, so `CAFÉ CRÈME`, a
+keeps them: a list, or a string of names separated by commas). Both sides are compared folded
+(`textsearch.fold`: NFKC and case-folded, so `CAFÉ CRÈME`, a
 decomposed `é` as macOS writes file names and full-width `Ｃａｆé ｃｒèｍｅ` are `café crème`), with runs of
 white space as one space and none at either end.
 
@@ -40,7 +41,9 @@ def names_of(id: str, path: str, title: str, fields: Mapping[str, Any]) -> set[s
     for field in ALIAS_FIELDS:
         value = fields.get(field)
         if isinstance(value, str):
-            given.append(value)
+            # Obsidian reads a string here as a list written with commas: `aliases: Big Apple, NYC` is two aliases,
+            # both offered by its quick switcher (obsidianmd/obsidian-importer#64); a list's items stay whole.
+            given.extend(value.split(","))
         elif isinstance(value, list):
             given.extend(v for v in value if isinstance(v, str))
     return {k for k in map(key, given) if k}

@@ -68,6 +68,7 @@ class Workspace:
         self._ref_checked = not shared_cache  # without the shared cache: neither read nor recorded
         # privacy questions answered during the command that set it (`privacy.PrivacyMemo`); None: ask every time
         self.privacy_memo: privacy.PrivacyMemo | None = None
+        self._others: list[str] | None = None  # the tree's files that are no documents, once a check asked
         self._parses = Parses(source, self.root_name, vdir, self.stats, self.refcache)
         self._tiers = Tiers(self, self._parses, vdir=vdir, enabled=self.cache_enabled, root_name=self.root_name,
                             stats=self.stats, reads_ref=self._reads_ref)
@@ -87,18 +88,25 @@ class Workspace:
         return self._tiers.graph()
 
     def check(self, *, strict: bool | None = None) -> CheckReport:
-        found, checked = self._tiers.findings()
+        found, checked, self._others = self._tiers.findings()
         findings = check_mod.apply_strictness(found, self.config.strict if strict is None else strict)
         errors = sum(f.level == "error" for f in findings)
         report = CheckReport(
             checked=checked,
-            clean=checked - len(portable.documents(findings)),
+            clean=checked - len(self.documents(findings)),
             errors=errors,
             warnings=len(findings) - errors,
             findings=findings,
         )
         self._record_verdict(report)
         return report
+
+    def documents(self, findings: Iterable[Finding]) -> set[str]:
+        """The documents among the paths of these findings of this tree (what `clean` does not count): a name's
+        finding on an attachment, a template or a draft left out of the graph is on no document."""
+        if self._others is None:
+            self._others = self._tiers.findings()[2]
+        return portable.documents(findings, self._others)
 
     def baseline_findings(self) -> list[Finding]:
         """This tree's findings (strictness not applied) as cheaply as they can be had, for comparing

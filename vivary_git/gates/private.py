@@ -132,20 +132,21 @@ def naming_private(ws: Workspace, graph: Graph, found: Iterable[Finding]) -> fro
     wanted = [f for f in found if f.code in NAMING]
     if not wanted:
         return frozenset()
-    from vivary_git.portable import fold
+    from vivary_git.portable import keys
 
-    folded = [(p, fold(p)) for p in [n.path for n in graph.nodes] + list(graph.others)]
+    folded = [(p, keys(p)) for p in [n.path for n in graph.nodes] + list(graph.others)]
     named = {f: _named_by(graph, folded, f) for f in wanted}
     private = private_paths(ws, {p for paths in named.values() for p in paths})
     return frozenset(f for f, paths in named.items() if not private.isdisjoint(paths))
 
 
-def _named_by(graph: Graph, folded: list[tuple[str, str]], f: Finding) -> set[str]:
+def _named_by(graph: Graph, folded: list[tuple[str, tuple[str, str]]], f: Finding) -> set[str]:
     """The files `f`'s message may name besides its own (a superset: more only masks more), of the graph's files
-    `folded` (each path, and its name as macOS and Windows tell names apart). W226: the files one on macOS and
-    Windows with its path, and those in a folder of its name there; E130: the note whose id it repeats."""
+    `folded` (each path, and its names as macOS and as Windows tell names apart: `portable.keys`). W226: the files
+    one on macOS or on Windows with its path, and those in a folder of its name there; E130: the note whose id it
+    repeats."""
     from vivary_git.escape import text
-    from vivary_git.portable import fold
+    from vivary_git.portable import keys
 
     if f.code == "E130":
         head = "duplicate document id "
@@ -159,8 +160,9 @@ def _named_by(graph: Graph, folded: list[tuple[str, str]], f: Finding) -> set[st
                 out.add(owner)
             at += 2
         return out
-    key = fold(f.path)
-    return {p for p, k in folded if p != f.path and (k == key or k.startswith(f"{key}/"))}
+    own = keys(f.path)
+    return {p for p, names in folded if p != f.path
+            and any(k == key or k.startswith(f"{key}/") for k, key in zip(names, own, strict=True))}
 
 
 def of_notes(ws: Workspace, ids: Iterable[str] | None = None) -> Mask:

@@ -96,10 +96,11 @@ RULES: dict[str, Rule] = {
                  "Markers in fenced code, a lone `=======` (a heading's underline) and a lone `>>>>>>>` are not "
                  "a conflict. At most 1,000 conflicts are listed a note.",
                  "Resolve the conflict: keep one side or combine them, and delete the marker lines."),
-    "W226": Rule("CaseCollision", "Two notes are one file on macOS and Windows.",
-                 "Two paths differ only in case (`Note.md` and `note.md`) or in Unicode form (a name composed and "
-                 "decomposed): two files to Git, one on the case-insensitive, normalising file systems of macOS "
-                 "and Windows, where a checkout keeps one of them and reports it modified. Off with "
+    "W226": Rule("CaseCollision", "Two notes are one file on macOS or Windows.",
+                 "Two paths differ only in case (`Note.md` and `note.md`), one file on macOS and Windows, or in "
+                 "Unicode form (a name composed and decomposed), one file on macOS alone, whose file system compares "
+                 "names normalised: two files to Git, and where they are one a checkout keeps one of them and "
+                 "reports it modified. Off with "
                  "`[portable] collisions = false` in .vivary/graph.toml.",
                  "Rename one of the two with `git mv`."),
     "W227": Rule("WindowsRefusedName", "A name Git for Windows refuses to check out.",

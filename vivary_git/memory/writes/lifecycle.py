@@ -42,7 +42,7 @@ from vivary_git.memory.writes.remember import (
     check_note,
 )
 from vivary_git.memory.writes.secrets import refuse_secrets
-from vivary_git.portable import windows_refuses
+from vivary_git.portable import systems, windows_refuses
 
 if TYPE_CHECKING:
     from vivary_git.memory.snapshot import MemoryNode
@@ -314,8 +314,9 @@ def move(view: View, ref: str, to: str, *, rewrite_user_links: bool | None = Non
         raise RefusedError(f"{dest} would be the node {new_id!r}, which is taken; choose another name")
     other = view.same_file(dest)
     if other is not None and other != node.path:
-        raise RefusedError(f"{dest} is the same file as {other} on macOS and Windows (their names differ only in "
-                           "case or Unicode form), so a checkout there could not hold both; choose another name")
+        raise RefusedError(f"{dest} is the same file as {other} on {systems(dest, other)} (their names "
+                           "differ only in case or Unicode form), so a checkout there could not hold both; choose "
+                           "another name")
     _refuse_unread_destination(view, node, dest, to)
     _refuse_private_target(view, dest, source=source)
     users = view.cfg.memory.remember.rewrite_user_links if rewrite_user_links is None else rewrite_user_links

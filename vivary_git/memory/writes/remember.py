@@ -125,20 +125,21 @@ class View:
         self._by_nfc_path = None
         self.ids.add(node.id)
         if self._folded is not None:
-            self._folded.setdefault(portable.fold(node.path), node.path)
+            _fold(self._folded, node.path)
 
     def same_file(self, path: str) -> str | None:
-        """The note that `path` (workspace-relative) is the same file as on macOS and Windows, or None (W226:
+        """The note that `path` (workspace-relative) is the same file as on macOS or on Windows, or None (W226:
         `Deploy.md` for `deploy.md`, `λογος.md` for `λογοσ.md`; `path` itself when a note has it)."""
         if self._folded is None:
             self._folded = {}
             for n in self.graph.nodes:
-                self._folded.setdefault(portable.fold(n.path), n.path)
-        return self._folded.get(portable.fold(path))
+                _fold(self._folded, n.path)
+        mac, win = portable.keys(path)
+        return self._folded.get(f"m{mac}") or self._folded.get(f"w{win}")
 
     def free(self, path: str, nid: str) -> bool:
         """Whether a new note may take `path` (workspace-relative) and its id `nid`: no note has the id, and none
-        is the same file on macOS and Windows (`same_file`)."""
+        is the same file on macOS or on Windows (`same_file`)."""
         return nid not in self.ids and self.same_file(path) is None
 
     def repo_path(self, path: str) -> str:
@@ -213,6 +214,14 @@ class View:
 
     def memories(self) -> list[MemoryNode]:
         return [n for n in self.nodes.values() if n.type == MEMORY_TYPE]
+
+
+def _fold(folded: dict[str, str], path: str) -> None:
+    """Put `path` in `View._folded` under its names on macOS and on Windows (`portable.keys`), each marked with
+    its system, unless a note has that name there already."""
+    mac, win = portable.keys(path)
+    folded.setdefault(f"m{mac}", path)
+    folded.setdefault(f"w{win}", path)
 
 
 def open_view(ws: Workspace, cfg: MemoryConfig | None = None, *, known: Mapping[str, bool] | None = None,
