@@ -272,9 +272,10 @@ def test_an_up_to_date_index_loads_no_model_and_records_after_a_commit_rendering
     assert model_loads == [] and rendered == []
 
 
-def test_a_clone_whose_every_vector_was_fetched_loads_no_model_and_an_edit_embeds_only_that_note(
+def test_a_model_is_loaded_only_for_a_note_no_cache_holds(
         ws: Any, cli: Any, tmp_path: Path, model_loads: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    # The model costs ~0.5 s and ~260 MiB: a clone that fetched CI's vectors (`sync fetch`) has every one it needs.
+    # The model costs ~0.4 s and ~260 MiB: a clone that fetched CI's vectors (`sync fetch`) has every one it needs,
+    # and so has a checkout back to a tree indexed before; an edit loads it to embed that note alone.
     index(cli, ws.path)
     other = clone(publish(ws, tmp_path), tmp_path / "clone")
     assert run_git_vivary(["sync", "fetch"], other).returncode == 0
@@ -298,6 +299,10 @@ def test_a_clone_whose_every_vector_was_fetched_loads_no_model_and_an_edit_embed
     rep = index(cli, other)
     assert (rep["embedded"], rep["reused"]) == (1, 5) and model_loads == ["minilm-l6-int8"]
     assert len(texts) == 1 and "Basil grows in pots" in texts[0]
+    git(other, "revert", "--no-edit", "HEAD")  # back to a tree this folder indexed: its rows are all there
+    rep = index(cli, other)
+    assert (rep["embedded"], rep["reused"], rep["unchanged"]) == (0, 6, False)
+    assert model_loads == ["minilm-l6-int8"] and len(texts) == 1
 
 
 def test_the_model_an_index_loaded_is_left_for_the_exit(ws: Any, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -190,8 +190,7 @@ class _PendingEmbedder:
     """The configured embedder for an index run, loaded only once something is to be embedded: its id and
     size are pinned (memory/local/embed.py), so deciding that the index is already up to date, and which vectors
     the caches hold, needs no model. `start()` begins loading it in a thread (a no-op once started): the run calls
-    it once a note is left to embed after the caches had their say (`_IndexBuilder.run`), the provider earlier when
-    that is most likely (provider.py `_updating`)."""
+    it once a note is left to embed after the caches had their say (`_IndexBuilder.run`)."""
 
     def __init__(self, name: str) -> None:
         from vivary_git.memory.local.embed import model_dim, model_id, require_runtime

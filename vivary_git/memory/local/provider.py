@@ -38,7 +38,7 @@ from vivary_git.memory.snapshot import MemorySnapshot, Packets, build_snapshot, 
 if TYPE_CHECKING:
     from vivary_git.memory.config import MemoryConfig
     from vivary_git.memory.local.embed import Embedder
-    from vivary_git.memory.state import LocalStateStore, StateStore
+    from vivary_git.memory.state import LocalStateStore
     from vivary_git.workspace import Workspace
 
 
@@ -130,19 +130,17 @@ class LocalMemory:
                 "`auto_index = true`, under [memory.local] in .vivary/memory.toml)"
             )
         require_extra()
-        # The model (~0.5 s and ~280 MiB) is loaded only once a note is left to embed after the caches had their say
-        # (`_IndexBuilder.run`): an index that is this snapshot's, or whose every vector the shared cache (`sync
-        # fetch`) or another state folder of this repository holds, never loads it.
+        # The model (~0.4 s and ~260 MiB) is loaded only once a note is left to embed after the caches had their say
+        # (`_IndexBuilder.run`), not ahead beside the snapshot: an index that is this snapshot's, or whose every
+        # vector the shared cache (`sync fetch`), another state folder or this folder's own rows hold (a checkout
+        # back to a tree indexed before), never loads it. Loading it ahead won an edit's run nothing under load
+        # (docs/index.md#when-the-model-is-loaded).
         embedder = _PendingEmbedder(self.cfg.memory.local.model)
         if loaded is not None:
             embedder.use(loaded)
         store = _ReadAhead(self.store)
-        if self._updating(store):
-            # An index of another tree to bring up to date (after a commit): most likely a note was edited, so the
-            # model loads while the snapshot is built (an edit's run 0.75 s, not 0.9, at 300 notes; docs/index.md).
-            embedder.start()
-        # Privacy is decided beside the graph: either the model is loading in a thread already, or the index is
-        # most likely this tree's, whose graph is cached (no parsing on every core to keep threads out of).
+        # Privacy is decided beside the graph, in a thread: the graph is most likely cached but for the notes just
+        # edited (no parsing on every core to keep threads out of).
         snap = self.snapshot(overlap=True)
         store.ready()  # a folder that cannot be written fails now, not after the notes are embedded
         builder = _IndexBuilder(store, snap, embedder, tree=self.ws.source.tree_id, label=self.ws.source.label,
@@ -179,12 +177,6 @@ class LocalMemory:
         lifetime.keep_until_exit((self, embedder, builder, rendered))
         return msgspec.structs.replace(report, state=store.location, fetched=sharing.adopted, borrowed=sharing.borrowed,
                                        recorded=recorded, seconds=round(time.perf_counter() - started, 3))
-
-    def _updating(self, store: StateStore) -> bool:
-        """Whether the stored index was built from another tree than this one: a cheap guess, before the snapshot,
-        that this run will embed something. Not for a first index, whose vectors may all be there to take."""
-        found: Manifest | None = _decode(store.get(MANIFEST), Manifest, json=True)
-        return found is not None and (found.tree is None or found.tree != self.ws.source.tree_id)
 
     def _lock(self, *, quiet: bool) -> contextlib.AbstractContextManager[None]:
         """One index writer per dataset at a time (memory/lock.py); none outside a Git repository."""
