@@ -542,7 +542,7 @@ class _IndexBuilder:
             # another packet (a renamed note embeds the same text) and the shared cache's (`sync fetch`).
             vectors, todo = self.shared.adopt(todo, rendered, digests, cached, row_of, vectors)
         if todo and isinstance(self.embedder, _PendingEmbedder):
-            # Only now is a note known to be left to embed: the model (~0.5 s) loads while the keyword index and the
+            # Only now is a note known to be left to embed: the model (~0.4 s) loads while the keyword index and the
             # graph are brought up to date. Every vector taken from a cache, it is never loaded.
             self.embedder.start()
         # A node that left the index (deleted, or now private) must leave no vector behind, in the cache or
