@@ -14,10 +14,12 @@ from typing import Any
 
 import msgspec
 import pytest
+from conftest import git, run_git_vivary
 from test_memory_local import CANARY, MEMORY, TROPO
+from test_memory_vectors import clone, publish
 
+from vivary_git.memory.local import embed, runtime
 from vivary_git.memory.local import index as local_index
-from vivary_git.memory.local import runtime
 from vivary_git.memory.local.embed import EmbedderError, embedder_status
 from vivary_git.memory.local.files import Entries, VectorMeta
 from vivary_git.memory.local.provider import LocalMemory
@@ -268,6 +270,39 @@ def test_an_up_to_date_index_loads_no_model_and_records_after_a_commit_rendering
     rep = index(cli, ws.path, "--rev", "HEAD")
     assert rep["unchanged"] and (rep["embedded"], rep["recorded"]) == (0, 1)
     assert model_loads == [] and rendered == []
+
+
+def test_a_model_is_loaded_only_for_a_note_no_cache_holds(
+        ws: Any, cli: Any, tmp_path: Path, model_loads: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # The model costs ~0.4 s and ~260 MiB: a clone that fetched CI's vectors (`sync fetch`) has every one it needs,
+    # and so has a checkout back to a tree indexed before; an edit loads it to embed that note alone.
+    index(cli, ws.path)
+    other = clone(publish(ws, tmp_path), tmp_path / "clone")
+    assert run_git_vivary(["sync", "fetch"], other).returncode == 0
+    texts: list[str] = []  # every text this process handed the model
+    real = embed._OnnxEmbedder.tokenize
+
+    def tokenize(self: Any, batch: Any) -> Any:
+        texts.extend(batch)
+        return real(self, batch)
+
+    monkeypatch.setattr(embed._OnnxEmbedder, "tokenize", tokenize)
+    model_loads.clear()
+    rep = index(cli, other)
+    assert (rep["embedded"], rep["fetched"], rep["unchanged"]) == (0, 6, False)
+    assert model_loads == [] and texts == []
+    assert index(cli, other)["unchanged"] and model_loads == []
+    (other / "notes" / "garden.md").write_text(NOTES["notes/garden.md"] + "\nBasil grows in pots on the sill.\n")
+    git(other, "commit", "-qam", "basil")
+    dry = cli("index", "--dry-run", "--json", cwd=other)
+    assert dry.code == 0 and model_loads == [], dry.err  # a dry run looks, and loads nothing
+    rep = index(cli, other)
+    assert (rep["embedded"], rep["reused"]) == (1, 5) and model_loads == ["minilm-l6-int8"]
+    assert len(texts) == 1 and "Basil grows in pots" in texts[0]
+    git(other, "revert", "--no-edit", "HEAD")  # back to a tree this folder indexed: its rows are all there
+    rep = index(cli, other)
+    assert (rep["embedded"], rep["reused"], rep["unchanged"]) == (0, 6, False)
+    assert model_loads == ["minilm-l6-int8"] and len(texts) == 1
 
 
 def test_the_model_an_index_loaded_is_left_for_the_exit(ws: Any, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:

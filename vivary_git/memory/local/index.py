@@ -189,15 +189,20 @@ class _ReadAhead:
 class _PendingEmbedder:
     """The configured embedder for an index run, loaded only once something is to be embedded: its id and
     size are pinned (memory/local/embed.py), so deciding that the index is already up to date, and which vectors
-    the caches hold, needs no model. `start()` begins loading it in a thread (a no-op once started)."""
+    the caches hold, needs no model. `start()` begins loading it in a thread (a no-op once started): the run calls
+    it once a note is left to embed after the caches had their say (`_IndexBuilder.run`)."""
 
     def __init__(self, name: str) -> None:
         from vivary_git.memory.local.embed import model_dim, model_id, require_runtime
 
         require_runtime(name)  # a missing extra is said now, as loading would say it, even when not loaded
+        # Here, in the main thread, before any thread loads the model (see model_environment); numpy, which the
+        # run imports whether or not it loads the model, reads it too.
+        model_environment()
         self.name = name
         self._id = model_id(name)
         self._dim = model_dim(name)
+        self._lock = threading.Lock()
         self._loading: Background[Embedder] | None = None
 
     @property
@@ -220,10 +225,10 @@ class _PendingEmbedder:
         self._loading = Background(lambda: embedder, name="vivary-model")
 
     def start(self) -> None:
-        if self._loading is None:
-            name = self.name
-            model_environment()  # here, not in the thread (see model_environment)
-            self._loading = Background(lambda: runtime._load_embedder(name, use="index"), name="vivary-model")
+        with self._lock:  # the tokenising thread and the model's may both ask first
+            if self._loading is None:
+                name = self.name
+                self._loading = Background(lambda: runtime._load_embedder(name, use="index"), name="vivary-model")
 
     def loaded(self) -> Embedder:
         self.start()
@@ -536,6 +541,10 @@ class _IndexBuilder:
             # Vectors known for these packets' text are taken, not computed: rows of this clone under
             # another packet (a renamed note embeds the same text) and the shared cache's (`sync fetch`).
             vectors, todo = self.shared.adopt(todo, rendered, digests, cached, row_of, vectors)
+        if todo and isinstance(self.embedder, _PendingEmbedder):
+            # Only now is a note known to be left to embed: the model (~0.4 s) loads while the keyword index and the
+            # graph are brought up to date. Every vector taken from a cache, it is never loaded.
+            self.embedder.start()
         # A node that left the index (deleted, or now private) must leave no vector behind, in the cache or
         # the HNSW graph: marking it deleted keeps its bytes on disk. So when one has left (or we cannot tell,
         # the entries being lost), every dead row goes now, before anything is written, and the graph is

@@ -38,7 +38,7 @@ from vivary_git.memory.snapshot import MemorySnapshot, Packets, build_snapshot, 
 if TYPE_CHECKING:
     from vivary_git.memory.config import MemoryConfig
     from vivary_git.memory.local.embed import Embedder
-    from vivary_git.memory.state import LocalStateStore, StateStore
+    from vivary_git.memory.state import LocalStateStore
     from vivary_git.workspace import Workspace
 
 
@@ -130,20 +130,17 @@ class LocalMemory:
                 "`auto_index = true`, under [memory.local] in .vivary/memory.toml)"
             )
         require_extra()
-        store = _ReadAhead(self.store)
+        # The model (~0.4 s and ~260 MiB) is loaded only once a note is left to embed after the caches had their say
+        # (`_IndexBuilder.run`), not ahead beside the snapshot: an index that is this snapshot's, or whose every
+        # vector the shared cache (`sync fetch`), another state folder or this folder's own rows hold (a checkout
+        # back to a tree indexed before), never loads it. Loading it ahead won an edit's run nothing under load
+        # (docs/index.md#when-the-model-is-loaded).
         embedder = _PendingEmbedder(self.cfg.memory.local.model)
         if loaded is not None:
             embedder.use(loaded)
-        # A first index beside this repository's other state folders (a moved or copied folder, another work tree)
-        # most likely takes every vector from them (vectors.py `borrow`): the model is then loaded only if a note is
-        # left to embed, not ahead (~0.45 s and ~290 MB for nothing at 100 notes).
-        borrowing = _first_beside_others(store.inner)
-        if self._tree_changed(store) and not borrowing:
-            # Most likely something is to be embedded: load the model (~0.5 s) while the snapshot is built.
-            # An index that is already this tree's never needs it (the unchanged case below).
-            embedder.start()
-        # Privacy is decided beside the graph: either the model is loading in a thread already, or the index is
-        # most likely this tree's, whose graph is cached (no parsing on every core to keep threads out of).
+        store = _ReadAhead(self.store)
+        # Privacy is decided beside the graph, in a thread: the graph is most likely cached but for the notes just
+        # edited (no parsing on every core to keep threads out of).
         snap = self.snapshot(overlap=True)
         store.ready()  # a folder that cannot be written fails now, not after the notes are embedded
         builder = _IndexBuilder(store, snap, embedder, tree=self.ws.source.tree_id, label=self.ws.source.label,
@@ -172,8 +169,6 @@ class LocalMemory:
                 # ids, paths, types and edges).
                 report, digests = found
             else:
-                if not borrowing:
-                    embedder.start()
                 digests = builder.digests(rendered)
                 report = builder.run(rendered, digests)
             recorded = sharing.record(snap, digests, lambda i: rendered[i][1])
@@ -182,12 +177,6 @@ class LocalMemory:
         lifetime.keep_until_exit((self, embedder, builder, rendered))
         return msgspec.structs.replace(report, state=store.location, fetched=sharing.adopted, borrowed=sharing.borrowed,
                                        recorded=recorded, seconds=round(time.perf_counter() - started, 3))
-
-    def _tree_changed(self, store: StateStore) -> bool:
-        """Whether the stored index was built from another tree than this one (or cannot be read): a cheap
-        guess, before the snapshot, that this run will embed something."""
-        found: Manifest | None = _decode(store.get(MANIFEST), Manifest, json=True)
-        return found is None or found.tree is None or found.tree != self.ws.source.tree_id
 
     def _lock(self, *, quiet: bool) -> contextlib.AbstractContextManager[None]:
         """One index writer per dataset at a time (memory/lock.py); none outside a Git repository."""
@@ -224,10 +213,3 @@ class LocalMemory:
         removed = store.delete_all()
         return ForgetReport(ok=True, provider=PROVIDER, dataset=self.dataset, removed=removed, state=store.location)
 
-
-def _first_beside_others(store: StateStore) -> bool:
-    """Whether `store` holds no index yet while this repository keeps others beside it (siblings.py): a first
-    index whose vectors are most likely all there to take."""
-    from vivary_git.memory.local.siblings import siblings
-
-    return store.get(MANIFEST) is None and bool(siblings(store))
