@@ -19,7 +19,10 @@ from vivary_git.gates.runner import CI_MARKERS, marker
 
 # What each runner sets in every job (gates/runner.py says where each is documented).
 RUNNERS = {"CI": "true", "GITHUB_ACTIONS": "true", "GITLAB_CI": "true", "BUILDKITE": "true", "CIRCLECI": "true",
-           "TF_BUILD": "True", "JENKINS_URL": "https://jenkins.example.invalid/"}
+           "TF_BUILD": "True", "JENKINS_URL": "https://jenkins.example.invalid/",
+           "TEAMCITY_VERSION": "2025.07 (build 197242)",
+           "CODEBUILD_BUILD_ARN": "arn:aws:codebuild:eu-west-1:123456789012:build/notes:b1e6661e",
+           "bamboo_planKey": "NOTES-CHECK", "GO_PIPELINE_LABEL": "12"}
 
 
 def canaries(*texts: str) -> list[str]:

@@ -5,7 +5,10 @@ whether `check`, `graph` and `blast` show what private files hold (a CI log is r
 
 What each runner sets (its own documentation): GitHub Actions `CI=true` and `GITHUB_ACTIONS=true`; GitLab
 `CI=true` and `GITLAB_CI=true`; Buildkite `CI=true` and `BUILDKITE=true`; CircleCI `CI=true` and `CIRCLECI=true`;
-Azure Pipelines `TF_BUILD=True` (no `CI`); Jenkins `JENKINS_URL` (its address; no `CI`).
+Azure Pipelines `TF_BUILD=True` (no `CI`); Jenkins `JENKINS_URL` (its address; no `CI`); TeamCity
+`TEAMCITY_VERSION` (no `CI`); AWS CodeBuild `CODEBUILD_BUILD_ARN` (no `CI`); Bamboo `bamboo_planKey` (its plan
+variables exported with a `bamboo_` prefix; no `CI`); GoCD `GO_PIPELINE_LABEL` (no `CI`). Google Cloud Build sets
+none by default: a job there sets `CI=true` (docs/privacy.md#ci-runners).
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-CI_MARKERS = ("CI", "GITHUB_ACTIONS", "GITLAB_CI", "BUILDKITE", "CIRCLECI", "TF_BUILD", "JENKINS_URL")
+CI_MARKERS = ("CI", "GITHUB_ACTIONS", "GITLAB_CI", "BUILDKITE", "CIRCLECI", "TF_BUILD", "JENKINS_URL",
+              "TEAMCITY_VERSION", "CODEBUILD_BUILD_ARN", "bamboo_planKey", "GO_PIPELINE_LABEL")
 
 
 def marker(env: Mapping[str, str] | None = None) -> str | None:
