@@ -176,6 +176,11 @@ class PrivacyDecision(msgspec.Struct, frozen=True):
         the text of `.vivary/memory.toml` or `.git/info/exclude`, files on the privacy floor."""
         return (self.place or self.reason) if masked else self.reason
 
+    def unsaid(self, *, masked: bool) -> str:
+        """What follows a reason `told` by its place: that the pattern is left out, and where to read it; "" when
+        `told` said the reason whole."""
+        return PATTERN_NOT_SHOWN if masked and self.place else ""
+
 
 def decide(
     repo: Path,

@@ -563,7 +563,6 @@ class Reads(Warm):
             return
         from vivary_git.errors import PrivacyError
         from vivary_git.memory.snapshot import decide_for_source
-        from vivary_git.privacy import PATTERN_NOT_SHOWN
 
         view = st.view
         candidates = [path] if path.endswith((".md", ".markdown")) else [path, f"{path}.md"]
@@ -574,7 +573,7 @@ class Reads(Warm):
         for v in verdicts:
             if v.private:
                 raise RefusedError(f"{asked!r} is private ({v.told(masked=True)}): vivary never shows private files "
-                                   f"to agents{PATTERN_NOT_SHOWN if v.place else ''}")
+                                   f"to agents{v.unsaid(masked=True)}")
 
     def node_resource(self, id: str) -> str:
         return msgspec.json.encode(self.read(id, include_content=True, neighbors=1)).decode()

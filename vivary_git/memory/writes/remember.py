@@ -295,7 +295,6 @@ def _refuse_private_target(view: View, path: str, *, source: str) -> None:
     leaves it out), or it could never be searched, read or moved again (nor should it exist). A refusal names a
     rule of the user's in full at the owner's terminal, by its place alone where others read it (`View.masks`)."""
     from vivary_git.memory.snapshot import decide_for_source
-    from vivary_git.privacy import PATTERN_NOT_SHOWN
 
     folder = path.rpartition("/")[0]
     beside = f"{folder}/memory.md" if folder else "memory.md"
@@ -303,7 +302,7 @@ def _refuse_private_target(view: View, path: str, *, source: str) -> None:
                                            view.cfg.policy())
     masked = view.masks(source)
     reason = verdict.told(masked=masked)
-    hidden = PATTERN_NOT_SHOWN if masked and verdict.place else ""
+    hidden = verdict.unsaid(masked=masked)
     if verdict.private and not neighbour.private:
         # The folder is public: the file name, made from the title, is one the privacy floor keeps out
         # (`secrets.md`, `credentials.md`).
