@@ -36,6 +36,13 @@ def project_path(root: Path, rel: str, *, by: str = "bootstrap-host", fix: str =
     return path
 
 
+def home_relative(path: Path) -> str:
+    """A user-level file's path as the user reads it: `~/...` under the home folder, else whole."""
+    with contextlib.suppress(ValueError):
+        return "~/" + path.relative_to(Path.home()).as_posix()
+    return str(path)
+
+
 def user_path(path: Path) -> Path:
     """The file a user-level path names: its symlink's target when it is one. A link to nothing is refused:
     writing through it would create its target, and the folders to it, wherever the link points."""

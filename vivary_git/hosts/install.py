@@ -9,7 +9,6 @@ to our entry.
 
 from __future__ import annotations
 
-import contextlib
 import importlib.resources
 import importlib.util
 import itertools
@@ -234,11 +233,7 @@ def _config_location(spec: HostSpec, root: Path, scope: Scope) -> tuple[Path, st
             rel = alt  # opencode.jsonc alone: the user's file, where the entry goes (a new opencode.json would do)
         return files.project_path(root, rel), rel
     path = user_config_path(spec.kind)
-    home = Path.home()
-    shown = str(path)
-    with contextlib.suppress(ValueError):
-        shown = "~/" + path.relative_to(home).as_posix()
-    return files.user_path(path), shown
+    return files.user_path(path), files.home_relative(path)
 
 
 def _there(path: Path) -> bool:

@@ -5,7 +5,6 @@ notes and host-status's states both come from here."""
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import os
 from dataclasses import dataclass
@@ -88,7 +87,7 @@ def _merge_order(spec: HostSpec, root: Path, scope: Scope, written: str) -> list
         return [layer, None] if other == "user" else [None, layer]
     if spec.kind != "opencode" or scope != "project":
         return []
-    out: list[_Layer | None] = [_Layer(path, _shown(path), False) for path in user_files_read(spec.kind)]
+    out: list[_Layer | None] = [_Layer(path, files.home_relative(path), False) for path in user_files_read(spec.kind)]
     top = next((d for d in (root, *root.parents) if (d / ".git").exists()), root)
     above = list(itertools.takewhile(lambda d: d != top.parent, root.parents)) if top != root else []
     for rel in (Path(os.path.relpath(d / n, root)).as_posix() for d in reversed(above)
@@ -101,13 +100,6 @@ def _merge_order(spec: HostSpec, root: Path, scope: Scope, written: str) -> list
         out.append(_Layer(root / "opencode.jsonc", "opencode.jsonc", True))
     out += [_Layer(root / rel, rel, True) for rel in (".opencode/opencode.json", ".opencode/opencode.jsonc")]
     return out
-
-
-def _shown(path: Path) -> str:
-    shown = str(path)
-    with contextlib.suppress(ValueError):
-        shown = "~/" + path.relative_to(Path.home()).as_posix()
-    return shown
 
 
 def _merged_by_name(spec: HostSpec, root: Path, scope: Scope, name: str, written: str,
