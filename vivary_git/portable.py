@@ -229,11 +229,15 @@ def _units(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
+def _lead(prefix: str) -> int:
+    """The UTF-16 units a checkout writes before a workspace-relative path: the workspace's folder and its `/`."""
+    return _units(prefix) + 1 if prefix else 0
+
+
 def _shortest_long(prefix: str) -> int:
     """The most characters a workspace-relative path may have and never be too long, whatever they are (each is
     at most two UTF-16 units): half what a folder may have past the workspace's folder and its separator."""
-    lead = _units(prefix) + 1 if prefix else 0
-    return (_LONGEST_FOLDER - lead) // 2
+    return (_LONGEST_FOLDER - _lead(prefix)) // 2
 
 
 def long_path(path: str, prefix: str = "") -> Finding | None:
@@ -244,7 +248,7 @@ def long_path(path: str, prefix: str = "") -> Finding | None:
     if len(path) <= _shortest_long(prefix):
         return None
     folder = path.rpartition("/")[0]
-    lead = _units(prefix) + 1 if prefix else 0
+    lead = _lead(prefix)
     size = lead + _units(path)
     folder_size = lead + _units(folder) if folder else max(lead - 1, 0)
     if size <= LONGEST_PATH and folder_size <= _LONGEST_FOLDER:
