@@ -184,3 +184,26 @@ def test_minus_c_naming_a_file_or_nothing_is_a_usage_error_for_every_command(rep
             assert r.code == 2 and f"-C {where}: {said}" in r.err and "usage:" in r.err, (args, r.code, r.err)
             assert "Traceback" not in r.err
     assert cli("check", "-C", "", cwd=repo.path).code == 0  # `-C ""` is where it started, as in Git
+
+
+def test_a_locale_whose_file_names_are_not_utf8_reads_non_ascii_paths(tmp_path: Path) -> None:
+    # `LC_ALL=C` with Python's UTF-8 mode turned off makes file names ASCII to Python: a workspace under
+    # /…/zoë/ failed with a UnicodeEncodeError traceback, and tree entries read in that encoding no longer
+    # matched the links naming them. The command runs itself again in UTF-8 mode.
+    path = tmp_path / "zoë"
+    path.mkdir()
+    ws = Repo(path)
+    ws.git("init", "-q", "-b", "main")
+    ws.commit("notes", {"notes/café.md": "---\ntitle: Café\n---\nSee [[zürich]].\n", "notes/zürich.md": "# Zürich\n"})
+    env = dict(os.environ, LC_ALL="C", LANG="C", PYTHONUTF8="0", PYTHONCOERCECLOCALE="0")
+    env.pop("PYTHONIOENCODING", None)
+    for args in (["check"], ["graph", "--json"]):
+        proc = subprocess.run([sys.executable, "-m", "vivary_git.main", *args], cwd=path, capture_output=True,
+                              env=env, check=False)
+        assert b"Traceback" not in proc.stderr, proc.stderr.decode("utf-8", "replace")
+        assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")
+    # Output keeps the locale's encoding: what ASCII cannot spell is escaped, as a C locale always had it.
+    assert proc.stdout.isascii()
+    graph = json.loads(proc.stdout)
+    assert graph["edges"] == [{"from": "notes/café", "field": "wikilink", "to": "notes/zürich", "broken": False}]
+    assert graph["root"] == str(path)

@@ -151,8 +151,30 @@ def cli() -> None:
     (lifetime.py: ~0.2 s of CPU after a cold check of 10,000 notes)."""
     from vivary_git import lifetime
 
+    _utf8_file_names()
     lifetime.start()
     lifetime.leave(main())
+
+
+def _utf8_file_names() -> None:
+    """Run again in Python's UTF-8 mode (PEP 540) where the locale gives file names another encoding (`LC_ALL=C`
+    with UTF-8 mode turned off, a Latin-1 or EUC locale): Git's paths are bytes, UTF-8 in practice and read so
+    here, and Python would encode a path such as `/home/zoë/notes` back in the locale's encoding and fail on its
+    first character outside it, with a traceback. `-X utf8` rather than PYTHONUTF8: `python -I` ignores the
+    environment; once in UTF-8 mode this is a no-op, so it runs again at most once. Output keeps the locale's
+    encoding (PYTHONIOENCODING, unless set already), so what it cannot spell is escaped as before (docs/output.md)."""
+    import codecs
+
+    if sys.flags.utf8_mode or not sys.executable or codecs.lookup(sys.getfilesystemencoding()).name == "utf-8":
+        return
+    env = dict(os.environ)
+    spoken = getattr(sys.stdout, "encoding", None)
+    if spoken and "PYTHONIOENCODING" not in env:
+        env["PYTHONIOENCODING"] = spoken
+    try:
+        os.execve(sys.executable, [sys.executable, "-X", "utf8", *sys.orig_argv[1:]], env)
+    except OSError:  # no interpreter to be had again: go on as things are
+        return
 
 
 if __name__ == "__main__":
