@@ -249,6 +249,10 @@ def test_move_refuses_a_taken_name_a_path_out_of_the_folder_and_a_private_one(re
         assert r.code == 2, (to, r.err)
     r = cli("move", a["id"], "secret/alpha", cwd=repo.path)
     assert r.code == 3 and "private" in r.err, r.err
+    # A name the privacy floor keeps out in a public folder: the name is the one given to move, not a title.
+    r = cli("move", a["id"], "credentials", cwd=repo.path)
+    assert r.code == 3 and "private" in r.err and "its file name is the one given; choose another name" in r.err, r.err
+    assert "title" not in r.err
     assert repo.git("rev-parse", "HEAD").strip() == head
 
 

@@ -318,7 +318,7 @@ def move(view: View, ref: str, to: str, *, rewrite_user_links: bool | None = Non
                            "differ only in case or Unicode form), so a checkout there could not hold both; choose "
                            "another name")
     _refuse_unread_destination(view, node, dest, to)
-    _refuse_private_target(view, dest, source=source)
+    _refuse_private_target(view, dest, source=source, named="its file name is the one given; choose another name")
     users = view.cfg.memory.remember.rewrite_user_links if rewrite_user_links is None else rewrite_user_links
     folder = view.cfg.memory.remember.folder
     graph = view.graph

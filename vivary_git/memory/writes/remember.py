@@ -290,10 +290,14 @@ def _check_expires(value: str | None, durability: str | None) -> str | None:
     return tiers.stamp(when)
 
 
-def _refuse_private_target(view: View, path: str, *, source: str) -> None:
+_FROM_TITLE = "its file name comes from the title; give it another title (--title, or `title` over MCP)"
+
+
+def _refuse_private_target(view: View, path: str, *, source: str, named: str = _FROM_TITLE) -> None:
     """The note being written must be public, and a note the workspace reads (no `exclude` or other rule
     leaves it out), or it could never be searched, read or moved again (nor should it exist). A refusal names a
-    rule of the user's in full at the owner's terminal, by its place alone where others read it (`View.masks`)."""
+    rule of the user's in full at the owner's terminal, by its place alone where others read it (`View.masks`).
+    `named`: where the file's name came from and how to choose another, when the name alone is the trouble."""
     from vivary_git.memory.snapshot import decide_for_source
 
     folder = path.rpartition("/")[0]
@@ -307,8 +311,7 @@ def _refuse_private_target(view: View, path: str, *, source: str) -> None:
         # The folder is public: the file name, made from the title, is one the privacy floor keeps out
         # (`secrets.md`, `credentials.md`).
         raise RefusedError(
-            f"{path} would be private ({reason}), so a memory written there could never be found: its "
-            f"file name comes from the title; give it another title (--title, or `title` over MCP){hidden}"
+            f"{path} would be private ({reason}), so a memory written there could never be found: {named}{hidden}"
         )
     if verdict.private:
         raise RefusedError(
@@ -320,9 +323,8 @@ def _refuse_private_target(view: View, path: str, *, source: str) -> None:
         return
     if view.ws.source.left_out_because(f"{folder}/note.md" if folder else "note.md") is None:
         raise RefusedError(
-            f"{path} would not be read as a note ({why}), so a memory written there could never be found: its "
-            "file name comes from the title; give it another title (--title, or `title` over MCP); nothing was "
-            "committed")
+            f"{path} would not be read as a note ({why}), so a memory written there could never be found: "
+            f"{named}; nothing was committed")
     raise RefusedError(
         f"{path} would not be read as a note ({why}), so a memory written there could never be found; set "
         "[memory.remember] folder in .vivary/memory.toml (or the type's folder) to a folder the workspace reads; "
