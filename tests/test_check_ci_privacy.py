@@ -16,6 +16,7 @@ from test_gates_prereceive import _hook, _vivary, push
 
 from vivary_git.gates.private import NAMES_PRIVATE, PRIVATE_FINDING
 from vivary_git.gates.runner import CI_MARKERS, marker
+from vivary_git.privacy import PATTERN_NOT_SHOWN
 
 # What each runner sets in every job (gates/runner.py says where each is documented).
 RUNNERS = {"CI": "true", "GITHUB_ACTIONS": "true", "GITLAB_CI": "true", "BUILDKITE": "true", "CIRCLECI": "true",
@@ -116,37 +117,51 @@ def test_the_plain_pre_commit_hook_in_ci(repo: Repo, cli: Any, monkeypatch: pyte
     assert "commit refused" in r.err
 
 
-def test_the_privacy_guard_in_ci_names_a_private_paths_rule_without_its_pattern(repo: Repo, cli: Any,
-                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    """A pattern is the text of `.vivary/memory.toml` (private by the floor): a CI job's log gets the rule's name."""
-    repo.commit("rules", files={"tropo.toml": "version = 1\n",
-                                ".vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["**/[Mm]erger-*"]\n'})
-    repo.write({"deals/merger-acme.md": "# Deal\n"})
-    repo.git("add", "deals/merger-acme.md")
+@pytest.mark.parametrize("ws", ["", "vault"])
+def test_the_privacy_guard_in_ci_names_a_private_paths_rule_by_its_place(
+        repo: Repo, cli: Any, monkeypatch: pytest.MonkeyPatch, ws: str) -> None:
+    """A pattern is the text of `.vivary/memory.toml` (private by the floor): a CI job's log gets the rule's place,
+    `private_paths in FILE`, as every verdict told where others read it (`PrivacyDecision.told`)."""
+    at = f"{ws}/" if ws else ""
+    repo.commit("rules", files={f"{at}tropo.toml": "version = 1\n",
+                                f"{at}.vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["**/[Mm]erger-*"]\n'})
+    repo.write({f"{at}deals/merger-acme.md": "# Deal\n"})
+    repo.git("add", f"{at}deals/merger-acme.md")
     own = cli("hooks", "privacy-guard", cwd=repo.path)
-    assert own.code == 1 and "private_paths: **/[Mm]erger-*" in own.out, own.out
+    where = f" (in {at}.vivary/memory.toml)" if ws else ""
+    assert own.code == 1 and f"private file staged (config: **/[Mm]erger-*{where}); unstage it" in own.out, own.out
+    assert "not shown here" not in own.out
     monkeypatch.setenv("BUILDKITE", "true")
     r = cli("hooks", "privacy-guard", cwd=repo.path)
     assert r.code == 1 and "[Mm]erger" not in r.out + r.err, r.out + r.err
-    assert "deals/merger-acme.md:1: error P101: private file staged (private_paths); unstage it" in r.out
+    assert (f"{at}deals/merger-acme.md:1: error P101: private file staged (private_paths in {at}.vivary/memory.toml);"
+            f" unstage it with `git restore --staged -- {at}deals/merger-acme.md` and list it in .gitignore"
+            f"{PATTERN_NOT_SHOWN}\n") in r.out, r.out
 
 
+@pytest.mark.parametrize("ws", ["", "vault"])
 def test_a_link_to_an_ignored_private_file_names_its_rules_by_place_where_others_read(
-        repo: Repo, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        repo: Repo, cli: Any, monkeypatch: pytest.MonkeyPatch, ws: str) -> None:
     """`check` says which ignore rule leaves out the file a broken link names (ignoredlinks.py), and why it is
     private. Where others read it, each rule is named by its place alone: a pattern is the text of
     `.git/info/exclude` or of `.vivary/memory.toml`, both private by the floor."""
-    repo.commit("start", files={"a.md": "# A\n\nSee [[diary]].\n"})
-    repo.write({".vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["d*ary.md"]\n', "diary.md": "# D\n"})
+    at = f"{ws}/" if ws else ""  # a vault (no tropo.toml): run below its top, it names paths from the top
+    repo.commit("start", files={f"{at}a.md": "# A\n\nSee [[diary]].\n"})
+    repo.write({f"{at}.vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["d*ary.md"]\n',
+                f"{at}diary.md": "# D\n"})
     (repo.path / ".git" / "info" / "exclude").write_text("di*ry.md\n")
-    own = cli("check", cwd=repo.path)
-    assert own.code == 1 and "(.git/info/exclude:1:di*ry.md) and it is private (config: d*ary.md)" in own.out, own.out
-    said = "'diary.md' is on disk, but Git ignores it (.git/info/exclude:1) and it is private (private_paths)"
-    masked = [cli("check", "--json", cwd=repo.path), cli("check", "--mask-private", cwd=repo.path)]
+    where = repo.path / ws
+    own = cli("check", cwd=where)
+    in_ws = f" (in {at}.vivary/memory.toml)" if ws else ""
+    assert own.code == 1 and f"(.git/info/exclude:1:di*ry.md) and it is private (config: d*ary.md{in_ws})" in own.out, \
+        own.out
+    said = (f"'{at}diary.md' is on disk, but Git ignores it (.git/info/exclude:1) and it is private "
+            f"(private_paths in {at}.vivary/memory.toml): link another note")
+    masked = [cli("check", "--json", cwd=where), cli("check", "--mask-private", cwd=where)]
     monkeypatch.setenv("CI", "true")
-    repo.write({"b.md": "# B\n\nSee [[diary]].\n"})
-    repo.git("add", "b.md")
-    masked += [cli("check", cwd=repo.path), cli("hooks", "run", "pre-commit", cwd=repo.path)]
+    repo.write({f"{at}b.md": "# B\n\nSee [[diary]].\n"})
+    repo.git("add", f"{at}b.md")
+    masked += [cli("check", cwd=where), cli("hooks", "run", "pre-commit", cwd=repo.path)]
     for r in masked:
         assert r.code == 1 and said in r.out, r.out + r.err
         assert "di*ry" not in r.out + r.err and "d*ary" not in r.out + r.err, r.out + r.err
