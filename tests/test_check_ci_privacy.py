@@ -9,14 +9,17 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from conftest import Repo, git
 from test_ci_privacy import CANARY, LAYOUTS, vault
 from test_gates_prereceive import _hook, _vivary, push
 
-from vivary_git.gates.private import NAMES_PRIVATE, PRIVATE_FINDING
+from vivary_git.gates.private import NAMES_PRIVATE, PRIVATE_FINDING, mask_findings, naming_private
 from vivary_git.gates.runner import CI_MARKERS, marker
+from vivary_git.models import Finding
 from vivary_git.privacy import PATTERN_NOT_SHOWN
+from vivary_git.workspace import open_workspace
 
 # What each runner sets in every job (gates/runner.py says where each is documented).
 RUNNERS = {"CI": "true", "GITHUB_ACTIONS": "true", "GITLAB_CI": "true", "BUILDKITE": "true", "CIRCLECI": "true",
@@ -334,3 +337,32 @@ def test_case_twins_in_a_vault_name_no_private_twin_where_others_read(repo: Repo
     r = cli("check", "--mask-private", *extra, cwd=where)
     assert r.code == 1 and "Acme-Canary" not in r.out + r.err, r.out
     assert f"{ids}acme-canary.md:1: error W226: {NAMES_PRIVATE}" in r.out, r.out  # a vault is strict
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_whether_a_duplicate_id_names_a_private_file_is_not_read_from_its_words(repo: Repo, layout: str) -> None:
+    """E130 names the note that has the id already. Masking learns which note that is from the graph that made the
+    finding (`Graph.duplicates`), not by reading the message: reworded, a finding naming a private note is still
+    masked, and one naming a public note still shown. A graph that does not say (an older cache) masks every E130."""
+    ws_dir, cwd, extra = LAYOUTS[layout]
+    at = f"{ws_dir}/" if ws_dir else ""
+    repo.commit("init", {
+        f"{at}tropo.toml": "version = 1\n",
+        f"{at}.vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["clients/Acme-*"]\n',
+        f"{at}clients/Acme-Canary/plan.md": "# P\n", f"{at}notes/plan.md": "# P\n",  # E130 naming a private note
+        f"{at}pub/idea.md": "# I\n", f"{at}zz/idea.md": "# I\n"})  # E130 naming a public note
+    ws = open_workspace(repo.path / cwd, rev="HEAD", root=extra[1] if extra else None)
+    graph = ws.graph()
+    found = {f.path: f for f in graph.findings if f.code == "E130"}
+    assert sorted(found) == ["notes/plan.md", "zz/idea.md"], graph.findings
+
+    def reworded(f: Finding, old: str, new: str) -> Finding:
+        assert old in f.message, f.message
+        return msgspec.structs.replace(f, message=f.message.replace(old, new))
+
+    for words in ((), ("has it already", "owns it already"), ("duplicate document id", "an id taken twice,"),
+                  (": ", " -> ")):
+        naming = [reworded(f, *words) if words else f for f in (found["notes/plan.md"], found["zz/idea.md"])]
+        assert [f.message == NAMES_PRIVATE for f in mask_findings(ws, naming)] == [True, False], words
+    older = msgspec.structs.replace(graph, duplicates={})
+    assert naming_private(ws, older, found.values()) == frozenset(found.values())
