@@ -9,13 +9,17 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from conftest import Repo, git
 from test_ci_privacy import CANARY, LAYOUTS, vault
 from test_gates_prereceive import _hook, _vivary, push
 
-from vivary_git.gates.private import NAMES_PRIVATE, PRIVATE_FINDING
+from vivary_git.gates.private import NAMES_PRIVATE, PRIVATE_FINDING, mask_findings, naming_private
 from vivary_git.gates.runner import CI_MARKERS, marker
+from vivary_git.models import Finding
+from vivary_git.privacy import PATTERN_NOT_SHOWN
+from vivary_git.workspace import open_workspace
 
 # What each runner sets in every job (gates/runner.py says where each is documented).
 RUNNERS = {"CI": "true", "GITHUB_ACTIONS": "true", "GITLAB_CI": "true", "BUILDKITE": "true", "CIRCLECI": "true",
@@ -116,37 +120,51 @@ def test_the_plain_pre_commit_hook_in_ci(repo: Repo, cli: Any, monkeypatch: pyte
     assert "commit refused" in r.err
 
 
-def test_the_privacy_guard_in_ci_names_a_private_paths_rule_without_its_pattern(repo: Repo, cli: Any,
-                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    """A pattern is the text of `.vivary/memory.toml` (private by the floor): a CI job's log gets the rule's name."""
-    repo.commit("rules", files={"tropo.toml": "version = 1\n",
-                                ".vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["**/[Mm]erger-*"]\n'})
-    repo.write({"deals/merger-acme.md": "# Deal\n"})
-    repo.git("add", "deals/merger-acme.md")
+@pytest.mark.parametrize("ws", ["", "vault"])
+def test_the_privacy_guard_in_ci_names_a_private_paths_rule_by_its_place(
+        repo: Repo, cli: Any, monkeypatch: pytest.MonkeyPatch, ws: str) -> None:
+    """A pattern is the text of `.vivary/memory.toml` (private by the floor): a CI job's log gets the rule's place,
+    `private_paths in FILE`, as every verdict told where others read it (`PrivacyDecision.told`)."""
+    at = f"{ws}/" if ws else ""
+    repo.commit("rules", files={f"{at}tropo.toml": "version = 1\n",
+                                f"{at}.vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["**/[Mm]erger-*"]\n'})
+    repo.write({f"{at}deals/merger-acme.md": "# Deal\n"})
+    repo.git("add", f"{at}deals/merger-acme.md")
     own = cli("hooks", "privacy-guard", cwd=repo.path)
-    assert own.code == 1 and "private_paths: **/[Mm]erger-*" in own.out, own.out
+    where = f" (in {at}.vivary/memory.toml)" if ws else ""
+    assert own.code == 1 and f"private file staged (config: **/[Mm]erger-*{where}); unstage it" in own.out, own.out
+    assert "not shown here" not in own.out
     monkeypatch.setenv("BUILDKITE", "true")
     r = cli("hooks", "privacy-guard", cwd=repo.path)
     assert r.code == 1 and "[Mm]erger" not in r.out + r.err, r.out + r.err
-    assert "deals/merger-acme.md:1: error P101: private file staged (private_paths); unstage it" in r.out
+    assert (f"{at}deals/merger-acme.md:1: error P101: private file staged (private_paths in {at}.vivary/memory.toml);"
+            f" unstage it with `git restore --staged -- {at}deals/merger-acme.md` and list it in .gitignore"
+            f"{PATTERN_NOT_SHOWN}\n") in r.out, r.out
 
 
+@pytest.mark.parametrize("ws", ["", "vault"])
 def test_a_link_to_an_ignored_private_file_names_its_rules_by_place_where_others_read(
-        repo: Repo, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        repo: Repo, cli: Any, monkeypatch: pytest.MonkeyPatch, ws: str) -> None:
     """`check` says which ignore rule leaves out the file a broken link names (ignoredlinks.py), and why it is
     private. Where others read it, each rule is named by its place alone: a pattern is the text of
     `.git/info/exclude` or of `.vivary/memory.toml`, both private by the floor."""
-    repo.commit("start", files={"a.md": "# A\n\nSee [[diary]].\n"})
-    repo.write({".vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["d*ary.md"]\n', "diary.md": "# D\n"})
+    at = f"{ws}/" if ws else ""  # a vault (no tropo.toml): run below its top, it names paths from the top
+    repo.commit("start", files={f"{at}a.md": "# A\n\nSee [[diary]].\n"})
+    repo.write({f"{at}.vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["d*ary.md"]\n',
+                f"{at}diary.md": "# D\n"})
     (repo.path / ".git" / "info" / "exclude").write_text("di*ry.md\n")
-    own = cli("check", cwd=repo.path)
-    assert own.code == 1 and "(.git/info/exclude:1:di*ry.md) and it is private (config: d*ary.md)" in own.out, own.out
-    said = "'diary.md' is on disk, but Git ignores it (.git/info/exclude:1) and it is private (private_paths)"
-    masked = [cli("check", "--json", cwd=repo.path), cli("check", "--mask-private", cwd=repo.path)]
+    where = repo.path / ws
+    own = cli("check", cwd=where)
+    in_ws = f" (in {at}.vivary/memory.toml)" if ws else ""
+    assert own.code == 1 and f"(.git/info/exclude:1:di*ry.md) and it is private (config: d*ary.md{in_ws})" in own.out, \
+        own.out
+    said = (f"'{at}diary.md' is on disk, but Git ignores it (.git/info/exclude:1) and it is private "
+            f"(private_paths in {at}.vivary/memory.toml): link another note")
+    masked = [cli("check", "--json", cwd=where), cli("check", "--mask-private", cwd=where)]
     monkeypatch.setenv("CI", "true")
-    repo.write({"b.md": "# B\n\nSee [[diary]].\n"})
-    repo.git("add", "b.md")
-    masked += [cli("check", cwd=repo.path), cli("hooks", "run", "pre-commit", cwd=repo.path)]
+    repo.write({f"{at}b.md": "# B\n\nSee [[diary]].\n"})
+    repo.git("add", f"{at}b.md")
+    masked += [cli("check", cwd=where), cli("hooks", "run", "pre-commit", cwd=repo.path)]
     for r in masked:
         assert r.code == 1 and said in r.out, r.out + r.err
         assert "di*ry" not in r.out + r.err and "d*ary" not in r.out + r.err, r.out + r.err
@@ -319,3 +337,32 @@ def test_case_twins_in_a_vault_name_no_private_twin_where_others_read(repo: Repo
     r = cli("check", "--mask-private", *extra, cwd=where)
     assert r.code == 1 and "Acme-Canary" not in r.out + r.err, r.out
     assert f"{ids}acme-canary.md:1: error W226: {NAMES_PRIVATE}" in r.out, r.out  # a vault is strict
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_whether_a_duplicate_id_names_a_private_file_is_not_read_from_its_words(repo: Repo, layout: str) -> None:
+    """E130 names the note that has the id already. Masking learns which note that is from the graph that made the
+    finding (`Graph.duplicates`), not by reading the message: reworded, a finding naming a private note is still
+    masked, and one naming a public note still shown. A graph that does not say (an older cache) masks every E130."""
+    ws_dir, cwd, extra = LAYOUTS[layout]
+    at = f"{ws_dir}/" if ws_dir else ""
+    repo.commit("init", {
+        f"{at}tropo.toml": "version = 1\n",
+        f"{at}.vivary/memory.toml": '[memory.privacy]\nprivate_paths = ["clients/Acme-*"]\n',
+        f"{at}clients/Acme-Canary/plan.md": "# P\n", f"{at}notes/plan.md": "# P\n",  # E130 naming a private note
+        f"{at}pub/idea.md": "# I\n", f"{at}zz/idea.md": "# I\n"})  # E130 naming a public note
+    ws = open_workspace(repo.path / cwd, rev="HEAD", root=extra[1] if extra else None)
+    graph = ws.graph()
+    found = {f.path: f for f in graph.findings if f.code == "E130"}
+    assert sorted(found) == ["notes/plan.md", "zz/idea.md"], graph.findings
+
+    def reworded(f: Finding, old: str, new: str) -> Finding:
+        assert old in f.message, f.message
+        return msgspec.structs.replace(f, message=f.message.replace(old, new))
+
+    for words in ((), ("has it already", "owns it already"), ("duplicate document id", "an id taken twice,"),
+                  (": ", " -> ")):
+        naming = [reworded(f, *words) if words else f for f in (found["notes/plan.md"], found["zz/idea.md"])]
+        assert [f.message == NAMES_PRIVATE for f in mask_findings(ws, naming)] == [True, False], words
+    older = msgspec.structs.replace(graph, duplicates={})
+    assert naming_private(ws, older, found.values()) == frozenset(found.values())

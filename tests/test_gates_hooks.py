@@ -116,7 +116,7 @@ def test_privacy_guard_refuses_private_files_and_literal_secrets(repo: Repo, cli
     repo.git("add", ".vivary/memory.toml", "drafts/plan.md")
     r = cli("hooks", "privacy-guard", cwd=repo.path)
     assert r.out.splitlines() == [
-        "drafts/plan.md:1: error P101: private file staged (private_paths: drafts/**); unstage it with "
+        "drafts/plan.md:1: error P101: private file staged (config: drafts/**); unstage it with "
         "`git restore --staged -- drafts/plan.md` and list it in .gitignore",
     ]
     repo.git("rm", "-q", "--cached", "drafts/plan.md")
@@ -141,7 +141,7 @@ def test_a_private_file_git_ignores_is_not_sent_to_gitignore_again(repo: Repo, c
         assert (f"{path}:1: error P101: private file staged ({rule}); unstage it with "
                 f"`git restore --staged -- {path}` (Git already ignores it; `git add -f` stages it anyway)\n"
                 ) in r.stdout, r.stdout
-    assert ("drafts/plan.md:1: error P101: private file staged (private_paths: drafts/**); unstage it with "
+    assert ("drafts/plan.md:1: error P101: private file staged (config: drafts/**); unstage it with "
             "`git restore --staged -- drafts/plan.md` and list it in .gitignore\n") in r.stdout, r.stdout
 
 def test_minimal_memory_config_reading_without_the_memory_module() -> None:

@@ -87,6 +87,10 @@ class Graph(msgspec.Struct):
     home_links: dict[str, list[str]] = {}
     # The workspace's folder in the repository ('' at its top): a checkout writes it before every path (W228).
     prefix: str = ""
+    # Each path reported as a duplicate id (E130) -> the path that has that id already, which its message names: what
+    # masking reads to tell whether the finding names a private file (gates/private.py), never the message's words.
+    # Empty in an older cache: then an E130 may name any file.
+    duplicates: dict[str, str] = {}
 
     def by_id(self) -> dict[str, Node]:
         return {n.id: n for n in self.nodes}
@@ -214,7 +218,7 @@ def build(
     return Graph(root=root_name, tree=tree, config=config, nodes=nodes, edges=edges, findings=findings,
                  checked=len(docs) + len(unreadable), homes=sorted(homes), others=list(others),
                  names=link_names((f for _, _, f in ordered), config), page_names=page_names,
-                 home_links=home_links, prefix=prefix)
+                 home_links=home_links, prefix=prefix, duplicates=duplicates)
 
 
 def _names(config: Config, ordered: Sequence[tuple[str, str, Facts]], unreadable: Sequence[Finding],
@@ -440,7 +444,8 @@ def patch(base: Graph, tree: str | None, changed: Mapping[str, tuple[str, Facts]
         names = sorted(set(names).union(link_names((f for _, f in changed.values()), base.config) or ()))
     return Graph(root=base.root, tree=tree, config=base.config, nodes=list(owner.values()), edges=all_edges,
                  findings=merged, checked=base.checked, homes=base.homes, rules=base.rules, others=list(others),
-                 names=names, page_names=base.page_names, home_links=base.home_links, prefix=base.prefix)
+                 names=names, page_names=base.page_names, home_links=base.home_links, prefix=base.prefix,
+                 duplicates=base.duplicates)
 
 
 def patch_findings(findings: Sequence[Finding], ids_by_path: Mapping[str, str], owner: Mapping[str, object],

@@ -193,9 +193,8 @@ def _rules(ws: Workspace, paths: list[str], masked: bool = False) -> dict[str, s
     # path here is ignored): decided as the commit guard and `doctor` decide files on disk, with Git matching
     # `private_paths` (deciding without Git refuses a workspace that lists them, and the hint was lost).
     top = repo.workdir
-    private = {d.path: d.reason for d in decide_scoped(top, asked, scopes_on_disk(top, asked), trees=(),
-                                                          gitignore=False, git_dir=repo.pinned_git_dir)
-               if d.private}
+    private = {d.path: d for d in decide_scoped(top, asked, scopes_on_disk(top, asked), trees=(), gitignore=False,
+                                                 git_dir=repo.pinned_git_dir) if d.private}
     out: dict[str, str] = {}
     for k in range(0, len(fields) - 3, 4):
         where, line, pattern, path = (os.fsdecode(x) for x in fields[k:k + 4])
@@ -204,11 +203,8 @@ def _rules(ws: Workspace, paths: list[str], masked: bool = False) -> dict[str, s
         rule = f"{display_source(where, repo.workdir)}:{line}" + ("" if masked else f":{pattern}")
         rel = path[len(prefix):]
         if path in private:
-            reason = private[path]
-            if masked and reason.startswith("config:"):
-                reason = "private_paths"  # as the commit guard names it where others read it (gates/guard.py)
-            out[rel] = (f"'{rel}' is on disk, but Git ignores it ({rule}) and it is private ({reason}): "
-                        "link another note")
+            out[rel] = (f"'{rel}' is on disk, but Git ignores it ({rule}) and it is private "
+                        f"({private[path].told(masked=masked)}): link another note")
         else:
             out[rel] = (f"'{rel}' is on disk, but Git ignores it ({rule}), so it is in no tree and no graph "
                         "(an editor that does not read .gitignore shows the link resolved): un-ignore it, "

@@ -74,7 +74,8 @@ def guard(top: Path, allow: Sequence[str] = (), *, masked: bool = False) -> list
     """Findings (all at level error) for what the index would commit; empty when the commit may go on.
     `allow`: exact repository-relative paths whose sensitive name is not a reason to refuse (added to
     those in `git config vivary.guardAllow`). `masked`: others read the findings (a CI job's log), so a
-    `private_paths` rule is named without its pattern, the text of a `.vivary/memory.toml`."""
+    `private_paths` rule is named by its place alone (`PrivacyDecision.told`), never by its pattern, the text of a
+    `.vivary/memory.toml`."""
     from vivary_git.privacy import Scope, decide_scoped, find_scopes
 
     staged_proc, configs_proc, allowed_proc = git.run_all(
@@ -131,15 +132,16 @@ def guard(top: Path, allow: Sequence[str] = (), *, masked: bool = False) -> list
     for d in decided:
         where = _sh_quote(d.path)
         if d.reason.startswith(("floor:", "config:")):
-            rule = (d.reason if d.reason.startswith("floor:") else "private_paths" if masked
-                    else d.reason.replace("config:", "private_paths:", 1))
+            # As every verdict is told: in full at the owner's terminal, a `private_paths` rule by its place alone
+            # where others read it (`private_paths in .vivary/memory.toml`: its pattern names what is kept private).
+            rule = d.told(masked=masked)
             # Telling someone whose .gitignore already lists it to list it there sends them looking for a
             # rule that is not missing: it was staged with `git add -f`.
             then = (" (Git already ignores it; `git add -f` stages it anyway)" if d.path in ignored
                     else " and list it in .gitignore")
             findings.append(Finding(d.path, 1, "error", CODE_PRIVATE,
                                     f"private file staged ({rule}); unstage it with "
-                                    f"`git restore --staged -- {where}`{then}"))
+                                    f"`git restore --staged -- {where}`{then}{d.unsaid(masked=masked)}"))
         elif d.reason.startswith("sensitive name:") and d.path not in allowed:
             findings.append(Finding(d.path, 1, "error", CODE_SENSITIVE,
                                     f"file with a sensitive name staged ({d.reason}); unstage it with "

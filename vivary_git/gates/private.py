@@ -144,22 +144,13 @@ def _named_by(graph: Graph, folded: list[tuple[str, tuple[str, str]]], f: Findin
     """The files `f`'s message may name besides its own (a superset: more only masks more), of the graph's files
     `folded` (each path, and its names as macOS and as Windows tell names apart: `portable.keys`). W226: the files
     one on macOS or on Windows with its path, and those in a folder of its name there; E130: the note whose id it
-    repeats."""
-    from vivary_git.escape import text
+    repeats, as the graph recorded making it (`Graph.duplicates`), never as its message reads."""
     from vivary_git.portable import keys
 
     if f.code == "E130":
-        head = "duplicate document id "
-        if not f.message.startswith(head):
-            return {p for p, _ in folded} - {f.path}  # not the message this reads: any file may be the one named
-        owners = {repr(n.id): n.path for n in graph.nodes}
-        at, out = len(head), set()
-        while (at := f.message.find(": ", at)) != -1:
-            owner = owners.get(f.message[len(head):at])
-            if owner is not None and f.message.startswith(f"{text(owner)} has it already", at + 2):
-                out.add(owner)
-            at += 2
-        return out
+        owner = graph.duplicates.get(f.path)
+        # Not known (a graph from an older cache): any file may be the one named.
+        return {owner} if owner is not None else {p for p, _ in folded} - {f.path}
     own = keys(f.path)
     return {p for p, names in folded if p != f.path
             and any(k == key or k.startswith(f"{key}/") for k, key in zip(names, own, strict=True))}
