@@ -135,7 +135,7 @@ def recording(ws: Workspace) -> tuple[RefCache, str, str] | None:
         return None
     from vivary_git.store.format import tree_key
 
-    tkey = tree_key(tree, ws.config.digest())
+    tkey = tree_key(tree, ws.config.digest(), ws.source.prefix)
     if ref.has_tree(tkey) or ref.damaged or tkey in ref.refused:
         return None  # recorded already, or not recordable this run (and said so once: `_refuse`)
     return ref, tkey, root
