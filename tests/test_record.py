@@ -1,11 +1,13 @@
 """What may be recorded in refs/vivary/cache (record.py): no byte of a private file, whatever the
-workspace layout (top level, a subfolder, `--root`), locally and through `sync push` to a remote.
+workspace layout (top level, a subfolder, `--root`), locally and through `sync push` to a remote; and every
+workspace of a tree recorded as its own, whatever other folder holds the same tree.
 
 Every object reachable from refs/vivary/* and refs/notes/vivary is scanned (`git rev-list --objects`
 + `git cat-file --batch`) for canary strings planted in every kind of private file."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,13 @@ import pytest
 from conftest import TROPO, Repo, git, run_git_vivary
 from test_store import objects_reachable
 
+from vivary_git.config import FORMAT_VERSION
+from vivary_git.git import Repo as GitRepo
 from vivary_git.refnames import CACHE_REF
+from vivary_git.store.format import TreeSummary
+from vivary_git.store.read import Snapshot
+from vivary_git.store.write import Changes, write
+from vivary_git.workspace import open_workspace
 
 
 def _private_files(at: str) -> dict[str, str]:
@@ -95,3 +103,75 @@ def test_recording_is_decided_in_one_place() -> None:
     leftovers = [name for name in vars(workspace.Workspace) if "record" in name and name != "facts_for_recording"
                  and name != "_record_verdict"]
     assert leftovers == []
+
+
+# Two workspace folders holding the same tree: one Git tree id, one config. The type whose folder is named like the
+# first makes every fact key of `a/` differ from `b/`'s (graph.node_type), as a root-level index note's does.
+TWINS_TOML = """version = 1
+[base]
+derive = ["id", "title"]
+allow_untyped = true
+
+[types.project]
+folder = "a"
+"""
+TWIN = {"tropo.toml": TWINS_TOML, "index.md": "# Index\n\n[[one]]\n", "one.md": "# One\n\n[[two]]\n",
+        "two.md": "# Two\n\n[[nowhere]]\n"}
+
+
+def _twins(repo: Repo) -> None:
+    repo.commit("twins", {f"{folder}/{name}": text for folder in "ab" for name, text in TWIN.items()})
+    assert repo.git("rev-parse", "HEAD:a") == repo.git("rev-parse", "HEAD:b")
+
+
+def _recorded(path: Path, folder: str) -> tuple[bool, int, int]:
+    """Whether the cache at `path` holds the summary of workspace `folder`, and how many of its facts it holds of
+    how many it needs."""
+    snap = Snapshot.load(GitRepo(path))
+    assert snap is not None
+    tkey, _, facts = open_workspace(path / folder, rev="HEAD", shared_cache=False).cache_keys()
+    return tkey in snap.manifest.trees, len(snap.get("facts", facts)), len(facts)
+
+
+def _graph(cli: Any, cwd: Path) -> list[tuple[str, str | None]]:
+    r = cli("graph", "--rev", "HEAD", "--format", "json", cwd=cwd)
+    assert r.code == 0, r.err
+    return sorted((n["id"], n.get("type")) for n in r.json()["nodes"])
+
+
+def test_two_workspaces_holding_one_tree_are_each_recorded(repo: Repo, cli: Any, tmp_path: Path) -> None:
+    """The summary key names the workspace folder: `b/`'s run did not take `a/`'s summary as its own and record
+    nothing, which left every fact of `b/` to be derived again in each clone the cache was fetched into."""
+    _twins(repo)
+    for folder in "ab":
+        r = cli("check", "--rev", "HEAD", cwd=repo.path / folder)
+        assert r.code == 1 and "3 document(s), 1 error(s), 0 warning(s)" in r.out + r.err, r.err
+    assert _recorded(repo.path, "a") == (True, 3, 3)
+    assert _recorded(repo.path, "b") == (True, 3, 3)
+    # A clone reading the cache gets each workspace's own figures.
+    me = tmp_path / "me"
+    git(tmp_path, "clone", "-q", str(repo.path), str(me))
+    assert run_git_vivary(["sync", "setup"], me).returncode == 0
+    assert run_git_vivary(["sync", "fetch"], me).returncode == 0
+    git(me, "config", "vivary.cacheTrust", "any")
+    assert _graph(cli, me / "a") == [("a", "project"), ("one", "project"), ("two", "project")]
+    assert _graph(cli, me / "b") == [("b", None), ("one", None), ("two", None)]
+    for folder in "ab":
+        r = cli("check", "--rev", "HEAD", cwd=me / folder)
+        assert r.code == 1 and "3 document(s), 1 error(s), 0 warning(s)" in r.out + r.err, r.err
+
+
+def test_a_summary_keyed_without_its_folder_is_not_taken_for_a_workspace_s(repo: Repo, cli: Any) -> None:
+    """A cache recorded before summaries named the workspace folder: its summaries match no key now, so each
+    workspace records its entries once more, rather than trusting a summary that may be another folder's."""
+    _twins(repo)
+    tree = repo.git("rev-parse", "HEAD:b").strip()
+    digest = open_workspace(repo.path / "b", rev="HEAD", shared_cache=False).config.digest()
+    raw = f"{FORMAT_VERSION}\0{digest}".encode()  # the key as it was: no workspace folder in it
+    old = f"{tree}-{hashlib.sha256(raw).hexdigest()[:16]}"
+    summary = TreeSummary(tree=tree, checked=3, errors=1, warnings=0, nodes=3, edges=2, broken=1, private=0, written=1)
+    assert write(GitRepo(repo.path), Changes(trees={old: summary})) is not None
+    assert _recorded(repo.path, "b") == (False, 0, 3)
+    r = cli("check", "--rev", "HEAD", cwd=repo.path / "b")
+    assert r.code == 1 and "3 document(s), 1 error(s), 0 warning(s)" in r.out + r.err, r.err
+    assert _recorded(repo.path, "b") == (True, 3, 3)

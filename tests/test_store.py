@@ -359,7 +359,7 @@ def test_entries_staged_ahead_are_committed_as_written_whole_and_restaged_when_t
 
     def tree(n: int) -> dict[str, fmt.TreeSummary]:
         t = str(n) * 40
-        return {fmt.tree_key(t, "cfg"): fmt.TreeSummary(tree=t, checked=1, errors=0, warnings=0, nodes=1, edges=0,
+        return {fmt.tree_key(t, "cfg", ""): fmt.TreeSummary(tree=t, checked=1, errors=0, warnings=0, nodes=1, edges=0,
                                                         broken=0, private=0, written=n)}
 
     def facts() -> dict[str, bytes]:

@@ -459,7 +459,7 @@ class Parses:
         rules = _Rules(self.config, self.source.overlays)
         entries = self.source.entries
         tree = self.source.tree_id
-        tkey = tree_key(tree, self.config.digest()) if tree is not None else None
+        tkey = tree_key(tree, self.config.digest(), self.source.prefix) if tree is not None else None
         return tkey, {e.oid for e in entries}, {rules.fact_key(e.path, e.oid, self.root_name) for e in entries}
 
     def _count_redone(self, blobs: int) -> None:

@@ -9,7 +9,7 @@ summary) when all of these hold:
   (`recordable_root`); a dirty working tree or a staged change is never recorded;
 * facts do not depend on history (`derive` naming `created`/`updated`), and the repository has a work
   tree (Git decides ignore rules only there);
-* the tree's summary is not in the cache yet.
+* the tree's summary is not in the cache yet (keyed by the workspace folder too: `store.format.tree_key`).
 
 And an entry is recorded only when:
 
@@ -135,7 +135,7 @@ def recording(ws: Workspace) -> tuple[RefCache, str, str] | None:
         return None
     from vivary_git.store.format import tree_key
 
-    tkey = tree_key(tree, ws.config.digest())
+    tkey = tree_key(tree, ws.config.digest(), ws.source.prefix)
     if ref.has_tree(tkey) or ref.damaged or tkey in ref.refused:
         return None  # recorded already, or not recordable this run (and said so once: `_refuse`)
     return ref, tkey, root

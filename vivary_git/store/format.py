@@ -225,11 +225,15 @@ def damaged_message(err: StoreDamaged) -> str:
             f"`git vivary cache verify` shows the damage, `git vivary cache drop` removes it")
 
 
-def tree_key(tree_id: str, config_digest: str) -> str:
-    """A tree summary's key: the source tree id plus the rules and format its graph depends on. The
-    workspace folder's name is left out (it changes at most a root-level index note's id), so clones
-    in differently named folders share summaries."""
-    raw = f"{FORMAT_VERSION}\0{config_digest}".encode("utf-8", "surrogateescape")
+def tree_key(tree_id: str, config_digest: str, prefix: str) -> str:
+    """A tree summary's key: the source tree id plus the rules and format its graph depends on, and the
+    workspace's folder in the repository (`prefix`, "" at the top). Two folders may hold one tree (a copied
+    vault) yet need different facts (a root-level index note's id, a type named like the folder): the second
+    must not take the first's summary for its own and record nothing. The name of the clone's own folder is
+    left out (it changes at most a root-level index note's id), so clones in differently named folders share
+    summaries. A summary keyed before the folder was in the key matches none now: never taken for any
+    workspace's, it ages out of the manifest (`MAX_TREES`, gc)."""
+    raw = f"{FORMAT_VERSION}\0{config_digest}\0{prefix}".encode("utf-8", "surrogateescape")
     return f"{tree_id}-{hashlib.sha256(raw).hexdigest()[:16]}"
 
 

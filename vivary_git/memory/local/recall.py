@@ -152,7 +152,7 @@ def _graph_is_shared(ws: Workspace) -> bool:
     from vivary_git.store.format import tree_key
 
     snap = ref.snapshot()
-    return snap is not None and tree_key(tree, ws.config.digest()) in snap.manifest.trees
+    return snap is not None and tree_key(tree, ws.config.digest(), ws.source.prefix) in snap.manifest.trees
 
 
 class RecallSession:
