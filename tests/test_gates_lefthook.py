@@ -187,6 +187,24 @@ def test_the_config_lefthook_reads_is_the_one_named(repo: Repo, cli: Any, leftho
     assert refused.returncode == 1 and "error W220" in refused.stdout, refused.stdout
 
 
+def test_a_hook_lefthook_lists_without_commands_gets_them_under_it(repo: Repo, cli: Any, lefthook: Any) -> None:
+    # A hook of its own at the top level would name `pre-commit:` twice: lefthook then loads no config at all.
+    config = "pre-commit:\n  parallel: true\n"
+    workspace(repo, {"lefthook.yml": config})
+    r = cli("hooks", "install", cwd=repo.path)
+    assert r.code == 3, r.err
+    assert r.out == ("# lefthook.yml: under `pre-commit:`\n  commands:\n    vivary:\n"
+                     "      run: git vivary hooks run pre-commit\n\n# then: lefthook install\n")
+    repo.write({"lefthook.yml": config + advice(r.out)})
+    repo.git("add", "-A")
+    lefthook(repo.path)
+    assert "pre-commit        lefthook's hook: lefthook.yml runs vivary" in cli("hooks", "status", cwd=repo.path).out
+    (repo.path / "modules" / "a.md").unlink()
+    repo.git("add", "-A")
+    refused = commit(repo)
+    assert refused.returncode == 1 and "error W220" in refused.stdout, refused.stdout
+
+
 def _index_done(repo: Path) -> None:
     """Wait for the hooks' background index runs: each holds `.git/vivary/index.log` open until it exits."""
     log = str(repo / ".git" / "vivary" / "index.log")
@@ -463,3 +481,19 @@ def test_a_jsonc_config_is_parsed_and_given_json(repo: Repo, cli: Any) -> None:
     repo.git("rm", "-q", "lefthook.jsonc")
     r = cli("hooks", "install", "pre-merge-commit", cwd=repo.path)
     assert r.out.startswith("# lefthook-local.jsonc: add at the top level\n\"pre-merge-commit\": "), r.out
+
+
+def test_a_json_hook_without_commands_gets_a_commands_member(repo: Repo, cli: Any) -> None:
+    repo.commit("start", {"lefthook.json": '{"pre-commit": {"parallel": true}, "post-commit": {}}\n'})
+    r = cli("hooks", "install", "pre-commit", cwd=repo.path)
+    assert r.out == ("# lefthook.json: in `pre-commit`'s object, after a comma\n"
+                     '"commands": {"vivary": {"run": "git vivary hooks run pre-commit"}}\n\n# then: lefthook install\n')
+    member = r.out.splitlines()[1]
+    r = cli("hooks", "install", "post-commit", cwd=repo.path)
+    assert r.out.startswith("# lefthook.json: in `post-commit`'s object\n"), r.out  # no member there: no comma
+    text = '{"pre-commit": {"parallel": true, ' + member + '}, "post-commit": {}}\n'
+    assert json.loads(text)["pre-commit"] == {"parallel": True, "commands": {"vivary": {
+        "run": "git vivary hooks run pre-commit"}}}
+    repo.write({"lefthook.json": text})
+    _installed(repo)
+    assert "pre-commit        lefthook's hook: lefthook.json runs vivary" in cli("hooks", "status", cwd=repo.path).out

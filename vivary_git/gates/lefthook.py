@@ -104,15 +104,22 @@ def runs_vivary(top: Path, hook: str, pattern: re.Pattern[str]) -> bool:
 
 
 def _hook_entries(data: Any, hook: str) -> tuple[str | None, set[str]]:
-    """How the config lists `hook`'s entries already ("commands", "jobs", None: it has no such key), and the
-    command names taken there."""
-    entry = data.get(hook) if isinstance(data, dict) else None
+    """How the config lists `hook`'s entries already ("commands", "jobs"; "hook": the hook is there with neither,
+    where a hook of its own would be a second key of that name, which lefthook refuses to load; None: it has no such
+    hook), and the command names taken there."""
+    if not isinstance(data, dict) or hook not in data:
+        return None, set()
+    entry = data[hook]
+    if entry is None:  # YAML's `pre-commit:` with nothing under it
+        return "hook", set()
     if not isinstance(entry, dict):
         return None, set()
     if isinstance(entry.get("jobs"), list):
         return "jobs", set()
     commands = entry.get("commands")
-    return ("commands", {str(k) for k in commands}) if isinstance(commands, dict) else (None, set())
+    if isinstance(commands, dict):
+        return "commands", {str(k) for k in commands}
+    return ("hook", set()) if "commands" not in entry and "jobs" not in entry else (None, set())
 
 
 def _scalar(text: str) -> str:
@@ -149,6 +156,10 @@ def snippet(top: Path, config: str, hooks: list[str], names: dict[str, str], arg
         elif as_json and style == "commands":
             blocks.append(f"# {config}: in `{hook}`'s `commands` object, after a comma{skipped}\n"
                           f"{json.dumps(name)}: {json.dumps({'run': run})}")
+        elif as_json and style == "hook" and isinstance(entry, dict):
+            comma = ", after a comma" if entry else ""
+            blocks.append(f"# {config}: in `{hook}`'s object{comma}{skipped}\n"
+                          f'"commands": {json.dumps({name: {"run": run}})}')
         elif as_json:
             fresh.append(f"{json.dumps(hook)}: {json.dumps({'commands': {name: {'run': run}}})}")
         elif style == "jobs":
@@ -156,6 +167,9 @@ def snippet(top: Path, config: str, hooks: list[str], names: dict[str, str], arg
                           f"      run: {_scalar(run)}")
         elif style == "commands":
             blocks.append(f"# {config}: under `{hook}:`, in its `commands:`{skipped}\n    {name}:\n"
+                          f"      run: {_scalar(run)}")
+        elif style == "hook":
+            blocks.append(f"# {config}: under `{hook}:`{skipped}\n  commands:\n    {name}:\n"
                           f"      run: {_scalar(run)}")
         else:
             fresh.append(f"{hook}:\n  commands:\n    {name}:\n      run: {_scalar(run)}")
