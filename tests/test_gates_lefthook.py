@@ -126,6 +126,85 @@ def test_lefthook_keeps_its_scripts_and_runs_the_gate_from_its_config(repo: Repo
     assert (repo.path / ".git" / "lint.log").read_text() == "lint\nlint\n"
 
 
+# JSON with comments and trailing commas, which lefthook reads from a .jsonc file; the comment names the gate but
+# runs nothing.
+JSONC = """{
+  // was: "run": "git vivary hooks run pre-commit"
+  "pre-commit": {
+    "commands": {
+      "lint": {"run": "echo lint >> .git/lint.log"},
+    },
+  },
+}
+"""
+
+
+def test_lefthook_runs_the_json_members_printed_for_a_jsonc_config(repo: Repo, cli: Any, lefthook: Any) -> None:
+    # YAML lines, as were printed for a .jsonc config, pasted into it leave a file lefthook cannot load.
+    workspace(repo, {"lefthook.jsonc": JSONC})
+    lefthook(repo.path)
+    assert "lefthook.jsonc does not run vivary" in cli("hooks", "status", cwd=repo.path).out
+    r = cli("hooks", "install", cwd=repo.path)
+    assert r.code == 3, r.out + r.err
+    assert r.out == ("# lefthook.jsonc: in `pre-commit`'s `commands` object, after a comma\n"
+                     '"vivary": {"run": "git vivary hooks run pre-commit"}\n\n# then: lefthook install\n')
+    assert "Add the lines printed above to lefthook.jsonc" in r.err
+    text = JSONC.replace('.git/lint.log"},\n', '.git/lint.log"},\n      ' + r.out.splitlines()[1] + "\n")
+    repo.write({"lefthook.jsonc": text})
+    repo.git("add", "lefthook.jsonc")
+    lefthook(repo.path)
+    assert "pre-commit        lefthook's hook: lefthook.jsonc runs vivary" in cli("hooks", "status", cwd=repo.path).out
+    (repo.path / "modules" / "a.md").unlink()
+    repo.git("add", "-A")  # b still depends on a
+    refused = commit(repo)
+    assert refused.returncode == 1, refused.stdout
+    assert "modules/b.md:2: error W220: field 'depends': ref 'a' matches no document id" in refused.stdout
+    assert (repo.path / ".git" / "lint.log").read_text() == "lint\n"  # the user's own command still runs
+
+
+def test_the_config_lefthook_reads_is_the_one_named(repo: Repo, cli: Any, lefthook: Any) -> None:
+    # lefthook reads .lefthook.yml before lefthook.toml (every name in .yml, then in .yaml, .json, .jsonc, .toml):
+    # the gate in lefthook.toml never ran, though status said it did and install told to add it there.
+    workspace(repo, {".lefthook.yml": CONFIG,
+                     "lefthook.toml": '[pre-commit.commands.vivary]\nrun = "git vivary hooks run pre-commit"\n'})
+    lefthook(repo.path)
+    assert "pre-commit        lefthook's hook: .lefthook.yml does not run vivary" in \
+        cli("hooks", "status", cwd=repo.path).out
+    (repo.path / "modules" / "a.md").unlink()
+    repo.git("add", "-A")
+    assert commit(repo).returncode == 0  # what lefthook.toml says runs nothing
+    repo.git("reset", "-q", "--hard", "HEAD~1")
+
+    r = cli("hooks", "install", cwd=repo.path)
+    assert r.code == 3 and r.out.startswith("# .lefthook.yml: under `pre-commit:`, in its `commands:`\n"), r.out
+    assert "Add the lines printed above to .lefthook.yml" in r.err
+    repo.write({".lefthook.yml": CONFIG + advice(r.out)})
+    repo.git("add", "-A")
+    lefthook(repo.path)
+    (repo.path / "modules" / "a.md").unlink()
+    repo.git("add", "-A")
+    refused = commit(repo)
+    assert refused.returncode == 1 and "error W220" in refused.stdout, refused.stdout
+
+
+def test_a_hook_lefthook_lists_without_commands_gets_them_under_it(repo: Repo, cli: Any, lefthook: Any) -> None:
+    # A hook of its own at the top level would name `pre-commit:` twice: lefthook then loads no config at all.
+    config = "pre-commit:\n  parallel: true\n"
+    workspace(repo, {"lefthook.yml": config})
+    r = cli("hooks", "install", cwd=repo.path)
+    assert r.code == 3, r.err
+    assert r.out == ("# lefthook.yml: under `pre-commit:`\n  commands:\n    vivary:\n"
+                     "      run: git vivary hooks run pre-commit\n\n# then: lefthook install\n")
+    repo.write({"lefthook.yml": config + advice(r.out)})
+    repo.git("add", "-A")
+    lefthook(repo.path)
+    assert "pre-commit        lefthook's hook: lefthook.yml runs vivary" in cli("hooks", "status", cwd=repo.path).out
+    (repo.path / "modules" / "a.md").unlink()
+    repo.git("add", "-A")
+    refused = commit(repo)
+    assert refused.returncode == 1 and "error W220" in refused.stdout, refused.stdout
+
+
 def _index_done(repo: Path) -> None:
     """Wait for the hooks' background index runs: each holds `.git/vivary/index.log` open until it exits."""
     log = str(repo / ".git" / "vivary" / "index.log")
@@ -374,3 +453,47 @@ def test_snippet_for_a_json_config_is_json(repo: Repo, cli: Any) -> None:
     runs = {h["hook"]: h["vivary_runs"] for h in cli("hooks", "status", "--json", cwd=repo.path).json()["hooks"]}
     assert runs == {"pre-commit": True, "pre-merge-commit": False, "post-commit": True, "post-checkout": True,
                     "post-merge": True, "post-rewrite": True}, runs
+
+
+@pytest.mark.parametrize(("files", "reads"), [
+    ({"lefthook.toml": "", ".lefthook.yml": "", "lefthook.yaml": ""}, ".lefthook.yml"),
+    ({"lefthook.jsonc": "{}", ".config/lefthook.json": "{}"}, ".config/lefthook.json"),
+    ({".lefthook.toml": "", ".config/lefthook.jsonc": "{}"}, ".config/lefthook.jsonc"),
+    ({"lefthook-local.toml": "", ".lefthook-local.yaml": ""}, ".lefthook-local.yaml"),
+])
+def test_the_config_named_is_the_first_lefthook_tries(repo: Repo, cli: Any, files: dict[str, str], reads: str) -> None:
+    repo.commit("start", files)
+    r = cli("hooks", "install", cwd=repo.path)
+    assert r.code == 3 and f"lefthook manages this repository's hooks ({reads} exists)" in r.err, r.err
+    assert r.out.startswith(f"# {reads}: add at the top level"), r.out
+
+
+def test_a_jsonc_config_is_parsed_and_given_json(repo: Repo, cli: Any) -> None:
+    repo.commit("start", {"lefthook.jsonc": JSONC, "lefthook-local.jsonc": "{\n  // nothing yet\n}\n"})
+    _installed(repo)
+    report = cli("hooks", "status", "--json", cwd=repo.path).json()
+    assert [h["vivary_runs"] for h in report["hooks"] if h["hook"] == "pre-commit"] == [False]  # a comment runs none
+    r = cli("hooks", "install", "pre-merge-commit", cwd=repo.path)
+    assert r.out == ("# lefthook.jsonc: add at the top level, after a comma\n"
+                     '"pre-merge-commit": {"commands": {"vivary-merge": {"run": '
+                     '"git vivary hooks run pre-merge-commit"}}}\n\n# then: lefthook install\n')
+    # The -local one alone is the config lefthook reads; an object with no member takes no comma.
+    repo.git("rm", "-q", "lefthook.jsonc")
+    r = cli("hooks", "install", "pre-merge-commit", cwd=repo.path)
+    assert r.out.startswith("# lefthook-local.jsonc: add at the top level\n\"pre-merge-commit\": "), r.out
+
+
+def test_a_json_hook_without_commands_gets_a_commands_member(repo: Repo, cli: Any) -> None:
+    repo.commit("start", {"lefthook.json": '{"pre-commit": {"parallel": true}, "post-commit": {}}\n'})
+    r = cli("hooks", "install", "pre-commit", cwd=repo.path)
+    assert r.out == ("# lefthook.json: in `pre-commit`'s object, after a comma\n"
+                     '"commands": {"vivary": {"run": "git vivary hooks run pre-commit"}}\n\n# then: lefthook install\n')
+    member = r.out.splitlines()[1]
+    r = cli("hooks", "install", "post-commit", cwd=repo.path)
+    assert r.out.startswith("# lefthook.json: in `post-commit`'s object\n"), r.out  # no member there: no comma
+    text = '{"pre-commit": {"parallel": true, ' + member + '}, "post-commit": {}}\n'
+    assert json.loads(text)["pre-commit"] == {"parallel": True, "commands": {"vivary": {
+        "run": "git vivary hooks run pre-commit"}}}
+    repo.write({"lefthook.json": text})
+    _installed(repo)
+    assert "pre-commit        lefthook's hook: lefthook.json runs vivary" in cli("hooks", "status", cwd=repo.path).out

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import Repo, git, run_git_vivary
 
 TROPO = """version = 1
@@ -98,6 +100,76 @@ def test_gitea_and_forgejo_get_a_script_in_pre_receive_d(tmp_path: Path, repo: R
     assert f"pre-receive: removed {hooks / 'pre-receive.d' / 'vivary'}" in removed.stdout, removed.stdout
     assert sorted(p.name for p in (hooks / "pre-receive.d").iterdir()) == ["gitea"]
     assert (hooks / "pre-receive").read_text() == DISPATCHER
+
+
+def _branches(repo: Repo, count: int) -> None:
+    """`count` branches on main (made in one go), and `zzz`, whose commit breaks a reference: the last ref a push of
+    them all names."""
+    head = repo.git("rev-parse", "HEAD").strip()
+    subprocess.run(["git", "update-ref", "--stdin"], cwd=repo.path, check=True, text=True,
+                   input="".join(f"create refs/heads/many/{i:05d} {head}\n" for i in range(count)))
+    repo.git("checkout", "-q", "-b", "zzz")
+    repo.commit("d", files={"modules/d.md": "---\ndepends: [nowhere]\n---\n# D\n"})
+    repo.git("checkout", "-q", "main")
+
+
+def test_a_push_of_thousands_of_refs_reaches_the_kept_hook_and_the_gate_whole(tmp_path: Path, repo: Repo) -> None:
+    bare = _bare(tmp_path, repo)
+    assert push(repo, "main").returncode == 0
+    seen = tmp_path / "seen"
+    _executable(bare / "hooks" / "pre-receive", f"#!/bin/sh\ncat > '{seen}'\n")
+    assert run_git_vivary(["hooks", "install", "pre-receive"], bare).returncode == 0
+    _branches(repo, 3000)
+    scratch = tmp_path / "scratch"  # where the server's temporary files go
+    scratch.mkdir()
+    env = dict(os.environ, TMPDIR=str(scratch))
+    refused = push(repo, "refs/heads/*:refs/heads/*", env=env)
+    assert refused.returncode == 1, refused.stdout[-2000:]
+    assert "remote: vivary: push refused: refs/heads/zzz would gain the errors above" in refused.stdout
+    lines = seen.read_text().splitlines()
+    assert len(lines) == 3001 and lines[-1].endswith(" refs/heads/zzz"), lines[-3:]  # many/*, zzz (main is there)
+    assert refused.stdout.count("remote: vivary: refs/heads/many/") == 3000
+    assert list(scratch.iterdir()) == []  # the copy for the kept hook is gone
+    accepted = push(repo, "refs/heads/many/*:refs/heads/many/*", env=env)
+    assert accepted.returncode == 0, accepted.stdout[-2000:]
+    assert len(seen.read_text().splitlines()) == 3000
+    assert len(git(bare, "for-each-ref", "refs/heads/many/").splitlines()) == 3000
+    assert list(scratch.iterdir()) == []
+
+
+@pytest.mark.parametrize("kept", [False, True], ids=["alone", "after-a-kept-hook"])
+def test_a_server_that_bounds_a_hooks_memory_still_refuses_a_breaking_push(tmp_path: Path, repo: Repo,
+                                                                          kept: bool) -> None:
+    """The script held the pushed refs in a shell variable and printed them on: three times their size in dash. Under
+    a server's data limit dash ran out of space, or crashed in printf, and the gate, reading nothing, let the push
+    through (a 100 MiB limit: "Out of space"; 130 MiB: "Segmentation fault" and exit 0)."""
+    bare = _bare(tmp_path, repo)
+    assert push(repo, "main").returncode == 0
+    if kept:
+        _executable(bare / "hooks" / "pre-receive", "#!/bin/sh\ncat >/dev/null\n")
+    assert run_git_vivary(["hooks", "install", "pre-receive"], bare).returncode == 0
+    repo.git("checkout", "-q", "-b", "zzz")
+    repo.commit("d", files={"modules/d.md": "---\ndepends: [nowhere]\n---\n# D\n"})
+    bad = repo.git("rev-parse", "zzz").strip()
+    git(bare, "fetch", "-q", str(repo.path), "zzz:refs/heads/zzz")  # the server has the commit, as in a push
+    git(bare, "update-ref", "-d", "refs/heads/zzz")
+    main = git(bare, "rev-parse", "main").strip()
+    # What Git writes for a push of 10,000 refs with long names (41 MB): 9,999 on main, and then zzz.
+    stdin = b"".join(f"{'0' * 40} {main} refs/heads/{'x' * 4000}{i:05d}\n".encode() for i in range(9_999))
+    stdin += f"{'0' * 40} {bad} refs/heads/zzz\n".encode()
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+
+    def bounded() -> None:  # a server's limit on a hook's memory (`ulimit -d`)
+        hard = resource.getrlimit(resource.RLIMIT_DATA)[1]
+        resource.setrlimit(resource.RLIMIT_DATA, (100 << 20 if hard == resource.RLIM_INFINITY else min(hard, 100 << 20),
+                                                  hard))
+    proc = subprocess.run([str(bare / "hooks" / "pre-receive")], input=stdin, cwd=bare, capture_output=True,
+                          preexec_fn=bounded, env=dict(os.environ, TMPDIR=str(scratch)), check=False)
+    err = proc.stderr.decode(errors="replace")
+    assert proc.returncode == 1, err[-2000:]
+    assert "vivary: push refused: refs/heads/zzz would gain the errors above" in err, err[-2000:]
+    assert list(scratch.iterdir()) == []
 
 
 def test_status_reports_gitlab_custom_hooks_and_install_refuses_a_mix(tmp_path: Path, repo: Repo) -> None:

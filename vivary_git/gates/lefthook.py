@@ -6,6 +6,12 @@ NAME`; a script already there is renamed `NAME.old`, and lefthook never runs tha
 package runs one when it is installed) would do that to a script of ours, and the gate would stop without a word
 (seen with lefthook 2.2.4). So vivary writes nothing there and says what to add to lefthook's config.
 
+Which config lefthook reads (its `internal/config/loader.go`, seen with 2.2.4): the first file that exists of
+`lefthook`, `.lefthook`, `.config/lefthook`, tried with `.yml`, then `.yaml`, `.json`, `.jsonc`, `.toml` (every name
+with one extension before the next extension), and over it the first `-local` one found the same way (alone, the
+`-local` one is the config). Any other config file there is never read, so it runs nothing. `.json` is strict JSON;
+`.jsonc` takes comments and trailing commas.
+
 The config is a committed file, a stranger's input: read up to a size limit, parsed by a safe loader, walked only
 along the few keys lefthook runs commands from, a bounded number of nodes, never executed.
 """
@@ -21,11 +27,11 @@ from typing import Any
 
 # What `lefthook install` writes (lefthook 1.x and 2.x): a shell function that finds the binary, then this call.
 SCRIPT_MARKER = re.compile(r'^call_lefthook run "[\w-]+"', re.MULTILINE)
-_FORMATS = ("yml", "yaml", "toml", "json", "jsonc")
-# lefthook's own order does not matter here (it reads one and says which is unspecified): every file is looked at.
-MAIN = tuple(f"{stem}.{ext}" for stem in ("lefthook", ".lefthook", ".config/lefthook") for ext in _FORMATS)
-LOCAL = tuple(f"{stem}.{ext}" for stem in ("lefthook-local", ".lefthook-local", ".config/lefthook-local")
-              for ext in _FORMATS)
+_FORMATS = (".yml", ".yaml", ".json", ".jsonc", ".toml")
+# In the order lefthook tries them: by format first, then by name (module docstring).
+MAIN = tuple(f"{stem}{ext}" for ext in _FORMATS for stem in ("lefthook", ".lefthook", ".config/lefthook"))
+LOCAL = tuple(f"{stem}{ext}" for ext in _FORMATS
+              for stem in ("lefthook-local", ".lefthook-local", ".config/lefthook-local"))
 _LIMIT = 1 << 20  # a hook manager's config is a page or two; a bigger file is not read
 _NODES = 10_000  # entries looked at per config, whatever aliases and nesting make of it
 # What lefthook hands `run` for what Git gave the hook: {1} {2} {3} are Git's arguments, each shell-quoted.
@@ -33,8 +39,10 @@ ARGS = {"post-checkout": " {1} {2} {3}", "post-merge": " {1}", "post-rewrite": "
 
 
 def config_files(top: Path) -> list[Path]:
-    """The lefthook config files at the top of the work tree: the main ones, then the `-local` ones."""
-    return [top / name for name in (*MAIN, *LOCAL) if (top / name).is_file()]
+    """The lefthook config files at the top of the work tree that lefthook reads: the main one, then the `-local`
+    one (module docstring)."""
+    found = (next((top / name for name in names if (top / name).is_file()), None) for names in (MAIN, LOCAL))
+    return [path for path in found if path is not None]
 
 
 def is_script(text: str) -> bool:
@@ -42,26 +50,26 @@ def is_script(text: str) -> bool:
     return "call_lefthook" in text and bool(SCRIPT_MARKER.search(text))
 
 
-def _load(path: Path) -> tuple[Any, str]:
-    """(the parsed config, None when it cannot be parsed; its text, "" when it cannot be read)."""
+def _load(path: Path) -> Any:
+    """The parsed config; None when it cannot be read or parsed (lefthook cannot load it either: it runs nothing)."""
+    from vivary_git.hosts.jsonedit import parse, to_python
     from vivary_git.safeio import FileRefused, read_regular
 
     try:
         text = read_regular(path, _LIMIT).decode("utf-8", "replace")
     except (OSError, FileRefused):
-        return None, ""
+        return None
     import yaml
 
     try:
         if path.suffix in (".yml", ".yaml"):
-            return yaml.safe_load(text), text
+            return yaml.safe_load(text)
         if path.suffix == ".toml":
-            return tomllib.loads(text), text
-        if path.suffix == ".json":
-            return json.loads(text), text
-    except (yaml.YAMLError, ValueError, RecursionError):  # (tomllib's and json's errors are ValueErrors)
-        return None, text
-    return None, text  # JSONC: comments json cannot read; its text is searched instead
+            return tomllib.loads(text)
+        # lefthook reads .json as strict JSON, .jsonc with comments and trailing commas.
+        return to_python(parse(text, comments=path.suffix == ".jsonc"))
+    except (yaml.YAMLError, ValueError, RecursionError):  # (tomllib's and jsonedit's errors are ValueErrors)
+        return None
 
 
 def _runs(hook: Any, budget: list[int], depth: int = 0) -> Iterator[str]:
@@ -89,26 +97,29 @@ def _runs(hook: Any, budget: list[int], depth: int = 0) -> Iterator[str]:
 def runs_vivary(top: Path, hook: str, pattern: re.Pattern[str]) -> bool:
     """Whether a lefthook config at `top` runs a command matching `pattern` for `hook`."""
     for path in config_files(top):
-        data, text = _load(path)
-        if data is None:
-            if pattern.search(text):  # a format we do not parse: a line that runs the gate
-                return True
-            continue
+        data = _load(path)
         if isinstance(data, dict) and any(pattern.search(run) for run in _runs(data.get(hook), [_NODES])):
             return True
     return False
 
 
 def _hook_entries(data: Any, hook: str) -> tuple[str | None, set[str]]:
-    """How the config lists `hook`'s entries already ("commands", "jobs", None: it has no such key), and the
-    command names taken there."""
-    entry = data.get(hook) if isinstance(data, dict) else None
+    """How the config lists `hook`'s entries already ("commands", "jobs"; "hook": the hook is there with neither,
+    where a hook of its own would be a second key of that name, which lefthook refuses to load; None: it has no such
+    hook), and the command names taken there."""
+    if not isinstance(data, dict) or hook not in data:
+        return None, set()
+    entry = data[hook]
+    if entry is None:  # YAML's `pre-commit:` with nothing under it
+        return "hook", set()
     if not isinstance(entry, dict):
         return None, set()
     if isinstance(entry.get("jobs"), list):
         return "jobs", set()
     commands = entry.get("commands")
-    return ("commands", {str(k) for k in commands}) if isinstance(commands, dict) else (None, set())
+    if isinstance(commands, dict):
+        return "commands", {str(k) for k in commands}
+    return ("hook", set()) if "commands" not in entry and "jobs" not in entry else (None, set())
 
 
 def _scalar(text: str) -> str:
@@ -121,9 +132,9 @@ def snippet(top: Path, config: str, hooks: list[str], names: dict[str, str], arg
     """What to add to lefthook's config `config` (repository-relative) so that it runs vivary for `hooks`: under a
     hook it lists already, an entry in its own style; else a hook of its own. `names`: the entry's name per hook."""
     path = top / config
-    data, _ = _load(path) if path.is_file() else (None, "")
+    data = _load(path) if path.is_file() else None
     toml = path.suffix == ".toml"
-    as_json = path.suffix == ".json" and isinstance(data, dict)  # (a .jsonc one is not parsed: YAML, said so)
+    as_json = path.suffix in (".json", ".jsonc") and isinstance(data, dict)
     fresh: list[str] = []
     blocks: list[str] = []
     for hook in hooks:
@@ -145,6 +156,10 @@ def snippet(top: Path, config: str, hooks: list[str], names: dict[str, str], arg
         elif as_json and style == "commands":
             blocks.append(f"# {config}: in `{hook}`'s `commands` object, after a comma{skipped}\n"
                           f"{json.dumps(name)}: {json.dumps({'run': run})}")
+        elif as_json and style == "hook" and isinstance(entry, dict):
+            comma = ", after a comma" if entry else ""
+            blocks.append(f"# {config}: in `{hook}`'s object{comma}{skipped}\n"
+                          f'"commands": {json.dumps({name: {"run": run}})}')
         elif as_json:
             fresh.append(f"{json.dumps(hook)}: {json.dumps({'commands': {name: {'run': run}}})}")
         elif style == "jobs":
@@ -153,11 +168,15 @@ def snippet(top: Path, config: str, hooks: list[str], names: dict[str, str], arg
         elif style == "commands":
             blocks.append(f"# {config}: under `{hook}:`, in its `commands:`{skipped}\n    {name}:\n"
                           f"      run: {_scalar(run)}")
+        elif style == "hook":
+            blocks.append(f"# {config}: under `{hook}:`{skipped}\n  commands:\n    {name}:\n"
+                          f"      run: {_scalar(run)}")
         else:
             fresh.append(f"{hook}:\n  commands:\n    {name}:\n      run: {_scalar(run)}")
     if fresh:
         new = "" if path.is_file() else " (a new file)"
         where = "" if toml or path.suffix in (".yml", ".yaml") or not path.is_file() else \
-            ", after a comma" if as_json else f" (in YAML; write the same in {path.suffix.lstrip('.').upper()})"
+            (", after a comma" if data else "") if as_json else \
+            f" (in YAML; write the same in {path.suffix.lstrip('.').upper()})"
         blocks.append(f"# {config}{new}: add at the top level{where}\n" + (",\n" if as_json else "\n").join(fresh))
     return "\n\n".join(blocks) + "\n\n# then: lefthook install\n"
