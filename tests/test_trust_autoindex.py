@@ -128,6 +128,27 @@ def test_approval_from_a_file_in_the_work_tree_does_not_count(repo: Repo, tmp_pa
     assert not (clone / ".git" / "vivary" / "memory").exists()
 
 
+def test_a_false_from_a_file_in_the_work_tree_is_named(repo: Repo, tmp_path: Path, cli: Any) -> None:
+    """A shipped `autoIndex = false` the user includes turns auto-indexing off (only ever off: it stands), and
+    doctor names the file it came from, as it does for a shipped `true`, rather than a path through `.git/..`."""
+    clone = _clone(repo, tmp_path, {".gitconfig": "[vivary]\n\tautoIndex = false\n"})
+    git(clone, "config", "include.path", "../.gitconfig")
+    r = cli("index", "--auto", cwd=clone)
+    assert (r.code, r.out, r.err) == (0, "", "")  # declined: nothing indexed, nobody nagged
+    assert not (clone / ".git" / "vivary" / "memory").exists()
+    shipped = (clone / ".gitconfig").resolve()
+    doctor = run_git_vivary(["doctor", "--json"], clone)
+    assert (f"auto_index = true, declined here (vivary.autoIndex = false comes from {shipped}, a file in the work "
+            "tree, which the repository can ship; it can only turn auto-indexing off): the hooks index nothing"
+            ) in json.loads(doctor.stdout)["memory"]["detail"], doctor.stdout
+    # The user's own `false` is said as before.
+    git(clone, "config", "--unset", "include.path")
+    git(clone, "config", "vivary.autoIndex", "false")
+    doctor = run_git_vivary(["doctor", "--json"], clone)
+    assert ("auto_index = true, declined here (vivary.autoIndex = false, from .git/config): the hooks index nothing"
+            ) in json.loads(doctor.stdout)["memory"]["detail"], doctor.stdout
+
+
 def test_the_hint_names_the_file_escaped(repo: Repo, tmp_path: Path, cli: Any) -> None:
     """Paths in the line are a stranger's: escaped like every value, so none starts a CI runner's command."""
     clone = _clone(repo, tmp_path, {"x\n::error::y/.gitconfig": "[vivary]\n\tautoIndex = true\n"})
