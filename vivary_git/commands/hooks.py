@@ -236,17 +236,14 @@ def privacy_guard(cwd: Path, allow: list[str] | None = None) -> int:
     return EXIT_OK
 
 
-INDEX_LOG = "index.log"  # in .git/vivary/: what the background index of the post-commit hook said
-_LOG_LIMIT = 1 << 20
-
-
 def post_commit(roots: list[tuple[Path, str]] | None = None, hook: str = "post-commit") -> int:
     """Refresh the memory index for the commit just made, when the user asked for that, in the background.
 
     `index --auto` indexes only when `[memory.local] auto_index = true` asks for it and the user's own Git config
     approves it (`vivary.autoIndex`: the committed file is anyone's word, memory/local/autoindex.py), and is
-    silent otherwise but for one line in the log saying what to run when only the first holds: the hook runs
-    after every commit, and a refusal printed each time would teach people to ignore it. It reads the tree just
+    silent otherwise but for one line in the log saying what to run when only the first holds, written once while
+    it stays the log's last line (gates/indexlog.py): the hook runs after every commit, and a refusal printed
+    each time would teach people to ignore it. It reads the tree just
     committed (`--rev` with the commit's id, so a second commit made meanwhile does not change what this run
     indexes), not the working tree. It runs detached from the commit, which returns at once; its messages go to
     `.git/vivary/index.log`. Index runs of one workspace wait for each other (memory/lock.py), so commits in a
@@ -295,8 +292,8 @@ def _index_in_background(roots: list[tuple[Path, str]], hook: str = "post-commit
     import os
     import subprocess
 
-    from vivary_git import derived
     from vivary_git.errors import VivaryError
+    from vivary_git.gates import indexlog
     from vivary_git.git import Repo
 
     try:
@@ -304,13 +301,7 @@ def _index_in_background(roots: list[tuple[Path, str]], hook: str = "post-commit
         if repo.repo.head_is_unborn:
             return EXIT_OK
         commit = str(repo.repo.head.target)
-        folder = repo.vivary_dir
-        log_path = folder / INDEX_LOG
-        # Never a log written where a link out of the Git folder leads (derived.py, as for all of .git/vivary).
-        derived.refuse(folder, log_path, file=True, needs="of the background index's messages")
-        folder.mkdir(parents=True, exist_ok=True)
-        mode = "wb" if log_path.is_file() and log_path.stat().st_size > _LOG_LIMIT else "ab"
-        log = open(log_path, mode)  # noqa: SIM115 - handed to the child, closed here once it has it
+        log = indexlog.open_for_run(repo)  # handed to the child, closed here once it has it
     except (VivaryError, OSError) as err:
         print(f"vivary: {hook}: the memory index was not refreshed ({shown(str(err))})", file=sys.stderr)
         return EXIT_OK
