@@ -5,9 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vivary_git.errors import EXIT_FINDINGS, EXIT_OK
 from vivary_git.escape import text as shown
+
+if TYPE_CHECKING:
+    from vivary_git.gates.install import AutoIndex
 
 # What the post-commit hook runs; .pre-commit-hooks.yaml and docs/hooks.md name the same command.
 POST_COMMIT = ("index", "--auto", "--rev", "HEAD")
@@ -49,7 +53,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     u.add_argument("hooks", nargs="*", metavar="HOOK",
                    help="pre-commit, pre-merge-commit, post-commit, post-checkout, post-merge, post-rewrite "
                    "and/or pre-receive (default: all of them)")
-    s = hs.add_parser("status", help="say which hooks are installed and what they run")
+    s = hs.add_parser("status", help="say which hooks are installed, what they run, and whether their auto-index "
+                      "indexes this clone (auto_index = true and your vivary.autoIndex; exit 0)")
     s.add_argument("--json", action="store_true", help="print JSON for programs and agents")
     r = hs.add_parser("run", help="what an installed hook runs (the line to put in a husky or shared hook file, "
                       "or in a bare repository's pre-receive hook: docs/hooks.md)")
@@ -379,6 +384,26 @@ def _status(cwd: Path, as_json: bool) -> int:
             print(f"  {name}  another hook (not vivary's){note}")
         else:
             print(f"  {name}  another hook (not vivary's); `install` would keep it as {h.hook}.local")
+    if report.auto_index is not None:
+        print(f"auto-index: {auto_index_said(report.auto_index)}")
     if report.unchecked:
         print(f"note: {shown(report.unchecked)}")
     return EXIT_OK
+
+
+def auto_index_said(a: AutoIndex) -> str:
+    """The `auto-index:` line of `hooks status`, escaped: whether the hooks index this clone, and if not, what is
+    missing. The approval in the words doctor uses (`autoindex.verdict`)."""
+    from vivary_git.memory.local.autoindex import Approval, verdict
+
+    found = Approval(a.approved, a.said, a.declined)
+    if a.unread:
+        return f"the hooks' index run fails here: {'; '.join(shown(u) for u in a.unread)}"
+    if not a.asked:
+        files = ", ".join(shown(n) for n in a.files)
+        return (f"the hooks index nothing: the committed {files} does not set auto_index = true (under "
+                f"[memory.local], provider \"vivary-local\"); {shown(found.said)}")
+    said = f"auto_index = true in {', '.join(shown(n) for n in a.asked)}, {shown(verdict(found))}"
+    if not a.hooks:
+        said += "; no installed hook runs `index --auto` yet (`git vivary hooks install post-commit`)"
+    return said

@@ -220,7 +220,7 @@ def _auto_approved(ws: Workspace, cfg: MemoryConfig) -> bool:
     run on every commit, checkout and pull) or the user declined it (`vivary.autoIndex = false`). Asked for and
     not approved: one line on stderr saying what to run (the background run's goes to .git/vivary/index.log,
     where it is not written again while it is the last line there)."""
-    if not (cfg.provider == "vivary-local" and cfg.memory.local.auto_index):
+    if not cfg.auto_index:
         return False
     from vivary_git.memory.local.autoindex import APPROVE, approval
 
