@@ -548,3 +548,16 @@ def test_hooks_status_says_when_no_committed_memory_toml_asks(repo: Repo, cli: A
     assert r.code == 0 and r.out.endswith(
         "auto-index: the hooks' index run fails here: docs/.vivary/memory.toml:6: `$.memory.local.auto_index`: "
         "expected `bool`, got `str`; fix the value (see docs/index.md, the memory.toml reference)\n"), r.out
+
+
+def test_hooks_status_escapes_the_file_an_approval_came_from(repo: Repo, cli: Any) -> None:
+    """The file named on the auto-index line is the repository's to name: escaped, so no line starts a CI runner's
+    command."""
+    repo.commit("notes", {".vivary/memory.toml": AUTO_INDEX,
+                          "x\n::error::y/.gitconfig": "[vivary]\n\tautoIndex = true\n"})
+    repo.git("config", "include.path", "../x\n::error::y/.gitconfig")
+    assert cli("hooks", "install", "post-commit", cwd=repo.path).code == 0
+    r = cli("hooks", "status", cwd=repo.path)
+    assert r.code == 0 and "\n::" not in r.out, r.out
+    assert ("x\\n::error::y/.gitconfig, a file in the work tree, which the repository can ship: it is not your "
+            "approval") in r.out, r.out
