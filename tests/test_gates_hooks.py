@@ -480,3 +480,84 @@ def test_status_says_a_post_commit_hook_alone_leaves_the_index_behind_a_checkout
     assert rows["pre-commit"].strip() == "pre-commit        not installed"
     assert cli("hooks", "install", "post-commit", cwd=repo.path).code == 0
     assert "follows commits only" not in cli("hooks", "status", cwd=repo.path).out
+
+
+AUTO_INDEX = '[memory]\nenabled = true\nprovider = "vivary-local"\n\n[memory.local]\nauto_index = true\n'
+
+
+def test_hooks_status_says_whether_the_auto_index_runs(repo: Repo, cli: Any) -> None:
+    """`hooks status` listed the post-commit hooks as installed and said nothing of their `index --auto`, which
+    indexes nothing until the user approves it: a user with the hooks and `auto_index = true` saw no reason why no
+    index came. It says so, in doctor's words (the one decision, memory/local/autoindex.py), and exits 0."""
+    repo.commit("notes", {"notes/a.md": "# A\n", ".vivary/memory.toml": AUTO_INDEX})
+    assert cli("hooks", "install", "post-commit", cwd=repo.path).code == 0
+    r = cli("hooks", "status", cwd=repo.path)
+    assert r.code == 0 and r.out.endswith(
+        "auto-index: auto_index = true in .vivary/memory.toml, not approved here (vivary.autoIndex is not set): the "
+        "hooks index nothing until `git config vivary.autoIndex true`\n"), r.out
+    j = cli("hooks", "status", "--json", cwd=repo.path)
+    assert j.code == 0 and j.json()["auto_index"] == {
+        "hooks": ["post-commit", "post-checkout", "post-merge", "post-rewrite"], "files": [".vivary/memory.toml"],
+        "asked": [".vivary/memory.toml"], "approved": False, "declined": False, "said": "vivary.autoIndex is not set",
+        "indexes": False, "unread": []}
+    repo.git("config", "vivary.autoIndex", "true")
+    r = cli("hooks", "status", cwd=repo.path)
+    assert r.out.endswith("auto-index: auto_index = true in .vivary/memory.toml, approved here (vivary.autoIndex = "
+                          "true, from .git/config)\n"), r.out
+    assert cli("hooks", "status", "--json", cwd=repo.path).json()["auto_index"]["indexes"] is True
+    # A `false` from a file the repository ships, included: it stands, and the line names the file.
+    repo.git("config", "--unset", "vivary.autoIndex")
+    repo.commit("shipped", {".gitconfig": "[vivary]\n\tautoIndex = false\n"})
+    repo.git("config", "include.path", "../.gitconfig")
+    r = cli("hooks", "status", cwd=repo.path)
+    shipped = (repo.path / ".gitconfig").resolve()
+    assert r.out.endswith(f"declined here (vivary.autoIndex = false comes from {shipped}, a file in the work tree, "
+                          "which the repository can ship; it can only turn auto-indexing off): the hooks index "
+                          "nothing\n"), r.out
+    repo.git("config", "--unset", "include.path")
+    # Asked for, with no hook to run it.
+    assert cli("hooks", "uninstall", cwd=repo.path).code == 0
+    r = cli("hooks", "status", cwd=repo.path)
+    assert r.out.endswith("the hooks index nothing until `git config vivary.autoIndex true`; no installed hook runs "
+                          "`index --auto` yet (`git vivary hooks install post-commit`)\n"), r.out
+
+
+def test_hooks_status_says_when_no_committed_memory_toml_asks(repo: Repo, cli: Any) -> None:
+    """With the hooks and no `auto_index = true` in HEAD's tree, which the hooks' run reads, they index nothing: said,
+    with the approval; with neither hooks nor the file, nothing is said. A bad file is the error the run logs."""
+    workspace(repo)
+    assert cli("hooks", "install", cwd=repo.path).code == 0
+    assert "auto-index" not in cli("hooks", "status", cwd=repo.path).out
+    assert cli("hooks", "status", "--json", cwd=repo.path).json()["auto_index"] is None
+    repo.commit("docs", {"docs/tropo.toml": TROPO})
+    assert cli("hooks", "install", "--root", ".", "--root", "docs", cwd=repo.path).code == 0
+    assert cli("hooks", "install", "post-commit", "--root", "docs", cwd=repo.path).code == 0
+    repo.write({"docs/.vivary/memory.toml": AUTO_INDEX})  # not committed yet: the hooks' run does not see it
+    r = cli("hooks", "status", cwd=repo.path)
+    assert r.code == 0 and r.out.endswith(
+        "auto-index: the hooks index nothing: the committed docs/.vivary/memory.toml does not set auto_index = true "
+        "(under [memory.local], provider \"vivary-local\"); vivary.autoIndex is not set\n"), r.out
+    repo.commit("memory")
+    assert cli("hooks", "status", cwd=repo.path).out.endswith(
+        "auto-index: auto_index = true in docs/.vivary/memory.toml, not approved here (vivary.autoIndex is not set): "
+        "the hooks index nothing until `git config vivary.autoIndex true`\n")
+    repo.write({"docs/.vivary/memory.toml": AUTO_INDEX.replace("auto_index = true", 'auto_index = "yes"')})
+    repo.git("add", "-A")
+    repo.git("commit", "-q", "--no-verify", "-m", "bad")  # the gate refuses it; a commit may still bring it
+    r = cli("hooks", "status", cwd=repo.path)
+    assert r.code == 0 and r.out.endswith(
+        "auto-index: the hooks' index run fails here: docs/.vivary/memory.toml:6: `$.memory.local.auto_index`: "
+        "expected `bool`, got `str`; fix the value (see docs/index.md, the memory.toml reference)\n"), r.out
+
+
+def test_hooks_status_escapes_the_file_an_approval_came_from(repo: Repo, cli: Any) -> None:
+    """The file named on the auto-index line is the repository's to name: escaped, so no line starts a CI runner's
+    command."""
+    repo.commit("notes", {".vivary/memory.toml": AUTO_INDEX,
+                          "x\n::error::y/.gitconfig": "[vivary]\n\tautoIndex = true\n"})
+    repo.git("config", "include.path", "../x\n::error::y/.gitconfig")
+    assert cli("hooks", "install", "post-commit", cwd=repo.path).code == 0
+    r = cli("hooks", "status", cwd=repo.path)
+    assert r.code == 0 and "\n::" not in r.out, r.out
+    assert ("x\\n::error::y/.gitconfig, a file in the work tree, which the repository can ship: it is not your "
+            "approval") in r.out, r.out

@@ -79,12 +79,50 @@ def test_a_strangers_committed_auto_index_indexes_nothing_on_clone_or_commit(rep
     committed = subprocess.run(["git", "commit", "-q", "-m", "mine"], cwd=clone, capture_output=True, text=True,
                                check=False)
     assert (committed.returncode, committed.stdout + committed.stderr) == (0, "")  # the commit is not held up
-    assert _background_done(clone) == 2 * HINT.format(why="vivary.autoIndex is not set")
+    assert _background_done(clone) == HINT.format(why="vivary.autoIndex is not set")  # said once, not again
     assert not (clone / ".git" / "vivary" / "memory").exists()
     # `doctor` says so beside the memory line, and what approves it.
     doctor = run_git_vivary(["doctor", "--json"], clone)
     assert ("auto_index = true, not approved here (vivary.autoIndex is not set): the hooks index nothing until "
             "`git config vivary.autoIndex true`") in json.loads(doctor.stdout)["memory"]["detail"], doctor.stdout
+
+
+def test_the_background_hint_is_written_once_until_something_changes(repo: Repo, tmp_path: Path, cli: Any,
+                                                                     global_hooks: Path) -> None:
+    """Every commit and checkout appended the same hint to `.git/vivary/index.log` (up to its 1 MiB cap), which
+    then held little else. It is not written again while it is the log's last line; a new reason, or anything
+    said in between, and it is written again; a person who runs `index --auto` reads it every time."""
+    clone = _clone(repo, tmp_path)
+    unset = HINT.format(why="vivary.autoIndex is not set")
+    assert _background_done(clone) == unset
+    for n in range(3):
+        (clone / "notes" / f"n{n}.md").write_text(f"# N{n}\n")
+        git(clone, "add", "-A")
+        git(clone, "commit", "-q", "-m", f"n{n}")
+        _background_done(clone)
+    git(clone, "switch", "-q", "--detach", "HEAD~1")
+    _background_done(clone)
+    git(clone, "switch", "-q", "main")
+    assert _background_done(clone) == unset
+    git(clone, "config", "vivary.autoIndex", "maybe")  # a new reason is news
+    git(clone, "commit", "-q", "--allow-empty", "-m", "maybe")
+    _background_done(clone)
+    git(clone, "commit", "-q", "--allow-empty", "-m", "maybe again")
+    bad = HINT.format(why="vivary.autoIndex is not true or false: bad boolean config value 'maybe' for "
+                      "'vivary.autoindex'")
+    assert _background_done(clone) == unset + bad
+    git(clone, "config", "--unset", "vivary.autoIndex")
+    log = clone / ".git" / "vivary" / "index.log"
+    with log.open("a") as f:
+        f.write("vivary: something else was said\n")
+    git(clone, "commit", "-q", "--allow-empty", "-m", "after")
+    assert _background_done(clone) == unset + bad + "vivary: something else was said\n" + unset
+    assert cli("index", "--auto", cwd=clone).err == unset  # on the terminal: said each time
+    assert cli("index", "--auto", cwd=clone).err == unset
+    # The cap stays: a log past 1 MiB is started afresh by the next run.
+    log.write_text("x" * (1 << 20) + "\n" + unset)
+    git(clone, "commit", "-q", "--allow-empty", "-m", "capped")
+    assert _background_done(clone) == unset
 
 
 def test_the_users_own_approval_indexes_as_before(repo: Repo, tmp_path: Path, global_hooks: Path) -> None:
@@ -126,6 +164,27 @@ def test_approval_from_a_file_in_the_work_tree_does_not_count(repo: Repo, tmp_pa
     r = cli("index", "--auto", cwd=clone)
     assert (r.code, r.out, r.err) == (0, "", "")
     assert not (clone / ".git" / "vivary" / "memory").exists()
+
+
+def test_a_false_from_a_file_in_the_work_tree_is_named(repo: Repo, tmp_path: Path, cli: Any) -> None:
+    """A shipped `autoIndex = false` the user includes turns auto-indexing off (only ever off: it stands), and
+    doctor names the file it came from, as it does for a shipped `true`, rather than a path through `.git/..`."""
+    clone = _clone(repo, tmp_path, {".gitconfig": "[vivary]\n\tautoIndex = false\n"})
+    git(clone, "config", "include.path", "../.gitconfig")
+    r = cli("index", "--auto", cwd=clone)
+    assert (r.code, r.out, r.err) == (0, "", "")  # declined: nothing indexed, nobody nagged
+    assert not (clone / ".git" / "vivary" / "memory").exists()
+    shipped = (clone / ".gitconfig").resolve()
+    doctor = run_git_vivary(["doctor", "--json"], clone)
+    assert (f"auto_index = true, declined here (vivary.autoIndex = false comes from {shipped}, a file in the work "
+            "tree, which the repository can ship; it can only turn auto-indexing off): the hooks index nothing"
+            ) in json.loads(doctor.stdout)["memory"]["detail"], doctor.stdout
+    # The user's own `false` is said as before.
+    git(clone, "config", "--unset", "include.path")
+    git(clone, "config", "vivary.autoIndex", "false")
+    doctor = run_git_vivary(["doctor", "--json"], clone)
+    assert ("auto_index = true, declined here (vivary.autoIndex = false, from .git/config): the hooks index nothing"
+            ) in json.loads(doctor.stdout)["memory"]["detail"], doctor.stdout
 
 
 def test_the_hint_names_the_file_escaped(repo: Repo, tmp_path: Path, cli: Any) -> None:

@@ -5,9 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vivary_git.errors import EXIT_FINDINGS, EXIT_OK
 from vivary_git.escape import text as shown
+
+if TYPE_CHECKING:
+    from vivary_git.gates.install import AutoIndex
 
 # What the post-commit hook runs; .pre-commit-hooks.yaml and docs/hooks.md name the same command.
 POST_COMMIT = ("index", "--auto", "--rev", "HEAD")
@@ -49,7 +53,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     u.add_argument("hooks", nargs="*", metavar="HOOK",
                    help="pre-commit, pre-merge-commit, post-commit, post-checkout, post-merge, post-rewrite "
                    "and/or pre-receive (default: all of them)")
-    s = hs.add_parser("status", help="say which hooks are installed and what they run")
+    s = hs.add_parser("status", help="say which hooks are installed, what they run, and whether their auto-index "
+                      "indexes this clone (auto_index = true and your vivary.autoIndex; exit 0)")
     s.add_argument("--json", action="store_true", help="print JSON for programs and agents")
     r = hs.add_parser("run", help="what an installed hook runs (the line to put in a husky or shared hook file, "
                       "or in a bare repository's pre-receive hook: docs/hooks.md)")
@@ -236,17 +241,14 @@ def privacy_guard(cwd: Path, allow: list[str] | None = None) -> int:
     return EXIT_OK
 
 
-INDEX_LOG = "index.log"  # in .git/vivary/: what the background index of the post-commit hook said
-_LOG_LIMIT = 1 << 20
-
-
 def post_commit(roots: list[tuple[Path, str]] | None = None, hook: str = "post-commit") -> int:
     """Refresh the memory index for the commit just made, when the user asked for that, in the background.
 
     `index --auto` indexes only when `[memory.local] auto_index = true` asks for it and the user's own Git config
     approves it (`vivary.autoIndex`: the committed file is anyone's word, memory/local/autoindex.py), and is
-    silent otherwise but for one line in the log saying what to run when only the first holds: the hook runs
-    after every commit, and a refusal printed each time would teach people to ignore it. It reads the tree just
+    silent otherwise but for one line in the log saying what to run when only the first holds, written once while
+    it stays the log's last line (gates/indexlog.py): the hook runs after every commit, and a refusal printed
+    each time would teach people to ignore it. It reads the tree just
     committed (`--rev` with the commit's id, so a second commit made meanwhile does not change what this run
     indexes), not the working tree. It runs detached from the commit, which returns at once; its messages go to
     `.git/vivary/index.log`. Index runs of one workspace wait for each other (memory/lock.py), so commits in a
@@ -295,8 +297,8 @@ def _index_in_background(roots: list[tuple[Path, str]], hook: str = "post-commit
     import os
     import subprocess
 
-    from vivary_git import derived
     from vivary_git.errors import VivaryError
+    from vivary_git.gates import indexlog
     from vivary_git.git import Repo
 
     try:
@@ -304,13 +306,7 @@ def _index_in_background(roots: list[tuple[Path, str]], hook: str = "post-commit
         if repo.repo.head_is_unborn:
             return EXIT_OK
         commit = str(repo.repo.head.target)
-        folder = repo.vivary_dir
-        log_path = folder / INDEX_LOG
-        # Never a log written where a link out of the Git folder leads (derived.py, as for all of .git/vivary).
-        derived.refuse(folder, log_path, file=True, needs="of the background index's messages")
-        folder.mkdir(parents=True, exist_ok=True)
-        mode = "wb" if log_path.is_file() and log_path.stat().st_size > _LOG_LIMIT else "ab"
-        log = open(log_path, mode)  # noqa: SIM115 - handed to the child, closed here once it has it
+        log = indexlog.open_for_run(repo)  # handed to the child, closed here once it has it
     except (VivaryError, OSError) as err:
         print(f"vivary: {hook}: the memory index was not refreshed ({shown(str(err))})", file=sys.stderr)
         return EXIT_OK
@@ -388,6 +384,26 @@ def _status(cwd: Path, as_json: bool) -> int:
             print(f"  {name}  another hook (not vivary's){note}")
         else:
             print(f"  {name}  another hook (not vivary's); `install` would keep it as {h.hook}.local")
+    if report.auto_index is not None:
+        print(f"auto-index: {auto_index_said(report.auto_index)}")
     if report.unchecked:
         print(f"note: {shown(report.unchecked)}")
     return EXIT_OK
+
+
+def auto_index_said(a: AutoIndex) -> str:
+    """The `auto-index:` line of `hooks status`, escaped: whether the hooks index this clone, and if not, what is
+    missing. The approval in the words doctor uses (`autoindex.verdict`)."""
+    from vivary_git.memory.local.autoindex import Approval, verdict
+
+    found = Approval(a.approved, a.said, a.declined)
+    if a.unread:
+        return f"the hooks' index run fails here: {'; '.join(shown(u) for u in a.unread)}"
+    if not a.asked:
+        files = ", ".join(shown(n) for n in a.files)
+        return (f"the hooks index nothing: the committed {files} does not set auto_index = true (under "
+                f"[memory.local], provider \"vivary-local\"); {shown(found.said)}")
+    said = f"auto_index = true in {', '.join(shown(n) for n in a.asked)}, {shown(verdict(found))}"
+    if not a.hooks:
+        said += "; no installed hook runs `index --auto` yet (`git vivary hooks install post-commit`)"
+    return said

@@ -218,16 +218,21 @@ def _auto_approved(ws: Workspace, cfg: MemoryConfig) -> bool:
     """Whether `index --auto` (what every hook runs) indexes: the committed `auto_index = true` asks for it, and
     the user's own Git config approves it (memory/local/autoindex.py). Silent unless it was asked for (the hooks
     run on every commit, checkout and pull) or the user declined it (`vivary.autoIndex = false`). Asked for and
-    not approved: one line on stderr (the background run's goes to .git/vivary/index.log) saying what to run."""
-    if not (cfg.provider == "vivary-local" and cfg.memory.local.auto_index):
+    not approved: one line on stderr saying what to run (the background run's goes to .git/vivary/index.log,
+    where it is not written again while it is the last line there)."""
+    if not cfg.auto_index:
         return False
     from vivary_git.memory.local.autoindex import APPROVE, approval
 
     found = approval(ws.source.repo)
     if not found.approved and not found.declined:
-        print(f"vivary: index --auto: {shown(cfg.source or cfg.path)} sets auto_index = true, but indexing is not "
-              f"approved in this clone ({shown(found.said)}), so nothing was indexed; to approve it, run "
-              f"`{APPROVE}` (docs/memory.md#5-auto-index-after-each-commit-optional)", file=sys.stderr)
+        from vivary_git.gates.indexlog import said_last
+
+        hint = (f"vivary: index --auto: {shown(cfg.source or cfg.path)} sets auto_index = true, but indexing is not "
+                f"approved in this clone ({shown(found.said)}), so nothing was indexed; to approve it, run "
+                f"`{APPROVE}` (docs/memory.md#5-auto-index-after-each-commit-optional)")
+        if not said_last(ws.source.repo, hint + "\n"):  # the hooks' log says it once, not after every commit
+            print(hint, file=sys.stderr)
     return found.approved
 
 

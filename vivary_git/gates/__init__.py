@@ -10,6 +10,9 @@ pre-receive) and CI review.
 - `prereceive`: the server's gate, a bare repository's pre-receive hook: the pushed refs read from stdin.
 - `private`: what `ci` (and `check`, `graph`, `blast` where others read them) may say about private files.
 - `runner`: whether a CI runner runs us (the one list of the variables runners set).
+- `indexlog`: `.git/vivary/index.log`, where the hooks' background index runs write, each line said once.
+- `autoindexing`: whether those runs index this clone (the hooks, the committed `auto_index`, the user's approval),
+  for `hooks status`.
 - `serverhook`: installs that hook on a server (hooks/pre-receive, or pre-receive.d/ for Gitea and Forgejo),
   and reports GitLab's custom_hooks.
 

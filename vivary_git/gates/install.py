@@ -177,6 +177,20 @@ class HookStatus(msgspec.Struct, frozen=True):
     roots: list[str] = []  # vivary's script: the workspaces it checks (`--root`, repository-relative); []: the top
 
 
+class AutoIndex(msgspec.Struct, frozen=True):
+    """Whether the hooks' background `index --auto` indexes this clone (gates/autoindexing.py): it takes an
+    installed hook that runs it, a committed memory.toml that asks for it, and the user's own approval."""
+
+    hooks: list[str]  # installed hooks that run `index --auto` (vivary's scripts, or a manager's)
+    files: list[str]  # the memory.toml files of the workspaces they index, in HEAD's tree (repository-relative)
+    asked: list[str]  # those of them that set auto_index = true
+    approved: bool  # vivary.autoIndex, as memory/local/autoindex.py decides it for every hook
+    declined: bool  # the user's config says false
+    said: str  # where the approval comes from, or why there is none
+    indexes: bool  # all three hold: the next commit or checkout indexes
+    unread: list[str] = []  # memory.toml files the hooks' run fails on, each with why
+
+
 class HooksReport(msgspec.Struct, frozen=True):
     hooks_dir: str
     hooks_path_config: str | None
@@ -186,6 +200,8 @@ class HooksReport(msgspec.Struct, frozen=True):
     # A bare repository (a server): no commit is made there, so the client hooks (HOOKS) never run and only the
     # ones present are listed.
     bare: bool = False
+    # Where a hook that runs `index --auto` is installed or a memory.toml asks for it: whether it indexes.
+    auto_index: AutoIndex | None = None
 
 
 MANAGER_NAMES = {"husky": "husky", "pre-commit": "the pre-commit framework", "lefthook": "lefthook",

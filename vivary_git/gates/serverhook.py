@@ -217,11 +217,16 @@ def status(cwd: Path) -> install.HookStatus | None:
 
 
 def report(cwd: Path) -> install.HooksReport:
-    """`hooks status`: the client hooks (`install.status`), and pre-receive where it belongs."""
+    """`hooks status`: the client hooks (`install.status`), pre-receive where it belongs, and whether the hooks'
+    auto-index indexes this clone (`autoindexing`)."""
     import msgspec
 
     out = install.status(cwd)
     server = status(cwd)
     if bare(cwd):  # Git makes no commit here, so runs no client hook: one that is absent is no news
         out = msgspec.structs.replace(out, hooks=[h for h in out.hooks if h.state != "absent"], bare=True)
+    else:
+        from vivary_git.gates import autoindexing
+
+        out = msgspec.structs.replace(out, auto_index=autoindexing.state(cwd, out.hooks))
     return out if server is None else msgspec.structs.replace(out, hooks=[*out.hooks, server])

@@ -174,6 +174,12 @@ class MemoryConfig(msgspec.Struct, frozen=True):
         return ""  # Cognee's models are its own settings (env), "none" embeds nothing
 
     @property
+    def auto_index(self) -> bool:
+        """Whether the file asks the hooks to index (`auto_index = true` for the vivary-local provider): the team's
+        wish, which the user's own Git config approves or not (memory/local/autoindex.py)."""
+        return self.provider == "vivary-local" and self.memory.local.auto_index
+
+    @property
     def dataset_label(self) -> str:
         return self.memory.cognee.dataset if self.provider == "cognee" else ""
 

@@ -638,19 +638,14 @@ def _auto_index(found: MemoryInfo, cfg: MemoryConfig, ws_root: Path, ws: Workspa
     (memory/local/autoindex.py), so a clone that only has the first indexes nothing in the background."""
     if not cfg.memory.local.auto_index:
         return found
-    from vivary_git.memory.local.autoindex import APPROVE, approval
+    from vivary_git.memory.local.autoindex import approval, verdict
 
     try:
         repo = ws.source.repo if ws is not None else git.try_open(ws_root)
     except GitError:
         repo = None
     got = approval(repo)
-    if got.approved:
-        said = f"auto-index approved here ({got.said})"
-    elif got.declined:
-        said = f"auto_index = true, declined here ({got.said}): the hooks index nothing"
-    else:
-        said = f"auto_index = true, not approved here ({got.said}): the hooks index nothing until `{APPROVE}`"
+    said = f"{'auto-index' if got.approved else 'auto_index = true,'} {verdict(got)}"
     return msgspec.structs.replace(found, detail=f"{found.detail}; {said}" if found.detail else said)
 
 

@@ -22,7 +22,7 @@ import msgspec
 if TYPE_CHECKING:
     from vivary_git.git import Repo
 
-__all__ = ["APPROVE", "KEY", "Approval", "approval"]
+__all__ = ["APPROVE", "KEY", "Approval", "approval", "verdict"]
 
 KEY = "vivary.autoIndex"
 APPROVE = f"git config {KEY} true"  # this clone only; `--global` approves every clone of this user's
@@ -59,15 +59,36 @@ def approval(repo: Repo | None) -> Approval:
         return Approval(False, f"{KEY} is not true or false: {why}")
     scope, origin, value = fields[:3]
     where = f"from {origin.removeprefix('file:')}" if origin.startswith("file:") else f"from the {scope} line"
+    shipped = _shipped(repo, scope, origin)
     if value != "true":
+        # Only ever off, so it stands; but named, as a `true` there is: the user's own config did not say it.
+        if shipped is not None:
+            return Approval(False, f"{KEY} = false comes from {shipped}, a file in the work tree, which the "
+                            "repository can ship; it can only turn auto-indexing off", declined=True)
         return Approval(False, f"{KEY} = false, {where}", declined=True)
-    if scope in ("local", "worktree") and origin.startswith("file:"):
-        base = Path(repo.workdir or repo.git_dir)
-        path = (base / origin.removeprefix("file:")).resolve()
-        if _in_work_tree(repo, path):
-            return Approval(False, f"{KEY} = true comes from {path}, a file in the work tree, which the repository "
-                            "can ship: it is not your approval")
+    if shipped is not None:
+        return Approval(False, f"{KEY} = true comes from {shipped}, a file in the work tree, which the repository "
+                        "can ship: it is not your approval")
     return Approval(True, f"{KEY} = true, {where}")
+
+
+def verdict(found: Approval) -> str:
+    """`found` where a memory.toml asks for auto-indexing, in the one wording doctor's memory line and
+    `hooks status` share: approved, declined, or not approved and what approves it."""
+    if found.approved:
+        return f"approved here ({found.said})"
+    if found.declined:
+        return f"declined here ({found.said}): the hooks index nothing"
+    return f"not approved here ({found.said}): the hooks index nothing until `{APPROVE}`"
+
+
+def _shipped(repo: Repo, scope: str, origin: str) -> Path | None:
+    """The file a local or worktree value came from, when it lies in the work tree (an `include` of a file the
+    repository ships); None for the user's own files and for values from no file (`git -c`)."""
+    if scope not in ("local", "worktree") or not origin.startswith("file:"):
+        return None
+    path = (Path(repo.workdir or repo.git_dir) / origin.removeprefix("file:")).resolve()
+    return path if _in_work_tree(repo, path) else None
 
 
 def _in_work_tree(repo: Repo, path: Path) -> bool:
