@@ -260,6 +260,51 @@ def test_recording_a_commit_asks_git_about_its_notes_once(ws: Repo, cli: Any, gi
     assert keys_of(ws.path, "notes/bread.md")["notes/bread.md"] in cache_vectors(ws.path)
 
 
+def cache_commits(repo: Repo) -> int:
+    return int(repo.git("rev-list", "--count", CACHE_REF))
+
+
+def test_each_commit_indexed_adds_one_cache_commit_holding_its_tree_and_its_vectors(ws: Repo, cli: Any) -> None:
+    # What the post-commit hook runs after each commit. Its tree's parses, facts and summary, then its vectors,
+    # were two cache commits: twice the history every fetch of refs/vivary/* carries and `cache gc` walks.
+    from vivary_git.commands.hooks import POST_COMMIT
+    from vivary_git.store.format import tree_key
+
+    ws.commit(files={".vivary/memory.toml": MEMORY + "\n[memory.local]\nauto_index = true\n"})
+    ws.git("config", "vivary.autoIndex", "true")
+    assert cli(*POST_COMMIT, cwd=ws.path).code == 0
+    assert cache_commits(ws) == 1
+    for i in range(3):
+        ws.commit(files={f"notes/day{i}.md": f"# Day {i}\n\nPlanted row {i} of beans.\n"})
+        assert cli(*POST_COMMIT, cwd=ws.path).code == 0
+        assert cache_commits(ws) == i + 2
+        head = open_workspace(ws.path, rev="HEAD")
+        assert head.source.repo is not None and head.source.tree_id is not None
+        snap = Snapshot.load(head.source.repo, CACHE_REF)
+        assert snap is not None and tree_key(head.source.tree_id, head.config.digest()) in snap.manifest.trees
+        assert keys_of(ws.path, f"notes/day{i}.md")[f"notes/day{i}.md"] in cache_vectors(ws.path)
+        said = ws.git("log", "-1", "--format=%s", CACHE_REF)
+        assert said.startswith(f"vivary cache: tree {head.source.tree_id[:12]}, ") and "1 vector(s)" in said, said
+
+
+def test_an_index_run_that_fails_after_the_graph_still_records_the_tree(ws: Repo, cli: Any) -> None:
+    # The tree's recording waits for its vectors; a run that ends before them (here: its lock cannot be taken)
+    # writes it as it leaves, as it did when the graph was built.
+    from vivary_git.memory.local.provider import LocalMemory
+
+    mem = LocalMemory(open_workspace(ws.path))
+    repo = mem.ws.source.repo
+    assert repo is not None
+    locks = repo.vivary_dir / "locks"
+    locks.parent.mkdir(parents=True, exist_ok=True)
+    locks.write_text("not a folder\n")
+    assert cli("index", "--yes", "--rev", "HEAD", cwd=ws.path).code == 2
+    assert cache_commits(ws) == 1
+    assert cache_vectors(ws.path) == {}
+    snap = Snapshot.load(repo, CACHE_REF)
+    assert snap is not None and [s.tree for s in snap.manifest.trees.values()] == [mem.ws.source.tree_id]
+
+
 def test_a_note_only_the_memory_policy_admits_is_indexed_but_never_recorded(ws: Repo, cli: Any) -> None:
     # respect_gitignore = false admits a committed, git-ignored note to the index; the shared cache keeps
     # ignored files out whatever memory.toml says, so recording decides again instead of taking the answer.

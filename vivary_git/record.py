@@ -24,15 +24,18 @@ And an entry is recorded only when:
   parse read there, are never recorded again (see docs/cache.md, "Trust").
 
 Big cold runs record from a forked child while the graph is built (`alongside`); everything else
-records inline (`record`).
+records inline (`record`). `index` records a tree's vectors too: it holds the tree's recording back
+(`one_commit`) so that they go in the same cache commit (`write`), not in a second one: every commit on
+the ref is history that each `git fetch` of `refs/vivary/*` carries and that `cache gc` walks.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
@@ -46,7 +49,7 @@ if TYPE_CHECKING:
     from vivary_git.localcache import SegmentCache
     from vivary_git.source import Entry, Source
     from vivary_git.store.refcache import RefCache
-    from vivary_git.store.write import Changes, Staged
+    from vivary_git.store.write import Changes, Staged, WriteResult
 
 Keyed = list[tuple["Entry", str, "graph_mod.Facts"]]
 
@@ -76,6 +79,8 @@ class Workspace(Protocol):
     @property
     def privacy_memo(self) -> privacy.PrivacyMemo | None: ...
 
+    held: Held | None  # set by `one_commit`
+
 
 class Counts(msgspec.Struct, frozen=True, array_like=True):
     """A graph's counts, for the summary of a recorded tree."""
@@ -100,6 +105,17 @@ class Pending:
     def __init__(self, ref: RefCache, tkey: str, changes: Changes, private: int) -> None:
         self.ref, self.tkey, self.changes, self.private = ref, tkey, changes, private
         self.staged: Staged | None = None  # their objects, written ahead of the counts (`alongside`)
+
+
+class Held:
+    """The recording of the tree a command is working on, held back for what it records next (`one_commit`)."""
+
+    def __init__(self) -> None:
+        self.tree: tuple[Pending, Counts] | None = None
+
+    def take(self) -> tuple[Pending, Counts] | None:
+        got, self.tree = self.tree, None
+        return got
 
 
 def recordable_root(source: Source) -> str | None:
@@ -136,17 +152,51 @@ def recording(ws: Workspace) -> tuple[RefCache, str, str] | None:
     from vivary_git.store.format import tree_key
 
     tkey = tree_key(tree, ws.config.digest(), ws.source.prefix)
-    if ref.has_tree(tkey) or ref.damaged or tkey in ref.refused:
-        return None  # recorded already, or not recordable this run (and said so once: `_refuse`)
+    held = ws.held.tree if ws.held is not None else None
+    if ref.has_tree(tkey) or ref.damaged or tkey in ref.refused or (held is not None and held[0].tkey == tkey):
+        return None  # recorded already (or about to be), or not recordable this run (and said so once: `_refuse`)
     return ref, tkey, root
 
 
 def record(ws: Workspace, counts: Callable[[], Counts], keyed: Keyed | None) -> None:
     """Add what this tree needed (parses, facts, a counts-only summary) to the ref cache, once per
-    tree, for the privacy-admitted documents only; one commit per recorded tree."""
+    tree, for the privacy-admitted documents only; one commit per recorded tree. Within `one_commit`,
+    held back for what the command records next."""
     pending = prepare(ws, keyed)
-    if pending is not None:
+    if pending is None:
+        return
+    if ws.held is not None:
+        ws.held.tree = (pending, counts())
+    else:
         finish(ws, pending, counts())
+
+
+@contextlib.contextmanager
+def one_commit(ws: Workspace) -> Iterator[None]:
+    """Within it, the tree this command records waits for the entries it records next for the same tree
+    (`write`: `index`'s vectors), and both go in one cache commit. A tree nothing followed (the index had
+    no new vector, or it failed after the graph was built) is written as it leaves, as it would have been."""
+    ws.held = Held()
+    try:
+        yield
+    finally:
+        held, ws.held = ws.held, None
+        left = held.take() if held is not None else None
+        if left is not None:
+            finish(ws, *left)
+
+
+def write(ws: Workspace, changes: Changes, what: str) -> WriteResult | None:
+    """Write `changes`, entries of this tree that recording admitted (its vectors: `what` says how many), to
+    the ref cache: in the commit of the tree's own recording when `one_commit` holds it back, else alone."""
+    held = ws.held.take() if ws.held is not None else None
+    if held is not None:
+        return finish(ws, *held, also=changes, what=what)
+    ref = ws.refcache()
+    if ref is None:
+        return None
+    tree = ws.source.tree_id or ""
+    return ref.write(changes, f"vivary cache: tree {tree[:12]}, {what}")
 
 
 def scopes(ws: Workspace, paths: list[str], root: str) -> list[privacy.Scope]:
@@ -233,7 +283,10 @@ def _refuse(ref: RefCache, tkey: str, err: Exception) -> None:
     print(f"vivary: not recording this tree in {CACHE_REF}: {text(str(err))}", file=sys.stderr)
 
 
-def finish(ws: Workspace, pending: Pending, counts: Counts) -> None:
+def finish(ws: Workspace, pending: Pending, counts: Counts, *, also: Changes | None = None,
+           what: str = "") -> WriteResult | None:
+    """Write the tree's recording with its summary, and `also` (more of this tree's entries: `what` says
+    which) in the same commit."""
     from vivary_git.store.format import TreeSummary
 
     tree = ws.source.tree_id
@@ -243,9 +296,15 @@ def finish(ws: Workspace, pending: Pending, counts: Counts) -> None:
         edges=counts.edges, broken=counts.broken, private=pending.private, written=int(time.time()),
     )}
     changes = pending.changes
-    pending.ref.write(
-        changes, f"vivary cache: tree {tree[:12]}, {len(changes.parse)} parse(s), {len(changes.facts)} facts",
-        pending.staged)
+    message = f"vivary cache: tree {tree[:12]}, {len(changes.parse)} parse(s), {len(changes.facts)} facts"
+    if also is not None:
+        for kind in ("parse", "facts", "vectors"):
+            changes.of(kind).update(also.of(kind))
+        changes.trees.update(also.trees)
+        changes.states.update(also.states)
+        message += f", {what}"
+    # Staged objects are those of the tree's own entries: with more to write, `write` computes them all.
+    return pending.ref.write(changes, message, pending.staged if also is None else None)
 
 
 Flushes = list[tuple["SegmentCache[Any]", Callable[[], Iterable[str]]]]
@@ -271,7 +330,8 @@ def alongside(ws: Workspace, keyed: Keyed, flushes: Flushes) -> Callable[[Counts
         then()
         record(ws, lambda: counts, keyed)
 
-    if len(keyed) < parallel.MIN_BLOBS or not parallel.can_fork() or recording(ws) is None:
+    # Held back (`one_commit`), the recording waits in this process for what the command records next.
+    if len(keyed) < parallel.MIN_BLOBS or not parallel.can_fork() or ws.held is not None or recording(ws) is None:
         write_flushes(flushes)
         return inline
     sys.stdout.flush()

@@ -33,7 +33,7 @@ from vivary_git.tiers import Tiers
 
 if TYPE_CHECKING:
     from vivary_git import privacy
-    from vivary_git.record import Keyed
+    from vivary_git.record import Held, Keyed
     from vivary_git.searchindex import SearchIndex
     from vivary_git.store.refcache import RefCache
 
@@ -68,6 +68,7 @@ class Workspace:
         self._ref_checked = not shared_cache  # without the shared cache: neither read nor recorded
         # privacy questions answered during the command that set it (`privacy.PrivacyMemo`); None: ask every time
         self.privacy_memo: privacy.PrivacyMemo | None = None
+        self.held: Held | None = None  # this tree's recording, held back for one cache commit (`record.one_commit`)
         self._others: list[str] | None = None  # the tree's files that are no documents, once a check asked
         self._parses = Parses(source, self.root_name, vdir, self.stats, self.refcache)
         self._tiers = Tiers(self, self._parses, vdir=vdir, enabled=self.cache_enabled, root_name=self.root_name,

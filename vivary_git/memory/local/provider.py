@@ -110,11 +110,15 @@ class LocalMemory:
         loaded (a long-lived process's); else it is loaded when something is to be embedded. `superseded`: asked
         once the index lock is held; when it says yes, `Superseded` is raised and nothing is written."""
         # A privacy question asked for the snapshot, for recording the tree's parses and for recording its
-        # vectors is asked of Git once in this run (`privacy.PrivacyMemo`).
+        # vectors is asked of Git once in this run (`privacy.PrivacyMemo`); and both are recorded in one
+        # cache commit, not two (`record.one_commit`).
+        from vivary_git import record
+
         ws, kept = self.ws, self.ws.privacy_memo
         ws.privacy_memo = self._privacy
         try:
-            return self._index(approved=approved, progress=progress, loaded=embedder, superseded=superseded)
+            with record.one_commit(ws):
+                return self._index(approved=approved, progress=progress, loaded=embedder, superseded=superseded)
         finally:
             ws.privacy_memo = kept
 

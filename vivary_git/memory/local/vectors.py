@@ -264,8 +264,8 @@ def record_vectors(ws: Workspace, nodes: Sequence[MemoryNode], keys: Sequence[st
 
     encoded = [msgspec.msgpack.encode(v) for v in quantize(np.stack([have[k] for k in order]))]
     changes = Changes(vectors=dict(zip(order, encoded, strict=True)))  # entries go in encoded
-    tree = source.tree_id or ""
-    result = ref.write(changes, f"vivary cache: tree {tree[:12]}, {len(order)} vector(s)")
+    # In the commit of the tree's own parses and facts when `index` holds it back (`record.one_commit`).
+    result = record.write(ws, changes, f"{len(order)} vector(s)")
     return len(order) if result is not None else 0
 
 
