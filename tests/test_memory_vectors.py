@@ -281,7 +281,8 @@ def test_each_commit_indexed_adds_one_cache_commit_holding_its_tree_and_its_vect
         head = open_workspace(ws.path, rev="HEAD")
         assert head.source.repo is not None and head.source.tree_id is not None
         snap = Snapshot.load(head.source.repo, CACHE_REF)
-        assert snap is not None and tree_key(head.source.tree_id, head.config.digest()) in snap.manifest.trees
+        key = tree_key(head.source.tree_id, head.config.digest(), head.source.prefix)
+        assert snap is not None and key in snap.manifest.trees
         assert keys_of(ws.path, f"notes/day{i}.md")[f"notes/day{i}.md"] in cache_vectors(ws.path)
         said = ws.git("log", "-1", "--format=%s", CACHE_REF)
         assert said.startswith(f"vivary cache: tree {head.source.tree_id[:12]}, ") and "1 vector(s)" in said, said
