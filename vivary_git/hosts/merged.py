@@ -1,8 +1,8 @@
 """What the files a host merges with ours by server name do to our entry: Codex's and Kiro's other scope's
-file (this workspace's server under a second name there; Codex's member by member too), opencode's user-level
-files, the files of the folders above and `.opencode/`, judged together in the host's order; and whether Codex
-reads the project's file at all (the user's file trusts the project, or not). bootstrap-host's notes and
-host-status's states both come from here."""
+file (this workspace's server under a second name there; Codex's member by member, Kiro's a name's entry whole),
+opencode's user-level files, the files of the folders above and `.opencode/`, judged together in the host's
+order; and whether Codex reads the project's file at all (the user's file trusts the project, or not).
+bootstrap-host's notes and host-status's states both come from here."""
 
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ from vivary_git.hosts.install import (
     workspace_servers,
 )
 from vivary_git.hosts.kinds import HOSTS, HostKind, HostSpec, user_files_read
+
+_NONE = object()  # a member an entry does not have
 
 
 @dataclass(frozen=True)
@@ -152,12 +154,13 @@ def _merge_order(spec: HostSpec, root: Path, scope: Scope, written: str) -> list
     (~/.config/opencode: config.json, opencode.json, opencode.jsonc), then opencode.json and opencode.jsonc from the
     top of the work tree down to the folder it starts in (in one folder opencode.jsonc after opencode.json), then
     that folder's .opencode/. Seen with Codex 0.171.0: ~/.codex/config.toml, then the project's .codex/config.toml.
-    Codex reads the project's file only in a trusted project (`codex_trust`). Kiro merges its two files too, but
-    whether member by member is not documented: only its `second` is told."""
+    Codex reads the project's file only in a trusted project (`codex_trust`). Kiro reads ~/.kiro/settings/mcp.json,
+    then the workspace's, which wins a name's entry whole (kiro.dev/docs/mcp/configuration, "MCP server loading
+    priority")."""
     assert spec.config is not None
-    if spec.kind == "codex":
+    if spec.kind in ("codex", "kiro"):
         other: Scope = "user" if scope == "project" else "project"
-        if other == "project" and not _trusted(root):
+        if spec.kind == "codex" and other == "project" and not _trusted(root):
             return []  # Codex does not read the project's file here
         try:
             path, shown = _config_location(spec, root, other)
@@ -184,10 +187,11 @@ def _merge_order(spec: HostSpec, root: Path, scope: Scope, written: str) -> list
 
 def _merged_by_name(spec: HostSpec, root: Path, scope: Scope, name: str, written: str,
                     entry: dict[str, Any]) -> list[Merged]:
-    """What a host that merges other files with ours by server name, member by member (opencode, Codex), makes of
-    our entry, judged on the result of the whole merge in the host's order: a member another file sets and no file
-    read after it sets again is what the host runs (`enabled: false` there, then `enabled: true` in a file read
-    later, is on). This workspace's server under another name in one of them is a second server on the same
+    """What a host that merges other files with ours by server name, member by member (opencode, Codex), or a name's
+    entry whole (Kiro), makes of our entry, judged on the result of the whole merge in the host's order: a member
+    another file sets and no file read after it sets again is what the host runs (`enabled: false` there, then
+    `enabled: true` in a file read later, is on); Kiro runs the entry of the file it reads last (`disabled: true`
+    there is off). This workspace's server under another name in one of them is a second server on the same
     memory; a link in the workspace, not followed, is `unread`, for the user to check; a file that cannot be read
     is `unreadable`."""
     assert spec.config is not None
@@ -225,20 +229,30 @@ def _merged_by_name(spec: HostSpec, root: Path, scope: Scope, name: str, written
         theirs = servers.get(name)
         if isinstance(theirs, dict):
             layers.append((layer, theirs))
+    whole = spec.kind == "kiro"  # the file read last takes the name, its entry whole: ours is left or replaced
+    if whole:
+        layers = layers[-1:]
     last = {key: i for i, (_, value) in enumerate(layers) for key in value}  # who sets each member last
+    switch, off_value = ("disabled", True) if spec.kind == "kiro" else ("enabled", False)
     for i, (layer, theirs) in enumerate(layers):
         if layer is None:
             continue
-        lent = [k for k, v in theirs.items() if last[k] == i and (k not in entry or entry[k] != v)]
+        if whole:  # (a member of ours that it lacks is gone too)
+            lent = [k for k in dict.fromkeys([*theirs, *entry]) if theirs.get(k, _NONE) != entry.get(k, _NONE)]
+        else:
+            lent = [k for k, v in theirs.items() if last[k] == i and (k not in entry or entry[k] != v)]
         if not lent:
             continue
-        off = "enabled" in lent and theirs.get("enabled") is False
+        off = switch in lent and theirs.get(switch) is off_value
         effect: Literal["disabled", "overridden", "lent"] = (
             "disabled" if off else "overridden" if {"command", "args"} & set(lent) else "lent")
         fix = ("keep one of the two entries" if pins(theirs, root, project=layer.project)
                else "rename one of them")
+        how = (f"in this workspace uses that entry whole instead of this one: its {', '.join(lent)} "
+               f"{'differs' if len(lent) == 1 else 'differ'}" if whole else
+               f"merges the two member by member: its {', '.join(lent)} {'applies' if len(lent) == 1 else 'apply'} "
+               "here")
         out.append(Merged(layer.shown, effect, name, (
-            f"{spec.label} also reads {layer.shown}, which has a server named {name!r} too, and merges the two member "
-            f"by member: its {', '.join(lent)} {'applies' if len(lent) == 1 else 'apply'} here"
-            f"{' (`enabled: false` there turns this one off)' if off else ''}; {fix}")))
+            f"{spec.label} also reads {layer.shown}, which has a server named {name!r} too, and {how}"
+            f"{f' (`{switch}: {json.dumps(off_value)}` there turns this one off)' if off else ''}; {fix}")))
     return out
