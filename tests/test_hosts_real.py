@@ -9,8 +9,10 @@ workspace with memory off and on, for a workspace chosen with `--root`, in a pat
 letter, and (Codex) from the user-level file. After `--uninstall` the host lists it no more, and the user's own
 server stays (opencode's in the user's commented opencode.jsonc, which takes our entry meanwhile). A host that
 starts a project's servers only once trusted (Claude Code, Codex, Gemini CLI) is shown not starting ours before
-that, and bootstrap-host says so; opencode asks nothing. A host that merges a user-level file with the project's
-by name (Codex, opencode) starts this workspace's server twice under two names, and bootstrap-host says so.
+that, and bootstrap-host says so; opencode asks nothing. Where Codex reads the project's file and where it does
+not (which `[projects."<path>"]` trusts the project), host-status agrees with it. A host that merges a user-level
+file with the project's by name (Codex, opencode) starts this workspace's server twice under two names, and
+bootstrap-host says so.
 """
 
 from __future__ import annotations
