@@ -43,6 +43,15 @@ def home() -> Path:
     return Path(os.environ["HOME"])
 
 
+def trust_codex(folder: Path | str, level: str = "trusted") -> None:
+    """What the user does once before Codex reads a project's .codex/config.toml (tests/test_hosts_real.py shows
+    Codex reading none before): `folder` is the key, exactly."""
+    config = home() / ".codex" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    with config.open("a", encoding="utf-8") as f:
+        f.write(f'\n[projects.{json.dumps(str(folder))}]\ntrust_level = "{level}"\n')
+
+
 def snapshot(*roots: Path) -> dict[str, bytes]:
     """Every file (and empty folder) under the roots, outside .git."""
     out: dict[str, bytes] = {}
@@ -405,6 +414,7 @@ def test_host_status_says_codex_s_user_file_holds_a_second_server_for_the_worksp
     """host-status names the twin bootstrap-host's note names, from each side (Codex starts both)."""
     assert cli("bootstrap-host", "--host-kind", "codex", cwd=ws.path).code == 0
     assert cli("bootstrap-host", "--host-kind", "codex", "--user", cwd=ws.path).code == 0
+    trust_codex(ws.path)
     status = cli("host-status", "--host-kind", "codex", "--json", cwd=ws.path)
     project, user = status.json()["hosts"][0]["servers"]
     assert status.code == 0 and (project["state"], user["state"]) == ("installed", "installed")
@@ -420,11 +430,13 @@ def test_host_status_says_codex_s_user_file_holds_a_second_server_for_the_worksp
 def test_host_status_judges_codex_s_two_files_merged_member_by_member(ws: Repo, cli: Any) -> None:
     """Codex merges ~/.codex/config.toml and then the project's .codex/config.toml by server name, member by member
     (seen with Codex 0.171.0, tests/test_hosts_real.py): an `enabled = false` of a `vivary` in the user's file turns
-    the project's `vivary` off; in the project's file, read last, it turns off the user-level entry of that name."""
+    the project's `vivary` off; in the project's file, read last, it turns off the user-level entry of that name,
+    once the project is trusted (before, Codex does not read the project's file)."""
     assert cli("bootstrap-host", "--host-kind", "codex", cwd=ws.path).code == 0
     config = home() / ".codex" / "config.toml"
     config.parent.mkdir()
     config.write_text('[mcp_servers.vivary]\ncommand = "/bin/true"\nenabled = false\n', "utf-8")
+    trust_codex(ws.path)
     status = cli("host-status", "--host-kind", "codex", "--json", cwd=ws.path)
     project = status.json()["hosts"][0]["servers"][0]
     assert (status.code, project["state"]) == (1, "disabled"), project
@@ -439,8 +451,72 @@ def test_host_status_judges_codex_s_two_files_merged_member_by_member(ws: Repo, 
     ws.write({".codex/config.toml": '[mcp_servers.vivary]\nenabled = false\n'})
     status = cli("host-status", "--host-kind", "codex", "--json", cwd=ws.path)
     user = status.json()["hosts"][0]["servers"][1]
+    assert (status.code, user["state"], user["merged"]) == (0, "installed", []), user  # not read: not trusted
+    trust_codex(ws.path)
+    status = cli("host-status", "--host-kind", "codex", "--json", cwd=ws.path)
+    user = status.json()["hosts"][0]["servers"][1]
     assert (status.code, user["state"]) == (1, "disabled"), user
     assert [(m["path"], m["effect"]) for m in user["merged"]] == [(".codex/config.toml", "disabled")], user
+
+
+def test_codex_s_project_file_unread_until_the_user_s_file_trusts_the_project_is_said(ws: Repo, cli: Any) -> None:
+    """Codex reads .codex/config.toml only in a project ~/.codex/config.toml trusts (tests/test_hosts_real.py: it lists
+    none of its servers before): bootstrap-host says so with the table to add, host-status says `untrusted` (exit 1)
+    until it is there, and `installed` once it is; `trust_level = "untrusted"` is said as such."""
+    notes = cli("bootstrap-host", "--host-kind", "codex", "--json", cwd=ws.path).json()["notes"]
+    table = f"[projects.{json.dumps(str(ws.path))}]"
+    said = [n for n in notes if n.startswith("Codex reads .codex/config.toml only in a project you trust")]
+    assert len(said) == 1 and f"~/.codex/config.toml does not trust {ws.path}, so Codex starts none" in said[0], notes
+    assert said[0].endswith(f"add `{table}` with `trust_level = \"trusted\"` to ~/.codex/config.toml"), said
+    status = cli("host-status", "--host-kind", "codex", "--json", cwd=ws.path)
+    project = status.json()["hosts"][0]["servers"][0]
+    assert (status.code, project["state"]) == (1, "untrusted"), project
+    assert [(m["path"], m["effect"], m["name"], m["detail"]) for m in project["merged"]] == [
+        ("~/.codex/config.toml", "untrusted", "vivary", said[0])], project
+    assert "  server    untrusted  .codex/config.toml [vivary]\n" in \
+        cli("host-status", "--host-kind", "codex", cwd=ws.path).out
+
+    trust_codex(ws.path)  # the table the note gives
+    status = cli("host-status", "--host-kind", "codex", "--json", cwd=ws.path)
+    assert (status.code, status.json()["hosts"][0]["servers"][0]["state"]) == (0, "installed"), status.out
+    notes = cli("bootstrap-host", "--host-kind", "codex", "--json", cwd=ws.path).json()["notes"]
+    assert not any("trust" in n for n in notes), notes
+
+    (home() / ".codex" / "config.toml").unlink()
+    trust_codex(ws.path, "untrusted")
+    status = cli("host-status", "--host-kind", "codex", "--json", cwd=ws.path)
+    project = status.json()["hosts"][0]["servers"][0]
+    assert (status.code, project["state"]) == (1, "untrusted"), project
+    assert f"~/.codex/config.toml marks {ws.path} untrusted, so" in project["merged"][0]["detail"]
+    assert project["merged"][0]["detail"].endswith(f"set `trust_level = \"trusted\"` under `{table}` there")
+
+
+@pytest.mark.parametrize(("where", "levels", "read"), [
+    ("top", {"{top}": "trusted"}, True),
+    ("top", {"{top}/": "trusted"}, False),  # a key is the folder's path exactly
+    ("top", {"{above}": "trusted"}, False),  # a folder above is not enough
+    ("notes", {"{top}": "trusted"}, True),  # the project root: the nearest folder up holding .git
+    ("notes", {"{top}": "trusted", "{top}/notes": "untrusted"}, False),  # the folder's own first
+    ("notes", {"{top}": "untrusted", "{top}/notes": "trusted"}, True),
+    ("linked", {"{top}": "trusted"}, True),  # a linked worktree: its repository's main work tree
+    ("linked", {"{top}": "trusted", "{linked}": "untrusted"}, False),
+])
+def test_codex_s_trust_is_judged_as_codex_judges_it(where: str, levels: dict[str, str], read: bool, repo: Repo,
+                                                    cli: Any, tmp_path: Path) -> None:
+    """The rule of Codex's config loader, each case seen with Codex 0.171.0 itself (tests/test_hosts_real.py): the
+    trust of the folder holding .codex/, else of the project root, else of the main work tree, keyed exactly."""
+    plain_workspace(repo).commit("init")
+    linked = tmp_path / "linked"
+    if where == "linked":
+        repo.git("worktree", "add", "-q", str(linked))
+    run_in, extra = {"top": (repo.path, []), "notes": (repo.path, ["--root", "notes"]),
+                     "linked": (linked, [])}[where]
+    assert cli("bootstrap-host", "--host-kind", "codex", *extra, cwd=run_in).code == 0
+    for key, level in levels.items():
+        trust_codex(key.format(top=repo.path, above=repo.path.parent, linked=linked), level)
+    status = cli("host-status", "--host-kind", "codex", *extra, "--json", cwd=run_in)
+    state = status.json()["hosts"][0]["servers"][0]["state"]
+    assert state == ("installed" if read else "untrusted"), status.out
 
 
 def test_user_level_files_need_the_flag(ws: Repo, cli: Any) -> None:
@@ -765,6 +841,7 @@ def test_the_workspace_s_entry_is_found_whatever_its_name(ws: Repo, cli: Any) ->
                                    '\n[mcp_servers.vivary.env]\nFOO = "1"\n\n[profile]\nmodel = "x"\n'])
 def test_a_codex_env_table_of_the_user_s_is_theirs(ws: Repo, cli: Any, extra: str) -> None:
     start = snapshot(ws.path)
+    trust_codex(ws.path)
     assert cli("bootstrap-host", "--host-kind", "codex", cwd=ws.path).code == 0
     path = ws.path / ".codex" / "config.toml"
     path.write_text(path.read_text("utf-8") + extra, "utf-8")

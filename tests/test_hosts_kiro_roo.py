@@ -116,6 +116,40 @@ def test_kiro_s_user_level_file_is_home_s_and_holds_the_workspace_s_server_by_fo
     assert not user.exists() and not (ws.path / "AGENTS.md").exists()
 
 
+def test_kiro_takes_a_name_s_entry_whole_from_the_workspace_s_file(repo: Repo, cli: Any) -> None:
+    """Kiro reads ~/.kiro/settings/mcp.json and the workspace's .kiro/settings/mcp.json, and a server named in both is
+    the workspace's entry, whole ("Complete override", kiro.dev/docs/mcp/configuration, "MCP server loading
+    priority"): a workspace entry of the user-level one's name replaces it, even one of a single member (no command
+    is left: `overridden`), and `disabled: true` there turns it off; a user-level entry of the workspace one's name
+    lends it nothing."""
+    ws = plain_workspace(repo)
+    assert cli("bootstrap-host", "--host-kind", "kiro", "--user", cwd=ws.path).code == 0
+    name = f"vivary-{ws.path.name.lower()}"
+    for theirs, effect in (({"command": "/bin/true"}, "overridden"), ({"env": {"A": "1"}}, "overridden"),
+                           ({"disabled": True}, "disabled")):
+        ws.write({KIRO: json.dumps({"mcpServers": {name: theirs}})})
+        status = cli("host-status", "--host-kind", "kiro", "--json", cwd=ws.path)
+        user = status.json()["hosts"][0]["servers"][1]
+        assert (status.code, user["state"]) == (1, effect), user
+        assert [(m["path"], m["effect"], m["name"]) for m in user["merged"]] == [(KIRO, effect, name)], user
+        assert f"Kiro also reads {KIRO}, which has a server named {name!r} too, and in this workspace uses that " \
+               "entry whole instead of this one" in user["merged"][0]["detail"], user
+    ws.write({KIRO: json.dumps({"mcpServers": {"other": {"command": "/bin/true"}}})})
+    status = cli("host-status", "--host-kind", "kiro", "--json", cwd=ws.path)
+    assert (status.code, status.json()["hosts"][0]["servers"][1]["state"]) == (0, "installed"), status.out
+
+    assert cli("bootstrap-host", "--host-kind", "kiro", "--user", "--uninstall", cwd=ws.path).code == 0
+    user_file = home() / ".kiro" / "settings" / "mcp.json"
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text(json.dumps({"mcpServers": {"vivary": {"command": "/bin/true", "disabled": True}}}))
+    (ws.path / KIRO).unlink()
+    r = cli("bootstrap-host", "--host-kind", "kiro", "--json", cwd=ws.path)
+    assert r.code == 0 and not any("also reads" in n for n in r.json()["notes"]), r.out
+    status = cli("host-status", "--host-kind", "kiro", "--json", cwd=ws.path)
+    project = status.json()["hosts"][0]["servers"][0]
+    assert (status.code, project["state"], project["merged"]) == (0, "installed", []), project
+
+
 def test_roo_code_s_global_settings_are_not_written(repo: Repo, cli: Any) -> None:
     """Roo Code's mcp_settings.json is in each editor's extension storage: no one file is the user's."""
     ws = plain_workspace(repo)

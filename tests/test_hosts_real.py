@@ -9,8 +9,10 @@ workspace with memory off and on, for a workspace chosen with `--root`, in a pat
 letter, and (Codex) from the user-level file. After `--uninstall` the host lists it no more, and the user's own
 server stays (opencode's in the user's commented opencode.jsonc, which takes our entry meanwhile). A host that
 starts a project's servers only once trusted (Claude Code, Codex, Gemini CLI) is shown not starting ours before
-that, and bootstrap-host says so; opencode asks nothing. A host that merges a user-level file with the project's
-by name (Codex, opencode) starts this workspace's server twice under two names, and bootstrap-host says so.
+that, and bootstrap-host says so; opencode asks nothing. Where Codex reads the project's file and where it does
+not (which `[projects."<path>"]` trusts the project), host-status agrees with it. A host that merges a user-level
+file with the project's by name (Codex, opencode) starts this workspace's server twice under two names, and
+bootstrap-host says so.
 """
 
 from __future__ import annotations
@@ -370,9 +372,62 @@ def test_host_status_agrees_with_codex_that_the_user_file_turns_the_project_s_en
     assert (status.code, status.json()["hosts"][0]["servers"][0]["state"]) == (1, "disabled"), status.out
 
 
+@pytest.mark.parametrize(("where", "levels", "read"), [
+    ("top", {}, False),
+    ("top", {"{top}": "trusted"}, True),
+    ("top", {"{top}": "untrusted"}, False),
+    ("top", {"{top}/": "trusted"}, False),  # a key is the folder's path exactly
+    ("top", {"{above}": "trusted"}, False),  # a folder above is not enough
+    ("notes", {"{top}": "trusted"}, True),  # the project root: the nearest folder up holding .git
+    ("notes", {"{top}": "trusted", "{top}/notes": "untrusted"}, False),  # the folder's own first
+    ("notes", {"{top}": "untrusted", "{top}/notes": "trusted"}, True),
+    ("linked", {"{top}": "trusted"}, True),  # a linked worktree: its repository's main work tree
+    ("linked", {"{top}": "trusted", "{linked}": "untrusted"}, False),
+])
+def test_host_status_agrees_with_codex_on_whether_it_reads_the_project_s_file(
+        where: str, levels: dict[str, str], read: bool, cli: Any, tmp_path: Path, codex: Path) -> None:
+    """Codex reads .codex/config.toml only where ~/.codex/config.toml trusts the project (`[projects."<path>"]
+    trust_level`): the folder's own key, else its project root's, else its repository's main work tree's. Where
+    `codex mcp list` lists our server host-status says `installed`, and where it lists none `untrusted`, exit 1."""
+    folder, extra = workspace(tmp_path, "--root notes" if where == "notes" else "memory off")
+    top = folder.parent if extra else folder
+    run_in = top
+    if where == "linked":
+        folder = run_in = tmp_path / "linked"
+        git(top, "worktree", "add", "-q", str(folder))
+    bootstrap(cli, "codex", run_in, *extra)
+    config = home() / ".codex" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    for key, level in levels.items():
+        with config.open("a", encoding="utf-8") as f:
+            path = key.format(top=top, above=top.parent, linked=tmp_path / "linked")
+            f.write(f'\n[projects.{json.dumps(path)}]\ntrust_level = "{level}"\n')
+    assert ("vivary" in listed("codex", codex, folder)) is read
+    status = cli("host-status", "--host-kind", "codex", *extra, "--json", cwd=run_in)
+    state = status.json()["hosts"][0]["servers"][0]["state"]
+    assert (state, status.code) == (("installed", 0) if read else ("untrusted", 1)), status.out
+
+
+def test_the_trust_bootstrap_host_asks_for_is_the_one_codex_needs(cli: Any, tmp_path: Path, codex: Path) -> None:
+    """bootstrap-host's note for an untrusted project names the table to add to ~/.codex/config.toml: added as it
+    says, Codex lists our server, and host-status says `installed`."""
+    folder, _ = workspace(tmp_path, "a path with a space and ö")
+    notes = bootstrap(cli, "codex", folder)["notes"]
+    said = next(n for n in notes if n.startswith("Codex reads .codex/config.toml only in a project you trust"))
+    table = re.search(r"add `(\[projects\..*\])` with `(trust_level = \"trusted\")` to ~/\.codex/config\.toml$", said)
+    assert table is not None, said
+    assert "vivary" not in listed("codex", codex, folder)
+    config = home() / ".codex" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f"{table.group(1)}\n{table.group(2)}\n", "utf-8")
+    assert "vivary" in listed("codex", codex, folder)
+    status = cli("host-status", "--host-kind", "codex", "--json", cwd=folder)
+    assert (status.code, status.json()["hosts"][0]["servers"][0]["state"]) == (0, "installed"), status.out
+
+
 @pytest.mark.parametrize("kind, untrusted, note", [
     ("claude-code", "Pending approval", "Claude Code asks once before it starts a server"),
-    ("codex", "No MCP servers configured", "Codex reads .codex/config.toml only in a project you marked trusted"),
+    ("codex", "No MCP servers configured", "Codex reads .codex/config.toml only in a project you trust"),
     ("gemini-cli", "Disabled", "Gemini CLI starts MCP servers only in a folder you trust"),
 ])
 def test_an_untrusted_project_does_not_start_our_server_and_bootstrap_host_says_so(

@@ -17,12 +17,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="For each agent host (or --host-kind): whether its config holds this workspace's MCP server "
         "(installed, stale: written for a command that moved or for another workspace, disabled or overridden: the "
         "files the host merges with it by server name, taken together in the host's order, turn it off or replace "
-        "its command, other: the name is another server's, absent, unreadable), where, what the files merged with "
-        "it do to it (this workspace's server under another name there, a file that cannot be read), and whether "
-        "the guidance block is there and current; user-level files (the desktop app's, ~/.codex/config.toml) are "
-        "read, never written. Then which onboarding questions are answered (never the answers: they stay in "
-        "USER.md). Reads only. Exit 0; 1 when an installed entry is stale, disabled or overridden, or a file "
-        "(merged ones too) is unreadable; 2 on a usage error. See docs/hosts.md.",
+        "its command, untrusted: Codex does not read a project's file that ~/.codex/config.toml does not trust, "
+        "other: the name is another server's, absent, unreadable), where, what the files merged with it do to it "
+        "(this workspace's server under another name there, a file that cannot be read), and whether the guidance "
+        "block is there and current; user-level files (the desktop app's, ~/.codex/config.toml) are read, never "
+        "written. Then which onboarding questions are answered (never the answers: they stay in USER.md). Reads "
+        "only. Exit 0; 1 when an installed entry is stale, disabled, overridden or untrusted, or a file (merged "
+        "ones too) is unreadable; 2 on a usage error. See docs/hosts.md.",
     )
     p.add_argument("--host-kind", choices=KINDS, metavar="KIND", help="only this host: " + ", ".join(KINDS))
     p.add_argument("--name", metavar="NAME",
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
                 s = install.server_state(kind, root, scope, args.name)
                 over = [] if s.entry is None else merged.merged_over(kind, root, scope, s.name, s.entry, s.path)
                 state = _state(s.state, [m.effect for m in over])
-                bad = bad or state in ("stale", "unreadable", "disabled", "overridden") or any(
+                bad = bad or state in ("stale", "unreadable", "disabled", "overridden", "untrusted") or any(
                     m.effect == "unreadable" for m in over)
                 servers.append({"path": s.path, "scope": s.scope, "name": s.name, "state": state,
                                 "command": s.command, "command_found": s.command_found, "detail": s.detail,
@@ -77,10 +78,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _state(state: str, effects: list[str]) -> str:
     """An installed entry a file merged over it turns off is `disabled`, one whose command it replaces is
-    `overridden`: the host does not run what bootstrap-host wrote (a second server elsewhere is only a note)."""
+    `overridden`, one in a file the host does not read at all (Codex, an untrusted project) `untrusted`: the host
+    does not run what bootstrap-host wrote (a second server elsewhere is only a note)."""
     if state != "installed":
         return state
-    return next((e for e in ("disabled", "overridden") if e in effects), state)
+    return next((e for e in ("untrusted", "disabled", "overridden") if e in effects), state)
 
 
 def _print(out: dict[str, object]) -> None:

@@ -118,8 +118,6 @@ def plan(kind: HostKind, root: Path, *, uninstall: bool = False, user: bool = Fa
         if scope == "project" and not uninstall:
             p.notes.append(f"the entry in {change.shown} holds this machine's paths (the command and the "
                            "workspace): commit it only where everyone shares them")
-        if kind == "codex" and scope == "project" and not uninstall:
-            p.notes.append("Codex reads .codex/config.toml only in a project you marked trusted")
         if kind == "claude-code" and not uninstall:
             p.notes.append("Claude Code asks once before it starts a server from a project's .mcp.json")
         if kind == "vscode" and not uninstall:

@@ -1,20 +1,32 @@
 """What the files a host merges with ours by server name do to our entry: Codex's and Kiro's other scope's
-file (this workspace's server under a second name there; Codex's member by member too), opencode's user-level
-files, the files of the folders above and `.opencode/`, judged together in the host's order. bootstrap-host's
-notes and host-status's states both come from here."""
+file (this workspace's server under a second name there; Codex's member by member, Kiro's a name's entry whole),
+opencode's user-level files, the files of the folders above and `.opencode/`, judged together in the host's
+order; and whether Codex reads the project's file at all (the user's file trusts the project, or not).
+bootstrap-host's notes and host-status's states both come from here."""
 
 from __future__ import annotations
 
 import itertools
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from vivary_git.errors import ConfigError, RefusedError, UsageError
+from vivary_git.errors import ConfigError, RefusedError, UsageError, VivaryError
 from vivary_git.hosts import files
-from vivary_git.hosts.install import Scope, _config_location, _servers, pins, server_state, workspace_servers
+from vivary_git.hosts.install import (
+    Scope,
+    _config_location,
+    _servers,
+    _toml_data,
+    pins,
+    server_state,
+    workspace_servers,
+)
 from vivary_git.hosts.kinds import HOSTS, HostKind, HostSpec, user_files_read
+
+_NONE = object()  # a member an entry does not have
 
 
 @dataclass(frozen=True)
@@ -23,9 +35,10 @@ class Merged:
     (its `enabled: false` is what the host ends up with), `overridden` (its command is), `lent` (other members of its
     are), `second` (this workspace's server under another name there: two servers, one memory), `unread` (a link in
     the workspace, not followed: the user checks it), `unreadable` (too big, not UTF-8, not parseable: the host cannot
-    read it either)."""
+    read it either), `untrusted` (Codex: the user's file does not trust the project, so the host does not read ours
+    at all)."""
     path: str  # as the user reads it
-    effect: Literal["disabled", "overridden", "lent", "second", "unread", "unreadable"]
+    effect: Literal["disabled", "overridden", "lent", "second", "unread", "unreadable", "untrusted"]
     name: str  # the server's name in that file
     note: str  # what it does, and the fix
 
@@ -45,8 +58,74 @@ def merged_over(kind: HostKind, root: Path, scope: Scope, name: str, entry: dict
     """What the files a host merges with `written` (ours, holding `entry` as `command` + `args` under `name`) do
     to it: bootstrap-host's notes and host-status's states both come from here."""
     spec = HOSTS[kind]
+    untrusted = _untrusted(spec, root, scope, name, written)
     twin = _twin(spec, root, scope, name)
-    return ([twin] if twin else []) + _merged_by_name(spec, root, scope, name, written, entry or {})
+    return [m for m in (untrusted, twin) if m] + _merged_by_name(spec, root, scope, name, written, entry or {})
+
+
+def codex_trust(root: Path) -> tuple[object, str, str] | None:
+    """How the user's ~/.codex/config.toml trusts the project in `root`, as Codex decides it (codex-rs
+    `config_loader`, `decision_for_dir`; seen with Codex 0.171.0): the `trust_level` of `[projects."<root>"]`, else
+    of the project root (the nearest folder up holding one of `project_root_markers`, `.git` by default), else of
+    the repository's main work tree (a linked worktree's too), each keyed by its absolute path exactly as written
+    (no trailing `/`; a folder above is not enough). Returns the level (None: none set), the key it was read under
+    (or `root`, the one to add) and the file as the user reads it; None when that file cannot be read (its own
+    row says why)."""
+    try:
+        path, shown = _config_location(HOSTS["codex"], root, "user")
+        text = files.read(path, shown)
+        data = {} if text is None else _toml_data(text, shown)
+    except (RefusedError, UsageError, ConfigError):
+        return None
+    projects = data.get("projects")
+    markers = data.get("project_root_markers", [".git"])
+    if not isinstance(markers, list) or not all(isinstance(m, str) for m in markers):
+        markers = [".git"]  # (Codex refuses to start on it: not ours to report)
+    top = next((d for d in (root, *root.parents) for m in markers if (d / m).exists()), root)
+    keys = [str(root), str(top)]
+    from vivary_git import git
+
+    try:
+        repo = git.try_open(root)
+    except VivaryError:
+        repo = None
+    if repo is not None:
+        keys.append(str(repo.common_dir.parent))
+    for key in keys:
+        said = projects.get(key) if isinstance(projects, dict) else None
+        if isinstance(said, dict) and "trust_level" in said:
+            return said["trust_level"], key, shown
+    return None, str(root), shown
+
+
+def _trusted(root: Path) -> bool:
+    found = codex_trust(root)
+    return found is not None and found[0] == "trusted"
+
+
+def _untrusted(spec: HostSpec, root: Path, scope: Scope, name: str, written: str) -> Merged | None:
+    """Codex reads a project's .codex/config.toml only in a project the user's file trusts: elsewhere it starts none
+    of its servers, ours included, and says nothing (`codex mcp list`: "No MCP servers configured")."""
+    if spec.kind != "codex" or scope != "project":
+        return None
+    found = codex_trust(root)
+    if found is None or found[0] == "trusted":  # (a file Codex cannot read: its own row)
+        return None
+    level, key, shown = found
+    table = f"[projects.{json.dumps(key)}]"
+    if level == "untrusted":
+        said, fix = f"marks {key} untrusted", f"set `trust_level = \"trusted\"` under `{table}` there"
+    elif level is not None:
+        given = json.dumps(level) if isinstance(level, str) else str(level)
+        said = f"gives {key} `trust_level = {given}`, which Codex does not accept (it stops on it)"
+        fix = f"set it to \"trusted\" under `{table}` there"
+    else:
+        said = f"does not trust {key}"
+        fix = f"trust the project when `codex` asks, or add `{table}` with `trust_level = \"trusted\"` to {shown}"
+    return Merged(shown, "untrusted", name, (
+        f"Codex reads {written} only in a project you trust, and {shown} {said}, so Codex starts none of that "
+        f"file's servers there, this one included; if you trust what {written} holds (every server in it starts), "
+        f"{fix}"))
 
 
 def _twin(spec: HostSpec, root: Path, scope: Scope, name: str) -> Merged | None:
@@ -75,10 +154,14 @@ def _merge_order(spec: HostSpec, root: Path, scope: Scope, written: str) -> list
     (~/.config/opencode: config.json, opencode.json, opencode.jsonc), then opencode.json and opencode.jsonc from the
     top of the work tree down to the folder it starts in (in one folder opencode.jsonc after opencode.json), then
     that folder's .opencode/. Seen with Codex 0.171.0: ~/.codex/config.toml, then the project's .codex/config.toml.
-    Kiro merges its two files too, but whether member by member is not documented: only its `second` is told."""
+    Codex reads the project's file only in a trusted project (`codex_trust`). Kiro reads ~/.kiro/settings/mcp.json,
+    then the workspace's, which wins a name's entry whole (kiro.dev/docs/mcp/configuration, "MCP server loading
+    priority")."""
     assert spec.config is not None
-    if spec.kind == "codex":
+    if spec.kind in ("codex", "kiro"):
         other: Scope = "user" if scope == "project" else "project"
+        if spec.kind == "codex" and other == "project" and not _trusted(root):
+            return []  # Codex does not read the project's file here
         try:
             path, shown = _config_location(spec, root, other)
         except (RefusedError, UsageError):  # a link in the workspace, a relative CODEX_HOME: said in its own row
@@ -104,10 +187,11 @@ def _merge_order(spec: HostSpec, root: Path, scope: Scope, written: str) -> list
 
 def _merged_by_name(spec: HostSpec, root: Path, scope: Scope, name: str, written: str,
                     entry: dict[str, Any]) -> list[Merged]:
-    """What a host that merges other files with ours by server name, member by member (opencode, Codex), makes of
-    our entry, judged on the result of the whole merge in the host's order: a member another file sets and no file
-    read after it sets again is what the host runs (`enabled: false` there, then `enabled: true` in a file read
-    later, is on). This workspace's server under another name in one of them is a second server on the same
+    """What a host that merges other files with ours by server name, member by member (opencode, Codex), or a name's
+    entry whole (Kiro), makes of our entry, judged on the result of the whole merge in the host's order: a member
+    another file sets and no file read after it sets again is what the host runs (`enabled: false` there, then
+    `enabled: true` in a file read later, is on); Kiro runs the entry of the file it reads last (`disabled: true`
+    there is off). This workspace's server under another name in one of them is a second server on the same
     memory; a link in the workspace, not followed, is `unread`, for the user to check; a file that cannot be read
     is `unreadable`."""
     assert spec.config is not None
@@ -145,20 +229,30 @@ def _merged_by_name(spec: HostSpec, root: Path, scope: Scope, name: str, written
         theirs = servers.get(name)
         if isinstance(theirs, dict):
             layers.append((layer, theirs))
+    whole = spec.kind == "kiro"  # the file read last takes the name, its entry whole: ours is left or replaced
+    if whole:
+        layers = layers[-1:]
     last = {key: i for i, (_, value) in enumerate(layers) for key in value}  # who sets each member last
+    switch, off_value = ("disabled", True) if spec.kind == "kiro" else ("enabled", False)
     for i, (layer, theirs) in enumerate(layers):
         if layer is None:
             continue
-        lent = [k for k, v in theirs.items() if last[k] == i and (k not in entry or entry[k] != v)]
+        if whole:  # (a member of ours that it lacks is gone too)
+            lent = [k for k in dict.fromkeys([*theirs, *entry]) if theirs.get(k, _NONE) != entry.get(k, _NONE)]
+        else:
+            lent = [k for k, v in theirs.items() if last[k] == i and (k not in entry or entry[k] != v)]
         if not lent:
             continue
-        off = "enabled" in lent and theirs.get("enabled") is False
+        off = switch in lent and theirs.get(switch) is off_value
         effect: Literal["disabled", "overridden", "lent"] = (
             "disabled" if off else "overridden" if {"command", "args"} & set(lent) else "lent")
         fix = ("keep one of the two entries" if pins(theirs, root, project=layer.project)
                else "rename one of them")
+        how = (f"in this workspace uses that entry whole instead of this one: its {', '.join(lent)} "
+               f"{'differs' if len(lent) == 1 else 'differ'}" if whole else
+               f"merges the two member by member: its {', '.join(lent)} {'applies' if len(lent) == 1 else 'apply'} "
+               "here")
         out.append(Merged(layer.shown, effect, name, (
-            f"{spec.label} also reads {layer.shown}, which has a server named {name!r} too, and merges the two member "
-            f"by member: its {', '.join(lent)} {'applies' if len(lent) == 1 else 'apply'} here"
-            f"{' (`enabled: false` there turns this one off)' if off else ''}; {fix}")))
+            f"{spec.label} also reads {layer.shown}, which has a server named {name!r} too, and {how}"
+            f"{f' (`{switch}: {json.dumps(off_value)}` there turns this one off)' if off else ''}; {fix}")))
     return out
