@@ -200,7 +200,8 @@ class Workspace:
         return self._parses.cache_keys()
 
     def _record_verdict(self, report: CheckReport) -> None:
-        """issue 4: with `git config vivary.notes true`, `check --rev COMMIT` notes its counts on COMMIT."""
+        """issue 4: with `git config vivary.notes true`, `check --rev COMMIT` notes its counts on COMMIT, as the
+        verdict of this workspace's folder (store/notes.py: the other folders' verdicts stay)."""
         repo = self.source.repo
         if repo is None or self.source.kind != "rev" or self.source.tree_id is None or not self.cache_enabled:
             return
@@ -214,7 +215,7 @@ class Workspace:
         except (KeyError, ValueError, repo.pygit2.GitError):
             return  # a tree, not a commit: nothing to note it on
         verdict = Verdict(tree=self.source.tree_id, checked=report.checked, errors=report.errors,
-                                warnings=report.warnings, clean=report.clean)
+                          warnings=report.warnings, clean=report.clean, folder=self.source.prefix)
         if not write_note(repo, commit, verdict):
             print(f"vivary: could not write the verdict note in {NOTES_REF}: it kept moving", file=sys.stderr)
 

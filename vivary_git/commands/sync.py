@@ -449,11 +449,10 @@ def _descends(repo: Repo, commit: str, ancestor: str) -> bool:
 
 def _adopt_notes(repo: Repo, remote: str, staged: str, *, quiet: bool) -> None:
     """Verdict notes are someone else's claims about commits: adopted only under `vivary.cacheTrust = any`,
-    and then as a union of verdicts we re-encode ourselves (ours win on the same commit), each one
-    decoded as a `Verdict` and naming the tree of the commit it is on. Their notes commit is never
+    and then as a union of verdicts we re-encode ourselves (ours win on the same commit and folder), each one
+    decoded as a `Verdict` and naming the tree its commit has at its folder. Their notes commit is never
     adopted as is: a notes tree can hold any blob."""
-    from vivary_git.refnames import NOTES_REF
-    from vivary_git.store.notes import Verdict, read_note, write_note
+    from vivary_git.store.notes import Verdict, folder_tree, read_verdicts, write_note
     from vivary_git.store.read import _tip
     from vivary_git.store.trust import TRUST_KEY, trust
 
@@ -464,23 +463,15 @@ def _adopt_notes(repo: Repo, remote: str, staged: str, *, quiet: bool) -> None:
         return
     if _tip(repo, staged) is None:
         return
-    pygit2 = repo.pygit2
-    have = set()
-    if _tip(repo, NOTES_REF) is not None:
-        have = {str(n.annotated_id) for n in repo.repo.notes(NOTES_REF)}  # type: ignore[call-arg]  # stub lacks ref
-    for note in repo.repo.notes(staged):  # type: ignore[call-arg]
+    for note in repo.repo.notes(staged):  # type: ignore[call-arg]  # stub lacks ref
         commit = str(note.annotated_id)
-        if commit in have:
-            continue
-        verdict = read_note(repo, commit, staged)
-        try:
-            tree = str(repo.repo[commit].peel(pygit2.Tree).id)
-        except (KeyError, ValueError, pygit2.GitError):
-            continue  # a commit we do not have: nothing to check the verdict against
-        if verdict is not None and verdict.tree == tree:
-            write_note(repo, commit, Verdict(tree=verdict.tree, checked=verdict.checked,
-                                                         errors=verdict.errors, warnings=verdict.warnings,
-                                                         clean=verdict.clean, format=verdict.format))
+        have = {v.folder for v in read_verdicts(repo, commit)}
+        adopted = [Verdict(tree=v.tree, checked=v.checked, errors=v.errors, warnings=v.warnings, clean=v.clean,
+                           format=v.format, folder=v.folder)
+                   for v in read_verdicts(repo, commit, staged)
+                   if v.folder not in have and folder_tree(repo, commit, v.folder) == v.tree]
+        if adopted:
+            write_note(repo, commit, *adopted)
 
 
 def push(repo: Repo, remote: str, *, force: bool = False) -> None:
