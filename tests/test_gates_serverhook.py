@@ -6,6 +6,7 @@ import json
 import os
 import resource
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -235,3 +236,22 @@ def test_status_in_a_bare_repository_says_client_hooks_do_not_apply(tmp_path: Pa
     assert here["bare"] is False and [h["hook"] for h in here["hooks"]] == ["pre-commit", "pre-merge-commit",
                                                                            "post-commit", "post-checkout",
                                                                            "post-merge", "post-rewrite"], here
+
+
+def test_a_gate_out_of_memory_says_so_and_refuses_without_a_traceback(tmp_path: Path) -> None:
+    """Under a limit the gate's own reading of 10,000 long ref names passes (a server's `ulimit -d` on its hooks),
+    Python raised MemoryError through the gate: a traceback on the pusher's screen, though the push was refused."""
+    bare = tmp_path / "srv.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    stdin = b"".join(f"{'0' * 40} {'1' * 40} refs/heads/{'x' * 4000}{i:05d}\n".encode() for i in range(9_999))
+
+    def bounded() -> None:  # enough to start and read a few refs (24 MiB did, here), not 41 MB of them
+        hard = resource.getrlimit(resource.RLIMIT_DATA)[1]
+        resource.setrlimit(resource.RLIMIT_DATA, (32 << 20 if hard == resource.RLIM_INFINITY else min(hard, 32 << 20),
+                                                  hard))
+    proc = subprocess.run([sys.executable, "-m", "vivary_git.main", "hooks", "run", "pre-receive"], input=stdin,
+                          cwd=bare, capture_output=True, preexec_fn=bounded, check=False)
+    err = proc.stderr.decode(errors="replace")
+    assert "Traceback" not in err, err[-2000:]
+    assert proc.returncode == 2, err[-2000:]
+    assert "git vivary hooks: ran out of memory before it finished" in err, err[-2000:]

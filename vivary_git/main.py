@@ -91,6 +91,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         code = EXIT_INTERRUPTED
         _say("git vivary: interrupted")
+    except MemoryError:
+        # A limit on this process's memory (`ulimit -d`/`-v`, a server's on its hooks, a container's): what it held
+        # is let go by now, so this can be said. A gate that could not finish refuses, as on any error.
+        code = EXIT_USAGE
+        _say(f"git vivary {args.command}: ran out of memory before it finished (this process's limit, `ulimit -d` or "
+             "`-v`, or the machine's); raise the limit or run it where more memory is free")
     except BrokenPipeError:
         # `git vivary check | head -1`: the reader left before the command finished, so its verdict was
         # never printed whole. Not 0: under `set -o pipefail` that would pass a failing check.
