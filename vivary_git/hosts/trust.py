@@ -180,7 +180,8 @@ def _gemini(root: Path, written: str) -> Verdict | None:
     if rules is None:
         rules = {}
     if not isinstance(rules, dict):
-        return _gemini_unreadable(shown, f"{shown} holds a JSON {type(rules).__name__}, not an object")
+        kind = {"list": "array", "str": "string", "int": "number", "float": "number", "bool": "boolean"}
+        return _gemini_unreadable(shown, f"{shown} holds a JSON {kind[type(rules).__name__]}, not an object")
     wrong = next(((k, v) for k, v in rules.items() if v not in _GEMINI_LEVELS), None)
     if wrong is not None:
         return _gemini_unreadable(shown, f"{shown} gives {wrong[0]} the level {json.dumps(wrong[1])}, which is not "
