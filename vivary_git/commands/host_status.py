@@ -17,14 +17,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="For each agent host (or --host-kind): whether its config holds this workspace's MCP server "
         "(installed, stale: written for a command that moved or for another workspace, disabled or overridden: the "
         "files the host merges with it by server name, taken together in the host's order, turn it off or replace "
-        "its command, untrusted: Codex or Gemini CLI starts no server of the project's file in a folder the user's "
-        "file does not trust, unapproved: Claude Code has not been told to start this .mcp.json server yet, other: "
-        "the name is another server's, absent, unreadable), where, what the files merged with it do to it "
-        "(this workspace's server under another name there, a file that cannot be read), and whether the guidance "
-        "block is there and current; user-level files (the desktop app's, ~/.codex/config.toml) are read, never "
-        "written. Then which onboarding questions are answered (never the answers: they stay in USER.md). Reads "
-        "only. Exit 0; 1 when an installed entry is stale, disabled, overridden, untrusted or unapproved, or a file "
-        "(merged ones too) is unreadable; 2 on a usage error. See docs/hosts.md.",
+        "its command, or a Claude Code settings file rejects it, untrusted: Codex or Gemini CLI starts no server of "
+        "the project's file in a folder the user's file does not trust, unapproved: Claude Code has not been told "
+        "to start this .mcp.json server yet, other: the name is another server's, absent, unreadable), where, what "
+        "the files merged with it do to it (this workspace's server under another name there, a file that cannot "
+        "be read), and whether the guidance block is there and current; user-level files (the desktop app's, "
+        "~/.codex/config.toml, ~/.gemini/trustedFolders.json, ~/.claude.json) are read, never written. Then which "
+        "onboarding questions are answered (never the answers: they stay in USER.md). Reads only. Exit 0; 1 when an "
+        "installed entry is stale, disabled, overridden, untrusted or unapproved, or a file (merged ones too) is "
+        "unreadable; 2 on a usage error. See docs/hosts.md.",
     )
     p.add_argument("--host-kind", choices=KINDS, metavar="KIND", help="only this host: " + ", ".join(KINDS))
     p.add_argument("--name", metavar="NAME",
