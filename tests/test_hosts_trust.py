@@ -15,7 +15,8 @@ import pytest
 from conftest import TROPO, Repo
 
 # ~/.gemini/trustedFolders.json, the user's ~/.gemini/settings.json, and whether Gemini CLI then trusts the
-# workspace; `{ws}` is the workspace, `{up}` the folder above it, `{link}` a symbolic link to that folder.
+# workspace; `{ws}` is the workspace, `{up}` the folder above it, `{link}` a symbolic link to that folder, `{name}`
+# the workspace's name.
 GEMINI_CASES: list[tuple[dict[str, str] | None, dict[str, Any] | None, bool]] = [
     (None, None, False),
     ({"{ws}": "TRUST_FOLDER"}, None, True),
@@ -29,6 +30,7 @@ GEMINI_CASES: list[tuple[dict[str, str] | None, dict[str, Any] | None, bool]] = 
     ({"{up}": "TRUST_FOLDER", "{ws}": "DO_NOT_TRUST"}, None, False),  # the longest path decides
     ({"{up}": "DO_NOT_TRUST", "{ws}": "TRUST_FOLDER"}, None, True),
     ({"{ws}x": "TRUST_PARENT", "{ws}": "DO_NOT_TRUST"}, None, True),  # the longest path, not the folder it names
+    ({"{up}": "TRUST_FOLDER", "{link}/{name}": "DO_NOT_TRUST"}, None, False),
     (None, {"security": {"folderTrust": {"enabled": False}}}, True),  # folder trust off: every folder
     (None, {"security": {"folderTrust": {"enabled": "FALSE"}}}, True),
     (None, {"security": {"folderTrust": {"enabled": 0}}}, True),
@@ -85,7 +87,7 @@ def gemini_files(ws: Path, folders: dict[str, str] | None, settings: dict[str, A
     link = ws.parent.parent / f"{ws.parent.name}-link"
     if not link.is_symlink():
         link.symlink_to(ws.parent)
-    paths = {"ws": str(ws), "up": str(ws.parent), "link": str(link)}
+    paths = {"ws": str(ws), "up": str(ws.parent), "link": str(link), "name": ws.name}
     if folders is not None:
         write_json(home() / ".gemini" / "trustedFolders.json",
                    {key.format(**paths): level for key, level in folders.items()})
@@ -157,9 +159,13 @@ def test_gemini_cli_s_untrusted_folder_is_said_with_the_entry_to_add(ws: Repo, c
     notes = cli("bootstrap-host", "--host-kind", "gemini-cli", "--json", cwd=ws.path).json()["notes"]
     assert not any("trust" in n for n in notes), notes
 
-    write_json(home() / ".gemini" / "trustedFolders.json", {str(ws.path): "DO_NOT_TRUST"})
+    for key in (str(ws.path), "{link}/{name}"):  # the folder itself, through a link too
+        gemini_files(ws.path, {key: "DO_NOT_TRUST"}, None)
+        detail = server(cli, "gemini-cli", ws.path)[1]["merged"][0]["detail"]
+        assert " DO_NOT_TRUST, so" in detail and detail.endswith('set it to "TRUST_FOLDER" there'), detail
+    gemini_files(ws.path, {"{up}": "DO_NOT_TRUST"}, None)
     detail = server(cli, "gemini-cli", ws.path)[1]["merged"][0]["detail"]
-    assert f"marks {ws.path} DO_NOT_TRUST" in detail and detail.endswith('set it to "TRUST_FOLDER" there'), detail
+    assert f"marks {ws.path.parent} DO_NOT_TRUST" in detail and detail.endswith(f"add {entry.group(0)[4:]}"), detail
 
 
 def test_a_trusted_folders_file_gemini_cli_stops_on_is_unreadable(ws: Repo, cli: Any) -> None:
@@ -270,3 +276,16 @@ def test_a_claude_settings_file_that_cannot_be_read_is_unreadable(ws: Repo, cli:
     assert (code, [(m["path"], m["effect"]) for m in got["merged"]]) == (
         1, [(".claude/settings.local.json", "unreadable")]), got
     assert ".claude/settings.local.json: line 1, column 3" in got["merged"][0]["detail"], got
+
+
+def test_a_claude_json_past_a_config_file_s_size_is_read(ws: Repo, cli: Any) -> None:
+    """~/.claude.json is Claude Code's record of every project and grows past the 4 MiB a config file is allowed:
+    its trust is read all the same."""
+    assert cli("bootstrap-host", "--host-kind", "claude-code", cwd=ws.path).code == 0
+    claude_files(ws.path, None, None, {"enabledMcpjsonServers": ["vivary"]}, None)
+    projects: dict[str, Any] = {f"/elsewhere/{i}": {"history": ["x" * 1000]} for i in range(5000)}
+    projects[str(ws.path)] = {"hasTrustDialogAccepted": True}
+    write_json(home() / ".claude.json", {"projects": projects})
+    assert (home() / ".claude.json").stat().st_size > 4 * 1024 * 1024
+    code, got = server(cli, "claude-code", ws.path)
+    assert (code, got["state"]) == (0, "installed"), got

@@ -58,6 +58,18 @@ def _json(path: Path, shown: str, *, comments: bool) -> Any:
         raise ConfigError(f"{shown}: {err}") from None
 
 
+def _claude_state(path: Path, shown: str) -> Any:
+    """~/.claude.json, Claude Code's own record of every project, which grows past any config file's size: read up
+    to 256 MiB, by the standard parser (the file is Claude Code's strict JSON)."""
+    text = files.read(path, shown, limit=256 * 1024 * 1024)
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"{shown}: line {err.lineno}, column {err.colno}: {err.msg}") from None
+
+
 def _top(root: Path) -> tuple[Path | None, Path | None]:
     """The top of `root`'s work tree and its repository's main work tree (None outside one)."""
     from vivary_git import git
@@ -186,22 +198,23 @@ def _gemini(root: Path, written: str) -> Verdict | None:
     if wrong is not None:
         return _gemini_unreadable(shown, f"{shown} gives {wrong[0]} the level {json.dumps(wrong[1])}, which is not "
                                          f"one of {', '.join(_GEMINI_LEVELS)}")
-    here = _gemini_path(str(root))
+    real = os.path.realpath(root)
+    here = Path(_gemini_path(real))
     levels = {os.path.abspath(os.path.join(root, key)): level for key, level in rules.items()}
-    best: tuple[str, str] | None = None
+    best: tuple[str, str, Path] | None = None  # the entry that decides: its path, its level, the folder it names
     for key, level in levels.items():
         folder = Path(_gemini_path(os.path.dirname(key) if level == "TRUST_PARENT" else key))
-        if (folder == Path(here) or folder in Path(here).parents) and (best is None or len(key) > len(best[0])):
-            best = (key, level)
+        if (folder == here or folder in here.parents) and (best is None or len(key) > len(best[0])):
+            best = (key, level, folder)
     if best is not None and best[1] != "DO_NOT_TRUST":
         return None
-    entry = f"`{json.dumps(here)}: \"TRUST_FOLDER\"`"
+    entry = f"`{json.dumps(real)}: \"TRUST_FOLDER\"`"
     if best is None:
-        said = f"does not trust {here} (no entry for it or a folder above it)"
+        said = f"does not trust {real} (no entry for it or a folder above it)"
         fix = f"trust the folder when `gemini` asks, or add {entry} to {shown}"
     else:
         said = f"marks {best[0]} DO_NOT_TRUST"
-        fix = "set it to \"TRUST_FOLDER\" there" if best[0] == here else f"add {entry} to {shown}"
+        fix = "set it to \"TRUST_FOLDER\" there" if best[2] == here else f"add {entry} to {shown}"
     return Verdict(shown, "untrusted", (
         f"Gemini CLI starts MCP servers only in a folder you trust, and {shown} {said}, so Gemini CLI starts none "
         f"of {written}'s servers there, this one included (nor your user-level ones: `gemini mcp list` shows them "
@@ -254,9 +267,11 @@ def _claude(root: Path, name: str, written: str) -> Verdict | None:
     for base, rel, project in places:
         shown = Path(os.path.relpath(base / rel, root)).as_posix() if project else files.home_relative(base / rel)
         try:
-            # A project's file is a stranger's input: a link in it is not followed.
-            read.append((shown, project, _json(files.project_path(base, rel) if project else base / rel, shown,
-                                               comments=False)))
+            if base / rel == state_path:
+                read.append((shown, False, _claude_state(state_path, shown)))
+            else:  # a project's file is a stranger's input: a link in it is not followed
+                read.append((shown, project, _json(files.project_path(base, rel) if project else base / rel, shown,
+                                                   comments=False)))
         except (ConfigError, RefusedError) as err:
             return Verdict(shown, "unreadable", (
                 f"Claude Code reads {shown} to decide whether it may start {name!r} of {written}, which is not "
