@@ -289,3 +289,17 @@ def test_a_claude_json_past_a_config_file_s_size_is_read(ws: Repo, cli: Any) -> 
     assert (home() / ".claude.json").stat().st_size > 4 * 1024 * 1024
     code, got = server(cli, "claude-code", ws.path)
     assert (code, got["state"]) == (0, "installed"), got
+
+
+def test_a_linked_claude_folder_in_the_workspace_is_not_followed(ws: Repo, cli: Any, tmp_path: Path) -> None:
+    """A clone's `.claude` could be a link to anywhere: it is named, never read through, and nothing it would hold
+    approves the server."""
+    assert cli("bootstrap-host", "--host-kind", "claude-code", cwd=ws.path).code == 0
+    write_json(tmp_path / "elsewhere" / "settings.local.json", {"enabledMcpjsonServers": ["vivary"]})
+    (ws.path / ".claude").symlink_to(tmp_path / "elsewhere")
+    claude_files(ws.path, None, None, None, {"{ws}": {"hasTrustDialogAccepted": True}})
+    code, got = server(cli, "claude-code", ws.path)
+    assert (code, [(m["path"], m["effect"]) for m in got["merged"]]) == (
+        1, [(".claude/settings.json", "unreadable")]), got
+    assert "a symbolic link is on the way to it in the workspace, which is not followed" in \
+        got["merged"][0]["detail"], got

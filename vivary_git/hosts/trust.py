@@ -273,9 +273,13 @@ def _claude(root: Path, name: str, written: str) -> Verdict | None:
                 read.append((shown, project, _json(files.project_path(base, rel) if project else base / rel, shown,
                                                    comments=False)))
         except (ConfigError, RefusedError) as err:
+            why = str(err).removesuffix(" (nothing was written)")
+            if isinstance(err, RefusedError):
+                why = ("a symbolic link is on the way to it in the workspace, which is not followed (a clone's link "
+                       "could point anywhere): check by hand what Claude Code reads there")
             return Verdict(shown, "unreadable", (
                 f"Claude Code reads {shown} to decide whether it may start {name!r} of {written}, which is not "
-                f"known: {str(err).removesuffix(' (nothing was written)')}"))
+                f"known: {why}"))
     state = read.pop()[2]
     projects = state.get("projects") if isinstance(state, dict) else None
     keys = [str(d) for d in dict.fromkeys([*folders, *([main] if main else [])])]
