@@ -249,3 +249,11 @@ folder = "modules"
 required = { status = "string" }
 optional = { depends = "ref-list" }
 """
+
+
+def approve_claude_code(*names: str) -> None:
+    """What a user does once before Claude Code starts a server of a project's .mcp.json (tests/test_hosts_real.py
+    shows it pending before): list it in `enabledMcpjsonServers` of ~/.claude/settings.json."""
+    settings = Path(os.environ["HOME"]) / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps({"enabledMcpjsonServers": list(names or ["vivary"])}), "utf-8")

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TROPO, Repo, run_git_vivary
+from conftest import TROPO, Repo, approve_claude_code, run_git_vivary
 
 from vivary_git.hosts import blocks, jsonedit
 from vivary_git.hosts.kinds import HOSTS, user_config_path
@@ -604,6 +604,9 @@ def test_host_status_reports_what_is_where(ws: Repo, cli: Any) -> None:
                                  "missing": ["name", "role", "language", "style", "goal"]}
     assert cli("bootstrap-host", "--host-kind", "claude-code", cwd=ws.path).code == 0
     after = cli("host-status", "--host-kind", "claude-code", "--json", cwd=ws.path).json()
+    assert after["hosts"][0]["servers"][0]["state"] == "unapproved"  # (tests/test_hosts_trust.py)
+    approve_claude_code()
+    after = cli("host-status", "--host-kind", "claude-code", "--json", cwd=ws.path).json()
     host = after["hosts"][0]
     assert host["servers"][0]["state"] == "installed" and host["servers"][0]["path"] == ".mcp.json"
     assert host["guidance"] == {"path": "CLAUDE.md", "state": "present", "detail": None}
@@ -703,6 +706,7 @@ def _status(ws: Repo, cli: Any, kind: str) -> tuple[int, dict[str, Any]]:
 def test_host_status_calls_a_working_entry_with_the_user_s_settings_installed(
         ws: Repo, cli: Any, kind: str, dest: str, edit: Any, said: str) -> None:
     assert cli("bootstrap-host", "--host-kind", kind, cwd=ws.path).code == 0
+    approve_claude_code()
     _edit_json(ws.path / dest, "vivary", edit)
     code, server = _status(ws, cli, kind)
     assert (code, server["state"]) == (0, "installed"), server

@@ -10,7 +10,10 @@ letter, and (Codex) from the user-level file. After `--uninstall` the host lists
 server stays (opencode's in the user's commented opencode.jsonc, which takes our entry meanwhile). A host that
 starts a project's servers only once trusted (Claude Code, Codex, Gemini CLI) is shown not starting ours before
 that, and bootstrap-host says so; opencode asks nothing. Where Codex reads the project's file and where it does
-not (which `[projects."<path>"]` trusts the project), host-status agrees with it. A host that merges a user-level
+not (which `[projects."<path>"]` trusts the project), where Gemini CLI trusts the folder and where not
+(~/.gemini/trustedFolders.json, `security.folderTrust`), and where Claude Code starts our server, asks first or
+rejects it (`enabledMcpjsonServers` and the rest, in which settings file, in a folder trusted or not),
+host-status agrees with it, and the fix bootstrap-host's note gives works. A host that merges a user-level
 file with the project's by name (Codex, opencode) starts this workspace's server twice under two names, and
 bootstrap-host says so.
 """
@@ -34,6 +37,7 @@ from conftest import TROPO, git
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from npm_tools import CLAUDE_CODE, CODEX, GEMINI_CLI, OPENCODE, npm_bin
+from test_hosts_trust import CLAUDE_CASES, GEMINI_CASES, claude_files, gemini_files
 
 MEMORY_ON = '[memory]\nenabled = true\nprovider = "vivary-local"\n'
 HOSTS = ["claude-code", "codex", "gemini-cli", "opencode"]
@@ -44,7 +48,8 @@ LAYOUTS = ["memory off", "memory on", "--root notes", "a path with a space and �
 def _no_config_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
     """No host reads a config of the machine's: Codex's CODEX_HOME, opencode's OPENCODE_CONFIG and the rest."""
     for name in ("CODEX_HOME", "OPENCODE_CONFIG", "OPENCODE_CONFIG_DIR", "OPENCODE_CONFIG_CONTENT",
-                 "OPENCODE_DISABLE_PROJECT_CONFIG"):
+                 "OPENCODE_DISABLE_PROJECT_CONFIG", "GEMINI_CLI_HOME", "GEMINI_CLI_TRUSTED_FOLDERS_PATH",
+                 "GEMINI_CLI_TRUST_WORKSPACE", "GEMINI_RESTRICTED_MODE", "CLAUDE_CONFIG_DIR"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -425,17 +430,112 @@ def test_the_trust_bootstrap_host_asks_for_is_the_one_codex_needs(cli: Any, tmp_
     assert (status.code, status.json()["hosts"][0]["servers"][0]["state"]) == (0, "installed"), status.out
 
 
-@pytest.mark.parametrize("kind, untrusted, note", [
-    ("claude-code", "Pending approval", "Claude Code asks once before it starts a server"),
-    ("codex", "No MCP servers configured", "Codex reads .codex/config.toml only in a project you trust"),
-    ("gemini-cli", "Disabled", "Gemini CLI starts MCP servers only in a folder you trust"),
+@pytest.mark.parametrize("kind, untrusted, note, state", [
+    ("claude-code", "Pending approval", "Claude Code asks once before it starts a server", "unapproved"),
+    ("codex", "No MCP servers configured", "Codex reads .codex/config.toml only in a project you trust",
+     "untrusted"),
+    ("gemini-cli", "Disabled", "Gemini CLI starts MCP servers only in a folder you trust", "untrusted"),
 ])
 def test_an_untrusted_project_does_not_start_our_server_and_bootstrap_host_says_so(
-        kind: str, untrusted: str, note: str, cli: Any, tmp_path: Path, host_cli: Callable[[str], Path]) -> None:
+        kind: str, untrusted: str, note: str, state: str, cli: Any, tmp_path: Path,
+        host_cli: Callable[[str], Path]) -> None:
     exe = host_cli(kind)
     folder, _ = workspace(tmp_path, "memory off")
     notes = bootstrap(cli, kind, folder)["notes"]
-    assert any(n.startswith(note) for n in notes), notes
+    said = [n for n in notes if n.startswith(note)]
+    assert len(said) == 1, notes
     out = host_text(exe, "mcp", "list", cwd=folder)
     assert untrusted in out, out
     assert "Connected" not in out, out
+    status = cli("host-status", "--host-kind", kind, "--json", cwd=folder)
+    server = status.json()["hosts"][0]["servers"][0]
+    assert (status.code, server["state"], [m["detail"] for m in server["merged"]]) == (1, state, said), server
+
+
+@pytest.mark.parametrize(("folders", "settings", "trusted"), GEMINI_CASES)
+def test_host_status_agrees_with_gemini_cli_on_whether_it_trusts_the_folder(
+        folders: dict[str, str] | None, settings: dict[str, Any] | None, trusted: bool, cli: Any, tmp_path: Path,
+        gemini: Path) -> None:
+    """Where `gemini mcp list` shows our server Connected host-status says `installed`, and where it shows it
+    Disabled (an untrusted folder) `untrusted`, exit 1: every rule of ~/.gemini/trustedFolders.json and of
+    `security.folderTrust` in tests/test_hosts_trust.py, against Gemini CLI itself."""
+    folder, _ = workspace(tmp_path, "memory off")
+    bootstrap(cli, "gemini-cli", folder)
+    gemini_files(folder, folders, settings)
+    status = cli("host-status", "--host-kind", "gemini-cli", "--json", cwd=folder)
+    line = listed("gemini-cli", gemini, folder).get("vivary", "")
+    assert line.endswith("- Connected" if trusted else "- Disabled"), line
+    state = status.json()["hosts"][0]["servers"][0]["state"]
+    assert (state, status.code) == (("installed", 0) if trusted else ("untrusted", 1)), status.out
+
+
+@pytest.mark.parametrize(("user", "project", "local", "projects", "state"), CLAUDE_CASES)
+def test_host_status_agrees_with_claude_code_on_whether_our_server_is_approved(
+        user: dict[str, Any] | None, project: dict[str, Any] | None, local: dict[str, Any] | None,
+        projects: dict[str, Any] | None, state: str, cli: Any, tmp_path: Path, claude: Path) -> None:
+    """`claude mcp get vivary` says Connected where host-status says `installed`, Pending approval where it says
+    `unapproved`, Rejected where it says `disabled`: every rule of tests/test_hosts_trust.py against Claude Code
+    itself. Claude Code moves the lists an earlier version kept in ~/.claude.json into .claude/settings.local.json
+    when it starts: host-status says the same before and after."""
+    folder, _ = workspace(tmp_path, "memory off")
+    bootstrap(cli, "claude-code", folder)
+    claude_files(folder, user, project, local, projects)
+    before = cli("host-status", "--host-kind", "claude-code", "--json", cwd=folder)
+    got = host_text(claude, "mcp", "get", "vivary", cwd=folder)
+    said = {"installed": "Status: ✔ Connected", "unapproved": "Status: ⏸ Pending approval",
+            "disabled": "Status: ✘ Rejected"}[state]
+    assert said in got, got
+    after = cli("host-status", "--host-kind", "claude-code", "--json", cwd=folder)
+    for status in (before, after):
+        server = status.json()["hosts"][0]["servers"][0]
+        assert (server["state"], status.code) == (state, 0 if state == "installed" else 1), status.out
+
+
+@pytest.mark.parametrize(("where", "trusted_key", "approved"), [
+    ("notes", "{top}", True), ("notes", "{top}/notes", True), ("notes", "{up}", False),
+    ("linked", "{top}", True), ("linked", "{linked}", True),
+])
+def test_host_status_agrees_with_claude_code_on_which_folder_s_trust_counts(
+        where: str, trusted_key: str, approved: bool, cli: Any, tmp_path: Path, claude: Path) -> None:
+    """The workspace's own approval counts in a folder whose trust dialog was accepted: the folder, one above it up
+    to the top of the work tree, or the repository's main work tree (a linked worktree's)."""
+    folder, extra = workspace(tmp_path, "--root notes" if where == "notes" else "memory off")
+    top = folder.parent if extra else folder
+    run_in = top
+    if where == "linked":
+        folder = run_in = tmp_path / "linked"
+        git(top, "worktree", "add", "-q", str(folder))
+    bootstrap(cli, "claude-code", run_in, *extra)
+    claude_files(folder, None, None, {"enabledMcpjsonServers": ["vivary"]}, None)
+    key = trusted_key.format(top=top, up=top.parent, linked=tmp_path / "linked")
+    (home() / ".claude.json").write_text(json.dumps({"projects": {key: {"hasTrustDialogAccepted": True}}}), "utf-8")
+    status = cli("host-status", "--host-kind", "claude-code", *extra, "--json", cwd=run_in)
+    got = host_text(claude, "mcp", "get", "vivary", cwd=folder)
+    assert ("Status: ✔ Connected" if approved else "Status: ⏸ Pending approval") in got, got
+    state = status.json()["hosts"][0]["servers"][0]["state"]
+    assert state == ("installed" if approved else "unapproved"), status.out
+
+
+def test_the_trust_bootstrap_host_asks_gemini_cli_and_claude_code_for_starts_our_server(
+        cli: Any, tmp_path: Path, claude: Path, gemini: Path) -> None:
+    """Done as bootstrap-host's notes say (the entry for ~/.gemini/trustedFolders.json, the name for
+    `enabledMcpjsonServers` in ~/.claude/settings.json), each host starts our server, and host-status says
+    `installed`."""
+    folder, _ = workspace(tmp_path, "a path with a space and ö")
+    gemini_note = next(n for n in bootstrap(cli, "gemini-cli", folder)["notes"] if "folder you trust" in n)
+    entry = re.search(r"add `(\"[^`]*\"): \"TRUST_FOLDER\"` to ~/\.gemini/trustedFolders\.json$", gemini_note)
+    assert entry is not None, gemini_note
+    claude_note = next(n for n in bootstrap(cli, "claude-code", folder)["notes"] if "approved" in n)
+    name = re.search(r"or add (\"[^\"]+\") to `enabledMcpjsonServers` in ~/\.claude/settings\.json, which", claude_note)
+    assert name is not None, claude_note
+    (home() / ".gemini").mkdir(exist_ok=True)
+    (home() / ".gemini" / "trustedFolders.json").write_text(
+        json.dumps({json.loads(entry.group(1)): "TRUST_FOLDER"}), "utf-8")
+    (home() / ".claude").mkdir(exist_ok=True)
+    (home() / ".claude" / "settings.json").write_text(
+        json.dumps({"enabledMcpjsonServers": [json.loads(name.group(1))]}), "utf-8")
+    assert listed("gemini-cli", gemini, folder)["vivary"].endswith("- Connected")
+    assert "Connected" in listed("claude-code", claude, folder)["vivary"]
+    for kind in ("gemini-cli", "claude-code"):
+        status = cli("host-status", "--host-kind", kind, "--json", cwd=folder)
+        assert (status.code, status.json()["hosts"][0]["servers"][0]["state"]) == (0, "installed"), status.out

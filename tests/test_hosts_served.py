@@ -14,9 +14,15 @@ import pytest
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed")
 
-from conftest import TROPO, Repo
+from conftest import TROPO, Repo, approve_claude_code
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+
+
+@pytest.fixture(autouse=True)
+def _approved() -> None:
+    """The user approved the server, so Claude Code starts it (tests/test_hosts_trust.py judges what before)."""
+    approve_claude_code()
 
 
 def _entry(folder: Path) -> dict[str, Any]:

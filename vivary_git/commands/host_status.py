@@ -17,13 +17,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="For each agent host (or --host-kind): whether its config holds this workspace's MCP server "
         "(installed, stale: written for a command that moved or for another workspace, disabled or overridden: the "
         "files the host merges with it by server name, taken together in the host's order, turn it off or replace "
-        "its command, untrusted: Codex does not read a project's file that ~/.codex/config.toml does not trust, "
-        "other: the name is another server's, absent, unreadable), where, what the files merged with it do to it "
-        "(this workspace's server under another name there, a file that cannot be read), and whether the guidance "
-        "block is there and current; user-level files (the desktop app's, ~/.codex/config.toml) are read, never "
-        "written. Then which onboarding questions are answered (never the answers: they stay in USER.md). Reads "
-        "only. Exit 0; 1 when an installed entry is stale, disabled, overridden or untrusted, or a file (merged "
-        "ones too) is unreadable; 2 on a usage error. See docs/hosts.md.",
+        "its command, or a Claude Code settings file rejects it, untrusted: Codex or Gemini CLI starts no server of "
+        "the project's file in a folder the user's file does not trust, unapproved: Claude Code has not been told "
+        "to start this .mcp.json server yet, other: the name is another server's, absent, unreadable), where, what "
+        "the files merged with it do to it (this workspace's server under another name there, a file that cannot "
+        "be read), and whether the guidance block is there and current; user-level files (the desktop app's, "
+        "~/.codex/config.toml, ~/.gemini/trustedFolders.json, ~/.claude.json) are read, never written. Then which "
+        "onboarding questions are answered (never the answers: they stay in USER.md). Reads only. Exit 0; 1 when an "
+        "installed entry is stale, disabled, overridden, untrusted or unapproved, or a file (merged ones too) is "
+        "unreadable; 2 on a usage error. See docs/hosts.md.",
     )
     p.add_argument("--host-kind", choices=KINDS, metavar="KIND", help="only this host: " + ", ".join(KINDS))
     p.add_argument("--name", metavar="NAME",
@@ -55,8 +57,7 @@ def run(args: argparse.Namespace) -> int:
                 s = install.server_state(kind, root, scope, args.name)
                 over = [] if s.entry is None else merged.merged_over(kind, root, scope, s.name, s.entry, s.path)
                 state = _state(s.state, [m.effect for m in over])
-                bad = bad or state in ("stale", "unreadable", "disabled", "overridden", "untrusted") or any(
-                    m.effect == "unreadable" for m in over)
+                bad = bad or state in _BAD or any(m.effect == "unreadable" for m in over)
                 servers.append({"path": s.path, "scope": s.scope, "name": s.name, "state": state,
                                 "command": s.command, "command_found": s.command_found, "detail": s.detail,
                                 "merged": [{"path": m.path, "effect": m.effect, "name": m.name, "detail": m.note}
@@ -76,13 +77,18 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if bad else EXIT_OK
 
 
+# States of an entry the host does not run as bootstrap-host wrote it, or cannot read: exit 1.
+_BAD = ("stale", "unreadable", "disabled", "overridden", "untrusted", "unapproved")
+
+
 def _state(state: str, effects: list[str]) -> str:
     """An installed entry a file merged over it turns off is `disabled`, one whose command it replaces is
-    `overridden`, one in a file the host does not read at all (Codex, an untrusted project) `untrusted`: the host
-    does not run what bootstrap-host wrote (a second server elsewhere is only a note)."""
+    `overridden`, one in a file whose servers the host starts none of (Codex, Gemini CLI: an untrusted project)
+    `untrusted`, one the user has not approved yet (Claude Code) `unapproved`: the host does not run what
+    bootstrap-host wrote (a second server elsewhere is only a note)."""
     if state != "installed":
         return state
-    return next((e for e in ("untrusted", "disabled", "overridden") if e in effects), state)
+    return next((e for e in ("untrusted", "unapproved", "disabled", "overridden") if e in effects), state)
 
 
 def _print(out: dict[str, object]) -> None:

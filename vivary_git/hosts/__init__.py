@@ -3,7 +3,8 @@ guidance block into AGENTS.md / CLAUDE.md / GEMINI.md, and the user's onboarding
 
 `kinds` says where each host reads what (docs/hosts.md cites the sources); `install` edits and reads one
 host's files (install, again, uninstall: byte-identical to the start) and says their state; `merged` what the
-files a host merges with ours by server name do to our entry (and whether Codex trusts the project enough to read
-it); `bootstrap` plans and applies the changes;
+files a host merges with ours by server name do to our entry; `trust` whether the host starts the project's
+servers at all (Codex's and Gemini CLI's trust in the folder, Claude Code's approval of the server); `bootstrap`
+plans and applies the changes;
 `jsonedit` and `blocks` are the byte-preserving editors; `onboard` keeps the private profile.
 """

@@ -118,14 +118,9 @@ def plan(kind: HostKind, root: Path, *, uninstall: bool = False, user: bool = Fa
         if scope == "project" and not uninstall:
             p.notes.append(f"the entry in {change.shown} holds this machine's paths (the command and the "
                            "workspace): commit it only where everyone shares them")
-        if kind == "claude-code" and not uninstall:
-            p.notes.append("Claude Code asks once before it starts a server from a project's .mcp.json")
         if kind == "vscode" and not uninstall:
             p.notes.append("VS Code asks you to trust the server before it first starts it (and again when the entry "
                            "changes); its tools are offered in the Chat view's agent mode")
-        if kind == "gemini-cli" and not uninstall:
-            # Gemini CLI lists an untrusted folder's servers as "Disabled", and the user's own with them.
-            p.notes.append("Gemini CLI starts MCP servers only in a folder you trust")
         if kind == "zed" and not uninstall:
             p.notes.append("Zed starts a project's MCP servers only in a worktree you trust")
         if not uninstall and importlib.util.find_spec("mcp") is None:

@@ -56,8 +56,9 @@ def user_path(path: Path) -> Path:
     return target
 
 
-def read(path: Path, shown: str) -> str | None:
-    """The file's text, or None when there is no file. Refuses what is not a small regular UTF-8 file."""
+def read(path: Path, shown: str, *, limit: int = MAX_BYTES) -> str | None:
+    """The file's text, or None when there is no file. Refuses what is not a small (`limit` bytes at most) regular
+    UTF-8 file."""
     try:
         st = path.stat()
     except FileNotFoundError:
@@ -66,8 +67,8 @@ def read(path: Path, shown: str) -> str | None:
         raise ConfigError(f"{shown}: cannot read it ({err.strerror}); fix its permissions") from None
     if not stat.S_ISREG(st.st_mode):
         raise ConfigError(f"{shown} is not a regular file; move it aside and run again")
-    if st.st_size > MAX_BYTES:
-        raise ConfigError(f"{shown} is {st.st_size} bytes, more than {MAX_BYTES}: not a file vivary edits (a host "
+    if st.st_size > limit:
+        raise ConfigError(f"{shown} is {st.st_size} bytes, more than {limit}: not a file vivary edits (a host "
                           "config, a guidance file, USER.md or MEMORY.md is a few KiB); check it is the right file")
     try:
         data = path.read_bytes()

@@ -1,8 +1,9 @@
 """What the files a host merges with ours by server name do to our entry: Codex's and Kiro's other scope's
 file (this workspace's server under a second name there; Codex's member by member, Kiro's a name's entry whole),
 opencode's user-level files, the files of the folders above and `.opencode/`, judged together in the host's
-order; and whether Codex reads the project's file at all (the user's file trusts the project, or not).
-bootstrap-host's notes and host-status's states both come from here."""
+order; and whether the host starts the project's servers at all (trust.py: Codex's and Gemini CLI's trust in the
+project, Claude Code's approval of the server). bootstrap-host's notes and host-status's states both come from
+here."""
 
 from __future__ import annotations
 
@@ -13,13 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from vivary_git.errors import ConfigError, RefusedError, UsageError, VivaryError
-from vivary_git.hosts import files
+from vivary_git.errors import ConfigError, RefusedError, UsageError
+from vivary_git.hosts import files, trust
 from vivary_git.hosts.install import (
     Scope,
     _config_location,
     _servers,
-    _toml_data,
     pins,
     server_state,
     workspace_servers,
@@ -35,10 +35,10 @@ class Merged:
     (its `enabled: false` is what the host ends up with), `overridden` (its command is), `lent` (other members of its
     are), `second` (this workspace's server under another name there: two servers, one memory), `unread` (a link in
     the workspace, not followed: the user checks it), `unreadable` (too big, not UTF-8, not parseable: the host cannot
-    read it either), `untrusted` (Codex: the user's file does not trust the project, so the host does not read ours
-    at all)."""
+    read it either), `untrusted` (Codex, Gemini CLI: the user's file does not trust the project, so the host starts
+    none of its servers), `unapproved` (Claude Code: the user has not approved this server yet)."""
     path: str  # as the user reads it
-    effect: Literal["disabled", "overridden", "lent", "second", "unread", "unreadable", "untrusted"]
+    effect: Literal["disabled", "overridden", "lent", "second", "unread", "unreadable", "untrusted", "unapproved"]
     name: str  # the server's name in that file
     note: str  # what it does, and the fix
 
@@ -63,69 +63,16 @@ def merged_over(kind: HostKind, root: Path, scope: Scope, name: str, entry: dict
     return [m for m in (untrusted, twin) if m] + _merged_by_name(spec, root, scope, name, written, entry or {})
 
 
-def codex_trust(root: Path) -> tuple[object, str, str] | None:
-    """How the user's ~/.codex/config.toml trusts the project in `root`, as Codex decides it (codex-rs
-    `config_loader`, `decision_for_dir`; seen with Codex 0.171.0): the `trust_level` of `[projects."<root>"]`, else
-    of the project root (the nearest folder up holding one of `project_root_markers`, `.git` by default), else of
-    the repository's main work tree (a linked worktree's too), each keyed by its absolute path exactly as written
-    (no trailing `/`; a folder above is not enough). Returns the level (None: none set), the key it was read under
-    (or `root`, the one to add) and the file as the user reads it; None when that file cannot be read (its own
-    row says why)."""
-    try:
-        path, shown = _config_location(HOSTS["codex"], root, "user")
-        text = files.read(path, shown)
-        data = {} if text is None else _toml_data(text, shown)
-    except (RefusedError, UsageError, ConfigError):
-        return None
-    projects = data.get("projects")
-    markers = data.get("project_root_markers", [".git"])
-    if not isinstance(markers, list) or not all(isinstance(m, str) for m in markers):
-        markers = [".git"]  # (Codex refuses to start on it: not ours to report)
-    top = next((d for d in (root, *root.parents) for m in markers if (d / m).exists()), root)
-    keys = [str(root), str(top)]
-    from vivary_git import git
-
-    try:
-        repo = git.try_open(root)
-    except VivaryError:
-        repo = None
-    if repo is not None:
-        keys.append(str(repo.common_dir.parent))
-    for key in keys:
-        said = projects.get(key) if isinstance(projects, dict) else None
-        if isinstance(said, dict) and "trust_level" in said:
-            return said["trust_level"], key, shown
-    return None, str(root), shown
-
-
 def _trusted(root: Path) -> bool:
-    found = codex_trust(root)
+    found = trust.codex_trust(root)
     return found is not None and found[0] == "trusted"
 
 
 def _untrusted(spec: HostSpec, root: Path, scope: Scope, name: str, written: str) -> Merged | None:
-    """Codex reads a project's .codex/config.toml only in a project the user's file trusts: elsewhere it starts none
-    of its servers, ours included, and says nothing (`codex mcp list`: "No MCP servers configured")."""
-    if spec.kind != "codex" or scope != "project":
-        return None
-    found = codex_trust(root)
-    if found is None or found[0] == "trusted":  # (a file Codex cannot read: its own row)
-        return None
-    level, key, shown = found
-    table = f"[projects.{json.dumps(key)}]"
-    if level == "untrusted":
-        said, fix = f"marks {key} untrusted", f"set `trust_level = \"trusted\"` under `{table}` there"
-    elif level is not None:
-        given = json.dumps(level) if isinstance(level, str) else str(level)
-        said = f"gives {key} `trust_level = {given}`, which Codex does not accept (it stops on it)"
-        fix = f"set it to \"trusted\" under `{table}` there"
-    else:
-        said = f"does not trust {key}"
-        fix = f"trust the project when `codex` asks, or add `{table}` with `trust_level = \"trusted\"` to {shown}"
-    return Merged(shown, "untrusted", name, (
-        f"Codex reads {written} only in a project you trust, and {shown} {said}, so Codex starts none of that "
-        f"file's servers there, this one included; if you trust what {written} holds (every server in it starts), "
-        f"{fix}"))
+    """What keeps the host from starting the project's servers at all (trust.py): Codex's and Gemini CLI's trust in
+    the project, Claude Code's approval of the server."""
+    verdict = trust.project_trust(spec.kind, root, scope, name, written)
+    return None if verdict is None else Merged(verdict.path, verdict.effect, name, verdict.note)
 
 
 def _twin(spec: HostSpec, root: Path, scope: Scope, name: str) -> Merged | None:
