@@ -62,6 +62,13 @@ def commit(repo: Repo) -> subprocess.CompletedProcess[str]:
                           timeout=300)
 
 
+def commit_breaking(repo: Repo) -> subprocess.CompletedProcess[str]:
+    """Commit the removal of modules/a.md, which modules/b.md depends on: the gate, where it runs, refuses (W220)."""
+    (repo.path / "modules" / "a.md").unlink()
+    repo.git("add", "-A")
+    return commit(repo)
+
+
 def snapshot(folder: Path) -> dict[str, tuple[bytes, int]]:
     return {p.relative_to(folder).as_posix(): (p.read_bytes(), stat.S_IMODE(p.lstat().st_mode))
             for p in sorted(folder.rglob("*")) if p.is_file()}
@@ -108,9 +115,7 @@ def test_lefthook_keeps_its_scripts_and_runs_the_gate_from_its_config(repo: Repo
         f.write(advice(r.out))
     repo.git("add", "lefthook.yml")
     lefthook(repo.path)
-    (repo.path / "modules" / "a.md").unlink()
-    repo.git("add", "-A")  # b still depends on a
-    refused = commit(repo)
+    refused = commit_breaking(repo)  # b still depends on a
     assert refused.returncode == 1, refused.stdout
     assert "modules/b.md:2: error W220: field 'depends': ref 'a' matches no document id" in refused.stdout
     assert (repo.path / ".git" / "lint.log").read_text() == "lint\n"  # the user's own command still runs
@@ -154,9 +159,7 @@ def test_lefthook_runs_the_json_members_printed_for_a_jsonc_config(repo: Repo, c
     repo.git("add", "lefthook.jsonc")
     lefthook(repo.path)
     assert "pre-commit        lefthook's hook: lefthook.jsonc runs vivary" in cli("hooks", "status", cwd=repo.path).out
-    (repo.path / "modules" / "a.md").unlink()
-    repo.git("add", "-A")  # b still depends on a
-    refused = commit(repo)
+    refused = commit_breaking(repo)  # b still depends on a
     assert refused.returncode == 1, refused.stdout
     assert "modules/b.md:2: error W220: field 'depends': ref 'a' matches no document id" in refused.stdout
     assert (repo.path / ".git" / "lint.log").read_text() == "lint\n"  # the user's own command still runs
@@ -170,9 +173,7 @@ def test_the_config_lefthook_reads_is_the_one_named(repo: Repo, cli: Any, leftho
     lefthook(repo.path)
     assert "pre-commit        lefthook's hook: .lefthook.yml does not run vivary" in \
         cli("hooks", "status", cwd=repo.path).out
-    (repo.path / "modules" / "a.md").unlink()
-    repo.git("add", "-A")
-    assert commit(repo).returncode == 0  # what lefthook.toml says runs nothing
+    assert commit_breaking(repo).returncode == 0  # what lefthook.toml says runs nothing
     repo.git("reset", "-q", "--hard", "HEAD~1")
 
     r = cli("hooks", "install", cwd=repo.path)
@@ -181,9 +182,7 @@ def test_the_config_lefthook_reads_is_the_one_named(repo: Repo, cli: Any, leftho
     repo.write({".lefthook.yml": CONFIG + advice(r.out)})
     repo.git("add", "-A")
     lefthook(repo.path)
-    (repo.path / "modules" / "a.md").unlink()
-    repo.git("add", "-A")
-    refused = commit(repo)
+    refused = commit_breaking(repo)  # b still depends on a
     assert refused.returncode == 1 and "error W220" in refused.stdout, refused.stdout
 
 
@@ -199,9 +198,7 @@ def test_a_hook_lefthook_lists_without_commands_gets_them_under_it(repo: Repo, c
     repo.git("add", "-A")
     lefthook(repo.path)
     assert "pre-commit        lefthook's hook: lefthook.yml runs vivary" in cli("hooks", "status", cwd=repo.path).out
-    (repo.path / "modules" / "a.md").unlink()
-    repo.git("add", "-A")
-    refused = commit(repo)
+    refused = commit_breaking(repo)  # b still depends on a
     assert refused.returncode == 1 and "error W220" in refused.stdout, refused.stdout
 
 
@@ -273,9 +270,7 @@ def test_uninstall_after_lefthook_moved_an_earlier_install_to_old(repo: Repo, cl
     (hooks / "pre-commit").chmod(0o755)
     lefthook(repo.path)
     assert "vivary-git hook" in (hooks / "pre-commit.old").read_text()
-    (repo.path / "modules" / "a.md").unlink()
-    repo.git("add", "-A")
-    assert commit(repo).returncode == 0  # the gate no longer runs
+    assert commit_breaking(repo).returncode == 0  # the gate no longer runs
     repo.git("reset", "-q", "--hard", "HEAD~1")
 
     status = cli("hooks", "status", cwd=repo.path).out

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from conftest import TROPO, Repo, approve_claude_code, run_git_vivary
+from test_hosts_trust import CODEX_CASES
 
 from vivary_git.hosts import blocks, jsonedit
 from vivary_git.hosts.kinds import HOSTS, user_config_path
@@ -491,16 +492,7 @@ def test_codex_s_project_file_unread_until_the_user_s_file_trusts_the_project_is
     assert project["merged"][0]["detail"].endswith(f"set `trust_level = \"trusted\"` under `{table}` there")
 
 
-@pytest.mark.parametrize(("where", "levels", "read"), [
-    ("top", {"{top}": "trusted"}, True),
-    ("top", {"{top}/": "trusted"}, False),  # a key is the folder's path exactly
-    ("top", {"{above}": "trusted"}, False),  # a folder above is not enough
-    ("notes", {"{top}": "trusted"}, True),  # the project root: the nearest folder up holding .git
-    ("notes", {"{top}": "trusted", "{top}/notes": "untrusted"}, False),  # the folder's own first
-    ("notes", {"{top}": "untrusted", "{top}/notes": "trusted"}, True),
-    ("linked", {"{top}": "trusted"}, True),  # a linked worktree: its repository's main work tree
-    ("linked", {"{top}": "trusted", "{linked}": "untrusted"}, False),
-])
+@pytest.mark.parametrize(("where", "levels", "read"), CODEX_CASES)
 def test_codex_s_trust_is_judged_as_codex_judges_it(where: str, levels: dict[str, str], read: bool, repo: Repo,
                                                     cli: Any, tmp_path: Path) -> None:
     """The rule of Codex's config loader, each case seen with Codex 0.171.0 itself (tests/test_hosts_real.py): the

@@ -37,7 +37,7 @@ from conftest import TROPO, git
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from npm_tools import CLAUDE_CODE, CODEX, GEMINI_CLI, OPENCODE, npm_bin
-from test_hosts_trust import CLAUDE_CASES, GEMINI_CASES, claude_files, gemini_files
+from test_hosts_trust import CLAUDE_CASES, CODEX_CASES, GEMINI_CASES, claude_files, gemini_files
 
 MEMORY_ON = '[memory]\nenabled = true\nprovider = "vivary-local"\n'
 HOSTS = ["claude-code", "codex", "gemini-cli", "opencode"]
@@ -377,29 +377,26 @@ def test_host_status_agrees_with_codex_that_the_user_file_turns_the_project_s_en
     assert (status.code, status.json()["hosts"][0]["servers"][0]["state"]) == (1, "disabled"), status.out
 
 
-@pytest.mark.parametrize(("where", "levels", "read"), [
-    ("top", {}, False),
-    ("top", {"{top}": "trusted"}, True),
-    ("top", {"{top}": "untrusted"}, False),
-    ("top", {"{top}/": "trusted"}, False),  # a key is the folder's path exactly
-    ("top", {"{above}": "trusted"}, False),  # a folder above is not enough
-    ("notes", {"{top}": "trusted"}, True),  # the project root: the nearest folder up holding .git
-    ("notes", {"{top}": "trusted", "{top}/notes": "untrusted"}, False),  # the folder's own first
-    ("notes", {"{top}": "untrusted", "{top}/notes": "trusted"}, True),
-    ("linked", {"{top}": "trusted"}, True),  # a linked worktree: its repository's main work tree
-    ("linked", {"{top}": "trusted", "{linked}": "untrusted"}, False),
-])
-def test_host_status_agrees_with_codex_on_whether_it_reads_the_project_s_file(
-        where: str, levels: dict[str, str], read: bool, cli: Any, tmp_path: Path, codex: Path) -> None:
-    """Codex reads .codex/config.toml only where ~/.codex/config.toml trusts the project (`[projects."<path>"]
-    trust_level`): the folder's own key, else its project root's, else its repository's main work tree's. Where
-    `codex mcp list` lists our server host-status says `installed`, and where it lists none `untrusted`, exit 1."""
+def placed(tmp_path: Path, where: str) -> tuple[Path, Path, Path, list[str]]:
+    """A workspace `where` a case puts it: at the top of its work tree ("top"), in `notes` of it with `--root notes`
+    ("notes"), or in a linked worktree of it ("linked"): (its folder, the main work tree's top, the folder commands
+    run in, their extra arguments)."""
     folder, extra = workspace(tmp_path, "--root notes" if where == "notes" else "memory off")
     top = folder.parent if extra else folder
     run_in = top
     if where == "linked":
         folder = run_in = tmp_path / "linked"
         git(top, "worktree", "add", "-q", str(folder))
+    return folder, top, run_in, extra
+
+
+@pytest.mark.parametrize(("where", "levels", "read"), CODEX_CASES)
+def test_host_status_agrees_with_codex_on_whether_it_reads_the_project_s_file(
+        where: str, levels: dict[str, str], read: bool, cli: Any, tmp_path: Path, codex: Path) -> None:
+    """Codex reads .codex/config.toml only where ~/.codex/config.toml trusts the project (`[projects."<path>"]
+    trust_level`): the folder's own key, else its project root's, else its repository's main work tree's. Where
+    `codex mcp list` lists our server host-status says `installed`, and where it lists none `untrusted`, exit 1."""
+    folder, top, run_in, extra = placed(tmp_path, where)
     bootstrap(cli, "codex", run_in, *extra)
     config = home() / ".codex" / "config.toml"
     config.parent.mkdir(parents=True, exist_ok=True)
@@ -499,12 +496,7 @@ def test_host_status_agrees_with_claude_code_on_which_folder_s_trust_counts(
         where: str, trusted_key: str, approved: bool, cli: Any, tmp_path: Path, claude: Path) -> None:
     """The workspace's own approval counts in a folder whose trust dialog was accepted: the folder, one above it up
     to the top of the work tree, or the repository's main work tree (a linked worktree's)."""
-    folder, extra = workspace(tmp_path, "--root notes" if where == "notes" else "memory off")
-    top = folder.parent if extra else folder
-    run_in = top
-    if where == "linked":
-        folder = run_in = tmp_path / "linked"
-        git(top, "worktree", "add", "-q", str(folder))
+    folder, top, run_in, extra = placed(tmp_path, where)
     bootstrap(cli, "claude-code", run_in, *extra)
     claude_files(folder, None, None, {"enabledMcpjsonServers": ["vivary"]}, None)
     key = trusted_key.format(top=top, up=top.parent, linked=tmp_path / "linked")

@@ -14,6 +14,22 @@ from typing import Any
 import pytest
 from conftest import TROPO, Repo
 
+# Where the workspace is (the top of its work tree, `--root notes`, a linked worktree), the `[projects."<key>"]
+# trust_level`s of ~/.codex/config.toml (`{top}` the work tree's top, `{above}` the folder above it, `{linked}` the
+# linked worktree), and whether Codex then reads the project's .codex/config.toml (seen with Codex 0.171.0).
+CODEX_CASES: list[tuple[str, dict[str, str], bool]] = [
+    ("top", {}, False),
+    ("top", {"{top}": "trusted"}, True),
+    ("top", {"{top}": "untrusted"}, False),
+    ("top", {"{top}/": "trusted"}, False),  # a key is the folder's path exactly
+    ("top", {"{above}": "trusted"}, False),  # a folder above is not enough
+    ("notes", {"{top}": "trusted"}, True),  # the project root: the nearest folder up holding .git
+    ("notes", {"{top}": "trusted", "{top}/notes": "untrusted"}, False),  # the folder's own first
+    ("notes", {"{top}": "untrusted", "{top}/notes": "trusted"}, True),
+    ("linked", {"{top}": "trusted"}, True),  # a linked worktree: its repository's main work tree
+    ("linked", {"{top}": "trusted", "{linked}": "untrusted"}, False),
+]
+
 # ~/.gemini/trustedFolders.json, the user's ~/.gemini/settings.json, and whether Gemini CLI then trusts the
 # workspace; `{ws}` is the workspace, `{up}` the folder above it, `{link}` a symbolic link to that folder, `{name}`
 # the workspace's name.
