@@ -151,9 +151,31 @@ def cli() -> None:
     (lifetime.py: ~0.2 s of CPU after a cold check of 10,000 notes)."""
     from vivary_git import lifetime
 
+    _standard_streams()
     _utf8_file_names()
     lifetime.start()
     lifetime.leave(main())
+
+
+def _standard_streams() -> None:
+    """Open /dev/null on each of file descriptors 0, 1 and 2 that is closed, as Git does (`sanitize_stdfds`), and
+    give Python a stream for it. Started with stdout closed (`>&-`), Python has `sys.stdout = None`: every command
+    ended in an AttributeError traceback. With stderr closed, `print(..., file=sys.stderr)` printed to stdout
+    instead (a warning inside `graph --json`), and the exit code was 1, even for a clean check. And the first file
+    opened would take the free descriptor, where a Git child's messages would then be written. What is written
+    there is lost, as with Git; the exit code still tells."""
+    try:
+        fd = os.open(os.devnull, os.O_RDWR)
+        while fd <= 2:  # the lowest free descriptor: each open fills one gap, so at most three
+            fd = os.open(os.devnull, os.O_RDWR)
+        os.close(fd)
+    except OSError:  # no /dev/null to be had: go on as things are
+        return
+    for name, number in (("stdin", 0), ("stdout", 1), ("stderr", 2)):
+        if getattr(sys, name) is None:
+            stream = open(number, "r" if number == 0 else "w", closefd=False,  # noqa: SIM115 (the process's own, for good)
+                          errors="backslashreplace" if number == 2 else None)
+            setattr(sys, name, stream)
 
 
 def _utf8_file_names() -> None:

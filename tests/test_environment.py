@@ -1,0 +1,80 @@
+"""The environment a command runs in, rather than the notes it reads: closed standard streams, a `.git/vivary` this
+user may not look into or write, a repository another user owns. Each gets a clear message and its exit code, never
+a traceback, through the CLI as a real process on real Git.
+
+Permissions stop no one running as root, as the suite does here and in CI: there the command runs as root without
+its capabilities (`setpriv --bounding-set=-all`), which the file modes stop as they stop any user."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import Repo
+
+from vivary_git.memory.local.embed import embedder_status
+
+needs_embed = pytest.mark.skipif(
+    embedder_status() != "available" or importlib.util.find_spec("hnswlib") is None, reason="needs the [embed] extra"
+)
+
+MEMORY = '[memory]\nenabled = true\nprovider = "vivary-local"\n'
+NOTES = {"a.md": "---\ntitle: A\n---\nSee [[b]].\n", "b.md": "# B\n\nThe vault stores secrets.\n"}
+
+
+def _unprivileged() -> list[str]:
+    """What runs a command so that file modes stop it: nothing for a user, `setpriv` dropping every capability
+    for root."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("root, and no setpriv to drop the capabilities that ignore file modes")
+    return [setpriv, "--bounding-set=-all", "--inh-caps=-all"]
+
+
+def _vivary(cwd: Path, *args: str, shell: str = "", unprivileged: bool = False) -> subprocess.CompletedProcess[str]:
+    """`python -m vivary_git ARGS` in `cwd`; `shell`, redirections for a shell to apply first (`>&-`)."""
+    command = [*(_unprivileged() if unprivileged else []), sys.executable, "-m", "vivary_git", *args]
+    if shell:
+        command = ["sh", "-c", f'exec "$@" {shell}', "sh", *command]
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
+
+
+def _no_traceback(proc: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr[-2000:]
+
+
+
+def test_a_closed_stdout_is_no_traceback_and_the_exit_code_still_tells(repo: Repo) -> None:
+    """`git vivary check >&-`: Python starts with `sys.stdout = None`, and every command ended in an AttributeError
+    traceback (exit 1 whatever the verdict). As Git does, the closed descriptor is /dev/null's."""
+    repo.commit("notes", NOTES)
+    clean = _vivary(repo.path, "check", shell=">&-")
+    _no_traceback(clean)
+    assert clean.returncode == 0, clean.stderr
+    repo.commit("broken", {"c.md": "See [[nowhere]].\n"})
+    broken = _vivary(repo.path, "check", shell=">&-")
+    _no_traceback(broken)
+    assert broken.returncode == 1, broken.stderr
+
+
+def test_a_closed_stderr_keeps_warnings_out_of_the_json_and_the_exit_code_right(repo: Repo) -> None:
+    """`git vivary graph --json 2>&-`: with `sys.stderr = None`, `print(..., file=sys.stderr)` printed to stdout, so
+    a warning (here: a file in the place of the graph cache's folder) came first in the JSON; and the command
+    exited 1, a failing check's code, after a clean run, when flushing the missing stream raised."""
+    repo.commit("notes", NOTES)
+    (repo.path / ".git" / "vivary").mkdir()
+    (repo.path / ".git" / "vivary" / "graph-v34").write_text("not a folder\n")
+    proc = _vivary(repo.path, "graph", "--json", "--rev", "HEAD", shell="2>&-")
+    assert proc.returncode == 0, proc.stdout[:500]
+    graph = json.loads(proc.stdout)
+    assert {n["id"] for n in graph["nodes"]} == {"a", "b"}
+    clean = _vivary(repo.path, "check", "--rev", "HEAD", shell="2>&- <&-")
+    assert clean.returncode == 0, clean.stdout
