@@ -78,3 +78,74 @@ def test_a_closed_stderr_keeps_warnings_out_of_the_json_and_the_exit_code_right(
     assert {n["id"] for n in graph["nodes"]} == {"a", "b"}
     clean = _vivary(repo.path, "check", "--rev", "HEAD", shell="2>&- <&-")
     assert clean.returncode == 0, clean.stdout
+
+
+def test_a_git_vivary_folder_no_one_may_look_into_leaves_the_caches_off_saying_so_once(repo: Repo) -> None:
+    """A `.git/vivary` of mode 000 (what a run under `umask 0777` leaves): `exists()` on each cache folder raised
+    PermissionError, a traceback for check, graph, find and privacy alike. The caches are left off, said once."""
+    repo.commit("notes", NOTES)
+    vivary = repo.path / ".git" / "vivary"
+    vivary.mkdir()
+    vivary.chmod(0)
+    try:
+        for args in (["check"], ["graph", "--json"], ["find", "vault"], ["privacy", "explain", "a.md"]):
+            proc = _vivary(repo.path, *args, unprivileged=True)
+            _no_traceback(proc)
+            assert proc.returncode == 0, (args, proc.stderr)
+            said = f"vivary: cannot look into {vivary} (Permission denied); make it readable and searchable"
+            assert proc.stderr.count(said) == 1 and proc.stderr.count("\n") == 1, (args, proc.stderr)
+    finally:
+        vivary.chmod(0o755)
+
+
+def test_a_read_only_git_vivary_says_once_that_the_caches_are_off(repo: Repo) -> None:
+    """Every cache kind (parse, facts, graph, checks, ...) said on its own line that it could not be written: six
+    lines for one `check` of a read-only `.git/vivary`, where one reason stops them all."""
+    repo.commit("notes", NOTES)
+    vivary = repo.path / ".git" / "vivary"
+    vivary.mkdir()
+    vivary.chmod(0o555)
+    try:
+        proc = _vivary(repo.path, "check", "--rev", "HEAD", unprivileged=True)
+        _no_traceback(proc)
+        assert proc.returncode == 0, proc.stderr
+        lines = [line for line in proc.stderr.splitlines() if "could not write the cache" in line]
+        assert len(lines) == 1 and "(Permission denied); continuing without it" in lines[0], proc.stderr
+    finally:
+        vivary.chmod(0o755)
+
+
+@needs_embed
+def test_a_memory_index_no_one_may_read_or_write_is_named_with_its_fix(repo: Repo) -> None:
+    """A `.git/vivary` this user may not look into made `recall` say there was no index yet (exit 3, "run `git
+    vivary index --yes`"), `doctor` end in a traceback, and a read-only one made `index --yes` blame "a file in the
+    place of a folder". Each now names the folder, what stops it and the fix."""
+    repo.commit("notes", {**NOTES, ".vivary/memory.toml": MEMORY})
+    built = _vivary(repo.path, "index", "--yes")
+    assert built.returncode == 0, built.stderr
+    vivary = repo.path / ".git" / "vivary"
+    vivary.chmod(0)
+    try:
+        for args in (["recall", "vault"], ["index", "--yes"]):
+            proc = _vivary(repo.path, *args, unprivileged=True)
+            _no_traceback(proc)
+            assert proc.returncode == 2, (args, proc.stderr)
+            assert f"cannot look into {vivary} (Permission denied); make it readable and searchable" in \
+                proc.stderr.splitlines()[-1], (args, proc.stderr)
+        doctor = _vivary(repo.path, "doctor", "--json", unprivileged=True)
+        _no_traceback(doctor)
+        memory = json.loads(doctor.stdout)["memory"]
+        assert memory["status"] == "misconfigured" and f"cannot look into {vivary}" in memory["detail"], memory
+    finally:
+        vivary.chmod(0o755)
+    shutil.rmtree(vivary / "memory")
+    (vivary / "memory").mkdir(mode=0o555)
+    try:
+        proc = _vivary(repo.path, "index", "--yes", unprivileged=True)
+        _no_traceback(proc)
+        assert proc.returncode == 2, proc.stderr
+        last = proc.stderr.splitlines()[-1]
+        assert "(Permission denied): this user may not write there: make it writable" in last, proc.stderr
+        assert "a file may be in the place of a folder" not in last
+    finally:
+        (vivary / "memory").chmod(0o755)
