@@ -51,7 +51,6 @@ def _no_traceback(proc: subprocess.CompletedProcess[str]) -> None:
     assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr[-2000:]
 
 
-
 def test_a_closed_stdout_is_no_traceback_and_the_exit_code_still_tells(repo: Repo) -> None:
     """`git vivary check >&-`: Python starts with `sys.stdout = None`, and every command ended in an AttributeError
     traceback (exit 1 whatever the verdict). As Git does, the closed descriptor is /dev/null's."""
@@ -149,3 +148,24 @@ def test_a_memory_index_no_one_may_read_or_write_is_named_with_its_fix(repo: Rep
         assert "a file may be in the place of a folder" not in last
     finally:
         (vivary / "memory").chmod(0o755)
+
+
+def test_doctor_in_a_repository_another_user_owns_names_safe_directory(repo: Repo) -> None:
+    """Git (and libgit2) refuse a repository another user owns. `doctor` said the folder was "not inside a Git work
+    tree" and offered `git vivary init`; every other command said "check it with `git status`". Both now name the
+    owner check and Git's own fix."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root, to give the repository to another user")
+    repo.commit("notes", NOTES)
+    for folder, _, files in os.walk(repo.path):
+        for name in [folder, *(os.path.join(folder, f) for f in files)]:
+            os.chown(name, 65534, 65534, follow_symlinks=False)
+    fix = f"if you trust it, run `git config --global --add safe.directory {repo.path}`"
+    doctor = _vivary(repo.path, "doctor")
+    _no_traceback(doctor)
+    assert doctor.returncode == 1
+    assert "not inside a Git work tree" not in doctor.stdout and "git vivary init" not in doctor.stdout
+    assert "Git refuses such a repository" in doctor.stdout and fix in doctor.stdout, doctor.stdout
+    check = _vivary(repo.path, "check")
+    _no_traceback(check)
+    assert check.returncode == 2 and fix in check.stderr, check.stderr

@@ -22,6 +22,8 @@ Every look for a repository goes through `discover`, which stops where Git stops
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
@@ -331,8 +333,8 @@ class Repo:
             try:
                 self.repo = pygit2.Repository(git_dir)
             except pygit2.GitError as err:  # a SHA-256 repository, say, which this libgit2 cannot read
-                raise GitError(f"cannot open the Git repository {git_dir} ({err}); check it with `git status`"
-                               ) from None
+                raise GitError(f"cannot open the Git repository {git_dir} ({err}); "
+                               f"{_owner_hint(err) or 'check it with `git status`'}") from None
             self.bare: bool = top is None
             self.workdir: Path | None = top
             self.pins = {"GIT_DIR": git_dir, **({"GIT_WORK_TREE": str(top)} if top is not None else {})}
@@ -355,9 +357,9 @@ class Repo:
             except pygit2.GitError as err:
                 # Found, yet not opened: its work tree (core.worktree) names a folder that is gone, say.
                 worktree = _config_value(found, "core.worktree")
-                hint = (f"core.worktree names {worktree!r}, which is not a folder: fix it or unset it "
-                        "(`git config --unset core.worktree`)" if worktree is not None
-                        else "check it with `git status`")
+                hint = _owner_hint(err) or (
+                    f"core.worktree names {worktree!r}, which is not a folder: fix it or unset it "
+                    "(`git config --unset core.worktree`)" if worktree is not None else "check it with `git status`")
                 raise GitError(f"cannot open the Git repository {found} ({err}); {hint}") from None
             self.bare = bool(self.repo.is_bare)
             self.workdir = None if self.bare else Path(self.repo.workdir).resolve()
@@ -455,6 +457,17 @@ class Repo:
     def vivary_dir(self) -> Path:
         """Local, never-pushed derived data (the hot cache): `.git/vivary/`, never in the work tree."""
         return self.common_dir / "vivary"
+
+
+def _owner_hint(err: Exception) -> str | None:
+    """The fix for a repository libgit2 refuses because another user owns it (Git's `safe.directory` check, which
+    libgit2 makes too), or None for any other failure. "check it with `git status`" sent the user to a command
+    that only repeats the refusal, when Git's own fix is one line."""
+    found = re.search(r"repository path '(.*)' is not owned by current user", str(err))
+    if found is None:
+        return None
+    return (f"another user owns {found[1]}, and Git refuses such a repository; if you trust it, run "
+            f"`git config --global --add safe.directory {shlex.quote(found[1])}`")
 
 
 class NotARepository(GitError):
