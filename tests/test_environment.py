@@ -169,3 +169,25 @@ def test_doctor_in_a_repository_another_user_owns_names_safe_directory(repo: Rep
     check = _vivary(repo.path, "check")
     _no_traceback(check)
     assert check.returncode == 2 and fix in check.stderr, check.stderr
+
+
+def test_a_current_folder_since_removed_is_a_usage_error_not_a_traceback(repo: Repo) -> None:
+    """A shell left in a folder that was then removed (a `git checkout` of a branch without it, say): every command
+    ended in a FileNotFoundError traceback from `os.getcwd()`. Git says "Unable to read current working directory";
+    so does vivary, exit 2, naming the way out; with an absolute `-C` it runs there."""
+    repo.commit("notes", NOTES)
+    gone = repo.path / "gone"
+    gone.mkdir()
+    for args in (["check"], ["graph", "--json"], ["doctor"], ["hooks", "status"], ["sync", "fetch"]):
+        proc = subprocess.run(["sh", "-c", 'cd "$1" && rmdir "$1" && shift && exec "$@"', "sh", str(gone),
+                               sys.executable, "-m", "vivary_git", *args], capture_output=True, text=True, check=False)
+        _no_traceback(proc)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert proc.stderr == (f"git vivary {args[0]}: cannot read the current folder (No such file or directory): it "
+                               "was removed, or a folder above it may not be looked into; cd to a folder that exists, "
+                               "or name one with -C PATH\n"), proc.stderr
+        gone.mkdir()
+    proc = subprocess.run(["sh", "-c", 'cd "$1" && rmdir "$1" && shift && exec "$@"', "sh", str(gone),
+                           sys.executable, "-m", "vivary_git", "check", "-C", str(repo.path)],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0 and "2 document(s), 0 error(s)" in proc.stdout, proc.stdout + proc.stderr

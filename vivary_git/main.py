@@ -78,6 +78,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
+    if not (cwd and os.path.isabs(cwd)):
+        try:
+            os.getcwd()
+        except OSError as err:  # a shell still in a folder since removed: every command ended in a traceback
+            why = text(err.strerror or str(err))
+            _say(f"git vivary {args.command}: cannot read the current folder ({why}): it was removed, or a folder "
+                 "above it may not be looked into; cd to a folder that exists, or name one with -C PATH")
+            return EXIT_USAGE
     # A command allocates millions of short-lived, acyclic objects (parsed notes, facts, findings): the
     # cyclic collector's passes over them cost ~10% of a cold run and free nothing. It is back on
     # afterwards for callers that run commands in-process.
