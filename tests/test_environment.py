@@ -39,12 +39,15 @@ def _unprivileged() -> list[str]:
     return [setpriv, "--bounding-set=-all", "--inh-caps=-all"]
 
 
-def _vivary(cwd: Path, *args: str, shell: str = "", unprivileged: bool = False) -> subprocess.CompletedProcess[str]:
-    """`python -m vivary_git ARGS` in `cwd`; `shell`, redirections for a shell to apply first (`>&-`)."""
+def _vivary(cwd: Path, *args: str, shell: str = "", unprivileged: bool = False,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`python -m vivary_git ARGS` in `cwd`; `shell`, redirections for a shell to apply first (`>&-`); `env`, what
+    to set on top of this process's environment."""
     command = [*(_unprivileged() if unprivileged else []), sys.executable, "-m", "vivary_git", *args]
     if shell:
         command = ["sh", "-c", f'exec "$@" {shell}', "sh", *command]
-    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False,
+                          env=dict(os.environ, **(env or {})))
 
 
 def _no_traceback(proc: subprocess.CompletedProcess[str]) -> None:
@@ -191,3 +194,21 @@ def test_a_current_folder_since_removed_is_a_usage_error_not_a_traceback(repo: R
                            sys.executable, "-m", "vivary_git", "check", "-C", str(repo.path)],
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0 and "2 document(s), 0 error(s)" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_git_refusing_for_a_broken_user_config_is_said_on_one_readable_line(repo: Repo, tmp_path: Path) -> None:
+    """A `~/.gitconfig` that is a folder (or has a bad line, or GIT_CONFIG_COUNT without its key): Git's refusal came
+    through as one line of escaped `\\n`s with its warning twice. Its lines are now joined, each once."""
+    repo.commit("notes", NOTES)
+    home = tmp_path / "odd-home"
+    (home / ".gitconfig").mkdir(parents=True)
+    proc = _vivary(repo.path, "check", env={"HOME": str(home)})
+    _no_traceback(proc)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == (
+        f"git vivary check: `git rev-parse --git-path index` failed: warning: unable to access '{home}/.gitconfig': "
+        "Is a directory; fatal: unknown error occurred while reading the configuration files\n"), proc.stderr
+    counted = _vivary(repo.path, "check", env={"GIT_CONFIG_COUNT": "1"})
+    assert counted.returncode == 2 and counted.stderr.endswith(
+        "failed: error: missing config key GIT_CONFIG_KEY_0; fatal: unable to parse command-line config\n"), \
+        counted.stderr

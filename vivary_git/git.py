@@ -21,6 +21,7 @@ Every look for a repository goes through `discover`, which stops where Git stops
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shlex
@@ -205,6 +206,23 @@ def _child_env(env: Mapping[str, str] | None) -> dict[str, str]:
     return dict(env) if env is not None else dict(os.environ)
 
 
+def git_said(stderr: bytes, returncode: int) -> str:
+    """What Git said on stderr, as one line: its lines joined with "; " (one ending in ":" runs on into the next),
+    each line once. Kept whole, a broken `~/.gitconfig` or Git's dubious-ownership refusal reached the user as
+    one line full of escaped `\\n`s, the same warning twice."""
+    lines: list[str] = []
+    for line in stderr.decode("utf-8", "replace").splitlines():
+        line = line.strip()
+        if line and line not in lines:
+            lines.append(line)
+    if not lines:
+        return f"exit code {returncode}"
+    said = lines[0]
+    for before, line in itertools.pairwise(lines):
+        said += f" {line}" if before.endswith(":") else f"; {line}"
+    return said
+
+
 def run(
     args: Sequence[str],
     *,
@@ -223,7 +241,7 @@ def run(
     except OSError as err:
         raise GitError(f"could not run git: {err}") from err
     if check and proc.returncode != 0:
-        said = proc.stderr.decode("utf-8", "replace").strip() or f"exit code {proc.returncode}"
+        said = git_said(proc.stderr, proc.returncode)
         raise GitError(f"`git {' '.join(args[:3])}` failed: {said}")
     return proc
 
@@ -253,7 +271,7 @@ def run_all(
     for args, proc in zip(commands, procs, strict=True):
         stdout, stderr = proc.communicate()
         if check and proc.returncode != 0:
-            said = stderr.decode("utf-8", "replace").strip() or f"exit code {proc.returncode}"
+            said = git_said(stderr, proc.returncode)
             raise GitError(f"`git {' '.join(args[:3])}` failed: {said}")
         done.append(subprocess.CompletedProcess([exe, *args], proc.returncode, stdout, stderr))
     return done
@@ -286,7 +304,7 @@ def commit_signing(repo: Repo) -> bool:
     if proc.returncode == 1:
         return False  # not set
     if proc.returncode != 0:
-        said = proc.stderr.decode("utf-8", "replace").strip() or f"exit code {proc.returncode}"
+        said = git_said(proc.stderr, proc.returncode)
         raise GitError(f"{SIGN_SETTING} cannot be read: {said}; fix it with `git config {SIGN_SETTING} true|false`")
     return proc.stdout.strip() == b"true"
 
@@ -483,7 +501,7 @@ def _from_environment(start: Path) -> tuple[str, Path | None]:
                check=False)
     lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
     if len(lines) < 2:
-        said = proc.stderr.decode("utf-8", "replace").strip() or f"exit code {proc.returncode}"
+        said = git_said(proc.stderr, proc.returncode)
         if not os.environ.get("GIT_DIR"):
             raise NotARepository(f"{start} is not inside a Git repository ({said})")
         raise GitError(f"GIT_DIR={os.environ.get('GIT_DIR')} does not name a Git repository ({said}); point it "
