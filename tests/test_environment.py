@@ -212,3 +212,19 @@ def test_git_refusing_for_a_broken_user_config_is_said_on_one_readable_line(repo
     assert counted.returncode == 2 and counted.stderr.endswith(
         "failed: error: missing config key GIT_CONFIG_KEY_0; fatal: unable to parse command-line config\n"), \
         counted.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full, a device every write to fails")
+def test_output_to_a_full_disk_is_said_with_exit_2_not_a_traceback(repo: Repo) -> None:
+    """`git vivary check --json > check.json` on a full disk (here /dev/full): an OSError traceback and exit 1, which
+    a CI script reads as "findings". The output is cut short, so the command says so and exits 2."""
+    repo.commit("notes", NOTES)
+    for args in (["check"], ["check", "--json"], ["graph", "--json"], ["doctor"], ["hooks", "status"]):
+        proc = _vivary(repo.path, *args, shell=">/dev/full")
+        _no_traceback(proc)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert proc.stderr.endswith(f"git vivary {args[0]}: could not write the output (No space left on device), so "
+                                    "it is cut short; free some space, or send it elsewhere, and run the command "
+                                    "again\n"), (args, proc.stderr)
+    quiet = _vivary(repo.path, "graph", "--json", shell="2>/dev/full")  # nothing to say there: the answer stands
+    assert quiet.returncode == 0 and json.loads(quiet.stdout)["nodes"], quiet.stdout[:300]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import gc
 import importlib
 import importlib.util
@@ -104,6 +105,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # never printed whole. Not 0: under `set -o pipefail` that would pass a failing check.
         _reader_left()
         return EXIT_BROKEN_PIPE
+    except OSError as err:
+        if not _output_lost(args.command, err):
+            raise
+        return EXIT_USAGE
     finally:
         from vivary_git import lifetime
 
@@ -116,6 +121,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # The whole output was handed over and the verdict is known: the reader left before reading it all.
         _reader_left()
+    except OSError as err:
+        if not _output_lost(args.command, err):
+            raise
+        return EXIT_USAGE
     writes = sys.modules.get("vivary_git.memory.writes.commits")
     if writes is not None:  # a memory write committed, and another program kept it out of the user's index
         _say(*(f"git vivary {args.command}: warning: {text(said)}" for said in writes.unsynced()))
@@ -132,11 +141,31 @@ def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argpar
         parser = subs[0].choices[name]
 
 
+# A write to a stream that fails for want of room (a full disk, a quota, /dev/full) or a device gone (a closed
+# terminal): `check --json > check.json` on a full CI runner ended in a traceback and exit 1, "findings".
+_LOST = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+
+
+def _output_lost(command: str, err: OSError) -> bool:
+    """Say that the output could not be written, when `err` is such a failure of a stream (a file's has a name:
+    not this), and drop what is still buffered; False for any other error."""
+    if err.errno not in _LOST or err.filename is not None:
+        return False
+    _reader_left()  # what is buffered would fail again at exit
+    _say(f"git vivary {command}: could not write the output ({text(err.strerror or str(err))}), so it is cut "
+         "short; free some space, or send it elsewhere, and run the command again")
+    return True
+
+
 def _say(*lines: str) -> None:
     try:
         for line in lines:
             print(line, file=sys.stderr)
     except BrokenPipeError:  # `2>&1 | head`: nobody reads our stderr either
+        _reader_left(sys.stderr)
+    except OSError as err:  # a full disk under stderr too: nothing can be said
+        if err.errno not in _LOST:
+            raise
         _reader_left(sys.stderr)
 
 
