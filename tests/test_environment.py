@@ -40,12 +40,13 @@ def _unprivileged() -> list[str]:
 
 
 def _vivary(cwd: Path, *args: str, shell: str = "", unprivileged: bool = False,
-            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+            env: dict[str, str] | None = None, umask: int | None = None) -> subprocess.CompletedProcess[str]:
     """`python -m vivary_git ARGS` in `cwd`; `shell`, redirections for a shell to apply first (`>&-`); `env`, what
-    to set on top of this process's environment."""
+    to set on top of this process's environment; `umask`, the one to run it under."""
     command = [*(_unprivileged() if unprivileged else []), sys.executable, "-m", "vivary_git", *args]
-    if shell:
-        command = ["sh", "-c", f'exec "$@" {shell}', "sh", *command]
+    if shell or umask is not None:
+        first = f"umask {umask:04o} && " if umask is not None else ""
+        command = ["sh", "-c", f'{first}exec "$@" {shell}', "sh", *command]
     return subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False,
                           env=dict(os.environ, **(env or {})))
 
@@ -228,3 +229,19 @@ def test_output_to_a_full_disk_is_said_with_exit_2_not_a_traceback(repo: Repo) -
                                     "again\n"), (args, proc.stderr)
     quiet = _vivary(repo.path, "graph", "--json", shell="2>/dev/full")  # nothing to say there: the answer stands
     assert quiet.returncode == 0 and json.loads(quiet.stdout)["nodes"], quiet.stdout[:300]
+
+
+def test_a_run_under_umask_0777_leaves_no_folder_behind(repo: Repo, tmp_path: Path) -> None:
+    """Under `umask 0777` every folder is made mode 000, so the working tree's snapshot has nowhere to copy the index
+    (exit 2, naming both places). Before, each run left its mode-000 `vivary-index-*` folder in the temporary
+    directory (rmtree cannot list it), and `.git/vivary` mode 000 (the removal stopped at the `tmp/` it never made),
+    which then stood in the way of every later run whatever its umask."""
+    repo.commit("notes", NOTES)
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    proc = _vivary(repo.path, "check", unprivileged=True, env={"TMPDIR": str(temp)}, umask=0o777)
+    _no_traceback(proc)
+    assert proc.returncode == 2 and "cannot read the working tree: its snapshot needs a copy of the index" in \
+        proc.stderr, proc.stderr
+    assert list(temp.iterdir()) == []
+    assert not (repo.path / ".git" / "vivary").exists()
