@@ -83,6 +83,16 @@ def test_a_closed_stderr_keeps_warnings_out_of_the_json_and_the_exit_code_right(
     assert clean.returncode == 0, clean.stdout
 
 
+def test_a_closed_stdin_reads_as_empty(repo: Repo) -> None:
+    """`privacy explain --stdin <&-` and `recall --queries - <&-` read `sys.stdin.buffer` of a `sys.stdin` that was
+    None: an AttributeError traceback. A closed stdin is /dev/null's, so they read nothing, as from `</dev/null`."""
+    repo.commit("notes", NOTES)
+    proc = _vivary(repo.path, "privacy", "explain", "--stdin", "--json", shell="<&-")
+    _no_traceback(proc)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == _vivary(repo.path, "privacy", "explain", "--stdin", "--json", shell="</dev/null").stdout
+
+
 def test_a_git_vivary_folder_no_one_may_look_into_leaves_the_caches_off_saying_so_once(repo: Repo) -> None:
     """A `.git/vivary` of mode 000 (what a run under `umask 0777` leaves): `exists()` on each cache folder raised
     PermissionError, a traceback for check, graph, find and privacy alike. The caches are left off, said once."""
