@@ -255,3 +255,19 @@ def test_a_run_under_umask_0777_leaves_no_folder_behind(repo: Repo, tmp_path: Pa
         proc.stderr, proc.stderr
     assert list(temp.iterdir()) == []
     assert not (repo.path / ".git" / "vivary").exists()
+
+
+def test_a_root_name_longer_than_the_system_allows_is_no_folder(repo: Repo, tmp_path: Path) -> None:
+    """`--root` with a name over 255 bytes: `Path.is_dir()` raised ENAMETOOLONG (it swallows only "not there"),
+    a traceback for every command that takes --root, inside a repository and outside one. It is no such folder."""
+    repo.commit("notes", NOTES)
+    long = "a" * 300
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    for cwd, commands in ((repo.path, (["check"], ["graph", "--json"], ["doctor"], ["check", "--staged"])),
+                          (outside, (["check"], ["graph", "--json"]))):
+        for args in commands:
+            proc = _vivary(cwd, *args, "--root", long)
+            _no_traceback(proc)
+            assert proc.returncode == 2, (args, proc.stderr)
+            assert proc.stderr.endswith(f"--root {long}: no such directory\n"), (args, proc.stderr[-300:])
