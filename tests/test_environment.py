@@ -271,3 +271,25 @@ def test_a_root_name_longer_than_the_system_allows_is_no_folder(repo: Repo, tmp_
             _no_traceback(proc)
             assert proc.returncode == 2, (args, proc.stderr)
             assert proc.stderr.endswith(f"--root {long}: no such directory\n"), (args, proc.stderr[-300:])
+
+
+def test_hooks_install_in_a_read_only_hooks_folder_changes_nothing(repo: Repo) -> None:
+    """`hooks install` where `.git/hooks` cannot be written: the user's own pre-commit was moved aside to
+    `pre-commit.local`, then writing vivary's script failed with a PermissionError traceback, leaving the repository
+    with no pre-commit hook at all. It now refuses first (exit 3), naming the folder, and nothing moves."""
+    repo.commit("notes", NOTES)
+    hooks = repo.path / ".git" / "hooks"
+    mine = "#!/bin/sh\necho mine\n"
+    (hooks / "pre-commit").write_text(mine)
+    (hooks / "pre-commit").chmod(0o755)
+    hooks.chmod(0o555)
+    try:
+        proc = _vivary(repo.path, "hooks", "install", unprivileged=True)
+        _no_traceback(proc)
+        assert proc.returncode == 3, proc.stderr
+        assert proc.stderr == (f"git vivary hooks: {hooks}: cannot write Git's hooks there (Permission denied); "
+                               "nothing was changed: make it writable (or run this as the user who owns the "
+                               "repository), then run this again\n"), proc.stderr
+        assert (hooks / "pre-commit").read_text() == mine and not (hooks / "pre-commit.local").exists()
+    finally:
+        hooks.chmod(0o755)
