@@ -293,3 +293,13 @@ def test_hooks_install_in_a_read_only_hooks_folder_changes_nothing(repo: Repo) -
         assert (hooks / "pre-commit").read_text() == mine and not (hooks / "pre-commit.local").exists()
     finally:
         hooks.chmod(0o755)
+
+
+def test_a_vivary_jobs_that_is_a_digit_only_to_unicode_is_ignored(repo: Repo) -> None:
+    """`VIVARY_JOBS=²`: `str.isdigit()` says yes, `int()` says no, so every command that parsed notes ended in a
+    ValueError traceback. A value that is no whole number is ignored, as `VIVARY_JOBS=abc` always was."""
+    repo.commit("notes", NOTES)
+    for value in ("²", "abc"):
+        proc = _vivary(repo.path, "check", "--no-cache", env={"VIVARY_JOBS": value})
+        _no_traceback(proc)
+        assert proc.returncode == 0 and "2 document(s), 0 error(s)" in proc.stdout, (value, proc.stderr)
