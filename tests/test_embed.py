@@ -357,7 +357,7 @@ def test_embed_lanes_overrides_the_default(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 @needs_model
-@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5", "257", "4 lanes"])
+@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5", "257", "4 lanes", "²"])
 def test_a_bad_embed_lanes_is_an_error_that_names_it(repo: Any, value: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from conftest import run_git_vivary
 

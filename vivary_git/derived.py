@@ -27,7 +27,7 @@ from pathlib import Path
 from vivary_git.errors import GitError
 from vivary_git.escape import text as shown
 
-__all__ = ["damage", "refuse"]
+__all__ = ["damage", "refuse", "unsearchable"]
 
 FIX = "remove it (vivary keeps only rebuildable data there)"
 
@@ -64,6 +64,25 @@ def refuse(vivary_dir: Path, path: Path, *, needs: str, then: str = "", file: bo
     why = damage(vivary_dir, path, needs=needs, file=file)
     if why is not None:
         raise GitError(why + then)
+
+
+def unsearchable(vivary_dir: Path, path: Path) -> str | None:
+    """Why `path` (under `vivary_dir`) cannot even be looked at: a folder on the way that this user may not search
+    (a `.git/vivary` left mode 000 by a run under `umask 0777`, a Git folder of another user's), named with the
+    fix; None when it can be, or is simply not there yet. `damage` lets such a folder pass, for the writer's own
+    error to say; a reader's `exists()` raised PermissionError instead, a traceback. Naming the folder in the way,
+    not `path`, lets the caches under it say so once."""
+    here = vivary_dir.parent
+    for part in path.relative_to(here).parts:
+        try:
+            os.stat(here / part)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as err:
+            return (f"cannot look into {shown(str(here))} ({err.strerror or err}); make it readable and searchable "
+                    f"(`chmod u+rwx {shown(str(here))}`)")
+        here = here / part
+    return None
 
 
 def _wrong(here: Path, st: os.stat_result, inside: str, last: bool) -> str | None:

@@ -21,7 +21,10 @@ Every look for a repository goes through `discover`, which stops where Git stops
 
 from __future__ import annotations
 
+import itertools
 import os
+import re
+import shlex
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
@@ -203,6 +206,23 @@ def _child_env(env: Mapping[str, str] | None) -> dict[str, str]:
     return dict(env) if env is not None else dict(os.environ)
 
 
+def git_said(stderr: bytes, returncode: int) -> str:
+    """What Git said on stderr, as one line: its lines joined with "; " (one ending in ":" runs on into the next),
+    each line once. Kept whole, a broken `~/.gitconfig` or Git's dubious-ownership refusal reached the user as
+    one line full of escaped `\\n`s, the same warning twice."""
+    lines: list[str] = []
+    for line in stderr.decode("utf-8", "replace").splitlines():
+        line = line.strip()
+        if line and line not in lines:
+            lines.append(line)
+    if not lines:
+        return f"exit code {returncode}"
+    said = lines[0]
+    for before, line in itertools.pairwise(lines):
+        said += f" {line}" if before.endswith(":") else f"; {line}"
+    return said
+
+
 def run(
     args: Sequence[str],
     *,
@@ -221,7 +241,7 @@ def run(
     except OSError as err:
         raise GitError(f"could not run git: {err}") from err
     if check and proc.returncode != 0:
-        said = proc.stderr.decode("utf-8", "replace").strip() or f"exit code {proc.returncode}"
+        said = git_said(proc.stderr, proc.returncode)
         raise GitError(f"`git {' '.join(args[:3])}` failed: {said}")
     return proc
 
@@ -251,7 +271,7 @@ def run_all(
     for args, proc in zip(commands, procs, strict=True):
         stdout, stderr = proc.communicate()
         if check and proc.returncode != 0:
-            said = stderr.decode("utf-8", "replace").strip() or f"exit code {proc.returncode}"
+            said = git_said(stderr, proc.returncode)
             raise GitError(f"`git {' '.join(args[:3])}` failed: {said}")
         done.append(subprocess.CompletedProcess([exe, *args], proc.returncode, stdout, stderr))
     return done
@@ -284,7 +304,7 @@ def commit_signing(repo: Repo) -> bool:
     if proc.returncode == 1:
         return False  # not set
     if proc.returncode != 0:
-        said = proc.stderr.decode("utf-8", "replace").strip() or f"exit code {proc.returncode}"
+        said = git_said(proc.stderr, proc.returncode)
         raise GitError(f"{SIGN_SETTING} cannot be read: {said}; fix it with `git config {SIGN_SETTING} true|false`")
     return proc.stdout.strip() == b"true"
 
@@ -331,8 +351,8 @@ class Repo:
             try:
                 self.repo = pygit2.Repository(git_dir)
             except pygit2.GitError as err:  # a SHA-256 repository, say, which this libgit2 cannot read
-                raise GitError(f"cannot open the Git repository {git_dir} ({err}); check it with `git status`"
-                               ) from None
+                raise GitError(f"cannot open the Git repository {git_dir} ({err}); "
+                               f"{_owner_hint(err) or 'check it with `git status`'}") from None
             self.bare: bool = top is None
             self.workdir: Path | None = top
             self.pins = {"GIT_DIR": git_dir, **({"GIT_WORK_TREE": str(top)} if top is not None else {})}
@@ -355,9 +375,9 @@ class Repo:
             except pygit2.GitError as err:
                 # Found, yet not opened: its work tree (core.worktree) names a folder that is gone, say.
                 worktree = _config_value(found, "core.worktree")
-                hint = (f"core.worktree names {worktree!r}, which is not a folder: fix it or unset it "
-                        "(`git config --unset core.worktree`)" if worktree is not None
-                        else "check it with `git status`")
+                hint = _owner_hint(err) or (
+                    f"core.worktree names {worktree!r}, which is not a folder: fix it or unset it "
+                    "(`git config --unset core.worktree`)" if worktree is not None else "check it with `git status`")
                 raise GitError(f"cannot open the Git repository {found} ({err}); {hint}") from None
             self.bare = bool(self.repo.is_bare)
             self.workdir = None if self.bare else Path(self.repo.workdir).resolve()
@@ -457,6 +477,17 @@ class Repo:
         return self.common_dir / "vivary"
 
 
+def _owner_hint(err: Exception) -> str | None:
+    """The fix for a repository libgit2 refuses because another user owns it (Git's `safe.directory` check, which
+    libgit2 makes too), or None for any other failure. "check it with `git status`" sent the user to a command
+    that only repeats the refusal, when Git's own fix is one line."""
+    found = re.search(r"repository path '(.*)' is not owned by current user", str(err))
+    if found is None:
+        return None
+    return (f"another user owns {found[1]}, and Git refuses such a repository; if you trust it, run "
+            f"`git config --global --add safe.directory {shlex.quote(found[1])}`")
+
+
 class NotARepository(GitError):
     """No repository holds the folder (`try_open` then reads it as a plain folder); one that is found and
     cannot be opened is a GitError of its own, never read as a folder."""
@@ -470,7 +501,7 @@ def _from_environment(start: Path) -> tuple[str, Path | None]:
                check=False)
     lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
     if len(lines) < 2:
-        said = proc.stderr.decode("utf-8", "replace").strip() or f"exit code {proc.returncode}"
+        said = git_said(proc.stderr, proc.returncode)
         if not os.environ.get("GIT_DIR"):
             raise NotARepository(f"{start} is not inside a Git repository ({said})")
         raise GitError(f"GIT_DIR={os.environ.get('GIT_DIR')} does not name a Git repository ({said}); point it "

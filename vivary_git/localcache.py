@@ -68,11 +68,23 @@ def cache_folder(directory: Path | None, name: str, what: str = "the cache") -> 
     folder = directory / name
     why = derived.damage(directory, folder, needs=f"of {what}")
     if why is None:
+        why = derived.unsearchable(directory, folder)
+    if why is None:
         return folder
     if why not in _SAID:
         _SAID.add(why)
         print(f"vivary: {why}; continuing without {what}", file=sys.stderr)
     return None
+
+
+def _unwritten(folder: Path, err: OSError) -> None:
+    """Said once a run, whatever cache it was (they sit side by side, and one reason stops them all): a read-only
+    `.git` printed six lines for one `check`, one per cache kind and write."""
+    said = f"could not write the cache in {folder} ({err.strerror or err}); continuing without it"
+    key = f"unwritten:{err.errno}"
+    if key not in _SAID:
+        _SAID.add(key)
+        _note(said)
 
 
 def write_atomic(path: Path, *parts: bytes) -> None:
@@ -300,7 +312,7 @@ class SegmentCache(Generic[T]):
         try:
             return SegmentWriter(self.dir / f"seg-{uuid.uuid4().hex}.msgpack", self._reload)
         except OSError as err:
-            _note(f"could not write the cache in {self.dir} ({err.strerror}); continuing without it")
+            _unwritten(self.dir, err)
             return None
 
     def _reload(self) -> None:
@@ -336,7 +348,7 @@ class SegmentCache(Generic[T]):
                 else:
                     self._merge(segments, keep)
         except OSError as err:
-            _note(f"could not write the cache in {self.dir} ({err.strerror}); continuing without it")
+            _unwritten(self.dir, err)
         self._new.clear()
 
     def _segment_path(self) -> Path:
@@ -401,7 +413,7 @@ class SegmentWriter:
         try:
             self._fh.write(data)
         except OSError as err:
-            _note(f"could not write the cache in {self._path.parent} ({err.strerror}); continuing without it")
+            _unwritten(self._path.parent, err)
             self.abandon()
 
     def add(self, key: str, value: Any) -> bool:
@@ -435,7 +447,7 @@ class SegmentWriter:
             fh.close()
             os.replace(self._tmp, self._path)
         except OSError as err:
-            _note(f"could not write the cache in {self._path.parent} ({err.strerror}); continuing without it")
+            _unwritten(self._path.parent, err)
             self.abandon()
             return
         self._fh = None
@@ -535,4 +547,4 @@ class ObjectCache:
             _remove_stale(self.dir)
             self._evict()
         except OSError as err:
-            _note(f"could not write the cache in {self.dir} ({err.strerror}); continuing without it")
+            _unwritten(self.dir, err)

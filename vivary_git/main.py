@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import gc
 import importlib
 import importlib.util
@@ -78,6 +79,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
+    if not (cwd and os.path.isabs(cwd)):
+        try:
+            os.getcwd()
+        except OSError as err:  # a shell still in a folder since removed: every command ended in a traceback
+            why = text(err.strerror or str(err))
+            _say(f"git vivary {args.command}: cannot read the current folder ({why}): it was removed, or a folder "
+                 "above it may not be looked into; cd to a folder that exists, or name one with -C PATH")
+            return EXIT_USAGE
     # A command allocates millions of short-lived, acyclic objects (parsed notes, facts, findings): the
     # cyclic collector's passes over them cost ~10% of a cold run and free nothing. It is back on
     # afterwards for callers that run commands in-process.
@@ -102,6 +111,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # never printed whole. Not 0: under `set -o pipefail` that would pass a failing check.
         _reader_left()
         return EXIT_BROKEN_PIPE
+    except OSError as err:
+        if not _output_lost(args.command, err):
+            raise
+        return EXIT_USAGE
     finally:
         from vivary_git import lifetime
 
@@ -114,6 +127,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # The whole output was handed over and the verdict is known: the reader left before reading it all.
         _reader_left()
+    except OSError as err:
+        if not _output_lost(args.command, err):
+            raise
+        return EXIT_USAGE
     writes = sys.modules.get("vivary_git.memory.writes.commits")
     if writes is not None:  # a memory write committed, and another program kept it out of the user's index
         _say(*(f"git vivary {args.command}: warning: {text(said)}" for said in writes.unsynced()))
@@ -130,11 +147,31 @@ def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argpar
         parser = subs[0].choices[name]
 
 
+# A write to a stream that fails for want of room (a full disk, a quota, /dev/full) or a device gone (a closed
+# terminal): `check --json > check.json` on a full CI runner ended in a traceback and exit 1, "findings".
+_LOST = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+
+
+def _output_lost(command: str, err: OSError) -> bool:
+    """Say that the output could not be written, when `err` is such a failure of a stream (a file's has a name:
+    not this), and drop what is still buffered; False for any other error."""
+    if err.errno not in _LOST or err.filename is not None:
+        return False
+    _reader_left()  # what is buffered would fail again at exit
+    _say(f"git vivary {command}: could not write the output ({text(err.strerror or str(err))}), so it is cut "
+         "short; free some space, or send it elsewhere, and run the command again")
+    return True
+
+
 def _say(*lines: str) -> None:
     try:
         for line in lines:
             print(line, file=sys.stderr)
     except BrokenPipeError:  # `2>&1 | head`: nobody reads our stderr either
+        _reader_left(sys.stderr)
+    except OSError as err:  # a full disk under stderr too: nothing can be said
+        if err.errno not in _LOST:
+            raise
         _reader_left(sys.stderr)
 
 
@@ -157,9 +194,31 @@ def cli() -> None:
     (lifetime.py: ~0.2 s of CPU after a cold check of 10,000 notes)."""
     from vivary_git import lifetime
 
+    _standard_streams()
     _utf8_file_names()
     lifetime.start()
     lifetime.leave(main())
+
+
+def _standard_streams() -> None:
+    """Open /dev/null on each of file descriptors 0, 1 and 2 that is closed, as Git does (`sanitize_stdfds`), and
+    give Python a stream for it. Started with stdout closed (`>&-`), Python has `sys.stdout = None`: every command
+    ended in an AttributeError traceback. With stderr closed, `print(..., file=sys.stderr)` printed to stdout
+    instead (a warning inside `graph --json`), and the exit code was 1, even for a clean check. And the first file
+    opened would take the free descriptor, where a Git child's messages would then be written. What is written
+    there is lost, as with Git; the exit code still tells."""
+    try:
+        fd = os.open(os.devnull, os.O_RDWR)
+        while fd <= 2:  # the lowest free descriptor: each open fills one gap, so at most three
+            fd = os.open(os.devnull, os.O_RDWR)
+        os.close(fd)
+    except OSError:  # no /dev/null to be had: go on as things are
+        return
+    for name, number in (("stdin", 0), ("stdout", 1), ("stderr", 2)):
+        if getattr(sys, name) is None:
+            stream = open(number, "r" if number == 0 else "w", closefd=False,  # noqa: SIM115 (the process's own, for good)
+                          errors="backslashreplace" if number == 2 else None)
+            setattr(sys, name, stream)
 
 
 def _utf8_file_names() -> None:

@@ -45,7 +45,7 @@ def usable_cores() -> int:
 def workers() -> int:
     """How many processes parse: `VIVARY_JOBS` if set (1 turns parallel parsing off), else the cores."""
     env = os.environ.get("VIVARY_JOBS", "").strip()
-    if env.isdigit() and int(env) > 0:
+    if env.isascii() and env.isdigit() and int(env) > 0:  # `²` is a digit to isdigit(), not to int(): a traceback
         return int(env)
     return min(usable_cores(), 8)
 

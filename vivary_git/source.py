@@ -489,7 +489,9 @@ def _root_prefix(repo: git.Repo, start: Path, root: str, rev: str | None) -> str
         raise UsageError(f"--root {root}: {named} is not inside {top}, the work tree of the repository Git finds "
                          "here; name a folder inside it, or run from inside the repository that holds the folder "
                          "(cd there, or -C DIR)")
-    if rev is None and not (top / rel).is_dir():
+    # os.path's, not Path's: a name longer than the system allows (ENAMETOOLONG) is no folder either, where
+    # Path.is_dir raised it, a traceback.
+    if rev is None and not os.path.isdir(top / rel):
         raise UsageError(_not_a_folder(root, top / rel))
     return "" if rel == "." else rel
 
@@ -565,10 +567,10 @@ def _root_is_a_link(root: str, prefix: str, link: str, target: str, label: str, 
 
 
 def _not_a_folder(root: str, path: Path) -> str:
-    if path.is_symlink():
+    if os.path.islink(path):
         return (f"--root {root}: is a symbolic link to {os.readlink(path)!r}, which is no folder; name the folder "
                 "the workspace is in")
-    if path.exists():
+    if os.path.lexists(path):
         return f"--root {root}: is a file, not a folder; --root names the folder the workspace is in"
     return f"--root {root}: no such directory"
 
@@ -578,7 +580,7 @@ def _plain_root(start: Path, root: str, rev: str | None) -> Path:
     the current directory is not in is refused: whether it is one is looked up only to say so, since reading
     it as a plain folder would read what Git ignores, and opening it would let the folder choose."""
     folder = (start / root).resolve()
-    if not folder.is_dir():
+    if not os.path.isdir(folder):
         if rev is not None:
             return folder
         raise UsageError(_not_a_folder(root, folder))

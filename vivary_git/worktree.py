@@ -237,16 +237,20 @@ def _scratch_index(repo: git.Repo, index: Path) -> Iterator[Path]:
             raise GitError(_no_scratch(scratch_dir, first, elsewhere, err)) from None
         yield scratch
     finally:
+        # Made mode 000 under `umask 0777`, it could not be listed, so rmtree left it: one more in /tmp every run.
+        with contextlib.suppress(OSError):
+            elsewhere.chmod(0o700)
         shutil.rmtree(elsewhere, ignore_errors=True)
 
 
 def _remove_empty(folders: list[Path]) -> None:
-    """Remove these folders (deepest first) while they are empty: one another process writes in stays."""
+    """Remove these folders (deepest first) when they are empty: one another process writes in stays, as `rmdir`
+    removes no other. One that cannot be removed (not there, or not to be looked into: the deeper one, when making it
+    failed) is no reason to keep the others: under `umask 0777`, `.git/vivary` was made mode 000 and left, and every
+    later run, whatever its umask, found it in the way."""
     for folder in folders:
-        try:
+        with contextlib.suppress(OSError):
             folder.rmdir()
-        except OSError:
-            return
 
 
 def _copy_index(index: Path, scratch: Path) -> None:

@@ -540,7 +540,7 @@ def install(cwd: Path, hooks: list[str], python: str | None = None, roots: list[
                                f"in this clone yet: run {_install_command(m, idle[-1])}", "")
         return [f"{hook}: {name} already runs vivary ({_rel(top, _manager_file(top, m, hook))}); nothing to do"
                 for hook in hooks]
-    d.mkdir(parents=True, exist_ok=True)
+    _writable(d)
     done: list[str] = []
     text_python = python or sys.executable
     # Check every hook before touching any, so a refusal leaves nothing half-installed.
@@ -575,6 +575,23 @@ def install(cwd: Path, hooks: list[str], python: str | None = None, roots: list[
     return done
 
 
+def _writable(folder: Path) -> None:
+    """Make the hooks folder if need be and prove a file can be written there, before anything is moved: in a
+    read-only `.git` the first hook's script failed to write after the user's own hook had been moved aside, a
+    PermissionError traceback. A `RefusedError` names the folder and the fix."""
+    probe = folder / f".vivary-probe.{os.getpid()}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe.touch()
+        probe.unlink()
+    except OSError as err:
+        from vivary_git.escape import text
+
+        raise RefusedError(f"{text(str(folder))}: cannot write Git's hooks there ({err.strerror or err}); nothing was "
+                           "changed: make it writable (or run this as the user who owns the repository), then run "
+                           "this again") from None
+
+
 def uninstall(cwd: Path, hooks: list[str]) -> list[str]:
     """Remove vivary's scripts and put back, byte for byte, the hooks they replaced, including after
     a hook manager moved ours aside (pre-commit's `NAME.legacy`) or wrote over it (husky)."""
@@ -583,6 +600,8 @@ def uninstall(cwd: Path, hooks: list[str]) -> list[str]:
     husky = m is not None and m.kind == "husky" and m.installed and d.name == "_"
     by_lefthook = m is not None and m.kind == "lefthook"
     done: list[str] = []
+    if any(_is_ours(d / hook) or _is_ours(d / f"{hook}.legacy") for hook in hooks):
+        _writable(d)
     for hook in hooks:
         path, local, legacy = d / hook, d / f"{hook}.local", d / f"{hook}.legacy"
         if _is_ours(path):

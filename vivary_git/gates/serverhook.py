@@ -121,6 +121,7 @@ def install_hook(cwd: Path, python: str | None = None, roots: list[str] | None =
     if not ours and install._exists(path) and install._exists(local):
         raise RefusedError(f"{path}: cannot install: both {HOOK} and {HOOK}.local exist and neither is vivary's; "
                            f"merge them into {HOOK}.local (it runs first) and remove {HOOK}, then run install again")
+    install._writable(path.parent)  # before the hook there is moved aside
     before = install.pinned_roots(install._read(path)) if ours else []
     chosen = before if roots is None else [] if roots == ["."] else roots
     checks = f"; checks {install.named(chosen)} of each pushed tree" if chosen else ""
@@ -131,7 +132,6 @@ def install_hook(cwd: Path, python: str | None = None, roots: list[str] | None =
         action = f"{HOOK}: installed {path}{checks}; your previous hook is now {local.name} and runs first"
     else:
         action = f"{HOOK}: installed {path} ({why}){checks}"
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.vivary-tmp")
     tmp.write_text(script(python or sys.executable, chosen), encoding="utf-8")
     tmp.chmod(0o755)

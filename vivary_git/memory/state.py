@@ -16,6 +16,7 @@ directory, and a file read back that is not what was recorded reads as absent.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import re
@@ -238,10 +239,15 @@ class LocalStateStore:
                 (self.directory / name).unlink()
 
     def _unwritable(self, err: OSError) -> GitError:
-        return GitError(
-            f"cannot write the memory index in {self.directory} ({err.strerror or err}): a file may be in the "
-            f"place of a folder on that path; remove it (the index is rebuilt by `git vivary index --yes`)"
-        )
+        if err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):  # a read-only `.git`, or file system
+            fix = ("this user may not write there: make it writable (`git vivary index --yes` then builds the index), "
+                   "or set `state_path` under [memory.local] to a git-ignored folder under .vivary/ that is")
+        elif err.errno == errno.ENOSPC:
+            fix = "the disk is full: free some space, then run `git vivary index --yes` again"
+        else:
+            fix = ("a file may be in the place of a folder on that path; remove it (the index is rebuilt by "
+                   "`git vivary index --yes`)")
+        return GitError(f"cannot write the memory index in {self.directory} ({err.strerror or err}): {fix}")
 
     def local_path(self, name: str) -> Path | None:
         path = self.directory / check_name(name)
@@ -285,6 +291,9 @@ def git_dir_store(vivary_dir: Path, dataset: str) -> LocalStateStore:
     folder = vivary_dir / MEMORY / check_name(dataset)
     derived.refuse(vivary_dir, folder, needs=f"of the memory index {shown(str(folder))}",
                    then=", then `git vivary index --yes` builds the index again")
+    hidden = derived.unsearchable(vivary_dir, folder)
+    if hidden is not None:  # read as empty, recall said there was no index yet
+        raise GitError(f"the memory index {shown(str(folder))}: {hidden}")
     return LocalStateStore(folder)
 
 

@@ -152,8 +152,14 @@ def doctor(path: str | os.PathLike[str] | None = None, *, rev: str = "HEAD", roo
     problems: list[Problem] = []
     code, out = _git(["rev-parse", "--show-toplevel"], start)
     if code != 0:
-        problems.append(Problem("repo", "error", f"{start} is not inside a Git work tree",
-                                "git vivary init   # or `git init`, then commit your notes"))
+        try:  # a repository found that cannot be opened (another user's, say) is no reason to `git init`
+            git.pinned_env(start)
+        except GitError as err:
+            problems.append(Problem("repo", "error", str(err), "fix what the message names, then run "
+                                    "`git vivary doctor` again"))
+        else:
+            problems.append(Problem("repo", "error", f"{start} is not inside a Git work tree",
+                                    "git vivary init   # or `git init`, then commit your notes"))
         return DoctorReport(
             ok=False, repo=RepoInfo(None, None, None, None), workspace=WorkspaceInfo(None, None, None), graph=None,
             privacy=PrivacyInfo("unknown", [], [], "no Git work tree"), hooks=HooksInfo(False, None, [], False),

@@ -322,7 +322,7 @@ def embed_lanes() -> int:
     if raw is None or not raw.strip():
         return default_lanes()
     value = raw.strip()
-    if not value.isdigit() or not 1 <= int(value) <= MAX_LANES:
+    if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= MAX_LANES:  # `²`: isdigit(), not int()
         raise EmbedderError(f"{LANES_ENV}={value[:40]!r} is not a number of model runs at once: set it to a whole "
                             f"number from 1 to {MAX_LANES}, or unset it for one per usable core "
                             f"({default_lanes()} here)")
