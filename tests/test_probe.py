@@ -952,3 +952,15 @@ def test_a_fifo_or_a_link_in_the_vector_caches_place_is_left_off(repo: Repo, cli
     cache.unlink()  # the fix the message names: the next add writes the cache again
     assert cli("remember", EXISTING[3][1], cwd=repo.path).code == 0
     assert cache.is_file() and not cache.is_symlink()
+
+
+def test_digits_that_int_cannot_read_are_no_crash_of_remember(repo: Repo, cli: Any) -> None:
+    # `²²²²` is a digit string to str.isdigit() and not to int(): a claim naming it ended remember's probe in a
+    # ValueError traceback, for a memory an agent wrote or a note beside it.
+    for text in ("We had ²²²² visitors.", "In ²⁰²⁴ we moved.", "We had ٢٠٢٤ visitors."):
+        Claim.of(text)
+    assert ("٢٠٢٤", "year") in Claim.of("In ٢٠٢٤ we moved.").kinds  # a decimal digit of another script is a digit
+    _local(repo, cli)
+    r = cli("remember", "The API rate limit is ²²²² requests per minute per token.", "--json", cwd=repo.path)
+    assert r.code in (0, 3) and "Traceback" not in r.err, r.err
+    assert r.json()["ok"] in (True, False)

@@ -82,9 +82,10 @@ def test_wizard_typed_graph_only_asks_one_question(tmp_path: Path) -> None:
 
 
 def test_wizard_second_answer_wins_and_bad_answers_are_asked_again(tmp_path: Path) -> None:
-    code, out = run_on_pty(["init", "ws", "--preset", "knowledge-work"], tmp_path, ["3", "9", "2"])
+    # `²` is a digit to str.isdigit() and not to int(): it ended the wizard in a ValueError traceback.
+    code, out = run_on_pty(["init", "ws", "--preset", "knowledge-work"], tmp_path, ["3", "9", "²", "2"])
     assert code == 0, out
-    assert "Please answer with a number from 1 to 4." in out
+    assert "Please answer with a number from 1 to 4." in out and "Traceback" not in out
     assert _questions(out) == [CAPABILITIES_QUESTION, RECALL_QUESTION]
     assert not (tmp_path / "ws/.vivary/memory.toml").exists()  # "Local Vivary search only": no memory policy
 

@@ -587,7 +587,7 @@ def _sweep_scratch(tmp: Path) -> None:
     megabytes each, for good): a file whose process no longer runs is no one's."""
     for old in tmp.glob("mcp-index.*"):
         parts = old.name.split(".")
-        if len(parts) < 3 or not parts[1].isdigit() or int(parts[1]) == os.getpid():
+        if len(parts) < 3 or not parts[1].isdecimal() or int(parts[1]) == os.getpid():
             continue
         try:
             os.kill(int(parts[1]), 0)

@@ -48,7 +48,7 @@ def _ask(question: str, options: tuple[tuple[str, str], ...], default: int, stdi
         answer = line.strip()
         if not answer:
             return default
-        if answer.isdigit() and 1 <= int(answer) <= len(options):
+        if answer.isdecimal() and 1 <= int(answer) <= len(options):
             return int(answer)
         out.write(f"Please answer with a number from 1 to {len(options)}.\n")
     out.write(f"Using {default}) {options[default - 1][0]}.\n")

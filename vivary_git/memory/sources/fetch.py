@@ -295,7 +295,7 @@ def _get(parts: urllib.parse.SplitResult, current: str, url: str, deadline: _Dea
             reason = " ".join((resp.reason or "").split())[:80]
             raise FetchError(f"{current}: HTTP {status} {reason}".rstrip() + "; check the address")
         declared = resp.getheader("Content-Length")
-        if declared is not None and declared.strip().isdigit() and int(declared) > max_bytes:
+        if declared is not None and declared.strip().isdecimal() and int(declared) > max_bytes:
             raise RefusedError(f"{current}: the page is {int(declared):,} bytes, over the "
                                f"{describe_size(max_bytes)} cap (max_fetch_bytes under [memory.sources])")
         media, charset = _media(resp.getheader("Content-Type"))

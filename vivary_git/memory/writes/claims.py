@@ -782,7 +782,7 @@ def _kind(raw: str, cardinal: bool, duration: bool) -> str:
         return "time"
     if low.endswith("%"):
         return "share"
-    if len(low) == 4 and low.isdigit() and 1900 <= int(low) <= 2199:
+    if len(low) == 4 and low.isdecimal() and 1900 <= int(low) <= 2199:  # (`²²²²` is isdigit(), not int())
         return "year"
     if "." in low:
         return "decimal"
