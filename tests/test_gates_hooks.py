@@ -535,7 +535,7 @@ def test_hooks_status_says_when_no_committed_memory_toml_asks(repo: Repo, cli: A
     repo.write({"docs/.vivary/memory.toml": AUTO_INDEX})  # not committed yet: the hooks' run does not see it
     r = cli("hooks", "status", cwd=repo.path)
     assert r.code == 0 and r.out.endswith(
-        "auto-index: the hooks index nothing: the committed docs/.vivary/memory.toml does not set auto_index = true "
+        "auto-index: the hooks index nothing: no committed docs/.vivary/memory.toml sets auto_index = true "
         "(under [memory.local], provider \"vivary-local\"); vivary.autoIndex is not set\n"), r.out
     repo.commit("memory")
     assert cli("hooks", "status", cwd=repo.path).out.endswith(
@@ -548,6 +548,17 @@ def test_hooks_status_says_when_no_committed_memory_toml_asks(repo: Repo, cli: A
     assert r.code == 0 and r.out.endswith(
         "auto-index: the hooks' index run fails here: docs/.vivary/memory.toml:6: `$.memory.local.auto_index`: "
         "expected `bool`, got `str`; fix the value (see docs/index.md, the memory.toml reference)\n"), r.out
+
+
+def test_hooks_status_names_no_memory_toml_as_committed_where_there_is_none(repo: Repo, cli: Any) -> None:
+    """The indexing hooks in a repository with no .vivary/memory.toml at all: the line said "the committed
+    .vivary/memory.toml does not set auto_index = true", sending the user to look for a file that is not there."""
+    repo.commit("notes", {"notes/a.md": "# A\n"})
+    assert cli("hooks", "install", "post-commit", cwd=repo.path).code == 0
+    r = cli("hooks", "status", cwd=repo.path)
+    assert r.code == 0 and r.out.endswith(
+        "auto-index: the hooks index nothing: no committed .vivary/memory.toml sets auto_index = true (under "
+        "[memory.local], provider \"vivary-local\"); vivary.autoIndex is not set\n"), r.out
 
 
 def test_hooks_status_escapes_the_file_an_approval_came_from(repo: Repo, cli: Any) -> None:

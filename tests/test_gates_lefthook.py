@@ -318,6 +318,21 @@ def test_lefthooks_script_alone_is_lefthook(repo: Repo, cli: Any) -> None:
     assert cli("hooks", "install", "pre-commit", cwd=repo.path).code == 0
 
 
+def test_status_names_the_local_config_that_runs_vivary(repo: Repo, cli: Any) -> None:
+    """With vivary's command in `.lefthook-local.yml` only, `hooks status` said "lefthook's hook:
+    .config/lefthook.yaml runs vivary", naming the main config, which holds no such command."""
+    repo.commit("start", {".config/lefthook.yaml": "pre-commit:\n  commands:\n    lint:\n      run: echo lint\n",
+                          ".lefthook-local.yml": "pre-commit:\n  commands:\n    vivary:\n"
+                                                 "      run: git vivary hooks run pre-commit\n"})
+    _installed(repo, ("pre-commit", "post-commit"))
+    rows = cli("hooks", "status", cwd=repo.path).out
+    assert "  pre-commit        lefthook's hook: .lefthook-local.yml runs vivary\n" in rows, rows
+    # Where neither runs it, the main config is named: the file to add it to.
+    assert "  post-commit       lefthook's hook: .config/lefthook.yaml does not run vivary\n" in rows, rows
+    hooks = {h["hook"]: h for h in cli("hooks", "status", "--json", cwd=repo.path).json()["hooks"]}
+    assert (hooks["pre-commit"]["runs"], hooks["pre-commit"]["vivary_runs"]) == (".lefthook-local.yml", True)
+
+
 def test_status_reads_lefthooks_commands_jobs_and_groups(repo: Repo, cli: Any) -> None:
     repo.commit("start", {"lefthook.yml": """# run: git vivary hooks run post-merge   (a comment runs nothing)
 pre-commit:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import Repo
 
 
@@ -207,3 +208,40 @@ def test_a_locale_whose_file_names_are_not_utf8_reads_non_ascii_paths(tmp_path: 
     graph = json.loads(proc.stdout)
     assert graph["edges"] == [{"from": "notes/café", "field": "wikilink", "to": "notes/zürich", "broken": False}]
     assert graph["root"] == str(path)
+
+
+def _under_memory_limit(kib: int, args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    import resource
+
+    def bounded() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (kib << 10, resource.getrlimit(resource.RLIMIT_AS)[1]))
+    env = dict(os.environ, PYTHONUTF8="1")  # no second start in UTF-8 mode: the limit meets this process's imports
+    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True, errors="replace",
+                          preexec_fn=bounded, env=env, check=False)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS as Linux counts it")
+def test_a_command_short_of_memory_while_it_loads_says_so_in_one_line(repo: Repo) -> None:
+    """`ulimit -v` (a server's limit on its hooks) met while the command loads its modules and pygit2: a MemoryError
+    raised importing the command's module, or the loader's `failed to map segment from shared object` for
+    pygit2's libraries, came out as a traceback and exit 1, though exit-codes.md promises one line and exit 2.
+    Every limit from where this module loads up to where the check runs is tried: each says one line or runs."""
+    repo.write({"a.md": "---\ntitle: A\n---\n[[missing]]\n"})
+    repo.commit("a")
+    low, high = 4 << 10, 1 << 20  # KiB: the smallest limit under which vivary_git.main imports, by bisection
+    while high - low > 512:
+        mid = (low + high) // 2
+        loads = _under_memory_limit(mid, ["-c", "import vivary_git.main"], repo.path).returncode == 0
+        low, high = (low, mid) if loads else (mid, high)
+    said = []
+    for kib in range(high + (2 << 10), high + (160 << 10), 2 << 10):
+        proc = _under_memory_limit(kib, ["-m", "vivary_git.main", "check", "--rev", "HEAD"], repo.path)
+        assert "Traceback" not in proc.stderr, (kib, proc.stderr[-3000:])
+        if proc.returncode == 1:  # it ran: the broken link
+            break
+        assert proc.returncode == 2, (kib, proc.returncode, proc.stderr[-3000:])
+        assert len(proc.stderr.splitlines()) == 1 and "git vivary check: " in proc.stderr, (kib, proc.stderr)
+        said.append(proc.stderr)
+    else:
+        pytest.fail("the check never ran under the limits tried")
+    assert said, "no limit tried stopped the command: nothing was shown"

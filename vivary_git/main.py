@@ -63,7 +63,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     args_list = list(sys.argv[1:] if argv is None else argv)
     first = args_list[0] if args_list else None
-    parser = build_parser(first if first in COMMANDS else None)
+    try:
+        parser = build_parser(first if first in COMMANDS else None)
+    except Exception as err:  # only running out of memory, importing the command's modules, is said here
+        if not _short_of_memory(err):
+            raise
+        _say_out_of_memory(first if first in COMMANDS else None, err)
+        return EXIT_USAGE
     try:
         args, extra = parser.parse_known_args(args_list)
         if extra:  # said by the (sub)command they were given to, with its usage: not the top-level one
@@ -100,21 +106,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         code = EXIT_INTERRUPTED
         _say("git vivary: interrupted")
-    except MemoryError:
-        # A limit on this process's memory (`ulimit -d`/`-v`, a server's on its hooks, a container's): what it held
-        # is let go by now, so this can be said. A gate that could not finish refuses, as on any error.
-        code = EXIT_USAGE
-        _say(f"git vivary {args.command}: ran out of memory before it finished (this process's limit, `ulimit -d` or "
-             "`-v`, or the machine's); raise the limit or run it where more memory is free")
     except BrokenPipeError:
         # `git vivary check | head -1`: the reader left before the command finished, so its verdict was
         # never printed whole. Not 0: under `set -o pipefail` that would pass a failing check.
         _reader_left()
         return EXIT_BROKEN_PIPE
-    except OSError as err:
-        if not _output_lost(args.command, err):
+    except Exception as err:  # after BrokenPipeError: output that cannot be written, or running out of memory
+        if isinstance(err, OSError) and _output_lost(args.command, err):
+            return EXIT_USAGE
+        if not _short_of_memory(err):
             raise
-        return EXIT_USAGE
+        # A limit on this process's memory (`ulimit -d`/`-v`, a server's on its hooks, a container's): what it held
+        # is let go by now, so this can be said. A gate that could not finish refuses, as on any error.
+        code = EXIT_USAGE
+        _say_out_of_memory(args.command, err)
     finally:
         from vivary_git import lifetime
 
@@ -135,6 +140,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     if writes is not None:  # a memory write committed, and another program kept it out of the user's index
         _say(*(f"git vivary {args.command}: warning: {text(said)}" for said in writes.unsynced()))
     return code
+
+
+def _short_of_memory(err: BaseException) -> bool:
+    """A MemoryError, or how the other ways of asking for memory fail under `ulimit -v`: the dynamic loader
+    cannot map a shared library (pygit2's libgit2, libcrypto; a stdlib extension), a thread gets no stack, a
+    fork or an mmap gets ENOMEM. A command met each of these as often as a MemoryError, and they came out as a
+    traceback. The loader and `threading` give only their words, so those are read."""
+    if isinstance(err, ImportError):
+        return "failed to map segment from shared object" in str(err)
+    if isinstance(err, RuntimeError):
+        return str(err) == "can't start new thread"
+    if isinstance(err, OSError):
+        return err.errno == errno.ENOMEM
+    if type(err).__name__ == "GitError":  # pygit2's, from OpenSSL while it loads: "...::malloc failure"
+        return str(err).endswith("malloc failure")
+    return isinstance(err, MemoryError)
+
+
+def _say_out_of_memory(command: str | None, err: BaseException) -> None:
+    loading = f" (loading {text(_library(err))})" if isinstance(err, ImportError) else ""
+    _say(f"git vivary{f' {command}' if command else ''}: ran out of memory before it finished{loading} (this "
+         "process's limit, `ulimit -d` or `-v`, or the machine's); raise the limit or run it where more memory is free")
+
+
+def _library(err: BaseException) -> str:
+    """The shared library the loader could not map: its message starts with the file's path."""
+    said = str(err)
+    return os.path.basename(said.split(": failed to map segment", 1)[0]) or said
 
 
 def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:

@@ -400,8 +400,10 @@ def auto_index_said(a: AutoIndex) -> str:
     if a.unread:
         return f"the hooks' index run fails here: {'; '.join(shown(u) for u in a.unread)}"
     if not a.asked:
-        files = ", ".join(shown(n) for n in a.files)
-        return (f"the hooks index nothing: the committed {files} does not set auto_index = true (under "
+        # "no committed X sets" rather than "the committed X does not set": X may be committed, not committed yet
+        # (HEAD's tree is what the run reads), or nowhere at all, as when only a hook runs `index --auto`.
+        files = " or ".join(shown(n) for n in a.files)
+        return (f"the hooks index nothing: no committed {files} sets auto_index = true (under "
                 f"[memory.local], provider \"vivary-local\"); {shown(found.said)}")
     said = f"auto_index = true in {', '.join(shown(n) for n in a.asked)}, {shown(verdict(found))}"
     if not a.hooks:

@@ -376,10 +376,12 @@ def _manager_file(top: Path, m: Manager, hook: str) -> Path:
     return top / m.folder / hook
 
 
-def _manager_runs_vivary(top: Path, m: Manager, hook: str) -> bool:
+def _manager_runs_vivary(top: Path, m: Manager, hook: str) -> Path | None:
+    """The manager's file that runs vivary for `hook`, or None."""
     if m.kind == "lefthook":  # its commands, read from its config, lefthook-local.yml included
         return lefthook.runs_vivary(top, hook, _RUNS[hook])
-    return bool(_RUNS[hook].search(_read(_manager_file(top, m, hook))))
+    path = _manager_file(top, m, hook)
+    return path if _RUNS[hook].search(_read(path)) else None
 
 
 def _manager_installed(d: Path, m: Manager, hook: str) -> bool:
@@ -461,8 +463,10 @@ def status(cwd: Path) -> HooksReport:
         local = d / f"{hook}.local"
         legacy = d / f"{hook}.legacy"
         chained = str(local) if _exists(local) else None
-        runs = _rel(top, _manager_file(top, m, hook)) if m is not None and top is not None else None
-        in_manager = m is not None and top is not None and _manager_runs_vivary(top, m, hook)
+        running = _manager_runs_vivary(top, m, hook) if m is not None and top is not None else None
+        in_manager = running is not None
+        # The file that runs vivary (lefthook's `-local` config, where that is the one), else the one to add it to.
+        runs = _rel(top, running or _manager_file(top, m, hook)) if m is not None and top is not None else None
         if _is_ours(path):
             py = _pinned_python(_read(path))
             note = None

@@ -94,13 +94,14 @@ def _runs(hook: Any, budget: list[int], depth: int = 0) -> Iterator[str]:
         yield from _runs(entry.get("group"), budget, depth + 1)
 
 
-def runs_vivary(top: Path, hook: str, pattern: re.Pattern[str]) -> bool:
-    """Whether a lefthook config at `top` runs a command matching `pattern` for `hook`."""
+def runs_vivary(top: Path, hook: str, pattern: re.Pattern[str]) -> Path | None:
+    """The lefthook config at `top` (the main one, else the `-local` one) that runs a command matching `pattern`
+    for `hook`; None when neither does."""
     for path in config_files(top):
         data = _load(path)
         if isinstance(data, dict) and any(pattern.search(run) for run in _runs(data.get(hook), [_NODES])):
-            return True
-    return False
+            return path
+    return None
 
 
 def _hook_entries(data: Any, hook: str) -> tuple[str | None, set[str]]:
