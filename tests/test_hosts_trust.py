@@ -192,12 +192,31 @@ def test_a_trusted_folders_file_gemini_cli_stops_on_is_unreadable(ws: Repo, cli:
     folders.parent.mkdir()
     wrong = json.dumps({str(ws.path): "trusted"})
     for text, why in ((wrong, f'gives {ws.path} the level "trusted", which is not one of TRUST_FOLDER'),
-                      ("[1]", "holds a JSON array, not an object"), ("{ nope", "line 1, column 3")):
+                      ("[1]", "holds a JSON array, not an object"), ("{ nope", "line 1, column 3"),
+                      # comments it takes, a trailing comma it does not (strip-json-comments, then JSON.parse)
+                      (f"// mine\n{{{json.dumps(str(ws.path))}: \"TRUST_FOLDER\",\n}}",
+                       f"line 2, column {len(json.dumps(str(ws.path))) + 18}: trailing comma (the host reads "
+                       "comments but no trailing comma): remove it")):
         folders.write_text(text, "utf-8")
         code, got = server(cli, "gemini-cli", ws.path)
         assert (code, [(m["path"], m["effect"]) for m in got["merged"]]) == (
             1, [("~/.gemini/trustedFolders.json", "unreadable")]), got
         assert why in got["merged"][0]["detail"] and "stops on it (exit 52)" in got["merged"][0]["detail"], got
+
+
+def test_a_gemini_settings_file_with_a_trailing_comma_is_unreadable(ws: Repo, cli: Any) -> None:
+    """The user's ~/.gemini/settings.json is read as Gemini CLI reads it: comments taken, a trailing comma not (it
+    stops on it, exit 52: seen with 0.61.0)."""
+    assert cli("bootstrap-host", "--host-kind", "gemini-cli", cwd=ws.path).code == 0
+    settings = home() / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{\n  // mine\n  "security": {"folderTrust": {"enabled": false}},\n}\n', "utf-8")
+    code, got = server(cli, "gemini-cli", ws.path)
+    assert (code, [(m["path"], m["effect"]) for m in got["merged"]]) == (
+        1, [("~/.gemini/settings.json", "unreadable")]), got
+    assert "line 3, column 50: trailing comma" in got["merged"][0]["detail"], got
+    settings.write_text('{\n  // mine\n  "security": {"folderTrust": {"enabled": false}}\n}\n', "utf-8")
+    assert server(cli, "gemini-cli", ws.path)[1]["state"] == "installed"
 
 
 @pytest.mark.parametrize(("variable", "value", "trusted"), [

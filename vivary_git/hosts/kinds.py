@@ -49,6 +49,9 @@ class ConfigSpec:
     # The host's docs show the file as plain JSON without saying whether it reads comments (Windsurf): a file that
     # holds them is still refused, but not with the claim that the host cannot read it.
     comments_unsaid: bool = False
+    # A "jsonc" host that takes comments but refuses a trailing comma (Gemini CLI: strip-json-comments, then
+    # `JSON.parse`; it stops on such a file, exit 52): one there is reported, never written around.
+    trailing_commas: bool = True
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,8 @@ HOSTS: dict[HostKind, HostSpec] = {
     "cursor": HostSpec("cursor", "Cursor", ConfigSpec("jsonc", "mcpServers", ".cursor/mcp.json", False, _BRACE),
                        "AGENTS.md"),
     "gemini-cli": HostSpec(
-        "gemini-cli", "Gemini CLI", ConfigSpec("jsonc", "mcpServers", ".gemini/settings.json", False, _DOLLAR),
+        "gemini-cli", "Gemini CLI", ConfigSpec("jsonc", "mcpServers", ".gemini/settings.json", False, _DOLLAR,
+                                            trailing_commas=False),
         "GEMINI.md", True),
     # VS Code's own format (`servers`, not `mcpServers`), read by Copilot's agent mode; the profile's mcp.json
     # is per profile (and per edition: Insiders, VSCodium), so no one user-level file is the user's.

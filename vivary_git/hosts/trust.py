@@ -47,13 +47,14 @@ def _home() -> Path:
     return Path(os.environ.get("HOME") or Path.home())
 
 
-def _json(path: Path, shown: str, *, comments: bool) -> Any:
+def _json(path: Path, shown: str, *, comments: bool, trailing_commas: bool | None = None) -> Any:
     """A small JSON file's data (None: no file); ConfigError naming the line when it does not parse."""
     text = files.read(path, shown)
     if text is None:
         return None
     try:
-        return jsonedit.to_python(jsonedit.parse(text.removeprefix("\ufeff"), comments=comments))
+        tree = jsonedit.parse(text.removeprefix("\ufeff"), comments=comments, trailing_commas=trailing_commas)
+        return jsonedit.to_python(tree)
     except jsonedit.JsonSyntaxError as err:
         raise ConfigError(f"{shown}: {err}") from None
 
@@ -174,7 +175,7 @@ def _gemini(root: Path, written: str) -> Verdict | None:
     gemini = Path(env.get("GEMINI_CLI_HOME") or _home()) / ".gemini"
     settings = gemini / "settings.json"
     try:
-        data = _json(settings, files.home_relative(settings), comments=True)
+        data = _json(settings, files.home_relative(settings), comments=True, trailing_commas=False)
     except (ConfigError, RefusedError) as err:
         return _gemini_unreadable(files.home_relative(settings), str(err))
     enabled = _dig(data, "security", "folderTrust", "enabled")
@@ -186,7 +187,7 @@ def _gemini(root: Path, written: str) -> Verdict | None:
         gemini / "trustedFolders.json")
     shown = files.home_relative(path)
     try:
-        rules = _json(path, shown, comments=True)
+        rules = _json(path, shown, comments=True, trailing_commas=False)
     except (ConfigError, RefusedError) as err:
         return _gemini_unreadable(shown, str(err))
     if rules is None:
