@@ -501,6 +501,29 @@ def test_gemini_cli_takes_comments_but_stops_on_a_trailing_comma_and_so_does_boo
         1, [("~/.gemini/trustedFolders.json", "unreadable")]), merged
 
 
+def test_host_status_agrees_with_gemini_cli_on_how_it_merges_the_user_s_settings(cli: Any, tmp_path: Path,
+                                                                                  gemini: Path) -> None:
+    """Gemini CLI merges `mcpServers` of ~/.gemini/settings.json and the project's .gemini/settings.json by name,
+    the project's entry whole: a `vivary` of the user's runs ours, and this workspace's server under another name
+    there runs too, twice on one memory, which host-status and bootstrap-host say (`second`)."""
+    folder, _ = workspace(tmp_path, "memory off")
+    trust("gemini-cli", folder)
+    entry = bootstrap(cli, "gemini-cli", folder)["server"]
+    line = " ".join([entry["command"], *entry["args"]])
+    settings = home() / ".gemini" / "settings.json"
+    settings.write_text(json.dumps({"mcpServers": {
+        "vivary": {"command": "/bin/echo", "args": ["mine"], "env": {"MINE": "1"}},
+        "vivary-ws": {"command": entry["command"], "args": entry["args"]}}}), "utf-8")
+    both = listed("gemini-cli", gemini, folder)
+    assert (both["vivary"], both["vivary-ws"]) == (f"✓ vivary: {line} (stdio) - Connected",
+                                                   f"✓ vivary-ws: {line} (stdio) - Connected"), both
+    status = cli("host-status", "--host-kind", "gemini-cli", "--json", cwd=folder)
+    server = status.json()["hosts"][0]["servers"][0]
+    assert (status.code, server["state"], [(m["path"], m["effect"], m["name"]) for m in server["merged"]]) == (
+        0, "installed", [("~/.gemini/settings.json", "second", "vivary-ws")]), server
+    assert server["merged"][0]["detail"] in bootstrap(cli, "gemini-cli", folder)["notes"]
+
+
 @pytest.mark.parametrize(("user", "project", "local", "projects", "state"), CLAUDE_CASES)
 def test_host_status_agrees_with_claude_code_on_whether_our_server_is_approved(
         user: dict[str, Any] | None, project: dict[str, Any] | None, local: dict[str, Any] | None,

@@ -219,6 +219,35 @@ def test_a_gemini_settings_file_with_a_trailing_comma_is_unreadable(ws: Repo, cl
     assert server(cli, "gemini-cli", ws.path)[1]["state"] == "installed"
 
 
+def test_gemini_cli_s_user_settings_are_merged_with_ours_by_server_name(ws: Repo, cli: Any, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gemini CLI takes `mcpServers` from ~/.gemini/settings.json, then the project's .gemini/settings.json, whose
+    entry of a name replaces the user's whole: a `vivary` of the user's own is replaced by ours (nothing to say),
+    this workspace's server under another name there is a second server on the same memory (said by bootstrap-host
+    and host-status, a note, exit 0); `GEMINI_CLI_HOME` stands for the home folder."""
+    entry = cli("bootstrap-host", "--host-kind", "gemini-cli", "--json", cwd=ws.path).json()["server"]
+    gemini_files(ws.path, {"{ws}": "TRUST_FOLDER"}, None)
+    servers = {"vivary": {"command": "/bin/echo", "args": ["mine"]},
+               "vivary-ws": {"command": entry["command"], "args": entry["args"]}}
+    write_json(home() / ".gemini" / "settings.json", {"mcpServers": servers})
+    code, got = server(cli, "gemini-cli", ws.path)
+    assert (code, got["state"], [(m["path"], m["effect"], m["name"]) for m in got["merged"]]) == (
+        0, "installed", [("~/.gemini/settings.json", "second", "vivary-ws")]), got
+    notes = cli("bootstrap-host", "--host-kind", "gemini-cli", "--json", cwd=ws.path).json()["notes"]
+    assert got["merged"][0]["detail"] in notes, notes
+    assert got["merged"][0]["detail"].startswith("Gemini CLI also reads ~/.gemini/settings.json, where this "
+                                                 "workspace's server is 'vivary-ws'"), got
+
+    write_json(home() / ".gemini" / "settings.json", {"mcpServers": {"vivary": servers["vivary"]}})
+    assert server(cli, "gemini-cli", ws.path)[1]["merged"] == []  # ours, read last, takes the name
+    elsewhere = tmp_path / "gemini-home"
+    write_json(elsewhere / ".gemini" / "settings.json", {"mcpServers": servers})
+    write_json(elsewhere / ".gemini" / "trustedFolders.json", {str(ws.path): "TRUST_FOLDER"})
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(elsewhere))
+    got = server(cli, "gemini-cli", ws.path)[1]
+    assert [(m["path"], m["effect"]) for m in got["merged"]] == [(f"{elsewhere}/.gemini/settings.json", "second")]
+
+
 @pytest.mark.parametrize(("variable", "value", "trusted"), [
     ("GEMINI_CLI_TRUST_WORKSPACE", "true", True), ("GEMINI_CLI_TRUST_WORKSPACE", "false", False),
     ("GEMINI_RESTRICTED_MODE", "true", False)])

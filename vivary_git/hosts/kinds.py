@@ -161,11 +161,14 @@ def user_config_path(kind: HostKind, *, platform: str | None = None, env: dict[s
 
 def user_files_read(kind: HostKind, *, env: dict[str, str] | None = None) -> tuple[Path, ...]:
     """User-level files a host merges into a project's by server name, which bootstrap-host never writes:
-    opencode's global config folder (xdg-basedir's, ~/.config on every platform), its three names all read."""
-    if kind != "opencode":
+    opencode's global config folder (xdg-basedir's, ~/.config on every platform), its three names all read; Gemini
+    CLI's ~/.gemini/settings.json (`GEMINI_CLI_HOME` stands for the home folder)."""
+    if kind not in ("opencode", "gemini-cli"):
         return ()
     env = dict(os.environ) if env is None else env
     home = Path(env.get("HOME") or env.get("USERPROFILE") or Path.home())
+    if kind == "gemini-cli":
+        return ((Path(env["GEMINI_CLI_HOME"]) if env.get("GEMINI_CLI_HOME") else home) / ".gemini" / "settings.json",)
     xdg = env.get("XDG_CONFIG_HOME")
     base = (Path(xdg) if xdg else home / ".config") / "opencode"
     return tuple(base / name for name in ("config.json", "opencode.json", "opencode.jsonc"))
