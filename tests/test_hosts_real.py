@@ -469,9 +469,9 @@ def test_host_status_agrees_with_gemini_cli_on_whether_it_trusts_the_folder(
 def test_gemini_cli_takes_comments_but_stops_on_a_trailing_comma_and_so_does_bootstrap_host(
         cli: Any, tmp_path: Path, gemini: Path) -> None:
     """Gemini CLI strips comments from its settings.json and trustedFolders.json and hands the rest to JSON.parse:
-    a comment is read, a trailing comma stops it (exit 52). bootstrap-host writes into the commented file, and
-    refuses the one with a trailing comma, naming its line and column, without writing; host-status calls a
-    trustedFolders.json with one unreadable."""
+    a comment is read, a trailing comma or a byte order mark stops it (exit 52). bootstrap-host writes into the
+    commented file, and refuses the others, naming the line and column, without writing; host-status calls a
+    trustedFolders.json with a trailing comma unreadable."""
     folder, _ = workspace(tmp_path, "memory off")
     trust("gemini-cli", folder)
     settings = folder / ".gemini" / "settings.json"
@@ -482,12 +482,14 @@ def test_gemini_cli_takes_comments_but_stops_on_a_trailing_comma_and_so_does_boo
     bootstrap(cli, "gemini-cli", folder, "--uninstall")
 
     comma = '{\n  "mcpServers": {\n    "mine": {"command": "/bin/true"},\n  }\n}\n'
-    settings.write_text(comma, "utf-8")
-    out = run_host(gemini, "mcp", "list", cwd=folder, code=52)
-    assert f"Error in {settings}" in out.stdout + out.stderr
-    done = cli("bootstrap-host", "--host-kind", "gemini-cli", cwd=folder)
-    assert done.code == 2 and ".gemini/settings.json: line 3, column 37: trailing comma" in done.err, done.err
-    assert settings.read_text("utf-8") == comma
+    for text, said in ((comma, "line 3, column 37: trailing comma"),
+                       ("\ufeff" + comma.replace("},\n", "}\n"), "line 1, column 1: a byte order mark")):
+        settings.write_text(text, "utf-8")
+        out = run_host(gemini, "mcp", "list", cwd=folder, code=52)
+        assert f"Error in {settings}" in out.stdout + out.stderr
+        done = cli("bootstrap-host", "--host-kind", "gemini-cli", cwd=folder)
+        assert done.code == 2 and f".gemini/settings.json: {said}" in done.err, done.err
+        assert settings.read_text("utf-8") == text
 
     settings.unlink()
     bootstrap(cli, "gemini-cli", folder)

@@ -196,7 +196,8 @@ def test_a_trusted_folders_file_gemini_cli_stops_on_is_unreadable(ws: Repo, cli:
                       # comments it takes, a trailing comma it does not (strip-json-comments, then JSON.parse)
                       (f"// mine\n{{{json.dumps(str(ws.path))}: \"TRUST_FOLDER\",\n}}",
                        f"line 2, column {len(json.dumps(str(ws.path))) + 18}: trailing comma (the host reads "
-                       "comments but no trailing comma): remove it")):
+                       "comments but no trailing comma): remove it"),
+                      ("\ufeff{}", "line 1, column 1: a byte order mark (U+FEFF), which the host does not read")):
         folders.write_text(text, "utf-8")
         code, got = server(cli, "gemini-cli", ws.path)
         assert (code, [(m["path"], m["effect"]) for m in got["merged"]]) == (

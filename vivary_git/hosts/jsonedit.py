@@ -17,9 +17,10 @@ bytes:
   deleted.
 
 JSONC (comments `//` and `/* */`, trailing commas) is accepted where the host accepts it (Cursor, VS Code,
-Kiro's IDE, Zed, opencode, Continue); Gemini CLI takes comments but no trailing comma (it strips the comments and
-hands the rest to `JSON.parse`); Claude Code, Roo Code and the desktop app read strict JSON, so comments there are
-reported as the host would fail on them, and so are they in Windsurf's file, whose docs show none.
+Kiro's IDE, Zed, opencode, Continue); Gemini CLI takes comments but no trailing comma nor BOM (it strips the
+comments and hands the rest to `JSON.parse`); Claude Code, Roo Code and the desktop app read strict JSON, so
+comments there are reported as the host would fail on them, and so are they in Windsurf's file, whose docs show
+none.
 """
 
 from __future__ import annotations
@@ -63,10 +64,11 @@ _MAX_DEPTH = 200  # a config file is shallow; a deeper one is refused rather tha
 
 
 class _Parser:
-    def __init__(self, text: str, *, comments: bool, trailing_commas: bool) -> None:
+    def __init__(self, text: str, *, comments: bool, trailing_commas: bool, bom: bool = True) -> None:
         self.text = text
         self.comments = comments
         self.trailing_commas = trailing_commas
+        self.bom = bom
         self.pos = 0
 
     def fail(self, message: str, pos: int | None = None) -> JsonSyntaxError:
@@ -77,6 +79,9 @@ class _Parser:
         while self.pos < n:
             c = t[self.pos]
             if c in " \t\r\n\ufeff":
+                if c == "\ufeff" and not self.bom:
+                    raise self.fail("a byte order mark (U+FEFF), which the host does not read (it stops on it): save "
+                                    "the file without it")
                 self.pos += 1
             elif c == "/" and self.pos + 1 < n and t[self.pos + 1] in "/*":
                 if not self.comments:
@@ -210,11 +215,12 @@ class _Parser:
         return self.pos < len(self.text) and self.text[self.pos] == c
 
 
-def parse(text: str, *, comments: bool, trailing_commas: bool | None = None) -> Node:
+def parse(text: str, *, comments: bool, trailing_commas: bool | None = None, bom: bool = True) -> Node:
     """The document's tree with offsets; raises `JsonSyntaxError`. Trailing commas are taken where comments are,
-    unless `trailing_commas` says otherwise (Gemini CLI: comments, no trailing comma)."""
+    unless `trailing_commas` says otherwise, and a byte order mark unless `bom` is False (Gemini CLI: comments, no
+    trailing comma, no BOM)."""
     commas = comments if trailing_commas is None else trailing_commas
-    return _Parser(text, comments=comments, trailing_commas=commas).document()
+    return _Parser(text, comments=comments, trailing_commas=commas, bom=bom).document()
 
 
 def to_python(node: Node) -> Any:

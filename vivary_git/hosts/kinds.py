@@ -49,9 +49,10 @@ class ConfigSpec:
     # The host's docs show the file as plain JSON without saying whether it reads comments (Windsurf): a file that
     # holds them is still refused, but not with the claim that the host cannot read it.
     comments_unsaid: bool = False
-    # A "jsonc" host that takes comments but refuses a trailing comma (Gemini CLI: strip-json-comments, then
-    # `JSON.parse`; it stops on such a file, exit 52): one there is reported, never written around.
-    trailing_commas: bool = True
+    # A "jsonc" host that takes comments but nothing else JSON does not (Gemini CLI: strip-json-comments, then
+    # `JSON.parse`, which stops on a trailing comma or a byte order mark, exit 52): such a file is reported, never
+    # written around.
+    comments_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ HOSTS: dict[HostKind, HostSpec] = {
                        "AGENTS.md"),
     "gemini-cli": HostSpec(
         "gemini-cli", "Gemini CLI", ConfigSpec("jsonc", "mcpServers", ".gemini/settings.json", False, _DOLLAR,
-                                            trailing_commas=False),
+                                            comments_only=True),
         "GEMINI.md", True),
     # VS Code's own format (`servers`, not `mcpServers`), read by Copilot's agent mode; the profile's mcp.json
     # is per profile (and per edition: Insiders, VSCodium), so no one user-level file is the user's.
