@@ -202,6 +202,62 @@ def test_a_hook_lefthook_lists_without_commands_gets_them_under_it(repo: Repo, c
     assert refused.returncode == 1 and "error W220" in refused.stdout, refused.stdout
 
 
+GATE = "      run: git vivary hooks run pre-commit\n"
+MAIN_COMMANDS = CONFIG + "    vivary:\n" + GATE
+MAIN_JOBS = "pre-commit:\n  jobs:\n    - name: lint\n      run: echo lint >> .git/lint.log\n    - name: vivary\n" + GATE
+# lefthook.yml, lefthook-local.yml, and whether lefthook, merging the two, runs the gate (lefthook 2.2.4).
+LOCAL_CASES = [
+    (MAIN_COMMANDS, "pre-commit:\n  commands:\n    vivary:\n      skip: true\n", False),
+    (MAIN_COMMANDS, "pre-commit:\n  skip: true\n", False),
+    (MAIN_COMMANDS, "pre-commit:\n  commands:\n    vivary:\n      run: echo replaced\n", False),
+    (MAIN_COMMANDS, 'pre-commit:\n  commands:\n    vivary:\n      run: "echo first && {cmd}"\n', True),
+    (MAIN_COMMANDS, "pre-commit:\n  commands:\n    vivary:\n      skip: [merge]\n", True),  # not this time
+    (MAIN_COMMANDS.replace("pre-commit:\n", "pre-commit:\n  skip: true\n"), "pre-commit:\n  skip: false\n", True),
+    (MAIN_JOBS, "pre-commit:\n  jobs:\n    - name: vivary\n      skip: true\n", False),
+    (MAIN_JOBS, "pre-commit:\n  jobs:\n    - skip: true\n      run: echo more\n", True),  # unnamed: added
+    (MAIN_JOBS, 'pre-commit:\n  jobs:\n    - name: vivary\n      run: "echo first && {cmd}"\n', True),
+    (MAIN_JOBS, "pre-commit:\n  jobs:\n    - name: vivary\n      run: echo replaced\n", False),
+    (CONFIG, "pre-commit:\n  commands:\n    vivary:\n" + GATE, True),
+]
+
+
+@pytest.mark.parametrize(("main", "local", "runs"), LOCAL_CASES)
+def test_status_judges_lefthooks_local_config_merged_over_the_main_one(repo: Repo, cli: Any, lefthook: Any,
+                                                                      main: str, local: str, runs: bool) -> None:
+    """lefthook merges lefthook-local.yml over lefthook.yml, hook by hook: a `skip` or a `run` there wins. status says
+    "runs vivary" exactly where a commit lefthook hooks is refused by the gate."""
+    workspace(repo, {"lefthook.yml": main, "lefthook-local.yml": local})
+    lefthook(repo.path)
+    report = cli("hooks", "status", "--json", cwd=repo.path).json()
+    said = {h["hook"]: h for h in report["hooks"]}["pre-commit"]
+    assert said["vivary_runs"] is runs, said
+    refused = commit_breaking(repo)
+    assert refused.returncode == (1 if runs else 0), refused.stdout
+    if not runs and "vivary" in main:
+        assert said["note"].startswith("it holds vivary's command, but lefthook-local.yml, which lefthook merges"), said
+        r = cli("hooks", "install", cwd=repo.path)
+        assert (r.code, r.out) == (3, ""), r.out
+        assert "pre-commit: it holds vivary's command, but lefthook-local.yml" in r.err, r.err
+
+
+def test_status_reads_the_config_lefthook_config_names(repo: Repo, cli: Any, lefthook: Any,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """`LEFTHOOK_CONFIG` names the main config in place of lefthook.yml, the `-local` one still merged over it; one
+    that is not there stops lefthook, which then runs nothing."""
+    workspace(repo, {"lefthook.yml": CONFIG, "ci/lefthook.yml": MAIN_COMMANDS})
+    lefthook(repo.path)
+    monkeypatch.setenv("LEFTHOOK_CONFIG", "ci/lefthook.yml")
+    status = cli("hooks", "status", cwd=repo.path).out
+    assert "pre-commit        lefthook's hook: ci/lefthook.yml runs vivary" in status, status
+    refused = commit_breaking(repo)
+    assert refused.returncode == 1 and "error W220" in refused.stdout, refused.stdout
+    repo.write({"lefthook-local.yml": "pre-commit:\n  skip: true\n"})
+    assert "ci/lefthook.yml does not run vivary" in cli("hooks", "status", cwd=repo.path).out
+    assert commit(repo).returncode == 0
+    monkeypatch.setenv("LEFTHOOK_CONFIG", "ci/none.yml")
+    assert "runs vivary" not in cli("hooks", "status", cwd=repo.path).out.replace("does not run vivary", "")
+
+
 def _index_done(repo: Path) -> None:
     """Wait for the hooks' background index runs: each holds `.git/vivary/index.log` open until it exits."""
     log = str(repo / ".git" / "vivary" / "index.log")

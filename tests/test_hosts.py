@@ -255,6 +255,9 @@ def test_user_without_final_newline_and_crlf_keep_their_bytes() -> None:
     ("gemini-cli", ".gemini/settings.json", '{\n  "mcpServers": {"a": 1},\n  "mcpServers": {}\n}\n', 3),
     ("codex", ".codex/config.toml", 'model = "x"\n[mcp_servers.a]\ncommand = \n', 3),
     ("gemini-cli", ".gemini/settings.json", '[1, 2]\n', 1),
+    # Gemini CLI takes comments but stops on a trailing comma (strip-json-comments, then JSON.parse; exit 52)
+    ("gemini-cli", ".gemini/settings.json", '{\n  // ours\n  "mcpServers": {\n    "a": {"command": "x"},\n  }\n}\n', 4),
+    ("gemini-cli", ".gemini/settings.json", '\ufeff{\n  "mcpServers": {}\n}\n', 1),  # and on a byte order mark
     ("cursor", ".cursor/mcp.json", '{"mcpServers": []}\n', 1),
 ])
 def test_unparsable_config_is_exit_2_with_its_line_and_never_written(

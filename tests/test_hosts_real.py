@@ -84,15 +84,15 @@ def home() -> Path:
     return Path(os.environ["HOME"])  # a temporary folder (conftest)
 
 
-def run_host(exe: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """The host's CLI in the test's home, with no credentials, asked not to phone home."""
+def run_host(exe: Path, *args: str, cwd: Path, code: int = 0) -> subprocess.CompletedProcess[str]:
+    """The host's CLI in the test's home, with no credentials, asked not to phone home; it exits `code`."""
     env = dict(os.environ, XDG_DATA_HOME=str(home() / ".local" / "share"), XDG_CACHE_HOME=str(home() / ".cache"),
                XDG_STATE_HOME=str(home() / ".local" / "state"), CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
                DISABLE_AUTOUPDATER="1", NO_COLOR="1", OPENCODE_DISABLE_AUTOUPDATE="1",
                OPENCODE_DISABLE_MODELS_FETCH="1", OPENCODE_DISABLE_SHARE="1")
     proc = subprocess.run([str(exe), *args], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
                           env=env, timeout=300, check=False)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.returncode == code, proc.stdout + proc.stderr
     return proc
 
 
@@ -464,6 +464,66 @@ def test_host_status_agrees_with_gemini_cli_on_whether_it_trusts_the_folder(
     assert line.endswith("- Connected" if trusted else "- Disabled"), line
     state = status.json()["hosts"][0]["servers"][0]["state"]
     assert (state, status.code) == (("installed", 0) if trusted else ("untrusted", 1)), status.out
+
+
+def test_gemini_cli_takes_comments_but_stops_on_a_trailing_comma_and_so_does_bootstrap_host(
+        cli: Any, tmp_path: Path, gemini: Path) -> None:
+    """Gemini CLI strips comments from its settings.json and trustedFolders.json and hands the rest to JSON.parse:
+    a comment is read, a trailing comma or a byte order mark stops it (exit 52). bootstrap-host writes into the
+    commented file, and refuses the others, naming the line and column, without writing; host-status calls a
+    trustedFolders.json with a trailing comma unreadable."""
+    folder, _ = workspace(tmp_path, "memory off")
+    trust("gemini-cli", folder)
+    settings = folder / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{\n  // mine\n  "mcpServers": {\n    "mine": {"command": "/bin/true"}\n  }\n}\n', "utf-8")
+    bootstrap(cli, "gemini-cli", folder)
+    assert listed("gemini-cli", gemini, folder)["vivary"].endswith("- Connected")
+    bootstrap(cli, "gemini-cli", folder, "--uninstall")
+
+    comma = '{\n  "mcpServers": {\n    "mine": {"command": "/bin/true"},\n  }\n}\n'
+    for text, said in ((comma, "line 3, column 37: trailing comma"),
+                       ("\ufeff" + comma.replace("},\n", "}\n"), "line 1, column 1: a byte order mark")):
+        settings.write_text(text, "utf-8")
+        out = run_host(gemini, "mcp", "list", cwd=folder, code=52)
+        assert f"Error in {settings}" in out.stdout + out.stderr
+        done = cli("bootstrap-host", "--host-kind", "gemini-cli", cwd=folder)
+        assert done.code == 2 and f".gemini/settings.json: {said}" in done.err, done.err
+        assert settings.read_text("utf-8") == text
+
+    settings.unlink()
+    bootstrap(cli, "gemini-cli", folder)
+    folders = home() / ".gemini" / "trustedFolders.json"
+    folders.write_text(f"{{{json.dumps(str(folder))}: \"TRUST_FOLDER\",\n}}", "utf-8")
+    out = run_host(gemini, "mcp", "list", cwd=folder, code=52)
+    assert f"Error in {folders}" in out.stdout + out.stderr
+    status = cli("host-status", "--host-kind", "gemini-cli", "--json", cwd=folder)
+    merged = status.json()["hosts"][0]["servers"][0]["merged"]
+    assert (status.code, [(m["path"], m["effect"]) for m in merged]) == (
+        1, [("~/.gemini/trustedFolders.json", "unreadable")]), merged
+
+
+def test_host_status_agrees_with_gemini_cli_on_how_it_merges_the_user_s_settings(cli: Any, tmp_path: Path,
+                                                                                  gemini: Path) -> None:
+    """Gemini CLI merges `mcpServers` of ~/.gemini/settings.json and the project's .gemini/settings.json by name,
+    the project's entry whole: a `vivary` of the user's runs ours, and this workspace's server under another name
+    there runs too, twice on one memory, which host-status and bootstrap-host say (`second`)."""
+    folder, _ = workspace(tmp_path, "memory off")
+    trust("gemini-cli", folder)
+    entry = bootstrap(cli, "gemini-cli", folder)["server"]
+    line = " ".join([entry["command"], *entry["args"]])
+    settings = home() / ".gemini" / "settings.json"
+    settings.write_text(json.dumps({"mcpServers": {
+        "vivary": {"command": "/bin/echo", "args": ["mine"], "env": {"MINE": "1"}},
+        "vivary-ws": {"command": entry["command"], "args": entry["args"]}}}), "utf-8")
+    both = listed("gemini-cli", gemini, folder)
+    assert (both["vivary"], both["vivary-ws"]) == (f"✓ vivary: {line} (stdio) - Connected",
+                                                   f"✓ vivary-ws: {line} (stdio) - Connected"), both
+    status = cli("host-status", "--host-kind", "gemini-cli", "--json", cwd=folder)
+    server = status.json()["hosts"][0]["servers"][0]
+    assert (status.code, server["state"], [(m["path"], m["effect"], m["name"]) for m in server["merged"]]) == (
+        0, "installed", [("~/.gemini/settings.json", "second", "vivary-ws")]), server
+    assert server["merged"][0]["detail"] in bootstrap(cli, "gemini-cli", folder)["notes"]
 
 
 @pytest.mark.parametrize(("user", "project", "local", "projects", "state"), CLAUDE_CASES)

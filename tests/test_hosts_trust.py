@@ -192,12 +192,61 @@ def test_a_trusted_folders_file_gemini_cli_stops_on_is_unreadable(ws: Repo, cli:
     folders.parent.mkdir()
     wrong = json.dumps({str(ws.path): "trusted"})
     for text, why in ((wrong, f'gives {ws.path} the level "trusted", which is not one of TRUST_FOLDER'),
-                      ("[1]", "holds a JSON array, not an object"), ("{ nope", "line 1, column 3")):
+                      ("[1]", "holds a JSON array, not an object"), ("{ nope", "line 1, column 3"),
+                      # comments it takes, a trailing comma it does not (strip-json-comments, then JSON.parse)
+                      (f"// mine\n{{{json.dumps(str(ws.path))}: \"TRUST_FOLDER\",\n}}",
+                       f"line 2, column {len(json.dumps(str(ws.path))) + 18}: trailing comma (the host reads "
+                       "comments but no trailing comma): remove it"),
+                      ("\ufeff{}", "line 1, column 1: a byte order mark (U+FEFF), which the host does not read")):
         folders.write_text(text, "utf-8")
         code, got = server(cli, "gemini-cli", ws.path)
         assert (code, [(m["path"], m["effect"]) for m in got["merged"]]) == (
             1, [("~/.gemini/trustedFolders.json", "unreadable")]), got
         assert why in got["merged"][0]["detail"] and "stops on it (exit 52)" in got["merged"][0]["detail"], got
+
+
+def test_a_gemini_settings_file_with_a_trailing_comma_is_unreadable(ws: Repo, cli: Any) -> None:
+    """The user's ~/.gemini/settings.json is read as Gemini CLI reads it: comments taken, a trailing comma not (it
+    stops on it, exit 52: seen with 0.61.0)."""
+    assert cli("bootstrap-host", "--host-kind", "gemini-cli", cwd=ws.path).code == 0
+    settings = home() / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{\n  // mine\n  "security": {"folderTrust": {"enabled": false}},\n}\n', "utf-8")
+    code, got = server(cli, "gemini-cli", ws.path)
+    assert (code, [(m["path"], m["effect"]) for m in got["merged"]]) == (
+        1, [("~/.gemini/settings.json", "unreadable")]), got
+    assert "line 3, column 50: trailing comma" in got["merged"][0]["detail"], got
+    settings.write_text('{\n  // mine\n  "security": {"folderTrust": {"enabled": false}}\n}\n', "utf-8")
+    assert server(cli, "gemini-cli", ws.path)[1]["state"] == "installed"
+
+
+def test_gemini_cli_s_user_settings_are_merged_with_ours_by_server_name(ws: Repo, cli: Any, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gemini CLI takes `mcpServers` from ~/.gemini/settings.json, then the project's .gemini/settings.json, whose
+    entry of a name replaces the user's whole: a `vivary` of the user's own is replaced by ours (nothing to say),
+    this workspace's server under another name there is a second server on the same memory (said by bootstrap-host
+    and host-status, a note, exit 0); `GEMINI_CLI_HOME` stands for the home folder."""
+    entry = cli("bootstrap-host", "--host-kind", "gemini-cli", "--json", cwd=ws.path).json()["server"]
+    gemini_files(ws.path, {"{ws}": "TRUST_FOLDER"}, None)
+    servers = {"vivary": {"command": "/bin/echo", "args": ["mine"]},
+               "vivary-ws": {"command": entry["command"], "args": entry["args"]}}
+    write_json(home() / ".gemini" / "settings.json", {"mcpServers": servers})
+    code, got = server(cli, "gemini-cli", ws.path)
+    assert (code, got["state"], [(m["path"], m["effect"], m["name"]) for m in got["merged"]]) == (
+        0, "installed", [("~/.gemini/settings.json", "second", "vivary-ws")]), got
+    notes = cli("bootstrap-host", "--host-kind", "gemini-cli", "--json", cwd=ws.path).json()["notes"]
+    assert got["merged"][0]["detail"] in notes, notes
+    assert got["merged"][0]["detail"].startswith("Gemini CLI also reads ~/.gemini/settings.json, where this "
+                                                 "workspace's server is 'vivary-ws'"), got
+
+    write_json(home() / ".gemini" / "settings.json", {"mcpServers": {"vivary": servers["vivary"]}})
+    assert server(cli, "gemini-cli", ws.path)[1]["merged"] == []  # ours, read last, takes the name
+    elsewhere = tmp_path / "gemini-home"
+    write_json(elsewhere / ".gemini" / "settings.json", {"mcpServers": servers})
+    write_json(elsewhere / ".gemini" / "trustedFolders.json", {str(ws.path): "TRUST_FOLDER"})
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(elsewhere))
+    got = server(cli, "gemini-cli", ws.path)[1]
+    assert [(m["path"], m["effect"]) for m in got["merged"]] == [(f"{elsewhere}/.gemini/settings.json", "second")]
 
 
 @pytest.mark.parametrize(("variable", "value", "trusted"), [

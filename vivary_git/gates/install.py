@@ -384,6 +384,15 @@ def _manager_runs_vivary(top: Path, m: Manager, hook: str) -> Path | None:
     return path if _RUNS[hook].search(_read(path)) else None
 
 
+def _local_note(top: Path, hook: str) -> str | None:
+    """Why lefthook does not run the vivary command its main config holds: its `-local` config, merged over it."""
+    local = lefthook.local_turns_off(top, hook, _RUNS[hook])
+    if local is None:
+        return None
+    return (f"it holds vivary's command, but {local}, which lefthook merges over it, skips the command or the hook, "
+            f"or replaces its `run`: remove that from {local}")
+
+
 def _manager_installed(d: Path, m: Manager, hook: str) -> bool:
     """Git runs the manager's script for this hook (pre-commit and lefthook install one script per hook)."""
     if m.kind == "pre-commit":
@@ -485,7 +494,7 @@ def status(cwd: Path) -> HooksReport:
                                   in_manager or _is_ours(legacy), note))
         elif m is not None and m.kind == "lefthook" and lefthook.is_script(_read(path)):
             aside = _moved_aside(d, m, hook)
-            note = None
+            note = None if in_manager or top is None else _local_note(top, hook)
             if aside is not None:
                 note = (f"`lefthook install` moved vivary's earlier hook to {aside.name}, which nothing runs; run "
                         f"`git vivary hooks uninstall` to remove it, then add vivary to {runs}")
@@ -531,6 +540,11 @@ def install(cwd: Path, hooks: list[str], python: str | None = None, roots: list[
                 f"{name} manages this repository's hooks ({m.detail}), and an earlier `hooks install` left "
                 f"vivary's script among them ({', '.join(ours)}); run `git vivary hooks uninstall` first, which "
                 "restores your hooks as they were", snippet(top, m, missing or hooks, roots))
+        turned_off = [(h, _local_note(top, h)) for h in missing] if m.kind == "lefthook" else []
+        said = [f"{h}: {note}" for h, note in turned_off if note is not None]
+        if said:
+            raise ManagedHooks(f"{name} manages this repository's hooks ({m.detail}), and its config runs vivary, but "
+                               f"not as lefthook merges it: {'; '.join(said)} (docs/hooks.md#hook-managers)", "")
         if missing:
             where = {"husky": "the file(s) they name", "pre-commit": ".pre-commit-config.yaml", "lefthook": m.folder,
                      "shared-folder": "the file(s) they name, and commit them"}[m.kind]

@@ -284,7 +284,9 @@ def _reads_as_jsonc(text: str) -> bool:
 
 def _json_tree(text: str, spec: ConfigSpec, shown: str) -> jsonedit.Node:
     try:
-        tree = jsonedit.parse(text, comments=spec.format == "jsonc")
+        jsonc = spec.format == "jsonc"
+        tree = jsonedit.parse(text, comments=jsonc, trailing_commas=jsonc and not spec.comments_only,
+                              bom=not spec.comments_only)
     except jsonedit.JsonSyntaxError as err:
         if spec.comments_unsaid and _reads_as_jsonc(text):
             said = str(err).replace(" (the host reads strict JSON)", "")

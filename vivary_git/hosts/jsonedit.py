@@ -16,10 +16,11 @@ bytes:
   knows to take the container away too. A file this module creates reads `{NL}NL` once emptied, and is
   deleted.
 
-JSONC (comments `//` and `/* */`, trailing commas) is accepted where the host accepts it (Cursor, Gemini
-CLI, VS Code, Kiro's IDE, Zed, opencode, Continue); Claude Code, Roo Code and the desktop app read strict JSON,
-so comments there are reported as the host would fail on them, and so are they in Windsurf's file, whose docs
-show none.
+JSONC (comments `//` and `/* */`, trailing commas) is accepted where the host accepts it (Cursor, VS Code,
+Kiro's IDE, Zed, opencode, Continue); Gemini CLI takes comments but no trailing comma nor BOM (it strips the
+comments and hands the rest to `JSON.parse`); Claude Code, Roo Code and the desktop app read strict JSON, so
+comments there are reported as the host would fail on them, and so are they in Windsurf's file, whose docs show
+none.
 """
 
 from __future__ import annotations
@@ -63,9 +64,11 @@ _MAX_DEPTH = 200  # a config file is shallow; a deeper one is refused rather tha
 
 
 class _Parser:
-    def __init__(self, text: str, *, comments: bool) -> None:
+    def __init__(self, text: str, *, comments: bool, trailing_commas: bool, bom: bool = True) -> None:
         self.text = text
         self.comments = comments
+        self.trailing_commas = trailing_commas
+        self.bom = bom
         self.pos = 0
 
     def fail(self, message: str, pos: int | None = None) -> JsonSyntaxError:
@@ -76,6 +79,9 @@ class _Parser:
         while self.pos < n:
             c = t[self.pos]
             if c in " \t\r\n\ufeff":
+                if c == "\ufeff" and not self.bom:
+                    raise self.fail("a byte order mark (U+FEFF), which the host does not read (it stops on it): save "
+                                    "the file without it")
                 self.pos += 1
             elif c == "/" and self.pos + 1 < n and t[self.pos + 1] in "/*":
                 if not self.comments:
@@ -153,11 +159,12 @@ class _Parser:
             if node.members:
                 if not self.at(","):
                     raise self.fail("expected , or } after an object member")
+                comma = self.pos
                 self.pos += 1
                 self.skip()
                 if self.at("}"):
-                    if not self.comments:
-                        raise self.fail("trailing comma (the host reads strict JSON)", self.pos)
+                    if not self.trailing_commas:
+                        raise self.trailing_comma(comma)
                     break
             if not self.at('"'):
                 cut = self.pos >= len(self.text)
@@ -188,24 +195,32 @@ class _Parser:
             if node.items:
                 if not self.at(","):
                     raise self.fail("expected , or ] after an array item")
+                comma = self.pos
                 self.pos += 1
                 self.skip()
                 if self.at("]"):
-                    if not self.comments:
-                        raise self.fail("trailing comma (the host reads strict JSON)", self.pos)
+                    if not self.trailing_commas:
+                        raise self.trailing_comma(comma)
                     break
             node.items.append(self.value(depth + 1))
         self.pos += 1
         node.end = self.pos
         return node
 
+    def trailing_comma(self, comma: int) -> JsonSyntaxError:
+        why = "the host reads strict JSON" if not self.comments else "the host reads comments but no trailing comma"
+        return self.fail(f"trailing comma ({why}): remove it", comma)
+
     def at(self, c: str) -> bool:
         return self.pos < len(self.text) and self.text[self.pos] == c
 
 
-def parse(text: str, *, comments: bool) -> Node:
-    """The document's tree with offsets; raises `JsonSyntaxError`."""
-    return _Parser(text, comments=comments).document()
+def parse(text: str, *, comments: bool, trailing_commas: bool | None = None, bom: bool = True) -> Node:
+    """The document's tree with offsets; raises `JsonSyntaxError`. Trailing commas are taken where comments are,
+    unless `trailing_commas` says otherwise, and a byte order mark unless `bom` is False (Gemini CLI: comments, no
+    trailing comma, no BOM)."""
+    commas = comments if trailing_commas is None else trailing_commas
+    return _Parser(text, comments=comments, trailing_commas=commas, bom=bom).document()
 
 
 def to_python(node: Node) -> Any:
@@ -311,7 +326,7 @@ def remove_member(text: str, obj: Node, key: str) -> str:
     if len(obj.members) > 1:
         return text[:m.key_start] + text[obj.members[1].key_start:]
     end = m.value.end
-    p = _Parser(text, comments=True)
+    p = _Parser(text, comments=True, trailing_commas=True)
     p.pos = end
     p.skip()
     if p.at(","):  # a trailing comma after an only member is the user's; it goes with the member

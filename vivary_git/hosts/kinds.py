@@ -49,6 +49,10 @@ class ConfigSpec:
     # The host's docs show the file as plain JSON without saying whether it reads comments (Windsurf): a file that
     # holds them is still refused, but not with the claim that the host cannot read it.
     comments_unsaid: bool = False
+    # A "jsonc" host that takes comments but nothing else JSON does not (Gemini CLI: strip-json-comments, then
+    # `JSON.parse`, which stops on a trailing comma or a byte order mark, exit 52): such a file is reported, never
+    # written around.
+    comments_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -81,7 +85,8 @@ HOSTS: dict[HostKind, HostSpec] = {
     "cursor": HostSpec("cursor", "Cursor", ConfigSpec("jsonc", "mcpServers", ".cursor/mcp.json", False, _BRACE),
                        "AGENTS.md"),
     "gemini-cli": HostSpec(
-        "gemini-cli", "Gemini CLI", ConfigSpec("jsonc", "mcpServers", ".gemini/settings.json", False, _DOLLAR),
+        "gemini-cli", "Gemini CLI", ConfigSpec("jsonc", "mcpServers", ".gemini/settings.json", False, _DOLLAR,
+                                            comments_only=True),
         "GEMINI.md", True),
     # VS Code's own format (`servers`, not `mcpServers`), read by Copilot's agent mode; the profile's mcp.json
     # is per profile (and per edition: Insiders, VSCodium), so no one user-level file is the user's.
@@ -157,11 +162,14 @@ def user_config_path(kind: HostKind, *, platform: str | None = None, env: dict[s
 
 def user_files_read(kind: HostKind, *, env: dict[str, str] | None = None) -> tuple[Path, ...]:
     """User-level files a host merges into a project's by server name, which bootstrap-host never writes:
-    opencode's global config folder (xdg-basedir's, ~/.config on every platform), its three names all read."""
-    if kind != "opencode":
+    opencode's global config folder (xdg-basedir's, ~/.config on every platform), its three names all read; Gemini
+    CLI's ~/.gemini/settings.json (`GEMINI_CLI_HOME` stands for the home folder)."""
+    if kind not in ("opencode", "gemini-cli"):
         return ()
     env = dict(os.environ) if env is None else env
     home = Path(env.get("HOME") or env.get("USERPROFILE") or Path.home())
+    if kind == "gemini-cli":
+        return ((Path(env["GEMINI_CLI_HOME"]) if env.get("GEMINI_CLI_HOME") else home) / ".gemini" / "settings.json",)
     xdg = env.get("XDG_CONFIG_HOME")
     base = (Path(xdg) if xdg else home / ".config") / "opencode"
     return tuple(base / name for name in ("config.json", "opencode.json", "opencode.jsonc"))

@@ -1,9 +1,9 @@
 """What the files a host merges with ours by server name do to our entry: Codex's and Kiro's other scope's
 file (this workspace's server under a second name there; Codex's member by member, Kiro's a name's entry whole),
-opencode's user-level files, the files of the folders above and `.opencode/`, judged together in the host's
-order; and whether the host starts the project's servers at all (trust.py: Codex's and Gemini CLI's trust in the
-project, Claude Code's approval of the server). bootstrap-host's notes and host-status's states both come from
-here."""
+opencode's user-level files, the files of the folders above and `.opencode/`, Gemini CLI's user-level
+settings.json, judged together in the host's order; and whether the host starts the project's servers at all
+(trust.py: Codex's and Gemini CLI's trust in the project, Claude Code's approval of the server). bootstrap-host's
+notes and host-status's states both come from here."""
 
 from __future__ import annotations
 
@@ -60,7 +60,12 @@ def merged_over(kind: HostKind, root: Path, scope: Scope, name: str, entry: dict
     spec = HOSTS[kind]
     untrusted = _untrusted(spec, root, scope, name, written)
     twin = _twin(spec, root, scope, name)
-    return [m for m in (untrusted, twin) if m] + _merged_by_name(spec, root, scope, name, written, entry or {})
+    said = {untrusted.path} if untrusted is not None and untrusted.effect == "unreadable" else set()
+    # (Gemini CLI's ~/.gemini/settings.json decides its folder trust and holds servers: one that cannot be read is
+    # said once.)
+    return [m for m in (untrusted, twin) if m] + [
+        m for m in _merged_by_name(spec, root, scope, name, written, entry or {})
+        if not (m.effect == "unreadable" and m.path in said)]
 
 
 def _trusted(root: Path) -> bool:
@@ -103,8 +108,12 @@ def _merge_order(spec: HostSpec, root: Path, scope: Scope, written: str) -> list
     that folder's .opencode/. Seen with Codex 0.171.0: ~/.codex/config.toml, then the project's .codex/config.toml.
     Codex reads the project's file only in a trusted project (`codex_trust`). Kiro reads ~/.kiro/settings/mcp.json,
     then the workspace's, which wins a name's entry whole (kiro.dev/docs/mcp/configuration, "MCP server loading
-    priority")."""
+    priority"). Gemini CLI 0.61.0 (packages/cli/src/config/settings.ts, `mergeSettings`; `mcpServers` is merged
+    shallowly) reads ~/.gemini/settings.json, then the project's .gemini/settings.json, whose entry of a name
+    replaces the user's whole (in a trusted folder: elsewhere it reads none of the project's, trust.py)."""
     assert spec.config is not None
+    if spec.kind == "gemini-cli" and scope == "project":
+        return [*(_Layer(path, files.home_relative(path), False) for path in user_files_read(spec.kind)), None]
     if spec.kind in ("codex", "kiro"):
         other: Scope = "user" if scope == "project" else "project"
         if spec.kind == "codex" and other == "project" and not _trusted(root):
@@ -135,12 +144,12 @@ def _merge_order(spec: HostSpec, root: Path, scope: Scope, written: str) -> list
 def _merged_by_name(spec: HostSpec, root: Path, scope: Scope, name: str, written: str,
                     entry: dict[str, Any]) -> list[Merged]:
     """What a host that merges other files with ours by server name, member by member (opencode, Codex), or a name's
-    entry whole (Kiro), makes of our entry, judged on the result of the whole merge in the host's order: a member
-    another file sets and no file read after it sets again is what the host runs (`enabled: false` there, then
-    `enabled: true` in a file read later, is on); Kiro runs the entry of the file it reads last (`disabled: true`
-    there is off). This workspace's server under another name in one of them is a second server on the same
-    memory; a link in the workspace, not followed, is `unread`, for the user to check; a file that cannot be read
-    is `unreadable`."""
+    entry whole (Kiro, Gemini CLI), makes of our entry, judged on the result of the whole merge in the host's order: a
+    member another file sets and no file read after it sets again is what the host runs (`enabled: false` there,
+    then `enabled: true` in a file read later, is on); Kiro and Gemini CLI run the entry of the file read last
+    (Kiro's `disabled: true` there is off). This workspace's server under another name in one of them is a second
+    server on the same memory; a link in the workspace, not followed, is `unread`, for the user to check; a file
+    that cannot be read is `unreadable`."""
     assert spec.config is not None
     out: list[Merged] = []
     layers: list[tuple[_Layer | None, dict[str, Any]]] = []
@@ -176,7 +185,7 @@ def _merged_by_name(spec: HostSpec, root: Path, scope: Scope, name: str, written
         theirs = servers.get(name)
         if isinstance(theirs, dict):
             layers.append((layer, theirs))
-    whole = spec.kind == "kiro"  # the file read last takes the name, its entry whole: ours is left or replaced
+    whole = spec.kind in ("kiro", "gemini-cli")  # the file read last takes the name, its entry whole
     if whole:
         layers = layers[-1:]
     last = {key: i for i, (_, value) in enumerate(layers) for key in value}  # who sets each member last

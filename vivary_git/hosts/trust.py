@@ -47,13 +47,17 @@ def _home() -> Path:
     return Path(os.environ.get("HOME") or Path.home())
 
 
-def _json(path: Path, shown: str, *, comments: bool) -> Any:
-    """A small JSON file's data (None: no file); ConfigError naming the line when it does not parse."""
+def _json(path: Path, shown: str, *, comments: bool, comments_only: bool = False) -> Any:
+    """A small JSON file's data (None: no file); ConfigError naming the line when it does not parse. `comments_only`:
+    comments, but no trailing comma and no byte order mark (Gemini CLI's files: strip-json-comments, then
+    JSON.parse)."""
     text = files.read(path, shown)
     if text is None:
         return None
     try:
-        return jsonedit.to_python(jsonedit.parse(text.removeprefix("\ufeff"), comments=comments))
+        tree = jsonedit.parse(text if comments_only else text.removeprefix("\ufeff"), comments=comments,
+                              trailing_commas=comments and not comments_only, bom=not comments_only)
+        return jsonedit.to_python(tree)
     except jsonedit.JsonSyntaxError as err:
         raise ConfigError(f"{shown}: {err}") from None
 
@@ -174,7 +178,7 @@ def _gemini(root: Path, written: str) -> Verdict | None:
     gemini = Path(env.get("GEMINI_CLI_HOME") or _home()) / ".gemini"
     settings = gemini / "settings.json"
     try:
-        data = _json(settings, files.home_relative(settings), comments=True)
+        data = _json(settings, files.home_relative(settings), comments=True, comments_only=True)
     except (ConfigError, RefusedError) as err:
         return _gemini_unreadable(files.home_relative(settings), str(err))
     enabled = _dig(data, "security", "folderTrust", "enabled")
@@ -186,7 +190,7 @@ def _gemini(root: Path, written: str) -> Verdict | None:
         gemini / "trustedFolders.json")
     shown = files.home_relative(path)
     try:
-        rules = _json(path, shown, comments=True)
+        rules = _json(path, shown, comments=True, comments_only=True)
     except (ConfigError, RefusedError) as err:
         return _gemini_unreadable(shown, str(err))
     if rules is None:
