@@ -487,6 +487,30 @@ def test_several_paths_are_planned_again_when_the_branch_moved(repo: Repo) -> No
     assert not (repo.path / "memories/y.md").exists()
 
 
+@pytest.mark.parametrize("left", ["refs/heads/main.lock", "HEAD.lock"])
+def test_a_lock_file_a_killed_git_left_by_the_branch_is_named_with_its_fix(repo: Repo, cli: Any, left: str) -> None:
+    """A `git commit` killed while it moved the branch leaves Git's lock file beside the branch (or HEAD, which Git
+    locks too for the checked-out branch), and every move fails until someone removes it. A memory write tried 64
+    times and said the branch "kept moving; try again", which never helped: it now names the file and the fix, and
+    the memory goes in once it is removed."""
+    head = _seed(repo)
+    lock = repo.path / ".git" / left
+    lock.write_bytes(b"")
+    got = cli("remember", "The mail room closes at 16:45 on Fridays.", cwd=repo.path)
+    assert got.code == 2
+    name = left.removesuffix(".lock")
+    assert got.err == (f"git vivary remember: the memory was not committed: {name} is locked: {lock.resolve()} is "
+                       "there (a Git command moving it now, or one killed while it did, which leaves it behind); when "
+                       "no Git command is running in this repository, remove that file and try again\n")
+    assert repo.git("rev-parse", "HEAD").strip() == head
+    assert repo.git("status", "--porcelain") == ""
+    assert not (repo.path / ".git" / "vivary-pending-sync.msgpack").exists()
+    lock.unlink()
+    assert cli("remember", "The mail room closes at 16:45 on Fridays.", cwd=repo.path).code == 0
+    assert repo.git("status", "--porcelain") == ""
+    assert (repo.path / "memories/the-mail-room-closes-at-16-45-on-fridays.md").is_file()
+
+
 def test_a_process_stopped_before_the_branch_moves_leaves_nothing_half_written(repo: Repo) -> None:
     """`VIVARY_TEST_PAUSE=before-ref` stops a several-path commit after its commit object is made and before the
     branch is moved: killed there, the branch, the index and the work tree are as they were."""

@@ -587,6 +587,7 @@ def commit_note(
             if not _publish(repo, ref, new, old, make_message(planned), checked_out,
                             [(Planned(planned.path, on_disk), blob, base.blob(planned.path))]):
                 # The tip moved (or its lock was held) since we read it: plan again on the new tip.
+                _refuse_held(repo, ref, old, checked_out, "memory")
                 time.sleep(random.uniform(0.001, 0.02) * min(attempt, 8))
                 continue
             result = CommitResult(commit=new, parent=old, ref=ref, path=planned.path, blob=blob,
@@ -640,6 +641,7 @@ def commit_changes(
             syncs = [(Planned(c.path, _on_disk(repo, c.path, blobs[c.path], checked_out)), blobs[c.path],
                       base.blob(c.path)) for c in changes]
             if not _publish(repo, ref, new, old, text, checked_out, syncs):
+                _refuse_held(repo, ref, old, checked_out, "memory change")
                 time.sleep(random.uniform(0.001, 0.02) * min(attempt, 8))
                 continue
             done = ChangesResult(commit=new, parent=old, ref=ref, blobs=blobs, checked_out=checked_out,
@@ -650,6 +652,18 @@ def commit_changes(
                            "try again")
     housekeep(repo)
     return done
+
+
+def _refuse_held(repo: git.Repo, ref: str, old: str | None, checked_out: bool, what: str) -> None:
+    """After a move of `ref` failed: when it did not move and Git's lock file is beside it, or beside HEAD when it is
+    checked out (Git locks both to move it), stop. Git already waited for that lock (`core.filesRefLockTimeout`),
+    and one a `git commit` killed mid-write left stays until someone removes it: 64 more tries took 17 s to say
+    "kept moving; try again", which never helped. The file is named, with how to clear it."""
+    if tip(repo, ref) != old:
+        return  # it moved: plan again on the new tip
+    held = repo.held_ref(ref) or (repo.held_ref("HEAD") if checked_out else "")
+    if held:
+        raise GitError(f"the {what} was not committed: {held}")
 
 
 def housekeep(repo: git.Repo) -> None:
