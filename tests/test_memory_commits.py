@@ -575,6 +575,32 @@ def test_a_memory_committed_by_a_killed_writer_reaches_the_index_before_the_user
     assert (repo.path / gone).is_file()
 
 
+def test_doctor_names_a_memory_a_killed_writer_left_out_of_the_index(repo: Repo, cli: Any) -> None:
+    """Between a kill after the branch moved and the next memory write, the user's `git commit` deletes the memory,
+    and nothing said so: `doctor` (what one runs after a crash) reported nothing. It now names the path, as an error,
+    with the Git command that puts it in; once it is in, nothing is said and the user's commit keeps it."""
+    repo.commit("init", {"notes/a.md": "# A\n"})
+    assert not [p for p in cli("doctor", "--json", cwd=repo.path).json()["problems"] if p["area"] == "memory"]
+    killed_at(repo.path, ["remember", "The mail room closes at 16:45 on Fridays."], "before-index")
+    path = "memories/the-mail-room-closes-at-16-45-on-fridays.md"
+    assert repo.git("status", "--porcelain").splitlines() == [f"D  {path}"]
+    got = cli("doctor", "--json", cwd=repo.path)
+    assert got.code == 1
+    assert [p for p in got.json()["problems"] if p["area"] == "memory"] == [{
+        "area": "memory", "level": "error",
+        "message": f"{path}: committed on refs/heads/main by a memory write that was stopped before it reached your "
+                   "index, so your next `git commit` would undo it",
+        "fix": f"git restore --source=HEAD --staged --worktree -- {path}   # or any memory write puts it in"}]
+    assert repo.git("status", "--porcelain").splitlines() == [f"D  {path}"]  # doctor changed nothing
+    repo.git("restore", "--source=HEAD", "--staged", "--worktree", "--", path)
+    assert not [p for p in cli("doctor", "--json", cwd=repo.path).json()["problems"] if p["area"] == "memory"]
+    repo.write({"notes/mine.md": "# Mine\n"})
+    repo.git("add", "notes/mine.md")
+    repo.git("commit", "-qm", "mine")
+    assert repo.git("show", "--name-status", "--format=", "HEAD").split() == ["A", "notes/mine.md"]
+    assert (repo.path / path).is_file()
+
+
 def test_a_left_over_path_the_user_changed_since_stays_theirs(repo: Repo, cli: Any) -> None:
     """What the user did to the path after the kill (here: staged the deletion on purpose and wrote a file of
     their own there) is theirs: the record is dropped, nothing of theirs is overwritten."""
