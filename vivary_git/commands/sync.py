@@ -362,7 +362,9 @@ def _adopt_cache(repo: Repo, remote: str, staged: str, *, quiet: bool, head: set
             merged = merge_into(repo, theirs, ours, f"vivary cache: merged with {staged}")
             new, how = (merged, "merged with ours") if merged else (theirs.commit, "adopted (ours had nothing more)")
     if new != ours_tip and not update_ref(repo, CACHE_REF, new, ours_tip):
-        raise GitError(f"{CACHE_REF} changed while the fetch was adopted; run `git vivary sync fetch` again")
+        # A lock file left beside the ref fails every run: named with its fix, never "run again" alone.
+        raise GitError(repo.held_ref(CACHE_REF)
+                       or f"{CACHE_REF} changed while the fetch was adopted; run `git vivary sync fetch` again")
     if not quiet:
         m = Snapshot.load(repo)
         blobs = sum(c.count for p, c in m.manifest.chunks.items() if p.startswith("parse/")) if m else 0
