@@ -549,3 +549,35 @@ def test_where_a_memory_may_move_to(repo: Repo) -> None:
         assert repo.git("ls-tree", "-r", "--name-only", "HEAD", "memories").split() == [f"memories/{long_ok}.md"]
     finally:
         service.close()
+
+
+def test_an_edit_racing_a_move_of_its_memory_says_it_moved_not_that_it_is_yours(
+        repo: Repo, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An edit finds the memory, then another process moves it before the edit plans its commit on the branch's
+    tip (two agents, or an agent and the user, at once). The edit said the memory was "new in your working tree;
+    commit it first", which was false and sent the user to commit nothing. It now says another write moved it, and
+    commits nothing: the moved memory is as the move left it."""
+    from conftest import run_git_vivary
+
+    from vivary_git.memory.writes import remember
+
+    _seed(repo)
+    tid = _remember(repo, cli, "Deploys happen on Tuesdays.")["id"]
+    real = remember.open_view
+
+    def then_moved(*args: Any, **kwargs: Any) -> Any:
+        view = real(*args, **kwargs)
+        moved = run_git_vivary(["move", tid, "ops/deploy-days"], repo.path)  # the other process, in between
+        assert moved.returncode == 0, moved.stderr
+        return view
+
+    monkeypatch.setattr(remember, "open_view", then_moved)
+    head = repo.git("rev-parse", "HEAD").strip()
+    r = cli("edit", tid, "--append", "Never on Fridays.", cwd=repo.path)
+    assert r.code == 3
+    assert r.err == (f"git vivary edit: {tid!r} is no longer at {tid}.md: another write moved or removed it "
+                     "while this one ran, so nothing was committed; `git vivary recent` says where it went\n")
+    assert repo.git("log", "--format=%s", f"{head}..HEAD").startswith("vivary: move ")  # the move's, alone
+    assert repo.git("rev-list", "--count", f"{head}..HEAD").strip() == "1"
+    assert repo.git("status", "--porcelain") == ""
+    assert "Never on Fridays." not in _body(repo, "memories/ops/deploy-days.md")

@@ -487,6 +487,30 @@ def test_several_paths_are_planned_again_when_the_branch_moved(repo: Repo) -> No
     assert not (repo.path / "memories/y.md").exists()
 
 
+@pytest.mark.parametrize("left", ["refs/heads/main.lock", "HEAD.lock"])
+def test_a_lock_file_a_killed_git_left_by_the_branch_is_named_with_its_fix(repo: Repo, cli: Any, left: str) -> None:
+    """A `git commit` killed while it moved the branch leaves Git's lock file beside the branch (or HEAD, which Git
+    locks too for the checked-out branch), and every move fails until someone removes it. A memory write tried 64
+    times and said the branch "kept moving; try again", which never helped: it now names the file and the fix, and
+    the memory goes in once it is removed."""
+    head = _seed(repo)
+    lock = repo.path / ".git" / left
+    lock.write_bytes(b"")
+    got = cli("remember", "The mail room closes at 16:45 on Fridays.", cwd=repo.path)
+    assert got.code == 2
+    name = left.removesuffix(".lock")
+    assert got.err == (f"git vivary remember: the memory was not committed: {name} is locked: {lock.resolve()} is "
+                       "there (a Git command moving it now, or one killed while it did, which leaves it behind); when "
+                       "no Git command is running in this repository, remove that file and try again\n")
+    assert repo.git("rev-parse", "HEAD").strip() == head
+    assert repo.git("status", "--porcelain") == ""
+    assert not (repo.path / ".git" / "vivary-pending-sync.msgpack").exists()
+    lock.unlink()
+    assert cli("remember", "The mail room closes at 16:45 on Fridays.", cwd=repo.path).code == 0
+    assert repo.git("status", "--porcelain") == ""
+    assert (repo.path / "memories/the-mail-room-closes-at-16-45-on-fridays.md").is_file()
+
+
 def test_a_process_stopped_before_the_branch_moves_leaves_nothing_half_written(repo: Repo) -> None:
     """`VIVARY_TEST_PAUSE=before-ref` stops a several-path commit after its commit object is made and before the
     branch is moved: killed there, the branch, the index and the work tree are as they were."""
@@ -549,6 +573,32 @@ def test_a_memory_committed_by_a_killed_writer_reaches_the_index_before_the_user
     repo.git("commit", "-qm", "mine")
     assert repo.git("show", "--name-status", "--format=", "HEAD").split() == ["A", "notes/mine.md"]
     assert (repo.path / gone).is_file()
+
+
+def test_doctor_names_a_memory_a_killed_writer_left_out_of_the_index(repo: Repo, cli: Any) -> None:
+    """Between a kill after the branch moved and the next memory write, the user's `git commit` deletes the memory,
+    and nothing said so: `doctor` (what one runs after a crash) reported nothing. It now names the path, as an error,
+    with the Git command that puts it in; once it is in, nothing is said and the user's commit keeps it."""
+    repo.commit("init", {"notes/a.md": "# A\n"})
+    assert not [p for p in cli("doctor", "--json", cwd=repo.path).json()["problems"] if p["area"] == "memory"]
+    killed_at(repo.path, ["remember", "The mail room closes at 16:45 on Fridays."], "before-index")
+    path = "memories/the-mail-room-closes-at-16-45-on-fridays.md"
+    assert repo.git("status", "--porcelain").splitlines() == [f"D  {path}"]
+    got = cli("doctor", "--json", cwd=repo.path)
+    assert got.code == 1
+    assert [p for p in got.json()["problems"] if p["area"] == "memory"] == [{
+        "area": "memory", "level": "error",
+        "message": f"{path}: committed on refs/heads/main by a memory write that was stopped before it reached your "
+                   "index, so your next `git commit` would undo it",
+        "fix": f"git restore --source=HEAD --staged --worktree -- {path}   # or any memory write puts it in"}]
+    assert repo.git("status", "--porcelain").splitlines() == [f"D  {path}"]  # doctor changed nothing
+    repo.git("restore", "--source=HEAD", "--staged", "--worktree", "--", path)
+    assert not [p for p in cli("doctor", "--json", cwd=repo.path).json()["problems"] if p["area"] == "memory"]
+    repo.write({"notes/mine.md": "# Mine\n"})
+    repo.git("add", "notes/mine.md")
+    repo.git("commit", "-qm", "mine")
+    assert repo.git("show", "--name-status", "--format=", "HEAD").split() == ["A", "notes/mine.md"]
+    assert (repo.path / path).is_file()
 
 
 def test_a_left_over_path_the_user_changed_since_stays_theirs(repo: Repo, cli: Any) -> None:

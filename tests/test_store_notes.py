@@ -148,3 +148,28 @@ def test_a_tampered_fetched_note_is_not_adopted(two: Repo, tmp_path: Path, cli: 
     two.git("push", "-q", "-f", str(tmp_path / "origin.git"), NOTES_REF)
     assert cli("sync", "fetch", cwd=me).code == 0
     assert not tip(me, NOTES_REF)
+
+
+def test_a_notes_lock_left_by_a_killed_writer_is_named_never_a_traceback(two: Repo, tmp_path: Path, cli: Any) -> None:
+    """Git's `refs/notes/vivary.lock`, there while another writer moves the notes ref (two `sync fetch` at once) or
+    left by one killed meanwhile, made libgit2 raise an `OSError` that no one caught: `check --rev` and `sync fetch`
+    ended in a traceback. Now the note is not written, the lock file is named with how to clear it, the exit code is
+    the run's own, and the next run after it is removed writes what was left out."""
+    tree, sub = two.git("rev-parse", "HEAD^{tree}", "HEAD:sub").split()
+    me = published(two, tmp_path, line(tree, checked=5) + "\n" + line(sub, "sub", checked=2))
+    git(me, "config", "vivary.notes", "true")
+    lock = me / ".git" / "refs" / "notes" / "vivary.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_bytes(b"")
+    said = f"refs/notes/vivary is locked: {lock.resolve()} is there"
+    fetched = cli("sync", "fetch", cwd=me)
+    assert fetched.code == 0
+    assert f"vivary: verdict notes from origin not all adopted: {said}" in fetched.err, fetched.err
+    assert "remove that file and try again; the rest stay in refs/vivary-fetch/origin/notes" in fetched.err
+    checked = cli("check", "--rev", "HEAD", cwd=me)
+    assert checked.code == 1  # the findings', as without notes
+    assert f"vivary: could not write the verdict note: {said}" in checked.err, checked.err
+    assert not tip(me, NOTES_REF)
+    lock.unlink()
+    assert cli("sync", "fetch", cwd=me).code == 0
+    assert noted(me) == [("", tree, 5), ("sub", sub, 2)]

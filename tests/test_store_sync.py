@@ -880,3 +880,41 @@ def test_a_cache_ref_line_git_cannot_read_in_packed_refs_is_named(repo: Repo) ->
     assert "Git refused to move refs/vivary/cache" in r.stderr and "packed-refs" in r.stderr, r.stderr
     r = run_git_vivary(["cache", "drop"], repo.path)
     assert r.returncode == 2 and "packed-refs" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_a_cache_ref_lock_a_killed_git_left_is_named_by_fetch_gc_and_drop(repo: Repo, tmp_path: Path) -> None:
+    """Git's `refs/vivary/cache.lock`, left by a writer killed while it moved the ref, fails every move of it. `sync
+    fetch` and `cache gc` said the ref "changed" and to run again, which never helped, and `cache drop` said it
+    dropped the staged refs and left the cache ref there, unsaid, with exit 0. Each now names the lock file with its
+    fix (exit 2), and once it is removed the same command does its work."""
+    repo.commit("notes", NOTES)
+    origin = bare(tmp_path, "origin.git")
+    repo.git("push", "-q", f"file://{origin}", "main")
+    assert run_git_vivary(["check", "--rev", "HEAD"], repo.path).returncode == 1  # NOTES have findings
+    assert run_git_vivary(["sync", "push", f"file://{origin}"], repo.path).returncode == 0
+    me = tmp_path / "me"
+    git(tmp_path, "clone", "-q", f"file://{origin}", str(me))
+    lock = me / ".git" / "refs" / "vivary" / "cache.lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_bytes(b"")
+    said = (f"refs/vivary/cache is locked: {lock.resolve()} is there (a Git command moving it now, or one killed "
+            "while it did, which leaves it behind); when no Git command is running in this repository, remove that "
+            "file and try again")
+    r = run_git_vivary(["sync", "fetch"], me)
+    assert (r.returncode, r.stderr) == (2, f"git vivary sync: {said}\n"), r.stdout + r.stderr
+    lock.unlink()
+    assert run_git_vivary(["sync", "fetch"], me).returncode == 0
+    cache = tip(me)
+    assert cache
+    lock.write_bytes(b"")
+    r = run_git_vivary(["cache", "gc"], me)
+    assert (r.returncode, r.stderr) == (2, f"git vivary cache: {said}\n"), r.stdout + r.stderr
+    r = run_git_vivary(["cache", "drop"], me)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stdout == "dropped refs/vivary-fetch/origin/cache\n"
+    assert r.stderr.endswith(f"git vivary cache: not dropped: {said}\n"), r.stderr
+    assert tip(me) == cache
+    lock.unlink()
+    r = run_git_vivary(["cache", "drop"], me)
+    assert (r.returncode, r.stdout) == (0, "dropped refs/vivary/cache\n"), r.stdout + r.stderr
+    assert not tip(me)

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from vivary_git.errors import GitError
+from vivary_git.escape import text as shown
 
 # Inherited from a hook or a caller, these would make a `git` look at another repository, index or
 # pathspec mode (or, LANGUAGE, translate messages we match). GIT_CONFIG_PARAMETERS (`git -c` given to
@@ -470,6 +471,18 @@ class Repo:
         except (KeyError, ValueError, TypeError):
             return None
         return str(entry.id)
+
+    def held_ref(self, ref: str) -> str:
+        """Why `ref` cannot be moved when Git's lock file beside it is there, or "" when none is: a Git command
+        moving it holds `REF.lock` for an instant, but one killed meanwhile leaves it, and Git never removes
+        another's, so every move of the ref fails until someone does. The text names the file and the fix."""
+        for top in (self.git_dir, self.common_dir):  # HEAD and a worktree's own refs, then the shared ones
+            lock = top / f"{ref}.lock"
+            if os.path.lexists(lock):
+                return (f"{shown(ref)} is locked: {shown(str(lock))} is there (a Git command moving it now, or one "
+                        "killed while it did, which leaves it behind); when no Git command is running in this "
+                        "repository, remove that file and try again")
+        return ""
 
     @property
     def vivary_dir(self) -> Path:

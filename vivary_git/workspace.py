@@ -205,8 +205,7 @@ class Workspace:
         repo = self.source.repo
         if repo is None or self.source.kind != "rev" or self.source.tree_id is None or not self.cache_enabled:
             return
-        from vivary_git.refnames import NOTES_REF
-        from vivary_git.store.notes import Verdict, notes_enabled, write_note
+        from vivary_git.store.notes import Verdict, notes_enabled, unwritten, write_note
 
         if not notes_enabled(repo):
             return
@@ -217,7 +216,7 @@ class Workspace:
         verdict = Verdict(tree=self.source.tree_id, checked=report.checked, errors=report.errors,
                           warnings=report.warnings, clean=report.clean, folder=self.source.prefix)
         if not write_note(repo, commit, verdict):
-            print(f"vivary: could not write the verdict note in {NOTES_REF}: it kept moving", file=sys.stderr)
+            print(f"vivary: could not write the verdict note: {unwritten(repo)}", file=sys.stderr)
 
     def report_stats(self) -> None:
         if os.environ.get("VIVARY_STATS"):

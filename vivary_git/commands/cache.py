@@ -314,7 +314,8 @@ def _gc_ref(repo: Repo, args: argparse.Namespace) -> int:
         return EXIT_OK
     commit = rebuild(repo, snap, keep, trees, states, "vivary cache: gc (new chain)")
     if not update_ref(repo, CACHE_REF, commit, tip):
-        raise UsageError(f"{CACHE_REF} changed while gc ran (another writer); run `git vivary cache gc` again")
+        raise UsageError(repo.held_ref(CACHE_REF)
+                         or f"{CACHE_REF} changed while gc ran (another writer); run `git vivary cache gc` again")
     after = status(repo)
     without = "".join(f"; {shown(h)} holds no folder {shown(f)!r}" for h, f in lacking.items())
     print(f"{CACHE_REF}: new chain {commit[:12]}: {after.blobs} of {before[0]} parses, {after.facts} of "
@@ -594,6 +595,7 @@ def _drop(repo: Repo) -> int:
     staged += [ref for ref in _loose_refs(repo, STAGING_PREFIX) if ref not in staged]
     dropped: list[str] = []
     stuck: list[str] = []
+    held: list[str] = []
     for ref in [CACHE_REF, *sorted(staged)]:
         try:
             tip = ref_tip(repo, ref)
@@ -608,7 +610,10 @@ def _drop(repo: Repo) -> int:
                 dropped.append(f"{shown(ref)} (a symbolic ref to no ref)")
         elif delete_ref(repo, ref, tip):
             dropped.append(shown(ref))
-    if dropped or not stuck:
+        else:  # its lock file left by a writer killed mid-write (or another writer moved it): was left out unsaid
+            held.append(repo.held_ref(ref) or f"{shown(ref)} moved while it was being dropped (another writer); run "
+                                              "`git vivary cache drop` again")
+    if dropped or not (stuck or held):
         print(f"dropped {', '.join(dropped)}" if dropped else f"{CACHE_REF}: none; nothing to drop")
     if dropped:
         print("  the next check/graph/query run records a fresh cache; the remote's copy is untouched "
@@ -621,6 +626,8 @@ def _drop(repo: Repo) -> int:
                          f"file {shown(str(repo.common_dir / ref))} (or its line in "
                          f"{shown(str(repo.common_dir / 'packed-refs'))}) by hand, then run `git vivary cache drop` "
                          "again")
+    if held:
+        raise UsageError(f"not dropped: {'; '.join(held)}")
     return EXIT_OK
 
 

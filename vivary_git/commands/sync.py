@@ -362,7 +362,9 @@ def _adopt_cache(repo: Repo, remote: str, staged: str, *, quiet: bool, head: set
             merged = merge_into(repo, theirs, ours, f"vivary cache: merged with {staged}")
             new, how = (merged, "merged with ours") if merged else (theirs.commit, "adopted (ours had nothing more)")
     if new != ours_tip and not update_ref(repo, CACHE_REF, new, ours_tip):
-        raise GitError(f"{CACHE_REF} changed while the fetch was adopted; run `git vivary sync fetch` again")
+        # A lock file left beside the ref fails every run: named with its fix, never "run again" alone.
+        raise GitError(repo.held_ref(CACHE_REF)
+                       or f"{CACHE_REF} changed while the fetch was adopted; run `git vivary sync fetch` again")
     if not quiet:
         m = Snapshot.load(repo)
         blobs = sum(c.count for p, c in m.manifest.chunks.items() if p.startswith("parse/")) if m else 0
@@ -452,7 +454,7 @@ def _adopt_notes(repo: Repo, remote: str, staged: str, *, quiet: bool) -> None:
     and then as a union of verdicts we re-encode ourselves (ours win on the same commit and folder), each one
     decoded as a `Verdict` and naming the tree its commit has at its folder. Their notes commit is never
     adopted as is: a notes tree can hold any blob."""
-    from vivary_git.store.notes import Verdict, folder_tree, read_verdicts, write_note
+    from vivary_git.store.notes import Verdict, folder_tree, read_verdicts, unwritten, write_note
     from vivary_git.store.read import _tip
     from vivary_git.store.trust import TRUST_KEY, trust
 
@@ -470,8 +472,11 @@ def _adopt_notes(repo: Repo, remote: str, staged: str, *, quiet: bool) -> None:
                            format=v.format, folder=v.folder)
                    for v in read_verdicts(repo, commit, staged)
                    if v.folder not in have and folder_tree(repo, commit, v.folder) == v.tree]
-        if adopted:
-            write_note(repo, commit, *adopted)
+        if adopted and not write_note(repo, commit, *adopted):
+            # The rest would wait on the same lock: they stay in staging, adopted by the next fetch.
+            print(f"vivary: verdict notes from {remote} not all adopted: {unwritten(repo)}; the rest stay in "
+                  f"{staged}", file=sys.stderr)
+            return
 
 
 def push(repo: Repo, remote: str, *, force: bool = False) -> None:

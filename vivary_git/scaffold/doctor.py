@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -185,6 +186,7 @@ def doctor(path: str | os.PathLike[str] | None = None, *, rev: str = "HEAD", roo
     _exact_refspecs(start, problems)
     memory = _memory(ws_root, Path(git_dir), privacy, ws, problems)
     _dead_state_folders(Path(git_dir), problems)
+    _left_out_writes(start, problems)
     rules = ws.config.links if ws is not None else None
     report_ws = WorkspaceInfo(str(ws_root), config_name, rev if graph is not None else None,
                               rules.dialect if rules else None, rules.reason if rules else None)
@@ -204,6 +206,24 @@ def _dead_state_folders(common_dir: Path, problems: list[Problem]) -> None:
             "memory", "warning", f"{len(dead)} memory state folder(s) under .git/vivary/memory/ are of workspaces "
             f"that are gone ({size / 2**20:.1f} MiB), {dead[0].workspace} first",
             "git vivary cache gc   # removes them; --dry-run names them"))
+
+
+def _left_out_writes(start: Path, problems: list[Problem]) -> None:
+    """An error naming the paths a memory write committed and, killed before it could, did not put into the user's
+    index (memory/writes/commits.py `recover`): the user's next `git commit` would delete each of them."""
+    from vivary_git.git import try_open
+    from vivary_git.memory.writes.commits import left_out
+
+    repo = try_open(start)
+    branch, paths = left_out(repo) if repo is not None else ("", [])
+    if not paths:
+        return
+    more = f" (and {len(paths) - 1} more)" if len(paths) > 1 else ""
+    problems.append(Problem(
+        "memory", "error", f"{paths[0]}{more}: committed on {branch} by a memory write that was stopped "
+        "before it reached your index, so your next `git commit` would undo it",
+        f"git restore --source=HEAD --staged --worktree -- {' '.join(shlex.quote(p) for p in paths)}   # or any "
+        "memory write puts it in"))
 
 
 def _find_root_on_disk(start: Path, top: Path) -> Path:

@@ -112,11 +112,16 @@ def write_note(repo: Repo, commit: str, *verdicts: Verdict, retries: int = 8) ->
         try:
             repo.repo.create_note(text.decode("utf-8", "replace"), sig, sig, commit, NOTES_REF, True)
             return True
-        except pygit2.GitError:
+        except (pygit2.GitError, OSError):  # OSError: libgit2 found the ref's lock file there (another writer's)
             import random
 
             time.sleep(random.uniform(0.01, 0.05) * attempt)
     return False
+
+
+def unwritten(repo: Repo) -> str:
+    """Why `write_note` gave up: the notes ref's lock file left there (named, with the fix), or other writers."""
+    return repo.held_ref(NOTES_REF) or f"{NOTES_REF} kept moving (other writers); the next run writes it"
 
 
 def read_verdicts(repo: Repo, commit: str, ref: str = NOTES_REF) -> list[Verdict]:

@@ -121,6 +121,9 @@ def write(repo: Repo, changes: Changes, *, message: str = "vivary cache", ref: s
 
         time.sleep(random.uniform(0.01, 0.05) * attempt)
     if not moved:  # Git refused every time, and nothing moved: not a race, and "moved" would be false
+        held = repo.held_ref(ref)  # its lock file left by a writer killed mid-write: named, with how to clear it
+        if held:
+            raise StoreBusy(f"{held}; this run's entries were not recorded")
         first = next((line for line in said.splitlines() if line.strip()), "no reason given")
         raise StoreBusy(f"Git refused to move {ref} ({first}); this run's entries were not recorded")
     raise StoreBusy(f"{ref} moved {moved} times while this run was recording; its entries were not recorded")

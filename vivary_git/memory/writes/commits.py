@@ -45,7 +45,7 @@ from vivary_git.memory.writes import states
 from vivary_git.worktree import skip_worktree
 
 __all__ = ["Base", "Change", "ChangesResult", "CommitResult", "Planned", "branch_tip", "commit_changes", "commit_note",
-           "housekeep", "message", "one_line", "read_from", "recover", "recover_now", "target_ref", "tip"]
+           "housekeep", "left_out", "message", "one_line", "read_from", "recover", "recover_now", "target_ref", "tip"]
 
 _ZERO = "0" * 40
 _ATTEMPTS = 64
@@ -119,31 +119,52 @@ def recover(repo: git.Repo) -> list[str]:
     path = _pending_path(repo)
     if repo.workdir is None or not path.is_file():
         return []
-    pending = _read_pending(path)
     fixed: list[str] = []
-    if pending is not None and _published(repo, pending):
-        idx = repo.repo.index
-        idx.read(True)
-        wait = _sync_wait(repo)
-        last = {rel: i for i, (rel, _, _) in enumerate(pending.paths)}  # a path written twice: its last write
-        for i, (rel, new_blob, old_blob) in enumerate(pending.paths):
-            if last[rel] != i:
-                continue
-            entry = idx[rel] if rel in idx else None  # noqa: SIM401 - a pygit2 Index has no .get
-            now = None if entry is None else str(entry.id)
-            if now == new_blob or now != old_blob:
-                continue  # in already, or the user's since: theirs
-            full = repo.workdir / rel
-            before = not os.path.lexists(full) if old_blob is None else repo.stores(full, rel, old_blob)
-            after = not os.path.lexists(full) if new_blob is None else repo.stores(full, rel, new_blob)
-            if not (before or after):
-                continue  # the user changed the file since
-            content = git.checkout_bytes(repo, rel, new_blob) if new_blob is not None else b""
-            _sync_user(repo, Planned(rel, content), new_blob, wait)
-            fixed.append(rel)
+    wait = _sync_wait(repo)
+    for rel, new_blob in _left_out(repo, path):
+        content = git.checkout_bytes(repo, rel, new_blob) if new_blob is not None else b""
+        _sync_user(repo, Planned(rel, content), new_blob, wait)
+        fixed.append(rel)
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
     return fixed
+
+
+def left_out(repo: git.Repo) -> tuple[str, list[str]]:
+    """The branch and the paths `recover` would put into the user's index, changing nothing: what `doctor` names, for
+    the user's next `git commit` would delete (or bring back) each of them. ("", []) when there are none."""
+    path = _pending_path(repo)
+    if repo.workdir is None or not path.is_file():
+        return "", []
+    paths = [rel for rel, _ in _left_out(repo, path)]
+    pending = _read_pending(path) if paths else None
+    return (pending.ref if pending is not None else "", paths)
+
+
+def _left_out(repo: git.Repo, path: Path) -> list[tuple[str, str | None]]:
+    """(path, new blob or None) of each path of the record at `path` still to be put in: its commit is on the branch
+    checked out, the user's index holds the path as before the write, and the file on disk is either version."""
+    assert repo.workdir is not None
+    pending = _read_pending(path)
+    if pending is None or not _published(repo, pending):
+        return []
+    idx = repo.repo.index
+    idx.read(True)
+    found = []
+    last = {rel: i for i, (rel, _, _) in enumerate(pending.paths)}  # a path written twice: its last write
+    for i, (rel, new_blob, old_blob) in enumerate(pending.paths):
+        if last[rel] != i:
+            continue
+        entry = idx[rel] if rel in idx else None  # noqa: SIM401 - a pygit2 Index has no .get
+        now = None if entry is None else str(entry.id)
+        if now == new_blob or now != old_blob:
+            continue  # in already, or the user's since: theirs
+        full = repo.workdir / rel
+        before = not os.path.lexists(full) if old_blob is None else repo.stores(full, rel, old_blob)
+        after = not os.path.lexists(full) if new_blob is None else repo.stores(full, rel, new_blob)
+        if before or after:  # otherwise the user changed the file since
+            found.append((rel, new_blob))
+    return found
 
 
 def recover_now(repo: git.Repo) -> list[str]:
@@ -587,6 +608,7 @@ def commit_note(
             if not _publish(repo, ref, new, old, make_message(planned), checked_out,
                             [(Planned(planned.path, on_disk), blob, base.blob(planned.path))]):
                 # The tip moved (or its lock was held) since we read it: plan again on the new tip.
+                _refuse_held(repo, ref, old, checked_out, "memory")
                 time.sleep(random.uniform(0.001, 0.02) * min(attempt, 8))
                 continue
             result = CommitResult(commit=new, parent=old, ref=ref, path=planned.path, blob=blob,
@@ -640,6 +662,7 @@ def commit_changes(
             syncs = [(Planned(c.path, _on_disk(repo, c.path, blobs[c.path], checked_out)), blobs[c.path],
                       base.blob(c.path)) for c in changes]
             if not _publish(repo, ref, new, old, text, checked_out, syncs):
+                _refuse_held(repo, ref, old, checked_out, "memory change")
                 time.sleep(random.uniform(0.001, 0.02) * min(attempt, 8))
                 continue
             done = ChangesResult(commit=new, parent=old, ref=ref, blobs=blobs, checked_out=checked_out,
@@ -650,6 +673,18 @@ def commit_changes(
                            "try again")
     housekeep(repo)
     return done
+
+
+def _refuse_held(repo: git.Repo, ref: str, old: str | None, checked_out: bool, what: str) -> None:
+    """After a move of `ref` failed: when it did not move and Git's lock file is beside it, or beside HEAD when it is
+    checked out (Git locks both to move it), stop. Git already waited for that lock (`core.filesRefLockTimeout`),
+    and one a `git commit` killed mid-write left stays until someone removes it: 64 more tries took 17 s to say
+    "kept moving; try again", which never helped. The file is named, with how to clear it."""
+    if tip(repo, ref) != old:
+        return  # it moved: plan again on the new tip
+    held = repo.held_ref(ref) or (repo.held_ref("HEAD") if checked_out else "")
+    if held:
+        raise GitError(f"the {what} was not committed: {held}")
 
 
 def housekeep(repo: git.Repo) -> None:

@@ -9,6 +9,7 @@ private reads exactly like one about a node that does not exist. Writes go throu
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -764,8 +765,14 @@ def check_note(view: View, base: commits.Base, repo_path: str, content: bytes | 
 
 
 def _base_bytes(view: View, base: commits.Base, node: MemoryNode) -> bytes:
-    data = base.read(view.repo_path(node.path))
+    rel = view.repo_path(node.path)
+    data = base.read(rel)
     if data is None:
+        if base.checked_out and base.repo.workdir is not None and not os.path.lexists(base.repo.workdir / rel):
+            # Found when this write began, gone from the branch and the work tree by the time it is planned: another
+            # write (a `move`, a `retire --delete`) took it meanwhile. It is not "new in your working tree".
+            raise RefusedError(f"{node.id!r} is no longer at {node.path}: another write moved or removed it while "
+                               "this one ran, so nothing was committed; `git vivary recent` says where it went")
         raise RefusedError(f"{node.id!r} is not committed on the memory branch yet ({node.path} is new in your "
                            "working tree); commit it first, then edit it here")
     return data
