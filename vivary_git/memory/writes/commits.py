@@ -121,7 +121,7 @@ def recover(repo: git.Repo) -> list[str]:
         return []
     fixed: list[str] = []
     wait = _sync_wait(repo)
-    for rel, new_blob in _left_out(repo, path):
+    for rel, new_blob in _left_out(repo, path)[1]:
         content = git.checkout_bytes(repo, rel, new_blob) if new_blob is not None else b""
         _sync_user(repo, Planned(rel, content), new_blob, wait)
         fixed.append(rel)
@@ -136,18 +136,18 @@ def left_out(repo: git.Repo) -> tuple[str, list[str]]:
     path = _pending_path(repo)
     if repo.workdir is None or not path.is_file():
         return "", []
-    paths = [rel for rel, _ in _left_out(repo, path)]
-    pending = _read_pending(path) if paths else None
-    return (pending.ref if pending is not None else "", paths)
+    pending, found = _left_out(repo, path)
+    return (pending.ref, [rel for rel, _ in found]) if pending is not None and found else ("", [])
 
 
-def _left_out(repo: git.Repo, path: Path) -> list[tuple[str, str | None]]:
-    """(path, new blob or None) of each path of the record at `path` still to be put in: its commit is on the branch
-    checked out, the user's index holds the path as before the write, and the file on disk is either version."""
+def _left_out(repo: git.Repo, path: Path) -> tuple[_Pending | None, list[tuple[str, str | None]]]:
+    """The record at `path`, and (path, new blob or None) of each of its paths still to be put in: its commit is on
+    the branch checked out, the user's index holds the path as before the write, and the file on disk is either
+    version."""
     assert repo.workdir is not None
     pending = _read_pending(path)
     if pending is None or not _published(repo, pending):
-        return []
+        return pending, []
     idx = repo.repo.index
     idx.read(True)
     found = []
@@ -164,7 +164,7 @@ def _left_out(repo: git.Repo, path: Path) -> list[tuple[str, str | None]]:
         after = not os.path.lexists(full) if new_blob is None else repo.stores(full, rel, new_blob)
         if before or after:  # otherwise the user changed the file since
             found.append((rel, new_blob))
-    return found
+    return pending, found
 
 
 def recover_now(repo: git.Repo) -> list[str]:
