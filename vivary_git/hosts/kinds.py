@@ -129,11 +129,17 @@ HOSTS: dict[HostKind, HostSpec] = {
 }
 
 
+def home_folder(env: dict[str, str] | None = None) -> Path:
+    """The user's home folder as the hosts find it: `HOME`, else Windows' `USERPROFILE`, else the system's answer."""
+    env = dict(os.environ) if env is None else env
+    return Path(env.get("HOME") or env.get("USERPROFILE") or Path.home())
+
+
 def user_config_path(kind: HostKind, *, platform: str | None = None, env: dict[str, str] | None = None) -> Path:
     """The host's user-level config file on this machine (`HOME` and the platform's variables decide)."""
     env = dict(os.environ) if env is None else env
     platform = sys.platform if platform is None else platform
-    home = Path(env.get("HOME") or env.get("USERPROFILE") or Path.home())
+    home = home_folder(env)
     if kind == "codex":
         codex_home = env.get("CODEX_HOME")
         if codex_home and not Path(codex_home).is_absolute():
@@ -167,7 +173,7 @@ def user_files_read(kind: HostKind, *, env: dict[str, str] | None = None) -> tup
     if kind not in ("opencode", "gemini-cli"):
         return ()
     env = dict(os.environ) if env is None else env
-    home = Path(env.get("HOME") or env.get("USERPROFILE") or Path.home())
+    home = home_folder(env)
     if kind == "gemini-cli":
         return ((Path(env["GEMINI_CLI_HOME"]) if env.get("GEMINI_CLI_HOME") else home) / ".gemini" / "settings.json",)
     xdg = env.get("XDG_CONFIG_HOME")

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from vivary_git.errors import ConfigError, RefusedError, UsageError, VivaryError
 from vivary_git.hosts import files, jsonedit
 from vivary_git.hosts.install import Scope, _config_location, _toml_data
-from vivary_git.hosts.kinds import HOSTS, HostKind
+from vivary_git.hosts.kinds import HOSTS, HostKind, home_folder
 
 
 @dataclass(frozen=True)
@@ -41,10 +41,6 @@ def project_trust(kind: HostKind, root: Path, scope: Scope, name: str, written: 
     if kind == "claude-code":
         return _claude(root, name, written)
     return None
-
-
-def _home() -> Path:
-    return Path(os.environ.get("HOME") or Path.home())
 
 
 def _json(path: Path, shown: str, *, comments: bool, comments_only: bool = False) -> Any:
@@ -175,7 +171,7 @@ def _gemini(root: Path, written: str) -> Verdict | None:
                 f"included; unset {var} to let ~/.gemini/trustedFolders.json decide"))
     if env.get("GEMINI_CLI_TRUST_WORKSPACE") == "true":
         return None
-    gemini = Path(env.get("GEMINI_CLI_HOME") or _home()) / ".gemini"
+    gemini = Path(env.get("GEMINI_CLI_HOME") or home_folder()) / ".gemini"
     settings = gemini / "settings.json"
     try:
         data = _json(settings, files.home_relative(settings), comments=True, comments_only=True)
@@ -256,8 +252,8 @@ def _claude(root: Path, name: str, written: str) -> Verdict | None:
     moved into `.claude/settings.local.json` at its next start, and read as that file. `CLAUDE_CONFIG_DIR` stands
     for ~/.claude and holds .claude.json too."""
     config_dir = os.environ.get("CLAUDE_CONFIG_DIR")
-    user = (Path(config_dir) if config_dir else _home() / ".claude") / "settings.json"
-    state_path = Path(config_dir) / ".claude.json" if config_dir else _home() / ".claude.json"
+    user = (Path(config_dir) if config_dir else home_folder() / ".claude") / "settings.json"
+    state_path = Path(config_dir) / ".claude.json" if config_dir else home_folder() / ".claude.json"
     top, main = _top(root)
     folders = [root]
     if top is not None and top in root.parents:
